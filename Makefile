@@ -1,0 +1,138 @@
+# dlk — build, test, demo, install.
+#   make                 build ./dlk (and build/libdlk-cuda.so when nvcc is present)
+#   make test            install missing packages, build, run every test
+#   make test SANITIZE=1 the same under ASan + UBSan (+ LeakSanitizer), in build-san/
+#   make demo            install missing packages, build, train on Fashion-MNIST locally
+#   make install PREFIX=/usr/local [DESTDIR=...]
+VERSION := 0.1.0
+PREFIX ?= /usr/local
+DESTDIR ?=
+CC ?= cc
+NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+
+PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+ifeq ($(SANITIZE),1)
+BUILD ?= build-san
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT ?= -O1 -g
+else
+BUILD ?= build
+SAN :=
+OPT ?= -O2 -g
+endif
+
+CFLAGS ?= $(OPT)
+CFLAGS += $(SAN)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I. -I$(BUILD) $(PKG_CFLAGS) \
+	-DDLK_VERSION='"$(VERSION)"' -MMD -MP $(CFLAGS)
+LDLIBS := $(PKG_LIBS) -ldl -lpthread -lm
+LDFLAGS += $(SAN)
+
+LIB_SRC := $(sort $(wildcard lib/*/*.c))
+CMD_SRC := $(sort $(wildcard commands/*.c))
+TEMPLATES := $(sort $(wildcard templates/*.yaml))
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+GPU_SRC := $(sort $(wildcard gpu/*.cu))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/templates.o
+CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/main.o
+UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
+MAN_IN := $(sort $(wildcard man/*.in))
+MAN_OUT := $(MAN_IN:man/%.in=$(BUILD)/man/%)
+COMMANDS = $(shell ./dlk __commands 2>/dev/null)
+
+.PHONY: all deps test test-unit test-long test-gpu demo bench install clean gpu man fuzz
+all: dlk man gpu
+
+deps:
+	@.ci/deps build
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# Built-in templates are embedded into the binary: one byte array per file.
+$(BUILD)/templates.c: $(TEMPLATES) Makefile
+	@mkdir -p $(BUILD)
+	@{ echo '#include <stddef.h>'; echo '#include "lib/render/embedded.h"'; \
+	  i=0; for f in $(TEMPLATES); do \
+	    echo "static const unsigned char t$$i[] = {"; od -An -v -tx1 $$f | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0x00};'; \
+	    i=$$((i+1)); done; \
+	  echo 'const struct dlk_embedded dlk_builtin_templates[] = {'; \
+	  i=0; for f in $(TEMPLATES); do \
+	    echo "{\"$$(basename $$f)\", (const char *)t$$i, sizeof(t$$i) - 1},"; i=$$((i+1)); done; \
+	  echo '{NULL, NULL, 0}};'; } > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/templates.o: $(BUILD)/templates.c
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/libdlk.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+dlk: $(CMD_OBJ) $(BUILD)/libdlk.a
+	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(BUILD)/libdlk.a $(LDLIBS)
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libdlk.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
+
+# Man pages: the prose is in man/*.in, SYNOPSIS and OPTIONS come from the command tables.
+$(BUILD)/man/%: man/%.in dlk
+	@mkdir -p $(BUILD)/man
+	./dlk __man-fill $< > $@.tmp && mv $@.tmp $@
+man: $(MAN_OUT)
+
+# The CUDA backend is a separate shared object that dlk dlopen()s when a GPU is present.
+ifneq ($(NVCC),)
+gpu: $(BUILD)/libdlk-cuda.so
+$(BUILD)/libdlk-cuda.so: $(GPU_SRC) $(wildcard gpu/*.h lib/nn/*.h)
+	@mkdir -p $(BUILD)
+	$(NVCC) -O2 -std=c++17 -shared -Xcompiler -fPIC,-Wall -I. -o $@ $(GPU_SRC) -lcublas -lnccl
+else
+gpu:
+	@echo "nvcc not found: skipping the CUDA backend"
+endif
+
+test-unit: $(UNIT_BIN)
+
+test:
+	@.ci/deps test
+	@$(MAKE) --no-print-directory all test-unit
+	@BUILD=$(BUILD) tests/run
+
+test-long: all
+	@BUILD=$(BUILD) DLK_TEST_LONG=1 tests/run long
+
+test-gpu: all
+	@BUILD=$(BUILD) tests/run gpu
+
+demo:
+	@.ci/deps demo
+	@$(MAKE) --no-print-directory dlk
+	@sh examples/demo.sh
+
+bench:
+	@.ci/deps bench
+	@$(MAKE) --no-print-directory all
+	@sh bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/lib/dlk
+	install -m 755 dlk $(DESTDIR)$(PREFIX)/bin/dlk
+	for c in $(COMMANDS); do ln -sf dlk $(DESTDIR)$(PREFIX)/bin/dlk-$$c; done
+	for m in $(MAN_OUT); do case $$m in *.5) d=man5 ;; *) d=man1 ;; esac; \
+		install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/$$d/; done
+	install -m 644 completions/dlk.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/dlk
+	install -m 644 completions/_dlk $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_dlk
+	if [ -f $(BUILD)/libdlk-cuda.so ]; then install -m 755 $(BUILD)/libdlk-cuda.so $(DESTDIR)$(PREFIX)/lib/dlk/; fi
+
+clean:
+	rm -rf build build-san dlk
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

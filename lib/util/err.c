@@ -1,0 +1,58 @@
+#include "lib/util/err.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int dlk_errf(struct dlk_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return -1;
+	err->code = code ? code : DLK_EXIT_FAIL;
+	err->hint[0] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int dlk_err_hint(struct dlk_err *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(err->hint, sizeof(err->hint), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int dlk_err_prefix(struct dlk_err *err, const char *fmt, ...)
+{
+	char old[DLK_ERR_MSG_MAX];
+	va_list ap;
+	int n;
+
+	if (!err)
+		return -1;
+	memcpy(old, err->msg, sizeof(old));
+	va_start(ap, fmt);
+	n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < sizeof(err->msg))
+		snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", old);
+	if (!err->code)
+		err->code = DLK_EXIT_FAIL;
+	return -1;
+}
+
+void dlk_err_clear(struct dlk_err *err)
+{
+	if (!err)
+		return;
+	err->code = 0;
+	err->msg[0] = '\0';
+	err->hint[0] = '\0';
+}

@@ -1,0 +1,69 @@
+# Shell-level test helpers in git's style. Source it from a tests/shell/t*.sh script:
+#   . "$(dirname "$0")/../lib.sh"
+#   test_expect_success 'what the user relies on' '
+#       dlk init proj && test -f proj/dlk.yaml
+#   '
+#   test_done
+# Each case runs in a subshell inside its own scratch directory under $TEST_TMP and prints one
+# TAP line. $DLK is the binary under test (absolute path); `dlk` is a function calling it.
+set -u
+TEST_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+DLK=${DLK:-$TEST_ROOT/dlk}
+TEST_NAME=$(basename "$0" .sh)
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dlk-$TEST_NAME.XXXXXX")
+test_count=0
+test_failures=0
+test_skipped=0
+export NO_COLOR=1 HOME="$TEST_TMP/home" KUBECONFIG="$TEST_TMP/home/.kube/config"
+mkdir -p "$HOME"
+dlk() { "$DLK" "$@"; }
+
+test_cleanup() { rm -rf "$TEST_TMP"; }
+trap test_cleanup EXIT
+
+_run_case() {
+	dir="$TEST_TMP/case$test_count"
+	mkdir -p "$dir"
+	( cd "$dir" && eval "$1" ) >"$TEST_TMP/out" 2>&1
+}
+
+test_expect_success() {
+	test_count=$((test_count + 1))
+	if _run_case "$2"; then
+		echo "ok $test_count - $1"
+	else
+		test_failures=$((test_failures + 1))
+		echo "not ok $test_count - $1"
+		sed 's/^/#   /' "$TEST_TMP/out" | tail -n 40
+	fi
+}
+
+test_expect_failure_code() {
+	# test_expect_failure_code NAME CODE 'commands; the last one must exit CODE'
+	test_count=$((test_count + 1))
+	_run_case "$3"
+	rc=$?
+	if [ "$rc" = "$2" ]; then
+		echo "ok $test_count - $1"
+	else
+		test_failures=$((test_failures + 1))
+		echo "not ok $test_count - $1 (exit $rc, wanted $2)"
+		sed 's/^/#   /' "$TEST_TMP/out" | tail -n 40
+	fi
+}
+
+test_skip() {
+	test_count=$((test_count + 1))
+	test_skipped=$((test_skipped + 1))
+	echo "ok $test_count # skip $1"
+}
+
+# Helpers usable inside cases.
+test_must_fail() { "$@"; rc=$?; [ $rc -ne 0 ] && [ $rc -lt 128 ]; }
+test_exit_code() { want=$1; shift; "$@"; rc=$?; [ "$rc" = "$want" ] || { echo "exit $rc, wanted $want" >&2; return 1; }; }
+grep_q() { grep -q -- "$@" || { echo "no match for '$1' in ${2:-stdin}:" >&2; cat "${2:-/dev/null}" >&2; return 1; }; }
+
+test_done() {
+	echo "1..$test_count"
+	[ "$test_failures" = 0 ]
+}

@@ -1,0 +1,38 @@
+#include "tests/unit/check.h"
+#include "lib/util/buf.h"
+#include "lib/util/err.h"
+#include "lib/util/hash.h"
+#include "lib/util/suggest.h"
+#include "lib/util/mem.h"
+
+int main(void)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+	for (int i = 0; i < 1000; i++)
+		dlk_buf_addf(&b, "%d,", i);
+	CHECK(b.len == 3890);
+	CHECK(!strncmp(b.data, "0,1,2,", 6));
+	dlk_buf_release(&b);
+
+	char hex[65];
+	dlk_sha256_hex("abc", 3, hex);
+	CHECK_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	CHECK(dlk_sha256_is_hex(hex));
+	CHECK(!dlk_sha256_is_hex("abc"));
+
+	const char *keys[] = { "epochs", "batch_size", "optimizer", "seed" };
+	CHECK_STR(dlk_suggest("epoch", keys, 4), "epochs");
+	CHECK_STR(dlk_suggest("bacth_size", keys, 4), "batch_size");
+	CHECK(dlk_suggest("zzzzzz", keys, 4) == NULL);
+	CHECK(dlk_edit_distance("kitten", "sitting") == 3);
+
+	struct dlk_err e = DLK_ERR_INIT;
+	CHECK(dlk_errf(&e, DLK_EXIT_CONFIG, "bad '%s'", "x") == -1);
+	dlk_err_prefix(&e, "dlk.yaml");
+	CHECK_STR(e.msg, "dlk.yaml: bad 'x'");
+	CHECK(e.code == DLK_EXIT_CONFIG);
+	char *s = xasprintf("%s-%d", "a", 7);
+	CHECK_STR(s, "a-7");
+	free(s);
+	return CHECK_DONE();
+}
