@@ -1,0 +1,58 @@
+/* An in-memory labelled dataset: what lib/data produces and lib/train consumes.
+ *
+ * Samples are stored as float32, already scaled ((raw * scale - mean) / std, see struct dlk_data),
+ * row-major, one sample after another: x[i * sample_size + j]. Labels are class indices. */
+#ifndef DLK_DATA_DATASET_H
+#define DLK_DATA_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/spec/spec.h"
+#include "lib/util/err.h"
+
+struct dlk_dataset {
+	size_t n;             /* number of samples */
+	int shape[3];         /* C, H, W of one sample; flat features are [1, 1, F] */
+	size_t sample_size;   /* shape[0] * shape[1] * shape[2] */
+	float *x;             /* n * sample_size, owned */
+	int32_t *y;           /* n labels in [0, n_classes), owned */
+	int n_classes;        /* 1 + the largest label seen (or from the spec's classes) */
+	/* provenance: sha256 of each fetched source file as fetched, and its URL */
+	struct {
+		char *url;
+		char sha256[65];
+	} sources[2];
+	int n_sources;
+};
+#define DLK_DATASET_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, 0, { { NULL, "" }, { NULL, "" } }, 0 }
+
+/* Progress of a long fetch or decode; `what` names the file. done/total in bytes (total 0 when
+ * unknown). Return non-zero to abort the operation. May be NULL. */
+typedef int (*dlk_data_progress_fn)(void *ctx, const char *what, unsigned long long done,
+                                    unsigned long long total);
+
+struct dlk_data_opts {
+	const char *cache_dir;        /* overrides spec->data.cache_dir when non-NULL */
+	dlk_data_progress_fn progress;
+	void *progress_ctx;
+	const char *pvc_root;         /* where pvc://claim/path resolves: <pvc_root>/<claim>/<path>;
+	                                 default "/mnt/pvc" (the worker mounts claims there) */
+};
+
+/* Fetches (with the sha256 pin checked before use), unpacks and decodes one split ("train" or
+ * "test") of the project's data. Errors name the file and, for bad contents, the byte offset;
+ * a pin mismatch or malformed file is DLK_EXIT_CONFIG, an unreachable source DLK_EXIT_CONNECT. */
+int dlk_data_load(const struct dlk_data *spec, const char *split, const struct dlk_data_opts *opts,
+                  struct dlk_dataset *out, struct dlk_err *err);
+void dlk_dataset_release(struct dlk_dataset *ds);
+
+/* A deterministic per-epoch permutation of [0, n) from (seed, epoch), identical on every rank;
+ * rank r of `world` takes the r-th disjoint contiguous shard of it (sizes differ by at most one
+ * sample... callers that need equal step counts use dlk_shard_steps()). Caller frees. */
+size_t *dlk_epoch_permutation(size_t n, unsigned long long seed, int epoch);
+/* [begin, end) of rank's shard when n samples are split across world ranks so that every rank
+ * gets floor(n / world) samples (the remainder is dropped, as DistributedSampler(drop_last)). */
+void dlk_shard_range(size_t n, int rank, int world, size_t *begin, size_t *end);
+
+#endif
