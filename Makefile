@@ -54,17 +54,23 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-# Built-in templates are embedded into the binary: one byte array per file.
-$(BUILD)/templates.c: $(TEMPLATES) Makefile
+# Files embedded into the binary, one byte array each: the built-in templates (overridable by a
+# project's templates/), the project files `dlk init` writes, and the completion scripts.
+EMBED_FILES := $(sort $(wildcard examples/*/dlk.yaml)) completions/dlk.bash completions/_dlk
+define embed_table
+  i=0; for f in $(2); do \
+    echo "static const unsigned char $(1)$$i[] = {"; od -An -v -tx1 $$f | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0x00};'; \
+    i=$$((i+1)); done; \
+  echo 'const struct dlk_embedded dlk_builtin_$(1)[] = {'; \
+  i=0; for f in $(2); do \
+    echo "{\"$(3)\", (const char *)$(1)$$i, sizeof($(1)$$i) - 1},"; i=$$((i+1)); done; \
+  echo '{NULL, NULL, 0}};'
+endef
+$(BUILD)/templates.c: $(TEMPLATES) $(EMBED_FILES) Makefile
 	@mkdir -p $(BUILD)
 	@{ echo '#include <stddef.h>'; echo '#include "lib/render/embedded.h"'; \
-	  i=0; for f in $(TEMPLATES); do \
-	    echo "static const unsigned char t$$i[] = {"; od -An -v -tx1 $$f | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0x00};'; \
-	    i=$$((i+1)); done; \
-	  echo 'const struct dlk_embedded dlk_builtin_templates[] = {'; \
-	  i=0; for f in $(TEMPLATES); do \
-	    echo "{\"$$(basename $$f)\", (const char *)t$$i, sizeof(t$$i) - 1},"; i=$$((i+1)); done; \
-	  echo '{NULL, NULL, 0}};'; } > $@.tmp && mv $@.tmp $@
+	  $(call embed_table,templates,$(TEMPLATES),$$(basename $$f)); \
+	  $(call embed_table,files,$(EMBED_FILES),$$f); } > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/templates.o: $(BUILD)/templates.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<

@@ -1,4 +1,30 @@
+/* The command table: every dlk command is listed here once. From this list and each command's
+ * option table come: dispatch (including `dlk-CMD` symlinks), `dlk -h`, `dlk help CMD`, `dlk CMD -h`,
+ * shell completion answers (`dlk __complete`), the man pages' SYNOPSIS/OPTIONS (`dlk __man-fill`)
+ * and the install links (`dlk __commands`). */
 #ifndef DLK_COMMANDS_H
 #define DLK_COMMANDS_H
+
+#include <stddef.h>
+
+#include "commands/options.h"
+
+/* X(name, summary, flags) — the order is the order of `dlk -h`. */
+#define DLK_COMMAND_LIST(X)                                                                       \
+	X(init, "create a project: a commented dlk.yaml, optionally the templates", 0)            \
+	X(train, "train a model: render the job, run it on this machine, or be the worker", 0)    \
+	X(completion, "print the shell completion script for bash or zsh", 0)                     \
+	X(version, "print the version, build options and library versions", 0)                   \
+	X(help, "show help for dlk or one of its commands", 0)
+
+#define X(n, s, f) extern const struct dlk_command_def dlk_cmd_##n;
+DLK_COMMAND_LIST(X)
+#undef X
+
+/* All commands in table order, NULL-terminated. */
+extern const struct dlk_command_def *const dlk_commands[];
+const struct dlk_command_def *dlk_command_find(const char *name);
+
 int dlk_main(int argc, char **argv);
+
 #endif

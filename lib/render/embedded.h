@@ -10,6 +10,12 @@ struct dlk_embedded {
 	size_t len;
 };
 
+/* The built-in Kubernetes object templates, named by file name ("job.yaml"). */
 extern const struct dlk_embedded dlk_builtin_templates[];
+/* Other files the binary carries, named by their path in the source tree
+ * ("examples/mlp/dlk.yaml", "completions/dlk.bash"). */
+extern const struct dlk_embedded dlk_builtin_files[];
+/* The entry named `name`, or NULL. */
+const struct dlk_embedded *dlk_embedded_find(const struct dlk_embedded *table, const char *name);
 
 #endif

@@ -1,0 +1,185 @@
+/* dlk init: writes a commented project file that trains on Fashion-MNIST as it is, and with
+ * --templates a copy of the built-in templates to edit. Never overwrites without --force. */
+#include "commands/commands.h"
+#include "commands/ctx.h"
+#include "lib/render/embedded.h"
+#include "lib/render/render.h"
+#include "lib/util/buf.h"
+#include "lib/util/fsutil.h"
+#include "lib/util/mem.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A DNS-1123 label from a directory name: "My Model_2" -> "my-model-2". */
+static char *name_from_dir(const char *dir)
+{
+	char path[PATH_MAX], *base;
+	struct dlk_buf b = DLK_BUF_INIT;
+
+	if (!realpath(dir, path))
+		snprintf(path, sizeof(path), "%s", dir);
+	base = basename(path);
+	for (const char *p = base; *p && b.len < 50; p++) {
+		char c = (char)tolower((unsigned char)*p);
+		if (isalnum((unsigned char)c))
+			dlk_buf_addc(&b, c);
+		else if (b.len && b.data[b.len - 1] != '-')
+			dlk_buf_addc(&b, '-');
+	}
+	while (b.len && b.data[b.len - 1] == '-')
+		b.data[--b.len] = '\0';
+	if (!b.len || !isalpha((unsigned char)b.data[0])) {
+		dlk_buf_release(&b);
+		return NULL;
+	}
+	return dlk_buf_detach(&b, NULL);
+}
+
+static int valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > 50 || !islower((unsigned char)s[0]) || s[n - 1] == '-')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-')
+			return 0;
+	return 1;
+}
+
+/* The example with its `name:` line replaced. */
+static char *project_text(const struct dlk_embedded *ex, const char *name)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+	const char *p = ex->data;
+
+	while (*p) {
+		const char *eol = strchr(p, '\n');
+		size_t len = eol ? (size_t)(eol - p + 1) : strlen(p);
+		if (!strncmp(p, "name: ", 6)) {
+			const char *comment = memchr(p, '#', len);
+			dlk_buf_addf(&b, "name: %s", name);
+			if (comment) {
+				size_t pad = strlen(name) < 24 ? 24 - strlen(name) : 1;
+				dlk_buf_addf(&b, "%*s", (int)pad, "");
+				dlk_buf_add(&b, comment, len - (size_t)(comment - p));
+			} else {
+				dlk_buf_addc(&b, '\n');
+			}
+		} else {
+			dlk_buf_add(&b, p, len);
+		}
+		p += len;
+	}
+	return dlk_buf_detach(&b, NULL);
+}
+
+static int run_init(struct dlk_ctx *ctx, struct dlk_args *args)
+{
+	const char *dir = args->n_pos ? args->pos[0] : ".";
+	const char *example = dlk_opt_str(args, "example") ? dlk_opt_str(args, "example") : "mlp";
+	int force = (int)dlk_opt_num(args, "force"), with_templates = (int)dlk_opt_num(args, "templates");
+	struct dlk_err err = DLK_ERR_INIT;
+	char *name = NULL, *text = NULL, *path = NULL, *tdir = NULL, *expath;
+	const struct dlk_embedded *ex;
+	int rc = 0;
+
+	expath = xasprintf("examples/%s/dlk.yaml", example);
+	ex = dlk_embedded_find(dlk_builtin_files, expath);
+	free(expath);
+	if (!ex) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "unknown example '%s'", example);
+		dlk_err_hint(&err, "choose one of: mlp cnn");
+		return dlk_report(ctx, &err);
+	}
+	if (dlk_opt_str(args, "name")) {
+		name = xstrdup(dlk_opt_str(args, "name"));
+		if (!valid_name(name)) {
+			dlk_errf(&err, DLK_EXIT_USAGE, "invalid name '%s': use at most 50 lowercase letters, digits "
+			         "and '-', starting with a letter", name);
+			goto fail;
+		}
+	} else {
+		if (mkdir(dir, 0777) && errno != EEXIST) {
+			dlk_errf(&err, DLK_EXIT_FAIL, "cannot create directory '%s': %s", dir, strerror(errno));
+			goto fail;
+		}
+		name = name_from_dir(dir);
+		if (!name)
+			name = xasprintf("fashion-%s", example);
+	}
+
+	path = xasprintf("%s/dlk.yaml", dir);
+	tdir = xasprintf("%s/templates", dir);
+	/* refuse before writing anything, so a half-initialised project never happens */
+	if (!force) {
+		struct stat st;
+		if (!stat(path, &st)) {
+			dlk_errf(&err, DLK_EXIT_FAIL, "'%s' already exists", path);
+			dlk_err_hint(&err, "use --force to overwrite it");
+			goto fail;
+		}
+		if (with_templates && render_templates_conflict(tdir, &err))
+			goto fail;
+	}
+	if (dlk_mkdir_p(dir, &err))
+		goto fail;
+	text = project_text(ex, name);
+	if (dlk_write_file_atomic(path, text, strlen(text), 0644, &err))
+		goto fail;
+	if (!ctx->quiet)
+		printf("wrote %s (example '%s', name '%s')\n", path, example, name);
+	if (with_templates) {
+		int n = render_templates_copy(tdir, force, &err);
+		if (n < 0)
+			goto fail;
+		if (!ctx->quiet)
+			printf("wrote %d templates to %s/ (they override the built-in ones file by file)\n", n, tdir);
+	}
+	if (!ctx->quiet) {
+		const char *cd = strcmp(dir, ".") ? dir : NULL;
+		printf("next:\n");
+		if (cd)
+			printf("  cd %s\n", cd);
+		printf("  dlk train --local        # train on this machine\n");
+		printf("  dlk train --dry-run      # show the Kubernetes objects a submit would send\n");
+	}
+	goto out;
+fail:
+	rc = dlk_report(ctx, &err);
+out:
+	free(name);
+	free(text);
+	free(path);
+	free(tdir);
+	return rc;
+}
+
+static const struct dlk_option init_options[] = {
+	{ OPT_STRING, 0, "name", "NAME", "the project and job name (default: from the directory name)", COMPLETE_NONE, NULL, NULL },
+	{ OPT_STRING, 0, "example", "EXAMPLE", "the model to start from", COMPLETE_WORDS, "mlp cnn", "mlp" },
+	{ OPT_BOOL, 0, "templates", NULL, "also copy the built-in templates into DIR/templates/ for editing", COMPLETE_NONE, NULL, NULL },
+	{ OPT_BOOL, 0, "force", NULL, "overwrite files that already exist", COMPLETE_NONE, NULL, NULL },
+	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },
+};
+
+const struct dlk_command_def dlk_cmd_init = {
+	.name = "init",
+	.summary = "create a project: a commented dlk.yaml, optionally the templates",
+	.usage = "[DIR]",
+	.description = "Create DIR (default: the current directory) with a commented dlk.yaml that trains\n"
+	               "on Fashion-MNIST as it is. Existing files are never overwritten without --force.",
+	.options = init_options,
+	.min_pos = 0,
+	.max_pos = 1,
+	.complete_pos = COMPLETE_DIR,
+	.run = run_init,
+	.examples = "  $ dlk init fashion && cd fashion && dlk train --local\n"
+	            "  $ dlk init --example cnn --templates\n",
+};

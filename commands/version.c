@@ -1,0 +1,71 @@
+#include "commands/commands.h"
+#include "commands/ctx.h"
+#include "lib/nn/backend.h"
+
+#include <archive.h>
+#include <cJSON.h>
+#include <cblas.h>
+#include <curl/curl.h>
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+#include <string.h>
+#include <yaml.h>
+
+static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
+{
+	char blas[256];
+	char cuda[512];
+	const curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
+	int have_cuda;
+
+	(void)args;
+	snprintf(blas, sizeof(blas), "%s (%s)", openblas_get_config(), openblas_get_corename());
+	have_cuda = dlk_backend_cuda_probe(cuda, sizeof(cuda));
+
+	if (!strcmp(ctx->output, "json") || !strcmp(ctx->output, "yaml")) {
+		cJSON *o = cJSON_CreateObject(), *libs = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "version", DLK_VERSION);
+		cJSON_AddStringToObject(o, "cpuBackend", blas);
+		cJSON_AddBoolToObject(o, "cudaAvailable", have_cuda);
+		cJSON_AddStringToObject(o, "cuda", cuda);
+		cJSON_AddStringToObject(libs, "libyaml", yaml_get_version_string());
+		cJSON_AddStringToObject(libs, "libcurl", cv->version);
+		cJSON_AddStringToObject(libs, "cjson", cJSON_Version());
+		cJSON_AddStringToObject(libs, "libarchive", archive_version_string());
+		cJSON_AddStringToObject(libs, "libmicrohttpd", MHD_get_version());
+		cJSON_AddStringToObject(libs, "openssl", OpenSSL_version(OPENSSL_VERSION));
+		cJSON_AddItemToObject(o, "libraries", libs);
+		char *s = cJSON_Print(o);
+		printf("%s\n", s);
+		free(s);
+		cJSON_Delete(o);
+		return 0;
+	}
+	printf("dlk %s\n", DLK_VERSION);
+	printf("build:     cpu backend OpenBLAS, cuda backend %s\n", have_cuda ? "loaded" : "not available");
+	printf("cpu:       %s\n", blas);
+	printf("cuda:      %s\n", cuda);
+	printf("libyaml:   %s\n", yaml_get_version_string());
+	printf("libcurl:   %s (%s)\n", cv->version, cv->ssl_version ? cv->ssl_version : "no TLS");
+	printf("cjson:     %s\n", cJSON_Version());
+	printf("archive:   %s\n", archive_version_string());
+	printf("httpd:     libmicrohttpd %s\n", MHD_get_version());
+	printf("crypto:    %s\n", OpenSSL_version(OPENSSL_VERSION));
+	return 0;
+}
+
+static const struct dlk_option version_options[] = { { OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL } };
+
+const struct dlk_command_def dlk_cmd_version = {
+	.name = "version",
+	.summary = "print the version, build options and library versions",
+	.usage = "",
+	.description = "Print dlk's version, which compute backends it can use on this machine (the\n"
+	               "CUDA backend is loaded only where a GPU and its libraries are present) and the\n"
+	               "versions of the libraries it runs on. With -o json, the same as an object.",
+	.options = version_options,
+	.min_pos = 0,
+	.max_pos = 0,
+	.run = run_version,
+	.examples = "  $ dlk version -o json\n",
+};

@@ -1,0 +1,16 @@
+/* File-system helpers that keep data safe: atomic replace, mkdir -p. */
+#ifndef DLK_UTIL_FSUTIL_H
+#define DLK_UTIL_FSUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "lib/util/err.h"
+
+/* Writes data to path through a temporary file in the same directory, fsyncs it, renames it over
+ * path and fsyncs the directory: readers see the old file or the new one, never half of one. */
+int dlk_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, struct dlk_err *err);
+/* mkdir -p; existing directories are fine. */
+int dlk_mkdir_p(const char *path, struct dlk_err *err);
+
+#endif

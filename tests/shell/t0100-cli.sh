@@ -1,0 +1,102 @@
+#!/bin/sh
+# The command table is the one source of truth: -h, help, man pages and completion agree with it.
+. "$(dirname "$0")/../lib.sh"
+MANDIR=$TEST_ROOT/${BUILD:-build}/man
+
+test_expect_success 'dlk -h lists every command in the table' '
+	dlk -h >out &&
+	for c in $(dlk __commands); do grep -q "^  $c " out || { echo "missing $c"; exit 1; }; done
+'
+
+test_expect_failure_code 'dlk without a command is a usage error' 2 '
+	dlk
+'
+
+test_expect_success 'an unknown command suggests the nearest one' '
+	test_exit_code 2 dlk trian 2>err &&
+	grep -q "unknown command .trian." err && grep -q "did you mean .dlk train." err
+'
+
+test_expect_success 'an unknown option suggests the nearest one' '
+	test_exit_code 2 dlk init --forse 2>err &&
+	grep -q "unknown option .--forse." err && grep -q "did you mean .--force." err
+'
+
+test_expect_success 'an invalid choice names the choices' '
+	test_exit_code 2 dlk version -o xml 2>err &&
+	grep -q "invalid value .xml." err && grep -q "text json yaml wide" err
+'
+
+test_expect_success 'every command has -h, help CMD and a man page, and they agree' '
+	for c in $(dlk __commands); do
+		dlk $c -h >h1 && dlk help $c >h2 && cmp h1 h2 || { echo "help differs for $c"; exit 1; }
+		test -f "$MANDIR/dlk-$c.1" || { echo "no man page for $c"; exit 1; }
+		# every long option that -h shows appears in the man page, and the other way round
+		grep -o -- "--\[no-\][a-z-]*\|--[a-z][a-z-]*" h1 | sed "s/\[no-\]//" | sort -u >from_help
+		sed -n "/^\.SH OPTIONS/,/^\.SH SEE/p" "$MANDIR/dlk-$c.1" | grep -o "\\\\fB\\\\-\\\\-[^\\\\]*\\\\fR\|\\\\-\\\\-\[no\\\\-\][a-z\\\\-]*" |
+			sed "s/\\\\fB//; s/\\\\fR//; s/\[no\\\\-\]//; s/\\\\-/-/g" | sort -u >from_man
+		cmp from_help from_man || { echo "options differ for $c"; diff from_help from_man; exit 1; }
+	done
+'
+
+test_expect_success 'completion offers exactly the options that -h shows' '
+	for c in $(dlk __commands); do
+		dlk $c -h | grep -o -- "--\[no-\][a-z-]*\|--[a-z][a-z-]*" | sed "s/\[no-\]//" | sort -u >want
+		dlk __complete $c -- | sort -u >got
+		cmp want got || { echo "completion differs for $c"; diff want got; exit 1; }
+	done
+'
+
+test_expect_success 'completion offers commands, option values and files' '
+	dlk __complete tr >out && grep -qx train out &&
+	dlk __complete version -o "" >out && grep -qx json out && grep -qx yaml out &&
+	dlk __complete init --example "" >out && grep -qx cnn out &&
+	dlk __complete -f "" >out && grep -qx :file out &&
+	dlk __complete completion "" >out && grep -qx bash out && grep -qx zsh out &&
+	dlk __complete help t >out && grep -qx train out
+'
+
+test_expect_success 'the bash completion script completes through the binary' '
+	command -v bash >/dev/null || exit 0
+	mkdir bin && ln -s "$DLK" bin/dlk && ln -s "$DLK" bin/dlk-train &&
+	PATH="$PWD/bin:$PATH" bash -c "
+		source <(dlk completion bash)
+		COMP_WORDS=(dlk tra); COMP_CWORD=1; _dlk; echo \"\${COMPREPLY[*]}\"
+		COMP_WORDS=(dlk-train --dry); COMP_CWORD=1; _dlk; echo \"\${COMPREPLY[*]}\"
+	" >out &&
+	sed -n 1p out | grep -qx train && sed -n 2p out | grep -qx -- --dry-run
+'
+
+test_expect_success 'the zsh completion script is valid zsh' '
+	if command -v zsh >/dev/null; then dlk completion zsh >_dlk && zsh -n _dlk; fi
+'
+
+test_expect_success 'man pages render without warnings' '
+	command -v man >/dev/null || exit 0
+	for m in "$MANDIR"/*; do
+		out=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$m" 2>&1 >/dev/null) || exit 1
+		[ -z "$out" ] || { echo "$m: $out"; exit 1; }
+	done
+'
+
+test_expect_success 'man dlk documents every exit code' '
+	for code in 0 1 2 3 4 5 6 7 8 75; do
+		grep -q "^\.B $code\$" "$MANDIR/dlk.1" || { echo "exit code $code undocumented"; exit 1; }
+	done
+'
+
+test_expect_success 'dlk-CMD symlinks behave as dlk CMD' '
+	ln -s "$DLK" dlk-version && ./dlk-version >a && dlk version >b && cmp a b &&
+	ln -s "$DLK" dlk-nosuch && test_exit_code 2 ./dlk-nosuch 2>err && grep -q "unknown command" err
+'
+
+test_expect_success 'global options are accepted before and after the command' '
+	dlk -o json version >a && dlk version -o json >b && cmp a b &&
+	grep -q "\"version\"" a
+'
+
+test_expect_success 'version names the libraries' '
+	dlk version >out && grep -q "^dlk " out && grep -q libyaml out && grep -q OpenBLAS out
+'
+
+test_done

@@ -1,0 +1,29 @@
+#!/bin/sh
+. "$(dirname "$0")/../lib.sh"
+
+test_expect_success 'init writes a project named after its directory' '
+	dlk init my_Proj >out &&
+	grep -q "^name: my-proj " my_Proj/dlk.yaml && grep -q "wrote my_Proj/dlk.yaml" out
+'
+
+test_expect_success 'init never overwrites without --force' '
+	dlk init p >/dev/null && echo "# mine" >>p/dlk.yaml &&
+	test_exit_code 1 dlk init p 2>err && grep -q "already exists" err && grep -q -- --force err &&
+	grep -q "# mine" p/dlk.yaml &&
+	dlk init --force p >/dev/null && ! grep -q "# mine" p/dlk.yaml
+'
+
+test_expect_success 'init --name and --example' '
+	dlk init --name vision-cnn --example cnn q >/dev/null &&
+	grep -q "^name: vision-cnn" q/dlk.yaml && grep -q conv2d q/dlk.yaml
+'
+
+test_expect_success 'init rejects a name Kubernetes would reject' '
+	test_exit_code 2 dlk init --name Bad_Name r 2>err && grep -q "invalid name" err && test ! -e r/dlk.yaml
+'
+
+test_expect_success 'init -q prints nothing' '
+	dlk init -q s >out && test ! -s out && test -f s/dlk.yaml
+'
+
+test_done
