@@ -347,9 +347,13 @@ struct set_arg {
 	struct ynode *value;
 };
 
+/* What a given entry records: a struct's address may equal its first member's, so the kind
+ * is part of the key. */
+enum { GIVEN_VALUE, GIVEN_MAP, GIVEN_CUSTOM };
+
 struct given {
 	const void *ptr;
-	int container;      /* a map or a source: its address may equal its first member's */
+	int container;      /* GIVEN_* */
 	const struct ynode *node;
 };
 
@@ -645,22 +649,22 @@ static void parse_value(struct ctx *c, const struct field *f, const struct ynode
 	void *ptr = (char *)base + f->off;
 
 	if (f->type == F_MAP) {
-		mark_given(c, ptr, 1, val);
+		mark_given(c, ptr, GIVEN_MAP, val);
 		if (f->scalar_key && val->kind == YN_SCALAR) {
 			/* "optimizer: adam" is short for "optimizer: {name: adam}" */
 			const struct field *sf = f->sub;
 			while (strcmp(sf->key, f->scalar_key))
 				sf++;
 			if (!convert_scalar(c, sf, val, (char *)ptr + sf->off, path))
-				mark_given(c, (char *)ptr + sf->off, 0, val);
+				mark_given(c, (char *)ptr + sf->off, GIVEN_VALUE, val);
 			return;
 		}
 		parse_fields(c, f->sub, val, ptr, path);
 	} else if (f->type == F_CUSTOM) {
-		mark_given(c, ptr, 1, val);
+		mark_given(c, ptr, GIVEN_CUSTOM, val);
 		f->custom->parse(c, f, val, base, path);
 	} else if (!convert_scalar(c, f, val, ptr, path)) {
-		mark_given(c, ptr, 0, val);
+		mark_given(c, ptr, GIVEN_VALUE, val);
 	}
 }
 
@@ -857,7 +861,7 @@ static void source_parse(struct ctx *c, const struct field *f, const struct ynod
 
 	if (val->kind == YN_SCALAR) {
 		if (!convert_scalar(c, &source_fields[0], val, &src->url, path))
-			mark_given(c, &src->url, 0, val);
+			mark_given(c, &src->url, GIVEN_VALUE, val);
 		return;
 	}
 	if (val->kind != YN_MAP)
@@ -1121,7 +1125,7 @@ static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_laye
 
 	l->line = item->line;
 	l->column = item->col;
-	mark_given(c, l, 1, item); /* its position for check_shapes(), --set origin included */
+	mark_given(c, l, GIVEN_CUSTOM, item); /* its position for check_shapes(), --set origin included */
 	l->kind = (enum dlk_layer_kind)-1;
 	if (item->kind == YN_MAP) {
 		if (item->n != 1) {
@@ -1267,7 +1271,7 @@ static void defaults_walk(struct ctx *c, const struct field *fields, void *base)
 		void *ptr = (char *)base + f->off;
 		if (f->type == F_MAP) {
 			defaults_walk(c, f->sub, ptr);
-		} else if (f->type != F_CUSTOM && f->def && !given_at(c, ptr, 0)) {
+		} else if (f->type != F_CUSTOM && f->def && !given_at(c, ptr, GIVEN_VALUE)) {
 			struct ynode def = { .kind = YN_SCALAR, .text = (char *)f->def, .set_index = -1 };
 			convert_scalar(c, f, &def, ptr, f->key);
 		}
@@ -1281,22 +1285,22 @@ static void apply_defaults(struct ctx *c, struct dlk_spec *s)
 	struct dlk_training *t = &s->training;
 
 	defaults_walk(c, root_fields, s);
-	if (!given_at(c, &s->data.csv_header, 1))
+	if (!given_at(c, &s->data.csv_header, GIVEN_CUSTOM))
 		s->data.csv_header = -1;
-	if (!given_at(c, &s->data.scale, 0))
+	if (!given_at(c, &s->data.scale, GIVEN_VALUE))
 		s->data.scale = s->data.format == DLK_DATA_CSV ? 1.0f : (float)(1.0 / 255.0);
-	if (!given_at(c, &t->lr, 0))
+	if (!given_at(c, &t->lr, GIVEN_VALUE))
 		t->lr = t->optimizer == DLK_OPT_SGD ? 0.01 : 1e-3;
-	if (!given_at(c, &t->weight_decay, 0))
+	if (!given_at(c, &t->weight_decay, GIVEN_VALUE))
 		t->weight_decay = t->optimizer == DLK_OPT_ADAMW ? 0.01 : 0.0;
-	if (!given_at(c, &t->checkpoint_dir, 0))
+	if (!given_at(c, &t->checkpoint_dir, GIVEN_VALUE))
 		t->checkpoint_dir = xasprintf(".dlk/checkpoints/%s", s->name ? s->name : "project");
 	for (int i = 0; i < s->model.n_layers; i++) {
 		struct dlk_layer_spec *l = &s->model.layers[i];
 		if ((int)l->kind < 0 || (int)l->kind >= N_LAYER_KINDS)
 			continue;
 		defaults_walk(c, layer_params[l->kind], l);
-		if (l->kind == DLK_LAYER_MAXPOOL && !given_at(c, &l->stride, 0))
+		if (l->kind == DLK_LAYER_MAXPOOL && !given_at(c, &l->stride, GIVEN_VALUE))
 			l->stride = l->size;
 	}
 }
@@ -1311,7 +1315,7 @@ static const struct ynode *pos_or(const struct ctx *c, const void *ptr, int cont
 
 static void check_split(struct ctx *c, struct dlk_split *sp, const char *name, int required, const struct ynode *data_node)
 {
-	const struct ynode *at = pos_or(c, sp, 1, data_node);
+	const struct ynode *at = pos_or(c, sp, GIVEN_MAP, data_node);
 	int idx = c->spec->data.format == DLK_DATA_IDX;
 	const char *fmt = spec_format_name(c->spec->data.format);
 	char p[128];
@@ -1319,27 +1323,27 @@ static void check_split(struct ctx *c, struct dlk_split *sp, const char *name, i
 	if (!required && !sp->images.url && !sp->labels.url && !sp->source.url)
 		return;
 	if (idx) {
-		if (!sp->images.url && !given_at(c, &sp->images, 1)) {
+		if (!sp->images.url && !given_at(c, &sp->images, GIVEN_CUSTOM)) {
 			snprintf(p, sizeof(p), "data.%s.images", name);
 			problem(c, at, p, "missing required key 'images' (format idx needs images and labels)");
 		}
-		if (!sp->labels.url && !given_at(c, &sp->labels, 1)) {
+		if (!sp->labels.url && !given_at(c, &sp->labels, GIVEN_CUSTOM)) {
 			snprintf(p, sizeof(p), "data.%s.labels", name);
 			problem(c, at, p, "missing required key 'labels' (format idx needs images and labels)");
 		}
 		if (sp->source.url) {
 			snprintf(p, sizeof(p), "data.%s.source", name);
-			problem(c, pos_or(c, &sp->source, 1, at), p,
+			problem(c, pos_or(c, &sp->source, GIVEN_CUSTOM, at), p,
 			        "'source' is for formats csv and tar; format idx uses images and labels");
 		}
 	} else {
-		if (!sp->source.url && !given_at(c, &sp->source, 1)) {
+		if (!sp->source.url && !given_at(c, &sp->source, GIVEN_CUSTOM)) {
 			snprintf(p, sizeof(p), "data.%s.source", name);
 			problem(c, at, p, "missing required key 'source' (format %s reads one source per split)", fmt);
 		}
 		if (sp->images.url || sp->labels.url) {
 			snprintf(p, sizeof(p), "data.%s.%s", name, sp->images.url ? "images" : "labels");
-			problem(c, pos_or(c, sp->images.url ? (void *)&sp->images : (void *)&sp->labels, 1, at), p,
+			problem(c, pos_or(c, sp->images.url ? (void *)&sp->images : (void *)&sp->labels, GIVEN_CUSTOM, at), p,
 			        "images and labels are for format idx; format %s uses 'source'", fmt);
 		}
 	}
@@ -1358,7 +1362,7 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 		return;
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct dlk_layer_spec *l = &m->layers[i];
-		const struct ynode *pos = given_at(c, l, 1);
+		const struct ynode *pos = given_at(c, l, GIVEN_CUSTOM);
 		snprintf(p, sizeof(p), "model.layers[%d]", i);
 		if ((int)l->kind < 0)
 			return;
@@ -1405,24 +1409,29 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	if (n_classes && last_dense >= 0 && m->layers[last_dense].units != n_classes) {
 		const struct dlk_layer_spec *l = &m->layers[last_dense];
 		snprintf(p, sizeof(p), "model.layers[%d]", last_dense);
-		problem(c, given_at(c, l, 1), p, "the last dense layer has %d units but data.classes names %d classes",
+		problem(c, given_at(c, l, GIVEN_CUSTOM), p, "the last dense layer has %d units but data.classes names %d classes",
 		        l->units, n_classes);
 	}
 }
 
 static void check_spec(struct ctx *c, struct dlk_spec *s, const struct ynode *root)
 {
-	const struct ynode *data_node = pos_or(c, &s->data, 1, root);
+	const struct ynode *data_node = given_at(c, &s->data, GIVEN_MAP);
+	int format_ok = 1;
 
-	if (given_at(c, &s->data, 1)) {
+	/* with a format that did not parse, which split keys are needed is unknowable */
+	for (int i = 0; data_node && data_node->kind == YN_MAP && i < data_node->n; i++)
+		if (!strcmp(data_node->keys[i]->text, "format"))
+			format_ok = !!given_at(c, &s->data.format, GIVEN_VALUE);
+	if (data_node && format_ok) {
 		check_split(c, &s->data.train, "train", 1, data_node);
 		check_split(c, &s->data.test, "test", 0, data_node);
 	}
 	if (s->storage.claim && s->storage.size)
-		problem(c, pos_or(c, &s->storage.size, 0, root), "storage.size",
+		problem(c, pos_or(c, &s->storage.size, GIVEN_VALUE, root), "storage.size",
 		        "set either claim (an existing volume) or size (a new one), not both");
 	if (s->storage.storage_class && !s->storage.size)
-		problem(c, pos_or(c, &s->storage.storage_class, 0, root), "storage.storage_class",
+		problem(c, pos_or(c, &s->storage.storage_class, GIVEN_VALUE, root), "storage.storage_class",
 		        "storage_class applies only to a volume dlk creates (set size)");
 	check_shapes(c, &s->model, s->data.n_classes);
 }
