@@ -186,7 +186,14 @@ static int quantity_parse(const char *s, long double *num, long double *mult, ch
 	}
 	if (!digits)
 		return why_f(why, why_len, "is not a quantity (like 500m, 2, 1.5, 512Mi, 4Gi, 1G)");
-	*num = strtold(num_start, &end);
+	{
+		/* only the digits: strtold would also eat an exponent that is the suffix's business */
+		char digits_only[80];
+		size_t dl = (size_t)(p - num_start);
+		memcpy(digits_only, num_start, dl);
+		digits_only[dl] = '\0';
+		*num = strtold(digits_only, &end);
+	}
 	if (*p == 'e' || *p == 'E') {
 		const char *q = p + 1;
 		if (*q == '+' || *q == '-')

@@ -1583,7 +1583,7 @@ static void set_apply(struct ctx *c, struct ynode **root, struct set_arg *s, int
 		} else if (cur->kind == YN_SEQ) {
 			long n;
 			if (!is_index(comp)) {
-				set_problem(c, idx, "'%s' is a list: use a numeric index there", comp);
+				set_problem(c, idx, "'%s' is not an index into the list (it has %d items)", comp, cur->n);
 				return;
 			}
 			n = atol(comp);

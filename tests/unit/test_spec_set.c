@@ -105,7 +105,7 @@ int main(void)
 		CHECK_STR(m, "--set name.first=x: cannot set 'first' inside a single value");
 		const char *e[] = { "model.layers.first=x" };
 		m = load_msg_sets(MINIMAL, e, 1);
-		CHECK_STR(m, "--set model.layers.first=x: 'first' is a list: use a numeric index there");
+		CHECK_STR(m, "--set model.layers.first=x: 'first' is not an index into the list (it has 1 items)");
 		const char *f[] = { "model.layers.0={dense: {unit: 3}}" };
 		m = load_msg_sets(MINIMAL, f, 1);
 		CHECK_STR(m, "--set model.layers.0={dense: {unit: 3}}: model.layers[0].dense.unit: unknown key 'unit' (did you mean 'units'?)\n"
