@@ -1,0 +1,1775 @@
+/* spec_load(): dlk.yaml -> struct dlk_spec.
+ *
+ * The file is read into a small position-keeping tree (ytree.c), --set overrides are grafted
+ * onto that tree, and then one walk over a declarative schema (the field tables below) converts,
+ * validates and records every problem it meets, so the user sees all of them at once. The same
+ * tables drive the defaults, the dump, spec_free() and spec_known_keys(), so a field added to a
+ * table is handled everywhere. */
+#include "lib/spec/spec.h"
+#include "lib/spec/check.h"
+#include "lib/spec/ytree.h"
+#include "lib/util/buf.h"
+#include "lib/util/hash.h"
+#include "lib/util/mem.h"
+#include "lib/util/suggest.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef DLK_VERSION
+#define DLK_VERSION "0.0.0"
+#endif
+#define DLK_DEFAULT_IMAGE "dlk:" DLK_VERSION
+
+#define SPEC_MAX_FILE (1 << 20)  /* bytes of dlk.yaml */
+#define SPEC_MAX_LAYERS 256
+#define SPEC_MAX_KV 64           /* labels, node selector entries */
+#define SPEC_MAX_TOLERATIONS 64
+#define SPEC_MAX_CLASSES 65536
+#define SPEC_MAX_SETS 256
+#define SPEC_NAME_MAX 50         /* pods get "-<index>-<random>" suffixes within 63 */
+
+/* ---- the schema ---- */
+
+enum ftype {
+	F_INT,    /* int */
+	F_U64,    /* unsigned long long */
+	F_DOUBLE, /* double */
+	F_FLOAT,  /* float */
+	F_BOOL,   /* int 0/1 */
+	F_STR,    /* char * */
+	F_ENUM,   /* an enum, by name */
+	F_BYTES,  /* long long, an integer or a byte quantity */
+	F_MAP,    /* a nested struct described by sub */
+	F_CUSTOM, /* parsed by custom->parse */
+};
+
+enum {
+	REQ = 1,       /* must be given */
+	MIN_EXCL = 2,  /* value > min rather than >= */
+	MAX_EXCL = 4,  /* value < max rather than <= */
+	ANY_SCALAR = 8 /* F_STR: take any scalar's text (cpu: 2 is as good as cpu: "2") */
+};
+
+struct ctx;
+struct field;
+
+struct custom {
+	/* val is never NULL nor a null scalar; base is the struct holding the field */
+	void (*parse)(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path);
+	/* writes what follows "key:", newline included */
+	void (*dump)(struct dlk_buf *b, const struct field *f, const void *base, int indent);
+	void (*free)(const struct field *f, void *base);
+	const char *const *subkeys; /* for spec_known_keys(), NULL-terminated suffixes */
+};
+
+typedef int (*check_fn)(const char *s, char *why, size_t why_len);
+
+struct field {
+	const char *key;
+	enum ftype type;
+	size_t off;                   /* offset in the enclosing struct */
+	int flags;
+	double min, max;              /* numeric bounds */
+	const char *def;              /* default as YAML text; NULL: none or dependent (see apply_defaults) */
+	const char *const *names;     /* F_ENUM: names in enum order; F_STR: the allowed values */
+	check_fn check;               /* F_STR: syntax check */
+	const struct field *sub;      /* F_MAP */
+	const char *scalar_key;       /* F_MAP: a bare scalar means {scalar_key: scalar} */
+	const struct custom *custom;  /* F_CUSTOM */
+};
+
+#define FIELD(k, t, type_, member, ...) \
+	{ .key = k, .type = type_, .off = offsetof(t, member), __VA_ARGS__ }
+#define END { .key = NULL }
+
+static int check_name(const char *s, char *why, size_t len) { return check_dns_label(s, SPEC_NAME_MAX, why, len); }
+static int check_label63(const char *s, char *why, size_t len) { return check_dns_label(s, 63, why, len); }
+
+static int check_sha256(const char *s, char *why, size_t len)
+{
+	if (!dlk_sha256_is_hex(s))
+		return snprintf(why, len, "expected 64 hex digits"), -1;
+	return 0;
+}
+
+static int check_nonempty(const char *s, char *why, size_t len)
+{
+	if (!*s)
+		return snprintf(why, len, "must not be empty"), -1;
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20)
+			return snprintf(why, len, "contains a control character"), -1;
+	return 0;
+}
+
+static int check_abs_path(const char *s, char *why, size_t len)
+{
+	if (check_nonempty(s, why, len))
+		return -1;
+	if (s[0] != '/')
+		return snprintf(why, len, "must be an absolute path"), -1;
+	return 0;
+}
+
+static int check_label_value_nonempty(const char *s, char *why, size_t len)
+{
+	if (!*s)
+		return snprintf(why, len, "must not be empty"), -1;
+	return check_label_value(s, why, len);
+}
+
+static const char *const format_names[] = { "idx", "csv", "tar", NULL };
+static const char *const loss_names[] = { "softmax_cross_entropy", NULL };
+static const char *const init_names[] = { "torch", "xavier", NULL };
+static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
+static const char *const sched_names[] = { "constant", "step", "cosine", NULL };
+static const char *const layer_names[] = { "dense", "conv2d", "maxpool", "flatten", "relu",
+                                           "tanh", "sigmoid", "dropout", NULL };
+static const char *const toleration_ops[] = { "Exists", "Equal", NULL };
+static const char *const toleration_effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute", NULL };
+
+/* custom handlers, defined further down */
+static const struct custom c_labels, c_node_selector, c_source, c_classes, c_csv_header, c_input,
+	c_layers, c_tolerations;
+
+static const struct field source_fields[] = {
+	FIELD("url", struct dlk_source, F_STR, url, .flags = REQ, .check = check_source_url),
+	FIELD("sha256", struct dlk_source, F_STR, sha256, .check = check_sha256),
+	END
+};
+
+static const struct field split_fields[] = {
+	FIELD("images", struct dlk_split, F_CUSTOM, images, .custom = &c_source),
+	FIELD("labels", struct dlk_split, F_CUSTOM, labels, .custom = &c_source),
+	FIELD("source", struct dlk_split, F_CUSTOM, source, .custom = &c_source),
+	END
+};
+
+static const struct field csv_fields[] = {
+	FIELD("header", struct dlk_data, F_CUSTOM, csv_header, .custom = &c_csv_header),
+	FIELD("label_column", struct dlk_data, F_INT, csv_label_column, .min = -1, .max = 1 << 20, .def = "-1"),
+	END
+};
+
+/* csv options live in struct dlk_data itself, so csv's "struct" is dlk_data at offset 0 */
+static const struct field data_fields[] = {
+	FIELD("format", struct dlk_data, F_ENUM, format, .names = format_names, .def = "idx"),
+	FIELD("train", struct dlk_data, F_MAP, train, .flags = REQ, .sub = split_fields),
+	FIELD("test", struct dlk_data, F_MAP, test, .sub = split_fields),
+	{ .key = "csv", .type = F_MAP, .off = 0, .sub = csv_fields },
+	FIELD("scale", struct dlk_data, F_FLOAT, scale, .flags = MIN_EXCL, .min = 0, .max = 1e30),
+	FIELD("mean", struct dlk_data, F_FLOAT, mean, .min = -1e30, .max = 1e30, .def = "0"),
+	FIELD("std", struct dlk_data, F_FLOAT, std, .flags = MIN_EXCL, .min = 0, .max = 1e30, .def = "1"),
+	FIELD("classes", struct dlk_data, F_CUSTOM, classes, .custom = &c_classes),
+	FIELD("cache_dir", struct dlk_data, F_STR, cache_dir, .check = check_nonempty, .def = ".dlk/cache"),
+	FIELD("max_bytes", struct dlk_data, F_BYTES, max_bytes, .def = "8Gi"),
+	END
+};
+
+static const struct field model_fields[] = {
+	FIELD("input", struct dlk_model, F_CUSTOM, input, .flags = REQ, .custom = &c_input),
+	FIELD("layers", struct dlk_model, F_CUSTOM, layers, .flags = REQ, .custom = &c_layers),
+	FIELD("loss", struct dlk_model, F_ENUM, loss, .names = loss_names, .def = "softmax_cross_entropy"),
+	FIELD("init", struct dlk_model, F_STR, init, .names = init_names, .def = "torch"),
+	END
+};
+
+static const struct field optimizer_fields[] = {
+	FIELD("name", struct dlk_training, F_ENUM, optimizer, .names = optim_names, .def = "adam"),
+	FIELD("lr", struct dlk_training, F_DOUBLE, lr, .flags = MIN_EXCL, .min = 0, .max = 1e6),
+	FIELD("momentum", struct dlk_training, F_DOUBLE, momentum, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0"),
+	FIELD("nesterov", struct dlk_training, F_BOOL, nesterov, .def = "false"),
+	FIELD("weight_decay", struct dlk_training, F_DOUBLE, weight_decay, .min = 0, .max = 1e6),
+	FIELD("beta1", struct dlk_training, F_DOUBLE, beta1, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0.9"),
+	FIELD("beta2", struct dlk_training, F_DOUBLE, beta2, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0.999"),
+	FIELD("eps", struct dlk_training, F_DOUBLE, eps, .flags = MIN_EXCL, .min = 0, .max = 1, .def = "1.0e-8"),
+	END
+};
+
+static const struct field schedule_fields[] = {
+	FIELD("name", struct dlk_training, F_ENUM, schedule, .names = sched_names, .def = "constant"),
+	FIELD("warmup_steps", struct dlk_training, F_INT, warmup_steps, .min = 0, .max = INT_MAX, .def = "0"),
+	FIELD("step_size", struct dlk_training, F_INT, step_size, .min = 1, .max = INT_MAX, .def = "1"),
+	FIELD("gamma", struct dlk_training, F_DOUBLE, gamma, .flags = MIN_EXCL, .min = 0, .max = 1e6, .def = "0.1"),
+	FIELD("min_lr", struct dlk_training, F_DOUBLE, min_lr, .min = 0, .max = 1e6, .def = "0"),
+	END
+};
+
+static const struct field checkpoint_fields[] = {
+	FIELD("every", struct dlk_training, F_INT, checkpoint_every, .min = 0, .max = INT_MAX, .def = "500"),
+	FIELD("keep", struct dlk_training, F_INT, checkpoint_keep, .min = 1, .max = 1000, .def = "3"),
+	FIELD("dir", struct dlk_training, F_STR, checkpoint_dir, .check = check_nonempty),
+	END
+};
+
+/* optimizer, lr_schedule and checkpoint are nested in YAML but flat in struct dlk_training */
+static const struct field training_fields[] = {
+	FIELD("epochs", struct dlk_training, F_INT, epochs, .min = 1, .max = 1000000, .def = "5"),
+	FIELD("batch_size", struct dlk_training, F_INT, batch_size, .min = 1, .max = 1 << 20, .def = "128"),
+	{ .key = "optimizer", .type = F_MAP, .off = 0, .sub = optimizer_fields, .scalar_key = "name" },
+	{ .key = "lr_schedule", .type = F_MAP, .off = 0, .sub = schedule_fields, .scalar_key = "name" },
+	FIELD("grad_clip", struct dlk_training, F_DOUBLE, grad_clip, .min = 0, .max = 1e30, .def = "0"),
+	FIELD("seed", struct dlk_training, F_U64, seed, .def = "42"),
+	FIELD("threads", struct dlk_training, F_INT, threads, .min = 0, .max = 4096, .def = "0"),
+	{ .key = "checkpoint", .type = F_MAP, .off = 0, .sub = checkpoint_fields },
+	FIELD("eval_every_epoch", struct dlk_training, F_BOOL, eval_every_epoch, .def = "true"),
+	END
+};
+
+static const struct field toleration_fields[] = {
+	FIELD("key", struct dlk_toleration, F_STR, key, .check = check_label_key),
+	FIELD("operator", struct dlk_toleration, F_STR, op, .names = toleration_ops),
+	FIELD("value", struct dlk_toleration, F_STR, value, .flags = ANY_SCALAR, .check = check_label_value),
+	FIELD("effect", struct dlk_toleration, F_STR, effect, .names = toleration_effects),
+	END
+};
+
+static const struct field resources_fields[] = {
+	FIELD("workers", struct dlk_resources, F_INT, workers, .min = 1, .max = 1024, .def = "1"),
+	FIELD("gpus", struct dlk_resources, F_INT, gpus, .min = 0, .max = 16, .def = "0"),
+	FIELD("gpu_product", struct dlk_resources, F_STR, gpu_product, .flags = ANY_SCALAR, .check = check_label_value_nonempty),
+	FIELD("cpu", struct dlk_resources, F_STR, cpu, .flags = ANY_SCALAR, .check = check_quantity, .def = "2"),
+	FIELD("memory", struct dlk_resources, F_STR, memory, .flags = ANY_SCALAR, .check = check_quantity, .def = "4Gi"),
+	FIELD("shm_size", struct dlk_resources, F_STR, shm_size, .flags = ANY_SCALAR, .check = check_quantity, .def = "1Gi"),
+	FIELD("node_selector", struct dlk_resources, F_CUSTOM, node_selector, .custom = &c_node_selector),
+	FIELD("tolerations", struct dlk_resources, F_CUSTOM, tolerations, .custom = &c_tolerations),
+	FIELD("priority_class", struct dlk_resources, F_STR, priority_class, .check = check_dns_subdomain),
+	FIELD("queue", struct dlk_resources, F_STR, queue, .check = check_dns_subdomain),
+	FIELD("backoff_limit_per_index", struct dlk_resources, F_INT, backoff_limit_per_index, .min = 0, .max = 1000, .def = "3"),
+	FIELD("master_port", struct dlk_resources, F_INT, master_port, .min = 1, .max = 65535, .def = "29500"),
+	END
+};
+
+static const struct field storage_fields[] = {
+	FIELD("claim", struct dlk_storage, F_STR, claim, .check = check_dns_subdomain),
+	FIELD("size", struct dlk_storage, F_STR, size, .flags = ANY_SCALAR, .check = check_quantity),
+	FIELD("storage_class", struct dlk_storage, F_STR, storage_class, .check = check_dns_subdomain),
+	FIELD("mount", struct dlk_storage, F_STR, mount, .check = check_abs_path, .def = "/checkpoints"),
+	END
+};
+
+static const struct field serving_fields[] = {
+	FIELD("replicas", struct dlk_serving, F_INT, replicas, .min = 1, .max = 1000, .def = "1"),
+	FIELD("port", struct dlk_serving, F_INT, port, .min = 1, .max = 65535, .def = "8080"),
+	FIELD("cpu", struct dlk_serving, F_STR, cpu, .flags = ANY_SCALAR, .check = check_quantity, .def = "1"),
+	FIELD("memory", struct dlk_serving, F_STR, memory, .flags = ANY_SCALAR, .check = check_quantity, .def = "1Gi"),
+	FIELD("gpus", struct dlk_serving, F_INT, gpus, .min = 0, .max = 16, .def = "0"),
+	FIELD("min_accuracy", struct dlk_serving, F_DOUBLE, min_accuracy, .min = 0, .max = 1, .def = "0"),
+	END
+};
+
+static const struct field root_fields[] = {
+	FIELD("name", struct dlk_spec, F_STR, name, .flags = REQ, .check = check_name),
+	FIELD("image", struct dlk_spec, F_STR, image, .check = check_image, .def = DLK_DEFAULT_IMAGE),
+	FIELD("namespace", struct dlk_spec, F_STR, namespace_, .check = check_label63),
+	FIELD("labels", struct dlk_spec, F_CUSTOM, labels, .custom = &c_labels),
+	FIELD("data", struct dlk_spec, F_MAP, data, .flags = REQ, .sub = data_fields),
+	FIELD("model", struct dlk_spec, F_MAP, model, .flags = REQ, .sub = model_fields),
+	FIELD("training", struct dlk_spec, F_MAP, training, .sub = training_fields),
+	FIELD("resources", struct dlk_spec, F_MAP, resources, .sub = resources_fields),
+	FIELD("storage", struct dlk_spec, F_MAP, storage, .sub = storage_fields),
+	FIELD("schedule", struct dlk_spec, F_STR, schedule, .check = check_cron),
+	FIELD("serving", struct dlk_spec, F_MAP, serving, .sub = serving_fields),
+	END
+};
+
+/* Layers: one parameter table per kind, in enum dlk_layer_kind order. */
+static const struct field dense_params[] = {
+	FIELD("units", struct dlk_layer_spec, F_INT, units, .flags = REQ, .min = 1, .max = 1 << 24),
+	END
+};
+static const struct field conv2d_params[] = {
+	FIELD("filters", struct dlk_layer_spec, F_INT, filters, .flags = REQ, .min = 1, .max = 65536),
+	FIELD("kernel", struct dlk_layer_spec, F_INT, kernel, .min = 1, .max = 1024, .def = "3"),
+	FIELD("stride", struct dlk_layer_spec, F_INT, stride, .min = 1, .max = 1024, .def = "1"),
+	FIELD("padding", struct dlk_layer_spec, F_INT, padding, .min = 0, .max = 1024, .def = "0"),
+	END
+};
+static const struct field maxpool_params[] = {
+	FIELD("size", struct dlk_layer_spec, F_INT, size, .min = 1, .max = 1024, .def = "2"),
+	FIELD("stride", struct dlk_layer_spec, F_INT, stride, .min = 1, .max = 1024),
+	END
+};
+static const struct field dropout_params[] = {
+	FIELD("rate", struct dlk_layer_spec, F_FLOAT, rate, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0.5"),
+	END
+};
+static const struct field no_params[] = { END };
+static const struct field *const layer_params[] = {
+	[DLK_LAYER_DENSE] = dense_params, [DLK_LAYER_CONV2D] = conv2d_params,
+	[DLK_LAYER_MAXPOOL] = maxpool_params, [DLK_LAYER_FLATTEN] = no_params,
+	[DLK_LAYER_RELU] = no_params, [DLK_LAYER_TANH] = no_params,
+	[DLK_LAYER_SIGMOID] = no_params, [DLK_LAYER_DROPOUT] = dropout_params,
+};
+#define N_LAYER_KINDS ((int)DLK_ARRAY_SIZE(layer_params))
+
+static int n_names(const char *const *names)
+{
+	int n = 0;
+	while (names[n])
+		n++;
+	return n;
+}
+
+const char *spec_layer_kind_name(enum dlk_layer_kind kind)
+{
+	return (int)kind >= 0 && (int)kind < N_LAYER_KINDS ? layer_names[kind] : "?";
+}
+const char *spec_optimizer_name(enum dlk_optim o)
+{
+	return (int)o >= 0 && (int)o < n_names(optim_names) ? optim_names[o] : "?";
+}
+const char *spec_schedule_name(enum dlk_lr_schedule s)
+{
+	return (int)s >= 0 && (int)s < n_names(sched_names) ? sched_names[s] : "?";
+}
+const char *spec_format_name(enum dlk_data_format f)
+{
+	return (int)f >= 0 && (int)f < n_names(format_names) ? format_names[f] : "?";
+}
+
+/* ---- problems ---- */
+
+struct set_arg {
+	const char *arg;    /* as given */
+	char *path;         /* normalised like the messages' paths: a.b[3].c */
+	char **comps;
+	int n_comps;
+	struct ynode *value;
+};
+
+/* What a given entry records: a struct's address may equal its first member's, so the kind
+ * is part of the key. */
+enum { GIVEN_VALUE, GIVEN_MAP, GIVEN_CUSTOM };
+
+struct given {
+	const void *ptr;
+	int container;      /* GIVEN_* */
+	const struct ynode *node;
+};
+
+struct ctx {
+	const char *file;
+	struct set_arg *sets;
+	struct dlk_buf out;
+	int n_problems, n_shown;
+	struct given *given;
+	int n_given, cap_given;
+	struct dlk_spec *spec;
+};
+
+#define PROBLEM_ROOM 48 /* kept free for "... and N more problems" */
+
+static void problem(struct ctx *c, const struct ynode *at, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void problem(struct ctx *c, const struct ynode *at, const char *path, const char *fmt, ...)
+{
+	char msg[1024], line[1400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (at && at->set_index >= 0) {
+		const struct set_arg *s = &c->sets[at->set_index];
+		if (path && *path && strcmp(path, s->path))
+			snprintf(line, sizeof(line), "--set %s: %s: %s", s->arg, path, msg);
+		else
+			snprintf(line, sizeof(line), "--set %s: %s", s->arg, msg);
+	} else if (at) {
+		snprintf(line, sizeof(line), "%s:%d:%d: %s%s%s", c->file, at->line, at->col,
+		         path && *path ? path : "", path && *path ? ": " : "", msg);
+	} else {
+		snprintf(line, sizeof(line), "%s: %s%s%s", c->file, path && *path ? path : "",
+		         path && *path ? ": " : "", msg);
+	}
+	c->n_problems++;
+	if (c->n_shown == c->n_problems - 1 &&
+	    c->out.len + strlen(line) + 1 + PROBLEM_ROOM < DLK_ERR_MSG_MAX) {
+		if (c->out.len)
+			dlk_buf_addc(&c->out, '\n');
+		dlk_buf_adds(&c->out, line);
+		c->n_shown++;
+	}
+}
+
+static int finish_problems(struct ctx *c, int code, struct dlk_err *err)
+{
+	if (c->n_problems > c->n_shown)
+		dlk_buf_addf(&c->out, "\n... and %d more problem%s", c->n_problems - c->n_shown,
+		             c->n_problems - c->n_shown == 1 ? "" : "s");
+	dlk_errf(err, code, "%s", c->out.data ? c->out.data : "invalid project file");
+	if (err && code == DLK_EXIT_CONFIG && c->n_problems > 1)
+		dlk_err_hint(err, "fix the %d problems above in '%s' and run again", c->n_problems, c->file);
+	return -1;
+}
+
+static void mark_given(struct ctx *c, const void *ptr, int container, const struct ynode *node)
+{
+	if (c->n_given == c->cap_given) {
+		c->cap_given = c->cap_given ? c->cap_given * 2 : 128;
+		c->given = xrealloc(c->given, (size_t)c->cap_given * sizeof(*c->given));
+	}
+	c->given[c->n_given++] = (struct given){ ptr, container, node };
+}
+
+/* The node a value was given at, or NULL when it was not given. */
+static const struct ynode *given_at(const struct ctx *c, const void *ptr, int container)
+{
+	for (int i = c->n_given - 1; i >= 0; i--)
+		if (c->given[i].ptr == ptr && c->given[i].container == container)
+			return c->given[i].node;
+	return NULL;
+}
+
+static void join_path(char *out, size_t len, const char *path, const char *key)
+{
+	if (path && *path)
+		snprintf(out, len, "%s.%s", path, key);
+	else
+		snprintf(out, len, "%s", key);
+}
+
+static void suggest_suffix(char *out, size_t len, const char *word, const char *const *cands, size_t n)
+{
+	const char *s = dlk_suggest(word, cands, n);
+	if (s)
+		snprintf(out, len, " (did you mean '%s'?)", s);
+	else
+		out[0] = '\0';
+}
+
+static void shown_text(char *out, size_t len, const char *s)
+{
+	if (strlen(s) > 60)
+		snprintf(out, len, "%.57s...", s);
+	else
+		snprintf(out, len, "%s", s);
+}
+
+/* Reports a key that appears twice in a mapping; returns 1 when keys[i] is such a repeat. */
+static int duplicate_key(struct ctx *c, const struct ynode *map, int i, const char *path)
+{
+	for (int j = 0; j < i; j++)
+		if (!strcmp(map->keys[j]->text, map->keys[i]->text)) {
+			char p[512];
+			join_path(p, sizeof(p), path, map->keys[i]->text);
+			problem(c, map->keys[i], p, "duplicate key '%s' (first at line %d)", map->keys[i]->text,
+			        map->keys[j]->line);
+			return 1;
+		}
+	return 0;
+}
+
+static void type_problem(struct ctx *c, const struct ynode *n, const char *path, const char *expected)
+{
+	char got[128];
+	if (n->kind == YN_SCALAR && ynode_type(n) == YS_BADTAG)
+		problem(c, n, path, "unsupported tag '%s' for '%s'", n->tag, n->text);
+	else
+		problem(c, n, path, "expected %s, got %s", expected, ynode_describe(n, got, sizeof(got)));
+}
+
+/* ---- scalar conversion ---- */
+
+static void expected_number(const struct field *f, char *buf, size_t len)
+{
+	int is_int = f->type == F_INT;
+	const char *what = is_int ? "an integer" : "a number";
+
+	if (f->type == F_U64) {
+		snprintf(buf, len, "a non-negative integer");
+	} else if (is_int && f->min == 1 && f->max >= INT_MAX / 2) {
+		snprintf(buf, len, "a positive integer");
+	} else if (is_int && f->min == 0 && f->max >= INT_MAX / 2) {
+		snprintf(buf, len, "a non-negative integer");
+	} else if (is_int) {
+		snprintf(buf, len, "an integer from %.0f to %.0f", f->min, f->max);
+	} else if (f->max >= 1e6 && f->min <= -1e6) {
+		snprintf(buf, len, "%s", what);
+	} else if (f->max >= 1e6) {
+		snprintf(buf, len, "%s %s %g", what, f->flags & MIN_EXCL ? ">" : ">=", f->min);
+	} else {
+		snprintf(buf, len, "%s in %s%g, %g%s", what, f->flags & MIN_EXCL ? "(" : "[", f->min, f->max,
+		         f->flags & MAX_EXCL ? ")" : "]");
+	}
+}
+
+static int in_range(const struct field *f, double v)
+{
+	if (isnan(v) || v < f->min || v > f->max)
+		return 0;
+	if ((f->flags & MIN_EXCL) && v == f->min)
+		return 0;
+	if ((f->flags & MAX_EXCL) && v == f->max)
+		return 0;
+	return 1;
+}
+
+static int lookup_name(const char *const *names, const char *s)
+{
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(names[i], s))
+			return i;
+	return -1;
+}
+
+static void names_list(const char *const *names, char *buf, size_t len)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (int i = 0; names[i] && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? (names[i + 1] ? ", " : " or ") : "", names[i]);
+}
+
+/* Converts one scalar into the field at ptr; reports and returns -1 when it does not fit. */
+static int convert_scalar(struct ctx *c, const struct field *f, const struct ynode *n, void *ptr, const char *path)
+{
+	char exp[200], why[256], shown[80], list[160], sug[96];
+	enum yscalar_type t = n->kind == YN_SCALAR ? ynode_type(n) : YS_STR;
+	long long i;
+	double d;
+
+	if (t == YS_BADTAG)
+		return type_problem(c, n, path, ""), -1;
+	switch (f->type) {
+	case F_INT:
+	case F_U64:
+	case F_DOUBLE:
+	case F_FLOAT:
+		expected_number(f, exp, sizeof(exp));
+		if (n->kind != YN_SCALAR)
+			return type_problem(c, n, path, exp), -1;
+		if (f->type == F_U64) {
+			char *end;
+			const char *s = n->text;
+			int base = 10;
+			if (t != YS_INT || *s == '-')
+				return type_problem(c, n, path, exp), -1;
+			if (!strncmp(s, "0x", 2))
+				s += 2, base = 16;
+			else if (!strncmp(s, "0o", 2))
+				s += 2, base = 8;
+			errno = 0;
+			unsigned long long u = strtoull(s, &end, base);
+			if (errno || *end)
+				return type_problem(c, n, path, exp), -1;
+			*(unsigned long long *)ptr = u;
+			return 0;
+		}
+		if (f->type == F_INT) {
+			if (ynode_int(n, &i) || !in_range(f, (double)i)) {
+				/* "a positive integer" says enough unless the value is too large */
+				if (f->min == 1 && (ynode_int(n, &i) || i < 1))
+					snprintf(exp, sizeof(exp), "a positive integer");
+				else if (f->min == 0 && (ynode_int(n, &i) || i < 0))
+					snprintf(exp, sizeof(exp), "a non-negative integer");
+				return type_problem(c, n, path, exp), -1;
+			}
+			*(int *)ptr = (int)i;
+			return 0;
+		}
+		if (ynode_float(n, &d) || !isfinite(d) || !in_range(f, d))
+			return type_problem(c, n, path, exp), -1;
+		if (f->type == F_FLOAT)
+			*(float *)ptr = (float)d;
+		else
+			*(double *)ptr = d;
+		return 0;
+	case F_BOOL:
+		if (n->kind != YN_SCALAR || t != YS_BOOL)
+			return type_problem(c, n, path, "true or false"), -1;
+		*(int *)ptr = n->text[0] == 't' || n->text[0] == 'T';
+		return 0;
+	case F_BYTES:
+		if (n->kind != YN_SCALAR || (t != YS_STR && t != YS_INT))
+			return type_problem(c, n, path, "a size in bytes (like 8Gi or 500M)"), -1;
+		if (parse_bytes(n->text, &i, why, sizeof(why))) {
+			shown_text(shown, sizeof(shown), n->text);
+			problem(c, n, path, "'%s' %s", shown, why);
+			return -1;
+		}
+		*(long long *)ptr = i;
+		return 0;
+	case F_ENUM:
+	case F_STR:
+		if (n->kind != YN_SCALAR || !(t == YS_STR || ((f->flags & ANY_SCALAR) && t != YS_NULL))) {
+			if (f->names) {
+				names_list(f->names, list, sizeof(list));
+				snprintf(exp, sizeof(exp), "one of %s", list);
+			}
+			return type_problem(c, n, path, f->names ? exp : "a string"), -1;
+		}
+		shown_text(shown, sizeof(shown), n->text);
+		if (f->names) {
+			int k = lookup_name(f->names, n->text);
+			if (k < 0) {
+				names_list(f->names, list, sizeof(list));
+				suggest_suffix(sug, sizeof(sug), n->text, f->names, (size_t)n_names(f->names));
+				problem(c, n, path, "unknown value '%s' (expected %s)%s", shown, list, sug);
+				return -1;
+			}
+			if (f->type == F_ENUM) {
+				*(int *)ptr = k;
+				return 0;
+			}
+		}
+		if (f->check && f->check(n->text, why, sizeof(why))) {
+			if (!strncmp(why, "expected ", 9))
+				problem(c, n, path, "%s, got '%s'", why, shown);
+			else
+				problem(c, n, path, "'%s' %s", shown, why);
+			return -1;
+		}
+		free(*(char **)ptr);
+		*(char **)ptr = xstrdup(n->text);
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/* ---- mappings ---- */
+
+static void parse_fields(struct ctx *c, const struct field *fields, const struct ynode *node, void *base,
+                         const char *path);
+
+static void parse_value(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	void *ptr = (char *)base + f->off;
+
+	if (f->type == F_MAP) {
+		mark_given(c, ptr, GIVEN_MAP, val);
+		if (f->scalar_key && val->kind == YN_SCALAR) {
+			/* "optimizer: adam" is short for "optimizer: {name: adam}" */
+			const struct field *sf = f->sub;
+			while (strcmp(sf->key, f->scalar_key))
+				sf++;
+			if (!convert_scalar(c, sf, val, (char *)ptr + sf->off, path))
+				mark_given(c, (char *)ptr + sf->off, GIVEN_VALUE, val);
+			return;
+		}
+		parse_fields(c, f->sub, val, ptr, path);
+	} else if (f->type == F_CUSTOM) {
+		mark_given(c, ptr, GIVEN_CUSTOM, val);
+		f->custom->parse(c, f, val, base, path);
+	} else if (!convert_scalar(c, f, val, ptr, path)) {
+		mark_given(c, ptr, GIVEN_VALUE, val);
+	}
+}
+
+/* Walks a mapping against its field table: every key is known, no key twice, required keys
+ * present. A null node is an empty mapping (the YAML "training:" with nothing under it). */
+static void parse_fields(struct ctx *c, const struct field *fields, const struct ynode *node, void *base,
+                         const char *path)
+{
+	const char *cands[32];
+	size_t n_cands = 0;
+	char p[512], sug[96];
+
+	if (ynode_is_null(node))
+		node = NULL;
+	for (const struct field *f = fields; f->key && n_cands < DLK_ARRAY_SIZE(cands); f++)
+		cands[n_cands++] = f->key;
+	if (node && node->kind != YN_MAP)
+		return type_problem(c, node, path, "a mapping");
+	for (int i = 0; node && i < node->n; i++) {
+		const struct ynode *k = node->keys[i], *v = node->vals[i];
+		const struct field *f;
+		if (duplicate_key(c, node, i, path))
+			continue;
+		join_path(p, sizeof(p), path, k->text);
+		for (f = fields; f->key && strcmp(f->key, k->text); f++)
+			;
+		if (!f->key) {
+			char shown[80];
+			shown_text(shown, sizeof(shown), k->text);
+			suggest_suffix(sug, sizeof(sug), k->text, cands, n_cands);
+			problem(c, k, p, "unknown key '%s'%s", shown, sug);
+			continue;
+		}
+		if (ynode_is_null(v)) {
+			if (f->flags & REQ)
+				problem(c, k, p, "'%s' is required but has no value", f->key);
+			continue;
+		}
+		parse_value(c, f, v, base, p);
+	}
+	for (const struct field *f = fields; f->key; f++) {
+		int present = 0;
+		if (!(f->flags & REQ))
+			continue;
+		for (int i = 0; node && i < node->n && !present; i++)
+			present = !strcmp(node->keys[i]->text, f->key);
+		if (!present) {
+			join_path(p, sizeof(p), path, f->key);
+			if (node)
+				problem(c, node, p, "missing required key '%s'", f->key);
+			else
+				problem(c, NULL, p, "missing required key '%s'", f->key);
+		}
+	}
+}
+
+/* ---- dumping values ---- */
+
+/* A double-quoted YAML string; anything YAML could not carry printable is escaped. */
+static void dump_str(struct dlk_buf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	if (!s) {
+		dlk_buf_adds(b, "null");
+		return;
+	}
+	dlk_buf_addc(b, '"');
+	while (*p) {
+		unsigned cp = *p;
+		size_t n = 1;
+		if (cp >= 0xc0) {
+			n = cp >= 0xf0 ? 4 : cp >= 0xe0 ? 3 : 2;
+			cp &= n == 4 ? 0x07 : n == 3 ? 0x0f : 0x1f;
+			for (size_t i = 1; i < n && p[i]; i++)
+				cp = (cp << 6) | (p[i] & 0x3f);
+		}
+		if (cp == '"' || cp == '\\')
+			dlk_buf_addf(b, "\\%c", (char)cp);
+		else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == 0xfeff ||
+		         cp == 0xfffe || cp == 0xffff)
+			dlk_buf_addf(b, "\\u%04x", cp);
+		else
+			dlk_buf_add(b, p, n);
+		for (size_t i = 0; i < n && *p; i++)
+			p++;
+	}
+	dlk_buf_addc(b, '"');
+}
+
+/* The shortest text that reads back to exactly this value through the loader's own path. */
+static void dump_double(struct dlk_buf *b, double v, int is_float)
+{
+	char t[64];
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(t, sizeof(t), "%.*g", prec, v);
+		double back = strtod(t, NULL);
+		if (is_float ? (float)back == (float)v : back == v)
+			break;
+	}
+	dlk_buf_adds(b, t);
+}
+
+static void dump_value(struct dlk_buf *b, const struct field *f, const void *ptr)
+{
+	switch (f->type) {
+	case F_INT:
+		dlk_buf_addf(b, "%d", *(const int *)ptr);
+		break;
+	case F_U64:
+		dlk_buf_addf(b, "%llu", *(const unsigned long long *)ptr);
+		break;
+	case F_BYTES:
+		dlk_buf_addf(b, "%lld", *(const long long *)ptr);
+		break;
+	case F_DOUBLE:
+		dump_double(b, *(const double *)ptr, 0);
+		break;
+	case F_FLOAT:
+		dump_double(b, *(const float *)ptr, 1);
+		break;
+	case F_BOOL:
+		dlk_buf_adds(b, *(const int *)ptr ? "true" : "false");
+		break;
+	case F_ENUM: {
+		int v = *(const int *)ptr;
+		dlk_buf_adds(b, v >= 0 && v < n_names(f->names) ? f->names[v] : "null");
+		break;
+	}
+	case F_STR:
+		dump_str(b, *(char *const *)ptr);
+		break;
+	default:
+		break;
+	}
+}
+
+/* {key: value, ...} of a table's plain fields */
+static void dump_flow(struct dlk_buf *b, const struct field *fields, const void *base)
+{
+	dlk_buf_addc(b, '{');
+	for (const struct field *f = fields; f->key; f++) {
+		dlk_buf_addf(b, "%s%s: ", f == fields ? "" : ", ", f->key);
+		dump_value(b, f, (const char *)base + f->off);
+	}
+	dlk_buf_addc(b, '}');
+}
+
+static void dump_fields(struct dlk_buf *b, const struct field *fields, const void *base, int indent)
+{
+	for (const struct field *f = fields; f->key; f++) {
+		const void *ptr = (const char *)base + f->off;
+		dlk_buf_addf(b, "%*s%s:", indent, "", f->key);
+		if (f->type == F_MAP) {
+			dlk_buf_addc(b, '\n');
+			dump_fields(b, f->sub, ptr, indent + 2);
+		} else if (f->type == F_CUSTOM) {
+			f->custom->dump(b, f, base, indent);
+		} else {
+			dlk_buf_addc(b, ' ');
+			dump_value(b, f, ptr);
+			dlk_buf_addc(b, '\n');
+		}
+	}
+}
+
+static void free_fields(const struct field *fields, void *base)
+{
+	for (const struct field *f = fields; f->key; f++) {
+		void *ptr = (char *)base + f->off;
+		if (f->type == F_MAP)
+			free_fields(f->sub, ptr);
+		else if (f->type == F_CUSTOM)
+			f->custom->free(f, base);
+		else if (f->type == F_STR) {
+			free(*(char **)ptr);
+			*(char **)ptr = NULL;
+		}
+	}
+}
+
+/* ---- custom fields ---- */
+
+static void no_free(const struct field *f, void *base)
+{
+	(void)f;
+	(void)base;
+}
+
+/* source: "URL" or {url, sha256} */
+static void source_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	struct dlk_source *src = (void *)((char *)base + f->off);
+
+	if (val->kind == YN_SCALAR) {
+		if (!convert_scalar(c, &source_fields[0], val, &src->url, path))
+			mark_given(c, &src->url, GIVEN_VALUE, val);
+		return;
+	}
+	if (val->kind != YN_MAP)
+		return type_problem(c, val, path, "a URL or a mapping {url, sha256}");
+	parse_fields(c, source_fields, val, src, path);
+	for (char *p = src->sha256; p && *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+}
+
+static void source_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_source *src = (const void *)((const char *)base + f->off);
+	(void)indent;
+	dlk_buf_addc(b, ' ');
+	if (src->url)
+		dump_flow(b, source_fields, src);
+	else
+		dlk_buf_adds(b, "null");
+	dlk_buf_addc(b, '\n');
+}
+
+static void source_free(const struct field *f, void *base)
+{
+	free_fields(source_fields, (char *)base + f->off);
+}
+
+static const char *const source_subkeys[] = { ".url", ".sha256", NULL };
+static const struct custom c_source = { source_parse, source_dump, source_free, source_subkeys };
+
+/* csv.header: auto | true | false */
+static void csv_header_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	int *h = (int *)((char *)base + f->off);
+	enum yscalar_type t = ynode_type(val);
+
+	if (val->kind == YN_SCALAR && t == YS_BOOL)
+		*h = val->text[0] == 't' || val->text[0] == 'T';
+	else if (val->kind == YN_SCALAR && t == YS_STR && !strcmp(val->text, "auto"))
+		*h = -1;
+	else
+		type_problem(c, val, path, "auto, true or false");
+}
+
+static void csv_header_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	int h = *(const int *)((const char *)base + f->off);
+	(void)indent;
+	dlk_buf_adds(b, h < 0 ? " auto\n" : h ? " true\n" : " false\n");
+}
+
+static const struct custom c_csv_header = { csv_header_parse, csv_header_dump, no_free, NULL };
+
+/* labels and node_selector: a mapping of label keys to label values */
+static void kv_parse(struct ctx *c, const struct ynode *val, struct dlk_kv **out, int *n_out, const char *path)
+{
+	char p[512], why[256], shown[80];
+
+	if (val->kind != YN_MAP)
+		return type_problem(c, val, path, "a mapping of label keys to values");
+	if (val->n > SPEC_MAX_KV) {
+		problem(c, val, path, "has %d entries, more than the limit of %d", val->n, SPEC_MAX_KV);
+		return;
+	}
+	*out = xcalloc((size_t)val->n + 1, sizeof(**out));
+	for (int i = 0; i < val->n; i++) {
+		const struct ynode *k = val->keys[i], *v = val->vals[i];
+		join_path(p, sizeof(p), path, k->text);
+		if (duplicate_key(c, val, i, path))
+			continue;
+		shown_text(shown, sizeof(shown), k->text);
+		if (check_label_key(k->text, why, sizeof(why))) {
+			problem(c, k, p, "invalid label key '%s': %s", shown, why);
+			continue;
+		}
+		if (v->kind != YN_SCALAR || ynode_is_null(v) || ynode_type(v) == YS_BADTAG) {
+			type_problem(c, v, p, "a string");
+			continue;
+		}
+		shown_text(shown, sizeof(shown), v->text);
+		if (check_label_value(v->text, why, sizeof(why))) {
+			problem(c, v, p, "invalid label value '%s': %s", shown, why);
+			continue;
+		}
+		(*out)[*n_out].key = xstrdup(k->text);
+		(*out)[*n_out].value = xstrdup(v->text);
+		(*n_out)++;
+	}
+}
+
+static void kv_dump(struct dlk_buf *b, const struct dlk_kv *kv, int n)
+{
+	dlk_buf_adds(b, " {");
+	for (int i = 0; i < n; i++) {
+		if (i)
+			dlk_buf_adds(b, ", ");
+		dump_str(b, kv[i].key);
+		dlk_buf_adds(b, ": ");
+		dump_str(b, kv[i].value);
+	}
+	dlk_buf_adds(b, "}\n");
+}
+
+static void kv_free(struct dlk_kv **kv, int *n)
+{
+	for (int i = 0; i < *n; i++) {
+		free((*kv)[i].key);
+		free((*kv)[i].value);
+	}
+	free(*kv);
+	*kv = NULL;
+	*n = 0;
+}
+
+static void labels_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	struct dlk_spec *s = base;
+	(void)f;
+	kv_parse(c, val, &s->labels, &s->n_labels, path);
+}
+static void labels_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_spec *s = base;
+	(void)f, (void)indent;
+	kv_dump(b, s->labels, s->n_labels);
+}
+static void labels_free(const struct field *f, void *base)
+{
+	struct dlk_spec *s = base;
+	(void)f;
+	kv_free(&s->labels, &s->n_labels);
+}
+static const char *const kv_subkeys[] = { ".KEY", NULL };
+static const struct custom c_labels = { labels_parse, labels_dump, labels_free, kv_subkeys };
+
+static void node_selector_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	struct dlk_resources *r = base;
+	(void)f;
+	kv_parse(c, val, &r->node_selector, &r->n_node_selector, path);
+}
+static void node_selector_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_resources *r = base;
+	(void)f, (void)indent;
+	kv_dump(b, r->node_selector, r->n_node_selector);
+}
+static void node_selector_free(const struct field *f, void *base)
+{
+	struct dlk_resources *r = base;
+	(void)f;
+	kv_free(&r->node_selector, &r->n_node_selector);
+}
+static const struct custom c_node_selector = { node_selector_parse, node_selector_dump, node_selector_free, kv_subkeys };
+
+/* data.classes: a list of names */
+static void classes_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	struct dlk_data *d = base;
+	char p[512];
+	(void)f;
+
+	if (val->kind != YN_SEQ)
+		return type_problem(c, val, path, "a list of class names");
+	if (val->n > SPEC_MAX_CLASSES) {
+		problem(c, val, path, "has %d classes, more than the limit of %d", val->n, SPEC_MAX_CLASSES);
+		return;
+	}
+	if (!val->n) {
+		problem(c, val, path, "must name at least one class (or leave it out)");
+		return;
+	}
+	d->classes = xcalloc((size_t)val->n, sizeof(*d->classes));
+	for (int i = 0; i < val->n; i++) {
+		const struct ynode *v = val->vals[i];
+		snprintf(p, sizeof(p), "%s[%d]", path, i);
+		if (v->kind != YN_SCALAR || ynode_is_null(v) || ynode_type(v) == YS_BADTAG) {
+			type_problem(c, v, p, "a class name");
+			continue;
+		}
+		char why[64];
+		if (check_nonempty(v->text, why, sizeof(why))) {
+			problem(c, v, p, "class name %s", why);
+			continue;
+		}
+		d->classes[d->n_classes++] = xstrdup(v->text);
+	}
+}
+static void classes_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_data *d = base;
+	(void)f, (void)indent;
+	if (!d->classes) {
+		dlk_buf_adds(b, " null\n");
+		return;
+	}
+	dlk_buf_adds(b, " [");
+	for (int i = 0; i < d->n_classes; i++) {
+		if (i)
+			dlk_buf_adds(b, ", ");
+		dump_str(b, d->classes[i]);
+	}
+	dlk_buf_adds(b, "]\n");
+}
+static void classes_free(const struct field *f, void *base)
+{
+	struct dlk_data *d = base;
+	(void)f;
+	for (int i = 0; i < d->n_classes; i++)
+		free(d->classes[i]);
+	free(d->classes);
+	d->classes = NULL;
+	d->n_classes = 0;
+}
+static const struct custom c_classes = { classes_parse, classes_dump, classes_free, NULL };
+
+/* model.input: [C, H, W] or [F] */
+static void input_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	static const struct field dim = { .key = "input", .type = F_INT, .min = 1, .max = 1 << 24 };
+	struct dlk_model *m = base;
+	int dims[3];
+	char p[512];
+	(void)f;
+
+	if (val->kind != YN_SEQ)
+		return type_problem(c, val, path, "a list [C, H, W] or [features]");
+	if (val->n != 1 && val->n != 3) {
+		problem(c, val, path, "expected [C, H, W] or [features], got %d numbers", val->n);
+		return;
+	}
+	for (int i = 0; i < val->n; i++) {
+		snprintf(p, sizeof(p), "%s[%d]", path, i);
+		if (convert_scalar(c, &dim, val->vals[i], &dims[i], p))
+			return;
+	}
+	m->input_rank = val->n;
+	if (val->n == 1) {
+		m->input[0] = m->input[1] = 1;
+		m->input[2] = dims[0];
+	} else {
+		memcpy(m->input, dims, sizeof(dims));
+	}
+}
+static void input_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_model *m = base;
+	(void)f, (void)indent;
+	if (m->input_rank == 1)
+		dlk_buf_addf(b, " [%d]\n", m->input[2]);
+	else
+		dlk_buf_addf(b, " [%d, %d, %d]\n", m->input[0], m->input[1], m->input[2]);
+}
+static const struct custom c_input = { input_parse, input_dump, no_free, NULL };
+
+/* model.layers: "- relu" or "- dense: {units: 10}" */
+static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_layer_spec *l, const char *path)
+{
+	const struct ynode *name_node = item, *params = NULL;
+	char sug[96], p[600], shown[80];
+	int kind;
+
+	l->line = item->line;
+	l->column = item->col;
+	mark_given(c, l, GIVEN_CUSTOM, item); /* its position for check_shapes(), --set origin included */
+	l->kind = (enum dlk_layer_kind)-1;
+	if (item->kind == YN_MAP) {
+		if (item->n != 1) {
+			problem(c, item, path, "expected one layer per list item (like '- dense: {units: 10}'), got %d keys",
+			        item->n);
+			return;
+		}
+		name_node = item->keys[0];
+		params = ynode_is_null(item->vals[0]) ? NULL : item->vals[0];
+	} else if (item->kind != YN_SCALAR || ynode_type(item) != YS_STR) {
+		type_problem(c, item, path, "a layer (like 'relu' or 'dense: {units: 10}')");
+		return;
+	}
+	kind = lookup_name(layer_names, name_node->text);
+	if (kind < 0) {
+		shown_text(shown, sizeof(shown), name_node->text);
+		suggest_suffix(sug, sizeof(sug), name_node->text, layer_names, (size_t)N_LAYER_KINDS);
+		problem(c, name_node, path, "unknown layer '%s'%s", shown, sug);
+		return;
+	}
+	l->kind = (enum dlk_layer_kind)kind;
+	snprintf(p, sizeof(p), "%s.%s", path, layer_names[kind]);
+	if (params)
+		parse_fields(c, layer_params[kind], params, l, p);
+	else
+		for (const struct field *f = layer_params[kind]; f->key; f++)
+			if (f->flags & REQ)
+				problem(c, name_node, path, "%s needs '%s' (like '- %s: {%s: ...}')", layer_names[kind],
+				        f->key, layer_names[kind], f->key);
+}
+
+static void layers_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	struct dlk_model *m = base;
+	char p[512];
+	(void)f;
+
+	if (val->kind != YN_SEQ)
+		return type_problem(c, val, path, "a list of layers");
+	if (!val->n) {
+		problem(c, val, path, "the model needs at least one layer");
+		return;
+	}
+	if (val->n > SPEC_MAX_LAYERS) {
+		problem(c, val, path, "has %d layers, more than the limit of %d", val->n, SPEC_MAX_LAYERS);
+		return;
+	}
+	m->layers = xcalloc((size_t)val->n, sizeof(*m->layers));
+	m->n_layers = val->n;
+	for (int i = 0; i < val->n; i++) {
+		snprintf(p, sizeof(p), "%s[%d]", path, i);
+		layer_parse(c, val->vals[i], &m->layers[i], p);
+	}
+}
+static void layers_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_model *m = base;
+	(void)f;
+	dlk_buf_addc(b, '\n');
+	for (int i = 0; i < m->n_layers; i++) {
+		const struct dlk_layer_spec *l = &m->layers[i];
+		dlk_buf_addf(b, "%*s- %s", indent + 2, "", spec_layer_kind_name(l->kind));
+		if (layer_params[l->kind][0].key) {
+			dlk_buf_adds(b, ": ");
+			dump_flow(b, layer_params[l->kind], l);
+		}
+		dlk_buf_addc(b, '\n');
+	}
+}
+static void layers_free(const struct field *f, void *base)
+{
+	struct dlk_model *m = base;
+	(void)f;
+	free(m->layers);
+	m->layers = NULL;
+	m->n_layers = 0;
+}
+static const struct custom c_layers = { layers_parse, layers_dump, layers_free, NULL };
+
+/* resources.tolerations: a list of {key, operator, value, effect} */
+static void tolerations_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	struct dlk_resources *r = base;
+	char p[512];
+	(void)f;
+
+	if (val->kind != YN_SEQ)
+		return type_problem(c, val, path, "a list of tolerations");
+	if (val->n > SPEC_MAX_TOLERATIONS) {
+		problem(c, val, path, "has %d tolerations, more than the limit of %d", val->n, SPEC_MAX_TOLERATIONS);
+		return;
+	}
+	r->tolerations = xcalloc((size_t)val->n + 1, sizeof(*r->tolerations));
+	r->n_tolerations = val->n;
+	for (int i = 0; i < val->n; i++) {
+		struct dlk_toleration *t = &r->tolerations[i];
+		const struct ynode *item = val->vals[i];
+		snprintf(p, sizeof(p), "%s[%d]", path, i);
+		if (item->kind != YN_MAP) {
+			type_problem(c, item, p, "a mapping {key, operator, value, effect}");
+			continue;
+		}
+		parse_fields(c, toleration_fields, item, t, p);
+		if (t->op && !strcmp(t->op, "Exists") && t->value && *t->value)
+			problem(c, item, p, "operator Exists takes no value");
+		if (!t->key && !(t->op && !strcmp(t->op, "Exists")))
+			problem(c, item, p, "a toleration without a key needs operator Exists");
+	}
+}
+static void tolerations_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_resources *r = base;
+	(void)f;
+	if (!r->n_tolerations) {
+		dlk_buf_adds(b, " []\n");
+		return;
+	}
+	dlk_buf_addc(b, '\n');
+	for (int i = 0; i < r->n_tolerations; i++) {
+		dlk_buf_addf(b, "%*s- ", indent + 2, "");
+		dump_flow(b, toleration_fields, &r->tolerations[i]);
+		dlk_buf_addc(b, '\n');
+	}
+}
+static void tolerations_free(const struct field *f, void *base)
+{
+	struct dlk_resources *r = base;
+	(void)f;
+	for (int i = 0; i < r->n_tolerations; i++)
+		free_fields(toleration_fields, &r->tolerations[i]);
+	free(r->tolerations);
+	r->tolerations = NULL;
+	r->n_tolerations = 0;
+}
+static const char *const toleration_subkeys[] = { "[].key", "[].operator", "[].value", "[].effect", NULL };
+static const struct custom c_tolerations = { tolerations_parse, tolerations_dump, tolerations_free, toleration_subkeys };
+
+/* ---- defaults: the one place they are applied ---- */
+
+static void defaults_walk(struct ctx *c, const struct field *fields, void *base)
+{
+	for (const struct field *f = fields; f->key; f++) {
+		void *ptr = (char *)base + f->off;
+		if (f->type == F_MAP) {
+			defaults_walk(c, f->sub, ptr);
+		} else if (f->type != F_CUSTOM && f->def && !given_at(c, ptr, GIVEN_VALUE)) {
+			struct ynode def = { .kind = YN_SCALAR, .text = (char *)f->def, .set_index = -1 };
+			convert_scalar(c, f, &def, ptr, f->key);
+		}
+	}
+}
+
+/* Fills every value the file left out: the static defaults of the field tables (their .def),
+ * then the ones that depend on other values. */
+static void apply_defaults(struct ctx *c, struct dlk_spec *s)
+{
+	struct dlk_training *t = &s->training;
+
+	defaults_walk(c, root_fields, s);
+	if (!given_at(c, &s->data.csv_header, GIVEN_CUSTOM))
+		s->data.csv_header = -1;
+	if (!given_at(c, &s->data.scale, GIVEN_VALUE))
+		s->data.scale = s->data.format == DLK_DATA_CSV ? 1.0f : (float)(1.0 / 255.0);
+	if (!given_at(c, &t->lr, GIVEN_VALUE))
+		t->lr = t->optimizer == DLK_OPT_SGD ? 0.01 : 1e-3;
+	if (!given_at(c, &t->weight_decay, GIVEN_VALUE))
+		t->weight_decay = t->optimizer == DLK_OPT_ADAMW ? 0.01 : 0.0;
+	if (!given_at(c, &t->checkpoint_dir, GIVEN_VALUE))
+		t->checkpoint_dir = xasprintf(".dlk/checkpoints/%s", s->name ? s->name : "project");
+	for (int i = 0; i < s->model.n_layers; i++) {
+		struct dlk_layer_spec *l = &s->model.layers[i];
+		if ((int)l->kind < 0 || (int)l->kind >= N_LAYER_KINDS)
+			continue;
+		defaults_walk(c, layer_params[l->kind], l);
+		if (l->kind == DLK_LAYER_MAXPOOL && !given_at(c, &l->stride, GIVEN_VALUE))
+			l->stride = l->size;
+	}
+}
+
+/* ---- checks across fields ---- */
+
+static const struct ynode *pos_or(const struct ctx *c, const void *ptr, int container, const struct ynode *fallback)
+{
+	const struct ynode *n = given_at(c, ptr, container);
+	return n ? n : fallback;
+}
+
+static void check_split(struct ctx *c, struct dlk_split *sp, const char *name, int required, const struct ynode *data_node)
+{
+	const struct ynode *at = pos_or(c, sp, GIVEN_MAP, data_node);
+	int idx = c->spec->data.format == DLK_DATA_IDX;
+	const char *fmt = spec_format_name(c->spec->data.format);
+	char p[128];
+
+	if (!required && !sp->images.url && !sp->labels.url && !sp->source.url)
+		return;
+	if (idx) {
+		if (!sp->images.url && !given_at(c, &sp->images, GIVEN_CUSTOM)) {
+			snprintf(p, sizeof(p), "data.%s.images", name);
+			problem(c, at, p, "missing required key 'images' (format idx needs images and labels)");
+		}
+		if (!sp->labels.url && !given_at(c, &sp->labels, GIVEN_CUSTOM)) {
+			snprintf(p, sizeof(p), "data.%s.labels", name);
+			problem(c, at, p, "missing required key 'labels' (format idx needs images and labels)");
+		}
+		if (sp->source.url) {
+			snprintf(p, sizeof(p), "data.%s.source", name);
+			problem(c, pos_or(c, &sp->source, GIVEN_CUSTOM, at), p,
+			        "'source' is for formats csv and tar; format idx uses images and labels");
+		}
+	} else {
+		if (!sp->source.url && !given_at(c, &sp->source, GIVEN_CUSTOM)) {
+			snprintf(p, sizeof(p), "data.%s.source", name);
+			problem(c, at, p, "missing required key 'source' (format %s reads one source per split)", fmt);
+		}
+		if (sp->images.url || sp->labels.url) {
+			snprintf(p, sizeof(p), "data.%s.%s", name, sp->images.url ? "images" : "labels");
+			problem(c, pos_or(c, sp->images.url ? (void *)&sp->images : (void *)&sp->labels, GIVEN_CUSTOM, at), p,
+			        "images and labels are for format idx; format %s uses 'source'", fmt);
+		}
+	}
+}
+
+/* The shape checks that need no engine: dimensions stay positive, conv2d and maxpool see a
+ * 3-D input. The engine does the full inference later. */
+static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes)
+{
+	long long ch = m->input[0], h = m->input[1], w = m->input[2];
+	int rank = m->input_rank;
+	int last_dense = -1;
+	char p[64];
+
+	if (!m->n_layers || !rank)
+		return;
+	for (int i = 0; i < m->n_layers; i++) {
+		const struct dlk_layer_spec *l = &m->layers[i];
+		const struct ynode *pos = given_at(c, l, GIVEN_CUSTOM);
+		snprintf(p, sizeof(p), "model.layers[%d]", i);
+		if ((int)l->kind < 0)
+			return;
+		switch (l->kind) {
+		case DLK_LAYER_CONV2D:
+		case DLK_LAYER_MAXPOOL: {
+			const char *name = spec_layer_kind_name(l->kind);
+			int k = l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size;
+			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
+			if (rank != 3) {
+				problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
+				return;
+			}
+			if (h + 2 * pad < k || w + 2 * pad < k) {
+				problem(c, pos, p, "%s window %d does not fit its %lldx%lld input (padding %d)", name, k,
+				        h, w, pad);
+				return;
+			}
+			h = (h + 2 * pad - k) / l->stride + 1;
+			w = (w + 2 * pad - k) / l->stride + 1;
+			if (l->kind == DLK_LAYER_CONV2D)
+				ch = l->filters;
+			break;
+		}
+		case DLK_LAYER_FLATTEN:
+			w = ch * h * w;
+			ch = h = 1;
+			rank = 1;
+			if (w > INT_MAX) {
+				problem(c, pos, p, "flatten gives %lld features, too many", w);
+				return;
+			}
+			break;
+		case DLK_LAYER_DENSE:
+			ch = h = 1;
+			w = l->units;
+			rank = 1;
+			last_dense = i;
+			break;
+		default:
+			break;
+		}
+	}
+	if (n_classes && last_dense >= 0 && m->layers[last_dense].units != n_classes) {
+		const struct dlk_layer_spec *l = &m->layers[last_dense];
+		snprintf(p, sizeof(p), "model.layers[%d]", last_dense);
+		problem(c, given_at(c, l, GIVEN_CUSTOM), p, "the last dense layer has %d units but data.classes names %d classes",
+		        l->units, n_classes);
+	}
+}
+
+static void check_spec(struct ctx *c, struct dlk_spec *s, const struct ynode *root)
+{
+	const struct ynode *data_node = given_at(c, &s->data, GIVEN_MAP);
+	int format_ok = 1;
+
+	/* with a format that did not parse, which split keys are needed is unknowable */
+	for (int i = 0; data_node && data_node->kind == YN_MAP && i < data_node->n; i++)
+		if (!strcmp(data_node->keys[i]->text, "format"))
+			format_ok = !!given_at(c, &s->data.format, GIVEN_VALUE);
+	if (data_node && format_ok) {
+		check_split(c, &s->data.train, "train", 1, data_node);
+		check_split(c, &s->data.test, "test", 0, data_node);
+	}
+	if (s->storage.claim && s->storage.size)
+		problem(c, pos_or(c, &s->storage.size, GIVEN_VALUE, root), "storage.size",
+		        "set either claim (an existing volume) or size (a new one), not both");
+	if (s->storage.storage_class && !s->storage.size)
+		problem(c, pos_or(c, &s->storage.storage_class, GIVEN_VALUE, root), "storage.storage_class",
+		        "storage_class applies only to a volume dlk creates (set size)");
+	check_shapes(c, &s->model, s->data.n_classes);
+}
+
+/* ---- --set ---- */
+
+static void set_release(struct set_arg *s)
+{
+	for (int i = 0; i < s->n_comps; i++)
+		free(s->comps[i]);
+	free(s->comps);
+	free(s->path);
+	ynode_free(s->value);
+}
+
+static void mark_set(struct ynode *n, int idx)
+{
+	n->set_index = idx;
+	n->line = n->col = 0;
+	for (int i = 0; i < n->n; i++) {
+		if (n->keys)
+			mark_set(n->keys[i], idx);
+		mark_set(n->vals[i], idx);
+	}
+}
+
+static int is_index(const char *s)
+{
+	return *s && strlen(s) <= 6 && strspn(s, "0123456789") == strlen(s);
+}
+
+/* Splits "a.b\.c.3=value" into components and a value node; -1 with why when malformed. */
+static int set_parse(const char *arg, int idx, struct set_arg *s, char *why, size_t why_len)
+{
+	const char *eq = strchr(arg, '='), *v;
+	struct dlk_buf comp = DLK_BUF_INIT, norm = DLK_BUF_INIT;
+	int rc = -1;
+
+	memset(s, 0, sizeof(*s));
+	s->arg = arg;
+	if (!eq || eq == arg) {
+		snprintf(why, why_len, "expected KEY.PATH=VALUE (like training.epochs=3)");
+		goto out;
+	}
+	if (!check_utf8(arg, strlen(arg))) {
+		snprintf(why, why_len, "is not valid UTF-8");
+		goto out;
+	}
+	for (const char *p = arg;; p++) {
+		if (p < eq && *p == '\\' && p + 1 < eq) {
+			dlk_buf_addc(&comp, *++p);
+			continue;
+		}
+		if (p == eq || *p == '.') {
+			if (!comp.len) {
+				snprintf(why, why_len, "has an empty key in '%.*s'", (int)(eq - arg), arg);
+				goto out;
+			}
+			if (s->n_comps >= YTREE_MAX_DEPTH) {
+				snprintf(why, why_len, "has a key path deeper than %d levels", YTREE_MAX_DEPTH);
+				goto out;
+			}
+			s->comps = xrealloc(s->comps, (size_t)(s->n_comps + 1) * sizeof(*s->comps));
+			s->comps[s->n_comps] = dlk_buf_detach(&comp, NULL);
+			if (is_index(s->comps[s->n_comps]))
+				dlk_buf_addf(&norm, "[%s]", s->comps[s->n_comps]);
+			else
+				dlk_buf_addf(&norm, "%s%s", norm.len ? "." : "", s->comps[s->n_comps]);
+			s->n_comps++;
+			if (p == eq)
+				break;
+			continue;
+		}
+		dlk_buf_addc(&comp, *p);
+	}
+	s->path = dlk_buf_detach(&norm, NULL);
+	v = eq + 1;
+	if (*v && strchr("[{\"'", *v)) {
+		char msg[512];
+		int line, col;
+		if (ytree_parse(v, strlen(v), &s->value, msg, sizeof(msg), &line, &col)) {
+			(void)line, (void)col;
+			snprintf(why, why_len, "the value is not valid YAML: %s",
+			         !strncmp(msg, "invalid YAML: ", 14) ? msg + 14 : msg);
+			goto out;
+		}
+		if (!s->value)
+			s->value = ynode_scalar("", 0, 0, 0, idx);
+		mark_set(s->value, idx);
+	} else {
+		s->value = ynode_scalar(v, 0, 0, 0, idx);
+	}
+	rc = 0;
+out:
+	dlk_buf_release(&comp);
+	dlk_buf_release(&norm);
+	return rc;
+}
+
+static void set_problem(struct ctx *c, int idx, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_problem(struct ctx *c, int idx, const char *fmt, ...)
+{
+	struct ynode at = { .kind = YN_SCALAR, .set_index = idx };
+	char text[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	problem(c, &at, NULL, "%s", text);
+}
+
+/* Grafts one --set onto the tree, creating the mappings (and list items) it passes through. */
+static void set_apply(struct ctx *c, struct ynode **root, struct set_arg *s, int idx)
+{
+	struct ynode **slot = root;
+
+	if (!*root || ynode_is_null(*root)) {
+		ynode_free(*root);
+		*root = ynode_new(YN_MAP, 1, 1, -1);
+	}
+	for (int i = 0; i < s->n_comps; i++) {
+		struct ynode *cur = *slot;
+		const char *comp = s->comps[i];
+		int last = i == s->n_comps - 1;
+		int next_index = !last && is_index(s->comps[i + 1]);
+
+		if (cur->kind == YN_SCALAR && ynode_is_null(cur) && cur != *root) {
+			/* "data:" with nothing under it: becomes the mapping (or list) being set */
+			int line = cur->line, col = cur->col, si = cur->set_index;
+			ynode_free(cur);
+			cur = *slot = ynode_new(is_index(comp) ? YN_SEQ : YN_MAP, line, col, si);
+		}
+		if (cur->kind == YN_MAP) {
+			int k = -1;
+			for (int j = 0; j < cur->n; j++)
+				if (!strcmp(cur->keys[j]->text, comp))
+					k = j;
+			if (k < 0) {
+				struct ynode *val = last ? s->value : ynode_new(next_index ? YN_SEQ : YN_MAP, 0, 0, idx);
+				if (last)
+					s->value = NULL;
+				ynode_append(cur, ynode_scalar(comp, 0, 0, 0, idx), val);
+				if (last)
+					return;
+				k = cur->n - 1;
+			}
+			slot = &cur->vals[k];
+		} else if (cur->kind == YN_SEQ) {
+			long n;
+			if (!is_index(comp)) {
+				set_problem(c, idx, "'%s' is not an index into the list (it has %d items)", comp, cur->n);
+				return;
+			}
+			n = atol(comp);
+			if (n > cur->n) {
+				set_problem(c, idx, "index %s is out of range (the list has %d items)", comp, cur->n);
+				return;
+			}
+			if (n == cur->n) {
+				struct ynode *val = last ? s->value : ynode_new(next_index ? YN_SEQ : YN_MAP, 0, 0, idx);
+				if (last)
+					s->value = NULL;
+				ynode_append(cur, NULL, val);
+				if (last)
+					return;
+			}
+			slot = &cur->vals[n];
+		} else {
+			set_problem(c, idx, "cannot set '%s' inside a single value", comp);
+			return;
+		}
+		if (last) {
+			ynode_free(*slot);
+			*slot = s->value;
+			s->value = NULL;
+		}
+	}
+}
+
+/* ---- loading ---- */
+
+struct dlk_spec *spec_load_mem(const char *text, size_t len, const char *name,
+                               const char *const *sets, size_t n_sets, struct dlk_err *err)
+{
+	struct ctx c;
+	struct ynode *root = NULL;
+	struct dlk_spec *spec = NULL;
+	char msg[1024];
+	int line, col, code = DLK_EXIT_CONFIG;
+	size_t n_parsed = 0;
+
+	memset(&c, 0, sizeof(c));
+	c.file = name && *name ? name : "dlk.yaml";
+	if (n_sets > SPEC_MAX_SETS) {
+		dlk_errf(err, DLK_EXIT_USAGE, "too many --set options (%zu, the limit is %d)", n_sets, SPEC_MAX_SETS);
+		return NULL;
+	}
+	c.sets = xcalloc(n_sets + 1, sizeof(*c.sets));
+	for (size_t i = 0; i < n_sets; i++, n_parsed++) {
+		if (set_parse(sets[i], (int)i, &c.sets[i], msg, sizeof(msg))) {
+			struct ynode at = { .kind = YN_SCALAR, .set_index = (int)i };
+			if (!c.sets[i].path)
+				c.sets[i].path = xstrdup("");
+			problem(&c, &at, NULL, "%s", msg);
+			code = DLK_EXIT_USAGE;
+		}
+	}
+	if (c.n_problems)
+		goto out;
+	if (len > SPEC_MAX_FILE) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is %zu bytes, more than the limit of %d", c.file, len, SPEC_MAX_FILE);
+		goto out_err_set;
+	}
+	if (ytree_parse(text, len, &root, msg, sizeof(msg), &line, &col)) {
+		struct ynode at = { .kind = YN_SCALAR, .line = line, .col = col, .set_index = -1 };
+		problem(&c, &at, NULL, "%s", msg);
+		goto out;
+	}
+	for (size_t i = 0; i < n_sets; i++)
+		set_apply(&c, &root, &c.sets[i], (int)i);
+
+	spec = xcalloc(1, sizeof(*spec));
+	spec->path = xstrdup(c.file);
+	c.spec = spec;
+	if (!root || ynode_is_null(root)) {
+		struct ynode at = { .kind = YN_SCALAR, .line = 1, .col = 1, .set_index = -1 };
+		problem(&c, &at, NULL, "the file is empty: a project needs at least name, data and model");
+	} else if (root->kind != YN_MAP) {
+		type_problem(&c, root, NULL, "a mapping at the top level");
+	} else {
+		parse_fields(&c, root_fields, root, spec, "");
+	}
+	apply_defaults(&c, spec);
+	if (root && root->kind == YN_MAP)
+		check_spec(&c, spec, root);
+out:
+	if (c.n_problems) {
+		spec_free(spec);
+		spec = NULL;
+		finish_problems(&c, code, err);
+	}
+out_err_set:
+	for (size_t i = 0; i < n_parsed; i++)
+		set_release(&c.sets[i]);
+	free(c.sets);
+	free(c.given);
+	dlk_buf_release(&c.out);
+	ynode_free(root);
+	return spec;
+}
+
+struct dlk_spec *spec_load(const char *path, const char *const *sets, size_t n_sets, struct dlk_err *err)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+	struct dlk_spec *spec;
+	char msg[512];
+
+	if (dlk_buf_read_file(&b, path, SPEC_MAX_FILE, msg, sizeof(msg))) {
+		dlk_buf_release(&b);
+		dlk_errf(err, DLK_EXIT_CONFIG, "%s", msg);
+		return NULL;
+	}
+	spec = spec_load_mem(b.data ? b.data : "", b.len, path, sets, n_sets, err);
+	dlk_buf_release(&b);
+	return spec;
+}
+
+void spec_free(struct dlk_spec *spec)
+{
+	if (!spec)
+		return;
+	free_fields(root_fields, spec);
+	free(spec->path);
+	free(spec);
+}
+
+char *spec_dump_yaml(const struct dlk_spec *spec)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+
+	dlk_buf_adds(&b, "# dlk project, every default explicit\n");
+	dump_fields(&b, root_fields, spec, 0);
+	return dlk_buf_detach(&b, NULL);
+}
+
+void spec_digest(const struct dlk_spec *spec, char hex[65])
+{
+	char *y = spec_dump_yaml(spec);
+	dlk_sha256_hex(y, strlen(y), hex);
+	free(y);
+}
+
+/* ---- known keys ---- */
+
+static const char **known_keys;
+static size_t n_known, cap_known;
+static pthread_once_t known_once = PTHREAD_ONCE_INIT;
+
+static void known_add(const char *prefix, const char *key, const char *suffix)
+{
+	if (n_known + 2 > cap_known) {
+		cap_known = cap_known ? cap_known * 2 : 256;
+		known_keys = xrealloc(known_keys, cap_known * sizeof(*known_keys));
+	}
+	known_keys[n_known++] = xasprintf("%s%s%s%s", prefix, *prefix ? "." : "", key, suffix);
+	known_keys[n_known] = NULL;
+}
+
+static void known_walk(const struct field *fields, const char *prefix)
+{
+	for (const struct field *f = fields; f->key; f++) {
+		known_add(prefix, f->key, "");
+		if (f->type == F_MAP) {
+			char *p = xasprintf("%s%s%s", prefix, *prefix ? "." : "", f->key);
+			known_walk(f->sub, p);
+			free(p);
+		} else if (f->custom == &c_layers) {
+			for (int k = 0; k < N_LAYER_KINDS; k++) {
+				char *p = xasprintf("%s%s%s[].%s", prefix, *prefix ? "." : "", f->key, layer_names[k]);
+				known_add("", p, "");
+				known_walk(layer_params[k], p);
+				free(p);
+			}
+		} else if (f->type == F_CUSTOM && f->custom->subkeys) {
+			for (int i = 0; f->custom->subkeys[i]; i++)
+				known_add(prefix, f->key, f->custom->subkeys[i]);
+		}
+	}
+}
+
+static void known_build(void)
+{
+	known_walk(root_fields, "");
+}
+
+const char *const *spec_known_keys(void)
+{
+	pthread_once(&known_once, known_build);
+	return (const char *const *)known_keys;
+}

@@ -1,0 +1,235 @@
+/* Every error form of spec_load(): exact file:line:column, key path and wording. */
+#include "tests/unit/check.h"
+#include "tests/unit/test_spec.h"
+
+static int count_lines(const char *s)
+{
+	int n = *s ? 1 : 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+int main(void)
+{
+	const char *m;
+
+	/* unknown key, with a suggestion from the keys valid at that level */
+	m = load_msg(MINIMAL "training:\n  epoch: 3\n");
+	CHECK_STR(m, "dlk.yaml:11:3: training.epoch: unknown key 'epoch' (did you mean 'epochs'?)");
+	CHECK(spec_test_err.code == DLK_EXIT_CONFIG);
+	m = load_msg(MINIMAL "trainig:\n  epochs: 3\n");
+	CHECK_STR(m, "dlk.yaml:10:1: trainig: unknown key 'trainig' (did you mean 'training'?)");
+	m = load_msg(MINIMAL "zzzzzz: 1\n");
+	CHECK_STR(m, "dlk.yaml:10:1: zzzzzz: unknown key 'zzzzzz'");
+
+	/* a scalar of the wrong kind */
+	m = load_msg(MINIMAL "training:\n  epochs: 2\n  batch_size: lots\n");
+	CHECK_STR(m, "dlk.yaml:12:15: training.batch_size: expected a positive integer, got 'lots'");
+	m = load_msg(MINIMAL "training: {epochs: 0}\n");
+	CHECK_STR(m, "dlk.yaml:10:20: training.epochs: expected a positive integer, got the integer 0");
+	m = load_msg(MINIMAL "resources: {workers: 2000}\n");
+	CHECK_STR(m, "dlk.yaml:10:22: resources.workers: expected an integer from 1 to 1024, got the integer 2000");
+	m = load_msg(MINIMAL "training: {epochs: 2.5}\n");
+	CHECK_STR(m, "dlk.yaml:10:20: training.epochs: expected a positive integer, got the number 2.5");
+
+	/* unknown layer */
+	m = load_msg("name: demo\n"
+	             "data:\n"
+	             "  train: {images: /a, labels: /b}\n"
+	             "model:\n"
+	             "  input: [784]\n"
+	             "  layers:\n"
+	             "    - dense: {units: 64}\n"
+	             "    - relu\n"
+	             "    - dropout: {rate: 0.1}\n"
+	             "    - dens: {units: 10}\n");
+	CHECK_STR(m, "dlk.yaml:10:7: model.layers[3]: unknown layer 'dens' (did you mean 'dense'?)");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model: {input: [4], layers: [relu, rleu, {dense: {units: 2}}]}\n");
+	CHECK_STR(m, "dlk.yaml:3:36: model.layers[1]: unknown layer 'rleu' (did you mean 'relu'?)");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model: {input: [4], layers: [dense]}\n");
+	CHECK_STR(m, "dlk.yaml:3:30: model.layers[0]: dense needs 'units' (like '- dense: {units: ...}')");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model: {input: [4], layers: [{dense: {units: 2}, relu: null}]}\n");
+	CHECK_STR(m, "dlk.yaml:3:30: model.layers[0]: expected one layer per list item (like '- dense: {units: 10}'), got 2 keys");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model: {input: [4], layers: [{dense: {units: 2, unit: 3}}]}\n");
+	CHECK_STR(m, "dlk.yaml:3:49: model.layers[0].dense.unit: unknown key 'unit' (did you mean 'units'?)");
+
+	/* sha256 pins */
+	m = load_msg("name: demo\n"
+	             "data:\n"
+	             "  train:\n"
+	             "    images: {url: /a, sha256: 12ab}\n"
+	             "    labels: /b\n"
+	             "model: {input: [4], layers: [{dense: {units: 2}}]}\n");
+	CHECK_STR(m, "dlk.yaml:4:31: data.train.images.sha256: expected 64 hex digits, got '12ab'");
+
+	/* missing required keys: reported at the parent mapping */
+	m = load_msg("data:\n  train: {images: /a, labels: /b}\nmodel: {input: [4], layers: [{dense: {units: 2}}]}\n");
+	CHECK_STR(m, "dlk.yaml:1:1: name: missing required key 'name'");
+	m = load_msg("name: demo\ndata:\n  train: {images: /a}\nmodel: {input: [4], layers: [{dense: {units: 2}}]}\n");
+	CHECK_STR(m, "dlk.yaml:3:10: data.train.labels: missing required key 'labels' (format idx needs images and labels)");
+	m = load_msg("name: demo\ndata:\n  format: csv\n  train: {images: /a, labels: /b}\n"
+	             "model: {input: [4], layers: [{dense: {units: 2}}]}\n");
+	CHECK_CONTAINS(m, "dlk.yaml:4:10: data.train.source: missing required key 'source' (format csv reads one source per split)");
+	CHECK_CONTAINS(m, "dlk.yaml:4:19: data.train.images: images and labels are for format idx; format csv uses 'source'");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\nmodel: {layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:3:8: model.input: missing required key 'input'");
+	m = load_msg("name: demo\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:1:1: data: missing required key 'data'");
+	m = load_msg("name:\ndata: {train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:1:1: name: 'name' is required but has no value");
+
+	/* wrong YAML types */
+	m = load_msg(MINIMAL "resources: [1, 2]\n");
+	CHECK_STR(m, "dlk.yaml:10:12: resources: expected a mapping, got a sequence");
+	m = load_msg(MINIMAL "training: {optimizer: {name: adam, lr: [1]}}\n");
+	CHECK_STR(m, "dlk.yaml:10:40: training.optimizer.lr: expected a number > 0, got a sequence");
+	m = load_msg(MINIMAL "labels: [a]\n");
+	CHECK_STR(m, "dlk.yaml:10:9: labels: expected a mapping of label keys to values, got a sequence");
+	m = load_msg("- name: demo\n");
+	CHECK_STR(m, "dlk.yaml:1:1: expected a mapping at the top level, got a sequence");
+	m = load_msg("");
+	CHECK_STR(m, "dlk.yaml:1:1: the file is empty: a project needs at least name, data and model");
+	m = load_msg(MINIMAL "name: again\n");
+	CHECK_STR(m, "dlk.yaml:10:1: name: duplicate key 'name' (first at line 1)");
+	m = load_msg(MINIMAL "training:\n  seed: 1\n  seed: 2\n");
+	CHECK_STR(m, "dlk.yaml:12:3: training.seed: duplicate key 'seed' (first at line 11)");
+	m = load_msg(MINIMAL "training: {eval_every_epoch: yes}\n");
+	CHECK_STR(m, "dlk.yaml:10:30: training.eval_every_epoch: expected true or false, got 'yes'");
+	m = load_msg(MINIMAL "training: {epochs: !!str 3}\n");
+	CHECK_STR(m, "dlk.yaml:10:20: training.epochs: expected a positive integer, got the string \"3\"");
+	m = load_msg(MINIMAL "training: {epochs: !!binary 3}\n");
+	CHECK_STR(m, "dlk.yaml:10:20: training.epochs: unsupported tag 'tag:yaml.org,2002:binary' for '3'");
+
+	/* enums */
+	m = load_msg(MINIMAL "training: {optimizer: adm}\n");
+	CHECK_STR(m, "dlk.yaml:10:23: training.optimizer: unknown value 'adm' (expected sgd, adam or adamw) (did you mean 'adam'?)");
+	m = load_msg(MINIMAL "training: {lr_schedule: {name: cosin}}\n");
+	CHECK_STR(m, "dlk.yaml:10:32: training.lr_schedule.name: unknown value 'cosin' (expected constant, step or cosine) (did you mean 'cosine'?)");
+	m = load_msg("name: demo\ndata: {format: parquet, train: {source: /a}}\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:16: data.format: unknown value 'parquet' (expected idx, csv or tar)");
+	m = load_msg(MINIMAL "  init: he\n");
+	CHECK_STR(m, "dlk.yaml:10:9: model.init: unknown value 'he' (expected torch or xavier)");
+	m = load_msg(MINIMAL "  loss: mse\n");
+	CHECK_STR(m, "dlk.yaml:10:9: model.loss: unknown value 'mse' (expected softmax_cross_entropy)");
+
+	/* value syntax */
+	m = load_msg("name: Fashion_MLP\ndata: {train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:1:7: name: 'Fashion_MLP' must consist of lowercase letters, digits and '-' (a DNS-1123 label)");
+	m = load_msg("name: a-name-that-is-far-too-long-for-pods-with-suffixes-x\n"
+	             "data: {train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:1:7: name: 'a-name-that-is-far-too-long-for-pods-with-suffixes-x' must be at most 50 characters (it has 52)");
+	m = load_msg(MINIMAL "image: Registry/Team/Img\n");
+	CHECK_CONTAINS(m, "dlk.yaml:10:8: image: 'Registry/Team/Img' has an invalid repository name");
+	m = load_msg(MINIMAL "resources: {memory: 4GB}\n");
+	CHECK_STR(m, "dlk.yaml:10:21: resources.memory: '4GB' has an unknown suffix 'GB' (use Ki Mi Gi Ti Pi Ei, or n u m k M G T P E)");
+	m = load_msg(MINIMAL "resources: {cpu: -1}\n");
+	CHECK_STR(m, "dlk.yaml:10:18: resources.cpu: '-1' must not be negative");
+	m = load_msg(MINIMAL "labels: {team: vision, -bad: x, ok: \"has space\"}\n");
+	CHECK_CONTAINS(m, "dlk.yaml:10:24: labels.-bad: invalid label key '-bad': the name part must start and end with a letter or digit");
+	CHECK_CONTAINS(m, "dlk.yaml:10:37: labels.ok: invalid label value 'has space': a label value may only contain letters, digits, '-', '_' and '.'");
+	m = load_msg(MINIMAL "schedule: \"0 25 * * *\"\n");
+	CHECK_STR(m, "dlk.yaml:10:11: schedule: '0 25 * * *' hour field '25' is not valid (values 0-23)");
+	m = load_msg(MINIMAL "schedule: \"@fortnightly\"\n");
+	CHECK_STR(m, "dlk.yaml:10:11: schedule: '@fortnightly' unknown schedule macro (use @yearly, @monthly, @weekly, @daily or @hourly)");
+	m = load_msg(MINIMAL "schedule: \"0 3 * *\"\n");
+	CHECK_STR(m, "dlk.yaml:10:11: schedule: '0 3 * *' must have 5 fields (minute hour day-of-month month day-of-week), it has 4");
+	m = load_msg("name: demo\ndata: {train: {images: \"ftp://x/a\", labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:24: data.train.images: 'ftp://x/a' has an unsupported scheme 'ftp' (use file://, https://, http://, pvc:// or a plain path)");
+	m = load_msg("name: demo\ndata: {train: {images: \"file://rel/a\", labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:24: data.train.images: 'file://rel/a' a file URL needs an absolute path (file:///path/to/file)");
+	m = load_msg(MINIMAL "data_typo: 1\n");
+	CHECK_STR(m, "dlk.yaml:10:1: data_typo: unknown key 'data_typo'");
+
+	/* ranges */
+	m = load_msg(MINIMAL "training: {optimizer: {lr: 0}}\n");
+	CHECK_STR(m, "dlk.yaml:10:28: training.optimizer.lr: expected a number > 0, got the integer 0");
+	m = load_msg(MINIMAL "    - dropout: {rate: 1}\n");
+	CHECK_STR(m, "dlk.yaml:10:23: model.layers[1].dropout.rate: expected a number in [0, 1), got the integer 1");
+	m = load_msg(MINIMAL "training: {optimizer: {beta2: 1.0}}\n");
+	CHECK_STR(m, "dlk.yaml:10:31: training.optimizer.beta2: expected a number in [0, 1), got the number 1.0");
+	m = load_msg(MINIMAL "training: {optimizer: {eps: 0}}\n");
+	CHECK_STR(m, "dlk.yaml:10:29: training.optimizer.eps: expected a number in (0, 1], got the integer 0");
+	m = load_msg(MINIMAL "training: {lr_schedule: {gamma: -0.5}}\n");
+	CHECK_STR(m, "dlk.yaml:10:33: training.lr_schedule.gamma: expected a number > 0, got the number -0.5");
+	m = load_msg(MINIMAL "serving: {port: 70000, min_accuracy: 1.5}\n");
+	CHECK_CONTAINS(m, "dlk.yaml:10:17: serving.port: expected an integer from 1 to 65535, got the integer 70000");
+	CHECK_CONTAINS(m, "dlk.yaml:10:38: serving.min_accuracy: expected a number in [0, 1], got the number 1.5");
+	m = load_msg(MINIMAL "resources: {master_port: 0}\n");
+	CHECK_STR(m, "dlk.yaml:10:26: resources.master_port: expected a positive integer, got the integer 0");
+	m = load_msg(MINIMAL "data_: 1\n");
+	CHECK_STR(m, "dlk.yaml:10:1: data_: unknown key 'data_' (did you mean 'data'?)");
+	m = load_msg(MINIMAL "training: {optimizer: {lr: .nan}}\n");
+	CHECK_STR(m, "dlk.yaml:10:28: training.optimizer.lr: expected a number > 0, got the number .nan");
+	m = load_msg(MINIMAL "data_x: 1\n  ");
+	CHECK_CONTAINS(m, "dlk.yaml:10:1: data_x: unknown key 'data_x'");
+
+	/* model shape sanity */
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model:\n  input: [784]\n  layers:\n    - conv2d: {filters: 8}\n");
+	CHECK_STR(m, "dlk.yaml:6:7: model.layers[0]: conv2d needs a 3-D input [C, H, W], but its input is flat");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model:\n  input: [1, 28, 28]\n  layers:\n    - flatten\n    - maxpool\n");
+	CHECK_STR(m, "dlk.yaml:7:7: model.layers[1]: maxpool needs a 3-D input [C, H, W], but its input is flat");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model:\n  input: [1, 4, 4]\n  layers:\n    - conv2d: {filters: 8, kernel: 5}\n");
+	CHECK_STR(m, "dlk.yaml:6:7: model.layers[0]: conv2d window 5 does not fit its 4x4 input (padding 0)");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model:\n  input: [1, 28, 0]\n  layers: [relu]\n");
+	CHECK_STR(m, "dlk.yaml:4:18: model.input[2]: expected a positive integer, got the integer 0");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model:\n  input: [28, 28]\n  layers: [relu]\n");
+	CHECK_STR(m, "dlk.yaml:4:10: model.input: expected [C, H, W] or [features], got 2 numbers");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}, classes: [a, b, c]}\n"
+	             "model:\n  input: [4]\n  layers: [{dense: {units: 2}}]\n");
+	CHECK_STR(m, "dlk.yaml:5:12: model.layers[0]: the last dense layer has 2 units but data.classes names 3 classes");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: []}\n");
+	CHECK_STR(m, "dlk.yaml:3:29: model.layers: the model needs at least one layer");
+
+	/* cross-field rules */
+	m = load_msg(MINIMAL "storage: {claim: ckpt, size: 10Gi}\n");
+	CHECK_STR(m, "dlk.yaml:10:30: storage.size: set either claim (an existing volume) or size (a new one), not both");
+	m = load_msg(MINIMAL "resources: {tolerations: [{key: a, operator: Exists, value: b}]}\n");
+	CHECK_STR(m, "dlk.yaml:10:27: resources.tolerations[0]: operator Exists takes no value");
+	m = load_msg(MINIMAL "resources: {tolerations: [{operator: Equl}]}\n");
+	CHECK_CONTAINS(m, "dlk.yaml:10:38: resources.tolerations[0].operator: unknown value 'Equl' (expected Exists or Equal) (did you mean 'Equal'?)");
+
+	/* YAML syntax errors carry libyaml's own position and words */
+	m = load_msg("name: demo\ndata: {train: [\nmodel:\n  input: [784\n");
+	CHECK_STR(m, "dlk.yaml:4:8: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 2, column 15)");
+	m = load_msg("name: demo\n  bad: indent\n");
+	CHECK_STR(m, "dlk.yaml:2:6: invalid YAML: mapping values are not allowed in this context");
+	m = load_msg("name: demo\n---\nname: two\n");
+	CHECK_STR(m, "dlk.yaml:2:1: the file holds more than one YAML document; dlk.yaml must hold one");
+	m = load_msg("name: \"tab\there\" \t\n? [a, b]\n: c\n");
+	CHECK_STR(m, "dlk.yaml:2:3: a mapping key must be a scalar");
+
+	/* every problem is reported, one per line */
+	m = load_msg("name: Bad_Name\n"
+	             "data: {train: {images: /a}}\n"
+	             "model: {input: [4], layers: [dens]}\n"
+	             "training: {epoch: 1, batch_size: 0}\n");
+	CHECK_STR(m, "dlk.yaml:1:7: name: 'Bad_Name' must consist of lowercase letters, digits and '-' (a DNS-1123 label)\n"
+	             "dlk.yaml:3:30: model.layers[0]: unknown layer 'dens' (did you mean 'dense'?)\n"
+	             "dlk.yaml:4:12: training.epoch: unknown key 'epoch' (did you mean 'epochs'?)\n"
+	             "dlk.yaml:4:34: training.batch_size: expected a positive integer, got the integer 0\n"
+	             "dlk.yaml:2:15: data.train.labels: missing required key 'labels' (format idx needs images and labels)");
+	CHECK(count_lines(m) == 5);
+	CHECK_CONTAINS(spec_test_err.hint, "fix the 5 problems");
+
+	/* the file name is the one given */
+	{
+		struct dlk_err e = DLK_ERR_INIT;
+		const char *y = "name: x\n";
+		CHECK(!spec_load_mem(y, strlen(y), "proj/dlk.yaml", NULL, 0, &e));
+		CHECK_CONTAINS(e.msg, "proj/dlk.yaml:1:1: data: missing required key 'data'");
+		CHECK(!spec_load("tests/does-not-exist.yaml", NULL, 0, &e));
+		CHECK_CONTAINS(e.msg, "cannot open 'tests/does-not-exist.yaml'");
+		CHECK(e.code == DLK_EXIT_CONFIG);
+	}
+	return CHECK_DONE();
+}
