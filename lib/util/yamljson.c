@@ -694,7 +694,8 @@ static int literal_ok(const char *s)
 			has_nl = 1;
 			if (i > 0 && (s[i - 1] == ' ' || s[i - 1] == '\t'))
 				return 0;
-			if (i + 1 < n && (s[i + 1] == ' ' || s[i + 1] == '\t'))
+			/* more-indented lines are content; a tab there is not indentation: keep it quoted */
+			if (i + 1 < n && s[i + 1] == '\t')
 				return 0;
 		} else if (c != '\t' && !printable_inline(c)) {
 			return 0;
