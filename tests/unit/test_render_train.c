@@ -215,7 +215,7 @@ static void test_cpu_one_worker(void)
 	CHECK(jnum(js, "completions") == 1 && jnum(js, "parallelism") == 1);
 	CHECK(jnum(js, "backoffLimitPerIndex") == 3);
 	CHECK_JSON(js, "podFailurePolicy.rules",
-	           "[{\"action\":\"Ignore\",\"onPodConditions\":[{\"type\":\"DisruptionTarget\"}]},"
+	           "[{\"action\":\"Ignore\",\"onPodConditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\"}]},"
 	           "{\"action\":\"FailJob\",\"onExitCodes\":{\"operator\":\"In\",\"values\":[2,3]}},"
 	           "{\"action\":\"Count\",\"onExitCodes\":{\"operator\":\"In\",\"values\":[75]}}]");
 	CHECK_JSON(js, "successPolicy", "{\"rules\":[{\"succeededIndexes\":\"0\"}]}");
