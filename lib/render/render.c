@@ -1,0 +1,456 @@
+#include "lib/render/render.h"
+#include "lib/render/embedded.h"
+#include "lib/render/mustache.h"
+#include "lib/util/buf.h"
+#include "lib/util/mem.h"
+#include "lib/util/suggest.h"
+#include "lib/util/yamljson.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_TEMPLATES 64
+
+struct render_templates {
+	size_t n;
+	const char *names[MAX_TEMPLATES + 1]; /* borrowed from dlk_builtin_templates */
+	struct mustache *t[MAX_TEMPLATES];
+};
+
+const char *const *render_builtin_names(void)
+{
+	static const char *names[MAX_TEMPLATES + 1];
+	size_t i;
+
+	for (i = 0; i < MAX_TEMPLATES && dlk_builtin_templates[i].name; i++)
+		names[i] = dlk_builtin_templates[i].name;
+	names[i] = NULL;
+	return names;
+}
+
+void render_templates_free(struct render_templates *set)
+{
+	if (!set)
+		return;
+	for (size_t i = 0; i < set->n; i++)
+		mustache_free(set->t[i]);
+	free(set);
+}
+
+static int builtin_index(const struct render_templates *set, const char *name)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (!strcmp(set->names[i], name))
+			return (int)i;
+	return -1;
+}
+
+static int is_yaml_name(const char *n)
+{
+	size_t l = strlen(n);
+	return l > 5 && !strcmp(n + l - 5, ".yaml") && n[0] != '.';
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int load_overrides(struct render_templates *set, const char *dir, int optional, struct dlk_err *err)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char *files[MAX_TEMPLATES * 4];
+	size_t nf = 0;
+	int rc = -1;
+
+	if (!d) {
+		if (errno == ENOENT && optional)
+			return 0;
+		return dlk_errf(err, DLK_EXIT_CONFIG, "cannot open template directory '%s': %s", dir, strerror(errno));
+	}
+	while ((de = readdir(d))) {
+		if (!is_yaml_name(de->d_name))
+			continue;
+		if (nf == DLK_ARRAY_SIZE(files)) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s' holds too many templates", dir);
+			goto out;
+		}
+		files[nf++] = xstrdup(de->d_name);
+	}
+	/* readdir order is arbitrary: sort, so the first error reported is the same every time */
+	qsort(files, nf, sizeof(files[0]), name_cmp);
+	for (size_t i = 0; i < nf; i++) {
+		int idx = builtin_index(set, files[i]);
+		char *path = xasprintf("%s/%s", dir, files[i]);
+		if (idx < 0) {
+			struct dlk_buf valid = DLK_BUF_INIT;
+			const char *s = dlk_suggest(files[i], set->names, set->n);
+			for (size_t k = 0; k < set->n; k++)
+				dlk_buf_addf(&valid, "%s%s", k ? ", " : "", set->names[k]);
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s' overrides no built-in template%s%s%s", path,
+			         s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+			dlk_err_hint(err, "template names are: %s", valid.data);
+			dlk_buf_release(&valid);
+			free(path);
+			goto out;
+		}
+		struct dlk_buf text = DLK_BUF_INIT;
+		char msg[512];
+		if (dlk_buf_read_file(&text, path, MUSTACHE_MAX_TEMPLATE, msg, sizeof(msg)) < 0) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s", msg);
+			dlk_buf_release(&text);
+			free(path);
+			goto out;
+		}
+		struct mustache *t = mustache_parse(path, text.data ? text.data : "", text.len, err);
+		dlk_buf_release(&text);
+		free(path);
+		if (!t)
+			goto out;
+		mustache_free(set->t[idx]);
+		set->t[idx] = t;
+	}
+	rc = 0;
+out:
+	for (size_t i = 0; i < nf; i++)
+		free(files[i]);
+	closedir(d);
+	return rc;
+}
+
+struct render_templates *render_templates_load(const char *dir, int dir_optional, struct dlk_err *err)
+{
+	struct render_templates *set = xcalloc(1, sizeof(*set));
+
+	for (size_t i = 0; dlk_builtin_templates[i].name; i++) {
+		const struct dlk_embedded *e = &dlk_builtin_templates[i];
+		if (set->n == MAX_TEMPLATES) {
+			dlk_errf(err, DLK_EXIT_FAIL, "more than %d built-in templates", MAX_TEMPLATES);
+			goto fail;
+		}
+		set->names[set->n] = e->name;
+		set->t[set->n] = mustache_parse(e->name, e->data, e->len, err);
+		if (!set->t[set->n])
+			goto fail;
+		set->n++;
+	}
+	if (dir && load_overrides(set, dir, dir_optional, err) < 0)
+		goto fail;
+	return set;
+fail:
+	render_templates_free(set);
+	return NULL;
+}
+
+static const struct mustache *find_partial(void *ud, const char *name, struct dlk_err *err)
+{
+	const struct render_templates *set = ud;
+	int i = builtin_index(set, name);
+
+	if (i < 0) {
+		const char *s = dlk_suggest(name, set->names, set->n);
+		dlk_errf(err, DLK_EXIT_CONFIG, "unknown partial '%s'%s%s%s", name, s ? " (did you mean '" : "",
+		         s ? s : "", s ? "'?)" : "");
+		return NULL;
+	}
+	return set->t[i];
+}
+
+/* "job.yaml (rendered):12:5: problem" plus the rendered line, so a user can see what broke */
+static void show_rendered_line(struct dlk_err *err, const char *text, size_t len, size_t line)
+{
+	size_t cur = 1, i = 0;
+
+	if (!line)
+		return;
+	while (i < len && cur < line) {
+		if (text[i++] == '\n')
+			cur++;
+	}
+	if (cur != line)
+		return;
+	const char *nl = memchr(text + i, '\n', len - i);
+	size_t end = nl ? (size_t)(nl - text) : len;
+	size_t used = strlen(err->msg);
+	snprintf(err->msg + used, sizeof(err->msg) - used, "\n    %zu | %.*s", line,
+	         (int)(end - i > 300 ? 300 : end - i), text + i);
+}
+
+static int check_object(const cJSON *o, const char *file, int n, struct dlk_err *err)
+{
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+
+	if (!cJSON_IsObject(o) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "apiVersion")) ||
+	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "kind")) || !cJSON_IsObject(md) ||
+	    !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(md, "name")))
+		return dlk_errf(err, DLK_EXIT_CONFIG,
+		                "%s: rendered document %d is not a Kubernetes object (a mapping with apiVersion, kind "
+		                "and metadata.name strings)", file, n);
+	return 0;
+}
+
+cJSON *render_objects(const struct render_templates *set, const char *const *names, const cJSON *ctx,
+                      struct dlk_err *err)
+{
+	struct mustache_partials partials = { find_partial, (void *)set };
+	cJSON *objects = cJSON_CreateArray();
+	struct dlk_buf out = DLK_BUF_INIT;
+
+	for (; *names; names++) {
+		int i = builtin_index(set, *names);
+		const char *file;
+		size_t line = 0;
+
+		if (i < 0) {
+			dlk_errf(err, DLK_EXIT_FAIL, "no template named '%s'", *names);
+			goto fail;
+		}
+		file = mustache_file(set->t[i]);
+		dlk_buf_reset(&out);
+		if (mustache_render(set->t[i], ctx, &partials, RENDER_MAX_OUTPUT, &out, err) < 0)
+			goto fail;
+		char *what = xasprintf("%s (rendered)", file);
+		cJSON *docs = yamljson_parse(out.data, out.len, what, &line, err);
+		free(what);
+		if (!docs) {
+			show_rendered_line(err, out.data, out.len, line);
+			goto fail;
+		}
+		int n = 0;
+		while (cJSON_GetArraySize(docs) > 0) {
+			cJSON *o = cJSON_DetachItemFromArray(docs, 0);
+			n++;
+			if (check_object(o, file, n, err) < 0) {
+				cJSON_Delete(o);
+				cJSON_Delete(docs);
+				goto fail;
+			}
+			cJSON_AddItemToArray(objects, o);
+		}
+		cJSON_Delete(docs);
+	}
+	dlk_buf_release(&out);
+	return objects;
+fail:
+	dlk_buf_release(&out);
+	cJSON_Delete(objects);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* the context of a training run */
+
+static cJSON *str_or_null(const char *s)
+{
+	return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+static cJSON *kv_list(const struct dlk_kv *kv, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddItemToObject(o, "key", str_or_null(kv[i].key));
+		cJSON_AddItemToObject(o, "value", str_or_null(kv[i].value));
+		cJSON_AddItemToArray(a, o);
+	}
+	return a;
+}
+
+static int need(const char *value, const char *field, struct dlk_err *err)
+{
+	if (value && *value)
+		return 0;
+	return dlk_errf(err, DLK_EXIT_CONFIG, "spec field '%s' is not set: cannot render the job", field);
+}
+
+/* Keys (every one always present, null when the spec has no value, so that strict rendering
+ * catches misspelled names in templates):
+ *   name, namespace, image, version, spec_yaml
+ *   config_map, service, service_account, role          object names
+ *   workers, master_port, backoff_limit_per_index, termination_grace_seconds   numbers
+ *   env.master_addr, env.master_port, env.world_size   env values (strings)
+ *   labels, node_selector                             lists of {key, value}
+ *   tolerations                                       list of {key, operator, value, effect}
+ *   gpu (bool), gpus (number), gpu_quantity (string), gpu_product, cpu, memory, shm_size
+ *   has_node_selector, has_tolerations                 bools: whether those blocks are needed
+ *   priority_class, queue, schedule                    string or null
+ *   storage.{claim, create, size, storage_class, mount, access_mode}
+ *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy) */
+cJSON *render_context_train(const struct dlk_spec *spec, const char *spec_yaml, const struct render_opts *opts,
+                            struct dlk_err *err)
+{
+	const struct dlk_resources *res = &spec->resources;
+	const struct dlk_storage *st = &spec->storage;
+	const char *ns = opts && opts->namespace_ ? opts->namespace_ : spec->namespace_ ? spec->namespace_ : "default";
+	cJSON *c, *o;
+	char *s;
+
+	if (need(spec->name, "name", err) || need(spec->image, "image", err) || need(res->cpu, "resources.cpu", err) ||
+	    need(res->memory, "resources.memory", err) || need(spec_yaml, "(the resolved spec text)", err))
+		return NULL;
+	if (res->gpus > 0 && need(res->shm_size, "resources.shm_size", err))
+		return NULL;
+	if ((st->claim || st->size) && need(st->mount, "storage.mount", err))
+		return NULL;
+	if (res->workers < 1)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "resources.workers is %d: at least 1 is needed", res->workers), NULL;
+	if (res->master_port < 1 || res->master_port > 65535)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "resources.master_port %d is not a TCP port", res->master_port), NULL;
+	if (strlen(spec_yaml) > RENDER_MAX_SPEC_YAML)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "the resolved spec is %zu bytes; a ConfigMap takes at most %u here",
+		                strlen(spec_yaml), RENDER_MAX_SPEC_YAML), NULL;
+
+	c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "name", spec->name);
+	cJSON_AddStringToObject(c, "namespace", ns);
+	cJSON_AddStringToObject(c, "image", spec->image);
+	cJSON_AddStringToObject(c, "version", DLK_VERSION);
+	cJSON_AddStringToObject(c, "spec_yaml", spec_yaml);
+
+	s = xasprintf("%s-spec", spec->name);
+	cJSON_AddStringToObject(c, "config_map", s);
+	free(s);
+	cJSON_AddStringToObject(c, "service", spec->name);
+	cJSON_AddStringToObject(c, "service_account", spec->name);
+	cJSON_AddStringToObject(c, "role", spec->name);
+
+	cJSON_AddNumberToObject(c, "workers", res->workers);
+	cJSON_AddNumberToObject(c, "master_port", res->master_port);
+	cJSON_AddNumberToObject(c, "backoff_limit_per_index", res->backoff_limit_per_index);
+	cJSON_AddNumberToObject(c, "termination_grace_seconds", RENDER_TERMINATION_GRACE_S);
+
+	o = cJSON_AddObjectToObject(c, "env");
+	/* pod 0 of an Indexed Job is <job>-0, reachable as <job>-0.<service>; a CronJob's Jobs get
+	 * their names when they start, so the address is spelled with the pod's own DLK_JOB_NAME
+	 * (Kubernetes expands $(VAR) from earlier entries of env) */
+	s = spec->schedule ? xasprintf("$(DLK_JOB_NAME)-0.%s", spec->name) : xasprintf("%s-0.%s", spec->name, spec->name);
+	cJSON_AddStringToObject(o, "master_addr", s);
+	free(s);
+	s = xasprintf("%d", res->master_port);
+	cJSON_AddStringToObject(o, "master_port", s);
+	free(s);
+	s = xasprintf("%d", res->workers);
+	cJSON_AddStringToObject(o, "world_size", s);
+	free(s);
+
+	cJSON_AddItemToObject(c, "labels", kv_list(spec->labels, spec->n_labels));
+	cJSON_AddItemToObject(c, "node_selector", kv_list(res->node_selector, res->n_node_selector));
+	cJSON *tol = cJSON_AddArrayToObject(c, "tolerations");
+	for (int i = 0; i < res->n_tolerations; i++) {
+		const struct dlk_toleration *t = &res->tolerations[i];
+		cJSON *to = cJSON_CreateObject();
+		cJSON_AddItemToObject(to, "key", str_or_null(t->key));
+		/* Kubernetes' own default, written out so the template needs no special case */
+		cJSON_AddStringToObject(to, "operator", t->op ? t->op : "Equal");
+		cJSON_AddItemToObject(to, "value", str_or_null(t->value));
+		cJSON_AddItemToObject(to, "effect", str_or_null(t->effect));
+		cJSON_AddItemToArray(tol, to);
+	}
+
+	cJSON_AddBoolToObject(c, "gpu", res->gpus > 0);
+	cJSON_AddNumberToObject(c, "gpus", res->gpus);
+	s = xasprintf("%d", res->gpus);
+	cJSON_AddStringToObject(c, "gpu_quantity", s);
+	free(s);
+	cJSON_AddItemToObject(c, "gpu_product", str_or_null(res->gpus > 0 ? res->gpu_product : NULL));
+	cJSON_AddStringToObject(c, "cpu", res->cpu);
+	cJSON_AddStringToObject(c, "memory", res->memory);
+	cJSON_AddItemToObject(c, "shm_size", str_or_null(res->shm_size));
+	cJSON_AddBoolToObject(c, "has_node_selector", (res->gpus > 0 && res->gpu_product) || res->n_node_selector > 0);
+	cJSON_AddBoolToObject(c, "has_tolerations", res->gpus > 0 || res->n_tolerations > 0);
+	cJSON_AddItemToObject(c, "priority_class", str_or_null(res->priority_class));
+	cJSON_AddItemToObject(c, "queue", str_or_null(res->queue));
+	cJSON_AddItemToObject(c, "schedule", str_or_null(spec->schedule));
+
+	o = cJSON_AddObjectToObject(c, "storage");
+	if (st->claim) {
+		cJSON_AddStringToObject(o, "claim", st->claim);
+		cJSON_AddBoolToObject(o, "create", 0);
+	} else if (st->size) {
+		s = xasprintf("%s-checkpoints", spec->name);
+		cJSON_AddStringToObject(o, "claim", s);
+		free(s);
+		cJSON_AddBoolToObject(o, "create", 1);
+	} else {
+		cJSON_AddNullToObject(o, "claim");
+		cJSON_AddBoolToObject(o, "create", 0);
+	}
+	cJSON_AddItemToObject(o, "size", str_or_null(st->claim ? NULL : st->size));
+	cJSON_AddItemToObject(o, "storage_class", str_or_null(st->storage_class));
+	cJSON_AddItemToObject(o, "mount", str_or_null(st->mount));
+	/* every worker mounts the checkpoint volume; workers on several nodes need ReadWriteMany */
+	cJSON_AddStringToObject(o, "access_mode", res->workers > 1 ? "ReadWriteMany" : "ReadWriteOnce");
+
+	o = cJSON_AddObjectToObject(c, "exit");
+	cJSON_AddNumberToObject(o, "usage", DLK_EXIT_USAGE);
+	cJSON_AddNumberToObject(o, "config", DLK_EXIT_CONFIG);
+	cJSON_AddNumberToObject(o, "restartable", DLK_EXIT_RESTARTABLE);
+	return c;
+}
+
+static const char *const train_templates[] = {
+	"configmap.yaml", "serviceaccount.yaml", "role.yaml", "rolebinding.yaml", "pvc.yaml",
+	"service.yaml", "job.yaml", "cronjob.yaml", NULL,
+};
+
+cJSON *render_train(const struct dlk_spec *spec, const char *spec_yaml, const struct render_opts *opts,
+                    struct dlk_err *err)
+{
+	struct render_templates *set = NULL;
+	cJSON *ctx = NULL, *objects = NULL;
+
+	ctx = render_context_train(spec, spec_yaml, opts, err);
+	if (!ctx)
+		goto out;
+	set = render_templates_load(opts ? opts->templates_dir : NULL, opts ? opts->templates_dir_optional : 0, err);
+	if (!set)
+		goto out;
+	objects = render_objects(set, train_templates, ctx, err);
+out:
+	render_templates_free(set);
+	cJSON_Delete(ctx);
+	return objects;
+}
+
+int render_templates_copy(const char *dir, int force, struct dlk_err *err)
+{
+	int n = 0;
+
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+		return dlk_errf(err, DLK_EXIT_FAIL, "cannot create '%s': %s", dir, strerror(errno));
+	if (!force) {
+		for (size_t i = 0; dlk_builtin_templates[i].name; i++) {
+			char *path = xasprintf("%s/%s", dir, dlk_builtin_templates[i].name);
+			int exists = access(path, F_OK) == 0;
+			if (exists) {
+				dlk_errf(err, DLK_EXIT_EXISTS, "'%s' already exists", path);
+				dlk_err_hint(err, "use --force to overwrite the templates there");
+				free(path);
+				return -1;
+			}
+			free(path);
+		}
+	}
+	for (size_t i = 0; dlk_builtin_templates[i].name; i++) {
+		const struct dlk_embedded *e = &dlk_builtin_templates[i];
+		char *path = xasprintf("%s/%s", dir, e->name);
+		FILE *f = fopen(path, "wb");
+		int ok = f && fwrite(e->data, 1, e->len, f) == e->len;
+		if (f && fclose(f) != 0)
+			ok = 0;
+		if (!ok) {
+			dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", path, strerror(errno));
+			free(path);
+			return -1;
+		}
+		free(path);
+		n++;
+	}
+	return n;
+}

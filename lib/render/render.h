@@ -1,0 +1,71 @@
+/* Rendering a project into Kubernetes objects.
+ *
+ * The templates (templates/ *.yaml in the source tree, embedded into the binary as
+ * dlk_builtin_templates) are the only place where an object's shape is written. A project may
+ * override any of them file by file with a directory of the same names (`./templates/`, or
+ * `--templates DIR`; `dlk init --templates` writes the built-ins out as a starting point).
+ * Templates whose name starts with '_' are partials, used by others with {{> _name.yaml}}.
+ *
+ * render_train() renders, parses (lib/util/yamljson) and returns the objects a training run
+ * sends, in dependency order: ConfigMap, ServiceAccount, Role, RoleBinding,
+ * PersistentVolumeClaim (when the spec asks dlk to create one), Service, then Job, or CronJob
+ * when the spec has a schedule. The same cJSON objects are printed by --dry-run and submitted. */
+#ifndef DLK_RENDER_RENDER_H
+#define DLK_RENDER_RENDER_H
+
+#include <stddef.h>
+
+#include <cJSON.h>
+
+#include "lib/spec/spec.h"
+#include "lib/util/err.h"
+
+#define RENDER_MAX_OUTPUT (4u << 20)     /* bytes one template may render to */
+#define RENDER_MAX_SPEC_YAML (512u << 10) /* the spec text must fit a ConfigMap (1 MiB) easily */
+#define RENDER_TERMINATION_GRACE_S 60    /* time a worker gets after SIGTERM for a last checkpoint */
+
+struct render_opts {
+	const char *namespace_;     /* NULL: spec->namespace_, then "default" */
+	const char *templates_dir;  /* override directory; NULL: the built-ins only */
+	int templates_dir_optional; /* 1: a templates_dir that does not exist is not an error */
+};
+#define RENDER_OPTS_INIT { NULL, NULL, 0 }
+
+/* A set of parsed templates: the built-ins, overridden by a directory's files. */
+struct render_templates;
+
+/* Loads the built-ins and, when dir is not NULL, the *.yaml files of dir over them. A file whose
+ * name is not a built-in's is an error that lists the valid names; so is any template that does
+ * not parse ("FILE:LINE: problem"). dir_optional: a missing dir is fine. Returns a new set
+ * (render_templates_free) or NULL with err (code DLK_EXIT_CONFIG). */
+struct render_templates *render_templates_load(const char *dir, int dir_optional, struct dlk_err *err);
+void render_templates_free(struct render_templates *set);
+
+/* Renders the named templates (in this order; NULL-terminated list) with ctx and parses what each
+ * prints. Every document must be a Kubernetes object (a mapping with apiVersion, kind and
+ * metadata.name); empty documents (a template whose sections rendered nothing) are skipped.
+ * Returns a new cJSON array of the objects (caller owns it) or NULL with err naming the template
+ * and line; for YAML errors in the rendered text the message shows the rendered line. */
+cJSON *render_objects(const struct render_templates *set, const char *const *names, const cJSON *ctx,
+                      struct dlk_err *err);
+
+/* The template context for a training run (documented key by key in render.c); spec_yaml is the
+ * resolved spec text (spec_dump_yaml()) that the ConfigMap carries. Returns a new cJSON object
+ * (caller owns it) or NULL with err when the spec lacks something rendering needs. */
+cJSON *render_context_train(const struct dlk_spec *spec, const char *spec_yaml, const struct render_opts *opts,
+                            struct dlk_err *err);
+
+/* Everything above in one call: the objects of a training run, in dependency order, as a new
+ * cJSON array (caller owns it), or NULL with err. */
+cJSON *render_train(const struct dlk_spec *spec, const char *spec_yaml, const struct render_opts *opts,
+                    struct dlk_err *err);
+
+/* The names of the built-in templates, NULL-terminated (static storage). */
+const char *const *render_builtin_names(void);
+
+/* Writes every built-in template into dir (created if missing, one level). Without force, fails
+ * before writing anything when one of the files already exists. Returns the number of files
+ * written, or -1 with err. */
+int render_templates_copy(const char *dir, int force, struct dlk_err *err);
+
+#endif
