@@ -84,6 +84,15 @@ static int read_field(struct csv *c, struct field *f)
 	f->too_long = 0;
 	f->line = c->line;
 	f->col = c->col;
+	{
+		/* Blanks before an opening quote (`1, "2"`) are not part of the field. */
+		const char *q = c->p;
+		while (q < c->end && (*q == ' ' || *q == '\t'))
+			q++;
+		if (q < c->end && *q == '"')
+			while (c->p < q)
+				advance(c);
+	}
 	if (c->p < c->end && *c->p == '"') {
 		size_t qline = c->line, qcol = c->col;
 		advance(c);
