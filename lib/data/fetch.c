@@ -224,7 +224,7 @@ int dlk_fetch(const struct dlk_source *src, const struct dlk_data *spec,
 			goto fail;
 	} else if (has_prefix(url, "pvc://")) {
 		path = dlk_pvc_resolve(url, opts->pvc_root, err);
-	} else if (strstr(url, "://")) {
+	} else if (strstr(url, "://") && !has_prefix(url, "file://")) {
 		return dlk_errf(err, DLK_EXIT_CONFIG,
 		                "'%s': unsupported URL scheme (use https://, http://, file:// or pvc://)", url);
 	} else {
