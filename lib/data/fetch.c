@@ -3,8 +3,10 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -194,8 +196,9 @@ int dlk_fetch(const struct dlk_source *src, const struct dlk_data *spec,
 	static const struct dlk_data_opts no_opts;
 	unsigned long long max_bytes = spec->max_bytes > 0 ? (unsigned long long)spec->max_bytes : 0;
 	const char *url = src->url;
-	char *path = NULL;
+	char *path = NULL, *lock_path = NULL;
 	char hex[65];
+	int lock_fd = -1, ret = -1;
 
 	if (!opts)
 		opts = &no_opts;
@@ -211,6 +214,16 @@ int dlk_fetch(const struct dlk_source *src, const struct dlk_data *spec,
 		if (mkdir_p(cache_dir, err) < 0)
 			return -1;
 		path = dlk_cache_path(cache_dir, url);
+		/* Workers that share a cache directory (a PVC) must not append to the same .part at
+		 * once: the first one downloads, the others wait here and then find the file. */
+		lock_path = xasprintf("%s.lock", path);
+		lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (lock_fd < 0) {
+			dlk_errf(err, DLK_EXIT_FAIL, "cannot create '%s': %s", lock_path, strerror(errno));
+			goto out;
+		}
+		while (flock(lock_fd, LOCK_EX) < 0 && errno == EINTR)
+			;
 		if (access(path, F_OK) == 0) {
 			/* A complete cached copy exists (only complete files get this name). Reuse it
 			 * unless it fails the pin: then the pin changed or the copy went bad, and one
@@ -221,7 +234,7 @@ int dlk_fetch(const struct dlk_source *src, const struct dlk_data *spec,
 			unlink(path);
 		}
 		if (dlk_http_download(url, path, max_bytes, opts, err) < 0)
-			goto fail;
+			goto out;
 	} else if (has_prefix(url, "pvc://")) {
 		path = dlk_pvc_resolve(url, opts->pvc_root, err);
 	} else if (strstr(url, "://") && !has_prefix(url, "file://")) {
@@ -233,18 +246,22 @@ int dlk_fetch(const struct dlk_source *src, const struct dlk_data *spec,
 	if (!path)
 		return -1;
 	if (check_local(url, path, max_bytes, err) < 0)
-		goto fail;
+		goto out;
 	if (dlk_sha256_file(path, hex) < 0) {
 		dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", url, strerror(errno));
-		goto fail;
+		goto out;
 	}
 	if (pin_check(url, src->sha256, hex, err) < 0)
-		goto fail;
+		goto out;
 done:
 	out->path = path;
 	memcpy(out->sha256, hex, sizeof(out->sha256));
-	return 0;
-fail:
+	path = NULL;
+	ret = 0;
+out:
+	if (lock_fd >= 0)
+		close(lock_fd);  /* releases the lock; the lock file stays, harmless and reused */
+	free(lock_path);
 	free(path);
-	return -1;
+	return ret;
 }

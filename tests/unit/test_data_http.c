@@ -45,6 +45,7 @@ static const struct behaviour behaviours[] = {
 	{ "/ok", 0, 0, 0, 0, 0, 0, 0, NULL, NULL },
 	{ "/again", 0, 0, 0, 0, 0, 0, 0, NULL, NULL },
 	{ "/pinned", 0, 0, 0, 0, 0, 0, 0, NULL, NULL },
+	{ "/shared", 0, 0, 0, 0, 0, 0, 0, NULL, NULL },
 	{ "/busy", 0, 1, 503, 1, 0, 0, 0, NULL, NULL },
 	{ "/throttled", 0, 2, 429, 0, 0, 0, 0, NULL, NULL },
 	{ "/down", 0, 1000, 503, 0, 0, 0, 0, NULL, NULL },
@@ -307,6 +308,22 @@ static void make_idx(void)
 	dlk_buf_add(&idx_labels, "\x02\x00\x01", 3);
 }
 
+static void *fetch_shared(void *arg)
+{
+	struct dlk_fetched f = DLK_FETCHED_INIT;
+	struct dlk_source src = { arg, NULL };
+	struct dlk_data d;
+	struct dlk_err e = DLK_ERR_INIT;
+	struct dlk_data_opts o = opts;
+	intptr_t ok;
+
+	memset(&d, 0, sizeof(d));
+	o.progress = NULL;
+	ok = dlk_fetch(&src, &d, &o, &f, &e) == 0 && file_is_body(f.path);
+	dlk_fetched_release(&f);
+	return (void *)ok;
+}
+
 static void plain_cases(void)
 {
 	struct dlk_fetched f = DLK_FETCHED_INIT;
@@ -423,6 +440,20 @@ static void plain_cases(void)
 	CHECK(fetch("/abort", NULL, 0, &f) == -1);
 	CHECK_CONTAINS(err.msg, "download interrupted");
 	prog.abort_after = 0;
+
+	/* two workers sharing a cache: one downloads, the other waits for it and reuses the file */
+	{
+		pthread_t t[2];
+		void *ok[2] = { NULL, NULL };
+		char *url = xasprintf("%s/shared", base);
+		for (int i = 0; i < 2; i++)
+			pthread_create(&t[i], NULL, fetch_shared, url);
+		for (int i = 0; i < 2; i++)
+			pthread_join(t[i], &ok[i]);
+		CHECK(ok[0] && ok[1]);
+		CHECK(requests("/shared") == 1);
+		free(url);
+	}
 
 	/* nothing listening: curl's error text, DLK_EXIT_CONNECT */
 	{
