@@ -3,8 +3,8 @@
  * The bytes go to "<dest>.part"; only a complete download is renamed to dest, so a crash or a
  * cut connection never leaves a file that looks complete. A later attempt (in this process or the
  * next) resumes the .part with a Range request; a server that ignores the Range (200 instead of
- * 206) makes us start the file over. Connection errors, 429 and 5xx are retried with exponential
- * back-off, honouring Retry-After; other HTTP errors and DNS failures are final. */
+ * 206) makes us start the file over. Connection errors (a failed name lookup included), 429 and
+ * 5xx are retried with exponential back-off, honouring Retry-After; other HTTP errors are final. */
 #include "lib/data/fetch.h"
 
 #include <curl/curl.h>
@@ -104,6 +104,7 @@ static int retryable(CURLcode res, long status)
 	switch (res) {
 	case CURLE_OK:
 		return status == 429 || status >= 500;
+	case CURLE_COULDNT_RESOLVE_HOST: /* cluster DNS is often not ready when a pod starts */
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_OPERATION_TIMEDOUT:
 	case CURLE_PARTIAL_FILE:

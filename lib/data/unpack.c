@@ -9,19 +9,34 @@
 
 #include "lib/util/mem.h"
 
+/* Registers a filter only when libarchive implements it in-process: without the library it
+ * answers ARCHIVE_WARN and would run an external program (gzip -d, zstd -d, ...) instead, which
+ * data we fetched must never be able to trigger. Probed on a scratch reader, since a filter
+ * cannot be unregistered. */
+static void add_filter(struct archive *a, int (*support)(struct archive *))
+{
+	struct archive *probe = archive_read_new();
+	int ok = probe && support(probe) == ARCHIVE_OK;
+
+	if (probe)
+		archive_read_free(probe);
+	if (ok)
+		support(a);
+}
+
 static struct archive *archive_new(void)
 {
 	struct archive *a = archive_read_new();
 
 	if (!a)
 		return NULL;
-	/* Only filters with an in-process library: archive_read_support_filter_all() would also
-	 * register filters that run external programs (lrzip, grzip, lzop), which data must never
-	 * be able to trigger. The raw format (a lone file) bids lowest, so tar and zip win. */
-	archive_read_support_filter_gzip(a);
-	archive_read_support_filter_bzip2(a);
-	archive_read_support_filter_xz(a);
-	archive_read_support_filter_zstd(a);
+	/* Not archive_read_support_filter_all(): it also registers lrzip, grzip and lzop, which
+	 * always run external programs. The raw format (a lone file) bids lowest, so tar and zip
+	 * win over it. */
+	add_filter(a, archive_read_support_filter_gzip);
+	add_filter(a, archive_read_support_filter_bzip2);
+	add_filter(a, archive_read_support_filter_xz);
+	add_filter(a, archive_read_support_filter_zstd);
 	archive_read_support_format_tar(a);
 	archive_read_support_format_zip(a);
 	archive_read_support_format_raw(a);

@@ -478,6 +478,22 @@ static void plain_cases(void)
 		free(url);
 	}
 
+	/* a name that cannot resolve (.invalid is reserved): DLK_EXIT_CONNECT with curl's text; the
+	 * connect timeout bounds the resolver where there is no DNS at all */
+	{
+		double t0 = now();
+		opts.connect_timeout_s = 2;
+		opts.max_retries = 1;
+		CHECK(fetch("http://dlk-test.invalid/x", NULL, 0, &f) == -1);
+		opts.connect_timeout_s = 3;
+		opts.max_retries = 0;
+		CHECK_STR(err.hint, "gave up after 2 attempts");
+		CHECK(err.code == DLK_EXIT_CONNECT);
+		CHECK_CONTAINS(err.msg, "cannot fetch 'http://dlk-test.invalid/x': ");
+		CHECK_CONTAINS(err.msg, "esolv");
+		CHECK(now() - t0 < 6);
+	}
+
 	/* the whole path: an IDX pair over http, one file failing once and cut once */
 	{
 		struct dlk_data d;

@@ -53,15 +53,23 @@ static char *write_file(const char *name, const void *data, size_t len)
 	return path;
 }
 
-/* Writes an archive with libarchive: format "gz" (raw gzip of one file), "tar.gz", "zip", "tar". */
+/* Writes an archive with libarchive: "gz", "bz2", "xz", "zst" (one compressed file), "tar.gz",
+ * "zip", "tar". */
 static char *write_container(const char *name, const char *kind, const char *const *members,
                              const struct dlk_buf *const *datas, int n)
 {
 	char *path = xasprintf("%s/%s", tmpdir, name);
 	struct archive *a = archive_write_new();
 
-	if (!strcmp(kind, "gz")) {
-		archive_write_add_filter_gzip(a);
+	if (!strcmp(kind, "gz") || !strcmp(kind, "bz2") || !strcmp(kind, "xz") || !strcmp(kind, "zst")) {
+		if (!strcmp(kind, "gz"))
+			archive_write_add_filter_gzip(a);
+		else if (!strcmp(kind, "bz2"))
+			archive_write_add_filter_bzip2(a);
+		else if (!strcmp(kind, "xz"))
+			archive_write_add_filter_xz(a);
+		else
+			archive_write_add_filter_zstd(a);
 		archive_write_set_format_raw(a);
 	} else if (!strcmp(kind, "tar.gz")) {
 		archive_write_add_filter_gzip(a);
@@ -221,7 +229,7 @@ static void containers(void)
 {
 	struct dlk_buf im = DLK_BUF_INIT, lb = DLK_BUF_INIT, out = DLK_BUF_INIT;
 	struct dlk_err err = DLK_ERR_INIT;
-	const char *kinds[] = { "gz", "tar.gz", "zip", "tar" };
+	const char *kinds[] = { "gz", "tar.gz", "zip", "tar", "bz2", "xz", "zst" };
 	char *plain_im, *plain_lb;
 
 	make_images(&im, 7, 4, 3);
