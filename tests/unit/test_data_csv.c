@@ -93,7 +93,8 @@ int main(void)
 
 	/* through dlk_data_load: csv scale defaults to 1, n_classes from the labels */
 	{
-		char path[] = "/tmp/dlk-test-csv-XXXXXX";
+		const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+		char *path = xasprintf("%s/dlk-test-csv-XXXXXX", tmp);
 		int fd = mkstemp(path);
 		const char *t = "f1,f2,y\n1,2,0\n3,4,2\n";
 		struct dlk_data d;
@@ -113,6 +114,7 @@ int main(void)
 		CHECK(dlk_data_load(&d, "test", NULL, &ds, &err) == -1);
 		CHECK_STR(err.msg, "data: no csv source for this split");
 		unlink(path);
+		free(path);
 	}
 	dlk_samples_release(&s);
 	return CHECK_DONE();

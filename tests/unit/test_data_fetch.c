@@ -10,7 +10,7 @@
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
 
-static char tmpdir[] = "/tmp/dlk-test-fetch-XXXXXX";
+static char *tmpdir;
 static struct dlk_err err = DLK_ERR_INIT;
 
 static struct dlk_data spec_with_limit(long long max_bytes)
@@ -39,6 +39,7 @@ int main(void)
 	FILE *fp;
 
 	memset(&o, 0, sizeof(o));
+	tmpdir = xasprintf("%s/dlk-test-fetch-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(tmpdir))
 		return 1;
 
@@ -147,5 +148,6 @@ int main(void)
 	if (system(p) != 0)
 		printf("# could not remove %s\n", tmpdir);
 	free(p);
+	free(tmpdir);
 	return CHECK_DONE();
 }

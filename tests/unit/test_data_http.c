@@ -24,7 +24,7 @@
 
 static unsigned char body[BODY_LEN];
 static struct dlk_buf idx_images, idx_labels;
-static char tmpdir[] = "/tmp/dlk-test-http-XXXXXX";
+static char *tmpdir;
 static struct dlk_err err = DLK_ERR_INIT;
 
 /* What the server does for a path: data, as in curl's test cases. */
@@ -575,6 +575,7 @@ int main(void)
 	for (size_t i = 0; i < BODY_LEN; i++)
 		body[i] = (unsigned char)(i * 7 % 251);
 	make_idx();
+	tmpdir = xasprintf("%s/dlk-test-http-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(tmpdir))
 		return 1;
 	d = start(0, NULL, NULL, &port);
@@ -603,5 +604,6 @@ int main(void)
 			printf("# could not remove %s\n", tmpdir);
 		free(cmd);
 	}
+	free(tmpdir);
 	return CHECK_DONE();
 }

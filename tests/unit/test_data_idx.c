@@ -17,7 +17,7 @@
 
 #define FMNIST "/usr/share/datasets/fashion-mnist/"
 
-static char tmpdir[] = "/tmp/dlk-test-idx-XXXXXX";
+static char *tmpdir;
 
 static void be32(unsigned char *p, uint32_t v)
 {
@@ -389,6 +389,7 @@ static void fashion_mnist(void)
 
 int main(void)
 {
+	tmpdir = xasprintf("%s/dlk-test-idx-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");
 		return 1;
@@ -404,5 +405,6 @@ int main(void)
 			printf("# could not remove %s\n", tmpdir);
 		free(cmd);
 	}
+	free(tmpdir);
 	return CHECK_DONE();
 }

@@ -179,7 +179,8 @@ int main(void)
 	}
 	/* through dlk_data_load */
 	{
-		char path[] = "/tmp/dlk-test-tar-XXXXXX";
+		const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+		char *path = xasprintf("%s/dlk-test-tar-XXXXXX", tmp);
 		int fd = mkstemp(path);
 		const struct member m[] = { { "a.cls", "1", 0 }, { "a.u8", "\x00\xff", 2 }, { "b.cls", "0", 0 }, { "b.u8", "\x33\x66", 2 } };
 		struct dlk_data d;
@@ -198,6 +199,7 @@ int main(void)
 		CHECK_NEAR(ds.x[2], 0.2, 1e-6);
 		dlk_dataset_release(&ds);
 		unlink(path);
+		free(path);
 	}
 	dlk_buf_release(&b);
 	dlk_samples_release(&s);
