@@ -240,7 +240,9 @@ int dlk_http_download(const char *url, const char *dest, unsigned long long max_
 			else
 				dlk_errf(err, DLK_EXIT_CONNECT, "cannot fetch '%s': the server answered HTTP %ld", url,
 				         status);
-			if (attempt)
+			if (res == CURLE_UNSUPPORTED_PROTOCOL && https)
+				dlk_err_hint(err, "an https source is not followed to a plain http address");
+			else if (attempt)
 				dlk_err_hint(err, "gave up after %d attempts", attempt + 1);
 			goto out;
 		}

@@ -110,8 +110,11 @@ static int take_payload(struct shard *sh, struct dlk_err *err)
 	}
 	if (n == 0)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s' holds no values", sh->name, sh->pay_member);
+	if (n > (1u << 30))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s' holds more than 2^30 values", sh->name,
+		                sh->pay_member);
 	if (shape[2] == 0)
-		shape[2] = (int)(n < (1u << 30) ? n : (1u << 30));
+		shape[2] = (int)n;
 
 	if (sh->s.n == 0) {
 		if (sh->want && (sh->want[0] > 0 || sh->want[1] > 0 || sh->want[2] > 0)) {

@@ -58,6 +58,7 @@ static const struct behaviour behaviours[] = {
 	{ "/bigstream", 0, 0, 0, 0, 0, 0, 1, NULL, NULL },
 	{ "/moved", 0, 0, 0, 0, 0, 0, 0, "/ok", NULL },
 	{ "/loop", 0, 0, 0, 0, 0, 0, 0, "/loop", NULL },
+	{ "/tohttp", 0, 0, 0, 0, 0, 0, 0, "http://127.0.0.1:1/ok", NULL },
 	{ "/abort", 0, 0, 0, 0, 0, 0, 0, NULL, NULL },
 	{ "/images.idx", 0, 0, 0, 0, 0, 0, 0, NULL, &idx_images },
 	{ "/labels.idx", 0, 1, 503, 0, 50, 0, 0, NULL, &idx_labels },
@@ -551,6 +552,14 @@ static void tls_cases(void)
 	opts.ca_file = certp;
 	CHECK_MSG(fetch(url, NULL, 0, &f) == 0, "https with the test CA: %s", err.msg);
 	CHECK(f.path && file_is_body(f.path));
+	free(url);
+	/* an https source may not be redirected to plain http */
+	url = xasprintf("https://127.0.0.1:%d/tohttp", port);
+	CHECK(fetch(url, NULL, 0, &f) == -1);
+	CHECK(err.code == DLK_EXIT_CONNECT);
+	CHECK_CONTAINS(err.msg, "\"http\"");
+	CHECK_STR(err.hint, "an https source is not followed to a plain http address");
+	CHECK(requests("/tohttp") == 1);
 	free(url);
 	/* verification is always on: without the CA the same server is refused */
 	opts.ca_file = NULL;
