@@ -274,6 +274,38 @@ static void cpu_conv_grad_in(const float *dy, int batch, int f, int hw, float *d
 static void cpu_maxpool_forward(const float *x, int batch, int c, int h, int w, int size, int stride,
                                 int oh, int ow, float *y, int32_t *argmax)
 {
+	if (size == 2 && stride == 2) {
+		/* the common case, unrolled: four loads and three compares per output */
+		for (int bc = 0; bc < batch * c; bc++) {
+			const float *img = x + (size_t)bc * h * w;
+			int32_t base = (int32_t)((size_t)bc * h * w);
+			float *out = y + (size_t)bc * oh * ow;
+			int32_t *am = argmax + (size_t)bc * oh * ow;
+			for (int oy = 0; oy < oh; oy++) {
+				const float *r0 = img + (size_t)(2 * oy) * w, *r1 = r0 + w;
+				for (int ox = 0; ox < ow; ox++) {
+					int i0 = 2 * ox;
+					float v = r0[i0];
+					int32_t bi = (2 * oy) * w + i0;
+					if (!(r0[i0 + 1] <= v)) {
+						v = r0[i0 + 1];
+						bi = (2 * oy) * w + i0 + 1;
+					}
+					if (!(r1[i0] <= v)) {
+						v = r1[i0];
+						bi = (2 * oy + 1) * w + i0;
+					}
+					if (!(r1[i0 + 1] <= v)) {
+						v = r1[i0 + 1];
+						bi = (2 * oy + 1) * w + i0 + 1;
+					}
+					out[oy * ow + ox] = v;
+					am[oy * ow + ox] = base + bi;
+				}
+			}
+		}
+		return;
+	}
 	for (int bc = 0; bc < batch * c; bc++) {
 		const float *img = x + (size_t)bc * h * w;
 		size_t base = (size_t)bc * h * w;
