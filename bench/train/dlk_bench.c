@@ -1,0 +1,120 @@
+/* Benchmark driver: trains the MLP or the CNN of bench/train/README on Fashion-MNIST with
+ * lib/train and prints one JSON line (samples/s, test accuracy, peak RSS). With "gemm" as the
+ * model it times the MLP's GEMMs alone (the same calls a training step makes).
+ *   dlk_bench mlp|cnn|gemm EPOCHS THREADS [LIMIT] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "bench/train/idx.h"
+#include "lib/train/train.h"
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static long peak_rss_kb(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+static struct dlk_layer_spec mlp[] = {
+	{ .kind = DLK_LAYER_FLATTEN }, { .kind = DLK_LAYER_DENSE, .units = 256 }, { .kind = DLK_LAYER_RELU },
+	{ .kind = DLK_LAYER_DENSE, .units = 128 }, { .kind = DLK_LAYER_RELU }, { .kind = DLK_LAYER_DENSE, .units = 10 },
+};
+static struct dlk_layer_spec cnn[] = {
+	{ .kind = DLK_LAYER_CONV2D, .filters = 32, .kernel = 3, .stride = 1, .padding = 1 }, { .kind = DLK_LAYER_RELU },
+	{ .kind = DLK_LAYER_MAXPOOL, .size = 2, .stride = 2 },
+	{ .kind = DLK_LAYER_CONV2D, .filters = 64, .kernel = 3, .stride = 1, .padding = 1 }, { .kind = DLK_LAYER_RELU },
+	{ .kind = DLK_LAYER_MAXPOOL, .size = 2, .stride = 2 }, { .kind = DLK_LAYER_FLATTEN },
+	{ .kind = DLK_LAYER_DENSE, .units = 128 }, { .kind = DLK_LAYER_RELU }, { .kind = DLK_LAYER_DENSE, .units = 10 },
+};
+
+/* the six GEMMs of one MLP step (forward 3, backward 5 less the unneeded first dx) */
+static double gemm_only(int steps, int threads)
+{
+	const struct dlk_backend *be = dlk_backend_cpu();
+	be->set_threads(threads);
+	int B = 128, dims[4] = { 784, 256, 128, 10 };
+	float *a[4], *w[3], *g[4], *dw[3];
+	for (int i = 0; i < 4; i++) {
+		a[i] = be->alloc(sizeof(float) * B * dims[i]);
+		g[i] = be->alloc(sizeof(float) * B * dims[i]);
+	}
+	for (int i = 0; i < 3; i++) {
+		w[i] = be->alloc(sizeof(float) * dims[i] * dims[i + 1]);
+		dw[i] = be->alloc(sizeof(float) * dims[i] * dims[i + 1]);
+	}
+	double t0 = now();
+	for (int s = 0; s < steps; s++) {
+		for (int i = 0; i < 3; i++)
+			be->sgemm(0, 1, B, dims[i + 1], dims[i], 1, a[i], dims[i], w[i], dims[i], 0, a[i + 1], dims[i + 1]);
+		for (int i = 2; i >= 0; i--) {
+			be->sgemm(1, 0, dims[i + 1], dims[i], B, 1, g[i + 1], dims[i + 1], a[i], dims[i], 0, dw[i], dims[i]);
+			if (i > 0)
+				be->sgemm(0, 0, B, dims[i], dims[i + 1], 1, g[i + 1], dims[i + 1], w[i], dims[i], 0, g[i], dims[i]);
+		}
+	}
+	double t = (now() - t0) / steps;
+	for (int i = 0; i < 4; i++) {
+		be->free(a[i]);
+		be->free(g[i]);
+	}
+	for (int i = 0; i < 3; i++) {
+		be->free(w[i]);
+		be->free(dw[i]);
+	}
+	return t;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: dlk_bench mlp|cnn|gemm EPOCHS THREADS [LIMIT]\n");
+		return 2;
+	}
+	int epochs = atoi(argv[2]), threads = atoi(argv[3]);
+	size_t limit = argc > 4 ? (size_t)atol(argv[4]) : 0;
+	if (!strcmp(argv[1], "gemm")) {
+		double t = gemm_only(400, threads);
+		printf("{\"model\":\"mlp-gemm-only\",\"step_ms\":%.4f}\n", t * 1e3);
+		return 0;
+	}
+	struct dlk_dataset train, test;
+	if (fmnist_load("train", limit, &train) || fmnist_load("t10k", 0, &test)) {
+		fprintf(stderr, "dlk_bench: cannot read Fashion-MNIST under " FMNIST_DIR "\n");
+		return 1;
+	}
+	int is_cnn = !strcmp(argv[1], "cnn");
+	struct dlk_model model = { .input = { 1, 28, 28 }, .input_rank = 3, .layers = is_cnn ? cnn : mlp,
+	                           .n_layers = is_cnn ? 10 : 6, .init = "torch" };
+	struct dlk_training tr = { .epochs = epochs, .batch_size = 128, .optimizer = DLK_OPT_ADAM, .lr = 1e-3,
+	                           .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .step_size = 1, .gamma = 0.1,
+	                           .seed = 42, .threads = threads, .eval_every_epoch = 0 };
+	struct dlk_train_opts o = DLK_TRAIN_OPTS_INIT;
+	o.model = &model;
+	o.training = &tr;
+	o.train = &train;
+	o.test = &test;
+	struct dlk_train_result r;
+	struct dlk_err err = DLK_ERR_INIT;
+	if (dlk_train_run(&o, &r, &err)) {
+		fprintf(stderr, "dlk_bench: %s\n", err.msg);
+		return 1;
+	}
+	printf("{\"impl\":\"dlk\",\"model\":\"%s\",\"epochs\":%d,\"threads\":%d,\"samples_per_sec\":%.1f,"
+	       "\"step_ms\":%.4f,\"test_accuracy\":%.4f,\"train_loss\":%.4f,\"seconds\":%.2f,\"peak_rss_mb\":%.1f}\n",
+	       argv[1], epochs, threads, r.train_samples_per_sec, 128e3 / r.train_samples_per_sec, r.eval.accuracy,
+	       r.train_loss, r.seconds, peak_rss_kb() / 1024.0);
+	dlk_train_result_release(&r);
+	fmnist_free(&train);
+	fmnist_free(&test);
+	return 0;
+}

@@ -1,0 +1,132 @@
+/* The per-element math of every element-wise kernel, written once.
+ *
+ * Each function is `static inline` and marked DLK_HD, which is `__host__ __device__` under nvcc
+ * and empty otherwise: the CPU backend calls these in plain loops, the CUDA backend calls the very
+ * same functions from its kernels, so the CPU unit tests check the formulas the GPU runs.
+ * Nothing here allocates, loops over arrays or touches global state. */
+#ifndef DLK_NN_KERNELS_H
+#define DLK_NN_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define DLK_HD __host__ __device__
+#include <math.h>
+#else
+#define DLK_HD
+#include <math.h>
+#endif
+
+/* Activation codes shared by the backends (fused bias + activation and stand-alone layers). */
+enum dlk_act { DLK_ACT_NONE = 0, DLK_ACT_RELU = 1, DLK_ACT_TANH = 2, DLK_ACT_SIGMOID = 3 };
+
+/* ---- activations: forward from the pre-activation, backward from the *output* y ---- */
+
+DLK_HD static inline float dlk_k_relu(float x) { return x > 0.0f ? x : 0.0f; }
+DLK_HD static inline float dlk_k_relu_grad(float y, float dy) { return y > 0.0f ? dy : 0.0f; }
+
+DLK_HD static inline float dlk_k_tanh(float x) { return tanhf(x); }
+DLK_HD static inline float dlk_k_tanh_grad(float y, float dy) { return dy * (1.0f - y * y); }
+
+/* Written so that neither branch overflows: exp of a non-positive number only. */
+DLK_HD static inline float dlk_k_sigmoid(float x)
+{
+	if (x >= 0.0f)
+		return 1.0f / (1.0f + expf(-x));
+	float e = expf(x);
+	return e / (1.0f + e);
+}
+DLK_HD static inline float dlk_k_sigmoid_grad(float y, float dy) { return dy * y * (1.0f - y); }
+
+DLK_HD static inline float dlk_k_act(int act, float x)
+{
+	switch (act) {
+	case DLK_ACT_RELU: return dlk_k_relu(x);
+	case DLK_ACT_TANH: return dlk_k_tanh(x);
+	case DLK_ACT_SIGMOID: return dlk_k_sigmoid(x);
+	default: return x;
+	}
+}
+
+DLK_HD static inline float dlk_k_act_grad(int act, float y, float dy)
+{
+	switch (act) {
+	case DLK_ACT_RELU: return dlk_k_relu_grad(y, dy);
+	case DLK_ACT_TANH: return dlk_k_tanh_grad(y, dy);
+	case DLK_ACT_SIGMOID: return dlk_k_sigmoid_grad(y, dy);
+	default: return dy;
+	}
+}
+
+/* ---- dropout: a counter-based mask, so CPU and GPU draw the same mask for the same
+ * (seed, index) without sharing generator state; index = step's offset + element ---- */
+
+DLK_HD static inline uint64_t dlk_k_mix64(uint64_t z)
+{
+	/* splitmix64's finaliser: a bijection with good avalanche */
+	z += 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* A uniform float in [0, 1) from (seed, index). */
+DLK_HD static inline float dlk_k_uniform(uint64_t seed, uint64_t index)
+{
+	uint64_t h = dlk_k_mix64(seed ^ dlk_k_mix64(index));
+	return (float)(h >> 40) * (1.0f / 16777216.0f);
+}
+
+/* Inverted dropout: the kept elements are scaled by 1/(1-p) so evaluation needs no scaling.
+ * Returns the multiplier (0 or 1/(1-p)) for element `index`. */
+DLK_HD static inline float dlk_k_dropout_scale(uint64_t seed, uint64_t index, float p)
+{
+	return dlk_k_uniform(seed, index) >= p ? 1.0f / (1.0f - p) : 0.0f;
+}
+
+/* ---- softmax cross-entropy, one row at a time (max-shifted, numerically stable) ---- */
+
+/* Given the row's max m and sum s = sum(exp(z_j - m)), the loss of label y is log(s) - (z_y - m). */
+DLK_HD static inline float dlk_k_ce_loss(float zy, float m, float s) { return logf(s) - (zy - m); }
+/* d(mean loss)/dz_j = (softmax_j - [j == y]) / batch */
+DLK_HD static inline float dlk_k_ce_grad(float zj, float m, float s, int is_label, float inv_batch)
+{
+	float p = expf(zj - m) / s;
+	return (p - (is_label ? 1.0f : 0.0f)) * inv_batch;
+}
+
+/* ---- optimizers (PyTorch semantics); one parameter element per call ---- */
+
+/* SGD with momentum, dampening 0, optional Nesterov, L2 weight decay added to the gradient
+ * (torch.optim.SGD). A zero-initialised buffer gives PyTorch's first step (buf = g). */
+DLK_HD static inline void dlk_k_sgd(float *p, float g, float *buf, float lr, float momentum,
+                                     int nesterov, float wd)
+{
+	g += wd * *p;
+	if (momentum != 0.0f) {
+		float b = momentum * *buf + g;
+		*buf = b;
+		g = nesterov ? g + momentum * b : b;
+	}
+	*p -= lr * g;
+}
+
+/* Adam (torch.optim.Adam, weight decay as L2 in the gradient) and AdamW (torch.optim.AdamW,
+ * decoupled: p *= 1 - lr * wd before the update). bc1 = 1 - beta1^t, bc2_sqrt = sqrt(1 - beta2^t). */
+DLK_HD static inline void dlk_k_adam(float *p, float g, float *m, float *v, float lr, float beta1,
+                                      float beta2, float eps, float wd, int decoupled, float bc1,
+                                      float bc2_sqrt)
+{
+	if (decoupled)
+		*p *= 1.0f - lr * wd;
+	else
+		g += wd * *p;
+	float mm = beta1 * *m + (1.0f - beta1) * g;
+	float vv = beta2 * *v + (1.0f - beta2) * g * g;
+	*m = mm;
+	*v = vv;
+	float denom = sqrtf(vv) / bc2_sqrt + eps;
+	*p -= (lr / bc1) * mm / denom;
+}
+
+#endif

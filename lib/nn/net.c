@@ -1,0 +1,495 @@
+/* Building, running and differentiating a network of spec layers on one backend. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/nn/net.h"
+#include "lib/nn/rng.h"
+#include "lib/util/mem.h"
+
+const char *dlk_layer_kind_str(enum dlk_layer_kind kind)
+{
+	switch (kind) {
+	case DLK_LAYER_DENSE: return "dense";
+	case DLK_LAYER_CONV2D: return "conv2d";
+	case DLK_LAYER_MAXPOOL: return "maxpool";
+	case DLK_LAYER_FLATTEN: return "flatten";
+	case DLK_LAYER_RELU: return "relu";
+	case DLK_LAYER_TANH: return "tanh";
+	case DLK_LAYER_SIGMOID: return "sigmoid";
+	case DLK_LAYER_DROPOUT: return "dropout";
+	}
+	return "unknown";
+}
+
+void dlk_shape_str(const int s[3], char *buf, size_t len)
+{
+	if (s[0] == 1 && s[1] == 1)
+		snprintf(buf, len, "%d", s[2]);
+	else
+		snprintf(buf, len, "%dx%dx%d", s[0], s[1], s[2]);
+}
+
+static int act_of(enum dlk_layer_kind k)
+{
+	switch (k) {
+	case DLK_LAYER_RELU: return DLK_ACT_RELU;
+	case DLK_LAYER_TANH: return DLK_ACT_TANH;
+	case DLK_LAYER_SIGMOID: return DLK_ACT_SIGMOID;
+	default: return DLK_ACT_NONE;
+	}
+}
+
+/* "model.layers[4] (dense, dlk.yaml:23)" */
+static void where(char *buf, size_t len, int i, const struct dlk_layer_spec *ls, const char *file)
+{
+	if (ls->line > 0)
+		snprintf(buf, len, "model.layers[%d] (%s, %s:%d)", i, dlk_layer_kind_str(ls->kind),
+		         file ? file : "dlk.yaml", ls->line);
+	else
+		snprintf(buf, len, "model.layers[%d] (%s)", i, dlk_layer_kind_str(ls->kind));
+}
+
+static int is_flat(const int s[3]) { return s[0] == 1 && s[1] == 1; }
+
+int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char *spec_file,
+                  int n_classes, const struct dlk_backend *be, struct dlk_err *err)
+{
+	char w[256], shp[64];
+	int cur[3];
+	unsigned long long n_params = 0;
+
+	*net = (struct dlk_net)DLK_NET_INIT;
+	net->be = be;
+	if (model->n_layers <= 0)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "model.layers: the model has no layers");
+	if (model->n_layers > DLK_NET_MAX_LAYERS)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "model.layers: %d layers is more than the limit of %d",
+		                model->n_layers, DLK_NET_MAX_LAYERS);
+	for (int d = 0; d < 3; d++) {
+		if (model->input[d] <= 0 || model->input[d] > (1 << 24))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "model.input: dimension %d is %d, not in 1..%d", d,
+			                model->input[d], 1 << 24);
+		cur[d] = net->input[d] = model->input[d];
+	}
+	net->input_size = (size_t)cur[0] * cur[1] * cur[2];
+	if (net->input_size > (1u << 30))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "model.input: %zu features per sample is too many",
+		                net->input_size);
+
+	net->layers = xcalloc((size_t)model->n_layers, sizeof(*net->layers));
+	net->n_layers = model->n_layers;
+	for (int i = 0; i < model->n_layers; i++) {
+		struct dlk_layer *L = &net->layers[i];
+		const struct dlk_layer_spec *ls = &model->layers[i];
+		L->spec = *ls;
+		memcpy(L->in, cur, sizeof(cur));
+		L->in_size = (size_t)cur[0] * cur[1] * cur[2];
+		where(w, sizeof(w), i, ls, spec_file);
+		dlk_shape_str(cur, shp, sizeof(shp));
+		switch (ls->kind) {
+		case DLK_LAYER_DENSE:
+			if (ls->units <= 0 || ls->units > (1 << 24)) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "%s: units must be in 1..%d, not %d", w, 1 << 24, ls->units);
+				goto fail;
+			}
+			if (!is_flat(cur)) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "%s: expects a flat input but gets %s", w, shp);
+				dlk_err_hint(err, "add 'flatten' before it");
+				goto fail;
+			}
+			L->fan_in = cur[2];
+			L->fan_out = ls->units;
+			L->n_w = (size_t)ls->units * cur[2];
+			L->n_b = (size_t)ls->units;
+			cur[0] = cur[1] = 1;
+			cur[2] = ls->units;
+			break;
+		case DLK_LAYER_CONV2D: {
+			int k = ls->kernel, s = ls->stride, p = ls->padding;
+			if (ls->filters <= 0 || ls->filters > 65536 || k <= 0 || k > 1024 || s <= 0 || s > 1024 ||
+			    p < 0 || p > 1024) {
+				dlk_errf(err, DLK_EXIT_CONFIG,
+				         "%s: filters %d, kernel %d, stride %d, padding %d: each must be positive "
+				         "(padding may be 0) and at most 65536/1024",
+				         w, ls->filters, k, s, p);
+				goto fail;
+			}
+			if (cur[1] + 2 * p < k || cur[2] + 2 * p < k) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "%s: the %dx%d window is larger than its input %s "
+				         "(padded to %dx%d)", w, k, k, shp, cur[1] + 2 * p, cur[2] + 2 * p);
+				if (is_flat(cur))
+					dlk_err_hint(err, "declare model.input as [channels, height, width] for images");
+				else
+					dlk_err_hint(err, "use a smaller kernel, more padding, or fewer pooling layers before it");
+				goto fail;
+			}
+			L->fan_in = cur[0] * k * k;
+			L->fan_out = ls->filters * k * k;
+			L->n_w = (size_t)ls->filters * cur[0] * k * k;
+			L->n_b = (size_t)ls->filters;
+			int oh = (cur[1] + 2 * p - k) / s + 1, ow = (cur[2] + 2 * p - k) / s + 1;
+			cur[0] = ls->filters;
+			cur[1] = oh;
+			cur[2] = ow;
+			break;
+		}
+		case DLK_LAYER_MAXPOOL: {
+			int k = ls->size, s = ls->stride;
+			if (k <= 0 || k > 1024 || s <= 0 || s > 1024) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "%s: size %d and stride %d must be in 1..1024", w, k, s);
+				goto fail;
+			}
+			if (cur[1] < k || cur[2] < k) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "%s: the %dx%d window is larger than its input %s",
+				         w, k, k, shp);
+				if (is_flat(cur))
+					dlk_err_hint(err, "declare model.input as [channels, height, width] for images");
+				goto fail;
+			}
+			cur[1] = (cur[1] - k) / s + 1;
+			cur[2] = (cur[2] - k) / s + 1;
+			break;
+		}
+		case DLK_LAYER_FLATTEN:
+			cur[2] = cur[0] * cur[1] * cur[2];
+			cur[0] = cur[1] = 1;
+			break;
+		case DLK_LAYER_RELU:
+		case DLK_LAYER_TANH:
+		case DLK_LAYER_SIGMOID:
+			break;
+		case DLK_LAYER_DROPOUT:
+			if (!(ls->rate >= 0.0f && ls->rate < 1.0f)) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "%s: rate must be in [0, 1), not %g", w, (double)ls->rate);
+				goto fail;
+			}
+			break;
+		default:
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s: unknown layer kind %d", w, (int)ls->kind);
+			goto fail;
+		}
+		memcpy(L->out, cur, sizeof(cur));
+		L->out_size = (size_t)cur[0] * cur[1] * cur[2];
+		if (L->out_size > (1u << 30)) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s: its output of %zu values per sample is too large", w,
+			         L->out_size);
+			goto fail;
+		}
+		L->w_off = (size_t)n_params;
+		n_params += L->n_w;
+		L->b_off = (size_t)n_params;
+		n_params += L->n_b;
+		if (n_params > DLK_NET_MAX_PARAMS) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model has more than %llu parameters", w,
+			         (unsigned long long)DLK_NET_MAX_PARAMS);
+			goto fail;
+		}
+	}
+
+	/* the last layer must produce one logit per class */
+	{
+		int last = model->n_layers - 1;
+		where(w, sizeof(w), last, &model->layers[last], spec_file);
+		dlk_shape_str(cur, shp, sizeof(shp));
+		if (!is_flat(cur)) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with a %s output, not one value per class",
+			         w, shp);
+			dlk_err_hint(err, "end the model with 'flatten' and a dense layer of %d units",
+			             n_classes > 0 ? n_classes : 10);
+			goto fail;
+		}
+		if (n_classes > 0 && cur[2] != n_classes) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with %d outputs but the data has %d classes",
+			         w, cur[2], n_classes);
+			dlk_err_hint(err, "make the last dense layer %d units wide", n_classes);
+			goto fail;
+		}
+		if (cur[2] < 2) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with %d output; softmax cross-entropy "
+			         "needs at least 2 classes", w, cur[2]);
+			goto fail;
+		}
+		net->n_classes = cur[2];
+	}
+
+	/* fuse an activation into the dense/conv layer before it (one pass over the output saved) */
+	for (int i = 0; i + 1 < net->n_layers; i++) {
+		struct dlk_layer *L = &net->layers[i], *N = &net->layers[i + 1];
+		if ((L->spec.kind == DLK_LAYER_DENSE || L->spec.kind == DLK_LAYER_CONV2D) &&
+		    act_of(N->spec.kind) != DLK_ACT_NONE) {
+			L->act = act_of(N->spec.kind);
+			N->fused = 1;
+		}
+	}
+	/* the input gradient is needed only when some earlier layer has parameters */
+	{
+		int seen = 0;
+		for (int i = 0; i < net->n_layers; i++) {
+			net->layers[i].need_dx = seen;
+			if (net->layers[i].n_w)
+				seen = 1;
+		}
+	}
+
+	net->n_params = (size_t)n_params;
+	size_t bytes = sizeof(float) * (net->n_params ? net->n_params : 1);
+	net->params = be->alloc(bytes);
+	net->grads = be->alloc(bytes);
+	if (!net->params || !net->grads) {
+		dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for %zu parameters", be->name, net->n_params);
+		goto fail;
+	}
+	return 0;
+fail:
+	dlk_net_release(net);
+	return -1;
+}
+
+int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, struct dlk_err *err)
+{
+	int xavier;
+	if (!scheme || !strcmp(scheme, "torch"))
+		xavier = 0;
+	else if (!strcmp(scheme, "xavier"))
+		xavier = 1;
+	else
+		return dlk_errf(err, DLK_EXIT_CONFIG, "model.init: unknown scheme '%s' (use torch or xavier)", scheme);
+
+	float *host = xcalloc(net->n_params ? net->n_params : 1, sizeof(float));
+	struct dlk_rng r;
+	dlk_rng_seed(&r, seed);
+	for (int i = 0; i < net->n_layers; i++) {
+		struct dlk_layer *L = &net->layers[i];
+		if (!L->n_w)
+			continue;
+		float bw = xavier ? sqrtf(6.0f / (float)(L->fan_in + L->fan_out)) : 1.0f / sqrtf((float)L->fan_in);
+		float bb = xavier ? 0.0f : 1.0f / sqrtf((float)L->fan_in);
+		for (size_t j = 0; j < L->n_w; j++)
+			host[L->w_off + j] = bw * (2.0f * dlk_rng_uniform(&r) - 1.0f);
+		for (size_t j = 0; j < L->n_b; j++)
+			host[L->b_off + j] = bb * (2.0f * dlk_rng_uniform(&r) - 1.0f);
+	}
+	net->be->to_device(net->params, host, sizeof(float) * net->n_params);
+	free(host);
+	net->dropout_seed = seed ^ 0x5851f42d4c957f2dULL;
+	net->dropout_counter = 0;
+	return 0;
+}
+
+static void free_batch_buffers(struct dlk_net *net)
+{
+	const struct dlk_backend *be = net->be;
+	for (int i = 0; i < net->n_layers; i++) {
+		struct dlk_layer *L = &net->layers[i];
+		be->free(L->y);
+		be->free(L->col);
+		be->free(L->argmax);
+		L->y = L->col = NULL;
+		L->argmax = NULL;
+	}
+	be->free(net->gbuf[0]);
+	be->free(net->gbuf[1]);
+	be->free(net->work);
+	net->gbuf[0] = net->gbuf[1] = net->work = NULL;
+	net->batch_cap = 0;
+}
+
+int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
+{
+	const struct dlk_backend *be = net->be;
+	if (batch <= net->batch_cap)
+		return 0;
+	if (batch <= 0 || batch > (1 << 20))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "training.batch_size: %d is not in 1..%d", batch, 1 << 20);
+	free_batch_buffers(net);
+	size_t B = (size_t)batch, gmax = net->input_size, work = 0;
+	int ok = 1;
+	for (int i = 0; i < net->n_layers; i++) {
+		struct dlk_layer *L = &net->layers[i];
+		if (B * L->out_size > (size_t)INT32_MAX || B * L->in_size > (size_t)INT32_MAX)
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "training.batch_size: %d samples make layer %d's activations larger than 2^31 values",
+			                batch, i);
+		gmax = L->in_size > gmax ? L->in_size : gmax;
+		gmax = L->out_size > gmax ? L->out_size : gmax;
+		switch (L->spec.kind) {
+		case DLK_LAYER_DENSE:
+		case DLK_LAYER_MAXPOOL:
+		case DLK_LAYER_DROPOUT:
+			ok = ok && (L->y = be->alloc(sizeof(float) * B * L->out_size));
+			if (L->spec.kind == DLK_LAYER_MAXPOOL)
+				ok = ok && (L->argmax = be->alloc(sizeof(int32_t) * B * L->out_size));
+			break;
+		case DLK_LAYER_CONV2D: {
+			size_t ckk = (size_t)L->in[0] * L->spec.kernel * L->spec.kernel;
+			size_t ncol = B * L->out[1] * L->out[2];
+			if (ckk * ncol > (size_t)INT32_MAX)
+				return dlk_errf(err, DLK_EXIT_CONFIG,
+				                "training.batch_size: %d samples make layer %d's im2col buffer too large",
+				                batch, i);
+			ok = ok && (L->y = be->alloc(sizeof(float) * B * L->out_size));
+			ok = ok && (L->col = be->alloc(sizeof(float) * ckk * ncol));
+			work = B * L->out_size > work ? B * L->out_size : work;
+			break;
+		}
+		case DLK_LAYER_RELU:
+		case DLK_LAYER_TANH:
+		case DLK_LAYER_SIGMOID:
+			if (!L->fused)
+				ok = ok && (L->y = be->alloc(sizeof(float) * B * L->out_size));
+			break;
+		case DLK_LAYER_FLATTEN:
+			break;
+		}
+		if (!ok)
+			break;
+	}
+	if (ok) {
+		ok = (net->gbuf[0] = be->alloc(sizeof(float) * B * gmax)) && (net->gbuf[1] = be->alloc(sizeof(float) * B * gmax));
+		if (ok && work)
+			ok = !!(net->work = be->alloc(sizeof(float) * work));
+	}
+	if (!ok) {
+		free_batch_buffers(net);
+		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for the activations of a batch of %d",
+		                be->name, batch);
+	}
+	net->work_size = work;
+	net->batch_cap = batch;
+	return 0;
+}
+
+const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int training)
+{
+	const struct dlk_backend *be = net->be;
+	for (int i = 0; i < net->n_layers; i++) {
+		struct dlk_layer *L = &net->layers[i];
+		const float *W = net->params + L->w_off, *b = net->params + L->b_off;
+		float *y = L->y;
+		size_t n = (size_t)batch * L->out_size;
+		L->x_used = x;
+		switch (L->spec.kind) {
+		case DLK_LAYER_DENSE:
+			be->sgemm(0, 1, batch, L->out[2], L->in[2], 1.0f, x, L->in[2], W, L->in[2], 0.0f, y, L->out[2]);
+			be->bias_act(y, b, batch, L->out[2], L->act);
+			break;
+		case DLK_LAYER_CONV2D: {
+			int k = L->spec.kernel, ohw = L->out[1] * L->out[2], ckk = L->in[0] * k * k;
+			int ncol = batch * ohw;
+			be->im2col(x, batch, L->in[0], L->in[1], L->in[2], k, L->spec.stride, L->spec.padding,
+			           L->out[1], L->out[2], L->col);
+			be->sgemm(0, 0, L->out[0], ncol, ckk, 1.0f, W, ckk, L->col, ncol, 0.0f, net->work, ncol);
+			be->conv_out(net->work, b, batch, L->out[0], ohw, L->act, y);
+			break;
+		}
+		case DLK_LAYER_MAXPOOL:
+			be->maxpool_forward(x, batch, L->in[0], L->in[1], L->in[2], L->spec.size, L->spec.stride,
+			                    L->out[1], L->out[2], y, L->argmax);
+			break;
+		case DLK_LAYER_FLATTEN:
+			y = (float *)x;
+			break;
+		case DLK_LAYER_RELU:
+		case DLK_LAYER_TANH:
+		case DLK_LAYER_SIGMOID:
+			if (L->fused)
+				y = (float *)x;
+			else
+				be->act_forward(act_of(L->spec.kind), x, y, n);
+			break;
+		case DLK_LAYER_DROPOUT:
+			if (training && L->spec.rate > 0.0f) {
+				/* remember where this step's mask starts: backward redraws the same mask */
+				be->dropout_forward(x, y, n, L->spec.rate, net->dropout_seed, net->dropout_counter);
+				L->drop_active = 1;
+				L->drop_offset = net->dropout_counter;
+				net->dropout_counter += n;
+			} else {
+				L->drop_active = 0;
+				y = (float *)x;
+			}
+			break;
+		}
+		L->y_used = y;
+		x = y;
+	}
+	return x;
+}
+
+float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
+{
+	const struct dlk_backend *be = net->be;
+	struct dlk_layer *last = &net->layers[net->n_layers - 1];
+	int cur = 0;
+	float *g = net->gbuf[0];
+	float loss = be->softmax_ce(last->y_used, labels, batch, net->n_classes, g);
+
+	for (int i = net->n_layers - 1; i >= 0; i--) {
+		struct dlk_layer *L = &net->layers[i];
+		const float *W = net->params + L->w_off;
+		float *dW = net->grads + L->w_off, *db = net->grads + L->b_off;
+		float *gout = net->gbuf[cur ^ 1];
+		size_t n = (size_t)batch * L->out_size;
+		if (!L->need_dx && !L->n_w)
+			break; /* nothing below needs a gradient */
+		switch (L->spec.kind) {
+		case DLK_LAYER_DENSE: {
+			int in = L->in[2], out = L->out[2];
+			be->sgemm(1, 0, out, in, batch, 1.0f, g, out, L->x_used, in, 0.0f, dW, in);
+			be->sum_rows(g, batch, out, db);
+			if (L->need_dx) {
+				be->sgemm(0, 0, batch, in, out, 1.0f, g, out, W, in, 0.0f, gout, in);
+				g = gout;
+				cur ^= 1;
+			}
+			break;
+		}
+		case DLK_LAYER_CONV2D: {
+			int k = L->spec.kernel, ohw = L->out[1] * L->out[2], ckk = L->in[0] * k * k, f = L->out[0];
+			int ncol = batch * ohw;
+			be->conv_grad_in(g, batch, f, ohw, net->work);
+			be->sgemm(0, 1, f, ckk, ncol, 1.0f, net->work, ncol, L->col, ncol, 0.0f, dW, ckk);
+			be->sum_cols(net->work, f, ncol, db);
+			if (L->need_dx) {
+				/* the im2col buffer is no longer needed: it takes the column gradient */
+				be->sgemm(1, 0, ckk, ncol, f, 1.0f, W, ckk, net->work, ncol, 0.0f, L->col, ncol);
+				be->col2im(L->col, batch, L->in[0], L->in[1], L->in[2], k, L->spec.stride, L->spec.padding,
+				           L->out[1], L->out[2], gout);
+				g = gout;
+				cur ^= 1;
+			}
+			break;
+		}
+		case DLK_LAYER_MAXPOOL:
+			be->maxpool_backward(g, L->argmax, n, (size_t)batch * L->in_size, gout);
+			g = gout;
+			cur ^= 1;
+			break;
+		case DLK_LAYER_FLATTEN:
+			break;
+		case DLK_LAYER_RELU:
+		case DLK_LAYER_TANH:
+		case DLK_LAYER_SIGMOID:
+			be->act_backward(act_of(L->spec.kind), L->y_used, g, g, n);
+			break;
+		case DLK_LAYER_DROPOUT:
+			if (L->drop_active)
+				be->dropout_backward(g, g, n, L->spec.rate, net->dropout_seed, L->drop_offset);
+			break;
+		}
+	}
+	return loss;
+}
+
+void dlk_net_release(struct dlk_net *net)
+{
+	if (net->be && net->layers)
+		free_batch_buffers(net);
+	if (net->be) {
+		net->be->free(net->params);
+		net->be->free(net->grads);
+	}
+	free(net->layers);
+	*net = (struct dlk_net)DLK_NET_INIT;
+}

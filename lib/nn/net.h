@@ -1,0 +1,86 @@
+/* A feed-forward network built from the spec's layer list, running on one backend.
+ *
+ * Shapes are inferred (and checked) when the network is built, before any memory for
+ * activations exists. All parameters live in ONE flat device array and all gradients in
+ * another, in layer order (weight then bias), so that a communicator can all-reduce the
+ * gradients in buckets and a checkpoint can save or broadcast the weights in one go. */
+#ifndef DLK_NN_NET_H
+#define DLK_NN_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/nn/backend.h"
+#include "lib/spec/spec.h"
+#include "lib/util/err.h"
+
+#define DLK_NET_MAX_LAYERS 256
+#define DLK_NET_MAX_PARAMS (1ULL << 31)  /* floats; keeps every index in int32 range */
+
+struct dlk_layer {
+	struct dlk_layer_spec spec;
+	int in[3], out[3];        /* C, H, W */
+	size_t in_size, out_size; /* per sample */
+	size_t w_off, n_w;        /* into the flat arrays; n_w = 0 for parameter-free layers */
+	size_t b_off, n_b;
+	int fan_in, fan_out;
+	int act;                  /* activation fused into this dense/conv layer's forward */
+	int fused;                /* activation layer whose forward the previous layer performs */
+	int need_dx;              /* backward must produce the input gradient */
+	int drop_active;          /* dropout: the last forward applied a mask ... */
+	uint64_t drop_offset;     /* ... starting at this mask index */
+	/* per-batch buffers (device), allocated by dlk_net_reserve() */
+	float *y;                 /* output, [batch, out_size]; NULL where the layer aliases */
+	float *col;               /* conv: im2col of the input, reused for its gradient */
+	int32_t *argmax;          /* maxpool */
+	const float *x_used, *y_used; /* what the last forward read and wrote */
+};
+
+struct dlk_net {
+	const struct dlk_backend *be;
+	struct dlk_layer *layers;
+	int n_layers;
+	int input[3];
+	size_t input_size;
+	int n_classes;
+	size_t n_params;
+	float *params;            /* device, n_params */
+	float *grads;             /* device, n_params */
+	int batch_cap;            /* activations are allocated for this many samples */
+	float *gbuf[2];           /* gradient ping-pong */
+	float *work;              /* conv: [f, batch*hw] staging */
+	size_t work_size;
+	uint64_t dropout_seed;
+	uint64_t dropout_counter; /* advances every training forward so masks differ per step */
+};
+#define DLK_NET_INIT { 0 }
+
+/* The name the spec uses for a layer kind ("dense", "conv2d", ...). */
+const char *dlk_layer_kind_str(enum dlk_layer_kind kind);
+
+/* Builds the network: infers every shape from model->input, checks it, lays out the flat
+ * parameter arrays (allocated and zeroed on `be`). n_classes is what the data says (0 = take
+ * the last layer's width). spec_file names the project file in messages. On error returns -1
+ * with a message such as "model.layers[4] (dense, dlk.yaml:23): expects a flat input but gets
+ * 64x7x7" plus a hint; code DLK_EXIT_CONFIG. */
+int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char *spec_file,
+                  int n_classes, const struct dlk_backend *be, struct dlk_err *err);
+/* Initialises parameters: scheme "torch" (PyTorch's default, U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+ * for weights and biases) or "xavier" (Xavier-uniform weights, zero biases), from `seed`. */
+int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, struct dlk_err *err);
+/* Allocates activations and workspaces for batches of up to `batch` samples (no-op when
+ * already large enough). Returns -1 when the device is out of memory. */
+int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err);
+/* Runs the network on x (device, [batch, input_size], batch <= batch_cap) and returns the
+ * logits (device, [batch, n_classes], valid until the next forward). training turns dropout on. */
+const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int training);
+/* After a training forward: mean softmax cross-entropy against labels (device) and every
+ * gradient into net->grads (overwritten, not accumulated). Returns the loss. */
+float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch);
+/* Frees everything the net owns; leaves it DLK_NET_INIT. */
+void dlk_net_release(struct dlk_net *net);
+
+/* Human-readable "64x7x7" of a shape (static buffer per call site is the caller's). */
+void dlk_shape_str(const int s[3], char *buf, size_t len);
+
+#endif

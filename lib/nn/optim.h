@@ -1,0 +1,46 @@
+/* Optimizers (SGD with momentum/Nesterov, Adam, AdamW; PyTorch semantics), learning-rate
+ * schedules and global-norm gradient clipping over the flat parameter arrays of a net. */
+#ifndef DLK_NN_OPTIM_H
+#define DLK_NN_OPTIM_H
+
+#include <stddef.h>
+
+#include "lib/nn/backend.h"
+#include "lib/spec/spec.h"
+#include "lib/util/err.h"
+
+struct dlk_optimizer {
+	const struct dlk_backend *be;
+	enum dlk_optim kind;
+	double lr, momentum, weight_decay, beta1, beta2, eps;
+	int nesterov;
+	enum dlk_lr_schedule schedule;
+	long warmup_steps;
+	long step_size;           /* in steps (the spec's epochs times steps per epoch) */
+	double gamma, min_lr;
+	long total_steps;
+	double grad_clip;
+	size_t n;                 /* parameters */
+	float *m;                 /* device: Adam's first moment, SGD's momentum buffer */
+	float *v;                 /* device: Adam's second moment; NULL for SGD */
+	long t;                   /* optimizer steps taken so far (checkpointed) */
+};
+#define DLK_OPTIMIZER_INIT { 0 }
+
+/* Takes its settings from the resolved spec; the schedule is laid out over total_steps with
+ * steps_per_epoch steps in an epoch. Allocates the state (zeroed) on be. */
+int dlk_optimizer_init(struct dlk_optimizer *o, const struct dlk_training *tr, size_t n_params,
+                       long steps_per_epoch, long total_steps, const struct dlk_backend *be,
+                       struct dlk_err *err);
+/* The learning rate of global step `step` (0-based): the schedule (constant; step: lr *
+ * gamma^floor(step / step_size); cosine: min_lr + (lr - min_lr)(1 + cos(pi step / total))/2)
+ * times the linear warm-up factor min(1, (step + 1) / warmup_steps). */
+double dlk_optimizer_lr(const struct dlk_optimizer *o, long step);
+/* Scales grads so that their global L2 norm is at most grad_clip (when grad_clip > 0), as
+ * torch.nn.utils.clip_grad_norm_ does; returns the norm before clipping. */
+double dlk_optimizer_clip(const struct dlk_optimizer *o, float *grads);
+/* One update of params from grads with learning rate lr; advances t. */
+void dlk_optimizer_step(struct dlk_optimizer *o, float *params, const float *grads, double lr);
+void dlk_optimizer_release(struct dlk_optimizer *o);
+
+#endif

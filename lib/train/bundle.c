@@ -1,0 +1,680 @@
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/train/bundle.h"
+#include "lib/util/buf.h"
+#include "lib/util/hash.h"
+#include "lib/util/mem.h"
+
+#ifndef DLK_VERSION
+#define DLK_VERSION "unknown"
+#endif
+
+/* ---- tensors of a layer: names and PyTorch shapes ---- */
+
+static int tensor_shape(const struct dlk_layer *L, int bias, long long shape[4])
+{
+	if (L->spec.kind == DLK_LAYER_DENSE) {
+		shape[0] = L->out[2];
+		if (bias)
+			return 1;
+		shape[1] = L->in[2];
+		return 2;
+	}
+	shape[0] = L->out[0];
+	if (bias)
+		return 1;
+	shape[1] = L->in[0];
+	shape[2] = shape[3] = L->spec.kernel;
+	return 4;
+}
+
+/* safetensors stores little-endian floats */
+static void to_le(float *f, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	for (size_t i = 0; i < n; i++) {
+		uint32_t u;
+		memcpy(&u, &f[i], 4);
+		u = __builtin_bswap32(u);
+		memcpy(&f[i], &u, 4);
+	}
+#else
+	(void)f;
+	(void)n;
+#endif
+}
+
+/* the whole safetensors file in memory; the data section is the flat parameter array, whose
+ * layout (layer order, weight then bias) is already what safetensors wants */
+static void safetensors_build(const struct dlk_net *net, const float *host, struct dlk_buf *out)
+{
+	cJSON *h = cJSON_CreateObject();
+	cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
+	cJSON_AddStringToObject(meta, "format", "pt");
+	cJSON_AddStringToObject(meta, "producer", "dlk " DLK_VERSION);
+	for (int i = 0; i < net->n_layers; i++) {
+		const struct dlk_layer *L = &net->layers[i];
+		if (!L->n_w)
+			continue;
+		for (int bias = 0; bias < 2; bias++) {
+			char name[64];
+			long long shape[4];
+			int rank = tensor_shape(L, bias, shape);
+			size_t off = bias ? L->b_off : L->w_off, n = bias ? L->n_b : L->n_w;
+			snprintf(name, sizeof(name), "layers.%d.%s", i, bias ? "bias" : "weight");
+			cJSON *t = cJSON_AddObjectToObject(h, name);
+			cJSON_AddStringToObject(t, "dtype", "F32");
+			cJSON *s = cJSON_AddArrayToObject(t, "shape");
+			for (int d = 0; d < rank; d++)
+				cJSON_AddItemToArray(s, cJSON_CreateNumber((double)shape[d]));
+			cJSON *o = cJSON_AddArrayToObject(t, "data_offsets");
+			cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off * 4)));
+			cJSON_AddItemToArray(o, cJSON_CreateNumber((double)((off + n) * 4)));
+		}
+	}
+	char *js = cJSON_PrintUnformatted(h);
+	cJSON_Delete(h);
+	size_t len = strlen(js), padded = (len + 7) & ~(size_t)7;
+	unsigned char hl[8];
+	for (int i = 0; i < 8; i++)
+		hl[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+	dlk_buf_add(out, hl, 8);
+	dlk_buf_add(out, js, len);
+	for (size_t i = len; i < padded; i++)
+		dlk_buf_addc(out, ' ');
+	free(js);
+	size_t at = out->len;
+	dlk_buf_add(out, host, sizeof(float) * net->n_params);
+	to_le((float *)(void *)(out->data + at), net->n_params); /* at is a multiple of 8 */
+}
+
+static cJSON *layer_json(const struct dlk_layer_spec *ls)
+{
+	cJSON *l = cJSON_CreateObject();
+	cJSON_AddStringToObject(l, "kind", dlk_layer_kind_str(ls->kind));
+	switch (ls->kind) {
+	case DLK_LAYER_DENSE:
+		cJSON_AddNumberToObject(l, "units", ls->units);
+		break;
+	case DLK_LAYER_CONV2D:
+		cJSON_AddNumberToObject(l, "filters", ls->filters);
+		cJSON_AddNumberToObject(l, "kernel", ls->kernel);
+		cJSON_AddNumberToObject(l, "stride", ls->stride);
+		cJSON_AddNumberToObject(l, "padding", ls->padding);
+		break;
+	case DLK_LAYER_MAXPOOL:
+		cJSON_AddNumberToObject(l, "size", ls->size);
+		cJSON_AddNumberToObject(l, "stride", ls->stride);
+		break;
+	case DLK_LAYER_DROPOUT:
+		cJSON_AddNumberToObject(l, "rate", ls->rate);
+		break;
+	default:
+		break;
+	}
+	return l;
+}
+
+static const char *optim_str(enum dlk_optim o)
+{
+	return o == DLK_OPT_SGD ? "sgd" : o == DLK_OPT_ADAM ? "adam" : "adamw";
+}
+
+static char *model_json(const struct dlk_bundle_info *in, const char *weights_sha, size_t weights_bytes)
+{
+	const struct dlk_net *net = in->net;
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "format", "dlk-model");
+	cJSON_AddNumberToObject(j, "format_version", DLK_BUNDLE_FORMAT_VERSION);
+	cJSON_AddStringToObject(j, "name", in->name ? in->name : "model");
+
+	cJSON *a = cJSON_AddObjectToObject(j, "architecture");
+	cJSON *inp = cJSON_AddArrayToObject(a, "input");
+	for (int d = 0; d < 3; d++)
+		cJSON_AddItemToArray(inp, cJSON_CreateNumber(net->input[d]));
+	cJSON_AddNumberToObject(a, "input_rank", in->model->input_rank == 1 ? 1 : 3);
+	cJSON *layers = cJSON_AddArrayToObject(a, "layers");
+	for (int i = 0; i < net->n_layers; i++)
+		cJSON_AddItemToArray(layers, layer_json(&net->layers[i].spec));
+	cJSON_AddStringToObject(a, "loss", "softmax_cross_entropy");
+	cJSON_AddStringToObject(a, "init", in->model->init ? in->model->init : "torch");
+	cJSON_AddNumberToObject(a, "n_classes", net->n_classes);
+	cJSON_AddNumberToObject(a, "parameters", (double)net->n_params);
+
+	if (in->classes) {
+		cJSON *c = cJSON_AddArrayToObject(j, "classes");
+		for (int i = 0; i < net->n_classes; i++)
+			cJSON_AddItemToArray(c, cJSON_CreateString(in->classes[i] ? in->classes[i] : ""));
+	}
+
+	cJSON *m = cJSON_AddObjectToObject(j, "metrics");
+	cJSON_AddNumberToObject(m, "train_loss", in->train_loss);
+	if (in->eval && in->eval->n) {
+		const struct dlk_eval *e = in->eval;
+		int k = e->n_classes;
+		cJSON_AddNumberToObject(m, "test_samples", (double)e->n);
+		cJSON_AddNumberToObject(m, "test_loss", e->loss);
+		cJSON_AddNumberToObject(m, "test_accuracy", e->accuracy);
+		cJSON_AddItemToObject(m, "precision", cJSON_CreateDoubleArray(e->precision, k));
+		cJSON_AddItemToObject(m, "recall", cJSON_CreateDoubleArray(e->recall, k));
+		cJSON *cm = cJSON_AddArrayToObject(m, "confusion_matrix");
+		for (int r = 0; r < k; r++) {
+			cJSON *row = cJSON_CreateArray();
+			for (int c = 0; c < k; c++)
+				cJSON_AddItemToArray(row, cJSON_CreateNumber((double)e->confusion[(size_t)r * k + c]));
+			cJSON_AddItemToArray(cm, row);
+		}
+	}
+
+	if (in->training) {
+		const struct dlk_training *t = in->training;
+		cJSON *tj = cJSON_AddObjectToObject(j, "training");
+		cJSON_AddNumberToObject(tj, "epochs", t->epochs);
+		cJSON_AddNumberToObject(tj, "batch_size", t->batch_size);
+		cJSON_AddStringToObject(tj, "optimizer", optim_str(t->optimizer));
+		cJSON_AddNumberToObject(tj, "lr", t->lr);
+		cJSON_AddNumberToObject(tj, "weight_decay", t->weight_decay);
+	}
+
+	cJSON *p = cJSON_AddObjectToObject(j, "provenance");
+	cJSON *data = cJSON_AddArrayToObject(p, "data");
+	const struct dlk_dataset *sets[2] = { in->train, in->test };
+	const char *split[2] = { "train", "test" };
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; sets[s] && i < sets[s]->n_sources && i < 2; i++) {
+			cJSON *d = cJSON_CreateObject();
+			cJSON_AddStringToObject(d, "split", split[s]);
+			cJSON_AddStringToObject(d, "url", sets[s]->sources[i].url ? sets[s]->sources[i].url : "");
+			cJSON_AddStringToObject(d, "sha256", sets[s]->sources[i].sha256);
+			cJSON_AddItemToArray(data, d);
+		}
+	if (in->spec_digest)
+		cJSON_AddStringToObject(p, "spec_sha256", in->spec_digest);
+	cJSON_AddStringToObject(p, "dlk_version", DLK_VERSION);
+	cJSON_AddStringToObject(p, "build", net->be && net->be->name ? net->be->name : "cpu");
+	char seed[32];
+	snprintf(seed, sizeof(seed), "%llu", in->seed);
+	cJSON_AddStringToObject(p, "seed", seed); /* a string: a 64-bit seed does not fit a double */
+	if (in->started_at)
+		cJSON_AddStringToObject(p, "started_at", in->started_at);
+	if (in->finished_at)
+		cJSON_AddStringToObject(p, "finished_at", in->finished_at);
+	const char *image = getenv("DLK_IMAGE");
+	if (image && *image)
+		cJSON_AddStringToObject(p, "image", image);
+
+	cJSON *w = cJSON_AddObjectToObject(j, "weights");
+	cJSON_AddStringToObject(w, "file", "weights.safetensors");
+	cJSON_AddStringToObject(w, "sha256", weights_sha);
+	cJSON_AddNumberToObject(w, "bytes", (double)weights_bytes);
+
+	char *s = cJSON_Print(j);
+	cJSON_Delete(j);
+	return s;
+}
+
+static int add_member(struct archive *a, const char *name, const void *data, size_t len, time_t mtime)
+{
+	struct archive_entry *e = archive_entry_new();
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_size(e, (la_int64_t)len);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_mtime(e, mtime, 0);
+	int r = archive_write_header(a, e);
+	archive_entry_free(e);
+	if (r != ARCHIVE_OK)
+		return -1;
+	const char *p = data;
+	while (len) {
+		la_ssize_t n = archive_write_data(a, p, len > (1u << 20) ? 1u << 20 : len);
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int dlk_bundle_write(const char *path, const struct dlk_bundle_info *in, struct dlk_err *err)
+{
+	const struct dlk_net *net = in->net;
+	struct dlk_buf st = DLK_BUF_INIT;
+	struct archive *a = NULL;
+	char *tmp = NULL, *json = NULL, *dir = NULL;
+	float *host = NULL;
+	int fd = -1, ret = -1;
+	char sha[65];
+
+	host = xmalloc(sizeof(float) * (net->n_params ? net->n_params : 1));
+	net->be->to_host(host, net->params, sizeof(float) * net->n_params);
+	safetensors_build(net, host, &st);
+	dlk_sha256_hex(st.data, st.len, sha);
+	json = model_json(in, sha, st.len);
+
+	tmp = xasprintf("%s.tmp.XXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot create '%s': %s", tmp, strerror(errno));
+		free(tmp);
+		tmp = NULL;
+		goto out;
+	}
+	fchmod(fd, 0644);
+	a = archive_write_new();
+	archive_write_set_format_pax_restricted(a);
+	archive_write_set_bytes_in_last_block(a, 1);
+	time_t now = time(NULL);
+	if (archive_write_open_fd(a, fd) != ARCHIVE_OK || add_member(a, "model.json", json, strlen(json), now) ||
+	    add_member(a, "weights.safetensors", st.data, st.len, now) || archive_write_close(a) != ARCHIVE_OK) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", path, archive_error_string(a) ? archive_error_string(a) : "write failed");
+		goto out;
+	}
+	if (fsync(fd)) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': fsync: %s", path, strerror(errno));
+		goto out;
+	}
+	if (close(fd)) {
+		fd = -1;
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path)) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+	/* the rename itself is durable only once the directory is synced */
+	dir = xstrdup(path);
+	int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	ret = 0;
+out:
+	if (a)
+		archive_write_free(a);
+	if (fd >= 0)
+		close(fd);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	free(dir);
+	free(json);
+	free(host);
+	dlk_buf_release(&st);
+	return ret;
+}
+
+/* ---- reading ---- */
+
+static int kind_from_str(const char *s, enum dlk_layer_kind *k)
+{
+	static const enum dlk_layer_kind all[] = { DLK_LAYER_DENSE, DLK_LAYER_CONV2D, DLK_LAYER_MAXPOOL,
+	                                           DLK_LAYER_FLATTEN, DLK_LAYER_RELU, DLK_LAYER_TANH,
+	                                           DLK_LAYER_SIGMOID, DLK_LAYER_DROPOUT };
+	for (size_t i = 0; s && i < sizeof(all) / sizeof(all[0]); i++)
+		if (!strcmp(s, dlk_layer_kind_str(all[i]))) {
+			*k = all[i];
+			return 0;
+		}
+	return -1;
+}
+
+/* an integer field in [lo, hi]; absent gives def */
+static int int_field(const cJSON *o, const char *key, int def, int lo, int hi, int *out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!v) {
+		*out = def;
+		return 0;
+	}
+	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long long)v->valuedouble || v->valuedouble < lo ||
+	    v->valuedouble > hi)
+		return -1;
+	*out = (int)v->valuedouble;
+	return 0;
+}
+
+static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *err)
+{
+	const cJSON *j = b->meta, *a, *v;
+	if (!cJSON_IsObject(j) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "format")) ||
+	    strcmp(cJSON_GetObjectItemCaseSensitive(j, "format")->valuestring, "dlk-model"))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json is not a dlk model description", path);
+	v = cJSON_GetObjectItemCaseSensitive(j, "format_version");
+	if (!cJSON_IsNumber(v) || v->valuedouble != DLK_BUNDLE_FORMAT_VERSION) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json has format_version %g; this dlk reads version %d", path,
+		         cJSON_IsNumber(v) ? v->valuedouble : -1.0, DLK_BUNDLE_FORMAT_VERSION);
+		return dlk_err_hint(err, "use the dlk version that wrote the bundle");
+	}
+	a = cJSON_GetObjectItemCaseSensitive(j, "architecture");
+	const cJSON *inp = cJSON_GetObjectItemCaseSensitive(a, "input");
+	const cJSON *layers = cJSON_GetObjectItemCaseSensitive(a, "layers");
+	if (!cJSON_IsArray(inp) || cJSON_GetArraySize(inp) != 3 || !cJSON_IsArray(layers))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.input or architecture.layers is missing", path);
+	for (int d = 0; d < 3; d++) {
+		v = cJSON_GetArrayItem(inp, d);
+		if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > (1 << 24))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.input[%d] is not a size", path, d);
+		b->model.input[d] = (int)v->valuedouble;
+	}
+	int rank;
+	if (int_field(a, "input_rank", 3, 1, 3, &rank))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.input_rank is not 1 or 3", path);
+	b->model.input_rank = rank;
+	int n = cJSON_GetArraySize(layers);
+	if (n < 1 || n > DLK_NET_MAX_LAYERS)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: %d layers (must be 1..%d)", path, n, DLK_NET_MAX_LAYERS);
+	b->model.layers = xcalloc((size_t)n, sizeof(*b->model.layers));
+	b->model.n_layers = n;
+	for (int i = 0; i < n; i++) {
+		const cJSON *l = cJSON_GetArrayItem(layers, i);
+		struct dlk_layer_spec *ls = &b->model.layers[i];
+		const cJSON *k = cJSON_GetObjectItemCaseSensitive(l, "kind");
+		if (!cJSON_IsString(k) || kind_from_str(k->valuestring, &ls->kind))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has an unknown kind", path, i);
+		const cJSON *rate = cJSON_GetObjectItemCaseSensitive(l, "rate");
+		ls->rate = cJSON_IsNumber(rate) ? (float)rate->valuedouble : 0.5f;
+		if (int_field(l, "units", 0, 0, 1 << 24, &ls->units) || int_field(l, "filters", 0, 0, 65536, &ls->filters) ||
+		    int_field(l, "kernel", 3, 1, 1024, &ls->kernel) || int_field(l, "padding", 0, 0, 1024, &ls->padding) ||
+		    int_field(l, "size", 2, 1, 1024, &ls->size) ||
+		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL ? ls->size : 1, 1, 1024, &ls->stride))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has a bad size field", path, i);
+	}
+	if (int_field(a, "n_classes", 0, 2, 1 << 24, &b->n_classes) || b->n_classes < 2)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.n_classes is missing or below 2", path);
+	const cJSON *init = cJSON_GetObjectItemCaseSensitive(a, "init");
+	b->model.init = xstrdup(cJSON_IsString(init) ? init->valuestring : "torch");
+	const cJSON *classes = cJSON_GetObjectItemCaseSensitive(j, "classes");
+	if (classes) {
+		if (!cJSON_IsArray(classes) || cJSON_GetArraySize(classes) != b->n_classes)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: classes must list %d names", path, b->n_classes);
+		b->classes = xcalloc((size_t)b->n_classes, sizeof(char *));
+		for (int i = 0; i < b->n_classes; i++) {
+			const cJSON *c = cJSON_GetArrayItem(classes, i);
+			b->classes[i] = xstrdup(cJSON_IsString(c) ? c->valuestring : "");
+		}
+	}
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "weights");
+	const cJSON *sha = cJSON_GetObjectItemCaseSensitive(w, "sha256");
+	if (!cJSON_IsString(sha) || !dlk_sha256_is_hex(sha->valuestring))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: weights.sha256 is missing", path);
+	memcpy(b->weights_sha256, sha->valuestring, 65);
+	const cJSON *build = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "provenance"), "build");
+	snprintf(b->build, sizeof(b->build), "%s", cJSON_IsString(build) ? build->valuestring : "");
+	return 0;
+}
+
+struct span {
+	uint64_t begin, end;
+	size_t flat; /* where the tensor goes in the flat array */
+};
+
+static int cmp_span(const void *x, const void *y)
+{
+	const struct span *a = x, *b = y;
+	return a->begin < b->begin ? -1 : a->begin > b->begin;
+}
+
+/* checks the safetensors file against the net's layout and copies the data into b->weights */
+static int parse_safetensors(const char *path, const unsigned char *buf, size_t len, const struct dlk_net *net,
+                             struct dlk_bundle *b, struct dlk_err *err)
+{
+	const char *who = "weights.safetensors";
+	cJSON *h = NULL;
+	struct span *spans = NULL;
+	int n_spans = 0, ret = -1;
+	if (len < 8)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: truncated at byte %zu (no header length)", path, who, len);
+	uint64_t hl = 0;
+	for (int i = 0; i < 8; i++)
+		hl |= (uint64_t)buf[i] << (8 * i);
+	if (hl > DLK_BUNDLE_MAX_HEADER || hl > len - 8)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: header length %llu at byte 0 runs past the end of the %zu-byte file",
+		                path, who, (unsigned long long)hl, len);
+	h = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hl);
+	if (!cJSON_IsObject(h)) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: the header (bytes 8..%llu) is not a JSON object", path, who,
+		         (unsigned long long)(8 + hl));
+		goto out;
+	}
+	uint64_t data_len = len - 8 - hl;
+	const unsigned char *data = buf + 8 + hl;
+	spans = xcalloc((size_t)cJSON_GetArraySize(h) + 1, sizeof(*spans));
+	for (const cJSON *t = h->child; t; t = t->next) {
+		if (!strcmp(t->string, "__metadata__"))
+			continue;
+		int li;
+		char kind[16], extra;
+		if (sscanf(t->string, "layers.%d.%15[a-z]%c", &li, kind, &extra) != 2 || li < 0 || li >= net->n_layers ||
+		    !net->layers[li].n_w || (strcmp(kind, "weight") && strcmp(kind, "bias"))) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: tensor '%s' is not a parameter of this model", path, who, t->string);
+			goto out;
+		}
+		const struct dlk_layer *L = &net->layers[li];
+		int bias = !strcmp(kind, "bias");
+		long long want[4];
+		int rank = tensor_shape(L, bias, want);
+		const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
+		const cJSON *sh = cJSON_GetObjectItemCaseSensitive(t, "shape");
+		const cJSON *of = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
+		if (!cJSON_IsString(dt) || strcmp(dt->valuestring, "F32")) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: tensor '%s' has dtype %s, not F32", path, who, t->string,
+			         cJSON_IsString(dt) ? dt->valuestring : "(none)");
+			goto out;
+		}
+		int shape_ok = cJSON_IsArray(sh) && cJSON_GetArraySize(sh) == rank;
+		for (int d = 0; shape_ok && d < rank; d++) {
+			const cJSON *x = cJSON_GetArrayItem(sh, d);
+			shape_ok = cJSON_IsNumber(x) && x->valuedouble == (double)want[d];
+		}
+		if (!shape_ok) {
+			char ws[96];
+			if (rank == 1)
+				snprintf(ws, sizeof(ws), "[%lld]", want[0]);
+			else if (rank == 2)
+				snprintf(ws, sizeof(ws), "[%lld, %lld]", want[0], want[1]);
+			else
+				snprintf(ws, sizeof(ws), "[%lld, %lld, %lld, %lld]", want[0], want[1], want[2], want[3]);
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: tensor '%s' does not have the shape %s the architecture gives it",
+			         path, who, t->string, ws);
+			goto out;
+		}
+		const cJSON *o0 = cJSON_GetArrayItem(of, 0), *o1 = cJSON_GetArrayItem(of, 1);
+		size_t n = bias ? L->n_b : L->n_w;
+		if (!cJSON_IsArray(of) || cJSON_GetArraySize(of) != 2 || !cJSON_IsNumber(o0) || !cJSON_IsNumber(o1) ||
+		    o0->valuedouble < 0 || o1->valuedouble < o0->valuedouble || o1->valuedouble > (double)data_len ||
+		    o1->valuedouble - o0->valuedouble != (double)n * 4) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: tensor '%s' has data_offsets outside the %llu data bytes or not "
+			         "%zu bytes long", path, who, t->string, (unsigned long long)data_len, n * 4);
+			goto out;
+		}
+		for (int s = 0; s < n_spans; s++)
+			if (spans[s].flat == (bias ? L->b_off : L->w_off)) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: tensor '%s' appears twice", path, who, t->string);
+				goto out;
+			}
+		spans[n_spans].begin = (uint64_t)o0->valuedouble;
+		spans[n_spans].end = (uint64_t)o1->valuedouble;
+		spans[n_spans].flat = bias ? L->b_off : L->w_off;
+		n_spans++;
+	}
+	int expected = 0;
+	for (int i = 0; i < net->n_layers; i++)
+		expected += net->layers[i].n_w ? 2 : 0;
+	if (n_spans != expected) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: holds %d tensors but the architecture has %d", path, who, n_spans, expected);
+		goto out;
+	}
+	qsort(spans, (size_t)n_spans, sizeof(*spans), cmp_span);
+	uint64_t at = 0;
+	for (int s = 0; s < n_spans; s++) {
+		if (spans[s].begin != at) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: tensor data %s at data byte %llu", path, who,
+			         spans[s].begin < at ? "overlaps" : "leaves a gap", (unsigned long long)at);
+			goto out;
+		}
+		at = spans[s].end;
+	}
+	if (at != data_len) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: %llu bytes follow the last tensor", path, who,
+		         (unsigned long long)(data_len - at));
+		goto out;
+	}
+	b->n_weights = net->n_params;
+	b->weights = xmalloc(sizeof(float) * (net->n_params ? net->n_params : 1));
+	for (int s = 0; s < n_spans; s++) {
+		size_t n = (size_t)(spans[s].end - spans[s].begin) / 4;
+		memcpy(b->weights + spans[s].flat, data + spans[s].begin, n * 4);
+		to_le(b->weights + spans[s].flat, n);
+	}
+	ret = 0;
+out:
+	cJSON_Delete(h);
+	free(spans);
+	return ret;
+}
+
+/* reads the current member fully; bounded by max; errors name the member and byte offset */
+static int read_member(struct archive *a, struct archive_entry *e, const char *path, size_t max,
+                       unsigned char **out, size_t *len, struct dlk_err *err)
+{
+	const char *name = archive_entry_pathname(e);
+	la_int64_t size = archive_entry_size(e);
+	if (size < 0 || (uint64_t)size > max)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s' is %lld bytes, over the limit of %zu", path, name,
+		                (long long)size, max);
+	unsigned char *buf = xmalloc((size_t)size + 1);
+	size_t got = 0;
+	while (got < (size_t)size) {
+		la_ssize_t n = archive_read_data(a, buf + got, (size_t)size - got);
+		if (n <= 0) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s' is truncated: %zu of %lld bytes (archive byte %lld)%s%s",
+			         path, name, got, (long long)size, (long long)archive_filter_bytes(a, -1),
+			         n < 0 ? ": " : "", n < 0 ? archive_error_string(a) : "");
+			free(buf);
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	buf[size] = 0;
+	*out = buf;
+	*len = (size_t)size;
+	return 0;
+}
+
+int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err)
+{
+	struct archive *a = archive_read_new();
+	struct archive_entry *e;
+	unsigned char *json = NULL, *wts = NULL;
+	size_t json_len = 0, wts_len = 0;
+	struct dlk_net net = DLK_NET_INIT;
+	int ret = -1, r;
+
+	*b = (struct dlk_bundle)DLK_BUNDLE_INIT;
+	archive_read_support_format_tar(a);
+	if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "cannot open bundle '%s': %s", path, archive_error_string(a));
+		goto out;
+	}
+	for (int members = 0; (r = archive_read_next_header(a, &e)) == ARCHIVE_OK; members++) {
+		const char *name = archive_entry_pathname(e);
+		if (members > 64) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': more than 64 members; not a dlk bundle", path);
+			goto out;
+		}
+		if (name && !strcmp(name, "model.json") && !json) {
+			if (read_member(a, e, path, DLK_BUNDLE_MAX_JSON, &json, &json_len, err))
+				goto out;
+		} else if (name && !strcmp(name, "weights.safetensors") && !wts) {
+			if (read_member(a, e, path, DLK_BUNDLE_MAX_WEIGHTS, &wts, &wts_len, err))
+				goto out;
+		}
+	}
+	if (r != ARCHIVE_EOF) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': damaged archive at byte %lld: %s", path,
+		         (long long)archive_filter_bytes(a, -1), archive_error_string(a));
+		goto out;
+	}
+	if (!json || !wts) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': not a dlk bundle: '%s' is missing", path,
+		         !json ? "model.json" : "weights.safetensors");
+		goto out;
+	}
+	b->meta = cJSON_ParseWithLength((const char *)json, json_len);
+	if (!b->meta) {
+		const char *at = cJSON_GetErrorPtr();
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json is not valid JSON (near byte %ld)", path,
+		         at && at >= (const char *)json ? (long)(at - (const char *)json) : -1L);
+		goto out;
+	}
+	if (parse_meta(path, b, err))
+		goto out;
+	char sha[65];
+	dlk_sha256_hex(wts, wts_len, sha);
+	if (strcmp(sha, b->weights_sha256)) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': weights.safetensors has sha256 %.12s..., but model.json records %.12s...",
+		         path, sha, b->weights_sha256);
+		dlk_err_hint(err, "the bundle is corrupted; copy it again or retrain");
+		goto out;
+	}
+	/* the net's layout says where each tensor goes; it needs no device memory for that */
+	if (dlk_net_build(&net, &b->model, path, b->n_classes, dlk_backend_cpu(), err)) {
+		dlk_err_prefix(err, "'%s': model.json", path);
+		goto out;
+	}
+	if (parse_safetensors(path, wts, wts_len, &net, b, err))
+		goto out;
+	ret = 0;
+out:
+	dlk_net_release(&net);
+	archive_read_free(a);
+	free(json);
+	free(wts);
+	if (ret)
+		dlk_bundle_release(b);
+	return ret;
+}
+
+int dlk_bundle_net(const struct dlk_bundle *b, const struct dlk_backend *be, struct dlk_net *net, struct dlk_err *err)
+{
+	if (dlk_net_build(net, &b->model, "model.json", b->n_classes, be, err))
+		return -1;
+	if (net->n_params != b->n_weights) {
+		dlk_net_release(net);
+		return dlk_errf(err, DLK_EXIT_CONFIG, "bundle: %zu weights for a model of %zu parameters", b->n_weights,
+		                net->n_params);
+	}
+	be->to_device(net->params, b->weights, sizeof(float) * b->n_weights);
+	return 0;
+}
+
+void dlk_bundle_release(struct dlk_bundle *b)
+{
+	cJSON_Delete(b->meta);
+	free(b->model.layers);
+	free(b->model.init);
+	if (b->classes)
+		for (int i = 0; i < b->n_classes; i++)
+			free(b->classes[i]);
+	free(b->classes);
+	free(b->weights);
+	*b = (struct dlk_bundle)DLK_BUNDLE_INIT;
+}

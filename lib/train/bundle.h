@@ -1,0 +1,65 @@
+/* The model bundle NAME.dlk: a tar archive anyone can open, holding
+ *   model.json          architecture, input shape, classes, metrics (confusion matrix included),
+ *                       provenance (data digests, spec digest, dlk version and build, seed,
+ *                       start/end time, image) and the sha256 of the weights file;
+ *   weights.safetensors the parameters as safetensors (F32, PyTorch names and shapes:
+ *                       layers.<i>.weight [out, in] or [out, in, kh, kw], layers.<i>.bias [out]).
+ * Written atomically; read back with every size, offset and digest checked. */
+#ifndef DLK_TRAIN_BUNDLE_H
+#define DLK_TRAIN_BUNDLE_H
+
+#include <cJSON.h>
+
+#include "lib/data/dataset.h"
+#include "lib/nn/net.h"
+#include "lib/spec/spec.h"
+#include "lib/train/eval.h"
+#include "lib/util/err.h"
+
+#define DLK_BUNDLE_FORMAT_VERSION 1
+#define DLK_BUNDLE_MAX_JSON (16u << 20)          /* model.json */
+#define DLK_BUNDLE_MAX_WEIGHTS (4ull << 30)      /* weights.safetensors */
+#define DLK_BUNDLE_MAX_HEADER (100u << 20)       /* safetensors' own limit for its header */
+
+struct dlk_bundle_info {
+	const char *name;                   /* the project's name */
+	const struct dlk_model *model;      /* architecture */
+	const struct dlk_training *training; /* optional: recorded for reference */
+	const struct dlk_net *net;          /* the trained weights (read from its backend) */
+	char *const *classes;               /* optional class names, net->n_classes of them */
+	const struct dlk_eval *eval;        /* optional test metrics */
+	double train_loss;
+	const struct dlk_dataset *train, *test; /* optional: their sources' URLs and sha256 */
+	const char *spec_digest;            /* optional sha256 hex of the resolved spec */
+	unsigned long long seed;
+	const char *started_at, *finished_at; /* RFC 3339 UTC, optional */
+};
+
+/* Writes the bundle to `path` atomically: a temporary file in the same directory, fsync, rename,
+ * fsync of the directory. The image is taken from $DLK_IMAGE when set. */
+int dlk_bundle_write(const char *path, const struct dlk_bundle_info *info, struct dlk_err *err);
+
+struct dlk_bundle {
+	cJSON *meta;              /* model.json, owned */
+	struct dlk_model model;   /* rebuilt architecture; layers owned */
+	int n_classes;
+	char **classes;           /* n_classes names, or NULL when the bundle has none; owned */
+	float *weights;           /* host, flat in the net's layout; owned */
+	size_t n_weights;
+	char weights_sha256[65];
+	char build[16];           /* "cpu" or "cuda" */
+};
+#define DLK_BUNDLE_INIT { NULL, { { 0, 0, 0 }, 0, NULL, 0, DLK_LOSS_SOFTMAX_CE, NULL }, 0, NULL, NULL, 0, "", "" }
+
+/* Reads and verifies a bundle: the tar structure, model.json, the weights' sha256 against
+ * model.json, the safetensors header (dtype, shapes against the architecture, offsets inside
+ * the data, no overlap, no gap). Errors name the bundle and, for a damaged file, the member
+ * and byte offset; code DLK_EXIT_CONFIG. */
+int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err);
+/* Builds the network of a read bundle on `be` and loads its weights, ready for inference
+ * (dlk_net_reserve + dlk_net_forward with training = 0). */
+int dlk_bundle_net(const struct dlk_bundle *b, const struct dlk_backend *be, struct dlk_net *net,
+                   struct dlk_err *err);
+void dlk_bundle_release(struct dlk_bundle *b);
+
+#endif

@@ -1,0 +1,110 @@
+/* The training loop that runs in every pod (and on the laptop with --local).
+ *
+ * It never prints and never talks to the cluster: progress leaves through the event callback,
+ * gradients through the optional all-reduce callback, and checkpoints through the optional
+ * checkpoint / resume callbacks, so a communicator (lib/dist) and a checkpoint store plug in
+ * without the loop knowing them. */
+#ifndef DLK_TRAIN_TRAIN_H
+#define DLK_TRAIN_TRAIN_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "lib/data/dataset.h"
+#include "lib/nn/net.h"
+#include "lib/nn/optim.h"
+#include "lib/spec/spec.h"
+#include "lib/train/eval.h"
+#include "lib/util/err.h"
+
+enum dlk_train_event_kind {
+	DLK_TRAIN_STEP,   /* after an optimizer step (every opts.step_event_every steps) */
+	DLK_TRAIN_EPOCH,  /* after an epoch (and its evaluation, when one ran) */
+	DLK_TRAIN_DONE,   /* training finished (or was cancelled): final metrics */
+};
+
+struct dlk_train_event {
+	enum dlk_train_event_kind kind;
+	int epoch, epochs;            /* 1-based epoch */
+	long step, steps_per_epoch;   /* 1-based step within the epoch */
+	long global_step, total_steps;
+	double loss;                  /* STEP: this step's loss; EPOCH/DONE: the epoch's mean train loss */
+	double lr;
+	double samples_per_sec;       /* this rank's training throughput in the current epoch */
+	double elapsed_sec, eta_sec;
+	const struct dlk_eval *eval;  /* EPOCH/DONE: test metrics, NULL when none were computed */
+};
+
+/* What a checkpoint saves and a resume restores: the net's flat params (and dropout_counter),
+ * the optimizer's flat state (m, v, t), and the position in the run. */
+struct dlk_train_state {
+	struct dlk_net *net;
+	struct dlk_optimizer *opt;
+	int epoch;                    /* 0-based epoch in progress */
+	long step_in_epoch;           /* steps of that epoch already done */
+	long global_step;             /* steps done in all */
+};
+
+typedef void (*dlk_train_event_fn)(void *ctx, const struct dlk_train_event *ev);
+/* Must leave in grads the MEAN of every rank's grads (n floats, device memory). */
+typedef int (*dlk_grad_allreduce_fn)(void *ctx, float *grads, size_t n, struct dlk_err *err);
+/* Must leave in params rank 0's params on every rank (called once, before the first step). */
+typedef int (*dlk_param_broadcast_fn)(void *ctx, float *params, size_t n, struct dlk_err *err);
+/* Called every training.checkpoint_every steps, at each epoch end and on cancellation, on every
+ * rank (the callee decides which rank writes). */
+typedef int (*dlk_checkpoint_fn)(void *ctx, const struct dlk_train_state *st, struct dlk_err *err);
+/* Called once after initialisation: returns 1 after restoring st (net params, optimizer state,
+ * position), 0 when there is nothing to resume, -1 on error. */
+typedef int (*dlk_resume_fn)(void *ctx, struct dlk_train_state *st, struct dlk_err *err);
+
+struct dlk_train_opts {
+	const struct dlk_model *model;
+	const struct dlk_training *training;
+	const char *spec_file;            /* for messages, e.g. "dlk.yaml" */
+	const struct dlk_dataset *train;  /* required */
+	const struct dlk_dataset *test;   /* optional */
+	const struct dlk_backend *backend; /* NULL = the CPU backend */
+	int rank, world;                  /* 0/1 when 0/0 */
+	dlk_grad_allreduce_fn allreduce;  /* NULL with world 1 */
+	dlk_param_broadcast_fn broadcast;
+	void *comm_ctx;
+	dlk_checkpoint_fn checkpoint;
+	dlk_resume_fn resume;
+	void *ckpt_ctx;
+	dlk_train_event_fn on_event;
+	void *event_ctx;
+	int step_event_every;             /* 0 = every step */
+	const volatile sig_atomic_t *cancel; /* checked before each step; non-zero stops the run */
+	long max_steps;                   /* stop after this many steps in all (0 = no limit) */
+	int eval_batch;                   /* 0 = 256 */
+};
+#define DLK_TRAIN_OPTS_INIT { 0 }
+
+struct dlk_train_result {
+	struct dlk_net net;               /* the trained network (weights on the backend) */
+	struct dlk_eval eval;             /* the last test evaluation (n == 0 when none) */
+	double train_loss;                /* mean loss of the last epoch run */
+	int epochs_done;
+	long steps;
+	int cancelled;
+	double seconds;                   /* wall time of the loop, evaluation included */
+	double train_samples_per_sec;     /* this rank's, evaluation excluded */
+	float *loss_curve;                /* every step's loss, n_loss entries */
+	size_t n_loss;
+	unsigned long long seed;
+	char started_at[32], finished_at[32]; /* RFC 3339 UTC */
+};
+#define DLK_TRAIN_RESULT_INIT { DLK_NET_INIT, DLK_EVAL_INIT, 0, 0, 0, 0, 0, 0, NULL, 0, 0, "", "" }
+
+/* Trains the model on opts->train, evaluating on opts->test after epochs (when
+ * training.eval_every_epoch) and at the end. Returns 0 when the run completed, 1 when it was
+ * cancelled (result filled, checkpoint hook called), -1 on error (bad shapes or labels:
+ * DLK_EXIT_CONFIG; divergence: DLK_EXIT_FAIL; a callback's own error passes through). The
+ * caller releases result with dlk_train_result_release() in every case. */
+int dlk_train_run(const struct dlk_train_opts *opts, struct dlk_train_result *result, struct dlk_err *err);
+void dlk_train_result_release(struct dlk_train_result *r);
+
+/* Current UTC time as RFC 3339 ("2024-05-01T12:00:00Z"). */
+void dlk_rfc3339_now(char buf[32]);
+
+#endif

@@ -1,0 +1,239 @@
+/* The training loop on synthetic data: it learns, it is deterministic, it reports events,
+ * honours cancellation and the hooks, and refuses bad data with clear messages. */
+#include "tests/unit/check.h"
+
+#include <stdlib.h>
+
+#include "lib/nn/rng.h"
+#include "lib/train/train.h"
+
+/* four Gaussian-ish blobs in 8 dimensions */
+static void blobs(struct dlk_dataset *ds, size_t n, uint64_t seed)
+{
+	struct dlk_rng r;
+	dlk_rng_seed(&r, seed);
+	*ds = (struct dlk_dataset)DLK_DATASET_INIT;
+	ds->n = n;
+	ds->shape[0] = ds->shape[1] = 1;
+	ds->shape[2] = 8;
+	ds->sample_size = 8;
+	ds->n_classes = 4;
+	ds->x = malloc(sizeof(float) * n * 8);
+	ds->y = malloc(sizeof(int32_t) * n);
+	for (size_t i = 0; i < n; i++) {
+		int c = (int)dlk_rng_below(&r, 4);
+		ds->y[i] = c;
+		for (int j = 0; j < 8; j++)
+			ds->x[i * 8 + j] = (j % 4 == c ? 1.5f : 0.0f) + (dlk_rng_uniform(&r) - 0.5f) * 1.5f;
+	}
+}
+
+static void ds_free(struct dlk_dataset *ds)
+{
+	free(ds->x);
+	free(ds->y);
+}
+
+struct events {
+	int steps, epochs, done;
+	long last_global;
+	double last_lr;
+	int eval_seen;
+	volatile sig_atomic_t *cancel_at_step_flag;
+	long cancel_at;
+};
+
+static void on_event(void *ctx, const struct dlk_train_event *ev)
+{
+	struct events *e = ctx;
+	switch (ev->kind) {
+	case DLK_TRAIN_STEP:
+		e->steps++;
+		e->last_global = ev->global_step;
+		e->last_lr = ev->lr;
+		if (e->cancel_at && ev->global_step == e->cancel_at)
+			*e->cancel_at_step_flag = 1;
+		break;
+	case DLK_TRAIN_EPOCH:
+		e->epochs++;
+		e->eval_seen += ev->eval != NULL;
+		break;
+	case DLK_TRAIN_DONE:
+		e->done++;
+		break;
+	}
+}
+
+static int ckpt_calls;
+static long ckpt_last_step;
+static int on_ckpt(void *ctx, const struct dlk_train_state *st, struct dlk_err *err)
+{
+	(void)ctx;
+	(void)err;
+	ckpt_calls++;
+	ckpt_last_step = st->global_step;
+	return 0;
+}
+
+static int reduce_calls;
+static int on_reduce(void *ctx, float *g, size_t n, struct dlk_err *err)
+{
+	(void)ctx;
+	(void)g;
+	(void)n;
+	(void)err;
+	reduce_calls++;
+	return 0;
+}
+
+int main(void)
+{
+	struct dlk_dataset train, test;
+	blobs(&train, 1000, 1);
+	blobs(&test, 400, 2);
+	struct dlk_layer_spec layers[] = {
+		{ .kind = DLK_LAYER_DENSE, .units = 32 }, { .kind = DLK_LAYER_RELU },
+		{ .kind = DLK_LAYER_DROPOUT, .rate = 0.1f }, { .kind = DLK_LAYER_DENSE, .units = 4 },
+	};
+	struct dlk_model model = { .input = { 1, 1, 8 }, .input_rank = 1, .layers = layers, .n_layers = 4, .init = "torch" };
+	struct dlk_training tr = { .epochs = 3, .batch_size = 32, .optimizer = DLK_OPT_ADAM, .lr = 1e-2, .beta1 = 0.9,
+	                           .beta2 = 0.999, .eps = 1e-8, .step_size = 1, .gamma = 0.1, .seed = 42, .threads = 1,
+	                           .eval_every_epoch = 1, .checkpoint_every = 10 };
+	struct events ev = { 0 };
+	struct dlk_train_opts o = DLK_TRAIN_OPTS_INIT;
+	o.model = &model;
+	o.training = &tr;
+	o.spec_file = "dlk.yaml";
+	o.train = &train;
+	o.test = &test;
+	o.on_event = on_event;
+	o.event_ctx = &ev;
+	o.checkpoint = on_ckpt;
+	o.allreduce = on_reduce;
+	struct dlk_train_result r1, r2;
+	struct dlk_err err = DLK_ERR_INIT;
+
+	int rc = dlk_train_run(&o, &r1, &err);
+	CHECK_MSG(rc == 0, "trains (%s)", err.msg);
+	CHECK(r1.steps == 3 * 32); /* 1000 / 32 rounded up: the last batch is partial */
+	CHECK(r1.n_loss == 96);
+	CHECK_MSG(r1.eval.accuracy > 0.9, "learns the blobs (accuracy %.3f)", r1.eval.accuracy);
+	CHECK(r1.eval.n == 400 && r1.eval.n_classes == 4);
+	long long total = 0, diag = 0;
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 4; j++) {
+			total += r1.eval.confusion[i * 4 + j];
+			diag += i == j ? r1.eval.confusion[i * 4 + j] : 0;
+		}
+	CHECK(total == 400);
+	CHECK_NEAR((double)diag / 400, r1.eval.accuracy, 1e-12);
+	CHECK(r1.eval.precision[0] > 0.8 && r1.eval.recall[3] > 0.8);
+	CHECK(r1.loss_curve[95] < r1.loss_curve[0]);
+	CHECK(ev.steps == 96 && ev.epochs == 3 && ev.done == 1 && ev.eval_seen == 3);
+	CHECK(ev.last_global == 96);
+	CHECK(ckpt_calls == 9 + 3); /* every 10 steps and at each epoch end */
+	CHECK(reduce_calls == 96);
+	CHECK(strlen(r1.started_at) == 20 && r1.started_at[10] == 'T' && r1.finished_at[19] == 'Z');
+
+	/* same seed, one thread: a bit-identical loss curve and the same weights */
+	rc = dlk_train_run(&o, &r2, &err);
+	CHECK(rc == 0 && r2.n_loss == r1.n_loss);
+	CHECK(!memcmp(r1.loss_curve, r2.loss_curve, sizeof(float) * r1.n_loss));
+	CHECK(!memcmp(r1.net.params, r2.net.params, sizeof(float) * r1.net.n_params));
+	dlk_train_result_release(&r2);
+	/* another seed: another curve */
+	tr.seed = 43;
+	rc = dlk_train_run(&o, &r2, &err);
+	CHECK(rc == 0 && memcmp(r1.loss_curve, r2.loss_curve, sizeof(float) * r1.n_loss) != 0);
+	dlk_train_result_release(&r2);
+	tr.seed = 42;
+	dlk_train_result_release(&r1);
+
+	/* cancellation stops before the next step, checkpoints and still reports metrics */
+	volatile sig_atomic_t cancel = 0;
+	memset(&ev, 0, sizeof(ev));
+	ev.cancel_at_step_flag = &cancel;
+	ev.cancel_at = 40;
+	o.cancel = &cancel;
+	ckpt_calls = 0;
+	rc = dlk_train_run(&o, &r1, &err);
+	CHECK(rc == 1 && r1.cancelled && r1.steps == 40);
+	CHECK(ckpt_last_step == 40 && ev.done == 1 && r1.eval.n == 400);
+	dlk_train_result_release(&r1);
+	o.cancel = NULL;
+
+	/* SGD with momentum, a cosine schedule with warm-up and clipping also learn */
+	tr.optimizer = DLK_OPT_SGD;
+	tr.lr = 0.1;
+	tr.momentum = 0.9;
+	tr.nesterov = 1;
+	tr.schedule = DLK_LR_COSINE;
+	tr.warmup_steps = 10;
+	tr.grad_clip = 1.0;
+	memset(&ev, 0, sizeof(ev));
+	rc = dlk_train_run(&o, &r1, &err);
+	CHECK(rc == 0 && r1.eval.accuracy > 0.9);
+	CHECK(ev.last_lr < 1e-3); /* cosine to 0 by the last step */
+	dlk_train_result_release(&r1);
+
+	/* divergence is an error, not garbage weights */
+	tr.optimizer = DLK_OPT_SGD;
+	tr.lr = 1e30;
+	tr.grad_clip = 0;
+	tr.schedule = DLK_LR_CONSTANT;
+	tr.warmup_steps = 0;
+	rc = dlk_train_run(&o, &r1, &err);
+	CHECK(rc == -1 && err.code == DLK_EXIT_FAIL);
+	CHECK_CONTAINS(err.msg, "training diverged at epoch");
+	CHECK_CONTAINS(err.hint, "training.lr");
+	dlk_train_result_release(&r1);
+	tr.lr = 1e-2;
+
+	/* bad data: labels beyond the model, samples of the wrong size */
+	train.y[17] = 9;
+	train.n_classes = 4;
+	rc = dlk_train_run(&o, &r1, &err);
+	CHECK(rc == -1);
+	CHECK_STR(err.msg, "training data: sample 17 has label 9, outside the model's 4 classes");
+	dlk_train_result_release(&r1);
+	train.y[17] = 0;
+	model.input[2] = 9;
+	rc = dlk_train_run(&o, &r1, &err);
+	CHECK(rc == -1);
+	CHECK_STR(err.msg, "model.input: the training data has samples of 8 but the model takes 9");
+	dlk_train_result_release(&r1);
+	model.input[2] = 8;
+	/* a second rank without a communicator is refused */
+	o.world = 2;
+	o.rank = 1;
+	o.allreduce = NULL;
+	rc = dlk_train_run(&o, &r1, &err);
+	CHECK(rc == -1 && strstr(err.msg, "all-reduce"));
+	dlk_train_result_release(&r1);
+
+	/* shuffling: a permutation, different per epoch, identical for the same (seed, epoch) */
+	size_t *p0 = dlk_epoch_permutation(1000, 42, 0), *p0b = dlk_epoch_permutation(1000, 42, 0);
+	size_t *p1 = dlk_epoch_permutation(1000, 42, 1);
+	char *seen = calloc(1000, 1);
+	int perm_ok = 1;
+	for (int i = 0; i < 1000; i++) {
+		perm_ok &= p0[i] < 1000 && !seen[p0[i]];
+		if (p0[i] < 1000)
+			seen[p0[i]] = 1;
+	}
+	CHECK(perm_ok);
+	CHECK(!memcmp(p0, p0b, 1000 * sizeof(size_t)) && memcmp(p0, p1, 1000 * sizeof(size_t)));
+	free(p0);
+	free(p0b);
+	free(p1);
+	free(seen);
+	size_t b, e;
+	dlk_shard_range(10, 2, 3, &b, &e);
+	CHECK(b == 6 && e == 9);
+	dlk_shard_range(10, 0, 1, &b, &e);
+	CHECK(b == 0 && e == 10);
+
+	ds_free(&train);
+	ds_free(&test);
+	return CHECK_DONE();
+}
