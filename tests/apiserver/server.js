@@ -39,7 +39,8 @@ if (opts.scenario) {
   if (!fs.existsSync(file) && fs.existsSync(path.join(__dirname, 'scenarios', file + '.json'))) file = path.join(__dirname, 'scenarios', file + '.json');
   try { scenario = JSON.parse(fs.readFileSync(file, 'utf8')); } catch (e) { die(`scenario '${opts.scenario}': ${e.message}`); }
 }
-const logStream = opts.log ? fs.createWriteStream(opts.log, { flags: 'a' }) : null;
+// written synchronously so a test reading it right after a reply sees that request
+const logFd = opts.log ? fs.openSync(opts.log, 'a') : null;
 const timeScale = scenario.timeScale || 1; // multiply every timeline time (ms) by this
 
 // ---------- resources ----------
@@ -471,12 +472,12 @@ function parsePath(p) {
 }
 
 function logLine(req, u, code, user) {
-  if (!logStream) return;
+  if (logFd === null) return;
   const h = {};
   for (const k of ['content-type', 'accept', 'impersonate-user', 'user-agent']) if (req.headers[k]) h[k] = req.headers[k];
   const groups = req.rawHeaders.filter((v, i, arr) => i % 2 === 1 && arr[i - 1].toLowerCase() === 'impersonate-group');
   if (groups.length) h['impersonate-group'] = groups;
-  logStream.write(JSON.stringify({ method: req.method, path: u.pathname, query: u.search, code, user, headers: h, auth: (req.headers.authorization || '').split(' ')[0] }) + '\n');
+  fs.writeSync(logFd, JSON.stringify({ method: req.method, path: u.pathname, query: u.search, code, user, headers: h, auth: (req.headers.authorization || '').split(' ')[0] }) + '\n');
 }
 
 async function handle(req, res) {
