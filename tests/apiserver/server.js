@@ -699,7 +699,7 @@ function watch(req, res, u, p) {
   const deliver = (type, obj) => {
     send(type, obj);
     sent++;
-    if (reset && sent >= reset.resetAfterEvents) { cleanup(); req.socket.destroy(); return false; }
+    if (reset && sent >= reset.resetAfterEvents) { cleanup(); setTimeout(() => req.socket.destroy(), 30); return false; }
     return true;
   };
   const w = { push: null };
@@ -760,25 +760,35 @@ function podLog(req, res, u, p) {
   if (tail >= 0) lines = lines.slice(Math.max(0, lines.length - tail));
   res.writeHead(200, { 'Content-Type': 'text/plain', 'Transfer-Encoding': 'chunked' });
   const reset = findFault(req, u, 'resetAfterLines');
-  let sent = 0;
+  let sent = 0, broken = false;
+  // Writes go through one queue so a line flushed in two chunks (with a pause between, as a
+  // kubelet does when the container writes half a line) never interleaves with the next one.
+  let queue = Promise.resolve();
+  const pause = (ms) => new Promise((r) => setTimeout(r, ms));
+  const enqueue = (fn) => { queue = queue.then(() => (broken || res.destroyed ? null : fn())); };
   const fmt = (l) => (stamps ? new Date(l.t).toISOString().replace('Z', '000000Z') + ' ' : '') + l.line + (l.noNewline ? '' : '\n');
-  const write = (l) => {
+  const write = (l) => enqueue(async () => {
     const s = fmt(l);
     if (l.split && s.length > 1) {
       const half = Math.floor(s.length / 2);
       res.write(s.slice(0, half));
-      // a real kubelet flushes whenever the container writes: the rest comes later
-      setTimeout(() => { if (!res.writableEnded) res.write(s.slice(half)); }, 30);
+      await pause(30);
+      if (res.destroyed) return;
+      res.write(s.slice(half));
     } else res.write(s);
     sent++;
-    if (reset && sent >= reset.resetAfterLines) { req.socket.destroy(); return false; }
-    return true;
-  };
-  for (const l of lines) if (!write(l)) return;
-  if (!follow || !rt || rt.done) return setTimeout(() => res.end(), lines.some((l) => l.split) ? 60 : 0);
+    if (reset && sent >= reset.resetAfterLines) {
+      broken = true;
+      await pause(30); // let the lines reach the client, then cut the connection
+      req.socket.destroy();
+    }
+  });
+  const finish = () => enqueue(() => res.end());
+  for (const l of lines) write(l);
+  if (!follow || !rt || rt.done) return finish();
   const listener = (entry) => {
-    if (entry === null) { rt.listeners.delete(listener); return setTimeout(() => res.end(), 60); }
-    if (!write(entry)) rt.listeners.delete(listener);
+    if (entry === null) { rt.listeners.delete(listener); return finish(); }
+    write(entry);
   };
   rt.listeners.add(listener);
   req.on('close', () => rt.listeners.delete(listener));
