@@ -15,6 +15,7 @@
 #include "lib/util/mem.h"
 
 #define HELLO_WAIT_MS 5000   /* one connection may take this long to say hello */
+#define REPLY_GRACE_MS 2000
 #define FRAME_MAX (DIST_WORLD_MAX * 300 + DIST_BLOB_MAX + 1024)
 
 struct hello {
@@ -375,7 +376,9 @@ static int worker(const struct dist_rdzv_opts *o, struct dist_group *g, int data
 			fd = -1;
 		}
 		if (fd >= 0) {
-			rc = net_recv_frame(fd, &type, &in, FRAME_MAX, deadline);
+			/* Rank 0 answers at its own deadline at the latest (with the names of the
+			 * missing ranks): give it a moment past ours to say so. */
+			rc = net_recv_frame(fd, &type, &in, FRAME_MAX, deadline + REPLY_GRACE_MS);
 			if (rc == NET_TIMEOUT) {
 				dlk_errf(err, DLK_EXIT_RESTARTABLE,
 					 "rendezvous: rank 0 at '%s' did not complete the rendezvous within %s",

@@ -57,6 +57,7 @@ struct tcp_comm {
 	int *ctrl, nctrl;
 	char *bye;      /* bye[i]: ctrl[i] said goodbye and is no longer watched */
 	int stall_ms;
+	int grace_ms;   /* rank 0: how long to collect stall reports before naming a culprit */
 	uint32_t seq;
 	int broken;
 	struct dlk_err broken_err;
@@ -101,70 +102,237 @@ static void fmt_step(const struct tcp_comm *t, char *out, size_t len)
 		out[0] = '\0';
 }
 
-/* Remembers the failure, tells the others (best effort, bounded) and returns -1. */
-static int fail(struct tcp_comm *t, struct dlk_err *err)
-{
-	long long dl = net_now_ms() + 200;
+/* Failure reports on the control plane: FAIL (worker -> rank 0) and ABORT (rank 0 -> all)
+ * carry {u8 exit code, u8 kind, u16 blamed rank, message}. Kind 'S' is a stall (this rank
+ * waited for `blamed` past the timeout), 'E' anything else. */
+struct report {
+	int kind;
+	int blamed;
+	struct dlk_err e;
+};
 
+enum { CTRL_BYE, CTRL_REPORT, CTRL_CLOSED };
+
+static void send_report(int fd, uint32_t type, int kind, int blamed, const struct dlk_err *e)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+
+	dlk_buf_addc(&b, (char)e->code);
+	dlk_buf_addc(&b, (char)kind);
+	put_u16(&b, (uint16_t)blamed);
+	dlk_buf_adds(&b, e->msg);
+	net_send_frame(fd, type, b.data, b.len, net_now_ms() + 200);
+	dlk_buf_release(&b);
+}
+
+static int broken_now(struct tcp_comm *t, struct dlk_err *err)
+{
 	t->broken = 1;
 	t->broken_err = *err;
-	if (t->base.rank == 0) {
-		for (int r = 1; r < t->nctrl; r++)
-			if (t->ctrl[r] >= 0 && !t->bye[r])
-				net_send_frame(t->ctrl[r], DIST_FRAME_ABORT, err->msg, strlen(err->msg), dl);
-	} else if (t->nctrl && t->ctrl[0] >= 0 && !t->bye[0]) {
-		net_send_frame(t->ctrl[0], DIST_FRAME_FAIL, err->msg, strlen(err->msg), dl);
-	}
 	return -1;
 }
 
-/* Reads one control frame from rank `from` (rank 0 reads from a worker, a worker from rank 0).
- * A goodbye (the rank finished and freed its communicator) is normal: returns 0 and stops
- * watching that link. Anything else becomes the error of this collective: returns -1. */
-static int ctrl_read(struct tcp_comm *t, int idx, const char *what, struct dlk_err *err)
+/* Remembers the failure, tells the others (best effort, bounded) and returns -1. */
+static int fail(struct tcp_comm *t, struct dlk_err *err)
+{
+	if (t->base.rank == 0) {
+		for (int r = 1; r < t->nctrl; r++)
+			if (t->ctrl[r] >= 0 && !t->bye[r])
+				send_report(t->ctrl[r], DIST_FRAME_ABORT, 'E', 0, err);
+	} else if (t->nctrl && t->ctrl[0] >= 0 && !t->bye[0]) {
+		send_report(t->ctrl[0], DIST_FRAME_FAIL, 'E', 0, err);
+	}
+	return broken_now(t, err);
+}
+
+/* Reads one control frame from ctrl[idx]: a goodbye (that rank finished and freed its
+ * communicator: normal, the link is no longer watched), a report, or a closed link. */
+static int ctrl_read(struct tcp_comm *t, int idx, struct report *rep)
 {
 	struct dlk_buf msg = DLK_BUF_INIT;
 	uint32_t type;
-	char step[48];
-	int ret = -1;
+	int ret = CTRL_CLOSED;
 
-	fmt_step(t, step, sizeof(step));
 	if (net_recv_frame(t->ctrl[idx], &type, &msg, 4096, net_now_ms() + EXPLAIN_WAIT_MS) == NET_OK) {
 		if (type == DIST_FRAME_BYE) {
 			t->bye[idx] = 1;
-			ret = 0;
-			goto out;
-		}
-		if ((type == DIST_FRAME_FAIL || type == DIST_FRAME_ABORT) && msg.len) {
-			dlk_errf(err, DLK_EXIT_RESTARTABLE, "%s", msg.data);
-			goto out;
+			ret = CTRL_BYE;
+		} else if ((type == DIST_FRAME_FAIL || type == DIST_FRAME_ABORT) && msg.len > 4) {
+			int code = (unsigned char)msg.data[0];
+			struct net_rd r = { (const unsigned char *)msg.data + 2, 2, 0, 0 };
+
+			rep->kind = msg.data[1];
+			rep->blamed = get_u16(&r);
+			dlk_errf(&rep->e, code ? code : DLK_EXIT_RESTARTABLE, "%s", msg.data + 4);
+			ret = CTRL_REPORT;
 		}
 	}
-	dlk_errf(err, DLK_EXIT_RESTARTABLE, "rank %d closed its connection during %s%s",
-		 t->base.rank == 0 ? idx : 0, what, step);
-out:
+	if (ret == CTRL_CLOSED)
+		t->bye[idx] = 1; /* nothing more will come from it */
 	dlk_buf_release(&msg);
 	return ret;
 }
 
-/* A data link to `peer` was lost. If someone already knows why (a FAIL from that peer at
- * rank 0, an ABORT from rank 0 elsewhere), that is the better message: wait a moment for it. */
-static int link_lost(struct tcp_comm *t, int peer, const char *what, struct dlk_err *err)
+static int closed_msg(struct tcp_comm *t, int rank, const char *what, struct dlk_err *err)
 {
-	int idx = t->base.rank == 0 ? peer : 0;
-	int fd = t->bye[idx] ? -1 : t->ctrl[idx];
-	struct pollfd p = { fd, POLLIN, 0 };
 	char step[48];
 
 	fmt_step(t, step, sizeof(step));
-	if (fd >= 0 && poll(&p, 1, EXPLAIN_WAIT_MS) > 0) {
-		struct dlk_err why = DLK_ERR_INIT;
-		if (ctrl_read(t, idx, what, &why) && !strstr(why.msg, "closed its connection")) {
-			*err = why;
-			return fail(t, err);
+	return dlk_errf(err, DLK_EXIT_RESTARTABLE, "rank %d closed its connection during %s%s", rank, what, step);
+}
+
+static void fmt_secs(char *out, size_t len, int ms)
+{
+	if (ms % 1000)
+		snprintf(out, len, "%.1fs", ms / 1000.0);
+	else
+		snprintf(out, len, "%ds", ms / 1000);
+}
+
+/* Rank 0, once any rank stalled: every rank still running soon stalls too, each blaming its
+ * neighbour, so one report alone may blame an innocent rank that is merely waiting itself.
+ * Collect reports for a short grace period; the culprit is the rank that is blamed but never
+ * speaks up (frozen, or cut off). Then tell everyone. */
+static int resolve_stall(struct tcp_comm *t, const char *what, int first_idx, const struct report *first,
+			 struct dlk_err *err)
+{
+	int w = t->base.world, alive_n = 0, culprit = -1, ret;
+	char *alive = xcalloc((size_t)w, 1);
+	struct report *reps = xcalloc((size_t)w, sizeof(*reps));
+	struct pollfd *pf = xcalloc((size_t)w, sizeof(*pf));
+	long long deadline = net_now_ms() + t->grace_ms;
+
+	reps[first_idx] = *first;
+	alive[0] = alive[first_idx] = 1;
+	for (int r = 1; r < w; r++)
+		if (t->bye[r])
+			alive[r] = 1;
+	for (int r = 0; r < w; r++)
+		alive_n += alive[r];
+	while (alive_n < w - 1) {
+		long long left = deadline - net_now_ms();
+		int np = 0;
+
+		if (left <= 0)
+			break;
+		for (int r = 1; r < w; r++)
+			if (!alive[r])
+				pf[np++] = (struct pollfd){ t->ctrl[r], POLLIN, 0 };
+		if (poll(pf, (nfds_t)np, (int)left) <= 0)
+			continue;
+		for (int i = 0; i < np; i++) {
+			struct report rep;
+			int r;
+
+			if (!pf[i].revents)
+				continue;
+			for (r = 1; r < w && t->ctrl[r] != pf[i].fd; r++)
+				;
+			switch (ctrl_read(t, r, &rep)) {
+			case CTRL_BYE:
+				break;
+			case CTRL_REPORT:
+				if (rep.kind != 'S') {
+					*err = rep.e; /* a real error beats any stall */
+					goto verdict;
+				}
+				reps[r] = rep;
+				break;
+			default:
+				closed_msg(t, r, what, err);
+				goto verdict;
+			}
+			alive[r] = 1;
+			alive_n++;
 		}
 	}
-	dlk_errf(err, DLK_EXIT_RESTARTABLE, "rank %d closed its connection during %s%s", peer, what, step);
+	if (alive_n == w - 1) {
+		for (int r = 0; r < w; r++)
+			if (!alive[r])
+				culprit = r;
+	} else {
+		for (int r = 0; r < w && culprit < 0; r++)
+			if (reps[r].kind == 'S' && reps[r].blamed >= 0 && reps[r].blamed < w && !alive[reps[r].blamed])
+				culprit = reps[r].blamed;
+	}
+	*err = first->e;
+	if (culprit >= 0) {
+		int found = 0;
+		for (int r = 0; r < w && !found; r++)
+			if (reps[r].kind == 'S' && reps[r].blamed == culprit) {
+				*err = reps[r].e;
+				found = 1;
+			}
+		if (!found) {
+			char secs[32], step[48];
+			fmt_secs(secs, sizeof(secs), t->stall_ms);
+			fmt_step(t, step, sizeof(step));
+			dlk_errf(err, DLK_EXIT_RESTARTABLE, "%s: rank %d made no progress for %s%s", what, culprit,
+				 secs, step);
+		}
+	}
+verdict:
+	ret = fail(t, err);
+	free(alive);
+	free(reps);
+	free(pf);
+	return ret;
+}
+
+/* This rank waited past the stall timeout for `blamed`. */
+static int stalled(struct tcp_comm *t, const char *what, int blamed, struct dlk_err *err)
+{
+	struct report own = { 'S', blamed, *err };
+
+	if (t->base.rank == 0)
+		return resolve_stall(t, what, 0, &own, err);
+	if (t->nctrl && !t->bye[0]) {
+		struct pollfd p = { t->ctrl[0], POLLIN, 0 };
+		struct report verdict;
+
+		send_report(t->ctrl[0], DIST_FRAME_FAIL, 'S', blamed, err);
+		if (poll(&p, 1, t->grace_ms + EXPLAIN_WAIT_MS) > 0 && ctrl_read(t, 0, &verdict) == CTRL_REPORT)
+			*err = verdict.e;
+	}
+	return broken_now(t, err);
+}
+
+/* Something arrived on the control plane during a collective. */
+static int ctrl_event(struct tcp_comm *t, int idx, const char *what, struct dlk_err *err)
+{
+	struct report rep;
+
+	switch (ctrl_read(t, idx, &rep)) {
+	case CTRL_BYE:
+		return 0;
+	case CTRL_REPORT:
+		if (t->base.rank == 0 && rep.kind == 'S')
+			return resolve_stall(t, what, idx, &rep, err);
+		*err = rep.e;
+		return t->base.rank == 0 ? fail(t, err) : broken_now(t, err);
+	default:
+		closed_msg(t, t->base.rank == 0 ? idx : 0, what, err);
+		return fail(t, err);
+	}
+}
+
+/* A data link to `peer` was lost. If someone already knows why (a report from that peer at
+ * rank 0, rank 0's verdict elsewhere), that is the better message: wait a moment for it. */
+static int link_lost(struct tcp_comm *t, int peer, const char *what, struct dlk_err *err)
+{
+	int idx = t->base.rank == 0 ? peer : 0;
+	struct pollfd p = { t->bye[idx] ? -1 : t->ctrl[idx], POLLIN, 0 };
+	struct report rep;
+
+	if (p.fd >= 0 && poll(&p, 1, EXPLAIN_WAIT_MS) > 0 && ctrl_read(t, idx, &rep) == CTRL_REPORT) {
+		*err = rep.e;
+		if (t->base.rank != 0)
+			return broken_now(t, err);
+		if (rep.kind == 'S')
+			return resolve_stall(t, what, idx, &rep, err);
+		return fail(t, err);
+	}
+	closed_msg(t, peer, what, err);
 	return fail(t, err);
 }
 
@@ -353,17 +521,16 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 
 			if (left <= 0) {
 				char secs[32];
-				if (t->stall_ms % 1000)
-					snprintf(secs, sizeof(secs), "%.1fs", t->stall_ms / 1000.0);
-				else
-					snprintf(secs, sizeof(secs), "%ds", t->stall_ms / 1000);
-				if (hdr_recvd < HDR_BYTES || done < recv_total)
+				fmt_secs(secs, sizeof(secs), t->stall_ms);
+				if (hdr_recvd < HDR_BYTES || done < recv_total) {
 					dlk_errf(err, DLK_EXIT_RESTARTABLE, "%s: no data from rank %d for %s%s",
 						 what, prev, secs, step);
-				else
+					ret = stalled(t, what, prev, err);
+				} else {
 					dlk_errf(err, DLK_EXIT_RESTARTABLE, "%s: rank %d took no data for %s%s",
 						 what, next, secs, step);
-				ret = fail(t, err);
+					ret = stalled(t, what, next, err);
+				}
 				goto out;
 			}
 			rc = poll(pf, (nfds_t)np, (int)(left > 1000000 ? 1000000 : left));
@@ -390,8 +557,8 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 			/* Something on the control plane: only ever a failure notice or a closed link. */
 			for (r = 0; r < t->nctrl && t->ctrl[r] != pf[i].fd; r++)
 				;
-			if (ctrl_read(t, r, what, err)) {
-				ret = fail(t, err);
+			if (ctrl_event(t, r, what, err)) {
+				ret = -1;
 				goto out;
 			}
 		}
@@ -555,6 +722,7 @@ struct dlk_comm *comm_tcp_new(struct dist_group *g, int stall_timeout_ms)
 	t->base.world = g->world;
 	t->base.step = -1;
 	t->stall_ms = stall_timeout_ms > 0 ? stall_timeout_ms : 300000;
+	t->grace_ms = t->stall_ms / 2 < 500 ? 500 : t->stall_ms / 2 > 5000 ? 5000 : t->stall_ms / 2;
 	t->next_fd = g->next_fd;
 	t->prev_fd = g->prev_fd;
 	t->ctrl = g->ctrl;

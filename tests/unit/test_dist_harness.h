@@ -46,7 +46,7 @@ static pid_t h_pids[H_MAX_RANKS];
 
 /* Starts `world` children running fn; returns the shared results (munmap by h_free). A rank
  * whose bit is set in skip_mask is not started (a rank that never arrives). */
-static struct rank_result *h_start(int world, unsigned skip_mask, h_rank_fn fn, void *arg)
+static inline struct rank_result *h_start(int world, unsigned skip_mask, h_rank_fn fn, void *arg)
 {
 	struct rank_result *res = mmap(NULL, sizeof(*res) * H_MAX_RANKS, PROT_READ | PROT_WRITE,
 				       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -84,7 +84,7 @@ static struct rank_result *h_start(int world, unsigned skip_mask, h_rank_fn fn, 
 }
 
 /* Waits for every child, at most timeout_ms; kills the ones still running (status shows it). */
-static void h_wait(struct rank_result *res, int world, int timeout_ms)
+static inline void h_wait(struct rank_result *res, int world, int timeout_ms)
 {
 	long long deadline = net_now_ms() + timeout_ms;
 
@@ -106,12 +106,12 @@ static void h_wait(struct rank_result *res, int world, int timeout_ms)
 	}
 }
 
-static void h_free(struct rank_result *res)
+static inline void h_free(struct rank_result *res)
 {
 	munmap(res, sizeof(*res) * H_MAX_RANKS);
 }
 
-static void h_opts(struct h_ctx *h, struct dist_rdzv_opts *o)
+static inline void h_opts(struct h_ctx *h, struct dist_rdzv_opts *o)
 {
 	*o = (struct dist_rdzv_opts)DIST_RDZV_OPTS_INIT;
 	o->rank = h->rank;
@@ -125,7 +125,7 @@ static void h_opts(struct h_ctx *h, struct dist_rdzv_opts *o)
 }
 
 /* Rendezvous with the default options, then a TCP comm; on failure records the error. */
-static struct dlk_comm *h_comm(struct h_ctx *h, int stall_ms)
+static inline struct dlk_comm *h_comm(struct h_ctx *h, int stall_ms)
 {
 	struct dist_rdzv_opts o;
 	struct dist_group g = DIST_GROUP_INIT;
@@ -143,7 +143,7 @@ static struct dlk_comm *h_comm(struct h_ctx *h, int stall_ms)
 	return c;
 }
 
-static void h_record(struct h_ctx *h, const struct dlk_err *err)
+static inline void h_record(struct h_ctx *h, const struct dlk_err *err)
 {
 	h->res->code = err->code;
 	snprintf(h->res->msg, sizeof(h->res->msg), "%s", err->msg);
