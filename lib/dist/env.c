@@ -1,0 +1,78 @@
+#include "lib/dist/rendezvous.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Parses a whole non-negative decimal number no larger than max. */
+static int parse_num(const char *name, const char *s, long max, long *out, struct dlk_err *err)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	if (!*s || *s == '-' || *s == '+' || *s == ' ')
+		goto bad;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 0 || v > max)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	return dlk_errf(err, DLK_EXIT_CONFIG, "%s '%.64s' is not a number from 0 to %ld", name, s, max);
+}
+
+int dist_env_read(struct dist_env *env, struct dlk_err *err)
+{
+	const char *rank = getenv("RANK"), *idx = getenv("JOB_COMPLETION_INDEX");
+	const char *world = getenv("WORLD_SIZE"), *addr = getenv("MASTER_ADDR");
+	const char *port = getenv("MASTER_PORT");
+	long r = 0, w = 1, p = DIST_DEFAULT_PORT, ri;
+
+	memset(env, 0, sizeof(*env));
+	if (world && *world) {
+		if (parse_num("WORLD_SIZE", world, DIST_WORLD_MAX, &w, err))
+			return -1;
+		if (w < 1)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "WORLD_SIZE must be at least 1");
+	}
+	if (rank && *rank) {
+		if (parse_num("RANK", rank, DIST_WORLD_MAX, &r, err))
+			return -1;
+		if (idx && *idx) {
+			if (parse_num("JOB_COMPLETION_INDEX", idx, DIST_WORLD_MAX, &ri, err))
+				return -1;
+			if (ri != r)
+				return dlk_errf(err, DLK_EXIT_CONFIG,
+						"RANK %ld and JOB_COMPLETION_INDEX %ld disagree", r, ri);
+		}
+	} else if (idx && *idx) {
+		if (parse_num("JOB_COMPLETION_INDEX", idx, DIST_WORLD_MAX, &r, err))
+			return -1;
+	} else if (w > 1) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "neither RANK nor JOB_COMPLETION_INDEX is set (WORLD_SIZE is %ld)", w);
+		return dlk_err_hint(err, "run workers as an Indexed Job, or set RANK for each worker");
+	}
+	if (r >= w)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "rank %ld is out of range for WORLD_SIZE %ld", r, w);
+	if (port && *port) {
+		if (parse_num("MASTER_PORT", port, 65535, &p, err))
+			return -1;
+		if (p < 1)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "MASTER_PORT must be from 1 to 65535");
+	}
+	if (addr && *addr) {
+		if (strlen(addr) >= sizeof(env->master_addr))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "MASTER_ADDR is longer than %zu bytes",
+					sizeof(env->master_addr) - 1);
+		snprintf(env->master_addr, sizeof(env->master_addr), "%s", addr);
+	} else if (w > 1) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "MASTER_ADDR is not set (WORLD_SIZE is %ld)", w);
+		return dlk_err_hint(err, "set MASTER_ADDR to the address or DNS name of rank 0");
+	}
+	env->rank = (int)r;
+	env->world = (int)w;
+	env->master_port = (int)p;
+	return 0;
+}
