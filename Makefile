@@ -52,7 +52,8 @@ deps:
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # Files embedded into the binary, one byte array each: the built-in templates (overridable by a
 # project's templates/), the project files `dlk init` writes, and the completion scripts.
@@ -73,7 +74,8 @@ $(BUILD)/templates.c: $(TEMPLATES) $(EMBED_FILES) Makefile
 	  $(call embed_table,files,$(EMBED_FILES),$$f); } > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/templates.o: $(BUILD)/templates.c
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/libdlk.a: $(LIB_OBJ)
 	@rm -f $@

@@ -125,8 +125,20 @@ static int run_init(struct dlk_ctx *ctx, struct dlk_args *args)
 			dlk_err_hint(&err, "use --force to overwrite it");
 			goto fail;
 		}
-		if (with_templates && render_templates_conflict(tdir, &err))
-			goto fail;
+		if (with_templates) {
+			const char *const *names = render_builtin_names();
+			for (size_t i = 0; names[i]; i++) {
+				char *t = xasprintf("%s/%s", tdir, names[i]);
+				int exists = !stat(t, &st);
+				if (exists) {
+					dlk_errf(&err, DLK_EXIT_FAIL, "'%s' already exists", t);
+					dlk_err_hint(&err, "use --force to overwrite it");
+				}
+				free(t);
+				if (exists)
+					goto fail;
+			}
+		}
 	}
 	if (dlk_mkdir_p(dir, &err))
 		goto fail;

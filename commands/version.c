@@ -1,6 +1,5 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
-#include "lib/nn/backend.h"
 
 #include <archive.h>
 #include <cJSON.h>
@@ -14,20 +13,15 @@
 static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	char blas[256];
-	char cuda[512];
 	const curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
-	int have_cuda;
 
 	(void)args;
 	snprintf(blas, sizeof(blas), "%s (%s)", openblas_get_config(), openblas_get_corename());
-	have_cuda = dlk_backend_cuda_probe(cuda, sizeof(cuda));
 
 	if (!strcmp(ctx->output, "json") || !strcmp(ctx->output, "yaml")) {
 		cJSON *o = cJSON_CreateObject(), *libs = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "version", DLK_VERSION);
 		cJSON_AddStringToObject(o, "cpuBackend", blas);
-		cJSON_AddBoolToObject(o, "cudaAvailable", have_cuda);
-		cJSON_AddStringToObject(o, "cuda", cuda);
 		cJSON_AddStringToObject(libs, "libyaml", yaml_get_version_string());
 		cJSON_AddStringToObject(libs, "libcurl", cv->version);
 		cJSON_AddStringToObject(libs, "cjson", cJSON_Version());
@@ -42,9 +36,7 @@ static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 		return 0;
 	}
 	printf("dlk %s\n", DLK_VERSION);
-	printf("build:     cpu backend OpenBLAS, cuda backend %s\n", have_cuda ? "loaded" : "not available");
 	printf("cpu:       %s\n", blas);
-	printf("cuda:      %s\n", cuda);
 	printf("libyaml:   %s\n", yaml_get_version_string());
 	printf("libcurl:   %s (%s)\n", cv->version, cv->ssl_version ? cv->ssl_version : "no TLS");
 	printf("cjson:     %s\n", cJSON_Version());

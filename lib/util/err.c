@@ -41,8 +41,13 @@ int dlk_err_prefix(struct dlk_err *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
-	if (n >= 0 && (size_t)n < sizeof(err->msg))
-		snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", old);
+	if (n >= 0 && (size_t)n + 2 < sizeof(err->msg)) {
+		/* memcpy, not snprintf("%s"): gcc -O1 (SANITIZE=1) flags that as possible truncation */
+		size_t used = (size_t)n + 2, k = strnlen(old, sizeof(err->msg) - used - 1);
+		memcpy(err->msg + n, ": ", 2);
+		memcpy(err->msg + used, old, k);
+		err->msg[used + k] = '\0';
+	}
 	if (!err->code)
 		err->code = DLK_EXIT_FAIL;
 	return -1;
