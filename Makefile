@@ -95,14 +95,14 @@ $(BUILD)/man/%: man/%.in dlk
 man: $(MAN_OUT)
 
 # The CUDA backend is a separate shared object that dlk dlopen()s when a GPU is present.
-ifneq ($(NVCC),)
+ifneq ($(and $(NVCC),$(GPU_SRC)),)
 gpu: $(BUILD)/libdlk-cuda.so
 $(BUILD)/libdlk-cuda.so: $(GPU_SRC) $(wildcard gpu/*.h lib/nn/*.h)
 	@mkdir -p $(BUILD)
 	$(NVCC) -O2 -std=c++17 -shared -Xcompiler -fPIC,-Wall -I. -o $@ $(GPU_SRC) -lcublas -lnccl
 else
 gpu:
-	@echo "nvcc not found: skipping the CUDA backend"
+	@echo "no nvcc or no gpu/ sources: the CUDA backend is not built"
 endif
 
 test-unit: $(UNIT_BIN)

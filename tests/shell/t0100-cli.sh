@@ -2,6 +2,9 @@
 # The command table is the one source of truth: -h, help, man pages and completion agree with it.
 . "$(dirname "$0")/../lib.sh"
 MANDIR=$TEST_ROOT/${BUILD:-build}/man
+# the long options listed in an options table of `-h` output, one per line, sorted
+help_opts() { grep -E "^ +(-[a-zA-Z], )?--" | help_opts_loose; }
+help_opts_loose() { sed -E -n "s/^ *(-[a-zA-Z], )?--(\[no-\])?([a-z][a-z-]*).*/--\3/p" | sort -u; }
 
 test_expect_success 'dlk -h lists every command in the table' '
 	dlk -h >out &&
@@ -32,16 +35,16 @@ test_expect_success 'every command has -h, help CMD and a man page, and they agr
 		dlk $c -h >h1 && dlk help $c >h2 && cmp h1 h2 || { echo "help differs for $c"; exit 1; }
 		test -f "$MANDIR/dlk-$c.1" || { echo "no man page for $c"; exit 1; }
 		# every long option that -h shows appears in the man page, and the other way round
-		grep -o -- "--\[no-\][a-z-]*\|--[a-z][a-z-]*" h1 | sed "s/\[no-\]//" | sort -u >from_help
-		sed -n "/^\.SH OPTIONS/,/^\.SH SEE/p" "$MANDIR/dlk-$c.1" | grep -o "\\\\fB\\\\-\\\\-[^\\\\]*\\\\fR\|\\\\-\\\\-\[no\\\\-\][a-z\\\\-]*" |
-			sed "s/\\\\fB//; s/\\\\fR//; s/\[no\\\\-\]//; s/\\\\-/-/g" | sort -u >from_man
+		help_opts <h1 >from_help
+		sed -n "/^\.SH OPTIONS/,/^\.SH EX/p" "$MANDIR/dlk-$c.1" | awk "/^\\.TP/ { getline; print }" |
+			sed "s/\\\\f[BRI]//g; s/\\\\-/-/g" | help_opts_loose >from_man
 		cmp from_help from_man || { echo "options differ for $c"; diff from_help from_man; exit 1; }
 	done
 '
 
 test_expect_success 'completion offers exactly the options that -h shows' '
 	for c in $(dlk __commands); do
-		dlk $c -h | grep -o -- "--\[no-\][a-z-]*\|--[a-z][a-z-]*" | sed "s/\[no-\]//" | sort -u >want
+		dlk $c -h | help_opts >want
 		dlk __complete $c -- | sort -u >got
 		cmp want got || { echo "completion differs for $c"; diff want got; exit 1; }
 	done
