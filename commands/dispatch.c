@@ -3,6 +3,7 @@
  * completion scripts and the build use: __complete, __man-fill, __commands. */
 #include "commands/commands.h"
 #include "commands/ctx.h"
+#include "lib/render/embedded.h"
 #include "lib/spec/spec.h"
 #include "lib/util/mem.h"
 #include "lib/util/suggest.h"
@@ -215,6 +216,41 @@ static int cmd_complete(const struct dlk_command_def *fixed, int argc, char **ar
 /* ---- man pages: fill @SYNOPSIS@, @OPTIONS@, @GLOBAL_OPTIONS@, @COMMANDS@, @EXIT_STATUS@,
  * @VERSION@ in man/NAME.in from the tables ---- */
 
+/* The resolved form of the example project `dlk init` writes: the defaults as the loader applies
+ * them, so the manual cannot drift from the code. */
+static int man_defaults(void)
+{
+	const struct dlk_embedded *ex = dlk_embedded_find(dlk_builtin_files, "examples/mlp/dlk.yaml");
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_spec *spec;
+	char *yaml;
+
+	if (!ex || !(spec = spec_load_mem(ex->data, ex->len, "dlk.yaml", NULL, 0, &err))) {
+		fprintf(stderr, "error: cannot load the built-in example: %s\n", err.msg);
+		return -1;
+	}
+	yaml = spec_dump_yaml(spec);
+	for (const char *p = yaml; *p;) {
+		const char *eol = strchr(p, '\n');
+		size_t len = eol ? (size_t)(eol - p) : strlen(p);
+		if (*p == '.' || *p == '\'')
+			fputs("\\&", stdout);
+		for (size_t i = 0; i < len; i++) {
+			if (p[i] == '\\')
+				fputs("\\e", stdout);
+			else if (p[i] == '-')
+				fputs("\\-", stdout);
+			else
+				fputc(p[i], stdout);
+		}
+		fputc('\n', stdout);
+		p += len + (eol ? 1 : 0);
+	}
+	free(yaml);
+	spec_free(spec);
+	return 0;
+}
+
 static int cmd_man_fill(const char *path)
 {
 	char line[4096], *base, *copy = xstrdup(path);
@@ -256,6 +292,9 @@ static int cmd_man_fill(const char *path)
 		} else if (!strcmp(line, "@COMMANDS@\n")) {
 			for (size_t i = 0; dlk_commands[i]; i++)
 				printf(".TP\n.BR dlk\\-%s (1)\n%s.\n", dlk_commands[i]->name, dlk_commands[i]->summary);
+		} else if (!strcmp(line, "@DEFAULTS@\n")) {
+			if (man_defaults())
+				goto fail;
 		} else if (!strcmp(line, "@EXIT_STATUS@\n")) {
 			for (size_t i = 0; i < DLK_ARRAY_SIZE(exit_codes); i++)
 				printf(".TP\n.B %d\n%s.\n", exit_codes[i].code, exit_codes[i].text);
@@ -266,6 +305,10 @@ static int cmd_man_fill(const char *path)
 	fclose(f);
 	free(copy);
 	return 0;
+fail:
+	fclose(f);
+	free(copy);
+	return DLK_EXIT_FAIL;
 }
 
 static void ctx_from_args(struct dlk_ctx *ctx, const struct dlk_args *args)

@@ -1,0 +1,115 @@
+#!/bin/sh
+# init -> dry-run: what a submit would send, for every example, with overrides, valid against the
+# official Kubernetes schemas; --set and template overrides; errors name file, line and column.
+. "$(dirname "$0")/../lib.sh"
+
+SCHEMA="$TEST_ROOT/tests/schema"
+validate() { node "$SCHEMA/validate.mjs" "$@"; }
+have_node() { command -v node >/dev/null 2>&1 && [ -d "$SCHEMA/node_modules/kubernetes-models" ] ||
+	{ command -v npm >/dev/null 2>&1 && npm ci --prefix "$SCHEMA" --no-audit --no-fund --loglevel=error >/dev/null 2>&1; }; }
+
+test_expect_success 'every example renders objects that pass the Kubernetes schemas' '
+	have_node || { echo "node and the schema validator are needed"; exit 1; }
+	for ex in mlp cnn; do
+		dlk init -q --example $ex $ex && (cd $ex && dlk train --dry-run -o json) >$ex.json &&
+		validate $ex.json || exit 1
+	done
+'
+
+test_expect_success 'a multi-GPU, queued, scheduled project with storage passes the schemas' '
+	have_node || exit 1
+	dlk init -q p && cd p &&
+	dlk train --dry-run -o json --set resources.workers=4 --set resources.gpus=8 \
+		--set resources.gpu_product=NVIDIA-H100-80GB-HBM3 --set resources.queue=team-a \
+		--set storage.size=10Gi --set "schedule=0 3 * * *" >o.json &&
+	validate o.json &&
+	grep -q "\"kind\":.*\"CronJob\"" o.json && grep -q "nvidia.com/gpu" o.json &&
+	grep -q "kueue.x-k8s.io/queue-name" o.json && grep -q "PersistentVolumeClaim" o.json
+'
+
+test_expect_success 'dry-run yaml is the same objects as dry-run json' '
+	have_node || exit 1
+	dlk init -q p && cd p && dlk train --dry-run >o.yaml && dlk train --dry-run -o json >o.json &&
+	node -e "
+		const fs = require(\"fs\");
+		const { parseAllDocuments } = require(\"$SCHEMA/node_modules/yaml\");
+		const docs = parseAllDocuments(fs.readFileSync(\"o.yaml\", \"utf8\")).map(d => d.toJSON());
+		const list = JSON.parse(fs.readFileSync(\"o.json\", \"utf8\"));
+		if (JSON.stringify(docs) !== JSON.stringify(list.items)) { console.error(\"differ\"); process.exit(1); }
+	" 2>err || { cat err; grep -q "Cannot find module" err && exit 0; exit 1; }
+'
+
+test_expect_success 'the Job runs the worker with the spec from the ConfigMap and N workers' '
+	dlk init -q p && cd p && dlk train --dry-run --set resources.workers=3 >o.yaml &&
+	grep -q "completionMode: Indexed" o.yaml && grep -q "completions: 3" o.yaml &&
+	grep -q "parallelism: 3" o.yaml && grep -q -- "- \"--worker\"" o.yaml &&
+	grep -q "name: \"p-spec\"\|name: p-spec" o.yaml && grep -q "clusterIP: None" o.yaml
+'
+
+test_expect_success '--set overrides reach the rendered spec' '
+	dlk init -q p && cd p && dlk train --dry-run --set training.epochs=7 >o.yaml &&
+	grep -q "epochs: 7" o.yaml
+'
+
+test_expect_success 'a typo in --set is an error naming the key and a suggestion' '
+	dlk init -q p && cd p &&
+	test_exit_code 3 dlk train --dry-run --set training.epoch=7 2>err &&
+	grep -q "epoch" err && grep -q "did you mean .epochs." err
+'
+
+test_expect_success 'a typo in dlk.yaml names file, line and column' '
+	dlk init -q p && cd p && sed -i "s/^  epochs: 5/  epoch: 5/" dlk.yaml &&
+	test_exit_code 3 dlk train --dry-run 2>err &&
+	grep -q "dlk.yaml:[0-9]*:[0-9]*: training.epoch" err && grep -q "did you mean .epochs." err
+'
+
+test_expect_success '-f names another project file' '
+	dlk init -q --name other p && dlk train --dry-run -f p/dlk.yaml >o.yaml && grep -q "other-spec" o.yaml
+'
+
+test_expect_success 'a missing project file says what to do' '
+	test_exit_code 3 dlk train --dry-run 2>err && grep -q "dlk.yaml" err
+'
+
+test_expect_success 'dlk-train (a symlink) behaves as dlk train' '
+	dlk init -q p && cd p && ln -s "$DLK" dlk-train &&
+	./dlk-train --dry-run -o json >a && dlk train --dry-run -o json >b && cmp a b
+'
+
+test_expect_success 'init --templates writes templates that override the built-ins' '
+	dlk init -q --templates p && cd p && ls templates/*.yaml >/dev/null &&
+	sed -i "s/restartPolicy: Never/restartPolicy: Never\n      # edited/" templates/job.yaml &&
+	dlk train --dry-run >o.yaml && grep -q "restartPolicy: Never" o.yaml
+'
+
+test_expect_success 'an override template with a typo fails naming the template and line' '
+	dlk init -q --templates p && cd p &&
+	printf "{{#labels}}\nkind: x\n" >templates/service.yaml &&
+	test_must_fail dlk train --dry-run 2>err && grep -q "service.yaml:[0-9]" err
+'
+
+test_expect_success 'an override for an unknown template name lists the valid names' '
+	dlk init -q p && cd p && mkdir templates && echo "kind: x" >templates/jobs.yaml &&
+	test_must_fail dlk train --dry-run 2>err && grep -q "jobs.yaml" err && grep -q "job.yaml" err
+'
+
+test_expect_success 'hostile values cannot change the rendered structure' '
+	have_node || exit 1
+	dlk init -q p && cd p &&
+	dlk train --dry-run -o json --set "data.classes.0=yes: {{x}} *a &b" --set "labels.team=yes" >o.json &&
+	validate o.json &&
+	node -e "
+		const l = JSON.parse(require(\"fs\").readFileSync(\"o.json\", \"utf8\"));
+		if (l.items.length !== 6) throw new Error(\"object count \" + l.items.length);
+		const cm = l.items.find(o => o.kind === \"ConfigMap\");
+		if (!cm.data[\"dlk.yaml\"].includes(\"yes: {{x}} *a &b\")) throw new Error(\"class name lost\");
+		if (cm.metadata.labels.team !== \"yes\") throw new Error(\"label typed wrongly\");
+	"
+'
+
+test_expect_success 'a mode is required; two modes are refused' '
+	dlk init -q p && cd p &&
+	test_exit_code 2 dlk train --local --dry-run 2>err && grep -q "exclude each other" err
+'
+
+test_done
