@@ -38,6 +38,19 @@ struct dlk_data_opts {
 	void *progress_ctx;
 	const char *pvc_root;         /* where pvc://claim/path resolves: <pvc_root>/<claim>/<path>;
 	                                 default "/mnt/pvc" (the worker mounts claims there) */
+	/* Fields added later; a zeroed struct means "defaults" for every one of them. */
+	int shape[3];                 /* the model's input C, H, W (model.input); 0s = unknown. When
+	                                 set, a sample must hold exactly C*H*W values and the dataset
+	                                 takes this shape (an N x 28 x 28 file feeds a [1,1,784] input) */
+	const char *base_dir;         /* bare relative paths resolve against it (the project file's
+	                                 directory); NULL = the current directory */
+	const char *ca_file;          /* PEM bundle curl verifies https servers against; NULL = the
+	                                 system store. Verification is never turned off */
+	int max_retries;              /* retries after a connection error, 429 or 5xx; 0 = 5, -1 = none */
+	int retry_base_ms;            /* first back-off delay, doubled each retry; 0 = 1000 */
+	int retry_max_wait_ms;        /* cap on one wait, Retry-After included; 0 = 60000 */
+	int connect_timeout_s;        /* 0 = 30 */
+	int low_speed_time_s;         /* abort when under 1 byte/s for this long; 0 = 60 */
 };
 
 /* Fetches (with the sha256 pin checked before use), unpacks and decodes one split ("train" or
@@ -47,9 +60,12 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
                   struct dlk_dataset *out, struct dlk_err *err);
 void dlk_dataset_release(struct dlk_dataset *ds);
 
-/* A deterministic per-epoch permutation of [0, n) from (seed, epoch), identical on every rank;
- * rank r of `world` takes the r-th disjoint contiguous shard of it (sizes differ by at most one
- * sample... callers that need equal step counts use dlk_shard_steps()). Caller frees. */
+/* A deterministic per-epoch permutation of [0, n) from (seed, epoch), identical on every rank and
+ * every machine; rank r of `world` takes positions dlk_shard_range(n, r, world) of it. Caller frees.
+ * The generator is fixed (see shard.c): xoshiro256** whose four state words are successive
+ * splitmix64 outputs starting from seed ^ (0xD1B54A32D192ED03 * (epoch + 1)), then Fisher-Yates
+ * from the last position down, drawing j in [0, i] by rejection (no modulo bias). Returns NULL
+ * only when n is 0. */
 size_t *dlk_epoch_permutation(size_t n, unsigned long long seed, int epoch);
 /* [begin, end) of rank's shard when n samples are split across world ranks so that every rank
  * gets floor(n / world) samples (the remainder is dropped, as DistributedSampler(drop_last)). */

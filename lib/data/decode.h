@@ -1,0 +1,90 @@
+/* Decoders for the data formats dlk trains on. Each takes a whole file already in memory, so the
+ * fuzz targets can call them directly; none of them reads past `len`, prints, or exits. `name`
+ * is the file's name as the user knows it and starts every error message; content errors carry
+ * the byte offset (or line and column) and the code DLK_EXIT_CONFIG. */
+#ifndef DLK_DATA_DECODE_H
+#define DLK_DATA_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/util/err.h"
+
+/* Labels are class indices; anything at or above this is rejected as corrupt. */
+#define DLK_MAX_CLASSES 100000
+#define DLK_IDX_MAX_DIMS 4
+
+/* ---- IDX (the MNIST family): 0x00 0x00 type ndims, ndims big-endian u32 dims, then data ---- */
+
+enum dlk_idx_type {
+	DLK_IDX_UBYTE = 0x08,
+	DLK_IDX_SBYTE = 0x09,
+	DLK_IDX_SHORT = 0x0B,
+	DLK_IDX_INT = 0x0C,
+	DLK_IDX_FLOAT = 0x0D,
+	DLK_IDX_DOUBLE = 0x0E,
+};
+
+struct dlk_idx {
+	int type;                       /* enum dlk_idx_type */
+	int ndims;                      /* 1..DLK_IDX_MAX_DIMS */
+	size_t dims[DLK_IDX_MAX_DIMS];
+	size_t count;                   /* the product of dims */
+	float *data;                    /* count values converted to float, unscaled; owned */
+};
+#define DLK_IDX_INIT { 0, 0, { 0, 0, 0, 0 }, 0, NULL }
+
+/* Parses and checks an IDX file: magic, type, dimensions, and that the data is exactly as long
+ * as the header declares (a short file names the offset where the data ran out). NaN or infinite
+ * values in float/double files are rejected with their offset. */
+int dlk_idx_decode(const void *buf, size_t len, const char *name, struct dlk_idx *out,
+                   struct dlk_err *err);
+void dlk_idx_release(struct dlk_idx *idx);
+const char *dlk_idx_type_name(int type);
+
+/* ---- decoded samples, common to every format ---- */
+
+struct dlk_samples {
+	size_t n;
+	int shape[3];         /* C, H, W; flat features are [1, 1, F] */
+	size_t sample_size;
+	float *x;             /* n * sample_size raw values (unscaled), owned */
+	int32_t *y;           /* n labels, each in [0, DLK_MAX_CLASSES), owned */
+	int32_t max_label;    /* -1 when n == 0 */
+};
+#define DLK_SAMPLES_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, -1 }
+void dlk_samples_release(struct dlk_samples *s);
+
+/* Joins an images IDX file (N x F, N x H x W or N x C x H x W) and a labels IDX file (N) into
+ * samples: counts must agree, labels must be non-negative integers below DLK_MAX_CLASSES. On
+ * success the image values move into out (images->data becomes NULL); both stay the caller's to
+ * release. */
+int dlk_idx_join(struct dlk_idx *images, const char *images_name, const struct dlk_idx *labels,
+                 const char *labels_name, struct dlk_samples *out, struct dlk_err *err);
+
+/* ---- CSV: numeric features and one label column ---- */
+
+struct dlk_csv_opts {
+	int header;           /* -1 detect (a first row with a non-numeric field is a header), 0, 1 */
+	int label_column;     /* 0-based; -1 = the last column */
+};
+
+/* Parses RFC 4180-ish CSV (quoted fields with "" escapes, CRLF or LF, blank lines skipped) into
+ * samples of shape [1, 1, F]. Errors read "NAME:LINE:COLUMN: expected a number, got 'abc'",
+ * name ragged rows and labels that are not non-negative integers. */
+int dlk_csv_decode(const void *buf, size_t len, const char *name, const struct dlk_csv_opts *opts,
+                   struct dlk_samples *out, struct dlk_err *err);
+
+/* ---- tar shards (the WebDataset convention) ---- */
+
+/* Decodes a .tar (optionally gzip/xz/bzip2/zstd compressed) whose members are grouped by key (the
+ * member's base name up to its first dot): KEY.cls holds an ASCII integer label, and exactly one
+ * of KEY.u8 (raw uint8 values), KEY.f32 (little-endian float32) or KEY.pgm (P5, maxval <= 255)
+ * holds the sample. Members of a key must be adjacent, as tar writers of shards emit them. Every
+ * sample must have the same number of values; a .pgm gives the shape [1, H, W], otherwise it is
+ * [1, 1, F] unless `shape` (may be NULL or zeros) says otherwise. max_bytes bounds the unpacked
+ * size (0 = no bound). */
+int dlk_tar_decode(const void *buf, size_t len, const char *name, const int shape[3],
+                   unsigned long long max_bytes, struct dlk_samples *out, struct dlk_err *err);
+
+#endif

@@ -1,0 +1,350 @@
+/* Tar shards in the WebDataset convention: members grouped by key, one sample per key. */
+#include "lib/data/decode.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/data/unpack.h"
+#include "lib/util/buf.h"
+#include "lib/util/mem.h"
+
+enum payload { PAY_NONE, PAY_U8, PAY_F32, PAY_PGM };
+
+struct shard {
+	const char *name;
+	const int *want;               /* the model's shape, or NULL */
+	struct dlk_samples s;
+	size_t cap;
+	char *first_key;               /* the sample that fixed the shape, for messages */
+	/* the sample being assembled */
+	char *key;
+	int have_label;
+	int32_t label;
+	enum payload pay;
+	char *pay_member;
+	struct dlk_buf data;
+	int shape[3];
+};
+
+static int pgm_space(int c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* Reads a decimal header number of a P5 file, skipping blanks and '#' comments before it. */
+static int pgm_number(const unsigned char *p, size_t len, size_t *pos, unsigned long *v)
+{
+	for (;;) {
+		while (*pos < len && pgm_space(p[*pos]))
+			(*pos)++;
+		if (*pos < len && p[*pos] == '#') {
+			while (*pos < len && p[*pos] != '\n')
+				(*pos)++;
+			continue;
+		}
+		break;
+	}
+	if (*pos >= len || p[*pos] < '0' || p[*pos] > '9')
+		return -1;
+	*v = 0;
+	while (*pos < len && p[*pos] >= '0' && p[*pos] <= '9') {
+		*v = *v * 10 + (unsigned long)(p[*pos] - '0');
+		if (*v > 1000000)
+			return -1;
+		(*pos)++;
+	}
+	return 0;
+}
+
+/* Turns the payload in sh->data into values appended to sh->s.x (after checking the shape). */
+static int take_payload(struct shard *sh, struct dlk_err *err)
+{
+	const unsigned char *p = (const unsigned char *)sh->data.data;
+	size_t len = sh->data.len, n = 0, i, pos = 0;
+	int shape[3] = { 1, 1, 0 };
+	float *dst;
+
+	switch (sh->pay) {
+	case PAY_U8:
+		n = len;
+		break;
+	case PAY_F32:
+		if (len % 4)
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': member '%s': %zu bytes is not a whole number of float32 values (the last one starts at byte offset %zu)",
+			                sh->name, sh->pay_member, len, len - len % 4);
+		n = len / 4;
+		break;
+	case PAY_PGM: {
+		unsigned long w, h, maxval;
+		if (len < 2 || p[0] != 'P' || p[1] != '5')
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': member '%s': not a binary PGM (P5) image at byte offset 0", sh->name,
+			                sh->pay_member);
+		pos = 2;
+		if (pgm_number(p, len, &pos, &w) < 0 || pgm_number(p, len, &pos, &h) < 0 ||
+		    pgm_number(p, len, &pos, &maxval) < 0 || pos >= len || !pgm_space(p[pos]))
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': member '%s': bad PGM header at byte offset %zu", sh->name,
+			                sh->pay_member, pos);
+		pos++;
+		if (w == 0 || h == 0 || maxval == 0 || maxval > 255)
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': member '%s': PGM %lux%lu with maxval %lu; dlk reads 8-bit images (maxval 1 to 255) of at least 1x1",
+			                sh->name, sh->pay_member, w, h, maxval);
+		if (len - pos != w * h)
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': member '%s': a %lux%lu image needs %lu pixel bytes from byte offset %zu, the member has %zu",
+			                sh->name, sh->pay_member, w, h, w * h, pos, len - pos);
+		shape[1] = (int)h;
+		shape[2] = (int)w;
+		n = w * h;
+		break;
+	}
+	case PAY_NONE:
+		break;
+	}
+	if (n == 0)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s' holds no values", sh->name, sh->pay_member);
+	if (n > (1u << 30))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s' holds more than 2^30 values", sh->name,
+		                sh->pay_member);
+	if (shape[2] == 0)
+		shape[2] = (int)n;
+
+	if (sh->s.n == 0) {
+		if (sh->want && (sh->want[0] > 0 || sh->want[1] > 0 || sh->want[2] > 0)) {
+			size_t want = (size_t)(sh->want[0] > 0 ? sh->want[0] : 0) *
+			              (size_t)(sh->want[1] > 0 ? sh->want[1] : 0) *
+			              (size_t)(sh->want[2] > 0 ? sh->want[2] : 0);
+			if (want != n)
+				return dlk_errf(err, DLK_EXIT_CONFIG,
+				                "'%s': member '%s' holds %zu values, but the model input is %dx%dx%d = %zu",
+				                sh->name, sh->pay_member, n, sh->want[0], sh->want[1], sh->want[2], want);
+			memcpy(shape, sh->want, sizeof(shape));
+		}
+		memcpy(sh->s.shape, shape, sizeof(shape));
+		sh->s.sample_size = n;
+		sh->first_key = xstrdup(sh->key);
+	} else if (n != sh->s.sample_size ||
+	           (sh->pay == PAY_PGM && !(sh->want && sh->want[0] > 0) &&
+	            (shape[1] != sh->s.shape[1] || shape[2] != sh->s.shape[2]))) {
+		return dlk_errf(err, DLK_EXIT_CONFIG,
+		                "'%s': member '%s' holds %zu values (%dx%d), but the first sample '%s' holds %zu (%dx%d)",
+		                sh->name, sh->pay_member, n, shape[1], shape[2], sh->first_key,
+		                sh->s.sample_size, sh->s.shape[1], sh->s.shape[2]);
+	}
+	if (sh->s.n == sh->cap) {
+		if (sh->cap > ((size_t)1 << 40) / sh->s.sample_size)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': too many samples", sh->name);
+		sh->cap = sh->cap ? 2 * sh->cap : 256;
+		sh->s.x = xrealloc(sh->s.x, sh->cap * sh->s.sample_size * sizeof(float));
+		sh->s.y = xrealloc(sh->s.y, sh->cap * sizeof(int32_t));
+	}
+	dst = sh->s.x + sh->s.n * sh->s.sample_size;
+	if (sh->pay == PAY_F32) {
+		for (i = 0; i < n; i++) {
+			uint32_t u = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
+			             (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
+			float f;
+			memcpy(&f, &u, sizeof(f));
+			if (!isfinite(f))
+				return dlk_errf(err, DLK_EXIT_CONFIG,
+				                "'%s': member '%s': the value at byte offset %zu is not finite",
+				                sh->name, sh->pay_member, 4 * i);
+			dst[i] = f;
+		}
+	} else {
+		for (i = 0; i < n; i++)
+			dst[i] = p[pos + i];
+	}
+	return 0;
+}
+
+/* Completes the sample under assembly (if any). */
+static int finish_sample(struct shard *sh, struct dlk_err *err)
+{
+	int ret = 0;
+
+	if (!sh->key)
+		return 0;
+	if (!sh->have_label)
+		ret = dlk_errf(err, DLK_EXIT_CONFIG, "'%s': sample '%s' has no label: member '%s.cls' is missing",
+		               sh->name, sh->key, sh->key);
+	else if (sh->pay == PAY_NONE)
+		ret = dlk_errf(err, DLK_EXIT_CONFIG,
+		               "'%s': sample '%s' has no data: expected a member '%s.u8', '%s.f32' or '%s.pgm'",
+		               sh->name, sh->key, sh->key, sh->key, sh->key);
+	else if (take_payload(sh, err) < 0)
+		ret = -1;
+	if (ret == 0) {
+		sh->s.y[sh->s.n++] = sh->label;
+		if (sh->label > sh->s.max_label)
+			sh->s.max_label = sh->label;
+	}
+	free(sh->key);
+	free(sh->pay_member);
+	sh->key = sh->pay_member = NULL;
+	sh->have_label = 0;
+	sh->pay = PAY_NONE;
+	return ret;
+}
+
+static int parse_label(struct shard *sh, const char *member, const struct dlk_buf *b, struct dlk_err *err)
+{
+	char text[32];
+	size_t i = 0, n = b->len;
+	long v = 0;
+
+	while (i < n && pgm_space((unsigned char)b->data[i]))
+		i++;
+	while (n > i && pgm_space((unsigned char)b->data[n - 1]))
+		n--;
+	if (i == n)
+		goto bad;
+	for (size_t k = i; k < n; k++) {
+		if (b->data[k] < '0' || b->data[k] > '9')
+			goto bad;
+		v = v * 10 + (b->data[k] - '0');
+		if (v >= DLK_MAX_CLASSES)
+			goto bad;
+	}
+	sh->label = (int32_t)v;
+	sh->have_label = 1;
+	return 0;
+bad:
+	snprintf(text, sizeof(text), "%.*s", (int)(n - i < 20 ? n - i : 20), b->data + i);
+	for (i = 0; text[i]; i++)
+		if ((unsigned char)text[i] < 0x20 || (unsigned char)text[i] >= 0x7f || text[i] == '\'')
+			text[i] = '?';
+	return dlk_errf(err, DLK_EXIT_CONFIG,
+	                "'%s': member '%s': expected a non-negative integer label below %d, got '%s'",
+	                sh->name, member, DLK_MAX_CLASSES, text);
+}
+
+int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[3],
+                           unsigned long long max_bytes, struct dlk_samples *out, struct dlk_err *err)
+{
+	struct shard sh = { 0 };
+	struct archive_entry *e;
+	struct dlk_buf member_data = DLK_BUF_INIT;
+	unsigned long long total = 0;
+	int r, ret = -1, first = 1;
+
+	sh.name = name;
+	sh.want = shape;
+	sh.s.max_label = -1;
+	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
+		const char *path = archive_entry_pathname(e), *base, *dot;
+		enum payload pay;
+		size_t keylen;
+
+		if (first && archive_format(a) == ARCHIVE_FORMAT_RAW) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': not a tar archive", name);
+			goto out;
+		}
+		first = 0;
+		if (archive_entry_filetype(e) != AE_IFREG || !path)
+			continue;
+		base = strrchr(path, '/');
+		base = base ? base + 1 : path;
+		dot = strchr(base, '.');
+		/* Hidden files (macOS "._x" resource forks) and names without an extension carry no
+		 * sample; other extensions (.json, .txt metadata) are allowed and ignored. */
+		if (base[0] == '.' || !dot)
+			continue;
+		if (!strcmp(dot, ".cls"))
+			pay = PAY_NONE;
+		else if (!strcmp(dot, ".u8"))
+			pay = PAY_U8;
+		else if (!strcmp(dot, ".f32"))
+			pay = PAY_F32;
+		else if (!strcmp(dot, ".pgm"))
+			pay = PAY_PGM;
+		else
+			continue;
+		keylen = (size_t)(dot - path);
+		if (!sh.key || strlen(sh.key) != keylen || strncmp(sh.key, path, keylen)) {
+			if (finish_sample(&sh, err) < 0)
+				goto out;
+			sh.key = xstrndup(path, keylen);
+		}
+		dlk_buf_reset(&member_data);
+		if (pay == PAY_NONE) {
+			if (sh.have_label) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "'%s': sample '%s' has two '%s' members", name, sh.key, path);
+				goto out;
+			}
+			if (archive_entry_size_is_set(e) && archive_entry_size(e) > 64) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s' is %lld bytes; a label is a short integer",
+				         name, path, (long long)archive_entry_size(e));
+				goto out;
+			}
+			if (dlk_archive_read_entry(a, name, path, max_bytes, &total, NULL, NULL, &member_data, err) < 0 ||
+			    parse_label(&sh, path, &member_data, err) < 0)
+				goto out;
+			continue;
+		}
+		if (sh.pay != PAY_NONE) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': sample '%s' has two payloads: '%s' and '%s'", name,
+			         sh.key, sh.pay_member, path);
+			dlk_err_hint(err, "a sample holds exactly one of .u8, .f32 or .pgm");
+			goto out;
+		}
+		if (max_bytes && archive_entry_size_is_set(e) &&
+		    (unsigned long long)archive_entry_size(e) > max_bytes - total) {
+			dlk_errf(err, DLK_EXIT_CONFIG,
+			         "'%s': unpacks to more than the limit of %llu bytes (stopped in member '%s')", name,
+			         max_bytes, path);
+			dlk_err_hint(err, "raise data.max_bytes if the data really is this large");
+			goto out;
+		}
+		sh.pay = pay;
+		sh.pay_member = xstrdup(path);
+		dlk_buf_reset(&sh.data);
+		if (dlk_archive_read_entry(a, name, path, max_bytes, &total, NULL, NULL, &sh.data, err) < 0)
+			goto out;
+	}
+	if (r != ARCHIVE_EOF) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s", name, archive_error_string(a));
+		goto out;
+	}
+	if (finish_sample(&sh, err) < 0)
+		goto out;
+	if (sh.s.n == 0) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the shard holds no samples (KEY.cls with KEY.u8, KEY.f32 or KEY.pgm)",
+		         name);
+		goto out;
+	}
+	*out = sh.s;
+	memset(&sh.s, 0, sizeof(sh.s));
+	ret = 0;
+out:
+	dlk_samples_release(&sh.s);
+	dlk_buf_release(&sh.data);
+	dlk_buf_release(&member_data);
+	free(sh.key);
+	free(sh.pay_member);
+	free(sh.first_key);
+	return ret;
+}
+
+int dlk_tar_decode(const void *buf, size_t len, const char *name, const int shape[3],
+                   unsigned long long max_bytes, struct dlk_samples *out, struct dlk_err *err)
+{
+	struct archive *a;
+	int ret;
+
+	if (len == 0)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': empty file, expected a tar archive", name);
+	a = dlk_archive_open_mem(buf, len, name, err);
+	if (!a)
+		return -1;
+	ret = dlk_tar_decode_archive(a, name, shape, max_bytes, out, err);
+	dlk_archive_close(a);
+	return ret;
+}

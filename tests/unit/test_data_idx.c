@@ -1,0 +1,410 @@
+/* IDX decoding, containers (gzip, tar.gz, zip, plain) and dlk_data_load() on Fashion-MNIST. */
+#include "tests/unit/check.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/data/dataset.h"
+#include "lib/data/decode.h"
+#include "lib/data/unpack.h"
+#include "lib/util/buf.h"
+#include "lib/util/hash.h"
+#include "lib/util/mem.h"
+
+#define FMNIST "/usr/share/datasets/fashion-mnist/"
+
+static char *tmpdir;
+
+static void be32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
+}
+
+/* An IDX ubyte file of n images h x w with pixel value (i + j) % 256. */
+static void make_images(struct dlk_buf *b, uint32_t n, uint32_t h, uint32_t w)
+{
+	unsigned char hdr[16] = { 0, 0, 8, 3 };
+	be32(hdr + 4, n), be32(hdr + 8, h), be32(hdr + 12, w);
+	dlk_buf_add(b, hdr, 16);
+	for (uint32_t i = 0; i < n * h * w; i++)
+		dlk_buf_addc(b, (char)((i / (h * w) + i % (h * w)) % 256));
+}
+
+static void make_labels(struct dlk_buf *b, uint32_t n, int mod)
+{
+	unsigned char hdr[8] = { 0, 0, 8, 1 };
+	be32(hdr + 4, n);
+	dlk_buf_add(b, hdr, 8);
+	for (uint32_t i = 0; i < n; i++)
+		dlk_buf_addc(b, (char)(i % (uint32_t)mod));
+}
+
+static char *write_file(const char *name, const void *data, size_t len)
+{
+	char *path = xasprintf("%s/%s", tmpdir, name);
+	FILE *f = fopen(path, "wb");
+	fwrite(data, 1, len, f);
+	fclose(f);
+	return path;
+}
+
+/* Writes an archive with libarchive: "gz", "bz2", "xz", "zst" (one compressed file), "tar.gz",
+ * "zip", "tar". */
+static char *write_container(const char *name, const char *kind, const char *const *members,
+                             const struct dlk_buf *const *datas, int n)
+{
+	char *path = xasprintf("%s/%s", tmpdir, name);
+	struct archive *a = archive_write_new();
+
+	if (!strcmp(kind, "gz") || !strcmp(kind, "bz2") || !strcmp(kind, "xz") || !strcmp(kind, "zst")) {
+		if (!strcmp(kind, "gz"))
+			archive_write_add_filter_gzip(a);
+		else if (!strcmp(kind, "bz2"))
+			archive_write_add_filter_bzip2(a);
+		else if (!strcmp(kind, "xz"))
+			archive_write_add_filter_xz(a);
+		else
+			archive_write_add_filter_zstd(a);
+		archive_write_set_format_raw(a);
+	} else if (!strcmp(kind, "tar.gz")) {
+		archive_write_add_filter_gzip(a);
+		archive_write_set_format_pax_restricted(a);
+	} else if (!strcmp(kind, "tar")) {
+		archive_write_set_format_pax_restricted(a);
+	} else {
+		archive_write_set_format_zip(a);
+	}
+	archive_write_open_filename(a, path);
+	for (int i = 0; i < n; i++) {
+		struct archive_entry *e = archive_entry_new();
+		archive_entry_set_pathname(e, members[i]);
+		archive_entry_set_size(e, (la_int64_t)datas[i]->len);
+		archive_entry_set_filetype(e, AE_IFREG);
+		archive_entry_set_perm(e, 0644);
+		archive_write_header(a, e);
+		archive_write_data(a, datas[i]->data, datas[i]->len);
+		archive_entry_free(e);
+	}
+	archive_write_close(a);
+	archive_write_free(a);
+	return path;
+}
+
+static struct dlk_data idx_spec(char *images, char *labels)
+{
+	struct dlk_data d;
+	memset(&d, 0, sizeof(d));
+	d.format = DLK_DATA_IDX;
+	d.train.images.url = images;
+	d.train.labels.url = labels;
+	d.test.images.url = images;
+	d.test.labels.url = labels;
+	d.csv_header = -1;
+	d.csv_label_column = -1;
+	d.scale = 1.0f / 255;
+	d.mean = 0;
+	d.std = 1;
+	d.max_bytes = 1 << 30;
+	return d;
+}
+
+static void decode_errors(void)
+{
+	struct dlk_idx idx = DLK_IDX_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_buf b = DLK_BUF_INIT;
+	unsigned char raw[64];
+
+	/* short magic */
+	CHECK(dlk_idx_decode("\0\0", 2, "x.idx", &idx, &err) == -1);
+	CHECK_STR(err.msg, "'x.idx': truncated IDX header: the file ends at byte offset 2, the magic number needs 4 bytes");
+	CHECK(err.code == DLK_EXIT_CONFIG);
+	/* bad magic */
+	CHECK(dlk_idx_decode("PK\3\4abcd", 8, "x.idx", &idx, &err) == -1);
+	CHECK_CONTAINS(err.msg, "not an IDX file: bad magic 0x504b0304 at byte offset 0");
+	/* unknown type */
+	memcpy(raw, "\0\0\x07\x01\0\0\0\1x", 9);
+	CHECK(dlk_idx_decode(raw, 9, "x.idx", &idx, &err) == -1);
+	CHECK_CONTAINS(err.msg, "bad magic 0x00000701");
+	/* ndims 0 and too many */
+	memcpy(raw, "\0\0\x08\x00", 4);
+	CHECK(dlk_idx_decode(raw, 4, "x.idx", &idx, &err) == -1);
+	CHECK_CONTAINS(err.msg, "byte offset 3 declares 0 dimensions");
+	memcpy(raw, "\0\0\x08\x05", 4);
+	CHECK(dlk_idx_decode(raw, 4, "x.idx", &idx, &err) == -1);
+	CHECK_CONTAINS(err.msg, "declares 5 dimensions");
+	/* dims cut short */
+	memcpy(raw, "\0\0\x08\x03\0\0\0\2\0\0", 10);
+	CHECK(dlk_idx_decode(raw, 10, "x.idx", &idx, &err) == -1);
+	CHECK_STR(err.msg, "'x.idx': truncated IDX header: the file ends at byte offset 10, 3 dimensions need 16 header bytes");
+	/* truncated data: 2 x 3 x 3 ubyte = 18 bytes after a 16-byte header, only 10 present */
+	make_images(&b, 2, 3, 3);
+	CHECK(dlk_idx_decode(b.data, 26, "img", &idx, &err) == -1);
+	CHECK_STR(err.msg, "'img': truncated IDX data: the file ends at byte offset 26, but the header declares 18 ubyte values (34 bytes in all)");
+	/* trailing garbage */
+	dlk_buf_add(&b, "zz", 2);
+	CHECK(dlk_idx_decode(b.data, b.len, "img", &idx, &err) == -1);
+	CHECK_STR(err.msg, "'img': 2 unexpected bytes after the IDX data at byte offset 34 (the header declares 34 bytes in all)");
+	/* overflow of the product of dims */
+	memcpy(raw, "\0\0\x08\x04\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 20);
+	CHECK(dlk_idx_decode(raw, 20, "big", &idx, &err) == -1);
+	CHECK_CONTAINS(err.msg, "more than 2^48 values");
+	/* float NaN is rejected with its offset */
+	memcpy(raw, "\0\0\x0d\x01\0\0\0\2\x3f\x80\0\0\x7f\xc0\0\0", 16);
+	CHECK(dlk_idx_decode(raw, 16, "f", &idx, &err) == -1);
+	CHECK_STR(err.msg, "'f': value at byte offset 12 is not a finite float32");
+	dlk_buf_release(&b);
+}
+
+static void decode_types(void)
+{
+	struct dlk_idx idx = DLK_IDX_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	unsigned char raw[64];
+
+	memcpy(raw, "\0\0\x09\x01\0\0\0\2\xff\x05", 10);
+	CHECK(dlk_idx_decode(raw, 10, "s", &idx, &err) == 0);
+	CHECK(idx.count == 2 && idx.data[0] == -1 && idx.data[1] == 5);
+	dlk_idx_release(&idx);
+	memcpy(raw, "\0\0\x0b\x01\0\0\0\2\xff\xfe\x01\x00", 12);
+	CHECK(dlk_idx_decode(raw, 12, "s", &idx, &err) == 0);
+	CHECK(idx.data[0] == -2 && idx.data[1] == 256);
+	dlk_idx_release(&idx);
+	memcpy(raw, "\0\0\x0c\x01\0\0\0\1\x00\x01\x00\x00", 12);
+	CHECK(dlk_idx_decode(raw, 12, "i", &idx, &err) == 0);
+	CHECK(idx.data[0] == 65536);
+	dlk_idx_release(&idx);
+	memcpy(raw, "\0\0\x0d\x01\0\0\0\1\x3f\xc0\0\0", 12);
+	CHECK(dlk_idx_decode(raw, 12, "f", &idx, &err) == 0);
+	CHECK(idx.data[0] == 1.5f);
+	dlk_idx_release(&idx);
+	memcpy(raw, "\0\0\x0e\x02\0\0\0\1\0\0\0\1\xc0\x04\0\0\0\0\0\0", 20);
+	CHECK(dlk_idx_decode(raw, 20, "d", &idx, &err) == 0);
+	CHECK(idx.ndims == 2 && idx.data[0] == -2.5f);
+	dlk_idx_release(&idx);
+}
+
+static void join_errors(void)
+{
+	struct dlk_buf bi = DLK_BUF_INIT, bl = DLK_BUF_INIT;
+	struct dlk_idx im = DLK_IDX_INIT, lb = DLK_IDX_INIT;
+	struct dlk_samples s = DLK_SAMPLES_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+
+	make_images(&bi, 5, 2, 2);
+	make_labels(&bl, 4, 3);
+	CHECK(dlk_idx_decode(bi.data, bi.len, "im", &im, &err) == 0);
+	CHECK(dlk_idx_decode(bl.data, bl.len, "lb", &lb, &err) == 0);
+	CHECK(dlk_idx_join(&im, "im", &lb, "lb", &s, &err) == -1);
+	CHECK_STR(err.msg, "'im' holds 5 images but 'lb' holds 4 labels");
+	dlk_idx_release(&lb);
+	/* a label that is not a class index (sbyte -1), at offset 8 + 2 */
+	dlk_buf_reset(&bl);
+	dlk_buf_add(&bl, "\0\0\x09\x01\0\0\0\5\0\1\xff\0\0", 13);
+	CHECK(dlk_idx_decode(bl.data, bl.len, "lb", &lb, &err) == 0);
+	CHECK(dlk_idx_join(&im, "im", &lb, "lb", &s, &err) == -1);
+	CHECK_STR(err.msg, "'lb': label -1 of sample 2 at byte offset 10 is not a class index (0 to 99999)");
+	dlk_idx_release(&lb);
+	dlk_buf_reset(&bl);
+	make_labels(&bl, 5, 3);
+	CHECK(dlk_idx_decode(bl.data, bl.len, "lb", &lb, &err) == 0);
+	CHECK(dlk_idx_join(&im, "im", &lb, "lb", &s, &err) == 0);
+	CHECK(s.n == 5 && s.sample_size == 4 && s.shape[0] == 1 && s.shape[1] == 2 && s.shape[2] == 2);
+	CHECK(s.max_label == 2 && s.y[4] == 1);
+	CHECK(s.x[4] == 1 && s.x[5] == 2);  /* image 1 pixel 0 = (1 + 0), pixel 1 = 2 */
+	CHECK(im.data == NULL);
+	dlk_samples_release(&s);
+	dlk_idx_release(&im);
+	dlk_idx_release(&lb);
+	dlk_buf_release(&bi);
+	dlk_buf_release(&bl);
+}
+
+static void containers(void)
+{
+	struct dlk_buf im = DLK_BUF_INIT, lb = DLK_BUF_INIT, out = DLK_BUF_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	const char *kinds[] = { "gz", "tar.gz", "zip", "tar", "bz2", "xz", "zst" };
+	char *plain_im, *plain_lb;
+
+	make_images(&im, 7, 4, 3);
+	make_labels(&lb, 7, 4);
+	plain_im = write_file("im.idx", im.data, im.len);
+	plain_lb = write_file("lb.idx", lb.data, lb.len);
+
+	/* plain files pass through unchanged */
+	CHECK(dlk_unpack_single(plain_im, "im.idx", 0, NULL, NULL, &out, &err) == 0);
+	CHECK(out.len == im.len && !memcmp(out.data, im.data, im.len));
+	dlk_buf_reset(&out);
+
+	for (size_t k = 0; k < DLK_ARRAY_SIZE(kinds); k++) {
+		const char *m1[] = { "images" }, *m2[] = { "labels" };
+		const struct dlk_buf *d1[] = { &im }, *d2[] = { &lb };
+		/* names deliberately carry no hint of the container: detection is by content */
+		char *n1 = xasprintf("im-%zu.bin", k), *n2 = xasprintf("lb-%zu.bin", k);
+		char *p1 = write_container(n1, kinds[k], m1, d1, 1);
+		char *p2 = write_container(n2, kinds[k], m2, d2, 1);
+		struct dlk_data spec = idx_spec(p1, p2);
+		struct dlk_dataset ds = DLK_DATASET_INIT;
+
+		CHECK(dlk_unpack_single(p1, n1, 0, NULL, NULL, &out, &err) == 0);
+		CHECK_MSG(out.len == im.len && !memcmp(out.data, im.data, im.len), "%s unpacks to the IDX bytes", kinds[k]);
+		dlk_buf_reset(&out);
+		CHECK_MSG(dlk_data_load(&spec, "train", NULL, &ds, &err) == 0, "%s loads: %s", kinds[k], err.msg);
+		CHECK(ds.n == 7 && ds.sample_size == 12 && ds.n_classes == 4 && ds.y[5] == 1);
+		CHECK_NEAR(ds.x[12 + 1], 2.0 / 255, 1e-6);
+		CHECK(ds.n_sources == 2 && !strcmp(ds.sources[0].url, p1));
+		dlk_dataset_release(&ds);
+
+		/* the decompression-bomb bound stops unpacking */
+		spec.max_bytes = 80;
+		CHECK(dlk_data_load(&spec, "train", NULL, &ds, &err) == -1);
+		CHECK_MSG(strstr(err.msg, "limit of 80 bytes") != NULL, "%s bounded: %s", kinds[k], err.msg);
+		CHECK(err.code == DLK_EXIT_CONFIG);
+		free(n1), free(n2), free(p1), free(p2);
+	}
+
+	/* an archive holding two files is ambiguous for an idx source */
+	{
+		const char *m[] = { "a.idx", "b.idx" };
+		const struct dlk_buf *d[] = { &im, &lb };
+		char *p = write_container("two.tgz", "tar.gz", m, d, 2);
+		CHECK(dlk_unpack_single(p, "two.tgz", 0, NULL, NULL, &out, &err) == -1);
+		CHECK_STR(err.msg, "'two.tgz': the archive holds 2 files ('a.idx', 'b.idx'); expected exactly one");
+		free(p);
+	}
+	/* a truncated gzip stream */
+	{
+		const char *m[] = { "x" };
+		const struct dlk_buf *d[] = { &im };
+		char *p = write_container("cut.gz", "gz", m, d, 1), *q;
+		struct dlk_buf gz = DLK_BUF_INIT;
+		char msg[256];
+		CHECK(dlk_buf_read_file(&gz, p, 0, msg, sizeof(msg)) == 0);
+		q = write_file("cut2.gz", gz.data, gz.len / 2);
+		dlk_buf_reset(&out);
+		CHECK(dlk_unpack_single(q, "cut2.gz", 0, NULL, NULL, &out, &err) == -1);
+		CHECK_CONTAINS(err.msg, "'cut2.gz': truncated gzip input");
+		dlk_buf_release(&gz);
+		free(p), free(q);
+	}
+	/* an empty file is empty, and then a truncated IDX header */
+	{
+		char *p = write_file("empty", "", 0);
+		struct dlk_data spec = idx_spec(p, plain_lb);
+		struct dlk_dataset ds = DLK_DATASET_INIT;
+		CHECK(dlk_data_load(&spec, "test", NULL, &ds, &err) == -1);
+		CHECK_CONTAINS(err.msg, "the file ends at byte offset 0");
+		free(p);
+	}
+	/* a model input of a different size is refused; one of the same size reshapes */
+	{
+		struct dlk_data spec = idx_spec(plain_im, plain_lb);
+		struct dlk_dataset ds = DLK_DATASET_INIT;
+		struct dlk_data_opts o;
+		memset(&o, 0, sizeof(o));
+		o.shape[0] = 1, o.shape[1] = 1, o.shape[2] = 12;
+		CHECK(dlk_data_load(&spec, "train", &o, &ds, &err) == 0);
+		CHECK(ds.shape[0] == 1 && ds.shape[1] == 1 && ds.shape[2] == 12);
+		dlk_dataset_release(&ds);
+		o.shape[2] = 13;
+		CHECK(dlk_data_load(&spec, "train", &o, &ds, &err) == -1);
+		CHECK_CONTAINS(err.msg, "a sample holds 1x4x3 = 12 values but the model input is 1x1x13 = 13");
+		/* spec n_classes below the labels present */
+		spec.n_classes = 3;
+		CHECK(dlk_data_load(&spec, "train", NULL, &ds, &err) == -1);
+		CHECK_CONTAINS(err.msg, "sample 3 has label 3, but there are only 3 classes");
+		spec.n_classes = 10;
+		spec.mean = 0.5f, spec.std = 0.25f;
+		CHECK(dlk_data_load(&spec, "train", NULL, &ds, &err) == 0);
+		CHECK(ds.n_classes == 10);
+		CHECK_NEAR(ds.x[1], (1 / 255.0 - 0.5) / 0.25, 1e-5);
+		dlk_dataset_release(&ds);
+		spec.std = 0;
+		CHECK(dlk_data_load(&spec, "train", NULL, &ds, &err) == -1);
+		CHECK(dlk_data_load(&spec, "validation", NULL, &ds, &err) == -1);
+		CHECK_CONTAINS(err.msg, "unknown data split 'validation'");
+	}
+	free(plain_im), free(plain_lb);
+	dlk_buf_release(&im), dlk_buf_release(&lb), dlk_buf_release(&out);
+}
+
+static void fashion_mnist(void)
+{
+	struct dlk_data spec = idx_spec(FMNIST "train-images-idx3-ubyte.gz", FMNIST "train-labels-idx1-ubyte.gz");
+	struct dlk_dataset ds = DLK_DATASET_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	int counts[10] = { 0 }, ok = 1;
+	float lo = 1, hi = 0;
+	char hex[65];
+
+	if (access(FMNIST "train-images-idx3-ubyte.gz", R_OK) != 0) {
+		printf("ok %d # skip Fashion-MNIST not installed (dataset-fashion-mnist)\n", ++check_n);
+		return;
+	}
+	spec.test.images.url = FMNIST "t10k-images-idx3-ubyte.gz";
+	spec.test.labels.url = FMNIST "t10k-labels-idx1-ubyte.gz";
+	CHECK_MSG(dlk_data_load(&spec, "train", NULL, &ds, &err) == 0, "train loads: %s", err.msg);
+	CHECK(ds.n == 60000);
+	CHECK(ds.shape[0] == 1 && ds.shape[1] == 28 && ds.shape[2] == 28 && ds.sample_size == 784);
+	CHECK(ds.n_classes == 10);
+	CHECK(ds.y[0] == 9);  /* the first training image is an ankle boot */
+	for (size_t i = 0; i < ds.n; i++) {
+		if (ds.y[i] < 0 || ds.y[i] > 9)
+			ok = 0;
+		else
+			counts[ds.y[i]]++;
+	}
+	CHECK(ok);
+	for (int c = 0; c < 10; c++)
+		ok &= counts[c] == 6000;
+	CHECK_MSG(ok, "6000 training images per class");
+	for (size_t i = 0; i < ds.n * ds.sample_size; i++) {
+		lo = ds.x[i] < lo ? ds.x[i] : lo;
+		hi = ds.x[i] > hi ? ds.x[i] : hi;
+	}
+	CHECK(lo == 0.0f && hi == 1.0f);
+	CHECK(ds.n_sources == 2);
+	CHECK(dlk_sha256_file(FMNIST "train-images-idx3-ubyte.gz", hex) == 0);
+	CHECK_STR(ds.sources[0].sha256, hex);
+	CHECK_STR(ds.sources[1].url, FMNIST "train-labels-idx1-ubyte.gz");
+	dlk_dataset_release(&ds);
+
+	CHECK_MSG(dlk_data_load(&spec, "test", NULL, &ds, &err) == 0, "test loads: %s", err.msg);
+	CHECK(ds.n == 10000 && ds.sample_size == 784 && ds.n_classes == 10);
+	CHECK(ds.y[0] == 9);
+	dlk_dataset_release(&ds);
+
+	/* the pin is checked against the bytes as fetched */
+	spec.test.labels.sha256 = "0000000000000000000000000000000000000000000000000000000000000000";
+	CHECK(dlk_data_load(&spec, "test", NULL, &ds, &err) == -1);
+	CHECK(err.code == DLK_EXIT_CONFIG);
+	CHECK_CONTAINS(err.msg, "t10k-labels-idx1-ubyte.gz': sha256 mismatch: expected 0000000000000000000000000000000000000000000000000000000000000000, got ");
+}
+
+int main(void)
+{
+	tmpdir = xasprintf("%s/dlk-test-idx-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	decode_errors();
+	decode_types();
+	join_errors();
+	containers();
+	fashion_mnist();
+	{
+		char *cmd = xasprintf("rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			printf("# could not remove %s\n", tmpdir);
+		free(cmd);
+	}
+	free(tmpdir);
+	return CHECK_DONE();
+}
