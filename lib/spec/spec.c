@@ -449,6 +449,22 @@ static void suggest_suffix(char *out, size_t len, const char *word, const char *
 		out[0] = '\0';
 }
 
+/* A key valid somewhere else ("epochs" at the top level belongs under training). */
+static void suggest_elsewhere(char *out, size_t len, const char *word)
+{
+	const char *const *keys = spec_known_keys();
+	size_t wl = strlen(word);
+
+	out[0] = '\0';
+	for (size_t i = 0; keys[i]; i++) {
+		size_t kl = strlen(keys[i]);
+		if (kl > wl && keys[i][kl - wl - 1] == '.' && !strcmp(keys[i] + kl - wl, word)) {
+			snprintf(out, len, " (did you mean '%s'?)", keys[i]);
+			return;
+		}
+	}
+}
+
 static void shown_text(char *out, size_t len, const char *s)
 {
 	if (strlen(s) > 60)
@@ -708,7 +724,10 @@ static void parse_fields(struct ctx *c, const struct field *fields, const struct
 		if (!f->key) {
 			char shown[80];
 			shown_text(shown, sizeof(shown), k->text);
-			suggest_suffix(sug, sizeof(sug), k->text, cands, n_cands);
+			/* a key that belongs elsewhere beats a near miss here ("lr" is optimizer.lr, not lr_schedule) */
+			suggest_elsewhere(sug, sizeof(sug), k->text);
+			if (!sug[0])
+				suggest_suffix(sug, sizeof(sug), k->text, cands, n_cands);
 			problem(c, k, p, "unknown key '%s'%s", shown, sug);
 			continue;
 		}
@@ -1641,6 +1660,8 @@ struct dlk_spec *spec_load_mem(const char *text, size_t len, const char *name,
 
 	memset(&c, 0, sizeof(c));
 	c.file = name && *name ? name : "dlk.yaml";
+	if (!text)
+		text = "", len = 0;
 	if (n_sets > SPEC_MAX_SETS) {
 		dlk_errf(err, DLK_EXIT_USAGE, "too many --set options (%zu, the limit is %d)", n_sets, SPEC_MAX_SETS);
 		return NULL;

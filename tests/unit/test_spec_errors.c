@@ -20,6 +20,10 @@ int main(void)
 	CHECK(spec_test_err.code == DLK_EXIT_CONFIG);
 	m = load_msg(MINIMAL "trainig:\n  epochs: 3\n");
 	CHECK_STR(m, "dlk.yaml:10:1: trainig: unknown key 'trainig' (did you mean 'training'?)");
+	m = load_msg(MINIMAL "epochs: 3\n");
+	CHECK_STR(m, "dlk.yaml:10:1: epochs: unknown key 'epochs' (did you mean 'training.epochs'?)");
+	m = load_msg(MINIMAL "training: {lr: 0.1}\n");
+	CHECK_STR(m, "dlk.yaml:10:12: training.lr: unknown key 'lr' (did you mean 'training.optimizer.lr'?)");
 	m = load_msg(MINIMAL "zzzzzz: 1\n");
 	CHECK_STR(m, "dlk.yaml:10:1: zzzzzz: unknown key 'zzzzzz'");
 
