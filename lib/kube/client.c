@@ -353,6 +353,11 @@ static int perform(struct kube_client *c, const struct kube_request *req, struct
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* A watch or a followed log may stay quiet for long: keepalive probes notice a dead peer
+	 * (a node gone, a NAT entry dropped) where no timeout may. */
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 15L);
 	if (c->cfg.proxy_url)
 		curl_easy_setopt(h, CURLOPT_PROXY, c->cfg.proxy_url);
 	if (c->cfg.ca.data) {
