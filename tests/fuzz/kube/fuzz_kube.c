@@ -2,7 +2,7 @@
  * watch stream (JSON lines, split at arbitrary points) and an API error body (Status). The seed
  * corpora are the directories beside this file (tests/unit/test_kube_seeds.c replays them).
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. $(pkg-config --cflags libcjson) \
- *     tests/fuzz/kube/fuzz_kube.c lib/kube/*.c lib/util/*.c -o fuzz_kube $(pkg-config --libs yaml-0.1 libcurl libcjson) -lcrypto
+ *     tests/fuzz/kube/fuzz_kube.c lib/kube/?*.c lib/util/?*.c -o fuzz_kube $(pkg-config --libs yaml-0.1 libcurl libcjson) -lcrypto
  *   ./fuzz_kube tests/fuzz/kube/kubeconfig tests/fuzz/kube/watch tests/fuzz/kube/status */
 #include "lib/kube/api.h"
 #include "lib/kube/kubeconfig.h"
