@@ -492,7 +492,7 @@ async function handle(req, res) {
   if (fault) {
     if (fault.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
     if (fault.status) {
-      const reasons = { 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout' };
+      const reasons = { 410: 'Expired', 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout' };
       const hdr = fault.retryAfter !== undefined ? { 'Retry-After': String(fault.retryAfter) } : {};
       const det = fault.retryAfter !== undefined ? { retryAfterSeconds: fault.retryAfter } : undefined;
       return fail(res, fault.status, reasons[fault.status] || 'InternalError', fault.message || `injected fault ${fault.status}`, det, hdr);
