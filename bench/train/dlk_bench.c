@@ -8,7 +8,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "bench/train/idx.h"
+#include "bench/train/fmnist.h"
 #include "lib/train/train.h"
 
 static double now(void)
@@ -88,8 +88,9 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	struct dlk_dataset train, test;
-	if (fmnist_load("train", limit, &train) || fmnist_load("t10k", 0, &test)) {
-		fprintf(stderr, "dlk_bench: cannot read Fashion-MNIST under " FMNIST_DIR "\n");
+	struct dlk_err lerr = DLK_ERR_INIT;
+	if (fmnist_load("train", limit, &train, &lerr) || fmnist_load("test", 0, &test, &lerr)) {
+		fprintf(stderr, "dlk_bench: %s\n", lerr.msg);
 		return 1;
 	}
 	int is_cnn = !strcmp(argv[1], "cnn");
@@ -114,7 +115,8 @@ int main(int argc, char **argv)
 	       argv[1], epochs, threads, r.train_samples_per_sec, 128e3 / r.train_samples_per_sec, r.eval.accuracy,
 	       r.train_loss, r.seconds, peak_rss_kb() / 1024.0);
 	dlk_train_result_release(&r);
-	fmnist_free(&train);
-	fmnist_free(&test);
+	train.n = 60000;
+	dlk_dataset_release(&train);
+	dlk_dataset_release(&test);
 	return 0;
 }

@@ -82,8 +82,8 @@ static const char *ns_or_default(struct kube_client *c, const char *ns)
 
 /* Sends a buffered request; a 2xx body is parsed into *out (if out), anything else becomes the
  * Status error. */
-static int call(struct kube_client *c, const struct kube_request *req, const struct kube_what *w, cJSON **out,
-		struct dlk_err *err)
+static int call_status(struct kube_client *c, const struct kube_request *req, const struct kube_what *w, cJSON **out,
+		       long *status, struct dlk_err *err)
 {
 	struct kube_response r = KUBE_RESPONSE_INIT;
 	int rc = -1;
@@ -96,6 +96,8 @@ static int call(struct kube_client *c, const struct kube_request *req, const str
 		dlk_errf(err, DLK_EXIT_FAIL, "%s %s: cancelled", w->verb, w->resource);
 		goto out;
 	}
+	if (status)
+		*status = r.status;
 	if (r.status < 200 || r.status > 299) {
 		kube_status_error(c, w, r.status, r.body.data, err);
 		goto out;
@@ -113,6 +115,12 @@ static int call(struct kube_client *c, const struct kube_request *req, const str
 out:
 	kube_response_release(&r);
 	return rc;
+}
+
+static int call(struct kube_client *c, const struct kube_request *req, const struct kube_what *w, cJSON **out,
+		struct dlk_err *err)
+{
+	return call_status(c, req, w, out, NULL, err);
 }
 
 struct objinfo {
@@ -228,8 +236,9 @@ int kube_list(struct kube_client *c, const char *kind, const char *ns, const str
 	base = kube_path(res, ns, NULL, NULL);
 	all = cJSON_CreateObject();
 	items = cJSON_AddArrayToObject(all, "items");
-	for (int pages = 0;; pages++) {
+	for (int pages = 0, restarted = 0;; pages++) {
 		struct dlk_buf p = DLK_BUF_INIT;
+		long status = 0;
 		dlk_buf_adds(&p, base);
 		selectors(&p, opts);
 		if (opts && opts->limit > 0) {
@@ -239,8 +248,19 @@ int kube_list(struct kube_client *c, const char *kind, const char *ns, const str
 		query(&p, "continue", cont);
 		struct kube_request req = { .method = "GET", .path = p.data, .retry_safe = 1 };
 		struct kube_what w = { "list", res->plural, ns, NULL };
-		int crc = call(c, &req, &w, &page, err);
+		int crc = call_status(c, &req, &w, &page, &status, err);
 		dlk_buf_release(&p);
+		if (crc < 0 && status == 410 && cont && !restarted) {
+			/* The continue token expired (the server compacted): start over, once, from a
+			 * fresh list, as kubectl does; the items so far may be stale. */
+			restarted = 1;
+			free(cont);
+			cont = NULL;
+			cJSON_Delete(cJSON_DetachItemFromObjectCaseSensitive(all, "items"));
+			items = cJSON_AddArrayToObject(all, "items");
+			dlk_err_clear(err);
+			continue;
+		}
 		if (crc < 0)
 			goto out;
 		cJSON *pi = cJSON_DetachItemFromObjectCaseSensitive(page, "items"), *it;
@@ -349,24 +369,40 @@ struct watch_state {
 	int gone, stop, fail, events;
 };
 
+cJSON *kube_watch_event_parse(const char *line, size_t len, const char **type, const cJSON **obj,
+			      struct dlk_err *err)
+{
+	cJSON *ev = cJSON_ParseWithLength(line, len);
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "type");
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(ev, "object");
+
+	if (!cJSON_IsString(t) || !cJSON_IsObject(o)) {
+		cJSON_Delete(ev);
+		dlk_errf(err, DLK_EXIT_CONNECT, "watch: the server sent a line that is not a watch event");
+		return NULL;
+	}
+	*type = t->valuestring;
+	*obj = o;
+	return ev;
+}
+
 static int watch_line(const char *line, size_t len, void *ud)
 {
 	struct watch_state *s = ud;
-	cJSON *ev = cJSON_ParseWithLength(line, len), *type, *obj;
+	const char *type;
+	const cJSON *obj;
+	cJSON *ev;
 	int rc = 0;
 
-	if (!len || (len == 1 && line[0] == '\r'))
-		goto out;
-	type = cJSON_GetObjectItemCaseSensitive(ev, "type");
-	obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
-	if (!cJSON_IsString(type) || !cJSON_IsObject(obj)) {
-		dlk_errf(s->err, DLK_EXIT_CONNECT, "watch: the server sent a line that is not a watch event");
+	if (!len)
+		return 0; /* keep-alive newline */
+	ev = kube_watch_event_parse(line, len, &type, &obj, s->err);
+	if (!ev) {
 		s->fail = 1;
-		rc = 1;
-		goto out;
+		return 1;
 	}
-	if (!strcmp(type->valuestring, "ERROR")) {
-		cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
+	if (!strcmp(type, "ERROR")) {
+		const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
 		if (cJSON_IsNumber(code) && code->valueint == 410) {
 			s->gone = 1;
 		} else {
@@ -379,13 +415,13 @@ static int watch_line(const char *line, size_t len, void *ud)
 		rc = 1;
 		goto out;
 	}
-	cJSON *rv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
+	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
 	if (cJSON_IsString(rv) && rv->valuestring[0]) {
 		free(s->rv);
 		s->rv = xstrdup(rv->valuestring);
 	}
 	s->events++;
-	int r = s->fn(type->valuestring, obj, s->ud, s->err);
+	int r = s->fn(type, obj, s->ud, s->err);
 	if (r > 0)
 		s->stop = 1, rc = 1;
 	else if (r < 0)

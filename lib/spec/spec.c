@@ -25,7 +25,7 @@
 #include <string.h>
 
 #ifndef DLK_VERSION
-#define DLK_VERSION "0.0.0"
+#error "DLK_VERSION must be defined (the Makefile passes -DDLK_VERSION)"
 #endif
 #define DLK_DEFAULT_IMAGE "dlk:" DLK_VERSION
 
@@ -449,6 +449,22 @@ static void suggest_suffix(char *out, size_t len, const char *word, const char *
 		out[0] = '\0';
 }
 
+/* A key valid somewhere else ("epochs" at the top level belongs under training). */
+static void suggest_elsewhere(char *out, size_t len, const char *word)
+{
+	const char *const *keys = spec_known_keys();
+	size_t wl = strlen(word);
+
+	out[0] = '\0';
+	for (size_t i = 0; keys[i]; i++) {
+		size_t kl = strlen(keys[i]);
+		if (kl > wl && keys[i][kl - wl - 1] == '.' && !strcmp(keys[i] + kl - wl, word)) {
+			snprintf(out, len, " (did you mean '%s'?)", keys[i]);
+			return;
+		}
+	}
+}
+
 static void shown_text(char *out, size_t len, const char *s)
 {
 	if (strlen(s) > 60)
@@ -457,15 +473,21 @@ static void shown_text(char *out, size_t len, const char *s)
 		snprintf(out, len, "%s", s);
 }
 
-/* Reports a key that appears twice in a mapping; returns 1 when keys[i] is such a repeat. */
+static void duplicate_problem(struct ctx *c, const struct ynode *map, int i, int first, const char *path)
+{
+	char p[512];
+	join_path(p, sizeof(p), path, map->keys[i]->text);
+	problem(c, map->keys[i], p, "duplicate key '%s' (first at line %d)", map->keys[i]->text,
+	        map->keys[first]->line);
+}
+
+/* Reports a key that appears twice in a mapping; returns 1 when keys[i] is such a repeat.
+ * Quadratic: only for mappings already bounded to a few dozen entries. */
 static int duplicate_key(struct ctx *c, const struct ynode *map, int i, const char *path)
 {
 	for (int j = 0; j < i; j++)
 		if (!strcmp(map->keys[j]->text, map->keys[i]->text)) {
-			char p[512];
-			join_path(p, sizeof(p), path, map->keys[i]->text);
-			problem(c, map->keys[i], p, "duplicate key '%s' (first at line %d)", map->keys[i]->text,
-			        map->keys[j]->line);
+			duplicate_problem(c, map, i, j, path);
 			return 1;
 		}
 	return 0;
@@ -674,27 +696,38 @@ static void parse_fields(struct ctx *c, const struct field *fields, const struct
                          const char *path)
 {
 	const char *cands[32];
+	int first[32];          /* where each field's key was first seen, -1 if not yet */
 	size_t n_cands = 0;
 	char p[512], sug[96];
 
 	if (ynode_is_null(node))
 		node = NULL;
-	for (const struct field *f = fields; f->key && n_cands < DLK_ARRAY_SIZE(cands); f++)
+	for (const struct field *f = fields; f->key && n_cands < DLK_ARRAY_SIZE(cands); f++) {
+		first[n_cands] = -1;
 		cands[n_cands++] = f->key;
+	}
 	if (node && node->kind != YN_MAP)
 		return type_problem(c, node, path, "a mapping");
+	/* linear in the mapping's size: a hostile file may hold 100000 keys */
 	for (int i = 0; node && i < node->n; i++) {
 		const struct ynode *k = node->keys[i], *v = node->vals[i];
 		const struct field *f;
-		if (duplicate_key(c, node, i, path))
-			continue;
 		join_path(p, sizeof(p), path, k->text);
 		for (f = fields; f->key && strcmp(f->key, k->text); f++)
 			;
+		if (f->key && first[f - fields] >= 0) {
+			duplicate_problem(c, node, i, first[f - fields], path);
+			continue;
+		}
+		if (f->key)
+			first[f - fields] = i;
 		if (!f->key) {
 			char shown[80];
 			shown_text(shown, sizeof(shown), k->text);
-			suggest_suffix(sug, sizeof(sug), k->text, cands, n_cands);
+			/* a key that belongs elsewhere beats a near miss here ("lr" is optimizer.lr, not lr_schedule) */
+			suggest_elsewhere(sug, sizeof(sug), k->text);
+			if (!sug[0])
+				suggest_suffix(sug, sizeof(sug), k->text, cands, n_cands);
 			problem(c, k, p, "unknown key '%s'%s", shown, sug);
 			continue;
 		}
@@ -706,12 +739,9 @@ static void parse_fields(struct ctx *c, const struct field *fields, const struct
 		parse_value(c, f, v, base, p);
 	}
 	for (const struct field *f = fields; f->key; f++) {
-		int present = 0;
 		if (!(f->flags & REQ))
 			continue;
-		for (int i = 0; node && i < node->n && !present; i++)
-			present = !strcmp(node->keys[i]->text, f->key);
-		if (!present) {
+		if (first[f - fields] < 0) {
 			join_path(p, sizeof(p), path, f->key);
 			if (node)
 				problem(c, node, p, "missing required key '%s'", f->key);
@@ -759,6 +789,8 @@ static void dump_str(struct dlk_buf *b, const char *s)
 static void dump_double(struct dlk_buf *b, double v, int is_float)
 {
 	char t[64];
+	if (v == 0)
+		v = 0; /* -0 would read back as the integer 0 */
 	for (int prec = 1; prec <= 17; prec++) {
 		snprintf(t, sizeof(t), "%.*g", prec, v);
 		double back = strtod(t, NULL);
@@ -1316,6 +1348,8 @@ static const struct ynode *pos_or(const struct ctx *c, const void *ptr, int cont
 static void check_split(struct ctx *c, struct dlk_split *sp, const char *name, int required, const struct ynode *data_node)
 {
 	const struct ynode *at = pos_or(c, sp, GIVEN_MAP, data_node);
+	if (at->kind != YN_MAP && !ynode_is_null(at))
+		return; /* already reported: not a mapping */
 	int idx = c->spec->data.format == DLK_DATA_IDX;
 	const char *fmt = spec_format_name(c->spec->data.format);
 	char p[128];
@@ -1626,6 +1660,8 @@ struct dlk_spec *spec_load_mem(const char *text, size_t len, const char *name,
 
 	memset(&c, 0, sizeof(c));
 	c.file = name && *name ? name : "dlk.yaml";
+	if (!text)
+		text = "", len = 0;
 	if (n_sets > SPEC_MAX_SETS) {
 		dlk_errf(err, DLK_EXIT_USAGE, "too many --set options (%zu, the limit is %d)", n_sets, SPEC_MAX_SETS);
 		return NULL;

@@ -50,8 +50,8 @@ int ynode_is_null(const struct ynode *n);
 /* Converts an int / float scalar; 0 on success, -1 when not of that type or out of range. */
 int ynode_int(const struct ynode *n, long long *out);
 int ynode_float(const struct ynode *n, double *out);
-/* "a mapping", "a sequence", "the string \"3\"", "'lots'", ... for messages; static storage
- * is not used: writes into buf. */
+/* Describes a node for messages ("a mapping", "a sequence", "the string \"3\"", "the integer 0",
+ * "'lots'"), written into buf, which is returned. */
 const char *ynode_describe(const struct ynode *n, char *buf, size_t len);
 
 #endif

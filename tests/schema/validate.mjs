@@ -8,7 +8,8 @@
 //   - the rules of an Indexed Job that dlk relies on, and the Service its pods' subdomain names
 //
 // Usage: node validate.mjs [FILE|-]...      (no FILE: read stdin)
-// Each input holds a JSON array of objects, one object, or a List ({"kind": "List", "items": [...]}).
+// Each input holds a JSON array of objects, one object, a List ({"kind": "List", "items": [...]}),
+// or one JSON object per line.
 // All inputs together form one set: references (a Job's subdomain, service account and ConfigMap
 // volumes) are looked up among all of them. Prints "ok: N objects" and exits 0 when everything is
 // valid; otherwise prints one problem per line ("Kind/name: path: problem") and exits 1.
@@ -41,8 +42,13 @@ function readInputs(args) {
     try {
       v = JSON.parse(text);
     } catch (e) {
-      console.error(`error: '${f}' is not JSON: ${e.message}`);
-      process.exit(2);
+      // one JSON object per line (a stream) is accepted too
+      try {
+        v = text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+      } catch {
+        console.error(`error: '${f}' is not JSON: ${e.message}`);
+        process.exit(2);
+      }
     }
     if (v && !Array.isArray(v) && v.kind === "List" && Array.isArray(v.items)) v = v.items;
     for (const o of Array.isArray(v) ? v : [v]) objects.push(o);
@@ -237,6 +243,10 @@ function checkIndexedJob(obj, path, spec, all) {
     report(obj, `${path}/podFailurePolicy`, "requires template.spec.restartPolicy Never");
   if (spec.successPolicy !== undefined && spec.completionMode !== "Indexed")
     report(obj, `${path}/successPolicy`, "requires completionMode Indexed");
+  // pod i of an Indexed Job has the hostname <job>-<i>, a DNS label
+  const jobName = obj.kind === "CronJob" ? `${obj.metadata?.name}-12345678901` : obj.metadata?.name;
+  const host = `${jobName}-${Math.max(0, (spec.completions ?? 1) - 1)}`;
+  if (host.length > 63) report(obj, "/metadata/name", `pod hostname '${host}' is longer than 63 characters`);
   if (pod.subdomain === undefined) {
     report(obj, `${path}/template/spec/subdomain`, "must name the headless Service that gives the workers DNS names");
   } else {

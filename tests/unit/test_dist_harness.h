@@ -75,7 +75,7 @@ static inline struct rank_result *h_start(int world, unsigned skip_mask, h_rank_
 			res[r].rc = rc;
 			res[r].t_end = net_now_ms();
 			res[r].done = 1;
-			_exit(0);
+			exit(0); /* not _exit: let LeakSanitizer check the child too */
 		}
 	}
 	close(h_lfd);
@@ -93,8 +93,14 @@ static inline void h_wait(struct rank_result *res, int world, int timeout_ms)
 			continue;
 		for (;;) {
 			pid_t p = waitpid(h_pids[r], &res[r].status, WNOHANG);
-			if (p == h_pids[r])
+			if (p == h_pids[r]) {
+				if (!WIFEXITED(res[r].status) || WEXITSTATUS(res[r].status)) {
+					/* e.g. a sanitizer report on the way out */
+					printf("# rank %d exited with status %d\n", r, res[r].status);
+					res[r].fails++;
+				}
 				break;
+			}
 			if (net_now_ms() > deadline) {
 				kill(h_pids[r], SIGKILL);
 				waitpid(h_pids[r], &res[r].status, 0);

@@ -113,7 +113,13 @@ static void env_tests(void)
 static struct rank_result *run(int world, unsigned skip, struct rz_arg *a, int wait_ms)
 {
 	struct rank_result *res = h_start(world, skip, run_rz, a);
+	int clean = 1;
+
 	h_wait(res, world, wait_ms);
+	for (int r = 0; r < world; r++)
+		if (!(skip & (1u << r)) && (!WIFEXITED(res[r].status) || WEXITSTATUS(res[r].status)))
+			clean = 0;
+	CHECK_MSG(clean, "world %d: every rank returned and exited cleanly", world);
 	return res;
 }
 

@@ -103,6 +103,7 @@ int main(void)
 			CHECK_CONTAINS(res[r].msg, "all-reduce: no data from rank 2 for 1.5s (step ");
 			CHECK_MSG(res[r].t_end - t_stop < 1500 + 2500, "rank %d gives up within the stall timeout (%lld ms)",
 				  r, res[r].t_end - t_stop);
+			CHECK_MSG(!res[r].fails, "rank %d keeps failing and exits cleanly", r);
 		}
 		kill(frozen, SIGKILL);
 		waitpid(frozen, NULL, 0);
@@ -115,8 +116,8 @@ int main(void)
 		struct rank_result *res = h_start(3, 0, run_loop, &a);
 		h_wait(res, 3, 15000);
 		for (int r = 0; r < 3; r++)
-			CHECK_MSG(res[r].done && res[r].code == DLK_EXIT_FAIL, "rank %d: size mismatch fails (code %d: %s)",
-				  r, res[r].code, res[r].msg);
+			CHECK_MSG(res[r].done && !res[r].fails && res[r].code == DLK_EXIT_FAIL,
+				  "rank %d: size mismatch fails (code %d: %s)", r, res[r].code, res[r].msg);
 		for (int r = 0; r < 3; r++) {
 			CHECK_CONTAINS(res[r].msg, "4194300 bytes");
 			CHECK_CONTAINS(res[r].msg, "4194304 bytes");

@@ -271,7 +271,19 @@ int main(void)
 		CHECK(kube_list(c, "ConfigMap", "page", &lo, &out, &err) == 0);
 		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(out, "items")) == 3);
 		cJSON_Delete(out);
+		/* an expired continue token: the list starts over, nothing is counted twice */
+		for (int i = 0; i < 3; i++) {
+			o = obj("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"e%d\",\"namespace\":\"expire\"}}", i);
+			CHECK(kube_create(c, o, NULL, &err) == 0);
+			cJSON_Delete(o);
+		}
 		lo.label_selector = NULL;
+		lo.limit = 2;
+		CHECK(kube_list(c, "ConfigMap", "expire", &lo, &out, &err) == 0);
+		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(out, "items")) == 3);
+		CHECK(kt_log_count(&srv, "/namespaces/expire/configmaps\",\"query\":\"?limit=2&continue=") == 2);
+		cJSON_Delete(out);
+		lo.limit = 0;
 		lo.field_selector = "metadata.name=p3";
 		CHECK(kube_list(c, "ConfigMap", "page", &lo, &out, &err) == 0);
 		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(out, "items")) == 1);

@@ -20,6 +20,10 @@ int main(void)
 	CHECK(spec_test_err.code == DLK_EXIT_CONFIG);
 	m = load_msg(MINIMAL "trainig:\n  epochs: 3\n");
 	CHECK_STR(m, "dlk.yaml:10:1: trainig: unknown key 'trainig' (did you mean 'training'?)");
+	m = load_msg(MINIMAL "epochs: 3\n");
+	CHECK_STR(m, "dlk.yaml:10:1: epochs: unknown key 'epochs' (did you mean 'training.epochs'?)");
+	m = load_msg(MINIMAL "training: {lr: 0.1}\n");
+	CHECK_STR(m, "dlk.yaml:10:12: training.lr: unknown key 'lr' (did you mean 'training.optimizer.lr'?)");
 	m = load_msg(MINIMAL "zzzzzz: 1\n");
 	CHECK_STR(m, "dlk.yaml:10:1: zzzzzz: unknown key 'zzzzzz'");
 
@@ -90,6 +94,16 @@ int main(void)
 	CHECK_STR(m, "dlk.yaml:10:40: training.optimizer.lr: expected a number > 0, got a sequence");
 	m = load_msg(MINIMAL "labels: [a]\n");
 	CHECK_STR(m, "dlk.yaml:10:9: labels: expected a mapping of label keys to values, got a sequence");
+	/* a section of the wrong type is one problem, not a cascade */
+	m = load_msg("name: demo\ndata: [1]\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:7: data: expected a mapping, got a sequence");
+	m = load_msg("name: demo\ndata: {train: [a]}\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:15: data.train: expected a mapping, got a sequence");
+	m = load_msg("name: demo\ndata: {train: {images: [a], labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:24: data.train.images: expected a URL or a mapping {url, sha256}, got a sequence");
+	m = load_msg("name: demo\ndata: {train: {images: {sha256: 0}, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:33: data.train.images.sha256: expected a string, got the integer 0\n"
+	             "dlk.yaml:2:24: data.train.images.url: missing required key 'url'");
 	m = load_msg("- name: demo\n");
 	CHECK_STR(m, "dlk.yaml:1:1: expected a mapping at the top level, got a sequence");
 	m = load_msg("");

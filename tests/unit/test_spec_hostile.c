@@ -206,6 +206,24 @@ int main(void)
 		dlk_buf_release(&b);
 	}
 
+	/* a mapping with 95000 keys is handled in linear time (duplicates included) */
+	{
+		struct dlk_buf b = DLK_BUF_INIT;
+		clock_t start = clock();
+		dlk_buf_adds(&b, MINIMAL);
+		for (int i = 0; i < 95000; i++)
+			dlk_buf_addf(&b, "k%d: 1\n", i % 50000);
+		m = load_len(b.data, b.len);
+		CHECK_CONTAINS(m, "dlk.yaml:10:1: k0: unknown key 'k0'");
+		CHECK_CONTAINS(m, "more problems");
+		double secs = (double)(clock() - start) / CLOCKS_PER_SEC;
+		CHECK_MSG(secs < 5, "95000 keys take %.2fs", secs);
+		dlk_buf_release(&b);
+		m = load_msg(MINIMAL "training:\n  seed: 1\n  seed: 2\n  seed: 3\n");
+		CHECK_STR(m, "dlk.yaml:12:3: training.seed: duplicate key 'seed' (first at line 11)\n"
+		             "dlk.yaml:13:3: training.seed: duplicate key 'seed' (first at line 11)");
+	}
+
 	/* a very long value is shortened in messages */
 	t = repeat("name: ", "A", 300000, "\ndata: {train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
 	m = load_len(t, strlen(t));

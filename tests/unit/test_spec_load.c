@@ -358,6 +358,15 @@ static void test_dump(void)
 	spec_free(b);
 	spec_free(c);
 
+	/* negative zero dumps as 0, which reads back as the same number */
+	const char *negzero[] = { "data.mean=-0.0" };
+	s = load_sets(MINIMAL "training: {grad_clip: -0.0}\n", negzero, 1);
+	CHECK_MSG(s != NULL, "-0.0 loads: %s", spec_test_err.msg);
+	if (s) {
+		CHECK(round_trips(s));
+		spec_free(s);
+	}
+
 	/* floats keep their exact value through the dump */
 	const char *scale[] = { "data.scale=0.00392156862745098", "data.mean=0.1307", "data.std=0.3081" };
 	s = load_sets(MINIMAL "training: {optimizer: {lr: 0.1234567890123456789, eps: 3.3e-12}}\n", scale, 3);

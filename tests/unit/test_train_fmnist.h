@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-#include "bench/train/idx.h"
+#include "bench/train/fmnist.h"
 #include "lib/train/train.h"
 
 static struct dlk_layer_spec fm_mlp[] = {

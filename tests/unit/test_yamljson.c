@@ -371,6 +371,12 @@ static void test_emit_shape(void)
 	free(y);
 	cJSON_Delete(docs);
 
+	docs = cJSON_CreateArray();
+	y = yamljson_emit_stream(docs, &err);
+	CHECK_STR(y, "");
+	free(y);
+	cJSON_Delete(docs);
+
 	/* invalid UTF-8 cannot be carried: an error, not a broken document */
 	v = cJSON_CreateObject();
 	cJSON_AddStringToObject(v, "k", "bad \xff byte");
