@@ -44,7 +44,7 @@ MAN_IN := $(sort $(wildcard man/*.in))
 MAN_OUT := $(MAN_IN:man/%.in=$(BUILD)/man/%)
 COMMANDS = $(shell ./dlk __commands 2>/dev/null)
 
-.PHONY: all deps test test-unit test-long test-gpu demo bench install clean gpu man fuzz
+.PHONY: all deps test test-unit test-long test-gpu demo bench install clean gpu man fuzz fuzz-build
 all: dlk man gpu
 
 deps:
@@ -107,9 +107,41 @@ endif
 
 test-unit: $(UNIT_BIN)
 
+# Fuzzing (libFuzzer, clang): one target per parser of outside bytes, tests/fuzz/fuzz_NAME.c, with
+# its seed corpus in tests/fuzz/NAME/. `make fuzz` runs each for FUZZ_SECONDS on a copy of the
+# corpus; `make test` replays every corpus and fuzzes each target briefly (tests/shell/t0900).
+FUZZ_CC ?= clang
+FUZZ_BUILD := build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/templates.o
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. $(PKG_CFLAGS) -DDLK_VERSION='"$(VERSION)"' \
+	-fsanitize=fuzzer-no-link $(FUZZ_SAN)
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC  $<"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+$(FUZZ_BUILD)/templates.o: $(BUILD)/templates.c
+	@mkdir -p $(FUZZ_BUILD)
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
+	@echo "  FUZZLD  $@"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(LDLIBS)
+.SECONDARY: $(FUZZ_LIB_OBJ)
+fuzz-build: $(FUZZ_BIN)
+fuzz: fuzz-build
+	@for f in $(FUZZ_BIN); do t=$${f##*/fuzz_}; mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	  echo "== $$t ($(FUZZ_SECONDS)s)"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- $(FUZZ_BUILD)/corpus/$$t tests/fuzz/$$t 2>&1 | \
+	    grep -E "^stat::number_of_executed_units|^#[0-9]+ *DONE|ERROR|SUMMARY" || exit 1; done
+
 test:
 	@.ci/deps test
 	@$(MAKE) --no-print-directory all test-unit
+	@if command -v $(FUZZ_CC) >/dev/null 2>&1; then $(MAKE) --no-print-directory fuzz-build; fi
 	@BUILD=$(BUILD) tests/run
 
 test-long: all
@@ -141,6 +173,6 @@ install: all
 	if [ -f $(BUILD)/libdlk-cuda.so ]; then install -m 755 $(BUILD)/libdlk-cuda.so $(DESTDIR)$(PREFIX)/lib/dlk/; fi
 
 clean:
-	rm -rf build build-san dlk
+	rm -rf build build-san build-fuzz dlk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,9 +1,6 @@
 /* libFuzzer target for the parsers lib/kube feeds with outside bytes: a kubeconfig (YAML), a
  * watch stream (JSON lines, split at arbitrary points) and an API error body (Status). The seed
- * corpora are the directories beside this file (tests/unit/test_kube_seeds.c replays them).
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. $(pkg-config --cflags libcjson) \
- *     tests/fuzz/kube/fuzz_kube.c lib/kube/?*.c lib/util/?*.c -o fuzz_kube $(pkg-config --libs yaml-0.1 libcurl libcjson) -lcrypto
- *   ./fuzz_kube tests/fuzz/kube/kubeconfig tests/fuzz/kube/watch tests/fuzz/kube/status */
+ * corpus is tests/fuzz/kube/ (tests/unit/test_kube_seeds.c also replays it as a unit test). */
 #include "lib/kube/api.h"
 #include "lib/kube/kubeconfig.h"
 #include "lib/kube/yamljson.h"
