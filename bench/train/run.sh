@@ -17,7 +17,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 [ -f "$build/libdlk.a" ] || { echo "bench/train: build $build/libdlk.a first (make)" >&2; exit 2; }
-pkgs="openblas libarchive libcrypto libcurl libcjson yaml-0.1"
+pkgs="openblas libarchive libcrypto libcurl libcjson"
 ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -I. $(pkg-config --cflags $pkgs) -o "$out/dlk_bench" \
 	bench/train/dlk_bench.c "$build/libdlk.a" $(pkg-config --libs $pkgs) -ldl -lpthread -lm
 
@@ -49,7 +49,8 @@ echo "threads: $threads, batch 128, Adam 1e-3; MLP $epochs_mlp epochs, CNN $epoc
 "$out/dlk_bench" gemm 1 "$threads" > "$out/gemm.json"
 "$out/dlk_bench" mlp "$epochs_mlp" "$threads" > "$out/dlk_mlp.json"
 $py bench/train/torch_bench.py mlp "$epochs_mlp" "$threads" > "$out/torch_mlp.json"
-"$out/dlk_bench" cnn "$epochs_cnn" "$threads" > "$out/dlk_cnn.json"
+DLK_BENCH_BUNDLE="$out/cnn.dlk" "$out/dlk_bench" cnn "$epochs_cnn" "$threads" > "$out/dlk_cnn.json"
+$py bench/train/torch_bench.py check cnn "$out/cnn.dlk" > "$out/check.json"
 $py bench/train/torch_bench.py cnn "$epochs_cnn" "$threads" > "$out/torch_cnn.json"
 
 $py - "$out" <<'PY'
@@ -70,4 +71,8 @@ for m in ("mlp", "cnn"):
     if m == "mlp":
         print("mlp   step %.3f ms, of which its GEMMs alone take %.3f ms (%.0f%%)" % (
             a["step_ms"], gemm["step_ms"], 100 * gemm["step_ms"] / a["step_ms"]))
+c = r("check")
+print("cnn   dlk's bundle loaded into PyTorch: test accuracy %.4f (dlk recorded %.4f)%s" % (
+    c["test_accuracy"], c["dlk_recorded_accuracy"],
+    "" if abs(c["test_accuracy"] - c["dlk_recorded_accuracy"]) < 1e-3 else "  MISMATCH"))
 PY
