@@ -1,6 +1,8 @@
 /* Benchmark driver: trains the MLP or the CNN of bench/train/README on Fashion-MNIST with
  * lib/train and prints one JSON line (samples/s, test accuracy, peak RSS). With "gemm" as the
  * model it times the MLP's GEMMs alone (the same calls a training step makes).
+ * With $DLK_BENCH_BUNDLE set, the trained model is also written there as a bundle, so that the
+ * PyTorch script can load its weights.safetensors and check it predicts the same.
  *   dlk_bench mlp|cnn|gemm EPOCHS THREADS [LIMIT] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 #include <time.h>
 
 #include "bench/train/fmnist.h"
+#include "lib/train/bundle.h"
 #include "lib/train/train.h"
 
 static double now(void)
@@ -114,6 +117,16 @@ int main(int argc, char **argv)
 	       "\"step_ms\":%.4f,\"test_accuracy\":%.4f,\"train_loss\":%.4f,\"seconds\":%.2f,\"peak_rss_mb\":%.1f}\n",
 	       argv[1], epochs, threads, r.train_samples_per_sec, 128e3 / r.train_samples_per_sec, r.eval.accuracy,
 	       r.train_loss, r.seconds, peak_rss_kb() / 1024.0);
+	const char *bundle = getenv("DLK_BENCH_BUNDLE");
+	if (bundle && *bundle) {
+		struct dlk_bundle_info bi = { .name = argv[1], .model = &model, .training = &tr, .net = &r.net,
+		                              .eval = &r.eval, .train_loss = r.train_loss, .train = &train, .test = &test,
+		                              .seed = tr.seed, .started_at = r.started_at, .finished_at = r.finished_at };
+		if (dlk_bundle_write(bundle, &bi, &err)) {
+			fprintf(stderr, "dlk_bench: %s\n", err.msg);
+			return 1;
+		}
+	}
 	dlk_train_result_release(&r);
 	train.n = 60000;
 	dlk_dataset_release(&train);

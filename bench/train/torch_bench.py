@@ -1,10 +1,13 @@
 """PyTorch CPU reference for bench/train/run.sh: the same MLP / CNN, batch 128, Adam 1e-3,
 PyTorch's default init, the same data (Fashion-MNIST, scaled to [0, 1]), a fixed thread count.
-Prints one JSON line like dlk_bench. Usage: torch_bench.py mlp|cnn|blas EPOCHS THREADS [LIMIT]"""
+Prints one JSON line like dlk_bench. Usage: torch_bench.py mlp|cnn|blas EPOCHS THREADS [LIMIT]
+or: torch_bench.py check mlp|cnn BUNDLE.dlk  (loads a dlk bundle's weights.safetensors into the
+same PyTorch model, without the safetensors package, and prints its test accuracy)"""
 import gzip
 import json
 import resource
 import sys
+import tarfile
 import time
 
 import numpy as np
@@ -49,7 +52,36 @@ def model(kind):
                          nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
+def check_bundle(kind, path):
+    with tarfile.open(path) as tar:
+        meta = json.load(tar.extractfile("model.json"))
+        raw = tar.extractfile("weights.safetensors").read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    state = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        assert t["dtype"] == "F32", t
+        a, b = t["data_offsets"]
+        state[name.replace("layers.", "", 1)] = torch.from_numpy(
+            np.frombuffer(data[a:b], dtype="<f4").copy().reshape(t["shape"]))
+    m = model(kind)
+    m.load_state_dict(state, strict=True)  # names and shapes must be exactly PyTorch's
+    m.eval()
+    xte, yte = load("t10k")
+    with torch.no_grad():
+        acc = (m(xte).argmax(1) == yte).float().mean().item()
+    print(json.dumps({"impl": "pytorch-loaded-dlk-bundle", "model": kind, "test_accuracy": round(acc, 4),
+                      "dlk_recorded_accuracy": round(meta["metrics"]["test_accuracy"], 4)}))
+
+
 def main():
+    if sys.argv[1] == "check":
+        torch.set_num_threads(2)
+        check_bundle(sys.argv[2], sys.argv[3])
+        return
     kind, epochs, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     limit = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     torch.set_num_threads(threads)

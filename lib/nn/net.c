@@ -290,8 +290,7 @@ static void free_batch_buffers(struct dlk_net *net)
 	}
 	be->free(net->gbuf[0]);
 	be->free(net->gbuf[1]);
-	be->free(net->work);
-	net->gbuf[0] = net->gbuf[1] = net->work = NULL;
+	net->gbuf[0] = net->gbuf[1] = NULL;
 	net->batch_cap = 0;
 }
 
@@ -303,7 +302,7 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 	if (batch <= 0 || batch > (1 << 20))
 		return dlk_errf(err, DLK_EXIT_CONFIG, "training.batch_size: %d is not in 1..%d", batch, 1 << 20);
 	free_batch_buffers(net);
-	size_t B = (size_t)batch, gmax = net->input_size, work = 0;
+	size_t B = (size_t)batch, gmax = net->input_size;
 	int ok = 1;
 	for (int i = 0; i < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i];
@@ -330,7 +329,6 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 				                batch, i);
 			ok = ok && (L->y = be->alloc(sizeof(float) * B * L->out_size));
 			ok = ok && (L->col = be->alloc(sizeof(float) * ckk * ncol));
-			work = B * L->out_size > work ? B * L->out_size : work;
 			break;
 		}
 		case DLK_LAYER_RELU:
@@ -347,15 +345,12 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 	}
 	if (ok) {
 		ok = (net->gbuf[0] = be->alloc(sizeof(float) * B * gmax)) && (net->gbuf[1] = be->alloc(sizeof(float) * B * gmax));
-		if (ok && work)
-			ok = !!(net->work = be->alloc(sizeof(float) * work));
 	}
 	if (!ok) {
 		free_batch_buffers(net);
 		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for the activations of a batch of %d",
 		                be->name, batch);
 	}
-	net->work_size = work;
 	net->batch_cap = batch;
 	return 0;
 }
@@ -379,8 +374,11 @@ const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int
 			int ncol = batch * ohw;
 			be->im2col(x, batch, L->in[0], L->in[1], L->in[2], k, L->spec.stride, L->spec.padding,
 			           L->out[1], L->out[2], L->col);
-			be->sgemm(0, 0, L->out[0], ncol, ckk, 1.0f, W, ckk, L->col, ncol, 0.0f, net->work, ncol);
-			be->conv_out(net->work, b, batch, L->out[0], ohw, L->act, y);
+			/* the gradient buffers are idle during the forward pass: one holds the GEMM's
+			 * [filters, batch*hw] result before it is reordered to NCHW */
+			float *t = net->gbuf[0];
+			be->sgemm(0, 0, L->out[0], ncol, ckk, 1.0f, W, ckk, L->col, ncol, 0.0f, t, ncol);
+			be->conv_out(t, b, batch, L->out[0], ohw, L->act, y);
 			break;
 		}
 		case DLK_LAYER_MAXPOOL:
@@ -448,12 +446,15 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 		case DLK_LAYER_CONV2D: {
 			int k = L->spec.kernel, ohw = L->out[1] * L->out[2], ckk = L->in[0] * k * k, f = L->out[0];
 			int ncol = batch * ohw;
-			be->conv_grad_in(g, batch, f, ohw, net->work);
-			be->sgemm(0, 1, f, ckk, ncol, 1.0f, net->work, ncol, L->col, ncol, 0.0f, dW, ckk);
-			be->sum_cols(net->work, f, ncol, db);
+			/* g is dead once reordered, and gout is written only by the final col2im, which
+			 * no longer needs dt: so dt lives in gout's buffer */
+			float *dt = gout;
+			be->conv_grad_in(g, batch, f, ohw, dt);
+			be->sgemm(0, 1, f, ckk, ncol, 1.0f, dt, ncol, L->col, ncol, 0.0f, dW, ckk);
+			be->sum_cols(dt, f, ncol, db);
 			if (L->need_dx) {
 				/* the im2col buffer is no longer needed: it takes the column gradient */
-				be->sgemm(1, 0, ckk, ncol, f, 1.0f, W, ckk, net->work, ncol, 0.0f, L->col, ncol);
+				be->sgemm(1, 0, ckk, ncol, f, 1.0f, W, ckk, dt, ncol, 0.0f, L->col, ncol);
 				be->col2im(L->col, batch, L->in[0], L->in[1], L->in[2], k, L->spec.stride, L->spec.padding,
 				           L->out[1], L->out[2], gout);
 				g = gout;

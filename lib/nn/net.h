@@ -47,9 +47,7 @@ struct dlk_net {
 	float *params;            /* device, n_params */
 	float *grads;             /* device, n_params */
 	int batch_cap;            /* activations are allocated for this many samples */
-	float *gbuf[2];           /* gradient ping-pong */
-	float *work;              /* conv: [f, batch*hw] staging */
-	size_t work_size;
+	float *gbuf[2];           /* gradient ping-pong; also conv's [f, batch*hw] staging */
 	uint64_t dropout_seed;
 	uint64_t dropout_counter; /* advances every training forward so masks differ per step */
 };

@@ -17,8 +17,8 @@ int dlk_evaluate(struct dlk_net *net, const struct dlk_dataset *ds, int batch, s
 	if (ds->sample_size != net->input_size)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "evaluation data has %zu values per sample but the model takes %zu",
 		                ds->sample_size, net->input_size);
-	if (batch <= 0)
-		batch = 256;
+	if (batch <= 0) /* the buffers the net already has: no second set just for evaluation */
+		batch = net->batch_cap > 0 ? net->batch_cap : 256;
 	if (dlk_net_reserve(net, batch, err))
 		return -1;
 	out->n_classes = k;

@@ -21,7 +21,7 @@ struct dlk_eval {
 #define DLK_EVAL_INIT { 0, 0, 0, 0, NULL, NULL, NULL }
 
 /* Runs the network in evaluation mode (dropout off) over every sample of ds in batches of
- * `batch`. Labels outside [0, n_classes) are an error naming the sample. */
+ * `batch` (<= 0: the batch the net is already reserved for, else 256). Labels outside [0, n_classes) are an error naming the sample. */
 int dlk_evaluate(struct dlk_net *net, const struct dlk_dataset *ds, int batch, struct dlk_eval *out,
                  struct dlk_err *err);
 /* Deep copy (dst is overwritten, not released). */

@@ -76,7 +76,7 @@ struct dlk_train_opts {
 	int step_event_every;             /* 0 = every step */
 	const volatile sig_atomic_t *cancel; /* checked before each step; non-zero stops the run */
 	long max_steps;                   /* stop after this many steps in all (0 = no limit) */
-	int eval_batch;                   /* 0 = 256 */
+	int eval_batch;                   /* 0 = the training batch size */
 };
 #define DLK_TRAIN_OPTS_INIT { 0 }
 
