@@ -56,7 +56,8 @@ struct kube_watch_opts {
 	struct kube_list_opts list;  /* selectors (limit is ignored) */
 	const char *resource_version;/* start here; NULL or "": list first and deliver RELIST */
 	int timeout_s;               /* server-side timeoutSeconds for each watch request, 0: none */
-	int max_reconnects;          /* consecutive failed reconnects before giving up; 0: 5 */
+	int max_reconnects;          /* consecutive connections failing without an event before
+				      * giving up (a clean end by the server does not count); 0: 5 */
 };
 #define KUBE_WATCH_OPTS_INIT { KUBE_LIST_OPTS_INIT, NULL, 0, 0 }
 
