@@ -215,6 +215,20 @@ int main(void)
 	CHECK(get(c, CM, &err) == -1 && err.code == DLK_EXIT_CONNECT);
 	kube_client_free(c);
 
+	/* proxy-url: the connection is tunnelled through the proxy */
+	{
+		struct kt_server proxy;
+		CHECK(kt_proxy_start(&proxy) == 0);
+		snprintf(cluster, sizeof(cluster), "%s\n    proxy-url: %s", cluster_ca_file(), proxy.url);
+		c = client_for(cluster, "    token: test-token", &err);
+		CHECK(c && get(c, CM, &err) == 200);
+		char want_tunnel[1400];
+		snprintf(want_tunnel, sizeof(want_tunnel), "CONNECT %s", srv.url + strlen("https://"));
+		CHECK(kt_log_count(&proxy, want_tunnel) == 1);
+		kube_client_free(c);
+		kt_server_stop(&proxy);
+	}
+
 	/* in-cluster config; the token file is re-read when it rotates */
 	{
 		struct kube_config cfg = KUBE_CONFIG_INIT;
