@@ -134,6 +134,12 @@ int main(void)
 	}
 	kube_client_free(c);
 
+	/* a token with a line break would inject a header: refused before sending */
+	c = client_for(cluster_ca_file(), "    token: \"abc\\r\\nImpersonate-User: admin\"", &err);
+	CHECK(c && get(c, CM, &err) == -1);
+	CHECK_CONTAINS(err.msg, "contains a line break");
+	kube_client_free(c);
+
 	/* 403 names user and verb/resource */
 	c = client_for(cluster_ca_file(), "    token: test-token", &err);
 	CHECK(kube_delete(c, "ConfigMap", "default", "hello", &err) == -1);
