@@ -308,6 +308,8 @@ out:
 
 int kube_lines_feed(struct kube_lines *ls, const char *data, size_t len)
 {
+	if (!ls->max)
+		ls->max = 1u << 20;
 	while (len) {
 		const char *nl = memchr(data, '\n', len);
 		size_t take = nl ? (size_t)(nl - data) : len;
@@ -528,33 +530,36 @@ int kube_watch(struct kube_client *c, const char *kind, const char *ns, const st
 			failures = 0;
 			continue;
 		}
+		/* Streams that brought events, or ended cleanly (the server's timeoutSeconds), resume
+		 * at once; only connections that fail without an event count towards giving up. A
+		 * clean end without events still waits a moment, so a server that hangs up at once
+		 * is not hammered. */
+		long wait_ms = 0;
 		if (s.events > events_before) {
 			failures = 0;
 			backoff = c->backoff_ms;
+		} else if (src == 0) {
+			wait_ms = c->backoff_ms;
 		} else if (++failures > max) {
-			if (src < 0)
-				*err = serr;
-			else
-				dlk_errf(err, DLK_EXIT_CONNECT, "watch %s: the stream keeps ending without events", res->plural);
+			*err = serr;
 			goto out;
+		} else {
+			wait_ms = backoff;
+			backoff = backoff * 2 > c->max_wait_ms ? c->max_wait_ms : backoff * 2;
 		}
 		if (c->log && c->verbosity > 0) {
 			char line[256];
 			snprintf(line, sizeof(line), "watch: stream ended, resuming from resourceVersion %s", s.rv ? s.rv : "");
 			c->log(c->log_ud, line);
 		}
-		if (failures) {
-			struct timespec ts = { 0, 0 };
-			long ms = backoff;
-			backoff = backoff * 2 > c->max_wait_ms ? c->max_wait_ms : backoff * 2;
-			while (ms > 0 && !(c->cancel && c->cancel(c->cancel_ud))) {
-				ts.tv_nsec = (ms > 50 ? 50 : ms) * 1000000L;
-				nanosleep(&ts, NULL);
-				ms -= 50;
-			}
-			if (c->cancel && c->cancel(c->cancel_ud))
-				break;
+		while (wait_ms > 0 && !(c->cancel && c->cancel(c->cancel_ud))) {
+			long step = wait_ms > 50 ? 50 : wait_ms;
+			struct timespec ts = { 0, step * 1000000L };
+			nanosleep(&ts, NULL);
+			wait_ms -= step;
 		}
+		if (c->cancel && c->cancel(c->cancel_ud))
+			break;
 	}
 	rc = 0;
 out:
