@@ -1,5 +1,6 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
+#include "lib/nn/gpu.h"
 
 #include <archive.h>
 #include <cJSON.h>
@@ -15,6 +16,9 @@ static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 	char blas[256];
 	const curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
 
+	struct dlk_err cerr = DLK_ERR_INIT;
+	const struct dlk_backend *cuda = dlk_backend_cuda(NULL, &cerr);
+
 	(void)args;
 	snprintf(blas, sizeof(blas), "%s (%s)", openblas_get_config(), openblas_get_corename());
 
@@ -22,6 +26,8 @@ static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 		cJSON *o = cJSON_CreateObject(), *libs = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "version", DLK_VERSION);
 		cJSON_AddStringToObject(o, "cpuBackend", blas);
+		cJSON_AddBoolToObject(o, "cudaAvailable", cuda != NULL);
+		cJSON_AddStringToObject(o, "cuda", cuda ? cuda->name : cerr.msg);
 		cJSON_AddStringToObject(libs, "libyaml", yaml_get_version_string());
 		cJSON_AddStringToObject(libs, "libcurl", cv->version);
 		cJSON_AddStringToObject(libs, "cjson", cJSON_Version());
@@ -37,6 +43,7 @@ static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	printf("dlk %s\n", DLK_VERSION);
 	printf("cpu:       %s\n", blas);
+	printf("cuda:      %s\n", cuda ? "available" : cerr.msg);
 	printf("libyaml:   %s\n", yaml_get_version_string());
 	printf("libcurl:   %s (%s)\n", cv->version, cv->ssl_version ? cv->ssl_version : "no TLS");
 	printf("cjson:     %s\n", cJSON_Version());
