@@ -42,10 +42,18 @@ CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/main.o
 UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
 MAN_IN := $(sort $(wildcard man/*.in))
 MAN_OUT := $(MAN_IN:man/%.in=$(BUILD)/man/%)
-COMMANDS = $(shell ./dlk __commands 2>/dev/null)
+COMMANDS = $(shell $(DLK_BIN) __commands 2>/dev/null)
+# The binary is built in the build directory; the normal build also puts it at ./dlk.
+DLK_BIN := $(BUILD)/dlk
 
 .PHONY: all deps test test-unit test-long test-gpu demo bench install clean gpu man fuzz fuzz-build
+ifeq ($(SANITIZE),1)
+all: $(DLK_BIN) man gpu
+else
 all: dlk man gpu
+dlk: $(DLK_BIN)
+	@ln -f $(DLK_BIN) dlk
+endif
 
 deps:
 	@.ci/deps build
@@ -79,19 +87,21 @@ $(BUILD)/templates.o: $(BUILD)/templates.c
 
 $(BUILD)/libdlk.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
-dlk: $(CMD_OBJ) $(BUILD)/libdlk.a
-	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(BUILD)/libdlk.a $(LDLIBS)
+$(DLK_BIN): $(CMD_OBJ) $(BUILD)/libdlk.a
+	@echo "  LD      $@"
+	@$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(BUILD)/libdlk.a $(LDLIBS)
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libdlk.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
 
 # Man pages: the prose is in man/*.in, SYNOPSIS and OPTIONS come from the command tables.
-$(BUILD)/man/%: man/%.in dlk
+$(BUILD)/man/%: man/%.in $(DLK_BIN)
 	@mkdir -p $(BUILD)/man
-	./dlk __man-fill $< > $@.tmp && mv $@.tmp $@
+	@$(DLK_BIN) __man-fill $< > $@.tmp && mv $@.tmp $@
 man: $(MAN_OUT)
 
 # The CUDA backend is a separate shared object that dlk dlopen()s when a GPU is present.
@@ -142,13 +152,13 @@ test:
 	@.ci/deps test
 	@$(MAKE) --no-print-directory all test-unit
 	@if command -v $(FUZZ_CC) >/dev/null 2>&1; then $(MAKE) --no-print-directory fuzz-build; fi
-	@BUILD=$(BUILD) tests/run
+	@BUILD=$(BUILD) DLK=$(CURDIR)/$(DLK_BIN) tests/run
 
 test-long: all
-	@BUILD=$(BUILD) DLK_TEST_LONG=1 tests/run long
+	@BUILD=$(BUILD) DLK=$(CURDIR)/$(DLK_BIN) DLK_TEST_LONG=1 tests/run long
 
 test-gpu: all
-	@BUILD=$(BUILD) tests/run gpu
+	@BUILD=$(BUILD) DLK=$(CURDIR)/$(DLK_BIN) tests/run gpu
 
 demo:
 	@.ci/deps demo
@@ -161,6 +171,7 @@ bench:
 	@sh bench/run.sh
 
 install: all
+	@test -z "$(SANITIZE)" || { echo "error: install a normal build, not SANITIZE=1" >&2; exit 1; }
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 		$(DESTDIR)$(PREFIX)/lib/dlk
