@@ -77,6 +77,7 @@ char *dlk_buf_detach(struct dlk_buf *b, size_t *len)
 	char *d;
 
 	dlk_buf_grow(b, 0);
+	b->data[b->len] = '\0';
 	d = b->data;
 	if (len)
 		*len = b->len;
@@ -118,5 +119,6 @@ int dlk_buf_read_file(struct dlk_buf *b, const char *path, size_t max_bytes, cha
 	}
 	fclose(f);
 	dlk_buf_grow(b, 0);
+	b->data[b->len] = '\0';
 	return 0;
 }
