@@ -1,6 +1,6 @@
 /* Rendering a project into Kubernetes objects.
  *
- * The templates (templates/ *.yaml in the source tree, embedded into the binary as
+ * The templates (the .yaml files of templates/ in the source tree, embedded into the binary as
  * dlk_builtin_templates) are the only place where an object's shape is written. A project may
  * override any of them file by file with a directory of the same names (`./templates/`, or
  * `--templates DIR`; `dlk init --templates` writes the built-ins out as a starting point).
