@@ -42,7 +42,8 @@ struct render_templates *render_templates_load(const char *dir, int dir_optional
 void render_templates_free(struct render_templates *set);
 
 /* Renders the named templates (in this order; NULL-terminated list) with ctx and parses what each
- * prints. Every document must be a Kubernetes object (a mapping with apiVersion, kind and
+ * prints. Every name in every branch of a template must exist in ctx (mustache_check()), not only
+ * the names of the branches this ctx takes. Every document must be a Kubernetes object (a mapping with apiVersion, kind and
  * metadata.name); empty documents (a template whose sections rendered nothing) are skipped.
  * Returns a new cJSON array of the objects (caller owns it) or NULL with err naming the template
  * and line; for YAML errors in the rendered text the message shows the rendered line. */
