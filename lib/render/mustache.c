@@ -281,6 +281,8 @@ struct renderer {
 	int partial_depth;
 	size_t max_out;
 	int check_only;       /* mustache_check(): enter every branch, print nothing */
+	size_t steps;         /* nodes visited: partials that include each other many times could
+	                       * otherwise multiply into a hang without printing a byte */
 	struct dlk_err *err;
 };
 
@@ -469,8 +471,12 @@ static int render_nodes(struct renderer *r, const struct mustache *t, const stru
 {
 	for (; n; n = n->next) {
 		const cJSON *v;
+		if (++r->steps > MUSTACHE_MAX_STEPS)
+			return fail(r, t, n, "%s", "the template expands to too much work (partials including partials?)");
 		switch (n->type) {
 		case N_TEXT:
+			if (r->check_only)
+				break;
 			dlk_buf_add(out, n->text, n->len);
 			if (check_size(r, t, n, out) < 0)
 				return -1;
@@ -539,7 +545,7 @@ int mustache_check(const struct mustache *t, const cJSON *ctx, const struct must
 
 	memset(&r, 0, sizeof(r));
 	r.partials = partials;
-	r.max_out = MUSTACHE_MAX_TEMPLATE * 16;
+	r.max_out = 0; /* nothing is printed */
 	r.check_only = 1;
 	r.err = err;
 	r.stack[r.depth++] = ctx;

@@ -31,6 +31,7 @@
 #define MUSTACHE_MAX_DEPTH 32          /* sections nested in one template */
 #define MUSTACHE_MAX_PARTIAL_DEPTH 8   /* partials including partials */
 #define MUSTACHE_MAX_TEMPLATE (1u << 20)
+#define MUSTACHE_MAX_STEPS 4000000u      /* tags and texts visited in one render */
 
 struct mustache;
 

@@ -222,6 +222,27 @@ static void test_partials(void)
 	free(got);
 	for (int i = 0; i < 3; i++)
 		mustache_free(parts[i]);
+
+	/* 200 partials that each include the next 200 times, 4 levels: 200^4 visits, bounded instead of a hang */
+	struct dlk_buf wide = DLK_BUF_INIT, wider = DLK_BUF_INIT;
+	for (int i = 0; i < 200; i++) {
+		dlk_buf_adds(&wide, "{{> _b.yaml}}");
+		dlk_buf_adds(&wider, "{{> _c.yaml}}");
+	}
+	parts[0] = mustache_parse("_a.yaml", wide.data, wide.len, &err);
+	parts[1] = mustache_parse("_b.yaml", wider.data, wider.len, &err);
+	parts[2] = mustache_parse("_c.yaml", "{{#f}}{{/f}}", 12, &err);
+	struct dlk_buf root = DLK_BUF_INIT;
+	for (int i = 0; i < 200; i++)
+		dlk_buf_adds(&root, "{{> _a.yaml}}");
+	got = render_with(root.data, "{\"f\":false}", &p, 1 << 20);
+	dlk_buf_release(&root);
+	CHECK_STR(got, "ERROR _c.yaml:1: the template expands to too much work (partials including partials?)");
+	free(got);
+	for (int i = 0; i < 3; i++)
+		mustache_free(parts[i]);
+	dlk_buf_release(&wider);
+	dlk_buf_release(&wide);
 }
 
 /* Whatever the value, the rendered document has the same shape and gives back the same bytes. */
