@@ -175,6 +175,9 @@ static void test_documents(void)
 	free(j);
 	cJSON_Delete(docs);
 
+	docs = yamljson_parse(NULL, 0, "e.yaml", NULL, &err);
+	CHECK(docs && cJSON_GetArraySize(docs) == 0);
+	cJSON_Delete(docs);
 	docs = yamljson_parse("", 0, "e.yaml", NULL, &err);
 	CHECK(docs && cJSON_GetArraySize(docs) == 0);
 	cJSON_Delete(docs);
