@@ -120,8 +120,10 @@ struct mustache *mustache_parse(const char *file, const char *text, size_t len, 
 	struct node **tail = &t->root;
 	char *name = NULL;
 
-	if (!text)
-		text = "", len = 0;
+	if (!text) {
+		text = "";
+		len = 0;
+	}
 	t->file = xstrdup(file ? file : "<template>");
 	if (len > MUSTACHE_MAX_TEMPLATE) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "%s: larger than the limit of %u bytes", t->file, MUSTACHE_MAX_TEMPLATE);
