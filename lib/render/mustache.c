@@ -120,6 +120,10 @@ struct mustache *mustache_parse(const char *file, const char *text, size_t len, 
 	struct node **tail = &t->root;
 	char *name = NULL;
 
+	if (!text) {
+		text = "";
+		len = 0;
+	}
 	t->file = xstrdup(file ? file : "<template>");
 	if (len > MUSTACHE_MAX_TEMPLATE) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "%s: larger than the limit of %u bytes", t->file, MUSTACHE_MAX_TEMPLATE);
@@ -280,8 +284,15 @@ struct renderer {
 	const struct mustache_partials *partials;
 	int partial_depth;
 	size_t max_out;
+	int check_only;       /* mustache_check(): enter every branch, print nothing */
+	size_t steps;         /* nodes visited: partials that include each other many times could
+	                       * otherwise multiply into a hang without printing a byte */
 	struct dlk_err *err;
 };
+
+/* In check mode, a section over an empty list is entered with this on top of the context: its
+ * items' fields are unknown, so any name resolves (to this) there. */
+static const cJSON any_value = { .type = cJSON_NULL };
 
 static int fail(struct renderer *r, const struct mustache *t, const struct node *n, const char *fmt, const char *arg)
 {
@@ -324,6 +335,7 @@ static const cJSON *lookup(struct renderer *r, const struct mustache *t, const s
 
 	if (!strcmp(name, "."))
 		return r->stack[r->depth - 1];
+
 	dot = strchr(name, '.');
 	sl = dot ? (size_t)(dot - name) : strlen(name);
 	if (sl >= sizeof(seg)) {
@@ -336,6 +348,9 @@ static const cJSON *lookup(struct renderer *r, const struct mustache *t, const s
 		if (cJSON_IsObject(r->stack[i]))
 			v = cJSON_GetObjectItemCaseSensitive(r->stack[i], seg);
 	if (!v) {
+		for (int i = r->depth - 1; r->check_only && i >= 0; i--)
+			if (r->stack[i] == &any_value)
+				return &any_value;
 		unknown(r, t, n, name, seg, NULL);
 		return NULL;
 	}
@@ -426,6 +441,8 @@ static int render_var(struct renderer *r, const struct mustache *t, const struct
 
 	if (!v)
 		return -1;
+	if (r->check_only && !cJSON_IsArray(v) && !cJSON_IsObject(v))
+		return 0;
 	if (cJSON_IsString(v)) {
 		if (yamljson_quote(out, v->valuestring, strlen(v->valuestring)) < 0)
 			return fail(r, t, n, "the value of '%s' is not valid UTF-8", n->name);
@@ -458,8 +475,12 @@ static int render_nodes(struct renderer *r, const struct mustache *t, const stru
 {
 	for (; n; n = n->next) {
 		const cJSON *v;
+		if (++r->steps > MUSTACHE_MAX_STEPS)
+			return fail(r, t, n, "%s", "the template expands to too much work (partials including partials?)");
 		switch (n->type) {
 		case N_TEXT:
+			if (r->check_only)
+				break;
 			dlk_buf_add(out, n->text, n->len);
 			if (check_size(r, t, n, out) < 0)
 				return -1;
@@ -476,13 +497,24 @@ static int render_nodes(struct renderer *r, const struct mustache *t, const stru
 			v = lookup(r, t, n);
 			if (!v)
 				return -1;
-			if (!truthy(v) && render_nodes(r, t, n->child, out) < 0)
+			if ((!truthy(v) || r->check_only) && render_nodes(r, t, n->child, out) < 0)
 				return -1;
 			break;
 		case N_SECTION:
 			v = lookup(r, t, n);
 			if (!v)
 				return -1;
+			if (r->check_only) {
+				/* one pass through the body: with the first item, or with anything */
+				const cJSON *top = cJSON_IsArray(v) ? (v->child ? v->child : &any_value) : v;
+				if (push(r, t, n, top) < 0)
+					return -1;
+				int rc = render_nodes(r, t, n->child, out);
+				r->depth--;
+				if (rc < 0)
+					return -1;
+				break;
+			}
 			if (!truthy(v))
 				break;
 			if (cJSON_IsArray(v)) {
@@ -506,6 +538,24 @@ static int render_nodes(struct renderer *r, const struct mustache *t, const stru
 		}
 	}
 	return 0;
+}
+
+int mustache_check(const struct mustache *t, const cJSON *ctx, const struct mustache_partials *partials,
+                   struct dlk_err *err)
+{
+	struct renderer r;
+	struct dlk_buf sink = DLK_BUF_INIT;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.partials = partials;
+	r.max_out = 0; /* nothing is printed */
+	r.check_only = 1;
+	r.err = err;
+	r.stack[r.depth++] = ctx;
+	rc = render_nodes(&r, t, t->root, &sink);
+	dlk_buf_release(&sink);
+	return rc;
 }
 
 int mustache_render(const struct mustache *t, const cJSON *ctx, const struct mustache_partials *partials,

@@ -15,7 +15,8 @@
  * {{&x}}) and no delimiter change: everything a template prints from the context is a scalar.
  *
  * Strict: a name the context does not have is an error (a typo in a template or an override must
- * not silently render nothing), and so is a variable that names a list or an object. Errors read
+ * not silently render nothing), and so is a variable that names a list or an object;
+ * mustache_check() finds such names in branches a context does not take as well. Errors read
  * "FILE:LINE: what was wrong". */
 #ifndef DLK_RENDER_MUSTACHE_H
 #define DLK_RENDER_MUSTACHE_H
@@ -30,6 +31,7 @@
 #define MUSTACHE_MAX_DEPTH 32          /* sections nested in one template */
 #define MUSTACHE_MAX_PARTIAL_DEPTH 8   /* partials including partials */
 #define MUSTACHE_MAX_TEMPLATE (1u << 20)
+#define MUSTACHE_MAX_STEPS 4000000u      /* tags and texts visited in one render */
 
 struct mustache;
 
@@ -49,6 +51,14 @@ struct mustache *mustache_parse(const char *file, const char *text, size_t len, 
  * err = "FILE:LINE: problem" (code DLK_EXIT_CONFIG); out may then hold partial output. */
 int mustache_render(const struct mustache *t, const cJSON *ctx, const struct mustache_partials *partials,
                     size_t max_out, struct dlk_buf *out, struct dlk_err *err);
+
+/* Resolves every name of t and of the partials it includes in every branch, as if each section
+ * were entered once (with the first item of a list) and each inverted section too, printing
+ * nothing. So a typo in a branch this context does not take is found all the same. Inside a
+ * section over an empty list, the names that do not resolve outside it are taken to be the
+ * items' fields and are not checked. Returns 0, or -1 with err as mustache_render() would. */
+int mustache_check(const struct mustache *t, const cJSON *ctx, const struct mustache_partials *partials,
+                   struct dlk_err *err);
 
 /* The file name given to mustache_parse (borrowed). */
 const char *mustache_file(const struct mustache *t);

@@ -212,6 +212,10 @@ cJSON *render_objects(const struct render_templates *set, const char *const *nam
 		}
 		file = mustache_file(set->t[i]);
 		dlk_buf_reset(&out);
+		/* strict about branches this spec does not take, too: a typo in an override's GPU
+		 * section must not wait for the first GPU job to show */
+		if (mustache_check(set->t[i], ctx, &partials, err) < 0)
+			goto fail;
 		if (mustache_render(set->t[i], ctx, &partials, RENDER_MAX_OUTPUT, &out, err) < 0)
 			goto fail;
 		char *what = xasprintf("%s (rendered)", file);

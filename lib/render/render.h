@@ -1,6 +1,6 @@
 /* Rendering a project into Kubernetes objects.
  *
- * The templates (templates/ *.yaml in the source tree, embedded into the binary as
+ * The templates (the .yaml files of templates/ in the source tree, embedded into the binary as
  * dlk_builtin_templates) are the only place where an object's shape is written. A project may
  * override any of them file by file with a directory of the same names (`./templates/`, or
  * `--templates DIR`; `dlk init --templates` writes the built-ins out as a starting point).
@@ -42,7 +42,8 @@ struct render_templates *render_templates_load(const char *dir, int dir_optional
 void render_templates_free(struct render_templates *set);
 
 /* Renders the named templates (in this order; NULL-terminated list) with ctx and parses what each
- * prints. Every document must be a Kubernetes object (a mapping with apiVersion, kind and
+ * prints. Every name in every branch of a template must exist in ctx (mustache_check()), not only
+ * the names of the branches this ctx takes. Every document must be a Kubernetes object (a mapping with apiVersion, kind and
  * metadata.name); empty documents (a template whose sections rendered nothing) are skipped.
  * Returns a new cJSON array of the objects (caller owns it) or NULL with err naming the template
  * and line; for YAML errors in the rendered text the message shows the rendered line. */

@@ -466,6 +466,10 @@ cJSON *yamljson_parse(const char *text, size_t len, const char *name, size_t *er
 	cJSON *docs = cJSON_CreateArray();
 	int done = 0, failed = 0;
 
+	if (!text) { /* libyaml asserts on a NULL input, even an empty one */
+		text = "";
+		len = 0;
+	}
 	r->name = name ? name : "<yaml>";
 	r->err_line = err_line;
 	r->err = err;

@@ -289,9 +289,10 @@ function checkSemantics(obj, all) {
     checkMetadata(obj, "/spec/jobTemplate/spec/template/metadata", jt?.spec?.template?.metadata, null);
     checkPodSpec(obj, "/spec/jobTemplate/spec/template/spec", jt?.spec?.template?.spec);
     checkIndexedJob(obj, "/spec/jobTemplate/spec", jt?.spec, all);
-    if (typeof obj.spec?.schedule !== "string" || obj.spec.schedule.trim().split(/\s+/).length !== 5)
-      if (!/^@(yearly|annually|monthly|weekly|daily|midnight|hourly)$/.test(obj.spec?.schedule ?? ""))
-        report(obj, "/spec/schedule", `'${obj.spec?.schedule}' is not a five-field cron schedule`);
+    const schedule = typeof obj.spec?.schedule === "string" ? obj.spec.schedule.trim() : "";
+    const fiveFields = schedule.split(/\s+/).length === 5;
+    const macro = /^@(yearly|annually|monthly|weekly|daily|midnight|hourly)$/.test(schedule);
+    if (!fiveFields && !macro) report(obj, "/spec/schedule", `'${obj.spec?.schedule}' is not a five-field cron schedule`);
   }
   if (["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"].includes(obj.kind)) {
     checkMetadata(obj, "/spec/template/metadata", obj.spec?.template?.metadata, null);

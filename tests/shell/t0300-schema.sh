@@ -111,6 +111,11 @@ test_expect_success 'a successPolicy without Indexed completion is rejected' '
 	validate_rejects bad.json "successPolicy: requires completionMode Indexed"
 '
 
+test_expect_success 'a CronJob schedule that is not cron is rejected' '
+	mutate "$JSON/cron.json" bad.json "o[o.length - 1].spec.schedule = \"every day\"" &&
+	validate_rejects bad.json "is not a five-field cron schedule"
+'
+
 test_expect_failure_code 'input that is not JSON is a usage error' 2 '
 	echo "kind: Job" >bad.yaml && validate bad.yaml
 '

@@ -140,6 +140,48 @@ static void test_errors(void)
 	CHECK(err.code == DLK_EXIT_CONFIG);
 }
 
+static char *check(const char *src, const char *ctx_json)
+{
+	cJSON *ctx = cJSON_Parse(ctx_json);
+	struct mustache *t = mustache_parse("c.yaml", src, strlen(src), &err);
+	char *res;
+
+	if (!t)
+		res = xasprintf("ERROR %s", err.msg);
+	else if (mustache_check(t, ctx, NULL, &err) < 0)
+		res = xasprintf("ERROR %s", err.msg);
+	else
+		res = xstrdup("ok");
+	mustache_free(t);
+	cJSON_Delete(ctx);
+	return res;
+}
+
+#define CHECK_CHECK(src, ctx, want)                           \
+	do {                                                  \
+		char *got_ = check(src, ctx);                 \
+		CHECK_STR(got_, want);                        \
+		free(got_);                                   \
+	} while (0)
+
+/* mustache_check: names in branches this context does not take are checked too */
+static void test_check_all_branches(void)
+{
+	const char *ctx = "{\"gpu\":false,\"product\":null,\"items\":[],\"tols\":[{\"key\":\"k\"}],\"name\":\"x\",\"o\":{\"a\":1}}";
+	/* rendering does not see the typo: the section is not entered */
+	CHECK_RENDER("{{#gpu}}\nx: {{prodcut}}\n{{/gpu}}\n", ctx, "");
+	CHECK_CHECK("{{#gpu}}\nx: {{prodcut}}\n{{/gpu}}\n", ctx, "ERROR c.yaml:2: unknown name 'prodcut' (did you mean 'product'?)");
+	CHECK_CHECK("{{^name}}\n{{nmae}}\n{{/name}}", ctx, "ERROR c.yaml:2: unknown name 'nmae' (did you mean 'name'?)");
+	CHECK_CHECK("{{#product}}{{o.b}}{{/product}}", ctx, "ERROR c.yaml:1: unknown name 'o.b' (did you mean 'a'?)");
+	/* a list's first item stands for all of them */
+	CHECK_CHECK("{{#tols}}{{key}}{{kye}}{{/tols}}", ctx, "ERROR c.yaml:1: unknown name 'kye' (did you mean 'key'?)");
+	/* the fields of an empty list's items are unknown: not checked; other names still are */
+	CHECK_CHECK("{{#items}}{{whatever}} {{name}}{{/items}}", ctx, "ok");
+	CHECK_CHECK("{{#items}}{{#sub}}{{x}}{{/sub}}{{/items}}", ctx, "ok");
+	CHECK_CHECK("{{#gpu}}{{o}}{{/gpu}}", ctx, "ERROR c.yaml:1: 'o' is an object: use a section '{{#o}}...{{/o}}'");
+	CHECK_CHECK("{{#o}}{{a}}{{/o}}{{^gpu}}{{name}}{{/gpu}}", ctx, "ok");
+}
+
 /* partials: a tiny table of templates */
 static struct mustache *parts[3];
 
@@ -180,6 +222,27 @@ static void test_partials(void)
 	free(got);
 	for (int i = 0; i < 3; i++)
 		mustache_free(parts[i]);
+
+	/* 200 partials that each include the next 200 times, 4 levels: 200^4 visits, bounded instead of a hang */
+	struct dlk_buf wide = DLK_BUF_INIT, wider = DLK_BUF_INIT;
+	for (int i = 0; i < 200; i++) {
+		dlk_buf_adds(&wide, "{{> _b.yaml}}");
+		dlk_buf_adds(&wider, "{{> _c.yaml}}");
+	}
+	parts[0] = mustache_parse("_a.yaml", wide.data, wide.len, &err);
+	parts[1] = mustache_parse("_b.yaml", wider.data, wider.len, &err);
+	parts[2] = mustache_parse("_c.yaml", "{{#f}}{{/f}}", 12, &err);
+	struct dlk_buf root = DLK_BUF_INIT;
+	for (int i = 0; i < 200; i++)
+		dlk_buf_adds(&root, "{{> _a.yaml}}");
+	got = render_with(root.data, "{\"f\":false}", &p, 1 << 20);
+	dlk_buf_release(&root);
+	CHECK_STR(got, "ERROR _c.yaml:1: the template expands to too much work (partials including partials?)");
+	free(got);
+	for (int i = 0; i < 3; i++)
+		mustache_free(parts[i]);
+	dlk_buf_release(&wider);
+	dlk_buf_release(&wide);
 }
 
 /* Whatever the value, the rendered document has the same shape and gives back the same bytes. */
@@ -257,6 +320,7 @@ int main(void)
 	test_variables();
 	test_standalone();
 	test_errors();
+	test_check_all_branches();
 	test_partials();
 	test_hostile_values();
 	return CHECK_DONE();

@@ -425,6 +425,14 @@ static void test_overrides(void)
 	CHECK_STR(err.msg, want);
 	free(want);
 
+	/* ... also in a branch this (CPU-only) spec does not take */
+	write_file("service.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{service}}\n"
+	                           "{{#gpu}}\n  annotations:\n    gpus: {{gpu_quantty}}\n{{/gpu}}\n");
+	CHECK(render_train(&s, spec_text, &o, &err) == NULL);
+	want = xasprintf("%s/service.yaml:7: unknown name 'gpu_quantty' (did you mean 'gpu_quantity'?)", tmpdir);
+	CHECK_STR(err.msg, want);
+	free(want);
+
 	/* a broken override fails at load, with its path */
 	write_file("service.yaml", "a: 1\n{{#x}}\n");
 	CHECK(render_train(&s, spec_text, &o, &err) == NULL);

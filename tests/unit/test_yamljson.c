@@ -175,6 +175,9 @@ static void test_documents(void)
 	free(j);
 	cJSON_Delete(docs);
 
+	docs = yamljson_parse(NULL, 0, "e.yaml", NULL, &err);
+	CHECK(docs && cJSON_GetArraySize(docs) == 0);
+	cJSON_Delete(docs);
 	docs = yamljson_parse("", 0, "e.yaml", NULL, &err);
 	CHECK(docs && cJSON_GetArraySize(docs) == 0);
 	cJSON_Delete(docs);
@@ -385,7 +388,30 @@ static void test_emit_shape(void)
 	CHECK_CONTAINS(err.msg, "not valid UTF-8");
 	cJSON_Delete(v);
 
+	/* libyaml reads implicit keys of at most 1024 characters: longer ones are refused */
 	struct dlk_buf b = DLK_BUF_INIT;
+	for (int i = 0; i < 1200; i++)
+		dlk_buf_addc(&b, 'k');
+	v = cJSON_CreateObject();
+	cJSON_AddStringToObject(v, b.data, "x");
+	y = yamljson_emit(v, &err);
+	CHECK(y == NULL);
+	CHECK_CONTAINS(err.msg, "is longer than 1000 bytes");
+	cJSON_Delete(v);
+	dlk_buf_reset(&b);
+	for (int i = 0; i < 900; i++)
+		dlk_buf_addc(&b, 'k');
+	v = cJSON_CreateObject();
+	cJSON_AddStringToObject(v, b.data, "x");
+	CHECK_MSG(round_trip(v, NULL), "a 900-byte key round-trips");
+	cJSON_Delete(v);
+	dlk_buf_reset(&b);
+
+	/* input size is bounded before anything is read */
+	cJSON *none = yamljson_parse("", (size_t)YAMLJSON_MAX_INPUT + 1, "huge.yaml", NULL, &err);
+	CHECK(none == NULL);
+	CHECK_STR(err.msg, "huge.yaml: larger than the limit of 16777216 bytes");
+
 	CHECK(yamljson_quote(&b, "a\"b\\c\nd\xe2\x80\xa8", 10) == 0);
 	CHECK_STR(b.data, "\"a\\\"b\\\\c\\nd\\L\"");
 	CHECK(yamljson_quote(&b, "x\0y", 3) == -1);

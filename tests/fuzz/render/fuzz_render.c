@@ -39,6 +39,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	t = mustache_parse("fuzz.yaml", (const char *)data, size, &err);
 	if (!t)
 		return 0;
+	mustache_check(t, ctx, NULL, &err);
 	if (mustache_render(t, ctx, NULL, 1 << 20, &out, &err) == 0)
 		cJSON_Delete(yamljson_parse(out.data, out.len, "rendered", NULL, &err));
 	dlk_buf_release(&out);
