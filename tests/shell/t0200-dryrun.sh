@@ -5,7 +5,8 @@
 
 SCHEMA="$TEST_ROOT/tests/schema"
 validate() { node "$SCHEMA/validate.mjs" "$@"; }
-have_node() { command -v node >/dev/null 2>&1 && [ -d "$SCHEMA/node_modules/kubernetes-models" ] ||
+have_node() { command -v node >/dev/null 2>&1 && [ -d "$SCHEMA/node_modules/kubernetes-models" ] &&
+	[ -d "$SCHEMA/node_modules/yaml" ] ||
 	{ command -v npm >/dev/null 2>&1 && npm ci --prefix "$SCHEMA" --no-audit --no-fund --loglevel=error >/dev/null 2>&1; }; }
 
 test_expect_success 'every example renders objects that pass the Kubernetes schemas' '
@@ -36,7 +37,7 @@ test_expect_success 'dry-run yaml is the same objects as dry-run json' '
 		const docs = parseAllDocuments(fs.readFileSync(\"o.yaml\", \"utf8\")).map(d => d.toJSON());
 		const list = JSON.parse(fs.readFileSync(\"o.json\", \"utf8\"));
 		if (JSON.stringify(docs) !== JSON.stringify(list.items)) { console.error(\"differ\"); process.exit(1); }
-	" 2>err || { cat err; grep -q "Cannot find module" err && exit 0; exit 1; }
+	"
 '
 
 test_expect_success 'the Job runs the worker with the spec from the ConfigMap and N workers' '

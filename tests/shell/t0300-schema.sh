@@ -32,7 +32,7 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 fi
 
 test_expect_success 'schema validator dependencies are installed' '
-	if [ ! -d "$SCHEMA/node_modules/kubernetes-models" ]; then
+	if [ ! -d "$SCHEMA/node_modules/kubernetes-models" ] || [ ! -d "$SCHEMA/node_modules/yaml" ]; then
 		npm ci --prefix "$SCHEMA" --no-audit --no-fund --loglevel=error >npm.log 2>&1 || { cat npm.log; exit 1; }
 	fi &&
 	test -d "$SCHEMA/node_modules/kubernetes-models"
