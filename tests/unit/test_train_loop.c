@@ -86,6 +86,57 @@ static int on_reduce(void *ctx, float *g, size_t n, struct dlk_err *err)
 	return 0;
 }
 
+/* an in-memory "checkpoint": everything struct dlk_train_state points at */
+struct saved {
+	float *params, *m, *v;
+	size_t n;
+	long t, global_step, step_in_epoch;
+	int epoch;
+	uint64_t dropout_counter;
+	int have;
+};
+
+static int save_state(void *ctx, const struct dlk_train_state *st, struct dlk_err *err)
+{
+	struct saved *s = ctx;
+	(void)err;
+	s->n = st->net->n_params;
+	free(s->params);
+	free(s->m);
+	free(s->v);
+	s->params = malloc(4 * s->n);
+	s->m = malloc(4 * s->n);
+	s->v = malloc(4 * s->n);
+	memcpy(s->params, st->net->params, 4 * s->n);
+	memcpy(s->m, st->opt->m, 4 * s->n);
+	memcpy(s->v, st->opt->v, 4 * s->n);
+	s->t = st->opt->t;
+	s->epoch = st->epoch;
+	s->step_in_epoch = st->step_in_epoch;
+	s->global_step = st->global_step;
+	s->dropout_counter = st->net->dropout_counter;
+	s->have = 1;
+	return 0;
+}
+
+static int restore_state(void *ctx, struct dlk_train_state *st, struct dlk_err *err)
+{
+	struct saved *s = ctx;
+	if (!s->have)
+		return 0;
+	if (s->n != st->net->n_params)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "checkpoint has %zu parameters, model %zu", s->n, st->net->n_params);
+	memcpy(st->net->params, s->params, 4 * s->n);
+	memcpy(st->opt->m, s->m, 4 * s->n);
+	memcpy(st->opt->v, s->v, 4 * s->n);
+	st->opt->t = s->t;
+	st->epoch = s->epoch;
+	st->step_in_epoch = s->step_in_epoch;
+	st->global_step = s->global_step;
+	st->net->dropout_counter = s->dropout_counter;
+	return 1;
+}
+
 int main(void)
 {
 	struct dlk_dataset train, test;
@@ -161,6 +212,44 @@ int main(void)
 	CHECK(ckpt_last_step == 40 && ev.done == 1 && r1.eval.n == 400);
 	dlk_train_result_release(&r1);
 	o.cancel = NULL;
+
+	/* stop at step 40 (mid-epoch 2), resume from what the checkpoint hook saw: the resumed run
+	 * ends with exactly the weights of an uninterrupted one */
+	{
+		struct dlk_train_opts o2 = o;
+		struct saved sv = { 0 };
+		struct dlk_train_result full, part, rest;
+		o2.on_event = NULL;
+		o2.allreduce = NULL;
+		o2.checkpoint = NULL;
+		CHECK(dlk_train_run(&o2, &full, &err) == 0);
+		volatile sig_atomic_t stop = 0;
+		memset(&ev, 0, sizeof(ev));
+		ev.cancel_at_step_flag = &stop;
+		ev.cancel_at = 40;
+		o2.on_event = on_event;
+		o2.event_ctx = &ev;
+		o2.cancel = &stop;
+		o2.checkpoint = save_state;
+		o2.ckpt_ctx = &sv;
+		CHECK(dlk_train_run(&o2, &part, &err) == 1 && sv.have && sv.global_step == 40 && sv.epoch == 1);
+		o2.cancel = NULL;
+		o2.on_event = NULL;
+		o2.checkpoint = NULL;
+		o2.resume = restore_state;
+		CHECK(dlk_train_run(&o2, &rest, &err) == 0);
+		CHECK(rest.steps == full.steps && rest.n_loss == full.n_loss - 40);
+		CHECK_MSG(!memcmp(full.net.params, rest.net.params, 4 * full.net.n_params),
+		          "a resumed run ends with bit-identical weights");
+		CHECK(!memcmp(full.loss_curve + 40, rest.loss_curve, sizeof(float) * rest.n_loss));
+		CHECK(rest.eval.accuracy == full.eval.accuracy);
+		dlk_train_result_release(&full);
+		dlk_train_result_release(&part);
+		dlk_train_result_release(&rest);
+		free(sv.params);
+		free(sv.m);
+		free(sv.v);
+	}
 
 	/* SGD with momentum, a cosine schedule with warm-up and clipping also learn */
 	tr.optimizer = DLK_OPT_SGD;
