@@ -35,7 +35,8 @@ static void ds_free(struct dlk_dataset *ds)
 }
 
 struct events {
-	int steps, epochs, done;
+	int starts, steps, epochs, done;
+	size_t n_params;
 	long last_global;
 	double last_lr;
 	int eval_seen;
@@ -47,6 +48,10 @@ static void on_event(void *ctx, const struct dlk_train_event *ev)
 {
 	struct events *e = ctx;
 	switch (ev->kind) {
+	case DLK_TRAIN_START:
+		e->starts++;
+		e->n_params = ev->net->n_params;
+		break;
 	case DLK_TRAIN_STEP:
 		e->steps++;
 		e->last_global = ev->global_step;
@@ -181,6 +186,12 @@ int main(void)
 	CHECK(r1.eval.precision[0] > 0.8 && r1.eval.recall[3] > 0.8);
 	CHECK(r1.loss_curve[95] < r1.loss_curve[0]);
 	CHECK(ev.steps == 96 && ev.epochs == 3 && ev.done == 1 && ev.eval_seen == 3);
+	CHECK(ev.starts == 1 && ev.n_params == 8 * 32 + 32 + 32 * 4 + 4);
+	char *sum = dlk_net_summary(&r1.net);
+	CHECK_CONTAINS(sum, "0    dense     32           288\n");
+	CHECK_CONTAINS(sum, "2    dropout   32           0\n");
+	CHECK_CONTAINS(sum, "total parameters: 420\n");
+	free(sum);
 	CHECK(ev.last_global == 96);
 	CHECK(ckpt_calls == 9 + 3); /* every 10 steps and at each epoch end */
 	CHECK(reduce_calls == 96);
