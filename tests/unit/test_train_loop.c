@@ -188,9 +188,9 @@ int main(void)
 	CHECK(ev.steps == 96 && ev.epochs == 3 && ev.done == 1 && ev.eval_seen == 3);
 	CHECK(ev.starts == 1 && ev.n_params == 8 * 32 + 32 + 32 * 4 + 4);
 	char *sum = dlk_net_summary(&r1.net);
-	CHECK_CONTAINS(sum, "0    dense     32           288\n");
-	CHECK_CONTAINS(sum, "2    dropout   32           0\n");
-	CHECK_CONTAINS(sum, "total parameters: 420\n");
+	CHECK_MSG(strstr(sum, "\n0    dense     32           288\n"), "summary lists the first dense layer");
+	CHECK_MSG(strstr(sum, "\n2    dropout   32           0\n"), "summary lists the dropout layer");
+	CHECK_CONTAINS(sum, "total parameters: 420");
 	free(sum);
 	CHECK(ev.last_global == 96);
 	CHECK(ckpt_calls == 9 + 3); /* every 10 steps and at each epoch end */
@@ -289,7 +289,7 @@ int main(void)
 	dlk_train_result_release(&r1);
 	tr.lr = 1e-2;
 
-	/* bad data: labels beyond the model, samples of the wrong size */
+	/* bad data: labels beyond the model, more classes than outputs, samples of the wrong size */
 	train.y[17] = 9;
 	train.n_classes = 4;
 	rc = dlk_train_run(&o, &r1, &err);
@@ -297,6 +297,20 @@ int main(void)
 	CHECK_STR(err.msg, "training data: sample 17 has label 9, outside the model's 4 classes");
 	dlk_train_result_release(&r1);
 	train.y[17] = 0;
+	train.n_classes = 10;
+	layers[3].line = 12;
+	rc = dlk_train_run(&o, &r1, &err);
+	CHECK(rc == -1);
+	CHECK_STR(err.msg, "model.layers[3] (dense, dlk.yaml:12): the model ends with 4 outputs but the data has 10 classes");
+	CHECK_STR(err.hint, "make the last dense layer 10 units wide");
+	dlk_train_result_release(&r1);
+	/* a class absent from the data is fine: the model may have more outputs */
+	train.n_classes = 3;
+	test.n_classes = 3;
+	rc = dlk_train_run(&o, &r1, &err);
+	CHECK(rc == 0 && r1.net.n_classes == 4);
+	dlk_train_result_release(&r1);
+	train.n_classes = test.n_classes = 4;
 	model.input[2] = 9;
 	rc = dlk_train_run(&o, &r1, &err);
 	CHECK(rc == -1);
