@@ -1455,7 +1455,7 @@ static void check_spec(struct ctx *c, struct dlk_spec *s, const struct ynode *ro
 
 	/* with a format that did not parse, which split keys are needed is unknowable */
 	for (int i = 0; data_node && data_node->kind == YN_MAP && i < data_node->n; i++)
-		if (!strcmp(data_node->keys[i]->text, "format"))
+		if (!strcmp(data_node->keys[i]->text, "format") && !ynode_is_null(data_node->vals[i]))
 			format_ok = !!given_at(c, &s->data.format, GIVEN_VALUE);
 	if (data_node && format_ok) {
 		check_split(c, &s->data.train, "train", 1, data_node);
