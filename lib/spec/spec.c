@@ -671,7 +671,10 @@ static void parse_value(struct ctx *c, const struct field *f, const struct ynode
 	void *ptr = (char *)base + f->off;
 
 	if (f->type == F_MAP) {
-		mark_given(c, ptr, GIVEN_MAP, val);
+		/* csv, optimizer, lr_schedule and checkpoint are YAML sections over their parent's
+		 * struct (offset 0): marking them would hide where the parent was given */
+		if (f->off)
+			mark_given(c, ptr, GIVEN_MAP, val);
 		if (f->scalar_key && val->kind == YN_SCALAR) {
 			/* "optimizer: adam" is short for "optimizer: {name: adam}" */
 			const struct field *sf = f->sub;
@@ -1220,7 +1223,7 @@ static void layers_dump(struct dlk_buf *b, const struct field *f, const void *ba
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct dlk_layer_spec *l = &m->layers[i];
 		dlk_buf_addf(b, "%*s- %s", indent + 2, "", spec_layer_kind_name(l->kind));
-		if (layer_params[l->kind][0].key) {
+		if ((int)l->kind >= 0 && (int)l->kind < N_LAYER_KINDS && layer_params[l->kind][0].key) {
 			dlk_buf_adds(b, ": ");
 			dump_flow(b, layer_params[l->kind], l);
 		}
