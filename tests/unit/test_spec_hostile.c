@@ -217,7 +217,7 @@ int main(void)
 		CHECK_CONTAINS(m, "dlk.yaml:10:1: k0: unknown key 'k0'");
 		CHECK_CONTAINS(m, "more problems");
 		double secs = (double)(clock() - start) / CLOCKS_PER_SEC;
-		CHECK_MSG(secs < 5, "95000 keys take %.2fs", secs);
+		CHECK_MSG(secs < 20, "95000 keys take %.2fs of CPU (quadratic duplicate checks would take minutes)", secs);
 		dlk_buf_release(&b);
 		m = load_msg(MINIMAL "training:\n  seed: 1\n  seed: 2\n  seed: 3\n");
 		CHECK_STR(m, "dlk.yaml:12:3: training.seed: duplicate key 'seed' (first at line 11)\n"
