@@ -1581,6 +1581,35 @@ static void set_problem(struct ctx *c, int idx, const char *fmt, ...)
 	problem(c, &at, NULL, "%s", text);
 }
 
+/* The long form of a short-form scalar, so a --set can reach inside it: "images: URL" is
+ * {url: URL}, "optimizer: adam" is {name: adam}, a list item "- maxpool" is {maxpool: null}.
+ * parent is the key (or index) the scalar sits under; NULL when there is no long form. */
+static struct ynode *expand_short_form(const struct ynode *cur, const char *parent, const char *comp, int idx)
+{
+	static const struct { const char *parent, *key; } forms[] = {
+		{ "images", "url" }, { "labels", "url" }, { "source", "url" },
+		{ "optimizer", "name" }, { "lr_schedule", "name" },
+	};
+	struct ynode *map;
+
+	if (cur->kind != YN_SCALAR || ynode_type(cur) != YS_STR || !parent)
+		return NULL;
+	map = ynode_new(YN_MAP, cur->line, cur->col, cur->set_index);
+	if (is_index(parent) && !strcmp(cur->text, comp)) {
+		struct ynode *key = ynode_scalar(cur->text, 0, cur->line, cur->col, cur->set_index);
+		ynode_append(map, key, ynode_scalar("", 0, cur->line, cur->col, idx));
+		return map;
+	}
+	for (size_t i = 0; i < DLK_ARRAY_SIZE(forms); i++)
+		if (!strcmp(parent, forms[i].parent)) {
+			struct ynode *val = ynode_scalar(cur->text, cur->quoted, cur->line, cur->col, cur->set_index);
+			ynode_append(map, ynode_scalar(forms[i].key, 0, 0, 0, idx), val);
+			return map;
+		}
+	ynode_free(map);
+	return NULL;
+}
+
 /* Grafts one --set onto the tree, creating the mappings (and list items) it passes through. */
 static void set_apply(struct ctx *c, struct ynode **root, struct set_arg *s, int idx)
 {
@@ -1638,8 +1667,15 @@ static void set_apply(struct ctx *c, struct ynode **root, struct set_arg *s, int
 			}
 			slot = &cur->vals[n];
 		} else {
-			set_problem(c, idx, "cannot set '%s' inside a single value", comp);
-			return;
+			struct ynode *map = expand_short_form(cur, i ? s->comps[i - 1] : NULL, comp, idx);
+			if (!map) {
+				set_problem(c, idx, "cannot set '%s' inside a single value", comp);
+				return;
+			}
+			ynode_free(cur);
+			*slot = map;
+			i--; /* walk into the long form with the same component */
+			continue;
 		}
 		if (last) {
 			ynode_free(*slot);
