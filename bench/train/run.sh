@@ -12,6 +12,7 @@ build=${BUILD:-build}
 threads=${THREADS:-2}
 epochs_mlp=${EPOCHS_MLP:-5}
 epochs_cnn=${EPOCHS_CNN:-2}
+limit=${LIMIT:-}      # train on the first LIMIT samples only (a quick smoke run); empty = all
 py=/usr/bin/python3   # Debian's python with python3-torch, not a pyenv one first on PATH
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -47,11 +48,11 @@ grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /'
 echo "threads: $threads, batch 128, Adam 1e-3; MLP $epochs_mlp epochs, CNN $epochs_cnn epochs"
 
 "$out/dlk_bench" gemm 1 "$threads" > "$out/gemm.json"
-"$out/dlk_bench" mlp "$epochs_mlp" "$threads" > "$out/dlk_mlp.json"
-$py bench/train/torch_bench.py mlp "$epochs_mlp" "$threads" > "$out/torch_mlp.json"
-DLK_BENCH_BUNDLE="$out/cnn.dlk" "$out/dlk_bench" cnn "$epochs_cnn" "$threads" > "$out/dlk_cnn.json"
+"$out/dlk_bench" mlp "$epochs_mlp" "$threads" $limit > "$out/dlk_mlp.json"
+$py bench/train/torch_bench.py mlp "$epochs_mlp" "$threads" $limit > "$out/torch_mlp.json"
+DLK_BENCH_BUNDLE="$out/cnn.dlk" "$out/dlk_bench" cnn "$epochs_cnn" "$threads" $limit > "$out/dlk_cnn.json"
 $py bench/train/torch_bench.py check cnn "$out/cnn.dlk" > "$out/check.json"
-$py bench/train/torch_bench.py cnn "$epochs_cnn" "$threads" > "$out/torch_cnn.json"
+$py bench/train/torch_bench.py cnn "$epochs_cnn" "$threads" $limit > "$out/torch_cnn.json"
 
 $py - "$out" <<'PY'
 import json, os, sys

@@ -16,6 +16,7 @@
 
 #define HELLO_WAIT_MS 5000   /* one connection may take this long to say hello */
 #define REPLY_GRACE_MS 2000
+#define CONNECT_ATTEMPT_MS 5000
 #define FRAME_MAX (DIST_WORLD_MAX * 300 + DIST_BLOB_MAX + 1024)
 
 struct hello {
@@ -71,6 +72,14 @@ static void send_reject(int fd, int code, int retry, const char *msg)
 	dlk_buf_release(&b);
 }
 
+/* One connection attempt may not eat the whole rendezvous: a dropped SYN to one address of
+ * several would otherwise leave no time to retry. */
+static long long attempt_deadline(long long deadline)
+{
+	long long cap = net_now_ms() + CONNECT_ATTEMPT_MS;
+	return cap < deadline ? cap : deadline;
+}
+
 static void fmt_secs(char *out, size_t len, int ms)
 {
 	if (ms % 1000)
@@ -101,7 +110,7 @@ static int ring_connect(const struct dist_rdzv_opts *o, struct dist_group *g, in
 				 next_host, next_port, why);
 			goto out;
 		}
-		fd = net_connect(next_host, next_port, deadline, &rf, why, sizeof(why));
+		fd = net_connect(next_host, next_port, attempt_deadline(deadline), &rf, why, sizeof(why));
 		if (fd >= 0 && net_send_frame(fd, DIST_FRAME_RING, b.data, b.len, deadline) != NET_OK) {
 			snprintf(why, sizeof(why), "%s", strerror(errno));
 			close(fd);
@@ -369,7 +378,7 @@ static int worker(const struct dist_rdzv_opts *o, struct dist_group *g, int data
 			dlk_err_hint(err, "check MASTER_ADDR / MASTER_PORT and that rank 0 is running");
 			goto out;
 		}
-		fd = net_connect(o->master_addr, o->master_port, deadline, &rf, why, sizeof(why));
+		fd = net_connect(o->master_addr, o->master_port, attempt_deadline(deadline), &rf, why, sizeof(why));
 		if (fd >= 0 && net_send_frame(fd, DIST_FRAME_HELLO, hello.data, hello.len, deadline) != NET_OK) {
 			snprintf(why, sizeof(why), "connection lost while saying hello");
 			close(fd);

@@ -5,6 +5,7 @@
 
 #include "lib/nn/net.h"
 #include "lib/nn/rng.h"
+#include "lib/util/buf.h"
 #include "lib/util/mem.h"
 
 const char *dlk_layer_kind_str(enum dlk_layer_kind kind)
@@ -493,4 +494,20 @@ void dlk_net_release(struct dlk_net *net)
 	}
 	free(net->layers);
 	*net = (struct dlk_net)DLK_NET_INIT;
+}
+
+char *dlk_net_summary(const struct dlk_net *net)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+	char shp[64];
+	dlk_shape_str(net->input, shp, sizeof(shp));
+	dlk_buf_addf(&b, "%-4s %-9s %-12s %s\n", "#", "layer", "output", "params");
+	dlk_buf_addf(&b, "%-4s %-9s %-12s %s\n", "", "input", shp, "");
+	for (int i = 0; i < net->n_layers; i++) {
+		const struct dlk_layer *L = &net->layers[i];
+		dlk_shape_str(L->out, shp, sizeof(shp));
+		dlk_buf_addf(&b, "%-4d %-9s %-12s %zu\n", i, dlk_layer_kind_str(L->spec.kind), shp, L->n_w + L->n_b);
+	}
+	dlk_buf_addf(&b, "total parameters: %zu\n", net->n_params);
+	return dlk_buf_detach(&b, NULL);
 }

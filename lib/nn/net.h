@@ -78,6 +78,14 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch);
 /* Frees everything the net owns; leaves it DLK_NET_INIT. */
 void dlk_net_release(struct dlk_net *net);
 
+/* A table of the layers with their output shapes and parameter counts, and the total, e.g.
+ *   #  layer     output    params
+ *   0  conv2d    32x28x28  320
+ *   ...
+ *   total parameters: 421642
+ * Caller frees. */
+char *dlk_net_summary(const struct dlk_net *net);
+
 /* Human-readable "64x7x7" of a shape (static buffer per call site is the caller's). */
 void dlk_shape_str(const int s[3], char *buf, size_t len);
 

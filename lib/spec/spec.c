@@ -671,7 +671,10 @@ static void parse_value(struct ctx *c, const struct field *f, const struct ynode
 	void *ptr = (char *)base + f->off;
 
 	if (f->type == F_MAP) {
-		mark_given(c, ptr, GIVEN_MAP, val);
+		/* csv, optimizer, lr_schedule and checkpoint are YAML sections over their parent's
+		 * struct (offset 0): marking them would hide where the parent was given */
+		if (f->off)
+			mark_given(c, ptr, GIVEN_MAP, val);
 		if (f->scalar_key && val->kind == YN_SCALAR) {
 			/* "optimizer: adam" is short for "optimizer: {name: adam}" */
 			const struct field *sf = f->sub;
@@ -1220,7 +1223,7 @@ static void layers_dump(struct dlk_buf *b, const struct field *f, const void *ba
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct dlk_layer_spec *l = &m->layers[i];
 		dlk_buf_addf(b, "%*s- %s", indent + 2, "", spec_layer_kind_name(l->kind));
-		if (layer_params[l->kind][0].key) {
+		if ((int)l->kind >= 0 && (int)l->kind < N_LAYER_KINDS && layer_params[l->kind][0].key) {
 			dlk_buf_adds(b, ": ");
 			dump_flow(b, layer_params[l->kind], l);
 		}
@@ -1455,7 +1458,7 @@ static void check_spec(struct ctx *c, struct dlk_spec *s, const struct ynode *ro
 
 	/* with a format that did not parse, which split keys are needed is unknowable */
 	for (int i = 0; data_node && data_node->kind == YN_MAP && i < data_node->n; i++)
-		if (!strcmp(data_node->keys[i]->text, "format"))
+		if (!strcmp(data_node->keys[i]->text, "format") && !ynode_is_null(data_node->vals[i]))
 			format_ok = !!given_at(c, &s->data.format, GIVEN_VALUE);
 	if (data_node && format_ok) {
 		check_split(c, &s->data.train, "train", 1, data_node);
@@ -1578,6 +1581,35 @@ static void set_problem(struct ctx *c, int idx, const char *fmt, ...)
 	problem(c, &at, NULL, "%s", text);
 }
 
+/* The long form of a short-form scalar, so a --set can reach inside it: "images: URL" is
+ * {url: URL}, "optimizer: adam" is {name: adam}, a list item "- maxpool" is {maxpool: null}.
+ * parent is the key (or index) the scalar sits under; NULL when there is no long form. */
+static struct ynode *expand_short_form(const struct ynode *cur, const char *parent, const char *comp, int idx)
+{
+	static const struct { const char *parent, *key; } forms[] = {
+		{ "images", "url" }, { "labels", "url" }, { "source", "url" },
+		{ "optimizer", "name" }, { "lr_schedule", "name" },
+	};
+	struct ynode *map;
+
+	if (cur->kind != YN_SCALAR || ynode_type(cur) != YS_STR || !parent)
+		return NULL;
+	map = ynode_new(YN_MAP, cur->line, cur->col, cur->set_index);
+	if (is_index(parent) && !strcmp(cur->text, comp)) {
+		struct ynode *key = ynode_scalar(cur->text, 0, cur->line, cur->col, cur->set_index);
+		ynode_append(map, key, ynode_scalar("", 0, cur->line, cur->col, idx));
+		return map;
+	}
+	for (size_t i = 0; i < DLK_ARRAY_SIZE(forms); i++)
+		if (!strcmp(parent, forms[i].parent)) {
+			struct ynode *val = ynode_scalar(cur->text, cur->quoted, cur->line, cur->col, cur->set_index);
+			ynode_append(map, ynode_scalar(forms[i].key, 0, 0, 0, idx), val);
+			return map;
+		}
+	ynode_free(map);
+	return NULL;
+}
+
 /* Grafts one --set onto the tree, creating the mappings (and list items) it passes through. */
 static void set_apply(struct ctx *c, struct ynode **root, struct set_arg *s, int idx)
 {
@@ -1635,8 +1667,15 @@ static void set_apply(struct ctx *c, struct ynode **root, struct set_arg *s, int
 			}
 			slot = &cur->vals[n];
 		} else {
-			set_problem(c, idx, "cannot set '%s' inside a single value", comp);
-			return;
+			struct ynode *map = expand_short_form(cur, i ? s->comps[i - 1] : NULL, comp, idx);
+			if (!map) {
+				set_problem(c, idx, "cannot set '%s' inside a single value", comp);
+				return;
+			}
+			ynode_free(cur);
+			*slot = map;
+			i--; /* walk into the long form with the same component */
+			continue;
 		}
 		if (last) {
 			ynode_free(*slot);

@@ -245,8 +245,18 @@ int ckpt_write_atomic(const char *dir, unsigned long long step, const struct ckp
 			if (!strcmp(blobs[i].name, blobs[j].name))
 				return dlk_errf(err, DLK_EXIT_CONFIG, "checkpoint: blob '%s' given twice", blobs[i].name);
 	}
-	if (mkdir(dir, 0755) && errno != EEXIST)
+	if (mkdir(dir, 0755) == 0) {
+		/* a new directory is durable only once its parent is synced */
+		char *parent = xstrdup(dir), *slash = strrchr(parent, '/');
+		if (slash && slash != parent)
+			*slash = '\0';
+		else if (slash)
+			slash[1] = '\0';
+		fsync_dir(slash ? parent : ".");
+		free(parent);
+	} else if (errno != EEXIST) {
 		return dlk_errf(err, DLK_EXIT_FAIL, "cannot create checkpoint directory '%s': %s", dir, strerror(errno));
+	}
 	clean_tmp(dir);
 
 	final = xasprintf("%s/step-%08llu", dir, step);
@@ -275,9 +285,15 @@ int ckpt_write_atomic(const char *dir, unsigned long long step, const struct ckp
 		doing = "syncing";
 		goto io_fail;
 	}
-	if (stat(final, &st) == 0) {
-		/* Same step written again (a restarted run): move the old one aside first,
-		 * because rename(2) cannot replace a non-empty directory. */
+	if (stat(final, &st) == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_EXCHANGE) == 0) {
+		/* Same step written again (a restarted run): swapped atomically; the old one
+		 * now sits under the temporary name. */
+		old = tmp;
+		tmp = NULL;
+	} else if (stat(final, &st) == 0) {
+		/* No RENAME_EXCHANGE on this filesystem: move the old one aside first, because
+		 * rename(2) cannot replace a non-empty directory. A crash between the two
+		 * renames loses this step only; older checkpoints stay. */
 		old = xasprintf("%s/.tmp-old-step-%08llu-%ld", dir, step, (long)getpid());
 		if (rename(final, old)) {
 			doing = "replacing";
@@ -286,7 +302,7 @@ int ckpt_write_atomic(const char *dir, unsigned long long step, const struct ckp
 			goto io_fail;
 		}
 	}
-	if (rename(tmp, final)) {
+	if (tmp && rename(tmp, final)) {
 		doing = "renaming";
 		free(file);
 		file = xstrdup(tmp);
@@ -320,7 +336,8 @@ int ckpt_write_atomic(const char *dir, unsigned long long step, const struct ckp
 
 io_fail:
 	e = errno;
-	rm_tree(tmp, 0);
+	if (tmp)
+		rm_tree(tmp, 0);
 	errno = e;
 io_fail_committed:
 	e = errno;

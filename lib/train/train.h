@@ -18,6 +18,7 @@
 #include "lib/util/err.h"
 
 enum dlk_train_event_kind {
+	DLK_TRAIN_START,  /* the model is built and initialised (or resumed): `net` is set */
 	DLK_TRAIN_STEP,   /* after an optimizer step (every opts.step_event_every steps) */
 	DLK_TRAIN_EPOCH,  /* after an epoch (and its evaluation, when one ran) */
 	DLK_TRAIN_DONE,   /* training finished (or was cancelled): final metrics */
@@ -33,6 +34,7 @@ struct dlk_train_event {
 	double samples_per_sec;       /* this rank's training throughput in the current epoch */
 	double elapsed_sec, eta_sec;
 	const struct dlk_eval *eval;  /* EPOCH/DONE: test metrics, NULL when none were computed */
+	const struct dlk_net *net;    /* START: the network (dlk_net_summary(), n_params) */
 };
 
 /* What a checkpoint saves and a resume restores: the net's flat params (and dropout_counter),

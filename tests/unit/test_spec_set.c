@@ -65,6 +65,33 @@ int main(void)
 		}
 	}
 
+	/* short forms open up to their long forms */
+	{
+		const char *sets[] = { "data.train.images.sha256=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		                       "training.optimizer.lr=0.5", "model.layers.1.maxpool.size=3",
+		                       "model.layers.2.dropout.rate=0.3" };
+		s = load_sets("name: demo\n"
+		              "data: {train: {images: /d/i.gz, labels: /d/l.gz}}\n"
+		              "model: {input: [1, 8, 8], layers: [relu, maxpool, dropout, flatten, {dense: {units: 2}}]}\n"
+		              "training: {optimizer: sgd}\n",
+		              sets, N(sets));
+		CHECK_MSG(s != NULL, "short forms: %s", spec_test_err.msg);
+		if (s) {
+			CHECK_STR(s->data.train.images.url, "/d/i.gz");
+			CHECK_STR(s->data.train.images.sha256, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+			CHECK(s->training.optimizer == DLK_OPT_SGD && s->training.lr == 0.5);
+			CHECK(s->model.layers[1].kind == DLK_LAYER_MAXPOOL && s->model.layers[1].size == 3 &&
+			      s->model.layers[1].stride == 3);
+			CHECK_NEAR(s->model.layers[2].rate, 0.3, 1e-7);
+			spec_free(s);
+		}
+		const char *bad[] = { "model.layers.0.maxpool.size=3", "data.train.images.sha=1" };
+		m = load_msg_sets("name: demo\ndata: {train: {images: /d/i.gz, labels: /d/l.gz}}\n"
+		                  "model: {input: [1, 8, 8], layers: [relu]}\n", bad, 2);
+		CHECK_STR(m, "--set model.layers.0.maxpool.size=3: cannot set 'maxpool' inside a single value\n"
+		             "--set data.train.images.sha=1: unknown key 'sha' (did you mean 'sha256'?)");
+	}
+
 	/* the value is typed like a YAML scalar */
 	{
 		const char *sets[] = { "resources.cpu=500m", "serving.min_accuracy=0.9", "namespace=\"ml\"" };

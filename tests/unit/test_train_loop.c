@@ -35,7 +35,8 @@ static void ds_free(struct dlk_dataset *ds)
 }
 
 struct events {
-	int steps, epochs, done;
+	int starts, steps, epochs, done;
+	size_t n_params;
 	long last_global;
 	double last_lr;
 	int eval_seen;
@@ -47,6 +48,10 @@ static void on_event(void *ctx, const struct dlk_train_event *ev)
 {
 	struct events *e = ctx;
 	switch (ev->kind) {
+	case DLK_TRAIN_START:
+		e->starts++;
+		e->n_params = ev->net->n_params;
+		break;
 	case DLK_TRAIN_STEP:
 		e->steps++;
 		e->last_global = ev->global_step;
@@ -84,6 +89,57 @@ static int on_reduce(void *ctx, float *g, size_t n, struct dlk_err *err)
 	(void)err;
 	reduce_calls++;
 	return 0;
+}
+
+/* an in-memory "checkpoint": everything struct dlk_train_state points at */
+struct saved {
+	float *params, *m, *v;
+	size_t n;
+	long t, global_step, step_in_epoch;
+	int epoch;
+	uint64_t dropout_counter;
+	int have;
+};
+
+static int save_state(void *ctx, const struct dlk_train_state *st, struct dlk_err *err)
+{
+	struct saved *s = ctx;
+	(void)err;
+	s->n = st->net->n_params;
+	free(s->params);
+	free(s->m);
+	free(s->v);
+	s->params = malloc(4 * s->n);
+	s->m = malloc(4 * s->n);
+	s->v = malloc(4 * s->n);
+	memcpy(s->params, st->net->params, 4 * s->n);
+	memcpy(s->m, st->opt->m, 4 * s->n);
+	memcpy(s->v, st->opt->v, 4 * s->n);
+	s->t = st->opt->t;
+	s->epoch = st->epoch;
+	s->step_in_epoch = st->step_in_epoch;
+	s->global_step = st->global_step;
+	s->dropout_counter = st->net->dropout_counter;
+	s->have = 1;
+	return 0;
+}
+
+static int restore_state(void *ctx, struct dlk_train_state *st, struct dlk_err *err)
+{
+	struct saved *s = ctx;
+	if (!s->have)
+		return 0;
+	if (s->n != st->net->n_params)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "checkpoint has %zu parameters, model %zu", s->n, st->net->n_params);
+	memcpy(st->net->params, s->params, 4 * s->n);
+	memcpy(st->opt->m, s->m, 4 * s->n);
+	memcpy(st->opt->v, s->v, 4 * s->n);
+	st->opt->t = s->t;
+	st->epoch = s->epoch;
+	st->step_in_epoch = s->step_in_epoch;
+	st->global_step = s->global_step;
+	st->net->dropout_counter = s->dropout_counter;
+	return 1;
 }
 
 int main(void)
@@ -130,6 +186,12 @@ int main(void)
 	CHECK(r1.eval.precision[0] > 0.8 && r1.eval.recall[3] > 0.8);
 	CHECK(r1.loss_curve[95] < r1.loss_curve[0]);
 	CHECK(ev.steps == 96 && ev.epochs == 3 && ev.done == 1 && ev.eval_seen == 3);
+	CHECK(ev.starts == 1 && ev.n_params == 8 * 32 + 32 + 32 * 4 + 4);
+	char *sum = dlk_net_summary(&r1.net);
+	CHECK_MSG(strstr(sum, "\n0    dense     32           288\n"), "summary lists the first dense layer");
+	CHECK_MSG(strstr(sum, "\n2    dropout   32           0\n"), "summary lists the dropout layer");
+	CHECK_CONTAINS(sum, "total parameters: 420");
+	free(sum);
 	CHECK(ev.last_global == 96);
 	CHECK(ckpt_calls == 9 + 3); /* every 10 steps and at each epoch end */
 	CHECK(reduce_calls == 96);
@@ -162,6 +224,44 @@ int main(void)
 	dlk_train_result_release(&r1);
 	o.cancel = NULL;
 
+	/* stop at step 40 (mid-epoch 2), resume from what the checkpoint hook saw: the resumed run
+	 * ends with exactly the weights of an uninterrupted one */
+	{
+		struct dlk_train_opts o2 = o;
+		struct saved sv = { 0 };
+		struct dlk_train_result full, part, rest;
+		o2.on_event = NULL;
+		o2.allreduce = NULL;
+		o2.checkpoint = NULL;
+		CHECK(dlk_train_run(&o2, &full, &err) == 0);
+		volatile sig_atomic_t stop = 0;
+		memset(&ev, 0, sizeof(ev));
+		ev.cancel_at_step_flag = &stop;
+		ev.cancel_at = 40;
+		o2.on_event = on_event;
+		o2.event_ctx = &ev;
+		o2.cancel = &stop;
+		o2.checkpoint = save_state;
+		o2.ckpt_ctx = &sv;
+		CHECK(dlk_train_run(&o2, &part, &err) == 1 && sv.have && sv.global_step == 40 && sv.epoch == 1);
+		o2.cancel = NULL;
+		o2.on_event = NULL;
+		o2.checkpoint = NULL;
+		o2.resume = restore_state;
+		CHECK(dlk_train_run(&o2, &rest, &err) == 0);
+		CHECK(rest.steps == full.steps && rest.n_loss == full.n_loss - 40);
+		CHECK_MSG(!memcmp(full.net.params, rest.net.params, 4 * full.net.n_params),
+		          "a resumed run ends with bit-identical weights");
+		CHECK(!memcmp(full.loss_curve + 40, rest.loss_curve, sizeof(float) * rest.n_loss));
+		CHECK(rest.eval.accuracy == full.eval.accuracy);
+		dlk_train_result_release(&full);
+		dlk_train_result_release(&part);
+		dlk_train_result_release(&rest);
+		free(sv.params);
+		free(sv.m);
+		free(sv.v);
+	}
+
 	/* SGD with momentum, a cosine schedule with warm-up and clipping also learn */
 	tr.optimizer = DLK_OPT_SGD;
 	tr.lr = 0.1;
@@ -189,7 +289,7 @@ int main(void)
 	dlk_train_result_release(&r1);
 	tr.lr = 1e-2;
 
-	/* bad data: labels beyond the model, samples of the wrong size */
+	/* bad data: labels beyond the model, more classes than outputs, samples of the wrong size */
 	train.y[17] = 9;
 	train.n_classes = 4;
 	rc = dlk_train_run(&o, &r1, &err);
@@ -197,6 +297,20 @@ int main(void)
 	CHECK_STR(err.msg, "training data: sample 17 has label 9, outside the model's 4 classes");
 	dlk_train_result_release(&r1);
 	train.y[17] = 0;
+	train.n_classes = 10;
+	layers[3].line = 12;
+	rc = dlk_train_run(&o, &r1, &err);
+	CHECK(rc == -1);
+	CHECK_STR(err.msg, "model.layers[3] (dense, dlk.yaml:12): the model ends with 4 outputs but the data has 10 classes");
+	CHECK_STR(err.hint, "make the last dense layer 10 units wide");
+	dlk_train_result_release(&r1);
+	/* a class absent from the data is fine: the model may have more outputs */
+	train.n_classes = 3;
+	test.n_classes = 3;
+	rc = dlk_train_run(&o, &r1, &err);
+	CHECK(rc == 0 && r1.net.n_classes == 4);
+	dlk_train_result_release(&r1);
+	train.n_classes = test.n_classes = 4;
 	model.input[2] = 9;
 	rc = dlk_train_run(&o, &r1, &err);
 	CHECK(rc == -1);
