@@ -5,6 +5,7 @@
 #include "commands/ctx.h"
 #include "lib/render/embedded.h"
 #include "lib/spec/spec.h"
+#include "lib/util/buf.h"
 #include "lib/util/mem.h"
 #include "lib/util/suggest.h"
 
@@ -101,11 +102,24 @@ static void complete_kind(enum dlk_complete kind, const char *words, const char 
 			complete_words(words, cur);
 		break;
 	case COMPLETE_SPEC_KEY: {
+		/* the loader's key paths, in --set's spelling: list items by index ("model.layers.0.dense"),
+		 * and no placeholder for free-form map keys (labels.KEY: the user names those) */
 		const char *const *keys = spec_known_keys();
 		for (size_t i = 0; keys && keys[i]; i++) {
-			char *k = xasprintf("%s=", keys[i]);
-			print_if_prefix(k, cur);
-			free(k);
+			struct dlk_buf b = DLK_BUF_INIT;
+			if (strstr(keys[i], ".KEY"))
+				continue;
+			for (const char *p = keys[i]; *p; p++) {
+				if (!strncmp(p, "[]", 2)) {
+					dlk_buf_adds(&b, ".0");
+					p++;
+				} else {
+					dlk_buf_addc(&b, *p);
+				}
+			}
+			dlk_buf_addc(&b, '=');
+			print_if_prefix(b.data, cur);
+			dlk_buf_release(&b);
 		}
 		break;
 	}

@@ -56,7 +56,9 @@ test_expect_success 'completion offers commands, option values and files' '
 	dlk __complete init --example "" >out && grep -qx cnn out &&
 	dlk __complete -f "" >out && grep -qx :file out &&
 	dlk __complete completion "" >out && grep -qx bash out && grep -qx zsh out &&
-	dlk __complete help t >out && grep -qx train out
+	dlk __complete help t >out && grep -qx train out &&
+	dlk __complete train --set training.ep >out && grep -qx training.epochs= out &&
+	dlk __complete --set model.layers.0.d >out && grep -qx model.layers.0.dense.units= out
 '
 
 test_expect_success 'the bash completion script completes through the binary' '
