@@ -217,7 +217,8 @@ static int parse_label(struct shard *sh, const char *member, const struct dlk_bu
 	sh->have_label = 1;
 	return 0;
 bad:
-	snprintf(text, sizeof(text), "%.*s", (int)(n - i < 20 ? n - i : 20), b->data + i);
+	/* an empty member has no buffer at all: print nothing rather than offset a NULL pointer */
+	snprintf(text, sizeof(text), "%.*s", (int)(n - i < 20 ? n - i : 20), b->data ? b->data + i : "");
 	for (i = 0; text[i]; i++)
 		if ((unsigned char)text[i] < 0x20 || (unsigned char)text[i] >= 0x7f || text[i] == '\'')
 			text[i] = '?';

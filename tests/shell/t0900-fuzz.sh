@@ -12,6 +12,8 @@ if ! command -v clang >/dev/null 2>&1; then
 	exit 0
 fi
 
+mkdir -p "$FUZZ_BUILD/crashes"
+
 test_expect_success 'every fuzz target has a seed corpus and every corpus a target' '
 	for f in "$TEST_ROOT"/tests/fuzz/fuzz_*.c; do
 		t=${f##*/fuzz_}; t=${t%.c}
@@ -30,8 +32,8 @@ for f in "$TEST_ROOT"/tests/fuzz/fuzz_*.c; do
 		\"$FUZZ_BUILD/fuzz_$t\" -runs=0 -rss_limit_mb=2048 \"$TEST_ROOT/tests/fuzz/$t\" >replay.log 2>&1 ||
 			{ tail -n 30 replay.log; exit 1; }
 		\"$FUZZ_BUILD/fuzz_$t\" -max_total_time=$SECONDS_EACH -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-			-artifact_prefix=\$PWD/crash- corpus \"$TEST_ROOT/tests/fuzz/$t\" >fuzz.log 2>&1 ||
-			{ tail -n 40 fuzz.log; ls crash-* 2>/dev/null; exit 1; }
+			-artifact_prefix=$FUZZ_BUILD/crashes/$t- corpus \"$TEST_ROOT/tests/fuzz/$t\" >fuzz.log 2>&1 ||
+			{ tail -n 40 fuzz.log; echo \"the input is kept in $FUZZ_BUILD/crashes/: add it to tests/fuzz/$t/\"; exit 1; }
 		grep -q DONE fuzz.log
 	"
 done
