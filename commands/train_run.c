@@ -152,6 +152,7 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		evc.loss = (double)buf[0] / r->world;
 		if (buf[1] > 0)
 			stop_flag = 1;
+		comm_set_step(r->comm, ev0->global_step + 1); /* named by the watchdog in its messages */
 	}
 	if (r->rank != 0)
 		return;
