@@ -1,4 +1,5 @@
 #include "commands/train_progress.h"
+#include "lib/train/progress.h"
 #include "lib/kube/api.h"
 #include "lib/kube/client.h"
 #include "lib/util/mem.h"
@@ -16,27 +17,6 @@ struct dlk_job_progress {
 	double accuracy;
 	int have_accuracy;
 };
-
-char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int have_accuracy, const char *updated)
-{
-	cJSON *o = cJSON_CreateObject();
-	char *s;
-
-	cJSON_AddNumberToObject(o, "epoch", ev->epoch);
-	cJSON_AddNumberToObject(o, "epochs", ev->epochs);
-	cJSON_AddNumberToObject(o, "step", (double)ev->global_step);
-	cJSON_AddNumberToObject(o, "totalSteps", (double)ev->total_steps);
-	cJSON_AddNumberToObject(o, "loss", ev->loss);
-	if (have_accuracy)
-		cJSON_AddNumberToObject(o, "accuracy", accuracy);
-	else
-		cJSON_AddNullToObject(o, "accuracy");
-	cJSON_AddNumberToObject(o, "samplesPerSec", ev->samples_per_sec);
-	cJSON_AddStringToObject(o, "updated", updated);
-	s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	return s;
-}
 
 struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx)
 {

@@ -9,11 +9,6 @@
 #define DLK_PROGRESS_ANNOTATION "dlk.dev/progress"
 #define DLK_PROGRESS_INTERVAL_SEC 10.0
 
-/* The annotation's value for ev: {"epoch","epochs","step","totalSteps","loss","accuracy",
- * "samplesPerSec","updated"}; accuracy is the last test accuracy known (null when none).
- * updated is RFC 3339. The caller frees the string. */
-char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int have_accuracy, const char *updated);
-
 struct dlk_job_progress;
 /* A publisher for the Job named by $DLK_JOB_NAME when running in a cluster
  * ($KUBERNETES_SERVICE_HOST set); NULL otherwise, or (after one warning) when the in-cluster
