@@ -552,15 +552,16 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 	dopts.progress = data_progress;
 	dopts.progress_ctx = &rep;
 	rep.phase = "loading training data";
-	if (dlk_data_load(&spec->data, "train", &dopts, &train, &err))
+	if (dlk_data_load(&spec->data, "train", &dopts, &train, &err) && !sig_seen)
 		goto fail;
 	rep.phase = "loading test data";
 	/* only rank 0 evaluates */
-	if (rep.rank == 0 && (spec->data.test.images.url || spec->data.test.source.url) &&
-	    dlk_data_load(&spec->data, "test", &dopts, &test, &err))
+	if (!sig_seen && rep.rank == 0 && (spec->data.test.images.url || spec->data.test.source.url) &&
+	    dlk_data_load(&spec->data, "test", &dopts, &test, &err) && !sig_seen)
 		goto fail;
 	dlk_progress_clear(&rep.bar);
 	if (sig_seen) {
+		dlk_err_clear(&err);
 		dlk_errf(&err, worker || sig_seen == SIGTERM ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL,
 		         "stopped by a signal while loading the data");
 		goto fail;
