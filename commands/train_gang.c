@@ -35,6 +35,8 @@ struct worker {
 	pid_t pid;
 	int fd;             /* read end of its stderr; -1 at EOF */
 	int status, exited;
+	int seq;            /* order in which the exits were seen */
+	int ours;           /* the last signal the parent sent it, 0: none */
 	char *buf;          /* pending bytes of an unfinished line */
 	size_t len;
 	int after_cr;       /* the pending bytes follow a carriage return: a progress redraw */
@@ -240,8 +242,36 @@ static void describe(char *buf, size_t n, int status)
 static void signal_all(struct gang *g, int sig)
 {
 	for (int r = 0; r < g->n; r++)
-		if (g->w[r].pid > 0 && !g->w[r].exited)
+		if (g->w[r].pid > 0 && !g->w[r].exited) {
 			kill(g->w[r].pid, sig);
+			g->w[r].ours = sig;
+		}
+}
+
+/* The worker whose failure explains the others: an exit code other than "restartable" first
+ * (a worker that lost a peer may exit before the peer that failed for good), then a death by
+ * a signal the parent did not send, then the earliest exit. -1 when every worker succeeded. */
+static int root_cause(const struct gang *g)
+{
+	int best = -1, best_class = 3;
+
+	for (int r = 0; r < g->n; r++) {
+		const struct worker *w = &g->w[r];
+		int cls;
+		if (!w->exited || (WIFEXITED(w->status) && WEXITSTATUS(w->status) == 0))
+			continue;
+		if (WIFEXITED(w->status) && WEXITSTATUS(w->status) != DLK_EXIT_RESTARTABLE)
+			cls = 0;
+		else if (WIFSIGNALED(w->status) && WTERMSIG(w->status) != w->ours)
+			cls = 1;
+		else
+			cls = 2;
+		if (cls < best_class || (cls == best_class && w->seq < g->w[best].seq)) {
+			best = r;
+			best_class = cls;
+		}
+	}
+	return best;
 }
 
 /* Runs one generation to its end. Returns the rank that failed first (its status in
@@ -249,7 +279,7 @@ static void signal_all(struct gang *g, int sig)
 static int run_generation(struct gang *g, struct dlk_args *args, const struct dlk_spec *spec, unsigned gen,
                           const char *run_id, int threads, struct dlk_err *err)
 {
-	int port = 0, lfd = listen_loopback(&port, err), failed = -1, stopping = 0, alive;
+	int port = 0, lfd = listen_loopback(&port, err), failed = -1, stopping = 0, alive, seq = 0;
 	double deadline = 0;
 	struct pollfd pfd[DLK_GANG_MAX_WORKERS];
 
@@ -257,7 +287,7 @@ static int run_generation(struct gang *g, struct dlk_args *args, const struct dl
 		return -3;
 	for (int r = 0; r < g->n; r++) {
 		int p[2];
-		g->w[r] = (struct worker){ 0, -1, 0, 0, g->w[r].buf, 0, 0 };
+		g->w[r] = (struct worker){ 0, -1, 0, 0, 0, 0, g->w[r].buf, 0, 0 };
 		if (pipe2(p, O_CLOEXEC)) {
 			dlk_errf(err, DLK_EXIT_FAIL, "cannot create a pipe for worker %d: %s", r, strerror(errno));
 			signal_all(g, SIGKILL);
@@ -287,20 +317,28 @@ static int run_generation(struct gang *g, struct dlk_args *args, const struct dl
 	for (;;) {
 		int np = 0, idx[DLK_GANG_MAX_WORKERS];
 		alive = 0;
+		int new_failure = 0;
 		for (int r = 0; r < g->n; r++) {
 			struct worker *w = &g->w[r];
 			int st;
 			if (w->pid > 0 && !w->exited && waitpid(w->pid, &st, WNOHANG) == w->pid) {
 				w->exited = 1;
 				w->status = st;
-				if (!stopping && failed == -1 && (!WIFEXITED(st) || WEXITSTATUS(st) != 0)) {
-					/* the first failure decides; the others are asked to go */
-					failed = r;
-					stopping = 1;
-					signal_all(g, SIGTERM);
-					deadline = dlk_now() + KILL_GRACE_SEC;
-				}
+				w->seq = seq++;
+				if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+					new_failure = 1;
 			}
+		}
+		if (new_failure && !stopping && failed == -1) {
+			/* a failure ends the generation: the others are asked to go (after every exit
+			 * already there was reaped, so that root_cause() knows who was signalled) */
+			failed = 0;
+			stopping = 1;
+			signal_all(g, SIGTERM);
+			deadline = dlk_now() + KILL_GRACE_SEC;
+		}
+		for (int r = 0; r < g->n; r++) {
+			struct worker *w = &g->w[r];
 			if (w->pid > 0 && !w->exited)
 				alive++;
 			if (w->fd >= 0) {
@@ -338,12 +376,8 @@ static int run_generation(struct gang *g, struct dlk_args *args, const struct dl
 		return -3;
 	if (stopping == 2)
 		return -2;
-	if (failed >= 0 && (WIFSIGNALED(g->w[failed].status) || WEXITSTATUS(g->w[failed].status) == DLK_EXIT_RESTARTABLE))
-		/* a worker that lost a peer may be noticed before the peer that failed for good */
-		for (int r = 0; r < g->n; r++)
-			if (g->w[r].exited && WIFEXITED(g->w[r].status) && WEXITSTATUS(g->w[r].status) != 0 &&
-			    WEXITSTATUS(g->w[r].status) != DLK_EXIT_RESTARTABLE)
-				return r;
+	if (failed >= 0)
+		failed = root_cause(g);
 	return failed;
 }
 
