@@ -27,7 +27,8 @@ struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx)
 
 	if (!getenv("KUBERNETES_SERVICE_HOST") || !job || !job[0])
 		return NULL;
-	if (kube_config_in_cluster(NULL, NULL, &cfg, &err)) {
+	/* DLK_SERVICEACCOUNT_DIR: the service-account files somewhere other than the standard mount */
+	if (kube_config_in_cluster(getenv("DLK_SERVICEACCOUNT_DIR"), NULL, &cfg, &err)) {
 		dlk_warn(ctx, "progress will not be published on job '%s': %s", job, err.msg);
 		kube_config_release(&cfg);
 		return NULL;

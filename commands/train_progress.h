@@ -11,7 +11,8 @@
 
 struct dlk_job_progress;
 /* A publisher for the Job named by $DLK_JOB_NAME when running in a cluster
- * ($KUBERNETES_SERVICE_HOST set); NULL otherwise, or (after one warning) when the in-cluster
+ * ($KUBERNETES_SERVICE_HOST set; the service account's files in $DLK_SERVICEACCOUNT_DIR, else
+ * the standard mount); NULL otherwise, or (after one warning) when the in-cluster
  * configuration cannot be read. */
 struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx);
 /* Publishes ev when DLK_PROGRESS_INTERVAL_SEC passed since the last patch, or at once for epoch
