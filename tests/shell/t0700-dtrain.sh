@@ -185,6 +185,25 @@ test_expect_success 'SIGTERM to the gang stops every worker with a checkpoint; r
 	grep_q "resuming from checkpoint" err2 && test "$(weights_sha p/blobs.dlk)" = "$REF2"
 '
 
+test_expect_success 'Ctrl-C (SIGINT) to the gang stops it cleanly with a checkpoint' '
+	make_project p &&
+	{ DLK_TEST_CHECKPOINT_DELAY_MS=15 "$DLK" train --local --workers 2 -f p/dlk.yaml --set training.batch_size=32 \
+		>/dev/null 2>err & pid=$!; } &&
+	wait_for p/.dlk/checkpoints/blobs/step-00000010 && kill -INT $pid; wait $pid; rc=$?;
+	cat err && test $rc = 1 && grep_q "stopped by an interrupt" err && grep_q "checkpoint written" err &&
+	! grep -q restarting err && test -z "$(cat /proc/$pid/task/$pid/children 2>/dev/null)"
+'
+
+test_expect_success 'a stalled worker (SIGSTOP): the watchdog fails the step, the gang restarts and finishes' '
+	make_project p &&
+	{ DLK_STALL_TIMEOUT=2 DLK_TEST_CHECKPOINT_DELAY_MS=10 "$DLK" train --local --workers 2 -f p/dlk.yaml \
+		--set training.batch_size=32 >/dev/null 2>err & pid=$!; } &&
+	wait_for p/.dlk/checkpoints/blobs/step-00000010 &&
+	victim=$(cat /proc/$pid/task/$pid/children | tr " " "\n" | sed -n 2p) && kill -STOP "$victim" &&
+	wait $pid && cat err && grep_q "restarting all 2 workers" err &&
+	test "$(weights_sha p/blobs.dlk)" = "$REF2"
+'
+
 test_expect_success 'a rank that never joins fails the rendezvous, named' '
 	make_project p &&
 	test_exit_code 75 env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + $$ % 20000)) DLK_RENDEZVOUS_TIMEOUT=1 \
