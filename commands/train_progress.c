@@ -27,8 +27,10 @@ struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx)
 
 	if (!getenv("KUBERNETES_SERVICE_HOST") || !job || !job[0])
 		return NULL;
-	/* DLK_SERVICEACCOUNT_DIR: the service-account files somewhere other than the standard mount */
-	if (kube_config_in_cluster(getenv("DLK_SERVICEACCOUNT_DIR"), NULL, &cfg, &err)) {
+	/* DLK_NAMESPACE: the pod's namespace (downward API); DLK_SERVICEACCOUNT_DIR: the
+	 * service-account files somewhere other than the standard mount */
+	const char *ns = getenv("DLK_NAMESPACE");
+	if (kube_config_in_cluster(getenv("DLK_SERVICEACCOUNT_DIR"), ns && *ns ? ns : NULL, &cfg, &err)) {
 		dlk_warn(ctx, "progress will not be published on job '%s': %s", job, err.msg);
 		kube_config_release(&cfg);
 		return NULL;
