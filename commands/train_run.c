@@ -150,6 +150,7 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 			return;
 		}
 		evc.loss = (double)buf[0] / r->world;
+		evc.samples_per_sec *= r->world; /* rank 0's pace stands for every rank's: they move in step */
 		if (buf[1] > 0)
 			stop_flag = 1;
 		comm_set_step(r->comm, ev0->global_step + 1); /* named by the watchdog in its messages */
@@ -655,7 +656,7 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 		printf("\nmodel bundle: %s\n", bundle);
 		if (!ctx->quiet)
 			fprintf(stderr, "trained %d epochs in %.1fs (%.0f samples/s%s)\n", res.epochs_done, res.seconds,
-			        res.train_samples_per_sec * rep.world, rep.world > 1 ? " in all" : "");
+			        res.train_samples_per_sec * rep.world, rep.world > 1 ? " over all workers" : "");
 	}
 	goto out;
 fail:
