@@ -3,6 +3,7 @@
  * events to the terminal, a metrics file and the exit code. */
 #include "commands/commands.h"
 #include "commands/ctx.h"
+#include "commands/train_gang.h"
 #include "commands/train_run.h"
 #include "lib/render/render.h"
 #include "lib/spec/spec.h"
@@ -78,6 +79,8 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	cJSON *objects = NULL;
 	int dry = (int)dlk_opt_num(args, "dry-run"), local = (int)dlk_opt_num(args, "local");
 	int worker = (int)dlk_opt_num(args, "worker");
+	long long workers = dlk_opt(args, "workers")->set ? dlk_opt_num(args, "workers") : 1;
+	long long max_restarts = dlk_opt(args, "max-restarts")->set ? dlk_opt_num(args, "max-restarts") : 3;
 	int rc = 0;
 
 	if (dry + local + worker > 1) {
@@ -89,6 +92,19 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_err_hint(&err, "submitting to a cluster is 'dlk train' with a kubeconfig; see 'dlk train -h'");
 		return dlk_report(ctx, &err);
 	}
+	if (!local && (dlk_opt(args, "workers")->set || dlk_opt(args, "max-restarts")->set)) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--workers and --max-restarts go with --local");
+		dlk_err_hint(&err, "in a cluster the number of workers is resources.workers in the project file");
+		return dlk_report(ctx, &err);
+	}
+	if (workers < 1 || workers > DLK_GANG_MAX_WORKERS) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--workers: expected 1 to %d, not %lld", DLK_GANG_MAX_WORKERS, workers);
+		return dlk_report(ctx, &err);
+	}
+	if (max_restarts < 0 || max_restarts > 1000) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--max-restarts: expected 0 to 1000, not %lld", max_restarts);
+		return dlk_report(ctx, &err);
+	}
 	spec = dlk_ctx_load_spec(ctx, &err);
 	if (!spec)
 		return dlk_report(ctx, &err);
@@ -98,7 +114,10 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	rc = dlk_train_here(ctx, args, spec, worker);
+	if (local && workers > 1)
+		rc = dlk_train_gang(ctx, args, spec, (int)workers, (int)max_restarts);
+	else
+		rc = dlk_train_here(ctx, args, spec, worker);
 out:
 	cJSON_Delete(objects);
 	spec_free(spec);
@@ -112,6 +131,8 @@ static const struct dlk_option train_options[] = {
 	{ OPT_STRING, 0, "templates", "DIR", "templates overriding the built-ins (default: the project's templates/)", COMPLETE_DIR, NULL, NULL },
 	{ OPT_STRING, 0, "metrics", "FILE", "append a JSON line per step and per epoch to FILE", COMPLETE_FILE, NULL, NULL },
 	{ OPT_STRING, 0, "bundle", "FILE", "where to write the model bundle", COMPLETE_FILE, NULL, "NAME.dlk next to the project file" },
+	{ OPT_INT, 0, "workers", "N", "with --local: train with N worker processes on this machine", COMPLETE_NONE, NULL, "1" },
+	{ OPT_INT, 0, "max-restarts", "N", "with --local --workers: restart the workers from the last checkpoint at most N times", COMPLETE_NONE, NULL, "3" },
 	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },
 };
 

@@ -1,22 +1,62 @@
 /* The training loop run here: data with progress, the loop with a progress line or plain lines,
- * a metrics file, the final report and the model bundle. */
+ * a metrics file, checkpoints and resuming, the final report and the model bundle. As one
+ * worker of several (--worker in a pod, or a child of `--local --workers N`) it also joins the
+ * rendezvous and averages gradients over the TCP ring; only rank 0 evaluates, prints, publishes
+ * progress and writes checkpoints and the bundle. */
 #include "commands/train_run.h"
+#include "commands/train_progress.h"
 #include "lib/data/dataset.h"
+#include "lib/dist/comm.h"
+#include "lib/dist/rendezvous.h"
 #include "lib/train/bundle.h"
+#include "lib/train/checkpoint.h"
+#include "lib/train/state.h"
 #include "lib/train/train.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
-static volatile sig_atomic_t cancel_flag;
+/* stop_flag is what the loop checks before each step. With one rank a signal sets it directly;
+ * with several, the ranks agree after every step (an all-reduce of "has anyone been told to
+ * stop") so that all of them stop after the same step. */
+static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t sig_seen;
+static volatile sig_atomic_t single_rank = 1;
+static unsigned term_grace_sec = 20;
+
+static void on_alarm(int sig)
+{
+	static const char msg[] = "error: the checkpoint did not finish within the termination grace; exiting\n";
+	ssize_t w;
+
+	(void)sig;
+	w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	(void)w;
+	_exit(DLK_EXIT_RESTARTABLE);
+}
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	cancel_flag = 1;
+	if (sig_seen) {
+		/* a second signal: do not wait for the checkpoint */
+		static const char msg[] = "error: stopped at once by a second signal\n";
+		ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		(void)w;
+		_exit(DLK_EXIT_RESTARTABLE);
+	}
+	sig_seen = sig;
+	if (single_rank)
+		stop_flag = 1;
+	/* finish or abandon the current step and write a checkpoint, but within a bound: a pod's
+	 * termination grace is 60 s */
+	alarm(term_grace_sec);
 }
 
 struct report {
@@ -26,6 +66,21 @@ struct report {
 	const char *phase;
 	int last_plain_pct;
 	int last_plain_epoch;
+	/* the distributed run */
+	int rank, world;
+	struct dlk_comm *comm;        /* NULL with one rank */
+	struct dlk_err comm_err;      /* a collective that failed inside an event */
+	int comm_failed;
+	/* checkpoints (rank 0 writes, every rank resumes) */
+	char *ckpt_dir;
+	int ckpt_keep;
+	struct dlk_state_meta meta;
+	int have_arch;
+	int ckpt_warned;
+	int epochs;
+	long ckpt_step;               /* the newest checkpoint written or resumed, -1: none */
+	long ckpt_delay_ms;           /* test hook: slow every checkpoint write down */
+	struct dlk_job_progress *jp;
 };
 
 static void fmt_duration(char *buf, size_t n, double s)
@@ -49,7 +104,7 @@ static int data_progress(void *vctx, const char *what, unsigned long long done, 
 		                  (double)total / 1e6);
 	else
 		dlk_progress_draw(&r->bar, 0, "%s %s: %.1f MB", r->phase, base, (double)done / 1e6);
-	return cancel_flag;
+	return sig_seen != 0;
 }
 
 static void metrics_line(struct report *r, const struct dlk_train_event *ev)
@@ -77,12 +132,32 @@ static void metrics_line(struct report *r, const struct dlk_train_event *ev)
 	cJSON_Delete(o);
 }
 
-static void on_event(void *vctx, const struct dlk_train_event *ev)
+static void on_event(void *vctx, const struct dlk_train_event *ev0)
 {
 	struct report *r = vctx;
+	struct dlk_train_event evc = *ev0;
+	const struct dlk_train_event *ev = &evc;
 	char eta[32], el[32];
 	const struct dlk_ctx *ctx = r->ctx;
 
+	if (r->comm && ev0->kind != DLK_TRAIN_DONE && !r->comm_failed) {
+		/* every rank sees every step and epoch event: agree on stopping, and show the loss of
+		 * the whole global batch rather than rank 0's share of it */
+		float buf[2] = { (float)ev0->loss, sig_seen ? 1.0f : 0.0f };
+		if (comm_allreduce(r->comm, buf, 2, COMM_SUM, &r->comm_err)) {
+			r->comm_failed = 1;
+			stop_flag = 1;
+			return;
+		}
+		evc.loss = (double)buf[0] / r->world;
+		evc.samples_per_sec *= r->world; /* rank 0's pace stands for every rank's: they move in step */
+		if (buf[1] > 0)
+			stop_flag = 1;
+		comm_set_step(r->comm, ev0->global_step + 1); /* named by the watchdog in its messages */
+	}
+	if (r->rank != 0)
+		return;
+	dlk_job_progress_event(r->jp, ev);
 	metrics_line(r, ev);
 	fmt_duration(eta, sizeof(eta), ev->eta_sec);
 	fmt_duration(el, sizeof(el), ev->elapsed_sec);
@@ -203,6 +278,214 @@ static char *project_dir(const char *spec_file)
 	return slash ? xstrndup(spec_file, (size_t)(slash - spec_file)) : xstrdup(".");
 }
 
+/* ---- checkpoints ---- */
+
+static ssize_t slow_write(int fd, const void *buf, size_t len, void *vctx)
+{
+	const struct report *r = vctx;
+	struct timespec ts = { r->ckpt_delay_ms / 1000, (r->ckpt_delay_ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+	return write(fd, buf, len);
+}
+
+static void ensure_arch(struct report *r, const struct dlk_net *net)
+{
+	if (!r->have_arch) {
+		dlk_net_arch_digest(net, r->meta.arch);
+		r->have_arch = 1;
+	}
+}
+
+/* Every training.checkpoint_every steps, at epoch ends and when stopping: rank 0 writes. A
+ * checkpoint that cannot be written is a warning, not the end of the run. */
+static int on_checkpoint(void *vctx, const struct dlk_train_state *st, struct dlk_err *err)
+{
+	struct report *r = vctx;
+
+	if (r->rank == 0 && r->ckpt_dir) {
+		struct dlk_err e = DLK_ERR_INIT;
+		struct ckpt_write_opts wo = CKPT_WRITE_OPTS_INIT;
+		if (r->ckpt_delay_ms > 0) {
+			wo.write_fn = slow_write;
+			wo.write_ctx = r;
+		}
+		ensure_arch(r, st->net);
+		if (dlk_state_save(r->ckpt_dir, r->ckpt_keep, st, &r->meta, &wo, &e)) {
+			if (!r->ckpt_warned++)
+				dlk_warn(r->ctx, "checkpoint at step %ld not written (training goes on): %s%s%s", st->global_step,
+				         e.msg, e.hint[0] ? "; " : "", e.hint);
+		} else {
+			r->ckpt_step = st->global_step;
+			if (r->ctx->verbose)
+				dlk_info(r->ctx, "checkpoint: step %ld in '%s'", st->global_step, r->ckpt_dir);
+		}
+	}
+	if (r->comm_failed) {
+		*err = r->comm_err;
+		return -1;
+	}
+	return 0;
+}
+
+/* What rank 0 tells the others about the checkpoint it resumed from. */
+enum { RESUME_NONE = 0, RESUME_LOADED = 1, RESUME_FAILED = 2 };
+
+static int bcast_floats(struct dlk_comm *c, float *dev, size_t n, const struct dlk_backend *be, struct dlk_err *err)
+{
+	float *h = xmalloc(n ? sizeof(float) * n : 1);
+	int rc;
+
+	be->to_host(h, dev, sizeof(float) * n);
+	rc = comm_broadcast(c, h, sizeof(float) * n, 0, err);
+	if (!rc)
+		be->to_device(dev, h, sizeof(float) * n);
+	free(h);
+	return rc;
+}
+
+/* Rank 0 loads the newest checkpoint that verifies and broadcasts it, so that ranks never
+ * disagree on where they resume. */
+static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err)
+{
+	struct report *r = vctx;
+	long long hdr[6] = { RESUME_NONE, 0, 0, 0, 0, 0 };
+	unsigned long long dc = 0;
+	int rc = -1;
+
+	ensure_arch(r, st->net);
+	if (r->rank == 0 && r->ckpt_dir) {
+		struct ckpt c = CKPT_INIT;
+		int got = ckpt_load_latest(r->ckpt_dir, 0, &c, err);
+		for (size_t i = 0; i < c.nwarnings; i++)
+			dlk_warn(r->ctx, "%s", c.warnings[i]);
+		if (got < 0) {
+			dlk_err_prefix(err, "cannot resume from '%s'", r->ckpt_dir);
+			hdr[0] = RESUME_FAILED;
+		} else if (got == 1) {
+			if (dlk_state_restore(&c, st, &r->meta, err)) {
+				hdr[0] = RESUME_FAILED;
+			} else {
+				hdr[0] = RESUME_LOADED;
+				r->ckpt_step = st->global_step;
+				if (st->epoch >= r->epochs)
+					dlk_info(r->ctx, "checkpoint '%s' is of the finished run (%ld steps): nothing left to train",
+					         c.path, st->global_step);
+				else
+					dlk_info(r->ctx, "resuming from checkpoint '%s' (epoch %d, step %ld of the epoch, %ld steps done)",
+					         c.path, st->epoch + 1, st->step_in_epoch, st->global_step);
+			}
+		}
+		ckpt_release(&c);
+		hdr[1] = st->epoch;
+		hdr[2] = st->step_in_epoch;
+		hdr[3] = st->global_step;
+		hdr[4] = st->opt->t;
+		memcpy(&hdr[5], &st->net->dropout_counter, sizeof(dc));
+	}
+	if (r->comm) {
+		struct dlk_err e = DLK_ERR_INIT;
+		if (comm_broadcast(r->comm, hdr, sizeof(hdr), 0, &e)) {
+			*err = e;
+			return -1;
+		}
+		if (hdr[0] == RESUME_FAILED && r->rank != 0)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "rank 0 could not resume from the checkpoints (its log says why)");
+		if (hdr[0] == RESUME_LOADED) {
+			const struct dlk_backend *be = st->net->be;
+			if (bcast_floats(r->comm, st->net->params, st->net->n_params, be, &e) ||
+			    (st->opt->m && bcast_floats(r->comm, st->opt->m, st->opt->n, be, &e)) ||
+			    (st->opt->v && bcast_floats(r->comm, st->opt->v, st->opt->n, be, &e))) {
+				*err = e;
+				return -1;
+			}
+			st->epoch = (int)hdr[1];
+			st->step_in_epoch = (long)hdr[2];
+			st->global_step = (long)hdr[3];
+			st->opt->t = (long)hdr[4];
+			memcpy(&dc, &hdr[5], sizeof(dc));
+			st->net->dropout_counter = dc;
+		}
+	}
+	if (hdr[0] == RESUME_FAILED)
+		return -1;
+	rc = hdr[0] == RESUME_LOADED;
+	return rc;
+}
+
+/* ---- gradients ---- */
+
+static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
+{
+	struct report *r = vctx;
+
+	return comm_allreduce_bucketed(r->comm, grads, n, 0, COMM_AVG, err);
+}
+
+static int on_broadcast(void *vctx, float *params, size_t n, struct dlk_err *err)
+{
+	struct report *r = vctx;
+
+	return comm_broadcast(r->comm, params, sizeof(float) * n, 0, err);
+}
+
+static long env_long(const char *name, long def, long lo, long hi, struct dlk_err *err, int *bad)
+{
+	const char *v = getenv(name);
+	char *end;
+	long x;
+
+	if (!v || !*v)
+		return def;
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno || *end || x < lo || x > hi) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "%s: expected a whole number in [%ld, %ld], not '%s'", name, lo, hi, v);
+		*bad = 1;
+		return def;
+	}
+	return x;
+}
+
+/* Joins the other ranks: the rendezvous (run id and generation from the Job) and the ring. */
+static int join_gang(struct report *r, const struct dist_env *env, struct dlk_err *err)
+{
+	struct dist_rdzv_opts o = DIST_RDZV_OPTS_INIT;
+	struct dist_group g = DIST_GROUP_INIT;
+	const char *job = getenv("DLK_JOB_NAME"), *uid = getenv("DLK_RUN_ID");
+	char *run_id;
+	int bad = 0;
+	long gen = env_long("DLK_GENERATION", 0, 0, UINT_MAX, err, &bad);
+	long lfd = env_long("DLK_LISTEN_FD", -1, -1, INT_MAX, err, &bad);
+	long tmo = env_long("DLK_RENDEZVOUS_TIMEOUT", 300, 1, 86400, err, &bad);
+	long stall = env_long("DLK_STALL_TIMEOUT", 300, 1, 86400, err, &bad);
+
+	if (bad)
+		return -1;
+	if (uid && *uid)
+		run_id = xasprintf("%s/%s", job && *job ? job : "dlk", uid);
+	else
+		run_id = xstrdup(job && *job ? job : "dlk");
+	if (strlen(run_id) > DIST_RUN_ID_MAX)
+		run_id[DIST_RUN_ID_MAX] = '\0';
+	o.rank = env->rank;
+	o.world = env->world;
+	o.master_addr = env->master_addr;
+	o.master_port = env->master_port;
+	o.listen_fd = env->rank == 0 ? (int)lfd : -1;
+	o.run_id = run_id;
+	o.generation = (unsigned)gen;
+	o.timeout_ms = (int)(tmo * 1000);
+	if (dist_rendezvous(&o, &g, err)) {
+		free(run_id);
+		return -1;
+	}
+	free(run_id);
+	r->comm = comm_tcp_new(&g, (int)(stall * 1000));
+	dist_group_release(&g);
+	return 0;
+}
+
 int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_spec *spec, int worker)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -210,19 +493,45 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 	struct dlk_data_opts dopts = { 0 };
 	struct dlk_train_opts topts = DLK_TRAIN_OPTS_INIT;
 	struct dlk_train_result res = DLK_TRAIN_RESULT_INIT;
+	struct dlk_training tr = spec->training;
 	struct report rep = { 0 };
-	struct sigaction sa = { 0 }, old_int, old_term;
+	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT };
+	struct sigaction sa = { 0 }, old_int, old_term, old_alrm;
 	char *bundle = NULL, *dir = project_dir(ctx->file), digest[65];
 	const char *mpath = dlk_opt_str(args, "metrics");
-	int rc = 0, ran;
+	int rc = 0, ran, bad = 0;
 
 	rep.ctx = ctx;
 	rep.bar.ctx = ctx;
+	rep.ckpt_step = -1;
+	rep.world = 1;
+	stop_flag = 0;
+	sig_seen = 0;
+	single_rank = 1;
+	term_grace_sec = (unsigned)env_long("DLK_TERM_GRACE", 20, 1, 3600, &err, &bad);
+	rep.ckpt_delay_ms = env_long("DLK_TEST_CHECKPOINT_DELAY_MS", 0, 0, 60000, &err, &bad);
+	if (bad)
+		goto fail;
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, &old_alrm);
 
-	if (mpath) {
+	if (worker) {
+		if (dist_env_read(&env, &err))
+			goto fail;
+		rep.rank = env.rank;
+		rep.world = env.world;
+		single_rank = env.world == 1;
+		if (env.rank != 0)
+			ctx->tty_err = 0;
+		if (getenv("DLK_THREADS") && !tr.threads)
+			tr.threads = (int)env_long("DLK_THREADS", 0, 0, 4096, &err, &bad);
+		if (bad)
+			goto fail;
+	}
+	if (mpath && rep.rank == 0) {
 		rep.metrics = fopen(mpath, "a");
 		if (!rep.metrics) {
 			dlk_errf(&err, DLK_EXIT_FAIL, "cannot open metrics file '%s': %s", mpath, strerror(errno));
@@ -230,40 +539,86 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 		}
 		setvbuf(rep.metrics, NULL, _IOLBF, 0);
 	}
+	if (tr.checkpoint_dir)
+		rep.ckpt_dir = tr.checkpoint_dir[0] == '/' || !strcmp(dir, ".") ? xstrdup(tr.checkpoint_dir)
+		                                                                 : xasprintf("%s/%s", dir, tr.checkpoint_dir);
+	rep.ckpt_keep = tr.checkpoint_keep;
+	rep.epochs = tr.epochs;
+	rep.meta.seed = tr.seed;
+	rep.meta.world = rep.world;
+	rep.meta.batch_size = tr.batch_size;
+
 	memcpy(dopts.shape, spec->model.input, sizeof(dopts.shape));
 	dopts.base_dir = dir;
 	dopts.progress = data_progress;
 	dopts.progress_ctx = &rep;
 	rep.phase = "loading training data";
-	if (dlk_data_load(&spec->data, "train", &dopts, &train, &err))
+	if (dlk_data_load(&spec->data, "train", &dopts, &train, &err) && !sig_seen)
 		goto fail;
 	rep.phase = "loading test data";
-	if ((spec->data.test.images.url || spec->data.test.source.url) &&
-	    dlk_data_load(&spec->data, "test", &dopts, &test, &err))
+	/* only rank 0 evaluates */
+	if (!sig_seen && rep.rank == 0 && (spec->data.test.images.url || spec->data.test.source.url) &&
+	    dlk_data_load(&spec->data, "test", &dopts, &test, &err) && !sig_seen)
 		goto fail;
 	dlk_progress_clear(&rep.bar);
-	if (!ctx->quiet)
-		fprintf(stderr, "training '%s' on %zu samples%s (%d epochs, batch %d, %s)\n", spec->name, train.n,
-		        test.n ? "" : ", no test set", spec->training.epochs, spec->training.batch_size,
-		        spec_optimizer_name(spec->training.optimizer));
+	if (sig_seen) {
+		dlk_err_clear(&err);
+		dlk_errf(&err, worker || sig_seen == SIGTERM ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL,
+		         "stopped by a signal while loading the data");
+		goto fail;
+	}
+	if (rep.world > 1 && join_gang(&rep, &env, &err))
+		goto fail;
+	if (!ctx->quiet && rep.rank == 0) {
+		if (rep.world > 1)
+			fprintf(stderr, "training '%s' on %zu samples%s (%d epochs, %d workers x batch %d, %s)\n", spec->name,
+			        train.n, test.n ? "" : ", no test set", tr.epochs, rep.world, tr.batch_size,
+			        spec_optimizer_name(tr.optimizer));
+		else
+			fprintf(stderr, "training '%s' on %zu samples%s (%d epochs, batch %d, %s)\n", spec->name, train.n,
+			        test.n ? "" : ", no test set", tr.epochs, tr.batch_size, spec_optimizer_name(tr.optimizer));
+	}
+	if (worker && rep.rank == 0)
+		rep.jp = dlk_job_progress_new(ctx);
 
 	topts.model = &spec->model;
-	topts.training = &spec->training;
+	topts.training = &tr;
 	topts.spec_file = spec->path ? spec->path : ctx->file;
 	topts.train = &train;
 	topts.test = test.n ? &test : NULL;
-	topts.rank = 0;
-	topts.world = 1;
+	topts.rank = rep.rank;
+	topts.world = rep.world;
+	if (rep.comm) {
+		topts.allreduce = on_allreduce;
+		topts.broadcast = on_broadcast;
+		topts.comm_ctx = &rep;
+	}
+	topts.checkpoint = on_checkpoint;
+	topts.resume = on_resume;
+	topts.ckpt_ctx = &rep;
 	topts.on_event = on_event;
 	topts.event_ctx = &rep;
-	topts.cancel = &cancel_flag;
+	topts.cancel = &stop_flag;
 	ran = dlk_train_run(&topts, &res, &err);
 	dlk_progress_clear(&rep.bar);
+	alarm(0);
 	if (ran < 0)
 		goto fail;
 	if (ran == 1) {
-		dlk_errf(&err, worker ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL, "training interrupted after %ld steps", res.steps);
+		const char *what = sig_seen == SIGTERM ? "SIGTERM" : sig_seen == SIGINT ? "an interrupt" : "a signal to a peer";
+		int code = worker || sig_seen != SIGINT ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL;
+		if (rep.rank == 0 && rep.ckpt_step >= 0 && rep.ckpt_step == res.steps) {
+			dlk_errf(&err, code, "training stopped by %s after %ld steps; checkpoint written", what, res.steps);
+			dlk_err_hint(&err, "run the same command again to resume from it");
+		} else {
+			dlk_errf(&err, code, "training stopped by %s after %ld steps", what, res.steps);
+		}
 		goto fail;
+	}
+	if (rep.rank != 0) {
+		if (ctx->verbose)
+			dlk_info(ctx, "rank %d done after %ld steps", rep.rank, res.steps);
+		goto out;
 	}
 
 	bundle = dlk_opt_str(args, "bundle") ? xstrdup(dlk_opt_str(args, "bundle")) : default_bundle_path(ctx->file, spec->name);
@@ -300,21 +655,28 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 			printf("no test set: final train loss %.4f\n", res.train_loss);
 		printf("\nmodel bundle: %s\n", bundle);
 		if (!ctx->quiet)
-			fprintf(stderr, "trained %d epochs in %.1fs (%.0f samples/s)\n", res.epochs_done, res.seconds,
-			        res.train_samples_per_sec);
+			fprintf(stderr, "trained %d epochs in %.1fs (%.0f samples/s%s)\n", res.epochs_done, res.seconds,
+			        res.train_samples_per_sec * rep.world, rep.world > 1 ? " over all workers" : "");
 	}
 	goto out;
 fail:
 	dlk_progress_clear(&rep.bar);
 	rc = dlk_report(ctx, &err);
 out:
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
+	alarm(0);
+	if (sa.sa_handler) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGALRM, &old_alrm, NULL);
+	}
 	if (rep.metrics)
 		fclose(rep.metrics);
+	comm_free(rep.comm);
+	dlk_job_progress_free(rep.jp);
 	dlk_train_result_release(&res);
 	dlk_dataset_release(&train);
 	dlk_dataset_release(&test);
+	free(rep.ckpt_dir);
 	free(bundle);
 	free(dir);
 	return rc;

@@ -1,0 +1,452 @@
+#include "commands/train_gang.h"
+#include "commands/train_run.h"
+#include "lib/util/err.h"
+#include "lib/util/mem.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LINE_MAX_BYTES 65536
+#define STOP_GRACE_SEC 30.0   /* after a stop request: the workers write a checkpoint */
+#define KILL_GRACE_SEC 5.0    /* after a failure: the others are only asked to go */
+
+static volatile sig_atomic_t gang_sig, gang_sig_count;
+
+static void on_gang_signal(int sig)
+{
+	if (!gang_sig)
+		gang_sig = sig;
+	gang_sig_count++;
+}
+
+struct worker {
+	pid_t pid;
+	int fd;             /* read end of its stderr; -1 at EOF */
+	int status, exited;
+	int seq;            /* order in which the exits were seen */
+	int ours;           /* the last signal the parent sent it, 0: none */
+	char *buf;          /* pending bytes of an unfinished line */
+	size_t len;
+	int after_cr;       /* the pending bytes follow a carriage return: a progress redraw */
+};
+
+struct gang {
+	struct dlk_ctx *ctx;
+	struct worker *w;
+	int n;
+	int progress_open;  /* rank 0's progress line is drawn on the terminal */
+};
+
+static void put(const char *s, size_t n)
+{
+	while (n) {
+		ssize_t k = write(STDERR_FILENO, s, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return;
+		s += k;
+		n -= (size_t)k;
+	}
+}
+
+/* Removes the "erase line" escapes a progress draw contains. */
+static size_t strip_erase(char *s, size_t n)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '\033' && i + 2 < n && s[i + 1] == '[' && s[i + 2] == 'K') {
+			i += 2;
+			continue;
+		}
+		s[o++] = s[i];
+	}
+	return o;
+}
+
+static void emit_line(struct gang *g, int rank, char *s, size_t n)
+{
+	char prefix[32];
+	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
+
+	n = strip_erase(s, n);
+	if (g->progress_open) {
+		put("\r\033[K", 4);
+		g->progress_open = 0;
+	}
+	if (n)
+		put(prefix, (size_t)pl);
+	put(s, n);
+	put("\n", 1);
+}
+
+static void emit_progress(struct gang *g, int rank, char *s, size_t n)
+{
+	char prefix[32];
+	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
+
+	n = strip_erase(s, n);
+	if (!n || !g->ctx->tty_err || rank != 0)
+		return;
+	put("\r\033[K", 4);
+	put(prefix, (size_t)pl);
+	put(s, n);
+	g->progress_open = 1;
+}
+
+/* Splits what a worker wrote into lines ('\n') and progress redraws ('\r'). */
+static void drain(struct gang *g, int rank, int eof)
+{
+	struct worker *w = &g->w[rank];
+	size_t start = 0;
+
+	for (size_t i = 0; i < w->len; i++) {
+		if (w->buf[i] != '\n' && w->buf[i] != '\r')
+			continue;
+		if (w->buf[i] == '\n')
+			emit_line(g, rank, w->buf + start, i - start);
+		else if (w->after_cr)
+			emit_progress(g, rank, w->buf + start, i - start);
+		else if (i > start)
+			emit_line(g, rank, w->buf + start, i - start);
+		w->after_cr = w->buf[i] == '\r';
+		start = i + 1;
+	}
+	memmove(w->buf, w->buf + start, w->len - start);
+	w->len -= start;
+	if (eof || w->len >= LINE_MAX_BYTES) {
+		if (w->len)
+			emit_line(g, rank, w->buf, w->len);
+		w->len = 0;
+		w->after_cr = 0;
+	} else if (w->len && w->after_cr && rank == 0) {
+		/* show the newest redraw now; it is shown again when it completes */
+		char tmp[512];
+		size_t n = w->len < sizeof(tmp) ? w->len : sizeof(tmp);
+		memcpy(tmp, w->buf, n);
+		emit_progress(g, rank, tmp, n);
+	}
+}
+
+static void read_worker(struct gang *g, int rank)
+{
+	struct worker *w = &g->w[rank];
+	ssize_t k = read(w->fd, w->buf + w->len, LINE_MAX_BYTES + 1 - w->len);
+
+	if (k < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (k <= 0) {
+		close(w->fd);
+		w->fd = -1;
+		drain(g, rank, 1);
+		return;
+	}
+	w->len += (size_t)k;
+	drain(g, rank, 0);
+}
+
+static int listen_loopback(int *port, struct dlk_err *err)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0)
+		return dlk_errf(err, DLK_EXIT_FAIL, "cannot open a socket for the workers: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, DLK_GANG_MAX_WORKERS + 8) ||
+	    getsockname(fd, (struct sockaddr *)&a, &al)) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot listen on 127.0.0.1 for the workers: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+static void setenv_int(const char *name, long v)
+{
+	char s[32];
+	snprintf(s, sizeof(s), "%ld", v);
+	setenv(name, s, 1);
+}
+
+/* In the child: become rank `rank` and run the worker path. Never returns. */
+static void child(struct gang *g, struct dlk_args *args, const struct dlk_spec *spec, int rank, int wfd,
+                  int lfd, int port, unsigned gen, const char *run_id, int threads)
+{
+	struct sigaction sa = { 0 };
+	int rc;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sa.sa_handler = SIG_DFL;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* its own process group: a Ctrl-C reaches the parent, which asks every worker once */
+	setpgid(0, 0);
+	for (int r = 0; r < rank; r++)
+		if (g->w[r].fd >= 0)
+			close(g->w[r].fd);
+	dup2(wfd, STDERR_FILENO);
+	close(wfd);
+	if (rank != 0) {
+		int nul = open("/dev/null", O_WRONLY);
+		if (nul >= 0) {
+			dup2(nul, STDOUT_FILENO);
+			close(nul);
+		}
+		close(lfd);
+	} else {
+		setenv_int("DLK_LISTEN_FD", lfd);
+	}
+	setenv_int("RANK", rank);
+	setenv_int("WORLD_SIZE", g->n);
+	setenv("MASTER_ADDR", "127.0.0.1", 1);
+	setenv_int("MASTER_PORT", port);
+	setenv_int("DLK_GENERATION", (long)gen);
+	setenv("DLK_RUN_ID", run_id, 1);
+	setenv("DLK_JOB_NAME", spec->name, 1);
+	setenv_int("DLK_THREADS", threads);
+	unsetenv("KUBERNETES_SERVICE_HOST"); /* a local gang publishes no progress on any Job */
+	unsetenv("JOB_COMPLETION_INDEX");
+	g->ctx->color = 0;
+	rc = dlk_train_here(g->ctx, args, spec, 1);
+	fflush(stdout);
+	fflush(stderr);
+	_exit(rc);
+}
+
+static void describe(char *buf, size_t n, int status)
+{
+	if (WIFSIGNALED(status))
+		snprintf(buf, n, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		snprintf(buf, n, "exited with code %d", WEXITSTATUS(status));
+}
+
+static void signal_all(struct gang *g, int sig)
+{
+	for (int r = 0; r < g->n; r++)
+		if (g->w[r].pid > 0 && !g->w[r].exited) {
+			kill(g->w[r].pid, sig);
+			g->w[r].ours = sig;
+		}
+}
+
+/* The worker whose failure explains the others: an exit code other than "restartable" first
+ * (a worker that lost a peer may exit before the peer that failed for good), then a death by
+ * a signal the parent did not send, then the earliest exit. -1 when every worker succeeded. */
+static int root_cause(const struct gang *g)
+{
+	int best = -1, best_class = 3;
+
+	for (int r = 0; r < g->n; r++) {
+		const struct worker *w = &g->w[r];
+		int cls;
+		if (!w->exited || (WIFEXITED(w->status) && WEXITSTATUS(w->status) == 0))
+			continue;
+		if (WIFEXITED(w->status) && WEXITSTATUS(w->status) != DLK_EXIT_RESTARTABLE)
+			cls = 0;
+		else if (WIFSIGNALED(w->status) && WTERMSIG(w->status) != w->ours)
+			cls = 1;
+		else
+			cls = 2;
+		if (cls < best_class || (cls == best_class && w->seq < g->w[best].seq)) {
+			best = r;
+			best_class = cls;
+		}
+	}
+	return best;
+}
+
+/* Runs one generation to its end. Returns the rank that failed first (its status in
+ * g->w[rank].status), -1 when every worker succeeded, -2 when stopped by a signal. */
+static int run_generation(struct gang *g, struct dlk_args *args, const struct dlk_spec *spec, unsigned gen,
+                          const char *run_id, int threads, struct dlk_err *err)
+{
+	int port = 0, lfd = listen_loopback(&port, err), failed = -1, stopping = 0, alive, seq = 0;
+	double deadline = 0;
+	struct pollfd pfd[DLK_GANG_MAX_WORKERS];
+
+	if (lfd < 0)
+		return -3;
+	for (int r = 0; r < g->n; r++) {
+		int p[2];
+		g->w[r] = (struct worker){ 0, -1, 0, 0, 0, 0, g->w[r].buf, 0, 0 };
+		if (pipe2(p, O_CLOEXEC)) {
+			dlk_errf(err, DLK_EXIT_FAIL, "cannot create a pipe for worker %d: %s", r, strerror(errno));
+			signal_all(g, SIGKILL);
+			failed = -3;
+			break;
+		}
+		fflush(NULL);
+		pid_t pid = fork();
+		if (pid < 0) {
+			dlk_errf(err, DLK_EXIT_FAIL, "cannot start worker %d: %s", r, strerror(errno));
+			close(p[0]);
+			close(p[1]);
+			signal_all(g, SIGKILL);
+			failed = -3;
+			break;
+		}
+		if (pid == 0) {
+			close(p[0]);
+			child(g, args, spec, r, p[1], lfd, port, gen, run_id, threads);
+		}
+		close(p[1]);
+		g->w[r].pid = pid;
+		g->w[r].fd = p[0];
+	}
+	close(lfd);
+
+	for (;;) {
+		int np = 0, idx[DLK_GANG_MAX_WORKERS];
+		alive = 0;
+		int new_failure = 0;
+		for (int r = 0; r < g->n; r++) {
+			struct worker *w = &g->w[r];
+			int st;
+			if (w->pid > 0 && !w->exited && waitpid(w->pid, &st, WNOHANG) == w->pid) {
+				w->exited = 1;
+				w->status = st;
+				w->seq = seq++;
+				if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+					new_failure = 1;
+			}
+		}
+		if (new_failure && !stopping && failed == -1) {
+			/* a failure ends the generation: the others are asked to go (after every exit
+			 * already there was reaped, so that root_cause() knows who was signalled) */
+			failed = 0;
+			stopping = 1;
+			signal_all(g, SIGTERM);
+			deadline = dlk_now() + KILL_GRACE_SEC;
+		}
+		for (int r = 0; r < g->n; r++) {
+			struct worker *w = &g->w[r];
+			if (w->pid > 0 && !w->exited)
+				alive++;
+			if (w->fd >= 0) {
+				pfd[np].fd = w->fd;
+				pfd[np].events = POLLIN;
+				idx[np++] = r;
+			}
+		}
+		if (!alive && !np)
+			break;
+		if (gang_sig && !stopping && failed != -3) {
+			stopping = 2;
+			signal_all(g, gang_sig == SIGINT ? SIGINT : SIGTERM);
+			deadline = dlk_now() + STOP_GRACE_SEC;
+		}
+		if ((stopping && deadline && dlk_now() > deadline) || gang_sig_count > 1 || failed == -3) {
+			signal_all(g, SIGKILL);
+			deadline = 0;
+		}
+		if (np == 0) {
+			struct timespec ts = { 0, 20 * 1000000L };
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (poll(pfd, (nfds_t)np, 50) > 0)
+			for (int i = 0; i < np; i++)
+				if (pfd[i].revents)
+					read_worker(g, idx[i]);
+	}
+	if (g->progress_open) {
+		put("\r\033[K", 4);
+		g->progress_open = 0;
+	}
+	if (failed == -3)
+		return -3;
+	if (stopping == 2)
+		return -2;
+	if (failed >= 0)
+		failed = root_cause(g);
+	return failed;
+}
+
+int dlk_train_gang(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_spec *spec, int workers,
+                   int max_restarts)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct gang g = { ctx, NULL, workers, 0 };
+	struct sigaction sa = { 0 }, old_int, old_term;
+	char run_id[64], what[128];
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int threads = spec->training.threads ? spec->training.threads : (int)(cores / workers > 0 ? cores / workers : 1);
+	int rc = 0;
+
+	if (workers < 1 || workers > DLK_GANG_MAX_WORKERS) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--workers: expected 1 to %d, not %d", DLK_GANG_MAX_WORKERS, workers);
+		return dlk_report(ctx, &err);
+	}
+	if (max_restarts < 0) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--max-restarts: must not be negative, not %d", max_restarts);
+		return dlk_report(ctx, &err);
+	}
+	snprintf(run_id, sizeof(run_id), "local-%ld-%ld", (long)getpid(), (long)time(NULL));
+	g.w = xcalloc((size_t)workers, sizeof(*g.w));
+	for (int r = 0; r < workers; r++)
+		g.w[r].buf = xmalloc(LINE_MAX_BYTES + 1);
+	gang_sig = 0;
+	gang_sig_count = 0;
+	sa.sa_handler = on_gang_signal;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+
+	for (int gen = 0;; gen++) {
+		int f = run_generation(&g, args, spec, (unsigned)gen, run_id, threads, &err);
+		if (f == -3) {
+			rc = dlk_report(ctx, &err);
+			break;
+		}
+		if (f == -1) {
+			rc = 0;
+			break;
+		}
+		if (f == -2) {
+			/* rank 0 said what it saved */
+			rc = gang_sig == SIGINT ? DLK_EXIT_FAIL : DLK_EXIT_RESTARTABLE;
+			break;
+		}
+		int st = g.w[f].status;
+		describe(what, sizeof(what), st);
+		if (WIFSIGNALED(st) || WEXITSTATUS(st) == DLK_EXIT_RESTARTABLE) {
+			if (gen < max_restarts) {
+				dlk_warn(ctx, "worker %d %s; restarting all %d workers from the last checkpoint (restart %d of %d)",
+				         f, what, workers, gen + 1, max_restarts);
+				continue;
+			}
+			dlk_errf(&err, DLK_EXIT_RESTARTABLE, "worker %d %s, and the %d restart%s allowed are used up", f, what,
+			         max_restarts, max_restarts == 1 ? "" : "s");
+			dlk_err_hint(&err, "run the same command again to resume from the last checkpoint, or raise --max-restarts");
+			rc = dlk_report(ctx, &err);
+			break;
+		}
+		dlk_errf(&err, WEXITSTATUS(st), "worker %d %s; the other workers were stopped", f, what);
+		rc = dlk_report(ctx, &err);
+		break;
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	for (int r = 0; r < workers; r++)
+		free(g.w[r].buf);
+	free(g.w);
+	return rc;
+}

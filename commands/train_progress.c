@@ -1,0 +1,91 @@
+#include "commands/train_progress.h"
+#include "lib/train/progress.h"
+#include "lib/kube/api.h"
+#include "lib/kube/client.h"
+#include "lib/util/mem.h"
+
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dlk_job_progress {
+	const struct dlk_ctx *ctx;
+	struct kube_client *kc;
+	char *job, *ns;
+	double last;
+	int warned;
+	double accuracy;
+	int have_accuracy;
+};
+
+struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx)
+{
+	struct kube_config cfg = KUBE_CONFIG_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_job_progress *p;
+	const char *job = getenv("DLK_JOB_NAME");
+
+	if (!getenv("KUBERNETES_SERVICE_HOST") || !job || !job[0])
+		return NULL;
+	/* DLK_NAMESPACE: the pod's namespace (downward API); DLK_SERVICEACCOUNT_DIR: the
+	 * service-account files somewhere other than the standard mount */
+	const char *ns = getenv("DLK_NAMESPACE");
+	if (kube_config_in_cluster(getenv("DLK_SERVICEACCOUNT_DIR"), ns && *ns ? ns : NULL, &cfg, &err)) {
+		dlk_warn(ctx, "progress will not be published on job '%s': %s", job, err.msg);
+		kube_config_release(&cfg);
+		return NULL;
+	}
+	p = xcalloc(1, sizeof(*p));
+	p->ctx = ctx;
+	p->ns = xstrdup(cfg.namespace);
+	p->job = xstrdup(job);
+	p->kc = kube_client_new(&cfg, &err);
+	kube_config_release(&cfg);
+	if (!p->kc) {
+		dlk_warn(ctx, "progress will not be published on job '%s': %s", job, err.msg);
+		dlk_job_progress_free(p);
+		return NULL;
+	}
+	/* progress must never hold training up for long */
+	p->kc->connect_timeout_ms = 3000;
+	p->kc->timeout_ms = 5000;
+	p->kc->max_retries = 0;
+	p->last = -1e9;
+	return p;
+}
+
+void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_event *ev)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	const char *key = DLK_PROGRESS_ANNOTATION;
+	char updated[32], *val;
+	double now = dlk_now();
+
+	if (!p)
+		return;
+	if (ev->eval && ev->eval->n) {
+		p->accuracy = ev->eval->accuracy;
+		p->have_accuracy = 1;
+	}
+	if (ev->kind == DLK_TRAIN_STEP && now - p->last < DLK_PROGRESS_INTERVAL_SEC)
+		return;
+	p->last = now;
+	dlk_rfc3339_now(updated);
+	val = dlk_progress_json(ev, p->accuracy, p->have_accuracy, updated);
+	if (kube_annotate_job(p->kc, p->ns, p->job, &key, (const char *const *)&val, 1, &err) && !p->warned) {
+		p->warned = 1;
+		dlk_warn(p->ctx, "cannot publish progress on job '%s' (training goes on; further failures are not shown): %s",
+		         p->job, err.msg);
+	}
+	free(val);
+}
+
+void dlk_job_progress_free(struct dlk_job_progress *p)
+{
+	if (!p)
+		return;
+	kube_client_free(p->kc);
+	free(p->job);
+	free(p->ns);
+	free(p);
+}

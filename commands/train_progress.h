@@ -1,0 +1,23 @@
+/* Rank 0 of a training Job publishes its progress on its own Job, as the annotation
+ * dlk.dev/progress (a JSON string), so that `dlk status` and kubectl show it without logs. */
+#ifndef DLK_COMMANDS_TRAIN_PROGRESS_H
+#define DLK_COMMANDS_TRAIN_PROGRESS_H
+
+#include "commands/ctx.h"
+#include "lib/train/train.h"
+
+#define DLK_PROGRESS_ANNOTATION "dlk.dev/progress"
+#define DLK_PROGRESS_INTERVAL_SEC 10.0
+
+struct dlk_job_progress;
+/* A publisher for the Job named by $DLK_JOB_NAME when running in a cluster
+ * ($KUBERNETES_SERVICE_HOST set; the service account's files in $DLK_SERVICEACCOUNT_DIR, else
+ * the standard mount); NULL otherwise, or (after one warning) when the in-cluster
+ * configuration cannot be read. */
+struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx);
+/* Publishes ev when DLK_PROGRESS_INTERVAL_SEC passed since the last patch, or at once for epoch
+ * ends and the end of the run. A failed patch is warned about once and never stops training. */
+void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_event *ev);
+void dlk_job_progress_free(struct dlk_job_progress *p);
+
+#endif

@@ -1,0 +1,43 @@
+/* The training state as checkpoint blobs: what dlk_train_run's checkpoint hook saves and its
+ * resume hook restores, so that a resumed run continues bit for bit where the old one stopped.
+ *
+ *   state.json    {"format": "dlk-train-state", "version": 1, "arch": sha256 of the network's
+ *                  layout, "seed", "world", "batchSize", "epoch", "stepInEpoch", "globalStep",
+ *                  "optimizerT", "dropoutCounter", "dropoutSeed", "params"}  (64-bit numbers
+ *                  as decimal strings)
+ *   params.f32    the flat parameters, float32 in host byte order
+ *   optim_m.f32   the optimizer's first moment / momentum buffer
+ *   optim_v.f32   Adam's second moment (absent for SGD)
+ */
+#ifndef DLK_TRAIN_STATE_H
+#define DLK_TRAIN_STATE_H
+
+#include <stdint.h>
+
+#include "lib/train/checkpoint.h"
+#include "lib/train/train.h"
+
+/* What identifies the run a checkpoint belongs to; a checkpoint of another run is refused. */
+struct dlk_state_meta {
+	char arch[65];            /* dlk_net_arch_digest() */
+	unsigned long long seed;
+	int world, batch_size;
+};
+
+/* sha256 hex of the network's layout: every layer's kind, activation, shapes and parameter
+ * counts. Two specs with the same digest have interchangeable flat parameter arrays. */
+void dlk_net_arch_digest(const struct dlk_net *net, char hex[65]);
+
+/* Writes st (copied from the device) as checkpoint step st->global_step in dir, keeping the
+ * newest `keep`. wo may be NULL. Returns 0 or -1 with err (see ckpt_write_atomic). */
+int dlk_state_save(const char *dir, int keep, const struct dlk_train_state *st, const struct dlk_state_meta *meta,
+                   const struct ckpt_write_opts *wo, struct dlk_err *err);
+
+/* Checks c (a loaded checkpoint) against meta and the sizes of st's net and optimizer, then
+ * copies its params and optimizer state into them and sets st's position and the counters.
+ * A checkpoint of another model, seed, world size or batch size fails with DLK_EXIT_CONFIG
+ * and a message naming c->path and what differs. */
+int dlk_state_restore(const struct ckpt *c, struct dlk_train_state *st, const struct dlk_state_meta *meta,
+                      struct dlk_err *err);
+
+#endif
