@@ -103,7 +103,7 @@ static void complete_kind(enum dlk_complete kind, const char *words, const char 
 		break;
 	case COMPLETE_SPEC_KEY: {
 		/* the loader's key paths, in --set's spelling: list items by index ("model.layers.0.dense"),
-		 * and no placeholder for free-form map keys (labels.KEY: the user names those) */
+		 * and nothing for free-form map keys (labels.KEY: the user names those) */
 		const char *const *keys = spec_known_keys();
 		for (size_t i = 0; keys && keys[i]; i++) {
 			struct dlk_buf b = DLK_BUF_INIT;
