@@ -349,24 +349,40 @@ struct watch_state {
 	int gone, stop, fail, events;
 };
 
+cJSON *kube_watch_event_parse(const char *line, size_t len, const char **type, const cJSON **obj,
+			      struct dlk_err *err)
+{
+	cJSON *ev = cJSON_ParseWithLength(line, len);
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(ev, "type");
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(ev, "object");
+
+	if (!cJSON_IsString(t) || !cJSON_IsObject(o)) {
+		cJSON_Delete(ev);
+		dlk_errf(err, DLK_EXIT_CONNECT, "watch: the server sent a line that is not a watch event");
+		return NULL;
+	}
+	*type = t->valuestring;
+	*obj = o;
+	return ev;
+}
+
 static int watch_line(const char *line, size_t len, void *ud)
 {
 	struct watch_state *s = ud;
-	cJSON *ev = cJSON_ParseWithLength(line, len), *type, *obj;
+	const char *type;
+	const cJSON *obj;
+	cJSON *ev;
 	int rc = 0;
 
-	if (!len || (len == 1 && line[0] == '\r'))
-		goto out;
-	type = cJSON_GetObjectItemCaseSensitive(ev, "type");
-	obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
-	if (!cJSON_IsString(type) || !cJSON_IsObject(obj)) {
-		dlk_errf(s->err, DLK_EXIT_CONNECT, "watch: the server sent a line that is not a watch event");
+	if (!len)
+		return 0; /* keep-alive newline */
+	ev = kube_watch_event_parse(line, len, &type, &obj, s->err);
+	if (!ev) {
 		s->fail = 1;
-		rc = 1;
-		goto out;
+		return 1;
 	}
-	if (!strcmp(type->valuestring, "ERROR")) {
-		cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
+	if (!strcmp(type, "ERROR")) {
+		const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
 		if (cJSON_IsNumber(code) && code->valueint == 410) {
 			s->gone = 1;
 		} else {
@@ -379,13 +395,13 @@ static int watch_line(const char *line, size_t len, void *ud)
 		rc = 1;
 		goto out;
 	}
-	cJSON *rv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
+	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
 	if (cJSON_IsString(rv) && rv->valuestring[0]) {
 		free(s->rv);
 		s->rv = xstrdup(rv->valuestring);
 	}
 	s->events++;
-	int r = s->fn(type->valuestring, obj, s->ud, s->err);
+	int r = s->fn(type, obj, s->ud, s->err);
 	if (r > 0)
 		s->stop = 1, rc = 1;
 	else if (r < 0)

@@ -60,6 +60,11 @@ struct kube_watch_opts {
 };
 #define KUBE_WATCH_OPTS_INIT { KUBE_LIST_OPTS_INIT, NULL, 0, 0 }
 
+/* Parses one line of a watch stream. Returns a new tree the caller owns (cJSON_Delete) with
+ * *type and *obj pointing into it, or NULL with err when the line is not a watch event. */
+cJSON *kube_watch_event_parse(const char *line, size_t len, const char **type, const cJSON **obj,
+			      struct dlk_err *err);
+
 /* Watches until the callback stops it, the cancel hook fires, or reconnecting fails. The stream
  * is parsed line by line as it arrives; dropped or ended streams are resumed from the last
  * resourceVersion seen (events and bookmarks); a 410 (HTTP or ERROR event) relists and resumes.

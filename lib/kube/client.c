@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +21,16 @@
 #define KUBE_MAX_WARNINGS 64
 
 
+/* curl_global_init is not thread-safe before libcurl 7.84; pthread_once makes the first
+ * kube_client_new do it exactly once whichever thread gets there first. */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
 static void curl_init_once(void)
 {
-	static int done;
-	if (!done) {
-		curl_global_init(CURL_GLOBAL_DEFAULT);
-		done = 1;
-	}
+	pthread_once(&curl_once, curl_init);
 }
 
 char *kube_escape(const char *s)
@@ -353,6 +357,11 @@ static int perform(struct kube_client *c, const struct kube_request *req, struct
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* A watch or a followed log may stay quiet for long: keepalive probes notice a dead peer
+	 * (a node gone, a NAT entry dropped) where no timeout may. */
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 15L);
 	if (c->cfg.proxy_url)
 		curl_easy_setopt(h, CURLOPT_PROXY, c->cfg.proxy_url);
 	if (c->cfg.ca.data) {

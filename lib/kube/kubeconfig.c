@@ -493,7 +493,7 @@ int kube_config_load(const struct kube_config_opts *opts, struct kube_config *cf
 			list = xstrdup(env);
 		} else {
 			const char *home = getenv("HOME");
-			list = deflt = home ? xasprintf("%s/.kube/config", home) : xstrdup("");
+			deflt = home ? xasprintf("%s/.kube/config", home) : xstrdup("");
 			list = xstrdup(deflt);
 		}
 		/* Files named in KUBECONFIG that do not exist are skipped, as kubectl does. */

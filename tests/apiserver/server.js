@@ -477,7 +477,7 @@ function logLine(req, u, code, user) {
   for (const k of ['content-type', 'accept', 'impersonate-user', 'user-agent']) if (req.headers[k]) h[k] = req.headers[k];
   const groups = req.rawHeaders.filter((v, i, arr) => i % 2 === 1 && arr[i - 1].toLowerCase() === 'impersonate-group');
   if (groups.length) h['impersonate-group'] = groups;
-  fs.writeSync(logFd, JSON.stringify({ method: req.method, path: u.pathname, query: u.search, code, user, headers: h, auth: (req.headers.authorization || '').split(' ')[0] }) + '\n');
+  fs.writeSync(logFd, JSON.stringify({ method: req.method, path: u.pathname, query: u.search, code, user, headers: h, auth: (req.headers.authorization || '').split(' ')[0], port: req.socket.remotePort }) + '\n');
 }
 
 async function handle(req, res) {

@@ -82,6 +82,12 @@ int main(void)
 	CHECK(get(c, CM, &err) == 200);
 	CHECK(get(c, CM, &err) == 200);
 	CHECK(kt_log_count(&srv, "\"user\":\"tester\"") == 2);
+	{
+		/* one connection for both requests: the handle is reused */
+		const char *log = kt_read(srv.log);
+		const char *p1 = strstr(log, "\"port\":"), *p2 = p1 ? strstr(p1 + 1, "\"port\":") : NULL;
+		CHECK(p1 && p2 && atoi(p1 + 7) == atoi(p2 + 7) && atoi(p1 + 7) > 0);
+	}
 	kube_client_free(c);
 
 	/* certificate-authority-data + client certificate/key data */
