@@ -258,6 +258,7 @@ static int logs_once(struct dlk_ctx *ctx, struct kube_client *c, const char *ns,
 {
 	struct dlk_job_summary s;
 	struct collect col = { 0 };
+	struct dlk_err first = DLK_ERR_INIT;
 	int rc = -1, shown = 0;
 
 	current_pods(job, pods, &s);
@@ -287,6 +288,10 @@ static int logs_once(struct dlk_ctx *ctx, struct kube_client *c, const char *ns,
 				*err = perr;
 				goto out;
 			}
+			if (!first.code) {
+				first = perr;
+				dlk_err_prefix(&first, "rank %d", i);
+			}
 			dlk_warn(ctx, "rank %d: %s", i, perr.msg);
 			continue;
 		}
@@ -306,7 +311,11 @@ static int logs_once(struct dlk_ctx *ctx, struct kube_client *c, const char *ns,
 			print_line(col.v[i].rank, o->color, col.v[i].text, strlen(col.v[i].text));
 		}
 	}
-	(void)shown;
+	if (!shown && first.code) {
+		/* nothing could be read, and not for want of started pods: say why once more */
+		*err = first;
+		goto out;
+	}
 	rc = 0;
 out:
 	for (size_t i = 0; i < col.n; i++) {
@@ -428,9 +437,13 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 		}
 	}
 	if (dlk_opt_num(args, "follow")) {
+		/* the streams and watches have clients of their own */
+		char *nsd = xstrdup(ns);
+		dlk_kube_warnings(ctx, c);
 		kube_client_free(c);
 		c = NULL;
-		rc = logs_follow(ctx, ns, name, &o, &err);
+		rc = logs_follow(ctx, nsd, name, &o, &err);
+		free(nsd);
 		if (rc == DLK_EXIT_INTERRUPTED)
 			dlk_info(ctx, "stopped following; the job keeps running");
 		else if (rc)
