@@ -82,6 +82,9 @@ struct dlk_job_summary {
  * inputs must outlive the summary. Release with dlk_job_summary_release. */
 void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events, struct dlk_job_summary *s);
 void dlk_job_summary_release(struct dlk_job_summary *s);
+/* The events that explain a job: its own and those of (at most 8) pending ranks' pods, as a new
+ * array the caller owns (empty when they cannot be read: they help, they are not needed). */
+cJSON *dlk_job_events(struct kube_client *c, const char *ns, const char *name, const struct dlk_job_summary *pre);
 /* "epoch 3/10 step 1200/6000" style text of the progress annotation ("" when none). */
 void dlk_job_progress_text(const struct dlk_job_summary *s, char *out, size_t n);
 /* "1m20s", "3h", "2d" */

@@ -175,12 +175,13 @@ static int emit_structured(const struct dlk_ctx *ctx, cJSON *v, struct dlk_buf *
 	return 0;
 }
 
-/* Renders the list of jobs (jobs: an array or an object of Jobs) into b. */
-static int render_list(const struct dlk_ctx *ctx, const cJSON *jobs, const cJSON *pods, int all_ns, struct dlk_buf *b,
-		       struct dlk_err *err)
+/* Renders the list of jobs (jobs: an array or an object of Jobs) into b. With a client, the
+ * events of pending jobs are read to say why they are pending (at most a few jobs' worth). */
+static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *jobs, const cJSON *pods,
+		       int all_ns, struct dlk_buf *b, struct dlk_err *err)
 {
 	int structured = !strcmp(ctx->output, "json") || !strcmp(ctx->output, "yaml");
-	int wide = !strcmp(ctx->output, "wide"), n = cJSON_GetArraySize(jobs), nrows = 0, ncols = 0;
+	int wide = !strcmp(ctx->output, "wide"), n = cJSON_GetArraySize(jobs), nrows = 0, ncols = 0, explained = 0;
 	struct row *rows = xcalloc((size_t)n + 1, sizeof(*rows));
 	cJSON *items = cJSON_CreateArray();
 	const cJSON *j;
@@ -191,12 +192,20 @@ static int render_list(const struct dlk_ctx *ctx, const cJSON *jobs, const cJSON
 		const cJSON *jns = jget2(j, "metadata", "namespace");
 		cJSON *mine = pods_of(pods, cJSON_IsString(jns) ? jns->valuestring : NULL, meta_name(j));
 		struct dlk_job_summary s;
+		cJSON *ev = NULL;
 		dlk_job_summarize(j, mine, NULL, &s);
+		if (c && explained < 10 && (s.state == JOB_PENDING || s.state == JOB_SUSPENDED)) {
+			ev = dlk_job_events(c, s.ns[0] ? s.ns : c->cfg.namespace, s.name, &s);
+			dlk_job_summary_release(&s);
+			dlk_job_summarize(j, mine, ev, &s);
+			explained++;
+		}
 		if (structured)
 			cJSON_AddItemToArray(items, dlk_job_summary_json(&s));
 		else
 			summary_row(&s, all_ns, wide, &rows[nrows++], &ncols);
 		dlk_job_summary_release(&s);
+		cJSON_Delete(ev);
 		cJSON_Delete(mine);
 	}
 	if (structured) {
@@ -230,8 +239,7 @@ static void events_for(struct kube_client *c, const char *ns, const char *kind, 
 	cJSON_Delete(list);
 }
 
-/* The events worth reading for a job: its own, and those of ranks that are not running. */
-static cJSON *job_events(struct kube_client *c, const char *ns, const char *name, const struct dlk_job_summary *pre)
+cJSON *dlk_job_events(struct kube_client *c, const char *ns, const char *name, const struct dlk_job_summary *pre)
 {
 	cJSON *ev = cJSON_CreateArray();
 	int asked = 0;
@@ -317,7 +325,7 @@ static int render_one(const struct dlk_ctx *ctx, struct kube_client *c, const cJ
 	dlk_job_summarize(job, pods, NULL, &pre);
 	/* events explain a pending job; a running or finished one does not need the extra calls */
 	if (c && (pre.state == JOB_PENDING || pre.state == JOB_SUSPENDED))
-		ev = job_events(c, pre.ns[0] ? pre.ns : c->cfg.namespace, pre.name, &pre);
+		ev = dlk_job_events(c, pre.ns[0] ? pre.ns : c->cfg.namespace, pre.name, &pre);
 	dlk_job_summarize(job, pods, ev, &s);
 	*state = s.state;
 	if (!strcmp(ctx->output, "json") || !strcmp(ctx->output, "yaml")) {
@@ -400,7 +408,7 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 			cJSON_Delete(jc);
 			cJSON_Delete(pc);
 		} else {
-			if (render_list(ctx, w.jobs, w.pods, 0, &b, &err) < 0)
+			if (render_list(ctx, NULL, w.jobs, w.pods, 0, &b, &err) < 0)
 				rc = dlk_report(ctx, &err), done = 1;
 			dlk_jobwatch_unlock(&w);
 			if (!b.len)
@@ -473,7 +481,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	} else {
 		if (list_kind(c, "Job", ns, all_ns, DLK_LABEL_JOB, &jobs, &err) < 0 ||
 		    list_kind(c, "Pod", ns, all_ns, DLK_LABEL_JOB, &pods, &err) < 0 ||
-		    render_list(ctx, cJSON_GetObjectItemCaseSensitive(jobs, "items"), cJSON_GetObjectItemCaseSensitive(pods, "items"),
+		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), cJSON_GetObjectItemCaseSensitive(pods, "items"),
 				all_ns, &b, &err) < 0) {
 			rc = dlk_report(ctx, &err);
 			goto out;

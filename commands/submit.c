@@ -54,7 +54,8 @@ static int wait_for_job(struct dlk_ctx *ctx, struct kube_client *c, const char *
 	struct dlk_err err = DLK_ERR_INIT;
 	const char *nsflag = dlk_ns_flag(c, ns);
 	char nsf[96];
-	double start = dlk_now(), ended_at = -1;
+	double start = dlk_now(), ended_at = -1, events_at = -1;
+	cJSON *events = NULL;
 	unsigned seen = 0;
 	int rc = -1, last_state = -1;
 	char last_line[600] = "";
@@ -96,6 +97,7 @@ static int wait_for_job(struct dlk_ctx *ctx, struct kube_client *c, const char *
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
+		cJSON *jc = NULL, *pc = NULL;
 		dlk_jobwatch_lock(&w);
 		if (w.failed) {
 			err = w.err;
@@ -113,16 +115,28 @@ static int wait_for_job(struct dlk_ctx *ctx, struct kube_client *c, const char *
 				rc = dlk_report(ctx, &err);
 				goto out;
 			}
+			/* copies: the watch threads go on changing their picture once the lock is released */
 			cJSON *pods = dlk_jobwatch_pods_of(&w, name);
-			dlk_job_summarize(job, pods, NULL, &s);
-			if (lf)
-				dlk_logfollow_update(lf, pods);
+			jc = cJSON_Duplicate(job, 1);
+			pc = cJSON_Duplicate(pods, 1);
 			cJSON_Delete(pods);
 			have = 1;
 		}
 		dlk_jobwatch_unlock(&w);
 		if (!have)
 			continue;
+		dlk_job_summarize(jc, pc, events, &s);
+		/* a pending job's reason is in events, which are not watched: read them when it becomes
+		 * pending and every few seconds while it stays so (shown at the next change) */
+		if ((s.state == JOB_PENDING || s.state == JOB_SUSPENDED) && (events_at < 0 || dlk_now() - events_at > 5)) {
+			cJSON_Delete(events);
+			events = dlk_job_events(c, ns, name, &s);
+			events_at = dlk_now();
+			dlk_job_summary_release(&s);
+			dlk_job_summarize(jc, pc, events, &s);
+		}
+		if (lf)
+			dlk_logfollow_update(lf, pc);
 
 		dlk_job_progress_text(&s, prog, sizeof(prog));
 		snprintf(line, sizeof(line), "%s, %d/%d workers ready%s%s%s%.300s", dlk_job_state_name(s.state), s.ready, s.total,
@@ -144,6 +158,8 @@ static int wait_for_job(struct dlk_ctx *ctx, struct kube_client *c, const char *
 					ended_at = dlk_now();
 				if (dlk_now() - ended_at < FOLLOW_DRAIN_S) {
 					dlk_job_summary_release(&s);
+					cJSON_Delete(jc);
+					cJSON_Delete(pc);
 					continue;
 				}
 			}
@@ -157,11 +173,16 @@ static int wait_for_job(struct dlk_ctx *ctx, struct kube_client *c, const char *
 				rc = dlk_report(ctx, &err);
 			}
 			dlk_job_summary_release(&s);
+			cJSON_Delete(jc);
+			cJSON_Delete(pc);
 			goto out;
 		}
 		dlk_job_summary_release(&s);
+		cJSON_Delete(jc);
+		cJSON_Delete(pc);
 	}
 out:
+	cJSON_Delete(events);
 	dlk_logfollow_free(lf, rc != 0);
 	dlk_jobwatch_release(&w);
 	return rc;
