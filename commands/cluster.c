@@ -87,11 +87,11 @@ void dlk_kube_warnings(const struct dlk_ctx *ctx, struct kube_client *c)
 	free(w);
 }
 
-const char *dlk_ns_flag(const struct kube_client *c, const char *ns)
+const char *dlk_ns_flag(const struct dlk_ctx *ctx, const struct kube_client *c, const char *ns)
 {
 	static __thread char buf[96];
 
-	if (!ns || !strcmp(ns, c->cfg.namespace))
+	if (!ns || (!ctx->namespace_ && !strcmp(ns, c->cfg.namespace)))
 		return "";
 	snprintf(buf, sizeof(buf), " -n %s", ns);
 	return buf;

@@ -37,8 +37,9 @@ void dlk_kube_warnings(const struct dlk_ctx *ctx, struct kube_client *c);
 void dlk_interrupt_catch(void);
 int dlk_interrupted(void);
 
-/* " -n NS" when ns is not the client's default namespace (for hints), else "". Static storage. */
-const char *dlk_ns_flag(const struct kube_client *c, const char *ns);
+/* " -n NS" for the commands a hint suggests, when the namespace had to be named (-n was given,
+ * or ns is not the client's default namespace), else "". Thread-local storage. */
+const char *dlk_ns_flag(const struct dlk_ctx *ctx, const struct kube_client *c, const char *ns);
 
 /* ---- job state ---- */
 

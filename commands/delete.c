@@ -217,7 +217,7 @@ static int run_delete(struct dlk_ctx *ctx, struct dlk_args *args)
 		}
 		if (!n) {
 			dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", it->string, ns);
-			dlk_err_hint(&err, "list the jobs with 'dlk status%s'; another namespace is -n NS", dlk_ns_flag(c, ns));
+			dlk_err_hint(&err, "list the jobs with 'dlk status%s'; another namespace is -n NS", dlk_ns_flag(ctx, c, ns));
 			rc = dlk_report(ctx, &err);
 			dlk_err_clear(&err);
 			missing++;

@@ -423,7 +423,7 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 	if (kube_get(c, "Job", ns, name, &job, &err) < 0) {
 		if (err.code == DLK_EXIT_NOTFOUND) {
 			dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);
-			dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(c, ns));
+			dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
 		}
 		rc = dlk_report(ctx, &err);
 		goto out;

@@ -393,7 +393,7 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 					break;
 				}
 				dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);
-				dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(c, ns));
+				dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
 				rc = dlk_report(ctx, &err);
 				break;
 			}
@@ -466,7 +466,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 			free(sel);
 			if (err.code == DLK_EXIT_NOTFOUND) {
 				dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);
-				dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(c, ns));
+				dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
 			}
 			rc = dlk_report(ctx, &err);
 			goto out;

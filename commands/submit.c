@@ -52,7 +52,7 @@ static int wait_for_job(struct dlk_ctx *ctx, struct kube_client *c, const char *
 	struct dlk_logfollow *lf = NULL;
 	struct dlk_progress p = { ctx, 0, 0 };
 	struct dlk_err err = DLK_ERR_INIT;
-	const char *nsflag = dlk_ns_flag(c, ns);
+	const char *nsflag = dlk_ns_flag(ctx, c, ns);
 	char nsf[96];
 	double start = dlk_now(), ended_at = -1, events_at = -1;
 	cJSON *events = NULL;
@@ -256,7 +256,7 @@ int dlk_train_submit(struct dlk_ctx *ctx, struct dlk_args *args, const struct dl
 		if (!replace) {
 			dlk_errf(&err, DLK_EXIT_EXISTS, "job '%s' already exists in namespace '%s'", name, ns);
 			dlk_err_hint(&err, "see it with 'dlk status%s %s'; submit again with 'dlk train --replace' "
-				     "(deletes the old one), or change 'name' in dlk.yaml", dlk_ns_flag(c, ns), name);
+				     "(deletes the old one), or change 'name' in dlk.yaml", dlk_ns_flag(ctx, c, ns), name);
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
@@ -302,7 +302,7 @@ int dlk_train_submit(struct dlk_ctx *ctx, struct dlk_args *args, const struct dl
 		printf("job '%s' submitted to namespace '%s' (%d worker%s)\n", name, ns, spec->resources.workers,
 		       spec->resources.workers == 1 ? "" : "s");
 		if (!wait)
-			printf("next:\n  dlk status%s %s\n  dlk logs%s -f %s\n", dlk_ns_flag(c, ns), name, dlk_ns_flag(c, ns),
+			printf("next:\n  dlk status%s %s\n  dlk logs%s -f %s\n", dlk_ns_flag(ctx, c, ns), name, dlk_ns_flag(ctx, c, ns),
 			       name);
 	}
 	fflush(stdout);

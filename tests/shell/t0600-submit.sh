@@ -99,6 +99,42 @@ test_expect_success '--follow streams the logs while waiting' '
 	grep -q "^\[rank 0\] rank0 done$" out && grep -q "^\[rank 1\] rank1 starting$" out
 '
 
+test_expect_success 'waiting on a job that cannot schedule says why' '
+	test_exit_code 7 dlk -f "$PROJ" train --set name=nogpu --timeout 1s >out 2>err &&
+	grep -q "Pending, 0/1 workers ready: rank 0 unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu." err
+'
+
+test_expect_success 'Ctrl-C stops waiting, keeps the job and says how to watch again' '
+	"$DLK" -f "$PROJ" train --set name=forever --replace --wait >out 2>err &
+	pid=$! &&
+	i=0 && while ! grep -q Running err 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done &&
+	kill -INT $pid &&
+	{ (sleep 10; kill $pid 2>/dev/null) & } && dog=$! &&
+	{ wait $pid; rc=$?; kill $dog 2>/dev/null; } ; test "$rc" = 130 &&
+	grep -q "stopped waiting; job .forever. keeps running" err &&
+	grep -q "dlk status -w forever" err &&
+	test "$(api /apis/batch/v1/namespaces/default/jobs/forever | jq -r .metadata.name)" = forever
+'
+
+test_expect_success '-n submits to another namespace, and the hints say -n' '
+	dlk -n team-a -f "$PROJ" train --set name=ok --set resources.workers=2 >out &&
+	grep -q "submitted to namespace .team-a." out && grep -q "dlk status -n team-a ok" out &&
+	test "$(api /apis/batch/v1/namespaces/team-a/jobs/ok | jq -r .metadata.namespace)" = team-a &&
+	test "$(api /api/v1/namespaces/team-a/configmaps | jq "[.items[] | select(.metadata.labels[\"dlk.dev/job\"] == \"ok\")] | length")" = 1
+'
+
+test_expect_success '-vv shows each request, never the token' '
+	dlk -vv -f "$PROJ" train --set name=verbose >out 2>err &&
+	grep -q "^PATCH https://127.0.0.1:[0-9]*/apis/batch/v1/namespaces/default/jobs/verbose?fieldManager=dlk&force=true 201" err &&
+	! grep -q test-token err
+'
+
+test_expect_success '-q prints only the name, -o json the stored objects' '
+	dlk -q -f "$PROJ" train --set name=quiet >out 2>err && test "$(cat out)" = quiet && test ! -s err &&
+	dlk -o json -f "$PROJ" train --set name=json >out &&
+	test "$(jq -r ".items[-1].kind" out)" = Job && test "$(jq -r ".items[-1].metadata.uid" out)" != null
+'
+
 test_expect_success 'a bad --timeout is a usage error' '
 	test_exit_code 2 dlk -f "$PROJ" train --set name=x --timeout soon 2>err &&
 	grep -q "not a duration" err

@@ -70,7 +70,7 @@ retry_job() {
 
 test_expect_success '-f picks up a new pod for a rank that restarted' '
 	dlk -f "$PROJ" -q train --set name=restart >/dev/null &&
-	{ dlk logs -f restart >out 2>err & } &&
+	"$DLK" logs -f restart >out 2>err &
 	pid=$! &&
 	sleep 0.5 &&
 	retry_job | curl -sS -o /dev/null --cacert "$APISERVER_CERTS/ca.crt" -H "Authorization: Bearer test-token" \
