@@ -301,7 +301,8 @@ static int logs_once(struct dlk_ctx *ctx, struct kube_client *c, const char *ns,
 			break;
 		}
 	}
-	qsort(col.v, col.n, sizeof(*col.v), cmp_line);
+	if (col.n)
+		qsort(col.v, col.n, sizeof(*col.v), cmp_line);
 	for (size_t i = 0; i < col.n; i++) {
 		if (o->timestamps && col.v[i].ts[0]) {
 			char *t = xasprintf("%s %s", col.v[i].ts, col.v[i].text);

@@ -105,6 +105,7 @@ test_expect_success 'waiting on a job that cannot schedule says why' '
 '
 
 test_expect_success 'Ctrl-C stops waiting, keeps the job and says how to watch again' '
+	rc=none;
 	"$DLK" -f "$PROJ" train --set name=forever --replace --wait >out 2>err &
 	pid=$! &&
 	i=0 && while ! grep -q Running err 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done &&
