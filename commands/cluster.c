@@ -144,3 +144,57 @@ double dlk_duration_parse(const char *s)
 	}
 	return total > 366.0 * 86400 ? -1 : total;
 }
+
+/* The value of a global option on a completion line: "--name v", "--name=v" or "-s v". */
+static const char *line_option(int argc, char **argv, const char *name, char short_name)
+{
+	size_t n = strlen(name);
+
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (a[0] != '-')
+			continue;
+		if (a[1] == '-' && !strncmp(a + 2, name, n)) {
+			if (a[2 + n] == '=')
+				return a + 3 + n;
+			if (!a[2 + n] && i + 1 < argc)
+				return argv[i + 1];
+		}
+		if (short_name && a[1] == short_name && !a[2] && i + 1 < argc)
+			return argv[i + 1];
+	}
+	return NULL;
+}
+
+void dlk_complete_job_names(int argc, char **argv, const char *cur)
+{
+	struct kube_config_opts o = KUBE_CONFIG_OPTS_INIT;
+	struct kube_config cfg = KUBE_CONFIG_INIT;
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	struct kube_client *c = NULL;
+	cJSON *list = NULL;
+	const cJSON *it;
+
+	o.kubeconfig = line_option(argc, argv, "kubeconfig", 0);
+	o.context = line_option(argc, argv, "context", 0);
+	o.namespace = line_option(argc, argv, "namespace", 'n');
+	/* a completion must come back at once and never print an error into the user's line */
+	if (kube_config_load(&o, &cfg, &err) < 0 || !(c = kube_client_new(&cfg, &err)))
+		goto out;
+	c->connect_timeout_ms = 1000;
+	c->timeout_ms = 2000;
+	c->max_retries = 0;
+	lo.label_selector = DLK_LABEL_JOB;
+	if (kube_list(c, "Job", NULL, &lo, &list, &err) < 0)
+		goto out;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items")) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "metadata"), "name");
+		if (cJSON_IsString(n) && !strncmp(n->valuestring, cur ? cur : "", strlen(cur ? cur : "")))
+			printf("%s\n", n->valuestring);
+	}
+out:
+	cJSON_Delete(list);
+	kube_client_free(c);
+	kube_config_release(&cfg);
+}
