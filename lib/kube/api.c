@@ -82,8 +82,8 @@ static const char *ns_or_default(struct kube_client *c, const char *ns)
 
 /* Sends a buffered request; a 2xx body is parsed into *out (if out), anything else becomes the
  * Status error. */
-static int call(struct kube_client *c, const struct kube_request *req, const struct kube_what *w, cJSON **out,
-		struct dlk_err *err)
+static int call_status(struct kube_client *c, const struct kube_request *req, const struct kube_what *w, cJSON **out,
+		       long *status, struct dlk_err *err)
 {
 	struct kube_response r = KUBE_RESPONSE_INIT;
 	int rc = -1;
@@ -96,6 +96,8 @@ static int call(struct kube_client *c, const struct kube_request *req, const str
 		dlk_errf(err, DLK_EXIT_FAIL, "%s %s: cancelled", w->verb, w->resource);
 		goto out;
 	}
+	if (status)
+		*status = r.status;
 	if (r.status < 200 || r.status > 299) {
 		kube_status_error(c, w, r.status, r.body.data, err);
 		goto out;
@@ -113,6 +115,12 @@ static int call(struct kube_client *c, const struct kube_request *req, const str
 out:
 	kube_response_release(&r);
 	return rc;
+}
+
+static int call(struct kube_client *c, const struct kube_request *req, const struct kube_what *w, cJSON **out,
+		struct dlk_err *err)
+{
+	return call_status(c, req, w, out, NULL, err);
 }
 
 struct objinfo {
@@ -228,8 +236,9 @@ int kube_list(struct kube_client *c, const char *kind, const char *ns, const str
 	base = kube_path(res, ns, NULL, NULL);
 	all = cJSON_CreateObject();
 	items = cJSON_AddArrayToObject(all, "items");
-	for (int pages = 0;; pages++) {
+	for (int pages = 0, restarted = 0;; pages++) {
 		struct dlk_buf p = DLK_BUF_INIT;
+		long status = 0;
 		dlk_buf_adds(&p, base);
 		selectors(&p, opts);
 		if (opts && opts->limit > 0) {
@@ -239,8 +248,19 @@ int kube_list(struct kube_client *c, const char *kind, const char *ns, const str
 		query(&p, "continue", cont);
 		struct kube_request req = { .method = "GET", .path = p.data, .retry_safe = 1 };
 		struct kube_what w = { "list", res->plural, ns, NULL };
-		int crc = call(c, &req, &w, &page, err);
+		int crc = call_status(c, &req, &w, &page, &status, err);
 		dlk_buf_release(&p);
+		if (crc < 0 && status == 410 && cont && !restarted) {
+			/* The continue token expired (the server compacted): start over, once, from a
+			 * fresh list, as kubectl does; the items so far may be stale. */
+			restarted = 1;
+			free(cont);
+			cont = NULL;
+			cJSON_Delete(cJSON_DetachItemFromObjectCaseSensitive(all, "items"));
+			items = cJSON_AddArrayToObject(all, "items");
+			dlk_err_clear(err);
+			continue;
+		}
 		if (crc < 0)
 			goto out;
 		cJSON *pi = cJSON_DetachItemFromObjectCaseSensitive(page, "items"), *it;
@@ -288,6 +308,8 @@ out:
 
 int kube_lines_feed(struct kube_lines *ls, const char *data, size_t len)
 {
+	if (!ls->max)
+		ls->max = 1u << 20;
 	while (len) {
 		const char *nl = memchr(data, '\n', len);
 		size_t take = nl ? (size_t)(nl - data) : len;
@@ -508,33 +530,36 @@ int kube_watch(struct kube_client *c, const char *kind, const char *ns, const st
 			failures = 0;
 			continue;
 		}
+		/* Streams that brought events, or ended cleanly (the server's timeoutSeconds), resume
+		 * at once; only connections that fail without an event count towards giving up. A
+		 * clean end without events still waits a moment, so a server that hangs up at once
+		 * is not hammered. */
+		long wait_ms = 0;
 		if (s.events > events_before) {
 			failures = 0;
 			backoff = c->backoff_ms;
+		} else if (src == 0) {
+			wait_ms = c->backoff_ms;
 		} else if (++failures > max) {
-			if (src < 0)
-				*err = serr;
-			else
-				dlk_errf(err, DLK_EXIT_CONNECT, "watch %s: the stream keeps ending without events", res->plural);
+			*err = serr;
 			goto out;
+		} else {
+			wait_ms = backoff;
+			backoff = backoff * 2 > c->max_wait_ms ? c->max_wait_ms : backoff * 2;
 		}
 		if (c->log && c->verbosity > 0) {
 			char line[256];
 			snprintf(line, sizeof(line), "watch: stream ended, resuming from resourceVersion %s", s.rv ? s.rv : "");
 			c->log(c->log_ud, line);
 		}
-		if (failures) {
-			struct timespec ts = { 0, 0 };
-			long ms = backoff;
-			backoff = backoff * 2 > c->max_wait_ms ? c->max_wait_ms : backoff * 2;
-			while (ms > 0 && !(c->cancel && c->cancel(c->cancel_ud))) {
-				ts.tv_nsec = (ms > 50 ? 50 : ms) * 1000000L;
-				nanosleep(&ts, NULL);
-				ms -= 50;
-			}
-			if (c->cancel && c->cancel(c->cancel_ud))
-				break;
+		while (wait_ms > 0 && !(c->cancel && c->cancel(c->cancel_ud))) {
+			long step = wait_ms > 50 ? 50 : wait_ms;
+			struct timespec ts = { 0, step * 1000000L };
+			nanosleep(&ts, NULL);
+			wait_ms -= step;
 		}
+		if (c->cancel && c->cancel(c->cancel_ud))
+			break;
 	}
 	rc = 0;
 out:

@@ -56,7 +56,8 @@ struct kube_watch_opts {
 	struct kube_list_opts list;  /* selectors (limit is ignored) */
 	const char *resource_version;/* start here; NULL or "": list first and deliver RELIST */
 	int timeout_s;               /* server-side timeoutSeconds for each watch request, 0: none */
-	int max_reconnects;          /* consecutive failed reconnects before giving up; 0: 5 */
+	int max_reconnects;          /* consecutive connections failing without an event before
+				      * giving up (a clean end by the server does not count); 0: 5 */
 };
 #define KUBE_WATCH_OPTS_INIT { KUBE_LIST_OPTS_INIT, NULL, 0, 0 }
 
@@ -100,7 +101,9 @@ struct kube_log_opts {
 #define KUBE_LOG_OPTS_INIT { NULL, 0, 0, 0, 0, -1 }
 
 /* Streams a pod's log, one line per callback (return nonzero to stop). Returns 0 at the end of
- * the log (or when stopped), -1 with err. */
+ * the log (or when stopped by the callback or the cancel hook), -1 with err. A stream that
+ * breaks delivers what arrived (a partial last line included) and fails with DLK_EXIT_CONNECT;
+ * it is not resumed, since a log has no position to resume from without repeating lines. */
 int kube_logs(struct kube_client *c, const char *ns, const char *pod, const struct kube_log_opts *opts,
 	      kube_line_fn *fn, void *ud, struct dlk_err *err);
 

@@ -308,6 +308,14 @@ static int perform(struct kube_client *c, const struct kube_request *req, struct
 	if (c->cfg.token_file && !c->cfg.token && token_file_fresh(c, err) < 0)
 		return -1;
 	token = c->have_cred && c->cred.token ? c->cred.token : c->cfg.token ? c->cfg.token : c->file_token;
+	/* Header values come from files and plugins: a line break would smuggle in a header. */
+	if (token && strpbrk(token, "\r\n"))
+		return dlk_errf(err, DLK_EXIT_AUTH, "the token of user '%s' contains a line break", c->cfg.user_name);
+	if (c->cfg.as_user && strpbrk(c->cfg.as_user, "\r\n"))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "user '%s': 'as' contains a line break", c->cfg.user_name);
+	for (char **g = c->cfg.as_groups; g && *g; g++)
+		if (strpbrk(*g, "\r\n"))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "user '%s': 'as-groups' contains a line break", c->cfg.user_name);
 
 	curl_easy_reset(h);
 	url = xasprintf("%s%s", c->cfg.server, req->path);

@@ -492,7 +492,7 @@ async function handle(req, res) {
   if (fault) {
     if (fault.delayMs) await new Promise((r) => setTimeout(r, fault.delayMs));
     if (fault.status) {
-      const reasons = { 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout' };
+      const reasons = { 410: 'Expired', 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout' };
       const hdr = fault.retryAfter !== undefined ? { 'Retry-After': String(fault.retryAfter) } : {};
       const det = fault.retryAfter !== undefined ? { retryAfterSeconds: fault.retryAfter } : undefined;
       return fail(res, fault.status, reasons[fault.status] || 'InternalError', fault.message || `injected fault ${fault.status}`, det, hdr);
@@ -546,10 +546,10 @@ async function handle(req, res) {
       if (p.name) {
         const o = store.get(key(r, p.ns, p.name));
         if (!o) return fail(res, 404, 'NotFound', `${resName(r)} "${p.name}" not found`, { name: p.name, group: r.group, kind: r.plural });
-        return sendJSON(res, 200, o);
+        return sendJSON(res, 200, wantsTable(req) ? tableFor(r, [o], o.metadata.resourceVersion) : o);
       }
       if (verb === 'watch') return watch(req, res, u, p);
-      return list(res, u, p);
+      return list(res, u, p, req);
     case 'POST': return create(res, u, p, body);
     case 'PATCH': return patch(req, res, u, p, body);
     case 'DELETE': return del(res, u, p, body);
@@ -659,7 +659,42 @@ function selected(u, p) {
   return (o) => o.kind === p.res.kind && o.metadata.namespace === p.ns && labelsMatch(ls, o.metadata.labels) && fieldsMatch(fsel, o);
 }
 
-function list(res, u, p) {
+// ---------- Table (what kubectl get prints) ----------
+function age(ts) {
+  const s = Math.max(0, Math.floor((Date.now() - Date.parse(ts)) / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.floor(s / 60)}m`;
+  return `${Math.floor(s / 3600)}h`;
+}
+function wantsTable(req) { return /as=Table/.test(req.headers.accept || ''); }
+function tableFor(r, objs, listRV) {
+  const col = (name, type, description) => ({ name, type, format: name === 'Name' ? 'name' : '', description, priority: 0 });
+  let cols, cells;
+  if (r.kind === 'Pod') {
+    cols = [col('Name', 'string', 'name'), col('Ready', 'string', 'ready containers'), col('Status', 'string', 'phase or reason'), col('Restarts', 'string', 'restarts'), col('Age', 'string', 'age')];
+    cells = (o) => {
+      const cs = (o.status && o.status.containerStatuses) || [];
+      const n = ((o.spec && o.spec.containers) || []).length || 1;
+      const st = cs[0] && cs[0].state;
+      const reason = (st && st.waiting && st.waiting.reason) || (st && st.terminated && o.status.phase === 'Failed' && st.terminated.reason) || (o.status.phase === 'Succeeded' ? 'Completed' : o.status.phase);
+      return [o.metadata.name, `${cs.filter((c) => c.ready).length}/${n}`, reason, String(cs.reduce((a, c) => a + (c.restartCount || 0), 0)), age(o.metadata.creationTimestamp)];
+    };
+  } else if (r.kind === 'Job') {
+    cols = [col('Name', 'string', 'name'), col('Status', 'string', 'status'), col('Completions', 'string', 'completions'), col('Age', 'string', 'age')];
+    cells = (o) => {
+      const conds = ((o.status && o.status.conditions) || []).map((c) => c.type);
+      const status = conds.includes('Complete') ? 'Complete' : conds.includes('Failed') ? 'Failed' : o.spec.suspend ? 'Suspended' : 'Running';
+      return [o.metadata.name, status, `${(o.status && o.status.succeeded) || 0}/${o.spec.completions || 1}`, age(o.metadata.creationTimestamp)];
+    };
+  } else {
+    cols = [col('Name', 'string', 'name'), col('Age', 'string', 'age')];
+    cells = (o) => [o.metadata.name, age(o.metadata.creationTimestamp)];
+  }
+  const rows = objs.map((o) => ({ cells: cells(o), object: { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata } }));
+  return { kind: 'Table', apiVersion: 'meta.k8s.io/v1', metadata: { resourceVersion: listRV }, columnDefinitions: cols, rows };
+}
+
+function list(res, u, p, req) {
   let match;
   try { match = selected(u, p); } catch (e) { return fail(res, 400, 'BadRequest', e.message); }
   const all = [...store.values()].filter(match).sort((x, y) => (x.metadata.name < y.metadata.name ? -1 : 1));
@@ -675,6 +710,11 @@ function list(res, u, p) {
   if (limit > 0 && start + limit < all.length) {
     meta.continue = Buffer.from(JSON.stringify({ start: start + limit, rv: listRV })).toString('base64');
     meta.remainingItemCount = all.length - start - limit;
+  }
+  if (req && wantsTable(req)) {
+    const t = tableFor(p.res, items, listRV);
+    Object.assign(t.metadata, meta);
+    return sendJSON(res, 200, t);
   }
   sendJSON(res, 200, { kind: `${p.res.kind}List`, apiVersion: gv(p.res), metadata: meta, items });
 }

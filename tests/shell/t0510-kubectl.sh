@@ -67,7 +67,10 @@ test_expect_success 'kubectl get job NAME -o json' '
 
 test_expect_success 'kubectl get pods: the Job made its pod' '
 	kubectl get pods -o name >pods &&
-	grep -q "^pod/train-0-" pods
+	grep -q "^pod/train-0-" pods &&
+	kubectl get pods >table &&
+	grep -q "^NAME  *READY  *STATUS  *RESTARTS  *AGE$" table &&
+	grep -q "^train-0-[0-9a-f]*  *[01]/1 " table
 '
 
 test_expect_success 'kubectl logs POD' '
@@ -82,6 +85,8 @@ test_expect_success 'kubectl get job: completed with its progress annotation' '
 		sleep 0.1; i=$((i + 1)); done &&
 	kubectl get job train -o jsonpath="{.status.conditions[*].type}" >conds &&
 	grep -q Complete conds &&
+	kubectl get job train >table &&
+	grep -q "^train  *Complete  *1/1 " table &&
 	kubectl get job train -o jsonpath="{.metadata.annotations.dlk\.dev/progress}" | grep -qx 1.0
 '
 

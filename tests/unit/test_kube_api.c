@@ -271,7 +271,19 @@ int main(void)
 		CHECK(kube_list(c, "ConfigMap", "page", &lo, &out, &err) == 0);
 		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(out, "items")) == 3);
 		cJSON_Delete(out);
+		/* an expired continue token: the list starts over, nothing is counted twice */
+		for (int i = 0; i < 3; i++) {
+			o = obj("{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"e%d\",\"namespace\":\"expire\"}}", i);
+			CHECK(kube_create(c, o, NULL, &err) == 0);
+			cJSON_Delete(o);
+		}
 		lo.label_selector = NULL;
+		lo.limit = 2;
+		CHECK(kube_list(c, "ConfigMap", "expire", &lo, &out, &err) == 0);
+		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(out, "items")) == 3);
+		CHECK(kt_log_count(&srv, "/namespaces/expire/configmaps\",\"query\":\"?limit=2&continue=") == 2);
+		cJSON_Delete(out);
+		lo.limit = 0;
 		lo.field_selector = "metadata.name=p3";
 		CHECK(kube_list(c, "ConfigMap", "page", &lo, &out, &err) == 0);
 		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(out, "items")) == 1);
@@ -314,6 +326,17 @@ int main(void)
 		CHECK(s.relists == 1);
 		CHECK(s.relist_items == 5);
 		CHECK(s.n == 0);
+	}
+
+	/* the server ending a watch (timeoutSeconds) is not an error: it resumes */
+	{
+		struct wstate s = { .stop_after_bookmarks = 7 };
+		struct kube_watch_opts wo = KUBE_WATCH_OPTS_INIT;
+		wo.timeout_s = 1;
+		wo.max_reconnects = 1;
+		CHECK(kube_watch(c, "ConfigMap", "quiet", &wo, on_event, &s, &err) == 0);
+		CHECK(s.bookmarks == 7);
+		CHECK(kt_log_count(&srv, "/namespaces/quiet/configmaps\",\"query\":\"?watch=1") >= 2);
 	}
 
 	/* logs: follow with timestamps; a line split across chunks and a last line without newline */
@@ -466,6 +489,24 @@ int main(void)
 	kube_client_free(c);
 	kube_client_free(c2);
 	kt_server_stop(&srv);
+
+	/* a watch on a server that is gone gives up with a connection error */
+	{
+		struct kube_client *dead = client(&err);
+		char *u = dead->cfg.server;
+		dead->cfg.server = xstrdup("https://127.0.0.1:1");
+		free(u);
+		dead->max_retries = 0;
+		struct wstate s = { .stop_after_bookmarks = 1 };
+		struct kube_watch_opts wo = KUBE_WATCH_OPTS_INIT;
+		wo.resource_version = "1";
+		wo.max_reconnects = 2;
+		double t0 = kt_now();
+		CHECK(kube_watch(dead, "ConfigMap", NULL, &wo, on_event, &s, &err) == -1);
+		CHECK(err.code == DLK_EXIT_CONNECT && kt_now() - t0 < 2.0);
+		CHECK_CONTAINS(err.msg, "cannot reach the API server 'https://127.0.0.1:1'");
+		kube_client_free(dead);
+	}
 
 	/* 410 as an HTTP status */
 	CHECK(kt_server_start(&srv, "watch-gone-http.json") == 0);

@@ -134,6 +134,12 @@ int main(void)
 	}
 	kube_client_free(c);
 
+	/* a token with a line break would inject a header: refused before sending */
+	c = client_for(cluster_ca_file(), "    token: \"abc\\r\\nImpersonate-User: admin\"", &err);
+	CHECK(c && get(c, CM, &err) == -1);
+	CHECK_CONTAINS(err.msg, "contains a line break");
+	kube_client_free(c);
+
 	/* 403 names user and verb/resource */
 	c = client_for(cluster_ca_file(), "    token: test-token", &err);
 	CHECK(kube_delete(c, "ConfigMap", "default", "hello", &err) == -1);
@@ -214,6 +220,20 @@ int main(void)
 	c->max_retries = 0;
 	CHECK(get(c, CM, &err) == -1 && err.code == DLK_EXIT_CONNECT);
 	kube_client_free(c);
+
+	/* proxy-url: the connection is tunnelled through the proxy */
+	{
+		struct kt_server proxy;
+		CHECK(kt_proxy_start(&proxy) == 0);
+		snprintf(cluster, sizeof(cluster), "%s\n    proxy-url: %s", cluster_ca_file(), proxy.url);
+		c = client_for(cluster, "    token: test-token", &err);
+		CHECK(c && get(c, CM, &err) == 200);
+		char want_tunnel[1400];
+		snprintf(want_tunnel, sizeof(want_tunnel), "CONNECT %s", srv.url + strlen("https://"));
+		CHECK(kt_log_count(&proxy, want_tunnel) == 1);
+		kube_client_free(c);
+		kt_server_stop(&proxy);
+	}
 
 	/* in-cluster config; the token file is re-read when it rotates */
 	{

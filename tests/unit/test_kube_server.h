@@ -134,20 +134,12 @@ struct kt_server {
 	char log[1024];
 };
 
-/* Starts the server with a scenario file (name under tests/apiserver/scenarios, or NULL).
- * Returns 0, or -1 when node is missing or it did not start. */
-static __attribute__((unused)) int kt_server_start(struct kt_server *s, const char *scenario)
+/* Runs node with argv (after "node"), reads the URL it prints first. */
+static __attribute__((unused)) int kt_node_start(struct kt_server *s, char **argv)
 {
 	int out[2], in[2];
 	posix_spawn_file_actions_t fa;
-	static int n;
-	char scen[512];
 
-	memset(s, 0, sizeof(*s));
-	snprintf(s->log, sizeof(s->log), "%s/requests-%d.log", kt_tmpdir(), n++);
-	snprintf(scen, sizeof(scen), "tests/apiserver/scenarios/%s", scenario ? scenario : "basic.json");
-	char *argv[] = { "node", "tests/apiserver/server.js", "--certs", (char *)kt_certs(), "--scenario", scen,
-			 "--log", s->log, "--watch-stdin", NULL };
 	if (pipe(out) < 0 || pipe(in) < 0)
 		return -1;
 	posix_spawn_file_actions_init(&fa);
@@ -184,6 +176,32 @@ static __attribute__((unused)) int kt_server_start(struct kt_server *s, const ch
 		return -1;
 	*nl = '\0';
 	return 0;
+}
+
+/* Starts the server with a scenario file (name under tests/apiserver/scenarios, or NULL).
+ * Returns 0, or -1 when node is missing or it did not start. */
+static __attribute__((unused)) int kt_server_start(struct kt_server *s, const char *scenario)
+{
+	static int n;
+	char scen[512];
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->log, sizeof(s->log), "%s/requests-%d.log", kt_tmpdir(), n++);
+	snprintf(scen, sizeof(scen), "tests/apiserver/scenarios/%s", scenario ? scenario : "basic.json");
+	char *argv[] = { "node", "tests/apiserver/server.js", "--certs", (char *)kt_certs(), "--scenario", scen,
+			 "--log", s->log, "--watch-stdin", NULL };
+	return kt_node_start(s, argv);
+}
+
+/* Starts tests/apiserver/proxy.js (an HTTP CONNECT proxy); its tunnels are logged in s->log. */
+static __attribute__((unused)) int kt_proxy_start(struct kt_server *s)
+{
+	static int n;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->log, sizeof(s->log), "%s/proxy-%d.log", kt_tmpdir(), n++);
+	char *argv[] = { "node", "tests/apiserver/proxy.js", "--log", s->log, "--watch-stdin", NULL };
+	return kt_node_start(s, argv);
 }
 
 static __attribute__((unused)) void kt_server_stop(struct kt_server *s)
