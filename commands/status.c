@@ -175,6 +175,15 @@ static int emit_structured(const struct dlk_ctx *ctx, cJSON *v, struct dlk_buf *
 	return 0;
 }
 
+static int cmp_job(const void *a, const void *b)
+{
+	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+	const cJSON *nx = jget2(x, "metadata", "namespace"), *ny = jget2(y, "metadata", "namespace");
+	int c = strcmp(cJSON_IsString(nx) ? nx->valuestring : "", cJSON_IsString(ny) ? ny->valuestring : "");
+
+	return c ? c : strcmp(meta_name(x), meta_name(y));
+}
+
 /* Renders the list of jobs (jobs: an array or an object of Jobs) into b. With a client, the
  * events of pending jobs are read to say why they are pending (at most a few jobs' worth). */
 static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *jobs, const cJSON *pods,
@@ -187,8 +196,15 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	const cJSON *j;
 	int rc = 0;
 
+	/* by namespace and name, whatever order the jobs came in (a watch keeps them as they change) */
+	const cJSON **sorted = xcalloc((size_t)n + 1, sizeof(*sorted));
+	int ns_ = 0;
+	cJSON_ArrayForEach(j, jobs)
+		sorted[ns_++] = j;
+	qsort(sorted, (size_t)ns_, sizeof(*sorted), cmp_job);
 	header_row(all_ns, wide, &rows[nrows++]);
-	cJSON_ArrayForEach(j, jobs) {
+	for (int k = 0; k < ns_; k++) {
+		j = sorted[k];
 		const cJSON *jns = jget2(j, "metadata", "namespace");
 		cJSON *mine = pods_of(pods, cJSON_IsString(jns) ? jns->valuestring : NULL, meta_name(j));
 		struct dlk_job_summary s;
@@ -220,6 +236,7 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	}
 	cJSON_Delete(items);
 	free(rows);
+	free(sorted);
 	return rc;
 }
 
@@ -357,7 +374,7 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 	struct dlk_jobwatch w;
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_buf last = DLK_BUF_INIT;
-	unsigned seen = 0;
+	unsigned seen = 0, drawn_gen = 0;
 	int rc = 0, shown = 0;
 
 	dlk_interrupt_catch();
@@ -380,10 +397,12 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 			rc = dlk_report(ctx, &err);
 			break;
 		}
-		if (!w.synced_jobs || !w.synced_pods) {
+		/* redraw on changes only: a clock that ticks (AGE) is not news */
+		if (!w.synced_jobs || !w.synced_pods || (shown && seen == drawn_gen)) {
 			dlk_jobwatch_unlock(&w);
 			continue;
 		}
+		drawn_gen = seen;
 		if (name) {
 			const cJSON *job = cJSON_GetObjectItemCaseSensitive(w.jobs, name);
 			if (!job) {

@@ -5,7 +5,19 @@
 
 if ! start_apiserver dlk-cli.json; then
 	test_skip 'node or openssl missing: no test API server'
-	test_done
+	test_expect_success '-w without a name keeps the table current until Ctrl-C' '
+	dlk delete slow >/dev/null;
+	"$DLK" status -w >out 2>err &
+	pid=$! &&
+	sleep 0.3 && submit slow && i=0 &&
+	while ! awk "\$1 == \"slow\" && \$2 == \"Succeeded\"" out | grep -q . && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done &&
+	kill -INT $pid && wait $pid;
+	test $? = 0 &&
+	awk "\$1 == \"slow\" { print \$2 }" out | uniq >states &&
+	grep -q Running states && test "$(tail -n 1 states)" = Succeeded
+'
+
+test_done
 	exit 0
 fi
 write_kubeconfig "$KUBECONFIG"
@@ -35,6 +47,21 @@ test_expect_success 'a pod that cannot pull its image says so' '
 	dlk status badimage >out &&
 	grep -q "^state: *Pending$" out &&
 	grep -q "^reason: *rank 0: ImagePullBackOff: Back-off pulling image" out
+'
+
+test_expect_success 'a job Kueue has not admitted is Suspended, naming the queue' '
+	printf "%s" "{\"apiVersion\": \"batch/v1\", \"kind\": \"Job\",
+	  \"metadata\": {\"name\": \"queued\", \"labels\": {\"dlk.dev/job\": \"queued\", \"kueue.x-k8s.io/queue-name\": \"gpu-queue\"}},
+	  \"spec\": {\"suspend\": true, \"completions\": 2, \"parallelism\": 2, \"completionMode\": \"Indexed\",
+	    \"template\": {\"spec\": {\"restartPolicy\": \"Never\", \"containers\": [{\"name\": \"worker\", \"image\": \"dlk\",
+	      \"resources\": {\"limits\": {\"nvidia.com/gpu\": 4}}}]}}}}" |
+	curl -sS -o /dev/null --cacert "$APISERVER_CERTS/ca.crt" -H "Authorization: Bearer test-token" \
+		-H "Content-Type: application/json" --data-binary @- "$APISERVER_URL/apis/batch/v1/namespaces/default/jobs" &&
+	dlk status >out && row queued | grep -q "^queued Suspended 0/2 8 - " &&
+	dlk status queued >out &&
+	grep -q "^reason: *suspended: not admitted by Kueue yet (queue .gpu-queue.)$" out &&
+	grep -q "^gpus: *8 (4 per worker)$" out &&
+	dlk delete queued >/dev/null
 '
 
 test_expect_success 'a job whose workers all run is Running' '
@@ -80,7 +107,7 @@ test_expect_success 'a job that does not exist exits 6 naming the namespace' '
 '
 
 test_expect_success '-w follows a job from Running to Succeeded, then ends' '
-	submit slow &&
+	dlk -f "$PROJ" -q train --set name=slow --replace >/dev/null &&
 	dlk status -w slow >out &&
 	grep -q "^progress: *epoch 1/2$" out &&
 	grep -q "^state: *Running$" out && tail -n 12 out | grep -q "^state: *Succeeded$" &&
@@ -95,6 +122,18 @@ test_expect_success '-w watches, it does not poll' '
 	dlk status -w ok >/dev/null &&
 	test "$(jq -r "select(.path == \"/apis/batch/v1/namespaces/default/jobs/ok\") | .method" "$APISERVER_LOG" | wc -l)" -eq 0 &&
 	jq -r .query "$APISERVER_LOG" | grep -q "watch=1"
+'
+
+test_expect_success '-w without a name keeps the table current until Ctrl-C' '
+	dlk delete slow >/dev/null;
+	"$DLK" status -w >out 2>err &
+	pid=$! &&
+	sleep 0.3 && submit slow && i=0 &&
+	while ! awk "\$1 == \"slow\" && \$2 == \"Succeeded\"" out | grep -q . && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done &&
+	kill -INT $pid && wait $pid;
+	test $? = 0 &&
+	awk "\$1 == \"slow\" { print \$2 }" out | uniq >states &&
+	grep -q Running states && test "$(tail -n 1 states)" = Succeeded
 '
 
 test_done
