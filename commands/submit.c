@@ -231,8 +231,14 @@ int dlk_train_submit(struct dlk_ctx *ctx, struct dlk_args *args, const struct dl
 		return dlk_report(ctx, &err);
 	}
 	c = dlk_kube_client(ctx, NULL, &err);
-	if (!c)
+	if (!c) {
+		if (err.code == DLK_EXIT_CONFIG) {
+			char h[sizeof(err.hint)];
+			snprintf(h, sizeof(h), "%s", err.hint);
+			dlk_err_hint(&err, "%.300s%sor train on this machine: 'dlk train --local'", h, h[0] ? "; " : "");
+		}
 		return dlk_report(ctx, &err);
+	}
 	/* kubectl's rule: -n, else the project's namespace, else the kubeconfig context's */
 	if (!rctx.namespace_ && !spec->namespace_)
 		rctx.namespace_ = c->cfg.namespace;
