@@ -65,6 +65,7 @@ static int pod_started(const cJSON *pod)
 
 struct stream {
 	struct dlk_logfollow *lf;
+	struct kube_client *c;  /* made by the thread that starts the stream, used by the stream only */
 	char *pod;
 	int rank;
 	long tail, since_s;
@@ -95,21 +96,18 @@ static void *stream_thread(void *ud)
 {
 	struct stream *s = ud;
 	struct dlk_err err = DLK_ERR_INIT;
-	struct kube_client *c = dlk_kube_client(s->lf->ctx, &s->lf->stop, &err);
+	struct kube_client *c = s->c;
 	struct kube_log_opts o = KUBE_LOG_OPTS_INIT;
 
-	if (c) {
-		o.follow = 1;
-		o.timestamps = s->lf->o.timestamps;
-		o.tail_lines = s->tail;
-		o.since_seconds = s->since_s;
-		if (kube_logs(c, s->lf->ns, s->pod, &o, stream_line, s, &err) < 0 &&
-		    !__atomic_load_n(&s->lf->stop, __ATOMIC_RELAXED) && !dlk_interrupted())
-			dlk_warn(s->lf->ctx, "log of rank %d (pod '%s') ended: %s", s->rank, s->pod, err.msg);
-		kube_client_free(c);
-	} else {
-		dlk_warn(s->lf->ctx, "cannot follow rank %d: %s", s->rank, err.msg);
-	}
+	o.follow = 1;
+	o.timestamps = s->lf->o.timestamps;
+	o.tail_lines = s->tail;
+	o.since_seconds = s->since_s;
+	if (kube_logs(c, s->lf->ns, s->pod, &o, stream_line, s, &err) < 0 &&
+	    !__atomic_load_n(&s->lf->stop, __ATOMIC_RELAXED) && !dlk_interrupted())
+		dlk_warn(s->lf->ctx, "log of rank %d (pod '%s') ended: %s", s->rank, s->pod, err.msg);
+	kube_client_free(c);
+	s->c = NULL;
 	__atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -140,8 +138,17 @@ void dlk_logfollow_update(struct dlk_logfollow *lf, const cJSON *pods)
 			known = !strcmp(lf->s[i]->pod, name);
 		if (known || lf->n >= MAX_STREAMS)
 			continue;
+		struct dlk_err err = DLK_ERR_INIT;
+		/* clients are made here, one thread at a time: loading the kubeconfig (and running an
+		 * exec credential plugin) is not something to do from many threads at once */
+		struct kube_client *c = dlk_kube_client(lf->ctx, &lf->stop, &err);
+		if (!c) {
+			dlk_warn(lf->ctx, "cannot follow rank %d: %s", rank, err.msg);
+			continue;
+		}
 		struct stream *s = xcalloc(1, sizeof(*s));
 		s->lf = lf;
+		s->c = c;
 		s->pod = xstrdup(name);
 		s->rank = rank;
 		/* --tail and --since describe what was already there when we started; a pod that
@@ -150,6 +157,7 @@ void dlk_logfollow_update(struct dlk_logfollow *lf, const cJSON *pods)
 		s->since_s = first ? lf->o.since_s : 0;
 		if (pthread_create(&s->th, NULL, stream_thread, s)) {
 			dlk_warn(lf->ctx, "cannot start a thread to follow rank %d", rank);
+			kube_client_free(s->c);
 			free(s->pod);
 			free(s);
 			continue;
