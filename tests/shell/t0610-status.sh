@@ -101,6 +101,31 @@ test_expect_success '-o json is data a script can read' '
 	test "$(jq -r .workers.total one)" = 2 && test "$(jq -r .ranks[1].exitCode one)" = 137
 '
 
+test_expect_success '--context picks the context, and with it the namespace' '
+	cat >two.kc <<-EOT &&
+	apiVersion: v1
+	kind: Config
+	clusters:
+	- name: test
+	  cluster: {server: "$APISERVER_URL", certificate-authority: "$APISERVER_CERTS/ca.crt"}
+	users:
+	- name: tester
+	  user: {token: test-token}
+	contexts:
+	- name: test
+	  context: {cluster: test, user: tester, namespace: default}
+	- name: team
+	  context: {cluster: test, user: tester, namespace: team-b}
+	current-context: test
+	EOT
+	dlk --kubeconfig two.kc --context team -f "$PROJ" -q train --set name=forever >/dev/null &&
+	dlk --kubeconfig two.kc --context team status >out &&
+	row forever | grep -Eq "^forever (Pending|Running) " && test "$(wc -l <out)" = 2 &&
+	test_exit_code 6 dlk --kubeconfig two.kc --context team status ok 2>err &&
+	grep -q "namespace .team-b." err &&
+	dlk --kubeconfig two.kc status ok >/dev/null
+'
+
 test_expect_success 'a job that does not exist exits 6 naming the namespace' '
 	test_exit_code 6 dlk status nosuch 2>err &&
 	grep -q "job .nosuch. not found in namespace .default." err
