@@ -28,6 +28,11 @@ static const char *jstr_of(const cJSON *v)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+static const char *jstr_or(const cJSON *v, const char *def)
+{
+	return cJSON_IsString(v) ? v->valuestring : def;
+}
+
 static int jint_of(const cJSON *v, int def)
 {
 	return cJSON_IsNumber(v) ? v->valueint : def;
@@ -116,19 +121,19 @@ static void fill_rank(struct dlk_rank *r)
 	if (term) {
 		r->terminated = 1;
 		r->exit_code = jint_of(jget(term, "exitCode", NULL), 0);
-		snprintf(r->reason, sizeof(r->reason), "%s", jstr_of(jget(term, "reason", NULL)) ?: "");
-		snprintf(r->message, sizeof(r->message), "%s", jstr_of(jget(term, "message", NULL)) ?: "");
-		snprintf(r->finished, sizeof(r->finished), "%s", jstr_of(jget(term, "finishedAt", NULL)) ?: "");
+		snprintf(r->reason, sizeof(r->reason), "%s", jstr_or(jget(term, "reason", NULL), ""));
+		snprintf(r->message, sizeof(r->message), "%s", jstr_or(jget(term, "message", NULL), ""));
+		snprintf(r->finished, sizeof(r->finished), "%s", jstr_or(jget(term, "finishedAt", NULL), ""));
 	} else if (wait) {
-		snprintf(r->reason, sizeof(r->reason), "%s", jstr_of(jget(wait, "reason", NULL)) ?: "");
-		snprintf(r->message, sizeof(r->message), "%s", jstr_of(jget(wait, "message", NULL)) ?: "");
+		snprintf(r->reason, sizeof(r->reason), "%s", jstr_or(jget(wait, "reason", NULL), ""));
+		snprintf(r->message, sizeof(r->message), "%s", jstr_or(jget(wait, "message", NULL), ""));
 	} else if (last) {
 		/* running again after a restart: the last exit is what the user wants to see */
-		snprintf(r->reason, sizeof(r->reason), "%s", jstr_of(jget(last, "reason", NULL)) ?: "");
+		snprintf(r->reason, sizeof(r->reason), "%s", jstr_or(jget(last, "reason", NULL), ""));
 		r->exit_code = jint_of(jget(last, "exitCode", NULL), 0);
 	} else if (!strcmp(r->phase, "Failed") || !strcmp(r->phase, "Pending")) {
-		snprintf(r->reason, sizeof(r->reason), "%s", jstr_of(jget(r->pod, "status", "reason", NULL)) ?: "");
-		snprintf(r->message, sizeof(r->message), "%s", jstr_of(jget(r->pod, "status", "message", NULL)) ?: "");
+		snprintf(r->reason, sizeof(r->reason), "%s", jstr_or(jget(r->pod, "status", "reason", NULL), ""));
+		snprintf(r->message, sizeof(r->message), "%s", jstr_or(jget(r->pod, "status", "message", NULL), ""));
 	}
 }
 
@@ -266,7 +271,7 @@ static void failure_reason(const cJSON *job, struct dlk_job_summary *s)
 		return;
 	}
 	if (c)
-		snprintf(s->reason, sizeof(s->reason), "%s: %s", jstr_of(jget(c, "reason", NULL)) ?: "Failed",
+		snprintf(s->reason, sizeof(s->reason), "%s: %s", jstr_or(jget(c, "reason", NULL), "Failed"),
 			 first_line(jstr_of(jget(c, "message", NULL)), msg, sizeof(msg)));
 }
 
@@ -293,8 +298,8 @@ void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events,
 	memset(s, 0, sizeof(*s));
 	s->failed_rank = -1;
 	s->age_s = -1;
-	snprintf(s->name, sizeof(s->name), "%s", jstr_of(jget(job, "metadata", "name", NULL)) ?: "");
-	snprintf(s->ns, sizeof(s->ns), "%s", jstr_of(jget(job, "metadata", "namespace", NULL)) ?: "");
+	snprintf(s->name, sizeof(s->name), "%s", jstr_or(jget(job, "metadata", "name", NULL), ""));
+	snprintf(s->ns, sizeof(s->ns), "%s", jstr_or(jget(job, "metadata", "namespace", NULL), ""));
 	s->total = jint_of(jget(job, "spec", "completions", NULL), jint_of(jget(job, "spec", "parallelism", NULL), 1));
 	if (s->total < 1)
 		s->total = 1;
@@ -437,7 +442,7 @@ cJSON *dlk_job_summary_json(const struct dlk_job_summary *s)
 		cJSON *x = cJSON_CreateObject();
 		cJSON_AddNumberToObject(x, "rank", i);
 		if (r->pod) {
-			cJSON_AddStringToObject(x, "pod", jstr_of(jget(r->pod, "metadata", "name", NULL)) ?: "");
+			cJSON_AddStringToObject(x, "pod", jstr_or(jget(r->pod, "metadata", "name", NULL), ""));
 			const char *node = jstr_of(jget(r->pod, "spec", "nodeName", NULL));
 			if (node)
 				cJSON_AddStringToObject(x, "node", node);
