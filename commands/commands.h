@@ -12,7 +12,10 @@
 /* X(name, summary, flags) — the order is the order of `dlk -h`. */
 #define DLK_COMMAND_LIST(X)                                                                       \
 	X(init, "create a project: a commented dlk.yaml, optionally the templates", 0)            \
-	X(train, "train a model: render the job, run it on this machine, or be the worker", 0)    \
+	X(train, "train a model: submit the job to the cluster, show it, run it here, or be its worker", 0) \
+	X(status, "show dlk jobs: state, workers, GPUs, progress; or one job in detail", 0)        \
+	X(logs, "show the logs of a job's workers, merged, each line tagged with its rank", 0)    \
+	X(delete, "delete jobs and everything dlk created for them", 0)                           \
 	X(completion, "print the shell completion script for bash or zsh", 0)                     \
 	X(version, "print the version, build options and library versions", 0)                   \
 	X(help, "show help for dlk or one of its commands", 0)

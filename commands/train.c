@@ -1,6 +1,7 @@
 /* dlk train: render the job's objects (--dry-run), run the training loop here (--local), or be
  * one worker of the rendered Job (--worker). The loop itself is lib/train; this file wires its
  * events to the terminal, a metrics file and the exit code. */
+#include "commands/cluster.h"
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/train_gang.h"
@@ -83,13 +84,16 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	long long max_restarts = dlk_opt(args, "max-restarts")->set ? dlk_opt_num(args, "max-restarts") : 3;
 	int rc = 0;
 
+	int submit_opts = dlk_opt_num(args, "wait") || dlk_opt_num(args, "follow") || dlk_opt_num(args, "replace") ||
+			  dlk_opt_isset(args, "timeout");
+
 	if (dry + local + worker > 1) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "--dry-run, --local and --worker exclude each other");
 		return dlk_report(ctx, &err);
 	}
-	if (!dry && !local && !worker) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "say where to train: --local (here) or --dry-run (show the job)");
-		dlk_err_hint(&err, "submitting to a cluster is 'dlk train' with a kubeconfig; see 'dlk train -h'");
+	if ((dry || local || worker) && submit_opts) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--wait, --follow, --timeout and --replace go with submitting, not with %s",
+			 dry ? "--dry-run" : local ? "--local" : "--worker");
 		return dlk_report(ctx, &err);
 	}
 	if (!local && (dlk_opt(args, "workers")->set || dlk_opt(args, "max-restarts")->set)) {
@@ -108,6 +112,10 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	spec = dlk_ctx_load_spec(ctx, &err);
 	if (!spec)
 		return dlk_report(ctx, &err);
+	if (!dry && !local && !worker) {
+		rc = dlk_train_submit(ctx, args, spec);
+		goto out;
+	}
 	if (dry) {
 		if (dlk_train_render(ctx, spec, dlk_opt_str(args, "templates"), &objects, &err) ||
 		    print_objects(ctx, objects, &err))
@@ -128,6 +136,10 @@ static const struct dlk_option train_options[] = {
 	{ OPT_BOOL, 0, "dry-run", NULL, "print the Kubernetes objects a submit would send, and stop", COMPLETE_NONE, NULL, NULL },
 	{ OPT_BOOL, 0, "local", NULL, "train on this machine, in this process", COMPLETE_NONE, NULL, NULL },
 	{ OPT_BOOL, 0, "worker", NULL, "be one worker of the job (what the rendered pods run)", COMPLETE_NONE, NULL, NULL },
+	{ OPT_BOOL, 0, "wait", NULL, "after submitting, wait for the job to end; the exit code says how it ended", COMPLETE_NONE, NULL, NULL },
+	{ OPT_BOOL, 0, "follow", NULL, "after submitting, stream the workers' logs until the job ends (implies --wait)", COMPLETE_NONE, NULL, NULL },
+	{ OPT_STRING, 0, "timeout", "DURATION", "give up waiting after this long, e.g. 90s, 30m (implies --wait)", COMPLETE_NONE, NULL, NULL },
+	{ OPT_BOOL, 0, "replace", NULL, "delete a job of the same name first, then submit", COMPLETE_NONE, NULL, NULL },
 	{ OPT_STRING, 0, "templates", "DIR", "templates overriding the built-ins (default: the project's templates/)", COMPLETE_DIR, NULL, NULL },
 	{ OPT_STRING, 0, "metrics", "FILE", "append a JSON line per step and per epoch to FILE", COMPLETE_FILE, NULL, NULL },
 	{ OPT_STRING, 0, "bundle", "FILE", "where to write the model bundle", COMPLETE_FILE, NULL, "NAME.dlk next to the project file" },
@@ -138,16 +150,19 @@ static const struct dlk_option train_options[] = {
 
 const struct dlk_command_def dlk_cmd_train = {
 	.name = "train",
-	.summary = "train a model: render the job, run it on this machine, or be the worker",
+	.summary = "train a model: submit the job to the cluster, show it, run it here, or be its worker",
 	.usage = "",
-	.description = "Read the project file and either print the Kubernetes objects of its training job\n"
-	               "(--dry-run), train on this machine (--local), or act as one worker of the job\n"
-	               "(--worker, what the rendered pods run).",
+	.description = "Read the project file and submit its training job to the cluster (with --wait or\n"
+	               "--follow, stay until it ends), print the job's Kubernetes objects (--dry-run), train\n"
+	               "on this machine (--local), or act as one worker of the job (--worker).",
 	.options = train_options,
 	.min_pos = 0,
 	.max_pos = 0,
 	.run = run_train,
-	.examples = "  $ dlk train --dry-run -o json\n"
+	.examples = "  $ dlk train\n"
+	            "  $ dlk train --follow --timeout 2h\n"
+	            "  $ dlk train --replace --wait\n"
+	            "  $ dlk train --dry-run -o json\n"
 	            "  $ dlk train --local --set training.epochs=1\n"
 	            "  $ dlk train --local --metrics metrics.jsonl -q\n",
 };

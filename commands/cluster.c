@@ -1,0 +1,200 @@
+/* The Kubernetes client as the commands use it: built from the global options, logging
+ * requests at -vv, stoppable by Ctrl-C; and small helpers for durations and hints. */
+#include "commands/cluster.h"
+#include "lib/util/mem.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+	/* a second Ctrl-C is the user insisting: let it kill us */
+	signal(SIGINT, SIG_DFL);
+}
+
+void dlk_interrupt_catch(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+}
+
+int dlk_interrupted(void)
+{
+	return interrupted;
+}
+
+static int cancel_hook(void *ud)
+{
+	const int *stop = ud;
+
+	return interrupted || (stop && __atomic_load_n(stop, __ATOMIC_RELAXED));
+}
+
+static void log_line(void *ud, const char *line)
+{
+	(void)ud;
+	/* one fprintf per line: stderr is unbuffered and locked per call, so threads do not mix */
+	fprintf(stderr, "%s\n", line);
+}
+
+struct kube_client *dlk_kube_client(const struct dlk_ctx *ctx, const int *stop, struct dlk_err *err)
+{
+	struct kube_config_opts o = KUBE_CONFIG_OPTS_INIT;
+	struct kube_config cfg = KUBE_CONFIG_INIT;
+	struct kube_client *c;
+	static int warned;
+
+	o.kubeconfig = ctx->kubeconfig;
+	o.context = ctx->context;
+	o.namespace = ctx->namespace_;
+	if (kube_config_load(&o, &cfg, err) < 0) {
+		kube_config_release(&cfg);
+		return NULL;
+	}
+	if (cfg.warning && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		dlk_warn(ctx, "%s", cfg.warning);
+	c = kube_client_new(&cfg, err);
+	kube_config_release(&cfg);
+	if (!c)
+		return NULL;
+	/* -v says more about what dlk does; -vv shows each request (kubectl -v=6), -vvv headers */
+	c->verbosity = ctx->verbose >= 3 ? 8 : ctx->verbose >= 2 ? 6 : 0;
+	c->log = log_line;
+	c->cancel = cancel_hook;
+	c->cancel_ud = (void *)stop;
+	return c;
+}
+
+void dlk_kube_warnings(const struct dlk_ctx *ctx, struct kube_client *c)
+{
+	char **w = kube_client_take_warnings(c);
+
+	for (size_t i = 0; w && w[i]; i++) {
+		dlk_warn(ctx, "the API server says: %s", w[i]);
+		free(w[i]);
+	}
+	free(w);
+}
+
+const char *dlk_ns_flag(const struct dlk_ctx *ctx, const struct kube_client *c, const char *ns)
+{
+	static __thread char buf[96];
+
+	if (!ns || (!ctx->namespace_ && !strcmp(ns, c->cfg.namespace)))
+		return "";
+	snprintf(buf, sizeof(buf), " -n %s", ns);
+	return buf;
+}
+
+void dlk_duration_text(double s, char *out, size_t n)
+{
+	long t = s < 0 ? 0 : (long)s;
+
+	if (t < 60)
+		snprintf(out, n, "%lds", t);
+	else if (t < 600)
+		snprintf(out, n, "%ldm%lds", t / 60, t % 60);
+	else if (t < 3600)
+		snprintf(out, n, "%ldm", t / 60);
+	else if (t < 10 * 3600)
+		snprintf(out, n, "%ldh%ldm", t / 3600, (t % 3600) / 60);
+	else if (t < 2 * 86400)
+		snprintf(out, n, "%ldh", t / 3600);
+	else
+		snprintf(out, n, "%ldd", t / 86400);
+}
+
+double dlk_duration_parse(const char *s)
+{
+	double total = 0;
+	int parts = 0;
+
+	if (!s || !*s || strlen(s) > 32)
+		return -1;
+	while (*s) {
+		char *end;
+		if (!isdigit((unsigned char)*s))
+			return -1;
+		double v = strtod(s, &end);
+		if (end == s || !isfinite(v))
+			return -1;
+		s = end;
+		double unit = 1;
+		switch (*s) {
+		case 'h': unit = 3600; s++; break;
+		case 'm': unit = 60; s++; break;
+		case 's': unit = 1; s++; break;
+		case 'd': unit = 86400; s++; break;
+		case '\0': if (parts) return -1; break; /* a bare number only alone: "45" */
+		default: return -1;
+		}
+		total += v * unit;
+		parts++;
+	}
+	return total > 366.0 * 86400 ? -1 : total;
+}
+
+/* The value of a global option on a completion line: "--name v", "--name=v" or "-s v". */
+static const char *line_option(int argc, char **argv, const char *name, char short_name)
+{
+	size_t n = strlen(name);
+
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (a[0] != '-')
+			continue;
+		if (a[1] == '-' && !strncmp(a + 2, name, n)) {
+			if (a[2 + n] == '=')
+				return a + 3 + n;
+			if (!a[2 + n] && i + 1 < argc)
+				return argv[i + 1];
+		}
+		if (short_name && a[1] == short_name && !a[2] && i + 1 < argc)
+			return argv[i + 1];
+	}
+	return NULL;
+}
+
+void dlk_complete_job_names(int argc, char **argv, const char *cur)
+{
+	struct kube_config_opts o = KUBE_CONFIG_OPTS_INIT;
+	struct kube_config cfg = KUBE_CONFIG_INIT;
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	struct kube_client *c = NULL;
+	cJSON *list = NULL;
+	const cJSON *it;
+
+	o.kubeconfig = line_option(argc, argv, "kubeconfig", 0);
+	o.context = line_option(argc, argv, "context", 0);
+	o.namespace = line_option(argc, argv, "namespace", 'n');
+	/* a completion must come back at once and never print an error into the user's line */
+	if (kube_config_load(&o, &cfg, &err) < 0 || !(c = kube_client_new(&cfg, &err)))
+		goto out;
+	c->connect_timeout_ms = 1000;
+	c->timeout_ms = 2000;
+	c->max_retries = 0;
+	lo.label_selector = DLK_LABEL_JOB;
+	if (kube_list(c, "Job", NULL, &lo, &list, &err) < 0)
+		goto out;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items")) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "metadata"), "name");
+		if (cJSON_IsString(n) && !strncmp(n->valuestring, cur ? cur : "", strlen(cur ? cur : "")))
+			printf("%s\n", n->valuestring);
+	}
+out:
+	cJSON_Delete(list);
+	kube_client_free(c);
+	kube_config_release(&cfg);
+}

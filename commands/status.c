@@ -1,0 +1,546 @@
+/* dlk status: the dlk jobs of a namespace as a table, or one job in detail (per-rank pods,
+ * why it is pending, progress published by the workers). -w keeps the picture current from
+ * watches of the Jobs and their pods. The state itself is decided in jobstate.c. */
+#include "commands/cluster.h"
+#include "commands/commands.h"
+#include "lib/util/mem.h"
+#include "lib/util/yamljson.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const cJSON *jget2(const cJSON *o, const char *a, const char *b)
+{
+	return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, a), b);
+}
+
+static const char *meta_name(const cJSON *o)
+{
+	const cJSON *n = jget2(o, "metadata", "name");
+	return cJSON_IsString(n) ? n->valuestring : "";
+}
+
+/* Lists kind across every namespace: the library's list is per namespace, so this asks the
+ * collection path without one. */
+static int list_all_namespaces(struct kube_client *c, const char *kind, const char *selector, cJSON **out,
+			       struct dlk_err *err)
+{
+	const struct kube_resource *res = kube_resource_for(kind, NULL);
+	char *base = kube_path(res, NULL, NULL, NULL), *sel = kube_escape(selector);
+	char *path = xasprintf("%s?labelSelector=%s", base, sel);
+	struct kube_request req = { .method = "GET", .path = path, .retry_safe = 1 };
+	struct kube_response r = KUBE_RESPONSE_INIT;
+	int rc = -1;
+
+	*out = NULL;
+	if (kube_send(c, &req, &r, err) < 0)
+		goto out;
+	if (r.status < 200 || r.status > 299) {
+		struct kube_what w = { "list", res->plural, NULL, NULL };
+		kube_status_error(c, &w, r.status, r.body.data, err);
+		goto out;
+	}
+	*out = cJSON_ParseWithLength(r.body.data ? r.body.data : "", r.body.len);
+	if (!cJSON_IsObject(*out)) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		dlk_errf(err, DLK_EXIT_CONNECT, "list %s: the server's answer is not a JSON object", res->plural);
+		goto out;
+	}
+	rc = 0;
+out:
+	kube_response_release(&r);
+	free(path);
+	free(sel);
+	free(base);
+	return rc;
+}
+
+static int list_kind(struct kube_client *c, const char *kind, const char *ns, int all_ns, const char *selector,
+		     cJSON **out, struct dlk_err *err)
+{
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+
+	if (all_ns)
+		return list_all_namespaces(c, kind, selector, out, err);
+	lo.label_selector = selector;
+	lo.limit = 500;
+	return kube_list(c, kind, ns, &lo, out, err);
+}
+
+/* ---- the table ---- */
+
+static void cell_num(const cJSON *p, const char *k, const char *fmt, char *out, size_t n)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, k);
+	if (cJSON_IsNumber(v))
+		snprintf(out, n, fmt, v->valuedouble);
+	else
+		snprintf(out, n, "-");
+}
+
+struct row {
+	char cols[10][160];
+};
+
+static void print_table(struct dlk_buf *b, struct row *rows, int nrows, int ncols)
+{
+	size_t w[10] = { 0 };
+
+	for (int r = 0; r < nrows; r++)
+		for (int c = 0; c < ncols; c++)
+			if (strlen(rows[r].cols[c]) > w[c])
+				w[c] = strlen(rows[r].cols[c]);
+	for (int r = 0; r < nrows; r++) {
+		for (int c = 0; c < ncols; c++) {
+			if (c == ncols - 1)
+				dlk_buf_addf(b, "%s", rows[r].cols[c]);
+			else
+				dlk_buf_addf(b, "%-*s   ", (int)w[c], rows[r].cols[c]);
+		}
+		/* no trailing blanks */
+		while (b->len && b->data[b->len - 1] == ' ')
+			b->data[--b->len] = '\0';
+		dlk_buf_addc(b, '\n');
+	}
+}
+
+static void summary_row(const struct dlk_job_summary *s, int all_ns, int wide, struct row *r, int *ncols)
+{
+	int c = 0;
+
+	if (all_ns)
+		snprintf(r->cols[c++], 160, "%s", s->ns);
+	snprintf(r->cols[c++], 160, "%.150s", s->name);
+	snprintf(r->cols[c++], 160, "%s", dlk_job_state_name(s->state));
+	snprintf(r->cols[c++], 160, "%d/%d", s->ready, s->total);
+	snprintf(r->cols[c++], 160, "%d", s->gpus);
+	dlk_job_progress_text(s, r->cols[c], 160);
+	if (!r->cols[c][0])
+		snprintf(r->cols[c], 160, "-");
+	c++;
+	if (s->age_s >= 0)
+		dlk_duration_text(s->age_s, r->cols[c++], 160);
+	else
+		snprintf(r->cols[c++], 160, "-");
+	if (wide) {
+		cell_num(s->progress, "accuracy", "%.4f", r->cols[c++], 160);
+		cell_num(s->progress, "samples_per_s", "%.0f", r->cols[c++], 160);
+		snprintf(r->cols[c++], 160, "%.150s", s->reason[0] ? s->reason : "-");
+	}
+	*ncols = c;
+}
+
+static void header_row(int all_ns, int wide, struct row *r)
+{
+	static const char *const h[] = { "NAME", "STATE", "WORKERS", "GPUS", "PROGRESS", "AGE", "ACCURACY", "SAMPLES/S", "REASON" };
+	int c = 0;
+
+	if (all_ns)
+		snprintf(r->cols[c++], 160, "NAMESPACE");
+	for (int i = 0; i < (wide ? 9 : 6); i++)
+		snprintf(r->cols[c++], 160, "%s", h[i]);
+}
+
+static cJSON *pods_of(const cJSON *pods, const char *ns, const char *job)
+{
+	cJSON *arr = cJSON_CreateArray();
+	const cJSON *p;
+
+	cJSON_ArrayForEach(p, pods) {
+		const cJSON *v = jget2(p, "metadata", "labels");
+		const cJSON *pns = jget2(p, "metadata", "namespace");
+		v = cJSON_GetObjectItemCaseSensitive(v, DLK_LABEL_JOB);
+		if (cJSON_IsString(v) && !strcmp(v->valuestring, job) &&
+		    (!ns || !cJSON_IsString(pns) || !strcmp(pns->valuestring, ns)))
+			cJSON_AddItemReferenceToArray(arr, (cJSON *)p);
+	}
+	return arr;
+}
+
+static int emit_structured(const struct dlk_ctx *ctx, cJSON *v, struct dlk_buf *b, struct dlk_err *err)
+{
+	if (!strcmp(ctx->output, "json")) {
+		char *s = cJSON_Print(v);
+		dlk_buf_addf(b, "%s\n", s);
+		free(s);
+		return 0;
+	}
+	char *y = yamljson_emit(v, err);
+	if (!y)
+		return -1;
+	dlk_buf_adds(b, y);
+	free(y);
+	return 0;
+}
+
+static int cmp_job(const void *a, const void *b)
+{
+	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+	const cJSON *nx = jget2(x, "metadata", "namespace"), *ny = jget2(y, "metadata", "namespace");
+	int c = strcmp(cJSON_IsString(nx) ? nx->valuestring : "", cJSON_IsString(ny) ? ny->valuestring : "");
+
+	return c ? c : strcmp(meta_name(x), meta_name(y));
+}
+
+/* Renders the list of jobs (jobs: an array or an object of Jobs) into b. With a client, the
+ * events of pending jobs are read to say why they are pending (at most a few jobs' worth). */
+static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *jobs, const cJSON *pods,
+		       int all_ns, struct dlk_buf *b, struct dlk_err *err)
+{
+	int structured = !strcmp(ctx->output, "json") || !strcmp(ctx->output, "yaml");
+	int wide = !strcmp(ctx->output, "wide"), n = cJSON_GetArraySize(jobs), nrows = 0, ncols = 0, explained = 0;
+	struct row *rows = xcalloc((size_t)n + 1, sizeof(*rows));
+	cJSON *items = cJSON_CreateArray();
+	const cJSON *j;
+	int rc = 0;
+
+	/* by namespace and name, whatever order the jobs came in (a watch keeps them as they change) */
+	const cJSON **sorted = xcalloc((size_t)n + 1, sizeof(*sorted));
+	int ns_ = 0;
+	cJSON_ArrayForEach(j, jobs)
+		sorted[ns_++] = j;
+	qsort(sorted, (size_t)ns_, sizeof(*sorted), cmp_job);
+	header_row(all_ns, wide, &rows[nrows++]);
+	for (int k = 0; k < ns_; k++) {
+		j = sorted[k];
+		const cJSON *jns = jget2(j, "metadata", "namespace");
+		cJSON *mine = pods_of(pods, cJSON_IsString(jns) ? jns->valuestring : NULL, meta_name(j));
+		struct dlk_job_summary s;
+		cJSON *ev = NULL;
+		dlk_job_summarize(j, mine, NULL, &s);
+		if (c && explained < 10 && (s.state == JOB_PENDING || s.state == JOB_SUSPENDED)) {
+			ev = dlk_job_events(c, s.ns[0] ? s.ns : c->cfg.namespace, s.name, &s);
+			dlk_job_summary_release(&s);
+			dlk_job_summarize(j, mine, ev, &s);
+			explained++;
+		}
+		if (structured)
+			cJSON_AddItemToArray(items, dlk_job_summary_json(&s));
+		else
+			summary_row(&s, all_ns, wide, &rows[nrows++], &ncols);
+		dlk_job_summary_release(&s);
+		cJSON_Delete(ev);
+		cJSON_Delete(mine);
+	}
+	if (structured) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddItemToObject(o, "jobs", items);
+		items = NULL;
+		rc = emit_structured(ctx, o, b, err);
+		cJSON_Delete(o);
+	} else if (nrows > 1) {
+		header_row(all_ns, wide, &rows[0]);
+		print_table(b, rows, nrows, ncols);
+	}
+	cJSON_Delete(items);
+	free(rows);
+	free(sorted);
+	return rc;
+}
+
+/* ---- one job ---- */
+
+static void events_for(struct kube_client *c, const char *ns, const char *kind, const char *name, cJSON *into)
+{
+	cJSON *list = NULL;
+	struct dlk_err err = DLK_ERR_INIT;
+	const cJSON *e;
+
+	/* events are a help, not a must: a namespace whose events we may not read still has a status */
+	if (kube_events_for(c, ns, kind, name, &list, &err) < 0)
+		return;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(list, "items"))
+		cJSON_AddItemToArray(into, cJSON_Duplicate(e, 1));
+	cJSON_Delete(list);
+}
+
+cJSON *dlk_job_events(struct kube_client *c, const char *ns, const char *name, const struct dlk_job_summary *pre)
+{
+	cJSON *ev = cJSON_CreateArray();
+	int asked = 0;
+
+	events_for(c, ns, "Job", name, ev);
+	for (int i = 0; i < pre->total && asked < 8; i++) {
+		const struct dlk_rank *r = &pre->ranks[i];
+		if (!r->pod || strcmp(r->phase, "Pending"))
+			continue;
+		events_for(c, ns, "Pod", meta_name(r->pod), ev);
+		asked++;
+	}
+	return ev;
+}
+
+static void detail_text(const struct dlk_job_summary *s, struct dlk_buf *b)
+{
+	char age[32] = "-", prog[160];
+
+	if (s->age_s >= 0)
+		dlk_duration_text(s->age_s, age, sizeof(age));
+	dlk_buf_addf(b, "job:       %s (namespace %s)\n", s->name, s->ns);
+	dlk_buf_addf(b, "state:     %s\n", dlk_job_state_name(s->state));
+	if (s->reason[0])
+		dlk_buf_addf(b, "%-10s %s\n", s->state == JOB_FAILED ? "failure:" : "reason:", s->reason);
+	dlk_buf_addf(b, "workers:   %d/%d ready", s->ready, s->total);
+	if (s->succeeded || s->failed)
+		dlk_buf_addf(b, ", %d succeeded, %d failed", s->succeeded, s->failed);
+	dlk_buf_addc(b, '\n');
+	if (s->gpus)
+		dlk_buf_addf(b, "gpus:      %d (%d per worker)\n", s->gpus, s->gpus_per_worker);
+	dlk_job_progress_text(s, prog, sizeof(prog));
+	if (prog[0])
+		dlk_buf_addf(b, "progress:  %s\n", prog);
+	if (s->progress) {
+		const cJSON *acc = cJSON_GetObjectItemCaseSensitive(s->progress, "accuracy");
+		const cJSON *sps = cJSON_GetObjectItemCaseSensitive(s->progress, "samples_per_s");
+		const cJSON *upd = cJSON_GetObjectItemCaseSensitive(s->progress, "updated");
+		if (cJSON_IsNumber(acc) || cJSON_IsNumber(sps)) {
+			dlk_buf_adds(b, "metrics:  ");
+			if (cJSON_IsNumber(acc))
+				dlk_buf_addf(b, " accuracy %.4f", acc->valuedouble);
+			if (cJSON_IsNumber(sps))
+				dlk_buf_addf(b, " samples/s %.0f", sps->valuedouble);
+			dlk_buf_addc(b, '\n');
+		}
+		if (cJSON_IsString(upd))
+			dlk_buf_addf(b, "updated:   %s\n", upd->valuestring);
+	}
+	dlk_buf_addf(b, "age:       %s\n\n", age);
+
+	struct row *rows = xcalloc((size_t)s->total + 1, sizeof(*rows));
+	static const char *const h[] = { "RANK", "POD", "NODE", "PHASE", "RESTARTS", "LAST EXIT" };
+	for (int c = 0; c < 6; c++)
+		snprintf(rows[0].cols[c], 160, "%s", h[c]);
+	for (int i = 0; i < s->total; i++) {
+		const struct dlk_rank *r = &s->ranks[i];
+		struct row *w = &rows[i + 1];
+		const cJSON *node = jget2(r->pod, "spec", "nodeName");
+		snprintf(w->cols[0], 160, "%d", i);
+		snprintf(w->cols[1], 160, "%s", r->pod ? meta_name(r->pod) : "-");
+		snprintf(w->cols[2], 160, "%s", cJSON_IsString(node) ? node->valuestring : "-");
+		snprintf(w->cols[3], 160, "%s", r->pod ? r->phase : "NotCreated");
+		snprintf(w->cols[4], 160, "%d", r->restarts);
+		if (r->terminated || r->exit_code)
+			snprintf(w->cols[5], 160, "%d %s", r->exit_code, r->reason);
+		else if (r->reason[0])
+			snprintf(w->cols[5], 160, "%s", r->reason);
+		else
+			snprintf(w->cols[5], 160, "-");
+	}
+	print_table(b, rows, s->total + 1, 6);
+	free(rows);
+}
+
+static int render_one(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *job, const cJSON *pods,
+		      struct dlk_buf *b, enum dlk_job_state *state, struct dlk_err *err)
+{
+	struct dlk_job_summary pre, s;
+	cJSON *ev = NULL;
+	int rc = 0;
+
+	dlk_job_summarize(job, pods, NULL, &pre);
+	/* events explain a pending job; a running or finished one does not need the extra calls */
+	if (c && (pre.state == JOB_PENDING || pre.state == JOB_SUSPENDED))
+		ev = dlk_job_events(c, pre.ns[0] ? pre.ns : c->cfg.namespace, pre.name, &pre);
+	dlk_job_summarize(job, pods, ev, &s);
+	*state = s.state;
+	if (!strcmp(ctx->output, "json") || !strcmp(ctx->output, "yaml")) {
+		cJSON *o = dlk_job_summary_json(&s);
+		rc = emit_structured(ctx, o, b, err);
+		cJSON_Delete(o);
+	} else {
+		detail_text(&s, b);
+	}
+	dlk_job_summary_release(&s);
+	dlk_job_summary_release(&pre);
+	cJSON_Delete(ev);
+	return rc;
+}
+
+static void show(const struct dlk_ctx *ctx, const struct dlk_buf *b, int redraw)
+{
+	/* on a terminal -w redraws the screen; elsewhere each change is appended */
+	if (redraw && ctx->tty_out)
+		fputs("\033[H\033[2J", stdout);
+	else if (redraw)
+		fputs("\n", stdout);
+	fwrite(b->data ? b->data : "", 1, b->len, stdout);
+	fflush(stdout);
+}
+
+static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name)
+{
+	struct dlk_jobwatch w;
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_buf last = DLK_BUF_INIT;
+	unsigned seen = 0, drawn_gen = 0;
+	int rc = 0, shown = 0;
+
+	dlk_interrupt_catch();
+	if (dlk_jobwatch_start(&w, ctx, ns, name, &err) < 0) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	for (;;) {
+		struct dlk_buf b = DLK_BUF_INIT;
+		enum dlk_job_state st = JOB_PENDING;
+		int done = 0;
+
+		dlk_jobwatch_wait(&w, &seen, 1.0);
+		if (dlk_interrupted())
+			break;
+		dlk_jobwatch_lock(&w);
+		if (w.failed) {
+			err = w.err;
+			dlk_jobwatch_unlock(&w);
+			rc = dlk_report(ctx, &err);
+			break;
+		}
+		/* redraw on changes only: a clock that ticks (AGE) is not news */
+		if (!w.synced_jobs || !w.synced_pods || (shown && seen == drawn_gen)) {
+			dlk_jobwatch_unlock(&w);
+			continue;
+		}
+		drawn_gen = seen;
+		if (name) {
+			const cJSON *job = cJSON_GetObjectItemCaseSensitive(w.jobs, name);
+			if (!job) {
+				dlk_jobwatch_unlock(&w);
+				if (shown) {
+					dlk_info(ctx, "job '%s' was deleted", name);
+					break;
+				}
+				dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);
+				dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
+				rc = dlk_report(ctx, &err);
+				break;
+			}
+			cJSON *pods = dlk_jobwatch_pods_of(&w, name);
+			cJSON *jc = cJSON_Duplicate(job, 1), *pc = cJSON_Duplicate(pods, 1);
+			cJSON_Delete(pods);
+			dlk_jobwatch_unlock(&w);
+			/* events are fetched outside the lock: the watches go on meanwhile */
+			if (render_one(ctx, c, jc, pc, &b, &st, &err) < 0)
+				rc = dlk_report(ctx, &err), done = 1;
+			done |= st == JOB_SUCCEEDED || st == JOB_FAILED;
+			cJSON_Delete(jc);
+			cJSON_Delete(pc);
+		} else {
+			if (render_list(ctx, NULL, w.jobs, w.pods, 0, &b, &err) < 0)
+				rc = dlk_report(ctx, &err), done = 1;
+			dlk_jobwatch_unlock(&w);
+			if (!b.len)
+				dlk_buf_addf(&b, "no dlk jobs in namespace '%s'\n", ns);
+		}
+		/* the age column changes every second; only real changes are shown again */
+		if (!last.data || strcmp(last.data, b.data ? b.data : "")) {
+			show(ctx, &b, shown);
+			shown = 1;
+			dlk_buf_reset(&last);
+			dlk_buf_adds(&last, b.data ? b.data : "");
+		}
+		dlk_buf_release(&b);
+		if (done)
+			break;
+	}
+out:
+	dlk_buf_release(&last);
+	dlk_jobwatch_release(&w);
+	return rc;
+}
+
+static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct kube_client *c = NULL;
+	struct dlk_buf b = DLK_BUF_INIT;
+	cJSON *jobs = NULL, *pods = NULL, *job = NULL;
+	int all_ns = (int)dlk_opt_num(args, "all-namespaces"), watch = (int)dlk_opt_num(args, "watch");
+	const char *name = args->n_pos ? args->pos[0] : NULL, *ns;
+	int rc = 0;
+
+	if (strcmp(ctx->output, "text") && strcmp(ctx->output, "wide") && strcmp(ctx->output, "json") &&
+	    strcmp(ctx->output, "yaml")) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "-o '%s' is not a format of 'dlk status'", ctx->output);
+		return dlk_report(ctx, &err);
+	}
+	if (all_ns && (name || watch)) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--all-namespaces lists jobs; it takes no NAME and no --watch");
+		return dlk_report(ctx, &err);
+	}
+	c = dlk_kube_client(ctx, NULL, &err);
+	if (!c)
+		return dlk_report(ctx, &err);
+	ns = c->cfg.namespace;
+	if (watch) {
+		rc = status_watch(ctx, c, ns, name);
+		goto out;
+	}
+	if (name) {
+		enum dlk_job_state st;
+		struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+		char *sel = xasprintf("%s=%s", DLK_LABEL_JOB, name);
+		if (kube_get(c, "Job", ns, name, &job, &err) < 0) {
+			free(sel);
+			if (err.code == DLK_EXIT_NOTFOUND) {
+				dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);
+				dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
+			}
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+		lo.label_selector = sel;
+		int lr = kube_list(c, "Pod", ns, &lo, &pods, &err);
+		free(sel);
+		if (lr < 0 || render_one(ctx, c, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &b, &st, &err) < 0) {
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+	} else {
+		if (list_kind(c, "Job", ns, all_ns, DLK_LABEL_JOB, &jobs, &err) < 0 ||
+		    list_kind(c, "Pod", ns, all_ns, DLK_LABEL_JOB, &pods, &err) < 0 ||
+		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), cJSON_GetObjectItemCaseSensitive(pods, "items"),
+				all_ns, &b, &err) < 0) {
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+		if (!b.len) {
+			if (all_ns)
+				dlk_info(ctx, "no dlk jobs in any namespace");
+			else
+				dlk_info(ctx, "no dlk jobs in namespace '%s'", ns);
+		}
+	}
+	fwrite(b.data ? b.data : "", 1, b.len, stdout);
+out:
+	dlk_kube_warnings(ctx, c);
+	dlk_buf_release(&b);
+	cJSON_Delete(jobs);
+	cJSON_Delete(pods);
+	cJSON_Delete(job);
+	kube_client_free(c);
+	return rc;
+}
+
+static const struct dlk_option status_options[] = {
+	{ OPT_BOOL, 'A', "all-namespaces", NULL, "list the dlk jobs of every namespace", COMPLETE_NONE, NULL, NULL },
+	{ OPT_BOOL, 'w', "watch", NULL, "keep watching and show every change (a job: until it ends)", COMPLETE_NONE, NULL, NULL },
+	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },
+};
+
+const struct dlk_command_def dlk_cmd_status = {
+	.name = "status",
+	.summary = "show dlk jobs: state, workers, GPUs, progress; or one job in detail",
+	.usage = "[NAME]",
+	.description = "Without NAME, list the dlk jobs of the namespace (-A: of all namespaces). With NAME, show\n"
+	               "that job: each rank's pod, why it is pending, and the progress its workers publish.",
+	.options = status_options,
+	.min_pos = 0,
+	.max_pos = 1,
+	.run = run_status,
+	.examples = "  $ dlk status\n"
+	            "  $ dlk status mnist\n"
+	            "  $ dlk status -w mnist\n"
+	            "  $ dlk status -A -o wide\n",
+};
