@@ -13,11 +13,12 @@
 #include "commands/ctx.h"
 #include "lib/kube/api.h"
 #include "lib/kube/client.h"
+#include "lib/train/progress.h"
 
 /* The label every object and pod dlk renders carries (templates/_labels.yaml). */
 #define DLK_LABEL_JOB "dlk.dev/job"
 /* The Job annotation a worker publishes its progress in: a small JSON object (man dlk-status). */
-#define DLK_ANNOT_PROGRESS "dlk.dev/progress"
+#define DLK_ANNOT_PROGRESS DLK_PROGRESS_ANNOTATION
 /* What a pod's completion index is called: a label (1.28+) and an annotation (all versions). */
 #define DLK_LABEL_INDEX "batch.kubernetes.io/job-completion-index"
 /* Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it). */

@@ -405,13 +405,13 @@ void dlk_job_progress_text(const struct dlk_job_summary *s, char *out, size_t n)
 		snprintf(out, n, "%s", s->progress_raw);
 		return;
 	}
-	double ep = pnum(s->progress, "epoch", &h1), eps = pnum(s->progress, "epochs", &h2);
+	double ep = pnum(s->progress, DLK_PROGRESS_EPOCH, &h1), eps = pnum(s->progress, DLK_PROGRESS_EPOCHS, &h2);
 	if (h1)
 		len += (size_t)snprintf(out + len, n - len, h2 ? "epoch %.0f/%.0f" : "epoch %.0f", ep, eps);
-	double st = pnum(s->progress, "step", &h1), sts = pnum(s->progress, "steps", &h2);
+	double st = pnum(s->progress, DLK_PROGRESS_STEP, &h1), sts = pnum(s->progress, DLK_PROGRESS_TOTAL_STEPS, &h2);
 	if (h1 && len < n)
 		len += (size_t)snprintf(out + len, n - len, h2 ? "%sstep %.0f/%.0f" : "%sstep %.0f", len ? " " : "", st, sts);
-	double loss = pnum(s->progress, "loss", &h1);
+	double loss = pnum(s->progress, DLK_PROGRESS_LOSS, &h1);
 	if (h1 && len < n)
 		snprintf(out + len, n - len, "%sloss %.4g", len ? " " : "", loss);
 }

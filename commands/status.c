@@ -125,8 +125,8 @@ static void summary_row(const struct dlk_job_summary *s, int all_ns, int wide, s
 	else
 		snprintf(r->cols[c++], 160, "-");
 	if (wide) {
-		cell_num(s->progress, "accuracy", "%.4f", r->cols[c++], 160);
-		cell_num(s->progress, "samples_per_s", "%.0f", r->cols[c++], 160);
+		cell_num(s->progress, DLK_PROGRESS_ACCURACY, "%.4f", r->cols[c++], 160);
+		cell_num(s->progress, DLK_PROGRESS_SAMPLES_PER_SEC, "%.0f", r->cols[c++], 160);
 		snprintf(r->cols[c++], 160, "%.150s", s->reason[0] ? s->reason : "-");
 	}
 	*ncols = c;
@@ -292,9 +292,9 @@ static void detail_text(const struct dlk_job_summary *s, struct dlk_buf *b)
 	if (prog[0])
 		dlk_buf_addf(b, "progress:  %s\n", prog);
 	if (s->progress) {
-		const cJSON *acc = cJSON_GetObjectItemCaseSensitive(s->progress, "accuracy");
-		const cJSON *sps = cJSON_GetObjectItemCaseSensitive(s->progress, "samples_per_s");
-		const cJSON *upd = cJSON_GetObjectItemCaseSensitive(s->progress, "updated");
+		const cJSON *acc = cJSON_GetObjectItemCaseSensitive(s->progress, DLK_PROGRESS_ACCURACY);
+		const cJSON *sps = cJSON_GetObjectItemCaseSensitive(s->progress, DLK_PROGRESS_SAMPLES_PER_SEC);
+		const cJSON *upd = cJSON_GetObjectItemCaseSensitive(s->progress, DLK_PROGRESS_UPDATED);
 		if (cJSON_IsNumber(acc) || cJSON_IsNumber(sps)) {
 			dlk_buf_adds(b, "metrics:  ");
 			if (cJSON_IsNumber(acc))

@@ -4,9 +4,9 @@
 #define DLK_COMMANDS_TRAIN_PROGRESS_H
 
 #include "commands/ctx.h"
+#include "lib/train/progress.h"
 #include "lib/train/train.h"
 
-#define DLK_PROGRESS_ANNOTATION "dlk.dev/progress"
 #define DLK_PROGRESS_INTERVAL_SEC 10.0
 
 struct dlk_job_progress;

@@ -7,17 +7,17 @@ char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int h
 	cJSON *o = cJSON_CreateObject();
 	char *s;
 
-	cJSON_AddNumberToObject(o, "epoch", ev->epoch);
-	cJSON_AddNumberToObject(o, "epochs", ev->epochs);
-	cJSON_AddNumberToObject(o, "step", (double)ev->global_step);
-	cJSON_AddNumberToObject(o, "totalSteps", (double)ev->total_steps);
-	cJSON_AddNumberToObject(o, "loss", ev->loss);
+	cJSON_AddNumberToObject(o, DLK_PROGRESS_EPOCH, ev->epoch);
+	cJSON_AddNumberToObject(o, DLK_PROGRESS_EPOCHS, ev->epochs);
+	cJSON_AddNumberToObject(o, DLK_PROGRESS_STEP, (double)ev->global_step);
+	cJSON_AddNumberToObject(o, DLK_PROGRESS_TOTAL_STEPS, (double)ev->total_steps);
+	cJSON_AddNumberToObject(o, DLK_PROGRESS_LOSS, ev->loss);
 	if (have_accuracy)
-		cJSON_AddNumberToObject(o, "accuracy", accuracy);
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_ACCURACY, accuracy);
 	else
-		cJSON_AddNullToObject(o, "accuracy");
-	cJSON_AddNumberToObject(o, "samplesPerSec", ev->samples_per_sec);
-	cJSON_AddStringToObject(o, "updated", updated);
+		cJSON_AddNullToObject(o, DLK_PROGRESS_ACCURACY);
+	cJSON_AddNumberToObject(o, DLK_PROGRESS_SAMPLES_PER_SEC, ev->samples_per_sec);
+	cJSON_AddStringToObject(o, DLK_PROGRESS_UPDATED, updated);
 	s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return s;

@@ -4,6 +4,18 @@
 
 #include "lib/train/train.h"
 
+/* The annotation, and the keys of its JSON value: the writer (the worker) and the readers
+ * (dlk status, dlk train --wait) both use these names. */
+#define DLK_PROGRESS_ANNOTATION "dlk.dev/progress"
+#define DLK_PROGRESS_EPOCH "epoch"
+#define DLK_PROGRESS_EPOCHS "epochs"
+#define DLK_PROGRESS_STEP "step"             /* optimizer steps done, in all epochs */
+#define DLK_PROGRESS_TOTAL_STEPS "totalSteps"
+#define DLK_PROGRESS_LOSS "loss"
+#define DLK_PROGRESS_ACCURACY "accuracy"
+#define DLK_PROGRESS_SAMPLES_PER_SEC "samplesPerSec"
+#define DLK_PROGRESS_UPDATED "updated"
+
 /* The annotation's value for ev: {"epoch","epochs","step","totalSteps","loss","accuracy",
  * "samplesPerSec","updated"}; accuracy is the last test accuracy known (null when none).
  * updated is RFC 3339. The caller frees the string. */
