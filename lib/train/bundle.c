@@ -257,6 +257,9 @@ int dlk_bundle_write(const char *path, const struct dlk_bundle_info *in, struct 
 	int fd = -1, ret = -1;
 	char sha[65];
 
+	if (in->classes && in->n_class_names && in->n_class_names != net->n_classes)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "data.classes names %d classes but the model has %d outputs",
+		                in->n_class_names, net->n_classes);
 	host = xmalloc(sizeof(float) * (net->n_params ? net->n_params : 1));
 	net->be->to_host(host, net->params, sizeof(float) * net->n_params);
 	safetensors_build(net, host, &st);

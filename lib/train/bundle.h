@@ -26,7 +26,9 @@ struct dlk_bundle_info {
 	const struct dlk_model *model;      /* architecture */
 	const struct dlk_training *training; /* optional: recorded for reference */
 	const struct dlk_net *net;          /* the trained weights (read from its backend) */
-	char *const *classes;               /* optional class names, net->n_classes of them */
+	char *const *classes;               /* optional class names ... */
+	int n_class_names;                  /* ... this many (must equal the model's outputs); 0 means
+	                                       net->n_classes of them */
 	const struct dlk_eval *eval;        /* optional test metrics */
 	double train_loss;
 	const struct dlk_dataset *train, *test; /* optional: their sources' URLs and sha256 */

@@ -134,19 +134,8 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 		goto out;
 	}
 
-	if (o->on_event) {
-		memset(&ev, 0, sizeof(ev));
-		ev.kind = DLK_TRAIN_START;
-		ev.epoch = st.epoch + 1;
-		ev.epochs = tr->epochs;
-		ev.step = st.step_in_epoch;
-		ev.steps_per_epoch = spe;
-		ev.global_step = st.global_step;
-		ev.total_steps = total;
-		ev.lr = dlk_optimizer_lr(&opt, st.global_step);
-		ev.net = net;
-		o->on_event(o->event_ctx, &ev);
-	}
+	if (o->on_start)
+		o->on_start(o->event_ctx, net, total);
 
 	double train_time = 0;
 	long train_samples = 0;

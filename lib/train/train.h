@@ -18,7 +18,6 @@
 #include "lib/util/err.h"
 
 enum dlk_train_event_kind {
-	DLK_TRAIN_START,  /* the model is built and initialised (or resumed): `net` is set */
 	DLK_TRAIN_STEP,   /* after an optimizer step (every opts.step_event_every steps) */
 	DLK_TRAIN_EPOCH,  /* after an epoch (and its evaluation, when one ran) */
 	DLK_TRAIN_DONE,   /* training finished (or was cancelled): final metrics */
@@ -34,7 +33,6 @@ struct dlk_train_event {
 	double samples_per_sec;       /* this rank's training throughput in the current epoch */
 	double elapsed_sec, eta_sec;
 	const struct dlk_eval *eval;  /* EPOCH/DONE: test metrics, NULL when none were computed */
-	const struct dlk_net *net;    /* START: the network (dlk_net_summary(), n_params) */
 };
 
 /* What a checkpoint saves and a resume restores: the net's flat params (and dropout_counter),
@@ -48,6 +46,9 @@ struct dlk_train_state {
 };
 
 typedef void (*dlk_train_event_fn)(void *ctx, const struct dlk_train_event *ev);
+/* Once the network is built and initialised (or resumed), before the first step: for showing
+ * dlk_net_summary() or the parameter count. */
+typedef void (*dlk_train_start_fn)(void *ctx, const struct dlk_net *net, long total_steps);
 /* Must leave in grads the MEAN of every rank's grads (n floats, device memory). */
 typedef int (*dlk_grad_allreduce_fn)(void *ctx, float *grads, size_t n, struct dlk_err *err);
 /* Must leave in params rank 0's params on every rank (called once, before the first step). */
@@ -74,6 +75,7 @@ struct dlk_train_opts {
 	dlk_resume_fn resume;
 	void *ckpt_ctx;
 	dlk_train_event_fn on_event;
+	dlk_train_start_fn on_start;      /* optional; gets event_ctx too */
 	void *event_ctx;
 	int step_event_every;             /* 0 = every step */
 	const volatile sig_atomic_t *cancel; /* checked before each step; non-zero stops the run */

@@ -267,6 +267,13 @@ int main(void)
 	expect_error("not an archive", bad, bad);
 	expect_error("a missing file", "/nonexistent/x.dlk", "cannot open bundle '/nonexistent/x.dlk'");
 
+	/* class names that do not match the outputs are refused before anything is written */
+	info.n_class_names = 3;
+	err = (struct dlk_err)DLK_ERR_INIT;
+	CHECK(dlk_bundle_write(bad, &info, &err) == -1);
+	CHECK_STR(err.msg, "data.classes names 3 classes but the model has 4 outputs");
+	info.n_class_names = 4;
+
 	/* writing into a missing directory fails cleanly */
 	err = (struct dlk_err)DLK_ERR_INIT;
 	CHECK(dlk_bundle_write("/nonexistent/dir/m.dlk", &info, &err) == -1);

@@ -48,10 +48,6 @@ static void on_event(void *ctx, const struct dlk_train_event *ev)
 {
 	struct events *e = ctx;
 	switch (ev->kind) {
-	case DLK_TRAIN_START:
-		e->starts++;
-		e->n_params = ev->net->n_params;
-		break;
 	case DLK_TRAIN_STEP:
 		e->steps++;
 		e->last_global = ev->global_step;
@@ -67,6 +63,14 @@ static void on_event(void *ctx, const struct dlk_train_event *ev)
 		e->done++;
 		break;
 	}
+}
+
+static void on_start(void *ctx, const struct dlk_net *net, long total)
+{
+	struct events *e = ctx;
+	e->starts++;
+	e->n_params = net->n_params;
+	e->last_global = -total; /* overwritten by the first step event */
 }
 
 static int ckpt_calls;
@@ -163,6 +167,7 @@ int main(void)
 	o.train = &train;
 	o.test = &test;
 	o.on_event = on_event;
+	o.on_start = on_start;
 	o.event_ctx = &ev;
 	o.checkpoint = on_ckpt;
 	o.allreduce = on_reduce;
