@@ -26,7 +26,7 @@ endif
 
 CFLAGS ?= $(OPT)
 CFLAGS += $(SAN)
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I. -I$(BUILD) $(PKG_CFLAGS) \
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fno-math-errno -Wall -Wextra -Werror -I. -I$(BUILD) $(PKG_CFLAGS) \
 	-DDLK_VERSION='"$(VERSION)"' -MMD -MP $(CFLAGS)
 LDLIBS := $(PKG_LIBS) -ldl -lpthread -lm
 LDFLAGS += $(SAN)

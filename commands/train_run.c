@@ -630,6 +630,7 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 		bi.training = &spec->training;
 		bi.net = &res.net;
 		bi.classes = spec->data.classes;
+		bi.n_class_names = spec->data.classes ? spec->data.n_classes : 0;
 		bi.eval = res.eval.n ? &res.eval : NULL;
 		bi.train_loss = res.train_loss;
 		bi.train = &train;

@@ -157,8 +157,12 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 				goto finish;
 			}
 			double t0 = now_sec();
-			size_t lo = begin + (size_t)s * batch;
-			int nb = lo + (size_t)batch <= end ? batch : (int)(end - lo);
+			/* global step s covers positions [s*batch*world, ...) of the epoch's permutation and
+			 * rank r takes the r-th equal slice of it, so the global batch of a step does not depend
+			 * on how many ranks share it: 1 x 256 and 2 x 128 train on the same samples */
+			size_t g0 = (size_t)s * (size_t)batch * (size_t)world, left = shard * (size_t)world - g0;
+			int nb = left / (size_t)world < (size_t)batch ? (int)(left / (size_t)world) : batch;
+			size_t lo = g0 + (size_t)rank * (size_t)nb;
 			for (int b = 0; b < nb; b++) {
 				size_t idx = perm[lo + (size_t)b];
 				memcpy(xhost + (size_t)b * ds->sample_size, ds->x + idx * ds->sample_size,

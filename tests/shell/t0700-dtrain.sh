@@ -137,11 +137,20 @@ test_expect_success 'the same two-worker run twice gives the same weights' '
 	test "$(weights_sha p/blobs.dlk)" = "$REF2"
 '
 
-test_expect_success '1 worker x batch 64 and 2 workers x batch 32: the same loss curve within tolerance' '
-	grep "\"event\":\"epoch\"" "$TEST_TMP/ref1/m.jsonl" | sed "s/.*\"loss\":\([0-9.e-]*\).*/\1/" >l1 &&
-	grep "\"event\":\"epoch\"" "$TEST_TMP/ref2/m.jsonl" | sed "s/.*\"loss\":\([0-9.e-]*\).*/\1/" >l2 &&
-	test "$(wc -l <l1)" = 3 && test "$(wc -l <l2)" = 3 &&
-	paste l1 l2 && paste l1 l2 | awk "{ d = \$1 - \$2; if (d < 0) d = -d; if (d > 0.05 + 0.1 * \$1) bad = 1 } END { exit bad }" &&
+test_expect_success '1 worker x batch 64 and 2 workers x batch 32: the same loss curve, step by step' '
+	# without dropout (whose masks depend on which rank draws them) the runs see the same global
+	# batches and average the same gradients: only float summation order may differ
+	make_project a && make_project b &&
+	dlk train --local -q -f a/dlk.yaml --set model.layers.2.dropout.rate=0 --metrics a/m.jsonl >/dev/null &&
+	dlk train --local --workers 2 -q -f b/dlk.yaml --set model.layers.2.dropout.rate=0 \
+		--set training.batch_size=32 --metrics b/m.jsonl >/dev/null &&
+	grep "\"event\":\"step\"" a/m.jsonl | sed "s/.*\"loss\":\([0-9.e-]*\).*/\1/" >l1 &&
+	grep "\"event\":\"step\"" b/m.jsonl | sed "s/.*\"loss\":\([0-9.e-]*\).*/\1/" >l2 &&
+	test -s l1 && test "$(wc -l <l1)" = "$(wc -l <l2)" &&
+	paste l1 l2 | awk "{ d = \$1 - \$2; if (d < 0) d = -d; if (d > 1e-5 * (\$1 > 0 ? \$1 : -\$1) + 1e-7) { print \"step \" NR \": \" \$1 \" vs \" \$2; bad = 1 } } END { exit bad }"
+'
+
+test_expect_success 'with dropout, 1 x 64 and 2 x 32 still reach the same accuracy' '
 	a1=$(accuracy "$TEST_TMP/ref1/out.json") && a2=$(accuracy "$TEST_TMP/ref2/out.json") && echo "$a1 $a2" &&
 	awk -v a="$a1" -v b="$a2" "BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.02) }"
 '
