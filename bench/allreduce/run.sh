@@ -2,6 +2,8 @@
 # All-reduce on loopback: dlk's TCP ring against Gloo's ring all-reduces (libgloo-dev).
 # Builds both drivers into bench/out/allreduce, runs 2 and 4 ranks over 4 KiB..256 MiB
 # (powers of 4) and prints time, algbw and busbw = algbw * 2(n-1)/n (nccl-tests) per size.
+# Each driver times 3 back-to-back trials per size and keeps the fastest (the machine may be
+# shared); time is per operation.
 # Usage: bench/allreduce/run.sh [NRANKS...]    (default: 2 4; needs build/libdlk.a: make)
 set -e
 top=$(cd "$(dirname "$0")/../.." && pwd)
