@@ -22,7 +22,6 @@
 /* What a pod's completion index is called: a label (1.28+) and an annotation (all versions). */
 #define DLK_LABEL_INDEX "batch.kubernetes.io/job-completion-index"
 /* Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it). */
-#define DLK_EXIT_INTERRUPTED 130
 
 /* ---- client and Ctrl-C ---- */
 

@@ -251,6 +251,7 @@ const struct dlk_command_def dlk_cmd_delete = {
 	.options = delete_options,
 	.min_pos = 0,
 	.max_pos = -1,
+	.complete_pos = COMPLETE_JOB,
 	.run = run_delete,
 	.examples = "  $ dlk delete mnist\n"
 	            "  $ dlk delete --all --yes -n experiments\n",

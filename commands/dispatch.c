@@ -1,6 +1,7 @@
 /* Dispatch: finds the command (by argv[1], or by a `dlk-CMD` program name), parses the global
  * and command options from the tables, and runs it. Also answers the internal helpers that
  * completion scripts and the build use: __complete, __man-fill, __commands. */
+#include "commands/cluster.h"
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "lib/render/embedded.h"
@@ -43,6 +44,7 @@ static const struct {
 	{ DLK_EXIT_NOTFOUND, "the named job or object does not exist" },
 	{ DLK_EXIT_TIMEOUT, "the time given with --timeout ran out" },
 	{ DLK_EXIT_EXISTS, "the job already exists (see --replace)" },
+	{ DLK_EXIT_INTERRUPTED, "waiting or following was stopped with Ctrl-C; the job keeps running" },
 	{ DLK_EXIT_RESTARTABLE, "a worker lost a peer or was asked to stop; restarting the gang resumes from the last checkpoint (the Job's podFailurePolicy relies on it)" },
 };
 
@@ -123,6 +125,9 @@ static void complete_kind(enum dlk_complete kind, const char *words, const char 
 		}
 		break;
 	}
+	case COMPLETE_JOB:
+		dlk_complete_job_names(0, NULL, cur);
+		break;
 	case COMPLETE_NONE:
 		break;
 	}
@@ -222,7 +227,9 @@ static int cmd_complete(const struct dlk_command_def *fixed, int argc, char **ar
 			print_if_prefix(dlk_commands[i]->name, cur);
 		return 0;
 	}
-	if (cmd->max_pos < 0 || npos < cmd->max_pos)
+	if (cmd->complete_pos == COMPLETE_JOB && (cmd->max_pos < 0 || npos < cmd->max_pos))
+		dlk_complete_job_names(argc - 1, argv, cur); /* honours --kubeconfig, --context, -n on the line */
+	else if (cmd->max_pos < 0 || npos < cmd->max_pos)
 		complete_kind(cmd->complete_pos, cmd->pos_words, cur);
 	return 0;
 }

@@ -498,6 +498,7 @@ const struct dlk_command_def dlk_cmd_logs = {
 	.options = logs_options,
 	.min_pos = 1,
 	.max_pos = 1,
+	.complete_pos = COMPLETE_JOB,
 	.run = run_logs,
 	.examples = "  $ dlk logs mnist\n"
 	            "  $ dlk logs -f mnist\n"

@@ -23,6 +23,7 @@ enum dlk_complete {
 	COMPLETE_DIR,
 	COMPLETE_WORDS, /* the fixed words in `words` */
 	COMPLETE_SPEC_KEY, /* keys of dlk.yaml, for --set */
+	COMPLETE_JOB,      /* names of the dlk jobs in the namespace (asks the cluster, quickly) */
 };
 
 struct dlk_option {

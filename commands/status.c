@@ -538,6 +538,7 @@ const struct dlk_command_def dlk_cmd_status = {
 	.options = status_options,
 	.min_pos = 0,
 	.max_pos = 1,
+	.complete_pos = COMPLETE_JOB,
 	.run = run_status,
 	.examples = "  $ dlk status\n"
 	            "  $ dlk status mnist\n"

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,10 +20,13 @@
 #include <string>
 #include <vector>
 
+#define TRIALS 3
+
+// per trial: about 256 MiB of payload, at least 2 and at most 100 operations (as dlk_allreduce.c)
 static int iters_for(size_t bytes)
 {
-	size_t it = (size_t(1) << 30) / (bytes ? bytes : 1);
-	return it < 5 ? 5 : it > 200 ? 200 : int(it);
+	size_t it = (size_t(256) << 20) / (bytes ? bytes : 1);
+	return it < 2 ? 2 : it > 100 ? 100 : int(it);
 }
 
 static int run_rank(const std::string &algo, int rank, int world, const std::string &dir, int nsizes, char **sizes)
@@ -45,16 +49,19 @@ static int run_rank(const std::string &algo, int rank, int world, const std::str
 		else
 			ar.reset(new gloo::AllreduceRingChunked<float>(ctx, ptrs, int(n)));
 		int iters = iters_for(bytes);
-		for (int i = 0; i < 2; i++)
-			ar->run();
+		ar->run(); // warm-up
 		barrier.run();
-		auto t0 = std::chrono::steady_clock::now();
-		for (int i = 0; i < iters; i++)
-			ar->run();
+		double best = 1e30;
+		for (int tr = 0; tr < TRIALS; tr++) {
+			auto t0 = std::chrono::steady_clock::now();
+			for (int i = 0; i < iters; i++)
+				ar->run();
+			auto t1 = std::chrono::steady_clock::now();
+			best = std::min(best, std::chrono::duration<double>(t1 - t0).count() / iters);
+		}
 		barrier.run();
-		auto t1 = std::chrono::steady_clock::now();
 		if (rank == 0)
-			printf("%zu %.9f\n", bytes, std::chrono::duration<double>(t1 - t0).count() / iters);
+			printf("%zu %.9f\n", bytes, best);
 		fflush(stdout);
 	}
 	return 0;
@@ -68,12 +75,10 @@ int main(int argc, char **argv)
 	}
 	std::string algo = argv[1];
 	int world = atoi(argv[2]), bad = 0;
-	char tmpl[] = "/tmp/gloo-bench-XXXXXX";
 	const char *tmpdir = getenv("TMPDIR");
 	std::string t = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/gloo-bench-XXXXXX";
 	std::vector<char> path(t.begin(), t.end());
 	path.push_back('\0');
-	(void)tmpl;
 	if (!mkdtemp(path.data())) {
 		perror("mkdtemp");
 		return 1;

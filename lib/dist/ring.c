@@ -370,6 +370,7 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 	size_t send_total = total(x->send, x->nsend), recv_total = total(x->recv, x->nrecv);
 	size_t sent = 0, done = 0;          /* stream positions */
 	int si = 0, ri = 0;                 /* current segments */
+	int can_send = 1, can_recv = 1;     /* no EAGAIN seen since the last poll */
 	size_t soff = 0, roff = 0;          /* offsets inside them */
 	size_t carry = 0;                   /* bytes of a partial float at the start of stage */
 	long long last = net_now_ms();
@@ -390,17 +391,24 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 		size_t allowed;
 		ssize_t n;
 
-		/* send side */
+		/* send side: try only while the socket has not said EAGAIN since the last poll,
+		 * so a wakeup costs one useful syscall, not a round of failing ones */
 		if (hdr_sent < HDR_BYTES) {
-			n = send(t->next_fd, hdr_out + hdr_sent, HDR_BYTES - hdr_sent, MSG_NOSIGNAL);
-			if (n > 0) {
-				hdr_sent += (size_t)n;
-				progress = 1;
-			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-				ret = sock_fail(t, next, what, errno, err);
-				goto out;
+			want_send = 1;
+			if (can_send) {
+				size_t ask = HDR_BYTES - hdr_sent;
+				n = send(t->next_fd, hdr_out + hdr_sent, ask, MSG_NOSIGNAL);
+				if (n > 0) {
+					hdr_sent += (size_t)n;
+					progress = 1;
+					can_send = (size_t)n == ask;
+				} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+					can_send = 0;
+				} else if (n < 0 && errno != EINTR) {
+					ret = sock_fail(t, next, what, errno, err);
+					goto out;
+				}
 			}
-			want_send = hdr_sent < HDR_BYTES;
 		}
 		if (hdr_sent == HDR_BYTES && sent < send_total) {
 			allowed = x->head_start == SIZE_MAX ? send_total : x->head_start + done;
@@ -414,104 +422,121 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 				size_t avail = allowed - sent, in_seg = x->send[si].n - soff;
 				size_t len = avail < in_seg ? avail : in_seg;
 
+				/* batch: no tiny sends while more is about to arrive */
 				if (len >= SEND_BATCH || len == in_seg || allowed == send_total) {
-					n = send(t->next_fd, x->send[si].p + soff, len, MSG_NOSIGNAL);
-					if (n > 0) {
-						sent += (size_t)n;
-						soff += (size_t)n;
-						progress = 1;
-					} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-						ret = sock_fail(t, next, what, errno, err);
-						goto out;
+					want_send = 1;
+					if (can_send) {
+						n = send(t->next_fd, x->send[si].p + soff, len, MSG_NOSIGNAL);
+						if (n > 0) {
+							sent += (size_t)n;
+							soff += (size_t)n;
+							progress = 1;
+							can_send = (size_t)n == len;
+						} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+							can_send = 0;
+						} else if (n < 0 && errno != EINTR) {
+							ret = sock_fail(t, next, what, errno, err);
+							goto out;
+						}
 					}
-					want_send = sent < allowed;
 				}
 			}
 		}
 
 		/* receive side */
 		if (hdr_recvd < HDR_BYTES) {
-			n = recv(t->prev_fd, hdr_in + hdr_recvd, HDR_BYTES - hdr_recvd, 0);
-			if (n > 0) {
-				hdr_recvd += (size_t)n;
-				progress = 1;
-				if (hdr_recvd == HDR_BYTES) {
-					uint64_t magic = get_le(hdr_in, 4), op = get_le(hdr_in + 4, 4);
-					uint64_t seq = get_le(hdr_in + 8, 4), root = get_le(hdr_in + 12, 4);
-					uint64_t nb = get_le(hdr_in + 16, 8);
+			want_recv = 1;
+			if (can_recv) {
+				n = recv(t->prev_fd, hdr_in + hdr_recvd, HDR_BYTES - hdr_recvd, 0);
+				if (n > 0) {
+					hdr_recvd += (size_t)n;
+					progress = 1;
+					if (hdr_recvd == HDR_BYTES) {
+						uint64_t magic = get_le(hdr_in, 4), op = get_le(hdr_in + 4, 4);
+						uint64_t seq = get_le(hdr_in + 8, 4), root = get_le(hdr_in + 12, 4);
+						uint64_t nb = get_le(hdr_in + 16, 8);
 
-					if (magic != DIST_MAGIC_COLL || op != (uint64_t)x->op || seq != t->seq - 1 ||
-					    root != (uint64_t)(uint32_t)x->root || nb != x->nbytes) {
-						dlk_errf(err, DLK_EXIT_FAIL,
-							 "%s: rank %d is in %s #%llu of %llu bytes (root %llu), this rank in %s #%u of %llu bytes (root %d)%s",
-							 what, prev, magic == DIST_MAGIC_COLL ? coll_name((int)op) : "garbage",
-							 (unsigned long long)seq, (unsigned long long)nb,
-							 (unsigned long long)root, what, t->seq - 1,
-							 (unsigned long long)x->nbytes, x->root, step);
-						dlk_err_hint(err, "every rank must call the same collectives with the same sizes in the same order");
-						ret = fail(t, err);
-						goto out;
+						if (magic != DIST_MAGIC_COLL || op != (uint64_t)x->op || seq != t->seq - 1 ||
+						    root != (uint64_t)(uint32_t)x->root || nb != x->nbytes) {
+							dlk_errf(err, DLK_EXIT_FAIL,
+								 "%s: rank %d is in %s #%llu of %llu bytes (root %llu), this rank in %s #%u of %llu bytes (root %d)%s",
+								 what, prev, magic == DIST_MAGIC_COLL ? coll_name((int)op) : "garbage",
+								 (unsigned long long)seq, (unsigned long long)nb,
+								 (unsigned long long)root, what, t->seq - 1,
+								 (unsigned long long)x->nbytes, x->root, step);
+							dlk_err_hint(err, "every rank must call the same collectives with the same sizes in the same order");
+							ret = fail(t, err);
+							goto out;
+						}
 					}
+				} else if (n == 0) {
+					ret = link_lost(t, prev, what, err);
+					goto out;
+				} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+					can_recv = 0;
+				} else if (errno != EINTR) {
+					ret = sock_fail(t, prev, what, errno, err);
+					goto out;
 				}
-			} else if (n == 0) {
-				ret = link_lost(t, prev, what, err);
-				goto out;
-			} else if (errno != EAGAIN && errno != EINTR) {
-				ret = sock_fail(t, prev, what, errno, err);
-				goto out;
 			}
-			want_recv = hdr_recvd < HDR_BYTES;
 		}
 		if (hdr_recvd == HDR_BYTES && done < recv_total) {
-			struct seg *s;
-
-			while (x->recv[ri].n == roff) {
+			want_recv = 1;
+			while (can_recv && x->recv[ri].n == roff) {
 				ri++;
 				roff = 0;
 			}
-			s = &x->recv[ri];
-			if (s->add) {
-				size_t room = STAGE_BYTES - carry, left = s->n - roff - carry;
-				char *st = (char *)t->stage;
+			if (can_recv) {
+				struct seg *sg = &x->recv[ri];
+				size_t ask;
 
-				n = recv(t->prev_fd, st + carry, left < room ? left : room, 0);
-				if (n > 0) {
-					size_t have = carry + (size_t)n, whole = have / sizeof(float) * sizeof(float);
+				if (sg->add) {
+					size_t room = STAGE_BYTES - carry, left = sg->n - roff - carry;
+					char *st = (char *)t->stage;
 
-					add_floats((float *)(s->p + roff), t->stage, whole / sizeof(float));
-					roff += whole;
-					done += whole;
-					carry = have - whole;
-					if (carry)
-						memmove(st, st + whole, carry);
-					progress = 1;
+					ask = left < room ? left : room;
+					n = recv(t->prev_fd, st + carry, ask, 0);
+					if (n > 0) {
+						size_t have = carry + (size_t)n, whole = have / sizeof(float) * sizeof(float);
+
+						add_floats((float *)(sg->p + roff), t->stage, whole / sizeof(float));
+						roff += whole;
+						done += whole;
+						carry = have - whole;
+						if (carry)
+							memmove(st, st + whole, carry);
+					}
+				} else {
+					ask = sg->n - roff;
+					n = recv(t->prev_fd, sg->p + roff, ask, 0);
+					if (n > 0) {
+						roff += (size_t)n;
+						done += (size_t)n;
+					}
 				}
-			} else {
-				n = recv(t->prev_fd, s->p + roff, s->n - roff, 0);
 				if (n > 0) {
-					roff += (size_t)n;
-					done += (size_t)n;
 					progress = 1;
+					/* a short read drained the socket: wait for poll before the next */
+					can_recv = (size_t)n == ask;
+				} else if (n == 0) {
+					ret = link_lost(t, prev, what, err);
+					goto out;
+				} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+					can_recv = 0;
+				} else if (errno != EINTR) {
+					ret = sock_fail(t, prev, what, errno, err);
+					goto out;
 				}
 			}
-			if (n == 0) {
-				ret = link_lost(t, prev, what, err);
-				goto out;
-			}
-			if (n < 0 && errno != EAGAIN && errno != EINTR) {
-				ret = sock_fail(t, prev, what, errno, err);
-				goto out;
-			}
-			want_recv = done < recv_total;
 		}
 
 		if (progress) {
 			last = net_now_ms();
 			continue;
 		}
-		if (want_send || (hdr_sent < HDR_BYTES))
+		if (want_send)
 			pf[np++] = (struct pollfd){ t->next_fd, POLLOUT, 0 };
-		if (want_recv || hdr_recvd < HDR_BYTES || done < recv_total)
+		if (want_recv)
 			pf[np++] = (struct pollfd){ t->prev_fd, POLLIN, 0 };
 		for (int r = 0; r < t->nctrl; r++)
 			pf[np++] = (struct pollfd){ t->bye[r] ? -1 : t->ctrl[r], POLLIN, 0 };
@@ -544,9 +569,12 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 		 * link too, and what it sent before must still be read. */
 		{
 			int data_ready = 0;
-			for (int i = 0; i < np; i++)
-				if ((pf[i].fd == t->next_fd || pf[i].fd == t->prev_fd) && pf[i].revents)
-					data_ready = 1;
+			for (int i = 0; i < np; i++) {
+				if (pf[i].fd == t->next_fd && pf[i].revents)
+					data_ready = can_send = 1;
+				if (pf[i].fd == t->prev_fd && pf[i].revents)
+					data_ready = can_recv = 1;
+			}
 			if (data_ready)
 				continue;
 		}

@@ -21,7 +21,8 @@ enum dlk_exit {
 	DLK_EXIT_NOTFOUND = 6,    /* the named object does not exist */
 	DLK_EXIT_TIMEOUT = 7,     /* --timeout ran out */
 	DLK_EXIT_EXISTS = 8,      /* the object already exists (see --replace) */
-	DLK_EXIT_RESTARTABLE = 75 /* a worker lost a peer or was preempted: restart the gang (EX_TEMPFAIL) */
+	DLK_EXIT_RESTARTABLE = 75, /* a worker lost a peer or was preempted: restart the gang (EX_TEMPFAIL) */
+	DLK_EXIT_INTERRUPTED = 130 /* Ctrl-C stopped waiting or following; the job itself keeps running */
 };
 
 #define DLK_ERR_MSG_MAX 2048

@@ -85,7 +85,7 @@ test_expect_success 'man pages render without warnings' '
 '
 
 test_expect_success 'man dlk documents every exit code' '
-	for code in 0 1 2 3 4 5 6 7 8 75; do
+	for code in 0 1 2 3 4 5 6 7 8 75 130; do
 		grep -q "^\.B $code\$" "$MANDIR/dlk.1" || { echo "exit code $code undocumented"; exit 1; }
 	done
 '

@@ -221,6 +221,7 @@ int main(void)
 	/* world size disagreement is a configuration error for everyone */
 	{
 		struct rz_arg a = { 0 };
+		a.timeout_ms = 3000; /* a rank arriving after rank 0 gave up waits this long */
 		a.world_override[2] = 4;
 		res = run(3, 0, &a, 20000);
 		CHECK(res[0].rc == -1 && res[0].code == DLK_EXIT_CONFIG);
@@ -231,6 +232,7 @@ int main(void)
 	/* two workers claim rank 1 */
 	{
 		struct rz_arg a = { 0 };
+		a.timeout_ms = 3000;
 		a.rank_override[2] = 1;
 		a.delay_ms[2] = 300;
 		res = run(3, 0, &a, 20000);
