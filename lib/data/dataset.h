@@ -62,7 +62,7 @@ void dlk_dataset_release(struct dlk_dataset *ds);
 
 /* A deterministic per-epoch permutation of [0, n) from (seed, epoch), identical on every rank and
  * every machine; rank r of `world` takes positions dlk_shard_range(n, r, world) of it. Caller frees.
- * The generator is fixed (see shard.c): xoshiro256** whose four state words are successive
+ * The generator is fixed (lib/util/rng.h): xoshiro256** whose four state words are successive
  * splitmix64 outputs starting from seed ^ (0xD1B54A32D192ED03 * (epoch + 1)), then Fisher-Yates
  * from the last position down, drawing j in [0, i] by rejection (no modulo bias). Returns NULL
  * only when n is 0. */

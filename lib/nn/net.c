@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "lib/nn/net.h"
-#include "lib/nn/rng.h"
+#include "lib/util/rng.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "lib/nn/rng.h"
+#include "lib/util/rng.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/progress.h"
 #include "lib/train/state.h"

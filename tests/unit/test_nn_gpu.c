@@ -8,7 +8,7 @@
 #include "lib/nn/gpu.h"
 #include "lib/nn/net.h"
 #include "lib/nn/optim.h"
-#include "lib/nn/rng.h"
+#include "lib/util/rng.h"
 
 static const struct dlk_backend *cpu, *gpu;
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "lib/nn/net.h"
-#include "lib/nn/rng.h"
+#include "lib/util/rng.h"
 
 static struct dlk_layer_spec L(enum dlk_layer_kind k, int a)
 {

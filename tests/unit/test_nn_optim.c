@@ -3,7 +3,7 @@
 
 #include "lib/nn/net.h"
 #include "lib/nn/optim.h"
-#include "lib/nn/rng.h"
+#include "lib/util/rng.h"
 
 static struct dlk_training T(enum dlk_optim o, double lr)
 {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "lib/nn/rng.h"
+#include "lib/util/rng.h"
 #include "lib/train/bundle.h"
 #include "lib/train/train.h"
 #include "lib/util/buf.h"

@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 
-#include "lib/nn/rng.h"
+#include "lib/util/rng.h"
 #include "lib/train/train.h"
 
 /* four Gaussian-ish blobs in 8 dimensions */

@@ -1,7 +1,7 @@
 /* A small seeded generator (xoshiro256**, seeded through splitmix64): deterministic across
  * platforms, with a state of four words that a checkpoint can save and restore. */
-#ifndef DLK_NN_RNG_H
-#define DLK_NN_RNG_H
+#ifndef DLK_UTIL_RNG_H
+#define DLK_UTIL_RNG_H
 
 #include <stdint.h>
 

@@ -1,4 +1,4 @@
-#include "lib/nn/rng.h"
+#include "lib/util/rng.h"
 
 static uint64_t splitmix64(uint64_t *x)
 {
