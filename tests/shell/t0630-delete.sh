@@ -71,4 +71,15 @@ test_expect_success 'delete needs a name or --all' '
 	test_exit_code 2 dlk delete --all x 2>err
 '
 
+test_expect_success 'status, logs and delete complete job names from the cluster' '
+	dlk -f "$PROJ" -q train --set name=fo1 >/dev/null && dlk -f "$PROJ" -q train --set name=fo2 >/dev/null &&
+	dlk __complete status fo >out && grep -qx fo1 out && grep -qx fo2 out &&
+	dlk __complete logs --rank 0 fo >out && grep -qx fo1 out &&
+	dlk __complete delete fo1 fo >out && grep -qx fo2 out
+'
+
+test_expect_success 'job-name completion is silent when the cluster cannot be asked' '
+	dlk __complete delete --kubeconfig=/nonexistent "" >out 2>err && test ! -s out && test ! -s err
+'
+
 test_done
