@@ -134,7 +134,7 @@ out:
 
 static const struct dlk_option train_options[] = {
 	{ OPT_BOOL, 0, "dry-run", NULL, "print the Kubernetes objects a submit would send, and stop", COMPLETE_NONE, NULL, NULL },
-	{ OPT_BOOL, 0, "local", NULL, "train on this machine, in this process", COMPLETE_NONE, NULL, NULL },
+	{ OPT_BOOL, 0, "local", NULL, "train on this machine (see --workers)", COMPLETE_NONE, NULL, NULL },
 	{ OPT_BOOL, 0, "worker", NULL, "be one worker of the job (what the rendered pods run)", COMPLETE_NONE, NULL, NULL },
 	{ OPT_BOOL, 0, "wait", NULL, "after submitting, wait for the job to end; the exit code says how it ended", COMPLETE_NONE, NULL, NULL },
 	{ OPT_BOOL, 0, "follow", NULL, "after submitting, stream the workers' logs until the job ends (implies --wait)", COMPLETE_NONE, NULL, NULL },
