@@ -1,7 +1,10 @@
 /* An in-memory labelled dataset: what lib/data produces and lib/train consumes.
  *
- * Samples are stored as float32, already scaled ((raw * scale - mean) / std, see struct dlk_data),
- * row-major, one sample after another: x[i * sample_size + j]. Labels are class indices. */
+ * Samples are row-major, one sample after another (value j of sample i at i * sample_size + j).
+ * Data whose raw values are 8-bit (IDX ubyte, tar .u8 and .pgm) is kept as those bytes, 1 byte
+ * a value, and scaled ((raw * scale - mean) / std, see struct dlk_data) only when a batch is
+ * gathered; other data is kept as float32, already scaled. Either way, read samples through
+ * dlk_dataset_gather*(), never through x or x8. Labels are class indices. */
 #ifndef DLK_DATA_DATASET_H
 #define DLK_DATA_DATASET_H
 
@@ -11,11 +14,16 @@
 #include "lib/spec/spec.h"
 #include "lib/util/err.h"
 
+enum dlk_dataset_storage {
+	DLK_STORE_F32 = 0,    /* x: scaled float32 (a zeroed dataset is this kind) */
+	DLK_STORE_U8,         /* x8: raw bytes, scaled through lut[] when gathered */
+};
+
 struct dlk_dataset {
 	size_t n;             /* number of samples */
 	int shape[3];         /* C, H, W of one sample; flat features are [1, 1, F] */
 	size_t sample_size;   /* shape[0] * shape[1] * shape[2] */
-	float *x;             /* n * sample_size, owned */
+	float *x;             /* DLK_STORE_F32: n * sample_size scaled values, owned; else NULL */
 	int32_t *y;           /* n labels in [0, n_classes), owned */
 	int n_classes;        /* 1 + the largest label seen (or from the spec's classes) */
 	/* provenance: sha256 of each fetched source file as fetched, and its URL */
@@ -24,8 +32,13 @@ struct dlk_dataset {
 		char sha256[65];
 	} sources[2];
 	int n_sources;
+	enum dlk_dataset_storage storage;
+	uint8_t *x8;          /* DLK_STORE_U8: n * sample_size raw values, owned; else NULL */
+	float lut[256];       /* DLK_STORE_U8: lut[v] = ((float)v * scale - mean) / std, in float32
+	                         arithmetic, exactly as float storage computes it */
 };
-#define DLK_DATASET_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, 0, { { NULL, "" }, { NULL, "" } }, 0 }
+#define DLK_DATASET_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, 0, { { NULL, "" }, { NULL, "" } }, 0, \
+	                   DLK_STORE_F32, NULL, { 0 } }
 
 /* Progress of a long fetch or decode; `what` names the file. done/total in bytes (total 0 when
  * unknown). Return non-zero to abort the operation. May be NULL. */
@@ -59,6 +72,13 @@ struct dlk_data_opts {
 int dlk_data_load(const struct dlk_data *spec, const char *split, const struct dlk_data_opts *opts,
                   struct dlk_dataset *out, struct dlk_err *err);
 void dlk_dataset_release(struct dlk_dataset *ds);
+
+/* Writes samples idx[0], ..., idx[n - 1] of ds, scaled, one after another into out (n *
+ * ds->sample_size floats, caller's). Every idx[i] must be below ds->n. The floats are the same,
+ * bit for bit, whichever storage ds uses. */
+void dlk_dataset_gather(const struct dlk_dataset *ds, const size_t *idx, size_t n, float *out);
+/* The same for the contiguous samples [start, start + n); start + n must not pass ds->n. */
+void dlk_dataset_gather_range(const struct dlk_dataset *ds, size_t start, size_t n, float *out);
 
 /* A deterministic per-epoch permutation of [0, n) from (seed, epoch), identical on every rank and
  * every machine; rank r of `world` takes positions dlk_shard_range(n, r, world) of it. Caller frees.

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/util/buf.h"
 #include "lib/util/err.h"
 
 /* Labels are class indices; anything at or above this is rejected as corrupt. */
@@ -30,15 +31,21 @@ struct dlk_idx {
 	int ndims;                      /* 1..DLK_IDX_MAX_DIMS */
 	size_t dims[DLK_IDX_MAX_DIMS];
 	size_t count;                   /* the product of dims */
-	float *data;                    /* count values converted to float, unscaled; owned */
+	float *data;                    /* count values converted to float, unscaled, owned; NULL
+	                                   for a ubyte file */
+	uint8_t *data8;                 /* a ubyte file's count values as they are, owned; else NULL */
 };
-#define DLK_IDX_INIT { 0, 0, { 0, 0, 0, 0 }, 0, NULL }
+#define DLK_IDX_INIT { 0, 0, { 0, 0, 0, 0 }, 0, NULL, NULL }
 
 /* Parses and checks an IDX file: magic, type, dimensions, and that the data is exactly as long
  * as the header declares (a short file names the offset where the data ran out). NaN or infinite
- * values in float/double files are rejected with their offset. */
+ * values in float/double files are rejected with their offset. A ubyte file's values land in
+ * data8 (1 byte each), every other type's in data. */
 int dlk_idx_decode(const void *buf, size_t len, const char *name, struct dlk_idx *out,
                    struct dlk_err *err);
+/* The same over the bytes of b, which a ubyte file's data8 takes over rather than copies (b is
+ * then reset): the file is never held twice. b is left alone on failure or for other types. */
+int dlk_idx_decode_buf(struct dlk_buf *b, const char *name, struct dlk_idx *out, struct dlk_err *err);
 void dlk_idx_release(struct dlk_idx *idx);
 const char *dlk_idx_type_name(int type);
 
@@ -48,17 +55,19 @@ struct dlk_samples {
 	size_t n;
 	int shape[3];         /* C, H, W; flat features are [1, 1, F] */
 	size_t sample_size;
-	float *x;             /* n * sample_size raw values (unscaled), owned */
+	float *x;             /* n * sample_size raw values (unscaled), owned; NULL when x8 is used */
 	int32_t *y;           /* n labels, each in [0, DLK_MAX_CLASSES), owned */
 	int32_t max_label;    /* -1 when n == 0 */
+	uint8_t *x8;          /* instead of x, for 8-bit data (IDX ubyte, tar .u8/.pgm): the raw
+	                         n * sample_size bytes, owned; exactly one of x and x8 is set once n > 0 */
 };
-#define DLK_SAMPLES_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, -1 }
+#define DLK_SAMPLES_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, -1, NULL }
 void dlk_samples_release(struct dlk_samples *s);
 
 /* Joins an images IDX file (N x F, N x H x W or N x C x H x W) and a labels IDX file (N) into
  * samples: counts must agree, labels must be non-negative integers below DLK_MAX_CLASSES. On
- * success the image values move into out (images->data becomes NULL); both stay the caller's to
- * release. */
+ * success the image values move into out (images->data or ->data8 into x or x8, leaving NULL);
+ * both stay the caller's to release. */
 int dlk_idx_join(struct dlk_idx *images, const char *images_name, const struct dlk_idx *labels,
                  const char *labels_name, struct dlk_samples *out, struct dlk_err *err);
 
@@ -82,8 +91,8 @@ int dlk_csv_decode(const void *buf, size_t len, const char *name, const struct d
  * of KEY.u8 (raw uint8 values), KEY.f32 (little-endian float32) or KEY.pgm (P5, maxval <= 255)
  * holds the sample. Members of a key must be adjacent, as tar writers of shards emit them. Every
  * sample must have the same number of values; a .pgm gives the shape [1, H, W], otherwise it is
- * [1, 1, F] unless `shape` (may be NULL or zeros) says otherwise. max_bytes bounds the unpacked
- * size (0 = no bound). */
+ * [1, 1, F] unless `shape` (may be NULL or zeros) says otherwise. The values land in x8 when
+ * every sample is .u8 or .pgm, else in x. max_bytes bounds the unpacked size (0 = no bound). */
 int dlk_tar_decode(const void *buf, size_t len, const char *name, const int shape[3],
                    unsigned long long max_bytes, struct dlk_samples *out, struct dlk_err *err);
 

@@ -47,11 +47,13 @@ static uint64_t be64(const unsigned char *p)
 void dlk_idx_release(struct dlk_idx *idx)
 {
 	free(idx->data);
+	free(idx->data8);
 	memset(idx, 0, sizeof(*idx));
 }
 
-int dlk_idx_decode(const void *buf, size_t len, const char *name, struct dlk_idx *out,
-                   struct dlk_err *err)
+/* dlk_idx_decode(); when `take` is the buffer buf lies in, a ubyte file's data8 takes it over. */
+static int idx_decode(const void *buf, size_t len, const char *name, struct dlk_idx *out,
+                      struct dlk_buf *take, struct dlk_err *err)
 {
 	const unsigned char *p = buf;
 	struct dlk_idx idx = DLK_IDX_INIT;
@@ -98,13 +100,22 @@ int dlk_idx_decode(const void *buf, size_t len, const char *name, struct dlk_idx
 		                "'%s': %zu unexpected bytes after the IDX data at byte offset %zu (the header declares %zu bytes in all)",
 		                name, len - need, need, need);
 
+	if (idx.type == DLK_IDX_UBYTE) {
+		if (take) {
+			/* slide the values over the header and give the spare capacity back */
+			char *d = dlk_buf_detach(take, NULL);
+			memmove(d, d + header, idx.count);
+			idx.data8 = xrealloc(d, idx.count ? idx.count : 1);
+		} else {
+			idx.data8 = xmalloc(idx.count ? idx.count : 1);
+			memcpy(idx.data8, p + header, idx.count);
+		}
+		*out = idx;
+		return 0;
+	}
 	idx.data = xmalloc((idx.count ? idx.count : 1) * sizeof(float));
 	p += header;
 	switch (idx.type) {
-	case DLK_IDX_UBYTE:
-		for (i = 0; i < idx.count; i++)
-			idx.data[i] = p[i];
-		break;
 	case DLK_IDX_SBYTE:
 		for (i = 0; i < idx.count; i++)
 			idx.data[i] = (int8_t)p[i];
@@ -147,9 +158,21 @@ not_finite:
 	                header + i * esize);
 }
 
+int dlk_idx_decode(const void *buf, size_t len, const char *name, struct dlk_idx *out,
+                   struct dlk_err *err)
+{
+	return idx_decode(buf, len, name, out, NULL, err);
+}
+
+int dlk_idx_decode_buf(struct dlk_buf *b, const char *name, struct dlk_idx *out, struct dlk_err *err)
+{
+	return idx_decode(b->data, b->len, name, out, b, err);
+}
+
 void dlk_samples_release(struct dlk_samples *s)
 {
 	free(s->x);
+	free(s->x8);
 	free(s->y);
 	memset(s, 0, sizeof(*s));
 	s->max_label = -1;
@@ -192,7 +215,7 @@ int dlk_idx_join(struct dlk_idx *images, const char *images_name, const struct d
 	s.sample_size = images->count / s.n;
 	s.y = xmalloc(s.n * sizeof(*s.y));
 	for (i = 0; i < s.n; i++) {
-		float v = labels->data[i];
+		float v = labels->data8 ? labels->data8[i] : labels->data[i];
 		if (!(v >= 0) || v >= DLK_MAX_CLASSES || v != (float)(int32_t)v) {
 			dlk_errf(err, DLK_EXIT_CONFIG,
 			         "'%s': label %g of sample %zu at byte offset %zu is not a class index (0 to %d)",
@@ -206,7 +229,9 @@ int dlk_idx_join(struct dlk_idx *images, const char *images_name, const struct d
 			s.max_label = s.y[i];
 	}
 	s.x = images->data;
+	s.x8 = images->data8;
 	images->data = NULL;
+	images->data8 = NULL;
 	*out = s;
 	return 0;
 }

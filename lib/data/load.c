@@ -11,17 +11,6 @@
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
 
-void dlk_dataset_release(struct dlk_dataset *ds)
-{
-	int i;
-
-	free(ds->x);
-	free(ds->y);
-	for (i = 0; i < 2; i++)
-		free(ds->sources[i].url);
-	memset(ds, 0, sizeof(*ds));
-}
-
 static unsigned long long limit_of(const struct dlk_data *spec)
 {
 	return spec->max_bytes > 0 ? (unsigned long long)spec->max_bytes : 0;
@@ -54,15 +43,18 @@ static int load_idx(const struct dlk_split *sp, const struct dlk_data *spec,
 	if (fetch_source(&sp->images, "images", spec, opts, ds, &fi, err) < 0 ||
 	    fetch_source(&sp->labels, "labels", spec, opts, ds, &fl, err) < 0)
 		goto out;
+	/* a ubyte file's values stay in the unpacked buffer, and each buffer is let go as soon as it
+	 * is decoded: the largest thing held is one file's values, once */
 	if (dlk_unpack_single(fi.path, sp->images.url, limit_of(spec), opts->progress, opts->progress_ctx,
 	                      &bi, err) < 0 ||
-	    dlk_idx_decode(bi.data, bi.len, sp->images.url, &images, err) < 0)
+	    dlk_idx_decode_buf(&bi, sp->images.url, &images, err) < 0)
 		goto out;
 	dlk_buf_release(&bi);
 	if (dlk_unpack_single(fl.path, sp->labels.url, limit_of(spec), opts->progress, opts->progress_ctx,
 	                      &bl, err) < 0 ||
-	    dlk_idx_decode(bl.data, bl.len, sp->labels.url, &labels, err) < 0)
+	    dlk_idx_decode_buf(&bl, sp->labels.url, &labels, err) < 0)
 		goto out;
+	dlk_buf_release(&bl);
 	ret = dlk_idx_join(&images, sp->images.url, &labels, sp->labels.url, s, err);
 out:
 	dlk_idx_release(&images);
@@ -187,13 +179,23 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 		ds.n_classes = s.max_label + 1;
 	}
 
-	total = s.n * s.sample_size;
-	for (i = 0; i < total; i++)
-		s.x[i] = (s.x[i] * scale - mean) / std;
+	/* (raw * scale - mean) / std in float32: once per byte value for 8-bit data (gathering
+	 * looks the bytes up), once per value for float data; the same floats either way */
+	if (s.x8) {
+		for (i = 0; i < 256; i++)
+			ds.lut[i] = ((float)i * scale - mean) / std;
+		ds.storage = DLK_STORE_U8;
+		ds.x8 = s.x8;
+	} else {
+		total = s.n * s.sample_size;
+		for (i = 0; i < total; i++)
+			s.x[i] = (s.x[i] * scale - mean) / std;
+		ds.storage = DLK_STORE_F32;
+		ds.x = s.x;
+	}
 	ds.n = s.n;
 	memcpy(ds.shape, s.shape, sizeof(ds.shape));
 	ds.sample_size = s.sample_size;
-	ds.x = s.x;
 	ds.y = s.y;
 	*out = ds;
 	return 0;

@@ -17,7 +17,7 @@ enum payload { PAY_NONE, PAY_U8, PAY_F32, PAY_PGM };
 struct shard {
 	const char *name;
 	const int *want;               /* the model's shape, or NULL */
-	struct dlk_samples s;
+	struct dlk_samples s;           /* in s.x8 while every payload so far was 8-bit, else s.x */
 	size_t cap;
 	char *first_key;               /* the sample that fixed the shape, for messages */
 	/* the sample being assembled */
@@ -60,13 +60,27 @@ static int pgm_number(const unsigned char *p, size_t len, size_t *pos, unsigned 
 	return 0;
 }
 
-/* Turns the payload in sh->data into values appended to sh->s.x (after checking the shape). */
+/* Moves the samples so far from x8 to x, for a float payload after 8-bit ones. */
+static void promote_to_float(struct shard *sh)
+{
+	size_t i, total = sh->s.n * sh->s.sample_size;
+
+	sh->s.x = xmalloc((sh->cap ? sh->cap : 1) * sh->s.sample_size * sizeof(float));
+	for (i = 0; i < total; i++)
+		sh->s.x[i] = sh->s.x8[i];
+	free(sh->s.x8);
+	sh->s.x8 = NULL;
+}
+
+/* Turns the payload in sh->data into values appended to sh->s.x8 (8-bit payloads, as long as
+ * every one so far was) or sh->s.x (after checking the shape). */
 static int take_payload(struct shard *sh, struct dlk_err *err)
 {
 	const unsigned char *p = (const unsigned char *)sh->data.data;
 	size_t len = sh->data.len, n = 0, i, pos = 0;
 	int shape[3] = { 1, 1, 0 };
 	float *dst;
+	int f32;
 
 	switch (sh->pay) {
 	case PAY_U8:
@@ -138,12 +152,25 @@ static int take_payload(struct shard *sh, struct dlk_err *err)
 		                sh->name, sh->pay_member, n, shape[1], shape[2], sh->first_key,
 		                sh->s.sample_size, sh->s.shape[1], sh->s.shape[2]);
 	}
+	/* the first sample picks the storage; a float one after 8-bit ones switches to float */
+	f32 = sh->s.n ? sh->s.x != NULL : sh->pay == PAY_F32;
+	if (!f32 && sh->pay == PAY_F32) {
+		promote_to_float(sh);
+		f32 = 1;
+	}
 	if (sh->s.n == sh->cap) {
 		if (sh->cap > ((size_t)1 << 40) / sh->s.sample_size)
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': too many samples", sh->name);
 		sh->cap = sh->cap ? 2 * sh->cap : 256;
-		sh->s.x = xrealloc(sh->s.x, sh->cap * sh->s.sample_size * sizeof(float));
+		if (f32)
+			sh->s.x = xrealloc(sh->s.x, sh->cap * sh->s.sample_size * sizeof(float));
+		else
+			sh->s.x8 = xrealloc(sh->s.x8, sh->cap * sh->s.sample_size);
 		sh->s.y = xrealloc(sh->s.y, sh->cap * sizeof(int32_t));
+	}
+	if (!f32) {
+		memcpy(sh->s.x8 + sh->s.n * sh->s.sample_size, p + pos, n);
+		return 0;
 	}
 	dst = sh->s.x + sh->s.n * sh->s.sample_size;
 	if (sh->pay == PAY_F32) {

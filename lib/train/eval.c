@@ -9,7 +9,7 @@ int dlk_evaluate(struct dlk_net *net, const struct dlk_dataset *ds, int batch, s
 {
 	const struct dlk_backend *be = net->be;
 	int k = net->n_classes, ret = -1;
-	float *xdev = NULL, *logits = NULL;
+	float *xdev = NULL, *xhost = NULL, *logits = NULL;
 	double loss = 0;
 	long long correct = 0;
 
@@ -26,13 +26,15 @@ int dlk_evaluate(struct dlk_net *net, const struct dlk_dataset *ds, int batch, s
 	out->precision = xcalloc((size_t)k, sizeof(double));
 	out->recall = xcalloc((size_t)k, sizeof(double));
 	logits = xmalloc(sizeof(float) * (size_t)batch * k);
+	xhost = xmalloc(sizeof(float) * (size_t)batch * ds->sample_size);
 	if (!(xdev = be->alloc(sizeof(float) * (size_t)batch * ds->sample_size))) {
 		dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for an evaluation batch", be->name);
 		goto out;
 	}
 	for (size_t start = 0; start < ds->n; start += (size_t)batch) {
 		int nb = ds->n - start < (size_t)batch ? (int)(ds->n - start) : batch;
-		be->to_device(xdev, ds->x + start * ds->sample_size, sizeof(float) * (size_t)nb * ds->sample_size);
+		dlk_dataset_gather_range(ds, start, (size_t)nb, xhost);
+		be->to_device(xdev, xhost, sizeof(float) * (size_t)nb * ds->sample_size);
 		const float *z = dlk_net_forward(net, xdev, nb, 0);
 		be->to_host(logits, z, sizeof(float) * (size_t)nb * k);
 		for (int b = 0; b < nb; b++) {
@@ -80,6 +82,7 @@ int dlk_evaluate(struct dlk_net *net, const struct dlk_dataset *ds, int batch, s
 	ret = 0;
 out:
 	be->free(xdev);
+	free(xhost);
 	free(logits);
 	if (ret)
 		dlk_eval_release(out);

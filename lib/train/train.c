@@ -163,12 +163,9 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 			size_t g0 = (size_t)s * (size_t)batch * (size_t)world, left = shard * (size_t)world - g0;
 			int nb = left / (size_t)world < (size_t)batch ? (int)(left / (size_t)world) : batch;
 			size_t lo = g0 + (size_t)rank * (size_t)nb;
-			for (int b = 0; b < nb; b++) {
-				size_t idx = perm[lo + (size_t)b];
-				memcpy(xhost + (size_t)b * ds->sample_size, ds->x + idx * ds->sample_size,
-				       sizeof(float) * ds->sample_size);
-				yhost[b] = ds->y[idx];
-			}
+			dlk_dataset_gather(ds, perm + lo, (size_t)nb, xhost);
+			for (int b = 0; b < nb; b++)
+				yhost[b] = ds->y[perm[lo + (size_t)b]];
 			be->to_device(xdev, xhost, sizeof(float) * (size_t)nb * ds->sample_size);
 			be->to_device(ydev, yhost, sizeof(int32_t) * (size_t)nb);
 			dlk_net_forward(net, xdev, nb, 1);

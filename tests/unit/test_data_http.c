@@ -508,7 +508,9 @@ static void plain_cases(void)
 		d.max_bytes = 1 << 20;
 		CHECK_MSG(dlk_data_load(&d, "train", &opts, &ds, &err) == 0, "idx over http: %s", err.msg);
 		CHECK(ds.n == 3 && ds.sample_size == 4 && ds.n_classes == 3 && ds.y[0] == 2);
-		CHECK(ds.x[11] == 220);
+		float x[12];
+		dlk_dataset_gather_range(&ds, 0, 3, x);
+		CHECK(ds.storage == DLK_STORE_U8 && x[11] == 220);
 		CHECK(ds.n_sources == 2 && !strcmp(ds.sources[1].url, lb));
 		dlk_dataset_release(&ds);
 		free(im), free(lb);

@@ -216,8 +216,9 @@ static void join_errors(void)
 	CHECK(dlk_idx_join(&im, "im", &lb, "lb", &s, &err) == 0);
 	CHECK(s.n == 5 && s.sample_size == 4 && s.shape[0] == 1 && s.shape[1] == 2 && s.shape[2] == 2);
 	CHECK(s.max_label == 2 && s.y[4] == 1);
-	CHECK(s.x[4] == 1 && s.x[5] == 2);  /* image 1 pixel 0 = (1 + 0), pixel 1 = 2 */
-	CHECK(im.data == NULL);
+	/* ubyte images stay bytes: image 1 pixel 0 = (1 + 0), pixel 1 = 2 */
+	CHECK(s.x == NULL && s.x8 && s.x8[4] == 1 && s.x8[5] == 2);
+	CHECK(im.data == NULL && im.data8 == NULL);
 	dlk_samples_release(&s);
 	dlk_idx_release(&im);
 	dlk_idx_release(&lb);
@@ -257,7 +258,10 @@ static void containers(void)
 		dlk_buf_reset(&out);
 		CHECK_MSG(dlk_data_load(&spec, "train", NULL, &ds, &err) == 0, "%s loads: %s", kinds[k], err.msg);
 		CHECK(ds.n == 7 && ds.sample_size == 12 && ds.n_classes == 4 && ds.y[5] == 1);
-		CHECK_NEAR(ds.x[12 + 1], 2.0 / 255, 1e-6);
+		CHECK(ds.storage == DLK_STORE_U8 && ds.x == NULL && ds.x8 != NULL);
+		float one[12];
+		dlk_dataset_gather_range(&ds, 1, 1, one);
+		CHECK_NEAR(one[1], 2.0 / 255, 1e-6);
 		CHECK(ds.n_sources == 2 && !strcmp(ds.sources[0].url, p1));
 		dlk_dataset_release(&ds);
 
@@ -323,7 +327,9 @@ static void containers(void)
 		spec.mean = 0.5f, spec.std = 0.25f;
 		CHECK(dlk_data_load(&spec, "train", NULL, &ds, &err) == 0);
 		CHECK(ds.n_classes == 10);
-		CHECK_NEAR(ds.x[1], (1 / 255.0 - 0.5) / 0.25, 1e-5);
+		float first[12];
+		dlk_dataset_gather_range(&ds, 0, 1, first);
+		CHECK_NEAR(first[1], (1 / 255.0 - 0.5) / 0.25, 1e-5);
 		dlk_dataset_release(&ds);
 		spec.std = 0;
 		CHECK(dlk_data_load(&spec, "train", NULL, &ds, &err) == -1);
@@ -332,6 +338,121 @@ static void containers(void)
 	}
 	free(plain_im), free(plain_lb);
 	dlk_buf_release(&im), dlk_buf_release(&lb), dlk_buf_release(&out);
+}
+
+/* The IDX float32 (type 0x0d) twin of a ubyte images file: same header dims, same values. */
+static void float_twin(struct dlk_buf *out, const struct dlk_buf *ubyte)
+{
+	const unsigned char *p = (const unsigned char *)ubyte->data;
+	size_t header = 4 + 4 * (size_t)p[3];
+	unsigned char hdr[4 + 4 * 4];
+
+	memcpy(hdr, p, header);
+	hdr[2] = 0x0d;
+	dlk_buf_add(out, hdr, header);
+	for (size_t i = header; i < ubyte->len; i++) {
+		float f = p[i];
+		uint32_t u;
+		unsigned char be[4];
+		memcpy(&u, &f, sizeof(u));
+		be32(be, u);
+		dlk_buf_add(out, be, 4);
+	}
+}
+
+/* Gathers every sample of a and b, in order and in a scrambled order, and says whether the floats
+ * are the same bit for bit. */
+static int same_floats(const struct dlk_dataset *a, const struct dlk_dataset *b)
+{
+	size_t m = a->sample_size, chunk = 1000, *idx;
+	float *fa, *fb;
+	int same = a->n == b->n && m == b->sample_size;
+
+	if (!same)
+		return 0;
+	fa = xmalloc(sizeof(float) * chunk * m);
+	fb = xmalloc(sizeof(float) * chunk * m);
+	idx = xmalloc(sizeof(size_t) * chunk);
+	for (size_t start = 0; start < a->n && same; start += chunk) {
+		size_t n = a->n - start < chunk ? a->n - start : chunk;
+		dlk_dataset_gather_range(a, start, n, fa);
+		dlk_dataset_gather_range(b, start, n, fb);
+		same = !memcmp(fa, fb, sizeof(float) * n * m);
+		for (size_t i = 0; i < n; i++)
+			idx[i] = (start + i * 7919) % a->n;
+		dlk_dataset_gather(a, idx, n, fa);
+		dlk_dataset_gather(b, idx, n, fb);
+		same = same && !memcmp(fa, fb, sizeof(float) * n * m);
+	}
+	free(fa), free(fb), free(idx);
+	return same;
+}
+
+/* 8-bit storage scaled at gather time gives the floats that float storage (scaled at load, as
+ * every dataset was before) holds, bit for bit, for every byte value and several scalings. */
+static void gather_matches_float_storage(void)
+{
+	struct dlk_buf im = DLK_BUF_INIT, imf = DLK_BUF_INIT, lb = DLK_BUF_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	static const float scalings[][3] = {
+		{ 1.0f / 255, 0, 1 }, { 1.0f / 255, 0.2860f, 0.3530f }, { 1, 127.5f, 127.5f }, { 0.5f, -3, 7 },
+	};
+
+	/* 16 images of 8 x 8, pixel (i + j) % 256 for image i, pixel j: */
+	make_images(&im, 16, 8, 8);
+	for (size_t i = 16; i < im.len; i++)  /* ... scrambled so that all 256 values occur */
+		im.data[i] = (char)((i * 37 + 11) % 256);
+	float_twin(&imf, &im);
+	make_labels(&lb, 16, 10);
+	char *pu = write_file("u8.idx", im.data, im.len), *pf = write_file("f32.idx", imf.data, imf.len);
+	char *pl = write_file("lb16.idx", lb.data, lb.len);
+	for (size_t k = 0; k < DLK_ARRAY_SIZE(scalings); k++) {
+		struct dlk_data su = idx_spec(pu, pl), sf = idx_spec(pf, pl);
+		struct dlk_dataset du = DLK_DATASET_INIT, df = DLK_DATASET_INIT;
+		su.scale = sf.scale = scalings[k][0];
+		su.mean = sf.mean = scalings[k][1];
+		su.std = sf.std = scalings[k][2];
+		CHECK_MSG(dlk_data_load(&su, "train", NULL, &du, &err) == 0, "ubyte loads: %s", err.msg);
+		CHECK_MSG(dlk_data_load(&sf, "train", NULL, &df, &err) == 0, "float loads: %s", err.msg);
+		CHECK(du.storage == DLK_STORE_U8 && du.x8 && !du.x);
+		CHECK(df.storage == DLK_STORE_F32 && df.x && !df.x8);
+		CHECK_MSG(same_floats(&du, &df), "scaling %zu: the same floats from both storages", k);
+		/* and they are (raw * scale - mean) / std in float32 */
+		float x[64];
+		dlk_dataset_gather_range(&du, 3, 1, x);
+		float want = ((float)(unsigned char)im.data[16 + 3 * 64 + 5] * su.scale - su.mean) / su.std;
+		CHECK(!memcmp(&x[5], &want, sizeof(want)));
+		dlk_dataset_release(&du);
+		dlk_dataset_release(&df);
+	}
+	free(pu), free(pf), free(pl);
+	dlk_buf_release(&im), dlk_buf_release(&imf), dlk_buf_release(&lb);
+}
+
+/* dlk_idx_decode_buf() takes a ubyte file's buffer over instead of copying it, and leaves other
+ * types' buffers alone. */
+static void decode_buf(void)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+	struct dlk_idx idx = DLK_IDX_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+
+	make_images(&b, 3, 2, 2);
+	CHECK(dlk_idx_decode_buf(&b, "u8", &idx, &err) == 0);
+	CHECK(b.data == NULL && b.len == 0);
+	CHECK(idx.count == 12 && idx.data == NULL && idx.data8[0] == 0 && idx.data8[4] == 1 && idx.data8[11] == 5);
+	dlk_idx_release(&idx);
+	dlk_buf_add(&b, "\0\0\x0d\x01\0\0\0\1\x3f\xc0\0\0", 12);
+	CHECK(dlk_idx_decode_buf(&b, "f", &idx, &err) == 0);
+	CHECK(b.len == 12 && idx.data8 == NULL && idx.data[0] == 1.5f);
+	dlk_idx_release(&idx);
+	dlk_buf_reset(&b);
+	make_images(&b, 3, 2, 2);
+	b.len--;
+	CHECK(dlk_idx_decode_buf(&b, "cut", &idx, &err) == -1);
+	CHECK(b.len == 27 && b.data != NULL);
+	CHECK_CONTAINS(err.msg, "'cut': truncated IDX data");
+	dlk_buf_release(&b);
 }
 
 static void fashion_mnist(void)
@@ -364,9 +485,14 @@ static void fashion_mnist(void)
 	for (int c = 0; c < 10; c++)
 		ok &= counts[c] == 6000;
 	CHECK_MSG(ok, "6000 training images per class");
-	for (size_t i = 0; i < ds.n * ds.sample_size; i++) {
-		lo = ds.x[i] < lo ? ds.x[i] : lo;
-		hi = ds.x[i] > hi ? ds.x[i] : hi;
+	CHECK(ds.storage == DLK_STORE_U8);
+	for (size_t i = 0; i < ds.n; i++) {
+		float x[784];
+		dlk_dataset_gather_range(&ds, i, 1, x);
+		for (size_t j = 0; j < 784; j++) {
+			lo = x[j] < lo ? x[j] : lo;
+			hi = x[j] > hi ? x[j] : hi;
+		}
 	}
 	CHECK(lo == 0.0f && hi == 1.0f);
 	CHECK(ds.n_sources == 2);
@@ -378,6 +504,30 @@ static void fashion_mnist(void)
 	CHECK_MSG(dlk_data_load(&spec, "test", NULL, &ds, &err) == 0, "test loads: %s", err.msg);
 	CHECK(ds.n == 10000 && ds.sample_size == 784 && ds.n_classes == 10);
 	CHECK(ds.y[0] == 9);
+	/* the test images as float32 IDX load into float storage with the same floats */
+	{
+		struct dlk_buf u8 = DLK_BUF_INIT, f32 = DLK_BUF_INIT;
+		struct dlk_dataset df = DLK_DATASET_INIT;
+		struct dlk_data sf = spec;
+		CHECK(dlk_unpack_single(FMNIST "t10k-images-idx3-ubyte.gz", "t10k", 0, NULL, NULL, &u8, &err) == 0);
+		float_twin(&f32, &u8);
+		dlk_buf_release(&u8);
+		char *p = write_file("t10k-f32.idx", f32.data, f32.len);
+		dlk_buf_release(&f32);
+		sf.test.images.url = p;
+		sf.test.images.sha256 = NULL;
+		sf.mean = 0.2860f, sf.std = 0.3530f;
+		spec.mean = sf.mean, spec.std = sf.std;
+		dlk_dataset_release(&ds);
+		CHECK_MSG(dlk_data_load(&spec, "test", NULL, &ds, &err) == 0, "test loads: %s", err.msg);
+		CHECK_MSG(dlk_data_load(&sf, "test", NULL, &df, &err) == 0, "float twin loads: %s", err.msg);
+		CHECK(ds.storage == DLK_STORE_U8 && df.storage == DLK_STORE_F32);
+		CHECK_MSG(same_floats(&ds, &df), "Fashion-MNIST test set: gathered bytes = float storage, bit for bit");
+		dlk_dataset_release(&df);
+		unlink(p);
+		free(p);
+		spec.mean = 0, spec.std = 1;
+	}
 	dlk_dataset_release(&ds);
 
 	/* the pin is checked against the bytes as fetched */
@@ -397,7 +547,9 @@ int main(void)
 	decode_errors();
 	decode_types();
 	join_errors();
+	decode_buf();
 	containers();
+	gather_matches_float_storage();
 	fashion_mnist();
 	{
 		char *cmd = xasprintf("rm -rf '%s'", tmpdir);

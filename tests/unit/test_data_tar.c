@@ -78,7 +78,7 @@ int main(void)
 		CHECK_MSG(dec(m, N(m), NULL, &s) == 0, "u8 shard decodes: %s", err.msg);
 		CHECK(s.n == 2 && s.sample_size == 4 && s.shape[0] == 1 && s.shape[1] == 1 && s.shape[2] == 4);
 		CHECK(s.y[0] == 3 && s.y[1] == 1 && s.max_label == 3);
-		CHECK(s.x[0] == 1 && s.x[7] == 8);
+		CHECK(s.x == NULL && s.x8 && s.x8[0] == 1 && s.x8[7] == 8);  /* 8-bit data stays bytes */
 		/* a model shape of the same size is taken */
 		int shape[3] = { 1, 2, 2 };
 		CHECK(dec(m, N(m), shape, &s) == 0);
@@ -91,7 +91,17 @@ int main(void)
 	{
 		const struct member m[] = { { "k.cls", "0", 0 }, { "k.f32", f32, 8 } };
 		CHECK(dec(m, N(m), NULL, &s) == 0);
-		CHECK(s.n == 1 && s.sample_size == 2 && s.x[0] == 1.0f && s.x[1] == -2.0f);
+		CHECK(s.n == 1 && s.sample_size == 2 && s.x8 == NULL && s.x[0] == 1.0f && s.x[1] == -2.0f);
+		/* 8-bit samples before a float one move to float storage; after one, they join it */
+		const struct member mix[] = {
+			{ "a.cls", "0", 0 }, { "a.u8", "\x07\xff", 2 }, { "b.cls", "1", 0 }, { "b.u8", "\x00\x01", 2 },
+			{ "c.cls", "2", 0 }, { "c.f32", f32, 8 }, { "d.cls", "0", 0 }, { "d.u8", "\x09\x80", 2 },
+		};
+		CHECK_MSG(dec(mix, N(mix), NULL, &s) == 0, "mixed shard decodes: %s", err.msg);
+		CHECK(s.n == 4 && s.x8 == NULL && s.x != NULL);
+		CHECK(s.x[0] == 7 && s.x[1] == 255 && s.x[2] == 0 && s.x[3] == 1);
+		CHECK(s.x[4] == 1.0f && s.x[5] == -2.0f && s.x[6] == 9 && s.x[7] == 128);
+		CHECK(s.y[2] == 2 && s.y[3] == 0);
 		const struct member odd[] = { { "k.cls", "0", 0 }, { "k.f32", f32, 7 } };
 		CHECK(dec(odd, N(odd), NULL, &s) == -1);
 		CHECK_STR(err.msg, "'s.tar': member 'k.f32': 7 bytes is not a whole number of float32 values (the last one starts at byte offset 4)");
@@ -106,7 +116,7 @@ int main(void)
 		};
 		CHECK_MSG(dec(m, N(m), NULL, &s) == 0, "pgm shard decodes: %s", err.msg);
 		CHECK(s.n == 2 && s.shape[0] == 1 && s.shape[1] == 2 && s.shape[2] == 3 && s.sample_size == 6);
-		CHECK(s.x[5] == 255 && s.x[6] == 'a' && s.y[0] == 7);
+		CHECK(s.x8[5] == 255 && s.x8[6] == 'a' && s.y[0] == 7);
 		const struct member wrong[] = { { "p.pgm", "P6 1 1 255 abc", 0 }, { "p.cls", "1", 0 } };
 		CHECK(dec(wrong, N(wrong), NULL, &s) == -1);
 		CHECK_STR(err.msg, "'s.tar': member 'p.pgm': not a binary PGM (P5) image at byte offset 0");
@@ -172,7 +182,7 @@ int main(void)
 		}
 		make_tar(&b, m, N(m), 1);
 		CHECK_MSG(dlk_tar_decode(b.data, b.len, "s.tar.gz", NULL, 0, &s, &err) == 0, "tar.gz: %s", err.msg);
-		CHECK(s.n == 2 && s.x[63] == 'g' && s.y[1] == 2);
+		CHECK(s.n == 2 && s.x8[63] == 'g' && s.y[1] == 2);
 		dlk_samples_release(&s);
 		CHECK(dlk_tar_decode(b.data, b.len, "s.tar.gz", NULL, 40, &s, &err) == -1);
 		CHECK_CONTAINS(err.msg, "more than the limit of 40 bytes");
@@ -195,8 +205,15 @@ int main(void)
 		d.max_bytes = 1 << 20;
 		CHECK_MSG(dlk_data_load(&d, "train", NULL, &ds, &err) == 0, "tar loads: %s", err.msg);
 		CHECK(ds.n == 2 && ds.sample_size == 2 && ds.n_classes == 2);
-		CHECK_NEAR(ds.x[1], 1.0, 1e-6);
-		CHECK_NEAR(ds.x[2], 0.2, 1e-6);
+		CHECK(ds.storage == DLK_STORE_U8);
+		float x[4];
+		dlk_dataset_gather_range(&ds, 0, 2, x);
+		CHECK_NEAR(x[1], 1.0, 1e-6);
+		CHECK_NEAR(x[2], 0.2, 1e-6);
+		size_t order[2] = { 1, 0 };
+		dlk_dataset_gather(&ds, order, 2, x);
+		CHECK_NEAR(x[0], 0.2, 1e-6);
+		CHECK_NEAR(x[3], 1.0, 1e-6);
 		dlk_dataset_release(&ds);
 		unlink(path);
 		free(path);

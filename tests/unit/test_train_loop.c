@@ -352,6 +352,51 @@ int main(void)
 	dlk_shard_range(10, 0, 1, &b, &e);
 	CHECK(b == 0 && e == 10);
 
+	/* 8-bit storage, scaled when a batch is gathered, trains and evaluates exactly as float
+	 * storage holding the same scaled values: same loss curve, weights and test metrics */
+	{
+		struct dlk_dataset b8[2], bf[2];
+		const struct dlk_dataset *src[2] = { &train, &test };
+		for (int k = 0; k < 2; k++) {
+			size_t total = src[k]->n * src[k]->sample_size;
+			b8[k] = bf[k] = *src[k];
+			b8[k].x = NULL;
+			b8[k].storage = DLK_STORE_U8;
+			b8[k].x8 = malloc(total);
+			for (int v = 0; v < 256; v++)
+				b8[k].lut[v] = ((float)v * (1.0f / 60) - 1.5f) / 1.0f;
+			bf[k].x = malloc(sizeof(float) * total);
+			for (size_t i = 0; i < total; i++) {
+				float q = (src[k]->x[i] + 1.5f) * 60;
+				b8[k].x8[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q + 0.5f);
+				bf[k].x[i] = b8[k].lut[b8[k].x8[i]];
+			}
+		}
+		struct dlk_train_opts o8 = o, of = o;
+		struct dlk_train_result r8, rf;
+		o8.on_event = of.on_event = NULL;
+		o8.checkpoint = of.checkpoint = NULL;
+		o8.allreduce = of.allreduce = NULL;
+		o8.world = of.world = 1;
+		o8.rank = of.rank = 0;
+		o8.train = &b8[0], o8.test = &b8[1];
+		of.train = &bf[0], of.test = &bf[1];
+		dlk_err_clear(&err);
+		CHECK_MSG(dlk_train_run(&o8, &r8, &err) == 0, "trains from bytes (%s)", err.msg);
+		CHECK_MSG(dlk_train_run(&of, &rf, &err) == 0, "trains from floats (%s)", err.msg);
+		CHECK(r8.n_loss == rf.n_loss && r8.n_loss == 96);
+		CHECK(!memcmp(r8.loss_curve, rf.loss_curve, sizeof(float) * (size_t)r8.n_loss));
+		CHECK(!memcmp(r8.net.params, rf.net.params, sizeof(float) * r8.net.n_params));
+		CHECK(r8.eval.loss == rf.eval.loss && r8.eval.accuracy == rf.eval.accuracy);
+		CHECK_MSG(r8.eval.accuracy > 0.9, "learns the blobs from bytes (accuracy %.3f)", r8.eval.accuracy);
+		dlk_train_result_release(&r8);
+		dlk_train_result_release(&rf);
+		for (int k = 0; k < 2; k++) {
+			free(b8[k].x8);
+			free(bf[k].x);
+		}
+	}
+
 	ds_free(&train);
 	ds_free(&test);
 	return CHECK_DONE();
