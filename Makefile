@@ -171,7 +171,7 @@ bench:
 	@sh bench/run.sh
 
 install: all
-	@test -z "$(SANITIZE)" || { echo "error: install a normal build, not SANITIZE=1" >&2; exit 1; }
+	@test "$(SANITIZE)" != 1 || { echo "error: install a normal build, not SANITIZE=1" >&2; exit 1; }
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 		$(DESTDIR)$(PREFIX)/lib/dlk
