@@ -102,6 +102,8 @@ int main(int argc, char **argv)
 	struct dlk_training tr = { .epochs = epochs, .batch_size = 128, .optimizer = DLK_OPT_ADAM, .lr = 1e-3,
 	                           .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .step_size = 1, .gamma = 0.1,
 	                           .seed = 42, .threads = threads, .eval_every_epoch = 0 };
+	if (getenv("BENCH_SEED")) /* the same variable seeds torch_bench.py */
+		tr.seed = strtoull(getenv("BENCH_SEED"), NULL, 10);
 	struct dlk_train_opts o = DLK_TRAIN_OPTS_INIT;
 	o.model = &model;
 	o.training = &tr;

@@ -5,6 +5,7 @@
 # the ratios. Refuses to compare against the reference (unoptimised) BLAS.
 #   sh bench/train/run.sh            (from the source tree, after `make`)
 #   THREADS=2 EPOCHS_MLP=5 EPOCHS_CNN=2 sh bench/train/run.sh
+#   BENCH_SEED=N seeds both sides (default 42); bench/train/seeds.sh compares over several seeds
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"

@@ -5,6 +5,7 @@ or: torch_bench.py check mlp|cnn BUNDLE.dlk  (loads a dlk bundle's weights.safet
 same PyTorch model, without the safetensors package, and prints its test accuracy)"""
 import gzip
 import json
+import os
 import resource
 import sys
 import tarfile
@@ -88,7 +89,8 @@ def main():
     if kind == "blas":
         print(json.dumps(blas_info()))
         return
-    torch.manual_seed(42)
+    seed = int(os.environ.get("BENCH_SEED", "42"))  # the same variable seeds dlk_bench
+    torch.manual_seed(seed)
     xtr, ytr = load("train", limit)
     xte, yte = load("t10k")
     m = model(kind)
@@ -99,7 +101,7 @@ def main():
     samples = 0
     all_steps = 0
     t_start = time.perf_counter()
-    g = torch.Generator().manual_seed(42)
+    g = torch.Generator().manual_seed(seed)
     for _ in range(epochs):
         m.train()
         perm = torch.randperm(n, generator=g)
