@@ -128,7 +128,7 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o) $(FUZZ_BUILD)/templates.o
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. $(PKG_CFLAGS) -DDLK_VERSION='"$(VERSION)"' \
-	-fsanitize=fuzzer-no-link $(FUZZ_SAN)
+	-MMD -MP -fsanitize=fuzzer-no-link $(FUZZ_SAN)
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  FUZZCC  $<"
@@ -186,4 +186,4 @@ install: all
 clean:
 	rm -rf build build-san build-fuzz dlk
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
