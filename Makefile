@@ -142,11 +142,12 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 .SECONDARY: $(FUZZ_LIB_OBJ)
 fuzz-build: $(FUZZ_BIN)
 fuzz: fuzz-build
-	@for f in $(FUZZ_BIN); do t=$${f##*/fuzz_}; mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	@for f in $(FUZZ_BIN); do t=$${f##*/fuzz_}; mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/crashes; \
 	  echo "== $$t ($(FUZZ_SECONDS)s)"; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-	    -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- $(FUZZ_BUILD)/corpus/$$t tests/fuzz/$$t 2>&1 | \
-	    grep -E "^stat::number_of_executed_units|^#[0-9]+ *DONE|ERROR|SUMMARY" || exit 1; done
+	    -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- $(FUZZ_BUILD)/corpus/$$t tests/fuzz/$$t >$(FUZZ_BUILD)/$$t.log 2>&1; \
+	  rc=$$?; grep -E "^stat::number_of_executed_units|ERROR|SUMMARY" $(FUZZ_BUILD)/$$t.log; \
+	  if [ $$rc != 0 ]; then echo "fuzz_$$t failed: the input is in $(FUZZ_BUILD)/crashes/ (add it to tests/fuzz/$$t/)"; exit 1; fi; done
 
 test:
 	@.ci/deps test

@@ -556,13 +556,19 @@ out:
 
 /* reads the current member fully; bounded by max; errors name the member and byte offset */
 static int read_member(struct archive *a, struct archive_entry *e, const char *path, size_t max,
-                       unsigned char **out, size_t *len, struct dlk_err *err)
+                       unsigned long long file_size, unsigned char **out, size_t *len, struct dlk_err *err)
 {
 	const char *name = archive_entry_pathname(e);
-	la_int64_t size = archive_entry_size(e);
+	la_int64_t size = archive_entry_size(e), at = archive_filter_bytes(a, -1);
 	if (size < 0 || (uint64_t)size > max)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s' is %lld bytes, over the limit of %zu", path, name,
 		                (long long)size, max);
+	/* a bundle is an uncompressed tar: a member cannot hold more bytes than the file has left, so a
+	 * header claiming gigabytes is refused before anything is allocated for it */
+	if (at >= 0 && (unsigned long long)size > file_size - ((unsigned long long)at < file_size ? (unsigned long long)at : file_size))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s' claims %lld bytes but only %llu remain after byte %lld: "
+		                "the bundle is truncated or damaged", path, name, (long long)size,
+		                file_size - ((unsigned long long)at < file_size ? (unsigned long long)at : file_size), (long long)at);
 	unsigned char *buf = xmalloc((size_t)size + 1);
 	size_t got = 0;
 	while (got < (size_t)size) {
@@ -591,7 +597,17 @@ int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err)
 	struct dlk_net net = DLK_NET_INIT;
 	int ret = -1, r;
 
+	struct stat st;
+
 	*b = (struct dlk_bundle)DLK_BUNDLE_INIT;
+	if (stat(path, &st)) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "cannot open bundle '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "cannot open bundle '%s': not a regular file", path);
+		goto out;
+	}
 	archive_read_support_format_tar(a);
 	if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "cannot open bundle '%s': %s", path, archive_error_string(a));
@@ -604,10 +620,10 @@ int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err)
 			goto out;
 		}
 		if (name && !strcmp(name, "model.json") && !json) {
-			if (read_member(a, e, path, DLK_BUNDLE_MAX_JSON, &json, &json_len, err))
+			if (read_member(a, e, path, DLK_BUNDLE_MAX_JSON, (unsigned long long)st.st_size, &json, &json_len, err))
 				goto out;
 		} else if (name && !strcmp(name, "weights.safetensors") && !wts) {
-			if (read_member(a, e, path, DLK_BUNDLE_MAX_WEIGHTS, &wts, &wts_len, err))
+			if (read_member(a, e, path, DLK_BUNDLE_MAX_WEIGHTS, (unsigned long long)st.st_size, &wts, &wts_len, err))
 				goto out;
 		}
 	}
