@@ -141,13 +141,18 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(LDLIBS)
 .SECONDARY: $(FUZZ_LIB_OBJ)
 fuzz-build: $(FUZZ_BIN)
-fuzz: fuzz-build
-	@for f in $(FUZZ_BIN); do t=$${f##*/fuzz_}; mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/crashes; \
-	  echo "== $$t ($(FUZZ_SECONDS)s)"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-	    -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- $(FUZZ_BUILD)/corpus/$$t tests/fuzz/$$t >$(FUZZ_BUILD)/$$t.log 2>&1; \
-	  rc=$$?; grep -E "^stat::number_of_executed_units|ERROR|SUMMARY" $(FUZZ_BUILD)/$$t.log; \
-	  if [ $$rc != 0 ]; then echo "fuzz_$$t failed: the input is in $(FUZZ_BUILD)/crashes/ (add it to tests/fuzz/$$t/)"; exit 1; fi; done
+# `make fuzz FUZZ_RUNS=N` stops each target after N executions instead; `make -j2 fuzz` runs two
+# targets at once; `make fuzz-NAME` runs one.
+FUZZ_RUNS ?=
+FUZZ_LIMIT = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
+fuzz: $(FUZZ_SRC:tests/fuzz/fuzz_%.c=fuzz-%)
+fuzz-%: $(FUZZ_BUILD)/fuzz_%
+	@mkdir -p $(FUZZ_BUILD)/corpus/$* $(FUZZ_BUILD)/crashes
+	@echo "== $* ($(if $(FUZZ_RUNS),$(FUZZ_RUNS) runs,$(FUZZ_SECONDS)s))"
+	@$< $(FUZZ_LIMIT) -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_BUILD)/crashes/$*- $(FUZZ_BUILD)/corpus/$* tests/fuzz/$* >$(FUZZ_BUILD)/$*.log 2>&1; \
+	  rc=$$?; grep -E "^stat::(number_of_executed_units|average_exec_per_sec)|ERROR|SUMMARY" $(FUZZ_BUILD)/$*.log | sed 's/^/$*: /'; \
+	  if [ $$rc != 0 ]; then echo "fuzz_$* failed: the input is in $(FUZZ_BUILD)/crashes/ (add it to tests/fuzz/$*/)"; exit 1; fi
 
 test:
 	@.ci/deps test
