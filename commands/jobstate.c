@@ -4,6 +4,8 @@
 #include "commands/cluster.h"
 #include "lib/util/mem.h"
 
+#include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +119,8 @@ static void fill_rank(struct dlk_rank *r)
 	if (!r->phase)
 		r->phase = "Pending";
 	r->ready = cJSON_IsTrue(jget(cs, "ready", NULL)) && !strcmp(r->phase, "Running");
-	r->restarts += jint_of(jget(cs, "restartCount", NULL), 0);
+	int rc = jint_of(jget(cs, "restartCount", NULL), 0);
+	r->restarts += rc < 0 ? 0 : rc > (1 << 24) ? 1 << 24 : rc; /* what a kubelet could count, not INT_MAX */
 	if (term) {
 		r->terminated = 1;
 		r->exit_code = jint_of(jget(term, "exitCode", NULL), 0);
@@ -275,19 +278,25 @@ static void failure_reason(const cJSON *job, struct dlk_job_summary *s)
 			 first_line(jstr_of(jget(c, "message", NULL)), msg, sizeof(msg)));
 }
 
+/* GPUs a worker asks for: the sum of its containers' nvidia.com/gpu limits (a number, or a
+ * quantity string). Values outside what a node could have are clamped, not trusted. */
+#define MAX_GPUS (1 << 16)
 static int gpus_of(const cJSON *job)
 {
 	const cJSON *c;
-	int n = 0;
+	long long n = 0;
 
 	cJSON_ArrayForEach(c, jget(job, "spec", "template", "spec", "containers", NULL)) {
 		const cJSON *v = jget(c, "resources", "limits", "nvidia.com/gpu", NULL);
+		double g = 0;
 		if (cJSON_IsNumber(v))
-			n += v->valueint;
+			g = v->valuedouble;
 		else if (cJSON_IsString(v))
-			n += atoi(v->valuestring);
+			g = strtod(v->valuestring, NULL);
+		if (g > 0)
+			n += g < MAX_GPUS ? (long long)g : MAX_GPUS;
 	}
-	return n;
+	return n < MAX_GPUS ? (int)n : MAX_GPUS;
 }
 
 void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events, struct dlk_job_summary *s)
@@ -342,7 +351,7 @@ void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events,
 			pending++;
 	}
 	s->gpus_per_worker = gpus_of(job);
-	s->gpus = s->gpus_per_worker * s->total;
+	s->gpus = s->gpus_per_worker * s->total; /* at most 2^16 * 2^12: no overflow */
 
 	double created = parse_time(jstr_of(jget(job, "metadata", "creationTimestamp", NULL)));
 	if (created >= 0)
@@ -460,4 +469,52 @@ cJSON *dlk_job_summary_json(const struct dlk_job_summary *s)
 	}
 	cJSON_AddItemToObject(o, "ranks", ranks);
 	return o;
+}
+
+void dlk_duration_text(double s, char *out, size_t n)
+{
+	long t = !(s > 0) ? 0 : s > 1e12 ? (long)1e12 : (long)s; /* NaN and absurd ages too */
+
+	if (t < 60)
+		snprintf(out, n, "%lds", t);
+	else if (t < 600)
+		snprintf(out, n, "%ldm%lds", t / 60, t % 60);
+	else if (t < 3600)
+		snprintf(out, n, "%ldm", t / 60);
+	else if (t < 10 * 3600)
+		snprintf(out, n, "%ldh%ldm", t / 3600, (t % 3600) / 60);
+	else if (t < 2 * 86400)
+		snprintf(out, n, "%ldh", t / 3600);
+	else
+		snprintf(out, n, "%ldd", t / 86400);
+}
+
+double dlk_duration_parse(const char *s)
+{
+	double total = 0;
+	int parts = 0;
+
+	if (!s || !*s || strlen(s) > 32)
+		return -1;
+	while (*s) {
+		char *end;
+		if (!isdigit((unsigned char)*s))
+			return -1;
+		double v = strtod(s, &end);
+		if (end == s || !isfinite(v))
+			return -1;
+		s = end;
+		double unit = 1;
+		switch (*s) {
+		case 'h': unit = 3600; s++; break;
+		case 'm': unit = 60; s++; break;
+		case 's': unit = 1; s++; break;
+		case 'd': unit = 86400; s++; break;
+		case '\0': if (parts) return -1; break; /* a bare number only alone: "45" */
+		default: return -1;
+		}
+		total += v * unit;
+		parts++;
+	}
+	return total > 366.0 * 86400 ? -1 : total;
 }
