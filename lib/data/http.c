@@ -128,6 +128,7 @@ int dlk_http_download(const char *url, const char *dest, unsigned long long max_
 	char *part = xasprintf("%s.part", dest);
 	int max_retries, base_ms, max_wait_ms, attempt, ret = -1;
 	int https = !strncasecmp(url, "https://", 8);
+	const char *netrc = getenv("NETRC");
 	CURL *curl = NULL;
 
 	if (!opts)
@@ -179,6 +180,12 @@ int dlk_http_download(const char *url, const char *dest, unsigned long long max_
 		curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
 		if (opts->ca_file)
 			curl_easy_setopt(curl, CURLOPT_CAINFO, opts->ca_file);
+		/* Credentials come from a netrc file, as with curl --netrc-optional: $NETRC, else
+		 * ~/.netrc (in a pod, the Secret that data.netrc_secret names). curl sends them to the
+		 * host they are written for, never to another host a redirect leads to. */
+		curl_easy_setopt(curl, CURLOPT_NETRC, (long)CURL_NETRC_OPTIONAL);
+		if (netrc && *netrc)
+			curl_easy_setopt(curl, CURLOPT_NETRC_FILE, netrc);
 		curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT,
 		                 (long)(opts->connect_timeout_s > 0 ? opts->connect_timeout_s : 30));
 		curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -242,6 +249,13 @@ int dlk_http_download(const char *url, const char *dest, unsigned long long max_
 				         status);
 			if (res == CURLE_UNSUPPORTED_PROTOCOL && https)
 				dlk_err_hint(err, "an https source is not followed to a plain http address");
+			else if (res == CURLE_OK && status == 401 && netrc && *netrc)
+				dlk_err_hint(err, "the server wants credentials: check this host's entry in %s ($NETRC)",
+				             netrc);
+			else if (res == CURLE_OK && status == 401)
+				dlk_err_hint(err, "the server wants credentials: put them in ~/.netrc (or a file named by "
+				             "$NETRC); in the cluster, name a Secret with the key netrc in "
+				             "data.netrc_secret");
 			else if (attempt)
 				dlk_err_hint(err, "gave up after %d attempts", attempt + 1);
 			goto out;

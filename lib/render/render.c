@@ -285,6 +285,7 @@ static int need(const char *value, const char *field, struct dlk_err *err)
  *   has_node_selector, has_tolerations                 bools: whether those blocks are needed
  *   priority_class, queue, schedule                    string or null
  *   storage.{claim, create, size, storage_class, mount, access_mode}
+ *   netrc_secret                                      string or null: data.netrc_secret
  *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy) */
 cJSON *render_context_train(const struct dlk_spec *spec, const char *spec_yaml, const struct render_opts *opts,
                             struct dlk_err *err)
@@ -371,6 +372,7 @@ cJSON *render_context_train(const struct dlk_spec *spec, const char *spec_yaml, 
 	cJSON_AddItemToObject(c, "priority_class", str_or_null(res->priority_class));
 	cJSON_AddItemToObject(c, "queue", str_or_null(res->queue));
 	cJSON_AddItemToObject(c, "schedule", str_or_null(spec->schedule));
+	cJSON_AddItemToObject(c, "netrc_secret", str_or_null(spec->data.netrc_secret));
 
 	o = cJSON_AddObjectToObject(c, "storage");
 	if (st->claim) {

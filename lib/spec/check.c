@@ -517,6 +517,12 @@ int check_source_url(const char *s, char *why, size_t why_len)
 		size_t hl = strcspn(rest, "/?#");
 		if (!hl)
 			return why_f(why, why_len, "has no host");
+		/* dlk.yaml is stored in a ConfigMap, printed and kept in the bundle's provenance */
+		if (memchr(rest, '@', hl))
+			return why_f(why, why_len,
+			             "carries credentials (user:password@host), which would be stored in plain text "
+			             "with the project: put them in a netrc file instead (~/.netrc, or $NETRC; in the "
+			             "cluster, a Secret named by data.netrc_secret)");
 		if (strchr(s, ' '))
 			return why_f(why, why_len, "contains a space (percent-encode it as %20)");
 		return 0;

@@ -172,6 +172,7 @@ static const struct field data_fields[] = {
 	FIELD("classes", struct dlk_data, F_CUSTOM, classes, .custom = &c_classes),
 	FIELD("cache_dir", struct dlk_data, F_STR, cache_dir, .check = check_nonempty, .def = ".dlk/cache"),
 	FIELD("max_bytes", struct dlk_data, F_BYTES, max_bytes, .def = "8Gi"),
+	FIELD("netrc_secret", struct dlk_data, F_STR, netrc_secret, .check = check_dns_subdomain),
 	END
 };
 
@@ -369,12 +370,29 @@ struct ctx {
 
 #define PROBLEM_ROOM 48 /* kept free for "... and N more problems" */
 
+/* s with a URL's user:password@ replaced by ***@ (in buf), or s itself when it has none: an
+ * error names the problem, and the terminal, CI log or issue it lands in keeps no secret. */
+static const char *hide_userinfo(const char *s, char *buf, size_t n)
+{
+	const char *sep = strstr(s, "://"), *at = NULL;
+
+	if (!sep)
+		return s;
+	for (const char *p = sep + 3; *p && !strchr("/?#", *p); p++)
+		if (*p == '@')
+			at = p;
+	if (!at)
+		return s;
+	snprintf(buf, n, "%.*s***%s", (int)(sep + 3 - s), s, at);
+	return buf;
+}
+
 static void problem(struct ctx *c, const struct ynode *at, const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 static void problem(struct ctx *c, const struct ynode *at, const char *path, const char *fmt, ...)
 {
-	char msg[1024], line[1400];
+	char msg[1024], line[1400], arg[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -382,10 +400,11 @@ static void problem(struct ctx *c, const struct ynode *at, const char *path, con
 	va_end(ap);
 	if (at && at->set_index >= 0) {
 		const struct set_arg *s = &c->sets[at->set_index];
+		const char *shown = hide_userinfo(s->arg, arg, sizeof(arg));
 		if (path && *path && strcmp(path, s->path))
-			snprintf(line, sizeof(line), "--set %s: %s: %s", s->arg, path, msg);
+			snprintf(line, sizeof(line), "--set %s: %s: %s", shown, path, msg);
 		else
-			snprintf(line, sizeof(line), "--set %s: %s", s->arg, msg);
+			snprintf(line, sizeof(line), "--set %s: %s", shown, msg);
 	} else if (at) {
 		snprintf(line, sizeof(line), "%s:%d:%d: %s%s%s", c->file, at->line, at->col,
 		         path && *path ? path : "", path && *path ? ": " : "", msg);
@@ -465,8 +484,12 @@ static void suggest_elsewhere(char *out, size_t len, const char *word)
 	}
 }
 
+/* A value as an error message quotes it: shortened, and with a URL's user:password@ hidden. */
 static void shown_text(char *out, size_t len, const char *s)
 {
+	char red[4200];
+
+	s = hide_userinfo(s, red, sizeof(red));
 	if (strlen(s) > 60)
 		snprintf(out, len, "%.57s...", s);
 	else

@@ -41,6 +41,7 @@ struct dlk_data {
 	int n_classes;           /* 0 = infer from the last dense layer */
 	char *cache_dir;         /* where fetched data is kept; default ".dlk/cache" (pod: /data) */
 	long long max_bytes;     /* size limit for one fetched file; default 8 GiB */
+	char *netrc_secret;      /* a Secret whose key "netrc" holds credentials for http(s) sources */
 };
 
 /* ---- model ---- */

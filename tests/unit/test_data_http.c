@@ -39,29 +39,31 @@ struct behaviour {
 	int unknown_length;     /* no Content-Length */
 	const char *location;   /* answer 302 with this Location */
 	const struct dlk_buf *content; /* NULL = the 300000-byte test body */
+	const char *auth;       /* the Authorization a request needs; others get 401 */
 };
 
 static const struct behaviour behaviours[] = {
-	{ "/ok", 0, 0, 0, 0, 0, 0, 0, NULL, NULL },
-	{ "/again", 0, 0, 0, 0, 0, 0, 0, NULL, NULL },
-	{ "/pinned", 0, 0, 0, 0, 0, 0, 0, NULL, NULL },
-	{ "/shared", 0, 0, 0, 0, 0, 0, 0, NULL, NULL },
-	{ "/busy", 0, 1, 503, 1, 0, 0, 0, NULL, NULL },
-	{ "/throttled", 0, 2, 429, 0, 0, 0, 0, NULL, NULL },
-	{ "/down", 0, 1000, 503, 0, 0, 0, 0, NULL, NULL },
-	{ "/cut", 0, 0, 0, 0, 100000, 0, 0, NULL, NULL },
-	{ "/crashed", 0, 0, 0, 0, 0, 0, 0, NULL, NULL },
-	{ "/norange", 0, 0, 0, 0, 0, 1, 0, NULL, NULL },
-	{ "/missing", 404, 0, 0, 0, 0, 0, 0, NULL, NULL },
-	{ "/forbidden", 403, 0, 0, 0, 0, 0, 0, NULL, NULL },
-	{ "/big", 0, 0, 0, 0, 0, 0, 0, NULL, NULL },
-	{ "/bigstream", 0, 0, 0, 0, 0, 0, 1, NULL, NULL },
-	{ "/moved", 0, 0, 0, 0, 0, 0, 0, "/ok", NULL },
-	{ "/loop", 0, 0, 0, 0, 0, 0, 0, "/loop", NULL },
-	{ "/tohttp", 0, 0, 0, 0, 0, 0, 0, "http://127.0.0.1:1/ok", NULL },
-	{ "/abort", 0, 0, 0, 0, 0, 0, 0, NULL, NULL },
-	{ "/images.idx", 0, 0, 0, 0, 0, 0, 0, NULL, &idx_images },
-	{ "/labels.idx", 0, 1, 503, 0, 50, 0, 0, NULL, &idx_labels },
+	{ "/ok", 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "/again", 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "/pinned", 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "/shared", 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "/busy", 0, 1, 503, 1, 0, 0, 0, NULL, NULL, NULL },
+	{ "/throttled", 0, 2, 429, 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "/down", 0, 1000, 503, 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "/cut", 0, 0, 0, 0, 100000, 0, 0, NULL, NULL, NULL },
+	{ "/crashed", 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "/norange", 0, 0, 0, 0, 0, 1, 0, NULL, NULL, NULL },
+	{ "/missing", 404, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "/forbidden", 403, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "/big", 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "/bigstream", 0, 0, 0, 0, 0, 0, 1, NULL, NULL, NULL },
+	{ "/moved", 0, 0, 0, 0, 0, 0, 0, "/ok", NULL, NULL },
+	{ "/loop", 0, 0, 0, 0, 0, 0, 0, "/loop", NULL, NULL },
+	{ "/tohttp", 0, 0, 0, 0, 0, 0, 0, "http://127.0.0.1:1/ok", NULL, NULL },
+	{ "/abort", 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL },
+	{ "/images.idx", 0, 0, 0, 0, 0, 0, 0, NULL, &idx_images, NULL },
+	{ "/labels.idx", 0, 1, 503, 0, 50, 0, 0, NULL, &idx_labels, NULL },
+	{ "/private", 0, 0, 0, 0, 0, 0, 0, NULL, NULL, "Basic YW5uOnMzY3JldA==" }, /* ann:s3cret */
 };
 
 #define NB ((int)DLK_ARRAY_SIZE(behaviours))
@@ -135,6 +137,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		state[i].range_violation = 1;
 	pthread_mutex_unlock(&lock);
 
+	if (b->auth) {
+		const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+		if (!a || strcmp(a, b->auth)) {
+			resp = MHD_create_response_from_buffer(12, (void *)"unauthorized", MHD_RESPMEM_PERSISTENT);
+			MHD_add_response_header(resp, "WWW-Authenticate", "Basic realm=\"data\"");
+			ret = MHD_queue_response(c, 401, resp);
+			MHD_destroy_response(resp);
+			return ret;
+		}
+	}
 	if (b->status || nreq <= b->fail_n || b->location) {
 		status = b->location ? 302 : b->status ? b->status : b->fail_status;
 		resp = MHD_create_response_from_buffer(5, (void *)"error", MHD_RESPMEM_PERSISTENT);
@@ -404,6 +416,35 @@ static void plain_cases(void)
 	CHECK(requests("/missing") == 1);
 	CHECK(fetch("/forbidden", NULL, 0, &f) == -1);
 	CHECK(requests("/forbidden") == 1);
+
+	/* credentials come from a netrc file ($NETRC, else ~/.netrc), never from the spec */
+	{
+		char *home = xasprintf("%s/home", tmpdir), *netrc = xasprintf("%s/netrc", tmpdir);
+		char *dotnetrc = xasprintf("%s/.netrc", home);
+		const char *entry = "machine 127.0.0.1 login ann password s3cret\n";
+		CHECK(mkdir(home, 0700) == 0);
+		setenv("HOME", home, 1);
+		unsetenv("NETRC");
+		CHECK(fetch("/private", NULL, 0, &f) == -1);
+		CHECK(err.code == DLK_EXIT_CONNECT);
+		CHECK_CONTAINS(err.msg, "/private': the server answered HTTP 401");
+		CHECK_CONTAINS(err.hint, "put them in ~/.netrc (or a file named by $NETRC); in the cluster, name a Secret");
+		CHECK(requests("/private") == 1); /* 401 is final */
+		write_bytes(netrc, "machine 127.0.0.1 login ann password wrong\n", 43);
+		setenv("NETRC", netrc, 1);
+		CHECK(fetch("/private", NULL, 0, &f) == -1);
+		CHECK_CONTAINS(err.hint, "check this host's entry in");
+		CHECK(!strstr(err.msg, "wrong") && !strstr(err.hint, "wrong"));
+		write_bytes(netrc, entry, strlen(entry));
+		CHECK_MSG(fetch("/private", NULL, 0, &f) == 0, "$NETRC: %s", err.msg);
+		CHECK(file_is_body(f.path));
+		unlink(f.path);
+		unsetenv("NETRC");
+		write_bytes(dotnetrc, entry, strlen(entry));
+		CHECK_MSG(fetch("/private", NULL, 0, &f) == 0, "~/.netrc: %s", err.msg);
+		unlink(dotnetrc), unlink(netrc), rmdir(home);
+		free(home), free(netrc), free(dotnetrc);
+	}
 
 	/* size limits: refused up front on Content-Length, and counted when there is none */
 	CHECK(fetch("/big", NULL, 1000, &f) == -1);

@@ -57,6 +57,7 @@ static void spec_gpu(struct dlk_spec *s)
 	s->resources.priority_class = "high";
 	s->resources.queue = "team-a";
 	s->resources.backoff_limit_per_index = 5;
+	s->data.netrc_secret = "data-auth";
 	s->storage.size = "100Gi";
 	s->storage.storage_class = "fast";
 }
@@ -242,6 +243,7 @@ static void test_cpu_one_worker(void)
 	           "{\"fieldRef\":{\"fieldPath\":\"metadata.annotations['batch.kubernetes.io/job-completion-index']\"}}");
 	CHECK_JSON(find_env(js, "DLK_NAMESPACE"), "valueFrom", "{\"fieldRef\":{\"fieldPath\":\"metadata.namespace\"}}");
 	CHECK_JSON(find_env(js, "POD_NAME"), "valueFrom", "{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}");
+	CHECK(find_env(js, "NETRC") == NULL); /* no data.netrc_secret, no credentials volume */
 	cJSON_Delete(objs);
 }
 
@@ -285,10 +287,16 @@ static void test_gpu_four_workers(void)
 	           "\"limits\":{\"cpu\":\"32\",\"memory\":\"256Gi\",\"nvidia.com/gpu\":\"8\"}}");
 	CHECK_JSON(ctr, "volumeMounts", "[{\"name\":\"spec\",\"mountPath\":\"/etc/dlk\",\"readOnly\":true},"
 	                                "{\"name\":\"shm\",\"mountPath\":\"/dev/shm\"},"
-	                                "{\"name\":\"checkpoints\",\"mountPath\":\"/checkpoints\"}]");
+	                                "{\"name\":\"checkpoints\",\"mountPath\":\"/checkpoints\"},"
+	                                "{\"name\":\"data-credentials\",\"mountPath\":\"/var/run/secrets/dlk.dev/data\","
+	                                "\"readOnly\":true}]");
 	CHECK_JSON(js, "template.spec.volumes.1", "{\"name\":\"shm\",\"emptyDir\":{\"medium\":\"Memory\",\"sizeLimit\":\"16Gi\"}}");
 	CHECK_JSON(js, "template.spec.volumes.2",
 	           "{\"name\":\"checkpoints\",\"persistentVolumeClaim\":{\"claimName\":\"big-train-checkpoints\"}}");
+	/* data credentials: a Secret mounted as a file the fetcher reads, never a value in the spec */
+	CHECK_JSON(js, "template.spec.volumes.3", "{\"name\":\"data-credentials\",\"secret\":{\"secretName\":\"data-auth\","
+	                                         "\"items\":[{\"key\":\"netrc\",\"path\":\"netrc\"}]}}");
+	CHECK_JSON(find_env(js, "NETRC"), "value", "\"/var/run/secrets/dlk.dev/data/netrc\"");
 	CHECK_JSON(find_env(js, "WORLD_SIZE"), "value", "\"4\"");
 	CHECK_JSON(find_env(js, "MASTER_ADDR"), "value", "\"big-train-0.big-train\"");
 	cJSON_Delete(objs);

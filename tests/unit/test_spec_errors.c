@@ -161,6 +161,19 @@ int main(void)
 	CHECK_STR(m, "dlk.yaml:10:11: schedule: '0 3 * *' must have 5 fields (minute hour day-of-month month day-of-week), it has 4");
 	m = load_msg("name: demo\ndata: {train: {images: \"ftp://x/a\", labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK_STR(m, "dlk.yaml:2:24: data.train.images: 'ftp://x/a' has an unsupported scheme 'ftp' (use file://, https://, http://, pvc:// or a plain path)");
+	/* credentials in a URL would be stored with the project: refused, and not repeated */
+	m = load_msg("name: demo\ndata: {train: {images: \"https://ann:s3cret@data.example/a\", labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:24: data.train.images: 'https://***@data.example/a' carries credentials (user:password@host), "
+	             "which would be stored in plain text with the project: put them in a netrc file instead (~/.netrc, or "
+	             "$NETRC; in the cluster, a Secret named by data.netrc_secret)");
+	CHECK(m && !strstr(m, "s3cret") && !strstr(m, "ann"));
+	m = load_msg("name: demo\ndata: {train: {images: \"http://tok@h/a?u=x@y\", labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_CONTAINS(m, "'http://***@h/a?u=x@y' carries credentials");
+	/* an @ after the host is part of the path, not a password */
+	m = load_msg("name: demo\ndata: {train: {images: \"https://h.example/a@2x.gz\", labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK(m == NULL || !strstr(m, "credentials"));
+	m = load_msg("name: demo\ndata: {netrc_secret: Data_Auth, train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
+	CHECK_CONTAINS(m, "dlk.yaml:2:22: data.netrc_secret: 'Data_Auth' must be lowercase letters");
 	m = load_msg("name: demo\ndata: {train: {images: \"file://rel/a\", labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK_STR(m, "dlk.yaml:2:24: data.train.images: 'file://rel/a' a file URL needs an absolute path (file:///path/to/file)");
 	m = load_msg(MINIMAL "data_typo: 1\n");

@@ -109,6 +109,11 @@ int main(void)
 		const char *y[] = { "training.eval_every_epoch=yes" };
 		m = load_msg_sets(MINIMAL, y, 1);
 		CHECK_STR(m, "--set training.eval_every_epoch=yes: expected true or false, got 'yes'");
+		/* a password given on the command line is not repeated in the error either */
+		const char *pw[] = { "data.train.images=https://ann:s3cret@data.example/a" };
+		m = load_msg_sets(MINIMAL, pw, 1);
+		CHECK_CONTAINS(m, "--set data.train.images=https://***@data.example/a: 'https://***@data.example/a' carries credentials");
+		CHECK(m && !strstr(m, "s3cret"));
 		/* an empty value is null: the key counts as absent (and a required one as missing) */
 		const char *e[] = { "resources.queue=", "name=" };
 		m = load_msg_sets(MINIMAL "resources: {queue: q}\n", e, 2);
