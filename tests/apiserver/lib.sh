@@ -1,6 +1,7 @@
 # Shell helpers for tests that talk to the test API server. Source after tests/lib.sh:
 #   . "$TEST_ROOT/tests/apiserver/lib.sh"
 #   start_apiserver basic.json || { test_skip 'node missing'; test_done; exit; }
+# or, for a script that runs dlk's cluster commands: apiserver_project dlk-cli.json
 # The server is killed when the script exits (the EXIT trap also removes $TEST_TMP).
 APISERVER_PID=
 APISERVER_URL=
@@ -54,4 +55,29 @@ contexts:
   context: {cluster: test, user: tester, namespace: default}
 current-context: test
 KC
+}
+
+# apiserver_or_skip SCENARIO: start_apiserver, or skip the whole script when it cannot run.
+apiserver_or_skip() {
+	if ! start_apiserver "$1"; then
+		test_skip 'node or openssl missing: no test API server'
+		test_done
+		exit 0
+	fi
+}
+
+# apiserver_project SCENARIO: the server (or a skipped script), $KUBECONFIG pointing at it, and
+# a project from `dlk init` in $PROJ.
+apiserver_project() {
+	apiserver_or_skip "$1"
+	write_kubeconfig "$KUBECONFIG"
+	dlk init -q "$TEST_TMP/proj" >/dev/null
+	PROJ=$TEST_TMP/proj/dlk.yaml
+}
+
+# api PATH [CURL-ARGS...]: a request to the test server as the test user, with curl (no kubectl).
+api() {
+	_path=$1
+	shift
+	curl -sS --cacert "$APISERVER_CERTS/ca.crt" -H "Authorization: Bearer test-token" "$@" "$APISERVER_URL$_path"
 }

@@ -3,26 +3,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/apiserver/lib.sh"
 
-if ! start_apiserver dlk-cli.json; then
-	test_skip 'node or openssl missing: no test API server'
-	test_expect_success '-w without a name keeps the table current until Ctrl-C' '
-	dlk delete slow >/dev/null;
-	"$DLK" status -w >out 2>err &
-	pid=$! &&
-	sleep 0.3 && submit slow && i=0 &&
-	while ! awk "\$1 == \"slow\" && \$2 == \"Succeeded\"" out | grep -q . && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done &&
-	kill -INT $pid && wait $pid;
-	test $? = 0 &&
-	awk "\$1 == \"slow\" { print \$2 }" out | uniq >states &&
-	grep -q Running states && test "$(tail -n 1 states)" = Succeeded
-'
-
-test_done
-	exit 0
-fi
-write_kubeconfig "$KUBECONFIG"
-dlk init -q "$TEST_TMP/proj" >/dev/null
-PROJ=$TEST_TMP/proj/dlk.yaml
+apiserver_project dlk-cli.json
 submit() { dlk -f "$PROJ" -q train --set name="$1" --set resources.workers="${2:-1}" >/dev/null; }
 
 # row NAME: the job's row of the table, columns separated by single blanks
@@ -55,8 +36,8 @@ test_expect_success 'a job Kueue has not admitted is Suspended, naming the queue
 	  \"spec\": {\"suspend\": true, \"completions\": 2, \"parallelism\": 2, \"completionMode\": \"Indexed\",
 	    \"template\": {\"spec\": {\"restartPolicy\": \"Never\", \"containers\": [{\"name\": \"worker\", \"image\": \"dlk\",
 	      \"resources\": {\"limits\": {\"nvidia.com/gpu\": 4}}}]}}}}" |
-	curl -sS -o /dev/null --cacert "$APISERVER_CERTS/ca.crt" -H "Authorization: Bearer test-token" \
-		-H "Content-Type: application/json" --data-binary @- "$APISERVER_URL/apis/batch/v1/namespaces/default/jobs" &&
+	api /apis/batch/v1/namespaces/default/jobs -o /dev/null \
+		-H "Content-Type: application/json" --data-binary @- &&
 	dlk status >out && row queued | grep -q "^queued Suspended 0/2 8 - " &&
 	dlk status queued >out &&
 	grep -q "^reason: *suspended: not admitted by Kueue yet (queue .gpu-queue.)$" out &&

@@ -4,14 +4,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/apiserver/lib.sh"
 
-if ! start_apiserver dlk-cli.json; then
-	test_skip 'node or openssl missing: no test API server'
-	test_done
-	exit 0
-fi
-write_kubeconfig "$KUBECONFIG"
-dlk init -q "$TEST_TMP/proj" >/dev/null
-PROJ=$TEST_TMP/proj/dlk.yaml
+apiserver_project dlk-cli.json
 dlk -f "$PROJ" -q train --set name=ok --set resources.workers=2 --wait >/dev/null 2>&1
 
 test_expect_success 'logs merges the ranks in time order, each line prefixed' '
@@ -84,9 +77,8 @@ test_expect_success '-f picks up a new pod for a rank that restarted' '
 	"$DLK" logs -f restart >out 2>err &
 	pid=$! &&
 	sleep 0.5 &&
-	retry_job | curl -sS -o /dev/null --cacert "$APISERVER_CERTS/ca.crt" -H "Authorization: Bearer test-token" \
-		-H "Content-Type: application/json" --data-binary @- \
-		"$APISERVER_URL/apis/batch/v1/namespaces/default/jobs" &&
+	retry_job | api /apis/batch/v1/namespaces/default/jobs -o /dev/null \
+		-H "Content-Type: application/json" --data-binary @- &&
 	wait $pid &&
 	test "$(cat out)" = "$(printf "[rank 0] first pod line\n[rank 0] second pod line")"
 '

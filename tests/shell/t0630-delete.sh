@@ -4,18 +4,8 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/apiserver/lib.sh"
 
-if ! start_apiserver dlk-cli.json; then
-	test_skip 'node or openssl missing: no test API server'
-	test_done
-	exit 0
-fi
-write_kubeconfig "$KUBECONFIG"
-dlk init -q "$TEST_TMP/proj" >/dev/null
-PROJ=$TEST_TMP/proj/dlk.yaml
+apiserver_project dlk-cli.json
 
-api() {
-	curl -sS --cacert "$APISERVER_CERTS/ca.crt" -H "Authorization: Bearer test-token" "$APISERVER_URL$1"
-}
 # count PLURAL-PATH NAME: objects labelled with the job's name
 count() {
 	api "$1?labelSelector=dlk.dev%2Fjob%3D$2" | jq ".items | length"
