@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -347,8 +348,9 @@ static int int_field(const cJSON *o, const char *key, int def, int lo, int hi, i
 		*out = def;
 		return 0;
 	}
-	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long long)v->valuedouble || v->valuedouble < lo ||
-	    v->valuedouble > hi)
+	/* the range first: converting 1e300 to an integer type to test it is undefined */
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
+	    v->valuedouble != floor(v->valuedouble))
 		return -1;
 	*out = (int)v->valuedouble;
 	return 0;
