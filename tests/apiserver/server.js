@@ -534,7 +534,8 @@ async function handle(req, res) {
     if ((!f.verb || f.verb === verb) && (!f.resource || f.resource === r.plural))
       return fail(res, 403, 'Forbidden', `${r.plural}${r.group ? '.' + r.group : ''}${p.name ? ` "${p.name}"` : ''} is forbidden: User "${a.user}" cannot ${verb} resource "${r.plural}" in API group "${r.group}" in the namespace "${p.ns}"`, { name: p.name || undefined, group: r.group, kind: r.plural });
   }
-  if (!p.ns) return fail(res, 404, 'NotFound', 'cluster-wide requests are not served by this test server');
+  // across namespaces (kubectl get -A): lists and watches only, as for a namespaced resource
+  if (!p.ns && (req.method !== 'GET' || p.name || p.sub)) return fail(res, 404, 'NotFound', 'the server could not find the requested resource');
   let body = '';
   if (req.method === 'POST' || req.method === 'PATCH' || req.method === 'PUT' || req.method === 'DELETE') {
     try { body = await readBody(req, 3 << 20); } catch (e) { return fail(res, 413, 'RequestEntityTooLarge', 'the request is too large'); }
@@ -656,7 +657,7 @@ function del(res, u, p, body) {
 function selected(u, p) {
   const ls = parseLabelSelector(u.searchParams.get('labelSelector'));
   const fsel = parseFieldSelector(u.searchParams.get('fieldSelector'));
-  return (o) => o.kind === p.res.kind && o.metadata.namespace === p.ns && labelsMatch(ls, o.metadata.labels) && fieldsMatch(fsel, o);
+  return (o) => o.kind === p.res.kind && (!p.ns || o.metadata.namespace === p.ns) && labelsMatch(ls, o.metadata.labels) && fieldsMatch(fsel, o);
 }
 
 // ---------- Table (what kubectl get prints) ----------
@@ -697,7 +698,8 @@ function tableFor(r, objs, listRV) {
 function list(res, u, p, req) {
   let match;
   try { match = selected(u, p); } catch (e) { return fail(res, 400, 'BadRequest', e.message); }
-  const all = [...store.values()].filter(match).sort((x, y) => (x.metadata.name < y.metadata.name ? -1 : 1));
+  const at = (o) => `${o.metadata.namespace || ''}/${o.metadata.name}`;
+  const all = [...store.values()].filter(match).sort((x, y) => (at(x) < at(y) ? -1 : 1));
   const limit = parseInt(u.searchParams.get('limit') || '0', 10);
   let start = 0, listRV = String(rv);
   const cont = u.searchParams.get('continue');

@@ -142,4 +142,18 @@ test_expect_success '-w without a name keeps the table current until Ctrl-C' '
 	grep -q Running states && test "$(tail -n 1 states)" = Succeeded
 '
 
+test_expect_success '-A lists every namespace, each job with its own pods' '
+	dlk -f "$PROJ" -q train --set name=forever --replace >/dev/null &&
+	dlk -n team-b -f "$PROJ" -q train --set name=forever --set resources.workers=2 --replace >/dev/null && sleep 0.3 &&
+	dlk status -A >out &&
+	head -n 1 out | grep -q "^NAMESPACE *NAME *STATE *WORKERS *GPUS *PROGRESS *AGE$" &&
+	awk "\$1 == \"default\" && \$2 == \"forever\"" out | tr -s " " | grep -q "^default forever Running 1/1 " &&
+	awk "\$1 == \"team-b\" && \$2 == \"forever\"" out | tr -s " " | grep -q "^team-b forever Running 2/2 " &&
+	dlk status >out && test "$(row forever)" != "" && row forever | grep -q "^forever Running 1/1 " &&
+	dlk status -A -o json >out.json &&
+	test "$(jq -r "[.jobs[] | select(.name == \"forever\") | .namespace] | sort | join(\",\")" out.json)" = default,team-b &&
+	test_exit_code 2 dlk status -A forever 2>err && grep -q "takes no NAME" err &&
+	jq -r "select(.query | test(\"labelSelector\")) | .path" "$APISERVER_LOG" | grep -qx /apis/batch/v1/jobs
+'
+
 test_done
