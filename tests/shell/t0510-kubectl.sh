@@ -73,6 +73,15 @@ test_expect_success 'kubectl get pods: the Job made its pod' '
 	grep -q "^train-0-[0-9a-f]*  *[01]/1 " table
 '
 
+test_expect_success 'kubectl get -A: the table across namespaces' '
+	printf "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: elsewhere, namespace: other}\n" |
+		kubectl apply --server-side -f - >/dev/null &&
+	kubectl get configmaps -A >table &&
+	grep -q "^NAMESPACE  *NAME  *AGE$" table &&
+	grep -q "^default  *train-config  " table && grep -q "^other  *elsewhere  " table &&
+	kubectl get jobs -A -o name | grep -qx job.batch/train
+'
+
 test_expect_success 'kubectl logs POD' '
 	pod=$(kubectl get pods -o name | head -n 1) &&
 	i=0 && while ! kubectl logs "$pod" >log 2>err && [ $i -lt 20 ]; do sleep 0.1; i=$((i + 1)); done &&
