@@ -144,14 +144,15 @@ $(FUZZ_BUILD)/fuzz_jobstate: $(FUZZ_BUILD)/commands/jobstate.o
 .SECONDARY: $(FUZZ_LIB_OBJ)
 fuzz-build: $(FUZZ_BIN)
 # `make fuzz FUZZ_RUNS=N` stops each target after N executions instead; `make -j2 fuzz` runs two
-# targets at once; `make fuzz-NAME` runs one.
+# targets at once; `make fuzz-NAME` runs one. FUZZ_MAX_LEN bounds the inputs the fuzzer makes.
 FUZZ_RUNS ?=
+FUZZ_MAX_LEN ?= 65536
 FUZZ_LIMIT = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
 fuzz: $(FUZZ_SRC:tests/fuzz/fuzz_%.c=fuzz-%)
 fuzz-%: $(FUZZ_BUILD)/fuzz_%
 	@mkdir -p $(FUZZ_BUILD)/corpus/$* $(FUZZ_BUILD)/crashes
 	@echo "== $* ($(if $(FUZZ_RUNS),$(FUZZ_RUNS) runs,$(FUZZ_SECONDS)s))"
-	@$< $(FUZZ_LIMIT) -max_len=65536 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	@$< $(FUZZ_LIMIT) -max_len=$(FUZZ_MAX_LEN) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/crashes/$*- $(FUZZ_BUILD)/corpus/$* tests/fuzz/$* >$(FUZZ_BUILD)/$*.log 2>&1; \
 	  rc=$$?; grep -E "^stat::(number_of_executed_units|average_exec_per_sec)|ERROR|SUMMARY" $(FUZZ_BUILD)/$*.log | sed 's/^/$*: /'; \
 	  if [ $$rc != 0 ]; then echo "fuzz_$* failed: the input is in $(FUZZ_BUILD)/crashes/ (add it to tests/fuzz/$*/)"; exit 1; fi
