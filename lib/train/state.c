@@ -200,9 +200,14 @@ int dlk_state_restore(const struct ckpt *c, struct dlk_train_state *st, const st
 		dlk_err_hint(err, "resume with the same settings, or point training.checkpoint_dir elsewhere");
 		goto out;
 	}
-	if (np != net->n_params || ds != net->dropout_seed) {
+	if (np != net->n_params) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "checkpoint '%s' has %llu parameters, the model %zu", c->path, np,
 		         net->n_params);
+		goto out;
+	}
+	if (ds != net->dropout_seed) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s/state.json': \"dropoutSeed\" %llu does not follow from \"seed\" %llu",
+		         c->path, ds, seed);
 		goto out;
 	}
 	if (gs != c->step) {

@@ -208,15 +208,17 @@ int main(void)
 			ckpt_release(&c);
 		}
 		/* each field damaged in turn */
-		static const char *fields[][2] = {
-			{ "\"globalStep\":\"57\"", "\"globalStep\":\"-1\"" },
-			{ "\"globalStep\":\"57\"", "\"globalStep\":\"58\"" },
-			{ "\"globalStep\":\"57\"", "\"globalStep\":57" },
-			{ "\"seed\":\"7\"", "\"seed\":\"99999999999999999999999\"" },
-			{ "\"epoch\":3", "\"epoch\":-3" },
-			{ "\"epoch\":3", "\"epoch\":3.5" },
-			{ "\"params\":\"", "\"params\":\"1" },
-			{ "\"stepInEpoch\":\"0\"", "\"stepInEpoch\":\"x\"" },
+		static const char *fields[][3] = {
+			{ "\"globalStep\":\"57\"", "\"globalStep\":\"-1\"", "\"globalStep\" is missing or not a decimal string" },
+			{ "\"globalStep\":\"57\"", "\"globalStep\":\"58\"", "globalStep 58 differs from the step of its directory" },
+			{ "\"globalStep\":\"57\"", "\"globalStep\":57", "\"globalStep\" is missing or not a decimal string" },
+			{ "\"seed\":\"7\"", "\"seed\":\"99999999999999999999999\"", "\"seed\" is missing or not a decimal string" },
+			{ "\"seed\":\"7\"", "\"seed\":\"99999999999999999999\"", "\"seed\" is out of range: 99999999999999999999" },
+			{ "\"epoch\":3", "\"epoch\":-3", "\"epoch\" is missing or not a whole number" },
+			{ "\"epoch\":3", "\"epoch\":3.5", "\"epoch\" is missing or not a whole number" },
+			{ "\"params\":\"", "\"params\":\"1", "has 1212 parameters, the model 212" },
+			{ "\"stepInEpoch\":\"0\"", "\"stepInEpoch\":\"x\"", "\"stepInEpoch\" is out of range: x" },
+			{ "\"dropoutSeed\":\"", "\"dropoutSeed\":\"1", "\"dropoutSeed\" 1" },
 		};
 		for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 			char buf[2048];
@@ -228,6 +230,7 @@ int main(void)
 			dlk_err_clear(&err);
 			CHECK_MSG(restore_with(&st, &meta, sub, buf, &err) == -1 && err.code == DLK_EXIT_CONFIG,
 			          "damaged field %s refused: %s", fields[i][1], err.msg);
+			CHECK_CONTAINS(err.msg, fields[i][2]);
 		}
 		free(good);
 		dlk_optimizer_release(&opt);
