@@ -166,9 +166,9 @@ int dlk_wait_job_gone(struct kube_client *c, const char *ns, const char *name, d
 		      struct dlk_err *err);
 
 /* ---- submit (train) ---- */
-struct dlk_spec;
+struct dlk_project;
 /* Renders the spec's objects and applies them (then waits, with --wait/--follow/--timeout).
  * Returns the exit code; errors are reported. */
-int dlk_train_submit(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_spec *spec);
+int dlk_train_submit(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_project *spec);
 
 #endif

@@ -8,7 +8,7 @@
 #include "commands/options.h"
 #include "lib/util/err.h"
 
-struct dlk_spec;
+struct dlk_project;
 
 struct dlk_ctx {
 	const struct dlk_command_def *cmd;
@@ -33,7 +33,7 @@ void dlk_warn(const struct dlk_ctx *ctx, const char *fmt, ...) __attribute__((fo
 void dlk_info(const struct dlk_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Loads the project file named by -f with the --set overrides. NULL with err on failure. */
-struct dlk_spec *dlk_ctx_load_spec(const struct dlk_ctx *ctx, struct dlk_err *err);
+struct dlk_project *dlk_ctx_load_spec(const struct dlk_ctx *ctx, struct dlk_err *err);
 
 /* A one-line progress display on stderr when it is a terminal (redrawn in place, at most ~10
  * times a second), nothing otherwise. */

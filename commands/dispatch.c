@@ -5,7 +5,7 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "lib/render/embedded.h"
-#include "lib/spec/spec.h"
+#include "lib/project/project.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
 #include "lib/util/suggest.h"
@@ -106,7 +106,7 @@ static void complete_kind(enum dlk_complete kind, const char *words, const char 
 	case COMPLETE_SPEC_KEY: {
 		/* the loader's key paths, in --set's spelling: list items by index ("model.layers.0.dense"),
 		 * and nothing for free-form map keys (labels.KEY: the user names those) */
-		const char *const *keys = spec_known_keys();
+		const char *const *keys = project_known_keys();
 		for (size_t i = 0; keys && keys[i]; i++) {
 			struct dlk_buf b = DLK_BUF_INIT;
 			if (strstr(keys[i], ".KEY"))
@@ -243,14 +243,14 @@ static int man_defaults(void)
 {
 	const struct dlk_embedded *ex = dlk_embedded_find(dlk_builtin_files, "examples/mlp/dlk.yaml");
 	struct dlk_err err = DLK_ERR_INIT;
-	struct dlk_spec *spec;
+	struct dlk_project *spec;
 	char *yaml;
 
-	if (!ex || !(spec = spec_load_mem(ex->data, ex->len, "dlk.yaml", NULL, 0, &err))) {
+	if (!ex || !(spec = project_load_mem(ex->data, ex->len, "dlk.yaml", NULL, 0, &err))) {
 		fprintf(stderr, "error: cannot load the built-in example: %s\n", err.msg);
 		return -1;
 	}
-	yaml = spec_dump_yaml(spec);
+	yaml = project_dump_yaml(spec);
 	for (const char *p = yaml; *p;) {
 		const char *eol = strchr(p, '\n');
 		size_t len = eol ? (size_t)(eol - p) : strlen(p);
@@ -268,7 +268,7 @@ static int man_defaults(void)
 		p += len + (eol ? 1 : 0);
 	}
 	free(yaml);
-	spec_free(spec);
+	project_free(spec);
 	return 0;
 }
 

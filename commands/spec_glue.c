@@ -1,7 +1,7 @@
 #include "commands/ctx.h"
-#include "lib/spec/spec.h"
+#include "lib/project/project.h"
 
-struct dlk_spec *dlk_ctx_load_spec(const struct dlk_ctx *ctx, struct dlk_err *err)
+struct dlk_project *dlk_ctx_load_spec(const struct dlk_ctx *ctx, struct dlk_err *err)
 {
-	return spec_load(ctx->file, ctx->sets, ctx->n_sets, err);
+	return project_load(ctx->file, ctx->sets, ctx->n_sets, err);
 }

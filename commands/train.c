@@ -5,9 +5,9 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/train_gang.h"
-#include "commands/train_run.h"
+#include "commands/train_here.h"
 #include "lib/render/render.h"
-#include "lib/spec/spec.h"
+#include "lib/project/project.h"
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
@@ -50,11 +50,11 @@ static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_e
 	return 0;
 }
 
-int dlk_train_render(const struct dlk_ctx *ctx, const struct dlk_spec *spec, const char *templates_opt,
+int dlk_train_render(const struct dlk_ctx *ctx, const struct dlk_project *spec, const char *templates_opt,
                      cJSON **objects, struct dlk_err *err)
 {
 	struct render_opts ro = RENDER_OPTS_INIT;
-	char *tdir = NULL, *yaml = spec_dump_yaml(spec);
+	char *tdir = NULL, *yaml = project_dump_yaml(spec);
 	int rc = -1;
 
 	ro.namespace_ = ctx->namespace_;
@@ -76,7 +76,7 @@ int dlk_train_render(const struct dlk_ctx *ctx, const struct dlk_spec *spec, con
 static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
-	struct dlk_spec *spec = NULL;
+	struct dlk_project *spec = NULL;
 	cJSON *objects = NULL;
 	int dry = (int)dlk_opt_num(args, "dry-run"), local = (int)dlk_opt_num(args, "local");
 	int worker = (int)dlk_opt_num(args, "worker");
@@ -128,7 +128,7 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 		rc = dlk_train_here(ctx, args, spec, worker);
 out:
 	cJSON_Delete(objects);
-	spec_free(spec);
+	project_free(spec);
 	return rc;
 }
 

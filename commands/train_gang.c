@@ -1,5 +1,5 @@
 #include "commands/train_gang.h"
-#include "commands/train_run.h"
+#include "commands/train_here.h"
 #include "lib/util/err.h"
 #include "lib/util/mem.h"
 
@@ -187,7 +187,7 @@ static void setenv_int(const char *name, long v)
 }
 
 /* In the child: become rank `rank` and run the worker path. Never returns. */
-static void child(struct gang *g, struct dlk_args *args, const struct dlk_spec *spec, int rank, int wfd,
+static void child(struct gang *g, struct dlk_args *args, const struct dlk_project *spec, int rank, int wfd,
                   int lfd, int port, unsigned gen, const char *run_id, int threads)
 {
 	struct sigaction sa = { 0 };
@@ -276,7 +276,7 @@ static int root_cause(const struct gang *g)
 
 /* Runs one generation to its end. Returns the rank that failed first (its status in
  * g->w[rank].status), -1 when every worker succeeded, -2 when stopped by a signal. */
-static int run_generation(struct gang *g, struct dlk_args *args, const struct dlk_spec *spec, unsigned gen,
+static int run_generation(struct gang *g, struct dlk_args *args, const struct dlk_project *spec, unsigned gen,
                           const char *run_id, int threads, struct dlk_err *err)
 {
 	int port = 0, lfd = listen_loopback(&port, err), failed = -1, stopping = 0, alive, seq = 0;
@@ -381,7 +381,7 @@ static int run_generation(struct gang *g, struct dlk_args *args, const struct dl
 	return failed;
 }
 
-int dlk_train_gang(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_spec *spec, int workers,
+int dlk_train_gang(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_project *spec, int workers,
                    int max_restarts)
 {
 	struct dlk_err err = DLK_ERR_INIT;

@@ -4,7 +4,7 @@
 #define DLK_COMMANDS_TRAIN_GANG_H
 
 #include "commands/ctx.h"
-#include "lib/spec/spec.h"
+#include "lib/project/project.h"
 
 #define DLK_GANG_MAX_WORKERS 64
 
@@ -14,7 +14,7 @@
  * dies by a signal restarts the whole gang, one generation later, from the last checkpoint, at
  * most max_restarts times; any other failure stops the gang with that worker's exit code.
  * SIGINT/SIGTERM stop the gang cleanly (the workers write a checkpoint). Returns the exit code. */
-int dlk_train_gang(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_spec *spec, int workers,
+int dlk_train_gang(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_project *spec, int workers,
                    int max_restarts);
 
 #endif

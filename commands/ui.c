@@ -1,5 +1,5 @@
 #include "commands/ctx.h"
-#include "lib/spec/spec.h"
+#include "lib/project/project.h"
 
 #include <stdarg.h>
 #include <string.h>

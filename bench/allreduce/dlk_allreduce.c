@@ -8,9 +8,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/dist/comm.h"
-#include "lib/dist/net.h"
-#include "lib/dist/rendezvous.h"
+#include "lib/comm/comm.h"
+#include "lib/comm/sock.h"
+#include "lib/comm/rendezvous.h"
 
 static double now_s(void)
 {

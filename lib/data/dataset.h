@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/spec/spec.h"
+#include "lib/project/project.h"
 #include "lib/util/err.h"
 
 enum dlk_dataset_storage {

@@ -3,7 +3,7 @@
 #define DLK_DATA_FETCH_H
 
 #include "lib/data/dataset.h"
-#include "lib/spec/spec.h"
+#include "lib/project/project.h"
 #include "lib/util/err.h"
 
 struct dlk_fetched {

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "lib/nn/backend.h"
-#include "lib/spec/spec.h"
+#include "lib/project/project.h"
 #include "lib/util/err.h"
 
 #define DLK_NET_MAX_LAYERS 256

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "lib/nn/backend.h"
-#include "lib/spec/spec.h"
+#include "lib/project/project.h"
 #include "lib/util/err.h"
 
 struct dlk_optimizer {

@@ -287,7 +287,7 @@ static int need(const char *value, const char *field, struct dlk_err *err)
  *   storage.{claim, create, size, storage_class, mount, access_mode}
  *   netrc_secret                                      string or null: data.netrc_secret
  *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy) */
-cJSON *render_context_train(const struct dlk_spec *spec, const char *spec_yaml, const struct render_opts *opts,
+cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                             struct dlk_err *err)
 {
 	const struct dlk_resources *res = &spec->resources;
@@ -405,7 +405,7 @@ static const char *const train_templates[] = {
 	"service.yaml", "job.yaml", "cronjob.yaml", NULL,
 };
 
-cJSON *render_train(const struct dlk_spec *spec, const char *spec_yaml, const struct render_opts *opts,
+cJSON *render_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                     struct dlk_err *err)
 {
 	struct render_templates *set = NULL;

@@ -17,7 +17,7 @@
 
 #include <cJSON.h>
 
-#include "lib/spec/spec.h"
+#include "lib/project/project.h"
 #include "lib/util/err.h"
 
 #define RENDER_MAX_OUTPUT (4u << 20)     /* bytes one template may render to */
@@ -51,14 +51,14 @@ cJSON *render_objects(const struct render_templates *set, const char *const *nam
                       struct dlk_err *err);
 
 /* The template context for a training run (documented key by key in render.c); spec_yaml is the
- * resolved spec text (spec_dump_yaml()) that the ConfigMap carries. Returns a new cJSON object
+ * resolved spec text (project_dump_yaml()) that the ConfigMap carries. Returns a new cJSON object
  * (caller owns it) or NULL with err when the spec lacks something rendering needs. */
-cJSON *render_context_train(const struct dlk_spec *spec, const char *spec_yaml, const struct render_opts *opts,
+cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                             struct dlk_err *err);
 
 /* Everything above in one call: the objects of a training run, in dependency order, as a new
  * cJSON array (caller owns it), or NULL with err. */
-cJSON *render_train(const struct dlk_spec *spec, const char *spec_yaml, const struct render_opts *opts,
+cJSON *render_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                     struct dlk_err *err);
 
 /* The names of the built-in templates, NULL-terminated (static storage). */

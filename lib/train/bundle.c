@@ -200,8 +200,8 @@ static char *model_json(const struct dlk_bundle_info *in, const char *weights_sh
 			cJSON_AddStringToObject(d, "sha256", sets[s]->sources[i].sha256);
 			cJSON_AddItemToArray(data, d);
 		}
-	if (in->spec_digest)
-		cJSON_AddStringToObject(p, "spec_sha256", in->spec_digest);
+	if (in->project_digest)
+		cJSON_AddStringToObject(p, "spec_sha256", in->project_digest);
 	cJSON_AddStringToObject(p, "dlk_version", DLK_VERSION);
 	cJSON_AddStringToObject(p, "build", net->be && net->be->name ? net->be->name : "cpu");
 	char seed[32];

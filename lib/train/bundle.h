@@ -12,7 +12,7 @@
 
 #include "lib/data/dataset.h"
 #include "lib/nn/net.h"
-#include "lib/spec/spec.h"
+#include "lib/project/project.h"
 #include "lib/train/eval.h"
 #include "lib/util/err.h"
 
@@ -32,7 +32,7 @@ struct dlk_bundle_info {
 	const struct dlk_eval *eval;        /* optional test metrics */
 	double train_loss;
 	const struct dlk_dataset *train, *test; /* optional: their sources' URLs and sha256 */
-	const char *spec_digest;            /* optional sha256 hex of the resolved spec */
+	const char *project_digest;            /* optional sha256 hex of the resolved spec */
 	unsigned long long seed;
 	const char *started_at, *finished_at; /* RFC 3339 UTC, optional */
 };

@@ -2,7 +2,7 @@
  *
  * It never prints and never talks to the cluster: progress leaves through the event callback,
  * gradients through the optional all-reduce callback, and checkpoints through the optional
- * checkpoint / resume callbacks, so a communicator (lib/dist) and a checkpoint store plug in
+ * checkpoint / resume callbacks, so a communicator (lib/comm) and a checkpoint store plug in
  * without the loop knowing them. */
 #ifndef DLK_TRAIN_TRAIN_H
 #define DLK_TRAIN_TRAIN_H
@@ -13,7 +13,7 @@
 #include "lib/data/dataset.h"
 #include "lib/nn/net.h"
 #include "lib/nn/optim.h"
-#include "lib/spec/spec.h"
+#include "lib/project/project.h"
 #include "lib/train/eval.h"
 #include "lib/util/err.h"
 

@@ -15,8 +15,8 @@
 
 static struct dlk_err err;
 
-/* A spec with the defaults spec_load() applies, filled by hand (borrowed strings only). */
-static void spec_defaults(struct dlk_spec *s, const char *name)
+/* A spec with the defaults project_load() applies, filled by hand (borrowed strings only). */
+static void spec_defaults(struct dlk_project *s, const char *name)
 {
 	memset(s, 0, sizeof(*s));
 	s->path = "dlk.yaml";
@@ -38,7 +38,7 @@ static struct dlk_toleration gpu_tolerations[] = {
 	{ NULL, "Exists", NULL, NULL },
 };
 
-static void spec_gpu(struct dlk_spec *s)
+static void spec_gpu(struct dlk_project *s)
 {
 	spec_defaults(s, "big-train");
 	s->namespace_ = "ml";
@@ -176,7 +176,7 @@ static int labelled(const cJSON *objs, const char *name)
 
 static void test_cpu_one_worker(void)
 {
-	struct dlk_spec s;
+	struct dlk_project s;
 	spec_defaults(&s, "mnist");
 	cJSON *objs = render_train(&s, spec_text, NULL, &err);
 	CHECK_MSG(objs != NULL, "1 CPU worker renders: %s", err.msg);
@@ -249,7 +249,7 @@ static void test_cpu_one_worker(void)
 
 static void test_gpu_four_workers(void)
 {
-	struct dlk_spec s;
+	struct dlk_project s;
 	spec_gpu(&s);
 	cJSON *objs = render_train(&s, spec_text, NULL, &err);
 	CHECK_MSG(objs != NULL, "4 GPU workers render: %s", err.msg);
@@ -311,7 +311,7 @@ static void test_gpu_four_workers(void)
 
 static void test_claim_and_schedule(void)
 {
-	struct dlk_spec s;
+	struct dlk_project s;
 	spec_defaults(&s, "resume");
 	s.resources.workers = 2;
 	s.storage.claim = "shared-ckpt";
@@ -362,7 +362,7 @@ static void test_claim_and_schedule(void)
 static void test_hostile_spec_values(void)
 {
 	static struct dlk_kv hostile_labels[] = { { "note", "x\nkind: Secret" }, { "q", "\"}}{{name}}" } };
-	struct dlk_spec s;
+	struct dlk_project s;
 	const char *text = "name: evil\n---\napiVersion: v1\nkind: Secret\n";
 	spec_defaults(&s, "evil");
 	s.labels = hostile_labels;
@@ -410,7 +410,7 @@ static void remove_file(const char *name)
 
 static void test_overrides(void)
 {
-	struct dlk_spec s;
+	struct dlk_project s;
 	struct render_opts o = RENDER_OPTS_INIT;
 	spec_defaults(&s, "mnist");
 	strcpy(tmpdir, "/tmp/dlk-render-XXXXXX");
@@ -492,7 +492,7 @@ static void test_overrides(void)
 
 static void test_copy(void)
 {
-	struct dlk_spec s;
+	struct dlk_project s;
 	struct render_opts o = RENDER_OPTS_INIT;
 	const char *const *names = render_builtin_names();
 	size_t n = 0;
@@ -534,7 +534,7 @@ static void test_copy(void)
 /* -o yaml of what render_train returns reads back to the same objects */
 static void test_yaml_output(void)
 {
-	struct dlk_spec s;
+	struct dlk_project s;
 	spec_gpu(&s);
 	s.schedule = "*/5 * * * *";
 	cJSON *objs = render_train(&s, "name: big-train\nresources:\n  gpus: 8\n", NULL, &err);

@@ -117,7 +117,7 @@ int main(void)
 	char *classes[] = { "a", "b", "c", "d" };
 	struct dlk_bundle_info info = { .name = "demo", .model = &model, .training = &tr, .net = &res.net,
 	                                .classes = classes, .eval = &res.eval, .train_loss = res.train_loss,
-	                                .train = &ds, .spec_digest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	                                .train = &ds, .project_digest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 	                                .seed = 18446744073709551615ULL, .started_at = res.started_at,
 	                                .finished_at = res.finished_at };
 	setenv("DLK_IMAGE", "registry.example/dlk:0.1.0", 1);
@@ -137,7 +137,7 @@ int main(void)
 	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(prov, "seed")), "18446744073709551615");
 	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(prov, "image")), "registry.example/dlk:0.1.0");
 	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(prov, "started_at")), res.started_at);
-	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(prov, "spec_sha256")), info.spec_digest);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(prov, "spec_sha256")), info.project_digest);
 	cJSON *d0 = cJSON_GetArrayItem(cJSON_GetObjectItem(prov, "data"), 0);
 	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(d0, "url")), "file:///data/train.csv");
 	cJSON *met = cJSON_GetObjectItem(j, "metrics");

@@ -1,4 +1,4 @@
-#include "lib/dist/net.h"
+#include "lib/comm/sock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-#include "lib/dist/rendezvous.h"
+#include "lib/comm/rendezvous.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -9,8 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "lib/dist/net.h"
-#include "lib/dist/wire.h"
+#include "lib/comm/sock.h"
+#include "lib/comm/wire.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
 

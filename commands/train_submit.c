@@ -3,8 +3,8 @@
  * come from dlk_train_render(). */
 #include "commands/cluster.h"
 #include "commands/commands.h"
-#include "commands/train_run.h"
-#include "lib/spec/spec.h"
+#include "commands/train_here.h"
+#include "lib/project/project.h"
 #include "lib/util/mem.h"
 
 #include <stdlib.h>
@@ -205,7 +205,7 @@ static int print_applied(cJSON *applied)
 	return 0;
 }
 
-int dlk_train_submit(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_spec *spec)
+int dlk_train_submit(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_project *spec)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;

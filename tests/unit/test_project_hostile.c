@@ -1,7 +1,7 @@
 /* Hostile project files: every one gets a clear error and none crashes, hangs or eats memory.
  * The last part mutates the seed corpus (tests/fuzz/spec/) at random, with a fixed seed. */
 #include "tests/unit/check.h"
-#include "tests/unit/test_spec.h"
+#include "tests/unit/test_project.h"
 #include "lib/util/buf.h"
 
 #include <stdint.h>
@@ -20,11 +20,11 @@ static char *repeat(const char *head, const char *unit, size_t n, const char *ta
 
 static const char *load_len(const char *text, size_t len)
 {
-	struct dlk_spec *s;
+	struct dlk_project *s;
 	memset(&spec_test_err, 0, sizeof(spec_test_err));
-	s = spec_load_mem(text, len, "dlk.yaml", NULL, 0, &spec_test_err);
+	s = project_load_mem(text, len, "dlk.yaml", NULL, 0, &spec_test_err);
 	if (s) {
-		spec_free(s);
+		project_free(s);
 		return "";
 	}
 	return spec_test_err.msg;
@@ -79,18 +79,18 @@ static int fuzz_one(const char *seed, size_t len)
 		}
 	}
 	struct dlk_err e = DLK_ERR_INIT;
-	struct dlk_spec *s = spec_load_mem(buf, n, "fuzz.yaml", NULL, 0, &e);
+	struct dlk_project *s = project_load_mem(buf, n, "fuzz.yaml", NULL, 0, &e);
 	if (s) {
-		char *d1 = spec_dump_yaml(s);
-		struct dlk_spec *s2 = spec_load_mem(d1, strlen(d1), "dump.yaml", NULL, 0, &e);
-		char *d2 = s2 ? spec_dump_yaml(s2) : NULL;
+		char *d1 = project_dump_yaml(s);
+		struct dlk_project *s2 = project_load_mem(d1, strlen(d1), "dump.yaml", NULL, 0, &e);
+		char *d2 = s2 ? project_dump_yaml(s2) : NULL;
 		ok = d2 && !strcmp(d1, d2);
 		if (!ok)
 			printf("# round trip failed for:\n%.*s\n# %s\n", (int)n, buf, e.msg);
 		free(d1);
 		free(d2);
-		spec_free(s2);
-		spec_free(s);
+		project_free(s2);
+		project_free(s);
 	} else {
 		ok = e.code == DLK_EXIT_CONFIG && e.msg[0] && strlen(e.msg) < DLK_ERR_MSG_MAX;
 		if (!ok)
@@ -119,7 +119,7 @@ int main(void)
 			fputs(t, f);
 			fclose(f);
 			struct dlk_err e = DLK_ERR_INIT;
-			CHECK(!spec_load(path, NULL, 0, &e));
+			CHECK(!project_load(path, NULL, 0, &e));
 			CHECK_CONTAINS(e.msg, "is larger than the limit of 1048576 bytes");
 			CHECK(e.code == DLK_EXIT_CONFIG);
 			remove(path);
@@ -275,14 +275,14 @@ int main(void)
 			char path[256];
 			struct dlk_err e = DLK_ERR_INIT;
 			snprintf(path, sizeof(path), "tests/fuzz/spec/%s", corpus[i].file);
-			struct dlk_spec *sp = spec_load(path, NULL, 0, &e);
+			struct dlk_project *sp = project_load(path, NULL, 0, &e);
 			if (corpus[i].ok) {
 				CHECK_MSG(sp != NULL, "%s loads (%s)", path, e.msg);
 			} else {
 				CHECK_MSG(!sp && e.code == DLK_EXIT_CONFIG && !strncmp(e.msg, path, strlen(path)),
 				          "%s fails with a located error", path);
 			}
-			spec_free(sp);
+			project_free(sp);
 		}
 	}
 

@@ -1,4 +1,4 @@
-#include "lib/dist/rendezvous.h"
+#include "lib/comm/rendezvous.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -18,8 +18,8 @@
  * the control plane: a failing rank tells rank 0 why (FAIL), rank 0 tells everyone (ABORT),
  * so every survivor names the rank that actually died rather than the neighbour that gave up
  * because of it. */
-#include "lib/dist/comm.h"
-#include "lib/dist/rendezvous.h"
+#include "lib/comm/comm.h"
+#include "lib/comm/rendezvous.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -29,8 +29,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "lib/dist/net.h"
-#include "lib/dist/wire.h"
+#include "lib/comm/sock.h"
+#include "lib/comm/wire.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
 

@@ -1,4 +1,4 @@
-#include "lib/spec/check.h"
+#include "lib/project/check.h"
 
 #include <ctype.h>
 #include <limits.h>

@@ -1,7 +1,7 @@
-/* spec_load(): the example projects, every default, dependent defaults, core-schema typing,
+/* project_load(): the example projects, every default, dependent defaults, core-schema typing,
  * the dump's round trip and digest, and the known-key list. */
 #include "tests/unit/check.h"
-#include "tests/unit/test_spec.h"
+#include "tests/unit/test_project.h"
 #include "lib/util/hash.h"
 
 #include <float.h>
@@ -9,31 +9,31 @@
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* load(dump(s)) dumps to the same bytes */
-static int round_trips(const struct dlk_spec *s)
+static int round_trips(const struct dlk_project *s)
 {
-	char *d1 = spec_dump_yaml(s), *d2 = NULL;
+	char *d1 = project_dump_yaml(s), *d2 = NULL;
 	struct dlk_err e = DLK_ERR_INIT;
-	struct dlk_spec *s2 = spec_load_mem(d1, strlen(d1), "dump.yaml", NULL, 0, &e);
+	struct dlk_project *s2 = project_load_mem(d1, strlen(d1), "dump.yaml", NULL, 0, &e);
 	int ok = 0;
 
 	if (!s2)
 		printf("# reload failed: %s\n", e.msg);
 	else {
-		d2 = spec_dump_yaml(s2);
+		d2 = project_dump_yaml(s2);
 		ok = !strcmp(d1, d2);
 		if (!ok)
 			printf("# first dump:\n%s\n# second dump:\n%s\n", d1, d2);
 	}
 	free(d1);
 	free(d2);
-	spec_free(s2);
+	project_free(s2);
 	return ok;
 }
 
 static void test_examples(void)
 {
 	struct dlk_err e = DLK_ERR_INIT;
-	struct dlk_spec *s = spec_load("tests/fuzz/spec/fashion-mlp.yaml", NULL, 0, &e);
+	struct dlk_project *s = project_load("tests/fuzz/spec/fashion-mlp.yaml", NULL, 0, &e);
 
 	CHECK_MSG(s != NULL, "the Fashion-MNIST MLP loads: %s", e.msg);
 	if (s) {
@@ -57,10 +57,10 @@ static void test_examples(void)
 		CHECK(s->training.optimizer == DLK_OPT_ADAM);
 		CHECK_STR(s->resources.memory, "2Gi");
 		CHECK(round_trips(s));
-		spec_free(s);
+		project_free(s);
 	}
 
-	s = spec_load("tests/fuzz/spec/fashion-cnn.yaml", NULL, 0, &e);
+	s = project_load("tests/fuzz/spec/fashion-cnn.yaml", NULL, 0, &e);
 	CHECK_MSG(s != NULL, "the Fashion-MNIST CNN loads: %s", e.msg);
 	if (s) {
 		const struct dlk_layer_spec *l = s->model.layers;
@@ -114,10 +114,10 @@ static void test_examples(void)
 		CHECK(s->serving.replicas == 2);
 		CHECK_NEAR(s->serving.min_accuracy, 0.85, 1e-12);
 		CHECK(round_trips(s));
-		spec_free(s);
+		project_free(s);
 	}
 
-	s = spec_load("tests/fuzz/spec/csv-minimal.yaml", NULL, 0, &e);
+	s = project_load("tests/fuzz/spec/csv-minimal.yaml", NULL, 0, &e);
 	CHECK_MSG(s != NULL, "the csv project loads: %s", e.msg);
 	if (s) {
 		CHECK(s->data.format == DLK_DATA_CSV);
@@ -127,13 +127,13 @@ static void test_examples(void)
 		CHECK(s->training.optimizer == DLK_OPT_ADAMW);
 		CHECK(s->training.schedule == DLK_LR_STEP && s->training.step_size == 10);
 		CHECK(round_trips(s));
-		spec_free(s);
+		project_free(s);
 	}
 }
 
 static void test_defaults(void)
 {
-	struct dlk_spec *s = load(MINIMAL);
+	struct dlk_project *s = load(MINIMAL);
 
 	CHECK_MSG(s != NULL, "the minimal project loads: %s", spec_test_err.msg);
 	if (!s)
@@ -176,7 +176,7 @@ static void test_defaults(void)
 	CHECK_STR(s->serving.memory, "1Gi");
 	CHECK(s->serving.min_accuracy == 0);
 	CHECK(round_trips(s));
-	spec_free(s);
+	project_free(s);
 
 	/* layer defaults */
 	s = load("name: d\ndata: {train: {images: /a, labels: /b}}\n"
@@ -191,63 +191,63 @@ static void test_defaults(void)
 		CHECK(l[3].size == 3 && l[3].stride == 3); /* stride follows size */
 		CHECK(l[4].size == 3 && l[4].stride == 1);
 		CHECK(round_trips(s));
-		spec_free(s);
+		project_free(s);
 	}
 }
 
 static void test_dependent_defaults(void)
 {
-	struct dlk_spec *s;
+	struct dlk_project *s;
 
 	s = load(MINIMAL "training: {optimizer: sgd}\n");
 	CHECK(s && s->training.lr == 0.01 && s->training.weight_decay == 0);
-	spec_free(s);
+	project_free(s);
 	s = load(MINIMAL "training: {optimizer: {name: adamw}}\n");
 	CHECK(s && s->training.lr == 1e-3 && s->training.weight_decay == 0.01);
-	spec_free(s);
+	project_free(s);
 	s = load(MINIMAL "training: {optimizer: {name: adamw, weight_decay: 0, lr: 0.5}}\n");
 	CHECK(s && s->training.lr == 0.5 && s->training.weight_decay == 0);
-	spec_free(s);
+	project_free(s);
 	s = load("name: c\ndata: {format: csv, train: {source: /t.csv}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK(s && s->data.scale == 1.0f);
-	spec_free(s);
+	project_free(s);
 	s = load("name: c\ndata: {format: tar, train: {source: /t.tar}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK(s && s->data.scale == (float)(1.0 / 255.0));
-	spec_free(s);
+	project_free(s);
 	s = load("name: c\ndata: {format: csv, scale: 0.5, train: {source: /t.csv}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK(s && s->data.scale == 0.5f);
-	spec_free(s);
+	project_free(s);
 	s = load(MINIMAL "training: {checkpoint: {dir: /ckpt}}\n");
 	CHECK(s && !strcmp(s->training.checkpoint_dir, "/ckpt"));
-	spec_free(s);
+	project_free(s);
 }
 
 static void test_core_schema(void)
 {
-	struct dlk_spec *s;
+	struct dlk_project *s;
 	const char *m;
 
 	s = load(MINIMAL "training: {epochs: 0o17, batch_size: 0x20, threads: +3, seed: 18446744073709551615}\n");
 	CHECK(s && s->training.epochs == 15 && s->training.batch_size == 32 && s->training.threads == 3);
 	CHECK(s && s->training.seed == 18446744073709551615ULL);
-	spec_free(s);
+	project_free(s);
 	s = load(MINIMAL "training: {optimizer: {lr: 1e-3, beta1: .5, eps: 1}, grad_clip: 1.5E+1}\n");
 	CHECK(s && s->training.lr == 1e-3 && s->training.beta1 == 0.5 && s->training.eps == 1 &&
 	      s->training.grad_clip == 15);
-	spec_free(s);
+	project_free(s);
 	s = load(MINIMAL "training: {optimizer: {nesterov: True}, eval_every_epoch: FALSE}\n");
 	CHECK(s && s->training.nesterov == 1 && s->training.eval_every_epoch == 0);
-	spec_free(s);
+	project_free(s);
 	/* null, ~ and an empty value are all "not given"; "null" in quotes is a string */
 	s = load(MINIMAL "namespace: ~\nschedule: null\nresources: {queue: }\nstorage: {claim: \"null\"}\n");
 	CHECK(s && !s->namespace_ && !s->schedule && !s->resources.queue && s->storage.claim &&
 	      !strcmp(s->storage.claim, "null"));
-	spec_free(s);
+	project_free(s);
 	/* quantities take numbers as well as strings */
 	s = load(MINIMAL "resources: {cpu: 0.5, memory: 1e9, gpu_product: 3}\n");
 	CHECK(s && !strcmp(s->resources.cpu, "0.5") && !strcmp(s->resources.memory, "1e9") &&
 	      !strcmp(s->resources.gpu_product, "3"));
-	spec_free(s);
+	project_free(s);
 	s = load(MINIMAL "data_: 1\n");
 	CHECK(!s);
 	/* "yes" is a string, not a boolean; a string where a number goes is an error */
@@ -275,20 +275,20 @@ static void test_core_schema(void)
 	CHECK_STR(m, "dlk.yaml:1:7: name: expected a string, got the boolean true");
 	s = load("name: \"123\"\ndata: {train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK(s && !strcmp(s->name, "123"));
-	spec_free(s);
+	project_free(s);
 	s = load("name: !!str 123\ndata: {train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK(s && !strcmp(s->name, "123"));
-	spec_free(s);
+	project_free(s);
 	s = load(MINIMAL "training: {epochs: !!int \"7\"}\n");
 	CHECK(s && s->training.epochs == 7);
-	spec_free(s);
+	project_free(s);
 	m = load_msg(MINIMAL "training: {epochs: !!int \"x\"}\n");
 	CHECK_CONTAINS(m, "unsupported tag 'tag:yaml.org,2002:int' for 'x'");
 	/* csv.header: auto, or a real boolean */
 	s = load("name: c\ndata: {format: csv, csv: {header: false}, train: {source: /t.csv}}\n"
 	         "model: {input: [4], layers: [relu]}\n");
 	CHECK(s && s->data.csv_header == 0);
-	spec_free(s);
+	project_free(s);
 	m = load_msg("name: c\ndata: {format: csv, csv: {header: yes}, train: {source: /t.csv}}\n"
 	             "model: {input: [4], layers: [relu]}\n");
 	CHECK_CONTAINS(m, "data.csv.header: expected auto, true or false, got 'yes'");
@@ -297,10 +297,10 @@ static void test_core_schema(void)
 	CHECK(!s);
 	s = load("name: c\ndata: {max_bytes: 500M, train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK(s && s->data.max_bytes == 500000000LL);
-	spec_free(s);
+	project_free(s);
 	s = load("name: c\ndata: {max_bytes: 1048576, train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK(s && s->data.max_bytes == 1048576LL);
-	spec_free(s);
+	project_free(s);
 	m = load_msg("name: c\ndata: {max_bytes: 1.5, train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK_CONTAINS(m, "data.max_bytes: expected a size in bytes (like 8Gi or 500M), got the number 1.5");
 	m = load_msg("name: c\ndata: {max_bytes: 100m, train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
@@ -310,7 +310,7 @@ static void test_core_schema(void)
 static void test_dump(void)
 {
 	/* strings that could break a hand-written document survive the round trip */
-	struct dlk_spec *s = load("name: q\n"
+	struct dlk_project *s = load("name: q\n"
 	                          "data:\n"
 	                          "  train: {images: \"/d/it's \\\"x\\\" #1: a\\\\b\", labels: \"/d/\\u00fc\\N\"}\n"
 	                          "  classes: [\"a\\\"b\", 'c\\d', \"\\u00fc\", \"\\N\", \"- x\", \"{y}\", \"#z\", null_, \"\\uFEFFbom\"]\n"
@@ -324,39 +324,39 @@ static void test_dump(void)
 	CHECK_STR(s->data.classes[1], "c\\d");
 	CHECK_STR(s->data.classes[3], "\xc2\x85");
 	CHECK(round_trips(s));
-	char *d = spec_dump_yaml(s);
+	char *d = project_dump_yaml(s);
 	CHECK_CONTAINS(d, "\\u0085");
 	CHECK_CONTAINS(d, "\\ufeffbom");
 	CHECK_CONTAINS(d, "\"/d/it's \\\"x\\\" #1: a\\\\b\"");
 	/* deterministic, and the digest is the sha256 of the dump */
-	char *d2 = spec_dump_yaml(s);
+	char *d2 = project_dump_yaml(s);
 	CHECK(!strcmp(d, d2));
-	spec_digest(s, hex);
+	project_digest(s, hex);
 	dlk_sha256_hex(d, strlen(d), buf_hex);
 	CHECK_STR(hex, buf_hex);
-	spec_digest(s, hex2);
+	project_digest(s, hex2);
 	CHECK_STR(hex, hex2);
 	free(d);
 	free(d2);
-	spec_free(s);
+	project_free(s);
 
 	/* digests differ when anything differs, and do not depend on formatting of the source */
-	struct dlk_spec *a = load(MINIMAL), *b = load(MINIMAL "training: {epochs: 6}\n"),
+	struct dlk_project *a = load(MINIMAL), *b = load(MINIMAL "training: {epochs: 6}\n"),
 	                *c = load("{name: demo, data: {train: {images: /d/train-images.gz, labels: /d/train-labels.gz}},"
 	                          " model: {input: [784], layers: [{dense: {units: 10}}]}, training: {epochs: 5}}");
 	if (a && b && c) {
 		char ha[65], hb[65], hc[65];
-		spec_digest(a, ha);
-		spec_digest(b, hb);
-		spec_digest(c, hc);
+		project_digest(a, ha);
+		project_digest(b, hb);
+		project_digest(c, hc);
 		CHECK(strcmp(ha, hb) != 0);
 		CHECK_STR(ha, hc);
 	} else {
 		CHECK_MSG(0, "digest projects load");
 	}
-	spec_free(a);
-	spec_free(b);
-	spec_free(c);
+	project_free(a);
+	project_free(b);
+	project_free(c);
 
 	/* negative zero dumps as 0, which reads back as the same number */
 	const char *negzero[] = { "data.mean=-0.0" };
@@ -364,7 +364,7 @@ static void test_dump(void)
 	CHECK_MSG(s != NULL, "-0.0 loads: %s", spec_test_err.msg);
 	if (s) {
 		CHECK(round_trips(s));
-		spec_free(s);
+		project_free(s);
 	}
 
 	/* floats keep their exact value through the dump */
@@ -372,12 +372,12 @@ static void test_dump(void)
 	s = load_sets(MINIMAL "training: {optimizer: {lr: 0.1234567890123456789, eps: 3.3e-12}}\n", scale, 3);
 	if (s) {
 		CHECK(round_trips(s));
-		char *y = spec_dump_yaml(s);
-		struct dlk_spec *r = spec_load_mem(y, strlen(y), "y", NULL, 0, NULL);
+		char *y = project_dump_yaml(s);
+		struct dlk_project *r = project_load_mem(y, strlen(y), "y", NULL, 0, NULL);
 		CHECK(r && r->training.lr == s->training.lr && r->training.eps == s->training.eps);
 		free(y);
-		spec_free(r);
-		spec_free(s);
+		project_free(r);
+		project_free(s);
 	} else {
 		CHECK_MSG(0, "float project loads: %s", spec_test_err.msg);
 	}
@@ -385,15 +385,15 @@ static void test_dump(void)
 
 static void test_names_and_keys(void)
 {
-	const char *const *k = spec_known_keys();
+	const char *const *k = project_known_keys();
 	size_t n = 0;
 	int has_epochs = 0, has_units = 0, has_sha = 0, has_tol = 0, has_lr = 0, has_node_sel = 0, dup = 0;
 
-	CHECK_STR(spec_layer_kind_name(DLK_LAYER_CONV2D), "conv2d");
-	CHECK_STR(spec_layer_kind_name(DLK_LAYER_DROPOUT), "dropout");
-	CHECK_STR(spec_optimizer_name(DLK_OPT_ADAMW), "adamw");
-	CHECK_STR(spec_schedule_name(DLK_LR_COSINE), "cosine");
-	CHECK_STR(spec_format_name(DLK_DATA_TAR), "tar");
+	CHECK_STR(project_layer_kind_name(DLK_LAYER_CONV2D), "conv2d");
+	CHECK_STR(project_layer_kind_name(DLK_LAYER_DROPOUT), "dropout");
+	CHECK_STR(project_optimizer_name(DLK_OPT_ADAMW), "adamw");
+	CHECK_STR(project_schedule_name(DLK_LR_COSINE), "cosine");
+	CHECK_STR(project_format_name(DLK_DATA_TAR), "tar");
 	for (; k[n]; n++) {
 		has_epochs |= !strcmp(k[n], "training.epochs");
 		has_units |= !strcmp(k[n], "model.layers[].dense.units");
@@ -407,7 +407,7 @@ static void test_names_and_keys(void)
 	CHECK(n > 80);
 	CHECK(has_epochs && has_units && has_sha && has_tol && has_lr && has_node_sel);
 	CHECK(!dup);
-	CHECK(spec_known_keys() == k);
+	CHECK(project_known_keys() == k);
 }
 
 int main(void)

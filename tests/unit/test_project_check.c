@@ -1,6 +1,6 @@
-/* The value checks behind spec_load(): names, labels, quantities, cron, images, URLs. */
+/* The value checks behind project_load(): names, labels, quantities, cron, images, URLs. */
 #include "tests/unit/check.h"
-#include "lib/spec/check.h"
+#include "lib/project/check.h"
 
 static char why[256];
 

@@ -1,7 +1,7 @@
 /* The watchdog: a rank killed or frozen in the middle of an all-reduce makes every other
  * rank fail within the stall timeout, restartable, naming the culprit. */
 #include "tests/unit/check.h"
-#include "tests/unit/test_dist_harness.h"
+#include "tests/unit/test_comm_harness.h"
 
 #include "lib/util/mem.h"
 

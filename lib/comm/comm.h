@@ -1,12 +1,12 @@
 /* Collective communication between the ranks of one training run.
  *
- * One interface, several implementations: the TCP ring (CPU, lib/dist/ring.c) and NCCL
+ * One interface, several implementations: the TCP ring (CPU, lib/comm/ring.c) and NCCL
  * (GPU). Every call blocks until the collective is done on this rank. A call that fails
  * leaves the communicator broken: every later call fails at once with the same error, and
  * the caller is expected to exit (DLK_EXIT_RESTARTABLE means "restart the whole gang from
  * the last checkpoint"). Buffers are host memory for the TCP ring. */
-#ifndef DLK_DIST_COMM_H
-#define DLK_DIST_COMM_H
+#ifndef DLK_COMM_COMM_H
+#define DLK_COMM_COMM_H
 
 #include <stddef.h>
 

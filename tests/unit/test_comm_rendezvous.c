@@ -1,6 +1,6 @@
 /* Rendezvous: environment, the DNS path, late and missing ranks, stale gangs, bad worlds. */
 #include "tests/unit/check.h"
-#include "tests/unit/test_dist_harness.h"
+#include "tests/unit/test_comm_harness.h"
 
 #include "lib/util/mem.h"
 

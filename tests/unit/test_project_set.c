@@ -1,12 +1,12 @@
 /* --set KEY.PATH=VALUE overrides: applied to the YAML tree before validation. */
 #include "tests/unit/check.h"
-#include "tests/unit/test_spec.h"
+#include "tests/unit/test_project.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 int main(void)
 {
-	struct dlk_spec *s;
+	struct dlk_project *s;
 	const char *m;
 
 	{
@@ -27,7 +27,7 @@ int main(void)
 			CHECK(s->training.seed == 16);
 			/* checkpoint dir follows the overridden name: sets come before defaults */
 			CHECK_STR(s->training.checkpoint_dir, ".dlk/checkpoints/other");
-			spec_free(s);
+			project_free(s);
 		}
 	}
 
@@ -42,7 +42,7 @@ int main(void)
 			CHECK(s->training.checkpoint_every == 10);
 			CHECK(s->n_labels == 2);
 			CHECK_STR(s->labels[1].key, "app.kubernetes.io/name");
-			spec_free(s);
+			project_free(s);
 		}
 	}
 
@@ -61,7 +61,7 @@ int main(void)
 			CHECK(s->model.input_rank == 3 && s->model.input[0] == 2);
 			CHECK(s->resources.n_tolerations == 1);
 			CHECK_STR(s->resources.tolerations[0].op, "Exists");
-			spec_free(s);
+			project_free(s);
 		}
 	}
 
@@ -83,7 +83,7 @@ int main(void)
 			CHECK(s->model.layers[1].kind == DLK_LAYER_MAXPOOL && s->model.layers[1].size == 3 &&
 			      s->model.layers[1].stride == 3);
 			CHECK_NEAR(s->model.layers[2].rate, 0.3, 1e-7);
-			spec_free(s);
+			project_free(s);
 		}
 		const char *bad[] = { "model.layers.0.maxpool.size=3", "data.train.images.sha=1" };
 		m = load_msg_sets("name: demo\ndata: {train: {images: /d/i.gz, labels: /d/l.gz}}\n"
@@ -101,7 +101,7 @@ int main(void)
 			CHECK_STR(s->resources.cpu, "500m");
 			CHECK_NEAR(s->serving.min_accuracy, 0.9, 1e-12);
 			CHECK_STR(s->namespace_, "ml");
-			spec_free(s);
+			project_free(s);
 		}
 		const char *q[] = { "training.epochs=\"3\"" };
 		m = load_msg_sets(MINIMAL, q, 1);
@@ -189,7 +189,7 @@ int main(void)
 		if (s) {
 			CHECK_STR(s->name, "from-sets");
 			CHECK_STR(s->data.train.images.url, "/a");
-			spec_free(s);
+			project_free(s);
 		}
 	}
 	return CHECK_DONE();

@@ -1,11 +1,11 @@
 /* The project specification: `dlk.yaml`, parsed, validated and with every default applied.
  *
  * This struct is the one thing the laptop half (render, submit) and the pod half (train --worker,
- * serve --worker) share. spec_load() is the only place defaults are applied, and the same loader
- * runs on both sides, so they cannot disagree. The CLI renders spec_dump_yaml() into a ConfigMap;
- * the worker reads that file back with spec_load(). */
-#ifndef DLK_SPEC_SPEC_H
-#define DLK_SPEC_SPEC_H
+ * serve --worker) share. project_load() is the only place defaults are applied, and the same loader
+ * runs on both sides, so they cannot disagree. The CLI renders project_dump_yaml() into a ConfigMap;
+ * the worker reads that file back with project_load(). */
+#ifndef DLK_PROJECT_PROJECT_H
+#define DLK_PROJECT_PROJECT_H
 
 #include <stddef.h>
 
@@ -151,7 +151,7 @@ struct dlk_serving {
 	double min_accuracy;      /* promote only at or above this test accuracy; default 0 */
 };
 
-struct dlk_spec {
+struct dlk_project {
 	char *path;               /* the file it was loaded from (for messages) */
 	char *name;               /* DNS-1123 label, required */
 	char *image;              /* container image, default "dlk:<version>" (DLK_DEFAULT_IMAGE) */
@@ -171,25 +171,25 @@ struct dlk_spec {
  * validated like the file), validates and fills defaults. On failure returns NULL and err holds
  * "file:line:column: key.path: what was wrong (did you mean ...)" with code DLK_EXIT_CONFIG,
  * or DLK_EXIT_USAGE for a malformed --set. All problems found are reported, one per line. */
-struct dlk_spec *spec_load(const char *path, const char *const *sets, size_t n_sets, struct dlk_err *err);
+struct dlk_project *project_load(const char *path, const char *const *sets, size_t n_sets, struct dlk_err *err);
 /* Same, from text in memory; `name` is used in messages. */
-struct dlk_spec *spec_load_mem(const char *text, size_t len, const char *name,
+struct dlk_project *project_load_mem(const char *text, size_t len, const char *name,
                                const char *const *sets, size_t n_sets, struct dlk_err *err);
-void spec_free(struct dlk_spec *spec);
+void project_free(struct dlk_project *spec);
 
-/* The resolved spec (every default explicit) as YAML that spec_load_mem() reads back to an equal
+/* The resolved spec (every default explicit) as YAML that project_load_mem() reads back to an equal
  * spec. Deterministic: the same spec gives the same bytes. Caller frees. */
-char *spec_dump_yaml(const struct dlk_spec *spec);
-/* sha256 hex of spec_dump_yaml(): the spec digest recorded in provenance. */
-void spec_digest(const struct dlk_spec *spec, char hex[65]);
+char *project_dump_yaml(const struct dlk_project *spec);
+/* sha256 hex of project_dump_yaml(): the spec digest recorded in provenance. */
+void project_digest(const struct dlk_project *spec, char hex[65]);
 
-const char *spec_layer_kind_name(enum dlk_layer_kind kind);
-const char *spec_optimizer_name(enum dlk_optim o);
-const char *spec_schedule_name(enum dlk_lr_schedule s);
-const char *spec_format_name(enum dlk_data_format f);
+const char *project_layer_kind_name(enum dlk_layer_kind kind);
+const char *project_optimizer_name(enum dlk_optim o);
+const char *project_schedule_name(enum dlk_lr_schedule s);
+const char *project_format_name(enum dlk_data_format f);
 
 /* Every key path the loader accepts ("training.epochs", "model.layers[].dense.units", ...),
  * NULL-terminated; used for suggestions and shell completion of --set. */
-const char *const *spec_known_keys(void);
+const char *const *project_known_keys(void);
 
 #endif

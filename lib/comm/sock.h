@@ -1,8 +1,8 @@
 /* Socket plumbing shared by the rendezvous and the TCP ring: deadlines, framed messages,
- * little-endian packing. Internal to lib/dist. All sockets are non-blocking and every wait
+ * little-endian packing. Internal to lib/comm. All sockets are non-blocking and every wait
  * is a poll() bounded by an absolute deadline on the monotonic clock. */
-#ifndef DLK_DIST_NET_H
-#define DLK_DIST_NET_H
+#ifndef DLK_COMM_SOCK_H
+#define DLK_COMM_SOCK_H
 
 #include <stddef.h>
 #include <stdint.h>

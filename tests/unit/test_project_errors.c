@@ -1,6 +1,6 @@
-/* Every error form of spec_load(): exact file:line:column, key path and wording. */
+/* Every error form of project_load(): exact file:line:column, key path and wording. */
 #include "tests/unit/check.h"
-#include "tests/unit/test_spec.h"
+#include "tests/unit/test_project.h"
 
 static int count_lines(const char *s)
 {
@@ -259,9 +259,9 @@ int main(void)
 	{
 		struct dlk_err e = DLK_ERR_INIT;
 		const char *y = "name: x\n";
-		CHECK(!spec_load_mem(y, strlen(y), "proj/dlk.yaml", NULL, 0, &e));
+		CHECK(!project_load_mem(y, strlen(y), "proj/dlk.yaml", NULL, 0, &e));
 		CHECK_CONTAINS(e.msg, "proj/dlk.yaml:1:1: data: missing required key 'data'");
-		CHECK(!spec_load("tests/does-not-exist.yaml", NULL, 0, &e));
+		CHECK(!project_load("tests/does-not-exist.yaml", NULL, 0, &e));
 		CHECK_CONTAINS(e.msg, "cannot open 'tests/does-not-exist.yaml'");
 		CHECK(e.code == DLK_EXIT_CONFIG);
 	}

@@ -3,11 +3,11 @@
  * worker of several (--worker in a pod, or a child of `--local --workers N`) it also joins the
  * rendezvous and averages gradients over the TCP ring; only rank 0 evaluates, prints, publishes
  * progress and writes checkpoints and the bundle. */
-#include "commands/train_run.h"
+#include "commands/train_here.h"
 #include "commands/train_progress.h"
 #include "lib/data/dataset.h"
-#include "lib/dist/comm.h"
-#include "lib/dist/rendezvous.h"
+#include "lib/comm/comm.h"
+#include "lib/comm/rendezvous.h"
 #include "lib/train/bundle.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/state.h"
@@ -199,7 +199,7 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 	}
 }
 
-static void print_report(FILE *out, const struct dlk_spec *spec, const struct dlk_eval *ev)
+static void print_report(FILE *out, const struct dlk_project *spec, const struct dlk_eval *ev)
 {
 	int n = ev->n_classes;
 	int w = 5;
@@ -235,7 +235,7 @@ static void print_report(FILE *out, const struct dlk_spec *spec, const struct dl
 	fprintf(out, "   (%%)\n");
 }
 
-static cJSON *result_json(const struct dlk_spec *spec, const struct dlk_train_result *res, const char *bundle)
+static cJSON *result_json(const struct dlk_project *spec, const struct dlk_train_result *res, const char *bundle)
 {
 	cJSON *o = cJSON_CreateObject();
 	const struct dlk_eval *ev = &res->eval;
@@ -486,7 +486,7 @@ static int join_gang(struct report *r, const struct dist_env *env, struct dlk_er
 	return 0;
 }
 
-int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_spec *spec, int worker)
+int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_project *spec, int worker)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_dataset train = DLK_DATASET_INIT, test = DLK_DATASET_INIT;
@@ -573,10 +573,10 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 		if (rep.world > 1)
 			fprintf(stderr, "training '%s' on %zu samples%s (%d epochs, %d workers x batch %d, %s)\n", spec->name,
 			        train.n, test.n ? "" : ", no test set", tr.epochs, rep.world, tr.batch_size,
-			        spec_optimizer_name(tr.optimizer));
+			        project_optimizer_name(tr.optimizer));
 		else
 			fprintf(stderr, "training '%s' on %zu samples%s (%d epochs, batch %d, %s)\n", spec->name, train.n,
-			        test.n ? "" : ", no test set", tr.epochs, tr.batch_size, spec_optimizer_name(tr.optimizer));
+			        test.n ? "" : ", no test set", tr.epochs, tr.batch_size, project_optimizer_name(tr.optimizer));
 	}
 	if (worker && rep.rank == 0)
 		rep.jp = dlk_job_progress_new(ctx);
@@ -622,7 +622,7 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 	}
 
 	bundle = dlk_opt_str(args, "bundle") ? xstrdup(dlk_opt_str(args, "bundle")) : default_bundle_path(ctx->file, spec->name);
-	spec_digest(spec, digest);
+	project_digest(spec, digest);
 	{
 		struct dlk_bundle_info bi = { 0 };
 		bi.name = spec->name;
@@ -635,7 +635,7 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 		bi.train_loss = res.train_loss;
 		bi.train = &train;
 		bi.test = test.n ? &test : NULL;
-		bi.spec_digest = digest;
+		bi.project_digest = digest;
 		bi.seed = res.seed;
 		bi.started_at = res.started_at;
 		bi.finished_at = res.finished_at;

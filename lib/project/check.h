@@ -2,8 +2,8 @@
  * quantities, cron schedules, image references, data source URLs.
  *
  * Each returns 0 when s is valid, or -1 and writes why (lowercase, no full stop) into why. */
-#ifndef DLK_SPEC_CHECK_H
-#define DLK_SPEC_CHECK_H
+#ifndef DLK_PROJECT_CHECK_H
+#define DLK_PROJECT_CHECK_H
 
 #include <stddef.h>
 

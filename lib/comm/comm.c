@@ -1,4 +1,4 @@
-#include "lib/dist/comm.h"
+#include "lib/comm/comm.h"
 
 #include "lib/util/mem.h"
 

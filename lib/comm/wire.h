@@ -1,6 +1,6 @@
-/* Frame types and magics of the rendezvous and control plane. Internal to lib/dist. */
-#ifndef DLK_DIST_WIRE_H
-#define DLK_DIST_WIRE_H
+/* Frame types and magics of the rendezvous and control plane. Internal to lib/comm. */
+#ifndef DLK_COMM_WIRE_H
+#define DLK_COMM_WIRE_H
 
 #define DIST_MAGIC_HELLO 0x524b4c44u /* "DLKR" */
 #define DIST_MAGIC_RING 0x474b4c44u  /* "DLKG" */

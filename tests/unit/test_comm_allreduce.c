@@ -1,7 +1,7 @@
 /* The TCP ring: all-reduce (sum, average), broadcast and barrier between 1..8 forked ranks,
  * checked against a serial reference, for awkward sizes. */
 #include "tests/unit/check.h"
-#include "tests/unit/test_dist_harness.h"
+#include "tests/unit/test_comm_harness.h"
 
 #include <stdint.h>
 

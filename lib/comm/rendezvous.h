@@ -7,8 +7,8 @@
  * address table (and an opaque blob, e.g. the NCCL unique id). Each rank r then connects to
  * rank r+1's data port and accepts rank r-1. The connections to rank 0 stay open as the
  * control plane: the watchdog uses them to learn which rank failed first. */
-#ifndef DLK_DIST_RENDEZVOUS_H
-#define DLK_DIST_RENDEZVOUS_H
+#ifndef DLK_COMM_RENDEZVOUS_H
+#define DLK_COMM_RENDEZVOUS_H
 
 #include <stddef.h>
 

@@ -1,7 +1,7 @@
 /* Runs one function per rank in forked processes on loopback and collects what each saw.
  * Results live in shared memory so the parent can read them after the children exit. */
-#ifndef DLK_TEST_DIST_HARNESS_H
-#define DLK_TEST_DIST_HARNESS_H
+#ifndef DLK_TEST_COMM_HARNESS_H
+#define DLK_TEST_COMM_HARNESS_H
 
 #include <errno.h>
 #include <signal.h>
@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/dist/comm.h"
-#include "lib/dist/net.h"
-#include "lib/dist/rendezvous.h"
+#include "lib/comm/comm.h"
+#include "lib/comm/sock.h"
+#include "lib/comm/rendezvous.h"
 #include "lib/util/err.h"
 
 #define H_MAX_RANKS 16

@@ -1,13 +1,13 @@
-/* spec_load(): dlk.yaml -> struct dlk_spec.
+/* project_load(): dlk.yaml -> struct dlk_project.
  *
  * The file is read into a small position-keeping tree (ytree.c), --set overrides are grafted
  * onto that tree, and then one walk over a declarative schema (the field tables below) converts,
  * validates and records every problem it meets, so the user sees all of them at once. The same
- * tables drive the defaults, the dump, spec_free() and spec_known_keys(), so a field added to a
+ * tables drive the defaults, the dump, project_free() and project_known_keys(), so a field added to a
  * table is handled everywhere. */
-#include "lib/spec/spec.h"
-#include "lib/spec/check.h"
-#include "lib/spec/ytree.h"
+#include "lib/project/project.h"
+#include "lib/project/check.h"
+#include "lib/project/ytree.h"
 #include "lib/util/buf.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
@@ -68,7 +68,7 @@ struct custom {
 	/* writes what follows "key:", newline included */
 	void (*dump)(struct dlk_buf *b, const struct field *f, const void *base, int indent);
 	void (*free)(const struct field *f, void *base);
-	const char *const *subkeys; /* for spec_known_keys(), NULL-terminated suffixes */
+	const char *const *subkeys; /* for project_known_keys(), NULL-terminated suffixes */
 };
 
 typedef int (*check_fn)(const char *s, char *why, size_t why_len);
@@ -269,17 +269,17 @@ static const struct field serving_fields[] = {
 };
 
 static const struct field root_fields[] = {
-	FIELD("name", struct dlk_spec, F_STR, name, .flags = REQ, .check = check_name),
-	FIELD("image", struct dlk_spec, F_STR, image, .check = check_image, .def = DLK_DEFAULT_IMAGE),
-	FIELD("namespace", struct dlk_spec, F_STR, namespace_, .check = check_label63),
-	FIELD("labels", struct dlk_spec, F_CUSTOM, labels, .custom = &c_labels),
-	FIELD("data", struct dlk_spec, F_MAP, data, .flags = REQ, .sub = data_fields),
-	FIELD("model", struct dlk_spec, F_MAP, model, .flags = REQ, .sub = model_fields),
-	FIELD("training", struct dlk_spec, F_MAP, training, .sub = training_fields),
-	FIELD("resources", struct dlk_spec, F_MAP, resources, .sub = resources_fields),
-	FIELD("storage", struct dlk_spec, F_MAP, storage, .sub = storage_fields),
-	FIELD("schedule", struct dlk_spec, F_STR, schedule, .check = check_cron),
-	FIELD("serving", struct dlk_spec, F_MAP, serving, .sub = serving_fields),
+	FIELD("name", struct dlk_project, F_STR, name, .flags = REQ, .check = check_name),
+	FIELD("image", struct dlk_project, F_STR, image, .check = check_image, .def = DLK_DEFAULT_IMAGE),
+	FIELD("namespace", struct dlk_project, F_STR, namespace_, .check = check_label63),
+	FIELD("labels", struct dlk_project, F_CUSTOM, labels, .custom = &c_labels),
+	FIELD("data", struct dlk_project, F_MAP, data, .flags = REQ, .sub = data_fields),
+	FIELD("model", struct dlk_project, F_MAP, model, .flags = REQ, .sub = model_fields),
+	FIELD("training", struct dlk_project, F_MAP, training, .sub = training_fields),
+	FIELD("resources", struct dlk_project, F_MAP, resources, .sub = resources_fields),
+	FIELD("storage", struct dlk_project, F_MAP, storage, .sub = storage_fields),
+	FIELD("schedule", struct dlk_project, F_STR, schedule, .check = check_cron),
+	FIELD("serving", struct dlk_project, F_MAP, serving, .sub = serving_fields),
 	END
 };
 
@@ -321,19 +321,19 @@ static int n_names(const char *const *names)
 	return n;
 }
 
-const char *spec_layer_kind_name(enum dlk_layer_kind kind)
+const char *project_layer_kind_name(enum dlk_layer_kind kind)
 {
 	return (int)kind >= 0 && (int)kind < N_LAYER_KINDS ? layer_names[kind] : "?";
 }
-const char *spec_optimizer_name(enum dlk_optim o)
+const char *project_optimizer_name(enum dlk_optim o)
 {
 	return (int)o >= 0 && (int)o < n_names(optim_names) ? optim_names[o] : "?";
 }
-const char *spec_schedule_name(enum dlk_lr_schedule s)
+const char *project_schedule_name(enum dlk_lr_schedule s)
 {
 	return (int)s >= 0 && (int)s < n_names(sched_names) ? sched_names[s] : "?";
 }
-const char *spec_format_name(enum dlk_data_format f)
+const char *project_format_name(enum dlk_data_format f)
 {
 	return (int)f >= 0 && (int)f < n_names(format_names) ? format_names[f] : "?";
 }
@@ -365,7 +365,7 @@ struct ctx {
 	int n_problems, n_shown;
 	struct given *given;
 	int n_given, cap_given;
-	struct dlk_spec *spec;
+	struct dlk_project *spec;
 };
 
 #define PROBLEM_ROOM 48 /* kept free for "... and N more problems" */
@@ -471,7 +471,7 @@ static void suggest_suffix(char *out, size_t len, const char *word, const char *
 /* A key valid somewhere else ("epochs" at the top level belongs under training). */
 static void suggest_elsewhere(char *out, size_t len, const char *word)
 {
-	const char *const *keys = spec_known_keys();
+	const char *const *keys = project_known_keys();
 	size_t wl = strlen(word);
 
 	out[0] = '\0';
@@ -1035,19 +1035,19 @@ static void kv_free(struct dlk_kv **kv, int *n)
 
 static void labels_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
 {
-	struct dlk_spec *s = base;
+	struct dlk_project *s = base;
 	(void)f;
 	kv_parse(c, val, &s->labels, &s->n_labels, path);
 }
 static void labels_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
 {
-	const struct dlk_spec *s = base;
+	const struct dlk_project *s = base;
 	(void)f, (void)indent;
 	kv_dump(b, s->labels, s->n_labels);
 }
 static void labels_free(const struct field *f, void *base)
 {
-	struct dlk_spec *s = base;
+	struct dlk_project *s = base;
 	(void)f;
 	kv_free(&s->labels, &s->n_labels);
 }
@@ -1245,7 +1245,7 @@ static void layers_dump(struct dlk_buf *b, const struct field *f, const void *ba
 	dlk_buf_addc(b, '\n');
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct dlk_layer_spec *l = &m->layers[i];
-		dlk_buf_addf(b, "%*s- %s", indent + 2, "", spec_layer_kind_name(l->kind));
+		dlk_buf_addf(b, "%*s- %s", indent + 2, "", project_layer_kind_name(l->kind));
 		if ((int)l->kind >= 0 && (int)l->kind < N_LAYER_KINDS && layer_params[l->kind][0].key) {
 			dlk_buf_adds(b, ": ");
 			dump_flow(b, layer_params[l->kind], l);
@@ -1338,7 +1338,7 @@ static void defaults_walk(struct ctx *c, const struct field *fields, void *base)
 
 /* Fills every value the file left out: the static defaults of the field tables (their .def),
  * then the ones that depend on other values. */
-static void apply_defaults(struct ctx *c, struct dlk_spec *s)
+static void apply_defaults(struct ctx *c, struct dlk_project *s)
 {
 	struct dlk_training *t = &s->training;
 
@@ -1377,7 +1377,7 @@ static void check_split(struct ctx *c, struct dlk_split *sp, const char *name, i
 	if (at->kind != YN_MAP && !ynode_is_null(at))
 		return; /* already reported: not a mapping */
 	int idx = c->spec->data.format == DLK_DATA_IDX;
-	const char *fmt = spec_format_name(c->spec->data.format);
+	const char *fmt = project_format_name(c->spec->data.format);
 	char p[128];
 
 	if (!required && !sp->images.url && !sp->labels.url && !sp->source.url)
@@ -1429,7 +1429,7 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 		switch (l->kind) {
 		case DLK_LAYER_CONV2D:
 		case DLK_LAYER_MAXPOOL: {
-			const char *name = spec_layer_kind_name(l->kind);
+			const char *name = project_layer_kind_name(l->kind);
 			int k = l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size;
 			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
 			if (rank != 3) {
@@ -1474,7 +1474,7 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	}
 }
 
-static void check_spec(struct ctx *c, struct dlk_spec *s, const struct ynode *root)
+static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode *root)
 {
 	const struct ynode *data_node = given_at(c, &s->data, GIVEN_MAP);
 	int format_ok = 1;
@@ -1710,12 +1710,12 @@ static void set_apply(struct ctx *c, struct ynode **root, struct set_arg *s, int
 
 /* ---- loading ---- */
 
-struct dlk_spec *spec_load_mem(const char *text, size_t len, const char *name,
+struct dlk_project *project_load_mem(const char *text, size_t len, const char *name,
                                const char *const *sets, size_t n_sets, struct dlk_err *err)
 {
 	struct ctx c;
 	struct ynode *root = NULL;
-	struct dlk_spec *spec = NULL;
+	struct dlk_project *spec = NULL;
 	char msg[1024];
 	int line, col, code = DLK_EXIT_CONFIG;
 	size_t n_parsed = 0;
@@ -1768,7 +1768,7 @@ struct dlk_spec *spec_load_mem(const char *text, size_t len, const char *name,
 		check_spec(&c, spec, root);
 out:
 	if (c.n_problems) {
-		spec_free(spec);
+		project_free(spec);
 		spec = NULL;
 		finish_problems(&c, code, err);
 	}
@@ -1782,10 +1782,10 @@ out_err_set:
 	return spec;
 }
 
-struct dlk_spec *spec_load(const char *path, const char *const *sets, size_t n_sets, struct dlk_err *err)
+struct dlk_project *project_load(const char *path, const char *const *sets, size_t n_sets, struct dlk_err *err)
 {
 	struct dlk_buf b = DLK_BUF_INIT;
-	struct dlk_spec *spec;
+	struct dlk_project *spec;
 	char msg[512];
 
 	if (dlk_buf_read_file(&b, path, SPEC_MAX_FILE, msg, sizeof(msg))) {
@@ -1793,12 +1793,12 @@ struct dlk_spec *spec_load(const char *path, const char *const *sets, size_t n_s
 		dlk_errf(err, DLK_EXIT_CONFIG, "%s", msg);
 		return NULL;
 	}
-	spec = spec_load_mem(b.data ? b.data : "", b.len, path, sets, n_sets, err);
+	spec = project_load_mem(b.data ? b.data : "", b.len, path, sets, n_sets, err);
 	dlk_buf_release(&b);
 	return spec;
 }
 
-void spec_free(struct dlk_spec *spec)
+void project_free(struct dlk_project *spec)
 {
 	if (!spec)
 		return;
@@ -1807,7 +1807,7 @@ void spec_free(struct dlk_spec *spec)
 	free(spec);
 }
 
-char *spec_dump_yaml(const struct dlk_spec *spec)
+char *project_dump_yaml(const struct dlk_project *spec)
 {
 	struct dlk_buf b = DLK_BUF_INIT;
 
@@ -1816,9 +1816,9 @@ char *spec_dump_yaml(const struct dlk_spec *spec)
 	return dlk_buf_detach(&b, NULL);
 }
 
-void spec_digest(const struct dlk_spec *spec, char hex[65])
+void project_digest(const struct dlk_project *spec, char hex[65])
 {
-	char *y = spec_dump_yaml(spec);
+	char *y = project_dump_yaml(spec);
 	dlk_sha256_hex(y, strlen(y), hex);
 	free(y);
 }
@@ -1866,7 +1866,7 @@ static void known_build(void)
 	known_walk(root_fields, "");
 }
 
-const char *const *spec_known_keys(void)
+const char *const *project_known_keys(void)
 {
 	pthread_once(&known_once, known_build);
 	return (const char *const *)known_keys;
