@@ -1,0 +1,114 @@
+/* Prometheus text format for the stream's metrics. */
+#include "lib/stream/metrics.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void hist_init(struct dlk_hist *h, const double *le, int n)
+{
+	memset(h, 0, sizeof(*h));
+	h->n = n;
+	memcpy(h->le, le, sizeof(double) * (size_t)n);
+}
+
+void dlk_stream_metrics_init(struct dlk_stream_metrics *m, const char *topic)
+{
+	static const double batch_le[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 };
+	static const double lat_le[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30 };
+
+	memset(m, 0, sizeof(*m));
+	pthread_mutex_init(&m->lock, NULL);
+	snprintf(m->topic, sizeof(m->topic), "%s", topic);
+	hist_init(&m->batch, batch_le, (int)(sizeof(batch_le) / sizeof(batch_le[0])));
+	hist_init(&m->latency, lat_le, (int)(sizeof(lat_le) / sizeof(lat_le[0])));
+}
+
+void dlk_stream_metrics_release(struct dlk_stream_metrics *m)
+{
+	pthread_mutex_destroy(&m->lock);
+}
+
+void dlk_hist_observe(struct dlk_hist *h, double v)
+{
+	int i = 0;
+
+	while (i < h->n && v > h->le[i])
+		i++;
+	h->count[i]++;
+	h->total++;
+	h->sum += v;
+}
+
+/* label values: backslash, quote and newline escaped */
+static void add_label(struct dlk_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			dlk_buf_addc(b, '\\');
+		if (*s == '\n') {
+			dlk_buf_adds(b, "\\n");
+			continue;
+		}
+		dlk_buf_addc(b, *s);
+	}
+}
+
+static void write_counter(struct dlk_buf *b, const char *name, const char *help, const char *topic, uint64_t v)
+{
+	dlk_buf_addf(b, "# HELP %s %s\n# TYPE %s counter\n%s{topic=\"", name, help, name, name);
+	add_label(b, topic);
+	dlk_buf_addf(b, "\"} %llu\n", (unsigned long long)v);
+}
+
+static void write_hist(struct dlk_buf *b, const char *name, const char *help, const char *topic,
+                       const struct dlk_hist *h)
+{
+	uint64_t cum = 0;
+
+	dlk_buf_addf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	for (int i = 0; i <= h->n; i++) {
+		cum += h->count[i];
+		dlk_buf_addf(b, "%s_bucket{topic=\"", name);
+		add_label(b, topic);
+		if (i < h->n)
+			dlk_buf_addf(b, "\",le=\"%g\"} %llu\n", h->le[i], (unsigned long long)cum);
+		else
+			dlk_buf_addf(b, "\",le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+	}
+	dlk_buf_addf(b, "%s_sum{topic=\"", name);
+	add_label(b, topic);
+	dlk_buf_addf(b, "\"} %.9g\n%s_count{topic=\"", h->sum, name);
+	add_label(b, topic);
+	dlk_buf_addf(b, "\"} %llu\n", (unsigned long long)h->total);
+}
+
+void dlk_stream_metrics_write(struct dlk_stream_metrics *m, struct dlk_buf *b)
+{
+	pthread_mutex_lock(&m->lock);
+	write_counter(b, "dlk_stream_records_in_total", "Records consumed from the input topic.", m->topic,
+	              m->records_in);
+	write_counter(b, "dlk_stream_records_out_total", "Scored records committed to the output topic.",
+	              m->topic, m->records_out);
+	write_counter(b, "dlk_stream_records_failed_total",
+	              "Records that could not be decoded, committed to the dead-letter topic.", m->topic,
+	              m->records_failed);
+	write_counter(b, "dlk_stream_transactions_committed_total", "Rounds committed (transactions or offset commits).",
+	              m->topic, m->txn_commit);
+	write_counter(b, "dlk_stream_transactions_aborted_total",
+	              "Rounds aborted and rewound to be scored again.", m->topic, m->txn_abort);
+	write_counter(b, "dlk_stream_rebalances_total", "Partition assignments and revocations.", m->topic,
+	              m->rebalances);
+	dlk_buf_adds(b, "# HELP dlk_stream_consumer_lag Records in the partition not yet consumed (high watermark - position).\n"
+	                "# TYPE dlk_stream_consumer_lag gauge\n");
+	for (int i = 0; i < m->n_lag; i++) {
+		if (m->lag[i].lag < 0)
+			continue;
+		dlk_buf_adds(b, "dlk_stream_consumer_lag{topic=\"");
+		add_label(b, m->topic);
+		dlk_buf_addf(b, "\",partition=\"%d\"} %lld\n", (int)m->lag[i].partition, (long long)m->lag[i].lag);
+	}
+	write_hist(b, "dlk_stream_batch_size", "Examples per forward pass.", m->topic, &m->batch);
+	write_hist(b, "dlk_stream_latency_seconds",
+	           "From the input record's timestamp to its output's commit.", m->topic, &m->latency);
+	pthread_mutex_unlock(&m->lock);
+}

@@ -1,0 +1,44 @@
+/* The stream's Prometheus metrics: counters, per-partition lag, and histograms (not summaries, so
+ * quantiles aggregate across replicas) of batch sizes and end-to-end latency. Updated by the
+ * stream's thread, read by whatever serves /metrics; a mutex keeps the two apart. */
+#ifndef DLK_STREAM_METRICS_H
+#define DLK_STREAM_METRICS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "lib/util/buf.h"
+
+#define DLK_HIST_MAX_BUCKETS 24
+#define DLK_STREAM_MAX_LAG 1024     /* partitions whose lag is exported */
+
+struct dlk_hist {
+	int n;                          /* buckets, not counting +Inf */
+	double le[DLK_HIST_MAX_BUCKETS];
+	uint64_t count[DLK_HIST_MAX_BUCKETS + 1]; /* per bucket (not cumulative); last is +Inf */
+	uint64_t total;
+	double sum;
+};
+
+struct dlk_stream_lag {
+	int32_t partition;
+	int64_t lag;                    /* high watermark - position; -1 when unknown */
+};
+
+struct dlk_stream_metrics {
+	pthread_mutex_t lock;
+	char topic[256];                /* the input topic (a label) */
+	uint64_t records_in, records_out, records_failed;
+	uint64_t txn_commit, txn_abort, rebalances;
+	struct dlk_hist batch, latency;
+	struct dlk_stream_lag lag[DLK_STREAM_MAX_LAG];
+	int n_lag;
+};
+
+void dlk_stream_metrics_init(struct dlk_stream_metrics *m, const char *topic);
+void dlk_stream_metrics_release(struct dlk_stream_metrics *m);
+void dlk_hist_observe(struct dlk_hist *h, double v);   /* caller holds the lock */
+/* Appends the metrics in the Prometheus text exposition format (version 0.0.4). */
+void dlk_stream_metrics_write(struct dlk_stream_metrics *m, struct dlk_buf *b);
+
+#endif

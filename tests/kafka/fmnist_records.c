@@ -1,0 +1,178 @@
+/* Test fixture for the stream tests and bench/stream (built as build/tests/kafka/fmnist_records):
+ *   fmnist_records produce PROJECT BROKERS TOPIC N [FIRST]
+ *       produces N records to TOPIC: record i (from FIRST, default 0) has the key "img-%07d" and as
+ *       value the FP32 bytes of test image i % 10000, scaled as the project's training scales it
+ *   fmnist_records expect PROJECT BUNDLE N
+ *       prints "KEY CLASS" for those N records, from dlk's in-process forward pass of the bundle
+ *   fmnist_records file PROJECT OUT
+ *       writes the 10,000 scaled images, one after another (FP32), for peers that read a file
+ * PROJECT is a dlk.yaml whose data.test is Fashion-MNIST's test split. */
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/data/dataset.h"
+#include "lib/nn/net.h"
+#include "lib/project/project.h"
+#include "lib/train/bundle.h"
+#include "lib/util/mem.h"
+
+static int die(const char *what, const struct dlk_err *err)
+{
+	fprintf(stderr, "fmnist_records: %s: %s\n", what, err ? err->msg : "");
+	return 1;
+}
+
+static int load(const char *project, struct dlk_dataset *ds)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_project *p = project_load(project, NULL, 0, &err);
+
+	if (!p)
+		return die(project, &err);
+	if (dlk_data_load(&p->data, "test", NULL, ds, &err)) {
+		project_free(p);
+		return die("test data", &err);
+	}
+	project_free(p);
+	return 0;
+}
+
+static void dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+	(void)rk;
+	if (m->err) {
+		fprintf(stderr, "fmnist_records: delivery failed: %s\n", rd_kafka_err2str(m->err));
+		*(int *)opaque = 1;
+	}
+}
+
+static int produce(struct dlk_dataset *ds, const char *brokers, const char *topic, long n, long first)
+{
+	char errstr[512], key[32];
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	float *x = xmalloc(sizeof(float) * ds->sample_size);
+	int failed = 0;
+
+	if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr)) ||
+	    rd_kafka_conf_set(conf, "enable.idempotence", "true", errstr, sizeof(errstr)) ||
+	    rd_kafka_conf_set(conf, "linger.ms", "20", errstr, sizeof(errstr))) {
+		fprintf(stderr, "fmnist_records: %s\n", errstr);
+		return 1;
+	}
+	rd_kafka_conf_set_opaque(conf, &failed);
+	rd_kafka_conf_set_dr_msg_cb(conf, dr);
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+	if (!rk) {
+		fprintf(stderr, "fmnist_records: %s\n", errstr);
+		return 1;
+	}
+	for (long i = first; i < first + n && !failed; i++) {
+		dlk_dataset_gather_range(ds, (size_t)(i % (long)ds->n), 1, x);
+		snprintf(key, sizeof(key), "img-%07ld", i);
+		for (;;) {
+			rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, strlen(key)),
+			                                          RD_KAFKA_V_VALUE(x, sizeof(float) * ds->sample_size),
+			                                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+			if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+				rd_kafka_poll(rk, 50);
+				continue;
+			}
+			if (e) {
+				fprintf(stderr, "fmnist_records: produce: %s\n", rd_kafka_err2str(e));
+				failed = 1;
+			}
+			break;
+		}
+		rd_kafka_poll(rk, 0);
+	}
+	if (rd_kafka_flush(rk, 60000))
+		failed = 1;
+	rd_kafka_destroy(rk);
+	free(x);
+	return failed;
+}
+
+static int expect(struct dlk_dataset *ds, const char *path, long n)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_bundle b = DLK_BUNDLE_INIT;
+	struct dlk_net net = DLK_NET_INIT;
+	const struct dlk_backend *be = dlk_backend_cpu();
+	enum { BATCH = 100 };
+	float *x = NULL;
+	int rc = 1;
+
+	be->set_threads(1);
+	if (dlk_bundle_read(path, &b, &err) || dlk_bundle_net(&b, be, &net, &err) || dlk_net_reserve(&net, BATCH, &err)) {
+		die(path, &err);
+		goto out;
+	}
+	/* the 10,000 images' classes once, then one line per record */
+	int *cls = xmalloc(sizeof(int) * ds->n);
+	x = xmalloc(sizeof(float) * BATCH * ds->sample_size);
+	for (size_t s = 0; s < ds->n; s += BATCH) {
+		int nb = ds->n - s < BATCH ? (int)(ds->n - s) : BATCH;
+		dlk_dataset_gather_range(ds, s, (size_t)nb, x);
+		const float *z = dlk_net_forward(&net, x, nb, 0);
+		for (int i = 0; i < nb; i++) {
+			int best = 0;
+			for (int k = 1; k < net.n_classes; k++)
+				if (z[i * net.n_classes + k] > z[i * net.n_classes + best])
+					best = k;
+			cls[s + (size_t)i] = best;
+		}
+	}
+	for (long i = 0; i < n; i++)
+		printf("img-%07ld %d\n", i, cls[i % (long)ds->n]);
+	free(cls);
+	rc = 0;
+out:
+	free(x);
+	dlk_net_release(&net);
+	dlk_bundle_release(&b);
+	return rc;
+}
+
+static int file(struct dlk_dataset *ds, const char *out)
+{
+	FILE *f = fopen(out, "wb");
+	float *x = xmalloc(sizeof(float) * ds->sample_size * ds->n);
+
+	dlk_dataset_gather_range(ds, 0, ds->n, x);
+	if (!f || fwrite(x, sizeof(float) * ds->sample_size, ds->n, f) != ds->n || fclose(f)) {
+		fprintf(stderr, "fmnist_records: cannot write %s\n", out);
+		free(x);
+		return 1;
+	}
+	free(x);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct dlk_dataset ds = DLK_DATASET_INIT;
+	int rc;
+
+	if (argc >= 6 && !strcmp(argv[1], "produce")) {
+		if (load(argv[2], &ds))
+			return 1;
+		rc = produce(&ds, argv[3], argv[4], atol(argv[5]), argc > 6 ? atol(argv[6]) : 0);
+	} else if (argc == 5 && !strcmp(argv[1], "expect")) {
+		if (load(argv[2], &ds))
+			return 1;
+		rc = expect(&ds, argv[3], atol(argv[4]));
+	} else if (argc == 4 && !strcmp(argv[1], "file")) {
+		if (load(argv[2], &ds))
+			return 1;
+		rc = file(&ds, argv[3]);
+	} else {
+		fprintf(stderr, "usage: fmnist_records produce PROJECT BROKERS TOPIC N [FIRST]\n"
+		                "       fmnist_records expect PROJECT BUNDLE N\n"
+		                "       fmnist_records file PROJECT OUT\n");
+		return 2;
+	}
+	dlk_dataset_release(&ds);
+	return rc;
+}
