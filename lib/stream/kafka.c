@@ -438,8 +438,10 @@ static rd_kafka_resp_err_t produce_round(struct run *r)
 			                  r->sc->classes, r->sc->digest, &o);
 			e = produce(r, r->cfg->out_topic, msg->key, msg->key_len, b.data, b.len, NULL);
 		} else {
-			rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+			/* the record as it came (key, value, headers), and why it was refused */
+			rd_kafka_headers_t *orig = NULL, *h;
 			char num[32];
+			h = rd_kafka_message_headers(msg, &orig) ? rd_kafka_headers_new(4) : rd_kafka_headers_copy(orig);
 			rd_kafka_header_add(h, "dlk-error", -1, it->error, -1);
 			rd_kafka_header_add(h, "dlk-topic", -1, r->cfg->in_topic, -1);
 			snprintf(num, sizeof(num), "%d", (int)msg->partition);
