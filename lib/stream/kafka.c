@@ -398,7 +398,7 @@ static int score_round(struct run *r, struct dlk_err *err)
 		                 r->logits + (size_t)i * r->sc->n_classes, err))
 			return -1;
 		pthread_mutex_lock(&r->m->lock);
-		dlk_hist_observe(&r->m->batch, n);
+		dlk_stream_hist_observe(&r->m->batch, n);
 		pthread_mutex_unlock(&r->m->lock);
 	}
 	return 0;
@@ -478,7 +478,7 @@ static void count_committed(struct run *r)
 		else
 			r->m->records_failed++;
 		if (ts > 0 && tt != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE)
-			dlk_hist_observe(&r->m->latency, t > (double)ts ? (t - (double)ts) / 1e3 : 0);
+			dlk_stream_hist_observe(&r->m->latency, t > (double)ts ? (t - (double)ts) / 1e3 : 0);
 	}
 	pthread_mutex_unlock(&r->m->lock);
 }

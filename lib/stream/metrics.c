@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static void hist_init(struct dlk_hist *h, const double *le, int n)
+static void hist_init(struct dlk_stream_hist *h, const double *le, int n)
 {
 	memset(h, 0, sizeof(*h));
 	h->n = n;
@@ -28,7 +28,7 @@ void dlk_stream_metrics_release(struct dlk_stream_metrics *m)
 	pthread_mutex_destroy(&m->lock);
 }
 
-void dlk_hist_observe(struct dlk_hist *h, double v)
+void dlk_stream_hist_observe(struct dlk_stream_hist *h, double v)
 {
 	int i = 0;
 
@@ -61,7 +61,7 @@ static void write_counter(struct dlk_buf *b, const char *name, const char *help,
 }
 
 static void write_hist(struct dlk_buf *b, const char *name, const char *help, const char *topic,
-                       const struct dlk_hist *h)
+                       const struct dlk_stream_hist *h)
 {
 	uint64_t cum = 0;
 
