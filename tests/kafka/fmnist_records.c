@@ -1,7 +1,8 @@
 /* Test fixture for the stream tests and bench/stream (built as build/tests/kafka/fmnist_records):
- *   fmnist_records produce PROJECT BROKERS TOPIC N [FIRST]
+ *   fmnist_records produce PROJECT BROKERS TOPIC N [FIRST [RATE]]
  *       produces N records to TOPIC: record i (from FIRST, default 0) has the key "img-%07d" and as
- *       value the FP32 bytes of test image i % 10000, scaled as the project's training scales it
+ *       value the FP32 bytes of test image i % 10000, scaled as the project's training scales it;
+ *       at RATE records a second when given (paced every 10 ms), else as fast as the broker takes
  *   fmnist_records expect PROJECT BUNDLE N
  *       prints "KEY CLASS" for those N records, from dlk's in-process forward pass of the bundle
  *   fmnist_records file PROJECT OUT
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "lib/data/dataset.h"
 #include "lib/nn/net.h"
@@ -48,8 +51,16 @@ static void dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 	}
 }
 
-static int produce(struct dlk_dataset *ds, const char *brokers, const char *topic, long n, long first)
+static double mono(void)
 {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int produce(struct dlk_dataset *ds, const char *brokers, const char *topic, long n, long first, double rate)
+{
+	double t0 = mono();
 	char errstr[512], key[32];
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
 	float *x = xmalloc(sizeof(float) * ds->sample_size);
@@ -69,6 +80,11 @@ static int produce(struct dlk_dataset *ds, const char *brokers, const char *topi
 		return 1;
 	}
 	for (long i = first; i < first + n && !failed; i++) {
+		if (rate > 0 && (i - first) % 16 == 0) {
+			double due = t0 + (double)(i - first) / rate, now = mono();
+			if (due > now)
+				usleep((useconds_t)((due - now) * 1e6));
+		}
 		dlk_dataset_gather_range(ds, (size_t)(i % (long)ds->n), 1, x);
 		snprintf(key, sizeof(key), "img-%07ld", i);
 		for (;;) {
@@ -158,7 +174,8 @@ int main(int argc, char **argv)
 	if (argc >= 6 && !strcmp(argv[1], "produce")) {
 		if (load(argv[2], &ds))
 			return 1;
-		rc = produce(&ds, argv[3], argv[4], atol(argv[5]), argc > 6 ? atol(argv[6]) : 0);
+		rc = produce(&ds, argv[3], argv[4], atol(argv[5]), argc > 6 ? atol(argv[6]) : 0,
+		             argc > 7 ? atof(argv[7]) : 0);
 	} else if (argc == 5 && !strcmp(argv[1], "expect")) {
 		if (load(argv[2], &ds))
 			return 1;

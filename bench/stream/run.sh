@@ -1,0 +1,153 @@
+#!/bin/sh
+# bench/stream: dlk serve --stream against (a) the broker's own ceiling on this machine, Kafka's
+# ConsumerPerformance and ProducerPerformance moving the same records (N inputs of 3,136 bytes
+# in, N outputs of the output record's size out), and (b) what a user would write instead, a
+# Python consumer (confluent-kafka + ONNX Runtime from PyPI, bench/stream/pyscorer.py) scoring
+# the same MLP exactly once with the same batching.
+#   throughput: N Fashion-MNIST records waiting on a 4-partition topic, each scorer drains them
+#               into its own output topic with its own group; records/s from the first to the
+#               last output record's timestamp
+#   latency:    RATE records/s for SECONDS produced while the scorer runs; input CreateTime to
+#               output CreateTime, p50 and p99
+# Runs alternate (ceiling, dlk, Python) after one warm-up each; medians with min-max.
+# usage: bench/stream/run.sh      (N=50000 PAIRS=3 RATE=1000 SECONDS=10 in the environment)
+set -e
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+N=${N:-50000}
+PAIRS=${PAIRS:-3}
+RATE=${RATE:-1000}
+SECONDS_LAT=${SECONDS:-10}
+MAX_BATCH=${MAX_BATCH:-64}
+out=$top/bench/out/stream
+K=$out/kafka
+PY=$top/.deps/pystream-1/venv/bin/python
+FIX=$top/build/tests/kafka/fmnist_records
+TOOL=$top/tests/kafka/tool
+[ -x "$PY" ] || { echo "error: the Python peer is not installed (run '.ci/deps bench')" >&2; exit 1; }
+[ -x "$FIX" ] || { echo "error: $FIX is not built (make test-unit)" >&2; exit 1; }
+rm -rf "$out"
+mkdir -p "$out"
+pids=""
+cleanup() {
+	for p in $pids; do kill -9 "$p" 2>/dev/null || true; done
+	tests/kafka/down "$K"
+}
+trap cleanup EXIT INT TERM
+
+echo "load before: $(cat /proc/loadavg) on $(nproc) cores"
+KAFKA_HEAP=1g tests/kafka/up "$K"
+B=$(cat "$K/bootstrap")
+topic() { "$TOOL" org.apache.kafka.tools.TopicCommand --bootstrap-server "$B" --create --topic "$1" --partitions "$2" >/dev/null; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+(cd "$out" && cp "$top/examples/mlp/dlk.yaml" . &&
+	"$top/dlk" train --local -q --set training.epochs=1 --set training.threads=1 >train.log 2>&1)
+MODEL=$out/fashion-mlp.dlk
+topic in 4
+topic dlq 1
+"$FIX" produce "$out/dlk.yaml" "$B" in "$N" 2>/dev/null
+OUTSIZE=$(python3 -c 'import json; print(len(json.dumps({"class": 9, "label": "Ankle boot", "score": 0.987654321, "scores": [0.0123456789] * 10, "model": "sha256:" + "0" * 64, "input": {"topic": "in", "partition": 3, "offset": 12345, "key": "img-0012345"}}, separators=(",", ":"))))')
+
+# the span of an output topic's timestamps (ms), as "first last count"
+span() { kcat -C -b "$B" -t "$1" -e -q -X isolation.level=read_committed -f '%T\n' | sort -n | awk 'NR == 1 { a = $1 } { b = $1; n++ } END { print a, b, n }'; }
+rate_of() { set -- $(span "$1"); awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.0f", (n - 1) * 1000 / (b - a) }'; }
+
+# dlk NAME INPUT OUTPUT COUNT: starts dlk serve --stream, waits until COUNT outputs are committed
+run_dlk() {
+	port=$(free_port)
+	topic "$3" 4
+	./dlk serve --local "$MODEL" --stream "kafka://$B/$2" --to "$3" --group "g-$1" --instance x --threads 1 \
+		--max-batch "$MAX_BATCH" --dead-letter dlq --port "$port" -q >"$out/$1.log" 2>&1 &
+	pid=$!
+	pids="$pids $pid"
+	[ -z "${PRODUCE_AFTER_START:-}" ] || { sleep 6; "$FIX" produce "$out/dlk.yaml" "$B" "$2" "$4" 0 "$RATE" 2>/dev/null; }
+	until curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q "^dlk_stream_records_out_total{topic=\"$2\"} $4\$"; do
+		kill -0 $pid 2>/dev/null || { cat "$out/$1.log"; exit 1; }
+		sleep 0.5
+	done
+	kill -TERM $pid
+	wait $pid
+}
+run_py() {
+	topic "$3" 4
+	"$PY" bench/stream/pyscorer.py "$MODEL" "$B" "$2" "$3" "g-$1" "$4" "$MAX_BATCH" 2000 100 1 >"$out/$1.log" 2>&1 &
+	pid=$!
+	pids="$pids $pid"
+	[ -z "${PRODUCE_AFTER_START:-}" ] || { sleep 6; "$FIX" produce "$out/dlk.yaml" "$B" "$2" "$4" 0 "$RATE" 2>/dev/null; }
+	wait $pid || { cat "$out/$1.log"; exit 1; }
+}
+ceiling() {
+	c=$("$TOOL" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$B" --topic in --messages "$N" \
+		--group "perf-$1" 2>/dev/null | tail -1 | awk -F', *' '{ print $NF }')
+	topic "perf-$1" 4
+	p=$("$TOOL" org.apache.kafka.tools.ProducerPerformance --topic "perf-$1" --num-records "$N" --record-size "$OUTSIZE" \
+		--throughput -1 --producer-props bootstrap.servers="$B" acks=all linger.ms=5 enable.idempotence=true 2>/dev/null |
+		tail -1 | sed 's/^[0-9]* records sent, \([0-9.]*\) records\/sec.*/\1/')
+	# consuming the inputs and producing the outputs, one after the other
+	awk -v c="$c" -v p="$p" 'BEGIN { printf "%.0f %.0f %.0f", 1 / (1 / c + 1 / p), c, p }'
+}
+# latency NAME: p50 and p99 (ms) of output CreateTime - input CreateTime for topic lat-NAME
+latency() {
+	kcat -C -b "$B" -t "lat-$1" -e -q -f '%p %o %T\n' >"$out/lat-in-$1"
+	kcat -C -b "$B" -t "lat-out-$1" -e -q -X isolation.level=read_committed -f '%T %s\n' >"$out/lat-out-$1"
+	python3 - "$out/lat-in-$1" "$out/lat-out-$1" <<-\EOF
+	import json, sys
+	t = {}
+	for line in open(sys.argv[1]):
+	    p, o, ts = line.split()
+	    t[(int(p), int(o))] = int(ts)
+	lat = []
+	for line in open(sys.argv[2]):
+	    ts, v = line.split(" ", 1)
+	    r = json.loads(v)["input"]
+	    lat.append(int(ts) - t[(r["partition"], r["offset"])])
+	lat.sort()
+	print(lat[len(lat) // 2], lat[min(len(lat) - 1, int(len(lat) * 0.99))], len(lat))
+	EOF
+}
+median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { printf "%s (%s-%s)", a[int((NR + 1) / 2)], a[1], a[NR] }'; }
+
+echo "records: $N of 3136 bytes (FP32 28x28) on 4 partitions; outputs ~$OUTSIZE bytes; max_batch $MAX_BATCH,"
+echo "  rounds of up to 2000 records or 100 ms, exactly once (transactions); 1 BLAS/ORT thread each"
+echo "peer: python $("$PY" -c 'import sys, confluent_kafka, onnxruntime; print("%d.%d" % sys.version_info[:2], "confluent-kafka", confluent_kafka.__version__, "(librdkafka", confluent_kafka.libversion()[0] + "),", "onnxruntime", onnxruntime.__version__)')"
+echo "warm-up"
+ceiling w >/dev/null
+run_dlk dlk-w in out-dlk-w "$N"
+run_py py-w in out-py-w "$N"
+CEIL="" DLK="" PYR=""
+i=1
+while [ $i -le "$PAIRS" ]; do
+	set -- $(ceiling $i)
+	CEIL="$CEIL $1"
+	run_dlk dlk-$i in out-dlk-$i "$N"
+	d=$(rate_of out-dlk-$i)
+	DLK="$DLK $d"
+	run_py py-$i in out-py-$i "$N"
+	p=$(rate_of out-py-$i)
+	PYR="$PYR $p"
+	echo "pair $i: broker ceiling $1 records/s (consume $2, produce $3), dlk $d, python $p"
+	i=$((i + 1))
+done
+echo "throughput (records/s, median (min-max) of $PAIRS):"
+echo "  broker ceiling $(echo $CEIL | median)"
+echo "  dlk            $(echo $DLK | median)"
+echo "  python         $(echo $PYR | median)"
+c=$(echo $CEIL | median | cut -d" " -f1) d=$(echo $DLK | median | cut -d" " -f1) p=$(echo $PYR | median | cut -d" " -f1)
+awk -v c="$c" -v d="$d" -v p="$p" 'BEGIN { printf "  dlk / python %.1fx (target >= 5x), dlk / broker ceiling %.0f%% (target >= 50%%)\n", d / p, 100 * d / c }'
+
+echo "latency at $RATE records/s for ${SECONDS_LAT}s (ms, input to committed output):"
+LATN=$((RATE * SECONDS_LAT))
+export PRODUCE_AFTER_START=1
+i=1
+while [ $i -le "$PAIRS" ]; do
+	for who in dlk py; do
+		topic "lat-$who$i" 4
+		if [ $who = dlk ]; then run_dlk "$who$i" "lat-$who$i" "lat-out-$who$i" "$LATN"
+		else run_py "$who$i" "lat-$who$i" "lat-out-$who$i" "$LATN"; fi
+		set -- $(latency "$who$i")
+		echo "  $who run $i: p50 $1, p99 $2 ($3 records)"
+	done
+	i=$((i + 1))
+done
+echo "load after: $(cat /proc/loadavg)"
