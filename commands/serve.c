@@ -110,8 +110,16 @@ static int positive_opt(struct dlk_args *args, const char *name, long long max, 
 	return 0;
 }
 
-static int run_stream(struct dlk_ctx *ctx, struct dlk_args *args, const char *bundle)
+/* A flag, else the project file's serving.stream value, else NULL. */
+static const char *pick(struct dlk_args *args, const char *flag, const char *from_spec)
 {
+	return dlk_opt_isset(args, flag) ? dlk_opt_str(args, flag) : from_spec;
+}
+
+static int run_stream(struct dlk_ctx *ctx, struct dlk_args *args, const char *bundle, const struct dlk_project *spec)
+{
+	const struct dlk_stream_spec *ss = spec ? &spec->serving.stream : NULL;
+	const char **props = NULL;
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_stream_config cfg = DLK_STREAM_CONFIG_INIT;
 	struct dlk_net_scorer ns;
@@ -124,37 +132,45 @@ static int run_stream(struct dlk_ctx *ctx, struct dlk_args *args, const char *bu
 	int rc = 0, threads = 0, port = 8080, opened = 0, fmt;
 	pthread_t tid;
 
-	if (dlk_stream_parse_url(dlk_opt_str(args, "stream"), &brokers, &topic, &err))
-		goto fail;
-	if (!dlk_opt_isset(args, "to")) {
+	if (dlk_opt_isset(args, "stream")) {
+		if (dlk_stream_parse_url(dlk_opt_str(args, "stream"), &brokers, &topic, &err))
+			goto fail;
+	} else {
+		brokers = xstrdup(ss->brokers);
+		topic = xstrdup(ss->input);
+	}
+	if (!pick(args, "to", ss ? ss->output : NULL)) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "--stream needs --to TOPIC, the topic the scores go to");
 		goto fail;
 	}
 	cfg.brokers = brokers;
 	cfg.in_topic = topic;
-	cfg.out_topic = dlk_opt_str(args, "to");
-	cfg.dlq_topic = dlk_opt_str(args, "dead-letter");
-	cfg.exactly_once = !dlk_opt_num(args, "at-least-once");
-	if (dlk_opt_isset(args, "group")) {
-		cfg.group = dlk_opt_str(args, "group");
+	cfg.out_topic = pick(args, "to", ss ? ss->output : NULL);
+	cfg.dlq_topic = pick(args, "dead-letter", ss ? ss->dead_letter : NULL);
+	cfg.exactly_once = !dlk_opt_num(args, "at-least-once") && (!ss || ss->exactly_once);
+	if (pick(args, "group", ss ? ss->group : NULL)) {
+		cfg.group = xstrdup(pick(args, "group", ss ? ss->group : NULL));
+	} else if (spec) {
+		cfg.group = xasprintf("dlk-%s", spec->name);
 	} else {
 		/* the bundle's file name without .dlk: replicas of one model share a group */
 		const char *b = strrchr(bundle, '/') ? strrchr(bundle, '/') + 1 : bundle;
 		size_t n = strlen(b) > 4 && !strcmp(b + strlen(b) - 4, ".dlk") ? strlen(b) - 4 : strlen(b);
 		cfg.group = xasprintf("dlk-%.*s", (int)n, b);
 	}
-	if (dlk_opt_isset(args, "instance")) {
-		cfg.instance = dlk_opt_str(args, "instance");
+	if (pick(args, "instance", ss ? ss->instance : NULL)) {
+		cfg.instance = pick(args, "instance", ss ? ss->instance : NULL);
 	} else {
 		/* the pod's name in a cluster, which a restarted container keeps */
 		if (gethostname(host, sizeof(host) - 1) || !host[0])
 			snprintf(host, sizeof(host), "dlk");
 		cfg.instance = host;
 	}
-	fmt = dlk_opt_isset(args, "format") ? dlk_record_format_parse(dlk_opt_str(args, "format")) : DLK_RECORD_RAW;
+	fmt = pick(args, "format", ss ? ss->format : NULL) ?
+		dlk_record_format_parse(pick(args, "format", ss ? ss->format : NULL)) : DLK_RECORD_RAW;
 	cfg.record.format = (enum dlk_record_format)fmt;
-	if (dlk_opt_isset(args, "datatype")) {
-		const char *s = dlk_opt_str(args, "datatype");
+	if (pick(args, "datatype", ss ? ss->datatype : NULL)) {
+		const char *s = pick(args, "datatype", ss ? ss->datatype : NULL);
 		int t = dlk_dtype_parse(s, strlen(s));
 		if (t < 0) {
 			dlk_errf(&err, DLK_EXIT_USAGE, "--datatype '%s': expected FP32, FP64, INT8, UINT8, INT16, UINT16, "
@@ -164,6 +180,10 @@ static int run_stream(struct dlk_ctx *ctx, struct dlk_args *args, const char *bu
 		cfg.record.dtype = (enum dlk_dtype)t;
 	}
 	cfg.record.max_bytes = 64u << 20;
+	if (ss) {
+		cfg.max_records = ss->max_records;
+		cfg.commit_ms = ss->commit_ms;
+	}
 	if (positive_opt(args, "max-batch", 65536, &cfg.max_batch, &err) ||
 	    positive_opt(args, "max-records", 1 << 20, &cfg.max_records, &err) ||
 	    positive_opt(args, "commit-ms", 600000, &cfg.commit_ms, &err))
@@ -178,8 +198,18 @@ static int run_stream(struct dlk_ctx *ctx, struct dlk_args *args, const char *bu
 		}
 		port = (int)p;
 	}
-	cfg.props = dlk_opt(args, "kafka-set")->list;
-	cfg.n_props = dlk_opt(args, "kafka-set")->n_list;
+	/* the project file's properties, then the flags' (the later setting wins) */
+	{
+		const struct dlk_optval *ks = dlk_opt(args, "kafka-set");
+		size_t n = ss ? (size_t)ss->n_properties : 0;
+		props = xcalloc(n + ks->n_list + 1, sizeof(*props));
+		for (size_t i = 0; i < n; i++)
+			props[i] = xasprintf("%s=%s", ss->properties[i].key, ss->properties[i].value);
+		for (size_t i = 0; i < ks->n_list; i++)
+			props[n + i] = xstrdup(ks->list[i]);
+		cfg.props = props;
+		cfg.n_props = n + ks->n_list;
+	}
 	cfg.stop = &stop_flag;
 	cfg.event = on_event;
 	cfg.event_ctx = ctx;
@@ -247,8 +277,10 @@ fail:
 done:
 	if (opened)
 		dlk_net_scorer_close(&ns);
-	if (!dlk_opt_isset(args, "group"))
-		free((char *)cfg.group);
+	free((char *)cfg.group);
+	for (size_t i = 0; props && props[i]; i++)
+		free((char *)props[i]);
+	free(props);
 	free(brokers);
 	free(topic);
 	return rc;
@@ -257,20 +289,28 @@ done:
 static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_project *spec = NULL;
+	int rc;
 
 	if (!dlk_opt_num(args, "local")) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "dlk serve needs --local (serving here)");
 		return dlk_report(ctx, &err);
 	}
-	if (!dlk_opt_isset(args, "stream")) {
+	/* the project file, when there is one, may describe the stream (serving.stream) */
+	if (!access(ctx->file, F_OK) && !(spec = dlk_ctx_load_spec(ctx, &err)))
+		return dlk_report(ctx, &err);
+	if (!dlk_opt_isset(args, "stream") && !(spec && spec->serving.stream.brokers)) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "this build serves streams only: give --stream kafka://BROKERS/TOPIC");
-		return dlk_report(ctx, &err);
+		dlk_err_hint(&err, "or describe the stream in the project file's serving.stream section");
+		rc = dlk_report(ctx, &err);
+	} else if (args->n_pos != 1) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "a stream is scored by one model: give one bundle, not %d", args->n_pos);
+		rc = dlk_report(ctx, &err);
+	} else {
+		rc = run_stream(ctx, args, args->pos[0], spec);
 	}
-	if (args->n_pos != 1) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "--stream scores with one model: give one bundle, not %d", args->n_pos);
-		return dlk_report(ctx, &err);
-	}
-	return run_stream(ctx, args, args->pos[0]);
+	project_free(spec);
+	return rc;
 }
 
 static const struct dlk_option serve_options[] = {

@@ -101,6 +101,38 @@ static int check_sha256(const char *s, char *why, size_t len)
 	return 0;
 }
 
+/* a Kafka topic name: 1 to 249 of [A-Za-z0-9._-], not "." or ".." */
+static int check_topic(const char *s, char *why, size_t len)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > 249 || !strcmp(s, ".") || !strcmp(s, ".."))
+		return snprintf(why, len, "a topic name has 1 to 249 characters and is not '.' or '..'"), -1;
+	if (strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n)
+		return snprintf(why, len, "a topic name has only letters, digits, '.', '_' and '-'"), -1;
+	return 0;
+}
+
+/* Kafka bootstrap brokers: host:port[,host:port...] */
+static int check_brokers(const char *s, char *why, size_t len)
+{
+	const char *p = s;
+
+	do {
+		const char *end = strchr(p, ','), *colon;
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		colon = memrchr(p, ':', n);
+		if (!colon || colon == p || colon + 1 == p + n ||
+		    strspn(colon + 1, "0123456789") != (size_t)(p + n - colon - 1) || p + n - colon - 1 > 5)
+			return snprintf(why, len, "expected host:port[,host:port...]"), -1;
+		for (const char *q = p; q < colon; q++)
+			if ((unsigned char)*q <= ' ' || *q == '/')
+				return snprintf(why, len, "expected host:port[,host:port...]"), -1;
+		p = end ? end + 1 : NULL;
+	} while (p);
+	return 0;
+}
+
 static int check_nonempty(const char *s, char *why, size_t len)
 {
 	if (!*s)
@@ -138,7 +170,7 @@ static const char *const toleration_ops[] = { "Exists", "Equal", NULL };
 static const char *const toleration_effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute", NULL };
 
 /* custom handlers, defined further down */
-static const struct custom c_labels, c_node_selector, c_source, c_classes, c_csv_header, c_input,
+static const struct custom c_kafka_props, c_labels, c_node_selector, c_source, c_classes, c_csv_header, c_input,
 	c_layers, c_tolerations;
 
 static const struct field source_fields[] = {
@@ -258,6 +290,26 @@ static const struct field storage_fields[] = {
 	END
 };
 
+static const char *const stream_formats[] = { "raw", "json", NULL };
+static const char *const stream_datatypes[] = { "FP32", "FP64", "INT8", "UINT8", "INT16", "UINT16", "INT32",
+	"UINT32", "INT64", "UINT64", NULL };
+
+static const struct field stream_fields[] = {
+	FIELD("brokers", struct dlk_stream_spec, F_STR, brokers, .check = check_brokers),
+	FIELD("input", struct dlk_stream_spec, F_STR, input, .check = check_topic),
+	FIELD("output", struct dlk_stream_spec, F_STR, output, .check = check_topic),
+	FIELD("dead_letter", struct dlk_stream_spec, F_STR, dead_letter, .check = check_topic),
+	FIELD("group", struct dlk_stream_spec, F_STR, group, .check = check_nonempty),
+	FIELD("instance", struct dlk_stream_spec, F_STR, instance, .check = check_nonempty),
+	FIELD("exactly_once", struct dlk_stream_spec, F_BOOL, exactly_once, .def = "true"),
+	FIELD("format", struct dlk_stream_spec, F_STR, format, .names = stream_formats, .def = "raw"),
+	FIELD("datatype", struct dlk_stream_spec, F_STR, datatype, .names = stream_datatypes, .def = "FP32"),
+	FIELD("max_records", struct dlk_stream_spec, F_INT, max_records, .min = 1, .max = 1 << 20, .def = "2000"),
+	FIELD("commit_ms", struct dlk_stream_spec, F_INT, commit_ms, .min = 1, .max = 600000, .def = "100"),
+	FIELD("properties", struct dlk_stream_spec, F_CUSTOM, properties, .custom = &c_kafka_props),
+	END
+};
+
 static const struct field serving_fields[] = {
 	FIELD("replicas", struct dlk_serving, F_INT, replicas, .min = 1, .max = 1000, .def = "1"),
 	FIELD("port", struct dlk_serving, F_INT, port, .min = 1, .max = 65535, .def = "8080"),
@@ -265,6 +317,7 @@ static const struct field serving_fields[] = {
 	FIELD("memory", struct dlk_serving, F_STR, memory, .flags = ANY_SCALAR, .check = check_quantity, .def = "1Gi"),
 	FIELD("gpus", struct dlk_serving, F_INT, gpus, .min = 0, .max = 16, .def = "0"),
 	FIELD("min_accuracy", struct dlk_serving, F_DOUBLE, min_accuracy, .min = 0, .max = 1, .def = "0"),
+	FIELD("stream", struct dlk_serving, F_MAP, stream, .sub = stream_fields),
 	END
 };
 
@@ -1074,6 +1127,54 @@ static void node_selector_free(const struct field *f, void *base)
 }
 static const struct custom c_node_selector = { node_selector_parse, node_selector_dump, node_selector_free, kv_subkeys };
 
+/* serving.stream.properties: librdkafka property names (lowercase, digits, '.', '_') to values */
+static void kafka_props_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base,
+                              const char *path)
+{
+	struct dlk_stream_spec *s = base;
+	char p[512], shown[80];
+
+	(void)f;
+	if (val->kind != YN_MAP)
+		return type_problem(c, val, path, "a mapping of librdkafka property names to values");
+	if (val->n > SPEC_MAX_KV) {
+		problem(c, val, path, "has %d entries, more than the limit of %d", val->n, SPEC_MAX_KV);
+		return;
+	}
+	s->properties = xcalloc((size_t)val->n + 1, sizeof(*s->properties));
+	for (int i = 0; i < val->n; i++) {
+		const struct ynode *k = val->keys[i], *v = val->vals[i];
+		join_path(p, sizeof(p), path, k->text);
+		if (duplicate_key(c, val, i, path))
+			continue;
+		shown_text(shown, sizeof(shown), k->text);
+		if (!k->text[0] || strspn(k->text, "abcdefghijklmnopqrstuvwxyz0123456789._") != strlen(k->text)) {
+			problem(c, k, p, "'%s' is not a librdkafka property name (lowercase letters, digits, '.', '_')", shown);
+			continue;
+		}
+		if (v->kind != YN_SCALAR || ynode_is_null(v) || ynode_type(v) == YS_BADTAG || strchr(v->text, '\n')) {
+			type_problem(c, v, p, "a one-line string");
+			continue;
+		}
+		s->properties[s->n_properties].key = xstrdup(k->text);
+		s->properties[s->n_properties].value = xstrdup(v->text);
+		s->n_properties++;
+	}
+}
+static void kafka_props_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_stream_spec *s = base;
+	(void)f, (void)indent;
+	kv_dump(b, s->properties, s->n_properties);
+}
+static void kafka_props_free(const struct field *f, void *base)
+{
+	struct dlk_stream_spec *s = base;
+	(void)f;
+	kv_free(&s->properties, &s->n_properties);
+}
+static const struct custom c_kafka_props = { kafka_props_parse, kafka_props_dump, kafka_props_free, kv_subkeys };
+
 /* data.classes: a list of names */
 static void classes_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
 {
@@ -1493,6 +1594,13 @@ static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode 
 	if (s->storage.storage_class && !s->storage.size)
 		problem(c, pos_or(c, &s->storage.storage_class, GIVEN_VALUE, root), "storage.storage_class",
 		        "storage_class applies only to a volume dlk creates (set size)");
+	if (s->serving.stream.brokers && (!s->serving.stream.input || !s->serving.stream.output))
+		problem(c, pos_or(c, &s->serving.stream.brokers, GIVEN_VALUE, root), "serving.stream",
+		        "a stream needs input and output topics beside brokers");
+	else if (!s->serving.stream.brokers && (s->serving.stream.input || s->serving.stream.output))
+		problem(c, pos_or(c, s->serving.stream.input ? (void *)&s->serving.stream.input :
+		                  (void *)&s->serving.stream.output, GIVEN_VALUE, root), "serving.stream.brokers",
+		        "topics need the brokers that hold them (host:port[,host:port...])");
 	check_shapes(c, &s->model, s->data.n_classes);
 }
 

@@ -143,12 +143,29 @@ struct dlk_storage {
 	char *mount;              /* mount path, default "/checkpoints" */
 };
 
+/* serving.stream: scoring a Kafka topic (dlk serve --stream; see lib/stream/stream.h) */
+struct dlk_stream_spec {
+	char *brokers;            /* host:port[,host:port...]; NULL = no stream */
+	char *input, *output;     /* topics; both required with brokers */
+	char *dead_letter;        /* default INPUT.dlq */
+	char *group;              /* consumer group, default the project's name */
+	char *instance;           /* transactional id suffix, default the host (pod) name */
+	int exactly_once;         /* default true; false = at-least-once */
+	char *format;             /* records without a content-type header: raw (default) or json */
+	char *datatype;           /* raw records without a dlk-datatype header, default FP32 */
+	int max_records;          /* records per transaction, default 2000 */
+	int commit_ms;            /* longest a transaction gathers, default 100 */
+	struct dlk_kv *properties; /* librdkafka properties for both clients */
+	int n_properties;
+};
+
 struct dlk_serving {
 	int replicas;             /* default 1 */
 	int port;                 /* default 8080 */
 	char *cpu, *memory;       /* default "1", "1Gi" */
 	int gpus;                 /* default 0 */
 	double min_accuracy;      /* promote only at or above this test accuracy; default 0 */
+	struct dlk_stream_spec stream;
 };
 
 struct dlk_project {

@@ -95,6 +95,17 @@ static int decode_raw(const struct dlk_record_spec *spec, enum dlk_dtype t, cons
 		return dlk_errf(err, DLK_EXIT_CONFIG,
 		                "raw: %zu bytes, expected %zu (%zu %s values for input %dx%dx%d)", len, want,
 		                spec->input_size, dtype_names[t], spec->shape[0], spec->shape[1], spec->shape[2]);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (t == DLK_DT_FP32) {
+		/* the common case, straight into place; then the same check as below */
+		memcpy(out, p, want);
+		for (size_t i = 0; i < spec->input_size; i++)
+			if (!isfinite(out[i]))
+				return dlk_errf(err, DLK_EXIT_CONFIG, "raw: element %zu (FP32) is %g, not a finite float32",
+				                i, (double)out[i]);
+		return 0;
+	}
+#endif
 	for (size_t i = 0; i < spec->input_size; i++, p += esz) {
 		uint64_t u = 0;
 		double v;

@@ -28,7 +28,7 @@ test_expect_success 'the broker starts (KRaft, loopback) and the topics are crea
 	test -f "$FM/t10k-images-idx3-ubyte.gz" &&
 	"$TEST_ROOT/tests/kafka/up" "$K" && test -s "$K/bootstrap" && kill -0 "$(cat "$K/pid")" &&
 	b=$(cat "$K/bootstrap") &&
-	for t in in:4 out:4 in.dlq:1 bad:1 bad-out:1 bad.dlq:1 alo:2 alo-out:2 alo.dlq:1; do
+	for t in in:4 out:4 in.dlq:1 bad:1 bad-out:1 bad.dlq:1 alo:2 alo-out:2 alo.dlq:1 pf:2 pf-out:2 pf.dlq:1; do
 		"$TEST_ROOT/tests/kafka/tool" org.apache.kafka.tools.TopicCommand --bootstrap-server "$b" \
 			--create --topic "${t%:*}" --partitions "${t#*:}" >/dev/null || exit 1
 	done
@@ -144,6 +144,24 @@ test_expect_success 'at-least-once mode scores every record' '
 	scorer d --stream "kafka://$B/alo" --to alo-out --at-least-once --port 0 &&
 	wait_committed alo-out 3000 120 && stop d &&
 	test "$(committed alo-out)" = 3000
+'
+
+test_expect_success 'the project file describes the stream (serving.stream); flags win over it' '
+	"$FIXTURE" produce "$W/dlk.yaml" "$B" pf 400 &&
+	cp "$W/dlk.yaml" dlk.yaml && cat >>dlk.yaml <<-EOF &&
+	serving:
+	  stream:
+	    brokers: "$B"
+	    input: pf
+	    output: wrong-topic
+	    exactly_once: true
+	    max_records: 100
+	    properties: {client.rack: here}
+	EOF
+	"$DLK" serve --local "$W/fashion-mlp.dlk" --threads 1 --instance f --to pf-out --port 0 >f.log 2>&1 &
+	echo $! >"$W/f.pid" &&
+	wait_committed pf-out 400 120 && stop f &&
+	grep -q "scoring .pf. into .pf-out., group .dlk-fashion-mlp., exactly once" f.log
 '
 
 test_expect_success '/metrics counts records, batches, latency and lag' '
