@@ -10,7 +10,7 @@ DESTDIR ?=
 CC ?= cc
 NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
 
-PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto
+PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto yajl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -35,11 +35,13 @@ LIB_SRC := $(sort $(wildcard lib/*/*.c))
 CMD_SRC := $(sort $(wildcard commands/*.c))
 TEMPLATES := $(sort $(wildcard templates/*.yaml))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 GPU_SRC := $(sort $(wildcard gpu/*.cu))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/templates.o
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/main.o
 UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
+TOOL_BIN := $(TOOL_SRC:%.c=$(BUILD)/%)
 MAN_IN := $(sort $(wildcard man/*.in))
 MAN_OUT := $(MAN_IN:man/%.in=$(BUILD)/man/%)
 COMMANDS = $(shell $(DLK_BIN) __commands 2>/dev/null)
@@ -98,6 +100,12 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libdlk.a
 	@echo "  LD      $@"
 	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
 
+# helper programs the shell tests run (tests/tools/NAME.c -> $(BUILD)/tests/tools/NAME)
+$(BUILD)/tests/tools/%: tests/tools/%.c $(BUILD)/libdlk.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
+
 # Man pages: the prose is in man/*.in, SYNOPSIS and OPTIONS come from the command tables.
 $(BUILD)/man/%: man/%.in $(DLK_BIN)
 	@mkdir -p $(BUILD)/man
@@ -115,7 +123,7 @@ gpu:
 	@echo "no nvcc or no gpu/ sources: the CUDA backend is not built"
 endif
 
-test-unit: $(UNIT_BIN)
+test-unit: $(UNIT_BIN) $(TOOL_BIN)
 
 # Fuzzing (libFuzzer, clang): one target per parser of outside bytes, tests/fuzz/fuzz_NAME.c, with
 # its seed corpus in tests/fuzz/NAME/. `make fuzz` runs each for FUZZ_SECONDS on a copy of the

@@ -1,0 +1,222 @@
+/* dlk serve: the inference server. --local serves bundles on this machine; --worker is what a
+ * serving pod runs. The server itself is lib/serve; this file turns options and the project
+ * file's serving section into its settings, shows its events, and maps SIGTERM to a drain. */
+#include "commands/commands.h"
+#include "commands/ctx.h"
+#include "lib/nn/backend.h"
+#include "lib/nn/gpu.h"
+#include "lib/project/project.h"
+#include "lib/serve/server.h"
+#include "lib/util/mem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct stopper {
+	sigset_t set;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	volatile int sig;        /* the signal that asked us to stop; 0 = none yet */
+	volatile int exiting;    /* set before the SIGUSR1 that ends signal_thread */
+};
+
+/* Signals are blocked in every thread and taken here, so a handler never runs inside the HTTP
+ * or compute threads and the main thread can wait for "stop" like any other event. */
+static void *signal_thread(void *arg)
+{
+	struct stopper *s = arg;
+	int sig = 0;
+
+	while (sigwait(&s->set, &sig) == 0) {
+		if (sig == SIGUSR1) {
+			if (s->exiting)
+				break; /* our own wake-up at exit */
+			continue;
+		}
+		pthread_mutex_lock(&s->mu);
+		int second = s->sig != 0;
+		s->sig = sig;
+		pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+		/* a second Ctrl-C or SIGTERM does not wait for the drain */
+		if (second)
+			_exit(DLK_EXIT_INTERRUPTED);
+	}
+	return NULL;
+}
+
+static void show_event(void *ctx, const char *msg)
+{
+	dlk_info(ctx, "%s", msg);
+}
+
+/* The serving settings: the project file's section when there is a project (-f given, or a
+ * dlk.yaml here), else the defaults; --set serving.KEY=VALUE applies either way. */
+static int serving_settings(struct dlk_ctx *ctx, struct dlk_args *args, int worker, struct dlk_serving *cfg,
+                            struct dlk_project **spec, struct dlk_err *err)
+{
+	struct stat st;
+
+	*spec = NULL;
+	if (worker || dlk_opt_isset(args, "file") || stat(ctx->file, &st) == 0) {
+		*spec = dlk_ctx_load_spec(ctx, err);
+		if (!*spec)
+			return -1;
+		*cfg = (*spec)->serving; /* strings stay owned by the project */
+		return 0;
+	}
+	return project_serving_load(ctx->sets, ctx->n_sets, cfg, err);
+}
+
+static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_serving cfg;
+	struct dlk_project *spec = NULL;
+	struct dlk_server *srv = NULL;
+	struct stopper stop;
+	pthread_t sig_thread;
+	int local = (int)dlk_opt_num(args, "local"), worker = (int)dlk_opt_num(args, "worker");
+	int rc = 0, have_cfg = 0, have_thread = 0, log_fd = -1;
+	const char *log_path = dlk_opt_str(args, "access-log");
+	const char *host = dlk_opt_str(args, "host");
+	long long port = dlk_opt_isset(args, "port") ? dlk_opt_num(args, "port") : -1;
+
+	memset(&cfg, 0, sizeof(cfg));
+	if (local + worker != 1) {
+		dlk_errf(&err, DLK_EXIT_USAGE, local ? "--local and --worker exclude each other"
+		                                     : "deploying a model to the cluster is not available yet");
+		if (!local)
+			dlk_err_hint(&err, "serve bundles on this machine: dlk serve --local MODEL.dlk");
+		return dlk_report(ctx, &err);
+	}
+	if (args->n_pos < 1) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "no model to serve: name one or more bundles (MODEL.dlk or NAME=MODEL.dlk)");
+		return dlk_report(ctx, &err);
+	}
+	if (port < -1 || port > 65535) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--port: expected 0 to 65535, not %lld", port);
+		return dlk_report(ctx, &err);
+	}
+	if (serving_settings(ctx, args, worker, &cfg, &spec, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	have_cfg = !spec;
+	if (log_path) {
+		log_fd = strcmp(log_path, "-") ? open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : STDOUT_FILENO;
+		if (log_fd < 0) {
+			dlk_errf(&err, DLK_EXIT_USAGE, "--access-log: cannot open '%s': %s", log_path, strerror(errno));
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+	} else if (cfg.access_log) {
+		log_fd = STDOUT_FILENO;
+	}
+
+	/* every thread inherits the blocked signals; only signal_thread takes them */
+	memset(&stop, 0, sizeof(stop));
+	sigemptyset(&stop.set);
+	sigaddset(&stop.set, SIGTERM);
+	sigaddset(&stop.set, SIGINT);
+	sigaddset(&stop.set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &stop.set, NULL);
+	pthread_mutex_init(&stop.mu, NULL);
+	pthread_cond_init(&stop.cv, NULL);
+	if (pthread_create(&sig_thread, NULL, signal_thread, &stop) == 0)
+		have_thread = 1;
+
+	/* the CUDA backend when a GPU is here (gpus > 0 in a pod asks for one), else the CPU */
+	struct dlk_err cerr = DLK_ERR_INIT;
+	const struct dlk_backend *be = cfg.gpus > 0 ? dlk_backend_cuda(NULL, &cerr) : NULL;
+	if (cfg.gpus > 0 && !be)
+		dlk_warn(ctx, "serving.gpus is %d but the CUDA backend is unavailable (%s): serving on the CPU", cfg.gpus, cerr.msg);
+	struct dlk_server_opts so = {
+		.cfg = &cfg,
+		.host = host ? host : worker ? NULL : "127.0.0.1",
+		.port = (int)port,
+		.models = args->pos,
+		.n_models = args->n_pos,
+		.access_log_fd = log_fd,
+		.be = be ? be : dlk_backend_cpu(),
+		.version = DLK_VERSION,
+		.event = show_event,
+		.event_ctx = ctx,
+	};
+	srv = dlk_server_new(&so, &err);
+	if (!srv) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	dlk_info(ctx, "listening on http://%s:%d (live; ready once every model is loaded and warmed up)",
+	         so.host ? so.host : "0.0.0.0", dlk_server_port(srv));
+	if (dlk_server_start(srv, &stop.sig, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	pthread_mutex_lock(&stop.mu);
+	while (!stop.sig)
+		pthread_cond_wait(&stop.cv, &stop.mu);
+	pthread_mutex_unlock(&stop.mu);
+	dlk_info(ctx, "%s: draining (readiness fails now; in-flight requests get up to %d s)",
+	         stop.sig == SIGTERM ? "SIGTERM" : "interrupted", cfg.drain_timeout_s);
+	long left = dlk_server_drain(srv, cfg.drain_timeout_s);
+	if (left) {
+		dlk_errf(&err, DLK_EXIT_FAIL, "%ld request%s still unanswered after %d s of draining", left, left == 1 ? "" : "s",
+		         cfg.drain_timeout_s);
+		dlk_err_hint(&err, "raise serving.drain_timeout_s (and the pod's terminationGracePeriodSeconds)");
+		rc = dlk_report(ctx, &err);
+	} else {
+		dlk_info(ctx, "drained: every request answered");
+	}
+out:
+	dlk_server_free(srv);
+	if (have_thread) {
+		stop.exiting = 1;
+		pthread_kill(sig_thread, SIGUSR1);
+		pthread_join(sig_thread, NULL);
+		pthread_mutex_destroy(&stop.mu);
+		pthread_cond_destroy(&stop.cv);
+	}
+	if (log_fd >= 0 && log_fd != STDOUT_FILENO)
+		close(log_fd);
+	if (have_cfg)
+		project_serving_release(&cfg);
+	project_free(spec);
+	return rc;
+}
+
+static const struct dlk_option serve_options[] = {
+	{ OPT_BOOL, 0, "local", NULL, "serve the bundles on this machine", COMPLETE_NONE, NULL, NULL },
+	{ OPT_BOOL, 0, "worker", NULL, "be a serving pod (what the rendered Deployment runs)", COMPLETE_NONE, NULL, NULL },
+	{ OPT_STRING, 0, "host", "ADDR", "the address to listen on", COMPLETE_NONE, NULL, "127.0.0.1 with --local, every address with --worker" },
+	{ OPT_INT, 0, "port", "N", "the port to listen on (0: any free port, shown when listening)", COMPLETE_NONE, NULL, "serving.port, 8080" },
+	{ OPT_STRING, 0, "access-log", "FILE", "append one line per request to FILE ('-': standard output)", COMPLETE_FILE, NULL, NULL },
+	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },
+};
+
+const struct dlk_command_def dlk_cmd_serve = {
+	.name = "serve",
+	.summary = "serve trained models over HTTP: KServe V2 (binary tensors, classification) and TF Serving REST",
+	.usage = "MODEL.dlk|NAME=MODEL.dlk...",
+	.description = "Serve model bundles over HTTP on this machine (--local) or as a serving pod (--worker):\n"
+	               "the KServe V2 inference protocol with binary tensors and classification, TensorFlow\n"
+	               "Serving's REST API and Prometheus /metrics, with dynamic batching. Settings come from\n"
+	               "the project file's serving section (when there is one) and --set serving.KEY=VALUE.\n"
+	               "SIGTERM drains: readiness fails, in-flight requests finish, then dlk exits 0.",
+	.options = serve_options,
+	.min_pos = 0,
+	.max_pos = -1,
+	.complete_pos = COMPLETE_FILE,
+	.run = run_serve,
+	.examples = "  $ dlk serve --local fashion.dlk\n"
+	            "  $ dlk serve --local --port 9000 mlp=mlp.dlk cnn=cnn.dlk\n"
+	            "  $ dlk serve --local fashion.dlk --set serving.max_batch=32 --set serving.max_delay_us=500\n"
+	            "  $ dlk serve --local fashion.dlk --access-log -\n",
+};
