@@ -10,7 +10,7 @@ DESTDIR ?=
 CC ?= cc
 NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
 
-PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto rdkafka
+PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto yajl rdkafka
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -35,8 +35,7 @@ LIB_SRC := $(sort $(wildcard lib/*/*.c))
 CMD_SRC := $(sort $(wildcard commands/*.c))
 TEMPLATES := $(sort $(wildcard templates/*.yaml))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
-# programs the shell tests and benchmarks run (fixtures), built like the unit tests
-TOOL_SRC := $(sort $(wildcard tests/kafka/*.c))
+TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 GPU_SRC := $(sort $(wildcard gpu/*.cu))
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/templates.o
@@ -101,7 +100,8 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libdlk.a
 	@echo "  LD      $@"
 	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
 
-$(BUILD)/tests/kafka/%: tests/kafka/%.c $(BUILD)/libdlk.a
+# helper programs the shell tests run (tests/tools/NAME.c -> $(BUILD)/tests/tools/NAME)
+$(BUILD)/tests/tools/%: tests/tools/%.c $(BUILD)/libdlk.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
 	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)

@@ -13,7 +13,7 @@
 #define DLK_COMMAND_LIST(X)                                                                       \
 	X(init, "create a project: a commented dlk.yaml, optionally the templates", 0)            \
 	X(train, "train a model: submit the job to the cluster, show it, run it here, or be its worker", 0) \
-	X(serve, "serve a model: score a Kafka topic into another, here", 0)                      \
+	X(serve, "serve trained models over HTTP (KServe V2, TF Serving REST) or on a Kafka topic", 0) \
 	X(status, "show dlk jobs: state, workers, GPUs, progress; or one job in detail", 0)        \
 	X(logs, "show the logs of a job's workers, merged, each line tagged with its rank", 0)    \
 	X(delete, "delete jobs and everything dlk created for them", 0)                           \

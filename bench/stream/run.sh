@@ -22,7 +22,7 @@ MAX_BATCH=${MAX_BATCH:-64}
 out=$top/bench/out/stream
 K=$out/kafka
 PY=$top/.deps/pystream-1/venv/bin/python
-FIX=$top/build/tests/kafka/fmnist_records
+FIX=$top/build/tests/tools/fmnist_records
 TOOL=$top/tests/kafka/tool
 [ -x "$PY" ] || { echo "error: the Python peer is not installed (run '.ci/deps bench')" >&2; exit 1; }
 [ -x "$FIX" ] || { echo "error: $FIX is not built (make test-unit)" >&2; exit 1; }

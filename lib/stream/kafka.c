@@ -378,7 +378,7 @@ static void gather(struct run *r, rd_kafka_message_t *msg)
 	it->row = -1;
 	it->error = NULL;
 	if (dlk_record_decode(&r->cfg->record, msg->payload, msg->len, ct, ctl, dt, dtl,
-	                      r->x + (size_t)r->n_rows * r->sc->input_size, &e))
+	                      r->x + (size_t)r->n_rows * r->sc->sig->in_size, &e))
 		it->error = xstrdup(e.msg);
 	else
 		it->row = r->n_rows++;
@@ -392,16 +392,12 @@ static void gather(struct run *r, rd_kafka_message_t *msg)
 
 static int score_round(struct run *r, struct dlk_err *err)
 {
-	for (int i = 0; i < r->n_rows; i += r->cfg->max_batch) {
-		int n = r->n_rows - i < r->cfg->max_batch ? r->n_rows - i : r->cfg->max_batch;
-		if (r->sc->score(r->sc->ctx, r->x + (size_t)i * r->sc->input_size, n,
-		                 r->logits + (size_t)i * r->sc->n_classes, err))
-			return -1;
-		pthread_mutex_lock(&r->m->lock);
-		dlk_stream_hist_observe(&r->m->batch, n);
-		pthread_mutex_unlock(&r->m->lock);
-	}
-	return 0;
+	pthread_mutex_lock(&r->m->lock);
+	dlk_stream_hist_observe(&r->m->round, r->n_items);
+	pthread_mutex_unlock(&r->m->lock);
+	if (!r->n_rows)
+		return 0;
+	return r->sc->score(r->sc->ctx, r->x, r->n_rows, r->logits, err);
 }
 
 /* Queues one record on the producer, waiting while its queue is full. */
@@ -434,8 +430,8 @@ static rd_kafka_resp_err_t produce_round(struct run *r)
 		if (it->row >= 0) {
 			struct dlk_record_origin o = { r->cfg->in_topic, msg->partition, msg->offset, msg->key, msg->key_len };
 			dlk_buf_reset(&b);
-			dlk_record_encode(&b, r->logits + (size_t)it->row * r->sc->n_classes, r->sc->n_classes,
-			                  r->sc->classes, r->sc->digest, &o);
+			dlk_record_encode(&b, r->logits + (size_t)it->row * r->sc->sig->n_classes, r->sc->sig->n_classes,
+			                  r->sc->sig->classes, r->sc->digest, &o);
 			e = produce(r, r->cfg->out_topic, msg->key, msg->key_len, b.data, b.len, NULL);
 		} else {
 			/* the record as it came (key, value, headers), and why it was refused */
@@ -670,17 +666,16 @@ int dlk_stream_run(const struct dlk_stream_config *cfg, const struct dlk_stream_
 	struct run r = { .cfg = cfg, .sc = sc, .m = m };
 	int rc = -1;
 
-	if (cfg->max_records < 1 || cfg->max_batch < 1 || cfg->commit_ms < 1)
-		return dlk_errf(err, DLK_EXIT_USAGE, "stream: max_records, max_batch and commit_ms must be positive");
-	if (cfg->record.input_size != sc->input_size)
-		return dlk_errf(err, DLK_EXIT_CONFIG, "stream: records of %zu values for a model of %zu",
-		                cfg->record.input_size, sc->input_size);
+	if (cfg->max_records < 1 || cfg->commit_ms < 1)
+		return dlk_errf(err, DLK_EXIT_USAGE, "stream: max_records and commit_ms must be positive");
+	if (cfg->record.sig != sc->sig)
+		return dlk_errf(err, DLK_EXIT_USAGE, "stream: records are decoded for another model than the scorer's");
 	r.dlq = cfg->dlq_topic ? xstrdup(cfg->dlq_topic) : xasprintf("%s.dlq", cfg->in_topic);
 	r.txn_id = xasprintf("%s-%s", cfg->group, cfg->instance);
 	r.items = xcalloc((size_t)cfg->max_records, sizeof(*r.items));
 	r.spans = xcalloc((size_t)cfg->max_records, sizeof(*r.spans));
-	r.x = xmalloc(sizeof(float) * (size_t)cfg->max_records * sc->input_size);
-	r.logits = xmalloc(sizeof(float) * (size_t)cfg->max_records * (size_t)sc->n_classes);
+	r.x = xmalloc(sizeof(float) * (size_t)cfg->max_records * sc->sig->in_size);
+	r.logits = xmalloc(sizeof(float) * (size_t)cfg->max_records * (size_t)sc->sig->n_classes);
 	if (setup(&r, err))
 		goto out;
 	event(&r, 0, "scoring '%s' into '%s' (dead letters: '%s'), group '%s', %s as '%s'", cfg->in_topic,

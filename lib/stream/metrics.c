@@ -13,13 +13,13 @@ static void hist_init(struct dlk_stream_hist *h, const double *le, int n)
 
 void dlk_stream_metrics_init(struct dlk_stream_metrics *m, const char *topic)
 {
-	static const double batch_le[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024 };
+	static const double round_le[] = { 1, 4, 16, 64, 256, 1024, 2048, 4096, 16384, 65536 };
 	static const double lat_le[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30 };
 
 	memset(m, 0, sizeof(*m));
 	pthread_mutex_init(&m->lock, NULL);
 	snprintf(m->topic, sizeof(m->topic), "%s", topic);
-	hist_init(&m->batch, batch_le, (int)(sizeof(batch_le) / sizeof(batch_le[0])));
+	hist_init(&m->round, round_le, (int)(sizeof(round_le) / sizeof(round_le[0])));
 	hist_init(&m->latency, lat_le, (int)(sizeof(lat_le) / sizeof(lat_le[0])));
 }
 
@@ -107,7 +107,7 @@ void dlk_stream_metrics_write(struct dlk_stream_metrics *m, struct dlk_buf *b)
 		add_label(b, m->topic);
 		dlk_buf_addf(b, "\",partition=\"%d\"} %lld\n", (int)m->lag[i].partition, (long long)m->lag[i].lag);
 	}
-	write_hist(b, "dlk_stream_batch_size", "Examples per forward pass.", m->topic, &m->batch);
+	write_hist(b, "dlk_stream_round_records", "Records per round (one transaction).", m->topic, &m->round);
 	write_hist(b, "dlk_stream_latency_seconds",
 	           "From the input record's timestamp to its output's commit.", m->topic, &m->latency);
 	pthread_mutex_unlock(&m->lock);

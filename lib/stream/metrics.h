@@ -1,5 +1,7 @@
 /* The stream's Prometheus metrics: counters, per-partition lag, and histograms (not summaries, so
- * quantiles aggregate across replicas) of batch sizes and end-to-end latency. Updated by the
+ * quantiles aggregate across replicas) of records per round and end-to-end latency. The forward
+ * passes' batch sizes are the server's (dlk_inference_batch_size): stream records and HTTP
+ * requests share the batcher. Updated by the
  * stream's thread, read by whatever serves /metrics; a mutex keeps the two apart. */
 #ifndef DLK_STREAM_METRICS_H
 #define DLK_STREAM_METRICS_H
@@ -30,7 +32,7 @@ struct dlk_stream_metrics {
 	char topic[256];                /* the input topic (a label) */
 	uint64_t records_in, records_out, records_failed;
 	uint64_t txn_commit, txn_abort, rebalances;
-	struct dlk_stream_hist batch, latency;
+	struct dlk_stream_hist round, latency;
 	struct dlk_stream_lag lag[DLK_STREAM_MAX_LAG];
 	int n_lag;
 };

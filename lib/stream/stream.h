@@ -27,15 +27,13 @@
 #include "lib/stream/record.h"
 #include "lib/util/err.h"
 
-/* What scores: the model behind the batcher. score() takes n examples (x: n * input_size floats)
- * and writes n * n_classes logits; it may block, it is called from the stream's thread only. */
+/* What scores: the model behind the server's batcher. score() takes n examples (x: n * in_size
+ * network inputs) and writes n * n_classes logits; it blocks until they are done, and is called
+ * from the stream's thread only. */
 struct dlk_stream_scorer {
 	int (*score)(void *ctx, const float *x, int n, float *logits, struct dlk_err *err);
 	void *ctx;
-	size_t input_size;
-	int shape[3];
-	int n_classes;
-	char *const *classes;     /* n_classes names or NULL */
+	const struct dlk_serve_sig *sig; /* input size and scaling, classes */
 	const char *digest;       /* "sha256:HEX" of the model's weights */
 };
 
@@ -54,7 +52,6 @@ struct dlk_stream_config {
 	struct dlk_record_spec record;
 	int max_records;              /* most records in one round (transaction) */
 	int commit_ms;                /* longest a round gathers before it commits */
-	int max_batch;                /* most examples in one score() call */
 	int transaction_timeout_ms;   /* how long the broker keeps a dead replica's transaction open */
 	const char *const *props;     /* extra librdkafka properties "name=value", both clients */
 	size_t n_props;
@@ -64,7 +61,7 @@ struct dlk_stream_config {
 	void *event_ctx;
 };
 #define DLK_STREAM_CONFIG_INIT { .exactly_once = 1, .max_records = 2000, .commit_ms = 100, \
-	.max_batch = 64, .transaction_timeout_ms = 10000 }
+	.transaction_timeout_ms = 10000 }
 
 /* Runs until *stop (returns 0) or an error that retrying cannot cure (returns -1 with a message;
  * code DLK_EXIT_CONNECT when the brokers cannot be reached or refuse, DLK_EXIT_CONFIG when the

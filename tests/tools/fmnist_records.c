@@ -1,14 +1,14 @@
-/* Test fixture for the stream tests and bench/stream (built as build/tests/kafka/fmnist_records):
+/* Test fixture for the stream tests and bench/stream (built as build/tests/tools/fmnist_records):
  *   fmnist_records produce PROJECT BROKERS TOPIC N [FIRST [RATE]]
  *       produces N records to TOPIC: record i (from FIRST, default 0) has the key "img-%07d" and as
- *       value the FP32 bytes of test image i % 10000, scaled as the project's training scales it;
- *       at RATE records a second when given (paced every 10 ms), else as fast as the broker takes
+ *       value the raw pixels of test image i % 10000 (784 bytes, header dlk-datatype: UINT8; the
+ *       scorer scales them as training did); at RATE records a second when given, else as fast as
+ *       the broker takes them
  *   fmnist_records expect PROJECT BUNDLE N
  *       prints "KEY CLASS" for those N records, from dlk's in-process forward pass of the bundle
- *   fmnist_records file PROJECT OUT
- *       writes the 10,000 scaled images, one after another (FP32), for peers that read a file
  * PROJECT is a dlk.yaml whose data.test is Fashion-MNIST's test split. */
 #include <librdkafka/rdkafka.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,8 +63,12 @@ static int produce(struct dlk_dataset *ds, const char *brokers, const char *topi
 	double t0 = mono();
 	char errstr[512], key[32];
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	float *x = xmalloc(sizeof(float) * ds->sample_size);
 	int failed = 0;
+
+	if (ds->storage != DLK_STORE_U8) {
+		fprintf(stderr, "fmnist_records: the test images are not 8-bit\n");
+		return 1;
+	}
 
 	if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof(errstr)) ||
 	    rd_kafka_conf_set(conf, "enable.idempotence", "true", errstr, sizeof(errstr)) ||
@@ -85,11 +89,12 @@ static int produce(struct dlk_dataset *ds, const char *brokers, const char *topi
 			if (due > now)
 				usleep((useconds_t)((due - now) * 1e6));
 		}
-		dlk_dataset_gather_range(ds, (size_t)(i % (long)ds->n), 1, x);
+		const uint8_t *x = ds->x8 + (size_t)(i % (long)ds->n) * ds->sample_size;
 		snprintf(key, sizeof(key), "img-%07ld", i);
 		for (;;) {
 			rd_kafka_resp_err_t e = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, strlen(key)),
-			                                          RD_KAFKA_V_VALUE(x, sizeof(float) * ds->sample_size),
+			                                          RD_KAFKA_V_VALUE((void *)x, ds->sample_size),
+			                                          RD_KAFKA_V_HEADER("dlk-datatype", "UINT8", 5),
 			                                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
 			if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
 				rd_kafka_poll(rk, 50);
@@ -106,7 +111,6 @@ static int produce(struct dlk_dataset *ds, const char *brokers, const char *topi
 	if (rd_kafka_flush(rk, 60000))
 		failed = 1;
 	rd_kafka_destroy(rk);
-	free(x);
 	return failed;
 }
 
@@ -151,21 +155,6 @@ out:
 	return rc;
 }
 
-static int file(struct dlk_dataset *ds, const char *out)
-{
-	FILE *f = fopen(out, "wb");
-	float *x = xmalloc(sizeof(float) * ds->sample_size * ds->n);
-
-	dlk_dataset_gather_range(ds, 0, ds->n, x);
-	if (!f || fwrite(x, sizeof(float) * ds->sample_size, ds->n, f) != ds->n || fclose(f)) {
-		fprintf(stderr, "fmnist_records: cannot write %s\n", out);
-		free(x);
-		return 1;
-	}
-	free(x);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	struct dlk_dataset ds = DLK_DATASET_INIT;
@@ -180,14 +169,9 @@ int main(int argc, char **argv)
 		if (load(argv[2], &ds))
 			return 1;
 		rc = expect(&ds, argv[3], atol(argv[4]));
-	} else if (argc == 4 && !strcmp(argv[1], "file")) {
-		if (load(argv[2], &ds))
-			return 1;
-		rc = file(&ds, argv[3]);
 	} else {
 		fprintf(stderr, "usage: fmnist_records produce PROJECT BROKERS TOPIC N [FIRST]\n"
-		                "       fmnist_records expect PROJECT BUNDLE N\n"
-		                "       fmnist_records file PROJECT OUT\n");
+		                "       fmnist_records expect PROJECT BUNDLE N\n");
 		return 2;
 	}
 	dlk_dataset_release(&ds);
