@@ -2,7 +2,8 @@
 Kafka client (librdkafka underneath) and ONNX Runtime, scoring a dlk bundle's MLP exported to
 ONNX, exactly once like dlk (transactional producer, offsets sent in the transaction), records
 gathered up to MAX_RECORDS or COMMIT_MS and run in forward passes of MAX_BATCH rows, the same
-output record as dlk's. Stops when TOTAL records were scored.
+output record as dlk's. Records hold raw UINT8 pixels, scaled as the bundle's training scaled them
+(model.json's input_scaling), as dlk does. Stops when TOTAL records were scored.
 
 usage: pyscorer.py BUNDLE BROKERS IN OUT GROUP TOTAL MAX_BATCH [MAX_RECORDS COMMIT_MS THREADS]"""
 import json
@@ -68,6 +69,8 @@ def main():
     so.inter_op_num_threads = 1
     sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
     classes = meta.get("classes")
+    sc = meta.get("input_scaling", {"scale": 1.0, "mean": 0.0, "std": 1.0})
+    scale, mean, std = np.float32(sc["scale"]), np.float32(sc["mean"]), np.float32(sc["std"])
     digest = "sha256:" + meta["weights"]["sha256"] if isinstance(meta.get("weights"), dict) else ""
     c = Consumer({"bootstrap.servers": brokers, "group.id": group, "enable.auto.commit": False,
                   "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
@@ -80,7 +83,8 @@ def main():
         msgs = [m for m in msgs if not m.error()]
         if not msgs:
             continue
-        x = np.frombuffer(b"".join(m.value() for m in msgs), dtype="<f4").reshape(-1, size)
+        raw = np.frombuffer(b"".join(m.value() for m in msgs), dtype=np.uint8).reshape(-1, size)
+        x = (raw.astype(np.float32) * scale - mean) / std
         logits = np.concatenate([sess.run(None, {"x": x[i:i + max_batch]})[0]
                                  for i in range(0, len(x), max_batch)])
         z = np.exp(logits - logits.max(axis=1, keepdims=True))

@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/stream: dlk serve --stream against (a) the broker's own ceiling on this machine, Kafka's
-# ConsumerPerformance and ProducerPerformance moving the same records (N inputs of 3,136 bytes
-# in, N outputs of the output record's size out), and (b) what a user would write instead, a
+# ConsumerPerformance and ProducerPerformance moving the same records (N inputs of 784 bytes,
+# raw UINT8 pixels, in; N outputs of the output record's size out), and (b) what a user would
+# write instead, a
 # Python consumer (confluent-kafka + ONNX Runtime from PyPI, bench/stream/pyscorer.py) scoring
 # the same MLP exactly once with the same batching.
 #   throughput: N Fashion-MNIST records waiting on a 4-partition topic, each scorer drains them
@@ -57,8 +58,8 @@ rate_of() { set -- $(span "$1"); awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { prin
 run_dlk() {
 	port=$(free_port)
 	topic "$3" 4
-	./dlk serve --local "$MODEL" --stream "kafka://$B/$2" --to "$3" --group "g-$1" --instance x --threads 1 \
-		--max-batch "$MAX_BATCH" --dead-letter dlq --port "$port" -q >"$out/$1.log" 2>&1 &
+	./dlk serve --local "$MODEL" --stream "kafka://$B/$2" --to "$3" --group "g-$1" --instance x \
+		--set serving.max_batch="$MAX_BATCH" --dead-letter dlq --port "$port" -q >"$out/$1.log" 2>&1 &
 	pid=$!
 	pids="$pids $pid"
 	[ -z "${PRODUCE_AFTER_START:-}" ] || { sleep 6; "$FIX" produce "$out/dlk.yaml" "$B" "$2" "$4" 0 "$RATE" 2>/dev/null; }
@@ -71,7 +72,8 @@ run_dlk() {
 }
 run_py() {
 	topic "$3" 4
-	"$PY" bench/stream/pyscorer.py "$MODEL" "$B" "$2" "$3" "g-$1" "$4" "$MAX_BATCH" 2000 100 1 >"$out/$1.log" 2>&1 &
+	"$PY" bench/stream/pyscorer.py "$MODEL" "$B" "$2" "$3" "g-$1" "$4" "$MAX_BATCH" 2000 100 "$PY_THREADS" \
+		>"$out/$1.log" 2>&1 &
 	pid=$!
 	pids="$pids $pid"
 	[ -z "${PRODUCE_AFTER_START:-}" ] || { sleep 6; "$FIX" produce "$out/dlk.yaml" "$B" "$2" "$4" 0 "$RATE" 2>/dev/null; }
@@ -108,13 +110,21 @@ latency() {
 }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { printf "%s (%s-%s)", a[int((NR + 1) / 2)], a[1], a[NR] }'; }
 
-echo "records: $N of 3136 bytes (FP32 28x28) on 4 partitions; outputs ~$OUTSIZE bytes; max_batch $MAX_BATCH,"
-echo "  rounds of up to 2000 records or 100 ms, exactly once (transactions); 1 BLAS/ORT thread each"
+echo "records: $N of 784 bytes (UINT8 28x28) on 4 partitions; outputs ~$OUTSIZE bytes; max_batch $MAX_BATCH,"
+echo "  rounds of up to 2000 records or 100 ms, exactly once (transactions)"
+echo "dlk: $(./dlk version | head -1), its defaults: one compute worker per core, 1 BLAS thread each"
 echo "peer: python $("$PY" -c 'import sys, confluent_kafka, onnxruntime; print("%d.%d" % sys.version_info[:2], "confluent-kafka", confluent_kafka.__version__, "(librdkafka", confluent_kafka.libversion()[0] + "),", "onnxruntime", onnxruntime.__version__)')"
-echo "warm-up"
+echo "warm-up; the Python peer's best ONNX Runtime thread count (1 or 2):"
 ceiling w >/dev/null
 run_dlk dlk-w in out-dlk-w "$N"
-run_py py-w in out-py-w "$N"
+PY_THREADS=1
+run_py py-w1 in out-py-w1 "$N"
+r1=$(rate_of out-py-w1)
+PY_THREADS=2
+run_py py-w2 in out-py-w2 "$N"
+r2=$(rate_of out-py-w2)
+if [ "$r2" -gt "$r1" ]; then PY_THREADS=2; else PY_THREADS=1; fi
+echo "  1 thread $r1 records/s, 2 threads $r2: the peer runs with $PY_THREADS (intra_op_num_threads)"
 CEIL="" DLK="" PYR=""
 i=1
 while [ $i -le "$PAIRS" ]; do

@@ -1,8 +1,14 @@
 /* dlk_stream_run(): the consume-score-produce loop on librdkafka. See stream.h for the contract;
- * the comments here say why each step is where it is. */
+ * the comments here say why each step is where it is.
+ *
+ * Two threads: the stream's thread gathers and scores round k+1 while the committer thread
+ * produces and commits round k (a transaction spends most of its time waiting for the broker,
+ * scoring spends it computing). They meet between rounds: round k+1 is handed over only once
+ * round k is settled, and when round k was aborted, both rounds' records are read again. */
 #include "lib/stream/stream.h"
 
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,22 +31,39 @@ struct span {
 	int64_t first, next;
 };
 
-struct run {
-	const struct dlk_stream_config *cfg;
-	const struct dlk_stream_scorer *sc;
-	struct dlk_stream_metrics *m;
-	rd_kafka_t *cons, *prod;
+/* one round: the records gathered, their network inputs and logits */
+struct round {
 	struct item *items;
 	int n_items;
 	int n_rows;
 	float *x, *logits;
 	struct span *spans;
 	int n_spans;
-	int dropped;             /* a rebalance took partitions while the round gathered */
-	int delivery_failed;     /* at-least-once: deliveries that failed in this round */
+};
+
+struct run {
+	const struct dlk_stream_config *cfg;
+	const struct dlk_stream_scorer *sc;
+	struct dlk_stream_metrics *m;
+	rd_kafka_t *cons, *prod;
+	struct round rounds[2];
+	struct round *cur;       /* the round being gathered and scored (stream's thread) */
+	int dropped;             /* a rebalance took partitions while cur gathered */
+	int delivery_failed;     /* at-least-once: deliveries that failed in the round */
 	char delivery_error[256];
 	char *dlq;
 	char *txn_id;
+	/* the committer thread and what it was handed */
+	pthread_t committer;
+	int committer_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct round *handed;    /* given to the committer; NULL when it is idle */
+	struct round *prev;      /* the last round handed over, until settled */
+	int result;              /* of prev: 0 committed, 1 aborted (read again), -1 fatal */
+	struct dlk_err cerr;     /* with result -1 */
+	int quit;
+	int fatal;               /* a rebalance settled prev and found a fatal error (in cerr) */
 };
 
 static void event(struct run *r, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -161,38 +184,45 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opaque)
 	}
 }
 
-static int span_index(struct run *r, int32_t partition)
+static int span_index(const struct round *rd, int32_t partition)
 {
-	for (int i = 0; i < r->n_spans; i++)
-		if (r->spans[i].partition == partition)
+	for (int i = 0; i < rd->n_spans; i++)
+		if (rd->spans[i].partition == partition)
 			return i;
 	return -1;
 }
 
-static void round_free(struct run *r)
+static void round_free(struct round *rd)
 {
-	for (int i = 0; i < r->n_items; i++) {
-		rd_kafka_message_destroy(r->items[i].msg);
-		free(r->items[i].error);
+	for (int i = 0; i < rd->n_items; i++) {
+		rd_kafka_message_destroy(rd->items[i].msg);
+		free(rd->items[i].error);
 	}
-	r->n_items = r->n_rows = r->n_spans = 0;
-	r->dropped = 0;
+	rd->n_items = rd->n_rows = rd->n_spans = 0;
 }
 
-/* Seeks every partition of the round back to its first offset, so its records come again. */
-static int rewind_round(struct run *r, const rd_kafka_topic_partition_list_t *except, struct dlk_err *err)
+/* Seeks every partition of the rounds a and b (either may be NULL) back to the first offset
+ * either read from it, so their records come again. */
+static int rewind_rounds(struct run *r, const struct round *a, const struct round *b, struct dlk_err *err)
 {
-	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(r->n_spans ? r->n_spans : 1);
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(8);
 	rd_kafka_error_t *e;
 	int rc = 0;
 
-	for (int i = 0; i < r->n_spans; i++) {
-		if (except && rd_kafka_topic_partition_list_find(except, r->cfg->in_topic, r->spans[i].partition))
-			continue;
-		rd_kafka_topic_partition_list_add(l, r->cfg->in_topic, r->spans[i].partition)->offset = r->spans[i].first;
+	for (int k = 0; k < 2; k++) {
+		const struct round *rd = k ? b : a;
+		for (int i = 0; rd && i < rd->n_spans; i++) {
+			rd_kafka_topic_partition_t *p =
+				rd_kafka_topic_partition_list_find(l, r->cfg->in_topic, rd->spans[i].partition);
+			if (!p)
+				rd_kafka_topic_partition_list_add(l, r->cfg->in_topic, rd->spans[i].partition)->offset =
+					rd->spans[i].first;
+			else if (rd->spans[i].first < p->offset)
+				p->offset = rd->spans[i].first;
+		}
 	}
 	if (l->cnt && (e = rd_kafka_seek_partitions(r->cons, l, TIMEOUT_MS))) {
-		rc = dlk_errf(err, DLK_EXIT_CONNECT, "cannot rewind '%s' to the round's first offsets: %s",
+		rc = dlk_errf(err, DLK_EXIT_CONNECT, "cannot rewind '%s' to the rounds' first offsets: %s",
 		              r->cfg->in_topic, rd_kafka_error_string(e));
 		rd_kafka_error_destroy(e);
 	}
@@ -214,13 +244,13 @@ static void list_partitions(const rd_kafka_topic_partition_list_t *parts, char *
 		j += (size_t)snprintf(buf + j, len - j, "%s%d", i ? "," : "", (int)parts->elems[i].partition);
 }
 
+static int settle(struct run *r, int rewind, struct dlk_err *err);
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t *parts,
                          void *opaque)
 {
 	struct run *r = opaque;
-	int coop = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
 	char list[512];
-	rd_kafka_error_t *error = NULL;
 
 	list_partitions(parts, list, sizeof(list));
 	pthread_mutex_lock(&r->m->lock);
@@ -228,31 +258,20 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t e, rd_kafka_topic_p
 	pthread_mutex_unlock(&r->m->lock);
 	if (e == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
 		event(r, 0, "assigned '%s' partitions %s", r->cfg->in_topic, list);
-		if (coop)
-			error = rd_kafka_incremental_assign(rk, parts);
-		else
-			rd_kafka_assign(rk, parts);
+		rd_kafka_assign(rk, parts);
 	} else {
+		/* The eager protocol takes every partition away. The round the committer has settles
+		 * first, under the generation that read it (aborted, its offsets stay uncommitted and the
+		 * new owner reads its records). Nothing of the round being gathered is produced yet, so
+		 * dropping it loses nothing. */
 		event(r, 0, "revoked '%s' partitions %s%s", r->cfg->in_topic, list,
-		      r->n_items ? " (the records gathered for the open round are dropped: their new owner "
-		                   "scores them)" : "");
-		/* Nothing of the round is produced yet (producing comes after gathering), so dropping it
-		 * loses nothing: the offsets are not committed. Partitions kept (cooperative protocol)
-		 * are rewound so their records come again. */
-		if (r->n_items) {
-			struct dlk_err err = DLK_ERR_INIT;
-			if (coop && rewind_round(r, parts, &err))
-				event(r, 1, "%s", err.msg);
+		      r->cur && r->cur->n_items ? " (the records gathered for the open round are dropped: their new "
+		                                  "owner scores them)" : "");
+		if (settle(r, 0, &r->cerr) < 0)
+			r->fatal = 1;
+		if (r->cur && r->cur->n_items)
 			r->dropped = 1;
-		}
-		if (coop)
-			error = rd_kafka_incremental_unassign(rk, parts);
-		else
-			rd_kafka_assign(rk, NULL);
-	}
-	if (error) {
-		event(r, 1, "kafka rebalance: %s", rd_kafka_error_string(error));
-		rd_kafka_error_destroy(error);
+		rd_kafka_assign(rk, NULL);
 	}
 }
 
@@ -314,6 +333,16 @@ static int setup(struct run *r, struct dlk_err *err)
 	    set_prop(cc, "client.id", cfg->instance, err) ||
 	    set_user_props(cfg, cc, 1, err))
 		goto fail;
+	{
+		char strat[256];
+		size_t len = sizeof(strat);
+		if (rd_kafka_conf_get(cc, "partition.assignment.strategy", strat, &len) == RD_KAFKA_CONF_OK &&
+		    strstr(strat, "cooperative")) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "kafka property 'partition.assignment.strategy': '%s' is cooperative; "
+			         "the stream hands partitions over with the eager protocol (range, roundrobin)", strat);
+			goto fail;
+		}
+	}
 	rd_kafka_conf_set_opaque(cc, r);
 	rd_kafka_conf_set_log_cb(cc, log_cb);
 	rd_kafka_conf_set_error_cb(cc, error_cb);
@@ -366,38 +395,38 @@ static const void *header(const rd_kafka_message_t *msg, const char *name, size_
 }
 
 /* Takes one consumed record into the round: decoded into the next row, or marked failed. */
-static void gather(struct run *r, rd_kafka_message_t *msg)
+static void gather(struct run *r, struct round *rd, rd_kafka_message_t *msg)
 {
-	struct item *it = &r->items[r->n_items++];
+	struct item *it = &rd->items[rd->n_items++];
 	struct dlk_err e = DLK_ERR_INIT;
 	size_t ctl = 0, dtl = 0;
 	const char *ct = header(msg, "content-type", &ctl), *dt = header(msg, "dlk-datatype", &dtl);
-	int s = span_index(r, msg->partition);
+	int s = span_index(rd, msg->partition);
 
 	it->msg = msg;
 	it->row = -1;
 	it->error = NULL;
 	if (dlk_record_decode(&r->cfg->record, msg->payload, msg->len, ct, ctl, dt, dtl,
-	                      r->x + (size_t)r->n_rows * r->sc->sig->in_size, &e))
+	                      rd->x + (size_t)rd->n_rows * r->sc->sig->in_size, &e))
 		it->error = xstrdup(e.msg);
 	else
-		it->row = r->n_rows++;
+		it->row = rd->n_rows++;
 	if (s < 0) {
-		s = r->n_spans++;
-		r->spans[s].partition = msg->partition;
-		r->spans[s].first = msg->offset;
+		s = rd->n_spans++;
+		rd->spans[s].partition = msg->partition;
+		rd->spans[s].first = msg->offset;
 	}
-	r->spans[s].next = msg->offset + 1;
+	rd->spans[s].next = msg->offset + 1;
 }
 
-static int score_round(struct run *r, struct dlk_err *err)
+static int score_round(struct run *r, struct round *rd, struct dlk_err *err)
 {
 	pthread_mutex_lock(&r->m->lock);
-	dlk_stream_hist_observe(&r->m->round, r->n_items);
+	dlk_stream_hist_observe(&r->m->round, rd->n_items);
 	pthread_mutex_unlock(&r->m->lock);
-	if (!r->n_rows)
+	if (!rd->n_rows)
 		return 0;
-	return r->sc->score(r->sc->ctx, r->x, r->n_rows, r->logits, err);
+	return r->sc->score(r->sc->ctx, rd->x, rd->n_rows, rd->logits, err);
 }
 
 /* Queues one record on the producer, waiting while its queue is full. */
@@ -419,18 +448,18 @@ static rd_kafka_resp_err_t produce(struct run *r, const char *topic, const void 
 	return e;
 }
 
-static rd_kafka_resp_err_t produce_round(struct run *r)
+static rd_kafka_resp_err_t produce_round(struct run *r, const struct round *rd)
 {
 	struct dlk_buf b = DLK_BUF_INIT;
 	rd_kafka_resp_err_t e = 0;
 
-	for (int i = 0; i < r->n_items && !e; i++) {
-		const struct item *it = &r->items[i];
+	for (int i = 0; i < rd->n_items && !e; i++) {
+		const struct item *it = &rd->items[i];
 		const rd_kafka_message_t *msg = it->msg;
 		if (it->row >= 0) {
 			struct dlk_record_origin o = { r->cfg->in_topic, msg->partition, msg->offset, msg->key, msg->key_len };
 			dlk_buf_reset(&b);
-			dlk_record_encode(&b, r->logits + (size_t)it->row * r->sc->sig->n_classes, r->sc->sig->n_classes,
+			dlk_record_encode(&b, rd->logits + (size_t)it->row * r->sc->sig->n_classes, r->sc->sig->n_classes,
 			                  r->sc->sig->classes, r->sc->digest, &o);
 			e = produce(r, r->cfg->out_topic, msg->key, msg->key_len, b.data, b.len, NULL);
 		} else {
@@ -451,25 +480,25 @@ static rd_kafka_resp_err_t produce_round(struct run *r)
 	return e;
 }
 
-static rd_kafka_topic_partition_list_t *round_offsets(struct run *r)
+static rd_kafka_topic_partition_list_t *round_offsets(struct run *r, const struct round *rd)
 {
-	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(r->n_spans);
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(rd->n_spans);
 
-	for (int i = 0; i < r->n_spans; i++)
-		rd_kafka_topic_partition_list_add(l, r->cfg->in_topic, r->spans[i].partition)->offset = r->spans[i].next;
+	for (int i = 0; i < rd->n_spans; i++)
+		rd_kafka_topic_partition_list_add(l, r->cfg->in_topic, rd->spans[i].partition)->offset = rd->spans[i].next;
 	return l;
 }
 
-static void count_committed(struct run *r)
+static void count_committed(struct run *r, const struct round *rd)
 {
 	double t = wall_ms();
 
 	pthread_mutex_lock(&r->m->lock);
 	r->m->txn_commit++;
-	for (int i = 0; i < r->n_items; i++) {
+	for (int i = 0; i < rd->n_items; i++) {
 		rd_kafka_timestamp_type_t tt;
-		int64_t ts = rd_kafka_message_timestamp(r->items[i].msg, &tt);
-		if (r->items[i].row >= 0)
+		int64_t ts = rd_kafka_message_timestamp(rd->items[i].msg, &tt);
+		if (rd->items[i].row >= 0)
 			r->m->records_out++;
 		else
 			r->m->records_failed++;
@@ -480,8 +509,8 @@ static void count_committed(struct run *r)
 }
 
 /* Exactly-once: one transaction with the outputs and the offsets. Returns 0 committed, 1 aborted
- * (the round was rewound), -1 on a fatal error. */
-static int commit_txn(struct run *r, struct dlk_err *err)
+ * (its records must be read again), -1 on a fatal error. In the committer thread. */
+static int commit_txn(struct run *r, const struct round *rd, struct dlk_err *err)
 {
 	rd_kafka_error_t *e = NULL;
 	rd_kafka_resp_err_t pe;
@@ -492,12 +521,12 @@ static int commit_txn(struct run *r, struct dlk_err *err)
 	if ((e = rd_kafka_begin_transaction(r->prod)))
 		goto failed;
 	step = "produce";
-	if ((pe = produce_round(r))) {
+	if ((pe = produce_round(r, rd))) {
 		e = rd_kafka_error_new(pe, "%s", rd_kafka_err2str(pe));
 		goto failed;
 	}
 	step = "send offsets";
-	offsets = round_offsets(r);
+	offsets = round_offsets(r, rd);
 	cgmd = rd_kafka_consumer_group_metadata(r->cons);
 	e = rd_kafka_send_offsets_to_transaction(r->prod, offsets, cgmd, TIMEOUT_MS);
 	rd_kafka_consumer_group_metadata_destroy(cgmd);
@@ -507,7 +536,7 @@ static int commit_txn(struct run *r, struct dlk_err *err)
 	step = "commit";
 	for (int tries = 0;; tries++) {
 		if (!(e = rd_kafka_commit_transaction(r->prod, TIMEOUT_MS))) {
-			count_committed(r);
+			count_committed(r, rd);
 			return 0;
 		}
 		if (!rd_kafka_error_is_retriable(e) || tries == COMMIT_RETRIES)
@@ -528,7 +557,7 @@ failed:
 		return -1;
 	}
 	event(r, 1, "transaction aborted at %s (%s): its %d records are scored again", step,
-	      rd_kafka_error_string(e), r->n_items);
+	      rd_kafka_error_string(e), rd->n_items);
 	rd_kafka_error_destroy(e);
 	if ((e = rd_kafka_abort_transaction(r->prod, TIMEOUT_MS))) {
 		dlk_errf(err, DLK_EXIT_CONNECT, "kafka: cannot abort the transaction as '%s': %s", r->txn_id,
@@ -539,40 +568,98 @@ failed:
 	pthread_mutex_lock(&r->m->lock);
 	r->m->txn_abort++;
 	pthread_mutex_unlock(&r->m->lock);
-	return rewind_round(r, NULL, err) ? -1 : 1;
+	return 1;
 }
 
-/* At-least-once: every output delivered, then the offsets committed. */
-static int commit_plain(struct run *r, struct dlk_err *err)
+/* At-least-once: every output delivered, then the offsets committed. In the committer thread. */
+static int commit_plain(struct run *r, const struct round *rd, struct dlk_err *err)
 {
 	rd_kafka_resp_err_t e;
 	rd_kafka_topic_partition_list_t *offsets;
 
+	(void)err;
 	r->delivery_failed = 0;
-	e = produce_round(r);
+	e = produce_round(r, rd);
 	if (!e)
 		e = rd_kafka_flush(r->prod, TIMEOUT_MS);
 	if (e || r->delivery_failed) {
-		event(r, 1, "%d records not delivered (%s): they are scored again", r->n_items,
+		event(r, 1, "%d records not delivered (%s): they are scored again", rd->n_items,
 		      e ? rd_kafka_err2str(e) : r->delivery_error);
 		rd_kafka_purge(r->prod, RD_KAFKA_PURGE_F_QUEUE);
 		rd_kafka_flush(r->prod, TIMEOUT_MS);
 		pthread_mutex_lock(&r->m->lock);
 		r->m->txn_abort++;
 		pthread_mutex_unlock(&r->m->lock);
-		return rewind_round(r, NULL, err) ? -1 : 1;
+		return 1;
 	}
-	offsets = round_offsets(r);
+	offsets = round_offsets(r, rd);
 	e = rd_kafka_commit(r->cons, offsets, 0);
 	rd_kafka_topic_partition_list_destroy(offsets);
 	if (e) {
 		/* the outputs are out; a later commit (or the next owner) covers these offsets, and the
 		 * records in between are scored again: at least once */
 		event(r, 1, "cannot commit offsets: %s", rd_kafka_err2str(e));
-		return 1;
+		return 0;
 	}
-	count_committed(r);
+	count_committed(r, rd);
 	return 0;
+}
+
+static void *committer_main(void *arg)
+{
+	struct run *r = arg;
+
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		while (!r->handed && !r->quit)
+			pthread_cond_wait(&r->cv, &r->mu);
+		if (!r->handed)
+			break;
+		struct round *rd = r->handed;
+		pthread_mutex_unlock(&r->mu);
+		struct dlk_err err = DLK_ERR_INIT;
+		int res = r->cfg->exactly_once ? commit_txn(r, rd, &err) : commit_plain(r, rd, &err);
+		pthread_mutex_lock(&r->mu);
+		r->result = res;
+		if (res < 0)
+			r->cerr = err;
+		r->handed = NULL;
+		pthread_cond_broadcast(&r->cv);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+/* Waits until the committer has settled the round last handed to it, frees that round and returns
+ * its result (0 when there was none). An aborted round (1) is rewound when `rewind` says so,
+ * together with the round being gathered, which the caller then drops. */
+static int settle(struct run *r, int rewind, struct dlk_err *err)
+{
+	int res;
+
+	if (!r->prev)
+		return 0;
+	pthread_mutex_lock(&r->mu);
+	while (r->handed)
+		pthread_cond_wait(&r->cv, &r->mu);
+	res = r->result;
+	if (res < 0)
+		*err = r->cerr;
+	pthread_mutex_unlock(&r->mu);
+	if (res == 1 && rewind && rewind_rounds(r, r->prev, r->cur, err))
+		res = -1;
+	round_free(r->prev);
+	r->prev = NULL;
+	return res;
+}
+
+static void hand_over(struct run *r, struct round *rd)
+{
+	pthread_mutex_lock(&r->mu);
+	r->handed = r->prev = rd;
+	r->result = 0;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
 }
 
 static void update_lag(struct run *r)
@@ -602,21 +689,29 @@ static int loop(struct run *r, struct dlk_err *err)
 	double last_lag = 0;
 
 	for (;;) {
+		struct round *rd = r->cur;
 		double deadline = 0;
-		int stopping = 0;
+		int stopping = 0, res;
 		/* gather: up to max_records, for at most commit_ms after the round's first record */
-		while (r->n_items < cfg->max_records) {
+		while (rd->n_items < cfg->max_records) {
 			if (*cfg->stop) {
 				stopping = 1;
 				break;
 			}
 			double t = now_ms();
-			if (r->n_items && t >= deadline)
+			if (rd->n_items && t >= deadline)
 				break;
-			int wait = r->n_items ? (int)(deadline - t) + 1 : 100;
+			int wait = rd->n_items ? (int)(deadline - t) + 1 : 100;
 			rd_kafka_message_t *msg = rd_kafka_consumer_poll(r->cons, wait > 100 ? 100 : wait);
+			if (r->fatal) {
+				*err = r->cerr;
+				if (msg)
+					rd_kafka_message_destroy(msg);
+				return -1;
+			}
 			if (r->dropped) {
-				round_free(r);
+				round_free(rd);
+				r->dropped = 0;
 				deadline = 0;
 			}
 			if (!msg)
@@ -635,29 +730,50 @@ static int loop(struct run *r, struct dlk_err *err)
 				rd_kafka_message_destroy(msg);
 				continue;
 			}
-			if (!r->n_items)
+			if (!rd->n_items)
 				deadline = now_ms() + cfg->commit_ms;
-			gather(r, msg);
+			gather(r, rd, msg);
 			pthread_mutex_lock(&r->m->lock);
 			r->m->records_in++;
 			pthread_mutex_unlock(&r->m->lock);
 		}
-		if (r->n_items) {
-			int rc;
-			if (score_round(r, err))
-				return -1;
-			rc = cfg->exactly_once ? commit_txn(r, err) : commit_plain(r, err);
-			round_free(r);
-			if (rc < 0)
-				return -1;
+		/* score while the committer still works on the previous round */
+		if (rd->n_items && score_round(r, rd, err))
+			return -1;
+		res = settle(r, 1, err);
+		if (res < 0)
+			return -1;
+		if (res == 1) {
+			/* the previous round was aborted and both were rewound: this one comes again */
+			round_free(rd);
+		} else if (rd->n_items) {
+			hand_over(r, rd);
+			r->cur = rd == &r->rounds[0] ? &r->rounds[1] : &r->rounds[0];
 		}
 		if (now_ms() - last_lag > 1000) {
 			update_lag(r);
 			last_lag = now_ms();
 		}
 		if (stopping)
-			return 0;
+			return settle(r, 0, err) < 0 ? -1 : 0;
 	}
+}
+
+static void round_alloc(struct round *rd, const struct dlk_stream_config *cfg, const struct dlk_stream_scorer *sc)
+{
+	rd->items = xcalloc((size_t)cfg->max_records, sizeof(*rd->items));
+	rd->spans = xcalloc((size_t)cfg->max_records, sizeof(*rd->spans));
+	rd->x = xmalloc(sizeof(float) * (size_t)cfg->max_records * sc->sig->in_size);
+	rd->logits = xmalloc(sizeof(float) * (size_t)cfg->max_records * (size_t)sc->sig->n_classes);
+}
+
+static void round_release(struct round *rd)
+{
+	round_free(rd);
+	free(rd->items);
+	free(rd->spans);
+	free(rd->x);
+	free(rd->logits);
 }
 
 int dlk_stream_run(const struct dlk_stream_config *cfg, const struct dlk_stream_scorer *sc,
@@ -672,17 +788,32 @@ int dlk_stream_run(const struct dlk_stream_config *cfg, const struct dlk_stream_
 		return dlk_errf(err, DLK_EXIT_USAGE, "stream: records are decoded for another model than the scorer's");
 	r.dlq = cfg->dlq_topic ? xstrdup(cfg->dlq_topic) : xasprintf("%s.dlq", cfg->in_topic);
 	r.txn_id = xasprintf("%s-%s", cfg->group, cfg->instance);
-	r.items = xcalloc((size_t)cfg->max_records, sizeof(*r.items));
-	r.spans = xcalloc((size_t)cfg->max_records, sizeof(*r.spans));
-	r.x = xmalloc(sizeof(float) * (size_t)cfg->max_records * sc->sig->in_size);
-	r.logits = xmalloc(sizeof(float) * (size_t)cfg->max_records * (size_t)sc->sig->n_classes);
+	round_alloc(&r.rounds[0], cfg, sc);
+	round_alloc(&r.rounds[1], cfg, sc);
+	r.cur = &r.rounds[0];
+	pthread_mutex_init(&r.mu, NULL);
+	pthread_cond_init(&r.cv, NULL);
 	if (setup(&r, err))
 		goto out;
+	if (pthread_create(&r.committer, NULL, committer_main, &r)) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot start the stream's committer thread");
+		goto out;
+	}
+	r.committer_started = 1;
 	event(&r, 0, "scoring '%s' into '%s' (dead letters: '%s'), group '%s', %s as '%s'", cfg->in_topic,
 	      cfg->out_topic, r.dlq, cfg->group, cfg->exactly_once ? "exactly once" : "at least once", r.txn_id);
 	rc = loop(&r, err);
 out:
-	round_free(&r);
+	if (r.committer_started) {
+		struct dlk_err ignored = DLK_ERR_INIT;
+		settle(&r, 0, &ignored);
+		pthread_mutex_lock(&r.mu);
+		r.quit = 1;
+		pthread_cond_broadcast(&r.cv);
+		pthread_mutex_unlock(&r.mu);
+		pthread_join(r.committer, NULL);
+	}
+	r.cur = NULL;
 	if (r.cons) {
 		/* leaves the group now (the revocation runs the rebalance callback), so the partitions
 		 * move to the other replicas at once instead of after the session timeout */
@@ -693,10 +824,10 @@ out:
 		rd_kafka_flush(r.prod, TIMEOUT_MS);
 		rd_kafka_destroy(r.prod);
 	}
-	free(r.items);
-	free(r.spans);
-	free(r.x);
-	free(r.logits);
+	round_release(&r.rounds[0]);
+	round_release(&r.rounds[1]);
+	pthread_mutex_destroy(&r.mu);
+	pthread_cond_destroy(&r.cv);
 	free(r.dlq);
 	free(r.txn_id);
 	return rc;
