@@ -76,7 +76,8 @@ def main():
                   "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
     p = Producer({"bootstrap.servers": brokers, "transactional.id": group + "-py", "linger.ms": 5})
     p.init_transactions()
-    c.subscribe([topic_in])
+    # say when partitions arrive (bench/stream starts its timed producer only then)
+    c.subscribe([topic_in], on_assign=lambda consumer, parts: print("assigned", len(parts), flush=True))
     done = 0
     while done < total:
         msgs = c.consume(num_messages=max_records, timeout=commit_s)

@@ -8,8 +8,9 @@
 #   throughput: N Fashion-MNIST records waiting on a 4-partition topic, each scorer drains them
 #               into its own output topic with its own group; records/s from the first to the
 #               last output record's timestamp
-#   latency:    RATE records/s for SECONDS produced while the scorer runs; input CreateTime to
-#               output CreateTime, p50 and p99
+#   latency:    RATE records/s for SECONDS produced while the scorer runs; from the input's
+#               CreateTime to the moment a read_committed consumer (kcat) receives its output,
+#               p50 and p99: what a downstream reader waits
 # Runs alternate (ceiling, dlk, Python) after one warm-up each; medians with min-max.
 # usage: bench/stream/run.sh      (N=50000 PAIRS=3 RATE=1000 SECONDS=10 in the environment)
 set -e
@@ -54,6 +55,23 @@ OUTSIZE=$(python3 -c 'import json; print(len(json.dumps({"class": 9, "label": "A
 span() { kcat -C -b "$B" -t "$1" -e -q -X isolation.level=read_committed -f '%T\n' | sort -n | awk 'NR == 1 { a = $1 } { b = $1; n++ } END { print a, b, n }'; }
 rate_of() { set -- $(span "$1"); awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.0f", (n - 1) * 1000 / (b - a) }'; }
 
+# reader TOPIC NAME: a read_committed consumer of TOPIC stamping each record with the wall-clock
+# ms it arrived, into $out/seen-NAME (stopped by stop_reader)
+reader() {
+	python3 -u -c 'import signal, subprocess, sys, time
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+def stop(*_):
+    p.kill()
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+for line in p.stdout:
+    sys.stdout.write("%d %s" % (time.time() * 1000, line.decode()))' \
+		kcat -C -u -q -b "$B" -t "$1" -o beginning -X isolation.level=read_committed -f '%s\n' >"$out/seen-$2" &
+	reader_pid=$!
+	pids="$pids $reader_pid"
+}
+stop_reader() { sleep 2; kill "$reader_pid"; wait "$reader_pid" || true; }
+
 # dlk NAME INPUT OUTPUT COUNT: starts dlk serve --stream, waits until COUNT outputs are committed
 run_dlk() {
 	port=$(free_port)
@@ -62,7 +80,15 @@ run_dlk() {
 		--set serving.max_batch="$MAX_BATCH" --dead-letter dlq --port "$port" -q >"$out/$1.log" 2>&1 &
 	pid=$!
 	pids="$pids $pid"
-	[ -z "${PRODUCE_AFTER_START:-}" ] || { sleep 6; "$FIX" produce "$out/dlk.yaml" "$B" "$2" "$4" 0 "$RATE" 2>/dev/null; }
+	if [ -n "${PRODUCE_AFTER_START:-}" ]; then
+		# once the scorer has its partitions
+		until curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q "^dlk_stream_rebalances_total{[^}]*} [1-9]"; do
+			kill -0 $pid 2>/dev/null || { cat "$out/$1.log"; exit 1; }
+			sleep 0.2
+		done
+		reader "$3" "$1"
+		"$FIX" produce "$out/dlk.yaml" "$B" "$2" "$4" 0 "$RATE" 2>/dev/null
+	fi
 	until curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q "^dlk_stream_records_out_total{topic=\"$2\"} $4\$"; do
 		kill -0 $pid 2>/dev/null || { cat "$out/$1.log"; exit 1; }
 		sleep 0.5
@@ -76,7 +102,14 @@ run_py() {
 		>"$out/$1.log" 2>&1 &
 	pid=$!
 	pids="$pids $pid"
-	[ -z "${PRODUCE_AFTER_START:-}" ] || { sleep 6; "$FIX" produce "$out/dlk.yaml" "$B" "$2" "$4" 0 "$RATE" 2>/dev/null; }
+	if [ -n "${PRODUCE_AFTER_START:-}" ]; then
+		until grep -q "^assigned" "$out/$1.log"; do
+			kill -0 $pid 2>/dev/null || { cat "$out/$1.log"; exit 1; }
+			sleep 0.2
+		done
+		reader "$3" "$1"
+		"$FIX" produce "$out/dlk.yaml" "$B" "$2" "$4" 0 "$RATE" 2>/dev/null
+	fi
 	wait $pid || { cat "$out/$1.log"; exit 1; }
 }
 ceiling() {
@@ -89,11 +122,11 @@ ceiling() {
 	# consuming the inputs and producing the outputs, one after the other
 	awk -v c="$c" -v p="$p" 'BEGIN { printf "%.0f %.0f %.0f", 1 / (1 / c + 1 / p), c, p }'
 }
-# latency NAME: p50 and p99 (ms) of output CreateTime - input CreateTime for topic lat-NAME
+# latency NAME: p50 and p99 (ms) from the input's CreateTime to its output's arrival at the reader
 latency() {
+	stop_reader
 	kcat -C -b "$B" -t "lat-$1" -e -q -f '%p %o %T\n' >"$out/lat-in-$1"
-	kcat -C -b "$B" -t "lat-out-$1" -e -q -X isolation.level=read_committed -f '%T %s\n' >"$out/lat-out-$1"
-	python3 - "$out/lat-in-$1" "$out/lat-out-$1" <<-\EOF
+	python3 - "$out/lat-in-$1" "$out/seen-$1" <<-\EOF
 	import json, sys
 	t = {}
 	for line in open(sys.argv[1]):
@@ -146,7 +179,7 @@ echo "  python         $(echo $PYR | median)"
 c=$(echo $CEIL | median | cut -d" " -f1) d=$(echo $DLK | median | cut -d" " -f1) p=$(echo $PYR | median | cut -d" " -f1)
 awk -v c="$c" -v d="$d" -v p="$p" 'BEGIN { printf "  dlk / python %.1fx (target >= 5x), dlk / broker ceiling %.0f%% (target >= 50%%)\n", d / p, 100 * d / c }'
 
-echo "latency at $RATE records/s for ${SECONDS_LAT}s (ms, input to committed output):"
+echo "latency at $RATE records/s for ${SECONDS_LAT}s (ms, from the input's CreateTime to a read_committed reader):"
 LATN=$((RATE * SECONDS_LAT))
 export PRODUCE_AFTER_START=1
 i=1
