@@ -547,10 +547,16 @@ failed:
 	if (rd_kafka_error_is_fatal(e) ||
 	    (!rd_kafka_error_txn_requires_abort(e) && strcmp(step, "commit") && !rd_kafka_error_is_retriable(e))) {
 		rd_kafka_resp_err_t code = rd_kafka_error_code(e);
-		dlk_errf(err, code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
-		         code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH ? DLK_EXIT_FAIL : DLK_EXIT_CONNECT,
-		         "kafka transaction (%s) as '%s': %s", step, r->txn_id, rd_kafka_error_string(e));
-		if (code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED)
+		char why[512];
+		snprintf(why, sizeof(why), "%s", rd_kafka_error_string(e));
+		/* a produce refused because the producer already failed: say what made it fail */
+		if (code == RD_KAFKA_RESP_ERR__FATAL)
+			code = rd_kafka_fatal_error(r->prod, why, sizeof(why));
+		int fenced = code == RD_KAFKA_RESP_ERR__FENCED || code == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+		             code == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+		dlk_errf(err, fenced ? DLK_EXIT_FAIL : DLK_EXIT_CONNECT, "kafka transaction (%s) as '%s': %s", step,
+		         r->txn_id, why);
+		if (fenced)
 			dlk_err_hint(err, "another replica uses the instance name '%s': give each replica its own "
 			             "(--instance, or serving.stream.instance)", r->cfg->instance);
 		rd_kafka_error_destroy(e);
@@ -653,6 +659,18 @@ static int settle(struct run *r, int rewind, struct dlk_err *err)
 	return res;
 }
 
+static int committer_failed(struct run *r)
+{
+	int failed;
+
+	if (!r->prev)
+		return 0;
+	pthread_mutex_lock(&r->mu);
+	failed = !r->handed && r->result < 0;
+	pthread_mutex_unlock(&r->mu);
+	return failed;
+}
+
 static void hand_over(struct run *r, struct round *rd)
 {
 	pthread_mutex_lock(&r->mu);
@@ -703,6 +721,10 @@ static int loop(struct run *r, struct dlk_err *err)
 				break;
 			int wait = rd->n_items ? (int)(deadline - t) + 1 : 100;
 			rd_kafka_message_t *msg = rd_kafka_consumer_poll(r->cons, wait > 100 ? 100 : wait);
+			/* a round the committer could not commit for good (this replica was fenced, the
+			 * brokers went away) ends the stream now, not when the next round is full */
+			if (!r->fatal && committer_failed(r) && settle(r, 0, &r->cerr) < 0)
+				r->fatal = 1;
 			if (r->fatal) {
 				*err = r->cerr;
 				if (msg)
@@ -821,7 +843,11 @@ out:
 		rd_kafka_destroy(r.cons);
 	}
 	if (r.prod) {
-		rd_kafka_flush(r.prod, TIMEOUT_MS);
+		/* every round that counts was delivered (committed, or flushed in at-least-once mode);
+		 * what is left belongs to a round that failed and is read again, so it is dropped rather
+		 * than waited for (a fenced producer would never deliver it) */
+		rd_kafka_purge(r.prod, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+		rd_kafka_flush(r.prod, 1000);
 		rd_kafka_destroy(r.prod);
 	}
 	round_release(&r.rounds[0]);
