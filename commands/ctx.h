@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "commands/options.h"
+#include "lib/util/clock.h" /* dlk_now() */
 #include "lib/util/err.h"
 
 struct dlk_project;
@@ -52,6 +53,5 @@ void dlk_progress_draw(struct dlk_progress *p, int force, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Clears the line if something was drawn. */
 void dlk_progress_clear(struct dlk_progress *p);
-double dlk_now(void); /* monotonic seconds */
 
 #endif

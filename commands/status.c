@@ -41,7 +41,7 @@ static int list_all_namespaces(struct kube_client *c, const char *kind, const ch
 		kube_status_error(c, &w, r.status, r.body.data, err);
 		goto out;
 	}
-	*out = cJSON_ParseWithLength(r.body.data ? r.body.data : "", r.body.len);
+	*out = cJSON_ParseWithLength(r.body.data, r.body.len);
 	if (!cJSON_IsObject(*out)) {
 		cJSON_Delete(*out);
 		*out = NULL;
@@ -365,7 +365,7 @@ static void show(const struct dlk_ctx *ctx, const struct dlk_buf *b, int redraw)
 		fputs("\033[H\033[2J", stdout);
 	else if (redraw)
 		fputs("\n", stdout);
-	fwrite(b->data ? b->data : "", 1, b->len, stdout);
+	fwrite(b->data, 1, b->len, stdout);
 	fflush(stdout);
 }
 
@@ -434,11 +434,11 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 				dlk_buf_addf(&b, "no dlk jobs in namespace '%s'\n", ns);
 		}
 		/* the age column changes every second; only real changes are shown again */
-		if (!last.data || strcmp(last.data, b.data ? b.data : "")) {
+		if (!shown || strcmp(last.data, b.data)) {
 			show(ctx, &b, shown);
 			shown = 1;
 			dlk_buf_reset(&last);
-			dlk_buf_adds(&last, b.data ? b.data : "");
+			dlk_buf_adds(&last, b.data);
 		}
 		dlk_buf_release(&b);
 		if (done)
@@ -511,7 +511,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 				dlk_info(ctx, "no dlk jobs in namespace '%s'", ns);
 		}
 	}
-	fwrite(b.data ? b.data : "", 1, b.len, stdout);
+	fwrite(b.data, 1, b.len, stdout);
 out:
 	dlk_kube_warnings(ctx, c);
 	dlk_buf_release(&b);
