@@ -50,29 +50,21 @@ static void log_line(void *ud, const char *line)
 
 struct kube_client *dlk_kube_client(const struct dlk_ctx *ctx, const int *stop, struct dlk_err *err)
 {
-	struct kube_config_opts o = KUBE_CONFIG_OPTS_INIT;
-	struct kube_config cfg = KUBE_CONFIG_INIT;
+	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
 	struct kube_client *c;
 	static int warned;
 
-	o.kubeconfig = ctx->kubeconfig;
-	o.context = ctx->context;
-	o.namespace = ctx->namespace_;
-	if (kube_config_load(&o, &cfg, err) < 0) {
-		kube_config_release(&cfg);
-		return NULL;
-	}
-	if (cfg.warning && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-		dlk_warn(ctx, "%s", cfg.warning);
-	c = kube_client_new(&cfg, err);
-	kube_config_release(&cfg);
-	if (!c)
-		return NULL;
+	o.config.kubeconfig = ctx->kubeconfig;
+	o.config.context = ctx->context;
+	o.config.namespace = ctx->namespace_;
 	/* -v says more about what dlk does; -vv shows each request (kubectl -v=6), -vvv headers */
-	c->verbosity = ctx->verbose >= 3 ? 8 : ctx->verbose >= 2 ? 6 : 0;
-	c->log = log_line;
-	c->cancel = cancel_hook;
-	c->cancel_ud = (void *)stop;
+	o.client.verbosity = ctx->verbose >= 3 ? 8 : ctx->verbose >= 2 ? 6 : 0;
+	o.client.log = log_line;
+	o.client.cancel = cancel_hook;
+	o.client.cancel_ud = (void *)stop;
+	c = kube_client_open(&o, err);
+	if (c && kube_client_config_warning(c) && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		dlk_warn(ctx, "%s", kube_client_config_warning(c));
 	return c;
 }
 
@@ -91,7 +83,7 @@ const char *dlk_ns_flag(const struct dlk_ctx *ctx, const struct kube_client *c, 
 {
 	static __thread char buf[96];
 
-	if (!ns || (!ctx->namespace_ && !strcmp(ns, c->cfg.namespace)))
+	if (!ns || (!ctx->namespace_ && !strcmp(ns, kube_client_namespace(c))))
 		return "";
 	snprintf(buf, sizeof(buf), " -n %s", ns);
 	return buf;
@@ -120,23 +112,22 @@ static const char *line_option(int argc, char **argv, const char *name, char sho
 
 void dlk_complete_job_names(int argc, char **argv, const char *cur)
 {
-	struct kube_config_opts o = KUBE_CONFIG_OPTS_INIT;
-	struct kube_config cfg = KUBE_CONFIG_INIT;
+	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
 	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
 	cJSON *list = NULL;
 	const cJSON *it;
 
-	o.kubeconfig = line_option(argc, argv, "kubeconfig", 0);
-	o.context = line_option(argc, argv, "context", 0);
-	o.namespace = line_option(argc, argv, "namespace", 'n');
+	o.config.kubeconfig = line_option(argc, argv, "kubeconfig", 0);
+	o.config.context = line_option(argc, argv, "context", 0);
+	o.config.namespace = line_option(argc, argv, "namespace", 'n');
 	/* a completion must come back at once and never print an error into the user's line */
-	if (kube_config_load(&o, &cfg, &err) < 0 || !(c = kube_client_new(&cfg, &err)))
+	o.client.connect_timeout_ms = 1000;
+	o.client.timeout_ms = 2000;
+	o.client.max_retries = 0;
+	if (!(c = kube_client_open(&o, &err)))
 		goto out;
-	c->connect_timeout_ms = 1000;
-	c->timeout_ms = 2000;
-	c->max_retries = 0;
 	lo.label_selector = DLK_LABEL_JOB;
 	if (kube_list(c, "Job", NULL, &lo, &list, &err) < 0)
 		goto out;
@@ -148,5 +139,4 @@ void dlk_complete_job_names(int argc, char **argv, const char *cur)
 out:
 	cJSON_Delete(list);
 	kube_client_free(c);
-	kube_config_release(&cfg);
 }

@@ -91,17 +91,16 @@ static int gone_cancel(void *ud)
 int dlk_wait_job_gone(struct kube_client *c, const char *ns, const char *name, double timeout_s, struct dlk_err *err)
 {
 	struct kube_watch_opts o = KUBE_WATCH_OPTS_INIT;
-	struct gone_state g = { name, 0, dlk_now() + timeout_s, 0, c->cancel, c->cancel_ud };
+	struct gone_state g = { name, 0, dlk_now() + timeout_s, 0, NULL, NULL };
 	char *field = xasprintf("metadata.name=%s", name);
 	int rc;
 
 	o.list.field_selector = field;
 	/* the deadline rides on the cancel hook, which the library polls during the stream */
-	c->cancel = gone_cancel;
-	c->cancel_ud = &g;
+	kube_client_cancel_hook(c, &g.inner, &g.inner_ud);
+	kube_client_set_cancel(c, gone_cancel, &g);
 	rc = kube_watch(c, "Job", ns, &o, gone_event, &g, err);
-	c->cancel = g.inner;
-	c->cancel_ud = g.inner_ud;
+	kube_client_set_cancel(c, g.inner, g.inner_ud);
 	free(field);
 	if (rc < 0)
 		return -1;
@@ -180,7 +179,7 @@ static int run_delete(struct dlk_ctx *ctx, struct dlk_args *args)
 	c = dlk_kube_client(ctx, NULL, &err);
 	if (!c)
 		return dlk_report(ctx, &err);
-	ns = c->cfg.namespace;
+	ns = kube_client_namespace(c);
 	if (all) {
 		if (list_job_names(c, ns, &names, &err) < 0) {
 			rc = dlk_report(ctx, &err);

@@ -405,7 +405,7 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 	c = dlk_kube_client(ctx, NULL, &err);
 	if (!c)
 		return dlk_report(ctx, &err);
-	ns = c->cfg.namespace;
+	ns = kube_client_namespace(c);
 	if (kube_get(c, "Job", ns, name, &job, &err) < 0) {
 		if (err.code == DLK_EXIT_NOTFOUND) {
 			dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);

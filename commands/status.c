@@ -21,51 +21,14 @@ static const char *meta_name(const cJSON *o)
 	return cJSON_IsString(n) ? n->valuestring : "";
 }
 
-/* Lists kind across every namespace: the library's list is per namespace, so this asks the
- * collection path without one. */
-static int list_all_namespaces(struct kube_client *c, const char *kind, const char *selector, cJSON **out,
-			       struct dlk_err *err)
-{
-	const struct kube_resource *res = kube_resource_for(kind, NULL);
-	char *base = kube_path(res, NULL, NULL, NULL), *sel = kube_escape(selector);
-	char *path = xasprintf("%s?labelSelector=%s", base, sel);
-	struct kube_request req = { .method = "GET", .path = path, .retry_safe = 1 };
-	struct kube_response r = KUBE_RESPONSE_INIT;
-	int rc = -1;
-
-	*out = NULL;
-	if (kube_send(c, &req, &r, err) < 0)
-		goto out;
-	if (r.status < 200 || r.status > 299) {
-		struct kube_what w = { "list", res->plural, NULL, NULL };
-		kube_status_error(c, &w, r.status, r.body.data, err);
-		goto out;
-	}
-	*out = cJSON_ParseWithLength(r.body.data, r.body.len);
-	if (!cJSON_IsObject(*out)) {
-		cJSON_Delete(*out);
-		*out = NULL;
-		dlk_errf(err, DLK_EXIT_CONNECT, "list %s: the server's answer is not a JSON object", res->plural);
-		goto out;
-	}
-	rc = 0;
-out:
-	kube_response_release(&r);
-	free(path);
-	free(sel);
-	free(base);
-	return rc;
-}
-
 static int list_kind(struct kube_client *c, const char *kind, const char *ns, int all_ns, const char *selector,
 		     cJSON **out, struct dlk_err *err)
 {
 	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
 
-	if (all_ns)
-		return list_all_namespaces(c, kind, selector, out, err);
 	lo.label_selector = selector;
 	lo.limit = 500;
+	lo.all_namespaces = all_ns;
 	return kube_list(c, kind, ns, &lo, out, err);
 }
 
@@ -211,7 +174,7 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 		cJSON *ev = NULL;
 		dlk_job_summarize(j, mine, NULL, &s);
 		if (c && explained < 10 && (s.state == JOB_PENDING || s.state == JOB_SUSPENDED)) {
-			ev = dlk_job_events(c, s.ns[0] ? s.ns : c->cfg.namespace, s.name, &s);
+			ev = dlk_job_events(c, s.ns[0] ? s.ns : kube_client_namespace(c), s.name, &s);
 			dlk_job_summary_release(&s);
 			dlk_job_summarize(j, mine, ev, &s);
 			explained++;
@@ -342,7 +305,7 @@ static int render_one(const struct dlk_ctx *ctx, struct kube_client *c, const cJ
 	dlk_job_summarize(job, pods, NULL, &pre);
 	/* events explain a pending job; a running or finished one does not need the extra calls */
 	if (c && (pre.state == JOB_PENDING || pre.state == JOB_SUSPENDED))
-		ev = dlk_job_events(c, pre.ns[0] ? pre.ns : c->cfg.namespace, pre.name, &pre);
+		ev = dlk_job_events(c, pre.ns[0] ? pre.ns : kube_client_namespace(c), pre.name, &pre);
 	dlk_job_summarize(job, pods, ev, &s);
 	*state = s.state;
 	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
@@ -471,7 +434,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	c = dlk_kube_client(ctx, NULL, &err);
 	if (!c)
 		return dlk_report(ctx, &err);
-	ns = c->cfg.namespace;
+	ns = kube_client_namespace(c);
 	if (watch) {
 		rc = status_watch(ctx, c, ns, name);
 		goto out;

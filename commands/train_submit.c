@@ -235,7 +235,7 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, cons
 	}
 	/* kubectl's rule: -n, else the project's namespace, else the kubeconfig context's */
 	if (!rctx.namespace_ && !spec->namespace_)
-		rctx.namespace_ = c->cfg.namespace;
+		rctx.namespace_ = kube_client_namespace(c);
 	if (dlk_train_render(&rctx, spec, opts->templates, &objects, &err) < 0) {
 		rc = dlk_report(ctx, &err);
 		goto out;
@@ -251,7 +251,7 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, cons
 	kind = cJSON_GetObjectItemCaseSensitive(main_obj, "kind")->valuestring;
 	ns = str_at(main_obj, "metadata", "namespace");
 	if (!ns)
-		ns = c->cfg.namespace;
+		ns = kube_client_namespace(c);
 	if (kube_get(c, kind, ns, name, &existing, &err) == 0) {
 		if (!replace) {
 			dlk_errf(&err, DLK_EXIT_EXISTS, "job '%s' already exists in namespace '%s'", name, ns);

@@ -1,4 +1,5 @@
 #include "lib/kube/api.h"
+#include "lib/kube/client_impl.h"
 #include "lib/util/mem.h"
 
 #include <stdio.h>
@@ -78,6 +79,13 @@ static const struct kube_resource *resource_or_fail(const char *kind, const char
 static const char *ns_or_default(struct kube_client *c, const char *ns)
 {
 	return ns && *ns ? ns : c->cfg.namespace;
+}
+
+/* The namespace a list or watch of res asks: none for every namespace or a cluster-scoped kind. */
+static const char *list_ns(struct kube_client *c, const struct kube_resource *res, const char *ns,
+			   const struct kube_list_opts *o)
+{
+	return res->namespaced && !(o && o->all_namespaces) ? ns_or_default(c, ns) : NULL;
 }
 
 /* Sends a buffered request; a 2xx body is parsed into *out (if out), anything else becomes the
@@ -232,7 +240,7 @@ int kube_list(struct kube_client *c, const char *kind, const char *ns, const str
 	*out = NULL;
 	if (!res)
 		return -1;
-	ns = res->namespaced ? ns_or_default(c, ns) : NULL;
+	ns = list_ns(c, res, ns, opts);
 	base = kube_path(res, ns, NULL, NULL);
 	all = cJSON_CreateObject();
 	items = cJSON_AddArrayToObject(all, "items");
@@ -466,14 +474,14 @@ int kube_watch(struct kube_client *c, const char *kind, const char *ns, const st
 	struct watch_state s = { c, fn, ud, err, NULL, 0, 0, 0, 0 };
 	char *base = NULL;
 	int rc = -1, failures = 0, max;
-	long backoff = c->backoff_ms;
+	long backoff = c->o.backoff_ms;
 
 	if (!res)
 		return -1;
 	if (!opts)
 		opts = &none;
 	max = opts->max_reconnects > 0 ? opts->max_reconnects : 5;
-	ns = res->namespaced ? ns_or_default(c, ns) : NULL;
+	ns = list_ns(c, res, ns, &opts->list);
 	base = kube_path(res, ns, NULL, NULL);
 	if (opts->resource_version && *opts->resource_version)
 		s.rv = xstrdup(opts->resource_version);
@@ -523,8 +531,8 @@ int kube_watch(struct kube_client *c, const char *kind, const char *ns, const st
 			break; /* cancelled */
 		}
 		if (s.gone || status == 410) {
-			if (c->log && c->verbosity > 0)
-				c->log(c->log_ud, "watch: resourceVersion too old (410 Gone): relisting");
+			if (c->o.log && c->o.verbosity > 0)
+				c->o.log(c->o.log_ud, "watch: resourceVersion too old (410 Gone): relisting");
 			if (relist(c, kind, ns, opts, &s, err) < 0)
 				goto out;
 			failures = 0;
@@ -537,28 +545,28 @@ int kube_watch(struct kube_client *c, const char *kind, const char *ns, const st
 		long wait_ms = 0;
 		if (s.events > events_before) {
 			failures = 0;
-			backoff = c->backoff_ms;
+			backoff = c->o.backoff_ms;
 		} else if (src == 0) {
-			wait_ms = c->backoff_ms;
+			wait_ms = c->o.backoff_ms;
 		} else if (++failures > max) {
 			*err = serr;
 			goto out;
 		} else {
 			wait_ms = backoff;
-			backoff = backoff * 2 > c->max_wait_ms ? c->max_wait_ms : backoff * 2;
+			backoff = backoff * 2 > c->o.max_wait_ms ? c->o.max_wait_ms : backoff * 2;
 		}
-		if (c->log && c->verbosity > 0) {
+		if (c->o.log && c->o.verbosity > 0) {
 			char line[256];
 			snprintf(line, sizeof(line), "watch: stream ended, resuming from resourceVersion %s", s.rv ? s.rv : "");
-			c->log(c->log_ud, line);
+			c->o.log(c->o.log_ud, line);
 		}
-		while (wait_ms > 0 && !(c->cancel && c->cancel(c->cancel_ud))) {
+		while (wait_ms > 0 && !(c->o.cancel && c->o.cancel(c->o.cancel_ud))) {
 			long step = wait_ms > 50 ? 50 : wait_ms;
 			struct timespec ts = { 0, step * 1000000L };
 			nanosleep(&ts, NULL);
 			wait_ms -= step;
 		}
-		if (c->cancel && c->cancel(c->cancel_ud))
+		if (c->o.cancel && c->o.cancel(c->o.cancel_ud))
 			break;
 	}
 	rc = 0;

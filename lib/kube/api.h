@@ -39,11 +39,13 @@ struct kube_list_opts {
 	const char *label_selector;  /* may be NULL */
 	const char *field_selector;  /* may be NULL */
 	long limit;                  /* page size, 0: server default (no paging) */
+	int all_namespaces;          /* every namespace (the ns argument is ignored) */
 };
-#define KUBE_LIST_OPTS_INIT { NULL, NULL, 0 }
+#define KUBE_LIST_OPTS_INIT { NULL, NULL, 0, 0 }
 
-/* Lists all pages (following metadata.continue) into one List object whose "items" hold every
- * item and whose metadata.resourceVersion is the one to watch from. */
+/* Lists all pages (following metadata.continue; an expired continue token starts the list over
+ * once) into one List object whose "items" hold every item and whose metadata.resourceVersion is
+ * the one to watch from. */
 int kube_list(struct kube_client *c, const char *kind, const char *ns, const struct kube_list_opts *opts,
 	      cJSON **out, struct dlk_err *err);
 
