@@ -1,10 +1,11 @@
-/* The Kubernetes client as the commands use it: built from the global options, logging
- * requests at -vv, stoppable by Ctrl-C; and small helpers for durations and hints. */
+/* The cluster as the commands reach it (see cluster.h). */
 #include "commands/cluster.h"
+#include "commands/ui.h"
+#include "lib/kube/api.h"
+#include "lib/jobs/jobstate.h"
 #include "lib/util/mem.h"
 
-#include <ctype.h>
-#include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +37,8 @@ int dlk_interrupted(void)
 
 static int cancel_hook(void *ud)
 {
-	const int *stop = ud;
-
-	return interrupted || (stop && __atomic_load_n(stop, __ATOMIC_RELAXED));
+	(void)ud;
+	return interrupted;
 }
 
 static void log_line(void *ud, const char *line)
@@ -48,20 +48,27 @@ static void log_line(void *ud, const char *line)
 	fprintf(stderr, "%s\n", line);
 }
 
-struct kube_client *dlk_kube_client(const struct dlk_ctx *ctx, const int *stop, struct dlk_err *err)
+void dlk_kube_open_opts(const struct dlk_ctx *ctx, struct kube_open_opts *o)
 {
-	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
+	static const struct kube_open_opts init = KUBE_OPEN_OPTS_INIT;
+
+	*o = init;
+	o->config.kubeconfig = ctx->kubeconfig;
+	o->config.context = ctx->context;
+	o->config.namespace = ctx->namespace_;
+	/* -v says more about what dlk does; -vv shows each request (kubectl -v=6), -vvv headers */
+	o->client.verbosity = ctx->verbose >= 3 ? 8 : ctx->verbose >= 2 ? 6 : 0;
+	o->client.log = log_line;
+	o->client.cancel = cancel_hook;
+}
+
+struct kube_client *dlk_kube_client(const struct dlk_ctx *ctx, struct dlk_err *err)
+{
+	struct kube_open_opts o;
 	struct kube_client *c;
 	static int warned;
 
-	o.config.kubeconfig = ctx->kubeconfig;
-	o.config.context = ctx->context;
-	o.config.namespace = ctx->namespace_;
-	/* -v says more about what dlk does; -vv shows each request (kubectl -v=6), -vvv headers */
-	o.client.verbosity = ctx->verbose >= 3 ? 8 : ctx->verbose >= 2 ? 6 : 0;
-	o.client.log = log_line;
-	o.client.cancel = cancel_hook;
-	o.client.cancel_ud = (void *)stop;
+	dlk_kube_open_opts(ctx, &o);
 	c = kube_client_open(&o, err);
 	if (c && kube_client_config_warning(c) && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 		dlk_warn(ctx, "%s", kube_client_config_warning(c));
@@ -139,4 +146,34 @@ void dlk_complete_job_names(int argc, char **argv, const char *cur)
 out:
 	cJSON_Delete(list);
 	kube_client_free(c);
+}
+
+static const char *const rank_colors[] = { "\033[36m", "\033[32m", "\033[35m", "\033[34m", "\033[33m", "\033[96m" };
+static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void dlk_print_log_line(void *vctx, int rank, const char *line, size_t len)
+{
+	const struct dlk_ctx *ctx = vctx;
+
+	/* several streams print at once: one line at a time, whole */
+	pthread_mutex_lock(&out_mu);
+	if (ctx->color_out)
+		printf("%s[rank %d]\033[0m %.*s\n", rank_colors[rank % 6], rank, (int)len, line);
+	else
+		printf("[rank %d] %.*s\n", rank, (int)len, line);
+	fflush(stdout);
+	pthread_mutex_unlock(&out_mu);
+}
+
+void dlk_print_note(void *ctx, const char *msg)
+{
+	dlk_warn(ctx, "%s", msg);
+}
+
+void dlk_print_deleted(void *vctx, const char *kind, const char *name)
+{
+	const struct dlk_ctx *ctx = vctx;
+
+	if (ctx->verbose)
+		dlk_info(ctx, "deleted %s/%s", kind, name);
 }

@@ -1,8 +1,14 @@
 /* dlk status: the dlk jobs of a namespace as a table, or one job in detail (per-rank pods,
  * why it is pending, progress published by the workers). -w keeps the picture current from
- * watches of the Jobs and their pods. The state itself is decided in jobstate.c. */
+ * watches of the Jobs and their pods. The state itself is decided in lib/jobs/jobstate.c. */
 #include "commands/cluster.h"
 #include "commands/commands.h"
+#include "commands/ui.h"
+#include "lib/jobs/jobstate.h"
+#include "lib/jobs/jobwatch.h"
+#include "lib/kube/api.h"
+#include "lib/train/progress.h"
+#include "lib/util/duration.h"
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
@@ -106,22 +112,6 @@ static void header_row(int all_ns, int wide, struct row *r)
 		snprintf(r->cols[c++], 160, "%s", h[i]);
 }
 
-static cJSON *pods_of(const cJSON *pods, const char *ns, const char *job)
-{
-	cJSON *arr = cJSON_CreateArray();
-	const cJSON *p;
-
-	cJSON_ArrayForEach(p, pods) {
-		const cJSON *v = jget2(p, "metadata", "labels");
-		const cJSON *pns = jget2(p, "metadata", "namespace");
-		v = cJSON_GetObjectItemCaseSensitive(v, DLK_LABEL_JOB);
-		if (cJSON_IsString(v) && !strcmp(v->valuestring, job) &&
-		    (!ns || !cJSON_IsString(pns) || !strcmp(pns->valuestring, ns)))
-			cJSON_AddItemReferenceToArray(arr, (cJSON *)p);
-	}
-	return arr;
-}
-
 static int emit_structured(const struct dlk_ctx *ctx, cJSON *v, struct dlk_buf *b, struct dlk_err *err)
 {
 	if (ctx->output == DLK_OUTPUT_JSON) {
@@ -169,7 +159,7 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	for (int k = 0; k < ns_; k++) {
 		j = sorted[k];
 		const cJSON *jns = jget2(j, "metadata", "namespace");
-		cJSON *mine = pods_of(pods, cJSON_IsString(jns) ? jns->valuestring : NULL, meta_name(j));
+		cJSON *mine = dlk_job_pods(pods, cJSON_IsString(jns) ? jns->valuestring : NULL, meta_name(j));
 		struct dlk_job_summary s;
 		cJSON *ev = NULL;
 		dlk_job_summarize(j, mine, NULL, &s);
@@ -204,36 +194,6 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 }
 
 /* ---- one job ---- */
-
-static void events_for(struct kube_client *c, const char *ns, const char *kind, const char *name, cJSON *into)
-{
-	cJSON *list = NULL;
-	struct dlk_err err = DLK_ERR_INIT;
-	const cJSON *e;
-
-	/* events are a help, not a must: a namespace whose events we may not read still has a status */
-	if (kube_events_for(c, ns, kind, name, &list, &err) < 0)
-		return;
-	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(list, "items"))
-		cJSON_AddItemToArray(into, cJSON_Duplicate(e, 1));
-	cJSON_Delete(list);
-}
-
-cJSON *dlk_job_events(struct kube_client *c, const char *ns, const char *name, const struct dlk_job_summary *pre)
-{
-	cJSON *ev = cJSON_CreateArray();
-	int asked = 0;
-
-	events_for(c, ns, "Job", name, ev);
-	for (int i = 0; i < pre->total && asked < 8; i++) {
-		const struct dlk_rank *r = &pre->ranks[i];
-		if (!r->pod || strcmp(r->phase, "Pending"))
-			continue;
-		events_for(c, ns, "Pod", meta_name(r->pod), ev);
-		asked++;
-	}
-	return ev;
-}
 
 static void detail_text(const struct dlk_job_summary *s, struct dlk_buf *b)
 {
@@ -340,8 +300,11 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 	unsigned seen = 0, drawn_gen = 0;
 	int rc = 0, shown = 0;
 
+	struct kube_open_opts open;
+
 	dlk_interrupt_catch();
-	if (dlk_jobwatch_start(&w, ctx, ns, name, &err) < 0) {
+	dlk_kube_open_opts(ctx, &open);
+	if (dlk_jobwatch_start(&w, &open, ns, name, &err) < 0) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -431,7 +394,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_errf(&err, DLK_EXIT_USAGE, "--all-namespaces lists jobs; it takes no NAME and no --watch");
 		return dlk_report(ctx, &err);
 	}
-	c = dlk_kube_client(ctx, NULL, &err);
+	c = dlk_kube_client(ctx, &err);
 	if (!c)
 		return dlk_report(ctx, &err);
 	ns = kube_client_namespace(c);
@@ -442,7 +405,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	if (name) {
 		enum dlk_job_state st;
 		struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
-		char *sel = xasprintf("%s=%s", DLK_LABEL_JOB, name);
+		char *sel = dlk_job_selector(name);
 		if (kube_get(c, "Job", ns, name, &job, &err) < 0) {
 			free(sel);
 			if (err.code == DLK_EXIT_NOTFOUND) {

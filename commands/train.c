@@ -1,29 +1,19 @@
 /* dlk train: render the job's objects (--dry-run), run the training loop here (--local), or be
  * one worker of the rendered Job (--worker). The loop itself is lib/train; this file wires its
  * events to the terminal, a metrics file and the exit code. */
-#include "commands/cluster.h"
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/train.h"
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
+#include "commands/train_submit.h"
+#include "commands/ui.h"
 #include "lib/render/render.h"
 #include "lib/project/project.h"
-#include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-/* The project's own templates/ directory (next to the project file) overrides the built-ins. */
-static char *project_templates_dir(const char *spec_file)
-{
-	const char *slash = strrchr(spec_file, '/');
-
-	if (!slash)
-		return xstrdup("templates");
-	return xasprintf("%.*s/templates", (int)(slash - spec_file), spec_file);
-}
 
 static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_err *err)
 {
@@ -51,29 +41,6 @@ static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_e
 	return 0;
 }
 
-int dlk_train_render(const struct dlk_ctx *ctx, const struct dlk_project *spec, const char *templates_opt,
-                     cJSON **objects, struct dlk_err *err)
-{
-	struct render_opts ro = RENDER_OPTS_INIT;
-	char *tdir = NULL, *yaml = project_dump_yaml(spec);
-	int rc = -1;
-
-	ro.namespace_ = ctx->namespace_;
-	if (templates_opt) {
-		ro.templates_dir = templates_opt;
-	} else {
-		tdir = project_templates_dir(ctx->file);
-		ro.templates_dir = tdir;
-		ro.templates_dir_optional = 1;
-	}
-	*objects = render_train(spec, yaml, &ro, err);
-	if (*objects)
-		rc = 0;
-	free(tdir);
-	free(yaml);
-	return rc;
-}
-
 static struct dlk_train_cli opt;
 
 static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
@@ -92,7 +59,8 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 		rc = dlk_train_submit(ctx, &opt, spec);
 		break;
 	case TRAIN_DRY_RUN:
-		if (dlk_train_render(ctx, spec, opt.templates, &objects, &err) || print_objects(ctx, objects, &err))
+		objects = render_train_project(spec, ctx->file, opt.templates, ctx->namespace_, &err);
+		if (!objects || print_objects(ctx, objects, &err))
 			rc = dlk_report(ctx, &err);
 		break;
 	case TRAIN_LOCAL:

@@ -1,5 +1,7 @@
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
+#include "commands/ui.h"
+#include "lib/util/clock.h"
 #include "lib/util/err.h"
 #include "lib/util/mem.h"
 

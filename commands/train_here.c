@@ -5,6 +5,7 @@
  * progress and writes checkpoints and the bundle. */
 #include "commands/train_here.h"
 #include "commands/train_progress.h"
+#include "commands/ui.h"
 #include "lib/data/dataset.h"
 #include "lib/comm/comm.h"
 #include "lib/comm/rendezvous.h"

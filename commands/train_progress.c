@@ -1,7 +1,9 @@
 #include "commands/train_progress.h"
+#include "commands/ui.h"
 #include "lib/train/progress.h"
 #include "lib/kube/api.h"
 #include "lib/kube/client.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
 
 #include <cJSON.h>

@@ -1,11 +1,17 @@
 /* dlk train (no mode flag): submit the rendered objects to the cluster and, with --wait or
  * --follow, stay until the job ends. What is applied is exactly what --dry-run prints: both
- * come from dlk_train_render(). */
+ * come from render_train_project(). */
+#include "commands/train_submit.h"
 #include "commands/cluster.h"
-#include "commands/commands.h"
-#include "commands/train.h"
-#include "commands/train_here.h"
-#include "lib/project/project.h"
+#include "commands/ui.h"
+#include "lib/jobs/jobdelete.h"
+#include "lib/jobs/jobstate.h"
+#include "lib/jobs/jobwatch.h"
+#include "lib/jobs/logfollow.h"
+#include "lib/kube/api.h"
+#include "lib/render/render.h"
+#include "lib/util/clock.h"
+#include "lib/util/duration.h"
 #include "lib/util/mem.h"
 
 #include <stdlib.h>
@@ -62,16 +68,17 @@ static int wait_for_job(struct dlk_ctx *ctx, struct kube_client *c, const char *
 	char last_line[600] = "";
 
 	snprintf(nsf, sizeof(nsf), "%s", nsflag);
+	struct kube_open_opts open;
+
 	dlk_interrupt_catch();
-	if (dlk_jobwatch_start(&w, ctx, ns, name, &err) < 0) {
+	dlk_kube_open_opts(ctx, &open);
+	if (dlk_jobwatch_start(&w, &open, ns, name, &err) < 0) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
 	if (follow) {
-		struct dlk_log_opts lo = { -1, -1, 0, 0, 0, 0 };
-		const char *nc = getenv("NO_COLOR");
-		lo.color = ctx->tty_out && !(nc && *nc);
-		lf = dlk_logfollow_new(ctx, ns, &lo);
+		struct dlk_log_opts lo = { -1, -1, 0, 0, 0 };
+		lf = dlk_logfollow_new(&open, ns, &lo, dlk_print_log_line, dlk_print_note, ctx);
 	}
 	for (;;) {
 		struct dlk_job_summary s;
@@ -206,17 +213,17 @@ static int print_applied(cJSON *applied)
 	return 0;
 }
 
-int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
+int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
-	struct dlk_ctx rctx = *ctx;
+	const char *render_ns = ctx->namespace_;
 	cJSON *objects = NULL, *existing = NULL, *applied = NULL;
 	const cJSON *main_obj, *o;
 	const char *name, *kind, *ns;
-	int replace = opts->replace, follow = opts->follow;
-	int wait = opts->wait || follow || opts->timeout_s > 0;
-	double timeout_s = opts->timeout_s;
+	int replace = cli->replace, follow = cli->follow;
+	int wait = cli->wait || follow || cli->timeout_s > 0;
+	double timeout_s = cli->timeout_s;
 	int rc = 0;
 
 	if (ctx->output != DLK_OUTPUT_TEXT && ctx->output != DLK_OUTPUT_JSON) {
@@ -224,7 +231,7 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, cons
 		         dlk_output_names[ctx->output]);
 		return dlk_report(ctx, &err);
 	}
-	c = dlk_kube_client(ctx, NULL, &err);
+	c = dlk_kube_client(ctx, &err);
 	if (!c) {
 		if (err.code == DLK_EXIT_CONFIG) {
 			char h[sizeof(err.hint)];
@@ -234,9 +241,10 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, cons
 		return dlk_report(ctx, &err);
 	}
 	/* kubectl's rule: -n, else the project's namespace, else the kubeconfig context's */
-	if (!rctx.namespace_ && !spec->namespace_)
-		rctx.namespace_ = kube_client_namespace(c);
-	if (dlk_train_render(&rctx, spec, opts->templates, &objects, &err) < 0) {
+	if (!render_ns && !spec->namespace_)
+		render_ns = kube_client_namespace(c);
+	objects = render_train_project(spec, ctx->file, cli->templates, render_ns, &err);
+	if (!objects) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -262,7 +270,7 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, cons
 		}
 		int n = 0;
 		dlk_interrupt_catch();
-		if (dlk_delete_job_objects(ctx, c, ns, name, &n, &err) < 0) {
+		if (dlk_delete_job_objects(c, ns, name, dlk_print_deleted, ctx, &n, &err) < 0) {
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}

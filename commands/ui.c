@@ -1,5 +1,5 @@
-#include "commands/ctx.h"
-#include "lib/project/project.h"
+#include "commands/ui.h"
+#include "lib/util/clock.h"
 
 #include <stdarg.h>
 #include <string.h>
