@@ -86,6 +86,14 @@ void dlk_kube_warnings(const struct dlk_ctx *ctx, struct kube_client *c)
 	free(w);
 }
 
+void dlk_kube_close(const struct dlk_ctx *ctx, struct kube_client *c)
+{
+	if (!c)
+		return;
+	dlk_kube_warnings(ctx, c);
+	kube_client_free(c);
+}
+
 const char *dlk_ns_flag(const struct dlk_ctx *ctx, const struct kube_client *c, const char *ns)
 {
 	static __thread char buf[96];

@@ -18,6 +18,8 @@ void dlk_kube_open_opts(const struct dlk_ctx *ctx, struct kube_open_opts *o);
 struct kube_client *dlk_kube_client(const struct dlk_ctx *ctx, struct dlk_err *err);
 /* Prints the API server's Warning headers collected so far as "warning: ..." lines. */
 void dlk_kube_warnings(const struct dlk_ctx *ctx, struct kube_client *c);
+/* The end of a client from dlk_kube_client: its last warnings, then kube_client_free (NULL is fine). */
+void dlk_kube_close(const struct dlk_ctx *ctx, struct kube_client *c);
 /* Installs a SIGINT handler that only sets a flag (the first Ctrl-C stops waiting; a second
  * one kills the process the default way). */
 void dlk_interrupt_catch(void);

@@ -104,10 +104,8 @@ static int run_delete(struct dlk_ctx *ctx, struct dlk_args *args)
 	if (missing)
 		rc = DLK_EXIT_NOTFOUND;
 out:
-	if (c)
-		dlk_kube_warnings(ctx, c);
+	dlk_kube_close(ctx, c);
 	cJSON_Delete(names);
-	kube_client_free(c);
 	return rc;
 }
 

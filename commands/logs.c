@@ -252,8 +252,7 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 	if (opt.follow) {
 		/* the streams and watches have clients of their own */
 		char *nsd = xstrdup(ns);
-		dlk_kube_warnings(ctx, c);
-		kube_client_free(c);
+		dlk_kube_close(ctx, c);
 		c = NULL;
 		rc = logs_follow(ctx, nsd, name, &o, &err);
 		free(nsd);
@@ -275,11 +274,9 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 		}
 	}
 out:
-	if (c)
-		dlk_kube_warnings(ctx, c);
+	dlk_kube_close(ctx, c);
 	cJSON_Delete(job);
 	cJSON_Delete(pods);
-	kube_client_free(c);
 	return rc;
 }
 

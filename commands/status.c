@@ -439,12 +439,11 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	fwrite(b.data, 1, b.len, stdout);
 out:
-	dlk_kube_warnings(ctx, c);
+	dlk_kube_close(ctx, c);
 	dlk_buf_release(&b);
 	cJSON_Delete(jobs);
 	cJSON_Delete(pods);
 	cJSON_Delete(job);
-	kube_client_free(c);
 	return rc;
 }
 

@@ -324,11 +324,9 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const
 		rc = wait_for_job(ctx, c, ns, name, timeout_s, follow);
 	}
 out:
-	if (c)
-		dlk_kube_warnings(ctx, c);
+	dlk_kube_close(ctx, c);
 	cJSON_Delete(applied);
 	cJSON_Delete(existing);
 	cJSON_Delete(objects);
-	kube_client_free(c);
 	return rc;
 }
