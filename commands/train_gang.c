@@ -1,6 +1,7 @@
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
 #include "commands/ui.h"
+#include "lib/jobs/podenv.h"
 #include "lib/util/clock.h"
 #include "lib/util/err.h"
 #include "lib/util/mem.h"
@@ -214,18 +215,18 @@ static void child(struct gang *g, const struct dlk_train_cli *opts, const struct
 		}
 		close(lfd);
 	} else {
-		setenv_int("DLK_LISTEN_FD", lfd);
+		setenv_int(DLK_ENV_LISTEN_FD, lfd);
 	}
-	setenv_int("RANK", rank);
-	setenv_int("WORLD_SIZE", g->n);
-	setenv("MASTER_ADDR", "127.0.0.1", 1);
-	setenv_int("MASTER_PORT", port);
-	setenv_int("DLK_GENERATION", (long)gen);
-	setenv("DLK_RUN_ID", run_id, 1);
-	setenv("DLK_JOB_NAME", spec->name, 1);
-	setenv_int("DLK_THREADS", threads);
-	unsetenv("KUBERNETES_SERVICE_HOST"); /* a local gang publishes no progress on any Job */
-	unsetenv("JOB_COMPLETION_INDEX");
+	setenv_int(DLK_ENV_RANK, rank);
+	setenv_int(DLK_ENV_WORLD_SIZE, g->n);
+	setenv(DLK_ENV_MASTER_ADDR, "127.0.0.1", 1);
+	setenv_int(DLK_ENV_MASTER_PORT, port);
+	setenv_int(DLK_ENV_GENERATION, (long)gen);
+	setenv(DLK_ENV_RUN_ID, run_id, 1);
+	setenv(DLK_ENV_JOB_NAME, spec->name, 1);
+	setenv_int(DLK_ENV_THREADS, threads);
+	unsetenv(DLK_ENV_SERVICE_HOST); /* a local gang publishes no progress on any Job */
+	unsetenv(DLK_ENV_COMPLETION_INDEX);
 	g->ctx->color = 0;
 	rc = dlk_train_here(g->ctx, opts, spec, 1);
 	fflush(stdout);

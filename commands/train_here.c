@@ -9,6 +9,7 @@
 #include "lib/data/dataset.h"
 #include "lib/comm/comm.h"
 #include "lib/comm/rendezvous.h"
+#include "lib/jobs/podenv.h"
 #include "lib/train/bundle.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/state.h"
@@ -453,13 +454,13 @@ static int join_gang(struct report *r, const struct dist_env *env, struct dlk_er
 {
 	struct dist_rdzv_opts o = DIST_RDZV_OPTS_INIT;
 	struct dist_group g = DIST_GROUP_INIT;
-	const char *job = getenv("DLK_JOB_NAME"), *uid = getenv("DLK_RUN_ID");
+	const char *job = getenv(DLK_ENV_JOB_NAME), *uid = getenv(DLK_ENV_RUN_ID);
 	char *run_id;
 	int bad = 0;
-	long gen = env_long("DLK_GENERATION", 0, 0, UINT_MAX, err, &bad);
-	long lfd = env_long("DLK_LISTEN_FD", -1, -1, INT_MAX, err, &bad);
-	long tmo = env_long("DLK_RENDEZVOUS_TIMEOUT", 300, 1, 86400, err, &bad);
-	long stall = env_long("DLK_STALL_TIMEOUT", 300, 1, 86400, err, &bad);
+	long gen = env_long(DLK_ENV_GENERATION, 0, 0, UINT_MAX, err, &bad);
+	long lfd = env_long(DLK_ENV_LISTEN_FD, -1, -1, INT_MAX, err, &bad);
+	long tmo = env_long(DLK_ENV_RENDEZVOUS_TIMEOUT, 300, 1, 86400, err, &bad);
+	long stall = env_long(DLK_ENV_STALL_TIMEOUT, 300, 1, 86400, err, &bad);
 
 	if (bad)
 		return -1;
@@ -509,8 +510,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	stop_flag = 0;
 	sig_seen = 0;
 	single_rank = 1;
-	term_grace_sec = (unsigned)env_long("DLK_TERM_GRACE", 20, 1, 3600, &err, &bad);
-	rep.ckpt_delay_ms = env_long("DLK_TEST_CHECKPOINT_DELAY_MS", 0, 0, 60000, &err, &bad);
+	term_grace_sec = (unsigned)env_long(DLK_ENV_TERM_GRACE, 20, 1, 3600, &err, &bad);
+	rep.ckpt_delay_ms = env_long(DLK_ENV_TEST_CHECKPOINT_DELAY_MS, 0, 0, 60000, &err, &bad);
 	if (bad)
 		goto fail;
 	sa.sa_handler = on_signal;
@@ -527,8 +528,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		single_rank = env.world == 1;
 		if (env.rank != 0)
 			ctx->tty_err = 0;
-		if (getenv("DLK_THREADS") && !tr.threads)
-			tr.threads = (int)env_long("DLK_THREADS", 0, 0, 4096, &err, &bad);
+		if (getenv(DLK_ENV_THREADS) && !tr.threads)
+			tr.threads = (int)env_long(DLK_ENV_THREADS, 0, 0, 4096, &err, &bad);
 		if (bad)
 			goto fail;
 	}

@@ -1,5 +1,6 @@
 #include "commands/train_progress.h"
 #include "commands/ui.h"
+#include "lib/jobs/podenv.h"
 #include "lib/train/progress.h"
 #include "lib/kube/api.h"
 #include "lib/kube/client.h"
@@ -25,17 +26,17 @@ struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx)
 	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_job_progress *p;
-	const char *job = getenv("DLK_JOB_NAME");
+	const char *job = getenv(DLK_ENV_JOB_NAME);
 
-	if (!getenv("KUBERNETES_SERVICE_HOST") || !job || !job[0])
+	if (!getenv(DLK_ENV_SERVICE_HOST) || !job || !job[0])
 		return NULL;
 	/* DLK_NAMESPACE: the pod's namespace (downward API); DLK_SERVICEACCOUNT_DIR: the
 	 * service-account files somewhere other than the standard mount */
-	const char *ns = getenv("DLK_NAMESPACE");
+	const char *ns = getenv(DLK_ENV_NAMESPACE);
 	struct kube_client *kc;
 
 	o.in_cluster = 1;
-	o.config.sa_dir = getenv("DLK_SERVICEACCOUNT_DIR");
+	o.config.sa_dir = getenv(DLK_ENV_SERVICEACCOUNT_DIR);
 	o.config.namespace = ns && *ns ? ns : NULL;
 	/* progress must never hold training up for long */
 	o.client.connect_timeout_ms = 3000;
