@@ -94,6 +94,34 @@ void dlk_kube_close(const struct dlk_ctx *ctx, struct kube_client *c)
 	kube_client_free(c);
 }
 
+int dlk_watch_jobs(const struct dlk_ctx *ctx, struct dlk_jobwatch *w, const char *ns, const char *name,
+                   struct dlk_err *err)
+{
+	struct kube_open_opts open;
+
+	dlk_interrupt_catch();
+	dlk_kube_open_opts(ctx, &open);
+	return dlk_jobwatch_start(w, &open, ns, name, err);
+}
+
+int dlk_job_not_found(const struct dlk_ctx *ctx, const struct kube_client *c, const char *ns, const char *name,
+                      struct dlk_err *err)
+{
+	dlk_errf(err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);
+	return dlk_err_hint(err, "list the jobs with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
+}
+
+int dlk_read_job(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name, cJSON **job,
+                 struct dlk_err *err)
+{
+	if (kube_get(c, "Job", ns, name, job, err) < 0) {
+		if (err->code == DLK_EXIT_NOTFOUND)
+			dlk_job_not_found(ctx, c, ns, name, err);
+		return -1;
+	}
+	return 0;
+}
+
 const char *dlk_ns_flag(const struct dlk_ctx *ctx, const struct kube_client *c, const char *ns)
 {
 	static __thread char buf[96];
@@ -147,9 +175,9 @@ void dlk_complete_job_names(int argc, char **argv, const char *cur)
 	if (kube_list(c, "Job", NULL, &lo, &list, &err) < 0)
 		goto out;
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items")) {
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "metadata"), "name");
-		if (cJSON_IsString(n) && !strncmp(n->valuestring, cur ? cur : "", strlen(cur ? cur : "")))
-			printf("%s\n", n->valuestring);
+		const char *n = kube_meta(it, "name");
+		if (n && !strncmp(n, cur ? cur : "", strlen(cur ? cur : "")))
+			printf("%s\n", n);
 	}
 out:
 	cJSON_Delete(list);

@@ -5,7 +5,10 @@
 #ifndef DLK_COMMANDS_CLUSTER_H
 #define DLK_COMMANDS_CLUSTER_H
 
+#include <cJSON.h>
+
 #include "commands/ctx.h"
+#include "lib/jobs/jobwatch.h"
 #include "lib/kube/client.h"
 
 /* What every client of this command is made from: the global options' kubeconfig, context and
@@ -24,6 +27,18 @@ void dlk_kube_close(const struct dlk_ctx *ctx, struct kube_client *c);
  * one kills the process the default way). */
 void dlk_interrupt_catch(void);
 int dlk_interrupted(void);
+
+/* Starts watching the jobs of ns (every dlk job, or the one named) with this command's clients,
+ * Ctrl-C caught: the first one ends the waits. -1 with err when the watch cannot start. */
+int dlk_watch_jobs(const struct dlk_ctx *ctx, struct dlk_jobwatch *w, const char *ns, const char *name,
+                   struct dlk_err *err);
+/* Reads the Job name of ns (a new object in *job, the caller's). A missing Job is "job 'NAME'
+ * not found in namespace 'NS'" with a hint to list the jobs. */
+int dlk_read_job(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name, cJSON **job,
+                 struct dlk_err *err);
+/* err says: job 'NAME' is not in namespace ns, and how to list the jobs; returns -1. */
+int dlk_job_not_found(const struct dlk_ctx *ctx, const struct kube_client *c, const char *ns, const char *name,
+                      struct dlk_err *err);
 
 /* Shell completion of job names: prints the names of the dlk Jobs that start with cur, one a
  * line, from the cluster that --kubeconfig/--context/-n on the completion line (argv) name.

@@ -18,12 +18,6 @@
 
 #define LOGS_MAX_BYTES (256u << 20) /* what a merged non-follow read may hold in memory */
 
-static const char *pod_name(const cJSON *pod)
-{
-	const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "name");
-	return cJSON_IsString(n) ? n->valuestring : NULL;
-}
-
 /* ---- one read, merged by time ---- */
 
 struct logline {
@@ -100,7 +94,7 @@ static int logs_once(struct dlk_ctx *ctx, struct kube_client *c, const char *ns,
 	for (int i = 0; i < s.total; i++) {
 		struct kube_log_opts ko = KUBE_LOG_OPTS_INIT;
 		struct dlk_err perr = DLK_ERR_INIT;
-		const char *pn = pod_name(s.ranks[i].pod);
+		const char *pn = kube_meta(s.ranks[i].pod, "name");
 
 		if (o->rank >= 0 && i != o->rank)
 			continue;
@@ -169,15 +163,12 @@ static int logs_follow(struct dlk_ctx *ctx, const char *ns, const char *name, co
 {
 	struct dlk_jobwatch w;
 	struct dlk_logfollow *lf = NULL;
-	struct kube_open_opts open;
 	unsigned seen = 0;
 	int rc = -1, ended = 0;
 
-	dlk_interrupt_catch();
-	dlk_kube_open_opts(ctx, &open);
-	if (dlk_jobwatch_start(&w, &open, ns, name, err) < 0)
+	if (dlk_watch_jobs(ctx, &w, ns, name, err) < 0)
 		goto out;
-	lf = dlk_logfollow_new(&open, ns, o, dlk_print_log_line, dlk_print_note, ctx);
+	lf = dlk_logfollow_new(&w.open, ns, o, dlk_print_log_line, dlk_print_note, ctx);
 	for (;;) {
 		dlk_jobwatch_wait(&w, &seen, 0.5);
 		if (dlk_interrupted()) {
@@ -233,11 +224,7 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 	if (!c)
 		return dlk_report(ctx, &err);
 	ns = kube_client_namespace(c);
-	if (kube_get(c, "Job", ns, name, &job, &err) < 0) {
-		if (err.code == DLK_EXIT_NOTFOUND) {
-			dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);
-			dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
-		}
+	if (dlk_read_job(ctx, c, ns, name, &job, &err) < 0) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -262,17 +249,9 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	{
-		struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
-		char *sel = dlk_job_selector(name);
-		lo.label_selector = sel;
-		int lr = kube_list(c, "Pod", ns, &lo, &pods, &err);
-		free(sel);
-		if (lr < 0 || logs_once(ctx, c, ns, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &o, &err) < 0) {
-			rc = dlk_report(ctx, &err);
-			goto out;
-		}
-	}
+	if (dlk_job_list_pods(c, ns, name, &pods, &err) < 0 ||
+	    logs_once(ctx, c, ns, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &o, &err) < 0)
+		rc = dlk_report(ctx, &err);
 out:
 	dlk_kube_close(ctx, c);
 	cJSON_Delete(job);

@@ -23,8 +23,8 @@ static const cJSON *jget2(const cJSON *o, const char *a, const char *b)
 
 static const char *meta_name(const cJSON *o)
 {
-	const cJSON *n = jget2(o, "metadata", "name");
-	return cJSON_IsString(n) ? n->valuestring : "";
+	const char *n = kube_meta(o, "name");
+	return n ? n : "";
 }
 
 static int list_kind(struct kube_client *c, const char *kind, const char *ns, int all_ns, const char *selector,
@@ -131,8 +131,8 @@ static int emit_structured(const struct dlk_ctx *ctx, cJSON *v, struct dlk_buf *
 static int cmp_job(const void *a, const void *b)
 {
 	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
-	const cJSON *nx = jget2(x, "metadata", "namespace"), *ny = jget2(y, "metadata", "namespace");
-	int c = strcmp(cJSON_IsString(nx) ? nx->valuestring : "", cJSON_IsString(ny) ? ny->valuestring : "");
+	const char *nx = kube_meta(x, "namespace"), *ny = kube_meta(y, "namespace");
+	int c = strcmp(nx ? nx : "", ny ? ny : "");
 
 	return c ? c : strcmp(meta_name(x), meta_name(y));
 }
@@ -158,8 +158,7 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	header_row(all_ns, wide, &rows[nrows++]);
 	for (int k = 0; k < ns_; k++) {
 		j = sorted[k];
-		const cJSON *jns = jget2(j, "metadata", "namespace");
-		cJSON *mine = dlk_job_pods(pods, cJSON_IsString(jns) ? jns->valuestring : NULL, meta_name(j));
+		cJSON *mine = dlk_job_pods(pods, kube_meta(j, "namespace"), meta_name(j));
 		struct dlk_job_summary s;
 		cJSON *ev = NULL;
 		dlk_job_summarize(j, mine, NULL, &s);
@@ -300,11 +299,7 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 	unsigned seen = 0, drawn_gen = 0;
 	int rc = 0, shown = 0;
 
-	struct kube_open_opts open;
-
-	dlk_interrupt_catch();
-	dlk_kube_open_opts(ctx, &open);
-	if (dlk_jobwatch_start(&w, &open, ns, name, &err) < 0) {
+	if (dlk_watch_jobs(ctx, &w, ns, name, &err) < 0) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -337,8 +332,7 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 					dlk_info(ctx, "job '%s' was deleted", name);
 					break;
 				}
-				dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);
-				dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
+				dlk_job_not_found(ctx, c, ns, name, &err);
 				rc = dlk_report(ctx, &err);
 				break;
 			}
@@ -404,21 +398,8 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	if (name) {
 		enum dlk_job_state st;
-		struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
-		char *sel = dlk_job_selector(name);
-		if (kube_get(c, "Job", ns, name, &job, &err) < 0) {
-			free(sel);
-			if (err.code == DLK_EXIT_NOTFOUND) {
-				dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);
-				dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
-			}
-			rc = dlk_report(ctx, &err);
-			goto out;
-		}
-		lo.label_selector = sel;
-		int lr = kube_list(c, "Pod", ns, &lo, &pods, &err);
-		free(sel);
-		if (lr < 0 || render_one(ctx, c, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &b, &st, &err) < 0) {
+		if (dlk_read_job(ctx, c, ns, name, &job, &err) < 0 || dlk_job_list_pods(c, ns, name, &pods, &err) < 0 ||
+		    render_one(ctx, c, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &b, &st, &err) < 0) {
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}

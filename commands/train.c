@@ -17,20 +17,8 @@
 
 static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_err *err)
 {
-	if (ctx->output == DLK_OUTPUT_JSON) {
-		/* a v1 List, as `kubectl get -o json` prints several objects; `kubectl apply -f` takes it */
-		cJSON *list = cJSON_CreateObject();
-		cJSON_AddStringToObject(list, "apiVersion", "v1");
-		cJSON_AddStringToObject(list, "kind", "List");
-		cJSON_AddItemReferenceToObject(list, "items", objects);
-		char *s = cJSON_Print(list);
-		cJSON_Delete(list);
-		if (!s)
-			return dlk_errf(err, DLK_EXIT_FAIL, "cannot print the objects as JSON");
-		printf("%s\n", s);
-		free(s);
-		return 0;
-	}
+	if (ctx->output == DLK_OUTPUT_JSON)
+		return dlk_print_json_list(objects, err);
 	if (ctx->output != DLK_OUTPUT_YAML && ctx->output != DLK_OUTPUT_TEXT)
 		return dlk_errf(err, DLK_EXIT_USAGE, "--dry-run prints yaml or json, not '%s'", dlk_output_names[ctx->output]);
 	char *y = yamljson_emit_stream(objects, err);

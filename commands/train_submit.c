@@ -32,12 +32,6 @@ static const cJSON *main_object(const cJSON *objects)
 	return found;
 }
 
-static const char *str_at(const cJSON *o, const char *a, const char *b)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, a), b);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static void failure_hint(struct dlk_err *err, const struct dlk_job_summary *s, const char *nsflag)
 {
 	const struct dlk_rank *r = s->failed_rank >= 0 ? &s->ranks[s->failed_rank] : NULL;
@@ -68,17 +62,13 @@ static int wait_for_job(struct dlk_ctx *ctx, struct kube_client *c, const char *
 	char last_line[600] = "";
 
 	snprintf(nsf, sizeof(nsf), "%s", nsflag);
-	struct kube_open_opts open;
-
-	dlk_interrupt_catch();
-	dlk_kube_open_opts(ctx, &open);
-	if (dlk_jobwatch_start(&w, &open, ns, name, &err) < 0) {
+	if (dlk_watch_jobs(ctx, &w, ns, name, &err) < 0) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
 	if (follow) {
 		struct dlk_log_opts lo = { -1, -1, 0, 0, 0 };
-		lf = dlk_logfollow_new(&open, ns, &lo, dlk_print_log_line, dlk_print_note, ctx);
+		lf = dlk_logfollow_new(&w.open, ns, &lo, dlk_print_log_line, dlk_print_note, ctx);
 	}
 	for (;;) {
 		struct dlk_job_summary s;
@@ -196,23 +186,6 @@ out:
 	return rc;
 }
 
-static int print_applied(cJSON *applied)
-{
-	cJSON *list = cJSON_CreateObject();
-	char *s;
-
-	cJSON_AddStringToObject(list, "apiVersion", "v1");
-	cJSON_AddStringToObject(list, "kind", "List");
-	cJSON_AddItemToObject(list, "items", applied);
-	s = cJSON_Print(list);
-	cJSON_Delete(list);
-	if (!s)
-		return -1;
-	printf("%s\n", s);
-	free(s);
-	return 0;
-}
-
 int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -249,15 +222,15 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const
 		goto out;
 	}
 	main_obj = main_object(objects);
-	if (!main_obj || !str_at(main_obj, "metadata", "name")) {
+	if (!main_obj || !kube_meta(main_obj, "name")) {
 		dlk_errf(&err, DLK_EXIT_CONFIG, "the rendered objects hold no Job or CronJob");
 		dlk_err_hint(&err, "check the project's templates/ against 'dlk init --templates'");
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	name = str_at(main_obj, "metadata", "name");
+	name = kube_meta(main_obj, "name");
 	kind = cJSON_GetObjectItemCaseSensitive(main_obj, "kind")->valuestring;
-	ns = str_at(main_obj, "metadata", "namespace");
+	ns = kube_meta(main_obj, "namespace");
 	if (!ns)
 		ns = kube_client_namespace(c);
 	if (kube_get(c, kind, ns, name, &existing, &err) == 0) {
@@ -291,19 +264,18 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const
 		cJSON *out = NULL;
 		if (kube_apply(c, o, &out, &err) < 0) {
 			dlk_err_prefix(&err, "cannot submit %s '%s'", cJSON_GetObjectItemCaseSensitive(o, "kind")->valuestring,
-				       str_at(o, "metadata", "name"));
+				       kube_meta(o, "name"));
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
 		if (ctx->verbose)
 			dlk_info(ctx, "applied %s/%s", cJSON_GetObjectItemCaseSensitive(o, "kind")->valuestring,
-				 str_at(o, "metadata", "name"));
+				 kube_meta(o, "name"));
 		cJSON_AddItemToArray(applied, out);
 	}
 	dlk_kube_warnings(ctx, c);
 	if (ctx->output == DLK_OUTPUT_JSON) {
-		print_applied(applied);
-		applied = NULL;
+		dlk_print_json_list(applied, &err);
 	} else if (ctx->quiet) {
 		printf("%s\n", name);
 	} else {

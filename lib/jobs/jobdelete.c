@@ -31,10 +31,10 @@ int dlk_delete_job_objects(struct kube_client *c, const char *ns, const char *na
 		if (kube_list(c, dlk_kinds[k], ns, &lo, &list, err) < 0)
 			goto out;
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items")) {
-			const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "metadata"), "name");
-			if (!cJSON_IsString(n))
+			const char *n = kube_meta(it, "name");
+			if (!n)
 				continue;
-			if (kube_delete(c, dlk_kinds[k], ns, n->valuestring, err) < 0) {
+			if (kube_delete(c, dlk_kinds[k], ns, n, err) < 0) {
 				/* gone between the list and the delete: what we wanted */
 				if (err->code == DLK_EXIT_NOTFOUND) {
 					dlk_err_clear(err);
@@ -44,7 +44,7 @@ int dlk_delete_job_objects(struct kube_client *c, const char *ns, const char *na
 				goto out;
 			}
 			if (on_deleted)
-				on_deleted(ud, dlk_kinds[k], n->valuestring);
+				on_deleted(ud, dlk_kinds[k], n);
 			(*deleted)++;
 		}
 		cJSON_Delete(list);
@@ -72,8 +72,8 @@ static int gone_event(const char *type, const cJSON *obj, void *ud, struct dlk_e
 	if (!strcmp(type, "RELIST")) {
 		g->gone = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(obj, "items")) == 0;
 	} else if (!strcmp(type, "DELETED")) {
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name");
-		g->gone = cJSON_IsString(n) && !strcmp(n->valuestring, g->name);
+		const char *n = kube_meta(obj, "name");
+		g->gone = n && !strcmp(n, g->name);
 	}
 	return g->gone;
 }

@@ -470,12 +470,6 @@ cJSON *dlk_job_summary_json(const struct dlk_job_summary *s)
 	return o;
 }
 
-static const char *meta_name(const cJSON *o)
-{
-	const char *n = jstr_of(jget(o, "metadata", "name", NULL));
-	return n ? n : "";
-}
-
 static void events_for(struct kube_client *c, const char *ns, const char *kind, const char *name, cJSON *into)
 {
 	cJSON *list = NULL;
@@ -500,10 +494,22 @@ cJSON *dlk_job_events(struct kube_client *c, const char *ns, const char *name, c
 		const struct dlk_rank *r = &pre->ranks[i];
 		if (!r->pod || strcmp(r->phase, "Pending"))
 			continue;
-		events_for(c, ns, "Pod", meta_name(r->pod), ev);
+		events_for(c, ns, "Pod", kube_meta(r->pod, "name"), ev);
 		asked++;
 	}
 	return ev;
+}
+
+int dlk_job_list_pods(struct kube_client *c, const char *ns, const char *name, cJSON **pods, struct dlk_err *err)
+{
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	char *sel = dlk_job_selector(name);
+	int rc;
+
+	lo.label_selector = sel;
+	rc = kube_list(c, "Pod", ns, &lo, pods, err);
+	free(sel);
+	return rc;
 }
 
 cJSON *dlk_job_pods(const cJSON *pods, const char *ns, const char *job)

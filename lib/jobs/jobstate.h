@@ -58,6 +58,8 @@ void dlk_job_summary_release(struct dlk_job_summary *s);
 /* The events that explain a job: its own and those of (at most 8) pending ranks' pods, as a new
  * array the caller owns (empty when they cannot be read: they help, they are not needed). */
 cJSON *dlk_job_events(struct kube_client *c, const char *ns, const char *name, const struct dlk_job_summary *pre);
+/* Lists the pods labelled as job name's in ns (a new PodList in *pods), or -1 with err. */
+int dlk_job_list_pods(struct kube_client *c, const char *ns, const char *name, cJSON **pods, struct dlk_err *err);
 /* "epoch 3/10 step 1200/6000 loss 0.41" style text of the progress annotation ("" when none). */
 void dlk_job_progress_text(const struct dlk_job_summary *s, char *out, size_t n);
 /* The summary as a JSON object (for -o json/yaml); the caller owns it. */

@@ -32,13 +32,13 @@ static int thread_cancel(void *ud)
 
 static void replace_item(cJSON *set, const cJSON *obj, int remove)
 {
-	const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name");
+	const char *name = kube_meta(obj, "name");
 
-	if (!cJSON_IsString(name))
+	if (!name)
 		return;
-	cJSON_DeleteItemFromObjectCaseSensitive(set, name->valuestring);
+	cJSON_DeleteItemFromObjectCaseSensitive(set, name);
 	if (!remove)
-		cJSON_AddItemToObject(set, name->valuestring, cJSON_Duplicate(obj, 1));
+		cJSON_AddItemToObject(set, name, cJSON_Duplicate(obj, 1));
 }
 
 static int on_event(const char *type, const cJSON *obj, void *ud, struct dlk_err *err)

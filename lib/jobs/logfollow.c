@@ -12,12 +12,6 @@
 
 #define MAX_STREAMS 1024
 
-static const char *pod_name(const cJSON *pod)
-{
-	const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "name");
-	return cJSON_IsString(n) ? n->valuestring : NULL;
-}
-
 /* The pod has a container that runs or ran: its log can be read. */
 static int pod_started(const cJSON *pod)
 {
@@ -132,7 +126,7 @@ void dlk_logfollow_update(struct dlk_logfollow *lf, const cJSON *pods)
 
 	lf->first_update_done = 1;
 	cJSON_ArrayForEach(p, pods) {
-		const char *name = pod_name(p);
+		const char *name = kube_meta(p, "name");
 		int rank = dlk_pod_rank(p), known = 0;
 		if (!name || rank < 0 || (lf->o.rank >= 0 && rank != lf->o.rank) || !pod_started(p))
 			continue;

@@ -29,6 +29,13 @@ const struct kube_resource *kube_resource_for(const char *kind, const char *api_
 	return NULL;
 }
 
+const char *kube_meta(const cJSON *obj, const char *field)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), field);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 char *kube_path(const struct kube_resource *res, const char *ns, const char *name, const char *sub)
 {
 	struct dlk_buf b = DLK_BUF_INIT;
@@ -155,47 +162,50 @@ static int obj_info(struct kube_client *c, const cJSON *obj, struct objinfo *oi,
 	return 0;
 }
 
-int kube_apply(struct kube_client *c, const cJSON *obj, cJSON **out, struct dlk_err *err)
+/* Sends obj as the body of a write: to the object's own path (apply) or to its collection
+ * (create), with the query apply needs. */
+static int send_object(struct kube_client *c, const cJSON *obj, const struct kube_request *how, const char *verb,
+		       cJSON **out, struct dlk_err *err)
 {
-	struct objinfo oi;
+	struct kube_request req = *how;
+	struct dlk_buf p = DLK_BUF_INIT;
+	struct objinfo oi = { NULL, NULL, NULL };
 	char *path, *body;
-	int rc;
+	int rc, apply = !strcmp(verb, "apply");
 
 	if (obj_info(c, obj, &oi, err) < 0)
 		return -1;
-	struct dlk_buf p = DLK_BUF_INIT;
-	path = kube_path(oi.res, oi.ns, oi.name, NULL);
+	path = kube_path(oi.res, oi.ns, apply ? oi.name : NULL, NULL);
 	dlk_buf_adds(&p, path);
 	free(path);
-	query(&p, "fieldManager", "dlk");
-	query(&p, "force", "true");
+	if (apply) {
+		query(&p, "fieldManager", "dlk");
+		query(&p, "force", "true");
+	}
 	body = cJSON_PrintUnformatted(obj);
-	struct kube_request req = { .method = "PATCH", .path = p.data, .content_type = "application/apply-patch+yaml",
-				    .body = body, .body_len = strlen(body), .retry_safe = 1 };
-	struct kube_what w = { "apply", oi.res->plural, oi.ns, oi.name };
+	req.path = p.data;
+	req.body = body;
+	req.body_len = strlen(body);
+	struct kube_what w = { verb, oi.res->plural, oi.ns, oi.name };
 	rc = call(c, &req, &w, out, err);
 	free(body);
 	dlk_buf_release(&p);
 	return rc;
 }
 
+int kube_apply(struct kube_client *c, const cJSON *obj, cJSON **out, struct dlk_err *err)
+{
+	/* server-side apply is idempotent: retried like a GET */
+	struct kube_request how = { .method = "PATCH", .content_type = "application/apply-patch+yaml", .retry_safe = 1 };
+
+	return send_object(c, obj, &how, "apply", out, err);
+}
+
 int kube_create(struct kube_client *c, const cJSON *obj, cJSON **out, struct dlk_err *err)
 {
-	struct objinfo oi;
-	char *path, *body;
-	int rc;
+	struct kube_request how = { .method = "POST", .content_type = "application/json" };
 
-	if (obj_info(c, obj, &oi, err) < 0)
-		return -1;
-	path = kube_path(oi.res, oi.ns, NULL, NULL);
-	body = cJSON_PrintUnformatted(obj);
-	struct kube_request req = { .method = "POST", .path = path, .content_type = "application/json",
-				    .body = body, .body_len = strlen(body) };
-	struct kube_what w = { "create", oi.res->plural, oi.ns, oi.name };
-	rc = call(c, &req, &w, out, err);
-	free(body);
-	free(path);
-	return rc;
+	return send_object(c, obj, &how, "create", out, err);
 }
 
 int kube_get(struct kube_client *c, const char *kind, const char *ns, const char *name, cJSON **out,

@@ -20,6 +20,10 @@ struct kube_resource {
 /* The mapping for kind (and apiVersion, when not NULL), or NULL for a kind dlk does not know. */
 const struct kube_resource *kube_resource_for(const char *kind, const char *api_version);
 
+/* metadata.FIELD of a Kubernetes object ("name", "namespace", ...) when it is a string, else
+ * NULL. Borrowed from obj. */
+const char *kube_meta(const cJSON *obj, const char *field);
+
 /* "/apis/batch/v1/namespaces/NS/jobs/NAME/SUB" (name and sub may be NULL); the caller frees it. */
 char *kube_path(const struct kube_resource *res, const char *ns, const char *name, const char *sub);
 
