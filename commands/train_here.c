@@ -639,6 +639,7 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 		bi.seed = res.seed;
 		bi.started_at = res.started_at;
 		bi.finished_at = res.finished_at;
+		bi.history = &res.history;
 		if (dlk_bundle_write(bundle, &bi, &err))
 			goto fail;
 	}
