@@ -15,6 +15,7 @@
 	X(train, "train a model: submit the job to the cluster, show it, run it here, or be its worker", 0) \
 	X(status, "show dlk jobs: state, workers, GPUs, progress; or one job in detail", 0)        \
 	X(logs, "show the logs of a job's workers, merged, each line tagged with its rank", 0)    \
+	X(report, "write a run's report: one HTML page with its curves, confusion matrix and provenance", 0) \
 	X(delete, "delete jobs and everything dlk created for them", 0)                           \
 	X(completion, "print the shell completion script for bash or zsh", 0)                     \
 	X(version, "print the version, build options and library versions", 0)                   \

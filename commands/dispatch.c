@@ -208,6 +208,10 @@ static int cmd_complete(const struct dlk_command_def *fixed, int argc, char **ar
 			const struct dlk_option *o = pass ? dlk_global_options : (cmd ? cmd->options : NULL);
 			for (size_t i = 0; o && o[i].type != OPT_END; i++) {
 				char *l = xasprintf("--%s", o[i].long_name);
+				if (pass && cmd && lookup_any(cmd, l) != &o[i]) {
+					free(l); /* the command's own option of that name replaces the global one */
+					continue;
+				}
 				print_if_prefix(l, cur);
 				free(l);
 				if (o[i].type == OPT_BOOL && strcmp(o[i].long_name, "help")) {
@@ -307,9 +311,9 @@ static int cmd_man_fill(const char *path)
 			dlk_man_synopsis(stdout, cmd);
 		} else if (!strcmp(line, "@OPTIONS@\n")) {
 			if (cmd)
-				dlk_man_options(stdout, cmd->options);
+				dlk_man_options(stdout, cmd->options, NULL);
 		} else if (!strcmp(line, "@GLOBAL_OPTIONS@\n")) {
-			dlk_man_options(stdout, dlk_global_options);
+			dlk_man_options(stdout, dlk_global_options, cmd ? cmd->options : NULL);
 		} else if (!strcmp(line, "@COMMANDS@\n")) {
 			for (size_t i = 0; dlk_commands[i]; i++)
 				printf(".TP\n.BR dlk\\-%s (1)\n%s.\n", dlk_commands[i]->name, dlk_commands[i]->summary);

@@ -296,10 +296,20 @@ static void opt_left(char *buf, size_t n, const struct dlk_option *o)
 		snprintf(buf, n, "%s--%s", s, o->long_name);
 }
 
-static void print_options(FILE *out, const struct dlk_option *o)
+/* Whether a command's own option of this long name hides a global one (report's -o is a file). */
+static int shadowed(const struct dlk_option *shadow, const char *long_name)
+{
+	size_t idx;
+
+	return shadow && find_long(shadow, long_name, strlen(long_name), &idx);
+}
+
+static void print_options(FILE *out, const struct dlk_option *o, const struct dlk_option *shadow)
 {
 	for (size_t i = 0; o && o[i].type != OPT_END; i++) {
 		char left[96];
+		if (shadowed(shadow, o[i].long_name))
+			continue;
 		opt_left(left, sizeof(left), &o[i]);
 		fprintf(out, "  %-30s %s", left, o[i].help);
 		if (o[i].complete == COMPLETE_WORDS && o[i].words)
@@ -319,7 +329,7 @@ void dlk_usage_print(FILE *out, const struct dlk_command_def *cmd)
 		for (size_t i = 0; dlk_commands[i]; i++)
 			fprintf(out, "  %-12s %s\n", dlk_commands[i]->name, dlk_commands[i]->summary);
 		fprintf(out, "\nGlobal options:\n");
-		print_options(out, dlk_global_options);
+		print_options(out, dlk_global_options, NULL);
 		fprintf(out, "\nRun 'dlk help <command>' or 'dlk <command> -h' for a command's options,\n"
 		             "'man dlk' for exit codes and files.\n");
 		return;
@@ -329,10 +339,10 @@ void dlk_usage_print(FILE *out, const struct dlk_command_def *cmd)
 	fprintf(out, "%s\n", cmd->description ? cmd->description : cmd->summary);
 	if (cmd->options && cmd->options[0].type != OPT_END) {
 		fprintf(out, "\nOptions:\n");
-		print_options(out, cmd->options);
+		print_options(out, cmd->options, NULL);
 	}
 	fprintf(out, "\nGlobal options:\n");
-	print_options(out, dlk_global_options);
+	print_options(out, dlk_global_options, cmd->options);
 	if (cmd->examples)
 		fprintf(out, "\nExamples:\n%s", cmd->examples);
 }
@@ -371,9 +381,11 @@ void dlk_man_synopsis(FILE *out, const struct dlk_command_def *cmd)
 	fputc('\n', out);
 }
 
-void dlk_man_options(FILE *out, const struct dlk_option *o)
+void dlk_man_options(FILE *out, const struct dlk_option *o, const struct dlk_option *shadow)
 {
 	for (size_t i = 0; o && o[i].type != OPT_END; i++) {
+		if (shadowed(shadow, o[i].long_name))
+			continue;
 		fputs(".TP\n", out);
 		if (o[i].short_name)
 			fprintf(out, "\\fB\\-%c\\fR, ", o[i].short_name);

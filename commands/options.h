@@ -86,6 +86,8 @@ int dlk_opt_isset(const struct dlk_args *args, const char *long_name);
 void dlk_usage_print(FILE *out, const struct dlk_command_def *cmd);
 /* Synopsis line(s) and options list in man(7) markup, for __man-fill. */
 void dlk_man_synopsis(FILE *out, const struct dlk_command_def *cmd);
-void dlk_man_options(FILE *out, const struct dlk_option *opts);
+/* Options in man markup; those whose long name is also in shadow (a command's own table, for the
+ * globals it replaces) are left out. */
+void dlk_man_options(FILE *out, const struct dlk_option *opts, const struct dlk_option *shadow);
 
 #endif

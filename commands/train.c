@@ -96,6 +96,12 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			 dry ? "--dry-run" : local ? "--local" : "--worker");
 		return dlk_report(ctx, &err);
 	}
+	int waits = dlk_opt_num(args, "wait") || dlk_opt_num(args, "follow") || dlk_opt_isset(args, "timeout");
+	if (dlk_opt_isset(args, "report") && (dry || (!local && !worker && !waits))) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--report writes the page when the run ends: it goes with --local, --worker "
+		         "or waiting for a submitted job (--wait, --follow, --timeout)");
+		return dlk_report(ctx, &err);
+	}
 	if (!local && (dlk_opt(args, "workers")->set || dlk_opt(args, "max-restarts")->set)) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "--workers and --max-restarts go with --local");
 		dlk_err_hint(&err, "in a cluster the number of workers is resources.workers in the project file");
@@ -143,6 +149,7 @@ static const struct dlk_option train_options[] = {
 	{ OPT_STRING, 0, "templates", "DIR", "templates overriding the built-ins (default: the project's templates/)", COMPLETE_DIR, NULL, NULL },
 	{ OPT_STRING, 0, "metrics", "FILE", "append a JSON line per step and per epoch to FILE", COMPLETE_FILE, NULL, NULL },
 	{ OPT_STRING, 0, "bundle", "FILE", "where to write the model bundle", COMPLETE_FILE, NULL, "NAME.dlk next to the project file" },
+	{ OPT_STRING, 0, "report", "FILE", "when the run ends, write its report page (see dlk report) to FILE", COMPLETE_FILE, NULL, NULL },
 	{ OPT_INT, 0, "workers", "N", "with --local: train with N worker processes on this machine", COMPLETE_NONE, NULL, "1" },
 	{ OPT_INT, 0, "max-restarts", "N", "with --local --workers: restart the workers from the last checkpoint at most N times", COMPLETE_NONE, NULL, "3" },
 	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },
@@ -164,5 +171,6 @@ const struct dlk_command_def dlk_cmd_train = {
 	            "  $ dlk train --replace --wait\n"
 	            "  $ dlk train --dry-run -o json\n"
 	            "  $ dlk train --local --set training.epochs=1\n"
-	            "  $ dlk train --local --metrics metrics.jsonl -q\n",
+	            "  $ dlk train --local --metrics metrics.jsonl -q\n"
+	            "  $ dlk train --local --report run.html\n",
 };

@@ -149,16 +149,24 @@ cJSON *dlk_history_json(const struct dlk_history *h, int for_checkpoint)
 
 /* ---- reading back ---- */
 
-/* A finite number in [lo, hi]; a missing one is an error unless def is given (have_def). */
+/* A finite number in [lo, hi] (a whole one when whole); a missing one is an error. */
 static int num_field(const cJSON *o, const char *key, double lo, double hi, int whole, double *out, const char *who,
                      const char *where, struct dlk_err *err)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 
-	if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
-	    (whole && v->valuedouble != floor(v->valuedouble)))
-		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: %s.%s is %s (expected a %s in [%g, %g])", who, where, key,
-		                v ? "out of range" : "missing", whole ? "whole number" : "number", lo, hi);
+	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
+	    (whole && v->valuedouble != floor(v->valuedouble))) {
+		char range[64];
+		if (isinf(lo) && isinf(hi))
+			snprintf(range, sizeof(range), "a finite number");
+		else if (isinf(hi))
+			snprintf(range, sizeof(range), "a %s >= %g", whole ? "whole number" : "number", lo);
+		else
+			snprintf(range, sizeof(range), "a %s in [%g, %g]", whole ? "whole number" : "number", lo, hi);
+		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: %s.%s is %s (expected %s)", who, where, key,
+		                v ? "out of range" : "missing", range);
+	}
 	*out = v->valuedouble;
 	return 0;
 }
