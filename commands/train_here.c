@@ -170,7 +170,6 @@ static char *metrics_json(struct report *r, const struct dlk_train_event *ev)
 	struct dlk_bundle_info bi;
 	struct dlk_err err = DLK_ERR_INIT;
 	const struct dlk_history *h = ev->history;
-	char finished[32];
 	cJSON *meta, *run;
 	char *s = NULL;
 
@@ -178,10 +177,7 @@ static char *metrics_json(struct report *r, const struct dlk_train_event *ev)
 		return NULL;
 	bundle_info(r, &bi, r->net, ev->eval, h->n_epochs ? h->epochs[h->n_epochs - 1].train_loss : ev->loss, h);
 	bi.started_at = h->n_events ? h->events[0].time : NULL;
-	if (ev->kind == DLK_TRAIN_DONE) {
-		dlk_rfc3339_now(finished);
-		bi.finished_at = finished;
-	}
+	bi.finished_at = ev->kind == DLK_TRAIN_DONE ? ev->finished_at : NULL;
 	meta = dlk_bundle_meta_json(&bi);
 	run = report_run_from_meta(meta, "job", NULL, &err);
 	if (run)
@@ -705,7 +701,8 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 		struct dlk_bundle_info bi;
 		bundle_info(&rep, &bi, &res.net, res.eval.n ? &res.eval : NULL, res.train_loss, &res.history);
 		bi.seed = res.seed;
-		bi.started_at = res.started_at;
+		/* the run's first start: a resumed run began before this process */
+		bi.started_at = res.history.n_events ? res.history.events[0].time : res.started_at;
 		bi.finished_at = res.finished_at;
 		if (dlk_bundle_write(bundle, &bi, &err))
 			goto fail;

@@ -69,6 +69,12 @@ static void fmt_tick(char *out, size_t n, double v, double step, enum chart_axis
 		v = 0;
 	if (ax == AXIS_PERCENT)
 		snprintf(out, n, "%g%%", round(v * 1e6) / 1e4);
+	else if (v == 0)
+		snprintf(out, n, "0");
+	else if (step >= 1e6 && fabs(v) < 1e15)
+		snprintf(out, n, "%gM", v / 1e6); /* 40M, 2.5M: not 4e+07 */
+	else if (step >= 1e3 && fabs(v) < 1e15)
+		snprintf(out, n, "%gk", v / 1e3);
 	else
 		snprintf(out, n, "%.4g", v);
 }
@@ -100,27 +106,27 @@ static double time_unit(double max, const char **name)
 	return 1;
 }
 
-static void marker(struct dlk_buf *b, int style, int run, double x, double y, const char *tip)
+static void marker(struct dlk_buf *b, const char *cls, int style, int run, double x, double y, const char *tip)
 {
 	const char *c = colour[style & 3];
 	const char *fill = run ? "#fff" : c;
 
 	switch (style & 3) {
 	case 0:
-		dlk_buf_addf(b, "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\">",
-		             x, y, fill, c);
+		dlk_buf_addf(b, "<circle class=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\">",
+		             cls, x, y, fill, c);
 		break;
 	case 1:
-		dlk_buf_addf(b, "<rect class=\"pt\" x=\"%.1f\" y=\"%.1f\" width=\"7\" height=\"7\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\">",
-		             x - 3.5, y - 3.5, fill, c);
+		dlk_buf_addf(b, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"7\" height=\"7\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\">",
+		             cls, x - 3.5, y - 3.5, fill, c);
 		break;
 	case 2:
-		dlk_buf_addf(b, "<path class=\"pt\" d=\"M%.1f %.1fl4 7h-8z\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\">", x,
-		             y - 4.5, fill, c);
+		dlk_buf_addf(b, "<path class=\"%s\" d=\"M%.1f %.1fl4 7h-8z\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\">", cls,
+		             x, y - 4.5, fill, c);
 		break;
 	default:
-		dlk_buf_addf(b, "<path class=\"pt\" d=\"M%.1f %.1fl4.5 4.5l-4.5 4.5l-4.5 -4.5z\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\">",
-		             x, y - 4.5, fill, c);
+		dlk_buf_addf(b, "<path class=\"%s\" d=\"M%.1f %.1fl4.5 4.5l-4.5 4.5l-4.5 -4.5z\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\">",
+		             cls, x, y - 4.5, fill, c);
 	}
 	dlk_buf_adds(b, "<title>");
 	html_escape(b, tip);
@@ -137,7 +143,7 @@ static void legend_item(struct dlk_buf *b, const struct chart_series *s)
 	                "<line x1=\"2\" y1=\"6\" x2=\"34\" y2=\"6\" stroke=\"%s\" stroke-width=\"%s\"%s%s/>",
 	             c, s->thin ? "1" : "2", s->run ? " stroke-dasharray=\"6 4\"" : "", s->thin ? " opacity=\"0.55\"" : "");
 	if (s->markers)
-		marker(b, s->style, s->run, 18, 6, s->label);
+		marker(b, "key", s->style, s->run, 18, 6, s->label);
 	dlk_buf_adds(b, "</svg>");
 	html_escape(b, s->label);
 	dlk_buf_adds(b, "</li>");
@@ -255,7 +261,7 @@ void chart_figure(struct dlk_buf *b, const struct chart *c)
 				fmt_value(xv, sizeof(xv), s->x[k], c->xaxis);
 				fmt_value(yv, sizeof(yv), s->y[k], c->yaxis);
 				snprintf(tip, sizeof(tip), "%s%s, %s: %s", s->run ? "B: " : "", s->label, xv, yv);
-				marker(b, s->style, s->run, PX(clampv(s->x[k])), PY(clampv(s->y[k])), tip);
+				marker(b, "pt", s->style, s->run, PX(clampv(s->x[k])), PY(clampv(s->y[k])), tip);
 			}
 		dlk_buf_adds(b, "</g>\n");
 	}

@@ -135,7 +135,10 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 		res->history.elapsed_sec = 0;
 	hev.elapsed_sec = res->history.elapsed_sec;
 	hev.world = world;
-	dlk_rfc3339_now(hev.time);
+	if (resumed)
+		dlk_rfc3339_now(hev.time);
+	else
+		memcpy(hev.time, res->started_at, sizeof(hev.time));
 	dlk_history_add_event(&res->history, &hev);
 	double clock_base = res->history.elapsed_sec, t_train = now_sec();
 
@@ -304,6 +307,7 @@ finish:
 		ev.elapsed_sec = res->seconds;
 		ev.eval = res->eval.n ? &res->eval : NULL;
 		ev.history = &res->history;
+		ev.finished_at = res->finished_at;
 		o->on_event(o->event_ctx, &ev);
 	}
 	ret = res->cancelled ? 1 : 0;

@@ -5,7 +5,8 @@
 // in the page, and a screenshot of the whole page. It can also compare two PNG images, using the
 // browser's own decoder and a canvas, so the tests need no image library.
 //
-//   node browser.js open PAGE.html [--eval FILE.js] [--screenshot OUT.png [--clip Y:H]] [--width 1000]
+//   node browser.js open PAGE.html [--eval FILE.js] [--screenshot OUT.png [--clip Y:H] [--scale S]]
+//                   [--width 1000]
 //   node browser.js compare A.png B.png [--diff OUT.png] [--threshold 48]
 //
 // Prints one JSON object on stdout. The browser talks over a pipe (--remote-debugging-pipe), not
@@ -150,7 +151,7 @@ async function open(b, file, opts) {
     // --clip Y:H takes a band of the page (for looking at it); the default is all of it
     const [cy, ch] = opts.clip ? opts.clip.split(':').map(Number) : [0, height];
     const shot = await s('Page.captureScreenshot', { format: 'png', captureBeyondViewport: true,
-      clip: { x: 0, y: cy, width, height: Math.min(ch, height - cy), scale: 1 } });
+      clip: { x: 0, y: cy, width, height: Math.min(ch, height - cy), scale: Number(opts.scale || 1) } });
     fs.writeFileSync(opts.screenshot, Buffer.from(shot.data, 'base64'));
     out.screenshot = { file: opts.screenshot, width, height };
   }
