@@ -14,6 +14,7 @@
 #include "lib/train/checkpoint.h"
 #include "lib/train/state.h"
 #include "lib/train/train.h"
+#include "lib/util/git.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
 
@@ -88,6 +89,8 @@ struct report {
 	const struct dlk_net *net;
 	const struct dlk_dataset *train, *test;
 	char digest[65];
+	char git_commit[65];          /* "" when the project is in no git work tree */
+	int git_dirty;
 	int metrics_warned;
 };
 
@@ -161,6 +164,8 @@ static void bundle_info(const struct report *r, struct dlk_bundle_info *bi, cons
 	bi->project_digest = r->digest;
 	bi->seed = spec->training.seed;
 	bi->history = history;
+	bi->git_commit = r->git_commit;
+	bi->git_dirty = r->git_dirty;
 }
 
 /* After an epoch and at the end, in a cluster: the run so far, as `dlk report JOB` reads it. A
@@ -577,6 +582,9 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 	rep.train = &train;
 	rep.test = &test;
 	project_digest(spec, rep.digest);
+	/* which code made the model, when the project is kept in git (in a pod it is not) */
+	if (dlk_git_head(dir, rep.git_commit, &rep.git_dirty))
+		rep.git_commit[0] = '\0';
 	rep.ckpt_step = -1;
 	rep.world = 1;
 	stop_flag = 0;

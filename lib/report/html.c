@@ -880,6 +880,20 @@ static void section_provenance(struct dlk_buf *b, const struct report_run *a, co
 	dlk_buf_adds(b, "</tr></thead>\n<tbody>\n");
 	fact_row(b, "source", a->label, o ? o->label : NULL, two, 1);
 	fact_row(b, "name", a->name, o ? o->name : NULL, two, 0);
+	/* a job: where it ran and how it went, as the cluster said when the report was made */
+	static const struct {
+		const char *label, *key;
+	} job[] = { { "namespace", "namespace" }, { "job state", "state" }, { "workers", "workers" },
+		    { "pod restarts", "pod_restarts" } };
+	int jobs = (str_at(da, "source", "kind") && !strcmp(str_at(da, "source", "kind"), "job")) ||
+	           (db && str_at(db, "source", "kind") && !strcmp(str_at(db, "source", "kind"), "job"));
+	for (size_t i = 0; jobs && i < DLK_ARRAY_SIZE(job); i++) {
+		num_text(ta, sizeof(ta), da, "source", job[i].key);
+		tb[0] = '\0';
+		if (db)
+			num_text(tb, sizeof(tb), db, "source", job[i].key);
+		fact_row(b, job[i].label, ta, tb, two, 0);
+	}
 	char *dua = data_text(da, "url"), *dub = db ? data_text(db, "url") : NULL;
 	char *dsa = data_text(da, "sha256"), *dsb = db ? data_text(db, "sha256") : NULL;
 	fact_row(b, "data", dua, dub, two, 1);

@@ -214,6 +214,10 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 	const char *image = getenv("DLK_IMAGE");
 	if (image && *image)
 		cJSON_AddStringToObject(p, "image", image);
+	if (in->git_commit && *in->git_commit) {
+		cJSON_AddStringToObject(p, "git_commit", in->git_commit);
+		cJSON_AddBoolToObject(p, "git_dirty", in->git_dirty);
+	}
 	if (in->history)
 		cJSON_AddItemToObject(j, "history", dlk_history_json(in->history, 0));
 	return j;

@@ -2,8 +2,8 @@
  *   model.json          architecture, input shape, classes, metrics (confusion matrix included),
  *                       the run's history (per-epoch metrics, step losses, starts and resumes:
  *                       lib/train/history.h), provenance (data digests, spec digest, dlk
- *                       version and build, seed, start/end time, image) and the sha256 of the
- *                       weights file;
+ *                       version and build, seed, start/end time, image, the project's git
+ *                       commit) and the sha256 of the weights file;
  *   weights.safetensors the parameters as safetensors (F32, PyTorch names and shapes:
  *                       layers.<i>.weight [out, in] or [out, in, kh, kw], layers.<i>.bias [out]).
  * Written atomically; read back with every size, offset and digest checked. */
@@ -39,6 +39,8 @@ struct dlk_bundle_info {
 	unsigned long long seed;
 	const char *started_at, *finished_at; /* RFC 3339 UTC, optional */
 	const struct dlk_history *history;    /* optional */
+	const char *git_commit;               /* optional: the project's commit, and whether tracked */
+	int git_dirty;                        /* files differed from it */
 };
 
 /* model.json without its "weights" entry: everything the bundle says about the model and the

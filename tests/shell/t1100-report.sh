@@ -125,6 +125,17 @@ test_expect_success '--compare: both runs, the difference of their matrices, the
 	grep -q "id=\"confusion-diff\"" cmp.html && grep -q "data-series=\"b-train-loss\" data-run=\"1\" data-points=\"4\"" cmp.html
 '
 
+test_expect_success 'a project kept in git: the bundle and the page name its commit, and uncommitted changes' '
+	make_project g && git -C g init -q && git -C g add dlk.yaml &&
+	git -C g -c user.name=t -c user.email=t@example.com commit -qm "first" && head=$(git -C g rev-parse HEAD) &&
+	dlk train --local -q -f g/dlk.yaml >/dev/null 2>&1 &&
+	tar -xOf g/blobs.dlk model.json | jq -e ".provenance.git_commit == \"$head\" and .provenance.git_dirty == false" &&
+	echo "# changed" >>g/dlk.yaml && rm -rf g/.dlk && dlk train --local -q -f g/dlk.yaml >/dev/null 2>&1 &&
+	tar -xOf g/blobs.dlk model.json | jq -e ".provenance.git_dirty == true" &&
+	dlk report g/blobs.dlk -o - | grep -q "$head (with uncommitted changes)" &&
+	dlk report "$REF/blobs.dlk" -o - | grep -q "<th scope=\"row\">git commit</th><td class=\"text\"><span class=\"same\">not recorded"
+'
+
 test_expect_failure_code 'a missing file is not found' 6 '
 	dlk report nope.dlk 2>err; rc=$?; grep -q "cannot open .nope.dlk.: No such file" err; exit $rc
 '
