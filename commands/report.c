@@ -170,35 +170,51 @@ static char *default_page(const char *arg)
 	return xasprintf("%.*s.html", (int)(dot && dot != base ? (size_t)(dot - base) : strlen(base)), base);
 }
 
+/* -o after the command name: a file for the page, or json / yaml (the global -o, given before the
+ * command name, still says json or yaml) */
+static const char *out_opt, *compare_opt;
+
 static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
-	const char *other_arg = dlk_opt_str(args, "compare"), *out = ctx->output;
 	cJSON *run = NULL, *other = NULL, *doc = NULL;
 	char *page = NULL, *text = NULL;
-	int rc = 0;
+	int rc = 0, json = 0, yaml = 0;
 
+	if (out_opt) {
+		json = !strcmp(out_opt, "json");
+		yaml = !strcmp(out_opt, "yaml");
+	} else {
+		json = ctx->output == DLK_OUTPUT_JSON;
+		yaml = ctx->output == DLK_OUTPUT_YAML;
+		if (ctx->output == DLK_OUTPUT_WIDE) {
+			dlk_errf(&err, DLK_EXIT_USAGE, "-o wide is not a format of 'dlk report'");
+			dlk_err_hint(&err, "-o FILE.html writes the page, -o json or -o yaml prints its data");
+			return dlk_report(ctx, &err);
+		}
+	}
+	if (out_opt && (!strcmp(out_opt, "wide") || !strcmp(out_opt, "text"))) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "-o %s is not a format of 'dlk report'", out_opt);
+		dlk_err_hint(&err, "-o FILE.html writes the page (./%s for a file of that name), -o json or -o yaml prints "
+		             "its data", out_opt);
+		return dlk_report(ctx, &err);
+	}
 	run = dlk_report_source(ctx, args->pos[0], &err);
-	if (!run || (other_arg && !(other = dlk_report_source(ctx, other_arg, &err))))
+	if (!run || (compare_opt && !(other = dlk_report_source(ctx, compare_opt, &err))))
 		goto fail;
-	if (!strcmp(out, "json") || !strcmp(out, "yaml")) {
+	if (json || yaml) {
 		doc = report_document(run, other, &err);
 		if (!doc)
 			goto fail;
-		text = !strcmp(out, "json") ? cJSON_Print(doc) : yamljson_emit(doc, &err);
+		text = json ? cJSON_Print(doc) : yamljson_emit(doc, &err);
 		if (!text)
 			goto fail;
 		fputs(text, stdout);
-		if (!strcmp(out, "json"))
+		if (json)
 			fputc('\n', stdout);
 		goto done;
 	}
-	if (!strcmp(out, "wide")) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "-o wide is not a format of 'dlk report'");
-		dlk_err_hint(&err, "-o FILE.html writes the page, -o json or -o yaml prints its data");
-		goto fail;
-	}
-	if (!strcmp(out, "-")) {
+	if (out_opt && !strcmp(out_opt, "-")) {
 		struct dlk_buf b = DLK_BUF_INIT;
 		if (report_html(run, other, &b, &err)) {
 			dlk_buf_release(&b);
@@ -208,7 +224,7 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_buf_release(&b);
 		goto done;
 	}
-	page = !strcmp(out, "text") ? default_page(args->pos[0]) : xstrdup(out);
+	page = out_opt ? xstrdup(out_opt) : default_page(args->pos[0]);
 	if (report_write_html(page, run, other, &err))
 		goto fail;
 	if (!ctx->quiet)
@@ -226,15 +242,15 @@ done:
 }
 
 static const struct dlk_option report_options[] = {
-	{ OPT_STRING, 0, "compare", "OTHER", "set another run beside it: a bundle, a run document or a job", COMPLETE_FILE, NULL, NULL },
-	{ OPT_STRING, 'o', "output", "FILE|FORMAT", "write the page to FILE (- for stdout), or print its data as json or yaml",
-	  COMPLETE_FILE, NULL, "NAME.html" },
-	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },
+	OPT_STRING(0, "compare", &compare_opt, "OTHER", NULL, "set another run beside it: a bundle, a run document or a job",
+	           .complete = COMPLETE_FILE),
+	OPT_STRING('o', "output", &out_opt, "FILE|FORMAT", NULL,
+	           "write the page to FILE (- for stdout), or print its data as json or yaml", .def_doc = "NAME.html",
+	           .complete = COMPLETE_FILE),
+	OPT_END(),
 };
 
 const struct dlk_command_def dlk_cmd_report = {
-	.name = "report",
-	.summary = "write a run's report: one HTML page with its curves, confusion matrix and provenance",
 	.usage = "BUNDLE.dlk|RUN.json|JOB",
 	.description = "Write one self-contained HTML page about a run: its loss, accuracy and throughput\n"
 	               "per epoch, resumes and worker counts, the confusion matrix, per-class precision and\n"
