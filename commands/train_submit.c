@@ -3,6 +3,7 @@
  * come from render_train_project(). */
 #include "commands/train_submit.h"
 #include "commands/cluster.h"
+#include "commands/report_source.h"
 #include "commands/ui.h"
 #include "lib/jobs/jobdelete.h"
 #include "lib/jobs/jobstate.h"
@@ -10,6 +11,7 @@
 #include "lib/jobs/logfollow.h"
 #include "lib/kube/api.h"
 #include "lib/render/render.h"
+#include "lib/report/report.h"
 #include "lib/util/clock.h"
 #include "lib/util/duration.h"
 #include "lib/util/mem.h"
@@ -186,6 +188,23 @@ out:
 	return rc;
 }
 
+/* --report: the page of the job that ended, from the run it published on itself */
+static int write_report(struct dlk_ctx *ctx, const char *ns, const char *name, const char *path)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	cJSON *run = dlk_report_from_job(ctx, ns, name, &err);
+
+	if (!run || report_write_html(path, run, NULL, &err)) {
+		cJSON_Delete(run);
+		dlk_err_prefix(&err, "--report '%s'", path);
+		return dlk_report(ctx, &err);
+	}
+	cJSON_Delete(run);
+	if (!ctx->quiet)
+		fprintf(stderr, "report: %s\n", path);
+	return 0;
+}
+
 int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -294,6 +313,11 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const
 			goto out;
 		}
 		rc = wait_for_job(ctx, c, ns, name, timeout_s, follow);
+		/* a job that failed has a report too: what it did before it failed */
+		if (cli->report && (rc == 0 || rc == DLK_EXIT_FAIL)) {
+			int r = write_report(ctx, ns, name, cli->report);
+			rc = rc ? rc : r;
+		}
 	}
 out:
 	dlk_kube_close(ctx, c);
