@@ -216,6 +216,9 @@ static void child(struct gang *g, struct dlk_args *args, const struct dlk_projec
 	}
 	setenv_int("RANK", rank);
 	setenv_int("WORLD_SIZE", g->n);
+	/* every worker is on this machine: the local rank picks its GPU */
+	setenv_int("LOCAL_RANK", rank);
+	setenv_int("LOCAL_WORLD_SIZE", g->n);
 	setenv("MASTER_ADDR", "127.0.0.1", 1);
 	setenv_int("MASTER_PORT", port);
 	setenv_int("DLK_GENERATION", (long)gen);
