@@ -26,7 +26,7 @@ CUDA_CUBLASLT := $(firstword $(wildcard $(foreach d,lib64 lib,$(CUDA_HOME)/$(d)/
 CUDA_LIBDIR := $(patsubst %/,%,$(dir $(CUDA_CUBLAS)))
 NCCL_H := $(firstword $(wildcard $(NCCL_HOME)/include/nccl.h $(CUDA_HOME)/../nccl/include/nccl.h $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
 NCCL_INC := $(patsubst %/,%,$(dir $(NCCL_H)))
-NCCL_LIBDIR := $(patsubst %/,%,$(dir $(firstword $(wildcard $(NCCL_INC)/../lib/libnccl.so.2 $(NCCL_INC)/../lib64/libnccl.so.2))))
+NCCL_LIBDIR := $(abspath $(dir $(firstword $(wildcard $(NCCL_INC)/../lib/libnccl.so.2 $(NCCL_INC)/../lib64/libnccl.so.2))))
 # SASS for Ampere (sm_80, and by binary compatibility sm_86/sm_89) and Hopper (sm_90), so a driver
 # older than the toolkit runs it; PTX of the newest as well, for GPUs newer than both to JIT.
 GPU_ARCHS ?= 80 90
@@ -72,7 +72,7 @@ COMMANDS = $(shell $(DLK_BIN) __commands 2>/dev/null)
 # The binary is built in the build directory; the normal build also puts it at ./dlk.
 DLK_BIN := $(BUILD)/dlk
 
-.PHONY: all deps test test-unit test-long test-gpu demo bench install clean gpu man fuzz fuzz-build
+.PHONY: all deps test test-unit test-long test-gpu demo bench install clean gpu man fuzz fuzz-build image
 ifeq ($(SANITIZE),1)
 all: $(DLK_BIN) man gpu
 else
@@ -137,8 +137,8 @@ man: $(MAN_OUT)
 # directory (an install or an image puts the CUDA libraries beside it), then the toolkit's.
 ifneq ($(and $(NVCC),$(CUDA_CUBLAS),$(NCCL_H)),)
 GPU_INC := -I. -I$(CUDA_HOME)/include -I$(NCCL_INC)
-GPU_DEFS := -DDLK_CUDA_ARCHS='"$(GPU_ARCHS_STR)"'
-GPU_RPATH := '$$ORIGIN':$(CUDA_LIBDIR)$(if $(NCCL_LIBDIR),:$(NCCL_LIBDIR))
+GPU_DEFS := -DDLK_CUDA_ARCHS='"$(GPU_ARCHS_STR)"' $(if $(NCCL_LIBDIR),-DDLK_NCCL_LIBDIR='"$(NCCL_LIBDIR)"')
+GPU_RPATH := '$$ORIGIN':$(CUDA_LIBDIR)
 gpu: $(BUILD)/libdlk-cuda.so
 $(BUILD)/cuda/%.o: gpu/%.cu $(wildcard gpu/*.h gpu/*.cuh) lib/nn/backend.h lib/nn/kernels.h
 	@mkdir -p $(dir $@)
@@ -226,6 +226,16 @@ bench:
 	@.ci/deps bench
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh
+
+# The container images, as an OCI layout in $(BUILD)/image (no daemon): dlk:$(VERSION) and
+# dlk:$(VERSION)-cuda, the defaults of the templates' image. IMAGE_BASE=host skips the Debian base.
+IMAGE_BASE ?= debian
+image:
+	@.ci/deps image
+	@$(MAKE) --no-print-directory all
+	@test "$(SANITIZE)" != 1 || { echo "error: images hold a normal build, not SANITIZE=1" >&2; exit 1; }
+	@sh image/build.sh --base $(IMAGE_BASE) $(BUILD) $(BUILD)/image
+	@echo "push: skopeo copy oci:$(BUILD)/image:$(VERSION) docker://REGISTRY/dlk:$(VERSION) (and :$(VERSION)-cuda)"
 
 install: all
 	@test "$(SANITIZE)" != 1 || { echo "error: install a normal build, not SANITIZE=1" >&2; exit 1; }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gpu/cuda.h"
 
@@ -24,7 +25,7 @@
 
 static struct {
 	int tried, ok, version;
-	char why[512];
+	char why[1536];
 	ncclResult_t (*GetVersion)(int *);
 	ncclResult_t (*GetUniqueId)(ncclUniqueId *);
 	ncclResult_t (*CommInitRankConfig)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
@@ -38,22 +39,60 @@ static struct {
 	const char *(*GetLastError)(ncclComm_t);
 } N;
 
-static int load(void)
+/* Where libnccl.so.2 is looked for: $DLK_NCCL_LIB alone when set; else beside this library (an
+ * install or an image puts it there), the NCCL this library was built with, and the dynamic
+ * linker's search path. Explicit paths, not this library's RUNPATH: a dlopen() that a sanitizer
+ * intercepts is made on behalf of the executable, whose RUNPATH is not ours. */
+static void *open_nccl(char *file, size_t flen)
 {
 	const char *env = getenv("DLK_NCCL_LIB");
-	const char *file = env && *env ? env : "libnccl.so.2";
+	char first_err[384] = "";
+	Dl_info self;
+	void *h;
+
+	if (env && *env) {
+		snprintf(file, flen, "%s", env);
+		h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+		if (!h)
+			snprintf(N.why, sizeof(N.why), "cannot load NCCL '%s': %s", env, dlerror());
+		return h;
+	}
+	const char *cand[3] = { NULL, NULL, "libnccl.so.2" };
+	char beside[1024] = "", built[1024] = "";
+	if (dladdr((void *)open_nccl, &self) && self.dli_fname && strrchr(self.dli_fname, '/')) {
+		snprintf(beside, sizeof(beside), "%.*s/libnccl.so.2", (int)(strrchr(self.dli_fname, '/') - self.dli_fname),
+		         self.dli_fname);
+		cand[0] = beside;
+	}
+#ifdef DLK_NCCL_LIBDIR
+	snprintf(built, sizeof(built), "%s/libnccl.so.2", DLK_NCCL_LIBDIR);
+	cand[1] = built;
+#endif
+	for (int i = 0; i < 3; i++) {
+		if (!cand[i] || (i < 2 && access(cand[i], F_OK) != 0))
+			continue;
+		snprintf(file, flen, "%s", cand[i]);
+		h = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL);
+		if (h)
+			return h;
+		if (!first_err[0])
+			snprintf(first_err, sizeof(first_err), "'%s': %s", cand[i], dlerror());
+	}
+	snprintf(N.why, sizeof(N.why), "cannot load NCCL %s", first_err);
+	return NULL;
+}
+
+static int load(void)
+{
+	char file[1024];
 	void *h;
 
 	if (N.tried)
 		return N.ok ? 0 : -1;
 	N.tried = 1;
-	/* the library's RUNPATH ($ORIGIN, and the NCCL of the build) is searched as well */
-	h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
-	if (!h) {
-		const char *e = dlerror();
-		snprintf(N.why, sizeof(N.why), "cannot load NCCL '%s': %s", file, e ? e : "unknown error");
+	h = open_nccl(file, sizeof(file));
+	if (!h)
 		return -1;
-	}
 	struct {
 		const char *name;
 		void **slot;

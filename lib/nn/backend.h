@@ -156,10 +156,10 @@ struct dlk_device_probe {
 	int devices;              /* CUDA devices visible */
 	int driver;               /* the driver's CUDA version (13000 = 13.0), 0 without a driver */
 	int runtime;              /* the CUDA version the backend was built with */
-	char why[512];            /* when not usable: why, in a sentence */
+	char why[1024];           /* when not usable: why, in a sentence */
 	char device0[160];        /* the first device: name, compute capability, memory */
 	char blas[64];            /* "cuBLAS 13.1.0" */
-	char comm[256];           /* "NCCL 2.28.9", or why NCCL cannot be loaded */
+	char comm[1024];          /* "NCCL 2.28.9", or why NCCL cannot be loaded */
 	char archs[64];           /* the GPU architectures the code was built for, "sm_80 sm_90" */
 	char path[512];           /* the library's file (filled by dlk's loader, not the library) */
 };

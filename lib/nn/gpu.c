@@ -47,11 +47,10 @@ static void *open_lib(const char *path, char **tried, struct dlk_err *err)
 			const char *dir = dirname(exe);
 			const char *rel[] = { "../lib/dlk/" DLK_CUDA_LIB_NAME, "build/" DLK_CUDA_LIB_NAME, DLK_CUDA_LIB_NAME };
 			for (size_t i = 0; !cand && i < sizeof(rel) / sizeof(rel[0]); i++) {
-				char *c = xasprintf("%s/%s", dir, rel[i]);
+				char *c = xasprintf("%s/%s", dir, rel[i]), real[PATH_MAX];
 				if (access(c, F_OK) == 0)
-					cand = c;
-				else
-					free(c);
+					cand = xstrdup(realpath(c, real) ? real : c);
+				free(c);
 			}
 		}
 		if (!cand)
