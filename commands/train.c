@@ -11,6 +11,7 @@
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -124,6 +125,9 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	if (local && workers > 1)
 		rc = dlk_train_gang(ctx, args, spec, (int)workers, (int)max_restarts);
+	else if (worker && spec->resources.gpus > 1 && getenv("KUBERNETES_SERVICE_HOST") && !getenv("LOCAL_RANK"))
+		/* a pod with several GPUs: a rank per GPU (unless a launcher already made them) */
+		rc = dlk_train_pod_gang(ctx, args, spec, spec->resources.gpus);
 	else
 		rc = dlk_train_here(ctx, args, spec, worker);
 out:

@@ -172,13 +172,14 @@ int dlk_cu_blas_init(struct dlk_backend *b, char *msg, size_t len)
 	/* strict FP32 (the default math mode uses no TF32 for FP32 GEMMs): TF32 would drift from
 	 * the CPU backend by more than the tests allow */
 	cublasSetMathMode(g_blas, CUBLAS_DEFAULT_MATH);
-	/* cuBLASLt is an optimisation: without it (or its workspace) dense layers take the plain path */
-	if (cublasLtCreate(&g_lt) != CUBLAS_STATUS_SUCCESS)
+	/* one workspace from the pool for both libraries (they share the stream, so never use it at
+	 * once): cuBLAS would otherwise cudaMalloc its own on first use */
+	g_ws = dlk_cu_alloc(WS_BYTES);
+	if (g_ws)
+		cublasSetWorkspace(g_blas, g_ws, WS_BYTES);
+	/* cuBLASLt is an optimisation: without it (or the workspace) dense layers take the plain path */
+	if (!g_ws || cublasLtCreate(&g_lt) != CUBLAS_STATUS_SUCCESS)
 		g_lt = NULL;
-	if (g_lt && !(g_ws = dlk_cu_alloc(WS_BYTES))) {
-		cublasLtDestroy(g_lt);
-		g_lt = NULL;
-	}
 	g_bias_act = b->bias_act; /* installed by dlk_cu_install_kernels() before this */
 	b->sgemm = cu_sgemm;
 	b->dense_forward = cu_dense_forward;

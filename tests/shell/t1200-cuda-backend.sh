@@ -187,4 +187,25 @@ test_expect_success 'the default image is the CUDA image when the project asks f
 	jq -e "[.items[] | select(.kind == \"Job\")][0].spec.template.spec.containers[0].image | endswith(\"-cuda\")" gpu.json
 '
 
+# weights of a bundle: the sha256 model.json records
+weights_sha() { tar -xOf "$1" model.json | tr -d ' \t\n' | sed 's/.*"weights":{[^}]*"sha256":"\([0-9a-f]*\)".*/\1/'; }
+
+test_expect_success 'a pod given 2 GPUs runs a rank per GPU: 2 pods are the 4 ranks of --workers 4' '
+	make_project ref 2 && sed -i "s/epochs: 1/epochs: 2/" ref/dlk.yaml &&
+	DLK_DEVICE=cpu dlk train --local --workers 4 -q -f ref/dlk.yaml --set training.batch_size=8 >/dev/null 2>err ||
+		{ cat err; exit 1; }
+	cp -r ref pods && rm -rf pods/.dlk pods/tiny.dlk &&
+	port=$(awk "BEGIN { srand(); print 20000 + int(rand() * 20000) }") &&
+	for pod in 0 1; do
+		env -u LOCAL_RANK KUBERNETES_SERVICE_HOST=10.0.0.1 JOB_COMPLETION_INDEX=$pod WORLD_SIZE=2 \
+			MASTER_ADDR=127.0.0.1 MASTER_PORT=$port DLK_DEVICE=cpu \
+			"$DLK" train --worker -f pods/dlk.yaml --set training.batch_size=8 >out$pod 2>err$pod &
+		eval pid$pod=\$!
+	done
+	wait $pid0; rc0=$?; wait $pid1; rc1=$?
+	cat err0 err1 && test $rc0 = 0 && test $rc1 = 0 &&
+	grep_q "^\[rank 0\] training .tiny. on 256 samples, no test set (2 epochs, 4 workers x batch 8" err0 &&
+	test "$(weights_sha pods/tiny.dlk)" = "$(weights_sha ref/tiny.dlk)"
+'
+
 test_done
