@@ -58,7 +58,7 @@ static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 	if (dlk_device_wanted(DLK_DEVICE_AUTO, &want, &derr))
 		dlk_warn(ctx, "%s", derr.msg);
 
-	if (!strcmp(ctx->output, "json") || !strcmp(ctx->output, "yaml")) {
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
 		cJSON *o = cJSON_CreateObject(), *libs = cJSON_CreateObject(), *c = cJSON_CreateObject();
 		int usable = cu.loaded && cu.p.usable;
 		cJSON_AddStringToObject(o, "version", DLK_VERSION);
@@ -111,11 +111,7 @@ static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 	return 0;
 }
 
-static const struct dlk_option version_options[] = { { OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL } };
-
 const struct dlk_command_def dlk_cmd_version = {
-	.name = "version",
-	.summary = "print the version, build options and library versions",
 	.usage = "",
 	.description = "Print dlk's version, which compute backends it can use on this machine and the\n"
 	               "versions of the libraries it runs on. The CUDA backend (libdlk-cuda.so, loaded\n"
@@ -124,7 +120,6 @@ const struct dlk_command_def dlk_cmd_version = {
 	               "driver, a driver too old for it, no device visible, or a GPU older than its\n"
 	               "code. NCCL's line says whether multi-GPU training can use it. With -o json, the\n"
 	               "same as an object.",
-	.options = version_options,
 	.min_pos = 0,
 	.max_pos = 0,
 	.run = run_version,

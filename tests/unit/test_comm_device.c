@@ -69,7 +69,7 @@ static void *fake_open(const void *id, int rank, int world, int timeout_ms, char
 		memcpy(fake_res->data, id, ID_BYTES);
 	h->rank = rank;
 	h->world = world;
-	h->opened = net_now_ms();
+	h->opened = dlk_now_ms();
 	pthread_mutex_init(&h->mu, NULL);
 	return h;
 }
@@ -84,7 +84,7 @@ static int fake_allreduce(void *vh, float *buf, size_t n, int avg, char *msg, si
 	}
 	pthread_mutex_lock(&h->mu);
 	if (!h->started)
-		h->started = net_now_ms();
+		h->started = dlk_now_ms();
 	pthread_mutex_unlock(&h->mu);
 	log_call("start", buf, n);
 	return 0;
@@ -120,11 +120,11 @@ static int fake_health(void *vh, int timeout_ms, char *msg, size_t len)
 	struct fake_h *h = vh;
 	int r = 0;
 	pthread_mutex_lock(&h->mu);
-	if (fake_mode == FAKE_ASYNC_ERROR && net_now_ms() - h->opened > 300) {
+	if (fake_mode == FAKE_ASYNC_ERROR && dlk_now_ms() - h->opened > 300) {
 		snprintf(msg, len, "NCCL: remote process exited or there was a network error");
 		r = -1;
-	} else if (h->started && net_now_ms() - h->started > timeout_ms) {
-		snprintf(msg, len, "NCCL all-reduce made no progress for %lld ms", net_now_ms() - h->started);
+	} else if (h->started && dlk_now_ms() - h->started > timeout_ms) {
+		snprintf(msg, len, "NCCL all-reduce made no progress for %lld ms", dlk_now_ms() - h->started);
 		r = 1;
 	}
 	pthread_mutex_unlock(&h->mu);
@@ -204,7 +204,7 @@ static void test_load_fails(void)
 	struct dist_rdzv_opts o = DIST_RDZV_OPTS_INIT;
 	struct dlk_comm *host = NULL, *dev = NULL;
 	struct dlk_err err = DLK_ERR_INIT;
-	long long t0 = net_now_ms();
+	long long t0 = dlk_now_ms();
 
 	o.rank = 1;
 	o.world = 2;
@@ -217,7 +217,7 @@ static void test_load_fails(void)
 	fake_load_fails = 0;
 	CHECK(err.code == DLK_EXIT_CONFIG);
 	CHECK_CONTAINS(err.msg, "fake: cannot load NCCL 'libnccl.so.2'");
-	CHECK_MSG(net_now_ms() - t0 < 2000, "a rank that cannot load the library fails at once, before the rendezvous");
+	CHECK_MSG(dlk_now_ms() - t0 < 2000, "a rank that cannot load the library fails at once, before the rendezvous");
 }
 
 /* ---- the watchdog ---- */
@@ -244,7 +244,7 @@ static int run_watch(struct h_ctx *h)
 		free(g);
 		return -1;
 	}
-	h->res->t0 = net_now_ms();
+	h->res->t0 = dlk_now_ms();
 	int rc = 0;
 	for (long step = 7; step < 100000 && !rc; step++) {
 		comm_set_step(dev, step);
@@ -253,7 +253,7 @@ static int run_watch(struct h_ctx *h)
 		if (fake_mode == FAKE_OK && step == 50)
 			break;
 	}
-	h->res->t1 = net_now_ms();
+	h->res->t1 = dlk_now_ms();
 	h_record(h, &err);
 	/* broken: fails again at once, with the same reason */
 	if (rc && (comm_allreduce(dev, g, n, COMM_SUM, &again) != -1 || strcmp(again.msg, err.msg)))
