@@ -131,32 +131,34 @@ if [ "$cuda" = 1 ]; then
 	st=$work/cuda
 	mkdir -p "$st/usr/local/lib/dlk"
 	cp "$plugin" "$st/usr/local/lib/dlk/"
-	for f in $cudalibs "$nccl"; do cp -L "$f" "$st/usr/local/lib/dlk/$(basename "$f")"; done
+	# hard links where the file system allows (the libraries are most of a GB), copies elsewhere
+	for f in $cudalibs "$nccl"; do
+		ln -L "$f" "$st/usr/local/lib/dlk/$(basename "$f")" 2>/dev/null || cp -L "$f" "$st/usr/local/lib/dlk/$(basename "$f")"
+	done
 	layer_dir "$st" "$work/cuda.tar"
 fi
 
 # ---- the OCI layout (written afresh: no blob of an earlier build stays behind) ----
 rm -rf "$out/blobs" "$out/index.json" "$out/oci-layout"
 mkdir -p "$out/blobs/sha256"
-blob() { # FILE MEDIATYPE -> prints the descriptor; stores the blob
-	d=$(sha256sum "$1" | cut -d' ' -f1)
-	cp "$1" "$out/blobs/sha256/$d"
-	printf '{"mediaType": "%s", "digest": "sha256:%s", "size": %s}' "$2" "$d" "$(stat -c %s "$1")"
+blob() { # FILE MEDIATYPE -> prints the descriptor; moves the file in as the blob
+	d=$(sha256sum "$1" | cut -d' ' -f1) size=$(stat -c %s "$1")
+	mv "$1" "$out/blobs/sha256/$d"
+	printf '{"mediaType": "%s", "digest": "sha256:%s", "size": %s}' "$2" "$d" "$size"
 }
 diff_id() { echo "sha256:$(sha256sum "$1" | cut -d' ' -f1)"; }
 layer() { # TAR -> descriptor of the (compressed) layer
 	if [ "$compress" = gzip ]; then
 		gzip -n -6 <"$1" >"$1.gz"
 		blob "$1.gz" application/vnd.oci.image.layer.v1.tar+gzip
-		rm -f "$1.gz"
 	else
 		blob "$1" application/vnd.oci.image.layer.v1.tar
 	fi
 }
 say "writing the layers"
-base_l=$(layer "$work/base.tar"); base_id=$(diff_id "$work/base.tar")
-dlk_l=$(layer "$work/dlk.tar"); dlk_id=$(diff_id "$work/dlk.tar")
-if [ "$cuda" = 1 ]; then cuda_l=$(layer "$work/cuda.tar"); cuda_id=$(diff_id "$work/cuda.tar"); fi
+base_id=$(diff_id "$work/base.tar"); base_l=$(layer "$work/base.tar")
+dlk_id=$(diff_id "$work/dlk.tar"); dlk_l=$(layer "$work/dlk.tar")
+if [ "$cuda" = 1 ]; then cuda_id=$(diff_id "$work/cuda.tar"); cuda_l=$(layer "$work/cuda.tar"); fi
 created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
 commit=$(git -C "$top" rev-parse HEAD 2>/dev/null || echo unknown)
 
