@@ -85,7 +85,7 @@ static size_t strip_erase(char *s, size_t n)
 static void emit_line(struct gang *g, int rank, char *s, size_t n)
 {
 	char prefix[32];
-	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
+	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", g->base_rank + rank);
 
 	n = strip_erase(s, n);
 	if (g->progress_open) {
@@ -101,10 +101,10 @@ static void emit_line(struct gang *g, int rank, char *s, size_t n)
 static void emit_progress(struct gang *g, int rank, char *s, size_t n)
 {
 	char prefix[32];
-	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
+	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", g->base_rank + rank);
 
 	n = strip_erase(s, n);
-	if (!n || !g->ctx->tty_err || rank != 0)
+	if (!n || !g->ctx->tty_err || g->base_rank + rank != 0)
 		return;
 	put("\r\033[K", 4);
 	put(prefix, (size_t)pl);

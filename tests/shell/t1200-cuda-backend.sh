@@ -199,12 +199,13 @@ test_expect_success 'a pod given 2 GPUs runs a rank per GPU: 2 pods are the 4 ra
 	for pod in 0 1; do
 		env -u LOCAL_RANK KUBERNETES_SERVICE_HOST=10.0.0.1 JOB_COMPLETION_INDEX=$pod WORLD_SIZE=2 \
 			MASTER_ADDR=127.0.0.1 MASTER_PORT=$port DLK_DEVICE=cpu \
-			"$DLK" train --worker -f pods/dlk.yaml --set training.batch_size=8 >out$pod 2>err$pod &
+			"$DLK" train --worker -v -f pods/dlk.yaml --set training.batch_size=8 >out$pod 2>err$pod &
 		eval pid$pod=\$!
 	done
 	wait $pid0; rc0=$?; wait $pid1; rc1=$?
 	cat err0 err1 && test $rc0 = 0 && test $rc1 = 0 &&
 	grep_q "^\[rank 0\] training .tiny. on 256 samples, no test set (2 epochs, 4 workers x batch 8" err0 &&
+	grep_q "^\[rank 2\] .*rank 2 done after 16 steps" err1 && grep_q "^\[rank 3\] .*rank 3 done" err1 &&
 	test "$(weights_sha pods/tiny.dlk)" = "$(weights_sha ref/tiny.dlk)"
 '
 
