@@ -8,6 +8,7 @@
 #include "commands/train_here.h"
 #include "commands/train_submit.h"
 #include "commands/ui.h"
+#include "lib/jobs/podenv.h"
 #include "lib/render/render.h"
 #include "lib/project/project.h"
 #include "lib/util/yamljson.h"
@@ -63,7 +64,11 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_train_here(ctx, &opt, spec, 0);
 		break;
 	case TRAIN_WORKER:
-		rc = dlk_train_here(ctx, &opt, spec, 1);
+		if (spec->resources.gpus > 1 && getenv(DLK_ENV_SERVICE_HOST) && !getenv(DLK_ENV_LOCAL_RANK))
+			/* a pod with several GPUs: a rank per GPU (unless a launcher already made them) */
+			rc = dlk_train_pod_gang(ctx, &opt, spec, spec->resources.gpus);
+		else
+			rc = dlk_train_here(ctx, &opt, spec, 1);
 		break;
 	}
 	cJSON_Delete(objects);

@@ -12,6 +12,7 @@
 #include "lib/comm/comm.h"
 #include "lib/comm/rendezvous.h"
 #include "lib/jobs/podenv.h"
+#include "lib/nn/device.h"
 #include "lib/report/report.h"
 #include "lib/train/bundle.h"
 #include "lib/train/checkpoint.h"
@@ -107,9 +108,14 @@ struct here {
 	struct dlk_train_report show; /* what rank 0 shows */
 	/* the distributed run */
 	int rank, world;
-	struct dlk_comm *comm;        /* NULL with one rank */
+	struct dlk_comm *comm;        /* NULL with one rank; host memory */
+	struct dlk_comm *dcomm;       /* NULL, or the device communicator (NCCL) for gradients */
+	const struct dlk_backend *be; /* what the model computes on */
+	float *stage;                 /* host copy of device gradients for the TCP ring */
 	struct dlk_err comm_err;      /* a collective that failed inside an event */
 	int comm_failed;
+	struct dlk_err grad_err;      /* a bucket that failed to start during backward */
+	int grad_failed;
 	/* checkpoints (rank 0 writes, every rank resumes) */
 	char *ckpt_dir;
 	int ckpt_keep;
@@ -210,6 +216,8 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		if (buf[1] > 0)
 			stop_flag = 1;
 		comm_set_step(r->comm, ev0->global_step + 1); /* named by the watchdog in its messages */
+		if (r->dcomm)
+			comm_set_step(r->dcomm, ev0->global_step + 1);
 	}
 	if (r->rank != 0)
 		return;
@@ -384,18 +392,55 @@ static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err
 
 /* ---- gradients ---- */
 
-static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
+/* The backend's memory is host memory (the CPU's): the TCP ring can reduce it in place. */
+static int host_memory(const struct here *r)
+{
+	return r->be == dlk_backend_cpu();
+}
+
+static void on_grad_ready(void *vctx, float *grads, size_t n_params, size_t off, size_t n)
 {
 	struct here *r = vctx;
 
-	return comm_allreduce_bucketed(r->comm, grads, n, 0, COMM_AVG, err);
+	if (!r->grad_failed && comm_grads_ready(r->dcomm, grads, n_params, off, n, 0, COMM_AVG, &r->grad_err))
+		r->grad_failed = 1;
+}
+
+static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
+{
+	struct here *r = vctx;
+	int rc;
+
+	if (r->dcomm) {
+		/* the buckets started during backward; this starts the rest and waits */
+		if (r->grad_failed) {
+			*err = r->grad_err;
+			return -1;
+		}
+		return comm_grads_finish(r->dcomm, grads, n, 0, COMM_AVG, err);
+	}
+	if (host_memory(r))
+		return comm_allreduce_bucketed(r->comm, grads, n, 0, COMM_AVG, err);
+	/* device gradients without a device communicator (ranks sharing a GPU, or no NCCL): through
+	 * host memory */
+	if (!r->stage)
+		r->stage = xmalloc(sizeof(float) * (n ? n : 1));
+	r->be->to_host(r->stage, grads, sizeof(float) * n);
+	rc = comm_allreduce_bucketed(r->comm, r->stage, n, 0, COMM_AVG, err);
+	if (!rc)
+		r->be->to_device(grads, r->stage, sizeof(float) * n);
+	return rc;
 }
 
 static int on_broadcast(void *vctx, float *params, size_t n, struct dlk_err *err)
 {
 	struct here *r = vctx;
 
-	return comm_broadcast(r->comm, params, sizeof(float) * n, 0, err);
+	if (r->dcomm)
+		return comm_broadcast(r->dcomm, params, sizeof(float) * n, 0, err);
+	if (host_memory(r))
+		return comm_broadcast(r->comm, params, sizeof(float) * n, 0, err);
+	return bcast_floats(r->comm, params, n, r->be, err);
 }
 
 static long env_long(const char *name, long def, long lo, long hi, struct dlk_err *err, int *bad)
@@ -417,13 +462,13 @@ static long env_long(const char *name, long def, long lo, long hi, struct dlk_er
 }
 
 /* Joins the other ranks: the rendezvous (run id and generation from the Job) and the ring. */
-static int join_gang(struct here *r, const struct dist_env *env, struct dlk_err *err)
+static int join_gang(struct here *r, const struct dist_env *env, int dev_shared, struct dlk_err *err)
 {
 	struct dist_rdzv_opts o = DIST_RDZV_OPTS_INIT;
-	struct dist_group g = DIST_GROUP_INIT;
-	const char *job = getenv(DLK_ENV_JOB_NAME), *uid = getenv(DLK_ENV_RUN_ID);
+	const char *job = getenv(DLK_ENV_JOB_NAME), *uid = getenv(DLK_ENV_RUN_ID), *comm_env = getenv(DLK_ENV_COMM);
+	const struct dlk_device_comm *dc;
 	char *run_id;
-	int bad = 0;
+	int bad = 0, rc;
 	long gen = env_long(DLK_ENV_GENERATION, 0, 0, UINT_MAX, err, &bad);
 	long lfd = env_long(DLK_ENV_LISTEN_FD, -1, -1, INT_MAX, err, &bad);
 	long tmo = env_long(DLK_ENV_RENDEZVOUS_TIMEOUT, 300, 1, 86400, err, &bad);
@@ -445,14 +490,18 @@ static int join_gang(struct here *r, const struct dist_env *env, struct dlk_err 
 	o.run_id = run_id;
 	o.generation = (unsigned)gen;
 	o.timeout_ms = (int)(tmo * 1000);
-	if (dist_rendezvous(&o, &g, err)) {
+	/* NCCL carries the gradients when the backend has it and every rank has a GPU of its own;
+	 * DLK_COMM=tcp keeps them on the TCP ring (through host memory) */
+	dc = r->be->comm;
+	if (dc && (dev_shared || (comm_env && !strcmp(comm_env, "tcp"))))
+		dc = NULL;
+	if (comm_env && *comm_env && strcmp(comm_env, "tcp") && strcmp(comm_env, "auto")) {
 		free(run_id);
-		return -1;
+		return dlk_errf(err, DLK_EXIT_CONFIG, "DLK_COMM: expected auto or tcp, not '%.64s'", comm_env);
 	}
+	rc = dist_join(&o, dc, (int)(stall * 1000), &r->comm, &r->dcomm, err);
 	free(run_id);
-	r->comm = comm_tcp_new(&g, (int)(stall * 1000));
-	dist_group_release(&g);
-	return 0;
+	return rc;
 }
 
 /* ---- the run ---- */
@@ -473,6 +522,24 @@ static int read_worker_env(struct here *r, struct dist_env *env, struct dlk_trai
 	if (getenv(DLK_ENV_THREADS) && !tr->threads)
 		tr->threads = (int)env_long(DLK_ENV_THREADS, 0, 0, 4096, err, &bad);
 	return bad ? -1 : 0;
+}
+
+/* What the model computes on: the project's GPUs are required in a pod that was given them,
+ * wanted (not required) when training here; DLK_DEVICE overrides. */
+static int choose_device(struct here *r, const struct dlk_project *spec, int worker, const struct dist_env *env,
+                         struct dlk_device_choice *dev, struct dlk_err *err)
+{
+	enum dlk_device_kind want = spec->resources.gpus <= 0 ? DLK_DEVICE_CPU
+	                            : worker && getenv(DLK_ENV_SERVICE_HOST) ? DLK_DEVICE_CUDA : DLK_DEVICE_AUTO;
+
+	if (dlk_device_wanted(want, &want, err) || dlk_backend_select(want, env->local_rank, env->local_world, dev, err))
+		return -1;
+	r->be = dev->be;
+	if (dev->why[0] && want == DLK_DEVICE_AUTO && spec->resources.gpus > 0 && r->rank == 0)
+		dlk_warn(r->ctx, "training on the CPU: %s", dev->why);
+	else if (r->ctx->verbose && r->rank == 0)
+		dlk_info(r->ctx, "computing on %s", dev->be->device);
+	return 0;
 }
 
 /* The training data, and on rank 0 the test data (only rank 0 evaluates), with progress. A
@@ -516,11 +583,14 @@ static int run_loop(struct here *r, const struct dlk_project *spec, const struct
 	topts.spec_file = spec_file;
 	topts.train = train;
 	topts.test = test->n ? test : NULL;
+	topts.backend = r->be;
 	topts.rank = r->rank;
 	topts.world = r->world;
 	if (r->comm) {
 		topts.allreduce = on_allreduce;
 		topts.broadcast = on_broadcast;
+		if (r->dcomm)
+			topts.grad_ready = on_grad_ready;
 		topts.comm_ctx = r;
 	}
 	topts.checkpoint = on_checkpoint;
@@ -580,7 +650,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	struct dlk_train_result res = DLK_TRAIN_RESULT_INIT;
 	struct dlk_training tr = spec->training;
 	struct here run = { 0 };
-	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT };
+	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT, 0, 1 };
+	struct dlk_device_choice dev;
 	struct signals sigs = { 0 };
 	char *bundle = NULL, *dir = project_dir(ctx->file);
 	unsigned grace;
@@ -605,6 +676,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	signals_install(&sigs, grace);
 	if (worker && read_worker_env(&run, &env, &tr, &err))
 		goto fail;
+	if (choose_device(&run, spec, worker, &env, &dev, &err))
+		goto fail;
 	if (dlk_train_report_open(&run.show, ctx, run.rank == 0 ? cli->metrics : NULL, &err))
 		goto fail;
 	if (tr.checkpoint_dir)
@@ -618,8 +691,10 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 
 	if (load_data(&run, spec, dir, worker, &train, &test, &err))
 		goto fail;
-	if (run.world > 1 && join_gang(&run, &env, &err))
+	if (run.world > 1 && join_gang(&run, &env, dev.shared, &err))
 		goto fail;
+	if (run.world > 1 && ctx->verbose && run.rank == 0)
+		dlk_info(ctx, "gradients over %s (%d ranks)", run.dcomm ? "NCCL" : "the TCP ring", run.world);
 	if (run.rank == 0)
 		dlk_train_report_start(&run.show, spec, &tr, train.n, test.n, run.world);
 	if (worker && run.rank == 0)
@@ -642,7 +717,9 @@ fail:
 out:
 	signals_restore(&sigs);
 	dlk_train_report_close(&run.show);
+	comm_free(run.dcomm);
 	comm_free(run.comm);
+	free(run.stage);
 	dlk_job_progress_free(run.jp);
 	dlk_train_result_release(&res);
 	dlk_dataset_release(&train);
