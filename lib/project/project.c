@@ -7,7 +7,7 @@
  * table is handled everywhere. */
 #include "lib/project/project.h"
 #include "lib/project/check.h"
-#include "lib/project/ytree.h"
+#include "lib/util/ytree.h"
 #include "lib/util/buf.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"

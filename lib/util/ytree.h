@@ -5,8 +5,8 @@
  * can still blow up ("billion laughs"); this builder rejects aliases outright, and bounds
  * nesting depth, node count and collection lengths, so any input costs time and memory in
  * proportion to its size. */
-#ifndef DLK_PROJECT_YTREE_H
-#define DLK_PROJECT_YTREE_H
+#ifndef DLK_UTIL_YTREE_H
+#define DLK_UTIL_YTREE_H
 
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-#include "lib/project/ytree.h"
+#include "lib/util/ytree.h"
 #include "lib/util/mem.h"
 
 #include <errno.h>
