@@ -37,6 +37,46 @@
 #define SPEC_MAX_SETS 256
 #define SPEC_NAME_MAX 50         /* pods get "-<index>-<random>" suffixes within 63 */
 
+/* dlk.yaml is small and plain: shallow, bounded, no anchors and aliases */
+static const struct ytree_opts yaml_opts = {
+	.max_depth = 32, .max_nodes = 200000, .max_items = 100000, .aliases = 0,
+};
+
+/* The reader's problem in the words dlk.yaml's messages use. */
+static const char *yaml_problem_text(const struct ytree_error *e, char *buf, size_t len)
+{
+	char ctx[256] = "";
+
+	switch (e->problem) {
+	case YTREE_SYNTAX:
+		if (e->yaml_context)
+			snprintf(ctx, sizeof(ctx), " (%s at line %d, column %d)", e->yaml_context, e->context_line,
+			         e->context_col);
+		else if (e->byte >= 0)
+			snprintf(ctx, sizeof(ctx), " (byte 0x%02x)", (unsigned)e->byte);
+		snprintf(buf, len, "invalid YAML: %s%s", e->yaml_problem ? e->yaml_problem : "invalid YAML", ctx);
+		return buf;
+	case YTREE_MORE_DOCS:
+		snprintf(buf, len, "the file holds more than one YAML document; dlk.yaml must hold one");
+		return buf;
+	case YTREE_ALIAS:
+		snprintf(buf, len, "alias '*%.*s' is not supported: dlk.yaml does not allow anchors and aliases; "
+		         "write the value out", (int)strlen(e->name), e->name);
+		return buf;
+	case YTREE_NUL:
+		snprintf(buf, len, "a string contains a NUL character");
+		return buf;
+	case YTREE_TOO_DEEP:
+		snprintf(buf, len, "nesting is deeper than %d levels", yaml_opts.max_depth);
+		return buf;
+	case YTREE_TOO_MANY_NODES:
+		snprintf(buf, len, "document has too many nodes");
+		return buf;
+	default:
+		return ytree_error_text(e, &yaml_opts, buf, len);
+	}
+}
+
 /* ---- the schema ---- */
 
 enum ftype {
@@ -1550,8 +1590,8 @@ static int set_parse(const char *arg, int idx, struct set_arg *s, char *why, siz
 				snprintf(why, why_len, "has an empty key in '%.*s'", (int)(eq - arg), arg);
 				goto out;
 			}
-			if (s->n_comps >= YTREE_MAX_DEPTH) {
-				snprintf(why, why_len, "has a key path deeper than %d levels", YTREE_MAX_DEPTH);
+			if (s->n_comps >= yaml_opts.max_depth) {
+				snprintf(why, why_len, "has a key path deeper than %d levels", yaml_opts.max_depth);
 				goto out;
 			}
 			s->comps = xrealloc(s->comps, (size_t)(s->n_comps + 1) * sizeof(*s->comps));
@@ -1571,9 +1611,9 @@ static int set_parse(const char *arg, int idx, struct set_arg *s, char *why, siz
 	v = eq + 1;
 	if (*v && strchr("[{\"'", *v)) {
 		char msg[512];
-		int line, col;
-		if (ytree_parse(v, strlen(v), &s->value, msg, sizeof(msg), &line, &col)) {
-			(void)line, (void)col;
+		struct ytree_error ye;
+		if (ytree_parse(v, strlen(v), &yaml_opts, &s->value, &ye)) {
+			yaml_problem_text(&ye, msg, sizeof(msg));
 			snprintf(why, why_len, "the value is not valid YAML: %s",
 			         !strncmp(msg, "invalid YAML: ", 14) ? msg + 14 : msg);
 			goto out;
@@ -1717,7 +1757,8 @@ struct dlk_project *project_load_mem(const char *text, size_t len, const char *n
 	struct ynode *root = NULL;
 	struct dlk_project *spec = NULL;
 	char msg[1024];
-	int line, col, code = DLK_EXIT_CONFIG;
+	struct ytree_error ye;
+	int code = DLK_EXIT_CONFIG;
 	size_t n_parsed = 0;
 
 	memset(&c, 0, sizeof(c));
@@ -1745,9 +1786,9 @@ struct dlk_project *project_load_mem(const char *text, size_t len, const char *n
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is %zu bytes, more than the limit of %d", c.file, len, SPEC_MAX_FILE);
 		goto out_err_set;
 	}
-	if (ytree_parse(text, len, &root, msg, sizeof(msg), &line, &col)) {
-		struct ynode at = { .kind = YN_SCALAR, .line = line, .col = col, .set_index = -1 };
-		problem(&c, &at, NULL, "%s", msg);
+	if (ytree_parse(text, len, &yaml_opts, &root, &ye)) {
+		struct ynode at = { .kind = YN_SCALAR, .line = ye.line, .col = ye.col, .set_index = -1 };
+		problem(&c, &at, NULL, "%s", yaml_problem_text(&ye, msg, sizeof(msg)));
 		goto out;
 	}
 	for (size_t i = 0; i < n_sets; i++)
