@@ -4,24 +4,10 @@
 #include <string.h>
 
 #include "lib/nn/net.h"
+#include "lib/project/model.h"
 #include "lib/util/rng.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
-
-const char *dlk_layer_kind_str(enum dlk_layer_kind kind)
-{
-	switch (kind) {
-	case DLK_LAYER_DENSE: return "dense";
-	case DLK_LAYER_CONV2D: return "conv2d";
-	case DLK_LAYER_MAXPOOL: return "maxpool";
-	case DLK_LAYER_FLATTEN: return "flatten";
-	case DLK_LAYER_RELU: return "relu";
-	case DLK_LAYER_TANH: return "tanh";
-	case DLK_LAYER_SIGMOID: return "sigmoid";
-	case DLK_LAYER_DROPOUT: return "dropout";
-	}
-	return "unknown";
-}
 
 void dlk_shape_str(const int s[3], char *buf, size_t len)
 {
@@ -41,16 +27,6 @@ static int act_of(enum dlk_layer_kind k)
 	}
 }
 
-/* "model.layers[4] (dense, dlk.yaml:23)" */
-static void where(char *buf, size_t len, int i, const struct dlk_layer_spec *ls, const char *file)
-{
-	if (ls->line > 0)
-		snprintf(buf, len, "model.layers[%d] (%s, %s:%d)", i, dlk_layer_kind_str(ls->kind),
-		         file ? file : "dlk.yaml", ls->line);
-	else
-		snprintf(buf, len, "model.layers[%d] (%s)", i, dlk_layer_kind_str(ls->kind));
-}
-
 static int is_flat(const int s[3]) { return s[0] == 1 && s[1] == 1; }
 
 int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char *spec_file,
@@ -58,6 +34,7 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
 {
 	char w[256], shp[64];
 	int cur[3];
+	long long next[3];
 	unsigned long long n_params = 0;
 
 	*net = (struct dlk_net)DLK_NET_INIT;
@@ -86,7 +63,7 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
 		L->spec = *ls;
 		memcpy(L->in, cur, sizeof(cur));
 		L->in_size = (size_t)cur[0] * cur[1] * cur[2];
-		where(w, sizeof(w), i, ls, spec_file);
+		model_layer_where(w, sizeof(w), i, ls, spec_file);
 		dlk_shape_str(cur, shp, sizeof(shp));
 		switch (ls->kind) {
 		case DLK_LAYER_DENSE:
@@ -103,8 +80,6 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
 			L->fan_out = ls->units;
 			L->n_w = (size_t)ls->units * cur[2];
 			L->n_b = (size_t)ls->units;
-			cur[0] = cur[1] = 1;
-			cur[2] = ls->units;
 			break;
 		case DLK_LAYER_CONV2D: {
 			int k = ls->kernel, s = ls->stride, p = ls->padding;
@@ -116,7 +91,7 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
 				         w, ls->filters, k, s, p);
 				goto fail;
 			}
-			if (cur[1] + 2 * p < k || cur[2] + 2 * p < k) {
+			if (model_layer_shape(ls, (long long[3]){ cur[0], cur[1], cur[2] }, next) < 0) {
 				dlk_errf(err, DLK_EXIT_CONFIG, "%s: the %dx%d window is larger than its input %s "
 				         "(padded to %dx%d)", w, k, k, shp, cur[1] + 2 * p, cur[2] + 2 * p);
 				if (is_flat(cur))
@@ -129,10 +104,6 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
 			L->fan_out = ls->filters * k * k;
 			L->n_w = (size_t)ls->filters * cur[0] * k * k;
 			L->n_b = (size_t)ls->filters;
-			int oh = (cur[1] + 2 * p - k) / s + 1, ow = (cur[2] + 2 * p - k) / s + 1;
-			cur[0] = ls->filters;
-			cur[1] = oh;
-			cur[2] = ow;
 			break;
 		}
 		case DLK_LAYER_MAXPOOL: {
@@ -141,20 +112,16 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
 				dlk_errf(err, DLK_EXIT_CONFIG, "%s: size %d and stride %d must be in 1..1024", w, k, s);
 				goto fail;
 			}
-			if (cur[1] < k || cur[2] < k) {
+			if (model_layer_shape(ls, (long long[3]){ cur[0], cur[1], cur[2] }, next) < 0) {
 				dlk_errf(err, DLK_EXIT_CONFIG, "%s: the %dx%d window is larger than its input %s",
 				         w, k, k, shp);
 				if (is_flat(cur))
 					dlk_err_hint(err, "declare model.input as [channels, height, width] for images");
 				goto fail;
 			}
-			cur[1] = (cur[1] - k) / s + 1;
-			cur[2] = (cur[2] - k) / s + 1;
 			break;
 		}
 		case DLK_LAYER_FLATTEN:
-			cur[2] = cur[0] * cur[1] * cur[2];
-			cur[0] = cur[1] = 1;
 			break;
 		case DLK_LAYER_RELU:
 		case DLK_LAYER_TANH:
@@ -170,6 +137,9 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
 			dlk_errf(err, DLK_EXIT_CONFIG, "%s: unknown layer kind %d", w, (int)ls->kind);
 			goto fail;
 		}
+		model_layer_shape(ls, (long long[3]){ cur[0], cur[1], cur[2] }, next);
+		for (int d = 0; d < 3; d++)
+			cur[d] = (int)next[d]; /* each at most the size the checks below allow */
 		memcpy(L->out, cur, sizeof(cur));
 		L->out_size = (size_t)cur[0] * cur[1] * cur[2];
 		if (L->out_size > (1u << 30)) {
@@ -191,7 +161,7 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
 	/* the last layer must produce one logit per class */
 	{
 		int last = model->n_layers - 1;
-		where(w, sizeof(w), last, &model->layers[last], spec_file);
+		model_layer_where(w, sizeof(w), last, &model->layers[last], spec_file);
 		dlk_shape_str(cur, shp, sizeof(shp));
 		if (!is_flat(cur)) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with a %s output, not one value per class",
@@ -200,18 +170,14 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
 			             n_classes > 0 ? n_classes : 10);
 			goto fail;
 		}
-		if (n_classes > 0 && cur[2] != n_classes) {
-			dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with %d outputs but the data has %d classes",
-			         w, cur[2], n_classes);
-			dlk_err_hint(err, "make the last dense layer %d units wide", n_classes);
+		net->n_classes = cur[2];
+		if (n_classes > 0 && dlk_net_check_classes(net, model, spec_file, n_classes, 1, err))
 			goto fail;
-		}
 		if (cur[2] < 2) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with %d output; softmax cross-entropy "
 			         "needs at least 2 classes", w, cur[2]);
 			goto fail;
 		}
-		net->n_classes = cur[2];
 	}
 
 	/* fuse an activation into the dense/conv layer before it (one pass over the output saved) */
@@ -245,6 +211,20 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
 fail:
 	dlk_net_release(net);
 	return -1;
+}
+
+int dlk_net_check_classes(const struct dlk_net *net, const struct dlk_model *model, const char *spec_file,
+                          int n_classes, int exact, struct dlk_err *err)
+{
+	int last = model->n_layers - 1;
+	char w[256];
+
+	if (exact ? net->n_classes == n_classes : net->n_classes >= n_classes)
+		return 0;
+	model_layer_where(w, sizeof(w), last, &model->layers[last], spec_file);
+	dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with %d outputs but the data has %d classes", w,
+	         net->n_classes, n_classes);
+	return dlk_err_hint(err, "make the last dense layer %d units wide", n_classes);
 }
 
 int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, struct dlk_err *err)
@@ -506,7 +486,7 @@ char *dlk_net_summary(const struct dlk_net *net)
 	for (int i = 0; i < net->n_layers; i++) {
 		const struct dlk_layer *L = &net->layers[i];
 		dlk_shape_str(L->out, shp, sizeof(shp));
-		dlk_buf_addf(&b, "%-4d %-9s %-12s %zu\n", i, dlk_layer_kind_str(L->spec.kind), shp, L->n_w + L->n_b);
+		dlk_buf_addf(&b, "%-4d %-9s %-12s %zu\n", i, model_layer_name(L->spec.kind), shp, L->n_w + L->n_b);
 	}
 	dlk_buf_addf(&b, "total parameters: %zu\n", net->n_params);
 	return dlk_buf_detach(&b, NULL);

@@ -7,6 +7,7 @@
  * table is handled everywhere. */
 #include "lib/project/project.h"
 #include "lib/project/check.h"
+#include "lib/project/model.h"
 #include "lib/util/ytree.h"
 #include "lib/util/buf.h"
 #include "lib/util/hash.h"
@@ -172,8 +173,6 @@ static const char *const loss_names[] = { "softmax_cross_entropy", NULL };
 static const char *const init_names[] = { "torch", "xavier", NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const sched_names[] = { "constant", "step", "cosine", NULL };
-static const char *const layer_names[] = { "dense", "conv2d", "maxpool", "flatten", "relu",
-                                           "tanh", "sigmoid", "dropout", NULL };
 static const char *const toleration_ops[] = { "Exists", "Equal", NULL };
 static const char *const toleration_effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute", NULL };
 
@@ -351,7 +350,8 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_RELU] = no_params, [DLK_LAYER_TANH] = no_params,
 	[DLK_LAYER_SIGMOID] = no_params, [DLK_LAYER_DROPOUT] = dropout_params,
 };
-#define N_LAYER_KINDS ((int)DLK_ARRAY_SIZE(layer_params))
+#define N_LAYER_KINDS MODEL_LAYER_KINDS
+_Static_assert(DLK_ARRAY_SIZE(layer_params) == MODEL_LAYER_KINDS, "a parameter table for every layer kind");
 
 static int n_names(const char *const *names)
 {
@@ -361,10 +361,6 @@ static int n_names(const char *const *names)
 	return n;
 }
 
-const char *project_layer_kind_name(enum dlk_layer_kind kind)
-{
-	return (int)kind >= 0 && (int)kind < N_LAYER_KINDS ? layer_names[kind] : "?";
-}
 const char *project_optimizer_name(enum dlk_optim o)
 {
 	return (int)o >= 0 && (int)o < n_names(optim_names) ? optim_names[o] : "?";
@@ -1237,22 +1233,22 @@ static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_laye
 		type_problem(c, item, path, "a layer (like 'relu' or 'dense: {units: 10}')");
 		return;
 	}
-	kind = lookup_name(layer_names, name_node->text);
+	kind = lookup_name(model_layer_names, name_node->text);
 	if (kind < 0) {
 		shown_text(shown, sizeof(shown), name_node->text);
-		suggest_suffix(sug, sizeof(sug), name_node->text, layer_names, (size_t)N_LAYER_KINDS);
+		suggest_suffix(sug, sizeof(sug), name_node->text, model_layer_names, (size_t)N_LAYER_KINDS);
 		problem(c, name_node, path, "unknown layer '%s'%s", shown, sug);
 		return;
 	}
 	l->kind = (enum dlk_layer_kind)kind;
-	snprintf(p, sizeof(p), "%s.%s", path, layer_names[kind]);
+	snprintf(p, sizeof(p), "%s.%s", path, model_layer_names[kind]);
 	if (params)
 		parse_fields(c, layer_params[kind], params, l, p);
 	else
 		for (const struct field *f = layer_params[kind]; f->key; f++)
 			if (f->flags & REQ)
-				problem(c, name_node, path, "%s needs '%s' (like '- %s: {%s: ...}')", layer_names[kind],
-				        f->key, layer_names[kind], f->key);
+				problem(c, name_node, path, "%s needs '%s' (like '- %s: {%s: ...}')", model_layer_names[kind],
+				        f->key, model_layer_names[kind], f->key);
 }
 
 static void layers_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
@@ -1285,7 +1281,7 @@ static void layers_dump(struct dlk_buf *b, const struct field *f, const void *ba
 	dlk_buf_addc(b, '\n');
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct dlk_layer_spec *l = &m->layers[i];
-		dlk_buf_addf(b, "%*s- %s", indent + 2, "", project_layer_kind_name(l->kind));
+		dlk_buf_addf(b, "%*s- %s", indent + 2, "", model_layer_name(l->kind));
 		if ((int)l->kind >= 0 && (int)l->kind < N_LAYER_KINDS && layer_params[l->kind][0].key) {
 			dlk_buf_adds(b, ": ");
 			dump_flow(b, layer_params[l->kind], l);
@@ -1449,11 +1445,11 @@ static void check_split(struct ctx *c, struct dlk_split *sp, const char *name, i
 	}
 }
 
-/* The shape checks that need no engine: dimensions stay positive, conv2d and maxpool see a
- * 3-D input. The engine does the full inference later. */
+/* The shape checks the project file alone decides: conv2d and maxpool see a 3-D input their
+ * window fits, flatten stays countable. The engine checks the rest when it builds the model. */
 static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes)
 {
-	long long ch = m->input[0], h = m->input[1], w = m->input[2];
+	long long shape[3] = { m->input[0], m->input[1], m->input[2] };
 	int rank = m->input_rank;
 	int last_dense = -1;
 	char p[64];
@@ -1463,47 +1459,27 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct dlk_layer_spec *l = &m->layers[i];
 		const struct ynode *pos = given_at(c, l, GIVEN_CUSTOM);
+		const char *name = model_layer_name(l->kind);
 		snprintf(p, sizeof(p), "model.layers[%d]", i);
 		if ((int)l->kind < 0)
 			return;
-		switch (l->kind) {
-		case DLK_LAYER_CONV2D:
-		case DLK_LAYER_MAXPOOL: {
-			const char *name = project_layer_kind_name(l->kind);
-			int k = l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size;
-			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
-			if (rank != 3) {
-				problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
-				return;
-			}
-			if (h + 2 * pad < k || w + 2 * pad < k) {
-				problem(c, pos, p, "%s window %d does not fit its %lldx%lld input (padding %d)", name, k,
-				        h, w, pad);
-				return;
-			}
-			h = (h + 2 * pad - k) / l->stride + 1;
-			w = (w + 2 * pad - k) / l->stride + 1;
-			if (l->kind == DLK_LAYER_CONV2D)
-				ch = l->filters;
-			break;
+		if ((l->kind == DLK_LAYER_CONV2D || l->kind == DLK_LAYER_MAXPOOL) && rank != 3) {
+			problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
+			return;
 		}
-		case DLK_LAYER_FLATTEN:
-			w = ch * h * w;
-			ch = h = 1;
+		if (model_layer_shape(l, shape, shape) < 0) {
+			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
+			problem(c, pos, p, "%s window %d does not fit its %lldx%lld input (padding %d)", name,
+			        l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size, shape[1], shape[2], pad);
+			return;
+		}
+		if (l->kind == DLK_LAYER_FLATTEN || l->kind == DLK_LAYER_DENSE)
 			rank = 1;
-			if (w > INT_MAX) {
-				problem(c, pos, p, "flatten gives %lld features, too many", w);
-				return;
-			}
-			break;
-		case DLK_LAYER_DENSE:
-			ch = h = 1;
-			w = l->units;
-			rank = 1;
+		if (l->kind == DLK_LAYER_DENSE)
 			last_dense = i;
-			break;
-		default:
-			break;
+		if (l->kind == DLK_LAYER_FLATTEN && shape[2] > INT_MAX) {
+			problem(c, pos, p, "flatten gives %lld features, too many", shape[2]);
+			return;
 		}
 	}
 	if (n_classes && last_dense >= 0 && m->layers[last_dense].units != n_classes) {
@@ -1891,7 +1867,7 @@ static void known_walk(const struct field *fields, const char *prefix)
 			free(p);
 		} else if (f->custom == &c_layers) {
 			for (int k = 0; k < N_LAYER_KINDS; k++) {
-				char *p = xasprintf("%s%s%s[].%s", prefix, *prefix ? "." : "", f->key, layer_names[k]);
+				char *p = xasprintf("%s%s%s[].%s", prefix, *prefix ? "." : "", f->key, model_layer_names[k]);
 				known_add("", p, "");
 				known_walk(layer_params[k], p);
 				free(p);

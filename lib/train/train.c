@@ -67,19 +67,8 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	 * split), never fewer */
 	if (dlk_net_build(net, o->model, o->spec_file, 0, be, err))
 		return -1;
-	if (net->n_classes < n_classes) {
-		int last = net->n_layers - 1;
-		const struct dlk_layer_spec *ls = &o->model->layers[last];
-		char where[256];
-		if (ls->line > 0)
-			snprintf(where, sizeof(where), "model.layers[%d] (%s, %s:%d)", last, dlk_layer_kind_str(ls->kind),
-			         o->spec_file ? o->spec_file : "dlk.yaml", ls->line);
-		else
-			snprintf(where, sizeof(where), "model.layers[%d] (%s)", last, dlk_layer_kind_str(ls->kind));
-		dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with %d outputs but the data has %d classes", where,
-		         net->n_classes, n_classes);
-		return dlk_err_hint(err, "make the last dense layer %d units wide", n_classes);
-	}
+	if (dlk_net_check_classes(net, o->model, o->spec_file, n_classes, 0, err))
+		return -1;
 	if (check_data(o, ds, "training", net, err) || (o->test && o->test->n && check_data(o, o->test, "test", net, err)))
 		return -1;
 	if (dlk_net_init_params(net, o->model->init, tr->seed, err) || dlk_net_reserve(net, batch, err))
