@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "lib/nn/net.h"
-#include "lib/project/model.h"
+#include "lib/project/layers.h"
 #include "lib/util/rng.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
@@ -128,10 +128,10 @@ static int build_layers(struct dlk_net *net, const struct dlk_model *model, cons
 		L->spec = model->layers[i];
 		memcpy(L->in, cur, sizeof(L->in));
 		L->in_size = (size_t)cur[0] * cur[1] * cur[2];
-		model_layer_where(w, sizeof(w), i, &L->spec, spec_file);
+		dlk_layer_where(w, sizeof(w), i, &L->spec, spec_file);
 		if (layer_check(L, w, err))
 			return -1;
-		if (model_layer_shape(&L->spec, in, out) < 0)
+		if (dlk_layer_shape(&L->spec, in, out) < 0)
 			return window_error(L, w, err);
 		count_params(L);
 		/* each fits an int: the input and every earlier output are at most 2^30 values */
@@ -161,7 +161,7 @@ static int check_output(struct dlk_net *net, const struct dlk_model *model, cons
 	const struct dlk_layer *L = &net->layers[net->n_layers - 1];
 	char w[256], shp[64];
 
-	model_layer_where(w, sizeof(w), net->n_layers - 1, &L->spec, spec_file);
+	dlk_layer_where(w, sizeof(w), net->n_layers - 1, &L->spec, spec_file);
 	if (!is_flat(L->out)) {
 		dlk_shape_str(L->out, shp, sizeof(shp));
 		dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with a %s output, not one value per class", w, shp);
@@ -247,7 +247,7 @@ int dlk_net_check_classes(const struct dlk_net *net, const struct dlk_model *mod
 
 	if (exact ? net->n_classes == n_classes : net->n_classes >= n_classes)
 		return 0;
-	model_layer_where(w, sizeof(w), last, &model->layers[last], spec_file);
+	dlk_layer_where(w, sizeof(w), last, &model->layers[last], spec_file);
 	dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with %d outputs but the data has %d classes", w,
 	         net->n_classes, n_classes);
 	return dlk_err_hint(err, "make the last dense layer %d units wide", n_classes);
@@ -512,7 +512,7 @@ char *dlk_net_summary(const struct dlk_net *net)
 	for (int i = 0; i < net->n_layers; i++) {
 		const struct dlk_layer *L = &net->layers[i];
 		dlk_shape_str(L->out, shp, sizeof(shp));
-		dlk_buf_addf(&b, "%-4d %-9s %-12s %zu\n", i, model_layer_name(L->spec.kind), shp, L->n_w + L->n_b);
+		dlk_buf_addf(&b, "%-4d %-9s %-12s %zu\n", i, dlk_layer_name(L->spec.kind), shp, L->n_w + L->n_b);
 	}
 	dlk_buf_addf(&b, "total parameters: %zu\n", net->n_params);
 	return dlk_buf_detach(&b, NULL);

@@ -7,7 +7,7 @@
  * table is handled everywhere. */
 #include "lib/project/project.h"
 #include "lib/project/check.h"
-#include "lib/project/model.h"
+#include "lib/project/layers.h"
 #include "lib/util/ytree.h"
 #include "lib/util/buf.h"
 #include "lib/util/hash.h"
@@ -350,8 +350,8 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_RELU] = no_params, [DLK_LAYER_TANH] = no_params,
 	[DLK_LAYER_SIGMOID] = no_params, [DLK_LAYER_DROPOUT] = dropout_params,
 };
-#define N_LAYER_KINDS MODEL_LAYER_KINDS
-_Static_assert(DLK_ARRAY_SIZE(layer_params) == MODEL_LAYER_KINDS, "a parameter table for every layer kind");
+#define N_LAYER_KINDS DLK_LAYER_KINDS
+_Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");
 
 static int n_names(const char *const *names)
 {
@@ -1233,22 +1233,22 @@ static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_laye
 		type_problem(c, item, path, "a layer (like 'relu' or 'dense: {units: 10}')");
 		return;
 	}
-	kind = lookup_name(model_layer_names, name_node->text);
+	kind = lookup_name(dlk_layer_names, name_node->text);
 	if (kind < 0) {
 		shown_text(shown, sizeof(shown), name_node->text);
-		suggest_suffix(sug, sizeof(sug), name_node->text, model_layer_names, (size_t)N_LAYER_KINDS);
+		suggest_suffix(sug, sizeof(sug), name_node->text, dlk_layer_names, (size_t)N_LAYER_KINDS);
 		problem(c, name_node, path, "unknown layer '%s'%s", shown, sug);
 		return;
 	}
 	l->kind = (enum dlk_layer_kind)kind;
-	snprintf(p, sizeof(p), "%s.%s", path, model_layer_names[kind]);
+	snprintf(p, sizeof(p), "%s.%s", path, dlk_layer_names[kind]);
 	if (params)
 		parse_fields(c, layer_params[kind], params, l, p);
 	else
 		for (const struct field *f = layer_params[kind]; f->key; f++)
 			if (f->flags & REQ)
-				problem(c, name_node, path, "%s needs '%s' (like '- %s: {%s: ...}')", model_layer_names[kind],
-				        f->key, model_layer_names[kind], f->key);
+				problem(c, name_node, path, "%s needs '%s' (like '- %s: {%s: ...}')", dlk_layer_names[kind],
+				        f->key, dlk_layer_names[kind], f->key);
 }
 
 static void layers_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
@@ -1281,7 +1281,7 @@ static void layers_dump(struct dlk_buf *b, const struct field *f, const void *ba
 	dlk_buf_addc(b, '\n');
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct dlk_layer_spec *l = &m->layers[i];
-		dlk_buf_addf(b, "%*s- %s", indent + 2, "", model_layer_name(l->kind));
+		dlk_buf_addf(b, "%*s- %s", indent + 2, "", dlk_layer_name(l->kind));
 		if ((int)l->kind >= 0 && (int)l->kind < N_LAYER_KINDS && layer_params[l->kind][0].key) {
 			dlk_buf_adds(b, ": ");
 			dump_flow(b, layer_params[l->kind], l);
@@ -1459,7 +1459,7 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct dlk_layer_spec *l = &m->layers[i];
 		const struct ynode *pos = given_at(c, l, GIVEN_CUSTOM);
-		const char *name = model_layer_name(l->kind);
+		const char *name = dlk_layer_name(l->kind);
 		snprintf(p, sizeof(p), "model.layers[%d]", i);
 		if ((int)l->kind < 0)
 			return;
@@ -1467,7 +1467,7 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
 			return;
 		}
-		if (model_layer_shape(l, shape, shape) < 0) {
+		if (dlk_layer_shape(l, shape, shape) < 0) {
 			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
 			problem(c, pos, p, "%s window %d does not fit its %lldx%lld input (padding %d)", name,
 			        l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size, shape[1], shape[2], pad);
@@ -1867,7 +1867,7 @@ static void known_walk(const struct field *fields, const char *prefix)
 			free(p);
 		} else if (f->custom == &c_layers) {
 			for (int k = 0; k < N_LAYER_KINDS; k++) {
-				char *p = xasprintf("%s%s%s[].%s", prefix, *prefix ? "." : "", f->key, model_layer_names[k]);
+				char *p = xasprintf("%s%s%s[].%s", prefix, *prefix ? "." : "", f->key, dlk_layer_names[k]);
 				known_add("", p, "");
 				known_walk(layer_params[k], p);
 				free(p);

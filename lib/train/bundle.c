@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/project/model.h"
+#include "lib/project/layers.h"
 #include "lib/train/bundle.h"
 #include "lib/util/buf.h"
 #include "lib/util/hash.h"
@@ -104,7 +104,7 @@ static void safetensors_build(const struct dlk_net *net, const float *host, stru
 static cJSON *layer_json(const struct dlk_layer_spec *ls)
 {
 	cJSON *l = cJSON_CreateObject();
-	cJSON_AddStringToObject(l, "kind", model_layer_name(ls->kind));
+	cJSON_AddStringToObject(l, "kind", dlk_layer_name(ls->kind));
 	switch (ls->kind) {
 	case DLK_LAYER_DENSE:
 		cJSON_AddNumberToObject(l, "units", ls->units);
@@ -380,7 +380,7 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		const cJSON *l = cJSON_GetArrayItem(layers, i);
 		struct dlk_layer_spec *ls = &b->model.layers[i];
 		const cJSON *k = cJSON_GetObjectItemCaseSensitive(l, "kind");
-		int kind = cJSON_IsString(k) ? model_layer_kind(k->valuestring) : -1;
+		int kind = cJSON_IsString(k) ? dlk_layer_kind_of(k->valuestring) : -1;
 		if (kind < 0)
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has an unknown kind", path, i);
 		ls->kind = (enum dlk_layer_kind)kind;

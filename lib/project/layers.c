@@ -1,31 +1,31 @@
-#include "lib/project/model.h"
+#include "lib/project/layers.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
-_Static_assert(DLK_LAYER_DROPOUT + 1 == MODEL_LAYER_KINDS, "model_layer_names lists every kind");
+_Static_assert(DLK_LAYER_DROPOUT + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
 
-const char *const model_layer_names[MODEL_LAYER_KINDS + 1] = {
+const char *const dlk_layer_names[DLK_LAYER_KINDS + 1] = {
 	[DLK_LAYER_DENSE] = "dense", [DLK_LAYER_CONV2D] = "conv2d", [DLK_LAYER_MAXPOOL] = "maxpool",
 	[DLK_LAYER_FLATTEN] = "flatten", [DLK_LAYER_RELU] = "relu", [DLK_LAYER_TANH] = "tanh",
 	[DLK_LAYER_SIGMOID] = "sigmoid", [DLK_LAYER_DROPOUT] = "dropout", NULL
 };
 
-const char *model_layer_name(enum dlk_layer_kind kind)
+const char *dlk_layer_name(enum dlk_layer_kind kind)
 {
-	return (int)kind >= 0 && (int)kind < MODEL_LAYER_KINDS ? model_layer_names[kind] : "unknown";
+	return (int)kind >= 0 && (int)kind < DLK_LAYER_KINDS ? dlk_layer_names[kind] : "unknown";
 }
 
-int model_layer_kind(const char *name)
+int dlk_layer_kind_of(const char *name)
 {
-	for (int k = 0; name && k < MODEL_LAYER_KINDS; k++)
-		if (!strcmp(name, model_layer_names[k]))
+	for (int k = 0; name && k < DLK_LAYER_KINDS; k++)
+		if (!strcmp(name, dlk_layer_names[k]))
 			return k;
 	return -1;
 }
 
-int model_layer_shape(const struct dlk_layer_spec *ls, const long long in[3], long long out[3])
+int dlk_layer_shape(const struct dlk_layer_spec *ls, const long long in[3], long long out[3])
 {
 	long long k, pad = 0, n;
 
@@ -58,11 +58,11 @@ int model_layer_shape(const struct dlk_layer_spec *ls, const long long in[3], lo
 	}
 }
 
-void model_layer_where(char *buf, size_t len, int i, const struct dlk_layer_spec *ls, const char *file)
+void dlk_layer_where(char *buf, size_t len, int i, const struct dlk_layer_spec *ls, const char *file)
 {
 	if (ls->line > 0)
-		snprintf(buf, len, "model.layers[%d] (%s, %s:%d)", i, model_layer_name(ls->kind), file ? file : "dlk.yaml",
+		snprintf(buf, len, "model.layers[%d] (%s, %s:%d)", i, dlk_layer_name(ls->kind), file ? file : "dlk.yaml",
 		         ls->line);
 	else
-		snprintf(buf, len, "model.layers[%d] (%s)", i, model_layer_name(ls->kind));
+		snprintf(buf, len, "model.layers[%d] (%s)", i, dlk_layer_name(ls->kind));
 }
