@@ -467,6 +467,29 @@ static int header_check(struct tcp_comm *t, const struct xfer_state *xs, struct 
 	return fail(t, err);
 }
 
+/* Moves more of a header: ours to rank+1, or rank-1's to us. Returns the bytes moved, -1 when
+ * the link failed. */
+static ssize_t header_io(struct tcp_comm *t, struct xfer_state *xs, int sending, int *want, int *progress,
+			 struct dlk_err *err)
+{
+	unsigned char *h = sending ? xs->hdr_out : xs->hdr_in;
+	size_t *at = sending ? &xs->hdr_sent : &xs->hdr_recvd;
+	int *ready = sending ? &xs->can_send : &xs->can_recv;
+	ssize_t n;
+
+	if (*at == HDR_BYTES)
+		return 0;
+	*want = 1;
+	if (!*ready)
+		return 0;
+	n = link_io(t, sending, h + *at, HDR_BYTES - *at, ready, xs->what, err);
+	if (n < 0)
+		return -1;
+	*at += (size_t)n;
+	*progress |= n > 0;
+	return n;
+}
+
 /* The send stream: the header, then the segments, never more than head_start bytes ahead of what
  * was received. Sets *want when it has something to send; -1 when the link failed. */
 static int send_some(struct tcp_comm *t, struct xfer_state *xs, int *want, int *progress, struct dlk_err *err)
@@ -474,16 +497,8 @@ static int send_some(struct tcp_comm *t, struct xfer_state *xs, int *want, int *
 	const struct xfer *x = xs->x;
 	ssize_t n;
 
-	if (xs->hdr_sent < HDR_BYTES) {
-		*want = 1;
-		if (xs->can_send) {
-			n = link_io(t, 1, xs->hdr_out + xs->hdr_sent, HDR_BYTES - xs->hdr_sent, &xs->can_send, xs->what, err);
-			if (n < 0)
-				return -1;
-			xs->hdr_sent += (size_t)n;
-			*progress |= n > 0;
-		}
-	}
+	if (header_io(t, xs, 1, want, progress, err) < 0)
+		return -1;
 	if (xs->hdr_sent < HDR_BYTES || xs->sent == xs->send_total)
 		return 0;
 	size_t allowed = x->head_start == SIZE_MAX ? xs->send_total : x->head_start + xs->done;
@@ -519,20 +534,10 @@ static int send_some(struct tcp_comm *t, struct xfer_state *xs, int *want, int *
 static int recv_some(struct tcp_comm *t, struct xfer_state *xs, int *want, int *progress, struct dlk_err *err)
 {
 	const struct xfer *x = xs->x;
-	ssize_t n;
+	ssize_t n = header_io(t, xs, 0, want, progress, err);
 
-	if (xs->hdr_recvd < HDR_BYTES) {
-		*want = 1;
-		if (xs->can_recv) {
-			n = link_io(t, 0, xs->hdr_in + xs->hdr_recvd, HDR_BYTES - xs->hdr_recvd, &xs->can_recv, xs->what, err);
-			if (n < 0)
-				return -1;
-			xs->hdr_recvd += (size_t)n;
-			*progress |= n > 0;
-			if (n > 0 && xs->hdr_recvd == HDR_BYTES && header_check(t, xs, err))
-				return -1;
-		}
-	}
+	if (n < 0 || (n > 0 && xs->hdr_recvd == HDR_BYTES && header_check(t, xs, err)))
+		return -1;
 	if (xs->hdr_recvd < HDR_BYTES || xs->done == xs->recv_total)
 		return 0;
 	*want = 1;
@@ -783,15 +788,14 @@ static void tcp_free(struct dlk_comm *c)
 	for (int i = 0; i < t->nctrl; i++)
 		if (t->ctrl[i] >= 0 && !t->broken)
 			net_send_frame(t->ctrl[i], DIST_FRAME_BYE, NULL, 0, dl);
-	for (int i = 0; i < t->nctrl; i++)
-		if (t->ctrl[i] >= 0)
-			close(t->ctrl[i]);
+	/* the links go back to a group, which closes them */
+	struct dist_group g = DIST_GROUP_INIT;
+	g.ctrl = t->ctrl;
+	g.nctrl = t->nctrl;
+	g.next_fd = t->next_fd;
+	g.prev_fd = t->prev_fd;
+	dist_group_release(&g);
 	free(t->bye);
-	if (t->next_fd >= 0)
-		close(t->next_fd);
-	if (t->prev_fd >= 0)
-		close(t->prev_fd);
-	free(t->ctrl);
 	free(t->stage);
 	free(t->scratch);
 	free(t);

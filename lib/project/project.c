@@ -13,6 +13,7 @@
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
 #include "lib/util/suggest.h"
+#include "lib/util/utf8.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -1552,7 +1553,7 @@ static int set_parse(const char *arg, int idx, struct set_arg *s, char *why, siz
 		snprintf(why, why_len, "expected KEY.PATH=VALUE (like training.epochs=3)");
 		goto out;
 	}
-	if (!check_utf8(arg, strlen(arg))) {
+	if (!dlk_utf8_valid(arg, strlen(arg))) {
 		snprintf(why, why_len, "is not valid UTF-8");
 		goto out;
 	}

@@ -1,5 +1,6 @@
 #include "lib/util/yamljson.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 #include "lib/util/ytree.h"
 
 #include <math.h>
@@ -262,38 +263,6 @@ cJSON *yamljson_parse(const char *text, size_t len, const char *name, size_t *er
 /* ------------------------------------------------------------------------------------------ */
 /* writing */
 
-/* Decodes one UTF-8 sequence at s (n bytes left); returns its length or 0 when invalid. */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-	size_t len;
-	uint32_t c;
-
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	}
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, c = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, c = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, c = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10ffff)) ||
-	    (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return len;
-}
-
 /* What libyaml reads raw without complaint and without treating it as a line break. */
 static int printable_inline(uint32_t c)
 {
@@ -309,7 +278,7 @@ int yamljson_quote(struct dlk_buf *b, const char *s, size_t len)
 	dlk_buf_addc(b, '"');
 	for (size_t i = 0; i < len;) {
 		uint32_t c;
-		size_t n = utf8_decode(u + i, len - i, &c);
+		size_t n = dlk_utf8_decode(u + i, len - i, &c);
 		if (!n || c == 0) {
 			b->len = start;
 			b->data[start] = '\0';
@@ -410,7 +379,7 @@ static int literal_ok(const char *s)
 		return 0;
 	for (size_t i = 0; i < n;) {
 		uint32_t c;
-		size_t k = utf8_decode(u + i, n - i, &c);
+		size_t k = dlk_utf8_decode(u + i, n - i, &c);
 		if (!k)
 			return 0;
 		if (c == '\n') {
