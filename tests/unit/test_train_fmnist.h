@@ -4,6 +4,7 @@
 #include "tests/unit/check.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "bench/train/fmnist.h"
 #include "lib/train/train.h"
@@ -19,6 +20,25 @@ static struct dlk_layer_spec fm_cnn[] = {
 	{ .kind = DLK_LAYER_MAXPOOL, .size = 2, .stride = 2 }, { .kind = DLK_LAYER_FLATTEN },
 	{ .kind = DLK_LAYER_DENSE, .units = 128 }, { .kind = DLK_LAYER_RELU }, { .kind = DLK_LAYER_DENSE, .units = 10 },
 };
+
+/* Loads both splits. Returns -1 after printing the TAP line that ends the program (a skip when the
+ * dataset is not installed, a failure when it does not load) with its exit code in *rc. */
+static int fm_load(struct dlk_dataset *train, struct dlk_dataset *test, int *rc)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+
+	*rc = 0;
+	if (access(FMNIST_DIR "/t10k-labels-idx1-ubyte.gz", R_OK)) {
+		printf("ok 1 # skip Fashion-MNIST is not installed under " FMNIST_DIR "\n1..1\n");
+		return -1;
+	}
+	if (fmnist_load("train", 0, train, &err) || fmnist_load("test", 0, test, &err)) {
+		printf("not ok 1 - Fashion-MNIST loads: %s\n1..1\n", err.msg);
+		*rc = 1;
+		return -1;
+	}
+	return 0;
+}
 
 /* trains and returns the test accuracy (-1 on error) */
 static double fm_train(int cnn, int epochs, const struct dlk_dataset *train, const struct dlk_dataset *test,
