@@ -46,6 +46,7 @@ struct run {
 	double t_start;
 	double train_time;                  /* in steps, evaluation and callbacks excluded */
 	long train_samples;
+	double clock_base, t_train;         /* the history's clock: what a checkpoint carried, and since */
 };
 
 static int check_opts(const struct run *r, struct dlk_err *err)
@@ -99,15 +100,20 @@ static int setup_schedule(struct run *r, struct dlk_err *err)
 	return dlk_optimizer_init(&r->opt, r->tr, r->net->n_params, r->spe, r->total, r->be, err);
 }
 
-/* Where the run starts: a checkpoint's state when there is one, and rank 0's weights everywhere. */
+/* Where the run starts: a checkpoint's state when there is one, and rank 0's weights everywhere;
+ * the history says which. */
 static int setup_state(struct run *r, struct dlk_err *err)
 {
 	const struct dlk_train_opts *o = r->o;
+	struct dlk_history *h = &r->res->history;
+	struct dlk_history_event hev;
+	int resumed = 0;
 
 	if (o->resume) {
 		int got = o->resume(o->ckpt_ctx, &r->st, err);
 		if (got < 0)
 			return -1;
+		resumed = got == 1;
 		if (got == 0) {
 			r->st.epoch = 0;
 			r->st.step_in_epoch = 0;
@@ -116,6 +122,22 @@ static int setup_state(struct run *r, struct dlk_err *err)
 	}
 	if (o->broadcast && o->broadcast(o->comm_ctx, r->net->params, r->net->n_params, err))
 		return -1;
+	/* a start, or a resume at the checkpoint's step with the clock the checkpoint carried */
+	memset(&hev, 0, sizeof(hev));
+	hev.kind = resumed ? DLK_HISTORY_RESUME : DLK_HISTORY_START;
+	hev.epoch = r->st.epoch;
+	hev.step = r->st.global_step;
+	if (hev.kind == DLK_HISTORY_START)
+		h->elapsed_sec = 0;
+	hev.elapsed_sec = h->elapsed_sec;
+	hev.world = r->world;
+	if (resumed)
+		dlk_rfc3339_now(hev.time);
+	else
+		memcpy(hev.time, r->res->started_at, sizeof(hev.time));
+	dlk_history_add_event(h, &hev);
+	r->clock_base = h->elapsed_sec;
+	r->t_train = dlk_now();
 	return 0;
 }
 
@@ -195,22 +217,50 @@ static struct dlk_train_event event(const struct run *r, enum dlk_train_event_ki
 	return ev;
 }
 
-/* The epoch's end: its mean loss, the test metrics (when due), a checkpoint, the event. */
-static int end_epoch(struct run *r, int epoch, double ep_loss, long ep_steps, long ep_samples, double ep_t0,
-                     struct dlk_err *err)
+/* The epoch in the history: its losses, the test metrics (when there are), its throughput. */
+static void record_epoch(struct run *r, int epoch, int evaluated, long ep_samples, double ep_train_sec)
+{
+	struct dlk_train_result *res = r->res;
+	struct dlk_history_epoch he;
+
+	memset(&he, 0, sizeof(he));
+	he.epoch = epoch + 1;
+	he.step = r->st.global_step;
+	he.train_loss = res->train_loss;
+	he.have_test = evaluated;
+	he.test_loss = evaluated ? res->eval.loss : 0;
+	he.test_accuracy = evaluated ? res->eval.accuracy : 0;
+	/* training only: the evaluation's time is not throughput */
+	he.samples_per_sec = ep_train_sec > 0 ? (double)ep_samples * r->world / ep_train_sec : 0;
+	res->history.elapsed_sec = r->clock_base + (dlk_now() - r->t_train);
+	he.elapsed_sec = res->history.elapsed_sec;
+	he.lr = dlk_optimizer_lr(&r->opt, r->st.global_step > 0 ? r->st.global_step - 1 : 0);
+	he.world = r->world;
+	dlk_rfc3339_now(he.time);
+	dlk_history_add_epoch(&res->history, &he);
+}
+
+/* The epoch's end: its mean loss, the test metrics (when due), the history, a checkpoint, the
+ * event. */
+static int end_epoch(struct run *r, int epoch, long ep_samples, double ep_t0, struct dlk_err *err)
 {
 	const struct dlk_train_opts *o = r->o;
 	struct dlk_train_result *res = r->res;
+	int evaluated = 0;
 
-	res->train_loss = ep_steps ? ep_loss / (double)ep_steps : 0;
+	/* the mean of all the epoch's steps, those before a resume included */
+	res->train_loss = dlk_history_epoch_loss(&res->history);
 	res->epochs_done = epoch + 1;
 	r->st.epoch = epoch + 1;
 	r->st.step_in_epoch = 0;
+	double ep_train_sec = dlk_now() - ep_t0;
 	if (o->test && o->test->n && (r->tr->eval_every_epoch || epoch + 1 == r->tr->epochs)) {
 		dlk_eval_release(&res->eval);
 		if (dlk_evaluate(r->net, o->test, o->eval_batch, &res->eval, err))
 			return -1;
+		evaluated = 1;
 	}
+	record_epoch(r, epoch, evaluated, ep_samples, ep_train_sec);
 	if (o->checkpoint && o->checkpoint(o->ckpt_ctx, &r->st, err))
 		return -1;
 	if (o->on_event) {
@@ -221,6 +271,7 @@ static int end_epoch(struct run *r, int epoch, double ep_loss, long ep_steps, lo
 		ev.samples_per_sec = dlk_now() > ep_t0 ? (double)ep_samples / (dlk_now() - ep_t0) : 0;
 		ev.elapsed_sec = dlk_now() - r->t_start;
 		ev.eval = res->eval.n ? &res->eval : NULL;
+		ev.history = &res->history;
 		o->on_event(o->event_ctx, &ev);
 	}
 	return 0;
@@ -244,6 +295,8 @@ static int finish(struct run *r, struct dlk_err *err)
 		ev.samples_per_sec = res->train_samples_per_sec;
 		ev.elapsed_sec = res->seconds;
 		ev.eval = res->eval.n ? &res->eval : NULL;
+		ev.history = &res->history;
+		ev.finished_at = res->finished_at;
 		o->on_event(o->event_ctx, &ev);
 	}
 	return 0;
@@ -261,7 +314,7 @@ static int run_epochs(struct run *r, struct dlk_err *err)
 	for (int epoch = st->epoch; epoch < tr->epochs; epoch++) {
 		free(r->perm);
 		r->perm = dlk_epoch_permutation(r->ds->n, tr->seed, epoch);
-		double ep_loss = 0, ep_t0 = dlk_now();
+		double ep_t0 = dlk_now();
 		long ep_steps = 0, ep_samples = 0;
 		long first = epoch == st->epoch ? st->step_in_epoch : 0;
 		for (long s = first; s < r->spe; s++) {
@@ -271,7 +324,7 @@ static int run_epochs(struct run *r, struct dlk_err *err)
 				st->step_in_epoch = s;
 				if (res->cancelled && o->checkpoint && o->checkpoint(o->ckpt_ctx, st, err))
 					return -1;
-				res->train_loss = ep_steps ? ep_loss / (double)ep_steps : 0;
+				res->train_loss = dlk_history_epoch_loss(&res->history);
 				return 1;
 			}
 			double t0 = dlk_now(), lr = 0;
@@ -282,7 +335,8 @@ static int run_epochs(struct run *r, struct dlk_err *err)
 			st->global_step++;
 			st->step_in_epoch = s + 1;
 			res->loss_curve[res->n_loss++] = loss;
-			ep_loss += loss;
+			dlk_history_add_step(&res->history, loss);
+			res->history.elapsed_sec = r->clock_base + (dlk_now() - r->t_train);
 			ep_steps++;
 			ep_samples += nb;
 			r->train_time += dlk_now() - t0;
@@ -302,7 +356,7 @@ static int run_epochs(struct run *r, struct dlk_err *err)
 			    o->checkpoint(o->ckpt_ctx, st, err))
 				return -1;
 		}
-		if (end_epoch(r, epoch, ep_loss, ep_steps, ep_samples, ep_t0, err))
+		if (end_epoch(r, epoch, ep_samples, ep_t0, err))
 			return -1;
 	}
 	return 0;
@@ -317,7 +371,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	int ret = -1;
 
 	*res = (struct dlk_train_result)DLK_TRAIN_RESULT_INIT;
-	r.st = (struct dlk_train_state){ r.net, &r.opt, 0, 0, 0 };
+	r.st = (struct dlk_train_state){ r.net, &r.opt, 0, 0, 0, &res->history };
 	res->seed = r.tr->seed;
 	dlk_rfc3339_now(res->started_at);
 	r.t_start = dlk_now();
@@ -346,6 +400,7 @@ void dlk_train_result_release(struct dlk_train_result *r)
 {
 	dlk_net_release(&r->net);
 	dlk_eval_release(&r->eval);
+	dlk_history_release(&r->history);
 	free(r->loss_curve);
 	*r = (struct dlk_train_result)DLK_TRAIN_RESULT_INIT;
 }
