@@ -81,8 +81,13 @@ static int setup_model(struct run *r, struct dlk_err *err)
 	if (check_data(o, r->ds, "training", r->net, err) ||
 	    (o->test && o->test->n && check_data(o, o->test, "test", r->net, err)))
 		return -1;
-	return dlk_net_init_params(r->net, o->model->init, r->tr->seed, err) || dlk_net_reserve(r->net, r->batch, err)
-	       ? -1 : 0;
+	if (dlk_net_init_params(r->net, o->model->init, r->tr->seed, err) || dlk_net_reserve(r->net, r->batch, err))
+		return -1;
+	if (o->allreduce && o->grad_ready) {
+		r->net->grad_ready = o->grad_ready;
+		r->net->grad_ready_ctx = o->comm_ctx;
+	}
+	return 0;
 }
 
 /* This rank's share of every epoch, the steps that makes, and the optimizer over them. */
@@ -387,6 +392,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 		goto out;
 	ret = res->cancelled ? 1 : 0;
 out:
+	r.net->grad_ready = NULL; /* its context belongs to the caller's run */
 	free(r.perm);
 	free(r.xhost);
 	free(r.yhost);

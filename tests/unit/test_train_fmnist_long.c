@@ -11,7 +11,7 @@ int main(void)
 	}
 	struct dlk_dataset train, test;
 	int rc;
-	if (fm_load(&train, &test, &rc))
+	if (fm_load(&train, &test, 0, &rc))
 		return rc;
 	double s;
 	double acc = fm_train(0, 5, &train, &test, &s);
