@@ -184,7 +184,6 @@ char *project_dump_yaml(const struct dlk_project *spec);
 /* sha256 hex of project_dump_yaml(): the spec digest recorded in provenance. */
 void project_digest(const struct dlk_project *spec, char hex[65]);
 
-const char *project_layer_kind_name(enum dlk_layer_kind kind);
 const char *project_optimizer_name(enum dlk_optim o);
 const char *project_schedule_name(enum dlk_lr_schedule s);
 const char *project_format_name(enum dlk_data_format f);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/project/layers.h"
 #include "lib/train/bundle.h"
 #include "lib/jobs/podenv.h"
 #include "lib/util/buf.h"
@@ -104,7 +105,7 @@ static void safetensors_build(const struct dlk_net *net, const float *host, stru
 static cJSON *layer_json(const struct dlk_layer_spec *ls)
 {
 	cJSON *l = cJSON_CreateObject();
-	cJSON_AddStringToObject(l, "kind", dlk_layer_kind_str(ls->kind));
+	cJSON_AddStringToObject(l, "kind", dlk_layer_name(ls->kind));
 	switch (ls->kind) {
 	case DLK_LAYER_DENSE:
 		cJSON_AddNumberToObject(l, "units", ls->units);
@@ -339,19 +340,6 @@ out:
 
 /* ---- reading ---- */
 
-static int kind_from_str(const char *s, enum dlk_layer_kind *k)
-{
-	static const enum dlk_layer_kind all[] = { DLK_LAYER_DENSE, DLK_LAYER_CONV2D, DLK_LAYER_MAXPOOL,
-	                                           DLK_LAYER_FLATTEN, DLK_LAYER_RELU, DLK_LAYER_TANH,
-	                                           DLK_LAYER_SIGMOID, DLK_LAYER_DROPOUT };
-	for (size_t i = 0; s && i < sizeof(all) / sizeof(all[0]); i++)
-		if (!strcmp(s, dlk_layer_kind_str(all[i]))) {
-			*k = all[i];
-			return 0;
-		}
-	return -1;
-}
-
 /* an integer field in [lo, hi]; absent gives def */
 static int int_field(const cJSON *o, const char *key, int def, int lo, int hi, int *out)
 {
@@ -404,8 +392,10 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		const cJSON *l = cJSON_GetArrayItem(layers, i);
 		struct dlk_layer_spec *ls = &b->model.layers[i];
 		const cJSON *k = cJSON_GetObjectItemCaseSensitive(l, "kind");
-		if (!cJSON_IsString(k) || kind_from_str(k->valuestring, &ls->kind))
+		int kind = cJSON_IsString(k) ? dlk_layer_kind_of(k->valuestring) : -1;
+		if (kind < 0)
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has an unknown kind", path, i);
+		ls->kind = (enum dlk_layer_kind)kind;
 		const cJSON *rate = cJSON_GetObjectItemCaseSensitive(l, "rate");
 		ls->rate = cJSON_IsNumber(rate) ? (float)rate->valuedouble : 0.5f;
 		if (int_field(l, "units", 0, 0, 1 << 24, &ls->units) || int_field(l, "filters", 0, 0, 65536, &ls->filters) ||
