@@ -142,7 +142,7 @@ static const struct dlk_option train_options[] = {
 	{ OPT_BOOL, 0, "replace", NULL, "delete a job of the same name first, then submit", COMPLETE_NONE, NULL, NULL },
 	{ OPT_STRING, 0, "templates", "DIR", "templates overriding the built-ins (default: the project's templates/)", COMPLETE_DIR, NULL, NULL },
 	{ OPT_STRING, 0, "metrics", "FILE", "append a JSON line per step and per epoch to FILE", COMPLETE_FILE, NULL, NULL },
-	{ OPT_STRING, 0, "bundle", "FILE", "where to write the model bundle", COMPLETE_FILE, NULL, "NAME.dlk next to the project file" },
+	{ OPT_STRING, 0, "bundle", "FILE", "where to write the model bundle", COMPLETE_FILE, NULL, "NAME.dlk next to the project file; in a pod, on the checkpoint volume" },
 	{ OPT_INT, 0, "workers", "N", "with --local: train with N worker processes on this machine", COMPLETE_NONE, NULL, "1" },
 	{ OPT_INT, 0, "max-restarts", "N", "with --local --workers: restart the workers from the last checkpoint at most N times", COMPLETE_NONE, NULL, "3" },
 	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },

@@ -262,13 +262,11 @@ static cJSON *result_json(const struct dlk_project *spec, const struct dlk_train
 	return o;
 }
 
-static char *default_bundle_path(const char *spec_file, const char *name)
+static char *default_bundle_path(const char *out_dir, const char *name)
 {
-	const char *slash = strrchr(spec_file, '/');
-
-	if (!slash)
+	if (!strcmp(out_dir, "."))
 		return xasprintf("%s.dlk", name);
-	return xasprintf("%.*s/%s.dlk", (int)(slash - spec_file), spec_file, name);
+	return xasprintf("%s/%s.dlk", out_dir, name);
 }
 
 static char *project_dir(const char *spec_file)
@@ -276,6 +274,19 @@ static char *project_dir(const char *spec_file)
 	const char *slash = strrchr(spec_file, '/');
 
 	return slash ? xstrndup(spec_file, (size_t)(slash - spec_file)) : xstrdup(".");
+}
+
+/* Where relative outputs (checkpoints, the bundle) go. Here: next to the project file. In a pod
+ * the project file is a read-only ConfigMap volume: the checkpoint volume when the project has
+ * one (what is written there outlives the pod, so a restarted worker resumes from it), else the
+ * container's working directory. */
+static char *output_dir(const struct dlk_project *spec, const char *spec_file, int in_pod)
+{
+	if (!in_pod)
+		return project_dir(spec_file);
+	if ((spec->storage.claim || spec->storage.size) && spec->storage.mount)
+		return xstrdup(spec->storage.mount);
+	return xstrdup(".");
 }
 
 /* ---- checkpoints ---- */
@@ -497,10 +508,12 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 	struct report rep = { 0 };
 	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT };
 	struct sigaction sa = { 0 }, old_int, old_term, old_alrm;
-	char *bundle = NULL, *dir = project_dir(ctx->file), digest[65];
+	char *bundle = NULL, *dir = project_dir(ctx->file), *out_dir = NULL, digest[65];
 	const char *mpath = dlk_opt_str(args, "metrics");
 	int rc = 0, ran, bad = 0;
 
+	/* --worker itself, not a child of --local --workers N (which is a worker too) */
+	out_dir = output_dir(spec, ctx->file, (int)dlk_opt_num(args, "worker"));
 	rep.ctx = ctx;
 	rep.bar.ctx = ctx;
 	rep.ckpt_step = -1;
@@ -540,8 +553,8 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 		setvbuf(rep.metrics, NULL, _IOLBF, 0);
 	}
 	if (tr.checkpoint_dir)
-		rep.ckpt_dir = tr.checkpoint_dir[0] == '/' || !strcmp(dir, ".") ? xstrdup(tr.checkpoint_dir)
-		                                                                 : xasprintf("%s/%s", dir, tr.checkpoint_dir);
+		rep.ckpt_dir = tr.checkpoint_dir[0] == '/' || !strcmp(out_dir, ".") ? xstrdup(tr.checkpoint_dir)
+		                                                                     : xasprintf("%s/%s", out_dir, tr.checkpoint_dir);
 	rep.ckpt_keep = tr.checkpoint_keep;
 	rep.epochs = tr.epochs;
 	rep.meta.seed = tr.seed;
@@ -621,7 +634,7 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 		goto out;
 	}
 
-	bundle = dlk_opt_str(args, "bundle") ? xstrdup(dlk_opt_str(args, "bundle")) : default_bundle_path(ctx->file, spec->name);
+	bundle = dlk_opt_str(args, "bundle") ? xstrdup(dlk_opt_str(args, "bundle")) : default_bundle_path(out_dir, spec->name);
 	project_digest(spec, digest);
 	{
 		struct dlk_bundle_info bi = { 0 };
@@ -680,5 +693,6 @@ out:
 	free(rep.ckpt_dir);
 	free(bundle);
 	free(dir);
+	free(out_dir);
 	return rc;
 }
