@@ -61,7 +61,8 @@ token_kubeconfig() {
 	kubectl --kubeconfig "$1" config use-context test >/dev/null
 }
 
-# hostpath_pv NAME DIR [SIZE]: a PersistentVolume on DIR that any claim without a class can bind
+# hostpath_pv NAME DIR CLAIM: a 1Gi PersistentVolume on DIR, reserved for the claim CLAIM of
+# namespace default (the claim binds to it once it exists, as with a pre-provisioned volume)
 hostpath_pv() {
 	mkdir -p "$2" &&
 	kubectl apply -f - >/dev/null <<YAML
@@ -69,10 +70,11 @@ apiVersion: v1
 kind: PersistentVolume
 metadata: {name: $1}
 spec:
-  capacity: {storage: ${3:-1Gi}}
+  capacity: {storage: 1Gi}
   accessModes: [ReadWriteOnce, ReadWriteMany]
   persistentVolumeReclaimPolicy: Retain
   storageClassName: ""
+  claimRef: {namespace: default, name: $3}
   hostPath: {path: $2}
 YAML
 }
