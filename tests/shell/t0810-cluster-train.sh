@@ -1,9 +1,9 @@
 #!/bin/sh
 # dlk against a real control plane: a 2-worker Fashion-MNIST job submitted by `dlk train`, made
 # into indexed pods by the real Job controller, placed by the real scheduler, run by the pod
-# runner; the workers find rank 0 through the headless Service's DNS name, train, publish their
-# progress on their Job under the real RBAC authorizer and write the bundle to the checkpoint
-# volume. `dlk train --wait`, `dlk status -w` and `dlk logs -f` watch it at the same time.
+# runner; the workers read the data from a claim (pvc://), find rank 0 through the headless
+# Service's DNS name, train, publish their progress on their Job under the real RBAC authorizer
+# and write the bundle to the checkpoint volume. `dlk train --wait`, `dlk status -w` and `dlk logs -f` watch it at the same time.
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/cluster/lib.sh"
 
@@ -18,9 +18,25 @@ PROJ=$TEST_TMP/fashion/dlk.yaml
 set -- -f "$PROJ" --set training.epochs=1 --set resources.workers=2 --set training.threads=1 \
 	--set resources.memory=1Gi --set storage.size=1Gi --set training.checkpoint.every=100
 ARGS="$*"
+# the data on a claim of its own, as a cluster keeps it: pvc://fmnist-data/...
+mkdir -p "$TEST_TMP/data"
+cp /usr/share/datasets/fashion-mnist/*-ubyte.gz "$TEST_TMP/data/"
+hostpath_pv fmnist-data "$TEST_TMP/data" fmnist-data
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: fmnist-data}
+spec:
+  accessModes: [ReadWriteMany]
+  storageClassName: ""
+  resources: {requests: {storage: 1Gi}}
+YAML
+d=pvc://fmnist-data
+DATA="--set data.train.images=$d/train-images-idx3-ubyte.gz --set data.train.labels=$d/train-labels-idx1-ubyte.gz
+	--set data.test.images=$d/t10k-images-idx3-ubyte.gz --set data.test.labels=$d/t10k-labels-idx1-ubyte.gz"
 
 test_expect_success 'dlk train --wait, dlk status -w and dlk logs -f follow one job to its end' '
-	dlk train $ARGS --wait >train.out 2>train.err &
+	dlk train $ARGS $DATA --wait >train.out 2>train.err &
 	t=$!
 	wait_until 60 sh -c "kubectl get job fashion >/dev/null 2>&1"
 	dlk status -w fashion >status.out 2>status.err &
