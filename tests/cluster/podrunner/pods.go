@@ -130,6 +130,13 @@ func (w *podWorker) run(pod *corev1.Pod) {
 		return
 	}
 	w.start = time.Now()
+	if len(pod.Spec.InitContainers) > 0 || len(pod.Spec.EphemeralContainers) > 0 {
+		// said, not pretended: the pod stays waiting, as on a node that cannot run it
+		w.r.event(pod, corev1.EventTypeWarning, "Unsupported",
+			"the test cluster's pod runner does not run init or ephemeral containers")
+		w.awaitDeletion(pod)
+		return
+	}
 	var specs map[string]*initSpec
 	for {
 		var err error
