@@ -80,7 +80,7 @@ struct dlk_job_summary {
 	char progress_raw[64];   /* the annotation when it is not a JSON object */
 	char reason[512];        /* why Pending/Suspended/Failed, one line; "" when nothing to say */
 	int failed_rank;         /* -1 when no rank failed */
-	struct dlk_rank *ranks;  /* total entries (owned) */
+	struct dlk_rank *ranks;  /* total entries (owned); NULL from dlk_job_summarize_job */
 	cJSON *owned;            /* what progress points into */
 };
 
@@ -88,6 +88,11 @@ struct dlk_job_summary {
  * are ignored) and, when not NULL, the events of the Job and its pods (an array). Borrowed
  * inputs must outlive the summary. Release with dlk_job_summary_release. */
 void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events, struct dlk_job_summary *s);
+/* The same from the Job alone, for lists that must not read every pod of every job: the Job's
+ * status counts (ready, succeeded or completedIndexes, failed: what the Job controller counts
+ * from the pods) stand for the ranks, by the same rule; ranks is NULL, and a Failed job's reason
+ * is its condition's. Release with dlk_job_summary_release. */
+void dlk_job_summarize_job(const cJSON *job, struct dlk_job_summary *s);
 void dlk_job_summary_release(struct dlk_job_summary *s);
 /* The events that explain a job: its own and those of (at most 8) pending ranks' pods, as a new
  * array the caller owns (empty when they cannot be read: they help, they are not needed). */

@@ -184,8 +184,24 @@ static int cmp_job(const void *a, const void *b)
 	return c ? c : strcmp(meta_name(x), meta_name(y));
 }
 
-/* Renders the list of jobs (jobs: an array or an object of Jobs) into b. With a client, the
- * events of pending jobs are read to say why they are pending (at most a few jobs' worth). */
+/* The pods of one job (labelled with its name), as a list the caller owns. */
+static int job_pods(struct kube_client *c, const char *ns, const char *name, cJSON **out)
+{
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	char *sel = xasprintf("%s=%s", DLK_LABEL_JOB, name);
+	int rc;
+
+	lo.label_selector = sel;
+	rc = kube_list(c, "Pod", ns, &lo, out, &err);
+	free(sel);
+	return rc < 0 ? -1 : 0;
+}
+
+/* Renders the list of jobs (jobs: an array or an object of Jobs) into b. With pods (an array:
+ * a watch keeps them), each job is summarized from its pods. Without, from the Job alone, so
+ * that listing a thousand jobs reads a thousand objects, not every pod of every job: then, with
+ * a client, the pods and events of a few jobs that are pending or failed are read to say why. */
 static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *jobs, const cJSON *pods,
 		       int all_ns, struct dlk_buf *b, struct dlk_err *err)
 {
@@ -206,14 +222,31 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	for (int k = 0; k < ns_; k++) {
 		j = sorted[k];
 		const cJSON *jns = jget2(j, "metadata", "namespace");
-		cJSON *mine = pods_of(pods, cJSON_IsString(jns) ? jns->valuestring : NULL, meta_name(j));
+		cJSON *mine = pods ? pods_of(pods, cJSON_IsString(jns) ? jns->valuestring : NULL, meta_name(j)) : NULL;
+		cJSON *mine_list = NULL;
 		struct dlk_job_summary s;
 		cJSON *ev = NULL;
-		dlk_job_summarize(j, mine, NULL, &s);
-		if (c && explained < 10 && (s.state == JOB_PENDING || s.state == JOB_SUSPENDED)) {
-			ev = dlk_job_events(c, s.ns[0] ? s.ns : c->cfg.namespace, s.name, &s);
-			dlk_job_summary_release(&s);
-			dlk_job_summarize(j, mine, ev, &s);
+		if (mine)
+			dlk_job_summarize(j, mine, NULL, &s);
+		else
+			dlk_job_summarize_job(j, &s);
+		if (c && explained < 10 &&
+		    (s.state == JOB_PENDING || s.state == JOB_SUSPENDED || (!mine && s.state == JOB_FAILED))) {
+			const char *jobns = s.ns[0] ? s.ns : c->cfg.namespace;
+			if (!mine) {
+				/* a job worth explaining: read its own pods (the list read none) */
+				if (job_pods(c, jobns, s.name, &mine_list) == 0) {
+					mine = cJSON_GetObjectItemCaseSensitive(mine_list, "items");
+					dlk_job_summary_release(&s);
+					dlk_job_summarize(j, mine, NULL, &s);
+				}
+			}
+			if (mine && s.state != JOB_FAILED)
+				ev = dlk_job_events(c, jobns, s.name, &s);
+			if (mine) {
+				dlk_job_summary_release(&s);
+				dlk_job_summarize(j, mine, ev, &s);
+			}
 			explained++;
 		}
 		if (structured)
@@ -222,7 +255,10 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 			summary_row(&s, all_ns, wide, &rows[nrows++], &ncols);
 		dlk_job_summary_release(&s);
 		cJSON_Delete(ev);
-		cJSON_Delete(mine);
+		if (mine_list)
+			cJSON_Delete(mine_list);
+		else
+			cJSON_Delete(mine);
 	}
 	if (structured) {
 		cJSON *o = cJSON_CreateObject();
@@ -498,9 +534,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		}
 	} else {
 		if (list_kind(c, "Job", ns, all_ns, DLK_LABEL_JOB, &jobs, &err) < 0 ||
-		    list_kind(c, "Pod", ns, all_ns, DLK_LABEL_JOB, &pods, &err) < 0 ||
-		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), cJSON_GetObjectItemCaseSensitive(pods, "items"),
-				all_ns, &b, &err) < 0) {
+		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), NULL, all_ns, &b, &err) < 0) {
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}

@@ -87,7 +87,10 @@ test_expect_success 'kubectl and dlk status -o json agree on every job'"'"'s sta
 		 else \"Pending\" end)" kubectl.json | sort >kubectl.states &&
 	cat kubectl.states && diff -u dlk.states kubectl.states &&
 	grep -q "^big Succeeded$" dlk.states && grep -q "^resume Succeeded$" dlk.states &&
-	grep -q "^broken Failed$" dlk.states && grep -q "^waiting Pending$" dlk.states
+	grep -q "^broken Failed$" dlk.states && grep -q "^waiting Pending$" dlk.states &&
+	while read -r name state; do
+		test "$(dlk status "$name" -o json | jq -r .state)" = "$state" || exit 1
+	done <dlk.states
 '
 
 test_done
