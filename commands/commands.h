@@ -16,6 +16,7 @@
 	X(train, "train a model: submit the job to the cluster, show it, run it here, or be its worker") \
 	X(status, "show dlk jobs: state, workers, GPUs, progress; or one job in detail")           \
 	X(logs, "show the logs of a job's workers, merged, each line tagged with its rank")       \
+	X(report, "write a run's report: one HTML page with its curves, confusion matrix and provenance") \
 	X(delete, "delete jobs and everything dlk created for them")                              \
 	X(completion, "print the shell completion script for bash or zsh")                       \
 	X(version, "print the version, build options and library versions")                      \

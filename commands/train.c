@@ -84,6 +84,11 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	int rc = 0;
 
 	(void)args;
+	if (opt.report && opt.mode == TRAIN_SUBMIT && !opt.wait && !opt.follow && !opt.timeout_s) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--report writes the page when the run ends: submitting, it goes with "
+		         "--wait, --follow or --timeout");
+		return dlk_report(ctx, &err);
+	}
 	spec = dlk_ctx_load_spec(ctx, &err);
 	if (!spec)
 		return dlk_report(ctx, &err);
@@ -126,7 +131,10 @@ static const struct dlk_option train_options[] = {
 	OPT_STRING(0, "metrics", &opt.metrics, "FILE", NULL, "append a JSON line per step and per epoch to FILE",
 	           .complete = COMPLETE_FILE),
 	OPT_STRING(0, "bundle", &opt.bundle, "FILE", NULL, "where to write the model bundle",
-	           .def_doc = "NAME.dlk next to the project file; in a pod, on the checkpoint volume",
+	           .def_doc = "NAME.dlk next to the project file; in a pod, on the checkpoint volume", .complete = COMPLETE_FILE),
+	OPT_STRING(0, "report", &opt.report, "FILE", NULL, "when the run ends, write its report page (see dlk report) to FILE",
+	           .modes = DLK_MODE(TRAIN_SUBMIT) | DLK_MODE(TRAIN_LOCAL) | DLK_MODE(TRAIN_WORKER),
+	           .hint = "the page is written when the run ends: here, or after waiting for a submitted job",
 	           .complete = COMPLETE_FILE),
 	OPT_INT(0, "workers", &opt.workers, "N", 1, "with --local: train with N worker processes on this machine",
 	        .min = 1, .max = DLK_GANG_MAX_WORKERS, .modes = DLK_MODE(TRAIN_LOCAL),
@@ -152,5 +160,6 @@ const struct dlk_command_def dlk_cmd_train = {
 	            "  $ dlk train --replace --wait\n"
 	            "  $ dlk train --dry-run -o json\n"
 	            "  $ dlk train --local --set training.epochs=1\n"
-	            "  $ dlk train --local --metrics metrics.jsonl -q\n",
+	            "  $ dlk train --local --metrics metrics.jsonl -q\n"
+	            "  $ dlk train --local --report run.html\n",
 };
