@@ -20,7 +20,7 @@ test_expect_success 'a job asking for more GPUs than any node has shows the sche
 	cat status.out &&
 	grep -q "^state: *Pending" status.out &&
 	grep -q "^reason: *rank 0 unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu" status.out &&
-	test_exit_code 7 dlk train $ARGS --set name=big2 --set resources.gpus=12 --timeout 10s 2>err &&
+	test_exit_code 7 dlk train $ARGS --set name=big2 --set resources.gpus=12 --timeout 5s 2>err &&
 	cat err && grep -q "Pending, 0/1 workers ready: rank 0 unschedulable: 0/3 nodes are available: .*Insufficient nvidia.com/gpu" err &&
 	dlk delete big2 >/dev/null
 '
