@@ -12,6 +12,7 @@
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -107,7 +108,11 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_train_here(ctx, &opt, spec, 0);
 		break;
 	case TRAIN_WORKER:
-		rc = dlk_train_here(ctx, &opt, spec, 1);
+		if (spec->resources.gpus > 1 && getenv("KUBERNETES_SERVICE_HOST") && !getenv("LOCAL_RANK"))
+			/* a pod with several GPUs: a rank per GPU (unless a launcher already made them) */
+			rc = dlk_train_pod_gang(ctx, &opt, spec, spec->resources.gpus);
+		else
+			rc = dlk_train_here(ctx, &opt, spec, 1);
 		break;
 	}
 	cJSON_Delete(objects);

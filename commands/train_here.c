@@ -10,6 +10,7 @@
 #include "lib/comm/comm.h"
 #include "lib/comm/rendezvous.h"
 #include "lib/report/report.h"
+#include "lib/nn/device.h"
 #include "lib/train/bundle.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/state.h"
@@ -71,9 +72,14 @@ struct report {
 	int last_plain_epoch;
 	/* the distributed run */
 	int rank, world;
-	struct dlk_comm *comm;        /* NULL with one rank */
+	struct dlk_comm *comm;        /* NULL with one rank; host memory */
+	struct dlk_comm *dcomm;       /* NULL, or the device communicator (NCCL) for gradients */
+	const struct dlk_backend *be; /* what the model computes on */
+	float *stage;                 /* host copy of device gradients for the TCP ring */
 	struct dlk_err comm_err;      /* a collective that failed inside an event */
 	int comm_failed;
+	struct dlk_err grad_err;      /* a bucket that failed to start during backward */
+	int grad_failed;
 	/* checkpoints (rank 0 writes, every rank resumes) */
 	char *ckpt_dir;
 	int ckpt_keep;
@@ -225,6 +231,8 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		if (buf[1] > 0)
 			stop_flag = 1;
 		comm_set_step(r->comm, ev0->global_step + 1); /* named by the watchdog in its messages */
+		if (r->dcomm)
+			comm_set_step(r->dcomm, ev0->global_step + 1);
 	}
 	if (r->rank != 0)
 		return;
@@ -501,18 +509,55 @@ static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err
 
 /* ---- gradients ---- */
 
-static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
+/* The backend's memory is host memory (the CPU's): the TCP ring can reduce it in place. */
+static int host_memory(const struct report *r)
+{
+	return r->be == dlk_backend_cpu();
+}
+
+static void on_grad_ready(void *vctx, float *grads, size_t n_params, size_t off, size_t n)
 {
 	struct report *r = vctx;
 
-	return comm_allreduce_bucketed(r->comm, grads, n, 0, COMM_AVG, err);
+	if (!r->grad_failed && comm_grads_ready(r->dcomm, grads, n_params, off, n, 0, COMM_AVG, &r->grad_err))
+		r->grad_failed = 1;
+}
+
+static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
+{
+	struct report *r = vctx;
+	int rc;
+
+	if (r->dcomm) {
+		/* the buckets started during backward; this starts the rest and waits */
+		if (r->grad_failed) {
+			*err = r->grad_err;
+			return -1;
+		}
+		return comm_grads_finish(r->dcomm, grads, n, 0, COMM_AVG, err);
+	}
+	if (host_memory(r))
+		return comm_allreduce_bucketed(r->comm, grads, n, 0, COMM_AVG, err);
+	/* device gradients without a device communicator (ranks sharing a GPU, or no NCCL): through
+	 * host memory */
+	if (!r->stage)
+		r->stage = xmalloc(sizeof(float) * (n ? n : 1));
+	r->be->to_host(r->stage, grads, sizeof(float) * n);
+	rc = comm_allreduce_bucketed(r->comm, r->stage, n, 0, COMM_AVG, err);
+	if (!rc)
+		r->be->to_device(grads, r->stage, sizeof(float) * n);
+	return rc;
 }
 
 static int on_broadcast(void *vctx, float *params, size_t n, struct dlk_err *err)
 {
 	struct report *r = vctx;
 
-	return comm_broadcast(r->comm, params, sizeof(float) * n, 0, err);
+	if (r->dcomm)
+		return comm_broadcast(r->dcomm, params, sizeof(float) * n, 0, err);
+	if (host_memory(r))
+		return comm_broadcast(r->comm, params, sizeof(float) * n, 0, err);
+	return bcast_floats(r->comm, params, n, r->be, err);
 }
 
 static long env_long(const char *name, long def, long lo, long hi, struct dlk_err *err, int *bad)
@@ -534,13 +579,13 @@ static long env_long(const char *name, long def, long lo, long hi, struct dlk_er
 }
 
 /* Joins the other ranks: the rendezvous (run id and generation from the Job) and the ring. */
-static int join_gang(struct report *r, const struct dist_env *env, struct dlk_err *err)
+static int join_gang(struct report *r, const struct dist_env *env, int dev_shared, struct dlk_err *err)
 {
 	struct dist_rdzv_opts o = DIST_RDZV_OPTS_INIT;
-	struct dist_group g = DIST_GROUP_INIT;
-	const char *job = getenv("DLK_JOB_NAME"), *uid = getenv("DLK_RUN_ID");
+	const char *job = getenv("DLK_JOB_NAME"), *uid = getenv("DLK_RUN_ID"), *comm_env = getenv("DLK_COMM");
+	const struct dlk_device_comm *dc;
 	char *run_id;
-	int bad = 0;
+	int bad = 0, rc;
 	long gen = env_long("DLK_GENERATION", 0, 0, UINT_MAX, err, &bad);
 	long lfd = env_long("DLK_LISTEN_FD", -1, -1, INT_MAX, err, &bad);
 	long tmo = env_long("DLK_RENDEZVOUS_TIMEOUT", 300, 1, 86400, err, &bad);
@@ -562,14 +607,18 @@ static int join_gang(struct report *r, const struct dist_env *env, struct dlk_er
 	o.run_id = run_id;
 	o.generation = (unsigned)gen;
 	o.timeout_ms = (int)(tmo * 1000);
-	if (dist_rendezvous(&o, &g, err)) {
+	/* NCCL carries the gradients when the backend has it and every rank has a GPU of its own;
+	 * DLK_COMM=tcp keeps them on the TCP ring (through host memory) */
+	dc = r->be->comm;
+	if (dc && (dev_shared || (comm_env && !strcmp(comm_env, "tcp"))))
+		dc = NULL;
+	if (comm_env && *comm_env && strcmp(comm_env, "tcp") && strcmp(comm_env, "auto")) {
 		free(run_id);
-		return -1;
+		return dlk_errf(err, DLK_EXIT_CONFIG, "DLK_COMM: expected auto or tcp, not '%.64s'", comm_env);
 	}
+	rc = dist_join(&o, dc, (int)(stall * 1000), &r->comm, &r->dcomm, err);
 	free(run_id);
-	r->comm = comm_tcp_new(&g, (int)(stall * 1000));
-	dist_group_release(&g);
-	return 0;
+	return rc;
 }
 
 int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec, int worker)
@@ -581,7 +630,9 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	struct dlk_train_result res = DLK_TRAIN_RESULT_INIT;
 	struct dlk_training tr = spec->training;
 	struct report rep = { 0 };
-	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT };
+	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT, 0, 1 };
+	struct dlk_device_choice dev;
+	enum dlk_device_kind want;
 	struct sigaction sa = { 0 }, old_int, old_term, old_alrm;
 	char *bundle = NULL, *dir = project_dir(ctx->file), *out_dir = NULL;
 	const char *mpath = cli->metrics;
@@ -626,6 +677,18 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		if (bad)
 			goto fail;
 	}
+	/* the project's GPUs: required in a pod that was given them, wanted (not required) when
+	 * training here; DLK_DEVICE overrides */
+	want = spec->resources.gpus <= 0 ? DLK_DEVICE_CPU
+	       : worker && getenv("KUBERNETES_SERVICE_HOST") ? DLK_DEVICE_CUDA : DLK_DEVICE_AUTO;
+	if (dlk_device_wanted(want, &want, &err) ||
+	    dlk_backend_select(want, env.local_rank, env.local_world, &dev, &err))
+		goto fail;
+	rep.be = dev.be;
+	if (dev.why[0] && want == DLK_DEVICE_AUTO && spec->resources.gpus > 0 && rep.rank == 0)
+		dlk_warn(ctx, "training on the CPU: %s", dev.why);
+	else if (ctx->verbose && rep.rank == 0)
+		dlk_info(ctx, "computing on %s", dev.be->device);
 	if (mpath && rep.rank == 0) {
 		rep.metrics = fopen(mpath, "a");
 		if (!rep.metrics) {
@@ -662,8 +725,10 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		         "stopped by a signal while loading the data");
 		goto fail;
 	}
-	if (rep.world > 1 && join_gang(&rep, &env, &err))
+	if (rep.world > 1 && join_gang(&rep, &env, dev.shared, &err))
 		goto fail;
+	if (rep.world > 1 && ctx->verbose && rep.rank == 0)
+		dlk_info(ctx, "gradients over %s (%d ranks)", rep.dcomm ? "NCCL" : "the TCP ring", rep.world);
 	if (!ctx->quiet && rep.rank == 0) {
 		if (rep.world > 1)
 			fprintf(stderr, "training '%s' on %zu samples%s (%d epochs, %d workers x batch %d, %s)\n", spec->name,
@@ -681,11 +746,14 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	topts.spec_file = spec->path ? spec->path : ctx->file;
 	topts.train = &train;
 	topts.test = test.n ? &test : NULL;
+	topts.backend = rep.be;
 	topts.rank = rep.rank;
 	topts.world = rep.world;
 	if (rep.comm) {
 		topts.allreduce = on_allreduce;
 		topts.broadcast = on_broadcast;
+		if (rep.dcomm)
+			topts.grad_ready = on_grad_ready;
 		topts.comm_ctx = &rep;
 	}
 	topts.checkpoint = on_checkpoint;
@@ -771,7 +839,9 @@ out:
 	}
 	if (rep.metrics)
 		fclose(rep.metrics);
+	comm_free(rep.dcomm);
 	comm_free(rep.comm);
+	free(rep.stage);
 	dlk_job_progress_free(rep.jp);
 	dlk_train_result_release(&res);
 	dlk_dataset_release(&train);

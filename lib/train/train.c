@@ -85,6 +85,10 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 		return -1;
 	if (dlk_net_init_params(net, o->model->init, tr->seed, err) || dlk_net_reserve(net, batch, err))
 		return -1;
+	if (o->allreduce && o->grad_ready) {
+		net->grad_ready = o->grad_ready;
+		net->grad_ready_ctx = o->comm_ctx;
+	}
 
 	size_t begin, end;
 	dlk_shard_range(ds->n, rank, world, &begin, &end);
@@ -297,6 +301,7 @@ finish:
 	}
 	ret = res->cancelled ? 1 : 0;
 out:
+	net->grad_ready = NULL; /* its context belongs to the caller's run */
 	free(perm);
 	free(xhost);
 	free(yhost);
