@@ -1,5 +1,5 @@
 // Time to the first all-reduce of N local ranks with Gloo: forks N processes at once; each
-// rendezvouses through a FileStore, connects the full mesh over TCP on 127.0.0.1 (what
+// rendezvouses through a FileStore (waiting up to 300 s for a key), connects the full mesh over TCP on 127.0.0.1 (what
 // gloo::rendezvous::Context does, and PyTorch's Gloo process group with it) and all-reduces one
 // float (AllreduceRing). Prints "<seconds from the first fork to the last rank's first
 // all-reduce> <seconds to the last rank's connected mesh>".
@@ -18,6 +18,18 @@
 #include <string>
 #include <vector>
 
+// Gloo's FileStore waits 30 s for a key unless told otherwise, and connectFullMesh does not tell
+// it: with hundreds of ranks on two cores that is too short, so the peer gets the same 300 s the
+// context has (its best configuration here).
+struct PatientFileStore : gloo::rendezvous::FileStore {
+	using gloo::rendezvous::FileStore::FileStore;
+	using gloo::rendezvous::FileStore::wait;
+	void wait(const std::vector<std::string> &keys) override
+	{
+		gloo::rendezvous::FileStore::wait(keys, std::chrono::seconds(300));
+	}
+};
+
 static double now()
 {
 	return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -28,7 +40,7 @@ static int run_rank(int rank, int world, const std::string &dir, int out)
 	gloo::transport::tcp::attr attr;
 	attr.hostname = "127.0.0.1";
 	auto dev = gloo::transport::tcp::CreateDevice(attr);
-	gloo::rendezvous::FileStore store(dir);
+	PatientFileStore store(dir);
 	auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, world);
 	ctx->setTimeout(std::chrono::seconds(300));
 	ctx->connectFullMesh(store, dev);

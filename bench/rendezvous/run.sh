@@ -4,12 +4,12 @@
 # Gloo process group connects), alternated A B A B after a warm-up of each, for each N; medians
 # with min-max, and the ratio of the medians. A Gloo run that does not finish within LIMIT
 # seconds (or fails) is reported as such, and Gloo is not run again at that N.
-# Usage: bench/rendezvous/run.sh [NRANKS...]   (default 64 128 256; PAIRS=3, LIMIT=60;
+# Usage: bench/rendezvous/run.sh [NRANKS...]   (default 64 128 256; PAIRS=3, LIMIT=120;
 #        needs build/libdlk.a: make)
 set -e
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
-pairs=${PAIRS:-3} limit=${LIMIT:-60}
+pairs=${PAIRS:-3} limit=${LIMIT:-120}
 out=bench/out/rendezvous
 mkdir -p "$out"
 [ -f build/libdlk.a ] || make -j2 build/libdlk.a >/dev/null
@@ -29,7 +29,7 @@ gloo() {
 }
 
 echo "# ranks on 127.0.0.1, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $pairs pairs alternated after a warm-up"
-echo "# gloo: FileStore rendezvous, connectFullMesh over TCP, AllreduceRing; a run is given ${limit}s"
+echo "# gloo: FileStore rendezvous (key waits up to 300 s), connectFullMesh over TCP, AllreduceRing; a run is given ${limit}s"
 printf '%6s  %-34s %-34s %s\n' ranks "dlk: first all-reduce" "gloo: first all-reduce" "dlk/gloo"
 for n in ${*:-64 128 256}; do
 	: >"$out/dlk-$n.txt"
