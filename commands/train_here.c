@@ -239,13 +239,11 @@ static int data_progress(void *vctx, const char *what, unsigned long long done, 
 	return sig_seen != 0;
 }
 
-static char *default_bundle_path(const char *spec_file, const char *name)
+static char *default_bundle_path(const char *out_dir, const char *name)
 {
-	const char *slash = strrchr(spec_file, '/');
-
-	if (!slash)
+	if (!strcmp(out_dir, "."))
 		return xasprintf("%s.dlk", name);
-	return xasprintf("%.*s/%s.dlk", (int)(slash - spec_file), spec_file, name);
+	return xasprintf("%s/%s.dlk", out_dir, name);
 }
 
 static char *project_dir(const char *spec_file)
@@ -253,6 +251,19 @@ static char *project_dir(const char *spec_file)
 	const char *slash = strrchr(spec_file, '/');
 
 	return slash ? xstrndup(spec_file, (size_t)(slash - spec_file)) : xstrdup(".");
+}
+
+/* Where relative outputs (checkpoints, the bundle) go. Here: next to the project file. In a pod
+ * the project file is a read-only ConfigMap volume: the checkpoint volume when the project has
+ * one (what is written there outlives the pod, so a restarted worker resumes from it), else the
+ * container's working directory. */
+static char *output_dir(const struct dlk_project *spec, const char *spec_file, int in_pod)
+{
+	if (!in_pod)
+		return project_dir(spec_file);
+	if ((spec->storage.claim || spec->storage.size) && spec->storage.mount)
+		return xstrdup(spec->storage.mount);
+	return xstrdup(".");
 }
 
 /* ---- checkpoints ---- */
@@ -654,6 +665,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	struct dlk_device_choice dev;
 	struct signals sigs = { 0 };
 	char *bundle = NULL, *dir = project_dir(ctx->file);
+	/* --worker itself, not a child of --local --workers N (which is a worker too) */
+	char *out_dir = output_dir(spec, ctx->file, cli->mode == TRAIN_WORKER);
 	unsigned grace;
 	int rc = 0, bad = 0;
 
@@ -681,8 +694,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	if (dlk_train_report_open(&run.show, ctx, run.rank == 0 ? cli->metrics : NULL, &err))
 		goto fail;
 	if (tr.checkpoint_dir)
-		run.ckpt_dir = tr.checkpoint_dir[0] == '/' || !strcmp(dir, ".") ? xstrdup(tr.checkpoint_dir)
-		                                                                 : xasprintf("%s/%s", dir, tr.checkpoint_dir);
+		run.ckpt_dir = tr.checkpoint_dir[0] == '/' || !strcmp(out_dir, ".") ? xstrdup(tr.checkpoint_dir)
+		                                                                     : xasprintf("%s/%s", out_dir, tr.checkpoint_dir);
 	run.ckpt_keep = tr.checkpoint_keep;
 	run.epochs = tr.epochs;
 	run.meta.seed = tr.seed;
@@ -706,7 +719,7 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 			dlk_info(ctx, "rank %d done after %ld steps", run.rank, res.steps);
 		goto out;
 	}
-	bundle = cli->bundle ? xstrdup(cli->bundle) : default_bundle_path(ctx->file, spec->name);
+	bundle = cli->bundle ? xstrdup(cli->bundle) : default_bundle_path(out_dir, spec->name);
 	if (write_bundle(&run, bundle, cli->report, &res, &err))
 		goto fail;
 	dlk_train_report_result(&run.show, spec, &res, bundle, run.world);
@@ -727,5 +740,6 @@ out:
 	free(run.ckpt_dir);
 	free(bundle);
 	free(dir);
+	free(out_dir);
 	return rc;
 }

@@ -1,4 +1,5 @@
 #include "lib/comm/sock.h"
+#include "lib/comm/rendezvous.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -66,7 +67,10 @@ static int listen_on(const struct sockaddr *sa, socklen_t sl, int *err_out)
 		int zero = 0;
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
 	}
-	if (bind(fd, sa, sl) < 0 || listen(fd, 128) < 0) {
+	/* every rank of a gang connects to rank 0 at once: with a backlog of 128, the 129th SYN of a
+	 * 256-rank rendezvous was dropped and retried a second later. The kernel caps this at
+	 * net.core.somaxconn. */
+	if (bind(fd, sa, sl) < 0 || listen(fd, DIST_WORLD_MAX) < 0) {
 		*err_out = errno;
 		close(fd);
 		return -1;
