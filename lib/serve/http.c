@@ -64,6 +64,7 @@ struct request {
 	struct dlk_job job;
 	atomic_int job_done;
 	int submit_failed;
+	int too_large;                 /* the body passed the limit: discarded as it arrives */
 	struct dlk_v2_request v2;
 	struct dlk_tfs_request tfs;
 	float *logits;
@@ -362,6 +363,24 @@ static void job_done(struct dlk_job *job)
 	MHD_resume_connection(rq->conn);
 }
 
+static enum MHD_Result finish_inference(struct request *rq)
+{
+	struct dlk_serve_model *m = rq->model;
+	struct dlk_buf b = DLK_BUF_INIT;
+	size_t json_len = 0;
+
+	if (rq->submit_failed)
+		return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "the server is shutting down");
+	if (rq->job.status)
+		return answer_error(rq, 500, DLK_FAIL_INTERNAL, "model '%s': %s", m->name, rq->job.msg);
+	if (rq->route == R_V2_INFER) {
+		dlk_v2_write_infer(&m->sig, &rq->v2, rq->logits, &b, &json_len);
+		return answer_buf(rq, 200, json_len ? "application/octet-stream" : "application/json", &b, json_len, NULL);
+	}
+	dlk_tfs_write_predict(&m->sig, &rq->tfs, rq->logits, &b);
+	return answer_json(rq, 200, &b);
+}
+
 /* The body is complete: decode it, hand the rows to the batcher and suspend. */
 static enum MHD_Result start_inference(struct request *rq)
 {
@@ -394,9 +413,14 @@ static enum MHD_Result start_inference(struct request *rq)
 	rq->job.in = x;
 	rq->job.rows = (int)rows;
 	rq->job.out = rq->logits;
-	rq->job.done = job_done;
 	rq->job.arg = rq;
 	rq->phase = WAITING;
+	int inl = dlk_batcher_try_inline(m->batcher, &rq->job);
+	if (inl) {
+		rq->submit_failed = inl < 0;
+		return finish_inference(rq);
+	}
+	rq->job.done = job_done;
 	/* suspended before the job can finish: a compute worker may resume it at once */
 	MHD_suspend_connection(rq->conn);
 	if (dlk_batcher_submit(m->batcher, &rq->job)) {
@@ -404,24 +428,6 @@ static enum MHD_Result start_inference(struct request *rq)
 		MHD_resume_connection(rq->conn);
 	}
 	return MHD_YES;
-}
-
-static enum MHD_Result finish_inference(struct request *rq)
-{
-	struct dlk_serve_model *m = rq->model;
-	struct dlk_buf b = DLK_BUF_INIT;
-	size_t json_len = 0;
-
-	if (rq->submit_failed)
-		return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "the server is shutting down");
-	if (rq->job.status)
-		return answer_error(rq, 500, DLK_FAIL_INTERNAL, "model '%s': %s", m->name, rq->job.msg);
-	if (rq->route == R_V2_INFER) {
-		dlk_v2_write_infer(&m->sig, &rq->v2, rq->logits, &b, &json_len);
-		return answer_buf(rq, 200, json_len ? "application/octet-stream" : "application/json", &b, json_len, NULL);
-	}
-	dlk_tfs_write_predict(&m->sig, &rq->tfs, rq->logits, &b);
-	return answer_json(rq, 200, &b);
 }
 
 /* First call for an inference request: everything that can be refused before the body. */
@@ -512,16 +518,27 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 	if (rq->phase == READING && *upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
-		if (rq->body.len + n > (unsigned long long)srv->cfg.max_request_bytes)
-			return answer_error(rq, 413, DLK_FAIL_TOO_LARGE,
-			                    "the request body is over the limit of %lld bytes (serving.max_request_bytes)",
-			                    srv->cfg.max_request_bytes);
-		if (dlk_mono_now() - rq->t0 > srv->cfg.request_timeout_s)
-			return answer_error(rq, 408, DLK_FAIL_TIMEOUT, "the request body did not arrive within %d s (serving.request_timeout_s)",
-			                    srv->cfg.request_timeout_s);
+		/* libmicrohttpd cannot answer while a body is arriving: a client too slow to send
+		 * it loses the connection; a body that grows past the limit is read to its end
+		 * (bounded by the same timeout) and answered 413 */
+		if (dlk_mono_now() - rq->t0 > srv->cfg.request_timeout_s) {
+			rq->failed_reason = DLK_FAIL_TIMEOUT;
+			rq->status = 408;
+			return MHD_NO;
+		}
+		if (rq->too_large)
+			return MHD_YES;
+		if (rq->body.len + n > (unsigned long long)srv->cfg.max_request_bytes) {
+			rq->too_large = 1;
+			dlk_buf_release(&rq->body);
+			return MHD_YES;
+		}
 		dlk_buf_add(&rq->body, upload, n);
 		return MHD_YES;
 	}
+	if (rq->phase == READING && rq->too_large)
+		return answer_error(rq, 413, DLK_FAIL_TOO_LARGE, "the request body is over the limit of %lld bytes (serving.max_request_bytes)",
+		                    srv->cfg.max_request_bytes);
 	if (rq->phase == READING)
 		return start_inference(rq);
 	if (rq->phase == WAITING && (rq->submit_failed || atomic_load(&rq->job_done)))
