@@ -11,44 +11,40 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct stopper {
-	sigset_t set;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	volatile int sig;        /* the signal that asked us to stop; 0 = none yet */
-	volatile int exiting;    /* set before the SIGUSR1 that ends signal_thread */
-};
+/* SIGTERM and SIGINT: the handler records the first and wakes the main thread through a pipe
+ * (write(2) is async-signal-safe); a second one exits at once. A handler rather than blocking
+ * the signals and sigwait(): threads that libraries start before dlk runs (OpenBLAS's pool) do
+ * not have them blocked, and the kernel may deliver a process signal to any thread. */
+static volatile sig_atomic_t stop_sig;
+static int stop_pipe[2] = { -1, -1 };
 
-/* Signals are blocked in every thread and taken here, so a handler never runs inside the HTTP
- * or compute threads and the main thread can wait for "stop" like any other event. */
-static void *signal_thread(void *arg)
+static void on_stop_signal(int sig)
 {
-	struct stopper *s = arg;
-	int sig = 0;
-
-	while (sigwait(&s->set, &sig) == 0) {
-		if (sig == SIGUSR1) {
-			if (s->exiting)
-				break; /* our own wake-up at exit */
-			continue;
-		}
-		pthread_mutex_lock(&s->mu);
-		int second = s->sig != 0;
-		s->sig = sig;
-		pthread_cond_broadcast(&s->cv);
-		pthread_mutex_unlock(&s->mu);
-		/* a second Ctrl-C or SIGTERM does not wait for the drain */
-		if (second)
-			_exit(DLK_EXIT_INTERRUPTED);
+	int saved = errno;
+	char c = (char)sig;
+	if (stop_sig)
+		_exit(DLK_EXIT_INTERRUPTED);
+	stop_sig = sig;
+	if (write(stop_pipe[1], &c, 1) < 0) {
+		/* nothing to do: the flag is set, and the pipe is only a wake-up */
 	}
-	return NULL;
+	errno = saved;
+}
+
+/* waits until a stop signal has arrived */
+static void wait_for_stop(void)
+{
+	struct pollfd pfd = { stop_pipe[0], POLLIN, 0 };
+	while (!stop_sig)
+		if (poll(&pfd, 1, 1000) < 0 && errno != EINTR)
+			break;
 }
 
 static void show_event(void *ctx, const char *msg)
@@ -80,10 +76,8 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_serving cfg;
 	struct dlk_project *spec = NULL;
 	struct dlk_server *srv = NULL;
-	struct stopper stop;
-	pthread_t sig_thread;
 	int local = (int)dlk_opt_num(args, "local"), worker = (int)dlk_opt_num(args, "worker");
-	int rc = 0, have_cfg = 0, have_thread = 0, log_fd = -1;
+	int rc = 0, have_cfg = 0, have_handlers = 0, log_fd = -1;
 	const char *log_path = dlk_opt_str(args, "access-log");
 	const char *host = dlk_opt_str(args, "host");
 	long long port = dlk_opt_isset(args, "port") ? dlk_opt_num(args, "port") : -1;
@@ -120,17 +114,20 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 		log_fd = STDOUT_FILENO;
 	}
 
-	/* every thread inherits the blocked signals; only signal_thread takes them */
-	memset(&stop, 0, sizeof(stop));
-	sigemptyset(&stop.set);
-	sigaddset(&stop.set, SIGTERM);
-	sigaddset(&stop.set, SIGINT);
-	sigaddset(&stop.set, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &stop.set, NULL);
-	pthread_mutex_init(&stop.mu, NULL);
-	pthread_cond_init(&stop.cv, NULL);
-	if (pthread_create(&sig_thread, NULL, signal_thread, &stop) == 0)
-		have_thread = 1;
+	struct sigaction sa, old_term, old_int;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK)) {
+		dlk_errf(&err, DLK_EXIT_FAIL, "cannot create a pipe: %s", strerror(errno));
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	stop_sig = 0;
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGINT, &sa, &old_int);
+	have_handlers = 1;
 
 	/* the CUDA backend when a GPU is here (gpus > 0 in a pod asks for one), else the CPU */
 	struct dlk_err cerr = DLK_ERR_INIT;
@@ -156,16 +153,13 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	dlk_info(ctx, "listening on http://%s:%d (live; ready once every model is loaded and warmed up)",
 	         so.host ? so.host : "0.0.0.0", dlk_server_port(srv));
-	if (dlk_server_start(srv, &stop.sig, &err)) {
+	if (dlk_server_start(srv, (const volatile int *)&stop_sig, &err)) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	pthread_mutex_lock(&stop.mu);
-	while (!stop.sig)
-		pthread_cond_wait(&stop.cv, &stop.mu);
-	pthread_mutex_unlock(&stop.mu);
+	wait_for_stop();
 	dlk_info(ctx, "%s: draining (readiness fails now; in-flight requests get up to %d s)",
-	         stop.sig == SIGTERM ? "SIGTERM" : "interrupted", cfg.drain_timeout_s);
+	         stop_sig == SIGTERM ? "SIGTERM" : "interrupted", cfg.drain_timeout_s);
 	long left = dlk_server_drain(srv, cfg.drain_timeout_s);
 	if (left) {
 		dlk_errf(&err, DLK_EXIT_FAIL, "%ld request%s still unanswered after %d s of draining", left, left == 1 ? "" : "s",
@@ -177,13 +171,13 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 out:
 	dlk_server_free(srv);
-	if (have_thread) {
-		stop.exiting = 1;
-		pthread_kill(sig_thread, SIGUSR1);
-		pthread_join(sig_thread, NULL);
-		pthread_mutex_destroy(&stop.mu);
-		pthread_cond_destroy(&stop.cv);
+	if (have_handlers) {
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGINT, &old_int, NULL);
 	}
+	for (int i = 0; i < 2; i++)
+		if (stop_pipe[i] >= 0)
+			close(stop_pipe[i]), stop_pipe[i] = -1;
 	if (log_fd >= 0 && log_fd != STDOUT_FILENO)
 		close(log_fd);
 	if (have_cfg)

@@ -4,8 +4,9 @@
  * is suspended while its job waits in the batcher, and the compute worker that finishes the job
  * resumes it, so an HTTP thread never blocks on the model and a few threads carry any number of
  * connections. Status codes follow Triton: 400 for a request that does not fit the protocol or
- * the model, 404 unknown model or route, 405 wrong method, 408 body too slow, 413 body over the
- * limit, 503 not ready or draining, 500 a failed forward pass. Errors are {"error": "..."}. */
+ * the model, 404 unknown model or route, 405 wrong method, 413 body over the limit, 503 not
+ * ready or draining, 500 a failed forward pass. Errors are {"error": "..."}. A body too slow to
+ * arrive loses its connection (libmicrohttpd cannot answer in the middle of one). */
 #include "lib/serve/server.h"
 
 #include <arpa/inet.h>
@@ -523,7 +524,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		 * (bounded by the same timeout) and answered 413 */
 		if (dlk_mono_now() - rq->t0 > srv->cfg.request_timeout_s) {
 			rq->failed_reason = DLK_FAIL_TIMEOUT;
-			rq->status = 408;
+			rq->status = 408; /* for the access log: nothing is sent */
 			return MHD_NO;
 		}
 		if (rq->too_large)
@@ -594,7 +595,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 	if (!rq)
 		return;
 	*con_cls = NULL;
-	if (rq->status >= 100 && rq->status < 600)
+	if (rq->status >= 100 && rq->status < 600 && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		atomic_fetch_add(&srv->http_class[rq->status / 100], 1);
 	if (rq->model && rq->is_infer) {
 		struct dlk_model_stats *st = &rq->model->stats;
@@ -654,7 +655,6 @@ int dlk_http_start(struct dlk_server *srv, const char *host, int port, struct dl
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, srv->cfg.max_connections, NULL };
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.idle_timeout_s, NULL };
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, srv };
-	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL };
 	if (srv->http_threads > 1)
 		ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, srv->http_threads, NULL };
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };

@@ -31,7 +31,7 @@ enum dlk_fail_reason {
 	DLK_FAIL_BAD_REQUEST,     /* 400: the request did not fit the protocol or the model */
 	DLK_FAIL_TOO_LARGE,       /* 413 */
 	DLK_FAIL_UNAVAILABLE,     /* 503: not ready or shutting down */
-	DLK_FAIL_TIMEOUT,         /* 408: the body did not arrive in time */
+	DLK_FAIL_TIMEOUT,         /* the body did not arrive in time: connection closed */
 	DLK_FAIL_INTERNAL,        /* 500 */
 	DLK_FAIL_N
 };

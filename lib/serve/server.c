@@ -196,11 +196,10 @@ long dlk_server_drain(struct dlk_server *srv, int timeout_s)
 	double deadline = dlk_mono_now() + timeout_s;
 	long left;
 
+	/* new requests are refused from now on (http.c); the ones already begun, whose headers came
+	 * before this, still go to the batchers and are answered */
 	atomic_store(&srv->ready, 0);
 	atomic_store(&srv->draining, 1);
-	for (int i = 0; i < atomic_load(&srv->n_loaded); i++)
-		if (srv->models[i].batcher)
-			dlk_batcher_close(srv->models[i].batcher);
 	event(srv, "draining: %ld request%s in flight, up to %d s", (long)atomic_load(&srv->in_flight),
 	      atomic_load(&srv->in_flight) == 1 ? "" : "s", timeout_s);
 	while ((left = atomic_load(&srv->in_flight)) > 0 && dlk_mono_now() < deadline) {
