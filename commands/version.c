@@ -10,11 +10,10 @@
 #include <openssl/crypto.h>
 #include <string.h>
 #include <yaml.h>
-#include <yajl/yajl_version.h>
 
 static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 {
-	char blas[256], yajl[32];
+	char blas[256];
 	const curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
 
 	struct dlk_err cerr = DLK_ERR_INIT;
@@ -22,7 +21,6 @@ static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 
 	(void)args;
 	snprintf(blas, sizeof(blas), "%s (%s)", openblas_get_config(), openblas_get_corename());
-	snprintf(yajl, sizeof(yajl), "%d.%d.%d", yajl_version() / 10000, yajl_version() / 100 % 100, yajl_version() % 100);
 
 	if (!strcmp(ctx->output, "json") || !strcmp(ctx->output, "yaml")) {
 		cJSON *o = cJSON_CreateObject(), *libs = cJSON_CreateObject();
@@ -35,7 +33,6 @@ static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 		cJSON_AddStringToObject(libs, "cjson", cJSON_Version());
 		cJSON_AddStringToObject(libs, "libarchive", archive_version_string());
 		cJSON_AddStringToObject(libs, "libmicrohttpd", MHD_get_version());
-		cJSON_AddStringToObject(libs, "yajl", yajl);
 		cJSON_AddStringToObject(libs, "openssl", OpenSSL_version(OPENSSL_VERSION));
 		cJSON_AddItemToObject(o, "libraries", libs);
 		char *s = cJSON_Print(o);
@@ -52,7 +49,6 @@ static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 	printf("cjson:     %s\n", cJSON_Version());
 	printf("archive:   %s\n", archive_version_string());
 	printf("httpd:     libmicrohttpd %s\n", MHD_get_version());
-	printf("json:      yajl %s\n", yajl);
 	printf("crypto:    %s\n", OpenSSL_version(OPENSSL_VERSION));
 	return 0;
 }

@@ -93,10 +93,40 @@ static void test_errors(void)
 	CHECK_CONTAINS(msg, "invalid JSON at byte");
 	CHECK(parse(&d, "{\"a\": NaN}", msg) == -1);
 	CHECK(parse(&d, "[1] [2]", msg) == -1);
-	CHECK_CONTAINS(msg, "trailing garbage");
+	CHECK_CONTAINS(msg, "trailing characters after the JSON value");
 	CHECK(parse(&d, "", msg) == -1);
-	if (parse(&d, "\"\\ud800\"", msg) == 0) /* a lone surrogate: yajl's choice, but no crash */
-		jd_release(&d);
+	/* the grammar, rule by rule */
+	static const char *const refused[] = {
+		"\"\\ud800\"", "\"\\udc00x\"", "\"\\u12\"", "\"\\x\"", "\"a\tb\"", "\"abc", "01", "-", "1.", "1e", "+1",
+		".5", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{1:2}", "[1 2]", "tru", "nul", "[", "{", "\"\xc0\xaf\"",
+		"\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"", "[1]]", "'a'", "Infinity", "[-]", "{\"a\":}",
+	};
+	int all = 1;
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (parse(&d, refused[i], msg) == 0) {
+			printf("# accepted: %s\n", refused[i]);
+			jd_release(&d);
+			all = 0;
+		}
+	CHECK_MSG(all, "each of %zu texts that break RFC 8259 is refused", sizeof(refused) / sizeof(refused[0]));
+	static const char *const accepted[] = {
+		" {} ", "[]", "0", "-0.0e-0", "1E+2", "\"\\ud83d\\ude00\\/\\b\\f\"", "\"\xe2\x82\xac \xf0\x9f\x98\x80\"",
+		"{\"a\":[true,false,null,{\"b\":[]}]}", "\"\\u0000\"", "\r\n\t[1]\n",
+	};
+	all = 1;
+	for (size_t i = 0; i < sizeof(accepted) / sizeof(accepted[0]); i++) {
+		if (parse(&d, accepted[i], msg)) {
+			printf("# refused: %s: %s\n", accepted[i], msg);
+			all = 0;
+		} else {
+			jd_release(&d);
+		}
+	}
+	CHECK_MSG(all, "each of %zu valid texts is read", sizeof(accepted) / sizeof(accepted[0]));
+	CHECK(parse(&d, "\"\\ud83d\\ude00\"", msg) == 0 && d.root->len == 4 && !memcmp(d.root->str, "\xf0\x9f\x98\x80", 4));
+	jd_release(&d);
+	CHECK(parse(&d, "\"a\\u0000b\"", msg) == 0 && d.root->len == 3 && d.root->str[1] == 0);
+	jd_release(&d);
 	CHECK(jd_parse(&d, "[[[[[1]]]]]", 11, &shallow, msg, sizeof(msg)) == -1);
 	CHECK_CONTAINS(msg, "JSON nesting deeper than 4");
 	CHECK(jd_parse(&d, "[[[[1]]]]", 9, &shallow, msg, sizeof(msg)) == 0);
