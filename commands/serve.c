@@ -52,22 +52,32 @@ static void show_event(void *ctx, const char *msg)
 	dlk_info(ctx, "%s", msg);
 }
 
-/* The serving settings: the project file's section when there is a project (-f given, or a
- * dlk.yaml here), else the defaults; --set serving.KEY=VALUE applies either way. */
-static int serving_settings(struct dlk_ctx *ctx, struct dlk_args *args, int worker, struct dlk_serving *cfg,
-                            struct dlk_project **spec, struct dlk_err *err)
+enum serve_mode { SERVE_DEPLOY, SERVE_LOCAL, SERVE_WORKER };
+
+static struct {
+	int mode;                /* an enum serve_mode */
+	const char *host;
+	int port;                /* -1: serving.port */
+	const char *access_log;
+} opt;
+
+/* The serving settings: the project file's section when there is a project (a worker always has
+ * one; here, when -f names a file other than the default or a dlk.yaml exists), else the
+ * defaults; --set serving.KEY=VALUE applies either way. */
+static int serving_settings(struct dlk_ctx *ctx, struct dlk_serving *cfg, struct dlk_project **spec,
+                            struct dlk_err *err)
 {
 	struct stat st;
 
 	*spec = NULL;
-	if (worker || dlk_opt_isset(args, "file") || stat(ctx->file, &st) == 0) {
+	if (opt.mode == SERVE_WORKER || strcmp(ctx->file, "dlk.yaml") || stat(ctx->file, &st) == 0) {
 		*spec = dlk_ctx_load_spec(ctx, err);
 		if (!*spec)
 			return -1;
 		*cfg = (*spec)->serving; /* strings stay owned by the project */
 		return 0;
 	}
-	return project_serving_load(ctx->sets, ctx->n_sets, cfg, err);
+	return project_serving_load(ctx->sets.v, ctx->sets.n, cfg, err);
 }
 
 static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
@@ -76,29 +86,20 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_serving cfg;
 	struct dlk_project *spec = NULL;
 	struct dlk_server *srv = NULL;
-	int local = (int)dlk_opt_num(args, "local"), worker = (int)dlk_opt_num(args, "worker");
 	int rc = 0, have_cfg = 0, have_handlers = 0, log_fd = -1;
-	const char *log_path = dlk_opt_str(args, "access-log");
-	const char *host = dlk_opt_str(args, "host");
-	long long port = dlk_opt_isset(args, "port") ? dlk_opt_num(args, "port") : -1;
+	const char *log_path = opt.access_log;
 
 	memset(&cfg, 0, sizeof(cfg));
-	if (local + worker != 1) {
-		dlk_errf(&err, DLK_EXIT_USAGE, local ? "--local and --worker exclude each other"
-		                                     : "deploying a model to the cluster is not available yet");
-		if (!local)
-			dlk_err_hint(&err, "serve bundles on this machine: dlk serve --local MODEL.dlk");
+	if (opt.mode == SERVE_DEPLOY) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "deploying a model to the cluster is not available yet");
+		dlk_err_hint(&err, "serve bundles on this machine: dlk serve --local MODEL.dlk");
 		return dlk_report(ctx, &err);
 	}
 	if (args->n_pos < 1) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "no model to serve: name one or more bundles (MODEL.dlk or NAME=MODEL.dlk)");
 		return dlk_report(ctx, &err);
 	}
-	if (port < -1 || port > 65535) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "--port: expected 0 to 65535, not %lld", port);
-		return dlk_report(ctx, &err);
-	}
-	if (serving_settings(ctx, args, worker, &cfg, &spec, &err)) {
+	if (serving_settings(ctx, &cfg, &spec, &err)) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -136,8 +137,8 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_warn(ctx, "serving.gpus is %d but the CUDA backend is unavailable (%s): serving on the CPU", cfg.gpus, cerr.msg);
 	struct dlk_server_opts so = {
 		.cfg = &cfg,
-		.host = host ? host : worker ? NULL : "127.0.0.1",
-		.port = (int)port,
+		.host = opt.host ? opt.host : opt.mode == SERVE_WORKER ? NULL : "127.0.0.1",
+		.port = opt.port,
 		.models = args->pos,
 		.n_models = args->n_pos,
 		.access_log_fd = log_fd,
@@ -187,17 +188,19 @@ out:
 }
 
 static const struct dlk_option serve_options[] = {
-	{ OPT_BOOL, 0, "local", NULL, "serve the bundles on this machine", COMPLETE_NONE, NULL, NULL },
-	{ OPT_BOOL, 0, "worker", NULL, "be a serving pod (what the rendered Deployment runs)", COMPLETE_NONE, NULL, NULL },
-	{ OPT_STRING, 0, "host", "ADDR", "the address to listen on", COMPLETE_NONE, NULL, "127.0.0.1 with --local, every address with --worker" },
-	{ OPT_INT, 0, "port", "N", "the port to listen on (0: any free port, shown when listening)", COMPLETE_NONE, NULL, "serving.port, 8080" },
-	{ OPT_STRING, 0, "access-log", "FILE", "append one line per request to FILE ('-': standard output)", COMPLETE_FILE, NULL, NULL },
-	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },
+	OPT_MODE("local", &opt.mode, SERVE_LOCAL, "serve the bundles on this machine"),
+	OPT_MODE("worker", &opt.mode, SERVE_WORKER, "be a serving pod (what the rendered Deployment runs)"),
+	OPT_STRING(0, "host", &opt.host, "ADDR", NULL, "the address to listen on",
+	           .def_doc = "127.0.0.1 with --local, every address with --worker",
+	           .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_INT(0, "port", &opt.port, "N", -1, "the port to listen on (0: any free port, shown when listening)",
+	        .min = 0, .max = 65535, .def_doc = "serving.port, 8080", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_STRING(0, "access-log", &opt.access_log, "FILE", NULL, "append one line per request to FILE ('-': standard output)",
+	           .complete = COMPLETE_FILE, .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_END(),
 };
 
 const struct dlk_command_def dlk_cmd_serve = {
-	.name = "serve",
-	.summary = "serve trained models over HTTP: KServe V2 (binary tensors, classification) and TF Serving REST",
 	.usage = "MODEL.dlk|NAME=MODEL.dlk...",
 	.description = "Serve model bundles over HTTP on this machine (--local) or as a serving pod (--worker):\n"
 	               "the KServe V2 inference protocol with binary tensors and classification, TensorFlow\n"
@@ -205,6 +208,7 @@ const struct dlk_command_def dlk_cmd_serve = {
 	               "the project file's serving section (when there is one) and --set serving.KEY=VALUE.\n"
 	               "SIGTERM drains: readiness fails, in-flight requests finish, then dlk exits 0.",
 	.options = serve_options,
+	.default_mode = "deploying",
 	.min_pos = 0,
 	.max_pos = -1,
 	.complete_pos = COMPLETE_FILE,

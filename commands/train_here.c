@@ -486,7 +486,7 @@ static int join_gang(struct report *r, const struct dist_env *env, struct dlk_er
 	return 0;
 }
 
-int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_project *spec, int worker)
+int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec, int worker)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_dataset train = DLK_DATASET_INIT, test = DLK_DATASET_INIT;
@@ -498,7 +498,7 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT };
 	struct sigaction sa = { 0 }, old_int, old_term, old_alrm;
 	char *bundle = NULL, *dir = project_dir(ctx->file), digest[65];
-	const char *mpath = dlk_opt_str(args, "metrics");
+	const char *mpath = cli->metrics;
 	int rc = 0, ran, bad = 0;
 
 	rep.ctx = ctx;
@@ -621,7 +621,7 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 		goto out;
 	}
 
-	bundle = dlk_opt_str(args, "bundle") ? xstrdup(dlk_opt_str(args, "bundle")) : default_bundle_path(ctx->file, spec->name);
+	bundle = cli->bundle ? xstrdup(cli->bundle) : default_bundle_path(ctx->file, spec->name);
 	project_digest(spec, digest);
 	{
 		struct dlk_bundle_info bi = { 0 };
@@ -644,7 +644,7 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 			goto fail;
 	}
 
-	if (!strcmp(ctx->output, "json")) {
+	if (ctx->output == DLK_OUTPUT_JSON) {
 		cJSON *o = result_json(spec, &res, bundle);
 		char *s = cJSON_Print(o);
 		printf("%s\n", s);

@@ -59,13 +59,6 @@ struct dlk_pool {
 	int started;
 };
 
-double dlk_mono_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void cond_init_mono(pthread_cond_t *c)
 {
 	pthread_condattr_t ca;
@@ -176,10 +169,15 @@ static struct dlk_job *take_jobs(struct dlk_batcher *b, struct dlk_job *first, i
 	return first;
 }
 
+/* The CLOCK_MONOTONIC time (what the condition variables wait on) at dlk_now() time t. */
 static void abs_deadline(double t, struct timespec *ts)
 {
-	ts->tv_sec = (time_t)t;
-	ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
+	double left = t - dlk_now();
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	if (left <= 0)
+		return;
+	ts->tv_sec += (time_t)left;
+	ts->tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
 	if (ts->tv_nsec >= 1000000000L)
 		ts->tv_sec++, ts->tv_nsec -= 1000000000L;
 }
@@ -192,7 +190,7 @@ static void run_batch(struct slot *s, struct dlk_batcher *b, struct dlk_job *job
 	void *rep = s->replicas[b->index];
 	struct dlk_err err = DLK_ERR_INIT;
 	int rc = 0, passes = 0, n_jobs = 0;
-	double t0 = dlk_mono_now();
+	double t0 = dlk_now();
 
 	for (struct dlk_job *j = jobs; j; j = j->next)
 		j->t_start = t0;
@@ -201,11 +199,11 @@ static void run_batch(struct slot *s, struct dlk_batcher *b, struct dlk_job *job
 		struct dlk_job *j = jobs;
 		for (int off = 0; off < j->rows && !rc; off += b->max_batch) {
 			int n = j->rows - off < b->max_batch ? j->rows - off : b->max_batch;
-			double ts = dlk_mono_now();
+			double ts = dlk_now();
 			rc = e->run(rep, j->in + (size_t)off * e->in_size, n, j->out + (size_t)off * e->out_size, &err);
 			passes++;
 			if (b->stats) {
-				dlk_hist_observe(&b->stats->compute, dlk_mono_now() - ts);
+				dlk_hist_observe(&b->stats->compute, dlk_now() - ts);
 				dlk_hist_observe(&b->stats->batch, n);
 			}
 			j->batch_rows = n;
@@ -220,7 +218,7 @@ static void run_batch(struct slot *s, struct dlk_batcher *b, struct dlk_job *job
 		rc = e->run(rep, in, rows, out, &err);
 		passes = 1;
 		if (b->stats) {
-			dlk_hist_observe(&b->stats->compute, dlk_mono_now() - t0);
+			dlk_hist_observe(&b->stats->compute, dlk_now() - t0);
 			dlk_hist_observe(&b->stats->batch, rows);
 		}
 		o = 0;
@@ -242,7 +240,7 @@ static void run_batch(struct slot *s, struct dlk_batcher *b, struct dlk_job *job
 	pthread_mutex_lock(&b->pool->mu);
 	b->pending -= n_jobs;
 	pthread_mutex_unlock(&b->pool->mu);
-	double t_end = dlk_mono_now();
+	double t_end = dlk_now();
 	for (struct dlk_job *j = jobs, *next; j; j = next) {
 		next = j->next;
 		j->next = NULL;
@@ -412,7 +410,7 @@ void dlk_pool_free(struct dlk_pool *p)
 			j->next = NULL;
 			j->status = -1;
 			snprintf(j->msg, sizeof(j->msg), "the server is shutting down");
-			j->t_end = dlk_mono_now();
+			j->t_end = dlk_now();
 			if (b->stats)
 				atomic_fetch_sub(&b->stats->pending, 1);
 			if (j->done)
@@ -435,7 +433,7 @@ static void prepare(struct dlk_job *job)
 	job->next = NULL;
 	job->status = 0;
 	job->msg[0] = '\0';
-	job->t_submit = dlk_mono_now();
+	job->t_submit = dlk_now();
 }
 
 int dlk_batcher_try_inline(struct dlk_batcher *b, struct dlk_job *job)

@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "lib/serve/metrics.h"
+#include "lib/util/clock.h" /* dlk_now(): the jobs' timings */
 #include "lib/util/err.h"
 
 /* One model on one device, as the compute workers see it. */
@@ -84,7 +85,5 @@ int dlk_batcher_run(struct dlk_batcher *b, const float *in, int rows, float *out
 void dlk_batcher_close(struct dlk_batcher *b);
 /* Jobs submitted and not yet done. */
 int dlk_batcher_pending(struct dlk_batcher *b);
-
-double dlk_mono_now(void); /* monotonic seconds */
 
 #endif

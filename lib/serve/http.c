@@ -489,7 +489,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		*con_cls = rq;
 		rq->srv = srv;
 		rq->conn = conn;
-		rq->t0 = dlk_mono_now();
+		rq->t0 = dlk_now();
 		rq->failed_reason = -1;
 		rq->header_len = -1;
 		atomic_init(&rq->job_done, 0);
@@ -522,7 +522,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		/* libmicrohttpd cannot answer while a body is arriving: a client too slow to send
 		 * it loses the connection; a body that grows past the limit is read to its end
 		 * (bounded by the same timeout) and answered 413 */
-		if (dlk_mono_now() - rq->t0 > srv->cfg.request_timeout_s) {
+		if (dlk_now() - rq->t0 > srv->cfg.request_timeout_s) {
 			rq->failed_reason = DLK_FAIL_TIMEOUT;
 			rq->status = 408; /* for the access log: nothing is sent */
 			return MHD_NO;
@@ -571,7 +571,7 @@ static void access_log(struct request *rq)
 	int bad = 0;
 	copy_segment(url, sizeof(url), rq->url, strlen(rq->url), &bad);
 	int n = snprintf(line, sizeof(line), "%s.%03ldZ %s \"%s %s\" %d %zu %.6f%s%s\n", when, ts.tv_nsec / 1000000, addr,
-	                 rq->method, url, rq->status ? rq->status : 499, rq->bytes_out, dlk_mono_now() - rq->t0,
+	                 rq->method, url, rq->status ? rq->status : 499, rq->bytes_out, dlk_now() - rq->t0,
 	                 rq->model ? " model=" : "", rq->model ? rq->model->name : "");
 	if (n >= (int)sizeof(line))
 		n = (int)sizeof(line) - 1, line[n - 1] = '\n';
@@ -601,7 +601,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 		struct dlk_model_stats *st = &rq->model->stats;
 		if (rq->status == 200 && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
 			atomic_fetch_add(&st->success, 1);
-			dlk_hist_observe(&st->request, dlk_mono_now() - rq->t0);
+			dlk_hist_observe(&st->request, dlk_now() - rq->t0);
 		} else {
 			int reason = rq->failed_reason >= 0 ? rq->failed_reason
 			             : toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? DLK_FAIL_TIMEOUT

@@ -193,7 +193,7 @@ int dlk_server_start(struct dlk_server *srv, const volatile int *cancel, struct 
 
 long dlk_server_drain(struct dlk_server *srv, int timeout_s)
 {
-	double deadline = dlk_mono_now() + timeout_s;
+	double deadline = dlk_now() + timeout_s;
 	long left;
 
 	/* new requests are refused from now on (http.c); the ones already begun, whose headers came
@@ -202,7 +202,7 @@ long dlk_server_drain(struct dlk_server *srv, int timeout_s)
 	atomic_store(&srv->draining, 1);
 	event(srv, "draining: %ld request%s in flight, up to %d s", (long)atomic_load(&srv->in_flight),
 	      atomic_load(&srv->in_flight) == 1 ? "" : "s", timeout_s);
-	while ((left = atomic_load(&srv->in_flight)) > 0 && dlk_mono_now() < deadline) {
+	while ((left = atomic_load(&srv->in_flight)) > 0 && dlk_now() < deadline) {
 		struct timespec ts = { 0, 5 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}

@@ -1,25 +1,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "lib/train/train.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
-
-void dlk_rfc3339_now(char buf[32])
-{
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-static double now_sec(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Data and model must agree before a single step runs: sizes, shapes, labels. */
 static int check_data(const struct dlk_train_opts *o, const struct dlk_dataset *ds, const char *which,
@@ -61,7 +46,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	*res = (struct dlk_train_result)DLK_TRAIN_RESULT_INIT;
 	res->seed = tr->seed;
 	dlk_rfc3339_now(res->started_at);
-	double t_start = now_sec();
+	double t_start = dlk_now();
 
 	if (!ds || ds->n == 0)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "the training data is empty");
@@ -143,7 +128,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	for (int epoch = st.epoch; epoch < tr->epochs; epoch++) {
 		free(perm);
 		perm = dlk_epoch_permutation(ds->n, tr->seed, epoch);
-		double ep_loss = 0, ep_t0 = now_sec();
+		double ep_loss = 0, ep_t0 = dlk_now();
 		long ep_steps = 0, ep_samples = 0;
 		long first = epoch == st.epoch ? st.step_in_epoch : 0;
 		for (long s = first; s < spe; s++) {
@@ -156,7 +141,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 				res->train_loss = ep_steps ? ep_loss / (double)ep_steps : 0;
 				goto finish;
 			}
-			double t0 = now_sec();
+			double t0 = dlk_now();
 			/* global step s covers positions [s*batch*world, ...) of the epoch's permutation and
 			 * rank r takes the r-th equal slice of it, so the global batch of a step does not depend
 			 * on how many ranks share it: 1 x 256 and 2 x 128 train on the same samples */
@@ -192,11 +177,11 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 			ep_loss += loss;
 			ep_steps++;
 			ep_samples += nb;
-			double dt = now_sec() - t0;
+			double dt = dlk_now() - t0;
 			train_time += dt;
 			train_samples += nb;
 			if (o->on_event && ((s + 1) % every == 0 || s + 1 == spe)) {
-				double ep_elapsed = now_sec() - ep_t0;
+				double ep_elapsed = dlk_now() - ep_t0;
 				memset(&ev, 0, sizeof(ev));
 				ev.kind = DLK_TRAIN_STEP;
 				ev.epoch = epoch + 1;
@@ -208,7 +193,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 				ev.loss = loss;
 				ev.lr = lr;
 				ev.samples_per_sec = ep_elapsed > 0 ? (double)ep_samples / ep_elapsed : 0;
-				ev.elapsed_sec = now_sec() - t_start;
+				ev.elapsed_sec = dlk_now() - t_start;
 				ev.eta_sec = ep_steps ? ep_elapsed / (double)ep_steps * (double)(total - st.global_step) : 0;
 				o->on_event(o->event_ctx, &ev);
 			}
@@ -239,8 +224,8 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 			ev.total_steps = total;
 			ev.loss = res->train_loss;
 			ev.lr = dlk_optimizer_lr(&opt, st.global_step > 0 ? st.global_step - 1 : 0);
-			ev.samples_per_sec = now_sec() > ep_t0 ? (double)ep_samples / (now_sec() - ep_t0) : 0;
-			ev.elapsed_sec = now_sec() - t_start;
+			ev.samples_per_sec = dlk_now() > ep_t0 ? (double)ep_samples / (dlk_now() - ep_t0) : 0;
+			ev.elapsed_sec = dlk_now() - t_start;
 			ev.eval = res->eval.n ? &res->eval : NULL;
 			o->on_event(o->event_ctx, &ev);
 		}
@@ -250,7 +235,7 @@ finish:
 	if (!res->eval.n && o->test && o->test->n && dlk_evaluate(net, o->test, o->eval_batch, &res->eval, err))
 		goto out;
 	res->steps = st.global_step;
-	res->seconds = now_sec() - t_start;
+	res->seconds = dlk_now() - t_start;
 	res->train_samples_per_sec = train_time > 0 ? (double)train_samples / train_time : 0;
 	dlk_rfc3339_now(res->finished_at);
 	if (o->on_event) {

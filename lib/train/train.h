@@ -108,7 +108,4 @@ struct dlk_train_result {
 int dlk_train_run(const struct dlk_train_opts *opts, struct dlk_train_result *result, struct dlk_err *err);
 void dlk_train_result_release(struct dlk_train_result *r);
 
-/* Current UTC time as RFC 3339 ("2024-05-01T12:00:00Z"). */
-void dlk_rfc3339_now(char buf[32]);
-
 #endif
