@@ -9,12 +9,14 @@
 #include "lib/serve/server.h"
 #include "lib/util/mem.h"
 
+#include <cblas.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,6 +47,25 @@ static void wait_for_stop(void)
 	while (!stop_sig)
 		if (poll(&pfd, 1, 1000) < 0 && errno != EINTR)
 			break;
+}
+
+/* OpenBLAS picks its kernels from the CPU model, and falls back to its oldest x86-64 ones
+ * (Prescott) on models it does not know, as on some virtual machines: the forward pass then runs
+ * at a fraction of the speed the CPU's vector units allow. Only the user can pick them, before
+ * the process starts. */
+static void check_blas_kernels(const struct dlk_ctx *ctx, const struct dlk_backend *be)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	const char *core = openblas_get_corename();
+	const char *want = __builtin_cpu_supports("avx512f") ? "SkylakeX" : __builtin_cpu_supports("avx2") ? "Haswell" : NULL;
+	if (be == dlk_backend_cpu() && want && core && !strcasecmp(core, "Prescott"))
+		dlk_warn(ctx, "OpenBLAS chose its generic Prescott kernels on a CPU with %s; start dlk with "
+		         "OPENBLAS_CORETYPE=%s for its faster kernels",
+		         strcmp(want, "SkylakeX") ? "AVX2" : "AVX-512", want);
+#else
+	(void)ctx;
+	(void)be;
+#endif
 }
 
 static void show_event(void *ctx, const char *msg)
@@ -147,6 +168,7 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 		.event = show_event,
 		.event_ctx = ctx,
 	};
+	check_blas_kernels(ctx, so.be);
 	srv = dlk_server_new(&so, &err);
 	if (!srv) {
 		rc = dlk_report(ctx, &err);
