@@ -71,10 +71,11 @@ int dlk_pool_start(struct dlk_pool *pool, struct dlk_err *err);
  * ("the server is shutting down"). Frees the pool and its batchers. NULL is allowed. */
 void dlk_pool_free(struct dlk_pool *pool);
 
-/* Runs the job on the calling thread when a slot is free (with jobs that queued meanwhile, up to
- * max_batch rows; their done callbacks run here). Returns 1 when the job is finished (its done
- * callback is not called), 0 when every slot is busy or the model batches with a delay (then
- * submit it), -1 once the batcher is closed. */
+/* Runs the job on the calling thread when a slot is free, with jobs that queued meanwhile up to
+ * max_batch rows, and then, still holding the slot, up to a few more batches of what queued while
+ * it ran (their done callbacks run here). Returns 1 when the job is finished (its done callback
+ * is not called), 0 when every slot is busy or the model batches with a delay (then submit it),
+ * -1 once the batcher is closed. */
 int dlk_batcher_try_inline(struct dlk_batcher *b, struct dlk_job *job);
 /* Queues a job. Returns -1 (the job untouched, done never called) once the batcher is closed. */
 int dlk_batcher_submit(struct dlk_batcher *b, struct dlk_job *job);
