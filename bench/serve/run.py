@@ -64,13 +64,19 @@ def wait_ready(url, proc, seconds=180):
 
 
 def stop(proc):
+    """SIGTERM to the server's whole process group (Triton's and MLServer's children included)"""
     if proc and proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
         try:
+            os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(60)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    if proc:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # what outlived its parent
+        except ProcessLookupError:
+            pass
 
 
 def metric(url, name, model):
@@ -155,7 +161,7 @@ def start_dlk(bundles, cfg, out):
     for k, v in cfg.items():
         args += ["--set", f"serving.{k}={v}"]
     args += [f"{n}={p}" for n, p in bundles.items()]
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(out, "dlk.log"), "w"))
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(out, "dlk.log"), "w"), start_new_session=True)
     wait_ready(f"http://127.0.0.1:{PORTS['dlk']}/v2/health/ready", p)
     return p
 
@@ -179,7 +185,8 @@ http {{
 {locs}  }}
 }}
 """)
-    p = subprocess.Popen(["nginx", "-c", conf, "-p", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(["nginx", "-c", conf, "-p", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
     wait_ready(f"http://127.0.0.1:{PORTS['nginx']}/{next(iter(sizes))}", p)
     return p
 
@@ -187,8 +194,9 @@ http {{
 def start_triton(bundle, cfg, out):
     p = subprocess.Popen([TRITON_PY, os.path.join(HERE, "triton_server.py"), bundle, str(PORTS["triton"]),
                           "--instances", str(cfg["instances"]), "--max-batch", "64", "--delay-us", str(cfg["delay_us"])],
-                         stdout=open(os.path.join(out, "triton.log"), "w"), stderr=subprocess.STDOUT)
-    wait_ready(f"http://127.0.0.1:{PORTS['triton']}/v2/health/ready", p)
+                         stdout=open(os.path.join(out, "triton.log"), "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    # Triton says the server is ready before pytriton has loaded the model: wait for the model
+    wait_ready(f"http://127.0.0.1:{PORTS['triton']}/v2/models/{bundle_name(bundle)}/ready", p)
     return p
 
 
@@ -206,7 +214,7 @@ def start_mlserver(bundle, name, cfg, out):
         settings.update({"max_batch_size": 64, "max_batch_time": 0.0005})
     json.dump(settings, open(os.path.join(d, name, "model-settings.json"), "w"))
     p = subprocess.Popen([MLSERVER, "start", d], cwd=d, stdout=open(os.path.join(out, "mlserver.log"), "w"),
-                         stderr=subprocess.STDOUT)
+                         stderr=subprocess.STDOUT, start_new_session=True)
     wait_ready(f"http://127.0.0.1:{PORTS['mlserver']}/v2/models/{name}/ready", p)
     return p
 

@@ -58,6 +58,7 @@ struct dlk_pool {
 	int n_ready, n_failed;
 	struct dlk_err first_err;
 	int stopping;
+	int stopped;                /* dlk_pool_stop is done: batchers remain, closed */
 	int started;
 };
 
@@ -382,11 +383,15 @@ int dlk_pool_start(struct dlk_pool *p, struct dlk_err *err)
 	return 0;
 }
 
-void dlk_pool_free(struct dlk_pool *p)
+void dlk_pool_stop(struct dlk_pool *p)
 {
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->mu);
+	if (p->stopped) {
+		pthread_mutex_unlock(&p->mu);
+		return;
+	}
 	p->stopping = 1;
 	pthread_cond_broadcast(&p->work);
 	for (int i = 0; i < p->n_batchers; i++) {
@@ -400,27 +405,42 @@ void dlk_pool_free(struct dlk_pool *p)
 	for (int i = 0; p->slots && i < p->n_slots; i++)
 		if (p->slots[i].started) {
 			pthread_join(p->slots[i].thread, NULL);
+			p->slots[i].started = 0;
 			free_slot(&p->slots[i], p);
 		}
 	/* what no slot took: answered, so that no submitter waits forever */
+	pthread_mutex_lock(&p->mu);
 	for (int i = 0; i < p->n_batchers; i++) {
 		struct dlk_batcher *b = p->batchers[i];
 		struct dlk_job *j = b->head;
 		b->head = b->tail = NULL;
+		b->queued_rows = 0;
 		while (j) {
 			struct dlk_job *next = j->next;
 			j->next = NULL;
 			j->status = -1;
 			snprintf(j->msg, sizeof(j->msg), "the server is shutting down");
 			j->t_end = dlk_now();
+			b->pending--;
 			if (b->stats)
 				atomic_fetch_sub(&b->stats->pending, 1);
 			if (j->done)
 				j->done(j);
 			j = next;
 		}
-		pthread_cond_destroy(&b->more);
-		free(b);
+	}
+	p->stopped = 1;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void dlk_pool_free(struct dlk_pool *p)
+{
+	if (!p)
+		return;
+	dlk_pool_stop(p);
+	for (int i = 0; i < p->n_batchers; i++) {
+		pthread_cond_destroy(&p->batchers[i]->more);
+		free(p->batchers[i]);
 	}
 	free(p->batchers);
 	free(p->slots);

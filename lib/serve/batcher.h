@@ -68,7 +68,10 @@ struct dlk_batcher *dlk_pool_add(struct dlk_pool *pool, const struct dlk_engine 
  * (and no thread left running) when one cannot be built. */
 int dlk_pool_start(struct dlk_pool *pool, struct dlk_err *err);
 /* Stops the workers after the batches they are running; jobs still queued finish with status -1
- * ("the server is shutting down"). Frees the pool and its batchers. NULL is allowed. */
+ * ("the server is shutting down"). The batchers stay valid and refuse every later job, so a front
+ * end still running may call them until it has stopped too. NULL is allowed. */
+void dlk_pool_stop(struct dlk_pool *pool);
+/* Stops the pool if needed and frees it with its batchers. NULL is allowed. */
 void dlk_pool_free(struct dlk_pool *pool);
 
 /* Runs the job on the calling thread when a slot is free, with jobs that queued meanwhile up to

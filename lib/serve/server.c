@@ -213,14 +213,14 @@ void dlk_server_free(struct dlk_server *srv)
 {
 	if (!srv)
 		return;
-	/* the front end first: no job is submitted once it is gone; then the pool answers what is
-	 * left (only after a drain that timed out) */
+	/* New requests are refused; the pool stops and answers what is still queued (after a drain
+	 * that timed out), which resumes every suspended connection, as libmicrohttpd needs before it
+	 * stops; the batchers stay valid (closed) for a request thread still on its way to them; the
+	 * pool's memory goes last, when no request thread is left. */
 	atomic_store(&srv->draining, 1);
-	for (int i = 0; i < atomic_load(&srv->n_loaded); i++)
-		if (srv->models[i].batcher)
-			dlk_batcher_close(srv->models[i].batcher);
-	dlk_pool_free(srv->pool);
+	dlk_pool_stop(srv->pool);
 	dlk_http_stop(srv);
+	dlk_pool_free(srv->pool);
 	for (int i = 0; i < srv->n_models; i++) {
 		dlk_serve_model_release(&srv->models[i]);
 		free(srv->model_names[i]);
