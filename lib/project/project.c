@@ -275,6 +275,7 @@ static const struct field serving_fields[] = {
 	FIELD("max_connections", struct dlk_serving, F_INT, max_connections, .min = 1, .max = 1000000, .def = "1024"),
 	FIELD("idle_timeout_s", struct dlk_serving, F_INT, idle_timeout_s, .min = 1, .max = 86400, .def = "30"),
 	FIELD("request_timeout_s", struct dlk_serving, F_INT, request_timeout_s, .min = 1, .max = 86400, .def = "60"),
+	FIELD("drain_delay_s", struct dlk_serving, F_INT, drain_delay_s, .min = 0, .max = 3600, .def = "0"),
 	FIELD("drain_timeout_s", struct dlk_serving, F_INT, drain_timeout_s, .min = 0, .max = 86400, .def = "25"),
 	FIELD("access_log", struct dlk_serving, F_BOOL, access_log, .def = "false"),
 	END

@@ -161,7 +161,9 @@ struct dlk_serving {
 	int max_connections;      /* default 1024 */
 	int idle_timeout_s;       /* a connection silent this long is closed, default 30 */
 	int request_timeout_s;    /* a request body must arrive within this, default 60 */
-	int drain_timeout_s;      /* on SIGTERM, in-flight requests finish within this, default 25 */
+	int drain_delay_s;        /* on SIGTERM, new requests are still answered this long (readiness
+	                             already fails) while load balancers stop sending; default 0 */
+	int drain_timeout_s;      /* then in-flight requests finish within this, default 25 */
 	int access_log;           /* one line per request on stdout, default false */
 };
 

@@ -193,12 +193,20 @@ int dlk_server_start(struct dlk_server *srv, const volatile int *cancel, struct 
 
 long dlk_server_drain(struct dlk_server *srv, int timeout_s)
 {
-	double deadline = dlk_now() + timeout_s;
+	double deadline;
 	long left;
 
+	atomic_store(&srv->ready, 0);
+	if (srv->cfg.drain_delay_s > 0) {
+		/* not ready, still answering: a load balancer takes a moment to notice */
+		event(srv, "not ready; still answering new requests for %d s (serving.drain_delay_s)", srv->cfg.drain_delay_s);
+		struct timespec ts = { srv->cfg.drain_delay_s, 0 };
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
 	/* new requests are refused from now on (http.c); the ones already begun, whose headers came
 	 * before this, still go to the batchers and are answered */
-	atomic_store(&srv->ready, 0);
+	deadline = dlk_now() + timeout_s;
 	atomic_store(&srv->draining, 1);
 	event(srv, "draining: %ld request%s in flight, up to %d s", (long)atomic_load(&srv->in_flight),
 	      atomic_load(&srv->in_flight) == 1 ? "" : "s", timeout_s);

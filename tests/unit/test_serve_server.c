@@ -5,6 +5,7 @@
 
 #include <cJSON.h>
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -203,6 +204,43 @@ static void test_lifecycle(struct dlk_serving *cfg)
 	dlk_buf_release(&h);
 }
 
+struct drainer {
+	struct dlk_server *s;
+	long left;
+};
+
+static void *drain_thread(void *arg)
+{
+	struct drainer *d = arg;
+	d->left = dlk_server_drain(d->s, 5);
+	return NULL;
+}
+
+/* serving.drain_delay_s: readiness fails at once, requests are still answered for the delay */
+static void test_drain_delay(struct dlk_serving *cfg)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_buf r = DLK_BUF_INIT;
+	struct dlk_serving c2 = *cfg;
+	const char *models[] = { bundle_path };
+	struct drainer d = { NULL, -1 };
+	pthread_t th;
+
+	c2.drain_delay_s = 2;
+	d.s = server(&c2, models, 1, &err);
+	CHECK(d.s && dlk_server_start(d.s, NULL, &err) == 0);
+	pthread_create(&th, NULL, drain_thread, &d);
+	usleep(300000);
+	CHECK(http("GET", "/v2/health/ready", NULL, 0, NULL, &r, NULL) == 400);
+	CHECK_MSG(http("POST", "/v2/models/tiny/infer", INFER, -1, NULL, &r, NULL) == 200,
+	          "during serving.drain_delay_s an inference is still answered");
+	pthread_join(th, NULL);
+	CHECK(d.left == 0);
+	CHECK(http("POST", "/v2/models/tiny/infer", INFER, -1, NULL, &r, NULL) == 503);
+	dlk_server_free(d.s);
+	dlk_buf_release(&r);
+}
+
 static void test_refusals(struct dlk_serving *cfg)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -265,6 +303,7 @@ int main(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	curl = curl_easy_init();
 	test_lifecycle(&cfg);
+	test_drain_delay(&cfg);
 	test_refusals(&cfg);
 	curl_easy_cleanup(curl);
 	curl_global_cleanup();
