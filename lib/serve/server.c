@@ -137,6 +137,15 @@ fail:
 	return NULL;
 }
 
+struct dlk_serve_model *dlk_server_model(struct dlk_server *srv, const char *name)
+{
+	int n = atomic_load(&srv->n_loaded);
+	for (int i = 0; i < n; i++)
+		if (!strcmp(srv->models[i].name, name))
+			return &srv->models[i];
+	return NULL;
+}
+
 int dlk_server_port(const struct dlk_server *srv)
 {
 	return srv->port;

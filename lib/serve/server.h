@@ -78,6 +78,11 @@ long dlk_server_drain(struct dlk_server *srv, int timeout_s);
 /* Stops the front end and the compute pool and frees everything. NULL is allowed. */
 void dlk_server_free(struct dlk_server *srv);
 
+/* For a front end other than HTTP (a stream consumer): the loaded model of that name, NULL when
+ * none is. Decode records with its sig (lib/serve/tensor.h), run them with dlk_batcher_run() or
+ * dlk_batcher_submit() on its batcher: they share the HTTP requests' batches, metrics and limits. */
+struct dlk_serve_model *dlk_server_model(struct dlk_server *srv, const char *name);
+
 /* The cores this process may use: its CPU affinity, lowered by a cgroup CPU quota (a container's
  * CPU limit), at least 1. */
 int dlk_serve_cores(void);

@@ -274,6 +274,12 @@ static void test_refusals(struct dlk_serving *cfg)
 	CHECK(s && dlk_server_start(s, NULL, &err) == 0);
 	struct dlk_buf r = DLK_BUF_INIT;
 	CHECK(http("GET", "/v2/models/other", NULL, 0, NULL, &r, NULL) == 200);
+	/* a front end of its own runs rows through the same batcher */
+	struct dlk_serve_model *m = dlk_server_model(s, "other");
+	float x[2 * 4], y[2 * 3];
+	CHECK(m && !dlk_server_model(s, "nope") && m->sig.in_size == 4 && m->sig.n_classes == 3);
+	CHECK(m && dlk_serve_convert_doubles(&m->sig, DLK_DT_FP64, (const double[8]){ 0, 64, 128, 255, 1, 2, 3, 4 }, 8, x, &(size_t){ 0 }) == 0 &&
+	      dlk_batcher_run(m->batcher, x, 2, y, &err) == 0);
 	CHECK(http("POST", "/v2/models/other/infer", INFER, -1, NULL, &r, NULL) == 200);
 	dlk_buf_release(&r);
 	dlk_server_free(s);
