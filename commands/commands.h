@@ -17,6 +17,7 @@
 	X(serve, "serve trained models over HTTP: KServe V2 (binary tensors, classification) and TF Serving REST") \
 	X(status, "show dlk jobs: state, workers, GPUs, progress; or one job in detail")           \
 	X(logs, "show the logs of a job's workers, merged, each line tagged with its rank")       \
+	X(report, "write a run's report: one HTML page with its curves, confusion matrix and provenance") \
 	X(delete, "delete jobs and everything dlk created for them")                              \
 	X(completion, "print the shell completion script for bash or zsh")                       \
 	X(version, "print the version, build options and library versions")                      \

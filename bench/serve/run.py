@@ -6,7 +6,9 @@
   MLServer  a custom runtime with the same weights in numpy (V2 JSON; it has no binary tensors)
 
 for the Fashion-MNIST MLP and CNN, V2 JSON and binary requests (one image each, raw UINT8 pixels),
-at 1, 16 and 64 connections. Each peer first runs in a few configurations at 64 connections and
+at 1, 16 and 64 connections. Besides requests/s and latency it reports each server's CPU time per
+request (user + system of its whole process tree over the run), which a busy machine disturbs much
+less than the rates. Each peer first runs in a few configurations at 64 connections and
 the best one is kept (printed). Then every cell alternates the servers (A B C D, A B C D, ...) for
 ROUNDS rounds after a warm-up and reports the median requests/s with min-max, median p50/p99
 latency, the machine's load average, and dlk's and Triton's average batch size (rows / forward
@@ -88,11 +90,29 @@ def metric(url, name, model):
     return 0.0
 
 
-def wrk(url, lua, conns, seconds):
+def group_cpu(pgid):
+    """CPU seconds (user + system) of every process in a process group"""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(f[2]) == pgid:  # fields after the name: state ppid pgrp ...
+            total += int(f[11]) + int(f[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def wrk(url, lua, conns, seconds, pgid=None):
     threads = 1 if conns == 1 else 2
+    cpu0 = group_cpu(pgid) if pgid else 0
     out = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", lua, url],
                          capture_output=True, text=True, check=True).stdout
+    cpu = group_cpu(pgid) - cpu0 if pgid else 0
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    n = int(re.search(r"(\d+) requests in", out).group(1))
 
     def lat(p):
         m = re.search(rf"\s{p}%\s+([\d.]+)(us|ms|s)\b", out)
@@ -105,7 +125,7 @@ def wrk(url, lua, conns, seconds):
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     if m:
         errors += sum(int(x) for x in m.groups())
-    return {"rps": rps, "p50": lat(50), "p99": lat(99), "errors": errors}
+    return {"rps": rps, "p50": lat(50), "p99": lat(99), "errors": errors, "cpu_us": cpu / max(n, 1) * 1e6}
 
 
 # ---- models and requests ----
@@ -321,7 +341,7 @@ def main():
                         for s in order:
                             u = url[s] or f"http://127.0.0.1:{PORTS['nginx']}/{enc}"
                             loads.append(loadavg())
-                            runs[s].append(wrk(u, lua, conns, a.seconds))
+                            runs[s].append(wrk(u, lua, conns, a.seconds, procs[s].pid))
                     for s, port, cnt, exe in (("dlk", PORTS["dlk"], "dlk_inference_count_total", "dlk_inference_exec_count_total"),
                                               ("triton", PORTS["triton"] + 2, "nv_inference_count", "nv_inference_exec_count")):
                         mn = name if s == "dlk" else bundle_name(bundle)
@@ -335,10 +355,11 @@ def main():
                                "p50": statistics.median(r["p50"] for r in runs[s]),
                                "p99": statistics.median(r["p99"] for r in runs[s]),
                                "errors": sum(r["errors"] for r in runs[s]), "batch": batch.get(s),
+                               "cpu_us": statistics.median(r["cpu_us"] for r in runs[s]),
                                "load": statistics.mean(loads)}
                         results.append(row)
                         log(f"{m:4} {enc:4} c={conns:<3} {s:9} {row['rps']:9.0f} req/s [{row['rps_min']:.0f}-{row['rps_max']:.0f}]"
-                            f"  p50 {row['p50']:7.2f} ms  p99 {row['p99']:7.2f} ms  errors {row['errors']}"
+                            f"  p50 {row['p50']:7.2f} ms  p99 {row['p99']:7.2f} ms  CPU {row['cpu_us']:6.1f} us/req  errors {row['errors']}"
                             + (f"  batch {row['batch']:.2f}" if row["batch"] else "") + f"  load {row['load']:.1f}")
                     base = {r["server"]: r for r in results[-len(servers):]}
                     log(f"{m:4} {enc:4} c={conns:<3} ratios: dlk/nginx {base['dlk']['rps'] / base['nginx']['rps']:.2f}, "
