@@ -153,7 +153,7 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 
 	/* the CUDA backend when a GPU is here (gpus > 0 in a pod asks for one), else the CPU */
 	struct dlk_err cerr = DLK_ERR_INIT;
-	const struct dlk_backend *be = cfg.gpus > 0 ? dlk_backend_cuda(NULL, &cerr) : NULL;
+	const struct dlk_backend *be = cfg.gpus > 0 ? dlk_backend_cuda(NULL, 0, &cerr) : NULL;
 	if (cfg.gpus > 0 && !be)
 		dlk_warn(ctx, "serving.gpus is %d but the CUDA backend is unavailable (%s): serving on the CPU", cfg.gpus, cerr.msg);
 	struct dlk_server_opts so = {
