@@ -639,6 +639,7 @@ static int write_bundle(const struct here *r, const char *path, const char *page
 	/* the run's first start: a resumed run began before this process */
 	bi.started_at = res->history.n_events ? res->history.events[0].time : res->started_at;
 	bi.finished_at = res->finished_at;
+	bi.data = &r->spec->data;
 	if (dlk_bundle_write(path, &bi, err))
 		return -1;
 	if (!page)

@@ -306,6 +306,19 @@ static const struct field serving_fields[] = {
 	FIELD("memory", struct dlk_serving, F_STR, memory, .flags = ANY_SCALAR, .check = check_quantity, .def = "1Gi"),
 	FIELD("gpus", struct dlk_serving, F_INT, gpus, .min = 0, .max = 16, .def = "0"),
 	FIELD("min_accuracy", struct dlk_serving, F_DOUBLE, min_accuracy, .min = 0, .max = 1, .def = "0"),
+	FIELD("max_batch", struct dlk_serving, F_INT, max_batch, .min = 1, .max = 65536, .def = "64"),
+	FIELD("max_delay_us", struct dlk_serving, F_INT, max_delay_us, .min = 0, .max = 10000000, .def = "0"),
+	FIELD("workers", struct dlk_serving, F_INT, workers, .min = 0, .max = 1024, .def = "0"),
+	FIELD("threads", struct dlk_serving, F_INT, threads, .min = 0, .max = 1024, .def = "0"),
+	FIELD("http_threads", struct dlk_serving, F_INT, http_threads, .min = 0, .max = 1024, .def = "0"),
+	FIELD("max_request_bytes", struct dlk_serving, F_BYTES, max_request_bytes, .min = 1024, .max = 4.0 * (1ull << 30), .def = "64Mi"),
+	FIELD("max_json_depth", struct dlk_serving, F_INT, max_json_depth, .min = 4, .max = 1024, .def = "32"),
+	FIELD("max_connections", struct dlk_serving, F_INT, max_connections, .min = 1, .max = 1000000, .def = "1024"),
+	FIELD("idle_timeout_s", struct dlk_serving, F_INT, idle_timeout_s, .min = 1, .max = 86400, .def = "30"),
+	FIELD("request_timeout_s", struct dlk_serving, F_INT, request_timeout_s, .min = 1, .max = 86400, .def = "60"),
+	FIELD("drain_delay_s", struct dlk_serving, F_INT, drain_delay_s, .min = 0, .max = 3600, .def = "0"),
+	FIELD("drain_timeout_s", struct dlk_serving, F_INT, drain_timeout_s, .min = 0, .max = 86400, .def = "25"),
+	FIELD("access_log", struct dlk_serving, F_BOOL, access_log, .def = "false"),
 	END
 };
 
@@ -680,6 +693,11 @@ static int convert_scalar(struct ctx *c, const struct field *f, const struct yno
 		if (parse_bytes(n->text, &i, why, sizeof(why))) {
 			shown_text(shown, sizeof(shown), n->text);
 			problem(c, n, path, "'%s' %s", shown, why);
+			return -1;
+		}
+		if ((f->min || f->max) && !in_range(f, (double)i)) {
+			shown_text(shown, sizeof(shown), n->text);
+			problem(c, n, path, "'%s' is outside %.0f to %.0f bytes", shown, f->min, f->max);
 			return -1;
 		}
 		*(long long *)ptr = i;
@@ -1847,6 +1865,69 @@ void project_digest(const struct dlk_project *spec, char hex[65])
 	char *y = project_dump_yaml(spec);
 	dlk_sha256_hex(y, strlen(y), hex);
 	free(y);
+}
+
+/* the serving section as a document of its own */
+struct serving_only {
+	struct dlk_serving serving;
+};
+static const struct field serving_only_fields[] = {
+	FIELD("serving", struct serving_only, F_MAP, serving, .sub = serving_fields),
+	END
+};
+
+int project_serving_load(const char *const *sets, size_t n_sets, struct dlk_serving *out, struct dlk_err *err)
+{
+	struct ctx c;
+	struct ynode *root = NULL;
+	struct serving_only so;
+	char msg[1024];
+	int code = DLK_EXIT_USAGE, ret = -1;
+	size_t n_parsed = 0;
+
+	memset(&c, 0, sizeof(c));
+	memset(&so, 0, sizeof(so));
+	memset(out, 0, sizeof(*out));
+	c.file = "--set";
+	if (n_sets > SPEC_MAX_SETS)
+		return dlk_errf(err, DLK_EXIT_USAGE, "too many --set options (%zu, the limit is %d)", n_sets, SPEC_MAX_SETS);
+	c.sets = xcalloc(n_sets + 1, sizeof(*c.sets));
+	for (size_t i = 0; i < n_sets; i++, n_parsed++) {
+		struct ynode at = { .kind = YN_SCALAR, .set_index = (int)i };
+		if (set_parse(sets[i], (int)i, &c.sets[i], msg, sizeof(msg))) {
+			if (!c.sets[i].path)
+				c.sets[i].path = xstrdup("");
+			problem(&c, &at, NULL, "%s", msg);
+		} else if (c.sets[i].n_comps < 2 || strcmp(c.sets[i].comps[0], "serving")) {
+			problem(&c, &at, NULL, "without a project file only serving.* can be set");
+		}
+	}
+	if (!c.n_problems) {
+		for (size_t i = 0; i < n_sets; i++)
+			set_apply(&c, &root, &c.sets[i], (int)i);
+		if (root && root->kind == YN_MAP)
+			parse_fields(&c, serving_only_fields, root, &so, "");
+		defaults_walk(&c, serving_only_fields, &so);
+	}
+	if (c.n_problems) {
+		finish_problems(&c, code, err);
+		free_fields(serving_only_fields, &so);
+	} else {
+		*out = so.serving;
+		ret = 0;
+	}
+	for (size_t i = 0; i < n_parsed; i++)
+		set_release(&c.sets[i]);
+	free(c.sets);
+	free(c.given);
+	dlk_buf_release(&c.out);
+	ynode_free(root);
+	return ret;
+}
+
+void project_serving_release(struct dlk_serving *s)
+{
+	free_fields(serving_fields, s);
 }
 
 /* ---- known keys ---- */

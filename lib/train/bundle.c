@@ -161,6 +161,15 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 			cJSON_AddItemToArray(c, cJSON_CreateString(in->classes[i] ? in->classes[i] : ""));
 	}
 
+	if (in->data) {
+		/* what a server needs to turn raw values (pixels 0..255, CSV columns) into the inputs
+		 * the network was trained on */
+		cJSON *sc = cJSON_AddObjectToObject(j, "input_scaling");
+		cJSON_AddNumberToObject(sc, "scale", (double)in->data->scale);
+		cJSON_AddNumberToObject(sc, "mean", (double)in->data->mean);
+		cJSON_AddNumberToObject(sc, "std", (double)in->data->std);
+	}
+
 	cJSON *m = cJSON_AddObjectToObject(j, "metrics");
 	cJSON_AddNumberToObject(m, "train_loss", in->train_loss);
 	if (in->eval && in->eval->n) {
@@ -417,6 +426,22 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 			const cJSON *c = cJSON_GetArrayItem(classes, i);
 			b->classes[i] = xstrdup(cJSON_IsString(c) ? c->valuestring : "");
 		}
+	}
+	const cJSON *sc = cJSON_GetObjectItemCaseSensitive(j, "input_scaling");
+	if (sc) {
+		const cJSON *v_scale = cJSON_GetObjectItemCaseSensitive(sc, "scale");
+		const cJSON *v_mean = cJSON_GetObjectItemCaseSensitive(sc, "mean");
+		const cJSON *v_std = cJSON_GetObjectItemCaseSensitive(sc, "std");
+		if (!cJSON_IsNumber(v_scale) || !cJSON_IsNumber(v_mean) || !cJSON_IsNumber(v_std) ||
+		    !isfinite(v_scale->valuedouble) || !isfinite(v_mean->valuedouble) || !isfinite(v_std->valuedouble) ||
+		    fabs(v_scale->valuedouble) > 1e30 || fabs(v_mean->valuedouble) > 1e30 ||
+		    fabs(v_std->valuedouble) > 1e30 || (float)v_std->valuedouble == 0.0f)
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': model.json: input_scaling needs finite numbers scale, mean and std (std not 0)", path);
+		b->has_scaling = 1;
+		b->scale = (float)v_scale->valuedouble;
+		b->mean = (float)v_mean->valuedouble;
+		b->std = (float)v_std->valuedouble;
 	}
 	const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "weights");
 	const cJSON *sha = cJSON_GetObjectItemCaseSensitive(w, "sha256");
