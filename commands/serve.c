@@ -6,69 +6,104 @@
  * open transaction and leaves its group, then drains HTTP. */
 #include "commands/commands.h"
 #include "commands/ctx.h"
+#include "commands/ui.h"
 #include "lib/nn/backend.h"
 #include "lib/nn/gpu.h"
 #include "lib/project/project.h"
 #include "lib/serve/server.h"
+#include "lib/serve/tensor.h"
 #include "lib/stream/served.h"
 #include "lib/stream/stream.h"
 #include "lib/util/mem.h"
 
+#include <cblas.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct stopper {
-	sigset_t set;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	volatile int sig;        /* the signal that asked us to stop; 0 = none yet */
-	volatile int exiting;    /* set before the SIGUSR1 that ends signal_thread */
-};
+/* SIGTERM and SIGINT: the handler records the first and wakes the main thread through a pipe
+ * (write(2) is async-signal-safe); a second one exits at once. A handler rather than blocking
+ * the signals and sigwait(): threads that libraries start before dlk runs (OpenBLAS's pool) do
+ * not have them blocked, and the kernel may deliver a process signal to any thread. */
+static volatile sig_atomic_t stop_sig;
+static int stop_pipe[2] = { -1, -1 };
 
-/* Signals are blocked in every thread and taken here, so a handler never runs inside the HTTP
- * or compute threads and the main thread can wait for "stop" like any other event. */
-static void *signal_thread(void *arg)
+static void on_stop_signal(int sig)
 {
-	struct stopper *s = arg;
-	int sig = 0;
-
-	while (sigwait(&s->set, &sig) == 0) {
-		if (sig == SIGUSR1) {
-			if (s->exiting)
-				break; /* our own wake-up at exit */
-			continue;
-		}
-		pthread_mutex_lock(&s->mu);
-		int second = s->sig != 0;
-		s->sig = sig;
-		pthread_cond_broadcast(&s->cv);
-		pthread_mutex_unlock(&s->mu);
-		/* a second Ctrl-C or SIGTERM does not wait for the drain */
-		if (second)
-			_exit(DLK_EXIT_INTERRUPTED);
+	int saved = errno;
+	char c = (char)sig;
+	if (stop_sig)
+		_exit(DLK_EXIT_INTERRUPTED);
+	stop_sig = sig;
+	if (write(stop_pipe[1], &c, 1) < 0) {
+		/* nothing to do: the flag is set, and the pipe is only a wake-up */
 	}
-	return NULL;
+	errno = saved;
 }
 
-/* Threads that began before the signals were blocked (OpenBLAS starts its own when the library
- * loads) would take a SIGTERM with its default action, ending the process mid-transaction and
- * mid-drain. With this handler such a thread hands the signal on to the one that waits for it. */
-static pthread_t signal_waiter;
-static void forward_signal(int sig)
+/* set by the stream's thread when the stream ended by itself (an error), which also wakes the
+ * main thread through the pipe */
+static atomic_int stream_ended;
+
+/* waits until a stop signal has arrived or the stream has ended */
+static void wait_for_stop(void)
 {
-	pthread_kill(signal_waiter, sig);
+	struct pollfd pfd = { stop_pipe[0], POLLIN, 0 };
+	while (!stop_sig && !atomic_load(&stream_ended))
+		if (poll(&pfd, 1, 1000) < 0 && errno != EINTR)
+			break;
+}
+
+/* OpenBLAS picks its kernels from the CPU model, and falls back to its oldest x86-64 ones
+ * (Prescott) on models it does not know, as on some virtual machines: the forward pass then runs
+ * at a fraction of the speed the CPU's vector units allow. Only the user can pick them, before
+ * the process starts. */
+static void check_blas_kernels(const struct dlk_ctx *ctx, const struct dlk_backend *be)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	const char *core = openblas_get_corename();
+	const char *want = __builtin_cpu_supports("avx512f") ? "SkylakeX" : __builtin_cpu_supports("avx2") ? "Haswell" : NULL;
+	if (be == dlk_backend_cpu() && want && core && !strcasecmp(core, "Prescott"))
+		dlk_warn(ctx, "OpenBLAS chose its generic Prescott kernels on a CPU with %s; start dlk with "
+		         "OPENBLAS_CORETYPE=%s for its faster kernels",
+		         strcmp(want, "SkylakeX") ? "AVX2" : "AVX-512", want);
+#else
+	(void)ctx;
+	(void)be;
+#endif
 }
 
 static void show_event(void *ctx, const char *msg)
 {
 	dlk_info(ctx, "%s", msg);
 }
+
+enum serve_mode { SERVE_DEPLOY, SERVE_LOCAL, SERVE_WORKER };
+
+static const char *const format_names[] = { "raw", "json", NULL };
+static const char *const datatype_names[] = { "UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "UINT64",
+	"INT64", "FP16", "FP32", "FP64", NULL };
+
+static struct {
+	int mode;                /* an enum serve_mode */
+	const char *host;
+	int port;                /* -1: serving.port */
+	const char *access_log;
+	/* the stream; NULL, -1 or 0: what serving.stream says */
+	const char *stream, *to, *dead_letter, *group, *instance;
+	int at_least_once;
+	int format, datatype;    /* indexes in format_names, datatype_names; -1: not given */
+	int max_records, commit_ms;
+	struct dlk_strlist kafka_set;
+} opt;
 
 /* ---- the stream ---- */
 
@@ -77,12 +112,11 @@ struct stream_run {
 	struct dlk_stream_config cfg;
 	struct dlk_stream_metrics m;
 	struct dlk_stream_served served;
-	struct stopper *stop;
 	volatile sig_atomic_t stop_flag;
 	char *brokers, *topic, *group, **props;
 	char host[256];
 	pthread_t tid;
-	int started, metrics_ready;
+	int started, metrics_ready, served_ready;
 	int rc;
 	struct dlk_err err;
 };
@@ -100,33 +134,28 @@ static void stream_metrics(void *ctx, struct dlk_buf *out)
 	dlk_stream_metrics_write(ctx, out);
 }
 
-/* A flag, else the project file's serving.stream value (NULL when neither says). */
-static const char *pick(struct dlk_args *args, const char *flag, const char *from_spec)
-{
-	return dlk_opt_isset(args, flag) ? dlk_opt_str(args, flag) : from_spec;
-}
-
 /* The stream's settings from the flags and serving.stream; 0 when there is no stream, 1 when there
  * is one, -1 on a usage error. */
-static int stream_settings(struct dlk_args *args, const struct dlk_serving *cfg, const struct dlk_project *spec,
-                           struct stream_run *st, struct dlk_err *err)
+static int stream_settings(const struct dlk_serving *cfg, const struct dlk_project *spec, struct stream_run *st,
+                           struct dlk_err *err)
 {
 	const struct dlk_stream_spec *ss = &cfg->stream;
 	struct dlk_stream_config *c = &st->cfg;
-	const struct dlk_optval *ks = dlk_opt(args, "kafka-set");
-	static const char *const stream_only[] = { "to", "dead-letter", "group", "instance", "at-least-once", "format",
-		"datatype", "kafka-set", NULL };
 	const char *v;
 	size_t n;
 
-	if (!dlk_opt_isset(args, "stream") && !ss->brokers) {
-		for (int i = 0; stream_only[i]; i++)
-			if (dlk_opt_isset(args, stream_only[i]))
-				return dlk_errf(err, DLK_EXIT_USAGE, "--%s goes with --stream", stream_only[i]);
+	if (!opt.stream && !ss->brokers) {
+		const char *given = opt.to ? "to" : opt.dead_letter ? "dead-letter" : opt.group ? "group" :
+		                    opt.instance ? "instance" : opt.at_least_once ? "at-least-once" :
+		                    opt.format >= 0 ? "format" : opt.datatype >= 0 ? "datatype" :
+		                    opt.max_records ? "max-records" : opt.commit_ms ? "commit-ms" :
+		                    opt.kafka_set.n ? "kafka-set" : NULL;
+		if (given)
+			return dlk_errf(err, DLK_EXIT_USAGE, "--%s goes with --stream (or serving.stream in the project file)", given);
 		return 0;
 	}
-	if (dlk_opt_isset(args, "stream")) {
-		if (dlk_stream_parse_url(dlk_opt_str(args, "stream"), &st->brokers, &st->topic, err))
+	if (opt.stream) {
+		if (dlk_stream_parse_url(opt.stream, &st->brokers, &st->topic, err))
 			return -1;
 	} else {
 		st->brokers = xstrdup(ss->brokers);
@@ -134,29 +163,29 @@ static int stream_settings(struct dlk_args *args, const struct dlk_serving *cfg,
 	}
 	c->brokers = st->brokers;
 	c->in_topic = st->topic;
-	if (!(c->out_topic = pick(args, "to", ss->output)))
+	if (!(c->out_topic = opt.to ? opt.to : ss->output))
 		return dlk_errf(err, DLK_EXIT_USAGE, "--stream needs --to TOPIC, the topic the scores go to");
-	c->dlq_topic = pick(args, "dead-letter", ss->dead_letter);
-	c->exactly_once = !dlk_opt_num(args, "at-least-once") && (ss->brokers ? ss->exactly_once : 1);
-	if ((v = pick(args, "group", ss->group)))
+	c->dlq_topic = opt.dead_letter ? opt.dead_letter : ss->dead_letter;
+	c->exactly_once = !opt.at_least_once && (ss->brokers ? ss->exactly_once : 1);
+	if ((v = opt.group ? opt.group : ss->group))
 		st->group = xstrdup(v);
 	else if (spec)
 		st->group = xasprintf("dlk-%s", spec->name);
 	else
 		st->group = NULL; /* the model's name, once it is loaded */
 	c->group = st->group;
-	if (!(c->instance = pick(args, "instance", ss->instance))) {
+	if (!(c->instance = opt.instance ? opt.instance : ss->instance)) {
 		/* the pod's name in a cluster, which a restarted container keeps */
 		if (gethostname(st->host, sizeof(st->host) - 1) || !st->host[0])
 			snprintf(st->host, sizeof(st->host), "dlk");
 		c->instance = st->host;
 	}
-	v = pick(args, "format", ss->format);
-	c->record.format = v ? (enum dlk_record_format)dlk_record_format_parse(v) : DLK_RECORD_RAW;
-	v = pick(args, "datatype", ss->datatype);
+	v = opt.format >= 0 ? format_names[opt.format] : ss->format;
+	c->record.format = v && dlk_record_format_parse(v) > 0 ? DLK_RECORD_JSON : DLK_RECORD_RAW;
+	v = opt.datatype >= 0 ? datatype_names[opt.datatype] : ss->datatype;
 	c->record.dtype = v ? dlk_dtype_parse(v, strlen(v)) : DLK_DT_FP32;
 	if (!dlk_dtype_numeric(c->record.dtype))
-		return dlk_errf(err, DLK_EXIT_USAGE, "--datatype '%s': expected UINT8, INT8, UINT16, INT16, UINT32, INT32, "
+		return dlk_errf(err, DLK_EXIT_USAGE, "datatype '%s': expected UINT8, INT8, UINT16, INT16, UINT32, INT32, "
 		                "UINT64, INT64, FP16, FP32 or FP64", v);
 	c->record.max_bytes = (size_t)cfg->max_request_bytes;
 	c->record.lim.max_depth = cfg->max_json_depth;
@@ -164,21 +193,19 @@ static int stream_settings(struct dlk_args *args, const struct dlk_serving *cfg,
 		c->max_records = ss->max_records;
 	if (ss->commit_ms)
 		c->commit_ms = ss->commit_ms;
-	if (dlk_opt_isset(args, "max-records"))
-		c->max_records = (int)dlk_opt_num(args, "max-records");
-	if (dlk_opt_isset(args, "commit-ms"))
-		c->commit_ms = (int)dlk_opt_num(args, "commit-ms");
-	if (c->max_records < 1 || c->max_records > (1 << 20) || c->commit_ms < 1 || c->commit_ms > 600000)
-		return dlk_errf(err, DLK_EXIT_USAGE, "--max-records: 1 to 1048576, --commit-ms: 1 to 600000");
+	if (opt.max_records)
+		c->max_records = opt.max_records;
+	if (opt.commit_ms)
+		c->commit_ms = opt.commit_ms;
 	/* the project file's properties, then the flags' (the later setting wins) */
 	n = (size_t)ss->n_properties;
-	st->props = xcalloc(n + ks->n_list + 1, sizeof(*st->props));
+	st->props = xcalloc(n + opt.kafka_set.n + 1, sizeof(*st->props));
 	for (size_t i = 0; i < n; i++)
 		st->props[i] = xasprintf("%s=%s", ss->properties[i].key, ss->properties[i].value);
-	for (size_t i = 0; i < ks->n_list; i++)
-		st->props[n + i] = xstrdup(ks->list[i]);
+	for (size_t i = 0; i < opt.kafka_set.n; i++)
+		st->props[n + i] = xstrdup(opt.kafka_set.v[i]);
 	c->props = (const char *const *)st->props;
-	c->n_props = n + ks->n_list;
+	c->n_props = n + opt.kafka_set.n;
 	c->stop = &st->stop_flag;
 	c->event = stream_event;
 	c->event_ctx = st->ctx;
@@ -189,13 +216,13 @@ static int stream_settings(struct dlk_args *args, const struct dlk_serving *cfg,
 static void *stream_main(void *arg)
 {
 	struct stream_run *st = arg;
+	char c = 0;
 
 	st->rc = dlk_stream_run(&st->cfg, &st->served.sc, &st->m, &st->err);
-	pthread_mutex_lock(&st->stop->mu);
-	if (!st->stop->sig)
-		st->stop->sig = -1; /* not a signal: the stream ended by itself */
-	pthread_cond_broadcast(&st->stop->cv);
-	pthread_mutex_unlock(&st->stop->mu);
+	atomic_store(&stream_ended, 1);
+	if (write(stop_pipe[1], &c, 1) < 0) {
+		/* the flag is set; the main thread sees it within a second */
+	}
 	return NULL;
 }
 
@@ -209,22 +236,23 @@ static void stream_release(struct stream_run *st)
 	free(st->group);
 }
 
-/* The serving settings: the project file's section when there is a project (-f given, or a
- * dlk.yaml here), else the defaults; --set serving.KEY=VALUE applies either way. */
-static int serving_settings(struct dlk_ctx *ctx, struct dlk_args *args, int worker, struct dlk_serving *cfg,
-                            struct dlk_project **spec, struct dlk_err *err)
+/* The serving settings: the project file's section when there is a project (a worker always has
+ * one; here, when -f names a file other than the default or a dlk.yaml exists), else the
+ * defaults; --set serving.KEY=VALUE applies either way. */
+static int serving_settings(struct dlk_ctx *ctx, struct dlk_serving *cfg, struct dlk_project **spec,
+                            struct dlk_err *err)
 {
 	struct stat st;
 
 	*spec = NULL;
-	if (worker || dlk_opt_isset(args, "file") || stat(ctx->file, &st) == 0) {
+	if (opt.mode == SERVE_WORKER || strcmp(ctx->file, "dlk.yaml") || stat(ctx->file, &st) == 0) {
 		*spec = dlk_ctx_load_spec(ctx, err);
 		if (!*spec)
 			return -1;
 		*cfg = (*spec)->serving; /* strings stay owned by the project */
 		return 0;
 	}
-	return project_serving_load(ctx->sets, ctx->n_sets, cfg, err);
+	return project_serving_load(ctx->sets.v, ctx->sets.n, cfg, err);
 }
 
 static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
@@ -233,41 +261,32 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_serving cfg;
 	struct dlk_project *spec = NULL;
 	struct dlk_server *srv = NULL;
-	struct stopper stop;
-	pthread_t sig_thread;
-	int local = (int)dlk_opt_num(args, "local"), worker = (int)dlk_opt_num(args, "worker");
-	int rc = 0, have_cfg = 0, have_thread = 0, log_fd = -1;
-	const char *log_path = dlk_opt_str(args, "access-log");
-	const char *host = dlk_opt_str(args, "host");
-	long long port = dlk_opt_isset(args, "port") ? dlk_opt_num(args, "port") : -1;
+	int rc = 0, have_cfg = 0, have_handlers = 0, log_fd = -1, streaming = 0;
+	const char *log_path = opt.access_log;
 	struct stream_run *st = xcalloc(1, sizeof(*st));
-	int streaming = 0;
 
 	memset(&cfg, 0, sizeof(cfg));
 	st->ctx = ctx;
 	st->cfg = (struct dlk_stream_config)DLK_STREAM_CONFIG_INIT;
 	st->err = (struct dlk_err)DLK_ERR_INIT;
-	if (local + worker != 1) {
-		dlk_errf(&err, DLK_EXIT_USAGE, local ? "--local and --worker exclude each other"
-		                                     : "deploying a model to the cluster is not available yet");
-		if (!local)
-			dlk_err_hint(&err, "serve bundles on this machine: dlk serve --local MODEL.dlk");
-		return dlk_report(ctx, &err);
+	atomic_store(&stream_ended, 0);
+	if (opt.mode == SERVE_DEPLOY) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "deploying a model to the cluster is not available yet");
+		dlk_err_hint(&err, "serve bundles on this machine: dlk serve --local MODEL.dlk");
+		rc = dlk_report(ctx, &err);
+		goto out;
 	}
 	if (args->n_pos < 1) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "no model to serve: name one or more bundles (MODEL.dlk or NAME=MODEL.dlk)");
-		return dlk_report(ctx, &err);
+		rc = dlk_report(ctx, &err);
+		goto out;
 	}
-	if (port < -1 || port > 65535) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "--port: expected 0 to 65535, not %lld", port);
-		return dlk_report(ctx, &err);
-	}
-	if (serving_settings(ctx, args, worker, &cfg, &spec, &err)) {
+	if (serving_settings(ctx, &cfg, &spec, &err)) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
 	have_cfg = !spec;
-	if ((streaming = stream_settings(args, &cfg, spec, st, &err)) < 0) {
+	if ((streaming = stream_settings(&cfg, spec, st, &err)) < 0) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -291,34 +310,30 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 		log_fd = STDOUT_FILENO;
 	}
 
-	/* every thread inherits the blocked signals; only signal_thread takes them */
-	memset(&stop, 0, sizeof(stop));
-	sigemptyset(&stop.set);
-	sigaddset(&stop.set, SIGTERM);
-	sigaddset(&stop.set, SIGINT);
-	sigaddset(&stop.set, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &stop.set, NULL);
-	pthread_mutex_init(&stop.mu, NULL);
-	pthread_cond_init(&stop.cv, NULL);
-	if (pthread_create(&sig_thread, NULL, signal_thread, &stop) == 0) {
-		struct sigaction sa;
-		have_thread = 1;
-		signal_waiter = sig_thread;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = forward_signal;
-		sigaction(SIGTERM, &sa, NULL);
-		sigaction(SIGINT, &sa, NULL);
+	struct sigaction sa, old_term, old_int;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK)) {
+		dlk_errf(&err, DLK_EXIT_FAIL, "cannot create a pipe: %s", strerror(errno));
+		rc = dlk_report(ctx, &err);
+		goto out;
 	}
+	stop_sig = 0;
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGINT, &sa, &old_int);
+	have_handlers = 1;
 
 	/* the CUDA backend when a GPU is here (gpus > 0 in a pod asks for one), else the CPU */
 	struct dlk_err cerr = DLK_ERR_INIT;
-	const struct dlk_backend *be = cfg.gpus > 0 ? dlk_backend_cuda(NULL, &cerr) : NULL;
+	const struct dlk_backend *be = cfg.gpus > 0 ? dlk_backend_cuda(NULL, 0, &cerr) : NULL;
 	if (cfg.gpus > 0 && !be)
 		dlk_warn(ctx, "serving.gpus is %d but the CUDA backend is unavailable (%s): serving on the CPU", cfg.gpus, cerr.msg);
 	struct dlk_server_opts so = {
 		.cfg = &cfg,
-		.host = host ? host : worker ? NULL : "127.0.0.1",
-		.port = (int)port,
+		.host = opt.host ? opt.host : opt.mode == SERVE_WORKER ? NULL : "127.0.0.1",
+		.port = opt.port,
 		.models = args->pos,
 		.n_models = args->n_pos,
 		.access_log_fd = log_fd,
@@ -329,6 +344,7 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 		.metrics = streaming ? stream_metrics : NULL,
 		.metrics_ctx = &st->m,
 	};
+	check_blas_kernels(ctx, so.be);
 	srv = dlk_server_new(&so, &err);
 	if (!srv) {
 		rc = dlk_report(ctx, &err);
@@ -336,17 +352,17 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	dlk_info(ctx, "listening on http://%s:%d (live; ready once every model is loaded and warmed up)",
 	         so.host ? so.host : "0.0.0.0", dlk_server_port(srv));
-	if (dlk_server_start(srv, &stop.sig, &err)) {
+	if (dlk_server_start(srv, (const volatile int *)&stop_sig, &err)) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
 	if (streaming) {
-		struct dlk_serve_model *m = &srv->models[0];
+		struct dlk_serve_model *m = dlk_server_model(srv, NULL);
 		dlk_stream_served_init(&st->served, m, cfg.max_batch);
+		st->served_ready = 1;
 		st->cfg.record.sig = &m->sig;
 		if (!st->group)
 			st->cfg.group = st->group = xasprintf("dlk-%s", m->name);
-		st->stop = &stop;
 		if (pthread_create(&st->tid, NULL, stream_main, st)) {
 			dlk_errf(&err, DLK_EXIT_FAIL, "cannot start the stream's thread");
 			rc = dlk_report(ctx, &err);
@@ -354,10 +370,7 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 		}
 		st->started = 1;
 	}
-	pthread_mutex_lock(&stop.mu);
-	while (!stop.sig)
-		pthread_cond_wait(&stop.cv, &stop.mu);
-	pthread_mutex_unlock(&stop.mu);
+	wait_for_stop();
 	if (st->started) {
 		/* the stream first: its open transaction commits through the batcher, which the drain
 		 * below would close */
@@ -374,7 +387,7 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 		         (unsigned long long)st->m.records_failed);
 	}
 	dlk_info(ctx, "%s: draining (readiness fails now; in-flight requests get up to %d s)",
-	         stop.sig == SIGTERM ? "SIGTERM" : stop.sig == SIGINT ? "interrupted" : "stream ended", cfg.drain_timeout_s);
+	         stop_sig == SIGTERM ? "SIGTERM" : stop_sig ? "interrupted" : "stream ended", cfg.drain_timeout_s);
 	long left = dlk_server_drain(srv, cfg.drain_timeout_s);
 	if (left) {
 		dlk_errf(&err, DLK_EXIT_FAIL, "%ld request%s still unanswered after %d s of draining", left, left == 1 ? "" : "s",
@@ -390,21 +403,19 @@ out:
 		pthread_join(st->tid, NULL);
 	}
 	dlk_server_free(srv);
-	if (st->served.batcher)
+	if (st->served_ready)
 		dlk_stream_served_release(&st->served);
 	if (st->metrics_ready)
 		dlk_stream_metrics_release(&st->m);
 	stream_release(st);
 	free(st);
-	if (have_thread) {
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		stop.exiting = 1;
-		pthread_kill(sig_thread, SIGUSR1);
-		pthread_join(sig_thread, NULL);
-		pthread_mutex_destroy(&stop.mu);
-		pthread_cond_destroy(&stop.cv);
+	if (have_handlers) {
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGINT, &old_int, NULL);
 	}
+	for (int i = 0; i < 2; i++)
+		if (stop_pipe[i] >= 0)
+			close(stop_pipe[i]), stop_pipe[i] = -1;
 	if (log_fd >= 0 && log_fd != STDOUT_FILENO)
 		close(log_fd);
 	if (have_cfg)
@@ -414,28 +425,47 @@ out:
 }
 
 static const struct dlk_option serve_options[] = {
-	{ OPT_BOOL, 0, "local", NULL, "serve the bundles on this machine", COMPLETE_NONE, NULL, NULL },
-	{ OPT_BOOL, 0, "worker", NULL, "be a serving pod (what the rendered Deployment runs)", COMPLETE_NONE, NULL, NULL },
-	{ OPT_STRING, 0, "host", "ADDR", "the address to listen on", COMPLETE_NONE, NULL, "127.0.0.1 with --local, every address with --worker" },
-	{ OPT_INT, 0, "port", "N", "the port to listen on (0: any free port, shown when listening)", COMPLETE_NONE, NULL, "serving.port, 8080" },
-	{ OPT_STRING, 0, "access-log", "FILE", "append one line per request to FILE ('-': standard output)", COMPLETE_FILE, NULL, NULL },
-	{ OPT_STRING, 0, "stream", "URL", "also score the records of a Kafka topic: kafka://HOST:PORT[,HOST:PORT]/TOPIC", COMPLETE_NONE, NULL, "serving.stream" },
-	{ OPT_STRING, 0, "to", "TOPIC", "with --stream: the topic the output records go to", COMPLETE_NONE, NULL, "serving.stream.output" },
-	{ OPT_STRING, 0, "dead-letter", "TOPIC", "with --stream: where records that cannot be decoded go", COMPLETE_NONE, NULL, "INPUT.dlq" },
-	{ OPT_STRING, 0, "group", "NAME", "with --stream: the consumer group the replicas share", COMPLETE_NONE, NULL, "dlk-NAME" },
-	{ OPT_STRING, 0, "instance", "NAME", "with --stream: this replica's name, kept across its restarts", COMPLETE_NONE, NULL, "the host name" },
-	{ OPT_BOOL, 0, "at-least-once", NULL, "with --stream: no transactions (brokers without them); a crash may score records twice", COMPLETE_NONE, NULL, NULL },
-	{ OPT_STRING, 0, "format", "FORMAT", "with --stream: records without a content-type header are raw tensor bytes or V2 JSON", COMPLETE_WORDS, "raw json", "raw" },
-	{ OPT_STRING, 0, "datatype", "TYPE", "with --stream: the datatype of raw records without a dlk-datatype header", COMPLETE_WORDS, "UINT8 INT8 UINT16 INT16 UINT32 INT32 UINT64 INT64 FP16 FP32 FP64", "FP32" },
-	{ OPT_INT, 0, "max-records", "N", "with --stream: most records in one transaction", COMPLETE_NONE, NULL, "2000" },
-	{ OPT_INT, 0, "commit-ms", "MS", "with --stream: longest a transaction gathers records before it commits", COMPLETE_NONE, NULL, "100" },
-	{ OPT_LIST, 0, "kafka-set", "NAME=VALUE", "with --stream: a librdkafka property for both clients (repeatable)", COMPLETE_NONE, NULL, NULL },
-	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },
+	OPT_MODE("local", &opt.mode, SERVE_LOCAL, "serve the bundles on this machine"),
+	OPT_MODE("worker", &opt.mode, SERVE_WORKER, "be a serving pod (what the rendered Deployment runs)"),
+	OPT_STRING(0, "host", &opt.host, "ADDR", NULL, "the address to listen on",
+	           .def_doc = "127.0.0.1 with --local, every address with --worker",
+	           .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_INT(0, "port", &opt.port, "N", -1, "the port to listen on (0: any free port, shown when listening)",
+	        .min = 0, .max = 65535, .def_doc = "serving.port, 8080", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_STRING(0, "access-log", &opt.access_log, "FILE", NULL, "append one line per request to FILE ('-': standard output)",
+	           .complete = COMPLETE_FILE, .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_STRING(0, "stream", &opt.stream, "URL", NULL,
+	           "also score the records of a Kafka topic: kafka://HOST:PORT[,HOST:PORT]/TOPIC",
+	           .def_doc = "serving.stream", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_STRING(0, "to", &opt.to, "TOPIC", NULL, "with --stream: the topic the output records go to",
+	           .def_doc = "serving.stream.output", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_STRING(0, "dead-letter", &opt.dead_letter, "TOPIC", NULL, "with --stream: where records that cannot be decoded go",
+	           .def_doc = "INPUT.dlq", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_STRING(0, "group", &opt.group, "NAME", NULL, "with --stream: the consumer group the replicas share",
+	           .def_doc = "dlk-NAME", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_STRING(0, "instance", &opt.instance, "NAME", NULL, "with --stream: this replica's name, kept across its restarts",
+	           .def_doc = "the host name", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_BOOL(0, "at-least-once", &opt.at_least_once,
+	         "with --stream: no transactions (brokers without them); a crash may score records twice",
+	         .flags = OPT_NONEG, .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_ENUM(0, "format", &opt.format, "FORMAT", format_names, -1,
+	         "with --stream: records without a content-type header are raw tensor bytes or V2 JSON",
+	         .def_doc = "serving.stream.format, raw", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_ENUM(0, "datatype", &opt.datatype, "TYPE", datatype_names, -1,
+	         "with --stream: the datatype of raw records without a dlk-datatype header",
+	         .def_doc = "serving.stream.datatype, FP32", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_INT(0, "max-records", &opt.max_records, "N", 0, "with --stream: most records in one transaction",
+	        .min = 1, .max = 1 << 20, .def_doc = "serving.stream.max_records, 2000",
+	        .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_INT(0, "commit-ms", &opt.commit_ms, "MS", 0, "with --stream: longest a transaction gathers records before it commits",
+	        .min = 1, .max = 600000, .def_doc = "serving.stream.commit_ms, 100",
+	        .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_LIST(0, "kafka-set", &opt.kafka_set, "NAME=VALUE", "with --stream: a librdkafka property for both clients (repeatable)",
+	         .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_END(),
 };
 
 const struct dlk_command_def dlk_cmd_serve = {
-	.name = "serve",
-	.summary = "serve trained models over HTTP (KServe V2, TF Serving REST) or on a Kafka topic",
 	.usage = "MODEL.dlk|NAME=MODEL.dlk...",
 	.description = "Serve model bundles over HTTP on this machine (--local) or as a serving pod (--worker):\n"
 	               "the KServe V2 inference protocol with binary tensors and classification, TensorFlow\n"
@@ -444,6 +474,7 @@ const struct dlk_command_def dlk_cmd_serve = {
 	               "SIGTERM drains: readiness fails, in-flight requests finish, then dlk exits 0.\n"
 	               "With --stream, the model also scores a Kafka topic into another, exactly once.",
 	.options = serve_options,
+	.default_mode = "deploying",
 	.min_pos = 0,
 	.max_pos = -1,
 	.complete_pos = COMPLETE_FILE,

@@ -32,6 +32,7 @@
 #include "lib/comm/sock.h"
 #include "lib/comm/wire.h"
 #include "lib/util/buf.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
 
 #define STAGE_BYTES (1u << 20) /* receive buffer for bytes that get added, not copied */
@@ -132,7 +133,7 @@ static void send_report(int fd, uint32_t type, int kind, int blamed, const struc
 	dlk_buf_addc(&b, (char)kind);
 	put_u16(&b, (uint16_t)blamed);
 	dlk_buf_adds(&b, e->msg);
-	net_send_frame(fd, type, b.data, b.len, net_now_ms() + 200);
+	net_send_frame(fd, type, b.data, b.len, dlk_now_ms() + 200);
 	dlk_buf_release(&b);
 }
 
@@ -164,7 +165,7 @@ static int ctrl_read(struct tcp_comm *t, int idx, struct report *rep)
 	uint32_t type;
 	int ret = CTRL_CLOSED;
 
-	if (net_recv_frame(t->ctrl[idx], &type, &msg, 4096, net_now_ms() + EXPLAIN_WAIT_MS) == NET_OK) {
+	if (net_recv_frame(t->ctrl[idx], &type, &msg, 4096, dlk_now_ms() + EXPLAIN_WAIT_MS) == NET_OK) {
 		if (type == DIST_FRAME_BYE) {
 			t->bye[idx] = 1;
 			ret = CTRL_BYE;
@@ -211,7 +212,7 @@ static int resolve_stall(struct tcp_comm *t, const char *what, int first_idx, co
 	char *alive = xcalloc((size_t)w, 1);
 	struct report *reps = xcalloc((size_t)w, sizeof(*reps));
 	struct pollfd *pf = xcalloc((size_t)w, sizeof(*pf));
-	long long deadline = net_now_ms() + t->grace_ms;
+	long long deadline = dlk_now_ms() + t->grace_ms;
 
 	reps[first_idx] = *first;
 	alive[0] = alive[first_idx] = 1;
@@ -221,7 +222,7 @@ static int resolve_stall(struct tcp_comm *t, const char *what, int first_idx, co
 	for (int r = 0; r < w; r++)
 		alive_n += alive[r];
 	while (alive_n < w - 1) {
-		long long left = deadline - net_now_ms();
+		long long left = deadline - dlk_now_ms();
 		int np = 0;
 
 		if (left <= 0)
@@ -358,6 +359,32 @@ static int sock_fail(struct tcp_comm *t, int peer, const char *what, int e, stru
 	return fail(t, err);
 }
 
+/* One non-blocking send to rank+1 or receive from rank-1 of up to len bytes. Returns the bytes
+ * moved, 0 when none moved (*ready is cleared when the socket would block: wait for poll before
+ * the next try, so a wakeup costs one useful syscall, not a round of failing ones; it is also
+ * cleared after a short transfer, which drained the socket), or -1 when the link failed (the
+ * peer closing it included; err says why and the communicator is broken). */
+static ssize_t link_io(struct tcp_comm *t, int sending, void *p, size_t len, int *ready, const char *what,
+		       struct dlk_err *err)
+{
+	int w = t->base.world, peer = sending ? (t->base.rank + 1) % w : (t->base.rank + w - 1) % w;
+	ssize_t n = sending ? send(t->next_fd, p, len, MSG_NOSIGNAL) : recv(t->prev_fd, p, len, 0);
+
+	if (n > 0) {
+		*ready = (size_t)n == len;
+		return n;
+	}
+	if (n == 0)
+		return sending ? 0 : link_lost(t, peer, what, err);
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		*ready = 0;
+		return 0;
+	}
+	if (errno == EINTR)
+		return 0;
+	return sock_fail(t, peer, what, errno, err);
+}
+
 static size_t total(const struct seg *s, int n)
 {
 	size_t t = 0;
@@ -387,238 +414,250 @@ static void add_floats(float *restrict dst, const float *restrict src, size_t n)
 		dst[i] += src[i];
 }
 
+/* Where one collective's two byte streams stand. */
+struct xfer_state {
+	const struct xfer *x;
+	const char *what;
+	int next, prev;                     /* the ranks at the two ends */
+	unsigned char hdr_out[HDR_BYTES], hdr_in[HDR_BYTES];
+	size_t hdr_sent, hdr_recvd;
+	size_t send_total, recv_total;
+	size_t sent, done;                  /* stream positions */
+	int si, ri;                         /* current segments */
+	size_t soff, roff;                  /* offsets inside them */
+	size_t carry;                       /* bytes of a partial float at the start of stage */
+	int can_send, can_recv;             /* no EAGAIN seen since the last poll */
+	char step[48];
+};
+
+static int xfer_finished(const struct xfer_state *xs)
+{
+	return xs->hdr_sent == HDR_BYTES && xs->sent == xs->send_total && xs->hdr_recvd == HDR_BYTES &&
+	       xs->done == xs->recv_total;
+}
+
+/* The header every collective starts with: magic, op, sequence number, root, size. */
+static void header_put(struct tcp_comm *t, struct xfer_state *xs)
+{
+	put_le(xs->hdr_out, DIST_MAGIC_COLL, 4);
+	put_le(xs->hdr_out + 4, (uint64_t)xs->x->op, 4);
+	put_le(xs->hdr_out + 8, t->seq, 4);
+	put_le(xs->hdr_out + 12, (uint64_t)(uint32_t)xs->x->root, 4);
+	put_le(xs->hdr_out + 16, xs->x->nbytes, 8);
+	t->seq++;
+}
+
+/* rank-1's header must announce the collective this rank is in */
+static int header_check(struct tcp_comm *t, const struct xfer_state *xs, struct dlk_err *err)
+{
+	const struct xfer *x = xs->x;
+	uint64_t magic = get_le(xs->hdr_in, 4), op = get_le(xs->hdr_in + 4, 4);
+	uint64_t seq = get_le(xs->hdr_in + 8, 4), root = get_le(xs->hdr_in + 12, 4);
+	uint64_t nb = get_le(xs->hdr_in + 16, 8);
+
+	if (magic == DIST_MAGIC_COLL && op == (uint64_t)x->op && seq == t->seq - 1 &&
+	    root == (uint64_t)(uint32_t)x->root && nb == x->nbytes)
+		return 0;
+	dlk_errf(err, DLK_EXIT_FAIL,
+		 "%s: rank %d is in %s #%llu of %llu bytes (root %llu), this rank in %s #%u of %llu bytes (root %d)%s",
+		 xs->what, xs->prev, magic == DIST_MAGIC_COLL ? coll_name((int)op) : "garbage", (unsigned long long)seq,
+		 (unsigned long long)nb, (unsigned long long)root, xs->what, t->seq - 1, (unsigned long long)x->nbytes,
+		 x->root, xs->step);
+	dlk_err_hint(err, "every rank must call the same collectives with the same sizes in the same order");
+	return fail(t, err);
+}
+
+/* Moves more of a header: ours to rank+1, or rank-1's to us. Returns the bytes moved, -1 when
+ * the link failed. */
+static ssize_t header_io(struct tcp_comm *t, struct xfer_state *xs, int sending, int *want, int *progress,
+			 struct dlk_err *err)
+{
+	unsigned char *h = sending ? xs->hdr_out : xs->hdr_in;
+	size_t *at = sending ? &xs->hdr_sent : &xs->hdr_recvd;
+	int *ready = sending ? &xs->can_send : &xs->can_recv;
+	ssize_t n;
+
+	if (*at == HDR_BYTES)
+		return 0;
+	*want = 1;
+	if (!*ready)
+		return 0;
+	n = link_io(t, sending, h + *at, HDR_BYTES - *at, ready, xs->what, err);
+	if (n < 0)
+		return -1;
+	*at += (size_t)n;
+	*progress |= n > 0;
+	return n;
+}
+
+/* The send stream: the header, then the segments, never more than head_start bytes ahead of what
+ * was received. Sets *want when it has something to send; -1 when the link failed. */
+static int send_some(struct tcp_comm *t, struct xfer_state *xs, int *want, int *progress, struct dlk_err *err)
+{
+	const struct xfer *x = xs->x;
+	ssize_t n;
+
+	if (header_io(t, xs, 1, want, progress, err) < 0)
+		return -1;
+	if (xs->hdr_sent < HDR_BYTES || xs->sent == xs->send_total)
+		return 0;
+	size_t allowed = x->head_start == SIZE_MAX ? xs->send_total : x->head_start + xs->done;
+	if (allowed > xs->send_total)
+		allowed = xs->send_total;
+	while (x->send[xs->si].n == xs->soff) {
+		xs->si++;
+		xs->soff = 0;
+	}
+	if (allowed <= xs->sent)
+		return 0;
+	size_t avail = allowed - xs->sent, in_seg = x->send[xs->si].n - xs->soff;
+	size_t len = avail < in_seg ? avail : in_seg;
+	if (len > SEND_MAX)
+		len = SEND_MAX;
+	/* batch: no tiny sends while more is about to arrive */
+	if (len < SEND_BATCH && len != in_seg && allowed != xs->send_total)
+		return 0;
+	*want = 1;
+	if (!xs->can_send)
+		return 0;
+	n = link_io(t, 1, x->send[xs->si].p + xs->soff, len, &xs->can_send, xs->what, err);
+	if (n < 0)
+		return -1;
+	xs->sent += (size_t)n;
+	xs->soff += (size_t)n;
+	*progress |= n > 0;
+	return 0;
+}
+
+/* The receive stream: the header (checked), then the segments, copied or added in. Sets *want
+ * when it waits for bytes; -1 when the link failed or the header does not match. */
+static int recv_some(struct tcp_comm *t, struct xfer_state *xs, int *want, int *progress, struct dlk_err *err)
+{
+	const struct xfer *x = xs->x;
+	ssize_t n = header_io(t, xs, 0, want, progress, err);
+
+	if (n < 0 || (n > 0 && xs->hdr_recvd == HDR_BYTES && header_check(t, xs, err)))
+		return -1;
+	if (xs->hdr_recvd < HDR_BYTES || xs->done == xs->recv_total)
+		return 0;
+	*want = 1;
+	while (xs->can_recv && x->recv[xs->ri].n == xs->roff) {
+		xs->ri++;
+		xs->roff = 0;
+	}
+	if (!xs->can_recv)
+		return 0;
+	struct seg *sg = &x->recv[xs->ri];
+	if (sg->add) {
+		size_t room = STAGE_BYTES - xs->carry, left = sg->n - xs->roff - xs->carry;
+		char *st = (char *)t->stage;
+
+		n = link_io(t, 0, st + xs->carry, left < room ? left : room, &xs->can_recv, xs->what, err);
+		if (n > 0) {
+			size_t have = xs->carry + (size_t)n, whole = have / sizeof(float) * sizeof(float);
+
+			add_floats((float *)(sg->p + xs->roff), t->stage, whole / sizeof(float));
+			xs->roff += whole;
+			xs->done += whole;
+			xs->carry = have - whole;
+			if (xs->carry)
+				memmove(st, st + whole, xs->carry);
+		}
+	} else {
+		n = link_io(t, 0, sg->p + xs->roff, sg->n - xs->roff, &xs->can_recv, xs->what, err);
+		if (n > 0) {
+			xs->roff += (size_t)n;
+			xs->done += (size_t)n;
+		}
+	}
+	if (n < 0)
+		return -1;
+	*progress |= n > 0;
+	return 0;
+}
+
+/* Nothing moved: waits for the data links (those that want to move) and the control plane, at
+ * most until the stall timeout since the last progress. Returns -1 when the collective failed
+ * (a stall, a report on the control plane), 0 to go on. */
+static int wait_links(struct tcp_comm *t, struct xfer_state *xs, struct pollfd *pf, int want_send, int want_recv,
+		      long long last, struct dlk_err *err)
+{
+	long long left;
+	int np = 0, rc;
+
+	if (want_send)
+		pf[np++] = (struct pollfd){ t->next_fd, POLLOUT, 0 };
+	if (want_recv)
+		pf[np++] = (struct pollfd){ t->prev_fd, POLLIN, 0 };
+	for (int r = 0; r < t->nctrl; r++)
+		pf[np++] = (struct pollfd){ t->bye[r] ? -1 : t->ctrl[r], POLLIN, 0 };
+	left = last + t->stall_ms - dlk_now_ms();
+	if (left <= 0) {
+		char secs[32];
+		fmt_secs(secs, sizeof(secs), t->stall_ms);
+		if (xs->hdr_recvd < HDR_BYTES || xs->done < xs->recv_total) {
+			dlk_errf(err, DLK_EXIT_RESTARTABLE, "%s: no data from rank %d for %s%s", xs->what, xs->prev, secs,
+			         xs->step);
+			return stalled(t, xs->what, xs->prev, err);
+		}
+		dlk_errf(err, DLK_EXIT_RESTARTABLE, "%s: rank %d took no data for %s%s", xs->what, xs->next, secs,
+		         xs->step);
+		return stalled(t, xs->what, xs->next, err);
+	}
+	rc = poll(pf, (nfds_t)np, (int)(left > 1000000 ? 1000000 : left));
+	if (rc < 0 && errno != EINTR) {
+		dlk_errf(err, DLK_EXIT_FAIL, "%s: poll: %s", xs->what, strerror(errno));
+		return fail(t, err);
+	}
+	/* Data first: a rank that finished this collective and exited closes its control link too,
+	 * and what it sent before must still be read. */
+	int data_ready = 0;
+	for (int i = 0; i < np; i++) {
+		if (pf[i].fd == t->next_fd && pf[i].revents)
+			data_ready = xs->can_send = 1;
+		if (pf[i].fd == t->prev_fd && pf[i].revents)
+			data_ready = xs->can_recv = 1;
+	}
+	if (data_ready)
+		return 0;
+	for (int i = 0; i < np; i++) {
+		int r;
+		if (pf[i].fd == t->next_fd || pf[i].fd == t->prev_fd || !pf[i].revents)
+			continue;
+		/* Something on the control plane: only ever a failure notice or a closed link. */
+		for (r = 0; r < t->nctrl && t->ctrl[r] != pf[i].fd; r++)
+			;
+		if (ctrl_event(t, r, xs->what, err))
+			return -1;
+	}
+	return 0;
+}
+
+/* Runs one collective: both streams until they are complete, waiting when neither moves. */
 static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *err)
 {
-	const char *what = coll_name(x->op);
-	int next = (t->base.rank + 1) % t->base.world, prev = (t->base.rank + t->base.world - 1) % t->base.world;
-	unsigned char hdr_out[HDR_BYTES], hdr_in[HDR_BYTES];
-	size_t hdr_sent = 0, hdr_recvd = 0;
-	size_t send_total = total(x->send, x->nsend), recv_total = total(x->recv, x->nrecv);
-	size_t sent = 0, done = 0;          /* stream positions */
-	int si = 0, ri = 0;                 /* current segments */
-	int can_send = 1, can_recv = 1;     /* no EAGAIN seen since the last poll */
-	size_t soff = 0, roff = 0;          /* offsets inside them */
-	size_t carry = 0;                   /* bytes of a partial float at the start of stage */
-	long long last = net_now_ms();
+	struct xfer_state xs = { .x = x, .what = coll_name(x->op), .can_send = 1, .can_recv = 1 };
 	struct pollfd *pf = xcalloc((size_t)t->nctrl + 2, sizeof(*pf));
-	char step[48];
+	long long last = dlk_now_ms();
 	int ret = -1;
 
-	fmt_step(t, step, sizeof(step));
-	put_le(hdr_out, DIST_MAGIC_COLL, 4);
-	put_le(hdr_out + 4, (uint64_t)x->op, 4);
-	put_le(hdr_out + 8, t->seq, 4);
-	put_le(hdr_out + 12, (uint64_t)(uint32_t)x->root, 4);
-	put_le(hdr_out + 16, x->nbytes, 8);
-	t->seq++;
+	xs.next = (t->base.rank + 1) % t->base.world;
+	xs.prev = (t->base.rank + t->base.world - 1) % t->base.world;
+	xs.send_total = total(x->send, x->nsend);
+	xs.recv_total = total(x->recv, x->nrecv);
+	fmt_step(t, xs.step, sizeof(xs.step));
+	header_put(t, &xs);
+	while (!xfer_finished(&xs)) {
+		int progress = 0, want_send = 0, want_recv = 0;
 
-	while (hdr_sent < HDR_BYTES || sent < send_total || hdr_recvd < HDR_BYTES || done < recv_total) {
-		int progress = 0, want_send = 0, want_recv = 0, np = 0;
-		size_t allowed;
-		ssize_t n;
-
-		/* send side: try only while the socket has not said EAGAIN since the last poll,
-		 * so a wakeup costs one useful syscall, not a round of failing ones */
-		if (hdr_sent < HDR_BYTES) {
-			want_send = 1;
-			if (can_send) {
-				size_t ask = HDR_BYTES - hdr_sent;
-				n = send(t->next_fd, hdr_out + hdr_sent, ask, MSG_NOSIGNAL);
-				if (n > 0) {
-					hdr_sent += (size_t)n;
-					progress = 1;
-					can_send = (size_t)n == ask;
-				} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-					can_send = 0;
-				} else if (n < 0 && errno != EINTR) {
-					ret = sock_fail(t, next, what, errno, err);
-					goto out;
-				}
-			}
-		}
-		if (hdr_sent == HDR_BYTES && sent < send_total) {
-			allowed = x->head_start == SIZE_MAX ? send_total : x->head_start + done;
-			if (allowed > send_total)
-				allowed = send_total;
-			while (x->send[si].n == soff) {
-				si++;
-				soff = 0;
-			}
-			if (allowed > sent) {
-				size_t avail = allowed - sent, in_seg = x->send[si].n - soff;
-				size_t len = avail < in_seg ? avail : in_seg;
-
-				if (len > SEND_MAX)
-					len = SEND_MAX;
-
-				/* batch: no tiny sends while more is about to arrive */
-				if (len >= SEND_BATCH || len == in_seg || allowed == send_total) {
-					want_send = 1;
-					if (can_send) {
-						n = send(t->next_fd, x->send[si].p + soff, len, MSG_NOSIGNAL);
-						if (n > 0) {
-							sent += (size_t)n;
-							soff += (size_t)n;
-							progress = 1;
-							can_send = (size_t)n == len;
-						} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-							can_send = 0;
-						} else if (n < 0 && errno != EINTR) {
-							ret = sock_fail(t, next, what, errno, err);
-							goto out;
-						}
-					}
-				}
-			}
-		}
-
-		/* receive side */
-		if (hdr_recvd < HDR_BYTES) {
-			want_recv = 1;
-			if (can_recv) {
-				n = recv(t->prev_fd, hdr_in + hdr_recvd, HDR_BYTES - hdr_recvd, 0);
-				if (n > 0) {
-					hdr_recvd += (size_t)n;
-					progress = 1;
-					if (hdr_recvd == HDR_BYTES) {
-						uint64_t magic = get_le(hdr_in, 4), op = get_le(hdr_in + 4, 4);
-						uint64_t seq = get_le(hdr_in + 8, 4), root = get_le(hdr_in + 12, 4);
-						uint64_t nb = get_le(hdr_in + 16, 8);
-
-						if (magic != DIST_MAGIC_COLL || op != (uint64_t)x->op || seq != t->seq - 1 ||
-						    root != (uint64_t)(uint32_t)x->root || nb != x->nbytes) {
-							dlk_errf(err, DLK_EXIT_FAIL,
-								 "%s: rank %d is in %s #%llu of %llu bytes (root %llu), this rank in %s #%u of %llu bytes (root %d)%s",
-								 what, prev, magic == DIST_MAGIC_COLL ? coll_name((int)op) : "garbage",
-								 (unsigned long long)seq, (unsigned long long)nb,
-								 (unsigned long long)root, what, t->seq - 1,
-								 (unsigned long long)x->nbytes, x->root, step);
-							dlk_err_hint(err, "every rank must call the same collectives with the same sizes in the same order");
-							ret = fail(t, err);
-							goto out;
-						}
-					}
-				} else if (n == 0) {
-					ret = link_lost(t, prev, what, err);
-					goto out;
-				} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-					can_recv = 0;
-				} else if (errno != EINTR) {
-					ret = sock_fail(t, prev, what, errno, err);
-					goto out;
-				}
-			}
-		}
-		if (hdr_recvd == HDR_BYTES && done < recv_total) {
-			want_recv = 1;
-			while (can_recv && x->recv[ri].n == roff) {
-				ri++;
-				roff = 0;
-			}
-			if (can_recv) {
-				struct seg *sg = &x->recv[ri];
-				size_t ask;
-
-				if (sg->add) {
-					size_t room = STAGE_BYTES - carry, left = sg->n - roff - carry;
-					char *st = (char *)t->stage;
-
-					ask = left < room ? left : room;
-					n = recv(t->prev_fd, st + carry, ask, 0);
-					if (n > 0) {
-						size_t have = carry + (size_t)n, whole = have / sizeof(float) * sizeof(float);
-
-						add_floats((float *)(sg->p + roff), t->stage, whole / sizeof(float));
-						roff += whole;
-						done += whole;
-						carry = have - whole;
-						if (carry)
-							memmove(st, st + whole, carry);
-					}
-				} else {
-					ask = sg->n - roff;
-					n = recv(t->prev_fd, sg->p + roff, ask, 0);
-					if (n > 0) {
-						roff += (size_t)n;
-						done += (size_t)n;
-					}
-				}
-				if (n > 0) {
-					progress = 1;
-					/* a short read drained the socket: wait for poll before the next */
-					can_recv = (size_t)n == ask;
-				} else if (n == 0) {
-					ret = link_lost(t, prev, what, err);
-					goto out;
-				} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-					can_recv = 0;
-				} else if (errno != EINTR) {
-					ret = sock_fail(t, prev, what, errno, err);
-					goto out;
-				}
-			}
-		}
-
+		if (send_some(t, &xs, &want_send, &progress, err) || recv_some(t, &xs, &want_recv, &progress, err))
+			goto out;
 		if (progress) {
-			last = net_now_ms();
+			last = dlk_now_ms();
 			continue;
 		}
-		if (want_send)
-			pf[np++] = (struct pollfd){ t->next_fd, POLLOUT, 0 };
-		if (want_recv)
-			pf[np++] = (struct pollfd){ t->prev_fd, POLLIN, 0 };
-		for (int r = 0; r < t->nctrl; r++)
-			pf[np++] = (struct pollfd){ t->bye[r] ? -1 : t->ctrl[r], POLLIN, 0 };
-		{
-			long long left = last + t->stall_ms - net_now_ms();
-			int rc;
-
-			if (left <= 0) {
-				char secs[32];
-				fmt_secs(secs, sizeof(secs), t->stall_ms);
-				if (hdr_recvd < HDR_BYTES || done < recv_total) {
-					dlk_errf(err, DLK_EXIT_RESTARTABLE, "%s: no data from rank %d for %s%s",
-						 what, prev, secs, step);
-					ret = stalled(t, what, prev, err);
-				} else {
-					dlk_errf(err, DLK_EXIT_RESTARTABLE, "%s: rank %d took no data for %s%s",
-						 what, next, secs, step);
-					ret = stalled(t, what, next, err);
-				}
-				goto out;
-			}
-			rc = poll(pf, (nfds_t)np, (int)(left > 1000000 ? 1000000 : left));
-			if (rc < 0 && errno != EINTR) {
-				dlk_errf(err, DLK_EXIT_FAIL, "%s: poll: %s", what, strerror(errno));
-				ret = fail(t, err);
-				goto out;
-			}
-		}
-		/* Data first: a rank that finished this collective and exited closes its control
-		 * link too, and what it sent before must still be read. */
-		{
-			int data_ready = 0;
-			for (int i = 0; i < np; i++) {
-				if (pf[i].fd == t->next_fd && pf[i].revents)
-					data_ready = can_send = 1;
-				if (pf[i].fd == t->prev_fd && pf[i].revents)
-					data_ready = can_recv = 1;
-			}
-			if (data_ready)
-				continue;
-		}
-		for (int i = 0; i < np; i++) {
-			int r;
-			if (pf[i].fd == t->next_fd || pf[i].fd == t->prev_fd || !pf[i].revents)
-				continue;
-			/* Something on the control plane: only ever a failure notice or a closed link. */
-			for (r = 0; r < t->nctrl && t->ctrl[r] != pf[i].fd; r++)
-				;
-			if (ctrl_event(t, r, what, err)) {
-				ret = -1;
-				goto out;
-			}
-		}
+		if (wait_links(t, &xs, pf, want_send, want_recv, last, err))
+			goto out;
 	}
 	ret = 0;
 out:
@@ -742,29 +781,32 @@ static int tcp_barrier(struct dlk_comm *c, struct dlk_err *err)
 static void tcp_free(struct dlk_comm *c)
 {
 	struct tcp_comm *t = (struct tcp_comm *)c;
-	long long dl = net_now_ms() + 100;
+	long long dl = dlk_now_ms() + 100;
 
 	/* Say goodbye first, so that a rank still finishing its last collective can tell a
 	 * clean exit from a crash. */
 	for (int i = 0; i < t->nctrl; i++)
 		if (t->ctrl[i] >= 0 && !t->broken)
 			net_send_frame(t->ctrl[i], DIST_FRAME_BYE, NULL, 0, dl);
-	for (int i = 0; i < t->nctrl; i++)
-		if (t->ctrl[i] >= 0)
-			close(t->ctrl[i]);
+	/* the links go back to a group, which closes them */
+	struct dist_group g = DIST_GROUP_INIT;
+	g.ctrl = t->ctrl;
+	g.nctrl = t->nctrl;
+	g.next_fd = t->next_fd;
+	g.prev_fd = t->prev_fd;
+	dist_group_release(&g);
 	free(t->bye);
-	if (t->next_fd >= 0)
-		close(t->next_fd);
-	if (t->prev_fd >= 0)
-		close(t->prev_fd);
-	free(t->ctrl);
 	free(t->stage);
 	free(t->scratch);
 	free(t);
 }
 
 static const struct dlk_comm_ops tcp_ops = {
-	"tcp-ring", tcp_allreduce, tcp_broadcast, tcp_barrier, tcp_free
+	.name = "tcp-ring",
+	.allreduce = tcp_allreduce,
+	.broadcast = tcp_broadcast,
+	.barrier = tcp_barrier,
+	.free = tcp_free,
 };
 
 struct dlk_comm *comm_tcp_new(struct dist_group *g, int stall_timeout_ms)

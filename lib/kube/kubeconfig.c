@@ -1,8 +1,8 @@
 #include "lib/kube/kubeconfig.h"
-#include "lib/kube/yamljson.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
 #include "lib/util/suggest.h"
+#include "lib/util/yamljson.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -176,7 +176,7 @@ static int kc_pem(const struct kc_entry *e, const char *key, struct kube_blob *b
 			dlk_buf_release(&b);
 			return kc_fail(err, e, key, "%s", msg);
 		}
-		if (!b.data || !looks_pem(b.data)) {
+		if (!looks_pem(b.data)) {
 			dlk_buf_release(&b);
 			return kc_fail(err, e, key, "'%s' is not PEM data (no '-----BEGIN' line)", path);
 		}
@@ -286,6 +286,18 @@ static void kc_files_free(struct kc_file *f, size_t n)
 	free(f);
 }
 
+cJSON *kube_yaml_to_json(const char *text, size_t len, const char *name, struct dlk_err *err)
+{
+	/* a kubeconfig is its first document; a file with none is an empty configuration */
+	cJSON *docs = yamljson_parse(text, len, name, NULL, err), *first;
+
+	if (!docs)
+		return NULL;
+	first = cJSON_DetachItemFromArray(docs, 0);
+	cJSON_Delete(docs);
+	return first ? first : cJSON_CreateObject();
+}
+
 static int kc_load_file(const char *path, struct kc_file *f, struct dlk_err *err)
 {
 	struct dlk_buf b = DLK_BUF_INIT;
@@ -308,7 +320,7 @@ static int kc_load_file(const char *path, struct kc_file *f, struct dlk_err *err
 		dlk_buf_release(&b);
 		return dlk_errf(err, DLK_EXIT_CONFIG, "%s", msg);
 	}
-	f->root = kube_yaml_to_json(b.data ? b.data : "", b.len, f->display, err);
+	f->root = kube_yaml_to_json(b.data, b.len, f->display, err);
 	dlk_buf_release(&b);
 	if (!f->root)
 		return -1;
@@ -616,7 +628,7 @@ int kube_config_in_cluster(const char *sa_dir, const char *ns_override, struct k
 		dlk_errf(err, DLK_EXIT_CONFIG, "in-cluster config: %s", msg);
 		goto out;
 	}
-	if (!b.data || !looks_pem(b.data)) {
+	if (!looks_pem(b.data)) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "in-cluster config: '%s' is not PEM data", path);
 		goto out;
 	}

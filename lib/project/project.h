@@ -177,7 +177,9 @@ struct dlk_serving {
 	int max_connections;      /* default 1024 */
 	int idle_timeout_s;       /* a connection silent this long is closed, default 30 */
 	int request_timeout_s;    /* a request body must arrive within this, default 60 */
-	int drain_timeout_s;      /* on SIGTERM, in-flight requests finish within this, default 25 */
+	int drain_delay_s;        /* on SIGTERM, new requests are still answered this long (readiness
+	                             already fails) while load balancers stop sending; default 0 */
+	int drain_timeout_s;      /* then in-flight requests finish within this, default 25 */
 	int access_log;           /* one line per request on stdout, default false */
 	struct dlk_stream_spec stream;
 };
@@ -185,7 +187,8 @@ struct dlk_serving {
 struct dlk_project {
 	char *path;               /* the file it was loaded from (for messages) */
 	char *name;               /* DNS-1123 label, required */
-	char *image;              /* container image, default "dlk:<version>" (DLK_DEFAULT_IMAGE) */
+	char *image;              /* container image, default "dlk:<version>", or "dlk:<version>-cuda"
+	                           * when resources.gpus > 0 (the images `make image` builds) */
 	char *namespace_;         /* NULL = from kubeconfig (kubectl's rule) */
 	struct dlk_kv *labels;    /* extra labels on every object */
 	int n_labels;
@@ -220,7 +223,6 @@ void project_digest(const struct dlk_project *spec, char hex[65]);
 int project_serving_load(const char *const *sets, size_t n_sets, struct dlk_serving *out, struct dlk_err *err);
 void project_serving_release(struct dlk_serving *s);
 
-const char *project_layer_kind_name(enum dlk_layer_kind kind);
 const char *project_optimizer_name(enum dlk_optim o);
 const char *project_schedule_name(enum dlk_lr_schedule s);
 const char *project_format_name(enum dlk_data_format f);

@@ -7,6 +7,11 @@
  * max_batch rows (waiting at most max_delay after the oldest one arrived), run them as one forward
  * pass and hand each job its rows. A job larger than max_batch runs alone, in max_batch pieces.
  *
+ * A forward pass runs on one of the pool's `workers` slots (a replica of every model), so at most
+ * that many run at once, whichever thread runs them: a slot's own thread for queued work, or the
+ * submitting thread itself when a slot is free and nothing asks to wait (dlk_batcher_try_inline),
+ * which saves two thread hand-offs per request.
+ *
  * The batcher knows nothing of networks or devices: it runs a struct dlk_engine, which the model
  * code implements for a backend (the CPU one, the CUDA one), so the same queue serves both. */
 #ifndef DLK_SERVE_BATCHER_H
@@ -15,6 +20,7 @@
 #include <stddef.h>
 
 #include "lib/serve/metrics.h"
+#include "lib/util/clock.h" /* dlk_now(): the jobs' timings */
 #include "lib/util/err.h"
 
 /* One model on one device, as the compute workers see it. */
@@ -27,6 +33,8 @@ struct dlk_engine {
 	/* out[rows, out_size] = the model on in[rows, in_size] (host memory both). */
 	int (*run)(void *replica, const float *in, int rows, float *out, struct dlk_err *err);
 	void (*replica_free)(void *replica);
+	int any_thread;             /* a replica may run on any thread (else only on the one that
+	                               built it, as a device context may require) */
 };
 
 /* One request's rows. The submitter owns it and keeps it (and in, out) alive until done. */
@@ -60,9 +68,18 @@ struct dlk_batcher *dlk_pool_add(struct dlk_pool *pool, const struct dlk_engine 
  * (and no thread left running) when one cannot be built. */
 int dlk_pool_start(struct dlk_pool *pool, struct dlk_err *err);
 /* Stops the workers after the batches they are running; jobs still queued finish with status -1
- * ("the server is shutting down"). Frees the pool and its batchers. NULL is allowed. */
+ * ("the server is shutting down"). The batchers stay valid and refuse every later job, so a front
+ * end still running may call them until it has stopped too. NULL is allowed. */
+void dlk_pool_stop(struct dlk_pool *pool);
+/* Stops the pool if needed and frees it with its batchers. NULL is allowed. */
 void dlk_pool_free(struct dlk_pool *pool);
 
+/* Runs the job on the calling thread when a slot is free, with jobs that queued meanwhile up to
+ * max_batch rows, and then, still holding the slot, up to a few more batches of what queued while
+ * it ran (their done callbacks run here). Returns 1 when the job is finished (its done callback
+ * is not called), 0 when every slot is busy or the model batches with a delay (then submit it),
+ * -1 once the batcher is closed. */
+int dlk_batcher_try_inline(struct dlk_batcher *b, struct dlk_job *job);
 /* Queues a job. Returns -1 (the job untouched, done never called) once the batcher is closed. */
 int dlk_batcher_submit(struct dlk_batcher *b, struct dlk_job *job);
 /* Runs rows through the batcher and waits: the interface for a front end with threads of its
@@ -72,7 +89,5 @@ int dlk_batcher_run(struct dlk_batcher *b, const float *in, int rows, float *out
 void dlk_batcher_close(struct dlk_batcher *b);
 /* Jobs submitted and not yet done. */
 int dlk_batcher_pending(struct dlk_batcher *b);
-
-double dlk_mono_now(void); /* monotonic seconds */
 
 #endif

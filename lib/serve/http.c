@@ -4,8 +4,9 @@
  * is suspended while its job waits in the batcher, and the compute worker that finishes the job
  * resumes it, so an HTTP thread never blocks on the model and a few threads carry any number of
  * connections. Status codes follow Triton: 400 for a request that does not fit the protocol or
- * the model, 404 unknown model or route, 405 wrong method, 408 body too slow, 413 body over the
- * limit, 503 not ready or draining, 500 a failed forward pass. Errors are {"error": "..."}. */
+ * the model, 404 unknown model or route, 405 wrong method, 413 body over the limit, 503 not
+ * ready or draining, 500 a failed forward pass. Errors are {"error": "..."}. A body too slow to
+ * arrive loses its connection (libmicrohttpd cannot answer in the middle of one). */
 #include "lib/serve/server.h"
 
 #include <arpa/inet.h>
@@ -64,6 +65,7 @@ struct request {
 	struct dlk_job job;
 	atomic_int job_done;
 	int submit_failed;
+	int too_large;                 /* the body passed the limit: discarded as it arrives */
 	struct dlk_v2_request v2;
 	struct dlk_tfs_request tfs;
 	float *logits;
@@ -364,6 +366,24 @@ static void job_done(struct dlk_job *job)
 	MHD_resume_connection(rq->conn);
 }
 
+static enum MHD_Result finish_inference(struct request *rq)
+{
+	struct dlk_serve_model *m = rq->model;
+	struct dlk_buf b = DLK_BUF_INIT;
+	size_t json_len = 0;
+
+	if (rq->submit_failed)
+		return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "the server is shutting down");
+	if (rq->job.status)
+		return answer_error(rq, 500, DLK_FAIL_INTERNAL, "model '%s': %s", m->name, rq->job.msg);
+	if (rq->route == R_V2_INFER) {
+		dlk_v2_write_infer(&m->sig, &rq->v2, rq->logits, &b, &json_len);
+		return answer_buf(rq, 200, json_len ? "application/octet-stream" : "application/json", &b, json_len, NULL);
+	}
+	dlk_tfs_write_predict(&m->sig, &rq->tfs, rq->logits, &b);
+	return answer_json(rq, 200, &b);
+}
+
 /* The body is complete: decode it, hand the rows to the batcher and suspend. */
 static enum MHD_Result start_inference(struct request *rq)
 {
@@ -396,9 +416,14 @@ static enum MHD_Result start_inference(struct request *rq)
 	rq->job.in = x;
 	rq->job.rows = (int)rows;
 	rq->job.out = rq->logits;
-	rq->job.done = job_done;
 	rq->job.arg = rq;
 	rq->phase = WAITING;
+	int inl = dlk_batcher_try_inline(m->batcher, &rq->job);
+	if (inl) {
+		rq->submit_failed = inl < 0;
+		return finish_inference(rq);
+	}
+	rq->job.done = job_done;
 	/* suspended before the job can finish: a compute worker may resume it at once */
 	MHD_suspend_connection(rq->conn);
 	if (dlk_batcher_submit(m->batcher, &rq->job)) {
@@ -406,24 +431,6 @@ static enum MHD_Result start_inference(struct request *rq)
 		MHD_resume_connection(rq->conn);
 	}
 	return MHD_YES;
-}
-
-static enum MHD_Result finish_inference(struct request *rq)
-{
-	struct dlk_serve_model *m = rq->model;
-	struct dlk_buf b = DLK_BUF_INIT;
-	size_t json_len = 0;
-
-	if (rq->submit_failed)
-		return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "the server is shutting down");
-	if (rq->job.status)
-		return answer_error(rq, 500, DLK_FAIL_INTERNAL, "model '%s': %s", m->name, rq->job.msg);
-	if (rq->route == R_V2_INFER) {
-		dlk_v2_write_infer(&m->sig, &rq->v2, rq->logits, &b, &json_len);
-		return answer_buf(rq, 200, json_len ? "application/octet-stream" : "application/json", &b, json_len, NULL);
-	}
-	dlk_tfs_write_predict(&m->sig, &rq->tfs, rq->logits, &b);
-	return answer_json(rq, 200, &b);
 }
 
 /* First call for an inference request: everything that can be refused before the body. */
@@ -484,7 +491,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		*con_cls = rq;
 		rq->srv = srv;
 		rq->conn = conn;
-		rq->t0 = dlk_mono_now();
+		rq->t0 = dlk_now();
 		rq->failed_reason = -1;
 		rq->header_len = -1;
 		atomic_init(&rq->job_done, 0);
@@ -514,16 +521,27 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 	if (rq->phase == READING && *upload_size) {
 		size_t n = *upload_size;
 		*upload_size = 0;
-		if (rq->body.len + n > (unsigned long long)srv->cfg.max_request_bytes)
-			return answer_error(rq, 413, DLK_FAIL_TOO_LARGE,
-			                    "the request body is over the limit of %lld bytes (serving.max_request_bytes)",
-			                    srv->cfg.max_request_bytes);
-		if (dlk_mono_now() - rq->t0 > srv->cfg.request_timeout_s)
-			return answer_error(rq, 408, DLK_FAIL_TIMEOUT, "the request body did not arrive within %d s (serving.request_timeout_s)",
-			                    srv->cfg.request_timeout_s);
+		/* libmicrohttpd cannot answer while a body is arriving: a client too slow to send
+		 * it loses the connection; a body that grows past the limit is read to its end
+		 * (bounded by the same timeout) and answered 413 */
+		if (dlk_now() - rq->t0 > srv->cfg.request_timeout_s) {
+			rq->failed_reason = DLK_FAIL_TIMEOUT;
+			rq->status = 408; /* for the access log: nothing is sent */
+			return MHD_NO;
+		}
+		if (rq->too_large)
+			return MHD_YES;
+		if (rq->body.len + n > (unsigned long long)srv->cfg.max_request_bytes) {
+			rq->too_large = 1;
+			dlk_buf_release(&rq->body);
+			return MHD_YES;
+		}
 		dlk_buf_add(&rq->body, upload, n);
 		return MHD_YES;
 	}
+	if (rq->phase == READING && rq->too_large)
+		return answer_error(rq, 413, DLK_FAIL_TOO_LARGE, "the request body is over the limit of %lld bytes (serving.max_request_bytes)",
+		                    srv->cfg.max_request_bytes);
 	if (rq->phase == READING)
 		return start_inference(rq);
 	if (rq->phase == WAITING && (rq->submit_failed || atomic_load(&rq->job_done)))
@@ -555,7 +573,7 @@ static void access_log(struct request *rq)
 	int bad = 0;
 	copy_segment(url, sizeof(url), rq->url, strlen(rq->url), &bad);
 	int n = snprintf(line, sizeof(line), "%s.%03ldZ %s \"%s %s\" %d %zu %.6f%s%s\n", when, ts.tv_nsec / 1000000, addr,
-	                 rq->method, url, rq->status ? rq->status : 499, rq->bytes_out, dlk_mono_now() - rq->t0,
+	                 rq->method, url, rq->status ? rq->status : 499, rq->bytes_out, dlk_now() - rq->t0,
 	                 rq->model ? " model=" : "", rq->model ? rq->model->name : "");
 	if (n >= (int)sizeof(line))
 		n = (int)sizeof(line) - 1, line[n - 1] = '\n';
@@ -579,13 +597,13 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 	if (!rq)
 		return;
 	*con_cls = NULL;
-	if (rq->status >= 100 && rq->status < 600)
+	if (rq->status >= 100 && rq->status < 600 && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		atomic_fetch_add(&srv->http_class[rq->status / 100], 1);
 	if (rq->model && rq->is_infer) {
 		struct dlk_model_stats *st = &rq->model->stats;
 		if (rq->status == 200 && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
 			atomic_fetch_add(&st->success, 1);
-			dlk_hist_observe(&st->request, dlk_mono_now() - rq->t0);
+			dlk_hist_observe(&st->request, dlk_now() - rq->t0);
 		} else {
 			int reason = rq->failed_reason >= 0 ? rq->failed_reason
 			             : toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? DLK_FAIL_TIMEOUT
@@ -639,7 +657,6 @@ int dlk_http_start(struct dlk_server *srv, const char *host, int port, struct dl
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, srv->cfg.max_connections, NULL };
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.idle_timeout_s, NULL };
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, srv };
-	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL };
 	if (srv->http_threads > 1)
 		ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, srv->http_threads, NULL };
 	ops[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };

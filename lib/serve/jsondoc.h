@@ -1,12 +1,12 @@
 /* A JSON document read for serving: request bodies of thousands of numbers, parsed without a node
  * per number.
  *
- * yajl tokenises (and checks UTF-8 and the grammar); this file builds a small tree in one arena
- * per document. Objects, strings and arrays are nodes; a number inside an array is not: it goes
- * to one flat pool of doubles in document order, so every array knows the span [leaf_begin,
- * leaf_end) of the numbers anywhere inside it, and a nested tensor ([[1, 2], [3, 4]]) reads as
- * the same flat run as its flattened form. Parsing stops at a nesting depth limit and at a limit
- * on the number of values, so hostile bodies cost bounded memory and time. */
+ * The reader builds a small tree in one arena per document. Objects, strings and arrays are
+ * nodes; a number inside an array is not: it goes to one flat pool of doubles in document order,
+ * so every array knows the span [leaf_begin, leaf_end) of the numbers anywhere inside it, and a
+ * nested tensor ([[1, 2], [3, 4]]) reads as the same flat run as its flattened form. Parsing stops
+ * at a nesting depth limit and at a limit on the number of values, so hostile bodies cost bounded
+ * memory and time. */
 #ifndef DLK_SERVE_JSONDOC_H
 #define DLK_SERVE_JSONDOC_H
 

@@ -31,7 +31,7 @@ enum dlk_fail_reason {
 	DLK_FAIL_BAD_REQUEST,     /* 400: the request did not fit the protocol or the model */
 	DLK_FAIL_TOO_LARGE,       /* 413 */
 	DLK_FAIL_UNAVAILABLE,     /* 503: not ready or shutting down */
-	DLK_FAIL_TIMEOUT,         /* 408: the body did not arrive in time */
+	DLK_FAIL_TIMEOUT,         /* the body did not arrive in time: connection closed */
 	DLK_FAIL_INTERNAL,        /* 500 */
 	DLK_FAIL_N
 };
@@ -51,7 +51,17 @@ struct dlk_model_stats {
 /* Sets the bucket bounds: seconds from 100 us to 10 s for the durations, powers of two up to
  * max_batch for the batch size. */
 void dlk_model_stats_init(struct dlk_model_stats *s, int max_batch);
+/* A histogram with these bounds (bounds outlive h; n at most DLK_HIST_MAX_BUCKETS), all zero. */
+void dlk_hist_init(struct dlk_hist *h, const double *bounds, int n);
 void dlk_hist_observe(struct dlk_hist *h, double v);
+
+/* The exposition's parts, for the series of other front ends (a stream's) beside these: a
+ * family's HELP and TYPE lines; a label value, escaped; a histogram's _bucket, _sum and _count
+ * lines with one label label="value". */
+void dlk_metrics_family(struct dlk_buf *out, const char *name, const char *type, const char *help);
+void dlk_metrics_label(struct dlk_buf *out, const char *value);
+void dlk_hist_write(struct dlk_buf *out, const char *name, const char *label, const char *value,
+                    const struct dlk_hist *h);
 
 /* One model's series, labelled model="name", are appended by dlk_metrics_write. */
 struct dlk_metrics_model {

@@ -145,7 +145,9 @@ static void replica_free(void *rep)
 
 struct dlk_engine dlk_serve_model_engine(struct dlk_serve_model *m)
 {
-	struct dlk_engine e = { m->sig.in_size, (size_t)m->sig.n_classes, m, replica_new, replica_run, replica_free };
+	struct dlk_engine e = { m->sig.in_size, (size_t)m->sig.n_classes, m, replica_new, replica_run, replica_free,
+		                /* host memory and BLAS calls work from any thread; a device may not */
+		                m->be == dlk_backend_cpu() };
 	return e;
 }
 

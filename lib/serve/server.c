@@ -139,6 +139,17 @@ fail:
 	return NULL;
 }
 
+struct dlk_serve_model *dlk_server_model(struct dlk_server *srv, const char *name)
+{
+	int n = atomic_load(&srv->n_loaded);
+	if (!name)
+		return n == 1 && srv->n_models == 1 ? &srv->models[0] : NULL;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(srv->models[i].name, name))
+			return &srv->models[i];
+	return NULL;
+}
+
 int dlk_server_port(const struct dlk_server *srv)
 {
 	return srv->port;
@@ -195,17 +206,24 @@ int dlk_server_start(struct dlk_server *srv, const volatile int *cancel, struct 
 
 long dlk_server_drain(struct dlk_server *srv, int timeout_s)
 {
-	double deadline = dlk_mono_now() + timeout_s;
+	double deadline;
 	long left;
 
 	atomic_store(&srv->ready, 0);
+	if (srv->cfg.drain_delay_s > 0) {
+		/* not ready, still answering: a load balancer takes a moment to notice */
+		event(srv, "not ready; still answering new requests for %d s (serving.drain_delay_s)", srv->cfg.drain_delay_s);
+		struct timespec ts = { srv->cfg.drain_delay_s, 0 };
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
+	/* new requests are refused from now on (http.c); the ones already begun, whose headers came
+	 * before this, still go to the batchers and are answered */
+	deadline = dlk_now() + timeout_s;
 	atomic_store(&srv->draining, 1);
-	for (int i = 0; i < atomic_load(&srv->n_loaded); i++)
-		if (srv->models[i].batcher)
-			dlk_batcher_close(srv->models[i].batcher);
 	event(srv, "draining: %ld request%s in flight, up to %d s", (long)atomic_load(&srv->in_flight),
 	      atomic_load(&srv->in_flight) == 1 ? "" : "s", timeout_s);
-	while ((left = atomic_load(&srv->in_flight)) > 0 && dlk_mono_now() < deadline) {
+	while ((left = atomic_load(&srv->in_flight)) > 0 && dlk_now() < deadline) {
 		struct timespec ts = { 0, 5 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
@@ -216,14 +234,14 @@ void dlk_server_free(struct dlk_server *srv)
 {
 	if (!srv)
 		return;
-	/* the front end first: no job is submitted once it is gone; then the pool answers what is
-	 * left (only after a drain that timed out) */
+	/* New requests are refused; the pool stops and answers what is still queued (after a drain
+	 * that timed out), which resumes every suspended connection, as libmicrohttpd needs before it
+	 * stops; the batchers stay valid (closed) for a request thread still on its way to them; the
+	 * pool's memory goes last, when no request thread is left. */
 	atomic_store(&srv->draining, 1);
-	for (int i = 0; i < atomic_load(&srv->n_loaded); i++)
-		if (srv->models[i].batcher)
-			dlk_batcher_close(srv->models[i].batcher);
-	dlk_pool_free(srv->pool);
+	dlk_pool_stop(srv->pool);
 	dlk_http_stop(srv);
+	dlk_pool_free(srv->pool);
 	for (int i = 0; i < srv->n_models; i++) {
 		dlk_serve_model_release(&srv->models[i]);
 		free(srv->model_names[i]);

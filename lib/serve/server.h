@@ -76,12 +76,17 @@ int dlk_server_port(const struct dlk_server *srv);
 /* Loads and verifies every bundle, starts the compute pool, warms each model up, then reports
  * ready. cancel (may be NULL) is polled between models: non-zero stops with DLK_EXIT_INTERRUPTED. */
 int dlk_server_start(struct dlk_server *srv, const volatile int *cancel, struct dlk_err *err);
-/* Fails readiness, refuses new inferences, and waits up to timeout_s for every request in flight
- * to be answered. Returns the number of requests still unanswered when it gave up (0: a clean
- * drain). */
+/* Fails readiness; after serving.drain_delay_s (new requests still answered meanwhile) refuses
+ * new inferences and waits up to timeout_s for every request in flight to be answered. Returns
+ * the number of requests still unanswered when it gave up (0: a clean drain). */
 long dlk_server_drain(struct dlk_server *srv, int timeout_s);
 /* Stops the front end and the compute pool and frees everything. NULL is allowed. */
 void dlk_server_free(struct dlk_server *srv);
+
+/* For a front end other than HTTP (a stream consumer): the loaded model of that name (name NULL:
+ * the one model of a server that serves one), NULL when none is. Decode records with its sig (lib/serve/tensor.h), run them with dlk_batcher_run() or
+ * dlk_batcher_submit() on its batcher: they share the HTTP requests' batches, metrics and limits. */
+struct dlk_serve_model *dlk_server_model(struct dlk_server *srv, const char *name);
 
 /* The cores this process may use: its CPU affinity, lowered by a cgroup CPU quota (a container's
  * CPU limit), at least 1. */

@@ -422,7 +422,7 @@ static void gather(struct run *r, struct round *rd, rd_kafka_message_t *msg)
 static int score_round(struct run *r, struct round *rd, struct dlk_err *err)
 {
 	pthread_mutex_lock(&r->m->lock);
-	dlk_stream_hist_observe(&r->m->round, rd->n_items);
+	dlk_hist_observe(&r->m->round, rd->n_items);
 	pthread_mutex_unlock(&r->m->lock);
 	if (!rd->n_rows)
 		return 0;
@@ -503,7 +503,7 @@ static void count_committed(struct run *r, const struct round *rd)
 		else
 			r->m->records_failed++;
 		if (ts > 0 && tt != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE)
-			dlk_stream_hist_observe(&r->m->latency, t > (double)ts ? (t - (double)ts) / 1e3 : 0);
+			dlk_hist_observe(&r->m->latency, t > (double)ts ? (t - (double)ts) / 1e3 : 0);
 	}
 	pthread_mutex_unlock(&r->m->lock);
 }

@@ -4,13 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static void hist_init(struct dlk_stream_hist *h, const double *le, int n)
-{
-	memset(h, 0, sizeof(*h));
-	h->n = n;
-	memcpy(h->le, le, sizeof(double) * (size_t)n);
-}
-
 void dlk_stream_metrics_init(struct dlk_stream_metrics *m, const char *topic)
 {
 	static const double round_le[] = { 1, 4, 16, 64, 256, 1024, 2048, 4096, 16384, 65536 };
@@ -19,8 +12,8 @@ void dlk_stream_metrics_init(struct dlk_stream_metrics *m, const char *topic)
 	memset(m, 0, sizeof(*m));
 	pthread_mutex_init(&m->lock, NULL);
 	snprintf(m->topic, sizeof(m->topic), "%s", topic);
-	hist_init(&m->round, round_le, (int)(sizeof(round_le) / sizeof(round_le[0])));
-	hist_init(&m->latency, lat_le, (int)(sizeof(lat_le) / sizeof(lat_le[0])));
+	dlk_hist_init(&m->round, round_le, (int)(sizeof(round_le) / sizeof(round_le[0])));
+	dlk_hist_init(&m->latency, lat_le, (int)(sizeof(lat_le) / sizeof(lat_le[0])));
 }
 
 void dlk_stream_metrics_release(struct dlk_stream_metrics *m)
@@ -28,87 +21,48 @@ void dlk_stream_metrics_release(struct dlk_stream_metrics *m)
 	pthread_mutex_destroy(&m->lock);
 }
 
-void dlk_stream_hist_observe(struct dlk_stream_hist *h, double v)
-{
-	int i = 0;
-
-	while (i < h->n && v > h->le[i])
-		i++;
-	h->count[i]++;
-	h->total++;
-	h->sum += v;
-}
-
-/* label values: backslash, quote and newline escaped */
-static void add_label(struct dlk_buf *b, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			dlk_buf_addc(b, '\\');
-		if (*s == '\n') {
-			dlk_buf_adds(b, "\\n");
-			continue;
-		}
-		dlk_buf_addc(b, *s);
-	}
-}
-
 static void write_counter(struct dlk_buf *b, const char *name, const char *help, const char *topic, uint64_t v)
 {
-	dlk_buf_addf(b, "# HELP %s %s\n# TYPE %s counter\n%s{topic=\"", name, help, name, name);
-	add_label(b, topic);
+	dlk_metrics_family(b, name, "counter", help);
+	dlk_buf_addf(b, "%s{topic=\"", name);
+	dlk_metrics_label(b, topic);
 	dlk_buf_addf(b, "\"} %llu\n", (unsigned long long)v);
 }
 
 static void write_hist(struct dlk_buf *b, const char *name, const char *help, const char *topic,
-                       const struct dlk_stream_hist *h)
+                       const struct dlk_hist *h)
 {
-	uint64_t cum = 0;
-
-	dlk_buf_addf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
-	for (int i = 0; i <= h->n; i++) {
-		cum += h->count[i];
-		dlk_buf_addf(b, "%s_bucket{topic=\"", name);
-		add_label(b, topic);
-		if (i < h->n)
-			dlk_buf_addf(b, "\",le=\"%g\"} %llu\n", h->le[i], (unsigned long long)cum);
-		else
-			dlk_buf_addf(b, "\",le=\"+Inf\"} %llu\n", (unsigned long long)cum);
-	}
-	dlk_buf_addf(b, "%s_sum{topic=\"", name);
-	add_label(b, topic);
-	dlk_buf_addf(b, "\"} %.9g\n%s_count{topic=\"", h->sum, name);
-	add_label(b, topic);
-	dlk_buf_addf(b, "\"} %llu\n", (unsigned long long)h->total);
+	dlk_metrics_family(b, name, "histogram", help);
+	dlk_hist_write(b, name, "topic", topic, h);
 }
 
 void dlk_stream_metrics_write(struct dlk_stream_metrics *m, struct dlk_buf *b)
 {
 	pthread_mutex_lock(&m->lock);
-	write_counter(b, "dlk_stream_records_in_total", "Records consumed from the input topic.", m->topic,
+	write_counter(b, "dlk_stream_records_in_total", "records consumed from the input topic", m->topic,
 	              m->records_in);
-	write_counter(b, "dlk_stream_records_out_total", "Scored records committed to the output topic.",
+	write_counter(b, "dlk_stream_records_out_total", "scored records committed to the output topic",
 	              m->topic, m->records_out);
 	write_counter(b, "dlk_stream_records_failed_total",
-	              "Records that could not be decoded, committed to the dead-letter topic.", m->topic,
+	              "records that could not be decoded, committed to the dead-letter topic", m->topic,
 	              m->records_failed);
-	write_counter(b, "dlk_stream_transactions_committed_total", "Rounds committed (transactions or offset commits).",
+	write_counter(b, "dlk_stream_transactions_committed_total", "rounds committed (transactions or offset commits)",
 	              m->topic, m->txn_commit);
 	write_counter(b, "dlk_stream_transactions_aborted_total",
-	              "Rounds aborted and rewound to be scored again.", m->topic, m->txn_abort);
-	write_counter(b, "dlk_stream_rebalances_total", "Partition assignments and revocations.", m->topic,
+	              "rounds aborted and rewound to be scored again", m->topic, m->txn_abort);
+	write_counter(b, "dlk_stream_rebalances_total", "partition assignments and revocations", m->topic,
 	              m->rebalances);
-	dlk_buf_adds(b, "# HELP dlk_stream_consumer_lag Records in the partition not yet consumed (high watermark - position).\n"
-	                "# TYPE dlk_stream_consumer_lag gauge\n");
+	dlk_metrics_family(b, "dlk_stream_consumer_lag", "gauge",
+	                   "records in the partition not yet consumed (high watermark - position)");
 	for (int i = 0; i < m->n_lag; i++) {
 		if (m->lag[i].lag < 0)
 			continue;
 		dlk_buf_adds(b, "dlk_stream_consumer_lag{topic=\"");
-		add_label(b, m->topic);
+		dlk_metrics_label(b, m->topic);
 		dlk_buf_addf(b, "\",partition=\"%d\"} %lld\n", (int)m->lag[i].partition, (long long)m->lag[i].lag);
 	}
-	write_hist(b, "dlk_stream_round_records", "Records per round (one transaction).", m->topic, &m->round);
+	write_hist(b, "dlk_stream_round_records", "records per round (one transaction)", m->topic, &m->round);
 	write_hist(b, "dlk_stream_latency_seconds",
-	           "From the input record's timestamp to its output's commit.", m->topic, &m->latency);
+	           "from the input record's timestamp to its output's commit", m->topic, &m->latency);
 	pthread_mutex_unlock(&m->lock);
 }

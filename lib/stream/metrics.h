@@ -9,18 +9,10 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "lib/serve/metrics.h" /* the histograms and the exposition's parts */
 #include "lib/util/buf.h"
 
-#define DLK_STREAM_HIST_MAX 24
 #define DLK_STREAM_MAX_LAG 1024     /* partitions whose lag is exported */
-
-struct dlk_stream_hist {
-	int n;                          /* buckets, not counting +Inf */
-	double le[DLK_STREAM_HIST_MAX];
-	uint64_t count[DLK_STREAM_HIST_MAX + 1]; /* per bucket (not cumulative); last is +Inf */
-	uint64_t total;
-	double sum;
-};
 
 struct dlk_stream_lag {
 	int32_t partition;
@@ -32,14 +24,13 @@ struct dlk_stream_metrics {
 	char topic[256];                /* the input topic (a label) */
 	uint64_t records_in, records_out, records_failed;
 	uint64_t txn_commit, txn_abort, rebalances;
-	struct dlk_stream_hist round, latency;
+	struct dlk_hist round, latency;  /* records per round; seconds */
 	struct dlk_stream_lag lag[DLK_STREAM_MAX_LAG];
 	int n_lag;
 };
 
 void dlk_stream_metrics_init(struct dlk_stream_metrics *m, const char *topic);
 void dlk_stream_metrics_release(struct dlk_stream_metrics *m);
-void dlk_stream_hist_observe(struct dlk_stream_hist *h, double v);   /* caller holds the lock */
 /* Appends the metrics in the Prometheus text exposition format (version 0.0.4). */
 void dlk_stream_metrics_write(struct dlk_stream_metrics *m, struct dlk_buf *b);
 

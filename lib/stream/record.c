@@ -8,9 +8,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "lib/project/check.h"
 #include "lib/serve/v2.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 const char *dlk_record_format_name(enum dlk_record_format f)
 {
@@ -146,22 +146,6 @@ int dlk_record_decode(const struct dlk_record_spec *spec, const void *payload, s
 	return check_finite(spec, out, err);
 }
 
-static void add_base64(struct dlk_buf *b, const unsigned char *p, size_t len)
-{
-	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-	dlk_buf_addc(b, '"');
-	for (size_t i = 0; i < len; i += 3) {
-		unsigned v = (unsigned)p[i] << 16 | (i + 1 < len ? (unsigned)p[i + 1] << 8 : 0) |
-		             (i + 2 < len ? p[i + 2] : 0);
-		dlk_buf_addc(b, tab[v >> 18 & 63]);
-		dlk_buf_addc(b, tab[v >> 12 & 63]);
-		dlk_buf_addc(b, i + 1 < len ? tab[v >> 6 & 63] : '=');
-		dlk_buf_addc(b, i + 2 < len ? tab[v & 63] : '=');
-	}
-	dlk_buf_addc(b, '"');
-}
-
 void dlk_record_encode(struct dlk_buf *b, const float *logits, int n, char *const *classes,
                        const char *model_digest, const struct dlk_record_origin *o)
 {
@@ -195,12 +179,14 @@ void dlk_record_encode(struct dlk_buf *b, const float *logits, int n, char *cons
 	dlk_buf_addf(b, ",\"partition\":%d,\"offset\":%lld,", (int)o->partition, (long long)o->offset);
 	if (!o->key) {
 		dlk_buf_adds(b, "\"key\":null");
-	} else if (check_utf8(o->key, o->key_len)) {
+	} else if (dlk_utf8_valid(o->key, o->key_len)) {
 		dlk_buf_adds(b, "\"key\":");
 		jd_write_string(b, o->key, o->key_len);
 	} else {
 		dlk_buf_adds(b, "\"key_base64\":");
-		add_base64(b, o->key, o->key_len);
+		dlk_buf_addc(b, '"');
+		dlk_buf_add_base64(b, o->key, o->key_len);
+		dlk_buf_addc(b, '"');
 	}
 	dlk_buf_adds(b, "}}");
 }

@@ -60,7 +60,8 @@ struct dlk_record_origin {
  *   {"class": 3, "label": "Dress", "score": 0.91, "scores": [...], "model": "sha256:HEX",
  *    "input": {"topic": "in", "partition": 2, "offset": 1234, "key": "abc"}}
  * scores are the softmax of the logits (n of them); "label" only when classes names them; the
- * key is a JSON string when it is valid UTF-8 and "key_base64" otherwise; a null key is null. */
+ * key is a JSON string when it is valid UTF-8 without NUL bytes and "key_base64" otherwise; a null
+ * key is null. */
 void dlk_record_encode(struct dlk_buf *b, const float *logits, int n, char *const *classes,
                        const char *model_digest, const struct dlk_record_origin *origin);
 

@@ -12,7 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/project/layers.h"
 #include "lib/train/bundle.h"
+#include "lib/jobs/podenv.h"
 #include "lib/util/buf.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
@@ -103,7 +105,7 @@ static void safetensors_build(const struct dlk_net *net, const float *host, stru
 static cJSON *layer_json(const struct dlk_layer_spec *ls)
 {
 	cJSON *l = cJSON_CreateObject();
-	cJSON_AddStringToObject(l, "kind", dlk_layer_kind_str(ls->kind));
+	cJSON_AddStringToObject(l, "kind", dlk_layer_name(ls->kind));
 	switch (ls->kind) {
 	case DLK_LAYER_DENSE:
 		cJSON_AddNumberToObject(l, "units", ls->units);
@@ -132,7 +134,7 @@ static const char *optim_str(enum dlk_optim o)
 	return o == DLK_OPT_SGD ? "sgd" : o == DLK_OPT_ADAM ? "adam" : "adamw";
 }
 
-static char *model_json(const struct dlk_bundle_info *in, const char *weights_sha, size_t weights_bytes)
+cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 {
 	const struct dlk_net *net = in->net;
 	cJSON *j = cJSON_CreateObject();
@@ -220,10 +222,21 @@ static char *model_json(const struct dlk_bundle_info *in, const char *weights_sh
 		cJSON_AddStringToObject(p, "started_at", in->started_at);
 	if (in->finished_at)
 		cJSON_AddStringToObject(p, "finished_at", in->finished_at);
-	const char *image = getenv("DLK_IMAGE");
+	const char *image = getenv(DLK_ENV_IMAGE);
 	if (image && *image)
 		cJSON_AddStringToObject(p, "image", image);
+	if (in->git_commit && *in->git_commit) {
+		cJSON_AddStringToObject(p, "git_commit", in->git_commit);
+		cJSON_AddBoolToObject(p, "git_dirty", in->git_dirty);
+	}
+	if (in->history)
+		cJSON_AddItemToObject(j, "history", dlk_history_json(in->history, 0));
+	return j;
+}
 
+static char *model_json(const struct dlk_bundle_info *in, const char *weights_sha, size_t weights_bytes)
+{
+	cJSON *j = dlk_bundle_meta_json(in);
 	cJSON *w = cJSON_AddObjectToObject(j, "weights");
 	cJSON_AddStringToObject(w, "file", "weights.safetensors");
 	cJSON_AddStringToObject(w, "sha256", weights_sha);
@@ -336,19 +349,6 @@ out:
 
 /* ---- reading ---- */
 
-static int kind_from_str(const char *s, enum dlk_layer_kind *k)
-{
-	static const enum dlk_layer_kind all[] = { DLK_LAYER_DENSE, DLK_LAYER_CONV2D, DLK_LAYER_MAXPOOL,
-	                                           DLK_LAYER_FLATTEN, DLK_LAYER_RELU, DLK_LAYER_TANH,
-	                                           DLK_LAYER_SIGMOID, DLK_LAYER_DROPOUT };
-	for (size_t i = 0; s && i < sizeof(all) / sizeof(all[0]); i++)
-		if (!strcmp(s, dlk_layer_kind_str(all[i]))) {
-			*k = all[i];
-			return 0;
-		}
-	return -1;
-}
-
 /* an integer field in [lo, hi]; absent gives def */
 static int int_field(const cJSON *o, const char *key, int def, int lo, int hi, int *out)
 {
@@ -401,8 +401,10 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		const cJSON *l = cJSON_GetArrayItem(layers, i);
 		struct dlk_layer_spec *ls = &b->model.layers[i];
 		const cJSON *k = cJSON_GetObjectItemCaseSensitive(l, "kind");
-		if (!cJSON_IsString(k) || kind_from_str(k->valuestring, &ls->kind))
+		int kind = cJSON_IsString(k) ? dlk_layer_kind_of(k->valuestring) : -1;
+		if (kind < 0)
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has an unknown kind", path, i);
+		ls->kind = (enum dlk_layer_kind)kind;
 		const cJSON *rate = cJSON_GetObjectItemCaseSensitive(l, "rate");
 		ls->rate = cJSON_IsNumber(rate) ? (float)rate->valuedouble : 0.5f;
 		if (int_field(l, "units", 0, 0, 1 << 24, &ls->units) || int_field(l, "filters", 0, 0, 65536, &ls->filters) ||

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+char dlk_buf_empty[1];
+
 void dlk_buf_grow(struct dlk_buf *b, size_t extra)
 {
 	size_t need = b->len + extra + 1;
@@ -15,7 +17,10 @@ void dlk_buf_grow(struct dlk_buf *b, size_t extra)
 	size_t cap = b->cap ? b->cap : 64;
 	while (cap < need)
 		cap = cap * 2;
-	b->data = xrealloc(b->data, cap);
+	/* the first allocation: dlk_buf_empty (or a zeroed struct's NULL) is not ours to realloc */
+	b->data = xrealloc(b->cap ? b->data : NULL, cap);
+	if (!b->cap)
+		b->data[0] = '\0';
 	b->cap = cap;
 }
 
@@ -36,6 +41,26 @@ void dlk_buf_adds(struct dlk_buf *b, const char *s)
 void dlk_buf_addc(struct dlk_buf *b, char c)
 {
 	dlk_buf_add(b, &c, 1);
+}
+
+void dlk_buf_add_base64(struct dlk_buf *b, const void *data, size_t len)
+{
+	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = data;
+	char *o;
+
+	dlk_buf_grow(b, (len + 2) / 3 * 4);
+	o = b->data + b->len;
+	for (size_t i = 0; i < len; i += 3) {
+		unsigned v = (unsigned)p[i] << 16 | (i + 1 < len ? (unsigned)p[i + 1] << 8 : 0) |
+		             (i + 2 < len ? p[i + 2] : 0);
+		*o++ = tbl[v >> 18 & 63];
+		*o++ = tbl[v >> 12 & 63];
+		*o++ = i + 1 < len ? tbl[v >> 6 & 63] : '=';
+		*o++ = i + 2 < len ? tbl[v & 63] : '=';
+	}
+	b->len = (size_t)(o - b->data);
+	*o = '\0';
 }
 
 void dlk_buf_vaddf(struct dlk_buf *b, const char *fmt, va_list ap)
@@ -68,7 +93,7 @@ void dlk_buf_addf(struct dlk_buf *b, const char *fmt, ...)
 void dlk_buf_reset(struct dlk_buf *b)
 {
 	b->len = 0;
-	if (b->data)
+	if (b->cap)
 		b->data[0] = '\0';
 }
 
@@ -81,16 +106,15 @@ char *dlk_buf_detach(struct dlk_buf *b, size_t *len)
 	d = b->data;
 	if (len)
 		*len = b->len;
-	b->data = NULL;
-	b->len = b->cap = 0;
+	*b = (struct dlk_buf)DLK_BUF_INIT;
 	return d;
 }
 
 void dlk_buf_release(struct dlk_buf *b)
 {
-	free(b->data);
-	b->data = NULL;
-	b->len = b->cap = 0;
+	if (b->cap)
+		free(b->data);
+	*b = (struct dlk_buf)DLK_BUF_INIT;
 }
 
 int dlk_buf_read_file(struct dlk_buf *b, const char *path, size_t max_bytes, char *errmsg, size_t errmsg_len)
@@ -118,7 +142,5 @@ int dlk_buf_read_file(struct dlk_buf *b, const char *path, size_t max_bytes, cha
 		return -1;
 	}
 	fclose(f);
-	dlk_buf_grow(b, 0);
-	b->data[b->len] = '\0';
 	return 0;
 }

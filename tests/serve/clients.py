@@ -216,8 +216,39 @@ def accuracy(a, images, want):
         fail(f"{correct} correct, but the bundle records {a.expect_correct}")
 
 
+def counters(a):
+    import urllib.request
+    text = urllib.request.urlopen(f"http://{a.url}/metrics").read().decode()
+    got = {}
+    for line in text.splitlines():
+        for name in ("dlk_inference_count_total", "dlk_inference_exec_count_total"):
+            if line.startswith(f'{name}{{model="{a.model}"}} '):
+                got[name] = int(line.split()[-1])
+    return got["dlk_inference_count_total"], got["dlk_inference_exec_count_total"]
+
+
+def batching(a, images, want):
+    """one-row requests from 16 clients at once share forward passes"""
+    import tritonclient.http as th
+    rows0, passes0 = counters(a)
+    c = th.InferenceServerClient(url=a.url, concurrency=16)
+    pending = []
+    for i in range(256):
+        x = images[i % len(images)].reshape(1, 1, 28, 28)
+        inp = th.InferInput("input", [1, 1, 28, 28], "UINT8")
+        inp.set_data_from_numpy(x)
+        pending.append((i % len(images), c.async_infer(a.model, [inp])))
+    for i, p in pending:
+        same(f"row {i} of a shared pass", p.get_result().as_numpy("logits"), want[i:i + 1])
+    rows, passes = counters(a)
+    rows, passes = rows - rows0, passes - passes0
+    print(f"256 one-row requests ran in {passes} forward passes (average batch {rows / passes:.1f})")
+    if rows != 256 or passes >= rows:
+        fail(f"no batching: {rows} rows in {passes} passes")
+
+
 CASES = {f.__name__.replace("_", "-"): f for f in
-         (triton_binary, triton_json, triton_classification, triton_meta, kserve_v2, kserve_v1, accuracy)}
+         (triton_binary, triton_json, triton_classification, triton_meta, kserve_v2, kserve_v1, accuracy, batching)}
 
 
 def main():

@@ -157,7 +157,7 @@ test_expect_success 'malformed records go to the dead-letter topic with their er
 	wait_committed bad-out 2 120 && wait_committed bad.dlq 3 60 && stop c &&
 	kcat -C -b "$B" -t bad.dlq -e -q -X isolation.level=read_committed -f "%k|%h\n" >dlq &&
 	cat dlq &&
-	grep "^k1|" dlq | grep -q "dlk-error=json: invalid JSON at byte 1" &&
+	grep "^k1|" dlq | grep -q "dlk-error=json: invalid JSON at byte 0: an unexpected character" &&
 	grep "^k2|" dlq | grep -q "dlk-error=raw: 3 bytes, expected 3136" &&
 	grep "^k3|" dlq | grep -q "dlk-error=content-type .text/csv.: expected" &&
 	grep "^k1|" dlq | grep -q "dlk-partition=0,dlk-offset=0" &&

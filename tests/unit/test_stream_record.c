@@ -163,9 +163,9 @@ int main(void)
 		struct dlk_stream_metrics m;
 		struct dlk_buf b = DLK_BUF_INIT;
 		dlk_stream_metrics_init(&m, "in\"x");
-		dlk_stream_hist_observe(&m.round, 3);
-		dlk_stream_hist_observe(&m.round, 64);
-		dlk_stream_hist_observe(&m.round, 100000);
+		dlk_hist_observe(&m.round, 3);
+		dlk_hist_observe(&m.round, 64);
+		dlk_hist_observe(&m.round, 100000);
 		m.records_in = 7;
 		m.lag[0].partition = 3, m.lag[0].lag = 42, m.n_lag = 1;
 		dlk_stream_metrics_write(&m, &b);
@@ -173,7 +173,7 @@ int main(void)
 		CHECK_CONTAINS(b.data, "dlk_stream_round_records_bucket{topic=\"in\\\"x\",le=\"4\"} 1\n");
 		CHECK_CONTAINS(b.data, "dlk_stream_round_records_bucket{topic=\"in\\\"x\",le=\"64\"} 2\n");
 		CHECK_CONTAINS(b.data, "dlk_stream_round_records_bucket{topic=\"in\\\"x\",le=\"+Inf\"} 3\n");
-		CHECK_CONTAINS(b.data, "dlk_stream_round_records_sum{topic=\"in\\\"x\"} 100067\n");
+		CHECK_CONTAINS(b.data, "dlk_stream_round_records_sum{topic=\"in\\\"x\"} 100067.000000\n");
 		CHECK_CONTAINS(b.data, "dlk_stream_consumer_lag{topic=\"in\\\"x\",partition=\"3\"} 42\n");
 		CHECK_CONTAINS(b.data, "# TYPE dlk_stream_latency_seconds histogram\n");
 		dlk_buf_release(&b);
