@@ -1082,12 +1082,25 @@ static void csv_header_dump(struct dlk_buf *b, const struct field *f, const void
 static const struct custom c_csv_header = { csv_header_parse, csv_header_dump, no_free, NULL };
 
 /* labels and node_selector: a mapping of label keys to label values */
-static void kv_parse(struct ctx *c, const struct ynode *val, struct dlk_kv **out, int *n_out, const char *path)
+/* What the keys and values of a mapping of strings must be: labels, node selectors, librdkafka
+ * properties. Each check returns 0, or -1 with why. */
+struct kv_rules {
+	const char *what;                         /* "a mapping of label keys to values" */
+	const char *key_name, *value_name;        /* "label key", "label value" */
+	int (*key)(const char *s, char *why, size_t len);
+	int (*value)(const char *s, char *why, size_t len);
+};
+
+static const struct kv_rules label_rules = { "a mapping of label keys to values", "label key", "label value",
+	                                     check_label_key, check_label_value };
+
+static void kv_parse(struct ctx *c, const struct ynode *val, struct dlk_kv **out, int *n_out, const char *path,
+                     const struct kv_rules *r)
 {
 	char p[512], why[256], shown[80];
 
 	if (val->kind != YN_MAP)
-		return type_problem(c, val, path, "a mapping of label keys to values");
+		return type_problem(c, val, path, r->what);
 	if (val->n > SPEC_MAX_KV) {
 		problem(c, val, path, "has %d entries, more than the limit of %d", val->n, SPEC_MAX_KV);
 		return;
@@ -1099,8 +1112,8 @@ static void kv_parse(struct ctx *c, const struct ynode *val, struct dlk_kv **out
 		if (duplicate_key(c, val, i, path))
 			continue;
 		shown_text(shown, sizeof(shown), k->text);
-		if (check_label_key(k->text, why, sizeof(why))) {
-			problem(c, k, p, "invalid label key '%s': %s", shown, why);
+		if (r->key(k->text, why, sizeof(why))) {
+			problem(c, k, p, "invalid %s '%s': %s", r->key_name, shown, why);
 			continue;
 		}
 		if (v->kind != YN_SCALAR || ynode_is_null(v) || ynode_type(v) == YS_BADTAG) {
@@ -1108,8 +1121,8 @@ static void kv_parse(struct ctx *c, const struct ynode *val, struct dlk_kv **out
 			continue;
 		}
 		shown_text(shown, sizeof(shown), v->text);
-		if (check_label_value(v->text, why, sizeof(why))) {
-			problem(c, v, p, "invalid label value '%s': %s", shown, why);
+		if (r->value(v->text, why, sizeof(why))) {
+			problem(c, v, p, "invalid %s '%s': %s", r->value_name, shown, why);
 			continue;
 		}
 		(*out)[*n_out].key = xstrdup(k->text);
@@ -1146,7 +1159,7 @@ static void labels_parse(struct ctx *c, const struct field *f, const struct ynod
 {
 	struct dlk_project *s = base;
 	(void)f;
-	kv_parse(c, val, &s->labels, &s->n_labels, path);
+	kv_parse(c, val, &s->labels, &s->n_labels, path, &label_rules);
 }
 static void labels_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
 {
@@ -1167,7 +1180,7 @@ static void node_selector_parse(struct ctx *c, const struct field *f, const stru
 {
 	struct dlk_resources *r = base;
 	(void)f;
-	kv_parse(c, val, &r->node_selector, &r->n_node_selector, path);
+	kv_parse(c, val, &r->node_selector, &r->n_node_selector, path, &label_rules);
 }
 static void node_selector_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
 {
@@ -1184,38 +1197,28 @@ static void node_selector_free(const struct field *f, void *base)
 static const struct custom c_node_selector = { node_selector_parse, node_selector_dump, node_selector_free, kv_subkeys };
 
 /* serving.stream.properties: librdkafka property names (lowercase, digits, '.', '_') to values */
+static int check_kafka_prop(const char *s, char *why, size_t len)
+{
+	if (!*s || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._") != strlen(s))
+		return snprintf(why, len, "lowercase letters, digits, '.' and '_' only"), -1;
+	return 0;
+}
+static int check_one_line(const char *s, char *why, size_t len)
+{
+	if (strchr(s, '\n'))
+		return snprintf(why, len, "one line only"), -1;
+	return 0;
+}
+static const struct kv_rules kafka_prop_rules = { "a mapping of librdkafka property names to values",
+	                                          "librdkafka property name", "librdkafka property value",
+	                                          check_kafka_prop, check_one_line };
+
 static void kafka_props_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base,
                               const char *path)
 {
 	struct dlk_stream_spec *s = base;
-	char p[512], shown[80];
-
 	(void)f;
-	if (val->kind != YN_MAP)
-		return type_problem(c, val, path, "a mapping of librdkafka property names to values");
-	if (val->n > SPEC_MAX_KV) {
-		problem(c, val, path, "has %d entries, more than the limit of %d", val->n, SPEC_MAX_KV);
-		return;
-	}
-	s->properties = xcalloc((size_t)val->n + 1, sizeof(*s->properties));
-	for (int i = 0; i < val->n; i++) {
-		const struct ynode *k = val->keys[i], *v = val->vals[i];
-		join_path(p, sizeof(p), path, k->text);
-		if (duplicate_key(c, val, i, path))
-			continue;
-		shown_text(shown, sizeof(shown), k->text);
-		if (!k->text[0] || strspn(k->text, "abcdefghijklmnopqrstuvwxyz0123456789._") != strlen(k->text)) {
-			problem(c, k, p, "'%s' is not a librdkafka property name (lowercase letters, digits, '.', '_')", shown);
-			continue;
-		}
-		if (v->kind != YN_SCALAR || ynode_is_null(v) || ynode_type(v) == YS_BADTAG || strchr(v->text, '\n')) {
-			type_problem(c, v, p, "a one-line string");
-			continue;
-		}
-		s->properties[s->n_properties].key = xstrdup(k->text);
-		s->properties[s->n_properties].value = xstrdup(v->text);
-		s->n_properties++;
-	}
+	kv_parse(c, val, &s->properties, &s->n_properties, path, &kafka_prop_rules);
 }
 static void kafka_props_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
 {
