@@ -332,7 +332,7 @@ static const struct field storage_fields[] = {
 };
 
 static const char *const stream_formats[] = { "raw", "json", NULL };
-static const char *const stream_datatypes[] = { "FP32", "FP64", "INT8", "UINT8", "INT16", "UINT16", "INT32",
+static const char *const stream_datatypes[] = { "FP16", "FP32", "FP64", "INT8", "UINT8", "INT16", "UINT16", "INT32",
 	"UINT32", "INT64", "UINT64", NULL };
 
 static const struct field stream_fields[] = {
