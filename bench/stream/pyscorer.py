@@ -7,6 +7,7 @@ output record as dlk's. Records hold raw UINT8 pixels, scaled as the bundle's tr
 
 usage: pyscorer.py BUNDLE BROKERS IN OUT GROUP TOTAL MAX_BATCH [MAX_RECORDS COMMIT_MS THREADS]"""
 import json
+import os
 import sys
 import tarfile
 
@@ -78,7 +79,7 @@ def main():
     p.init_transactions()
     # say when partitions arrive (bench/stream starts its timed producer only then)
     c.subscribe([topic_in], on_assign=lambda consumer, parts: print("assigned", len(parts), flush=True))
-    done = 0
+    done, cpu0, n0 = 0, None, 0
     while done < total:
         msgs = c.consume(num_messages=max_records, timeout=commit_s)
         msgs = [m for m in msgs if not m.error()]
@@ -108,6 +109,11 @@ def main():
         p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata())
         p.commit_transaction()
         done += len(msgs)
+        if cpu0 is None:
+            # CPU from the first committed round to the last (bench/stream measures dlk the same way)
+            cpu0, n0 = sum(os.times()[:2]), done
+    if cpu0 is not None and done > n0:
+        print("cpu_ms_per_1000 %.1f" % ((sum(os.times()[:2]) - cpu0) * 1e6 / (done - n0)), flush=True)
     c.close()
 
 

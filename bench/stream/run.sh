@@ -1,13 +1,15 @@
 #!/bin/sh
 # bench/stream: dlk serve --stream against (a) the broker's own ceiling on this machine, Kafka's
 # ConsumerPerformance and ProducerPerformance moving the same records (N inputs of 784 bytes,
-# raw UINT8 pixels, in; N outputs of the output record's size out), and (b) what a user would
-# write instead, a
-# Python consumer (confluent-kafka + ONNX Runtime from PyPI, bench/stream/pyscorer.py) scoring
-# the same MLP exactly once with the same batching.
+# raw UINT8 pixels, in; N outputs of the output record's size out; the slower of the two is the
+# ceiling), and (b) what a user would write instead, a Python consumer (confluent-kafka + ONNX
+# Runtime from PyPI, bench/stream/pyscorer.py) scoring the same MLP exactly once with the same
+# batching.
 #   throughput: N Fashion-MNIST records waiting on a 4-partition topic, each scorer drains them
 #               into its own output topic with its own group; records/s from the first to the
 #               last output record's timestamp
+#   CPU:        user + system CPU of the scorer's process per 1000 records, from its first
+#               committed round to its last (less disturbed by a busy machine than the rates)
 #   latency:    RATE records/s for SECONDS produced while the scorer runs; from the input's
 #               CreateTime to the moment a read_committed consumer (kcat) receives its output,
 #               p50 and p99: what a downstream reader waits
@@ -36,6 +38,16 @@ cleanup() {
 	tests/kafka/down "$K"
 }
 trap cleanup EXIT INT TERM
+
+# OpenBLAS 0.3.21 does not know some virtual CPUs and then runs its generic (Prescott) kernels;
+# dlk warns and asks for OPENBLAS_CORETYPE, which is its best configuration here. Every process
+# gets it (numpy in the Python peer bundles an OpenBLAS too; ONNX Runtime's GEMMs pick their
+# kernels from the CPU's features by themselves).
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+	if grep -qw avx512f /proc/cpuinfo; then OPENBLAS_CORETYPE=SkylakeX
+	elif grep -qw avx2 /proc/cpuinfo; then OPENBLAS_CORETYPE=Haswell; fi
+fi
+[ -n "${OPENBLAS_CORETYPE:-}" ] && export OPENBLAS_CORETYPE
 
 echo "load before: $(cat /proc/loadavg) on $(nproc) cores"
 KAFKA_HEAP=1g tests/kafka/up "$K"
@@ -72,6 +84,10 @@ for line in p.stdout:
 }
 stop_reader() { sleep 2; kill "$reader_pid"; wait "$reader_pid" || true; }
 
+# cpu_ticks PID: user + system CPU of the process, in clock ticks
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# cpu_of NAME: CPU ms per 1000 records the scorer NAME reported
+cpu_of() { cat "$out/$1.cpu" "$out/$1.log" 2>/dev/null | sed -n 's/^cpu_ms_per_1000 //p' | tail -1; }
 # dlk NAME INPUT OUTPUT COUNT: starts dlk serve --stream, waits until COUNT outputs are committed
 run_dlk() {
 	port=$(free_port)
@@ -89,10 +105,18 @@ run_dlk() {
 		reader "$3" "$1"
 		"$FIX" produce "$out/dlk.yaml" "$B" "$2" "$4" 0 "$RATE" 2>/dev/null
 	fi
-	until curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null | grep -q "^dlk_stream_records_out_total{topic=\"$2\"} $4\$"; do
+	# CPU from the first committed round to the last (the Python peer measures itself the same way)
+	n0=0
+	while [ "$n0" -lt "$4" ]; do
+		n=$(curl -sf "http://127.0.0.1:$port/metrics" 2>/dev/null | sed -n "s/^dlk_stream_records_out_total{topic=\"$2\"} //p")
+		if [ "${n:-0}" -gt 0 ] && [ "$n0" = 0 ]; then n0=$n cpu0=$(cpu_ticks $pid); fi
+		[ "${n:-0}" -ge "$4" ] && break
 		kill -0 $pid 2>/dev/null || { cat "$out/$1.log"; exit 1; }
-		sleep 0.5
+		# often until the first round is seen, then seldom (each look costs CPU beside the scorer)
+		if [ "$n0" = 0 ]; then sleep 0.05; else sleep 0.5; fi
 	done
+	[ "$n0" -lt "$4" ] && awk -v a="$cpu0" -v b="$(cpu_ticks $pid)" -v t="$(getconf CLK_TCK)" -v n="$(($4 - n0))" \
+		'BEGIN { printf "cpu_ms_per_1000 %.1f\n", (b - a) * 1000 / t * 1000 / n }' >>"$out/$1.cpu"
 	kill -TERM $pid
 	wait $pid
 }
@@ -103,7 +127,7 @@ run_py() {
 	pid=$!
 	pids="$pids $pid"
 	if [ -n "${PRODUCE_AFTER_START:-}" ]; then
-		until grep -q "^assigned" "$out/$1.log"; do
+		until grep -q "^assigned" "$out/$1.log" 2>/dev/null; do
 			kill -0 $pid 2>/dev/null || { cat "$out/$1.log"; exit 1; }
 			sleep 0.2
 		done
@@ -117,10 +141,12 @@ ceiling() {
 		--group "perf-$1" 2>/dev/null | tail -1 | awk -F', *' '{ print $NF }')
 	topic "perf-$1" 4
 	p=$("$TOOL" org.apache.kafka.tools.ProducerPerformance --topic "perf-$1" --num-records "$N" --record-size "$OUTSIZE" \
-		--throughput -1 --producer-props bootstrap.servers="$B" acks=all linger.ms=5 enable.idempotence=true 2>/dev/null |
+		--throughput -1 --producer-props bootstrap.servers="$B" $PERF_PRODUCER 2>/dev/null |
 		tail -1 | sed 's/^[0-9]* records sent, \([0-9.]*\) records\/sec.*/\1/')
-	# consuming the inputs and producing the outputs, one after the other
-	awk -v c="$c" -v p="$p" 'BEGIN { printf "%.0f %.0f %.0f", 1 / (1 / c + 1 / p), c, p }'
+	# a scorer consumes and produces at once, so neither can be faster than the broker lets the
+	# slower of the two be: the ceiling is the smaller rate (generous: run side by side, the two
+	# tools would share the cores and each be slower)
+	awk -v c="$c" -v p="$p" 'BEGIN { printf "%.0f %.0f %.0f", c < p ? c : p, c, p }'
 }
 # latency NAME: p50 and p99 (ms) from the input's CreateTime to its output's arrival at the reader
 latency() {
@@ -141,12 +167,17 @@ latency() {
 	print(lat[len(lat) // 2], lat[min(len(lat) - 1, int(len(lat) * 0.99))], len(lat))
 	EOF
 }
+# the Java producer's best configuration here: librdkafka's batch size (1 MB, what dlk's and the
+# Python peer's producers use) rather than the Java client's 16 KB, which halves its records/s
+PERF_PRODUCER="acks=all linger.ms=5 enable.idempotence=true batch.size=1048576"
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { printf "%s (%s-%s)", a[int((NR + 1) / 2)], a[1], a[NR] }'; }
 
 echo "records: $N of 784 bytes (UINT8 28x28) on 4 partitions; outputs ~$OUTSIZE bytes; max_batch $MAX_BATCH,"
 echo "  rounds of up to 2000 records or 100 ms, exactly once (transactions)"
-echo "dlk: $(./dlk version | head -1), its defaults: one compute worker per core, 1 BLAS thread each"
+echo "dlk: $(./dlk version | head -1), its defaults: one compute worker per core, 1 BLAS thread each;"
+echo "  OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}"
 echo "peer: python $("$PY" -c 'import sys, confluent_kafka, onnxruntime; print("%d.%d" % sys.version_info[:2], "confluent-kafka", confluent_kafka.__version__, "(librdkafka", confluent_kafka.libversion()[0] + "),", "onnxruntime", onnxruntime.__version__)')"
+echo "broker ceiling: ConsumerPerformance, then ProducerPerformance with $PERF_PRODUCER"
 echo "warm-up; the Python peer's best ONNX Runtime thread count (1 or 2):"
 ceiling w >/dev/null
 run_dlk dlk-w in out-dlk-w "$N"
@@ -158,7 +189,7 @@ run_py py-w2 in out-py-w2 "$N"
 r2=$(rate_of out-py-w2)
 if [ "$r2" -gt "$r1" ]; then PY_THREADS=2; else PY_THREADS=1; fi
 echo "  1 thread $r1 records/s, 2 threads $r2: the peer runs with $PY_THREADS (intra_op_num_threads)"
-CEIL="" DLK="" PYR=""
+CEIL="" DLK="" PYR="" DLKCPU="" PYCPU=""
 i=1
 while [ $i -le "$PAIRS" ]; do
 	set -- $(ceiling $i)
@@ -166,10 +197,14 @@ while [ $i -le "$PAIRS" ]; do
 	run_dlk dlk-$i in out-dlk-$i "$N"
 	d=$(rate_of out-dlk-$i)
 	DLK="$DLK $d"
+	dc=$(cpu_of dlk-$i)
+	DLKCPU="$DLKCPU $dc"
 	run_py py-$i in out-py-$i "$N"
 	p=$(rate_of out-py-$i)
 	PYR="$PYR $p"
-	echo "pair $i: broker ceiling $1 records/s (consume $2, produce $3), dlk $d, python $p"
+	pc=$(cpu_of py-$i)
+	PYCPU="$PYCPU $pc"
+	echo "pair $i: broker ceiling $1 records/s (consume $2, produce $3), dlk $d ($dc CPU ms per 1000), python $p ($pc)"
 	i=$((i + 1))
 done
 echo "throughput (records/s, median (min-max) of $PAIRS):"
@@ -178,6 +213,11 @@ echo "  dlk            $(echo $DLK | median)"
 echo "  python         $(echo $PYR | median)"
 c=$(echo $CEIL | median | cut -d" " -f1) d=$(echo $DLK | median | cut -d" " -f1) p=$(echo $PYR | median | cut -d" " -f1)
 awk -v c="$c" -v d="$d" -v p="$p" 'BEGIN { printf "  dlk / python %.1fx (target >= 5x), dlk / broker ceiling %.0f%% (target >= 50%%)\n", d / p, 100 * d / c }'
+echo "CPU of the scorer process per 1000 records, from its first committed round to its last (ms):"
+echo "  dlk            $(echo $DLKCPU | median)"
+echo "  python         $(echo $PYCPU | median)"
+dc=$(echo $DLKCPU | median | cut -d" " -f1) pc=$(echo $PYCPU | median | cut -d" " -f1)
+awk -v d="$dc" -v p="$pc" 'BEGIN { printf "  python / dlk %.1fx\n", p / d }'
 
 echo "latency at $RATE records/s for ${SECONDS_LAT}s (ms, from the input's CreateTime to a read_committed reader):"
 LATN=$((RATE * SECONDS_LAT))
