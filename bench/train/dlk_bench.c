@@ -3,12 +3,13 @@
  * model it times the MLP's GEMMs alone (the same calls a training step makes).
  * With $DLK_BENCH_BUNDLE set, the trained model is also written there as a bundle, so that the
  * PyTorch script can load its weights.safetensors and check it predicts the same.
- *   dlk_bench mlp|cnn|gemm EPOCHS THREADS [LIMIT] */
+ *   dlk_bench mlp|cnn|gemm|info EPOCHS THREADS [LIMIT] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench/train/fmnist.h"
 #include "lib/train/bundle.h"
@@ -79,12 +80,20 @@ static double gemm_only(int steps, int threads)
 
 int main(int argc, char **argv)
 {
+	/* as dlk does (main.c): OpenBLAS' kernels for this CPU even when OpenBLAS is older than it */
+	const char *core = dlk_cpu_blas_coretype();
+	if (core && !setenv("OPENBLAS_CORETYPE", core, 1))
+		execv("/proc/self/exe", argv);
 	if (argc < 4) {
 		fprintf(stderr, "usage: dlk_bench mlp|cnn|gemm EPOCHS THREADS [LIMIT]\n");
 		return 2;
 	}
 	int epochs = atoi(argv[2]), threads = atoi(argv[3]);
 	size_t limit = argc > 4 ? (size_t)atol(argv[4]) : 0;
+	if (!strcmp(argv[1], "info")) {
+		printf("{\"device\":\"%s\"}\n", dlk_backend_cpu()->device);
+		return 0;
+	}
 	if (!strcmp(argv[1], "gemm")) {
 		double t = gemm_only(400, threads);
 		printf("{\"model\":\"mlp-gemm-only\",\"step_ms\":%.4f}\n", t * 1e3);

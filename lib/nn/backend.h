@@ -88,6 +88,15 @@ struct dlk_backend {
 /* The always-present CPU backend (OpenBLAS). */
 const struct dlk_backend *dlk_backend_cpu(void);
 
+/* OpenBLAS picks its kernels from a table of the CPU models it knows, once, when it is loaded;
+ * an OpenBLAS older than the CPU (Debian 12's 0.3.21 on a 2023 Xeon) falls back to its SSE3
+ * ("Prescott") kernels, which run dlk's GEMMs 4x slower than its AVX-512 ones on the same CPU.
+ * Only $OPENBLAS_CORETYPE, set before the library loads, changes that choice. Returns the core
+ * type the running CPU should have ("SkylakeX" for AVX-512, "Haswell" for AVX2 + FMA) when
+ * OpenBLAS chose an older one and $OPENBLAS_CORETYPE is unset, else NULL. The program decides
+ * what to do with it (dlk re-executes itself with the variable set). */
+const char *dlk_cpu_blas_coretype(void);
+
 /* The symbol libdlk-cuda.so exports: returns its backend, or NULL with a message in msg when no
  * usable device is present. */
 typedef const struct dlk_backend *(*dlk_backend_entry_fn)(char *msg, size_t len);

@@ -14,9 +14,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "lib/nn/backend.h"
+
+/* OpenBLAS' name for the kernels it chose (exported by every OpenBLAS build) */
+char *openblas_get_corename(void);
+
+const char *dlk_cpu_blas_coretype(void)
+{
+	/* the cores older than Haswell that OpenBLAS falls back to for a CPU it does not know */
+	static const char *const old[] = { "Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Sandybridge",
+	                                   "Katmai", "Coppermine", "Northwood", "Banias", "Atom", "Nano" };
+	const char *want = NULL, *have = openblas_get_corename();
+	int is_old = 0;
+	if (getenv("OPENBLAS_CORETYPE") || !have)
+		return NULL;
+	for (size_t i = 0; i < sizeof(old) / sizeof(old[0]); i++)
+		is_old |= !strcasecmp(have, old[i]);
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+		want = "SkylakeX";
+	else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		want = "Haswell";
+#endif
+	return is_old ? want : NULL;
+}
 
 static void cpu_set_threads(int n)
 {
@@ -437,5 +463,8 @@ static struct dlk_backend cpu_backend = {
 
 const struct dlk_backend *dlk_backend_cpu(void)
 {
+	if (!strcmp(cpu_backend.device, "cpu (OpenBLAS)"))
+		snprintf(cpu_backend.device, sizeof(cpu_backend.device), "cpu (OpenBLAS, %s kernels)",
+		         openblas_get_corename());
 	return &cpu_backend;
 }
