@@ -118,6 +118,12 @@ def main():
             p.env["OPENBLAS_NUM_THREADS"] = "1"
 
     print("load average at start: %.2f" % load_now())
+    d = run_json([a.dlk, "info", 0, 0])
+    print("dlk: %s, %d threads" % (d["device"], a.threads))
+    for p in peers:
+        # a peer on OpenBLAS gets the kernels dlk runs, which that OpenBLAS would not pick by itself
+        if d["openblas_coretype"] and "openblas" in p.env.get("LD_LIBRARY_PATH", ""):
+            p.env["OPENBLAS_CORETYPE"] = d["openblas_coretype"]
     for p in peers:
         i = run_json(p.cmd("info", a.threads), p.env)
         print("%s: PyTorch %s, BLAS %s, parallel backend %s, %d threads, CUDA %s; env %s" % (

@@ -91,7 +91,8 @@ int main(int argc, char **argv)
 	int epochs = atoi(argv[2]), threads = atoi(argv[3]);
 	size_t limit = argc > 4 ? (size_t)atol(argv[4]) : 0;
 	if (!strcmp(argv[1], "info")) {
-		printf("{\"device\":\"%s\"}\n", dlk_backend_cpu()->device);
+		const char *ct = getenv("OPENBLAS_CORETYPE");
+		printf("{\"device\":\"%s\",\"openblas_coretype\":\"%s\"}\n", dlk_backend_cpu()->device, ct ? ct : "");
 		return 0;
 	}
 	if (!strcmp(argv[1], "gemm")) {

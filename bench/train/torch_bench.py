@@ -67,7 +67,7 @@ def info(threads):
             "parallel_backend": backend[0] if backend else "unknown", "threads": torch.get_num_threads(),
             "cuda_available": torch.cuda.is_available(), "loaded": sorted(libs), "refuse": refuse,
             "env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY",
-                                                  "OPENBLAS_NUM_THREADS", "LD_LIBRARY_PATH", "LD_PRELOAD",
+                                                  "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "LD_LIBRARY_PATH", "LD_PRELOAD",
                                                   "CUDA_VISIBLE_DEVICES")
                     if k in os.environ}}
 
