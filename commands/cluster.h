@@ -14,6 +14,7 @@
 #include "lib/kube/api.h"
 #include "lib/kube/client.h"
 #include "lib/train/progress.h"
+#include "lib/util/duration.h"
 
 /* The label every object and pod dlk renders carries (templates/_labels.yaml). */
 #define DLK_LABEL_JOB "dlk.dev/job"
@@ -93,10 +94,6 @@ void dlk_job_summary_release(struct dlk_job_summary *s);
 cJSON *dlk_job_events(struct kube_client *c, const char *ns, const char *name, const struct dlk_job_summary *pre);
 /* "epoch 3/10 step 1200/6000" style text of the progress annotation ("" when none). */
 void dlk_job_progress_text(const struct dlk_job_summary *s, char *out, size_t n);
-/* "1m20s", "3h", "2d" */
-void dlk_duration_text(double s, char *out, size_t n);
-/* Parses "90s", "30m", "1h30m", "2h", "45" (seconds); -1 when malformed or out of range. */
-double dlk_duration_parse(const char *s);
 /* The summary as a JSON object (for -o json/yaml); the caller owns it. */
 cJSON *dlk_job_summary_json(const struct dlk_job_summary *s);
 
@@ -169,6 +166,7 @@ int dlk_wait_job_gone(struct kube_client *c, const char *ns, const char *name, d
 struct dlk_project;
 /* Renders the spec's objects and applies them (then waits, with --wait/--follow/--timeout).
  * Returns the exit code; errors are reported. */
-int dlk_train_submit(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_project *spec);
+struct dlk_train_cli;
+int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec);
 
 #endif

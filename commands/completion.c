@@ -23,15 +23,10 @@ static int run_completion(struct dlk_ctx *ctx, struct dlk_args *args)
 	return 0;
 }
 
-static const struct dlk_option completion_options[] = { { OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL } };
-
 const struct dlk_command_def dlk_cmd_completion = {
-	.name = "completion",
-	.summary = "print the shell completion script for bash or zsh",
 	.usage = "SHELL",
 	.description = "Print the completion script for SHELL (bash or zsh). Completion asks dlk itself,\n"
 	               "so it always matches the installed version's commands and options.",
-	.options = completion_options,
 	.min_pos = 1,
 	.max_pos = 1,
 	.complete_pos = COMPLETE_WORDS,

@@ -6,21 +6,28 @@
 #include <stdio.h>
 
 #include "commands/options.h"
+#include "lib/util/clock.h" /* dlk_now() */
 #include "lib/util/err.h"
 
 struct dlk_project;
 
+/* -o: what a command prints. */
+enum dlk_output { DLK_OUTPUT_TEXT, DLK_OUTPUT_JSON, DLK_OUTPUT_YAML, DLK_OUTPUT_WIDE };
+/* The words of -o, indexed by enum dlk_output, NULL-terminated. */
+extern const char *const dlk_output_names[];
+
+/* The fields up to `help` are the variables of the global options (dlk_global_options). */
 struct dlk_ctx {
-	const struct dlk_command_def *cmd;
+	const struct dlk_command *cmd;
 	const char *file;            /* -f, default "dlk.yaml" */
-	const char **sets;           /* --set, borrowed */
-	size_t n_sets;
+	struct dlk_strlist sets;     /* --set */
 	const char *namespace_;      /* -n, NULL when not given */
 	const char *kubeconfig;      /* --kubeconfig */
 	const char *context;         /* --context */
-	const char *output;          /* -o: "text", "json", "yaml", "wide" */
+	int output;                  /* -o: an enum dlk_output */
 	int verbose;                 /* -v count */
 	int quiet;                   /* -q */
+	int help;                    /* -h */
 	int tty_out, tty_err;        /* stdout / stderr are terminals */
 	int color;                   /* colour allowed on stderr (tty and no NO_COLOR) */
 };
@@ -46,6 +53,5 @@ void dlk_progress_draw(struct dlk_progress *p, int force, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Clears the line if something was drawn. */
 void dlk_progress_clear(struct dlk_progress *p);
-double dlk_now(void); /* monotonic seconds */
 
 #endif

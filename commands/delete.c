@@ -150,12 +150,16 @@ static int confirm(const char *question)
 	return line[0] == 'y' || line[0] == 'Y';
 }
 
+static struct {
+	int all, yes;
+} opt;
+
 static int run_delete(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
 	cJSON *names = NULL;
-	int all = (int)dlk_opt_num(args, "all"), yes = (int)dlk_opt_num(args, "yes");
+	int all = opt.all, yes = opt.yes;
 	int rc = 0, missing = 0;
 	const char *ns;
 
@@ -237,14 +241,12 @@ out:
 }
 
 static const struct dlk_option delete_options[] = {
-	{ OPT_BOOL, 0, "all", NULL, "delete every dlk job in the namespace (asks first)", COMPLETE_NONE, NULL, NULL },
-	{ OPT_BOOL, 'y', "yes", NULL, "do not ask for confirmation", COMPLETE_NONE, NULL, NULL },
-	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },
+	OPT_BOOL(0, "all", &opt.all, "delete every dlk job in the namespace (asks first)"),
+	OPT_BOOL('y', "yes", &opt.yes, "do not ask for confirmation"),
+	OPT_END(),
 };
 
 const struct dlk_command_def dlk_cmd_delete = {
-	.name = "delete",
-	.summary = "delete jobs and everything dlk created for them",
 	.usage = "NAME...",
 	.description = "Delete job NAME and every object dlk created for it (labelled dlk.dev/job=NAME): the\n"
 	               "Job or CronJob with its pods, its Service, RBAC, ConfigMap and checkpoint claim.",

@@ -15,37 +15,41 @@
 #include <string.h>
 #include <unistd.h>
 
-const struct dlk_command_def *const dlk_commands[] = {
-#define X(n, s, f) &dlk_cmd_##n,
+const struct dlk_command dlk_commands[] = {
+#define X(n, s) { #n, s, &dlk_cmd_##n },
 	DLK_COMMAND_LIST(X)
 #undef X
-	NULL,
+	{ NULL, NULL, NULL },
 };
 
-const struct dlk_command_def *dlk_command_find(const char *name)
+const struct dlk_command *dlk_command_find(const char *name)
 {
-	for (size_t i = 0; dlk_commands[i]; i++)
-		if (!strcmp(dlk_commands[i]->name, name))
-			return dlk_commands[i];
+	for (size_t i = 0; dlk_commands[i].name; i++)
+		if (!strcmp(dlk_commands[i].name, name))
+			return &dlk_commands[i];
 	return NULL;
 }
 
-/* The exit codes, documented once: `man dlk` EXIT STATUS is generated from this table. */
-static const struct {
-	int code;
-	const char *text;
-} exit_codes[] = {
-	{ DLK_EXIT_OK, "success" },
-	{ DLK_EXIT_FAIL, "the thing asked for failed: a job failed, a check failed, a worker crashed" },
-	{ DLK_EXIT_USAGE, "usage error: unknown command or option, bad option value" },
-	{ DLK_EXIT_CONFIG, "invalid input: the project file, a template, the data or the model is wrong; fix it and re-run" },
-	{ DLK_EXIT_CONNECT, "cannot connect: the API server or a data source could not be reached" },
-	{ DLK_EXIT_AUTH, "not authenticated or not authorised by the API server" },
-	{ DLK_EXIT_NOTFOUND, "the named job or object does not exist" },
-	{ DLK_EXIT_TIMEOUT, "the time given with --timeout ran out" },
-	{ DLK_EXIT_EXISTS, "the job already exists (see --replace)" },
-	{ DLK_EXIT_INTERRUPTED, "waiting or following was stopped with Ctrl-C; the job keeps running" },
-	{ DLK_EXIT_RESTARTABLE, "a worker lost a peer or was asked to stop; restarting the gang resumes from the last checkpoint (the Job's podFailurePolicy relies on it)" },
+/* What every command receives; the global options fill it. */
+static struct dlk_ctx ctx;
+
+const char *const dlk_output_names[] = {
+	[DLK_OUTPUT_TEXT] = "text", [DLK_OUTPUT_JSON] = "json", [DLK_OUTPUT_YAML] = "yaml", [DLK_OUTPUT_WIDE] = "wide", NULL,
+};
+
+const struct dlk_option dlk_global_options[] = {
+	OPT_STRING('f', "file", &ctx.file, "FILE", "dlk.yaml", "the project file", .complete = COMPLETE_FILE),
+	OPT_LIST(0, "set", &ctx.sets, "KEY=VALUE", "override a project-file field, e.g. training.epochs=3 (repeatable)",
+	         .complete = COMPLETE_SPEC_KEY),
+	OPT_STRING('n', "namespace", &ctx.namespace_, "NS", NULL, "the Kubernetes namespace"),
+	OPT_STRING(0, "kubeconfig", &ctx.kubeconfig, "FILE", NULL, "the kubeconfig file to use (no merging of KUBECONFIG)",
+	           .complete = COMPLETE_FILE),
+	OPT_STRING(0, "context", &ctx.context, "NAME", NULL, "the kubeconfig context to use"),
+	OPT_ENUM('o', "output", &ctx.output, "FORMAT", dlk_output_names, DLK_OUTPUT_TEXT, "output format"),
+	OPT_COUNT('v', "verbose", &ctx.verbose, "say more; -vv also shows each API request"),
+	OPT_BOOL('q', "quiet", &ctx.quiet, "print only results and errors"),
+	OPT_BOOL('h', "help", &ctx.help, "show this help", .flags = OPT_NONEG),
+	OPT_END(),
 };
 
 static const char *command_names[64];
@@ -54,8 +58,8 @@ static size_t list_command_names(void)
 {
 	size_t n = 0;
 
-	for (; dlk_commands[n] && n < 63; n++)
-		command_names[n] = dlk_commands[n]->name;
+	for (; dlk_commands[n].name && n < 63; n++)
+		command_names[n] = dlk_commands[n].name;
 	return n;
 }
 
@@ -133,35 +137,30 @@ static void complete_kind(enum dlk_complete kind, const char *words, const char 
 	}
 }
 
-static const struct dlk_option *lookup_any(const struct dlk_command_def *cmd, const char *word)
+static void complete_choices(const char *prefix, const char *const *choices, const char *cur)
 {
-	for (int pass = 0; pass < 2; pass++) {
-		const struct dlk_option *o = pass ? dlk_global_options : (cmd ? cmd->options : NULL);
-		for (size_t i = 0; o && o[i].type != OPT_END; i++) {
-			if (word[1] == '-' && !strcmp(word + 2, o[i].long_name))
-				return &o[i];
-			if (word[1] != '-' && word[1] == o[i].short_name && !word[2])
-				return &o[i];
-		}
+	for (size_t i = 0; choices[i]; i++) {
+		char *full = xasprintf("%s%s", prefix, choices[i]);
+		print_if_prefix(full, cur);
+		free(full);
 	}
-	return NULL;
 }
 
 static int takes_value(const struct dlk_option *o)
 {
-	return o && (o->type == OPT_STRING || o->type == OPT_INT || o->type == OPT_LIST);
+	return o && dlk_option_takes_arg(o);
 }
 
-static int cmd_complete(const struct dlk_command_def *fixed, int argc, char **argv)
+static int cmd_complete(const struct dlk_command *fixed, int argc, char **argv)
 {
-	const struct dlk_command_def *cmd = fixed;
+	const struct dlk_command *cmd = fixed;
 	const char *cur = argc ? argv[argc - 1] : "";
 	int npos = 0;
 
 	for (int i = 0; i < argc - 1; i++) {
 		const char *w = argv[i];
 		if (w[0] == '-' && w[1]) {
-			if (!strchr(w, '=') && takes_value(lookup_any(cmd, w)))
+			if (!strchr(w, '=') && takes_value(dlk_option_find(cmd, w)))
 				i++; /* skip the option's value */
 			continue;
 		}
@@ -169,7 +168,7 @@ static int cmd_complete(const struct dlk_command_def *fixed, int argc, char **ar
 			cmd = dlk_command_find(w);
 			if (!cmd)
 				return 0;
-			if (cmd == &dlk_cmd_help) {
+			if (cmd->def == &dlk_cmd_help) {
 				/* `dlk help <TAB>` completes command names */
 				continue;
 			}
@@ -180,9 +179,12 @@ static int cmd_complete(const struct dlk_command_def *fixed, int argc, char **ar
 	if (argc >= 2) {
 		const char *prev = argv[argc - 2];
 		if (prev[0] == '-' && !strchr(prev, '=')) {
-			const struct dlk_option *o = lookup_any(cmd, prev);
+			const struct dlk_option *o = dlk_option_find(cmd, prev);
 			if (takes_value(o)) {
-				complete_kind(o->complete, o->words, cur);
+				if (o->type == OPTION_ENUM)
+					complete_choices("", o->choices, cur);
+				else
+					complete_kind(o->complete, NULL, cur);
 				return 0;
 			}
 		}
@@ -192,25 +194,25 @@ static int cmd_complete(const struct dlk_command_def *fixed, int argc, char **ar
 		if (eq && cur[1] == '-') {
 			char name[128];
 			snprintf(name, sizeof(name), "%.*s", (int)(eq - cur), cur);
-			const struct dlk_option *o = lookup_any(cmd, name);
-			if (takes_value(o) && o->complete == COMPLETE_WORDS && o->words) {
-				char *copy = xstrdup(o->words), *save = NULL;
-				for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-					char *full = xasprintf("%s=%s", name, w);
-					print_if_prefix(full, cur);
-					free(full);
-				}
-				free(copy);
+			const struct dlk_option *o = dlk_option_find(cmd, name);
+			if (takes_value(o) && o->type == OPTION_ENUM) {
+				char *prefix = xasprintf("%s=", name);
+				complete_choices(prefix, o->choices, cur);
+				free(prefix);
 			}
 			return 0;
 		}
 		for (int pass = 0; pass < 2; pass++) {
-			const struct dlk_option *o = pass ? dlk_global_options : (cmd ? cmd->options : NULL);
-			for (size_t i = 0; o && o[i].type != OPT_END; i++) {
+			const struct dlk_option *o = pass ? dlk_global_options : (cmd ? cmd->def->options : NULL);
+			for (size_t i = 0; o && o[i].type != OPTION_END; i++) {
 				char *l = xasprintf("--%s", o[i].long_name);
+				if (pass && dlk_option_find(cmd, l) != &o[i]) {
+					free(l); /* the command's own row of that name replaces the global one */
+					continue;
+				}
 				print_if_prefix(l, cur);
 				free(l);
-				if (o[i].type == OPT_BOOL && strcmp(o[i].long_name, "help")) {
+				if (dlk_option_negatable(&o[i])) {
 					l = xasprintf("--no-%s", o[i].long_name);
 					if (strlen(cur) > 2)
 						print_if_prefix(l, cur);
@@ -220,17 +222,17 @@ static int cmd_complete(const struct dlk_command_def *fixed, int argc, char **ar
 		}
 		return 0;
 	}
-	if (!cmd || cmd == &dlk_cmd_help) {
-		if (cmd == &dlk_cmd_help && npos > 0)
+	if (!cmd || cmd->def == &dlk_cmd_help) {
+		if (cmd && npos > 0)
 			return 0;
-		for (size_t i = 0; dlk_commands[i]; i++)
-			print_if_prefix(dlk_commands[i]->name, cur);
+		for (size_t i = 0; dlk_commands[i].name; i++)
+			print_if_prefix(dlk_commands[i].name, cur);
 		return 0;
 	}
-	if (cmd->complete_pos == COMPLETE_JOB && (cmd->max_pos < 0 || npos < cmd->max_pos))
+	if (cmd->def->complete_pos == COMPLETE_JOB && (cmd->def->max_pos < 0 || npos < cmd->def->max_pos))
 		dlk_complete_job_names(argc - 1, argv, cur); /* honours --kubeconfig, --context, -n on the line */
-	else if (cmd->max_pos < 0 || npos < cmd->max_pos)
-		complete_kind(cmd->complete_pos, cmd->pos_words, cur);
+	else if (cmd->def->max_pos < 0 || npos < cmd->def->max_pos)
+		complete_kind(cmd->def->complete_pos, cmd->def->pos_words, cur);
 	return 0;
 }
 
@@ -254,17 +256,13 @@ static int man_defaults(void)
 	for (const char *p = yaml; *p;) {
 		const char *eol = strchr(p, '\n');
 		size_t len = eol ? (size_t)(eol - p) : strlen(p);
+		char *line = xstrndup(p, len);
+		/* a line of text must not start like a roff request */
 		if (*p == '.' || *p == '\'')
 			fputs("\\&", stdout);
-		for (size_t i = 0; i < len; i++) {
-			if (p[i] == '\\')
-				fputs("\\e", stdout);
-			else if (p[i] == '-')
-				fputs("\\-", stdout);
-			else
-				fputc(p[i], stdout);
-		}
+		dlk_man_escape(stdout, line);
 		fputc('\n', stdout);
+		free(line);
 		p += len + (eol ? 1 : 0);
 	}
 	free(yaml);
@@ -275,7 +273,7 @@ static int man_defaults(void)
 static int cmd_man_fill(const char *path)
 {
 	char line[4096], *base, *copy = xstrdup(path);
-	const struct dlk_command_def *cmd = NULL;
+	const struct dlk_command *cmd = NULL;
 	FILE *f = fopen(path, "r");
 
 	if (!f) {
@@ -307,18 +305,19 @@ static int cmd_man_fill(const char *path)
 			dlk_man_synopsis(stdout, cmd);
 		} else if (!strcmp(line, "@OPTIONS@\n")) {
 			if (cmd)
-				dlk_man_options(stdout, cmd->options);
+				dlk_man_options(stdout, cmd->def->options, NULL);
 		} else if (!strcmp(line, "@GLOBAL_OPTIONS@\n")) {
-			dlk_man_options(stdout, dlk_global_options);
+			dlk_man_options(stdout, dlk_global_options, cmd ? cmd->def->options : NULL);
 		} else if (!strcmp(line, "@COMMANDS@\n")) {
-			for (size_t i = 0; dlk_commands[i]; i++)
-				printf(".TP\n.BR dlk\\-%s (1)\n%s.\n", dlk_commands[i]->name, dlk_commands[i]->summary);
+			for (size_t i = 0; dlk_commands[i].name; i++)
+				printf(".TP\n.BR dlk\\-%s (1)\n%s.\n", dlk_commands[i].name, dlk_commands[i].summary);
 		} else if (!strcmp(line, "@DEFAULTS@\n")) {
 			if (man_defaults())
 				goto fail;
 		} else if (!strcmp(line, "@EXIT_STATUS@\n")) {
-			for (size_t i = 0; i < DLK_ARRAY_SIZE(exit_codes); i++)
-				printf(".TP\n.B %d\n%s.\n", exit_codes[i].code, exit_codes[i].text);
+#define X(name, code, text) printf(".TP\n.B %d\n%s.\n", code, text);
+			DLK_EXIT_CODES(X)
+#undef X
 		} else {
 			fputs(line, stdout);
 		}
@@ -332,56 +331,45 @@ fail:
 	return DLK_EXIT_FAIL;
 }
 
-static void ctx_from_args(struct dlk_ctx *ctx, const struct dlk_args *args)
+static int run_command(const struct dlk_command *cmd, int argc, char **argv)
 {
-	const struct dlk_optval *sets = dlk_opt(args, "set");
+	const struct dlk_command_def *def = cmd->def;
 	const char *nc = getenv("NO_COLOR");
-
-	ctx->file = dlk_opt_str(args, "file") ? dlk_opt_str(args, "file") : "dlk.yaml";
-	ctx->sets = sets->list;
-	ctx->n_sets = sets->n_list;
-	ctx->namespace_ = dlk_opt_str(args, "namespace");
-	ctx->kubeconfig = dlk_opt_str(args, "kubeconfig");
-	ctx->context = dlk_opt_str(args, "context");
-	ctx->output = dlk_opt_str(args, "output") ? dlk_opt_str(args, "output") : "text";
-	ctx->verbose = (int)dlk_opt_num(args, "verbose");
-	ctx->quiet = (int)dlk_opt_num(args, "quiet");
-	ctx->tty_out = isatty(STDOUT_FILENO);
-	ctx->tty_err = isatty(STDERR_FILENO);
-	ctx->color = ctx->tty_err && !(nc && *nc);
-}
-
-static int run_command(const struct dlk_command_def *cmd, int argc, char **argv)
-{
-	struct dlk_ctx ctx = { 0 };
 	struct dlk_args args;
 	struct dlk_err err = DLK_ERR_INIT;
 	int rc;
 
-	ctx.cmd = cmd;
 	if (dlk_args_parse(cmd, argc, argv, 0, &args, &err)) {
 		rc = dlk_report(NULL, &err);
 		dlk_args_release(&args);
 		return rc;
 	}
-	ctx_from_args(&ctx, &args);
-	if (dlk_opt_num(&args, "help")) {
+	ctx.cmd = cmd;
+	ctx.tty_out = isatty(STDOUT_FILENO);
+	ctx.tty_err = isatty(STDERR_FILENO);
+	ctx.color = ctx.tty_err && !(nc && *nc);
+	if (ctx.help) {
 		dlk_usage_print(stdout, cmd);
 		dlk_args_release(&args);
 		return 0;
 	}
-	if (args.n_pos < cmd->min_pos || (cmd->max_pos >= 0 && args.n_pos > cmd->max_pos)) {
-		if (args.n_pos > cmd->max_pos && cmd->max_pos >= 0)
+	if (dlk_args_check(&args, &err)) {
+		rc = dlk_report(&ctx, &err);
+		dlk_args_release(&args);
+		return rc;
+	}
+	if (args.n_pos < def->min_pos || (def->max_pos >= 0 && args.n_pos > def->max_pos)) {
+		if (args.n_pos > def->max_pos && def->max_pos >= 0)
 			dlk_errf(&err, DLK_EXIT_USAGE, "'dlk %s' takes %s, got unexpected '%s'", cmd->name,
-			         cmd->max_pos == 0 ? "no arguments" : cmd->usage, args.pos[cmd->max_pos]);
+			         def->max_pos == 0 ? "no arguments" : def->usage, args.pos[def->max_pos]);
 		else
-			dlk_errf(&err, DLK_EXIT_USAGE, "'dlk %s' needs %s", cmd->name, cmd->usage);
+			dlk_errf(&err, DLK_EXIT_USAGE, "'dlk %s' needs %s", cmd->name, def->usage);
 		dlk_err_hint(&err, "see 'dlk %s -h'", cmd->name);
 		rc = dlk_report(&ctx, &err);
 		dlk_args_release(&args);
 		return rc;
 	}
-	rc = cmd->run(&ctx, &args);
+	rc = def->run(&ctx, &args);
 	dlk_args_release(&args);
 	return rc;
 }
@@ -389,7 +377,7 @@ static int run_command(const struct dlk_command_def *cmd, int argc, char **argv)
 int dlk_main(int argc, char **argv)
 {
 	const char *prog = argc > 0 ? strrchr(argv[0], '/') : NULL;
-	const struct dlk_command_def *cmd = NULL;
+	const struct dlk_command *cmd = NULL;
 	struct dlk_args g;
 	struct dlk_err err = DLK_ERR_INIT;
 	char **rest;
@@ -406,7 +394,7 @@ int dlk_main(int argc, char **argv)
 		return run_command(cmd, argc - 1, argv + 1);
 	}
 	if (argc >= 2 && !strcmp(argv[1], "__complete")) {
-		const struct dlk_command_def *fixed = NULL;
+		const struct dlk_command *fixed = NULL;
 		if (argc >= 3 && !strncmp(argv[2], "dlk-", 4))
 			fixed = dlk_command_find(argv[2] + 4);
 		return fixed ? cmd_complete(fixed, argc - 3, argv + 3) : cmd_complete(NULL, argc - 2, argv + 2);
@@ -414,8 +402,8 @@ int dlk_main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "__man-fill"))
 		return cmd_man_fill(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "__commands")) {
-		for (size_t i = 0; dlk_commands[i]; i++)
-			printf("%s\n", dlk_commands[i]->name);
+		for (size_t i = 0; dlk_commands[i].name; i++)
+			printf("%s\n", dlk_commands[i].name);
 		return 0;
 	}
 
@@ -425,7 +413,7 @@ int dlk_main(int argc, char **argv)
 		return dlk_report(NULL, &err);
 	}
 	if (g.n_pos == 0) {
-		int help = (int)dlk_opt_num(&g, "help");
+		int help = ctx.help;
 		dlk_usage_print(help ? stdout : stderr, NULL);
 		dlk_args_release(&g);
 		return help ? 0 : DLK_EXIT_USAGE;

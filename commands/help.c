@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-int dlk_report_unknown_command(const char *name);
-
 static int run_help(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	(void)ctx;
@@ -12,22 +10,17 @@ static int run_help(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_usage_print(stdout, NULL);
 		return 0;
 	}
-	const struct dlk_command_def *cmd = dlk_command_find(args->pos[0]);
+	const struct dlk_command *cmd = dlk_command_find(args->pos[0]);
 	if (!cmd)
 		return dlk_report_unknown_command(args->pos[0]);
 	dlk_usage_print(stdout, cmd);
 	return 0;
 }
 
-static const struct dlk_option help_options[] = { { OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL } };
-
 const struct dlk_command_def dlk_cmd_help = {
-	.name = "help",
-	.summary = "show help for dlk or one of its commands",
 	.usage = "[COMMAND]",
 	.description = "Show the list of commands, or the options of one command (the same text as\n"
 	               "'dlk COMMAND -h'). 'man dlk-COMMAND' has the full reference.",
-	.options = help_options,
 	.min_pos = 0,
 	.max_pos = 1,
 	.complete_pos = COMPLETE_NONE, /* command names are completed specially */

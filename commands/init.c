@@ -80,11 +80,20 @@ static char *project_text(const struct dlk_embedded *ex, const char *name)
 	return dlk_buf_detach(&b, NULL);
 }
 
+/* The projects `dlk init --example` starts from: examples/NAME/dlk.yaml, built in. */
+static const char *const example_names[] = { "mlp", "cnn", NULL };
+
+static struct {
+	const char *name;
+	int example; /* an index in example_names */
+	int templates, force;
+} opt;
+
 static int run_init(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	const char *dir = args->n_pos ? args->pos[0] : ".";
-	const char *example = dlk_opt_str(args, "example") ? dlk_opt_str(args, "example") : "mlp";
-	int force = (int)dlk_opt_num(args, "force"), with_templates = (int)dlk_opt_num(args, "templates");
+	const char *example = example_names[opt.example];
+	int force = opt.force, with_templates = opt.templates;
 	struct dlk_err err = DLK_ERR_INIT;
 	char *name = NULL, *text = NULL, *path = NULL, *tdir = NULL, *expath;
 	const struct dlk_embedded *ex;
@@ -94,12 +103,11 @@ static int run_init(struct dlk_ctx *ctx, struct dlk_args *args)
 	ex = dlk_embedded_find(dlk_builtin_files, expath);
 	free(expath);
 	if (!ex) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "unknown example '%s'", example);
-		dlk_err_hint(&err, "choose one of: mlp cnn");
+		dlk_errf(&err, DLK_EXIT_FAIL, "BUG: example '%s' is not built in", example);
 		return dlk_report(ctx, &err);
 	}
-	if (dlk_opt_str(args, "name")) {
-		name = xstrdup(dlk_opt_str(args, "name"));
+	if (opt.name) {
+		name = xstrdup(opt.name);
 		if (!valid_name(name)) {
 			dlk_errf(&err, DLK_EXIT_USAGE, "invalid name '%s': use at most 50 lowercase letters, digits "
 			         "and '-', starting with a letter", name);
@@ -174,16 +182,14 @@ out:
 }
 
 static const struct dlk_option init_options[] = {
-	{ OPT_STRING, 0, "name", "NAME", "the project and job name (default: from the directory name)", COMPLETE_NONE, NULL, NULL },
-	{ OPT_STRING, 0, "example", "EXAMPLE", "the model to start from", COMPLETE_WORDS, "mlp cnn", "mlp" },
-	{ OPT_BOOL, 0, "templates", NULL, "also copy the built-in templates into DIR/templates/ for editing", COMPLETE_NONE, NULL, NULL },
-	{ OPT_BOOL, 0, "force", NULL, "overwrite files that already exist", COMPLETE_NONE, NULL, NULL },
-	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },
+	OPT_STRING(0, "name", &opt.name, "NAME", NULL, "the project and job name (default: from the directory name)"),
+	OPT_ENUM(0, "example", &opt.example, "EXAMPLE", example_names, 0, "the model to start from"),
+	OPT_BOOL(0, "templates", &opt.templates, "also copy the built-in templates into DIR/templates/ for editing"),
+	OPT_BOOL(0, "force", &opt.force, "overwrite files that already exist"),
+	OPT_END(),
 };
 
 const struct dlk_command_def dlk_cmd_init = {
-	.name = "init",
-	.summary = "create a project: a commented dlk.yaml, optionally the templates",
 	.usage = "[DIR]",
 	.description = "Create DIR (default: the current directory) with a commented dlk.yaml that trains\n"
 	               "on Fashion-MNIST as it is. Existing files are never overwritten without --force.",

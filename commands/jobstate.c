@@ -4,8 +4,6 @@
 #include "commands/cluster.h"
 #include "lib/util/mem.h"
 
-#include <ctype.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -469,52 +467,4 @@ cJSON *dlk_job_summary_json(const struct dlk_job_summary *s)
 	}
 	cJSON_AddItemToObject(o, "ranks", ranks);
 	return o;
-}
-
-void dlk_duration_text(double s, char *out, size_t n)
-{
-	long t = !(s > 0) ? 0 : s > 1e12 ? (long)1e12 : (long)s; /* NaN and absurd ages too */
-
-	if (t < 60)
-		snprintf(out, n, "%lds", t);
-	else if (t < 600)
-		snprintf(out, n, "%ldm%lds", t / 60, t % 60);
-	else if (t < 3600)
-		snprintf(out, n, "%ldm", t / 60);
-	else if (t < 10 * 3600)
-		snprintf(out, n, "%ldh%ldm", t / 3600, (t % 3600) / 60);
-	else if (t < 2 * 86400)
-		snprintf(out, n, "%ldh", t / 3600);
-	else
-		snprintf(out, n, "%ldd", t / 86400);
-}
-
-double dlk_duration_parse(const char *s)
-{
-	double total = 0;
-	int parts = 0;
-
-	if (!s || !*s || strlen(s) > 32)
-		return -1;
-	while (*s) {
-		char *end;
-		if (!isdigit((unsigned char)*s))
-			return -1;
-		double v = strtod(s, &end);
-		if (end == s || !isfinite(v))
-			return -1;
-		s = end;
-		double unit = 1;
-		switch (*s) {
-		case 'h': unit = 3600; s++; break;
-		case 'm': unit = 60; s++; break;
-		case 's': unit = 1; s++; break;
-		case 'd': unit = 86400; s++; break;
-		case '\0': if (parts) return -1; break; /* a bare number only alone: "45" */
-		default: return -1;
-		}
-		total += v * unit;
-		parts++;
-	}
-	return total > 366.0 * 86400 ? -1 : total;
 }

@@ -149,10 +149,8 @@ fail:
 void dlk_jobwatch_wait(struct dlk_jobwatch *w, unsigned *seen, double timeout_s)
 {
 	struct timespec ts;
-	double end;
+	double end = dlk_now() + timeout_s;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	end = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + timeout_s;
 	pthread_mutex_lock(&w->mu);
 	while (w->gen == *seen && !dlk_interrupted()) {
 		/* wake at least every 100 ms so Ctrl-C (a flag set by the signal handler) is noticed */

@@ -6,6 +6,7 @@
 #include "commands/commands.h"
 #include "lib/util/mem.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -386,45 +387,21 @@ out:
 	return rc;
 }
 
+static struct {
+	int follow, rank, tail, timestamps, previous;
+	double since_s;
+} opt;
+
 static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
-	struct dlk_log_opts o = { -1, -1, 0, 0, 0, 0 };
+	struct dlk_log_opts o = { opt.rank, opt.tail, (long)(opt.since_s + 0.999), opt.timestamps, opt.previous, 0 };
 	cJSON *job = NULL, *pods = NULL;
 	const char *name = args->pos[0], *ns;
 	int rc = 0;
 
-	if (dlk_opt_isset(args, "rank")) {
-		o.rank = (int)dlk_opt_num(args, "rank");
-		if (o.rank < 0) {
-			dlk_errf(&err, DLK_EXIT_USAGE, "--rank must be 0 or more, not %d", o.rank);
-			return dlk_report(ctx, &err);
-		}
-	}
-	if (dlk_opt_isset(args, "tail")) {
-		o.tail = (long)dlk_opt_num(args, "tail");
-		if (o.tail < -1) {
-			dlk_errf(&err, DLK_EXIT_USAGE, "--tail must be -1 (all) or more, not %ld", o.tail);
-			return dlk_report(ctx, &err);
-		}
-	}
-	if (dlk_opt_str(args, "since")) {
-		double d = dlk_duration_parse(dlk_opt_str(args, "since"));
-		if (d <= 0) {
-			dlk_errf(&err, DLK_EXIT_USAGE, "--since '%s' is not a duration", dlk_opt_str(args, "since"));
-			dlk_err_hint(&err, "write it like 90s, 30m or 2h");
-			return dlk_report(ctx, &err);
-		}
-		o.since_s = (long)(d + 0.999);
-	}
-	o.timestamps = (int)dlk_opt_num(args, "timestamps");
-	o.previous = (int)dlk_opt_num(args, "previous");
 	o.color = color_stdout(ctx);
-	if (o.previous && dlk_opt_num(args, "follow")) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "--previous and --follow exclude each other");
-		return dlk_report(ctx, &err);
-	}
 	c = dlk_kube_client(ctx, NULL, &err);
 	if (!c)
 		return dlk_report(ctx, &err);
@@ -445,7 +422,7 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 			goto out;
 		}
 	}
-	if (dlk_opt_num(args, "follow")) {
+	if (opt.follow) {
 		/* the streams and watches have clients of their own */
 		char *nsd = xstrdup(ns);
 		dlk_kube_warnings(ctx, c);
@@ -480,18 +457,16 @@ out:
 }
 
 static const struct dlk_option logs_options[] = {
-	{ OPT_BOOL, 'f', "follow", NULL, "keep streaming new lines until the job ends; picks up restarted pods", COMPLETE_NONE, NULL, NULL },
-	{ OPT_INT, 0, "rank", "N", "only this rank's log", COMPLETE_NONE, NULL, NULL },
-	{ OPT_STRING, 0, "since", "DURATION", "only lines newer than this, e.g. 10m, 1h", COMPLETE_NONE, NULL, NULL },
-	{ OPT_INT, 0, "tail", "N", "only the last N lines of each rank (-1: all)", COMPLETE_NONE, NULL, "-1" },
-	{ OPT_BOOL, 0, "timestamps", NULL, "show the time the kubelet received each line", COMPLETE_NONE, NULL, NULL },
-	{ OPT_BOOL, 'p', "previous", NULL, "the log of each rank's previous container (before it restarted)", COMPLETE_NONE, NULL, NULL },
-	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },
+	OPT_BOOL('f', "follow", &opt.follow, "keep streaming new lines until the job ends; picks up restarted pods", .excl = 1),
+	OPT_INT(0, "rank", &opt.rank, "N", -1, "only this rank's log", .min = 0, .max = INT_MAX, .flags = OPT_HIDE_DEFAULT),
+	OPT_DURATION(0, "since", &opt.since_s, "DURATION", "only lines newer than this, e.g. 10m, 1h"),
+	OPT_INT(0, "tail", &opt.tail, "N", -1, "only the last N lines of each rank (-1: all)", .min = -1, .max = INT_MAX),
+	OPT_BOOL(0, "timestamps", &opt.timestamps, "show the time the kubelet received each line"),
+	OPT_BOOL('p', "previous", &opt.previous, "the log of each rank's previous container (before it restarted)", .excl = 1),
+	OPT_END(),
 };
 
 const struct dlk_command_def dlk_cmd_logs = {
-	.name = "logs",
-	.summary = "show the logs of a job's workers, merged, each line tagged with its rank",
 	.usage = "NAME",
 	.description = "Print the logs of every worker of job NAME, merged in time order, each line prefixed\n"
 	               "[rank N]. With -f keep following until the job ends, picking up restarted pods.",

@@ -1,39 +1,43 @@
 #include "commands/options.h"
 #include "commands/commands.h"
+#include "lib/util/buf.h"
+#include "lib/util/duration.h"
 #include "lib/util/mem.h"
 #include "lib/util/suggest.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-const struct dlk_option dlk_global_options[] = {
-	{ OPT_STRING, 'f', "file", "FILE", "the project file", COMPLETE_FILE, NULL, "dlk.yaml" },
-	{ OPT_LIST, 0, "set", "KEY=VALUE", "override a project-file field, e.g. training.epochs=3 (repeatable)",
-	  COMPLETE_SPEC_KEY, NULL, NULL },
-	{ OPT_STRING, 'n', "namespace", "NS", "the Kubernetes namespace", COMPLETE_NONE, NULL, NULL },
-	{ OPT_STRING, 0, "kubeconfig", "FILE", "the kubeconfig file to use (no merging of KUBECONFIG)",
-	  COMPLETE_FILE, NULL, NULL },
-	{ OPT_STRING, 0, "context", "NAME", "the kubeconfig context to use", COMPLETE_NONE, NULL, NULL },
-	{ OPT_STRING, 'o', "output", "FORMAT", "output format", COMPLETE_WORDS, "text json yaml wide", "text" },
-	{ OPT_COUNT, 'v', "verbose", NULL, "say more; -vv also shows each API request", COMPLETE_NONE, NULL, NULL },
-	{ OPT_BOOL, 'q', "quiet", NULL, "print only results and errors", COMPLETE_NONE, NULL, NULL },
-	{ OPT_BOOL, 'h', "help", NULL, "show this help", COMPLETE_NONE, NULL, NULL },
-	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },
-};
 
 static size_t opt_count(const struct dlk_option *o)
 {
 	size_t n = 0;
 
-	while (o && o[n].type != OPT_END)
+	while (o && o[n].type != OPTION_END)
 		n++;
 	return n;
 }
 
+static const struct dlk_option *cmd_options(const struct dlk_command *cmd)
+{
+	return cmd ? cmd->def->options : NULL;
+}
+
+int dlk_option_takes_arg(const struct dlk_option *o)
+{
+	return o->type == OPTION_STRING || o->type == OPTION_INT || o->type == OPTION_LIST ||
+	       o->type == OPTION_ENUM || o->type == OPTION_DURATION;
+}
+
+int dlk_option_negatable(const struct dlk_option *o)
+{
+	return (o->type == OPTION_BOOL || o->type == OPTION_MODE) && !(o->flags & OPT_NONEG);
+}
+
 static const struct dlk_option *find_long(const struct dlk_option *o, const char *name, size_t len, size_t *idx)
 {
-	for (size_t i = 0; o && o[i].type != OPT_END; i++)
+	for (size_t i = 0; o && o[i].type != OPTION_END; i++)
 		if (strlen(o[i].long_name) == len && !strncmp(o[i].long_name, name, len)) {
 			*idx = i;
 			return &o[i];
@@ -43,7 +47,7 @@ static const struct dlk_option *find_long(const struct dlk_option *o, const char
 
 static const struct dlk_option *find_short(const struct dlk_option *o, char c, size_t *idx)
 {
-	for (size_t i = 0; o && o[i].type != OPT_END; i++)
+	for (size_t i = 0; o && o[i].type != OPTION_END; i++)
 		if (o[i].short_name && o[i].short_name == c) {
 			*idx = i;
 			return &o[i];
@@ -51,15 +55,29 @@ static const struct dlk_option *find_short(const struct dlk_option *o, char c, s
 	return NULL;
 }
 
-static int suggest_option(const struct dlk_command_def *cmd, const char *word, struct dlk_err *err)
+const struct dlk_option *dlk_option_find(const struct dlk_command *cmd, const char *word)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		const struct dlk_option *o = pass ? dlk_global_options : cmd_options(cmd);
+		for (size_t i = 0; o && o[i].type != OPTION_END; i++) {
+			if (word[1] == '-' && !strcmp(word + 2, o[i].long_name))
+				return &o[i];
+			if (word[1] != '-' && word[1] == o[i].short_name && !word[2])
+				return &o[i];
+		}
+	}
+	return NULL;
+}
+
+static int suggest_option(const struct dlk_command *cmd, const char *word, struct dlk_err *err)
 {
 	const char *names[128];
 	char *dashed[128];
 	size_t n = 0;
 
 	for (int pass = 0; pass < 2; pass++) {
-		const struct dlk_option *o = pass ? dlk_global_options : (cmd ? cmd->options : NULL);
-		for (size_t i = 0; o && o[i].type != OPT_END && n < 128; i++) {
+		const struct dlk_option *o = pass ? dlk_global_options : cmd_options(cmd);
+		for (size_t i = 0; o && o[i].type != OPTION_END && n < 128; i++) {
 			dashed[n] = xasprintf("--%s", o[i].long_name);
 			names[n] = dashed[n];
 			n++;
@@ -79,80 +97,138 @@ static int suggest_option(const struct dlk_command_def *cmd, const char *word, s
 	return -1;
 }
 
-static int word_allowed(const char *words, const char *v)
+static void choices_text(struct dlk_buf *b, const char *const *c)
 {
-	size_t vl = strlen(v);
-	const char *p = words;
-
-	while (*p) {
-		const char *e = strchr(p, ' ');
-		size_t l = e ? (size_t)(e - p) : strlen(p);
-		if (l == vl && !strncmp(p, v, l))
-			return 1;
-		if (!e)
-			break;
-		p = e + 1;
-	}
-	return 0;
+	for (size_t i = 0; c && c[i]; i++)
+		dlk_buf_addf(b, "%s%s", i ? " " : "", c[i]);
 }
 
-static int store(const struct dlk_option *o, struct dlk_optval *v, const char *display, const char *arg,
-                 int negated, struct dlk_err *err)
+static int store(struct dlk_args *args, const struct dlk_option *o, unsigned char *on, const char *display,
+                 const char *arg, int negated, struct dlk_err *err)
 {
 	char *end;
+	long long n;
 
-	v->set = 1;
+	/* value errors that need no more reading wait for dlk_args_check: `dlk CMD --bad -h` shows help */
+	*on = !negated;
 	switch (o->type) {
-	case OPT_BOOL:
-		v->num = !negated;
+	case OPTION_BOOL:
+	case OPTION_MODE:
+		/* a MODE row's choice is settled by dlk_args_check, once every row has been read */
+		if (o->type == OPTION_BOOL)
+			*(int *)o->value = !negated;
 		return 0;
-	case OPT_COUNT:
-		v->num++;
+	case OPTION_COUNT:
+		++*(int *)o->value;
 		return 0;
-	case OPT_STRING:
-		if (o->complete == COMPLETE_WORDS && o->words && !word_allowed(o->words, arg)) {
+	case OPTION_STRING:
+		*(const char **)o->value = arg;
+		return 0;
+	case OPTION_ENUM:
+		for (int i = 0; o->choices[i]; i++)
+			if (!strcmp(o->choices[i], arg)) {
+				*(int *)o->value = i;
+				return 0;
+			}
+		{
+			struct dlk_buf b = DLK_BUF_INIT;
+			choices_text(&b, o->choices);
 			dlk_errf(err, DLK_EXIT_USAGE, "option '%s': invalid value '%s'", display, arg);
-			return dlk_err_hint(err, "choose one of: %s", o->words);
+			dlk_err_hint(err, "choose one of: %s", b.data);
+			dlk_buf_release(&b);
 		}
-		v->str = arg;
-		return 0;
-	case OPT_INT:
+		return -1;
+	case OPTION_INT:
 		errno = 0;
-		v->num = strtoll(arg, &end, 10);
+		n = strtoll(arg, &end, 10);
 		if (errno || end == arg || *end)
 			return dlk_errf(err, DLK_EXIT_USAGE, "option '%s' expects an integer, got '%s'", display, arg);
+		if (o->min < o->max && n < o->min && o->max == INT_MAX) {
+			if (!args->later.code)
+				dlk_errf(&args->later, DLK_EXIT_USAGE, "--%s must be %lld or more, not %lld", o->long_name,
+				         o->min, n);
+		} else if ((o->min < o->max && (n < o->min || n > o->max)) || n < INT_MIN || n > INT_MAX) {
+			long long lo = o->min < o->max ? o->min : INT_MIN, hi = o->min < o->max ? o->max : INT_MAX;
+			if (!args->later.code)
+				dlk_errf(&args->later, DLK_EXIT_USAGE, "--%s: expected %lld to %lld, not %lld", o->long_name,
+				         lo, hi, n);
+		} else {
+			*(int *)o->value = (int)n;
+		}
 		return 0;
-	case OPT_LIST:
-		v->list = xrealloc(v->list, (v->n_list + 1) * sizeof(*v->list));
-		v->list[v->n_list++] = arg;
+	case OPTION_DURATION: {
+		double d = dlk_duration_parse(arg);
+		if (d > 0) {
+			*(double *)o->value = d;
+		} else if (!args->later.code) {
+			dlk_errf(&args->later, DLK_EXIT_USAGE, "--%s '%s' is not a duration", o->long_name, arg);
+			dlk_err_hint(&args->later, "write it like 90s, 30m or 1h30m");
+		}
 		return 0;
-	case OPT_END:
+	}
+	case OPTION_LIST: {
+		struct dlk_strlist *l = o->value;
+		l->v = xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
+		l->v[l->n++] = arg;
+		return 0;
+	}
+	case OPTION_END:
 		break;
 	}
 	return dlk_errf(err, DLK_EXIT_USAGE, "internal: bad option type");
 }
 
-static int takes_arg(const struct dlk_option *o)
+/* Every variable back to the value its row names. */
+static void reset(const struct dlk_option *o)
 {
-	return o->type == OPT_STRING || o->type == OPT_INT || o->type == OPT_LIST;
+	for (size_t i = 0; o && o[i].type != OPTION_END; i++) {
+		switch (o[i].type) {
+		case OPTION_BOOL:
+		case OPTION_COUNT:
+		case OPTION_INT:
+		case OPTION_ENUM:
+			*(int *)o[i].value = (int)o[i].def;
+			break;
+		case OPTION_MODE:
+			*(int *)o[i].value = 0;
+			break;
+		case OPTION_STRING:
+			*(const char **)o[i].value = o[i].def_str;
+			break;
+		case OPTION_DURATION:
+			*(double *)o[i].value = 0;
+			break;
+		case OPTION_LIST: {
+			struct dlk_strlist *l = o[i].value;
+			free(l->v);
+			l->v = NULL;
+			l->n = 0;
+			break;
+		}
+		case OPTION_END:
+			break;
+		}
+	}
 }
 
-int dlk_args_parse(const struct dlk_command_def *cmd, int argc, char **argv, int globals_only,
+int dlk_args_parse(const struct dlk_command *cmd, int argc, char **argv, int globals_only,
                    struct dlk_args *args, struct dlk_err *err)
 {
-	const struct dlk_option *copts = cmd ? cmd->options : NULL;
+	const struct dlk_option *copts = cmd_options(cmd);
+	size_t nc = opt_count(copts);
 	int only_pos = 0;
 
 	memset(args, 0, sizeof(*args));
-	args->opts = copts;
-	args->vals = xcalloc(opt_count(copts) + 1, sizeof(*args->vals));
-	args->gvals = xcalloc(opt_count(dlk_global_options) + 1, sizeof(*args->gvals));
+	args->cmd = cmd;
+	args->on = xcalloc(nc + opt_count(dlk_global_options) + 1, 1);
 	args->pos = xcalloc((size_t)argc + 1, sizeof(*args->pos));
+	reset(copts);
+	reset(dlk_global_options);
 
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		const struct dlk_option *o = NULL;
-		struct dlk_optval *v = NULL;
+		unsigned char *on = NULL;
 		size_t idx = 0;
 
 		if (only_pos || a[0] != '-' || !a[1]) {
@@ -176,15 +252,15 @@ int dlk_args_parse(const struct dlk_command_def *cmd, int argc, char **argv, int
 			int negated = 0;
 
 			if ((o = find_long(copts, name, len, &idx)))
-				v = &args->vals[idx];
+				on = &args->on[idx];
 			else if ((o = find_long(dlk_global_options, name, len, &idx)))
-				v = &args->gvals[idx];
+				on = &args->on[nc + idx];
 			else if (len > 3 && !strncmp(name, "no-", 3)) {
 				if ((o = find_long(copts, name + 3, len - 3, &idx)))
-					v = &args->vals[idx];
+					on = &args->on[idx];
 				else if ((o = find_long(dlk_global_options, name + 3, len - 3, &idx)))
-					v = &args->gvals[idx];
-				if (o && o->type != OPT_BOOL)
+					on = &args->on[nc + idx];
+				if (o && !dlk_option_negatable(o))
 					o = NULL;
 				negated = 1;
 			}
@@ -193,7 +269,7 @@ int dlk_args_parse(const struct dlk_command_def *cmd, int argc, char **argv, int
 				snprintf(word, sizeof(word), "--%.*s", (int)len, name);
 				return suggest_option(globals_only ? NULL : cmd, word, err);
 			}
-			if (takes_arg(o)) {
+			if (dlk_option_takes_arg(o)) {
 				const char *val = eq ? eq + 1 : NULL;
 				if (!val) {
 					if (i + 1 >= argc)
@@ -201,12 +277,12 @@ int dlk_args_parse(const struct dlk_command_def *cmd, int argc, char **argv, int
 						                o->long_name, o->arg_name);
 					val = argv[++i];
 				}
-				if (store(o, v, a, val, 0, err))
+				if (store(args, o, on, a, val, 0, err))
 					return -1;
 			} else {
 				if (eq)
 					return dlk_errf(err, DLK_EXIT_USAGE, "option '--%s' takes no value", o->long_name);
-				if (store(o, v, a, NULL, negated, err))
+				if (store(args, o, on, a, NULL, negated, err))
 					return -1;
 			}
 			continue;
@@ -215,12 +291,12 @@ int dlk_args_parse(const struct dlk_command_def *cmd, int argc, char **argv, int
 		for (const char *p = a + 1; *p; p++) {
 			char disp[3] = { '-', *p, 0 };
 			if ((o = find_short(copts, *p, &idx)))
-				v = &args->vals[idx];
+				on = &args->on[idx];
 			else if ((o = find_short(dlk_global_options, *p, &idx)))
-				v = &args->gvals[idx];
+				on = &args->on[nc + idx];
 			else
 				return suggest_option(globals_only ? NULL : cmd, disp, err);
-			if (takes_arg(o)) {
+			if (dlk_option_takes_arg(o)) {
 				const char *val = p[1] ? p + 1 : NULL;
 				if (!val) {
 					if (i + 1 >= argc)
@@ -228,59 +304,163 @@ int dlk_args_parse(const struct dlk_command_def *cmd, int argc, char **argv, int
 						                o->arg_name);
 					val = argv[++i];
 				}
-				if (store(o, v, disp, val, 0, err))
+				if (store(args, o, on, disp, val, 0, err))
 					return -1;
 				break;
 			}
-			if (store(o, v, disp, NULL, 0, err))
+			if (store(args, o, on, disp, NULL, 0, err))
 				return -1;
 		}
 	}
 	return 0;
 }
 
+/* "--a", "--a and --b", "--a, --b and --c": the rows of o for which pick() is true. */
+static size_t row_names(struct dlk_buf *b, const struct dlk_option *o, int (*pick)(const struct dlk_option *, const void *),
+                        const void *key)
+{
+	size_t n = 0, total = 0;
+
+	for (size_t i = 0; o[i].type != OPTION_END; i++)
+		total += pick(&o[i], key);
+	for (size_t i = 0; o[i].type != OPTION_END; i++) {
+		if (!pick(&o[i], key))
+			continue;
+		dlk_buf_addf(b, "%s--%s", !n ? "" : n + 1 == total ? " and " : ", ", o[i].long_name);
+		n++;
+	}
+	return n;
+}
+
+static int same_excl(const struct dlk_option *o, const void *key)
+{
+	const struct dlk_option *k = key;
+	return k->type == OPTION_MODE ? o->type == OPTION_MODE : o->excl == k->excl;
+}
+
+static int same_modes(const struct dlk_option *o, const void *key)
+{
+	return o->modes == ((const struct dlk_option *)key)->modes;
+}
+
+static int check_table(const struct dlk_command *cmd, const struct dlk_option *o, const unsigned char *on,
+                       struct dlk_err *err)
+{
+	const struct dlk_option *mode_row = NULL;
+	struct dlk_buf b = DLK_BUF_INIT;
+	int mode = 0;
+
+	/* exclusive rows: MODE rows among themselves, and rows of one nonzero excl */
+	for (size_t i = 0; o && o[i].type != OPTION_END; i++) {
+		if (!on[i] || (o[i].type != OPTION_MODE && !o[i].excl))
+			continue;
+		for (size_t j = i + 1; o[j].type != OPTION_END; j++) {
+			if (!on[j] || !same_excl(&o[j], &o[i]))
+				continue;
+			row_names(&b, o, same_excl, &o[i]);
+			dlk_errf(err, DLK_EXIT_USAGE, "%s exclude each other", b.data);
+			dlk_buf_release(&b);
+			return -1;
+		}
+		if (o[i].type == OPTION_MODE) {
+			mode_row = &o[i];
+			mode = (int)o[i].def;
+		}
+	}
+	for (size_t i = 0; o && o[i].type != OPTION_END; i++)
+		if (o[i].type == OPTION_MODE)
+			*(int *)o[i].value = mode;
+	/* rows that go with some modes only */
+	for (size_t i = 0; o && o[i].type != OPTION_END; i++) {
+		const char *hint = NULL;
+		size_t n, k = 0;
+
+		if (!on[i] || !o[i].modes || (o[i].modes & DLK_MODE(mode)))
+			continue;
+		n = row_names(&b, o, same_modes, &o[i]);
+		dlk_buf_adds(&b, n > 1 ? " go with " : " goes with ");
+		for (int m = 0; m < 32; m++) {
+			const char *name = NULL;
+			if (!(o[i].modes & DLK_MODE(m)))
+				continue;
+			for (size_t j = 0; o[j].type != OPTION_END && !name; j++)
+				if (o[j].type == OPTION_MODE && o[j].def == m)
+					name = o[j].long_name;
+			if (name)
+				dlk_buf_addf(&b, "%s--%s", k++ ? " or " : "", name);
+			else
+				dlk_buf_addf(&b, "%s%s", k++ ? " or " : "", cmd->def->default_mode);
+		}
+		if (mode_row)
+			dlk_buf_addf(&b, ", not with --%s", mode_row->long_name);
+		for (size_t j = 0; o[j].type != OPTION_END && !hint; j++)
+			if (same_modes(&o[j], &o[i]))
+				hint = o[j].hint;
+		dlk_errf(err, DLK_EXIT_USAGE, "%s", b.data);
+		if (hint)
+			dlk_err_hint(err, "%s", hint);
+		dlk_buf_release(&b);
+		return -1;
+	}
+	return 0;
+}
+
+int dlk_args_check(struct dlk_args *args, struct dlk_err *err)
+{
+	const struct dlk_option *copts = cmd_options(args->cmd);
+
+	if (args->later.code) {
+		*err = args->later;
+		return -1;
+	}
+	if (check_table(args->cmd, copts, args->on, err) ||
+	    check_table(NULL, dlk_global_options, args->on + opt_count(copts), err))
+		return -1;
+	return 0;
+}
+
+static void release_lists(const struct dlk_option *o)
+{
+	for (size_t i = 0; o && o[i].type != OPTION_END; i++)
+		if (o[i].type == OPTION_LIST) {
+			struct dlk_strlist *l = o[i].value;
+			free(l->v);
+			l->v = NULL;
+			l->n = 0;
+		}
+}
+
 void dlk_args_release(struct dlk_args *args)
 {
-	size_t n = opt_count(args->opts), g = opt_count(dlk_global_options);
-
-	for (size_t i = 0; args->vals && i < n; i++)
-		free(args->vals[i].list);
-	for (size_t i = 0; args->gvals && i < g; i++)
-		free(args->gvals[i].list);
-	free(args->vals);
-	free(args->gvals);
+	release_lists(cmd_options(args->cmd));
+	release_lists(dlk_global_options);
+	free(args->on);
 	free(args->pos);
 	memset(args, 0, sizeof(*args));
 }
 
-const struct dlk_optval *dlk_opt(const struct dlk_args *args, const char *long_name)
-{
-	size_t idx;
-
-	if (find_long(args->opts, long_name, strlen(long_name), &idx))
-		return &args->vals[idx];
-	if (find_long(dlk_global_options, long_name, strlen(long_name), &idx))
-		return &args->gvals[idx];
-	fprintf(stderr, "BUG: no option '--%s' in the table\n", long_name);
-	abort();
-}
-
-const char *dlk_opt_str(const struct dlk_args *args, const char *long_name)
-{
-	return dlk_opt(args, long_name)->str;
-}
-
-long long dlk_opt_num(const struct dlk_args *args, const char *long_name)
-{
-	return dlk_opt(args, long_name)->num;
-}
-
-int dlk_opt_isset(const struct dlk_args *args, const char *long_name)
-{
-	return dlk_opt(args, long_name)->set;
-}
-
 /* ---- help ---- */
+
+/* What -h and the man page say the default is: the starting value, or the description of a
+ * default the command computes. NULL when there is nothing to say. */
+static const char *default_text(const struct dlk_option *o, char *buf, size_t n)
+{
+	if (o->def_doc)
+		return o->def_doc;
+	if (o->flags & OPT_HIDE_DEFAULT)
+		return NULL;
+	switch (o->type) {
+	case OPTION_INT:
+		snprintf(buf, n, "%lld", o->def);
+		return buf;
+	case OPTION_STRING:
+		return o->def_str;
+	case OPTION_ENUM:
+		return o->choices[o->def];
+	default:
+		return NULL;
+	}
+}
 
 static void opt_left(char *buf, size_t n, const struct dlk_option *o)
 {
@@ -288,7 +468,7 @@ static void opt_left(char *buf, size_t n, const struct dlk_option *o)
 
 	if (o->short_name)
 		snprintf(s, sizeof(s), "-%c, ", o->short_name);
-	if (o->type == OPT_BOOL && strcmp(o->long_name, "help"))
+	if (dlk_option_negatable(o))
 		snprintf(buf, n, "%s--[no-]%s", s, o->long_name);
 	else if (o->arg_name)
 		snprintf(buf, n, "%s--%s %s", s, o->long_name, o->arg_name);
@@ -296,50 +476,65 @@ static void opt_left(char *buf, size_t n, const struct dlk_option *o)
 		snprintf(buf, n, "%s--%s", s, o->long_name);
 }
 
-static void print_options(FILE *out, const struct dlk_option *o)
+/* Whether a command's own row of this long name hides the global one (report's -o names a file). */
+static int shadowed(const struct dlk_option *shadow, const char *long_name)
 {
-	for (size_t i = 0; o && o[i].type != OPT_END; i++) {
-		char left[96];
+	size_t idx;
+
+	return shadow && find_long(shadow, long_name, strlen(long_name), &idx);
+}
+
+static void print_options(FILE *out, const struct dlk_option *o, const struct dlk_option *shadow)
+{
+	for (size_t i = 0; o && o[i].type != OPTION_END; i++) {
+		char left[96], num[32];
+		const char *def = default_text(&o[i], num, sizeof(num));
+		if (shadowed(shadow, o[i].long_name))
+			continue;
 		opt_left(left, sizeof(left), &o[i]);
 		fprintf(out, "  %-30s %s", left, o[i].help);
-		if (o[i].complete == COMPLETE_WORDS && o[i].words)
-			fprintf(out, " (%s)", o[i].words);
-		if (o[i].def)
-			fprintf(out, " [default: %s]", o[i].def);
+		if (o[i].type == OPTION_ENUM) {
+			struct dlk_buf b = DLK_BUF_INIT;
+			choices_text(&b, o[i].choices);
+			fprintf(out, " (%s)", b.data);
+			dlk_buf_release(&b);
+		}
+		if (def)
+			fprintf(out, " [default: %s]", def);
 		fputc('\n', out);
 	}
 }
 
-void dlk_usage_print(FILE *out, const struct dlk_command_def *cmd)
+void dlk_usage_print(FILE *out, const struct dlk_command *cmd)
 {
 	if (!cmd) {
 		fprintf(out, "usage: dlk [global options] <command> [options] [args]\n\n");
 		fprintf(out, "Train deep learning models on Kubernetes GPU clusters, and on this machine.\n\n");
 		fprintf(out, "Commands:\n");
-		for (size_t i = 0; dlk_commands[i]; i++)
-			fprintf(out, "  %-12s %s\n", dlk_commands[i]->name, dlk_commands[i]->summary);
+		for (size_t i = 0; dlk_commands[i].name; i++)
+			fprintf(out, "  %-12s %s\n", dlk_commands[i].name, dlk_commands[i].summary);
 		fprintf(out, "\nGlobal options:\n");
-		print_options(out, dlk_global_options);
+		print_options(out, dlk_global_options, NULL);
 		fprintf(out, "\nRun 'dlk help <command>' or 'dlk <command> -h' for a command's options,\n"
 		             "'man dlk' for exit codes and files.\n");
 		return;
 	}
-	fprintf(out, "usage: dlk %s [options]%s%s\n\n", cmd->name, cmd->usage && *cmd->usage ? " " : "",
-	        cmd->usage ? cmd->usage : "");
-	fprintf(out, "%s\n", cmd->description ? cmd->description : cmd->summary);
-	if (cmd->options && cmd->options[0].type != OPT_END) {
+	fprintf(out, "usage: dlk %s [options]%s%s\n\n", cmd->name, cmd->def->usage && *cmd->def->usage ? " " : "",
+	        cmd->def->usage ? cmd->def->usage : "");
+	fprintf(out, "%s\n", cmd->def->description ? cmd->def->description : cmd->summary);
+	if (opt_count(cmd->def->options)) {
 		fprintf(out, "\nOptions:\n");
-		print_options(out, cmd->options);
+		print_options(out, cmd->def->options, NULL);
 	}
 	fprintf(out, "\nGlobal options:\n");
-	print_options(out, dlk_global_options);
-	if (cmd->examples)
-		fprintf(out, "\nExamples:\n%s", cmd->examples);
+	print_options(out, dlk_global_options, cmd->def->options);
+	if (cmd->def->examples)
+		fprintf(out, "\nExamples:\n%s", cmd->def->examples);
 }
 
 /* ---- man markup ---- */
 
-static void man_escape(FILE *out, const char *s)
+void dlk_man_escape(FILE *out, const char *s)
 {
 	for (; *s; s++) {
 		if (*s == '-')
@@ -351,52 +546,56 @@ static void man_escape(FILE *out, const char *s)
 	}
 }
 
-void dlk_man_synopsis(FILE *out, const struct dlk_command_def *cmd)
+void dlk_man_synopsis(FILE *out, const struct dlk_command *cmd)
 {
 	if (!cmd) {
 		fputs(".B dlk\n[\\fIglobal options\\fR] \\fIcommand\\fR [\\fIoptions\\fR] [\\fIargs\\fR]\n", out);
 		return;
 	}
-	fprintf(out, ".B dlk %s\n[\\fIoptions\\fR]", cmd->name);
-	if (cmd->usage && *cmd->usage) {
-		fputc(' ', out);
-		man_escape(out, cmd->usage);
+	for (int link = 0; link < 2; link++) {
+		fprintf(out, link ? ".B dlk\\-%s\n[\\fIoptions\\fR]" : ".B dlk %s\n[\\fIoptions\\fR]", cmd->name);
+		if (cmd->def->usage && *cmd->def->usage) {
+			fputc(' ', out);
+			dlk_man_escape(out, cmd->def->usage);
+		}
+		fputs(link ? "\n" : "\n.br\n", out);
 	}
-	fputs("\n.br\n", out);
-	fprintf(out, ".B dlk\\-%s\n[\\fIoptions\\fR]", cmd->name);
-	if (cmd->usage && *cmd->usage) {
-		fputc(' ', out);
-		man_escape(out, cmd->usage);
-	}
-	fputc('\n', out);
 }
 
-void dlk_man_options(FILE *out, const struct dlk_option *o)
+void dlk_man_options(FILE *out, const struct dlk_option *o, const struct dlk_option *shadow)
 {
-	for (size_t i = 0; o && o[i].type != OPT_END; i++) {
+	for (size_t i = 0; o && o[i].type != OPTION_END; i++) {
+		char num[32];
+		const char *def = default_text(&o[i], num, sizeof(num));
+
+		if (shadowed(shadow, o[i].long_name))
+			continue;
 		fputs(".TP\n", out);
 		if (o[i].short_name)
 			fprintf(out, "\\fB\\-%c\\fR, ", o[i].short_name);
 		fputs("\\fB\\-\\-", out);
-		if (o[i].type == OPT_BOOL && strcmp(o[i].long_name, "help"))
+		if (dlk_option_negatable(&o[i]))
 			fputs("[no\\-]", out);
-		man_escape(out, o[i].long_name);
+		dlk_man_escape(out, o[i].long_name);
 		fputs("\\fR", out);
 		if (o[i].arg_name) {
 			fputs(" \\fI", out);
-			man_escape(out, o[i].arg_name);
+			dlk_man_escape(out, o[i].arg_name);
 			fputs("\\fR", out);
 		}
 		fputc('\n', out);
-		man_escape(out, o[i].help);
-		if (o[i].complete == COMPLETE_WORDS && o[i].words) {
+		dlk_man_escape(out, o[i].help);
+		if (o[i].type == OPTION_ENUM) {
+			struct dlk_buf b = DLK_BUF_INIT;
+			choices_text(&b, o[i].choices);
 			fputs(" (", out);
-			man_escape(out, o[i].words);
+			dlk_man_escape(out, b.data);
 			fputs(")", out);
+			dlk_buf_release(&b);
 		}
-		if (o[i].def) {
+		if (def) {
 			fputs("; default: ", out);
-			man_escape(out, o[i].def);
+			dlk_man_escape(out, def);
 		}
 		fputs(".\n", out);
 	}

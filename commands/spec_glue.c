@@ -3,5 +3,5 @@
 
 struct dlk_project *dlk_ctx_load_spec(const struct dlk_ctx *ctx, struct dlk_err *err)
 {
-	return project_load(ctx->file, ctx->sets, ctx->n_sets, err);
+	return project_load(ctx->file, ctx->sets.v, ctx->sets.n, err);
 }

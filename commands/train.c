@@ -4,6 +4,7 @@
 #include "commands/cluster.h"
 #include "commands/commands.h"
 #include "commands/ctx.h"
+#include "commands/train.h"
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
 #include "lib/render/render.h"
@@ -26,7 +27,7 @@ static char *project_templates_dir(const char *spec_file)
 
 static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_err *err)
 {
-	if (!strcmp(ctx->output, "json")) {
+	if (ctx->output == DLK_OUTPUT_JSON) {
 		/* a v1 List, as `kubectl get -o json` prints several objects; `kubectl apply -f` takes it */
 		cJSON *list = cJSON_CreateObject();
 		cJSON_AddStringToObject(list, "apiVersion", "v1");
@@ -40,8 +41,8 @@ static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_e
 		free(s);
 		return 0;
 	}
-	if (strcmp(ctx->output, "yaml") && strcmp(ctx->output, "text"))
-		return dlk_errf(err, DLK_EXIT_USAGE, "--dry-run prints yaml or json, not '%s'", ctx->output);
+	if (ctx->output != DLK_OUTPUT_YAML && ctx->output != DLK_OUTPUT_TEXT)
+		return dlk_errf(err, DLK_EXIT_USAGE, "--dry-run prints yaml or json, not '%s'", dlk_output_names[ctx->output]);
 	char *y = yamljson_emit_stream(objects, err);
 	if (!y)
 		return -1;
@@ -73,89 +74,84 @@ int dlk_train_render(const struct dlk_ctx *ctx, const struct dlk_project *spec, 
 	return rc;
 }
 
+static struct dlk_train_cli opt;
+
 static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_project *spec = NULL;
 	cJSON *objects = NULL;
-	int dry = (int)dlk_opt_num(args, "dry-run"), local = (int)dlk_opt_num(args, "local");
-	int worker = (int)dlk_opt_num(args, "worker");
-	long long workers = dlk_opt(args, "workers")->set ? dlk_opt_num(args, "workers") : 1;
-	long long max_restarts = dlk_opt(args, "max-restarts")->set ? dlk_opt_num(args, "max-restarts") : 3;
 	int rc = 0;
 
-	int submit_opts = dlk_opt_num(args, "wait") || dlk_opt_num(args, "follow") || dlk_opt_num(args, "replace") ||
-			  dlk_opt_isset(args, "timeout");
-
-	if (dry + local + worker > 1) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "--dry-run, --local and --worker exclude each other");
-		return dlk_report(ctx, &err);
-	}
-	if ((dry || local || worker) && submit_opts) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "--wait, --follow, --timeout and --replace go with submitting, not with %s",
-			 dry ? "--dry-run" : local ? "--local" : "--worker");
-		return dlk_report(ctx, &err);
-	}
-	if (!local && (dlk_opt(args, "workers")->set || dlk_opt(args, "max-restarts")->set)) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "--workers and --max-restarts go with --local");
-		dlk_err_hint(&err, "in a cluster the number of workers is resources.workers in the project file");
-		return dlk_report(ctx, &err);
-	}
-	if (workers < 1 || workers > DLK_GANG_MAX_WORKERS) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "--workers: expected 1 to %d, not %lld", DLK_GANG_MAX_WORKERS, workers);
-		return dlk_report(ctx, &err);
-	}
-	if (max_restarts < 0 || max_restarts > 1000) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "--max-restarts: expected 0 to 1000, not %lld", max_restarts);
+	(void)args;
+	if (opt.report && opt.mode == TRAIN_SUBMIT && !opt.wait && !opt.follow && !opt.timeout_s) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--report writes the page when the run ends: submitting, it goes with "
+		         "--wait, --follow or --timeout");
 		return dlk_report(ctx, &err);
 	}
 	spec = dlk_ctx_load_spec(ctx, &err);
 	if (!spec)
 		return dlk_report(ctx, &err);
-	if (!dry && !local && !worker) {
-		rc = dlk_train_submit(ctx, args, spec);
-		goto out;
-	}
-	if (dry) {
-		if (dlk_train_render(ctx, spec, dlk_opt_str(args, "templates"), &objects, &err) ||
-		    print_objects(ctx, objects, &err))
+	switch ((enum dlk_train_mode)opt.mode) {
+	case TRAIN_SUBMIT:
+		rc = dlk_train_submit(ctx, &opt, spec);
+		break;
+	case TRAIN_DRY_RUN:
+		if (dlk_train_render(ctx, spec, opt.templates, &objects, &err) || print_objects(ctx, objects, &err))
 			rc = dlk_report(ctx, &err);
-		goto out;
+		break;
+	case TRAIN_LOCAL:
+		if (opt.workers > 1)
+			rc = dlk_train_gang(ctx, &opt, spec);
+		else
+			rc = dlk_train_here(ctx, &opt, spec, 0);
+		break;
+	case TRAIN_WORKER:
+		rc = dlk_train_here(ctx, &opt, spec, 1);
+		break;
 	}
-	if (local && workers > 1)
-		rc = dlk_train_gang(ctx, args, spec, (int)workers, (int)max_restarts);
-	else
-		rc = dlk_train_here(ctx, args, spec, worker);
-out:
 	cJSON_Delete(objects);
 	project_free(spec);
 	return rc;
 }
 
 static const struct dlk_option train_options[] = {
-	{ OPT_BOOL, 0, "dry-run", NULL, "print the Kubernetes objects a submit would send, and stop", COMPLETE_NONE, NULL, NULL },
-	{ OPT_BOOL, 0, "local", NULL, "train on this machine (see --workers)", COMPLETE_NONE, NULL, NULL },
-	{ OPT_BOOL, 0, "worker", NULL, "be one worker of the job (what the rendered pods run)", COMPLETE_NONE, NULL, NULL },
-	{ OPT_BOOL, 0, "wait", NULL, "after submitting, wait for the job to end; the exit code says how it ended", COMPLETE_NONE, NULL, NULL },
-	{ OPT_BOOL, 0, "follow", NULL, "after submitting, stream the workers' logs until the job ends (implies --wait)", COMPLETE_NONE, NULL, NULL },
-	{ OPT_STRING, 0, "timeout", "DURATION", "give up waiting after this long, e.g. 90s, 30m (implies --wait)", COMPLETE_NONE, NULL, NULL },
-	{ OPT_BOOL, 0, "replace", NULL, "delete a job of the same name first, then submit", COMPLETE_NONE, NULL, NULL },
-	{ OPT_STRING, 0, "templates", "DIR", "templates overriding the built-ins (default: the project's templates/)", COMPLETE_DIR, NULL, NULL },
-	{ OPT_STRING, 0, "metrics", "FILE", "append a JSON line per step and per epoch to FILE", COMPLETE_FILE, NULL, NULL },
-	{ OPT_STRING, 0, "bundle", "FILE", "where to write the model bundle", COMPLETE_FILE, NULL, "NAME.dlk next to the project file" },
-	{ OPT_INT, 0, "workers", "N", "with --local: train with N worker processes on this machine", COMPLETE_NONE, NULL, "1" },
-	{ OPT_INT, 0, "max-restarts", "N", "with --local --workers: restart the workers from the last checkpoint at most N times", COMPLETE_NONE, NULL, "3" },
-	{ OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL },
+	OPT_MODE("dry-run", &opt.mode, TRAIN_DRY_RUN, "print the Kubernetes objects a submit would send, and stop"),
+	OPT_MODE("local", &opt.mode, TRAIN_LOCAL, "train on this machine (see --workers)"),
+	OPT_MODE("worker", &opt.mode, TRAIN_WORKER, "be one worker of the job (what the rendered pods run)"),
+	OPT_BOOL(0, "wait", &opt.wait, "after submitting, wait for the job to end; the exit code says how it ended",
+	         .modes = DLK_MODE(TRAIN_SUBMIT)),
+	OPT_BOOL(0, "follow", &opt.follow, "after submitting, stream the workers' logs until the job ends (implies --wait)",
+	         .modes = DLK_MODE(TRAIN_SUBMIT)),
+	OPT_DURATION(0, "timeout", &opt.timeout_s, "DURATION", "give up waiting after this long, e.g. 90s, 30m (implies --wait)",
+	             .modes = DLK_MODE(TRAIN_SUBMIT)),
+	OPT_BOOL(0, "replace", &opt.replace, "delete a job of the same name first, then submit", .modes = DLK_MODE(TRAIN_SUBMIT)),
+	OPT_STRING(0, "templates", &opt.templates, "DIR", NULL,
+	           "templates overriding the built-ins (default: the project's templates/)", .complete = COMPLETE_DIR),
+	OPT_STRING(0, "metrics", &opt.metrics, "FILE", NULL, "append a JSON line per step and per epoch to FILE",
+	           .complete = COMPLETE_FILE),
+	OPT_STRING(0, "bundle", &opt.bundle, "FILE", NULL, "where to write the model bundle",
+	           .def_doc = "NAME.dlk next to the project file", .complete = COMPLETE_FILE),
+	OPT_STRING(0, "report", &opt.report, "FILE", NULL, "when the run ends, write its report page (see dlk report) to FILE",
+	           .modes = DLK_MODE(TRAIN_SUBMIT) | DLK_MODE(TRAIN_LOCAL) | DLK_MODE(TRAIN_WORKER),
+	           .hint = "the page is written when the run ends: here, or after waiting for a submitted job",
+	           .complete = COMPLETE_FILE),
+	OPT_INT(0, "workers", &opt.workers, "N", 1, "with --local: train with N worker processes on this machine",
+	        .min = 1, .max = DLK_GANG_MAX_WORKERS, .modes = DLK_MODE(TRAIN_LOCAL),
+	        .hint = "in a cluster the number of workers is resources.workers in the project file"),
+	OPT_INT(0, "max-restarts", &opt.max_restarts, "N", 3,
+	        "with --local --workers: restart the workers from the last checkpoint at most N times",
+	        .min = 0, .max = 1000, .modes = DLK_MODE(TRAIN_LOCAL)),
+	OPT_END(),
 };
 
 const struct dlk_command_def dlk_cmd_train = {
-	.name = "train",
-	.summary = "train a model: submit the job to the cluster, show it, run it here, or be its worker",
 	.usage = "",
 	.description = "Read the project file and submit its training job to the cluster (with --wait or\n"
 	               "--follow, stay until it ends), print the job's Kubernetes objects (--dry-run), train\n"
 	               "on this machine (--local), or act as one worker of the job (--worker).",
 	.options = train_options,
+	.default_mode = "submitting",
 	.min_pos = 0,
 	.max_pos = 0,
 	.run = run_train,
@@ -164,5 +160,6 @@ const struct dlk_command_def dlk_cmd_train = {
 	            "  $ dlk train --replace --wait\n"
 	            "  $ dlk train --dry-run -o json\n"
 	            "  $ dlk train --local --set training.epochs=1\n"
-	            "  $ dlk train --local --metrics metrics.jsonl -q\n",
+	            "  $ dlk train --local --metrics metrics.jsonl -q\n"
+	            "  $ dlk train --local --report run.html\n",
 };

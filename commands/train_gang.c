@@ -187,7 +187,7 @@ static void setenv_int(const char *name, long v)
 }
 
 /* In the child: become rank `rank` and run the worker path. Never returns. */
-static void child(struct gang *g, struct dlk_args *args, const struct dlk_project *spec, int rank, int wfd,
+static void child(struct gang *g, const struct dlk_train_cli *opts, const struct dlk_project *spec, int rank, int wfd,
                   int lfd, int port, unsigned gen, const char *run_id, int threads)
 {
 	struct sigaction sa = { 0 };
@@ -225,7 +225,7 @@ static void child(struct gang *g, struct dlk_args *args, const struct dlk_projec
 	unsetenv("KUBERNETES_SERVICE_HOST"); /* a local gang publishes no progress on any Job */
 	unsetenv("JOB_COMPLETION_INDEX");
 	g->ctx->color = 0;
-	rc = dlk_train_here(g->ctx, args, spec, 1);
+	rc = dlk_train_here(g->ctx, opts, spec, 1);
 	fflush(stdout);
 	fflush(stderr);
 	_exit(rc);
@@ -276,7 +276,7 @@ static int root_cause(const struct gang *g)
 
 /* Runs one generation to its end. Returns the rank that failed first (its status in
  * g->w[rank].status), -1 when every worker succeeded, -2 when stopped by a signal. */
-static int run_generation(struct gang *g, struct dlk_args *args, const struct dlk_project *spec, unsigned gen,
+static int run_generation(struct gang *g, const struct dlk_train_cli *opts, const struct dlk_project *spec, unsigned gen,
                           const char *run_id, int threads, struct dlk_err *err)
 {
 	int port = 0, lfd = listen_loopback(&port, err), failed = -1, stopping = 0, alive, seq = 0;
@@ -306,7 +306,7 @@ static int run_generation(struct gang *g, struct dlk_args *args, const struct dl
 		}
 		if (pid == 0) {
 			close(p[0]);
-			child(g, args, spec, r, p[1], lfd, port, gen, run_id, threads);
+			child(g, opts, spec, r, p[1], lfd, port, gen, run_id, threads);
 		}
 		close(p[1]);
 		g->w[r].pid = pid;
@@ -381,9 +381,9 @@ static int run_generation(struct gang *g, struct dlk_args *args, const struct dl
 	return failed;
 }
 
-int dlk_train_gang(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_project *spec, int workers,
-                   int max_restarts)
+int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
+	int workers = opts->workers, max_restarts = opts->max_restarts;
 	struct dlk_err err = DLK_ERR_INIT;
 	struct gang g = { ctx, NULL, workers, 0 };
 	struct sigaction sa = { 0 }, old_int, old_term;
@@ -392,14 +392,6 @@ int dlk_train_gang(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 	int threads = spec->training.threads ? spec->training.threads : (int)(cores / workers > 0 ? cores / workers : 1);
 	int rc = 0;
 
-	if (workers < 1 || workers > DLK_GANG_MAX_WORKERS) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "--workers: expected 1 to %d, not %d", DLK_GANG_MAX_WORKERS, workers);
-		return dlk_report(ctx, &err);
-	}
-	if (max_restarts < 0) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "--max-restarts: must not be negative, not %d", max_restarts);
-		return dlk_report(ctx, &err);
-	}
 	snprintf(run_id, sizeof(run_id), "local-%ld-%ld", (long)getpid(), (long)time(NULL));
 	g.w = xcalloc((size_t)workers, sizeof(*g.w));
 	for (int r = 0; r < workers; r++)
@@ -411,7 +403,7 @@ int dlk_train_gang(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 	sigaction(SIGTERM, &sa, &old_term);
 
 	for (int gen = 0;; gen++) {
-		int f = run_generation(&g, args, spec, (unsigned)gen, run_id, threads, &err);
+		int f = run_generation(&g, opts, spec, (unsigned)gen, run_id, threads, &err);
 		if (f == -3) {
 			rc = dlk_report(ctx, &err);
 			break;

@@ -4,14 +4,17 @@
  * rendezvous and averages gradients over the TCP ring; only rank 0 evaluates, prints, publishes
  * progress and writes checkpoints and the bundle. */
 #include "commands/train_here.h"
+#include "commands/report_source.h"
 #include "commands/train_progress.h"
 #include "lib/data/dataset.h"
 #include "lib/comm/comm.h"
 #include "lib/comm/rendezvous.h"
+#include "lib/report/report.h"
 #include "lib/train/bundle.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/state.h"
 #include "lib/train/train.h"
+#include "lib/util/git.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
 
@@ -81,6 +84,14 @@ struct report {
 	long ckpt_step;               /* the newest checkpoint written or resumed, -1: none */
 	long ckpt_delay_ms;           /* test hook: slow every checkpoint write down */
 	struct dlk_job_progress *jp;
+	/* what the run document published on the Job is made of (rank 0, in a cluster) */
+	const struct dlk_project *spec;
+	const struct dlk_net *net;
+	const struct dlk_dataset *train, *test;
+	char digest[65];
+	char git_commit[65];          /* "" when the project is in no git work tree */
+	int git_dirty;
+	int metrics_warned;
 };
 
 static void fmt_duration(char *buf, size_t n, double s)
@@ -132,6 +143,66 @@ static void metrics_line(struct report *r, const struct dlk_train_event *ev)
 	cJSON_Delete(o);
 }
 
+/* What the bundle and the published run document say about the run; seed and times are the
+ * caller's. The spec, datasets and digest come from r. */
+static void bundle_info(const struct report *r, struct dlk_bundle_info *bi, const struct dlk_net *net,
+                        const struct dlk_eval *eval, double train_loss, const struct dlk_history *history)
+{
+	const struct dlk_project *spec = r->spec;
+
+	memset(bi, 0, sizeof(*bi));
+	bi->name = spec->name;
+	bi->model = &spec->model;
+	bi->training = &spec->training;
+	bi->net = net;
+	bi->classes = spec->data.classes;
+	bi->n_class_names = spec->data.classes ? spec->data.n_classes : 0;
+	bi->eval = eval;
+	bi->train_loss = train_loss;
+	bi->train = r->train;
+	bi->test = r->test && r->test->n ? r->test : NULL;
+	bi->project_digest = r->digest;
+	bi->seed = spec->training.seed;
+	bi->history = history;
+	bi->git_commit = r->git_commit;
+	bi->git_dirty = r->git_dirty;
+}
+
+/* After an epoch and at the end, in a cluster: the run so far, as `dlk report JOB` reads it. A
+ * document that cannot be made is warned about once; training goes on. */
+static char *metrics_json(struct report *r, const struct dlk_train_event *ev)
+{
+	struct dlk_bundle_info bi;
+	struct dlk_err err = DLK_ERR_INIT;
+	const struct dlk_history *h = ev->history;
+	cJSON *meta, *run;
+	char *s = NULL;
+
+	if (!r->net || !h)
+		return NULL;
+	bundle_info(r, &bi, r->net, ev->eval, h->n_epochs ? h->epochs[h->n_epochs - 1].train_loss : ev->loss, h);
+	bi.started_at = h->n_events ? h->events[0].time : NULL;
+	bi.finished_at = ev->kind == DLK_TRAIN_DONE ? ev->finished_at : NULL;
+	meta = dlk_bundle_meta_json(&bi);
+	run = report_run_from_meta(meta, "job", NULL, &err);
+	if (run)
+		s = report_run_compact(run, DLK_METRICS_MAX_BYTES);
+	if (!s && !r->metrics_warned++)
+		dlk_warn(r->ctx, "the run's metrics are not published on the job (training goes on): %s",
+		         run ? "too large for an annotation" : err.msg);
+	cJSON_Delete(run);
+	cJSON_Delete(meta);
+	return s;
+}
+
+static void on_start(void *vctx, const struct dlk_net *net, long total_steps)
+{
+	struct report *r = vctx;
+
+	(void)total_steps;
+	r->net = net;
+}
+
 static void on_event(void *vctx, const struct dlk_train_event *ev0)
 {
 	struct report *r = vctx;
@@ -157,7 +228,11 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 	}
 	if (r->rank != 0)
 		return;
-	dlk_job_progress_event(r->jp, ev);
+	if (r->jp) {
+		char *m = ev->kind != DLK_TRAIN_STEP ? metrics_json(r, ev0) : NULL;
+		dlk_job_progress_event(r->jp, ev, m);
+		free(m);
+	}
 	metrics_line(r, ev);
 	fmt_duration(eta, sizeof(eta), ev->eta_sec);
 	fmt_duration(el, sizeof(el), ev->elapsed_sec);
@@ -486,7 +561,7 @@ static int join_gang(struct report *r, const struct dist_env *env, struct dlk_er
 	return 0;
 }
 
-int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_project *spec, int worker)
+int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec, int worker)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_dataset train = DLK_DATASET_INIT, test = DLK_DATASET_INIT;
@@ -497,12 +572,19 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 	struct report rep = { 0 };
 	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT };
 	struct sigaction sa = { 0 }, old_int, old_term, old_alrm;
-	char *bundle = NULL, *dir = project_dir(ctx->file), digest[65];
-	const char *mpath = dlk_opt_str(args, "metrics");
+	char *bundle = NULL, *dir = project_dir(ctx->file);
+	const char *mpath = cli->metrics;
 	int rc = 0, ran, bad = 0;
 
 	rep.ctx = ctx;
 	rep.bar.ctx = ctx;
+	rep.spec = spec;
+	rep.train = &train;
+	rep.test = &test;
+	project_digest(spec, rep.digest);
+	/* which code made the model, when the project is kept in git (in a pod it is not) */
+	if (dlk_git_head(dir, rep.git_commit, &rep.git_dirty))
+		rep.git_commit[0] = '\0';
 	rep.ckpt_step = -1;
 	rep.world = 1;
 	stop_flag = 0;
@@ -597,6 +679,7 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 	topts.resume = on_resume;
 	topts.ckpt_ctx = &rep;
 	topts.on_event = on_event;
+	topts.on_start = on_start;
 	topts.event_ctx = &rep;
 	topts.cancel = &stop_flag;
 	ran = dlk_train_run(&topts, &res, &err);
@@ -621,29 +704,32 @@ int dlk_train_here(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_
 		goto out;
 	}
 
-	bundle = dlk_opt_str(args, "bundle") ? xstrdup(dlk_opt_str(args, "bundle")) : default_bundle_path(ctx->file, spec->name);
-	project_digest(spec, digest);
+	bundle = cli->bundle ? xstrdup(cli->bundle) : default_bundle_path(ctx->file, spec->name);
 	{
-		struct dlk_bundle_info bi = { 0 };
-		bi.name = spec->name;
-		bi.model = &spec->model;
-		bi.training = &spec->training;
-		bi.net = &res.net;
-		bi.classes = spec->data.classes;
-		bi.n_class_names = spec->data.classes ? spec->data.n_classes : 0;
-		bi.eval = res.eval.n ? &res.eval : NULL;
-		bi.train_loss = res.train_loss;
-		bi.train = &train;
-		bi.test = test.n ? &test : NULL;
-		bi.project_digest = digest;
+		struct dlk_bundle_info bi;
+		bundle_info(&rep, &bi, &res.net, res.eval.n ? &res.eval : NULL, res.train_loss, &res.history);
 		bi.seed = res.seed;
-		bi.started_at = res.started_at;
+		/* the run's first start: a resumed run began before this process */
+		bi.started_at = res.history.n_events ? res.history.events[0].time : res.started_at;
 		bi.finished_at = res.finished_at;
 		if (dlk_bundle_write(bundle, &bi, &err))
 			goto fail;
 	}
+	/* the page is drawn from the bundle as written, as `dlk report` would draw it */
+	if (cli->report) {
+		const char *page = cli->report;
+		cJSON *run = dlk_report_from_bundle(bundle, &err);
+		if (!run || report_write_html(page, run, NULL, &err)) {
+			cJSON_Delete(run);
+			dlk_err_prefix(&err, "--report '%s'", page);
+			goto fail;
+		}
+		cJSON_Delete(run);
+		if (!ctx->quiet)
+			fprintf(stderr, "report: %s\n", page);
+	}
 
-	if (!strcmp(ctx->output, "json")) {
+	if (ctx->output == DLK_OUTPUT_JSON) {
 		cJSON *o = result_json(spec, &res, bundle);
 		char *s = cJSON_Print(o);
 		printf("%s\n", s);

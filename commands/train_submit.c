@@ -3,8 +3,11 @@
  * come from dlk_train_render(). */
 #include "commands/cluster.h"
 #include "commands/commands.h"
+#include "commands/report_source.h"
+#include "commands/train.h"
 #include "commands/train_here.h"
 #include "lib/project/project.h"
+#include "lib/report/report.h"
 #include "lib/util/mem.h"
 
 #include <stdlib.h>
@@ -205,7 +208,24 @@ static int print_applied(cJSON *applied)
 	return 0;
 }
 
-int dlk_train_submit(struct dlk_ctx *ctx, struct dlk_args *args, const struct dlk_project *spec)
+/* --report: the page of the job that ended, from the run it published on itself */
+static int write_report(struct dlk_ctx *ctx, const char *ns, const char *name, const char *path)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	cJSON *run = dlk_report_from_job(ctx, ns, name, &err);
+
+	if (!run || report_write_html(path, run, NULL, &err)) {
+		cJSON_Delete(run);
+		dlk_err_prefix(&err, "--report '%s'", path);
+		return dlk_report(ctx, &err);
+	}
+	cJSON_Delete(run);
+	if (!ctx->quiet)
+		fprintf(stderr, "report: %s\n", path);
+	return 0;
+}
+
+int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
@@ -213,21 +233,14 @@ int dlk_train_submit(struct dlk_ctx *ctx, struct dlk_args *args, const struct dl
 	cJSON *objects = NULL, *existing = NULL, *applied = NULL;
 	const cJSON *main_obj, *o;
 	const char *name, *kind, *ns;
-	int replace = (int)dlk_opt_num(args, "replace"), follow = (int)dlk_opt_num(args, "follow");
-	int wait = (int)dlk_opt_num(args, "wait") || follow || dlk_opt_isset(args, "timeout");
-	double timeout_s = 0;
+	int replace = opts->replace, follow = opts->follow;
+	int wait = opts->wait || follow || opts->timeout_s > 0;
+	double timeout_s = opts->timeout_s;
 	int rc = 0;
 
-	if (dlk_opt_isset(args, "timeout")) {
-		timeout_s = dlk_duration_parse(dlk_opt_str(args, "timeout"));
-		if (timeout_s <= 0) {
-			dlk_errf(&err, DLK_EXIT_USAGE, "--timeout '%s' is not a duration", dlk_opt_str(args, "timeout"));
-			dlk_err_hint(&err, "write it like 90s, 30m or 1h30m");
-			return dlk_report(ctx, &err);
-		}
-	}
-	if (strcmp(ctx->output, "text") && strcmp(ctx->output, "json")) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "submitting prints text or json (the applied objects), not '%s'", ctx->output);
+	if (ctx->output != DLK_OUTPUT_TEXT && ctx->output != DLK_OUTPUT_JSON) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "submitting prints text or json (the applied objects), not '%s'",
+		         dlk_output_names[ctx->output]);
 		return dlk_report(ctx, &err);
 	}
 	c = dlk_kube_client(ctx, NULL, &err);
@@ -242,7 +255,7 @@ int dlk_train_submit(struct dlk_ctx *ctx, struct dlk_args *args, const struct dl
 	/* kubectl's rule: -n, else the project's namespace, else the kubeconfig context's */
 	if (!rctx.namespace_ && !spec->namespace_)
 		rctx.namespace_ = c->cfg.namespace;
-	if (dlk_train_render(&rctx, spec, dlk_opt_str(args, "templates"), &objects, &err) < 0) {
+	if (dlk_train_render(&rctx, spec, opts->templates, &objects, &err) < 0) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -299,7 +312,7 @@ int dlk_train_submit(struct dlk_ctx *ctx, struct dlk_args *args, const struct dl
 		cJSON_AddItemToArray(applied, out);
 	}
 	dlk_kube_warnings(ctx, c);
-	if (!strcmp(ctx->output, "json")) {
+	if (ctx->output == DLK_OUTPUT_JSON) {
 		print_applied(applied);
 		applied = NULL;
 	} else if (ctx->quiet) {
@@ -320,6 +333,11 @@ int dlk_train_submit(struct dlk_ctx *ctx, struct dlk_args *args, const struct dl
 			goto out;
 		}
 		rc = wait_for_job(ctx, c, ns, name, timeout_s, follow);
+		/* a job that failed has a report too: what it did before it failed */
+		if (opts->report && (rc == 0 || rc == DLK_EXIT_FAIL)) {
+			int r = write_report(ctx, ns, name, opts->report);
+			rc = rc ? rc : r;
+		}
 	}
 out:
 	if (c)

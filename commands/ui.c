@@ -41,14 +41,6 @@ void dlk_info(const struct dlk_ctx *ctx, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-double dlk_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void dlk_progress_draw(struct dlk_progress *p, int force, const char *fmt, ...)
 {
 	char line[512];

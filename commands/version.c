@@ -22,7 +22,7 @@ static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 	(void)args;
 	snprintf(blas, sizeof(blas), "%s (%s)", openblas_get_config(), openblas_get_corename());
 
-	if (!strcmp(ctx->output, "json") || !strcmp(ctx->output, "yaml")) {
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
 		cJSON *o = cJSON_CreateObject(), *libs = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "version", DLK_VERSION);
 		cJSON_AddStringToObject(o, "cpuBackend", blas);
@@ -53,16 +53,11 @@ static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 	return 0;
 }
 
-static const struct dlk_option version_options[] = { { OPT_END, 0, NULL, NULL, NULL, 0, NULL, NULL } };
-
 const struct dlk_command_def dlk_cmd_version = {
-	.name = "version",
-	.summary = "print the version, build options and library versions",
 	.usage = "",
 	.description = "Print dlk's version, which compute backends it can use on this machine (the\n"
 	               "CUDA backend is loaded only where a GPU and its libraries are present) and the\n"
 	               "versions of the libraries it runs on. With -o json, the same as an object.",
-	.options = version_options,
 	.min_pos = 0,
 	.max_pos = 0,
 	.run = run_version,

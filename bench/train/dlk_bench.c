@@ -14,13 +14,7 @@
 #include "bench/train/fmnist.h"
 #include "lib/train/bundle.h"
 #include "lib/train/train.h"
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+#include "lib/util/clock.h"
 
 static long peak_rss_kb(void)
 {
@@ -56,7 +50,7 @@ static double gemm_only(int steps, int threads)
 		w[i] = be->alloc(sizeof(float) * dims[i] * dims[i + 1]);
 		dw[i] = be->alloc(sizeof(float) * dims[i] * dims[i + 1]);
 	}
-	double t0 = now();
+	double t0 = dlk_now();
 	for (int s = 0; s < steps; s++) {
 		for (int i = 0; i < 3; i++)
 			be->sgemm(0, 1, B, dims[i + 1], dims[i], 1, a[i], dims[i], w[i], dims[i], 0, a[i + 1], dims[i + 1]);
@@ -66,7 +60,7 @@ static double gemm_only(int steps, int threads)
 				be->sgemm(0, 0, B, dims[i], dims[i + 1], 1, g[i + 1], dims[i + 1], w[i], dims[i], 0, g[i], dims[i]);
 		}
 	}
-	double t = (now() - t0) / steps;
+	double t = (dlk_now() - t0) / steps;
 	for (int i = 0; i < 4; i++) {
 		be->free(a[i]);
 		be->free(g[i]);

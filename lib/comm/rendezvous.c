@@ -12,6 +12,7 @@
 #include "lib/comm/sock.h"
 #include "lib/comm/wire.h"
 #include "lib/util/buf.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
 
 #define HELLO_WAIT_MS 5000   /* one connection may take this long to say hello */
@@ -68,7 +69,7 @@ static void send_reject(int fd, int code, int retry, const char *msg)
 	put_u32(&b, (uint32_t)code);
 	put_u32(&b, (uint32_t)retry);
 	put_str(&b, msg, strlen(msg) > 1024 ? 1024 : strlen(msg));
-	net_send_frame(fd, DIST_FRAME_REJECT, b.data, b.len, net_now_ms() + 1000);
+	net_send_frame(fd, DIST_FRAME_REJECT, b.data, b.len, dlk_now_ms() + 1000);
 	dlk_buf_release(&b);
 }
 
@@ -76,7 +77,7 @@ static void send_reject(int fd, int code, int retry, const char *msg)
  * several would otherwise leave no time to retry. */
 static long long attempt_deadline(long long deadline)
 {
-	long long cap = net_now_ms() + CONNECT_ATTEMPT_MS;
+	long long cap = dlk_now_ms() + CONNECT_ATTEMPT_MS;
 	return cap < deadline ? cap : deadline;
 }
 
@@ -103,7 +104,7 @@ static int ring_connect(const struct dist_rdzv_opts *o, struct dist_group *g, in
 	put_u32(&b, o->generation);
 	put_str(&b, o->run_id, strlen(o->run_id));
 	while (fd < 0) {
-		long long now = net_now_ms();
+		long long now = dlk_now_ms();
 		if (now >= deadline) {
 			dlk_errf(err, DLK_EXIT_RESTARTABLE,
 				 "rendezvous: cannot connect to rank %d at '%s' port %d: %s", next,
@@ -117,7 +118,7 @@ static int ring_connect(const struct dist_rdzv_opts *o, struct dist_group *g, in
 			fd = -1;
 		}
 		if (fd < 0) {
-			long long left = deadline - net_now_ms();
+			long long left = deadline - dlk_now_ms();
 			usleep((useconds_t)((backoff < left ? backoff : left > 0 ? left : 0) * 1000));
 			backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
 		}
@@ -126,7 +127,7 @@ static int ring_connect(const struct dist_rdzv_opts *o, struct dist_group *g, in
 
 	while (g->prev_fd < 0) {
 		struct pollfd p = { data_fd, POLLIN, 0 };
-		long long left = deadline - net_now_ms();
+		long long left = deadline - dlk_now_ms();
 		struct dlk_buf in = DLK_BUF_INIT;
 		uint32_t type;
 		int c;
@@ -140,7 +141,7 @@ static int ring_connect(const struct dist_rdzv_opts *o, struct dist_group *g, in
 		if (c < 0)
 			continue;
 		net_tune(c);
-		if (net_recv_frame(c, &type, &in, 4096, net_now_ms() + HELLO_WAIT_MS) == NET_OK &&
+		if (net_recv_frame(c, &type, &in, 4096, dlk_now_ms() + HELLO_WAIT_MS) == NET_OK &&
 		    type == DIST_FRAME_RING) {
 			struct net_rd r = { (const unsigned char *)in.data, in.len, 0, 0 };
 			char run_id[DIST_RUN_ID_MAX + 1];
@@ -218,7 +219,7 @@ static int rank0(const struct dist_rdzv_opts *o, struct dist_group *g, int data_
 
 	while (joined < o->world - 1) {
 		struct pollfd p = { lfd, POLLIN, 0 };
-		long long left = deadline - net_now_ms(), hello_deadline;
+		long long left = deadline - dlk_now_ms(), hello_deadline;
 		struct hello h;
 		uint32_t type;
 		char msg[512];
@@ -244,7 +245,7 @@ static int rank0(const struct dist_rdzv_opts *o, struct dist_group *g, int data_
 		if (c < 0)
 			continue;
 		net_tune(c);
-		hello_deadline = net_now_ms() + HELLO_WAIT_MS;
+		hello_deadline = dlk_now_ms() + HELLO_WAIT_MS;
 		if (hello_deadline > deadline)
 			hello_deadline = deadline;
 		if (net_recv_frame(c, &type, &in, 4096, hello_deadline) != NET_OK ||
@@ -372,7 +373,7 @@ static int worker(const struct dist_rdzv_opts *o, struct dist_group *g, int data
 		uint32_t type;
 		enum net_rc rc;
 
-		if (net_now_ms() >= deadline) {
+		if (dlk_now_ms() >= deadline) {
 			dlk_errf(err, DLK_EXIT_CONNECT, "rendezvous: cannot reach rank 0 at '%s' port %d within %s: %s",
 				 o->master_addr, o->master_port, secs, why);
 			dlk_err_hint(err, "check MASTER_ADDR / MASTER_PORT and that rank 0 is running");
@@ -415,7 +416,7 @@ static int worker(const struct dist_rdzv_opts *o, struct dist_group *g, int data
 			fd = -1;
 		}
 		{
-			long long left = deadline - net_now_ms();
+			long long left = deadline - dlk_now_ms();
 			usleep((useconds_t)((backoff < left ? backoff : left > 0 ? left : 0) * 1000));
 			backoff = backoff * 2 > 2000 ? 2000 : backoff * 2;
 		}
@@ -511,7 +512,7 @@ int dist_rendezvous(const struct dist_rdzv_opts *o, struct dist_group *g, struct
 		if (!(opts.rank == 0 && opts.listen_fd >= 0))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "rendezvous: MASTER_PORT %d is out of range",
 					opts.master_port);
-	deadline = net_now_ms() + opts.timeout_ms;
+	deadline = dlk_now_ms() + opts.timeout_ms;
 	data_fd = net_listen(NULL, 0, &data_port, err);
 	if (data_fd < 0)
 		return dlk_err_prefix(err, "rendezvous: data port");

@@ -32,6 +32,7 @@
 #include "lib/comm/sock.h"
 #include "lib/comm/wire.h"
 #include "lib/util/buf.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
 
 #define STAGE_BYTES (1u << 20) /* receive buffer for bytes that get added, not copied */
@@ -132,7 +133,7 @@ static void send_report(int fd, uint32_t type, int kind, int blamed, const struc
 	dlk_buf_addc(&b, (char)kind);
 	put_u16(&b, (uint16_t)blamed);
 	dlk_buf_adds(&b, e->msg);
-	net_send_frame(fd, type, b.data, b.len, net_now_ms() + 200);
+	net_send_frame(fd, type, b.data, b.len, dlk_now_ms() + 200);
 	dlk_buf_release(&b);
 }
 
@@ -164,7 +165,7 @@ static int ctrl_read(struct tcp_comm *t, int idx, struct report *rep)
 	uint32_t type;
 	int ret = CTRL_CLOSED;
 
-	if (net_recv_frame(t->ctrl[idx], &type, &msg, 4096, net_now_ms() + EXPLAIN_WAIT_MS) == NET_OK) {
+	if (net_recv_frame(t->ctrl[idx], &type, &msg, 4096, dlk_now_ms() + EXPLAIN_WAIT_MS) == NET_OK) {
 		if (type == DIST_FRAME_BYE) {
 			t->bye[idx] = 1;
 			ret = CTRL_BYE;
@@ -211,7 +212,7 @@ static int resolve_stall(struct tcp_comm *t, const char *what, int first_idx, co
 	char *alive = xcalloc((size_t)w, 1);
 	struct report *reps = xcalloc((size_t)w, sizeof(*reps));
 	struct pollfd *pf = xcalloc((size_t)w, sizeof(*pf));
-	long long deadline = net_now_ms() + t->grace_ms;
+	long long deadline = dlk_now_ms() + t->grace_ms;
 
 	reps[first_idx] = *first;
 	alive[0] = alive[first_idx] = 1;
@@ -221,7 +222,7 @@ static int resolve_stall(struct tcp_comm *t, const char *what, int first_idx, co
 	for (int r = 0; r < w; r++)
 		alive_n += alive[r];
 	while (alive_n < w - 1) {
-		long long left = deadline - net_now_ms();
+		long long left = deadline - dlk_now_ms();
 		int np = 0;
 
 		if (left <= 0)
@@ -358,6 +359,32 @@ static int sock_fail(struct tcp_comm *t, int peer, const char *what, int e, stru
 	return fail(t, err);
 }
 
+/* One non-blocking send to rank+1 or receive from rank-1 of up to len bytes. Returns the bytes
+ * moved, 0 when none moved (*ready is cleared when the socket would block: wait for poll before
+ * the next try, so a wakeup costs one useful syscall, not a round of failing ones; it is also
+ * cleared after a short transfer, which drained the socket), or -1 when the link failed (the
+ * peer closing it included; err says why and the communicator is broken). */
+static ssize_t link_io(struct tcp_comm *t, int sending, void *p, size_t len, int *ready, const char *what,
+		       struct dlk_err *err)
+{
+	int w = t->base.world, peer = sending ? (t->base.rank + 1) % w : (t->base.rank + w - 1) % w;
+	ssize_t n = sending ? send(t->next_fd, p, len, MSG_NOSIGNAL) : recv(t->prev_fd, p, len, 0);
+
+	if (n > 0) {
+		*ready = (size_t)n == len;
+		return n;
+	}
+	if (n == 0)
+		return sending ? 0 : link_lost(t, peer, what, err);
+	if (errno == EAGAIN || errno == EWOULDBLOCK) {
+		*ready = 0;
+		return 0;
+	}
+	if (errno == EINTR)
+		return 0;
+	return sock_fail(t, peer, what, errno, err);
+}
+
 static size_t total(const struct seg *s, int n)
 {
 	size_t t = 0;
@@ -399,7 +426,7 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 	int can_send = 1, can_recv = 1;     /* no EAGAIN seen since the last poll */
 	size_t soff = 0, roff = 0;          /* offsets inside them */
 	size_t carry = 0;                   /* bytes of a partial float at the start of stage */
-	long long last = net_now_ms();
+	long long last = dlk_now_ms();
 	struct pollfd *pf = xcalloc((size_t)t->nctrl + 2, sizeof(*pf));
 	char step[48];
 	int ret = -1;
@@ -417,23 +444,15 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 		size_t allowed;
 		ssize_t n;
 
-		/* send side: try only while the socket has not said EAGAIN since the last poll,
-		 * so a wakeup costs one useful syscall, not a round of failing ones */
+		/* send side */
 		if (hdr_sent < HDR_BYTES) {
 			want_send = 1;
 			if (can_send) {
-				size_t ask = HDR_BYTES - hdr_sent;
-				n = send(t->next_fd, hdr_out + hdr_sent, ask, MSG_NOSIGNAL);
-				if (n > 0) {
-					hdr_sent += (size_t)n;
-					progress = 1;
-					can_send = (size_t)n == ask;
-				} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-					can_send = 0;
-				} else if (n < 0 && errno != EINTR) {
-					ret = sock_fail(t, next, what, errno, err);
+				n = link_io(t, 1, hdr_out + hdr_sent, HDR_BYTES - hdr_sent, &can_send, what, err);
+				if (n < 0)
 					goto out;
-				}
+				hdr_sent += (size_t)n;
+				progress |= n > 0;
 			}
 		}
 		if (hdr_sent == HDR_BYTES && sent < send_total) {
@@ -455,18 +474,12 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 				if (len >= SEND_BATCH || len == in_seg || allowed == send_total) {
 					want_send = 1;
 					if (can_send) {
-						n = send(t->next_fd, x->send[si].p + soff, len, MSG_NOSIGNAL);
-						if (n > 0) {
-							sent += (size_t)n;
-							soff += (size_t)n;
-							progress = 1;
-							can_send = (size_t)n == len;
-						} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-							can_send = 0;
-						} else if (n < 0 && errno != EINTR) {
-							ret = sock_fail(t, next, what, errno, err);
+						n = link_io(t, 1, x->send[si].p + soff, len, &can_send, what, err);
+						if (n < 0)
 							goto out;
-						}
+						sent += (size_t)n;
+						soff += (size_t)n;
+						progress |= n > 0;
 					}
 				}
 			}
@@ -476,7 +489,9 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 		if (hdr_recvd < HDR_BYTES) {
 			want_recv = 1;
 			if (can_recv) {
-				n = recv(t->prev_fd, hdr_in + hdr_recvd, HDR_BYTES - hdr_recvd, 0);
+				n = link_io(t, 0, hdr_in + hdr_recvd, HDR_BYTES - hdr_recvd, &can_recv, what, err);
+				if (n < 0)
+					goto out;
 				if (n > 0) {
 					hdr_recvd += (size_t)n;
 					progress = 1;
@@ -498,14 +513,6 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 							goto out;
 						}
 					}
-				} else if (n == 0) {
-					ret = link_lost(t, prev, what, err);
-					goto out;
-				} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-					can_recv = 0;
-				} else if (errno != EINTR) {
-					ret = sock_fail(t, prev, what, errno, err);
-					goto out;
 				}
 			}
 		}
@@ -517,14 +524,12 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 			}
 			if (can_recv) {
 				struct seg *sg = &x->recv[ri];
-				size_t ask;
 
 				if (sg->add) {
 					size_t room = STAGE_BYTES - carry, left = sg->n - roff - carry;
 					char *st = (char *)t->stage;
 
-					ask = left < room ? left : room;
-					n = recv(t->prev_fd, st + carry, ask, 0);
+					n = link_io(t, 0, st + carry, left < room ? left : room, &can_recv, what, err);
 					if (n > 0) {
 						size_t have = carry + (size_t)n, whole = have / sizeof(float) * sizeof(float);
 
@@ -536,31 +541,20 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 							memmove(st, st + whole, carry);
 					}
 				} else {
-					ask = sg->n - roff;
-					n = recv(t->prev_fd, sg->p + roff, ask, 0);
+					n = link_io(t, 0, sg->p + roff, sg->n - roff, &can_recv, what, err);
 					if (n > 0) {
 						roff += (size_t)n;
 						done += (size_t)n;
 					}
 				}
-				if (n > 0) {
-					progress = 1;
-					/* a short read drained the socket: wait for poll before the next */
-					can_recv = (size_t)n == ask;
-				} else if (n == 0) {
-					ret = link_lost(t, prev, what, err);
+				if (n < 0)
 					goto out;
-				} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-					can_recv = 0;
-				} else if (errno != EINTR) {
-					ret = sock_fail(t, prev, what, errno, err);
-					goto out;
-				}
+				progress |= n > 0;
 			}
 		}
 
 		if (progress) {
-			last = net_now_ms();
+			last = dlk_now_ms();
 			continue;
 		}
 		if (want_send)
@@ -570,7 +564,7 @@ static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *er
 		for (int r = 0; r < t->nctrl; r++)
 			pf[np++] = (struct pollfd){ t->bye[r] ? -1 : t->ctrl[r], POLLIN, 0 };
 		{
-			long long left = last + t->stall_ms - net_now_ms();
+			long long left = last + t->stall_ms - dlk_now_ms();
 			int rc;
 
 			if (left <= 0) {
@@ -742,7 +736,7 @@ static int tcp_barrier(struct dlk_comm *c, struct dlk_err *err)
 static void tcp_free(struct dlk_comm *c)
 {
 	struct tcp_comm *t = (struct tcp_comm *)c;
-	long long dl = net_now_ms() + 100;
+	long long dl = dlk_now_ms() + 100;
 
 	/* Say goodbye first, so that a rank still finishing its last collective can tell a
 	 * clean exit from a crash. */

@@ -9,15 +9,9 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-long long net_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "lib/util/clock.h"
 
 int net_set_nonblock(int fd)
 {
@@ -43,7 +37,7 @@ void net_tune(int fd)
 static int wait_fd(int fd, short ev, long long deadline)
 {
 	for (;;) {
-		long long left = deadline - net_now_ms();
+		long long left = deadline - dlk_now_ms();
 		struct pollfd p = { fd, ev, 0 };
 		int n;
 

@@ -13,8 +13,6 @@
 
 enum net_rc { NET_OK = 0, NET_EOF, NET_TIMEOUT, NET_ERR /* errno is set */ };
 
-/* Milliseconds on the monotonic clock. */
-long long net_now_ms(void);
 int net_set_nonblock(int fd);
 /* TCP_NODELAY, large socket buffers, keepalive: for every connected data/control socket. */
 void net_tune(int fd);

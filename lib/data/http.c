@@ -9,7 +9,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/util/curl.h"
 #include "lib/util/mem.h"
-
-#ifndef DLK_VERSION
-#define DLK_VERSION "dev"
-#endif
 
 struct download {
 	CURL *curl;
@@ -35,12 +31,6 @@ struct download {
 	int discard;                   /* an error page: do not keep its body */
 	int too_big, aborted, write_failed;
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 static size_t on_write(char *data, size_t size, size_t nmemb, void *ctx)
 {
@@ -136,7 +126,7 @@ int dlk_http_download(const char *url, const char *dest, unsigned long long max_
 	max_retries = opts->max_retries < 0 ? 0 : opts->max_retries ? opts->max_retries : 5;
 	base_ms = opts->retry_base_ms > 0 ? opts->retry_base_ms : 1000;
 	max_wait_ms = opts->retry_max_wait_ms > 0 ? opts->retry_max_wait_ms : 60000;
-	pthread_once(&curl_once, curl_init_once);
+	dlk_curl_global_init();
 
 	for (attempt = 0;; attempt++) {
 		struct download d = { 0 };
@@ -170,7 +160,7 @@ int dlk_http_download(const char *url, const char *dest, unsigned long long max_
 		curl_easy_setopt(curl, CURLOPT_URL, url);
 		curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
 		curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(curl, CURLOPT_USERAGENT, "dlk/" DLK_VERSION);
+		curl_easy_setopt(curl, CURLOPT_USERAGENT, DLK_USER_AGENT);
 		curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
 		/* Never let a redirect downgrade an https source to plain http. */
 		curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");

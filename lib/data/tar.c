@@ -244,8 +244,7 @@ static int parse_label(struct shard *sh, const char *member, const struct dlk_bu
 	sh->have_label = 1;
 	return 0;
 bad:
-	/* an empty member has no buffer at all: print nothing rather than offset a NULL pointer */
-	snprintf(text, sizeof(text), "%.*s", (int)(n - i < 20 ? n - i : 20), b->data ? b->data + i : "");
+	snprintf(text, sizeof(text), "%.*s", (int)(n - i < 20 ? n - i : 20), b->data + i);
 	for (i = 0; text[i]; i++)
 		if ((unsigned char)text[i] < 0x20 || (unsigned char)text[i] >= 0x7f || text[i] == '\'')
 			text[i] = '?';
@@ -257,7 +256,7 @@ bad:
 int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[3],
                            unsigned long long max_bytes, struct dlk_samples *out, struct dlk_err *err)
 {
-	struct shard sh = { 0 };
+	struct shard sh = { .data = DLK_BUF_INIT };
 	struct archive_entry *e;
 	struct dlk_buf member_data = DLK_BUF_INIT;
 	unsigned long long total = 0;

@@ -127,10 +127,8 @@ int dlk_unpack_single(const char *path, const char *name, unsigned long long max
 	if (stat(path, &st) < 0)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "cannot read '%s': %s", name, strerror(errno));
 	/* libarchive recognises no format in zero bytes; an empty file is simply empty. */
-	if (S_ISREG(st.st_mode) && st.st_size == 0) {
-		dlk_buf_grow(out, 0);
+	if (S_ISREG(st.st_mode) && st.st_size == 0)
 		return 0;
-	}
 	a = dlk_archive_open_file(path, name, err);
 	if (!a)
 		return -1;
@@ -174,7 +172,6 @@ int dlk_unpack_single(const char *path, const char *name, unsigned long long max
 		dlk_err_hint(err, "give each file its own source, or pack one file per archive");
 		goto out;
 	}
-	dlk_buf_grow(out, 0);
 	ret = 0;
 out:
 	dlk_buf_release(&names);

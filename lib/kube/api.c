@@ -57,7 +57,7 @@ static void query(struct dlk_buf *b, const char *key, const char *value)
 	if (!value)
 		return;
 	e = kube_escape(value);
-	dlk_buf_addf(b, "%c%s=%s", strchr(b->data ? b->data : "", '?') ? '&' : '?', key, e);
+	dlk_buf_addf(b, "%c%s=%s", strchr(b->data, '?') ? '&' : '?', key, e);
 	free(e);
 }
 
@@ -103,7 +103,7 @@ static int call_status(struct kube_client *c, const struct kube_request *req, co
 		goto out;
 	}
 	if (out) {
-		*out = cJSON_ParseWithLength(r.body.data ? r.body.data : "", r.body.len);
+		*out = cJSON_ParseWithLength(r.body.data, r.body.len);
 		if (!cJSON_IsObject(*out)) {
 			cJSON_Delete(*out);
 			*out = NULL;
@@ -335,7 +335,7 @@ int kube_lines_feed(struct kube_lines *ls, const char *data, size_t len)
 		size_t n = ls->pending.len;
 		if (n && ls->pending.data[n - 1] == '\r')
 			ls->pending.data[--n] = '\0';
-		int rc = ls->fn(ls->pending.data ? ls->pending.data : "", n, ls->ud);
+		int rc = ls->fn(ls->pending.data, n, ls->ud);
 		dlk_buf_reset(&ls->pending);
 		if (rc)
 			return rc;

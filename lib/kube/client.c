@@ -1,11 +1,12 @@
 #include "lib/kube/client.h"
+#include "lib/util/clock.h"
+#include "lib/util/curl.h"
 #include "lib/util/mem.h"
 
 #include <cJSON.h>
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,25 +14,7 @@
 #include <stdarg.h>
 #include <time.h>
 
-#ifndef DLK_VERSION
-#define DLK_VERSION "dev"
-#endif
-#define DLK_KUBE_VERSION DLK_VERSION
-
 #define KUBE_MAX_WARNINGS 64
-
-
-/* curl_global_init is not thread-safe before libcurl 7.84; pthread_once makes the first
- * kube_client_new do it exactly once whichever thread gets there first. */
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-static void curl_init_once(void)
-{
-	pthread_once(&curl_once, curl_init);
-}
 
 char *kube_escape(const char *s)
 {
@@ -44,14 +27,14 @@ char *kube_escape(const char *s)
 		else
 			dlk_buf_addf(&b, "%%%02X", ch);
 	}
-	return b.data ? dlk_buf_detach(&b, NULL) : xstrdup("");
+	return dlk_buf_detach(&b, NULL);
 }
 
 struct kube_client *kube_client_new(struct kube_config *cfg, struct dlk_err *err)
 {
 	struct kube_client *c;
 
-	curl_init_once();
+	dlk_curl_global_init();
 	if (!cfg->server)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "no API server in the configuration"), NULL;
 	c = xcalloc(1, sizeof(*c));
@@ -354,7 +337,7 @@ static int perform(struct kube_client *c, const struct kube_request *req, struct
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
 	if (!req->stream)
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "dlk/" DLK_KUBE_VERSION);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, DLK_USER_AGENT);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
@@ -432,14 +415,10 @@ static int perform(struct kube_client *c, const struct kube_request *req, struct
 			vlog(c, "Request Header: \"Authorization: Basic <masked>\"");
 	}
 
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	r->body.len = 0;
-	if (r->body.data)
-		r->body.data[0] = '\0';
+	long long t0 = dlk_now_ms();
+	dlk_buf_reset(&r->body);
 	*cc = curl_easy_perform(h);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	long ms = (long)(dlk_now_ms() - t0);
 	r->status = x.status;
 	*retry_after = x.retry_after_s;
 	if (x.too_big) {

@@ -285,7 +285,7 @@ int kube_exec_run(const struct kube_config *cfg, struct kube_exec_cred *cred, st
 			dlk_err_hint(err, "%s", x->install_hint);
 		goto out;
 	}
-	rc = exec_parse(cfg, out.data ? out.data : "", cred, err);
+	rc = exec_parse(cfg, out.data, cred, err);
 out:
 	if (pid > 0) {
 		kill(pid, SIGKILL);
@@ -298,8 +298,7 @@ out:
 		close(pfd[0]);
 	if (pfd[1] >= 0)
 		close(pfd[1]);
-	if (out.data)
-		memset(out.data, 0, out.len); /* it held a credential */
+	memset(out.data, 0, out.len); /* it held a credential */
 	dlk_buf_release(&out);
 	for (char **p = env; p && *p; p++)
 		free(*p);

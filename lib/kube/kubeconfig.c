@@ -176,7 +176,7 @@ static int kc_pem(const struct kc_entry *e, const char *key, struct kube_blob *b
 			dlk_buf_release(&b);
 			return kc_fail(err, e, key, "%s", msg);
 		}
-		if (!b.data || !looks_pem(b.data)) {
+		if (!looks_pem(b.data)) {
 			dlk_buf_release(&b);
 			return kc_fail(err, e, key, "'%s' is not PEM data (no '-----BEGIN' line)", path);
 		}
@@ -308,7 +308,7 @@ static int kc_load_file(const char *path, struct kc_file *f, struct dlk_err *err
 		dlk_buf_release(&b);
 		return dlk_errf(err, DLK_EXIT_CONFIG, "%s", msg);
 	}
-	f->root = kube_yaml_to_json(b.data ? b.data : "", b.len, f->display, err);
+	f->root = kube_yaml_to_json(b.data, b.len, f->display, err);
 	dlk_buf_release(&b);
 	if (!f->root)
 		return -1;
@@ -616,7 +616,7 @@ int kube_config_in_cluster(const char *sa_dir, const char *ns_override, struct k
 		dlk_errf(err, DLK_EXIT_CONFIG, "in-cluster config: %s", msg);
 		goto out;
 	}
-	if (!b.data || !looks_pem(b.data)) {
+	if (!looks_pem(b.data)) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "in-cluster config: '%s' is not PEM data", path);
 		goto out;
 	}

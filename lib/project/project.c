@@ -427,7 +427,7 @@ static int finish_problems(struct ctx *c, int code, struct dlk_err *err)
 	if (c->n_problems > c->n_shown)
 		dlk_buf_addf(&c->out, "\n... and %d more problem%s", c->n_problems - c->n_shown,
 		             c->n_problems - c->n_shown == 1 ? "" : "s");
-	dlk_errf(err, code, "%s", c->out.data ? c->out.data : "invalid project file");
+	dlk_errf(err, code, "%s", c->out.len ? c->out.data : "invalid project file");
 	if (err && code == DLK_EXIT_CONFIG && c->n_problems > 1)
 		dlk_err_hint(err, "fix the %d problems above in '%s' and run again", c->n_problems, c->file);
 	return -1;
@@ -1721,6 +1721,7 @@ struct dlk_project *project_load_mem(const char *text, size_t len, const char *n
 	size_t n_parsed = 0;
 
 	memset(&c, 0, sizeof(c));
+	c.out = (struct dlk_buf)DLK_BUF_INIT;
 	c.file = name && *name ? name : "dlk.yaml";
 	if (!text)
 		text = "", len = 0;
@@ -1793,7 +1794,7 @@ struct dlk_project *project_load(const char *path, const char *const *sets, size
 		dlk_errf(err, DLK_EXIT_CONFIG, "%s", msg);
 		return NULL;
 	}
-	spec = project_load_mem(b.data ? b.data : "", b.len, path, sets, n_sets, err);
+	spec = project_load_mem(b.data, b.len, path, sets, n_sets, err);
 	dlk_buf_release(&b);
 	return spec;
 }

@@ -568,6 +568,5 @@ int mustache_render(const struct mustache *t, const cJSON *ctx, const struct mus
 	r.max_out = max_out;
 	r.err = err;
 	r.stack[r.depth++] = ctx;
-	dlk_buf_add(out, "", 0); /* allocated and NUL-terminated even when nothing is printed */
 	return render_nodes(&r, t, t->root, out);
 }

@@ -107,7 +107,7 @@ static int load_overrides(struct render_templates *set, const char *dir, int opt
 			free(path);
 			goto out;
 		}
-		struct mustache *t = mustache_parse(path, text.data ? text.data : "", text.len, err);
+		struct mustache *t = mustache_parse(path, text.data, text.len, err);
 		dlk_buf_release(&text);
 		free(path);
 		if (!t)

@@ -515,7 +515,7 @@ static int load_one(const char *path, unsigned long long step, size_t max_bytes,
 		snprintf(why, why_len, "%s", emsg);
 		goto out;
 	}
-	if (ckpt_manifest_parse(mb.data ? mb.data : "", mb.len, &m, &perr)) {
+	if (ckpt_manifest_parse(mb.data, mb.len, &m, &perr)) {
 		snprintf(why, why_len, "%.900s", perr.msg);
 		goto out;
 	}

@@ -1,25 +1,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "lib/train/train.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
-
-void dlk_rfc3339_now(char buf[32])
-{
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-static double now_sec(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Data and model must agree before a single step runs: sizes, shapes, labels. */
 static int check_data(const struct dlk_train_opts *o, const struct dlk_dataset *ds, const char *which,
@@ -49,7 +34,8 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	const struct dlk_dataset *ds = o->train;
 	struct dlk_net *net = &res->net;
 	struct dlk_optimizer opt = DLK_OPTIMIZER_INIT;
-	struct dlk_train_state st = { net, &opt, 0, 0, 0 };
+	struct dlk_train_state st = { net, &opt, 0, 0, 0, &res->history };
+	struct dlk_history_event hev;
 	struct dlk_train_event ev;
 	float *xhost = NULL, *xdev = NULL;
 	int32_t *yhost = NULL, *ydev = NULL;
@@ -61,7 +47,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	*res = (struct dlk_train_result)DLK_TRAIN_RESULT_INIT;
 	res->seed = tr->seed;
 	dlk_rfc3339_now(res->started_at);
-	double t_start = now_sec();
+	double t_start = dlk_now();
 
 	if (!ds || ds->n == 0)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "the training data is empty");
@@ -111,10 +97,12 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	if (dlk_optimizer_init(&opt, tr, net->n_params, spe, total, be, err))
 		return -1;
 
+	int resumed = 0;
 	if (o->resume) {
 		int r = o->resume(o->ckpt_ctx, &st, err);
 		if (r < 0)
 			goto out;
+		resumed = r == 1;
 		if (r == 0) {
 			st.epoch = 0;
 			st.step_in_epoch = 0;
@@ -123,6 +111,21 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	}
 	if (o->broadcast && o->broadcast(o->comm_ctx, net->params, net->n_params, err))
 		goto out;
+	/* a start, or a resume at the checkpoint's step with the clock the checkpoint carried */
+	memset(&hev, 0, sizeof(hev));
+	hev.kind = resumed ? DLK_HISTORY_RESUME : DLK_HISTORY_START;
+	hev.epoch = st.epoch;
+	hev.step = st.global_step;
+	if (hev.kind == DLK_HISTORY_START)
+		res->history.elapsed_sec = 0;
+	hev.elapsed_sec = res->history.elapsed_sec;
+	hev.world = world;
+	if (resumed)
+		dlk_rfc3339_now(hev.time);
+	else
+		memcpy(hev.time, res->started_at, sizeof(hev.time));
+	dlk_history_add_event(&res->history, &hev);
+	double clock_base = res->history.elapsed_sec, t_train = dlk_now();
 
 	xhost = xmalloc(sizeof(float) * (size_t)batch * ds->sample_size);
 	yhost = xmalloc(sizeof(int32_t) * (size_t)batch);
@@ -143,7 +146,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	for (int epoch = st.epoch; epoch < tr->epochs; epoch++) {
 		free(perm);
 		perm = dlk_epoch_permutation(ds->n, tr->seed, epoch);
-		double ep_loss = 0, ep_t0 = now_sec();
+		double ep_t0 = dlk_now();
 		long ep_steps = 0, ep_samples = 0;
 		long first = epoch == st.epoch ? st.step_in_epoch : 0;
 		for (long s = first; s < spe; s++) {
@@ -153,10 +156,10 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 				st.step_in_epoch = s;
 				if (res->cancelled && o->checkpoint && o->checkpoint(o->ckpt_ctx, &st, err))
 					goto out;
-				res->train_loss = ep_steps ? ep_loss / (double)ep_steps : 0;
+				res->train_loss = dlk_history_epoch_loss(&res->history);
 				goto finish;
 			}
-			double t0 = now_sec();
+			double t0 = dlk_now();
 			/* global step s covers positions [s*batch*world, ...) of the epoch's permutation and
 			 * rank r takes the r-th equal slice of it, so the global batch of a step does not depend
 			 * on how many ranks share it: 1 x 256 and 2 x 128 train on the same samples */
@@ -189,14 +192,15 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 			st.global_step++;
 			st.step_in_epoch = s + 1;
 			res->loss_curve[res->n_loss++] = loss;
-			ep_loss += loss;
+			dlk_history_add_step(&res->history, loss);
+			res->history.elapsed_sec = clock_base + (dlk_now() - t_train);
 			ep_steps++;
 			ep_samples += nb;
-			double dt = now_sec() - t0;
+			double dt = dlk_now() - t0;
 			train_time += dt;
 			train_samples += nb;
 			if (o->on_event && ((s + 1) % every == 0 || s + 1 == spe)) {
-				double ep_elapsed = now_sec() - ep_t0;
+				double ep_elapsed = dlk_now() - ep_t0;
 				memset(&ev, 0, sizeof(ev));
 				ev.kind = DLK_TRAIN_STEP;
 				ev.epoch = epoch + 1;
@@ -208,7 +212,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 				ev.loss = loss;
 				ev.lr = lr;
 				ev.samples_per_sec = ep_elapsed > 0 ? (double)ep_samples / ep_elapsed : 0;
-				ev.elapsed_sec = now_sec() - t_start;
+				ev.elapsed_sec = dlk_now() - t_start;
 				ev.eta_sec = ep_steps ? ep_elapsed / (double)ep_steps * (double)(total - st.global_step) : 0;
 				o->on_event(o->event_ctx, &ev);
 			}
@@ -216,15 +220,36 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 			    o->checkpoint(o->ckpt_ctx, &st, err))
 				goto out;
 		}
-		res->train_loss = ep_steps ? ep_loss / (double)ep_steps : 0;
+		/* the mean of all the epoch's steps, those before a resume included */
+		res->train_loss = dlk_history_epoch_loss(&res->history);
 		res->epochs_done = epoch + 1;
 		st.epoch = epoch + 1;
 		st.step_in_epoch = 0;
-		int last = epoch + 1 == tr->epochs;
+		int last = epoch + 1 == tr->epochs, evaluated = 0;
+		double ep_train_sec = dlk_now() - ep_t0;
 		if (o->test && o->test->n && (tr->eval_every_epoch || last)) {
 			dlk_eval_release(&res->eval);
 			if (dlk_evaluate(net, o->test, o->eval_batch, &res->eval, err))
 				goto out;
+			evaluated = 1;
+		}
+		{
+			struct dlk_history_epoch he;
+			memset(&he, 0, sizeof(he));
+			he.epoch = epoch + 1;
+			he.step = st.global_step;
+			he.train_loss = res->train_loss;
+			he.have_test = evaluated;
+			he.test_loss = evaluated ? res->eval.loss : 0;
+			he.test_accuracy = evaluated ? res->eval.accuracy : 0;
+			/* training only: the evaluation's time is not throughput */
+			he.samples_per_sec = ep_train_sec > 0 ? (double)ep_samples * world / ep_train_sec : 0;
+			res->history.elapsed_sec = clock_base + (dlk_now() - t_train);
+			he.elapsed_sec = res->history.elapsed_sec;
+			he.lr = dlk_optimizer_lr(&opt, st.global_step > 0 ? st.global_step - 1 : 0);
+			he.world = world;
+			dlk_rfc3339_now(he.time);
+			dlk_history_add_epoch(&res->history, &he);
 		}
 		if (o->checkpoint && o->checkpoint(o->ckpt_ctx, &st, err))
 			goto out;
@@ -239,9 +264,10 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 			ev.total_steps = total;
 			ev.loss = res->train_loss;
 			ev.lr = dlk_optimizer_lr(&opt, st.global_step > 0 ? st.global_step - 1 : 0);
-			ev.samples_per_sec = now_sec() > ep_t0 ? (double)ep_samples / (now_sec() - ep_t0) : 0;
-			ev.elapsed_sec = now_sec() - t_start;
+			ev.samples_per_sec = dlk_now() > ep_t0 ? (double)ep_samples / (dlk_now() - ep_t0) : 0;
+			ev.elapsed_sec = dlk_now() - t_start;
 			ev.eval = res->eval.n ? &res->eval : NULL;
+			ev.history = &res->history;
 			o->on_event(o->event_ctx, &ev);
 		}
 	}
@@ -250,7 +276,7 @@ finish:
 	if (!res->eval.n && o->test && o->test->n && dlk_evaluate(net, o->test, o->eval_batch, &res->eval, err))
 		goto out;
 	res->steps = st.global_step;
-	res->seconds = now_sec() - t_start;
+	res->seconds = dlk_now() - t_start;
 	res->train_samples_per_sec = train_time > 0 ? (double)train_samples / train_time : 0;
 	dlk_rfc3339_now(res->finished_at);
 	if (o->on_event) {
@@ -265,6 +291,8 @@ finish:
 		ev.samples_per_sec = res->train_samples_per_sec;
 		ev.elapsed_sec = res->seconds;
 		ev.eval = res->eval.n ? &res->eval : NULL;
+		ev.history = &res->history;
+		ev.finished_at = res->finished_at;
 		o->on_event(o->event_ctx, &ev);
 	}
 	ret = res->cancelled ? 1 : 0;
@@ -282,6 +310,7 @@ void dlk_train_result_release(struct dlk_train_result *r)
 {
 	dlk_net_release(&r->net);
 	dlk_eval_release(&r->eval);
+	dlk_history_release(&r->history);
 	free(r->loss_curve);
 	*r = (struct dlk_train_result)DLK_TRAIN_RESULT_INIT;
 }

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+char dlk_buf_empty[1];
+
 void dlk_buf_grow(struct dlk_buf *b, size_t extra)
 {
 	size_t need = b->len + extra + 1;
@@ -15,7 +17,10 @@ void dlk_buf_grow(struct dlk_buf *b, size_t extra)
 	size_t cap = b->cap ? b->cap : 64;
 	while (cap < need)
 		cap = cap * 2;
-	b->data = xrealloc(b->data, cap);
+	/* the first allocation: dlk_buf_empty (or a zeroed struct's NULL) is not ours to realloc */
+	b->data = xrealloc(b->cap ? b->data : NULL, cap);
+	if (!b->cap)
+		b->data[0] = '\0';
 	b->cap = cap;
 }
 
@@ -68,7 +73,7 @@ void dlk_buf_addf(struct dlk_buf *b, const char *fmt, ...)
 void dlk_buf_reset(struct dlk_buf *b)
 {
 	b->len = 0;
-	if (b->data)
+	if (b->cap)
 		b->data[0] = '\0';
 }
 
@@ -81,16 +86,15 @@ char *dlk_buf_detach(struct dlk_buf *b, size_t *len)
 	d = b->data;
 	if (len)
 		*len = b->len;
-	b->data = NULL;
-	b->len = b->cap = 0;
+	*b = (struct dlk_buf)DLK_BUF_INIT;
 	return d;
 }
 
 void dlk_buf_release(struct dlk_buf *b)
 {
-	free(b->data);
-	b->data = NULL;
-	b->len = b->cap = 0;
+	if (b->cap)
+		free(b->data);
+	*b = (struct dlk_buf)DLK_BUF_INIT;
 }
 
 int dlk_buf_read_file(struct dlk_buf *b, const char *path, size_t max_bytes, char *errmsg, size_t errmsg_len)
@@ -118,7 +122,5 @@ int dlk_buf_read_file(struct dlk_buf *b, const char *path, size_t max_bytes, cha
 		return -1;
 	}
 	fclose(f);
-	dlk_buf_grow(b, 0);
-	b->data[b->len] = '\0';
 	return 0;
 }

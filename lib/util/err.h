@@ -10,19 +10,25 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-/* Exit codes: documented in man dlk(1); scripts and the Job's podFailurePolicy rely on them. */
+/* Exit codes, described once: this list makes the enum and man dlk(1)'s EXIT STATUS. Scripts
+ * and the Job's podFailurePolicy rely on the numbers. X(NAME, code, what it means) */
+#define DLK_EXIT_CODES(X)                                                                          \
+	X(OK, 0, "success")                                                                       \
+	X(FAIL, 1, "the thing asked for failed: a job failed, a check failed, a worker crashed")  \
+	X(USAGE, 2, "usage error: unknown command or option, bad option value")                   \
+	X(CONFIG, 3, "invalid input: the project file, a template, the data or the model is wrong; fix it and re-run") \
+	X(CONNECT, 4, "cannot connect: the API server or a data source could not be reached")    \
+	X(AUTH, 5, "not authenticated or not authorised by the API server")                       \
+	X(NOTFOUND, 6, "the named job or object does not exist")                                  \
+	X(TIMEOUT, 7, "the time given with --timeout ran out")                                    \
+	X(EXISTS, 8, "the job already exists (see --replace)")                                    \
+	X(INTERRUPTED, 130, "waiting or following was stopped with Ctrl-C; the job keeps running") \
+	X(RESTARTABLE, 75, "a worker lost a peer or was asked to stop; restarting the gang resumes from the last checkpoint (the Job's podFailurePolicy relies on it)")
+
 enum dlk_exit {
-	DLK_EXIT_OK = 0,          /* success */
-	DLK_EXIT_FAIL = 1,        /* the thing asked for failed (a job failed, a check failed) */
-	DLK_EXIT_USAGE = 2,       /* bad command line */
-	DLK_EXIT_CONFIG = 3,      /* bad project file, template, data or model: fix and re-run */
-	DLK_EXIT_CONNECT = 4,     /* cannot reach the cluster or a data source */
-	DLK_EXIT_AUTH = 5,        /* not authenticated or not authorised */
-	DLK_EXIT_NOTFOUND = 6,    /* the named object does not exist */
-	DLK_EXIT_TIMEOUT = 7,     /* --timeout ran out */
-	DLK_EXIT_EXISTS = 8,      /* the object already exists (see --replace) */
-	DLK_EXIT_RESTARTABLE = 75, /* a worker lost a peer or was preempted: restart the gang (EX_TEMPFAIL) */
-	DLK_EXIT_INTERRUPTED = 130 /* Ctrl-C stopped waiting or following; the job itself keeps running */
+#define X(name, code, text) DLK_EXIT_##name = code,
+	DLK_EXIT_CODES(X)
+#undef X
 };
 
 #define DLK_ERR_MSG_MAX 2048

@@ -834,8 +834,6 @@ char *yamljson_emit_stream(const cJSON *docs, struct dlk_err *err)
 	struct dlk_buf out = DLK_BUF_INIT;
 	int first = 1;
 
-	dlk_buf_add(&out, "", 0); /* an empty stream is "", terminated */
-
 	for (const cJSON *d = docs ? docs->child : NULL; d; d = d->next) {
 		char *s = yamljson_emit(d, err);
 		if (!s) {

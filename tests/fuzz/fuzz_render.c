@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!t)
 		return 0;
 	if (!mustache_render(t, ctx, NULL, 1 << 20, &out, &err)) {
-		cJSON *docs = yamljson_parse(out.data ? out.data : "", out.len, "rendered", &line, &err);
+		cJSON *docs = yamljson_parse(out.data, out.len, "rendered", &line, &err);
 		cJSON_Delete(docs);
 	}
 	dlk_buf_release(&out);

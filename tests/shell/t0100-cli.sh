@@ -30,6 +30,25 @@ test_expect_success 'an invalid choice names the choices' '
 	grep -q "invalid value .xml." err && grep -q "text json yaml wide" err
 '
 
+test_expect_success 'the option tables declare what goes together' '
+	test_exit_code 2 dlk train --local --worker 2>err && grep -q "dry-run, --local and --worker exclude each other" err &&
+	test_exit_code 2 dlk train --dry-run --follow 2>err && grep -q "go with submitting, not with --dry-run" err &&
+	test_exit_code 2 dlk train --workers 2 2>err && grep -q "go with --local" err &&
+	test_exit_code 2 dlk logs -f --previous x 2>err && grep -q "exclude each other" err &&
+	test_exit_code 2 dlk logs --rank -1 x 2>err && grep -q "rank must be 0 or more" err &&
+	test_exit_code 2 dlk logs --tail x x 2>err && grep -q "expects an integer" err
+'
+
+test_expect_success 'a bad value or a clash still lets -h show the help' '
+	dlk train --local --worker --timeout never -h >out && grep -q "^usage: dlk train" out
+'
+
+test_expect_success 'the defaults -h shows are the defaults the code starts with' '
+	dlk train -h >out &&
+	grep -q -- "--workers N .*\[default: 1\]" out && grep -q -- "--max-restarts N .*\[default: 3\]" out &&
+	dlk logs -h >out && grep -q -- "--tail N .*\[default: -1\]" out && ! grep -q -- "--rank N .*default" out
+'
+
 test_expect_success 'every command has -h, help CMD and a man page, and they agree' '
 	for c in $(dlk __commands); do
 		dlk $c -h >h1 && dlk help $c >h2 && cmp h1 h2 || { echo "help differs for $c"; exit 1; }

@@ -16,6 +16,7 @@
 #include "lib/comm/comm.h"
 #include "lib/comm/sock.h"
 #include "lib/comm/rendezvous.h"
+#include "lib/util/clock.h"
 #include "lib/util/err.h"
 
 #define H_MAX_RANKS 16
@@ -25,7 +26,7 @@ struct rank_result {
 	int rc;            /* its return value */
 	int code;          /* dlk_err code */
 	char msg[2048];
-	long long t_end;   /* net_now_ms() when it returned */
+	long long t_end;   /* dlk_now_ms() when it returned */
 	long long t0, t1;  /* free for the test */
 	int status;        /* wait status, filled by the parent */
 	int fails;         /* free for the test: number of failed checks in the child */
@@ -73,7 +74,7 @@ static inline struct rank_result *h_start(int world, unsigned skip_mask, h_rank_
 				close(h_lfd);
 			rc = fn(&h);
 			res[r].rc = rc;
-			res[r].t_end = net_now_ms();
+			res[r].t_end = dlk_now_ms();
 			res[r].done = 1;
 			exit(0); /* not _exit: let LeakSanitizer check the child too */
 		}
@@ -86,7 +87,7 @@ static inline struct rank_result *h_start(int world, unsigned skip_mask, h_rank_
 /* Waits for every child, at most timeout_ms; kills the ones still running (status shows it). */
 static inline void h_wait(struct rank_result *res, int world, int timeout_ms)
 {
-	long long deadline = net_now_ms() + timeout_ms;
+	long long deadline = dlk_now_ms() + timeout_ms;
 
 	for (int r = 0; r < world; r++) {
 		if (h_pids[r] <= 0)
@@ -101,7 +102,7 @@ static inline void h_wait(struct rank_result *res, int world, int timeout_ms)
 				}
 				break;
 			}
-			if (net_now_ms() > deadline) {
+			if (dlk_now_ms() > deadline) {
 				kill(h_pids[r], SIGKILL);
 				waitpid(h_pids[r], &res[r].status, 0);
 				break;

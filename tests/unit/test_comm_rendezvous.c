@@ -43,7 +43,7 @@ static int run_rz(struct h_ctx *h)
 		o.blob = blob;
 		o.blob_len = sizeof(blob);
 	}
-	h->res->t0 = net_now_ms();
+	h->res->t0 = dlk_now_ms();
 	if (dist_rendezvous(&o, &g, &err)) {
 		h_record(h, &err);
 		return -1;

@@ -23,7 +23,7 @@ static int run_loop(struct h_ctx *h)
 		free(buf);
 		return -1;
 	}
-	h->res->t0 = net_now_ms();
+	h->res->t0 = dlk_now_ms();
 	for (step = 1000; step < 1000 + 100000; step++) {
 		size_t cnt = a->mismatch_rank == h->rank ? n - 1 : n;
 		comm_set_step(c, step);
@@ -43,13 +43,13 @@ static int run_loop(struct h_ctx *h)
 /* Waits until every started rank is past the rendezvous and a few all-reduces in. */
 static void wait_running(struct rank_result *res, int world)
 {
-	long long give_up = net_now_ms() + 20000;
+	long long give_up = dlk_now_ms() + 20000;
 	for (;;) {
 		int all = 1;
 		for (int r = 0; r < world; r++)
 			if (res[r].t1 < 1003)
 				all = 0;
-		if (all || net_now_ms() > give_up)
+		if (all || dlk_now_ms() > give_up)
 			return;
 		usleep(5000);
 	}
@@ -66,7 +66,7 @@ int main(void)
 		long long t_kill;
 
 		wait_running(res, 4);
-		t_kill = net_now_ms();
+		t_kill = dlk_now_ms();
 		kill(h_pids[2], SIGKILL);
 		h_wait(res, 4, 15000);
 		for (int r = 0; r < 4; r++) {
@@ -90,7 +90,7 @@ int main(void)
 		pid_t frozen;
 
 		wait_running(res, 4);
-		t_stop = net_now_ms();
+		t_stop = dlk_now_ms();
 		frozen = h_pids[2];
 		kill(frozen, SIGSTOP);
 		h_pids[2] = -1; /* waited for below, after the others */

@@ -17,13 +17,14 @@
 #include "lib/data/dataset.h"
 #include "lib/data/fetch.h"
 #include "lib/util/buf.h"
+#include "lib/util/clock.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
 
 #define BODY_LEN 300000
 
 static unsigned char body[BODY_LEN];
-static struct dlk_buf idx_images, idx_labels;
+static struct dlk_buf idx_images = DLK_BUF_INIT, idx_labels = DLK_BUF_INIT;
 static char *tmpdir;
 static struct dlk_err err = DLK_ERR_INIT;
 
@@ -244,13 +245,6 @@ static int state_of(const char *path)
 	return 0;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static struct {
 	unsigned long long last_done, last_total;
 	int calls, abort_after;
@@ -356,18 +350,18 @@ static void plain_cases(void)
 	CHECK(requests("/ok") == 1);
 
 	/* 503 with Retry-After: 1 waits about a second, though the back-off base is 10 ms */
-	t = now();
+	t = dlk_now();
 	CHECK_MSG(fetch("/busy", NULL, 0, &f) == 0, "/busy: %s", err.msg);
-	t = now() - t;
+	t = dlk_now() - t;
 	CHECK(requests("/busy") == 2);
 	CHECK_MSG(t >= 0.9 && t < 4, "Retry-After honoured: waited %.2fs", t);
 	CHECK(file_is_body(f.path));
 
 	/* 429 without Retry-After: exponential back-off from 10 ms */
-	t = now();
+	t = dlk_now();
 	CHECK_MSG(fetch("/throttled", NULL, 0, &f) == 0, "/throttled: %s", err.msg);
 	CHECK(requests("/throttled") == 3);
-	CHECK(now() - t < 1.0);
+	CHECK(dlk_now() - t < 1.0);
 
 	/* a server that stays down: bounded retries, then DLK_EXIT_CONNECT */
 	CHECK(fetch("/down", NULL, 0, &f) == -1);
@@ -523,7 +517,7 @@ static void plain_cases(void)
 	/* a name that cannot resolve (.invalid is reserved): DLK_EXIT_CONNECT with curl's text; the
 	 * connect timeout bounds the resolver where there is no DNS at all */
 	{
-		double t0 = now();
+		double t0 = dlk_now();
 		opts.connect_timeout_s = 2;
 		opts.max_retries = 1;
 		CHECK(fetch("http://dlk-test.invalid/x", NULL, 0, &f) == -1);
@@ -533,7 +527,7 @@ static void plain_cases(void)
 		CHECK(err.code == DLK_EXIT_CONNECT);
 		CHECK_CONTAINS(err.msg, "cannot fetch 'http://dlk-test.invalid/x': ");
 		CHECK_CONTAINS(err.msg, "esolv");
-		CHECK(now() - t0 < 6);
+		CHECK(dlk_now() - t0 < 6);
 	}
 
 	/* the whole path: an IDX pair over http, one file failing once and cut once */

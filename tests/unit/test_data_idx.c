@@ -439,7 +439,7 @@ static void decode_buf(void)
 
 	make_images(&b, 3, 2, 2);
 	CHECK(dlk_idx_decode_buf(&b, "u8", &idx, &err) == 0);
-	CHECK(b.data == NULL && b.len == 0);
+	CHECK(b.cap == 0 && b.len == 0); /* the bytes were taken, not copied */
 	CHECK(idx.count == 12 && idx.data == NULL && idx.data8[0] == 0 && idx.data8[4] == 1 && idx.data8[11] == 5);
 	dlk_idx_release(&idx);
 	dlk_buf_add(&b, "\0\0\x0d\x01\0\0\0\1\x3f\xc0\0\0", 12);

@@ -6,6 +6,7 @@
 #include "tests/unit/test_kube_server.h"
 #include "lib/kube/api.h"
 #include "lib/util/buf.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
 
 static struct kt_server srv;
@@ -145,7 +146,7 @@ static double cancel_at;
 static int cancel_after(void *ud)
 {
 	(void)ud;
-	return kt_now() >= cancel_at;
+	return dlk_now() >= cancel_at;
 }
 
 int main(void)
@@ -407,10 +408,10 @@ int main(void)
 		struct kube_log_opts lo = KUBE_LOG_OPTS_INIT;
 		lo.follow = 1;
 		c->cancel = cancel_after;
-		cancel_at = kt_now() + 0.3;
-		double t0 = kt_now();
+		cancel_at = dlk_now() + 0.3;
+		double t0 = dlk_now();
 		CHECK(pod && kube_logs(c, "default", pod, &lo, collect, &l, &err) == 0);
-		CHECK(kt_now() - t0 < 1.5);
+		CHECK(dlk_now() - t0 < 1.5);
 		CHECK(l.n == 1);
 		c->cancel = NULL;
 	}
@@ -501,9 +502,9 @@ int main(void)
 		struct kube_watch_opts wo = KUBE_WATCH_OPTS_INIT;
 		wo.resource_version = "1";
 		wo.max_reconnects = 2;
-		double t0 = kt_now();
+		double t0 = dlk_now();
 		CHECK(kube_watch(dead, "ConfigMap", NULL, &wo, on_event, &s, &err) == -1);
-		CHECK(err.code == DLK_EXIT_CONNECT && kt_now() - t0 < 2.0);
+		CHECK(err.code == DLK_EXIT_CONNECT && dlk_now() - t0 < 2.0);
 		CHECK_CONTAINS(err.msg, "cannot reach the API server 'https://127.0.0.1:1'");
 		kube_client_free(dead);
 	}

@@ -5,6 +5,7 @@
 #include "lib/kube/api.h"
 #include "lib/kube/client.h"
 #include "lib/util/buf.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
 
 static struct kt_server srv;
@@ -300,9 +301,9 @@ int main(void)
 	/* retries: 429 with Retry-After, 500s with backoff, broken connections; never for POST */
 	CHECK(kt_server_start(&srv, "faults.json") == 0);
 	c = client_for(cluster_ca_file(), "    token: test-token", &err);
-	double t0 = kt_now();
+	double t0 = dlk_now();
 	CHECK(get(c, "/api/v1/namespaces/default/configmaps/flaky429", &err) == 200);
-	CHECK(kt_now() - t0 >= 0.95); /* waited for Retry-After: 1 */
+	CHECK(dlk_now() - t0 >= 0.95); /* waited for Retry-After: 1 */
 	CHECK(kt_log_count(&srv, "flaky429\",\"query\":\"\",\"code\":429") == 1);
 	CHECK(kt_log_count(&srv, "flaky429\",\"query\":\"\",\"code\":200") == 1);
 	CHECK(get(c, "/api/v1/namespaces/default/configmaps/flaky500", &err) == 200);
@@ -321,9 +322,9 @@ int main(void)
 	}
 	c->timeout_ms = 300;
 	c->max_retries = 0;
-	t0 = kt_now();
+	t0 = dlk_now();
 	CHECK(get(c, "/api/v1/namespaces/default/configmaps/slow", &err) == -1);
-	CHECK(err.code == DLK_EXIT_CONNECT && kt_now() - t0 < 1.2);
+	CHECK(err.code == DLK_EXIT_CONNECT && dlk_now() - t0 < 1.2);
 	c->timeout_ms = 60000;
 
 	/* Warning headers reach the caller */

@@ -236,11 +236,5 @@ static __attribute__((unused)) void kt_sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-static __attribute__((unused)) double kt_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 #endif

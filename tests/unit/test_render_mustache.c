@@ -279,7 +279,7 @@ static void test_hostile_values(void)
 		cJSON_AddNumberToObject(want, "end", 1);
 		ok = ok && docs && cJSON_GetArraySize(docs) == 1 && cJSON_Compare(want, cJSON_GetArrayItem(docs, 0), 1);
 		if (!ok) {
-			printf("#   hostile value %zu changed the document:\n%s\n# %s\n", i, out.data ? out.data : "", err.msg);
+			printf("#   hostile value %zu changed the document:\n%s\n# %s\n", i, out.data, err.msg);
 			all = 0;
 		}
 		cJSON_Delete(want);

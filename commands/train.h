@@ -1,0 +1,20 @@
+/* dlk train's options, filled by its option table (train.c) and read by its parts: submitting
+ * (train_submit.c), training here (train_here.c) and the local gang of workers (train_gang.c). */
+#ifndef DLK_COMMANDS_TRAIN_H
+#define DLK_COMMANDS_TRAIN_H
+
+/* What `dlk train` does: submit without a mode flag, or what --dry-run, --local, --worker say. */
+enum dlk_train_mode { TRAIN_SUBMIT, TRAIN_DRY_RUN, TRAIN_LOCAL, TRAIN_WORKER };
+
+struct dlk_train_cli {
+	int mode;                /* enum dlk_train_mode */
+	int wait, follow, replace;
+	double timeout_s;        /* --timeout; 0 when not given */
+	const char *templates;   /* NULL: the project's templates/, if any */
+	const char *metrics;     /* NULL: no metrics file */
+	const char *bundle;      /* NULL: NAME.dlk next to the project file */
+	const char *report;      /* NULL: no report page (--report FILE: written when the run ends) */
+	int workers, max_restarts;
+};
+
+#endif

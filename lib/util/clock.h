@@ -1,0 +1,13 @@
+/* The clocks dlk reads: a monotonic one for intervals, deadlines and rates (immune to the wall
+ * clock being set), and the wall clock as RFC 3339 text for what is recorded. */
+#ifndef DLK_UTIL_CLOCK_H
+#define DLK_UTIL_CLOCK_H
+
+/* Monotonic time since an arbitrary start, in seconds and in whole milliseconds. */
+double dlk_now(void);
+long long dlk_now_ms(void);
+
+/* Current UTC time as RFC 3339 ("2024-05-01T12:00:00Z"). */
+void dlk_rfc3339_now(char buf[32]);
+
+#endif
