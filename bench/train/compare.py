@@ -143,7 +143,9 @@ def main():
             if a.tune:
                 tune(p, model, a.threads, None)
             else:
-                p.best[model] = ({}, json.loads(os.environ.get("TORCH_BENCH_CONFIG", '{"adam": "foreach"}')))
+                # untuned: the wait policy that won every tuning on a shared machine
+                p.best[model] = ({"OMP_WAIT_POLICY": os.environ.get("TORCH_BENCH_WAIT", "PASSIVE")},
+                                 json.loads(os.environ.get("TORCH_BENCH_CONFIG", '{"adam": "foreach"}')))
             w, c = p.best[model]
             print("  %s runs with %s, %s" % (p.name, fmt_env(w), json.dumps(c)))
 
@@ -175,14 +177,15 @@ def main():
                 res[p.name].append(run_peer(p, seed, ep, a.limit))
             print("  round %d (seed %d) done in %.0f s, load average %.2f" % (seed, seed, time.time() - t0, load_now()))
 
-        print("\n  %-16s %26s %24s %10s   %s" % ("impl", "samples/s median (min-max)", "step ms", "peak MB",
-                                                "test accuracy per seed, mean"))
+        print("\n  %-16s %26s %24s %12s %8s   %s" % ("impl", "samples/s median (min-max)", "step ms",
+                                                       "CPU ms/step", "peak MB", "test accuracy per seed, mean"))
         for name, rs in res.items():
             sps = [r["samples_per_sec"] for r in rs]
             acc = [r["test_accuracy"] for r in rs]
             label = name if name == "dlk" else "%s %s" % (name, next(p.version for p in peers if p.name == name))
-            print("  %-16s %26s %24s %10.0f   %s, %.4f" % (
-                label, rng(sps), rng([r["step_ms"] for r in rs], "%.3f"), med([r["peak_rss_mb"] for r in rs]),
+            print("  %-16s %26s %24s %12.3f %8.0f   %s, %.4f" % (
+                label, rng(sps), rng([r["step_ms"] for r in rs], "%.3f"),
+                med([r.get("cpu_ms_per_step", 0) for r in rs]), med([r["peak_rss_mb"] for r in rs]),
                 " ".join("%.4f" % x for x in acc), statistics.mean(acc)))
         d = res["dlk"]
         for p in peers:

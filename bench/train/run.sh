@@ -8,7 +8,8 @@
 #   sh bench/train/run.sh            (from the source tree, after `make` and `.ci/deps bench`)
 #   THREADS=2 EPOCHS_MLP=5 EPOCHS_CNN=2 PAIRS=3 MODELS=mlp,cnn sh bench/train/run.sh
 #   LIMIT=N trains on the first N samples only (a smoke run); TUNE=0 skips the peers' tuning
-#   (then $TORCH_BENCH_CONFIG, JSON, is their configuration)
+#   (then $TORCH_BENCH_CONFIG, JSON, is their configuration, under OMP_WAIT_POLICY=$TORCH_BENCH_WAIT,
+#   default PASSIVE)
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"

@@ -194,6 +194,7 @@ def train(kind, epochs, threads, limit):
     train_time = 0.0
     samples = timed = all_steps = 0
     t_start = time.perf_counter()
+    cpu0 = time.process_time()
     g = torch.Generator().manual_seed(seed)
     seen = set()
     total = 0.0
@@ -216,6 +217,7 @@ def train(kind, epochs, threads, limit):
             total += lv
             steps += 1
             all_steps += 1
+    cpu = time.process_time() - cpu0  # all training steps, warm-up included, as dlk_bench counts
     t.m.eval()
     correct = 0
     with torch.inference_mode():
@@ -229,6 +231,7 @@ def train(kind, epochs, threads, limit):
                       "epochs": epochs, "threads": threads, "seed": seed,
                       "samples_per_sec": round(samples / train_time, 1) if train_time else 0,
                       "step_ms": round(train_time / timed * 1e3, 4) if timed else 0,
+                      "cpu_ms_per_step": round(cpu / max(all_steps, 1) * 1e3, 4),
                       "test_accuracy": round(correct / len(yte), 4), "train_loss": round(total / max(steps, 1), 4),
                       "seconds": round(time.perf_counter() - t_start, 2), "peak_rss_mb": round(rss, 1)}))
 
