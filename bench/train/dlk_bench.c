@@ -84,7 +84,7 @@ static double gemm_only(int steps, int threads)
 int main(int argc, char **argv)
 {
 	/* as dlk does (main.c): OpenBLAS' kernels for this CPU even when OpenBLAS is older than it */
-	const char *core = dlk_cpu_blas_coretype();
+	const char *core = getenv("OPENBLAS_CORETYPE") ? NULL : dlk_cpu_blas_coretype();
 	if (core && !setenv("OPENBLAS_CORETYPE", core, 1))
 		execv("/proc/self/exe", argv);
 	if (argc < 4) {

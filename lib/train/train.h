@@ -55,6 +55,9 @@ typedef void (*dlk_train_event_fn)(void *ctx, const struct dlk_train_event *ev);
 typedef void (*dlk_train_start_fn)(void *ctx, const struct dlk_net *net, long total_steps);
 /* Must leave in grads the MEAN of every rank's grads (n floats, device memory). */
 typedef int (*dlk_grad_allreduce_fn)(void *ctx, float *grads, size_t n, struct dlk_err *err);
+/* Optional: told during backward that grads[off, off + n) are final (see dlk_net.grad_ready), so
+ * that their all-reduce can start early; the allreduce callback still runs after backward. */
+typedef void (*dlk_grad_ready_fn)(void *ctx, float *grads, size_t n_params, size_t off, size_t n);
 /* Must leave in params rank 0's params on every rank (called once, before the first step). */
 typedef int (*dlk_param_broadcast_fn)(void *ctx, float *params, size_t n, struct dlk_err *err);
 /* Called every training.checkpoint_every steps, at each epoch end and on cancellation, on every
@@ -74,6 +77,7 @@ struct dlk_train_opts {
 	int rank, world;                  /* 0/1 when 0/0 */
 	dlk_grad_allreduce_fn allreduce;  /* NULL with world 1 */
 	dlk_param_broadcast_fn broadcast;
+	dlk_grad_ready_fn grad_ready;     /* optional, with allreduce */
 	void *comm_ctx;
 	dlk_checkpoint_fn checkpoint;
 	dlk_resume_fn resume;
