@@ -55,8 +55,8 @@ static void check_blas_kernels(const struct dlk_ctx *ctx, const struct dlk_backe
 {
 	const char *want = be == dlk_backend_cpu() ? dlk_cpu_blas_coretype() : NULL;
 	if (want)
-		dlk_warn(ctx, "OpenBLAS runs older kernels than this CPU allows (%s); start dlk with "
-		         "OPENBLAS_CORETYPE=%s for its faster ones", be->device, want);
+		dlk_warn(ctx, "%s: OpenBLAS runs older kernels than this CPU allows; start dlk with "
+		         "OPENBLAS_CORETYPE=%s (or without the variable) for its faster ones", be->device, want);
 }
 
 static void show_event(void *ctx, const char *msg)

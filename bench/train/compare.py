@@ -61,8 +61,7 @@ def fmt_env(env):
     return " ".join("%s=%s" % kv for kv in sorted(env.items())) or "(default)"
 
 
-def tune(peer, model, threads, out):
-    waits = [{"OMP_WAIT_POLICY": "PASSIVE"}, {}]
+def tune(peer, model, threads, out, waits):
     res = {}
     for rnd in range(2):
         best = min((statistics.median(v) for v in res.values()), default=None)
@@ -100,9 +99,12 @@ def main():
     ap.add_argument("--models", default="mlp,cnn")
     ap.add_argument("--limit", default="")
     ap.add_argument("--tune", type=int, default=1)
+    ap.add_argument("--waits", default="PASSIVE,default",
+                    help="OpenMP wait policies the tuning tries (default: OpenMP's own, spinning a while)")
     ap.add_argument("--peer", action="append", default=[], help="NAME=PYTHON[:ENV=VAL,...]")
     a = ap.parse_args()
     epochs = dict(kv.split("=") for kv in a.epochs.split(","))
+    waits = [{} if w == "default" else {"OMP_WAIT_POLICY": w} for w in a.waits.split(",")]
     os.makedirs(a.out, exist_ok=True)
     raw = os.path.join(a.out, "runs.jsonl")
     peers = []
@@ -141,7 +143,7 @@ def main():
         print("\n== %s, %d epochs, batch 128, Adam 1e-3, %d threads" % (model, ep, a.threads))
         for p in peers:
             if a.tune:
-                tune(p, model, a.threads, None)
+                tune(p, model, a.threads, None, waits)
             else:
                 # untuned: the wait policy that won every tuning on a shared machine
                 p.best[model] = ({"OMP_WAIT_POLICY": os.environ.get("TORCH_BENCH_WAIT", "PASSIVE")},
