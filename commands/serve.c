@@ -16,7 +16,6 @@
 #include "lib/stream/stream.h"
 #include "lib/util/mem.h"
 
-#include <cblas.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -25,7 +24,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,23 +60,15 @@ static void wait_for_stop(void)
 			break;
 }
 
-/* OpenBLAS picks its kernels from the CPU model, and falls back to its oldest x86-64 ones
- * (Prescott) on models it does not know, as on some virtual machines: the forward pass then runs
- * at a fraction of the speed the CPU's vector units allow. Only the user can pick them, before
- * the process starts. */
+/* dlk re-executes itself with the OpenBLAS kernels this CPU should run (main.c); they are still
+ * the old ones when the user chose them with $OPENBLAS_CORETYPE or the re-execution failed, and
+ * the forward pass then runs at a fraction of the speed the CPU's vector units allow. */
 static void check_blas_kernels(const struct dlk_ctx *ctx, const struct dlk_backend *be)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
-	const char *core = openblas_get_corename();
-	const char *want = __builtin_cpu_supports("avx512f") ? "SkylakeX" : __builtin_cpu_supports("avx2") ? "Haswell" : NULL;
-	if (be == dlk_backend_cpu() && want && core && !strcasecmp(core, "Prescott"))
-		dlk_warn(ctx, "OpenBLAS chose its generic Prescott kernels on a CPU with %s; start dlk with "
-		         "OPENBLAS_CORETYPE=%s for its faster kernels",
-		         strcmp(want, "SkylakeX") ? "AVX2" : "AVX-512", want);
-#else
-	(void)ctx;
-	(void)be;
-#endif
+	const char *want = be == dlk_backend_cpu() ? dlk_cpu_blas_coretype() : NULL;
+	if (want)
+		dlk_warn(ctx, "%s: OpenBLAS runs older kernels than this CPU allows; start dlk with "
+		         "OPENBLAS_CORETYPE=%s (or without the variable) for its faster ones", be->device, want);
 }
 
 static void show_event(void *ctx, const char *msg)

@@ -190,4 +190,13 @@ test_expect_success 'serving.max_request_bytes from dlk.yaml is the limit' '
 	 test "$(curl -s -o body -w "%{http_code}" --data-binary @big2 "$URL/v2/models/blobs/infer")" = 413; rc=$?
 	 stop $SRV_PID; exit $rc)
 '
+test_expect_success 'OpenBLAS: dlk runs the kernels of this CPU, and warns when made to run older ones' '
+	(OPENBLAS_CORETYPE=Prescott && export OPENBLAS_CORETYPE && serve_bg "$TEST_TMP/s5" "$B" && stop $SRV_PID) &&
+	if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+		"$DLK" version >version.out && ! grep -q "(Prescott)" version.out &&
+		grep_q "Prescott kernels): OpenBLAS runs older kernels than this CPU allows; start dlk with OPENBLAS_CORETYPE=" "$TEST_TMP/s5"
+	else
+		! grep -q "older kernels" "$TEST_TMP/s5"
+	fi
+'
 test_done
