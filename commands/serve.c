@@ -1,9 +1,12 @@
 /* dlk serve: the inference server. --local serves bundles on this machine; --worker is what a
  * serving pod runs. The server itself is lib/serve; this file turns options and the project
- * file's serving section into its settings, shows its events, and maps SIGTERM to a drain. */
+ * file's serving section into its settings, shows its events, and maps SIGTERM to a drain.
+ * Without a mode, dlk serve NAME deploys to the cluster (commands/serve_deploy.c). */
 #include "commands/commands.h"
 #include "commands/ctx.h"
+#include "commands/serve_deploy.h"
 #include "commands/ui.h"
+#include "lib/data/fetch.h"
 #include "lib/nn/backend.h"
 #include "lib/nn/gpu.h"
 #include "lib/project/project.h"
@@ -74,14 +77,7 @@ static void show_event(void *ctx, const char *msg)
 	dlk_info(ctx, "%s", msg);
 }
 
-enum serve_mode { SERVE_DEPLOY, SERVE_LOCAL, SERVE_WORKER };
-
-static struct {
-	int mode;                /* an enum serve_mode */
-	const char *host;
-	int port;                /* -1: serving.port */
-	const char *access_log;
-} opt;
+static struct dlk_serve_cli opt;
 
 /* The serving settings: the project file's section when there is a project (a worker always has
  * one; here, when -f names a file other than the default or a dlk.yaml exists), else the
@@ -102,6 +98,49 @@ static int serving_settings(struct dlk_ctx *ctx, struct dlk_serving *cfg, struct
 	return project_serving_load(ctx->sets.v, ctx->sets.n, cfg, err);
 }
 
+/* A model given as NAME=URL (what a Deployment of a model at a URL runs) is fetched first, into
+ * /models in a pod (the volume the template gives it) or data.cache_dir here, and verified
+ * against --sha256 before anything reads it. *out: the arguments with local paths (new strings). */
+static int fetch_models(struct dlk_ctx *ctx, const struct dlk_project *spec, const struct dlk_args *args, char ***out,
+                        struct dlk_err *err)
+{
+	char **v = xcalloc((size_t)args->n_pos + 1, sizeof(*v));
+	int urls = 0;
+
+	*out = v;
+	for (int i = 0; i < args->n_pos; i++) {
+		const char *a = args->pos[i], *eq = strchr(a, '='), *u = eq ? eq + 1 : a;
+		if (strncmp(u, "https://", 8) && strncmp(u, "http://", 7)) {
+			v[i] = xstrdup(a);
+			continue;
+		}
+		if (!opt.sha256)
+			return dlk_errf(err, DLK_EXIT_USAGE, "'%s': a model from a URL needs --sha256, the digest of the bundle file", u);
+		if (++urls > 1)
+			return dlk_errf(err, DLK_EXIT_USAGE, "--sha256 pins one model; '%s' is the second given as a URL", u);
+		struct dlk_source src = { (char *)u, (char *)opt.sha256 };
+		struct dlk_data_opts o;
+		struct dlk_data d;
+		struct dlk_fetched f = DLK_FETCHED_INIT;
+		memset(&o, 0, sizeof(o));
+		memset(&d, 0, sizeof(d));
+		if (spec)
+			d = spec->data;
+		d.max_bytes = d.max_bytes ? d.max_bytes : 8ll << 30;
+		if (opt.mode == SERVE_WORKER)
+			o.cache_dir = "/models";
+		else if (!d.cache_dir)
+			o.cache_dir = ".dlk/cache";
+		dlk_info(ctx, "fetching %s", u);
+		if (dlk_fetch(&src, &d, &o, &f, err))
+			return -1;
+		v[i] = eq ? xasprintf("%.*s=%s", (int)(eq - a), a, f.path) : xstrdup(f.path);
+		dlk_info(ctx, "fetched %s: sha256 %.12s matches its pin", u, f.sha256);
+		dlk_fetched_release(&f);
+	}
+	return 0;
+}
+
 static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -110,13 +149,11 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_server *srv = NULL;
 	int rc = 0, have_cfg = 0, have_handlers = 0, log_fd = -1;
 	const char *log_path = opt.access_log;
+	char **fetched = NULL;
 
 	memset(&cfg, 0, sizeof(cfg));
-	if (opt.mode == SERVE_DEPLOY) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "deploying a model to the cluster is not available yet");
-		dlk_err_hint(&err, "serve bundles on this machine: dlk serve --local MODEL.dlk");
-		return dlk_report(ctx, &err);
-	}
+	if (opt.mode != SERVE_LOCAL && opt.mode != SERVE_WORKER)
+		return dlk_serve_deploy(ctx, &opt, args);
 	if (args->n_pos < 1) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "no model to serve: name one or more bundles (MODEL.dlk or NAME=MODEL.dlk)");
 		return dlk_report(ctx, &err);
@@ -157,11 +194,15 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	const struct dlk_backend *be = cfg.gpus > 0 ? dlk_backend_cuda(NULL, 0, &cerr) : NULL;
 	if (cfg.gpus > 0 && !be)
 		dlk_warn(ctx, "serving.gpus is %d but the CUDA backend is unavailable (%s): serving on the CPU", cfg.gpus, cerr.msg);
+	if (fetch_models(ctx, spec, args, &fetched, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
 	struct dlk_server_opts so = {
 		.cfg = &cfg,
 		.host = opt.host ? opt.host : opt.mode == SERVE_WORKER ? NULL : "127.0.0.1",
 		.port = opt.port,
-		.models = args->pos,
+		.models = (const char *const *)fetched,
 		.n_models = args->n_pos,
 		.access_log_fd = log_fd,
 		.be = be ? be : dlk_backend_cpu(),
@@ -206,11 +247,18 @@ out:
 		close(log_fd);
 	if (have_cfg)
 		project_serving_release(&cfg);
+	for (int i = 0; fetched && i < args->n_pos; i++)
+		free(fetched[i]);
+	free(fetched);
 	project_free(spec);
 	return rc;
 }
 
+#define DEPLOYING (DLK_MODE(SERVE_DEPLOY) | DLK_MODE(SERVE_DRY_RUN))
 static const struct dlk_option serve_options[] = {
+	OPT_MODE("dry-run", &opt.mode, SERVE_DRY_RUN, "print the Kubernetes objects a deploy would apply (after the gate), and stop"),
+	OPT_MODE("promote", &opt.mode, SERVE_PROMOTE, "make the canary the served model, then remove the canary"),
+	OPT_MODE("rollback", &opt.mode, SERVE_ROLLBACK, "remove the canary; the served model takes all the traffic again"),
 	OPT_MODE("local", &opt.mode, SERVE_LOCAL, "serve the bundles on this machine"),
 	OPT_MODE("worker", &opt.mode, SERVE_WORKER, "be a serving pod (what the rendered Deployment runs)"),
 	OPT_STRING(0, "host", &opt.host, "ADDR", NULL, "the address to listen on",
@@ -220,23 +268,51 @@ static const struct dlk_option serve_options[] = {
 	        .min = 0, .max = 65535, .def_doc = "serving.port, 8080", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
 	OPT_STRING(0, "access-log", &opt.access_log, "FILE", NULL, "append one line per request to FILE ('-': standard output)",
 	           .complete = COMPLETE_FILE, .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_STRING(0, "model", &opt.model, "URL", NULL,
+	           "deploy the bundle at this https URL (pinned by --sha256) rather than training job NAME's",
+	           .modes = DEPLOYING),
+	OPT_STRING(0, "sha256", &opt.sha256, "HEX", NULL, "the sha256 of the bundle file a URL names; the pods verify it"),
+	OPT_STRING(0, "min-accuracy", &opt.min_accuracy, "X", NULL, "refuse a model whose test accuracy is below X (0 to 1)",
+	           .def_doc = "serving.min_accuracy", .modes = DEPLOYING),
+	OPT_BOOL(0, "force", &opt.force, "deploy a model the promotion gate refuses", .flags = OPT_NONEG, .modes = DEPLOYING),
+	OPT_INT(0, "canary", &opt.canary, "PERCENT", 0,
+	        "deploy beside the served model and give it about PERCENT of the traffic (a share of the replicas)",
+	        .min = 1, .max = 99, .flags = OPT_HIDE_DEFAULT, .modes = DEPLOYING),
+	OPT_BOOL(0, "wait", &opt.wait, "wait for the rollout; fail naming the pod and the reason when it fails",
+	         .modes = DLK_MODE(SERVE_DEPLOY) | DLK_MODE(SERVE_PROMOTE)),
+	OPT_DURATION(0, "timeout", &opt.timeout_s, "DURATION", "give up waiting after this long, e.g. 90s, 5m (implies --wait)",
+	             .modes = DLK_MODE(SERVE_DEPLOY) | DLK_MODE(SERVE_PROMOTE)),
+	OPT_STRING(0, "templates", &opt.templates, "DIR", NULL, "templates overriding the built-in ones",
+	           .def_doc = "templates/ next to the project file, when there is one", .complete = COMPLETE_DIR,
+	           .modes = DEPLOYING),
 	OPT_END(),
 };
 
 const struct dlk_command_def dlk_cmd_serve = {
-	.usage = "MODEL.dlk|NAME=MODEL.dlk...",
-	.description = "Serve model bundles over HTTP on this machine (--local) or as a serving pod (--worker):\n"
-	               "the KServe V2 inference protocol with binary tensors and classification, TensorFlow\n"
-	               "Serving's REST API and Prometheus /metrics, with dynamic batching. Settings come from\n"
-	               "the project file's serving section (when there is one) and --set serving.KEY=VALUE.\n"
-	               "SIGTERM drains: readiness fails, in-flight requests finish, then dlk exits 0.",
+	.usage = "[NAME] | --local MODEL.dlk|NAME=MODEL.dlk...",
+	.description = "Deploy training job NAME's model to the cluster (NAME defaults to the project's name):\n"
+	               "its metrics and confusion matrix pass the promotion gate (serving.min_accuracy,\n"
+	               "serving.min_class_recall), then a Deployment, Service, PodDisruptionBudget and,\n"
+	               "with serving.max_replicas, a HorizontalPodAutoscaler are applied; --canary runs it\n"
+	               "beside the served model until --promote or --rollback.\n"
+	               "Or serve model bundles over HTTP on this machine (--local) or as a serving pod\n"
+	               "(--worker): the KServe V2 inference protocol with binary tensors and classification,\n"
+	               "TensorFlow Serving's REST API and Prometheus /metrics, with dynamic batching. Settings\n"
+	               "come from the project file's serving section (when there is one) and --set\n"
+	               "serving.KEY=VALUE. SIGTERM drains: readiness fails, in-flight requests finish, then\n"
+	               "dlk exits 0.",
 	.options = serve_options,
 	.default_mode = "deploying",
 	.min_pos = 0,
 	.max_pos = -1,
 	.complete_pos = COMPLETE_FILE,
 	.run = run_serve,
-	.examples = "  $ dlk serve --local fashion.dlk\n"
+	.examples = "  $ dlk serve fashion --wait\n"
+	            "  $ dlk serve fashion --dry-run\n"
+	            "  $ dlk serve fashion --canary 10 --wait\n"
+	            "  $ dlk serve fashion --promote\n"
+	            "  $ dlk serve fashion --model https://models.example.com/fashion.dlk --sha256 HEX\n"
+	            "  $ dlk serve --local fashion.dlk\n"
 	            "  $ dlk serve --local --port 9000 mlp=mlp.dlk cnn=cnn.dlk\n"
 	            "  $ dlk serve --local fashion.dlk --set serving.max_batch=32 --set serving.max_delay_us=500\n"
 	            "  $ dlk serve --local fashion.dlk --access-log -\n",

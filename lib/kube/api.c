@@ -19,6 +19,11 @@ static const struct kube_resource resources[] = {
 	{ "RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings", 1 },
 	{ "Job", "batch/v1", "jobs", 1 },
 	{ "CronJob", "batch/v1", "cronjobs", 1 },
+	{ "Deployment", "apps/v1", "deployments", 1 },
+	{ "ReplicaSet", "apps/v1", "replicasets", 1 },
+	{ "HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscalers", 1 },
+	{ "PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", 1 },
+	{ "HTTPRoute", "gateway.networking.k8s.io/v1", "httproutes", 1 },
 };
 
 const struct kube_resource *kube_resource_for(const char *kind, const char *api_version)
