@@ -250,12 +250,12 @@ static int gate(const struct dlk_ctx *ctx, const char *name, const struct model_
 			int bad = 0;
 			for (int i = 0; i < k; i++)
 				if (r.recall[i] < min_recall) {
-					dlk_buf_addf(&why, "%s%s%.60s %.2f%%", bad ? ", " : why.len ? "; recall below the minimum "
-					             : "recall below the minimum ", "", r.classes[i], 100 * r.recall[i]);
+					if (!bad)
+						dlk_buf_addf(&why, "%sclass recall below the minimum %.2f%%:", why.len ? "; " : "",
+						             100 * min_recall);
+					dlk_buf_addf(&why, "%s %.60s %.2f%%", bad ? "," : "", r.classes[i], 100 * r.recall[i]);
 					bad++;
 				}
-			if (bad)
-				dlk_buf_addf(&why, " (minimum %.2f%%)", 100 * min_recall);
 		}
 	}
 	if (why.len) {
@@ -602,11 +602,20 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		         dlk_output_names[ctx->output]);
 		return dlk_report(ctx, &err);
 	}
-	spec = dlk_ctx_load_spec(ctx, &err);
-	if (!spec)
-		return dlk_report(ctx, &err);
+	/* promote and rollback act on what is deployed: a project is only needed for its name */
+	if (cli->mode != SERVE_PROMOTE && cli->mode != SERVE_ROLLBACK) {
+		spec = dlk_ctx_load_spec(ctx, &err);
+		if (!spec)
+			return dlk_report(ctx, &err);
+	} else if (!args->n_pos) {
+		spec = dlk_ctx_load_spec(ctx, &err);
+		if (!spec) {
+			dlk_err_prefix(&err, "no model named and no project file to take the name from");
+			return dlk_report(ctx, &err);
+		}
+	}
 	name = args->n_pos ? args->pos[0] : spec->name;
-	min_acc = spec->serving.min_accuracy;
+	min_acc = spec ? spec->serving.min_accuracy : 0;
 	if (cli->min_accuracy && parse_min_accuracy(cli->min_accuracy, &min_acc, &err)) {
 		rc = dlk_report(ctx, &err);
 		goto out;
@@ -619,7 +628,10 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 			goto out;
 		}
 	}
-	ns = ctx->namespace_ ? ctx->namespace_ : spec->namespace_ ? spec->namespace_ : c ? kube_client_namespace(c) : "default";
+	ns = ctx->namespace_                ? ctx->namespace_
+	     : spec && spec->namespace_     ? spec->namespace_
+	     : c                            ? kube_client_namespace(c)
+	                                    : "default";
 	if (cli->mode == SERVE_PROMOTE || cli->mode == SERVE_ROLLBACK) {
 		rc = promote_or_rollback(ctx, cli, c, ns, name);
 		goto out;
@@ -664,6 +676,21 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		if (!ctx->quiet)
 			fprintf(stderr, "canary: %d replica%s beside %d stable: %.0f%% of the traffic (asked %d%%)\n", sv.replicas,
 			        sv.replicas == 1 ? "" : "s", total, real, cli->canary);
+	}
+	if (c && !sv.canary) {
+		/* an autoscaler owns the replicas of a Deployment that exists: apply leaves them alone */
+		char *dname = xasprintf("%s%s", name, RENDER_SERVING_SUFFIX);
+		cJSON *cur = NULL;
+		if (kube_get(c, "Deployment", ns, dname, &cur, &err) == 0)
+			sv.exists = 1;
+		else if (err.code != DLK_EXIT_NOTFOUND) {
+			free(dname);
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+		dlk_err_clear(&err);
+		cJSON_Delete(cur);
+		free(dname);
 	}
 	objects = render_serving_project(spec, ctx->file, cli->templates, ns, &sv, &err);
 	if (!objects) {

@@ -6,6 +6,7 @@
 #include "commands/ui.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/jobwatch.h"
+#include "lib/jobs/servestate.h"
 #include "lib/kube/api.h"
 #include "lib/train/progress.h"
 #include "lib/util/duration.h"
@@ -142,7 +143,7 @@ static int cmp_job(const void *a, const void *b)
  * that listing a thousand jobs reads a thousand objects, not every pod of every job: then, with
  * a client, the pods and events of a few jobs that are pending or failed are read to say why. */
 static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *jobs, const cJSON *pods,
-		       int all_ns, struct dlk_buf *b, struct dlk_err *err)
+		       int all_ns, const cJSON *served, struct dlk_buf *b, struct dlk_err *err)
 {
 	int structured = ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML;
 	int wide = ctx->output == DLK_OUTPUT_WIDE, n = cJSON_GetArraySize(jobs), nrows = 0, ncols = 0, explained = 0;
@@ -203,6 +204,8 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddItemToObject(o, "jobs", items);
 		items = NULL;
+		if (served)
+			cJSON_AddItemReferenceToObject(o, "served", (cJSON *)served);
 		rc = emit_structured(ctx, o, b, err);
 		cJSON_Delete(o);
 	} else if (nrows > 1) {
@@ -213,6 +216,132 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	free(rows);
 	free(sorted);
 	return rc;
+}
+
+/* ---- served models ---- */
+
+static cJSON *track_json(const struct dlk_serve_track *t)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "deployment", t->deployment);
+	cJSON_AddNumberToObject(o, "ready", t->ready);
+	cJSON_AddNumberToObject(o, "desired", t->desired);
+	cJSON_AddStringToObject(o, "modelSha256", t->sha256);
+	if (t->accuracy[0])
+		cJSON_AddNumberToObject(o, "accuracy", atof(t->accuracy));
+	else
+		cJSON_AddNullToObject(o, "accuracy");
+	cJSON_AddStringToObject(o, "source", t->source);
+	cJSON_AddStringToObject(o, "rollout", t->rollout == ROLLOUT_DONE ? "Complete" : t->rollout == ROLLOUT_FAILED ? "Failed" : "Progressing");
+	if (t->reason[0])
+		cJSON_AddStringToObject(o, "reason", t->reason);
+	return o;
+}
+
+/* The served models of ns (their Deployments labelled dlk.dev/serve, and their pods): *json is
+ * {"name", "namespace", "ready", "desired", "modelSha256", "accuracy", "source", "rollout",
+ * "canary": null | {"percent", ...the same of the canary track}} per model; the table goes to b. */
+static int served_list(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, int all_ns, cJSON **json,
+                       struct dlk_buf *b, struct dlk_err *err)
+{
+	cJSON *deps = NULL, *pods = NULL;
+	const cJSON *d;
+	int nrows = 1, ncols = 0, n;
+	struct row *rows;
+
+	*json = cJSON_CreateArray();
+	if (list_kind(c, "Deployment", ns, all_ns, DLK_LABEL_SERVE, &deps, err) < 0)
+		return -1;
+	n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(deps, "items"));
+	if (!n) {
+		cJSON_Delete(deps);
+		return 0;
+	}
+	if (list_kind(c, "Pod", ns, all_ns, DLK_LABEL_SERVE, &pods, err) < 0) {
+		cJSON_Delete(deps);
+		return -1;
+	}
+	rows = xcalloc((size_t)n + 1, sizeof(*rows));
+	/* stable tracks first: each makes a row, and its canary joins it */
+	for (int pass = 0; pass < 2; pass++) {
+		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(deps, "items")) {
+			struct dlk_serve_track t;
+			const char *dns = kube_meta(d, "namespace") ? kube_meta(d, "namespace") : ns;
+			/* only this namespace's pods of this model */
+			cJSON *mine = cJSON_CreateArray();
+			const cJSON *p;
+			dlk_serve_track_summarize(d, NULL, &t);
+			cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(pods, "items")) {
+				const cJSON *l = jget2(p, "metadata", "labels");
+				const cJSON *sv = cJSON_GetObjectItemCaseSensitive(l, DLK_LABEL_SERVE);
+				const char *pns = kube_meta(p, "namespace");
+				if (cJSON_IsString(sv) && !strcmp(sv->valuestring, t.name) && (!pns || !strcmp(pns, dns)))
+					cJSON_AddItemReferenceToArray(mine, (cJSON *)p);
+			}
+			dlk_serve_track_summarize(d, mine, &t);
+			cJSON_Delete(mine);
+			int canary = !strcmp(t.track, "canary");
+			if (canary != pass)
+				continue;
+			cJSON *o = NULL, *it;
+			int row = -1;
+			cJSON_ArrayForEach(it, *json) {
+				row++;
+				if (!strcmp(cJSON_GetObjectItemCaseSensitive(it, "name")->valuestring, t.name) &&
+				    !strcmp(cJSON_GetObjectItemCaseSensitive(it, "namespace")->valuestring, dns)) {
+					o = it;
+					break;
+				}
+			}
+			if (!canary || !o) {
+				o = track_json(&t);
+				cJSON_AddStringToObject(o, "name", t.name);
+				cJSON_AddStringToObject(o, "namespace", dns);
+				cJSON_AddNullToObject(o, "canary");
+				cJSON_AddItemToArray(*json, o);
+				row = cJSON_GetArraySize(*json) - 1;
+				struct row *r = &rows[nrows++];
+				int k = 0;
+				if (all_ns)
+					snprintf(r->cols[k++], 160, "%s", dns);
+				snprintf(r->cols[k++], 160, "%s", t.name);
+				snprintf(r->cols[k++], 160, "%d/%d", t.ready, t.desired);
+				snprintf(r->cols[k++], 160, "%.12s", t.sha256[0] ? t.sha256 : "-");
+				if (t.accuracy[0])
+					snprintf(r->cols[k++], 160, "%.2f%%", 100 * atof(t.accuracy));
+				else
+					snprintf(r->cols[k++], 160, "-");
+				snprintf(r->cols[k++], 160, "-");
+				snprintf(r->cols[k++], 160, "%.150s", t.rollout == ROLLOUT_FAILED ? t.reason : t.rollout == ROLLOUT_DONE ? "" :
+				         "rolling out");
+				ncols = k;
+			}
+			if (canary) {
+				cJSON *cj = track_json(&t);
+				cJSON_AddNumberToObject(cj, "percent", t.canary_percent);
+				cJSON_ReplaceItemInObject(o, "canary", cj);
+				struct row *r = &rows[row + 1];
+				int k = all_ns ? 5 : 4;
+				snprintf(r->cols[k], 160, "%d%% %d/%d %.12s", t.canary_percent, t.ready, t.desired,
+				         t.sha256[0] ? t.sha256 : "-");
+			}
+		}
+	}
+	if (ctx->output != DLK_OUTPUT_JSON && ctx->output != DLK_OUTPUT_YAML && nrows > 1) {
+		static const char *const h[] = { "SERVED", "READY", "MODEL", "ACCURACY", "CANARY", "STATUS" };
+		int k = 0;
+		if (all_ns)
+			snprintf(rows[0].cols[k++], 160, "NAMESPACE");
+		for (int i = 0; i < 6; i++)
+			snprintf(rows[0].cols[k++], 160, "%s", h[i]);
+		if (b->len)
+			dlk_buf_addc(b, '\n');
+		print_table(b, rows, nrows, ncols);
+	}
+	free(rows);
+	cJSON_Delete(deps);
+	cJSON_Delete(pods);
+	return 0;
 }
 
 /* ---- one job ---- */
@@ -370,7 +499,7 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 			cJSON_Delete(jc);
 			cJSON_Delete(pc);
 		} else {
-			if (render_list(ctx, NULL, w.jobs, w.pods, 0, &b, &err) < 0)
+			if (render_list(ctx, NULL, w.jobs, w.pods, 0, NULL, &b, &err) < 0)
 				rc = dlk_report(ctx, &err), done = 1;
 			dlk_jobwatch_unlock(&w);
 			if (!b.len)
@@ -402,7 +531,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
 	struct dlk_buf b = DLK_BUF_INIT;
-	cJSON *jobs = NULL, *pods = NULL, *job = NULL;
+	cJSON *jobs = NULL, *pods = NULL, *job = NULL, *served = NULL;
 	int all_ns = opt.all_ns, watch = opt.watch;
 	const char *name = args->n_pos ? args->pos[0] : NULL, *ns;
 	int rc = 0;
@@ -427,16 +556,25 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 			goto out;
 		}
 	} else {
+		struct dlk_buf sb = DLK_BUF_INIT;
 		if (list_kind(c, "Job", ns, all_ns, DLK_LABEL_JOB, &jobs, &err) < 0 ||
-		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), NULL, all_ns, &b, &err) < 0) {
+		    served_list(ctx, c, ns, all_ns, &served, &sb, &err) < 0 ||
+		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), NULL, all_ns, served, &b, &err) < 0) {
+			dlk_buf_release(&sb);
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
+		if (sb.len) {
+			if (b.len)
+				dlk_buf_addc(&b, '\n');
+			dlk_buf_add(&b, sb.data, sb.len);
+		}
+		dlk_buf_release(&sb);
 		if (!b.len) {
 			if (all_ns)
-				dlk_info(ctx, "no dlk jobs in any namespace");
+				dlk_info(ctx, "no dlk jobs or served models in any namespace");
 			else
-				dlk_info(ctx, "no dlk jobs in namespace '%s'", ns);
+				dlk_info(ctx, "no dlk jobs or served models in namespace '%s'", ns);
 		}
 	}
 	fwrite(b.data, 1, b.len, stdout);
@@ -446,6 +584,7 @@ out:
 	cJSON_Delete(jobs);
 	cJSON_Delete(pods);
 	cJSON_Delete(job);
+	cJSON_Delete(served);
 	return rc;
 }
 
@@ -457,7 +596,8 @@ static const struct dlk_option status_options[] = {
 
 const struct dlk_command_def dlk_cmd_status = {
 	.usage = "[NAME]",
-	.description = "Without NAME, list the dlk jobs of the namespace (-A: of all namespaces). With NAME, show\n"
+	.description = "Without NAME, list the dlk jobs of the namespace (-A: of all namespaces) and the models it\n"
+	               "serves (ready and desired replicas, model digest, accuracy, canary split). With NAME, show\n"
 	               "that job: each rank's pod, why it is pending, and the progress its workers publish.",
 	.options = status_options,
 	.min_pos = 0,

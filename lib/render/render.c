@@ -512,7 +512,8 @@ cJSON *render_train_project(const struct dlk_project *spec, const char *project_
  *   placement (see add_placement) from serving.gpus/cpu/memory and resources' selectors
  *   model.{arg, claim, sha256_pin, sha256, source, accuracy}  the worker's model argument
  *                                                           (NAME=PATH or NAME=URL) and its origin
- *   hpa (false, or {max_replicas, target_cpu_percent}), pdb (bool) */
+ *   hpa.{create, max_replicas, target_cpu_percent}, pdb (bool)
+ *   set_replicas (bool): false when an autoscaler owns the replica count of a Deployment that exists */
 cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_yaml, const struct render_serving *sv,
                               const struct render_opts *opts, struct dlk_err *err)
 {
@@ -582,13 +583,12 @@ cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_y
 		cJSON_AddStringToObject(o, "accuracy", "");
 	}
 
-	if (!sv->canary && sg->max_replicas > sv->replicas) {
-		o = cJSON_AddObjectToObject(c, "hpa");
-		cJSON_AddNumberToObject(o, "max_replicas", sg->max_replicas);
-		cJSON_AddNumberToObject(o, "target_cpu_percent", sg->target_cpu_percent);
-	} else {
-		cJSON_AddFalseToObject(c, "hpa");
-	}
+	int hpa = !sv->canary && sg->max_replicas > sv->replicas;
+	o = cJSON_AddObjectToObject(c, "hpa");
+	cJSON_AddBoolToObject(o, "create", hpa);
+	cJSON_AddNumberToObject(o, "max_replicas", sg->max_replicas);
+	cJSON_AddNumberToObject(o, "target_cpu_percent", sg->target_cpu_percent);
+	cJSON_AddBoolToObject(c, "set_replicas", !hpa || !sv->exists);
 	cJSON_AddBoolToObject(c, "pdb", !sv->canary && (sv->replicas > 1 || sg->max_replicas > 1));
 	return c;
 }

@@ -92,6 +92,7 @@ struct render_serving {
 	int canary;             /* 1: the canary track, beside the stable one */
 	int replicas;           /* this track's replicas */
 	int canary_percent;     /* the split this deployment is part of (0: none) */
+	int exists;             /* the track's Deployment exists: an autoscaler, if any, owns its replicas */
 	struct render_serving_model model;
 };
 
