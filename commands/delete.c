@@ -95,8 +95,9 @@ static int run_delete(struct dlk_ctx *ctx, struct dlk_args *args)
 			goto out;
 		}
 		if (!n && !ns_) {
-			const char *what = opt.what == DELETE_JOB ? "job" : opt.what == DELETE_SERVED ? "served model" : "job or served model";
-			dlk_errf(&err, DLK_EXIT_NOTFOUND, "%s '%s' not found in namespace '%s'", what, it->string, ns);
+			dlk_errf(&err, DLK_EXIT_NOTFOUND, "%s '%s' not found in namespace '%s'%s",
+			         opt.what == DELETE_SERVED ? "served model" : "job", it->string, ns,
+			         opt.what == DELETE_BOTH ? " (nor a model served under that name)" : "");
 			dlk_err_hint(&err, "list the jobs and served models with 'dlk status%s'; another namespace is -n NS",
 			             dlk_ns_flag(ctx, c, ns));
 			rc = dlk_report(ctx, &err);

@@ -593,6 +593,13 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		dlk_err_hint(&err, "to serve bundles on this machine: dlk serve --local MODEL.dlk...");
 		return dlk_report(ctx, &err);
 	}
+	if (args->n_pos == 1 && (strchr(args->pos[0], '/') || strchr(args->pos[0], '=') ||
+	                         (strlen(args->pos[0]) > 4 && !strcmp(args->pos[0] + strlen(args->pos[0]) - 4, ".dlk")))) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "'%s' is not a model name: deploying takes the name of a training job", args->pos[0]);
+		dlk_err_hint(&err, "serve bundles on this machine: dlk serve --local %s; deploy a bundle from a URL: "
+		             "dlk serve NAME --model https://.../NAME.dlk --sha256 HEX", args->pos[0]);
+		return dlk_report(ctx, &err);
+	}
 	if (cli->sha256 && !is_sha256(cli->sha256)) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "--sha256 '%s': expected 64 lowercase hex digits", cli->sha256);
 		return dlk_report(ctx, &err);
