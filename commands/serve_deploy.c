@@ -326,7 +326,7 @@ static int apply_all(const struct dlk_ctx *ctx, struct kube_client *c, const cJS
 static int delete_canary(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name, int *n,
                          struct dlk_err *err)
 {
-	static const char *const kinds[] = { "Deployment", "ConfigMap" };
+	static const char *const kinds[] = { "Deployment", "ConfigMap", "Service" };
 	char *obj = xasprintf("%s%s", name, RENDER_CANARY_SUFFIX);
 	int rc = 0;
 
@@ -472,6 +472,53 @@ static cJSON *as_stable(const cJSON *canary, const char *name, const cJSON *stab
 	return o;
 }
 
+/* With an HTTPRoute: all the traffic to the stable track's Service again. No route: nothing to do. */
+static int route_to_stable(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name,
+                           struct dlk_err *err)
+{
+	char *rname = xasprintf("%s%s", name, RENDER_SERVING_SUFFIX);
+	cJSON *route = NULL, *o = NULL, *rule, *refs;
+	int served = 0, rc = -1;
+
+	if (kube_serves(c, "HTTPRoute", &served, err) < 0)
+		goto out;
+	if (!served) {
+		rc = 0;
+		goto out;
+	}
+	if (kube_get(c, "HTTPRoute", ns, rname, &route, err) < 0) {
+		if (err->code == DLK_EXIT_NOTFOUND) {
+			dlk_err_clear(err);
+			rc = 0;
+		}
+		goto out;
+	}
+	o = applyable(route);
+	cJSON_ArrayForEach(rule, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"), "rules")) {
+		refs = cJSON_GetObjectItemCaseSensitive(rule, "backendRefs");
+		while (cJSON_GetArraySize(refs) > 1)
+			cJSON_DeleteItemFromArray(refs, cJSON_GetArraySize(refs) - 1);
+		cJSON *first = cJSON_GetArrayItem(refs, 0);
+		if (first)
+			cJSON_ReplaceItemInObject(first, "weight", cJSON_CreateNumber(100));
+	}
+	cJSON *ann = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations");
+	if (ann)
+		cJSON_ReplaceItemInObject(ann, DLK_ANN_CANARY_PERCENT, cJSON_CreateString("0"));
+	if (kube_apply(c, o, NULL, err) < 0) {
+		dlk_err_prefix(err, "cannot route all the traffic back to '%s'", name);
+		goto out;
+	}
+	if (ctx->verbose)
+		dlk_info(ctx, "HTTPRoute/%s sends all the traffic to the stable track", rname);
+	rc = 0;
+out:
+	cJSON_Delete(route);
+	cJSON_Delete(o);
+	free(rname);
+	return rc;
+}
+
 static int promote_or_rollback(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struct kube_client *c,
                                const char *ns, const char *name)
 {
@@ -491,7 +538,7 @@ static int promote_or_rollback(struct dlk_ctx *ctx, const struct dlk_serve_cli *
 		goto out;
 	}
 	if (cli->mode == SERVE_ROLLBACK) {
-		if (delete_canary(ctx, c, ns, name, &n, &err)) {
+		if (route_to_stable(ctx, c, ns, name, &err) || delete_canary(ctx, c, ns, name, &n, &err)) {
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
@@ -528,7 +575,7 @@ static int promote_or_rollback(struct dlk_ctx *ctx, const struct dlk_serve_cli *
 		if (rc)
 			goto out;
 	}
-	if (delete_canary(ctx, c, ns, name, &n, &err)) {
+	if (route_to_stable(ctx, c, ns, name, &err) || delete_canary(ctx, c, ns, name, &n, &err)) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -652,6 +699,18 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 
 	sv.name = name;
 	sv.replicas = spec->serving.replicas;
+	if (spec->serving.gateway) {
+		/* without a client (a --dry-run of a URL's model) the route is rendered as if served */
+		sv.route = 1;
+		if (c && kube_serves(c, "HTTPRoute", &sv.route, &err) < 0) {
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+		if (!sv.route)
+			dlk_warn(ctx, "serving.gateway is '%s' but the cluster does not serve the Gateway API's HTTPRoutes "
+			         "(gateway.networking.k8s.io/v1): no route; a canary's share is its share of the replicas",
+			         spec->serving.gateway);
+	}
 	sv.model.claim = m.claim;
 	sv.model.path = m.path;
 	sv.model.url = m.url;
@@ -674,13 +733,18 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		}
 		const cJSON *r = get(get(stable, "spec"), "replicas");
 		int total = cJSON_IsNumber(r) ? (int)r->valuedouble : spec->serving.replicas;
-		/* the canary's share of the replicas is its share of the traffic behind the Service */
-		int cr = (int)ceil((double)total * cli->canary / (100.0 - cli->canary) - 1e-9);
+		/* behind the one Service, the canary's share of the replicas is its share of the traffic;
+		 * with a route, the route's weights decide, and the canary gets its share of the pods */
+		int cr = sv.route ? (int)ceil((double)total * cli->canary / 100.0 - 1e-9)
+		                  : (int)ceil((double)total * cli->canary / (100.0 - cli->canary) - 1e-9);
 		sv.canary = 1;
 		sv.replicas = cr < 1 ? 1 : cr;
 		sv.canary_percent = cli->canary;
 		double real = 100.0 * sv.replicas / (sv.replicas + total);
-		if (!ctx->quiet)
+		if (!ctx->quiet && sv.route)
+			fprintf(stderr, "canary: %d replica%s beside %d stable; the HTTPRoute sends it %d%% of the traffic\n",
+			        sv.replicas, sv.replicas == 1 ? "" : "s", total, cli->canary);
+		else if (!ctx->quiet)
 			fprintf(stderr, "canary: %d replica%s beside %d stable: %.0f%% of the traffic (asked %d%%)\n", sv.replicas,
 			        sv.replicas == 1 ? "" : "s", total, real, cli->canary);
 	}

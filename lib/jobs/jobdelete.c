@@ -19,7 +19,7 @@ static const char *const dlk_kinds[] = {
 
 /* Deployments first, so their pods stop before their ConfigMaps go. */
 static const char *const serve_kinds[] = {
-	"Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Service", "ConfigMap",
+	"HTTPRoute", "Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Service", "ConfigMap",
 };
 
 static int delete_labelled(struct kube_client *c, const char *ns, const char *sel, const char *const *kinds, size_t n_kinds,
@@ -32,8 +32,14 @@ static int delete_labelled(struct kube_client *c, const char *ns, const char *se
 	for (size_t k = 0; k < n_kinds; k++) {
 		cJSON *list = NULL;
 		const cJSON *it;
-		if (kube_list(c, kinds[k], ns, &lo, &list, err) < 0)
+		if (kube_list(c, kinds[k], ns, &lo, &list, err) < 0) {
+			/* a kind the cluster does not serve (the Gateway API's) has no objects to delete */
+			if (err->code == DLK_EXIT_NOTFOUND && !strcmp(kinds[k], "HTTPRoute")) {
+				dlk_err_clear(err);
+				continue;
+			}
 			return -1;
+		}
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items")) {
 			const char *n = kube_meta(it, "name");
 			if (!n)
@@ -146,8 +152,14 @@ int dlk_job_names(struct kube_client *c, const char *ns, cJSON **names, struct d
 	for (size_t k = 0; k < 2; k++) {
 		cJSON *list = NULL;
 		const cJSON *it;
-		if (kube_list(c, kinds[k], ns, &lo, &list, err) < 0)
+		if (kube_list(c, kinds[k], ns, &lo, &list, err) < 0) {
+			/* a kind the cluster does not serve (the Gateway API's) has no objects to delete */
+			if (err->code == DLK_EXIT_NOTFOUND && !strcmp(kinds[k], "HTTPRoute")) {
+				dlk_err_clear(err);
+				continue;
+			}
 			return -1;
+		}
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items")) {
 			const cJSON *l = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "metadata"), "labels");
 			const cJSON *v = cJSON_GetObjectItemCaseSensitive(l, DLK_LABEL_JOB);

@@ -213,6 +213,37 @@ int kube_create(struct kube_client *c, const cJSON *obj, cJSON **out, struct dlk
 	return send_object(c, obj, &how, "create", out, err);
 }
 
+int kube_serves(struct kube_client *c, const char *kind, int *served, struct dlk_err *err)
+{
+	const struct kube_resource *res = resource_or_fail(kind, NULL, err);
+	cJSON *list = NULL;
+	const cJSON *r;
+	char *path;
+	int rc;
+
+	*served = 0;
+	if (!res)
+		return -1;
+	path = strchr(res->api_version, '/') ? xasprintf("/apis/%s", res->api_version) : xasprintf("/api/%s", res->api_version);
+	struct kube_request req = { .method = "GET", .path = path, .retry_safe = 1 };
+	struct kube_what w = { "discover", res->plural, NULL, NULL };
+	rc = call(c, &req, &w, &list, err);
+	free(path);
+	if (rc < 0) {
+		if (err->code != DLK_EXIT_NOTFOUND)
+			return -1;
+		dlk_err_clear(err); /* the group/version is not served */
+		return 0;
+	}
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(list, "resources")) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, "name");
+		if (cJSON_IsString(n) && !strcmp(n->valuestring, res->plural))
+			*served = 1;
+	}
+	cJSON_Delete(list);
+	return 0;
+}
+
 int kube_get(struct kube_client *c, const char *kind, const char *ns, const char *name, cJSON **out,
 	     struct dlk_err *err)
 {

@@ -513,7 +513,9 @@ cJSON *render_train_project(const struct dlk_project *spec, const char *project_
  *   model.{arg, claim, sha256_pin, sha256, source, accuracy}  the worker's model argument
  *                                                           (NAME=PATH or NAME=URL) and its origin
  *   hpa.{create, max_replicas, target_cpu_percent}, pdb (bool)
- *   set_replicas (bool): false when an autoscaler owns the replica count of a Deployment that exists */
+ *   set_replicas (bool): false when an autoscaler owns the replica count of a Deployment that exists
+ *   route.{enabled, gateway_name, gateway_namespace, track_service, stable_service, canary_service,
+ *          with_canary, stable_weight, canary_weight}   the HTTPRoute and the tracks' Services */
 cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_yaml, const struct render_serving *sv,
                               const struct render_opts *opts, struct dlk_err *err)
 {
@@ -590,12 +592,32 @@ cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_y
 	cJSON_AddNumberToObject(o, "target_cpu_percent", sg->target_cpu_percent);
 	cJSON_AddBoolToObject(c, "set_replicas", !hpa || !sv->exists);
 	cJSON_AddBoolToObject(c, "pdb", !sv->canary && (sv->replicas > 1 || sg->max_replicas > 1));
+
+	o = cJSON_AddObjectToObject(c, "route");
+	cJSON_AddBoolToObject(o, "enabled", sv->route && sg->gateway);
+	const char *gw = sg->gateway ? sg->gateway : "", *slash = strchr(gw, '/');
+	s = slash ? xstrndup(gw, (size_t)(slash - gw)) : NULL;
+	cJSON_AddItemToObject(o, "gateway_namespace", str_or_null(s));
+	free(s);
+	cJSON_AddStringToObject(o, "gateway_name", slash ? slash + 1 : gw);
+	s = xasprintf("%s%s-%s", sv->name, RENDER_SERVING_SUFFIX, sv->canary ? "canary" : "stable");
+	cJSON_AddStringToObject(o, "track_service", s);
+	free(s);
+	s = xasprintf("%s%s-stable", sv->name, RENDER_SERVING_SUFFIX);
+	cJSON_AddStringToObject(o, "stable_service", s);
+	free(s);
+	s = xasprintf("%s%s-canary", sv->name, RENDER_SERVING_SUFFIX);
+	cJSON_AddStringToObject(o, "canary_service", s);
+	free(s);
+	cJSON_AddBoolToObject(o, "with_canary", sv->canary);
+	cJSON_AddNumberToObject(o, "stable_weight", sv->canary ? 100 - sv->canary_percent : 100);
+	cJSON_AddNumberToObject(o, "canary_weight", sv->canary ? sv->canary_percent : 0);
 	return c;
 }
 
 static const char *const serving_templates[] = {
-	"serving-configmap.yaml", "serving-service.yaml", "serving-deployment.yaml", "serving-hpa.yaml",
-	"serving-pdb.yaml", NULL,
+	"serving-configmap.yaml", "serving-service.yaml", "serving-track-service.yaml", "serving-deployment.yaml",
+	"serving-hpa.yaml", "serving-pdb.yaml", "serving-httproute.yaml", NULL,
 };
 
 cJSON *render_serving_project(const struct dlk_project *spec, const char *project_file, const char *templates_dir,

@@ -93,6 +93,8 @@ struct render_serving {
 	int replicas;           /* this track's replicas */
 	int canary_percent;     /* the split this deployment is part of (0: none) */
 	int exists;             /* the track's Deployment exists: an autoscaler, if any, owns its replicas */
+	int route;              /* the cluster serves HTTPRoutes: with serving.gateway, a Service per track
+	                           and an HTTPRoute that weighs them */
 	struct render_serving_model model;
 };
 
@@ -100,9 +102,10 @@ struct render_serving {
 cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_yaml, const struct render_serving *sv,
                               const struct render_opts *opts, struct dlk_err *err);
 
-/* The objects of one serving track in dependency order: ConfigMap, Service, Deployment, then
- * HorizontalPodAutoscaler (serving.max_replicas above replicas) and PodDisruptionBudget (more
- * than one replica), the last two for the stable track only. Templates as for
+/* The objects of one serving track in dependency order: ConfigMap, Service, the track's own
+ * Service (with a route), Deployment, then HorizontalPodAutoscaler (serving.max_replicas above
+ * replicas) and PodDisruptionBudget (more than one replica), those two for the stable track
+ * only, and the HTTPRoute (with a route). Templates as for
  * render_train_project(). A new cJSON array (caller owns it), or NULL with err. */
 cJSON *render_serving_project(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
                               const char *namespace_, const struct render_serving *sv, struct dlk_err *err);

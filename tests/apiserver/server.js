@@ -59,6 +59,8 @@ const RESOURCES = [
   { kind: 'HorizontalPodAutoscaler', group: 'autoscaling', version: 'v2', plural: 'horizontalpodautoscalers', singular: 'horizontalpodautoscaler', short: ['hpa'] },
   { kind: 'PodDisruptionBudget', group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', singular: 'poddisruptionbudget', short: ['pdb'] },
 ];
+// "gatewayAPI": true in the scenario: the server also serves the Gateway API's HTTPRoutes
+if (scenario.gatewayAPI) RESOURCES.push({ kind: 'HTTPRoute', group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes', singular: 'httproute', short: [] });
 const gv = (r) => (r.group ? `${r.group}/${r.version}` : r.version);
 const VERBS = ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'];
 
@@ -523,6 +525,7 @@ function resourceList(group, version) {
 }
 function groupList() {
   const gvs = [['batch', 'v1'], ['rbac.authorization.k8s.io', 'v1'], ['apps', 'v1'], ['autoscaling', 'v2'], ['policy', 'v1']];
+  if (scenario.gatewayAPI) gvs.push(['gateway.networking.k8s.io', 'v1']);
   const groups = gvs.map(([g, v]) => ({ name: g, versions: [{ groupVersion: `${g}/${v}`, version: v }], preferredVersion: { groupVersion: `${g}/${v}`, version: v } }));
   return { kind: 'APIGroupList', apiVersion: 'v1', groups };
 }
@@ -531,7 +534,8 @@ function groupList() {
 // kubectl asks the OpenAPI v3 document of a group/version whether PATCH takes the
 // fieldValidation parameter; when it does, kubectl leaves validation to the server. Only the
 // paths (with their group-version-kind) are published, no schemas.
-const GV_PATHS = ['api/v1', 'apis/batch/v1', 'apis/rbac.authorization.k8s.io/v1', 'apis/apps/v1', 'apis/autoscaling/v2', 'apis/policy/v1'];
+const GV_PATHS = ['api/v1', 'apis/batch/v1', 'apis/rbac.authorization.k8s.io/v1', 'apis/apps/v1', 'apis/autoscaling/v2', 'apis/policy/v1']
+  .concat(scenario.gatewayAPI ? ['apis/gateway.networking.k8s.io/v1'] : []);
 function openapiRoot() {
   const paths = {};
   for (const p of GV_PATHS) paths[p] = { serverRelativeURL: `/openapi/v3/${p}?hash=0123456789ABCDEF` };

@@ -64,13 +64,17 @@ test_expect_success 'schedule renders a valid CronJob' '
 test_expect_success 'render_serving writes the objects of three served models' '
 	DLK_RENDER_JSON_DIR="$JSON" "$TEST_ROOT/${BUILD:-build}/tests/unit/test_render_serving" >unit.log 2>&1 ||
 		{ grep -a "^not ok" unit.log; exit 1; }
-	for s in cpu gpu canary; do test -s "$JSON/serve-$s.json" || exit 1; done
+	for s in cpu gpu canary route; do test -s "$JSON/serve-$s.json" || exit 1; done
 '
 
-test_expect_success 'a served model on the CPU, one on GPUs with an autoscaler, a canary: valid' '
+# (the Gateway API's HTTPRoute has no schema in kubernetes-models; test_render_serving checks it)
+test_expect_success 'a served model on the CPU, one on GPUs with an autoscaler, a canary (and its Services with a route): valid' '
 	validate "$JSON/serve-cpu.json" >out && grep_q "ok: 3 objects" out &&
 	validate "$JSON/serve-gpu.json" >out && grep_q "ok: 5 objects" out &&
-	validate "$JSON/serve-canary.json" >out && grep_q "ok: 3 objects" out
+	validate "$JSON/serve-canary.json" >out && grep_q "ok: 3 objects" out &&
+	test -s "$JSON/serve-route.json" &&
+	jq "[.[] | select(.kind != \"HTTPRoute\")]" "$JSON/serve-route.json" >route.json &&
+	validate route.json >out && grep_q "ok: 4 objects" out
 '
 
 test_expect_success 'serving objects that do not fit together are rejected' '

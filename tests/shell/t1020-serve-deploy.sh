@@ -235,4 +235,52 @@ test_expect_success 'dlk delete NAME removes the served model and its pods; --se
 	dlk status -o json | jq -e ".served == []"
 '
 
+test_expect_success 'serving.gateway on a cluster without the Gateway API: a warning, no route' '
+	dlk $S serve blobs --set serving.gateway=public --dry-run -o json >dry.json 2>err &&
+	grep -q "warning: serving.gateway is .public. but the cluster does not serve the Gateway API" err &&
+	! jq -e ".items[] | select(.kind == \"HTTPRoute\")" dry.json
+'
+
+# the same server, serving the Gateway API too: a canary is an HTTPRoute weight
+apiserver_or_skip serve-gateway.json
+write_kubeconfig "$KUBECONFIG"
+make_job blobs blobs-checkpoints || { echo "Bail out! cannot create the training job"; exit 1; }
+G="$S --set serving.gateway=infra/public"
+
+test_expect_success 'with serving.gateway and the Gateway API: a Service per track and an HTTPRoute' '
+	dlk $G serve blobs --wait >out 2>err || { cat out err; exit 1; } &&
+	api /apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes/blobs-serving >route.json &&
+	jq -e ".spec.parentRefs == [{\"name\": \"public\", \"namespace\": \"infra\"}]" route.json &&
+	jq -e ".spec.rules[0].backendRefs == [{\"name\": \"blobs-serving-stable\", \"port\": 8080, \"weight\": 100}]" route.json &&
+	api /api/v1/namespaces/default/services/blobs-serving-stable |
+		jq -e ".spec.selector == {\"dlk.dev/serve\": \"blobs\", \"dlk.dev/track\": \"stable\"}"
+'
+
+test_expect_success 'a canary through the route: weights 80/20, its own Service, a replica' '
+	dlk $G serve blobs --canary 20 --wait >out 2>err && cat err &&
+	grep -q "canary: 1 replica beside 3 stable; the HTTPRoute sends it 20% of the traffic" err &&
+	api /apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes/blobs-serving >route.json &&
+	jq -e "[.spec.rules[0].backendRefs[] | .name + \" \" + (.weight | tostring)] == [\"blobs-serving-stable 80\", \"blobs-serving-canary 20\"]" route.json &&
+	api /api/v1/namespaces/default/services/blobs-serving-canary | jq -e ".spec.selector[\"dlk.dev/track\"] == \"canary\"" &&
+	dlk status -o json | jq -e ".served[0].canary.percent == 20"
+'
+
+test_expect_success '--promote sends all the traffic to the stable track again, then removes the canary' '
+	dlk serve blobs --promote --wait >out 2>err && cat out err &&
+	api /apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes/blobs-serving >route.json &&
+	jq -e ".spec.rules[0].backendRefs == [{\"name\": \"blobs-serving-stable\", \"port\": 8080, \"weight\": 100}]" route.json &&
+	api /api/v1/namespaces/default/services/blobs-serving-canary | jq -e ".code == 404" &&
+	api /apis/apps/v1/namespaces/default/deployments/blobs-serving-canary | jq -e ".code == 404"
+'
+
+test_expect_success '--rollback through the route, and delete removes the route too' '
+	dlk $G serve blobs --canary 50 >/dev/null 2>&1 &&
+	api /apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes/blobs-serving | jq -e ".spec.rules[0].backendRefs | length == 2" &&
+	dlk serve blobs --rollback >out && grep -q "rolled back" out &&
+	api /apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes/blobs-serving >route.json &&
+	jq -e ".spec.rules[0].backendRefs | length == 1" route.json &&
+	dlk delete --served blobs >out && cat out && grep -q "deleted served model .blobs. (7 objects)" out &&
+	api /apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes/blobs-serving | jq -e ".code == 404"
+'
+
 test_done

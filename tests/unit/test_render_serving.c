@@ -100,7 +100,7 @@ static void save_json(const char *name, const cJSON *objs)
 static void test_cpu_claim(void)
 {
 	struct dlk_project *p = load("serving: {drain_delay_s: 5, drain_timeout_s: 20}\n");
-	struct render_serving sv = { "fashion", 0, 1, 0, 0, { "fashion-checkpoints", "fashion.dlk", NULL, NULL, "job fashion", "ab12", 0.8731 } };
+	struct render_serving sv = { .name = "fashion", .canary = 0, .replicas = 1, .canary_percent = 0, .model = { "fashion-checkpoints", "fashion.dlk", NULL, NULL, "job fashion", "ab12", 0.8731 } };
 	cJSON *objs = render_serving_project(p, "/nonexistent/dlk.yaml", NULL, NULL, &sv, &err);
 	CHECK_MSG(objs != NULL, "a CPU track renders: %s", err.msg);
 	char *k = kinds(objs);
@@ -143,7 +143,7 @@ static void test_gpu_url_hpa(void)
 	                             "  tolerations: [{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}]}\n"
 	                             "serving: {replicas: 2, max_replicas: 8, target_cpu_percent: 60, gpus: 1, cpu: 4, memory: 8Gi, port: 9000}\n");
 	static const char pin[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-	struct render_serving sv = { "fashion", 0, 2, 0, 0, { NULL, NULL, "https://models.example.com/f.dlk", pin, "https://models.example.com/f.dlk", "", -1 } };
+	struct render_serving sv = { .name = "fashion", .canary = 0, .replicas = 2, .canary_percent = 0, .model = { NULL, NULL, "https://models.example.com/f.dlk", pin, "https://models.example.com/f.dlk", "", -1 } };
 	cJSON *objs = render_serving_project(p, "/nonexistent/dlk.yaml", NULL, NULL, &sv, &err);
 	CHECK_MSG(objs != NULL, "a GPU track renders: %s", err.msg);
 	char *k = kinds(objs);
@@ -186,7 +186,7 @@ static void test_gpu_url_hpa(void)
 static void test_canary(void)
 {
 	struct dlk_project *p = load("serving: {replicas: 3, max_replicas: 6}\n");
-	struct render_serving sv = { "fashion", 1, 1, 25, 0, { "fashion-checkpoints", "fashion.dlk", NULL, NULL, "job fashion", "cd34", 0.9 } };
+	struct render_serving sv = { .name = "fashion", .canary = 1, .replicas = 1, .canary_percent = 25, .model = { "fashion-checkpoints", "fashion.dlk", NULL, NULL, "job fashion", "cd34", 0.9 } };
 	cJSON *objs = render_serving_project(p, "/nonexistent/dlk.yaml", NULL, NULL, &sv, &err);
 	CHECK_MSG(objs != NULL, "a canary renders: %s", err.msg);
 	char *k = kinds(objs);
@@ -203,10 +203,51 @@ static void test_canary(void)
 	project_free(p);
 }
 
+/* serving.gateway, on a cluster that serves the Gateway API: a Service per track and an
+ * HTTPRoute weighing them */
+static void test_route(void)
+{
+	struct dlk_project *p = load("serving: {replicas: 3, gateway: infra/public}\n");
+	struct render_serving sv = { .name = "fashion", .canary = 1, .replicas = 1, .canary_percent = 20, .route = 1,
+	                             .model = { "fashion-checkpoints", "fashion.dlk", NULL, NULL, "job fashion", "cd34", 0.9 } };
+	cJSON *objs = render_serving_project(p, "/nonexistent/dlk.yaml", NULL, NULL, &sv, &err);
+	CHECK_MSG(objs != NULL, "a canary with a route renders: %s", err.msg);
+	char *k = kinds(objs);
+	CHECK_STR(k, "ConfigMap/fashion-serving-canary,Service/fashion-serving,Service/fashion-serving-canary,"
+	             "Deployment/fashion-serving-canary,HTTPRoute/fashion-serving");
+	free(k);
+	const cJSON *r = by_kind(objs, "HTTPRoute");
+	CHECK_STR(jstr(r, "apiVersion"), "gateway.networking.k8s.io/v1");
+	CHECK_STR(jstr(r, "spec.parentRefs.0.name"), "public");
+	CHECK_STR(jstr(r, "spec.parentRefs.0.namespace"), "infra");
+	CHECK_STR(jstr(r, "spec.rules.0.backendRefs.0.name"), "fashion-serving-stable");
+	CHECK(jnum(r, "spec.rules.0.backendRefs.0.weight") == 80);
+	CHECK_STR(jstr(r, "spec.rules.0.backendRefs.1.name"), "fashion-serving-canary");
+	CHECK(jnum(r, "spec.rules.0.backendRefs.1.weight") == 20);
+	CHECK_STR(jkey(jget(objs->child->next->next, "spec.selector"), "dlk.dev/track"), "canary");
+	save_json("route", objs);
+	cJSON_Delete(objs);
+
+	/* the stable track: its Service and all the weight; without route (not served), neither */
+	sv.canary = 0;
+	sv.replicas = 3;
+	sv.canary_percent = 0;
+	objs = render_serving_project(p, "/nonexistent/dlk.yaml", NULL, NULL, &sv, &err);
+	r = by_kind(objs, "HTTPRoute");
+	CHECK(r && cJSON_GetArraySize(jget(r, "spec.rules.0.backendRefs")) == 1 && jnum(r, "spec.rules.0.backendRefs.0.weight") == 100);
+	CHECK_STR(jstr(r, "spec.parentRefs.0.namespace"), "infra");
+	cJSON_Delete(objs);
+	sv.route = 0;
+	objs = render_serving_project(p, "/nonexistent/dlk.yaml", NULL, NULL, &sv, &err);
+	CHECK(objs && !by_kind(objs, "HTTPRoute") && cJSON_GetArraySize(objs) == 4);
+	cJSON_Delete(objs);
+	project_free(p);
+}
+
 static void test_override_and_errors(void)
 {
 	struct dlk_project *p = load("");
-	struct render_serving sv = { "fashion", 0, 1, 0, 0, { "c", "fashion.dlk", NULL, NULL, "job fashion", "", -1 } };
+	struct render_serving sv = { .name = "fashion", .canary = 0, .replicas = 1, .canary_percent = 0, .model = { "c", "fashion.dlk", NULL, NULL, "job fashion", "", -1 } };
 	char dir[] = "/tmp/dlk-test-render-serving.XXXXXX";
 	CHECK(mkdtemp(dir) != NULL);
 	char *tdir = xasprintf("%s/templates", dir), *f = xasprintf("%s/serving-service.yaml", tdir);
@@ -245,6 +286,7 @@ int main(void)
 	test_cpu_claim();
 	test_gpu_url_hpa();
 	test_canary();
+	test_route();
 	test_override_and_errors();
 	return CHECK_DONE();
 }
