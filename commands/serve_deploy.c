@@ -190,7 +190,7 @@ out:
 
 /* Prints the metrics and the confusion matrix (on stderr: stdout is for objects and names), then
  * decides. Returns 0 to deploy, -1 with err (DLK_EXIT_REFUSED) to refuse. */
-static int gate(const struct dlk_ctx *ctx, const char *name, const struct model_src *m, double min_acc,
+static int gate(const struct dlk_ctx *ctx, const char *name, struct model_src *m, double min_acc,
                 double min_recall, int force, double *accuracy, struct dlk_err *err)
 {
 	struct report_run r = REPORT_RUN_INIT;
@@ -259,6 +259,9 @@ static int gate(const struct dlk_ctx *ctx, const char *name, const struct model_
 		}
 	}
 	if (why.len) {
+		char *reason = xasprintf("%s %s", force ? "deployed with --force although" : "refused:", why.data);
+		report_run_set_verdict(m->run, force ? "promoted (forced)" : "refused", reason);
+		free(reason);
 		if (force) {
 			dlk_warn(ctx, "deploying '%s' although %s (--force)", name, why.data);
 		} else {
@@ -267,9 +270,14 @@ static int gate(const struct dlk_ctx *ctx, const char *name, const struct model_
 			             "--force deploys it anyway");
 			goto out;
 		}
-	} else if (!quiet && (min_acc > 0 || min_recall > 0)) {
-		fprintf(stderr, "  passes the gate (minimum accuracy %.2f%%, minimum class recall %.2f%%)\n", 100 * min_acc,
-		        100 * min_recall);
+	} else {
+		char *reason = xasprintf("passed the gate: minimum test accuracy %.2f%%, minimum class recall %.2f%%",
+		                         100 * min_acc, 100 * min_recall);
+		report_run_set_verdict(m->run, "promoted", reason);
+		free(reason);
+		if (!quiet && (min_acc > 0 || min_recall > 0))
+			fprintf(stderr, "  passes the gate (minimum accuracy %.2f%%, minimum class recall %.2f%%)\n", 100 * min_acc,
+			        100 * min_recall);
 	}
 	rc = 0;
 out:
@@ -691,8 +699,22 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		goto out;
 	}
 
-	if ((cli->model ? model_from_url(ctx, spec, cli, &m, &err) : model_from_job(ctx, c, ns, name, &m, &err)) ||
-	    gate(ctx, name, &m, min_acc, spec->serving.min_class_recall, cli->force, &accuracy, &err)) {
+	if (cli->model ? model_from_url(ctx, spec, cli, &m, &err) : model_from_job(ctx, c, ns, name, &m, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	int refused = gate(ctx, name, &m, min_acc, spec->serving.min_class_recall, cli->force, &accuracy, &err);
+	if (cli->report) {
+		/* the page shows the decision first, refused or not */
+		struct dlk_err rerr = DLK_ERR_INIT;
+		if (report_write_html(cli->report, m.run, NULL, &rerr)) {
+			dlk_err_prefix(&rerr, "--report '%s'", cli->report);
+			dlk_report(ctx, &rerr);
+		} else if (!ctx->quiet) {
+			fprintf(stderr, "report: %s\n", cli->report);
+		}
+	}
+	if (refused) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -748,13 +770,15 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 			fprintf(stderr, "canary: %d replica%s beside %d stable: %.0f%% of the traffic (asked %d%%)\n", sv.replicas,
 			        sv.replicas == 1 ? "" : "s", total, real, cli->canary);
 	}
-	if (c && !sv.canary) {
-		/* an autoscaler owns the replicas of a Deployment that exists: apply leaves them alone */
+	if (c && render_serving_hpa(spec, &sv)) {
+		/* an autoscaler scales the Deployment: apply what it has now, and the autoscaler goes on */
 		char *dname = xasprintf("%s%s", name, RENDER_SERVING_SUFFIX);
 		cJSON *cur = NULL;
-		if (kube_get(c, "Deployment", ns, dname, &cur, &err) == 0)
-			sv.exists = 1;
-		else if (err.code != DLK_EXIT_NOTFOUND) {
+		if (kube_get(c, "Deployment", ns, dname, &cur, &err) == 0) {
+			const cJSON *r = get(get(cur, "spec"), "replicas");
+			if (cJSON_IsNumber(r) && r->valuedouble >= 1)
+				sv.replicas = (int)r->valuedouble;
+		} else if (err.code != DLK_EXIT_NOTFOUND) {
 			free(dname);
 			rc = dlk_report(ctx, &err);
 			goto out;

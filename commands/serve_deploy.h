@@ -22,6 +22,7 @@ struct dlk_serve_cli {
 	int wait;
 	double timeout_s;
 	const char *templates;
+	const char *report;      /* the gate's decision drawn on the model's report page, here */
 };
 
 int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struct dlk_args *args);

@@ -503,6 +503,11 @@ cJSON *render_train_project(const struct dlk_project *spec, const char *project_
 	return objects;
 }
 
+int render_serving_hpa(const struct dlk_project *spec, const struct render_serving *sv)
+{
+	return !sv->canary && spec->serving.max_replicas > spec->serving.replicas;
+}
+
 /* Keys of a serving track (always present, as for training):
  *   name, namespace, image, version, spec_yaml, labels      as for training
  *   deployment, service, config_map, track                  object names; "stable" or "canary"
@@ -512,8 +517,7 @@ cJSON *render_train_project(const struct dlk_project *spec, const char *project_
  *   placement (see add_placement) from serving.gpus/cpu/memory and resources' selectors
  *   model.{arg, claim, sha256_pin, sha256, source, accuracy}  the worker's model argument
  *                                                           (NAME=PATH or NAME=URL) and its origin
- *   hpa.{create, max_replicas, target_cpu_percent}, pdb (bool)
- *   set_replicas (bool): false when an autoscaler owns the replica count of a Deployment that exists
+ *   hpa.{create, min_replicas, max_replicas, target_cpu_percent}, pdb (bool)
  *   route.{enabled, gateway_name, gateway_namespace, track_service, stable_service, canary_service,
  *          with_canary, stable_weight, canary_weight}   the HTTPRoute and the tracks' Services */
 cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_yaml, const struct render_serving *sv,
@@ -585,12 +589,11 @@ cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_y
 		cJSON_AddStringToObject(o, "accuracy", "");
 	}
 
-	int hpa = !sv->canary && sg->max_replicas > sv->replicas;
 	o = cJSON_AddObjectToObject(c, "hpa");
-	cJSON_AddBoolToObject(o, "create", hpa);
+	cJSON_AddBoolToObject(o, "create", render_serving_hpa(spec, sv));
+	cJSON_AddNumberToObject(o, "min_replicas", sg->replicas);
 	cJSON_AddNumberToObject(o, "max_replicas", sg->max_replicas);
 	cJSON_AddNumberToObject(o, "target_cpu_percent", sg->target_cpu_percent);
-	cJSON_AddBoolToObject(c, "set_replicas", !hpa || !sv->exists);
 	cJSON_AddBoolToObject(c, "pdb", !sv->canary && (sv->replicas > 1 || sg->max_replicas > 1));
 
 	o = cJSON_AddObjectToObject(c, "route");

@@ -90,13 +90,17 @@ struct render_serving_model {
 struct render_serving {
 	const char *name;       /* the served model's name (in URLs and object names) */
 	int canary;             /* 1: the canary track, beside the stable one */
-	int replicas;           /* this track's replicas */
+	int replicas;           /* this track's replicas (with an autoscaler: what the Deployment has now,
+	                           when it exists, so that applying does not fight the autoscaler) */
 	int canary_percent;     /* the split this deployment is part of (0: none) */
-	int exists;             /* the track's Deployment exists: an autoscaler, if any, owns its replicas */
 	int route;              /* the cluster serves HTTPRoutes: with serving.gateway, a Service per track
 	                           and an HTTPRoute that weighs them */
 	struct render_serving_model model;
 };
+
+/* Whether the track gets a HorizontalPodAutoscaler: the stable one, with serving.max_replicas
+ * above serving.replicas (the autoscaler's minimum). */
+int render_serving_hpa(const struct dlk_project *spec, const struct render_serving *sv);
 
 /* The template context of one serving track (documented key by key in render.c). */
 cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_yaml, const struct render_serving *sv,

@@ -718,7 +718,7 @@ function patch(req, res, u, p, body) {
     if (cur) {
       const prevTemplate = r.kind === 'Deployment' ? clone(cur.spec.template) : undefined;
       // apply owns the fields it sends: a Deployment's template and replicas are replaced, not merged
-      if (r.kind === 'Deployment' && o.spec) { cur.spec.template = o.spec.template; if (o.spec.replicas === undefined) delete cur.spec.replicas; }
+      if (r.kind === 'Deployment' && o.spec) cur.spec.template = o.spec.template;
       deepMerge(cur, o);
       cur.metadata.managedFields = mf;
       put(r, cur, 'MODIFIED');

@@ -81,6 +81,7 @@ wait_until() {
 make_job blobs blobs-checkpoints || { echo "Bail out! cannot create the training job"; exit 1; }
 make_job noclaim || { echo "Bail out! cannot create the training job"; exit 1; }
 make_job crashy crashy-checkpoints || { echo "Bail out! cannot create the training job"; exit 1; }
+make_job nopull nopull-checkpoints || { echo "Bail out! cannot create the training job"; exit 1; }
 S="-f $P/dlk.yaml"
 
 test_expect_success '--dry-run prints the serving objects, from the job bundle on its claim' '
@@ -120,6 +121,14 @@ test_expect_success 'the gate refuses below the minimum accuracy: exit 9, nothin
 test_expect_success 'the gate refuses a class whose recall is below serving.min_class_recall' '
 	test_exit_code 9 dlk $S serve blobs --set serving.min_class_recall=0.999 2>err &&
 	grep -q "refusing to deploy .blobs.: class recall below the minimum 99.90%: north" err
+'
+
+test_expect_success '--report writes the model page with the gate decision first' '
+	test_exit_code 9 dlk $S serve blobs --min-accuracy 0.999 --report refused.html 2>err &&
+	grep -q "^report: refused.html$" err &&
+	grep -q "id=\"verdict\"><strong>refused" refused.html && grep -q "below the minimum 99.90%" refused.html &&
+	dlk $S serve blobs --dry-run -q --report ok.html >/dev/null &&
+	grep -q "id=\"verdict\"><strong>promoted" ok.html
 '
 
 test_expect_success '--force deploys what the gate refuses, with a warning' '
@@ -209,6 +218,30 @@ test_expect_success '--wait fails naming the pod and the reason when the server 
 	dlk logs --served crashy | grep -q "bad bundle"
 '
 
+test_expect_success '--wait names an image that cannot be pulled; --timeout gives up with exit 7' '
+	test_exit_code 1 dlk $S serve nopull --wait 2>err && cat err &&
+	grep -q "pod .nopull-serving-[a-z0-9]*-[a-z0-9]*.: ImagePullBackOff: Back-off pulling image" err &&
+	dlk status >st && cat st && grep -q "^nopull .*ImagePullBackOff" st &&
+	dlk $S serve blobs --set serving.replicas=4 >/dev/null 2>&1 &&
+	api /apis/apps/v1/namespaces/default/deployments/blobs-serving | jq -e ".spec.replicas == 3" &&
+	api /apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/blobs-serving | jq -e ".spec.minReplicas == 4" &&
+	dlk delete --served nopull >/dev/null
+'
+
+test_expect_success 'a pod fetches a model from a URL and checks its pin before it loads it' '
+	python3 -m http.server 0 --bind 127.0.0.1 --directory "$P" >http.out 2>&1 &
+	h=$! &&
+	wait_until 10 grep -q "port" http.out; port=$(sed -n "s/.*port \([0-9]*\).*/\1/p" http.out) &&
+	sha=$(sha256sum "$P/blobs.dlk" | cut -d" " -f1) &&
+	mkdir cache && cd cache &&
+	test_exit_code 3 "$DLK" serve --local --port 0 "blobs=http://127.0.0.1:$port/blobs.dlk" --sha256 $WSHA 2>bad.err &&
+	grep -q "sha256 mismatch" bad.err && ! grep -q "^ready:" bad.err &&
+	{ "$DLK" serve --local --port 0 "blobs=http://127.0.0.1:$port/blobs.dlk" --sha256 $sha 2>good.err & s=$!; } &&
+	wait_until 20 grep -q "^ready:" good.err; r=$?
+	kill $s 2>/dev/null; wait $s; kill $h; wait $h 2>/dev/null
+	cat good.err && test $r = 0 && grep -q "matches its pin" good.err
+'
+
 test_expect_success 'errors: a bad percent, no job, a job without a claim, a URL without a pin, no canary base' '
 	test_exit_code 2 dlk $S serve blobs --canary 0 2>err && grep -q "canary: expected 1 to 99, not 0" err &&
 	test_exit_code 2 dlk $S serve blobs --canary 150 &&
@@ -232,7 +265,7 @@ test_expect_success 'dlk delete NAME removes the served model and its pods; --se
 	api /apis/batch/v1/namespaces/default/jobs/blobs | jq -e ".metadata.name == \"blobs\"" &&
 	test_exit_code 6 dlk delete --served blobs 2>err && grep -q "served model .blobs. not found" err &&
 	dlk delete crashy >out && cat out && grep -q "deleted job .crashy." out && grep -q "deleted served model .crashy." out &&
-	dlk status -o json | jq -e ".served == []"
+	dlk status -o json >s.json && jq .served s.json && jq -e ".served == []" s.json
 '
 
 test_expect_success 'serving.gateway on a cluster without the Gateway API: a warning, no route' '

@@ -175,10 +175,11 @@ static void test_gpu_url_hpa(void)
 	save_json("gpu", objs);
 	cJSON_Delete(objs);
 
-	/* the Deployment exists: the autoscaler owns its replicas, apply leaves them out */
-	sv.exists = 1;
+	/* the autoscaler has scaled the Deployment to 5: apply keeps 5, the minimum stays 2 */
+	sv.replicas = 5;
 	objs = render_serving_project(p, "/nonexistent/dlk.yaml", NULL, NULL, &sv, &err);
-	CHECK(objs && jget(by_kind(objs, "Deployment"), "spec.replicas") == NULL);
+	CHECK(objs && jnum(by_kind(objs, "Deployment"), "spec.replicas") == 5);
+	CHECK(objs && jnum(by_kind(objs, "HorizontalPodAutoscaler"), "spec.minReplicas") == 2);
 	cJSON_Delete(objs);
 	project_free(p);
 }
