@@ -215,7 +215,10 @@ test_expect_success '--wait fails naming the pod and the reason when the server 
 	test_exit_code 1 dlk $S serve crashy --wait >out 2>err && cat err &&
 	grep -q "error: the rollout of .crashy. (stable) failed: pod .crashy-serving-[a-z0-9]*-[a-z0-9]*.: CrashLoopBackOff: back-off 20s" err &&
 	grep -q "hint: see what it printed: .dlk logs crashy." err &&
-	dlk logs --served crashy | grep -q "bad bundle"
+	dlk logs --served crashy | grep -q "bad bundle" &&
+	dlk delete --job crashy >out && grep -q "deleted job .crashy." out && ! grep -q served out &&
+	dlk __complete logs cr >c && grep -qx crashy c &&
+	dlk logs crashy | grep -q "bad bundle"
 '
 
 test_expect_success '--wait names an image that cannot be pulled; --timeout gives up with exit 7' '
@@ -264,7 +267,7 @@ test_expect_success 'dlk delete NAME removes the served model and its pods; --se
 	api "/api/v1/namespaces/default/pods?labelSelector=dlk.dev/serve%3Dblobs" | jq -e ".items | length == 0" &&
 	api /apis/batch/v1/namespaces/default/jobs/blobs | jq -e ".metadata.name == \"blobs\"" &&
 	test_exit_code 6 dlk delete --served blobs 2>err && grep -q "served model .blobs. not found" err &&
-	dlk delete crashy >out && cat out && grep -q "deleted job .crashy." out && grep -q "deleted served model .crashy." out &&
+	dlk delete crashy >out && cat out && ! grep -q "deleted job" out && grep -q "deleted served model .crashy." out &&
 	dlk status -o json >s.json && jq .served s.json && jq -e ".served == []" s.json
 '
 
