@@ -770,6 +770,17 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 			fprintf(stderr, "canary: %d replica%s beside %d stable: %.0f%% of the traffic (asked %d%%)\n", sv.replicas,
 			        sv.replicas == 1 ? "" : "s", total, real, cli->canary);
 	}
+	if (c && !sv.canary) {
+		/* a canary beside it stays as it is: say so, since the new stable model changes what it is compared with */
+		char *cname = xasprintf("%s%s", name, RENDER_CANARY_SUFFIX);
+		cJSON *cur = NULL;
+		if (kube_get(c, "Deployment", ns, cname, &cur, &err) == 0)
+			dlk_warn(ctx, "a canary of '%s' runs beside the model deployed now%s; finish it with 'dlk serve %s --promote' "
+			         "or '--rollback'", name, sv.route ? " and the route no longer sends it traffic" : "", name);
+		dlk_err_clear(&err);
+		cJSON_Delete(cur);
+		free(cname);
+	}
 	if (c && render_serving_hpa(spec, &sv)) {
 		/* an autoscaler scales the Deployment: apply what it has now, and the autoscaler goes on */
 		char *dname = xasprintf("%s%s", name, RENDER_SERVING_SUFFIX);

@@ -177,6 +177,7 @@ test_expect_success 'a canary of 25% is one replica beside the three stable ones
 	api /api/v1/namespaces/default/services/blobs-serving >svc.json &&
 	jq -e ".spec.selector == {\"dlk.dev/serve\": \"blobs\"}" svc.json &&
 	dlk status >st && cat st && grep -q "^blobs *3/3 .* 25% 1/1 " st &&
+	dlk $S serve blobs --dry-run -q 2>err >/dev/null && grep -q "warning: a canary of .blobs. runs beside the model deployed now; finish it" err &&
 	dlk status -o json | jq -e ".served[0].canary.percent == 25 and .served[0].canary.ready == 1"
 '
 
