@@ -51,6 +51,18 @@ static int is_sha256(const char *s)
 	return i == 64;
 }
 
+/* A DNS-1035 label (a Service's name is NAME-serving); render checks the length. */
+static int is_model_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (!n || !islower((unsigned char)s[0]) || !(islower((unsigned char)s[n - 1]) || isdigit((unsigned char)s[n - 1])))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '-')
+			return 0;
+	return 1;
+}
+
 /* ---- where the model comes from ---- */
 
 struct model_src {
@@ -677,6 +689,12 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		}
 	}
 	name = args->n_pos ? args->pos[0] : spec->name;
+	if (!is_model_name(name)) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "'%s' cannot name a served model: lowercase letters, digits and '-', "
+		         "starting with a letter and ending with a letter or digit (its Service is named after it)", name);
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
 	min_acc = spec ? spec->serving.min_accuracy : 0;
 	if (cli->min_accuracy && parse_min_accuracy(cli->min_accuracy, &min_acc, &err)) {
 		rc = dlk_report(ctx, &err);

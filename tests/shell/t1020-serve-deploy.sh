@@ -259,6 +259,7 @@ test_expect_success 'errors: a bad percent, no job, a job without a claim, a URL
 	test_exit_code 2 dlk $S serve blobs --sha256 XYZ 2>err && grep -q "64 lowercase hex" err &&
 	test_exit_code 6 dlk $S serve noclaim --canary 10 --force 2>err && cat err &&
 	test_exit_code 2 dlk $S serve a b 2>err && grep -q "one model name" err &&
+	test_exit_code 2 dlk $S serve Blobs 2>err && grep -q "cannot name a served model" err &&
 	test_exit_code 2 dlk $S serve blobs --port 1 2>err
 '
 
