@@ -344,6 +344,111 @@ static int served_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	return 0;
 }
 
+/* One served model in detail: each track (ready/desired, model, source, accuracy, split,
+ * rollout) and each pod (track, phase, readiness, restarts, node, what holds it up). *found: 0
+ * when nothing is served under that name. */
+static int served_one(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name, int *found,
+                      struct dlk_buf *b, struct dlk_err *err)
+{
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	char *sel = dlk_serve_selector(name, NULL);
+	cJSON *deps = NULL, *pods = NULL, *json = NULL;
+	const cJSON *d, *p;
+	int rc = -1;
+
+	*found = 0;
+	lo.label_selector = sel;
+	if (kube_list(c, "Deployment", ns, &lo, &deps, err) < 0 || kube_list(c, "Pod", ns, &lo, &pods, err) < 0)
+		goto out;
+	if (!cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(deps, "items"))) {
+		rc = 0;
+		goto out;
+	}
+	*found = 1;
+	json = cJSON_CreateObject();
+	cJSON_AddStringToObject(json, "name", name);
+	cJSON_AddStringToObject(json, "namespace", ns);
+	cJSON *tracks = cJSON_AddArrayToObject(json, "tracks");
+	if (ctx->output != DLK_OUTPUT_JSON && ctx->output != DLK_OUTPUT_YAML) {
+		if (b->len)
+			dlk_buf_addc(b, '\n');
+		dlk_buf_addf(b, "served:     %s (namespace %s), Service %s-serving\n", name, ns, name);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(deps, "items")) {
+			struct dlk_serve_track t;
+			dlk_serve_track_summarize(d, cJSON_GetObjectItemCaseSensitive(pods, "items"), &t);
+			if ((!strcmp(t.track, "canary")) != pass)
+				continue;
+			cJSON *o = track_json(&t);
+			cJSON_AddStringToObject(o, "track", t.track);
+			cJSON_AddNumberToObject(o, "percent", t.canary_percent);
+			cJSON_AddItemToArray(tracks, o);
+			if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML)
+				continue;
+			char acc[32] = "-";
+			if (t.accuracy[0])
+				snprintf(acc, sizeof(acc), "%.2f%%", 100 * atof(t.accuracy));
+			dlk_buf_addf(b, "%-11s %d/%d ready, model %.12s from %s, test accuracy %s", pass ? "canary:" : "stable:", t.ready,
+			             t.desired, t.sha256[0] ? t.sha256 : "-", t.source[0] ? t.source : "-", acc);
+			if (pass)
+				dlk_buf_addf(b, ", %d%% of the traffic", t.canary_percent);
+			dlk_buf_addf(b, "\n%-11s %s%s%s%s%s\n", "rollout:",
+			             t.rollout == ROLLOUT_DONE ? "complete" : t.rollout == ROLLOUT_FAILED ? "failed" : "in progress",
+			             t.pod[0] ? ", pod " : "", t.pod, t.reason[0] ? ": " : "", t.reason);
+		}
+	}
+	cJSON *pj = cJSON_AddArrayToObject(json, "pods");
+	int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(pods, "items"));
+	struct row *rows = xcalloc((size_t)n + 1, sizeof(*rows));
+	int nrows = 0;
+	static const char *const h[] = { "POD", "TRACK", "PHASE", "READY", "RESTARTS", "NODE", "REASON" };
+	for (int i = 0; i < 7; i++)
+		snprintf(rows[0].cols[i], 160, "%s", h[i]);
+	nrows = 1;
+	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(pods, "items")) {
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(p, "status");
+		const cJSON *cs = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "containerStatuses"), 0);
+		const cJSON *l = jget2(p, "metadata", "labels");
+		const cJSON *tr = cJSON_GetObjectItemCaseSensitive(l, DLK_LABEL_TRACK);
+		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(st, "phase");
+		const cJSON *node = jget2(p, "spec", "nodeName");
+		const cJSON *rs = cJSON_GetObjectItemCaseSensitive(cs, "restartCount");
+		const cJSON *wr = jget2(cJSON_GetObjectItemCaseSensitive(cs, "state"), "waiting", "reason");
+		struct row *r = &rows[nrows++];
+		snprintf(r->cols[0], 160, "%s", meta_name(p));
+		snprintf(r->cols[1], 160, "%s", cJSON_IsString(tr) ? tr->valuestring : "-");
+		snprintf(r->cols[2], 160, "%s", cJSON_IsString(ph) ? ph->valuestring : "-");
+		snprintf(r->cols[3], 160, "%s", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cs, "ready")) ? "yes" : "no");
+		snprintf(r->cols[4], 160, "%d", cJSON_IsNumber(rs) ? rs->valueint : 0);
+		snprintf(r->cols[5], 160, "%s", cJSON_IsString(node) ? node->valuestring : "-");
+		snprintf(r->cols[6], 160, "%s", cJSON_IsString(wr) ? wr->valuestring : "");
+		cJSON *po = cJSON_CreateObject();
+		cJSON_AddStringToObject(po, "name", r->cols[0]);
+		cJSON_AddStringToObject(po, "track", r->cols[1]);
+		cJSON_AddStringToObject(po, "phase", r->cols[2]);
+		cJSON_AddBoolToObject(po, "ready", !strcmp(r->cols[3], "yes"));
+		cJSON_AddNumberToObject(po, "restarts", cJSON_IsNumber(rs) ? rs->valueint : 0);
+		cJSON_AddItemToArray(pj, po);
+	}
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
+		rc = emit_structured(ctx, json, b, err);
+	} else {
+		if (nrows > 1) {
+			dlk_buf_addc(b, '\n');
+			print_table(b, rows, nrows, 7);
+		}
+		rc = 0;
+	}
+	free(rows);
+out:
+	free(sel);
+	cJSON_Delete(json);
+	cJSON_Delete(deps);
+	cJSON_Delete(pods);
+	return rc;
+}
+
 /* ---- one job ---- */
 
 static void detail_text(const struct dlk_job_summary *s, struct dlk_buf *b)
@@ -550,8 +655,25 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	if (name) {
 		enum dlk_job_state st;
-		if (dlk_read_job(ctx, c, ns, name, &job, &err) < 0 || dlk_job_list_pods(c, ns, name, &pods, &err) < 0 ||
-		    render_one(ctx, c, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &b, &st, &err) < 0) {
+		int served = 0, have_job = dlk_read_job(ctx, c, ns, name, &job, &err) == 0;
+		if (!have_job && err.code != DLK_EXIT_NOTFOUND) {
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+		if (have_job && (dlk_job_list_pods(c, ns, name, &pods, &err) < 0 ||
+		                 render_one(ctx, c, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &b, &st, &err) < 0)) {
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+		/* -o json/yaml: one document, the job's when there is one */
+		struct dlk_err serr = DLK_ERR_INIT;
+		if ((!have_job || (ctx->output != DLK_OUTPUT_JSON && ctx->output != DLK_OUTPUT_YAML)) &&
+		    served_one(ctx, c, ns, name, &served, &b, &serr) < 0) {
+			rc = dlk_report(ctx, &serr);
+			goto out;
+		}
+		if (!have_job && !served) {
+			dlk_err_hint(&err, "list the jobs and served models with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
@@ -598,7 +720,8 @@ const struct dlk_command_def dlk_cmd_status = {
 	.usage = "[NAME]",
 	.description = "Without NAME, list the dlk jobs of the namespace (-A: of all namespaces) and the models it\n"
 	               "serves (ready and desired replicas, model digest, accuracy, canary split). With NAME, show\n"
-	               "that job: each rank's pod, why it is pending, and the progress its workers publish.",
+	               "that job: each rank's pod, why it is pending, and the progress its workers publish; and\n"
+	               "the model served as NAME: each track's rollout and model, and each of its pods.",
 	.options = status_options,
 	.min_pos = 0,
 	.max_pos = 1,

@@ -177,6 +177,12 @@ test_expect_success 'a canary of 25% is one replica beside the three stable ones
 	api /api/v1/namespaces/default/services/blobs-serving >svc.json &&
 	jq -e ".spec.selector == {\"dlk.dev/serve\": \"blobs\"}" svc.json &&
 	dlk status >st && cat st && grep -q "^blobs *3/3 .* 25% 1/1 " st &&
+	dlk status blobs >one && cat one && grep -q "^state: *Succeeded" one &&
+	grep -q "^served: *blobs (namespace default), Service blobs-serving$" one &&
+	grep -q "^stable: *3/3 ready, model $(echo $WSHA | cut -c1-12) from job blobs, test accuracy [0-9.]*%$" one &&
+	grep -q "^canary: *1/1 ready, model .* 25% of the traffic$" one &&
+	test "$(grep -c "^blobs-serving-[a-z0-9-]* *stable *Running *yes *0" one)" = 3 &&
+	grep -q "^blobs-serving-canary-[a-z0-9-]* *canary *Running *yes" one &&
 	dlk $S serve blobs --dry-run -q 2>err >/dev/null && grep -q "warning: a canary of .blobs. runs beside the model deployed now; finish it" err &&
 	dlk status -o json | jq -e ".served[0].canary.percent == 25 and .served[0].canary.ready == 1"
 '
@@ -219,6 +225,8 @@ test_expect_success '--wait fails naming the pod and the reason when the server 
 	dlk logs --served crashy | grep -q "bad bundle" &&
 	dlk delete --job crashy >out && grep -q "deleted job .crashy." out && ! grep -q served out &&
 	dlk __complete logs cr >c && grep -qx crashy c &&
+	dlk status crashy >one && cat one && grep -q "^rollout: *failed, pod crashy-serving-.*: CrashLoopBackOff" one &&
+	dlk status -o json crashy | jq -e ".tracks[0].rollout == \"Failed\" and (.pods | length) == 3" &&
 	dlk logs crashy | grep -q "bad bundle"
 '
 
