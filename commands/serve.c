@@ -279,7 +279,7 @@ static const struct dlk_option serve_options[] = {
 	           "write the model's report page (see dlk report), the gate's decision first, to FILE",
 	           .complete = COMPLETE_FILE, .modes = DEPLOYING),
 	OPT_INT(0, "canary", &opt.canary, "PERCENT", 0,
-	        "deploy beside the served model and give it about PERCENT of the traffic (a share of the replicas)",
+	        "deploy beside the served model and give it about PERCENT of the traffic (a share of the replicas, or an HTTPRoute weight with serving.gateway)",
 	        .min = 1, .max = 99, .flags = OPT_HIDE_DEFAULT, .modes = DEPLOYING),
 	OPT_BOOL(0, "wait", &opt.wait, "wait for the rollout; fail naming the pod and the reason when it fails",
 	         .modes = DLK_MODE(SERVE_DEPLOY) | DLK_MODE(SERVE_PROMOTE)),
