@@ -82,6 +82,7 @@ make_job blobs blobs-checkpoints || { echo "Bail out! cannot create the training
 make_job noclaim || { echo "Bail out! cannot create the training job"; exit 1; }
 make_job crashy crashy-checkpoints || { echo "Bail out! cannot create the training job"; exit 1; }
 make_job nopull nopull-checkpoints || { echo "Bail out! cannot create the training job"; exit 1; }
+make_job stuck stuck-checkpoints || { echo "Bail out! cannot create the training job"; exit 1; }
 S="-f $P/dlk.yaml"
 
 test_expect_success '--dry-run prints the serving objects, from the job bundle on its claim' '
@@ -237,7 +238,11 @@ test_expect_success '--wait names an image that cannot be pulled; --timeout give
 	dlk $S serve blobs --set serving.replicas=4 >/dev/null 2>&1 &&
 	api /apis/apps/v1/namespaces/default/deployments/blobs-serving | jq -e ".spec.replicas == 3" &&
 	api /apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/blobs-serving | jq -e ".spec.minReplicas == 4" &&
-	dlk delete --served nopull >/dev/null
+	dlk delete --served nopull >/dev/null &&
+	test_exit_code 7 dlk $S serve stuck --timeout 2s >out 2>err && cat err &&
+	grep -q "error: .stuck. (stable) did not roll out within 2s (0/3 replicas ready, 3/3 updated)" err &&
+	grep -q "hint: the rollout goes on" err &&
+	dlk delete --served stuck >/dev/null
 '
 
 test_expect_success 'a pod fetches a model from a URL and checks its pin before it loads it' '
