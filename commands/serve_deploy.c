@@ -68,6 +68,7 @@ static int is_model_name(const char *s)
 struct model_src {
 	char *claim, *path;     /* the job's claim and the bundle on it */
 	char *url, *pin;        /* or a URL and its pin */
+	char *revision;         /* the training Job's uid: a retrained job is a new revision */
 	char source[600];       /* what status shows */
 	cJSON *run;             /* the run document the gate reads */
 };
@@ -78,6 +79,7 @@ static void model_src_release(struct model_src *m)
 	free(m->path);
 	free(m->url);
 	free(m->pin);
+	free(m->revision);
 	cJSON_Delete(m->run);
 }
 
@@ -131,6 +133,7 @@ static int model_from_job(const struct dlk_ctx *ctx, struct kube_client *c, cons
 	}
 	if (job_claim(job, &m->claim, err, name))
 		goto out;
+	m->revision = xstrdup(kube_meta(job, "uid") ? kube_meta(job, "uid") : "");
 	/* the worker writes <storage.mount>/<name>.dlk: the claim's root */
 	m->path = xasprintf("%s.dlk", name);
 	snprintf(m->source, sizeof(m->source), "job %s", name);
@@ -757,6 +760,7 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 	sv.model.pin = m.pin;
 	sv.model.source = m.source;
 	sv.model.sha256 = str(get(m.run, "weights"), "sha256");
+	sv.model.revision = m.revision;
 	sv.model.accuracy = accuracy;
 	if (cli->canary) {
 		char *sname = xasprintf("%s%s", name, RENDER_SERVING_SUFFIX);

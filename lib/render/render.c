@@ -515,7 +515,7 @@ int render_serving_hpa(const struct dlk_project *spec, const struct render_servi
  *   termination_grace_seconds, drain_delay_seconds (0: no preStop hook)
  *   progress_deadline_seconds, startup_failure_threshold
  *   placement (see add_placement) from serving.gpus/cpu/memory and resources' selectors
- *   model.{arg, claim, sha256_pin, sha256, source, accuracy}  the worker's model argument
+ *   model.{arg, claim, sha256_pin, sha256, source, accuracy, revision}  the worker's model argument
  *                                                           (NAME=PATH or NAME=URL) and its origin
  *   hpa.{create, min_replicas, max_replicas, target_cpu_percent}, pdb (bool)
  *   route.{enabled, gateway_name, gateway_namespace, track_service, stable_service, canary_service,
@@ -581,6 +581,7 @@ cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_y
 	cJSON_AddItemToObject(o, "sha256_pin", str_or_null(m->url ? m->pin : NULL));
 	cJSON_AddStringToObject(o, "sha256", m->sha256 ? m->sha256 : "");
 	cJSON_AddStringToObject(o, "source", m->source ? m->source : "");
+	cJSON_AddStringToObject(o, "revision", m->revision ? m->revision : m->url && m->pin ? m->pin : "");
 	if (m->accuracy >= 0) {
 		s = xasprintf("%.4f", m->accuracy);
 		cJSON_AddStringToObject(o, "accuracy", s);

@@ -84,6 +84,8 @@ struct render_serving_model {
 	const char *pin;        /* ... and the sha256 of its bytes, which the pod verifies */
 	const char *source;     /* what status shows: "job NAME" or the URL */
 	const char *sha256;     /* the weights' digest (model.json's), "" when unknown */
+	const char *revision;   /* what changes with the bundle (the training Job's uid, the URL's pin):
+	                           on the pod template, so a new bundle at the same path rolls the pods */
 	double accuracy;        /* recorded test accuracy, < 0 when unknown */
 };
 

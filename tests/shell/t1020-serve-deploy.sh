@@ -94,6 +94,8 @@ test_expect_success '--dry-run prints the serving objects, from the job bundle o
 	jq -e ".items[2] | .spec.template.spec.volumes[] | select(.name == \"model\") | .persistentVolumeClaim.claimName == \"blobs-checkpoints\"" dry.json &&
 	jq -e ".items[2].spec.template.spec.containers[0].command | index(\"blobs=/models/blobs.dlk\") != null" dry.json &&
 	jq -e ".items[2].metadata.annotations[\"dlk.dev/model-sha256\"] == \"$WSHA\"" dry.json &&
+	uid=$(api /apis/batch/v1/namespaces/default/jobs/blobs | jq -r .metadata.uid) &&
+	jq -e ".items[2].spec.template.metadata.annotations[\"dlk.dev/model-revision\"] == \"$uid\"" dry.json &&
 	jq -e ".items[2].spec.template.spec.containers[0].readinessProbe.httpGet.path == \"/v2/health/ready\"" dry.json &&
 	jq -e ".items[2].spec.template.spec.containers[0].lifecycle.preStop.sleep.seconds == 5" dry.json &&
 	jq -e ".items[2].spec.template.spec.terminationGracePeriodSeconds == 35" dry.json &&

@@ -100,7 +100,7 @@ static void save_json(const char *name, const cJSON *objs)
 static void test_cpu_claim(void)
 {
 	struct dlk_project *p = load("serving: {drain_delay_s: 5, drain_timeout_s: 20}\n");
-	struct render_serving sv = { .name = "fashion", .canary = 0, .replicas = 1, .canary_percent = 0, .model = { "fashion-checkpoints", "fashion.dlk", NULL, NULL, "job fashion", "ab12", 0.8731 } };
+	struct render_serving sv = { .name = "fashion", .canary = 0, .replicas = 1, .canary_percent = 0, .model = { "fashion-checkpoints", "fashion.dlk", NULL, NULL, "job fashion", "ab12", NULL, 0.8731 } };
 	cJSON *objs = render_serving_project(p, "/nonexistent/dlk.yaml", NULL, NULL, &sv, &err);
 	CHECK_MSG(objs != NULL, "a CPU track renders: %s", err.msg);
 	char *k = kinds(objs);
@@ -111,6 +111,7 @@ static void test_cpu_claim(void)
 	CHECK_STR(jkey(jget(d, "metadata.labels"), "dlk.dev/track"), "stable");
 	CHECK_STR(jkey(jget(d, "metadata.annotations"), "dlk.dev/accuracy"), "0.8731");
 	CHECK_STR(jkey(jget(d, "metadata.annotations"), "dlk.dev/model-sha256"), "ab12");
+	CHECK_STR(jkey(jget(d, "spec.template.metadata.annotations"), "dlk.dev/model-revision"), "");
 	CHECK(jnum(d, "spec.replicas") == 1);
 	CHECK_STR(jkey(jget(d, "spec.selector.matchLabels"), "dlk.dev/track"), "stable");
 	CHECK_STR(jkey(jget(svc, "spec.selector"), "dlk.dev/serve"), "fashion");
@@ -143,7 +144,7 @@ static void test_gpu_url_hpa(void)
 	                             "  tolerations: [{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}]}\n"
 	                             "serving: {replicas: 2, max_replicas: 8, target_cpu_percent: 60, gpus: 1, cpu: 4, memory: 8Gi, port: 9000}\n");
 	static const char pin[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-	struct render_serving sv = { .name = "fashion", .canary = 0, .replicas = 2, .canary_percent = 0, .model = { NULL, NULL, "https://models.example.com/f.dlk", pin, "https://models.example.com/f.dlk", "", -1 } };
+	struct render_serving sv = { .name = "fashion", .canary = 0, .replicas = 2, .canary_percent = 0, .model = { NULL, NULL, "https://models.example.com/f.dlk", pin, "https://models.example.com/f.dlk", "", NULL, -1 } };
 	cJSON *objs = render_serving_project(p, "/nonexistent/dlk.yaml", NULL, NULL, &sv, &err);
 	CHECK_MSG(objs != NULL, "a GPU track renders: %s", err.msg);
 	char *k = kinds(objs);
@@ -167,6 +168,7 @@ static void test_gpu_url_hpa(void)
 	CHECK_CONTAINS(cmd, "--port 9000");
 	CHECK_CONTAINS(cmd, "--sha256 0123456789abcdef");
 	CHECK_CONTAINS(cmd, "fashion=https://models.example.com/f.dlk");
+	CHECK_STR(jkey(jget(d, "spec.template.metadata.annotations"), "dlk.dev/model-revision"), pin);
 	free(cmd);
 	CHECK(jnum(h, "spec.minReplicas") == 2 && jnum(h, "spec.maxReplicas") == 8);
 	CHECK(jnum(h, "spec.metrics.0.resource.target.averageUtilization") == 60);
@@ -187,7 +189,7 @@ static void test_gpu_url_hpa(void)
 static void test_canary(void)
 {
 	struct dlk_project *p = load("serving: {replicas: 3, max_replicas: 6}\n");
-	struct render_serving sv = { .name = "fashion", .canary = 1, .replicas = 1, .canary_percent = 25, .model = { "fashion-checkpoints", "fashion.dlk", NULL, NULL, "job fashion", "cd34", 0.9 } };
+	struct render_serving sv = { .name = "fashion", .canary = 1, .replicas = 1, .canary_percent = 25, .model = { "fashion-checkpoints", "fashion.dlk", NULL, NULL, "job fashion", "cd34", NULL, 0.9 } };
 	cJSON *objs = render_serving_project(p, "/nonexistent/dlk.yaml", NULL, NULL, &sv, &err);
 	CHECK_MSG(objs != NULL, "a canary renders: %s", err.msg);
 	char *k = kinds(objs);
@@ -210,7 +212,7 @@ static void test_route(void)
 {
 	struct dlk_project *p = load("serving: {replicas: 3, gateway: infra/public}\n");
 	struct render_serving sv = { .name = "fashion", .canary = 1, .replicas = 1, .canary_percent = 20, .route = 1,
-	                             .model = { "fashion-checkpoints", "fashion.dlk", NULL, NULL, "job fashion", "cd34", 0.9 } };
+	                             .model = { "fashion-checkpoints", "fashion.dlk", NULL, NULL, "job fashion", "cd34", NULL, 0.9 } };
 	cJSON *objs = render_serving_project(p, "/nonexistent/dlk.yaml", NULL, NULL, &sv, &err);
 	CHECK_MSG(objs != NULL, "a canary with a route renders: %s", err.msg);
 	char *k = kinds(objs);
@@ -248,7 +250,7 @@ static void test_route(void)
 static void test_override_and_errors(void)
 {
 	struct dlk_project *p = load("");
-	struct render_serving sv = { .name = "fashion", .canary = 0, .replicas = 1, .canary_percent = 0, .model = { "c", "fashion.dlk", NULL, NULL, "job fashion", "", -1 } };
+	struct render_serving sv = { .name = "fashion", .canary = 0, .replicas = 1, .canary_percent = 0, .model = { "c", "fashion.dlk", NULL, NULL, "job fashion", "", NULL, -1 } };
 	char dir[] = "/tmp/dlk-test-render-serving.XXXXXX";
 	CHECK(mkdtemp(dir) != NULL);
 	char *tdir = xasprintf("%s/templates", dir), *f = xasprintf("%s/serving-service.yaml", tdir);
