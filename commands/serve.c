@@ -141,6 +141,21 @@ static int fetch_models(struct dlk_ctx *ctx, const struct dlk_project *spec, con
 	return 0;
 }
 
+/* A serving pod that fails says why where the kubelet looks (terminationMessagePath's default):
+ * the pod's status then carries it, and `dlk serve --wait` names it with the pod. */
+static void termination_message(const struct dlk_err *err)
+{
+	int fd = open("/dev/termination-log", O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char msg[DLK_ERR_MSG_MAX + 16];
+	int n = snprintf(msg, sizeof(msg), "%s\n", err->msg);
+	if (n > 0 && write(fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0) {
+		/* nothing more to say: the log has the message too */
+	}
+	close(fd);
+}
+
 static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -235,6 +250,8 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_info(ctx, "drained: every request answered");
 	}
 out:
+	if (rc && rc != DLK_EXIT_INTERRUPTED && err.code && opt.mode == SERVE_WORKER)
+		termination_message(&err);
 	dlk_server_free(srv);
 	if (have_handlers) {
 		sigaction(SIGTERM, &old_term, NULL);

@@ -64,8 +64,13 @@ static int pod_verdict(const cJSON *pod, struct dlk_serve_track *t)
 		const char *wr = str(w, "reason");
 		if (hopeless(wr)) {
 			snprintf(t->pod, sizeof(t->pod), "%s", name);
-			snprintf(t->reason, sizeof(t->reason), "%s%s%.400s", wr, str(w, "message") ? ": " : "",
-			         or_empty(str(w, "message")));
+			if (last && num(last, "exitCode") != 0) /* a crash loop: why it crashed says more */
+				snprintf(t->reason, sizeof(t->reason), "%s: the server exited with code %d (%s)%s%.400s", wr,
+				         num(last, "exitCode"), str(last, "reason") ? str(last, "reason") : "Error",
+				         str(last, "message") ? ": " : "", or_empty(str(last, "message")));
+			else
+				snprintf(t->reason, sizeof(t->reason), "%s%s%.400s", wr, str(w, "message") ? ": " : "",
+				         or_empty(str(w, "message")));
 			return 1;
 		}
 		/* a serving container never exits on its own: one that did (and was restarted) is broken */

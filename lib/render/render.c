@@ -510,6 +510,7 @@ int render_serving_hpa(const struct dlk_project *spec, const struct render_servi
 
 /* Keys of a serving track (always present, as for training):
  *   name, namespace, image, version, spec_yaml, labels      as for training
+ *   spec_digest                                             sha256 of the resolved spec (project_digest)
  *   deployment, service, config_map, track                  object names; "stable" or "canary"
  *   replicas, port, port_arg (string), canary_percent (string)
  *   termination_grace_seconds, drain_delay_seconds (0: no preStop hook)
@@ -548,6 +549,9 @@ cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_y
 	cJSON_AddStringToObject(c, "image", spec->image);
 	cJSON_AddStringToObject(c, "version", DLK_VERSION);
 	cJSON_AddStringToObject(c, "spec_yaml", spec_yaml);
+	char digest[65];
+	project_digest(spec, digest);
+	cJSON_AddStringToObject(c, "spec_digest", digest);
 	cJSON_AddItemToObject(c, "labels", kv_list(spec->labels, spec->n_labels));
 	s = xasprintf("%s%s", sv->name, sv->canary ? RENDER_CANARY_SUFFIX : RENDER_SERVING_SUFFIX);
 	cJSON_AddStringToObject(c, "deployment", s);

@@ -133,6 +133,15 @@ test_expect_success 'dlk status lists the served model; dlk logs --served shows 
 	test "$(grep -c "^\[blobs-serving-[a-z0-9]*-[a-z0-9]*\] ready: 1 model on port 8080" logs)" = 2
 '
 
+test_expect_success 'a pod that cannot load its bundle fails the rollout, naming the pod and why' '
+	mv "$PV/blobs.dlk" "$PV/blobs.dlk.away" &&
+	test_exit_code 1 dlk $S serve --set serving.max_batch=32 --wait --timeout 120s >out 2>err; rc=$?
+	mv "$PV/blobs.dlk.away" "$PV/blobs.dlk"
+	cat err && test $rc = 0 &&
+	grep -q "error: the rollout of .blobs. (stable) failed: pod .blobs-serving-[a-z0-9-]*.: .*the server exited with code 3 (Error): .*cannot open bundle ./models/blobs.dlk." err &&
+	test "$(kubectl get deployment blobs-serving -o jsonpath={.status.readyReplicas})" = 2
+'
+
 test_expect_success 'dlk delete --served removes the served model; its pods drain and go' '
 	dlk delete --served blobs >out && cat out && grep -q "deleted served model .blobs. (4 objects)" out &&
 	wait_until 60 sh -c "test -z \"\$(kubectl get pods -l dlk.dev/serve=blobs -o name)\"" &&

@@ -223,12 +223,12 @@ test_expect_success '--promote makes the canary model the stable one, then remov
 
 test_expect_success '--wait fails naming the pod and the reason when the server keeps crashing' '
 	test_exit_code 1 dlk $S serve crashy --wait >out 2>err && cat err &&
-	grep -q "error: the rollout of .crashy. (stable) failed: pod .crashy-serving-[a-z0-9]*-[a-z0-9]*.: CrashLoopBackOff: back-off 20s" err &&
+	grep -q "error: the rollout of .crashy. (stable) failed: pod .crashy-serving-[a-z0-9]*-[a-z0-9]*.: CrashLoopBackOff: the server exited with code 3 (Error)" err &&
 	grep -q "hint: see what it printed: .dlk logs crashy." err &&
 	dlk logs --served crashy | grep -q "bad bundle" &&
 	dlk delete --job crashy >out && grep -q "deleted job .crashy." out && ! grep -q served out &&
 	dlk __complete logs cr >c && grep -qx crashy c &&
-	dlk status crashy >one && cat one && grep -q "^rollout: *failed, pod crashy-serving-.*: CrashLoopBackOff" one &&
+	dlk status crashy >one && cat one && grep -q "^rollout: *failed, pod crashy-serving-.*: CrashLoopBackOff: the server exited with code 3" one &&
 	dlk status -o json crashy | jq -e ".tracks[0].rollout == \"Failed\" and (.pods | length) == 3" &&
 	dlk logs crashy | grep -q "bad bundle"
 '

@@ -112,6 +112,9 @@ static void test_cpu_claim(void)
 	CHECK_STR(jkey(jget(d, "metadata.annotations"), "dlk.dev/accuracy"), "0.8731");
 	CHECK_STR(jkey(jget(d, "metadata.annotations"), "dlk.dev/model-sha256"), "ab12");
 	CHECK_STR(jkey(jget(d, "spec.template.metadata.annotations"), "dlk.dev/model-revision"), "");
+	char digest[65];
+	project_digest(p, digest);
+	CHECK_STR(jkey(jget(d, "spec.template.metadata.annotations"), "dlk.dev/spec-sha256"), digest);
 	CHECK(jnum(d, "spec.replicas") == 1);
 	CHECK_STR(jkey(jget(d, "spec.selector.matchLabels"), "dlk.dev/track"), "stable");
 	CHECK_STR(jkey(jget(svc, "spec.selector"), "dlk.dev/serve"), "fashion");
