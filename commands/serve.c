@@ -149,7 +149,7 @@ static void termination_message(const struct dlk_err *err)
 	if (fd < 0)
 		return;
 	char msg[DLK_ERR_MSG_MAX + 16];
-	int n = snprintf(msg, sizeof(msg), "%s\n", err->msg);
+	int n = snprintf(msg, sizeof(msg), "%s", err->msg);
 	if (n > 0 && write(fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0) {
 		/* nothing more to say: the log has the message too */
 	}

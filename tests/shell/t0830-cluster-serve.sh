@@ -139,7 +139,8 @@ test_expect_success 'a pod that cannot load its bundle fails the rollout, naming
 	mv "$PV/blobs.dlk.away" "$PV/blobs.dlk"
 	cat err && test $rc = 0 &&
 	grep -q "error: the rollout of .blobs. (stable) failed: pod .blobs-serving-[a-z0-9-]*.: .*the server exited with code 3 (Error): .*cannot open bundle ./models/blobs.dlk." err &&
-	test "$(kubectl get deployment blobs-serving -o jsonpath={.status.readyReplicas})" = 2
+	kubectl get pods -l dlk.dev/serve=blobs -o wide &&
+	wait_until 30 sh -c "test \"\$(kubectl get deployment blobs-serving -o jsonpath={.status.readyReplicas})\" = 2"
 '
 
 test_expect_success 'dlk delete --served removes the served model; its pods drain and go' '
