@@ -8,6 +8,7 @@
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/jobwatch.h"
 #include "lib/jobs/logfollow.h"
+#include "lib/jobs/servestate.h"
 #include "lib/kube/api.h"
 #include "lib/util/mem.h"
 
@@ -207,9 +208,90 @@ out:
 }
 
 static struct {
-	int follow, rank, tail, timestamps, previous;
+	int follow, rank, tail, timestamps, previous, what;
 	double since_s;
 } opt;
+
+enum { LOGS_ANY, LOGS_JOB, LOGS_SERVED };
+
+/* ---- a served model ---- */
+
+static int print_pod_line(const char *line, size_t len, void *ud)
+{
+	printf("[%s] %.*s\n", (const char *)ud, (int)len, line);
+	fflush(stdout);
+	return 0;
+}
+
+/* The logs of a served model's pods (both tracks), each line tagged "[POD]": merged in time
+ * order, or with -f one pod's stream (kubectl's rule for a Deployment: one of its pods). */
+static int served_logs(struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const cJSON *pods,
+                       const struct dlk_log_opts *o, struct dlk_err *err)
+{
+	struct collect col = { 0 };
+	const cJSON *p;
+	const char **names = xcalloc((size_t)cJSON_GetArraySize(pods) + 1, sizeof(*names));
+	int n = 0, rc = -1;
+
+	if (opt.follow) {
+		const char *pick = NULL;
+		cJSON_ArrayForEach(p, pods) {
+			const cJSON *ph = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "status"), "phase");
+			if (!pick || (cJSON_IsString(ph) && !strcmp(ph->valuestring, "Running")))
+				pick = kube_meta(p, "name");
+		}
+		struct kube_log_opts ko = KUBE_LOG_OPTS_INIT;
+		ko.follow = 1;
+		ko.timestamps = o->timestamps;
+		ko.tail_lines = o->tail;
+		ko.since_seconds = o->since_s;
+		if (cJSON_GetArraySize(pods) > 1)
+			dlk_info(ctx, "following pod '%s' of %d", pick, cJSON_GetArraySize(pods));
+		dlk_interrupt_catch();
+		rc = kube_logs(c, ns, pick, &ko, print_pod_line, (void *)pick, err);
+		free(names);
+		return rc;
+	}
+	cJSON_ArrayForEach(p, pods) {
+		struct kube_log_opts ko = KUBE_LOG_OPTS_INIT;
+		struct dlk_err perr = DLK_ERR_INIT;
+		const char *pn = kube_meta(p, "name");
+		if (!pn)
+			continue;
+		names[n] = pn;
+		ko.timestamps = 1;
+		ko.tail_lines = o->tail;
+		ko.since_seconds = o->since_s;
+		ko.previous = o->previous;
+		col.rank = n++;
+		if (kube_logs(c, ns, pn, &ko, collect_line, &col, &perr) < 0) {
+			if (perr.code == DLK_EXIT_CONNECT || perr.code == DLK_EXIT_AUTH) {
+				*err = perr;
+				goto out;
+			}
+			dlk_warn(ctx, "pod '%s': %s", pn, perr.msg);
+		}
+		if (col.full)
+			break;
+	}
+	if (col.n)
+		qsort(col.v, col.n, sizeof(*col.v), cmp_line);
+	for (size_t i = 0; i < col.n; i++) {
+		if (o->timestamps && col.v[i].ts[0])
+			printf("[%s] %s %s\n", names[col.v[i].rank], col.v[i].ts, col.v[i].text);
+		else
+			printf("[%s] %s\n", names[col.v[i].rank], col.v[i].text);
+	}
+	rc = 0;
+out:
+	for (size_t i = 0; i < col.n; i++) {
+		free(col.v[i].ts);
+		free(col.v[i].text);
+	}
+	free(col.v);
+	free(names);
+	return rc;
+}
 
 static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 {
@@ -224,7 +306,29 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 	if (!c)
 		return dlk_report(ctx, &err);
 	ns = kube_client_namespace(c);
-	if (dlk_read_job(ctx, c, ns, name, &job, &err) < 0) {
+	if (opt.what == LOGS_SERVED || dlk_read_job(ctx, c, ns, name, &job, &err) < 0) {
+		/* no job of that name: a served model's pods? */
+		if (opt.what == LOGS_SERVED)
+			dlk_errf(&err, DLK_EXIT_NOTFOUND, "no model is served as '%s' in namespace '%s'", name, ns);
+		struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+		char *sel = dlk_serve_selector(name, NULL);
+		struct dlk_err lerr = DLK_ERR_INIT;
+		lo.label_selector = sel;
+		if (err.code == DLK_EXIT_NOTFOUND && opt.what != LOGS_JOB && kube_list(c, "Pod", ns, &lo, &pods, &lerr) == 0 &&
+		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(pods, "items")) > 0) {
+			free(sel);
+			if (o.rank >= 0) {
+				dlk_errf(&err, DLK_EXIT_USAGE, "'%s' is a served model: its pods have no ranks", name);
+				rc = dlk_report(ctx, &err);
+				goto out;
+			}
+			if (served_logs(ctx, c, ns, cJSON_GetObjectItemCaseSensitive(pods, "items"), &o, &err) < 0)
+				rc = dlk_report(ctx, &err);
+			goto out;
+		}
+		free(sel);
+		if (err.code == DLK_EXIT_NOTFOUND)
+			dlk_err_hint(&err, "list the jobs and served models with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -266,13 +370,17 @@ static const struct dlk_option logs_options[] = {
 	OPT_INT(0, "tail", &opt.tail, "N", -1, "only the last N lines of each rank (-1: all)", .min = -1, .max = INT_MAX),
 	OPT_BOOL(0, "timestamps", &opt.timestamps, "show the time the kubelet received each line"),
 	OPT_BOOL('p', "previous", &opt.previous, "the log of each rank's previous container (before it restarted)", .excl = 1),
+	OPT_MODE("job", &opt.what, LOGS_JOB, "the training job NAME's workers (the default when that job exists)"),
+	OPT_MODE("served", &opt.what, LOGS_SERVED, "the pods of the model served as NAME (dlk serve)"),
 	OPT_END(),
 };
 
 const struct dlk_command_def dlk_cmd_logs = {
 	.usage = "NAME",
 	.description = "Print the logs of every worker of job NAME, merged in time order, each line prefixed\n"
-	               "[rank N]. With -f keep following until the job ends, picking up restarted pods.",
+	               "[rank N]. With -f keep following until the job ends, picking up restarted pods.\n"
+	               "For a served model NAME (dlk serve), the logs of its pods, each line prefixed [POD];\n"
+	               "with -f, one of its pods.",
 	.options = logs_options,
 	.min_pos = 1,
 	.max_pos = 1,
@@ -280,5 +388,6 @@ const struct dlk_command_def dlk_cmd_logs = {
 	.run = run_logs,
 	.examples = "  $ dlk logs mnist\n"
 	            "  $ dlk logs -f mnist\n"
-	            "  $ dlk logs --rank 0 --tail 20 mnist\n",
+	            "  $ dlk logs --rank 0 --tail 20 mnist\n"
+	            "  $ dlk logs --served fashion\n",
 };

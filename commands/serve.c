@@ -3,10 +3,13 @@
  * file's serving section into its settings, shows its events, and maps SIGTERM to a drain.
  * With a stream (--stream, or serving.stream in the project file) the same server also scores a
  * Kafka topic (lib/stream) through the model's batcher: SIGTERM then first finishes the stream's
- * open transaction and leaves its group, then drains HTTP. */
+ * open transaction and leaves its group, then drains HTTP.
+ * Without a mode, dlk serve NAME deploys to the cluster (commands/serve_deploy.c). */
 #include "commands/commands.h"
 #include "commands/ctx.h"
+#include "commands/serve_deploy.h"
 #include "commands/ui.h"
+#include "lib/data/fetch.h"
 #include "lib/nn/backend.h"
 #include "lib/nn/gpu.h"
 #include "lib/project/project.h"
@@ -76,24 +79,11 @@ static void show_event(void *ctx, const char *msg)
 	dlk_info(ctx, "%s", msg);
 }
 
-enum serve_mode { SERVE_DEPLOY, SERVE_LOCAL, SERVE_WORKER };
-
 static const char *const format_names[] = { "raw", "json", NULL };
 static const char *const datatype_names[] = { "UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "UINT64",
 	"INT64", "FP16", "FP32", "FP64", NULL };
 
-static struct {
-	int mode;                /* an enum serve_mode */
-	const char *host;
-	int port;                /* -1: serving.port */
-	const char *access_log;
-	/* the stream; NULL, -1 or 0: what serving.stream says */
-	const char *stream, *to, *dead_letter, *group, *instance;
-	int at_least_once;
-	int format, datatype;    /* indexes in format_names, datatype_names; -1: not given */
-	int max_records, commit_ms;
-	struct dlk_strlist kafka_set;
-} opt;
+static struct dlk_serve_cli opt;
 
 /* ---- the stream ---- */
 
@@ -245,6 +235,64 @@ static int serving_settings(struct dlk_ctx *ctx, struct dlk_serving *cfg, struct
 	return project_serving_load(ctx->sets.v, ctx->sets.n, cfg, err);
 }
 
+/* A model given as NAME=URL (what a Deployment of a model at a URL runs) is fetched first, into
+ * /models in a pod (the volume the template gives it) or data.cache_dir here, and verified
+ * against --sha256 before anything reads it. *out: the arguments with local paths (new strings). */
+static int fetch_models(struct dlk_ctx *ctx, const struct dlk_project *spec, const struct dlk_args *args, char ***out,
+                        struct dlk_err *err)
+{
+	char **v = xcalloc((size_t)args->n_pos + 1, sizeof(*v));
+	int urls = 0;
+
+	*out = v;
+	for (int i = 0; i < args->n_pos; i++) {
+		const char *a = args->pos[i], *eq = strchr(a, '='), *u = eq ? eq + 1 : a;
+		if (strncmp(u, "https://", 8) && strncmp(u, "http://", 7)) {
+			v[i] = xstrdup(a);
+			continue;
+		}
+		if (!opt.sha256)
+			return dlk_errf(err, DLK_EXIT_USAGE, "'%s': a model from a URL needs --sha256, the digest of the bundle file", u);
+		if (++urls > 1)
+			return dlk_errf(err, DLK_EXIT_USAGE, "--sha256 pins one model; '%s' is the second given as a URL", u);
+		struct dlk_source src = { (char *)u, (char *)opt.sha256 };
+		struct dlk_data_opts o;
+		struct dlk_data d;
+		struct dlk_fetched f = DLK_FETCHED_INIT;
+		memset(&o, 0, sizeof(o));
+		memset(&d, 0, sizeof(d));
+		if (spec)
+			d = spec->data;
+		d.max_bytes = d.max_bytes ? d.max_bytes : 8ll << 30;
+		if (opt.mode == SERVE_WORKER)
+			o.cache_dir = "/models";
+		else if (!d.cache_dir)
+			o.cache_dir = ".dlk/cache";
+		dlk_info(ctx, "fetching %s", u);
+		if (dlk_fetch(&src, &d, &o, &f, err))
+			return -1;
+		v[i] = eq ? xasprintf("%.*s=%s", (int)(eq - a), a, f.path) : xstrdup(f.path);
+		dlk_info(ctx, "fetched %s: sha256 %.12s matches its pin", u, f.sha256);
+		dlk_fetched_release(&f);
+	}
+	return 0;
+}
+
+/* A serving pod that fails says why where the kubelet looks (terminationMessagePath's default):
+ * the pod's status then carries it, and `dlk serve --wait` names it with the pod. */
+static void termination_message(const struct dlk_err *err)
+{
+	int fd = open("/dev/termination-log", O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char msg[DLK_ERR_MSG_MAX + 16];
+	int n = snprintf(msg, sizeof(msg), "%s", err->msg);
+	if (n > 0 && write(fd, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0) {
+		/* nothing more to say: the log has the message too */
+	}
+	close(fd);
+}
+
 static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -253,19 +301,17 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_server *srv = NULL;
 	int rc = 0, have_cfg = 0, have_handlers = 0, log_fd = -1, streaming = 0;
 	const char *log_path = opt.access_log;
-	struct stream_run *st = xcalloc(1, sizeof(*st));
+	char **fetched = NULL;
+	struct stream_run *st;
 
 	memset(&cfg, 0, sizeof(cfg));
+	if (opt.mode != SERVE_LOCAL && opt.mode != SERVE_WORKER)
+		return dlk_serve_deploy(ctx, &opt, args);
+	st = xcalloc(1, sizeof(*st));
 	st->ctx = ctx;
 	st->cfg = (struct dlk_stream_config)DLK_STREAM_CONFIG_INIT;
 	st->err = (struct dlk_err)DLK_ERR_INIT;
 	atomic_store(&stream_ended, 0);
-	if (opt.mode == SERVE_DEPLOY) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "deploying a model to the cluster is not available yet");
-		dlk_err_hint(&err, "serve bundles on this machine: dlk serve --local MODEL.dlk");
-		rc = dlk_report(ctx, &err);
-		goto out;
-	}
 	if (args->n_pos < 1) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "no model to serve: name one or more bundles (MODEL.dlk or NAME=MODEL.dlk)");
 		rc = dlk_report(ctx, &err);
@@ -320,11 +366,15 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	const struct dlk_backend *be = cfg.gpus > 0 ? dlk_backend_cuda(NULL, 0, &cerr) : NULL;
 	if (cfg.gpus > 0 && !be)
 		dlk_warn(ctx, "serving.gpus is %d but the CUDA backend is unavailable (%s): serving on the CPU", cfg.gpus, cerr.msg);
+	if (fetch_models(ctx, spec, args, &fetched, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
 	struct dlk_server_opts so = {
 		.cfg = &cfg,
 		.host = opt.host ? opt.host : opt.mode == SERVE_WORKER ? NULL : "127.0.0.1",
 		.port = opt.port,
-		.models = args->pos,
+		.models = (const char *const *)fetched,
 		.n_models = args->n_pos,
 		.access_log_fd = log_fd,
 		.be = be ? be : dlk_backend_cpu(),
@@ -392,6 +442,8 @@ out:
 		st->stop_flag = 1;
 		pthread_join(st->tid, NULL);
 	}
+	if (rc && rc != DLK_EXIT_INTERRUPTED && err.code && opt.mode == SERVE_WORKER)
+		termination_message(&err);
 	dlk_server_free(srv);
 	if (st->served_ready)
 		dlk_stream_served_release(&st->served);
@@ -410,11 +462,18 @@ out:
 		close(log_fd);
 	if (have_cfg)
 		project_serving_release(&cfg);
+	for (int i = 0; fetched && i < args->n_pos; i++)
+		free(fetched[i]);
+	free(fetched);
 	project_free(spec);
 	return rc;
 }
 
+#define DEPLOYING (DLK_MODE(SERVE_DEPLOY) | DLK_MODE(SERVE_DRY_RUN))
 static const struct dlk_option serve_options[] = {
+	OPT_MODE("dry-run", &opt.mode, SERVE_DRY_RUN, "print the Kubernetes objects a deploy would apply (after the gate), and stop"),
+	OPT_MODE("promote", &opt.mode, SERVE_PROMOTE, "make the canary the served model, then remove the canary"),
+	OPT_MODE("rollback", &opt.mode, SERVE_ROLLBACK, "remove the canary; the served model takes all the traffic again"),
 	OPT_MODE("local", &opt.mode, SERVE_LOCAL, "serve the bundles on this machine"),
 	OPT_MODE("worker", &opt.mode, SERVE_WORKER, "be a serving pod (what the rendered Deployment runs)"),
 	OPT_STRING(0, "host", &opt.host, "ADDR", NULL, "the address to listen on",
@@ -452,24 +511,54 @@ static const struct dlk_option serve_options[] = {
 	        .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
 	OPT_LIST(0, "kafka-set", &opt.kafka_set, "NAME=VALUE", "with --stream: a librdkafka property for both clients (repeatable)",
 	         .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_STRING(0, "model", &opt.model, "URL", NULL,
+	           "deploy the bundle at this https URL (pinned by --sha256) rather than training job NAME's",
+	           .modes = DEPLOYING),
+	OPT_STRING(0, "sha256", &opt.sha256, "HEX", NULL, "the sha256 of the bundle file a URL names; the pods verify it"),
+	OPT_STRING(0, "min-accuracy", &opt.min_accuracy, "X", NULL, "refuse a model whose test accuracy is below X (0 to 1)",
+	           .def_doc = "serving.min_accuracy", .modes = DEPLOYING),
+	OPT_BOOL(0, "force", &opt.force, "deploy a model the promotion gate refuses", .flags = OPT_NONEG, .modes = DEPLOYING),
+	OPT_STRING(0, "report", &opt.report, "FILE", NULL,
+	           "write the model's report page (see dlk report), the gate's decision first, to FILE",
+	           .complete = COMPLETE_FILE, .modes = DEPLOYING),
+	OPT_INT(0, "canary", &opt.canary, "PERCENT", 0,
+	        "deploy beside the served model and give it about PERCENT of the traffic (a share of the replicas, or an HTTPRoute weight with serving.gateway)",
+	        .min = 1, .max = 99, .flags = OPT_HIDE_DEFAULT, .modes = DEPLOYING),
+	OPT_BOOL(0, "wait", &opt.wait, "wait for the rollout; fail naming the pod and the reason when it fails",
+	         .modes = DLK_MODE(SERVE_DEPLOY) | DLK_MODE(SERVE_PROMOTE)),
+	OPT_DURATION(0, "timeout", &opt.timeout_s, "DURATION", "give up waiting after this long, e.g. 90s, 5m (implies --wait)",
+	             .modes = DLK_MODE(SERVE_DEPLOY) | DLK_MODE(SERVE_PROMOTE)),
+	OPT_STRING(0, "templates", &opt.templates, "DIR", NULL, "templates overriding the built-in ones",
+	           .def_doc = "templates/ next to the project file, when there is one", .complete = COMPLETE_DIR,
+	           .modes = DEPLOYING),
 	OPT_END(),
 };
 
 const struct dlk_command_def dlk_cmd_serve = {
-	.usage = "MODEL.dlk|NAME=MODEL.dlk...",
-	.description = "Serve model bundles over HTTP on this machine (--local) or as a serving pod (--worker):\n"
-	               "the KServe V2 inference protocol with binary tensors and classification, TensorFlow\n"
-	               "Serving's REST API and Prometheus /metrics, with dynamic batching. Settings come from\n"
-	               "the project file's serving section (when there is one) and --set serving.KEY=VALUE.\n"
-	               "SIGTERM drains: readiness fails, in-flight requests finish, then dlk exits 0.\n"
-	               "With --stream, the model also scores a Kafka topic into another, exactly once.",
+	.usage = "[NAME] | --local MODEL.dlk|NAME=MODEL.dlk...",
+	.description = "Deploy training job NAME's model to the cluster (NAME defaults to the project's name):\n"
+	               "its metrics and confusion matrix pass the promotion gate (serving.min_accuracy,\n"
+	               "serving.min_class_recall), then a Deployment, Service, PodDisruptionBudget and,\n"
+	               "with serving.max_replicas, a HorizontalPodAutoscaler are applied; --canary runs it\n"
+	               "beside the served model until --promote or --rollback.\n"
+	               "Or serve model bundles over HTTP on this machine (--local) or as a serving pod\n"
+	               "(--worker): the KServe V2 inference protocol with binary tensors and classification,\n"
+	               "TensorFlow Serving's REST API and Prometheus /metrics, with dynamic batching. Settings\n"
+	               "come from the project file's serving section (when there is one) and --set\n"
+	               "serving.KEY=VALUE. SIGTERM drains: readiness fails, in-flight requests finish, then\n"
+	               "dlk exits 0. With --stream, the model also scores a Kafka topic into another, exactly once.",
 	.options = serve_options,
 	.default_mode = "deploying",
 	.min_pos = 0,
 	.max_pos = -1,
 	.complete_pos = COMPLETE_FILE,
 	.run = run_serve,
-	.examples = "  $ dlk serve --local fashion.dlk\n"
+	.examples = "  $ dlk serve fashion --wait\n"
+	            "  $ dlk serve fashion --dry-run\n"
+	            "  $ dlk serve fashion --canary 10 --wait\n"
+	            "  $ dlk serve fashion --promote\n"
+	            "  $ dlk serve fashion --model https://models.example.com/fashion.dlk --sha256 HEX\n"
+	            "  $ dlk serve --local fashion.dlk\n"
 	            "  $ dlk serve --local --port 9000 mlp=mlp.dlk cnn=cnn.dlk\n"
 	            "  $ dlk serve --local fashion.dlk --set serving.max_batch=32 --set serving.max_delay_us=500\n"
 	            "  $ dlk serve --local fashion.dlk --access-log -\n"

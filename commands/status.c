@@ -6,6 +6,7 @@
 #include "commands/ui.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/jobwatch.h"
+#include "lib/jobs/servestate.h"
 #include "lib/kube/api.h"
 #include "lib/train/progress.h"
 #include "lib/util/duration.h"
@@ -142,7 +143,7 @@ static int cmp_job(const void *a, const void *b)
  * that listing a thousand jobs reads a thousand objects, not every pod of every job: then, with
  * a client, the pods and events of a few jobs that are pending or failed are read to say why. */
 static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *jobs, const cJSON *pods,
-		       int all_ns, struct dlk_buf *b, struct dlk_err *err)
+		       int all_ns, const cJSON *served, struct dlk_buf *b, struct dlk_err *err)
 {
 	int structured = ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML;
 	int wide = ctx->output == DLK_OUTPUT_WIDE, n = cJSON_GetArraySize(jobs), nrows = 0, ncols = 0, explained = 0;
@@ -203,6 +204,8 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddItemToObject(o, "jobs", items);
 		items = NULL;
+		if (served)
+			cJSON_AddItemReferenceToObject(o, "served", (cJSON *)served);
 		rc = emit_structured(ctx, o, b, err);
 		cJSON_Delete(o);
 	} else if (nrows > 1) {
@@ -212,6 +215,237 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	cJSON_Delete(items);
 	free(rows);
 	free(sorted);
+	return rc;
+}
+
+/* ---- served models ---- */
+
+static cJSON *track_json(const struct dlk_serve_track *t)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "deployment", t->deployment);
+	cJSON_AddNumberToObject(o, "ready", t->ready);
+	cJSON_AddNumberToObject(o, "desired", t->desired);
+	cJSON_AddStringToObject(o, "modelSha256", t->sha256);
+	if (t->accuracy[0])
+		cJSON_AddNumberToObject(o, "accuracy", atof(t->accuracy));
+	else
+		cJSON_AddNullToObject(o, "accuracy");
+	cJSON_AddStringToObject(o, "source", t->source);
+	cJSON_AddStringToObject(o, "rollout", t->rollout == ROLLOUT_DONE ? "Complete" : t->rollout == ROLLOUT_FAILED ? "Failed" : "Progressing");
+	if (t->reason[0])
+		cJSON_AddStringToObject(o, "reason", t->reason);
+	return o;
+}
+
+/* The served models of ns (their Deployments labelled dlk.dev/serve, and their pods): *json is
+ * {"name", "namespace", "ready", "desired", "modelSha256", "accuracy", "source", "rollout",
+ * "canary": null | {"percent", ...the same of the canary track}} per model; the table goes to b. */
+static int served_list(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, int all_ns, cJSON **json,
+                       struct dlk_buf *b, struct dlk_err *err)
+{
+	cJSON *deps = NULL, *pods = NULL;
+	const cJSON *d;
+	int nrows = 1, ncols = 0, n;
+	struct row *rows;
+
+	*json = cJSON_CreateArray();
+	if (list_kind(c, "Deployment", ns, all_ns, DLK_LABEL_SERVE, &deps, err) < 0)
+		return -1;
+	n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(deps, "items"));
+	if (!n) {
+		cJSON_Delete(deps);
+		return 0;
+	}
+	if (list_kind(c, "Pod", ns, all_ns, DLK_LABEL_SERVE, &pods, err) < 0) {
+		cJSON_Delete(deps);
+		return -1;
+	}
+	rows = xcalloc((size_t)n + 1, sizeof(*rows));
+	/* stable tracks first: each makes a row, and its canary joins it */
+	for (int pass = 0; pass < 2; pass++) {
+		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(deps, "items")) {
+			struct dlk_serve_track t;
+			const char *dns = kube_meta(d, "namespace") ? kube_meta(d, "namespace") : ns;
+			/* only this namespace's pods of this model */
+			cJSON *mine = cJSON_CreateArray();
+			const cJSON *p;
+			dlk_serve_track_summarize(d, NULL, &t);
+			cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(pods, "items")) {
+				const cJSON *l = jget2(p, "metadata", "labels");
+				const cJSON *sv = cJSON_GetObjectItemCaseSensitive(l, DLK_LABEL_SERVE);
+				const char *pns = kube_meta(p, "namespace");
+				if (cJSON_IsString(sv) && !strcmp(sv->valuestring, t.name) && (!pns || !strcmp(pns, dns)))
+					cJSON_AddItemReferenceToArray(mine, (cJSON *)p);
+			}
+			dlk_serve_track_summarize(d, mine, &t);
+			cJSON_Delete(mine);
+			int canary = !strcmp(t.track, "canary");
+			if (canary != pass)
+				continue;
+			cJSON *o = NULL, *it;
+			int row = -1;
+			cJSON_ArrayForEach(it, *json) {
+				row++;
+				if (!strcmp(cJSON_GetObjectItemCaseSensitive(it, "name")->valuestring, t.name) &&
+				    !strcmp(cJSON_GetObjectItemCaseSensitive(it, "namespace")->valuestring, dns)) {
+					o = it;
+					break;
+				}
+			}
+			if (!canary || !o) {
+				o = track_json(&t);
+				cJSON_AddStringToObject(o, "name", t.name);
+				cJSON_AddStringToObject(o, "namespace", dns);
+				cJSON_AddNullToObject(o, "canary");
+				cJSON_AddItemToArray(*json, o);
+				row = cJSON_GetArraySize(*json) - 1;
+				struct row *r = &rows[nrows++];
+				int k = 0;
+				if (all_ns)
+					snprintf(r->cols[k++], 160, "%s", dns);
+				snprintf(r->cols[k++], 160, "%s", t.name);
+				snprintf(r->cols[k++], 160, "%d/%d", t.ready, t.desired);
+				snprintf(r->cols[k++], 160, "%.12s", t.sha256[0] ? t.sha256 : "-");
+				if (t.accuracy[0])
+					snprintf(r->cols[k++], 160, "%.2f%%", 100 * atof(t.accuracy));
+				else
+					snprintf(r->cols[k++], 160, "-");
+				snprintf(r->cols[k++], 160, "-");
+				snprintf(r->cols[k++], 160, "%.150s", t.rollout == ROLLOUT_FAILED ? t.reason : t.rollout == ROLLOUT_DONE ? "" :
+				         "rolling out");
+				ncols = k;
+			}
+			if (canary) {
+				cJSON *cj = track_json(&t);
+				cJSON_AddNumberToObject(cj, "percent", t.canary_percent);
+				cJSON_ReplaceItemInObject(o, "canary", cj);
+				struct row *r = &rows[row + 1];
+				int k = all_ns ? 5 : 4;
+				snprintf(r->cols[k], 160, "%d%% %d/%d %.12s", t.canary_percent, t.ready, t.desired,
+				         t.sha256[0] ? t.sha256 : "-");
+			}
+		}
+	}
+	if (ctx->output != DLK_OUTPUT_JSON && ctx->output != DLK_OUTPUT_YAML && nrows > 1) {
+		static const char *const h[] = { "SERVED", "READY", "MODEL", "ACCURACY", "CANARY", "STATUS" };
+		int k = 0;
+		if (all_ns)
+			snprintf(rows[0].cols[k++], 160, "NAMESPACE");
+		for (int i = 0; i < 6; i++)
+			snprintf(rows[0].cols[k++], 160, "%s", h[i]);
+		if (b->len)
+			dlk_buf_addc(b, '\n');
+		print_table(b, rows, nrows, ncols);
+	}
+	free(rows);
+	cJSON_Delete(deps);
+	cJSON_Delete(pods);
+	return 0;
+}
+
+/* One served model in detail: each track (ready/desired, model, source, accuracy, split,
+ * rollout) and each pod (track, phase, readiness, restarts, node, what holds it up). *found: 0
+ * when nothing is served under that name. */
+static int served_one(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name, int *found,
+                      struct dlk_buf *b, struct dlk_err *err)
+{
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	char *sel = dlk_serve_selector(name, NULL);
+	cJSON *deps = NULL, *pods = NULL, *json = NULL;
+	const cJSON *d, *p;
+	int rc = -1;
+
+	*found = 0;
+	lo.label_selector = sel;
+	if (kube_list(c, "Deployment", ns, &lo, &deps, err) < 0 || kube_list(c, "Pod", ns, &lo, &pods, err) < 0)
+		goto out;
+	if (!cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(deps, "items"))) {
+		rc = 0;
+		goto out;
+	}
+	*found = 1;
+	json = cJSON_CreateObject();
+	cJSON_AddStringToObject(json, "name", name);
+	cJSON_AddStringToObject(json, "namespace", ns);
+	cJSON *tracks = cJSON_AddArrayToObject(json, "tracks");
+	if (ctx->output != DLK_OUTPUT_JSON && ctx->output != DLK_OUTPUT_YAML) {
+		if (b->len)
+			dlk_buf_addc(b, '\n');
+		dlk_buf_addf(b, "served:     %s (namespace %s), Service %s-serving\n", name, ns, name);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(deps, "items")) {
+			struct dlk_serve_track t;
+			dlk_serve_track_summarize(d, cJSON_GetObjectItemCaseSensitive(pods, "items"), &t);
+			if ((!strcmp(t.track, "canary")) != pass)
+				continue;
+			cJSON *o = track_json(&t);
+			cJSON_AddStringToObject(o, "track", t.track);
+			cJSON_AddNumberToObject(o, "percent", t.canary_percent);
+			cJSON_AddItemToArray(tracks, o);
+			if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML)
+				continue;
+			char acc[32] = "-";
+			if (t.accuracy[0])
+				snprintf(acc, sizeof(acc), "%.2f%%", 100 * atof(t.accuracy));
+			dlk_buf_addf(b, "%-11s %d/%d ready, model %.12s from %s, test accuracy %s", pass ? "canary:" : "stable:", t.ready,
+			             t.desired, t.sha256[0] ? t.sha256 : "-", t.source[0] ? t.source : "-", acc);
+			if (pass)
+				dlk_buf_addf(b, ", %d%% of the traffic", t.canary_percent);
+			dlk_buf_addf(b, "\n%-11s %s%s%s%s%s\n", "rollout:",
+			             t.rollout == ROLLOUT_DONE ? "complete" : t.rollout == ROLLOUT_FAILED ? "failed" : "in progress",
+			             t.pod[0] ? ", pod " : "", t.pod, t.reason[0] ? ": " : "", t.reason);
+		}
+	}
+	cJSON *pj = cJSON_AddArrayToObject(json, "pods");
+	int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(pods, "items"));
+	struct row *rows = xcalloc((size_t)n + 1, sizeof(*rows));
+	int nrows = 0;
+	static const char *const h[] = { "POD", "TRACK", "PHASE", "READY", "RESTARTS", "NODE", "REASON" };
+	for (int i = 0; i < 7; i++)
+		snprintf(rows[0].cols[i], 160, "%s", h[i]);
+	nrows = 1;
+	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(pods, "items")) {
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(p, "status");
+		const cJSON *cs = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "containerStatuses"), 0);
+		const cJSON *l = jget2(p, "metadata", "labels");
+		const cJSON *tr = cJSON_GetObjectItemCaseSensitive(l, DLK_LABEL_TRACK);
+		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(st, "phase");
+		const cJSON *node = jget2(p, "spec", "nodeName");
+		const cJSON *rs = cJSON_GetObjectItemCaseSensitive(cs, "restartCount");
+		const cJSON *wr = jget2(cJSON_GetObjectItemCaseSensitive(cs, "state"), "waiting", "reason");
+		struct row *r = &rows[nrows++];
+		snprintf(r->cols[0], 160, "%s", meta_name(p));
+		snprintf(r->cols[1], 160, "%s", cJSON_IsString(tr) ? tr->valuestring : "-");
+		snprintf(r->cols[2], 160, "%s", cJSON_IsString(ph) ? ph->valuestring : "-");
+		snprintf(r->cols[3], 160, "%s", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cs, "ready")) ? "yes" : "no");
+		snprintf(r->cols[4], 160, "%d", cJSON_IsNumber(rs) ? rs->valueint : 0);
+		snprintf(r->cols[5], 160, "%s", cJSON_IsString(node) ? node->valuestring : "-");
+		snprintf(r->cols[6], 160, "%s", cJSON_IsString(wr) ? wr->valuestring : "");
+		cJSON *po = cJSON_CreateObject();
+		cJSON_AddStringToObject(po, "name", r->cols[0]);
+		cJSON_AddStringToObject(po, "track", r->cols[1]);
+		cJSON_AddStringToObject(po, "phase", r->cols[2]);
+		cJSON_AddBoolToObject(po, "ready", !strcmp(r->cols[3], "yes"));
+		cJSON_AddNumberToObject(po, "restarts", cJSON_IsNumber(rs) ? rs->valueint : 0);
+		cJSON_AddItemToArray(pj, po);
+	}
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
+		rc = emit_structured(ctx, json, b, err);
+	} else {
+		if (nrows > 1) {
+			dlk_buf_addc(b, '\n');
+			print_table(b, rows, nrows, 7);
+		}
+		rc = 0;
+	}
+	free(rows);
+out:
+	free(sel);
+	cJSON_Delete(json);
+	cJSON_Delete(deps);
+	cJSON_Delete(pods);
 	return rc;
 }
 
@@ -370,7 +604,7 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 			cJSON_Delete(jc);
 			cJSON_Delete(pc);
 		} else {
-			if (render_list(ctx, NULL, w.jobs, w.pods, 0, &b, &err) < 0)
+			if (render_list(ctx, NULL, w.jobs, w.pods, 0, NULL, &b, &err) < 0)
 				rc = dlk_report(ctx, &err), done = 1;
 			dlk_jobwatch_unlock(&w);
 			if (!b.len)
@@ -402,7 +636,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
 	struct dlk_buf b = DLK_BUF_INIT;
-	cJSON *jobs = NULL, *pods = NULL, *job = NULL;
+	cJSON *jobs = NULL, *pods = NULL, *job = NULL, *served = NULL;
 	int all_ns = opt.all_ns, watch = opt.watch;
 	const char *name = args->n_pos ? args->pos[0] : NULL, *ns;
 	int rc = 0;
@@ -421,22 +655,48 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	if (name) {
 		enum dlk_job_state st;
-		if (dlk_read_job(ctx, c, ns, name, &job, &err) < 0 || dlk_job_list_pods(c, ns, name, &pods, &err) < 0 ||
-		    render_one(ctx, c, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &b, &st, &err) < 0) {
+		int served = 0, have_job = dlk_read_job(ctx, c, ns, name, &job, &err) == 0;
+		if (!have_job && err.code != DLK_EXIT_NOTFOUND) {
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+		if (have_job && (dlk_job_list_pods(c, ns, name, &pods, &err) < 0 ||
+		                 render_one(ctx, c, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &b, &st, &err) < 0)) {
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+		/* -o json/yaml: one document, the job's when there is one */
+		struct dlk_err serr = DLK_ERR_INIT;
+		if ((!have_job || (ctx->output != DLK_OUTPUT_JSON && ctx->output != DLK_OUTPUT_YAML)) &&
+		    served_one(ctx, c, ns, name, &served, &b, &serr) < 0) {
+			rc = dlk_report(ctx, &serr);
+			goto out;
+		}
+		if (!have_job && !served) {
+			dlk_err_hint(&err, "list the jobs and served models with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
 	} else {
+		struct dlk_buf sb = DLK_BUF_INIT;
 		if (list_kind(c, "Job", ns, all_ns, DLK_LABEL_JOB, &jobs, &err) < 0 ||
-		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), NULL, all_ns, &b, &err) < 0) {
+		    served_list(ctx, c, ns, all_ns, &served, &sb, &err) < 0 ||
+		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), NULL, all_ns, served, &b, &err) < 0) {
+			dlk_buf_release(&sb);
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
+		if (sb.len) {
+			if (b.len)
+				dlk_buf_addc(&b, '\n');
+			dlk_buf_add(&b, sb.data, sb.len);
+		}
+		dlk_buf_release(&sb);
 		if (!b.len) {
 			if (all_ns)
-				dlk_info(ctx, "no dlk jobs in any namespace");
+				dlk_info(ctx, "no dlk jobs or served models in any namespace");
 			else
-				dlk_info(ctx, "no dlk jobs in namespace '%s'", ns);
+				dlk_info(ctx, "no dlk jobs or served models in namespace '%s'", ns);
 		}
 	}
 	fwrite(b.data, 1, b.len, stdout);
@@ -446,6 +706,7 @@ out:
 	cJSON_Delete(jobs);
 	cJSON_Delete(pods);
 	cJSON_Delete(job);
+	cJSON_Delete(served);
 	return rc;
 }
 
@@ -457,8 +718,10 @@ static const struct dlk_option status_options[] = {
 
 const struct dlk_command_def dlk_cmd_status = {
 	.usage = "[NAME]",
-	.description = "Without NAME, list the dlk jobs of the namespace (-A: of all namespaces). With NAME, show\n"
-	               "that job: each rank's pod, why it is pending, and the progress its workers publish.",
+	.description = "Without NAME, list the dlk jobs of the namespace (-A: of all namespaces) and the models it\n"
+	               "serves (ready and desired replicas, model digest, accuracy, canary split). With NAME, show\n"
+	               "that job: each rank's pod, why it is pending, and the progress its workers publish; and\n"
+	               "the model served as NAME: each track's rollout and model, and each of its pods.",
 	.options = status_options,
 	.min_pos = 0,
 	.max_pos = 1,

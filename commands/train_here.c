@@ -723,6 +723,15 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	bundle = cli->bundle ? xstrdup(cli->bundle) : default_bundle_path(out_dir, spec->name);
 	if (write_bundle(&run, bundle, cli->report, &res, &err))
 		goto fail;
+	if (run.jp) {
+		/* the run as the bundle holds it, weights' digest included: what dlk serve deploys */
+		struct dlk_err berr = DLK_ERR_INIT;
+		cJSON *doc = dlk_report_from_bundle(bundle, &berr);
+		char *m = doc ? report_run_compact(doc, DLK_METRICS_MAX_BYTES) : NULL;
+		dlk_job_progress_metrics(run.jp, m);
+		free(m);
+		cJSON_Delete(doc);
+	}
 	dlk_train_report_result(&run.show, spec, &res, bundle, run.world);
 	goto out;
 fail:

@@ -113,6 +113,22 @@ int check_label_key(const char *s, char *why, size_t why_len)
 	return check_label_name(name, strlen(name), "the name part", why, why_len);
 }
 
+int check_gateway_ref(const char *s, char *why, size_t why_len)
+{
+	const char *slash = strchr(s, '/');
+	char ns[254];
+
+	if (!slash)
+		return check_dns_subdomain(s, why, why_len);
+	if ((size_t)(slash - s) >= sizeof(ns) || strchr(slash + 1, '/'))
+		return why_f(why, why_len, "must be NAME or NAMESPACE/NAME");
+	memcpy(ns, s, (size_t)(slash - s));
+	ns[slash - s] = '\0';
+	if (check_dns_subdomain(ns, why, why_len) || check_dns_subdomain(slash + 1, why, why_len))
+		return why_f(why, why_len, "must be NAME or NAMESPACE/NAME, each a DNS-1123 name");
+	return 0;
+}
+
 int check_label_value(const char *s, char *why, size_t why_len)
 {
 	return check_label_name(s, strlen(s), "a label value", why, why_len);

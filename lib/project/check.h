@@ -11,6 +11,8 @@
 int check_dns_label(const char *s, size_t max, char *why, size_t why_len);
 /* RFC 1123 subdomain: dot-separated labels, at most 253 characters. */
 int check_dns_subdomain(const char *s, char *why, size_t why_len);
+/* A Gateway reference: NAME or NAMESPACE/NAME. */
+int check_gateway_ref(const char *s, char *why, size_t why_len);
 /* Label key: [prefix/]name, prefix a DNS subdomain, name 1..63 of [A-Za-z0-9._-] with
  * alphanumeric ends. */
 int check_label_key(const char *s, char *why, size_t why_len);

@@ -165,6 +165,11 @@ struct dlk_serving {
 	char *cpu, *memory;       /* default "1", "1Gi" */
 	int gpus;                 /* default 0 */
 	double min_accuracy;      /* promote only at or above this test accuracy; default 0 */
+	double min_class_recall;  /* and only when every class's recall is at least this; default 0 */
+	int max_replicas;         /* above replicas: a HorizontalPodAutoscaler scales up to it; default 0 (none) */
+	int target_cpu_percent;   /* the autoscaler's CPU utilisation target, default 70 */
+	char *gateway;            /* the Gateway (NAME or NAMESPACE/NAME) an HTTPRoute attaches the model
+	                             to, when the cluster serves the Gateway API; NULL: none */
 	/* the inference server (dlk serve --local / --worker) */
 	int max_batch;            /* rows in one forward pass, default 64 */
 	int max_delay_us;         /* how long a batch may wait for more rows, default 0: a batch is

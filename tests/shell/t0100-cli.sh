@@ -4,7 +4,7 @@
 MANDIR=$TEST_ROOT/${BUILD:-build}/man
 # the long options listed in an options table of `-h` output, one per line, sorted
 help_opts() { grep -E "^ +(-[a-zA-Z], )?--" | help_opts_loose; }
-help_opts_loose() { sed -E -n "s/^ *(-[a-zA-Z], )?--(\[no-\])?([a-z][a-z-]*).*/--\3/p" | sort -u; }
+help_opts_loose() { sed -E -n "s/^ *(-[a-zA-Z], )?--(\[no-\])?([a-z][a-z0-9-]*).*/--\3/p" | sort -u; }
 
 test_expect_success 'dlk -h lists every command in the table' '
 	dlk -h >out &&

@@ -70,7 +70,7 @@ J='{"id":"r1","inputs":[{"name":"input","shape":[2,16],"datatype":"FP32","data":
 post() { curl -s -o body -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$2" "$URL$1"; }
 get() { curl -s -o body -w '%{http_code}' "$URL$1"; }
 
-test_expect_failure_code 'serving needs --local (deploying is not there yet)' 2 '
+test_expect_failure_code 'a bundle without --local is a usage error: deploying takes a job name' 2 '
 	dlk serve "$B" 2>err; rc=$?; grep_q "hint: serve bundles on this machine" err; exit $rc
 '
 test_expect_failure_code 'no bundle is a usage error' 2 'dlk serve --local'
