@@ -10,7 +10,7 @@ DESTDIR ?=
 CC ?= cc
 NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
 
-PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto
+PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto libxml-2.0
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

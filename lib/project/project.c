@@ -8,6 +8,7 @@
 #include "lib/project/project.h"
 #include "lib/project/check.h"
 #include "lib/project/ytree.h"
+#include "lib/store/manifest.h"
 #include "lib/util/buf.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
@@ -120,6 +121,13 @@ static int check_abs_path(const char *s, char *why, size_t len)
 	return 0;
 }
 
+static int check_dataset_ref(const char *s, char *why, size_t len)
+{
+	struct dlk_dataset_ref r;
+
+	return dlk_dataset_ref_parse(s, 0, &r, why, len);
+}
+
 static int check_label_value_nonempty(const char *s, char *why, size_t len)
 {
 	if (!*s)
@@ -128,6 +136,7 @@ static int check_label_value_nonempty(const char *s, char *why, size_t len)
 }
 
 static const char *const format_names[] = { "idx", "csv", "tar", NULL };
+static const char *const cache_volume_names[] = { "emptyDir", "hostPath", "checkpoint", NULL };
 static const char *const loss_names[] = { "softmax_cross_entropy", NULL };
 static const char *const init_names[] = { "torch", "xavier", NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
@@ -160,9 +169,20 @@ static const struct field csv_fields[] = {
 	END
 };
 
+static const struct field node_cache_fields[] = {
+	FIELD("volume", struct dlk_node_cache, F_ENUM, volume, .names = cache_volume_names, .def = "emptyDir"),
+	FIELD("host_path", struct dlk_node_cache, F_STR, host_path, .check = check_abs_path, .def = "/var/cache/dlk"),
+	FIELD("max_bytes", struct dlk_node_cache, F_BYTES, max_bytes, .def = "20Gi"),
+	END
+};
+
 /* csv options live in struct dlk_data itself, so csv's "struct" is dlk_data at offset 0 */
 static const struct field data_fields[] = {
 	FIELD("format", struct dlk_data, F_ENUM, format, .names = format_names, .def = "idx"),
+	FIELD("dataset", struct dlk_data, F_STR, dataset, .check = check_dataset_ref),
+	FIELD("store", struct dlk_data, F_STR, store, .check = check_store_url),
+	FIELD("store_secret", struct dlk_data, F_STR, store_secret, .check = check_dns_subdomain),
+	FIELD("node_cache", struct dlk_data, F_MAP, node_cache, .sub = node_cache_fields),
 	FIELD("train", struct dlk_data, F_MAP, train, .flags = REQ, .sub = split_fields),
 	FIELD("test", struct dlk_data, F_MAP, test, .sub = split_fields),
 	{ .key = "csv", .type = F_MAP, .off = 0, .sub = csv_fields },
@@ -332,6 +352,10 @@ const char *project_optimizer_name(enum dlk_optim o)
 const char *project_schedule_name(enum dlk_lr_schedule s)
 {
 	return (int)s >= 0 && (int)s < n_names(sched_names) ? sched_names[s] : "?";
+}
+const char *project_cache_volume_name(enum dlk_cache_volume v)
+{
+	return (int)v >= 0 && (int)v < n_names(cache_volume_names) ? cache_volume_names[v] : "?";
 }
 const char *project_format_name(enum dlk_data_format f)
 {
@@ -1474,6 +1498,30 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	}
 }
 
+/* With a dataset, every source is a path inside it, pinned by its manifest. */
+static void check_dataset_sources(struct ctx *c, const struct dlk_data *d, const struct ynode *root)
+{
+	const struct { const struct dlk_source *src; const char *path; } srcs[] = {
+		{ &d->train.images, "data.train.images" }, { &d->train.labels, "data.train.labels" },
+		{ &d->train.source, "data.train.source" }, { &d->test.images, "data.test.images" },
+		{ &d->test.labels, "data.test.labels" }, { &d->test.source, "data.test.source" },
+	};
+	char why[128];
+
+	for (size_t i = 0; i < DLK_ARRAY_SIZE(srcs); i++) {
+		const struct dlk_source *src = srcs[i].src;
+		const struct ynode *at = pos_or(c, &src->url, GIVEN_VALUE, root);
+		if (!src->url)
+			continue;
+		if (dlk_manifest_check_path(src->url, strlen(src->url), why, sizeof(why)))
+			problem(c, at, srcs[i].path,
+			        "with data.dataset a source is a path inside the dataset, and '%s' has %s", src->url, why);
+		else if (src->sha256)
+			problem(c, pos_or(c, &src->sha256, GIVEN_VALUE, at), srcs[i].path,
+			        "the dataset's manifest pins every file: leave sha256 out");
+	}
+}
+
 static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode *root)
 {
 	const struct ynode *data_node = given_at(c, &s->data, GIVEN_MAP);
@@ -1487,6 +1535,15 @@ static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode 
 		check_split(c, &s->data.train, "train", 1, data_node);
 		check_split(c, &s->data.test, "test", 0, data_node);
 	}
+	if (s->data.dataset) {
+		const struct ynode *at = pos_or(c, &s->data.dataset, GIVEN_VALUE, root);
+		if (!s->data.store)
+			problem(c, at, "data.dataset", "a dataset needs data.store, the store it was pushed to");
+		check_dataset_sources(c, &s->data, root);
+	}
+	if (s->data.node_cache.volume == DLK_CACHE_CHECKPOINT && !s->storage.claim && !s->storage.size)
+		problem(c, pos_or(c, &s->data.node_cache.volume, GIVEN_VALUE, root), "data.node_cache.volume",
+		        "the checkpoint volume holds the cache only when there is one: set storage.claim or storage.size");
 	if (s->storage.claim && s->storage.size)
 		problem(c, pos_or(c, &s->storage.size, GIVEN_VALUE, root), "storage.size",
 		        "set either claim (an existing volume) or size (a new one), not both");

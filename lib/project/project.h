@@ -27,8 +27,26 @@ struct dlk_split {
 	struct dlk_source source; /* csv: the table; tar: the shard archive */
 };
 
+/* Where workers keep fetched objects (lib/store/cache.h): a volume the job template mounts. */
+enum dlk_cache_volume { DLK_CACHE_EMPTYDIR, DLK_CACHE_HOSTPATH, DLK_CACHE_CHECKPOINT };
+
+struct dlk_node_cache {
+	enum dlk_cache_volume volume; /* default emptyDir: survives a container restart, not a new pod */
+	char *host_path;         /* hostPath: the node's directory, default "/var/cache/dlk" */
+	long long max_bytes;     /* the bound, evicting least recently used objects; default 20Gi */
+};
+
 struct dlk_data {
 	enum dlk_data_format format;
+	/* a versioned dataset (dlk data push): "sha256:<id>" or "NAME@TAG" (resolved to the id when
+	 * a run is submitted); the sources are then paths inside it. NULL: the sources are URLs */
+	char *dataset;
+	char *store;             /* where datasets are: a directory, file://, s3://BUCKET/PREFIX,
+	                            pvc://CLAIM/PATH; NULL = none */
+	char *store_secret;      /* a Secret with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and
+	                            optionally AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL) that
+	                            workers get as environment variables; NULL = none */
+	struct dlk_node_cache node_cache;
 	struct dlk_split train;
 	struct dlk_split test;
 	/* csv options */
@@ -187,6 +205,7 @@ const char *project_layer_kind_name(enum dlk_layer_kind kind);
 const char *project_optimizer_name(enum dlk_optim o);
 const char *project_schedule_name(enum dlk_lr_schedule s);
 const char *project_format_name(enum dlk_data_format f);
+const char *project_cache_volume_name(enum dlk_cache_volume v);
 
 /* Every key path the loader accepts ("training.epochs", "model.layers[].dense.units", ...),
  * NULL-terminated; used for suggestions and shell completion of --set. */
