@@ -5,6 +5,7 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/train.h"
+#include "commands/train_data.h"
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
 #include "lib/render/render.h"
@@ -87,6 +88,12 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	spec = dlk_ctx_load_spec(ctx, &err);
 	if (!spec)
 		return dlk_report(ctx, &err);
+	/* a dataset tag names one id for the whole run: resolved here, once, and the id is what the
+	 * rendered spec, every worker and the bundle carry */
+	if ((enum dlk_train_mode)opt.mode != TRAIN_WORKER && dlk_train_pin_dataset(ctx, spec, &err)) {
+		project_free(spec);
+		return dlk_report(ctx, &err);
+	}
 	switch ((enum dlk_train_mode)opt.mode) {
 	case TRAIN_SUBMIT:
 		rc = dlk_train_submit(ctx, &opt, spec);

@@ -4,6 +4,7 @@
  * rendezvous and averages gradients over the TCP ring; only rank 0 evaluates, prints, publishes
  * progress and writes checkpoints and the bundle. */
 #include "commands/train_here.h"
+#include "commands/train_data.h"
 #include "commands/train_progress.h"
 #include "lib/data/dataset.h"
 #include "lib/comm/comm.h"
@@ -493,6 +494,7 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	struct dlk_data_opts dopts = { 0 };
 	struct dlk_train_opts topts = DLK_TRAIN_OPTS_INIT;
 	struct dlk_train_result res = DLK_TRAIN_RESULT_INIT;
+	struct dlk_train_data *tdata = NULL;
 	struct dlk_training tr = spec->training;
 	struct report rep = { 0 };
 	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT };
@@ -552,6 +554,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	dopts.base_dir = dir;
 	dopts.progress = data_progress;
 	dopts.progress_ctx = &rep;
+	if (dlk_train_data_open(ctx, spec, worker, dir, &dopts, &tdata, &err))
+		goto fail;
 	rep.phase = "loading training data";
 	if (dlk_data_load(&spec->data, "train", &dopts, &train, &err) && !sig_seen)
 		goto fail;
@@ -567,6 +571,7 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		         "stopped by a signal while loading the data");
 		goto fail;
 	}
+	dlk_train_data_done(ctx, tdata, rep.rank);
 	if (rep.world > 1 && join_gang(&rep, &env, &err))
 		goto fail;
 	if (!ctx->quiet && rep.rank == 0) {
@@ -636,6 +641,9 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		bi.train = &train;
 		bi.test = test.n ? &test : NULL;
 		bi.project_digest = digest;
+		bi.dataset_id = spec->data.dataset.id;
+		bi.dataset_tag = spec->data.dataset.tag;
+		bi.data_store = spec->data.dataset.id ? spec->data.store : NULL;
 		bi.seed = res.seed;
 		bi.started_at = res.started_at;
 		bi.finished_at = res.finished_at;
@@ -677,6 +685,7 @@ out:
 	dlk_train_result_release(&res);
 	dlk_dataset_release(&train);
 	dlk_dataset_release(&test);
+	dlk_train_data_free(tdata);
 	free(rep.ckpt_dir);
 	free(bundle);
 	free(dir);

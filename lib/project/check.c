@@ -516,12 +516,12 @@ int check_store_url(const char *s, char *why, size_t why_len)
 	if (sl == 2 && !strncmp(s, "s3", 2)) {
 		size_t bl = strcspn(rest, "/");
 		if (bl < 3 || bl > 63)
-			return why_f(why, why_len, "an S3 store is s3://BUCKET[/PREFIX] with a bucket name of 3 to 63 characters");
+			return why_f(why, why_len, "is not s3://BUCKET[/PREFIX] with a bucket name of 3 to 63 characters");
 		for (size_t i = 0; i < bl; i++)
 			if (!(islower((unsigned char)rest[i]) || isdigit((unsigned char)rest[i]) || rest[i] == '-' ||
 			      rest[i] == '.'))
-				return why_f(why, why_len, "the bucket name has other characters than lowercase letters, digits, "
-				                           "'-' and '.'");
+				return why_f(why, why_len, "has a bucket name with other characters than lowercase letters, "
+				                           "digits, '-' and '.'");
 		if (memchr(rest, '@', bl))
 			return why_f(why, why_len, "carries credentials, which never go in the project file");
 		return 0;
@@ -530,7 +530,7 @@ int check_store_url(const char *s, char *why, size_t why_len)
 		char claim[254], inner[200];
 		size_t cl = strcspn(rest, "/");
 		if (!cl || cl > 253)
-			return why_f(why, why_len, "a pvc store is pvc://CLAIM[/PATH]");
+			return why_f(why, why_len, "is not pvc://CLAIM[/PATH]");
 		memcpy(claim, rest, cl);
 		claim[cl] = '\0';
 		if (check_dns_subdomain(claim, inner, sizeof(inner))) {
@@ -543,7 +543,7 @@ int check_store_url(const char *s, char *why, size_t why_len)
 				seg++;
 			k = strcspn(seg, "/");
 			if ((k == 1 && seg[0] == '.') || (k == 2 && !strncmp(seg, "..", 2)))
-				return why_f(why, why_len, "'.' and '..' are not allowed in a pvc:// path");
+				return why_f(why, why_len, "has a '.' or '..' segment");
 			seg += k;
 		}
 		return 0;

@@ -38,9 +38,13 @@ struct dlk_node_cache {
 
 struct dlk_data {
 	enum dlk_data_format format;
-	/* a versioned dataset (dlk data push): "sha256:<id>" or "NAME@TAG" (resolved to the id when
-	 * a run is submitted); the sources are then paths inside it. NULL: the sources are URLs */
-	char *dataset;
+	/* a versioned dataset (dlk data push), the sources then being paths inside it. Written
+	 * "sha256:<id>", "NAME@TAG" (or NAME: NAME@latest), or {id, tag}: a tag is resolved to its
+	 * id when a run is submitted, and both are kept. Both NULL: the sources are URLs */
+	struct {
+		char *id;            /* "sha256:<64 lowercase hex>" or NULL */
+		char *tag;           /* "NAME@TAG" or NULL */
+	} dataset;
 	char *store;             /* where datasets are: a directory, file://, s3://BUCKET/PREFIX,
 	                            pvc://CLAIM/PATH; NULL = none */
 	char *store_secret;      /* a Secret with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and

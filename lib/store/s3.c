@@ -353,8 +353,9 @@ static int s3_send(struct dlk_store *s, const struct s3_req *req, struct s3_resp
 		res = curl_easy_perform(c);
 		curl_slist_free_all(h);
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-		logf_(s, "%s s3://%s/%s%s%s %ld in %.0f ms", req->method, s3->bucket, req->key ? req->key : "",
-		      req->query ? "?" : "", req->query ? req->query : "", r->status, (dlk_now() - t0) * 1000);
+		logf_(s, "%s s3://%s/%s%s%s%s %ld in %.0f ms", req->method, s3->bucket, req->key ? req->key : "",
+		      req->query ? "?" : "", req->query ? req->query : "", req->range ? " (a range)" : "", r->status,
+		      (dlk_now() - t0) * 1000);
 		if (r->sink_failed) {
 			*err = r->sink_err;
 			goto out;
