@@ -31,7 +31,8 @@
 	X(data, push, "hash files into a dataset, upload what the store lacks, print its id")     \
 	X(data, ls, "list the datasets of a store, with their tags")                             \
 	X(data, show, "show a dataset: its files, sizes, digests and tags")                      \
-	X(data, get, "download a dataset into a directory, every file verified")
+	X(data, get, "download a dataset into a directory, every file verified")                   \
+	X(data, serve, "serve a directory store over HTTP: what the pod of a pvc:// store runs")
 
 #define X(n, s) extern const struct dlk_command_def dlk_cmd_##n;
 DLK_COMMAND_LIST(X)

@@ -7,12 +7,15 @@
 #include "commands/data.h"
 #include "lib/project/project.h"
 #include "lib/store/cache.h"
+#include "lib/store/serve.h"
 #include "lib/store/store.h"
 #include "lib/util/buf.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -82,6 +85,8 @@ int dlk_data_store_open(const struct dlk_ctx *ctx, const char *url, const struct
 		o.kube = ds->kube;
 		o.namespace_ = ns ? ns : ds->kube->cfg.namespace;
 		o.image = image;
+		if (getenv("DLK_STORE_POD_TIMEOUT"))
+			o.pod_timeout_s = atoi(getenv("DLK_STORE_POD_TIMEOUT"));
 	}
 	ds->store = dlk_store_open(url, &o, err);
 	return ds->store ? 0 : -1;
@@ -497,6 +502,75 @@ const struct dlk_command_def dlk_cmd_data_get = {
 	.run = run_get,
 	.examples = "  $ dlk data get fashion@v1 ./fashion\n"
 	            "  $ dlk data get sha256:1f2e3d4c /tmp/data --from pvc://datasets/dlk\n",
+};
+
+/* ---- serve ---- */
+
+static const char *serve_listen;
+static double serve_idle_s;
+static volatile sig_atomic_t serve_stop;
+
+static void on_serve_signal(int sig)
+{
+	(void)sig;
+	serve_stop = 1;
+}
+
+static void serve_ready(void *vctx, int port)
+{
+	const struct dlk_ctx *ctx = vctx;
+
+	dlk_info(ctx, "serving the store on port %d", port);
+}
+
+static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_store_serve_opts o = { 0 };
+	struct sigaction sa = { 0 };
+	struct stat st;
+
+	/* a store's directory appears with its first push, as a directory store's does */
+	if (stat(args->pos[0], &st) < 0 && errno == ENOENT && dlk_mkdir_p(args->pos[0], &err))
+		return dlk_report(ctx, &err);
+	if (stat(args->pos[0], &st) < 0 || !S_ISDIR(st.st_mode)) {
+		dlk_errf(&err, DLK_EXIT_CONFIG, "'%s' is not a directory", args->pos[0]);
+		return dlk_report(ctx, &err);
+	}
+	serve_stop = 0;
+	sa.sa_handler = on_serve_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	o.root = args->pos[0];
+	o.listen = serve_listen;
+	o.token = getenv("DLK_STORE_TOKEN");
+	o.idle_s = serve_idle_s;
+	o.stop = &serve_stop;
+	o.ready = serve_ready;
+	o.ready_ctx = ctx;
+	if (dlk_store_serve(&o, &err))
+		return dlk_report(ctx, &err);
+	return 0;
+}
+
+static const struct dlk_option serve_options[] = {
+	OPT_STRING(0, "listen", &serve_listen, "ADDR", ":8080", "where to listen: HOST:PORT, or :PORT on every address"),
+	OPT_DURATION(0, "idle", &serve_idle_s, "DURATION", "stop after this long without a request",
+	             .def_doc = "never"),
+	OPT_END(),
+};
+
+const struct dlk_command_def dlk_cmd_data_serve = {
+	.usage = "DIR",
+	.description = "Serve the directory store DIR over HTTP until SIGTERM (or --idle). Every request must carry\n"
+	               "the token in $DLK_STORE_TOKEN. A pvc:// store is this command in a short-lived pod, which\n"
+	               "dlk reaches through the API server's pod proxy.",
+	.options = serve_options,
+	.min_pos = 1,
+	.max_pos = 1,
+	.complete_pos = COMPLETE_DIR,
+	.run = run_serve,
+	.examples = "  $ DLK_STORE_TOKEN=$(openssl rand -hex 16) dlk data serve /srv/datasets --listen 127.0.0.1:8080\n",
 };
 
 /* ---- the parent ---- */
