@@ -8,7 +8,31 @@ VERSION := 0.1.0
 PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
-NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+
+# The CUDA toolchain: CUDA_HOME given on make's command line; else the wheels `.ci/deps` installs
+# into .deps/cuda-*/; else CUDA_HOME from the environment; else /usr/local/cuda; else the nvcc on
+# PATH. NCCL's header comes from the wheels' nccl/ beside it, NCCL_HOME, CUDA_HOME or /usr.
+CUDA_DEPS := $(lastword $(sort $(wildcard .deps/cuda-*/nvidia/cu13/bin/nvcc)))
+ifneq ($(origin CUDA_HOME),command line)
+ifneq ($(CUDA_DEPS),)
+CUDA_HOME := $(CURDIR)/$(patsubst %/bin/nvcc,%,$(CUDA_DEPS))
+else ifeq ($(CUDA_HOME),)
+CUDA_HOME := $(or $(wildcard /usr/local/cuda),$(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null)))
+endif
+endif
+NVCC ?= $(wildcard $(CUDA_HOME)/bin/nvcc)
+CUDA_CUBLAS := $(firstword $(wildcard $(foreach d,lib64 lib,$(CUDA_HOME)/$(d)/libcublas.so $(CUDA_HOME)/$(d)/libcublas.so.[0-9]*)))
+CUDA_CUBLASLT := $(firstword $(wildcard $(foreach d,lib64 lib,$(CUDA_HOME)/$(d)/libcublasLt.so $(CUDA_HOME)/$(d)/libcublasLt.so.[0-9]*)))
+CUDA_LIBDIR := $(patsubst %/,%,$(dir $(CUDA_CUBLAS)))
+NCCL_H := $(firstword $(wildcard $(NCCL_HOME)/include/nccl.h $(CUDA_HOME)/../nccl/include/nccl.h $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
+NCCL_INC := $(patsubst %/,%,$(dir $(NCCL_H)))
+NCCL_LIBDIR := $(abspath $(dir $(firstword $(wildcard $(NCCL_INC)/../lib/libnccl.so.2 $(NCCL_INC)/../lib64/libnccl.so.2))))
+# SASS for Ampere (sm_80, and by binary compatibility sm_86/sm_89) and Hopper (sm_90), so a driver
+# older than the toolkit runs it; PTX of the newest as well, for GPUs newer than both to JIT.
+GPU_ARCHS ?= 80 90
+GPU_GENCODE := $(foreach a,$(GPU_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+	-gencode arch=compute_$(lastword $(GPU_ARCHS)),code=compute_$(lastword $(GPU_ARCHS))
+GPU_ARCHS_STR := $(foreach a,$(GPU_ARCHS),sm_$(a)) + PTX compute_$(lastword $(GPU_ARCHS))
 
 PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto libxml-2.0
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -35,7 +59,9 @@ LIB_SRC := $(sort $(wildcard lib/*/*.c))
 CMD_SRC := $(sort $(wildcard commands/*.c))
 TEMPLATES := $(sort $(wildcard templates/*.yaml))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
-GPU_SRC := $(sort $(wildcard gpu/*.cu))
+GPU_CU := $(sort $(wildcard gpu/*.cu))
+GPU_C := $(sort $(wildcard gpu/*.c))
+GPU_OBJ := $(GPU_CU:gpu/%.cu=$(BUILD)/cuda/%.o) $(GPU_C:gpu/%.c=$(BUILD)/cuda/%.o)
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/templates.o
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/main.o
@@ -46,7 +72,7 @@ COMMANDS = $(shell $(DLK_BIN) __commands 2>/dev/null)
 # The binary is built in the build directory; the normal build also puts it at ./dlk.
 DLK_BIN := $(BUILD)/dlk
 
-.PHONY: all deps test test-unit test-long test-gpu demo bench install clean gpu man fuzz fuzz-build
+.PHONY: all deps test test-unit test-long test-gpu demo bench install clean gpu man fuzz fuzz-build image
 ifeq ($(SANITIZE),1)
 all: $(DLK_BIN) man gpu
 else
@@ -96,7 +122,9 @@ $(DLK_BIN): $(CMD_OBJ) $(BUILD)/libdlk.a
 $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libdlk.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"
-	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
+	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(filter %.o,$^) $(BUILD)/libdlk.a $(LDLIBS)
+# the CUDA backend's host-side code that needs no CUDA, tested on the CPU
+$(BUILD)/tests/unit/test_gpu_pool: $(BUILD)/gpu/pool.o
 
 # Man pages: the prose is in man/*.in, SYNOPSIS and OPTIONS come from the command tables.
 $(BUILD)/man/%: man/%.in $(DLK_BIN)
@@ -104,15 +132,30 @@ $(BUILD)/man/%: man/%.in $(DLK_BIN)
 	@$(DLK_BIN) __man-fill $< > $@.tmp && mv $@.tmp $@
 man: $(MAN_OUT)
 
-# The CUDA backend is a separate shared object that dlk dlopen()s when a GPU is present.
-ifneq ($(and $(NVCC),$(GPU_SRC)),)
+# The CUDA backend is a separate shared object that dlk dlopen()s when a GPU is present. It links
+# cudart statically and cuBLAS dynamically, and dlopen()s NCCL itself; its RUNPATH is its own
+# directory (an install or an image puts the CUDA libraries beside it), then the toolkit's.
+ifneq ($(and $(NVCC),$(CUDA_CUBLAS),$(NCCL_H)),)
+GPU_INC := -I. -I$(CUDA_HOME)/include -I$(NCCL_INC)
+GPU_DEFS := -DDLK_CUDA_ARCHS='"$(GPU_ARCHS_STR)"' $(if $(NCCL_LIBDIR),-DDLK_NCCL_LIBDIR='"$(NCCL_LIBDIR)"')
+GPU_RPATH := '$$ORIGIN':$(CUDA_LIBDIR)
 gpu: $(BUILD)/libdlk-cuda.so
-$(BUILD)/libdlk-cuda.so: $(GPU_SRC) $(wildcard gpu/*.h lib/nn/*.h)
-	@mkdir -p $(BUILD)
-	$(NVCC) -O2 -std=c++17 -shared -Xcompiler -fPIC,-Wall -I. -o $@ $(GPU_SRC) -lcublas -lnccl
+$(BUILD)/cuda/%.o: gpu/%.cu $(wildcard gpu/*.h gpu/*.cuh) lib/nn/backend.h lib/nn/kernels.h
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $<"
+	@$(NVCC) -O2 -std=c++17 $(GPU_GENCODE) -Werror all-warnings -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror \
+		$(GPU_INC) $(GPU_DEFS) -c -o $@ $<
+$(BUILD)/cuda/%.o: gpu/%.c $(wildcard gpu/*.h) lib/nn/backend.h
+	@mkdir -p $(dir $@)
+	@echo "  CC      $< (CUDA)"
+	@$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -fvisibility=hidden -Wall -Wextra -Werror $(GPU_INC) $(GPU_DEFS) -c -o $@ $<
+$(BUILD)/libdlk-cuda.so: $(GPU_OBJ)
+	@echo "  LD      $@"
+	@$(NVCC) -shared $(GPU_GENCODE) -o $@ $(GPU_OBJ) -L$(CUDA_LIBDIR) -Xlinker $(CUDA_CUBLAS),$(CUDA_CUBLASLT) -ldl -lpthread \
+		-Xlinker -rpath,$(GPU_RPATH) -Xlinker --enable-new-dtags
 else
 gpu:
-	@echo "no nvcc or no gpu/ sources: the CUDA backend is not built"
+	@echo "no CUDA toolchain (nvcc, cuBLAS and nccl.h; '.ci/deps build' installs them): the CUDA backend is not built"
 endif
 
 test-unit: $(UNIT_BIN)
@@ -166,7 +209,12 @@ test:
 test-long: all
 	@BUILD=$(BUILD) DLK=$(CURDIR)/$(DLK_BIN) DLK_TEST_LONG=1 tests/run long
 
-test-gpu: all
+# The GPU suite: every test named *gpu*. Each skips, saying why, where no CUDA device is usable
+# (this line says it first), so the target succeeds on a machine without one.
+test-gpu:
+	@.ci/deps test
+	@$(MAKE) --no-print-directory all test-unit
+	@$(DLK_BIN) version | sed -n 's/^\(cuda\|nccl\): */# \1: /p'
 	@BUILD=$(BUILD) DLK=$(CURDIR)/$(DLK_BIN) tests/run gpu
 
 demo:
@@ -178,6 +226,16 @@ bench:
 	@.ci/deps bench
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh
+
+# The container images, as an OCI layout in $(BUILD)/image (no daemon): dlk:$(VERSION) and
+# dlk:$(VERSION)-cuda, the defaults of the templates' image. IMAGE_BASE=host skips the Debian base.
+IMAGE_BASE ?= debian
+image:
+	@.ci/deps image
+	@$(MAKE) --no-print-directory all
+	@test "$(SANITIZE)" != 1 || { echo "error: images hold a normal build, not SANITIZE=1" >&2; exit 1; }
+	@sh image/build.sh --base $(IMAGE_BASE) $(BUILD) $(BUILD)/image
+	@echo "push: skopeo copy oci:$(BUILD)/image:$(VERSION) docker://REGISTRY/dlk:$(VERSION) (and :$(VERSION)-cuda)"
 
 install: all
 	@test "$(SANITIZE)" != 1 || { echo "error: install a normal build, not SANITIZE=1" >&2; exit 1; }

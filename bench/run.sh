@@ -2,6 +2,8 @@
 # make bench: every benchmark, each against its peer measured in the same run.
 #   bench/train/run.sh      dlk vs PyTorch (CPU, OpenBLAS) on Fashion-MNIST: samples/s, accuracy, memory
 #   bench/allreduce/run.sh  dlk's TCP ring all-reduce vs Gloo's on loopback: bus bandwidth
+#   bench/gpu/run.sh        dlk vs PyTorch on the same GPU (training, step anatomy, NCCL all-reduce);
+#                           prints why it skipped where no GPU is
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -10,3 +12,6 @@ sh bench/train/run.sh
 echo
 echo "== all-reduce: dlk vs Gloo"
 sh bench/allreduce/run.sh
+echo
+echo "== GPU: dlk vs PyTorch on the same GPU"
+sh bench/gpu/run.sh

@@ -20,6 +20,7 @@
 	X(train, "train a model: submit the job to the cluster, show it, run it here, or be its worker") \
 	X(status, "show dlk jobs: state, workers, GPUs, progress; or one job in detail")           \
 	X(logs, "show the logs of a job's workers, merged, each line tagged with its rank")       \
+	X(report, "write a run's report: one HTML page with its curves, confusion matrix and provenance") \
 	X(delete, "delete jobs and everything dlk created for them")                              \
 	X(data, "versioned datasets: push files to a store, list, show and get them by id or tag") \
 	X(completion, "print the shell completion script for bash or zsh")                       \

@@ -268,6 +268,10 @@ static int cmd_complete(const struct dlk_command *fixed, int argc, char **argv)
 			const struct dlk_option *o = pass ? dlk_global_options : (cmd ? cmd->def->options : NULL);
 			for (size_t i = 0; o && o[i].type != OPTION_END; i++) {
 				char *l = xasprintf("--%s", o[i].long_name);
+				if (pass && dlk_option_find(cmd, l) != &o[i]) {
+					free(l); /* the command's own row of that name replaces the global one */
+					continue;
+				}
 				print_if_prefix(l, cur);
 				free(l);
 				if (dlk_option_negatable(&o[i])) {
@@ -376,9 +380,9 @@ static int cmd_man_fill(const char *path)
 			dlk_man_synopsis(stdout, cmd);
 		} else if (!strcmp(line, "@OPTIONS@\n")) {
 			if (cmd)
-				dlk_man_options(stdout, cmd->def->options);
+				dlk_man_options(stdout, cmd->def->options, NULL);
 		} else if (!strcmp(line, "@GLOBAL_OPTIONS@\n")) {
-			dlk_man_options(stdout, dlk_global_options);
+			dlk_man_options(stdout, dlk_global_options, cmd ? cmd->def->options : NULL);
 		} else if (!strcmp(line, "@COMMANDS@\n")) {
 			for (size_t i = 0; dlk_commands[i].name; i++)
 				printf(".TP\n.BR dlk\\-%s (1)\n%s.\n", dlk_commands[i].name, dlk_commands[i].summary);

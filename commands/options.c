@@ -476,11 +476,21 @@ static void opt_left(char *buf, size_t n, const struct dlk_option *o)
 		snprintf(buf, n, "%s--%s", s, o->long_name);
 }
 
-static void print_options(FILE *out, const struct dlk_option *o)
+/* Whether a command's own row of this long name hides the global one (report's -o names a file). */
+static int shadowed(const struct dlk_option *shadow, const char *long_name)
+{
+	size_t idx;
+
+	return shadow && find_long(shadow, long_name, strlen(long_name), &idx);
+}
+
+static void print_options(FILE *out, const struct dlk_option *o, const struct dlk_option *shadow)
 {
 	for (size_t i = 0; o && o[i].type != OPTION_END; i++) {
 		char left[96], num[32];
 		const char *def = default_text(&o[i], num, sizeof(num));
+		if (shadowed(shadow, o[i].long_name))
+			continue;
 		opt_left(left, sizeof(left), &o[i]);
 		fprintf(out, "  %-30s %s", left, o[i].help);
 		if (o[i].type == OPTION_ENUM) {
@@ -504,7 +514,7 @@ void dlk_usage_print(FILE *out, const struct dlk_command *cmd)
 		for (size_t i = 0; dlk_commands[i].name; i++)
 			fprintf(out, "  %-12s %s\n", dlk_commands[i].name, dlk_commands[i].summary);
 		fprintf(out, "\nGlobal options:\n");
-		print_options(out, dlk_global_options);
+		print_options(out, dlk_global_options, NULL);
 		fprintf(out, "\nRun 'dlk help <command>' or 'dlk <command> -h' for a command's options,\n"
 		             "'man dlk' for exit codes and files.\n");
 		return;
@@ -516,7 +526,7 @@ void dlk_usage_print(FILE *out, const struct dlk_command *cmd)
 			if (!strcmp(dlk_subcommands[i].parent, cmd->name))
 				fprintf(out, "  %-12s %s\n", dlk_subcommands[i].word, dlk_subcommands[i].summary);
 		fprintf(out, "\nGlobal options:\n");
-		print_options(out, dlk_global_options);
+		print_options(out, dlk_global_options, NULL);
 		fprintf(out, "\nRun 'dlk %s <command> -h' or 'dlk help %s <command>' for a command's options.\n", cmd->name,
 		        cmd->name);
 		if (cmd->def->examples)
@@ -528,10 +538,10 @@ void dlk_usage_print(FILE *out, const struct dlk_command *cmd)
 	fprintf(out, "%s\n", cmd->def->description ? cmd->def->description : cmd->summary);
 	if (opt_count(cmd->def->options)) {
 		fprintf(out, "\nOptions:\n");
-		print_options(out, cmd->def->options);
+		print_options(out, cmd->def->options, NULL);
 	}
 	fprintf(out, "\nGlobal options:\n");
-	print_options(out, dlk_global_options);
+	print_options(out, dlk_global_options, cmd->def->options);
 	if (cmd->def->examples)
 		fprintf(out, "\nExamples:\n%s", cmd->def->examples);
 }
@@ -570,12 +580,14 @@ void dlk_man_synopsis(FILE *out, const struct dlk_command *cmd)
 	}
 }
 
-void dlk_man_options(FILE *out, const struct dlk_option *o)
+void dlk_man_options(FILE *out, const struct dlk_option *o, const struct dlk_option *shadow)
 {
 	for (size_t i = 0; o && o[i].type != OPTION_END; i++) {
 		char num[32];
 		const char *def = default_text(&o[i], num, sizeof(num));
 
+		if (shadowed(shadow, o[i].long_name))
+			continue;
 		fputs(".TP\n", out);
 		if (o[i].short_name)
 			fprintf(out, "\\fB\\-%c\\fR, ", o[i].short_name);

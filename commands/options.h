@@ -183,7 +183,9 @@ int dlk_option_negatable(const struct dlk_option *o);
 void dlk_usage_print(FILE *out, const struct dlk_command *cmd);
 /* Synopsis line(s) and options list in man(7) markup, for __man-fill. */
 void dlk_man_synopsis(FILE *out, const struct dlk_command *cmd);
-void dlk_man_options(FILE *out, const struct dlk_option *opts);
+/* Rows in man markup; those whose long name is also in shadow (a command's own table, for the
+ * globals it replaces) are left out. */
+void dlk_man_options(FILE *out, const struct dlk_option *opts, const struct dlk_option *shadow);
 /* Writes s escaped for roff: '-' as "\-", '\' as "\e". */
 void dlk_man_escape(FILE *out, const char *s);
 

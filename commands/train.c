@@ -13,6 +13,7 @@
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -85,6 +86,11 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	int rc = 0;
 
 	(void)args;
+	if (opt.report && opt.mode == TRAIN_SUBMIT && !opt.wait && !opt.follow && !opt.timeout_s) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--report writes the page when the run ends: submitting, it goes with "
+		         "--wait, --follow or --timeout");
+		return dlk_report(ctx, &err);
+	}
 	spec = dlk_ctx_load_spec(ctx, &err);
 	if (!spec)
 		return dlk_report(ctx, &err);
@@ -109,7 +115,11 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_train_here(ctx, &opt, spec, 0);
 		break;
 	case TRAIN_WORKER:
-		rc = dlk_train_here(ctx, &opt, spec, 1);
+		if (spec->resources.gpus > 1 && getenv("KUBERNETES_SERVICE_HOST") && !getenv("LOCAL_RANK"))
+			/* a pod with several GPUs: a rank per GPU (unless a launcher already made them) */
+			rc = dlk_train_pod_gang(ctx, &opt, spec, spec->resources.gpus);
+		else
+			rc = dlk_train_here(ctx, &opt, spec, 1);
 		break;
 	}
 	cJSON_Delete(objects);
@@ -134,6 +144,10 @@ static const struct dlk_option train_options[] = {
 	           .complete = COMPLETE_FILE),
 	OPT_STRING(0, "bundle", &opt.bundle, "FILE", NULL, "where to write the model bundle",
 	           .def_doc = "NAME.dlk next to the project file", .complete = COMPLETE_FILE),
+	OPT_STRING(0, "report", &opt.report, "FILE", NULL, "when the run ends, write its report page (see dlk report) to FILE",
+	           .modes = DLK_MODE(TRAIN_SUBMIT) | DLK_MODE(TRAIN_LOCAL) | DLK_MODE(TRAIN_WORKER),
+	           .hint = "the page is written when the run ends: here, or after waiting for a submitted job",
+	           .complete = COMPLETE_FILE),
 	OPT_INT(0, "workers", &opt.workers, "N", 1, "with --local: train with N worker processes on this machine",
 	        .min = 1, .max = DLK_GANG_MAX_WORKERS, .modes = DLK_MODE(TRAIN_LOCAL),
 	        .hint = "in a cluster the number of workers is resources.workers in the project file"),
@@ -158,5 +172,6 @@ const struct dlk_command_def dlk_cmd_train = {
 	            "  $ dlk train --replace --wait\n"
 	            "  $ dlk train --dry-run -o json\n"
 	            "  $ dlk train --local --set training.epochs=1\n"
-	            "  $ dlk train --local --metrics metrics.jsonl -q\n",
+	            "  $ dlk train --local --metrics metrics.jsonl -q\n"
+	            "  $ dlk train --local --report run.html\n",
 };

@@ -13,6 +13,7 @@ struct dlk_train_cli {
 	const char *templates;   /* NULL: the project's templates/, if any */
 	const char *metrics;     /* NULL: no metrics file */
 	const char *bundle;      /* NULL: NAME.dlk next to the project file */
+	const char *report;      /* NULL: no report page (--report FILE: written when the run ends) */
 	int workers, max_restarts;
 };
 

@@ -1,5 +1,6 @@
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
+#include "lib/comm/rendezvous.h"
 #include "lib/util/err.h"
 #include "lib/util/mem.h"
 
@@ -47,6 +48,11 @@ struct gang {
 	struct worker *w;
 	int n;
 	int progress_open;  /* rank 0's progress line is drawn on the terminal */
+	/* In a pod (dlk_train_pod_gang): the workers are ranks base_rank .. base_rank + n - 1 of a
+	 * gang of `world` over several pods, and find rank 0 where the pod's environment says. */
+	int in_pod, base_rank, world;
+	const char *master_addr;
+	int master_port;
 };
 
 static void put(const char *s, size_t n)
@@ -79,7 +85,7 @@ static size_t strip_erase(char *s, size_t n)
 static void emit_line(struct gang *g, int rank, char *s, size_t n)
 {
 	char prefix[32];
-	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
+	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", g->base_rank + rank);
 
 	n = strip_erase(s, n);
 	if (g->progress_open) {
@@ -95,10 +101,10 @@ static void emit_line(struct gang *g, int rank, char *s, size_t n)
 static void emit_progress(struct gang *g, int rank, char *s, size_t n)
 {
 	char prefix[32];
-	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
+	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", g->base_rank + rank);
 
 	n = strip_erase(s, n);
-	if (!n || !g->ctx->tty_err || rank != 0)
+	if (!n || !g->ctx->tty_err || g->base_rank + rank != 0)
 		return;
 	put("\r\033[K", 4);
 	put(prefix, (size_t)pl);
@@ -210,20 +216,32 @@ static void child(struct gang *g, const struct dlk_train_cli *opts, const struct
 			dup2(nul, STDOUT_FILENO);
 			close(nul);
 		}
-		close(lfd);
-	} else {
+		if (lfd >= 0)
+			close(lfd);
+	} else if (lfd >= 0) {
 		setenv_int("DLK_LISTEN_FD", lfd);
 	}
-	setenv_int("RANK", rank);
-	setenv_int("WORLD_SIZE", g->n);
-	setenv("MASTER_ADDR", "127.0.0.1", 1);
-	setenv_int("MASTER_PORT", port);
-	setenv_int("DLK_GENERATION", (long)gen);
-	setenv("DLK_RUN_ID", run_id, 1);
-	setenv("DLK_JOB_NAME", spec->name, 1);
+	/* the local rank picks the worker's GPU */
+	setenv_int("LOCAL_RANK", rank);
+	setenv_int("LOCAL_WORLD_SIZE", g->n);
 	setenv_int("DLK_THREADS", threads);
-	unsetenv("KUBERNETES_SERVICE_HOST"); /* a local gang publishes no progress on any Job */
-	unsetenv("JOB_COMPLETION_INDEX");
+	unsetenv("JOB_COMPLETION_INDEX"); /* RANK says it, and an Indexed Job's index is the pod's */
+	if (g->in_pod) {
+		/* the pod's run id, generation and job name stay as the Job set them */
+		setenv_int("RANK", g->base_rank + rank);
+		setenv_int("WORLD_SIZE", g->world);
+		setenv("MASTER_ADDR", g->master_addr, 1);
+		setenv_int("MASTER_PORT", g->master_port);
+	} else {
+		setenv_int("RANK", rank);
+		setenv_int("WORLD_SIZE", g->n);
+		setenv("MASTER_ADDR", "127.0.0.1", 1);
+		setenv_int("MASTER_PORT", port);
+		setenv_int("DLK_GENERATION", (long)gen);
+		setenv("DLK_RUN_ID", run_id, 1);
+		setenv("DLK_JOB_NAME", spec->name, 1);
+		unsetenv("KUBERNETES_SERVICE_HOST"); /* a local gang publishes no progress on any Job */
+	}
 	g->ctx->color = 0;
 	rc = dlk_train_here(g->ctx, opts, spec, 1);
 	fflush(stdout);
@@ -279,11 +297,12 @@ static int root_cause(const struct gang *g)
 static int run_generation(struct gang *g, const struct dlk_train_cli *opts, const struct dlk_project *spec, unsigned gen,
                           const char *run_id, int threads, struct dlk_err *err)
 {
-	int port = 0, lfd = listen_loopback(&port, err), failed = -1, stopping = 0, alive, seq = 0;
+	/* in a pod, global rank 0 listens on MASTER_PORT itself, as a one-rank pod does */
+	int port = 0, lfd = g->in_pod ? -1 : listen_loopback(&port, err), failed = -1, stopping = 0, alive, seq = 0;
 	double deadline = 0;
 	struct pollfd pfd[DLK_GANG_MAX_WORKERS];
 
-	if (lfd < 0)
+	if (lfd < 0 && !g->in_pod)
 		return -3;
 	for (int r = 0; r < g->n; r++) {
 		int p[2];
@@ -312,7 +331,8 @@ static int run_generation(struct gang *g, const struct dlk_train_cli *opts, cons
 		g->w[r].pid = pid;
 		g->w[r].fd = p[0];
 	}
-	close(lfd);
+	if (lfd >= 0)
+		close(lfd);
 
 	for (;;) {
 		int np = 0, idx[DLK_GANG_MAX_WORKERS];
@@ -385,7 +405,7 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 {
 	int workers = opts->workers, max_restarts = opts->max_restarts;
 	struct dlk_err err = DLK_ERR_INIT;
-	struct gang g = { ctx, NULL, workers, 0 };
+	struct gang g = { ctx, NULL, workers, 0, 0, 0, 0, NULL, 0 };
 	struct sigaction sa = { 0 }, old_int, old_term;
 	char run_id[64], what[128];
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -438,6 +458,63 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	for (int r = 0; r < workers; r++)
+		free(g.w[r].buf);
+	free(g.w);
+	return rc;
+}
+
+int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec, int gpus)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dist_env env;
+	struct gang g = { ctx, NULL, gpus, 0, 1, 0, 0, NULL, 0 };
+	struct sigaction sa = { 0 }, old_int, old_term;
+	char what[128];
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int threads = spec->training.threads ? spec->training.threads : (int)(cores / gpus > 0 ? cores / gpus : 1);
+	int rc = 0, f;
+
+	if (gpus < 2 || gpus > DLK_GANG_MAX_WORKERS) {
+		dlk_errf(&err, DLK_EXIT_CONFIG, "resources.gpus: %d workers in one pod is not in 2..%d", gpus,
+		         DLK_GANG_MAX_WORKERS);
+		return dlk_report(ctx, &err);
+	}
+	if (dist_env_read(&env, &err))
+		return dlk_report(ctx, &err);
+	if ((long)env.world * gpus > DIST_WORLD_MAX) {
+		dlk_errf(&err, DLK_EXIT_CONFIG, "%d pods of %d GPUs make more than %d ranks", env.world, gpus, DIST_WORLD_MAX);
+		return dlk_report(ctx, &err);
+	}
+	g.base_rank = env.rank * gpus;
+	g.world = env.world * gpus;
+	g.master_addr = env.master_addr[0] ? env.master_addr : "127.0.0.1";
+	g.master_port = env.master_port;
+	g.w = xcalloc((size_t)gpus, sizeof(*g.w));
+	for (int r = 0; r < gpus; r++)
+		g.w[r].buf = xmalloc(LINE_MAX_BYTES + 1);
+	gang_sig = 0;
+	gang_sig_count = 0;
+	sa.sa_handler = on_gang_signal;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	/* one generation: restarting the gang is the Job's (its podFailurePolicy and the
+	 * rendezvous' generations), as for a pod of one rank */
+	f = run_generation(&g, opts, spec, 0, "", threads, &err);
+	if (f == -3) {
+		rc = dlk_report(ctx, &err);
+	} else if (f == -2) {
+		rc = DLK_EXIT_RESTARTABLE;
+	} else if (f >= 0) {
+		int st = g.w[f].status;
+		describe(what, sizeof(what), st);
+		rc = WIFSIGNALED(st) ? DLK_EXIT_RESTARTABLE : WEXITSTATUS(st);
+		dlk_errf(&err, rc, "rank %d (GPU %d of this pod) %s; the pod's other ranks were stopped", g.base_rank + f, f,
+		         what);
+		dlk_report(ctx, &err);
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	for (int r = 0; r < gpus; r++)
 		free(g.w[r].buf);
 	free(g.w);
 	return rc;

@@ -17,4 +17,11 @@
  * SIGINT/SIGTERM stop the gang cleanly (the workers write a checkpoint). Returns the exit code. */
 int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec);
 
+/* `dlk train --worker` in a pod given resources.gpus = N > 1: one worker process per GPU, ranks
+ * RANK*N .. RANK*N + N-1 of WORLD_SIZE*N (RANK, WORLD_SIZE and MASTER_ADDR as the pod's environment
+ * gives them for its pod), LOCAL_RANK picking each one's GPU; their stderr merged with "[rank N] "
+ * prefixes. No restarts here: a rank that fails stops the pod's others and the pod exits with its
+ * code (DLK_EXIT_RESTARTABLE for a death by signal), and the Job restarts the gang. */
+int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec, int gpus);
+
 #endif

@@ -4,15 +4,19 @@
  * rendezvous and averages gradients over the TCP ring; only rank 0 evaluates, prints, publishes
  * progress and writes checkpoints and the bundle. */
 #include "commands/train_here.h"
+#include "commands/report_source.h"
 #include "commands/train_data.h"
 #include "commands/train_progress.h"
 #include "lib/data/dataset.h"
 #include "lib/comm/comm.h"
 #include "lib/comm/rendezvous.h"
+#include "lib/report/report.h"
+#include "lib/nn/device.h"
 #include "lib/train/bundle.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/state.h"
 #include "lib/train/train.h"
+#include "lib/util/git.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
 
@@ -69,9 +73,14 @@ struct report {
 	int last_plain_epoch;
 	/* the distributed run */
 	int rank, world;
-	struct dlk_comm *comm;        /* NULL with one rank */
+	struct dlk_comm *comm;        /* NULL with one rank; host memory */
+	struct dlk_comm *dcomm;       /* NULL, or the device communicator (NCCL) for gradients */
+	const struct dlk_backend *be; /* what the model computes on */
+	float *stage;                 /* host copy of device gradients for the TCP ring */
 	struct dlk_err comm_err;      /* a collective that failed inside an event */
 	int comm_failed;
+	struct dlk_err grad_err;      /* a bucket that failed to start during backward */
+	int grad_failed;
 	/* checkpoints (rank 0 writes, every rank resumes) */
 	char *ckpt_dir;
 	int ckpt_keep;
@@ -82,6 +91,14 @@ struct report {
 	long ckpt_step;               /* the newest checkpoint written or resumed, -1: none */
 	long ckpt_delay_ms;           /* test hook: slow every checkpoint write down */
 	struct dlk_job_progress *jp;
+	/* what the run document published on the Job is made of (rank 0, in a cluster) */
+	const struct dlk_project *spec;
+	const struct dlk_net *net;
+	const struct dlk_dataset *train, *test;
+	char digest[65];
+	char git_commit[65];          /* "" when the project is in no git work tree */
+	int git_dirty;
+	int metrics_warned;
 };
 
 static void fmt_duration(char *buf, size_t n, double s)
@@ -133,6 +150,69 @@ static void metrics_line(struct report *r, const struct dlk_train_event *ev)
 	cJSON_Delete(o);
 }
 
+/* What the bundle and the published run document say about the run; seed and times are the
+ * caller's. The spec, datasets and digest come from r. */
+static void bundle_info(const struct report *r, struct dlk_bundle_info *bi, const struct dlk_net *net,
+                        const struct dlk_eval *eval, double train_loss, const struct dlk_history *history)
+{
+	const struct dlk_project *spec = r->spec;
+
+	memset(bi, 0, sizeof(*bi));
+	bi->name = spec->name;
+	bi->model = &spec->model;
+	bi->training = &spec->training;
+	bi->net = net;
+	bi->classes = spec->data.classes;
+	bi->n_class_names = spec->data.classes ? spec->data.n_classes : 0;
+	bi->eval = eval;
+	bi->train_loss = train_loss;
+	bi->train = r->train;
+	bi->test = r->test && r->test->n ? r->test : NULL;
+	bi->project_digest = r->digest;
+	bi->seed = spec->training.seed;
+	bi->history = history;
+	bi->git_commit = r->git_commit;
+	bi->git_dirty = r->git_dirty;
+	bi->dataset_id = spec->data.dataset.id;
+	bi->dataset_tag = spec->data.dataset.tag;
+	bi->data_store = spec->data.dataset.id ? spec->data.store : NULL;
+}
+
+/* After an epoch and at the end, in a cluster: the run so far, as `dlk report JOB` reads it. A
+ * document that cannot be made is warned about once; training goes on. */
+static char *metrics_json(struct report *r, const struct dlk_train_event *ev)
+{
+	struct dlk_bundle_info bi;
+	struct dlk_err err = DLK_ERR_INIT;
+	const struct dlk_history *h = ev->history;
+	cJSON *meta, *run;
+	char *s = NULL;
+
+	if (!r->net || !h)
+		return NULL;
+	bundle_info(r, &bi, r->net, ev->eval, h->n_epochs ? h->epochs[h->n_epochs - 1].train_loss : ev->loss, h);
+	bi.started_at = h->n_events ? h->events[0].time : NULL;
+	bi.finished_at = ev->kind == DLK_TRAIN_DONE ? ev->finished_at : NULL;
+	meta = dlk_bundle_meta_json(&bi);
+	run = report_run_from_meta(meta, "job", NULL, &err);
+	if (run)
+		s = report_run_compact(run, DLK_METRICS_MAX_BYTES);
+	if (!s && !r->metrics_warned++)
+		dlk_warn(r->ctx, "the run's metrics are not published on the job (training goes on): %s",
+		         run ? "too large for an annotation" : err.msg);
+	cJSON_Delete(run);
+	cJSON_Delete(meta);
+	return s;
+}
+
+static void on_start(void *vctx, const struct dlk_net *net, long total_steps)
+{
+	struct report *r = vctx;
+
+	(void)total_steps;
+	r->net = net;
+}
+
 static void on_event(void *vctx, const struct dlk_train_event *ev0)
 {
 	struct report *r = vctx;
@@ -155,10 +235,16 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		if (buf[1] > 0)
 			stop_flag = 1;
 		comm_set_step(r->comm, ev0->global_step + 1); /* named by the watchdog in its messages */
+		if (r->dcomm)
+			comm_set_step(r->dcomm, ev0->global_step + 1);
 	}
 	if (r->rank != 0)
 		return;
-	dlk_job_progress_event(r->jp, ev);
+	if (r->jp) {
+		char *m = ev->kind != DLK_TRAIN_STEP ? metrics_json(r, ev0) : NULL;
+		dlk_job_progress_event(r->jp, ev, m);
+		free(m);
+	}
 	metrics_line(r, ev);
 	fmt_duration(eta, sizeof(eta), ev->eta_sec);
 	fmt_duration(el, sizeof(el), ev->elapsed_sec);
@@ -416,18 +502,55 @@ static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err
 
 /* ---- gradients ---- */
 
-static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
+/* The backend's memory is host memory (the CPU's): the TCP ring can reduce it in place. */
+static int host_memory(const struct report *r)
+{
+	return r->be == dlk_backend_cpu();
+}
+
+static void on_grad_ready(void *vctx, float *grads, size_t n_params, size_t off, size_t n)
 {
 	struct report *r = vctx;
 
-	return comm_allreduce_bucketed(r->comm, grads, n, 0, COMM_AVG, err);
+	if (!r->grad_failed && comm_grads_ready(r->dcomm, grads, n_params, off, n, 0, COMM_AVG, &r->grad_err))
+		r->grad_failed = 1;
+}
+
+static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
+{
+	struct report *r = vctx;
+	int rc;
+
+	if (r->dcomm) {
+		/* the buckets started during backward; this starts the rest and waits */
+		if (r->grad_failed) {
+			*err = r->grad_err;
+			return -1;
+		}
+		return comm_grads_finish(r->dcomm, grads, n, 0, COMM_AVG, err);
+	}
+	if (host_memory(r))
+		return comm_allreduce_bucketed(r->comm, grads, n, 0, COMM_AVG, err);
+	/* device gradients without a device communicator (ranks sharing a GPU, or no NCCL): through
+	 * host memory */
+	if (!r->stage)
+		r->stage = xmalloc(sizeof(float) * (n ? n : 1));
+	r->be->to_host(r->stage, grads, sizeof(float) * n);
+	rc = comm_allreduce_bucketed(r->comm, r->stage, n, 0, COMM_AVG, err);
+	if (!rc)
+		r->be->to_device(grads, r->stage, sizeof(float) * n);
+	return rc;
 }
 
 static int on_broadcast(void *vctx, float *params, size_t n, struct dlk_err *err)
 {
 	struct report *r = vctx;
 
-	return comm_broadcast(r->comm, params, sizeof(float) * n, 0, err);
+	if (r->dcomm)
+		return comm_broadcast(r->dcomm, params, sizeof(float) * n, 0, err);
+	if (host_memory(r))
+		return comm_broadcast(r->comm, params, sizeof(float) * n, 0, err);
+	return bcast_floats(r->comm, params, n, r->be, err);
 }
 
 static long env_long(const char *name, long def, long lo, long hi, struct dlk_err *err, int *bad)
@@ -449,13 +572,13 @@ static long env_long(const char *name, long def, long lo, long hi, struct dlk_er
 }
 
 /* Joins the other ranks: the rendezvous (run id and generation from the Job) and the ring. */
-static int join_gang(struct report *r, const struct dist_env *env, struct dlk_err *err)
+static int join_gang(struct report *r, const struct dist_env *env, int dev_shared, struct dlk_err *err)
 {
 	struct dist_rdzv_opts o = DIST_RDZV_OPTS_INIT;
-	struct dist_group g = DIST_GROUP_INIT;
-	const char *job = getenv("DLK_JOB_NAME"), *uid = getenv("DLK_RUN_ID");
+	const char *job = getenv("DLK_JOB_NAME"), *uid = getenv("DLK_RUN_ID"), *comm_env = getenv("DLK_COMM");
+	const struct dlk_device_comm *dc;
 	char *run_id;
-	int bad = 0;
+	int bad = 0, rc;
 	long gen = env_long("DLK_GENERATION", 0, 0, UINT_MAX, err, &bad);
 	long lfd = env_long("DLK_LISTEN_FD", -1, -1, INT_MAX, err, &bad);
 	long tmo = env_long("DLK_RENDEZVOUS_TIMEOUT", 300, 1, 86400, err, &bad);
@@ -477,14 +600,18 @@ static int join_gang(struct report *r, const struct dist_env *env, struct dlk_er
 	o.run_id = run_id;
 	o.generation = (unsigned)gen;
 	o.timeout_ms = (int)(tmo * 1000);
-	if (dist_rendezvous(&o, &g, err)) {
+	/* NCCL carries the gradients when the backend has it and every rank has a GPU of its own;
+	 * DLK_COMM=tcp keeps them on the TCP ring (through host memory) */
+	dc = r->be->comm;
+	if (dc && (dev_shared || (comm_env && !strcmp(comm_env, "tcp"))))
+		dc = NULL;
+	if (comm_env && *comm_env && strcmp(comm_env, "tcp") && strcmp(comm_env, "auto")) {
 		free(run_id);
-		return -1;
+		return dlk_errf(err, DLK_EXIT_CONFIG, "DLK_COMM: expected auto or tcp, not '%.64s'", comm_env);
 	}
+	rc = dist_join(&o, dc, (int)(stall * 1000), &r->comm, &r->dcomm, err);
 	free(run_id);
-	r->comm = comm_tcp_new(&g, (int)(stall * 1000));
-	dist_group_release(&g);
-	return 0;
+	return rc;
 }
 
 int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec, int worker)
@@ -497,14 +624,23 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	struct dlk_train_data *tdata = NULL;
 	struct dlk_training tr = spec->training;
 	struct report rep = { 0 };
-	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT };
+	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT, 0, 1 };
+	struct dlk_device_choice dev;
+	enum dlk_device_kind want;
 	struct sigaction sa = { 0 }, old_int, old_term, old_alrm;
-	char *bundle = NULL, *dir = project_dir(ctx->file), digest[65];
+	char *bundle = NULL, *dir = project_dir(ctx->file);
 	const char *mpath = cli->metrics;
 	int rc = 0, ran, bad = 0;
 
 	rep.ctx = ctx;
 	rep.bar.ctx = ctx;
+	rep.spec = spec;
+	rep.train = &train;
+	rep.test = &test;
+	project_digest(spec, rep.digest);
+	/* which code made the model, when the project is kept in git (in a pod it is not) */
+	if (dlk_git_head(dir, rep.git_commit, &rep.git_dirty))
+		rep.git_commit[0] = '\0';
 	rep.ckpt_step = -1;
 	rep.world = 1;
 	stop_flag = 0;
@@ -533,6 +669,18 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		if (bad)
 			goto fail;
 	}
+	/* the project's GPUs: required in a pod that was given them, wanted (not required) when
+	 * training here; DLK_DEVICE overrides */
+	want = spec->resources.gpus <= 0 ? DLK_DEVICE_CPU
+	       : worker && getenv("KUBERNETES_SERVICE_HOST") ? DLK_DEVICE_CUDA : DLK_DEVICE_AUTO;
+	if (dlk_device_wanted(want, &want, &err) ||
+	    dlk_backend_select(want, env.local_rank, env.local_world, &dev, &err))
+		goto fail;
+	rep.be = dev.be;
+	if (dev.why[0] && want == DLK_DEVICE_AUTO && spec->resources.gpus > 0 && rep.rank == 0)
+		dlk_warn(ctx, "training on the CPU: %s", dev.why);
+	else if (ctx->verbose && rep.rank == 0)
+		dlk_info(ctx, "computing on %s", dev.be->device);
 	if (mpath && rep.rank == 0) {
 		rep.metrics = fopen(mpath, "a");
 		if (!rep.metrics) {
@@ -572,8 +720,10 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		goto fail;
 	}
 	dlk_train_data_done(ctx, tdata, rep.rank);
-	if (rep.world > 1 && join_gang(&rep, &env, &err))
+	if (rep.world > 1 && join_gang(&rep, &env, dev.shared, &err))
 		goto fail;
+	if (rep.world > 1 && ctx->verbose && rep.rank == 0)
+		dlk_info(ctx, "gradients over %s (%d ranks)", rep.dcomm ? "NCCL" : "the TCP ring", rep.world);
 	if (!ctx->quiet && rep.rank == 0) {
 		if (rep.world > 1)
 			fprintf(stderr, "training '%s' on %zu samples%s (%d epochs, %d workers x batch %d, %s)\n", spec->name,
@@ -591,17 +741,21 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	topts.spec_file = spec->path ? spec->path : ctx->file;
 	topts.train = &train;
 	topts.test = test.n ? &test : NULL;
+	topts.backend = rep.be;
 	topts.rank = rep.rank;
 	topts.world = rep.world;
 	if (rep.comm) {
 		topts.allreduce = on_allreduce;
 		topts.broadcast = on_broadcast;
+		if (rep.dcomm)
+			topts.grad_ready = on_grad_ready;
 		topts.comm_ctx = &rep;
 	}
 	topts.checkpoint = on_checkpoint;
 	topts.resume = on_resume;
 	topts.ckpt_ctx = &rep;
 	topts.on_event = on_event;
+	topts.on_start = on_start;
 	topts.event_ctx = &rep;
 	topts.cancel = &stop_flag;
 	ran = dlk_train_run(&topts, &res, &err);
@@ -627,28 +781,28 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	}
 
 	bundle = cli->bundle ? xstrdup(cli->bundle) : default_bundle_path(ctx->file, spec->name);
-	project_digest(spec, digest);
 	{
-		struct dlk_bundle_info bi = { 0 };
-		bi.name = spec->name;
-		bi.model = &spec->model;
-		bi.training = &spec->training;
-		bi.net = &res.net;
-		bi.classes = spec->data.classes;
-		bi.n_class_names = spec->data.classes ? spec->data.n_classes : 0;
-		bi.eval = res.eval.n ? &res.eval : NULL;
-		bi.train_loss = res.train_loss;
-		bi.train = &train;
-		bi.test = test.n ? &test : NULL;
-		bi.project_digest = digest;
-		bi.dataset_id = spec->data.dataset.id;
-		bi.dataset_tag = spec->data.dataset.tag;
-		bi.data_store = spec->data.dataset.id ? spec->data.store : NULL;
+		struct dlk_bundle_info bi;
+		bundle_info(&rep, &bi, &res.net, res.eval.n ? &res.eval : NULL, res.train_loss, &res.history);
 		bi.seed = res.seed;
-		bi.started_at = res.started_at;
+		/* the run's first start: a resumed run began before this process */
+		bi.started_at = res.history.n_events ? res.history.events[0].time : res.started_at;
 		bi.finished_at = res.finished_at;
 		if (dlk_bundle_write(bundle, &bi, &err))
 			goto fail;
+	}
+	/* the page is drawn from the bundle as written, as `dlk report` would draw it */
+	if (cli->report) {
+		const char *page = cli->report;
+		cJSON *run = dlk_report_from_bundle(bundle, &err);
+		if (!run || report_write_html(page, run, NULL, &err)) {
+			cJSON_Delete(run);
+			dlk_err_prefix(&err, "--report '%s'", page);
+			goto fail;
+		}
+		cJSON_Delete(run);
+		if (!ctx->quiet)
+			fprintf(stderr, "report: %s\n", page);
 	}
 
 	if (ctx->output == DLK_OUTPUT_JSON) {
@@ -680,7 +834,9 @@ out:
 	}
 	if (rep.metrics)
 		fclose(rep.metrics);
+	comm_free(rep.dcomm);
 	comm_free(rep.comm);
+	free(rep.stage);
 	dlk_job_progress_free(rep.jp);
 	dlk_train_result_release(&res);
 	dlk_dataset_release(&train);

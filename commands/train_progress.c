@@ -54,10 +54,10 @@ struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx)
 	return p;
 }
 
-void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_event *ev)
+void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_event *ev, const char *metrics)
 {
 	struct dlk_err err = DLK_ERR_INIT;
-	const char *key = DLK_PROGRESS_ANNOTATION;
+	const char *keys[2] = { DLK_PROGRESS_ANNOTATION, DLK_METRICS_ANNOTATION }, *vals[2];
 	char updated[32], *val;
 	double now = dlk_now();
 
@@ -72,7 +72,10 @@ void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_e
 	p->last = now;
 	dlk_rfc3339_now(updated);
 	val = dlk_progress_json(ev, p->accuracy, p->have_accuracy, updated);
-	if (kube_annotate_job(p->kc, p->ns, p->job, &key, (const char *const *)&val, 1, &err) && !p->warned) {
+	vals[0] = val;
+	vals[1] = metrics;
+	if (kube_annotate_job(p->kc, p->ns, p->job, keys, vals, metrics && ev->kind != DLK_TRAIN_STEP ? 2 : 1, &err) &&
+	    !p->warned) {
 		p->warned = 1;
 		dlk_warn(p->ctx, "cannot publish progress on job '%s' (training goes on; further failures are not shown): %s",
 		         p->job, err.msg);

@@ -1,5 +1,6 @@
 /* Rank 0 of a training Job publishes its progress on its own Job, as the annotation
- * dlk.dev/progress (a JSON string), so that `dlk status` and kubectl show it without logs. */
+ * dlk.dev/progress (a JSON string), so that `dlk status` and kubectl show it without logs, and
+ * after every epoch the run so far as dlk.dev/metrics, which `dlk report JOB` draws. */
 #ifndef DLK_COMMANDS_TRAIN_PROGRESS_H
 #define DLK_COMMANDS_TRAIN_PROGRESS_H
 
@@ -16,8 +17,10 @@ struct dlk_job_progress;
  * configuration cannot be read. */
 struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx);
 /* Publishes ev when DLK_PROGRESS_INTERVAL_SEC passed since the last patch, or at once for epoch
- * ends and the end of the run. A failed patch is warned about once and never stops training. */
-void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_event *ev);
+ * ends and the end of the run; with those, metrics (the run document so far, or NULL) goes in
+ * the same patch as the annotation dlk.dev/metrics. A failed patch is warned about once and
+ * never stops training. */
+void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_event *ev, const char *metrics);
 void dlk_job_progress_free(struct dlk_job_progress *p);
 
 #endif

@@ -3,9 +3,11 @@
  * come from dlk_train_render(). */
 #include "commands/cluster.h"
 #include "commands/commands.h"
+#include "commands/report_source.h"
 #include "commands/train.h"
 #include "commands/train_here.h"
 #include "lib/project/project.h"
+#include "lib/report/report.h"
 #include "lib/util/mem.h"
 
 #include <stdlib.h>
@@ -206,6 +208,23 @@ static int print_applied(cJSON *applied)
 	return 0;
 }
 
+/* --report: the page of the job that ended, from the run it published on itself */
+static int write_report(struct dlk_ctx *ctx, const char *ns, const char *name, const char *path)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	cJSON *run = dlk_report_from_job(ctx, ns, name, &err);
+
+	if (!run || report_write_html(path, run, NULL, &err)) {
+		cJSON_Delete(run);
+		dlk_err_prefix(&err, "--report '%s'", path);
+		return dlk_report(ctx, &err);
+	}
+	cJSON_Delete(run);
+	if (!ctx->quiet)
+		fprintf(stderr, "report: %s\n", path);
+	return 0;
+}
+
 int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -314,6 +333,11 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, cons
 			goto out;
 		}
 		rc = wait_for_job(ctx, c, ns, name, timeout_s, follow);
+		/* a job that failed has a report too: what it did before it failed */
+		if (opts->report && (rc == 0 || rc == DLK_EXIT_FAIL)) {
+			int r = write_report(ctx, ns, name, opts->report);
+			rc = rc ? rc : r;
+		}
 	}
 out:
 	if (c)

@@ -1,5 +1,7 @@
 #include "lib/comm/comm.h"
 
+#include <string.h>
+
 #include "lib/util/mem.h"
 
 int comm_allreduce(struct dlk_comm *c, float *buf, size_t count, enum comm_reduce op, struct dlk_err *err)
@@ -51,6 +53,72 @@ int comm_allreduce_bucketed(struct dlk_comm *c, float *buf, size_t count, size_t
 	return 0;
 }
 
+static int bucket_floats(size_t bucket_mib, size_t *per, struct dlk_err *err)
+{
+	if (!bucket_mib)
+		bucket_mib = 25;
+	if (bucket_mib > 4096)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "all-reduce: bucket size %zu MiB is over 4096 MiB",
+				bucket_mib);
+	*per = bucket_mib * 1024 * 1024 / sizeof(float);
+	return 0;
+}
+
+int comm_grads_ready(struct dlk_comm *c, float *buf, size_t count, size_t off, size_t n, size_t bucket_mib,
+		     enum comm_reduce op, struct dlk_err *err)
+{
+	struct comm_grads *g = &c->grads;
+
+	if (g->buf != buf || g->count != count) {
+		/* the first range of a step */
+		memset(g, 0, sizeof(*g));
+		if (bucket_floats(bucket_mib, &g->per, err))
+			return -1;
+		g->buf = buf;
+		g->count = g->ready = g->sent = count;
+		g->in_order = 1;
+	}
+	if (!g->in_order || off + n != g->ready || n > g->ready) {
+		g->in_order = 0;
+		return 0;
+	}
+	g->ready = off;
+	if (!c->ops->allreduce_start || c->world <= 1)
+		return 0;
+	while (g->sent - g->ready >= g->per) {
+		if (c->ops->allreduce_start(c, buf + g->sent - g->per, g->per, op, err)) {
+			memset(g, 0, sizeof(*g));
+			return -1;
+		}
+		g->sent -= g->per;
+	}
+	return 0;
+}
+
+int comm_grads_finish(struct dlk_comm *c, float *buf, size_t count, size_t bucket_mib, enum comm_reduce op,
+		      struct dlk_err *err)
+{
+	struct comm_grads *g = &c->grads;
+	size_t left = g->buf == buf && g->count == count ? g->sent : count;
+	int rc = 0;
+
+	memset(g, 0, sizeof(*g));
+	if (!c->ops->allreduce_start || c->world <= 1)
+		return comm_allreduce_bucketed(c, buf, left, bucket_mib, op, err);
+	if (bucket_floats(bucket_mib, &g->per, err))
+		return -1;
+	/* the rest in buckets from the top down, as the ones already started */
+	while (left && !rc) {
+		size_t n = left < g->per ? left : g->per;
+		rc = c->ops->allreduce_start(c, buf + left - n, n, op, err);
+		left -= n;
+	}
+	g->per = 0;
+	if (rc)
+		return -1;
+	return c->ops->wait ? c->ops->wait(c, err) : 0;
+}
+
 static int single_allreduce(struct dlk_comm *c, float *buf, size_t count, enum comm_reduce op,
 			    struct dlk_err *err)
 {
@@ -76,7 +144,11 @@ static void single_free(struct dlk_comm *c)
 }
 
 static const struct dlk_comm_ops single_ops = {
-	"single", single_allreduce, single_broadcast, single_barrier, single_free
+	.name = "single",
+	.allreduce = single_allreduce,
+	.broadcast = single_broadcast,
+	.barrier = single_barrier,
+	.free = single_free,
 };
 
 struct dlk_comm *comm_single_new(void)

@@ -28,7 +28,8 @@ int dist_env_read(struct dist_env *env, struct dlk_err *err)
 	const char *rank = getenv("RANK"), *idx = getenv("JOB_COMPLETION_INDEX");
 	const char *world = getenv("WORLD_SIZE"), *addr = getenv("MASTER_ADDR");
 	const char *port = getenv("MASTER_PORT");
-	long r = 0, w = 1, p = DIST_DEFAULT_PORT, ri;
+	const char *lrank = getenv("LOCAL_RANK"), *lworld = getenv("LOCAL_WORLD_SIZE");
+	long r = 0, w = 1, p = DIST_DEFAULT_PORT, ri, lr = 0, lw = 1;
 
 	memset(env, 0, sizeof(*env));
 	if (world && *world) {
@@ -71,6 +72,20 @@ int dist_env_read(struct dist_env *env, struct dlk_err *err)
 		dlk_errf(err, DLK_EXIT_CONFIG, "MASTER_ADDR is not set (WORLD_SIZE is %ld)", w);
 		return dlk_err_hint(err, "set MASTER_ADDR to the address or DNS name of rank 0");
 	}
+	if (lworld && *lworld) {
+		if (parse_num("LOCAL_WORLD_SIZE", lworld, DIST_WORLD_MAX, &lw, err))
+			return -1;
+		if (lw < 1)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "LOCAL_WORLD_SIZE must be at least 1");
+	}
+	if (lrank && *lrank) {
+		if (parse_num("LOCAL_RANK", lrank, DIST_WORLD_MAX, &lr, err))
+			return -1;
+		if (lr >= lw && lworld && *lworld)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "LOCAL_RANK %ld is out of range for LOCAL_WORLD_SIZE %ld", lr, lw);
+	}
+	env->local_rank = (int)lr;
+	env->local_world = (int)lw;
 	env->rank = (int)r;
 	env->world = (int)w;
 	env->master_port = (int)p;

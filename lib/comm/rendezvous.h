@@ -25,11 +25,13 @@ struct dist_env {
 	int rank, world;
 	char master_addr[256]; /* empty when world is 1 and MASTER_ADDR is unset */
 	int master_port;
+	int local_rank, local_world; /* among the ranks of this machine (pod): picks the GPU */
 };
 
 /* Reads RANK (or, when unset, JOB_COMPLETION_INDEX, which an Indexed Job sets), WORLD_SIZE
- * (unset: 1), MASTER_ADDR (required when the world has more than one rank) and MASTER_PORT
- * (unset: 29500). Fails with DLK_EXIT_CONFIG and a message naming the variable. */
+ * (unset: 1), MASTER_ADDR (required when the world has more than one rank), MASTER_PORT
+ * (unset: 29500), LOCAL_RANK (unset: 0) and LOCAL_WORLD_SIZE (unset: 1), as torchrun names
+ * them. Fails with DLK_EXIT_CONFIG and a message naming the variable. */
 int dist_env_read(struct dist_env *env, struct dlk_err *err);
 
 struct dist_rdzv_opts {
@@ -71,5 +73,14 @@ void dist_group_release(struct dist_group *g);
  * released afterwards). stall_timeout_ms (0: 300 s) bounds how long any collective may go
  * without progress before it fails with DLK_EXIT_RESTARTABLE. Never NULL. */
 struct dlk_comm *comm_tcp_new(struct dist_group *g, int stall_timeout_ms);
+
+struct dlk_device_comm;
+/* Joins the gang: the rendezvous of o (its blob is replaced), then the communicators. *host is
+ * the TCP ring over host memory (always; a single-rank one in a world of one). With dc and
+ * device given and more than one rank, *device is a device communicator too (comm_device_new):
+ * every rank first loads dc's library, rank 0 makes its id and the rendezvous carries it to
+ * every rank. Returns 0, or -1 with err (the rendezvous' errors, or the device communicator's). */
+int dist_join(const struct dist_rdzv_opts *o, const struct dlk_device_comm *dc, int stall_timeout_ms,
+	      struct dlk_comm **host, struct dlk_comm **device, struct dlk_err *err);
 
 #endif

@@ -758,7 +758,11 @@ static void tcp_free(struct dlk_comm *c)
 }
 
 static const struct dlk_comm_ops tcp_ops = {
-	"tcp-ring", tcp_allreduce, tcp_broadcast, tcp_barrier, tcp_free
+	.name = "tcp-ring",
+	.allreduce = tcp_allreduce,
+	.broadcast = tcp_broadcast,
+	.barrier = tcp_barrier,
+	.free = tcp_free,
 };
 
 struct dlk_comm *comm_tcp_new(struct dist_group *g, int stall_timeout_ms)

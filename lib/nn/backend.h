@@ -15,7 +15,19 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 1
+#define DLK_BACKEND_ABI 2
+
+struct dlk_device_comm;
+
+/* What a backend's memory pool holds (all zero where the backend has no pool). */
+struct dlk_mem_stats {
+	size_t held;              /* bytes taken from the device and kept */
+	size_t in_use;            /* bytes handed out to the model */
+	size_t peak_in_use;
+	size_t device_total, device_free;
+	unsigned long long device_allocs; /* allocations the device itself served */
+	unsigned long long reuses;        /* allocations the pool served from its cache */
+};
 
 struct dlk_backend {
 	int abi;                  /* DLK_BACKEND_ABI */
@@ -83,14 +95,77 @@ struct dlk_backend {
 	                   int nesterov, float wd);
 	void (*adam_update)(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
 	                    float beta2, float eps, float wd, int decoupled, float bc1, float bc2_sqrt);
+
+	/* ---- optional: NULL where the backend has nothing better than the composition ---- */
+
+	/* A dense layer's forward in one call: y[batch, out] = act(x[batch, in] w[out, in]^T + bias)
+	 * (a GEMM with a bias/activation epilogue on the GPU). NULL: sgemm then bias_act. */
+	void (*dense_forward)(const float *x, const float *w, const float *bias, int batch, int in, int out,
+	                      int act, float *y);
+	/* the memory pool's figures; NULL: no pool */
+	void (*mem_stats)(struct dlk_mem_stats *s);
+	/* collectives over this backend's device memory (NCCL on the CUDA backend); NULL: none, and
+	 * a multi-rank run stages device buffers through host memory for the TCP ring */
+	const struct dlk_device_comm *comm;
+};
+
+/* Collectives over device memory, as a backend offers them (NCCL in the CUDA backend). lib/comm
+ * wraps them into a struct dlk_comm (comm_device_new), adds the watchdog and the gradient
+ * buckets; nothing else calls these directly. Functions that can fail return 0, or -1 with a
+ * message in msg. `c` is what open() returned. Collectives run on the communicator's own
+ * stream, after all the work the backend has queued so far; wait() orders the backend's later
+ * work after them. */
+struct dlk_device_comm {
+	const char *name;         /* "nccl" */
+	size_t id_bytes;          /* the id rank 0 makes and every rank needs (at most 4096) */
+	/* the library's version or why it cannot be loaded, for `dlk version`; never fails */
+	void (*describe)(char *out, size_t len);
+	/* loads the library (once): every rank calls it before the rendezvous */
+	int (*load)(char *msg, size_t len);
+	/* rank 0 only: makes the id of a new communicator */
+	int (*make_id)(void *id, char *msg, size_t len);
+	/* every rank: joins the communicator of `world` ranks that id names, on the backend's
+	 * device; gives up after timeout_ms. NULL on failure. */
+	void *(*open)(const void *id, int rank, int world, int timeout_ms, char *msg, size_t len);
+	/* in place, n floats: the sum, or the mean when avg */
+	int (*allreduce)(void *c, float *buf, size_t n, int avg, char *msg, size_t len);
+	int (*broadcast)(void *c, void *buf, size_t bytes, int root, char *msg, size_t len);
+	/* the backend's later work waits for every collective started so far; with host non-zero
+	 * this thread waits too (polling, so that abort() releases it) */
+	int (*wait)(void *c, int host, char *msg, size_t len);
+	/* for the watchdog, from any thread: 0 healthy, 1 the oldest collective in flight is older
+	 * than timeout_ms, -1 the library reported an error (msg says which) */
+	int (*health)(void *c, int timeout_ms, char *msg, size_t len);
+	/* from any thread: abandons the collectives in flight; every later call fails */
+	void (*abort)(void *c);
+	void (*close)(void *c);
 };
 
 /* The always-present CPU backend (OpenBLAS). */
 const struct dlk_backend *dlk_backend_cpu(void);
 
-/* The symbol libdlk-cuda.so exports: returns its backend, or NULL with a message in msg when no
- * usable device is present. */
-typedef const struct dlk_backend *(*dlk_backend_entry_fn)(char *msg, size_t len);
+/* The symbol libdlk-cuda.so exports: returns its backend on CUDA device `device`, or NULL with a
+ * message in msg saying why that device cannot be used. A process uses one device: a second call
+ * with another device fails. */
+typedef const struct dlk_backend *(*dlk_backend_entry_fn)(int device, char *msg, size_t len);
 #define DLK_BACKEND_ENTRY "dlk_backend_cuda_entry"
+
+/* What the CUDA backend finds on this machine, without taking a device (for `dlk version`). */
+struct dlk_device_probe {
+	int usable;               /* a device can be used */
+	int devices;              /* CUDA devices visible */
+	int driver;               /* the driver's CUDA version (13000 = 13.0), 0 without a driver */
+	int runtime;              /* the CUDA version the backend was built with */
+	char why[1024];           /* when not usable: why, in a sentence */
+	char device0[160];        /* the first device: name, compute capability, memory */
+	char blas[64];            /* "cuBLAS 13.1.0" */
+	char comm[1024];          /* "NCCL 2.28.9", or why NCCL cannot be loaded */
+	char archs[64];           /* the GPU architectures the code was built for, "sm_80 sm_90" */
+	char path[512];           /* the library's file (filled by dlk's loader, not the library) */
+};
+typedef void (*dlk_backend_probe_fn)(struct dlk_device_probe *p);
+#define DLK_BACKEND_PROBE "dlk_backend_cuda_probe"
+/* an exported `const int` holding the library's DLK_BACKEND_ABI, read before anything is called */
+#define DLK_BACKEND_ABI_SYM "dlk_backend_cuda_abi"
 
 #endif

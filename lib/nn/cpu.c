@@ -284,7 +284,8 @@ static void cpu_maxpool_forward(const float *x, int batch, int c, int h, int w, 
                                 int oh, int ow, float *y, int32_t *argmax)
 {
 	if (size == 2 && stride == 2) {
-		/* the common case, unrolled: four loads and three compares per output */
+		/* the common case, unrolled: four loads and three compares per output (the NaN rule of
+		 * dlk_k_max_takes: a NaN wins and then stays) */
 		for (int bc = 0; bc < batch * c; bc++) {
 			const float *img = x + (size_t)bc * h * w;
 			int32_t base = (int32_t)((size_t)bc * h * w);
@@ -296,15 +297,15 @@ static void cpu_maxpool_forward(const float *x, int batch, int c, int h, int w, 
 					int i0 = 2 * ox;
 					float v = r0[i0];
 					int32_t bi = (2 * oy) * w + i0;
-					if (!(r0[i0 + 1] <= v)) {
+					if (dlk_k_max_takes(r0[i0 + 1], v)) {
 						v = r0[i0 + 1];
 						bi = (2 * oy) * w + i0 + 1;
 					}
-					if (!(r1[i0] <= v)) {
+					if (dlk_k_max_takes(r1[i0], v)) {
 						v = r1[i0];
 						bi = (2 * oy + 1) * w + i0;
 					}
-					if (!(r1[i0 + 1] <= v)) {
+					if (dlk_k_max_takes(r1[i0 + 1], v)) {
 						v = r1[i0 + 1];
 						bi = (2 * oy + 1) * w + i0 + 1;
 					}
@@ -328,8 +329,7 @@ static void cpu_maxpool_forward(const float *x, int batch, int c, int h, int w, 
 				for (int i = 0; i < size; i++)
 					for (int j = 0; j < size; j++) {
 						int idx = (y0 + i) * w + x0 + j;
-						/* NaN propagates as in PyTorch: a NaN wins */
-						if (img[idx] > bv || isnan(img[idx])) {
+						if (dlk_k_max_takes(img[idx], bv)) {
 							bv = img[idx];
 							best = idx;
 						}

@@ -84,6 +84,12 @@ DLK_HD static inline float dlk_k_dropout_scale(uint64_t seed, uint64_t index, fl
 	return dlk_k_uniform(seed, index) >= p ? 1.0f / (1.0f - p) : 0.0f;
 }
 
+/* ---- max pooling ---- */
+
+/* Does x replace m, the window's maximum so far? A NaN wins, as in PyTorch, and the first
+ * maximum is kept on ties. */
+DLK_HD static inline int dlk_k_max_takes(float x, float m) { return x > m || isnan(x); }
+
 /* ---- softmax cross-entropy, one row at a time (max-shifted, numerically stable) ---- */
 
 /* Given the row's max m and sum s = sum(exp(z_j - m)), the loss of label y is log(s) - (z_y - m). */

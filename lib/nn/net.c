@@ -367,8 +367,12 @@ const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int
 		L->x_used = x;
 		switch (L->spec.kind) {
 		case DLK_LAYER_DENSE:
-			be->sgemm(0, 1, batch, L->out[2], L->in[2], 1.0f, x, L->in[2], W, L->in[2], 0.0f, y, L->out[2]);
-			be->bias_act(y, b, batch, L->out[2], L->act);
+			if (be->dense_forward) {
+				be->dense_forward(x, W, b, batch, L->in[2], L->out[2], L->act, y);
+			} else {
+				be->sgemm(0, 1, batch, L->out[2], L->in[2], 1.0f, x, L->in[2], W, L->in[2], 0.0f, y, L->out[2]);
+				be->bias_act(y, b, batch, L->out[2], L->act);
+			}
 			break;
 		case DLK_LAYER_CONV2D: {
 			int k = L->spec.kernel, ohw = L->out[1] * L->out[2], ckk = L->in[0] * k * k;
@@ -437,6 +441,8 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 			int in = L->in[2], out = L->out[2];
 			be->sgemm(1, 0, out, in, batch, 1.0f, g, out, L->x_used, in, 0.0f, dW, in);
 			be->sum_rows(g, batch, out, db);
+			if (net->grad_ready)
+				net->grad_ready(net->grad_ready_ctx, net->grads, net->n_params, L->w_off, L->n_w + L->n_b);
 			if (L->need_dx) {
 				be->sgemm(0, 0, batch, in, out, 1.0f, g, out, W, in, 0.0f, gout, in);
 				g = gout;
@@ -453,6 +459,8 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 			be->conv_grad_in(g, batch, f, ohw, dt);
 			be->sgemm(0, 1, f, ckk, ncol, 1.0f, dt, ncol, L->col, ncol, 0.0f, dW, ckk);
 			be->sum_cols(dt, f, ncol, db);
+			if (net->grad_ready)
+				net->grad_ready(net->grad_ready_ctx, net->grads, net->n_params, L->w_off, L->n_w + L->n_b);
 			if (L->need_dx) {
 				/* the im2col buffer is no longer needed: it takes the column gradient */
 				be->sgemm(1, 0, ckk, ncol, f, 1.0f, W, ckk, dt, ncol, 0.0f, L->col, ncol);

@@ -50,6 +50,11 @@ struct dlk_net {
 	float *gbuf[2];           /* gradient ping-pong; also conv's [f, batch*hw] staging */
 	uint64_t dropout_seed;
 	uint64_t dropout_counter; /* advances every training forward so masks differ per step */
+	/* optional: backward calls it as soon as a layer's gradients grads[off, off + n) are queued,
+	 * the last layer's first, so that a communicator can start reducing them while backward
+	 * goes on (comm_grads_ready) */
+	void (*grad_ready)(void *ctx, float *grads, size_t n_params, size_t off, size_t n);
+	void *grad_ready_ctx;
 };
 #define DLK_NET_INIT { 0 }
 

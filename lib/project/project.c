@@ -29,6 +29,7 @@
 #error "DLK_VERSION must be defined (the Makefile passes -DDLK_VERSION)"
 #endif
 #define DLK_DEFAULT_IMAGE "dlk:" DLK_VERSION
+#define DLK_DEFAULT_CUDA_IMAGE "dlk:" DLK_VERSION "-cuda" /* the names `make image` gives */
 
 #define SPEC_MAX_FILE (1 << 20)  /* bytes of dlk.yaml */
 #define SPEC_MAX_LAYERS 256
@@ -1437,6 +1438,7 @@ static void defaults_walk(struct ctx *c, const struct field *fields, void *base)
 static void apply_defaults(struct ctx *c, struct dlk_project *s)
 {
 	struct dlk_training *t = &s->training;
+	int image_given = given_at(c, &s->image, GIVEN_VALUE) != NULL; /* before the walk fills it */
 
 	defaults_walk(c, root_fields, s);
 	if (!given_at(c, &s->data.csv_header, GIVEN_CUSTOM))
@@ -1447,6 +1449,11 @@ static void apply_defaults(struct ctx *c, struct dlk_project *s)
 		t->lr = t->optimizer == DLK_OPT_SGD ? 0.01 : 1e-3;
 	if (!given_at(c, &t->weight_decay, GIVEN_VALUE))
 		t->weight_decay = t->optimizer == DLK_OPT_ADAMW ? 0.01 : 0.0;
+	/* GPU workers need the CUDA backend and its libraries: the CUDA image */
+	if (!image_given && s->resources.gpus > 0) {
+		free(s->image);
+		s->image = xstrdup(DLK_DEFAULT_CUDA_IMAGE);
+	}
 	if (!given_at(c, &t->checkpoint_dir, GIVEN_VALUE))
 		t->checkpoint_dir = xasprintf(".dlk/checkpoints/%s", s->name ? s->name : "project");
 	for (int i = 0; i < s->model.n_layers; i++) {

@@ -176,7 +176,8 @@ struct dlk_serving {
 struct dlk_project {
 	char *path;               /* the file it was loaded from (for messages) */
 	char *name;               /* DNS-1123 label, required */
-	char *image;              /* container image, default "dlk:<version>" (DLK_DEFAULT_IMAGE) */
+	char *image;              /* container image, default "dlk:<version>", or "dlk:<version>-cuda"
+	                           * when resources.gpus > 0 (the images `make image` builds) */
 	char *namespace_;         /* NULL = from kubeconfig (kubectl's rule) */
 	struct dlk_kv *labels;    /* extra labels on every object */
 	int n_labels;

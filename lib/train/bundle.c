@@ -132,7 +132,7 @@ static const char *optim_str(enum dlk_optim o)
 	return o == DLK_OPT_SGD ? "sgd" : o == DLK_OPT_ADAM ? "adam" : "adamw";
 }
 
-static char *model_json(const struct dlk_bundle_info *in, const char *weights_sha, size_t weights_bytes)
+cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 {
 	const struct dlk_net *net = in->net;
 	cJSON *j = cJSON_CreateObject();
@@ -223,7 +223,18 @@ static char *model_json(const struct dlk_bundle_info *in, const char *weights_sh
 	const char *image = getenv("DLK_IMAGE");
 	if (image && *image)
 		cJSON_AddStringToObject(p, "image", image);
+	if (in->git_commit && *in->git_commit) {
+		cJSON_AddStringToObject(p, "git_commit", in->git_commit);
+		cJSON_AddBoolToObject(p, "git_dirty", in->git_dirty);
+	}
+	if (in->history)
+		cJSON_AddItemToObject(j, "history", dlk_history_json(in->history, 0));
+	return j;
+}
 
+static char *model_json(const struct dlk_bundle_info *in, const char *weights_sha, size_t weights_bytes)
+{
+	cJSON *j = dlk_bundle_meta_json(in);
 	cJSON *w = cJSON_AddObjectToObject(j, "weights");
 	cJSON_AddStringToObject(w, "file", "weights.safetensors");
 	cJSON_AddStringToObject(w, "sha256", weights_sha);

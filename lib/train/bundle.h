@@ -1,7 +1,9 @@
 /* The model bundle NAME.dlk: a tar archive anyone can open, holding
  *   model.json          architecture, input shape, classes, metrics (confusion matrix included),
- *                       provenance (data digests, spec digest, dlk version and build, seed,
- *                       start/end time, image) and the sha256 of the weights file;
+ *                       the run's history (per-epoch metrics, step losses, starts and resumes:
+ *                       lib/train/history.h), provenance (data digests, spec digest, dlk
+ *                       version and build, seed, start/end time, image, the project's git
+ *                       commit) and the sha256 of the weights file;
  *   weights.safetensors the parameters as safetensors (F32, PyTorch names and shapes:
  *                       layers.<i>.weight [out, in] or [out, in, kh, kw], layers.<i>.bias [out]).
  * Written atomically; read back with every size, offset and digest checked. */
@@ -14,6 +16,7 @@
 #include "lib/nn/net.h"
 #include "lib/project/project.h"
 #include "lib/train/eval.h"
+#include "lib/train/history.h"
 #include "lib/util/err.h"
 
 #define DLK_BUNDLE_FORMAT_VERSION 1
@@ -38,7 +41,15 @@ struct dlk_bundle_info {
 	const char *data_store;                /* ... the store it came from */
 	unsigned long long seed;
 	const char *started_at, *finished_at; /* RFC 3339 UTC, optional */
+	const struct dlk_history *history;    /* optional */
+	const char *git_commit;               /* optional: the project's commit, and whether tracked */
+	int git_dirty;                        /* files differed from it */
 };
+
+/* model.json without its "weights" entry: everything the bundle says about the model and the
+ * run that made it. The worker publishes the same description on its Job while it trains, so a
+ * report from the Job and one from the bundle are built from one writer. The caller owns it. */
+cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *info);
 
 /* Writes the bundle to `path` atomically: a temporary file in the same directory, fsync, rename,
  * fsync of the directory. The image is taken from $DLK_IMAGE when set. */

@@ -16,6 +16,13 @@
 #define DLK_PROGRESS_SAMPLES_PER_SEC "samplesPerSec"
 #define DLK_PROGRESS_UPDATED "updated"
 
+/* The annotation rank 0 publishes after every epoch and at the end: the run document
+ * (lib/report/report.h) of the run so far, from the same writer as the bundle's model.json, at
+ * most DLK_METRICS_MAX_BYTES (annotations share 256 KiB; the confusion matrix, then the detail
+ * of the history give way first). `dlk report JOB` reads it. */
+#define DLK_METRICS_ANNOTATION "dlk.dev/metrics"
+#define DLK_METRICS_MAX_BYTES (128u << 10)
+
 /* The annotation's value for ev: {"epoch","epochs","step","totalSteps","loss","accuracy",
  * "samplesPerSec","updated"}; accuracy is the last test accuracy known (null when none).
  * updated is RFC 3339. The caller frees the string. */

@@ -48,11 +48,11 @@ int dlk_state_save(const char *dir, int keep, const struct dlk_train_state *st, 
 	const struct dlk_optimizer *opt = st->opt;
 	const struct dlk_backend *be = net->be;
 	struct ckpt_write_opts o = wo ? *wo : (struct ckpt_write_opts)CKPT_WRITE_OPTS_INIT;
-	struct ckpt_blob blobs[4];
+	struct ckpt_blob blobs[5];
 	size_t nb = 0, bytes = sizeof(float) * net->n_params;
 	float *p = xmalloc(bytes ? bytes : 1), *m = NULL, *v = NULL;
 	cJSON *j = cJSON_CreateObject();
-	char *json;
+	char *json, *hist = NULL;
 	int rc = -1;
 
 	if (dlk_mkdir_p(dir, err)) {
@@ -89,8 +89,15 @@ int dlk_state_save(const char *dir, int keep, const struct dlk_train_state *st, 
 		be->to_host(v, opt->v, bytes);
 		blobs[nb++] = (struct ckpt_blob){ "optim_v.f32", v, bytes };
 	}
+	if (st->history) {
+		cJSON *hj = dlk_history_json(st->history, 1);
+		hist = cJSON_PrintUnformatted(hj);
+		cJSON_Delete(hj);
+		blobs[nb++] = (struct ckpt_blob){ "history.json", hist, strlen(hist) };
+	}
 	o.keep = keep > 0 ? keep : 1;
 	rc = ckpt_write_atomic(dir, (unsigned long long)st->global_step, blobs, nb, &o, err);
+	free(hist);
 	free(json);
 	free(p);
 	free(m);
@@ -139,6 +146,31 @@ static int copy_blob(const struct ckpt *c, const char *name, float *dst, const s
 		                name, len, sizeof(float) * n, n);
 	be->to_device(dst, b, len);
 	return 0;
+}
+
+/* history.json is optional: a checkpoint written before dlk kept histories has none, and its
+ * run goes on with the history empty up to the resume */
+static int restore_history(const struct ckpt *c, struct dlk_history *h, struct dlk_err *err)
+{
+	size_t len;
+	const char *s = ckpt_get(c, "history.json", &len);
+	char *who;
+	cJSON *j;
+	int rc;
+
+	if (!s) {
+		dlk_history_release(h);
+		return 0;
+	}
+	who = xasprintf("'%s/history.json'", c->path);
+	j = cJSON_ParseWithLength(s, len);
+	if (!j)
+		rc = dlk_errf(err, DLK_EXIT_CONFIG, "%s: not JSON", who);
+	else
+		rc = dlk_history_from_json(j, who, h, err);
+	cJSON_Delete(j);
+	free(who);
+	return rc;
 }
 
 int dlk_state_restore(const struct ckpt *c, struct dlk_train_state *st, const struct dlk_state_meta *meta,
@@ -225,6 +257,8 @@ int dlk_state_restore(const struct ckpt *c, struct dlk_train_state *st, const st
 		dlk_errf(err, DLK_EXIT_CONFIG, "checkpoint '%s' was written with another optimizer", c->path);
 		goto out;
 	}
+	if (st->history && restore_history(c, st->history, err))
+		goto out;
 	opt->t = (long)t;
 	net->dropout_counter = dc;
 	st->epoch = epoch;

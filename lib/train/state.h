@@ -8,6 +8,7 @@
  *   params.f32    the flat parameters, float32 in host byte order
  *   optim_m.f32   the optimizer's first moment / momentum buffer
  *   optim_v.f32   Adam's second moment (absent for SGD)
+ *   history.json  the run's history so far (lib/train/history.h), when the state has one
  */
 #ifndef DLK_TRAIN_STATE_H
 #define DLK_TRAIN_STATE_H

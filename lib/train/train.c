@@ -34,7 +34,8 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	const struct dlk_dataset *ds = o->train;
 	struct dlk_net *net = &res->net;
 	struct dlk_optimizer opt = DLK_OPTIMIZER_INIT;
-	struct dlk_train_state st = { net, &opt, 0, 0, 0 };
+	struct dlk_train_state st = { net, &opt, 0, 0, 0, &res->history };
+	struct dlk_history_event hev;
 	struct dlk_train_event ev;
 	float *xhost = NULL, *xdev = NULL;
 	int32_t *yhost = NULL, *ydev = NULL;
@@ -84,6 +85,10 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 		return -1;
 	if (dlk_net_init_params(net, o->model->init, tr->seed, err) || dlk_net_reserve(net, batch, err))
 		return -1;
+	if (o->allreduce && o->grad_ready) {
+		net->grad_ready = o->grad_ready;
+		net->grad_ready_ctx = o->comm_ctx;
+	}
 
 	size_t begin, end;
 	dlk_shard_range(ds->n, rank, world, &begin, &end);
@@ -96,10 +101,12 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	if (dlk_optimizer_init(&opt, tr, net->n_params, spe, total, be, err))
 		return -1;
 
+	int resumed = 0;
 	if (o->resume) {
 		int r = o->resume(o->ckpt_ctx, &st, err);
 		if (r < 0)
 			goto out;
+		resumed = r == 1;
 		if (r == 0) {
 			st.epoch = 0;
 			st.step_in_epoch = 0;
@@ -108,6 +115,21 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	}
 	if (o->broadcast && o->broadcast(o->comm_ctx, net->params, net->n_params, err))
 		goto out;
+	/* a start, or a resume at the checkpoint's step with the clock the checkpoint carried */
+	memset(&hev, 0, sizeof(hev));
+	hev.kind = resumed ? DLK_HISTORY_RESUME : DLK_HISTORY_START;
+	hev.epoch = st.epoch;
+	hev.step = st.global_step;
+	if (hev.kind == DLK_HISTORY_START)
+		res->history.elapsed_sec = 0;
+	hev.elapsed_sec = res->history.elapsed_sec;
+	hev.world = world;
+	if (resumed)
+		dlk_rfc3339_now(hev.time);
+	else
+		memcpy(hev.time, res->started_at, sizeof(hev.time));
+	dlk_history_add_event(&res->history, &hev);
+	double clock_base = res->history.elapsed_sec, t_train = dlk_now();
 
 	xhost = xmalloc(sizeof(float) * (size_t)batch * ds->sample_size);
 	yhost = xmalloc(sizeof(int32_t) * (size_t)batch);
@@ -128,7 +150,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	for (int epoch = st.epoch; epoch < tr->epochs; epoch++) {
 		free(perm);
 		perm = dlk_epoch_permutation(ds->n, tr->seed, epoch);
-		double ep_loss = 0, ep_t0 = dlk_now();
+		double ep_t0 = dlk_now();
 		long ep_steps = 0, ep_samples = 0;
 		long first = epoch == st.epoch ? st.step_in_epoch : 0;
 		for (long s = first; s < spe; s++) {
@@ -138,7 +160,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 				st.step_in_epoch = s;
 				if (res->cancelled && o->checkpoint && o->checkpoint(o->ckpt_ctx, &st, err))
 					goto out;
-				res->train_loss = ep_steps ? ep_loss / (double)ep_steps : 0;
+				res->train_loss = dlk_history_epoch_loss(&res->history);
 				goto finish;
 			}
 			double t0 = dlk_now();
@@ -174,7 +196,8 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 			st.global_step++;
 			st.step_in_epoch = s + 1;
 			res->loss_curve[res->n_loss++] = loss;
-			ep_loss += loss;
+			dlk_history_add_step(&res->history, loss);
+			res->history.elapsed_sec = clock_base + (dlk_now() - t_train);
 			ep_steps++;
 			ep_samples += nb;
 			double dt = dlk_now() - t0;
@@ -201,15 +224,36 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 			    o->checkpoint(o->ckpt_ctx, &st, err))
 				goto out;
 		}
-		res->train_loss = ep_steps ? ep_loss / (double)ep_steps : 0;
+		/* the mean of all the epoch's steps, those before a resume included */
+		res->train_loss = dlk_history_epoch_loss(&res->history);
 		res->epochs_done = epoch + 1;
 		st.epoch = epoch + 1;
 		st.step_in_epoch = 0;
-		int last = epoch + 1 == tr->epochs;
+		int last = epoch + 1 == tr->epochs, evaluated = 0;
+		double ep_train_sec = dlk_now() - ep_t0;
 		if (o->test && o->test->n && (tr->eval_every_epoch || last)) {
 			dlk_eval_release(&res->eval);
 			if (dlk_evaluate(net, o->test, o->eval_batch, &res->eval, err))
 				goto out;
+			evaluated = 1;
+		}
+		{
+			struct dlk_history_epoch he;
+			memset(&he, 0, sizeof(he));
+			he.epoch = epoch + 1;
+			he.step = st.global_step;
+			he.train_loss = res->train_loss;
+			he.have_test = evaluated;
+			he.test_loss = evaluated ? res->eval.loss : 0;
+			he.test_accuracy = evaluated ? res->eval.accuracy : 0;
+			/* training only: the evaluation's time is not throughput */
+			he.samples_per_sec = ep_train_sec > 0 ? (double)ep_samples * world / ep_train_sec : 0;
+			res->history.elapsed_sec = clock_base + (dlk_now() - t_train);
+			he.elapsed_sec = res->history.elapsed_sec;
+			he.lr = dlk_optimizer_lr(&opt, st.global_step > 0 ? st.global_step - 1 : 0);
+			he.world = world;
+			dlk_rfc3339_now(he.time);
+			dlk_history_add_epoch(&res->history, &he);
 		}
 		if (o->checkpoint && o->checkpoint(o->ckpt_ctx, &st, err))
 			goto out;
@@ -227,6 +271,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 			ev.samples_per_sec = dlk_now() > ep_t0 ? (double)ep_samples / (dlk_now() - ep_t0) : 0;
 			ev.elapsed_sec = dlk_now() - t_start;
 			ev.eval = res->eval.n ? &res->eval : NULL;
+			ev.history = &res->history;
 			o->on_event(o->event_ctx, &ev);
 		}
 	}
@@ -250,10 +295,13 @@ finish:
 		ev.samples_per_sec = res->train_samples_per_sec;
 		ev.elapsed_sec = res->seconds;
 		ev.eval = res->eval.n ? &res->eval : NULL;
+		ev.history = &res->history;
+		ev.finished_at = res->finished_at;
 		o->on_event(o->event_ctx, &ev);
 	}
 	ret = res->cancelled ? 1 : 0;
 out:
+	net->grad_ready = NULL; /* its context belongs to the caller's run */
 	free(perm);
 	free(xhost);
 	free(yhost);
@@ -267,6 +315,7 @@ void dlk_train_result_release(struct dlk_train_result *r)
 {
 	dlk_net_release(&r->net);
 	dlk_eval_release(&r->eval);
+	dlk_history_release(&r->history);
 	free(r->loss_curve);
 	*r = (struct dlk_train_result)DLK_TRAIN_RESULT_INIT;
 }

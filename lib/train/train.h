@@ -15,6 +15,7 @@
 #include "lib/nn/optim.h"
 #include "lib/project/project.h"
 #include "lib/train/eval.h"
+#include "lib/train/history.h"
 #include "lib/util/err.h"
 
 enum dlk_train_event_kind {
@@ -33,6 +34,8 @@ struct dlk_train_event {
 	double samples_per_sec;       /* this rank's training throughput in the current epoch */
 	double elapsed_sec, eta_sec;
 	const struct dlk_eval *eval;  /* EPOCH/DONE: test metrics, NULL when none were computed */
+	const struct dlk_history *history; /* EPOCH/DONE: the run's history so far (rank 0's) */
+	const char *finished_at;      /* DONE: the result's finished_at */
 };
 
 /* What a checkpoint saves and a resume restores: the net's flat params (and dropout_counter),
@@ -43,6 +46,7 @@ struct dlk_train_state {
 	int epoch;                    /* 0-based epoch in progress */
 	long step_in_epoch;           /* steps of that epoch already done */
 	long global_step;             /* steps done in all */
+	struct dlk_history *history;  /* the run's history (saved and restored with the rest); may be NULL */
 };
 
 typedef void (*dlk_train_event_fn)(void *ctx, const struct dlk_train_event *ev);
@@ -51,6 +55,9 @@ typedef void (*dlk_train_event_fn)(void *ctx, const struct dlk_train_event *ev);
 typedef void (*dlk_train_start_fn)(void *ctx, const struct dlk_net *net, long total_steps);
 /* Must leave in grads the MEAN of every rank's grads (n floats, device memory). */
 typedef int (*dlk_grad_allreduce_fn)(void *ctx, float *grads, size_t n, struct dlk_err *err);
+/* Optional: told during backward that grads[off, off + n) are final (see dlk_net.grad_ready), so
+ * that their all-reduce can start early; the allreduce callback still runs after backward. */
+typedef void (*dlk_grad_ready_fn)(void *ctx, float *grads, size_t n_params, size_t off, size_t n);
 /* Must leave in params rank 0's params on every rank (called once, before the first step). */
 typedef int (*dlk_param_broadcast_fn)(void *ctx, float *params, size_t n, struct dlk_err *err);
 /* Called every training.checkpoint_every steps, at each epoch end and on cancellation, on every
@@ -70,6 +77,7 @@ struct dlk_train_opts {
 	int rank, world;                  /* 0/1 when 0/0 */
 	dlk_grad_allreduce_fn allreduce;  /* NULL with world 1 */
 	dlk_param_broadcast_fn broadcast;
+	dlk_grad_ready_fn grad_ready;     /* optional, with allreduce */
 	void *comm_ctx;
 	dlk_checkpoint_fn checkpoint;
 	dlk_resume_fn resume;
@@ -93,12 +101,14 @@ struct dlk_train_result {
 	int cancelled;
 	double seconds;                   /* wall time of the loop, evaluation included */
 	double train_samples_per_sec;     /* this rank's, evaluation excluded */
-	float *loss_curve;                /* every step's loss, n_loss entries */
+	float *loss_curve;                /* every step's loss in this process, n_loss entries */
 	size_t n_loss;
 	unsigned long long seed;
 	char started_at[32], finished_at[32]; /* RFC 3339 UTC */
+	struct dlk_history history;       /* per-epoch metrics, step losses, starts and resumes, including
+	                                     what a resumed checkpoint carried */
 };
-#define DLK_TRAIN_RESULT_INIT { DLK_NET_INIT, DLK_EVAL_INIT, 0, 0, 0, 0, 0, 0, NULL, 0, 0, "", "" }
+#define DLK_TRAIN_RESULT_INIT { DLK_NET_INIT, DLK_EVAL_INIT, 0, 0, 0, 0, 0, 0, NULL, 0, 0, "", "", DLK_HISTORY_INIT }
 
 /* Trains the model on opts->train, evaluating on opts->test after epochs (when
  * training.eval_every_epoch) and at the end. Returns 0 when the run completed, 1 when it was

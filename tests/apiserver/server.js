@@ -235,6 +235,9 @@ function startJob(r, job) {
   const jt = [];
   timers.set(`${ns}/${name}`, jt);
   const podRes = RESOURCES.find((x) => x.kind === 'Pod');
+  // A log line is stamped with the time its step is scripted for, not the time its timer fired:
+  // on a loaded machine timers run late, and the ranks' lines must still merge in script order.
+  const base = Date.now();
   for (let i = 0; i < n; i++) {
     const rand = crypto.randomBytes(3).toString('hex').slice(0, 5);
     const tmpl = clone(job.spec.template || {});
@@ -261,7 +264,7 @@ function startJob(r, job) {
     const prev = pods[i] && pods[i].previousLogs;
     if (prev) podRuntime.get(pk).previous = prev;
     for (const step of timeline) {
-      jt.push(setTimeout(() => playStep(ns, name, pod.metadata.name, i, step), (step.at || 0) * timeScale));
+      jt.push(setTimeout(() => playStep(ns, name, pod.metadata.name, i, step, base + (step.at || 0) * timeScale), (step.at || 0) * timeScale));
     }
   }
   refreshJob(ns, name);
@@ -373,7 +376,7 @@ function containerName(pod) {
   return cs.length ? cs[0].name : 'main';
 }
 
-function playStep(ns, jobName, podName, index, step) {
+function playStep(ns, jobName, podName, index, step, at) {
   const podRes = RESOURCES.find((x) => x.kind === 'Pod');
   const pod = store.get(key(podRes, ns, podName));
   const rt = podRuntime.get(`${ns}/${podName}`);
@@ -382,7 +385,7 @@ function playStep(ns, jobName, podName, index, step) {
   if (step.log !== undefined) {
     const lines = Array.isArray(step.log) ? step.log : [step.log];
     for (const l of lines) {
-      const entry = { t: Date.now(), line: String(l), noNewline: !!step.noNewline, split: !!step.split };
+      const entry = { t: at === undefined ? Date.now() : at, line: String(l), noNewline: !!step.noNewline, split: !!step.split };
       rt.logs.push(entry);
       for (const fn of rt.listeners) fn(entry);
     }

@@ -5,7 +5,7 @@
 
 test_expect_success 'make install DESTDIR=... PREFIX=/usr installs everything the table lists' '
 	# a normal build is what gets installed, also when the suite runs under SANITIZE=1
-	env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s -C "$TEST_ROOT" install SANITIZE= DESTDIR="$PWD/root" PREFIX=/usr >log 2>&1 || { cat log; exit 1; }
+	env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS -u BUILD make -s -C "$TEST_ROOT" install SANITIZE= DESTDIR="$PWD/root" PREFIX=/usr >log 2>&1 || { cat log; exit 1; }
 	test -x root/usr/bin/dlk &&
 	for c in $(dlk __commands); do
 		test "$(readlink root/usr/bin/dlk-$c)" = dlk || { echo "no dlk-$c link"; exit 1; }

@@ -1,5 +1,14 @@
-/* The CUDA backend against the CPU reference: every kernel and a whole training step, with
- * stated tolerances. Skips cleanly where no libdlk-cuda.so or no device is present. */
+/* The CUDA backend against the CPU backend: every operation of the backend interface, every
+ * layer forward and backward through a network, every optimizer over several steps, and the
+ * memory pool's promise (no device allocation after the first step). Each comparison states its
+ * tolerance as |ref - gpu| <= atol + rtol * |ref|, element by element:
+ *   exact (0, 0)      copies and re-orderings, dropout masks, max pooling, the optimizers'
+ *                     element-wise arithmetic where both sides round the same operations
+ *   1e-6, 1e-5        element-wise math through expf/tanhf (the GPU's differ by an ulp or two)
+ *   1e-5, 1e-4        sums and GEMMs (another summation order; FMA on the GPU)
+ *   5e-5, 5e-4        a whole network's gradients (the above, compounded over layers)
+ * Skips, saying why, where no CUDA device can be used; the loader's own error messages are
+ * checked everywhere. */
 #include "tests/unit/check.h"
 
 #include <stdlib.h>
@@ -12,22 +21,45 @@
 
 static const struct dlk_backend *cpu, *gpu;
 
-static float *up(const float *h, size_t n)
+#define EXACT 0.0, 0.0
+#define ELEM 1e-6, 1e-5
+#define SUMS 1e-5, 1e-4
+#define NET 5e-5, 5e-4
+
+static float *up(const void *h, size_t bytes)
 {
-	float *d = gpu->alloc(sizeof(float) * n);
-	gpu->to_device(d, h, sizeof(float) * n);
+	float *d = gpu->alloc(bytes);
+	gpu->to_device(d, h, bytes);
 	return d;
 }
 
-static double max_diff(const float *host, const float *dev, size_t n)
+static float *down(const void *d, size_t bytes)
 {
-	float *t = malloc(sizeof(float) * n);
-	gpu->to_host(t, dev, sizeof(float) * n);
-	double m = 0;
-	for (size_t i = 0; i < n; i++)
-		m = fabs(t[i] - host[i]) > m ? fabs(t[i] - host[i]) : m;
-	free(t);
-	return m;
+	float *h = malloc(bytes ? bytes : 1);
+	gpu->to_host(h, d, bytes);
+	return h;
+}
+
+/* Compares n floats of the CPU's ref with the GPU's dev; prints the worst element. */
+static int agree(const char *what, const float *ref, const float *dev, size_t n, double atol, double rtol)
+{
+	float *g = down(dev, sizeof(float) * n);
+	size_t bad = 0, worst = 0;
+	double wr = -1;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)ref[i] - (double)g[i]), lim = atol + rtol * fabs((double)ref[i]);
+		int same_nan = isnan(ref[i]) && isnan(g[i]);
+		if (!same_nan && !(d <= lim))
+			bad++;
+		if (!same_nan && lim > 0 ? d / lim > wr : d > wr) {
+			wr = lim > 0 ? d / lim : d;
+			worst = i;
+		}
+	}
+	CHECK_MSG(bad == 0, "%s: %zu floats within %g + %g|ref| (worst [%zu]: %.9g vs %.9g)", what, n, atol, rtol, worst,
+	          n ? (double)ref[worst] : 0.0, n ? (double)g[worst] : 0.0);
+	free(g);
+	return bad == 0;
 }
 
 static void rand_fill(float *x, size_t n, uint64_t seed)
@@ -38,49 +70,346 @@ static void rand_fill(float *x, size_t n, uint64_t seed)
 		x[i] = 2 * dlk_rng_uniform(&r) - 1;
 }
 
-/* a CNN step (forward, backward, Adam) on both backends from the same weights */
-static void compare_step(void)
+static float *rnd(size_t n, uint64_t seed)
 {
-	struct dlk_layer_spec layers[] = {
-		{ .kind = DLK_LAYER_CONV2D, .filters = 8, .kernel = 3, .stride = 2, .padding = 1 }, { .kind = DLK_LAYER_RELU },
-		{ .kind = DLK_LAYER_MAXPOOL, .size = 3, .stride = 1 }, { .kind = DLK_LAYER_CONV2D, .filters = 6, .kernel = 3, .stride = 1, .padding = 1 },
-		{ .kind = DLK_LAYER_TANH }, { .kind = DLK_LAYER_FLATTEN }, { .kind = DLK_LAYER_DROPOUT, .rate = 0.3f },
-		{ .kind = DLK_LAYER_DENSE, .units = 16 }, { .kind = DLK_LAYER_SIGMOID }, { .kind = DLK_LAYER_DENSE, .units = 5 },
-	};
-	struct dlk_model m = { .input = { 3, 12, 12 }, .input_rank = 3, .layers = layers, .n_layers = 10, .init = "torch" };
+	float *x = malloc(sizeof(float) * (n ? n : 1));
+	rand_fill(x, n, seed);
+	return x;
+}
+
+static int device_clean(void)
+{
+	char msg[512];
+	int ok = gpu->check(msg, sizeof(msg)) == 0;
+	if (!ok)
+		printf("# device error: %s\n", msg);
+	return ok;
+}
+
+/* ---- every operation ---- */
+
+static void test_gemm(void)
+{
+	int shapes[][3] = { { 1, 1, 1 }, { 7, 5, 3 }, { 64, 33, 129 }, { 128, 256, 784 } };
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+		for (int ta = 0; ta < 2; ta++)
+			for (int tb = 0; tb < 2; tb++) {
+				int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+				int lda = ta ? m : k, ldb = tb ? k : n;
+				float *a = rnd((size_t)m * k, 1), *b = rnd((size_t)k * n, 2), *c = rnd((size_t)m * n, 3);
+				float *da = up(a, sizeof(float) * m * k), *db = up(b, sizeof(float) * k * n);
+				float *dc = up(c, sizeof(float) * m * n);
+				cpu->sgemm(ta, tb, m, n, k, 0.5f, a, lda, b, ldb, 0.25f, c, n);
+				gpu->sgemm(ta, tb, m, n, k, 0.5f, da, lda, db, ldb, 0.25f, dc, n);
+				char what[96];
+				snprintf(what, sizeof(what), "sgemm %c%c %dx%dx%d", ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k);
+				agree(what, c, dc, (size_t)m * n, SUMS);
+				gpu->free(da), gpu->free(db), gpu->free(dc);
+				free(a), free(b), free(c);
+			}
+}
+
+/* the fused dense forward, with the bias aligned to 16 bytes (cuBLASLt's epilogue) and not */
+static void test_dense_forward(void)
+{
+	int B = 37, in = 96, out = 48;
+	for (int act = 0; act < 4; act++)
+		for (int off = 0; off < 2; off++) {
+			float *x = rnd((size_t)B * in, 4), *w = rnd((size_t)in * out + 4, 5), *y = malloc(sizeof(float) * B * out);
+			const float *bias = w + (size_t)in * out + off;
+			cpu->sgemm(0, 1, B, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+			cpu->bias_act(y, bias, B, out, act);
+			float *dx = up(x, sizeof(float) * B * in), *dw = up(w, sizeof(float) * ((size_t)in * out + 4));
+			float *dy = gpu->alloc(sizeof(float) * B * out);
+			gpu->dense_forward(dx, dw, dw + (size_t)in * out + off, B, in, out, act, dy);
+			char what[64];
+			snprintf(what, sizeof(what), "dense_forward act %d, bias %s", act, off ? "unaligned" : "aligned");
+			agree(what, y, dy, (size_t)B * out, SUMS);
+			gpu->free(dx), gpu->free(dw), gpu->free(dy);
+			free(x), free(w), free(y);
+		}
+}
+
+static void test_elementwise(void)
+{
+	size_t n = 100003;
+	float *x = rnd(n, 6), *y = rnd(n, 7), *dy = rnd(n, 8);
+	float *dxd = up(x, sizeof(float) * n), *dyd = up(y, sizeof(float) * n);
+
+	cpu->fill(y, n, 0.75f);
+	gpu->fill(dyd, n, 0.75f);
+	agree("fill", y, dyd, n, EXACT);
+	cpu->scale(x, n, -1.5f);
+	gpu->scale(dxd, n, -1.5f);
+	agree("scale", x, dxd, n, EXACT);
+	cpu->axpy(n, 0.3f, x, y);
+	gpu->axpy(n, 0.3f, dxd, dyd);
+	agree("axpy", y, dyd, n, ELEM); /* a*x+y: one FMA on the GPU */
+	double s1 = cpu->sum_squares(x, n), s2 = gpu->sum_squares(dxd, n);
+	CHECK_MSG(fabs(s1 - s2) <= 1e-6 * s1, "sum_squares %.9g vs %.9g", s1, s2);
+	CHECK_MSG(gpu->sum_squares(dxd, n) == s2, "sum_squares gives the same bits twice");
+	for (int act = 1; act < 4; act++) {
+		float *yc = malloc(sizeof(float) * n), *gc = malloc(sizeof(float) * n);
+		float *yd = gpu->alloc(sizeof(float) * n), *gd = up(dy, sizeof(float) * n);
+		char what[64];
+		cpu->act_forward(act, x, yc, n);
+		gpu->act_forward(act, dxd, yd, n);
+		snprintf(what, sizeof(what), "act_forward %d", act);
+		agree(what, yc, yd, n, ELEM);
+		/* backward from the CPU's output on both sides, so only the formula is compared */
+		float *ycd = up(yc, sizeof(float) * n);
+		cpu->act_backward(act, yc, dy, gc, n);
+		gpu->act_backward(act, ycd, gd, gd, n);
+		snprintf(what, sizeof(what), "act_backward %d (in place)", act);
+		agree(what, gc, gd, n, ELEM);
+		gpu->free(yd), gpu->free(gd), gpu->free(ycd);
+		free(yc), free(gc);
+	}
+	for (int act = 0; act < 4; act++) {
+		int rows = 257, cols = 389;
+		float *a = rnd((size_t)rows * cols, 9 + act), *b = rnd((size_t)cols, 20);
+		float *da = up(a, sizeof(float) * rows * cols), *db = up(b, sizeof(float) * cols);
+		char what[64];
+		cpu->bias_act(a, b, rows, cols, act);
+		gpu->bias_act(da, db, rows, cols, act);
+		snprintf(what, sizeof(what), "bias_act %d", act);
+		agree(what, a, da, (size_t)rows * cols, ELEM);
+		gpu->free(da), gpu->free(db);
+		free(a), free(b);
+	}
+	/* dropout: the same counter-based mask on both sides, forward and backward */
+	{
+		float *yc = malloc(sizeof(float) * n), *yd = gpu->alloc(sizeof(float) * n);
+		cpu->dropout_forward(x, yc, n, 0.3f, 77, 1000);
+		gpu->dropout_forward(dxd, yd, n, 0.3f, 77, 1000);
+		agree("dropout_forward", yc, yd, n, EXACT);
+		cpu->dropout_backward(yc, yc, n, 0.3f, 77, 1000);
+		gpu->dropout_backward(yd, yd, n, 0.3f, 77, 1000);
+		agree("dropout_backward (in place)", yc, yd, n, EXACT);
+		gpu->free(yd);
+		free(yc);
+	}
+	gpu->free(dxd), gpu->free(dyd);
+	free(x), free(y), free(dy);
+}
+
+static void test_sums(void)
+{
+	int shapes[][2] = { { 1, 1 }, { 128, 10 }, { 10, 128 }, { 64, 50176 }, { 300, 7 } };
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		int rows = shapes[s][0], cols = shapes[s][1];
+		float *a = rnd((size_t)rows * cols, 30 + s), *r = malloc(sizeof(float) * cols), *c = malloc(sizeof(float) * rows);
+		float *da = up(a, sizeof(float) * rows * cols), *dr = gpu->alloc(sizeof(float) * cols);
+		float *dc = gpu->alloc(sizeof(float) * rows);
+		char what[64];
+		cpu->sum_rows(a, rows, cols, r);
+		gpu->sum_rows(da, rows, cols, dr);
+		snprintf(what, sizeof(what), "sum_rows %dx%d (the CPU's order)", rows, cols);
+		agree(what, r, dr, (size_t)cols, EXACT);
+		cpu->sum_cols(a, rows, cols, c);
+		gpu->sum_cols(da, rows, cols, dc);
+		snprintf(what, sizeof(what), "sum_cols %dx%d", rows, cols);
+		agree(what, c, dc, (size_t)rows, SUMS);
+		gpu->free(da), gpu->free(dr), gpu->free(dc);
+		free(a), free(r), free(c);
+	}
+}
+
+static void test_conv_ops(void)
+{
+	/* c, h, w, k, stride, pad */
+	int cases[][6] = { { 1, 28, 28, 3, 1, 1 }, { 3, 12, 9, 3, 2, 1 }, { 2, 7, 7, 5, 1, 2 }, { 4, 8, 8, 2, 2, 0 } };
+	int B = 5;
+	for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
+		int c = cases[t][0], h = cases[t][1], w = cases[t][2], k = cases[t][3], s = cases[t][4], p = cases[t][5];
+		int oh = (h + 2 * p - k) / s + 1, ow = (w + 2 * p - k) / s + 1;
+		size_t nx = (size_t)B * c * h * w, ncol = (size_t)c * k * k * B * oh * ow;
+		float *x = rnd(nx, 40 + t), *col = malloc(sizeof(float) * ncol), *dx = malloc(sizeof(float) * nx);
+		float *xd = up(x, sizeof(float) * nx), *cold = gpu->alloc(sizeof(float) * ncol), *dxd = gpu->alloc(sizeof(float) * nx);
+		char what[96];
+		cpu->im2col(x, B, c, h, w, k, s, p, oh, ow, col);
+		gpu->im2col(xd, B, c, h, w, k, s, p, oh, ow, cold);
+		snprintf(what, sizeof(what), "im2col c%d %dx%d k%d s%d p%d", c, h, w, k, s, p);
+		agree(what, col, cold, ncol, EXACT);
+		rand_fill(col, ncol, 50 + t);
+		gpu->to_device(cold, col, sizeof(float) * ncol);
+		cpu->col2im(col, B, c, h, w, k, s, p, oh, ow, dx);
+		gpu->col2im(cold, B, c, h, w, k, s, p, oh, ow, dxd);
+		snprintf(what, sizeof(what), "col2im c%d %dx%d k%d s%d p%d (the CPU's order)", c, h, w, k, s, p);
+		agree(what, dx, dxd, nx, EXACT);
+		gpu->free(xd), gpu->free(cold), gpu->free(dxd);
+		free(x), free(col), free(dx);
+	}
+	/* the layout changes around the convolution's GEMM */
+	int f = 6, hw = 49;
+	size_t n = (size_t)B * f * hw;
+	float *t = rnd(n, 60), *bias = rnd((size_t)f, 61), *y = malloc(sizeof(float) * n), *dt = malloc(sizeof(float) * n);
+	float *td = up(t, sizeof(float) * n), *bd = up(bias, sizeof(float) * f), *yd = gpu->alloc(sizeof(float) * n);
+	float *dtd = gpu->alloc(sizeof(float) * n);
+	for (int act = 0; act < 4; act++) {
+		char what[64];
+		cpu->conv_out(t, bias, B, f, hw, act, y);
+		gpu->conv_out(td, bd, B, f, hw, act, yd);
+		snprintf(what, sizeof(what), "conv_out act %d", act);
+		agree(what, y, yd, n, ELEM);
+	}
+	cpu->conv_grad_in(t, B, f, hw, dt);
+	gpu->conv_grad_in(td, B, f, hw, dtd);
+	agree("conv_grad_in", dt, dtd, n, EXACT);
+	gpu->free(td), gpu->free(bd), gpu->free(yd), gpu->free(dtd);
+	free(t), free(bias), free(y), free(dt);
+}
+
+static void test_maxpool(void)
+{
+	/* size, stride: non-overlapping windows, then overlapping ones */
+	int cases[][2] = { { 2, 2 }, { 3, 3 }, { 3, 1 }, { 2, 1 } };
+	int B = 3, c = 4, h = 11, w = 10;
+	for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]); t++) {
+		int size = cases[t][0], s = cases[t][1], oh = (h - size) / s + 1, ow = (w - size) / s + 1;
+		size_t nx = (size_t)B * c * h * w, ny = (size_t)B * c * oh * ow;
+		float *x = rnd(nx, 70 + t), *y = malloc(sizeof(float) * ny), *dy = rnd(ny, 80 + t), *dx = malloc(sizeof(float) * nx);
+		int32_t *am = malloc(sizeof(int32_t) * ny), *amg;
+		x[5] = NAN; /* a NaN wins its windows on both sides */
+		float *xd = up(x, sizeof(float) * nx), *yd = gpu->alloc(sizeof(float) * ny), *dyd = up(dy, sizeof(float) * ny);
+		float *dxd = gpu->alloc(sizeof(float) * nx);
+		int32_t *amd = gpu->alloc(sizeof(int32_t) * ny);
+		char what[64];
+		cpu->maxpool_forward(x, B, c, h, w, size, s, oh, ow, y, am);
+		gpu->maxpool_forward(xd, B, c, h, w, size, s, oh, ow, yd, amd);
+		snprintf(what, sizeof(what), "maxpool_forward %d/%d", size, s);
+		agree(what, y, yd, ny, EXACT);
+		amg = (int32_t *)down(amd, sizeof(int32_t) * ny);
+		CHECK_MSG(!memcmp(am, amg, sizeof(int32_t) * ny), "maxpool_forward %d/%d: the same argmax", size, s);
+		cpu->maxpool_backward(dy, am, ny, nx, dx);
+		gpu->maxpool_backward(dyd, amd, ny, nx, dxd);
+		snprintf(what, sizeof(what), "maxpool_backward %d/%d", size, s);
+		if (s >= size)
+			agree(what, dx, dxd, nx, EXACT);
+		else
+			agree(what, dx, dxd, nx, SUMS); /* overlapping windows add with atomics */
+		gpu->free(xd), gpu->free(yd), gpu->free(dyd), gpu->free(dxd), gpu->free(amd);
+		free(x), free(y), free(dy), free(dx), free(am), free(amg);
+	}
+}
+
+static void test_softmax_ce(void)
+{
+	int shapes[][2] = { { 1, 2 }, { 128, 10 }, { 33, 1000 }, { 7, 300 } };
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		int B = shapes[s][0], k = shapes[s][1];
+		float *z = rnd((size_t)B * k, 90 + s), *g = malloc(sizeof(float) * B * k);
+		int32_t *y = malloc(sizeof(int32_t) * B);
+		for (int b = 0; b < B; b++)
+			y[b] = (b * 7 + 3) % k;
+		for (size_t i = 0; i < (size_t)B * k; i++)
+			z[i] *= 8; /* logits far apart: the max shift matters */
+		float *zd = up(z, sizeof(float) * B * k), *gd = gpu->alloc(sizeof(float) * B * k);
+		int32_t *yd = (int32_t *)up(y, sizeof(int32_t) * B);
+		float lc = cpu->softmax_ce(z, y, B, k, g), lg = gpu->softmax_ce(zd, yd, B, k, gd);
+		float ln = gpu->softmax_ce(zd, yd, B, k, NULL);
+		char what[64];
+		CHECK_MSG(fabs(lc - lg) <= 1e-5 + 1e-5 * fabs(lc), "softmax_ce %dx%d loss %.9g vs %.9g", B, k, lc, lg);
+		CHECK_MSG(ln == lg, "softmax_ce without a gradient: the same loss");
+		snprintf(what, sizeof(what), "softmax_ce %dx%d gradient", B, k);
+		agree(what, g, gd, (size_t)B * k, ELEM);
+		gpu->free(zd), gpu->free(gd), gpu->free(yd);
+		free(z), free(g), free(y);
+	}
+}
+
+static void test_optimizer_ops(void)
+{
+	size_t n = 50021;
+	float *p = rnd(n, 100), *g = rnd(n, 101), *m = rnd(n, 102), *v = rnd(n, 103);
+	for (size_t i = 0; i < n; i++)
+		v[i] = fabsf(v[i]);
+	float *pd = up(p, sizeof(float) * n), *gd = up(g, sizeof(float) * n), *md = up(m, sizeof(float) * n);
+	float *vd = up(v, sizeof(float) * n);
+	/* momentum 0, momentum, Nesterov */
+	float mom[3] = { 0, 0.9f, 0.9f };
+	for (int c = 0; c < 3; c++) {
+		char what[64];
+		cpu->sgd_update(p, g, m, n, 0.1f, mom[c], c == 2, 1e-4f);
+		gpu->sgd_update(pd, gd, md, n, 0.1f, mom[c], c == 2, 1e-4f);
+		snprintf(what, sizeof(what), "sgd_update case %d: parameters", c);
+		agree(what, p, pd, n, ELEM);
+		snprintf(what, sizeof(what), "sgd_update case %d: momentum buffer", c);
+		agree(what, m, md, n, ELEM);
+	}
+	for (int dec = 0; dec < 2; dec++) {
+		char what[64];
+		cpu->adam_update(p, g, m, v, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, dec, 0.19f, 0.0447f);
+		gpu->adam_update(pd, gd, md, vd, n, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, dec, 0.19f, 0.0447f);
+		snprintf(what, sizeof(what), "%s: parameters", dec ? "AdamW" : "Adam");
+		agree(what, p, pd, n, ELEM);
+		snprintf(what, sizeof(what), "%s: moments", dec ? "AdamW" : "Adam");
+		agree(what, m, md, n, ELEM);
+		agree(what, v, vd, n, ELEM);
+	}
+	gpu->free(pd), gpu->free(gd), gpu->free(md), gpu->free(vd);
+	free(p), free(g), free(m), free(v);
+}
+
+/* ---- every layer through a network, and the optimizers over several steps ---- */
+
+static struct dlk_layer_spec D(int units) { return (struct dlk_layer_spec){ .kind = DLK_LAYER_DENSE, .units = units }; }
+static struct dlk_layer_spec K(enum dlk_layer_kind k) { return (struct dlk_layer_spec){ .kind = k }; }
+static struct dlk_layer_spec C(int f, int k, int s, int p)
+{
+	return (struct dlk_layer_spec){ .kind = DLK_LAYER_CONV2D, .filters = f, .kernel = k, .stride = s, .padding = p };
+}
+static struct dlk_layer_spec P(int size, int s)
+{
+	return (struct dlk_layer_spec){ .kind = DLK_LAYER_MAXPOOL, .size = size, .stride = s };
+}
+static struct dlk_layer_spec DROP(float r) { return (struct dlk_layer_spec){ .kind = DLK_LAYER_DROPOUT, .rate = r }; }
+
+/* Builds the same network on both backends from the same seed, runs `steps` training steps of
+ * forward, backward and the optimizer on each, and compares logits, loss, gradients and the
+ * parameters after every step. */
+static void compare_net(const char *what, int c, int h, int w, struct dlk_layer_spec *layers, int n_layers,
+                        const struct dlk_training *tr, int steps)
+{
+	struct dlk_model m = { .input = { c, h, w }, .input_rank = 3, .layers = layers, .n_layers = n_layers, .init = "torch" };
 	struct dlk_net a, b;
+	struct dlk_optimizer oa, ob;
 	struct dlk_err err = DLK_ERR_INIT;
-	int B = 9;
-	CHECK(dlk_net_build(&a, &m, NULL, 5, cpu, &err) == 0 && dlk_net_build(&b, &m, NULL, 5, gpu, &err) == 0);
+	int B = 9, k = 5;
+	char msg[160];
+
+	if (dlk_net_build(&a, &m, NULL, k, cpu, &err) || dlk_net_build(&b, &m, NULL, k, gpu, &err)) {
+		CHECK_MSG(0, "%s: builds (%s)", what, err.msg);
+		return;
+	}
 	dlk_net_init_params(&a, "torch", 3, &err);
 	dlk_net_init_params(&b, "torch", 3, &err);
-	CHECK(max_diff(a.params, b.params, a.n_params) == 0);
 	dlk_net_reserve(&a, B, &err);
 	dlk_net_reserve(&b, B, &err);
+	dlk_optimizer_init(&oa, tr, a.n_params, 1, steps, cpu, &err);
+	dlk_optimizer_init(&ob, tr, b.n_params, 1, steps, gpu, &err);
 	size_t nx = (size_t)B * a.input_size;
-	float *x = malloc(sizeof(float) * nx);
-	rand_fill(x, nx, 8);
+	float *x = rnd(nx, 8), *xd = up(x, sizeof(float) * nx);
 	int32_t y[9] = { 0, 1, 2, 3, 4, 0, 1, 2, 3 };
-	float *xd = up(x, nx);
-	int32_t *yd = gpu->alloc(sizeof(y));
-	gpu->to_device(yd, y, sizeof(y));
-	const float *za = dlk_net_forward(&a, x, B, 1), *zb = dlk_net_forward(&b, xd, B, 1);
-	CHECK_MSG(max_diff(za, zb, (size_t)B * 5) < 1e-4, "logits agree");
-	float la = dlk_net_backward(&a, y, B), lb = dlk_net_backward(&b, yd, B);
-	CHECK_NEAR(la, lb, 1e-5);
-	double gd = max_diff(a.grads, b.grads, a.n_params);
-	CHECK_MSG(gd < 1e-4, "gradients agree (max diff %g)", gd);
-	struct dlk_training tr = { .epochs = 1, .batch_size = B, .optimizer = DLK_OPT_ADAMW, .lr = 1e-2, .beta1 = 0.9,
-	                           .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01, .step_size = 1, .grad_clip = 0.5 };
-	struct dlk_optimizer oa, ob;
-	dlk_optimizer_init(&oa, &tr, a.n_params, 1, 1, cpu, &err);
-	dlk_optimizer_init(&ob, &tr, b.n_params, 1, 1, gpu, &err);
-	CHECK_NEAR(dlk_optimizer_clip(&oa, a.grads), dlk_optimizer_clip(&ob, b.grads), 1e-5);
-	dlk_optimizer_step(&oa, a.params, a.grads, 1e-2);
-	dlk_optimizer_step(&ob, b.params, b.grads, 1e-2);
-	CHECK_MSG(max_diff(a.params, b.params, a.n_params) < 1e-4, "AdamW steps agree");
-	char msg[256];
-	CHECK_MSG(gpu->check(msg, sizeof(msg)) == 0, "no device error (%s)", msg);
+	int32_t *yd = (int32_t *)up(y, sizeof(y));
+	int ok = 1;
+	for (int s = 0; s < steps && ok; s++) {
+		const float *za = dlk_net_forward(&a, x, B, 1), *zb = dlk_net_forward(&b, xd, B, 1);
+		snprintf(msg, sizeof(msg), "%s, step %d: logits", what, s + 1);
+		ok &= agree(msg, za, zb, (size_t)B * k, NET);
+		float la = dlk_net_backward(&a, y, B), lb = dlk_net_backward(&b, yd, B);
+		CHECK_MSG(fabs(la - lb) <= 5e-5 + 5e-4 * fabs(la), "%s, step %d: loss %.7g vs %.7g", what, s + 1, la, lb);
+		snprintf(msg, sizeof(msg), "%s, step %d: gradients", what, s + 1);
+		ok &= agree(msg, a.grads, b.grads, a.n_params, NET);
+		double na = dlk_optimizer_clip(&oa, a.grads), nb = dlk_optimizer_clip(&ob, b.grads);
+		CHECK_MSG(fabs(na - nb) <= 1e-4 * na, "%s, step %d: gradient norm %.7g vs %.7g", what, s + 1, na, nb);
+		double lr = dlk_optimizer_lr(&oa, s);
+		dlk_optimizer_step(&oa, a.params, a.grads, lr);
+		dlk_optimizer_step(&ob, b.params, b.grads, lr);
+		snprintf(msg, sizeof(msg), "%s, step %d: parameters after the update", what, s + 1);
+		ok &= agree(msg, a.params, b.params, a.n_params, NET);
+	}
+	CHECK_MSG(device_clean(), "%s: no device error", what);
 	dlk_optimizer_release(&oa);
 	dlk_optimizer_release(&ob);
 	gpu->free(xd);
@@ -90,25 +419,133 @@ static void compare_step(void)
 	dlk_net_release(&b);
 }
 
+static void test_layers(void)
+{
+	struct dlk_training adamw = { .epochs = 1, .batch_size = 9, .optimizer = DLK_OPT_ADAMW, .lr = 1e-2, .beta1 = 0.9,
+	                              .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01, .step_size = 1, .grad_clip = 0.5 };
+	struct dlk_layer_spec mlp_relu[] = { K(DLK_LAYER_FLATTEN), D(16), K(DLK_LAYER_RELU), D(5) };
+	struct dlk_layer_spec mlp_tanh[] = { K(DLK_LAYER_FLATTEN), D(16), K(DLK_LAYER_TANH), D(5) };
+	struct dlk_layer_spec mlp_sig[] = { K(DLK_LAYER_FLATTEN), D(16), K(DLK_LAYER_SIGMOID), D(5) };
+	/* activations that are layers of their own (after flatten, not fused into a dense) */
+	struct dlk_layer_spec acts[] = { K(DLK_LAYER_FLATTEN), K(DLK_LAYER_TANH), D(12), K(DLK_LAYER_RELU),
+		                         K(DLK_LAYER_SIGMOID), D(5) };
+	struct dlk_layer_spec drop[] = { K(DLK_LAYER_FLATTEN), D(32), K(DLK_LAYER_RELU), DROP(0.4f), D(5) };
+	struct dlk_layer_spec conv[] = { C(4, 3, 1, 1), K(DLK_LAYER_RELU), K(DLK_LAYER_FLATTEN), D(5) };
+	struct dlk_layer_spec conv_s2[] = { C(6, 5, 2, 2), K(DLK_LAYER_TANH), K(DLK_LAYER_FLATTEN), D(5) };
+	struct dlk_layer_spec pool[] = { C(4, 3, 1, 1), K(DLK_LAYER_RELU), P(2, 2), K(DLK_LAYER_FLATTEN), D(5) };
+	struct dlk_layer_spec pool_ov[] = { C(4, 3, 1, 0), K(DLK_LAYER_SIGMOID), P(3, 1), K(DLK_LAYER_FLATTEN), D(5) };
+	struct dlk_layer_spec cnn[] = { C(8, 3, 2, 1), K(DLK_LAYER_RELU), P(3, 1), C(6, 3, 1, 1), K(DLK_LAYER_TANH),
+		                        K(DLK_LAYER_FLATTEN), DROP(0.3f), D(16), K(DLK_LAYER_SIGMOID), D(5) };
+	compare_net("dense + relu", 2, 5, 5, mlp_relu, 4, &adamw, 3);
+	compare_net("dense + tanh", 2, 5, 5, mlp_tanh, 4, &adamw, 3);
+	compare_net("dense + sigmoid", 2, 5, 5, mlp_sig, 4, &adamw, 3);
+	compare_net("activation layers", 2, 5, 5, acts, 6, &adamw, 3);
+	compare_net("dropout", 2, 5, 5, drop, 5, &adamw, 3);
+	compare_net("conv2d 3x3/1 pad 1", 3, 8, 8, conv, 4, &adamw, 3);
+	compare_net("conv2d 5x5/2 pad 2", 3, 9, 7, conv_s2, 4, &adamw, 3);
+	compare_net("maxpool 2/2", 3, 8, 8, pool, 5, &adamw, 3);
+	compare_net("maxpool 3/1 (overlapping)", 3, 8, 8, pool_ov, 5, &adamw, 3);
+	compare_net("a CNN of every kind", 3, 12, 12, cnn, 10, &adamw, 3);
+
+	/* every optimizer, over several steps of the same MLP */
+	struct dlk_training opts[] = {
+		{ .epochs = 1, .batch_size = 9, .optimizer = DLK_OPT_SGD, .lr = 0.1, .step_size = 1 },
+		{ .epochs = 1, .batch_size = 9, .optimizer = DLK_OPT_SGD, .lr = 0.1, .momentum = 0.9, .weight_decay = 1e-3, .step_size = 1 },
+		{ .epochs = 1, .batch_size = 9, .optimizer = DLK_OPT_SGD, .lr = 0.1, .momentum = 0.9, .nesterov = 1, .step_size = 1 },
+		{ .epochs = 1, .batch_size = 9, .optimizer = DLK_OPT_ADAM, .lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+		  .weight_decay = 1e-3, .step_size = 1 },
+		{ .epochs = 1, .batch_size = 9, .optimizer = DLK_OPT_ADAMW, .lr = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+		  .weight_decay = 0.05, .step_size = 1, .grad_clip = 0.1 },
+	};
+	const char *names[] = { "SGD", "SGD momentum + weight decay", "SGD Nesterov", "Adam + L2", "AdamW + clipping" };
+	for (int i = 0; i < 5; i++)
+		compare_net(names[i], 2, 5, 5, mlp_relu, 4, &opts[i], 5);
+}
+
+/* The pool: after the first step the device serves no allocation; a freed block comes back. */
+static void test_pool(void)
+{
+	struct dlk_mem_stats s0, s1, s2;
+	if (!gpu->mem_stats) {
+		CHECK_MSG(0, "the CUDA backend reports its memory pool");
+		return;
+	}
+	struct dlk_layer_spec cnn[] = { C(8, 3, 1, 1), K(DLK_LAYER_RELU), P(2, 2), K(DLK_LAYER_FLATTEN), D(5) };
+	struct dlk_model m = { .input = { 1, 8, 8 }, .input_rank = 3, .layers = cnn, .n_layers = 5, .init = "torch" };
+	struct dlk_training tr = { .epochs = 1, .batch_size = 9, .optimizer = DLK_OPT_ADAM, .lr = 1e-2, .beta1 = 0.9,
+	                           .beta2 = 0.999, .eps = 1e-8, .step_size = 1 };
+	struct dlk_net net;
+	struct dlk_optimizer o;
+	struct dlk_err err = DLK_ERR_INIT;
+	int32_t y[9] = { 0 };
+	dlk_net_build(&net, &m, NULL, 5, gpu, &err);
+	dlk_net_init_params(&net, "torch", 1, &err);
+	dlk_net_reserve(&net, 9, &err);
+	dlk_optimizer_init(&o, &tr, net.n_params, 1, 10, gpu, &err);
+	float *x = rnd(9 * 64, 5), *xd = up(x, sizeof(float) * 9 * 64);
+	int32_t *yd = (int32_t *)up(y, sizeof(y));
+	for (int s = 0; s < 10; s++) {
+		if (s == 1)
+			gpu->mem_stats(&s0);
+		dlk_net_forward(&net, xd, 9, 1);
+		dlk_net_backward(&net, yd, 9);
+		dlk_optimizer_clip(&o, net.grads);
+		dlk_optimizer_step(&o, net.params, net.grads, 1e-2);
+	}
+	gpu->mem_stats(&s1);
+	CHECK_MSG(s1.device_allocs == s0.device_allocs, "no device allocation after the first step (%llu, then %llu)",
+	          s0.device_allocs, s1.device_allocs);
+	void *p = gpu->alloc(12100);
+	gpu->free(p);
+	void *q = gpu->alloc(12000);
+	gpu->mem_stats(&s2);
+	CHECK_MSG(q == p && s2.reuses > s1.reuses, "a freed block of the same size class is handed out again");
+	float *h = down(q, 12000);
+	int zero = 1;
+	for (size_t i = 0; i < 3000; i++)
+		zero &= h[i] == 0;
+	CHECK_MSG(zero, "a reused block comes back zero-filled");
+	printf("# pool: %zu bytes held, peak %zu in use, %llu device allocations, %llu reuses\n", s2.held, s2.peak_in_use,
+	       s2.device_allocs, s2.reuses);
+	free(h);
+	gpu->free(q);
+	gpu->free(xd);
+	gpu->free(yd);
+	free(x);
+	dlk_optimizer_release(&o);
+	dlk_net_release(&net);
+	CHECK_MSG(device_clean(), "pool: no device error");
+}
+
 int main(void)
 {
-	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_err err = DLK_ERR_INIT, e2 = DLK_ERR_INIT;
 	cpu = dlk_backend_cpu();
 	/* tests run from the source tree: prefer the freshly built library */
 	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
 	char lib[512];
 	snprintf(lib, sizeof(lib), "%s/" DLK_CUDA_LIB_NAME, build);
-	gpu = dlk_backend_cuda(access(lib, F_OK) == 0 ? lib : NULL, &err);
-	/* the loader's error names what it tried, whatever the reason */
-	struct dlk_err e2 = DLK_ERR_INIT;
-	CHECK(dlk_backend_cuda("/nonexistent/libdlk-cuda.so", &e2) == NULL);
-	CHECK_CONTAINS(e2.msg, "cannot load the CUDA backend '/nonexistent/libdlk-cuda.so'");
-	CHECK_CONTAINS(e2.hint, "make gpu");
+	/* the loader's error names the file it tried, whatever the reason */
+	CHECK(dlk_backend_cuda("/nonexistent/libdlk-cuda.so", 0, &e2) == NULL);
+	CHECK_CONTAINS(e2.msg, "no CUDA backend: '/nonexistent/libdlk-cuda.so' does not exist");
+	CHECK_CONTAINS(e2.hint, "DLK_CUDA_LIB");
+	gpu = dlk_backend_cuda(access(lib, F_OK) == 0 ? lib : NULL, 0, &err);
 	if (!gpu) {
 		printf("ok %d # skip %s\n1..%d\n", check_n + 1, err.msg, check_n + 1);
 		return check_failed ? 1 : 0;
 	}
 	printf("# device: %s\n", gpu->device);
-	compare_step();
+	CHECK_STR(gpu->name, "cuda");
+	test_gemm();
+	test_dense_forward();
+	test_elementwise();
+	test_sums();
+	test_conv_ops();
+	test_maxpool();
+	test_softmax_ce();
+	test_optimizer_ops();
+	CHECK_MSG(device_clean(), "the operations leave no device error");
+	test_layers();
+	test_pool();
 	return CHECK_DONE();
 }

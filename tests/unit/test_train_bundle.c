@@ -119,7 +119,7 @@ int main(void)
 	                                .classes = classes, .eval = &res.eval, .train_loss = res.train_loss,
 	                                .train = &ds, .project_digest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 	                                .seed = 18446744073709551615ULL, .started_at = res.started_at,
-	                                .finished_at = res.finished_at };
+	                                .finished_at = res.finished_at, .history = &res.history };
 	setenv("DLK_IMAGE", "registry.example/dlk:0.1.0", 1);
 	err = (struct dlk_err)DLK_ERR_INIT;
 	CHECK_MSG(dlk_bundle_write(path, &info, &err) == 0, "writes the bundle (%s)", err.msg);
@@ -145,6 +145,13 @@ int main(void)
 	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(met, "confusion_matrix")) == 4);
 	CHECK(cJSON_GetArraySize(cJSON_GetArrayItem(cJSON_GetObjectItem(met, "confusion_matrix"), 0)) == 4);
 	CHECK_STR(cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "classes"), 2)), "c");
+	/* the run's history: one epoch of 4 steps, evaluated, read back by its own reader */
+	struct dlk_history hist = DLK_HISTORY_INIT;
+	CHECK(dlk_history_from_json(cJSON_GetObjectItem(j, "history"), "model.json", &hist, &err) == 0);
+	CHECK(hist.n_epochs == 1 && hist.steps == 4 && hist.n_step_loss == 4 && hist.n_events == 1);
+	CHECK(hist.epochs[0].have_test && hist.epochs[0].test_accuracy == res.eval.accuracy);
+	CHECK(hist.epochs[0].train_loss == cJSON_GetNumberValue(cJSON_GetObjectItem(met, "train_loss")));
+	dlk_history_release(&hist);
 	char sha[65];
 	dlk_sha256_hex(wts.data, wts.len, sha);
 	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "weights"), "sha256")), sha);

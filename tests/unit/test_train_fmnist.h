@@ -20,6 +20,9 @@ static struct dlk_layer_spec fm_cnn[] = {
 	{ .kind = DLK_LAYER_DENSE, .units = 128 }, { .kind = DLK_LAYER_RELU }, { .kind = DLK_LAYER_DENSE, .units = 10 },
 };
 
+/* the backend fm_train() trains on; NULL: the CPU */
+static const struct dlk_backend *fm_backend;
+
 /* trains and returns the test accuracy (-1 on error) */
 static double fm_train(int cnn, int epochs, const struct dlk_dataset *train, const struct dlk_dataset *test,
                        double *seconds)
@@ -31,6 +34,7 @@ static double fm_train(int cnn, int epochs, const struct dlk_dataset *train, con
 	                           .seed = 42, .threads = 2, .eval_every_epoch = 0 };
 	struct dlk_train_opts o = DLK_TRAIN_OPTS_INIT;
 	o.model = &model;
+	o.backend = fm_backend;
 	o.training = &tr;
 	o.train = train;
 	o.test = test;
@@ -40,8 +44,9 @@ static double fm_train(int cnn, int epochs, const struct dlk_dataset *train, con
 	if (dlk_train_run(&o, &r, &err) == 0) {
 		acc = r.eval.accuracy;
 		*seconds = r.seconds;
-		printf("# %s, %d epoch(s) on %zu samples: test accuracy %.4f, %.0f samples/s, %.1f s\n",
-		       cnn ? "CNN" : "MLP", epochs, train->n, acc, r.train_samples_per_sec, r.seconds);
+		printf("# %s, %d epoch(s) on %zu samples, %s: test accuracy %.4f, %.0f samples/s, %.1f s\n",
+		       cnn ? "CNN" : "MLP", epochs, train->n, fm_backend ? fm_backend->name : "cpu", acc,
+		       r.train_samples_per_sec, r.seconds);
 	} else {
 		printf("# training failed: %s\n", err.msg);
 	}

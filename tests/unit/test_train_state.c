@@ -158,7 +158,7 @@ int main(void)
 	{
 		struct dlk_net net = DLK_NET_INIT;
 		struct dlk_optimizer opt = DLK_OPTIMIZER_INIT;
-		struct dlk_train_state st = { &net, &opt, 0, 0, 0 };
+		struct dlk_train_state st = { &net, &opt, 0, 0, 0, NULL };
 		struct dlk_state_meta meta = { "", tr.seed, 1, tr.batch_size };
 		struct dlk_err err = DLK_ERR_INIT;
 

@@ -1,0 +1,44 @@
+/* Fashion-MNIST on the GPU against the CPU: the MLP and the CNN, 2 epochs each on all 60,000
+ * samples, from the same seed; the test accuracies must agree within 0.5 points. (The two
+ * backends round differently, so the runs drift apart a little; a real bug in a kernel costs far
+ * more than half a point.) Skips, saying why, where no CUDA device can be used. */
+#include <unistd.h>
+
+#include "lib/nn/gpu.h"
+#include "tests/unit/test_train_fmnist.h"
+
+int main(void)
+{
+	struct dlk_dataset train, test;
+	struct dlk_err err = DLK_ERR_INIT;
+	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
+	char lib[512];
+	snprintf(lib, sizeof(lib), "%s/" DLK_CUDA_LIB_NAME, build);
+	const struct dlk_backend *gpu = dlk_backend_cuda(access(lib, F_OK) == 0 ? lib : NULL, 0, &err);
+	if (!gpu) {
+		printf("ok 1 # skip %s\n1..1\n", err.msg);
+		return 0;
+	}
+	if (access(FMNIST_DIR "/t10k-labels-idx1-ubyte.gz", R_OK)) {
+		printf("not ok 1 - Fashion-MNIST is not installed under " FMNIST_DIR " ('.ci/deps test' installs it)\n1..1\n");
+		return 1;
+	}
+	if (fmnist_load("train", 0, &train, &err) || fmnist_load("test", 0, &test, &err)) {
+		printf("not ok 1 - Fashion-MNIST loads: %s\n1..1\n", err.msg);
+		return 1;
+	}
+	printf("# device: %s\n", gpu->device);
+	for (int cnn = 0; cnn < 2; cnn++) {
+		double sc, sg;
+		fm_backend = NULL;
+		double ac = fm_train(cnn, 2, &train, &test, &sc);
+		fm_backend = gpu;
+		double ag = fm_train(cnn, 2, &train, &test, &sg);
+		CHECK_MSG(ac > 0 && ag > 0 && fabs(ag - ac) <= 0.005,
+		          "%s, 2 epochs: GPU %.2f%% within 0.5 points of the CPU's %.2f%% (%.1f s vs %.1f s)",
+		          cnn ? "CNN" : "MLP", 100 * ag, 100 * ac, sg, sc);
+	}
+	dlk_dataset_release(&train);
+	dlk_dataset_release(&test);
+	return CHECK_DONE();
+}
