@@ -96,7 +96,8 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 		return dlk_report(ctx, &err);
 	/* a dataset tag names one id for the whole run: resolved here, once, and the id is what the
 	 * rendered spec, every worker and the bundle carry */
-	if ((enum dlk_train_mode)opt.mode != TRAIN_WORKER && dlk_train_pin_dataset(ctx, spec, &err)) {
+	if ((enum dlk_train_mode)opt.mode != TRAIN_WORKER &&
+	    dlk_train_pin_dataset(ctx, spec, (enum dlk_train_mode)opt.mode == TRAIN_SUBMIT, &err)) {
 		project_free(spec);
 		return dlk_report(ctx, &err);
 	}

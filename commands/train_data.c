@@ -27,12 +27,20 @@ struct dlk_train_data {
 	char *base_dir;
 };
 
-int dlk_train_pin_dataset(const struct dlk_ctx *ctx, struct dlk_project *spec, struct dlk_err *err)
+int dlk_train_pin_dataset(const struct dlk_ctx *ctx, struct dlk_project *spec, int cluster, struct dlk_err *err)
 {
 	struct dlk_data_store ds;
+	const char *store = spec->data.store;
 	char id[65];
 	int rc;
 
+	if (cluster && (spec->data.dataset.tag || spec->data.dataset.id) && store && strncmp(store, "s3://", 5) &&
+	    strncmp(store, "pvc://", 6)) {
+		/* a directory of this machine: no worker of the cluster can read it */
+		dlk_errf(err, DLK_EXIT_CONFIG, "data.store '%s' is a directory of this machine: the job's workers cannot read it",
+		         store);
+		return dlk_err_hint(err, "push the dataset to s3://BUCKET/PREFIX or pvc://CLAIM/PATH and name that store");
+	}
 	if (!spec->data.dataset.tag || spec->data.dataset.id)
 		return 0;
 	if (dlk_data_store_open(ctx, NULL, spec, &ds, err))

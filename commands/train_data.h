@@ -10,8 +10,9 @@ struct dlk_data_opts;
 struct dlk_train_data;
 
 /* A dataset named by tag only gets its id from the store (spec->data.dataset.id), so that the
- * job, every worker and the bundle see one id; nothing to do otherwise. */
-int dlk_train_pin_dataset(const struct dlk_ctx *ctx, struct dlk_project *spec, struct dlk_err *err);
+ * job, every worker and the bundle see one id; nothing to do otherwise. For a run in the
+ * cluster (cluster), a store that is a directory of this machine is refused. */
+int dlk_train_pin_dataset(const struct dlk_ctx *ctx, struct dlk_project *spec, int cluster, struct dlk_err *err);
 
 /* With data.dataset: opens the store (a worker reads a pvc:// store on its mounted claim),
  * verifies the manifest, opens the node cache ($DLK_DATA_CACHE in a pod, data.cache_dir here)

@@ -286,6 +286,12 @@ static int need(const char *value, const char *field, struct dlk_err *err)
  *   priority_class, queue, schedule                    string or null
  *   storage.{claim, create, size, storage_class, mount, access_mode}
  *   netrc_secret                                      string or null: data.netrc_secret
+ *   store_secret                                      string or null: data.store_secret (envFrom)
+ *   data_cache.{enabled, empty_dir, host_path, checkpoint, path, mount, max_bytes}
+ *                                                     the node cache of a dataset's objects:
+ *                                                     enabled (data.dataset is set), which volume
+ *                                                     (bools), the hostPath, where the worker
+ *                                                     mounts it, its bound in bytes (a string)
  *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy) */
 cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                             struct dlk_err *err)
@@ -373,6 +379,30 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	cJSON_AddItemToObject(c, "queue", str_or_null(res->queue));
 	cJSON_AddItemToObject(c, "schedule", str_or_null(spec->schedule));
 	cJSON_AddItemToObject(c, "netrc_secret", str_or_null(spec->data.netrc_secret));
+	cJSON_AddItemToObject(c, "store_secret", str_or_null(spec->data.store_secret));
+	{
+		const struct dlk_node_cache *nc = &spec->data.node_cache;
+		int on = spec->data.dataset.id || spec->data.dataset.tag;
+		o = cJSON_AddObjectToObject(c, "data_cache");
+		cJSON_AddBoolToObject(o, "enabled", on);
+		cJSON_AddBoolToObject(o, "empty_dir", on && nc->volume == DLK_CACHE_EMPTYDIR);
+		cJSON_AddBoolToObject(o, "host_path", on && nc->volume == DLK_CACHE_HOSTPATH);
+		cJSON_AddBoolToObject(o, "checkpoint", on && nc->volume == DLK_CACHE_CHECKPOINT);
+		cJSON_AddItemToObject(o, "path", str_or_null(nc->host_path));
+		cJSON_AddStringToObject(o, "mount", RENDER_DATA_CACHE_MOUNT);
+		s = xasprintf("%lld", nc->max_bytes);
+		cJSON_AddStringToObject(o, "max_bytes", s);
+		free(s);
+		if (on && nc->volume == DLK_CACHE_CHECKPOINT && !st->claim && !st->size) {
+			cJSON_Delete(c);
+			return dlk_errf(err, DLK_EXIT_CONFIG, "data.node_cache.volume is checkpoint but there is no checkpoint "
+			                "volume (storage.claim or storage.size)"), NULL;
+		}
+		if (on && nc->volume == DLK_CACHE_HOSTPATH && !nc->host_path) {
+			cJSON_Delete(c);
+			return dlk_errf(err, DLK_EXIT_CONFIG, "data.node_cache.host_path is not set: cannot render the job"), NULL;
+		}
+	}
 
 	o = cJSON_AddObjectToObject(c, "storage");
 	if (st->claim) {

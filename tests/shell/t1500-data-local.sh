@@ -155,6 +155,14 @@ test_expect_success 'the project file checks a dataset and its sources' '
 	! grep -q "needs data.store" err
 '
 
+test_expect_success 'a submit refuses a directory store: no worker could read it' '
+	project p blobs@v1 &&
+	test_exit_code 3 dlk train -f p/dlk.yaml 2>err && grep -q "is a directory of this machine" err &&
+	dlk train --dry-run -f p/dlk.yaml -o json >objs.json &&
+	jq -e ".items[] | select(.kind == \"Job\") | .spec.template.spec.containers[0].env[] |
+		select(.name == \"DLK_DATA_CACHE\") | .value == \"/var/cache/dlk\"" objs.json >/dev/null
+'
+
 test_expect_success 'data push to the project file'"'"'s data.store, and its pins' '
 	project p blobs@v1 &&
 	(cd p && dlk data push "$TEST_TMP/blobs/test.csv" -q) >out &&
