@@ -176,6 +176,7 @@ static void bundle_info(const struct report *r, struct dlk_bundle_info *bi, cons
 	bi->dataset_id = spec->data.dataset.id;
 	bi->dataset_tag = spec->data.dataset.tag;
 	bi->data_store = spec->data.dataset.id ? spec->data.store : NULL;
+	bi->run_id = getenv("DLK_RUN_ID");
 }
 
 /* After an epoch and at the end, in a cluster: the run so far, as `dlk report JOB` reads it. A

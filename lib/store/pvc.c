@@ -9,6 +9,7 @@
  * itself (idle, then its active deadline). The protocol is lib/store/serve.h's. */
 #include "lib/store/store.h"
 #include "lib/store/serve.h"
+#include "lib/store/wire.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -113,14 +114,7 @@ static int fail_answer(struct dlk_store *s, const char *what, const struct kube_
 
 static int size_of(const struct kube_response *r, unsigned long long *size)
 {
-	cJSON *j = cJSON_ParseWithLength(r->body.data, r->body.len);
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "size");
-	int ok = cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 9e18;
-
-	if (ok)
-		*size = (unsigned long long)v->valuedouble;
-	cJSON_Delete(j);
-	return ok ? 0 : -1;
+	return dlk_store_wire_size(r->body.data, r->body.len, size);
 }
 
 /* A key in a URL path: its segments escaped, its '/' kept. */
@@ -191,8 +185,6 @@ static int pvc_list(struct dlk_store *s, const char *prefix, dlk_store_list_fn f
 {
 	char *path = xasprintf("list/%s", prefix), *where = dlk_store_where(s, prefix);
 	struct kube_response r = KUBE_RESPONSE_INIT;
-	cJSON *j = NULL;
-	const cJSON *e;
 	int rc = -1;
 
 	if (call(s, "GET", path, NULL, 0, NULL, NULL, NULL, &r, err))
@@ -201,20 +193,10 @@ static int pvc_list(struct dlk_store *s, const char *prefix, dlk_store_list_fn f
 		fail_answer(s, where, &r, err);
 		goto out;
 	}
-	j = cJSON_ParseWithLength(r.body.data, r.body.len);
-	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "names"))) {
-		dlk_errf(err, DLK_EXIT_CONNECT, "%s: the store's pod answered something that is not a list", where);
+	if (dlk_store_wire_list(r.body.data, r.body.len, where, fn, ctx, err))
 		goto out;
-	}
-	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "names"))
-	{
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name"), *sz = cJSON_GetObjectItemCaseSensitive(e, "size");
-		if (cJSON_IsString(n) && fn(ctx, n->valuestring, cJSON_IsNumber(sz) ? (unsigned long long)sz->valuedouble : 0))
-			break;
-	}
 	rc = 0;
 out:
-	cJSON_Delete(j);
 	kube_response_release(&r);
 	free(path);
 	free(where);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "lib/store/manifest.h"
+#include "lib/store/wire.h"
 #include "lib/util/clock.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
@@ -153,13 +154,9 @@ static MHD_RESULT do_get(struct MHD_Connection *c, const char *root, const char 
 		return reply_error(c, MHD_HTTP_NOT_FOUND, "no object %s", key);
 	}
 	size = (unsigned long long)st.st_size;
-	if (range) {
-		char *end;
-		if (strncmp(range, "bytes=", 6) || !isdigit((unsigned char)range[6]) ||
-		    (from = strtoull(range + 6, &end, 10), strcmp(end, "-")) || from > size) {
-			close(fd);
-			return reply_error(c, MHD_HTTP_RANGE_NOT_SATISFIABLE, "range '%s' of %llu bytes", range, size);
-		}
+	if (range && dlk_store_wire_range(range, size, &from)) {
+		close(fd);
+		return reply_error(c, MHD_HTTP_RANGE_NOT_SATISFIABLE, "range '%s' of %llu bytes", range, size);
 	}
 	r = MHD_create_response_from_fd_at_offset64(size - from, fd, (uint64_t)from);
 	if (!r) {

@@ -211,6 +211,8 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 	}
 	if (in->project_digest)
 		cJSON_AddStringToObject(p, "spec_sha256", in->project_digest);
+	if (in->run_id && *in->run_id)
+		cJSON_AddStringToObject(p, "run_id", in->run_id);
 	cJSON_AddStringToObject(p, "dlk_version", DLK_VERSION);
 	cJSON_AddStringToObject(p, "build", net->be && net->be->name ? net->be->name : "cpu");
 	char seed[32];

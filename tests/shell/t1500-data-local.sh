@@ -132,6 +132,21 @@ test_expect_success 'train from a tag: resolved once at submit, the id in the jo
 		.provenance.dataset.tag == \"blobs@v2\" and .provenance.dataset.store == \"$STORE\"" >/dev/null
 '
 
+test_expect_success 'lineage prints the dataset with its tag, the project digest and the run' '
+	project p blobs@v2 && DLK_RUN_ID=run-1234 dlk train --local -f p/dlk.yaml -q >/dev/null 2>&1 &&
+	dlk lineage p/blobs.dlk >out &&
+	grep -q "^dataset      sha256:$(cat "$TEST_TMP/id2") (blobs@v2)\$" out &&
+	grep -q "^  store      $STORE\$" out &&
+	grep -q "^  train      train.csv sha256:$(sed -n "s/ .* train.csv\$//p" "$STORE/datasets/$(cat "$TEST_TMP/id2")" | cut -c1-12)\$" out &&
+	grep -q "^project      sha256:[0-9a-f]\{64\}\$" out &&
+	grep -q "^run          run-1234\$" out && grep -q "^image        (not recorded)\$" out &&
+	dlk lineage p/blobs.dlk -o json | jq -e ".provenance.run_id == \"run-1234\" and
+		.provenance.dataset.tag == \"blobs@v2\" and (.weightsSha256 | length) == 64" >/dev/null &&
+	cp p/blobs.dlk bad.dlk && printf X | dd of=bad.dlk bs=1 seek=2000 conv=notrunc 2>/dev/null &&
+	test_exit_code 3 dlk lineage bad.dlk 2>err && grep -q "bad.dlk" err &&
+	test_exit_code 2 dlk lineage 2>err
+'
+
 test_expect_success 'a file the dataset does not have, or a changed copy, stops the run' '
 	project p "sha256:$(cat "$TEST_TMP/id1")" &&
 	test_exit_code 3 dlk train --local -f p/dlk.yaml --set data.test.source=nope.csv 2>err &&
