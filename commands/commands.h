@@ -18,6 +18,7 @@
 #define DLK_COMMAND_LIST(X)                                                                       \
 	X(init, "create a project: a commented dlk.yaml, optionally the templates")               \
 	X(train, "train a model: submit the job to the cluster, show it, run it here, or be its worker") \
+	X(serve, "serve trained models over HTTP: KServe V2 (binary tensors, classification) and TF Serving REST") \
 	X(status, "show dlk jobs: state, workers, GPUs, progress; or one job in detail")           \
 	X(logs, "show the logs of a job's workers, merged, each line tagged with its rank")       \
 	X(report, "write a run's report: one HTML page with its curves, confusion matrix and provenance") \
@@ -42,6 +43,10 @@ DLK_COMMAND_LIST(X)
 #define X(p, n, s) extern const struct dlk_command_def dlk_cmd_##p##_##n;
 DLK_SUBCOMMAND_LIST(X)
 #undef X
+
+/* The global options (kubectl's spelling), accepted before or after the command name; their
+ * variables are the fields of the struct dlk_ctx that dispatch hands to every command. */
+extern const struct dlk_option dlk_global_options[];
 
 /* All commands in table order, ended by a row whose name is NULL. */
 extern const struct dlk_command dlk_commands[];

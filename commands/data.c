@@ -5,6 +5,7 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/data.h"
+#include "commands/ui.h"
 #include "lib/project/project.h"
 #include "lib/store/cache.h"
 #include "lib/store/serve.h"
@@ -79,11 +80,11 @@ int dlk_data_store_open(const struct dlk_ctx *ctx, const char *url, const struct
 		o.log_ctx = NULL;
 	}
 	if (!strncmp(url, "pvc://", 6)) {
-		ds->kube = dlk_kube_client(ctx, NULL, err);
+		ds->kube = dlk_kube_client(ctx, err);
 		if (!ds->kube)
 			return -1;
 		o.kube = ds->kube;
-		o.namespace_ = ns ? ns : ds->kube->cfg.namespace;
+		o.namespace_ = ns ? ns : kube_client_namespace(ds->kube);
 		o.image = image;
 		if (getenv("DLK_STORE_POD_TIMEOUT"))
 			o.pod_timeout_s = atoi(getenv("DLK_STORE_POD_TIMEOUT"));

@@ -3,6 +3,7 @@
  * image, dlk's version, the run, and the bundle it was fine-tuned from when there is one. */
 #include "commands/commands.h"
 #include "commands/ctx.h"
+#include "commands/ui.h"
 #include "lib/train/bundle.h"
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"

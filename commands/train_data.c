@@ -3,7 +3,10 @@
  * claim), with the line that says where the bytes came from. */
 #include "commands/train_data.h"
 #include "commands/data.h"
+#include "commands/ui.h"
 #include "lib/data/dataset.h"
+#include "lib/data/fetch.h"
+#include "lib/jobs/podenv.h"
 #include "lib/project/project.h"
 #include "lib/store/cache.h"
 #include "lib/store/reader.h"
@@ -15,7 +18,6 @@
 #include <string.h>
 
 /* Where a worker finds the claims its pod mounts (templates mount pvc:// claims there). */
-#define DLK_PVC_MOUNT_ROOT "/mnt/pvc"
 
 struct dlk_train_data {
 	struct dlk_data_store ds;
@@ -83,7 +85,7 @@ int dlk_train_data_open(const struct dlk_ctx *ctx, const struct dlk_project *spe
 	if (worker && d->store && !strncmp(d->store, "pvc://", 6)) {
 		/* the pod mounts the claim: read it as a directory */
 		struct dlk_store_opts o = { 0 };
-		o.pvc_root = getenv("DLK_PVC_ROOT") && *getenv("DLK_PVC_ROOT") ? getenv("DLK_PVC_ROOT") : DLK_PVC_MOUNT_ROOT;
+		o.pvc_root = getenv(DLK_ENV_PVC_ROOT) && *getenv(DLK_ENV_PVC_ROOT) ? getenv(DLK_ENV_PVC_ROOT) : DLK_PVC_ROOT;
 		td->store = dlk_store_open(d->store, &o, err);
 		td->own_store = 1;
 	} else if (!dlk_data_store_open(ctx, NULL, spec, &td->ds, err)) {
@@ -103,11 +105,11 @@ int dlk_train_data_open(const struct dlk_ctx *ctx, const struct dlk_project *spe
 	if (!td->store->ops->local_path) {
 		/* fetched objects go to the node cache: the volume the template mounts in a pod, else
 		 * data.cache_dir next to the project */
-		const char *dir = getenv("DLK_DATA_CACHE");
+		const char *dir = getenv(DLK_ENV_DATA_CACHE);
 		char *cdir = dir && *dir ? xstrdup(dir)
 		             : d->cache_dir[0] == '/' || !strcmp(project_dir, ".") ? xstrdup(d->cache_dir)
 		                                                                 : xasprintf("%s/%s", project_dir, d->cache_dir);
-		int rc = dlk_cache_open(cdir, (unsigned long long)env_bytes("DLK_DATA_CACHE_MAX_BYTES", d->node_cache.max_bytes),
+		int rc = dlk_cache_open(cdir, (unsigned long long)env_bytes(DLK_ENV_DATA_CACHE_MAX_BYTES, d->node_cache.max_bytes),
 		                        &td->cache, err);
 		free(cdir);
 		if (rc)

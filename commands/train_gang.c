@@ -1,6 +1,9 @@
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
+#include "commands/ui.h"
 #include "lib/comm/rendezvous.h"
+#include "lib/jobs/podenv.h"
+#include "lib/util/clock.h"
 #include "lib/util/err.h"
 #include "lib/util/mem.h"
 
@@ -53,7 +56,33 @@ struct gang {
 	int in_pod, base_rank, world;
 	const char *master_addr;
 	int master_port;
+	struct sigaction old_int, old_term;
 };
+
+/* The workers' line buffers, and SIGINT/SIGTERM heard by the parent, which asks every worker. */
+static void gang_open(struct gang *g)
+{
+	struct sigaction sa = { 0 };
+
+	g->w = xcalloc((size_t)g->n, sizeof(*g->w));
+	for (int r = 0; r < g->n; r++)
+		g->w[r].buf = xmalloc(LINE_MAX_BYTES + 1);
+	gang_sig = 0;
+	gang_sig_count = 0;
+	sa.sa_handler = on_gang_signal;
+	sigaction(SIGINT, &sa, &g->old_int);
+	sigaction(SIGTERM, &sa, &g->old_term);
+}
+
+static void gang_close(struct gang *g)
+{
+	sigaction(SIGINT, &g->old_int, NULL);
+	sigaction(SIGTERM, &g->old_term, NULL);
+	for (int r = 0; r < g->n; r++)
+		free(g->w[r].buf);
+	free(g->w);
+	g->w = NULL;
+}
 
 static void put(const char *s, size_t n)
 {
@@ -219,28 +248,28 @@ static void child(struct gang *g, const struct dlk_train_cli *opts, const struct
 		if (lfd >= 0)
 			close(lfd);
 	} else if (lfd >= 0) {
-		setenv_int("DLK_LISTEN_FD", lfd);
+		setenv_int(DLK_ENV_LISTEN_FD, lfd);
 	}
 	/* the local rank picks the worker's GPU */
-	setenv_int("LOCAL_RANK", rank);
-	setenv_int("LOCAL_WORLD_SIZE", g->n);
-	setenv_int("DLK_THREADS", threads);
-	unsetenv("JOB_COMPLETION_INDEX"); /* RANK says it, and an Indexed Job's index is the pod's */
+	setenv_int(DLK_ENV_LOCAL_RANK, rank);
+	setenv_int(DLK_ENV_LOCAL_WORLD_SIZE, g->n);
+	setenv_int(DLK_ENV_THREADS, threads);
+	unsetenv(DLK_ENV_COMPLETION_INDEX); /* RANK says it, and an Indexed Job's index is the pod's */
 	if (g->in_pod) {
 		/* the pod's run id, generation and job name stay as the Job set them */
-		setenv_int("RANK", g->base_rank + rank);
-		setenv_int("WORLD_SIZE", g->world);
-		setenv("MASTER_ADDR", g->master_addr, 1);
-		setenv_int("MASTER_PORT", g->master_port);
+		setenv_int(DLK_ENV_RANK, g->base_rank + rank);
+		setenv_int(DLK_ENV_WORLD_SIZE, g->world);
+		setenv(DLK_ENV_MASTER_ADDR, g->master_addr, 1);
+		setenv_int(DLK_ENV_MASTER_PORT, g->master_port);
 	} else {
-		setenv_int("RANK", rank);
-		setenv_int("WORLD_SIZE", g->n);
-		setenv("MASTER_ADDR", "127.0.0.1", 1);
-		setenv_int("MASTER_PORT", port);
-		setenv_int("DLK_GENERATION", (long)gen);
-		setenv("DLK_RUN_ID", run_id, 1);
-		setenv("DLK_JOB_NAME", spec->name, 1);
-		unsetenv("KUBERNETES_SERVICE_HOST"); /* a local gang publishes no progress on any Job */
+		setenv_int(DLK_ENV_RANK, rank);
+		setenv_int(DLK_ENV_WORLD_SIZE, g->n);
+		setenv(DLK_ENV_MASTER_ADDR, "127.0.0.1", 1);
+		setenv_int(DLK_ENV_MASTER_PORT, port);
+		setenv_int(DLK_ENV_GENERATION, (long)gen);
+		setenv(DLK_ENV_RUN_ID, run_id, 1);
+		setenv(DLK_ENV_JOB_NAME, spec->name, 1);
+		unsetenv(DLK_ENV_SERVICE_HOST); /* a local gang publishes no progress on any Job */
 	}
 	g->ctx->color = 0;
 	rc = dlk_train_here(g->ctx, opts, spec, 1);
@@ -405,22 +434,14 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 {
 	int workers = opts->workers, max_restarts = opts->max_restarts;
 	struct dlk_err err = DLK_ERR_INIT;
-	struct gang g = { ctx, NULL, workers, 0, 0, 0, 0, NULL, 0 };
-	struct sigaction sa = { 0 }, old_int, old_term;
+	struct gang g = { .ctx = ctx, .n = workers };
 	char run_id[64], what[128];
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = spec->training.threads ? spec->training.threads : (int)(cores / workers > 0 ? cores / workers : 1);
 	int rc = 0;
 
 	snprintf(run_id, sizeof(run_id), "local-%ld-%ld", (long)getpid(), (long)time(NULL));
-	g.w = xcalloc((size_t)workers, sizeof(*g.w));
-	for (int r = 0; r < workers; r++)
-		g.w[r].buf = xmalloc(LINE_MAX_BYTES + 1);
-	gang_sig = 0;
-	gang_sig_count = 0;
-	sa.sa_handler = on_gang_signal;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
+	gang_open(&g);
 
 	for (int gen = 0;; gen++) {
 		int f = run_generation(&g, opts, spec, (unsigned)gen, run_id, threads, &err);
@@ -455,11 +476,7 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 		rc = dlk_report(ctx, &err);
 		break;
 	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	for (int r = 0; r < workers; r++)
-		free(g.w[r].buf);
-	free(g.w);
+	gang_close(&g);
 	return rc;
 }
 
@@ -467,8 +484,7 @@ int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, co
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dist_env env;
-	struct gang g = { ctx, NULL, gpus, 0, 1, 0, 0, NULL, 0 };
-	struct sigaction sa = { 0 }, old_int, old_term;
+	struct gang g = { .ctx = ctx, .n = gpus, .in_pod = 1 };
 	char what[128];
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = spec->training.threads ? spec->training.threads : (int)(cores / gpus > 0 ? cores / gpus : 1);
@@ -489,14 +505,7 @@ int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, co
 	g.world = env.world * gpus;
 	g.master_addr = env.master_addr[0] ? env.master_addr : "127.0.0.1";
 	g.master_port = env.master_port;
-	g.w = xcalloc((size_t)gpus, sizeof(*g.w));
-	for (int r = 0; r < gpus; r++)
-		g.w[r].buf = xmalloc(LINE_MAX_BYTES + 1);
-	gang_sig = 0;
-	gang_sig_count = 0;
-	sa.sa_handler = on_gang_signal;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
+	gang_open(&g);
 	/* one generation: restarting the gang is the Job's (its podFailurePolicy and the
 	 * rendezvous' generations), as for a pod of one rank */
 	f = run_generation(&g, opts, spec, 0, "", threads, &err);
@@ -512,10 +521,6 @@ int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, co
 		         what);
 		dlk_report(ctx, &err);
 	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	for (int r = 0; r < gpus; r++)
-		free(g.w[r].buf);
-	free(g.w);
+	gang_close(&g);
 	return rc;
 }

@@ -32,7 +32,5 @@ int check_source_url(const char *s, char *why, size_t why_len);
 /* Dataset store: a directory (a bare path or file:///abs), s3://BUCKET[/PREFIX] or
  * pvc://CLAIM[/PATH]. */
 int check_store_url(const char *s, char *why, size_t why_len);
-/* 1 when s is valid UTF-8 without NUL (len bytes). */
-int check_utf8(const char *s, size_t len);
 
 #endif

@@ -1,4 +1,5 @@
 #include "lib/render/render.h"
+#include "lib/data/fetch.h"
 #include "lib/render/embedded.h"
 #include "lib/render/mustache.h"
 #include "lib/util/buf.h"
@@ -273,6 +274,54 @@ static int need(const char *value, const char *field, struct dlk_err *err)
 	return dlk_errf(err, DLK_EXIT_CONFIG, "spec field '%s' is not set: cannot render the job", field);
 }
 
+/* The claims that the data sources name (pvc://CLAIM/PATH), and a dataset's store when it is
+ * pvc://CLAIM[/PATH], each once, in the order they come: [{claim, volume, mount}]: volume is
+ * the pod's name for it, mount where the worker reads it (DLK_PVC_ROOT/CLAIM). A malformed URL
+ * is left to the worker, which says what is wrong with it. */
+static cJSON *data_claims(const struct dlk_data *d)
+{
+	const char *urls[] = { d->train.images.url, d->train.labels.url, d->train.source.url,
+	                       d->test.images.url,  d->test.labels.url,  d->test.source.url,
+	                       d->dataset.id || d->dataset.tag ? d->store : NULL };
+	cJSON *arr = cJSON_CreateArray();
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
+		const char *u = urls[i], *claim, *slash;
+		const cJSON *e;
+		size_t len;
+		int seen = 0;
+		if (!u || strncmp(u, "pvc://", 6))
+			continue;
+		claim = u + 6;
+		slash = strchr(claim, '/');
+		if (!slash && i == 6) /* a store may be a whole claim */
+			slash = claim + strlen(claim);
+		if (!slash || slash == claim)
+			continue;
+		len = (size_t)(slash - claim);
+		cJSON_ArrayForEach(e, arr) {
+			const char *have = cJSON_GetObjectItemCaseSensitive(e, "claim")->valuestring;
+			if (strlen(have) == len && !strncmp(have, claim, len))
+				seen = 1;
+		}
+		if (seen)
+			continue;
+		cJSON *o = cJSON_CreateObject();
+		char *s = xstrndup(claim, len);
+		cJSON_AddStringToObject(o, "claim", s);
+		free(s);
+		s = xasprintf("data-%d", n++);
+		cJSON_AddStringToObject(o, "volume", s);
+		free(s);
+		s = xasprintf("%s/%.*s", DLK_PVC_ROOT, (int)len, claim);
+		cJSON_AddStringToObject(o, "mount", s);
+		free(s);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
 /* Keys (every one always present, null when the spec has no value, so that strict rendering
  * catches misspelled names in templates):
  *   name, namespace, image, version, spec_yaml
@@ -292,6 +341,8 @@ static int need(const char *value, const char *field, struct dlk_err *err)
  *                                                     enabled (data.dataset is set), which volume
  *                                                     (bools), the hostPath, where the worker
  *                                                     mounts it, its bound in bytes (a string)
+ *   data_claims                                       the claims pvc:// data sources and a pvc://
+ *                                                     dataset store name: a list of {claim, volume, mount}
  *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy) */
 cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                             struct dlk_err *err)
@@ -403,6 +454,7 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 			return dlk_errf(err, DLK_EXIT_CONFIG, "data.node_cache.host_path is not set: cannot render the job"), NULL;
 		}
 	}
+	cJSON_AddItemToObject(c, "data_claims", data_claims(&spec->data));
 
 	o = cJSON_AddObjectToObject(c, "storage");
 	if (st->claim) {
@@ -451,6 +503,29 @@ cJSON *render_train(const struct dlk_project *spec, const char *spec_yaml, const
 out:
 	render_templates_free(set);
 	cJSON_Delete(ctx);
+	return objects;
+}
+
+cJSON *render_train_project(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
+                            const char *namespace_, struct dlk_err *err)
+{
+	struct render_opts ro = RENDER_OPTS_INIT;
+	const char *slash = strrchr(project_file, '/');
+	char *tdir = NULL, *yaml = project_dump_yaml(spec);
+	cJSON *objects;
+
+	ro.namespace_ = namespace_;
+	if (templates_dir) {
+		ro.templates_dir = templates_dir;
+	} else {
+		/* the project's own templates/, next to its file, when there is one */
+		tdir = slash ? xasprintf("%.*s/templates", (int)(slash - project_file), project_file) : xstrdup("templates");
+		ro.templates_dir = tdir;
+		ro.templates_dir_optional = 1;
+	}
+	objects = render_train(spec, yaml, &ro, err);
+	free(tdir);
+	free(yaml);
 	return objects;
 }
 

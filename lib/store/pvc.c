@@ -10,6 +10,7 @@
 #include "lib/store/store.h"
 #include "lib/store/serve.h"
 #include "lib/store/wire.h"
+#include "lib/data/fetch.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -30,7 +31,6 @@
 #include "lib/util/mem.h"
 
 #define PVC_PORT 8080
-#define PVC_MOUNT_ROOT "/mnt/pvc"
 #define PVC_DEADLINE_S 3600
 #define PVC_IDLE "10m"
 
@@ -383,10 +383,10 @@ static int start_pod(struct dlk_store *s, struct dlk_err *err)
 	cJSON_AddStringToObject(ctx, "image", o->image ? o->image : "dlk:" DLK_VERSION);
 	cJSON_AddStringToObject(ctx, "version", DLK_VERSION);
 	cJSON_AddStringToObject(ctx, "claim", p->claim);
-	s_ = xasprintf("%s/%s", PVC_MOUNT_ROOT, p->claim);
+	s_ = xasprintf("%s/%s", DLK_PVC_ROOT, p->claim);
 	cJSON_AddStringToObject(ctx, "mount", s_);
 	free(s_);
-	s_ = *p->path ? xasprintf("%s/%s/%s", PVC_MOUNT_ROOT, p->claim, p->path) : xasprintf("%s/%s", PVC_MOUNT_ROOT, p->claim);
+	s_ = *p->path ? xasprintf("%s/%s/%s", DLK_PVC_ROOT, p->claim, p->path) : xasprintf("%s/%s", DLK_PVC_ROOT, p->claim);
 	cJSON_AddStringToObject(ctx, "root", s_);
 	free(s_);
 	cJSON_AddNumberToObject(ctx, "port", PVC_PORT);
@@ -454,7 +454,10 @@ static int start_pod(struct dlk_store *s, struct dlk_err *err)
 			dlk_buf_release(&why);
 			goto out;
 		}
-		if (p->kube->cancel && p->kube->cancel(p->kube->cancel_ud)) {
+		kube_cancel_fn *cancel;
+		void *cancel_ud;
+		kube_client_cancel_hook(p->kube, &cancel, &cancel_ud);
+		if (cancel && cancel(cancel_ud)) {
 			dlk_errf(err, DLK_EXIT_INTERRUPTED, "stopped while the store's pod was starting");
 			goto out;
 		}

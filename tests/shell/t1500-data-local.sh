@@ -142,7 +142,8 @@ test_expect_success 'lineage prints the dataset with its tag, the project digest
 	grep -q "^run          run-1234\$" out && grep -q "^image        (not recorded)\$" out &&
 	dlk lineage p/blobs.dlk -o json | jq -e ".provenance.run_id == \"run-1234\" and
 		.provenance.dataset.tag == \"blobs@v2\" and (.weightsSha256 | length) == 64" >/dev/null &&
-	cp p/blobs.dlk bad.dlk && printf X | dd of=bad.dlk bs=1 seek=2000 conv=notrunc 2>/dev/null &&
+	cp p/blobs.dlk bad.dlk && blk=$(tar -tRf bad.dlk | sed -n "s/^block \([0-9]*\): weights.safetensors\$/\1/p") &&
+	printf X | dd of=bad.dlk bs=1 seek=$(((blk + 1) * 512 + 300)) conv=notrunc 2>/dev/null &&
 	test_exit_code 3 dlk lineage bad.dlk 2>err && grep -q "bad.dlk" err &&
 	test_exit_code 2 dlk lineage 2>err
 '

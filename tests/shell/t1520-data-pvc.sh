@@ -89,6 +89,10 @@ training: {epochs: 1, batch_size: 1, threads: 1}
 EOT
 	dlk train --dry-run >objs.yaml &&
 	grep -q "dataset: {id: \"sha256:$(cat "$TEST_TMP/id")\", tag: \"sets@v1\"}" objs.yaml &&
+	dlk train --dry-run -o json | jq -e ".items[] | select(.kind == \"Job\") | .spec.template.spec |
+		([.volumes[] | select(.persistentVolumeClaim.claimName == \"datasets\")] | length) == 1 and
+		([.containers[0].volumeMounts[] | select(.mountPath == \"/mnt/pvc/datasets\" and .readOnly)] | length) == 1" \
+		>/dev/null &&
 	DLK_PVC_ROOT="$TEST_TMP/claims" JOB_COMPLETION_INDEX=0 WORLD_SIZE=1 RANK=0 \
 		dlk train --worker --set data.dataset=sha256:$(cat "$TEST_TMP/id") >out 2>err &&
 	grep -q "read in place from $STORE" err
