@@ -19,6 +19,9 @@
 /* With data.dataset: the node cache the template mounts, and its bound in bytes. */
 #define DLK_ENV_DATA_CACHE "DLK_DATA_CACHE"
 #define DLK_ENV_DATA_CACHE_MAX_BYTES "DLK_DATA_CACHE_MAX_BYTES"
+/* With a checkpoint volume: the folder of it where the worker archives its log
+ * (lib/jobs/logarchive.h). */
+#define DLK_ENV_LOG_ARCHIVE "DLK_LOG_ARCHIVE"
 /* What every rendered Job sets (NETRC only with data.netrc_secret), as an initializer. */
 #define DLK_POD_ENV_FROM_TEMPLATE                                                                          \
 	{ DLK_ENV_RANK, DLK_ENV_WORLD_SIZE, DLK_ENV_MASTER_ADDR, DLK_ENV_MASTER_PORT, DLK_ENV_JOB_NAME,     \

@@ -1,4 +1,5 @@
 #include "lib/render/render.h"
+#include "lib/jobs/logarchive.h"
 #include "lib/data/fetch.h"
 #include "lib/render/embedded.h"
 #include "lib/render/mustache.h"
@@ -334,6 +335,8 @@ static cJSON *data_claims(const struct dlk_data *d)
  *   has_node_selector, has_tolerations                 bools: whether those blocks are needed
  *   priority_class, queue, schedule                    string or null
  *   storage.{claim, create, size, storage_class, mount, access_mode}
+ *   log_archive                                       string or null: with a checkpoint volume, the
+ *                                                     folder of it where workers archive their logs
  *   netrc_secret                                      string or null: data.netrc_secret
  *   store_secret                                      string or null: data.store_secret (envFrom)
  *   data_cache.{enabled, empty_dir, host_path, checkpoint, path, mount, max_bytes}
@@ -455,6 +458,15 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 		}
 	}
 	cJSON_AddItemToObject(c, "data_claims", data_claims(&spec->data));
+
+	/* the folder of the checkpoint volume where workers archive their logs */
+	if (st->claim || st->size) {
+		s = xasprintf("%s/%s/%s", st->mount, DLK_LOG_ARCHIVE_DIR, spec->name);
+		cJSON_AddStringToObject(c, "log_archive", s);
+		free(s);
+	} else {
+		cJSON_AddNullToObject(c, "log_archive");
+	}
 
 	o = cJSON_AddObjectToObject(c, "storage");
 	if (st->claim) {

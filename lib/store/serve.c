@@ -57,6 +57,13 @@ int dlk_store_key_check(const char *key)
 		rest = strchr(key, '/') + 1;
 		return strlen(rest) == 64 && strspn(rest, "0123456789abcdef") == 64 ? 0 : -1;
 	}
+	if (!strncmp(key, "logs/", 5)) { /* workers' log archives (lib/jobs/logarchive.h) */
+		rest = key + 5;
+		return *rest && *rest != '.' && strlen(rest) <= 200 &&
+		               strspn(rest, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == strlen(rest)
+		           ? 0
+		           : -1;
+	}
 	if (!strncmp(key, "tags/", 5))
 		return strchr(key + 5, '@') && !dlk_dataset_tag_check(key + 5, why, sizeof(why)) ? 0 : -1;
 	return -1;
@@ -64,7 +71,7 @@ int dlk_store_key_check(const char *key)
 
 static int prefix_ok(const char *p)
 {
-	return !strcmp(p, "sha256/") || !strcmp(p, "datasets/") || !strcmp(p, "tags/");
+	return !strcmp(p, "sha256/") || !strcmp(p, "datasets/") || !strcmp(p, "tags/") || !strcmp(p, "logs/");
 }
 
 static void touch(struct server *s, int delta)

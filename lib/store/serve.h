@@ -12,7 +12,8 @@
  *	POST /v1/commit/KEY?sha256=H&size=S  the staged bytes become KEY when they are S bytes that
  *	                                     hash to H (422 otherwise, and the staging is dropped)
  *
- * KEY is sha256/<hex>, datasets/<hex> or tags/NAME@TAG; nothing else under the root is reachable.
+ * KEY is sha256/<hex>, datasets/<hex>, tags/NAME@TAG or logs/NAME (a worker's log archive, NAME
+ * of letters, digits, '.', '_' and '-'); nothing else under the root is reachable.
  * Errors are {"error": "..."}. Library code: nothing is printed. */
 #ifndef DLK_STORE_SERVE_H
 #define DLK_STORE_SERVE_H
@@ -38,7 +39,7 @@ struct dlk_store_serve_opts {
  * a bad address, DLK_EXIT_FAIL otherwise). */
 int dlk_store_serve(const struct dlk_store_serve_opts *o, struct dlk_err *err);
 
-/* 0 when key is one a store holds (sha256/<hex>, datasets/<hex>, tags/NAME@TAG). */
+/* 0 when key is one a store holds (sha256/<hex>, datasets/<hex>, tags/NAME@TAG, logs/NAME). */
 int dlk_store_key_check(const char *key);
 
 #endif
