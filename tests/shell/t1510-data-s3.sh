@@ -3,7 +3,8 @@
 # .ci/deps test) on loopback checks every request's SigV4 signature and payload hash, and its
 # access log shows what dlk sent. Push and re-push, wrong credentials, an upload cut off and
 # continued, a verified get (a corrupted object named, a partial download continued), and
-# training through the node cache: the second run downloads nothing.
+# training through the node cache: the second run, or a worker restarted after a kill,
+# downloads nothing.
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/s3/lib.sh"
 
@@ -129,6 +130,21 @@ test_expect_success 'training fetches the dataset once: a second run reads it fr
 test_expect_success 'two workers on one machine share the cache: each object is fetched once' '
 	rm -rf "$TEST_TMP/cache" p/.dlk && project p && objs=$(grep -c " s3_GetObject [^ ]*/sha256/" "$S3_LOG") &&
 	dlk train --local --workers 2 -f p/dlk.yaml >out 2>err &&
+	test $(( $(grep -c " s3_GetObject [^ ]*/sha256/" "$S3_LOG") - objs )) = 2
+'
+
+test_expect_success 'a worker killed and restarted in its pod reads the dataset from the node cache' '
+	project p && rm -rf "$TEST_TMP/podcache" &&
+	objs=$(grep -c " s3_GetObject [^ ]*/sha256/" "$S3_LOG") &&
+	pod() { DLK_DATA_CACHE=$TEST_TMP/podcache JOB_COMPLETION_INDEX=0 RANK=0 WORLD_SIZE=1 \
+		exec "$DLK" train --worker -f p/dlk.yaml --set data.dataset=sha256:$(cat "$TEST_TMP/id") "$@"; } &&
+	{ (pod --set training.epochs=1000000 >/dev/null 2>err1) & } &&
+	n=0 && while [ $n -lt 100 ] && ! grep -q "epoch 2/" err1; do sleep 0.1; n=$((n + 1)); done &&
+	kill -9 $! && { wait $! 2>/dev/null; true; } &&
+	grep -q ": 0 B from the node cache, .* fetched from $S3" err1 &&
+	test $(( $(grep -c " s3_GetObject [^ ]*/sha256/" "$S3_LOG") - objs )) = 2 &&
+	(pod >/dev/null 2>err2) &&
+	grep -q "2 files, \(.*\): \1 from the node cache, 0 B fetched" err2 &&
 	test $(( $(grep -c " s3_GetObject [^ ]*/sha256/" "$S3_LOG") - objs )) = 2
 '
 
