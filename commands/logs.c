@@ -247,6 +247,11 @@ static int collect_archive(void *ud, const char *name, unsigned long long size)
 	return 0;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* Where job name's workers archived their logs: --from, else the project's checkpoint volume. */
 static char *archive_url(const struct dlk_ctx *ctx, const char *name, const char *from, struct dlk_project **spec,
                          struct dlk_err *err)
@@ -292,12 +297,13 @@ static int logs_archived(struct dlk_ctx *ctx, const char *name, const char *run,
 		one_run &= !strncmp(a.keys[i], a.keys[0], strlen("logs/") + strcspn(a.keys[0] + 5, "_"));
 	if (!a.n) {
 		struct dlk_buf runs = DLK_BUF_INIT;
-		for (size_t i = 0; i < a.n_runs && i < 10; i++)
+		qsort(a.runs, a.n_runs, sizeof(*a.runs), cmp_str);
+		for (size_t i = 0; i < a.n_runs && i < DLK_LOG_ARCHIVE_KEEP_RUNS; i++)
 			dlk_buf_addf(&runs, "%s%s", i ? ", " : "", a.runs[i]);
 		dlk_errf(err, DLK_EXIT_NOTFOUND, "%s: no archived log of run '%s'%s", url, run,
 		         o->rank >= 0 ? " for that rank" : "");
 		if (a.n_runs)
-			dlk_err_hint(err, "the runs archived there: %s%s", runs.data, a.n_runs > 10 ? ", ..." : "");
+			dlk_err_hint(err, "the runs archived there: %s%s", runs.data, a.n_runs > DLK_LOG_ARCHIVE_KEEP_RUNS ? ", ..." : "");
 		else
 			dlk_err_hint(err, "a worker archives its log when its job has a checkpoint volume");
 		dlk_buf_release(&runs);

@@ -63,6 +63,16 @@ static struct dlk_log_archive *archive_start(const struct dlk_ctx *ctx)
 		path = dlk_log_archive_key(run, atoi(rank), p2, key, sizeof(key)) ? xstrdup("") : xasprintf("%s/%s", dir, key);
 		free(p2);
 	}
+	/* rank 0 keeps the folder bounded: the archives of the last runs only */
+	if (atoi(rank) == 0) {
+		unsigned removed = 0;
+		if (dlk_log_archive_prune(dir, run, DLK_LOG_ARCHIVE_KEEP_RUNS, &removed, &err)) {
+			dlk_warn(ctx, "old log archives are not removed: %s", err.msg);
+			dlk_err_clear(&err);
+		} else if (removed && ctx->verbose) {
+			dlk_info(ctx, "removed %u log archives of runs before the last %d", removed, DLK_LOG_ARCHIVE_KEEP_RUNS);
+		}
+	}
 	if (dlk_log_archive_start(path, 0, &a, &err))
 		dlk_warn(ctx, "the log is not archived: %s", err.msg);
 	free(path);

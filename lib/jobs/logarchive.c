@@ -3,13 +3,16 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -28,10 +31,10 @@ struct stream {
 
 struct dlk_log_archive {
 	struct stream s[2];      /* stdout, stderr */
-	gzFile gz;
+	gzFile gz;               /* the pump's */
 	unsigned long long written, max;
 	int full;
-	pthread_t th;
+	pid_t pump;              /* the process that reads the pipes */
 };
 
 static int name_ok(const char *s)
@@ -74,6 +77,84 @@ int dlk_log_archive_parse_name(const char *name, char *run, size_t run_len, int 
 	return name_ok(run) && name_ok(pod) ? 0 : -1;
 }
 
+struct run_age {
+	char run[96];
+	struct timespec newest;
+};
+
+static int newer_first(const void *a, const void *b)
+{
+	const struct run_age *x = a, *y = b;
+
+	if (x->newest.tv_sec != y->newest.tv_sec)
+		return x->newest.tv_sec > y->newest.tv_sec ? -1 : 1;
+	if (x->newest.tv_nsec != y->newest.tv_nsec)
+		return x->newest.tv_nsec > y->newest.tv_nsec ? -1 : 1;
+	return strcmp(x->run, y->run);
+}
+
+int dlk_log_archive_prune(const char *dir, const char *run, unsigned keep, unsigned *removed, struct dlk_err *err)
+{
+	char *logs = xasprintf("%s/logs", dir);
+	DIR *d = opendir(logs);
+	struct dirent *de;
+	struct run_age *runs = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	*removed = 0;
+	if (!d) {
+		if (errno != ENOENT)
+			rc = dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", logs, strerror(errno));
+		free(logs);
+		return rc;
+	}
+	while ((de = readdir(d))) {
+		char r[96], pod[96], *f;
+		struct stat st;
+		size_t i;
+		int rank;
+		if (dlk_log_archive_parse_name(de->d_name, r, sizeof(r), &rank, pod, sizeof(pod)) || (run && !strcmp(r, run)))
+			continue;
+		f = xasprintf("%s/%s", logs, de->d_name);
+		if (stat(f, &st) == 0) {
+			for (i = 0; i < n && strcmp(runs[i].run, r); i++)
+				;
+			if (i == n) {
+				runs = xrealloc(runs, (n + 1) * sizeof(*runs));
+				memset(&runs[n], 0, sizeof(*runs));
+				snprintf(runs[n].run, sizeof(runs[n].run), "%s", r);
+				n++;
+			}
+			if (newer_first(&(struct run_age){ "", st.st_mtim }, &runs[i]) < 0)
+				runs[i].newest = st.st_mtim;
+		}
+		free(f);
+	}
+	if (n)
+		qsort(runs, n, sizeof(*runs), newer_first);
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		char r[96], pod[96];
+		int rank, old = 0;
+		if (dlk_log_archive_parse_name(de->d_name, r, sizeof(r), &rank, pod, sizeof(pod)) || (run && !strcmp(r, run)))
+			continue;
+		/* the current run is one of the keep: the others fill the rest, newest first */
+		for (size_t i = keep > 0 && run ? keep - 1 : keep; i < n; i++)
+			old |= !strcmp(runs[i].run, r);
+		if (old) {
+			char *f = xasprintf("%s/%s", logs, de->d_name);
+			if (unlink(f) == 0)
+				++*removed;
+			free(f);
+		}
+	}
+	closedir(d);
+	free(runs);
+	free(logs);
+	return 0;
+}
+
 /* One line (without its newline) into the archive, stamped with the time now. */
 static void archive_line(struct dlk_log_archive *a, const char *p, size_t n)
 {
@@ -82,7 +163,7 @@ static void archive_line(struct dlk_log_archive *a, const char *p, size_t n)
 	char stamp[48];
 	int sl;
 
-	if (a->full)
+	if (a->full || !a->gz)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
@@ -132,9 +213,8 @@ static void write_all(int fd, const char *p, size_t n)
 	}
 }
 
-static void *pump(void *va)
+static void pump(struct dlk_log_archive *a)
 {
-	struct dlk_log_archive *a = va;
 	struct pollfd pf[2];
 	char buf[65536];
 	int open_n = 2;
@@ -164,15 +244,18 @@ static void *pump(void *va)
 			write_all(a->s[i].out, buf, (size_t)n);
 			take(a, &a->s[i], buf, (size_t)n);
 		}
-		if (!a->full)
+		if (!a->full && a->gz)
 			gzflush(a->gz, Z_SYNC_FLUSH); /* a worker killed now leaves these lines readable */
 	}
 	for (int i = 0; i < 2; i++)
 		if (a->s[i].n)
 			archive_line(a, a->s[i].line, a->s[i].n);
-	return NULL;
 }
 
+/* The pump is a process of its own, not a thread: what the worker writes just before it dies
+ * (a crash report, an abort message) is still in the pipes, and the pump reads it to the end
+ * and into both places once the last writer is gone. It ignores the signals that stop the
+ * worker, so that it sees the worker's last lines. */
 int dlk_log_archive_start(const char *path, unsigned long long max_bytes, struct dlk_log_archive **out,
                           struct dlk_err *err)
 {
@@ -181,20 +264,18 @@ int dlk_log_archive_start(const char *path, unsigned long long max_bytes, struct
 	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
 
 	*out = NULL;
+	a->s[0].out = a->s[1].out = -1;
 	if (slash && slash != dir) {
 		*slash = '\0';
 		if (dlk_mkdir_p(dir, err))
 			goto fail;
 	}
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0 || !(a->gz = gzdopen(fd, "wb"))) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot archive the log in '%s': %s", path, strerror(errno ? errno : ENOMEM));
+	if (fd < 0) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot archive the log in '%s': %s", path, strerror(errno));
 		goto fail;
 	}
-	fd = -1;
 	a->max = max_bytes ? max_bytes : DLK_LOG_ARCHIVE_MAX_BYTES;
-	fflush(stdout);
-	fflush(stderr);
 	for (int i = 0; i < 2; i++) {
 		if (pipe2(p[i], O_CLOEXEC) < 0) {
 			dlk_errf(err, DLK_EXIT_FAIL, "cannot archive the log: pipe: %s", strerror(errno));
@@ -207,10 +288,30 @@ int dlk_log_archive_start(const char *path, unsigned long long max_bytes, struct
 			goto fail;
 		}
 	}
-	if (pthread_create(&a->th, NULL, pump, a)) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot archive the log: no thread");
+	fflush(stdout);
+	fflush(stderr);
+	a->pump = fork();
+	if (a->pump < 0) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot archive the log: fork: %s", strerror(errno));
 		goto fail;
 	}
+	if (a->pump == 0) {
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGPIPE, SIG_IGN);
+		close(p[0][1]);
+		close(p[1][1]);
+		a->gz = gzdopen(fd, "wb"); /* without it the lines still reach the container's log */
+		pump(a);
+		if (a->gz)
+			gzclose(a->gz);
+		_exit(0);
+	}
+	close(fd);
+	close(p[0][0]);
+	close(p[1][0]);
+	/* a pump that died (killed for memory) must not take the worker with it: its writes fail */
+	signal(SIGPIPE, SIG_IGN);
 	/* from here on, fds 1 and 2 are the pipes (children inherit them: their lines are archived too) */
 	dup2(p[0][1], 1);
 	dup2(p[1][1], 2);
@@ -226,13 +327,11 @@ fail:
 			close(p[i][0]);
 		if (p[i][1] >= 0)
 			close(p[i][1]);
-		if (a->s[i].out > 0)
+		if (a->s[i].out >= 0)
 			close(a->s[i].out);
 	}
 	if (fd >= 0)
 		close(fd);
-	if (a->gz)
-		gzclose(a->gz);
 	free(a);
 	free(dir);
 	return -1;
@@ -240,19 +339,19 @@ fail:
 
 void dlk_log_archive_stop(struct dlk_log_archive *a)
 {
+	int st;
+
 	if (!a)
 		return;
 	fflush(stdout);
 	fflush(stderr);
-	/* the pipes' last write ends close: the pump reads to their end */
+	/* the pipes' write ends close here: the pump reads to their end, then exits */
 	dup2(a->s[0].out, 1);
 	dup2(a->s[1].out, 2);
-	pthread_join(a->th, NULL);
-	gzclose(a->gz);
-	for (int i = 0; i < 2; i++) {
-		close(a->s[i].rd);
-		close(a->s[i].out);
-	}
+	close(a->s[0].out);
+	close(a->s[1].out);
+	while (waitpid(a->pump, &st, 0) < 0 && errno == EINTR)
+		;
 	free(a);
 }
 

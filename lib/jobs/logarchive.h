@@ -17,6 +17,7 @@
 #define DLK_LOG_ARCHIVE_DIR "dlk-logs"            /* on the checkpoint volume: dlk-logs/<job>/ */
 #define DLK_LOG_ARCHIVE_MAX_BYTES (64ull << 20)   /* per worker and attempt, before compression */
 #define DLK_LOG_ARCHIVE_READ_MAX (256u << 20)     /* what one archive may expand to when read */
+#define DLK_LOG_ARCHIVE_KEEP_RUNS 20              /* runs of a job whose archives are kept */
 
 struct dlk_log_archive;
 
@@ -27,10 +28,14 @@ int dlk_log_archive_key(const char *run, int rank, const char *pod, char *buf, s
 int dlk_log_archive_parse_name(const char *name, char *run, size_t run_len, int *rank, char *pod, size_t pod_len);
 
 /* Starts archiving this process's stdout and stderr into path, a new file (its directory is
- * created), at most max_bytes (0: DLK_LOG_ARCHIVE_MAX_BYTES). Returns 0 and
+ * created), through a pump process, and ignores SIGPIPE from then on; at most max_bytes (0: DLK_LOG_ARCHIVE_MAX_BYTES). Returns 0 and
  * *out, or -1 with err; nothing changed then. */
 int dlk_log_archive_start(const char *path, unsigned long long max_bytes, struct dlk_log_archive **out,
                           struct dlk_err *err);
+/* Bounds a job's archive folder dir: the files of all but the keep runs written last (by their
+ * newest file) are removed; run's are always kept. *removed counts the files removed. A
+ * folder that does not exist yet is no error. */
+int dlk_log_archive_prune(const char *dir, const char *run, unsigned keep, unsigned *removed, struct dlk_err *err);
 /* Puts stdout and stderr back, writes the last lines and closes the archive (NULL is fine). */
 void dlk_log_archive_stop(struct dlk_log_archive *a);
 

@@ -1,10 +1,13 @@
 /* Workers' log archives (lib/jobs/logarchive.c): the key that names a worker's attempt and its
  * parse, what a worker writes to stdout and stderr archived (stamped lines, the bound), and the
- * reader: whole archives, a stream cut short, several members, bytes that are not gzip. */
+ * reader: whole archives, a stream cut short, several members, bytes that are not gzip; a job's
+ * folder bounded to its last runs. */
 #include "tests/unit/check.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -168,6 +171,55 @@ static void test_archive(const char *dir)
 	free(path);
 }
 
+static void touch_at(const char *dir, const char *name, long age_s)
+{
+	char *f = xasprintf("%s/logs/%s", dir, name);
+	struct timespec t[2];
+	int fd = open(f, O_WRONLY | O_CREAT, 0644);
+
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= age_s;
+	t[1] = t[0];
+	futimens(fd, t);
+	close(fd);
+	free(f);
+}
+
+static int exists(const char *dir, const char *name)
+{
+	char *f = xasprintf("%s/logs/%s", dir, name);
+	int ok = access(f, F_OK) == 0;
+
+	free(f);
+	return ok;
+}
+
+static void test_prune(const char *tmp)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	char *dir = xasprintf("%s/prune", tmp), *logs = xasprintf("%s/logs", dir);
+	unsigned removed = 99;
+
+	CHECK(!dlk_log_archive_prune(dir, "cur", 3, &removed, &err) && removed == 0); /* no folder yet */
+	dlk_mkdir_p(logs, NULL);
+	touch_at(dir, "a_rank-0_p.log.gz", 500); /* oldest run, two files */
+	touch_at(dir, "a_rank-1_p.log.gz", 400);
+	touch_at(dir, "b_rank-0_p.log.gz", 300);
+	touch_at(dir, "c_rank-0_p.log.gz", 50);  /* the run a rank 1 archived long ago counts by its newest file */
+	touch_at(dir, "c_rank-1_p.log.gz", 900);
+	touch_at(dir, "d_rank-0_p.log.gz", 100);
+	touch_at(dir, "cur_rank-0_p.log.gz", 1000); /* the current run: kept however old */
+	touch_at(dir, "notes.txt", 2000);           /* not an archive: left alone */
+	CHECK(!dlk_log_archive_prune(dir, "cur", 3, &removed, &err));
+	CHECK(removed == 3);
+	CHECK(exists(dir, "cur_rank-0_p.log.gz") && exists(dir, "c_rank-0_p.log.gz") && exists(dir, "c_rank-1_p.log.gz"));
+	CHECK(exists(dir, "d_rank-0_p.log.gz") && exists(dir, "notes.txt"));
+	CHECK(!exists(dir, "a_rank-0_p.log.gz") && !exists(dir, "a_rank-1_p.log.gz") && !exists(dir, "b_rank-0_p.log.gz"));
+	CHECK(!dlk_log_archive_prune(dir, "cur", 3, &removed, &err) && removed == 0);
+	free(logs);
+	free(dir);
+}
+
 int main(void)
 {
 	char cmd[600], *tmp = xasprintf("%s/dlk-test-logarchive-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -177,6 +229,7 @@ int main(void)
 	test_key();
 	test_read();
 	test_archive(tmp);
+	test_prune(tmp);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd)) { /* best effort */ }
 	free(tmp);
