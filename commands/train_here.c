@@ -5,6 +5,7 @@
  * writes checkpoints and the bundle. */
 #include "commands/train_here.h"
 #include "commands/report_source.h"
+#include "commands/train_data.h"
 #include "commands/train_progress.h"
 #include "commands/train_report.h"
 #include "commands/ui.h"
@@ -159,6 +160,10 @@ static void bundle_info(const struct here *r, struct dlk_bundle_info *bi, const 
 	bi->history = history;
 	bi->git_commit = r->git_commit;
 	bi->git_dirty = r->git_dirty;
+	bi->dataset_id = spec->data.dataset.id;
+	bi->dataset_tag = spec->data.dataset.tag;
+	bi->data_store = spec->data.dataset.id ? spec->data.store : NULL;
+	bi->run_id = getenv(DLK_ENV_RUN_ID);
 }
 
 /* After an epoch and at the end, in a cluster: the run so far, as `dlk report JOB` reads it. A
@@ -559,25 +564,35 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
                      struct dlk_dataset *train, struct dlk_dataset *test, struct dlk_err *err)
 {
 	struct dlk_data_opts dopts = { 0 };
+	struct dlk_train_data *tdata = NULL;
+	int rc = -1;
 
 	memcpy(dopts.shape, spec->model.input, sizeof(dopts.shape));
 	dopts.base_dir = dir;
 	dopts.progress = data_progress;
 	dopts.progress_ctx = r;
+	/* data.dataset: the sources are files of the dataset, read through the node cache */
+	if (dlk_train_data_open(r->ctx, spec, worker, dir, &dopts, &tdata, err))
+		goto out;
 	r->show.phase = "loading training data";
 	if (dlk_data_load(&spec->data, "train", &dopts, train, err) && !sig_seen)
-		return -1;
+		goto out;
 	r->show.phase = "loading test data";
 	if (!sig_seen && r->rank == 0 && (spec->data.test.images.url || spec->data.test.source.url) &&
 	    dlk_data_load(&spec->data, "test", &dopts, test, err) && !sig_seen)
-		return -1;
+		goto out;
 	dlk_train_report_clear(&r->show);
 	if (sig_seen) {
 		dlk_err_clear(err);
-		return dlk_errf(err, worker || sig_seen == SIGTERM ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL,
-		                "stopped by a signal while loading the data");
+		dlk_errf(err, worker || sig_seen == SIGTERM ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL,
+		         "stopped by a signal while loading the data");
+		goto out;
 	}
-	return 0;
+	dlk_train_data_done(r->ctx, tdata, r->rank);
+	rc = 0;
+out:
+	dlk_train_data_free(tdata);
+	return rc;
 }
 
 /* The loop, wired to this file's callbacks. Returns 0 when it finished, -1 with err when it

@@ -64,6 +64,11 @@ struct dlk_data_opts {
 	int retry_max_wait_ms;        /* cap on one wait, Retry-After included; 0 = 60000 */
 	int connect_timeout_s;        /* 0 = 30 */
 	int low_speed_time_s;         /* abort when under 1 byte/s for this long; 0 = 60 */
+	/* data.dataset: the sources are paths inside a dataset. resolve makes one a local file
+	 * (*local, the caller frees) and gives the sha256 its manifest lists, which is then checked
+	 * like a pin. NULL: sources are URLs. */
+	int (*resolve)(void *ctx, const char *path, char **local, char sha256[65], struct dlk_err *err);
+	void *resolve_ctx;
 };
 
 /* Fetches (with the sha256 pin checked before use), unpacks and decodes one split ("train" or

@@ -16,6 +16,12 @@
 #define DLK_ENV_NAMESPACE "DLK_NAMESPACE" /* the pod's namespace (downward API) */
 #define DLK_ENV_POD_NAME "POD_NAME"       /* the pod's name, for the user's tools (dlk does not read it) */
 #define DLK_ENV_NETRC "NETRC"             /* with data.netrc_secret: the mounted netrc file the fetcher reads */
+/* With data.dataset: the node cache the template mounts, and its bound in bytes. */
+#define DLK_ENV_DATA_CACHE "DLK_DATA_CACHE"
+#define DLK_ENV_DATA_CACHE_MAX_BYTES "DLK_DATA_CACHE_MAX_BYTES"
+/* With a checkpoint volume: the folder of it where the worker archives its log
+ * (lib/jobs/logarchive.h). */
+#define DLK_ENV_LOG_ARCHIVE "DLK_LOG_ARCHIVE"
 /* What every rendered Job sets (NETRC only with data.netrc_secret), as an initializer. */
 #define DLK_POD_ENV_FROM_TEMPLATE                                                                          \
 	{ DLK_ENV_RANK, DLK_ENV_WORLD_SIZE, DLK_ENV_MASTER_ADDR, DLK_ENV_MASTER_PORT, DLK_ENV_JOB_NAME,     \
@@ -40,6 +46,7 @@
 #define DLK_ENV_TERM_GRACE "DLK_TERM_GRACE"                 /* seconds after SIGTERM for the last checkpoint (20) */
 #define DLK_ENV_SERVICEACCOUNT_DIR "DLK_SERVICEACCOUNT_DIR" /* the service account's files, when not at the standard mount */
 #define DLK_ENV_IMAGE "DLK_IMAGE"                           /* the image, recorded in the bundle's provenance */
+#define DLK_ENV_PVC_ROOT "DLK_PVC_ROOT"                     /* where a pvc:// store's claim is mounted (/mnt/pvc) */
 #define DLK_ENV_TEST_CHECKPOINT_DELAY_MS "DLK_TEST_CHECKPOINT_DELAY_MS" /* tests: slow every checkpoint write */
 
 #endif

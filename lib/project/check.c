@@ -471,6 +471,67 @@ int check_image(const char *s, char *why, size_t why_len)
 
 /* ---- data sources ---- */
 
+int check_store_url(const char *s, char *why, size_t why_len)
+{
+	const char *sep = strstr(s, "://");
+	size_t n = strlen(s);
+
+	if (!n)
+		return why_f(why, why_len, "must not be empty");
+	if (n > 1024)
+		return why_f(why, why_len, "is longer than 1024 characters");
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == '\\')
+			return why_f(why, why_len, "contains a control character or a backslash");
+	if (!sep)
+		return 0; /* a directory */
+	size_t sl = (size_t)(sep - s);
+	const char *rest = sep + 3;
+	if (sl == 4 && !strncmp(s, "file", 4)) {
+		if (rest[0] != '/' || !rest[1])
+			return why_f(why, why_len, "a file URL needs an absolute path (file:///path/to/store)");
+		return 0;
+	}
+	if (sl == 2 && !strncmp(s, "s3", 2)) {
+		size_t bl = strcspn(rest, "/");
+		if (bl < 3 || bl > 63)
+			return why_f(why, why_len, "is not s3://BUCKET[/PREFIX] with a bucket name of 3 to 63 characters");
+		for (size_t i = 0; i < bl; i++)
+			if (!(islower((unsigned char)rest[i]) || isdigit((unsigned char)rest[i]) || rest[i] == '-' ||
+			      rest[i] == '.'))
+				return why_f(why, why_len, "has a bucket name with other characters than lowercase letters, "
+				                           "digits, '-' and '.'");
+		if (memchr(rest, '@', bl))
+			return why_f(why, why_len, "carries credentials, which never go in the project file");
+		return 0;
+	}
+	if (sl == 3 && !strncmp(s, "pvc", 3)) {
+		char claim[254], inner[200];
+		size_t cl = strcspn(rest, "/");
+		if (!cl || cl > 253)
+			return why_f(why, why_len, "is not pvc://CLAIM[/PATH]");
+		memcpy(claim, rest, cl);
+		claim[cl] = '\0';
+		if (check_dns_subdomain(claim, inner, sizeof(inner))) {
+			snprintf(why, why_len, "has a claim name that %s", inner);
+			return -1;
+		}
+		for (const char *seg = rest + cl; *seg;) {
+			size_t k;
+			while (*seg == '/')
+				seg++;
+			k = strcspn(seg, "/");
+			if ((k == 1 && seg[0] == '.') || (k == 2 && !strncmp(seg, "..", 2)))
+				return why_f(why, why_len, "has a '.' or '..' segment");
+			seg += k;
+		}
+		return 0;
+	}
+	snprintf(why, why_len, "has an unsupported scheme '%.*s' (use a directory, file://, s3:// or pvc://)",
+	         (int)(sl > 20 ? 20 : sl), s);
+	return -1;
+}
+
 int check_source_url(const char *s, char *why, size_t why_len)
 {
 	const char *sep = strstr(s, "://");

@@ -31,5 +31,8 @@ int check_image(const char *s, char *why, size_t why_len);
 /* Data source: file:///abs/path, https://host/..., http://host/..., pvc://claim/path or a bare
  * path (no scheme). */
 int check_source_url(const char *s, char *why, size_t why_len);
+/* Dataset store: a directory (a bare path or file:///abs), s3://BUCKET[/PREFIX] or
+ * pvc://CLAIM[/PATH]. */
+int check_store_url(const char *s, char *why, size_t why_len);
 
 #endif

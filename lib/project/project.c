@@ -8,6 +8,7 @@
 #include "lib/project/project.h"
 #include "lib/project/check.h"
 #include "lib/project/layers.h"
+#include "lib/store/manifest.h"
 #include "lib/util/ytree.h"
 #include "lib/util/buf.h"
 #include "lib/util/hash.h"
@@ -195,6 +196,18 @@ static int check_abs_path(const char *s, char *why, size_t len)
 	return 0;
 }
 
+static int check_dataset_id(const char *s, char *why, size_t len)
+{
+	if (strncmp(s, "sha256:", 7) || !dlk_sha256_is_hex(s + 7))
+		return snprintf(why, len, "expected sha256: and 64 hex digits"), -1;
+	return 0;
+}
+
+static int check_dataset_tag(const char *s, char *why, size_t len)
+{
+	return dlk_dataset_tag_check(s, why, len);
+}
+
 static int check_label_value_nonempty(const char *s, char *why, size_t len)
 {
 	if (!*s)
@@ -203,6 +216,7 @@ static int check_label_value_nonempty(const char *s, char *why, size_t len)
 }
 
 static const char *const format_names[] = { "idx", "csv", "tar", NULL };
+static const char *const cache_volume_names[] = { "emptyDir", "hostPath", "checkpoint", NULL };
 static const char *const loss_names[] = { "softmax_cross_entropy", NULL };
 static const char *const init_names[] = { "torch", "xavier", NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
@@ -212,11 +226,17 @@ static const char *const toleration_effects[] = { "NoSchedule", "PreferNoSchedul
 
 /* custom handlers, defined further down */
 static const struct custom c_kafka_props, c_labels, c_node_selector, c_source, c_classes, c_csv_header, c_input,
-	c_layers, c_tolerations;
+	c_layers, c_tolerations, c_dataset;
 
 static const struct field source_fields[] = {
 	FIELD("url", struct dlk_source, F_STR, url, .flags = REQ, .check = check_source_url),
 	FIELD("sha256", struct dlk_source, F_STR, sha256, .check = check_sha256),
+	END
+};
+
+static const struct field dataset_fields[] = {
+	FIELD("id", struct dlk_data, F_STR, dataset.id, .check = check_dataset_id),
+	FIELD("tag", struct dlk_data, F_STR, dataset.tag, .check = check_dataset_tag),
 	END
 };
 
@@ -233,9 +253,20 @@ static const struct field csv_fields[] = {
 	END
 };
 
+static const struct field node_cache_fields[] = {
+	FIELD("volume", struct dlk_node_cache, F_ENUM, volume, .names = cache_volume_names, .def = "emptyDir"),
+	FIELD("host_path", struct dlk_node_cache, F_STR, host_path, .check = check_abs_path, .def = "/var/cache/dlk"),
+	FIELD("max_bytes", struct dlk_node_cache, F_BYTES, max_bytes, .def = "20Gi"),
+	END
+};
+
 /* csv options live in struct dlk_data itself, so csv's "struct" is dlk_data at offset 0 */
 static const struct field data_fields[] = {
 	FIELD("format", struct dlk_data, F_ENUM, format, .names = format_names, .def = "idx"),
+	FIELD("dataset", struct dlk_data, F_CUSTOM, dataset, .custom = &c_dataset),
+	FIELD("store", struct dlk_data, F_STR, store, .check = check_store_url),
+	FIELD("store_secret", struct dlk_data, F_STR, store_secret, .check = check_dns_subdomain),
+	FIELD("node_cache", struct dlk_data, F_MAP, node_cache, .sub = node_cache_fields),
 	FIELD("train", struct dlk_data, F_MAP, train, .flags = REQ, .sub = split_fields),
 	FIELD("test", struct dlk_data, F_MAP, test, .sub = split_fields),
 	{ .key = "csv", .type = F_MAP, .off = 0, .sub = csv_fields },
@@ -440,6 +471,10 @@ const char *project_optimizer_name(enum dlk_optim o)
 const char *project_schedule_name(enum dlk_lr_schedule s)
 {
 	return (int)s >= 0 && (int)s < n_names(sched_names) ? sched_names[s] : "?";
+}
+const char *project_cache_volume_name(enum dlk_cache_volume v)
+{
+	return (int)v >= 0 && (int)v < n_names(cache_volume_names) ? cache_volume_names[v] : "?";
 }
 const char *project_format_name(enum dlk_data_format f)
 {
@@ -1062,6 +1097,67 @@ static void source_free(const struct field *f, void *base)
 static const char *const source_subkeys[] = { ".url", ".sha256", NULL };
 static const struct custom c_source = { source_parse, source_dump, source_free, source_subkeys };
 
+/* data.dataset: "sha256:<id>", "NAME@TAG", "NAME" or {id, tag} */
+static void dataset_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	struct dlk_data *d = base;
+	struct dlk_dataset_ref r;
+	char why[160];
+
+	(void)f;
+	if (val->kind == YN_SCALAR) {
+		if (ynode_type(val) != YS_STR)
+			return type_problem(c, val, path, "a dataset: sha256:<id>, NAME@TAG or {id, tag}");
+		if (dlk_dataset_ref_parse(val->text, 0, &r, why, sizeof(why)))
+			return problem(c, val, path, "'%s' names no dataset: %s", val->text, why);
+		if (r.kind == DLK_REF_ID) {
+			d->dataset.id = xasprintf("sha256:%s", r.id);
+			mark_given(c, &d->dataset.id, GIVEN_VALUE, val);
+		} else {
+			d->dataset.tag = xstrdup(r.tag);
+			mark_given(c, &d->dataset.tag, GIVEN_VALUE, val);
+		}
+		return;
+	}
+	if (val->kind != YN_MAP)
+		return type_problem(c, val, path, "a dataset: sha256:<id>, NAME@TAG or {id, tag}");
+	parse_fields(c, dataset_fields, val, d, path);
+	if (d->dataset.id)
+		for (char *p = d->dataset.id + 7; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+	if (d->dataset.tag && !strchr(d->dataset.tag, '@')) {
+		char *t = xasprintf("%s@latest", d->dataset.tag);
+		free(d->dataset.tag);
+		d->dataset.tag = t;
+	}
+	if (!d->dataset.id && !d->dataset.tag)
+		problem(c, val, path, "names neither an id nor a tag");
+}
+
+static void dataset_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_data *d = base;
+
+	(void)f, (void)indent;
+	dlk_buf_addc(b, ' ');
+	if (d->dataset.id && d->dataset.tag)
+		dump_flow(b, dataset_fields, d);
+	else if (d->dataset.id || d->dataset.tag)
+		dump_str(b, d->dataset.id ? d->dataset.id : d->dataset.tag);
+	else
+		dlk_buf_adds(b, "null");
+	dlk_buf_addc(b, '\n');
+}
+
+static void dataset_free(const struct field *f, void *base)
+{
+	(void)f;
+	free_fields(dataset_fields, base);
+}
+
+static const char *const dataset_subkeys[] = { ".id", ".tag", NULL };
+static const struct custom c_dataset = { dataset_parse, dataset_dump, dataset_free, dataset_subkeys };
+
 /* csv.header: auto | true | false */
 static void csv_header_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
 {
@@ -1624,6 +1720,30 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	}
 }
 
+/* With a dataset, every source is a path inside it, pinned by its manifest. */
+static void check_dataset_sources(struct ctx *c, const struct dlk_data *d, const struct ynode *root)
+{
+	const struct { const struct dlk_source *src; const char *path; } srcs[] = {
+		{ &d->train.images, "data.train.images" }, { &d->train.labels, "data.train.labels" },
+		{ &d->train.source, "data.train.source" }, { &d->test.images, "data.test.images" },
+		{ &d->test.labels, "data.test.labels" }, { &d->test.source, "data.test.source" },
+	};
+	char why[128];
+
+	for (size_t i = 0; i < DLK_ARRAY_SIZE(srcs); i++) {
+		const struct dlk_source *src = srcs[i].src;
+		const struct ynode *at = pos_or(c, &src->url, GIVEN_VALUE, root);
+		if (!src->url)
+			continue;
+		if (dlk_manifest_check_path(src->url, strlen(src->url), why, sizeof(why)))
+			problem(c, at, srcs[i].path,
+			        "with data.dataset a source is a path inside the dataset, and '%s' has %s", src->url, why);
+		else if (src->sha256)
+			problem(c, pos_or(c, &src->sha256, GIVEN_VALUE, at), srcs[i].path,
+			        "the dataset's manifest pins every file: leave sha256 out");
+	}
+}
+
 static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode *root)
 {
 	const struct ynode *data_node = given_at(c, &s->data, GIVEN_MAP);
@@ -1637,6 +1757,20 @@ static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode 
 		check_split(c, &s->data.train, "train", 1, data_node);
 		check_split(c, &s->data.test, "test", 0, data_node);
 	}
+	if (s->data.dataset.id || s->data.dataset.tag) {
+		const struct ynode *at = pos_or(c, &s->data.dataset, GIVEN_CUSTOM, root);
+		int store_written = 0;
+		/* a store that is written but wrong has its own problem already */
+		for (int i = 0; data_node && data_node->kind == YN_MAP && i < data_node->n; i++)
+			if (!strcmp(data_node->keys[i]->text, "store") && !ynode_is_null(data_node->vals[i]))
+				store_written = 1;
+		if (!s->data.store && !store_written)
+			problem(c, at, "data.dataset", "a dataset needs data.store, the store it was pushed to");
+		check_dataset_sources(c, &s->data, root);
+	}
+	if (s->data.node_cache.volume == DLK_CACHE_CHECKPOINT && !s->storage.claim && !s->storage.size)
+		problem(c, pos_or(c, &s->data.node_cache.volume, GIVEN_VALUE, root), "data.node_cache.volume",
+		        "the checkpoint volume holds the cache only when there is one: set storage.claim or storage.size");
 	if (s->storage.claim && s->storage.size)
 		problem(c, pos_or(c, &s->storage.size, GIVEN_VALUE, root), "storage.size",
 		        "set either claim (an existing volume) or size (a new one), not both");

@@ -27,8 +27,30 @@ struct dlk_split {
 	struct dlk_source source; /* csv: the table; tar: the shard archive */
 };
 
+/* Where workers keep fetched objects (lib/store/cache.h): a volume the job template mounts. */
+enum dlk_cache_volume { DLK_CACHE_EMPTYDIR, DLK_CACHE_HOSTPATH, DLK_CACHE_CHECKPOINT };
+
+struct dlk_node_cache {
+	enum dlk_cache_volume volume; /* default emptyDir: survives a container restart, not a new pod */
+	char *host_path;         /* hostPath: the node's directory, default "/var/cache/dlk" */
+	long long max_bytes;     /* the bound, evicting least recently used objects; default 20Gi */
+};
+
 struct dlk_data {
 	enum dlk_data_format format;
+	/* a versioned dataset (dlk data push), the sources then being paths inside it. Written
+	 * "sha256:<id>", "NAME@TAG" (or NAME: NAME@latest), or {id, tag}: a tag is resolved to its
+	 * id when a run is submitted, and both are kept. Both NULL: the sources are URLs */
+	struct {
+		char *id;            /* "sha256:<64 lowercase hex>" or NULL */
+		char *tag;           /* "NAME@TAG" or NULL */
+	} dataset;
+	char *store;             /* where datasets are: a directory, file://, s3://BUCKET/PREFIX,
+	                            pvc://CLAIM/PATH; NULL = none */
+	char *store_secret;      /* a Secret with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and
+	                            optionally AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL) that
+	                            workers get as environment variables; NULL = none */
+	struct dlk_node_cache node_cache;
 	struct dlk_split train;
 	struct dlk_split test;
 	/* csv options */
@@ -231,6 +253,7 @@ void project_serving_release(struct dlk_serving *s);
 const char *project_optimizer_name(enum dlk_optim o);
 const char *project_schedule_name(enum dlk_lr_schedule s);
 const char *project_format_name(enum dlk_data_format f);
+const char *project_cache_volume_name(enum dlk_cache_volume v);
 
 /* Every key path the loader accepts ("training.epochs", "model.layers[].dense.units", ...),
  * NULL-terminated; used for suggestions and shell completion of --set. */

@@ -1,4 +1,5 @@
 #include "lib/render/render.h"
+#include "lib/jobs/logarchive.h"
 #include "lib/data/fetch.h"
 #include "lib/render/embedded.h"
 #include "lib/render/mustache.h"
@@ -274,42 +275,47 @@ static int need(const char *value, const char *field, struct dlk_err *err)
 	return dlk_errf(err, DLK_EXIT_CONFIG, "spec field '%s' is not set: cannot render the job", field);
 }
 
-/* The claims that the data sources name (pvc://CLAIM/PATH), each once, in the order they come:
- * [{claim, volume, mount}]: volume is the pod's name for it, mount where the worker reads it
- * (DLK_PVC_ROOT/CLAIM). A malformed URL is left to the worker,
- * which says what is wrong with it. */
+/* The claims that the data sources name (pvc://CLAIM/PATH), and a dataset's store when it is
+ * pvc://CLAIM[/PATH], each once, in the order they come: [{claim, volume, mount}]: volume is
+ * the pod's name for it, mount where the worker reads it (DLK_PVC_ROOT/CLAIM). A malformed URL
+ * is left to the worker, which says what is wrong with it. */
 static cJSON *data_claims(const struct dlk_data *d)
 {
-	const struct dlk_source *srcs[] = { &d->train.images, &d->train.labels, &d->train.source,
-	                                    &d->test.images, &d->test.labels, &d->test.source };
+	const char *urls[] = { d->train.images.url, d->train.labels.url, d->train.source.url,
+	                       d->test.images.url,  d->test.labels.url,  d->test.source.url,
+	                       d->dataset.id || d->dataset.tag ? d->store : NULL };
 	cJSON *arr = cJSON_CreateArray();
 	int n = 0;
 
-	for (size_t i = 0; i < sizeof(srcs) / sizeof(srcs[0]); i++) {
-		const char *u = srcs[i]->url, *claim, *slash;
+	for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
+		const char *u = urls[i], *claim, *slash;
 		const cJSON *e;
+		size_t len;
 		int seen = 0;
 		if (!u || strncmp(u, "pvc://", 6))
 			continue;
 		claim = u + 6;
 		slash = strchr(claim, '/');
+		if (!slash && i == 6) /* a store may be a whole claim */
+			slash = claim + strlen(claim);
 		if (!slash || slash == claim)
 			continue;
+		len = (size_t)(slash - claim);
 		cJSON_ArrayForEach(e, arr) {
 			const char *have = cJSON_GetObjectItemCaseSensitive(e, "claim")->valuestring;
-			if (strlen(have) == (size_t)(slash - claim) && !strncmp(have, claim, (size_t)(slash - claim)))
+			if (strlen(have) == len && !strncmp(have, claim, len))
 				seen = 1;
 		}
 		if (seen)
 			continue;
 		cJSON *o = cJSON_CreateObject();
-		char *s = xstrndup(claim, (size_t)(slash - claim));
+		char *s = xstrndup(claim, len);
 		cJSON_AddStringToObject(o, "claim", s);
 		free(s);
 		s = xasprintf("data-%d", n++);
 		cJSON_AddStringToObject(o, "volume", s);
 		free(s);
-		s = xasprintf("%s/%.*s", DLK_PVC_ROOT, (int)(slash - claim), claim);
+		s = xasprintf("%s/%.*s", DLK_PVC_ROOT, (int)len, claim);
 		cJSON_AddStringToObject(o, "mount", s);
 		free(s);
 		cJSON_AddItemToArray(arr, o);
@@ -361,9 +367,17 @@ static void add_placement(cJSON *c, const struct dlk_resources *res, int gpus, c
  *   has_node_selector, has_tolerations                 bools: whether those blocks are needed
  *   priority_class, queue, schedule                    string or null
  *   storage.{claim, create, size, storage_class, mount, access_mode}
+ *   log_archive                                       string or null: with a checkpoint volume, the
+ *                                                     folder of it where workers archive their logs
  *   netrc_secret                                      string or null: data.netrc_secret
- *   data_claims                                       the claims pvc:// data sources name: a list of
- *                                                     {claim, volume, mount}
+ *   store_secret                                      string or null: data.store_secret (envFrom)
+ *   data_cache.{enabled, empty_dir, host_path, checkpoint, path, mount, max_bytes}
+ *                                                     the node cache of a dataset's objects:
+ *                                                     enabled (data.dataset is set), which volume
+ *                                                     (bools), the hostPath, where the worker
+ *                                                     mounts it, its bound in bytes (a string)
+ *   data_claims                                       the claims pvc:// data sources and a pvc://
+ *                                                     dataset store name: a list of {claim, volume, mount}
  *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy) */
 cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                             struct dlk_err *err)
@@ -428,7 +442,40 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	cJSON_AddItemToObject(c, "queue", str_or_null(res->queue));
 	cJSON_AddItemToObject(c, "schedule", str_or_null(spec->schedule));
 	cJSON_AddItemToObject(c, "netrc_secret", str_or_null(spec->data.netrc_secret));
+	cJSON_AddItemToObject(c, "store_secret", str_or_null(spec->data.store_secret));
+	{
+		const struct dlk_node_cache *nc = &spec->data.node_cache;
+		int on = spec->data.dataset.id || spec->data.dataset.tag;
+		o = cJSON_AddObjectToObject(c, "data_cache");
+		cJSON_AddBoolToObject(o, "enabled", on);
+		cJSON_AddBoolToObject(o, "empty_dir", on && nc->volume == DLK_CACHE_EMPTYDIR);
+		cJSON_AddBoolToObject(o, "host_path", on && nc->volume == DLK_CACHE_HOSTPATH);
+		cJSON_AddBoolToObject(o, "checkpoint", on && nc->volume == DLK_CACHE_CHECKPOINT);
+		cJSON_AddItemToObject(o, "path", str_or_null(nc->host_path));
+		cJSON_AddStringToObject(o, "mount", RENDER_DATA_CACHE_MOUNT);
+		s = xasprintf("%lld", nc->max_bytes);
+		cJSON_AddStringToObject(o, "max_bytes", s);
+		free(s);
+		if (on && nc->volume == DLK_CACHE_CHECKPOINT && !st->claim && !st->size) {
+			cJSON_Delete(c);
+			return dlk_errf(err, DLK_EXIT_CONFIG, "data.node_cache.volume is checkpoint but there is no checkpoint "
+			                "volume (storage.claim or storage.size)"), NULL;
+		}
+		if (on && nc->volume == DLK_CACHE_HOSTPATH && !nc->host_path) {
+			cJSON_Delete(c);
+			return dlk_errf(err, DLK_EXIT_CONFIG, "data.node_cache.host_path is not set: cannot render the job"), NULL;
+		}
+	}
 	cJSON_AddItemToObject(c, "data_claims", data_claims(&spec->data));
+
+	/* the folder of the checkpoint volume where workers archive their logs */
+	if (st->claim || st->size) {
+		s = xasprintf("%s/%s/%s", st->mount, DLK_LOG_ARCHIVE_DIR, spec->name);
+		cJSON_AddStringToObject(c, "log_archive", s);
+		free(s);
+	} else {
+		cJSON_AddNullToObject(c, "log_archive");
+	}
 
 	o = cJSON_AddObjectToObject(c, "storage");
 	if (st->claim) {

@@ -23,6 +23,7 @@
 #define RENDER_MAX_OUTPUT (4u << 20)     /* bytes one template may render to */
 #define RENDER_MAX_SPEC_YAML (512u << 10) /* the spec text must fit a ConfigMap (1 MiB) easily */
 #define RENDER_TERMINATION_GRACE_S 60    /* time a worker gets after SIGTERM for a last checkpoint */
+#define RENDER_DATA_CACHE_MOUNT "/var/cache/dlk" /* where a worker's node cache is mounted */
 
 struct render_opts {
 	const char *namespace_;     /* NULL: spec->namespace_, then "default" */

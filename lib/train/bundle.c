@@ -211,8 +211,19 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 			cJSON_AddStringToObject(d, "sha256", sets[s]->sources[i].sha256);
 			cJSON_AddItemToArray(data, d);
 		}
+	if (in->dataset_id) {
+		/* the dataset the sources are files of: what `dlk lineage` and `dlk data get` need */
+		cJSON *ds = cJSON_AddObjectToObject(p, "dataset");
+		cJSON_AddStringToObject(ds, "id", in->dataset_id);
+		if (in->dataset_tag)
+			cJSON_AddStringToObject(ds, "tag", in->dataset_tag);
+		if (in->data_store)
+			cJSON_AddStringToObject(ds, "store", in->data_store);
+	}
 	if (in->project_digest)
 		cJSON_AddStringToObject(p, "spec_sha256", in->project_digest);
+	if (in->run_id && *in->run_id)
+		cJSON_AddStringToObject(p, "run_id", in->run_id);
 	cJSON_AddStringToObject(p, "dlk_version", DLK_VERSION);
 	cJSON_AddStringToObject(p, "build", net->be && net->be->name ? net->be->name : "cpu");
 	char seed[32];

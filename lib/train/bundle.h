@@ -36,6 +36,10 @@ struct dlk_bundle_info {
 	double train_loss;
 	const struct dlk_dataset *train, *test; /* optional: their sources' URLs and sha256 */
 	const char *project_digest;            /* optional sha256 hex of the resolved spec */
+	const char *dataset_id;                /* optional: data.dataset's "sha256:<id>" ... */
+	const char *dataset_tag;               /* ... the tag it was resolved from, and ... */
+	const char *data_store;                /* ... the store it came from */
+	const char *run_id;                    /* optional: the run that made it (a Job's uid in a pod) */
 	unsigned long long seed;
 	const char *started_at, *finished_at; /* RFC 3339 UTC, optional */
 	const struct dlk_history *history;    /* optional */

@@ -5,6 +5,10 @@
 'use strict';
 
 const https = require('https');
+const http = require('http');
+const net = require('net');
+const os = require('os');
+const { spawn } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const crypto = require('crypto');
@@ -364,6 +368,107 @@ function refreshDeployment(ns, name, explicit) {
   put(depRes, dep, 'MODIFIED');
 }
 
+// A pod created on its own (not by a Job) plays the timeline of scenario.pods whose key is its
+// name or a prefix ending in '*'. With "run": true its container's command really runs here, so
+// that the API server's pod proxy has something to reach: "dlk" is $DLK_APISERVER_DLK, paths
+// under /mnt/pvc/ are under $DLK_APISERVER_PVC_ROOT (where a test keeps its "claims"), and
+// "--listen :PORT" becomes a free port on 127.0.0.1. The pod turns Running when the process has
+// started and Succeeded or Failed (with its exit code and the end of its stderr as the message)
+// when it exits; deleting the pod stops it (SIGTERM).
+function podScript(name) {
+  const pods = scenario.pods || {};
+  if (pods[name]) return pods[name];
+  for (const k of Object.keys(pods)) if (k.endsWith('*') && name.startsWith(k.slice(0, -1))) return pods[k];
+  return null;
+}
+
+const running = new Map(); // pod key -> {child, port}
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => { const port = srv.address().port; srv.close(() => resolve(port)); });
+    srv.on('error', reject);
+  });
+}
+
+async function runPod(ns, name) {
+  const podRes = RESOURCES.find((x) => x.kind === 'Pod');
+  const pod = store.get(key(podRes, ns, name));
+  if (!pod) return;
+  const c = (pod.spec.containers || [])[0] || {};
+  const pvc = process.env.DLK_APISERVER_PVC_ROOT || '';
+  const mapPath = (v) => (typeof v === 'string' && v.startsWith('/mnt/pvc/') && pvc ? pvc + v.slice('/mnt/pvc'.length) : v);
+  const port = await freePort();
+  const argv = (c.command || []).concat(c.args || []).map(mapPath);
+  for (let i = 0; i < argv.length; i++) if (argv[i] === '--listen' && i + 1 < argv.length) argv[i + 1] = `127.0.0.1:${port}`;
+  if (argv[0] === 'dlk') argv[0] = process.env.DLK_APISERVER_DLK || 'dlk';
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME || '/', NO_COLOR: '1' };
+  for (const e of c.env || []) if (e.value !== undefined) env[e.name] = mapPath(e.value);
+  const child = spawn(argv[0], argv.slice(1), { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr = (stderr + d.toString()).slice(-4096); });
+  running.set(`${ns}/${name}`, { child, port });
+  child.on('error', (e) => { stderr += e.message; });
+  child.on('exit', (code, sig) => {
+    running.delete(`${ns}/${name}`);
+    const exitCode = code !== null ? code : 128 + (os.constants.signals[sig] || 0);
+    playStep(ns, null, name, 0, { phase: exitCode === 0 ? 'Succeeded' : 'Failed', exitCode, message: stderr.trim().split('\n').slice(-3).join('\n') });
+  });
+  // Running once it answers on its port, as a readiness probe would see it
+  for (let i = 0; i < 100 && running.has(`${ns}/${name}`); i++) {
+    const up = await new Promise((r) => { const s2 = net.connect(port, '127.0.0.1', () => { s2.destroy(); r(true); }); s2.on('error', () => r(false)); });
+    if (up) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  if (running.has(`${ns}/${name}`)) playStep(ns, null, name, 0, { phase: 'Running' });
+}
+
+function startPod(pod) {
+  const ns = pod.metadata.namespace, name = pod.metadata.name;
+  pod.status = { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False' }] };
+  const pk = `${ns}/${name}`;
+  podRuntime.set(pk, { start: Date.now(), logs: [], previous: null, done: false, listeners: new Set() });
+  const script = podScript(name) || {};
+  const jt = [];
+  timers.set(`pod:${pk}`, jt);
+  for (const step of script.timeline || []) jt.push(setTimeout(() => playStep(ns, null, name, 0, step), (step.at || 0) * timeScale));
+  if (script.run) jt.push(setTimeout(() => { runPod(ns, name).catch(() => {}); }, (script.runAt || 0) * timeScale));
+}
+
+function stopPod(ns, name) {
+  for (const t of timers.get(`pod:${ns}/${name}`) || []) clearTimeout(t);
+  timers.delete(`pod:${ns}/${name}`);
+  const r = running.get(`${ns}/${name}`);
+  if (r) { running.delete(`${ns}/${name}`); r.child.removeAllListeners('exit'); r.child.kill('SIGTERM'); }
+  const rt = podRuntime.get(`${ns}/${name}`);
+  if (rt) { rt.done = true; for (const fn of rt.listeners) fn(null); podRuntime.delete(`${ns}/${name}`); }
+}
+
+// The API server's pod proxy (/api/v1/namespaces/NS/pods/NAME[:PORT]/proxy/PATH): the request
+// goes, less the user's credentials, to the pod's process (see runPod); a pod that is not
+// Running, or runs nothing, gets the real server's 503.
+function podProxy(req, res, u, m, a) {
+  const ns = decodeURIComponent(m[1]), name = decodeURIComponent(m[2]);
+  const podRes = RESOURCES.find((x) => x.kind === 'Pod');
+  const verb = { GET: 'get', HEAD: 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' }[req.method] || 'get';
+  for (const f of scenario.forbid || []) {
+    if ((!f.verb || f.verb === verb) && f.resource === 'pods/proxy')
+      return fail(res, 403, 'Forbidden', `pods "${name}" is forbidden: User "${a.user}" cannot ${verb} resource "pods/proxy" in API group "" in the namespace "${ns}"`, { name, kind: 'pods' });
+  }
+  const pod = store.get(key(podRes, ns, name));
+  if (!pod) return fail(res, 404, 'NotFound', `pods "${name}" not found`, { name, kind: 'pods' });
+  const r = running.get(`${ns}/${name}`);
+  if (pod.status.phase !== 'Running' || !r) return fail(res, 503, 'ServiceUnavailable', `error trying to reach service: pod ${name} is not running`);
+  const headers = Object.assign({}, req.headers);
+  delete headers.authorization; delete headers.host;
+  const up = http.request({ host: '127.0.0.1', port: r.port, method: req.method, path: (m[4] || '/') + u.search, headers }, (ur) => {
+    res.writeHead(ur.statusCode, ur.headers);
+    ur.pipe(res);
+  });
+  up.on('error', (e) => { if (!res.headersSent) fail(res, 503, 'ServiceUnavailable', `error trying to reach service: ${e.message}`); else res.destroy(); });
+  req.pipe(up);
+}
+
 function containerName(pod) {
   const cs = (pod.spec && pod.spec.containers) || [];
   return cs.length ? cs[0].name : 'main';
@@ -624,6 +729,8 @@ async function handle(req, res) {
   if (u.pathname.startsWith('/openapi')) return fail(res, 404, 'NotFound', 'the server could not find the requested resource');
   if (u.pathname === '/_test/compact') { oldestRV = rv; return sendJSON(res, 200, { resourceVersion: String(rv) }); }
 
+  const pm = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/:]+)(:[0-9]+)?\/proxy(\/.*)?$/.exec(u.pathname);
+  if (pm) return podProxy(req, res, u, pm, a);
   const p = parsePath(u.pathname);
   if (!p) return fail(res, 404, 'NotFound', 'the server could not find the requested resource');
   if (p.discovery) {
@@ -693,6 +800,7 @@ function create(res, u, p, body) {
   if (store.has(key(r, p.ns, o.metadata.name))) return fail(res, 409, 'AlreadyExists', `${resName(r)} "${o.metadata.name}" already exists`, { name: o.metadata.name, group: r.group, kind: r.plural });
   if (u.searchParams.get('dryRun') === 'All') return sendJSON(res, 201, o);
   newMeta(o.metadata, p.ns);
+  if (r.kind === 'Pod') startPod(o);
   put(r, o, 'ADDED');
   if (r.kind === 'Job') startJob(r, o);
   if (r.kind === 'Deployment') syncDeployment(o);
@@ -765,6 +873,7 @@ function del(res, u, p, body) {
     }
   }
   if (r.kind === 'Deployment') for (const o of deployPods(p.ns, cur)) removePod(p.ns, o.metadata.name);
+  if (r.kind === 'Pod') stopPod(p.ns, p.name);
   const gone = remove(r, p.ns, p.name);
   sendJSON(res, 200, gone, headers);
 }
@@ -979,7 +1088,7 @@ server.keepAliveTimeout = 30000;
 server.listen(opts.port, '127.0.0.1', () => {
   process.stdout.write(`https://127.0.0.1:${server.address().port}\n`);
 });
-const stop = () => { server.close(); process.exit(0); };
+const stop = () => { for (const r of running.values()) r.child.kill('SIGTERM'); server.close(); process.exit(0); };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
 // Never outlive the test that started us: stdin closing means our parent is gone.

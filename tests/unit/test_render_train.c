@@ -593,9 +593,63 @@ static void test_yaml_output(void)
 	cJSON_Delete(objs);
 }
 
+/* data.dataset: the node cache volume as the project chooses it, and the store's Secret as env */
+static void test_dataset_cache(void)
+{
+	struct dlk_project s;
+	const cJSON *js, *ctr;
+	cJSON *objs;
+
+	spec_defaults(&s, "ds");
+	s.data.dataset.id = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+	s.data.store = "s3://data/sets";
+	s.data.store_secret = "s3-creds";
+	s.data.node_cache.volume = DLK_CACHE_EMPTYDIR;
+	s.data.node_cache.host_path = "/var/cache/dlk";
+	s.data.node_cache.max_bytes = 1 << 30;
+	objs = render_train(&s, spec_text, NULL, &err);
+	CHECK_MSG(objs != NULL, "a dataset project renders: %s", err.msg);
+	if (!objs)
+		return;
+	js = jget(by_kind(objs, "Job"), "spec");
+	ctr = jget(js, "template.spec.containers.0");
+	CHECK_JSON(js, "template.spec.volumes.1", "{\"name\":\"data-cache\",\"emptyDir\":{}}");
+	CHECK_JSON(ctr, "volumeMounts.1", "{\"name\":\"data-cache\",\"mountPath\":\"/var/cache/dlk\"}");
+	CHECK_JSON(find_env(js, "DLK_DATA_CACHE"), "value", "\"/var/cache/dlk\"");
+	CHECK_JSON(find_env(js, "DLK_DATA_CACHE_MAX_BYTES"), "value", "\"1073741824\"");
+	CHECK_JSON(ctr, "envFrom", "[{\"secretRef\":{\"name\":\"s3-creds\"}}]");
+	cJSON_Delete(objs);
+
+	/* a hostPath outlives the pod on its node */
+	s.data.node_cache.volume = DLK_CACHE_HOSTPATH;
+	s.data.node_cache.host_path = "/srv/dlk-cache";
+	s.data.store_secret = NULL;
+	objs = render_train(&s, spec_text, NULL, &err);
+	CHECK_MSG(objs != NULL, "hostPath renders: %s", err.msg);
+	js = objs ? jget(by_kind(objs, "Job"), "spec") : NULL;
+	CHECK_JSON(js, "template.spec.volumes.1",
+	           "{\"name\":\"data-cache\",\"hostPath\":{\"path\":\"/srv/dlk-cache\",\"type\":\"DirectoryOrCreate\"}}");
+	CHECK(js && jget(js, "template.spec.containers.0.envFrom") == NULL);
+	cJSON_Delete(objs);
+
+	/* the checkpoint volume: a subPath of it, no volume of its own */
+	s.data.node_cache.volume = DLK_CACHE_CHECKPOINT;
+	objs = render_train(&s, spec_text, NULL, &err);
+	CHECK(objs == NULL && strstr(err.msg, "no checkpoint volume"));
+	s.storage.claim = "ckpt";
+	objs = render_train(&s, spec_text, NULL, &err);
+	CHECK_MSG(objs != NULL, "checkpoint cache renders: %s", err.msg);
+	js = objs ? jget(by_kind(objs, "Job"), "spec") : NULL;
+	CHECK_JSON(js, "template.spec.containers.0.volumeMounts.2",
+	           "{\"name\":\"checkpoints\",\"mountPath\":\"/var/cache/dlk\",\"subPath\":\"dlk-data-cache\"}");
+	CHECK(js && cJSON_GetArraySize(jget(js, "template.spec.volumes")) == 2);
+	cJSON_Delete(objs);
+}
+
 int main(void)
 {
 	test_cpu_one_worker();
+	test_dataset_cache();
 	test_gpu_four_workers();
 	test_claim_and_schedule();
 	test_data_claims();
