@@ -182,8 +182,6 @@ $(FUZZ_BUILD)/templates.o: $(BUILD)/templates.c
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 	@echo "  FUZZLD  $@"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.o,$^) $(LDLIBS)
-# the command code a target reaches beyond the libraries
-$(FUZZ_BUILD)/fuzz_jobstate: $(FUZZ_BUILD)/commands/jobstate.o
 .SECONDARY: $(FUZZ_LIB_OBJ)
 fuzz-build: $(FUZZ_BIN)
 # `make fuzz FUZZ_RUNS=N` stops each target after N executions instead; `make -j2 fuzz` runs two

@@ -1,10 +1,11 @@
-/* The Kubernetes client as the commands use it: built from the global options, logging
- * requests at -vv, stoppable by Ctrl-C; and small helpers for durations and hints. */
+/* The cluster as the commands reach it (see cluster.h). */
 #include "commands/cluster.h"
+#include "commands/ui.h"
+#include "lib/kube/api.h"
+#include "lib/jobs/jobstate.h"
 #include "lib/util/mem.h"
 
-#include <ctype.h>
-#include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +37,8 @@ int dlk_interrupted(void)
 
 static int cancel_hook(void *ud)
 {
-	const int *stop = ud;
-
-	return interrupted || (stop && __atomic_load_n(stop, __ATOMIC_RELAXED));
+	(void)ud;
+	return interrupted;
 }
 
 static void log_line(void *ud, const char *line)
@@ -48,31 +48,30 @@ static void log_line(void *ud, const char *line)
 	fprintf(stderr, "%s\n", line);
 }
 
-struct kube_client *dlk_kube_client(const struct dlk_ctx *ctx, const int *stop, struct dlk_err *err)
+void dlk_kube_open_opts(const struct dlk_ctx *ctx, struct kube_open_opts *o)
 {
-	struct kube_config_opts o = KUBE_CONFIG_OPTS_INIT;
-	struct kube_config cfg = KUBE_CONFIG_INIT;
+	static const struct kube_open_opts init = KUBE_OPEN_OPTS_INIT;
+
+	*o = init;
+	o->config.kubeconfig = ctx->kubeconfig;
+	o->config.context = ctx->context;
+	o->config.namespace = ctx->namespace_;
+	/* -v says more about what dlk does; -vv shows each request (kubectl -v=6), -vvv headers */
+	o->client.verbosity = ctx->verbose >= 3 ? 8 : ctx->verbose >= 2 ? 6 : 0;
+	o->client.log = log_line;
+	o->client.cancel = cancel_hook;
+}
+
+struct kube_client *dlk_kube_client(const struct dlk_ctx *ctx, struct dlk_err *err)
+{
+	struct kube_open_opts o;
 	struct kube_client *c;
 	static int warned;
 
-	o.kubeconfig = ctx->kubeconfig;
-	o.context = ctx->context;
-	o.namespace = ctx->namespace_;
-	if (kube_config_load(&o, &cfg, err) < 0) {
-		kube_config_release(&cfg);
-		return NULL;
-	}
-	if (cfg.warning && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-		dlk_warn(ctx, "%s", cfg.warning);
-	c = kube_client_new(&cfg, err);
-	kube_config_release(&cfg);
-	if (!c)
-		return NULL;
-	/* -v says more about what dlk does; -vv shows each request (kubectl -v=6), -vvv headers */
-	c->verbosity = ctx->verbose >= 3 ? 8 : ctx->verbose >= 2 ? 6 : 0;
-	c->log = log_line;
-	c->cancel = cancel_hook;
-	c->cancel_ud = (void *)stop;
+	dlk_kube_open_opts(ctx, &o);
+	c = kube_client_open(&o, err);
+	if (c && kube_client_config_warning(c) && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		dlk_warn(ctx, "%s", kube_client_config_warning(c));
 	return c;
 }
 
@@ -87,11 +86,47 @@ void dlk_kube_warnings(const struct dlk_ctx *ctx, struct kube_client *c)
 	free(w);
 }
 
+void dlk_kube_close(const struct dlk_ctx *ctx, struct kube_client *c)
+{
+	if (!c)
+		return;
+	dlk_kube_warnings(ctx, c);
+	kube_client_free(c);
+}
+
+int dlk_watch_jobs(const struct dlk_ctx *ctx, struct dlk_jobwatch *w, const char *ns, const char *name,
+                   struct dlk_err *err)
+{
+	struct kube_open_opts open;
+
+	dlk_interrupt_catch();
+	dlk_kube_open_opts(ctx, &open);
+	return dlk_jobwatch_start(w, &open, ns, name, err);
+}
+
+int dlk_job_not_found(const struct dlk_ctx *ctx, const struct kube_client *c, const char *ns, const char *name,
+                      struct dlk_err *err)
+{
+	dlk_errf(err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);
+	return dlk_err_hint(err, "list the jobs with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
+}
+
+int dlk_read_job(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name, cJSON **job,
+                 struct dlk_err *err)
+{
+	if (kube_get(c, "Job", ns, name, job, err) < 0) {
+		if (err->code == DLK_EXIT_NOTFOUND)
+			dlk_job_not_found(ctx, c, ns, name, err);
+		return -1;
+	}
+	return 0;
+}
+
 const char *dlk_ns_flag(const struct dlk_ctx *ctx, const struct kube_client *c, const char *ns)
 {
 	static __thread char buf[96];
 
-	if (!ns || (!ctx->namespace_ && !strcmp(ns, c->cfg.namespace)))
+	if (!ns || (!ctx->namespace_ && !strcmp(ns, kube_client_namespace(c))))
 		return "";
 	snprintf(buf, sizeof(buf), " -n %s", ns);
 	return buf;
@@ -120,33 +155,61 @@ static const char *line_option(int argc, char **argv, const char *name, char sho
 
 void dlk_complete_job_names(int argc, char **argv, const char *cur)
 {
-	struct kube_config_opts o = KUBE_CONFIG_OPTS_INIT;
-	struct kube_config cfg = KUBE_CONFIG_INIT;
+	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
 	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
 	cJSON *list = NULL;
 	const cJSON *it;
 
-	o.kubeconfig = line_option(argc, argv, "kubeconfig", 0);
-	o.context = line_option(argc, argv, "context", 0);
-	o.namespace = line_option(argc, argv, "namespace", 'n');
+	o.config.kubeconfig = line_option(argc, argv, "kubeconfig", 0);
+	o.config.context = line_option(argc, argv, "context", 0);
+	o.config.namespace = line_option(argc, argv, "namespace", 'n');
 	/* a completion must come back at once and never print an error into the user's line */
-	if (kube_config_load(&o, &cfg, &err) < 0 || !(c = kube_client_new(&cfg, &err)))
+	o.client.connect_timeout_ms = 1000;
+	o.client.timeout_ms = 2000;
+	o.client.max_retries = 0;
+	if (!(c = kube_client_open(&o, &err)))
 		goto out;
-	c->connect_timeout_ms = 1000;
-	c->timeout_ms = 2000;
-	c->max_retries = 0;
 	lo.label_selector = DLK_LABEL_JOB;
 	if (kube_list(c, "Job", NULL, &lo, &list, &err) < 0)
 		goto out;
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items")) {
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "metadata"), "name");
-		if (cJSON_IsString(n) && !strncmp(n->valuestring, cur ? cur : "", strlen(cur ? cur : "")))
-			printf("%s\n", n->valuestring);
+		const char *n = kube_meta(it, "name");
+		if (n && !strncmp(n, cur ? cur : "", strlen(cur ? cur : "")))
+			printf("%s\n", n);
 	}
 out:
 	cJSON_Delete(list);
 	kube_client_free(c);
-	kube_config_release(&cfg);
+}
+
+static const char *const rank_colors[] = { "\033[36m", "\033[32m", "\033[35m", "\033[34m", "\033[33m", "\033[96m" };
+static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void dlk_print_log_line(void *vctx, int rank, const char *line, size_t len)
+{
+	const struct dlk_ctx *ctx = vctx;
+
+	/* several streams print at once: one line at a time, whole */
+	pthread_mutex_lock(&out_mu);
+	if (ctx->color_out)
+		printf("%s[rank %d]\033[0m %.*s\n", rank_colors[rank % 6], rank, (int)len, line);
+	else
+		printf("[rank %d] %.*s\n", rank, (int)len, line);
+	fflush(stdout);
+	pthread_mutex_unlock(&out_mu);
+}
+
+void dlk_print_note(void *ctx, const char *msg)
+{
+	dlk_warn(ctx, "%s", msg);
+}
+
+void dlk_print_deleted(void *vctx, const char *kind, const char *name)
+{
+	const struct dlk_ctx *ctx = vctx;
+
+	if (ctx->verbose)
+		dlk_info(ctx, "deleted %s/%s", kind, name);
 }

@@ -26,6 +26,10 @@
 DLK_COMMAND_LIST(X)
 #undef X
 
+/* The global options (kubectl's spelling), accepted before or after the command name; their
+ * variables are the fields of the struct dlk_ctx that dispatch hands to every command. */
+extern const struct dlk_option dlk_global_options[];
+
 /* All commands in table order, ended by a row whose name is NULL. */
 extern const struct dlk_command dlk_commands[];
 const struct dlk_command *dlk_command_find(const char *name);

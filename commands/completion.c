@@ -1,5 +1,6 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
+#include "commands/ui.h"
 #include "lib/render/embedded.h"
 
 #include <string.h>

@@ -1,4 +1,5 @@
-/* What every command receives: the global options, resolved once by dispatch, and the terminal. */
+/* What every command receives: the global options, resolved once by dispatch, and the terminal
+ * (ui.h prints on it). */
 #ifndef DLK_COMMANDS_CTX_H
 #define DLK_COMMANDS_CTX_H
 
@@ -6,7 +7,6 @@
 #include <stdio.h>
 
 #include "commands/options.h"
-#include "lib/util/clock.h" /* dlk_now() */
 #include "lib/util/err.h"
 
 struct dlk_project;
@@ -29,29 +29,11 @@ struct dlk_ctx {
 	int quiet;                   /* -q */
 	int help;                    /* -h */
 	int tty_out, tty_err;        /* stdout / stderr are terminals */
-	int color;                   /* colour allowed on stderr (tty and no NO_COLOR) */
+	int color;                   /* colour allowed on stderr (a terminal, and no NO_COLOR) */
+	int color_out;               /* colour allowed on stdout (a terminal, and no NO_COLOR) */
 };
-
-/* Prints "error: MSG" and, when present, "hint: HINT" to stderr; returns err->code (or 1). */
-int dlk_report(const struct dlk_ctx *ctx, const struct dlk_err *err);
-/* printf-style warning to stderr ("warning: ..."), suppressed by nothing: warnings matter. */
-void dlk_warn(const struct dlk_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* printf-style informational line to stderr, suppressed by -q. */
-void dlk_info(const struct dlk_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Loads the project file named by -f with the --set overrides. NULL with err on failure. */
 struct dlk_project *dlk_ctx_load_spec(const struct dlk_ctx *ctx, struct dlk_err *err);
-
-/* A one-line progress display on stderr when it is a terminal (redrawn in place, at most ~10
- * times a second), nothing otherwise. */
-struct dlk_progress {
-	const struct dlk_ctx *ctx;
-	double last_draw;
-	int drawn;
-};
-void dlk_progress_draw(struct dlk_progress *p, int force, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* Clears the line if something was drawn. */
-void dlk_progress_clear(struct dlk_progress *p);
 
 #endif

@@ -4,6 +4,7 @@
 #include "commands/cluster.h"
 #include "commands/commands.h"
 #include "commands/ctx.h"
+#include "commands/ui.h"
 #include "lib/render/embedded.h"
 #include "lib/project/project.h"
 #include "lib/util/buf.h"
@@ -32,10 +33,6 @@ const struct dlk_command *dlk_command_find(const char *name)
 
 /* What every command receives; the global options fill it. */
 static struct dlk_ctx ctx;
-
-const char *const dlk_output_names[] = {
-	[DLK_OUTPUT_TEXT] = "text", [DLK_OUTPUT_JSON] = "json", [DLK_OUTPUT_YAML] = "yaml", [DLK_OUTPUT_WIDE] = "wide", NULL,
-};
 
 const struct dlk_option dlk_global_options[] = {
 	OPT_STRING('f', "file", &ctx.file, "FILE", "dlk.yaml", "the project file", .complete = COMPLETE_FILE),
@@ -347,7 +344,9 @@ static int run_command(const struct dlk_command *cmd, int argc, char **argv)
 	ctx.cmd = cmd;
 	ctx.tty_out = isatty(STDOUT_FILENO);
 	ctx.tty_err = isatty(STDERR_FILENO);
+	/* NO_COLOR (no-color.org): set and not empty, no colour anywhere */
 	ctx.color = ctx.tty_err && !(nc && *nc);
+	ctx.color_out = ctx.tty_out && !(nc && *nc);
 	if (ctx.help) {
 		dlk_usage_print(stdout, cmd);
 		dlk_args_release(&args);

@@ -2,6 +2,7 @@
  * --templates a copy of the built-in templates to edit. Never overwrites without --force. */
 #include "commands/commands.h"
 #include "commands/ctx.h"
+#include "commands/ui.h"
 #include "lib/render/embedded.h"
 #include "lib/render/render.h"
 #include "lib/util/buf.h"

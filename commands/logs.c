@@ -4,6 +4,11 @@
  * soon as it runs. */
 #include "commands/cluster.h"
 #include "commands/commands.h"
+#include "commands/ui.h"
+#include "lib/jobs/jobstate.h"
+#include "lib/jobs/jobwatch.h"
+#include "lib/jobs/logfollow.h"
+#include "lib/kube/api.h"
 #include "lib/util/mem.h"
 
 #include <limits.h>
@@ -12,185 +17,6 @@
 #include <unistd.h>
 
 #define LOGS_MAX_BYTES (256u << 20) /* what a merged non-follow read may hold in memory */
-#define MAX_STREAMS 1024
-
-static const char *const rank_colors[] = { "\033[36m", "\033[32m", "\033[35m", "\033[34m", "\033[33m", "\033[96m" };
-
-static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void print_line(int rank, int color, const char *line, size_t len)
-{
-	pthread_mutex_lock(&out_mu);
-	if (color)
-		printf("%s[rank %d]\033[0m %.*s\n", rank_colors[rank % 6], rank, (int)len, line);
-	else
-		printf("[rank %d] %.*s\n", rank, (int)len, line);
-	fflush(stdout);
-	pthread_mutex_unlock(&out_mu);
-}
-
-static const char *pod_name(const cJSON *pod)
-{
-	const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "name");
-	return cJSON_IsString(n) ? n->valuestring : NULL;
-}
-
-static const char *pod_phase(const cJSON *pod)
-{
-	const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "status"), "phase");
-	return cJSON_IsString(n) ? n->valuestring : "Pending";
-}
-
-static int pod_rank_of(const cJSON *pod)
-{
-	const cJSON *md = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(md, "labels"), DLK_LABEL_INDEX);
-	char *end;
-
-	if (!cJSON_IsString(v))
-		v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(md, "annotations"), DLK_LABEL_INDEX);
-	if (!cJSON_IsString(v) || !v->valuestring[0])
-		return -1;
-	long r = strtol(v->valuestring, &end, 10);
-	return *end || r < 0 || r > 1000000 ? -1 : (int)r;
-}
-
-/* The pod has a container that runs or ran: its log can be read. */
-static int pod_started(const cJSON *pod)
-{
-	const char *ph = pod_phase(pod);
-	return strcmp(ph, "Pending") != 0;
-}
-
-/* ---- following ---- */
-
-struct stream {
-	struct dlk_logfollow *lf;
-	struct kube_client *c;  /* made by the thread that starts the stream, used by the stream only */
-	char *pod;
-	int rank;
-	long tail, since_s;
-	pthread_t th;
-	int done;
-};
-
-struct dlk_logfollow {
-	const struct dlk_ctx *ctx;
-	char *ns;
-	struct dlk_log_opts o;
-	struct stream *s[MAX_STREAMS];
-	int n;
-	int stop;
-	int first_update_done;
-	pthread_mutex_t mu;
-};
-
-static int stream_line(const char *line, size_t len, void *ud)
-{
-	struct stream *s = ud;
-
-	print_line(s->rank, s->lf->o.color, line, len);
-	return __atomic_load_n(&s->lf->stop, __ATOMIC_RELAXED) ? 1 : 0;
-}
-
-static void *stream_thread(void *ud)
-{
-	struct stream *s = ud;
-	struct dlk_err err = DLK_ERR_INIT;
-	struct kube_client *c = s->c;
-	struct kube_log_opts o = KUBE_LOG_OPTS_INIT;
-
-	o.follow = 1;
-	o.timestamps = s->lf->o.timestamps;
-	o.tail_lines = s->tail;
-	o.since_seconds = s->since_s;
-	if (kube_logs(c, s->lf->ns, s->pod, &o, stream_line, s, &err) < 0 &&
-	    !__atomic_load_n(&s->lf->stop, __ATOMIC_RELAXED) && !dlk_interrupted())
-		dlk_warn(s->lf->ctx, "log of rank %d (pod '%s') ended: %s", s->rank, s->pod, err.msg);
-	kube_client_free(c);
-	s->c = NULL;
-	__atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
-	return NULL;
-}
-
-struct dlk_logfollow *dlk_logfollow_new(const struct dlk_ctx *ctx, const char *ns, const struct dlk_log_opts *o)
-{
-	struct dlk_logfollow *lf = xcalloc(1, sizeof(*lf));
-
-	lf->ctx = ctx;
-	lf->ns = xstrdup(ns);
-	lf->o = *o;
-	pthread_mutex_init(&lf->mu, NULL);
-	return lf;
-}
-
-void dlk_logfollow_update(struct dlk_logfollow *lf, const cJSON *pods)
-{
-	const cJSON *p;
-	int first = !lf->first_update_done;
-
-	lf->first_update_done = 1;
-	cJSON_ArrayForEach(p, pods) {
-		const char *name = pod_name(p);
-		int rank = pod_rank_of(p), known = 0;
-		if (!name || rank < 0 || (lf->o.rank >= 0 && rank != lf->o.rank) || !pod_started(p))
-			continue;
-		for (int i = 0; i < lf->n && !known; i++)
-			known = !strcmp(lf->s[i]->pod, name);
-		if (known || lf->n >= MAX_STREAMS)
-			continue;
-		struct dlk_err err = DLK_ERR_INIT;
-		/* clients are made here, one thread at a time: loading the kubeconfig (and running an
-		 * exec credential plugin) is not something to do from many threads at once */
-		struct kube_client *c = dlk_kube_client(lf->ctx, &lf->stop, &err);
-		if (!c) {
-			dlk_warn(lf->ctx, "cannot follow rank %d: %s", rank, err.msg);
-			continue;
-		}
-		struct stream *s = xcalloc(1, sizeof(*s));
-		s->lf = lf;
-		s->c = c;
-		s->pod = xstrdup(name);
-		s->rank = rank;
-		/* --tail and --since describe what was already there when we started; a pod that
-		 * starts later (a restart) is shown from its first line */
-		s->tail = first ? lf->o.tail : -1;
-		s->since_s = first ? lf->o.since_s : 0;
-		if (pthread_create(&s->th, NULL, stream_thread, s)) {
-			dlk_warn(lf->ctx, "cannot start a thread to follow rank %d", rank);
-			kube_client_free(s->c);
-			free(s->pod);
-			free(s);
-			continue;
-		}
-		lf->s[lf->n++] = s;
-	}
-}
-
-int dlk_logfollow_active(struct dlk_logfollow *lf)
-{
-	int n = 0;
-
-	for (int i = 0; i < lf->n; i++)
-		n += !__atomic_load_n(&lf->s[i]->done, __ATOMIC_ACQUIRE);
-	return n;
-}
-
-void dlk_logfollow_free(struct dlk_logfollow *lf, int stop)
-{
-	if (!lf)
-		return;
-	if (stop)
-		__atomic_store_n(&lf->stop, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < lf->n; i++) {
-		pthread_join(lf->s[i]->th, NULL);
-		free(lf->s[i]->pod);
-		free(lf->s[i]);
-	}
-	pthread_mutex_destroy(&lf->mu);
-	free(lf->ns);
-	free(lf);
-}
 
 /* ---- one read, merged by time ---- */
 
@@ -249,12 +75,6 @@ static int cmp_line(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int color_stdout(const struct dlk_ctx *ctx)
-{
-	const char *nc = getenv("NO_COLOR");
-	return ctx->tty_out && !(nc && *nc);
-}
-
 /* The pods that speak for each rank now (the newest), in rank order. */
 static int current_pods(const cJSON *job, const cJSON *pods, struct dlk_job_summary *s)
 {
@@ -274,7 +94,7 @@ static int logs_once(struct dlk_ctx *ctx, struct kube_client *c, const char *ns,
 	for (int i = 0; i < s.total; i++) {
 		struct kube_log_opts ko = KUBE_LOG_OPTS_INIT;
 		struct dlk_err perr = DLK_ERR_INIT;
-		const char *pn = pod_name(s.ranks[i].pod);
+		const char *pn = kube_meta(s.ranks[i].pod, "name");
 
 		if (o->rank >= 0 && i != o->rank)
 			continue;
@@ -282,7 +102,7 @@ static int logs_once(struct dlk_ctx *ctx, struct kube_client *c, const char *ns,
 			dlk_info(ctx, "rank %d: no pod yet", i);
 			continue;
 		}
-		if (!o->previous && !pod_started(s.ranks[i].pod)) {
+		if (!o->previous && !strcmp(s.ranks[i].phase, "Pending")) {
 			dlk_info(ctx, "rank %d: pod '%s' has not started%s%s", i, pn, s.ranks[i].reason[0] ? ": " : "",
 				 s.ranks[i].reason);
 			continue;
@@ -315,10 +135,10 @@ static int logs_once(struct dlk_ctx *ctx, struct kube_client *c, const char *ns,
 	for (size_t i = 0; i < col.n; i++) {
 		if (o->timestamps && col.v[i].ts[0]) {
 			char *t = xasprintf("%s %s", col.v[i].ts, col.v[i].text);
-			print_line(col.v[i].rank, o->color, t, strlen(t));
+			dlk_print_log_line(ctx, col.v[i].rank, t, strlen(t));
 			free(t);
 		} else {
-			print_line(col.v[i].rank, o->color, col.v[i].text, strlen(col.v[i].text));
+			dlk_print_log_line(ctx, col.v[i].rank, col.v[i].text, strlen(col.v[i].text));
 		}
 	}
 	if (!shown && first.code) {
@@ -346,10 +166,9 @@ static int logs_follow(struct dlk_ctx *ctx, const char *ns, const char *name, co
 	unsigned seen = 0;
 	int rc = -1, ended = 0;
 
-	dlk_interrupt_catch();
-	if (dlk_jobwatch_start(&w, ctx, ns, name, err) < 0)
+	if (dlk_watch_jobs(ctx, &w, ns, name, err) < 0)
 		goto out;
-	lf = dlk_logfollow_new(ctx, ns, o);
+	lf = dlk_logfollow_new(&w.open, ns, o, dlk_print_log_line, dlk_print_note, ctx);
 	for (;;) {
 		dlk_jobwatch_wait(&w, &seen, 0.5);
 		if (dlk_interrupted()) {
@@ -396,21 +215,16 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
-	struct dlk_log_opts o = { opt.rank, opt.tail, (long)(opt.since_s + 0.999), opt.timestamps, opt.previous, 0 };
+	struct dlk_log_opts o = { opt.rank, opt.tail, (long)(opt.since_s + 0.999), opt.timestamps, opt.previous };
 	cJSON *job = NULL, *pods = NULL;
 	const char *name = args->pos[0], *ns;
 	int rc = 0;
 
-	o.color = color_stdout(ctx);
-	c = dlk_kube_client(ctx, NULL, &err);
+	c = dlk_kube_client(ctx, &err);
 	if (!c)
 		return dlk_report(ctx, &err);
-	ns = c->cfg.namespace;
-	if (kube_get(c, "Job", ns, name, &job, &err) < 0) {
-		if (err.code == DLK_EXIT_NOTFOUND) {
-			dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);
-			dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
-		}
+	ns = kube_client_namespace(c);
+	if (dlk_read_job(ctx, c, ns, name, &job, &err) < 0) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -425,8 +239,7 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 	if (opt.follow) {
 		/* the streams and watches have clients of their own */
 		char *nsd = xstrdup(ns);
-		dlk_kube_warnings(ctx, c);
-		kube_client_free(c);
+		dlk_kube_close(ctx, c);
 		c = NULL;
 		rc = logs_follow(ctx, nsd, name, &o, &err);
 		free(nsd);
@@ -436,23 +249,13 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	{
-		struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
-		char *sel = xasprintf("%s=%s", DLK_LABEL_JOB, name);
-		lo.label_selector = sel;
-		int lr = kube_list(c, "Pod", ns, &lo, &pods, &err);
-		free(sel);
-		if (lr < 0 || logs_once(ctx, c, ns, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &o, &err) < 0) {
-			rc = dlk_report(ctx, &err);
-			goto out;
-		}
-	}
+	if (dlk_job_list_pods(c, ns, name, &pods, &err) < 0 ||
+	    logs_once(ctx, c, ns, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &o, &err) < 0)
+		rc = dlk_report(ctx, &err);
 out:
-	if (c)
-		dlk_kube_warnings(ctx, c);
+	dlk_kube_close(ctx, c);
 	cJSON_Delete(job);
 	cJSON_Delete(pods);
-	kube_client_free(c);
 	return rc;
 }
 

@@ -144,10 +144,6 @@ struct dlk_command {
 	const struct dlk_command_def *def;
 };
 
-/* The global options (kubectl's spelling), accepted before or after the command name; their
- * variables are the fields of the struct dlk_ctx that dispatch hands to every command. */
-extern const struct dlk_option dlk_global_options[];
-
 /* What is left of argv once the options are read. */
 struct dlk_args {
 	const char **pos;              /* positional arguments (borrowed from argv) */

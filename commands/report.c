@@ -5,6 +5,9 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/report_source.h"
+#include "commands/ui.h"
+#include "lib/jobs/jobstate.h"
+#include "lib/kube/api.h"
 #include "lib/report/report.h"
 #include "lib/train/bundle.h"
 #include "lib/train/progress.h"
@@ -68,18 +71,17 @@ cJSON *dlk_report_from_bundle(const char *path, struct dlk_err *err)
 
 cJSON *dlk_report_from_job(const struct dlk_ctx *ctx, const char *ns, const char *name, struct dlk_err *err)
 {
-	struct kube_client *c = dlk_kube_client(ctx, NULL, err);
-	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	struct kube_client *c = dlk_kube_client(ctx, err);
 	struct dlk_job_summary s;
 	cJSON *job = NULL, *pods = NULL, *run = NULL, *src;
-	char *sel = NULL, who[400];
+	char who[400];
 	const cJSON *ann;
 	int have_summary = 0, restarts = 0;
 
 	if (!c)
 		return NULL;
 	if (!ns)
-		ns = c->cfg.namespace;
+		ns = kube_client_namespace(c);
 	if (kube_get(c, "Job", ns, name, &job, err) < 0) {
 		if (err->code == DLK_EXIT_NOTFOUND) {
 			dlk_errf(err, DLK_EXIT_NOTFOUND, "no file and no job named '%s' (namespace '%s')", name, ns);
@@ -88,9 +90,7 @@ cJSON *dlk_report_from_job(const struct dlk_ctx *ctx, const char *ns, const char
 		}
 		goto out;
 	}
-	sel = xasprintf("%s=%s", DLK_LABEL_JOB, name);
-	lo.label_selector = sel;
-	if (kube_list(c, "Pod", ns, &lo, &pods, err) < 0)
+	if (dlk_job_list_pods(c, ns, name, &pods, err) < 0)
 		goto out;
 	ann = cJSON_GetObjectItemCaseSensitive(
 	        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "metadata"), "annotations"),
@@ -120,11 +120,9 @@ cJSON *dlk_report_from_job(const struct dlk_ctx *ctx, const char *ns, const char
 out:
 	if (have_summary)
 		dlk_job_summary_release(&s);
-	dlk_kube_warnings(ctx, c);
-	kube_client_free(c);
+	dlk_kube_close(ctx, c);
 	cJSON_Delete(job);
 	cJSON_Delete(pods);
-	free(sel);
 	return run;
 }
 

@@ -1,8 +1,14 @@
 /* dlk status: the dlk jobs of a namespace as a table, or one job in detail (per-rank pods,
  * why it is pending, progress published by the workers). -w keeps the picture current from
- * watches of the Jobs and their pods. The state itself is decided in jobstate.c. */
+ * watches of the Jobs and their pods. The state itself is decided in lib/jobs/jobstate.c. */
 #include "commands/cluster.h"
 #include "commands/commands.h"
+#include "commands/ui.h"
+#include "lib/jobs/jobstate.h"
+#include "lib/jobs/jobwatch.h"
+#include "lib/kube/api.h"
+#include "lib/train/progress.h"
+#include "lib/util/duration.h"
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
@@ -17,44 +23,8 @@ static const cJSON *jget2(const cJSON *o, const char *a, const char *b)
 
 static const char *meta_name(const cJSON *o)
 {
-	const cJSON *n = jget2(o, "metadata", "name");
-	return cJSON_IsString(n) ? n->valuestring : "";
-}
-
-/* Lists kind across every namespace: the library's list is per namespace, so this asks the
- * collection path without one. */
-static int list_all_namespaces(struct kube_client *c, const char *kind, const char *selector, cJSON **out,
-			       struct dlk_err *err)
-{
-	const struct kube_resource *res = kube_resource_for(kind, NULL);
-	char *base = kube_path(res, NULL, NULL, NULL), *sel = kube_escape(selector);
-	char *path = xasprintf("%s?labelSelector=%s", base, sel);
-	struct kube_request req = { .method = "GET", .path = path, .retry_safe = 1 };
-	struct kube_response r = KUBE_RESPONSE_INIT;
-	int rc = -1;
-
-	*out = NULL;
-	if (kube_send(c, &req, &r, err) < 0)
-		goto out;
-	if (r.status < 200 || r.status > 299) {
-		struct kube_what w = { "list", res->plural, NULL, NULL };
-		kube_status_error(c, &w, r.status, r.body.data, err);
-		goto out;
-	}
-	*out = cJSON_ParseWithLength(r.body.data, r.body.len);
-	if (!cJSON_IsObject(*out)) {
-		cJSON_Delete(*out);
-		*out = NULL;
-		dlk_errf(err, DLK_EXIT_CONNECT, "list %s: the server's answer is not a JSON object", res->plural);
-		goto out;
-	}
-	rc = 0;
-out:
-	kube_response_release(&r);
-	free(path);
-	free(sel);
-	free(base);
-	return rc;
+	const char *n = kube_meta(o, "name");
+	return n ? n : "";
 }
 
 static int list_kind(struct kube_client *c, const char *kind, const char *ns, int all_ns, const char *selector,
@@ -62,10 +32,9 @@ static int list_kind(struct kube_client *c, const char *kind, const char *ns, in
 {
 	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
 
-	if (all_ns)
-		return list_all_namespaces(c, kind, selector, out, err);
 	lo.label_selector = selector;
 	lo.limit = 500;
+	lo.all_namespaces = all_ns;
 	return kube_list(c, kind, ns, &lo, out, err);
 }
 
@@ -143,22 +112,6 @@ static void header_row(int all_ns, int wide, struct row *r)
 		snprintf(r->cols[c++], 160, "%s", h[i]);
 }
 
-static cJSON *pods_of(const cJSON *pods, const char *ns, const char *job)
-{
-	cJSON *arr = cJSON_CreateArray();
-	const cJSON *p;
-
-	cJSON_ArrayForEach(p, pods) {
-		const cJSON *v = jget2(p, "metadata", "labels");
-		const cJSON *pns = jget2(p, "metadata", "namespace");
-		v = cJSON_GetObjectItemCaseSensitive(v, DLK_LABEL_JOB);
-		if (cJSON_IsString(v) && !strcmp(v->valuestring, job) &&
-		    (!ns || !cJSON_IsString(pns) || !strcmp(pns->valuestring, ns)))
-			cJSON_AddItemReferenceToArray(arr, (cJSON *)p);
-	}
-	return arr;
-}
-
 static int emit_structured(const struct dlk_ctx *ctx, cJSON *v, struct dlk_buf *b, struct dlk_err *err)
 {
 	if (ctx->output == DLK_OUTPUT_JSON) {
@@ -178,8 +131,8 @@ static int emit_structured(const struct dlk_ctx *ctx, cJSON *v, struct dlk_buf *
 static int cmp_job(const void *a, const void *b)
 {
 	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
-	const cJSON *nx = jget2(x, "metadata", "namespace"), *ny = jget2(y, "metadata", "namespace");
-	int c = strcmp(cJSON_IsString(nx) ? nx->valuestring : "", cJSON_IsString(ny) ? ny->valuestring : "");
+	const char *nx = kube_meta(x, "namespace"), *ny = kube_meta(y, "namespace");
+	int c = strcmp(nx ? nx : "", ny ? ny : "");
 
 	return c ? c : strcmp(meta_name(x), meta_name(y));
 }
@@ -205,13 +158,12 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	header_row(all_ns, wide, &rows[nrows++]);
 	for (int k = 0; k < ns_; k++) {
 		j = sorted[k];
-		const cJSON *jns = jget2(j, "metadata", "namespace");
-		cJSON *mine = pods_of(pods, cJSON_IsString(jns) ? jns->valuestring : NULL, meta_name(j));
+		cJSON *mine = dlk_job_pods(pods, kube_meta(j, "namespace"), meta_name(j));
 		struct dlk_job_summary s;
 		cJSON *ev = NULL;
 		dlk_job_summarize(j, mine, NULL, &s);
 		if (c && explained < 10 && (s.state == JOB_PENDING || s.state == JOB_SUSPENDED)) {
-			ev = dlk_job_events(c, s.ns[0] ? s.ns : c->cfg.namespace, s.name, &s);
+			ev = dlk_job_events(c, s.ns[0] ? s.ns : kube_client_namespace(c), s.name, &s);
 			dlk_job_summary_release(&s);
 			dlk_job_summarize(j, mine, ev, &s);
 			explained++;
@@ -241,36 +193,6 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 }
 
 /* ---- one job ---- */
-
-static void events_for(struct kube_client *c, const char *ns, const char *kind, const char *name, cJSON *into)
-{
-	cJSON *list = NULL;
-	struct dlk_err err = DLK_ERR_INIT;
-	const cJSON *e;
-
-	/* events are a help, not a must: a namespace whose events we may not read still has a status */
-	if (kube_events_for(c, ns, kind, name, &list, &err) < 0)
-		return;
-	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(list, "items"))
-		cJSON_AddItemToArray(into, cJSON_Duplicate(e, 1));
-	cJSON_Delete(list);
-}
-
-cJSON *dlk_job_events(struct kube_client *c, const char *ns, const char *name, const struct dlk_job_summary *pre)
-{
-	cJSON *ev = cJSON_CreateArray();
-	int asked = 0;
-
-	events_for(c, ns, "Job", name, ev);
-	for (int i = 0; i < pre->total && asked < 8; i++) {
-		const struct dlk_rank *r = &pre->ranks[i];
-		if (!r->pod || strcmp(r->phase, "Pending"))
-			continue;
-		events_for(c, ns, "Pod", meta_name(r->pod), ev);
-		asked++;
-	}
-	return ev;
-}
 
 static void detail_text(const struct dlk_job_summary *s, struct dlk_buf *b)
 {
@@ -342,7 +264,7 @@ static int render_one(const struct dlk_ctx *ctx, struct kube_client *c, const cJ
 	dlk_job_summarize(job, pods, NULL, &pre);
 	/* events explain a pending job; a running or finished one does not need the extra calls */
 	if (c && (pre.state == JOB_PENDING || pre.state == JOB_SUSPENDED))
-		ev = dlk_job_events(c, pre.ns[0] ? pre.ns : c->cfg.namespace, pre.name, &pre);
+		ev = dlk_job_events(c, pre.ns[0] ? pre.ns : kube_client_namespace(c), pre.name, &pre);
 	dlk_job_summarize(job, pods, ev, &s);
 	*state = s.state;
 	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
@@ -377,8 +299,7 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 	unsigned seen = 0, drawn_gen = 0;
 	int rc = 0, shown = 0;
 
-	dlk_interrupt_catch();
-	if (dlk_jobwatch_start(&w, ctx, ns, name, &err) < 0) {
+	if (dlk_watch_jobs(ctx, &w, ns, name, &err) < 0) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -411,8 +332,7 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 					dlk_info(ctx, "job '%s' was deleted", name);
 					break;
 				}
-				dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);
-				dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
+				dlk_job_not_found(ctx, c, ns, name, &err);
 				rc = dlk_report(ctx, &err);
 				break;
 			}
@@ -468,31 +388,18 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_errf(&err, DLK_EXIT_USAGE, "--all-namespaces lists jobs; it takes no NAME and no --watch");
 		return dlk_report(ctx, &err);
 	}
-	c = dlk_kube_client(ctx, NULL, &err);
+	c = dlk_kube_client(ctx, &err);
 	if (!c)
 		return dlk_report(ctx, &err);
-	ns = c->cfg.namespace;
+	ns = kube_client_namespace(c);
 	if (watch) {
 		rc = status_watch(ctx, c, ns, name);
 		goto out;
 	}
 	if (name) {
 		enum dlk_job_state st;
-		struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
-		char *sel = xasprintf("%s=%s", DLK_LABEL_JOB, name);
-		if (kube_get(c, "Job", ns, name, &job, &err) < 0) {
-			free(sel);
-			if (err.code == DLK_EXIT_NOTFOUND) {
-				dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", name, ns);
-				dlk_err_hint(&err, "list the jobs with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
-			}
-			rc = dlk_report(ctx, &err);
-			goto out;
-		}
-		lo.label_selector = sel;
-		int lr = kube_list(c, "Pod", ns, &lo, &pods, &err);
-		free(sel);
-		if (lr < 0 || render_one(ctx, c, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &b, &st, &err) < 0) {
+		if (dlk_read_job(ctx, c, ns, name, &job, &err) < 0 || dlk_job_list_pods(c, ns, name, &pods, &err) < 0 ||
+		    render_one(ctx, c, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &b, &st, &err) < 0) {
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
@@ -513,12 +420,11 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	fwrite(b.data, 1, b.len, stdout);
 out:
-	dlk_kube_warnings(ctx, c);
+	dlk_kube_close(ctx, c);
 	dlk_buf_release(&b);
 	cJSON_Delete(jobs);
 	cJSON_Delete(pods);
 	cJSON_Delete(job);
-	kube_client_free(c);
 	return rc;
 }
 

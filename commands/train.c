@@ -1,47 +1,25 @@
 /* dlk train: render the job's objects (--dry-run), run the training loop here (--local), or be
  * one worker of the rendered Job (--worker). The loop itself is lib/train; this file wires its
  * events to the terminal, a metrics file and the exit code. */
-#include "commands/cluster.h"
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/train.h"
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
+#include "commands/train_submit.h"
+#include "commands/ui.h"
+#include "lib/jobs/podenv.h"
 #include "lib/render/render.h"
 #include "lib/project/project.h"
-#include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-/* The project's own templates/ directory (next to the project file) overrides the built-ins. */
-static char *project_templates_dir(const char *spec_file)
-{
-	const char *slash = strrchr(spec_file, '/');
-
-	if (!slash)
-		return xstrdup("templates");
-	return xasprintf("%.*s/templates", (int)(slash - spec_file), spec_file);
-}
 
 static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_err *err)
 {
-	if (ctx->output == DLK_OUTPUT_JSON) {
-		/* a v1 List, as `kubectl get -o json` prints several objects; `kubectl apply -f` takes it */
-		cJSON *list = cJSON_CreateObject();
-		cJSON_AddStringToObject(list, "apiVersion", "v1");
-		cJSON_AddStringToObject(list, "kind", "List");
-		cJSON_AddItemReferenceToObject(list, "items", objects);
-		char *s = cJSON_Print(list);
-		cJSON_Delete(list);
-		if (!s)
-			return dlk_errf(err, DLK_EXIT_FAIL, "cannot print the objects as JSON");
-		printf("%s\n", s);
-		free(s);
-		return 0;
-	}
+	if (ctx->output == DLK_OUTPUT_JSON)
+		return dlk_print_json_list(objects, err);
 	if (ctx->output != DLK_OUTPUT_YAML && ctx->output != DLK_OUTPUT_TEXT)
 		return dlk_errf(err, DLK_EXIT_USAGE, "--dry-run prints yaml or json, not '%s'", dlk_output_names[ctx->output]);
 	char *y = yamljson_emit_stream(objects, err);
@@ -50,29 +28,6 @@ static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_e
 	fputs(y, stdout);
 	free(y);
 	return 0;
-}
-
-int dlk_train_render(const struct dlk_ctx *ctx, const struct dlk_project *spec, const char *templates_opt,
-                     cJSON **objects, struct dlk_err *err)
-{
-	struct render_opts ro = RENDER_OPTS_INIT;
-	char *tdir = NULL, *yaml = project_dump_yaml(spec);
-	int rc = -1;
-
-	ro.namespace_ = ctx->namespace_;
-	if (templates_opt) {
-		ro.templates_dir = templates_opt;
-	} else {
-		tdir = project_templates_dir(ctx->file);
-		ro.templates_dir = tdir;
-		ro.templates_dir_optional = 1;
-	}
-	*objects = render_train(spec, yaml, &ro, err);
-	if (*objects)
-		rc = 0;
-	free(tdir);
-	free(yaml);
-	return rc;
 }
 
 static struct dlk_train_cli opt;
@@ -98,7 +53,8 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 		rc = dlk_train_submit(ctx, &opt, spec);
 		break;
 	case TRAIN_DRY_RUN:
-		if (dlk_train_render(ctx, spec, opt.templates, &objects, &err) || print_objects(ctx, objects, &err))
+		objects = render_train_project(spec, ctx->file, opt.templates, ctx->namespace_, &err);
+		if (!objects || print_objects(ctx, objects, &err))
 			rc = dlk_report(ctx, &err);
 		break;
 	case TRAIN_LOCAL:
@@ -108,7 +64,7 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_train_here(ctx, &opt, spec, 0);
 		break;
 	case TRAIN_WORKER:
-		if (spec->resources.gpus > 1 && getenv("KUBERNETES_SERVICE_HOST") && !getenv("LOCAL_RANK"))
+		if (spec->resources.gpus > 1 && getenv(DLK_ENV_SERVICE_HOST) && !getenv(DLK_ENV_LOCAL_RANK))
 			/* a pod with several GPUs: a rank per GPU (unless a launcher already made them) */
 			rc = dlk_train_pod_gang(ctx, &opt, spec, spec->resources.gpus);
 		else

@@ -1,6 +1,9 @@
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
+#include "commands/ui.h"
 #include "lib/comm/rendezvous.h"
+#include "lib/jobs/podenv.h"
+#include "lib/util/clock.h"
 #include "lib/util/err.h"
 #include "lib/util/mem.h"
 
@@ -219,28 +222,28 @@ static void child(struct gang *g, const struct dlk_train_cli *opts, const struct
 		if (lfd >= 0)
 			close(lfd);
 	} else if (lfd >= 0) {
-		setenv_int("DLK_LISTEN_FD", lfd);
+		setenv_int(DLK_ENV_LISTEN_FD, lfd);
 	}
 	/* the local rank picks the worker's GPU */
-	setenv_int("LOCAL_RANK", rank);
-	setenv_int("LOCAL_WORLD_SIZE", g->n);
-	setenv_int("DLK_THREADS", threads);
-	unsetenv("JOB_COMPLETION_INDEX"); /* RANK says it, and an Indexed Job's index is the pod's */
+	setenv_int(DLK_ENV_LOCAL_RANK, rank);
+	setenv_int(DLK_ENV_LOCAL_WORLD_SIZE, g->n);
+	setenv_int(DLK_ENV_THREADS, threads);
+	unsetenv(DLK_ENV_COMPLETION_INDEX); /* RANK says it, and an Indexed Job's index is the pod's */
 	if (g->in_pod) {
 		/* the pod's run id, generation and job name stay as the Job set them */
-		setenv_int("RANK", g->base_rank + rank);
-		setenv_int("WORLD_SIZE", g->world);
-		setenv("MASTER_ADDR", g->master_addr, 1);
-		setenv_int("MASTER_PORT", g->master_port);
+		setenv_int(DLK_ENV_RANK, g->base_rank + rank);
+		setenv_int(DLK_ENV_WORLD_SIZE, g->world);
+		setenv(DLK_ENV_MASTER_ADDR, g->master_addr, 1);
+		setenv_int(DLK_ENV_MASTER_PORT, g->master_port);
 	} else {
-		setenv_int("RANK", rank);
-		setenv_int("WORLD_SIZE", g->n);
-		setenv("MASTER_ADDR", "127.0.0.1", 1);
-		setenv_int("MASTER_PORT", port);
-		setenv_int("DLK_GENERATION", (long)gen);
-		setenv("DLK_RUN_ID", run_id, 1);
-		setenv("DLK_JOB_NAME", spec->name, 1);
-		unsetenv("KUBERNETES_SERVICE_HOST"); /* a local gang publishes no progress on any Job */
+		setenv_int(DLK_ENV_RANK, rank);
+		setenv_int(DLK_ENV_WORLD_SIZE, g->n);
+		setenv(DLK_ENV_MASTER_ADDR, "127.0.0.1", 1);
+		setenv_int(DLK_ENV_MASTER_PORT, port);
+		setenv_int(DLK_ENV_GENERATION, (long)gen);
+		setenv(DLK_ENV_RUN_ID, run_id, 1);
+		setenv(DLK_ENV_JOB_NAME, spec->name, 1);
+		unsetenv(DLK_ENV_SERVICE_HOST); /* a local gang publishes no progress on any Job */
 	}
 	g->ctx->color = 0;
 	rc = dlk_train_here(g->ctx, opts, spec, 1);

@@ -1,14 +1,17 @@
-/* The training loop run here: data with progress, the loop with a progress line or plain lines,
- * a metrics file, checkpoints and resuming, the final report and the model bundle. As one
- * worker of several (--worker in a pod, or a child of `--local --workers N`) it also joins the
- * rendezvous and averages gradients over the TCP ring; only rank 0 evaluates, prints, publishes
- * progress and writes checkpoints and the bundle. */
+/* The training loop run here: the data, the loop, checkpoints and resuming, stopping on a
+ * signal, and the model bundle. As one worker of several (--worker in a pod, or a child of
+ * `--local --workers N`) it also joins the rendezvous and averages gradients over the TCP ring;
+ * only rank 0 evaluates, shows (train_report.c), publishes progress (train_progress.c) and
+ * writes checkpoints and the bundle. */
 #include "commands/train_here.h"
 #include "commands/report_source.h"
 #include "commands/train_progress.h"
+#include "commands/train_report.h"
+#include "commands/ui.h"
 #include "lib/data/dataset.h"
 #include "lib/comm/comm.h"
 #include "lib/comm/rendezvous.h"
+#include "lib/jobs/podenv.h"
 #include "lib/report/report.h"
 #include "lib/nn/device.h"
 #include "lib/train/bundle.h"
@@ -63,13 +66,46 @@ static void on_signal(int sig)
 	alarm(term_grace_sec);
 }
 
-struct report {
+/* ---- signals ---- */
+
+struct signals {
+	struct sigaction old_int, old_term, old_alrm;
+	int installed;
+};
+
+/* A first SIGINT or SIGTERM stops training after the current step, with a checkpoint, within
+ * the grace DLK_TERM_GRACE gives; a second one, or the grace running out, ends the process. */
+static void signals_install(struct signals *s, unsigned grace_sec)
+{
+	struct sigaction sa = { 0 };
+
+	stop_flag = 0;
+	sig_seen = 0;
+	single_rank = 1;
+	term_grace_sec = grace_sec;
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, &s->old_int);
+	sigaction(SIGTERM, &sa, &s->old_term);
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, &s->old_alrm);
+	s->installed = 1;
+}
+
+static void signals_restore(struct signals *s)
+{
+	alarm(0);
+	if (!s->installed)
+		return;
+	sigaction(SIGINT, &s->old_int, NULL);
+	sigaction(SIGTERM, &s->old_term, NULL);
+	sigaction(SIGALRM, &s->old_alrm, NULL);
+	s->installed = 0;
+}
+
+/* What the loop's callbacks share. */
+struct here {
 	struct dlk_ctx *ctx;
-	struct dlk_progress bar;
-	FILE *metrics;
-	const char *phase;
-	int last_plain_pct;
-	int last_plain_epoch;
+	struct dlk_train_report show; /* what rank 0 shows */
 	/* the distributed run */
 	int rank, world;
 	struct dlk_comm *comm;        /* NULL with one rank; host memory */
@@ -100,58 +136,9 @@ struct report {
 	int metrics_warned;
 };
 
-static void fmt_duration(char *buf, size_t n, double s)
-{
-	long t = s > 0 && s < 1e8 ? (long)(s + 0.5) : 0;
-
-	if (t >= 3600)
-		snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-	else
-		snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
-}
-
-static int data_progress(void *vctx, const char *what, unsigned long long done, unsigned long long total)
-{
-	struct report *r = vctx;
-	const char *base = strrchr(what, '/');
-
-	base = base ? base + 1 : what;
-	if (total)
-		dlk_progress_draw(&r->bar, 0, "%s %s: %llu%% of %.1f MB", r->phase, base, done * 100 / total,
-		                  (double)total / 1e6);
-	else
-		dlk_progress_draw(&r->bar, 0, "%s %s: %.1f MB", r->phase, base, (double)done / 1e6);
-	return sig_seen != 0;
-}
-
-static void metrics_line(struct report *r, const struct dlk_train_event *ev)
-{
-	cJSON *o;
-	char *s;
-
-	if (!r->metrics)
-		return;
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "event", ev->kind == DLK_TRAIN_STEP ? "step" : ev->kind == DLK_TRAIN_EPOCH ? "epoch" : "done");
-	cJSON_AddNumberToObject(o, "epoch", ev->epoch);
-	cJSON_AddNumberToObject(o, "step", (double)ev->global_step);
-	cJSON_AddNumberToObject(o, "loss", ev->loss);
-	cJSON_AddNumberToObject(o, "lr", ev->lr);
-	cJSON_AddNumberToObject(o, "samples_per_sec", ev->samples_per_sec);
-	cJSON_AddNumberToObject(o, "elapsed_sec", ev->elapsed_sec);
-	if (ev->eval && ev->eval->n) {
-		cJSON_AddNumberToObject(o, "test_loss", ev->eval->loss);
-		cJSON_AddNumberToObject(o, "test_accuracy", ev->eval->accuracy);
-	}
-	s = cJSON_PrintUnformatted(o);
-	fprintf(r->metrics, "%s\n", s);
-	free(s);
-	cJSON_Delete(o);
-}
-
 /* What the bundle and the published run document say about the run; seed and times are the
  * caller's. The spec, datasets and digest come from r. */
-static void bundle_info(const struct report *r, struct dlk_bundle_info *bi, const struct dlk_net *net,
+static void bundle_info(const struct here *r, struct dlk_bundle_info *bi, const struct dlk_net *net,
                         const struct dlk_eval *eval, double train_loss, const struct dlk_history *history)
 {
 	const struct dlk_project *spec = r->spec;
@@ -176,7 +163,7 @@ static void bundle_info(const struct report *r, struct dlk_bundle_info *bi, cons
 
 /* After an epoch and at the end, in a cluster: the run so far, as `dlk report JOB` reads it. A
  * document that cannot be made is warned about once; training goes on. */
-static char *metrics_json(struct report *r, const struct dlk_train_event *ev)
+static char *metrics_json(struct here *r, const struct dlk_train_event *ev)
 {
 	struct dlk_bundle_info bi;
 	struct dlk_err err = DLK_ERR_INIT;
@@ -203,7 +190,7 @@ static char *metrics_json(struct report *r, const struct dlk_train_event *ev)
 
 static void on_start(void *vctx, const struct dlk_net *net, long total_steps)
 {
-	struct report *r = vctx;
+	struct here *r = vctx;
 
 	(void)total_steps;
 	r->net = net;
@@ -211,11 +198,9 @@ static void on_start(void *vctx, const struct dlk_net *net, long total_steps)
 
 static void on_event(void *vctx, const struct dlk_train_event *ev0)
 {
-	struct report *r = vctx;
+	struct here *r = vctx;
 	struct dlk_train_event evc = *ev0;
 	const struct dlk_train_event *ev = &evc;
-	char eta[32], el[32];
-	const struct dlk_ctx *ctx = r->ctx;
 
 	if (r->comm && ev0->kind != DLK_TRAIN_DONE && !r->comm_failed) {
 		/* every rank sees every step and epoch event: agree on stopping, and show the loss of
@@ -241,108 +226,17 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		dlk_job_progress_event(r->jp, ev, m);
 		free(m);
 	}
-	metrics_line(r, ev);
-	fmt_duration(eta, sizeof(eta), ev->eta_sec);
-	fmt_duration(el, sizeof(el), ev->elapsed_sec);
-	if (ev->kind == DLK_TRAIN_STEP) {
-		if (ctx->tty_err) {
-			int width = 24, fill = ev->steps_per_epoch ? (int)(width * ev->step / ev->steps_per_epoch) : 0;
-			char bar[32];
-			for (int i = 0; i < width; i++)
-				bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
-			bar[width] = '\0';
-			dlk_progress_draw(&r->bar, ev->step == ev->steps_per_epoch,
-			                  "epoch %d/%d [%s] %ld/%ld  loss %.4f  %.0f samples/s  ETA %s", ev->epoch,
-			                  ev->epochs, bar, ev->step, ev->steps_per_epoch, ev->loss, ev->samples_per_sec, eta);
-		} else if (!ctx->quiet && ev->steps_per_epoch) {
-			/* plain lines for logs: one every quarter of an epoch */
-			int pct = (int)(100 * ev->step / ev->steps_per_epoch) / 25 * 25;
-			if (ev->epoch != r->last_plain_epoch) {
-				r->last_plain_epoch = ev->epoch;
-				r->last_plain_pct = 0;
-			}
-			if (pct > r->last_plain_pct && pct < 100) {
-				r->last_plain_pct = pct;
-				fprintf(stderr, "epoch %d/%d  step %ld/%ld  loss %.4f  %.0f samples/s  ETA %s\n", ev->epoch,
-				        ev->epochs, ev->step, ev->steps_per_epoch, ev->loss, ev->samples_per_sec, eta);
-			}
-		}
-		return;
-	}
-	if (ev->kind == DLK_TRAIN_EPOCH) {
-		dlk_progress_clear(&r->bar);
-		if (ctx->quiet)
-			return;
-		if (ev->eval && ev->eval->n)
-			fprintf(stderr, "epoch %d/%d  train loss %.4f  test loss %.4f  test accuracy %.2f%%  %.0f samples/s  %s\n",
-			        ev->epoch, ev->epochs, ev->loss, ev->eval->loss, 100 * ev->eval->accuracy, ev->samples_per_sec, el);
-		else
-			fprintf(stderr, "epoch %d/%d  train loss %.4f  %.0f samples/s  %s\n", ev->epoch, ev->epochs, ev->loss,
-			        ev->samples_per_sec, el);
-	}
+	dlk_train_report_event(&r->show, ev);
 }
 
-static void print_report(FILE *out, const struct dlk_project *spec, const struct dlk_eval *ev)
+/* ---- data ---- */
+
+static int data_progress(void *vctx, const char *what, unsigned long long done, unsigned long long total)
 {
-	int n = ev->n_classes;
-	int w = 5;
+	struct here *r = vctx;
 
-	fprintf(out, "test accuracy: %.2f%% (%zu samples), test loss %.4f\n", 100 * ev->accuracy, ev->n, ev->loss);
-	fprintf(out, "\nconfusion matrix (rows: true class, columns: predicted)\n");
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < n; j++) {
-			char num[32];
-			int l = snprintf(num, sizeof(num), "%lld", ev->confusion[i * n + j]);
-			if (l + 1 > w)
-				w = l + 1;
-		}
-	fprintf(out, "%14s", "");
-	for (int j = 0; j < n; j++)
-		fprintf(out, "%*d", w, j);
-	fprintf(out, "   recall\n");
-	for (int i = 0; i < n; i++) {
-		const char *name = spec->data.classes && i < spec->data.n_classes ? spec->data.classes[i] : NULL;
-		char label[32];
-		if (name)
-			snprintf(label, sizeof(label), "%d %.11s", i, name);
-		else
-			snprintf(label, sizeof(label), "%d", i);
-		fprintf(out, "%-14s", label);
-		for (int j = 0; j < n; j++)
-			fprintf(out, "%*lld", w, ev->confusion[i * n + j]);
-		fprintf(out, "   %5.1f%%\n", 100 * ev->recall[i]);
-	}
-	fprintf(out, "%-14s", "precision");
-	for (int j = 0; j < n; j++)
-		fprintf(out, "%*.0f", w, 100 * ev->precision[j]);
-	fprintf(out, "   (%%)\n");
-}
-
-static cJSON *result_json(const struct dlk_project *spec, const struct dlk_train_result *res, const char *bundle)
-{
-	cJSON *o = cJSON_CreateObject();
-	const struct dlk_eval *ev = &res->eval;
-
-	cJSON_AddStringToObject(o, "name", spec->name);
-	cJSON_AddStringToObject(o, "bundle", bundle);
-	cJSON_AddNumberToObject(o, "epochs", res->epochs_done);
-	cJSON_AddNumberToObject(o, "steps", (double)res->steps);
-	cJSON_AddNumberToObject(o, "trainLoss", res->train_loss);
-	cJSON_AddNumberToObject(o, "seconds", res->seconds);
-	cJSON_AddNumberToObject(o, "samplesPerSecond", res->train_samples_per_sec);
-	if (ev->n) {
-		cJSON *cm = cJSON_CreateArray();
-		cJSON_AddNumberToObject(o, "testAccuracy", ev->accuracy);
-		cJSON_AddNumberToObject(o, "testLoss", ev->loss);
-		for (int i = 0; i < ev->n_classes; i++) {
-			cJSON *row = cJSON_CreateArray();
-			for (int j = 0; j < ev->n_classes; j++)
-				cJSON_AddItemToArray(row, cJSON_CreateNumber((double)ev->confusion[i * ev->n_classes + j]));
-			cJSON_AddItemToArray(cm, row);
-		}
-		cJSON_AddItemToObject(o, "confusionMatrix", cm);
-	}
-	return o;
+	dlk_train_report_data(&r->show, what, done, total);
+	return sig_seen != 0;
 }
 
 static char *default_bundle_path(const char *spec_file, const char *name)
@@ -365,14 +259,14 @@ static char *project_dir(const char *spec_file)
 
 static ssize_t slow_write(int fd, const void *buf, size_t len, void *vctx)
 {
-	const struct report *r = vctx;
+	const struct here *r = vctx;
 	struct timespec ts = { r->ckpt_delay_ms / 1000, (r->ckpt_delay_ms % 1000) * 1000000L };
 
 	nanosleep(&ts, NULL);
 	return write(fd, buf, len);
 }
 
-static void ensure_arch(struct report *r, const struct dlk_net *net)
+static void ensure_arch(struct here *r, const struct dlk_net *net)
 {
 	if (!r->have_arch) {
 		dlk_net_arch_digest(net, r->meta.arch);
@@ -384,7 +278,7 @@ static void ensure_arch(struct report *r, const struct dlk_net *net)
  * checkpoint that cannot be written is a warning, not the end of the run. */
 static int on_checkpoint(void *vctx, const struct dlk_train_state *st, struct dlk_err *err)
 {
-	struct report *r = vctx;
+	struct here *r = vctx;
 
 	if (r->rank == 0 && r->ckpt_dir) {
 		struct dlk_err e = DLK_ERR_INIT;
@@ -431,7 +325,7 @@ static int bcast_floats(struct dlk_comm *c, float *dev, size_t n, const struct d
  * disagree on where they resume. */
 static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err)
 {
-	struct report *r = vctx;
+	struct here *r = vctx;
 	long long hdr[6] = { RESUME_NONE, 0, 0, 0, 0, 0 };
 	unsigned long long dc = 0;
 	int rc = -1;
@@ -499,14 +393,14 @@ static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err
 /* ---- gradients ---- */
 
 /* The backend's memory is host memory (the CPU's): the TCP ring can reduce it in place. */
-static int host_memory(const struct report *r)
+static int host_memory(const struct here *r)
 {
 	return r->be == dlk_backend_cpu();
 }
 
 static void on_grad_ready(void *vctx, float *grads, size_t n_params, size_t off, size_t n)
 {
-	struct report *r = vctx;
+	struct here *r = vctx;
 
 	if (!r->grad_failed && comm_grads_ready(r->dcomm, grads, n_params, off, n, 0, COMM_AVG, &r->grad_err))
 		r->grad_failed = 1;
@@ -514,7 +408,7 @@ static void on_grad_ready(void *vctx, float *grads, size_t n_params, size_t off,
 
 static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
 {
-	struct report *r = vctx;
+	struct here *r = vctx;
 	int rc;
 
 	if (r->dcomm) {
@@ -540,7 +434,7 @@ static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
 
 static int on_broadcast(void *vctx, float *params, size_t n, struct dlk_err *err)
 {
-	struct report *r = vctx;
+	struct here *r = vctx;
 
 	if (r->dcomm)
 		return comm_broadcast(r->dcomm, params, sizeof(float) * n, 0, err);
@@ -568,17 +462,17 @@ static long env_long(const char *name, long def, long lo, long hi, struct dlk_er
 }
 
 /* Joins the other ranks: the rendezvous (run id and generation from the Job) and the ring. */
-static int join_gang(struct report *r, const struct dist_env *env, int dev_shared, struct dlk_err *err)
+static int join_gang(struct here *r, const struct dist_env *env, int dev_shared, struct dlk_err *err)
 {
 	struct dist_rdzv_opts o = DIST_RDZV_OPTS_INIT;
-	const char *job = getenv("DLK_JOB_NAME"), *uid = getenv("DLK_RUN_ID"), *comm_env = getenv("DLK_COMM");
+	const char *job = getenv(DLK_ENV_JOB_NAME), *uid = getenv(DLK_ENV_RUN_ID), *comm_env = getenv(DLK_ENV_COMM);
 	const struct dlk_device_comm *dc;
 	char *run_id;
 	int bad = 0, rc;
-	long gen = env_long("DLK_GENERATION", 0, 0, UINT_MAX, err, &bad);
-	long lfd = env_long("DLK_LISTEN_FD", -1, -1, INT_MAX, err, &bad);
-	long tmo = env_long("DLK_RENDEZVOUS_TIMEOUT", 300, 1, 86400, err, &bad);
-	long stall = env_long("DLK_STALL_TIMEOUT", 300, 1, 86400, err, &bad);
+	long gen = env_long(DLK_ENV_GENERATION, 0, 0, UINT_MAX, err, &bad);
+	long lfd = env_long(DLK_ENV_LISTEN_FD, -1, -1, INT_MAX, err, &bad);
+	long tmo = env_long(DLK_ENV_RENDEZVOUS_TIMEOUT, 300, 1, 86400, err, &bad);
+	long stall = env_long(DLK_ENV_STALL_TIMEOUT, 300, 1, 86400, err, &bad);
 
 	if (bad)
 		return -1;
@@ -610,230 +504,220 @@ static int join_gang(struct report *r, const struct dist_env *env, int dev_share
 	return rc;
 }
 
-int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec, int worker)
+/* ---- the run ---- */
+
+/* A worker's place in the gang and its threads, from the environment the Job (or the local
+ * gang) gives it. */
+static int read_worker_env(struct here *r, struct dist_env *env, struct dlk_training *tr, struct dlk_err *err)
 {
-	struct dlk_err err = DLK_ERR_INIT;
-	struct dlk_dataset train = DLK_DATASET_INIT, test = DLK_DATASET_INIT;
+	int bad = 0;
+
+	if (dist_env_read(env, err))
+		return -1;
+	r->rank = env->rank;
+	r->world = env->world;
+	single_rank = env->world == 1;
+	if (env->rank != 0)
+		r->ctx->tty_err = 0;
+	if (getenv(DLK_ENV_THREADS) && !tr->threads)
+		tr->threads = (int)env_long(DLK_ENV_THREADS, 0, 0, 4096, err, &bad);
+	return bad ? -1 : 0;
+}
+
+/* The training data, and on rank 0 the test data (only rank 0 evaluates), with progress. A
+ * signal stops the download: that is an error that says so. */
+static int load_data(struct here *r, const struct dlk_project *spec, const char *dir, int worker,
+                     struct dlk_dataset *train, struct dlk_dataset *test, struct dlk_err *err)
+{
 	struct dlk_data_opts dopts = { 0 };
-	struct dlk_train_opts topts = DLK_TRAIN_OPTS_INIT;
-	struct dlk_train_result res = DLK_TRAIN_RESULT_INIT;
-	struct dlk_training tr = spec->training;
-	struct report rep = { 0 };
-	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT, 0, 1 };
-	struct dlk_device_choice dev;
-	enum dlk_device_kind want;
-	struct sigaction sa = { 0 }, old_int, old_term, old_alrm;
-	char *bundle = NULL, *dir = project_dir(ctx->file);
-	const char *mpath = cli->metrics;
-	int rc = 0, ran, bad = 0;
-
-	rep.ctx = ctx;
-	rep.bar.ctx = ctx;
-	rep.spec = spec;
-	rep.train = &train;
-	rep.test = &test;
-	project_digest(spec, rep.digest);
-	/* which code made the model, when the project is kept in git (in a pod it is not) */
-	if (dlk_git_head(dir, rep.git_commit, &rep.git_dirty))
-		rep.git_commit[0] = '\0';
-	rep.ckpt_step = -1;
-	rep.world = 1;
-	stop_flag = 0;
-	sig_seen = 0;
-	single_rank = 1;
-	term_grace_sec = (unsigned)env_long("DLK_TERM_GRACE", 20, 1, 3600, &err, &bad);
-	rep.ckpt_delay_ms = env_long("DLK_TEST_CHECKPOINT_DELAY_MS", 0, 0, 60000, &err, &bad);
-	if (bad)
-		goto fail;
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	sa.sa_handler = on_alarm;
-	sigaction(SIGALRM, &sa, &old_alrm);
-
-	if (worker) {
-		if (dist_env_read(&env, &err))
-			goto fail;
-		rep.rank = env.rank;
-		rep.world = env.world;
-		single_rank = env.world == 1;
-		if (env.rank != 0)
-			ctx->tty_err = 0;
-		if (getenv("DLK_THREADS") && !tr.threads)
-			tr.threads = (int)env_long("DLK_THREADS", 0, 0, 4096, &err, &bad);
-		if (bad)
-			goto fail;
-	}
-	/* the project's GPUs: required in a pod that was given them, wanted (not required) when
-	 * training here; DLK_DEVICE overrides */
-	want = spec->resources.gpus <= 0 ? DLK_DEVICE_CPU
-	       : worker && getenv("KUBERNETES_SERVICE_HOST") ? DLK_DEVICE_CUDA : DLK_DEVICE_AUTO;
-	if (dlk_device_wanted(want, &want, &err) ||
-	    dlk_backend_select(want, env.local_rank, env.local_world, &dev, &err))
-		goto fail;
-	rep.be = dev.be;
-	if (dev.why[0] && want == DLK_DEVICE_AUTO && spec->resources.gpus > 0 && rep.rank == 0)
-		dlk_warn(ctx, "training on the CPU: %s", dev.why);
-	else if (ctx->verbose && rep.rank == 0)
-		dlk_info(ctx, "computing on %s", dev.be->device);
-	if (mpath && rep.rank == 0) {
-		rep.metrics = fopen(mpath, "a");
-		if (!rep.metrics) {
-			dlk_errf(&err, DLK_EXIT_FAIL, "cannot open metrics file '%s': %s", mpath, strerror(errno));
-			goto fail;
-		}
-		setvbuf(rep.metrics, NULL, _IOLBF, 0);
-	}
-	if (tr.checkpoint_dir)
-		rep.ckpt_dir = tr.checkpoint_dir[0] == '/' || !strcmp(dir, ".") ? xstrdup(tr.checkpoint_dir)
-		                                                                 : xasprintf("%s/%s", dir, tr.checkpoint_dir);
-	rep.ckpt_keep = tr.checkpoint_keep;
-	rep.epochs = tr.epochs;
-	rep.meta.seed = tr.seed;
-	rep.meta.world = rep.world;
-	rep.meta.batch_size = tr.batch_size;
 
 	memcpy(dopts.shape, spec->model.input, sizeof(dopts.shape));
 	dopts.base_dir = dir;
 	dopts.progress = data_progress;
-	dopts.progress_ctx = &rep;
-	rep.phase = "loading training data";
-	if (dlk_data_load(&spec->data, "train", &dopts, &train, &err) && !sig_seen)
-		goto fail;
-	rep.phase = "loading test data";
-	/* only rank 0 evaluates */
-	if (!sig_seen && rep.rank == 0 && (spec->data.test.images.url || spec->data.test.source.url) &&
-	    dlk_data_load(&spec->data, "test", &dopts, &test, &err) && !sig_seen)
-		goto fail;
-	dlk_progress_clear(&rep.bar);
+	dopts.progress_ctx = r;
+	r->show.phase = "loading training data";
+	if (dlk_data_load(&spec->data, "train", &dopts, train, err) && !sig_seen)
+		return -1;
+	r->show.phase = "loading test data";
+	if (!sig_seen && r->rank == 0 && (spec->data.test.images.url || spec->data.test.source.url) &&
+	    dlk_data_load(&spec->data, "test", &dopts, test, err) && !sig_seen)
+		return -1;
+	dlk_train_report_clear(&r->show);
 	if (sig_seen) {
-		dlk_err_clear(&err);
-		dlk_errf(&err, worker || sig_seen == SIGTERM ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL,
-		         "stopped by a signal while loading the data");
-		goto fail;
+		dlk_err_clear(err);
+		return dlk_errf(err, worker || sig_seen == SIGTERM ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL,
+		                "stopped by a signal while loading the data");
 	}
-	if (rep.world > 1 && join_gang(&rep, &env, dev.shared, &err))
-		goto fail;
-	if (rep.world > 1 && ctx->verbose && rep.rank == 0)
-		dlk_info(ctx, "gradients over %s (%d ranks)", rep.dcomm ? "NCCL" : "the TCP ring", rep.world);
-	if (!ctx->quiet && rep.rank == 0) {
-		if (rep.world > 1)
-			fprintf(stderr, "training '%s' on %zu samples%s (%d epochs, %d workers x batch %d, %s)\n", spec->name,
-			        train.n, test.n ? "" : ", no test set", tr.epochs, rep.world, tr.batch_size,
-			        project_optimizer_name(tr.optimizer));
-		else
-			fprintf(stderr, "training '%s' on %zu samples%s (%d epochs, batch %d, %s)\n", spec->name, train.n,
-			        test.n ? "" : ", no test set", tr.epochs, tr.batch_size, project_optimizer_name(tr.optimizer));
-	}
-	if (worker && rep.rank == 0)
-		rep.jp = dlk_job_progress_new(ctx);
+	return 0;
+}
+
+/* The loop, wired to this file's callbacks. Returns 0 when it finished, -1 with err when it
+ * failed or a signal stopped it (then err says whether a checkpoint was written). */
+static int run_loop(struct here *r, const struct dlk_project *spec, const struct dlk_training *tr,
+                    const char *spec_file, const struct dlk_dataset *train, const struct dlk_dataset *test, int worker,
+                    struct dlk_train_result *res, struct dlk_err *err)
+{
+	struct dlk_train_opts topts = DLK_TRAIN_OPTS_INIT;
+	int ran;
 
 	topts.model = &spec->model;
-	topts.training = &tr;
-	topts.spec_file = spec->path ? spec->path : ctx->file;
-	topts.train = &train;
-	topts.test = test.n ? &test : NULL;
-	topts.backend = rep.be;
-	topts.rank = rep.rank;
-	topts.world = rep.world;
-	if (rep.comm) {
+	topts.training = tr;
+	topts.spec_file = spec_file;
+	topts.train = train;
+	topts.test = test->n ? test : NULL;
+	topts.backend = r->be;
+	topts.rank = r->rank;
+	topts.world = r->world;
+	if (r->comm) {
 		topts.allreduce = on_allreduce;
 		topts.broadcast = on_broadcast;
-		if (rep.dcomm)
+		if (r->dcomm)
 			topts.grad_ready = on_grad_ready;
-		topts.comm_ctx = &rep;
+		topts.comm_ctx = r;
 	}
 	topts.checkpoint = on_checkpoint;
 	topts.resume = on_resume;
-	topts.ckpt_ctx = &rep;
+	topts.ckpt_ctx = r;
 	topts.on_event = on_event;
 	topts.on_start = on_start;
-	topts.event_ctx = &rep;
+	topts.event_ctx = r;
 	topts.cancel = &stop_flag;
-	ran = dlk_train_run(&topts, &res, &err);
-	dlk_progress_clear(&rep.bar);
+	ran = dlk_train_run(&topts, res, err);
+	dlk_train_report_clear(&r->show);
 	alarm(0);
-	if (ran < 0)
-		goto fail;
 	if (ran == 1) {
 		const char *what = sig_seen == SIGTERM ? "SIGTERM" : sig_seen == SIGINT ? "an interrupt" : "a signal to a peer";
 		int code = worker || sig_seen != SIGINT ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL;
-		if (rep.rank == 0 && rep.ckpt_step >= 0 && rep.ckpt_step == res.steps) {
-			dlk_errf(&err, code, "training stopped by %s after %ld steps; checkpoint written", what, res.steps);
-			dlk_err_hint(&err, "run the same command again to resume from it");
-		} else {
-			dlk_errf(&err, code, "training stopped by %s after %ld steps", what, res.steps);
+		if (r->rank == 0 && r->ckpt_step >= 0 && r->ckpt_step == res->steps) {
+			dlk_errf(err, code, "training stopped by %s after %ld steps; checkpoint written", what, res->steps);
+			return dlk_err_hint(err, "run the same command again to resume from it");
 		}
-		goto fail;
+		return dlk_errf(err, code, "training stopped by %s after %ld steps", what, res->steps);
 	}
-	if (rep.rank != 0) {
+	return ran < 0 ? -1 : 0;
+}
+
+/* The model bundle: the trained net with its metrics and provenance; with --report, the page
+ * drawn from the bundle as written, as `dlk report` would draw it. */
+static int write_bundle(const struct here *r, const char *path, const char *page, const struct dlk_train_result *res,
+                        struct dlk_err *err)
+{
+	struct dlk_bundle_info bi;
+	cJSON *run;
+
+	bundle_info(r, &bi, &res->net, res->eval.n ? &res->eval : NULL, res->train_loss, &res->history);
+	bi.seed = res->seed;
+	/* the run's first start: a resumed run began before this process */
+	bi.started_at = res->history.n_events ? res->history.events[0].time : res->started_at;
+	bi.finished_at = res->finished_at;
+	if (dlk_bundle_write(path, &bi, err))
+		return -1;
+	if (!page)
+		return 0;
+	run = dlk_report_from_bundle(path, err);
+	if (!run || report_write_html(page, run, NULL, err)) {
+		cJSON_Delete(run);
+		return dlk_err_prefix(err, "--report '%s'", page);
+	}
+	cJSON_Delete(run);
+	if (!r->ctx->quiet)
+		fprintf(stderr, "report: %s\n", page);
+	return 0;
+}
+
+int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec, int worker)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_dataset train = DLK_DATASET_INIT, test = DLK_DATASET_INIT;
+	struct dlk_train_result res = DLK_TRAIN_RESULT_INIT;
+	struct dlk_training tr = spec->training;
+	struct here run = { 0 };
+	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT, 0, 1 };
+	struct signals sigs = { 0 };
+	struct dlk_device_choice dev;
+	enum dlk_device_kind want;
+	char *bundle = NULL, *dir = project_dir(ctx->file);
+	unsigned grace;
+	int rc = 0, bad = 0;
+
+	run.ctx = ctx;
+	run.spec = spec;
+	run.train = &train;
+	run.test = &test;
+	project_digest(spec, run.digest);
+	/* which code made the model, when the project is kept in git (in a pod it is not) */
+	if (dlk_git_head(dir, run.git_commit, &run.git_dirty))
+		run.git_commit[0] = '\0';
+	run.show.ctx = ctx;
+	run.show.bar.ctx = ctx;
+	run.ckpt_step = -1;
+	run.world = 1;
+	grace = (unsigned)env_long(DLK_ENV_TERM_GRACE, 20, 1, 3600, &err, &bad);
+	run.ckpt_delay_ms = env_long(DLK_ENV_TEST_CHECKPOINT_DELAY_MS, 0, 0, 60000, &err, &bad);
+	if (bad)
+		goto fail;
+	signals_install(&sigs, grace);
+	if (worker && read_worker_env(&run, &env, &tr, &err))
+		goto fail;
+	/* the project's GPUs: required in a pod that was given them, wanted (not required) when
+	 * training here; DLK_DEVICE overrides */
+	want = spec->resources.gpus <= 0 ? DLK_DEVICE_CPU
+	       : worker && getenv(DLK_ENV_SERVICE_HOST) ? DLK_DEVICE_CUDA : DLK_DEVICE_AUTO;
+	if (dlk_device_wanted(want, &want, &err) ||
+	    dlk_backend_select(want, env.local_rank, env.local_world, &dev, &err))
+		goto fail;
+	run.be = dev.be;
+	if (dev.why[0] && want == DLK_DEVICE_AUTO && spec->resources.gpus > 0 && run.rank == 0)
+		dlk_warn(ctx, "training on the CPU: %s", dev.why);
+	else if (ctx->verbose && run.rank == 0)
+		dlk_info(ctx, "computing on %s", dev.be->device);
+	if (dlk_train_report_open(&run.show, ctx, run.rank == 0 ? cli->metrics : NULL, &err))
+		goto fail;
+	if (tr.checkpoint_dir)
+		run.ckpt_dir = tr.checkpoint_dir[0] == '/' || !strcmp(dir, ".") ? xstrdup(tr.checkpoint_dir)
+		                                                                 : xasprintf("%s/%s", dir, tr.checkpoint_dir);
+	run.ckpt_keep = tr.checkpoint_keep;
+	run.epochs = tr.epochs;
+	run.meta.seed = tr.seed;
+	run.meta.world = run.world;
+	run.meta.batch_size = tr.batch_size;
+
+	if (load_data(&run, spec, dir, worker, &train, &test, &err))
+		goto fail;
+	if (run.world > 1 && join_gang(&run, &env, dev.shared, &err))
+		goto fail;
+	if (run.world > 1 && ctx->verbose && run.rank == 0)
+		dlk_info(ctx, "gradients over %s (%d ranks)", run.dcomm ? "NCCL" : "the TCP ring", run.world);
+	if (run.rank == 0)
+		dlk_train_report_start(&run.show, spec, &tr, train.n, test.n, run.world);
+	if (worker && run.rank == 0)
+		run.jp = dlk_job_progress_new(ctx);
+	if (run_loop(&run, spec, &tr, spec->path ? spec->path : ctx->file, &train, &test, worker, &res, &err))
+		goto fail;
+	if (run.rank != 0) {
 		if (ctx->verbose)
-			dlk_info(ctx, "rank %d done after %ld steps", rep.rank, res.steps);
+			dlk_info(ctx, "rank %d done after %ld steps", run.rank, res.steps);
 		goto out;
 	}
-
 	bundle = cli->bundle ? xstrdup(cli->bundle) : default_bundle_path(ctx->file, spec->name);
-	{
-		struct dlk_bundle_info bi;
-		bundle_info(&rep, &bi, &res.net, res.eval.n ? &res.eval : NULL, res.train_loss, &res.history);
-		bi.seed = res.seed;
-		/* the run's first start: a resumed run began before this process */
-		bi.started_at = res.history.n_events ? res.history.events[0].time : res.started_at;
-		bi.finished_at = res.finished_at;
-		if (dlk_bundle_write(bundle, &bi, &err))
-			goto fail;
-	}
-	/* the page is drawn from the bundle as written, as `dlk report` would draw it */
-	if (cli->report) {
-		const char *page = cli->report;
-		cJSON *run = dlk_report_from_bundle(bundle, &err);
-		if (!run || report_write_html(page, run, NULL, &err)) {
-			cJSON_Delete(run);
-			dlk_err_prefix(&err, "--report '%s'", page);
-			goto fail;
-		}
-		cJSON_Delete(run);
-		if (!ctx->quiet)
-			fprintf(stderr, "report: %s\n", page);
-	}
-
-	if (ctx->output == DLK_OUTPUT_JSON) {
-		cJSON *o = result_json(spec, &res, bundle);
-		char *s = cJSON_Print(o);
-		printf("%s\n", s);
-		free(s);
-		cJSON_Delete(o);
-	} else {
-		if (res.eval.n)
-			print_report(stdout, spec, &res.eval);
-		else
-			printf("no test set: final train loss %.4f\n", res.train_loss);
-		printf("\nmodel bundle: %s\n", bundle);
-		if (!ctx->quiet)
-			fprintf(stderr, "trained %d epochs in %.1fs (%.0f samples/s%s)\n", res.epochs_done, res.seconds,
-			        res.train_samples_per_sec * rep.world, rep.world > 1 ? " over all workers" : "");
-	}
+	if (write_bundle(&run, bundle, cli->report, &res, &err))
+		goto fail;
+	dlk_train_report_result(&run.show, spec, &res, bundle, run.world);
 	goto out;
 fail:
-	dlk_progress_clear(&rep.bar);
+	dlk_train_report_clear(&run.show);
 	rc = dlk_report(ctx, &err);
 out:
-	alarm(0);
-	if (sa.sa_handler) {
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGTERM, &old_term, NULL);
-		sigaction(SIGALRM, &old_alrm, NULL);
-	}
-	if (rep.metrics)
-		fclose(rep.metrics);
-	comm_free(rep.dcomm);
-	comm_free(rep.comm);
-	free(rep.stage);
-	dlk_job_progress_free(rep.jp);
+	signals_restore(&sigs);
+	dlk_train_report_close(&run.show);
+	comm_free(run.dcomm);
+	comm_free(run.comm);
+	free(run.stage);
+	dlk_job_progress_free(run.jp);
 	dlk_train_result_release(&res);
 	dlk_dataset_release(&train);
 	dlk_dataset_release(&test);
-	free(rep.ckpt_dir);
+	free(run.ckpt_dir);
 	free(bundle);
 	free(dir);
 	return rc;

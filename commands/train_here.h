@@ -10,8 +10,5 @@
 /* Runs the training loop in this process (--local, or --worker in a pod) and reports the result.
  * Returns the exit code. */
 int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec, int worker);
-/* Renders the training job's objects (a new cJSON array in *objects). */
-int dlk_train_render(const struct dlk_ctx *ctx, const struct dlk_project *spec, const char *templates_opt,
-                     cJSON **objects, struct dlk_err *err);
 
 #endif

@@ -1,7 +1,10 @@
 #include "commands/train_progress.h"
+#include "commands/ui.h"
+#include "lib/jobs/podenv.h"
 #include "lib/train/progress.h"
 #include "lib/kube/api.h"
 #include "lib/kube/client.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
 
 #include <cJSON.h>
@@ -20,36 +23,35 @@ struct dlk_job_progress {
 
 struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx)
 {
-	struct kube_config cfg = KUBE_CONFIG_INIT;
+	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_job_progress *p;
-	const char *job = getenv("DLK_JOB_NAME");
+	const char *job = getenv(DLK_ENV_JOB_NAME);
 
-	if (!getenv("KUBERNETES_SERVICE_HOST") || !job || !job[0])
+	if (!getenv(DLK_ENV_SERVICE_HOST) || !job || !job[0])
 		return NULL;
 	/* DLK_NAMESPACE: the pod's namespace (downward API); DLK_SERVICEACCOUNT_DIR: the
 	 * service-account files somewhere other than the standard mount */
-	const char *ns = getenv("DLK_NAMESPACE");
-	if (kube_config_in_cluster(getenv("DLK_SERVICEACCOUNT_DIR"), ns && *ns ? ns : NULL, &cfg, &err)) {
+	const char *ns = getenv(DLK_ENV_NAMESPACE);
+	struct kube_client *kc;
+
+	o.in_cluster = 1;
+	o.config.sa_dir = getenv(DLK_ENV_SERVICEACCOUNT_DIR);
+	o.config.namespace = ns && *ns ? ns : NULL;
+	/* progress must never hold training up for long */
+	o.client.connect_timeout_ms = 3000;
+	o.client.timeout_ms = 5000;
+	o.client.max_retries = 0;
+	kc = kube_client_open(&o, &err);
+	if (!kc) {
 		dlk_warn(ctx, "progress will not be published on job '%s': %s", job, err.msg);
-		kube_config_release(&cfg);
 		return NULL;
 	}
 	p = xcalloc(1, sizeof(*p));
 	p->ctx = ctx;
-	p->ns = xstrdup(cfg.namespace);
+	p->kc = kc;
+	p->ns = xstrdup(kube_client_namespace(kc));
 	p->job = xstrdup(job);
-	p->kc = kube_client_new(&cfg, &err);
-	kube_config_release(&cfg);
-	if (!p->kc) {
-		dlk_warn(ctx, "progress will not be published on job '%s': %s", job, err.msg);
-		dlk_job_progress_free(p);
-		return NULL;
-	}
-	/* progress must never hold training up for long */
-	p->kc->connect_timeout_ms = 3000;
-	p->kc->timeout_ms = 5000;
-	p->kc->max_retries = 0;
 	p->last = -1e9;
 	return p;
 }

@@ -1,13 +1,19 @@
 /* dlk train (no mode flag): submit the rendered objects to the cluster and, with --wait or
  * --follow, stay until the job ends. What is applied is exactly what --dry-run prints: both
- * come from dlk_train_render(). */
+ * come from render_train_project(). */
+#include "commands/train_submit.h"
 #include "commands/cluster.h"
-#include "commands/commands.h"
 #include "commands/report_source.h"
-#include "commands/train.h"
-#include "commands/train_here.h"
-#include "lib/project/project.h"
+#include "commands/ui.h"
+#include "lib/jobs/jobdelete.h"
+#include "lib/jobs/jobstate.h"
+#include "lib/jobs/jobwatch.h"
+#include "lib/jobs/logfollow.h"
+#include "lib/kube/api.h"
+#include "lib/render/render.h"
 #include "lib/report/report.h"
+#include "lib/util/clock.h"
+#include "lib/util/duration.h"
 #include "lib/util/mem.h"
 
 #include <stdlib.h>
@@ -26,12 +32,6 @@ static const cJSON *main_object(const cJSON *objects)
 			found = o;
 	}
 	return found;
-}
-
-static const char *str_at(const cJSON *o, const char *a, const char *b)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, a), b);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 static void failure_hint(struct dlk_err *err, const struct dlk_job_summary *s, const char *nsflag)
@@ -64,16 +64,13 @@ static int wait_for_job(struct dlk_ctx *ctx, struct kube_client *c, const char *
 	char last_line[600] = "";
 
 	snprintf(nsf, sizeof(nsf), "%s", nsflag);
-	dlk_interrupt_catch();
-	if (dlk_jobwatch_start(&w, ctx, ns, name, &err) < 0) {
+	if (dlk_watch_jobs(ctx, &w, ns, name, &err) < 0) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
 	if (follow) {
-		struct dlk_log_opts lo = { -1, -1, 0, 0, 0, 0 };
-		const char *nc = getenv("NO_COLOR");
-		lo.color = ctx->tty_out && !(nc && *nc);
-		lf = dlk_logfollow_new(ctx, ns, &lo);
+		struct dlk_log_opts lo = { -1, -1, 0, 0, 0 };
+		lf = dlk_logfollow_new(&w.open, ns, &lo, dlk_print_log_line, dlk_print_note, ctx);
 	}
 	for (;;) {
 		struct dlk_job_summary s;
@@ -191,23 +188,6 @@ out:
 	return rc;
 }
 
-static int print_applied(cJSON *applied)
-{
-	cJSON *list = cJSON_CreateObject();
-	char *s;
-
-	cJSON_AddStringToObject(list, "apiVersion", "v1");
-	cJSON_AddStringToObject(list, "kind", "List");
-	cJSON_AddItemToObject(list, "items", applied);
-	s = cJSON_Print(list);
-	cJSON_Delete(list);
-	if (!s)
-		return -1;
-	printf("%s\n", s);
-	free(s);
-	return 0;
-}
-
 /* --report: the page of the job that ended, from the run it published on itself */
 static int write_report(struct dlk_ctx *ctx, const char *ns, const char *name, const char *path)
 {
@@ -225,17 +205,17 @@ static int write_report(struct dlk_ctx *ctx, const char *ns, const char *name, c
 	return 0;
 }
 
-int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
+int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
-	struct dlk_ctx rctx = *ctx;
+	const char *render_ns = ctx->namespace_;
 	cJSON *objects = NULL, *existing = NULL, *applied = NULL;
 	const cJSON *main_obj, *o;
 	const char *name, *kind, *ns;
-	int replace = opts->replace, follow = opts->follow;
-	int wait = opts->wait || follow || opts->timeout_s > 0;
-	double timeout_s = opts->timeout_s;
+	int replace = cli->replace, follow = cli->follow;
+	int wait = cli->wait || follow || cli->timeout_s > 0;
+	double timeout_s = cli->timeout_s;
 	int rc = 0;
 
 	if (ctx->output != DLK_OUTPUT_TEXT && ctx->output != DLK_OUTPUT_JSON) {
@@ -243,7 +223,7 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, cons
 		         dlk_output_names[ctx->output]);
 		return dlk_report(ctx, &err);
 	}
-	c = dlk_kube_client(ctx, NULL, &err);
+	c = dlk_kube_client(ctx, &err);
 	if (!c) {
 		if (err.code == DLK_EXIT_CONFIG) {
 			char h[sizeof(err.hint)];
@@ -253,24 +233,25 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, cons
 		return dlk_report(ctx, &err);
 	}
 	/* kubectl's rule: -n, else the project's namespace, else the kubeconfig context's */
-	if (!rctx.namespace_ && !spec->namespace_)
-		rctx.namespace_ = c->cfg.namespace;
-	if (dlk_train_render(&rctx, spec, opts->templates, &objects, &err) < 0) {
+	if (!render_ns && !spec->namespace_)
+		render_ns = kube_client_namespace(c);
+	objects = render_train_project(spec, ctx->file, cli->templates, render_ns, &err);
+	if (!objects) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
 	main_obj = main_object(objects);
-	if (!main_obj || !str_at(main_obj, "metadata", "name")) {
+	if (!main_obj || !kube_meta(main_obj, "name")) {
 		dlk_errf(&err, DLK_EXIT_CONFIG, "the rendered objects hold no Job or CronJob");
 		dlk_err_hint(&err, "check the project's templates/ against 'dlk init --templates'");
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	name = str_at(main_obj, "metadata", "name");
+	name = kube_meta(main_obj, "name");
 	kind = cJSON_GetObjectItemCaseSensitive(main_obj, "kind")->valuestring;
-	ns = str_at(main_obj, "metadata", "namespace");
+	ns = kube_meta(main_obj, "namespace");
 	if (!ns)
-		ns = c->cfg.namespace;
+		ns = kube_client_namespace(c);
 	if (kube_get(c, kind, ns, name, &existing, &err) == 0) {
 		if (!replace) {
 			dlk_errf(&err, DLK_EXIT_EXISTS, "job '%s' already exists in namespace '%s'", name, ns);
@@ -281,7 +262,7 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, cons
 		}
 		int n = 0;
 		dlk_interrupt_catch();
-		if (dlk_delete_job_objects(ctx, c, ns, name, &n, &err) < 0) {
+		if (dlk_delete_job_objects(c, ns, name, dlk_print_deleted, ctx, &n, &err) < 0) {
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
@@ -302,19 +283,18 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, cons
 		cJSON *out = NULL;
 		if (kube_apply(c, o, &out, &err) < 0) {
 			dlk_err_prefix(&err, "cannot submit %s '%s'", cJSON_GetObjectItemCaseSensitive(o, "kind")->valuestring,
-				       str_at(o, "metadata", "name"));
+				       kube_meta(o, "name"));
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
 		if (ctx->verbose)
 			dlk_info(ctx, "applied %s/%s", cJSON_GetObjectItemCaseSensitive(o, "kind")->valuestring,
-				 str_at(o, "metadata", "name"));
+				 kube_meta(o, "name"));
 		cJSON_AddItemToArray(applied, out);
 	}
 	dlk_kube_warnings(ctx, c);
 	if (ctx->output == DLK_OUTPUT_JSON) {
-		print_applied(applied);
-		applied = NULL;
+		dlk_print_json_list(applied, &err);
 	} else if (ctx->quiet) {
 		printf("%s\n", name);
 	} else {
@@ -334,17 +314,15 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, cons
 		}
 		rc = wait_for_job(ctx, c, ns, name, timeout_s, follow);
 		/* a job that failed has a report too: what it did before it failed */
-		if (opts->report && (rc == 0 || rc == DLK_EXIT_FAIL)) {
-			int r = write_report(ctx, ns, name, opts->report);
+		if (cli->report && (rc == 0 || rc == DLK_EXIT_FAIL)) {
+			int r = write_report(ctx, ns, name, cli->report);
 			rc = rc ? rc : r;
 		}
 	}
 out:
-	if (c)
-		dlk_kube_warnings(ctx, c);
+	dlk_kube_close(ctx, c);
 	cJSON_Delete(applied);
 	cJSON_Delete(existing);
 	cJSON_Delete(objects);
-	kube_client_free(c);
 	return rc;
 }

@@ -1,7 +1,8 @@
-#include "commands/ctx.h"
-#include "lib/project/project.h"
+#include "commands/ui.h"
+#include "lib/util/clock.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -39,6 +40,23 @@ void dlk_info(const struct dlk_ctx *ctx, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+int dlk_print_json_list(cJSON *objects, struct dlk_err *err)
+{
+	cJSON *list = cJSON_CreateObject();
+	char *s;
+
+	cJSON_AddStringToObject(list, "apiVersion", "v1");
+	cJSON_AddStringToObject(list, "kind", "List");
+	cJSON_AddItemReferenceToObject(list, "items", objects);
+	s = cJSON_Print(list);
+	cJSON_Delete(list);
+	if (!s)
+		return dlk_errf(err, DLK_EXIT_FAIL, "cannot print the objects as JSON");
+	printf("%s\n", s);
+	free(s);
+	return 0;
 }
 
 void dlk_progress_draw(struct dlk_progress *p, int force, const char *fmt, ...)

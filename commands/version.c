@@ -1,5 +1,6 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
+#include "commands/ui.h"
 #include "lib/nn/device.h"
 #include "lib/nn/gpu.h"
 

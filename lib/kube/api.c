@@ -1,4 +1,5 @@
 #include "lib/kube/api.h"
+#include "lib/kube/client_impl.h"
 #include "lib/util/mem.h"
 
 #include <stdio.h>
@@ -26,6 +27,13 @@ const struct kube_resource *kube_resource_for(const char *kind, const char *api_
 		if (!strcmp(resources[i].kind, kind) && (!api_version || !strcmp(resources[i].api_version, api_version)))
 			return &resources[i];
 	return NULL;
+}
+
+const char *kube_meta(const cJSON *obj, const char *field)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), field);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 char *kube_path(const struct kube_resource *res, const char *ns, const char *name, const char *sub)
@@ -78,6 +86,13 @@ static const struct kube_resource *resource_or_fail(const char *kind, const char
 static const char *ns_or_default(struct kube_client *c, const char *ns)
 {
 	return ns && *ns ? ns : c->cfg.namespace;
+}
+
+/* The namespace a list or watch of res asks: none for every namespace or a cluster-scoped kind. */
+static const char *list_ns(struct kube_client *c, const struct kube_resource *res, const char *ns,
+			   const struct kube_list_opts *o)
+{
+	return res->namespaced && !(o && o->all_namespaces) ? ns_or_default(c, ns) : NULL;
 }
 
 /* Sends a buffered request; a 2xx body is parsed into *out (if out), anything else becomes the
@@ -147,47 +162,50 @@ static int obj_info(struct kube_client *c, const cJSON *obj, struct objinfo *oi,
 	return 0;
 }
 
-int kube_apply(struct kube_client *c, const cJSON *obj, cJSON **out, struct dlk_err *err)
+/* Sends obj as the body of a write: to the object's own path (apply) or to its collection
+ * (create), with the query apply needs. */
+static int send_object(struct kube_client *c, const cJSON *obj, const struct kube_request *how, const char *verb,
+		       cJSON **out, struct dlk_err *err)
 {
-	struct objinfo oi;
+	struct kube_request req = *how;
+	struct dlk_buf p = DLK_BUF_INIT;
+	struct objinfo oi = { NULL, NULL, NULL };
 	char *path, *body;
-	int rc;
+	int rc, apply = !strcmp(verb, "apply");
 
 	if (obj_info(c, obj, &oi, err) < 0)
 		return -1;
-	struct dlk_buf p = DLK_BUF_INIT;
-	path = kube_path(oi.res, oi.ns, oi.name, NULL);
+	path = kube_path(oi.res, oi.ns, apply ? oi.name : NULL, NULL);
 	dlk_buf_adds(&p, path);
 	free(path);
-	query(&p, "fieldManager", "dlk");
-	query(&p, "force", "true");
+	if (apply) {
+		query(&p, "fieldManager", "dlk");
+		query(&p, "force", "true");
+	}
 	body = cJSON_PrintUnformatted(obj);
-	struct kube_request req = { .method = "PATCH", .path = p.data, .content_type = "application/apply-patch+yaml",
-				    .body = body, .body_len = strlen(body), .retry_safe = 1 };
-	struct kube_what w = { "apply", oi.res->plural, oi.ns, oi.name };
+	req.path = p.data;
+	req.body = body;
+	req.body_len = strlen(body);
+	struct kube_what w = { verb, oi.res->plural, oi.ns, oi.name };
 	rc = call(c, &req, &w, out, err);
 	free(body);
 	dlk_buf_release(&p);
 	return rc;
 }
 
+int kube_apply(struct kube_client *c, const cJSON *obj, cJSON **out, struct dlk_err *err)
+{
+	/* server-side apply is idempotent: retried like a GET */
+	struct kube_request how = { .method = "PATCH", .content_type = "application/apply-patch+yaml", .retry_safe = 1 };
+
+	return send_object(c, obj, &how, "apply", out, err);
+}
+
 int kube_create(struct kube_client *c, const cJSON *obj, cJSON **out, struct dlk_err *err)
 {
-	struct objinfo oi;
-	char *path, *body;
-	int rc;
+	struct kube_request how = { .method = "POST", .content_type = "application/json" };
 
-	if (obj_info(c, obj, &oi, err) < 0)
-		return -1;
-	path = kube_path(oi.res, oi.ns, NULL, NULL);
-	body = cJSON_PrintUnformatted(obj);
-	struct kube_request req = { .method = "POST", .path = path, .content_type = "application/json",
-				    .body = body, .body_len = strlen(body) };
-	struct kube_what w = { "create", oi.res->plural, oi.ns, oi.name };
-	rc = call(c, &req, &w, out, err);
-	free(body);
-	free(path);
-	return rc;
+	return send_object(c, obj, &how, "create", out, err);
 }
 
 int kube_get(struct kube_client *c, const char *kind, const char *ns, const char *name, cJSON **out,
@@ -232,7 +250,7 @@ int kube_list(struct kube_client *c, const char *kind, const char *ns, const str
 	*out = NULL;
 	if (!res)
 		return -1;
-	ns = res->namespaced ? ns_or_default(c, ns) : NULL;
+	ns = list_ns(c, res, ns, opts);
 	base = kube_path(res, ns, NULL, NULL);
 	all = cJSON_CreateObject();
 	items = cJSON_AddArrayToObject(all, "items");
@@ -466,14 +484,14 @@ int kube_watch(struct kube_client *c, const char *kind, const char *ns, const st
 	struct watch_state s = { c, fn, ud, err, NULL, 0, 0, 0, 0 };
 	char *base = NULL;
 	int rc = -1, failures = 0, max;
-	long backoff = c->backoff_ms;
+	long backoff = c->o.backoff_ms;
 
 	if (!res)
 		return -1;
 	if (!opts)
 		opts = &none;
 	max = opts->max_reconnects > 0 ? opts->max_reconnects : 5;
-	ns = res->namespaced ? ns_or_default(c, ns) : NULL;
+	ns = list_ns(c, res, ns, &opts->list);
 	base = kube_path(res, ns, NULL, NULL);
 	if (opts->resource_version && *opts->resource_version)
 		s.rv = xstrdup(opts->resource_version);
@@ -523,8 +541,8 @@ int kube_watch(struct kube_client *c, const char *kind, const char *ns, const st
 			break; /* cancelled */
 		}
 		if (s.gone || status == 410) {
-			if (c->log && c->verbosity > 0)
-				c->log(c->log_ud, "watch: resourceVersion too old (410 Gone): relisting");
+			if (c->o.log && c->o.verbosity > 0)
+				c->o.log(c->o.log_ud, "watch: resourceVersion too old (410 Gone): relisting");
 			if (relist(c, kind, ns, opts, &s, err) < 0)
 				goto out;
 			failures = 0;
@@ -537,28 +555,28 @@ int kube_watch(struct kube_client *c, const char *kind, const char *ns, const st
 		long wait_ms = 0;
 		if (s.events > events_before) {
 			failures = 0;
-			backoff = c->backoff_ms;
+			backoff = c->o.backoff_ms;
 		} else if (src == 0) {
-			wait_ms = c->backoff_ms;
+			wait_ms = c->o.backoff_ms;
 		} else if (++failures > max) {
 			*err = serr;
 			goto out;
 		} else {
 			wait_ms = backoff;
-			backoff = backoff * 2 > c->max_wait_ms ? c->max_wait_ms : backoff * 2;
+			backoff = backoff * 2 > c->o.max_wait_ms ? c->o.max_wait_ms : backoff * 2;
 		}
-		if (c->log && c->verbosity > 0) {
+		if (c->o.log && c->o.verbosity > 0) {
 			char line[256];
 			snprintf(line, sizeof(line), "watch: stream ended, resuming from resourceVersion %s", s.rv ? s.rv : "");
-			c->log(c->log_ud, line);
+			c->o.log(c->o.log_ud, line);
 		}
-		while (wait_ms > 0 && !(c->cancel && c->cancel(c->cancel_ud))) {
+		while (wait_ms > 0 && !(c->o.cancel && c->o.cancel(c->o.cancel_ud))) {
 			long step = wait_ms > 50 ? 50 : wait_ms;
 			struct timespec ts = { 0, step * 1000000L };
 			nanosleep(&ts, NULL);
 			wait_ms -= step;
 		}
-		if (c->cancel && c->cancel(c->cancel_ud))
+		if (c->o.cancel && c->o.cancel(c->o.cancel_ud))
 			break;
 	}
 	rc = 0;

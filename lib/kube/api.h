@@ -20,6 +20,10 @@ struct kube_resource {
 /* The mapping for kind (and apiVersion, when not NULL), or NULL for a kind dlk does not know. */
 const struct kube_resource *kube_resource_for(const char *kind, const char *api_version);
 
+/* metadata.FIELD of a Kubernetes object ("name", "namespace", ...) when it is a string, else
+ * NULL. Borrowed from obj. */
+const char *kube_meta(const cJSON *obj, const char *field);
+
 /* "/apis/batch/v1/namespaces/NS/jobs/NAME/SUB" (name and sub may be NULL); the caller frees it. */
 char *kube_path(const struct kube_resource *res, const char *ns, const char *name, const char *sub);
 
@@ -39,11 +43,13 @@ struct kube_list_opts {
 	const char *label_selector;  /* may be NULL */
 	const char *field_selector;  /* may be NULL */
 	long limit;                  /* page size, 0: server default (no paging) */
+	int all_namespaces;          /* every namespace (the ns argument is ignored) */
 };
-#define KUBE_LIST_OPTS_INIT { NULL, NULL, 0 }
+#define KUBE_LIST_OPTS_INIT { NULL, NULL, 0, 0 }
 
-/* Lists all pages (following metadata.continue) into one List object whose "items" hold every
- * item and whose metadata.resourceVersion is the one to watch from. */
+/* Lists all pages (following metadata.continue; an expired continue token starts the list over
+ * once) into one List object whose "items" hold every item and whose metadata.resourceVersion is
+ * the one to watch from. */
 int kube_list(struct kube_client *c, const char *kind, const char *ns, const struct kube_list_opts *opts,
 	      cJSON **out, struct dlk_err *err);
 

@@ -1,4 +1,4 @@
-#include "lib/kube/client.h"
+#include "lib/kube/client_impl.h"
 #include "lib/util/clock.h"
 #include "lib/util/curl.h"
 #include "lib/util/mem.h"
@@ -30,8 +30,9 @@ char *kube_escape(const char *s)
 	return dlk_buf_detach(&b, NULL);
 }
 
-struct kube_client *kube_client_new(struct kube_config *cfg, struct dlk_err *err)
+struct kube_client *kube_client_new(struct kube_config *cfg, const struct kube_client_opts *o, struct dlk_err *err)
 {
+	static const struct kube_client_opts defaults = KUBE_CLIENT_OPTS_INIT;
 	struct kube_client *c;
 
 	dlk_curl_global_init();
@@ -45,12 +46,43 @@ struct kube_client *kube_client_new(struct kube_config *cfg, struct dlk_err *err
 		kube_client_free(c);
 		return dlk_errf(err, DLK_EXIT_CONNECT, "cannot start libcurl"), NULL;
 	}
-	c->connect_timeout_ms = 10000;
-	c->timeout_ms = 60000;
-	c->max_retries = 4;
-	c->backoff_ms = 200;
-	c->max_wait_ms = 30000;
+	c->o = o ? *o : defaults;
 	return c;
+}
+
+struct kube_client *kube_client_open(const struct kube_open_opts *o, struct dlk_err *err)
+{
+	struct kube_config cfg = KUBE_CONFIG_INIT;
+	struct kube_client *c = NULL;
+	int rc = o->in_cluster ? kube_config_in_cluster(o->config.sa_dir, o->config.namespace, &cfg, err)
+	                       : kube_config_load(&o->config, &cfg, err);
+
+	if (rc == 0)
+		c = kube_client_new(&cfg, &o->client, err);
+	kube_config_release(&cfg);
+	return c;
+}
+
+const char *kube_client_namespace(const struct kube_client *c)
+{
+	return c->cfg.namespace;
+}
+
+const char *kube_client_config_warning(const struct kube_client *c)
+{
+	return c->cfg.warning;
+}
+
+void kube_client_cancel_hook(const struct kube_client *c, kube_cancel_fn **fn, void **ud)
+{
+	*fn = c->o.cancel;
+	*ud = c->o.cancel_ud;
+}
+
+void kube_client_set_cancel(struct kube_client *c, kube_cancel_fn *fn, void *ud)
+{
+	c->o.cancel = fn;
+	c->o.cancel_ud = ud;
 }
 
 void kube_client_free(struct kube_client *c)
@@ -92,12 +124,12 @@ static void vlog(struct kube_client *c, const char *fmt, ...)
 	char line[2048];
 	va_list ap;
 
-	if (!c->log || c->verbosity <= 0)
+	if (!c->o.log || c->o.verbosity <= 0)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	c->log(c->log_ud, line);
+	c->o.log(c->o.log_ud, line);
 }
 
 static const char *status_text(long s)
@@ -254,7 +286,7 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 	struct xfer *x = ud;
 
 	(void)dt, (void)dn, (void)ut, (void)un;
-	if (x->c->cancel && x->c->cancel(x->c->cancel_ud)) {
+	if (x->c->o.cancel && x->c->o.cancel(x->c->o.cancel_ud)) {
 		x->r->stopped = 1;
 		return 1;
 	}
@@ -265,14 +297,14 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
 static int nap(struct kube_client *c, long ms)
 {
 	while (ms > 0) {
-		if (c->cancel && c->cancel(c->cancel_ud))
+		if (c->o.cancel && c->o.cancel(c->o.cancel_ud))
 			return 1;
 		long step = ms > 50 ? 50 : ms;
 		struct timespec ts = { step / 1000, (step % 1000) * 1000000L };
 		nanosleep(&ts, NULL);
 		ms -= step;
 	}
-	return c->cancel && c->cancel(c->cancel_ud);
+	return c->o.cancel && c->o.cancel(c->o.cancel_ud);
 }
 
 static int perform(struct kube_client *c, const struct kube_request *req, struct kube_response *r, long *retry_after,
@@ -334,9 +366,9 @@ static int perform(struct kube_client *c, const struct kube_request *req, struct
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
 	}
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->o.connect_timeout_ms);
 	if (!req->stream)
-		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->o.timeout_ms);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, DLK_USER_AGENT);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -404,7 +436,7 @@ static int perform(struct kube_client *c, const struct kube_request *req, struct
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 
-	if (c->verbosity >= 8) {
+	if (c->o.verbosity >= 8) {
 		for (struct curl_slist *s = hdrs; s; s = s->next) {
 			if (!strncasecmp(s->data, "Authorization:", 14))
 				vlog(c, "Request Header: \"Authorization: Bearer <masked>\"");
@@ -444,7 +476,7 @@ out:
 int kube_send(struct kube_client *c, const struct kube_request *req, struct kube_response *r, struct dlk_err *err)
 {
 	int refreshed = 0;
-	long backoff = c->backoff_ms;
+	long backoff = c->o.backoff_ms;
 
 	for (int attempt = 0;; attempt++) {
 		char cerr[CURL_ERROR_SIZE] = "";
@@ -458,9 +490,9 @@ int kube_send(struct kube_client *c, const struct kube_request *req, struct kube
 		if (r->stopped)
 			return 0;
 		if (cc != CURLE_OK) {
-			if (req->retry_safe && !r->delivered && attempt < c->max_retries) {
+			if (req->retry_safe && !r->delivered && attempt < c->o.max_retries) {
 				wait = backoff;
-				backoff = backoff * 2 > c->max_wait_ms ? c->max_wait_ms : backoff * 2;
+				backoff = backoff * 2 > c->o.max_wait_ms ? c->o.max_wait_ms : backoff * 2;
 				vlog(c, "retrying in %ld milliseconds (%s)", wait, cerr[0] ? cerr : curl_easy_strerror(cc));
 				if (nap(c, wait)) {
 					r->stopped = 1;
@@ -494,11 +526,11 @@ int kube_send(struct kube_client *c, const struct kube_request *req, struct kube
 			continue;
 		}
 		if ((r->status == 429 || r->status == 500 || r->status == 502 || r->status == 503 || r->status == 504) &&
-		    req->retry_safe && attempt < c->max_retries) {
+		    req->retry_safe && attempt < c->o.max_retries) {
 			wait = retry_after >= 0 ? retry_after * 1000 : backoff;
-			if (wait > c->max_wait_ms)
-				wait = c->max_wait_ms;
-			backoff = backoff * 2 > c->max_wait_ms ? c->max_wait_ms : backoff * 2;
+			if (wait > c->o.max_wait_ms)
+				wait = c->o.max_wait_ms;
+			backoff = backoff * 2 > c->o.max_wait_ms ? c->o.max_wait_ms : backoff * 2;
 			vlog(c, "retrying in %ld milliseconds (%ld %s)", wait, r->status, status_text(r->status));
 			if (nap(c, wait)) {
 				r->stopped = 1;

@@ -22,9 +22,8 @@ typedef int kube_cancel_fn(void *ud);
 /* Streamed response data (2xx only). Return 0 to go on, nonzero to stop the stream. */
 typedef int kube_data_fn(const char *data, size_t len, void *ud);
 
-struct kube_client {
-	struct kube_config cfg;       /* owned */
-	void *curl;                   /* CURL *, reused across requests */
+/* How a client talks: timeouts, retries, the request log, the cancel hook. */
+struct kube_client_opts {
 	long connect_timeout_ms;      /* default 10 s */
 	long timeout_ms;              /* whole request, buffered requests only; default 60 s */
 	int max_retries;              /* for safe requests; default 4 */
@@ -35,19 +34,38 @@ struct kube_client {
 	void *log_ud;
 	kube_cancel_fn *cancel;
 	void *cancel_ud;
-	char **warnings;              /* collected Warning header texts, unique, NULL-terminated */
-	size_t nwarnings;
-	struct kube_exec_cred cred;   /* cached exec credential */
-	int have_cred;
-	int exec_runs;                /* how many times the exec plugin ran */
-	char *file_token;             /* token read from cfg.token_file */
-	long long file_token_stamp[3];/* mtime ns, inode, size when it was read */
 };
+#define KUBE_CLIENT_OPTS_INIT { 10000, 60000, 4, 200, 30000, 0, NULL, NULL, NULL, NULL }
 
-/* Takes over cfg's contents (cfg is left KUBE_CONFIG_INIT) and returns a client the caller frees
- * with kube_client_free, or NULL with err set. */
-struct kube_client *kube_client_new(struct kube_config *cfg, struct dlk_err *err);
+/* A connection to one API server as one user (opaque: lib/kube/client_impl.h). Not shared
+ * between threads: a thread that watches or streams makes its own. */
+struct kube_client;
+
+/* Takes over cfg's contents (cfg is left KUBE_CONFIG_INIT) and returns a client with the settings
+ * o (NULL: KUBE_CLIENT_OPTS_INIT) the caller frees with kube_client_free, or NULL with err set. */
+struct kube_client *kube_client_new(struct kube_config *cfg, const struct kube_client_opts *o, struct dlk_err *err);
 void kube_client_free(struct kube_client *c);
+
+/* Where the cluster is and how to talk to it: what kube_client_open takes. */
+struct kube_open_opts {
+	struct kube_config_opts config; /* the kubeconfig, context and namespace kubectl would use */
+	int in_cluster;                 /* only the pod's service account (config.sa_dir, config.namespace) */
+	struct kube_client_opts client;
+};
+#define KUBE_OPEN_OPTS_INIT { KUBE_CONFIG_OPTS_INIT, 0, KUBE_CLIENT_OPTS_INIT }
+
+/* The one way to a client: loads the configuration o names (kube_config_load, or
+ * kube_config_in_cluster) and returns a client as kube_client_new does, or NULL with err
+ * (DLK_EXIT_CONFIG for the configuration, DLK_EXIT_AUTH, ...). */
+struct kube_client *kube_client_open(const struct kube_open_opts *o, struct dlk_err *err);
+
+/* The namespace requests go to when they name none (-n, else the context's, else "default"). */
+const char *kube_client_namespace(const struct kube_client *c);
+/* What the configuration warns about (TLS verification turned off...), or NULL. */
+const char *kube_client_config_warning(const struct kube_client *c);
+/* The hook polled during transfers and waits (kube_client_opts.cancel), to read and replace. */
+void kube_client_cancel_hook(const struct kube_client *c, kube_cancel_fn **fn, void **ud);
+void kube_client_set_cancel(struct kube_client *c, kube_cancel_fn *fn, void *ud);
 
 struct kube_request {
 	const char *method;           /* GET, POST, PATCH, PUT, DELETE */

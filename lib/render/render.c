@@ -424,6 +424,29 @@ out:
 	return objects;
 }
 
+cJSON *render_train_project(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
+                            const char *namespace_, struct dlk_err *err)
+{
+	struct render_opts ro = RENDER_OPTS_INIT;
+	const char *slash = strrchr(project_file, '/');
+	char *tdir = NULL, *yaml = project_dump_yaml(spec);
+	cJSON *objects;
+
+	ro.namespace_ = namespace_;
+	if (templates_dir) {
+		ro.templates_dir = templates_dir;
+	} else {
+		/* the project's own templates/, next to its file, when there is one */
+		tdir = slash ? xasprintf("%.*s/templates", (int)(slash - project_file), project_file) : xstrdup("templates");
+		ro.templates_dir = tdir;
+		ro.templates_dir_optional = 1;
+	}
+	objects = render_train(spec, yaml, &ro, err);
+	free(tdir);
+	free(yaml);
+	return objects;
+}
+
 int render_templates_copy(const char *dir, int force, struct dlk_err *err)
 {
 	int n = 0;

@@ -61,6 +61,12 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 cJSON *render_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                     struct dlk_err *err);
 
+/* render_train() for the project read from project_file, with its resolved spec text: the
+ * templates are templates_dir's when not NULL, else those of the templates/ directory next to
+ * project_file when there is one, over the built-ins. namespace_ as in struct render_opts. */
+cJSON *render_train_project(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
+                            const char *namespace_, struct dlk_err *err);
+
 /* The names of the built-in templates, NULL-terminated (static storage). */
 const char *const *render_builtin_names(void);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "lib/train/bundle.h"
+#include "lib/jobs/podenv.h"
 #include "lib/util/buf.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
@@ -211,7 +212,7 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 		cJSON_AddStringToObject(p, "started_at", in->started_at);
 	if (in->finished_at)
 		cJSON_AddStringToObject(p, "finished_at", in->finished_at);
-	const char *image = getenv("DLK_IMAGE");
+	const char *image = getenv(DLK_ENV_IMAGE);
 	if (image && *image)
 		cJSON_AddStringToObject(p, "image", image);
 	if (in->git_commit && *in->git_commit) {

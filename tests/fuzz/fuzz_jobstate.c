@@ -4,7 +4,8 @@
  * through dlk_job_summarize, the progress text and the -o json summary; bytes after the third
  * document are parsed as a duration (--timeout). Corpus:
  * tests/fuzz/jobstate/. */
-#include "commands/cluster.h"
+#include "lib/jobs/jobstate.h"
+#include "lib/util/duration.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -215,7 +215,9 @@ test_expect_success 'a stalled worker (SIGSTOP): the watchdog fails the step, th
 
 test_expect_success 'a rank that never joins fails the rendezvous, named' '
 	make_project p &&
-	test_exit_code 75 env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + $$ % 20000)) DLK_RENDEZVOUS_TIMEOUT=1 \
+	# a port the kernel has just handed out, not one guessed from the pid (others may hold that)
+	port=$(node -e "const s = require(\"net\").createServer(); s.listen(0, \"127.0.0.1\", () => { console.log(s.address().port); s.close(); })") &&
+	test_exit_code 75 env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port DLK_RENDEZVOUS_TIMEOUT=1 \
 		"$DLK" train --worker -f p/dlk.yaml >/dev/null 2>err && cat err && grep_q "rank 1" err
 '
 

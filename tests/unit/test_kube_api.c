@@ -4,6 +4,7 @@
  * and cancelling a stream. */
 #include "tests/unit/check.h"
 #include "tests/unit/test_kube_server.h"
+#include "lib/kube/client_impl.h"
 #include "lib/kube/api.h"
 #include "lib/util/buf.h"
 #include "lib/util/clock.h"
@@ -22,8 +23,8 @@ static struct kube_client *client(struct dlk_err *err)
 	o.kubeconfig = kt_path("kc");
 	if (kube_config_load(&o, &cfg, err) < 0)
 		return NULL;
-	struct kube_client *c = kube_client_new(&cfg, err);
-	c->backoff_ms = 20;
+	struct kube_client *c = kube_client_new(&cfg, NULL, err);
+	c->o.backoff_ms = 20;
 	return c;
 }
 
@@ -289,6 +290,15 @@ int main(void)
 		CHECK(kube_list(c, "ConfigMap", "page", &lo, &out, &err) == 0);
 		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(out, "items")) == 1);
 		cJSON_Delete(out);
+		/* every namespace: the collection without one, paged like the others */
+		lo.field_selector = NULL;
+		lo.label_selector = "app=x";
+		lo.limit = 2;
+		lo.all_namespaces = 1;
+		CHECK(kube_list(c, "ConfigMap", "expire", &lo, &out, &err) == 0);
+		CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(out, "items")) == 5);
+		CHECK(kt_log_count(&srv, "\"/api/v1/configmaps\",\"query\":\"?labelSelector=app%3Dx&limit=2&continue=") == 2);
+		cJSON_Delete(out);
 	}
 
 	/* watch: bookmark, then an object added meanwhile (from another client) arrives */
@@ -407,13 +417,13 @@ int main(void)
 		struct lines l = { .n = 0 };
 		struct kube_log_opts lo = KUBE_LOG_OPTS_INIT;
 		lo.follow = 1;
-		c->cancel = cancel_after;
+		c->o.cancel = cancel_after;
 		cancel_at = dlk_now() + 0.3;
 		double t0 = dlk_now();
 		CHECK(pod && kube_logs(c, "default", pod, &lo, collect, &l, &err) == 0);
 		CHECK(dlk_now() - t0 < 1.5);
 		CHECK(l.n == 1);
-		c->cancel = NULL;
+		c->o.cancel = NULL;
 	}
 
 	/* a scripted failure: FailedScheduling, ImagePullBackOff, progress, OOMKilled, Job Failed */
@@ -497,7 +507,7 @@ int main(void)
 		char *u = dead->cfg.server;
 		dead->cfg.server = xstrdup("https://127.0.0.1:1");
 		free(u);
-		dead->max_retries = 0;
+		dead->o.max_retries = 0;
 		struct wstate s = { .stop_after_bookmarks = 1 };
 		struct kube_watch_opts wo = KUBE_WATCH_OPTS_INIT;
 		wo.resource_version = "1";

@@ -2,6 +2,7 @@
  * Warning headers, Status errors and exit codes, and a verbose log that never shows secrets. */
 #include "tests/unit/check.h"
 #include "tests/unit/test_kube_server.h"
+#include "lib/kube/client_impl.h"
 #include "lib/kube/api.h"
 #include "lib/kube/client.h"
 #include "lib/util/buf.h"
@@ -26,10 +27,10 @@ static struct kube_client *client_for(const char *cluster, const char *user, str
 	dlk_err_clear(err);
 	if (kube_config_load(&o, &cfg, err) < 0)
 		return NULL;
-	struct kube_client *c = kube_client_new(&cfg, err);
+	struct kube_client *c = kube_client_new(&cfg, NULL, err);
 	if (c) {
-		c->backoff_ms = 50;
-		c->max_retries = 3;
+		c->o.backoff_ms = 50;
+		c->o.max_retries = 3;
 	}
 	return c;
 }
@@ -156,9 +157,9 @@ int main(void)
 
 	/* verbose log like kubectl -v=6/-v=8, with no secret in it */
 	struct dlk_buf vlog = DLK_BUF_INIT;
-	c->verbosity = 8;
-	c->log = logline;
-	c->log_ud = &vlog;
+	c->o.verbosity = 8;
+	c->o.log = logline;
+	c->o.log_ud = &vlog;
 	CHECK(get(c, CM, &err) == 200);
 	char want[512];
 	snprintf(want, sizeof(want), "GET %s%s 200 OK in ", srv.url, CM);
@@ -169,9 +170,9 @@ int main(void)
 	kube_client_free(c);
 	dlk_buf_reset(&vlog);
 	c = client_for(cluster_ca_file(), "    username: bob\n    password: s3cret-pass", &err);
-	c->verbosity = 8;
-	c->log = logline;
-	c->log_ud = &vlog;
+	c->o.verbosity = 8;
+	c->o.log = logline;
+	c->o.log_ud = &vlog;
 	CHECK(get(c, CM, &err) == 200);
 	CHECK_CONTAINS(vlog.data, "Authorization: Basic <masked>");
 	CHECK(!strstr(vlog.data, "s3cret-pass") && !strstr(vlog.data, "Ym9iOnMzY3JldC1wYXNz"));
@@ -179,9 +180,9 @@ int main(void)
 	dlk_buf_reset(&vlog);
 	snprintf(user, sizeof(user), "    client-certificate-data: %s\n    client-key-data: %s", certdata, keydata);
 	c = client_for(cluster_ca_file(), user, &err);
-	c->verbosity = 9;
-	c->log = logline;
-	c->log_ud = &vlog;
+	c->o.verbosity = 9;
+	c->o.log = logline;
+	c->o.log_ud = &vlog;
 	CHECK(get(c, CM, &err) == 200);
 	{
 		char keyline[40];
@@ -204,7 +205,7 @@ int main(void)
 	/* without the CA the server's certificate is refused: a connection error with a hint */
 	snprintf(cluster, sizeof(cluster), "    server: %s", srv.url);
 	c = client_for(cluster, "    token: test-token", &err);
-	c->max_retries = 0;
+	c->o.max_retries = 0;
 	CHECK(get(c, CM, &err) == -1);
 	CHECK(err.code == DLK_EXIT_CONNECT);
 	CHECK_CONTAINS(err.msg, "cannot reach the API server");
@@ -218,7 +219,7 @@ int main(void)
 	kube_client_free(c);
 	snprintf(cluster, sizeof(cluster), "%s\n    tls-server-name: wrong.test", cluster_ca_file());
 	c = client_for(cluster, "    token: test-token", &err);
-	c->max_retries = 0;
+	c->o.max_retries = 0;
 	CHECK(get(c, CM, &err) == -1 && err.code == DLK_EXIT_CONNECT);
 	kube_client_free(c);
 
@@ -251,7 +252,7 @@ int main(void)
 		kt_write(kt_path("sa/token"), "sa-token-1");
 		CHECK(kube_config_in_cluster(kt_path("sa"), NULL, &cfg, &err) == 0);
 		CHECK_STR(cfg.namespace, "default");
-		c = kube_client_new(&cfg, &err);
+		c = kube_client_new(&cfg, NULL, &err);
 		int before2 = kt_log_count(&srv, "\"user\":\"sa-2\"");
 		CHECK(get(c, CM, &err) == 200);
 		kt_write(kt_path("sa/token.new"), "sa-token-2");
@@ -320,12 +321,12 @@ int main(void)
 		CHECK(kube_create(c, cm, NULL, &err) == 0);
 		cJSON_Delete(cm);
 	}
-	c->timeout_ms = 300;
-	c->max_retries = 0;
+	c->o.timeout_ms = 300;
+	c->o.max_retries = 0;
 	t0 = dlk_now();
 	CHECK(get(c, "/api/v1/namespaces/default/configmaps/slow", &err) == -1);
 	CHECK(err.code == DLK_EXIT_CONNECT && dlk_now() - t0 < 1.2);
-	c->timeout_ms = 60000;
+	c->o.timeout_ms = 60000;
 
 	/* Warning headers reach the caller */
 	{

@@ -3,6 +3,7 @@
  * KUBERNETES_EXEC_INFO, interactiveMode, installHint, and no plugin output in the verbose log. */
 #include "tests/unit/check.h"
 #include "tests/unit/test_kube_server.h"
+#include "lib/kube/client_impl.h"
 #include "lib/kube/api.h"
 #include "lib/kube/client.h"
 #include "lib/util/buf.h"
@@ -30,7 +31,7 @@ static struct kube_client *exec_client(const char *api, const char *mode, const 
 		printf("# %s\n", err->msg);
 		return NULL;
 	}
-	return kube_client_new(&cfg, err);
+	return kube_client_new(&cfg, NULL, err);
 }
 
 static long get(struct kube_client *c, struct dlk_err *err)
@@ -84,9 +85,9 @@ int main(void)
 		 "      - {name: INFO_FILE, value: %s}", kt_path("count-v1"), kt_path("info-v1"));
 	c = exec_client("v1", "Never", env, "      provideClusterInfo: true", &err);
 	struct dlk_buf vlog = DLK_BUF_INIT;
-	c->verbosity = 8;
-	c->log = logline;
-	c->log_ud = &vlog;
+	c->o.verbosity = 8;
+	c->o.log = logline;
+	c->o.log_ud = &vlog;
 	CHECK(get(c, &err) == 200);
 	CHECK(count("count-v1") == 2);
 	CHECK(kt_log_count(&srv, "\"code\":401") == 1);
@@ -179,7 +180,7 @@ int main(void)
 			 "contexts:\n- name: c\n  context: {cluster: c, user: sso}\ncurrent-context: c\n", srv.url);
 		opts.kubeconfig = kt_path("kc-missing");
 		CHECK(kube_config_load(&opts, &cfg, &err) == 0);
-		c = kube_client_new(&cfg, &err);
+		c = kube_client_new(&cfg, NULL, &err);
 		CHECK(get(c, &err) == -1);
 		CHECK_CONTAINS(err.msg, "exec plugin 'dlk-test-no-such-plugin' not found");
 		CHECK_STR(err.hint, "install it: apt install dlk-test-sso");

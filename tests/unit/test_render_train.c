@@ -3,6 +3,7 @@
  * written there as <spec>.json (a JSON array), which tests/shell/t0300-schema.sh validates against
  * the official Kubernetes schemas. */
 #include "tests/unit/check.h"
+#include "lib/jobs/podenv.h"
 #include "lib/render/render.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
@@ -117,6 +118,17 @@ static const cJSON *find_env(const cJSON *job_spec, const char *name)
 		if (!strcmp(jstr(e, "name") ? jstr(e, "name") : "", name))
 			return e;
 	return NULL;
+}
+
+/* The pod <-> worker contract: the rendered Job sets every variable the worker reads from it. */
+static void check_pod_env(const cJSON *job_spec, const char *what)
+{
+	static const char *const want[] = DLK_POD_ENV_FROM_TEMPLATE;
+
+	for (size_t i = 0; want[i]; i++) {
+		const cJSON *e = find_env(job_spec, want[i]);
+		CHECK_MSG(e && (jget(e, "value") || jget(e, "valueFrom")), "%s: the Job sets %s", what, want[i]);
+	}
 }
 
 static char *kinds(const cJSON *objs)
@@ -244,6 +256,7 @@ static void test_cpu_one_worker(void)
 	CHECK_JSON(find_env(js, "DLK_NAMESPACE"), "valueFrom", "{\"fieldRef\":{\"fieldPath\":\"metadata.namespace\"}}");
 	CHECK_JSON(find_env(js, "POD_NAME"), "valueFrom", "{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}");
 	CHECK(find_env(js, "NETRC") == NULL); /* no data.netrc_secret, no credentials volume */
+	check_pod_env(js, "one CPU worker");
 	cJSON_Delete(objs);
 }
 
@@ -296,7 +309,8 @@ static void test_gpu_four_workers(void)
 	/* data credentials: a Secret mounted as a file the fetcher reads, never a value in the spec */
 	CHECK_JSON(js, "template.spec.volumes.3", "{\"name\":\"data-credentials\",\"secret\":{\"secretName\":\"data-auth\","
 	                                         "\"items\":[{\"key\":\"netrc\",\"path\":\"netrc\"}]}}");
-	CHECK_JSON(find_env(js, "NETRC"), "value", "\"/var/run/secrets/dlk.dev/data/netrc\"");
+	CHECK_JSON(find_env(js, DLK_ENV_NETRC), "value", "\"/var/run/secrets/dlk.dev/data/netrc\"");
+	check_pod_env(js, "four GPU workers");
 	CHECK_JSON(find_env(js, "WORLD_SIZE"), "value", "\"4\"");
 	CHECK_JSON(find_env(js, "MASTER_ADDR"), "value", "\"big-train-0.big-train\"");
 	cJSON_Delete(objs);
@@ -351,6 +365,7 @@ static void test_claim_and_schedule(void)
 	CHECK_JSON(find_env(js, "DLK_JOB_NAME"), "valueFrom",
 	           "{\"fieldRef\":{\"fieldPath\":\"metadata.labels['batch.kubernetes.io/job-name']\"}}");
 	CHECK_JSON(find_env(js, "MASTER_ADDR"), "value", "\"$(DLK_JOB_NAME)-0.nightly\"");
+	check_pod_env(js, "a CronJob's Job");
 	/* the env var MASTER_ADDR refers to must come before it */
 	const cJSON *env = jget(js, "template.spec.containers.0.env");
 	CHECK_STR(jstr(env, "0.name"), "DLK_JOB_NAME");

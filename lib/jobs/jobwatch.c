@@ -1,8 +1,8 @@
-/* Watching jobs and their pods in the background: one thread per watch (each with its own
- * client: a libcurl handle is not shared between threads), both feeding one current picture
- * that the waiting command reads under a lock. Watches, not polling: the API server tells us
- * when anything changes, and the library resumes dropped streams and relists after 410. */
-#include "commands/cluster.h"
+/* Watching jobs and their pods in the background (see jobwatch.h). */
+#include "lib/jobs/jobwatch.h"
+#include "lib/jobs/jobstate.h"
+#include "lib/kube/api.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
 
 #include <errno.h>
@@ -16,15 +16,29 @@ struct watch_arg {
 	struct kube_client *c;
 };
 
+/* Ctrl-C, as the caller's cancel hook tells it. */
+static int cancelled(const struct dlk_jobwatch *w)
+{
+	return w->open.client.cancel && w->open.client.cancel(w->open.client.cancel_ud);
+}
+
+/* A watch thread's client stops for the caller's hook, and when the watch is released. */
+static int thread_cancel(void *ud)
+{
+	struct watch_arg *a = ud;
+
+	return __atomic_load_n(&a->w->stop, __ATOMIC_RELAXED) || cancelled(a->w);
+}
+
 static void replace_item(cJSON *set, const cJSON *obj, int remove)
 {
-	const cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name");
+	const char *name = kube_meta(obj, "name");
 
-	if (!cJSON_IsString(name))
+	if (!name)
 		return;
-	cJSON_DeleteItemFromObjectCaseSensitive(set, name->valuestring);
+	cJSON_DeleteItemFromObjectCaseSensitive(set, name);
 	if (!remove)
-		cJSON_AddItemToObject(set, name->valuestring, cJSON_Duplicate(obj, 1));
+		cJSON_AddItemToObject(set, name, cJSON_Duplicate(obj, 1));
 }
 
 static int on_event(const char *type, const cJSON *obj, void *ud, struct dlk_err *err)
@@ -66,7 +80,7 @@ static void *watch_thread(void *ud)
 
 	if (w->name) {
 		if (a->pods)
-			sel = xasprintf("%s=%s", DLK_LABEL_JOB, w->name);
+			sel = dlk_job_selector(w->name);
 		else
 			field = xasprintf("metadata.name=%s", w->name);
 	} else {
@@ -77,7 +91,7 @@ static void *watch_thread(void *ud)
 	/* the server ends each watch after a while; the library resumes from the last version */
 	o.timeout_s = 300;
 	if (kube_watch(a->c, a->pods ? "Pod" : "Job", w->ns, &o, on_event, a, &err) < 0 &&
-	    !__atomic_load_n(&w->stop, __ATOMIC_RELAXED) && !dlk_interrupted()) {
+	    !__atomic_load_n(&w->stop, __ATOMIC_RELAXED) && !cancelled(w)) {
 		pthread_mutex_lock(&w->mu);
 		if (!w->failed) {
 			w->failed = 1;
@@ -94,13 +108,13 @@ static void *watch_thread(void *ud)
 	return NULL;
 }
 
-int dlk_jobwatch_start(struct dlk_jobwatch *w, const struct dlk_ctx *ctx, const char *ns, const char *name,
+int dlk_jobwatch_start(struct dlk_jobwatch *w, const struct kube_open_opts *open, const char *ns, const char *name,
 		       struct dlk_err *err)
 {
 	struct watch_arg *args[2] = { NULL, NULL };
 
 	memset(w, 0, sizeof(*w));
-	w->ctx = ctx;
+	w->open = *open;
 	w->ns = xstrdup(ns);
 	w->name = name ? xstrdup(name) : NULL;
 	w->jobs = cJSON_CreateObject();
@@ -117,7 +131,10 @@ int dlk_jobwatch_start(struct dlk_jobwatch *w, const struct dlk_ctx *ctx, const 
 		args[i] = xcalloc(1, sizeof(*args[i]));
 		args[i]->w = w;
 		args[i]->pods = i;
-		args[i]->c = dlk_kube_client(ctx, &w->stop, err);
+		struct kube_open_opts o = *open;
+		o.client.cancel = thread_cancel;
+		o.client.cancel_ud = args[i];
+		args[i]->c = kube_client_open(&o, err);
 		if (!args[i]->c)
 			goto fail;
 	}
@@ -152,8 +169,8 @@ void dlk_jobwatch_wait(struct dlk_jobwatch *w, unsigned *seen, double timeout_s)
 	double end = dlk_now() + timeout_s;
 
 	pthread_mutex_lock(&w->mu);
-	while (w->gen == *seen && !dlk_interrupted()) {
-		/* wake at least every 100 ms so Ctrl-C (a flag set by the signal handler) is noticed */
+	while (w->gen == *seen && !cancelled(w)) {
+		/* wake at least every 100 ms so that the cancel hook (Ctrl-C) is heard */
 		double now = dlk_now();
 		if (now >= end)
 			break;
@@ -178,16 +195,7 @@ void dlk_jobwatch_unlock(struct dlk_jobwatch *w)
 
 cJSON *dlk_jobwatch_pods_of(struct dlk_jobwatch *w, const char *job)
 {
-	cJSON *arr = cJSON_CreateArray();
-	const cJSON *p;
-
-	cJSON_ArrayForEach(p, w->pods) {
-		const cJSON *l = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "metadata"), "labels");
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(l, DLK_LABEL_JOB);
-		if (cJSON_IsString(v) && !strcmp(v->valuestring, job))
-			cJSON_AddItemReferenceToArray(arr, (cJSON *)p);
-	}
-	return arr;
+	return dlk_job_pods(w->pods, NULL, job);
 }
 
 void dlk_jobwatch_release(struct dlk_jobwatch *w)

@@ -1,10 +1,11 @@
-/* The one place where a job's state is decided, from the Job object, its pods and (for the
- * pending reason) events. `dlk status`, `dlk train --wait` and `dlk logs -f` all read it here,
- * so they can never disagree about whether a job is Pending or Running. */
-#include "commands/cluster.h"
+/* Deciding a job's state from the Job, its pods and events (see jobstate.h). */
+#include "lib/jobs/jobstate.h"
+#include "lib/kube/api.h"
+#include "lib/train/progress.h"
 #include "lib/util/mem.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -57,7 +58,7 @@ static const cJSON *condition(const cJSON *obj, const char *t)
 	return NULL;
 }
 
-static int pod_rank(const cJSON *pod)
+int dlk_pod_rank(const cJSON *pod)
 {
 	const char *v = jstr_of(jget(pod, "metadata", "labels", DLK_LABEL_INDEX, NULL));
 	char *end;
@@ -320,7 +321,7 @@ void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events,
 	cJSON_ArrayForEach(p, pods) {
 		const char *owner = jstr_of(jget(p, "metadata", "labels", DLK_LABEL_JOB, NULL));
 		const char *jn = jstr_of(jget(p, "metadata", "labels", "job-name", NULL));
-		int r = pod_rank(p);
+		int r = dlk_pod_rank(p);
 		if (r < 0 || r >= s->total)
 			continue;
 		if (!(owner && !strcmp(owner, s->name)) && !(jn && !strcmp(jn, s->name)))
@@ -373,7 +374,7 @@ void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events,
 	else if (s->state == JOB_FAILED)
 		failure_reason(job, s);
 
-	ann = jstr_of(jget(job, "metadata", "annotations", DLK_ANNOT_PROGRESS, NULL));
+	ann = jstr_of(jget(job, "metadata", "annotations", DLK_PROGRESS_ANNOTATION, NULL));
 	if (ann) {
 		s->owned = strlen(ann) < 4096 ? cJSON_Parse(ann) : NULL;
 		if (cJSON_IsObject(s->owned)) {
@@ -467,4 +468,65 @@ cJSON *dlk_job_summary_json(const struct dlk_job_summary *s)
 	}
 	cJSON_AddItemToObject(o, "ranks", ranks);
 	return o;
+}
+
+static void events_for(struct kube_client *c, const char *ns, const char *kind, const char *name, cJSON *into)
+{
+	cJSON *list = NULL;
+	struct dlk_err err = DLK_ERR_INIT;
+	const cJSON *e;
+
+	/* events are a help, not a must: a namespace whose events we may not read still has a status */
+	if (kube_events_for(c, ns, kind, name, &list, &err) < 0)
+		return;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(list, "items"))
+		cJSON_AddItemToArray(into, cJSON_Duplicate(e, 1));
+	cJSON_Delete(list);
+}
+
+cJSON *dlk_job_events(struct kube_client *c, const char *ns, const char *name, const struct dlk_job_summary *pre)
+{
+	cJSON *ev = cJSON_CreateArray();
+	int asked = 0;
+
+	events_for(c, ns, "Job", name, ev);
+	for (int i = 0; i < pre->total && asked < 8; i++) {
+		const struct dlk_rank *r = &pre->ranks[i];
+		if (!r->pod || strcmp(r->phase, "Pending"))
+			continue;
+		events_for(c, ns, "Pod", kube_meta(r->pod, "name"), ev);
+		asked++;
+	}
+	return ev;
+}
+
+int dlk_job_list_pods(struct kube_client *c, const char *ns, const char *name, cJSON **pods, struct dlk_err *err)
+{
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	char *sel = dlk_job_selector(name);
+	int rc;
+
+	lo.label_selector = sel;
+	rc = kube_list(c, "Pod", ns, &lo, pods, err);
+	free(sel);
+	return rc;
+}
+
+cJSON *dlk_job_pods(const cJSON *pods, const char *ns, const char *job)
+{
+	cJSON *arr = cJSON_CreateArray();
+	const cJSON *p;
+
+	cJSON_ArrayForEach(p, pods) {
+		const char *owner = jstr_of(jget(p, "metadata", "labels", DLK_LABEL_JOB, NULL));
+		const char *pns = jstr_of(jget(p, "metadata", "namespace", NULL));
+		if (owner && !strcmp(owner, job) && (!ns || !pns || !strcmp(pns, ns)))
+			cJSON_AddItemReferenceToArray(arr, (cJSON *)p);
+	}
+	return arr;
+}
+
+char *dlk_job_selector(const char *name)
+{
+	return xasprintf("%s=%s", DLK_LABEL_JOB, name);
 }

@@ -1,0 +1,228 @@
+/* What a training run here shows (see train_report.h). */
+#include "commands/train_report.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void fmt_duration(char *buf, size_t n, double s)
+{
+	long t = s > 0 && s < 1e8 ? (long)(s + 0.5) : 0;
+
+	if (t >= 3600)
+		snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+	else
+		snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
+}
+
+int dlk_train_report_open(struct dlk_train_report *r, const struct dlk_ctx *ctx, const char *metrics_path,
+                          struct dlk_err *err)
+{
+	memset(r, 0, sizeof(*r));
+	r->ctx = ctx;
+	r->bar.ctx = ctx;
+	if (metrics_path) {
+		r->metrics = fopen(metrics_path, "a");
+		if (!r->metrics)
+			return dlk_errf(err, DLK_EXIT_FAIL, "cannot open metrics file '%s': %s", metrics_path, strerror(errno));
+		setvbuf(r->metrics, NULL, _IOLBF, 0);
+	}
+	return 0;
+}
+
+void dlk_train_report_close(struct dlk_train_report *r)
+{
+	if (r->metrics)
+		fclose(r->metrics);
+	r->metrics = NULL;
+}
+
+void dlk_train_report_clear(struct dlk_train_report *r)
+{
+	dlk_progress_clear(&r->bar);
+}
+
+void dlk_train_report_data(struct dlk_train_report *r, const char *what, unsigned long long done,
+                           unsigned long long total)
+{
+	const char *base = strrchr(what, '/');
+
+	base = base ? base + 1 : what;
+	if (total)
+		dlk_progress_draw(&r->bar, 0, "%s %s: %llu%% of %.1f MB", r->phase, base, done * 100 / total,
+		                  (double)total / 1e6);
+	else
+		dlk_progress_draw(&r->bar, 0, "%s %s: %.1f MB", r->phase, base, (double)done / 1e6);
+}
+
+void dlk_train_report_start(struct dlk_train_report *r, const struct dlk_project *spec, const struct dlk_training *tr,
+                            size_t n_train, size_t n_test, int world)
+{
+	if (r->ctx->quiet)
+		return;
+	if (world > 1)
+		fprintf(stderr, "training '%s' on %zu samples%s (%d epochs, %d workers x batch %d, %s)\n", spec->name,
+		        n_train, n_test ? "" : ", no test set", tr->epochs, world, tr->batch_size,
+		        project_optimizer_name(tr->optimizer));
+	else
+		fprintf(stderr, "training '%s' on %zu samples%s (%d epochs, batch %d, %s)\n", spec->name, n_train,
+		        n_test ? "" : ", no test set", tr->epochs, tr->batch_size, project_optimizer_name(tr->optimizer));
+}
+
+static void metrics_line(struct dlk_train_report *r, const struct dlk_train_event *ev)
+{
+	cJSON *o;
+	char *s;
+
+	if (!r->metrics)
+		return;
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "event", ev->kind == DLK_TRAIN_STEP ? "step" : ev->kind == DLK_TRAIN_EPOCH ? "epoch" : "done");
+	cJSON_AddNumberToObject(o, "epoch", ev->epoch);
+	cJSON_AddNumberToObject(o, "step", (double)ev->global_step);
+	cJSON_AddNumberToObject(o, "loss", ev->loss);
+	cJSON_AddNumberToObject(o, "lr", ev->lr);
+	cJSON_AddNumberToObject(o, "samples_per_sec", ev->samples_per_sec);
+	cJSON_AddNumberToObject(o, "elapsed_sec", ev->elapsed_sec);
+	if (ev->eval && ev->eval->n) {
+		cJSON_AddNumberToObject(o, "test_loss", ev->eval->loss);
+		cJSON_AddNumberToObject(o, "test_accuracy", ev->eval->accuracy);
+	}
+	s = cJSON_PrintUnformatted(o);
+	fprintf(r->metrics, "%s\n", s);
+	free(s);
+	cJSON_Delete(o);
+}
+
+void dlk_train_report_event(struct dlk_train_report *r, const struct dlk_train_event *ev)
+{
+	const struct dlk_ctx *ctx = r->ctx;
+	char eta[32], el[32];
+
+	metrics_line(r, ev);
+	fmt_duration(eta, sizeof(eta), ev->eta_sec);
+	fmt_duration(el, sizeof(el), ev->elapsed_sec);
+	if (ev->kind == DLK_TRAIN_STEP) {
+		if (ctx->tty_err) {
+			int width = 24, fill = ev->steps_per_epoch ? (int)(width * ev->step / ev->steps_per_epoch) : 0;
+			char bar[32];
+			for (int i = 0; i < width; i++)
+				bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
+			bar[width] = '\0';
+			dlk_progress_draw(&r->bar, ev->step == ev->steps_per_epoch,
+			                  "epoch %d/%d [%s] %ld/%ld  loss %.4f  %.0f samples/s  ETA %s", ev->epoch,
+			                  ev->epochs, bar, ev->step, ev->steps_per_epoch, ev->loss, ev->samples_per_sec, eta);
+		} else if (!ctx->quiet && ev->steps_per_epoch) {
+			/* plain lines for logs: one every quarter of an epoch */
+			int pct = (int)(100 * ev->step / ev->steps_per_epoch) / 25 * 25;
+			if (ev->epoch != r->last_plain_epoch) {
+				r->last_plain_epoch = ev->epoch;
+				r->last_plain_pct = 0;
+			}
+			if (pct > r->last_plain_pct && pct < 100) {
+				r->last_plain_pct = pct;
+				fprintf(stderr, "epoch %d/%d  step %ld/%ld  loss %.4f  %.0f samples/s  ETA %s\n", ev->epoch,
+				        ev->epochs, ev->step, ev->steps_per_epoch, ev->loss, ev->samples_per_sec, eta);
+			}
+		}
+		return;
+	}
+	if (ev->kind == DLK_TRAIN_EPOCH) {
+		dlk_progress_clear(&r->bar);
+		if (ctx->quiet)
+			return;
+		if (ev->eval && ev->eval->n)
+			fprintf(stderr, "epoch %d/%d  train loss %.4f  test loss %.4f  test accuracy %.2f%%  %.0f samples/s  %s\n",
+			        ev->epoch, ev->epochs, ev->loss, ev->eval->loss, 100 * ev->eval->accuracy, ev->samples_per_sec, el);
+		else
+			fprintf(stderr, "epoch %d/%d  train loss %.4f  %.0f samples/s  %s\n", ev->epoch, ev->epochs, ev->loss,
+			        ev->samples_per_sec, el);
+	}
+}
+
+static void print_report(FILE *out, const struct dlk_project *spec, const struct dlk_eval *ev)
+{
+	int n = ev->n_classes;
+	int w = 5;
+
+	fprintf(out, "test accuracy: %.2f%% (%zu samples), test loss %.4f\n", 100 * ev->accuracy, ev->n, ev->loss);
+	fprintf(out, "\nconfusion matrix (rows: true class, columns: predicted)\n");
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++) {
+			char num[32];
+			int l = snprintf(num, sizeof(num), "%lld", ev->confusion[i * n + j]);
+			if (l + 1 > w)
+				w = l + 1;
+		}
+	fprintf(out, "%14s", "");
+	for (int j = 0; j < n; j++)
+		fprintf(out, "%*d", w, j);
+	fprintf(out, "   recall\n");
+	for (int i = 0; i < n; i++) {
+		const char *name = spec->data.classes && i < spec->data.n_classes ? spec->data.classes[i] : NULL;
+		char label[32];
+		if (name)
+			snprintf(label, sizeof(label), "%d %.11s", i, name);
+		else
+			snprintf(label, sizeof(label), "%d", i);
+		fprintf(out, "%-14s", label);
+		for (int j = 0; j < n; j++)
+			fprintf(out, "%*lld", w, ev->confusion[i * n + j]);
+		fprintf(out, "   %5.1f%%\n", 100 * ev->recall[i]);
+	}
+	fprintf(out, "%-14s", "precision");
+	for (int j = 0; j < n; j++)
+		fprintf(out, "%*.0f", w, 100 * ev->precision[j]);
+	fprintf(out, "   (%%)\n");
+}
+
+static cJSON *result_json(const struct dlk_project *spec, const struct dlk_train_result *res, const char *bundle)
+{
+	cJSON *o = cJSON_CreateObject();
+	const struct dlk_eval *ev = &res->eval;
+
+	cJSON_AddStringToObject(o, "name", spec->name);
+	cJSON_AddStringToObject(o, "bundle", bundle);
+	cJSON_AddNumberToObject(o, "epochs", res->epochs_done);
+	cJSON_AddNumberToObject(o, "steps", (double)res->steps);
+	cJSON_AddNumberToObject(o, "trainLoss", res->train_loss);
+	cJSON_AddNumberToObject(o, "seconds", res->seconds);
+	cJSON_AddNumberToObject(o, "samplesPerSecond", res->train_samples_per_sec);
+	if (ev->n) {
+		cJSON *cm = cJSON_CreateArray();
+		cJSON_AddNumberToObject(o, "testAccuracy", ev->accuracy);
+		cJSON_AddNumberToObject(o, "testLoss", ev->loss);
+		for (int i = 0; i < ev->n_classes; i++) {
+			cJSON *row = cJSON_CreateArray();
+			for (int j = 0; j < ev->n_classes; j++)
+				cJSON_AddItemToArray(row, cJSON_CreateNumber((double)ev->confusion[i * ev->n_classes + j]));
+			cJSON_AddItemToArray(cm, row);
+		}
+		cJSON_AddItemToObject(o, "confusionMatrix", cm);
+	}
+	return o;
+}
+
+void dlk_train_report_result(struct dlk_train_report *r, const struct dlk_project *spec,
+                             const struct dlk_train_result *res, const char *bundle, int world)
+{
+	const struct dlk_ctx *ctx = r->ctx;
+
+	if (ctx->output == DLK_OUTPUT_JSON) {
+		cJSON *o = result_json(spec, res, bundle);
+		char *s = cJSON_Print(o);
+		printf("%s\n", s);
+		free(s);
+		cJSON_Delete(o);
+		return;
+	}
+	if (res->eval.n)
+		print_report(stdout, spec, &res->eval);
+	else
+		printf("no test set: final train loss %.4f\n", res->train_loss);
+	printf("\nmodel bundle: %s\n", bundle);
+	if (!ctx->quiet)
+		fprintf(stderr, "trained %d epochs in %.1fs (%.0f samples/s%s)\n", res->epochs_done, res->seconds,
+		        res->train_samples_per_sec * world, world > 1 ? " over all workers" : "");
+}

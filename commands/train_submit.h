@@ -1,0 +1,14 @@
+/* dlk train without a mode flag: submit the rendered objects and, with --wait, --follow or
+ * --timeout, stay until the job ends. */
+#ifndef DLK_COMMANDS_TRAIN_SUBMIT_H
+#define DLK_COMMANDS_TRAIN_SUBMIT_H
+
+#include "commands/ctx.h"
+#include "commands/train.h"
+#include "lib/project/project.h"
+
+/* Renders the spec's objects and applies them (then waits, as cli says). Returns the exit
+ * code; errors are reported. */
+int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec);
+
+#endif

@@ -1,0 +1,48 @@
+/* The environment of a dlk worker: the variables the Job template sets (or Kubernetes sets in
+ * every pod) and the worker reads, named here once. templates/_jobspec.yaml writes the same
+ * names; the template test (tests/unit/test_render_train.c) checks that every rendered Job sets
+ * each of DLK_POD_ENV_FROM_TEMPLATE. `dlk train --local --workers N` gives its worker processes
+ * the same variables the Job gives its pods. */
+#ifndef DLK_JOBS_PODENV_H
+#define DLK_JOBS_PODENV_H
+
+/* Set by the Job template. */
+#define DLK_ENV_RANK "RANK"               /* this worker's rank: its pod's completion index */
+#define DLK_ENV_WORLD_SIZE "WORLD_SIZE"   /* how many workers the job has */
+#define DLK_ENV_MASTER_ADDR "MASTER_ADDR" /* where rank 0 listens: JOB-0.SERVICE */
+#define DLK_ENV_MASTER_PORT "MASTER_PORT" /* and on which port (resources.master_port) */
+#define DLK_ENV_JOB_NAME "DLK_JOB_NAME"   /* the Job the worker publishes its progress on */
+#define DLK_ENV_RUN_ID "DLK_RUN_ID"       /* the Job's uid: a restarted gang never meets a worker of another run */
+#define DLK_ENV_NAMESPACE "DLK_NAMESPACE" /* the pod's namespace (downward API) */
+#define DLK_ENV_POD_NAME "POD_NAME"       /* the pod's name, for the user's tools (dlk does not read it) */
+#define DLK_ENV_NETRC "NETRC"             /* with data.netrc_secret: the mounted netrc file the fetcher reads */
+/* What every rendered Job sets (NETRC only with data.netrc_secret), as an initializer. */
+#define DLK_POD_ENV_FROM_TEMPLATE                                                                          \
+	{ DLK_ENV_RANK, DLK_ENV_WORLD_SIZE, DLK_ENV_MASTER_ADDR, DLK_ENV_MASTER_PORT, DLK_ENV_JOB_NAME,     \
+	  DLK_ENV_RUN_ID, DLK_ENV_NAMESPACE, DLK_ENV_POD_NAME, NULL }
+
+/* Set by Kubernetes. */
+#define DLK_ENV_COMPLETION_INDEX "JOB_COMPLETION_INDEX" /* an Indexed Job's index (must agree with RANK) */
+#define DLK_ENV_SERVICE_HOST "KUBERNETES_SERVICE_HOST"  /* set in every pod: the worker is in a cluster */
+
+/* Set by `dlk train --worker` for the ranks it starts in one pod (one per GPU), and by
+ * `dlk train --local --workers N` for its worker processes. */
+#define DLK_ENV_LOCAL_RANK "LOCAL_RANK"             /* this rank's place in its pod: the GPU it uses */
+#define DLK_ENV_LOCAL_WORLD_SIZE "LOCAL_WORLD_SIZE" /* how many ranks its pod runs */
+#define DLK_ENV_DEVICE "DLK_DEVICE"                 /* cpu | cuda | auto: overrides the backend's choice */
+#define DLK_ENV_COMM "DLK_COMM"                     /* tcp: keep the gradients on the TCP ring */
+
+/* Set by `dlk train --local --workers N` for its worker processes. */
+#define DLK_ENV_GENERATION "DLK_GENERATION" /* how often the gang was restarted: the rendezvous round */
+#define DLK_ENV_LISTEN_FD "DLK_LISTEN_FD"   /* rank 0: the socket the parent opened for the rendezvous */
+#define DLK_ENV_THREADS "DLK_THREADS"       /* compute threads, unless training.threads says */
+
+/* What a user (or a test) may set for a worker. */
+#define DLK_ENV_RENDEZVOUS_TIMEOUT "DLK_RENDEZVOUS_TIMEOUT" /* seconds to wait for every rank (300) */
+#define DLK_ENV_STALL_TIMEOUT "DLK_STALL_TIMEOUT"           /* seconds a collective may stall (300) */
+#define DLK_ENV_TERM_GRACE "DLK_TERM_GRACE"                 /* seconds after SIGTERM for the last checkpoint (20) */
+#define DLK_ENV_SERVICEACCOUNT_DIR "DLK_SERVICEACCOUNT_DIR" /* the service account's files, when not at the standard mount */
+#define DLK_ENV_IMAGE "DLK_IMAGE"                           /* the image, recorded in the bundle's provenance */
+#define DLK_ENV_TEST_CHECKPOINT_DELAY_MS "DLK_TEST_CHECKPOINT_DELAY_MS" /* tests: slow every checkpoint write */
+
+#endif
