@@ -31,6 +31,10 @@ enum dlk_exit {
 #undef X
 };
 
+/* The name of an exit code in lowercase ("config", "restartable"), NULL for a code not listed:
+ * what a run record and a published failure call the class of an exit. */
+const char *dlk_exit_name(int code);
+
 #define DLK_ERR_MSG_MAX 2048
 
 struct dlk_err {

@@ -1,0 +1,284 @@
+/* The run a training is: which one (new, or an interrupted one continued), where its
+ * checkpoints are, and its record in the run history from start to end. */
+#include "commands/train_run.h"
+#include "commands/ui.h"
+#include "lib/jobs/podenv.h"
+#include "lib/kube/api.h"
+#include "lib/util/hash.h"
+#include "lib/util/mem.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const cJSON *get(const cJSON *o, const char *k)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void dlk_train_data_fingerprint(const cJSON *rec, char hex[65])
+{
+	const cJSON *data = get(dlk_run_info(rec), "data"), *d;
+	struct dlk_sha256 h = DLK_SHA256_INIT;
+	char **lines;
+	int n = 0;
+
+	if (!cJSON_IsArray(data))
+		data = get(get(rec, "provenance"), "data");
+	hex[0] = '\0';
+	if (!cJSON_IsArray(data) || !cJSON_GetArraySize(data))
+		return;
+	lines = xcalloc((size_t)cJSON_GetArraySize(data), sizeof(*lines));
+	cJSON_ArrayForEach(d, data) {
+		const cJSON *sp = get(d, "split"), *u = get(d, "url"), *s = get(d, "sha256");
+		lines[n++] = xasprintf("%s %s %s\n", cJSON_IsString(sp) ? sp->valuestring : "",
+		                       cJSON_IsString(u) ? u->valuestring : "", cJSON_IsString(s) ? s->valuestring : "");
+	}
+	qsort(lines, (size_t)n, sizeof(*lines), cmp_str);
+	dlk_sha256_begin(&h);
+	for (int i = 0; i < n; i++) {
+		dlk_sha256_update(&h, lines[i], strlen(lines[i]));
+		free(lines[i]);
+	}
+	free(lines);
+	dlk_sha256_end(&h, hex);
+}
+
+static void short_id(const char *id, char out[16])
+{
+	snprintf(out, 16, "%.8s", id);
+}
+
+/* A run that stopped before its end and may go on: stopped by a signal, a worker lost, or a
+ * process that died without saying (its record still says running, its pid is gone). */
+static int resumable(const cJSON *rec)
+{
+	const cJSON *f = get(dlk_run_info(rec), "failure");
+	const cJSON *cls = get(f, "class");
+	const cJSON *pid = get(dlk_run_info(rec), "pid"), *host = get(dlk_run_info(rec), "host");
+	char me[256] = "";
+
+	switch (dlk_run_outcome(rec)) {
+	case DLK_RUN_INTERRUPTED:
+		return 1;
+	case DLK_RUN_FAILED:
+		return cJSON_IsString(cls) && (!strcmp(cls->valuestring, "restartable") || !strcmp(cls->valuestring, "signal"));
+	case DLK_RUN_RUNNING:
+		/* still running on this machine: not ours to take over */
+		gethostname(me, sizeof(me) - 1);
+		if (cJSON_IsNumber(pid) && pid->valueint > 0 && cJSON_IsString(host) && !strcmp(host->valuestring, me) &&
+		    (kill((pid_t)pid->valueint, 0) == 0 || errno == EPERM))
+			return 0;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static void fill_common(cJSON *rec, const struct dlk_project *spec, const char *spec_digest)
+{
+	const char *image = getenv(DLK_ENV_IMAGE);
+
+	dlk_run_set_str(rec, "spec_sha256", spec_digest);
+	dlk_run_set_str(rec, "dlk_version", DLK_VERSION);
+	dlk_run_set_str(rec, "image", image && *image ? image : spec->image);
+}
+
+int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
+                             const char *spec_digest, int fresh, int world, struct dlk_err *err)
+{
+	char *dir = dlk_runs_local_dir(ctx->file, spec->name), host[256] = "", sid[16];
+	cJSON *all = NULL, *rec = NULL;
+	const cJSON *newest;
+	int rc = -1;
+
+	r->ctx = ctx;
+	r->store = dlk_runs_open_dir(dir, spec->name);
+	if (dlk_runs_list(r->store, &all, NULL, NULL, err)) {
+		dlk_err_prefix(err, "cannot read the run history of '%s'", spec->name);
+		goto out;
+	}
+	newest = cJSON_GetArrayItem(all, 0);
+	if (newest && resumable(newest)) {
+		const char *digest = dlk_run_str(newest, "spec_sha256");
+		short_id(dlk_run_id(newest), sid);
+		if (fresh)
+			dlk_info(ctx, "starting a new run (--fresh); run %s, interrupted, stays in the history", sid);
+		else if (!digest || strcmp(digest, spec_digest))
+			dlk_info(ctx, "run %s was interrupted, but the project has changed since: starting a new run", sid);
+		else
+			rec = cJSON_Duplicate(newest, 1);
+	}
+	gethostname(host, sizeof(host) - 1);
+	if (rec) {
+		r->resumed = 1;
+		dlk_run_count_restart(rec);
+		dlk_run_set_outcome(rec, DLK_RUN_RUNNING);
+		dlk_run_set_item(rec, "failure", NULL);
+		dlk_run_set_item(rec, "reason", NULL);
+		dlk_run_set_item(rec, "finished_at", NULL);
+	} else {
+		char id[37];
+		if (dlk_run_new_id(id, err))
+			goto out;
+		rec = dlk_run_record_new(spec->name, id);
+		dlk_run_set_str(rec, "where", "local");
+		dlk_run_set_str(rec, "trigger", "manual");
+		dlk_run_set_num(rec, "restarts", 0);
+	}
+	dlk_run_set_str(rec, "host", host);
+	dlk_run_set_num(rec, "pid", (double)getpid());
+	dlk_run_add_world(rec, world);
+	fill_common(rec, spec, spec_digest);
+	snprintf(r->id, sizeof(r->id), "%s", dlk_run_id(rec));
+	r->rec = rec;
+	if (dlk_runs_put(r->store, rec, err)) {
+		dlk_err_prefix(err, "cannot record run %.8s", r->id);
+		goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(all);
+	free(dir);
+	return rc;
+}
+
+void dlk_train_run_open_worker(struct dlk_train_run *r, const struct dlk_ctx *ctx)
+{
+	const char *id = getenv(DLK_ENV_RUN_ID);
+
+	r->ctx = ctx;
+	snprintf(r->id, sizeof(r->id), "%s", id && *id ? id : "");
+	/* an id used as a directory name: nothing that climbs out of it */
+	if (strchr(r->id, '/') || !strcmp(r->id, ".") || !strcmp(r->id, ".."))
+		r->id[0] = '\0';
+}
+
+void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
+                                const char *spec_digest, int world)
+{
+	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	const char *ns = getenv(DLK_ENV_NAMESPACE), *job = getenv(DLK_ENV_JOB_NAME), *trig = getenv(DLK_ENV_TRIGGER);
+	cJSON *rec = NULL;
+
+	dlk_train_run_open_worker(r, ctx);
+	if (!r->id[0] || !getenv(DLK_ENV_SERVICE_HOST))
+		return;
+	o.in_cluster = 1;
+	o.config.sa_dir = getenv(DLK_ENV_SERVICEACCOUNT_DIR);
+	o.config.namespace = ns && *ns ? ns : NULL;
+	o.client.connect_timeout_ms = 3000;
+	o.client.timeout_ms = 10000;
+	o.client.max_retries = 2;
+	r->kc = kube_client_open(&o, &err);
+	if (!r->kc) {
+		dlk_warn(ctx, "the run will not be recorded in the cluster's run history: %s", err.msg);
+		return;
+	}
+	r->store = dlk_runs_open_configmap(r->kc, NULL, spec->name);
+	if (dlk_runs_get(r->store, r->id, &rec, &err) == 0) {
+		/* a restarted pod, a re-formed gang: the same run */
+		r->resumed = 1;
+		dlk_run_count_restart(rec);
+		dlk_run_set_outcome(rec, DLK_RUN_RUNNING);
+		dlk_run_set_item(rec, "failure", NULL);
+		dlk_run_set_item(rec, "finished_at", NULL);
+	} else if (err.code == DLK_EXIT_NOTFOUND) {
+		cJSON *j = cJSON_CreateObject();
+		rec = dlk_run_record_new(spec->name, r->id);
+		dlk_run_set_str(rec, "where", "cluster");
+		dlk_run_set_str(rec, "trigger", trig && *trig ? trig : "manual");
+		dlk_run_set_num(rec, "restarts", 0);
+		cJSON_AddStringToObject(j, "name", job && *job ? job : spec->name);
+		cJSON_AddStringToObject(j, "namespace", kube_client_namespace(r->kc));
+		cJSON_AddStringToObject(j, "uid", r->id);
+		dlk_run_set_item(rec, "job", j);
+	} else {
+		dlk_warn(ctx, "the run will not be recorded in the cluster's run history: %s", err.msg);
+		dlk_runs_close(r->store);
+		r->store = NULL;
+		return;
+	}
+	dlk_run_add_world(rec, world);
+	fill_common(rec, spec, spec_digest);
+	r->rec = rec;
+	dlk_train_run_save(r);
+}
+
+char *dlk_train_run_ckpt_dir(const struct dlk_train_run *r, const char *base)
+{
+	return r->id[0] ? xasprintf("%s/%s", base, r->id) : xstrdup(base);
+}
+
+void dlk_train_run_save(struct dlk_train_run *r)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+
+	if (!r->store || !r->rec)
+		return;
+	if (dlk_runs_put(r->store, r->rec, &err) && !r->warned++)
+		dlk_warn(r->ctx, "run %.8s: the run history is not up to date (training goes on): %s%s%s", r->id, err.msg,
+		         err.hint[0] ? "; " : "", err.hint);
+}
+
+void dlk_train_run_finish(struct dlk_train_run *r, enum dlk_run_outcome o, int rank, int exit_code,
+                          const char *message)
+{
+	char now[32];
+
+	if (!r->rec)
+		return;
+	dlk_run_set_outcome(r->rec, o);
+	dlk_run_time_now(now);
+	dlk_run_set_str(r->rec, "finished_at", now);
+	if (o == DLK_RUN_FAILED || o == DLK_RUN_INTERRUPTED)
+		dlk_run_set_failure(r->rec, rank, exit_code, message);
+	else
+		dlk_run_set_item(r->rec, "failure", NULL);
+	dlk_train_run_save(r);
+}
+
+void dlk_train_run_set_result(struct dlk_train_run *r, const cJSON *doc, const char *bundle)
+{
+	const cJSON *prov = get(doc, "provenance"), *v;
+	char hex[65];
+
+	if (!r->rec)
+		return;
+	dlk_run_set_document(r->rec, doc);
+	if ((v = get(prov, "data")) && cJSON_IsArray(v))
+		dlk_run_set_item(r->rec, "data", cJSON_Duplicate(v, 1));
+	if ((v = get(prov, "spec_sha256")) && cJSON_IsString(v))
+		dlk_run_set_str(r->rec, "spec_sha256", v->valuestring);
+	if ((v = get(prov, "image")) && cJSON_IsString(v))
+		dlk_run_set_str(r->rec, "image", v->valuestring);
+	if ((v = get(prov, "git_commit")) && cJSON_IsString(v)) {
+		dlk_run_set_str(r->rec, "git_commit", v->valuestring);
+		v = get(prov, "git_dirty");
+		dlk_run_set_item(r->rec, "git_dirty", cJSON_CreateBool(cJSON_IsTrue(v)));
+	}
+	if (bundle) {
+		cJSON *b = cJSON_CreateObject();
+		cJSON_AddStringToObject(b, "path", bundle);
+		if (!dlk_sha256_file(bundle, hex))
+			cJSON_AddStringToObject(b, "sha256", hex);
+		dlk_run_set_item(r->rec, "bundle", b);
+	}
+}
+
+void dlk_train_run_release(struct dlk_train_run *r)
+{
+	dlk_runs_close(r->store);
+	kube_client_free(r->kc);
+	cJSON_Delete(r->rec);
+	*r = (struct dlk_train_run)DLK_TRAIN_RUN_INIT;
+}
