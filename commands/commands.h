@@ -14,6 +14,7 @@
 #define DLK_COMMAND_LIST(X)                                                                       \
 	X(init, "create a project: a commented dlk.yaml, optionally the templates")               \
 	X(train, "train a model: submit the job to the cluster, show it, run it here, or be its worker") \
+	X(serve, "serve trained models over HTTP: KServe V2 (binary tensors, classification) and TF Serving REST") \
 	X(status, "show dlk jobs: state, workers, GPUs, progress; or one job in detail")           \
 	X(logs, "show the logs of a job's workers, merged, each line tagged with its rank")       \
 	X(report, "write a run's report: one HTML page with its curves, confusion matrix and provenance") \

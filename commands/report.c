@@ -34,7 +34,7 @@ static cJSON *from_json_file(const char *path, struct dlk_err *err)
 		dlk_errf(err, DLK_EXIT_CONFIG, "%s", msg);
 		goto out;
 	}
-	j = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+	j = cJSON_ParseWithLength(b.data, b.len);
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "format");
 	const char *fs = cJSON_IsString(f) ? f->valuestring : "";
 	if (!strcmp(fs, "dlk-model")) {
@@ -49,7 +49,7 @@ static cJSON *from_json_file(const char *path, struct dlk_err *err)
 			run = report_run_parse(s, strlen(s), who, err);
 		free(s);
 	} else {
-		run = report_run_parse(b.data ? b.data : "", b.len, who, err);
+		run = report_run_parse(b.data, b.len, who, err);
 	}
 out:
 	cJSON_Delete(j);

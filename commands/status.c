@@ -137,8 +137,10 @@ static int cmp_job(const void *a, const void *b)
 	return c ? c : strcmp(meta_name(x), meta_name(y));
 }
 
-/* Renders the list of jobs (jobs: an array or an object of Jobs) into b. With a client, the
- * events of pending jobs are read to say why they are pending (at most a few jobs' worth). */
+/* Renders the list of jobs (jobs: an array or an object of Jobs) into b. With pods (an array:
+ * a watch keeps them), each job is summarized from its pods. Without, from the Job alone, so
+ * that listing a thousand jobs reads a thousand objects, not every pod of every job: then, with
+ * a client, the pods and events of a few jobs that are pending or failed are read to say why. */
 static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *jobs, const cJSON *pods,
 		       int all_ns, struct dlk_buf *b, struct dlk_err *err)
 {
@@ -158,14 +160,32 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	header_row(all_ns, wide, &rows[nrows++]);
 	for (int k = 0; k < ns_; k++) {
 		j = sorted[k];
-		cJSON *mine = dlk_job_pods(pods, kube_meta(j, "namespace"), meta_name(j));
+		cJSON *mine = pods ? dlk_job_pods(pods, kube_meta(j, "namespace"), meta_name(j)) : NULL;
+		cJSON *mine_list = NULL;
 		struct dlk_job_summary s;
 		cJSON *ev = NULL;
-		dlk_job_summarize(j, mine, NULL, &s);
-		if (c && explained < 10 && (s.state == JOB_PENDING || s.state == JOB_SUSPENDED)) {
-			ev = dlk_job_events(c, s.ns[0] ? s.ns : kube_client_namespace(c), s.name, &s);
-			dlk_job_summary_release(&s);
-			dlk_job_summarize(j, mine, ev, &s);
+		if (mine)
+			dlk_job_summarize(j, mine, NULL, &s);
+		else
+			dlk_job_summarize_job(j, &s);
+		if (c && explained < 10 &&
+		    (s.state == JOB_PENDING || s.state == JOB_SUSPENDED || (!mine && s.state == JOB_FAILED))) {
+			const char *jobns = s.ns[0] ? s.ns : kube_client_namespace(c);
+			struct dlk_err perr = DLK_ERR_INIT;
+			if (!mine) {
+				/* a job worth explaining: read its own pods (the list read none) */
+				if (dlk_job_list_pods(c, jobns, s.name, &mine_list, &perr) == 0) {
+					mine = cJSON_GetObjectItemCaseSensitive(mine_list, "items");
+					dlk_job_summary_release(&s);
+					dlk_job_summarize(j, mine, NULL, &s);
+				}
+			}
+			if (mine && s.state != JOB_FAILED)
+				ev = dlk_job_events(c, jobns, s.name, &s);
+			if (mine) {
+				dlk_job_summary_release(&s);
+				dlk_job_summarize(j, mine, ev, &s);
+			}
 			explained++;
 		}
 		if (structured)
@@ -174,7 +194,10 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 			summary_row(&s, all_ns, wide, &rows[nrows++], &ncols);
 		dlk_job_summary_release(&s);
 		cJSON_Delete(ev);
-		cJSON_Delete(mine);
+		if (mine_list)
+			cJSON_Delete(mine_list);
+		else
+			cJSON_Delete(mine);
 	}
 	if (structured) {
 		cJSON *o = cJSON_CreateObject();
@@ -405,9 +428,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		}
 	} else {
 		if (list_kind(c, "Job", ns, all_ns, DLK_LABEL_JOB, &jobs, &err) < 0 ||
-		    list_kind(c, "Pod", ns, all_ns, DLK_LABEL_JOB, &pods, &err) < 0 ||
-		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), cJSON_GetObjectItemCaseSensitive(pods, "items"),
-				all_ns, &b, &err) < 0) {
+		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), NULL, all_ns, &b, &err) < 0) {
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}

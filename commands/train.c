@@ -92,7 +92,7 @@ static const struct dlk_option train_options[] = {
 	OPT_STRING(0, "metrics", &opt.metrics, "FILE", NULL, "append a JSON line per step and per epoch to FILE",
 	           .complete = COMPLETE_FILE),
 	OPT_STRING(0, "bundle", &opt.bundle, "FILE", NULL, "where to write the model bundle",
-	           .def_doc = "NAME.dlk next to the project file", .complete = COMPLETE_FILE),
+	           .def_doc = "NAME.dlk next to the project file; in a pod, on the checkpoint volume", .complete = COMPLETE_FILE),
 	OPT_STRING(0, "report", &opt.report, "FILE", NULL, "when the run ends, write its report page (see dlk report) to FILE",
 	           .modes = DLK_MODE(TRAIN_SUBMIT) | DLK_MODE(TRAIN_LOCAL) | DLK_MODE(TRAIN_WORKER),
 	           .hint = "the page is written when the run ends: here, or after waiting for a submitted job",

@@ -76,7 +76,7 @@ char *dlk_pvc_resolve(const char *url, const char *root, struct dlk_err *err)
 		while (*seg == '/')
 			seg++;
 	}
-	return xasprintf("%s/%.*s/%s", root ? root : "/mnt/pvc", (int)claim_len, claim, slash + 1);
+	return xasprintf("%s/%.*s/%s", root ? root : DLK_PVC_ROOT, (int)claim_len, claim, slash + 1);
 }
 
 char *dlk_local_path(const char *url, const char *base_dir, struct dlk_err *err)

@@ -27,14 +27,11 @@
 #define DLK_ENV_COMPLETION_INDEX "JOB_COMPLETION_INDEX" /* an Indexed Job's index (must agree with RANK) */
 #define DLK_ENV_SERVICE_HOST "KUBERNETES_SERVICE_HOST"  /* set in every pod: the worker is in a cluster */
 
-/* Set by `dlk train --worker` for the ranks it starts in one pod (one per GPU), and by
- * `dlk train --local --workers N` for its worker processes. */
-#define DLK_ENV_LOCAL_RANK "LOCAL_RANK"             /* this rank's place in its pod: the GPU it uses */
-#define DLK_ENV_LOCAL_WORLD_SIZE "LOCAL_WORLD_SIZE" /* how many ranks its pod runs */
+/* Set by the gang of worker processes of `dlk train --local --workers N`, and of a pod with
+ * several GPUs (a rank per GPU). */
+#define DLK_ENV_LOCAL_RANK "LOCAL_RANK"             /* the worker's index among the pod's processes: its GPU */
+#define DLK_ENV_LOCAL_WORLD_SIZE "LOCAL_WORLD_SIZE" /* how many worker processes the pod (or the machine) runs */
 #define DLK_ENV_DEVICE "DLK_DEVICE"                 /* cpu | cuda | auto: overrides the backend's choice */
-#define DLK_ENV_COMM "DLK_COMM"                     /* tcp: keep the gradients on the TCP ring */
-
-/* Set by `dlk train --local --workers N` for its worker processes. */
 #define DLK_ENV_GENERATION "DLK_GENERATION" /* how often the gang was restarted: the rendezvous round */
 #define DLK_ENV_LISTEN_FD "DLK_LISTEN_FD"   /* rank 0: the socket the parent opened for the rendezvous */
 #define DLK_ENV_THREADS "DLK_THREADS"       /* compute threads, unless training.threads says */
@@ -42,6 +39,7 @@
 /* What a user (or a test) may set for a worker. */
 #define DLK_ENV_RENDEZVOUS_TIMEOUT "DLK_RENDEZVOUS_TIMEOUT" /* seconds to wait for every rank (300) */
 #define DLK_ENV_STALL_TIMEOUT "DLK_STALL_TIMEOUT"           /* seconds a collective may stall (300) */
+#define DLK_ENV_COMM "DLK_COMM"                             /* gradients over NCCL when it can (auto), or tcp */
 #define DLK_ENV_TERM_GRACE "DLK_TERM_GRACE"                 /* seconds after SIGTERM for the last checkpoint (20) */
 #define DLK_ENV_SERVICEACCOUNT_DIR "DLK_SERVICEACCOUNT_DIR" /* the service account's files, when not at the standard mount */
 #define DLK_ENV_IMAGE "DLK_IMAGE"                           /* the image, recorded in the bundle's provenance */

@@ -29,7 +29,5 @@ int check_image(const char *s, char *why, size_t why_len);
 /* Data source: file:///abs/path, https://host/..., http://host/..., pvc://claim/path or a bare
  * path (no scheme). */
 int check_source_url(const char *s, char *why, size_t why_len);
-/* 1 when s is valid UTF-8 without NUL (len bytes). */
-int check_utf8(const char *s, size_t len);
 
 #endif

@@ -7,11 +7,13 @@
  * table is handled everywhere. */
 #include "lib/project/project.h"
 #include "lib/project/check.h"
-#include "lib/project/ytree.h"
+#include "lib/project/layers.h"
+#include "lib/util/ytree.h"
 #include "lib/util/buf.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
 #include "lib/util/suggest.h"
+#include "lib/util/utf8.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -37,6 +39,46 @@
 #define SPEC_MAX_CLASSES 65536
 #define SPEC_MAX_SETS 256
 #define SPEC_NAME_MAX 50         /* pods get "-<index>-<random>" suffixes within 63 */
+
+/* dlk.yaml is small and plain: shallow, bounded, no anchors and aliases */
+static const struct ytree_opts yaml_opts = {
+	.max_depth = 32, .max_nodes = 200000, .max_items = 100000, .aliases = 0,
+};
+
+/* The reader's problem in the words dlk.yaml's messages use. */
+static const char *yaml_problem_text(const struct ytree_error *e, char *buf, size_t len)
+{
+	char ctx[256] = "";
+
+	switch (e->problem) {
+	case YTREE_SYNTAX:
+		if (e->yaml_context)
+			snprintf(ctx, sizeof(ctx), " (%s at line %d, column %d)", e->yaml_context, e->context_line,
+			         e->context_col);
+		else if (e->byte >= 0)
+			snprintf(ctx, sizeof(ctx), " (byte 0x%02x)", (unsigned)e->byte);
+		snprintf(buf, len, "invalid YAML: %s%s", e->yaml_problem ? e->yaml_problem : "invalid YAML", ctx);
+		return buf;
+	case YTREE_MORE_DOCS:
+		snprintf(buf, len, "the file holds more than one YAML document; dlk.yaml must hold one");
+		return buf;
+	case YTREE_ALIAS:
+		snprintf(buf, len, "alias '*%.*s' is not supported: dlk.yaml does not allow anchors and aliases; "
+		         "write the value out", (int)strlen(e->name), e->name);
+		return buf;
+	case YTREE_NUL:
+		snprintf(buf, len, "a string contains a NUL character");
+		return buf;
+	case YTREE_TOO_DEEP:
+		snprintf(buf, len, "nesting is deeper than %d levels", yaml_opts.max_depth);
+		return buf;
+	case YTREE_TOO_MANY_NODES:
+		snprintf(buf, len, "document has too many nodes");
+		return buf;
+	default:
+		return ytree_error_text(e, &yaml_opts, buf, len);
+	}
+}
 
 /* ---- the schema ---- */
 
@@ -133,8 +175,6 @@ static const char *const loss_names[] = { "softmax_cross_entropy", NULL };
 static const char *const init_names[] = { "torch", "xavier", NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const sched_names[] = { "constant", "step", "cosine", NULL };
-static const char *const layer_names[] = { "dense", "conv2d", "maxpool", "flatten", "relu",
-                                           "tanh", "sigmoid", "dropout", NULL };
 static const char *const toleration_ops[] = { "Exists", "Equal", NULL };
 static const char *const toleration_effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute", NULL };
 
@@ -266,6 +306,19 @@ static const struct field serving_fields[] = {
 	FIELD("memory", struct dlk_serving, F_STR, memory, .flags = ANY_SCALAR, .check = check_quantity, .def = "1Gi"),
 	FIELD("gpus", struct dlk_serving, F_INT, gpus, .min = 0, .max = 16, .def = "0"),
 	FIELD("min_accuracy", struct dlk_serving, F_DOUBLE, min_accuracy, .min = 0, .max = 1, .def = "0"),
+	FIELD("max_batch", struct dlk_serving, F_INT, max_batch, .min = 1, .max = 65536, .def = "64"),
+	FIELD("max_delay_us", struct dlk_serving, F_INT, max_delay_us, .min = 0, .max = 10000000, .def = "0"),
+	FIELD("workers", struct dlk_serving, F_INT, workers, .min = 0, .max = 1024, .def = "0"),
+	FIELD("threads", struct dlk_serving, F_INT, threads, .min = 0, .max = 1024, .def = "0"),
+	FIELD("http_threads", struct dlk_serving, F_INT, http_threads, .min = 0, .max = 1024, .def = "0"),
+	FIELD("max_request_bytes", struct dlk_serving, F_BYTES, max_request_bytes, .min = 1024, .max = 4.0 * (1ull << 30), .def = "64Mi"),
+	FIELD("max_json_depth", struct dlk_serving, F_INT, max_json_depth, .min = 4, .max = 1024, .def = "32"),
+	FIELD("max_connections", struct dlk_serving, F_INT, max_connections, .min = 1, .max = 1000000, .def = "1024"),
+	FIELD("idle_timeout_s", struct dlk_serving, F_INT, idle_timeout_s, .min = 1, .max = 86400, .def = "30"),
+	FIELD("request_timeout_s", struct dlk_serving, F_INT, request_timeout_s, .min = 1, .max = 86400, .def = "60"),
+	FIELD("drain_delay_s", struct dlk_serving, F_INT, drain_delay_s, .min = 0, .max = 3600, .def = "0"),
+	FIELD("drain_timeout_s", struct dlk_serving, F_INT, drain_timeout_s, .min = 0, .max = 86400, .def = "25"),
+	FIELD("access_log", struct dlk_serving, F_BOOL, access_log, .def = "false"),
 	END
 };
 
@@ -312,7 +365,8 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_RELU] = no_params, [DLK_LAYER_TANH] = no_params,
 	[DLK_LAYER_SIGMOID] = no_params, [DLK_LAYER_DROPOUT] = dropout_params,
 };
-#define N_LAYER_KINDS ((int)DLK_ARRAY_SIZE(layer_params))
+#define N_LAYER_KINDS DLK_LAYER_KINDS
+_Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");
 
 static int n_names(const char *const *names)
 {
@@ -322,10 +376,6 @@ static int n_names(const char *const *names)
 	return n;
 }
 
-const char *project_layer_kind_name(enum dlk_layer_kind kind)
-{
-	return (int)kind >= 0 && (int)kind < N_LAYER_KINDS ? layer_names[kind] : "?";
-}
 const char *project_optimizer_name(enum dlk_optim o)
 {
 	return (int)o >= 0 && (int)o < n_names(optim_names) ? optim_names[o] : "?";
@@ -643,6 +693,11 @@ static int convert_scalar(struct ctx *c, const struct field *f, const struct yno
 		if (parse_bytes(n->text, &i, why, sizeof(why))) {
 			shown_text(shown, sizeof(shown), n->text);
 			problem(c, n, path, "'%s' %s", shown, why);
+			return -1;
+		}
+		if ((f->min || f->max) && !in_range(f, (double)i)) {
+			shown_text(shown, sizeof(shown), n->text);
+			problem(c, n, path, "'%s' is outside %.0f to %.0f bytes", shown, f->min, f->max);
 			return -1;
 		}
 		*(long long *)ptr = i;
@@ -1198,22 +1253,22 @@ static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_laye
 		type_problem(c, item, path, "a layer (like 'relu' or 'dense: {units: 10}')");
 		return;
 	}
-	kind = lookup_name(layer_names, name_node->text);
+	kind = lookup_name(dlk_layer_names, name_node->text);
 	if (kind < 0) {
 		shown_text(shown, sizeof(shown), name_node->text);
-		suggest_suffix(sug, sizeof(sug), name_node->text, layer_names, (size_t)N_LAYER_KINDS);
+		suggest_suffix(sug, sizeof(sug), name_node->text, dlk_layer_names, (size_t)N_LAYER_KINDS);
 		problem(c, name_node, path, "unknown layer '%s'%s", shown, sug);
 		return;
 	}
 	l->kind = (enum dlk_layer_kind)kind;
-	snprintf(p, sizeof(p), "%s.%s", path, layer_names[kind]);
+	snprintf(p, sizeof(p), "%s.%s", path, dlk_layer_names[kind]);
 	if (params)
 		parse_fields(c, layer_params[kind], params, l, p);
 	else
 		for (const struct field *f = layer_params[kind]; f->key; f++)
 			if (f->flags & REQ)
-				problem(c, name_node, path, "%s needs '%s' (like '- %s: {%s: ...}')", layer_names[kind],
-				        f->key, layer_names[kind], f->key);
+				problem(c, name_node, path, "%s needs '%s' (like '- %s: {%s: ...}')", dlk_layer_names[kind],
+				        f->key, dlk_layer_names[kind], f->key);
 }
 
 static void layers_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
@@ -1246,7 +1301,7 @@ static void layers_dump(struct dlk_buf *b, const struct field *f, const void *ba
 	dlk_buf_addc(b, '\n');
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct dlk_layer_spec *l = &m->layers[i];
-		dlk_buf_addf(b, "%*s- %s", indent + 2, "", project_layer_kind_name(l->kind));
+		dlk_buf_addf(b, "%*s- %s", indent + 2, "", dlk_layer_name(l->kind));
 		if ((int)l->kind >= 0 && (int)l->kind < N_LAYER_KINDS && layer_params[l->kind][0].key) {
 			dlk_buf_adds(b, ": ");
 			dump_flow(b, layer_params[l->kind], l);
@@ -1416,11 +1471,11 @@ static void check_split(struct ctx *c, struct dlk_split *sp, const char *name, i
 	}
 }
 
-/* The shape checks that need no engine: dimensions stay positive, conv2d and maxpool see a
- * 3-D input. The engine does the full inference later. */
+/* The shape checks the project file alone decides: conv2d and maxpool see a 3-D input their
+ * window fits, flatten stays countable. The engine checks the rest when it builds the model. */
 static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes)
 {
-	long long ch = m->input[0], h = m->input[1], w = m->input[2];
+	long long shape[3] = { m->input[0], m->input[1], m->input[2] };
 	int rank = m->input_rank;
 	int last_dense = -1;
 	char p[64];
@@ -1430,47 +1485,27 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct dlk_layer_spec *l = &m->layers[i];
 		const struct ynode *pos = given_at(c, l, GIVEN_CUSTOM);
+		const char *name = dlk_layer_name(l->kind);
 		snprintf(p, sizeof(p), "model.layers[%d]", i);
 		if ((int)l->kind < 0)
 			return;
-		switch (l->kind) {
-		case DLK_LAYER_CONV2D:
-		case DLK_LAYER_MAXPOOL: {
-			const char *name = project_layer_kind_name(l->kind);
-			int k = l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size;
-			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
-			if (rank != 3) {
-				problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
-				return;
-			}
-			if (h + 2 * pad < k || w + 2 * pad < k) {
-				problem(c, pos, p, "%s window %d does not fit its %lldx%lld input (padding %d)", name, k,
-				        h, w, pad);
-				return;
-			}
-			h = (h + 2 * pad - k) / l->stride + 1;
-			w = (w + 2 * pad - k) / l->stride + 1;
-			if (l->kind == DLK_LAYER_CONV2D)
-				ch = l->filters;
-			break;
+		if ((l->kind == DLK_LAYER_CONV2D || l->kind == DLK_LAYER_MAXPOOL) && rank != 3) {
+			problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
+			return;
 		}
-		case DLK_LAYER_FLATTEN:
-			w = ch * h * w;
-			ch = h = 1;
+		if (dlk_layer_shape(l, shape, shape) < 0) {
+			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
+			problem(c, pos, p, "%s window %d does not fit its %lldx%lld input (padding %d)", name,
+			        l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size, shape[1], shape[2], pad);
+			return;
+		}
+		if (l->kind == DLK_LAYER_FLATTEN || l->kind == DLK_LAYER_DENSE)
 			rank = 1;
-			if (w > INT_MAX) {
-				problem(c, pos, p, "flatten gives %lld features, too many", w);
-				return;
-			}
-			break;
-		case DLK_LAYER_DENSE:
-			ch = h = 1;
-			w = l->units;
-			rank = 1;
+		if (l->kind == DLK_LAYER_DENSE)
 			last_dense = i;
-			break;
-		default:
-			break;
+		if (l->kind == DLK_LAYER_FLATTEN && shape[2] > INT_MAX) {
+			problem(c, pos, p, "flatten gives %lld features, too many", shape[2]);
+			return;
 		}
 	}
 	if (n_classes && last_dense >= 0 && m->layers[last_dense].units != n_classes) {
@@ -1543,7 +1578,7 @@ static int set_parse(const char *arg, int idx, struct set_arg *s, char *why, siz
 		snprintf(why, why_len, "expected KEY.PATH=VALUE (like training.epochs=3)");
 		goto out;
 	}
-	if (!check_utf8(arg, strlen(arg))) {
+	if (!dlk_utf8_valid(arg, strlen(arg))) {
 		snprintf(why, why_len, "is not valid UTF-8");
 		goto out;
 	}
@@ -1557,8 +1592,8 @@ static int set_parse(const char *arg, int idx, struct set_arg *s, char *why, siz
 				snprintf(why, why_len, "has an empty key in '%.*s'", (int)(eq - arg), arg);
 				goto out;
 			}
-			if (s->n_comps >= YTREE_MAX_DEPTH) {
-				snprintf(why, why_len, "has a key path deeper than %d levels", YTREE_MAX_DEPTH);
+			if (s->n_comps >= yaml_opts.max_depth) {
+				snprintf(why, why_len, "has a key path deeper than %d levels", yaml_opts.max_depth);
 				goto out;
 			}
 			s->comps = xrealloc(s->comps, (size_t)(s->n_comps + 1) * sizeof(*s->comps));
@@ -1578,9 +1613,9 @@ static int set_parse(const char *arg, int idx, struct set_arg *s, char *why, siz
 	v = eq + 1;
 	if (*v && strchr("[{\"'", *v)) {
 		char msg[512];
-		int line, col;
-		if (ytree_parse(v, strlen(v), &s->value, msg, sizeof(msg), &line, &col)) {
-			(void)line, (void)col;
+		struct ytree_error ye;
+		if (ytree_parse(v, strlen(v), &yaml_opts, &s->value, &ye)) {
+			yaml_problem_text(&ye, msg, sizeof(msg));
 			snprintf(why, why_len, "the value is not valid YAML: %s",
 			         !strncmp(msg, "invalid YAML: ", 14) ? msg + 14 : msg);
 			goto out;
@@ -1724,7 +1759,8 @@ struct dlk_project *project_load_mem(const char *text, size_t len, const char *n
 	struct ynode *root = NULL;
 	struct dlk_project *spec = NULL;
 	char msg[1024];
-	int line, col, code = DLK_EXIT_CONFIG;
+	struct ytree_error ye;
+	int code = DLK_EXIT_CONFIG;
 	size_t n_parsed = 0;
 
 	memset(&c, 0, sizeof(c));
@@ -1752,9 +1788,9 @@ struct dlk_project *project_load_mem(const char *text, size_t len, const char *n
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is %zu bytes, more than the limit of %d", c.file, len, SPEC_MAX_FILE);
 		goto out_err_set;
 	}
-	if (ytree_parse(text, len, &root, msg, sizeof(msg), &line, &col)) {
-		struct ynode at = { .kind = YN_SCALAR, .line = line, .col = col, .set_index = -1 };
-		problem(&c, &at, NULL, "%s", msg);
+	if (ytree_parse(text, len, &yaml_opts, &root, &ye)) {
+		struct ynode at = { .kind = YN_SCALAR, .line = ye.line, .col = ye.col, .set_index = -1 };
+		problem(&c, &at, NULL, "%s", yaml_problem_text(&ye, msg, sizeof(msg)));
 		goto out;
 	}
 	for (size_t i = 0; i < n_sets; i++)
@@ -1831,6 +1867,69 @@ void project_digest(const struct dlk_project *spec, char hex[65])
 	free(y);
 }
 
+/* the serving section as a document of its own */
+struct serving_only {
+	struct dlk_serving serving;
+};
+static const struct field serving_only_fields[] = {
+	FIELD("serving", struct serving_only, F_MAP, serving, .sub = serving_fields),
+	END
+};
+
+int project_serving_load(const char *const *sets, size_t n_sets, struct dlk_serving *out, struct dlk_err *err)
+{
+	struct ctx c;
+	struct ynode *root = NULL;
+	struct serving_only so;
+	char msg[1024];
+	int code = DLK_EXIT_USAGE, ret = -1;
+	size_t n_parsed = 0;
+
+	memset(&c, 0, sizeof(c));
+	memset(&so, 0, sizeof(so));
+	memset(out, 0, sizeof(*out));
+	c.file = "--set";
+	if (n_sets > SPEC_MAX_SETS)
+		return dlk_errf(err, DLK_EXIT_USAGE, "too many --set options (%zu, the limit is %d)", n_sets, SPEC_MAX_SETS);
+	c.sets = xcalloc(n_sets + 1, sizeof(*c.sets));
+	for (size_t i = 0; i < n_sets; i++, n_parsed++) {
+		struct ynode at = { .kind = YN_SCALAR, .set_index = (int)i };
+		if (set_parse(sets[i], (int)i, &c.sets[i], msg, sizeof(msg))) {
+			if (!c.sets[i].path)
+				c.sets[i].path = xstrdup("");
+			problem(&c, &at, NULL, "%s", msg);
+		} else if (c.sets[i].n_comps < 2 || strcmp(c.sets[i].comps[0], "serving")) {
+			problem(&c, &at, NULL, "without a project file only serving.* can be set");
+		}
+	}
+	if (!c.n_problems) {
+		for (size_t i = 0; i < n_sets; i++)
+			set_apply(&c, &root, &c.sets[i], (int)i);
+		if (root && root->kind == YN_MAP)
+			parse_fields(&c, serving_only_fields, root, &so, "");
+		defaults_walk(&c, serving_only_fields, &so);
+	}
+	if (c.n_problems) {
+		finish_problems(&c, code, err);
+		free_fields(serving_only_fields, &so);
+	} else {
+		*out = so.serving;
+		ret = 0;
+	}
+	for (size_t i = 0; i < n_parsed; i++)
+		set_release(&c.sets[i]);
+	free(c.sets);
+	free(c.given);
+	dlk_buf_release(&c.out);
+	ynode_free(root);
+	return ret;
+}
+
+void project_serving_release(struct dlk_serving *s)
+{
+	free_fields(serving_fields, s);
+}
+
 /* ---- known keys ---- */
 
 static const char **known_keys;
@@ -1857,7 +1956,7 @@ static void known_walk(const struct field *fields, const char *prefix)
 			free(p);
 		} else if (f->custom == &c_layers) {
 			for (int k = 0; k < N_LAYER_KINDS; k++) {
-				char *p = xasprintf("%s%s%s[].%s", prefix, *prefix ? "." : "", f->key, layer_names[k]);
+				char *p = xasprintf("%s%s%s[].%s", prefix, *prefix ? "." : "", f->key, dlk_layer_names[k]);
 				known_add("", p, "");
 				known_walk(layer_params[k], p);
 				free(p);

@@ -149,6 +149,22 @@ struct dlk_serving {
 	char *cpu, *memory;       /* default "1", "1Gi" */
 	int gpus;                 /* default 0 */
 	double min_accuracy;      /* promote only at or above this test accuracy; default 0 */
+	/* the inference server (dlk serve --local / --worker) */
+	int max_batch;            /* rows in one forward pass, default 64 */
+	int max_delay_us;         /* how long a batch may wait for more rows, default 0: a batch is
+	                             what queued while the compute workers were busy */
+	int workers;              /* compute workers, 0 = one per core (one per GPU) */
+	int threads;              /* BLAS threads per compute worker, 0 = cores / workers */
+	int http_threads;         /* threads decoding and encoding requests, 0 = one per core */
+	long long max_request_bytes; /* request body limit (413 above it), default 64Mi */
+	int max_json_depth;       /* nesting limit of a JSON body, default 32 */
+	int max_connections;      /* default 1024 */
+	int idle_timeout_s;       /* a connection silent this long is closed, default 30 */
+	int request_timeout_s;    /* a request body must arrive within this, default 60 */
+	int drain_delay_s;        /* on SIGTERM, new requests are still answered this long (readiness
+	                             already fails) while load balancers stop sending; default 0 */
+	int drain_timeout_s;      /* then in-flight requests finish within this, default 25 */
+	int access_log;           /* one line per request on stdout, default false */
 };
 
 struct dlk_project {
@@ -184,7 +200,12 @@ char *project_dump_yaml(const struct dlk_project *spec);
 /* sha256 hex of project_dump_yaml(): the spec digest recorded in provenance. */
 void project_digest(const struct dlk_project *spec, char hex[65]);
 
-const char *project_layer_kind_name(enum dlk_layer_kind kind);
+/* The serving section alone, for `dlk serve --local` without a project file: the defaults of the
+ * table project_load() uses, with --set serving.KEY=VALUE overrides validated as it validates
+ * them (any other key is a usage error). project_serving_release() frees its strings. */
+int project_serving_load(const char *const *sets, size_t n_sets, struct dlk_serving *out, struct dlk_err *err);
+void project_serving_release(struct dlk_serving *s);
+
 const char *project_optimizer_name(enum dlk_optim o);
 const char *project_schedule_name(enum dlk_lr_schedule s);
 const char *project_format_name(enum dlk_data_format f);

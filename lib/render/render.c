@@ -1,4 +1,5 @@
 #include "lib/render/render.h"
+#include "lib/data/fetch.h"
 #include "lib/render/embedded.h"
 #include "lib/render/mustache.h"
 #include "lib/util/buf.h"
@@ -273,6 +274,49 @@ static int need(const char *value, const char *field, struct dlk_err *err)
 	return dlk_errf(err, DLK_EXIT_CONFIG, "spec field '%s' is not set: cannot render the job", field);
 }
 
+/* The claims that the data sources name (pvc://CLAIM/PATH), each once, in the order they come:
+ * [{claim, volume, mount}]: volume is the pod's name for it, mount where the worker reads it
+ * (DLK_PVC_ROOT/CLAIM). A malformed URL is left to the worker,
+ * which says what is wrong with it. */
+static cJSON *data_claims(const struct dlk_data *d)
+{
+	const struct dlk_source *srcs[] = { &d->train.images, &d->train.labels, &d->train.source,
+	                                    &d->test.images, &d->test.labels, &d->test.source };
+	cJSON *arr = cJSON_CreateArray();
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(srcs) / sizeof(srcs[0]); i++) {
+		const char *u = srcs[i]->url, *claim, *slash;
+		const cJSON *e;
+		int seen = 0;
+		if (!u || strncmp(u, "pvc://", 6))
+			continue;
+		claim = u + 6;
+		slash = strchr(claim, '/');
+		if (!slash || slash == claim)
+			continue;
+		cJSON_ArrayForEach(e, arr) {
+			const char *have = cJSON_GetObjectItemCaseSensitive(e, "claim")->valuestring;
+			if (strlen(have) == (size_t)(slash - claim) && !strncmp(have, claim, (size_t)(slash - claim)))
+				seen = 1;
+		}
+		if (seen)
+			continue;
+		cJSON *o = cJSON_CreateObject();
+		char *s = xstrndup(claim, (size_t)(slash - claim));
+		cJSON_AddStringToObject(o, "claim", s);
+		free(s);
+		s = xasprintf("data-%d", n++);
+		cJSON_AddStringToObject(o, "volume", s);
+		free(s);
+		s = xasprintf("%s/%.*s", DLK_PVC_ROOT, (int)(slash - claim), claim);
+		cJSON_AddStringToObject(o, "mount", s);
+		free(s);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
 /* Keys (every one always present, null when the spec has no value, so that strict rendering
  * catches misspelled names in templates):
  *   name, namespace, image, version, spec_yaml
@@ -286,6 +330,8 @@ static int need(const char *value, const char *field, struct dlk_err *err)
  *   priority_class, queue, schedule                    string or null
  *   storage.{claim, create, size, storage_class, mount, access_mode}
  *   netrc_secret                                      string or null: data.netrc_secret
+ *   data_claims                                       the claims pvc:// data sources name: a list of
+ *                                                     {claim, volume, mount}
  *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy) */
 cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                             struct dlk_err *err)
@@ -373,6 +419,7 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	cJSON_AddItemToObject(c, "queue", str_or_null(res->queue));
 	cJSON_AddItemToObject(c, "schedule", str_or_null(spec->schedule));
 	cJSON_AddItemToObject(c, "netrc_secret", str_or_null(spec->data.netrc_secret));
+	cJSON_AddItemToObject(c, "data_claims", data_claims(&spec->data));
 
 	o = cJSON_AddObjectToObject(c, "storage");
 	if (st->claim) {

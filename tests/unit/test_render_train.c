@@ -374,6 +374,37 @@ static void test_claim_and_schedule(void)
 	cJSON_Delete(objs);
 }
 
+/* Data on claims (pvc://CLAIM/PATH): each claim is mounted once, read-only, where the worker
+ * reads it; a data claim that is also the checkpoint claim is still mounted for the data. */
+static void test_data_claims(void)
+{
+	struct dlk_project s;
+	spec_defaults(&s, "fromclaims");
+	s.data.train.images.url = "pvc://datasets/fmnist/train-images.gz";
+	s.data.train.labels.url = "pvc://datasets/fmnist/train-labels.gz";
+	s.data.test.images.url = "pvc://holdout.v2/t10k-images.gz";
+	s.data.test.labels.url = "file:///data/t10k-labels.gz";
+	s.storage.claim = "datasets";
+	cJSON *objs = render_train(&s, spec_text, NULL, &err);
+	CHECK_MSG(objs != NULL, "data claims render: %s", err.msg);
+	save_json("data-claims", objs);
+	const cJSON *pod = jget(by_kind(objs, "Job"), "spec.template.spec");
+	CHECK_JSON(pod, "volumes.2", "{\"name\":\"data-0\",\"persistentVolumeClaim\":{\"claimName\":\"datasets\",\"readOnly\":true}}");
+	CHECK_JSON(pod, "volumes.3", "{\"name\":\"data-1\",\"persistentVolumeClaim\":{\"claimName\":\"holdout.v2\",\"readOnly\":true}}");
+	CHECK(jget(pod, "volumes.4") == NULL);
+	CHECK_JSON(pod, "containers.0.volumeMounts.2", "{\"name\":\"data-0\",\"mountPath\":\"/mnt/pvc/datasets\",\"readOnly\":true}");
+	CHECK_JSON(pod, "containers.0.volumeMounts.3", "{\"name\":\"data-1\",\"mountPath\":\"/mnt/pvc/holdout.v2\",\"readOnly\":true}");
+	cJSON_Delete(objs);
+
+	/* no pvc:// source, no data volume */
+	spec_defaults(&s, "plain");
+	s.data.train.source.url = "https://example.com/train.csv";
+	objs = render_train(&s, spec_text, NULL, &err);
+	CHECK(objs != NULL);
+	CHECK(jget(by_kind(objs, "Job"), "spec.template.spec.volumes.1") == NULL);
+	cJSON_Delete(objs);
+}
+
 static void test_hostile_spec_values(void)
 {
 	static struct dlk_kv hostile_labels[] = { { "note", "x\nkind: Secret" }, { "q", "\"}}{{name}}" } };
@@ -567,6 +598,7 @@ int main(void)
 	test_cpu_one_worker();
 	test_gpu_four_workers();
 	test_claim_and_schedule();
+	test_data_claims();
 	test_hostile_spec_values();
 	test_overrides();
 	test_copy();
