@@ -3,6 +3,7 @@
  * watches of the Jobs and their pods. The state itself is decided in lib/jobs/jobstate.c. */
 #include "commands/cluster.h"
 #include "commands/commands.h"
+#include "commands/run_history.h"
 #include "commands/ui.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/jobwatch.h"
@@ -394,7 +395,8 @@ out:
 }
 
 static struct {
-	int all_ns, watch;
+	int all_ns, watch, history, local;
+	const char *run;
 } opt;
 
 static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
@@ -411,6 +413,19 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_errf(&err, DLK_EXIT_USAGE, "--all-namespaces lists jobs; it takes no NAME and no --watch");
 		return dlk_report(ctx, &err);
 	}
+	if ((opt.history || opt.run || opt.local) && (!name || all_ns || watch)) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "%s shows the runs of one project: give its NAME (and no -A or -w)",
+		         opt.history ? "--history" : opt.run ? "--run" : "--local");
+		return dlk_report(ctx, &err);
+	}
+	if (opt.local && !opt.history && !opt.run) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--local goes with --history or --run (jobs are in the cluster)");
+		return dlk_report(ctx, &err);
+	}
+	if (opt.history)
+		return dlk_show_run_history(ctx, name, opt.local);
+	if (opt.run)
+		return dlk_show_run(ctx, name, opt.run, opt.local);
 	c = dlk_kube_client(ctx, &err);
 	if (!c)
 		return dlk_report(ctx, &err);
@@ -452,13 +467,22 @@ out:
 static const struct dlk_option status_options[] = {
 	OPT_BOOL('A', "all-namespaces", &opt.all_ns, "list the dlk jobs of every namespace", .excl = 1),
 	OPT_BOOL('w', "watch", &opt.watch, "keep watching and show every change (a job: until it ends)", .excl = 1),
+	OPT_BOOL(0, "history", &opt.history, "list the runs of project NAME, newest first (-o json: their full records)",
+	         .excl = 2),
+	OPT_STRING(0, "run", &opt.run, "ID", NULL, "show one run of project NAME: its outcome, metrics and provenance",
+	           .excl = 2),
+	OPT_BOOL(0, "local", &opt.local, "with --history or --run: the runs trained here (.dlk/runs next to -f)"),
 	OPT_END(),
 };
 
 const struct dlk_command_def dlk_cmd_status = {
 	.usage = "[NAME]",
 	.description = "Without NAME, list the dlk jobs of the namespace (-A: of all namespaces). With NAME, show\n"
-	               "that job: each rank's pod, why it is pending, and the progress its workers publish.",
+	               "that job: each rank's pod, why it is pending, and the progress its workers publish.\n"
+	               "--history lists the runs of project NAME (every training is a run with an id: its\n"
+	               "outcome, worker counts, metrics, and the digests of its data, spec, code and image),\n"
+	               "kept in the ConfigMap NAME-runs, or with --local the runs trained here; --run ID\n"
+	               "shows one.",
 	.options = status_options,
 	.min_pos = 0,
 	.max_pos = 1,
@@ -467,5 +491,7 @@ const struct dlk_command_def dlk_cmd_status = {
 	.examples = "  $ dlk status\n"
 	            "  $ dlk status mnist\n"
 	            "  $ dlk status -w mnist\n"
+	            "  $ dlk status mnist --history --local\n"
+	            "  $ dlk status mnist --run 3f2a9c1e -o json\n"
 	            "  $ dlk status -A -o wide\n",
 };

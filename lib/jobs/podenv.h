@@ -16,7 +16,6 @@
 #define DLK_ENV_NAMESPACE "DLK_NAMESPACE" /* the pod's namespace (downward API) */
 #define DLK_ENV_POD_NAME "POD_NAME"       /* the pod's name, for the user's tools (dlk does not read it) */
 #define DLK_ENV_TRIGGER "DLK_TRIGGER"     /* what started the run: schedule (a CronJob's), else manual */
-#define DLK_ENV_RUNS_CONFIGMAP "DLK_RUNS_CONFIGMAP" /* the project's run history, NAME-runs */
 #define DLK_ENV_NETRC "NETRC"             /* with data.netrc_secret: the mounted netrc file the fetcher reads */
 /* What every rendered Job sets (NETRC only with data.netrc_secret), as an initializer. */
 #define DLK_POD_ENV_FROM_TEMPLATE                                                                          \
