@@ -405,6 +405,125 @@ out:
 	return rc;
 }
 
+/* ---- two runs side by side ---- */
+
+struct facts {
+	char v[24][160];
+};
+
+static const char *const fact_names[] = {
+	"outcome", "started (UTC)", "duration", "workers", "restarts", "trigger", "test accuracy", "test loss",
+	"train loss", "epochs", "batch size", "optimizer", "learning rate", "parameters", "data", "train data",
+	"test data", "spec", "commit", "image", "dlk", NULL,
+};
+
+static void num_fact(const cJSON *o, const char *k, const char *fmt, double scale, char *out)
+{
+	const cJSON *v = get(o, k);
+	if (cJSON_IsNumber(v))
+		snprintf(out, 160, fmt, v->valuedouble * scale);
+	else if (cJSON_IsString(v))
+		snprintf(out, 160, "%.150s", v->valuestring);
+	else
+		snprintf(out, 160, "-");
+}
+
+static void split_sha(const cJSON *rec, const char *split, char *out)
+{
+	const cJSON *info = dlk_run_info(rec), *d = get(info, "data"), *v;
+
+	if (!cJSON_IsArray(d))
+		d = get(get(rec, "provenance"), "data");
+	snprintf(out, 160, "-");
+	cJSON_ArrayForEach(v, d)
+		if (str_of(v, "split") && !strcmp(str_of(v, "split"), split) && str_of(v, "sha256"))
+			snprintf(out, 160, "%.12s", str_of(v, "sha256"));
+}
+
+static void facts_of(const cJSON *rec, struct facts *f)
+{
+	const cJSON *info = dlk_run_info(rec), *m = get(rec, "metrics"), *t = get(rec, "training");
+	const char *commit = str_of(info, "git_commit");
+	char fp[65];
+	int i = 0;
+
+	snprintf(f->v[i++], 160, "%s", dlk_run_outcome_name(dlk_run_outcome(rec)));
+	short_time(dlk_run_started_at(rec), f->v[i++], 160);
+	run_duration(info, f->v[i++], 160);
+	worlds(info, f->v[i++], 160);
+	num_fact(info, "restarts", "%.0f", 1, f->v[i++]);
+	snprintf(f->v[i++], 160, "%s", str_of(info, "trigger") ? str_of(info, "trigger") : "-");
+	num_fact(m, "test_accuracy", "%.2f%%", 100, f->v[i++]);
+	num_fact(m, "test_loss", "%.4f", 1, f->v[i++]);
+	num_fact(m, "train_loss", "%.4f", 1, f->v[i++]);
+	num_fact(t, "epochs", "%.0f", 1, f->v[i++]);
+	num_fact(t, "batch_size", "%.0f", 1, f->v[i++]);
+	num_fact(t, "optimizer", "%.0f", 1, f->v[i++]);
+	num_fact(t, "lr", "%g", 1, f->v[i++]);
+	num_fact(get(rec, "architecture"), "parameters", "%.0f", 1, f->v[i++]);
+	dlk_train_data_fingerprint(rec, fp);
+	snprintf(f->v[i++], 160, "%.12s", fp[0] ? fp : "-");
+	split_sha(rec, "train", f->v[i++]);
+	split_sha(rec, "test", f->v[i++]);
+	snprintf(f->v[i++], 160, "%.12s", str_of(info, "spec_sha256") ? str_of(info, "spec_sha256") : "-");
+	snprintf(f->v[i++], 160, "%.12s%s", commit ? commit : "-", cJSON_IsTrue(get(info, "git_dirty")) ? "+dirty" : "");
+	snprintf(f->v[i++], 160, "%.150s", str_of(info, "image") ? str_of(info, "image") : "-");
+	snprintf(f->v[i++], 160, "%.150s", str_of(info, "dlk_version") ? str_of(info, "dlk_version") : "-");
+}
+
+int dlk_compare_runs(struct dlk_ctx *ctx, const char *name, const char *id_a, const char *id_b, int local)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct kube_client *kc = NULL;
+	struct dlk_run_store *s;
+	cJSON *a = NULL, *b = NULL;
+	struct facts fa, fb;
+	size_t wa = 0;
+	int rc = 0, differ = 0;
+
+	s = dlk_open_run_history(ctx, name, local, &kc, &err);
+	if (!s || dlk_runs_get(s, id_a, &a, &err) || dlk_runs_get(s, id_b, &b, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
+		cJSON *doc = cJSON_CreateObject(), *runs = cJSON_AddArrayToObject(doc, "runs"), *diff;
+		cJSON_AddItemToArray(runs, a);
+		cJSON_AddItemToArray(runs, b);
+		a = b = NULL;
+		facts_of(cJSON_GetArrayItem(runs, 0), &fa);
+		facts_of(cJSON_GetArrayItem(runs, 1), &fb);
+		diff = cJSON_AddArrayToObject(doc, "differ");
+		for (int i = 0; fact_names[i]; i++)
+			if (strcmp(fa.v[i], fb.v[i]) && i != 1 && i != 2)
+				cJSON_AddItemToArray(diff, cJSON_CreateString(fact_names[i]));
+		if (emit(ctx, doc, &err))
+			rc = dlk_report(ctx, &err);
+		cJSON_Delete(doc);
+		goto out;
+	}
+	facts_of(a, &fa);
+	facts_of(b, &fb);
+	for (int i = 0; fact_names[i]; i++)
+		if (strlen(fa.v[i]) > wa)
+			wa = strlen(fa.v[i]);
+	printf("  %-15s %-*.8s   %.8s\n", "", (int)(wa > 8 ? wa : 8), dlk_run_id(a), dlk_run_id(b));
+	for (int i = 0; fact_names[i]; i++) {
+		/* the start and the duration of two runs always differ: not marked */
+		int d = strcmp(fa.v[i], fb.v[i]) && i != 1 && i != 2;
+		differ += d;
+		printf("%s %-15s %-*s   %s\n", d ? "*" : " ", fact_names[i], (int)(wa > 8 ? wa : 8), fa.v[i], fb.v[i]);
+	}
+	dlk_info(ctx, "%d of the facts differ (*); the curves side by side: dlk report %.8s --compare %.8s", differ,
+	         dlk_run_id(a), dlk_run_id(b));
+out:
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	dlk_runs_close(s);
+	dlk_kube_close(ctx, kc);
+	return rc;
+}
+
 /* ---- a run as a report's source ---- */
 
 static char *project_dir_of(const char *spec_file)

@@ -20,6 +20,9 @@ struct dlk_run_store *dlk_open_run_history(const struct dlk_ctx *ctx, const char
 int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local);
 /* `dlk status NAME --run ID` (ID: the run's id or at least 4 characters of it). */
 int dlk_show_run(struct dlk_ctx *ctx, const char *name, const char *id, int local);
+/* `dlk status NAME --run A --compare B`: the two runs' outcome, metrics, settings and digests
+ * side by side, the facts that differ marked (-o json: {"runs": [a, b], "differ": [names]}). */
+int dlk_compare_runs(struct dlk_ctx *ctx, const char *name, const char *id_a, const char *id_b, int local);
 /* The run document (lib/report) of run id (or a prefix of at least 4 characters): cluster 0,
  * from the local histories next to the project file (every project kept there); cluster 1,
  * from the cluster's history of the project that -f names. NULL with err; DLK_EXIT_NOTFOUND

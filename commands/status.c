@@ -396,7 +396,7 @@ out:
 
 static struct {
 	int all_ns, watch, history, local;
-	const char *run;
+	const char *run, *compare;
 } opt;
 
 static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
@@ -413,6 +413,10 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_errf(&err, DLK_EXIT_USAGE, "--all-namespaces lists jobs; it takes no NAME and no --watch");
 		return dlk_report(ctx, &err);
 	}
+	if (opt.compare && !opt.run) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--compare goes with --run: dlk status NAME --run ID --compare OTHER-ID");
+		return dlk_report(ctx, &err);
+	}
 	if ((opt.history || opt.run || opt.local) && (!name || all_ns || watch)) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "%s shows the runs of one project: give its NAME (and no -A or -w)",
 		         opt.history ? "--history" : opt.run ? "--run" : "--local");
@@ -424,6 +428,8 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	if (opt.history)
 		return dlk_show_run_history(ctx, name, opt.local);
+	if (opt.compare)
+		return dlk_compare_runs(ctx, name, opt.run, opt.compare, opt.local);
 	if (opt.run)
 		return dlk_show_run(ctx, name, opt.run, opt.local);
 	c = dlk_kube_client(ctx, &err);
@@ -471,6 +477,7 @@ static const struct dlk_option status_options[] = {
 	         .excl = 2),
 	OPT_STRING(0, "run", &opt.run, "ID", NULL, "show one run of project NAME: its outcome, metrics and provenance",
 	           .excl = 2),
+	OPT_STRING(0, "compare", &opt.compare, "ID", NULL, "with --run: set another run beside it, the differences marked"),
 	OPT_BOOL(0, "local", &opt.local, "with --history or --run: the runs trained here (.dlk/runs next to -f)"),
 	OPT_END(),
 };
@@ -482,7 +489,7 @@ const struct dlk_command_def dlk_cmd_status = {
 	               "--history lists the runs of project NAME (every training is a run with an id: its\n"
 	               "outcome, worker counts, metrics, and the digests of its data, spec, code and image),\n"
 	               "kept in the ConfigMap NAME-runs, or with --local the runs trained here; --run ID\n"
-	               "shows one.",
+	               "shows one, --compare another beside it.",
 	.options = status_options,
 	.min_pos = 0,
 	.max_pos = 1,
@@ -493,5 +500,6 @@ const struct dlk_command_def dlk_cmd_status = {
 	            "  $ dlk status -w mnist\n"
 	            "  $ dlk status mnist --history --local\n"
 	            "  $ dlk status mnist --run 3f2a9c1e -o json\n"
+	            "  $ dlk status mnist --run 3f2a9c1e --compare 9b04d7aa --local\n"
 	            "  $ dlk status -A -o wide\n",
 };

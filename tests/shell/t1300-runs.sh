@@ -106,6 +106,18 @@ test_expect_success 'an unknown or ambiguous run id is a clear error' '
 	test_exit_code 2 dlk status blobs --history --run x 2>err
 '
 
+test_expect_success '--run A --compare B sets two runs side by side, the differences marked' '
+	ids=$(dlk status blobs --history --local -f "$P/dlk.yaml" -o json | jq -r ".runs[].run.id") &&
+	a=$(echo "$ids" | sed -n 1p) && b=$(echo "$ids" | sed -n 2p) &&
+	dlk status blobs --run "$a" --compare "$b" --local -f "$P/dlk.yaml" >cmp 2>err && cat cmp err &&
+	grep_q "^\* train data  *[0-9a-f]\{12\}  *[0-9a-f]\{12\}$" cmp &&
+	grep_q "^  test data " cmp && grep_q "^  outcome  *succeeded  *succeeded$" cmp &&
+	grep_q "dlk report $(echo $a | cut -c1-8) --compare $(echo $b | cut -c1-8)" err &&
+	dlk status blobs --run "$a" --compare "$b" --local -f "$P/dlk.yaml" -o json >cmp.json &&
+	jq -e "(.runs | length) == 2 and (.differ | index(\"train data\")) != null and (.differ | index(\"outcome\")) == null" cmp.json &&
+	test_exit_code 2 dlk status blobs --compare "$b" --local -f "$P/dlk.yaml" 2>err && grep_q "goes with --run" err
+'
+
 test_expect_success 'dlk report RUN-ID draws a run of the local history; --compare sets another beside it' '
 	cd "$P" && ids=$(dlk status blobs --history --local -o json | jq -r ".runs[].run.id") &&
 	a=$(echo "$ids" | sed -n 1p) && b=$(echo "$ids" | sed -n 2p) &&
