@@ -149,6 +149,12 @@ func containerEnv(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod,
 	e.set("PATH", defaultPath)
 	e.set("HOSTNAME", hostname)
 	e.set("HOME", "/root")
+	// The GPU nodes here are capacity on paper: no device exists. Where the NVIDIA device plugin
+	// would hand the container its GPUs, the runner tells dlk to compute on the CPU instead, so a
+	// worker that a real GPU pod would require CUDA of still runs (the spec may override it).
+	if q, ok := c.Resources.Limits["nvidia.com/gpu"]; ok && !q.IsZero() {
+		e.set("DLK_DEVICE", "cpu")
+	}
 	for _, src := range c.EnvFrom {
 		switch {
 		case src.ConfigMapRef != nil:
