@@ -139,6 +139,17 @@ test_expect_success 'a damaged record is left out with a warning, not a failure'
 	grep_q "1 record in the local history .* could not be read and is left out" err && test "$(wc -l <hist)" = 5
 '
 
+test_expect_success 'a project kept in git: the record names its commit and whether the tree was dirty' '
+	make_project g && cd g && git init -q && git add dlk.yaml train.csv test.csv &&
+	git -c user.name=t -c user.email=t@t commit -qm one && head=$(git rev-parse HEAD) &&
+	dlk train --local -q >/dev/null 2>&1 && echo "# more" >>dlk.yaml &&
+	dlk train --local -q >/dev/null 2>&1 &&
+	dlk status blobs --history --local -o json >h.json &&
+	jq -e ".runs[1].run.git_commit == \"$head\" and .runs[1].run.git_dirty == false" h.json &&
+	jq -e ".runs[0].run.git_commit == \"$head\" and .runs[0].run.git_dirty == true" h.json &&
+	dlk status blobs --run $(jq -r ".runs[0].run.id" h.json) --local | grep_q "^commit  *$head (dirty tree)$"
+'
+
 test_expect_success 'a project with no runs says so' '
 	make_project e && dlk status blobs --history --local -f e/dlk.yaml >out 2>err && cat err &&
 	test ! -s out && grep_q "no runs of .blobs. in the local history" err
