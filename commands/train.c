@@ -4,6 +4,7 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/train.h"
+#include "commands/train_run.h"
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
 #include "commands/train_submit.h"
@@ -58,6 +59,10 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_report(ctx, &err);
 		break;
 	case TRAIN_LOCAL:
+		if (opt.if_data_changed && (rc = dlk_train_skip_unchanged(ctx, spec)) != 0) {
+			/* DLK_EXIT_UNCHANGED, or an error (reported) */
+			break;
+		}
 		if (opt.workers > 1)
 			rc = dlk_train_gang(ctx, &opt, spec);
 		else
@@ -103,6 +108,9 @@ static const struct dlk_option train_options[] = {
 	OPT_BOOL(0, "fresh", &opt.fresh, "start a new run even when the last one was interrupted (it is resumed otherwise)",
 	         .modes = DLK_MODE(TRAIN_LOCAL), .flags = OPT_NONEG,
 	         .hint = "in a cluster every job is a run of its own; its restarts and resizes resume it"),
+	OPT_BOOL(0, "if-data-changed", &opt.if_data_changed,
+	         "train only when the data differs from the last successful run's; else record a skipped run and exit 9",
+	         .modes = DLK_MODE(TRAIN_LOCAL), .flags = OPT_NONEG),
 	OPT_INT(0, "max-restarts", &opt.max_restarts, "N", 3,
 	        "with --local --workers: restart the workers from the last checkpoint at most N times",
 	        .min = 0, .max = 1000, .modes = DLK_MODE(TRAIN_LOCAL)),

@@ -3,6 +3,7 @@
 #include "commands/train_run.h"
 #include "commands/ui.h"
 #include "lib/jobs/podenv.h"
+#include "lib/data/fetch.h"
 #include "lib/kube/api.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
@@ -90,6 +91,102 @@ static void fill_common(cJSON *rec, const struct dlk_project *spec, const char *
 	dlk_run_set_str(rec, "spec_sha256", spec_digest);
 	dlk_run_set_str(rec, "dlk_version", DLK_VERSION);
 	dlk_run_set_str(rec, "image", image && *image ? image : spec->image);
+}
+
+/* Appends {"split", "url", "sha256"} of src, fetched and hashed as training would. */
+static int hash_source(const struct dlk_source *src, const char *split, const struct dlk_data *spec,
+                       const struct dlk_data_opts *o, cJSON *out, struct dlk_err *err)
+{
+	struct dlk_fetched f = DLK_FETCHED_INIT;
+	cJSON *d;
+
+	if (!src->url)
+		return 0;
+	if (dlk_fetch(src, spec, o, &f, err))
+		return -1;
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "split", split);
+	cJSON_AddStringToObject(d, "url", src->url);
+	cJSON_AddStringToObject(d, "sha256", f.sha256);
+	cJSON_AddItemToArray(out, d);
+	dlk_fetched_release(&f);
+	return 0;
+}
+
+int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project *spec)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_data_opts o = { 0 };
+	const struct dlk_split *splits[2] = { &spec->data.train, &spec->data.test };
+	const char *names[2] = { "train", "test" };
+	char *dir = dlk_runs_local_dir(ctx->file, spec->name), *base = NULL, fp[65], last_fp[65], id[37];
+	struct dlk_run_store *store = dlk_runs_open_dir(dir, spec->name);
+	cJSON *data = cJSON_CreateArray(), *last = NULL, *rec = NULL, *wrap = NULL;
+	const char *slash = strrchr(ctx->file, '/');
+	int rc = 0;
+
+	base = slash ? xstrndup(ctx->file, (size_t)(slash - ctx->file)) : xstrdup(".");
+	o.base_dir = base;
+	for (int i = 0; i < 2; i++) {
+		const struct dlk_split *sp = splits[i];
+		if (hash_source(&sp->images, names[i], &spec->data, &o, data, &err) ||
+		    hash_source(&sp->labels, names[i], &spec->data, &o, data, &err) ||
+		    hash_source(&sp->source, names[i], &spec->data, &o, data, &err)) {
+			dlk_err_prefix(&err, "--if-data-changed: cannot hash the data");
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+	}
+	if (dlk_runs_newest(store, DLK_RUN_SUCCEEDED, &last, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	/* the fingerprint reads run.data: wrap the fresh digests as a record's */
+	wrap = cJSON_CreateObject();
+	cJSON_AddItemToObject(cJSON_AddObjectToObject(wrap, "run"), "data", cJSON_Duplicate(data, 1));
+	dlk_train_data_fingerprint(wrap, fp);
+	if (!last) {
+		dlk_info(ctx, "no run of '%s' has succeeded yet: training", spec->name);
+		goto out;
+	}
+	dlk_train_data_fingerprint(last, last_fp);
+	if (strcmp(fp, last_fp)) {
+		dlk_info(ctx, "the data differs from what run %.8s trained on: training", dlk_run_id(last));
+		goto out;
+	}
+	/* unchanged: a run that says so, in the history */
+	if (dlk_run_new_id(id, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	rec = dlk_run_record_new(spec->name, id);
+	dlk_run_set_str(rec, "where", "local");
+	dlk_run_set_str(rec, "trigger", "data-changed");
+	dlk_run_set_item(rec, "data", data);
+	data = NULL;
+	fill_common(rec, spec, dlk_run_str(last, "spec_sha256") ? dlk_run_str(last, "spec_sha256") : "");
+	{
+		char reason[160], now[32];
+		snprintf(reason, sizeof(reason), "the data is unchanged since run %.36s", dlk_run_id(last));
+		dlk_run_set_str(rec, "reason", reason);
+		dlk_run_set_outcome(rec, DLK_RUN_SKIPPED);
+		dlk_run_time_now(now);
+		dlk_run_set_str(rec, "finished_at", now);
+	}
+	if (dlk_runs_put(store, rec, &err))
+		dlk_warn(ctx, "the skipped run is not in the history: %s", err.msg);
+	dlk_info(ctx, "the data is what run %.8s trained on (%.12s): nothing to train; run %.8s records the skip",
+	         dlk_run_id(last), fp, id);
+	rc = DLK_EXIT_UNCHANGED;
+out:
+	cJSON_Delete(wrap);
+	cJSON_Delete(rec);
+	cJSON_Delete(last);
+	cJSON_Delete(data);
+	dlk_runs_close(store);
+	free(base);
+	free(dir);
+	return rc;
 }
 
 int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,

@@ -31,6 +31,12 @@ struct dlk_train_run {
  * --if-data-changed compare. */
 void dlk_train_data_fingerprint(const cJSON *rec_or_doc, char hex[65]);
 
+/* `dlk train --local --if-data-changed`: fetches and hashes the project's data sources; when
+ * their fingerprint equals that of the newest successful run in the local history, records a
+ * run "skipped" with the reason, says so and returns DLK_EXIT_UNCHANGED; 0 when the data
+ * changed (or no run succeeded yet): train. An error is reported and its code returned. */
+int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project *spec);
+
 /* `dlk train --local` (a single process, or the parent of a gang of `world` workers): the
  * newest run of the project in its local history is continued when it was interrupted (a
  * signal, a crash, a lost worker), its project file resolves to the same spec (digest) and

@@ -150,6 +150,21 @@ test_expect_success 'a project kept in git: the record names its commit and whet
 	dlk status blobs --run $(jq -r ".runs[0].run.id" h.json) --local | grep_q "^commit  *$head (dirty tree)$"
 '
 
+test_expect_success '--if-data-changed: unchanged data is a skipped run and exit 9; changed data trains' '
+	make_project c && dlk train --local -q -f c/dlk.yaml >/dev/null 2>&1 &&
+	test_exit_code 9 dlk train --local --if-data-changed -f c/dlk.yaml >out 2>err && cat err &&
+	grep_q "the data is what run [0-9a-f]\{8\} trained on" err && ! grep -q epoch err &&
+	dlk status blobs --history --local -f c/dlk.yaml -o json >h.json &&
+	jq -e ".runs[0].run.outcome == \"skipped\" and .runs[0].run.trigger == \"data-changed\"" h.json &&
+	jq -e ".runs[0].run.reason == (\"the data is unchanged since run \" + .runs[1].run.id)" h.json &&
+	dlk status blobs --history --local -f c/dlk.yaml | sed -n 2p | grep_q " skipped .* the data is unchanged since run " &&
+	echo "0.5,0.5,1" >>c/train.csv &&
+	dlk train --local --if-data-changed -f c/dlk.yaml >/dev/null 2>err && cat err &&
+	grep_q "the data differs from what run [0-9a-f]\{8\} trained on: training" err &&
+	test "$(dlk status blobs --history --local -f c/dlk.yaml -o json | jq -r ".runs[0].run.outcome")" = succeeded &&
+	test_exit_code 2 dlk train --if-data-changed -f c/dlk.yaml 2>err
+'
+
 test_expect_success 'a project with no runs says so' '
 	make_project e && dlk status blobs --history --local -f e/dlk.yaml >out 2>err && cat err &&
 	test ! -s out && grep_q "no runs of .blobs. in the local history" err
