@@ -37,8 +37,11 @@ struct dlk_run_store *dlk_open_run_history(const struct dlk_ctx *ctx, const char
 		return s;
 	}
 	*kc = dlk_kube_client(ctx, err);
-	if (!*kc)
+	if (!*kc) {
+		if (err->code == DLK_EXIT_CONFIG)
+			dlk_err_hint(err, "the runs trained on this machine need no cluster: add --local");
 		return NULL;
+	}
 	return dlk_runs_open_configmap(*kc, NULL, name);
 }
 

@@ -62,6 +62,16 @@ test_expect_success 'the bundle and the checkpoints are on the checkpoint volume
 	ls "$PV/.dlk/checkpoints/fashion" | grep -q .
 '
 
+test_expect_success 'rank 0 recorded the run (the Job'"'"'s uid) in the ConfigMap fashion-runs, under the worker Role' '
+	uid=$(kubectl get job fashion -o jsonpath={.metadata.uid}) && test -n "$uid" &&
+	dlk status fashion --history -o json >h.json &&
+	jq -e "(.runs | length) == 1 and .runs[0].run.id == \"$uid\" and .runs[0].run.outcome == \"succeeded\"" h.json &&
+	jq -e ".runs[0].run.worlds == [2] and .runs[0].run.job.name == \"fashion\" and .runs[0].metrics.test_accuracy > 0.75" h.json &&
+	jq -e "[.runs[0].run.data[].url] | length == 4" h.json &&
+	dlk status fashion --run "$uid" | grep -q "^outcome  *succeeded$" &&
+	dlk -f "$PROJ" report "$uid" -o json | jq -e ".runs[0].source.store == \"cluster\""
+'
+
 test_expect_success 'the Job controller made one pod per rank; each ran on a node and succeeded' '
 	kubectl get pods -l batch.kubernetes.io/job-name=fashion \
 		-o jsonpath="{range .items[*]}{.metadata.labels.batch\.kubernetes\.io/job-completion-index} {.spec.hostname} {.spec.nodeName} {.status.phase} {.status.containerStatuses[0].state.terminated.exitCode}{\"\n\"}{end}" |
@@ -99,6 +109,8 @@ test_expect_success 'the worker token may patch its own Job, and nothing else' '
 	w get job fashion -o name &&
 	w patch job fashion --type merge -p "{\"metadata\":{\"annotations\":{\"t0810\":\"own job\"}}}" &&
 	w get configmap fashion-spec -o name &&
+	w get configmap fashion-runs -o name &&
+	refused patch configmap fashion-spec --type merge -p "{\"data\":{\"x\":\"y\"}}" &&
 	kubectl create job other --image=busybox -- true &&
 	kubectl create secret generic secret-data --from-literal=k=v &&
 	refused patch job other --type merge -p "{\"metadata\":{\"annotations\":{\"x\":\"y\"}}}" &&
@@ -121,7 +133,7 @@ test_expect_success 'kubectl and dlk status -o json agree on the job state' '
 	cat dlk.states && diff -u dlk.states kubectl.states
 '
 
-test_expect_success 'dlk delete leaves nothing behind' '
+test_expect_success 'dlk delete leaves nothing behind but the run history' '
 	dlk delete fashion >out && cat out &&
 	gone() {
 		for k in jobs pods services endpointslices configmaps serviceaccounts roles rolebindings persistentvolumeclaims; do
@@ -131,7 +143,8 @@ test_expect_success 'dlk delete leaves nothing behind' '
 	} &&
 	wait_until 60 gone &&
 	test_must_fail kubectl get job fashion 2>/dev/null &&
-	test "$(kubectl get pods -o name | grep -c fashion)" = 0
+	test "$(kubectl get pods -o name | grep -c fashion)" = 0 &&
+	kubectl get configmap fashion-runs -o name
 '
 
 # `schedule:` makes a CronJob; its runs are Jobs of other names. `dlk status NAME` and
