@@ -479,7 +479,7 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 	/* the run: a new one, or the interrupted one this continues (its id names its checkpoints,
 	 * and the rendezvous of its workers) */
 	project_digest(spec, digest);
-	if (dlk_train_run_open_local(&run, ctx, spec, digest, opts->fresh, workers, &err)) {
+	if (dlk_train_run_open_local(&run, ctx, spec, digest, opts, workers, &err)) {
 		rc = dlk_report(ctx, &err);
 		dlk_train_run_release(&run);
 		return rc;

@@ -717,7 +717,7 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		goto fail;
 	/* the run: here, a new one or the interrupted one this continues; in a pod, the Job's */
 	if (!worker) {
-		if (dlk_train_run_open_local(&run.trun, ctx, spec, run.digest, cli->fresh, 1, &err))
+		if (dlk_train_run_open_local(&run.trun, ctx, spec, run.digest, cli, 1, &err))
 			goto fail;
 	} else if (run.rank == 0) {
 		dlk_train_run_open_cluster(&run.trun, ctx, spec, run.digest, run.world);

@@ -84,6 +84,14 @@ static int resumable(const cJSON *rec)
 	}
 }
 
+/* the worker count a run ran at last (0: not recorded) */
+static int last_world(const cJSON *rec)
+{
+	const cJSON *w = get(dlk_run_info(rec), "worlds");
+	const cJSON *l = cJSON_GetArrayItem(w, cJSON_GetArraySize(w) - 1);
+	return cJSON_IsNumber(l) ? l->valueint : 0;
+}
+
 static void fill_common(cJSON *rec, const struct dlk_project *spec, const char *spec_digest)
 {
 	const char *image = getenv(DLK_ENV_IMAGE);
@@ -190,7 +198,7 @@ out:
 }
 
 int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
-                             const char *spec_digest, int fresh, int world, struct dlk_err *err)
+                             const char *spec_digest, const struct dlk_train_cli *cli, int world, struct dlk_err *err)
 {
 	char *dir = dlk_runs_local_dir(ctx->file, spec->name), host[256] = "", sid[16];
 	cJSON *all = NULL, *rec = NULL;
@@ -207,12 +215,20 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx,
 	if (newest && resumable(newest)) {
 		const char *digest = dlk_run_str(newest, "spec_sha256");
 		short_id(dlk_run_id(newest), sid);
-		if (fresh)
+		if (cli->fresh)
 			dlk_info(ctx, "starting a new run (--fresh); run %s, interrupted, stays in the history", sid);
 		else if (!digest || strcmp(digest, spec_digest))
 			dlk_info(ctx, "run %s was interrupted, but the project has changed since: starting a new run", sid);
-		else
+		else if (last_world(newest) > 0 && last_world(newest) != world) {
+			/* its checkpoints hold the state of that many workers */
+			dlk_errf(err, DLK_EXIT_CONFIG,
+			         "run %s was interrupted with %d worker%s; continuing it with %d is not supported yet", sid,
+			         last_world(newest), last_world(newest) == 1 ? "" : "s", world);
+			dlk_err_hint(err, "continue it with --workers %d, or start a new run with --fresh", last_world(newest));
+			goto out;
+		} else {
 			rec = cJSON_Duplicate(newest, 1);
+		}
 	}
 	gethostname(host, sizeof(host) - 1);
 	if (rec) {
@@ -228,7 +244,8 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx,
 			goto out;
 		rec = dlk_run_record_new(spec->name, id);
 		dlk_run_set_str(rec, "where", "local");
-		dlk_run_set_str(rec, "trigger", "manual");
+		/* --if-data-changed: it trains because the data changed */
+		dlk_run_set_str(rec, "trigger", cli->if_data_changed ? "data-changed" : "manual");
 		dlk_run_set_num(rec, "restarts", 0);
 	}
 	dlk_run_set_str(rec, "host", host);

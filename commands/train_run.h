@@ -11,6 +11,7 @@
 #include <cJSON.h>
 
 #include "commands/ctx.h"
+#include "commands/train.h"
 #include "lib/kube/client.h"
 #include "lib/project/project.h"
 #include "lib/runs/runs.h"
@@ -42,7 +43,7 @@ int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project
  * signal, a crash, a lost worker), its project file resolves to the same spec (digest) and
  * fresh is not set; otherwise a new run begins. Writes the record (outcome running). */
 int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
-                             const char *spec_digest, int fresh, int world, struct dlk_err *err);
+                             const char *spec_digest, const struct dlk_train_cli *cli, int world, struct dlk_err *err);
 /* Rank 0 in a pod: the run is the Job's (DLK_RUN_ID, its uid); its record in the ConfigMap is
  * made or, after a restart or a re-form, counted as restarted at `world` workers. A history
  * that cannot be reached is warned about; training goes on without a record. */

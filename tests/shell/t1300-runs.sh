@@ -150,6 +150,18 @@ test_expect_success 'a project kept in git: the record names its commit and whet
 	dlk status blobs --run $(jq -r ".runs[0].run.id" h.json) --local | grep_q "^commit  *$head (dirty tree)$"
 '
 
+test_expect_success 'an interrupted run continues with its worker count; another count is refused, naming both ways on' '
+	make_project w &&
+	{ DLK_TEST_CHECKPOINT_DELAY_MS=30 "$DLK" train --local --workers 2 -f w/dlk.yaml >/dev/null 2>err & pid=$!; } &&
+	i=0; while ! ls "$(ckpts w)" 2>/dev/null | grep -q step-; do sleep 0.05; i=$((i + 1)); test $i -lt 400 || exit 1; done &&
+	kill -TERM $pid; wait $pid; test $? = 75 &&
+	test_exit_code 3 dlk train --local -f w/dlk.yaml 2>err && cat err &&
+	grep_q "run [0-9a-f]\{8\} was interrupted with 2 workers; continuing it with 1 is not supported yet" err &&
+	grep_q "continue it with --workers 2, or start a new run with --fresh" err &&
+	dlk train --local --workers 2 -f w/dlk.yaml >/dev/null 2>err && grep_q "resuming run" err &&
+	dlk status blobs --history --local -f w/dlk.yaml -o json | jq -e "(.runs | length) == 1 and .runs[0].run.restarts == 1"
+'
+
 test_expect_success '--if-data-changed: unchanged data is a skipped run and exit 9; changed data trains' '
 	make_project c && dlk train --local -q -f c/dlk.yaml >/dev/null 2>&1 &&
 	test_exit_code 9 dlk train --local --if-data-changed -f c/dlk.yaml >out 2>err && cat err &&
@@ -161,7 +173,7 @@ test_expect_success '--if-data-changed: unchanged data is a skipped run and exit
 	echo "0.5,0.5,1" >>c/train.csv &&
 	dlk train --local --if-data-changed -f c/dlk.yaml >/dev/null 2>err && cat err &&
 	grep_q "the data differs from what run [0-9a-f]\{8\} trained on: training" err &&
-	test "$(dlk status blobs --history --local -f c/dlk.yaml -o json | jq -r ".runs[0].run.outcome")" = succeeded &&
+	dlk status blobs --history --local -f c/dlk.yaml -o json | jq -e ".runs[0].run.outcome == \"succeeded\" and .runs[0].run.trigger == \"data-changed\"" &&
 	test_exit_code 2 dlk train --if-data-changed -f c/dlk.yaml 2>err
 '
 
