@@ -527,6 +527,36 @@ out:
 	return rc;
 }
 
+/* ---- the run a Job is ---- */
+
+void dlk_job_run_lines(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *job, struct dlk_buf *b)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	const cJSON *meta = get(job, "metadata");
+	const char *uid = str_of(meta, "uid"), *ns = str_of(meta, "namespace"), *project = str_of(get(meta, "labels"), "dlk.dev/job");
+	struct dlk_run_store *s;
+	cJSON *rec = NULL;
+
+	(void)ctx;
+	if (!uid || !project)
+		return;
+	s = dlk_runs_open_configmap(c, ns, project);
+	if (dlk_runs_get(s, uid, &rec, &err) == 0) {
+		const cJSON *f = get(dlk_run_info(rec), "failure"), *rank = get(f, "rank"), *code = get(f, "exit_code");
+		dlk_buf_addf(b, "\nrun:       %.8s %s (dlk status %s --run %.8s)\n", uid,
+		             dlk_run_outcome_name(dlk_run_outcome(rec)), project, uid);
+		if (f) {
+			char who[32] = "";
+			if (cJSON_IsNumber(rank) && rank->valueint >= 0)
+				snprintf(who, sizeof(who), "rank %d, ", rank->valueint);
+			dlk_buf_addf(b, "cause:     %sexit %d (%s): %s\n", who, cJSON_IsNumber(code) ? code->valueint : -1,
+			             str_of(f, "class") ? str_of(f, "class") : "?", str_of(f, "message") ? str_of(f, "message") : "");
+		}
+	}
+	cJSON_Delete(rec);
+	dlk_runs_close(s);
+}
+
 /* ---- a run as a report's source ---- */
 
 static char *project_dir_of(const char *spec_file)

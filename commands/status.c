@@ -447,6 +447,9 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
+		/* which run the job is, and why it failed, from the run history */
+		if (ctx->output != DLK_OUTPUT_JSON && ctx->output != DLK_OUTPUT_YAML)
+			dlk_job_run_lines(ctx, c, job, &b);
 	} else {
 		if (list_kind(c, "Job", ns, all_ns, DLK_LABEL_JOB, &jobs, &err) < 0 ||
 		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), NULL, all_ns, &b, &err) < 0) {

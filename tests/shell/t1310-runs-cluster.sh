@@ -92,10 +92,20 @@ test_expect_success 'dlk report RUN-ID draws a run of the cluster'"'"'s history'
 	dlk -f "$P/dlk.yaml" report $(echo $UID1 | cut -c1-8) --compare $UID2 -o page.html && test -s page.html
 '
 
+test_expect_success 'dlk status NAME names the run the Job is, and the cause of its failure' '
+	uid=$(api /apis/batch/v1/namespaces/default/jobs/blobs | jq -r .metadata.uid) && test -n "$uid" &&
+	make_project b && printf "1.0,oops,1\n" >>b/train.csv &&
+	in_pod DLK_RUN_ID=$uid "$DLK" train --worker -f b/dlk.yaml >/dev/null 2>err; test $? = 3 && cat err &&
+	dlk status blobs >out && cat out &&
+	grep_q "^run:  *$(echo $uid | cut -c1-8) failed (dlk status blobs --run $(echo $uid | cut -c1-8))$" out &&
+	grep_q "^cause:  *rank 0, exit 3 (config): .*train.csv.*oops" out &&
+	dlk status blobs --history | sed -n 2p | grep_q " failed .* rank 0: .*oops"
+'
+
 test_expect_success 'dlk delete removes the job, not the run history' '
 	dlk delete blobs >/dev/null 2>err; cat err &&
 	test "$(api /apis/batch/v1/namespaces/default/jobs/blobs -o /dev/null -w "%{http_code}")" = 404 &&
-	test "$(dlk status blobs --history -o json | jq ".runs | length")" = 2
+	test "$(dlk status blobs --history -o json | jq ".runs | length")" = 3
 '
 
 test_expect_success 'a history that cannot be written is one warning; training goes on' '
