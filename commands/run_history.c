@@ -552,6 +552,8 @@ void dlk_job_run_lines(const struct dlk_ctx *ctx, struct kube_client *c, const c
 			dlk_buf_addf(b, "cause:     %sexit %d (%s): %s\n", who, cJSON_IsNumber(code) ? code->valueint : -1,
 			             str_of(f, "class") ? str_of(f, "class") : "?", str_of(f, "message") ? str_of(f, "message") : "");
 		}
+		if (dlk_run_str(rec, "reason"))
+			dlk_buf_addf(b, "why:       %s\n", dlk_run_str(rec, "reason"));
 	}
 	cJSON_Delete(rec);
 	dlk_runs_close(s);

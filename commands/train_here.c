@@ -743,6 +743,23 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 
 	if (load_data(&run, spec, dir, worker, &train, &test, &err))
 		goto fail;
+	if (worker && run.rank == 0 && spec->trigger == DLK_TRIGGER_DATA_CHANGED) {
+		/* before the gang forms: rank 0's success completes the Job (its successPolicy) */
+		cJSON *data = cJSON_CreateArray();
+		const struct dlk_dataset *sets[2] = { &train, &test };
+		for (int s = 0; s < 2; s++)
+			for (int i = 0; i < sets[s]->n_sources; i++) {
+				cJSON *d = cJSON_CreateObject();
+				cJSON_AddStringToObject(d, "split", s ? "test" : "train");
+				cJSON_AddStringToObject(d, "url", sets[s]->sources[i].url ? sets[s]->sources[i].url : "");
+				cJSON_AddStringToObject(d, "sha256", sets[s]->sources[i].sha256);
+				cJSON_AddItemToArray(data, d);
+			}
+		int skip = dlk_train_run_skip_if_unchanged(&run.trun, data);
+		cJSON_Delete(data);
+		if (skip)
+			goto out;
+	}
 	if (run.world > 1 && join_gang(&run, &env, dev.shared, &err))
 		goto fail;
 	if (run.world > 1 && ctx->verbose && run.rank == 0)

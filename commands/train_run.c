@@ -197,6 +197,44 @@ out:
 	return rc;
 }
 
+int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	cJSON *last = NULL, *wrap;
+	char fp[65], last_fp[65], reason[160], now[32];
+	int skip = 0;
+
+	if (!r->store || !r->rec)
+		return 0;
+	if (dlk_runs_newest(r->store, DLK_RUN_SUCCEEDED, &last, &err)) {
+		dlk_warn(r->ctx, "trigger data-changed: the run history cannot be read (training): %s", err.msg);
+		return 0;
+	}
+	wrap = cJSON_CreateObject();
+	cJSON_AddItemToObject(cJSON_AddObjectToObject(wrap, "run"), "data", cJSON_Duplicate(data, 1));
+	dlk_train_data_fingerprint(wrap, fp);
+	cJSON_Delete(wrap);
+	if (!last) {
+		dlk_info(r->ctx, "trigger data-changed: no run has succeeded yet: training");
+	} else if (dlk_train_data_fingerprint(last, last_fp), strcmp(fp, last_fp) || !fp[0]) {
+		dlk_info(r->ctx, "trigger data-changed: the data differs from what run %.8s trained on: training",
+		         dlk_run_id(last));
+	} else {
+		snprintf(reason, sizeof(reason), "the data is unchanged since run %.36s", dlk_run_id(last));
+		dlk_run_set_item(r->rec, "data", cJSON_Duplicate(data, 1));
+		dlk_run_set_str(r->rec, "reason", reason);
+		dlk_run_set_outcome(r->rec, DLK_RUN_SKIPPED);
+		dlk_run_time_now(now);
+		dlk_run_set_str(r->rec, "finished_at", now);
+		dlk_train_run_save(r);
+		dlk_info(r->ctx, "trigger data-changed: the data is what run %.8s trained on (%.12s): nothing to train",
+		         dlk_run_id(last), fp);
+		skip = 1;
+	}
+	cJSON_Delete(last);
+	return skip;
+}
+
 int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
                              const char *spec_digest, const struct dlk_train_cli *cli, int world, struct dlk_err *err)
 {

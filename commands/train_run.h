@@ -38,6 +38,12 @@ void dlk_train_data_fingerprint(const cJSON *rec_or_doc, char hex[65]);
  * changed (or no run succeeded yet): train. An error is reported and its code returned. */
 int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project *spec);
 
+/* `trigger: data-changed`, rank 0 in a pod, its data loaded (data: [{"split", "url", "sha256"}]):
+ * 1 when that is the data the newest successful run of the history trained on, the run then
+ * recorded "skipped" with the reason (the caller stops without training, exit 0: rank 0's
+ * success completes the Job); 0 to train. */
+int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data);
+
 /* `dlk train --local` (a single process, or the parent of a gang of `world` workers): the
  * newest run of the project in its local history is continued when it was interrupted (a
  * signal, a crash, a lost worker), its project file resolves to the same spec (digest) and

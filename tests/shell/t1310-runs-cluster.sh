@@ -92,6 +92,21 @@ test_expect_success 'dlk report RUN-ID draws a run of the cluster'"'"'s history'
 	dlk -f "$P/dlk.yaml" report $(echo $UID1 | cut -c1-8) --compare $UID2 -o page.html && test -s page.html
 '
 
+UID3=9d3f0a11-2b4c-4d5e-8f60-718293a4b5c6
+UID4=ae4f1b22-3c5d-4e6f-9071-8293a4b5c6d7
+test_expect_success 'trigger: data-changed trains a run whose data changed, and skips one whose data did not' '
+	in_pod DLK_RUN_ID=$UID3 DLK_TRIGGER=schedule "$DLK" train --worker -f "$P/dlk.yaml" --set trigger=data-changed \
+		>/dev/null 2>err && cat err &&
+	grep_q "trigger data-changed: the data differs from what run $(echo $UID2 | cut -c1-8) trained on: training" err &&
+	grep_q "epoch 2/2" err &&
+	in_pod DLK_RUN_ID=$UID4 DLK_TRIGGER=schedule "$DLK" train --worker -f "$P/dlk.yaml" --set trigger=data-changed \
+		>/dev/null 2>err && cat err &&
+	grep_q "trigger data-changed: the data is what run $(echo $UID3 | cut -c1-8) trained on" err && ! grep -q epoch err &&
+	dlk status blobs --run $UID4 -o json >r.json &&
+	jq -e ".run.outcome == \"skipped\" and .run.reason == \"the data is unchanged since run $UID3\" and .run.trigger == \"schedule\"" r.json &&
+	dlk status blobs --history | sed -n 2p | grep_q "^$(echo $UID4 | cut -c1-8) .* skipped .* the data is unchanged since run $UID3$"
+'
+
 test_expect_success 'dlk status NAME names the run the Job is, and the cause of its failure' '
 	uid=$(api /apis/batch/v1/namespaces/default/jobs/blobs | jq -r .metadata.uid) && test -n "$uid" &&
 	make_project b && printf "1.0,oops,1\n" >>b/train.csv &&
@@ -105,7 +120,7 @@ test_expect_success 'dlk status NAME names the run the Job is, and the cause of 
 test_expect_success 'dlk delete removes the job, not the run history' '
 	dlk delete blobs >/dev/null 2>err; cat err &&
 	test "$(api /apis/batch/v1/namespaces/default/jobs/blobs -o /dev/null -w "%{http_code}")" = 404 &&
-	test "$(dlk status blobs --history -o json | jq ".runs | length")" = 3
+	test "$(dlk status blobs --history -o json | jq ".runs | length")" = 5
 '
 
 test_expect_success 'a history that cannot be written is one warning; training goes on' '
