@@ -314,24 +314,34 @@ void dlk_train_run_open_worker(struct dlk_train_run *r, const struct dlk_ctx *ct
 		r->id[0] = '\0';
 }
 
+/* A client of the in-cluster configuration for the run history. Made anew for every write: the
+ * writes are minutes apart, and a connection kept that long may have been dropped on the way
+ * without a word (a request on it then hangs until its timeout). */
+static struct kube_client *cluster_client(struct dlk_err *err)
+{
+	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
+	const char *ns = getenv(DLK_ENV_NAMESPACE);
+
+	o.in_cluster = 1;
+	o.config.sa_dir = getenv(DLK_ENV_SERVICEACCOUNT_DIR);
+	o.config.namespace = ns && *ns ? ns : NULL;
+	o.client.connect_timeout_ms = 5000;
+	o.client.timeout_ms = 15000;
+	o.client.max_retries = 3;
+	return kube_client_open(&o, err);
+}
+
 void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
                                 const char *spec_digest, int world)
 {
-	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
 	struct dlk_err err = DLK_ERR_INIT;
-	const char *ns = getenv(DLK_ENV_NAMESPACE), *job = getenv(DLK_ENV_JOB_NAME), *trig = getenv(DLK_ENV_TRIGGER);
+	const char *job = getenv(DLK_ENV_JOB_NAME), *trig = getenv(DLK_ENV_TRIGGER);
 	cJSON *rec = NULL;
 
 	dlk_train_run_open_worker(r, ctx);
 	if (!r->id[0] || !getenv(DLK_ENV_SERVICE_HOST))
 		return;
-	o.in_cluster = 1;
-	o.config.sa_dir = getenv(DLK_ENV_SERVICEACCOUNT_DIR);
-	o.config.namespace = ns && *ns ? ns : NULL;
-	o.client.connect_timeout_ms = 3000;
-	o.client.timeout_ms = 10000;
-	o.client.max_retries = 2;
-	r->kc = kube_client_open(&o, &err);
+	r->kc = cluster_client(&err);
 	if (!r->kc) {
 		dlk_warn(ctx, "the run will not be recorded in the cluster's run history: %s", err.msg);
 		return;
@@ -377,6 +387,16 @@ void dlk_train_run_save(struct dlk_train_run *r)
 
 	if (!r->store || !r->rec)
 		return;
+	if (r->kc) {
+		/* a fresh connection for each write (see cluster_client) */
+		struct kube_client *kc = cluster_client(&err);
+		if (kc) {
+			dlk_runs_close(r->store);
+			kube_client_free(r->kc);
+			r->kc = kc;
+			r->store = dlk_runs_open_configmap(kc, NULL, dlk_run_project(r->rec));
+		}
+	}
 	if (dlk_runs_put(r->store, r->rec, &err) && !r->warned++)
 		dlk_warn(r->ctx, "run %.8s: the run history is not up to date (training goes on): %s%s%s", r->id, err.msg,
 		         err.hint[0] ? "; " : "", err.hint);
