@@ -3,6 +3,7 @@
  * watches of the Jobs and their pods. The state itself is decided in lib/jobs/jobstate.c. */
 #include "commands/cluster.h"
 #include "commands/commands.h"
+#include "commands/run_history.h"
 #include "commands/ui.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/jobwatch.h"
@@ -628,7 +629,8 @@ out:
 }
 
 static struct {
-	int all_ns, watch;
+	int all_ns, watch, history, local;
+	const char *run, *compare;
 } opt;
 
 static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
@@ -645,6 +647,25 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_errf(&err, DLK_EXIT_USAGE, "--all-namespaces lists jobs; it takes no NAME and no --watch");
 		return dlk_report(ctx, &err);
 	}
+	if (opt.compare && !opt.run) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--compare goes with --run: dlk status NAME --run ID --compare OTHER-ID");
+		return dlk_report(ctx, &err);
+	}
+	if ((opt.history || opt.run || opt.local) && (!name || all_ns || watch)) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "%s shows the runs of one project: give its NAME (and no -A or -w)",
+		         opt.history ? "--history" : opt.run ? "--run" : "--local");
+		return dlk_report(ctx, &err);
+	}
+	if (opt.local && !opt.history && !opt.run) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--local goes with --history or --run (jobs are in the cluster)");
+		return dlk_report(ctx, &err);
+	}
+	if (opt.history)
+		return dlk_show_run_history(ctx, name, opt.local);
+	if (opt.compare)
+		return dlk_compare_runs(ctx, name, opt.run, opt.compare, opt.local);
+	if (opt.run)
+		return dlk_show_run(ctx, name, opt.run, opt.local);
 	c = dlk_kube_client(ctx, &err);
 	if (!c)
 		return dlk_report(ctx, &err);
@@ -677,6 +698,9 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
+		/* which run the job is, and why it failed, from the run history */
+		if (ctx->output != DLK_OUTPUT_JSON && ctx->output != DLK_OUTPUT_YAML)
+			dlk_job_run_lines(ctx, c, job, &b);
 	} else {
 		struct dlk_buf sb = DLK_BUF_INIT;
 		if (list_kind(c, "Job", ns, all_ns, DLK_LABEL_JOB, &jobs, &err) < 0 ||
@@ -713,6 +737,12 @@ out:
 static const struct dlk_option status_options[] = {
 	OPT_BOOL('A', "all-namespaces", &opt.all_ns, "list the dlk jobs of every namespace", .excl = 1),
 	OPT_BOOL('w', "watch", &opt.watch, "keep watching and show every change (a job: until it ends)", .excl = 1),
+	OPT_BOOL(0, "history", &opt.history, "list the runs of project NAME, newest first (-o json: their full records)",
+	         .excl = 2),
+	OPT_STRING(0, "run", &opt.run, "ID", NULL, "show one run of project NAME: its outcome, metrics and provenance",
+	           .excl = 2),
+	OPT_STRING(0, "compare", &opt.compare, "ID", NULL, "with --run: set another run beside it, the differences marked"),
+	OPT_BOOL(0, "local", &opt.local, "with --history or --run: the runs trained here (.dlk/runs next to -f)"),
 	OPT_END(),
 };
 
@@ -721,7 +751,11 @@ const struct dlk_command_def dlk_cmd_status = {
 	.description = "Without NAME, list the dlk jobs of the namespace (-A: of all namespaces) and the models it\n"
 	               "serves (ready and desired replicas, model digest, accuracy, canary split). With NAME, show\n"
 	               "that job: each rank's pod, why it is pending, and the progress its workers publish; and\n"
-	               "the model served as NAME: each track's rollout and model, and each of its pods.",
+	               "the model served as NAME: each track's rollout and model, and each of its pods.\n"
+	               "--history lists the runs of project NAME (every training is a run with an id: its\n"
+	               "outcome, worker counts, metrics, and the digests of its data, spec, code and image),\n"
+	               "kept in the ConfigMap NAME-runs, or with --local the runs trained here; --run ID\n"
+	               "shows one, --compare another beside it.",
 	.options = status_options,
 	.min_pos = 0,
 	.max_pos = 1,
@@ -730,5 +764,8 @@ const struct dlk_command_def dlk_cmd_status = {
 	.examples = "  $ dlk status\n"
 	            "  $ dlk status mnist\n"
 	            "  $ dlk status -w mnist\n"
+	            "  $ dlk status mnist --history --local\n"
+	            "  $ dlk status mnist --run 3f2a9c1e -o json\n"
+	            "  $ dlk status mnist --run 3f2a9c1e --compare 9b04d7aa --local\n"
 	            "  $ dlk status -A -o wide\n",
 };

@@ -5,6 +5,7 @@
 #include "commands/ctx.h"
 #include "commands/train.h"
 #include "commands/train_data.h"
+#include "commands/train_run.h"
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
 #include "commands/train_submit.h"
@@ -117,6 +118,10 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_report(ctx, &err);
 		break;
 	case TRAIN_LOCAL:
+		if (opt.if_data_changed && (rc = dlk_train_skip_unchanged(ctx, spec)) != 0) {
+			/* DLK_EXIT_UNCHANGED, or an error (reported) */
+			break;
+		}
 		if (opt.workers > 1)
 			rc = dlk_train_gang(ctx, &opt, spec);
 		else
@@ -161,6 +166,12 @@ static const struct dlk_option train_options[] = {
 	OPT_INT(0, "workers", &opt.workers, "N", 1, "with --local: train with N worker processes on this machine",
 	        .min = 1, .max = DLK_GANG_MAX_WORKERS, .modes = DLK_MODE(TRAIN_LOCAL),
 	        .hint = "in a cluster the number of workers is resources.workers in the project file"),
+	OPT_BOOL(0, "fresh", &opt.fresh, "start a new run even when the last one was interrupted (it is resumed otherwise)",
+	         .modes = DLK_MODE(TRAIN_LOCAL), .flags = OPT_NONEG,
+	         .hint = "in a cluster every job is a run of its own; its restarts and resizes resume it"),
+	OPT_BOOL(0, "if-data-changed", &opt.if_data_changed,
+	         "train only when the data differs from the last successful run's; else record a skipped run and exit 10",
+	         .modes = DLK_MODE(TRAIN_LOCAL), .flags = OPT_NONEG),
 	OPT_INT(0, "max-restarts", &opt.max_restarts, "N", 3,
 	        "with --local --workers: restart the workers from the last checkpoint at most N times",
 	        .min = 0, .max = 1000, .modes = DLK_MODE(TRAIN_LOCAL)),

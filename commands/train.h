@@ -15,6 +15,8 @@ struct dlk_train_cli {
 	const char *bundle;      /* NULL: NAME.dlk next to the project file (--worker: see train_here.c) */
 	const char *report;      /* NULL: no report page (--report FILE: written when the run ends) */
 	int workers, max_restarts;
+	int fresh;               /* --fresh: a new run, even when the last one was interrupted */
+	int if_data_changed;     /* --if-data-changed: train only when the data changed since the last successful run */
 };
 
 #endif

@@ -1,11 +1,14 @@
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
+#include "commands/report_source.h"
+#include "commands/train_run.h"
 #include "commands/ui.h"
 #include "lib/comm/rendezvous.h"
 #include "lib/jobs/podenv.h"
 #include "lib/util/clock.h"
 #include "lib/util/err.h"
 #include "lib/util/mem.h"
+#include "lib/project/project.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -44,6 +48,7 @@ struct worker {
 	char *buf;          /* pending bytes of an unfinished line */
 	size_t len;
 	int after_cr;       /* the pending bytes follow a carriage return: a progress redraw */
+	char last_error[1024]; /* the last "error: " line it printed, without the prefix */
 };
 
 struct gang {
@@ -56,6 +61,7 @@ struct gang {
 	int in_pod, base_rank, world;
 	const char *master_addr;
 	int master_port;
+	long *peak_kb;      /* each rank's peak resident memory, over every generation (KiB) */
 	struct sigaction old_int, old_term;
 };
 
@@ -117,6 +123,8 @@ static void emit_line(struct gang *g, int rank, char *s, size_t n)
 	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", g->base_rank + rank);
 
 	n = strip_erase(s, n);
+	if (n > 7 && !memcmp(s, "error: ", 7))
+		snprintf(g->w[rank].last_error, sizeof(g->w[rank].last_error), "%.*s", (int)(n - 7), s + 7);
 	if (g->progress_open) {
 		put("\r\033[K", 4);
 		g->progress_open = 0;
@@ -335,7 +343,7 @@ static int run_generation(struct gang *g, const struct dlk_train_cli *opts, cons
 		return -3;
 	for (int r = 0; r < g->n; r++) {
 		int p[2];
-		g->w[r] = (struct worker){ 0, -1, 0, 0, 0, 0, g->w[r].buf, 0, 0 };
+		g->w[r] = (struct worker){ 0, -1, 0, 0, 0, 0, g->w[r].buf, 0, 0, "" };
 		if (pipe2(p, O_CLOEXEC)) {
 			dlk_errf(err, DLK_EXIT_FAIL, "cannot create a pipe for worker %d: %s", r, strerror(errno));
 			signal_all(g, SIGKILL);
@@ -370,7 +378,10 @@ static int run_generation(struct gang *g, const struct dlk_train_cli *opts, cons
 		for (int r = 0; r < g->n; r++) {
 			struct worker *w = &g->w[r];
 			int st;
-			if (w->pid > 0 && !w->exited && waitpid(w->pid, &st, WNOHANG) == w->pid) {
+			struct rusage ru;
+			if (w->pid > 0 && !w->exited && wait4(w->pid, &st, WNOHANG, &ru) == w->pid) {
+				if (g->peak_kb && ru.ru_maxrss > g->peak_kb[r])
+					g->peak_kb[r] = ru.ru_maxrss;
 				w->exited = 1;
 				w->status = st;
 				w->seq = seq++;
@@ -430,53 +441,98 @@ static int run_generation(struct gang *g, const struct dlk_train_cli *opts, cons
 	return failed;
 }
 
+/* The record of a run that ended: what rank 0's bundle says, each rank's peak memory. */
+static void record_end(struct dlk_train_run *run, const struct gang *g, const struct dlk_train_cli *opts,
+                       const struct dlk_ctx *ctx, const struct dlk_project *spec, enum dlk_run_outcome o, int rank,
+                       int code, const char *message)
+{
+	cJSON *peaks = cJSON_CreateArray();
+
+	for (int r = 0; r < g->n; r++)
+		cJSON_AddItemToArray(peaks, cJSON_CreateNumber((double)g->peak_kb[r] * 1024.0));
+	dlk_run_set_item(run->rec, "peak_memory_bytes", peaks);
+	if (o == DLK_RUN_SUCCEEDED) {
+		struct dlk_err e = DLK_ERR_INIT;
+		char *bundle = dlk_train_bundle_path(opts, ctx->file, spec->name);
+		cJSON *doc = dlk_report_from_bundle(bundle, &e);
+		if (doc)
+			dlk_train_run_set_result(run, doc, bundle);
+		else
+			dlk_warn(ctx, "run %.8s: its record has no metrics: %s", run->id, e.msg);
+		cJSON_Delete(doc);
+		free(bundle);
+	}
+	dlk_train_run_finish(run, o, rank, code, message);
+}
+
 int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
 	int workers = opts->workers, max_restarts = opts->max_restarts;
 	struct dlk_err err = DLK_ERR_INIT;
 	struct gang g = { .ctx = ctx, .n = workers };
-	char run_id[64], what[128];
+	struct dlk_train_run run = DLK_TRAIN_RUN_INIT;
+	char what[128], digest[65];
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = spec->training.threads ? spec->training.threads : (int)(cores / workers > 0 ? cores / workers : 1);
 	int rc = 0;
 
-	snprintf(run_id, sizeof(run_id), "local-%ld-%ld", (long)getpid(), (long)time(NULL));
+	/* the run: a new one, or the interrupted one this continues (its id names its checkpoints,
+	 * and the rendezvous of its workers) */
+	project_digest(spec, digest);
+	if (dlk_train_run_open_local(&run, ctx, spec, digest, opts, workers, &err)) {
+		rc = dlk_report(ctx, &err);
+		dlk_train_run_release(&run);
+		return rc;
+	}
 	gang_open(&g);
+	g.peak_kb = xcalloc((size_t)workers, sizeof(*g.peak_kb));
 
 	for (int gen = 0;; gen++) {
-		int f = run_generation(&g, opts, spec, (unsigned)gen, run_id, threads, &err);
+		int f = run_generation(&g, opts, spec, (unsigned)gen, run.id, threads, &err);
 		if (f == -3) {
 			rc = dlk_report(ctx, &err);
+			record_end(&run, &g, opts, ctx, spec, DLK_RUN_FAILED, -1, rc, err.msg);
 			break;
 		}
 		if (f == -1) {
 			rc = 0;
+			record_end(&run, &g, opts, ctx, spec, DLK_RUN_SUCCEEDED, -1, 0, NULL);
 			break;
 		}
 		if (f == -2) {
 			/* rank 0 said what it saved */
 			rc = gang_sig == SIGINT ? DLK_EXIT_FAIL : DLK_EXIT_RESTARTABLE;
+			record_end(&run, &g, opts, ctx, spec, DLK_RUN_INTERRUPTED, -1, rc,
+			           gang_sig == SIGINT ? "stopped by an interrupt" : "stopped by SIGTERM");
 			break;
 		}
 		int st = g.w[f].status;
+		int code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 		describe(what, sizeof(what), st);
 		if (WIFSIGNALED(st) || WEXITSTATUS(st) == DLK_EXIT_RESTARTABLE) {
 			if (gen < max_restarts) {
 				dlk_warn(ctx, "worker %d %s; restarting all %d workers from the last checkpoint (restart %d of %d)",
 				         f, what, workers, gen + 1, max_restarts);
+				dlk_run_count_restart(run.rec);
+				dlk_train_run_save(&run);
 				continue;
 			}
 			dlk_errf(&err, DLK_EXIT_RESTARTABLE, "worker %d %s, and the %d restart%s allowed are used up", f, what,
 			         max_restarts, max_restarts == 1 ? "" : "s");
 			dlk_err_hint(&err, "run the same command again to resume from the last checkpoint, or raise --max-restarts");
 			rc = dlk_report(ctx, &err);
+			record_end(&run, &g, opts, ctx, spec, DLK_RUN_FAILED, f, code,
+			           g.w[f].last_error[0] ? g.w[f].last_error : err.msg);
 			break;
 		}
 		dlk_errf(&err, WEXITSTATUS(st), "worker %d %s; the other workers were stopped", f, what);
 		rc = dlk_report(ctx, &err);
+		record_end(&run, &g, opts, ctx, spec, DLK_RUN_FAILED, f, code, g.w[f].last_error[0] ? g.w[f].last_error : err.msg);
 		break;
 	}
 	gang_close(&g);
+	free(g.peak_kb);
+	dlk_train_run_release(&run);
 	return rc;
 }
 

@@ -8,6 +8,7 @@
 #include "commands/train_data.h"
 #include "commands/train_progress.h"
 #include "commands/train_report.h"
+#include "commands/train_run.h"
 #include "commands/ui.h"
 #include "lib/data/dataset.h"
 #include "lib/comm/comm.h"
@@ -135,6 +136,7 @@ struct here {
 	char git_commit[65];          /* "" when the project is in no git work tree */
 	int git_dirty;
 	int metrics_warned;
+	struct dlk_train_run trun;    /* the run: its id, its record (kept by the local process, or rank 0 in a pod) */
 };
 
 /* What the bundle and the published run document say about the run; seed and times are the
@@ -236,12 +238,28 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 
 /* ---- data ---- */
 
+static char *default_bundle_path(const char *out_dir, const char *name);
+static char *project_dir(const char *spec_file);
+
 static int data_progress(void *vctx, const char *what, unsigned long long done, unsigned long long total)
 {
 	struct here *r = vctx;
 
 	dlk_train_report_data(&r->show, what, done, total);
 	return sig_seen != 0;
+}
+
+/* The bundle of a run here (not in a pod): --bundle, else NAME.dlk next to the project file. */
+char *dlk_train_bundle_path(const struct dlk_train_cli *cli, const char *spec_file, const char *name)
+{
+	char *dir, *path;
+
+	if (cli->bundle)
+		return xstrdup(cli->bundle);
+	dir = project_dir(spec_file);
+	path = default_bundle_path(dir, name);
+	free(dir);
+	return path;
 }
 
 static char *default_bundle_path(const char *out_dir, const char *name)
@@ -361,12 +379,15 @@ static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err
 			} else {
 				hdr[0] = RESUME_LOADED;
 				r->ckpt_step = st->global_step;
+				char who[64] = "";
+				if (r->trun.id[0])
+					snprintf(who, sizeof(who), " run %.8s", r->trun.id);
 				if (st->epoch >= r->epochs)
-					dlk_info(r->ctx, "checkpoint '%s' is of the finished run (%ld steps): nothing left to train",
-					         c.path, st->global_step);
+					dlk_info(r->ctx, "checkpoint '%s' is of the finished%s (%ld steps): nothing left to train",
+					         c.path, who[0] ? who : " run", st->global_step);
 				else
-					dlk_info(r->ctx, "resuming from checkpoint '%s' (epoch %d, step %ld of the epoch, %ld steps done)",
-					         c.path, st->epoch + 1, st->step_in_epoch, st->global_step);
+					dlk_info(r->ctx, "resuming%s from checkpoint '%s' (epoch %d, step %ld of the epoch, %ld steps done)",
+					         who, c.path, st->epoch + 1, st->step_in_epoch, st->global_step);
 			}
 		}
 		ckpt_release(&c);
@@ -678,8 +699,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	struct dlk_training tr = spec->training;
 	struct here run = { 0 };
 	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT, 0, 1 };
-	struct dlk_device_choice dev;
 	struct signals sigs = { 0 };
+	struct dlk_device_choice dev;
 	char *bundle = NULL, *dir = project_dir(ctx->file);
 	/* --worker itself, not a child of --local --workers N (which is a worker too) */
 	char *out_dir = output_dir(spec, ctx->file, cli->mode == TRAIN_WORKER);
@@ -709,9 +730,26 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		goto fail;
 	if (dlk_train_report_open(&run.show, ctx, run.rank == 0 ? cli->metrics : NULL, &err))
 		goto fail;
-	if (tr.checkpoint_dir)
-		run.ckpt_dir = tr.checkpoint_dir[0] == '/' || !strcmp(out_dir, ".") ? xstrdup(tr.checkpoint_dir)
-		                                                                     : xasprintf("%s/%s", out_dir, tr.checkpoint_dir);
+	/* the run: here, a new one or the interrupted one this continues; in a pod, the Job's */
+	if (!worker) {
+		if (dlk_train_run_open_local(&run.trun, ctx, spec, run.digest, cli, 1, &err))
+			goto fail;
+	} else if (run.rank == 0) {
+		dlk_train_run_open_cluster(&run.trun, ctx, spec, run.digest, run.world);
+	} else {
+		dlk_train_run_open_worker(&run.trun, ctx);
+	}
+	if (tr.checkpoint_dir) {
+		char *base = tr.checkpoint_dir[0] == '/' || !strcmp(out_dir, ".") ? xstrdup(tr.checkpoint_dir)
+		                                                                  : xasprintf("%s/%s", out_dir, tr.checkpoint_dir);
+		/* every run has checkpoints of its own */
+		run.ckpt_dir = dlk_train_run_ckpt_dir(&run.trun, base);
+		free(base);
+		if (run.trun.rec) {
+			dlk_run_set_str(run.trun.rec, "checkpoint_dir", run.ckpt_dir);
+			dlk_train_run_save(&run.trun);
+		}
+	}
 	run.ckpt_keep = tr.checkpoint_keep;
 	run.epochs = tr.epochs;
 	run.meta.seed = tr.seed;
@@ -720,6 +758,23 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 
 	if (load_data(&run, spec, dir, worker, &train, &test, &err))
 		goto fail;
+	if (worker && run.rank == 0 && spec->trigger == DLK_TRIGGER_DATA_CHANGED) {
+		/* before the gang forms: rank 0's success completes the Job (its successPolicy) */
+		cJSON *data = cJSON_CreateArray();
+		const struct dlk_dataset *sets[2] = { &train, &test };
+		for (int s = 0; s < 2; s++)
+			for (int i = 0; i < sets[s]->n_sources; i++) {
+				cJSON *d = cJSON_CreateObject();
+				cJSON_AddStringToObject(d, "split", s ? "test" : "train");
+				cJSON_AddStringToObject(d, "url", sets[s]->sources[i].url ? sets[s]->sources[i].url : "");
+				cJSON_AddStringToObject(d, "sha256", sets[s]->sources[i].sha256);
+				cJSON_AddItemToArray(data, d);
+			}
+		int skip = dlk_train_run_skip_if_unchanged(&run.trun, data);
+		cJSON_Delete(data);
+		if (skip)
+			goto out;
+	}
 	if (run.world > 1 && join_gang(&run, &env, dev.shared, &err))
 		goto fail;
 	if (run.world > 1 && ctx->verbose && run.rank == 0)
@@ -748,13 +803,39 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		cJSON_Delete(doc);
 	}
 	dlk_train_report_result(&run.show, spec, &res, bundle, run.world);
+	if (run.trun.rec) {
+		struct dlk_err e = DLK_ERR_INIT;
+		cJSON *doc = dlk_report_from_bundle(bundle, &e);
+		if (doc)
+			dlk_train_run_set_result(&run.trun, doc, bundle);
+		cJSON_Delete(doc);
+		dlk_train_run_finish(&run.trun, DLK_RUN_SUCCEEDED, -1, 0, NULL);
+	}
 	goto out;
 fail:
 	dlk_train_report_clear(&run.show);
 	rc = dlk_report(ctx, &err);
+	if (run.trun.rec) {
+		/* what the run did before it stopped, for the record */
+		if (run.net && res.history.n_events) {
+			struct dlk_bundle_info bi;
+			struct dlk_err e = DLK_ERR_INIT;
+			cJSON *meta, *doc;
+			bundle_info(&run, &bi, run.net, NULL, dlk_history_epoch_loss(&res.history), &res.history);
+			bi.started_at = res.history.events[0].time;
+			meta = dlk_bundle_meta_json(&bi);
+			doc = report_run_from_meta(meta, "run", NULL, &e);
+			if (doc)
+				dlk_train_run_set_result(&run.trun, doc, NULL);
+			cJSON_Delete(doc);
+			cJSON_Delete(meta);
+		}
+		dlk_train_run_finish(&run.trun, sig_seen ? DLK_RUN_INTERRUPTED : DLK_RUN_FAILED, run.rank, rc, err.msg);
+	}
 out:
 	signals_restore(&sigs);
 	dlk_train_report_close(&run.show);
+	dlk_train_run_release(&run.trun);
 	comm_free(run.dcomm);
 	comm_free(run.comm);
 	free(run.stage);

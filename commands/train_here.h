@@ -11,4 +11,7 @@
  * Returns the exit code. */
 int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec, int worker);
 
+/* Where the model bundle goes: --bundle, else NAME.dlk next to the project file. Caller frees. */
+char *dlk_train_bundle_path(const struct dlk_train_cli *cli, const char *spec_file, const char *name);
+
 #endif

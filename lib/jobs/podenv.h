@@ -15,6 +15,7 @@
 #define DLK_ENV_RUN_ID "DLK_RUN_ID"       /* the Job's uid: a restarted gang never meets a worker of another run */
 #define DLK_ENV_NAMESPACE "DLK_NAMESPACE" /* the pod's namespace (downward API) */
 #define DLK_ENV_POD_NAME "POD_NAME"       /* the pod's name, for the user's tools (dlk does not read it) */
+#define DLK_ENV_TRIGGER "DLK_TRIGGER"     /* what started the run: schedule (a CronJob's), else manual */
 #define DLK_ENV_NETRC "NETRC"             /* with data.netrc_secret: the mounted netrc file the fetcher reads */
 /* With data.dataset: the node cache the template mounts, and its bound in bytes. */
 #define DLK_ENV_DATA_CACHE "DLK_DATA_CACHE"
@@ -35,6 +36,7 @@
  * several GPUs (a rank per GPU). */
 #define DLK_ENV_LOCAL_RANK "LOCAL_RANK"             /* the worker's index among the pod's processes: its GPU */
 #define DLK_ENV_LOCAL_WORLD_SIZE "LOCAL_WORLD_SIZE" /* how many worker processes the pod (or the machine) runs */
+#define DLK_ENV_DEVICE "DLK_DEVICE"                 /* cpu | cuda | auto: overrides the backend's choice */
 #define DLK_ENV_GENERATION "DLK_GENERATION" /* how often the gang was restarted: the rendezvous round */
 #define DLK_ENV_LISTEN_FD "DLK_LISTEN_FD"   /* rank 0: the socket the parent opened for the rendezvous */
 #define DLK_ENV_THREADS "DLK_THREADS"       /* compute threads, unless training.threads says */

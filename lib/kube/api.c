@@ -726,6 +726,29 @@ int kube_events_for(struct kube_client *c, const char *ns, const char *kind, con
 	return rc;
 }
 
+int kube_merge_patch(struct kube_client *c, const char *kind, const char *ns, const char *name, const cJSON *patch,
+		     cJSON **out, long *status, struct dlk_err *err)
+{
+	const struct kube_resource *res = resource_or_fail(kind, NULL, err);
+	char *path, *body;
+	int rc;
+
+	if (status)
+		*status = 0;
+	if (!res)
+		return -1;
+	ns = res->namespaced ? ns_or_default(c, ns) : NULL;
+	body = cJSON_PrintUnformatted(patch);
+	path = kube_path(res, ns, name, NULL);
+	struct kube_request req = { .method = "PATCH", .path = path, .content_type = "application/merge-patch+json",
+				    .body = body, .body_len = strlen(body), .retry_safe = 1 };
+	struct kube_what w = { "patch", res->plural, ns, name };
+	rc = call_status(c, &req, &w, out, status, err);
+	free(body);
+	free(path);
+	return rc;
+}
+
 int kube_annotate_job(struct kube_client *c, const char *ns, const char *job, const char *const *keys,
 		      const char *const *values, size_t n, struct dlk_err *err)
 {

@@ -121,6 +121,14 @@ int kube_logs(struct kube_client *c, const char *ns, const char *pod, const stru
 int kube_events_for(struct kube_client *c, const char *ns, const char *kind, const char *name, cJSON **out,
 		    struct dlk_err *err);
 
+/* Merge-patches (RFC 7386) the object kind/name of ns (NULL: the client's) with patch; *out
+ * (when not NULL) receives the object as the server stored it. A patch that carries
+ * metadata.resourceVersion applies only to that version of the object: *status (when not
+ * NULL) is then 409 when someone else changed it first (read it again and retry). Retried like
+ * a GET: a patch that landed but whose answer was lost, sent again, gives the same object or a
+ * 409 that a re-read explains. */
+int kube_merge_patch(struct kube_client *c, const char *kind, const char *ns, const char *name, const cJSON *patch,
+		     cJSON **out, long *status, struct dlk_err *err);
 /* Merge-patches metadata.annotations of a Job (a value NULL removes the key): keys[i]=values[i]
  * for i < n. Used by workers to publish progress. */
 int kube_annotate_job(struct kube_client *c, const char *ns, const char *job, const char *const *keys,

@@ -4,6 +4,7 @@
 
 #include "lib/nn/device.h"
 #include "lib/nn/gpu.h"
+#include "lib/jobs/podenv.h"
 
 static const char *const names[] = { "auto", "cpu", "cuda" };
 
@@ -24,7 +25,7 @@ const char *dlk_device_name(enum dlk_device_kind kind)
 
 int dlk_device_wanted(enum dlk_device_kind def, enum dlk_device_kind *kind, struct dlk_err *err)
 {
-	const char *v = getenv("DLK_DEVICE");
+	const char *v = getenv(DLK_ENV_DEVICE);
 
 	*kind = def;
 	if (!v || !*v)

@@ -217,6 +217,7 @@ static int check_label_value_nonempty(const char *s, char *why, size_t len)
 
 static const char *const format_names[] = { "idx", "csv", "tar", NULL };
 static const char *const cache_volume_names[] = { "emptyDir", "hostPath", "checkpoint", NULL };
+static const char *const trigger_names[] = { "always", "data-changed", NULL };
 static const char *const loss_names[] = { "softmax_cross_entropy", NULL };
 static const char *const init_names[] = { "torch", "xavier", NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
@@ -421,6 +422,7 @@ static const struct field root_fields[] = {
 	FIELD("resources", struct dlk_project, F_MAP, resources, .sub = resources_fields),
 	FIELD("storage", struct dlk_project, F_MAP, storage, .sub = storage_fields),
 	FIELD("schedule", struct dlk_project, F_STR, schedule, .check = check_cron),
+	FIELD("trigger", struct dlk_project, F_ENUM, trigger, .names = trigger_names, .def = "always"),
 	FIELD("serving", struct dlk_project, F_MAP, serving, .sub = serving_fields),
 	END
 };

@@ -211,6 +211,8 @@ struct dlk_serving {
 	struct dlk_stream_spec stream;
 };
 
+enum dlk_trigger { DLK_TRIGGER_ALWAYS, DLK_TRIGGER_DATA_CHANGED };
+
 struct dlk_project {
 	char *path;               /* the file it was loaded from (for messages) */
 	char *name;               /* DNS-1123 label, required */
@@ -225,6 +227,8 @@ struct dlk_project {
 	struct dlk_resources resources;
 	struct dlk_storage storage;
 	char *schedule;           /* cron expression; NULL = run once (a Job, not a CronJob) */
+	enum dlk_trigger trigger; /* default always; data-changed: a run in the cluster whose data is what
+	                             the last successful run trained on is recorded skipped, not trained */
 	struct dlk_serving serving;
 };
 

@@ -1,5 +1,6 @@
 #include "lib/render/render.h"
 #include "lib/jobs/logarchive.h"
+#include "lib/runs/runs.h"
 #include "lib/data/fetch.h"
 #include "lib/render/embedded.h"
 #include "lib/render/mustache.h"
@@ -413,6 +414,9 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	s = xasprintf("%s-spec", spec->name);
 	cJSON_AddStringToObject(c, "config_map", s);
 	free(s);
+	s = xasprintf("%s%s", spec->name, DLK_RUNS_CONFIGMAP_SUFFIX);
+	cJSON_AddStringToObject(c, "runs_config_map", s);
+	free(s);
 	cJSON_AddStringToObject(c, "service", spec->name);
 	cJSON_AddStringToObject(c, "service_account", spec->name);
 	cJSON_AddStringToObject(c, "role", spec->name);
@@ -504,7 +508,7 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 }
 
 static const char *const train_templates[] = {
-	"configmap.yaml", "serviceaccount.yaml", "role.yaml", "rolebinding.yaml", "pvc.yaml",
+	"configmap.yaml", "runs.yaml", "serviceaccount.yaml", "role.yaml", "rolebinding.yaml", "pvc.yaml",
 	"service.yaml", "job.yaml", "cronjob.yaml", NULL,
 };
 

@@ -110,7 +110,7 @@ static char *print_if_fits(const cJSON *j, size_t max)
 }
 
 /* halves the step-loss resolution: pairs of buckets become one, the odd one out waits */
-static int halve_step_loss(cJSON *history)
+int report_run_halve_step_loss(cJSON *history)
 {
 	cJSON *sl = cJSON_GetObjectItemCaseSensitive(history, "step_loss");
 	cJSON *vals = cJSON_GetObjectItemCaseSensitive(sl, "values"), *every = cJSON_GetObjectItemCaseSensitive(sl, "every");
@@ -150,8 +150,13 @@ char *report_run_compact(const cJSON *run, size_t max_bytes)
 		return s;
 	c = cJSON_Duplicate(run, 1);
 	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "metrics"), "confusion_matrix");
+	/* without the matrix, per-class numbers need the class list to be read back */
+	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(c, "classes"))) {
+		cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "metrics"), "precision");
+		cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "metrics"), "recall");
+	}
 	h = cJSON_GetObjectItemCaseSensitive(c, "history");
-	while (!(s = print_if_fits(c, max_bytes)) && halve_step_loss(h))
+	while (!(s = print_if_fits(c, max_bytes)) && report_run_halve_step_loss(h))
 		;
 	while (!s && thin_epochs(h))
 		s = print_if_fits(c, max_bytes);

@@ -1,7 +1,32 @@
 #include "lib/util/err.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+
+const char *dlk_exit_name(int code)
+{
+	static const struct {
+		int code;
+		const char *name;
+	} names[] = {
+#define X(name, c, text) { c, #name },
+		DLK_EXIT_CODES(X)
+#undef X
+	};
+	static _Thread_local char lower[32];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (names[i].code != code)
+			continue;
+		size_t k = 0;
+		for (; names[i].name[k] && k + 1 < sizeof(lower); k++)
+			lower[k] = (char)tolower((unsigned char)names[i].name[k]);
+		lower[k] = '\0';
+		return lower;
+	}
+	return NULL;
+}
 
 int dlk_errf(struct dlk_err *err, int code, const char *fmt, ...)
 {

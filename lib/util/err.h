@@ -23,6 +23,7 @@
 	X(TIMEOUT, 7, "the time given with --timeout ran out")                                    \
 	X(EXISTS, 8, "the job already exists (see --replace)")                                    \
 	X(REFUSED, 9, "the promotion gate refused the model: its test accuracy or a class's recall is below the minimum (see --force)") \
+	X(UNCHANGED, 10, "--if-data-changed: the data is what the last successful run trained on; nothing was trained") \
 	X(INTERRUPTED, 130, "waiting or following was stopped with Ctrl-C; the job keeps running") \
 	X(RESTARTABLE, 75, "a worker lost a peer or was asked to stop; restarting the gang resumes from the last checkpoint (the Job's podFailurePolicy relies on it)")
 
@@ -31,6 +32,10 @@ enum dlk_exit {
 	DLK_EXIT_CODES(X)
 #undef X
 };
+
+/* The name of an exit code in lowercase ("config", "restartable"), NULL for a code not listed:
+ * what a run record and a published failure call the class of an exit. */
+const char *dlk_exit_name(int code);
 
 #define DLK_ERR_MSG_MAX 2048
 

@@ -845,6 +845,10 @@ function patch(req, res, u, p, body) {
   if (!cur) return fail(res, 404, 'NotFound', `${resName(r)} "${p.name}" not found`, { name: p.name, group: r.group, kind: r.plural });
   const patchObj = parseObject(res, body);
   if (!patchObj) return;
+  // a patch that carries a resourceVersion is a precondition, as in Kubernetes: stale is a 409
+  const prv = patchObj.metadata && patchObj.metadata.resourceVersion;
+  if (prv && prv !== cur.metadata.resourceVersion)
+    return fail(res, 409, 'Conflict', `Operation cannot be fulfilled on ${resName(r)} "${p.name}": the object has been modified; please apply your changes to the latest version and try again`, { name: p.name, group: r.group, kind: r.plural });
   const merged = mergePatch(clone(cur), patchObj);
   merged.metadata.name = cur.metadata.name; merged.metadata.namespace = cur.metadata.namespace; merged.metadata.uid = cur.metadata.uid;
   put(r, merged, 'MODIFIED');

@@ -54,7 +54,7 @@ test_expect_success 'a worker stopped mid-run exits 75; podFailurePolicy restart
 	grep -q "training stopped by SIGTERM after [0-9]* steps; checkpoint written" first.log &&
 	again=$(pod_of resume 0) && test "$again" != "$first" &&
 	kubectl logs "$again" >log && cat log &&
-	grep -q "resuming from checkpoint ./checkpoints/.dlk/checkpoints/resume/" log &&
+	grep -q "resuming run [0-9a-f]* from checkpoint ./checkpoints/.dlk/checkpoints/resume/[0-9a-f-]*/step-" log &&
 	test "$(kubectl get job resume -o jsonpath="{.status.conditions[?(@.type==\"Complete\")].status}")" = True &&
 	test "$(kubectl get job resume -o jsonpath={.status.failed})" = 2
 '

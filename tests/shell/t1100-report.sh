@@ -166,7 +166,7 @@ test_expect_failure_code 'train --report goes with a run that ends here or is wa
 test_expect_success 'a resumed run: its page marks the resume, the history spans both parts' '
 	make_project p 12 &&
 	{ DLK_TEST_CHECKPOINT_DELAY_MS=20 "$DLK" train --local -q -f p/dlk.yaml >/dev/null 2>err & pid=$!; } &&
-	wait_for p/.dlk/checkpoints/blobs/step-00000040 && kill -TERM $pid; wait $pid; test $? = 75 &&
+	wait_for_glob "p/.dlk/checkpoints/blobs/*/step-00000040" && kill -TERM $pid; wait $pid; test $? = 75 &&
 	dlk train --local -q -f p/dlk.yaml --report p/run.html >/dev/null 2>err && cat err &&
 	page_data p/run.html >data.json &&
 	jq -e "[.runs[0].history.events[].event] == [\"start\", \"resume\"]" data.json &&

@@ -1,0 +1,456 @@
+/* The run a training is: which one (new, or an interrupted one continued), where its
+ * checkpoints are, and its record in the run history from start to end. */
+#include "commands/train_run.h"
+#include "commands/ui.h"
+#include "lib/jobs/podenv.h"
+#include "lib/data/fetch.h"
+#include "lib/kube/api.h"
+#include "lib/util/hash.h"
+#include "lib/util/mem.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const cJSON *get(const cJSON *o, const char *k)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void dlk_train_data_fingerprint(const cJSON *rec, char hex[65])
+{
+	const cJSON *data = get(dlk_run_info(rec), "data"), *d;
+	struct dlk_sha256 h = DLK_SHA256_INIT;
+	char **lines;
+	int n = 0;
+
+	if (!cJSON_IsArray(data))
+		data = get(get(rec, "provenance"), "data");
+	hex[0] = '\0';
+	if (!cJSON_IsArray(data) || !cJSON_GetArraySize(data))
+		return;
+	lines = xcalloc((size_t)cJSON_GetArraySize(data), sizeof(*lines));
+	cJSON_ArrayForEach(d, data) {
+		const cJSON *sp = get(d, "split"), *u = get(d, "url"), *s = get(d, "sha256");
+		lines[n++] = xasprintf("%s %s %s\n", cJSON_IsString(sp) ? sp->valuestring : "",
+		                       cJSON_IsString(u) ? u->valuestring : "", cJSON_IsString(s) ? s->valuestring : "");
+	}
+	qsort(lines, (size_t)n, sizeof(*lines), cmp_str);
+	dlk_sha256_begin(&h);
+	for (int i = 0; i < n; i++) {
+		dlk_sha256_update(&h, lines[i], strlen(lines[i]));
+		free(lines[i]);
+	}
+	free(lines);
+	dlk_sha256_end(&h, hex);
+}
+
+static void short_id(const char *id, char out[16])
+{
+	snprintf(out, 16, "%.8s", id);
+}
+
+/* A run that stopped before its end and may go on: stopped by a signal, a worker lost, or a
+ * process that died without saying (its record still says running, its pid is gone). */
+static int resumable(const cJSON *rec)
+{
+	const cJSON *f = get(dlk_run_info(rec), "failure");
+	const cJSON *cls = get(f, "class");
+	const cJSON *pid = get(dlk_run_info(rec), "pid"), *host = get(dlk_run_info(rec), "host");
+	char me[256] = "";
+
+	switch (dlk_run_outcome(rec)) {
+	case DLK_RUN_INTERRUPTED:
+		return 1;
+	case DLK_RUN_FAILED:
+		return cJSON_IsString(cls) && (!strcmp(cls->valuestring, "restartable") || !strcmp(cls->valuestring, "signal"));
+	case DLK_RUN_RUNNING:
+		/* still running on this machine: not ours to take over */
+		gethostname(me, sizeof(me) - 1);
+		if (cJSON_IsNumber(pid) && pid->valueint > 0 && cJSON_IsString(host) && !strcmp(host->valuestring, me) &&
+		    (kill((pid_t)pid->valueint, 0) == 0 || errno == EPERM))
+			return 0;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* the worker count a run ran at last (0: not recorded) */
+static int last_world(const cJSON *rec)
+{
+	const cJSON *w = get(dlk_run_info(rec), "worlds");
+	const cJSON *l = cJSON_GetArrayItem(w, cJSON_GetArraySize(w) - 1);
+	return cJSON_IsNumber(l) ? l->valueint : 0;
+}
+
+static void fill_common(cJSON *rec, const struct dlk_project *spec, const char *spec_digest)
+{
+	const char *image = getenv(DLK_ENV_IMAGE);
+
+	dlk_run_set_str(rec, "spec_sha256", spec_digest);
+	dlk_run_set_str(rec, "dlk_version", DLK_VERSION);
+	dlk_run_set_str(rec, "image", image && *image ? image : spec->image);
+}
+
+/* Appends {"split", "url", "sha256"} of src, fetched and hashed as training would. */
+static int hash_source(const struct dlk_source *src, const char *split, const struct dlk_data *spec,
+                       const struct dlk_data_opts *o, cJSON *out, struct dlk_err *err)
+{
+	struct dlk_fetched f = DLK_FETCHED_INIT;
+	cJSON *d;
+
+	if (!src->url)
+		return 0;
+	if (dlk_fetch(src, spec, o, &f, err))
+		return -1;
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "split", split);
+	cJSON_AddStringToObject(d, "url", src->url);
+	cJSON_AddStringToObject(d, "sha256", f.sha256);
+	cJSON_AddItemToArray(out, d);
+	dlk_fetched_release(&f);
+	return 0;
+}
+
+int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project *spec)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_data_opts o = { 0 };
+	const struct dlk_split *splits[2] = { &spec->data.train, &spec->data.test };
+	const char *names[2] = { "train", "test" };
+	char *dir = dlk_runs_local_dir(ctx->file, spec->name), *base = NULL, fp[65], last_fp[65], id[37];
+	struct dlk_run_store *store = dlk_runs_open_dir(dir, spec->name);
+	cJSON *data = cJSON_CreateArray(), *last = NULL, *rec = NULL, *wrap = NULL;
+	const char *slash = strrchr(ctx->file, '/');
+	int rc = 0;
+
+	base = slash ? xstrndup(ctx->file, (size_t)(slash - ctx->file)) : xstrdup(".");
+	o.base_dir = base;
+	for (int i = 0; i < 2; i++) {
+		const struct dlk_split *sp = splits[i];
+		if (hash_source(&sp->images, names[i], &spec->data, &o, data, &err) ||
+		    hash_source(&sp->labels, names[i], &spec->data, &o, data, &err) ||
+		    hash_source(&sp->source, names[i], &spec->data, &o, data, &err)) {
+			dlk_err_prefix(&err, "--if-data-changed: cannot hash the data");
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+	}
+	if (dlk_runs_newest(store, DLK_RUN_SUCCEEDED, &last, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	/* the fingerprint reads run.data: wrap the fresh digests as a record's */
+	wrap = cJSON_CreateObject();
+	cJSON_AddItemToObject(cJSON_AddObjectToObject(wrap, "run"), "data", cJSON_Duplicate(data, 1));
+	dlk_train_data_fingerprint(wrap, fp);
+	if (!last) {
+		dlk_info(ctx, "no run of '%s' has succeeded yet: training", spec->name);
+		goto out;
+	}
+	dlk_train_data_fingerprint(last, last_fp);
+	if (strcmp(fp, last_fp)) {
+		dlk_info(ctx, "the data differs from what run %.8s trained on: training", dlk_run_id(last));
+		goto out;
+	}
+	/* unchanged: a run that says so, in the history */
+	if (dlk_run_new_id(id, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	rec = dlk_run_record_new(spec->name, id);
+	dlk_run_set_str(rec, "where", "local");
+	dlk_run_set_str(rec, "trigger", "data-changed");
+	dlk_run_set_item(rec, "data", data);
+	data = NULL;
+	fill_common(rec, spec, dlk_run_str(last, "spec_sha256") ? dlk_run_str(last, "spec_sha256") : "");
+	{
+		char reason[160], now[32];
+		snprintf(reason, sizeof(reason), "the data is unchanged since run %.36s", dlk_run_id(last));
+		dlk_run_set_str(rec, "reason", reason);
+		dlk_run_set_outcome(rec, DLK_RUN_SKIPPED);
+		dlk_run_time_now(now);
+		dlk_run_set_str(rec, "finished_at", now);
+	}
+	if (dlk_runs_put(store, rec, &err))
+		dlk_warn(ctx, "the skipped run is not in the history: %s", err.msg);
+	dlk_info(ctx, "the data is what run %.8s trained on (%.12s): nothing to train; run %.8s records the skip",
+	         dlk_run_id(last), fp, id);
+	rc = DLK_EXIT_UNCHANGED;
+out:
+	cJSON_Delete(wrap);
+	cJSON_Delete(rec);
+	cJSON_Delete(last);
+	cJSON_Delete(data);
+	dlk_runs_close(store);
+	free(base);
+	free(dir);
+	return rc;
+}
+
+int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	cJSON *last = NULL, *wrap;
+	char fp[65], last_fp[65], reason[160], now[32];
+	int skip = 0;
+
+	if (!r->store || !r->rec)
+		return 0;
+	if (dlk_runs_newest(r->store, DLK_RUN_SUCCEEDED, &last, &err)) {
+		dlk_warn(r->ctx, "trigger data-changed: the run history cannot be read (training): %s", err.msg);
+		return 0;
+	}
+	wrap = cJSON_CreateObject();
+	cJSON_AddItemToObject(cJSON_AddObjectToObject(wrap, "run"), "data", cJSON_Duplicate(data, 1));
+	dlk_train_data_fingerprint(wrap, fp);
+	cJSON_Delete(wrap);
+	if (!last) {
+		dlk_info(r->ctx, "trigger data-changed: no run has succeeded yet: training");
+	} else if (dlk_train_data_fingerprint(last, last_fp), strcmp(fp, last_fp) || !fp[0]) {
+		dlk_info(r->ctx, "trigger data-changed: the data differs from what run %.8s trained on: training",
+		         dlk_run_id(last));
+	} else {
+		snprintf(reason, sizeof(reason), "the data is unchanged since run %.36s", dlk_run_id(last));
+		dlk_run_set_item(r->rec, "data", cJSON_Duplicate(data, 1));
+		dlk_run_set_str(r->rec, "reason", reason);
+		dlk_run_set_outcome(r->rec, DLK_RUN_SKIPPED);
+		dlk_run_time_now(now);
+		dlk_run_set_str(r->rec, "finished_at", now);
+		dlk_train_run_save(r);
+		dlk_info(r->ctx, "trigger data-changed: the data is what run %.8s trained on (%.12s): nothing to train",
+		         dlk_run_id(last), fp);
+		skip = 1;
+	}
+	cJSON_Delete(last);
+	return skip;
+}
+
+int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
+                             const char *spec_digest, const struct dlk_train_cli *cli, int world, struct dlk_err *err)
+{
+	char *dir = dlk_runs_local_dir(ctx->file, spec->name), host[256] = "", sid[16];
+	cJSON *all = NULL, *rec = NULL;
+	const cJSON *newest;
+	int rc = -1;
+
+	r->ctx = ctx;
+	r->store = dlk_runs_open_dir(dir, spec->name);
+	if (dlk_runs_list(r->store, &all, NULL, NULL, err)) {
+		dlk_err_prefix(err, "cannot read the run history of '%s'", spec->name);
+		goto out;
+	}
+	newest = cJSON_GetArrayItem(all, 0);
+	if (newest && resumable(newest)) {
+		const char *digest = dlk_run_str(newest, "spec_sha256");
+		short_id(dlk_run_id(newest), sid);
+		if (cli->fresh)
+			dlk_info(ctx, "starting a new run (--fresh); run %s, interrupted, stays in the history", sid);
+		else if (!digest || strcmp(digest, spec_digest))
+			dlk_info(ctx, "run %s was interrupted, but the project has changed since: starting a new run", sid);
+		else if (last_world(newest) > 0 && last_world(newest) != world) {
+			/* its checkpoints hold the state of that many workers */
+			dlk_errf(err, DLK_EXIT_CONFIG,
+			         "run %s was interrupted with %d worker%s; continuing it with %d is not supported yet", sid,
+			         last_world(newest), last_world(newest) == 1 ? "" : "s", world);
+			dlk_err_hint(err, "continue it with --workers %d, or start a new run with --fresh", last_world(newest));
+			goto out;
+		} else {
+			rec = cJSON_Duplicate(newest, 1);
+		}
+	}
+	gethostname(host, sizeof(host) - 1);
+	if (rec) {
+		r->resumed = 1;
+		dlk_run_count_restart(rec);
+		dlk_run_set_outcome(rec, DLK_RUN_RUNNING);
+		dlk_run_set_item(rec, "failure", NULL);
+		dlk_run_set_item(rec, "reason", NULL);
+		dlk_run_set_item(rec, "finished_at", NULL);
+	} else {
+		char id[37];
+		if (dlk_run_new_id(id, err))
+			goto out;
+		rec = dlk_run_record_new(spec->name, id);
+		dlk_run_set_str(rec, "where", "local");
+		/* --if-data-changed: it trains because the data changed */
+		dlk_run_set_str(rec, "trigger", cli->if_data_changed ? "data-changed" : "manual");
+		dlk_run_set_num(rec, "restarts", 0);
+	}
+	dlk_run_set_str(rec, "host", host);
+	dlk_run_set_num(rec, "pid", (double)getpid());
+	dlk_run_add_world(rec, world);
+	fill_common(rec, spec, spec_digest);
+	snprintf(r->id, sizeof(r->id), "%s", dlk_run_id(rec));
+	r->rec = rec;
+	if (dlk_runs_put(r->store, rec, err)) {
+		dlk_err_prefix(err, "cannot record run %.8s", r->id);
+		goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(all);
+	free(dir);
+	return rc;
+}
+
+void dlk_train_run_open_worker(struct dlk_train_run *r, const struct dlk_ctx *ctx)
+{
+	const char *id = getenv(DLK_ENV_RUN_ID);
+
+	r->ctx = ctx;
+	snprintf(r->id, sizeof(r->id), "%s", id && *id ? id : "");
+	/* an id used as a directory name: nothing that climbs out of it */
+	if (strchr(r->id, '/') || !strcmp(r->id, ".") || !strcmp(r->id, ".."))
+		r->id[0] = '\0';
+}
+
+/* A client of the in-cluster configuration for the run history. Made anew for every write: the
+ * writes are minutes apart, and a connection kept that long may have been dropped on the way
+ * without a word (a request on it then hangs until its timeout). */
+static struct kube_client *cluster_client(struct dlk_err *err)
+{
+	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
+	const char *ns = getenv(DLK_ENV_NAMESPACE);
+
+	o.in_cluster = 1;
+	o.config.sa_dir = getenv(DLK_ENV_SERVICEACCOUNT_DIR);
+	o.config.namespace = ns && *ns ? ns : NULL;
+	o.client.connect_timeout_ms = 5000;
+	o.client.timeout_ms = 15000;
+	o.client.max_retries = 3;
+	return kube_client_open(&o, err);
+}
+
+void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
+                                const char *spec_digest, int world)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	const char *job = getenv(DLK_ENV_JOB_NAME), *trig = getenv(DLK_ENV_TRIGGER);
+	cJSON *rec = NULL;
+
+	dlk_train_run_open_worker(r, ctx);
+	if (!r->id[0] || !getenv(DLK_ENV_SERVICE_HOST))
+		return;
+	r->kc = cluster_client(&err);
+	if (!r->kc) {
+		dlk_warn(ctx, "the run will not be recorded in the cluster's run history: %s", err.msg);
+		return;
+	}
+	r->store = dlk_runs_open_configmap(r->kc, NULL, spec->name);
+	if (dlk_runs_get(r->store, r->id, &rec, &err) == 0) {
+		/* a restarted pod, a re-formed gang: the same run */
+		r->resumed = 1;
+		dlk_run_count_restart(rec);
+		dlk_run_set_outcome(rec, DLK_RUN_RUNNING);
+		dlk_run_set_item(rec, "failure", NULL);
+		dlk_run_set_item(rec, "finished_at", NULL);
+	} else if (err.code == DLK_EXIT_NOTFOUND) {
+		cJSON *j = cJSON_CreateObject();
+		rec = dlk_run_record_new(spec->name, r->id);
+		dlk_run_set_str(rec, "where", "cluster");
+		dlk_run_set_str(rec, "trigger", trig && *trig ? trig : "manual");
+		dlk_run_set_num(rec, "restarts", 0);
+		cJSON_AddStringToObject(j, "name", job && *job ? job : spec->name);
+		cJSON_AddStringToObject(j, "namespace", kube_client_namespace(r->kc));
+		cJSON_AddStringToObject(j, "uid", r->id);
+		dlk_run_set_item(rec, "job", j);
+	} else {
+		dlk_warn(ctx, "the run will not be recorded in the cluster's run history: %s", err.msg);
+		dlk_runs_close(r->store);
+		r->store = NULL;
+		return;
+	}
+	dlk_run_add_world(rec, world);
+	fill_common(rec, spec, spec_digest);
+	r->rec = rec;
+	dlk_train_run_save(r);
+}
+
+char *dlk_train_run_ckpt_dir(const struct dlk_train_run *r, const char *base)
+{
+	return r->id[0] ? xasprintf("%s/%s", base, r->id) : xstrdup(base);
+}
+
+void dlk_train_run_save(struct dlk_train_run *r)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+
+	if (!r->store || !r->rec)
+		return;
+	if (r->kc) {
+		/* a fresh connection for each write (see cluster_client) */
+		struct kube_client *kc = cluster_client(&err);
+		if (kc) {
+			dlk_runs_close(r->store);
+			kube_client_free(r->kc);
+			r->kc = kc;
+			r->store = dlk_runs_open_configmap(kc, NULL, dlk_run_project(r->rec));
+		}
+	}
+	if (dlk_runs_put(r->store, r->rec, &err) && !r->warned++)
+		dlk_warn(r->ctx, "run %.8s: the run history is not up to date (training goes on): %s%s%s", r->id, err.msg,
+		         err.hint[0] ? "; " : "", err.hint);
+}
+
+void dlk_train_run_finish(struct dlk_train_run *r, enum dlk_run_outcome o, int rank, int exit_code,
+                          const char *message)
+{
+	char now[32];
+
+	if (!r->rec)
+		return;
+	dlk_run_set_outcome(r->rec, o);
+	dlk_run_time_now(now);
+	dlk_run_set_str(r->rec, "finished_at", now);
+	if (o == DLK_RUN_FAILED || o == DLK_RUN_INTERRUPTED)
+		dlk_run_set_failure(r->rec, rank, exit_code, message);
+	else
+		dlk_run_set_item(r->rec, "failure", NULL);
+	dlk_train_run_save(r);
+}
+
+void dlk_train_run_set_result(struct dlk_train_run *r, const cJSON *doc, const char *bundle)
+{
+	const cJSON *prov = get(doc, "provenance"), *v;
+	char hex[65];
+
+	if (!r->rec)
+		return;
+	dlk_run_set_document(r->rec, doc);
+	if ((v = get(prov, "data")) && cJSON_IsArray(v))
+		dlk_run_set_item(r->rec, "data", cJSON_Duplicate(v, 1));
+	if ((v = get(prov, "spec_sha256")) && cJSON_IsString(v))
+		dlk_run_set_str(r->rec, "spec_sha256", v->valuestring);
+	if ((v = get(prov, "image")) && cJSON_IsString(v))
+		dlk_run_set_str(r->rec, "image", v->valuestring);
+	if ((v = get(prov, "git_commit")) && cJSON_IsString(v)) {
+		dlk_run_set_str(r->rec, "git_commit", v->valuestring);
+		v = get(prov, "git_dirty");
+		dlk_run_set_item(r->rec, "git_dirty", cJSON_CreateBool(cJSON_IsTrue(v)));
+	}
+	if (bundle) {
+		cJSON *b = cJSON_CreateObject();
+		cJSON_AddStringToObject(b, "path", bundle);
+		if (!dlk_sha256_file(bundle, hex))
+			cJSON_AddStringToObject(b, "sha256", hex);
+		dlk_run_set_item(r->rec, "bundle", b);
+	}
+}
+
+void dlk_train_run_release(struct dlk_train_run *r)
+{
+	dlk_runs_close(r->store);
+	kube_client_free(r->kc);
+	cJSON_Delete(r->rec);
+	*r = (struct dlk_train_run)DLK_TRAIN_RUN_INIT;
+}

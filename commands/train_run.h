@@ -1,0 +1,76 @@
+/* The run a training is (lib/runs): its id, the checkpoints that are its own, whether it
+ * continues a run that was interrupted, and its record in the run history, kept current from
+ * its start to its end.
+ *
+ * Who keeps the record: `dlk train --local` (the process itself, or the parent of a local gang
+ * of workers) in the project's .dlk/runs/NAME/; in a cluster the Job's rank 0, in the ConfigMap
+ * NAME-runs. Writing a record never stops training: a failure is one warning. */
+#ifndef DLK_COMMANDS_TRAIN_RUN_H
+#define DLK_COMMANDS_TRAIN_RUN_H
+
+#include <cJSON.h>
+
+#include "commands/ctx.h"
+#include "commands/train.h"
+#include "lib/kube/client.h"
+#include "lib/project/project.h"
+#include "lib/runs/runs.h"
+
+struct dlk_train_run {
+	const struct dlk_ctx *ctx;
+	struct dlk_run_store *store; /* NULL: this process keeps no record */
+	struct kube_client *kc;      /* the client of a cluster store (owned) */
+	cJSON *rec;                  /* the record, when kept */
+	char id[DLK_RUNS_ID_MAX + 1]; /* "" when the run has no id (a bare --worker) */
+	int resumed;                 /* it continues a run started before */
+	int warned;
+};
+#define DLK_TRAIN_RUN_INIT { NULL, NULL, NULL, NULL, "", 0, 0 }
+
+/* Data fingerprint: the sha256 of the sorted "split url sha256" lines of a record's data (or of
+ * a run document's provenance.data), "" when it names none. What `trigger: data-changed` and
+ * --if-data-changed compare. */
+void dlk_train_data_fingerprint(const cJSON *rec_or_doc, char hex[65]);
+
+/* `dlk train --local --if-data-changed`: fetches and hashes the project's data sources; when
+ * their fingerprint equals that of the newest successful run in the local history, records a
+ * run "skipped" with the reason, says so and returns DLK_EXIT_UNCHANGED; 0 when the data
+ * changed (or no run succeeded yet): train. An error is reported and its code returned. */
+int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project *spec);
+
+/* `trigger: data-changed`, rank 0 in a pod, its data loaded (data: [{"split", "url", "sha256"}]):
+ * 1 when that is the data the newest successful run of the history trained on, the run then
+ * recorded "skipped" with the reason (the caller stops without training, exit 0: rank 0's
+ * success completes the Job); 0 to train. */
+int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data);
+
+/* `dlk train --local` (a single process, or the parent of a gang of `world` workers): the
+ * newest run of the project in its local history is continued when it was interrupted (a
+ * signal, a crash, a lost worker), its project file resolves to the same spec (digest) and
+ * fresh is not set; otherwise a new run begins. Writes the record (outcome running). */
+int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
+                             const char *spec_digest, const struct dlk_train_cli *cli, int world, struct dlk_err *err);
+/* Rank 0 in a pod: the run is the Job's (DLK_RUN_ID, its uid); its record in the ConfigMap is
+ * made or, after a restart or a re-form, counted as restarted at `world` workers. A history
+ * that cannot be reached is warned about; training goes on without a record. */
+void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
+                                const char *spec_digest, int world);
+/* Any other worker: the id from DLK_RUN_ID, no record. */
+void dlk_train_run_open_worker(struct dlk_train_run *r, const struct dlk_ctx *ctx);
+
+/* The checkpoints of this run: base/<id>, or base itself for a run without an id. Caller frees. */
+char *dlk_train_run_ckpt_dir(const struct dlk_train_run *r, const char *base);
+
+/* Writes the record as it is now (a failure: one warning). */
+void dlk_train_run_save(struct dlk_train_run *r);
+/* The end of the run: its outcome, the time, the failure (rank -1: unknown; message may be
+ * NULL) for a failed or interrupted one; then saved. */
+void dlk_train_run_finish(struct dlk_train_run *r, enum dlk_run_outcome o, int rank, int exit_code,
+                          const char *message);
+/* The run document of what the run made (doc, borrowed: metrics, history, provenance) into the
+ * record, with its data sources, spec digest, image and commit; and the bundle (path and the
+ * sha256 of the file), when bundle is not NULL. */
+void dlk_train_run_set_result(struct dlk_train_run *r, const cJSON *doc, const char *bundle);
+void dlk_train_run_release(struct dlk_train_run *r);
+
+#endif
