@@ -62,12 +62,9 @@ test_expect_success 'the bundle and the checkpoints are on the checkpoint volume
 	ls "$PV/.dlk/checkpoints/fashion" | grep -q .
 '
 
-# The record is written when the run starts and again when it ends. In this cluster the last
-# write sometimes cannot connect to the API server's address (the pod runner's network, once the
-# other rank has exited): rank 0 then says so in one warning, and the record stays "running".
-final_or_unreachable() {
-	jq -e ".runs[0].run.outcome == \"succeeded\" and .runs[0].metrics.test_accuracy > 0.75" h.json ||
-	kubectl logs "$(pod_of "$1" 0)" | grep "warning: run .*: the run history is not up to date .*cannot reach the API server"
+# The record is written when the run starts and again when it ends, after the other rank exited.
+final_record() {
+	jq -e ".runs[0].run.outcome == \"succeeded\" and .runs[0].metrics.test_accuracy > 0.75" h.json
 }
 
 test_expect_success 'rank 0 recorded the run (the Job'"'"'s uid) in the ConfigMap fashion-runs, under the worker Role' '
@@ -75,7 +72,7 @@ test_expect_success 'rank 0 recorded the run (the Job'"'"'s uid) in the ConfigMa
 	dlk status fashion --history -o json >h.json && jq -c ".runs[].run" h.json &&
 	jq -e "(.runs | length) == 1 and .runs[0].run.id == \"$uid\" and .runs[0].run.job.name == \"fashion\"" h.json &&
 	jq -e ".runs[0].run.worlds == [2] and .runs[0].run.trigger == \"manual\"" h.json &&
-	final_or_unreachable fashion &&
+	final_record &&
 	dlk status fashion --run "$uid" | grep -q "^run  *$uid$" &&
 	dlk -f "$PROJ" report "$uid" -o json | jq -e ".runs[0].source.store == \"cluster\""
 '
@@ -101,9 +98,11 @@ test_expect_success 'dlk status shows the ranks, their nodes and the progress' '
 	grep -q "^0 *fashion-0-[a-z0-9]* *cpu-[01] *Succeeded" out && grep -q "^1 *fashion-1-[a-z0-9]* *cpu-[01] *Succeeded" out
 '
 
+# The last lines of rank 0 are the bundle (standard output) and the summary (standard error): two
+# streams, so either may come last.
 test_expect_success 'dlk logs merges the ranks, with the kubelet timestamps on request' '
 	dlk logs fashion >out && grep -q "^\[rank 0\] training .fashion. on 60000 samples (1 epochs, 2 workers x batch 128, adam)$" out &&
-	dlk logs --timestamps --tail 1 --rank 0 fashion >out && cat out &&
+	dlk logs --timestamps --tail 2 --rank 0 fashion >out && cat out &&
 	grep -q "^\[rank 0\] 20[0-9-]*T[0-9:.]*Z model bundle: /checkpoints/fashion.dlk$" out
 '
 
@@ -166,13 +165,13 @@ test_expect_success 'schedule: creates a real CronJob, and a triggered run train
 	kubectl get job nightly-now -o jsonpath="{.metadata.annotations.dlk\.dev/progress}" >progress && cat progress &&
 	grep -q "\"epoch\":1,\"epochs\":1,\"step\":235,\"totalSteps\":235" progress &&
 	dlk status >out && cat out && grep -q "^nightly-now *Succeeded *0/2 *0 *epoch 1/1 step 235/235" out &&
-	kubectl logs -l batch.kubernetes.io/job-name=nightly-now,batch.kubernetes.io/job-completion-index=0 --tail=1 >log &&
+	kubectl logs -l batch.kubernetes.io/job-name=nightly-now,batch.kubernetes.io/job-completion-index=0 --tail=2 >log &&
 	cat log && grep -q "^model bundle: /checkpoints/nightly.dlk$" log &&
 	tar tf "$TEST_TMP/pv-nightly/nightly.dlk" | grep -q "^model.json$" &&
 	dlk status nightly --history -o json >h.json &&
 	jq -e "(.runs | length) == 1 and .runs[0].run.trigger == \"schedule\" and .runs[0].run.job.name == \"nightly-now\"" h.json &&
 	jq -e ".runs[0].run.id == \"$(kubectl get job nightly-now -o jsonpath={.metadata.uid})\"" h.json &&
-	final_or_unreachable nightly-now
+	final_record
 '
 
 test_expect_success 'dlk delete of a scheduled job removes the CronJob and its runs' '

@@ -85,6 +85,12 @@ func newPodNet(cidr string, serviceIPs []net.IP) (*podNet, error) {
 	if n.bridge, err = n.hubH.LinkByName("br0"); err != nil {
 		return nil, err
 	}
+	// A bridge without an address of its own takes the lowest of its ports' and changes it when
+	// that port goes: a pod whose neighbour exited would then send to the gateway's old MAC until
+	// its ARP entry aged out (seconds of "cannot connect" to the services). A set address stays.
+	if err := n.hubH.LinkSetHardwareAddr(n.bridge, net.HardwareAddr{0x02, 0x64, 0x6c, 0x6b, 0x00, 0x01}); err != nil {
+		return nil, fmt.Errorf("hub: bridge address: %w", err)
+	}
 	ones, _ := ipn.Mask.Size()
 	if err := n.hubH.AddrAdd(n.bridge, &netlink.Addr{IPNet: &net.IPNet{IP: n.gateway, Mask: net.CIDRMask(ones, 32)}}); err != nil {
 		return nil, fmt.Errorf("hub: gateway address: %w", err)
