@@ -46,19 +46,19 @@ test_expect_success 'render_train writes the objects of four specs' '
 '
 
 test_expect_success 'one CPU worker: every object is valid' '
-	validate "$JSON/cpu-1.json" >out && grep_q "ok: 6 objects" out
+	validate "$JSON/cpu-1.json" >out && grep_q "ok: 7 objects" out
 '
 
 test_expect_success '4 workers x 8 GPUs, product, queue, tolerations, storage size: valid' '
-	validate "$JSON/gpu-4.json" >out && grep_q "ok: 7 objects" out
+	validate "$JSON/gpu-4.json" >out && grep_q "ok: 8 objects" out
 '
 
 test_expect_success 'existing checkpoint claim: valid' '
-	validate "$JSON/claim.json" >out && grep_q "ok: 6 objects" out
+	validate "$JSON/claim.json" >out && grep_q "ok: 7 objects" out
 '
 
 test_expect_success 'schedule renders a valid CronJob' '
-	validate "$JSON/cron.json" >out && grep_q "ok: 6 objects" out && grep_q "\"CronJob\"" "$JSON/cron.json"
+	validate "$JSON/cron.json" >out && grep_q "ok: 7 objects" out && grep_q "\"CronJob\"" "$JSON/cron.json"
 '
 
 test_expect_success 'render_serving writes the objects of three served models' '
@@ -90,7 +90,7 @@ test_expect_success 'serving objects that do not fit together are rejected' '
 '
 
 test_expect_success 'objects are read from stdin too' '
-	validate <"$JSON/gpu-4.json" >out && grep_q "ok: 7 objects" out
+	validate <"$JSON/gpu-4.json" >out && grep_q "ok: 8 objects" out
 '
 
 test_expect_success 'a misspelled field in a container is rejected' '

@@ -31,10 +31,11 @@ spec:
   containers:
   - name: s3
     image: versitygw
-    command: ["$S3_BIN", "--port", ":7070", "--access", "$AWS_ACCESS_KEY_ID", "--secret", "$AWS_SECRET_ACCESS_KEY",
+    command: ["/opt/s3/$(basename "$S3_BIN")", "--port", ":7070", "--access", "$AWS_ACCESS_KEY_ID", "--secret", "$AWS_SECRET_ACCESS_KEY",
               "--region", "us-east-1", "--access-log", "$POD_LOG", "posix", "--sidecar", "$S3_DIR/meta", "$S3_ROOT"]
-    volumeMounts: [{name: s3, mountPath: "$S3_DIR"}]
-  volumes: [{name: s3, hostPath: {path: "$S3_DIR"}}]
+    volumeMounts: [{name: s3, mountPath: "$S3_DIR"}, {name: bin, mountPath: /opt/s3, readOnly: true}]
+  # the "image": the server's binary (a pod's /tmp is its own, so a checkout under /tmp is not seen)
+  volumes: [{name: s3, hostPath: {path: "$S3_DIR"}}, {name: bin, hostPath: {path: "$(dirname "$S3_BIN")"}}]
 ---
 apiVersion: v1
 kind: Service

@@ -169,12 +169,18 @@ static int labels_ok(const cJSON *l, const char *name)
 	       jkey(l, "app.kubernetes.io/name") && jkey(l, "app.kubernetes.io/component");
 }
 
-/* every object and the pod template carry the standard labels */
+/* every object and the pod template carry the standard labels; the run history's ConfigMap
+ * carries dlk.dev/runs instead of dlk.dev/job, so that deleting the job keeps it */
 static int labelled(const cJSON *objs, const char *name)
 {
 	int ok = 1;
 	for (const cJSON *o = objs->child; o; o = o->next) {
 		const cJSON *l = jget(o, "metadata.labels");
+		if (jkey(l, "dlk.dev/runs")) {
+			ok &= !jkey(l, "dlk.dev/job") && !strcmp(jkey(l, "dlk.dev/runs"), name) &&
+			      jkey(l, "app.kubernetes.io/version") && !strcmp(jkey(l, "app.kubernetes.io/version"), DLK_VERSION);
+			continue;
+		}
 		ok &= labels_ok(l, name);
 		if (!strcmp(jstr(o, "kind"), "Job"))
 			ok &= labels_ok(jget(o, "spec.template.metadata.labels"), name);
@@ -195,7 +201,7 @@ static void test_cpu_one_worker(void)
 	if (!objs)
 		return;
 	char *k = kinds(objs);
-	CHECK_STR(k, "ConfigMap,ServiceAccount,Role,RoleBinding,Service,Job");
+	CHECK_STR(k, "ConfigMap,ConfigMap,ServiceAccount,Role,RoleBinding,Service,Job");
 	free(k);
 	CHECK(labelled(objs, "mnist"));
 	save_json("cpu-1", objs);
@@ -208,7 +214,8 @@ static void test_cpu_one_worker(void)
 	const cJSON *role = by_kind(objs, "Role");
 	CHECK_JSON(role, "rules", "[{\"apiGroups\":[\"batch\"],\"resources\":[\"jobs\"],\"verbs\":[\"get\",\"patch\"],"
 	                          "\"resourceNames\":[\"mnist\"]},{\"apiGroups\":[\"\"],\"resources\":[\"configmaps\"],"
-	                          "\"verbs\":[\"get\"],\"resourceNames\":[\"mnist-spec\"]}]");
+	                          "\"verbs\":[\"get\"],\"resourceNames\":[\"mnist-spec\"]},{\"apiGroups\":[\"\"],"
+	                          "\"resources\":[\"configmaps\"],\"verbs\":[\"get\",\"patch\"],\"resourceNames\":[\"mnist-runs\"]}]");
 	const cJSON *rb = by_kind(objs, "RoleBinding");
 	CHECK_JSON(rb, "subjects", "[{\"kind\":\"ServiceAccount\",\"name\":\"mnist\",\"namespace\":\"default\"}]");
 	CHECK_JSON(rb, "roleRef", "{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Role\",\"name\":\"mnist\"}");
@@ -269,7 +276,7 @@ static void test_gpu_four_workers(void)
 	if (!objs)
 		return;
 	char *k = kinds(objs);
-	CHECK_STR(k, "ConfigMap,ServiceAccount,Role,RoleBinding,PersistentVolumeClaim,Service,Job");
+	CHECK_STR(k, "ConfigMap,ConfigMap,ServiceAccount,Role,RoleBinding,PersistentVolumeClaim,Service,Job");
 	free(k);
 	CHECK(labelled(objs, "big-train"));
 	save_json("gpu-4", objs);
@@ -334,7 +341,7 @@ static void test_claim_and_schedule(void)
 	cJSON *objs = render_train(&s, spec_text, NULL, &err);
 	CHECK_MSG(objs != NULL, "existing claim renders: %s", err.msg);
 	char *k = kinds(objs);
-	CHECK_STR(k, "ConfigMap,ServiceAccount,Role,RoleBinding,Service,Job");
+	CHECK_STR(k, "ConfigMap,ConfigMap,ServiceAccount,Role,RoleBinding,Service,Job");
 	free(k);
 	save_json("claim", objs);
 	const cJSON *js = jget(by_kind(objs, "Job"), "spec");
@@ -349,7 +356,7 @@ static void test_claim_and_schedule(void)
 	objs = render_train(&s, spec_text, NULL, &err);
 	CHECK_MSG(objs != NULL, "schedule renders: %s", err.msg);
 	k = kinds(objs);
-	CHECK_STR(k, "ConfigMap,ServiceAccount,Role,RoleBinding,Service,CronJob");
+	CHECK_STR(k, "ConfigMap,ConfigMap,ServiceAccount,Role,RoleBinding,Service,CronJob");
 	free(k);
 	CHECK(objs && labelled(objs, "nightly"));
 	save_json("cron", objs);
@@ -417,7 +424,7 @@ static void test_hostile_spec_values(void)
 	cJSON *objs = render_train(&s, text, NULL, &err);
 	CHECK_MSG(objs != NULL, "hostile values render: %s", err.msg);
 	char *k = kinds(objs);
-	CHECK_STR(k, "ConfigMap,ServiceAccount,Role,RoleBinding,Service,Job");
+	CHECK_STR(k, "ConfigMap,ConfigMap,ServiceAccount,Role,RoleBinding,Service,Job");
 	free(k);
 	CHECK_STR(jkey(jget(cJSON_GetArrayItem(objs, 0), "data"), "dlk.yaml"), text);
 	CHECK_STR(jstr(cJSON_GetArrayItem(objs, 0), "metadata.labels.note"), "x\nkind: Secret");
