@@ -93,9 +93,7 @@ int dlk_data_store_open(const struct dlk_ctx *ctx, const char *url, const struct
 	return ds->store ? 0 : -1;
 }
 
-/* The project file when there is one: its data.store is the default store. A missing file is
- * no error (the store may be given); a broken one is, since its store would be a guess. */
-static int maybe_project(const struct dlk_ctx *ctx, const char *url, struct dlk_project **spec, struct dlk_err *err)
+int dlk_data_maybe_project(const struct dlk_ctx *ctx, const char *url, struct dlk_project **spec, struct dlk_err *err)
 {
 	struct stat st;
 
@@ -165,7 +163,7 @@ static int run_push(struct dlk_ctx *ctx, struct dlk_args *args)
 	int rc = 0;
 
 	dlk_interrupt_catch();
-	if (maybe_project(ctx, push_to, &spec, &err) || dlk_data_store_open(ctx, push_to, spec, &ds, &err))
+	if (dlk_data_maybe_project(ctx, push_to, &spec, &err) || dlk_data_store_open(ctx, push_to, spec, &ds, &err))
 		goto fail;
 	if (dlk_manifest_build(args->pos, (size_t)args->n_pos, on_progress, &bar, &m, &err))
 		goto fail;
@@ -283,7 +281,7 @@ static int run_ls(struct dlk_ctx *ctx, struct dlk_args *args)
 	int rc = 0, wide = ctx->output == DLK_OUTPUT_WIDE;
 
 	(void)args;
-	if (maybe_project(ctx, ls_from, &spec, &err) || dlk_data_store_open(ctx, ls_from, spec, &ds, &err) ||
+	if (dlk_data_maybe_project(ctx, ls_from, &spec, &err) || dlk_data_store_open(ctx, ls_from, spec, &ds, &err) ||
 	    dlk_dataset_list(ds.store, &ids, &n, &err) || dlk_dataset_tags(ds.store, &tags, &nt, &err))
 		goto fail;
 	if (structured(ctx))
@@ -363,7 +361,7 @@ static int run_show(struct dlk_ctx *ctx, struct dlk_args *args)
 	char id[65], size[32];
 	int rc = 0;
 
-	if (maybe_project(ctx, show_from, &spec, &err) || dlk_data_store_open(ctx, show_from, spec, &ds, &err) ||
+	if (dlk_data_maybe_project(ctx, show_from, &spec, &err) || dlk_data_store_open(ctx, show_from, spec, &ds, &err) ||
 	    dlk_dataset_resolve(ds.store, args->pos[0], 1, id, &err) || dlk_dataset_manifest(ds.store, id, &m, &err) ||
 	    dlk_dataset_tags(ds.store, &tags, &nt, &err))
 		goto fail;
@@ -445,7 +443,7 @@ static int run_get(struct dlk_ctx *ctx, struct dlk_args *args)
 	int rc = 0;
 
 	dlk_interrupt_catch();
-	if (maybe_project(ctx, get_from, &spec, &err) || dlk_data_store_open(ctx, get_from, spec, &ds, &err) ||
+	if (dlk_data_maybe_project(ctx, get_from, &spec, &err) || dlk_data_store_open(ctx, get_from, spec, &ds, &err) ||
 	    dlk_dataset_resolve(ds.store, args->pos[0], 1, id, &err) || dlk_dataset_manifest(ds.store, id, &m, &err))
 		goto fail;
 	if (dlk_dataset_get(ds.store, &m, args->pos[1], NULL, on_progress, &bar, &st, &err))

@@ -22,6 +22,11 @@ struct dlk_data_store {
 int dlk_data_store_open(const struct dlk_ctx *ctx, const char *url, const struct dlk_project *spec,
                         struct dlk_data_store *ds, struct dlk_err *err);
 void dlk_data_store_release(struct dlk_data_store *ds);
+/* The project file when there is one (*spec, NULL when -f names no file, or when url is given
+ * and is not pvc://): its data.store is the default store. A missing file is no error (the store
+ * may be given); a broken one is, since its store would be a guess. */
+int dlk_data_maybe_project(const struct dlk_ctx *ctx, const char *url, struct dlk_project **spec,
+                           struct dlk_err *err);
 
 /* "54.1 MB" */
 void dlk_fmt_bytes(char *buf, size_t n, unsigned long long bytes);
