@@ -25,6 +25,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <time.h>
 
@@ -776,7 +777,8 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 			goto out;
 		}
 		const cJSON *r = get(get(stable, "spec"), "replicas");
-		int total = cJSON_IsNumber(r) ? (int)r->valuedouble : spec->serving.replicas;
+		int total = cJSON_IsNumber(r) && r->valuedouble >= 0 && r->valuedouble <= INT_MAX ? (int)r->valuedouble
+		                                                                                  : spec->serving.replicas;
 		/* behind the one Service, the canary's share of the replicas is its share of the traffic;
 		 * with a route, the route's weights decide, and the canary gets its share of the pods */
 		int cr = sv.route ? (int)ceil((double)total * cli->canary / 100.0 - 1e-9)
@@ -809,7 +811,7 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		cJSON *cur = NULL;
 		if (kube_get(c, "Deployment", ns, dname, &cur, &err) == 0) {
 			const cJSON *r = get(get(cur, "spec"), "replicas");
-			if (cJSON_IsNumber(r) && r->valuedouble >= 1)
+			if (cJSON_IsNumber(r) && r->valuedouble >= 1 && r->valuedouble <= INT_MAX)
 				sv.replicas = (int)r->valuedouble;
 		} else if (err.code != DLK_EXIT_NOTFOUND) {
 			free(dname);

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 static const cJSON *get(const cJSON *o, const char *k)
@@ -19,7 +20,11 @@ static const char *str(const cJSON *o, const char *k)
 static int num(const cJSON *o, const char *k)
 {
 	const cJSON *v = get(o, k);
-	return cJSON_IsNumber(v) ? (int)v->valuedouble : 0;
+
+	/* the range first: converting 4e45 to an int to test it is undefined */
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= INT_MIN && v->valuedouble <= INT_MAX))
+		return 0;
+	return (int)v->valuedouble;
 }
 
 char *dlk_serve_selector(const char *name, const char *track)
