@@ -6,7 +6,7 @@ int main(void)
 {
 	struct dlk_dataset train, test;
 	int rc;
-	if (fm_load(&train, &test, 0, &rc))
+	if (fm_load(&train, &test, 1, &rc))
 		return rc;
 	CHECK(train.n == 60000 && test.n == 10000);
 	double s;
