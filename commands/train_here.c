@@ -122,6 +122,8 @@ struct here {
 	char *ckpt_dir;
 	int ckpt_keep;
 	struct dlk_state_meta meta;
+	struct ckpt ckpt;             /* rank 0: the checkpoint to resume from (path NULL: none) */
+	int ckpt_world;               /* the world size it was written at (0: none) */
 	int have_arch;
 	int ckpt_warned;
 	int epochs;
@@ -291,6 +293,19 @@ static char *output_dir(const struct dlk_project *spec, const char *spec_file, i
 
 /* ---- checkpoints ---- */
 
+char *dlk_train_ckpt_base(const struct dlk_project *spec, const char *spec_file, int in_pod)
+{
+	const char *d = spec->training.checkpoint_dir;
+	char *out_dir, *base;
+
+	if (!d)
+		return NULL;
+	out_dir = output_dir(spec, spec_file, in_pod);
+	base = d[0] == '/' || !strcmp(out_dir, ".") ? xstrdup(d) : xasprintf("%s/%s", out_dir, d);
+	free(out_dir);
+	return base;
+}
+
 static ssize_t slow_write(int fd, const void *buf, size_t len, void *vctx)
 {
 	const struct here *r = vctx;
@@ -355,47 +370,93 @@ static int bcast_floats(struct dlk_comm *c, float *dev, size_t n, const struct d
 	return rc;
 }
 
-/* Rank 0 loads the newest checkpoint that verifies and broadcasts it, so that ranks never
- * disagree on where they resume. */
-static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err)
+/* Before the loop: rank 0 loads the newest checkpoint that verifies (kept for on_resume) and
+ * every rank learns the per-worker batch from it. A checkpoint written at another world size
+ * goes on with the same global batch: its world x batch split over this world. */
+static int prepare_resume(struct here *r, struct dlk_training *tr, struct dlk_err *err)
 {
-	struct here *r = vctx;
-	long long hdr[6] = { RESUME_NONE, 0, 0, 0, 0, 0 };
-	unsigned long long dc = 0;
-	int rc = -1;
+	long long hdr[3] = { RESUME_NONE, tr->batch_size, 0 };
 
-	ensure_arch(r, st->net);
 	if (r->rank == 0 && r->ckpt_dir) {
-		struct ckpt c = CKPT_INIT;
-		int got = ckpt_load_latest(r->ckpt_dir, 0, &c, err);
-		for (size_t i = 0; i < c.nwarnings; i++)
-			dlk_warn(r->ctx, "%s", c.warnings[i]);
+		int got = ckpt_load_latest(r->ckpt_dir, 0, &r->ckpt, err);
+		int cw = 0, cb = 0, b = 0;
+		for (size_t i = 0; i < r->ckpt.nwarnings; i++)
+			dlk_warn(r->ctx, "%s", r->ckpt.warnings[i]);
 		if (got < 0) {
 			dlk_err_prefix(err, "cannot resume from '%s'", r->ckpt_dir);
 			hdr[0] = RESUME_FAILED;
 		} else if (got == 1) {
-			if (dlk_state_restore(&c, st, &r->meta, err)) {
+			if (dlk_state_peek(&r->ckpt, &cw, &cb, err) || dlk_state_elastic_batch(cw, cb, r->world, &b, err)) {
+				if (cw)
+					dlk_err_prefix(err, "checkpoint '%s' (step %llu)", r->ckpt.path, r->ckpt.step);
 				hdr[0] = RESUME_FAILED;
 			} else {
 				hdr[0] = RESUME_LOADED;
-				r->ckpt_step = st->global_step;
-				char who[64] = "";
-				if (r->trun.id[0])
-					snprintf(who, sizeof(who), " run %.8s", r->trun.id);
-				if (st->epoch >= r->epochs)
-					dlk_info(r->ctx, "checkpoint '%s' is of the finished%s (%ld steps): nothing left to train",
-					         c.path, who[0] ? who : " run", st->global_step);
-				else
-					dlk_info(r->ctx, "resuming%s from checkpoint '%s' (epoch %d, step %ld of the epoch, %ld steps done)",
-					         who, c.path, st->epoch + 1, st->step_in_epoch, st->global_step);
+				hdr[1] = b;
+				hdr[2] = cw;
 			}
 		}
-		ckpt_release(&c);
+		if (hdr[0] != RESUME_LOADED)
+			ckpt_release(&r->ckpt);
+	}
+	if (r->comm) {
+		struct dlk_err e = DLK_ERR_INIT;
+		if (comm_broadcast(r->comm, hdr, sizeof(hdr), 0, &e)) {
+			*err = e;
+			return -1;
+		}
+		if (hdr[0] == RESUME_FAILED && r->rank != 0)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "rank 0 could not resume from the checkpoints (its log says why)");
+	}
+	if (hdr[0] == RESUME_FAILED)
+		return -1;
+	r->ckpt_world = (int)hdr[2];
+	tr->batch_size = (int)hdr[1];
+	r->meta.batch_size = tr->batch_size;
+	return 0;
+}
+
+/* Rank 0 restores the checkpoint prepare_resume loaded and broadcasts it, so that ranks never
+ * disagree on where they resume. */
+static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err)
+{
+	struct here *r = vctx;
+	long long hdr[8] = { RESUME_NONE, 0, 0, 0, 0, 0, 0, 0 };
+	unsigned long long dc = 0;
+	int rc = -1;
+
+	ensure_arch(r, st->net);
+	if (r->rank == 0 && r->ckpt.path) {
+		struct ckpt *c = &r->ckpt;
+		if (dlk_state_restore(c, st, &r->meta, err)) {
+			hdr[0] = RESUME_FAILED;
+		} else {
+			hdr[0] = RESUME_LOADED;
+			r->ckpt_step = st->global_step;
+			char who[64] = "";
+			if (r->trun.id[0])
+				snprintf(who, sizeof(who), " run %.8s", r->trun.id);
+			if (st->epoch >= r->epochs)
+				dlk_info(r->ctx, "checkpoint '%s' is of the finished%s (%ld steps): nothing left to train", c->path,
+				         who[0] ? who : " run", st->global_step);
+			else if (r->ckpt_world != r->world)
+				dlk_info(r->ctx,
+				         "resuming%s from checkpoint %ld at %d worker%s (was %d), batch %d per worker, global %lld",
+				         who, st->global_step, r->world, r->world == 1 ? "" : "s", r->ckpt_world,
+				         r->meta.batch_size, (long long)r->meta.batch_size * r->world);
+			else
+				dlk_info(r->ctx, "resuming%s from checkpoint '%s' (epoch %d, step %ld of the epoch, %ld steps done)",
+				         who, c->path, st->epoch + 1, st->step_in_epoch, st->global_step);
+		}
+		/* the params are on the device now: the loaded copy is not kept through the run */
+		ckpt_release(c);
 		hdr[1] = st->epoch;
 		hdr[2] = st->step_in_epoch;
 		hdr[3] = st->global_step;
 		hdr[4] = st->opt->t;
 		memcpy(&hdr[5], &st->net->dropout_counter, sizeof(dc));
+		hdr[6] = st->sched_spe;
+		hdr[7] = st->sched_total;
 	}
 	if (r->comm) {
 		struct dlk_err e = DLK_ERR_INIT;
@@ -419,6 +480,8 @@ static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err
 			st->opt->t = (long)hdr[4];
 			memcpy(&dc, &hdr[5], sizeof(dc));
 			st->net->dropout_counter = dc;
+			st->sched_spe = (long)hdr[6];
+			st->sched_total = (long)hdr[7];
 		}
 	}
 	if (hdr[0] == RESUME_FAILED)
@@ -740,8 +803,7 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		dlk_train_run_open_worker(&run.trun, ctx);
 	}
 	if (tr.checkpoint_dir) {
-		char *base = tr.checkpoint_dir[0] == '/' || !strcmp(out_dir, ".") ? xstrdup(tr.checkpoint_dir)
-		                                                                  : xasprintf("%s/%s", out_dir, tr.checkpoint_dir);
+		char *base = dlk_train_ckpt_base(spec, ctx->file, cli->mode == TRAIN_WORKER);
 		/* every run has checkpoints of its own */
 		run.ckpt_dir = dlk_train_run_ckpt_dir(&run.trun, base);
 		free(base);
@@ -779,6 +841,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		goto fail;
 	if (run.world > 1 && ctx->verbose && run.rank == 0)
 		dlk_info(ctx, "gradients over %s (%d ranks)", run.dcomm ? "NCCL" : "the TCP ring", run.world);
+	if (prepare_resume(&run, &tr, &err))
+		goto fail;
 	if (run.rank == 0)
 		dlk_train_report_start(&run.show, spec, &tr, train.n, test.n, run.world);
 	if (worker && run.rank == 0)
@@ -843,6 +907,7 @@ out:
 	dlk_train_result_release(&res);
 	dlk_dataset_release(&train);
 	dlk_dataset_release(&test);
+	ckpt_release(&run.ckpt);
 	free(run.ckpt_dir);
 	free(bundle);
 	free(dir);

@@ -102,6 +102,8 @@ static int setup_schedule(struct run *r, struct dlk_err *err)
 		                r->ds->n, r->world);
 	r->spe = (long)((r->shard + (size_t)r->batch - 1) / (size_t)r->batch);
 	r->total = r->spe * r->tr->epochs;
+	r->st.sched_spe = r->spe;
+	r->st.sched_total = r->total;
 	return dlk_optimizer_init(&r->opt, r->tr, r->net->n_params, r->spe, r->total, r->be, err);
 }
 
@@ -119,6 +121,9 @@ static int setup_state(struct run *r, struct dlk_err *err)
 		if (got < 0)
 			return -1;
 		resumed = got == 1;
+		/* a checkpoint of another world size: the schedule stays the one the run began with */
+		if (resumed && (r->st.sched_spe != r->spe || r->st.sched_total != r->total))
+			dlk_optimizer_set_schedule(&r->opt, r->tr, r->st.sched_spe, r->st.sched_total);
 		if (got == 0) {
 			r->st.epoch = 0;
 			r->st.step_in_epoch = 0;
@@ -376,7 +381,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	int ret = -1;
 
 	*res = (struct dlk_train_result)DLK_TRAIN_RESULT_INIT;
-	r.st = (struct dlk_train_state){ r.net, &r.opt, 0, 0, 0, &res->history };
+	r.st = (struct dlk_train_state){ r.net, &r.opt, 0, 0, 0, &res->history, 0, 0 };
 	res->seed = r.tr->seed;
 	dlk_rfc3339_now(res->started_at);
 	r.t_start = dlk_now();

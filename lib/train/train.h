@@ -47,6 +47,9 @@ struct dlk_train_state {
 	long step_in_epoch;           /* steps of that epoch already done */
 	long global_step;             /* steps done in all */
 	struct dlk_history *history;  /* the run's history (saved and restored with the rest); may be NULL */
+	/* the learning-rate schedule's steps per epoch and total: the run's first world's, kept
+	 * across a resume at another world size (whose epoch may take a step more or less) */
+	long sched_spe, sched_total;
 };
 
 typedef void (*dlk_train_event_fn)(void *ctx, const struct dlk_train_event *ev);

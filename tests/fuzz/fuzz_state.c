@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct ckpt_loaded_blob blobs[4];
 	struct ckpt c = CKPT_INIT;
-	struct dlk_train_state st = { &net, &adam, 0, 0, 0, NULL };
+	struct dlk_train_state st = { &net, &adam, 0, 0, 0, NULL, 0, 0 };
 	size_t bytes = sizeof(float) * net.n_params;
 	unsigned flags;
 
