@@ -8,6 +8,7 @@
 #include "commands/train_run.h"
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
+#include "commands/train_progress.h"
 #include "commands/train_submit.h"
 #include "commands/ui.h"
 #include "lib/jobs/logarchive.h"
@@ -128,6 +129,11 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_train_here(ctx, &opt, spec, 0);
 		break;
 	case TRAIN_WORKER:
+		/* elastic: the Job's size now, which `dlk scale` may have changed since the pod was made */
+		if (!getenv(DLK_ENV_LOCAL_RANK) && dlk_job_world_env(ctx, &err)) {
+			rc = dlk_report(ctx, &err);
+			break;
+		}
 		if (spec->resources.gpus > 1 && getenv(DLK_ENV_SERVICE_HOST) && !getenv(DLK_ENV_LOCAL_RANK))
 			/* a pod with several GPUs: a rank per GPU (unless a launcher already made them) */
 			rc = dlk_train_pod_gang(ctx, &opt, spec, spec->resources.gpus);

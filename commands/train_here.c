@@ -20,6 +20,7 @@
 #include "lib/train/checkpoint.h"
 #include "lib/train/state.h"
 #include "lib/train/train.h"
+#include "lib/util/clock.h"
 #include "lib/util/git.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
@@ -130,6 +131,13 @@ struct here {
 	long ckpt_step;               /* the newest checkpoint written or resumed, -1: none */
 	long ckpt_delay_ms;           /* test hook: slow every checkpoint write down */
 	struct dlk_job_progress *jp;
+	/* elastic (rank 0 in a cluster): the Job's size, read every poll_sec; resize_to is the new
+	 * number of workers once `dlk scale` changed it, and every rank stops to re-form */
+	int local_world;              /* ranks per pod */
+	long poll_sec;
+	double last_poll;
+	int poll_warned;
+	int resize_to;
 	/* what the run document published on the Job is made of (rank 0, in a cluster) */
 	const struct dlk_project *spec;
 	const struct dlk_net *net;
@@ -205,17 +213,38 @@ static void on_start(void *vctx, const struct dlk_net *net, long total_steps)
 	r->net = net;
 }
 
+/* Rank 0 in a cluster, at most every poll_sec: the Job's workers when `dlk scale` changed them
+ * (0 when not). A Job that cannot be read is warned about once; training goes on. */
+static int resized(struct here *r)
+{
+	struct dlk_err e = DLK_ERR_INIT;
+	double now = dlk_now();
+	int n = 0;
+
+	if (!r->jp || r->rank != 0 || now - r->last_poll < (double)r->poll_sec)
+		return 0;
+	r->last_poll = now;
+	if (dlk_job_progress_workers(r->jp, &n, &e)) {
+		if (!r->poll_warned++)
+			dlk_warn(r->ctx, "%s (training goes on at %d workers; `dlk scale` cannot resize it)", e.msg, r->world);
+		return 0;
+	}
+	return n > 0 && (long)n * r->local_world != r->world ? n : 0;
+}
+
 static void on_event(void *vctx, const struct dlk_train_event *ev0)
 {
 	struct here *r = vctx;
 	struct dlk_train_event evc = *ev0;
 	const struct dlk_train_event *ev = &evc;
+	int resize = ev0->kind == DLK_TRAIN_STEP && !r->resize_to ? resized(r) : 0;
 
 	if (r->comm && ev0->kind != DLK_TRAIN_DONE && !r->comm_failed) {
-		/* every rank sees every step and epoch event: agree on stopping, and show the loss of
-		 * the whole global batch rather than rank 0's share of it */
-		float buf[2] = { (float)ev0->loss, sig_seen ? 1.0f : 0.0f };
-		if (comm_allreduce(r->comm, buf, 2, COMM_SUM, &r->comm_err)) {
+		/* every rank sees every step and epoch event: agree on stopping (a signal, or rank 0
+		 * seeing the job resized), and show the loss of the whole global batch rather than
+		 * rank 0's share of it */
+		float buf[3] = { (float)ev0->loss, sig_seen ? 1.0f : 0.0f, (float)resize };
+		if (comm_allreduce(r->comm, buf, 3, COMM_SUM, &r->comm_err)) {
 			r->comm_failed = 1;
 			stop_flag = 1;
 			return;
@@ -224,9 +253,17 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		evc.samples_per_sec *= r->world; /* rank 0's pace stands for every rank's: they move in step */
 		if (buf[1] > 0)
 			stop_flag = 1;
+		if (buf[2] > 0) {
+			r->resize_to = (int)buf[2];
+			stop_flag = 1;
+		}
 		comm_set_step(r->comm, ev0->global_step + 1); /* named by the watchdog in its messages */
 		if (r->dcomm)
 			comm_set_step(r->dcomm, ev0->global_step + 1);
+	}
+	else if (resize) {
+		r->resize_to = resize;
+		stop_flag = 1;
 	}
 	if (r->rank != 0)
 		return;
@@ -616,6 +653,7 @@ static int read_worker_env(struct here *r, struct dist_env *env, struct dlk_trai
 		return -1;
 	r->rank = env->rank;
 	r->world = env->world;
+	r->local_world = env->local_world > 0 ? env->local_world : 1;
 	single_rank = env->world == 1;
 	if (env->rank != 0)
 		r->ctx->tty_err = 0;
@@ -713,6 +751,14 @@ static int run_loop(struct here *r, const struct dlk_project *spec, const struct
 	ran = dlk_train_run(&topts, res, err);
 	dlk_train_report_clear(&r->show);
 	alarm(0);
+	if (ran == 1 && r->resize_to) {
+		if (r->rank == 0 && r->ckpt_step >= 0 && r->ckpt_step == res->steps)
+			return dlk_errf(err, DLK_EXIT_RESIZED,
+			                "the job was resized to %d workers: stopped after %ld steps with a checkpoint, to go on at "
+			                "the new size", r->resize_to, res->steps);
+		return dlk_errf(err, DLK_EXIT_RESIZED, "the job was resized to %d workers: stopped after %ld steps",
+		                r->resize_to, res->steps);
+	}
 	if (ran == 1) {
 		const char *what = sig_seen == SIGTERM ? "SIGTERM" : sig_seen == SIGINT ? "an interrupt" : "a signal to a peer";
 		int code = worker || sig_seen != SIGINT ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL;
@@ -784,6 +830,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	run.world = 1;
 	grace = (unsigned)env_long(DLK_ENV_TERM_GRACE, 20, 1, 3600, &err, &bad);
 	run.ckpt_delay_ms = env_long(DLK_ENV_TEST_CHECKPOINT_DELAY_MS, 0, 0, 60000, &err, &bad);
+	run.poll_sec = env_long(DLK_ENV_RESIZE_POLL, 10, 1, 3600, &err, &bad);
+	run.local_world = 1;
 	if (bad)
 		goto fail;
 	signals_install(&sigs, grace);
@@ -894,7 +942,8 @@ fail:
 			cJSON_Delete(doc);
 			cJSON_Delete(meta);
 		}
-		dlk_train_run_finish(&run.trun, sig_seen ? DLK_RUN_INTERRUPTED : DLK_RUN_FAILED, run.rank, rc, err.msg);
+		dlk_train_run_finish(&run.trun, sig_seen || run.resize_to ? DLK_RUN_INTERRUPTED : DLK_RUN_FAILED, run.rank,
+		                     rc, err.msg);
 	}
 out:
 	signals_restore(&sigs);

@@ -379,7 +379,7 @@ static void add_placement(cJSON *c, const struct dlk_resources *res, int gpus, c
  *                                                     mounts it, its bound in bytes (a string)
  *   data_claims                                       the claims pvc:// data sources and a pvc://
  *                                                     dataset store name: a list of {claim, volume, mount}
- *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy) */
+ *   exit.{usage, config, restartable, resized}         worker exit codes (podFailurePolicy) */
 cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                             struct dlk_err *err)
 {
@@ -504,6 +504,7 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	cJSON_AddNumberToObject(o, "usage", DLK_EXIT_USAGE);
 	cJSON_AddNumberToObject(o, "config", DLK_EXIT_CONFIG);
 	cJSON_AddNumberToObject(o, "restartable", DLK_EXIT_RESTARTABLE);
+	cJSON_AddNumberToObject(o, "resized", DLK_EXIT_RESIZED);
 	return c;
 }
 

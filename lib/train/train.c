@@ -224,6 +224,7 @@ static struct dlk_train_event event(const struct run *r, enum dlk_train_event_ki
 	ev.steps_per_epoch = r->spe;
 	ev.global_step = r->st.global_step;
 	ev.total_steps = r->total;
+	ev.world = r->world;
 	return ev;
 }
 

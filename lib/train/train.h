@@ -36,6 +36,7 @@ struct dlk_train_event {
 	const struct dlk_eval *eval;  /* EPOCH/DONE: test metrics, NULL when none were computed */
 	const struct dlk_history *history; /* EPOCH/DONE: the run's history so far (rank 0's) */
 	const char *finished_at;      /* DONE: the result's finished_at */
+	int world;                    /* how many ranks train (0: not said) */
 };
 
 /* What a checkpoint saves and a resume restores: the net's flat params (and dropout_counter),
