@@ -251,6 +251,22 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		}
 		evc.loss = (double)buf[0] / r->world;
 		evc.samples_per_sec *= r->world; /* rank 0's pace stands for every rank's: they move in step */
+		if (buf[1] > 0 && buf[2] == 0 && r->world > 1) {
+			/* a signal: when scaling down, the Job controller stops the pods past the new
+			 * size; rank 0 reads the Job's size at once, and the ranks agree on it, so that
+			 * the rest stop as for a resize (76), not as for a lost peer (75) */
+			float n = 0;
+			if (r->rank == 0) {
+				r->last_poll = 0;
+				n = (float)resized(r);
+			}
+			if (comm_broadcast(r->comm, &n, sizeof(n), 0, &r->comm_err)) {
+				r->comm_failed = 1;
+				stop_flag = 1;
+				return;
+			}
+			buf[2] = n;
+		}
 		if (buf[1] > 0)
 			stop_flag = 1;
 		if (buf[2] > 0) {

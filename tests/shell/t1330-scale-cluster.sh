@@ -57,8 +57,9 @@ PORT=${APISERVER_URL##*:}
 SA=$TEST_TMP/sa
 mkdir -p "$SA" && printf test-token >"$SA/token" && cp "$APISERVER_CERTS/ca.crt" "$SA/ca.crt" &&
 	printf default >"$SA/namespace"
-in_pod() { env KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$PORT" DLK_SERVICEACCOUNT_DIR="$SA" \
-	DLK_NAMESPACE=default "$@"; }
+IN_POD="KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$PORT DLK_SERVICEACCOUNT_DIR=$SA DLK_NAMESPACE=default"
+# shellcheck disable=SC2086
+in_pod() { env $IN_POD "$@"; }
 size() { api "/apis/batch/v1/namespaces/default/jobs/$1" | jq -c "[.spec.completions, .spec.parallelism]"; }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
@@ -138,6 +139,24 @@ test_expect_success 'dlk scale 1 -> 2 while it trains: rank 0 stops with a check
 	jq -e ".run.outcome == \"succeeded\" and .run.worlds == [1, 2] and .run.restarts == 1" rec.json &&
 	jq -e "[.history.events[] | [.event, .world]] == [[\"start\", 1], [\"resume\", 2]]" rec.json &&
 	dlk status blobs --run $(echo $UID1 | cut -c1-8) | grep_q "^workers  *1,2 (resized) (1 restart)$"
+'
+
+UID2=6f2a3b44-5e7f-4081-9b2c-3d4e5f6a7b8c
+test_expect_success 'scaled 2 -> 1: the pod past the new size gets SIGTERM; the rest stop as for a resize, not a lost peer' '
+	cd "$P" && mp=$(free_port) && test "$(size w)" = "[2,2]" &&
+	{ env $IN_POD DLK_JOB_NAME=w DLK_RUN_ID=$UID2 WORLD_SIZE=2 RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$mp \
+		DLK_RESIZE_POLL=3600 "$DLK" train --worker -f dlk.yaml >/dev/null 2>e1 & p1=$!; } &&
+	{ in_pod DLK_JOB_NAME=w DLK_RUN_ID=$UID2 WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$mp \
+		DLK_RESIZE_POLL=3600 DLK_TEST_CHECKPOINT_DELAY_MS=50 "$DLK" train --worker -f dlk.yaml >/dev/null 2>e0 & p0=$!; } &&
+	i=0; while ! ls -d .dlk/checkpoints/blobs/$UID2/step-* >/dev/null 2>&1 && ! ls -d checkpoints/$UID2/step-* >/dev/null 2>&1; do
+		sleep 0.1; i=$((i + 1)); test $i -lt 300 || exit 1; done &&
+	dlk scale w --workers 1 -q && kill -TERM $p1 &&
+	wait $p0; rc0=$?; wait $p1; rc1=$?; echo "rc $rc0 $rc1"; grep -v "epoch" e0 e1; test $rc0 = 76 && test $rc1 = 76 &&
+	grep_q "the job was resized to 1 workers: stopped after [0-9]* steps with a checkpoint" e0 &&
+	in_pod DLK_JOB_NAME=w DLK_RUN_ID=$UID2 WORLD_SIZE=2 RANK=0 "$DLK" train --worker -f dlk.yaml --set training.epochs=2 \
+		>/dev/null 2>e2; rc=$?; grep -v " step " e2; test $rc = 0 &&
+	grep_q "resuming run $(echo $UID2 | cut -c1-8) from checkpoint [0-9]* at 1 worker (was 2), batch 64 per worker, global 64$" e2 &&
+	api /api/v1/namespaces/default/configmaps/blobs-runs | jq -r ".data[\"$UID2.json\"]" | jq -e ".run.worlds == [2, 1]"
 '
 
 test_expect_success 'the rendered Job ignores the resize exit in its podFailurePolicy' '
