@@ -8,6 +8,7 @@
 #include "commands/train_run.h"
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
+#include "commands/train_progress.h"
 #include "commands/train_submit.h"
 #include "commands/ui.h"
 #include "lib/jobs/logarchive.h"
@@ -85,12 +86,15 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_project *spec = NULL;
 	struct dlk_log_archive *archive = NULL;
+	struct dlk_err last = DLK_ERR_INIT;
 	cJSON *objects = NULL;
 	int rc = 0;
 
 	(void)args;
-	if ((enum dlk_train_mode)opt.mode == TRAIN_WORKER)
+	if ((enum dlk_train_mode)opt.mode == TRAIN_WORKER) {
 		archive = archive_start(ctx);
+		ctx->last_err = &last; /* what a failing worker publishes */
+	}
 	if (opt.report && opt.mode == TRAIN_SUBMIT && !opt.wait && !opt.follow && !opt.timeout_s) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "--report writes the page when the run ends: submitting, it goes with "
 		         "--wait, --follow or --timeout");
@@ -136,6 +140,11 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 		break;
 	}
 out:
+	/* a worker (not one process of a pod's gang: its parent speaks for the pod) says why it
+	 * failed where any user can read it */
+	if (rc && (enum dlk_train_mode)opt.mode == TRAIN_WORKER && !getenv(DLK_ENV_LOCAL_RANK))
+		dlk_train_publish_failure(ctx, rc, last.msg);
+	ctx->last_err = NULL;
 	cJSON_Delete(objects);
 	project_free(spec);
 	dlk_log_archive_stop(archive);

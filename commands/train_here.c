@@ -713,8 +713,16 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	run.test = &test;
 	project_digest(spec, run.digest);
 	/* which code made the model, when the project is kept in git (in a pod it is not) */
-	if (dlk_git_head(dir, run.git_commit, &run.git_dirty))
+	if (dlk_git_head(dir, run.git_commit, &run.git_dirty)) {
+		/* in a pod: what the submitter saw, as the Job passes it */
+		const char *gc = getenv(DLK_ENV_GIT_COMMIT), *gd = getenv(DLK_ENV_GIT_DIRTY);
+		size_t n = gc ? strspn(gc, "0123456789abcdef") : 0;
 		run.git_commit[0] = '\0';
+		if (worker && gc && (n == 40 || n == 64) && !gc[n]) {
+			snprintf(run.git_commit, sizeof(run.git_commit), "%s", gc);
+			run.git_dirty = gd && !strcmp(gd, "true");
+		}
+	}
 	run.show.ctx = ctx;
 	run.show.bar.ctx = ctx;
 	run.ckpt_step = -1;

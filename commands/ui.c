@@ -11,6 +11,8 @@ int dlk_report(const struct dlk_ctx *ctx, const struct dlk_err *err)
 	int color = ctx && ctx->color;
 	const char *msg = err->msg[0] ? err->msg : "failed";
 
+	if (ctx && ctx->last_err && ctx->last_err != err)
+		*ctx->last_err = *err;
 	/* a multi-line message (several problems in one file) keeps its lines readable */
 	fprintf(stderr, "%serror:%s %s\n", color ? "\033[1;31m" : "", color ? "\033[0m" : "", msg);
 	if (err->hint[0])

@@ -23,10 +23,16 @@
 /* With a checkpoint volume: the folder of it where the worker archives its log
  * (lib/jobs/logarchive.h). */
 #define DLK_ENV_LOG_ARCHIVE "DLK_LOG_ARCHIVE"
-/* What every rendered Job sets (NETRC only with data.netrc_secret), as an initializer. */
+/* Where the worker writes why it failed: the container's terminationMessagePath. */
+#define DLK_ENV_TERMINATION_LOG "DLK_TERMINATION_LOG"
+/* The project's git commit the submitter saw, and "true" when its work tree had changes. */
+#define DLK_ENV_GIT_COMMIT "DLK_GIT_COMMIT"
+#define DLK_ENV_GIT_DIRTY "DLK_GIT_DIRTY"
+/* What every rendered Job sets (NETRC only with data.netrc_secret, DLK_GIT_* only when the
+ * project is in git), as an initializer. */
 #define DLK_POD_ENV_FROM_TEMPLATE                                                                          \
 	{ DLK_ENV_RANK, DLK_ENV_WORLD_SIZE, DLK_ENV_MASTER_ADDR, DLK_ENV_MASTER_PORT, DLK_ENV_JOB_NAME,     \
-	  DLK_ENV_RUN_ID, DLK_ENV_NAMESPACE, DLK_ENV_POD_NAME, NULL }
+	  DLK_ENV_RUN_ID, DLK_ENV_NAMESPACE, DLK_ENV_POD_NAME, DLK_ENV_TERMINATION_LOG, NULL }
 
 /* Set by Kubernetes. */
 #define DLK_ENV_COMPLETION_INDEX "JOB_COMPLETION_INDEX" /* an Indexed Job's index (must agree with RANK) */

@@ -379,7 +379,8 @@ static void add_placement(cJSON *c, const struct dlk_resources *res, int gpus, c
  *                                                     mounts it, its bound in bytes (a string)
  *   data_claims                                       the claims pvc:// data sources and a pvc://
  *                                                     dataset store name: a list of {claim, volume, mount}
- *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy) */
+ *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy)
+ *   git.commit (string or null), git.dirty ("true"/"false")  the project's commit, for the record */
 cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                             struct dlk_err *err)
 {
@@ -504,6 +505,10 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	cJSON_AddNumberToObject(o, "usage", DLK_EXIT_USAGE);
 	cJSON_AddNumberToObject(o, "config", DLK_EXIT_CONFIG);
 	cJSON_AddNumberToObject(o, "restartable", DLK_EXIT_RESTARTABLE);
+
+	o = cJSON_AddObjectToObject(c, "git");
+	cJSON_AddItemToObject(o, "commit", str_or_null(opts && opts->git_commit && *opts->git_commit ? opts->git_commit : NULL));
+	cJSON_AddStringToObject(o, "dirty", opts && opts->git_dirty ? "true" : "false");
 	return c;
 }
 
@@ -534,12 +539,20 @@ out:
 cJSON *render_train_project(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
                             const char *namespace_, struct dlk_err *err)
 {
+	return render_train_project_git(spec, project_file, templates_dir, namespace_, NULL, 0, err);
+}
+
+cJSON *render_train_project_git(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
+                                const char *namespace_, const char *git_commit, int git_dirty, struct dlk_err *err)
+{
 	struct render_opts ro = RENDER_OPTS_INIT;
 	const char *slash = strrchr(project_file, '/');
 	char *tdir = NULL, *yaml = project_dump_yaml(spec);
 	cJSON *objects;
 
 	ro.namespace_ = namespace_;
+	ro.git_commit = git_commit;
+	ro.git_dirty = git_dirty;
 	if (templates_dir) {
 		ro.templates_dir = templates_dir;
 	} else {
