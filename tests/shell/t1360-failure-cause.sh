@@ -109,4 +109,22 @@ test_expect_success 'the --wait summary names the rank, pod, exit class and mess
 	dlk status cfg -o json | jq -e ".failure.rank == 1 and .failure.class == \"config\""
 '
 
+test_expect_success 'a submitted Job passes the project'"'"'s git commit to its workers' '
+	mkdir g && cp "$PROJ" g/dlk.yaml && (cd g && git init -q && git add dlk.yaml &&
+		git -c user.name=t -c user.email=t@t commit -qm x) && echo "# edited" >>g/dlk.yaml &&
+	commit=$(git -C g rev-parse HEAD) &&
+	dlk -f g/dlk.yaml train --set name=gitjob >/dev/null &&
+	api /apis/batch/v1/namespaces/default/jobs/gitjob >job.json &&
+	jq -e ".spec.template.spec.containers[0].env | from_entries | .DLK_GIT_COMMIT == \"$commit\" and .DLK_GIT_DIRTY == \"true\"" job.json
+'
+
+test_expect_success 'a cluster run records the commit its Job passed' '
+	uid=$(api /apis/batch/v1/namespaces/default/jobs/blobs | jq -r .metadata.uid) &&
+	make_project "$TEST_TMP/ok" &&
+	in_pod DLK_RUN_ID=$uid DLK_GIT_COMMIT=0123456789abcdef0123456789abcdef01234567 DLK_GIT_DIRTY=false \
+		"$DLK" train --worker -f "$TEST_TMP/ok/dlk.yaml" >/dev/null 2>err && cat err &&
+	dlk status blobs --run $uid -o json >r.json &&
+	jq -e ".run.git_commit == \"0123456789abcdef0123456789abcdef01234567\" and .run.git_dirty == false" r.json
+'
+
 test_done
