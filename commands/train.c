@@ -18,6 +18,7 @@
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -126,10 +127,17 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			/* DLK_EXIT_UNCHANGED, or an error (reported) */
 			break;
 		}
-		if (opt.workers > 1)
+		if (opt.workers > 1) {
+			/* the worker processes serve their metrics on PORT + rank */
+			if (opt.metrics_port) {
+				char port[16];
+				snprintf(port, sizeof(port), "%d", opt.metrics_port);
+				setenv(DLK_ENV_METRICS_PORT, port, 1);
+			}
 			rc = dlk_train_gang(ctx, &opt, spec);
-		else
+		} else {
 			rc = dlk_train_here(ctx, &opt, spec, 0);
+		}
 		break;
 	case TRAIN_WORKER:
 		if (spec->resources.gpus > 1 && getenv(DLK_ENV_SERVICE_HOST) && !getenv(DLK_ENV_LOCAL_RANK))
@@ -181,6 +189,10 @@ static const struct dlk_option train_options[] = {
 	OPT_BOOL(0, "if-data-changed", &opt.if_data_changed,
 	         "train only when the data differs from the last successful run's; else record a skipped run and exit 10",
 	         .modes = DLK_MODE(TRAIN_LOCAL), .flags = OPT_NONEG),
+	OPT_INT(0, "metrics-port", &opt.metrics_port, "PORT", 0,
+	        "serve Prometheus metrics on PORT at /metrics while training (with --workers, rank r on PORT + r)",
+	        .min = 0, .max = 65535, .modes = DLK_MODE(TRAIN_LOCAL),
+	        .hint = "in a cluster every worker serves them on resources.metrics_port"),
 	OPT_INT(0, "max-restarts", &opt.max_restarts, "N", 3,
 	        "with --local --workers: restart the workers from the last checkpoint at most N times",
 	        .min = 0, .max = 1000, .modes = DLK_MODE(TRAIN_LOCAL)),

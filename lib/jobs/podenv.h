@@ -46,6 +46,7 @@
 #define DLK_ENV_GENERATION "DLK_GENERATION" /* how often the gang was restarted: the rendezvous round */
 #define DLK_ENV_LISTEN_FD "DLK_LISTEN_FD"   /* rank 0: the socket the parent opened for the rendezvous */
 #define DLK_ENV_THREADS "DLK_THREADS"       /* compute threads, unless training.threads says */
+#define DLK_ENV_METRICS_PORT "DLK_METRICS_PORT" /* the gang's metrics port: a worker serves on it + LOCAL_RANK (0: none) */
 
 /* What a user (or a test) may set for a worker. */
 #define DLK_ENV_RENDEZVOUS_TIMEOUT "DLK_RENDEZVOUS_TIMEOUT" /* seconds to wait for every rank (300) */

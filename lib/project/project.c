@@ -352,6 +352,7 @@ static const struct field resources_fields[] = {
 	FIELD("queue", struct dlk_resources, F_STR, queue, .check = check_dns_subdomain),
 	FIELD("backoff_limit_per_index", struct dlk_resources, F_INT, backoff_limit_per_index, .min = 0, .max = 1000, .def = "3"),
 	FIELD("master_port", struct dlk_resources, F_INT, master_port, .min = 1, .max = 65535, .def = "29500"),
+	FIELD("metrics_port", struct dlk_resources, F_INT, metrics_port, .min = 0, .max = 65535, .def = "9464"),
 	END
 };
 

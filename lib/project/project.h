@@ -156,6 +156,7 @@ struct dlk_resources {
 	char *queue;              /* Kueue LocalQueue name, NULL = none */
 	int backoff_limit_per_index; /* default 3 */
 	int master_port;          /* rendezvous port, default 29500 */
+	int metrics_port;         /* each worker serves Prometheus metrics here, default 9464; 0: none */
 };
 
 struct dlk_storage {

@@ -380,7 +380,9 @@ static void add_placement(cJSON *c, const struct dlk_resources *res, int gpus, c
  *   data_claims                                       the claims pvc:// data sources and a pvc://
  *                                                     dataset store name: a list of {claim, volume, mount}
  *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy)
- *   git.commit (string or null), git.dirty ("true"/"false")  the project's commit, for the record */
+ *   git.commit (string or null), git.dirty ("true"/"false")  the project's commit, for the record
+ *   metrics.{enabled, port, port_text, path}            Prometheus metrics of every worker
+ *                                                     (resources.metrics_port; 0: not enabled) */
 cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                             struct dlk_err *err)
 {
@@ -401,6 +403,9 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 		return dlk_errf(err, DLK_EXIT_CONFIG, "resources.workers is %d: at least 1 is needed", res->workers), NULL;
 	if (res->master_port < 1 || res->master_port > 65535)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "resources.master_port %d is not a TCP port", res->master_port), NULL;
+	if (res->metrics_port > 0 && res->metrics_port == res->master_port)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "resources.metrics_port and resources.master_port are both %d: "
+		                "the workers need two ports", res->master_port), NULL;
 	if (strlen(spec_yaml) > RENDER_MAX_SPEC_YAML)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "the resolved spec is %zu bytes; a ConfigMap takes at most %u here",
 		                strlen(spec_yaml), RENDER_MAX_SPEC_YAML), NULL;
@@ -505,6 +510,14 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	cJSON_AddNumberToObject(o, "usage", DLK_EXIT_USAGE);
 	cJSON_AddNumberToObject(o, "config", DLK_EXIT_CONFIG);
 	cJSON_AddNumberToObject(o, "restartable", DLK_EXIT_RESTARTABLE);
+
+	o = cJSON_AddObjectToObject(c, "metrics");
+	cJSON_AddBoolToObject(o, "enabled", res->metrics_port > 0);
+	cJSON_AddNumberToObject(o, "port", res->metrics_port);
+	s = xasprintf("%d", res->metrics_port);
+	cJSON_AddStringToObject(o, "port_text", s);
+	free(s);
+	cJSON_AddStringToObject(o, "path", "/metrics");
 
 	o = cJSON_AddObjectToObject(c, "git");
 	cJSON_AddItemToObject(o, "commit", str_or_null(opts && opts->git_commit && *opts->git_commit ? opts->git_commit : NULL));
