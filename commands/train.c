@@ -92,6 +92,11 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	int rc = 0;
 
 	(void)args;
+	if ((opt.mode == TRAIN_LOCAL || opt.mode == TRAIN_WORKER) && dlk_log_format_set(ctx, opt.log_format, &err))
+		return dlk_report(ctx, &err);
+	/* the processes of a gang log as their parent does */
+	if (opt.mode == TRAIN_LOCAL && opt.log_format >= 0)
+		setenv(DLK_ENV_LOG_FORMAT, dlk_log_format_names[opt.log_format], 1);
 	if ((enum dlk_train_mode)opt.mode == TRAIN_WORKER) {
 		archive = archive_start(ctx);
 		ctx->last_err = &last; /* what a failing worker publishes */
@@ -189,6 +194,10 @@ static const struct dlk_option train_options[] = {
 	OPT_BOOL(0, "if-data-changed", &opt.if_data_changed,
 	         "train only when the data differs from the last successful run's; else record a skipped run and exit 10",
 	         .modes = DLK_MODE(TRAIN_LOCAL), .flags = OPT_NONEG),
+	OPT_ENUM(0, "log-format", &opt.log_format, "FORMAT", dlk_log_format_names, -1,
+	         "write the log as text, or as one JSON object per line for log collectors",
+	         .def_doc = "$DLK_LOG_FORMAT (logging.format in a pod), text",
+	         .modes = DLK_MODE(TRAIN_LOCAL) | DLK_MODE(TRAIN_WORKER)),
 	OPT_INT(0, "metrics-port", &opt.metrics_port, "PORT", 0,
 	        "serve Prometheus metrics on PORT at /metrics while training (with --workers, rank r on PORT + r)",
 	        .min = 0, .max = 65535, .modes = DLK_MODE(TRAIN_LOCAL),

@@ -702,8 +702,7 @@ static int write_bundle(const struct here *r, const char *path, const char *page
 		return dlk_err_prefix(err, "--report '%s'", page);
 	}
 	cJSON_Delete(run);
-	if (!r->ctx->quiet)
-		fprintf(stderr, "report: %s\n", page);
+	dlk_info(r->ctx, "report: %s", page);
 	return 0;
 }
 

@@ -381,6 +381,7 @@ static void add_placement(cJSON *c, const struct dlk_resources *res, int gpus, c
  *                                                     dataset store name: a list of {claim, volume, mount}
  *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy)
  *   git.commit (string or null), git.dirty ("true"/"false")  the project's commit, for the record
+ *   log_format                                        "text" or "json": logging.format, the pods' logs
  *   metrics.{enabled, port, port_text, path}            Prometheus metrics of every worker
  *                                                     (resources.metrics_port; 0: not enabled) */
 cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
@@ -511,6 +512,7 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	cJSON_AddNumberToObject(o, "config", DLK_EXIT_CONFIG);
 	cJSON_AddNumberToObject(o, "restartable", DLK_EXIT_RESTARTABLE);
 
+	cJSON_AddStringToObject(c, "log_format", spec->logging.format == DLK_LOGFMT_JSON ? "json" : "text");
 	o = cJSON_AddObjectToObject(c, "metrics");
 	cJSON_AddBoolToObject(o, "enabled", res->metrics_port > 0);
 	cJSON_AddNumberToObject(o, "port", res->metrics_port);
@@ -621,6 +623,7 @@ cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_y
 		                strlen(spec_yaml), RENDER_MAX_SPEC_YAML), NULL;
 
 	c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "log_format", spec->logging.format == DLK_LOGFMT_JSON ? "json" : "text");
 	cJSON_AddStringToObject(c, "name", sv->name);
 	cJSON_AddStringToObject(c, "namespace", ns);
 	cJSON_AddStringToObject(c, "image", spec->image);
