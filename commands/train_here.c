@@ -708,8 +708,8 @@ static int write_bundle(const struct here *r, const char *path, const char *page
 
 /* Prometheus metrics on GET /metrics: a worker serves on $DLK_METRICS_PORT + its local rank (the
  * Job passes resources.metrics_port; `--local --workers N` its --metrics-port), a run here with
- * --metrics-port on that port. Port 0: none. A port that cannot be bound is an error: it was
- * asked for (and in a pod the template reserves it). */
+ * --metrics-port on that port. Port 0: none. A port that cannot be bound is an error here (it
+ * was asked for), a warning in a pod (training goes on without them). */
 static int start_metrics(struct here *r, const struct dlk_train_cli *cli, const struct dist_env *env,
                          struct dlk_err *err)
 {
@@ -730,6 +730,12 @@ static int start_metrics(struct here *r, const struct dlk_train_cli *cli, const 
 	if (!gen && cJSON_IsNumber(restarts) && restarts->valuedouble > 0 && restarts->valuedouble < INT_MAX)
 		gen = (long)restarts->valuedouble;
 	r->metrics = dlk_train_metrics_start((int)port, r->rank, r->world, getenv(DLK_ENV_JOB_NAME), (int)gen, err);
+	if (!r->metrics && cli->mode == TRAIN_WORKER && getenv(DLK_ENV_SERVICE_HOST)) {
+		/* in a pod the metrics are a help: training goes on without them */
+		dlk_warn(r->ctx, "rank %d: no metrics (training goes on): %s", r->rank, err->msg);
+		dlk_err_clear(err);
+		return 0;
+	}
 	if (!r->metrics)
 		return dlk_err_prefix(err, "rank %d", r->rank);
 	if (r->ctx->verbose || (cli->mode == TRAIN_LOCAL && r->rank == 0))
