@@ -69,7 +69,9 @@ void dlk_log_json(const struct dlk_ctx *ctx, const char *level, const char *msg,
 	snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03ldZ", ts.tv_nsec / 1000000);
 	cJSON_AddStringToObject(o, DLK_LOG_KEY_TIME, when);
 	cJSON_AddStringToObject(o, DLK_LOG_KEY_LEVEL, level);
-	cJSON_AddNumberToObject(o, DLK_LOG_KEY_RANK, rank && *rank ? atoi(rank) : 0);
+	/* the rank a line is about: the fields' (a gang's parent speaking for a worker), else ours */
+	f = cJSON_GetObjectItemCaseSensitive(fields, DLK_LOG_KEY_RANK);
+	cJSON_AddNumberToObject(o, DLK_LOG_KEY_RANK, cJSON_IsNumber(f) ? f->valuedouble : rank && *rank ? atoi(rank) : 0);
 	cJSON_AddStringToObject(o, DLK_LOG_KEY_MSG, msg);
 	cJSON_ArrayForEach(f, fields)
 		if (f->string && !cJSON_GetObjectItemCaseSensitive(o, f->string))
