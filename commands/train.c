@@ -200,7 +200,7 @@ static const struct dlk_option train_options[] = {
 	         .modes = DLK_MODE(TRAIN_LOCAL) | DLK_MODE(TRAIN_WORKER)),
 	OPT_INT(0, "metrics-port", &opt.metrics_port, "PORT", 0,
 	        "serve Prometheus metrics on PORT at /metrics while training (with --workers, rank r on PORT + r)",
-	        .min = 0, .max = 65535, .modes = DLK_MODE(TRAIN_LOCAL),
+	        .min = 0, .max = 65535, .modes = DLK_MODE(TRAIN_LOCAL), .def_doc = "0: none",
 	        .hint = "in a cluster every worker serves them on resources.metrics_port"),
 	OPT_INT(0, "max-restarts", &opt.max_restarts, "N", 3,
 	        "with --local --workers: restart the workers from the last checkpoint at most N times",
