@@ -19,26 +19,35 @@ enum dlk_dataset_storage {
 	DLK_STORE_U8,         /* x8: raw bytes, scaled through lut[] when gathered */
 };
 
+/* Where a split's data came from: a fetched file, its URL and the sha256 of its bytes as fetched. */
+struct dlk_data_source {
+	char *url;            /* owned */
+	char sha256[65];
+};
+
 struct dlk_dataset {
-	size_t n;             /* number of samples */
+	size_t n;             /* number of samples (of this shard, when sharded) */
 	int shape[3];         /* C, H, W of one sample; flat features are [1, 1, F] */
 	size_t sample_size;   /* shape[0] * shape[1] * shape[2] */
 	float *x;             /* DLK_STORE_F32: n * sample_size scaled values, owned; else NULL */
 	int32_t *y;           /* n labels in [0, n_classes), owned */
 	int n_classes;        /* 1 + the largest label seen (or from the spec's classes) */
-	/* provenance: sha256 of each fetched source file as fetched, and its URL */
-	struct {
-		char *url;
-		char sha256[65];
-	} sources[2];
+	/* provenance: every source file this process fetched (owned, n_sources of them) */
+	struct dlk_data_source *sources;
 	int n_sources;
 	enum dlk_dataset_storage storage;
 	uint8_t *x8;          /* DLK_STORE_U8: n * sample_size raw values, owned; else NULL */
 	float lut[256];       /* DLK_STORE_U8: lut[v] = ((float)v * scale - mean) / std, in float32
 	                         arithmetic, exactly as float storage computes it */
+	/* A shard (loaded with dlk_data_opts.shard_world > 1): its samples are [base, base + n) of
+	 * the split's `total`, in the split's order. Not sharded: base 0, total n, sharded 0.
+	 * by_file: the shard is whole files (tar shards), whose counts only the ranks together
+	 * know: base and total are then set by the caller once the ranks told each other theirs. */
+	size_t base, total;
+	int sharded, by_file;
+	int files_first, files_count; /* by_file: this rank's files of the split's list */
 };
-#define DLK_DATASET_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, 0, { { NULL, "" }, { NULL, "" } }, 0, \
-	                   DLK_STORE_F32, NULL, { 0 } }
+#define DLK_DATASET_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, 0, NULL, 0, DLK_STORE_F32, NULL, { 0 }, 0, 0, 0, 0, 0, 0 }
 
 /* Progress of a long fetch or decode; `what` names the file. done/total in bytes (total 0 when
  * unknown). Return non-zero to abort the operation. May be NULL. */
@@ -64,6 +73,13 @@ struct dlk_data_opts {
 	int retry_max_wait_ms;        /* cap on one wait, Retry-After included; 0 = 60000 */
 	int connect_timeout_s;        /* 0 = 30 */
 	int low_speed_time_s;         /* abort when under 1 byte/s for this long; 0 = 60 */
+	/* Load only rank shard_rank's shard of shard_world (0 or 1: everything): IDX and CSV
+	 * samples [n * rank / world, n * (rank + 1) / world) of the split's n (IDX streams the file
+	 * and keeps only those; CSV parses every row, keeps those); tar shards (a list of files)
+	 * files [f * rank / world, f * (rank + 1) / world) of the f files when there are at least as
+	 * many files as ranks, else every file and the sample range. The test split is never
+	 * sharded. */
+	int shard_rank, shard_world;
 };
 
 /* Fetches (with the sha256 pin checked before use), unpacks and decodes one split ("train" or
@@ -81,14 +97,21 @@ void dlk_dataset_gather(const struct dlk_dataset *ds, const size_t *idx, size_t 
 void dlk_dataset_gather_range(const struct dlk_dataset *ds, size_t start, size_t n, float *out);
 
 /* A deterministic per-epoch permutation of [0, n) from (seed, epoch), identical on every rank and
- * every machine; rank r of `world` takes positions dlk_shard_range(n, r, world) of it. Caller frees.
+ * every machine: the order in which the whole split is trained, whichever ranks hold which
+ * samples (see lib/train/train.c). Caller frees.
  * The generator is fixed (lib/util/rng.h): xoshiro256** whose four state words are successive
  * splitmix64 outputs starting from seed ^ (0xD1B54A32D192ED03 * (epoch + 1)), then Fisher-Yates
  * from the last position down, drawing j in [0, i] by rejection (no modulo bias). Returns NULL
  * only when n is 0. */
 size_t *dlk_epoch_permutation(size_t n, unsigned long long seed, int epoch);
-/* [begin, end) of rank's shard when n samples are split across world ranks so that every rank
- * gets floor(n / world) samples (the remainder is dropped, as DistributedSampler(drop_last)). */
+/* [begin, end) of rank's shard when n samples are split across world ranks: [n * rank / world,
+ * n * (rank + 1) / world), so that the shards cover every sample and differ in size by one at
+ * most. */
 void dlk_shard_range(size_t n, int rank, int world, size_t *begin, size_t *end);
+/* The samples of the split (global indices [begin, end)) that rank of world trains on: a
+ * shard's own, or when every rank holds the whole split, dlk_shard_range of it. */
+void dlk_dataset_owned(const struct dlk_dataset *ds, int rank, int world, size_t *begin, size_t *end);
+/* Appends a source to ds->sources. */
+void dlk_dataset_add_source(struct dlk_dataset *ds, const char *url, const char *sha256);
 
 #endif

@@ -25,11 +25,30 @@ static int fetch_source(const struct dlk_source *src, const char *what, const st
 		return dlk_errf(err, DLK_EXIT_CONFIG, "data: no %s source for this split", what);
 	if (dlk_fetch(src, spec, opts, f, err) < 0)
 		return -1;
-	ds->sources[ds->n_sources].url = xstrdup(src->url);
-	memcpy(ds->sources[ds->n_sources].sha256, f->sha256, sizeof(f->sha256));
-	ds->n_sources++;
+	dlk_dataset_add_source(ds, src->url, f->sha256);
 	return 0;
 }
+
+static int shard_world(const struct dlk_data_opts *opts)
+{
+	return opts->shard_world > 1 ? opts->shard_world : 1;
+}
+
+struct named_range {
+	struct dlk_idx_range r;
+	const char *name;
+};
+
+static int named_range_sink(void *ctx, const void *data, size_t len, struct dlk_err *err)
+{
+	struct named_range *nr = ctx;
+	return dlk_idx_range_feed(&nr->r, data, len, nr->name, err);
+}
+
+/* A shard of an IDX images file, streamed: only its samples are ever held. */
+static int idx_images_shard(const char *path, const char *name, const struct dlk_data *spec,
+                            const struct dlk_data_opts *opts, struct dlk_idx *images, size_t *first, size_t *total,
+                            struct dlk_err *err);
 
 static int load_idx(const struct dlk_split *sp, const struct dlk_data *spec,
                     const struct dlk_data_opts *opts, struct dlk_dataset *ds,
@@ -38,24 +57,47 @@ static int load_idx(const struct dlk_split *sp, const struct dlk_data *spec,
 	struct dlk_fetched fi = DLK_FETCHED_INIT, fl = DLK_FETCHED_INIT;
 	struct dlk_buf bi = DLK_BUF_INIT, bl = DLK_BUF_INIT;
 	struct dlk_idx images = DLK_IDX_INIT, labels = DLK_IDX_INIT;
+	size_t first = 0, total = 0;
 	int ret = -1;
 
 	if (fetch_source(&sp->images, "images", spec, opts, ds, &fi, err) < 0 ||
 	    fetch_source(&sp->labels, "labels", spec, opts, ds, &fl, err) < 0)
 		goto out;
 	/* a ubyte file's values stay in the unpacked buffer, and each buffer is let go as soon as it
-	 * is decoded: the largest thing held is one file's values, once */
-	if (dlk_unpack_single(fi.path, sp->images.url, limit_of(spec), opts->progress, opts->progress_ctx,
-	                      &bi, err) < 0 ||
-	    dlk_idx_decode_buf(&bi, sp->images.url, &images, err) < 0)
+	 * is decoded: the largest thing held is one file's values, once (a shard's, when sharded) */
+	if (shard_world(opts) > 1) {
+		if (idx_images_shard(fi.path, sp->images.url, spec, opts, &images, &first, &total, err) < 0)
+			goto out;
+	} else if (dlk_unpack_single(fi.path, sp->images.url, limit_of(spec), opts->progress, opts->progress_ctx,
+	                             &bi, err) < 0 ||
+	           dlk_idx_decode_buf(&bi, sp->images.url, &images, err) < 0) {
 		goto out;
+	}
 	dlk_buf_release(&bi);
 	if (dlk_unpack_single(fl.path, sp->labels.url, limit_of(spec), opts->progress, opts->progress_ctx,
 	                      &bl, err) < 0 ||
 	    dlk_idx_decode_buf(&bl, sp->labels.url, &labels, err) < 0)
 		goto out;
 	dlk_buf_release(&bl);
+	if (shard_world(opts) > 1) {
+		/* the labels are small: read whole, checked against the images' count, then cut */
+		if (labels.ndims != 1 || labels.dims[0] != total) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s' has %zu labels but '%s' has %zu images", sp->labels.url,
+			         labels.ndims == 1 ? labels.dims[0] : labels.count, sp->images.url, total);
+			goto out;
+		}
+		size_t count = images.dims[0];
+		if (labels.data8)
+			memmove(labels.data8, labels.data8 + first, count);
+		else
+			memmove(labels.data, labels.data + first, count * sizeof(float));
+		labels.dims[0] = labels.count = count;
+	}
 	ret = dlk_idx_join(&images, sp->images.url, &labels, sp->labels.url, s, err);
+	if (ret == 0 && shard_world(opts) > 1) {
+		s->base = first;
+		s->total = total;
+	}
 out:
 	dlk_idx_release(&images);
 	dlk_idx_release(&labels);
@@ -66,13 +108,34 @@ out:
 	return ret;
 }
 
+static int idx_images_shard(const char *path, const char *name, const struct dlk_data *spec,
+                            const struct dlk_data_opts *opts, struct dlk_idx *images, size_t *first, size_t *total,
+                            struct dlk_err *err)
+{
+	struct named_range nr;
+	int rc = -1;
+
+	dlk_idx_range_init(&nr.r, opts->shard_rank, shard_world(opts));
+	nr.name = name;
+	if (dlk_unpack_single_to(path, name, limit_of(spec), opts->progress, opts->progress_ctx, named_range_sink, &nr,
+	                         err) < 0 ||
+	    dlk_idx_range_finish(&nr.r, name, err) < 0 || dlk_idx_decode_buf(&nr.r.out, name, images, err) < 0)
+		goto out;
+	*first = nr.r.first;
+	*total = nr.r.n;
+	rc = 0;
+out:
+	dlk_idx_range_release(&nr.r);
+	return rc;
+}
+
 static int load_csv(const struct dlk_split *sp, const struct dlk_data *spec,
                     const struct dlk_data_opts *opts, struct dlk_dataset *ds,
                     struct dlk_samples *s, struct dlk_err *err)
 {
 	struct dlk_fetched f = DLK_FETCHED_INIT;
 	struct dlk_buf b = DLK_BUF_INIT;
-	struct dlk_csv_opts co = { spec->csv_header, spec->csv_label_column };
+	struct dlk_csv_opts co = { spec->csv_header, spec->csv_label_column, opts->shard_rank, shard_world(opts) };
 	int ret = -1;
 
 	if (fetch_source(&sp->source, "csv", spec, opts, ds, &f, err) < 0 ||
@@ -86,28 +149,121 @@ out:
 	return ret;
 }
 
-static int load_tar(const struct dlk_split *sp, const struct dlk_data *spec,
-                    const struct dlk_data_opts *opts, struct dlk_dataset *ds,
-                    struct dlk_samples *s, struct dlk_err *err)
+/* Appends the samples of b to a (moving them), promoting a to float when they differ in kind. */
+static int samples_append(struct dlk_samples *a, struct dlk_samples *b, const char *name, struct dlk_err *err)
+{
+	size_t m = b->sample_size;
+
+	if (!a->n && !a->x && !a->x8) {
+		int32_t keep = a->max_label > b->max_label ? a->max_label : b->max_label;
+		*a = *b;
+		a->max_label = keep;
+		memset(b, 0, sizeof(*b));
+		return 0;
+	}
+	if (m != a->sample_size)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': its samples hold %zu values, those of the shards before it %zu",
+		                name, m, a->sample_size);
+	if (a->x8 && !b->x8) {
+		float *x = xmalloc((a->n ? a->n : 1) * m * sizeof(float));
+		for (size_t i = 0; i < a->n * m; i++)
+			x[i] = a->x8[i];
+		free(a->x8);
+		a->x8 = NULL;
+		a->x = x;
+	}
+	a->y = xrealloc(a->y, (a->n + b->n) * sizeof(int32_t));
+	memcpy(a->y + a->n, b->y, b->n * sizeof(int32_t));
+	if (a->x8) {
+		a->x8 = xrealloc(a->x8, (a->n + b->n) * m);
+		memcpy(a->x8 + a->n * m, b->x8, b->n * m);
+	} else {
+		a->x = xrealloc(a->x, (a->n + b->n) * m * sizeof(float));
+		if (b->x8)
+			for (size_t i = 0; i < b->n * m; i++)
+				a->x[a->n * m + i] = b->x8[i];
+		else
+			memcpy(a->x + a->n * m, b->x, b->n * m * sizeof(float));
+	}
+	a->n += b->n;
+	if (b->max_label > a->max_label)
+		a->max_label = b->max_label;
+	dlk_samples_release(b);
+	return 0;
+}
+
+static int load_one_tar(const struct dlk_source *src, const struct dlk_data *spec, const struct dlk_data_opts *opts,
+                        struct dlk_dataset *ds, struct dlk_samples *s, struct dlk_err *err)
 {
 	struct dlk_fetched f = DLK_FETCHED_INIT;
 	struct archive *a = NULL;
 	int ret = -1;
 
-	if (fetch_source(&sp->source, "tar", spec, opts, ds, &f, err) < 0)
+	if (fetch_source(src, "tar", spec, opts, ds, &f, err) < 0)
 		goto out;
-	a = dlk_archive_open_file(f.path, sp->source.url, err);
+	a = dlk_archive_open_file(f.path, src->url, err);
 	if (!a)
 		goto out;
-	ret = dlk_tar_decode_archive(a, sp->source.url, opts->shape, limit_of(spec), s, err);
+	ret = dlk_tar_decode_archive(a, src->url, opts->shape, limit_of(spec), s, err);
 out:
 	dlk_archive_close(a);
 	dlk_fetched_release(&f);
 	return ret;
 }
 
+/* Keeps samples [from, to) of s. */
+static void samples_cut(struct dlk_samples *s, size_t from, size_t to)
+{
+	size_t m = s->sample_size, n = to - from;
+
+	memmove(s->y, s->y + from, n * sizeof(int32_t));
+	if (s->x8)
+		memmove(s->x8, s->x8 + from * m, n * m);
+	else
+		memmove(s->x, s->x + from * m, n * m * sizeof(float));
+	s->n = n;
+}
+
+static int load_tar(const struct dlk_split *sp, const struct dlk_data *spec,
+                    const struct dlk_data_opts *opts, struct dlk_dataset *ds,
+                    struct dlk_samples *s, struct dlk_err *err)
+{
+	int world = shard_world(opts), nf = sp->shards ? sp->n_shards : 1, f0 = 0, f1 = nf;
+	const struct dlk_source *files = sp->shards ? sp->shards : &sp->source;
+	int by_file = world > 1 && nf >= world;
+
+	/* a worker's share of the shards: whole files when there are enough of them to go round */
+	if (by_file) {
+		size_t b, e;
+		dlk_shard_range((size_t)nf, opts->shard_rank, world, &b, &e);
+		f0 = (int)b;
+		f1 = (int)e;
+		ds->by_file = 1;
+		ds->files_first = f0;
+		ds->files_count = f1 - f0;
+	}
+	for (int i = f0; i < f1; i++) {
+		struct dlk_samples one = DLK_SAMPLES_INIT;
+		if (load_one_tar(&files[i], spec, opts, ds, &one, err) < 0 || samples_append(s, &one, files[i].url, err) < 0) {
+			dlk_samples_release(&one);
+			return -1;
+		}
+	}
+	if (world > 1 && !by_file) {
+		/* fewer files than workers: every worker reads them all and keeps its range */
+		size_t b, e, total = s->n;
+		dlk_shard_range(total, opts->shard_rank, world, &b, &e);
+		samples_cut(s, b, e);
+		s->base = b;
+		s->total = total;
+	}
+	return 0;
+}
+
 static const char *source_name(const struct dlk_data *spec, const struct dlk_split *sp)
 {
+	if (spec->format == DLK_DATA_TAR && sp->shards)
+		return sp->shards[0].url;
 	return spec->format == DLK_DATA_IDX ? sp->images.url : sp->source.url;
 }
 
@@ -115,6 +271,7 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
                   struct dlk_dataset *out, struct dlk_err *err)
 {
 	static const struct dlk_data_opts no_opts;
+	struct dlk_data_opts unsharded;
 	struct dlk_dataset ds = DLK_DATASET_INIT;
 	struct dlk_samples s = DLK_SAMPLES_INIT;
 	const struct dlk_split *sp;
@@ -129,6 +286,13 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 		return dlk_errf(err, DLK_EXIT_FAIL, "unknown data split '%s' (expected 'train' or 'test')",
 		                split ? split : "(null)");
 	sp = !strcmp(split, "train") ? &spec->train : &spec->test;
+	if (sp == &spec->test && opts->shard_world > 1) {
+		/* the test split stays whole: rank 0 evaluates */
+		unsharded = *opts;
+		unsharded.shard_rank = 0;
+		unsharded.shard_world = 0;
+		opts = &unsharded;
+	}
 	if (!isfinite(scale) || !isfinite(mean) || !isfinite(std) || std == 0)
 		return dlk_errf(err, DLK_EXIT_CONFIG,
 		                "data: scale %g, mean %g, std %g: all must be finite and std non-zero",
@@ -144,7 +308,8 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 		goto fail;
 	name = source_name(spec, sp);
 
-	if (s.n == 0) {
+	/* a shard may be empty (fewer samples than workers); the split may not */
+	if (s.n == 0 && !(shard_world(opts) > 1 && (s.total > 0 || ds.by_file))) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': no samples", name);
 		goto fail;
 	}
@@ -197,6 +362,15 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 	memcpy(ds.shape, s.shape, sizeof(ds.shape));
 	ds.sample_size = s.sample_size;
 	ds.y = s.y;
+	if (shard_world(opts) > 1) {
+		ds.sharded = 1;
+		/* whole files: where they sit in the split only the ranks together know */
+		ds.base = ds.by_file ? 0 : s.base;
+		ds.total = ds.by_file ? 0 : s.total;
+	} else {
+		ds.base = 0;
+		ds.total = ds.n;
+	}
 	*out = ds;
 	return 0;
 

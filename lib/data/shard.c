@@ -37,7 +37,19 @@ void dlk_shard_range(size_t n, int rank, int world, size_t *begin, size_t *end)
 		*begin = *end = 0;
 		return;
 	}
+	/* n * r / world without overflow for any n a machine can hold */
 	per = n / (size_t)world;
-	*begin = (size_t)rank * per;
-	*end = *begin + per;
+	size_t rem = n % (size_t)world;
+	*begin = (size_t)rank * per + rem * (size_t)rank / (size_t)world;
+	*end = (size_t)(rank + 1) * per + rem * (size_t)(rank + 1) / (size_t)world;
+}
+
+void dlk_dataset_owned(const struct dlk_dataset *ds, int rank, int world, size_t *begin, size_t *end)
+{
+	if (ds->sharded) {
+		*begin = ds->base;
+		*end = ds->base + ds->n;
+	} else {
+		dlk_shard_range(ds->n, rank, world, begin, end);
+	}
 }
