@@ -34,7 +34,7 @@ GPU_GENCODE := $(foreach a,$(GPU_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
 	-gencode arch=compute_$(lastword $(GPU_ARCHS)),code=compute_$(lastword $(GPU_ARCHS))
 GPU_ARCHS_STR := $(foreach a,$(GPU_ARCHS),sm_$(a)) + PTX compute_$(lastword $(GPU_ARCHS))
 
-PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto
+PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto rdkafka libxml-2.0 zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -59,6 +59,7 @@ LIB_SRC := $(sort $(wildcard lib/*/*.c))
 CMD_SRC := $(sort $(wildcard commands/*.c))
 TEMPLATES := $(sort $(wildcard templates/*.yaml))
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+TOOL_SRC := $(sort $(wildcard tests/tools/*.c))
 GPU_CU := $(sort $(wildcard gpu/*.cu))
 GPU_C := $(sort $(wildcard gpu/*.c))
 GPU_OBJ := $(GPU_CU:gpu/%.cu=$(BUILD)/cuda/%.o) $(GPU_C:gpu/%.c=$(BUILD)/cuda/%.o)
@@ -66,6 +67,7 @@ GPU_OBJ := $(GPU_CU:gpu/%.cu=$(BUILD)/cuda/%.o) $(GPU_C:gpu/%.c=$(BUILD)/cuda/%.
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/templates.o
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o) $(BUILD)/main.o
 UNIT_BIN := $(UNIT_SRC:%.c=$(BUILD)/%)
+TOOL_BIN := $(TOOL_SRC:%.c=$(BUILD)/%)
 MAN_IN := $(sort $(wildcard man/*.in))
 MAN_OUT := $(MAN_IN:man/%.in=$(BUILD)/man/%)
 COMMANDS = $(shell $(DLK_BIN) __commands 2>/dev/null)
@@ -126,6 +128,12 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libdlk.a
 # the CUDA backend's host-side code that needs no CUDA, tested on the CPU
 $(BUILD)/tests/unit/test_gpu_pool: $(BUILD)/gpu/pool.o
 
+# helper programs the shell tests run (tests/tools/NAME.c -> $(BUILD)/tests/tools/NAME)
+$(BUILD)/tests/tools/%: tests/tools/%.c $(BUILD)/libdlk.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
+
 # Man pages: the prose is in man/*.in, SYNOPSIS and OPTIONS come from the command tables.
 $(BUILD)/man/%: man/%.in $(DLK_BIN)
 	@mkdir -p $(BUILD)/man
@@ -158,7 +166,7 @@ gpu:
 	@echo "no CUDA toolchain (nvcc, cuBLAS and nccl.h; '.ci/deps build' installs them): the CUDA backend is not built"
 endif
 
-test-unit: $(UNIT_BIN)
+test-unit: $(UNIT_BIN) $(TOOL_BIN)
 
 # Fuzzing (libFuzzer, clang): one target per parser of outside bytes, tests/fuzz/fuzz_NAME.c, with
 # its seed corpus in tests/fuzz/NAME/. `make fuzz` runs each for FUZZ_SECONDS on a copy of the

@@ -2,6 +2,8 @@
 # make bench: every benchmark, each against its peer measured in the same run.
 #   bench/train/run.sh      dlk vs PyTorch (CPU, OpenBLAS) on Fashion-MNIST: samples/s, accuracy, memory
 #   bench/allreduce/run.sh  dlk's TCP ring all-reduce vs Gloo's on loopback: bus bandwidth
+#   bench/rendezvous/run.sh 256 local ranks: time to the first all-reduce, dlk vs Gloo
+#   bench/cluster/run.sh    1,000 jobs x 8 workers on 200 kwok nodes: dlk status -A vs kubectl get jobs -A
 #   bench/gpu/run.sh        dlk vs PyTorch on the same GPU (training, step anatomy, NCCL all-reduce);
 #                           prints why it skipped where no GPU is
 set -e
@@ -12,6 +14,12 @@ sh bench/train/run.sh
 echo
 echo "== all-reduce: dlk vs Gloo"
 sh bench/allreduce/run.sh
+echo
+echo "== rendezvous of 256 ranks: dlk vs Gloo"
+sh bench/rendezvous/run.sh
+echo
+echo "== a real control plane at scale: dlk status -A vs kubectl get jobs -A"
+sh bench/cluster/run.sh
 echo
 echo "== GPU: dlk vs PyTorch on the same GPU"
 sh bench/gpu/run.sh

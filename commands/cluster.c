@@ -3,6 +3,7 @@
 #include "commands/ui.h"
 #include "lib/kube/api.h"
 #include "lib/jobs/jobstate.h"
+#include "lib/jobs/servestate.h"
 #include "lib/util/mem.h"
 
 #include <pthread.h>
@@ -179,6 +180,26 @@ void dlk_complete_job_names(int argc, char **argv, const char *cur)
 		if (n && !strncmp(n, cur ? cur : "", strlen(cur ? cur : "")))
 			printf("%s\n", n);
 	}
+	/* and the served models (their stable Deployments), unless a job has the name */
+	cJSON *served = NULL;
+	lo.label_selector = DLK_LABEL_SERVE "," DLK_LABEL_TRACK "=stable";
+	if (kube_list(c, "Deployment", NULL, &lo, &served, &err) == 0) {
+		const cJSON *d, *j;
+		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(served, "items")) {
+			const cJSON *l = cJSON_GetObjectItemCaseSensitive(
+			        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d, "metadata"), "labels"),
+			        DLK_LABEL_SERVE);
+			int dup = 0;
+			if (!cJSON_IsString(l) || strncmp(l->valuestring, cur ? cur : "", strlen(cur ? cur : "")))
+				continue;
+			cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(list, "items"))
+				if (kube_meta(j, "name") && !strcmp(kube_meta(j, "name"), l->valuestring))
+					dup = 1;
+			if (!dup)
+				printf("%s\n", l->valuestring);
+		}
+	}
+	cJSON_Delete(served);
 out:
 	cJSON_Delete(list);
 	kube_client_free(c);

@@ -2,7 +2,11 @@
  * each command's definition (commands/NAME.c: options, usage, description, examples) come:
  * dispatch (including `dlk-CMD` symlinks), `dlk -h`, `dlk help CMD`, `dlk CMD -h`, shell
  * completion answers (`dlk __complete`), the man pages' SYNOPSIS/OPTIONS and the list of
- * commands in dlk(1) (`dlk __man-fill`) and the install links (`dlk __commands`). */
+ * commands in dlk(1) (`dlk __man-fill`) and the install links (`dlk __commands`).
+ *
+ * A command may have subcommands (`dlk data push`), listed the same way in DLK_SUBCOMMAND_LIST:
+ * each is a command of its own (options, -h, completion, a man page dlk-PARENT-NAME(1)), named
+ * "PARENT NAME" in messages; the parent's row lists them (`dlk data -h`, dlk-data(1)). */
 #ifndef DLK_COMMANDS_H
 #define DLK_COMMANDS_H
 
@@ -14,16 +18,31 @@
 #define DLK_COMMAND_LIST(X)                                                                       \
 	X(init, "create a project: a commented dlk.yaml, optionally the templates")               \
 	X(train, "train a model: submit the job to the cluster, show it, run it here, or be its worker") \
+	X(serve, "serve trained models over HTTP (KServe V2, TF Serving REST) or on a Kafka topic") \
 	X(status, "show dlk jobs: state, workers, GPUs, progress; or one job in detail")           \
 	X(logs, "show the logs of a job's workers, merged, each line tagged with its rank")       \
 	X(report, "write a run's report: one HTML page with its curves, confusion matrix and provenance") \
 	X(delete, "delete jobs and everything dlk created for them")                              \
+	X(data, "versioned datasets: push files to a store, list, show and get them by id or tag") \
+	X(lineage, "show what made a model: its dataset, project file, git commit, image and run") \
+	X(impact, "list the runs that used a dataset and the bundles they made, from the run history") \
 	X(completion, "print the shell completion script for bash or zsh")                       \
 	X(version, "print the version, build options and library versions")                      \
 	X(help, "show help for dlk or one of its commands")
 
+/* X(parent, name, summary) — in the order of `dlk PARENT -h`. */
+#define DLK_SUBCOMMAND_LIST(X)                                                                    \
+	X(data, push, "hash files into a dataset, upload what the store lacks, print its id")     \
+	X(data, ls, "list the datasets of a store, with their tags")                             \
+	X(data, show, "show a dataset: its files, sizes, digests and tags")                      \
+	X(data, get, "download a dataset into a directory, every file verified")                   \
+	X(data, serve, "serve a directory store over HTTP: what the pod of a pvc:// store runs")
+
 #define X(n, s) extern const struct dlk_command_def dlk_cmd_##n;
 DLK_COMMAND_LIST(X)
+#undef X
+#define X(p, n, s) extern const struct dlk_command_def dlk_cmd_##p##_##n;
+DLK_SUBCOMMAND_LIST(X)
 #undef X
 
 /* The global options (kubectl's spelling), accepted before or after the command name; their
@@ -32,7 +51,15 @@ extern const struct dlk_option dlk_global_options[];
 
 /* All commands in table order, ended by a row whose name is NULL. */
 extern const struct dlk_command dlk_commands[];
+/* All subcommands ("data push", ...), ended by a row whose name is NULL. */
+extern const struct dlk_command dlk_subcommands[];
 const struct dlk_command *dlk_command_find(const char *name);
+/* The subcommand `word` of parent, or NULL. */
+const struct dlk_command *dlk_subcommand_find(const struct dlk_command *parent, const char *word);
+/* Whether cmd has subcommands (and so no run of its own). */
+int dlk_command_has_subcommands(const struct dlk_command *cmd);
+/* A command or subcommand by its man page's name: "train", "data-push". */
+const struct dlk_command *dlk_command_find_dashed(const char *name);
 /* "error: unknown command 'NAME'" with the nearest command as a hint; returns DLK_EXIT_USAGE. */
 int dlk_report_unknown_command(const char *name);
 

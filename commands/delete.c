@@ -22,8 +22,10 @@ static int confirm(const char *question)
 }
 
 static struct {
-	int all, yes;
+	int all, yes, what;
 } opt;
+
+enum { DELETE_BOTH, DELETE_JOB, DELETE_SERVED };
 
 static int run_delete(struct dlk_ctx *ctx, struct dlk_args *args)
 {
@@ -85,21 +87,28 @@ static int run_delete(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	const cJSON *it;
 	cJSON_ArrayForEach(it, names) {
-		int n = 0;
-		if (dlk_delete_job_objects(c, ns, it->string, dlk_print_deleted, ctx, &n, &err) < 0) {
+		int n = 0, ns_ = 0;
+		if ((opt.what != DELETE_SERVED && dlk_delete_job_objects(c, ns, it->string, dlk_print_deleted, ctx, &n, &err) < 0) ||
+		    (!all && opt.what != DELETE_JOB &&
+		     dlk_delete_served_objects(c, ns, it->string, dlk_print_deleted, ctx, &ns_, &err) < 0)) {
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
-		if (!n) {
-			dlk_errf(&err, DLK_EXIT_NOTFOUND, "job '%s' not found in namespace '%s'", it->string, ns);
-			dlk_err_hint(&err, "list the jobs with 'dlk status%s'; another namespace is -n NS", dlk_ns_flag(ctx, c, ns));
+		if (!n && !ns_) {
+			dlk_errf(&err, DLK_EXIT_NOTFOUND, "%s '%s' not found in namespace '%s'%s",
+			         opt.what == DELETE_SERVED ? "served model" : "job", it->string, ns,
+			         opt.what == DELETE_BOTH ? " (nor a model served under that name)" : "");
+			dlk_err_hint(&err, "list the jobs and served models with 'dlk status%s'; another namespace is -n NS",
+			             dlk_ns_flag(ctx, c, ns));
 			rc = dlk_report(ctx, &err);
 			dlk_err_clear(&err);
 			missing++;
 			continue;
 		}
-		if (!ctx->quiet)
+		if (!ctx->quiet && n)
 			printf("deleted job '%s' (%d object%s)\n", it->string, n, n == 1 ? "" : "s");
+		if (!ctx->quiet && ns_)
+			printf("deleted served model '%s' (%d object%s)\n", it->string, ns_, ns_ == 1 ? "" : "s");
 	}
 	if (missing)
 		rc = DLK_EXIT_NOTFOUND;
@@ -112,18 +121,23 @@ out:
 static const struct dlk_option delete_options[] = {
 	OPT_BOOL(0, "all", &opt.all, "delete every dlk job in the namespace (asks first)"),
 	OPT_BOOL('y', "yes", &opt.yes, "do not ask for confirmation"),
+	OPT_MODE("job", &opt.what, DELETE_JOB, "only the training job NAME, not a model served under that name"),
+	OPT_MODE("served", &opt.what, DELETE_SERVED, "only the model served as NAME (dlk serve), not its training job"),
 	OPT_END(),
 };
 
 const struct dlk_command_def dlk_cmd_delete = {
 	.usage = "NAME...",
 	.description = "Delete job NAME and every object dlk created for it (labelled dlk.dev/job=NAME): the\n"
-	               "Job or CronJob with its pods, its Service, RBAC, ConfigMap and checkpoint claim.",
+	               "Job or CronJob with its pods, its Service, RBAC, ConfigMap and checkpoint claim; and the\n"
+	               "model served as NAME (labelled dlk.dev/serve=NAME): its Deployments with their pods,\n"
+	               "Service, ConfigMaps, autoscaler and disruption budget. --job or --served: only one.",
 	.options = delete_options,
 	.min_pos = 0,
 	.max_pos = -1,
 	.complete_pos = COMPLETE_JOB,
 	.run = run_delete,
 	.examples = "  $ dlk delete mnist\n"
+	            "  $ dlk delete --served fashion\n"
 	            "  $ dlk delete --all --yes -n experiments\n",
 };

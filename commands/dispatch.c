@@ -17,10 +17,17 @@
 #include <unistd.h>
 
 const struct dlk_command dlk_commands[] = {
-#define X(n, s) { #n, s, &dlk_cmd_##n },
+#define X(n, s) { #n, s, &dlk_cmd_##n, NULL, #n },
 	DLK_COMMAND_LIST(X)
 #undef X
-	{ NULL, NULL, NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+const struct dlk_command dlk_subcommands[] = {
+#define X(p, n, s) { #p " " #n, s, &dlk_cmd_##p##_##n, #p, #n },
+	DLK_SUBCOMMAND_LIST(X)
+#undef X
+	{ NULL, NULL, NULL, NULL, NULL },
 };
 
 const struct dlk_command *dlk_command_find(const char *name)
@@ -29,6 +36,36 @@ const struct dlk_command *dlk_command_find(const char *name)
 		if (!strcmp(dlk_commands[i].name, name))
 			return &dlk_commands[i];
 	return NULL;
+}
+
+const struct dlk_command *dlk_subcommand_find(const struct dlk_command *parent, const char *word)
+{
+	for (size_t i = 0; parent && dlk_subcommands[i].name; i++)
+		if (!strcmp(dlk_subcommands[i].parent, parent->name) && !strcmp(dlk_subcommands[i].word, word))
+			return &dlk_subcommands[i];
+	return NULL;
+}
+
+int dlk_command_has_subcommands(const struct dlk_command *cmd)
+{
+	for (size_t i = 0; cmd && !cmd->parent && dlk_subcommands[i].name; i++)
+		if (!strcmp(dlk_subcommands[i].parent, cmd->name))
+			return 1;
+	return 0;
+}
+
+const struct dlk_command *dlk_command_find_dashed(const char *name)
+{
+	const char *dash = strchr(name, '-');
+	const struct dlk_command *parent;
+	char *p;
+
+	if (!dash)
+		return dlk_command_find(name);
+	p = xstrndup(name, (size_t)(dash - name));
+	parent = dlk_command_find(p);
+	free(p);
+	return dlk_subcommand_find(parent, dash + 1);
 }
 
 /* What every command receives; the global options fill it. */
@@ -70,6 +107,25 @@ int dlk_report_unknown_command(const char *name)
 		fprintf(stderr, "hint: did you mean 'dlk %s'?\n", s);
 	else
 		fprintf(stderr, "hint: see 'dlk -h' for the list of commands\n");
+	return DLK_EXIT_USAGE;
+}
+
+/* "error: 'dlk data' has no command 'pus'", with the nearest one. */
+static int report_unknown_subcommand(const struct dlk_command *parent, const char *word)
+{
+	const char *names[32];
+	size_t n = 0;
+	const char *s;
+
+	for (size_t i = 0; dlk_subcommands[i].name && n < 32; i++)
+		if (!strcmp(dlk_subcommands[i].parent, parent->name))
+			names[n++] = dlk_subcommands[i].word;
+	s = dlk_suggest(word, names, n);
+	fprintf(stderr, "error: 'dlk %s' has no command '%s'\n", parent->name, word);
+	if (s)
+		fprintf(stderr, "hint: did you mean 'dlk %s %s'?\n", parent->name, s);
+	else
+		fprintf(stderr, "hint: see 'dlk %s -h' for its commands\n", parent->name);
 	return DLK_EXIT_USAGE;
 }
 
@@ -150,7 +206,7 @@ static int takes_value(const struct dlk_option *o)
 
 static int cmd_complete(const struct dlk_command *fixed, int argc, char **argv)
 {
-	const struct dlk_command *cmd = fixed;
+	const struct dlk_command *cmd = fixed, *help_parent = NULL;
 	const char *cur = argc ? argv[argc - 1] : "";
 	int npos = 0;
 
@@ -169,7 +225,13 @@ static int cmd_complete(const struct dlk_command *fixed, int argc, char **argv)
 				/* `dlk help <TAB>` completes command names */
 				continue;
 			}
+		} else if (dlk_command_has_subcommands(cmd)) {
+			cmd = dlk_subcommand_find(cmd, w);
+			if (!cmd)
+				return 0;
 		} else {
+			if (cmd->def == &dlk_cmd_help && npos == 0 && dlk_command_has_subcommands(dlk_command_find(w)))
+				help_parent = dlk_command_find(w);
 			npos++;
 		}
 	}
@@ -219,7 +281,20 @@ static int cmd_complete(const struct dlk_command *fixed, int argc, char **argv)
 		}
 		return 0;
 	}
+	if (cmd && dlk_command_has_subcommands(cmd)) {
+		for (size_t i = 0; dlk_subcommands[i].name; i++)
+			if (!strcmp(dlk_subcommands[i].parent, cmd->name))
+				print_if_prefix(dlk_subcommands[i].word, cur);
+		return 0;
+	}
 	if (!cmd || cmd->def == &dlk_cmd_help) {
+		if (cmd && npos == 1 && help_parent) {
+			/* `dlk help data <TAB>` completes data's commands */
+			for (size_t i = 0; dlk_subcommands[i].name; i++)
+				if (!strcmp(dlk_subcommands[i].parent, help_parent->name))
+					print_if_prefix(dlk_subcommands[i].word, cur);
+			return 0;
+		}
 		if (cmd && npos > 0)
 			return 0;
 		for (size_t i = 0; dlk_commands[i].name; i++)
@@ -285,7 +360,7 @@ static int cmd_man_fill(const char *path)
 		char *dot = strchr(name, '.');
 		if (dot)
 			*dot = '\0';
-		cmd = dlk_command_find(name);
+		cmd = dlk_command_find_dashed(name);
 		if (!cmd) {
 			fprintf(stderr, "error: '%s' documents no command in the command table\n", path);
 			fclose(f);
@@ -308,6 +383,11 @@ static int cmd_man_fill(const char *path)
 		} else if (!strcmp(line, "@COMMANDS@\n")) {
 			for (size_t i = 0; dlk_commands[i].name; i++)
 				printf(".TP\n.BR dlk\\-%s (1)\n%s.\n", dlk_commands[i].name, dlk_commands[i].summary);
+		} else if (!strcmp(line, "@SUBCOMMANDS@\n")) {
+			for (size_t i = 0; cmd && dlk_subcommands[i].name; i++)
+				if (!strcmp(dlk_subcommands[i].parent, cmd->name))
+					printf(".TP\n.BR dlk\\-%s\\-%s (1)\n%s.\n", cmd->name, dlk_subcommands[i].word,
+					       dlk_subcommands[i].summary);
 		} else if (!strcmp(line, "@DEFAULTS@\n")) {
 			if (man_defaults())
 				goto fail;
@@ -328,6 +408,64 @@ fail:
 	return DLK_EXIT_FAIL;
 }
 
+static int run_command(const struct dlk_command *cmd, int argc, char **argv);
+
+/* argv without its first positional argument (the one globals-only parsing stopped at), for the
+ * command that word names: the options before it, then everything after it. The caller frees. */
+static char **without_word(int argc, char **argv, const struct dlk_args *g, int *n)
+{
+	char **rest = xcalloc((size_t)argc + 1, sizeof(*rest));
+	int before = argc - g->n_pos, k = 0;
+
+	for (int i = 0; i < before; i++)
+		rest[k++] = argv[i];
+	for (int i = 1; i < g->n_pos; i++)
+		rest[k++] = (char *)g->pos[i];
+	*n = k;
+	return rest;
+}
+
+/* A command with subcommands: the first word names one, and it runs with the rest. */
+static int run_parent(const struct dlk_command *cmd, int argc, char **argv)
+{
+	const struct dlk_command *sub;
+	struct dlk_args g;
+	struct dlk_err err = DLK_ERR_INIT;
+	char **rest;
+	int n, rc;
+
+	if (dlk_args_parse(NULL, argc, argv, 1, &g, &err)) {
+		dlk_args_release(&g);
+		return dlk_report(NULL, &err);
+	}
+	if (g.n_pos == 0) {
+		struct dlk_buf words = DLK_BUF_INIT;
+		dlk_args_release(&g);
+		if (ctx.help) {
+			dlk_usage_print(stdout, cmd);
+			return 0;
+		}
+		for (size_t i = 0; dlk_subcommands[i].name; i++)
+			if (!strcmp(dlk_subcommands[i].parent, cmd->name))
+				dlk_buf_addf(&words, "%s%s", words.len ? " " : "", dlk_subcommands[i].word);
+		dlk_errf(&err, DLK_EXIT_USAGE, "'dlk %s' needs one of its commands: %s", cmd->name, words.data);
+		dlk_err_hint(&err, "see 'dlk %s -h'", cmd->name);
+		dlk_buf_release(&words);
+		return dlk_report(NULL, &err);
+	}
+	sub = dlk_subcommand_find(cmd, g.pos[0]);
+	if (!sub) {
+		rc = report_unknown_subcommand(cmd, g.pos[0]);
+		dlk_args_release(&g);
+		return rc;
+	}
+	rest = without_word(argc, argv, &g, &n);
+	dlk_args_release(&g);
+	rc = run_command(sub, n, rest);
+	free(rest);
+	return rc;
+}
+
 static int run_command(const struct dlk_command *cmd, int argc, char **argv)
 {
 	const struct dlk_command_def *def = cmd->def;
@@ -335,6 +473,9 @@ static int run_command(const struct dlk_command *cmd, int argc, char **argv)
 	struct dlk_args args;
 	struct dlk_err err = DLK_ERR_INIT;
 	int rc;
+
+	if (dlk_command_has_subcommands(cmd))
+		return run_parent(cmd, argc, argv);
 
 	if (dlk_args_parse(cmd, argc, argv, 0, &args, &err)) {
 		rc = dlk_report(NULL, &err);
@@ -405,6 +546,12 @@ int dlk_main(int argc, char **argv)
 			printf("%s\n", dlk_commands[i].name);
 		return 0;
 	}
+	/* every subcommand as its man page names it: data-push */
+	if (argc == 2 && !strcmp(argv[1], "__subcommands")) {
+		for (size_t i = 0; dlk_subcommands[i].name; i++)
+			printf("%s-%s\n", dlk_subcommands[i].parent, dlk_subcommands[i].word);
+		return 0;
+	}
 
 	/* global options may come before the command name */
 	if (dlk_args_parse(NULL, argc - 1, argv + 1, 1, &g, &err)) {
@@ -424,16 +571,7 @@ int dlk_main(int argc, char **argv)
 		return rc;
 	}
 	/* re-parse: the globals before the command name, then everything after it */
-	nrest = argc - 1 - 1;
-	rest = xcalloc((size_t)nrest + 1, sizeof(*rest));
-	{
-		int before = argc - 1 - g.n_pos, k = 0;
-		for (int i = 0; i < before; i++)
-			rest[k++] = argv[1 + i];
-		for (int i = 1; i < g.n_pos; i++)
-			rest[k++] = (char *)g.pos[i];
-		nrest = k;
-	}
+	rest = without_word(argc - 1, argv + 1, &g, &nrest);
 	dlk_args_release(&g);
 	rc = run_command(cmd, nrest, rest);
 	free(rest);

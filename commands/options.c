@@ -519,6 +519,20 @@ void dlk_usage_print(FILE *out, const struct dlk_command *cmd)
 		             "'man dlk' for exit codes and files.\n");
 		return;
 	}
+	if (dlk_command_has_subcommands(cmd)) {
+		fprintf(out, "usage: dlk %s <command> [options] [args]\n\n", cmd->name);
+		fprintf(out, "%s\n\nCommands:\n", cmd->def->description ? cmd->def->description : cmd->summary);
+		for (size_t i = 0; dlk_subcommands[i].name; i++)
+			if (!strcmp(dlk_subcommands[i].parent, cmd->name))
+				fprintf(out, "  %-12s %s\n", dlk_subcommands[i].word, dlk_subcommands[i].summary);
+		fprintf(out, "\nGlobal options:\n");
+		print_options(out, dlk_global_options, NULL);
+		fprintf(out, "\nRun 'dlk %s <command> -h' or 'dlk help %s <command>' for a command's options.\n", cmd->name,
+		        cmd->name);
+		if (cmd->def->examples)
+			fprintf(out, "\nExamples:\n%s", cmd->def->examples);
+		return;
+	}
 	fprintf(out, "usage: dlk %s [options]%s%s\n\n", cmd->name, cmd->def->usage && *cmd->def->usage ? " " : "",
 	        cmd->def->usage ? cmd->def->usage : "");
 	fprintf(out, "%s\n", cmd->def->description ? cmd->def->description : cmd->summary);
@@ -550,6 +564,10 @@ void dlk_man_synopsis(FILE *out, const struct dlk_command *cmd)
 {
 	if (!cmd) {
 		fputs(".B dlk\n[\\fIglobal options\\fR] \\fIcommand\\fR [\\fIoptions\\fR] [\\fIargs\\fR]\n", out);
+		return;
+	}
+	if (dlk_command_has_subcommands(cmd)) {
+		fprintf(out, ".B dlk %s\n\\fIcommand\\fR [\\fIoptions\\fR] [\\fIargs\\fR]\n", cmd->name);
 		return;
 	}
 	for (int link = 0; link < 2; link++) {

@@ -139,9 +139,11 @@ struct dlk_command_def {
 
 /* A row of the command table. */
 struct dlk_command {
-	const char *name;
+	const char *name;              /* "train"; a subcommand's is "data push" */
 	const char *summary;
 	const struct dlk_command_def *def;
+	const char *parent;            /* a subcommand's parent ("data"), else NULL */
+	const char *word;              /* a subcommand's own name ("push"), else name */
 };
 
 /* What is left of argv once the options are read. */

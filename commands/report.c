@@ -5,6 +5,7 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/report_source.h"
+#include "commands/run_history.h"
 #include "commands/ui.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/kube/api.h"
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_DOC_BYTES (64u << 20) /* a run or report document read from a file */
 
@@ -34,7 +36,7 @@ static cJSON *from_json_file(const char *path, struct dlk_err *err)
 		dlk_errf(err, DLK_EXIT_CONFIG, "%s", msg);
 		goto out;
 	}
-	j = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+	j = cJSON_ParseWithLength(b.data, b.len);
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "format");
 	const char *fs = cJSON_IsString(f) ? f->valuestring : "";
 	if (!strcmp(fs, "dlk-model")) {
@@ -49,7 +51,7 @@ static cJSON *from_json_file(const char *path, struct dlk_err *err)
 			run = report_run_parse(s, strlen(s), who, err);
 		free(s);
 	} else {
-		run = report_run_parse(b.data ? b.data : "", b.len, who, err);
+		run = report_run_parse(b.data, b.len, who, err);
 	}
 out:
 	cJSON_Delete(j);
@@ -152,10 +154,35 @@ cJSON *dlk_report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_
 		/* job names have no dots or slashes: this was meant to be a file */
 		return dlk_errf(err, errno == ENOENT ? DLK_EXIT_NOTFOUND : DLK_EXIT_CONFIG, "cannot open '%s': %s", arg,
 		                strerror(errno)), NULL;
+	/* a run of the local history (no cluster needed), then a job, then a run of the cluster's
+	 * history of the project */
+	run = dlk_report_from_run(ctx, arg, 0, err);
+	if (run || err->code != DLK_EXIT_NOTFOUND)
+		return run;
+	dlk_err_clear(err);
 	run = dlk_report_from_job(ctx, NULL, arg, err);
-	if (!run && err->code != DLK_EXIT_NOTFOUND)
-		dlk_err_prefix(err, "no file '%s' here, and asking the cluster for a job of that name failed", arg);
-	return run;
+	if (run)
+		return run;
+	if (err->code != DLK_EXIT_NOTFOUND) {
+		dlk_err_prefix(err, "no file or local run '%s' here, and asking the cluster for a job of that name failed",
+		               arg);
+		return NULL;
+	}
+	if (access(ctx->file, F_OK) == 0) {
+		struct dlk_err e = DLK_ERR_INIT;
+		run = dlk_report_from_run(ctx, arg, 1, &e);
+		if (run || e.code != DLK_EXIT_NOTFOUND) {
+			if (!run)
+				*err = e;
+			else
+				dlk_err_clear(err);
+			return run;
+		}
+	}
+	/* the job's "no file and no job named", and where else a run could have been */
+	dlk_err_hint(err, "name a bundle (NAME.dlk), a run document (.json), a run id of 'dlk status NAME --history "
+	                  "[--local]' or a job of 'dlk status'");
+	return NULL;
 }
 
 /* the page's default name: the source's file name without its extension, or the job's name */

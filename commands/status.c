@@ -3,9 +3,11 @@
  * watches of the Jobs and their pods. The state itself is decided in lib/jobs/jobstate.c. */
 #include "commands/cluster.h"
 #include "commands/commands.h"
+#include "commands/run_history.h"
 #include "commands/ui.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/jobwatch.h"
+#include "lib/jobs/servestate.h"
 #include "lib/kube/api.h"
 #include "lib/train/progress.h"
 #include "lib/util/duration.h"
@@ -137,10 +139,12 @@ static int cmp_job(const void *a, const void *b)
 	return c ? c : strcmp(meta_name(x), meta_name(y));
 }
 
-/* Renders the list of jobs (jobs: an array or an object of Jobs) into b. With a client, the
- * events of pending jobs are read to say why they are pending (at most a few jobs' worth). */
+/* Renders the list of jobs (jobs: an array or an object of Jobs) into b. With pods (an array:
+ * a watch keeps them), each job is summarized from its pods. Without, from the Job alone, so
+ * that listing a thousand jobs reads a thousand objects, not every pod of every job: then, with
+ * a client, the pods and events of a few jobs that are pending or failed are read to say why. */
 static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *jobs, const cJSON *pods,
-		       int all_ns, struct dlk_buf *b, struct dlk_err *err)
+		       int all_ns, const cJSON *served, struct dlk_buf *b, struct dlk_err *err)
 {
 	int structured = ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML;
 	int wide = ctx->output == DLK_OUTPUT_WIDE, n = cJSON_GetArraySize(jobs), nrows = 0, ncols = 0, explained = 0;
@@ -158,14 +162,32 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	header_row(all_ns, wide, &rows[nrows++]);
 	for (int k = 0; k < ns_; k++) {
 		j = sorted[k];
-		cJSON *mine = dlk_job_pods(pods, kube_meta(j, "namespace"), meta_name(j));
+		cJSON *mine = pods ? dlk_job_pods(pods, kube_meta(j, "namespace"), meta_name(j)) : NULL;
+		cJSON *mine_list = NULL;
 		struct dlk_job_summary s;
 		cJSON *ev = NULL;
-		dlk_job_summarize(j, mine, NULL, &s);
-		if (c && explained < 10 && (s.state == JOB_PENDING || s.state == JOB_SUSPENDED)) {
-			ev = dlk_job_events(c, s.ns[0] ? s.ns : kube_client_namespace(c), s.name, &s);
-			dlk_job_summary_release(&s);
-			dlk_job_summarize(j, mine, ev, &s);
+		if (mine)
+			dlk_job_summarize(j, mine, NULL, &s);
+		else
+			dlk_job_summarize_job(j, &s);
+		if (c && explained < 10 &&
+		    (s.state == JOB_PENDING || s.state == JOB_SUSPENDED || (!mine && s.state == JOB_FAILED))) {
+			const char *jobns = s.ns[0] ? s.ns : kube_client_namespace(c);
+			struct dlk_err perr = DLK_ERR_INIT;
+			if (!mine) {
+				/* a job worth explaining: read its own pods (the list read none) */
+				if (dlk_job_list_pods(c, jobns, s.name, &mine_list, &perr) == 0) {
+					mine = cJSON_GetObjectItemCaseSensitive(mine_list, "items");
+					dlk_job_summary_release(&s);
+					dlk_job_summarize(j, mine, NULL, &s);
+				}
+			}
+			if (mine && s.state != JOB_FAILED)
+				ev = dlk_job_events(c, jobns, s.name, &s);
+			if (mine) {
+				dlk_job_summary_release(&s);
+				dlk_job_summarize(j, mine, ev, &s);
+			}
 			explained++;
 		}
 		if (structured)
@@ -174,12 +196,17 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 			summary_row(&s, all_ns, wide, &rows[nrows++], &ncols);
 		dlk_job_summary_release(&s);
 		cJSON_Delete(ev);
-		cJSON_Delete(mine);
+		if (mine_list)
+			cJSON_Delete(mine_list);
+		else
+			cJSON_Delete(mine);
 	}
 	if (structured) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddItemToObject(o, "jobs", items);
 		items = NULL;
+		if (served)
+			cJSON_AddItemReferenceToObject(o, "served", (cJSON *)served);
 		rc = emit_structured(ctx, o, b, err);
 		cJSON_Delete(o);
 	} else if (nrows > 1) {
@@ -189,6 +216,237 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	cJSON_Delete(items);
 	free(rows);
 	free(sorted);
+	return rc;
+}
+
+/* ---- served models ---- */
+
+static cJSON *track_json(const struct dlk_serve_track *t)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "deployment", t->deployment);
+	cJSON_AddNumberToObject(o, "ready", t->ready);
+	cJSON_AddNumberToObject(o, "desired", t->desired);
+	cJSON_AddStringToObject(o, "modelSha256", t->sha256);
+	if (t->accuracy[0])
+		cJSON_AddNumberToObject(o, "accuracy", atof(t->accuracy));
+	else
+		cJSON_AddNullToObject(o, "accuracy");
+	cJSON_AddStringToObject(o, "source", t->source);
+	cJSON_AddStringToObject(o, "rollout", t->rollout == ROLLOUT_DONE ? "Complete" : t->rollout == ROLLOUT_FAILED ? "Failed" : "Progressing");
+	if (t->reason[0])
+		cJSON_AddStringToObject(o, "reason", t->reason);
+	return o;
+}
+
+/* The served models of ns (their Deployments labelled dlk.dev/serve, and their pods): *json is
+ * {"name", "namespace", "ready", "desired", "modelSha256", "accuracy", "source", "rollout",
+ * "canary": null | {"percent", ...the same of the canary track}} per model; the table goes to b. */
+static int served_list(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, int all_ns, cJSON **json,
+                       struct dlk_buf *b, struct dlk_err *err)
+{
+	cJSON *deps = NULL, *pods = NULL;
+	const cJSON *d;
+	int nrows = 1, ncols = 0, n;
+	struct row *rows;
+
+	*json = cJSON_CreateArray();
+	if (list_kind(c, "Deployment", ns, all_ns, DLK_LABEL_SERVE, &deps, err) < 0)
+		return -1;
+	n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(deps, "items"));
+	if (!n) {
+		cJSON_Delete(deps);
+		return 0;
+	}
+	if (list_kind(c, "Pod", ns, all_ns, DLK_LABEL_SERVE, &pods, err) < 0) {
+		cJSON_Delete(deps);
+		return -1;
+	}
+	rows = xcalloc((size_t)n + 1, sizeof(*rows));
+	/* stable tracks first: each makes a row, and its canary joins it */
+	for (int pass = 0; pass < 2; pass++) {
+		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(deps, "items")) {
+			struct dlk_serve_track t;
+			const char *dns = kube_meta(d, "namespace") ? kube_meta(d, "namespace") : ns;
+			/* only this namespace's pods of this model */
+			cJSON *mine = cJSON_CreateArray();
+			const cJSON *p;
+			dlk_serve_track_summarize(d, NULL, &t);
+			cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(pods, "items")) {
+				const cJSON *l = jget2(p, "metadata", "labels");
+				const cJSON *sv = cJSON_GetObjectItemCaseSensitive(l, DLK_LABEL_SERVE);
+				const char *pns = kube_meta(p, "namespace");
+				if (cJSON_IsString(sv) && !strcmp(sv->valuestring, t.name) && (!pns || !strcmp(pns, dns)))
+					cJSON_AddItemReferenceToArray(mine, (cJSON *)p);
+			}
+			dlk_serve_track_summarize(d, mine, &t);
+			cJSON_Delete(mine);
+			int canary = !strcmp(t.track, "canary");
+			if (canary != pass)
+				continue;
+			cJSON *o = NULL, *it;
+			int row = -1;
+			cJSON_ArrayForEach(it, *json) {
+				row++;
+				if (!strcmp(cJSON_GetObjectItemCaseSensitive(it, "name")->valuestring, t.name) &&
+				    !strcmp(cJSON_GetObjectItemCaseSensitive(it, "namespace")->valuestring, dns)) {
+					o = it;
+					break;
+				}
+			}
+			if (!canary || !o) {
+				o = track_json(&t);
+				cJSON_AddStringToObject(o, "name", t.name);
+				cJSON_AddStringToObject(o, "namespace", dns);
+				cJSON_AddNullToObject(o, "canary");
+				cJSON_AddItemToArray(*json, o);
+				row = cJSON_GetArraySize(*json) - 1;
+				struct row *r = &rows[nrows++];
+				int k = 0;
+				if (all_ns)
+					snprintf(r->cols[k++], 160, "%s", dns);
+				snprintf(r->cols[k++], 160, "%s", t.name);
+				snprintf(r->cols[k++], 160, "%d/%d", t.ready, t.desired);
+				snprintf(r->cols[k++], 160, "%.12s", t.sha256[0] ? t.sha256 : "-");
+				if (t.accuracy[0])
+					snprintf(r->cols[k++], 160, "%.2f%%", 100 * atof(t.accuracy));
+				else
+					snprintf(r->cols[k++], 160, "-");
+				snprintf(r->cols[k++], 160, "-");
+				snprintf(r->cols[k++], 160, "%.150s", t.rollout == ROLLOUT_FAILED ? t.reason : t.rollout == ROLLOUT_DONE ? "" :
+				         "rolling out");
+				ncols = k;
+			}
+			if (canary) {
+				cJSON *cj = track_json(&t);
+				cJSON_AddNumberToObject(cj, "percent", t.canary_percent);
+				cJSON_ReplaceItemInObject(o, "canary", cj);
+				struct row *r = &rows[row + 1];
+				int k = all_ns ? 5 : 4;
+				snprintf(r->cols[k], 160, "%d%% %d/%d %.12s", t.canary_percent, t.ready, t.desired,
+				         t.sha256[0] ? t.sha256 : "-");
+			}
+		}
+	}
+	if (ctx->output != DLK_OUTPUT_JSON && ctx->output != DLK_OUTPUT_YAML && nrows > 1) {
+		static const char *const h[] = { "SERVED", "READY", "MODEL", "ACCURACY", "CANARY", "STATUS" };
+		int k = 0;
+		if (all_ns)
+			snprintf(rows[0].cols[k++], 160, "NAMESPACE");
+		for (int i = 0; i < 6; i++)
+			snprintf(rows[0].cols[k++], 160, "%s", h[i]);
+		if (b->len)
+			dlk_buf_addc(b, '\n');
+		print_table(b, rows, nrows, ncols);
+	}
+	free(rows);
+	cJSON_Delete(deps);
+	cJSON_Delete(pods);
+	return 0;
+}
+
+/* One served model in detail: each track (ready/desired, model, source, accuracy, split,
+ * rollout) and each pod (track, phase, readiness, restarts, node, what holds it up). *found: 0
+ * when nothing is served under that name. */
+static int served_one(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name, int *found,
+                      struct dlk_buf *b, struct dlk_err *err)
+{
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	char *sel = dlk_serve_selector(name, NULL);
+	cJSON *deps = NULL, *pods = NULL, *json = NULL;
+	const cJSON *d, *p;
+	int rc = -1;
+
+	*found = 0;
+	lo.label_selector = sel;
+	if (kube_list(c, "Deployment", ns, &lo, &deps, err) < 0 || kube_list(c, "Pod", ns, &lo, &pods, err) < 0)
+		goto out;
+	if (!cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(deps, "items"))) {
+		rc = 0;
+		goto out;
+	}
+	*found = 1;
+	json = cJSON_CreateObject();
+	cJSON_AddStringToObject(json, "name", name);
+	cJSON_AddStringToObject(json, "namespace", ns);
+	cJSON *tracks = cJSON_AddArrayToObject(json, "tracks");
+	if (ctx->output != DLK_OUTPUT_JSON && ctx->output != DLK_OUTPUT_YAML) {
+		if (b->len)
+			dlk_buf_addc(b, '\n');
+		dlk_buf_addf(b, "served:     %s (namespace %s), Service %s-serving\n", name, ns, name);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(deps, "items")) {
+			struct dlk_serve_track t;
+			dlk_serve_track_summarize(d, cJSON_GetObjectItemCaseSensitive(pods, "items"), &t);
+			if ((!strcmp(t.track, "canary")) != pass)
+				continue;
+			cJSON *o = track_json(&t);
+			cJSON_AddStringToObject(o, "track", t.track);
+			cJSON_AddNumberToObject(o, "percent", t.canary_percent);
+			cJSON_AddItemToArray(tracks, o);
+			if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML)
+				continue;
+			char acc[32] = "-";
+			if (t.accuracy[0])
+				snprintf(acc, sizeof(acc), "%.2f%%", 100 * atof(t.accuracy));
+			dlk_buf_addf(b, "%-11s %d/%d ready, model %.12s from %s, test accuracy %s", pass ? "canary:" : "stable:", t.ready,
+			             t.desired, t.sha256[0] ? t.sha256 : "-", t.source[0] ? t.source : "-", acc);
+			if (pass)
+				dlk_buf_addf(b, ", %d%% of the traffic", t.canary_percent);
+			dlk_buf_addf(b, "\n%-11s %s%s%s%s%s\n", "rollout:",
+			             t.rollout == ROLLOUT_DONE ? "complete" : t.rollout == ROLLOUT_FAILED ? "failed" : "in progress",
+			             t.pod[0] ? ", pod " : "", t.pod, t.reason[0] ? ": " : "", t.reason);
+		}
+	}
+	cJSON *pj = cJSON_AddArrayToObject(json, "pods");
+	int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(pods, "items"));
+	struct row *rows = xcalloc((size_t)n + 1, sizeof(*rows));
+	int nrows = 0;
+	static const char *const h[] = { "POD", "TRACK", "PHASE", "READY", "RESTARTS", "NODE", "REASON" };
+	for (int i = 0; i < 7; i++)
+		snprintf(rows[0].cols[i], 160, "%s", h[i]);
+	nrows = 1;
+	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(pods, "items")) {
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(p, "status");
+		const cJSON *cs = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "containerStatuses"), 0);
+		const cJSON *l = jget2(p, "metadata", "labels");
+		const cJSON *tr = cJSON_GetObjectItemCaseSensitive(l, DLK_LABEL_TRACK);
+		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(st, "phase");
+		const cJSON *node = jget2(p, "spec", "nodeName");
+		const cJSON *rs = cJSON_GetObjectItemCaseSensitive(cs, "restartCount");
+		const cJSON *wr = jget2(cJSON_GetObjectItemCaseSensitive(cs, "state"), "waiting", "reason");
+		struct row *r = &rows[nrows++];
+		snprintf(r->cols[0], 160, "%s", meta_name(p));
+		snprintf(r->cols[1], 160, "%s", cJSON_IsString(tr) ? tr->valuestring : "-");
+		snprintf(r->cols[2], 160, "%s", cJSON_IsString(ph) ? ph->valuestring : "-");
+		snprintf(r->cols[3], 160, "%s", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cs, "ready")) ? "yes" : "no");
+		snprintf(r->cols[4], 160, "%d", cJSON_IsNumber(rs) ? rs->valueint : 0);
+		snprintf(r->cols[5], 160, "%s", cJSON_IsString(node) ? node->valuestring : "-");
+		snprintf(r->cols[6], 160, "%s", cJSON_IsString(wr) ? wr->valuestring : "");
+		cJSON *po = cJSON_CreateObject();
+		cJSON_AddStringToObject(po, "name", r->cols[0]);
+		cJSON_AddStringToObject(po, "track", r->cols[1]);
+		cJSON_AddStringToObject(po, "phase", r->cols[2]);
+		cJSON_AddBoolToObject(po, "ready", !strcmp(r->cols[3], "yes"));
+		cJSON_AddNumberToObject(po, "restarts", cJSON_IsNumber(rs) ? rs->valueint : 0);
+		cJSON_AddItemToArray(pj, po);
+	}
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
+		rc = emit_structured(ctx, json, b, err);
+	} else {
+		if (nrows > 1) {
+			dlk_buf_addc(b, '\n');
+			print_table(b, rows, nrows, 7);
+		}
+		rc = 0;
+	}
+	free(rows);
+out:
+	free(sel);
+	cJSON_Delete(json);
+	cJSON_Delete(deps);
+	cJSON_Delete(pods);
 	return rc;
 }
 
@@ -347,7 +605,7 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 			cJSON_Delete(jc);
 			cJSON_Delete(pc);
 		} else {
-			if (render_list(ctx, NULL, w.jobs, w.pods, 0, &b, &err) < 0)
+			if (render_list(ctx, NULL, w.jobs, w.pods, 0, NULL, &b, &err) < 0)
 				rc = dlk_report(ctx, &err), done = 1;
 			dlk_jobwatch_unlock(&w);
 			if (!b.len)
@@ -371,7 +629,8 @@ out:
 }
 
 static struct {
-	int all_ns, watch;
+	int all_ns, watch, history, local;
+	const char *run, *compare;
 } opt;
 
 static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
@@ -379,7 +638,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
 	struct dlk_buf b = DLK_BUF_INIT;
-	cJSON *jobs = NULL, *pods = NULL, *job = NULL;
+	cJSON *jobs = NULL, *pods = NULL, *job = NULL, *served = NULL;
 	int all_ns = opt.all_ns, watch = opt.watch;
 	const char *name = args->n_pos ? args->pos[0] : NULL, *ns;
 	int rc = 0;
@@ -388,6 +647,25 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_errf(&err, DLK_EXIT_USAGE, "--all-namespaces lists jobs; it takes no NAME and no --watch");
 		return dlk_report(ctx, &err);
 	}
+	if (opt.compare && !opt.run) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--compare goes with --run: dlk status NAME --run ID --compare OTHER-ID");
+		return dlk_report(ctx, &err);
+	}
+	if ((opt.history || opt.run || opt.local) && (!name || all_ns || watch)) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "%s shows the runs of one project: give its NAME (and no -A or -w)",
+		         opt.history ? "--history" : opt.run ? "--run" : "--local");
+		return dlk_report(ctx, &err);
+	}
+	if (opt.local && !opt.history && !opt.run) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--local goes with --history or --run (jobs are in the cluster)");
+		return dlk_report(ctx, &err);
+	}
+	if (opt.history)
+		return dlk_show_run_history(ctx, name, opt.local);
+	if (opt.compare)
+		return dlk_compare_runs(ctx, name, opt.run, opt.compare, opt.local);
+	if (opt.run)
+		return dlk_show_run(ctx, name, opt.run, opt.local);
 	c = dlk_kube_client(ctx, &err);
 	if (!c)
 		return dlk_report(ctx, &err);
@@ -398,24 +676,51 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	if (name) {
 		enum dlk_job_state st;
-		if (dlk_read_job(ctx, c, ns, name, &job, &err) < 0 || dlk_job_list_pods(c, ns, name, &pods, &err) < 0 ||
-		    render_one(ctx, c, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &b, &st, &err) < 0) {
+		int served = 0, have_job = dlk_read_job(ctx, c, ns, name, &job, &err) == 0;
+		if (!have_job && err.code != DLK_EXIT_NOTFOUND) {
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
+		if (have_job && (dlk_job_list_pods(c, ns, name, &pods, &err) < 0 ||
+		                 render_one(ctx, c, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &b, &st, &err) < 0)) {
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+		/* -o json/yaml: one document, the job's when there is one */
+		struct dlk_err serr = DLK_ERR_INIT;
+		if ((!have_job || (ctx->output != DLK_OUTPUT_JSON && ctx->output != DLK_OUTPUT_YAML)) &&
+		    served_one(ctx, c, ns, name, &served, &b, &serr) < 0) {
+			rc = dlk_report(ctx, &serr);
+			goto out;
+		}
+		if (!have_job && !served) {
+			dlk_err_hint(&err, "list the jobs and served models with 'dlk status%s'", dlk_ns_flag(ctx, c, ns));
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+		/* which run the job is, and why it failed, from the run history */
+		if (ctx->output != DLK_OUTPUT_JSON && ctx->output != DLK_OUTPUT_YAML)
+			dlk_job_run_lines(ctx, c, job, &b);
 	} else {
+		struct dlk_buf sb = DLK_BUF_INIT;
 		if (list_kind(c, "Job", ns, all_ns, DLK_LABEL_JOB, &jobs, &err) < 0 ||
-		    list_kind(c, "Pod", ns, all_ns, DLK_LABEL_JOB, &pods, &err) < 0 ||
-		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), cJSON_GetObjectItemCaseSensitive(pods, "items"),
-				all_ns, &b, &err) < 0) {
+		    served_list(ctx, c, ns, all_ns, &served, &sb, &err) < 0 ||
+		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), NULL, all_ns, served, &b, &err) < 0) {
+			dlk_buf_release(&sb);
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
+		if (sb.len) {
+			if (b.len)
+				dlk_buf_addc(&b, '\n');
+			dlk_buf_add(&b, sb.data, sb.len);
+		}
+		dlk_buf_release(&sb);
 		if (!b.len) {
 			if (all_ns)
-				dlk_info(ctx, "no dlk jobs in any namespace");
+				dlk_info(ctx, "no dlk jobs or served models in any namespace");
 			else
-				dlk_info(ctx, "no dlk jobs in namespace '%s'", ns);
+				dlk_info(ctx, "no dlk jobs or served models in namespace '%s'", ns);
 		}
 	}
 	fwrite(b.data, 1, b.len, stdout);
@@ -425,19 +730,32 @@ out:
 	cJSON_Delete(jobs);
 	cJSON_Delete(pods);
 	cJSON_Delete(job);
+	cJSON_Delete(served);
 	return rc;
 }
 
 static const struct dlk_option status_options[] = {
 	OPT_BOOL('A', "all-namespaces", &opt.all_ns, "list the dlk jobs of every namespace", .excl = 1),
 	OPT_BOOL('w', "watch", &opt.watch, "keep watching and show every change (a job: until it ends)", .excl = 1),
+	OPT_BOOL(0, "history", &opt.history, "list the runs of project NAME, newest first (-o json: their full records)",
+	         .excl = 2),
+	OPT_STRING(0, "run", &opt.run, "ID", NULL, "show one run of project NAME: its outcome, metrics and provenance",
+	           .excl = 2),
+	OPT_STRING(0, "compare", &opt.compare, "ID", NULL, "with --run: set another run beside it, the differences marked"),
+	OPT_BOOL(0, "local", &opt.local, "with --history or --run: the runs trained here (.dlk/runs next to -f)"),
 	OPT_END(),
 };
 
 const struct dlk_command_def dlk_cmd_status = {
 	.usage = "[NAME]",
-	.description = "Without NAME, list the dlk jobs of the namespace (-A: of all namespaces). With NAME, show\n"
-	               "that job: each rank's pod, why it is pending, and the progress its workers publish.",
+	.description = "Without NAME, list the dlk jobs of the namespace (-A: of all namespaces) and the models it\n"
+	               "serves (ready and desired replicas, model digest, accuracy, canary split). With NAME, show\n"
+	               "that job: each rank's pod, why it is pending, and the progress its workers publish; and\n"
+	               "the model served as NAME: each track's rollout and model, and each of its pods.\n"
+	               "--history lists the runs of project NAME (every training is a run with an id: its\n"
+	               "outcome, worker counts, metrics, and the digests of its data, spec, code and image),\n"
+	               "kept in the ConfigMap NAME-runs, or with --local the runs trained here; --run ID\n"
+	               "shows one, --compare another beside it.",
 	.options = status_options,
 	.min_pos = 0,
 	.max_pos = 1,
@@ -446,5 +764,8 @@ const struct dlk_command_def dlk_cmd_status = {
 	.examples = "  $ dlk status\n"
 	            "  $ dlk status mnist\n"
 	            "  $ dlk status -w mnist\n"
+	            "  $ dlk status mnist --history --local\n"
+	            "  $ dlk status mnist --run 3f2a9c1e -o json\n"
+	            "  $ dlk status mnist --run 3f2a9c1e --compare 9b04d7aa --local\n"
 	            "  $ dlk status -A -o wide\n",
 };

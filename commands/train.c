@@ -4,17 +4,22 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/train.h"
+#include "commands/train_data.h"
+#include "commands/train_run.h"
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
 #include "commands/train_submit.h"
 #include "commands/ui.h"
+#include "lib/jobs/logarchive.h"
 #include "lib/jobs/podenv.h"
 #include "lib/render/render.h"
 #include "lib/project/project.h"
+#include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_err *err)
 {
@@ -32,22 +37,77 @@ static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_e
 
 static struct dlk_train_cli opt;
 
+/* A worker in a pod whose job has a checkpoint volume keeps its log there too (DLK_LOG_ARCHIVE),
+ * so that `dlk logs NAME --run ID` reads it after the pods are gone. The processes of a pod's
+ * gang write into their parent's pipes and are archived with it. A log that cannot be archived
+ * is warned about; training goes on. */
+static struct dlk_log_archive *archive_start(const struct dlk_ctx *ctx)
+{
+	const char *dir = getenv(DLK_ENV_LOG_ARCHIVE), *run = getenv(DLK_ENV_RUN_ID), *rank = getenv(DLK_ENV_RANK);
+	const char *pod = getenv(DLK_ENV_POD_NAME);
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_log_archive *a = NULL;
+	char key[256], *path;
+
+	if (!dir || !*dir || getenv(DLK_ENV_LOCAL_RANK))
+		return NULL;
+	if (!run || !rank || !pod || dlk_log_archive_key(run, atoi(rank), pod, key, sizeof(key))) {
+		dlk_warn(ctx, "the log is not archived: %s, %s and %s do not name this worker", DLK_ENV_RUN_ID, DLK_ENV_RANK,
+		         DLK_ENV_POD_NAME);
+		return NULL;
+	}
+	/* a container restarted in the same pod archives into a file of its own: POD.2, POD.3... */
+	path = xasprintf("%s/%s", dir, key);
+	for (int attempt = 2; access(path, F_OK) == 0 && attempt < 1000; attempt++) {
+		char *p2 = xasprintf("%s.%d", pod, attempt);
+		free(path);
+		path = dlk_log_archive_key(run, atoi(rank), p2, key, sizeof(key)) ? xstrdup("") : xasprintf("%s/%s", dir, key);
+		free(p2);
+	}
+	/* rank 0 keeps the folder bounded: the archives of the last runs only */
+	if (atoi(rank) == 0) {
+		unsigned removed = 0;
+		if (dlk_log_archive_prune(dir, run, DLK_LOG_ARCHIVE_KEEP_RUNS, &removed, &err)) {
+			dlk_warn(ctx, "old log archives are not removed: %s", err.msg);
+			dlk_err_clear(&err);
+		} else if (removed && ctx->verbose) {
+			dlk_info(ctx, "removed %u log archives of runs before the last %d", removed, DLK_LOG_ARCHIVE_KEEP_RUNS);
+		}
+	}
+	if (dlk_log_archive_start(path, 0, &a, &err))
+		dlk_warn(ctx, "the log is not archived: %s", err.msg);
+	free(path);
+	return a;
+}
+
 static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_project *spec = NULL;
+	struct dlk_log_archive *archive = NULL;
 	cJSON *objects = NULL;
 	int rc = 0;
 
 	(void)args;
+	if ((enum dlk_train_mode)opt.mode == TRAIN_WORKER)
+		archive = archive_start(ctx);
 	if (opt.report && opt.mode == TRAIN_SUBMIT && !opt.wait && !opt.follow && !opt.timeout_s) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "--report writes the page when the run ends: submitting, it goes with "
 		         "--wait, --follow or --timeout");
 		return dlk_report(ctx, &err);
 	}
 	spec = dlk_ctx_load_spec(ctx, &err);
-	if (!spec)
-		return dlk_report(ctx, &err);
+	if (!spec) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	/* a dataset tag names one id for the whole run: resolved here, once, and the id is what the
+	 * rendered spec, every worker and the bundle carry */
+	if ((enum dlk_train_mode)opt.mode != TRAIN_WORKER &&
+	    dlk_train_pin_dataset(ctx, spec, (enum dlk_train_mode)opt.mode == TRAIN_SUBMIT, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
 	switch ((enum dlk_train_mode)opt.mode) {
 	case TRAIN_SUBMIT:
 		rc = dlk_train_submit(ctx, &opt, spec);
@@ -58,6 +118,10 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_report(ctx, &err);
 		break;
 	case TRAIN_LOCAL:
+		if (opt.if_data_changed && (rc = dlk_train_skip_unchanged(ctx, spec)) != 0) {
+			/* DLK_EXIT_UNCHANGED, or an error (reported) */
+			break;
+		}
 		if (opt.workers > 1)
 			rc = dlk_train_gang(ctx, &opt, spec);
 		else
@@ -71,8 +135,10 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_train_here(ctx, &opt, spec, 1);
 		break;
 	}
+out:
 	cJSON_Delete(objects);
 	project_free(spec);
+	dlk_log_archive_stop(archive);
 	return rc;
 }
 
@@ -92,7 +158,7 @@ static const struct dlk_option train_options[] = {
 	OPT_STRING(0, "metrics", &opt.metrics, "FILE", NULL, "append a JSON line per step and per epoch to FILE",
 	           .complete = COMPLETE_FILE),
 	OPT_STRING(0, "bundle", &opt.bundle, "FILE", NULL, "where to write the model bundle",
-	           .def_doc = "NAME.dlk next to the project file", .complete = COMPLETE_FILE),
+	           .def_doc = "NAME.dlk next to the project file; in a pod, on the checkpoint volume", .complete = COMPLETE_FILE),
 	OPT_STRING(0, "report", &opt.report, "FILE", NULL, "when the run ends, write its report page (see dlk report) to FILE",
 	           .modes = DLK_MODE(TRAIN_SUBMIT) | DLK_MODE(TRAIN_LOCAL) | DLK_MODE(TRAIN_WORKER),
 	           .hint = "the page is written when the run ends: here, or after waiting for a submitted job",
@@ -103,6 +169,9 @@ static const struct dlk_option train_options[] = {
 	OPT_BOOL(0, "fresh", &opt.fresh, "start a new run even when the last one was interrupted (it is resumed otherwise)",
 	         .modes = DLK_MODE(TRAIN_LOCAL), .flags = OPT_NONEG,
 	         .hint = "in a cluster every job is a run of its own; its restarts and resizes resume it"),
+	OPT_BOOL(0, "if-data-changed", &opt.if_data_changed,
+	         "train only when the data differs from the last successful run's; else record a skipped run and exit 10",
+	         .modes = DLK_MODE(TRAIN_LOCAL), .flags = OPT_NONEG),
 	OPT_INT(0, "max-restarts", &opt.max_restarts, "N", 3,
 	        "with --local --workers: restart the workers from the last checkpoint at most N times",
 	        .min = 0, .max = 1000, .modes = DLK_MODE(TRAIN_LOCAL)),

@@ -12,7 +12,7 @@ struct dlk_train_cli {
 	double timeout_s;        /* --timeout; 0 when not given */
 	const char *templates;   /* NULL: the project's templates/, if any */
 	const char *metrics;     /* NULL: no metrics file */
-	const char *bundle;      /* NULL: NAME.dlk next to the project file */
+	const char *bundle;      /* NULL: NAME.dlk next to the project file (--worker: see train_here.c) */
 	const char *report;      /* NULL: no report page (--report FILE: written when the run ends) */
 	int workers, max_restarts;
 	int fresh;               /* --fresh: a new run, even when the last one was interrupted */

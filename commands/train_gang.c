@@ -62,7 +62,33 @@ struct gang {
 	const char *master_addr;
 	int master_port;
 	long *peak_kb;      /* each rank's peak resident memory, over every generation (KiB) */
+	struct sigaction old_int, old_term;
 };
+
+/* The workers' line buffers, and SIGINT/SIGTERM heard by the parent, which asks every worker. */
+static void gang_open(struct gang *g)
+{
+	struct sigaction sa = { 0 };
+
+	g->w = xcalloc((size_t)g->n, sizeof(*g->w));
+	for (int r = 0; r < g->n; r++)
+		g->w[r].buf = xmalloc(LINE_MAX_BYTES + 1);
+	gang_sig = 0;
+	gang_sig_count = 0;
+	sa.sa_handler = on_gang_signal;
+	sigaction(SIGINT, &sa, &g->old_int);
+	sigaction(SIGTERM, &sa, &g->old_term);
+}
+
+static void gang_close(struct gang *g)
+{
+	sigaction(SIGINT, &g->old_int, NULL);
+	sigaction(SIGTERM, &g->old_term, NULL);
+	for (int r = 0; r < g->n; r++)
+		free(g->w[r].buf);
+	free(g->w);
+	g->w = NULL;
+}
 
 static void put(const char *s, size_t n)
 {
@@ -443,9 +469,8 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 {
 	int workers = opts->workers, max_restarts = opts->max_restarts;
 	struct dlk_err err = DLK_ERR_INIT;
-	struct gang g = { ctx, NULL, workers, 0, 0, 0, 0, NULL, 0, NULL };
+	struct gang g = { .ctx = ctx, .n = workers };
 	struct dlk_train_run run = DLK_TRAIN_RUN_INIT;
-	struct sigaction sa = { 0 }, old_int, old_term;
 	char what[128], digest[65];
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = spec->training.threads ? spec->training.threads : (int)(cores / workers > 0 ? cores / workers : 1);
@@ -454,20 +479,13 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 	/* the run: a new one, or the interrupted one this continues (its id names its checkpoints,
 	 * and the rendezvous of its workers) */
 	project_digest(spec, digest);
-	if (dlk_train_run_open_local(&run, ctx, spec, digest, opts->fresh, workers, &err)) {
+	if (dlk_train_run_open_local(&run, ctx, spec, digest, opts, workers, &err)) {
 		rc = dlk_report(ctx, &err);
 		dlk_train_run_release(&run);
 		return rc;
 	}
-	g.w = xcalloc((size_t)workers, sizeof(*g.w));
+	gang_open(&g);
 	g.peak_kb = xcalloc((size_t)workers, sizeof(*g.peak_kb));
-	for (int r = 0; r < workers; r++)
-		g.w[r].buf = xmalloc(LINE_MAX_BYTES + 1);
-	gang_sig = 0;
-	gang_sig_count = 0;
-	sa.sa_handler = on_gang_signal;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
 
 	for (int gen = 0;; gen++) {
 		int f = run_generation(&g, opts, spec, (unsigned)gen, run.id, threads, &err);
@@ -512,11 +530,7 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 		record_end(&run, &g, opts, ctx, spec, DLK_RUN_FAILED, f, code, g.w[f].last_error[0] ? g.w[f].last_error : err.msg);
 		break;
 	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	for (int r = 0; r < workers; r++)
-		free(g.w[r].buf);
-	free(g.w);
+	gang_close(&g);
 	free(g.peak_kb);
 	dlk_train_run_release(&run);
 	return rc;
@@ -526,8 +540,7 @@ int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, co
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dist_env env;
-	struct gang g = { ctx, NULL, gpus, 0, 1, 0, 0, NULL, 0, NULL };
-	struct sigaction sa = { 0 }, old_int, old_term;
+	struct gang g = { .ctx = ctx, .n = gpus, .in_pod = 1 };
 	char what[128];
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = spec->training.threads ? spec->training.threads : (int)(cores / gpus > 0 ? cores / gpus : 1);
@@ -548,14 +561,7 @@ int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, co
 	g.world = env.world * gpus;
 	g.master_addr = env.master_addr[0] ? env.master_addr : "127.0.0.1";
 	g.master_port = env.master_port;
-	g.w = xcalloc((size_t)gpus, sizeof(*g.w));
-	for (int r = 0; r < gpus; r++)
-		g.w[r].buf = xmalloc(LINE_MAX_BYTES + 1);
-	gang_sig = 0;
-	gang_sig_count = 0;
-	sa.sa_handler = on_gang_signal;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
+	gang_open(&g);
 	/* one generation: restarting the gang is the Job's (its podFailurePolicy and the
 	 * rendezvous' generations), as for a pod of one rank */
 	f = run_generation(&g, opts, spec, 0, "", threads, &err);
@@ -571,10 +577,6 @@ int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, co
 		         what);
 		dlk_report(ctx, &err);
 	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	for (int r = 0; r < gpus; r++)
-		free(g.w[r].buf);
-	free(g.w);
+	gang_close(&g);
 	return rc;
 }

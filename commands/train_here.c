@@ -5,6 +5,7 @@
  * writes checkpoints and the bundle. */
 #include "commands/train_here.h"
 #include "commands/report_source.h"
+#include "commands/train_data.h"
 #include "commands/train_progress.h"
 #include "commands/train_report.h"
 #include "commands/train_run.h"
@@ -13,8 +14,8 @@
 #include "lib/comm/comm.h"
 #include "lib/comm/rendezvous.h"
 #include "lib/jobs/podenv.h"
-#include "lib/report/report.h"
 #include "lib/nn/device.h"
+#include "lib/report/report.h"
 #include "lib/train/bundle.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/state.h"
@@ -161,6 +162,10 @@ static void bundle_info(const struct here *r, struct dlk_bundle_info *bi, const 
 	bi->history = history;
 	bi->git_commit = r->git_commit;
 	bi->git_dirty = r->git_dirty;
+	bi->dataset_id = spec->data.dataset.id;
+	bi->dataset_tag = spec->data.dataset.tag;
+	bi->data_store = spec->data.dataset.id ? spec->data.store : NULL;
+	bi->run_id = getenv(DLK_ENV_RUN_ID);
 }
 
 /* After an epoch and at the end, in a cluster: the run so far, as `dlk report JOB` reads it. A
@@ -233,7 +238,8 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 
 /* ---- data ---- */
 
-static char *default_bundle_path(const char *spec_file, const char *name);
+static char *default_bundle_path(const char *out_dir, const char *name);
+static char *project_dir(const char *spec_file);
 
 static int data_progress(void *vctx, const char *what, unsigned long long done, unsigned long long total)
 {
@@ -243,18 +249,24 @@ static int data_progress(void *vctx, const char *what, unsigned long long done, 
 	return sig_seen != 0;
 }
 
+/* The bundle of a run here (not in a pod): --bundle, else NAME.dlk next to the project file. */
 char *dlk_train_bundle_path(const struct dlk_train_cli *cli, const char *spec_file, const char *name)
 {
-	return cli->bundle ? xstrdup(cli->bundle) : default_bundle_path(spec_file, name);
+	char *dir, *path;
+
+	if (cli->bundle)
+		return xstrdup(cli->bundle);
+	dir = project_dir(spec_file);
+	path = default_bundle_path(dir, name);
+	free(dir);
+	return path;
 }
 
-static char *default_bundle_path(const char *spec_file, const char *name)
+static char *default_bundle_path(const char *out_dir, const char *name)
 {
-	const char *slash = strrchr(spec_file, '/');
-
-	if (!slash)
+	if (!strcmp(out_dir, "."))
 		return xasprintf("%s.dlk", name);
-	return xasprintf("%.*s/%s.dlk", (int)(slash - spec_file), spec_file, name);
+	return xasprintf("%s/%s.dlk", out_dir, name);
 }
 
 static char *project_dir(const char *spec_file)
@@ -262,6 +274,19 @@ static char *project_dir(const char *spec_file)
 	const char *slash = strrchr(spec_file, '/');
 
 	return slash ? xstrndup(spec_file, (size_t)(slash - spec_file)) : xstrdup(".");
+}
+
+/* Where relative outputs (checkpoints, the bundle) go. Here: next to the project file. In a pod
+ * the project file is a read-only ConfigMap volume: the checkpoint volume when the project has
+ * one (what is written there outlives the pod, so a restarted worker resumes from it), else the
+ * container's working directory. */
+static char *output_dir(const struct dlk_project *spec, const char *spec_file, int in_pod)
+{
+	if (!in_pod)
+		return project_dir(spec_file);
+	if ((spec->storage.claim || spec->storage.size) && spec->storage.mount)
+		return xstrdup(spec->storage.mount);
+	return xstrdup(".");
 }
 
 /* ---- checkpoints ---- */
@@ -536,31 +561,59 @@ static int read_worker_env(struct here *r, struct dist_env *env, struct dlk_trai
 	return bad ? -1 : 0;
 }
 
+/* What the model computes on: the project's GPUs are required in a pod that was given them,
+ * wanted (not required) when training here; DLK_DEVICE overrides. */
+static int choose_device(struct here *r, const struct dlk_project *spec, int worker, const struct dist_env *env,
+                         struct dlk_device_choice *dev, struct dlk_err *err)
+{
+	enum dlk_device_kind want = spec->resources.gpus <= 0 ? DLK_DEVICE_CPU
+	                            : worker && getenv(DLK_ENV_SERVICE_HOST) ? DLK_DEVICE_CUDA : DLK_DEVICE_AUTO;
+
+	if (dlk_device_wanted(want, &want, err) || dlk_backend_select(want, env->local_rank, env->local_world, dev, err))
+		return -1;
+	r->be = dev->be;
+	if (dev->why[0] && want == DLK_DEVICE_AUTO && spec->resources.gpus > 0 && r->rank == 0)
+		dlk_warn(r->ctx, "training on the CPU: %s", dev->why);
+	else if (r->ctx->verbose && r->rank == 0)
+		dlk_info(r->ctx, "computing on %s", dev->be->device);
+	return 0;
+}
+
 /* The training data, and on rank 0 the test data (only rank 0 evaluates), with progress. A
  * signal stops the download: that is an error that says so. */
 static int load_data(struct here *r, const struct dlk_project *spec, const char *dir, int worker,
                      struct dlk_dataset *train, struct dlk_dataset *test, struct dlk_err *err)
 {
 	struct dlk_data_opts dopts = { 0 };
+	struct dlk_train_data *tdata = NULL;
+	int rc = -1;
 
 	memcpy(dopts.shape, spec->model.input, sizeof(dopts.shape));
 	dopts.base_dir = dir;
 	dopts.progress = data_progress;
 	dopts.progress_ctx = r;
+	/* data.dataset: the sources are files of the dataset, read through the node cache */
+	if (dlk_train_data_open(r->ctx, spec, worker, dir, &dopts, &tdata, err))
+		goto out;
 	r->show.phase = "loading training data";
 	if (dlk_data_load(&spec->data, "train", &dopts, train, err) && !sig_seen)
-		return -1;
+		goto out;
 	r->show.phase = "loading test data";
 	if (!sig_seen && r->rank == 0 && (spec->data.test.images.url || spec->data.test.source.url) &&
 	    dlk_data_load(&spec->data, "test", &dopts, test, err) && !sig_seen)
-		return -1;
+		goto out;
 	dlk_train_report_clear(&r->show);
 	if (sig_seen) {
 		dlk_err_clear(err);
-		return dlk_errf(err, worker || sig_seen == SIGTERM ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL,
-		                "stopped by a signal while loading the data");
+		dlk_errf(err, worker || sig_seen == SIGTERM ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL,
+		         "stopped by a signal while loading the data");
+		goto out;
 	}
-	return 0;
+	dlk_train_data_done(r->ctx, tdata, r->rank);
+	rc = 0;
+out:
+	dlk_train_data_free(tdata);
+	return rc;
 }
 
 /* The loop, wired to this file's callbacks. Returns 0 when it finished, -1 with err when it
@@ -622,6 +675,7 @@ static int write_bundle(const struct here *r, const char *path, const char *page
 	/* the run's first start: a resumed run began before this process */
 	bi.started_at = res->history.n_events ? res->history.events[0].time : res->started_at;
 	bi.finished_at = res->finished_at;
+	bi.data = &r->spec->data;
 	if (dlk_bundle_write(path, &bi, err))
 		return -1;
 	if (!page)
@@ -647,8 +701,9 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT, 0, 1 };
 	struct signals sigs = { 0 };
 	struct dlk_device_choice dev;
-	enum dlk_device_kind want;
 	char *bundle = NULL, *dir = project_dir(ctx->file);
+	/* --worker itself, not a child of --local --workers N (which is a worker too) */
+	char *out_dir = output_dir(spec, ctx->file, cli->mode == TRAIN_WORKER);
 	unsigned grace;
 	int rc = 0, bad = 0;
 
@@ -671,23 +726,13 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	signals_install(&sigs, grace);
 	if (worker && read_worker_env(&run, &env, &tr, &err))
 		goto fail;
-	/* the project's GPUs: required in a pod that was given them, wanted (not required) when
-	 * training here; DLK_DEVICE overrides */
-	want = spec->resources.gpus <= 0 ? DLK_DEVICE_CPU
-	       : worker && getenv(DLK_ENV_SERVICE_HOST) ? DLK_DEVICE_CUDA : DLK_DEVICE_AUTO;
-	if (dlk_device_wanted(want, &want, &err) ||
-	    dlk_backend_select(want, env.local_rank, env.local_world, &dev, &err))
+	if (choose_device(&run, spec, worker, &env, &dev, &err))
 		goto fail;
-	run.be = dev.be;
-	if (dev.why[0] && want == DLK_DEVICE_AUTO && spec->resources.gpus > 0 && run.rank == 0)
-		dlk_warn(ctx, "training on the CPU: %s", dev.why);
-	else if (ctx->verbose && run.rank == 0)
-		dlk_info(ctx, "computing on %s", dev.be->device);
 	if (dlk_train_report_open(&run.show, ctx, run.rank == 0 ? cli->metrics : NULL, &err))
 		goto fail;
 	/* the run: here, a new one or the interrupted one this continues; in a pod, the Job's */
 	if (!worker) {
-		if (dlk_train_run_open_local(&run.trun, ctx, spec, run.digest, cli->fresh, 1, &err))
+		if (dlk_train_run_open_local(&run.trun, ctx, spec, run.digest, cli, 1, &err))
 			goto fail;
 	} else if (run.rank == 0) {
 		dlk_train_run_open_cluster(&run.trun, ctx, spec, run.digest, run.world);
@@ -695,8 +740,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		dlk_train_run_open_worker(&run.trun, ctx);
 	}
 	if (tr.checkpoint_dir) {
-		char *base = tr.checkpoint_dir[0] == '/' || !strcmp(dir, ".") ? xstrdup(tr.checkpoint_dir)
-		                                                              : xasprintf("%s/%s", dir, tr.checkpoint_dir);
+		char *base = tr.checkpoint_dir[0] == '/' || !strcmp(out_dir, ".") ? xstrdup(tr.checkpoint_dir)
+		                                                                  : xasprintf("%s/%s", out_dir, tr.checkpoint_dir);
 		/* every run has checkpoints of its own */
 		run.ckpt_dir = dlk_train_run_ckpt_dir(&run.trun, base);
 		free(base);
@@ -713,6 +758,23 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 
 	if (load_data(&run, spec, dir, worker, &train, &test, &err))
 		goto fail;
+	if (worker && run.rank == 0 && spec->trigger == DLK_TRIGGER_DATA_CHANGED) {
+		/* before the gang forms: rank 0's success completes the Job (its successPolicy) */
+		cJSON *data = cJSON_CreateArray();
+		const struct dlk_dataset *sets[2] = { &train, &test };
+		for (int s = 0; s < 2; s++)
+			for (int i = 0; i < sets[s]->n_sources; i++) {
+				cJSON *d = cJSON_CreateObject();
+				cJSON_AddStringToObject(d, "split", s ? "test" : "train");
+				cJSON_AddStringToObject(d, "url", sets[s]->sources[i].url ? sets[s]->sources[i].url : "");
+				cJSON_AddStringToObject(d, "sha256", sets[s]->sources[i].sha256);
+				cJSON_AddItemToArray(data, d);
+			}
+		int skip = dlk_train_run_skip_if_unchanged(&run.trun, data);
+		cJSON_Delete(data);
+		if (skip)
+			goto out;
+	}
 	if (run.world > 1 && join_gang(&run, &env, dev.shared, &err))
 		goto fail;
 	if (run.world > 1 && ctx->verbose && run.rank == 0)
@@ -728,9 +790,18 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 			dlk_info(ctx, "rank %d done after %ld steps", run.rank, res.steps);
 		goto out;
 	}
-	bundle = dlk_train_bundle_path(cli, ctx->file, spec->name);
+	bundle = cli->bundle ? xstrdup(cli->bundle) : default_bundle_path(out_dir, spec->name);
 	if (write_bundle(&run, bundle, cli->report, &res, &err))
 		goto fail;
+	if (run.jp) {
+		/* the run as the bundle holds it, weights' digest included: what dlk serve deploys */
+		struct dlk_err berr = DLK_ERR_INIT;
+		cJSON *doc = dlk_report_from_bundle(bundle, &berr);
+		char *m = doc ? report_run_compact(doc, DLK_METRICS_MAX_BYTES) : NULL;
+		dlk_job_progress_metrics(run.jp, m);
+		free(m);
+		cJSON_Delete(doc);
+	}
 	dlk_train_report_result(&run.show, spec, &res, bundle, run.world);
 	if (run.trun.rec) {
 		struct dlk_err e = DLK_ERR_INIT;
@@ -775,5 +846,6 @@ out:
 	free(run.ckpt_dir);
 	free(bundle);
 	free(dir);
+	free(out_dir);
 	return rc;
 }

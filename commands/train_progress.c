@@ -85,6 +85,19 @@ void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_e
 	free(val);
 }
 
+void dlk_job_progress_metrics(struct dlk_job_progress *p, const char *metrics)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	const char *keys[1] = { DLK_METRICS_ANNOTATION }, *vals[1] = { metrics };
+
+	if (!p || !metrics)
+		return;
+	if (kube_annotate_job(p->kc, p->ns, p->job, keys, vals, 1, &err) && !p->warned) {
+		p->warned = 1;
+		dlk_warn(p->ctx, "cannot publish the bundle's metrics on job '%s': %s", p->job, err.msg);
+	}
+}
+
 void dlk_job_progress_free(struct dlk_job_progress *p)
 {
 	if (!p)

@@ -21,6 +21,9 @@ struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx);
  * the same patch as the annotation dlk.dev/metrics. A failed patch is warned about once and
  * never stops training. */
 void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_event *ev, const char *metrics);
+/* Publishes metrics (a run document) alone as dlk.dev/metrics: the bundle's, once it is written,
+ * so that the job's document names the weights' digest `dlk serve` deploys. */
+void dlk_job_progress_metrics(struct dlk_job_progress *p, const char *metrics);
 void dlk_job_progress_free(struct dlk_job_progress *p);
 
 #endif

@@ -3,6 +3,7 @@
 #include "commands/train_run.h"
 #include "commands/ui.h"
 #include "lib/jobs/podenv.h"
+#include "lib/data/fetch.h"
 #include "lib/kube/api.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
@@ -83,6 +84,14 @@ static int resumable(const cJSON *rec)
 	}
 }
 
+/* the worker count a run ran at last (0: not recorded) */
+static int last_world(const cJSON *rec)
+{
+	const cJSON *w = get(dlk_run_info(rec), "worlds");
+	const cJSON *l = cJSON_GetArrayItem(w, cJSON_GetArraySize(w) - 1);
+	return cJSON_IsNumber(l) ? l->valueint : 0;
+}
+
 static void fill_common(cJSON *rec, const struct dlk_project *spec, const char *spec_digest)
 {
 	const char *image = getenv(DLK_ENV_IMAGE);
@@ -92,8 +101,142 @@ static void fill_common(cJSON *rec, const struct dlk_project *spec, const char *
 	dlk_run_set_str(rec, "image", image && *image ? image : spec->image);
 }
 
+/* Appends {"split", "url", "sha256"} of src, fetched and hashed as training would. */
+static int hash_source(const struct dlk_source *src, const char *split, const struct dlk_data *spec,
+                       const struct dlk_data_opts *o, cJSON *out, struct dlk_err *err)
+{
+	struct dlk_fetched f = DLK_FETCHED_INIT;
+	cJSON *d;
+
+	if (!src->url)
+		return 0;
+	if (dlk_fetch(src, spec, o, &f, err))
+		return -1;
+	d = cJSON_CreateObject();
+	cJSON_AddStringToObject(d, "split", split);
+	cJSON_AddStringToObject(d, "url", src->url);
+	cJSON_AddStringToObject(d, "sha256", f.sha256);
+	cJSON_AddItemToArray(out, d);
+	dlk_fetched_release(&f);
+	return 0;
+}
+
+int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project *spec)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_data_opts o = { 0 };
+	const struct dlk_split *splits[2] = { &spec->data.train, &spec->data.test };
+	const char *names[2] = { "train", "test" };
+	char *dir = dlk_runs_local_dir(ctx->file, spec->name), *base = NULL, fp[65], last_fp[65], id[37];
+	struct dlk_run_store *store = dlk_runs_open_dir(dir, spec->name);
+	cJSON *data = cJSON_CreateArray(), *last = NULL, *rec = NULL, *wrap = NULL;
+	const char *slash = strrchr(ctx->file, '/');
+	int rc = 0;
+
+	base = slash ? xstrndup(ctx->file, (size_t)(slash - ctx->file)) : xstrdup(".");
+	o.base_dir = base;
+	for (int i = 0; i < 2; i++) {
+		const struct dlk_split *sp = splits[i];
+		if (hash_source(&sp->images, names[i], &spec->data, &o, data, &err) ||
+		    hash_source(&sp->labels, names[i], &spec->data, &o, data, &err) ||
+		    hash_source(&sp->source, names[i], &spec->data, &o, data, &err)) {
+			dlk_err_prefix(&err, "--if-data-changed: cannot hash the data");
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+	}
+	if (dlk_runs_newest(store, DLK_RUN_SUCCEEDED, &last, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	/* the fingerprint reads run.data: wrap the fresh digests as a record's */
+	wrap = cJSON_CreateObject();
+	cJSON_AddItemToObject(cJSON_AddObjectToObject(wrap, "run"), "data", cJSON_Duplicate(data, 1));
+	dlk_train_data_fingerprint(wrap, fp);
+	if (!last) {
+		dlk_info(ctx, "no run of '%s' has succeeded yet: training", spec->name);
+		goto out;
+	}
+	dlk_train_data_fingerprint(last, last_fp);
+	if (strcmp(fp, last_fp)) {
+		dlk_info(ctx, "the data differs from what run %.8s trained on: training", dlk_run_id(last));
+		goto out;
+	}
+	/* unchanged: a run that says so, in the history */
+	if (dlk_run_new_id(id, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	rec = dlk_run_record_new(spec->name, id);
+	dlk_run_set_str(rec, "where", "local");
+	dlk_run_set_str(rec, "trigger", "data-changed");
+	dlk_run_set_item(rec, "data", data);
+	data = NULL;
+	fill_common(rec, spec, dlk_run_str(last, "spec_sha256") ? dlk_run_str(last, "spec_sha256") : "");
+	{
+		char reason[160], now[32];
+		snprintf(reason, sizeof(reason), "the data is unchanged since run %.36s", dlk_run_id(last));
+		dlk_run_set_str(rec, "reason", reason);
+		dlk_run_set_outcome(rec, DLK_RUN_SKIPPED);
+		dlk_run_time_now(now);
+		dlk_run_set_str(rec, "finished_at", now);
+	}
+	if (dlk_runs_put(store, rec, &err))
+		dlk_warn(ctx, "the skipped run is not in the history: %s", err.msg);
+	dlk_info(ctx, "the data is what run %.8s trained on (%.12s): nothing to train; run %.8s records the skip",
+	         dlk_run_id(last), fp, id);
+	rc = DLK_EXIT_UNCHANGED;
+out:
+	cJSON_Delete(wrap);
+	cJSON_Delete(rec);
+	cJSON_Delete(last);
+	cJSON_Delete(data);
+	dlk_runs_close(store);
+	free(base);
+	free(dir);
+	return rc;
+}
+
+int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	cJSON *last = NULL, *wrap;
+	char fp[65], last_fp[65], reason[160], now[32];
+	int skip = 0;
+
+	if (!r->store || !r->rec)
+		return 0;
+	if (dlk_runs_newest(r->store, DLK_RUN_SUCCEEDED, &last, &err)) {
+		dlk_warn(r->ctx, "trigger data-changed: the run history cannot be read (training): %s", err.msg);
+		return 0;
+	}
+	wrap = cJSON_CreateObject();
+	cJSON_AddItemToObject(cJSON_AddObjectToObject(wrap, "run"), "data", cJSON_Duplicate(data, 1));
+	dlk_train_data_fingerprint(wrap, fp);
+	cJSON_Delete(wrap);
+	if (!last) {
+		dlk_info(r->ctx, "trigger data-changed: no run has succeeded yet: training");
+	} else if (dlk_train_data_fingerprint(last, last_fp), strcmp(fp, last_fp) || !fp[0]) {
+		dlk_info(r->ctx, "trigger data-changed: the data differs from what run %.8s trained on: training",
+		         dlk_run_id(last));
+	} else {
+		snprintf(reason, sizeof(reason), "the data is unchanged since run %.36s", dlk_run_id(last));
+		dlk_run_set_item(r->rec, "data", cJSON_Duplicate(data, 1));
+		dlk_run_set_str(r->rec, "reason", reason);
+		dlk_run_set_outcome(r->rec, DLK_RUN_SKIPPED);
+		dlk_run_time_now(now);
+		dlk_run_set_str(r->rec, "finished_at", now);
+		dlk_train_run_save(r);
+		dlk_info(r->ctx, "trigger data-changed: the data is what run %.8s trained on (%.12s): nothing to train",
+		         dlk_run_id(last), fp);
+		skip = 1;
+	}
+	cJSON_Delete(last);
+	return skip;
+}
+
 int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
-                             const char *spec_digest, int fresh, int world, struct dlk_err *err)
+                             const char *spec_digest, const struct dlk_train_cli *cli, int world, struct dlk_err *err)
 {
 	char *dir = dlk_runs_local_dir(ctx->file, spec->name), host[256] = "", sid[16];
 	cJSON *all = NULL, *rec = NULL;
@@ -110,12 +253,20 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx,
 	if (newest && resumable(newest)) {
 		const char *digest = dlk_run_str(newest, "spec_sha256");
 		short_id(dlk_run_id(newest), sid);
-		if (fresh)
+		if (cli->fresh)
 			dlk_info(ctx, "starting a new run (--fresh); run %s, interrupted, stays in the history", sid);
 		else if (!digest || strcmp(digest, spec_digest))
 			dlk_info(ctx, "run %s was interrupted, but the project has changed since: starting a new run", sid);
-		else
+		else if (last_world(newest) > 0 && last_world(newest) != world) {
+			/* its checkpoints hold the state of that many workers */
+			dlk_errf(err, DLK_EXIT_CONFIG,
+			         "run %s was interrupted with %d worker%s; continuing it with %d is not supported yet", sid,
+			         last_world(newest), last_world(newest) == 1 ? "" : "s", world);
+			dlk_err_hint(err, "continue it with --workers %d, or start a new run with --fresh", last_world(newest));
+			goto out;
+		} else {
 			rec = cJSON_Duplicate(newest, 1);
+		}
 	}
 	gethostname(host, sizeof(host) - 1);
 	if (rec) {
@@ -131,7 +282,8 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx,
 			goto out;
 		rec = dlk_run_record_new(spec->name, id);
 		dlk_run_set_str(rec, "where", "local");
-		dlk_run_set_str(rec, "trigger", "manual");
+		/* --if-data-changed: it trains because the data changed */
+		dlk_run_set_str(rec, "trigger", cli->if_data_changed ? "data-changed" : "manual");
 		dlk_run_set_num(rec, "restarts", 0);
 	}
 	dlk_run_set_str(rec, "host", host);
@@ -162,24 +314,34 @@ void dlk_train_run_open_worker(struct dlk_train_run *r, const struct dlk_ctx *ct
 		r->id[0] = '\0';
 }
 
+/* A client of the in-cluster configuration for the run history. Made anew for every write: the
+ * writes are minutes apart, and a connection kept that long may have been dropped on the way
+ * without a word (a request on it then hangs until its timeout). */
+static struct kube_client *cluster_client(struct dlk_err *err)
+{
+	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
+	const char *ns = getenv(DLK_ENV_NAMESPACE);
+
+	o.in_cluster = 1;
+	o.config.sa_dir = getenv(DLK_ENV_SERVICEACCOUNT_DIR);
+	o.config.namespace = ns && *ns ? ns : NULL;
+	o.client.connect_timeout_ms = 5000;
+	o.client.timeout_ms = 15000;
+	o.client.max_retries = 3;
+	return kube_client_open(&o, err);
+}
+
 void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
                                 const char *spec_digest, int world)
 {
-	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
 	struct dlk_err err = DLK_ERR_INIT;
-	const char *ns = getenv(DLK_ENV_NAMESPACE), *job = getenv(DLK_ENV_JOB_NAME), *trig = getenv(DLK_ENV_TRIGGER);
+	const char *job = getenv(DLK_ENV_JOB_NAME), *trig = getenv(DLK_ENV_TRIGGER);
 	cJSON *rec = NULL;
 
 	dlk_train_run_open_worker(r, ctx);
 	if (!r->id[0] || !getenv(DLK_ENV_SERVICE_HOST))
 		return;
-	o.in_cluster = 1;
-	o.config.sa_dir = getenv(DLK_ENV_SERVICEACCOUNT_DIR);
-	o.config.namespace = ns && *ns ? ns : NULL;
-	o.client.connect_timeout_ms = 3000;
-	o.client.timeout_ms = 10000;
-	o.client.max_retries = 2;
-	r->kc = kube_client_open(&o, &err);
+	r->kc = cluster_client(&err);
 	if (!r->kc) {
 		dlk_warn(ctx, "the run will not be recorded in the cluster's run history: %s", err.msg);
 		return;
@@ -225,6 +387,16 @@ void dlk_train_run_save(struct dlk_train_run *r)
 
 	if (!r->store || !r->rec)
 		return;
+	if (r->kc) {
+		/* a fresh connection for each write (see cluster_client) */
+		struct kube_client *kc = cluster_client(&err);
+		if (kc) {
+			dlk_runs_close(r->store);
+			kube_client_free(r->kc);
+			r->kc = kc;
+			r->store = dlk_runs_open_configmap(kc, NULL, dlk_run_project(r->rec));
+		}
+	}
 	if (dlk_runs_put(r->store, r->rec, &err) && !r->warned++)
 		dlk_warn(r->ctx, "run %.8s: the run history is not up to date (training goes on): %s%s%s", r->id, err.msg,
 		         err.hint[0] ? "; " : "", err.hint);

@@ -11,6 +11,7 @@
 #include <cJSON.h>
 
 #include "commands/ctx.h"
+#include "commands/train.h"
 #include "lib/kube/client.h"
 #include "lib/project/project.h"
 #include "lib/runs/runs.h"
@@ -31,12 +32,24 @@ struct dlk_train_run {
  * --if-data-changed compare. */
 void dlk_train_data_fingerprint(const cJSON *rec_or_doc, char hex[65]);
 
+/* `dlk train --local --if-data-changed`: fetches and hashes the project's data sources; when
+ * their fingerprint equals that of the newest successful run in the local history, records a
+ * run "skipped" with the reason, says so and returns DLK_EXIT_UNCHANGED; 0 when the data
+ * changed (or no run succeeded yet): train. An error is reported and its code returned. */
+int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project *spec);
+
+/* `trigger: data-changed`, rank 0 in a pod, its data loaded (data: [{"split", "url", "sha256"}]):
+ * 1 when that is the data the newest successful run of the history trained on, the run then
+ * recorded "skipped" with the reason (the caller stops without training, exit 0: rank 0's
+ * success completes the Job); 0 to train. */
+int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data);
+
 /* `dlk train --local` (a single process, or the parent of a gang of `world` workers): the
  * newest run of the project in its local history is continued when it was interrupted (a
  * signal, a crash, a lost worker), its project file resolves to the same spec (digest) and
  * fresh is not set; otherwise a new run begins. Writes the record (outcome running). */
 int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
-                             const char *spec_digest, int fresh, int world, struct dlk_err *err);
+                             const char *spec_digest, const struct dlk_train_cli *cli, int world, struct dlk_err *err);
 /* Rank 0 in a pod: the run is the Job's (DLK_RUN_ID, its uid); its record in the ConfigMap is
  * made or, after a restart or a re-form, counted as restarted at `world` workers. A history
  * that cannot be reached is warned about; training goes on without a record. */

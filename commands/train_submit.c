@@ -281,6 +281,23 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const
 	applied = cJSON_CreateArray();
 	cJSON_ArrayForEach(o, objects) {
 		cJSON *out = NULL;
+		const cJSON *once = cJSON_GetObjectItemCaseSensitive(
+		        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations"),
+		        "dlk.dev/create-only");
+		if (cJSON_IsString(once) && !strcmp(once->valuestring, "true")) {
+			/* what outlives the job (the run history): made once, never replaced */
+			if (kube_create(c, o, &out, &err) < 0) {
+				if (err.code != DLK_EXIT_EXISTS) {
+					dlk_err_prefix(&err, "cannot create %s '%s'",
+					               cJSON_GetObjectItemCaseSensitive(o, "kind")->valuestring, kube_meta(o, "name"));
+					rc = dlk_report(ctx, &err);
+					goto out;
+				}
+				dlk_err_clear(&err);
+			}
+			cJSON_Delete(out);
+			continue;
+		}
 		if (kube_apply(c, o, &out, &err) < 0) {
 			dlk_err_prefix(&err, "cannot submit %s '%s'", cJSON_GetObjectItemCaseSensitive(o, "kind")->valuestring,
 				       kube_meta(o, "name"));

@@ -67,3 +67,11 @@ test_done() {
 	echo "1..$test_count"
 	[ "$test_failures" = 0 ]
 }
+
+# wait_for_glob PATTERN [TENTHS]: waits (20 s, or TENTHS tenths of a second) until a path
+# matching the shell pattern exists (a run's checkpoints sit in a directory named by its id).
+wait_for_glob() {
+	_i=0
+	while ! ls -d $1 >/dev/null 2>&1 && [ $_i -lt "${2:-200}" ]; do sleep 0.1; _i=$((_i + 1)); done
+	ls -d $1 >/dev/null 2>&1
+}

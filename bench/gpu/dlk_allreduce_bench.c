@@ -15,16 +15,10 @@
 #include "lib/comm/rendezvous.h"
 #include "lib/comm/sock.h"
 #include "lib/nn/gpu.h"
+#include "lib/util/clock.h"
 
 #define SIZES 5
 static const int mib[SIZES] = { 1, 4, 16, 64, 256 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 struct row {
 	double seconds;
@@ -71,12 +65,12 @@ static int rank_main(int rank, int world, int port, int lfd, struct row *rows)
 		/* every rank starts the timed loop together */
 		if (comm_barrier(host, &err))
 			goto fail;
-		double t0 = now();
+		double t0 = dlk_now();
 		int iters = mib[s] < 64 ? 100 : 20;
 		for (int i = 0; i < iters; i++)
 			if (comm_allreduce(dev, buf, n, COMM_SUM, &err))
 				goto fail;
-		rows[s].seconds = (now() - t0) / iters;
+		rows[s].seconds = (dlk_now() - t0) / iters;
 		rows[s].ok = 1;
 		be->free(buf);
 	}

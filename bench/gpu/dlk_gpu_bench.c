@@ -14,13 +14,7 @@
 #include "bench/train/fmnist.h"
 #include "lib/nn/gpu.h"
 #include "lib/train/train.h"
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+#include "lib/util/clock.h"
 
 static struct dlk_layer_spec mlp[] = {
 	{ .kind = DLK_LAYER_FLATTEN }, { .kind = DLK_LAYER_DENSE, .units = 256 }, { .kind = DLK_LAYER_RELU },
@@ -152,7 +146,7 @@ static int anatomy(const char *kind, int batch)
 	for (int s = 0; s < warm + steps; s++) {
 		if (s == warm) {
 			gpu->check(msg, sizeof(msg));
-			t0 = now();
+			t0 = dlk_now();
 		}
 		recording = s == warm;
 		/* what lib/train does per step, less the host-side batch gathering */
@@ -161,7 +155,7 @@ static int anatomy(const char *kind, int batch)
 		dlk_optimizer_step(&opt, net.params, net.grads, 1e-3);
 		gpu->check(msg, sizeof(msg));
 	}
-	double step_ms = 1e3 * (now() - t0) / steps;
+	double step_ms = 1e3 * (dlk_now() - t0) / steps;
 	recording = 0;
 
 	double gemm_ms = 0;
@@ -169,14 +163,14 @@ static int anatomy(const char *kind, int batch)
 		for (int r = 0; r < 10; r++)
 			replay(&calls[i]);
 		gpu->check(msg, sizeof(msg));
-		double g0 = now();
+		double g0 = dlk_now();
 		for (int r = 0; r < reps; r++)
 			replay(&calls[i]);
 		if (gpu->check(msg, sizeof(msg))) {
 			fprintf(stderr, "dlk_gpu_bench: %s\n", msg);
 			return 1;
 		}
-		gemm_ms += 1e3 * (now() - g0) / reps;
+		gemm_ms += 1e3 * (dlk_now() - g0) / reps;
 	}
 	printf("{\"impl\": \"dlk\", \"model\": \"%s\", \"device\": \"%s\", \"batch\": %d, \"step_ms\": %.4f, "
 	       "\"gemm_ms\": %.4f, \"gemms\": %d, \"samples_per_sec\": %.1f}\n",

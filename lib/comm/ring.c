@@ -414,205 +414,250 @@ static void add_floats(float *restrict dst, const float *restrict src, size_t n)
 		dst[i] += src[i];
 }
 
+/* Where one collective's two byte streams stand. */
+struct xfer_state {
+	const struct xfer *x;
+	const char *what;
+	int next, prev;                     /* the ranks at the two ends */
+	unsigned char hdr_out[HDR_BYTES], hdr_in[HDR_BYTES];
+	size_t hdr_sent, hdr_recvd;
+	size_t send_total, recv_total;
+	size_t sent, done;                  /* stream positions */
+	int si, ri;                         /* current segments */
+	size_t soff, roff;                  /* offsets inside them */
+	size_t carry;                       /* bytes of a partial float at the start of stage */
+	int can_send, can_recv;             /* no EAGAIN seen since the last poll */
+	char step[48];
+};
+
+static int xfer_finished(const struct xfer_state *xs)
+{
+	return xs->hdr_sent == HDR_BYTES && xs->sent == xs->send_total && xs->hdr_recvd == HDR_BYTES &&
+	       xs->done == xs->recv_total;
+}
+
+/* The header every collective starts with: magic, op, sequence number, root, size. */
+static void header_put(struct tcp_comm *t, struct xfer_state *xs)
+{
+	put_le(xs->hdr_out, DIST_MAGIC_COLL, 4);
+	put_le(xs->hdr_out + 4, (uint64_t)xs->x->op, 4);
+	put_le(xs->hdr_out + 8, t->seq, 4);
+	put_le(xs->hdr_out + 12, (uint64_t)(uint32_t)xs->x->root, 4);
+	put_le(xs->hdr_out + 16, xs->x->nbytes, 8);
+	t->seq++;
+}
+
+/* rank-1's header must announce the collective this rank is in */
+static int header_check(struct tcp_comm *t, const struct xfer_state *xs, struct dlk_err *err)
+{
+	const struct xfer *x = xs->x;
+	uint64_t magic = get_le(xs->hdr_in, 4), op = get_le(xs->hdr_in + 4, 4);
+	uint64_t seq = get_le(xs->hdr_in + 8, 4), root = get_le(xs->hdr_in + 12, 4);
+	uint64_t nb = get_le(xs->hdr_in + 16, 8);
+
+	if (magic == DIST_MAGIC_COLL && op == (uint64_t)x->op && seq == t->seq - 1 &&
+	    root == (uint64_t)(uint32_t)x->root && nb == x->nbytes)
+		return 0;
+	dlk_errf(err, DLK_EXIT_FAIL,
+		 "%s: rank %d is in %s #%llu of %llu bytes (root %llu), this rank in %s #%u of %llu bytes (root %d)%s",
+		 xs->what, xs->prev, magic == DIST_MAGIC_COLL ? coll_name((int)op) : "garbage", (unsigned long long)seq,
+		 (unsigned long long)nb, (unsigned long long)root, xs->what, t->seq - 1, (unsigned long long)x->nbytes,
+		 x->root, xs->step);
+	dlk_err_hint(err, "every rank must call the same collectives with the same sizes in the same order");
+	return fail(t, err);
+}
+
+/* Moves more of a header: ours to rank+1, or rank-1's to us. Returns the bytes moved, -1 when
+ * the link failed. */
+static ssize_t header_io(struct tcp_comm *t, struct xfer_state *xs, int sending, int *want, int *progress,
+			 struct dlk_err *err)
+{
+	unsigned char *h = sending ? xs->hdr_out : xs->hdr_in;
+	size_t *at = sending ? &xs->hdr_sent : &xs->hdr_recvd;
+	int *ready = sending ? &xs->can_send : &xs->can_recv;
+	ssize_t n;
+
+	if (*at == HDR_BYTES)
+		return 0;
+	*want = 1;
+	if (!*ready)
+		return 0;
+	n = link_io(t, sending, h + *at, HDR_BYTES - *at, ready, xs->what, err);
+	if (n < 0)
+		return -1;
+	*at += (size_t)n;
+	*progress |= n > 0;
+	return n;
+}
+
+/* The send stream: the header, then the segments, never more than head_start bytes ahead of what
+ * was received. Sets *want when it has something to send; -1 when the link failed. */
+static int send_some(struct tcp_comm *t, struct xfer_state *xs, int *want, int *progress, struct dlk_err *err)
+{
+	const struct xfer *x = xs->x;
+	ssize_t n;
+
+	if (header_io(t, xs, 1, want, progress, err) < 0)
+		return -1;
+	if (xs->hdr_sent < HDR_BYTES || xs->sent == xs->send_total)
+		return 0;
+	size_t allowed = x->head_start == SIZE_MAX ? xs->send_total : x->head_start + xs->done;
+	if (allowed > xs->send_total)
+		allowed = xs->send_total;
+	while (x->send[xs->si].n == xs->soff) {
+		xs->si++;
+		xs->soff = 0;
+	}
+	if (allowed <= xs->sent)
+		return 0;
+	size_t avail = allowed - xs->sent, in_seg = x->send[xs->si].n - xs->soff;
+	size_t len = avail < in_seg ? avail : in_seg;
+	if (len > SEND_MAX)
+		len = SEND_MAX;
+	/* batch: no tiny sends while more is about to arrive */
+	if (len < SEND_BATCH && len != in_seg && allowed != xs->send_total)
+		return 0;
+	*want = 1;
+	if (!xs->can_send)
+		return 0;
+	n = link_io(t, 1, x->send[xs->si].p + xs->soff, len, &xs->can_send, xs->what, err);
+	if (n < 0)
+		return -1;
+	xs->sent += (size_t)n;
+	xs->soff += (size_t)n;
+	*progress |= n > 0;
+	return 0;
+}
+
+/* The receive stream: the header (checked), then the segments, copied or added in. Sets *want
+ * when it waits for bytes; -1 when the link failed or the header does not match. */
+static int recv_some(struct tcp_comm *t, struct xfer_state *xs, int *want, int *progress, struct dlk_err *err)
+{
+	const struct xfer *x = xs->x;
+	ssize_t n = header_io(t, xs, 0, want, progress, err);
+
+	if (n < 0 || (n > 0 && xs->hdr_recvd == HDR_BYTES && header_check(t, xs, err)))
+		return -1;
+	if (xs->hdr_recvd < HDR_BYTES || xs->done == xs->recv_total)
+		return 0;
+	*want = 1;
+	while (xs->can_recv && x->recv[xs->ri].n == xs->roff) {
+		xs->ri++;
+		xs->roff = 0;
+	}
+	if (!xs->can_recv)
+		return 0;
+	struct seg *sg = &x->recv[xs->ri];
+	if (sg->add) {
+		size_t room = STAGE_BYTES - xs->carry, left = sg->n - xs->roff - xs->carry;
+		char *st = (char *)t->stage;
+
+		n = link_io(t, 0, st + xs->carry, left < room ? left : room, &xs->can_recv, xs->what, err);
+		if (n > 0) {
+			size_t have = xs->carry + (size_t)n, whole = have / sizeof(float) * sizeof(float);
+
+			add_floats((float *)(sg->p + xs->roff), t->stage, whole / sizeof(float));
+			xs->roff += whole;
+			xs->done += whole;
+			xs->carry = have - whole;
+			if (xs->carry)
+				memmove(st, st + whole, xs->carry);
+		}
+	} else {
+		n = link_io(t, 0, sg->p + xs->roff, sg->n - xs->roff, &xs->can_recv, xs->what, err);
+		if (n > 0) {
+			xs->roff += (size_t)n;
+			xs->done += (size_t)n;
+		}
+	}
+	if (n < 0)
+		return -1;
+	*progress |= n > 0;
+	return 0;
+}
+
+/* Nothing moved: waits for the data links (those that want to move) and the control plane, at
+ * most until the stall timeout since the last progress. Returns -1 when the collective failed
+ * (a stall, a report on the control plane), 0 to go on. */
+static int wait_links(struct tcp_comm *t, struct xfer_state *xs, struct pollfd *pf, int want_send, int want_recv,
+		      long long last, struct dlk_err *err)
+{
+	long long left;
+	int np = 0, rc;
+
+	if (want_send)
+		pf[np++] = (struct pollfd){ t->next_fd, POLLOUT, 0 };
+	if (want_recv)
+		pf[np++] = (struct pollfd){ t->prev_fd, POLLIN, 0 };
+	for (int r = 0; r < t->nctrl; r++)
+		pf[np++] = (struct pollfd){ t->bye[r] ? -1 : t->ctrl[r], POLLIN, 0 };
+	left = last + t->stall_ms - dlk_now_ms();
+	if (left <= 0) {
+		char secs[32];
+		fmt_secs(secs, sizeof(secs), t->stall_ms);
+		if (xs->hdr_recvd < HDR_BYTES || xs->done < xs->recv_total) {
+			dlk_errf(err, DLK_EXIT_RESTARTABLE, "%s: no data from rank %d for %s%s", xs->what, xs->prev, secs,
+			         xs->step);
+			return stalled(t, xs->what, xs->prev, err);
+		}
+		dlk_errf(err, DLK_EXIT_RESTARTABLE, "%s: rank %d took no data for %s%s", xs->what, xs->next, secs,
+		         xs->step);
+		return stalled(t, xs->what, xs->next, err);
+	}
+	rc = poll(pf, (nfds_t)np, (int)(left > 1000000 ? 1000000 : left));
+	if (rc < 0 && errno != EINTR) {
+		dlk_errf(err, DLK_EXIT_FAIL, "%s: poll: %s", xs->what, strerror(errno));
+		return fail(t, err);
+	}
+	/* Data first: a rank that finished this collective and exited closes its control link too,
+	 * and what it sent before must still be read. */
+	int data_ready = 0;
+	for (int i = 0; i < np; i++) {
+		if (pf[i].fd == t->next_fd && pf[i].revents)
+			data_ready = xs->can_send = 1;
+		if (pf[i].fd == t->prev_fd && pf[i].revents)
+			data_ready = xs->can_recv = 1;
+	}
+	if (data_ready)
+		return 0;
+	for (int i = 0; i < np; i++) {
+		int r;
+		if (pf[i].fd == t->next_fd || pf[i].fd == t->prev_fd || !pf[i].revents)
+			continue;
+		/* Something on the control plane: only ever a failure notice or a closed link. */
+		for (r = 0; r < t->nctrl && t->ctrl[r] != pf[i].fd; r++)
+			;
+		if (ctrl_event(t, r, xs->what, err))
+			return -1;
+	}
+	return 0;
+}
+
+/* Runs one collective: both streams until they are complete, waiting when neither moves. */
 static int run_xfer(struct tcp_comm *t, const struct xfer *x, struct dlk_err *err)
 {
-	const char *what = coll_name(x->op);
-	int next = (t->base.rank + 1) % t->base.world, prev = (t->base.rank + t->base.world - 1) % t->base.world;
-	unsigned char hdr_out[HDR_BYTES], hdr_in[HDR_BYTES];
-	size_t hdr_sent = 0, hdr_recvd = 0;
-	size_t send_total = total(x->send, x->nsend), recv_total = total(x->recv, x->nrecv);
-	size_t sent = 0, done = 0;          /* stream positions */
-	int si = 0, ri = 0;                 /* current segments */
-	int can_send = 1, can_recv = 1;     /* no EAGAIN seen since the last poll */
-	size_t soff = 0, roff = 0;          /* offsets inside them */
-	size_t carry = 0;                   /* bytes of a partial float at the start of stage */
-	long long last = dlk_now_ms();
+	struct xfer_state xs = { .x = x, .what = coll_name(x->op), .can_send = 1, .can_recv = 1 };
 	struct pollfd *pf = xcalloc((size_t)t->nctrl + 2, sizeof(*pf));
-	char step[48];
+	long long last = dlk_now_ms();
 	int ret = -1;
 
-	fmt_step(t, step, sizeof(step));
-	put_le(hdr_out, DIST_MAGIC_COLL, 4);
-	put_le(hdr_out + 4, (uint64_t)x->op, 4);
-	put_le(hdr_out + 8, t->seq, 4);
-	put_le(hdr_out + 12, (uint64_t)(uint32_t)x->root, 4);
-	put_le(hdr_out + 16, x->nbytes, 8);
-	t->seq++;
+	xs.next = (t->base.rank + 1) % t->base.world;
+	xs.prev = (t->base.rank + t->base.world - 1) % t->base.world;
+	xs.send_total = total(x->send, x->nsend);
+	xs.recv_total = total(x->recv, x->nrecv);
+	fmt_step(t, xs.step, sizeof(xs.step));
+	header_put(t, &xs);
+	while (!xfer_finished(&xs)) {
+		int progress = 0, want_send = 0, want_recv = 0;
 
-	while (hdr_sent < HDR_BYTES || sent < send_total || hdr_recvd < HDR_BYTES || done < recv_total) {
-		int progress = 0, want_send = 0, want_recv = 0, np = 0;
-		size_t allowed;
-		ssize_t n;
-
-		/* send side */
-		if (hdr_sent < HDR_BYTES) {
-			want_send = 1;
-			if (can_send) {
-				n = link_io(t, 1, hdr_out + hdr_sent, HDR_BYTES - hdr_sent, &can_send, what, err);
-				if (n < 0)
-					goto out;
-				hdr_sent += (size_t)n;
-				progress |= n > 0;
-			}
-		}
-		if (hdr_sent == HDR_BYTES && sent < send_total) {
-			allowed = x->head_start == SIZE_MAX ? send_total : x->head_start + done;
-			if (allowed > send_total)
-				allowed = send_total;
-			while (x->send[si].n == soff) {
-				si++;
-				soff = 0;
-			}
-			if (allowed > sent) {
-				size_t avail = allowed - sent, in_seg = x->send[si].n - soff;
-				size_t len = avail < in_seg ? avail : in_seg;
-
-				if (len > SEND_MAX)
-					len = SEND_MAX;
-
-				/* batch: no tiny sends while more is about to arrive */
-				if (len >= SEND_BATCH || len == in_seg || allowed == send_total) {
-					want_send = 1;
-					if (can_send) {
-						n = link_io(t, 1, x->send[si].p + soff, len, &can_send, what, err);
-						if (n < 0)
-							goto out;
-						sent += (size_t)n;
-						soff += (size_t)n;
-						progress |= n > 0;
-					}
-				}
-			}
-		}
-
-		/* receive side */
-		if (hdr_recvd < HDR_BYTES) {
-			want_recv = 1;
-			if (can_recv) {
-				n = link_io(t, 0, hdr_in + hdr_recvd, HDR_BYTES - hdr_recvd, &can_recv, what, err);
-				if (n < 0)
-					goto out;
-				if (n > 0) {
-					hdr_recvd += (size_t)n;
-					progress = 1;
-					if (hdr_recvd == HDR_BYTES) {
-						uint64_t magic = get_le(hdr_in, 4), op = get_le(hdr_in + 4, 4);
-						uint64_t seq = get_le(hdr_in + 8, 4), root = get_le(hdr_in + 12, 4);
-						uint64_t nb = get_le(hdr_in + 16, 8);
-
-						if (magic != DIST_MAGIC_COLL || op != (uint64_t)x->op || seq != t->seq - 1 ||
-						    root != (uint64_t)(uint32_t)x->root || nb != x->nbytes) {
-							dlk_errf(err, DLK_EXIT_FAIL,
-								 "%s: rank %d is in %s #%llu of %llu bytes (root %llu), this rank in %s #%u of %llu bytes (root %d)%s",
-								 what, prev, magic == DIST_MAGIC_COLL ? coll_name((int)op) : "garbage",
-								 (unsigned long long)seq, (unsigned long long)nb,
-								 (unsigned long long)root, what, t->seq - 1,
-								 (unsigned long long)x->nbytes, x->root, step);
-							dlk_err_hint(err, "every rank must call the same collectives with the same sizes in the same order");
-							ret = fail(t, err);
-							goto out;
-						}
-					}
-				}
-			}
-		}
-		if (hdr_recvd == HDR_BYTES && done < recv_total) {
-			want_recv = 1;
-			while (can_recv && x->recv[ri].n == roff) {
-				ri++;
-				roff = 0;
-			}
-			if (can_recv) {
-				struct seg *sg = &x->recv[ri];
-
-				if (sg->add) {
-					size_t room = STAGE_BYTES - carry, left = sg->n - roff - carry;
-					char *st = (char *)t->stage;
-
-					n = link_io(t, 0, st + carry, left < room ? left : room, &can_recv, what, err);
-					if (n > 0) {
-						size_t have = carry + (size_t)n, whole = have / sizeof(float) * sizeof(float);
-
-						add_floats((float *)(sg->p + roff), t->stage, whole / sizeof(float));
-						roff += whole;
-						done += whole;
-						carry = have - whole;
-						if (carry)
-							memmove(st, st + whole, carry);
-					}
-				} else {
-					n = link_io(t, 0, sg->p + roff, sg->n - roff, &can_recv, what, err);
-					if (n > 0) {
-						roff += (size_t)n;
-						done += (size_t)n;
-					}
-				}
-				if (n < 0)
-					goto out;
-				progress |= n > 0;
-			}
-		}
-
+		if (send_some(t, &xs, &want_send, &progress, err) || recv_some(t, &xs, &want_recv, &progress, err))
+			goto out;
 		if (progress) {
 			last = dlk_now_ms();
 			continue;
 		}
-		if (want_send)
-			pf[np++] = (struct pollfd){ t->next_fd, POLLOUT, 0 };
-		if (want_recv)
-			pf[np++] = (struct pollfd){ t->prev_fd, POLLIN, 0 };
-		for (int r = 0; r < t->nctrl; r++)
-			pf[np++] = (struct pollfd){ t->bye[r] ? -1 : t->ctrl[r], POLLIN, 0 };
-		{
-			long long left = last + t->stall_ms - dlk_now_ms();
-			int rc;
-
-			if (left <= 0) {
-				char secs[32];
-				fmt_secs(secs, sizeof(secs), t->stall_ms);
-				if (hdr_recvd < HDR_BYTES || done < recv_total) {
-					dlk_errf(err, DLK_EXIT_RESTARTABLE, "%s: no data from rank %d for %s%s",
-						 what, prev, secs, step);
-					ret = stalled(t, what, prev, err);
-				} else {
-					dlk_errf(err, DLK_EXIT_RESTARTABLE, "%s: rank %d took no data for %s%s",
-						 what, next, secs, step);
-					ret = stalled(t, what, next, err);
-				}
-				goto out;
-			}
-			rc = poll(pf, (nfds_t)np, (int)(left > 1000000 ? 1000000 : left));
-			if (rc < 0 && errno != EINTR) {
-				dlk_errf(err, DLK_EXIT_FAIL, "%s: poll: %s", what, strerror(errno));
-				ret = fail(t, err);
-				goto out;
-			}
-		}
-		/* Data first: a rank that finished this collective and exited closes its control
-		 * link too, and what it sent before must still be read. */
-		{
-			int data_ready = 0;
-			for (int i = 0; i < np; i++) {
-				if (pf[i].fd == t->next_fd && pf[i].revents)
-					data_ready = can_send = 1;
-				if (pf[i].fd == t->prev_fd && pf[i].revents)
-					data_ready = can_recv = 1;
-			}
-			if (data_ready)
-				continue;
-		}
-		for (int i = 0; i < np; i++) {
-			int r;
-			if (pf[i].fd == t->next_fd || pf[i].fd == t->prev_fd || !pf[i].revents)
-				continue;
-			/* Something on the control plane: only ever a failure notice or a closed link. */
-			for (r = 0; r < t->nctrl && t->ctrl[r] != pf[i].fd; r++)
-				;
-			if (ctrl_event(t, r, what, err)) {
-				ret = -1;
-				goto out;
-			}
-		}
+		if (wait_links(t, &xs, pf, want_send, want_recv, last, err))
+			goto out;
 	}
 	ret = 0;
 out:
@@ -743,15 +788,14 @@ static void tcp_free(struct dlk_comm *c)
 	for (int i = 0; i < t->nctrl; i++)
 		if (t->ctrl[i] >= 0 && !t->broken)
 			net_send_frame(t->ctrl[i], DIST_FRAME_BYE, NULL, 0, dl);
-	for (int i = 0; i < t->nctrl; i++)
-		if (t->ctrl[i] >= 0)
-			close(t->ctrl[i]);
+	/* the links go back to a group, which closes them */
+	struct dist_group g = DIST_GROUP_INIT;
+	g.ctrl = t->ctrl;
+	g.nctrl = t->nctrl;
+	g.next_fd = t->next_fd;
+	g.prev_fd = t->prev_fd;
+	dist_group_release(&g);
 	free(t->bye);
-	if (t->next_fd >= 0)
-		close(t->next_fd);
-	if (t->prev_fd >= 0)
-		close(t->prev_fd);
-	free(t->ctrl);
 	free(t->stage);
 	free(t->scratch);
 	free(t);

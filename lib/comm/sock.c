@@ -1,4 +1,5 @@
 #include "lib/comm/sock.h"
+#include "lib/comm/rendezvous.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -66,7 +67,10 @@ static int listen_on(const struct sockaddr *sa, socklen_t sl, int *err_out)
 		int zero = 0;
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
 	}
-	if (bind(fd, sa, sl) < 0 || listen(fd, 128) < 0) {
+	/* every rank of a gang connects to rank 0 at once: with a backlog of 128, the 129th SYN of a
+	 * 256-rank rendezvous was dropped and retried a second later. The kernel caps this at
+	 * net.core.somaxconn. */
+	if (bind(fd, sa, sl) < 0 || listen(fd, DIST_WORLD_MAX) < 0) {
 		*err_out = errno;
 		close(fd);
 		return -1;
@@ -178,62 +182,43 @@ next:
 	return fd;
 }
 
-enum net_rc net_write_full(int fd, const void *p, size_t n, long long deadline)
+/* All n bytes to or from fd before the deadline; a peer that closes or resets the link is EOF. */
+static enum net_rc io_full(int fd, char *c, size_t n, long long deadline, int sending)
 {
-	const char *c = p;
-
 	while (n) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-		if (w > 0) {
-			c += w;
-			n -= (size_t)w;
+		ssize_t k = sending ? send(fd, c, n, MSG_NOSIGNAL) : recv(fd, c, n, 0);
+		if (k > 0) {
+			c += k;
+			n -= (size_t)k;
 			continue;
 		}
-		if (w < 0 && errno == EINTR)
+		if (k == 0)
+			return sending ? NET_ERR : NET_EOF;
+		if (errno == EINTR)
 			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			int rc = wait_fd(fd, POLLOUT, deadline);
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			int rc = wait_fd(fd, sending ? POLLOUT : POLLIN, deadline);
 			if (rc == 0)
 				return NET_TIMEOUT;
 			if (rc < 0)
 				return NET_ERR;
 			continue;
 		}
-		if (w < 0 && (errno == EPIPE || errno == ECONNRESET))
+		if (errno == ECONNRESET || (sending && errno == EPIPE))
 			return NET_EOF;
 		return NET_ERR;
 	}
 	return NET_OK;
 }
 
+enum net_rc net_write_full(int fd, const void *p, size_t n, long long deadline)
+{
+	return io_full(fd, (char *)p, n, deadline, 1); /* send() only reads it */
+}
+
 enum net_rc net_read_full(int fd, void *p, size_t n, long long deadline)
 {
-	char *c = p;
-
-	while (n) {
-		ssize_t r = recv(fd, c, n, 0);
-		if (r > 0) {
-			c += r;
-			n -= (size_t)r;
-			continue;
-		}
-		if (r == 0)
-			return NET_EOF;
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			int rc = wait_fd(fd, POLLIN, deadline);
-			if (rc == 0)
-				return NET_TIMEOUT;
-			if (rc < 0)
-				return NET_ERR;
-			continue;
-		}
-		if (errno == ECONNRESET)
-			return NET_EOF;
-		return NET_ERR;
-	}
-	return NET_OK;
+	return io_full(fd, p, n, deadline, 0);
 }
 
 static void le32(unsigned char *o, uint32_t v)

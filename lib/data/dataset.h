@@ -80,6 +80,11 @@ struct dlk_data_opts {
 	 * many files as ranks, else every file and the sample range. The test split is never
 	 * sharded. */
 	int shard_rank, shard_world;
+	/* data.dataset: the sources are paths inside a dataset. resolve makes one a local file
+	 * (*local, the caller frees) and gives the sha256 its manifest lists, which is then checked
+	 * like a pin. NULL: sources are URLs. */
+	int (*resolve)(void *ctx, const char *path, char **local, char sha256[65], struct dlk_err *err);
+	void *resolve_ctx;
 };
 
 /* Fetches (with the sha256 pin checked before use), unpacks and decodes one split ("train" or

@@ -76,7 +76,7 @@ char *dlk_pvc_resolve(const char *url, const char *root, struct dlk_err *err)
 		while (*seg == '/')
 			seg++;
 	}
-	return xasprintf("%s/%.*s/%s", root ? root : "/mnt/pvc", (int)claim_len, claim, slash + 1);
+	return xasprintf("%s/%.*s/%s", root ? root : DLK_PVC_ROOT, (int)claim_len, claim, slash + 1);
 }
 
 char *dlk_local_path(const char *url, const char *base_dir, struct dlk_err *err)
@@ -208,6 +208,24 @@ int dlk_fetch(const struct dlk_source *src, const struct dlk_data *spec,
 		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the sha256 pin '%s' is not 64 hex digits", url,
 		                src->sha256);
 
+	if (opts->resolve) {
+		char want[65];
+		if (opts->resolve(opts->resolve_ctx, url, &path, want, err) < 0)
+			goto out;
+		if (check_local(url, path, max_bytes, err) < 0)
+			goto out;
+		if (dlk_sha256_file(path, hex) < 0) {
+			dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", url, strerror(errno));
+			goto out;
+		}
+		if (strcmp(want, hex)) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s' (%s): its bytes hash to %s, not to the %s its dataset's manifest lists",
+			         url, path, hex, want);
+			dlk_err_hint(err, "the copy was changed after it was fetched; remove it to fetch it again");
+			goto out;
+		}
+		goto done;
+	}
 	if (has_prefix(url, "http://") || has_prefix(url, "https://")) {
 		const char *cache_dir = opts->cache_dir ? opts->cache_dir
 		                        : spec->cache_dir ? spec->cache_dir : ".dlk/cache";

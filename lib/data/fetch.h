@@ -20,9 +20,13 @@ void dlk_fetched_release(struct dlk_fetched *f);
 int dlk_fetch(const struct dlk_source *src, const struct dlk_data *spec,
               const struct dlk_data_opts *opts, struct dlk_fetched *out, struct dlk_err *err);
 
+/* Where a pod mounts the claims its pvc:// data sources name (the job template mounts each one
+ * at DLK_PVC_ROOT/<claim>, read-only). */
+#define DLK_PVC_ROOT "/mnt/pvc"
+
 /* "pvc://claim/some/path" -> "<root>/claim/some/path" (caller frees). Rejects an empty or
  * malformed claim, an empty path, and any "." or ".." segment, so nothing outside the claim is
- * reachable. root NULL means "/mnt/pvc". */
+ * reachable. root NULL means DLK_PVC_ROOT. */
 char *dlk_pvc_resolve(const char *url, const char *root, struct dlk_err *err);
 
 /* "file:///a/b" -> "/a/b" (percent-escapes decoded; host must be empty or localhost). A bare path

@@ -3,6 +3,7 @@
  * including objects of an older dlk.yaml that a newer one no longer renders. */
 #include "lib/jobs/jobdelete.h"
 #include "lib/jobs/jobstate.h"
+#include "lib/jobs/servestate.h"
 #include "lib/kube/api.h"
 #include "lib/util/clock.h"
 #include "lib/util/duration.h"
@@ -16,41 +17,67 @@ static const char *const dlk_kinds[] = {
 	"Job", "CronJob", "Service", "RoleBinding", "Role", "ServiceAccount", "ConfigMap", "PersistentVolumeClaim",
 };
 
-int dlk_delete_job_objects(struct kube_client *c, const char *ns, const char *name, dlk_deleted_fn *on_deleted,
-			   void *ud, int *deleted, struct dlk_err *err)
+/* Deployments first, so their pods stop before their ConfigMaps go. */
+static const char *const serve_kinds[] = {
+	"HTTPRoute", "Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Service", "ConfigMap",
+};
+
+static int delete_labelled(struct kube_client *c, const char *ns, const char *sel, const char *const *kinds, size_t n_kinds,
+			   dlk_deleted_fn *on_deleted, void *ud, int *deleted, struct dlk_err *err)
 {
 	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
-	char *sel = dlk_job_selector(name);
-	int rc = -1;
 
 	*deleted = 0;
 	lo.label_selector = sel;
-	for (size_t k = 0; k < DLK_ARRAY_SIZE(dlk_kinds); k++) {
+	for (size_t k = 0; k < n_kinds; k++) {
 		cJSON *list = NULL;
 		const cJSON *it;
-		if (kube_list(c, dlk_kinds[k], ns, &lo, &list, err) < 0)
-			goto out;
+		if (kube_list(c, kinds[k], ns, &lo, &list, err) < 0) {
+			/* a kind the cluster does not serve (the Gateway API's) has no objects to delete */
+			if (err->code == DLK_EXIT_NOTFOUND && !strcmp(kinds[k], "HTTPRoute")) {
+				dlk_err_clear(err);
+				continue;
+			}
+			return -1;
+		}
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items")) {
 			const char *n = kube_meta(it, "name");
 			if (!n)
 				continue;
-			if (kube_delete(c, dlk_kinds[k], ns, n, err) < 0) {
+			if (kube_delete(c, kinds[k], ns, n, err) < 0) {
 				/* gone between the list and the delete: what we wanted */
 				if (err->code == DLK_EXIT_NOTFOUND) {
 					dlk_err_clear(err);
 					continue;
 				}
 				cJSON_Delete(list);
-				goto out;
+				return -1;
 			}
 			if (on_deleted)
-				on_deleted(ud, dlk_kinds[k], n);
+				on_deleted(ud, kinds[k], n);
 			(*deleted)++;
 		}
 		cJSON_Delete(list);
 	}
-	rc = 0;
-out:
+	return 0;
+}
+
+int dlk_delete_job_objects(struct kube_client *c, const char *ns, const char *name, dlk_deleted_fn *on_deleted,
+			   void *ud, int *deleted, struct dlk_err *err)
+{
+	char *sel = dlk_job_selector(name);
+	int rc = delete_labelled(c, ns, sel, dlk_kinds, DLK_ARRAY_SIZE(dlk_kinds), on_deleted, ud, deleted, err);
+
+	free(sel);
+	return rc;
+}
+
+int dlk_delete_served_objects(struct kube_client *c, const char *ns, const char *name, dlk_deleted_fn *on_deleted,
+			      void *ud, int *deleted, struct dlk_err *err)
+{
+	char *sel = dlk_serve_selector(name, NULL);
+	int rc = delete_labelled(c, ns, sel, serve_kinds, DLK_ARRAY_SIZE(serve_kinds), on_deleted, ud, deleted, err);
+
 	free(sel);
 	return rc;
 }
@@ -125,8 +152,14 @@ int dlk_job_names(struct kube_client *c, const char *ns, cJSON **names, struct d
 	for (size_t k = 0; k < 2; k++) {
 		cJSON *list = NULL;
 		const cJSON *it;
-		if (kube_list(c, kinds[k], ns, &lo, &list, err) < 0)
+		if (kube_list(c, kinds[k], ns, &lo, &list, err) < 0) {
+			/* a kind the cluster does not serve (the Gateway API's) has no objects to delete */
+			if (err->code == DLK_EXIT_NOTFOUND && !strcmp(kinds[k], "HTTPRoute")) {
+				dlk_err_clear(err);
+				continue;
+			}
 			return -1;
+		}
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items")) {
 			const cJSON *l = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "metadata"), "labels");
 			const cJSON *v = cJSON_GetObjectItemCaseSensitive(l, DLK_LABEL_JOB);

@@ -15,6 +15,10 @@ typedef void dlk_deleted_fn(void *ud, const char *kind, const char *name);
  * first, Background propagation). *deleted counts them (0: nothing was there, not an error). */
 int dlk_delete_job_objects(struct kube_client *c, const char *ns, const char *name, dlk_deleted_fn *on_deleted,
 			   void *ud, int *deleted, struct dlk_err *err);
+/* The same for a served model: every object labelled dlk.dev/serve=name (Deployments first;
+ * their pods go with them). */
+int dlk_delete_served_objects(struct kube_client *c, const char *ns, const char *name, dlk_deleted_fn *on_deleted,
+			      void *ud, int *deleted, struct dlk_err *err);
 /* Waits (watching) until the Job name is gone, or timeout_s passes (DLK_EXIT_TIMEOUT); the
  * client's cancel hook stops the wait with DLK_EXIT_INTERRUPTED. */
 int dlk_wait_job_gone(struct kube_client *c, const char *ns, const char *name, double timeout_s,

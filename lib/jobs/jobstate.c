@@ -254,7 +254,7 @@ static void failure_reason(const cJSON *job, struct dlk_job_summary *s)
 
 	if (!c)
 		c = condition(job, "FailureTarget");
-	for (int i = 0; i < s->total; i++) {
+	for (int i = 0; s->ranks && i < s->total; i++) {
 		const struct dlk_rank *r = &s->ranks[i];
 		if (!r->pod || !r->terminated || r->exit_code == 0)
 			continue;
@@ -298,9 +298,9 @@ static int gpus_of(const cJSON *job)
 	return n < MAX_GPUS ? (int)n : MAX_GPUS;
 }
 
-void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events, struct dlk_job_summary *s)
+/* What the Job alone says: names, workers, GPUs, age, progress. */
+static void summary_head(const cJSON *job, struct dlk_job_summary *s)
 {
-	const cJSON *p;
 	const char *ann;
 
 	memset(s, 0, sizeof(*s));
@@ -313,6 +313,96 @@ void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events,
 		s->total = 1;
 	if (s->total > MAX_RANKS)
 		s->total = MAX_RANKS;
+	s->gpus_per_worker = gpus_of(job);
+	s->gpus = s->gpus_per_worker * s->total; /* at most 2^16 * 2^12: no overflow */
+
+	double created = parse_time(jstr_of(jget(job, "metadata", "creationTimestamp", NULL)));
+	if (created >= 0)
+		s->age_s = (double)time(NULL) - created;
+
+	ann = jstr_of(jget(job, "metadata", "annotations", DLK_PROGRESS_ANNOTATION, NULL));
+	if (ann) {
+		s->owned = strlen(ann) < 4096 ? cJSON_Parse(ann) : NULL;
+		if (cJSON_IsObject(s->owned)) {
+			s->progress = s->owned;
+		} else {
+			cJSON_Delete(s->owned);
+			s->owned = NULL;
+			first_line(ann, s->progress_raw, sizeof(s->progress_raw));
+		}
+	}
+}
+
+/* The one rule for a job's state: what the Job's conditions say, else Pending while a rank has
+ * no running (or finished) pod. */
+static void decide_state(const cJSON *job, struct dlk_job_summary *s, int pending, int running)
+{
+	if (jget(job, "metadata", "deletionTimestamp", NULL))
+		s->state = JOB_TERMINATING;
+	else if (condition(job, "Complete") || condition(job, "SuccessCriteriaMet"))
+		s->state = JOB_SUCCEEDED;
+	else if (condition(job, "Failed") || condition(job, "FailureTarget"))
+		s->state = JOB_FAILED;
+	else if (cJSON_IsTrue(jget(job, "spec", "suspend", NULL)))
+		s->state = JOB_SUSPENDED;
+	else if (pending || (!running && s->succeeded < s->total))
+		s->state = JOB_PENDING;
+	else
+		s->state = JOB_RUNNING;
+}
+
+/* How many indexes a completedIndexes string ("0-3,5") names, at most max. */
+static int count_indexes(const char *s, int max)
+{
+	long n = 0;
+
+	while (s && *s && n < max) {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+		if (end == s || a < 0)
+			break;
+		if (*end == '-') {
+			s = end + 1;
+			b = strtol(s, &end, 10);
+			if (end == s || b < a)
+				break;
+		}
+		if (b - a >= max - n)
+			return max; /* also keeps a huge range from overflowing n */
+		n += b - a + 1;
+		s = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			break;
+	}
+	return n > max ? max : (int)n;
+}
+
+static int count_of(const cJSON *job, const char *field, int max)
+{
+	int v = jint_of(jget(job, "status", field, NULL), 0);
+	return v < 0 ? 0 : v > max ? max : v;
+}
+
+void dlk_job_summarize_job(const cJSON *job, struct dlk_job_summary *s)
+{
+	const char *done = jstr_of(jget(job, "status", "completedIndexes", NULL));
+
+	summary_head(job, s);
+	s->ready = count_of(job, "ready", s->total);
+	s->succeeded = done ? count_indexes(done, s->total) : count_of(job, "succeeded", s->total);
+	s->failed = count_of(job, "failed", s->total);
+	/* a rank with a ready pod runs: dlk's pods have no readiness probe */
+	int running = s->ready, pending = s->total - running - s->succeeded;
+	decide_state(job, s, pending > 0 ? pending : 0, running);
+	if (s->state == JOB_FAILED)
+		failure_reason(job, s);
+}
+
+void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events, struct dlk_job_summary *s)
+{
+	const cJSON *p;
+
+	summary_head(job, s);
 	s->ranks = xcalloc((size_t)s->total, sizeof(*s->ranks));
 	for (int i = 0; i < s->total; i++) {
 		s->ranks[i].rank = i;
@@ -349,42 +439,11 @@ void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events,
 		else
 			pending++;
 	}
-	s->gpus_per_worker = gpus_of(job);
-	s->gpus = s->gpus_per_worker * s->total; /* at most 2^16 * 2^12: no overflow */
-
-	double created = parse_time(jstr_of(jget(job, "metadata", "creationTimestamp", NULL)));
-	if (created >= 0)
-		s->age_s = (double)time(NULL) - created;
-
-	if (jget(job, "metadata", "deletionTimestamp", NULL))
-		s->state = JOB_TERMINATING;
-	else if (condition(job, "Complete") || condition(job, "SuccessCriteriaMet"))
-		s->state = JOB_SUCCEEDED;
-	else if (condition(job, "Failed") || condition(job, "FailureTarget"))
-		s->state = JOB_FAILED;
-	else if (cJSON_IsTrue(jget(job, "spec", "suspend", NULL)))
-		s->state = JOB_SUSPENDED;
-	else if (pending || (!running && s->succeeded < s->total))
-		s->state = JOB_PENDING;
-	else
-		s->state = JOB_RUNNING;
-
+	decide_state(job, s, pending, running);
 	if (s->state == JOB_PENDING || s->state == JOB_SUSPENDED)
 		pending_reason(job, events, s);
 	else if (s->state == JOB_FAILED)
 		failure_reason(job, s);
-
-	ann = jstr_of(jget(job, "metadata", "annotations", DLK_PROGRESS_ANNOTATION, NULL));
-	if (ann) {
-		s->owned = strlen(ann) < 4096 ? cJSON_Parse(ann) : NULL;
-		if (cJSON_IsObject(s->owned)) {
-			s->progress = s->owned;
-		} else {
-			cJSON_Delete(s->owned);
-			s->owned = NULL;
-			first_line(ann, s->progress_raw, sizeof(s->progress_raw));
-		}
-	}
 }
 
 void dlk_job_summary_release(struct dlk_job_summary *s)
@@ -445,7 +504,7 @@ cJSON *dlk_job_summary_json(const struct dlk_job_summary *s)
 		cJSON_AddNumberToObject(o, "ageSeconds", (double)(long)s->age_s);
 	if (s->reason[0])
 		cJSON_AddStringToObject(o, "reason", s->reason);
-	for (int i = 0; i < s->total; i++) {
+	for (int i = 0; s->ranks && i < s->total; i++) {
 		const struct dlk_rank *r = &s->ranks[i];
 		cJSON *x = cJSON_CreateObject();
 		cJSON_AddNumberToObject(x, "rank", i);
@@ -466,7 +525,10 @@ cJSON *dlk_job_summary_json(const struct dlk_job_summary *s)
 		}
 		cJSON_AddItemToArray(ranks, x);
 	}
-	cJSON_AddItemToObject(o, "ranks", ranks);
+	if (s->ranks)
+		cJSON_AddItemToObject(o, "ranks", ranks);
+	else
+		cJSON_Delete(ranks);
 	return o;
 }
 

@@ -54,6 +54,11 @@ struct dlk_job_summary {
  * are ignored) and, when not NULL, the events of the Job and its pods (an array). Borrowed
  * inputs must outlive the summary. Release with dlk_job_summary_release. */
 void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events, struct dlk_job_summary *s);
+/* The same from the Job alone, for lists that must not read every pod of every job: the Job's
+ * status counts (ready, succeeded or completedIndexes, failed: what the Job controller counts
+ * from the pods) stand for the ranks, by the same rule; ranks is NULL, and a Failed job's reason
+ * is its condition's. Release with dlk_job_summary_release. */
+void dlk_job_summarize_job(const cJSON *job, struct dlk_job_summary *s);
 void dlk_job_summary_release(struct dlk_job_summary *s);
 /* The events that explain a job: its own and those of (at most 8) pending ranks' pods, as a new
  * array the caller owns (empty when they cannot be read: they help, they are not needed). */

@@ -16,8 +16,13 @@
 #define DLK_ENV_NAMESPACE "DLK_NAMESPACE" /* the pod's namespace (downward API) */
 #define DLK_ENV_POD_NAME "POD_NAME"       /* the pod's name, for the user's tools (dlk does not read it) */
 #define DLK_ENV_TRIGGER "DLK_TRIGGER"     /* what started the run: schedule (a CronJob's), else manual */
-#define DLK_ENV_RUNS_CONFIGMAP "DLK_RUNS_CONFIGMAP" /* the project's run history, NAME-runs */
 #define DLK_ENV_NETRC "NETRC"             /* with data.netrc_secret: the mounted netrc file the fetcher reads */
+/* With data.dataset: the node cache the template mounts, and its bound in bytes. */
+#define DLK_ENV_DATA_CACHE "DLK_DATA_CACHE"
+#define DLK_ENV_DATA_CACHE_MAX_BYTES "DLK_DATA_CACHE_MAX_BYTES"
+/* With a checkpoint volume: the folder of it where the worker archives its log
+ * (lib/jobs/logarchive.h). */
+#define DLK_ENV_LOG_ARCHIVE "DLK_LOG_ARCHIVE"
 /* What every rendered Job sets (NETRC only with data.netrc_secret), as an initializer. */
 #define DLK_POD_ENV_FROM_TEMPLATE                                                                          \
 	{ DLK_ENV_RANK, DLK_ENV_WORLD_SIZE, DLK_ENV_MASTER_ADDR, DLK_ENV_MASTER_PORT, DLK_ENV_JOB_NAME,     \
@@ -27,14 +32,11 @@
 #define DLK_ENV_COMPLETION_INDEX "JOB_COMPLETION_INDEX" /* an Indexed Job's index (must agree with RANK) */
 #define DLK_ENV_SERVICE_HOST "KUBERNETES_SERVICE_HOST"  /* set in every pod: the worker is in a cluster */
 
-/* Set by `dlk train --worker` for the ranks it starts in one pod (one per GPU), and by
- * `dlk train --local --workers N` for its worker processes. */
-#define DLK_ENV_LOCAL_RANK "LOCAL_RANK"             /* this rank's place in its pod: the GPU it uses */
-#define DLK_ENV_LOCAL_WORLD_SIZE "LOCAL_WORLD_SIZE" /* how many ranks its pod runs */
+/* Set by the gang of worker processes of `dlk train --local --workers N`, and of a pod with
+ * several GPUs (a rank per GPU). */
+#define DLK_ENV_LOCAL_RANK "LOCAL_RANK"             /* the worker's index among the pod's processes: its GPU */
+#define DLK_ENV_LOCAL_WORLD_SIZE "LOCAL_WORLD_SIZE" /* how many worker processes the pod (or the machine) runs */
 #define DLK_ENV_DEVICE "DLK_DEVICE"                 /* cpu | cuda | auto: overrides the backend's choice */
-#define DLK_ENV_COMM "DLK_COMM"                     /* tcp: keep the gradients on the TCP ring */
-
-/* Set by `dlk train --local --workers N` for its worker processes. */
 #define DLK_ENV_GENERATION "DLK_GENERATION" /* how often the gang was restarted: the rendezvous round */
 #define DLK_ENV_LISTEN_FD "DLK_LISTEN_FD"   /* rank 0: the socket the parent opened for the rendezvous */
 #define DLK_ENV_THREADS "DLK_THREADS"       /* compute threads, unless training.threads says */
@@ -42,9 +44,11 @@
 /* What a user (or a test) may set for a worker. */
 #define DLK_ENV_RENDEZVOUS_TIMEOUT "DLK_RENDEZVOUS_TIMEOUT" /* seconds to wait for every rank (300) */
 #define DLK_ENV_STALL_TIMEOUT "DLK_STALL_TIMEOUT"           /* seconds a collective may stall (300) */
+#define DLK_ENV_COMM "DLK_COMM"                             /* gradients over NCCL when it can (auto), or tcp */
 #define DLK_ENV_TERM_GRACE "DLK_TERM_GRACE"                 /* seconds after SIGTERM for the last checkpoint (20) */
 #define DLK_ENV_SERVICEACCOUNT_DIR "DLK_SERVICEACCOUNT_DIR" /* the service account's files, when not at the standard mount */
 #define DLK_ENV_IMAGE "DLK_IMAGE"                           /* the image, recorded in the bundle's provenance */
+#define DLK_ENV_PVC_ROOT "DLK_PVC_ROOT"                     /* where a pvc:// store's claim is mounted (/mnt/pvc) */
 #define DLK_ENV_TEST_CHECKPOINT_DELAY_MS "DLK_TEST_CHECKPOINT_DELAY_MS" /* tests: slow every checkpoint write */
 
 #endif

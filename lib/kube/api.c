@@ -19,6 +19,11 @@ static const struct kube_resource resources[] = {
 	{ "RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings", 1 },
 	{ "Job", "batch/v1", "jobs", 1 },
 	{ "CronJob", "batch/v1", "cronjobs", 1 },
+	{ "Deployment", "apps/v1", "deployments", 1 },
+	{ "ReplicaSet", "apps/v1", "replicasets", 1 },
+	{ "HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscalers", 1 },
+	{ "PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", 1 },
+	{ "HTTPRoute", "gateway.networking.k8s.io/v1", "httproutes", 1 },
 };
 
 const struct kube_resource *kube_resource_for(const char *kind, const char *api_version)
@@ -206,6 +211,37 @@ int kube_create(struct kube_client *c, const cJSON *obj, cJSON **out, struct dlk
 	struct kube_request how = { .method = "POST", .content_type = "application/json" };
 
 	return send_object(c, obj, &how, "create", out, err);
+}
+
+int kube_serves(struct kube_client *c, const char *kind, int *served, struct dlk_err *err)
+{
+	const struct kube_resource *res = resource_or_fail(kind, NULL, err);
+	cJSON *list = NULL;
+	const cJSON *r;
+	char *path;
+	int rc;
+
+	*served = 0;
+	if (!res)
+		return -1;
+	path = strchr(res->api_version, '/') ? xasprintf("/apis/%s", res->api_version) : xasprintf("/api/%s", res->api_version);
+	struct kube_request req = { .method = "GET", .path = path, .retry_safe = 1 };
+	struct kube_what w = { "discover", res->plural, NULL, NULL };
+	rc = call(c, &req, &w, &list, err);
+	free(path);
+	if (rc < 0) {
+		if (err->code != DLK_EXIT_NOTFOUND)
+			return -1;
+		dlk_err_clear(err); /* the group/version is not served */
+		return 0;
+	}
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(list, "resources")) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, "name");
+		if (cJSON_IsString(n) && !strcmp(n->valuestring, res->plural))
+			*served = 1;
+	}
+	cJSON_Delete(list);
+	return 0;
 }
 
 int kube_get(struct kube_client *c, const char *kind, const char *ns, const char *name, cJSON **out,

@@ -35,6 +35,10 @@ int kube_apply(struct kube_client *c, const cJSON *obj, cJSON **out, struct dlk_
 /* POST to the collection; an existing object fails with DLK_EXIT_EXISTS. */
 int kube_create(struct kube_client *c, const cJSON *obj, cJSON **out, struct dlk_err *err);
 
+/* Whether the server serves kind (of the table above) at its apiVersion: its API group's
+ * discovery document (/apis/GROUP/VERSION) lists the resource, as kubectl discovers it. A group
+ * the server does not serve (404) is *served = 0, not an error. */
+int kube_serves(struct kube_client *c, const char *kind, int *served, struct dlk_err *err);
 /* GET one object. ns NULL: the client's namespace. */
 int kube_get(struct kube_client *c, const char *kind, const char *ns, const char *name, cJSON **out,
 	     struct dlk_err *err);

@@ -434,12 +434,19 @@ static int perform(struct kube_client *c, const struct kube_request *req, struct
 		free(hv);
 	}
 	hdrs = curl_slist_append(hdrs, "Expect:");
+	for (size_t i = 0; req->headers && req->headers[i]; i++)
+		hdrs = curl_slist_append(hdrs, req->headers[i]);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 
 	if (c->o.verbosity >= 8) {
 		for (struct curl_slist *s = hdrs; s; s = s->next) {
+			int extra = 0;
+			for (size_t i = 0; req->headers && req->headers[i]; i++)
+				extra |= s->data == req->headers[i] || !strcmp(s->data, req->headers[i]);
 			if (!strncasecmp(s->data, "Authorization:", 14))
 				vlog(c, "Request Header: \"Authorization: Bearer <masked>\"");
+			else if (extra)
+				vlog(c, "Request Header: \"%.*s: <masked>\"", (int)strcspn(s->data, ":"), s->data);
 			else if (strcmp(s->data, "Expect:"))
 				vlog(c, "Request Header: \"%s\"", s->data);
 		}

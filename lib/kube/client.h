@@ -78,6 +78,8 @@ struct kube_request {
 	kube_data_fn *on_data;        /* stream 2xx bodies here instead of buffering them */
 	void *ud;
 	int stream;                   /* no overall timeout (watch, follow) */
+	const char *const *headers;   /* more "Name: value" lines, NULL-terminated, or NULL; their
+	                                 values are masked in -vv output (they may carry tokens) */
 };
 
 struct kube_response {

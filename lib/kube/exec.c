@@ -65,26 +65,6 @@ void kube_exec_cred_release(struct kube_exec_cred *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static char *b64_encode(const char *in, size_t n)
-{
-	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = xmalloc((n + 2) / 3 * 4 + 1), *o = out;
-
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned char)in[i] << 16;
-		if (i + 1 < n)
-			v |= (unsigned char)in[i + 1] << 8;
-		if (i + 2 < n)
-			v |= (unsigned char)in[i + 2];
-		*o++ = tbl[(v >> 18) & 63];
-		*o++ = tbl[(v >> 12) & 63];
-		*o++ = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
-		*o++ = i + 2 < n ? tbl[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
-
 static char *exec_info(const struct kube_config *cfg, int interactive)
 {
 	cJSON *root = cJSON_CreateObject(), *spec;
@@ -102,9 +82,10 @@ static char *exec_info(const struct kube_config *cfg, int interactive)
 		if (cfg->insecure)
 			cJSON_AddBoolToObject(cl, "insecure-skip-tls-verify", 1);
 		if (cfg->ca.data) {
-			char *b = b64_encode(cfg->ca.data, cfg->ca.len);
-			cJSON_AddStringToObject(cl, "certificate-authority-data", b);
-			free(b);
+			struct dlk_buf b = DLK_BUF_INIT;
+			dlk_buf_add_base64(&b, cfg->ca.data, cfg->ca.len);
+			cJSON_AddStringToObject(cl, "certificate-authority-data", b.data);
+			dlk_buf_release(&b);
 		}
 		if (cfg->proxy_url)
 			cJSON_AddStringToObject(cl, "proxy-url", cfg->proxy_url);

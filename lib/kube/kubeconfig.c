@@ -1,8 +1,8 @@
 #include "lib/kube/kubeconfig.h"
-#include "lib/kube/yamljson.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
 #include "lib/util/suggest.h"
+#include "lib/util/yamljson.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -284,6 +284,18 @@ static void kc_files_free(struct kc_file *f, size_t n)
 		cJSON_Delete(f[i].root);
 	}
 	free(f);
+}
+
+cJSON *kube_yaml_to_json(const char *text, size_t len, const char *name, struct dlk_err *err)
+{
+	/* a kubeconfig is its first document; a file with none is an empty configuration */
+	cJSON *docs = yamljson_parse(text, len, name, NULL, err), *first;
+
+	if (!docs)
+		return NULL;
+	first = cJSON_DetachItemFromArray(docs, 0);
+	cJSON_Delete(docs);
+	return first ? first : cJSON_CreateObject();
 }
 
 static int kc_load_file(const char *path, struct kc_file *f, struct dlk_err *err)

@@ -3,6 +3,7 @@
 #ifndef DLK_KUBE_KUBECONFIG_H
 #define DLK_KUBE_KUBECONFIG_H
 
+#include <cJSON.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -83,6 +84,13 @@ int kube_config_in_cluster(const char *sa_dir, const char *ns_override, struct k
 			   struct dlk_err *err);
 
 void kube_config_release(struct kube_config *cfg);
+
+/* Parses the first YAML document in text[0..len) into a new cJSON tree the caller owns
+ * (cJSON_Delete), with lib/util/yamljson's reader (YAML 1.2 core schema, aliases expanded within
+ * bounds): kubeconfig files are YAML, the API speaks JSON. An empty file gives an empty object.
+ * On error returns NULL and fills err with "NAME:LINE:COLUMN: problem" (name is how the file is
+ * shown to the user). */
+cJSON *kube_yaml_to_json(const char *text, size_t len, const char *name, struct dlk_err *err);
 
 /* Decodes standard base64 (whitespace ignored, padding optional). Returns a new NUL-terminated
  * buffer the caller frees and its length in *out_len, or NULL when the input is not base64. */

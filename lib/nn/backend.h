@@ -144,6 +144,16 @@ struct dlk_device_comm {
 /* The always-present CPU backend (OpenBLAS). */
 const struct dlk_backend *dlk_backend_cpu(void);
 
+/* OpenBLAS picks its kernels from a table of the CPU models it knows, once, when it is loaded;
+ * an OpenBLAS older than the CPU (Debian 12's 0.3.21 on a 2023 Xeon) falls back to its SSE3
+ * ("Prescott") kernels, which run dlk's GEMMs 4x slower than its AVX-512 ones on the same CPU.
+ * Only $OPENBLAS_CORETYPE, set before the library loads, changes that choice. Returns the core
+ * type the running CPU should have ("SkylakeX" for AVX-512, "Haswell" for AVX2 + FMA) when
+ * OpenBLAS runs an older one, else NULL. This is the one place that knows which kernels are too
+ * old; the program decides what to do (dlk re-executes itself once with the variable set when it
+ * is unset, `dlk serve` warns when the kernels are still the old ones). */
+const char *dlk_cpu_blas_coretype(void);
+
 /* The symbol libdlk-cuda.so exports: returns its backend on CUDA device `device`, or NULL with a
  * message in msg saying why that device cannot be used. A process uses one device: a second call
  * with another device fails. */

@@ -14,9 +14,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "lib/nn/backend.h"
+
+/* The loops below are built three times, for AVX-512, AVX2 and the baseline, and the loader picks
+ * the widest the CPU has. Only the vector width differs: C here is ISO C11, so GCC contracts no
+ * a * b + c into an FMA, and reductions are not reordered, so every clone gives the same bits. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
+#endif
+
+/* OpenBLAS' name for the kernels it chose (exported by every OpenBLAS build) */
+char *openblas_get_corename(void);
+
+const char *dlk_cpu_blas_coretype(void)
+{
+	/* the cores older than Haswell that OpenBLAS falls back to for a CPU it does not know */
+	static const char *const old[] = { "Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Sandybridge",
+	                                   "Katmai", "Coppermine", "Northwood", "Banias", "Atom", "Nano" };
+	const char *want = NULL, *have = openblas_get_corename();
+	int is_old = 0;
+	if (!have)
+		return NULL;
+	for (size_t i = 0; i < sizeof(old) / sizeof(old[0]); i++)
+		is_old |= !strcasecmp(have, old[i]);
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+		want = "SkylakeX";
+	else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		want = "Haswell";
+#endif
+	return is_old ? want : NULL;
+}
 
 static void cpu_set_threads(int n)
 {
@@ -60,19 +95,19 @@ static void cpu_sgemm(int ta, int tb, int m, int n, int k, float alpha, const fl
 	            alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-static void cpu_fill(float *restrict x, size_t n, float v)
+CLONES static void cpu_fill(float *restrict x, size_t n, float v)
 {
 	for (size_t i = 0; i < n; i++)
 		x[i] = v;
 }
 
-static void cpu_scale(float *restrict x, size_t n, float a)
+CLONES static void cpu_scale(float *restrict x, size_t n, float a)
 {
 	for (size_t i = 0; i < n; i++)
 		x[i] *= a;
 }
 
-static void cpu_axpy(size_t n, float a, const float *restrict x, float *restrict y)
+CLONES static void cpu_axpy(size_t n, float a, const float *restrict x, float *restrict y)
 {
 	for (size_t i = 0; i < n; i++)
 		y[i] += a * x[i];
@@ -94,7 +129,7 @@ static double cpu_sum_squares(const float *restrict x, size_t n)
 	return total;
 }
 
-static void cpu_bias_act(float *restrict y, const float *restrict bias, int rows, int cols, int act)
+CLONES static void cpu_bias_act(float *restrict y, const float *restrict bias, int rows, int cols, int act)
 {
 	for (int r = 0; r < rows; r++) {
 		float *restrict row = y + (size_t)r * cols;
@@ -114,7 +149,7 @@ static void cpu_bias_act(float *restrict y, const float *restrict bias, int rows
 	}
 }
 
-static void cpu_act_forward(int act, const float *x, float *y, size_t n)
+CLONES static void cpu_act_forward(int act, const float *x, float *y, size_t n)
 {
 	if (act == DLK_ACT_RELU) {
 		for (size_t i = 0; i < n; i++)
@@ -125,7 +160,7 @@ static void cpu_act_forward(int act, const float *x, float *y, size_t n)
 		y[i] = dlk_k_act(act, x[i]);
 }
 
-static void cpu_act_backward(int act, const float *y, const float *dy, float *dx, size_t n)
+CLONES static void cpu_act_backward(int act, const float *y, const float *dy, float *dx, size_t n)
 {
 	if (act == DLK_ACT_RELU) {
 		for (size_t i = 0; i < n; i++)
@@ -136,7 +171,7 @@ static void cpu_act_backward(int act, const float *y, const float *dy, float *dx
 		dx[i] = dlk_k_act_grad(act, y[i], dy[i]);
 }
 
-static void cpu_sum_rows(const float *restrict dy, int rows, int cols, float *restrict db)
+CLONES static void cpu_sum_rows(const float *restrict dy, int rows, int cols, float *restrict db)
 {
 	memset(db, 0, sizeof(float) * (size_t)cols);
 	for (int r = 0; r < rows; r++) {
@@ -146,7 +181,7 @@ static void cpu_sum_rows(const float *restrict dy, int rows, int cols, float *re
 	}
 }
 
-static void cpu_sum_cols(const float *restrict dy, int rows, int cols, float *restrict db)
+CLONES static void cpu_sum_cols(const float *restrict dy, int rows, int cols, float *restrict db)
 {
 	for (int r = 0; r < rows; r++) {
 		const float *restrict row = dy + (size_t)r * cols;
@@ -186,7 +221,7 @@ static void valid_range(int out, int in, int stride, int off, int *lo, int *hi)
 	*hi = b;
 }
 
-static void cpu_im2col(const float *x, int batch, int c, int h, int w, int k, int stride, int pad,
+CLONES static void cpu_im2col(const float *x, int batch, int c, int h, int w, int k, int stride, int pad,
                        int oh, int ow, float *col)
 {
 	size_t ohw = (size_t)oh * ow, ncol = (size_t)batch * ohw;
@@ -223,7 +258,7 @@ static void cpu_im2col(const float *x, int batch, int c, int h, int w, int k, in
 			}
 }
 
-static void cpu_col2im(const float *col, int batch, int c, int h, int w, int k, int stride, int pad,
+CLONES static void cpu_col2im(const float *col, int batch, int c, int h, int w, int k, int stride, int pad,
                        int oh, int ow, float *dx)
 {
 	size_t ohw = (size_t)oh * ow, ncol = (size_t)batch * ohw;
@@ -253,7 +288,7 @@ static void cpu_col2im(const float *col, int batch, int c, int h, int w, int k, 
 			}
 }
 
-static void cpu_conv_out(const float *t, const float *bias, int batch, int f, int hw, int act, float *y)
+CLONES static void cpu_conv_out(const float *t, const float *bias, int batch, int f, int hw, int act, float *y)
 {
 	size_t ncol = (size_t)batch * hw;
 	for (int b = 0; b < batch; b++)
@@ -280,7 +315,7 @@ static void cpu_conv_grad_in(const float *dy, int batch, int f, int hw, float *d
 			       sizeof(float) * (size_t)hw);
 }
 
-static void cpu_maxpool_forward(const float *x, int batch, int c, int h, int w, int size, int stride,
+CLONES static void cpu_maxpool_forward(const float *x, int batch, int c, int h, int w, int size, int stride,
                                 int oh, int ow, float *y, int32_t *argmax)
 {
 	if (size == 2 && stride == 2) {
@@ -370,7 +405,7 @@ static float cpu_softmax_ce(const float *logits, const int32_t *labels, int batc
 	return (float)(total / batch);
 }
 
-static void cpu_sgd_update(float *restrict p, const float *restrict g, float *restrict buf, size_t n,
+CLONES static void cpu_sgd_update(float *restrict p, const float *restrict g, float *restrict buf, size_t n,
                            float lr, float momentum, int nesterov, float wd)
 {
 	/* the flags are loop-invariant: one loop per case, so each has no branch and vectorises */
@@ -388,7 +423,7 @@ static void cpu_sgd_update(float *restrict p, const float *restrict g, float *re
 	}
 }
 
-static void cpu_adam_update(float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
+CLONES static void cpu_adam_update(float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
                             size_t n, float lr, float beta1, float beta2, float eps, float wd, int decoupled,
                             float bc1, float bc2_sqrt)
 {
@@ -437,5 +472,8 @@ static struct dlk_backend cpu_backend = {
 
 const struct dlk_backend *dlk_backend_cpu(void)
 {
+	if (!strcmp(cpu_backend.device, "cpu (OpenBLAS)"))
+		snprintf(cpu_backend.device, sizeof(cpu_backend.device), "cpu (OpenBLAS, %s kernels)",
+		         openblas_get_corename());
 	return &cpu_backend;
 }

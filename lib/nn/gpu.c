@@ -11,6 +11,18 @@
 
 /* The library's DLK_BACKEND_ABI, checked before anything else of it is called: 0 when it
  * matches, else -1 with err. */
+/* A symbol every CUDA backend of this dlk has; NULL with err when the library lacks it. */
+static void *backend_sym(void *h, const char *name, const char *tried, struct dlk_err *err)
+{
+	void *sym = dlsym(h, name);
+
+	if (!sym) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' has no symbol '%s': not a CUDA backend of this dlk", tried, name);
+		dlk_err_hint(err, "rebuild it with 'make' from the same sources as dlk");
+	}
+	return sym;
+}
+
 static int check_abi(void *h, const char *tried, struct dlk_err *err)
 {
 	const int *abi = dlsym(h, DLK_BACKEND_ABI_SYM);
@@ -98,13 +110,9 @@ int dlk_backend_cuda_probe(const char *path, struct dlk_device_probe *p, struct 
 		return -1;
 	if (check_abi(h, tried, err))
 		goto out;
-	*(void **)&probe = dlsym(h, DLK_BACKEND_PROBE);
-	if (!probe) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' has no symbol '%s': not a CUDA backend of this dlk", tried,
-		         DLK_BACKEND_PROBE);
-		dlk_err_hint(err, "rebuild it with 'make' from the same sources as dlk");
+	*(void **)&probe = backend_sym(h, DLK_BACKEND_PROBE, tried, err);
+	if (!probe)
 		goto out;
-	}
 	probe(p);
 	snprintf(p->path, sizeof(p->path), "%s", tried);
 	rc = 0;
@@ -125,13 +133,9 @@ const struct dlk_backend *dlk_backend_cuda(const char *path, int device, struct 
 		return NULL;
 	if (check_abi(h, tried, err))
 		goto out;
-	*(void **)&entry = dlsym(h, DLK_BACKEND_ENTRY);
-	if (!entry) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' has no symbol '%s': not a CUDA backend of this dlk", tried,
-		         DLK_BACKEND_ENTRY);
-		dlk_err_hint(err, "rebuild it with 'make' from the same sources as dlk");
+	*(void **)&entry = backend_sym(h, DLK_BACKEND_ENTRY, tried, err);
+	if (!entry)
 		goto out;
-	}
 	be = entry(device, msg, sizeof(msg));
 	if (!be)
 		dlk_errf(err, DLK_EXIT_CONFIG, "the CUDA backend cannot run here: %s", msg[0] ? msg : "unknown error");

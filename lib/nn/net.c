@@ -4,24 +4,10 @@
 #include <string.h>
 
 #include "lib/nn/net.h"
+#include "lib/project/layers.h"
 #include "lib/util/rng.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
-
-const char *dlk_layer_kind_str(enum dlk_layer_kind kind)
-{
-	switch (kind) {
-	case DLK_LAYER_DENSE: return "dense";
-	case DLK_LAYER_CONV2D: return "conv2d";
-	case DLK_LAYER_MAXPOOL: return "maxpool";
-	case DLK_LAYER_FLATTEN: return "flatten";
-	case DLK_LAYER_RELU: return "relu";
-	case DLK_LAYER_TANH: return "tanh";
-	case DLK_LAYER_SIGMOID: return "sigmoid";
-	case DLK_LAYER_DROPOUT: return "dropout";
-	}
-	return "unknown";
-}
 
 void dlk_shape_str(const int s[3], char *buf, size_t len)
 {
@@ -41,25 +27,180 @@ static int act_of(enum dlk_layer_kind k)
 	}
 }
 
-/* "model.layers[4] (dense, dlk.yaml:23)" */
-static void where(char *buf, size_t len, int i, const struct dlk_layer_spec *ls, const char *file)
+static int is_flat(const int s[3]) { return s[0] == 1 && s[1] == 1; }
+
+/* Checks layer L's own sizes (ranges a project file cannot get past the loader, a model.json
+ * can) and what it needs of its input shape L->in beyond a window that fits. */
+static int layer_check(const struct dlk_layer *L, const char *w, struct dlk_err *err)
 {
-	if (ls->line > 0)
-		snprintf(buf, len, "model.layers[%d] (%s, %s:%d)", i, dlk_layer_kind_str(ls->kind),
-		         file ? file : "dlk.yaml", ls->line);
-	else
-		snprintf(buf, len, "model.layers[%d] (%s)", i, dlk_layer_kind_str(ls->kind));
+	const struct dlk_layer_spec *ls = &L->spec;
+	char shp[64];
+
+	switch (ls->kind) {
+	case DLK_LAYER_DENSE:
+		if (ls->units <= 0 || ls->units > (1 << 24))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: units must be in 1..%d, not %d", w, 1 << 24, ls->units);
+		if (!is_flat(L->in)) {
+			dlk_shape_str(L->in, shp, sizeof(shp));
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s: expects a flat input but gets %s", w, shp);
+			return dlk_err_hint(err, "add 'flatten' before it");
+		}
+		return 0;
+	case DLK_LAYER_CONV2D:
+		if (ls->filters <= 0 || ls->filters > 65536 || ls->kernel <= 0 || ls->kernel > 1024 || ls->stride <= 0 ||
+		    ls->stride > 1024 || ls->padding < 0 || ls->padding > 1024)
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "%s: filters %d, kernel %d, stride %d, padding %d: each must be positive "
+			                "(padding may be 0) and at most 65536/1024",
+			                w, ls->filters, ls->kernel, ls->stride, ls->padding);
+		return 0;
+	case DLK_LAYER_MAXPOOL:
+		if (ls->size <= 0 || ls->size > 1024 || ls->stride <= 0 || ls->stride > 1024)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: size %d and stride %d must be in 1..1024", w, ls->size,
+			                ls->stride);
+		return 0;
+	case DLK_LAYER_FLATTEN:
+	case DLK_LAYER_RELU:
+	case DLK_LAYER_TANH:
+	case DLK_LAYER_SIGMOID:
+		return 0;
+	case DLK_LAYER_DROPOUT:
+		if (!(ls->rate >= 0.0f && ls->rate < 1.0f))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: rate must be in [0, 1), not %g", w, (double)ls->rate);
+		return 0;
+	}
+	return dlk_errf(err, DLK_EXIT_CONFIG, "%s: unknown layer kind %d", w, (int)ls->kind);
 }
 
-static int is_flat(const int s[3]) { return s[0] == 1 && s[1] == 1; }
+/* conv2d's or maxpool's window does not fit its input */
+static int window_error(const struct dlk_layer *L, const char *w, struct dlk_err *err)
+{
+	const struct dlk_layer_spec *ls = &L->spec;
+	char shp[64];
+
+	dlk_shape_str(L->in, shp, sizeof(shp));
+	if (ls->kind == DLK_LAYER_CONV2D) {
+		int k = ls->kernel, p = ls->padding;
+		dlk_errf(err, DLK_EXIT_CONFIG, "%s: the %dx%d window is larger than its input %s (padded to %dx%d)", w, k,
+		         k, shp, L->in[1] + 2 * p, L->in[2] + 2 * p);
+		return dlk_err_hint(err, is_flat(L->in) ? "declare model.input as [channels, height, width] for images"
+		                                        : "use a smaller kernel, more padding, or fewer pooling layers before it");
+	}
+	dlk_errf(err, DLK_EXIT_CONFIG, "%s: the %dx%d window is larger than its input %s", w, ls->size, ls->size, shp);
+	if (is_flat(L->in))
+		dlk_err_hint(err, "declare model.input as [channels, height, width] for images");
+	return -1;
+}
+
+/* The shapes of a layer's parameters: weights and biases, and the fans their initialisation
+ * uses (each at most n_w, which the caller bounds below 2^31 before the fans are used). */
+static void count_params(struct dlk_layer *L)
+{
+	const struct dlk_layer_spec *ls = &L->spec;
+	size_t kk = (size_t)ls->kernel * (size_t)ls->kernel;
+
+	if (ls->kind == DLK_LAYER_DENSE) {
+		L->fan_in = L->in[2];
+		L->fan_out = ls->units;
+		L->n_w = (size_t)ls->units * (size_t)L->in[2];
+		L->n_b = (size_t)ls->units;
+	} else if (ls->kind == DLK_LAYER_CONV2D) {
+		L->fan_in = (int)((size_t)L->in[0] * kk);
+		L->fan_out = (int)((size_t)ls->filters * kk);
+		L->n_w = (size_t)ls->filters * (size_t)L->in[0] * kk;
+		L->n_b = (size_t)ls->filters;
+	}
+}
+
+/* Every layer's input and output shape from the model's input, each layer checked, and where
+ * its parameters go in the flat arrays. */
+static int build_layers(struct dlk_net *net, const struct dlk_model *model, const char *spec_file,
+                        struct dlk_err *err)
+{
+	const int *cur = net->input;
+	unsigned long long n_params = 0;
+	char w[256];
+
+	for (int i = 0; i < net->n_layers; i++) {
+		struct dlk_layer *L = &net->layers[i];
+		long long in[3] = { cur[0], cur[1], cur[2] }, out[3];
+
+		L->spec = model->layers[i];
+		memcpy(L->in, cur, sizeof(L->in));
+		L->in_size = (size_t)cur[0] * cur[1] * cur[2];
+		dlk_layer_where(w, sizeof(w), i, &L->spec, spec_file);
+		if (layer_check(L, w, err))
+			return -1;
+		if (dlk_layer_shape(&L->spec, in, out) < 0)
+			return window_error(L, w, err);
+		count_params(L);
+		/* each fits an int: the input and every earlier output are at most 2^30 values */
+		for (int d = 0; d < 3; d++)
+			L->out[d] = (int)out[d];
+		L->out_size = (size_t)L->out[0] * L->out[1] * L->out[2];
+		if (L->out_size > (1u << 30))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: its output of %zu values per sample is too large", w,
+			                L->out_size);
+		L->w_off = (size_t)n_params;
+		n_params += L->n_w;
+		L->b_off = (size_t)n_params;
+		n_params += L->n_b;
+		if (n_params > DLK_NET_MAX_PARAMS)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model has more than %llu parameters", w,
+			                (unsigned long long)DLK_NET_MAX_PARAMS);
+		cur = L->out;
+	}
+	net->n_params = (size_t)n_params;
+	return 0;
+}
+
+/* The last layer must produce one logit per class (exactly n_classes when that is not 0). */
+static int check_output(struct dlk_net *net, const struct dlk_model *model, const char *spec_file,
+                        int n_classes, struct dlk_err *err)
+{
+	const struct dlk_layer *L = &net->layers[net->n_layers - 1];
+	char w[256], shp[64];
+
+	dlk_layer_where(w, sizeof(w), net->n_layers - 1, &L->spec, spec_file);
+	if (!is_flat(L->out)) {
+		dlk_shape_str(L->out, shp, sizeof(shp));
+		dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with a %s output, not one value per class", w, shp);
+		return dlk_err_hint(err, "end the model with 'flatten' and a dense layer of %d units",
+		                    n_classes > 0 ? n_classes : 10);
+	}
+	net->n_classes = L->out[2];
+	if (n_classes > 0 && dlk_net_check_classes(net, model, spec_file, n_classes, 1, err))
+		return -1;
+	if (net->n_classes < 2)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with %d output; softmax cross-entropy "
+		                "needs at least 2 classes", w, net->n_classes);
+	return 0;
+}
+
+/* How the layers run: an activation fused into the dense/conv layer before it (one pass over the
+ * output saved), and an input gradient only where some earlier layer has parameters. */
+static void plan_passes(struct dlk_net *net)
+{
+	int seen = 0;
+
+	for (int i = 0; i + 1 < net->n_layers; i++) {
+		struct dlk_layer *L = &net->layers[i], *N = &net->layers[i + 1];
+		if ((L->spec.kind == DLK_LAYER_DENSE || L->spec.kind == DLK_LAYER_CONV2D) &&
+		    act_of(N->spec.kind) != DLK_ACT_NONE) {
+			L->act = act_of(N->spec.kind);
+			N->fused = 1;
+		}
+	}
+	for (int i = 0; i < net->n_layers; i++) {
+		net->layers[i].need_dx = seen;
+		if (net->layers[i].n_w)
+			seen = 1;
+	}
+}
 
 int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char *spec_file,
                   int n_classes, const struct dlk_backend *be, struct dlk_err *err)
 {
-	char w[256], shp[64];
-	int cur[3];
-	unsigned long long n_params = 0;
-
 	*net = (struct dlk_net)DLK_NET_INIT;
 	net->be = be;
 	if (model->n_layers <= 0)
@@ -71,169 +212,20 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
 		if (model->input[d] <= 0 || model->input[d] > (1 << 24))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "model.input: dimension %d is %d, not in 1..%d", d,
 			                model->input[d], 1 << 24);
-		cur[d] = net->input[d] = model->input[d];
+		net->input[d] = model->input[d];
 	}
-	net->input_size = (size_t)cur[0] * cur[1] * cur[2];
-	if (net->input_size > (1u << 30))
-		return dlk_errf(err, DLK_EXIT_CONFIG, "model.input: %zu features per sample is too many",
-		                net->input_size);
+	/* in double: three dimensions of up to 2^24 overflow a size_t */
+	double features = (double)net->input[0] * net->input[1] * net->input[2];
+	if (features > (1u << 30))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "model.input: %.0f features per sample is too many", features);
+	net->input_size = (size_t)features;
 
 	net->layers = xcalloc((size_t)model->n_layers, sizeof(*net->layers));
 	net->n_layers = model->n_layers;
-	for (int i = 0; i < model->n_layers; i++) {
-		struct dlk_layer *L = &net->layers[i];
-		const struct dlk_layer_spec *ls = &model->layers[i];
-		L->spec = *ls;
-		memcpy(L->in, cur, sizeof(cur));
-		L->in_size = (size_t)cur[0] * cur[1] * cur[2];
-		where(w, sizeof(w), i, ls, spec_file);
-		dlk_shape_str(cur, shp, sizeof(shp));
-		switch (ls->kind) {
-		case DLK_LAYER_DENSE:
-			if (ls->units <= 0 || ls->units > (1 << 24)) {
-				dlk_errf(err, DLK_EXIT_CONFIG, "%s: units must be in 1..%d, not %d", w, 1 << 24, ls->units);
-				goto fail;
-			}
-			if (!is_flat(cur)) {
-				dlk_errf(err, DLK_EXIT_CONFIG, "%s: expects a flat input but gets %s", w, shp);
-				dlk_err_hint(err, "add 'flatten' before it");
-				goto fail;
-			}
-			L->fan_in = cur[2];
-			L->fan_out = ls->units;
-			L->n_w = (size_t)ls->units * cur[2];
-			L->n_b = (size_t)ls->units;
-			cur[0] = cur[1] = 1;
-			cur[2] = ls->units;
-			break;
-		case DLK_LAYER_CONV2D: {
-			int k = ls->kernel, s = ls->stride, p = ls->padding;
-			if (ls->filters <= 0 || ls->filters > 65536 || k <= 0 || k > 1024 || s <= 0 || s > 1024 ||
-			    p < 0 || p > 1024) {
-				dlk_errf(err, DLK_EXIT_CONFIG,
-				         "%s: filters %d, kernel %d, stride %d, padding %d: each must be positive "
-				         "(padding may be 0) and at most 65536/1024",
-				         w, ls->filters, k, s, p);
-				goto fail;
-			}
-			if (cur[1] + 2 * p < k || cur[2] + 2 * p < k) {
-				dlk_errf(err, DLK_EXIT_CONFIG, "%s: the %dx%d window is larger than its input %s "
-				         "(padded to %dx%d)", w, k, k, shp, cur[1] + 2 * p, cur[2] + 2 * p);
-				if (is_flat(cur))
-					dlk_err_hint(err, "declare model.input as [channels, height, width] for images");
-				else
-					dlk_err_hint(err, "use a smaller kernel, more padding, or fewer pooling layers before it");
-				goto fail;
-			}
-			L->fan_in = cur[0] * k * k;
-			L->fan_out = ls->filters * k * k;
-			L->n_w = (size_t)ls->filters * cur[0] * k * k;
-			L->n_b = (size_t)ls->filters;
-			int oh = (cur[1] + 2 * p - k) / s + 1, ow = (cur[2] + 2 * p - k) / s + 1;
-			cur[0] = ls->filters;
-			cur[1] = oh;
-			cur[2] = ow;
-			break;
-		}
-		case DLK_LAYER_MAXPOOL: {
-			int k = ls->size, s = ls->stride;
-			if (k <= 0 || k > 1024 || s <= 0 || s > 1024) {
-				dlk_errf(err, DLK_EXIT_CONFIG, "%s: size %d and stride %d must be in 1..1024", w, k, s);
-				goto fail;
-			}
-			if (cur[1] < k || cur[2] < k) {
-				dlk_errf(err, DLK_EXIT_CONFIG, "%s: the %dx%d window is larger than its input %s",
-				         w, k, k, shp);
-				if (is_flat(cur))
-					dlk_err_hint(err, "declare model.input as [channels, height, width] for images");
-				goto fail;
-			}
-			cur[1] = (cur[1] - k) / s + 1;
-			cur[2] = (cur[2] - k) / s + 1;
-			break;
-		}
-		case DLK_LAYER_FLATTEN:
-			cur[2] = cur[0] * cur[1] * cur[2];
-			cur[0] = cur[1] = 1;
-			break;
-		case DLK_LAYER_RELU:
-		case DLK_LAYER_TANH:
-		case DLK_LAYER_SIGMOID:
-			break;
-		case DLK_LAYER_DROPOUT:
-			if (!(ls->rate >= 0.0f && ls->rate < 1.0f)) {
-				dlk_errf(err, DLK_EXIT_CONFIG, "%s: rate must be in [0, 1), not %g", w, (double)ls->rate);
-				goto fail;
-			}
-			break;
-		default:
-			dlk_errf(err, DLK_EXIT_CONFIG, "%s: unknown layer kind %d", w, (int)ls->kind);
-			goto fail;
-		}
-		memcpy(L->out, cur, sizeof(cur));
-		L->out_size = (size_t)cur[0] * cur[1] * cur[2];
-		if (L->out_size > (1u << 30)) {
-			dlk_errf(err, DLK_EXIT_CONFIG, "%s: its output of %zu values per sample is too large", w,
-			         L->out_size);
-			goto fail;
-		}
-		L->w_off = (size_t)n_params;
-		n_params += L->n_w;
-		L->b_off = (size_t)n_params;
-		n_params += L->n_b;
-		if (n_params > DLK_NET_MAX_PARAMS) {
-			dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model has more than %llu parameters", w,
-			         (unsigned long long)DLK_NET_MAX_PARAMS);
-			goto fail;
-		}
-	}
+	if (build_layers(net, model, spec_file, err) || check_output(net, model, spec_file, n_classes, err))
+		goto fail;
+	plan_passes(net);
 
-	/* the last layer must produce one logit per class */
-	{
-		int last = model->n_layers - 1;
-		where(w, sizeof(w), last, &model->layers[last], spec_file);
-		dlk_shape_str(cur, shp, sizeof(shp));
-		if (!is_flat(cur)) {
-			dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with a %s output, not one value per class",
-			         w, shp);
-			dlk_err_hint(err, "end the model with 'flatten' and a dense layer of %d units",
-			             n_classes > 0 ? n_classes : 10);
-			goto fail;
-		}
-		if (n_classes > 0 && cur[2] != n_classes) {
-			dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with %d outputs but the data has %d classes",
-			         w, cur[2], n_classes);
-			dlk_err_hint(err, "make the last dense layer %d units wide", n_classes);
-			goto fail;
-		}
-		if (cur[2] < 2) {
-			dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with %d output; softmax cross-entropy "
-			         "needs at least 2 classes", w, cur[2]);
-			goto fail;
-		}
-		net->n_classes = cur[2];
-	}
-
-	/* fuse an activation into the dense/conv layer before it (one pass over the output saved) */
-	for (int i = 0; i + 1 < net->n_layers; i++) {
-		struct dlk_layer *L = &net->layers[i], *N = &net->layers[i + 1];
-		if ((L->spec.kind == DLK_LAYER_DENSE || L->spec.kind == DLK_LAYER_CONV2D) &&
-		    act_of(N->spec.kind) != DLK_ACT_NONE) {
-			L->act = act_of(N->spec.kind);
-			N->fused = 1;
-		}
-	}
-	/* the input gradient is needed only when some earlier layer has parameters */
-	{
-		int seen = 0;
-		for (int i = 0; i < net->n_layers; i++) {
-			net->layers[i].need_dx = seen;
-			if (net->layers[i].n_w)
-				seen = 1;
-		}
-	}
-
-	net->n_params = (size_t)n_params;
 	size_t bytes = sizeof(float) * (net->n_params ? net->n_params : 1);
 	net->params = be->alloc(bytes);
 	net->grads = be->alloc(bytes);
@@ -245,6 +237,20 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
 fail:
 	dlk_net_release(net);
 	return -1;
+}
+
+int dlk_net_check_classes(const struct dlk_net *net, const struct dlk_model *model, const char *spec_file,
+                          int n_classes, int exact, struct dlk_err *err)
+{
+	int last = model->n_layers - 1;
+	char w[256];
+
+	if (exact ? net->n_classes == n_classes : net->n_classes >= n_classes)
+		return 0;
+	dlk_layer_where(w, sizeof(w), last, &model->layers[last], spec_file);
+	dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with %d outputs but the data has %d classes", w,
+	         net->n_classes, n_classes);
+	return dlk_err_hint(err, "make the last dense layer %d units wide", n_classes);
 }
 
 int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, struct dlk_err *err)
@@ -514,7 +520,7 @@ char *dlk_net_summary(const struct dlk_net *net)
 	for (int i = 0; i < net->n_layers; i++) {
 		const struct dlk_layer *L = &net->layers[i];
 		dlk_shape_str(L->out, shp, sizeof(shp));
-		dlk_buf_addf(&b, "%-4d %-9s %-12s %zu\n", i, dlk_layer_kind_str(L->spec.kind), shp, L->n_w + L->n_b);
+		dlk_buf_addf(&b, "%-4d %-9s %-12s %zu\n", i, dlk_layer_name(L->spec.kind), shp, L->n_w + L->n_b);
 	}
 	dlk_buf_addf(&b, "total parameters: %zu\n", net->n_params);
 	return dlk_buf_detach(&b, NULL);

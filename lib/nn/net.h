@@ -58,9 +58,6 @@ struct dlk_net {
 };
 #define DLK_NET_INIT { 0 }
 
-/* The name the spec uses for a layer kind ("dense", "conv2d", ...). */
-const char *dlk_layer_kind_str(enum dlk_layer_kind kind);
-
 /* Builds the network: infers every shape from model->input, checks it, lays out the flat
  * parameter arrays (allocated and zeroed on `be`). n_classes is what the data says (0 = take
  * the last layer's width). spec_file names the project file in messages. On error returns -1
@@ -68,6 +65,12 @@ const char *dlk_layer_kind_str(enum dlk_layer_kind kind);
  * 64x7x7" plus a hint; code DLK_EXIT_CONFIG. */
 int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char *spec_file,
                   int n_classes, const struct dlk_backend *be, struct dlk_err *err);
+/* Checks that a built net has an output for each of the data's n_classes classes: exactly that
+ * many when exact, at least that many otherwise (a class can be absent from a split). On error
+ * returns -1 with "model.layers[9] (dense, dlk.yaml:30): the model ends with 5 outputs but the
+ * data has 10 classes" and a hint; code DLK_EXIT_CONFIG. */
+int dlk_net_check_classes(const struct dlk_net *net, const struct dlk_model *model, const char *spec_file,
+                          int n_classes, int exact, struct dlk_err *err);
 /* Initialises parameters: scheme "torch" (PyTorch's default, U(-1/sqrt(fan_in), 1/sqrt(fan_in))
  * for weights and biases) or "xavier" (Xavier-uniform weights, zero biases), from `seed`. */
 int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, struct dlk_err *err);

@@ -24,43 +24,6 @@ static int is_alnum(int c)
 	return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
 }
 
-int check_utf8(const char *s, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)s, *end = p + len;
-
-	while (p < end) {
-		unsigned c = *p;
-		size_t n;
-		unsigned cp;
-		if (!c)
-			return 0;
-		if (c < 0x80) {
-			p++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 1, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 2, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 3, cp = c & 0x07;
-		else
-			return 0;
-		if ((size_t)(end - p) <= n)
-			return 0;
-		for (size_t i = 1; i <= n; i++) {
-			if ((p[i] & 0xc0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (p[i] & 0x3f);
-		}
-		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		p += n + 1;
-	}
-	return 1;
-}
-
 /* ---- names ---- */
 
 int check_dns_label(const char *s, size_t max, char *why, size_t why_len)
@@ -148,6 +111,22 @@ int check_label_key(const char *s, char *why, size_t why_len)
 	if (!*name)
 		return why_f(why, why_len, "the name part must not be empty");
 	return check_label_name(name, strlen(name), "the name part", why, why_len);
+}
+
+int check_gateway_ref(const char *s, char *why, size_t why_len)
+{
+	const char *slash = strchr(s, '/');
+	char ns[254];
+
+	if (!slash)
+		return check_dns_subdomain(s, why, why_len);
+	if ((size_t)(slash - s) >= sizeof(ns) || strchr(slash + 1, '/'))
+		return why_f(why, why_len, "must be NAME or NAMESPACE/NAME");
+	memcpy(ns, s, (size_t)(slash - s));
+	ns[slash - s] = '\0';
+	if (check_dns_subdomain(ns, why, why_len) || check_dns_subdomain(slash + 1, why, why_len))
+		return why_f(why, why_len, "must be NAME or NAMESPACE/NAME, each a DNS-1123 name");
+	return 0;
 }
 
 int check_label_value(const char *s, char *why, size_t why_len)
@@ -491,6 +470,67 @@ int check_image(const char *s, char *why, size_t why_len)
 }
 
 /* ---- data sources ---- */
+
+int check_store_url(const char *s, char *why, size_t why_len)
+{
+	const char *sep = strstr(s, "://");
+	size_t n = strlen(s);
+
+	if (!n)
+		return why_f(why, why_len, "must not be empty");
+	if (n > 1024)
+		return why_f(why, why_len, "is longer than 1024 characters");
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == '\\')
+			return why_f(why, why_len, "contains a control character or a backslash");
+	if (!sep)
+		return 0; /* a directory */
+	size_t sl = (size_t)(sep - s);
+	const char *rest = sep + 3;
+	if (sl == 4 && !strncmp(s, "file", 4)) {
+		if (rest[0] != '/' || !rest[1])
+			return why_f(why, why_len, "a file URL needs an absolute path (file:///path/to/store)");
+		return 0;
+	}
+	if (sl == 2 && !strncmp(s, "s3", 2)) {
+		size_t bl = strcspn(rest, "/");
+		if (bl < 3 || bl > 63)
+			return why_f(why, why_len, "is not s3://BUCKET[/PREFIX] with a bucket name of 3 to 63 characters");
+		for (size_t i = 0; i < bl; i++)
+			if (!(islower((unsigned char)rest[i]) || isdigit((unsigned char)rest[i]) || rest[i] == '-' ||
+			      rest[i] == '.'))
+				return why_f(why, why_len, "has a bucket name with other characters than lowercase letters, "
+				                           "digits, '-' and '.'");
+		if (memchr(rest, '@', bl))
+			return why_f(why, why_len, "carries credentials, which never go in the project file");
+		return 0;
+	}
+	if (sl == 3 && !strncmp(s, "pvc", 3)) {
+		char claim[254], inner[200];
+		size_t cl = strcspn(rest, "/");
+		if (!cl || cl > 253)
+			return why_f(why, why_len, "is not pvc://CLAIM[/PATH]");
+		memcpy(claim, rest, cl);
+		claim[cl] = '\0';
+		if (check_dns_subdomain(claim, inner, sizeof(inner))) {
+			snprintf(why, why_len, "has a claim name that %s", inner);
+			return -1;
+		}
+		for (const char *seg = rest + cl; *seg;) {
+			size_t k;
+			while (*seg == '/')
+				seg++;
+			k = strcspn(seg, "/");
+			if ((k == 1 && seg[0] == '.') || (k == 2 && !strncmp(seg, "..", 2)))
+				return why_f(why, why_len, "has a '.' or '..' segment");
+			seg += k;
+		}
+		return 0;
+	}
+	snprintf(why, why_len, "has an unsupported scheme '%.*s' (use a directory, file://, s3:// or pvc://)",
+	         (int)(sl > 20 ? 20 : sl), s);
+	return -1;
+}
 
 int check_source_url(const char *s, char *why, size_t why_len)
 {

@@ -11,6 +11,8 @@
 int check_dns_label(const char *s, size_t max, char *why, size_t why_len);
 /* RFC 1123 subdomain: dot-separated labels, at most 253 characters. */
 int check_dns_subdomain(const char *s, char *why, size_t why_len);
+/* A Gateway reference: NAME or NAMESPACE/NAME. */
+int check_gateway_ref(const char *s, char *why, size_t why_len);
 /* Label key: [prefix/]name, prefix a DNS subdomain, name 1..63 of [A-Za-z0-9._-] with
  * alphanumeric ends. */
 int check_label_key(const char *s, char *why, size_t why_len);
@@ -29,7 +31,8 @@ int check_image(const char *s, char *why, size_t why_len);
 /* Data source: file:///abs/path, https://host/..., http://host/..., pvc://claim/path or a bare
  * path (no scheme). */
 int check_source_url(const char *s, char *why, size_t why_len);
-/* 1 when s is valid UTF-8 without NUL (len bytes). */
-int check_utf8(const char *s, size_t len);
+/* Dataset store: a directory (a bare path or file:///abs), s3://BUCKET[/PREFIX] or
+ * pvc://CLAIM[/PATH]. */
+int check_store_url(const char *s, char *why, size_t why_len);
 
 #endif

@@ -7,11 +7,14 @@
  * table is handled everywhere. */
 #include "lib/project/project.h"
 #include "lib/project/check.h"
-#include "lib/project/ytree.h"
+#include "lib/project/layers.h"
+#include "lib/store/manifest.h"
+#include "lib/util/ytree.h"
 #include "lib/util/buf.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
 #include "lib/util/suggest.h"
+#include "lib/util/utf8.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -37,6 +40,46 @@
 #define SPEC_MAX_CLASSES 65536
 #define SPEC_MAX_SETS 256
 #define SPEC_NAME_MAX 50         /* pods get "-<index>-<random>" suffixes within 63 */
+
+/* dlk.yaml is small and plain: shallow, bounded, no anchors and aliases */
+static const struct ytree_opts yaml_opts = {
+	.max_depth = 32, .max_nodes = 200000, .max_items = 100000, .aliases = 0,
+};
+
+/* The reader's problem in the words dlk.yaml's messages use. */
+static const char *yaml_problem_text(const struct ytree_error *e, char *buf, size_t len)
+{
+	char ctx[256] = "";
+
+	switch (e->problem) {
+	case YTREE_SYNTAX:
+		if (e->yaml_context)
+			snprintf(ctx, sizeof(ctx), " (%s at line %d, column %d)", e->yaml_context, e->context_line,
+			         e->context_col);
+		else if (e->byte >= 0)
+			snprintf(ctx, sizeof(ctx), " (byte 0x%02x)", (unsigned)e->byte);
+		snprintf(buf, len, "invalid YAML: %s%s", e->yaml_problem ? e->yaml_problem : "invalid YAML", ctx);
+		return buf;
+	case YTREE_MORE_DOCS:
+		snprintf(buf, len, "the file holds more than one YAML document; dlk.yaml must hold one");
+		return buf;
+	case YTREE_ALIAS:
+		snprintf(buf, len, "alias '*%.*s' is not supported: dlk.yaml does not allow anchors and aliases; "
+		         "write the value out", (int)strlen(e->name), e->name);
+		return buf;
+	case YTREE_NUL:
+		snprintf(buf, len, "a string contains a NUL character");
+		return buf;
+	case YTREE_TOO_DEEP:
+		snprintf(buf, len, "nesting is deeper than %d levels", yaml_opts.max_depth);
+		return buf;
+	case YTREE_TOO_MANY_NODES:
+		snprintf(buf, len, "document has too many nodes");
+		return buf;
+	default:
+		return ytree_error_text(e, &yaml_opts, buf, len);
+	}
+}
 
 /* ---- the schema ---- */
 
@@ -102,6 +145,38 @@ static int check_sha256(const char *s, char *why, size_t len)
 	return 0;
 }
 
+/* a Kafka topic name: 1 to 249 of [A-Za-z0-9._-], not "." or ".." */
+static int check_topic(const char *s, char *why, size_t len)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > 249 || !strcmp(s, ".") || !strcmp(s, ".."))
+		return snprintf(why, len, "a topic name has 1 to 249 characters and is not '.' or '..'"), -1;
+	if (strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n)
+		return snprintf(why, len, "a topic name has only letters, digits, '.', '_' and '-'"), -1;
+	return 0;
+}
+
+/* Kafka bootstrap brokers: host:port[,host:port...] */
+static int check_brokers(const char *s, char *why, size_t len)
+{
+	const char *p = s;
+
+	do {
+		const char *end = strchr(p, ','), *colon;
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		colon = memrchr(p, ':', n);
+		if (!colon || colon == p || colon + 1 == p + n ||
+		    strspn(colon + 1, "0123456789") != (size_t)(p + n - colon - 1) || p + n - colon - 1 > 5)
+			return snprintf(why, len, "expected host:port[,host:port...]"), -1;
+		for (const char *q = p; q < colon; q++)
+			if ((unsigned char)*q <= ' ' || *q == '/')
+				return snprintf(why, len, "expected host:port[,host:port...]"), -1;
+		p = end ? end + 1 : NULL;
+	} while (p);
+	return 0;
+}
+
 static int check_nonempty(const char *s, char *why, size_t len)
 {
 	if (!*s)
@@ -121,6 +196,18 @@ static int check_abs_path(const char *s, char *why, size_t len)
 	return 0;
 }
 
+static int check_dataset_id(const char *s, char *why, size_t len)
+{
+	if (strncmp(s, "sha256:", 7) || !dlk_sha256_is_hex(s + 7))
+		return snprintf(why, len, "expected sha256: and 64 hex digits"), -1;
+	return 0;
+}
+
+static int check_dataset_tag(const char *s, char *why, size_t len)
+{
+	return dlk_dataset_tag_check(s, why, len);
+}
+
 static int check_label_value_nonempty(const char *s, char *why, size_t len)
 {
 	if (!*s)
@@ -129,22 +216,28 @@ static int check_label_value_nonempty(const char *s, char *why, size_t len)
 }
 
 static const char *const format_names[] = { "idx", "csv", "tar", NULL };
+static const char *const cache_volume_names[] = { "emptyDir", "hostPath", "checkpoint", NULL };
+static const char *const trigger_names[] = { "always", "data-changed", NULL };
 static const char *const loss_names[] = { "softmax_cross_entropy", NULL };
 static const char *const init_names[] = { "torch", "xavier", NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const sched_names[] = { "constant", "step", "cosine", NULL };
-static const char *const layer_names[] = { "dense", "conv2d", "maxpool", "flatten", "relu",
-                                           "tanh", "sigmoid", "dropout", NULL };
 static const char *const toleration_ops[] = { "Exists", "Equal", NULL };
 static const char *const toleration_effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute", NULL };
 
 /* custom handlers, defined further down */
-static const struct custom c_labels, c_node_selector, c_source, c_shards, c_classes, c_csv_header, c_input,
-	c_layers, c_tolerations;
+static const struct custom c_kafka_props, c_labels, c_node_selector, c_source, c_shards, c_classes, c_csv_header,
+	c_input, c_layers, c_tolerations, c_dataset;
 
 static const struct field source_fields[] = {
 	FIELD("url", struct dlk_source, F_STR, url, .flags = REQ, .check = check_source_url),
 	FIELD("sha256", struct dlk_source, F_STR, sha256, .check = check_sha256),
+	END
+};
+
+static const struct field dataset_fields[] = {
+	FIELD("id", struct dlk_data, F_STR, dataset.id, .check = check_dataset_id),
+	FIELD("tag", struct dlk_data, F_STR, dataset.tag, .check = check_dataset_tag),
 	END
 };
 
@@ -162,9 +255,20 @@ static const struct field csv_fields[] = {
 	END
 };
 
+static const struct field node_cache_fields[] = {
+	FIELD("volume", struct dlk_node_cache, F_ENUM, volume, .names = cache_volume_names, .def = "emptyDir"),
+	FIELD("host_path", struct dlk_node_cache, F_STR, host_path, .check = check_abs_path, .def = "/var/cache/dlk"),
+	FIELD("max_bytes", struct dlk_node_cache, F_BYTES, max_bytes, .def = "20Gi"),
+	END
+};
+
 /* csv options live in struct dlk_data itself, so csv's "struct" is dlk_data at offset 0 */
 static const struct field data_fields[] = {
 	FIELD("format", struct dlk_data, F_ENUM, format, .names = format_names, .def = "idx"),
+	FIELD("dataset", struct dlk_data, F_CUSTOM, dataset, .custom = &c_dataset),
+	FIELD("store", struct dlk_data, F_STR, store, .check = check_store_url),
+	FIELD("store_secret", struct dlk_data, F_STR, store_secret, .check = check_dns_subdomain),
+	FIELD("node_cache", struct dlk_data, F_MAP, node_cache, .sub = node_cache_fields),
 	FIELD("train", struct dlk_data, F_MAP, train, .flags = REQ, .sub = split_fields),
 	FIELD("test", struct dlk_data, F_MAP, test, .sub = split_fields),
 	{ .key = "csv", .type = F_MAP, .off = 0, .sub = csv_fields },
@@ -260,6 +364,26 @@ static const struct field storage_fields[] = {
 	END
 };
 
+static const char *const stream_formats[] = { "raw", "json", NULL };
+static const char *const stream_datatypes[] = { "FP16", "FP32", "FP64", "INT8", "UINT8", "INT16", "UINT16", "INT32",
+	"UINT32", "INT64", "UINT64", NULL };
+
+static const struct field stream_fields[] = {
+	FIELD("brokers", struct dlk_stream_spec, F_STR, brokers, .check = check_brokers),
+	FIELD("input", struct dlk_stream_spec, F_STR, input, .check = check_topic),
+	FIELD("output", struct dlk_stream_spec, F_STR, output, .check = check_topic),
+	FIELD("dead_letter", struct dlk_stream_spec, F_STR, dead_letter, .check = check_topic),
+	FIELD("group", struct dlk_stream_spec, F_STR, group, .check = check_nonempty),
+	FIELD("instance", struct dlk_stream_spec, F_STR, instance, .check = check_nonempty),
+	FIELD("exactly_once", struct dlk_stream_spec, F_BOOL, exactly_once, .def = "true"),
+	FIELD("format", struct dlk_stream_spec, F_STR, format, .names = stream_formats, .def = "raw"),
+	FIELD("datatype", struct dlk_stream_spec, F_STR, datatype, .names = stream_datatypes, .def = "FP32"),
+	FIELD("max_records", struct dlk_stream_spec, F_INT, max_records, .min = 1, .max = 1 << 20, .def = "2000"),
+	FIELD("commit_ms", struct dlk_stream_spec, F_INT, commit_ms, .min = 1, .max = 600000, .def = "100"),
+	FIELD("properties", struct dlk_stream_spec, F_CUSTOM, properties, .custom = &c_kafka_props),
+	END
+};
+
 static const struct field serving_fields[] = {
 	FIELD("replicas", struct dlk_serving, F_INT, replicas, .min = 1, .max = 1000, .def = "1"),
 	FIELD("port", struct dlk_serving, F_INT, port, .min = 1, .max = 65535, .def = "8080"),
@@ -267,6 +391,24 @@ static const struct field serving_fields[] = {
 	FIELD("memory", struct dlk_serving, F_STR, memory, .flags = ANY_SCALAR, .check = check_quantity, .def = "1Gi"),
 	FIELD("gpus", struct dlk_serving, F_INT, gpus, .min = 0, .max = 16, .def = "0"),
 	FIELD("min_accuracy", struct dlk_serving, F_DOUBLE, min_accuracy, .min = 0, .max = 1, .def = "0"),
+	FIELD("min_class_recall", struct dlk_serving, F_DOUBLE, min_class_recall, .min = 0, .max = 1, .def = "0"),
+	FIELD("max_replicas", struct dlk_serving, F_INT, max_replicas, .min = 0, .max = 1000, .def = "0"),
+	FIELD("target_cpu_percent", struct dlk_serving, F_INT, target_cpu_percent, .min = 1, .max = 100, .def = "70"),
+	FIELD("gateway", struct dlk_serving, F_STR, gateway, .check = check_gateway_ref),
+	FIELD("max_batch", struct dlk_serving, F_INT, max_batch, .min = 1, .max = 65536, .def = "64"),
+	FIELD("max_delay_us", struct dlk_serving, F_INT, max_delay_us, .min = 0, .max = 10000000, .def = "0"),
+	FIELD("workers", struct dlk_serving, F_INT, workers, .min = 0, .max = 1024, .def = "0"),
+	FIELD("threads", struct dlk_serving, F_INT, threads, .min = 0, .max = 1024, .def = "0"),
+	FIELD("http_threads", struct dlk_serving, F_INT, http_threads, .min = 0, .max = 1024, .def = "0"),
+	FIELD("max_request_bytes", struct dlk_serving, F_BYTES, max_request_bytes, .min = 1024, .max = 4.0 * (1ull << 30), .def = "64Mi"),
+	FIELD("max_json_depth", struct dlk_serving, F_INT, max_json_depth, .min = 4, .max = 1024, .def = "32"),
+	FIELD("max_connections", struct dlk_serving, F_INT, max_connections, .min = 1, .max = 1000000, .def = "1024"),
+	FIELD("idle_timeout_s", struct dlk_serving, F_INT, idle_timeout_s, .min = 1, .max = 86400, .def = "30"),
+	FIELD("request_timeout_s", struct dlk_serving, F_INT, request_timeout_s, .min = 1, .max = 86400, .def = "60"),
+	FIELD("drain_delay_s", struct dlk_serving, F_INT, drain_delay_s, .min = 0, .max = 3600, .def = "0"),
+	FIELD("drain_timeout_s", struct dlk_serving, F_INT, drain_timeout_s, .min = 0, .max = 86400, .def = "25"),
+	FIELD("access_log", struct dlk_serving, F_BOOL, access_log, .def = "false"),
+	FIELD("stream", struct dlk_serving, F_MAP, stream, .sub = stream_fields),
 	END
 };
 
@@ -281,6 +423,7 @@ static const struct field root_fields[] = {
 	FIELD("resources", struct dlk_project, F_MAP, resources, .sub = resources_fields),
 	FIELD("storage", struct dlk_project, F_MAP, storage, .sub = storage_fields),
 	FIELD("schedule", struct dlk_project, F_STR, schedule, .check = check_cron),
+	FIELD("trigger", struct dlk_project, F_ENUM, trigger, .names = trigger_names, .def = "always"),
 	FIELD("serving", struct dlk_project, F_MAP, serving, .sub = serving_fields),
 	END
 };
@@ -313,7 +456,8 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_RELU] = no_params, [DLK_LAYER_TANH] = no_params,
 	[DLK_LAYER_SIGMOID] = no_params, [DLK_LAYER_DROPOUT] = dropout_params,
 };
-#define N_LAYER_KINDS ((int)DLK_ARRAY_SIZE(layer_params))
+#define N_LAYER_KINDS DLK_LAYER_KINDS
+_Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");
 
 static int n_names(const char *const *names)
 {
@@ -323,10 +467,6 @@ static int n_names(const char *const *names)
 	return n;
 }
 
-const char *project_layer_kind_name(enum dlk_layer_kind kind)
-{
-	return (int)kind >= 0 && (int)kind < N_LAYER_KINDS ? layer_names[kind] : "?";
-}
 const char *project_optimizer_name(enum dlk_optim o)
 {
 	return (int)o >= 0 && (int)o < n_names(optim_names) ? optim_names[o] : "?";
@@ -334,6 +474,10 @@ const char *project_optimizer_name(enum dlk_optim o)
 const char *project_schedule_name(enum dlk_lr_schedule s)
 {
 	return (int)s >= 0 && (int)s < n_names(sched_names) ? sched_names[s] : "?";
+}
+const char *project_cache_volume_name(enum dlk_cache_volume v)
+{
+	return (int)v >= 0 && (int)v < n_names(cache_volume_names) ? cache_volume_names[v] : "?";
 }
 const char *project_format_name(enum dlk_data_format f)
 {
@@ -644,6 +788,11 @@ static int convert_scalar(struct ctx *c, const struct field *f, const struct yno
 		if (parse_bytes(n->text, &i, why, sizeof(why))) {
 			shown_text(shown, sizeof(shown), n->text);
 			problem(c, n, path, "'%s' %s", shown, why);
+			return -1;
+		}
+		if ((f->min || f->max) && !in_range(f, (double)i)) {
+			shown_text(shown, sizeof(shown), n->text);
+			problem(c, n, path, "'%s' is outside %.0f to %.0f bytes", shown, f->min, f->max);
 			return -1;
 		}
 		*(long long *)ptr = i;
@@ -1009,6 +1158,67 @@ static void shards_free(const struct field *f, void *base)
 static const char *const shards_subkeys[] = { "[].url", "[].sha256", NULL };
 static const struct custom c_shards = { shards_parse, shards_dump, shards_free, shards_subkeys };
 
+/* data.dataset: "sha256:<id>", "NAME@TAG", "NAME" or {id, tag} */
+static void dataset_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	struct dlk_data *d = base;
+	struct dlk_dataset_ref r;
+	char why[160];
+
+	(void)f;
+	if (val->kind == YN_SCALAR) {
+		if (ynode_type(val) != YS_STR)
+			return type_problem(c, val, path, "a dataset: sha256:<id>, NAME@TAG or {id, tag}");
+		if (dlk_dataset_ref_parse(val->text, 0, &r, why, sizeof(why)))
+			return problem(c, val, path, "'%s' names no dataset: %s", val->text, why);
+		if (r.kind == DLK_REF_ID) {
+			d->dataset.id = xasprintf("sha256:%s", r.id);
+			mark_given(c, &d->dataset.id, GIVEN_VALUE, val);
+		} else {
+			d->dataset.tag = xstrdup(r.tag);
+			mark_given(c, &d->dataset.tag, GIVEN_VALUE, val);
+		}
+		return;
+	}
+	if (val->kind != YN_MAP)
+		return type_problem(c, val, path, "a dataset: sha256:<id>, NAME@TAG or {id, tag}");
+	parse_fields(c, dataset_fields, val, d, path);
+	if (d->dataset.id)
+		for (char *p = d->dataset.id + 7; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+	if (d->dataset.tag && !strchr(d->dataset.tag, '@')) {
+		char *t = xasprintf("%s@latest", d->dataset.tag);
+		free(d->dataset.tag);
+		d->dataset.tag = t;
+	}
+	if (!d->dataset.id && !d->dataset.tag)
+		problem(c, val, path, "names neither an id nor a tag");
+}
+
+static void dataset_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_data *d = base;
+
+	(void)f, (void)indent;
+	dlk_buf_addc(b, ' ');
+	if (d->dataset.id && d->dataset.tag)
+		dump_flow(b, dataset_fields, d);
+	else if (d->dataset.id || d->dataset.tag)
+		dump_str(b, d->dataset.id ? d->dataset.id : d->dataset.tag);
+	else
+		dlk_buf_adds(b, "null");
+	dlk_buf_addc(b, '\n');
+}
+
+static void dataset_free(const struct field *f, void *base)
+{
+	(void)f;
+	free_fields(dataset_fields, base);
+}
+
+static const char *const dataset_subkeys[] = { ".id", ".tag", NULL };
+static const struct custom c_dataset = { dataset_parse, dataset_dump, dataset_free, dataset_subkeys };
+
 /* csv.header: auto | true | false */
 static void csv_header_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
 {
@@ -1033,12 +1243,25 @@ static void csv_header_dump(struct dlk_buf *b, const struct field *f, const void
 static const struct custom c_csv_header = { csv_header_parse, csv_header_dump, no_free, NULL };
 
 /* labels and node_selector: a mapping of label keys to label values */
-static void kv_parse(struct ctx *c, const struct ynode *val, struct dlk_kv **out, int *n_out, const char *path)
+/* What the keys and values of a mapping of strings must be: labels, node selectors, librdkafka
+ * properties. Each check returns 0, or -1 with why. */
+struct kv_rules {
+	const char *what;                         /* "a mapping of label keys to values" */
+	const char *key_name, *value_name;        /* "label key", "label value" */
+	int (*key)(const char *s, char *why, size_t len);
+	int (*value)(const char *s, char *why, size_t len);
+};
+
+static const struct kv_rules label_rules = { "a mapping of label keys to values", "label key", "label value",
+	                                     check_label_key, check_label_value };
+
+static void kv_parse(struct ctx *c, const struct ynode *val, struct dlk_kv **out, int *n_out, const char *path,
+                     const struct kv_rules *r)
 {
 	char p[512], why[256], shown[80];
 
 	if (val->kind != YN_MAP)
-		return type_problem(c, val, path, "a mapping of label keys to values");
+		return type_problem(c, val, path, r->what);
 	if (val->n > SPEC_MAX_KV) {
 		problem(c, val, path, "has %d entries, more than the limit of %d", val->n, SPEC_MAX_KV);
 		return;
@@ -1050,8 +1273,8 @@ static void kv_parse(struct ctx *c, const struct ynode *val, struct dlk_kv **out
 		if (duplicate_key(c, val, i, path))
 			continue;
 		shown_text(shown, sizeof(shown), k->text);
-		if (check_label_key(k->text, why, sizeof(why))) {
-			problem(c, k, p, "invalid label key '%s': %s", shown, why);
+		if (r->key(k->text, why, sizeof(why))) {
+			problem(c, k, p, "invalid %s '%s': %s", r->key_name, shown, why);
 			continue;
 		}
 		if (v->kind != YN_SCALAR || ynode_is_null(v) || ynode_type(v) == YS_BADTAG) {
@@ -1059,8 +1282,8 @@ static void kv_parse(struct ctx *c, const struct ynode *val, struct dlk_kv **out
 			continue;
 		}
 		shown_text(shown, sizeof(shown), v->text);
-		if (check_label_value(v->text, why, sizeof(why))) {
-			problem(c, v, p, "invalid label value '%s': %s", shown, why);
+		if (r->value(v->text, why, sizeof(why))) {
+			problem(c, v, p, "invalid %s '%s': %s", r->value_name, shown, why);
 			continue;
 		}
 		(*out)[*n_out].key = xstrdup(k->text);
@@ -1097,7 +1320,7 @@ static void labels_parse(struct ctx *c, const struct field *f, const struct ynod
 {
 	struct dlk_project *s = base;
 	(void)f;
-	kv_parse(c, val, &s->labels, &s->n_labels, path);
+	kv_parse(c, val, &s->labels, &s->n_labels, path, &label_rules);
 }
 static void labels_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
 {
@@ -1118,7 +1341,7 @@ static void node_selector_parse(struct ctx *c, const struct field *f, const stru
 {
 	struct dlk_resources *r = base;
 	(void)f;
-	kv_parse(c, val, &r->node_selector, &r->n_node_selector, path);
+	kv_parse(c, val, &r->node_selector, &r->n_node_selector, path, &label_rules);
 }
 static void node_selector_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
 {
@@ -1133,6 +1356,44 @@ static void node_selector_free(const struct field *f, void *base)
 	kv_free(&r->node_selector, &r->n_node_selector);
 }
 static const struct custom c_node_selector = { node_selector_parse, node_selector_dump, node_selector_free, kv_subkeys };
+
+/* serving.stream.properties: librdkafka property names (lowercase, digits, '.', '_') to values */
+static int check_kafka_prop(const char *s, char *why, size_t len)
+{
+	if (!*s || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._") != strlen(s))
+		return snprintf(why, len, "lowercase letters, digits, '.' and '_' only"), -1;
+	return 0;
+}
+static int check_one_line(const char *s, char *why, size_t len)
+{
+	if (strchr(s, '\n'))
+		return snprintf(why, len, "one line only"), -1;
+	return 0;
+}
+static const struct kv_rules kafka_prop_rules = { "a mapping of librdkafka property names to values",
+	                                          "librdkafka property name", "librdkafka property value",
+	                                          check_kafka_prop, check_one_line };
+
+static void kafka_props_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base,
+                              const char *path)
+{
+	struct dlk_stream_spec *s = base;
+	(void)f;
+	kv_parse(c, val, &s->properties, &s->n_properties, path, &kafka_prop_rules);
+}
+static void kafka_props_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_stream_spec *s = base;
+	(void)f, (void)indent;
+	kv_dump(b, s->properties, s->n_properties);
+}
+static void kafka_props_free(const struct field *f, void *base)
+{
+	struct dlk_stream_spec *s = base;
+	(void)f;
+	kv_free(&s->properties, &s->n_properties);
+}
+static const struct custom c_kafka_props = { kafka_props_parse, kafka_props_dump, kafka_props_free, kv_subkeys };
 
 /* data.classes: a list of names */
 static void classes_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
@@ -1257,22 +1518,22 @@ static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_laye
 		type_problem(c, item, path, "a layer (like 'relu' or 'dense: {units: 10}')");
 		return;
 	}
-	kind = lookup_name(layer_names, name_node->text);
+	kind = lookup_name(dlk_layer_names, name_node->text);
 	if (kind < 0) {
 		shown_text(shown, sizeof(shown), name_node->text);
-		suggest_suffix(sug, sizeof(sug), name_node->text, layer_names, (size_t)N_LAYER_KINDS);
+		suggest_suffix(sug, sizeof(sug), name_node->text, dlk_layer_names, (size_t)N_LAYER_KINDS);
 		problem(c, name_node, path, "unknown layer '%s'%s", shown, sug);
 		return;
 	}
 	l->kind = (enum dlk_layer_kind)kind;
-	snprintf(p, sizeof(p), "%s.%s", path, layer_names[kind]);
+	snprintf(p, sizeof(p), "%s.%s", path, dlk_layer_names[kind]);
 	if (params)
 		parse_fields(c, layer_params[kind], params, l, p);
 	else
 		for (const struct field *f = layer_params[kind]; f->key; f++)
 			if (f->flags & REQ)
-				problem(c, name_node, path, "%s needs '%s' (like '- %s: {%s: ...}')", layer_names[kind],
-				        f->key, layer_names[kind], f->key);
+				problem(c, name_node, path, "%s needs '%s' (like '- %s: {%s: ...}')", dlk_layer_names[kind],
+				        f->key, dlk_layer_names[kind], f->key);
 }
 
 static void layers_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
@@ -1305,7 +1566,7 @@ static void layers_dump(struct dlk_buf *b, const struct field *f, const void *ba
 	dlk_buf_addc(b, '\n');
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct dlk_layer_spec *l = &m->layers[i];
-		dlk_buf_addf(b, "%*s- %s", indent + 2, "", project_layer_kind_name(l->kind));
+		dlk_buf_addf(b, "%*s- %s", indent + 2, "", dlk_layer_name(l->kind));
 		if ((int)l->kind >= 0 && (int)l->kind < N_LAYER_KINDS && layer_params[l->kind][0].key) {
 			dlk_buf_adds(b, ": ");
 			dump_flow(b, layer_params[l->kind], l);
@@ -1489,11 +1750,11 @@ static void check_split(struct ctx *c, struct dlk_split *sp, const char *name, i
 	}
 }
 
-/* The shape checks that need no engine: dimensions stay positive, conv2d and maxpool see a
- * 3-D input. The engine does the full inference later. */
+/* The shape checks the project file alone decides: conv2d and maxpool see a 3-D input their
+ * window fits, flatten stays countable. The engine checks the rest when it builds the model. */
 static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes)
 {
-	long long ch = m->input[0], h = m->input[1], w = m->input[2];
+	long long shape[3] = { m->input[0], m->input[1], m->input[2] };
 	int rank = m->input_rank;
 	int last_dense = -1;
 	char p[64];
@@ -1503,47 +1764,27 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct dlk_layer_spec *l = &m->layers[i];
 		const struct ynode *pos = given_at(c, l, GIVEN_CUSTOM);
+		const char *name = dlk_layer_name(l->kind);
 		snprintf(p, sizeof(p), "model.layers[%d]", i);
 		if ((int)l->kind < 0)
 			return;
-		switch (l->kind) {
-		case DLK_LAYER_CONV2D:
-		case DLK_LAYER_MAXPOOL: {
-			const char *name = project_layer_kind_name(l->kind);
-			int k = l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size;
-			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
-			if (rank != 3) {
-				problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
-				return;
-			}
-			if (h + 2 * pad < k || w + 2 * pad < k) {
-				problem(c, pos, p, "%s window %d does not fit its %lldx%lld input (padding %d)", name, k,
-				        h, w, pad);
-				return;
-			}
-			h = (h + 2 * pad - k) / l->stride + 1;
-			w = (w + 2 * pad - k) / l->stride + 1;
-			if (l->kind == DLK_LAYER_CONV2D)
-				ch = l->filters;
-			break;
+		if ((l->kind == DLK_LAYER_CONV2D || l->kind == DLK_LAYER_MAXPOOL) && rank != 3) {
+			problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
+			return;
 		}
-		case DLK_LAYER_FLATTEN:
-			w = ch * h * w;
-			ch = h = 1;
+		if (dlk_layer_shape(l, shape, shape) < 0) {
+			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
+			problem(c, pos, p, "%s window %d does not fit its %lldx%lld input (padding %d)", name,
+			        l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size, shape[1], shape[2], pad);
+			return;
+		}
+		if (l->kind == DLK_LAYER_FLATTEN || l->kind == DLK_LAYER_DENSE)
 			rank = 1;
-			if (w > INT_MAX) {
-				problem(c, pos, p, "flatten gives %lld features, too many", w);
-				return;
-			}
-			break;
-		case DLK_LAYER_DENSE:
-			ch = h = 1;
-			w = l->units;
-			rank = 1;
+		if (l->kind == DLK_LAYER_DENSE)
 			last_dense = i;
-			break;
-		default:
-			break;
+		if (l->kind == DLK_LAYER_FLATTEN && shape[2] > INT_MAX) {
+			problem(c, pos, p, "flatten gives %lld features, too many", shape[2]);
+			return;
 		}
 	}
 	if (n_classes && last_dense >= 0 && m->layers[last_dense].units != n_classes) {
@@ -1551,6 +1792,30 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 		snprintf(p, sizeof(p), "model.layers[%d]", last_dense);
 		problem(c, given_at(c, l, GIVEN_CUSTOM), p, "the last dense layer has %d units but data.classes names %d classes",
 		        l->units, n_classes);
+	}
+}
+
+/* With a dataset, every source is a path inside it, pinned by its manifest. */
+static void check_dataset_sources(struct ctx *c, const struct dlk_data *d, const struct ynode *root)
+{
+	const struct { const struct dlk_source *src; const char *path; } srcs[] = {
+		{ &d->train.images, "data.train.images" }, { &d->train.labels, "data.train.labels" },
+		{ &d->train.source, "data.train.source" }, { &d->test.images, "data.test.images" },
+		{ &d->test.labels, "data.test.labels" }, { &d->test.source, "data.test.source" },
+	};
+	char why[128];
+
+	for (size_t i = 0; i < DLK_ARRAY_SIZE(srcs); i++) {
+		const struct dlk_source *src = srcs[i].src;
+		const struct ynode *at = pos_or(c, &src->url, GIVEN_VALUE, root);
+		if (!src->url)
+			continue;
+		if (dlk_manifest_check_path(src->url, strlen(src->url), why, sizeof(why)))
+			problem(c, at, srcs[i].path,
+			        "with data.dataset a source is a path inside the dataset, and '%s' has %s", src->url, why);
+		else if (src->sha256)
+			problem(c, pos_or(c, &src->sha256, GIVEN_VALUE, at), srcs[i].path,
+			        "the dataset's manifest pins every file: leave sha256 out");
 	}
 }
 
@@ -1567,12 +1832,33 @@ static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode 
 		check_split(c, &s->data.train, "train", 1, data_node);
 		check_split(c, &s->data.test, "test", 0, data_node);
 	}
+	if (s->data.dataset.id || s->data.dataset.tag) {
+		const struct ynode *at = pos_or(c, &s->data.dataset, GIVEN_CUSTOM, root);
+		int store_written = 0;
+		/* a store that is written but wrong has its own problem already */
+		for (int i = 0; data_node && data_node->kind == YN_MAP && i < data_node->n; i++)
+			if (!strcmp(data_node->keys[i]->text, "store") && !ynode_is_null(data_node->vals[i]))
+				store_written = 1;
+		if (!s->data.store && !store_written)
+			problem(c, at, "data.dataset", "a dataset needs data.store, the store it was pushed to");
+		check_dataset_sources(c, &s->data, root);
+	}
+	if (s->data.node_cache.volume == DLK_CACHE_CHECKPOINT && !s->storage.claim && !s->storage.size)
+		problem(c, pos_or(c, &s->data.node_cache.volume, GIVEN_VALUE, root), "data.node_cache.volume",
+		        "the checkpoint volume holds the cache only when there is one: set storage.claim or storage.size");
 	if (s->storage.claim && s->storage.size)
 		problem(c, pos_or(c, &s->storage.size, GIVEN_VALUE, root), "storage.size",
 		        "set either claim (an existing volume) or size (a new one), not both");
 	if (s->storage.storage_class && !s->storage.size)
 		problem(c, pos_or(c, &s->storage.storage_class, GIVEN_VALUE, root), "storage.storage_class",
 		        "storage_class applies only to a volume dlk creates (set size)");
+	if (s->serving.stream.brokers && (!s->serving.stream.input || !s->serving.stream.output))
+		problem(c, pos_or(c, &s->serving.stream.brokers, GIVEN_VALUE, root), "serving.stream",
+		        "a stream needs input and output topics beside brokers");
+	else if (!s->serving.stream.brokers && (s->serving.stream.input || s->serving.stream.output))
+		problem(c, pos_or(c, s->serving.stream.input ? (void *)&s->serving.stream.input :
+		                  (void *)&s->serving.stream.output, GIVEN_VALUE, root), "serving.stream.brokers",
+		        "topics need the brokers that hold them (host:port[,host:port...])");
 	check_shapes(c, &s->model, s->data.n_classes);
 }
 
@@ -1616,7 +1902,7 @@ static int set_parse(const char *arg, int idx, struct set_arg *s, char *why, siz
 		snprintf(why, why_len, "expected KEY.PATH=VALUE (like training.epochs=3)");
 		goto out;
 	}
-	if (!check_utf8(arg, strlen(arg))) {
+	if (!dlk_utf8_valid(arg, strlen(arg))) {
 		snprintf(why, why_len, "is not valid UTF-8");
 		goto out;
 	}
@@ -1630,8 +1916,8 @@ static int set_parse(const char *arg, int idx, struct set_arg *s, char *why, siz
 				snprintf(why, why_len, "has an empty key in '%.*s'", (int)(eq - arg), arg);
 				goto out;
 			}
-			if (s->n_comps >= YTREE_MAX_DEPTH) {
-				snprintf(why, why_len, "has a key path deeper than %d levels", YTREE_MAX_DEPTH);
+			if (s->n_comps >= yaml_opts.max_depth) {
+				snprintf(why, why_len, "has a key path deeper than %d levels", yaml_opts.max_depth);
 				goto out;
 			}
 			s->comps = xrealloc(s->comps, (size_t)(s->n_comps + 1) * sizeof(*s->comps));
@@ -1651,9 +1937,9 @@ static int set_parse(const char *arg, int idx, struct set_arg *s, char *why, siz
 	v = eq + 1;
 	if (*v && strchr("[{\"'", *v)) {
 		char msg[512];
-		int line, col;
-		if (ytree_parse(v, strlen(v), &s->value, msg, sizeof(msg), &line, &col)) {
-			(void)line, (void)col;
+		struct ytree_error ye;
+		if (ytree_parse(v, strlen(v), &yaml_opts, &s->value, &ye)) {
+			yaml_problem_text(&ye, msg, sizeof(msg));
 			snprintf(why, why_len, "the value is not valid YAML: %s",
 			         !strncmp(msg, "invalid YAML: ", 14) ? msg + 14 : msg);
 			goto out;
@@ -1797,7 +2083,8 @@ struct dlk_project *project_load_mem(const char *text, size_t len, const char *n
 	struct ynode *root = NULL;
 	struct dlk_project *spec = NULL;
 	char msg[1024];
-	int line, col, code = DLK_EXIT_CONFIG;
+	struct ytree_error ye;
+	int code = DLK_EXIT_CONFIG;
 	size_t n_parsed = 0;
 
 	memset(&c, 0, sizeof(c));
@@ -1825,9 +2112,9 @@ struct dlk_project *project_load_mem(const char *text, size_t len, const char *n
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is %zu bytes, more than the limit of %d", c.file, len, SPEC_MAX_FILE);
 		goto out_err_set;
 	}
-	if (ytree_parse(text, len, &root, msg, sizeof(msg), &line, &col)) {
-		struct ynode at = { .kind = YN_SCALAR, .line = line, .col = col, .set_index = -1 };
-		problem(&c, &at, NULL, "%s", msg);
+	if (ytree_parse(text, len, &yaml_opts, &root, &ye)) {
+		struct ynode at = { .kind = YN_SCALAR, .line = ye.line, .col = ye.col, .set_index = -1 };
+		problem(&c, &at, NULL, "%s", yaml_problem_text(&ye, msg, sizeof(msg)));
 		goto out;
 	}
 	for (size_t i = 0; i < n_sets; i++)
@@ -1904,6 +2191,69 @@ void project_digest(const struct dlk_project *spec, char hex[65])
 	free(y);
 }
 
+/* the serving section as a document of its own */
+struct serving_only {
+	struct dlk_serving serving;
+};
+static const struct field serving_only_fields[] = {
+	FIELD("serving", struct serving_only, F_MAP, serving, .sub = serving_fields),
+	END
+};
+
+int project_serving_load(const char *const *sets, size_t n_sets, struct dlk_serving *out, struct dlk_err *err)
+{
+	struct ctx c;
+	struct ynode *root = NULL;
+	struct serving_only so;
+	char msg[1024];
+	int code = DLK_EXIT_USAGE, ret = -1;
+	size_t n_parsed = 0;
+
+	memset(&c, 0, sizeof(c));
+	memset(&so, 0, sizeof(so));
+	memset(out, 0, sizeof(*out));
+	c.file = "--set";
+	if (n_sets > SPEC_MAX_SETS)
+		return dlk_errf(err, DLK_EXIT_USAGE, "too many --set options (%zu, the limit is %d)", n_sets, SPEC_MAX_SETS);
+	c.sets = xcalloc(n_sets + 1, sizeof(*c.sets));
+	for (size_t i = 0; i < n_sets; i++, n_parsed++) {
+		struct ynode at = { .kind = YN_SCALAR, .set_index = (int)i };
+		if (set_parse(sets[i], (int)i, &c.sets[i], msg, sizeof(msg))) {
+			if (!c.sets[i].path)
+				c.sets[i].path = xstrdup("");
+			problem(&c, &at, NULL, "%s", msg);
+		} else if (c.sets[i].n_comps < 2 || strcmp(c.sets[i].comps[0], "serving")) {
+			problem(&c, &at, NULL, "without a project file only serving.* can be set");
+		}
+	}
+	if (!c.n_problems) {
+		for (size_t i = 0; i < n_sets; i++)
+			set_apply(&c, &root, &c.sets[i], (int)i);
+		if (root && root->kind == YN_MAP)
+			parse_fields(&c, serving_only_fields, root, &so, "");
+		defaults_walk(&c, serving_only_fields, &so);
+	}
+	if (c.n_problems) {
+		finish_problems(&c, code, err);
+		free_fields(serving_only_fields, &so);
+	} else {
+		*out = so.serving;
+		ret = 0;
+	}
+	for (size_t i = 0; i < n_parsed; i++)
+		set_release(&c.sets[i]);
+	free(c.sets);
+	free(c.given);
+	dlk_buf_release(&c.out);
+	ynode_free(root);
+	return ret;
+}
+
+void project_serving_release(struct dlk_serving *s)
+{
+	free_fields(serving_fields, s);
+}
+
 /* ---- known keys ---- */
 
 static const char **known_keys;
@@ -1930,7 +2280,7 @@ static void known_walk(const struct field *fields, const char *prefix)
 			free(p);
 		} else if (f->custom == &c_layers) {
 			for (int k = 0; k < N_LAYER_KINDS; k++) {
-				char *p = xasprintf("%s%s%s[].%s", prefix, *prefix ? "." : "", f->key, layer_names[k]);
+				char *p = xasprintf("%s%s%s[].%s", prefix, *prefix ? "." : "", f->key, dlk_layer_names[k]);
 				known_add("", p, "");
 				known_walk(layer_params[k], p);
 				free(p);

@@ -30,8 +30,30 @@ struct dlk_split {
 	int n_shards;
 };
 
+/* Where workers keep fetched objects (lib/store/cache.h): a volume the job template mounts. */
+enum dlk_cache_volume { DLK_CACHE_EMPTYDIR, DLK_CACHE_HOSTPATH, DLK_CACHE_CHECKPOINT };
+
+struct dlk_node_cache {
+	enum dlk_cache_volume volume; /* default emptyDir: survives a container restart, not a new pod */
+	char *host_path;         /* hostPath: the node's directory, default "/var/cache/dlk" */
+	long long max_bytes;     /* the bound, evicting least recently used objects; default 20Gi */
+};
+
 struct dlk_data {
 	enum dlk_data_format format;
+	/* a versioned dataset (dlk data push), the sources then being paths inside it. Written
+	 * "sha256:<id>", "NAME@TAG" (or NAME: NAME@latest), or {id, tag}: a tag is resolved to its
+	 * id when a run is submitted, and both are kept. Both NULL: the sources are URLs */
+	struct {
+		char *id;            /* "sha256:<64 lowercase hex>" or NULL */
+		char *tag;           /* "NAME@TAG" or NULL */
+	} dataset;
+	char *store;             /* where datasets are: a directory, file://, s3://BUCKET/PREFIX,
+	                            pvc://CLAIM/PATH; NULL = none */
+	char *store_secret;      /* a Secret with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and
+	                            optionally AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL) that
+	                            workers get as environment variables; NULL = none */
+	struct dlk_node_cache node_cache;
 	struct dlk_split train;
 	struct dlk_split test;
 	/* csv options */
@@ -146,13 +168,53 @@ struct dlk_storage {
 	char *mount;              /* mount path, default "/checkpoints" */
 };
 
+/* serving.stream: scoring a Kafka topic (dlk serve --stream; see lib/stream/stream.h) */
+struct dlk_stream_spec {
+	char *brokers;            /* host:port[,host:port...]; NULL = no stream */
+	char *input, *output;     /* topics; both required with brokers */
+	char *dead_letter;        /* default INPUT.dlq */
+	char *group;              /* consumer group, default the project's name */
+	char *instance;           /* transactional id suffix, default the host (pod) name */
+	int exactly_once;         /* default true; false = at-least-once */
+	char *format;             /* records without a content-type header: raw (default) or json */
+	char *datatype;           /* raw records without a dlk-datatype header, default FP32 */
+	int max_records;          /* records per transaction, default 2000 */
+	int commit_ms;            /* longest a transaction gathers, default 100 */
+	struct dlk_kv *properties; /* librdkafka properties for both clients */
+	int n_properties;
+};
+
 struct dlk_serving {
 	int replicas;             /* default 1 */
 	int port;                 /* default 8080 */
 	char *cpu, *memory;       /* default "1", "1Gi" */
 	int gpus;                 /* default 0 */
 	double min_accuracy;      /* promote only at or above this test accuracy; default 0 */
+	double min_class_recall;  /* and only when every class's recall is at least this; default 0 */
+	int max_replicas;         /* above replicas: a HorizontalPodAutoscaler scales up to it; default 0 (none) */
+	int target_cpu_percent;   /* the autoscaler's CPU utilisation target, default 70 */
+	char *gateway;            /* the Gateway (NAME or NAMESPACE/NAME) an HTTPRoute attaches the model
+	                             to, when the cluster serves the Gateway API; NULL: none */
+	/* the inference server (dlk serve --local / --worker) */
+	int max_batch;            /* rows in one forward pass, default 64 */
+	int max_delay_us;         /* how long a batch may wait for more rows, default 0: a batch is
+	                             what queued while the compute workers were busy */
+	int workers;              /* compute workers, 0 = one per core (one per GPU) */
+	int threads;              /* BLAS threads per compute worker, 0 = cores / workers */
+	int http_threads;         /* threads decoding and encoding requests, 0 = one per core */
+	long long max_request_bytes; /* request body limit (413 above it), default 64Mi */
+	int max_json_depth;       /* nesting limit of a JSON body, default 32 */
+	int max_connections;      /* default 1024 */
+	int idle_timeout_s;       /* a connection silent this long is closed, default 30 */
+	int request_timeout_s;    /* a request body must arrive within this, default 60 */
+	int drain_delay_s;        /* on SIGTERM, new requests are still answered this long (readiness
+	                             already fails) while load balancers stop sending; default 0 */
+	int drain_timeout_s;      /* then in-flight requests finish within this, default 25 */
+	int access_log;           /* one line per request on stdout, default false */
+	struct dlk_stream_spec stream;
 };
+
+enum dlk_trigger { DLK_TRIGGER_ALWAYS, DLK_TRIGGER_DATA_CHANGED };
 
 struct dlk_project {
 	char *path;               /* the file it was loaded from (for messages) */
@@ -168,6 +230,8 @@ struct dlk_project {
 	struct dlk_resources resources;
 	struct dlk_storage storage;
 	char *schedule;           /* cron expression; NULL = run once (a Job, not a CronJob) */
+	enum dlk_trigger trigger; /* default always; data-changed: a run in the cluster whose data is what
+	                             the last successful run trained on is recorded skipped, not trained */
 	struct dlk_serving serving;
 };
 
@@ -187,10 +251,16 @@ char *project_dump_yaml(const struct dlk_project *spec);
 /* sha256 hex of project_dump_yaml(): the spec digest recorded in provenance. */
 void project_digest(const struct dlk_project *spec, char hex[65]);
 
-const char *project_layer_kind_name(enum dlk_layer_kind kind);
+/* The serving section alone, for `dlk serve --local` without a project file: the defaults of the
+ * table project_load() uses, with --set serving.KEY=VALUE overrides validated as it validates
+ * them (any other key is a usage error). project_serving_release() frees its strings. */
+int project_serving_load(const char *const *sets, size_t n_sets, struct dlk_serving *out, struct dlk_err *err);
+void project_serving_release(struct dlk_serving *s);
+
 const char *project_optimizer_name(enum dlk_optim o);
 const char *project_schedule_name(enum dlk_lr_schedule s);
 const char *project_format_name(enum dlk_data_format f);
+const char *project_cache_volume_name(enum dlk_cache_volume v);
 
 /* Every key path the loader accepts ("training.epochs", "model.layers[].dense.units", ...),
  * NULL-terminated; used for suggestions and shell completion of --set. */

@@ -149,42 +149,18 @@ struct mustache *mustache_parse(const char *file, const char *text, size_t len, 
 			goto fail;
 		}
 		size_t tag_end = (size_t)(close - text) + 2;
+		/* standalone: a section, comment or partial tag with only white space around it on its
+		 * line, which it consumes whole */
+		size_t ls = tag_start, le = tag_end;
+		int standalone = 0;
 		if (strchr("#^/!>", sigil) && sigil) {
-			/* standalone: only white space around the tag on its line */
-			size_t ls = tag_start, le = tag_end;
 			while (ls > 0 && text[ls - 1] != '\n')
 				ls--;
 			while (le < len && text[le] != '\n')
 				le++;
-			if (ls >= pos && is_blank(text + ls, tag_start - ls) && is_blank(text + tag_end, le - tag_end)) {
-				append_text(&tail, text + pos, ls - pos, line);
-				free(name);
-				name = NULL;
-				/* fall through to the tag with the whole line consumed */
-				const char *b = open + 3, *e = close;
-				while (b < e && (*b == ' ' || *b == '\t'))
-					b++;
-				while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
-					e--;
-				name = xstrndup(b, (size_t)(e - b));
-				line = tag_line + count_lines(text + tag_start, (le < len ? le + 1 : le) - tag_start);
-				pos = le < len ? le + 1 : le;
-				if (sigil == '>') {
-					if (!valid_name(name, 1)) {
-						dlk_errf(err, DLK_EXIT_CONFIG, "%s:%d: bad partial name '%s'", t->file, tag_line, name);
-						goto fail;
-					}
-					struct node *p = append(&tail, N_PARTIAL, tag_line);
-					p->name = name;
-					p->text = xstrndup(text + ls, tag_start - ls);
-					p->len = tag_start - ls;
-					name = NULL;
-					continue;
-				}
-				goto have_tag;
-			}
+			standalone = ls >= pos && is_blank(text + ls, tag_start - ls) && is_blank(text + tag_end, le - tag_end);
 		}
-		append_text(&tail, text + pos, tag_start - pos, line);
+		append_text(&tail, text + pos, (standalone ? ls : tag_start) - pos, line);
 		{
 			const char *b = open + 2 + (strchr("#^/!>&{=", sigil) && sigil ? 1 : 0), *e = close;
 			while (b < e && (*b == ' ' || *b == '\t'))
@@ -194,8 +170,13 @@ struct mustache *mustache_parse(const char *file, const char *text, size_t len, 
 			free(name);
 			name = xstrndup(b, (size_t)(e - b));
 		}
-		line = tag_line + count_lines(text + tag_start, tag_end - tag_start);
-		pos = tag_end;
+		if (standalone) {
+			line = tag_line + count_lines(text + tag_start, (le < len ? le + 1 : le) - tag_start);
+			pos = le < len ? le + 1 : le;
+		} else {
+			line = tag_line + count_lines(text + tag_start, tag_end - tag_start);
+			pos = tag_end;
+		}
 		if (sigil == '>') {
 			if (!valid_name(name, 1)) {
 				dlk_errf(err, DLK_EXIT_CONFIG, "%s:%d: bad partial name '%s'", t->file, tag_line, name);
@@ -203,10 +184,13 @@ struct mustache *mustache_parse(const char *file, const char *text, size_t len, 
 			}
 			struct node *p = append(&tail, N_PARTIAL, tag_line);
 			p->name = name;
+			if (standalone) { /* its indentation, for every line it brings in */
+				p->text = xstrndup(text + ls, tag_start - ls);
+				p->len = tag_start - ls;
+			}
 			name = NULL;
 			continue;
 		}
-	have_tag:
 		if (sigil == '!')
 			continue;
 		if (sigil == '{' || sigil == '&') {
@@ -325,25 +309,33 @@ static int unknown(struct renderer *r, const struct mustache *t, const struct no
 	return -1;
 }
 
+/* Copies the dotted name's segment at start into seg; *dot is the dot after it, or NULL. */
+static int segment(struct renderer *r, const struct mustache *t, const struct node *n, const char *start,
+                   char seg[256], const char **dot)
+{
+	size_t sl;
+
+	*dot = strchr(start, '.');
+	sl = *dot ? (size_t)(*dot - start) : strlen(start);
+	if (sl >= 256)
+		return fail(r, t, n, "name '%.60s...' is too long", n->name);
+	memcpy(seg, start, sl);
+	seg[sl] = '\0';
+	return 0;
+}
+
 static const cJSON *lookup(struct renderer *r, const struct mustache *t, const struct node *n)
 {
 	const char *name = n->name;
 	const cJSON *v = NULL;
 	char seg[256];
 	const char *dot;
-	size_t sl;
 
 	if (!strcmp(name, "."))
 		return r->stack[r->depth - 1];
 
-	dot = strchr(name, '.');
-	sl = dot ? (size_t)(dot - name) : strlen(name);
-	if (sl >= sizeof(seg)) {
-		fail(r, t, n, "name '%.60s...' is too long", name);
+	if (segment(r, t, n, name, seg, &dot))
 		return NULL;
-	}
-	memcpy(seg, name, sl);
-	seg[sl] = '\0';
 	for (int i = r->depth - 1; i >= 0 && !v; i--)
 		if (cJSON_IsObject(r->stack[i]))
 			v = cJSON_GetObjectItemCaseSensitive(r->stack[i], seg);
@@ -355,15 +347,8 @@ static const cJSON *lookup(struct renderer *r, const struct mustache *t, const s
 		return NULL;
 	}
 	while (dot) {
-		const char *start = dot + 1;
-		dot = strchr(start, '.');
-		sl = dot ? (size_t)(dot - start) : strlen(start);
-		if (sl >= sizeof(seg)) {
-			fail(r, t, n, "name '%.60s...' is too long", name);
+		if (segment(r, t, n, dot + 1, seg, &dot))
 			return NULL;
-		}
-		memcpy(seg, start, sl);
-		seg[sl] = '\0';
 		if (!cJSON_IsObject(v)) {
 			fail(r, t, n, "'%s' reaches into a value that is not an object", name);
 			return NULL;
@@ -471,6 +456,19 @@ static int push(struct renderer *r, const struct mustache *t, const struct node 
 	return 0;
 }
 
+/* Renders section n's body with v on top of the context stack. */
+static int render_with(struct renderer *r, const struct mustache *t, const struct node *n, const cJSON *v,
+                       struct dlk_buf *out)
+{
+	int rc;
+
+	if (push(r, t, n, v) < 0)
+		return -1;
+	rc = render_nodes(r, t, n->child, out);
+	r->depth--;
+	return rc < 0 ? -1 : 0;
+}
+
 static int render_nodes(struct renderer *r, const struct mustache *t, const struct node *n, struct dlk_buf *out)
 {
 	for (; n; n = n->next) {
@@ -507,33 +505,20 @@ static int render_nodes(struct renderer *r, const struct mustache *t, const stru
 			if (r->check_only) {
 				/* one pass through the body: with the first item, or with anything */
 				const cJSON *top = cJSON_IsArray(v) ? (v->child ? v->child : &any_value) : v;
-				if (push(r, t, n, top) < 0)
-					return -1;
-				int rc = render_nodes(r, t, n->child, out);
-				r->depth--;
-				if (rc < 0)
+				if (render_with(r, t, n, top, out) < 0)
 					return -1;
 				break;
 			}
 			if (!truthy(v))
 				break;
-			if (cJSON_IsArray(v)) {
-				for (const cJSON *item = v->child; item; item = item->next) {
-					if (push(r, t, n, item) < 0)
-						return -1;
-					int rc = render_nodes(r, t, n->child, out);
-					r->depth--;
-					if (rc < 0)
-						return -1;
-				}
-			} else {
-				if (push(r, t, n, v) < 0)
+			if (!cJSON_IsArray(v)) {
+				if (render_with(r, t, n, v, out) < 0)
 					return -1;
-				int rc = render_nodes(r, t, n->child, out);
-				r->depth--;
-				if (rc < 0)
-					return -1;
+				break;
 			}
+			for (const cJSON *item = v->child; item; item = item->next)
+				if (render_with(r, t, n, item, out) < 0)
+					return -1;
 			break;
 		}
 	}

@@ -1,4 +1,7 @@
 #include "lib/render/render.h"
+#include "lib/jobs/logarchive.h"
+#include "lib/runs/runs.h"
+#include "lib/data/fetch.h"
 #include "lib/render/embedded.h"
 #include "lib/render/mustache.h"
 #include "lib/util/buf.h"
@@ -273,6 +276,86 @@ static int need(const char *value, const char *field, struct dlk_err *err)
 	return dlk_errf(err, DLK_EXIT_CONFIG, "spec field '%s' is not set: cannot render the job", field);
 }
 
+/* The claims that the data sources name (pvc://CLAIM/PATH), and a dataset's store when it is
+ * pvc://CLAIM[/PATH], each once, in the order they come: [{claim, volume, mount}]: volume is
+ * the pod's name for it, mount where the worker reads it (DLK_PVC_ROOT/CLAIM). A malformed URL
+ * is left to the worker, which says what is wrong with it. */
+static cJSON *data_claims(const struct dlk_data *d)
+{
+	const char *urls[] = { d->train.images.url, d->train.labels.url, d->train.source.url,
+	                       d->test.images.url,  d->test.labels.url,  d->test.source.url,
+	                       d->dataset.id || d->dataset.tag ? d->store : NULL };
+	cJSON *arr = cJSON_CreateArray();
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
+		const char *u = urls[i], *claim, *slash;
+		const cJSON *e;
+		size_t len;
+		int seen = 0;
+		if (!u || strncmp(u, "pvc://", 6))
+			continue;
+		claim = u + 6;
+		slash = strchr(claim, '/');
+		if (!slash && i == 6) /* a store may be a whole claim */
+			slash = claim + strlen(claim);
+		if (!slash || slash == claim)
+			continue;
+		len = (size_t)(slash - claim);
+		cJSON_ArrayForEach(e, arr) {
+			const char *have = cJSON_GetObjectItemCaseSensitive(e, "claim")->valuestring;
+			if (strlen(have) == len && !strncmp(have, claim, len))
+				seen = 1;
+		}
+		if (seen)
+			continue;
+		cJSON *o = cJSON_CreateObject();
+		char *s = xstrndup(claim, len);
+		cJSON_AddStringToObject(o, "claim", s);
+		free(s);
+		s = xasprintf("data-%d", n++);
+		cJSON_AddStringToObject(o, "volume", s);
+		free(s);
+		s = xasprintf("%s/%.*s", DLK_PVC_ROOT, (int)len, claim);
+		cJSON_AddStringToObject(o, "mount", s);
+		free(s);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
+/* Where pods go and what they get: node_selector, tolerations, gpu, gpus, gpu_quantity,
+ * gpu_product, cpu, memory, has_node_selector, has_tolerations, priority_class. Training and
+ * serving pods share resources' selectors and tolerations; gpus, cpu and memory are each's own. */
+static void add_placement(cJSON *c, const struct dlk_resources *res, int gpus, const char *cpu, const char *memory)
+{
+	char *s;
+
+	cJSON_AddItemToObject(c, "node_selector", kv_list(res->node_selector, res->n_node_selector));
+	cJSON *tol = cJSON_AddArrayToObject(c, "tolerations");
+	for (int i = 0; i < res->n_tolerations; i++) {
+		const struct dlk_toleration *t = &res->tolerations[i];
+		cJSON *to = cJSON_CreateObject();
+		cJSON_AddItemToObject(to, "key", str_or_null(t->key));
+		/* Kubernetes' own default, written out so the template needs no special case */
+		cJSON_AddStringToObject(to, "operator", t->op ? t->op : "Equal");
+		cJSON_AddItemToObject(to, "value", str_or_null(t->value));
+		cJSON_AddItemToObject(to, "effect", str_or_null(t->effect));
+		cJSON_AddItemToArray(tol, to);
+	}
+	cJSON_AddBoolToObject(c, "gpu", gpus > 0);
+	cJSON_AddNumberToObject(c, "gpus", gpus);
+	s = xasprintf("%d", gpus);
+	cJSON_AddStringToObject(c, "gpu_quantity", s);
+	free(s);
+	cJSON_AddItemToObject(c, "gpu_product", str_or_null(gpus > 0 ? res->gpu_product : NULL));
+	cJSON_AddStringToObject(c, "cpu", cpu);
+	cJSON_AddStringToObject(c, "memory", memory);
+	cJSON_AddBoolToObject(c, "has_node_selector", (gpus > 0 && res->gpu_product) || res->n_node_selector > 0);
+	cJSON_AddBoolToObject(c, "has_tolerations", gpus > 0 || res->n_tolerations > 0);
+	cJSON_AddItemToObject(c, "priority_class", str_or_null(res->priority_class));
+}
+
 /* Keys (every one always present, null when the spec has no value, so that strict rendering
  * catches misspelled names in templates):
  *   name, namespace, image, version, spec_yaml
@@ -285,7 +368,17 @@ static int need(const char *value, const char *field, struct dlk_err *err)
  *   has_node_selector, has_tolerations                 bools: whether those blocks are needed
  *   priority_class, queue, schedule                    string or null
  *   storage.{claim, create, size, storage_class, mount, access_mode}
+ *   log_archive                                       string or null: with a checkpoint volume, the
+ *                                                     folder of it where workers archive their logs
  *   netrc_secret                                      string or null: data.netrc_secret
+ *   store_secret                                      string or null: data.store_secret (envFrom)
+ *   data_cache.{enabled, empty_dir, host_path, checkpoint, path, mount, max_bytes}
+ *                                                     the node cache of a dataset's objects:
+ *                                                     enabled (data.dataset is set), which volume
+ *                                                     (bools), the hostPath, where the worker
+ *                                                     mounts it, its bound in bytes (a string)
+ *   data_claims                                       the claims pvc:// data sources and a pvc://
+ *                                                     dataset store name: a list of {claim, volume, mount}
  *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy) */
 cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                             struct dlk_err *err)
@@ -321,6 +414,9 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	s = xasprintf("%s-spec", spec->name);
 	cJSON_AddStringToObject(c, "config_map", s);
 	free(s);
+	s = xasprintf("%s%s", spec->name, DLK_RUNS_CONFIGMAP_SUFFIX);
+	cJSON_AddStringToObject(c, "runs_config_map", s);
+	free(s);
 	cJSON_AddStringToObject(c, "service", spec->name);
 	cJSON_AddStringToObject(c, "service_account", spec->name);
 	cJSON_AddStringToObject(c, "role", spec->name);
@@ -345,34 +441,45 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	free(s);
 
 	cJSON_AddItemToObject(c, "labels", kv_list(spec->labels, spec->n_labels));
-	cJSON_AddItemToObject(c, "node_selector", kv_list(res->node_selector, res->n_node_selector));
-	cJSON *tol = cJSON_AddArrayToObject(c, "tolerations");
-	for (int i = 0; i < res->n_tolerations; i++) {
-		const struct dlk_toleration *t = &res->tolerations[i];
-		cJSON *to = cJSON_CreateObject();
-		cJSON_AddItemToObject(to, "key", str_or_null(t->key));
-		/* Kubernetes' own default, written out so the template needs no special case */
-		cJSON_AddStringToObject(to, "operator", t->op ? t->op : "Equal");
-		cJSON_AddItemToObject(to, "value", str_or_null(t->value));
-		cJSON_AddItemToObject(to, "effect", str_or_null(t->effect));
-		cJSON_AddItemToArray(tol, to);
-	}
-
-	cJSON_AddBoolToObject(c, "gpu", res->gpus > 0);
-	cJSON_AddNumberToObject(c, "gpus", res->gpus);
-	s = xasprintf("%d", res->gpus);
-	cJSON_AddStringToObject(c, "gpu_quantity", s);
-	free(s);
-	cJSON_AddItemToObject(c, "gpu_product", str_or_null(res->gpus > 0 ? res->gpu_product : NULL));
-	cJSON_AddStringToObject(c, "cpu", res->cpu);
-	cJSON_AddStringToObject(c, "memory", res->memory);
+	add_placement(c, res, res->gpus, res->cpu, res->memory);
 	cJSON_AddItemToObject(c, "shm_size", str_or_null(res->shm_size));
-	cJSON_AddBoolToObject(c, "has_node_selector", (res->gpus > 0 && res->gpu_product) || res->n_node_selector > 0);
-	cJSON_AddBoolToObject(c, "has_tolerations", res->gpus > 0 || res->n_tolerations > 0);
-	cJSON_AddItemToObject(c, "priority_class", str_or_null(res->priority_class));
 	cJSON_AddItemToObject(c, "queue", str_or_null(res->queue));
 	cJSON_AddItemToObject(c, "schedule", str_or_null(spec->schedule));
 	cJSON_AddItemToObject(c, "netrc_secret", str_or_null(spec->data.netrc_secret));
+	cJSON_AddItemToObject(c, "store_secret", str_or_null(spec->data.store_secret));
+	{
+		const struct dlk_node_cache *nc = &spec->data.node_cache;
+		int on = spec->data.dataset.id || spec->data.dataset.tag;
+		o = cJSON_AddObjectToObject(c, "data_cache");
+		cJSON_AddBoolToObject(o, "enabled", on);
+		cJSON_AddBoolToObject(o, "empty_dir", on && nc->volume == DLK_CACHE_EMPTYDIR);
+		cJSON_AddBoolToObject(o, "host_path", on && nc->volume == DLK_CACHE_HOSTPATH);
+		cJSON_AddBoolToObject(o, "checkpoint", on && nc->volume == DLK_CACHE_CHECKPOINT);
+		cJSON_AddItemToObject(o, "path", str_or_null(nc->host_path));
+		cJSON_AddStringToObject(o, "mount", RENDER_DATA_CACHE_MOUNT);
+		s = xasprintf("%lld", nc->max_bytes);
+		cJSON_AddStringToObject(o, "max_bytes", s);
+		free(s);
+		if (on && nc->volume == DLK_CACHE_CHECKPOINT && !st->claim && !st->size) {
+			cJSON_Delete(c);
+			return dlk_errf(err, DLK_EXIT_CONFIG, "data.node_cache.volume is checkpoint but there is no checkpoint "
+			                "volume (storage.claim or storage.size)"), NULL;
+		}
+		if (on && nc->volume == DLK_CACHE_HOSTPATH && !nc->host_path) {
+			cJSON_Delete(c);
+			return dlk_errf(err, DLK_EXIT_CONFIG, "data.node_cache.host_path is not set: cannot render the job"), NULL;
+		}
+	}
+	cJSON_AddItemToObject(c, "data_claims", data_claims(&spec->data));
+
+	/* the folder of the checkpoint volume where workers archive their logs */
+	if (st->claim || st->size) {
+		s = xasprintf("%s/%s/%s", st->mount, DLK_LOG_ARCHIVE_DIR, spec->name);
+		cJSON_AddStringToObject(c, "log_archive", s);
+		free(s);
+	} else {
+		cJSON_AddNullToObject(c, "log_archive");
+	}
 
 	o = cJSON_AddObjectToObject(c, "storage");
 	if (st->claim) {
@@ -401,7 +508,7 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 }
 
 static const char *const train_templates[] = {
-	"configmap.yaml", "serviceaccount.yaml", "role.yaml", "rolebinding.yaml", "pvc.yaml",
+	"configmap.yaml", "runs.yaml", "serviceaccount.yaml", "role.yaml", "rolebinding.yaml", "pvc.yaml",
 	"service.yaml", "job.yaml", "cronjob.yaml", NULL,
 };
 
@@ -442,6 +549,163 @@ cJSON *render_train_project(const struct dlk_project *spec, const char *project_
 		ro.templates_dir_optional = 1;
 	}
 	objects = render_train(spec, yaml, &ro, err);
+	free(tdir);
+	free(yaml);
+	return objects;
+}
+
+int render_serving_hpa(const struct dlk_project *spec, const struct render_serving *sv)
+{
+	return !sv->canary && spec->serving.max_replicas > spec->serving.replicas;
+}
+
+/* Keys of a serving track (always present, as for training):
+ *   name, namespace, image, version, spec_yaml, labels      as for training
+ *   spec_digest                                             sha256 of the resolved spec (project_digest)
+ *   deployment, service, config_map, track                  object names; "stable" or "canary"
+ *   replicas, port, port_arg (string), canary_percent (string)
+ *   termination_grace_seconds, drain_delay_seconds (0: no preStop hook)
+ *   progress_deadline_seconds, startup_failure_threshold
+ *   placement (see add_placement) from serving.gpus/cpu/memory and resources' selectors
+ *   model.{arg, claim, sha256_pin, sha256, source, accuracy, revision}  the worker's model argument
+ *                                                           (NAME=PATH or NAME=URL) and its origin
+ *   hpa.{create, min_replicas, max_replicas, target_cpu_percent}, pdb (bool)
+ *   route.{enabled, gateway_name, gateway_namespace, track_service, stable_service, canary_service,
+ *          with_canary, stable_weight, canary_weight}   the HTTPRoute and the tracks' Services */
+cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_yaml, const struct render_serving *sv,
+                              const struct render_opts *opts, struct dlk_err *err)
+{
+	const struct dlk_serving *sg = &spec->serving;
+	const struct render_serving_model *m = &sv->model;
+	const char *ns = opts && opts->namespace_ ? opts->namespace_ : spec->namespace_ ? spec->namespace_ : "default";
+	cJSON *c, *o;
+	char *s;
+
+	if (need(sv->name, "name", err) || need(spec->image, "image", err) || need(sg->cpu, "serving.cpu", err) ||
+	    need(sg->memory, "serving.memory", err) || need(spec_yaml, "(the resolved spec text)", err))
+		return NULL;
+	if (!(m->claim && m->path) == !m->url)
+		return dlk_errf(err, DLK_EXIT_USAGE, "a served model comes from a claim or from a URL, exactly one"), NULL;
+	if (strlen(sv->name) > 63 - strlen(RENDER_CANARY_SUFFIX))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is too long for a served model's name (at most %zu characters, "
+		                "so that '%s%s' is a valid object name)", sv->name, 63 - strlen(RENDER_CANARY_SUFFIX), sv->name,
+		                RENDER_CANARY_SUFFIX), NULL;
+	if (strlen(spec_yaml) > RENDER_MAX_SPEC_YAML)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "the resolved spec is %zu bytes; a ConfigMap takes at most %u here",
+		                strlen(spec_yaml), RENDER_MAX_SPEC_YAML), NULL;
+
+	c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "name", sv->name);
+	cJSON_AddStringToObject(c, "namespace", ns);
+	cJSON_AddStringToObject(c, "image", spec->image);
+	cJSON_AddStringToObject(c, "version", DLK_VERSION);
+	cJSON_AddStringToObject(c, "spec_yaml", spec_yaml);
+	char digest[65];
+	project_digest(spec, digest);
+	cJSON_AddStringToObject(c, "spec_digest", digest);
+	cJSON_AddItemToObject(c, "labels", kv_list(spec->labels, spec->n_labels));
+	s = xasprintf("%s%s", sv->name, sv->canary ? RENDER_CANARY_SUFFIX : RENDER_SERVING_SUFFIX);
+	cJSON_AddStringToObject(c, "deployment", s);
+	cJSON_AddStringToObject(c, "config_map", s);
+	free(s);
+	s = xasprintf("%s%s", sv->name, RENDER_SERVING_SUFFIX);
+	cJSON_AddStringToObject(c, "service", s);
+	free(s);
+	cJSON_AddStringToObject(c, "track", sv->canary ? "canary" : "stable");
+	cJSON_AddNumberToObject(c, "replicas", sv->replicas);
+	cJSON_AddNumberToObject(c, "port", sg->port);
+	s = xasprintf("%d", sg->port);
+	cJSON_AddStringToObject(c, "port_arg", s);
+	free(s);
+	s = xasprintf("%d", sv->canary_percent);
+	cJSON_AddStringToObject(c, "canary_percent", s);
+	free(s);
+	cJSON_AddNumberToObject(c, "termination_grace_seconds",
+	                        sg->drain_delay_s + sg->drain_timeout_s + RENDER_SERVING_DRAIN_MARGIN_S);
+	cJSON_AddNumberToObject(c, "drain_delay_seconds", sg->drain_delay_s);
+	cJSON_AddNumberToObject(c, "progress_deadline_seconds", 600);
+	/* fetching a model from a URL comes before listening: 10 minutes of startup */
+	cJSON_AddNumberToObject(c, "startup_failure_threshold", 300);
+	add_placement(c, &spec->resources, sg->gpus, sg->cpu, sg->memory);
+
+	o = cJSON_AddObjectToObject(c, "model");
+	s = m->url ? xasprintf("%s=%s", sv->name, m->url) : xasprintf("%s=/models/%s", sv->name, m->path);
+	cJSON_AddStringToObject(o, "arg", s);
+	free(s);
+	cJSON_AddItemToObject(o, "claim", str_or_null(m->url ? NULL : m->claim));
+	cJSON_AddItemToObject(o, "sha256_pin", str_or_null(m->url ? m->pin : NULL));
+	cJSON_AddStringToObject(o, "sha256", m->sha256 ? m->sha256 : "");
+	cJSON_AddStringToObject(o, "source", m->source ? m->source : "");
+	cJSON_AddStringToObject(o, "revision", m->revision ? m->revision : m->url && m->pin ? m->pin : "");
+	if (m->accuracy >= 0) {
+		s = xasprintf("%.4f", m->accuracy);
+		cJSON_AddStringToObject(o, "accuracy", s);
+		free(s);
+	} else {
+		cJSON_AddStringToObject(o, "accuracy", "");
+	}
+
+	o = cJSON_AddObjectToObject(c, "hpa");
+	cJSON_AddBoolToObject(o, "create", render_serving_hpa(spec, sv));
+	cJSON_AddNumberToObject(o, "min_replicas", sg->replicas);
+	cJSON_AddNumberToObject(o, "max_replicas", sg->max_replicas);
+	cJSON_AddNumberToObject(o, "target_cpu_percent", sg->target_cpu_percent);
+	cJSON_AddBoolToObject(c, "pdb", !sv->canary && (sv->replicas > 1 || sg->max_replicas > 1));
+
+	o = cJSON_AddObjectToObject(c, "route");
+	cJSON_AddBoolToObject(o, "enabled", sv->route && sg->gateway);
+	const char *gw = sg->gateway ? sg->gateway : "", *slash = strchr(gw, '/');
+	s = slash ? xstrndup(gw, (size_t)(slash - gw)) : NULL;
+	cJSON_AddItemToObject(o, "gateway_namespace", str_or_null(s));
+	free(s);
+	cJSON_AddStringToObject(o, "gateway_name", slash ? slash + 1 : gw);
+	s = xasprintf("%s%s-%s", sv->name, RENDER_SERVING_SUFFIX, sv->canary ? "canary" : "stable");
+	cJSON_AddStringToObject(o, "track_service", s);
+	free(s);
+	s = xasprintf("%s%s-stable", sv->name, RENDER_SERVING_SUFFIX);
+	cJSON_AddStringToObject(o, "stable_service", s);
+	free(s);
+	s = xasprintf("%s%s-canary", sv->name, RENDER_SERVING_SUFFIX);
+	cJSON_AddStringToObject(o, "canary_service", s);
+	free(s);
+	cJSON_AddBoolToObject(o, "with_canary", sv->canary);
+	cJSON_AddNumberToObject(o, "stable_weight", sv->canary ? 100 - sv->canary_percent : 100);
+	cJSON_AddNumberToObject(o, "canary_weight", sv->canary ? sv->canary_percent : 0);
+	return c;
+}
+
+static const char *const serving_templates[] = {
+	"serving-configmap.yaml", "serving-service.yaml", "serving-track-service.yaml", "serving-deployment.yaml",
+	"serving-hpa.yaml", "serving-pdb.yaml", "serving-httproute.yaml", NULL,
+};
+
+cJSON *render_serving_project(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
+                              const char *namespace_, const struct render_serving *sv, struct dlk_err *err)
+{
+	struct render_opts ro = RENDER_OPTS_INIT;
+	struct render_templates *set = NULL;
+	const char *slash = strrchr(project_file, '/');
+	char *tdir = NULL, *yaml = project_dump_yaml(spec);
+	cJSON *ctx = NULL, *objects = NULL;
+
+	ro.namespace_ = namespace_;
+	if (templates_dir) {
+		ro.templates_dir = templates_dir;
+	} else {
+		tdir = slash ? xasprintf("%.*s/templates", (int)(slash - project_file), project_file) : xstrdup("templates");
+		ro.templates_dir = tdir;
+		ro.templates_dir_optional = 1;
+	}
+	ctx = render_context_serving(spec, yaml, sv, &ro, err);
+	if (!ctx)
+		goto out;
+	set = render_templates_load(ro.templates_dir, ro.templates_dir_optional, err);
+	if (!set)
+		goto out;
+	objects = render_objects(set, serving_templates, ctx, err);
+out:
+	render_templates_free(set);
+	cJSON_Delete(ctx);
 	free(tdir);
 	free(yaml);
 	return objects;

@@ -23,6 +23,7 @@
 #define RENDER_MAX_OUTPUT (4u << 20)     /* bytes one template may render to */
 #define RENDER_MAX_SPEC_YAML (512u << 10) /* the spec text must fit a ConfigMap (1 MiB) easily */
 #define RENDER_TERMINATION_GRACE_S 60    /* time a worker gets after SIGTERM for a last checkpoint */
+#define RENDER_DATA_CACHE_MOUNT "/var/cache/dlk" /* where a worker's node cache is mounted */
 
 struct render_opts {
 	const char *namespace_;     /* NULL: spec->namespace_, then "default" */
@@ -66,6 +67,55 @@ cJSON *render_train(const struct dlk_project *spec, const char *spec_yaml, const
  * project_file when there is one, over the built-ins. namespace_ as in struct render_opts. */
 cJSON *render_train_project(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
                             const char *namespace_, struct dlk_err *err);
+
+/* ---- serving: `dlk serve NAME` ---- */
+
+/* The objects of a served model are named after it: "<name>-serving" (the Service, and the
+ * stable track's ConfigMap, Deployment, HorizontalPodAutoscaler and PodDisruptionBudget), and
+ * "<name>-serving-canary" for the canary track's. */
+#define RENDER_SERVING_SUFFIX "-serving"
+#define RENDER_CANARY_SUFFIX "-serving-canary"
+#define RENDER_SERVING_DRAIN_MARGIN_S 5 /* grace beyond the preStop sleep and the drain timeout */
+
+/* Where a served model's bundle comes from, and what dlk knows about it. */
+struct render_serving_model {
+	const char *claim;      /* the training job's claim holding the bundle, or NULL ... */
+	const char *path;       /* ... and the bundle's path on it (relative) */
+	const char *url;        /* else an https URL the pod fetches ... */
+	const char *pin;        /* ... and the sha256 of its bytes, which the pod verifies */
+	const char *source;     /* what status shows: "job NAME" or the URL */
+	const char *sha256;     /* the weights' digest (model.json's), "" when unknown */
+	const char *revision;   /* what changes with the bundle (the training Job's uid, the URL's pin):
+	                           on the pod template, so a new bundle at the same path rolls the pods */
+	double accuracy;        /* recorded test accuracy, < 0 when unknown */
+};
+
+struct render_serving {
+	const char *name;       /* the served model's name (in URLs and object names) */
+	int canary;             /* 1: the canary track, beside the stable one */
+	int replicas;           /* this track's replicas (with an autoscaler: what the Deployment has now,
+	                           when it exists, so that applying does not fight the autoscaler) */
+	int canary_percent;     /* the split this deployment is part of (0: none) */
+	int route;              /* the cluster serves HTTPRoutes: with serving.gateway, a Service per track
+	                           and an HTTPRoute that weighs them */
+	struct render_serving_model model;
+};
+
+/* Whether the track gets a HorizontalPodAutoscaler: the stable one, with serving.max_replicas
+ * above serving.replicas (the autoscaler's minimum). */
+int render_serving_hpa(const struct dlk_project *spec, const struct render_serving *sv);
+
+/* The template context of one serving track (documented key by key in render.c). */
+cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_yaml, const struct render_serving *sv,
+                              const struct render_opts *opts, struct dlk_err *err);
+
+/* The objects of one serving track in dependency order: ConfigMap, Service, the track's own
+ * Service (with a route), Deployment, then HorizontalPodAutoscaler (serving.max_replicas above
+ * replicas) and PodDisruptionBudget (more than one replica), those two for the stable track
+ * only, and the HTTPRoute (with a route). Templates as for
+ * render_train_project(). A new cJSON array (caller owns it), or NULL with err. */
+cJSON *render_serving_project(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
+                              const char *namespace_, const struct render_serving *sv, struct dlk_err *err);
 
 /* The names of the built-in templates, NULL-terminated (static storage). */
 const char *const *render_builtin_names(void);

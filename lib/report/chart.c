@@ -34,6 +34,15 @@ void html_escape(struct dlk_buf *b, const char *s)
 	}
 }
 
+
+/* How many ticks from first by step reach hi; in doubles first, since values from a document
+ * may be huge or infinite and converting such a count to an int is undefined. */
+static int tick_count(double hi, double first, double step)
+{
+	double n = ceil((hi - first) / step - 1e-9) + 1;
+
+	return n >= 2 && n <= 1000 ? (int)n : n > 1000 ? 1000 : 2;
+}
 static double clampv(double v)
 {
 	return v > BIG ? BIG : v < -BIG ? -BIG : v;
@@ -54,12 +63,12 @@ void chart_ticks(double lo, double hi, int target, double *first, double *step, 
 	f = raw / mag;
 	*step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * mag;
 	*first = floor(lo / *step) * *step;
-	*n = (int)ceil((hi - *first) / *step - 1e-9) + 1;
+	*n = tick_count(hi, *first, *step);
 	if (*n < 2)
 		*n = 2;
 	if (*n > 12) {
 		*step *= ceil(*n / 12.0);
-		*n = (int)ceil((hi - *first) / *step - 1e-9) + 1;
+		*n = tick_count(hi, *first, *step);
 	}
 }
 

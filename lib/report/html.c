@@ -223,10 +223,13 @@ static void fig_format(char *out, size_t n, enum fig_kind k, const struct figure
 	case FIG_INT: snprintf(out, n, "%.0f", f->v); break;
 	case FIG_RATE: snprintf(out, n, "%.0f", f->v); break;
 	case FIG_TIME:
-		if (f->v >= 3600)
-			snprintf(out, n, "%dh %02dm", (int)(f->v / 3600), (int)fmod(f->v / 60, 60));
+		/* in doubles: a document may say 1e151 seconds, which no int holds */
+		if (!isfinite(f->v))
+			snprintf(out, n, "-");
+		else if (f->v >= 3600)
+			snprintf(out, n, "%.0fh %02.0fm", floor(f->v / 3600), floor(fmod(f->v / 60, 60)));
 		else if (f->v >= 60)
-			snprintf(out, n, "%dm %02ds", (int)(f->v / 60), (int)fmod(f->v, 60));
+			snprintf(out, n, "%.0fm %02.0fs", floor(f->v / 60), floor(fmod(f->v, 60)));
 		else
 			snprintf(out, n, "%.1f s", f->v);
 		break;

@@ -51,6 +51,9 @@ void report_run_set_verdict(cJSON *run, const char *decision, const char *reason
  * step losses, then every other epoch of the history (the last one always stays), until it
  * fits; NULL when even the bare document does not. The caller frees the string. */
 char *report_run_compact(const cJSON *run, size_t max_bytes);
+/* Halves the resolution of history.step_loss (pairs averaged, "every" doubled); 0 when there is
+ * nothing left to halve. */
+int report_run_halve_step_loss(cJSON *history);
 
 /* A run document, checked and converted for drawing. Strings and doc are borrowed from the
  * document, which must outlive it. */

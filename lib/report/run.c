@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/util/jsonfield.h"
 #include "lib/util/mem.h"
 
 #define MAX_COUNT 9007199254740992.0 /* 2^53 */
@@ -109,7 +110,7 @@ static char *print_if_fits(const cJSON *j, size_t max)
 }
 
 /* halves the step-loss resolution: pairs of buckets become one, the odd one out waits */
-static int halve_step_loss(cJSON *history)
+int report_run_halve_step_loss(cJSON *history)
 {
 	cJSON *sl = cJSON_GetObjectItemCaseSensitive(history, "step_loss");
 	cJSON *vals = cJSON_GetObjectItemCaseSensitive(sl, "values"), *every = cJSON_GetObjectItemCaseSensitive(sl, "every");
@@ -149,8 +150,13 @@ char *report_run_compact(const cJSON *run, size_t max_bytes)
 		return s;
 	c = cJSON_Duplicate(run, 1);
 	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "metrics"), "confusion_matrix");
+	/* without the matrix, per-class numbers need the class list to be read back */
+	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(c, "classes"))) {
+		cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "metrics"), "precision");
+		cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "metrics"), "recall");
+	}
 	h = cJSON_GetObjectItemCaseSensitive(c, "history");
-	while (!(s = print_if_fits(c, max_bytes)) && halve_step_loss(h))
+	while (!(s = print_if_fits(c, max_bytes)) && report_run_halve_step_loss(h))
 		;
 	while (!s && thin_epochs(h))
 		s = print_if_fits(c, max_bytes);
@@ -164,26 +170,6 @@ char *report_run_compact(const cJSON *run, size_t max_bytes)
 
 /* ---- checking ---- */
 
-static int num(const cJSON *o, const char *key, double lo, double hi, int whole, double *out, const char *who,
-               const char *where, struct dlk_err *err)
-{
-	const cJSON *v = get(o, key);
-
-	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
-	    (whole && v->valuedouble != floor(v->valuedouble))) {
-		char range[64];
-		if (isinf(lo) && isinf(hi))
-			snprintf(range, sizeof(range), "a finite number");
-		else if (isinf(hi))
-			snprintf(range, sizeof(range), "a %s >= %g", whole ? "whole number" : "number", lo);
-		else
-			snprintf(range, sizeof(range), "a %s in [%g, %g]", whole ? "whole number" : "number", lo, hi);
-		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: %s%s%s is %s (expected %s)", who, where, where[0] ? "." : "",
-		                key, v ? "out of range" : "missing", range);
-	}
-	*out = v->valuedouble;
-	return 0;
-}
 
 /* an array of k numbers in [lo, hi] into a new array */
 static int num_array(const cJSON *a, int k, double lo, double hi, double **out, const char *who, const char *what,
@@ -214,7 +200,7 @@ static int load_classes(const cJSON *doc, const char *who, struct report_run *r,
 	/* how many classes: the architecture says it, else the names, else the metrics */
 	if (nc) {
 		double v;
-		if (num(get(doc, "architecture"), "n_classes", 1, REPORT_MAX_CLASSES, 1, &v, who, "architecture", err))
+		if (dlk_json_number(get(doc, "architecture"), "n_classes", 1, REPORT_MAX_CLASSES, 1, &v, who, "architecture", err))
 			return -1;
 		k = (int)v;
 	} else if (cJSON_IsArray(names)) {
@@ -257,14 +243,14 @@ static int load_metrics(const cJSON *m, const char *who, struct report_run *r, s
 	if (!cJSON_IsObject(m))
 		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: metrics is not an object", who);
 	r->have_metrics = 1;
-	if (get(m, "train_loss") && num(m, "train_loss", -HUGE_VAL, HUGE_VAL, 0, &r->train_loss, who, "metrics", err))
+	if (get(m, "train_loss") && dlk_json_number(m, "train_loss", -HUGE_VAL, HUGE_VAL, 0, &r->train_loss, who, "metrics", err))
 		return -1;
 	if (!get(m, "test_accuracy"))
 		return 0;
 	r->have_test = 1;
-	if (num(m, "test_accuracy", 0, 1, 0, &r->test_accuracy, who, "metrics", err) ||
-	    num(m, "test_loss", -HUGE_VAL, HUGE_VAL, 0, &r->test_loss, who, "metrics", err) ||
-	    num(m, "test_samples", 0, MAX_COUNT, 1, &v, who, "metrics", err))
+	if (dlk_json_number(m, "test_accuracy", 0, 1, 0, &r->test_accuracy, who, "metrics", err) ||
+	    dlk_json_number(m, "test_loss", -HUGE_VAL, HUGE_VAL, 0, &r->test_loss, who, "metrics", err) ||
+	    dlk_json_number(m, "test_samples", 0, MAX_COUNT, 1, &v, who, "metrics", err))
 		return -1;
 	r->test_samples = (long long)v;
 	if (!k && (get(m, "precision") || get(m, "recall") || get(m, "confusion_matrix")))
@@ -321,7 +307,7 @@ int report_run_load(const cJSON *doc, const char *who, struct report_run *r, str
 	if (!cJSON_IsObject(doc) || !cJSON_IsString(f) || strcmp(f->valuestring, REPORT_RUN_FORMAT))
 		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: not a dlk run document (\"format\" is not \"%s\")", who,
 		                REPORT_RUN_FORMAT);
-	if (num(doc, "version", 1, 1e6, 1, &v, who, "", err))
+	if (dlk_json_number(doc, "version", 1, 1e6, 1, &v, who, "", err))
 		return -1;
 	if (v > REPORT_RUN_VERSION) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "%s: a run document of version %g; this dlk reads version %d", who, v,
@@ -344,7 +330,7 @@ int report_run_load(const cJSON *doc, const char *who, struct report_run *r, str
 		snprintf(r->label, sizeof(r->label), "%.500s", r->name);
 	const cJSON *par = get(get(doc, "architecture"), "parameters");
 	if (par) {
-		if (num(get(doc, "architecture"), "parameters", 0, MAX_COUNT, 1, &v, who, "architecture", err))
+		if (dlk_json_number(get(doc, "architecture"), "parameters", 0, MAX_COUNT, 1, &v, who, "architecture", err))
 			return -1;
 		r->parameters = (long long)v;
 	}

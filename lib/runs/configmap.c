@@ -59,8 +59,10 @@ static int cm_load(struct dlk_run_store *s, cJSON **records, long *dropped, stru
 		if (!strcmp(kv->string, DROPPED_KEY)) {
 			long d = strtol(kv->valuestring, NULL, 10);
 			*dropped = d > 0 ? d : 0;
-		} else if (record_key(kv->string) && (rec = cJSON_Parse(kv->valuestring))) {
-			cJSON_AddItemToArray(arr, rec);
+		} else if (record_key(kv->string)) {
+			/* not JSON: a null, which the check counts as a bad record */
+			rec = cJSON_Parse(kv->valuestring);
+			cJSON_AddItemToArray(arr, rec ? rec : cJSON_CreateNull());
 		}
 	}
 	cJSON_Delete(cm);

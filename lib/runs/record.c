@@ -307,11 +307,36 @@ static int check_data(const cJSON *arr, const char *who, const char *field, stru
 	return 0;
 }
 
+/* The first member name an object of the tree has twice (NULL: none). JSON allows them, but a
+ * reader sees the first and an edit (a compaction) may remove it and uncover the other,
+ * which was never checked. */
+static const char *duplicate_member(const cJSON *o)
+{
+	const cJSON *a, *b;
+	const char *d;
+
+	if (!cJSON_IsObject(o) && !cJSON_IsArray(o))
+		return NULL;
+	for (a = o->child; a; a = a->next) {
+		if (cJSON_IsObject(o))
+			for (b = a->next; b; b = b->next)
+				if (a->string && b->string && !strcmp(a->string, b->string))
+					return a->string;
+		if ((d = duplicate_member(a)))
+			return d;
+	}
+	return NULL;
+}
+
 int dlk_run_record_check(const cJSON *rec, const char *who, struct dlk_err *err)
 {
 	const cJSON *r = dlk_run_info(rec), *v, *it;
 	struct report_run rr = REPORT_RUN_INIT;
+	const char *dup;
 	int rc;
+
+	if ((dup = duplicate_member(rec)))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: the member \"%.100s\" appears twice in one object", who, dup);
 
 	if (!cJSON_IsObject(rec) || !cJSON_IsString(get(rec, "format")) ||
 	    strcmp(get(rec, "format")->valuestring, REPORT_RUN_FORMAT))
@@ -416,10 +441,11 @@ char *dlk_run_record_compact(const cJSON *rec, size_t max_bytes)
 
 	if (s)
 		return s;
-	/* the step losses are the bulk of a record and the least of what an audit needs */
+	/* the step losses are the bulk of a record and the least of what an audit needs: their
+	 * resolution goes first (the record stays one the checker reads back) */
 	c = cJSON_Duplicate(rec, 1);
-	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "history"), "step_loss");
-	s = print_if_fits(c, max_bytes);
+	while (!(s = print_if_fits(c, max_bytes)) && report_run_halve_step_loss(cJSON_GetObjectItemCaseSensitive(c, "history")))
+		;
 	if (!s)
 		s = report_run_compact(c, max_bytes);
 	cJSON_Delete(c);

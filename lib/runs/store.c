@@ -229,9 +229,12 @@ static int dir_load(struct dlk_run_store *s, cJSON **records, long *dropped, str
 		if (l < 6 || de->d_name[0] == '.' || strcmp(de->d_name + l - 5, ".json"))
 			continue;
 		path = xasprintf("%s/%s", s->dir, de->d_name);
-		if (dlk_buf_read_file(&b, path, DLK_RUNS_FILE_BYTES, msg, sizeof(msg)) == 0 &&
-		    (rec = cJSON_ParseWithLength(b.data ? b.data : "", b.len)))
-			cJSON_AddItemToArray(arr, rec);
+		/* a file that cannot be read or is not JSON stays in the list as a null, which the
+		 * check refuses: counted as a bad record, not silently gone */
+		rec = dlk_buf_read_file(&b, path, DLK_RUNS_FILE_BYTES, msg, sizeof(msg)) == 0
+		              ? cJSON_ParseWithLength(b.data ? b.data : "", b.len)
+		              : NULL;
+		cJSON_AddItemToArray(arr, rec ? rec : cJSON_CreateNull());
 		dlk_buf_release(&b);
 		free(path);
 	}

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/project/layers.h"
 #include "lib/train/bundle.h"
 #include "lib/jobs/podenv.h"
 #include "lib/util/buf.h"
@@ -104,7 +105,7 @@ static void safetensors_build(const struct dlk_net *net, const float *host, stru
 static cJSON *layer_json(const struct dlk_layer_spec *ls)
 {
 	cJSON *l = cJSON_CreateObject();
-	cJSON_AddStringToObject(l, "kind", dlk_layer_kind_str(ls->kind));
+	cJSON_AddStringToObject(l, "kind", dlk_layer_name(ls->kind));
 	switch (ls->kind) {
 	case DLK_LAYER_DENSE:
 		cJSON_AddNumberToObject(l, "units", ls->units);
@@ -160,6 +161,15 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 			cJSON_AddItemToArray(c, cJSON_CreateString(in->classes[i] ? in->classes[i] : ""));
 	}
 
+	if (in->data) {
+		/* what a server needs to turn raw values (pixels 0..255, CSV columns) into the inputs
+		 * the network was trained on */
+		cJSON *sc = cJSON_AddObjectToObject(j, "input_scaling");
+		cJSON_AddNumberToObject(sc, "scale", (double)in->data->scale);
+		cJSON_AddNumberToObject(sc, "mean", (double)in->data->mean);
+		cJSON_AddNumberToObject(sc, "std", (double)in->data->std);
+	}
+
 	cJSON *m = cJSON_AddObjectToObject(j, "metrics");
 	cJSON_AddNumberToObject(m, "train_loss", in->train_loss);
 	if (in->eval && in->eval->n) {
@@ -201,8 +211,19 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 			cJSON_AddStringToObject(d, "sha256", sets[s]->sources[i].sha256);
 			cJSON_AddItemToArray(data, d);
 		}
+	if (in->dataset_id) {
+		/* the dataset the sources are files of: what `dlk lineage` and `dlk data get` need */
+		cJSON *ds = cJSON_AddObjectToObject(p, "dataset");
+		cJSON_AddStringToObject(ds, "id", in->dataset_id);
+		if (in->dataset_tag)
+			cJSON_AddStringToObject(ds, "tag", in->dataset_tag);
+		if (in->data_store)
+			cJSON_AddStringToObject(ds, "store", in->data_store);
+	}
 	if (in->project_digest)
 		cJSON_AddStringToObject(p, "spec_sha256", in->project_digest);
+	if (in->run_id && *in->run_id)
+		cJSON_AddStringToObject(p, "run_id", in->run_id);
 	cJSON_AddStringToObject(p, "dlk_version", DLK_VERSION);
 	cJSON_AddStringToObject(p, "build", net->be && net->be->name ? net->be->name : "cpu");
 	char seed[32];
@@ -339,19 +360,6 @@ out:
 
 /* ---- reading ---- */
 
-static int kind_from_str(const char *s, enum dlk_layer_kind *k)
-{
-	static const enum dlk_layer_kind all[] = { DLK_LAYER_DENSE, DLK_LAYER_CONV2D, DLK_LAYER_MAXPOOL,
-	                                           DLK_LAYER_FLATTEN, DLK_LAYER_RELU, DLK_LAYER_TANH,
-	                                           DLK_LAYER_SIGMOID, DLK_LAYER_DROPOUT };
-	for (size_t i = 0; s && i < sizeof(all) / sizeof(all[0]); i++)
-		if (!strcmp(s, dlk_layer_kind_str(all[i]))) {
-			*k = all[i];
-			return 0;
-		}
-	return -1;
-}
-
 /* an integer field in [lo, hi]; absent gives def */
 static int int_field(const cJSON *o, const char *key, int def, int lo, int hi, int *out)
 {
@@ -404,8 +412,10 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		const cJSON *l = cJSON_GetArrayItem(layers, i);
 		struct dlk_layer_spec *ls = &b->model.layers[i];
 		const cJSON *k = cJSON_GetObjectItemCaseSensitive(l, "kind");
-		if (!cJSON_IsString(k) || kind_from_str(k->valuestring, &ls->kind))
+		int kind = cJSON_IsString(k) ? dlk_layer_kind_of(k->valuestring) : -1;
+		if (kind < 0)
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has an unknown kind", path, i);
+		ls->kind = (enum dlk_layer_kind)kind;
 		const cJSON *rate = cJSON_GetObjectItemCaseSensitive(l, "rate");
 		ls->rate = cJSON_IsNumber(rate) ? (float)rate->valuedouble : 0.5f;
 		if (int_field(l, "units", 0, 0, 1 << 24, &ls->units) || int_field(l, "filters", 0, 0, 65536, &ls->filters) ||
@@ -427,6 +437,22 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 			const cJSON *c = cJSON_GetArrayItem(classes, i);
 			b->classes[i] = xstrdup(cJSON_IsString(c) ? c->valuestring : "");
 		}
+	}
+	const cJSON *sc = cJSON_GetObjectItemCaseSensitive(j, "input_scaling");
+	if (sc) {
+		const cJSON *v_scale = cJSON_GetObjectItemCaseSensitive(sc, "scale");
+		const cJSON *v_mean = cJSON_GetObjectItemCaseSensitive(sc, "mean");
+		const cJSON *v_std = cJSON_GetObjectItemCaseSensitive(sc, "std");
+		if (!cJSON_IsNumber(v_scale) || !cJSON_IsNumber(v_mean) || !cJSON_IsNumber(v_std) ||
+		    !isfinite(v_scale->valuedouble) || !isfinite(v_mean->valuedouble) || !isfinite(v_std->valuedouble) ||
+		    fabs(v_scale->valuedouble) > 1e30 || fabs(v_mean->valuedouble) > 1e30 ||
+		    fabs(v_std->valuedouble) > 1e30 || (float)v_std->valuedouble == 0.0f)
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': model.json: input_scaling needs finite numbers scale, mean and std (std not 0)", path);
+		b->has_scaling = 1;
+		b->scale = (float)v_scale->valuedouble;
+		b->mean = (float)v_mean->valuedouble;
+		b->std = (float)v_std->valuedouble;
 	}
 	const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "weights");
 	const cJSON *sha = cJSON_GetObjectItemCaseSensitive(w, "sha256");

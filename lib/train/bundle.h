@@ -36,11 +36,17 @@ struct dlk_bundle_info {
 	double train_loss;
 	const struct dlk_dataset *train, *test; /* optional: their sources' URLs and sha256 */
 	const char *project_digest;            /* optional sha256 hex of the resolved spec */
+	const char *dataset_id;                /* optional: data.dataset's "sha256:<id>" ... */
+	const char *dataset_tag;               /* ... the tag it was resolved from, and ... */
+	const char *data_store;                /* ... the store it came from */
+	const char *run_id;                    /* optional: the run that made it (a Job's uid in a pod) */
 	unsigned long long seed;
 	const char *started_at, *finished_at; /* RFC 3339 UTC, optional */
 	const struct dlk_history *history;    /* optional */
 	const char *git_commit;               /* optional: the project's commit, and whether tracked */
 	int git_dirty;                        /* files differed from it */
+	const struct dlk_data *data;        /* optional: its scale, mean and std are recorded as the
+	                                       input scaling a server applies to raw values */
 };
 
 /* model.json without its "weights" entry: everything the bundle says about the model and the
@@ -61,8 +67,14 @@ struct dlk_bundle {
 	size_t n_weights;
 	char weights_sha256[65];
 	char build[16];           /* "cpu" or "cuda" */
+	/* model.json's input_scaling: a raw value v enters the network as (v * scale - mean) / std,
+	 * in float32, as training computed it. has_scaling = 0 when the bundle records none (then
+	 * scale 1, mean 0, std 1) */
+	int has_scaling;
+	float scale, mean, std;
 };
-#define DLK_BUNDLE_INIT { NULL, { { 0, 0, 0 }, 0, NULL, 0, DLK_LOSS_SOFTMAX_CE, NULL }, 0, NULL, NULL, 0, "", "" }
+#define DLK_BUNDLE_INIT { NULL, { { 0, 0, 0 }, 0, NULL, 0, DLK_LOSS_SOFTMAX_CE, NULL }, 0, NULL, NULL, 0, "", "", \
+	                  0, 1.0f, 0.0f, 1.0f }
 
 /* Reads and verifies a bundle: the tar structure, model.json, the weights' sha256 against
  * model.json, the safetensors header (dtype, shapes against the architecture, offsets inside

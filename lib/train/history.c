@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/util/jsonfield.h"
 #include "lib/util/mem.h"
 
 #define MAX_STEPS 9007199254740992.0 /* 2^53: any step count a double holds exactly */
@@ -149,27 +150,6 @@ cJSON *dlk_history_json(const struct dlk_history *h, int for_checkpoint)
 
 /* ---- reading back ---- */
 
-/* A finite number in [lo, hi] (a whole one when whole); a missing one is an error. */
-static int num_field(const cJSON *o, const char *key, double lo, double hi, int whole, double *out, const char *who,
-                     const char *where, struct dlk_err *err)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || !(v->valuedouble >= lo && v->valuedouble <= hi) ||
-	    (whole && v->valuedouble != floor(v->valuedouble))) {
-		char range[64];
-		if (isinf(lo) && isinf(hi))
-			snprintf(range, sizeof(range), "a finite number");
-		else if (isinf(hi))
-			snprintf(range, sizeof(range), "a %s >= %g", whole ? "whole number" : "number", lo);
-		else
-			snprintf(range, sizeof(range), "a %s in [%g, %g]", whole ? "whole number" : "number", lo, hi);
-		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: %s.%s is %s (expected %s)", who, where, key,
-		                v ? "out of range" : "missing", range);
-	}
-	*out = v->valuedouble;
-	return 0;
-}
 
 static int time_field(const cJSON *o, char out[32], const char *who, const char *where, struct dlk_err *err)
 {
@@ -194,19 +174,19 @@ static int read_epoch(const cJSON *o, struct dlk_history_epoch *e, const char *w
 	memset(e, 0, sizeof(*e));
 	if (!cJSON_IsObject(o))
 		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: %s is not an object", who, where);
-	if (num_field(o, "epoch", 1, 1e9, 1, &epoch, who, where, err) ||
-	    num_field(o, "step", 0, MAX_STEPS, 1, &step, who, where, err) ||
-	    num_field(o, "train_loss", -HUGE_VAL, HUGE_VAL, 0, &e->train_loss, who, where, err) ||
-	    num_field(o, "samples_per_sec", 0, HUGE_VAL, 0, &e->samples_per_sec, who, where, err) ||
-	    num_field(o, "elapsed_sec", 0, HUGE_VAL, 0, &e->elapsed_sec, who, where, err) ||
-	    num_field(o, "lr", -HUGE_VAL, HUGE_VAL, 0, &e->lr, who, where, err) ||
-	    num_field(o, "world", 1, 1 << 20, 1, &world, who, where, err) || time_field(o, e->time, who, where, err))
+	if (dlk_json_number(o, "epoch", 1, 1e9, 1, &epoch, who, where, err) ||
+	    dlk_json_number(o, "step", 0, MAX_STEPS, 1, &step, who, where, err) ||
+	    dlk_json_number(o, "train_loss", -HUGE_VAL, HUGE_VAL, 0, &e->train_loss, who, where, err) ||
+	    dlk_json_number(o, "samples_per_sec", 0, HUGE_VAL, 0, &e->samples_per_sec, who, where, err) ||
+	    dlk_json_number(o, "elapsed_sec", 0, HUGE_VAL, 0, &e->elapsed_sec, who, where, err) ||
+	    dlk_json_number(o, "lr", -HUGE_VAL, HUGE_VAL, 0, &e->lr, who, where, err) ||
+	    dlk_json_number(o, "world", 1, 1 << 20, 1, &world, who, where, err) || time_field(o, e->time, who, where, err))
 		return -1;
 	if (!!tl != !!ta)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: %s has one of test_loss and test_accuracy without the other", who,
 		                where);
-	if (tl && (num_field(o, "test_loss", -HUGE_VAL, HUGE_VAL, 0, &e->test_loss, who, where, err) ||
-	           num_field(o, "test_accuracy", 0, 1, 0, &e->test_accuracy, who, where, err)))
+	if (tl && (dlk_json_number(o, "test_loss", -HUGE_VAL, HUGE_VAL, 0, &e->test_loss, who, where, err) ||
+	           dlk_json_number(o, "test_accuracy", 0, 1, 0, &e->test_accuracy, who, where, err)))
 		return -1;
 	e->have_test = tl != NULL;
 	e->epoch = (int)epoch;
@@ -227,10 +207,10 @@ static int read_event(const cJSON *o, struct dlk_history_event *e, const char *w
 	if (!cJSON_IsString(k) || (strcmp(k->valuestring, "start") && strcmp(k->valuestring, "resume")))
 		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: %s.event is not \"start\" or \"resume\"", who, where);
 	e->kind = strcmp(k->valuestring, "resume") ? DLK_HISTORY_START : DLK_HISTORY_RESUME;
-	if (num_field(o, "epoch", 0, 1e9, 1, &epoch, who, where, err) ||
-	    num_field(o, "step", 0, MAX_STEPS, 1, &step, who, where, err) ||
-	    num_field(o, "elapsed_sec", 0, HUGE_VAL, 0, &e->elapsed_sec, who, where, err) ||
-	    num_field(o, "world", 1, 1 << 20, 1, &world, who, where, err) || time_field(o, e->time, who, where, err))
+	if (dlk_json_number(o, "epoch", 0, 1e9, 1, &epoch, who, where, err) ||
+	    dlk_json_number(o, "step", 0, MAX_STEPS, 1, &step, who, where, err) ||
+	    dlk_json_number(o, "elapsed_sec", 0, HUGE_VAL, 0, &e->elapsed_sec, who, where, err) ||
+	    dlk_json_number(o, "world", 1, 1 << 20, 1, &world, who, where, err) || time_field(o, e->time, who, where, err))
 		return -1;
 	e->epoch = (int)epoch;
 	e->step = (long)step;
@@ -275,8 +255,8 @@ int dlk_history_from_json(const cJSON *j, const char *who, struct dlk_history *o
 			goto fail;
 		dlk_history_add_event(&h, &e);
 	}
-	if (num_field(sl, "every", 1, MAX_STEPS, 1, &every, who, "history.step_loss", err) ||
-	    num_field(sl, "steps", 0, MAX_STEPS, 1, &steps, who, "history.step_loss", err))
+	if (dlk_json_number(sl, "every", 1, MAX_STEPS, 1, &every, who, "history.step_loss", err) ||
+	    dlk_json_number(sl, "steps", 0, MAX_STEPS, 1, &steps, who, "history.step_loss", err))
 		goto fail;
 	h.every = (long)every;
 	h.steps = (long)steps;
@@ -296,8 +276,8 @@ int dlk_history_from_json(const cJSON *j, const char *who, struct dlk_history *o
 	}
 	h.pending_n = h.steps - (long)h.n_step_loss * h.every;
 	if (cJSON_GetObjectItemCaseSensitive(sl, "pending_steps")) {
-		if (num_field(sl, "pending_steps", 0, MAX_STEPS, 1, &v, who, "history.step_loss", err) ||
-		    num_field(sl, "pending_sum", -HUGE_VAL, HUGE_VAL, 0, &h.pending_sum, who, "history.step_loss", err))
+		if (dlk_json_number(sl, "pending_steps", 0, MAX_STEPS, 1, &v, who, "history.step_loss", err) ||
+		    dlk_json_number(sl, "pending_sum", -HUGE_VAL, HUGE_VAL, 0, &h.pending_sum, who, "history.step_loss", err))
 			goto fail;
 		if ((long)v != h.pending_n) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "%s: history.step_loss.pending_steps is %ld, not the %ld steps left over",
@@ -306,12 +286,12 @@ int dlk_history_from_json(const cJSON *j, const char *who, struct dlk_history *o
 		}
 	}
 	if (cJSON_GetObjectItemCaseSensitive(j, "elapsed_sec") &&
-	    num_field(j, "elapsed_sec", 0, HUGE_VAL, 0, &h.elapsed_sec, who, "history", err))
+	    dlk_json_number(j, "elapsed_sec", 0, HUGE_VAL, 0, &h.elapsed_sec, who, "history", err))
 		goto fail;
 	const cJSON *el = cJSON_GetObjectItemCaseSensitive(j, "epoch_loss");
 	if (el) {
-		if (num_field(el, "sum", -HUGE_VAL, HUGE_VAL, 0, &h.epoch_sum, who, "history.epoch_loss", err) ||
-		    num_field(el, "steps", 0, steps, 1, &v, who, "history.epoch_loss", err))
+		if (dlk_json_number(el, "sum", -HUGE_VAL, HUGE_VAL, 0, &h.epoch_sum, who, "history.epoch_loss", err) ||
+		    dlk_json_number(el, "steps", 0, steps, 1, &v, who, "history.epoch_loss", err))
 			goto fail;
 		h.epoch_n = (long)v;
 	}

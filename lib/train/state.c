@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/project/layers.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
@@ -27,7 +28,7 @@ void dlk_net_arch_digest(const struct dlk_net *net, char hex[65])
 	for (int i = 0; i < net->n_layers; i++) {
 		const struct dlk_layer *l = &net->layers[i];
 		n = snprintf(line, sizeof(line), "%s act %d %dx%dx%d -> %dx%dx%d w %zu@%zu b %zu@%zu\n",
-		             dlk_layer_kind_str(l->spec.kind), l->act, l->in[0], l->in[1], l->in[2], l->out[0], l->out[1],
+		             dlk_layer_name(l->spec.kind), l->act, l->in[0], l->in[1], l->in[2], l->out[0], l->out[1],
 		             l->out[2], l->n_w, l->w_off, l->n_b, l->b_off);
 		dlk_sha256_update(&h, line, (size_t)n);
 	}

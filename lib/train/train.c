@@ -27,270 +27,275 @@ static int check_data(const struct dlk_train_opts *o, const struct dlk_dataset *
 	return 0;
 }
 
-int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, struct dlk_err *err)
+/* What one run works with, from its setup to its cleanup. */
+struct run {
+	const struct dlk_train_opts *o;
+	const struct dlk_training *tr;
+	const struct dlk_backend *be;
+	const struct dlk_dataset *ds;       /* the training data */
+	struct dlk_train_result *res;
+	struct dlk_net *net;                /* res->net */
+	struct dlk_optimizer opt;
+	struct dlk_train_state st;
+	int rank, world, batch;
+	size_t shard;                       /* this rank's samples per epoch */
+	long spe, total;                    /* steps per epoch, steps in all */
+	size_t *perm;                       /* the epoch's order of the samples */
+	float *xhost, *xdev;                /* a batch of samples ... */
+	int32_t *yhost, *ydev;              /* ... and of labels */
+	double t_start;
+	double train_time;                  /* in steps, evaluation and callbacks excluded */
+	long train_samples;
+	double clock_base, t_train;         /* the history's clock: what a checkpoint carried, and since */
+};
+
+static int check_opts(const struct run *r, struct dlk_err *err)
 {
-	const struct dlk_training *tr = o->training;
-	const struct dlk_backend *be = o->backend ? o->backend : dlk_backend_cpu();
-	const struct dlk_dataset *ds = o->train;
-	struct dlk_net *net = &res->net;
-	struct dlk_optimizer opt = DLK_OPTIMIZER_INIT;
-	struct dlk_train_state st = { net, &opt, 0, 0, 0, &res->history };
-	struct dlk_history_event hev;
-	struct dlk_train_event ev;
-	float *xhost = NULL, *xdev = NULL;
-	int32_t *yhost = NULL, *ydev = NULL;
-	size_t *perm = NULL;
-	int rank = o->world > 0 ? o->rank : 0, world = o->world > 0 ? o->world : 1;
-	int ret = -1, batch = tr->batch_size;
-	char msg[256];
-
-	*res = (struct dlk_train_result)DLK_TRAIN_RESULT_INIT;
-	res->seed = tr->seed;
-	dlk_rfc3339_now(res->started_at);
-	double t_start = dlk_now();
-
-	if (!ds || ds->n == 0)
+	if (!r->ds || r->ds->n == 0)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "the training data is empty");
-	if (batch <= 0)
-		return dlk_errf(err, DLK_EXIT_CONFIG, "training.batch_size: must be positive, not %d", batch);
-	if (tr->epochs <= 0)
-		return dlk_errf(err, DLK_EXIT_CONFIG, "training.epochs: must be positive, not %d", tr->epochs);
-	if (rank < 0 || rank >= world)
-		return dlk_errf(err, DLK_EXIT_USAGE, "rank %d is outside a world of %d", rank, world);
-	if (world > 1 && !o->allreduce)
-		return dlk_errf(err, DLK_EXIT_USAGE, "a world of %d ranks needs a gradient all-reduce", world);
+	if (r->batch <= 0)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "training.batch_size: must be positive, not %d", r->batch);
+	if (r->tr->epochs <= 0)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "training.epochs: must be positive, not %d", r->tr->epochs);
+	if (r->rank < 0 || r->rank >= r->world)
+		return dlk_errf(err, DLK_EXIT_USAGE, "rank %d is outside a world of %d", r->rank, r->world);
+	if (r->world > 1 && !r->o->allreduce)
+		return dlk_errf(err, DLK_EXIT_USAGE, "a world of %d ranks needs a gradient all-reduce", r->world);
+	return 0;
+}
 
-	be->set_threads(tr->threads);
-	int n_classes = ds->n_classes;
+/* The network, checked against the data, initialised and with room for a batch. */
+static int setup_model(struct run *r, struct dlk_err *err)
+{
+	const struct dlk_train_opts *o = r->o;
+	int n_classes = r->ds->n_classes;
+
+	r->be->set_threads(r->tr->threads);
 	if (o->test && o->test->n_classes > n_classes)
 		n_classes = o->test->n_classes;
 	/* the model may have more outputs than the data shows classes (a class can be absent from a
 	 * split), never fewer */
-	if (dlk_net_build(net, o->model, o->spec_file, 0, be, err))
+	if (dlk_net_build(r->net, o->model, o->spec_file, 0, r->be, err) ||
+	    dlk_net_check_classes(r->net, o->model, o->spec_file, n_classes, 0, err))
 		return -1;
-	if (net->n_classes < n_classes) {
-		int last = net->n_layers - 1;
-		const struct dlk_layer_spec *ls = &o->model->layers[last];
-		char where[256];
-		if (ls->line > 0)
-			snprintf(where, sizeof(where), "model.layers[%d] (%s, %s:%d)", last, dlk_layer_kind_str(ls->kind),
-			         o->spec_file ? o->spec_file : "dlk.yaml", ls->line);
-		else
-			snprintf(where, sizeof(where), "model.layers[%d] (%s)", last, dlk_layer_kind_str(ls->kind));
-		dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with %d outputs but the data has %d classes", where,
-		         net->n_classes, n_classes);
-		return dlk_err_hint(err, "make the last dense layer %d units wide", n_classes);
-	}
-	if (check_data(o, ds, "training", net, err) || (o->test && o->test->n && check_data(o, o->test, "test", net, err)))
+	if (check_data(o, r->ds, "training", r->net, err) ||
+	    (o->test && o->test->n && check_data(o, o->test, "test", r->net, err)))
 		return -1;
-	if (dlk_net_init_params(net, o->model->init, tr->seed, err) || dlk_net_reserve(net, batch, err))
+	if (dlk_net_init_params(r->net, o->model->init, r->tr->seed, err) || dlk_net_reserve(r->net, r->batch, err))
 		return -1;
 	if (o->allreduce && o->grad_ready) {
-		net->grad_ready = o->grad_ready;
-		net->grad_ready_ctx = o->comm_ctx;
+		r->net->grad_ready = o->grad_ready;
+		r->net->grad_ready_ctx = o->comm_ctx;
 	}
+	return 0;
+}
 
+/* This rank's share of every epoch, the steps that makes, and the optimizer over them. */
+static int setup_schedule(struct run *r, struct dlk_err *err)
+{
 	size_t begin, end;
-	dlk_shard_range(ds->n, rank, world, &begin, &end);
-	size_t shard = end - begin;
-	if (shard == 0)
-		return dlk_errf(err, DLK_EXIT_CONFIG, "the training data has %zu samples, fewer than the %d workers",
-		                ds->n, world);
-	long spe = (long)((shard + (size_t)batch - 1) / (size_t)batch);
-	long total = spe * tr->epochs;
-	if (dlk_optimizer_init(&opt, tr, net->n_params, spe, total, be, err))
-		return -1;
 
+	dlk_shard_range(r->ds->n, r->rank, r->world, &begin, &end);
+	r->shard = end - begin;
+	if (r->shard == 0)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "the training data has %zu samples, fewer than the %d workers",
+		                r->ds->n, r->world);
+	r->spe = (long)((r->shard + (size_t)r->batch - 1) / (size_t)r->batch);
+	r->total = r->spe * r->tr->epochs;
+	return dlk_optimizer_init(&r->opt, r->tr, r->net->n_params, r->spe, r->total, r->be, err);
+}
+
+/* Where the run starts: a checkpoint's state when there is one, and rank 0's weights everywhere;
+ * the history says which. */
+static int setup_state(struct run *r, struct dlk_err *err)
+{
+	const struct dlk_train_opts *o = r->o;
+	struct dlk_history *h = &r->res->history;
+	struct dlk_history_event hev;
 	int resumed = 0;
+
 	if (o->resume) {
-		int r = o->resume(o->ckpt_ctx, &st, err);
-		if (r < 0)
-			goto out;
-		resumed = r == 1;
-		if (r == 0) {
-			st.epoch = 0;
-			st.step_in_epoch = 0;
-			st.global_step = 0;
+		int got = o->resume(o->ckpt_ctx, &r->st, err);
+		if (got < 0)
+			return -1;
+		resumed = got == 1;
+		if (got == 0) {
+			r->st.epoch = 0;
+			r->st.step_in_epoch = 0;
+			r->st.global_step = 0;
 		}
 	}
-	if (o->broadcast && o->broadcast(o->comm_ctx, net->params, net->n_params, err))
-		goto out;
+	if (o->broadcast && o->broadcast(o->comm_ctx, r->net->params, r->net->n_params, err))
+		return -1;
 	/* a start, or a resume at the checkpoint's step with the clock the checkpoint carried */
 	memset(&hev, 0, sizeof(hev));
 	hev.kind = resumed ? DLK_HISTORY_RESUME : DLK_HISTORY_START;
-	hev.epoch = st.epoch;
-	hev.step = st.global_step;
+	hev.epoch = r->st.epoch;
+	hev.step = r->st.global_step;
 	if (hev.kind == DLK_HISTORY_START)
-		res->history.elapsed_sec = 0;
-	hev.elapsed_sec = res->history.elapsed_sec;
-	hev.world = world;
+		h->elapsed_sec = 0;
+	hev.elapsed_sec = h->elapsed_sec;
+	hev.world = r->world;
 	if (resumed)
 		dlk_rfc3339_now(hev.time);
 	else
-		memcpy(hev.time, res->started_at, sizeof(hev.time));
-	dlk_history_add_event(&res->history, &hev);
-	double clock_base = res->history.elapsed_sec, t_train = dlk_now();
+		memcpy(hev.time, r->res->started_at, sizeof(hev.time));
+	dlk_history_add_event(h, &hev);
+	r->clock_base = h->elapsed_sec;
+	r->t_train = dlk_now();
+	return 0;
+}
 
-	xhost = xmalloc(sizeof(float) * (size_t)batch * ds->sample_size);
-	yhost = xmalloc(sizeof(int32_t) * (size_t)batch);
-	xdev = be->alloc(sizeof(float) * (size_t)batch * ds->sample_size);
-	ydev = be->alloc(sizeof(int32_t) * (size_t)batch);
-	res->loss_curve = xmalloc(sizeof(float) * (size_t)(total > 0 ? total : 1));
-	if (!xdev || !ydev) {
-		dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for a batch of %d", be->name, batch);
-		goto out;
+static int setup_buffers(struct run *r, struct dlk_err *err)
+{
+	const struct dlk_backend *be = r->be;
+	size_t b = (size_t)r->batch;
+
+	r->xhost = xmalloc(sizeof(float) * b * r->ds->sample_size);
+	r->yhost = xmalloc(sizeof(int32_t) * b);
+	r->xdev = be->alloc(sizeof(float) * b * r->ds->sample_size);
+	r->ydev = be->alloc(sizeof(int32_t) * b);
+	r->res->loss_curve = xmalloc(sizeof(float) * (size_t)(r->total > 0 ? r->total : 1));
+	if (!r->xdev || !r->ydev)
+		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for a batch of %d", be->name, r->batch);
+	return 0;
+}
+
+/* Puts this rank's part of global step s of the epoch on the device; returns how many samples.
+ * Global step s covers positions [s*batch*world, ...) of the epoch's permutation and rank r takes
+ * the r-th equal slice of it, so the global batch of a step does not depend on how many ranks
+ * share it: 1 x 256 and 2 x 128 train on the same samples. */
+static int load_batch(struct run *r, long s)
+{
+	const struct dlk_dataset *ds = r->ds;
+	size_t world = (size_t)r->world;
+	size_t g0 = (size_t)s * (size_t)r->batch * world, left = r->shard * world - g0;
+	int nb = left / world < (size_t)r->batch ? (int)(left / world) : r->batch;
+	size_t lo = g0 + (size_t)r->rank * (size_t)nb;
+
+	dlk_dataset_gather(ds, r->perm + lo, (size_t)nb, r->xhost);
+	for (int b = 0; b < nb; b++)
+		r->yhost[b] = ds->y[r->perm[lo + (size_t)b]];
+	r->be->to_device(r->xdev, r->xhost, sizeof(float) * (size_t)nb * ds->sample_size);
+	r->be->to_device(r->ydev, r->yhost, sizeof(int32_t) * (size_t)nb);
+	return nb;
+}
+
+/* One optimizer step on the batch on the device: gradients, their mean over the ranks, the
+ * update. Fills the batch's loss and the learning rate used. */
+static int train_step(struct run *r, int nb, int epoch, long s, float *loss, double *lr, struct dlk_err *err)
+{
+	const struct dlk_train_opts *o = r->o;
+	struct dlk_net *net = r->net;
+	char msg[256];
+
+	dlk_net_forward(net, r->xdev, nb, 1);
+	*loss = dlk_net_backward(net, r->ydev, nb);
+	if (r->be->check(msg, sizeof(msg)))
+		return dlk_errf(err, DLK_EXIT_FAIL, "%s: %s", r->be->name, msg);
+	if (!isfinite(*loss)) {
+		dlk_errf(err, DLK_EXIT_FAIL, "training diverged at epoch %d, step %ld: the loss is %g", epoch + 1, s + 1,
+		         (double)*loss);
+		return dlk_err_hint(err, "lower training.lr (now %g) or set training.grad_clip", r->tr->lr);
 	}
+	if (o->allreduce && o->allreduce(o->comm_ctx, net->grads, net->n_params, err))
+		return -1;
+	*lr = dlk_optimizer_lr(&r->opt, r->st.global_step);
+	if (r->opt.grad_clip > 0)
+		dlk_optimizer_clip(&r->opt, net->grads);
+	dlk_optimizer_step(&r->opt, net->params, net->grads, *lr);
+	return 0;
+}
 
-	if (o->on_start)
-		o->on_start(o->event_ctx, net, total);
+/* An event with what every kind carries filled in. */
+static struct dlk_train_event event(const struct run *r, enum dlk_train_event_kind kind, int epoch)
+{
+	struct dlk_train_event ev;
 
-	double train_time = 0;
-	long train_samples = 0;
-	int every = o->step_event_every > 0 ? o->step_event_every : 1;
-	for (int epoch = st.epoch; epoch < tr->epochs; epoch++) {
-		free(perm);
-		perm = dlk_epoch_permutation(ds->n, tr->seed, epoch);
-		double ep_t0 = dlk_now();
-		long ep_steps = 0, ep_samples = 0;
-		long first = epoch == st.epoch ? st.step_in_epoch : 0;
-		for (long s = first; s < spe; s++) {
-			if ((o->cancel && *o->cancel) || (o->max_steps > 0 && st.global_step >= o->max_steps)) {
-				res->cancelled = o->cancel && *o->cancel;
-				st.epoch = epoch;
-				st.step_in_epoch = s;
-				if (res->cancelled && o->checkpoint && o->checkpoint(o->ckpt_ctx, &st, err))
-					goto out;
-				res->train_loss = dlk_history_epoch_loss(&res->history);
-				goto finish;
-			}
-			double t0 = dlk_now();
-			/* global step s covers positions [s*batch*world, ...) of the epoch's permutation and
-			 * rank r takes the r-th equal slice of it, so the global batch of a step does not depend
-			 * on how many ranks share it: 1 x 256 and 2 x 128 train on the same samples */
-			size_t g0 = (size_t)s * (size_t)batch * (size_t)world, left = shard * (size_t)world - g0;
-			int nb = left / (size_t)world < (size_t)batch ? (int)(left / (size_t)world) : batch;
-			size_t lo = g0 + (size_t)rank * (size_t)nb;
-			dlk_dataset_gather(ds, perm + lo, (size_t)nb, xhost);
-			for (int b = 0; b < nb; b++)
-				yhost[b] = ds->y[perm[lo + (size_t)b]];
-			be->to_device(xdev, xhost, sizeof(float) * (size_t)nb * ds->sample_size);
-			be->to_device(ydev, yhost, sizeof(int32_t) * (size_t)nb);
-			dlk_net_forward(net, xdev, nb, 1);
-			float loss = dlk_net_backward(net, ydev, nb);
-			if (be->check(msg, sizeof(msg))) {
-				dlk_errf(err, DLK_EXIT_FAIL, "%s: %s", be->name, msg);
-				goto out;
-			}
-			if (!isfinite(loss)) {
-				dlk_errf(err, DLK_EXIT_FAIL, "training diverged at epoch %d, step %ld: the loss is %g",
-				         epoch + 1, s + 1, (double)loss);
-				dlk_err_hint(err, "lower training.lr (now %g) or set training.grad_clip", tr->lr);
-				goto out;
-			}
-			if (o->allreduce && o->allreduce(o->comm_ctx, net->grads, net->n_params, err))
-				goto out;
-			double lr = dlk_optimizer_lr(&opt, st.global_step);
-			if (opt.grad_clip > 0)
-				dlk_optimizer_clip(&opt, net->grads);
-			dlk_optimizer_step(&opt, net->params, net->grads, lr);
-			st.global_step++;
-			st.step_in_epoch = s + 1;
-			res->loss_curve[res->n_loss++] = loss;
-			dlk_history_add_step(&res->history, loss);
-			res->history.elapsed_sec = clock_base + (dlk_now() - t_train);
-			ep_steps++;
-			ep_samples += nb;
-			double dt = dlk_now() - t0;
-			train_time += dt;
-			train_samples += nb;
-			if (o->on_event && ((s + 1) % every == 0 || s + 1 == spe)) {
-				double ep_elapsed = dlk_now() - ep_t0;
-				memset(&ev, 0, sizeof(ev));
-				ev.kind = DLK_TRAIN_STEP;
-				ev.epoch = epoch + 1;
-				ev.epochs = tr->epochs;
-				ev.step = s + 1;
-				ev.steps_per_epoch = spe;
-				ev.global_step = st.global_step;
-				ev.total_steps = total;
-				ev.loss = loss;
-				ev.lr = lr;
-				ev.samples_per_sec = ep_elapsed > 0 ? (double)ep_samples / ep_elapsed : 0;
-				ev.elapsed_sec = dlk_now() - t_start;
-				ev.eta_sec = ep_steps ? ep_elapsed / (double)ep_steps * (double)(total - st.global_step) : 0;
-				o->on_event(o->event_ctx, &ev);
-			}
-			if (o->checkpoint && tr->checkpoint_every > 0 && st.global_step % tr->checkpoint_every == 0 &&
-			    o->checkpoint(o->ckpt_ctx, &st, err))
-				goto out;
-		}
-		/* the mean of all the epoch's steps, those before a resume included */
-		res->train_loss = dlk_history_epoch_loss(&res->history);
-		res->epochs_done = epoch + 1;
-		st.epoch = epoch + 1;
-		st.step_in_epoch = 0;
-		int last = epoch + 1 == tr->epochs, evaluated = 0;
-		double ep_train_sec = dlk_now() - ep_t0;
-		if (o->test && o->test->n && (tr->eval_every_epoch || last)) {
-			dlk_eval_release(&res->eval);
-			if (dlk_evaluate(net, o->test, o->eval_batch, &res->eval, err))
-				goto out;
-			evaluated = 1;
-		}
-		{
-			struct dlk_history_epoch he;
-			memset(&he, 0, sizeof(he));
-			he.epoch = epoch + 1;
-			he.step = st.global_step;
-			he.train_loss = res->train_loss;
-			he.have_test = evaluated;
-			he.test_loss = evaluated ? res->eval.loss : 0;
-			he.test_accuracy = evaluated ? res->eval.accuracy : 0;
-			/* training only: the evaluation's time is not throughput */
-			he.samples_per_sec = ep_train_sec > 0 ? (double)ep_samples * world / ep_train_sec : 0;
-			res->history.elapsed_sec = clock_base + (dlk_now() - t_train);
-			he.elapsed_sec = res->history.elapsed_sec;
-			he.lr = dlk_optimizer_lr(&opt, st.global_step > 0 ? st.global_step - 1 : 0);
-			he.world = world;
-			dlk_rfc3339_now(he.time);
-			dlk_history_add_epoch(&res->history, &he);
-		}
-		if (o->checkpoint && o->checkpoint(o->ckpt_ctx, &st, err))
-			goto out;
-		if (o->on_event) {
-			memset(&ev, 0, sizeof(ev));
-			ev.kind = DLK_TRAIN_EPOCH;
-			ev.epoch = epoch + 1;
-			ev.epochs = tr->epochs;
-			ev.step = spe;
-			ev.steps_per_epoch = spe;
-			ev.global_step = st.global_step;
-			ev.total_steps = total;
-			ev.loss = res->train_loss;
-			ev.lr = dlk_optimizer_lr(&opt, st.global_step > 0 ? st.global_step - 1 : 0);
-			ev.samples_per_sec = dlk_now() > ep_t0 ? (double)ep_samples / (dlk_now() - ep_t0) : 0;
-			ev.elapsed_sec = dlk_now() - t_start;
-			ev.eval = res->eval.n ? &res->eval : NULL;
-			ev.history = &res->history;
-			o->on_event(o->event_ctx, &ev);
-		}
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = kind;
+	ev.epoch = epoch;
+	ev.epochs = r->tr->epochs;
+	ev.steps_per_epoch = r->spe;
+	ev.global_step = r->st.global_step;
+	ev.total_steps = r->total;
+	return ev;
+}
+
+/* The epoch in the history: its losses, the test metrics (when there are), its throughput. */
+static void record_epoch(struct run *r, int epoch, int evaluated, long ep_samples, double ep_train_sec)
+{
+	struct dlk_train_result *res = r->res;
+	struct dlk_history_epoch he;
+
+	memset(&he, 0, sizeof(he));
+	he.epoch = epoch + 1;
+	he.step = r->st.global_step;
+	he.train_loss = res->train_loss;
+	he.have_test = evaluated;
+	he.test_loss = evaluated ? res->eval.loss : 0;
+	he.test_accuracy = evaluated ? res->eval.accuracy : 0;
+	/* training only: the evaluation's time is not throughput */
+	he.samples_per_sec = ep_train_sec > 0 ? (double)ep_samples * r->world / ep_train_sec : 0;
+	res->history.elapsed_sec = r->clock_base + (dlk_now() - r->t_train);
+	he.elapsed_sec = res->history.elapsed_sec;
+	he.lr = dlk_optimizer_lr(&r->opt, r->st.global_step > 0 ? r->st.global_step - 1 : 0);
+	he.world = r->world;
+	dlk_rfc3339_now(he.time);
+	dlk_history_add_epoch(&res->history, &he);
+}
+
+/* The epoch's end: its mean loss, the test metrics (when due), the history, a checkpoint, the
+ * event. */
+static int end_epoch(struct run *r, int epoch, long ep_samples, double ep_t0, struct dlk_err *err)
+{
+	const struct dlk_train_opts *o = r->o;
+	struct dlk_train_result *res = r->res;
+	int evaluated = 0;
+
+	/* the mean of all the epoch's steps, those before a resume included */
+	res->train_loss = dlk_history_epoch_loss(&res->history);
+	res->epochs_done = epoch + 1;
+	r->st.epoch = epoch + 1;
+	r->st.step_in_epoch = 0;
+	double ep_train_sec = dlk_now() - ep_t0;
+	if (o->test && o->test->n && (r->tr->eval_every_epoch || epoch + 1 == r->tr->epochs)) {
+		dlk_eval_release(&res->eval);
+		if (dlk_evaluate(r->net, o->test, o->eval_batch, &res->eval, err))
+			return -1;
+		evaluated = 1;
 	}
-finish:
-	/* a run stopped early still reports metrics of the weights it has */
-	if (!res->eval.n && o->test && o->test->n && dlk_evaluate(net, o->test, o->eval_batch, &res->eval, err))
-		goto out;
-	res->steps = st.global_step;
-	res->seconds = dlk_now() - t_start;
-	res->train_samples_per_sec = train_time > 0 ? (double)train_samples / train_time : 0;
+	record_epoch(r, epoch, evaluated, ep_samples, ep_train_sec);
+	if (o->checkpoint && o->checkpoint(o->ckpt_ctx, &r->st, err))
+		return -1;
+	if (o->on_event) {
+		struct dlk_train_event ev = event(r, DLK_TRAIN_EPOCH, epoch + 1);
+		ev.step = r->spe;
+		ev.loss = res->train_loss;
+		ev.lr = dlk_optimizer_lr(&r->opt, r->st.global_step > 0 ? r->st.global_step - 1 : 0);
+		ev.samples_per_sec = dlk_now() > ep_t0 ? (double)ep_samples / (dlk_now() - ep_t0) : 0;
+		ev.elapsed_sec = dlk_now() - r->t_start;
+		ev.eval = res->eval.n ? &res->eval : NULL;
+		ev.history = &res->history;
+		o->on_event(o->event_ctx, &ev);
+	}
+	return 0;
+}
+
+/* The run's end, early or not: metrics of the weights it has, the totals, the event. */
+static int finish(struct run *r, struct dlk_err *err)
+{
+	const struct dlk_train_opts *o = r->o;
+	struct dlk_train_result *res = r->res;
+
+	if (!res->eval.n && o->test && o->test->n && dlk_evaluate(r->net, o->test, o->eval_batch, &res->eval, err))
+		return -1;
+	res->steps = r->st.global_step;
+	res->seconds = dlk_now() - r->t_start;
+	res->train_samples_per_sec = r->train_time > 0 ? (double)r->train_samples / r->train_time : 0;
 	dlk_rfc3339_now(res->finished_at);
 	if (o->on_event) {
-		memset(&ev, 0, sizeof(ev));
-		ev.kind = DLK_TRAIN_DONE;
-		ev.epoch = res->epochs_done;
-		ev.epochs = tr->epochs;
-		ev.steps_per_epoch = spe;
-		ev.global_step = st.global_step;
-		ev.total_steps = total;
+		struct dlk_train_event ev = event(r, DLK_TRAIN_DONE, res->epochs_done);
 		ev.loss = res->train_loss;
 		ev.samples_per_sec = res->train_samples_per_sec;
 		ev.elapsed_sec = res->seconds;
@@ -299,15 +304,101 @@ finish:
 		ev.finished_at = res->finished_at;
 		o->on_event(o->event_ctx, &ev);
 	}
+	return 0;
+}
+
+/* The epochs and their steps, from where the state says; 1 when stopped early, 0 at the end. */
+static int run_epochs(struct run *r, struct dlk_err *err)
+{
+	const struct dlk_train_opts *o = r->o;
+	const struct dlk_training *tr = r->tr;
+	struct dlk_train_result *res = r->res;
+	struct dlk_train_state *st = &r->st;
+	int every = o->step_event_every > 0 ? o->step_event_every : 1;
+
+	for (int epoch = st->epoch; epoch < tr->epochs; epoch++) {
+		free(r->perm);
+		r->perm = dlk_epoch_permutation(r->ds->n, tr->seed, epoch);
+		double ep_t0 = dlk_now();
+		long ep_steps = 0, ep_samples = 0;
+		long first = epoch == st->epoch ? st->step_in_epoch : 0;
+		for (long s = first; s < r->spe; s++) {
+			if ((o->cancel && *o->cancel) || (o->max_steps > 0 && st->global_step >= o->max_steps)) {
+				res->cancelled = o->cancel && *o->cancel;
+				st->epoch = epoch;
+				st->step_in_epoch = s;
+				if (res->cancelled && o->checkpoint && o->checkpoint(o->ckpt_ctx, st, err))
+					return -1;
+				res->train_loss = dlk_history_epoch_loss(&res->history);
+				return 1;
+			}
+			double t0 = dlk_now(), lr = 0;
+			float loss;
+			int nb = load_batch(r, s);
+			if (train_step(r, nb, epoch, s, &loss, &lr, err))
+				return -1;
+			st->global_step++;
+			st->step_in_epoch = s + 1;
+			res->loss_curve[res->n_loss++] = loss;
+			dlk_history_add_step(&res->history, loss);
+			res->history.elapsed_sec = r->clock_base + (dlk_now() - r->t_train);
+			ep_steps++;
+			ep_samples += nb;
+			r->train_time += dlk_now() - t0;
+			r->train_samples += nb;
+			if (o->on_event && ((s + 1) % every == 0 || s + 1 == r->spe)) {
+				double ep_elapsed = dlk_now() - ep_t0;
+				struct dlk_train_event ev = event(r, DLK_TRAIN_STEP, epoch + 1);
+				ev.step = s + 1;
+				ev.loss = loss;
+				ev.lr = lr;
+				ev.samples_per_sec = ep_elapsed > 0 ? (double)ep_samples / ep_elapsed : 0;
+				ev.elapsed_sec = dlk_now() - r->t_start;
+				ev.eta_sec = ep_steps ? ep_elapsed / (double)ep_steps * (double)(r->total - st->global_step) : 0;
+				o->on_event(o->event_ctx, &ev);
+			}
+			if (o->checkpoint && tr->checkpoint_every > 0 && st->global_step % tr->checkpoint_every == 0 &&
+			    o->checkpoint(o->ckpt_ctx, st, err))
+				return -1;
+		}
+		if (end_epoch(r, epoch, ep_samples, ep_t0, err))
+			return -1;
+	}
+	return 0;
+}
+
+int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, struct dlk_err *err)
+{
+	struct run r = { .o = o, .tr = o->training, .be = o->backend ? o->backend : dlk_backend_cpu(),
+	                 .ds = o->train, .res = res, .net = &res->net, .opt = DLK_OPTIMIZER_INIT,
+	                 .rank = o->world > 0 ? o->rank : 0, .world = o->world > 0 ? o->world : 1,
+	                 .batch = o->training->batch_size };
+	int ret = -1;
+
+	*res = (struct dlk_train_result)DLK_TRAIN_RESULT_INIT;
+	r.st = (struct dlk_train_state){ r.net, &r.opt, 0, 0, 0, &res->history };
+	res->seed = r.tr->seed;
+	dlk_rfc3339_now(res->started_at);
+	r.t_start = dlk_now();
+
+	if (check_opts(&r, err) || setup_model(&r, err) || setup_schedule(&r, err))
+		return -1;
+	if (setup_state(&r, err) || setup_buffers(&r, err))
+		goto out;
+	if (o->on_start)
+		o->on_start(o->event_ctx, r.net, r.total);
+	int ran = run_epochs(&r, err);
+	if (ran < 0 || finish(&r, err))
+		goto out;
 	ret = res->cancelled ? 1 : 0;
 out:
-	net->grad_ready = NULL; /* its context belongs to the caller's run */
-	free(perm);
-	free(xhost);
-	free(yhost);
-	be->free(xdev);
-	be->free(ydev);
-	dlk_optimizer_release(&opt);
+	r.net->grad_ready = NULL; /* its context belongs to the caller's run */
+	free(r.perm);
+	free(r.xhost);
+	free(r.yhost);
+	r.be->free(r.xdev);
+	r.be->free(r.ydev);
+	dlk_optimizer_release(&r.opt);
 	return ret;
 }
 

@@ -43,6 +43,26 @@ void dlk_buf_addc(struct dlk_buf *b, char c)
 	dlk_buf_add(b, &c, 1);
 }
 
+void dlk_buf_add_base64(struct dlk_buf *b, const void *data, size_t len)
+{
+	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = data;
+	char *o;
+
+	dlk_buf_grow(b, (len + 2) / 3 * 4);
+	o = b->data + b->len;
+	for (size_t i = 0; i < len; i += 3) {
+		unsigned v = (unsigned)p[i] << 16 | (i + 1 < len ? (unsigned)p[i + 1] << 8 : 0) |
+		             (i + 2 < len ? p[i + 2] : 0);
+		*o++ = tbl[v >> 18 & 63];
+		*o++ = tbl[v >> 12 & 63];
+		*o++ = i + 1 < len ? tbl[v >> 6 & 63] : '=';
+		*o++ = i + 2 < len ? tbl[v & 63] : '=';
+	}
+	b->len = (size_t)(o - b->data);
+	*o = '\0';
+}
+
 void dlk_buf_vaddf(struct dlk_buf *b, const char *fmt, va_list ap)
 {
 	va_list cp;

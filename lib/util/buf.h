@@ -24,6 +24,8 @@ void dlk_buf_adds(struct dlk_buf *b, const char *s);
 void dlk_buf_addc(struct dlk_buf *b, char c);
 void dlk_buf_addf(struct dlk_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void dlk_buf_vaddf(struct dlk_buf *b, const char *fmt, va_list ap);
+/* Appends data[0..len) in base64 (RFC 4648, with padding). */
+void dlk_buf_add_base64(struct dlk_buf *b, const void *data, size_t len);
 void dlk_buf_reset(struct dlk_buf *b);             /* len = 0, keeps memory */
 /* Hands the contents to the caller (who frees them) and resets b; never NULL, even for an empty
  * buffer. */

@@ -22,6 +22,8 @@
 	X(NOTFOUND, 6, "the named job or object does not exist")                                  \
 	X(TIMEOUT, 7, "the time given with --timeout ran out")                                    \
 	X(EXISTS, 8, "the job already exists (see --replace)")                                    \
+	X(REFUSED, 9, "the promotion gate refused the model: its test accuracy or a class's recall is below the minimum (see --force)") \
+	X(UNCHANGED, 10, "--if-data-changed: the data is what the last successful run trained on; nothing was trained") \
 	X(INTERRUPTED, 130, "waiting or following was stopped with Ctrl-C; the job keeps running") \
 	X(RESTARTABLE, 75, "a worker lost a peer or was asked to stop; restarting the gang resumes from the last checkpoint (the Job's podFailurePolicy relies on it)")
 

@@ -1,5 +1,7 @@
 #include "lib/util/yamljson.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
+#include "lib/util/ytree.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -7,98 +9,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <yaml.h>
-
 #define TAG_PREFIX "tag:yaml.org,2002:"
 /* Integers from 10^15 up become raw digits: beyond 2^53 a double is not exact, and cJSON prints
  * numbers with 15 significant digits when that is "close enough", which would lose digits. */
 #define INT_NUMBER_LIMIT 1000000000000000ull
 
 /* ------------------------------------------------------------------------------------------ */
-/* core-schema resolution of a plain scalar */
+/* reading: lib/util/ytree's nodes to cJSON */
 
-static int all_in(const char *s, size_t n, const char *set)
+static const struct ytree_opts read_opts = {
+	.max_depth = YAMLJSON_MAX_DEPTH, .max_nodes = YAMLJSON_MAX_NODES, .max_items = 0, .aliases = 1,
+};
+
+struct reader {
+	const char *name;
+	cJSON *docs;
+	size_t *err_line;
+	struct dlk_err *err;
+};
+
+static int fail_pos(struct reader *r, int line, int col, const char *fmt, const char *arg)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!s[i] || !strchr(set, s[i]))
-			return 0;
-	return n > 0;
+	char what[DLK_ERR_MSG_MAX / 2];
+
+	snprintf(what, sizeof(what), fmt, arg);
+	if (r->err_line)
+		*r->err_line = (size_t)line;
+	return dlk_errf(r->err, DLK_EXIT_CONFIG, "%s:%d:%d: %s", r->name, line, col, what);
 }
 
-static int is_one_of(const char *s, size_t n, const char *const *words)
+static int fail_at(struct reader *r, const struct ynode *n, const char *fmt, const char *arg)
 {
-	for (; *words; words++)
-		if (strlen(*words) == n && !memcmp(s, *words, n))
-			return 1;
-	return 0;
-}
-
-static const char *const null_words[] = { "null", "Null", "NULL", "~", NULL };
-static const char *const true_words[] = { "true", "True", "TRUE", NULL };
-static const char *const false_words[] = { "false", "False", "FALSE", NULL };
-static const char *const inf_words[] = { ".inf", ".Inf", ".INF", NULL };
-static const char *const nan_words[] = { ".nan", ".NaN", ".NAN", NULL };
-
-enum kind { K_STR, K_NULL, K_BOOL, K_INT, K_FLOAT };
-
-static int is_float_text(const char *s, size_t n)
-{
-	size_t i = 0, digits = 0;
-
-	if (i < n && (s[i] == '-' || s[i] == '+'))
-		i++;
-	while (i < n && s[i] >= '0' && s[i] <= '9')
-		i++, digits++;
-	if (i < n && s[i] == '.') {
-		i++;
-		while (i < n && s[i] >= '0' && s[i] <= '9')
-			i++, digits++;
-	}
-	if (!digits)
-		return 0;
-	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-		size_t ed = 0;
-		i++;
-		if (i < n && (s[i] == '-' || s[i] == '+'))
-			i++;
-		while (i < n && s[i] >= '0' && s[i] <= '9')
-			i++, ed++;
-		if (!ed)
-			return 0;
-	}
-	return i == n;
-}
-
-static enum kind classify(const char *s, size_t n)
-{
-	if (n == 0 || is_one_of(s, n, null_words))
-		return K_NULL;
-	if (is_one_of(s, n, true_words) || is_one_of(s, n, false_words))
-		return K_BOOL;
-	if (n > 2 && s[0] == '0' && s[1] == 'o' && all_in(s + 2, n - 2, "01234567"))
-		return K_INT;
-	if (n > 2 && s[0] == '0' && s[1] == 'x' && all_in(s + 2, n - 2, "0123456789abcdefABCDEF"))
-		return K_INT;
-	{
-		size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
-		if (all_in(s + i, n - i, "0123456789"))
-			return K_INT;
-	}
-	if (is_float_text(s, n))
-		return K_FLOAT;
-	if (is_one_of(s, n, inf_words) ||
-	    ((s[0] == '-' || s[0] == '+') && is_one_of(s + 1, n - 1, inf_words)) ||
-	    is_one_of(s, n, nan_words))
-		return K_FLOAT;
-	return K_STR;
+	return fail_pos(r, n->line, n->col, fmt, arg);
 }
 
 /* An integer in core-schema syntax to a cJSON node: a number up to 2^53, a raw node with exact
  * decimal digits up to int64, NULL beyond. */
-static cJSON *make_int(const char *s, size_t n)
+static cJSON *make_int(const char *s)
 {
+	size_t i = 0, n = strlen(s);
 	int neg = 0, base = 10;
-	size_t i = 0;
 	uint64_t v = 0, limit;
 
 	if (s[0] == '-' || s[0] == '+')
@@ -124,179 +74,6 @@ static cJSON *make_int(const char *s, size_t n)
 	return cJSON_CreateRaw(digits);
 }
 
-static double float_value(const char *s, size_t n)
-{
-	char tmp[512];
-
-	if (s[0] == '-' && is_one_of(s + 1, n - 1, inf_words))
-		return -INFINITY;
-	if (is_one_of(s, n, inf_words) || (s[0] == '+' && is_one_of(s + 1, n - 1, inf_words)))
-		return INFINITY;
-	if (is_one_of(s, n, nan_words))
-		return NAN;
-	if (n >= sizeof(tmp)) { /* an absurdly long mantissa: strtod on a heap copy */
-		char *c = xstrndup(s, n);
-		double d = strtod(c, NULL);
-		free(c);
-		return d;
-	}
-	memcpy(tmp, s, n);
-	tmp[n] = '\0';
-	return strtod(tmp, NULL);
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* reading */
-
-struct keyref {
-	const char *key;  /* borrowed from the cJSON node */
-	size_t line, col, seq;
-};
-
-struct frame {
-	cJSON *node;
-	int is_map;
-	char *key;            /* map: the key waiting for its value */
-	size_t key_line, key_col;
-	char *anchor;         /* anchor named on this collection, registered when it ends */
-	size_t nodes_at_start;
-	struct keyref *keys;  /* map: every key with its position, checked for duplicates at the end */
-	size_t n_keys, cap_keys;
-};
-
-struct anchor {
-	char *name;
-	const cJSON *node;    /* inside the document being built */
-	size_t nodes;         /* size of the subtree, charged again for every alias */
-};
-
-struct reader {
-	const char *name;
-	struct frame stack[YAMLJSON_MAX_DEPTH + 1];
-	int depth;
-	struct anchor *anchors;
-	size_t n_anchors, cap_anchors;
-	size_t nodes;
-	cJSON *doc;           /* the current document's root, once seen */
-	int doc_empty;        /* the root is an empty untagged plain scalar: skip the document */
-	size_t *err_line;
-	struct dlk_err *err;
-};
-
-static int fail_at(struct reader *r, yaml_mark_t m, const char *fmt, const char *arg)
-{
-	char what[DLK_ERR_MSG_MAX / 2];
-
-	snprintf(what, sizeof(what), fmt, arg);
-	if (r->err_line)
-		*r->err_line = m.line + 1;
-	return dlk_errf(r->err, DLK_EXIT_CONFIG, "%s:%zu:%zu: %s", r->name, m.line + 1, m.column + 1, what);
-}
-
-static void clear_anchors(struct reader *r)
-{
-	for (size_t i = 0; i < r->n_anchors; i++)
-		free(r->anchors[i].name);
-	r->n_anchors = 0;
-}
-
-static void add_anchor(struct reader *r, const char *name, const cJSON *node, size_t nodes)
-{
-	/* a later anchor of the same name shadows the earlier one (YAML 1.2 says so) */
-	for (size_t i = 0; i < r->n_anchors; i++) {
-		if (!strcmp(r->anchors[i].name, name)) {
-			r->anchors[i].node = node;
-			r->anchors[i].nodes = nodes;
-			return;
-		}
-	}
-	if (r->n_anchors == r->cap_anchors) {
-		r->cap_anchors = r->cap_anchors ? 2 * r->cap_anchors : 16;
-		r->anchors = xrealloc(r->anchors, r->cap_anchors * sizeof(*r->anchors));
-	}
-	r->anchors[r->n_anchors].name = xstrdup(name);
-	r->anchors[r->n_anchors].node = node;
-	r->anchors[r->n_anchors].nodes = nodes;
-	r->n_anchors++;
-}
-
-static int charge(struct reader *r, size_t n, yaml_mark_t m)
-{
-	if (n > YAMLJSON_MAX_NODES - r->nodes)
-		return fail_at(r, m, "document expands to more than %s nodes (aliases included)", "1000000");
-	r->nodes += n;
-	return 0;
-}
-
-/* Hands v (owned) to the collection on top of the stack, or makes it the document root. */
-static int attach(struct reader *r, cJSON *v, yaml_mark_t m)
-{
-	struct frame *f;
-
-	if (r->depth == 0) {
-		r->doc = v;
-		return 0;
-	}
-	f = &r->stack[r->depth - 1];
-	if (!f->is_map) {
-		cJSON_AddItemToArray(f->node, v);
-		return 0;
-	}
-	if (!f->key) {
-		cJSON_Delete(v);
-		return fail_at(r, m, "%s", "a mapping key must be a scalar");
-	}
-	cJSON_AddItemToObject(f->node, f->key, v);
-	if (f->n_keys == f->cap_keys) {
-		f->cap_keys = f->cap_keys ? 2 * f->cap_keys : 8;
-		f->keys = xrealloc(f->keys, f->cap_keys * sizeof(*f->keys));
-	}
-	/* the key string now lives in the child node: cJSON copied it */
-	f->keys[f->n_keys].key = v->string;
-	f->keys[f->n_keys].line = f->key_line;
-	f->keys[f->n_keys].col = f->key_col;
-	f->keys[f->n_keys].seq = f->n_keys;
-	f->n_keys++;
-	free(f->key);
-	f->key = NULL;
-	return 0;
-}
-
-static int keyref_cmp(const void *a, const void *b)
-{
-	const struct keyref *x = a, *y = b;
-	int c = strcmp(x->key, y->key);
-	if (c)
-		return c;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Sorting instead of a lookup per insert keeps a mapping with many keys O(n log n). */
-static int check_duplicates(struct reader *r, struct frame *f)
-{
-	const struct keyref *dup = NULL;
-
-	if (f->n_keys < 2)
-		return 0;
-	qsort(f->keys, f->n_keys, sizeof(*f->keys), keyref_cmp);
-	for (size_t i = 1; i < f->n_keys; i++) {
-		if (!strcmp(f->keys[i - 1].key, f->keys[i].key) && (!dup || f->keys[i].seq < dup->seq))
-			dup = &f->keys[i];
-	}
-	if (!dup)
-		return 0;
-	yaml_mark_t m = { 0, dup->line, dup->col };
-	return fail_at(r, m, "duplicate key '%s'", dup->key);
-}
-
-static void frame_release(struct frame *f)
-{
-	free(f->key);
-	free(f->anchor);
-	free(f->keys);
-	memset(f, 0, sizeof(*f));
-}
-
 static const char *short_tag(const char *tag)
 {
 	if (!tag)
@@ -306,274 +83,185 @@ static const char *short_tag(const char *tag)
 	return tag;
 }
 
-static int on_scalar(struct reader *r, yaml_event_t *ev)
+/* Why ytree typed a tagged scalar YS_BADTAG, in words. */
+static int bad_tag(struct reader *r, const struct ynode *n)
 {
-	const char *s = (const char *)ev->data.scalar.value;
-	size_t n = ev->data.scalar.length;
-	const char *tag = short_tag((const char *)ev->data.scalar.tag);
-	int plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-	enum kind k = K_STR;
-	cJSON *v = NULL;
+	const char *tag = short_tag(n->tag);
 
-	if (memchr(s, '\0', n))
-		return fail_at(r, ev->start_mark, "%s", "a string holds a NUL character");
-	if (charge(r, 1, ev->start_mark))
-		return -1;
-	if (r->depth > 0 && r->stack[r->depth - 1].is_map && !r->stack[r->depth - 1].key) {
-		struct frame *f = &r->stack[r->depth - 1];
-		if (ev->data.scalar.anchor)
-			return fail_at(r, ev->start_mark, "%s", "an anchor on a mapping key is not supported");
-		f->key = xstrndup(s, n);
-		f->key_line = ev->start_mark.line;
-		f->key_col = ev->start_mark.column;
-		return 0;
-	}
-	if (!tag) {
-		k = plain ? classify(s, n) : K_STR;
-	} else if (!strcmp(tag, "!") || !strcmp(tag, "str")) {
-		k = K_STR;
-	} else if (!strcmp(tag, "null")) {
-		if (classify(s, n) != K_NULL)
-			return fail_at(r, ev->start_mark, "'%.100s' is not a null", tag);
-		k = K_NULL;
-	} else if (!strcmp(tag, "bool") || !strcmp(tag, "int") || !strcmp(tag, "float")) {
-		k = classify(s, n);
-		int ok = (!strcmp(tag, "bool") && k == K_BOOL) || (!strcmp(tag, "int") && k == K_INT) ||
-		         (!strcmp(tag, "float") && (k == K_FLOAT || k == K_INT));
-		if (!ok)
-			return fail_at(r, ev->start_mark, "the value does not match its tag '!!%s'", tag);
-		if (!strcmp(tag, "float"))
-			k = K_FLOAT;
-	} else {
-		return fail_at(r, ev->start_mark, "unsupported tag '%.200s'", (const char *)ev->data.scalar.tag);
-	}
-	switch (k) {
-	case K_NULL:
+	if (!strcmp(tag, "null"))
+		return fail_at(r, n, "'%.100s' is not a null", tag);
+	if (!strcmp(tag, "bool") || !strcmp(tag, "int") || !strcmp(tag, "float"))
+		return fail_at(r, n, "the value does not match its tag '!!%s'", tag);
+	return fail_at(r, n, "unsupported tag '%.200s'", n->tag);
+}
+
+static cJSON *scalar_json(struct reader *r, const struct ynode *n)
+{
+	cJSON *v = NULL;
+	double d;
+
+	switch (ynode_type(n)) {
+	case YS_BADTAG:
+		bad_tag(r, n);
+		return NULL;
+	case YS_NULL:
 		v = cJSON_CreateNull();
-		if (r->depth == 0 && n == 0 && !tag && plain && !ev->data.scalar.anchor)
-			r->doc_empty = 1;
 		break;
-	case K_BOOL:
-		v = cJSON_CreateBool(is_one_of(s, n, true_words));
+	case YS_BOOL:
+		v = cJSON_CreateBool(ynode_is_true(n));
 		break;
-	case K_INT:
-		v = make_int(s, n);
+	case YS_INT:
+		v = make_int(n->text);
 		if (!v)
-			return fail_at(r, ev->start_mark, "integer '%.60s' is out of the int64 range", s);
+			return fail_at(r, n, "integer '%.60s' is out of the int64 range", n->text), NULL;
 		break;
-	case K_FLOAT:
-		if (classify(s, n) == K_INT) { /* "!!float 0x10": the integer's value as a double */
-			cJSON *iv = make_int(s, n);
+	case YS_FLOAT:
+		if (yscalar_classify(n->text) == YS_INT) { /* "!!float 0x10": the integer's value as a double */
+			cJSON *iv = make_int(n->text);
 			if (!iv)
-				return fail_at(r, ev->start_mark, "integer '%.60s' is out of the int64 range", s);
-			v = cJSON_CreateNumber(cJSON_IsRaw(iv) ? strtod(iv->valuestring, NULL) : iv->valuedouble);
+				return fail_at(r, n, "integer '%.60s' is out of the int64 range", n->text), NULL;
+			d = cJSON_IsRaw(iv) ? strtod(iv->valuestring, NULL) : iv->valuedouble;
 			cJSON_Delete(iv);
-		} else {
-			v = cJSON_CreateNumber(float_value(s, n));
+		} else if (ynode_float(n, &d) < 0) {
+			d = n->text[0] == '-' ? -INFINITY : INFINITY; /* beyond the double range */
 		}
+		v = cJSON_CreateNumber(d);
 		break;
-	case K_STR:
-		/* libyaml NUL-terminates every scalar, and NULs inside were refused above */
-		v = cJSON_CreateString(s);
+	case YS_STR:
+		v = cJSON_CreateString(n->text);
 		break;
 	}
 	if (!v)
-		return fail_at(r, ev->start_mark, "%s", "out of memory");
-	if (ev->data.scalar.anchor)
-		add_anchor(r, (const char *)ev->data.scalar.anchor, v, 1);
-	return attach(r, v, ev->start_mark);
+		fail_at(r, n, "%s", "out of memory");
+	return v;
 }
 
-static int on_start(struct reader *r, yaml_event_t *ev, int is_map)
-{
-	const char *tag = short_tag((const char *)(is_map ? ev->data.mapping_start.tag : ev->data.sequence_start.tag));
-	const char *anchor = (const char *)(is_map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor);
-	struct frame *f;
+struct keyref {
+	const struct ynode *key;
+	int seq;
+};
 
-	if (r->depth > 0 && r->stack[r->depth - 1].is_map && !r->stack[r->depth - 1].key)
-		return fail_at(r, ev->start_mark, "%s", "a mapping key must be a scalar");
-	if (tag && strcmp(tag, "!") && strcmp(tag, is_map ? "map" : "seq"))
-		return fail_at(r, ev->start_mark, "unsupported tag '%.200s'", tag);
-	if (r->depth >= YAMLJSON_MAX_DEPTH)
-		return fail_at(r, ev->start_mark, "nesting deeper than %s levels", "256");
-	if (charge(r, 1, ev->start_mark))
-		return -1;
-	f = &r->stack[r->depth++];
-	memset(f, 0, sizeof(*f));
-	f->is_map = is_map;
-	f->node = is_map ? cJSON_CreateObject() : cJSON_CreateArray();
-	f->anchor = anchor ? xstrdup(anchor) : NULL;
-	f->nodes_at_start = r->nodes - 1;
-	return 0;
+static int keyref_cmp(const void *a, const void *b)
+{
+	const struct keyref *x = a, *y = b;
+	int c = strcmp(x->key->text, y->key->text);
+	if (c)
+		return c;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int on_end(struct reader *r, yaml_event_t *ev)
+/* Sorting instead of a lookup per key keeps a mapping with many keys O(n log n). The duplicate
+ * reported is the first one in the mapping. */
+static int check_duplicates(struct reader *r, const struct ynode *map)
 {
-	struct frame *f = &r->stack[r->depth - 1];
-	cJSON *node = f->node;
-	int rc;
+	struct keyref *keys;
+	const struct keyref *dup = NULL;
+	int ret = 0;
 
-	if (f->is_map && check_duplicates(r, f))
-		return -1;
-	if (f->anchor)
-		add_anchor(r, f->anchor, node, r->nodes - f->nodes_at_start);
-	f->node = NULL;
-	frame_release(f);
-	r->depth--;
-	rc = attach(r, node, ev->start_mark);
-	return rc;
+	if (map->n < 2)
+		return 0;
+	keys = xmalloc((size_t)map->n * sizeof(*keys));
+	for (int i = 0; i < map->n; i++)
+		keys[i] = (struct keyref){ map->keys[i], i };
+	qsort(keys, (size_t)map->n, sizeof(*keys), keyref_cmp);
+	for (int i = 1; i < map->n; i++)
+		if (!strcmp(keys[i - 1].key->text, keys[i].key->text) && (!dup || keys[i].seq < dup->seq))
+			dup = &keys[i];
+	if (dup)
+		ret = fail_at(r, dup->key, "duplicate key '%s'", dup->key->text);
+	free(keys);
+	return ret;
 }
 
-static int on_alias(struct reader *r, yaml_event_t *ev)
+/* What cJSON cannot hold is refused as the reader meets it, so that problems are reported in the
+ * order of the text, a syntax error further down included. Returns 1 (stop) or 0. */
+static int check_node(const struct ynode *n, enum ytree_visit v, void *ud)
 {
-	const char *name = (const char *)ev->data.alias.anchor;
-	const struct anchor *a = NULL;
-	cJSON *copy;
+	struct reader *r = ud;
+	const char *tag = short_tag(n->tag);
 
-	for (size_t i = 0; i < r->n_anchors; i++)
-		if (!strcmp(r->anchors[i].name, name))
-			a = &r->anchors[i];
-	if (!a)
-		return fail_at(r, ev->start_mark, "unknown alias '*%.200s'", name);
-	if (r->depth > 0 && r->stack[r->depth - 1].is_map && !r->stack[r->depth - 1].key)
-		return fail_at(r, ev->start_mark, "%s", "an alias as a mapping key is not supported");
-	if (charge(r, a->nodes, ev->start_mark))
-		return -1;
-	copy = cJSON_Duplicate(a->node, 1);
-	if (!copy)
-		return fail_at(r, ev->start_mark, "%s", "out of memory");
-	return attach(r, copy, ev->start_mark);
-}
-
-static void reader_reset_doc(struct reader *r)
-{
-	while (r->depth > 0) {
-		struct frame *f = &r->stack[--r->depth];
-		cJSON_Delete(f->node);
-		frame_release(f);
+	if (v == YTREE_KEY)
+		return 0; /* a key is its text, whatever its tag */
+	if (v == YTREE_END)
+		return n->kind == YN_MAP && check_duplicates(r, n) ? 1 : 0;
+	if (n->kind != YN_SCALAR) {
+		if (tag && strcmp(tag, "!") && strcmp(tag, n->kind == YN_MAP ? "map" : "seq"))
+			return fail_at(r, n, "unsupported tag '%.200s'", tag), 1;
+		return 0;
 	}
-	cJSON_Delete(r->doc);
-	r->doc = NULL;
-	r->doc_empty = 0;
-	clear_anchors(r);
+	cJSON *s = scalar_json(r, n);
+	cJSON_Delete(s);
+	return !s;
+}
+
+/* A checked node to cJSON: NULL only when out of memory. */
+static cJSON *node_json(struct reader *r, const struct ynode *n)
+{
+	cJSON *v;
+
+	if (n->kind == YN_SCALAR)
+		return scalar_json(r, n);
+	v = n->kind == YN_MAP ? cJSON_CreateObject() : cJSON_CreateArray();
+	for (int i = 0; v && i < n->n; i++) {
+		cJSON *c = node_json(r, n->vals[i]);
+		if (!c) {
+			cJSON_Delete(v);
+			return NULL;
+		}
+		if (n->kind == YN_MAP)
+			cJSON_AddItemToObject(v, n->keys[i]->text, c);
+		else
+			cJSON_AddItemToArray(v, c);
+	}
+	if (!v)
+		fail_at(r, n, "%s", "out of memory");
+	return v;
+}
+
+static int on_document(struct ynode *root, void *ud)
+{
+	struct reader *r = ud;
+	int rc = 0;
+
+	/* a document that is empty or holds only comments is skipped */
+	if (!(root->kind == YN_SCALAR && !*root->text && !root->tag && !root->quoted && !root->anchored)) {
+		cJSON *v = node_json(r, root);
+		if (v)
+			cJSON_AddItemToArray(r->docs, v);
+		rc = !v;
+	}
+	ynode_free(root);
+	return rc;
 }
 
 cJSON *yamljson_parse(const char *text, size_t len, const char *name, size_t *err_line, struct dlk_err *err)
 {
-	struct reader *r = xcalloc(1, sizeof(*r));
-	yaml_parser_t parser;
-	yaml_event_t ev;
-	cJSON *docs = cJSON_CreateArray();
-	int done = 0, failed = 0;
+	struct reader r = { name ? name : "<yaml>", cJSON_CreateArray(), err_line, err };
+	struct ytree_hooks hooks = { check_node, on_document, &r };
+	struct ytree_error ye;
+	int rc;
 
-	if (!text) { /* libyaml asserts on a NULL input, even an empty one */
-		text = "";
-		len = 0;
-	}
-	r->name = name ? name : "<yaml>";
-	r->err_line = err_line;
-	r->err = err;
 	if (err_line)
 		*err_line = 0;
 	if (len > YAMLJSON_MAX_INPUT) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "%s: larger than the limit of %u bytes", r->name, YAMLJSON_MAX_INPUT);
-		free(r);
-		cJSON_Delete(docs);
+		dlk_errf(err, DLK_EXIT_CONFIG, "%s: larger than the limit of %u bytes", r.name, YAMLJSON_MAX_INPUT);
+		cJSON_Delete(r.docs);
 		return NULL;
 	}
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	while (!done && !failed) {
-		if (!yaml_parser_parse(&parser, &ev)) {
-			const char *ctx = parser.context;
-			yaml_mark_t m = parser.problem_mark;
-			if (err_line)
-				*err_line = m.line + 1;
-			dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu:%zu: %s%s%s", r->name, m.line + 1, m.column + 1,
-			         parser.problem ? parser.problem : "invalid YAML", ctx ? " " : "", ctx ? ctx : "");
-			failed = 1;
-			break;
-		}
-		switch (ev.type) {
-		case YAML_STREAM_END_EVENT:
-			done = 1;
-			break;
-		case YAML_DOCUMENT_START_EVENT:
-			reader_reset_doc(r);
-			break;
-		case YAML_DOCUMENT_END_EVENT:
-			if (r->doc && !r->doc_empty) {
-				cJSON_AddItemToArray(docs, r->doc);
-				r->doc = NULL;
-			}
-			reader_reset_doc(r);
-			break;
-		case YAML_SCALAR_EVENT:
-			failed = on_scalar(r, &ev) < 0;
-			break;
-		case YAML_SEQUENCE_START_EVENT:
-			failed = on_start(r, &ev, 0) < 0;
-			break;
-		case YAML_MAPPING_START_EVENT:
-			failed = on_start(r, &ev, 1) < 0;
-			break;
-		case YAML_SEQUENCE_END_EVENT:
-		case YAML_MAPPING_END_EVENT:
-			failed = on_end(r, &ev) < 0;
-			break;
-		case YAML_ALIAS_EVENT:
-			failed = on_alias(r, &ev) < 0;
-			break;
-		default:
-			break;
-		}
-		yaml_event_delete(&ev);
+	rc = ytree_parse_stream(text, len, &read_opts, &hooks, &ye);
+	if (rc < 0) {
+		char what[DLK_ERR_MSG_MAX / 2];
+		fail_pos(&r, ye.line, ye.col, "%s", ytree_error_text(&ye, &read_opts, what, sizeof(what)));
 	}
-	yaml_parser_delete(&parser);
-	reader_reset_doc(r);
-	free(r->anchors);
-	free(r);
-	if (failed) {
-		cJSON_Delete(docs);
+	if (rc) {
+		cJSON_Delete(r.docs);
 		return NULL;
 	}
-	return docs;
+	return r.docs;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* writing */
-
-/* Decodes one UTF-8 sequence at s (n bytes left); returns its length or 0 when invalid. */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-	size_t len;
-	uint32_t c;
-
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	}
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, c = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, c = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, c = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10ffff)) ||
-	    (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return len;
-}
 
 /* What libyaml reads raw without complaint and without treating it as a line break. */
 static int printable_inline(uint32_t c)
@@ -590,7 +278,7 @@ int yamljson_quote(struct dlk_buf *b, const char *s, size_t len)
 	dlk_buf_addc(b, '"');
 	for (size_t i = 0; i < len;) {
 		uint32_t c;
-		size_t n = utf8_decode(u + i, len - i, &c);
+		size_t n = dlk_utf8_decode(u + i, len - i, &c);
 		if (!n || c == 0) {
 			b->len = start;
 			b->data[start] = '\0';
@@ -677,7 +365,7 @@ static int plain_ok(const char *s)
 	for (const char *const *w = yaml11_words; *w; w++)
 		if (!strcasecmp(s, *w))
 			return 0;
-	return classify(s, n) == K_STR;
+	return yscalar_classify(s) == YS_STR;
 }
 
 /* A literal block (|) is used for multi-line text when it reads back byte for byte. */
@@ -691,7 +379,7 @@ static int literal_ok(const char *s)
 		return 0;
 	for (size_t i = 0; i < n;) {
 		uint32_t c;
-		size_t k = utf8_decode(u + i, n - i, &c);
+		size_t k = dlk_utf8_decode(u + i, n - i, &c);
 		if (!k)
 			return 0;
 		if (c == '\n') {

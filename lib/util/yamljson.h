@@ -1,7 +1,7 @@
 /* YAML <-> JSON (cJSON) under the YAML 1.2 core schema.
  *
- * Reading (libyaml): a stream of one or more documents becomes a cJSON array holding one value
- * per document. Plain scalars are typed by the core schema: null (`null`, `Null`, `NULL`, `~`,
+ * Reading (lib/util/ytree's reader, aliases copied): a stream of one or more documents becomes a
+ * cJSON array holding one value per document. Plain scalars are typed by the core schema: null (`null`, `Null`, `NULL`, `~`,
  * empty), bool (`true`/`True`/`TRUE`/`false`/...), int (`[-+]?[0-9]+`, `0o[0-7]+`,
  * `0x[0-9a-fA-F]+`), float (`1.5`, `1e3`, `.inf`, `-.Inf`, `.nan`, ...); everything else and every
  * quoted or block scalar is a string (so `yes`, `on`, `0x1g`, `1_000` stay strings).

@@ -5,6 +5,10 @@
 'use strict';
 
 const https = require('https');
+const http = require('http');
+const net = require('net');
+const os = require('os');
+const { spawn } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const crypto = require('crypto');
@@ -55,7 +59,12 @@ const RESOURCES = [
   { kind: 'RoleBinding', group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings', singular: 'rolebinding', short: [] },
   { kind: 'Job', group: 'batch', version: 'v1', plural: 'jobs', singular: 'job', short: [] },
   { kind: 'CronJob', group: 'batch', version: 'v1', plural: 'cronjobs', singular: 'cronjob', short: ['cj'] },
+  { kind: 'Deployment', group: 'apps', version: 'v1', plural: 'deployments', singular: 'deployment', short: ['deploy'] },
+  { kind: 'HorizontalPodAutoscaler', group: 'autoscaling', version: 'v2', plural: 'horizontalpodautoscalers', singular: 'horizontalpodautoscaler', short: ['hpa'] },
+  { kind: 'PodDisruptionBudget', group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', singular: 'poddisruptionbudget', short: ['pdb'] },
 ];
+// "gatewayAPI": true in the scenario: the server also serves the Gateway API's HTTPRoutes
+if (scenario.gatewayAPI) RESOURCES.push({ kind: 'HTTPRoute', group: 'gateway.networking.k8s.io', version: 'v1', plural: 'httproutes', singular: 'httproute', short: [] });
 const gv = (r) => (r.group ? `${r.group}/${r.version}` : r.version);
 const VERBS = ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'];
 
@@ -207,6 +216,15 @@ function validate(r, obj) {
     if (t && t.spec && rp !== 'Never' && rp !== 'OnFailure')
       causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: "${rp || 'Always'}": supported values: "OnFailure", "Never"`, field: 'spec.template.spec.restartPolicy' });
   }
+  if (r.kind === 'Deployment') {
+    const t = obj.spec && obj.spec.template;
+    if (!t || !t.spec || !Array.isArray(t.spec.containers) || !t.spec.containers.length)
+      causes.push({ reason: 'FieldValueRequired', message: 'Required value', field: 'spec.template.spec.containers' });
+    const sel = (obj.spec && obj.spec.selector && obj.spec.selector.matchLabels) || {};
+    const tl = (t && t.metadata && t.metadata.labels) || {};
+    if (!Object.keys(sel).length || Object.entries(sel).some(([k, v]) => tl[k] !== v))
+      causes.push({ reason: 'FieldValueInvalid', message: 'Invalid value: `selector` does not match template `labels`', field: 'spec.template.metadata.labels' });
+  }
   for (const rej of scenario.reject || []) {
     if (rej.kind === r.kind && (!rej.name || rej.name === name))
       causes.push({ reason: 'FieldValueInvalid', message: rej.message || 'Invalid value', field: rej.field });
@@ -266,6 +284,191 @@ function startJob(r, job) {
   refreshJob(ns, name);
 }
 
+// ---------- Deployment lifecycle (the Deployment and ReplicaSet controllers in one) ----------
+// A Deployment gets spec.replicas pods (default 1) from its template, labelled with a
+// pod-template-hash of the template; a changed template replaces them (generation + 1), a changed
+// replica count adds or removes some. Pods play scenario.deployments[NAME or '*'] (default: Running
+// at once). Status follows the pods: replicas, updatedReplicas, readyReplicas, availableReplicas,
+// observedGeneration, and conditions Available and Progressing; a step's "deploymentCondition"
+// sets a condition explicitly (e.g. Progressing False ProgressDeadlineExceeded).
+function deployScript(name) {
+  const d = scenario.deployments || {};
+  return d[name] || d['*'] || { timeline: [{ at: 0, phase: 'Running' }] };
+}
+const templateHash = (t) => crypto.createHash('sha256').update(JSON.stringify(t || {})).digest('hex').slice(0, 10);
+function deployPods(ns, dep) {
+  return [...store.values()].filter((o) => o.kind === 'Pod' && o.metadata.namespace === ns && (o.metadata.ownerReferences || []).some((ref) => ref.uid === dep.metadata.uid));
+}
+function removePod(ns, name) {
+  const podRes = RESOURCES.find((x) => x.kind === 'Pod');
+  remove(podRes, ns, name);
+  const rt = podRuntime.get(`${ns}/${name}`);
+  if (rt) { rt.done = true; for (const fn of rt.listeners) fn(null); podRuntime.delete(`${ns}/${name}`); }
+}
+function syncDeployment(dep, prevTemplate) {
+  const ns = dep.metadata.namespace, name = dep.metadata.name;
+  const hash = templateHash(dep.spec.template);
+  if (prevTemplate !== undefined && templateHash(prevTemplate) !== hash) dep.metadata.generation = (dep.metadata.generation || 1) + 1;
+  const want = dep.spec.replicas !== undefined ? dep.spec.replicas : 1;
+  const podRes = RESOURCES.find((x) => x.kind === 'Pod');
+  let pods = deployPods(ns, dep);
+  for (const p of pods) if (p.metadata.labels['pod-template-hash'] !== hash) removePod(ns, p.metadata.name);
+  pods = deployPods(ns, dep);
+  for (let i = want; i < pods.length; i++) removePod(ns, pods[i].metadata.name);
+  const script = deployScript(name);
+  const base = Date.now();
+  for (let i = pods.length; i < want; i++) {
+    const rand = crypto.randomBytes(3).toString('hex').slice(0, 5);
+    const tmpl = clone(dep.spec.template || {});
+    const labels = Object.assign({}, (tmpl.metadata && tmpl.metadata.labels) || {}, { 'pod-template-hash': hash });
+    const pod = {
+      apiVersion: 'v1', kind: 'Pod',
+      metadata: newMeta({
+        name: `${name}-${hash.slice(0, 8)}-${rand}`, labels,
+        annotations: Object.assign({}, (tmpl.metadata && tmpl.metadata.annotations) || {}),
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `${name}-${hash.slice(0, 8)}`, uid: dep.metadata.uid, controller: true, blockOwnerDeletion: true }],
+      }, ns),
+      spec: Object.assign({ restartPolicy: 'Always' }, tmpl.spec || {}),
+      status: { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False' }] },
+    };
+    put(podRes, pod, 'ADDED');
+    podRuntime.set(`${ns}/${pod.metadata.name}`, { start: Date.now(), logs: [], previous: null, done: false, listeners: new Set() });
+    const timeline = (script.pods && script.pods[i] && script.pods[i].timeline) || script.timeline || [];
+    for (const step of timeline)
+      setTimeout(() => playStep(ns, { deployment: name }, pod.metadata.name, i, step, base + (step.at || 0) * timeScale), (step.at || 0) * timeScale);
+  }
+  refreshDeployment(ns, name);
+}
+function refreshDeployment(ns, name, explicit) {
+  const depRes = RESOURCES.find((x) => x.kind === 'Deployment');
+  const dep = store.get(key(depRes, ns, name));
+  if (!dep) return;
+  const hash = templateHash(dep.spec.template);
+  const pods = deployPods(ns, dep);
+  const ready = (p) => p.status.phase === 'Running' && (p.status.containerStatuses || []).every((c) => c.ready !== false);
+  const st = dep.status || (dep.status = {});
+  const want = dep.spec.replicas !== undefined ? dep.spec.replicas : 1;
+  st.observedGeneration = dep.metadata.generation || 1;
+  st.replicas = pods.length;
+  st.updatedReplicas = pods.filter((p) => p.metadata.labels['pod-template-hash'] === hash).length;
+  st.readyReplicas = pods.filter(ready).length;
+  st.availableReplicas = st.readyReplicas;
+  st.unavailableReplicas = Math.max(0, want - st.availableReplicas);
+  const conds = (st.conditions || []).filter((c) => !(explicit && c.type === explicit.type));
+  const set = (type, status, reason, message) => {
+    const i = conds.findIndex((c) => c.type === type);
+    const c = { type, status, reason, message, lastUpdateTime: now(), lastTransitionTime: now() };
+    if (i < 0) conds.push(c); else if (!(conds[i].reason === 'ProgressDeadlineExceeded')) conds[i] = c;
+  };
+  if (explicit) conds.push({ type: explicit.type, status: explicit.status || 'False', reason: explicit.reason || '', message: explicit.message || '', lastUpdateTime: now(), lastTransitionTime: now() });
+  set('Available', st.availableReplicas >= want ? 'True' : 'False', st.availableReplicas >= want ? 'MinimumReplicasAvailable' : 'MinimumReplicasUnavailable', st.availableReplicas >= want ? 'Deployment has minimum availability.' : 'Deployment does not have minimum availability.');
+  const done = st.updatedReplicas === want && st.availableReplicas >= want && st.replicas === want;
+  set('Progressing', 'True', done ? 'NewReplicaSetAvailable' : 'ReplicaSetUpdated', done ? `ReplicaSet "${name}-${hash.slice(0, 8)}" has successfully progressed.` : `ReplicaSet "${name}-${hash.slice(0, 8)}" is progressing.`);
+  st.conditions = conds;
+  put(depRes, dep, 'MODIFIED');
+}
+
+// A pod created on its own (not by a Job) plays the timeline of scenario.pods whose key is its
+// name or a prefix ending in '*'. With "run": true its container's command really runs here, so
+// that the API server's pod proxy has something to reach: "dlk" is $DLK_APISERVER_DLK, paths
+// under /mnt/pvc/ are under $DLK_APISERVER_PVC_ROOT (where a test keeps its "claims"), and
+// "--listen :PORT" becomes a free port on 127.0.0.1. The pod turns Running when the process has
+// started and Succeeded or Failed (with its exit code and the end of its stderr as the message)
+// when it exits; deleting the pod stops it (SIGTERM).
+function podScript(name) {
+  const pods = scenario.pods || {};
+  if (pods[name]) return pods[name];
+  for (const k of Object.keys(pods)) if (k.endsWith('*') && name.startsWith(k.slice(0, -1))) return pods[k];
+  return null;
+}
+
+const running = new Map(); // pod key -> {child, port}
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => { const port = srv.address().port; srv.close(() => resolve(port)); });
+    srv.on('error', reject);
+  });
+}
+
+async function runPod(ns, name) {
+  const podRes = RESOURCES.find((x) => x.kind === 'Pod');
+  const pod = store.get(key(podRes, ns, name));
+  if (!pod) return;
+  const c = (pod.spec.containers || [])[0] || {};
+  const pvc = process.env.DLK_APISERVER_PVC_ROOT || '';
+  const mapPath = (v) => (typeof v === 'string' && v.startsWith('/mnt/pvc/') && pvc ? pvc + v.slice('/mnt/pvc'.length) : v);
+  const port = await freePort();
+  const argv = (c.command || []).concat(c.args || []).map(mapPath);
+  for (let i = 0; i < argv.length; i++) if (argv[i] === '--listen' && i + 1 < argv.length) argv[i + 1] = `127.0.0.1:${port}`;
+  if (argv[0] === 'dlk') argv[0] = process.env.DLK_APISERVER_DLK || 'dlk';
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME || '/', NO_COLOR: '1' };
+  for (const e of c.env || []) if (e.value !== undefined) env[e.name] = mapPath(e.value);
+  const child = spawn(argv[0], argv.slice(1), { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => { stderr = (stderr + d.toString()).slice(-4096); });
+  running.set(`${ns}/${name}`, { child, port });
+  child.on('error', (e) => { stderr += e.message; });
+  child.on('exit', (code, sig) => {
+    running.delete(`${ns}/${name}`);
+    const exitCode = code !== null ? code : 128 + (os.constants.signals[sig] || 0);
+    playStep(ns, null, name, 0, { phase: exitCode === 0 ? 'Succeeded' : 'Failed', exitCode, message: stderr.trim().split('\n').slice(-3).join('\n') });
+  });
+  // Running once it answers on its port, as a readiness probe would see it
+  for (let i = 0; i < 100 && running.has(`${ns}/${name}`); i++) {
+    const up = await new Promise((r) => { const s2 = net.connect(port, '127.0.0.1', () => { s2.destroy(); r(true); }); s2.on('error', () => r(false)); });
+    if (up) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  if (running.has(`${ns}/${name}`)) playStep(ns, null, name, 0, { phase: 'Running' });
+}
+
+function startPod(pod) {
+  const ns = pod.metadata.namespace, name = pod.metadata.name;
+  pod.status = { phase: 'Pending', conditions: [{ type: 'PodScheduled', status: 'False' }] };
+  const pk = `${ns}/${name}`;
+  podRuntime.set(pk, { start: Date.now(), logs: [], previous: null, done: false, listeners: new Set() });
+  const script = podScript(name) || {};
+  const jt = [];
+  timers.set(`pod:${pk}`, jt);
+  for (const step of script.timeline || []) jt.push(setTimeout(() => playStep(ns, null, name, 0, step), (step.at || 0) * timeScale));
+  if (script.run) jt.push(setTimeout(() => { runPod(ns, name).catch(() => {}); }, (script.runAt || 0) * timeScale));
+}
+
+function stopPod(ns, name) {
+  for (const t of timers.get(`pod:${ns}/${name}`) || []) clearTimeout(t);
+  timers.delete(`pod:${ns}/${name}`);
+  const r = running.get(`${ns}/${name}`);
+  if (r) { running.delete(`${ns}/${name}`); r.child.removeAllListeners('exit'); r.child.kill('SIGTERM'); }
+  const rt = podRuntime.get(`${ns}/${name}`);
+  if (rt) { rt.done = true; for (const fn of rt.listeners) fn(null); podRuntime.delete(`${ns}/${name}`); }
+}
+
+// The API server's pod proxy (/api/v1/namespaces/NS/pods/NAME[:PORT]/proxy/PATH): the request
+// goes, less the user's credentials, to the pod's process (see runPod); a pod that is not
+// Running, or runs nothing, gets the real server's 503.
+function podProxy(req, res, u, m, a) {
+  const ns = decodeURIComponent(m[1]), name = decodeURIComponent(m[2]);
+  const podRes = RESOURCES.find((x) => x.kind === 'Pod');
+  const verb = { GET: 'get', HEAD: 'get', POST: 'create', PUT: 'update', PATCH: 'patch', DELETE: 'delete' }[req.method] || 'get';
+  for (const f of scenario.forbid || []) {
+    if ((!f.verb || f.verb === verb) && f.resource === 'pods/proxy')
+      return fail(res, 403, 'Forbidden', `pods "${name}" is forbidden: User "${a.user}" cannot ${verb} resource "pods/proxy" in API group "" in the namespace "${ns}"`, { name, kind: 'pods' });
+  }
+  const pod = store.get(key(podRes, ns, name));
+  if (!pod) return fail(res, 404, 'NotFound', `pods "${name}" not found`, { name, kind: 'pods' });
+  const r = running.get(`${ns}/${name}`);
+  if (pod.status.phase !== 'Running' || !r) return fail(res, 503, 'ServiceUnavailable', `error trying to reach service: pod ${name} is not running`);
+  const headers = Object.assign({}, req.headers);
+  delete headers.authorization; delete headers.host;
+  const up = http.request({ host: '127.0.0.1', port: r.port, method: req.method, path: (m[4] || '/') + u.search, headers }, (ur) => {
+    res.writeHead(ur.statusCode, ur.headers);
+    ur.pipe(res);
+  });
+  up.on('error', (e) => { if (!res.headersSent) fail(res, 503, 'ServiceUnavailable', `error trying to reach service: ${e.message}`); else res.destroy(); });
+  req.pipe(up);
+}
+
 function containerName(pod) {
   const cs = (pod.spec && pod.spec.containers) || [];
   return cs.length ? cs[0].name : 'main';
@@ -288,7 +491,7 @@ function playStep(ns, jobName, podName, index, step, at) {
   if (step.event) addEvent(ns, involved, step.event.type || 'Normal', step.event.reason, step.event.message);
   if (step.phase || step.waiting || step.restarts !== undefined) {
     const cname = containerName(pod);
-    const cs = { name: cname, ready: step.phase === 'Running', restartCount: step.restarts || 0, image: ((pod.spec.containers || [])[0] || {}).image || '' };
+    const cs = { name: cname, ready: step.phase === 'Running' && step.ready !== false, restartCount: step.restarts || 0, image: ((pod.spec.containers || [])[0] || {}).image || '' };
     if (step.waiting) cs.state = { waiting: { reason: step.waiting.reason, message: step.waiting.message || '' } };
     else if (step.phase === 'Running') cs.state = { running: { startedAt: now() } };
     else if (step.phase === 'Succeeded' || step.phase === 'Failed')
@@ -308,6 +511,10 @@ function playStep(ns, jobName, podName, index, step, at) {
     const jobRes = RESOURCES.find((x) => x.kind === 'Job');
     const job = store.get(key(jobRes, ns, jobName));
     if (job) { job.metadata.annotations = Object.assign(job.metadata.annotations || {}, step.annotations); put(jobRes, job, 'MODIFIED'); }
+  }
+  if (jobName && jobName.deployment) {
+    if (step.phase || step.waiting || step.deploymentCondition || step.restarts !== undefined) refreshDeployment(ns, jobName.deployment, step.deploymentCondition);
+    return;
   }
   if (step.phase || step.jobCondition) refreshJob(ns, jobName, step.jobCondition);
 }
@@ -422,7 +629,9 @@ function resourceList(group, version) {
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: group ? `${group}/${version}` : version, resources: list };
 }
 function groupList() {
-  const groups = ['batch', 'rbac.authorization.k8s.io'].map((g) => ({ name: g, versions: [{ groupVersion: `${g}/v1`, version: 'v1' }], preferredVersion: { groupVersion: `${g}/v1`, version: 'v1' } }));
+  const gvs = [['batch', 'v1'], ['rbac.authorization.k8s.io', 'v1'], ['apps', 'v1'], ['autoscaling', 'v2'], ['policy', 'v1']];
+  if (scenario.gatewayAPI) gvs.push(['gateway.networking.k8s.io', 'v1']);
+  const groups = gvs.map(([g, v]) => ({ name: g, versions: [{ groupVersion: `${g}/${v}`, version: v }], preferredVersion: { groupVersion: `${g}/${v}`, version: v } }));
   return { kind: 'APIGroupList', apiVersion: 'v1', groups };
 }
 
@@ -430,7 +639,8 @@ function groupList() {
 // kubectl asks the OpenAPI v3 document of a group/version whether PATCH takes the
 // fieldValidation parameter; when it does, kubectl leaves validation to the server. Only the
 // paths (with their group-version-kind) are published, no schemas.
-const GV_PATHS = ['api/v1', 'apis/batch/v1', 'apis/rbac.authorization.k8s.io/v1'];
+const GV_PATHS = ['api/v1', 'apis/batch/v1', 'apis/rbac.authorization.k8s.io/v1', 'apis/apps/v1', 'apis/autoscaling/v2', 'apis/policy/v1']
+  .concat(scenario.gatewayAPI ? ['apis/gateway.networking.k8s.io/v1'] : []);
 function openapiRoot() {
   const paths = {};
   for (const p of GV_PATHS) paths[p] = { serverRelativeURL: `/openapi/v3/${p}?hash=0123456789ABCDEF` };
@@ -519,6 +729,8 @@ async function handle(req, res) {
   if (u.pathname.startsWith('/openapi')) return fail(res, 404, 'NotFound', 'the server could not find the requested resource');
   if (u.pathname === '/_test/compact') { oldestRV = rv; return sendJSON(res, 200, { resourceVersion: String(rv) }); }
 
+  const pm = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/:]+)(:[0-9]+)?\/proxy(\/.*)?$/.exec(u.pathname);
+  if (pm) return podProxy(req, res, u, pm, a);
   const p = parsePath(u.pathname);
   if (!p) return fail(res, 404, 'NotFound', 'the server could not find the requested resource');
   if (p.discovery) {
@@ -588,8 +800,10 @@ function create(res, u, p, body) {
   if (store.has(key(r, p.ns, o.metadata.name))) return fail(res, 409, 'AlreadyExists', `${resName(r)} "${o.metadata.name}" already exists`, { name: o.metadata.name, group: r.group, kind: r.plural });
   if (u.searchParams.get('dryRun') === 'All') return sendJSON(res, 201, o);
   newMeta(o.metadata, p.ns);
+  if (r.kind === 'Pod') startPod(o);
   put(r, o, 'ADDED');
   if (r.kind === 'Job') startJob(r, o);
+  if (r.kind === 'Deployment') syncDeployment(o);
   sendJSON(res, 201, store.get(key(r, p.ns, o.metadata.name)));
 }
 
@@ -610,15 +824,20 @@ function patch(req, res, u, p, body) {
     const mf = [{ manager: fm, operation: 'Apply', apiVersion: gv(r), time: now(), fieldsType: 'FieldsV1' }];
     if (u.searchParams.get('dryRun') === 'All') return sendJSON(res, cur ? 200 : 201, o);
     if (cur) {
+      const prevTemplate = r.kind === 'Deployment' ? clone(cur.spec.template) : undefined;
+      // apply owns the fields it sends: a Deployment's template and replicas are replaced, not merged
+      if (r.kind === 'Deployment' && o.spec) cur.spec.template = o.spec.template;
       deepMerge(cur, o);
       cur.metadata.managedFields = mf;
       put(r, cur, 'MODIFIED');
-      return sendJSON(res, 200, cur);
+      if (r.kind === 'Deployment') syncDeployment(cur, prevTemplate);
+      return sendJSON(res, 200, store.get(k));
     }
     newMeta(o.metadata, p.ns);
     o.metadata.managedFields = mf;
     put(r, o, 'ADDED');
     if (r.kind === 'Job') startJob(r, o);
+    if (r.kind === 'Deployment') syncDeployment(o);
     return sendJSON(res, 201, store.get(k));
   }
   if (ct !== 'application/merge-patch+json' && ct !== 'application/strategic-merge-patch+json')
@@ -626,6 +845,10 @@ function patch(req, res, u, p, body) {
   if (!cur) return fail(res, 404, 'NotFound', `${resName(r)} "${p.name}" not found`, { name: p.name, group: r.group, kind: r.plural });
   const patchObj = parseObject(res, body);
   if (!patchObj) return;
+  // a patch that carries a resourceVersion is a precondition, as in Kubernetes: stale is a 409
+  const prv = patchObj.metadata && patchObj.metadata.resourceVersion;
+  if (prv && prv !== cur.metadata.resourceVersion)
+    return fail(res, 409, 'Conflict', `Operation cannot be fulfilled on ${resName(r)} "${p.name}": the object has been modified; please apply your changes to the latest version and try again`, { name: p.name, group: r.group, kind: r.plural });
   const merged = mergePatch(clone(cur), patchObj);
   merged.metadata.name = cur.metadata.name; merged.metadata.namespace = cur.metadata.namespace; merged.metadata.uid = cur.metadata.uid;
   put(r, merged, 'MODIFIED');
@@ -653,6 +876,8 @@ function del(res, u, p, body) {
       }
     }
   }
+  if (r.kind === 'Deployment') for (const o of deployPods(p.ns, cur)) removePod(p.ns, o.metadata.name);
+  if (r.kind === 'Pod') stopPod(p.ns, p.name);
   const gone = remove(r, p.ns, p.name);
   sendJSON(res, 200, gone, headers);
 }
@@ -867,7 +1092,7 @@ server.keepAliveTimeout = 30000;
 server.listen(opts.port, '127.0.0.1', () => {
   process.stdout.write(`https://127.0.0.1:${server.address().port}\n`);
 });
-const stop = () => { server.close(); process.exit(0); };
+const stop = () => { for (const r of running.values()) r.child.kill('SIGTERM'); server.close(); process.exit(0); };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
 // Never outlive the test that started us: stdin closing means our parent is gone.

@@ -1,7 +1,8 @@
 /* libFuzzer target: how `dlk status`, `dlk logs` and `dlk train --wait` read the API server's
  * objects. The input is up to three JSON documents separated by NUL bytes: a Job, a list of its
  * pods (an array, or a PodList's object whose items are taken) and a list of events. They go
- * through dlk_job_summarize, the progress text and the -o json summary; bytes after the third
+ * through dlk_job_summarize (and the Job alone through dlk_job_summarize_job, which parses its
+ * status counts and completedIndexes), the progress text and the -o json summary; bytes after the third
  * document are parsed as a duration (--timeout). Corpus:
  * tests/fuzz/jobstate/. */
 #include "lib/jobs/jobstate.h"
@@ -36,6 +37,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	dlk_duration_text(s.age_s, dur, sizeof(dur));
 	cJSON *o = dlk_job_summary_json(&s);
 	char *out = cJSON_PrintUnformatted(o);
+	free(out);
+	cJSON_Delete(o);
+	dlk_job_summary_release(&s);
+
+	dlk_job_summarize_job(doc[0], &s);
+	dlk_job_progress_text(&s, text, sizeof(text));
+	o = dlk_job_summary_json(&s);
+	out = cJSON_PrintUnformatted(o);
 	free(out);
 	cJSON_Delete(o);
 	dlk_job_summary_release(&s);

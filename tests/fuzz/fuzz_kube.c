@@ -3,7 +3,6 @@
  * corpus is tests/fuzz/kube/ (tests/unit/test_kube_seeds.c also replays it as a unit test). */
 #include "lib/kube/api.h"
 #include "lib/kube/kubeconfig.h"
-#include "lib/kube/yamljson.h"
 
 #include <stdint.h>
 #include <stdio.h>

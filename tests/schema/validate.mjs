@@ -6,6 +6,8 @@
 //   - DNS-1123 / DNS-1035 names, label keys and values, annotation keys
 //   - container image references
 //   - the rules of an Indexed Job that dlk relies on, and the Service its pods' subdomain names
+//   - a served model's Deployment: selector, probe ports, preStop within the grace period, and
+//     the Service, HorizontalPodAutoscaler and PodDisruptionBudget that find it
 //
 // Usage: node validate.mjs [FILE|-]...      (no FILE: read stdin)
 // Each input holds a JSON array of objects, one object, a List ({"kind": "List", "items": [...]}),
@@ -274,6 +276,56 @@ function checkIndexedJob(obj, path, spec, all) {
   });
 }
 
+// What a served model (dlk serve) relies on: its Deployment selects its own pods, its probes
+// and its Service name ports the container has, the preStop sleep ends before the grace period,
+// and the Service, autoscaler and disruption budget find the pods or the Deployment they are for.
+const matches = (sel, labels) => Object.keys(sel ?? {}).length > 0 && Object.entries(sel).every(([k, v]) => (labels ?? {})[k] === v);
+const templates = (all) => all.filter((o) => ["Deployment", "StatefulSet", "ReplicaSet"].includes(o?.kind)).map((o) => o.spec?.template);
+
+function checkWorkload(obj, all) {
+  const spec = obj.spec ?? {};
+  const t = spec.template ?? {};
+  if (!matches(spec.selector?.matchLabels, t.metadata?.labels))
+    report(obj, "/spec/selector", "the selector does not match the pod template's labels");
+  const pod = t.spec ?? {};
+  (pod.containers ?? []).forEach((c, i) => {
+    const names = new Set((c.ports ?? []).map((p) => p.name).filter(Boolean));
+    for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"]) {
+      const port = c[probe]?.httpGet?.port;
+      if (typeof port === "string" && !names.has(port))
+        report(obj, `/spec/template/spec/containers/${i}/${probe}/httpGet/port`, `no container port named '${port}'`);
+    }
+    const sleep = c.lifecycle?.preStop?.sleep?.seconds;
+    if (sleep !== undefined && sleep >= (pod.terminationGracePeriodSeconds ?? 30))
+      report(obj, `/spec/template/spec/containers/${i}/lifecycle/preStop/sleep/seconds`, `the preStop sleep (${sleep} s) does not end before the grace period (${pod.terminationGracePeriodSeconds ?? 30} s)`);
+  });
+  (pod.volumes ?? []).forEach((v, i) => {
+    const cm = v?.configMap?.name;
+    if (cm !== undefined && !all.some((o) => o?.kind === "ConfigMap" && o.metadata?.name === cm))
+      report(obj, `/spec/template/spec/volumes/${i}/configMap/name`, `no ConfigMap '${cm}' among the objects`);
+  });
+}
+
+function checkServingRefs(obj, all) {
+  const tmpls = templates(all);
+  if (obj.kind === "Service" && obj.spec?.clusterIP !== "None" && tmpls.length) {
+    const mine = tmpls.filter((t) => matches(obj.spec?.selector, t?.metadata?.labels));
+    if (!mine.length) report(obj, "/spec/selector", "selects the pods of no workload among the objects");
+    (obj.spec?.ports ?? []).forEach((p, i) => {
+      if (typeof p.targetPort === "string" && !mine.some((t) => (t?.spec?.containers ?? []).some((c) => (c.ports ?? []).some((cp) => cp.name === p.targetPort))))
+        report(obj, `/spec/ports/${i}/targetPort`, `no selected container has a port named '${p.targetPort}'`);
+    });
+  }
+  if (obj.kind === "HorizontalPodAutoscaler") {
+    const ref = obj.spec?.scaleTargetRef ?? {};
+    if (!all.some((o) => o?.kind === ref.kind && o.metadata?.name === ref.name))
+      report(obj, "/spec/scaleTargetRef", `no ${ref.kind} '${ref.name}' among the objects`);
+    if ((obj.spec?.minReplicas ?? 1) > obj.spec?.maxReplicas) report(obj, "/spec/minReplicas", "is above maxReplicas");
+  }
+  if (obj.kind === "PodDisruptionBudget" && !tmpls.some((t) => matches(obj.spec?.selector?.matchLabels, t?.metadata?.labels)))
+    report(obj, "/spec/selector", "selects the pods of no workload among the objects");
+}
+
 function checkSemantics(obj, all) {
   if (!obj || typeof obj !== "object") return;
   checkMetadata(obj, "/metadata", obj.metadata, NAME_RULES[obj.kind] ?? DEFAULT_NAME_RULE);
@@ -297,7 +349,9 @@ function checkSemantics(obj, all) {
   if (["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"].includes(obj.kind)) {
     checkMetadata(obj, "/spec/template/metadata", obj.spec?.template?.metadata, null);
     checkPodSpec(obj, "/spec/template/spec", obj.spec?.template?.spec);
+    checkWorkload(obj, all);
   }
+  checkServingRefs(obj, all);
   if (obj.kind === "Pod") checkPodSpec(obj, "/spec", obj.spec);
 }
 

@@ -4,7 +4,7 @@
 MANDIR=$TEST_ROOT/${BUILD:-build}/man
 # the long options listed in an options table of `-h` output, one per line, sorted
 help_opts() { grep -E "^ +(-[a-zA-Z], )?--" | help_opts_loose; }
-help_opts_loose() { sed -E -n "s/^ *(-[a-zA-Z], )?--(\[no-\])?([a-z][a-z-]*).*/--\3/p" | sort -u; }
+help_opts_loose() { sed -E -n "s/^ *(-[a-zA-Z], )?--(\[no-\])?([a-z][a-z0-9-]*).*/--\3/p" | sort -u; }
 
 test_expect_success 'dlk -h lists every command in the table' '
 	dlk -h >out &&
@@ -49,20 +49,24 @@ test_expect_success 'the defaults -h shows are the defaults the code starts with
 	dlk logs -h >out && grep -q -- "--tail N .*\[default: -1\]" out && ! grep -q -- "--rank N .*default" out
 '
 
+# every command and subcommand as its words: "train", "data push"
+all_commands() { dlk __commands; dlk __subcommands | tr - " "; }
+
 test_expect_success 'every command has -h, help CMD and a man page, and they agree' '
-	for c in $(dlk __commands); do
+	all_commands | while read -r c; do
+		m=$(echo "$c" | tr " " -)
 		dlk $c -h >h1 && dlk help $c >h2 && cmp h1 h2 || { echo "help differs for $c"; exit 1; }
-		test -f "$MANDIR/dlk-$c.1" || { echo "no man page for $c"; exit 1; }
+		test -f "$MANDIR/dlk-$m.1" || { echo "no man page for $c"; exit 1; }
 		# every long option that -h shows appears in the man page, and the other way round
 		help_opts <h1 >from_help
-		sed -n "/^\.SH OPTIONS/,/^\.SH EX/p" "$MANDIR/dlk-$c.1" | awk "/^\\.TP/ { getline; print }" |
+		sed -n "/^\.SH OPTIONS/,/^\.SH EX/p" "$MANDIR/dlk-$m.1" | awk "/^\\.TP/ { getline; print }" |
 			sed "s/\\\\f[BRI]//g; s/\\\\-/-/g" | help_opts_loose >from_man
 		cmp from_help from_man || { echo "options differ for $c"; diff from_help from_man; exit 1; }
 	done
 '
 
 test_expect_success 'completion offers exactly the options that -h shows' '
-	for c in $(dlk __commands); do
+	all_commands | while read -r c; do
 		dlk $c -h | help_opts >want
 		dlk __complete $c -- | sort -u >got
 		cmp want got || { echo "completion differs for $c"; diff want got; exit 1; }
@@ -78,6 +82,19 @@ test_expect_success 'completion offers commands, option values and files' '
 	dlk __complete help t >out && grep -qx train out &&
 	dlk __complete train --set training.ep >out && grep -qx training.epochs= out &&
 	dlk __complete --set model.layers.0.d >out && grep -qx model.layers.0.dense.units= out
+'
+
+test_expect_success 'a command with subcommands lists them, completes them and suggests the nearest' '
+	dlk data -h >out && grep -q "^  push " out && grep -q "^  get " out &&
+	dlk __complete data "" >out && grep -qx push out && grep -qx show out &&
+	dlk __complete data pu >out && grep -qx push out && ! grep -qx show out &&
+	dlk __complete data push --t >out && grep -qx -- --to out && grep -qx -- --tag out &&
+	dlk __complete help data s >out && grep -qx show out &&
+	test_exit_code 2 dlk data 2>err && grep -q "needs one of its commands: push ls show get" err &&
+	test_exit_code 2 dlk data pussh 2>err && grep -q "did you mean .dlk data push." err &&
+	test_exit_code 2 dlk data push 2>err && grep -q "needs PATH" err &&
+	test_exit_code 2 dlk data push --bogus x 2>err && grep -q "unknown option .--bogus. for .dlk data push." err &&
+	grep -qF "dlk\\-data\\-push" "$MANDIR/dlk-data.1"
 '
 
 test_expect_success 'the bash completion script completes through the binary' '

@@ -101,7 +101,7 @@ test_expect_success 'hostile values cannot change the rendered structure' '
 	validate o.json &&
 	node -e "
 		const l = JSON.parse(require(\"fs\").readFileSync(\"o.json\", \"utf8\"));
-		if (l.items.length !== 6) throw new Error(\"object count \" + l.items.length);
+		if (l.items.length !== 7) throw new Error(\"object count \" + l.items.length);
 		const cm = l.items.find(o => o.kind === \"ConfigMap\");
 		if (!cm.data[\"dlk.yaml\"].includes(\"yes: {{x}} *a &b\")) throw new Error(\"class name lost\");
 		if (cm.metadata.labels.team !== \"yes\") throw new Error(\"label typed wrongly\");

@@ -46,23 +46,51 @@ test_expect_success 'render_train writes the objects of four specs' '
 '
 
 test_expect_success 'one CPU worker: every object is valid' '
-	validate "$JSON/cpu-1.json" >out && grep_q "ok: 6 objects" out
+	validate "$JSON/cpu-1.json" >out && grep_q "ok: 7 objects" out
 '
 
 test_expect_success '4 workers x 8 GPUs, product, queue, tolerations, storage size: valid' '
-	validate "$JSON/gpu-4.json" >out && grep_q "ok: 7 objects" out
+	validate "$JSON/gpu-4.json" >out && grep_q "ok: 8 objects" out
 '
 
 test_expect_success 'existing checkpoint claim: valid' '
-	validate "$JSON/claim.json" >out && grep_q "ok: 6 objects" out
+	validate "$JSON/claim.json" >out && grep_q "ok: 7 objects" out
 '
 
 test_expect_success 'schedule renders a valid CronJob' '
-	validate "$JSON/cron.json" >out && grep_q "ok: 6 objects" out && grep_q "\"CronJob\"" "$JSON/cron.json"
+	validate "$JSON/cron.json" >out && grep_q "ok: 7 objects" out && grep_q "\"CronJob\"" "$JSON/cron.json"
+'
+
+test_expect_success 'render_serving writes the objects of three served models' '
+	DLK_RENDER_JSON_DIR="$JSON" "$TEST_ROOT/${BUILD:-build}/tests/unit/test_render_serving" >unit.log 2>&1 ||
+		{ grep -a "^not ok" unit.log; exit 1; }
+	for s in cpu gpu canary route; do test -s "$JSON/serve-$s.json" || exit 1; done
+'
+
+# (the Gateway API's HTTPRoute has no schema in kubernetes-models; test_render_serving checks it)
+test_expect_success 'a served model on the CPU, one on GPUs with an autoscaler, a canary (and its Services with a route): valid' '
+	validate "$JSON/serve-cpu.json" >out && grep_q "ok: 3 objects" out &&
+	validate "$JSON/serve-gpu.json" >out && grep_q "ok: 5 objects" out &&
+	validate "$JSON/serve-canary.json" >out && grep_q "ok: 3 objects" out &&
+	test -s "$JSON/serve-route.json" &&
+	jq "[.[] | select(.kind != \"HTTPRoute\")]" "$JSON/serve-route.json" >route.json &&
+	validate route.json >out && grep_q "ok: 4 objects" out
+'
+
+test_expect_success 'serving objects that do not fit together are rejected' '
+	mutate "$JSON/serve-gpu.json" bad.json "const d = o.find(x => x.kind === \"Deployment\"); d.spec.template.spec.containers[0].readinessProbe.httpGet.port = \"web\"; d.spec.selector.matchLabels[\"dlk.dev/track\"] = \"canary\"; o.find(x => x.kind === \"PodDisruptionBudget\").spec.selector.matchLabels[\"dlk.dev/serve\"] = \"other\"" &&
+	validate_rejects bad.json "readinessProbe/httpGet/port: no container port named .web." &&
+	grep_q "the selector does not match the pod template" out &&
+	grep_q "PodDisruptionBudget/fashion-serving: /spec/selector: selects the pods of no workload" out &&
+	mutate "$JSON/serve-cpu.json" bad.json "const d = o.find(x => x.kind === \"Deployment\"); d.spec.template.spec.terminationGracePeriodSeconds = 3; o.find(x => x.kind === \"Service\").spec.ports[0].targetPort = \"htp\"" &&
+	validate_rejects bad.json "the preStop sleep (5 s) does not end before the grace period (3 s)" &&
+	grep_q "no selected container has a port named .htp." out &&
+	mutate "$JSON/serve-gpu.json" bad.json "o.find(x => x.kind === \"HorizontalPodAutoscaler\").spec.scaleTargetRef.name = \"other\"" &&
+	validate_rejects bad.json "no Deployment .other. among the objects"
 '
 
 test_expect_success 'objects are read from stdin too' '
-	validate <"$JSON/gpu-4.json" >out && grep_q "ok: 7 objects" out
+	validate <"$JSON/gpu-4.json" >out && grep_q "ok: 8 objects" out
 '
 
 test_expect_success 'a misspelled field in a container is rejected' '

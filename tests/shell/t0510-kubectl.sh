@@ -4,11 +4,12 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/apiserver/lib.sh"
 
-if ! command -v kubectl >/dev/null 2>&1; then
-	test_skip 'kubectl not installed'
-	test_done
-	exit
-fi
+# the kubectl `.ci/deps test` builds with the control plane (tests/cluster), not whatever is on PATH
+cluster_src=$TEST_ROOT/tests/cluster cluster_top=$TEST_ROOT
+. "$cluster_src/env.sh"
+[ -x "$K8S_BIN/kubectl" ] || { echo "Bail out! $K8S_BIN/kubectl is missing: run '.ci/deps test'"; exit 1; }
+PATH=$K8S_BIN:$PATH
+export PATH
 if ! start_apiserver basic.json; then
 	test_skip 'node or openssl missing'
 	test_done

@@ -41,8 +41,10 @@ test_expect_success 'submit applies what --dry-run prints, in order, by server-s
 		i=$((i + 1))
 	done &&
 	jq -r "select(.method == \"PATCH\") | .query + \" \" + .headers[\"content-type\"]" "$APISERVER_LOG" >patches &&
-	test "$(wc -l <patches)" -eq "$n" &&
+	test "$(wc -l <patches)" -eq "$((n - 1))" &&
 	! grep -v "fieldManager=dlk.*application/apply-patch+yaml" patches &&
+	jq -r "select(.method == \"POST\") | .path" "$APISERVER_LOG" >posts &&
+	test "$(cat posts)" = /api/v1/namespaces/default/configmaps &&
 	jq -r "select(.method == \"PATCH\") | .path" "$APISERVER_LOG" >order &&
 	head -n 1 order | grep -q /configmaps/ && tail -n 1 order | grep -q /jobs/ok
 '

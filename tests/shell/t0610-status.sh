@@ -10,7 +10,7 @@ submit() { dlk -f "$PROJ" -q train --set name="$1" --set resources.workers="${2:
 row() { awk -v n="$1" '$1 == n' out | tr -s " "; }
 
 test_expect_success 'no jobs yet says so' '
-	dlk status >out 2>err && test ! -s out && grep -q "no dlk jobs in namespace .default." err
+	dlk status >out 2>err && test ! -s out && grep -q "no dlk jobs or served models in namespace .default." err
 '
 
 test_expect_success 'an unschedulable job is Pending, with the scheduler'\''s reason' '

@@ -51,6 +51,13 @@ weights_sha() { tar -xOf "$1" model.json | tr -d ' \t\n' | sed 's/.*"weights":{[
 accuracy() { sed -n 's/.*"testAccuracy":[ \t]*\([0-9.]*\).*/\1/p' "$1"; }
 # waits (up to 20 s) until a file or directory exists
 wait_for() { i=0; while [ ! -e "$1" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done; [ -e "$1" ]; }
+# the checkpoints of a project's newest run (each run has a directory of its own, named by its id)
+ckpts() { ls -td "$1"/.dlk/checkpoints/blobs/*/ 2>/dev/null | head -1 | sed "s,/$,,"; }
+# waits (up to 20 s) until the newest run of project $1 has checkpoint $2
+wait_for_ckpt() {
+	i=0; while [ ! -e "$(ckpts "$1")/$2" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+	[ -e "$(ckpts "$1")/$2" ]
+}
 
 # reference runs, shared by several cases
 mkdir -p "$TEST_TMP/ref1" "$TEST_TMP/ref2" "$TEST_TMP/ref4"
@@ -67,61 +74,71 @@ REF1=$(weights_sha "$TEST_TMP/ref1/blobs.dlk")
 REF2=$(weights_sha "$TEST_TMP/ref2/blobs.dlk")
 REF4=$(weights_sha "$TEST_TMP/ref4/blobs.dlk")
 
-test_expect_success 'a run writes checkpoints (keep 3) with the whole training state' '
-	ls "$TEST_TMP/ref1/.dlk/checkpoints/blobs" >dirs &&
+test_expect_success 'a run writes checkpoints (keep 3) with the whole training state, in a directory of its own' '
+	ls "$TEST_TMP/ref1/.dlk/checkpoints/blobs" >runs && test "$(wc -l <runs)" = 1 &&
+	grep_q "^[0-9a-f]\{8\}-[0-9a-f]\{4\}-4[0-9a-f]\{3\}-[89ab][0-9a-f]\{3\}-[0-9a-f]\{12\}\$" runs &&
+	ck=$(ckpts "$TEST_TMP/ref1") && ls "$ck" >dirs &&
 	test "$(wc -l <dirs)" = 3 && grep_q step-00000096 dirs &&
 	for b in state.json params.f32 optim_m.f32 optim_v.f32 manifest.json; do
-		test -s "$TEST_TMP/ref1/.dlk/checkpoints/blobs/step-00000096/$b" || exit 1
+		test -s "$ck/step-00000096/$b" || exit 1
 	done &&
-	grep_q "\"globalStep\":\"96\"" "$TEST_TMP/ref1/.dlk/checkpoints/blobs/step-00000096/state.json"
+	grep_q "\"globalStep\":\"96\"" "$ck/step-00000096/state.json"
 '
 
-test_expect_success 'a finished run is not trained again' '
-	cp -r "$TEST_TMP/ref1" p && dlk train --local -f p/dlk.yaml -o json >out.json 2>err &&
-	grep_q "nothing left to train" err && test "$(weights_sha p/blobs.dlk)" = "$REF1"
+test_expect_success 'a finished run is not reported again: running again trains a new run' '
+	cp -r "$TEST_TMP/ref1" p && dlk train --local -f p/dlk.yaml -o json >out.json 2>err && cat err &&
+	! grep -q "nothing left to train" err && ! grep -q "resuming" err && grep_q "epoch 3/3" err &&
+	test "$(ls p/.dlk/checkpoints/blobs | wc -l)" = 2 && test "$(weights_sha p/blobs.dlk)" = "$REF1"
 '
 
 test_expect_success 'SIGTERM writes a checkpoint and exits 75; resuming gives the same weights bit for bit' '
 	make_project p &&
 	{ DLK_TEST_CHECKPOINT_DELAY_MS=15 "$DLK" train --local -f p/dlk.yaml >/dev/null 2>err & pid=$!; } &&
-	wait_for p/.dlk/checkpoints/blobs/step-00000010 && kill -TERM $pid; wait $pid; rc=$?;
+	wait_for_ckpt p step-00000010 && kill -TERM $pid; wait $pid; rc=$?;
 	cat err && test $rc = 75 && grep_q "stopped by SIGTERM after" err && grep_q "checkpoint written" err &&
-	dlk train --local -f p/dlk.yaml >/dev/null 2>err2 && cat err2 && grep_q "resuming from checkpoint" err2 &&
+	dlk train --local -f p/dlk.yaml >/dev/null 2>err2 && cat err2 && grep_q "resuming run .* from checkpoint" err2 &&
 	test "$(weights_sha p/blobs.dlk)" = "$REF1"
 '
 
 test_expect_success 'SIGTERM during a checkpoint write past the grace leaves the previous checkpoint valid' '
 	make_project p &&
 	{ DLK_TEST_CHECKPOINT_DELAY_MS=300 DLK_TERM_GRACE=1 "$DLK" train --local -f p/dlk.yaml >/dev/null 2>err & pid=$!; } &&
-	wait_for p/.dlk/checkpoints/blobs/step-00000005 && kill -TERM $pid; wait $pid; rc=$?;
+	wait_for_ckpt p step-00000005 && kill -TERM $pid; wait $pid; rc=$?;
 	cat err && test $rc = 75 && grep_q "did not finish within the termination grace" err &&
-	ls -a p/.dlk/checkpoints/blobs && ls p/.dlk/checkpoints/blobs | grep -v step-00000005 >others;
+	ls -a "$(ckpts p)" && ls "$(ckpts p)" | grep -v step-00000005 >others;
 	test ! -s others &&
 	dlk train --local -f p/dlk.yaml >/dev/null 2>err2 && cat err2 &&
-	grep_q "resuming from checkpoint .*step-00000005" err2 && ! grep -q warning err2 &&
+	grep_q "resuming run .* from checkpoint .*step-00000005" err2 && ! grep -q warning err2 &&
 	test "$(weights_sha p/blobs.dlk)" = "$REF1"
 '
 
 test_expect_success 'a corrupted checkpoint is named in a warning and the previous one is used' '
 	make_project p &&
 	dlk train --local -q -f p/dlk.yaml --set training.epochs=1 >/dev/null 2>&1 &&
-	ls p/.dlk/checkpoints/blobs >dirs && cat dirs && grep_q step-00000032 dirs &&
-	printf "\377\377\377\377" | dd of=p/.dlk/checkpoints/blobs/step-00000032/params.f32 bs=1 seek=8 conv=notrunc 2>/dev/null &&
+	ck=$(ckpts p) && ls "$ck" >dirs && cat dirs && grep_q step-00000032 dirs &&
+	printf "\377\377\377\377" | dd of="$ck/step-00000032/params.f32" bs=1 seek=8 conv=notrunc 2>/dev/null &&
+	rec=$(ls p/.dlk/runs/blobs/*.json) && sed "s/\"outcome\":[ \t]*\"succeeded\"/\"outcome\":\"interrupted\"/" "$rec" >x && mv x "$rec" &&
 	dlk train --local -f p/dlk.yaml --set training.epochs=1 >/dev/null 2>err; cat err &&
-	grep_q "warning: .*step-00000032" err && grep_q "resuming from checkpoint .*step-00000030" err
+	grep_q "warning: .*step-00000032" err && grep_q "resuming run .* from checkpoint .*step-00000030" err
 '
 
-test_expect_success 'a checkpoint of another model is refused with a clear message' '
-	cp -r "$TEST_TMP/ref1" p &&
+test_expect_success 'an interrupted run of a project changed since is not continued: a new run starts' '
+	make_project p &&
+	{ DLK_TEST_CHECKPOINT_DELAY_MS=15 "$DLK" train --local -f p/dlk.yaml >/dev/null 2>err & pid=$!; } &&
+	wait_for_ckpt p step-00000010 && kill -TERM $pid; wait $pid; test $? = 75 &&
 	sed "s/units: 32/units: 33/" p/dlk.yaml >p/x && mv p/x p/dlk.yaml &&
-	test_exit_code 3 dlk train --local -f p/dlk.yaml >/dev/null 2>err &&
-	cat err && grep_q "is of another model" err
+	dlk train --local -f p/dlk.yaml >/dev/null 2>err && cat err &&
+	grep_q "was interrupted, but the project has changed since: starting a new run" err &&
+	test "$(ls p/.dlk/checkpoints/blobs | wc -l)" = 2
 '
 
-test_expect_success 'a checkpoint of another batch size is refused' '
-	cp -r "$TEST_TMP/ref1" p &&
-	test_exit_code 3 dlk train --local -f p/dlk.yaml --set training.batch_size=32 >/dev/null 2>err &&
-	cat err && grep_q "belongs to another run" err
+test_expect_success '--fresh starts a new run instead of continuing the interrupted one' '
+	make_project p &&
+	{ DLK_TEST_CHECKPOINT_DELAY_MS=15 "$DLK" train --local -f p/dlk.yaml >/dev/null 2>err & pid=$!; } &&
+	wait_for_ckpt p step-00000010 && kill -TERM $pid; wait $pid; test $? = 75 &&
+	dlk train --local -f p/dlk.yaml --fresh >/dev/null 2>err && cat err &&
+	grep_q "starting a new run (--fresh)" err && ! grep -q resuming err &&
+	test "$(ls p/.dlk/checkpoints/blobs | wc -l)" = 2 && test "$(weights_sha p/blobs.dlk)" = "$REF1"
 '
 
 test_expect_success 'two workers print one log with rank prefixes and write one bundle' '
@@ -159,11 +176,11 @@ test_expect_success 'four workers: kill -9 one mid-run, the gang restarts from t
 	make_project p &&
 	{ DLK_TEST_CHECKPOINT_DELAY_MS=10 "$DLK" train --local --workers 4 -o json -f p/dlk.yaml --set training.batch_size=16 \
 		>out.json 2>err & pid=$!; } &&
-	wait_for p/.dlk/checkpoints/blobs/step-00000020 &&
+	wait_for_ckpt p step-00000020 &&
 	victim=$(cat /proc/$pid/task/$pid/children | tr " " "\n" | sed -n 3p) && test -n "$victim" &&
 	kill -9 "$victim" && wait $pid && cat err &&
 	grep_q "worker . was killed by signal 9" err && grep_q "restarting all 4 workers from the last checkpoint (restart 1 of 3)" err &&
-	grep_q "resuming from checkpoint" err &&
+	grep_q "resuming run .* from checkpoint" err &&
 	test "$(weights_sha p/blobs.dlk)" = "$REF4" &&
 	a=$(accuracy out.json) && b=$(accuracy "$TEST_TMP/ref4/out.json") && echo "$a $b" &&
 	awk -v a="$a" -v b="$b" "BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.005) }"
@@ -179,7 +196,7 @@ test_expect_success 'the restarts allowed run out' '
 	make_project p &&
 	{ DLK_TEST_CHECKPOINT_DELAY_MS=10 "$DLK" train --local --workers 2 --max-restarts 0 -f p/dlk.yaml \
 		--set training.batch_size=32 >/dev/null 2>err & pid=$!; } &&
-	wait_for p/.dlk/checkpoints/blobs/step-00000010 &&
+	wait_for_ckpt p step-00000010 &&
 	victim=$(cat /proc/$pid/task/$pid/children | tr " " "\n" | sed -n 2p) && kill -9 "$victim";
 	wait $pid; rc=$?; cat err && test $rc = 75 && grep_q "restarts allowed are used up" err
 '
@@ -188,17 +205,17 @@ test_expect_success 'SIGTERM to the gang stops every worker with a checkpoint; r
 	make_project p &&
 	{ DLK_TEST_CHECKPOINT_DELAY_MS=15 "$DLK" train --local --workers 2 -f p/dlk.yaml --set training.batch_size=32 \
 		>/dev/null 2>err & pid=$!; } &&
-	wait_for p/.dlk/checkpoints/blobs/step-00000010 && kill -TERM $pid; wait $pid; rc=$?;
+	wait_for_ckpt p step-00000010 && kill -TERM $pid; wait $pid; rc=$?;
 	cat err && test $rc = 75 && grep_q "checkpoint written" err &&
 	dlk train --local --workers 2 -f p/dlk.yaml --set training.batch_size=32 >/dev/null 2>err2 && cat err2 &&
-	grep_q "resuming from checkpoint" err2 && test "$(weights_sha p/blobs.dlk)" = "$REF2"
+	grep_q "resuming run .* from checkpoint" err2 && test "$(weights_sha p/blobs.dlk)" = "$REF2"
 '
 
 test_expect_success 'Ctrl-C (SIGINT) to the gang stops it cleanly with a checkpoint' '
 	make_project p &&
 	{ DLK_TEST_CHECKPOINT_DELAY_MS=15 "$DLK" train --local --workers 2 -f p/dlk.yaml --set training.batch_size=32 \
 		>/dev/null 2>err & pid=$!; } &&
-	wait_for p/.dlk/checkpoints/blobs/step-00000010 && kill -INT $pid; wait $pid; rc=$?;
+	wait_for_ckpt p step-00000010 && kill -INT $pid; wait $pid; rc=$?;
 	cat err && test $rc = 1 && grep_q "stopped by an interrupt" err && grep_q "checkpoint written" err &&
 	! grep -q restarting err && test -z "$(cat /proc/$pid/task/$pid/children 2>/dev/null)"
 '
@@ -207,7 +224,7 @@ test_expect_success 'a stalled worker (SIGSTOP): the watchdog fails the step, th
 	make_project p &&
 	{ DLK_STALL_TIMEOUT=2 DLK_TEST_CHECKPOINT_DELAY_MS=10 "$DLK" train --local --workers 2 -f p/dlk.yaml \
 		--set training.batch_size=32 >/dev/null 2>err & pid=$!; } &&
-	wait_for p/.dlk/checkpoints/blobs/step-00000010 &&
+	wait_for_ckpt p step-00000010 &&
 	victim=$(cat /proc/$pid/task/$pid/children | tr " " "\n" | sed -n 2p) && kill -STOP "$victim" &&
 	wait $pid && cat err && grep_q "restarting all 2 workers" err &&
 	test "$(weights_sha p/blobs.dlk)" = "$REF2"

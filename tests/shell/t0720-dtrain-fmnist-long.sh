@@ -45,7 +45,7 @@ test_expect_success 'kill -9 of one of 4 workers mid-epoch: restarted from the l
 	mkdir p && cp "$TEST_ROOT/examples/mlp/dlk.yaml" p/ &&
 	{ "$DLK" train --local --workers 4 -o json -f p/dlk.yaml --set training.epochs=3 --set training.batch_size=32 \
 		--set training.checkpoint.every=200 >out.json 2>err & pid=$!; } &&
-	wait_for p/.dlk/checkpoints/fashion-mlp/step-00000600 &&
+	wait_for_glob "p/.dlk/checkpoints/fashion-mlp/*/step-00000600" 3000 &&
 	victim=$(cat /proc/$pid/task/$pid/children | tr " " "\n" | sed -n 2p) && test -n "$victim" &&
 	sleep 1 && kill -9 "$victim" && wait $pid && grep -v "step .*/" err &&
 	grep_q "restarting all 4 workers from the last checkpoint" err &&

@@ -48,12 +48,14 @@ test_expect_success 'the worker patches its Job with its progress, rate-limited'
 	grep "\"method\":\"PATCH\"" "$APISERVER_LOG" >patches && cat patches &&
 	grep_q "/apis/batch/v1/namespaces/default/jobs/blobs" patches &&
 	grep_q "merge-patch+json" patches &&
-	n=$(wc -l <patches) && test "$n" -ge 4 && test "$n" -le 5 &&
+	# start, epochs, the end, and the run document of the bundle once it is written
+	n=$(wc -l <patches) && test "$n" -ge 5 && test "$n" -le 6 &&
 	curl -sf --cacert "$SA/ca.crt" -H "Authorization: Bearer test-token" \
 		"$APISERVER_URL/apis/batch/v1/namespaces/default/jobs/blobs" >job.json &&
 	tr -d "\\\\" <job.json | grep -o "dlk.dev/progress\": *\"{[^}]*}" >progress && cat progress &&
 	grep_q "\"epoch\":3,\"epochs\":3,\"step\":48,\"totalSteps\":48" progress &&
 	grep_q "\"accuracy\":0\.[0-9]" progress && grep_q "\"samplesPerSec\":" progress &&
+	jq -r ".metadata.annotations[\"dlk.dev/metrics\"]" job.json | jq -e ".weights.sha256 | test(\"^[0-9a-f]{64}$\")" &&
 	grep_q "\"updated\":\"20[0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9:]*Z\"" progress
 '
 

@@ -197,9 +197,10 @@ test_expect_success 'a pod given 2 GPUs runs a rank per GPU: 2 pods are the 4 ra
 	cp -r ref pods && rm -rf pods/.dlk pods/tiny.dlk &&
 	port=$(awk "BEGIN { srand(); print 20000 + int(rand() * 20000) }") &&
 	for pod in 0 1; do
-		env -u LOCAL_RANK KUBERNETES_SERVICE_HOST=10.0.0.1 JOB_COMPLETION_INDEX=$pod WORLD_SIZE=2 \
+		# a worker writes its bundle in its working directory, as in a pod without a volume
+		(cd pods && exec env -u LOCAL_RANK KUBERNETES_SERVICE_HOST=10.0.0.1 JOB_COMPLETION_INDEX=$pod WORLD_SIZE=2 \
 			MASTER_ADDR=127.0.0.1 MASTER_PORT=$port DLK_DEVICE=cpu \
-			"$DLK" train --worker -v -f pods/dlk.yaml --set training.batch_size=8 >out$pod 2>err$pod &
+			"$DLK" train --worker -v -f dlk.yaml --set training.batch_size=8) >out$pod 2>err$pod &
 		eval pid$pod=\$!
 	done
 	wait $pid0; rc0=$?; wait $pid1; rc1=$?

@@ -81,7 +81,7 @@ test_expect_success 'a GPU checkpoint resumes on the GPU and on the CPU' '
 	make_project p &&
 	DLK_DEVICE=cuda dlk train --local -q -f p/dlk.yaml --set training.epochs=2 >/dev/null 2>err &&
 	DLK_DEVICE=cuda dlk train --local -o json -f p/dlk.yaml >out.json 2>err && cat err &&
-	grep_q "resuming from checkpoint" err &&
+	grep_q "resuming run .* from checkpoint" err &&
 	close_to "$(accuracy out.json)" "$(accuracy "$TEST_TMP/g1/out.json")" 0.01
 '
 
@@ -123,7 +123,7 @@ test_expect_success 'a rank killed mid-run: NCCL fails restartably, the gang res
 	i=0; while [ ! -d p/.dlk/checkpoints/blobs ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done &&
 	victim=$(pgrep -P $pid | tail -n 1) && test -n "$victim" && kill -KILL $victim;
 	wait $pid; rc=$?; cat err && test $rc = 0 &&
-	grep_q "restart" err && grep_q "resuming from checkpoint" err &&
+	grep_q "restart" err && grep_q "resuming run .* from checkpoint" err &&
 	close_to "$(accuracy out.json)" "$(accuracy "$TEST_TMP/g1/out.json")" 0.02
 '
 

@@ -1,4 +1,4 @@
-/* The device communicator (lib/comm/device.c) and the gradient buckets, driven by a fake device
+/* The device communicator (lib/comm/device_comm.c) and the gradient buckets, driven by a fake device
  * library in host memory where NCCL would be: the id that rank 0 makes reaches every rank
  * through the real rendezvous over loopback; a rank that cannot load the library says so before
  * anyone waits; the watchdog turns the library's asynchronous error, or a collective that makes

@@ -1,5 +1,6 @@
 /* Local sources: file:// URLs, bare paths, pvc:// resolution, sha256 pins and size limits. */
 #include "tests/unit/check.h"
+#include "tests/unit/tmpdir.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -39,8 +40,8 @@ int main(void)
 	FILE *fp;
 
 	memset(&o, 0, sizeof(o));
-	tmpdir = xasprintf("%s/dlk-test-fetch-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(tmpdir))
+	tmpdir = test_tmpdir("test-fetch");
+	if (!tmpdir)
 		return 1;
 
 	/* pvc:// resolution */
@@ -144,10 +145,6 @@ int main(void)
 
 	dlk_fetched_release(&f);
 	free(url), free(upper), free(path);
-	p = xasprintf("rm -rf '%s'", tmpdir);
-	if (system(p) != 0)
-		printf("# could not remove %s\n", tmpdir);
-	free(p);
-	free(tmpdir);
+	test_tmpdir_remove(tmpdir);
 	return CHECK_DONE();
 }

@@ -2,6 +2,7 @@
  * 127.0.0.1): retries with Retry-After, resume with Range, 404, size limits, redirects, the
  * cache, pins, and https with a certificate made at test time. Every case is bounded to seconds. */
 #include "tests/unit/check.h"
+#include "tests/unit/tmpdir.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -621,8 +622,8 @@ int main(void)
 	for (size_t i = 0; i < BODY_LEN; i++)
 		body[i] = (unsigned char)(i * 7 % 251);
 	make_idx();
-	tmpdir = xasprintf("%s/dlk-test-http-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(tmpdir))
+	tmpdir = test_tmpdir("test-http");
+	if (!tmpdir)
 		return 1;
 	d = start(0, NULL, NULL, &port);
 	CHECK_MSG(d != NULL && port > 0, "the loopback server starts on port %d", port);
@@ -644,12 +645,6 @@ int main(void)
 
 	free(base), free(cache);
 	dlk_buf_release(&idx_images), dlk_buf_release(&idx_labels);
-	{
-		char *cmd = xasprintf("rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", tmpdir);
-		free(cmd);
-	}
-	free(tmpdir);
+	test_tmpdir_remove(tmpdir);
 	return CHECK_DONE();
 }

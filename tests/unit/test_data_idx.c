@@ -1,5 +1,6 @@
 /* IDX decoding, containers (gzip, tar.gz, zip, plain) and dlk_data_load() on Fashion-MNIST. */
 #include "tests/unit/check.h"
+#include "tests/unit/tmpdir.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -539,11 +540,9 @@ static void fashion_mnist(void)
 
 int main(void)
 {
-	tmpdir = xasprintf("%s/dlk-test-idx-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
+	tmpdir = test_tmpdir("test-idx");
+	if (!tmpdir)
 		return 1;
-	}
 	decode_errors();
 	decode_types();
 	join_errors();
@@ -551,12 +550,6 @@ int main(void)
 	containers();
 	gather_matches_float_storage();
 	fashion_mnist();
-	{
-		char *cmd = xasprintf("rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", tmpdir);
-		free(cmd);
-	}
-	free(tmpdir);
+	test_tmpdir_remove(tmpdir);
 	return CHECK_DONE();
 }

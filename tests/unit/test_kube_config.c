@@ -3,7 +3,6 @@
 #include "tests/unit/test_kube_server.h"
 #include "lib/kube/exec.h"
 #include "lib/kube/kubeconfig.h"
-#include "lib/kube/yamljson.h"
 
 #include <stdlib.h>
 

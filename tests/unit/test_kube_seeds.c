@@ -4,7 +4,6 @@
 #include "tests/unit/check.h"
 #include "lib/kube/api.h"
 #include "lib/kube/kubeconfig.h"
-#include "lib/kube/yamljson.h"
 #include "lib/util/buf.h"
 
 #include <dirent.h>

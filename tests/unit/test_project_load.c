@@ -2,6 +2,7 @@
  * the dump's round trip and digest, and the known-key list. */
 #include "tests/unit/check.h"
 #include "tests/unit/test_project.h"
+#include "lib/project/layers.h"
 #include "lib/util/hash.h"
 
 #include <float.h>
@@ -389,8 +390,8 @@ static void test_names_and_keys(void)
 	size_t n = 0;
 	int has_epochs = 0, has_units = 0, has_sha = 0, has_tol = 0, has_lr = 0, has_node_sel = 0, dup = 0;
 
-	CHECK_STR(project_layer_kind_name(DLK_LAYER_CONV2D), "conv2d");
-	CHECK_STR(project_layer_kind_name(DLK_LAYER_DROPOUT), "dropout");
+	CHECK_STR(dlk_layer_name(DLK_LAYER_CONV2D), "conv2d");
+	CHECK_STR(dlk_layer_name(DLK_LAYER_DROPOUT), "dropout");
 	CHECK_STR(project_optimizer_name(DLK_OPT_ADAMW), "adamw");
 	CHECK_STR(project_schedule_name(DLK_LR_COSINE), "cosine");
 	CHECK_STR(project_format_name(DLK_DATA_TAR), "tar");

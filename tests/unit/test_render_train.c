@@ -169,12 +169,18 @@ static int labels_ok(const cJSON *l, const char *name)
 	       jkey(l, "app.kubernetes.io/name") && jkey(l, "app.kubernetes.io/component");
 }
 
-/* every object and the pod template carry the standard labels */
+/* every object and the pod template carry the standard labels; the run history's ConfigMap
+ * carries dlk.dev/runs instead of dlk.dev/job, so that deleting the job keeps it */
 static int labelled(const cJSON *objs, const char *name)
 {
 	int ok = 1;
 	for (const cJSON *o = objs->child; o; o = o->next) {
 		const cJSON *l = jget(o, "metadata.labels");
+		if (jkey(l, "dlk.dev/runs")) {
+			ok &= !jkey(l, "dlk.dev/job") && !strcmp(jkey(l, "dlk.dev/runs"), name) &&
+			      jkey(l, "app.kubernetes.io/version") && !strcmp(jkey(l, "app.kubernetes.io/version"), DLK_VERSION);
+			continue;
+		}
 		ok &= labels_ok(l, name);
 		if (!strcmp(jstr(o, "kind"), "Job"))
 			ok &= labels_ok(jget(o, "spec.template.metadata.labels"), name);
@@ -195,7 +201,7 @@ static void test_cpu_one_worker(void)
 	if (!objs)
 		return;
 	char *k = kinds(objs);
-	CHECK_STR(k, "ConfigMap,ServiceAccount,Role,RoleBinding,Service,Job");
+	CHECK_STR(k, "ConfigMap,ConfigMap,ServiceAccount,Role,RoleBinding,Service,Job");
 	free(k);
 	CHECK(labelled(objs, "mnist"));
 	save_json("cpu-1", objs);
@@ -208,7 +214,8 @@ static void test_cpu_one_worker(void)
 	const cJSON *role = by_kind(objs, "Role");
 	CHECK_JSON(role, "rules", "[{\"apiGroups\":[\"batch\"],\"resources\":[\"jobs\"],\"verbs\":[\"get\",\"patch\"],"
 	                          "\"resourceNames\":[\"mnist\"]},{\"apiGroups\":[\"\"],\"resources\":[\"configmaps\"],"
-	                          "\"verbs\":[\"get\"],\"resourceNames\":[\"mnist-spec\"]}]");
+	                          "\"verbs\":[\"get\"],\"resourceNames\":[\"mnist-spec\"]},{\"apiGroups\":[\"\"],"
+	                          "\"resources\":[\"configmaps\"],\"verbs\":[\"get\",\"patch\"],\"resourceNames\":[\"mnist-runs\"]}]");
 	const cJSON *rb = by_kind(objs, "RoleBinding");
 	CHECK_JSON(rb, "subjects", "[{\"kind\":\"ServiceAccount\",\"name\":\"mnist\",\"namespace\":\"default\"}]");
 	CHECK_JSON(rb, "roleRef", "{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Role\",\"name\":\"mnist\"}");
@@ -269,7 +276,7 @@ static void test_gpu_four_workers(void)
 	if (!objs)
 		return;
 	char *k = kinds(objs);
-	CHECK_STR(k, "ConfigMap,ServiceAccount,Role,RoleBinding,PersistentVolumeClaim,Service,Job");
+	CHECK_STR(k, "ConfigMap,ConfigMap,ServiceAccount,Role,RoleBinding,PersistentVolumeClaim,Service,Job");
 	free(k);
 	CHECK(labelled(objs, "big-train"));
 	save_json("gpu-4", objs);
@@ -334,7 +341,7 @@ static void test_claim_and_schedule(void)
 	cJSON *objs = render_train(&s, spec_text, NULL, &err);
 	CHECK_MSG(objs != NULL, "existing claim renders: %s", err.msg);
 	char *k = kinds(objs);
-	CHECK_STR(k, "ConfigMap,ServiceAccount,Role,RoleBinding,Service,Job");
+	CHECK_STR(k, "ConfigMap,ConfigMap,ServiceAccount,Role,RoleBinding,Service,Job");
 	free(k);
 	save_json("claim", objs);
 	const cJSON *js = jget(by_kind(objs, "Job"), "spec");
@@ -349,7 +356,7 @@ static void test_claim_and_schedule(void)
 	objs = render_train(&s, spec_text, NULL, &err);
 	CHECK_MSG(objs != NULL, "schedule renders: %s", err.msg);
 	k = kinds(objs);
-	CHECK_STR(k, "ConfigMap,ServiceAccount,Role,RoleBinding,Service,CronJob");
+	CHECK_STR(k, "ConfigMap,ConfigMap,ServiceAccount,Role,RoleBinding,Service,CronJob");
 	free(k);
 	CHECK(objs && labelled(objs, "nightly"));
 	save_json("cron", objs);
@@ -374,6 +381,37 @@ static void test_claim_and_schedule(void)
 	cJSON_Delete(objs);
 }
 
+/* Data on claims (pvc://CLAIM/PATH): each claim is mounted once, read-only, where the worker
+ * reads it; a data claim that is also the checkpoint claim is still mounted for the data. */
+static void test_data_claims(void)
+{
+	struct dlk_project s;
+	spec_defaults(&s, "fromclaims");
+	s.data.train.images.url = "pvc://datasets/fmnist/train-images.gz";
+	s.data.train.labels.url = "pvc://datasets/fmnist/train-labels.gz";
+	s.data.test.images.url = "pvc://holdout.v2/t10k-images.gz";
+	s.data.test.labels.url = "file:///data/t10k-labels.gz";
+	s.storage.claim = "datasets";
+	cJSON *objs = render_train(&s, spec_text, NULL, &err);
+	CHECK_MSG(objs != NULL, "data claims render: %s", err.msg);
+	save_json("data-claims", objs);
+	const cJSON *pod = jget(by_kind(objs, "Job"), "spec.template.spec");
+	CHECK_JSON(pod, "volumes.2", "{\"name\":\"data-0\",\"persistentVolumeClaim\":{\"claimName\":\"datasets\",\"readOnly\":true}}");
+	CHECK_JSON(pod, "volumes.3", "{\"name\":\"data-1\",\"persistentVolumeClaim\":{\"claimName\":\"holdout.v2\",\"readOnly\":true}}");
+	CHECK(jget(pod, "volumes.4") == NULL);
+	CHECK_JSON(pod, "containers.0.volumeMounts.2", "{\"name\":\"data-0\",\"mountPath\":\"/mnt/pvc/datasets\",\"readOnly\":true}");
+	CHECK_JSON(pod, "containers.0.volumeMounts.3", "{\"name\":\"data-1\",\"mountPath\":\"/mnt/pvc/holdout.v2\",\"readOnly\":true}");
+	cJSON_Delete(objs);
+
+	/* no pvc:// source, no data volume */
+	spec_defaults(&s, "plain");
+	s.data.train.source.url = "https://example.com/train.csv";
+	objs = render_train(&s, spec_text, NULL, &err);
+	CHECK(objs != NULL);
+	CHECK(jget(by_kind(objs, "Job"), "spec.template.spec.volumes.1") == NULL);
+	cJSON_Delete(objs);
+}
+
 static void test_hostile_spec_values(void)
 {
 	static struct dlk_kv hostile_labels[] = { { "note", "x\nkind: Secret" }, { "q", "\"}}{{name}}" } };
@@ -386,7 +424,7 @@ static void test_hostile_spec_values(void)
 	cJSON *objs = render_train(&s, text, NULL, &err);
 	CHECK_MSG(objs != NULL, "hostile values render: %s", err.msg);
 	char *k = kinds(objs);
-	CHECK_STR(k, "ConfigMap,ServiceAccount,Role,RoleBinding,Service,Job");
+	CHECK_STR(k, "ConfigMap,ConfigMap,ServiceAccount,Role,RoleBinding,Service,Job");
 	free(k);
 	CHECK_STR(jkey(jget(cJSON_GetArrayItem(objs, 0), "data"), "dlk.yaml"), text);
 	CHECK_STR(jstr(cJSON_GetArrayItem(objs, 0), "metadata.labels.note"), "x\nkind: Secret");
@@ -562,11 +600,66 @@ static void test_yaml_output(void)
 	cJSON_Delete(objs);
 }
 
+/* data.dataset: the node cache volume as the project chooses it, and the store's Secret as env */
+static void test_dataset_cache(void)
+{
+	struct dlk_project s;
+	const cJSON *js, *ctr;
+	cJSON *objs;
+
+	spec_defaults(&s, "ds");
+	s.data.dataset.id = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+	s.data.store = "s3://data/sets";
+	s.data.store_secret = "s3-creds";
+	s.data.node_cache.volume = DLK_CACHE_EMPTYDIR;
+	s.data.node_cache.host_path = "/var/cache/dlk";
+	s.data.node_cache.max_bytes = 1 << 30;
+	objs = render_train(&s, spec_text, NULL, &err);
+	CHECK_MSG(objs != NULL, "a dataset project renders: %s", err.msg);
+	if (!objs)
+		return;
+	js = jget(by_kind(objs, "Job"), "spec");
+	ctr = jget(js, "template.spec.containers.0");
+	CHECK_JSON(js, "template.spec.volumes.1", "{\"name\":\"data-cache\",\"emptyDir\":{}}");
+	CHECK_JSON(ctr, "volumeMounts.1", "{\"name\":\"data-cache\",\"mountPath\":\"/var/cache/dlk\"}");
+	CHECK_JSON(find_env(js, "DLK_DATA_CACHE"), "value", "\"/var/cache/dlk\"");
+	CHECK_JSON(find_env(js, "DLK_DATA_CACHE_MAX_BYTES"), "value", "\"1073741824\"");
+	CHECK_JSON(ctr, "envFrom", "[{\"secretRef\":{\"name\":\"s3-creds\"}}]");
+	cJSON_Delete(objs);
+
+	/* a hostPath outlives the pod on its node */
+	s.data.node_cache.volume = DLK_CACHE_HOSTPATH;
+	s.data.node_cache.host_path = "/srv/dlk-cache";
+	s.data.store_secret = NULL;
+	objs = render_train(&s, spec_text, NULL, &err);
+	CHECK_MSG(objs != NULL, "hostPath renders: %s", err.msg);
+	js = objs ? jget(by_kind(objs, "Job"), "spec") : NULL;
+	CHECK_JSON(js, "template.spec.volumes.1",
+	           "{\"name\":\"data-cache\",\"hostPath\":{\"path\":\"/srv/dlk-cache\",\"type\":\"DirectoryOrCreate\"}}");
+	CHECK(js && jget(js, "template.spec.containers.0.envFrom") == NULL);
+	cJSON_Delete(objs);
+
+	/* the checkpoint volume: a subPath of it, no volume of its own */
+	s.data.node_cache.volume = DLK_CACHE_CHECKPOINT;
+	objs = render_train(&s, spec_text, NULL, &err);
+	CHECK(objs == NULL && strstr(err.msg, "no checkpoint volume"));
+	s.storage.claim = "ckpt";
+	objs = render_train(&s, spec_text, NULL, &err);
+	CHECK_MSG(objs != NULL, "checkpoint cache renders: %s", err.msg);
+	js = objs ? jget(by_kind(objs, "Job"), "spec") : NULL;
+	CHECK_JSON(js, "template.spec.containers.0.volumeMounts.2",
+	           "{\"name\":\"checkpoints\",\"mountPath\":\"/var/cache/dlk\",\"subPath\":\"dlk-data-cache\"}");
+	CHECK(js && cJSON_GetArraySize(jget(js, "template.spec.volumes")) == 2);
+	cJSON_Delete(objs);
+}
+
 int main(void)
 {
 	test_cpu_one_worker();
+	test_dataset_cache();
 	test_gpu_four_workers();
 	test_claim_and_schedule();
+	test_data_claims();
 	test_hostile_spec_values();
 	test_overrides();
 	test_copy();

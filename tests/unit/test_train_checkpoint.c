@@ -1,6 +1,7 @@
 /* Checkpoints: round trip, keep N, corrupted or truncated ones skipped with a warning,
  * leftover temporary directories, a full disk leaving the previous checkpoint intact. */
 #include "tests/unit/check.h"
+#include "tests/unit/tmpdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +18,7 @@
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
 
-static char root[256];
+static char *root;
 
 static int exists(const char *fmt, const char *a)
 {
@@ -203,17 +204,14 @@ int main(void)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct ckpt c;
 	char dir[300], path[600];
-	const char *tmp = getenv("TMPDIR");
 	unsigned long long *steps;
 	size_t n, len;
 	const unsigned char *w;
 
 	alarm(120);
-	snprintf(root, sizeof(root), "%s/dlk-ckpt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(root)) {
-		perror("mkdtemp");
+	root = test_tmpdir("ckpt");
+	if (!root)
 		return 1;
-	}
 	snprintf(dir, sizeof(dir), "%s/ck", root);
 
 	manifest_cases();
@@ -350,11 +348,6 @@ int main(void)
 
 	tmpfs_case();
 
-	{
-		char cmd[400];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-		if (system(cmd))
-			printf("# could not remove %s\n", root);
-	}
+	test_tmpdir_remove(root);
 	return CHECK_DONE();
 }

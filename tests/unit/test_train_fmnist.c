@@ -1,21 +1,13 @@
 /* Short Fashion-MNIST runs for the normal suite (a few seconds): the real data, the real
  * models, lower bars than the long test (test_train_fmnist_long). */
-#include <unistd.h>
-
 #include "tests/unit/test_train_fmnist.h"
 
 int main(void)
 {
 	struct dlk_dataset train, test;
-	struct dlk_err err = DLK_ERR_INIT;
-	if (access(FMNIST_DIR "/t10k-labels-idx1-ubyte.gz", R_OK)) {
-		printf("ok 1 # skip Fashion-MNIST is not installed under " FMNIST_DIR "\n1..1\n");
-		return 0;
-	}
-	if (fmnist_load("train", 0, &train, &err) || fmnist_load("test", 0, &test, &err)) {
-		printf("not ok 1 - Fashion-MNIST loads: %s\n1..1\n", err.msg);
-		return 1;
-	}
+	int rc;
+	if (fm_load(&train, &test, 1, &rc))
+		return rc;
 	CHECK(train.n == 60000 && test.n == 10000);
 	double s;
 	/* one epoch of the MLP on all 60k samples */

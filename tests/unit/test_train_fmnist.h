@@ -4,6 +4,7 @@
 #include "tests/unit/check.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "bench/train/fmnist.h"
 #include "lib/train/train.h"
@@ -22,6 +23,31 @@ static struct dlk_layer_spec fm_cnn[] = {
 
 /* the backend fm_train() trains on; NULL: the CPU */
 static const struct dlk_backend *fm_backend;
+
+/* Loads both splits. Returns -1 after printing the TAP line that ends the program with its exit
+ * code in *rc: a failure when the dataset does not load, and when it is not installed a skip, or a
+ * failure where the test needs it (missing_fails). */
+static int fm_load(struct dlk_dataset *train, struct dlk_dataset *test, int missing_fails, int *rc)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+
+	*rc = 0;
+	if (access(FMNIST_DIR "/t10k-labels-idx1-ubyte.gz", R_OK)) {
+		if (missing_fails)
+			printf("not ok 1 - Fashion-MNIST is not installed under " FMNIST_DIR
+			       " ('.ci/deps test' installs it)\n1..1\n");
+		else
+			printf("ok 1 # skip Fashion-MNIST is not installed under " FMNIST_DIR "\n1..1\n");
+		*rc = missing_fails;
+		return -1;
+	}
+	if (fmnist_load("train", 0, train, &err) || fmnist_load("test", 0, test, &err)) {
+		printf("not ok 1 - Fashion-MNIST loads: %s\n1..1\n", err.msg);
+		*rc = 1;
+		return -1;
+	}
+	return 0;
+}
 
 /* trains and returns the test accuracy (-1 on error) */
 static double fm_train(int cnn, int epochs, const struct dlk_dataset *train, const struct dlk_dataset *test,

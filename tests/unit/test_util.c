@@ -1,13 +1,23 @@
 #include "tests/unit/check.h"
 #include "lib/util/buf.h"
+#include "lib/util/clock.h"
 #include "lib/util/err.h"
 #include "lib/util/hash.h"
 #include "lib/util/suggest.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 int main(void)
 {
 	struct dlk_buf b = DLK_BUF_INIT;
+	/* an empty buffer is an empty string, and gives one away */
+	CHECK(b.data && !b.data[0] && b.len == 0 && b.cap == 0);
+	dlk_buf_reset(&b);
+	char *empty = dlk_buf_detach(&b, NULL);
+	CHECK(empty && !empty[0] && empty != b.data && b.data && !b.data[0]);
+	free(empty);
+	dlk_buf_release(&b);
+	CHECK(b.data && !b.data[0]);
 	for (int i = 0; i < 1000; i++)
 		dlk_buf_addf(&b, "%d,", i);
 	CHECK(b.len == 3890);
@@ -31,6 +41,21 @@ int main(void)
 	dlk_err_prefix(&e, "dlk.yaml");
 	CHECK_STR(e.msg, "dlk.yaml: bad 'x'");
 	CHECK(e.code == DLK_EXIT_CONFIG);
+	/* UTF-8 */
+	CHECK(dlk_utf8_valid("caf\xc3\xa9", 5));
+	CHECK(dlk_utf8_valid("\xf0\x9f\x98\x80", 4));
+	CHECK(!dlk_utf8_valid("caf\xe9", 4));
+	CHECK(!dlk_utf8_valid("\xc0\xaf", 2));        /* overlong */
+	CHECK(!dlk_utf8_valid("\xed\xa0\x80", 3));    /* surrogate */
+	CHECK(!dlk_utf8_valid("\xe0\x80\xaf", 3));    /* overlong */
+	CHECK(!dlk_utf8_valid("a\0b", 3));
+	CHECK(!dlk_utf8_valid("\xe2\x82", 2));        /* truncated */
+
+	/* the monotonic clock, in two units */
+	long long ms = dlk_now_ms();
+	double sec = dlk_now();
+	CHECK(dlk_now_ms() >= ms && sec >= (double)ms / 1000 - 1 && sec <= (double)dlk_now_ms() / 1000 + 1);
+
 	char *s = xasprintf("%s-%d", "a", 7);
 	CHECK_STR(s, "a-7");
 	free(s);

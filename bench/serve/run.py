@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+"""dlk serve against what a user would pick instead, measured in one run with wrk:
+
+  nginx     a static response of the same size (the HTTP ceiling of this machine)
+  Triton    its real server (nvidia-pytriton), the same weights in numpy, dynamic batching
+  MLServer  a custom runtime with the same weights in numpy (V2 JSON; it has no binary tensors)
+
+for the Fashion-MNIST MLP and CNN, V2 JSON and binary requests (one image each, raw UINT8 pixels),
+at 1, 16 and 64 connections. Besides requests/s and latency it reports each server's CPU time per
+request (user + system of its whole process tree over the run), which a busy machine disturbs much
+less than the rates. Each peer first runs in a few configurations at 64 connections and
+the best one is kept (printed). Then every cell alternates the servers (A B C D, A B C D, ...) for
+ROUNDS rounds after a warm-up and reports the median requests/s with min-max, median p50/p99
+latency, the machine's load average, and dlk's and Triton's average batch size (rows / forward
+passes, from their metrics). Usage (after `make` and `.ci/deps bench`):
+
+    python3 bench/serve/run.py [--seconds 10] [--rounds 3] [--out bench/out/serve]
+
+Environment: MLP_BUNDLE, CNN_BUNDLE (else trained here, 2 epochs MLP, 1 epoch CNN);
+OPENBLAS_CORETYPE is passed to every server (all use OpenBLAS: dlk Debian's, numpy its own)."""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.request
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DLK = os.path.join(TOP, "dlk")
+FORWARD = os.path.join(TOP, "build", "tests", "tools", "forward")
+HERE = os.path.join(TOP, "bench", "serve")
+TRITON_PY = os.path.join(TOP, ".deps", "serve-bench-triton", "bin", "python")
+MLSERVER = os.path.join(TOP, ".deps", "serve-bench-mlserver", "bin", "mlserver")
+TEST_PY = os.path.join(TOP, ".deps", "serve-test", "bin", "python")
+DATA = "/usr/share/datasets/fashion-mnist"
+PORTS = {"dlk": 18080, "nginx": 18090, "triton": 18100, "mlserver": 18200}
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def loadavg():
+    return float(open("/proc/loadavg").read().split()[0])
+
+
+def wait_ready(url, proc, seconds=180):
+    t = time.time()
+    while time.time() - t < seconds:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{url}: the server exited with {proc.returncode}")
+        try:
+            if urllib.request.urlopen(url, timeout=2).status == 200:
+                return
+        except Exception:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"{url} never became ready")
+
+
+def stop(proc):
+    """SIGTERM to the server's whole process group (Triton's and MLServer's children included)"""
+    if proc and proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    if proc:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # what outlived its parent
+        except ProcessLookupError:
+            pass
+
+
+def metric(url, name, model):
+    """the value of metric NAME for the model, from a Prometheus text page"""
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    for line in text.splitlines():
+        if line.startswith(name + "{") and f'model="{model}"' in line:
+            return float(line.split()[-1])
+    return 0.0
+
+
+def group_cpu(pgid):
+    """CPU seconds (user + system) of every process in a process group"""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(f[2]) == pgid:  # fields after the name: state ppid pgrp ...
+            total += int(f[11]) + int(f[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def wrk(url, lua, conns, seconds, pgid=None):
+    threads = 1 if conns == 1 else 2
+    cpu0 = group_cpu(pgid) if pgid else 0
+    out = subprocess.run(["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", lua, url],
+                         capture_output=True, text=True, check=True).stdout
+    cpu = group_cpu(pgid) - cpu0 if pgid else 0
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    n = int(re.search(r"(\d+) requests in", out).group(1))
+
+    def lat(p):
+        m = re.search(rf"\s{p}%\s+([\d.]+)(us|ms|s)\b", out)
+        v, u = float(m.group(1)), m.group(2)
+        return v / 1000 if u == "us" else v * 1000 if u == "s" else v
+    errors = 0
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if m:
+        errors += int(m.group(1))
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    if m:
+        errors += sum(int(x) for x in m.groups())
+    return {"rps": rps, "p50": lat(50), "p99": lat(99), "errors": errors, "cpu_us": cpu / max(n, 1) * 1e6}
+
+
+# ---- models and requests ----
+
+def train(example, epochs, out):
+    d = os.path.join(out, example)
+    shutil.rmtree(d, ignore_errors=True)
+    subprocess.run([DLK, "init", "--example", example, d], check=True, capture_output=True)
+    subprocess.run([DLK, "train", "--local", "-q", "--set", f"training.epochs={epochs}"], cwd=d, check=True,
+                   capture_output=True)
+    return os.path.join(d, f"{example}.dlk")
+
+
+def bundle_name(path):
+    with tarfile.open(path) as t:
+        return json.load(t.extractfile("model.json"))["name"]
+
+
+def write_requests(out):
+    """one test image, as V2 JSON and as V2 binary (binary outputs asked for), and wrk scripts"""
+    import gzip
+    raw = gzip.open(os.path.join(DATA, "t10k-images-idx3-ubyte.gz")).read()[16:16 + 784]
+    js = json.dumps({"inputs": [{"name": "input", "shape": [1, 1, 28, 28], "datatype": "UINT8", "data": list(raw)}]},
+                    separators=(",", ":")).encode()
+    hdr = json.dumps({"inputs": [{"name": "input", "shape": [1, 1, 28, 28], "datatype": "UINT8",
+                                  "parameters": {"binary_data_size": 784}}],
+                      "parameters": {"binary_data_output": True}}, separators=(",", ":")).encode()
+    paths = {}
+    for enc, body, headers in (("json", js, {"Content-Type": "application/json"}),
+                               ("bin", hdr + raw, {"Content-Type": "application/octet-stream",
+                                                   "Inference-Header-Content-Length": str(len(hdr))})):
+        bp = os.path.join(out, f"req.{enc}")
+        open(bp, "wb").write(body)
+        lua = os.path.join(out, f"{enc}.lua")
+        with open(lua, "w") as f:
+            f.write('wrk.method = "POST"\n')
+            f.write(f'local f = io.open("{bp}", "rb"); wrk.body = f:read("*a"); f:close()\n')
+            for k, v in headers.items():
+                f.write(f'wrk.headers["{k}"] = "{v}"\n')
+        paths[enc] = (bp, lua, headers)
+    return paths
+
+
+def response_size(url, body_path, headers):
+    req = urllib.request.Request(url, data=open(body_path, "rb").read(), headers=headers)
+    return len(urllib.request.urlopen(req).read())
+
+
+# ---- servers ----
+
+def start_dlk(bundles, cfg, out):
+    args = [DLK, "serve", "--local", "--port", str(PORTS["dlk"]), "-q"]
+    for k, v in cfg.items():
+        args += ["--set", f"serving.{k}={v}"]
+    args += [f"{n}={p}" for n, p in bundles.items()]
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open(os.path.join(out, "dlk.log"), "w"), start_new_session=True)
+    wait_ready(f"http://127.0.0.1:{PORTS['dlk']}/v2/health/ready", p)
+    return p
+
+
+def start_nginx(sizes, out):
+    conf = os.path.join(out, "nginx.conf")
+    locs = "".join(f'    location = /{k} {{ return 200 "{"x" * n}"; }}\n' for k, n in sizes.items())
+    open(conf, "w").write(f"""worker_processes auto;
+daemon off;
+pid {out}/nginx.pid;
+error_log {out}/nginx.err;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  keepalive_requests 10000000;
+  keepalive_timeout 300s;
+  client_body_buffer_size 64k;
+  server {{
+    listen 127.0.0.1:{PORTS['nginx']};
+    default_type application/json;
+{locs}  }}
+}}
+""")
+    p = subprocess.Popen(["nginx", "-c", conf, "-p", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    wait_ready(f"http://127.0.0.1:{PORTS['nginx']}/{next(iter(sizes))}", p)
+    return p
+
+
+def start_triton(bundle, cfg, out):
+    p = subprocess.Popen([TRITON_PY, os.path.join(HERE, "triton_server.py"), bundle, str(PORTS["triton"]),
+                          "--instances", str(cfg["instances"]), "--max-batch", "64", "--delay-us", str(cfg["delay_us"])],
+                         stdout=open(os.path.join(out, "triton.log"), "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    # Triton says the server is ready before pytriton has loaded the model: wait for the model
+    wait_ready(f"http://127.0.0.1:{PORTS['triton']}/v2/models/{bundle_name(bundle)}/ready", p)
+    return p
+
+
+def start_mlserver(bundle, name, cfg, out):
+    d = os.path.join(out, "mlserver")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(os.path.join(d, name))
+    for f in ("mlserver_runtime.py", "peer_model.py"):
+        shutil.copy(os.path.join(HERE, f), d)
+    json.dump({"http_port": PORTS["mlserver"], "grpc_port": PORTS["mlserver"] + 1, "metrics_port": PORTS["mlserver"] + 2,
+               "host": "127.0.0.1", "parallel_workers": cfg["workers"], "logging_level": "WARNING"},
+              open(os.path.join(d, "settings.json"), "w"))
+    settings = {"name": name, "implementation": "mlserver_runtime.DlkBundle", "parameters": {"uri": bundle}}
+    if cfg["batch"]:
+        settings.update({"max_batch_size": 64, "max_batch_time": 0.0005})
+    json.dump(settings, open(os.path.join(d, name, "model-settings.json"), "w"))
+    p = subprocess.Popen([MLSERVER, "start", d], cwd=d, stdout=open(os.path.join(out, "mlserver.log"), "w"),
+                         stderr=subprocess.STDOUT, start_new_session=True)
+    wait_ready(f"http://127.0.0.1:{PORTS['mlserver']}/v2/models/{name}/ready", p)
+    return p
+
+
+DLK_CONFIGS = [  # workers, http_threads, max_delay_us: on the request's thread, or queued and batched
+    {"workers": 0, "http_threads": 0, "max_delay_us": 0},
+    {"workers": 1, "http_threads": 0, "max_delay_us": 0},
+    {"workers": 0, "http_threads": 0, "max_delay_us": 200},
+    {"workers": 1, "http_threads": 0, "max_delay_us": 1000},
+]
+TRITON_CONFIGS = [{"instances": 1, "delay_us": 0}, {"instances": 2, "delay_us": 0}, {"instances": 2, "delay_us": 1000}]
+MLSERVER_CONFIGS = [{"workers": 1, "batch": False}, {"workers": 2, "batch": False}, {"workers": 2, "batch": True}]
+
+
+def pick(name, configs, start, url, lua, seconds, stop_after=True):
+    """each configuration at 64 connections; the best by requests/s"""
+    best = None
+    for cfg in configs:
+        p = start(cfg)
+        try:
+            wrk(url, lua, 64, 2)
+            r = wrk(url, lua, 64, seconds)
+        finally:
+            stop(p)
+        log(f"  {name} {cfg}: {r['rps']:.0f} req/s, p99 {r['p99']:.2f} ms, {r['errors']} errors")
+        if r["errors"] == 0 and (best is None or r["rps"] > best[1]):
+            best = (cfg, r["rps"])
+    return best[0] if best else configs[0]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(TOP, "bench", "out", "serve"))
+    ap.add_argument("--models", default="mlp,cnn")
+    a = ap.parse_args()
+    out = os.path.abspath(a.out)
+    os.makedirs(out, exist_ok=True)
+    for tool, hint in ((DLK, "make"), (FORWARD, "make test-unit"), (TRITON_PY, ".ci/deps bench"),
+                       (MLSERVER, ".ci/deps bench")):
+        if not os.path.exists(tool):
+            sys.exit(f"error: {tool} is missing (run {hint})")
+    for tool in ("wrk", "nginx"):
+        if not shutil.which(tool):
+            sys.exit(f"error: {tool} is not installed (run .ci/deps bench)")
+
+    log(f"machine: {os.cpu_count()} cores, {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}, "
+        f"load average {open('/proc/loadavg').read().split()[0:3]}")
+    log(f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
+    models = a.models.split(",")
+    bundles = {}
+    for m, epochs in (("mlp", 2), ("cnn", 1)):
+        if m not in models:
+            continue
+        path = os.environ.get(f"{m.upper()}_BUNDLE") or train(m, epochs, out)
+        bundles[m] = os.path.abspath(path)
+        # the peers compute what dlk computes: the numpy model against dlk's own forward pass
+        fwd = os.path.join(out, f"{m}.f32")
+        subprocess.run([FORWARD, path, os.path.join(os.path.dirname(path), "dlk.yaml") if not os.environ.get(f"{m.upper()}_PROJECT")
+                        else os.environ[f"{m.upper()}_PROJECT"], "0", "64", "8", fwd], check=True, capture_output=True)
+        r = subprocess.run([TRITON_PY, os.path.join(HERE, "peer_model.py"), path, fwd, "64"], capture_output=True, text=True)
+        log("  " + (r.stdout.strip() or r.stderr.strip()))
+        if r.returncode:
+            sys.exit("error: the peer model does not compute what dlk computes")
+    reqs = write_requests(out)
+    results = []
+    for m, bundle in bundles.items():
+        name = m
+        log(f"\n== {m} ({bundle})")
+        url = {"dlk": f"http://127.0.0.1:{PORTS['dlk']}/v2/models/{name}/infer",
+               "triton": f"http://127.0.0.1:{PORTS['triton']}/v2/models/{bundle_name(bundle)}/infer",
+               "mlserver": f"http://127.0.0.1:{PORTS['mlserver']}/v2/models/{name}/infer"}
+        log("best configurations (64 connections, binary; MLServer JSON):")
+        dlk_cfg = pick("dlk", DLK_CONFIGS, lambda c: start_dlk({name: bundle}, c, out), url["dlk"], reqs["bin"][1], a.seconds)
+        tri_cfg = pick("triton", TRITON_CONFIGS, lambda c: start_triton(bundle, c, out), url["triton"], reqs["bin"][1], a.seconds)
+        mls_cfg = pick("mlserver", MLSERVER_CONFIGS, lambda c: start_mlserver(bundle, name, c, out), url["mlserver"],
+                       reqs["json"][1], a.seconds)
+        log(f"kept: dlk {dlk_cfg}, triton {tri_cfg}, mlserver {mls_cfg}, nginx: worker_processes auto, access_log off, keepalive")
+        procs = {}
+        try:
+            procs["dlk"] = start_dlk({name: bundle}, dlk_cfg, out)
+            sizes = {enc: response_size(url["dlk"], reqs[enc][0], reqs[enc][2]) for enc in ("json", "bin")}
+            procs["nginx"] = start_nginx(sizes, out)
+            url["nginx"] = None
+            procs["triton"] = start_triton(bundle, tri_cfg, out)
+            procs["mlserver"] = start_mlserver(bundle, name, mls_cfg, out)
+            for enc in ("json", "bin"):
+                lua = reqs[enc][1]
+                servers = ["dlk", "nginx", "triton"] + (["mlserver"] if enc == "json" else [])
+                for conns in (1, 16, 64):
+                    runs = {s: [] for s in servers}
+                    batch = {}
+                    loads = []
+                    for s in servers:  # warm-up
+                        u = url[s] or f"http://127.0.0.1:{PORTS['nginx']}/{enc}"
+                        wrk(u, lua, conns, 2)
+                    rows0 = {"dlk": (metric(f"http://127.0.0.1:{PORTS['dlk']}/metrics", "dlk_inference_count_total", name),
+                                     metric(f"http://127.0.0.1:{PORTS['dlk']}/metrics", "dlk_inference_exec_count_total", name)),
+                             "triton": (metric(f"http://127.0.0.1:{PORTS['triton'] + 2}/metrics", "nv_inference_count", bundle_name(bundle)),
+                                        metric(f"http://127.0.0.1:{PORTS['triton'] + 2}/metrics", "nv_inference_exec_count", bundle_name(bundle)))}
+                    for rnd in range(a.rounds):
+                        order = servers if rnd % 2 == 0 else servers[::-1]
+                        for s in order:
+                            u = url[s] or f"http://127.0.0.1:{PORTS['nginx']}/{enc}"
+                            loads.append(loadavg())
+                            runs[s].append(wrk(u, lua, conns, a.seconds, procs[s].pid))
+                    for s, port, cnt, exe in (("dlk", PORTS["dlk"], "dlk_inference_count_total", "dlk_inference_exec_count_total"),
+                                              ("triton", PORTS["triton"] + 2, "nv_inference_count", "nv_inference_exec_count")):
+                        mn = name if s == "dlk" else bundle_name(bundle)
+                        r1 = metric(f"http://127.0.0.1:{port}/metrics", cnt, mn)
+                        e1 = metric(f"http://127.0.0.1:{port}/metrics", exe, mn)
+                        batch[s] = (r1 - rows0[s][0]) / max(1.0, e1 - rows0[s][1])
+                    for s in servers:
+                        rs = [r["rps"] for r in runs[s]]
+                        row = {"model": m, "enc": enc, "conns": conns, "server": s, "rps": statistics.median(rs),
+                               "rps_min": min(rs), "rps_max": max(rs),
+                               "p50": statistics.median(r["p50"] for r in runs[s]),
+                               "p99": statistics.median(r["p99"] for r in runs[s]),
+                               "errors": sum(r["errors"] for r in runs[s]), "batch": batch.get(s),
+                               "cpu_us": statistics.median(r["cpu_us"] for r in runs[s]),
+                               "load": statistics.mean(loads)}
+                        results.append(row)
+                        log(f"{m:4} {enc:4} c={conns:<3} {s:9} {row['rps']:9.0f} req/s [{row['rps_min']:.0f}-{row['rps_max']:.0f}]"
+                            f"  p50 {row['p50']:7.2f} ms  p99 {row['p99']:7.2f} ms  CPU {row['cpu_us']:6.1f} us/req  errors {row['errors']}"
+                            + (f"  batch {row['batch']:.2f}" if row["batch"] else "") + f"  load {row['load']:.1f}")
+                    base = {r["server"]: r for r in results[-len(servers):]}
+                    log(f"{m:4} {enc:4} c={conns:<3} ratios: dlk/nginx {base['dlk']['rps'] / base['nginx']['rps']:.2f}, "
+                        f"dlk/triton {base['dlk']['rps'] / base['triton']['rps']:.1f}x"
+                        + (f", dlk/mlserver {base['dlk']['rps'] / base['mlserver']['rps']:.1f}x" if "mlserver" in base else ""))
+        finally:
+            for p in procs.values():
+                stop(p)
+    json.dump(results, open(os.path.join(out, "results.json"), "w"), indent=1)
+    log(f"\nresults: {os.path.join(out, 'results.json')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,646 @@
+/* The run history shown: the table of runs, one run in detail, a run as a report's source. */
+#include "commands/run_history.h"
+#include "commands/cluster.h"
+#include "commands/train_run.h"
+#include "commands/ui.h"
+#include "lib/project/project.h"
+#include "lib/util/buf.h"
+#include "lib/util/mem.h"
+#include "lib/util/yamljson.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const cJSON *get(const cJSON *o, const char *k)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+static const char *str_of(const cJSON *o, const char *k)
+{
+	const cJSON *v = get(o, k);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+struct dlk_run_store *dlk_open_run_history(const struct dlk_ctx *ctx, const char *name, int local,
+                                           struct kube_client **kc, struct dlk_err *err)
+{
+	*kc = NULL;
+	if (local) {
+		char *dir = dlk_runs_local_dir(ctx->file, name);
+		struct dlk_run_store *s = dlk_runs_open_dir(dir, name);
+		free(dir);
+		return s;
+	}
+	*kc = dlk_kube_client(ctx, err);
+	if (!*kc) {
+		if (err->code == DLK_EXIT_CONFIG)
+			dlk_err_hint(err, "the runs trained on this machine need no cluster: add --local");
+		return NULL;
+	}
+	return dlk_runs_open_configmap(*kc, NULL, name);
+}
+
+/* where the history is, for messages */
+static void where(const struct dlk_ctx *ctx, struct kube_client *kc, const char *name, char *out, size_t n)
+{
+	if (!kc) {
+		char *dir = dlk_runs_local_dir(ctx->file, name);
+		snprintf(out, n, "the local history (%s)", dir);
+		free(dir);
+	} else {
+		snprintf(out, n, "ConfigMap '%s%s' of namespace '%s'", name, DLK_RUNS_CONFIGMAP_SUFFIX,
+		         kube_client_namespace(kc));
+	}
+}
+
+/* RFC 3339 UTC ("2024-05-01T12:00:00.123Z") to seconds; -1 when it is not one */
+static double parse_time(const char *s)
+{
+	struct tm tm = { 0 };
+	int ms = 0, used = 0;
+
+	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+	                 &tm.tm_sec, &used) != 6)
+		return -1;
+	if (s[used] == '.')
+		sscanf(s + used + 1, "%3d", &ms);
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (double)timegm(&tm) + ms / 1000.0;
+}
+
+static void fmt_duration(double s, char *out, size_t n)
+{
+	long t = (long)(s + 0.5);
+
+	if (s < 0)
+		snprintf(out, n, "-");
+	else if (s < 10)
+		snprintf(out, n, "%.1fs", s);
+	else if (t < 3600)
+		snprintf(out, n, "%ldm%02lds", t / 60, t % 60);
+	else
+		snprintf(out, n, "%ldh%02ldm", t / 3600, t % 3600 / 60);
+}
+
+static void run_duration(const cJSON *info, char *out, size_t n)
+{
+	double a = parse_time(str_of(info, "started_at")), b = parse_time(str_of(info, "finished_at"));
+
+	if (a < 0)
+		snprintf(out, n, "-");
+	else if (b < 0)
+		fmt_duration((double)time(NULL) - a, out, n);
+	else
+		fmt_duration(b - a, out, n);
+}
+
+/* "2024-05-01 12:00:00" of a record's time */
+static void short_time(const char *t, char *out, size_t n)
+{
+	if (t && strlen(t) >= 19)
+		snprintf(out, n, "%.10s %.8s", t, t + 11);
+	else
+		snprintf(out, n, "%s", t ? t : "-");
+}
+
+static void worlds(const cJSON *info, char *out, size_t n)
+{
+	const cJSON *w;
+	size_t len = 0;
+
+	out[0] = '\0';
+	cJSON_ArrayForEach(w, get(info, "worlds")) {
+		if (cJSON_IsNumber(w) && len + 12 < n)
+			len += (size_t)snprintf(out + len, n - len, "%s%d", len ? "," : "", w->valueint);
+	}
+	if (!len)
+		snprintf(out, n, "-");
+}
+
+static void accuracy(const cJSON *rec, char *out, size_t n)
+{
+	const cJSON *a = get(get(rec, "metrics"), "test_accuracy");
+
+	if (cJSON_IsNumber(a))
+		snprintf(out, n, "%.2f%%", a->valuedouble * 100);
+	else
+		snprintf(out, n, "-");
+}
+
+#define NCOLS 13
+struct hrow {
+	char c[NCOLS][200];
+};
+
+static void history_row(const cJSON *rec, int wide, struct hrow *r)
+{
+	const cJSON *info = dlk_run_info(rec), *f = get(info, "failure"), *rs = get(info, "restarts");
+	char fp[65];
+	int c = 0;
+
+	snprintf(r->c[c++], 200, "%.8s", dlk_run_id(rec));
+	short_time(dlk_run_started_at(rec), r->c[c++], 200);
+	run_duration(info, r->c[c++], 200);
+	snprintf(r->c[c++], 200, "%s", dlk_run_outcome_name(dlk_run_outcome(rec)));
+	worlds(info, r->c[c++], 200);
+	snprintf(r->c[c++], 200, "%d", cJSON_IsNumber(rs) ? rs->valueint : 0);
+	accuracy(rec, r->c[c++], 200);
+	dlk_train_data_fingerprint(rec, fp);
+	snprintf(r->c[c++], 200, "%.12s", fp[0] ? fp : "-");
+	snprintf(r->c[c++], 200, "%s", str_of(info, "trigger") ? str_of(info, "trigger") : "-");
+	if (wide) {
+		const char *commit = str_of(info, "git_commit");
+		snprintf(r->c[c++], 200, "%.12s", str_of(info, "spec_sha256") ? str_of(info, "spec_sha256") : "-");
+		snprintf(r->c[c++], 200, "%.12s%s", commit ? commit : "-", cJSON_IsTrue(get(info, "git_dirty")) ? "+dirty" : "");
+		snprintf(r->c[c++], 200, "%s", str_of(info, "image") ? str_of(info, "image") : "-");
+	}
+	/* why a run failed or was skipped, last: it is the one long column */
+	if (f) {
+		const cJSON *rank = get(f, "rank");
+		const char *msg = str_of(f, "message");
+		if (cJSON_IsNumber(rank) && rank->valueint >= 0)
+			snprintf(r->c[c++], 200, "rank %d: %.160s", rank->valueint, msg ? msg : "");
+		else
+			snprintf(r->c[c++], 200, "%.180s", msg ? msg : "");
+	} else {
+		snprintf(r->c[c++], 200, "%.180s", str_of(info, "reason") ? str_of(info, "reason") : "");
+	}
+}
+
+static void print_rows(struct dlk_buf *b, struct hrow *rows, int n, int ncols)
+{
+	size_t w[NCOLS] = { 0 };
+
+	for (int r = 0; r < n; r++)
+		for (int c = 0; c < ncols; c++)
+			if (strlen(rows[r].c[c]) > w[c])
+				w[c] = strlen(rows[r].c[c]);
+	for (int r = 0; r < n; r++) {
+		for (int c = 0; c < ncols; c++) {
+			if (c == ncols - 1)
+				dlk_buf_adds(b, rows[r].c[c]);
+			else
+				dlk_buf_addf(b, "%-*s   ", (int)w[c], rows[r].c[c]);
+		}
+		while (b->len && b->data[b->len - 1] == ' ')
+			b->data[--b->len] = '\0';
+		dlk_buf_addc(b, '\n');
+	}
+}
+
+static int emit(const struct dlk_ctx *ctx, const cJSON *v, struct dlk_err *err)
+{
+	char *s = ctx->output == DLK_OUTPUT_JSON ? cJSON_Print(v) : yamljson_emit(v, err);
+
+	if (!s)
+		return -1;
+	fputs(s, stdout);
+	if (ctx->output == DLK_OUTPUT_JSON)
+		putchar('\n');
+	free(s);
+	return 0;
+}
+
+int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct kube_client *kc = NULL;
+	struct dlk_run_store *s;
+	struct dlk_buf b = DLK_BUF_INIT;
+	struct hrow *rows = NULL;
+	cJSON *recs = NULL, *rec;
+	long dropped = 0;
+	int bad = 0, rc = 0, n = 0, wide = ctx->output == DLK_OUTPUT_WIDE;
+	char at[512];
+
+	s = dlk_open_run_history(ctx, name, local, &kc, &err);
+	if (!s) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	where(ctx, kc, name, at, sizeof(at));
+	if (dlk_runs_list(s, &recs, &dropped, &bad, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	if (bad)
+		dlk_warn(ctx, "%d record%s in %s could not be read and %s left out", bad, bad == 1 ? "" : "s", at,
+		         bad == 1 ? "is" : "are");
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
+		cJSON *doc = cJSON_CreateObject();
+		cJSON_AddStringToObject(doc, "project", name);
+		cJSON_AddStringToObject(doc, "store", dlk_runs_store_kind(s));
+		cJSON_AddNumberToObject(doc, "dropped", (double)dropped);
+		cJSON_AddItemToObject(doc, "runs", recs);
+		recs = NULL;
+		if (emit(ctx, doc, &err))
+			rc = dlk_report(ctx, &err);
+		cJSON_Delete(doc);
+		goto out;
+	}
+	if (!cJSON_GetArraySize(recs)) {
+		dlk_info(ctx, "no runs of '%s' in %s%s", name, at,
+		         local ? "" : " (runs here are in the local history: --local)");
+		goto out;
+	}
+	rows = xcalloc((size_t)cJSON_GetArraySize(recs) + 1, sizeof(*rows));
+	{
+		static const char *const h[] = { "RUN", "STARTED (UTC)", "DURATION", "OUTCOME", "WORKERS", "RESTARTS",
+			                         "ACCURACY", "DATA", "TRIGGER" };
+		static const char *const hw[] = { "SPEC", "COMMIT", "IMAGE" };
+		int c = 0;
+		for (int i = 0; i < 9; i++)
+			snprintf(rows[0].c[c++], 200, "%s", h[i]);
+		for (int i = 0; wide && i < 3; i++)
+			snprintf(rows[0].c[c++], 200, "%s", hw[i]);
+		snprintf(rows[0].c[c++], 200, "REASON");
+	}
+	n = 1;
+	cJSON_ArrayForEach(rec, recs)
+		history_row(rec, wide, &rows[n++]);
+	print_rows(&b, rows, n, wide ? 13 : 10);
+	fwrite(b.data, 1, b.len, stdout);
+	if (dropped > 0)
+		dlk_info(ctx, "%ld older run%s dropped from the history (it keeps the newest %d)", dropped,
+		         dropped == 1 ? " was" : "s were", DLK_RUNS_KEEP);
+out:
+	free(rows);
+	dlk_buf_release(&b);
+	cJSON_Delete(recs);
+	dlk_runs_close(s);
+	dlk_kube_close(ctx, kc);
+	return rc;
+}
+
+/* ---- one run ---- */
+
+static void line(struct dlk_buf *b, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void line(struct dlk_buf *b, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+
+	dlk_buf_addf(b, "%-13s ", key);
+	va_start(ap, fmt);
+	dlk_buf_vaddf(b, fmt, ap);
+	va_end(ap);
+	dlk_buf_addc(b, '\n');
+}
+
+static void run_text(const cJSON *rec, const char *store_kind, struct dlk_buf *b)
+{
+	const cJSON *info = dlk_run_info(rec), *m = get(rec, "metrics"), *f = get(info, "failure"), *v, *d;
+	const cJSON *job = get(info, "job"), *bundle = get(info, "bundle"), *peaks = get(info, "peak_memory_bytes");
+	char t1[64], t2[64], dur[32], w[128], fp[65];
+
+	line(b, "run", "%s", dlk_run_id(rec));
+	line(b, "project", "%s", dlk_run_project(rec));
+	line(b, "outcome", "%s", dlk_run_outcome_name(dlk_run_outcome(rec)));
+	if (str_of(info, "reason"))
+		line(b, "reason", "%s", str_of(info, "reason"));
+	if (f) {
+		const cJSON *rank = get(f, "rank"), *code = get(f, "exit_code");
+		char who[32] = "";
+		if (cJSON_IsNumber(rank) && rank->valueint >= 0)
+			snprintf(who, sizeof(who), "rank %d, ", rank->valueint);
+		line(b, "failure", "%sexit %d (%s): %s", who, cJSON_IsNumber(code) ? code->valueint : -1,
+		     str_of(f, "class") ? str_of(f, "class") : "?", str_of(f, "message") ? str_of(f, "message") : "");
+	}
+	short_time(dlk_run_started_at(rec), t1, sizeof(t1));
+	short_time(str_of(info, "finished_at"), t2, sizeof(t2));
+	run_duration(info, dur, sizeof(dur));
+	if (str_of(info, "finished_at"))
+		line(b, "time", "%s to %s UTC (%s)", t1, t2 + (strncmp(t1, t2, 11) ? 0 : 11), dur);
+	else
+		line(b, "time", "started %s UTC (%s ago)", t1, dur);
+	worlds(info, w, sizeof(w));
+	v = get(info, "restarts");
+	line(b, "workers", "%s%s (%d restart%s)", w, strchr(w, ',') ? " (resized)" : "", cJSON_IsNumber(v) ? v->valueint : 0,
+	     cJSON_IsNumber(v) && v->valueint == 1 ? "" : "s");
+	if (cJSON_IsArray(peaks) && cJSON_GetArraySize(peaks)) {
+		struct dlk_buf p = DLK_BUF_INIT;
+		int r = 0;
+		cJSON_ArrayForEach(v, peaks) {
+			if (cJSON_IsNumber(v))
+				dlk_buf_addf(&p, "%srank %d %.0f MiB", r ? ", " : "", r, v->valuedouble / 1048576.0);
+			r++;
+		}
+		line(b, "peak memory", "%s", p.data ? p.data : "");
+		dlk_buf_release(&p);
+	}
+	if (job)
+		line(b, "where", "cluster: job %s in namespace %s", str_of(job, "name") ? str_of(job, "name") : "?",
+		     str_of(job, "namespace") ? str_of(job, "namespace") : "?");
+	else
+		line(b, "where", "%s%s%s (pid %d)", str_of(info, "where") ? str_of(info, "where") : store_kind,
+		     str_of(info, "host") ? ": " : "", str_of(info, "host") ? str_of(info, "host") : "",
+		     cJSON_IsNumber(get(info, "pid")) ? get(info, "pid")->valueint : 0);
+	line(b, "trigger", "%s", str_of(info, "trigger") ? str_of(info, "trigger") : "-");
+	if (m) {
+		const cJSON *a = get(m, "test_accuracy"), *tl = get(m, "test_loss"), *tr = get(m, "train_loss");
+		char acc[32] = "-", tls[32] = "-", trs[32] = "-";
+		if (cJSON_IsNumber(a))
+			snprintf(acc, sizeof(acc), "%.2f%%", a->valuedouble * 100);
+		if (cJSON_IsNumber(tl))
+			snprintf(tls, sizeof(tls), "%.4f", tl->valuedouble);
+		if (cJSON_IsNumber(tr))
+			snprintf(trs, sizeof(trs), "%.4f", tr->valuedouble);
+		line(b, "metrics", "test accuracy %s, test loss %s, train loss %s", acc, tls, trs);
+	} else {
+		line(b, "metrics", "none (the run did not finish an evaluation)");
+	}
+	dlk_train_data_fingerprint(rec, fp);
+	line(b, "data", "%.12s%s", fp[0] ? fp : "not recorded", fp[0] ? " (the fingerprint of the sources below)" : "");
+	d = get(info, "data");
+	if (!cJSON_IsArray(d))
+		d = get(get(rec, "provenance"), "data");
+	cJSON_ArrayForEach(v, d)
+		line(b, "", "%-5s %s  sha256:%s", str_of(v, "split") ? str_of(v, "split") : "?",
+		     str_of(v, "url") ? str_of(v, "url") : "?", str_of(v, "sha256") ? str_of(v, "sha256") : "?");
+	line(b, "spec", "sha256:%s", str_of(info, "spec_sha256") ? str_of(info, "spec_sha256") : "not recorded");
+	if (str_of(info, "git_commit"))
+		line(b, "commit", "%s%s", str_of(info, "git_commit"), cJSON_IsTrue(get(info, "git_dirty")) ? " (dirty tree)" : "");
+	else
+		line(b, "commit", "not recorded (the project is not in a git repository)");
+	line(b, "dlk", "%s, image %s", str_of(info, "dlk_version") ? str_of(info, "dlk_version") : "?",
+	     str_of(info, "image") ? str_of(info, "image") : "?");
+	if (str_of(info, "checkpoint_dir"))
+		line(b, "checkpoints", "%s", str_of(info, "checkpoint_dir"));
+	if (bundle)
+		line(b, "bundle", "%s%s%s", str_of(bundle, "path") ? str_of(bundle, "path") : "?",
+		     str_of(bundle, "sha256") ? "  sha256:" : "", str_of(bundle, "sha256") ? str_of(bundle, "sha256") : "");
+}
+
+int dlk_show_run(struct dlk_ctx *ctx, const char *name, const char *id, int local)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct kube_client *kc = NULL;
+	struct dlk_run_store *s;
+	struct dlk_buf b = DLK_BUF_INIT;
+	cJSON *rec = NULL;
+	int rc = 0;
+
+	s = dlk_open_run_history(ctx, name, local, &kc, &err);
+	if (!s || dlk_runs_get(s, id, &rec, &err)) {
+		if (s && err.code == DLK_EXIT_NOTFOUND && !err.hint[0])
+			dlk_err_hint(&err, "list the runs with 'dlk status %s --history%s'", name, local ? " --local" : "");
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
+		if (emit(ctx, rec, &err))
+			rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	run_text(rec, dlk_runs_store_kind(s), &b);
+	dlk_buf_addf(&b, "\nits page: dlk report %.8s%s\n", dlk_run_id(rec), local ? "" : "");
+	fwrite(b.data, 1, b.len, stdout);
+out:
+	dlk_buf_release(&b);
+	cJSON_Delete(rec);
+	dlk_runs_close(s);
+	dlk_kube_close(ctx, kc);
+	return rc;
+}
+
+/* ---- two runs side by side ---- */
+
+struct facts {
+	char v[24][160];
+};
+
+static const char *const fact_names[] = {
+	"outcome", "started (UTC)", "duration", "workers", "restarts", "trigger", "test accuracy", "test loss",
+	"train loss", "epochs", "batch size", "optimizer", "learning rate", "parameters", "data", "train data",
+	"test data", "spec", "commit", "image", "dlk", NULL,
+};
+
+static void num_fact(const cJSON *o, const char *k, const char *fmt, double scale, char *out)
+{
+	const cJSON *v = get(o, k);
+	if (cJSON_IsNumber(v))
+		snprintf(out, 160, fmt, v->valuedouble * scale);
+	else if (cJSON_IsString(v))
+		snprintf(out, 160, "%.150s", v->valuestring);
+	else
+		snprintf(out, 160, "-");
+}
+
+static void split_sha(const cJSON *rec, const char *split, char *out)
+{
+	const cJSON *info = dlk_run_info(rec), *d = get(info, "data"), *v;
+
+	if (!cJSON_IsArray(d))
+		d = get(get(rec, "provenance"), "data");
+	snprintf(out, 160, "-");
+	cJSON_ArrayForEach(v, d)
+		if (str_of(v, "split") && !strcmp(str_of(v, "split"), split) && str_of(v, "sha256"))
+			snprintf(out, 160, "%.12s", str_of(v, "sha256"));
+}
+
+static void facts_of(const cJSON *rec, struct facts *f)
+{
+	const cJSON *info = dlk_run_info(rec), *m = get(rec, "metrics"), *t = get(rec, "training");
+	const char *commit = str_of(info, "git_commit");
+	char fp[65];
+	int i = 0;
+
+	snprintf(f->v[i++], 160, "%s", dlk_run_outcome_name(dlk_run_outcome(rec)));
+	short_time(dlk_run_started_at(rec), f->v[i++], 160);
+	run_duration(info, f->v[i++], 160);
+	worlds(info, f->v[i++], 160);
+	num_fact(info, "restarts", "%.0f", 1, f->v[i++]);
+	snprintf(f->v[i++], 160, "%s", str_of(info, "trigger") ? str_of(info, "trigger") : "-");
+	num_fact(m, "test_accuracy", "%.2f%%", 100, f->v[i++]);
+	num_fact(m, "test_loss", "%.4f", 1, f->v[i++]);
+	num_fact(m, "train_loss", "%.4f", 1, f->v[i++]);
+	num_fact(t, "epochs", "%.0f", 1, f->v[i++]);
+	num_fact(t, "batch_size", "%.0f", 1, f->v[i++]);
+	num_fact(t, "optimizer", "%.0f", 1, f->v[i++]);
+	num_fact(t, "lr", "%g", 1, f->v[i++]);
+	num_fact(get(rec, "architecture"), "parameters", "%.0f", 1, f->v[i++]);
+	dlk_train_data_fingerprint(rec, fp);
+	snprintf(f->v[i++], 160, "%.12s", fp[0] ? fp : "-");
+	split_sha(rec, "train", f->v[i++]);
+	split_sha(rec, "test", f->v[i++]);
+	snprintf(f->v[i++], 160, "%.12s", str_of(info, "spec_sha256") ? str_of(info, "spec_sha256") : "-");
+	snprintf(f->v[i++], 160, "%.12s%s", commit ? commit : "-", cJSON_IsTrue(get(info, "git_dirty")) ? "+dirty" : "");
+	snprintf(f->v[i++], 160, "%.150s", str_of(info, "image") ? str_of(info, "image") : "-");
+	snprintf(f->v[i++], 160, "%.150s", str_of(info, "dlk_version") ? str_of(info, "dlk_version") : "-");
+}
+
+int dlk_compare_runs(struct dlk_ctx *ctx, const char *name, const char *id_a, const char *id_b, int local)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct kube_client *kc = NULL;
+	struct dlk_run_store *s;
+	cJSON *a = NULL, *b = NULL;
+	struct facts fa, fb;
+	size_t wa = 0;
+	int rc = 0, differ = 0;
+
+	s = dlk_open_run_history(ctx, name, local, &kc, &err);
+	if (!s || dlk_runs_get(s, id_a, &a, &err) || dlk_runs_get(s, id_b, &b, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
+		cJSON *doc = cJSON_CreateObject(), *runs = cJSON_AddArrayToObject(doc, "runs"), *diff;
+		cJSON_AddItemToArray(runs, a);
+		cJSON_AddItemToArray(runs, b);
+		a = b = NULL;
+		facts_of(cJSON_GetArrayItem(runs, 0), &fa);
+		facts_of(cJSON_GetArrayItem(runs, 1), &fb);
+		diff = cJSON_AddArrayToObject(doc, "differ");
+		for (int i = 0; fact_names[i]; i++)
+			if (strcmp(fa.v[i], fb.v[i]) && i != 1 && i != 2)
+				cJSON_AddItemToArray(diff, cJSON_CreateString(fact_names[i]));
+		if (emit(ctx, doc, &err))
+			rc = dlk_report(ctx, &err);
+		cJSON_Delete(doc);
+		goto out;
+	}
+	facts_of(a, &fa);
+	facts_of(b, &fb);
+	for (int i = 0; fact_names[i]; i++)
+		if (strlen(fa.v[i]) > wa)
+			wa = strlen(fa.v[i]);
+	printf("  %-15s %-*.8s   %.8s\n", "", (int)(wa > 8 ? wa : 8), dlk_run_id(a), dlk_run_id(b));
+	for (int i = 0; fact_names[i]; i++) {
+		/* the start and the duration of two runs always differ: not marked */
+		int d = strcmp(fa.v[i], fb.v[i]) && i != 1 && i != 2;
+		differ += d;
+		printf("%s %-15s %-*s   %s\n", d ? "*" : " ", fact_names[i], (int)(wa > 8 ? wa : 8), fa.v[i], fb.v[i]);
+	}
+	dlk_info(ctx, "%d of the facts differ (*); the curves side by side: dlk report %.8s --compare %.8s", differ,
+	         dlk_run_id(a), dlk_run_id(b));
+out:
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	dlk_runs_close(s);
+	dlk_kube_close(ctx, kc);
+	return rc;
+}
+
+/* ---- the run a Job is ---- */
+
+void dlk_job_run_lines(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *job, struct dlk_buf *b)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	const cJSON *meta = get(job, "metadata");
+	const char *uid = str_of(meta, "uid"), *ns = str_of(meta, "namespace"), *project = str_of(get(meta, "labels"), "dlk.dev/job");
+	struct dlk_run_store *s;
+	cJSON *rec = NULL;
+
+	(void)ctx;
+	if (!uid || !project)
+		return;
+	s = dlk_runs_open_configmap(c, ns, project);
+	if (dlk_runs_get(s, uid, &rec, &err) == 0) {
+		const cJSON *f = get(dlk_run_info(rec), "failure"), *rank = get(f, "rank"), *code = get(f, "exit_code");
+		dlk_buf_addf(b, "\nrun:       %.8s %s (dlk status %s --run %.8s)\n", uid,
+		             dlk_run_outcome_name(dlk_run_outcome(rec)), project, uid);
+		if (f) {
+			char who[32] = "";
+			if (cJSON_IsNumber(rank) && rank->valueint >= 0)
+				snprintf(who, sizeof(who), "rank %d, ", rank->valueint);
+			dlk_buf_addf(b, "cause:     %sexit %d (%s): %s\n", who, cJSON_IsNumber(code) ? code->valueint : -1,
+			             str_of(f, "class") ? str_of(f, "class") : "?", str_of(f, "message") ? str_of(f, "message") : "");
+		}
+		if (dlk_run_str(rec, "reason"))
+			dlk_buf_addf(b, "why:       %s\n", dlk_run_str(rec, "reason"));
+	}
+	cJSON_Delete(rec);
+	dlk_runs_close(s);
+}
+
+/* ---- a run as a report's source ---- */
+
+static char *project_dir_of(const char *spec_file)
+{
+	const char *slash = strrchr(spec_file, '/');
+	return slash ? xstrndup(spec_file, (size_t)(slash - spec_file)) : xstrdup(".");
+}
+
+static cJSON *from_local(const struct dlk_ctx *ctx, const char *id, struct dlk_err *err)
+{
+	char *pdir = project_dir_of(ctx->file), *runs = xasprintf("%s/.dlk/runs", pdir);
+	DIR *d = opendir(runs);
+	struct dirent *de;
+	cJSON *found = NULL;
+
+	dlk_errf(err, DLK_EXIT_NOTFOUND, "no run '%s' in the local history (%s)", id, runs);
+	while (d && (de = readdir(d))) {
+		struct dlk_err e = DLK_ERR_INIT;
+		struct dlk_run_store *s;
+		cJSON *rec = NULL;
+		char *dir;
+		if (de->d_name[0] == '.')
+			continue;
+		dir = xasprintf("%s/%s", runs, de->d_name);
+		s = dlk_runs_open_dir(dir, de->d_name);
+		if (dlk_runs_get(s, id, &rec, &e) == 0) {
+			if (found) {
+				dlk_errf(err, DLK_EXIT_USAGE, "run '%s' is ambiguous: runs of '%s' and '%s' start so", id,
+				         dlk_run_project(found), de->d_name);
+				dlk_err_hint(err, "give more of the id");
+				cJSON_Delete(rec);
+				cJSON_Delete(found);
+				found = NULL;
+				dlk_runs_close(s);
+				free(dir);
+				break;
+			}
+			found = rec;
+			dlk_err_clear(err);
+		} else if (e.code != DLK_EXIT_NOTFOUND) {
+			*err = e;
+			dlk_runs_close(s);
+			free(dir);
+			cJSON_Delete(found);
+			found = NULL;
+			break;
+		}
+		dlk_runs_close(s);
+		free(dir);
+	}
+	if (d)
+		closedir(d);
+	free(runs);
+	free(pdir);
+	if (!found)
+		return NULL;
+	cJSON *doc = dlk_run_report_doc(found, "local");
+	cJSON_Delete(found);
+	return doc;
+}
+
+static cJSON *from_cluster(const struct dlk_ctx *ctx, const char *id, struct dlk_err *err)
+{
+	struct dlk_project *spec = dlk_ctx_load_spec(ctx, err);
+	struct kube_client *kc = NULL;
+	struct dlk_run_store *s = NULL;
+	cJSON *rec = NULL, *doc = NULL;
+
+	if (!spec)
+		return dlk_err_prefix(err, "a run id names a run of the project's history, and the project cannot be read"),
+		       NULL;
+	s = dlk_open_run_history(ctx, spec->name, 0, &kc, err);
+	if (s && dlk_runs_get(s, id, &rec, err) == 0)
+		doc = dlk_run_report_doc(rec, "cluster");
+	cJSON_Delete(rec);
+	dlk_runs_close(s);
+	dlk_kube_close(ctx, kc);
+	project_free(spec);
+	return doc;
+}
+
+cJSON *dlk_report_from_run(const struct dlk_ctx *ctx, const char *id, int cluster, struct dlk_err *err)
+{
+	return cluster ? from_cluster(ctx, id, err) : from_local(ctx, id, err);
+}

@@ -1,0 +1,68 @@
+#include "lib/project/layers.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+_Static_assert(DLK_LAYER_DROPOUT + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
+
+const char *const dlk_layer_names[DLK_LAYER_KINDS + 1] = {
+	[DLK_LAYER_DENSE] = "dense", [DLK_LAYER_CONV2D] = "conv2d", [DLK_LAYER_MAXPOOL] = "maxpool",
+	[DLK_LAYER_FLATTEN] = "flatten", [DLK_LAYER_RELU] = "relu", [DLK_LAYER_TANH] = "tanh",
+	[DLK_LAYER_SIGMOID] = "sigmoid", [DLK_LAYER_DROPOUT] = "dropout", NULL
+};
+
+const char *dlk_layer_name(enum dlk_layer_kind kind)
+{
+	return (int)kind >= 0 && (int)kind < DLK_LAYER_KINDS ? dlk_layer_names[kind] : "unknown";
+}
+
+int dlk_layer_kind_of(const char *name)
+{
+	for (int k = 0; name && k < DLK_LAYER_KINDS; k++)
+		if (!strcmp(name, dlk_layer_names[k]))
+			return k;
+	return -1;
+}
+
+int dlk_layer_shape(const struct dlk_layer_spec *ls, const long long in[3], long long out[3])
+{
+	long long k, pad = 0, n;
+
+	switch (ls->kind) {
+	case DLK_LAYER_CONV2D:
+	case DLK_LAYER_MAXPOOL:
+		k = ls->kind == DLK_LAYER_CONV2D ? ls->kernel : ls->size;
+		if (ls->kind == DLK_LAYER_CONV2D)
+			pad = ls->padding;
+		if (in[1] + 2 * pad < k || in[2] + 2 * pad < k)
+			return -1;
+		out[0] = ls->kind == DLK_LAYER_CONV2D ? ls->filters : in[0];
+		out[1] = (in[1] + 2 * pad - k) / ls->stride + 1;
+		out[2] = (in[2] + 2 * pad - k) / ls->stride + 1;
+		return 0;
+	case DLK_LAYER_FLATTEN:
+		/* saturates rather than overflows: any caller refuses a size that large */
+		if (__builtin_mul_overflow(in[0], in[1], &n) || __builtin_mul_overflow(n, in[2], &n))
+			n = LLONG_MAX;
+		out[0] = out[1] = 1;
+		out[2] = n;
+		return 0;
+	case DLK_LAYER_DENSE:
+		out[0] = out[1] = 1;
+		out[2] = ls->units;
+		return 0;
+	default:
+		memmove(out, in, 3 * sizeof(*in));
+		return 0;
+	}
+}
+
+void dlk_layer_where(char *buf, size_t len, int i, const struct dlk_layer_spec *ls, const char *file)
+{
+	if (ls->line > 0)
+		snprintf(buf, len, "model.layers[%d] (%s, %s:%d)", i, dlk_layer_name(ls->kind), file ? file : "dlk.yaml",
+		         ls->line);
+	else
+		snprintf(buf, len, "model.layers[%d] (%s)", i, dlk_layer_name(ls->kind));
+}

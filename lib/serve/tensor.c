@@ -1,0 +1,221 @@
+/* Datatypes, the model signature's shapes, and raw values -> scaled network inputs. */
+#include "lib/serve/tensor.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	size_t size;
+} dtypes[] = {
+	[DLK_DT_INVALID] = { "INVALID", 0 }, [DLK_DT_BOOL] = { "BOOL", 1 },   [DLK_DT_UINT8] = { "UINT8", 1 },
+	[DLK_DT_UINT16] = { "UINT16", 2 },   [DLK_DT_UINT32] = { "UINT32", 4 }, [DLK_DT_UINT64] = { "UINT64", 8 },
+	[DLK_DT_INT8] = { "INT8", 1 },       [DLK_DT_INT16] = { "INT16", 2 },   [DLK_DT_INT32] = { "INT32", 4 },
+	[DLK_DT_INT64] = { "INT64", 8 },     [DLK_DT_FP16] = { "FP16", 2 },     [DLK_DT_FP32] = { "FP32", 4 },
+	[DLK_DT_FP64] = { "FP64", 8 },       [DLK_DT_BYTES] = { "BYTES", 0 },
+};
+#define N_DTYPES (int)(sizeof(dtypes) / sizeof(dtypes[0]))
+
+const char *dlk_dtype_name(enum dlk_dtype t)
+{
+	return (int)t > 0 && (int)t < N_DTYPES ? dtypes[t].name : "INVALID";
+}
+
+enum dlk_dtype dlk_dtype_parse(const char *s, size_t len)
+{
+	for (int i = 1; i < N_DTYPES; i++)
+		if (strlen(dtypes[i].name) == len && !memcmp(dtypes[i].name, s, len))
+			return (enum dlk_dtype)i;
+	return DLK_DT_INVALID;
+}
+
+size_t dlk_dtype_size(enum dlk_dtype t)
+{
+	return (int)t > 0 && (int)t < N_DTYPES ? dtypes[t].size : 0;
+}
+
+int dlk_dtype_numeric(enum dlk_dtype t)
+{
+	return t >= DLK_DT_UINT8 && t <= DLK_DT_FP64;
+}
+
+void dlk_serve_sig_init_lut(struct dlk_serve_sig *sig)
+{
+	/* the very expression lib/data/load.c uses, so a UINT8 pixel is the float training saw */
+	for (int i = 0; i < 256; i++)
+		sig->lut[i] = ((float)i * sig->scale - sig->mean) / sig->std;
+}
+
+static const char *const output_names[DLK_SERVE_N_OUTPUTS + 1] = { DLK_SERVE_OUT_PROBS, DLK_SERVE_OUT_LOGITS, NULL };
+
+const char *dlk_serve_output_name(int i)
+{
+	return i >= 0 && i < DLK_SERVE_N_OUTPUTS ? output_names[i] : NULL;
+}
+
+int dlk_serve_output_find(const char *s, size_t len)
+{
+	for (int i = 0; i < DLK_SERVE_N_OUTPUTS; i++)
+		if (strlen(output_names[i]) == len && !memcmp(output_names[i], s, len))
+			return i;
+	return -1;
+}
+
+void dlk_serve_shape_str(const struct dlk_serve_sig *sig, int flat, char *buf, size_t len)
+{
+	if (flat || sig->rank == 1)
+		snprintf(buf, len, "[-1,%zu]", sig->in_size);
+	else
+		snprintf(buf, len, "[-1,%d,%d,%d]", sig->dims[0], sig->dims[1], sig->dims[2]);
+}
+
+long long dlk_serve_rows_of(const struct dlk_serve_sig *sig, const long long *shape, int rank, char *msg, size_t msg_len)
+{
+	char got[256], want[64], flat[64];
+	size_t o = 0;
+	int fits = 0;
+
+	if (rank >= 1 && shape[0] >= 0) {
+		if (rank == 2 && shape[1] == (long long)sig->in_size)
+			fits = 1;
+		else if (sig->rank == 3 && rank == 4 && shape[1] == sig->dims[0] && shape[2] == sig->dims[1] &&
+		         shape[3] == sig->dims[2])
+			fits = 1;
+	}
+	if (fits)
+		return shape[0];
+	got[0] = '\0';
+	for (int i = 0; i < rank && o < sizeof(got); i++)
+		o += (size_t)snprintf(got + o, sizeof(got) - o, "%s%lld", i ? "," : "", shape[i]);
+	dlk_serve_shape_str(sig, 0, want, sizeof(want));
+	dlk_serve_shape_str(sig, 1, flat, sizeof(flat));
+	if (sig->rank == 3)
+		snprintf(msg, msg_len, "input '%s': shape [%s] does not fit the model's %s (or %s): the first dimension is the batch",
+		         DLK_SERVE_INPUT, got, want, flat);
+	else
+		snprintf(msg, msg_len, "input '%s': shape [%s] does not fit the model's %s: the first dimension is the batch",
+		         DLK_SERVE_INPUT, got, want);
+	return -1;
+}
+
+static inline float scaled(const struct dlk_serve_sig *sig, double v)
+{
+	if (v >= 0 && v <= 255 && v == (double)(int)v)
+		return sig->lut[(int)v];
+	return ((float)v * sig->scale - sig->mean) / sig->std;
+}
+
+static float half_to_float(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+	float f;
+	if (exp == 0) {
+		f = ldexpf((float)man, -24); /* zero or subnormal */
+		return sign ? -f : f;
+	}
+	if (exp == 31)
+		return man ? NAN : (sign ? -INFINITY : INFINITY);
+	uint32_t bits = sign | ((exp + 112) << 23) | (man << 13);
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+static inline uint64_t le(const unsigned char *p, size_t n)
+{
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+int dlk_serve_convert_binary(const struct dlk_serve_sig *sig, enum dlk_dtype t, const unsigned char *src, size_t n,
+                             float *dst, size_t *bad)
+{
+	size_t w = dlk_dtype_size(t);
+
+	switch (t) {
+	case DLK_DT_UINT8:
+		for (size_t i = 0; i < n; i++)
+			dst[i] = sig->lut[src[i]];
+		return 0;
+	case DLK_DT_FP32:
+		for (size_t i = 0; i < n; i++) {
+			uint32_t u = (uint32_t)le(src + 4 * i, 4);
+			float f;
+			memcpy(&f, &u, 4);
+			if (!isfinite(f))
+				return *bad = i, -1;
+			dst[i] = scaled(sig, f);
+		}
+		return 0;
+	default:
+		break;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t u = le(src + w * i, w);
+		double v;
+		switch (t) {
+		case DLK_DT_UINT16: case DLK_DT_UINT32: case DLK_DT_UINT64: v = (double)u; break;
+		case DLK_DT_INT8: v = (int8_t)u; break;
+		case DLK_DT_INT16: v = (int16_t)u; break;
+		case DLK_DT_INT32: v = (int32_t)u; break;
+		case DLK_DT_INT64: v = (double)(int64_t)u; break;
+		case DLK_DT_FP16: v = half_to_float((uint16_t)u); break;
+		case DLK_DT_FP64: memcpy(&v, &u, 8); break;
+		default: return *bad = i, -1;
+		}
+		if (!isfinite(v))
+			return *bad = i, -1;
+		dst[i] = scaled(sig, v);
+	}
+	return 0;
+}
+
+int dlk_serve_convert_doubles(const struct dlk_serve_sig *sig, enum dlk_dtype t, const double *src, size_t n,
+                              float *dst, size_t *bad)
+{
+	double lo = 0, hi = 0;
+	int integral = 1;
+
+	switch (t) {
+	case DLK_DT_UINT8: lo = 0, hi = 255; break;
+	case DLK_DT_UINT16: lo = 0, hi = 65535; break;
+	case DLK_DT_UINT32: lo = 0, hi = 4294967295.0; break;
+	case DLK_DT_UINT64: lo = 0, hi = 18446744073709551615.0; break;
+	case DLK_DT_INT8: lo = -128, hi = 127; break;
+	case DLK_DT_INT16: lo = -32768, hi = 32767; break;
+	case DLK_DT_INT32: lo = -2147483648.0, hi = 2147483647.0; break;
+	case DLK_DT_INT64: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
+	case DLK_DT_FP16: lo = -65504, hi = 65504, integral = 0; break;
+	case DLK_DT_FP32: lo = -3.4028234663852886e38, hi = 3.4028234663852886e38, integral = 0; break;
+	case DLK_DT_FP64: lo = -1.7976931348623157e308, hi = 1.7976931348623157e308, integral = 0; break;
+	default: return *bad = 0, -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		double v = src[i];
+		if (!(v >= lo && v <= hi) || (integral && v != floor(v)))
+			return *bad = i, -1;
+		dst[i] = scaled(sig, v);
+	}
+	return 0;
+}
+
+void dlk_serve_softmax(const float *logits, int rows, int k, float *probs)
+{
+	for (int r = 0; r < rows; r++) {
+		const float *x = logits + (size_t)r * k;
+		float *p = probs + (size_t)r * k, m = x[0];
+		double sum = 0;
+		for (int j = 1; j < k; j++)
+			if (x[j] > m)
+				m = x[j];
+		for (int j = 0; j < k; j++) {
+			p[j] = expf(x[j] - m);
+			sum += p[j];
+		}
+		float inv = (float)(1.0 / sum);
+		for (int j = 0; j < k; j++)
+			p[j] *= inv;
+	}
+}

@@ -1,0 +1,86 @@
+/* Tensors as the serving protocols carry them: the KServe V2 datatypes, and what a served model
+ * looks like from outside (its signature): one input of raw values, scaled on the way in exactly
+ * as training scaled its data, and two outputs per row, the class probabilities and the logits.
+ * The protocol codecs (v2.c, tfs.c) know models only through this signature, so they can be
+ * fuzzed without a network. */
+#ifndef DLK_SERVE_TENSOR_H
+#define DLK_SERVE_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum dlk_dtype {
+	DLK_DT_INVALID = 0,
+	DLK_DT_BOOL,
+	DLK_DT_UINT8,
+	DLK_DT_UINT16,
+	DLK_DT_UINT32,
+	DLK_DT_UINT64,
+	DLK_DT_INT8,
+	DLK_DT_INT16,
+	DLK_DT_INT32,
+	DLK_DT_INT64,
+	DLK_DT_FP16,
+	DLK_DT_FP32,
+	DLK_DT_FP64,
+	DLK_DT_BYTES,
+};
+
+/* "FP32", ...; "INVALID" for anything else. */
+const char *dlk_dtype_name(enum dlk_dtype t);
+/* The datatype named by s (len bytes, case-sensitive as the protocol says), or DLK_DT_INVALID. */
+enum dlk_dtype dlk_dtype_parse(const char *s, size_t len);
+/* Bytes per element; 0 for BYTES (variable) and INVALID. */
+size_t dlk_dtype_size(enum dlk_dtype t);
+/* 1 for the numeric types a model input accepts: every integer type, FP16, FP32 and FP64. */
+int dlk_dtype_numeric(enum dlk_dtype t);
+
+#define DLK_SERVE_INPUT "input"
+#define DLK_SERVE_OUT_PROBS "probabilities"
+#define DLK_SERVE_OUT_LOGITS "logits"
+#define DLK_SERVE_N_OUTPUTS 2
+#define DLK_SERVE_MAX_RANK 8
+
+/* What clients see of a model. */
+struct dlk_serve_sig {
+	const char *name;          /* the model's name in URLs */
+	int dims[3];               /* one sample: C, H, W */
+	int rank;                  /* 1: a sample is [F] (F = C*H*W); 3: [C, H, W] */
+	size_t in_size;            /* C*H*W */
+	int n_classes;
+	char *const *classes;      /* n_classes labels, or NULL */
+	float scale, mean, std;    /* raw value v enters the network as (v * scale - mean) / std */
+	float lut[256];            /* that, for the integers 0..255, as training's gather computes it */
+};
+
+/* Fills lut from scale, mean and std. */
+void dlk_serve_sig_init_lut(struct dlk_serve_sig *sig);
+
+/* Names of the outputs in their default order (probabilities, logits); NULL past the end. */
+const char *dlk_serve_output_name(int i);
+/* Index of the output named s (len bytes), or -1. */
+int dlk_serve_output_find(const char *s, size_t len);
+
+/* Whether a request's input shape (batch dimension first) fits the model: [N, C, H, W] as the
+ * model declares it or the flat [N, C*H*W]. Returns the number of rows N, or -1 with a message
+ * naming the expected shapes ("input 'input': shape [1,784,2] does not fit the model's
+ * [-1,1,28,28] (or [-1,784])"). */
+long long dlk_serve_rows_of(const struct dlk_serve_sig *sig, const long long *shape, int rank, char *msg,
+                            size_t msg_len);
+/* "[-1,1,28,28]" (batch dimension -1) of the model's declared input; "[-1,784]" with flat = 1. */
+void dlk_serve_shape_str(const struct dlk_serve_sig *sig, int flat, char *buf, size_t len);
+
+/* Converts n elements of type t, little-endian as the binary tensor extension sends them, into
+ * network inputs (scaled). Returns 0, or -1 with the index of the first element that is not a
+ * finite number in *bad (an FP16/FP32/FP64 NaN or infinity). t must be dlk_dtype_numeric(). */
+int dlk_serve_convert_binary(const struct dlk_serve_sig *sig, enum dlk_dtype t, const unsigned char *src,
+                             size_t n, float *dst, size_t *bad);
+/* The same from JSON numbers: each must be finite and, for an integer type, an integer within
+ * the type's range. */
+int dlk_serve_convert_doubles(const struct dlk_serve_sig *sig, enum dlk_dtype t, const double *src, size_t n,
+                              float *dst, size_t *bad);
+
+/* Numerically stable softmax of each of `rows` rows of k logits. */
+void dlk_serve_softmax(const float *logits, int rows, int k, float *probs);
+
+#endif

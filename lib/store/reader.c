@@ -1,0 +1,72 @@
+/* A dataset's files for training (see reader.h). */
+#include "lib/store/reader.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/util/buf.h"
+#include "lib/util/mem.h"
+
+int dlk_dataset_reader_open(struct dlk_dataset_reader *r, struct dlk_store *s, const char *id, struct dlk_cache *cache,
+                            struct dlk_err *err)
+{
+	memset(r, 0, sizeof(*r));
+	r->store = s;
+	r->cache = cache;
+	snprintf(r->id, sizeof(r->id), "%s", id);
+	return dlk_dataset_manifest(s, id, &r->m, err);
+}
+
+void dlk_dataset_reader_release(struct dlk_dataset_reader *r)
+{
+	for (size_t i = 0; i < r->n_used; i++)
+		free(r->used[i]);
+	free(r->used);
+	dlk_manifest_release(&r->m);
+	memset(r, 0, sizeof(*r));
+}
+
+int dlk_dataset_reader_resolve(void *ctx, const char *path, char **local, char sha256[65], struct dlk_err *err)
+{
+	struct dlk_dataset_reader *r = ctx;
+	const struct dlk_manifest_entry *e = dlk_manifest_find(&r->m, path);
+	char key[80], *p = NULL;
+	int hit = 0;
+
+	if (!e) {
+		struct dlk_buf b = DLK_BUF_INIT;
+		for (size_t i = 0; i < r->m.n && i < 5; i++)
+			dlk_buf_addf(&b, "%s%s", i ? ", " : "", r->m.e[i].path);
+		dlk_errf(err, DLK_EXIT_CONFIG, "dataset sha256:%.12s has no file '%s'", r->id, path);
+		dlk_err_hint(err, "it has %s%s ('dlk data show sha256:%.12s' lists them all)", b.data, r->m.n > 5 ? ", ..." : "",
+		             r->id);
+		dlk_buf_release(&b);
+		return -1;
+	}
+	snprintf(key, sizeof(key), "sha256/%s", e->sha256);
+	if (!r->cache && r->store->ops->local_path) {
+		/* a directory store (a claim mounted in the pod, a directory here): read in place; the
+		 * caller checks the bytes against the manifest as it reads them */
+		p = r->store->ops->local_path(r->store, key);
+		r->in_place++;
+		r->in_place_bytes += e->size;
+	} else if (r->cache) {
+		if (dlk_cache_fetch(r->cache, r->store, e->sha256, e->size, r->progress, r->progress_ctx, e->path, &p, &hit,
+		                    err))
+			return -1;
+		if (hit)
+			r->from_cache++, r->cache_bytes += e->size;
+		else
+			r->fetched++, r->fetched_bytes += e->size;
+	} else {
+		return dlk_errf(err, DLK_EXIT_FAIL, "'%s': no cache to fetch the dataset's files into", r->store->url);
+	}
+	r->files++;
+	r->bytes += e->size;
+	r->used = xrealloc(r->used, (r->n_used + 1) * sizeof(*r->used));
+	r->used[r->n_used++] = xstrdup(e->sha256);
+	memcpy(sha256, e->sha256, 65);
+	*local = p;
+	return 0;
+}

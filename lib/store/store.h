@@ -1,0 +1,169 @@
+/* Object stores for datasets: where `dlk data push` puts files and where workers fetch them.
+ *
+ * Every store has the same layout under its root:
+ *
+ *	sha256/<hex>         a file's bytes, named by their sha256
+ *	datasets/<id>        a manifest (lib/store/manifest.h), named by its sha256: the dataset id
+ *	tags/<NAME>@<TAG>    "sha256:<id>\n": the dataset a tag points at
+ *
+ * Objects are written before the manifest that lists them and a manifest before a tag that
+ * names it, so a reader never finds a dataset with missing files. A store is named by a URL:
+ *
+ *	DIR, file:///DIR         a directory (the laptop, tests, a mounted volume)
+ *	s3://BUCKET[/PREFIX]     S3-compatible object storage (lib/store/s3.c)
+ *	pvc://CLAIM[/PATH]       a PersistentVolumeClaim, through a short-lived pod (lib/store/pvc.c)
+ *
+ * Library code: errors come back in struct dlk_err, nothing is printed. */
+#ifndef DLK_STORE_STORE_H
+#define DLK_STORE_STORE_H
+
+#include <stddef.h>
+
+#include "lib/store/manifest.h"
+#include "lib/util/buf.h"
+#include "lib/util/err.h"
+
+struct dlk_store;
+struct kube_client;
+
+/* Progress of a transfer: bytes done of total (0 when unknown). Return nonzero to stop. */
+typedef int (*dlk_store_progress_fn)(void *ctx, const char *what, unsigned long long done, unsigned long long total);
+/* Receives a downloaded object's bytes in order. Return 0 to go on, -1 (with err set) to stop. */
+typedef int (*dlk_store_sink_fn)(void *ctx, const void *data, size_t len, struct dlk_err *err);
+/* One name a list found, with its size (0 when the store does not say). Return 0 to go on. */
+typedef int (*dlk_store_list_fn)(void *ctx, const char *name, unsigned long long size);
+/* Verbose lines ("PUT s3://b/p/sha256/ab.. 200 in 12 ms"), never with credentials. */
+typedef void (*dlk_store_log_fn)(void *ctx, const char *line);
+
+struct dlk_store_opts {
+	const char *base_dir;          /* a relative directory resolves against it; NULL = as is */
+	const char *ca_file;           /* https endpoints: PEM bundle to verify against; NULL = system */
+	dlk_store_log_fn log;          /* NULL: quiet */
+	void *log_ctx;
+	int max_retries;               /* after a connection error, 429 or 5xx: 0 = 4, -1 = none */
+	int retry_base_ms;             /* first back-off, doubled each time: 0 = 500 */
+	/* pvc:// only */
+	struct kube_client *kube;      /* borrowed; NULL: pvc:// cannot be opened here */
+	const char *namespace_;        /* where the store pod runs */
+	const char *image;             /* the image of the store pod (it runs `dlk data serve`) */
+	const char *templates_dir;     /* overrides of the built-in templates; NULL = built-ins */
+	int templates_dir_optional;
+	int pod_timeout_s;             /* how long to wait for the pod to run: 0 = 120 */
+	const char *pvc_root;          /* a worker reads pvc://CLAIM/PATH as the directory
+	                                  <pvc_root>/CLAIM/PATH when set (the claim is mounted) */
+};
+
+/* What a put reads: a local file, or bytes in memory. sha256 is of the content (the object's
+ * name for sha256/ keys; S3 checks the body against it). */
+struct dlk_put_src {
+	const char *path;              /* or NULL with data/len */
+	const void *data;
+	unsigned long long size;
+	char sha256[65];
+	dlk_store_progress_fn progress;
+	void *progress_ctx;
+	const char *what;              /* for progress and messages */
+	unsigned long long *resumed;   /* when not NULL, set to the bytes an interrupted upload of the
+	                                  same object had already left in the store */
+};
+
+struct dlk_store_ops {
+	/* 1 present (size set), 0 absent, -1 error */
+	int (*stat)(struct dlk_store *s, const char *key, unsigned long long *size, struct dlk_err *err);
+	/* writes the object atomically: readers see the old one or the whole new one. Resumes an
+	 * interrupted upload of the same key and content where the store can. */
+	int (*put)(struct dlk_store *s, const char *key, const struct dlk_put_src *src, struct dlk_err *err);
+	/* the object's bytes from offset on, in order, to sink; DLK_EXIT_NOTFOUND when absent */
+	int (*get)(struct dlk_store *s, const char *key, unsigned long long offset, dlk_store_sink_fn sink,
+	           void *sink_ctx, struct dlk_err *err);
+	/* the names under prefix ("sha256/", "datasets/", "tags/"), without it, in no set order */
+	int (*list)(struct dlk_store *s, const char *prefix, dlk_store_list_fn fn, void *ctx, struct dlk_err *err);
+	/* a local file holding the object, when the store is a directory here; NULL otherwise
+	 * (the caller frees) */
+	char *(*local_path)(struct dlk_store *s, const char *key);
+	void (*close)(struct dlk_store *s);
+};
+
+struct dlk_store {
+	const struct dlk_store_ops *ops;
+	char *url;                     /* as given, for messages */
+	struct dlk_store_opts opts;    /* a copy (its pointers borrowed) */
+	void *impl;
+};
+
+/* Opens the store a URL names. A directory store is created on the first write, not here;
+ * s3:// reads its credentials here (lib/store/s3.h). Returns NULL with err. */
+struct dlk_store *dlk_store_open(const char *url, const struct dlk_store_opts *opts, struct dlk_err *err);
+void dlk_store_close(struct dlk_store *s);
+
+/* "datasets/<id>" and friends, for messages: "s3://b/p/datasets/<id>". Caller frees. */
+char *dlk_store_where(const struct dlk_store *s, const char *key);
+
+/* Reads a small object (a manifest, a tag) into out, at most max bytes. */
+int dlk_store_get_mem(struct dlk_store *s, const char *key, size_t max, struct dlk_buf *out, struct dlk_err *err);
+
+/* Downloads sha256/<hex> to dest, verified: the bytes go to "<dest>.part" (an existing .part is
+ * kept and continued), are hashed on the way and renamed to dest only when they hash to <hex>
+ * and have `size` bytes. A mismatch removes the .part and fails with DLK_EXIT_CONFIG naming the
+ * object in the store as corrupted. */
+int dlk_store_get_object(struct dlk_store *s, const char *hex, unsigned long long size, const char *dest,
+                         dlk_store_progress_fn progress, void *progress_ctx, const char *what, struct dlk_err *err);
+
+/* The verified download under dlk_store_get_object, into a file the caller has open (and may
+ * hold a lock on): fd's bytes so far are taken as the start of the object (hashed, not fetched
+ * again), the rest is appended. A mismatch truncates fd and is retried once from the start
+ * when it began with bytes already there; after that it is the store's object that is bad. */
+int dlk_store_fetch_fd(struct dlk_store *s, const char *hex, unsigned long long size, int fd,
+                       dlk_store_progress_fn progress, void *progress_ctx, const char *what, struct dlk_err *err);
+
+/* ---- datasets ---- */
+
+struct dlk_push_stats {
+	size_t files, uploaded;        /* objects in the manifest, objects sent */
+	unsigned long long bytes, uploaded_bytes;
+	unsigned long long resumed_bytes; /* of uploaded_bytes, what interrupted uploads had sent */
+	int manifest_new;              /* the manifest was not in the store yet */
+};
+
+/* Uploads what the store lacks of m's files (m from dlk_manifest_build: entries have local
+ * paths), then the manifest, then each tag (NAME@TAG or NAME, which means NAME@latest). */
+int dlk_dataset_push(struct dlk_store *s, const struct dlk_manifest *m, const char *const *tags, size_t n_tags,
+                     dlk_store_progress_fn progress, void *progress_ctx, struct dlk_push_stats *stats,
+                     struct dlk_err *err);
+
+/* Resolves a reference (lib/store/manifest.h: sha256:ID, a unique id prefix when allow_prefix,
+ * NAME@TAG, NAME) to an id. A tag or an id the store does not have is DLK_EXIT_NOTFOUND with the
+ * store named. */
+int dlk_dataset_resolve(struct dlk_store *s, const char *ref, int allow_prefix, char id[65], struct dlk_err *err);
+
+/* Reads and verifies datasets/<id> (its bytes must hash to id). */
+int dlk_dataset_manifest(struct dlk_store *s, const char *id, struct dlk_manifest *m, struct dlk_err *err);
+
+/* Every dataset id in the store, sorted; and every tag with the id it points at. */
+struct dlk_tag {
+	char *name;                    /* NAME@TAG */
+	char id[65];
+};
+int dlk_dataset_list(struct dlk_store *s, char ***ids, size_t *n, struct dlk_err *err);
+int dlk_dataset_tags(struct dlk_store *s, struct dlk_tag **tags, size_t *n, struct dlk_err *err);
+void dlk_tags_free(struct dlk_tag *tags, size_t n);
+
+/* Writes every file of m into dir (created as needed) from the store, each verified; files
+ * already in dir with the right sha256 are kept. With cache (lib/store/cache.h) objects come
+ * from and go to it. */
+struct dlk_cache;
+struct dlk_get_stats {
+	size_t files, fetched, kept, from_cache;
+	unsigned long long bytes, fetched_bytes, cache_bytes;
+};
+int dlk_dataset_get(struct dlk_store *s, const struct dlk_manifest *m, const char *dir, struct dlk_cache *cache,
+                    dlk_store_progress_fn progress, void *progress_ctx, struct dlk_get_stats *stats,
+                    struct dlk_err *err);
+
+/* The store kinds (each in its own file). */
+struct dlk_store *dlk_store_open_dir(const char *url, const char *dir, const struct dlk_store_opts *opts,
+                                     struct dlk_err *err);
+struct dlk_store *dlk_store_open_s3(const char *url, const struct dlk_store_opts *opts, struct dlk_err *err);
+struct dlk_store *dlk_store_open_pvc(const char *url, const struct dlk_store_opts *opts, struct dlk_err *err);
+
+#endif

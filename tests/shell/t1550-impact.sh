@@ -1,0 +1,113 @@
+#!/bin/sh
+# dlk impact: the runs that used a dataset, from the run history: two projects trained here on
+# two datasets of a directory store, each dataset's runs exactly (newest first, with their
+# bundles), a tag resolved through the store, -o json, a dataset no run used (exit 6), bad
+# references (exit 2); then the cluster's history (the ConfigMap NAME-runs) through the test
+# API server.
+. "$(dirname "$0")/../lib.sh"
+
+gen() {
+	awk -v seed="$1" 'BEGIN { srand(seed); for (i = 0; i < 256; i++) { c = int(rand() * 3); l = "";
+		for (j = 0; j < 8; j++) l = l sprintf("%.3f,", rand() + c * 0.7); print l c } }'
+}
+mkdir -p "$TEST_TMP/d1" "$TEST_TMP/d2"
+gen 1 >"$TEST_TMP/d1/train.csv" && head -n 64 "$TEST_TMP/d1/train.csv" >"$TEST_TMP/d1/test.csv"
+gen 2 >"$TEST_TMP/d2/train.csv" && head -n 64 "$TEST_TMP/d2/train.csv" >"$TEST_TMP/d2/test.csv"
+STORE=$TEST_TMP/store
+P=$TEST_TMP/p
+
+# project FILE NAME DATASET: a project file in $P training NAME on DATASET of $STORE
+project() {
+	mkdir -p "$P" && cat >"$P/$1" <<EOT
+name: $2
+data:
+  format: csv
+  dataset: $3
+  store: $STORE
+  train: {source: train.csv}
+  test: {source: test.csv}
+model:
+  input: [8]
+  layers: [{dense: {units: 8}}, relu, {dense: {units: 3}}]
+training: {epochs: 1, batch_size: 32, threads: 1}
+EOT
+}
+
+test_expect_success 'setup: two datasets, three runs of two projects here' '
+	dlk data push "$TEST_TMP/d1" --to "$STORE" --tag blobs@v1 -q >"$TEST_TMP/id1" &&
+	dlk data push "$TEST_TMP/d2" --to "$STORE" --tag blobs@v2 -q >"$TEST_TMP/id2" &&
+	project a.yaml alpha blobs@v1 && project b.yaml beta blobs@v2 &&
+	dlk train --local -f "$P/a.yaml" -q >/dev/null 2>&1 &&
+	dlk train --local -f "$P/b.yaml" -q >/dev/null 2>&1 &&
+	dlk train --local -f "$P/a.yaml" -q --set training.epochs=2 >/dev/null 2>&1 &&
+	dlk status alpha --history --local -f "$P/a.yaml" -o json | jq -r ".runs[].run.id" >"$TEST_TMP/alpha.ids" &&
+	dlk status beta --history --local -f "$P/b.yaml" -o json | jq -r ".runs[].run.id" >"$TEST_TMP/beta.ids" &&
+	test "$(wc -l <"$TEST_TMP/alpha.ids")" = 2 && test "$(wc -l <"$TEST_TMP/beta.ids")" = 1
+'
+
+test_expect_success 'impact by tag lists exactly the runs of that dataset, newest first' '
+	dlk impact blobs@v1 --local -f "$P/a.yaml" >out &&
+	head -n 1 out | grep -q "^RUN .*PROJECT .*OUTCOME .*STARTED (UTC) .*ACCURACY .*TRIGGER .*BUNDLE .*PATH\$" &&
+	test "$(wc -l <out)" = 3 &&
+	sed -n 2p out | grep -q "^$(head -n 1 "$TEST_TMP/alpha.ids" | cut -c1-8) .*alpha .*succeeded .*manual .*sha256:[0-9a-f]\{12\} " &&
+	sed -n 3p out | grep -q "^$(sed -n 2p "$TEST_TMP/alpha.ids" | cut -c1-8) .*alpha " &&
+	! grep -q beta out &&
+	dlk impact blobs@v2 --local -f "$P/b.yaml" >out &&
+	test "$(wc -l <out)" = 2 && grep -q "^$(cut -c1-8 "$TEST_TMP/beta.ids") .*beta .*succeeded" out && ! grep -q alpha out
+'
+
+test_expect_success 'the id, a prefix of it and the tag give the same runs; json parses' '
+	dlk impact "$(cat "$TEST_TMP/id1")" --local -f "$P/a.yaml" -o json >j1 &&
+	dlk impact "$(cut -c1-15 "$TEST_TMP/id1")" --local -f "$P/a.yaml" -o json >j2 &&
+	dlk impact blobs@v1 --local -f "$P/a.yaml" -o json >j3 &&
+	cmp j1 j2 && cmp j1 j3 &&
+	jq -e ".dataset == \"$(cat "$TEST_TMP/id1")\" and .store == \"local\" and (.runs | length) == 2 and
+		([.runs[].id] == [$(sed "s/.*/\"&\"/" "$TEST_TMP/alpha.ids" | paste -sd,)]) and
+		all(.runs[]; .project == \"alpha\" and .tag == \"blobs@v1\" and (.bundle.sha256 | length) == 64)" j1 >/dev/null &&
+	bundle=$(jq -r ".runs[0].bundle.sha256" j1) &&
+	test "$bundle" = "$(dlk status alpha --local --history -f "$P/a.yaml" -o json | jq -r ".runs[0].run.bundle.sha256")" &&
+	dlk impact blobs@v2 --local -f "$P/a.yaml" -o yaml | grep -q "project: beta" &&
+	dlk impact blobs@v2 --local -f "$P/a.yaml" -o wide | grep -q "blobs@v2 .*sha256:[0-9a-f]\{64\} "
+'
+
+test_expect_success 'a data file'"'"'s sha256 finds the runs that read it' '
+	h=$(sha256sum <"$TEST_TMP/d2/train.csv" | cut -c1-64) &&
+	dlk impact "sha256:$h" --local -f "$P/a.yaml" -o json | jq -e "[.runs[].project] == [\"beta\"]" >/dev/null
+'
+
+test_expect_success 'a dataset no run used is "not found" (6); bad references are usage errors (2)' '
+	dlk data push "$TEST_TMP/d1/test.csv" --to "$STORE" --tag lonely@v1 -q >id3 &&
+	test_exit_code 6 dlk impact lonely@v1 --local -f "$P/a.yaml" >out 2>err && test ! -s out &&
+	grep -q "no run in the local history (.*\.dlk/runs) used dataset $(cat id3)" err &&
+	test_exit_code 6 dlk impact blobs@v9 --local -f "$P/a.yaml" 2>err && grep -q "no tag .blobs@v9. in" err &&
+	test_exit_code 2 dlk impact "bad name" --local -f "$P/a.yaml" 2>err && grep -q "names no dataset" err &&
+	test_exit_code 2 dlk impact --local 2>err &&
+	test_exit_code 2 dlk impact a b --local 2>err
+'
+
+# the cluster's history: the records of project alpha as rank 0 would have written them
+. "$TEST_ROOT/tests/apiserver/lib.sh"
+{
+	printf '{"auth": {"tokens": ["test-token"]}, "objects": [{"apiVersion": "v1", "kind": "ConfigMap",\n'
+	printf '"metadata": {"name": "alpha-runs", "namespace": "default", "labels": {"dlk.dev/runs": "alpha"}}, "data": '
+	for f in "$P"/.dlk/runs/alpha/*.json; do
+		jq -c --arg k "$(basename "$f")" '{($k): (.run.where = "cluster" | .run.job = {"name": "alpha",
+			"namespace": "default", "uid": .run.id} | tojson)}' "$f"
+	done | jq -s add
+	printf '}]}\n'
+} >"$TEST_TMP/scenario.json"
+apiserver_or_skip "$TEST_TMP/scenario.json"
+write_kubeconfig "$KUBECONFIG"
+
+test_expect_success 'the cluster'"'"'s history of the project -f names' '
+	dlk impact "$(cat "$TEST_TMP/id1")" -f "$P/a.yaml" -o json >c.json &&
+	jq -e ".store == \"cluster\" and [.runs[].id] == [$(sed "s/.*/\"&\"/" "$TEST_TMP/alpha.ids" | paste -sd,)] and
+		all(.runs[]; .job == \"alpha\" and .where == \"cluster\")" c.json >/dev/null &&
+	dlk impact blobs@v1 -f "$P/a.yaml" >out && test "$(wc -l <out)" = 3 &&
+	! grep -q "p/a\|\.dlk\$" out &&
+	test_exit_code 6 dlk impact blobs@v2 -f "$P/a.yaml" 2>err &&
+	grep -q "no run in ConfigMap .alpha-runs. of namespace .default. used dataset $(cat "$TEST_TMP/id2")" err &&
+	grep -q "add --local" err
+'
+
+test_done
