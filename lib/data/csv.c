@@ -300,7 +300,7 @@ int dlk_csv_decode(const void *buf, size_t len, const char *name, const struct d
 		/* the rows are counted (and every one checked) first, then the shard's are kept */
 		if (csv_pass(buf, len, name, opts, 0, 0, 0, &s, &rows, &ncols, err) < 0)
 			goto fail;
-		dlk_shard_range(rows, rank, world, &from, &to);
+		dlk_part_range(rows, rank, world, &from, &to);
 		s.max_label = -1;
 	}
 	if (csv_pass(buf, len, name, opts, from, to, 1, &s, &rows, &ncols, err) < 0)

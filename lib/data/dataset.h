@@ -109,13 +109,18 @@ void dlk_dataset_gather_range(const struct dlk_dataset *ds, size_t start, size_t
  * from the last position down, drawing j in [0, i] by rejection (no modulo bias). Returns NULL
  * only when n is 0. */
 size_t *dlk_epoch_permutation(size_t n, unsigned long long seed, int epoch);
-/* [begin, end) of rank's shard when n samples are split across world ranks: [n * rank / world,
- * n * (rank + 1) / world), so that the shards cover every sample and differ in size by one at
- * most. */
+/* [begin, end) of rank's share of an epoch when every rank holds the whole split of n samples:
+ * every rank gets floor(n / world) positions of the permutation (the remainder is dropped, as
+ * DistributedSampler(drop_last)); lib/train/train.c takes rank r's slice of each global batch. */
 void dlk_shard_range(size_t n, int rank, int world, size_t *begin, size_t *end);
-/* The samples of the split (global indices [begin, end)) that rank of world trains on: a
- * shard's own, or when every rank holds the whole split, dlk_shard_range of it. */
-void dlk_dataset_owned(const struct dlk_dataset *ds, int rank, int world, size_t *begin, size_t *end);
+/* [begin, end) of the samples rank loads when n samples are partitioned across world ranks
+ * (data.shard): [n * rank / world, n * (rank + 1) / world), so that the parts cover every sample
+ * and differ in size by one at most. */
+void dlk_part_range(size_t n, int rank, int world, size_t *begin, size_t *end);
+/* A sharded rank's walk of an epoch: keeps, in order, the entries of the global permutation
+ * perm[0, n) that fall in [base, base + count) (the samples this rank holds), as local indices
+ * (minus base), at the front of perm; returns how many. */
+size_t dlk_shard_walk(size_t *perm, size_t n, size_t base, size_t count);
 /* Appends a source to ds->sources. */
 void dlk_dataset_add_source(struct dlk_dataset *ds, const char *url, const char *sha256);
 

@@ -68,6 +68,10 @@ struct dlk_idx_range {
 };
 void dlk_idx_range_init(struct dlk_idx_range *r, int rank, int world);
 int dlk_idx_range_feed(struct dlk_idx_range *r, const void *data, size_t len, const char *name, struct dlk_err *err);
+/* The data bytes before data offset `upto` were passed over without being fed (a file read by
+ * range: the header, then a seek to the shard's bytes): they count towards the length that
+ * dlk_idx_range_finish() checks. */
+void dlk_idx_range_skip(struct dlk_idx_range *r, unsigned long long upto);
 /* The end of the stream: the data must be as long as the header declares. */
 int dlk_idx_range_finish(struct dlk_idx_range *r, const char *name, struct dlk_err *err);
 void dlk_idx_range_release(struct dlk_idx_range *r);
@@ -101,7 +105,7 @@ int dlk_idx_join(struct dlk_idx *images, const char *images_name, const struct d
 struct dlk_csv_opts {
 	int header;           /* -1 detect (a first row with a non-numeric field is a header), 0, 1 */
 	int label_column;     /* 0-based; -1 = the last column */
-	int shard_rank, shard_world; /* world > 1: keep only the data rows of dlk_shard_range(rows,
+	int shard_rank, shard_world; /* world > 1: keep only the data rows of dlk_part_range(rows,
 	                                rank, world); every row is still parsed and checked, and
 	                                max_label is the whole table's */
 };

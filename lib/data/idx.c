@@ -203,7 +203,7 @@ static int range_header(struct dlk_idx_range *r, const char *name, struct dlk_er
 		else
 			r->item *= d;
 	}
-	dlk_shard_range(r->n, r->rank, r->world, &r->first, &end);
+	dlk_part_range(r->n, r->rank, r->world, &r->first, &end);
 	r->count = end - r->first;
 	dlk_buf_add(&r->out, p, r->header);
 	r->out.data[4] = (char)(r->count >> 24);
@@ -247,6 +247,12 @@ int dlk_idx_range_feed(struct dlk_idx_range *r, const void *data, size_t len, co
 	}
 	r->seen = b;
 	return 0;
+}
+
+void dlk_idx_range_skip(struct dlk_idx_range *r, unsigned long long upto)
+{
+	if (upto > r->seen)
+		r->seen = upto;
 }
 
 int dlk_idx_range_finish(struct dlk_idx_range *r, const char *name, struct dlk_err *err)

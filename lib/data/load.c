@@ -1,7 +1,10 @@
 /* dlk_data_load(): fetch, verify, unpack, decode, check and scale one split. */
 #include "lib/data/dataset.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +61,7 @@ static int load_idx(const struct dlk_split *sp, const struct dlk_data *spec,
 	struct dlk_buf bi = DLK_BUF_INIT, bl = DLK_BUF_INIT;
 	struct dlk_idx images = DLK_IDX_INIT, labels = DLK_IDX_INIT;
 	size_t first = 0, total = 0;
+	int32_t whole_max = -1;
 	int ret = -1;
 
 	if (fetch_source(&sp->images, "images", spec, opts, ds, &fi, err) < 0 ||
@@ -87,6 +91,11 @@ static int load_idx(const struct dlk_split *sp, const struct dlk_data *spec,
 			goto out;
 		}
 		size_t count = images.dims[0];
+		/* the classes are the split's, not the shard's */
+		if (labels.data8)
+			for (size_t i = 0; i < total; i++)
+				if (labels.data8[i] > whole_max)
+					whole_max = labels.data8[i];
 		if (labels.data8)
 			memmove(labels.data8, labels.data8 + first, count);
 		else
@@ -95,6 +104,8 @@ static int load_idx(const struct dlk_split *sp, const struct dlk_data *spec,
 	}
 	ret = dlk_idx_join(&images, sp->images.url, &labels, sp->labels.url, s, err);
 	if (ret == 0 && shard_world(opts) > 1) {
+		if (whole_max > s->max_label)
+			s->max_label = whole_max;
 		s->base = first;
 		s->total = total;
 	}
@@ -108,18 +119,70 @@ out:
 	return ret;
 }
 
+/* An uncompressed IDX file read by range: its header, then a seek to the shard's bytes, which
+ * are all that is read; the file's size stands for the bytes passed over. 1 when the file is not
+ * a plain IDX file (compressed, an archive): the caller streams it instead. */
+static int idx_range_raw(const char *path, const char *name, struct dlk_idx_range *r, struct dlk_err *err)
+{
+	unsigned char buf[65536];
+	struct stat st;
+	FILE *fp = fopen(path, "rb");
+	size_t got, hl;
+	int rc = -1;
+
+	if (!fp)
+		return dlk_errf(err, DLK_EXIT_FAIL, "'%s': cannot open %s: %s", name, path, strerror(errno));
+	got = fread(buf, 1, 4, fp);
+	if (got < 4 || buf[0] || buf[1] || !dlk_idx_type_name(buf[2]) || buf[3] < 1 || buf[3] > DLK_IDX_MAX_DIMS) {
+		rc = 1;
+		goto out;
+	}
+	hl = 4 * (size_t)buf[3];
+	got += fread(buf + 4, 1, hl, fp);
+	if (dlk_idx_range_feed(r, buf, got, name, err) < 0)
+		goto out;
+	if (got == 4 + hl) {
+		unsigned long long lo = (unsigned long long)r->first * r->item, left = (unsigned long long)r->count * r->item;
+		if (fstat(fileno(fp), &st) < 0 || fseeko(fp, (off_t)(r->header + lo), SEEK_SET) < 0) {
+			dlk_errf(err, DLK_EXIT_FAIL, "'%s': cannot seek in %s: %s", name, path, strerror(errno));
+			goto out;
+		}
+		dlk_idx_range_skip(r, lo);
+		while (left > 0 && (got = fread(buf, 1, left < sizeof(buf) ? (size_t)left : sizeof(buf), fp)) > 0) {
+			if (dlk_idx_range_feed(r, buf, got, name, err) < 0)
+				goto out;
+			left -= got;
+		}
+		if (ferror(fp)) {
+			dlk_errf(err, DLK_EXIT_FAIL, "'%s': cannot read %s: %s", name, path, strerror(errno));
+			goto out;
+		}
+		/* the rest of the file, not read: its length still has to be right */
+		if (!left && (unsigned long long)st.st_size > r->header)
+			dlk_idx_range_skip(r, (unsigned long long)st.st_size - r->header);
+	}
+	rc = 0;
+out:
+	fclose(fp);
+	return rc;
+}
+
 static int idx_images_shard(const char *path, const char *name, const struct dlk_data *spec,
                             const struct dlk_data_opts *opts, struct dlk_idx *images, size_t *first, size_t *total,
                             struct dlk_err *err)
 {
 	struct named_range nr;
-	int rc = -1;
+	int rc = -1, raw;
 
 	dlk_idx_range_init(&nr.r, opts->shard_rank, shard_world(opts));
 	nr.name = name;
-	if (dlk_unpack_single_to(path, name, limit_of(spec), opts->progress, opts->progress_ctx, named_range_sink, &nr,
-	                         err) < 0 ||
-	    dlk_idx_range_finish(&nr.r, name, err) < 0 || dlk_idx_decode_buf(&nr.r.out, name, images, err) < 0)
+	raw = idx_range_raw(path, name, &nr.r, err);
+	if (raw < 0)
+		goto out;
+	if (raw == 1 && dlk_unpack_single_to(path, name, limit_of(spec), opts->progress, opts->progress_ctx,
+	                                     named_range_sink, &nr, err) < 0)
+		goto out;
+	if (dlk_idx_range_finish(&nr.r, name, err) < 0 || dlk_idx_decode_buf(&nr.r.out, name, images, err) < 0)
 		goto out;
 	*first = nr.r.first;
 	*total = nr.r.n;
@@ -217,10 +280,14 @@ static void samples_cut(struct dlk_samples *s, size_t from, size_t to)
 	size_t m = s->sample_size, n = to - from;
 
 	memmove(s->y, s->y + from, n * sizeof(int32_t));
-	if (s->x8)
+	s->y = xrealloc(s->y, (n ? n : 1) * sizeof(int32_t));
+	if (s->x8) {
 		memmove(s->x8, s->x8 + from * m, n * m);
-	else
+		s->x8 = xrealloc(s->x8, (n ? n : 1) * m);
+	} else {
 		memmove(s->x, s->x + from * m, n * m * sizeof(float));
+		s->x = xrealloc(s->x, (n ? n : 1) * m * sizeof(float));
+	}
 	s->n = n;
 }
 
@@ -235,7 +302,7 @@ static int load_tar(const struct dlk_split *sp, const struct dlk_data *spec,
 	/* a worker's share of the shards: whole files when there are enough of them to go round */
 	if (by_file) {
 		size_t b, e;
-		dlk_shard_range((size_t)nf, opts->shard_rank, world, &b, &e);
+		dlk_part_range((size_t)nf, opts->shard_rank, world, &b, &e);
 		f0 = (int)b;
 		f1 = (int)e;
 		ds->by_file = 1;
@@ -252,11 +319,27 @@ static int load_tar(const struct dlk_split *sp, const struct dlk_data *spec,
 	if (world > 1 && !by_file) {
 		/* fewer files than workers: every worker reads them all and keeps its range */
 		size_t b, e, total = s->n;
-		dlk_shard_range(total, opts->shard_rank, world, &b, &e);
+		dlk_part_range(total, opts->shard_rank, world, &b, &e);
 		samples_cut(s, b, e);
 		s->base = b;
 		s->total = total;
 	}
+	/* rank 0's record of the data names every file of the split with the digest of its bytes:
+	 * a pinned file is checked against its pin by the rank that loads it (a mismatch fails the
+	 * run), an unpinned one is fetched and hashed here too (not decoded) */
+	if (by_file && opts->shard_rank == 0)
+		for (int i = 0; i < nf; i++) {
+			struct dlk_fetched f = DLK_FETCHED_INIT;
+			if (i >= f0 && i < f1)
+				continue;
+			if (files[i].sha256) {
+				dlk_dataset_add_source(ds, files[i].url, files[i].sha256);
+				continue;
+			}
+			if (fetch_source(&files[i], "tar", spec, opts, ds, &f, err) < 0)
+				return -1;
+			dlk_fetched_release(&f);
+		}
 	return 0;
 }
 
@@ -335,7 +418,7 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 				;
 			dlk_errf(err, DLK_EXIT_CONFIG,
 			         "'%s': sample %zu has label %d, but there are only %d classes (labels 0 to %d)",
-			         name, i, (int)s.y[i], spec->n_classes, spec->n_classes - 1);
+			         name, s.base + i, (int)s.y[i], spec->n_classes, spec->n_classes - 1);
 			dlk_err_hint(err, "check data.classes and the last dense layer's units");
 			goto fail;
 		}

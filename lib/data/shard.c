@@ -37,19 +37,32 @@ void dlk_shard_range(size_t n, int rank, int world, size_t *begin, size_t *end)
 		*begin = *end = 0;
 		return;
 	}
+	per = n / (size_t)world;
+	*begin = (size_t)rank * per;
+	*end = *begin + per;
+}
+
+void dlk_part_range(size_t n, int rank, int world, size_t *begin, size_t *end)
+{
+	size_t per, rem;
+
+	if (world <= 0 || rank < 0 || rank >= world) {
+		*begin = *end = 0;
+		return;
+	}
 	/* n * r / world without overflow for any n a machine can hold */
 	per = n / (size_t)world;
-	size_t rem = n % (size_t)world;
+	rem = n % (size_t)world;
 	*begin = (size_t)rank * per + rem * (size_t)rank / (size_t)world;
 	*end = (size_t)(rank + 1) * per + rem * (size_t)(rank + 1) / (size_t)world;
 }
 
-void dlk_dataset_owned(const struct dlk_dataset *ds, int rank, int world, size_t *begin, size_t *end)
+size_t dlk_shard_walk(size_t *perm, size_t n, size_t base, size_t count)
 {
-	if (ds->sharded) {
-		*begin = ds->base;
-		*end = ds->base + ds->n;
-	} else {
-		dlk_shard_range(ds->n, rank, world, begin, end);
-	}
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (perm[i] >= base && perm[i] - base < count)
+			perm[k++] = perm[i] - base;
+	return k;
 }

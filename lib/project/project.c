@@ -278,6 +278,7 @@ static const struct field data_fields[] = {
 	FIELD("classes", struct dlk_data, F_CUSTOM, classes, .custom = &c_classes),
 	FIELD("cache_dir", struct dlk_data, F_STR, cache_dir, .check = check_nonempty, .def = ".dlk/cache"),
 	FIELD("max_bytes", struct dlk_data, F_BYTES, max_bytes, .def = "8Gi"),
+	FIELD("shard", struct dlk_data, F_BOOL, shard, .def = "false"),
 	FIELD("netrc_secret", struct dlk_data, F_STR, netrc_secret, .check = check_dns_subdomain),
 	END
 };

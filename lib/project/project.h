@@ -67,6 +67,8 @@ struct dlk_data {
 	char *cache_dir;         /* where fetched data is kept; default ".dlk/cache" (pod: /data) */
 	long long max_bytes;     /* size limit for one fetched file; default 8 GiB */
 	char *netrc_secret;      /* a Secret whose key "netrc" holds credentials for http(s) sources */
+	int shard;               /* each rank of a gang loads only its part of the training split
+	                            (lib/data/load.c, lib/train/train.c); default false */
 };
 
 /* ---- model ---- */
