@@ -813,7 +813,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	if (run.world > 1 && ctx->verbose && run.rank == 0)
 		dlk_info(ctx, "gradients over %s (%d ranks)", run.dcomm ? "NCCL" : "the TCP ring", run.world);
 	if (run.rank == 0)
-		dlk_train_report_start(&run.show, spec, &tr, train.n, test.n, run.world);
+		dlk_train_report_start(&run.show, spec, &tr, train.sharded && !train.by_file ? train.total : train.n, test.n,
+		                       run.world);
 	if (worker && run.rank == 0)
 		run.jp = dlk_job_progress_new(ctx);
 	if (run_loop(&run, spec, &tr, spec->path ? spec->path : ctx->file, &train, &test, worker, &res, &err))

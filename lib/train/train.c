@@ -53,7 +53,8 @@ struct run {
 
 static int check_opts(const struct run *r, struct dlk_err *err)
 {
-	if (!r->ds || r->ds->n == 0)
+	/* a rank's shard may be empty: setup_shards says which, on every rank */
+	if (!r->ds || (r->ds->n == 0 && !(r->ds->sharded && r->world > 1)))
 		return dlk_errf(err, DLK_EXIT_CONFIG, "the training data is empty");
 	if (r->batch <= 0)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "training.batch_size: must be positive, not %d", r->batch);
