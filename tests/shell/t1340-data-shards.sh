@@ -125,6 +125,16 @@ test_expect_success 'tar shards, 2 and 4 workers: each rank loads only its files
 	at_least out4.json 0.85
 '
 
+test_expect_success '--if-data-changed sees every tar shard, also those rank 0 did not load' '
+	make_project p tar &&
+	dlk train --local --workers 2 -q -f p/dlk.yaml --set training.batch_size=16 >/dev/null 2>&1 &&
+	test_exit_code 10 dlk train --local --workers 2 --if-data-changed -f p/dlk.yaml --set training.batch_size=16 \
+		>/dev/null 2>err && cat err &&
+	cp p/train-0.tar p/train-5.tar &&
+	dlk train --local --workers 2 --if-data-changed -f p/dlk.yaml --set training.batch_size=16 >/dev/null 2>err &&
+	cat err && grep_q "the data differs from what run .* trained on: training" err
+'
+
 test_expect_success 'the test split is not sharded: rank 0 evaluates on all of it' '
 	make_project p idx &&
 	dlk train --local --workers 2 -o json -f p/dlk.yaml --set training.batch_size=16 >out.json 2>err &&
