@@ -1,4 +1,5 @@
-/* libFuzzer target: the data decoders (IDX, CSV, tar shards); the first byte picks one.
+/* libFuzzer target: the data decoders (IDX, CSV, tar shards), and the per-rank range readers of
+ * data.shard (IDX fed in chunks, CSV rows).
  * Corpus: tests/fuzz/data/ (idx/, csv/, tar/ seeds are prefixed by the harness's selector on
  * replay, so every seed reaches every decoder). */
 #include "lib/data/decode.h"
