@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,94 @@ static int idx_images_shard(const char *path, const char *name, const struct dlk
                             const struct dlk_data_opts *opts, struct dlk_idx *images, size_t *first, size_t *total,
                             struct dlk_err *err);
 
+static int head_sink(void *ctx, const void *data, size_t len, struct dlk_err *err)
+{
+	(void)err;
+	dlk_buf_add(ctx, data, len);
+	return 0;
+}
+
+/* A rank's part of a plain IDX file over http(s), by Range requests: the header (the first bytes),
+ * then the part's bytes; the file's size (Content-Range) stands for the rest, and must not change
+ * between the requests. 1 when the file is not a plain IDX file (compressed: no range of it can be
+ * decoded alone), for the caller to fetch it whole. The rank cannot check a sha256 pin over bytes
+ * it does not read: rank 0 fetches the whole file and checks it (see dlk_data_opts.shard_rank). */
+static int idx_images_http(const struct dlk_source *src, const struct dlk_data *spec, const struct dlk_data_opts *opts,
+                           struct dlk_dataset *ds, struct dlk_idx *images, size_t *first, size_t *total,
+                           struct dlk_err *err)
+{
+	struct named_range nr;
+	struct dlk_buf head = DLK_BUF_INIT;
+	unsigned long long size = 0, size2 = 0;
+	const unsigned char *h;
+	int rc = -1;
+
+	dlk_idx_range_init(&nr.r, opts->shard_rank, shard_world(opts));
+	nr.name = src->url;
+	if (dlk_http_range(src->url, 0, 4 + 4 * DLK_IDX_MAX_DIMS, head_sink, &head, &size, opts, err) < 0)
+		goto out;
+	h = (const unsigned char *)head.data;
+	if (head.len < 4 || h[0] || h[1] || !dlk_idx_type_name(h[2]) || h[3] < 1 || h[3] > DLK_IDX_MAX_DIMS) {
+		rc = 1;
+		goto out;
+	}
+	if (limit_of(spec) && size > limit_of(spec)) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is %llu bytes, more than the limit of %llu bytes", src->url, size,
+		         limit_of(spec));
+		dlk_err_hint(err, "raise data.max_bytes if the data really is this large");
+		goto out;
+	}
+	if (dlk_idx_range_feed(&nr.r, head.data, head.len, src->url, err) < 0)
+		goto out;
+	if (nr.r.header) {
+		unsigned long long lo = (unsigned long long)nr.r.first * nr.r.item;
+		unsigned long long hi = lo + (unsigned long long)nr.r.count * nr.r.item;
+		unsigned long long from = lo > nr.r.seen ? lo : nr.r.seen;
+		dlk_idx_range_skip(&nr.r, from);
+		if (hi > from && nr.r.header + from < size) {
+			if (dlk_http_range(src->url, nr.r.header + from, hi - from, named_range_sink, &nr, &size2, opts,
+			                   err) < 0)
+				goto out;
+			if (size2 != size) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "'%s' changed while it was read: %llu bytes, then %llu", src->url,
+				         size, size2);
+				goto out;
+			}
+		}
+		if (size > nr.r.header)
+			dlk_idx_range_skip(&nr.r, size - nr.r.header);
+	}
+	if (dlk_idx_range_finish(&nr.r, src->url, err) < 0 || dlk_idx_decode_buf(&nr.r.out, src->url, images, err) < 0)
+		goto out;
+	*first = nr.r.first;
+	*total = nr.r.n;
+	/* no digest: this rank read a part; rank 0's record has the whole file's */
+	dlk_dataset_add_source(ds, src->url, "");
+	rc = 0;
+out:
+	dlk_buf_release(&head);
+	dlk_idx_range_release(&nr.r);
+	return rc;
+}
+
+/* Whether this rank reads its part of the images by HTTP Range: a rank other than 0 of a sharded
+ * load, an http(s) URL that the cache does not hold yet (a cached copy is read by range locally). */
+static int ranged_http(const struct dlk_source *src, const struct dlk_data *spec, const struct dlk_data_opts *opts)
+{
+	struct stat st;
+	char *cached;
+	int fresh;
+
+	if (shard_world(opts) < 2 || opts->shard_rank == 0 || opts->resolve || !src->url ||
+	    (strncasecmp(src->url, "http://", 7) && strncasecmp(src->url, "https://", 8)))
+		return 0;
+	cached = dlk_cache_path(opts->cache_dir ? opts->cache_dir : spec->cache_dir ? spec->cache_dir : ".dlk/cache",
+	                        src->url);
+	fresh = stat(cached, &st) < 0;
+	free(cached);
+	return fresh;
+}
+
 static int load_idx(const struct dlk_split *sp, const struct dlk_data *spec,
                     const struct dlk_data_opts *opts, struct dlk_dataset *ds,
                     struct dlk_samples *s, struct dlk_err *err)
@@ -62,14 +151,22 @@ static int load_idx(const struct dlk_split *sp, const struct dlk_data *spec,
 	struct dlk_idx images = DLK_IDX_INIT, labels = DLK_IDX_INIT;
 	size_t first = 0, total = 0;
 	int32_t whole_max = -1;
-	int ret = -1;
+	int ret = -1, ranged = 0;
 
-	if (fetch_source(&sp->images, "images", spec, opts, ds, &fi, err) < 0 ||
+	if (ranged_http(&sp->images, spec, opts)) {
+		ranged = idx_images_http(&sp->images, spec, opts, ds, &images, &first, &total, err);
+		if (ranged < 0)
+			goto out;
+		ranged = ranged == 0;
+	}
+	if ((!ranged && fetch_source(&sp->images, "images", spec, opts, ds, &fi, err) < 0) ||
 	    fetch_source(&sp->labels, "labels", spec, opts, ds, &fl, err) < 0)
 		goto out;
 	/* a ubyte file's values stay in the unpacked buffer, and each buffer is let go as soon as it
 	 * is decoded: the largest thing held is one file's values, once (a shard's, when sharded) */
-	if (shard_world(opts) > 1) {
+	if (ranged) {
+		/* read by range above */
+	} else if (shard_world(opts) > 1) {
 		if (idx_images_shard(fi.path, sp->images.url, spec, opts, &images, &first, &total, err) < 0)
 			goto out;
 	} else if (dlk_unpack_single(fi.path, sp->images.url, limit_of(spec), opts->progress, opts->progress_ctx,

@@ -1,8 +1,9 @@
 /* libFuzzer target: the data decoders (IDX, CSV, tar shards), and the per-rank range readers of
- * data.shard (IDX fed in chunks, CSV rows).
+ * data.shard (IDX fed in chunks, CSV rows, the Content-Range header of a ranged http read).
  * Corpus: tests/fuzz/data/ (idx/, csv/, tar/ seeds are prefixed by the harness's selector on
  * replay, so every seed reaches every decoder). */
 #include "lib/data/decode.h"
+#include "lib/data/fetch.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,6 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dlk_csv_opts co = { -1, -1, 0, 0 };
 
 	/* every decoder sees every input: the seeds of one format are mutations for the others */
+	unsigned long long total;
+	/* a Content-Range header line, as a ranged read of a shard parses it */
+	if (!dlk_http_content_range((const char *)data, size, &total) && total == 0)
+		abort();
 	int idx_ok = !dlk_idx_decode(data, size, "fuzz.idx", &a, &err);
 	idx_range(data, size, idx_ok, idx_ok ? a.dims[0] : 0);
 	if (idx_ok) {
