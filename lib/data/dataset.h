@@ -73,12 +73,14 @@ struct dlk_data_opts {
 	int retry_max_wait_ms;        /* cap on one wait, Retry-After included; 0 = 60000 */
 	int connect_timeout_s;        /* 0 = 30 */
 	int low_speed_time_s;         /* abort when under 1 byte/s for this long; 0 = 60 */
-	/* Load only rank shard_rank's shard of shard_world (0 or 1: everything): IDX and CSV
-	 * samples [n * rank / world, n * (rank + 1) / world) of the split's n (IDX streams the file
-	 * and keeps only those; CSV parses every row, keeps those); tar shards (a list of files)
-	 * files [f * rank / world, f * (rank + 1) / world) of the f files when there are at least as
-	 * many files as ranks, else every file and the sample range. The test split is never
-	 * sharded. */
+	/* data.shard: load only rank shard_rank's part of shard_world (0 or 1: everything). IDX and
+	 * CSV: samples dlk_part_range(n, rank, world) of the split's n (a plain IDX file read by
+	 * range, over http(s) by Range requests on ranks other than 0, which then cannot check its
+	 * pin: rank 0 fetches it whole and does; a compressed IDX file streamed and cut; a CSV table
+	 * parsed whole, its part's rows kept). tar shards (a list of files): files
+	 * dlk_part_range(f, rank, world) of the f files when there are at least as many files as
+	 * ranks (rank 0 also records every other file's digest), else every file and the sample
+	 * range. The test split is never sharded. */
 	int shard_rank, shard_world;
 	/* data.dataset: the sources are paths inside a dataset. resolve makes one a local file
 	 * (*local, the caller frees) and gives the sha256 its manifest lists, which is then checked

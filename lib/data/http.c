@@ -4,7 +4,8 @@
  * cut connection never leaves a file that looks complete. A later attempt (in this process or the
  * next) resumes the .part with a Range request; a server that ignores the Range (200 instead of
  * 206) makes us start the file over. Connection errors (a failed name lookup included), 429 and
- * 5xx are retried with exponential back-off, honouring Retry-After; other HTTP errors are final. */
+ * 5xx are retried with exponential back-off, honouring Retry-After; other HTTP errors are final.
+ * dlk_http_range() reads a byte range without a file (a rank's part of a plain IDX file). */
 #include "lib/data/fetch.h"
 
 #include <curl/curl.h>
