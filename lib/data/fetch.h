@@ -51,7 +51,7 @@ typedef int (*dlk_http_sink_fn)(void *ctx, const void *data, size_t len, struct 
 /* Bytes [first, first + len) of url (len > 0) by HTTP Range requests, handed to sink as they arrive,
  * fewer when the file ends before; *size gets the whole file's size (Content-Range). Retries as
  * dlk_http_download() does, asking for what is left. A server that answers with the whole file
- * (200) or more than the range is an error (DLK_EXIT_CONNECT) that says so. */
+ * (200: it ignores Range) returns -2, more than the range -1, with err (DLK_EXIT_CONNECT) saying so. */
 int dlk_http_range(const char *url, unsigned long long first, unsigned long long len, dlk_http_sink_fn sink,
                    void *sink_ctx, unsigned long long *size, const struct dlk_data_opts *opts, struct dlk_err *err);
 

@@ -396,8 +396,7 @@ int dlk_http_range(const char *url, unsigned long long first, unsigned long long
 		if (g.not_partial && (status == 200 || status == 206 || status == 416)) {
 			dlk_errf(err, DLK_EXIT_CONNECT, "'%s': the server does not answer the range %s (HTTP %ld)", url, range,
 			         status);
-			return dlk_err_hint(err, "a worker of a sharded run reads its part of a plain IDX file by "
-			                         "HTTP Range; set data.shard: false for a server without it");
+			return status == 200 ? -2 : -1;
 		}
 		if (!retryable(res, status) || attempt >= max_retries) {
 			if (res != CURLE_OK && !g.not_partial)

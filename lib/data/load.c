@@ -64,7 +64,7 @@ static int head_sink(void *ctx, const void *data, size_t len, struct dlk_err *er
 /* A rank's part of a plain IDX file over http(s), by Range requests: the header (the first bytes),
  * then the part's bytes; the file's size (Content-Range) stands for the rest, and must not change
  * between the requests. 1 when the file is not a plain IDX file (compressed: no range of it can be
- * decoded alone), for the caller to fetch it whole. The rank cannot check a sha256 pin over bytes
+ * decoded alone) or the server ignores Range, for the caller to fetch it whole. The rank cannot check a sha256 pin over bytes
  * it does not read: rank 0 fetches the whole file and checks it (see dlk_data_opts.shard_rank). */
 static int idx_images_http(const struct dlk_source *src, const struct dlk_data *spec, const struct dlk_data_opts *opts,
                            struct dlk_dataset *ds, struct dlk_idx *images, size_t *first, size_t *total,
@@ -78,8 +78,16 @@ static int idx_images_http(const struct dlk_source *src, const struct dlk_data *
 
 	dlk_idx_range_init(&nr.r, opts->shard_rank, shard_world(opts));
 	nr.name = src->url;
-	if (dlk_http_range(src->url, 0, 4 + 4 * DLK_IDX_MAX_DIMS, head_sink, &head, &size, opts, err) < 0)
+	rc = dlk_http_range(src->url, 0, 4 + 4 * DLK_IDX_MAX_DIMS, head_sink, &head, &size, opts, err);
+	if (rc == -2) {
+		/* a server without Range: the whole file, as rank 0 fetches it */
+		dlk_err_clear(err);
+		rc = 1;
 		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	rc = -1;
 	h = (const unsigned char *)head.data;
 	if (head.len < 4 || h[0] || h[1] || !dlk_idx_type_name(h[2]) || h[3] < 1 || h[3] > DLK_IDX_MAX_DIMS) {
 		rc = 1;
