@@ -125,6 +125,14 @@ test_expect_success 'tar shards, 2 and 4 workers: each rank loads only its files
 	at_least out4.json 0.85
 '
 
+test_expect_success 'tar with fewer files than workers: every rank reads them and keeps its range of samples' '
+	make_project p tar && sed "s/shards: \[.*\]/shards: [train-0.tar, train-1.tar]/" p/dlk.yaml >p/x && mv p/x p/dlk.yaml &&
+	dlk train --local --workers 4 -v -o json -f p/dlk.yaml --set training.batch_size=8 >out.json 2>err &&
+	grep "loaded its shard" err >lines && cat lines && test "$(wc -l <lines)" = 4 &&
+	grep_q "^\[rank 1\] rank 1 loaded its shard: samples \[162, 325) of 650\$" lines &&
+	at_least out.json 0.8
+'
+
 test_expect_success '--if-data-changed sees every tar shard, also those rank 0 did not load' '
 	make_project p tar &&
 	dlk train --local --workers 2 -q -f p/dlk.yaml --set training.batch_size=16 >/dev/null 2>&1 &&
