@@ -86,6 +86,9 @@ struct dlk_data_opts {
 	 * (*local, the caller frees) and gives the sha256 its manifest lists, which is then checked
 	 * like a pin. NULL: sources are URLs. */
 	int (*resolve)(void *ctx, const char *path, char **local, char sha256[65], struct dlk_err *err);
+	/* with resolve, optional: the sha256 the manifest lists for path, nothing fetched (what rank 0
+	 * of a sharded load records for the tar shards other ranks load) */
+	int (*digest)(void *ctx, const char *path, char sha256[65], struct dlk_err *err);
 	void *resolve_ctx;
 };
 

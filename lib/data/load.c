@@ -431,7 +431,8 @@ static int load_tar(const struct dlk_split *sp, const struct dlk_data *spec,
 	}
 	/* rank 0's record of the data names every file of the split with the digest of its bytes:
 	 * a pinned file is checked against its pin by the rank that loads it (a mismatch fails the
-	 * run), an unpinned one is fetched and hashed here too (not decoded) */
+	 * run), so is a dataset's file against its manifest's digest; an unpinned one is fetched and
+	 * hashed here too (not decoded) */
 	if (by_file && opts->shard_rank == 0)
 		for (int i = 0; i < nf; i++) {
 			struct dlk_fetched f = DLK_FETCHED_INIT;
@@ -439,6 +440,14 @@ static int load_tar(const struct dlk_split *sp, const struct dlk_data *spec,
 				continue;
 			if (files[i].sha256) {
 				dlk_dataset_add_source(ds, files[i].url, files[i].sha256);
+				continue;
+			}
+			if (opts->resolve && opts->digest) {
+				/* a dataset's file: its verified manifest has the digest */
+				char hex[65];
+				if (opts->digest(opts->resolve_ctx, files[i].url, hex, err) < 0)
+					return -1;
+				dlk_dataset_add_source(ds, files[i].url, hex);
 				continue;
 			}
 			if (fetch_source(&files[i], "tar", spec, opts, ds, &f, err) < 0)

@@ -133,6 +133,18 @@ test_expect_success 'tar with fewer files than workers: every rank reads them an
 	at_least out.json 0.8
 '
 
+test_expect_success 'tar shards of a versioned dataset: rank 0 reads only its files, records all by the manifest' '
+	make_project p tar && mkdir ds && mv p/*.tar ds/ &&
+	dlk data push ds --to "$PWD/store" >id 2>err && cat err id &&
+	sed "s,^  shard: true,  shard: true\n  dataset: $(cat id)\n  store: $PWD/store," p/dlk.yaml >p/x && mv p/x p/dlk.yaml &&
+	dlk train --local --workers 2 -v -f p/dlk.yaml --set training.batch_size=16 >/dev/null 2>err && cat err &&
+	grep_q "^\[rank 0\] dataset sha256:.*: 4 files, .* read in place" err &&
+	jq -r ".run.data[] | .split + \" \" + .url + \" \" + .sha256" "$(record p)" | sort >got &&
+	for f in train-0 train-1 train-2 train-3 train-4 train-5 test; do
+		echo "$(case $f in test) echo test;; *) echo train;; esac) $f.tar $(sha256sum ds/$f.tar | cut -c1-64)"
+	done | sort >want && diff want got
+'
+
 test_expect_success '--if-data-changed sees every tar shard, also those rank 0 did not load' '
 	make_project p tar &&
 	dlk train --local --workers 2 -q -f p/dlk.yaml --set training.batch_size=16 >/dev/null 2>&1 &&
