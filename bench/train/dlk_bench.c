@@ -99,7 +99,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "gemm")) {
-		double t = gemm_only(400, threads);
+		double t = gemm_only(limit ? (int)limit : 400, threads); /* LIMIT: steps (fewer under valgrind) */
 		printf("{\"model\":\"mlp-gemm-only\",\"step_ms\":%.4f}\n", t * 1e3);
 		return 0;
 	}

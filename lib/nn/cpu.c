@@ -79,6 +79,7 @@ static int ew_parts(size_t n)
 	return n >= EW_MIN && t > 1 ? t : 1;
 }
 
+
 static void *cpu_alloc(size_t bytes)
 {
 	/* 64-byte alignment keeps vector loads aligned and rows off shared cache lines */
@@ -106,13 +107,21 @@ static int cpu_check(char *msg, size_t len)
 }
 
 static void bias_act_ld(float *y, int ldy, const float *bias, int rows, int cols, int act);
+static void act_backward_ld(int act, const float *y, float *dx, int ld, int rows, int cols);
+static void sum_rows_seq(const float *dy, int rows, int cols, int ld, float *db);
 
 /* A GEMM (and a dense layer's epilogue) cut into blocks of C. */
 struct gemm_job {
-	int ta, tb, m, n, k, lda, ldb, ldc, by_rows, act;
+	int ta, tb, m, n, k, lda, ldb, ldc, by_rows, nparts, act;
 	float alpha, beta;
 	const float *a, *b, *bias;
 	float *c;
+	/* epilogues: the activation's backward on each block (act_y: its output, laid out as C),
+	 * or the column sums of a [sum_rows, sum_cols] matrix into sum_db, cut into columns */
+	const float *act_y;
+	const float *sum_dy;
+	int sum_rows, sum_cols, sum_nparts;
+	float *sum_db;
 };
 
 /* 16 floats: a 64-byte line and a multiple of OpenBLAS' SkylakeX/Haswell register blocks */
@@ -124,42 +133,69 @@ static void gemm_part(void *ctx, int part, int nparts)
 {
 	const struct gemm_job *j = ctx;
 	size_t lo, hi;
-	dlk_parallel_range((size_t)(j->by_rows ? j->m : j->n), part, nparts, GEMM_ALIGN, &lo, &hi);
+	(void)nparts;
+	if (j->sum_db && part < j->sum_nparts) {
+		dlk_parallel_range((size_t)j->sum_cols, part, j->sum_nparts, 16, &lo, &hi);
+		if (hi > lo)
+			sum_rows_seq(j->sum_dy + lo, j->sum_rows, (int)(hi - lo), j->sum_cols, j->sum_db + lo);
+	}
+	if (part >= j->nparts)
+		return;
+	dlk_parallel_range((size_t)(j->by_rows ? j->m : j->n), part, j->nparts, GEMM_ALIGN, &lo, &hi);
 	if (hi <= lo)
 		return;
 	int len = (int)(hi - lo);
 	const float *a = j->a, *b = j->b, *bias = j->bias;
 	float *c = j->c;
 	int m = j->m, n = j->n;
+	const float *act_y = j->act_y;
 	if (j->by_rows) {
 		/* rows lo..hi of op(A) and of C */
 		a += j->ta ? lo : lo * (size_t)j->lda;
 		c += lo * (size_t)j->ldc;
+		act_y = act_y ? act_y + lo * (size_t)j->ldc : NULL;
 		m = len;
 	} else {
 		/* columns lo..hi of op(B) and of C */
 		b += j->tb ? lo * (size_t)j->ldb : lo;
 		c += lo;
 		bias = bias ? bias + lo : NULL;
+		act_y = act_y ? act_y + lo : NULL;
 		n = len;
 	}
 	cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, m, n, j->k,
 	            j->alpha, a, j->lda, b, j->ldb, j->beta, c, j->ldc);
 	if (bias)
 		bias_act_ld(c, j->ldc, bias, m, n, j->act);
+	if (act_y)
+		act_backward_ld(j->act, act_y, c, j->ldc, m, n);
 }
 
-static void gemm_run(struct gemm_job *j)
+
+
+/* how the GEMM is cut: the number of blocks depends only on the shape and the thread count */
+static void gemm_plan(struct gemm_job *j)
 {
-	int t = dlk_parallel_threads(), nparts = 1;
+	int t = dlk_parallel_threads();
+	j->nparts = 1;
 	if (t > 1 && (double)j->m * j->n * j->k >= GEMM_MIN_SPLIT) {
 		/* cut the longer side of C: each block packs its share of that operand and all of the
 		 * other, so the shorter side is the one packed twice */
 		j->by_rows = j->m > j->n;
 		int blocks = ((j->by_rows ? j->m : j->n) + GEMM_ALIGN - 1) / GEMM_ALIGN;
-		nparts = blocks < t ? blocks : t;
+		j->nparts = blocks < t ? blocks : t;
 	}
-	dlk_parallel_for(nparts, gemm_part, j);
+	if (j->sum_db) {
+		int blocks = (j->sum_cols + 15) / 16;
+		j->sum_nparts = ew_parts((size_t)j->sum_rows * j->sum_cols);
+		j->sum_nparts = j->sum_nparts < blocks ? j->sum_nparts : blocks;
+	}
+}
+
+static void gemm_run(struct gemm_job *j)
+{
+	gemm_plan(j);
+	dlk_parallel_for(j->sum_db && j->sum_nparts > j->nparts ? j->sum_nparts : j->nparts, gemm_part, j);
 }
 
 static void cpu_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
@@ -180,6 +216,35 @@ static void cpu_dense_forward(const float *x, const float *w, const float *bias,
 	struct gemm_job j = { .ta = 0, .tb = 1, .m = batch, .n = out, .k = in, .lda = in, .ldb = in, .ldc = out,
 	                      .alpha = 1.0f, .beta = 0.0f, .a = x, .b = w, .c = y, .bias = bias, .act = act };
 	if (batch <= 0 || out <= 0)
+		return;
+	gemm_run(&j);
+}
+
+/* dw = g^T x cut into blocks, and db = g's column sums cut into column ranges, in one pass of
+ * the pool (the two share no output) */
+static void cpu_dense_backward_w(const float *g, const float *x, int batch, int in, int out, float *dw, float *db)
+{
+	struct gemm_job j = { .ta = 1, .tb = 0, .m = out, .n = in, .k = batch, .lda = out, .ldb = in, .ldc = in,
+	                      .alpha = 1.0f, .beta = 0.0f, .a = g, .b = x, .c = dw, .sum_dy = g, .sum_rows = batch,
+	                      .sum_cols = out, .sum_db = db };
+	if (out <= 0 || in <= 0)
+		return;
+	if (batch <= 0) {
+		memset(dw, 0, sizeof(float) * (size_t)out * in);
+		memset(db, 0, sizeof(float) * (size_t)out);
+		return;
+	}
+	gemm_run(&j);
+}
+
+/* dx = g w, each block multiplied by the activation's derivative as soon as it is computed */
+static void cpu_dense_backward_x(const float *g, const float *w, int batch, int in, int out, int act, const float *y,
+                                 float *dx)
+{
+	struct gemm_job j = { .ta = 0, .tb = 0, .m = batch, .n = in, .k = out, .lda = out, .ldb = in, .ldc = in,
+	                      .alpha = 1.0f, .beta = 0.0f, .a = g, .b = w, .c = dx, .act = act,
+	                      .act_y = act != DLK_ACT_NONE ? y : NULL };
+	if (batch <= 0 || in <= 0)
 		return;
 	gemm_run(&j);
 }
@@ -318,6 +383,22 @@ CLONES static void act_forward_seq(int act, const float *x, float *y, size_t n)
 	}
 	for (size_t i = 0; i < n; i++)
 		y[i] = dlk_k_act(act, x[i]);
+}
+
+/* dx = act'(y) * dx over a [rows, cols] block of matrices with leading dimension ld */
+CLONES static void act_backward_ld(int act, const float *restrict y, float *restrict dx, int ld, int rows, int cols)
+{
+	for (int r = 0; r < rows; r++) {
+		const float *restrict yr = y + (size_t)r * ld;
+		float *restrict d = dx + (size_t)r * ld;
+		if (act == DLK_ACT_RELU) {
+			for (int c = 0; c < cols; c++)
+				d[c] = dlk_k_relu_grad(yr[c], d[c]);
+		} else {
+			for (int c = 0; c < cols; c++)
+				d[c] = dlk_k_act_grad(act, yr[c], d[c]);
+		}
+	}
 }
 
 CLONES static void act_backward_seq(int act, const float *y, const float *dy, float *dx, size_t n)
@@ -667,6 +748,8 @@ static struct dlk_backend cpu_backend = {
 	.check = cpu_check,
 	.sgemm = cpu_sgemm,
 	.dense_forward = cpu_dense_forward,
+	.dense_backward_w = cpu_dense_backward_w,
+	.dense_backward_x = cpu_dense_backward_x,
 	.fill = cpu_fill,
 	.scale = cpu_scale,
 	.axpy = cpu_axpy,

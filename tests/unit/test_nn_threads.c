@@ -128,6 +128,33 @@ int main(void)
 		free(x), free(w), free(bias), free(y1), free(y2);
 	}
 
+	/* the fused dense backward is GEMM then sum_rows / act_backward, to the bit (shapes that cut
+	 * dw by columns and by rows, dx by columns, and a small one that stays whole) */
+	int dshapes[][3] = { { 128, 784, 256 }, { 128, 100, 300 }, { 64, 20, 10 } };
+	for (int t = 1; t <= 3; t += 2)
+		for (int s = 0; s < 3; s++) {
+			be->set_threads(t);
+			int B = dshapes[s][0], in = dshapes[s][1], out = dshapes[s][2];
+			float *g = randv((size_t)B * out, 12), *x = randv((size_t)B * in, 13), *w = randv((size_t)out * in, 14);
+			float *y = randv((size_t)B * in, 15);
+			float *dw1 = malloc(sizeof(float) * out * in), *dw2 = malloc(sizeof(float) * out * in);
+			float *db1 = malloc(sizeof(float) * out), *db2 = malloc(sizeof(float) * out);
+			float *dx1 = malloc(sizeof(float) * B * in), *dx2 = malloc(sizeof(float) * B * in);
+			be->dense_backward_w(g, x, B, in, out, dw1, db1);
+			be->sgemm(1, 0, out, in, B, 1.0f, g, out, x, in, 0.0f, dw2, in);
+			be->sum_rows(g, B, out, db2);
+			CHECK_MSG(!memcmp(dw1, dw2, sizeof(float) * out * in) && !memcmp(db1, db2, sizeof(float) * out),
+			          "dense_backward_w == sgemm + sum_rows, %dx%dx%d, %d threads", B, in, out, t);
+			for (int act = DLK_ACT_NONE; act <= DLK_ACT_SIGMOID; act++) {
+				be->dense_backward_x(g, w, B, in, out, act, y, dx1);
+				be->sgemm(0, 0, B, in, out, 1.0f, g, out, w, in, 0.0f, dx2, in);
+				be->act_backward(act, y, dx2, dx2, (size_t)B * in);
+				CHECK_MSG(!memcmp(dx1, dx2, sizeof(float) * B * in),
+				          "dense_backward_x == sgemm + act_backward %d, %dx%dx%d, %d threads", act, B, in, out, t);
+			}
+			free(g), free(x), free(w), free(y), free(dw1), free(dw2), free(db1), free(db2), free(dx1), free(dx2);
+		}
+
 	/* element-wise kernels: the same bits on 1 and 4 threads */
 	size_t n = 100003;
 	float *g = randv(n, 8), *p1 = randv(n, 9), *p4 = randv(n, 9), *m1 = calloc(n, 4), *m4 = calloc(n, 4),
