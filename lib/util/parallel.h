@@ -53,9 +53,10 @@ void dlk_parallel_range(size_t n, int part, int nparts, size_t align, size_t *lo
 void dlk_parallel_shutdown(void);
 
 /* What the pool has done since the process started (for tests and benchmarks): jobs run by the
- * pool, jobs run inline because the pool was busy, and parts taken by workers (not the caller). */
+ * pool, jobs run inline because the pool was busy, parts taken by workers (not the caller), and
+ * the times a worker stopped spinning and went to sleep. */
 struct dlk_parallel_stats {
-	unsigned long long jobs, inline_jobs, worker_parts;
+	unsigned long long jobs, inline_jobs, worker_parts, sleeps;
 };
 void dlk_parallel_stats(struct dlk_parallel_stats *s);
 
