@@ -139,8 +139,26 @@ static void stop_workers(void)
 	atomic_store(&P.stop, 0);
 }
 
+/* fork(): the child has none of the parent's workers. It keeps the thread count (so its parts,
+ * and its results, are the parent's), runs every part in the calling thread until it sets a
+ * count of its own, and must not join threads it does not have. */
+static void atfork_prepare(void) { pthread_mutex_lock(&P.setup); }
+static void atfork_parent(void) { pthread_mutex_unlock(&P.setup); }
+static void atfork_child(void)
+{
+	P.workers = 0;
+	atomic_store(&P.sleepers, 0);
+	atomic_store(&P.caller_waiting, 0);
+	atomic_flag_clear(&P.busy);
+	pthread_mutex_unlock(&P.setup);
+}
+
+static void register_atfork(void) { pthread_atfork(atfork_prepare, atfork_parent, atfork_child); }
+
 int dlk_parallel_set_threads(int n)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, register_atfork);
 	if (n <= 0) {
 		long c = sysconf(_SC_NPROCESSORS_ONLN);
 		n = c > 0 ? (int)c : 1;

@@ -141,10 +141,23 @@ int main(void)
 	/* a forked child has no workers: the caller runs every part */
 	pid_t pid = fork();
 	if (pid == 0)
-		_exit(run_rounds(100, 0) ? 0 : 1);
+		_exit(run_rounds(100, 0) && dlk_parallel_threads() == 4 ? 0 : 1);
 	int st = 0;
 	waitpid(pid, &st, 0);
 	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a forked child runs every part itself");
+	/* and can start a pool of its own (without joining the parent's threads) */
+	pid = fork();
+	if (pid == 0) {
+		struct dlk_parallel_stats a, b;
+		dlk_parallel_set_threads(3);
+		dlk_parallel_stats(&a);
+		int ok = run_rounds(2000, 0) && run_rounds(20, 200);
+		dlk_parallel_stats(&b);
+		dlk_parallel_shutdown();
+		_exit(ok && b.worker_parts > a.worker_parts ? 0 : 1);
+	}
+	waitpid(pid, &st, 0);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a forked child starts workers of its own");
 
 	/* fewer threads, then none */
 	CHECK(dlk_parallel_set_threads(2) == 2);
