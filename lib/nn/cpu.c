@@ -7,8 +7,8 @@
  * soon as it is computed (while it is in cache). Element-wise loops (the optimizers, activation
  * gradients, the bias gradient) are cut into element or column ranges. Every element of every
  * output is computed by one part, in an order that depends only on the thread count and the
- * shapes, so results are the same bits run to run for a given thread count (they differ between
- * thread counts: a block of a GEMM may take another OpenBLAS kernel path than the whole). */
+ * shapes, so results are the same bits run to run for a given thread count (they may differ
+ * between thread counts: a block of a GEMM may take another OpenBLAS kernel path than the whole). */
 
 /* At -O2, GCC 12 vectorises only with its "very cheap" cost model, which rejects every loop here
  * (unknown trip counts need an epilogue). This file alone opts in to the usual model; the rest of
@@ -78,7 +78,6 @@ static int ew_parts(size_t n)
 	int t = dlk_parallel_threads();
 	return n >= EW_MIN && t > 1 ? t : 1;
 }
-
 
 static void *cpu_alloc(size_t bytes)
 {
@@ -170,8 +169,6 @@ static void gemm_part(void *ctx, int part, int nparts)
 	if (act_y)
 		act_backward_ld(j->act, act_y, c, j->ldc, m, n);
 }
-
-
 
 /* how the GEMM is cut: the number of blocks depends only on the shape and the thread count */
 static void gemm_plan(struct gemm_job *j)
