@@ -6,6 +6,7 @@
 #include "commands/train_here.h"
 #include "commands/report_source.h"
 #include "commands/train_data.h"
+#include "commands/train_metrics.h"
 #include "commands/train_progress.h"
 #include "commands/train_report.h"
 #include "commands/train_run.h"
@@ -20,6 +21,7 @@
 #include "lib/train/checkpoint.h"
 #include "lib/train/state.h"
 #include "lib/train/train.h"
+#include "lib/util/clock.h"
 #include "lib/util/git.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
@@ -137,6 +139,7 @@ struct here {
 	int git_dirty;
 	int metrics_warned;
 	struct dlk_train_run trun;    /* the run: its id, its record (kept by the local process, or rank 0 in a pod) */
+	struct dlk_train_metrics *metrics; /* what /metrics serves; NULL when not asked */
 };
 
 /* What the bundle and the published run document say about the run; seed and times are the
@@ -226,6 +229,7 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		if (r->dcomm)
 			comm_set_step(r->dcomm, ev0->global_step + 1);
 	}
+	dlk_train_metrics_event(r->metrics, ev);
 	if (r->rank != 0)
 		return;
 	if (r->jp) {
@@ -443,7 +447,7 @@ static void on_grad_ready(void *vctx, float *grads, size_t n_params, size_t off,
 		r->grad_failed = 1;
 }
 
-static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
+static int allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
 {
 	struct here *r = vctx;
 	int rc;
@@ -466,6 +470,18 @@ static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
 	rc = comm_allreduce_bucketed(r->comm, r->stage, n, 0, COMM_AVG, err);
 	if (!rc)
 		r->be->to_device(grads, r->stage, sizeof(float) * n);
+	return rc;
+}
+
+/* The all-reduce, timed for the metrics: what the step waited for, and the bytes reduced. */
+static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
+{
+	struct here *r = vctx;
+	double t0 = r->metrics ? dlk_now() : 0;
+	int rc = allreduce(vctx, grads, n, err);
+
+	if (r->metrics && !rc)
+		dlk_train_metrics_allreduce(r->metrics, dlk_now() - t0, (double)n * sizeof(float), r->world);
 	return rc;
 }
 
@@ -686,8 +702,45 @@ static int write_bundle(const struct here *r, const char *path, const char *page
 		return dlk_err_prefix(err, "--report '%s'", page);
 	}
 	cJSON_Delete(run);
-	if (!r->ctx->quiet)
-		fprintf(stderr, "report: %s\n", page);
+	dlk_info(r->ctx, "report: %s", page);
+	return 0;
+}
+
+/* Prometheus metrics on GET /metrics: a worker serves on $DLK_METRICS_PORT + its local rank (the
+ * Job passes resources.metrics_port; `--local --workers N` its --metrics-port), a run here with
+ * --metrics-port on that port. Port 0: none. A port that cannot be bound is an error here (it
+ * was asked for), a warning in a pod (training goes on without them). */
+static int start_metrics(struct here *r, const struct dlk_train_cli *cli, const struct dist_env *env,
+                         struct dlk_err *err)
+{
+	int bad = 0;
+	long port = cli->metrics_port;
+	long gen = env_long(DLK_ENV_GENERATION, 0, 0, INT_MAX, err, &bad);
+	const cJSON *restarts = r->trun.rec ? cJSON_GetObjectItemCaseSensitive(dlk_run_info(r->trun.rec), "restarts") : NULL;
+
+	port = env_long(DLK_ENV_METRICS_PORT, port, 0, 65535, err, &bad);
+	if (bad)
+		return -1;
+	if (!port)
+		return 0;
+	port += env->local_rank;
+	if (port > 65535)
+		return dlk_errf(err, DLK_EXIT_USAGE, "metrics port %ld (%s + local rank %d) is not a TCP port", port,
+		                DLK_ENV_METRICS_PORT, env->local_rank);
+	if (!gen && cJSON_IsNumber(restarts) && restarts->valuedouble > 0 && restarts->valuedouble < INT_MAX)
+		gen = (long)restarts->valuedouble;
+	r->metrics = dlk_train_metrics_start((int)port, r->rank, r->world, getenv(DLK_ENV_JOB_NAME), (int)gen, err);
+	if (!r->metrics && cli->mode == TRAIN_WORKER && getenv(DLK_ENV_SERVICE_HOST)) {
+		/* in a pod the metrics are a help: training goes on without them */
+		dlk_warn(r->ctx, "rank %d: no metrics (training goes on): %s", r->rank, err->msg);
+		dlk_err_clear(err);
+		return 0;
+	}
+	if (!r->metrics)
+		return dlk_err_prefix(err, "rank %d", r->rank);
+	if (r->ctx->verbose || (cli->mode == TRAIN_LOCAL && r->rank == 0))
+		dlk_info(r->ctx, "rank %d: metrics on http://127.0.0.1:%d%s", r->rank, dlk_train_metrics_port(r->metrics),
+		         "/metrics");
 	return 0;
 }
 
@@ -713,8 +766,16 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	run.test = &test;
 	project_digest(spec, run.digest);
 	/* which code made the model, when the project is kept in git (in a pod it is not) */
-	if (dlk_git_head(dir, run.git_commit, &run.git_dirty))
+	if (dlk_git_head(dir, run.git_commit, &run.git_dirty)) {
+		/* in a pod: what the submitter saw, as the Job passes it */
+		const char *gc = getenv(DLK_ENV_GIT_COMMIT), *gd = getenv(DLK_ENV_GIT_DIRTY);
+		size_t n = gc ? strspn(gc, "0123456789abcdef") : 0;
 		run.git_commit[0] = '\0';
+		if (worker && gc && (n == 40 || n == 64) && !gc[n]) {
+			snprintf(run.git_commit, sizeof(run.git_commit), "%s", gc);
+			run.git_dirty = gd && !strcmp(gd, "true");
+		}
+	}
 	run.show.ctx = ctx;
 	run.show.bar.ctx = ctx;
 	run.ckpt_step = -1;
@@ -750,14 +811,20 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 			dlk_train_run_save(&run.trun);
 		}
 	}
+	if (start_metrics(&run, cli, &env, &err))
+		goto fail;
 	run.ckpt_keep = tr.checkpoint_keep;
 	run.epochs = tr.epochs;
 	run.meta.seed = tr.seed;
 	run.meta.world = run.world;
 	run.meta.batch_size = tr.batch_size;
 
-	if (load_data(&run, spec, dir, worker, &train, &test, &err))
-		goto fail;
+	{
+		double t0 = dlk_now();
+		if (load_data(&run, spec, dir, worker, &train, &test, &err))
+			goto fail;
+		dlk_train_metrics_data_load(run.metrics, dlk_now() - t0);
+	}
 	if (worker && run.rank == 0 && spec->trigger == DLK_TRIGGER_DATA_CHANGED) {
 		/* before the gang forms: rank 0's success completes the Job (its successPolicy) */
 		cJSON *data = cJSON_CreateArray();
@@ -833,6 +900,8 @@ fail:
 		dlk_train_run_finish(&run.trun, sig_seen ? DLK_RUN_INTERRUPTED : DLK_RUN_FAILED, run.rank, rc, err.msg);
 	}
 out:
+	dlk_train_metrics_done(run.metrics);
+	dlk_train_metrics_stop(run.metrics);
 	signals_restore(&sigs);
 	dlk_train_report_close(&run.show);
 	dlk_train_run_release(&run.trun);

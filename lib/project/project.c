@@ -352,6 +352,7 @@ static const struct field resources_fields[] = {
 	FIELD("queue", struct dlk_resources, F_STR, queue, .check = check_dns_subdomain),
 	FIELD("backoff_limit_per_index", struct dlk_resources, F_INT, backoff_limit_per_index, .min = 0, .max = 1000, .def = "3"),
 	FIELD("master_port", struct dlk_resources, F_INT, master_port, .min = 1, .max = 65535, .def = "29500"),
+	FIELD("metrics_port", struct dlk_resources, F_INT, metrics_port, .min = 0, .max = 65535, .def = "9464"),
 	END
 };
 
@@ -411,6 +412,13 @@ static const struct field serving_fields[] = {
 	END
 };
 
+static const char *const log_format_names[] = { "text", "json", NULL };
+
+static const struct field logging_fields[] = {
+	FIELD("format", struct dlk_logging, F_ENUM, format, .names = log_format_names, .def = "text"),
+	END
+};
+
 static const struct field root_fields[] = {
 	FIELD("name", struct dlk_project, F_STR, name, .flags = REQ, .check = check_name),
 	FIELD("image", struct dlk_project, F_STR, image, .check = check_image, .def = DLK_DEFAULT_IMAGE),
@@ -424,6 +432,7 @@ static const struct field root_fields[] = {
 	FIELD("schedule", struct dlk_project, F_STR, schedule, .check = check_cron),
 	FIELD("trigger", struct dlk_project, F_ENUM, trigger, .names = trigger_names, .def = "always"),
 	FIELD("serving", struct dlk_project, F_MAP, serving, .sub = serving_fields),
+	FIELD("logging", struct dlk_project, F_MAP, logging, .sub = logging_fields),
 	END
 };
 

@@ -156,6 +156,7 @@ struct dlk_resources {
 	char *queue;              /* Kueue LocalQueue name, NULL = none */
 	int backoff_limit_per_index; /* default 3 */
 	int master_port;          /* rendezvous port, default 29500 */
+	int metrics_port;         /* each worker serves Prometheus metrics here, default 9464; 0: none */
 };
 
 struct dlk_storage {
@@ -213,6 +214,12 @@ struct dlk_serving {
 
 enum dlk_trigger { DLK_TRIGGER_ALWAYS, DLK_TRIGGER_DATA_CHANGED };
 
+/* logging: how the pods write their logs */
+enum dlk_log_fmt { DLK_LOGFMT_TEXT, DLK_LOGFMT_JSON };
+struct dlk_logging {
+	enum dlk_log_fmt format;  /* default text; json: one JSON object per line (--log-format json) */
+};
+
 struct dlk_project {
 	char *path;               /* the file it was loaded from (for messages) */
 	char *name;               /* DNS-1123 label, required */
@@ -230,6 +237,7 @@ struct dlk_project {
 	enum dlk_trigger trigger; /* default always; data-changed: a run in the cluster whose data is what
 	                             the last successful run trained on is recorded skipped, not trained */
 	struct dlk_serving serving;
+	struct dlk_logging logging;
 };
 
 /* Loads, applies --set overrides ("a.b.c=value", applied before validation, so they are
