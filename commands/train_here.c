@@ -485,6 +485,24 @@ static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
 	return rc;
 }
 
+/* Every rank's count, over the host ring: one 8-byte broadcast from each rank in turn. */
+static int on_gather_counts(void *vctx, unsigned long long mine, unsigned long long *counts, struct dlk_err *err)
+{
+	struct here *r = vctx;
+
+	for (int i = 0; i < r->world; i++) {
+		unsigned char b[8];
+		for (int k = 0; k < 8; k++)
+			b[k] = (unsigned char)(mine >> (56 - 8 * k));
+		if (comm_broadcast(r->comm, b, sizeof(b), i, err))
+			return -1;
+		counts[i] = 0;
+		for (int k = 0; k < 8; k++)
+			counts[i] = counts[i] << 8 | b[k];
+	}
+	return 0;
+}
+
 static int on_broadcast(void *vctx, float *params, size_t n, struct dlk_err *err)
 {
 	struct here *r = vctx;
@@ -608,6 +626,11 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 	dopts.base_dir = dir;
 	dopts.progress = data_progress;
 	dopts.progress_ctx = r;
+	/* data.shard: each rank of a gang loads only its part of the training split */
+	if (spec->data.shard && r->world > 1) {
+		dopts.shard_rank = r->rank;
+		dopts.shard_world = r->world;
+	}
 	/* data.dataset: the sources are files of the dataset, read through the node cache */
 	if (dlk_train_data_open(r->ctx, spec, worker, dir, &dopts, &tdata, err))
 		goto out;
@@ -615,7 +638,8 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 	if (dlk_data_load(&spec->data, "train", &dopts, train, err) && !sig_seen)
 		goto out;
 	r->show.phase = "loading test data";
-	if (!sig_seen && r->rank == 0 && (spec->data.test.images.url || spec->data.test.source.url) &&
+	if (!sig_seen && r->rank == 0 &&
+	    (spec->data.test.images.url || spec->data.test.source.url || spec->data.test.shards) &&
 	    dlk_data_load(&spec->data, "test", &dopts, test, err) && !sig_seen)
 		goto out;
 	dlk_train_report_clear(&r->show);
@@ -626,6 +650,14 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 		goto out;
 	}
 	dlk_train_data_done(r->ctx, tdata, r->rank);
+	if (train->sharded && r->ctx->verbose) {
+		if (train->by_file)
+			dlk_info(r->ctx, "rank %d loaded its shard: files %d to %d of the training split (%zu samples)", r->rank,
+			         train->files_first + 1, train->files_first + train->files_count, train->n);
+		else
+			dlk_info(r->ctx, "rank %d loaded its shard: samples [%zu, %zu) of %zu", r->rank, train->base,
+			         train->base + train->n, train->total);
+	}
 	rc = 0;
 out:
 	dlk_train_data_free(tdata);
@@ -652,6 +684,7 @@ static int run_loop(struct here *r, const struct dlk_project *spec, const struct
 	if (r->comm) {
 		topts.allreduce = on_allreduce;
 		topts.broadcast = on_broadcast;
+		topts.gather_counts = on_gather_counts;
 		if (r->dcomm)
 			topts.grad_ready = on_grad_ready;
 		topts.comm_ctx = r;
@@ -847,7 +880,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	if (run.world > 1 && ctx->verbose && run.rank == 0)
 		dlk_info(ctx, "gradients over %s (%d ranks)", run.dcomm ? "NCCL" : "the TCP ring", run.world);
 	if (run.rank == 0)
-		dlk_train_report_start(&run.show, spec, &tr, train.n, test.n, run.world);
+		dlk_train_report_start(&run.show, spec, &tr, train.sharded && !train.by_file ? train.total : train.n, test.n,
+		                       run.world);
 	if (worker && run.rank == 0)
 		run.jp = dlk_job_progress_new(ctx);
 	if (run_loop(&run, spec, &tr, spec->path ? spec->path : ctx->file, &train, &test, worker, &res, &err))

@@ -25,6 +25,9 @@ struct dlk_split {
 	struct dlk_source images; /* idx: the images file */
 	struct dlk_source labels; /* idx: the labels file */
 	struct dlk_source source; /* csv: the table; tar: the shard archive */
+	struct dlk_source *shards; /* tar: several shard archives instead of one source (each worker of
+	                              a job loads only its share of them); n_shards of them, owned */
+	int n_shards;
 };
 
 /* Where workers keep fetched objects (lib/store/cache.h): a volume the job template mounts. */
@@ -64,6 +67,8 @@ struct dlk_data {
 	char *cache_dir;         /* where fetched data is kept; default ".dlk/cache" (pod: /data) */
 	long long max_bytes;     /* size limit for one fetched file; default 8 GiB */
 	char *netrc_secret;      /* a Secret whose key "netrc" holds credentials for http(s) sources */
+	int shard;               /* each rank of a gang loads only its part of the training split
+	                            (lib/data/load.c, lib/train/train.c); default false */
 };
 
 /* ---- model ---- */
