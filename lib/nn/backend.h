@@ -15,7 +15,7 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 2
+#define DLK_BACKEND_ABI 3
 
 struct dlk_device_comm;
 
@@ -102,6 +102,14 @@ struct dlk_backend {
 	 * (a GEMM with a bias/activation epilogue on the GPU). NULL: sgemm then bias_act. */
 	void (*dense_forward)(const float *x, const float *w, const float *bias, int batch, int in, int out,
 	                      int act, float *y);
+	/* A dense layer's parameter gradients in one call: dw[out, in] = g[batch, out]^T x[batch, in],
+	 * db[out] = the column sums of g. NULL: sgemm then sum_rows. */
+	void (*dense_backward_w)(const float *g, const float *x, int batch, int in, int out, float *dw, float *db);
+	/* Its input gradient with the backward of the activation below it folded in:
+	 * dx[batch, in] = act'(from y[batch, in], the activation's output) * (g w[out, in]); act may be
+	 * DLK_ACT_NONE (y unused). NULL: sgemm then act_backward. */
+	void (*dense_backward_x)(const float *g, const float *w, int batch, int in, int out, int act, const float *y,
+	                         float *dx);
 	/* the memory pool's figures; NULL: no pool */
 	void (*mem_stats)(struct dlk_mem_stats *s);
 	/* collectives over this backend's device memory (NCCL on the CUDA backend); NULL: none, and

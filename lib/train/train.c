@@ -213,10 +213,12 @@ static int setup_buffers(struct run *r, struct dlk_err *err)
 	const struct dlk_backend *be = r->be;
 	size_t b = (size_t)r->batch;
 
-	r->xhost = xmalloc(sizeof(float) * b * r->ds->sample_size);
 	r->yhost = xmalloc(sizeof(int32_t) * b);
 	r->xdev = be->alloc(sizeof(float) * b * r->ds->sample_size);
 	r->ydev = be->alloc(sizeof(int32_t) * b);
+	/* the CPU backend's memory is the host's: the batch is gathered in place (to_device of a
+	 * buffer onto itself copies nothing) */
+	r->xhost = be == dlk_backend_cpu() ? r->xdev : xmalloc(sizeof(float) * b * r->ds->sample_size);
 	r->res->loss_curve = xmalloc(sizeof(float) * (size_t)(r->total > 0 ? r->total : 1));
 	if (!r->xdev || !r->ydev)
 		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for a batch of %d", be->name, r->batch);
@@ -471,7 +473,8 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 out:
 	r.net->grad_ready = NULL; /* its context belongs to the caller's run */
 	free(r.perm);
-	free(r.xhost);
+	if (r.xhost != r.xdev)
+		free(r.xhost);
 	free(r.yhost);
 	r.be->free(r.xdev);
 	r.be->free(r.ydev);
