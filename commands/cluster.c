@@ -1,6 +1,7 @@
 /* The cluster as the commands reach it (see cluster.h). */
 #include "commands/cluster.h"
 #include "commands/ui.h"
+#include "lib/jobs/cronjob.h"
 #include "lib/jobs/logline.h"
 #include "lib/kube/api.h"
 #include "lib/jobs/jobstate.h"
@@ -122,6 +123,41 @@ int dlk_read_job(const struct dlk_ctx *ctx, struct kube_client *c, const char *n
 		return -1;
 	}
 	return 0;
+}
+
+int dlk_read_cronjob(struct kube_client *c, const char *ns, const char *name, cJSON **cronjob, cJSON **jobs,
+                     cJSON **runs, struct dlk_err *err)
+{
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	char *sel = NULL;
+	int rc = -1;
+
+	*cronjob = *jobs = *runs = NULL;
+	if (kube_get(c, "CronJob", ns, name, cronjob, err) < 0)
+		return -1;
+	/* its runs carry the job template's labels: dlk.dev/job=NAME */
+	sel = dlk_job_selector(name);
+	lo.label_selector = sel;
+	if (kube_list(c, "Job", ns, &lo, jobs, err) < 0) {
+		cJSON_Delete(*cronjob);
+		*cronjob = NULL;
+		goto out;
+	}
+	*runs = dlk_cron_runs(cJSON_GetObjectItemCaseSensitive(*jobs, "items"), *cronjob);
+	rc = 0;
+out:
+	free(sel);
+	return rc;
+}
+
+int dlk_watch_run(const struct dlk_ctx *ctx, struct dlk_jobwatch *w, const char *ns, const char *run,
+                  const char *project, struct dlk_err *err)
+{
+	struct kube_open_opts open;
+
+	dlk_interrupt_catch();
+	dlk_kube_open_opts(ctx, &open);
+	return dlk_jobwatch_start_run(w, &open, ns, run, project, err);
 }
 
 const char *dlk_ns_flag(const struct dlk_ctx *ctx, const struct kube_client *c, const char *ns)

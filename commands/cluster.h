@@ -36,6 +36,15 @@ int dlk_watch_jobs(const struct dlk_ctx *ctx, struct dlk_jobwatch *w, const char
  * not found in namespace 'NS'" with a hint to list the jobs. */
 int dlk_read_job(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name, cJSON **job,
                  struct dlk_err *err);
+/* Reads the CronJob name of ns (a scheduled training) into *cronjob, the dlk Jobs labelled as
+ * its into *jobs (a JobList) and its runs among them into *runs (newest first, borrowed from
+ * *jobs; lib/jobs/cronjob.h); all the caller's. -1 with err (DLK_EXIT_NOTFOUND: no such CronJob). */
+int dlk_read_cronjob(struct kube_client *c, const char *ns, const char *name, cJSON **cronjob, cJSON **jobs,
+                     cJSON **runs, struct dlk_err *err);
+/* Starts watching run, a Job that CronJob project started (dlk_jobwatch_start_run), as
+ * dlk_watch_jobs does a Job. */
+int dlk_watch_run(const struct dlk_ctx *ctx, struct dlk_jobwatch *w, const char *ns, const char *run,
+                  const char *project, struct dlk_err *err);
 /* err says: job 'NAME' is not in namespace ns, and how to list the jobs; returns -1. */
 int dlk_job_not_found(const struct dlk_ctx *ctx, const struct kube_client *c, const char *ns, const char *name,
                       struct dlk_err *err);

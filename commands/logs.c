@@ -7,6 +7,7 @@
 #include "commands/commands.h"
 #include "commands/data.h"
 #include "commands/ui.h"
+#include "lib/jobs/cronjob.h"
 #include "lib/jobs/logarchive.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/jobwatch.h"
@@ -166,15 +167,15 @@ out:
 }
 
 /* -f: follow until the job has ended and every stream has drained, or Ctrl-C. */
-static int logs_follow(struct dlk_ctx *ctx, const char *ns, const char *name, const struct dlk_log_opts *o,
-		       struct dlk_err *err)
+static int logs_follow(struct dlk_ctx *ctx, const char *ns, const char *name, const char *project,
+		       const struct dlk_log_opts *o, struct dlk_err *err)
 {
 	struct dlk_jobwatch w;
 	struct dlk_logfollow *lf = NULL;
 	unsigned seen = 0;
 	int rc = -1, ended = 0;
 
-	if (dlk_watch_jobs(ctx, &w, ns, name, err) < 0)
+	if ((project ? dlk_watch_run(ctx, &w, ns, name, project, err) : dlk_watch_jobs(ctx, &w, ns, name, err)) < 0)
 		goto out;
 	lf = dlk_logfollow_new(&w.open, ns, o, dlk_print_log_line, dlk_print_note, ctx);
 	for (;;) {
@@ -475,13 +476,57 @@ out:
 	return rc;
 }
 
+/* The run of the scheduled project name (a CronJob) whose logs to show: the newest that has not
+ * ended, else the newest (into *job, the caller's), said on stderr. 1 when picked, 0 when there is
+ * no CronJob of that name, -1 with err (also when it has no run yet). */
+static int pick_run(struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name, cJSON **job,
+                    struct dlk_err *err)
+{
+	cJSON *cj = NULL, *jobs = NULL, *runs = NULL;
+	const cJSON *r, *pick = NULL;
+	int rc = -1, live = 0;
+
+	if (dlk_read_cronjob(c, ns, name, &cj, &jobs, &runs, err) < 0) {
+		if (err->code != DLK_EXIT_NOTFOUND)
+			return -1;
+		dlk_err_clear(err);
+		return 0;
+	}
+	cJSON_ArrayForEach(r, runs) {
+		struct dlk_job_summary s;
+		dlk_job_summarize_job(r, &s);
+		if (s.state != JOB_SUCCEEDED && s.state != JOB_FAILED && !pick)
+			pick = r, live = 1;
+		dlk_job_summary_release(&s);
+	}
+	if (!pick)
+		pick = cJSON_GetArrayItem(runs, 0);
+	if (!pick) {
+		const cJSON *sch = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cj, "spec"), "schedule");
+		dlk_errf(err, DLK_EXIT_NOTFOUND, "scheduled training '%s' has not started a run yet (schedule '%s')", name,
+		         cJSON_IsString(sch) ? sch->valuestring : "?");
+		dlk_err_hint(err, "'kubectl create job --from=cronjob/%s NAME' starts one now", name);
+		goto out;
+	}
+	dlk_info(ctx, "run '%s' of scheduled training '%s' (%s)", kube_meta(pick, "name"), name,
+	         live ? "the newest that has not ended" : opt.follow ? "the latest; it has ended, and -f does not wait for the next" :
+	         "the latest; it has ended");
+	*job = cJSON_Duplicate(pick, 1);
+	rc = 1;
+out:
+	cJSON_Delete(cj);
+	cJSON_Delete(jobs);
+	cJSON_Delete(runs);
+	return rc;
+}
+
 static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
 	struct dlk_log_opts o = { opt.rank, opt.tail, (long)(opt.since_s + 0.999), opt.timestamps, opt.previous };
 	cJSON *job = NULL, *pods = NULL;
-	const char *name = args->pos[0], *ns;
+	const char *name = args->pos[0], *ns, *project = NULL;
 	int rc = 0;
 
 	if (opt.run) {
@@ -500,7 +545,21 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 	if (!c)
 		return dlk_report(ctx, &err);
 	ns = kube_client_namespace(c);
-	if (opt.what == LOGS_SERVED || dlk_read_job(ctx, c, ns, name, &job, &err) < 0) {
+	if (opt.what != LOGS_SERVED && dlk_read_job(ctx, c, ns, name, &job, &err) < 0 && err.code == DLK_EXIT_NOTFOUND) {
+		/* a scheduled project: the logs of one of its runs */
+		struct dlk_err cerr = DLK_ERR_INIT;
+		int r = pick_run(ctx, c, ns, name, &job, &cerr);
+		if (r < 0) {
+			rc = dlk_report(ctx, &cerr);
+			goto out;
+		}
+		if (r > 0) {
+			dlk_err_clear(&err);
+			project = name;
+			name = kube_meta(job, "name");
+		}
+	}
+	if (opt.what == LOGS_SERVED || !job) {
 		/* no job of that name: a served model's pods? */
 		if (opt.what == LOGS_SERVED)
 			dlk_errf(&err, DLK_EXIT_NOTFOUND, "no model is served as '%s' in namespace '%s'", name, ns);
@@ -540,7 +599,7 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 		char *nsd = xstrdup(ns);
 		dlk_kube_close(ctx, c);
 		c = NULL;
-		rc = logs_follow(ctx, nsd, name, &o, &err);
+		rc = logs_follow(ctx, nsd, name, project, &o, &err);
 		free(nsd);
 		if (rc == DLK_EXIT_INTERRUPTED)
 			dlk_info(ctx, "stopped following; the job keeps running");
@@ -548,7 +607,7 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	if (dlk_job_list_pods(c, ns, name, &pods, &err) < 0 ||
+	if (dlk_job_list_pods(c, ns, project ? project : name, &pods, &err) < 0 ||
 	    logs_once(ctx, c, ns, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &o, &err) < 0)
 		rc = dlk_report(ctx, &err);
 out:

@@ -5,6 +5,7 @@
 #include "commands/commands.h"
 #include "commands/run_history.h"
 #include "commands/ui.h"
+#include "lib/jobs/cronjob.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/jobwatch.h"
 #include "lib/jobs/servestate.h"
@@ -77,14 +78,17 @@ static void print_table(struct dlk_buf *b, struct row *rows, int nrows, int ncol
 	}
 }
 
-static void summary_row(const struct dlk_job_summary *s, int all_ns, int wide, struct row *r, int *ncols)
+/* A row of the table: the job's, or with as (a CronJob's name) a scheduled project's, its latest
+ * run's state (state, when not NULL: "Scheduled" before any run) */
+static void summary_row(const struct dlk_job_summary *s, const char *as, const char *state, int all_ns, int wide,
+			struct row *r, int *ncols)
 {
 	int c = 0;
 
 	if (all_ns)
 		snprintf(r->cols[c++], 160, "%s", s->ns);
-	snprintf(r->cols[c++], 160, "%.150s", s->name);
-	snprintf(r->cols[c++], 160, "%s", dlk_job_state_name(s->state));
+	snprintf(r->cols[c++], 160, "%.150s", as ? as : s->name);
+	snprintf(r->cols[c++], 160, "%s", state ? state : dlk_job_state_name(s->state));
 	snprintf(r->cols[c++], 160, "%d/%d", s->ready, s->total);
 	snprintf(r->cols[c++], 160, "%d", s->gpus);
 	dlk_job_progress_text(s, r->cols[c], 160);
@@ -130,6 +134,37 @@ static int emit_structured(const struct dlk_ctx *ctx, cJSON *v, struct dlk_buf *
 	return 0;
 }
 
+/* How a CronJob shows in the list: its latest run's state, or this before its first run. */
+static const char *cron_idle_state(const cJSON *cronjob)
+{
+	return cJSON_IsTrue(jget2(cronjob, "spec", "suspend")) ? "Suspended" : "Scheduled";
+}
+
+/* A Job that stands for a CronJob that has no run yet: its job template, with the CronJob's
+ * name, namespace and age (so that the row has its workers and GPUs). The caller owns it. */
+static cJSON *cron_as_job(const cJSON *cronjob)
+{
+	cJSON *j = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(j, "metadata");
+	const char *ns = kube_meta(cronjob, "namespace"), *ts = kube_meta(cronjob, "creationTimestamp");
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(jget2(cronjob, "spec", "jobTemplate"), "spec");
+
+	cJSON_AddStringToObject(m, "name", meta_name(cronjob));
+	if (ns)
+		cJSON_AddStringToObject(m, "namespace", ns);
+	if (ts)
+		cJSON_AddStringToObject(m, "creationTimestamp", ts);
+	if (spec)
+		cJSON_AddItemToObject(j, "spec", cJSON_Duplicate(spec, 1));
+	return j;
+}
+
+static int same_object(const cJSON *a, const cJSON *b)
+{
+	const char *na = kube_meta(a, "namespace"), *nb = kube_meta(b, "namespace");
+
+	return !strcmp(meta_name(a), meta_name(b)) && !strcmp(na ? na : "", nb ? nb : "");
+}
+
 static int cmp_job(const void *a, const void *b)
 {
 	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
@@ -142,26 +177,74 @@ static int cmp_job(const void *a, const void *b)
 /* Renders the list of jobs (jobs: an array or an object of Jobs) into b. With pods (an array:
  * a watch keeps them), each job is summarized from its pods. Without, from the Job alone, so
  * that listing a thousand jobs reads a thousand objects, not every pod of every job: then, with
- * a client, the pods and events of a few jobs that are pending or failed are read to say why. */
-static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *jobs, const cJSON *pods,
-		       int all_ns, const cJSON *served, struct dlk_buf *b, struct dlk_err *err)
+ * a client, the pods and events of a few jobs that are pending or failed are read to say why.
+ * With crons (an array of CronJobs), a scheduled project is one row, its CronJob's name with its
+ * latest run's state (its other runs are not listed), or "Scheduled" before its first run. */
+static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *jobs, const cJSON *crons,
+		       const cJSON *pods, int all_ns, const cJSON *served, struct dlk_buf *b, struct dlk_err *err)
 {
 	int structured = ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML;
-	int wide = ctx->output == DLK_OUTPUT_WIDE, n = cJSON_GetArraySize(jobs), nrows = 0, ncols = 0, explained = 0;
+	int wide = ctx->output == DLK_OUTPUT_WIDE, nrows = 0, ncols = 0, explained = 0;
+	int n = cJSON_GetArraySize(jobs) + cJSON_GetArraySize(crons);
 	struct row *rows = xcalloc((size_t)n + 1, sizeof(*rows));
 	cJSON *items = cJSON_CreateArray();
-	const cJSON *j;
+	const cJSON *j, *cj;
 	int rc = 0;
 
+	/* each CronJob: its newest run stands for it, the older ones are left out */
+	const cJSON **as = xcalloc((size_t)n + 1, sizeof(*as));   /* per sorted row: the CronJob it shows */
+	const cJSON **hidden = xcalloc((size_t)n + 1, sizeof(*hidden));
+	const cJSON **newest = xcalloc((size_t)n + 1, sizeof(*newest)); /* per CronJob: its newest run's members */
+	cJSON *standins = cJSON_CreateArray();                     /* CronJobs with no run yet */
+	int nh = 0;
 	/* by namespace and name, whatever order the jobs came in (a watch keeps them as they change) */
 	const cJSON **sorted = xcalloc((size_t)n + 1, sizeof(*sorted));
 	int ns_ = 0;
 	cJSON_ArrayForEach(j, jobs)
 		sorted[ns_++] = j;
+	int nc = 0;
+	cJSON_ArrayForEach(cj, crons) {
+		cJSON *runs = dlk_cron_runs(jobs, cj);
+		const cJSON *r;
+		int first = 1;
+		/* a reference shares its object's members: they tell which Job it is */
+		cJSON_ArrayForEach(r, runs) {
+			if (!first)
+				hidden[nh++] = r->child;
+			else
+				newest[nc] = r->child;
+			first = 0;
+		}
+		nc++;
+		if (first) {
+			cJSON_AddItemToArray(standins, cron_as_job(cj));
+			sorted[ns_++] = cJSON_GetArrayItem(standins, cJSON_GetArraySize(standins) - 1);
+		}
+		cJSON_Delete(runs);
+	}
 	qsort(sorted, (size_t)ns_, sizeof(*sorted), cmp_job);
 	header_row(all_ns, wide, &rows[nrows++]);
 	for (int k = 0; k < ns_; k++) {
+		const char *cron, *idle = NULL, *pods_of;
+		int skip = 0;
 		j = sorted[k];
+		for (int h = 0; h < nh; h++)
+			skip |= hidden[h] && hidden[h] == j->child;
+		if (skip)
+			continue;
+		cron = dlk_job_cronjob(j);
+		as[k] = NULL;
+		int ci = 0;
+		cJSON_ArrayForEach(cj, crons) {
+			if (newest[ci++] && newest[ci - 1] == j->child)
+				as[k] = cj;
+			else if (same_object(cj, j))
+				for (const cJSON *sj = standins->child; sj; sj = sj->next)
+					if (sj == j)
+						as[k] = cj, idle = cron_idle_state(cj);
+		}
+		/* a CronJob's run's pods carry the CronJob's name (and the run's in job-name) */
+		pods_of = cron ? cron : meta_name(j);
 		cJSON *mine = pods ? dlk_job_pods(pods, kube_meta(j, "namespace"), meta_name(j)) : NULL;
 		cJSON *mine_list = NULL;
 		struct dlk_job_summary s;
@@ -170,13 +253,13 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 			dlk_job_summarize(j, mine, NULL, &s);
 		else
 			dlk_job_summarize_job(j, &s);
-		if (c && explained < 10 &&
+		if (c && explained < 10 && !idle &&
 		    (s.state == JOB_PENDING || s.state == JOB_SUSPENDED || (!mine && s.state == JOB_FAILED))) {
 			const char *jobns = s.ns[0] ? s.ns : kube_client_namespace(c);
 			struct dlk_err perr = DLK_ERR_INIT;
 			if (!mine) {
 				/* a job worth explaining: read its own pods (the list read none) */
-				if (dlk_job_list_pods(c, jobns, s.name, &mine_list, &perr) == 0) {
+				if (!idle && dlk_job_list_pods(c, jobns, pods_of, &mine_list, &perr) == 0) {
 					mine = cJSON_GetObjectItemCaseSensitive(mine_list, "items");
 					dlk_job_summary_release(&s);
 					dlk_job_summarize(j, mine, NULL, &s);
@@ -190,10 +273,24 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 			}
 			explained++;
 		}
-		if (structured)
-			cJSON_AddItemToArray(items, dlk_job_summary_json(&s));
-		else
-			summary_row(&s, all_ns, wide, &rows[nrows++], &ncols);
+		if (structured) {
+			cJSON *o = dlk_job_summary_json(&s);
+			if (as[k]) {
+				struct dlk_cron_summary cs;
+				dlk_cron_summarize(as[k], &cs);
+				cJSON_ReplaceItemInObjectCaseSensitive(o, "name", cJSON_CreateString(cs.name));
+				if (idle) {
+					cJSON_ReplaceItemInObjectCaseSensitive(o, "state", cJSON_CreateString(idle));
+					cJSON_AddNullToObject(o, "run");
+				} else {
+					cJSON_AddStringToObject(o, "run", s.name);
+				}
+				cJSON_AddItemToObject(o, "cronJob", dlk_cron_summary_json(&cs));
+			}
+			cJSON_AddItemToArray(items, o);
+		} else {
+			summary_row(&s, as[k] ? meta_name(as[k]) : NULL, idle, all_ns, wide, &rows[nrows++], &ncols);
+		}
 		dlk_job_summary_release(&s);
 		cJSON_Delete(ev);
 		if (mine_list)
@@ -214,8 +311,12 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 		print_table(b, rows, nrows, ncols);
 	}
 	cJSON_Delete(items);
+	cJSON_Delete(standins);
 	free(rows);
 	free(sorted);
+	free(as);
+	free(hidden);
+	free(newest);
 	return rc;
 }
 
@@ -538,6 +639,83 @@ static int render_one(const struct dlk_ctx *ctx, struct kube_client *c, const cJ
 	return rc;
 }
 
+/* A scheduled project NAME: its CronJob (schedule, suspended, last schedule and success, active
+ * runs), the table of its runs, newest first, and the newest one in detail as a Job is shown.
+ * -o json/yaml: {"cronJob": {...}, "runs": [the runs' summaries, newest first]}. *found: 0 when
+ * there is no CronJob of that name. */
+static int render_cron(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name, int *found,
+		       struct dlk_buf *b, struct dlk_err *err)
+{
+	int structured = ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML;
+	cJSON *cj = NULL, *jobs = NULL, *runs = NULL, *pods = NULL, *json = NULL;
+	struct dlk_cron_summary cs;
+	const cJSON *run, *items;
+	int rc = -1, nruns, nrows = 1, ncols = 0;
+	struct row *rows = NULL;
+
+	*found = 0;
+	if (dlk_read_cronjob(c, ns, name, &cj, &jobs, &runs, err) < 0) {
+		if (err->code != DLK_EXIT_NOTFOUND)
+			return -1;
+		dlk_err_clear(err);
+		return 0;
+	}
+	*found = 1;
+	if (dlk_job_list_pods(c, ns, name, &pods, err) < 0)
+		goto out;
+	items = cJSON_GetObjectItemCaseSensitive(pods, "items");
+	dlk_cron_summarize(cj, &cs);
+	nruns = cJSON_GetArraySize(runs);
+	json = cJSON_CreateObject();
+	cJSON_AddItemToObject(json, "cronJob", dlk_cron_summary_json(&cs));
+	cJSON *jruns = cJSON_AddArrayToObject(json, "runs");
+	if (!structured) {
+		dlk_buf_addf(b, "scheduled: %s (namespace %s), a CronJob\n", cs.name, cs.ns);
+		dlk_buf_addf(b, "schedule:  %s%s%s%s\n", cs.schedule, cs.time_zone[0] ? " (" : "", cs.time_zone,
+		             cs.time_zone[0] ? ")" : "");
+		dlk_buf_addf(b, "suspended: %s\n", cs.suspended ? "yes: no run starts on schedule" : "no");
+		dlk_buf_addf(b, "last run:  %s\n", cs.last_schedule[0] ? cs.last_schedule : "never on schedule");
+		dlk_buf_addf(b, "succeeded: %s\n", cs.last_success[0] ? cs.last_success : "never");
+		dlk_buf_addf(b, "active:    %d run%s\n", cs.active, cs.active == 1 ? "" : "s");
+		if (!nruns)
+			dlk_buf_addf(b, "runs:      none yet (kubectl create job --from=cronjob/%s NAME starts one now)\n", cs.name);
+	}
+	rows = xcalloc((size_t)nruns + 1, sizeof(*rows));
+	cJSON_ArrayForEach(run, runs) {
+		struct dlk_job_summary s;
+		dlk_job_summarize(run, items, NULL, &s);
+		cJSON_AddItemToArray(jruns, dlk_job_summary_json(&s));
+		summary_row(&s, NULL, NULL, 0, 0, &rows[nrows++], &ncols);
+		dlk_job_summary_release(&s);
+	}
+	if (structured) {
+		rc = emit_structured(ctx, json, b, err);
+		goto out;
+	}
+	if (nruns) {
+		header_row(0, 0, &rows[0]);
+		snprintf(rows[0].cols[0], 160, "RUN");
+		dlk_buf_addc(b, '\n');
+		print_table(b, rows, nrows, ncols);
+		/* the newest run as a Job is shown */
+		enum dlk_job_state st;
+		run = cJSON_GetArrayItem(runs, 0);
+		dlk_buf_addf(b, "\nlatest run:\n");
+		if (render_one(ctx, c, run, items, b, &st, err) < 0)
+			goto out;
+		dlk_job_run_lines(ctx, c, run, b);
+	}
+	rc = 0;
+out:
+	free(rows);
+	cJSON_Delete(json);
+	cJSON_Delete(cj);
+	cJSON_Delete(jobs);
+	cJSON_Delete(runs);
+	cJSON_Delete(pods);
+	return rc;
+}
+
 static void show(const struct dlk_ctx *ctx, const struct dlk_buf *b, int redraw)
 {
 	/* on a terminal -w redraws the screen; elsewhere each change is appended */
@@ -591,6 +769,14 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 					break;
 				}
 				dlk_job_not_found(ctx, c, ns, name, &err);
+				cJSON *cj = NULL;
+				struct dlk_err cerr = DLK_ERR_INIT;
+				if (kube_get(c, "CronJob", ns, name, &cj, &cerr) == 0) {
+					dlk_errf(&err, DLK_EXIT_USAGE, "'%s' is a scheduled training (a CronJob): -w follows one Job", name);
+					dlk_err_hint(&err, "'dlk status %s' shows its runs; 'dlk logs -f %s' follows the active one", name,
+					             name);
+				}
+				cJSON_Delete(cj);
 				rc = dlk_report(ctx, &err);
 				break;
 			}
@@ -605,7 +791,7 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 			cJSON_Delete(jc);
 			cJSON_Delete(pc);
 		} else {
-			if (render_list(ctx, NULL, w.jobs, w.pods, 0, NULL, &b, &err) < 0)
+			if (render_list(ctx, NULL, w.jobs, NULL, w.pods, 0, NULL, &b, &err) < 0)
 				rc = dlk_report(ctx, &err), done = 1;
 			dlk_jobwatch_unlock(&w);
 			if (!b.len)
@@ -638,7 +824,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
 	struct dlk_buf b = DLK_BUF_INIT;
-	cJSON *jobs = NULL, *pods = NULL, *job = NULL, *served = NULL;
+	cJSON *jobs = NULL, *pods = NULL, *job = NULL, *served = NULL, *crons = NULL;
 	int all_ns = opt.all_ns, watch = opt.watch;
 	const char *name = args->n_pos ? args->pos[0] : NULL, *ns;
 	int rc = 0;
@@ -681,6 +867,19 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
+		if (!have_job) {
+			/* a scheduled project: its CronJob and its runs */
+			struct dlk_err cerr = DLK_ERR_INIT;
+			int found = 0;
+			if (render_cron(ctx, c, ns, name, &found, &b, &cerr) < 0) {
+				rc = dlk_report(ctx, &cerr);
+				goto out;
+			}
+			if (found) {
+				fwrite(b.data, 1, b.len, stdout);
+				goto out;
+			}
+		}
 		if (have_job && (dlk_job_list_pods(c, ns, name, &pods, &err) < 0 ||
 		                 render_one(ctx, c, job, cJSON_GetObjectItemCaseSensitive(pods, "items"), &b, &st, &err) < 0)) {
 			rc = dlk_report(ctx, &err);
@@ -704,8 +903,10 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	} else {
 		struct dlk_buf sb = DLK_BUF_INIT;
 		if (list_kind(c, "Job", ns, all_ns, DLK_LABEL_JOB, &jobs, &err) < 0 ||
+		    list_kind(c, "CronJob", ns, all_ns, DLK_LABEL_JOB, &crons, &err) < 0 ||
 		    served_list(ctx, c, ns, all_ns, &served, &sb, &err) < 0 ||
-		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"), NULL, all_ns, served, &b, &err) < 0) {
+		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"),
+		                cJSON_GetObjectItemCaseSensitive(crons, "items"), NULL, all_ns, served, &b, &err) < 0) {
 			dlk_buf_release(&sb);
 			rc = dlk_report(ctx, &err);
 			goto out;
@@ -731,6 +932,7 @@ out:
 	cJSON_Delete(pods);
 	cJSON_Delete(job);
 	cJSON_Delete(served);
+	cJSON_Delete(crons);
 	return rc;
 }
 

@@ -111,6 +111,13 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
+	if (opt.report && opt.mode == TRAIN_SUBMIT && spec->schedule) {
+		/* refused before anything is submitted: no run starts now (see train_submit.c) */
+		dlk_errf(&err, DLK_EXIT_USAGE, "a scheduled training (schedule: %s) has no run to report on yet", spec->schedule);
+		dlk_err_hint(&err, "once a run has ended: 'dlk report RUN', RUN one of the Jobs 'dlk status %s' lists", spec->name);
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
 	/* a dataset tag names one id for the whole run: resolved here, once, and the id is what the
 	 * rendered spec, every worker and the bundle carry */
 	if ((enum dlk_train_mode)opt.mode != TRAIN_WORKER &&

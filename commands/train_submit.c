@@ -335,9 +335,14 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const
 	fflush(stdout);
 	if (wait) {
 		if (strcmp(kind, "Job")) {
-			dlk_errf(&err, DLK_EXIT_USAGE, "a scheduled training (CronJob) has no single run to wait for");
-			dlk_err_hint(&err, "its runs show in 'dlk status'");
-			rc = dlk_report(ctx, &err);
+			/* nothing runs until the schedule says so (hours away, maybe): waiting would
+			 * block a script for that long, and reporting a run that has not happened would
+			 * be a lie (train.c refuses --report before submitting). The submit is done;
+			 * say so and what follows the runs. */
+			dlk_info(ctx, "'%s' is scheduled (CronJob, schedule '%s'): no run starts now, so --wait has nothing to "
+			         "wait for", name, spec->schedule ? spec->schedule : "?");
+			dlk_info(ctx, "its runs: dlk status%s %s; the running one's logs: dlk logs%s -f %s", dlk_ns_flag(ctx, c, ns),
+			         name, dlk_ns_flag(ctx, c, ns), name);
 			goto out;
 		}
 		rc = wait_for_job(ctx, c, ns, name, timeout_s, follow);

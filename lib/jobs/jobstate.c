@@ -444,8 +444,10 @@ void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events,
 	}
 	cJSON_ArrayForEach(p, pods) {
 		const char *owner = jstr_of(jget(p, "metadata", "labels", DLK_LABEL_JOB, NULL));
-		const char *jn = jstr_of(jget(p, "metadata", "labels", "job-name", NULL));
+		const char *jn = jstr_of(jget(p, "metadata", "labels", DLK_LABEL_JOB_NAME, NULL));
 		int r = dlk_pod_rank(p);
+		if (!jn)
+			jn = jstr_of(jget(p, "metadata", "labels", "job-name", NULL));
 		if (r < 0 || r >= s->total)
 			continue;
 		if (!(owner && !strcmp(owner, s->name)) && !(jn && !strcmp(jn, s->name)))
@@ -627,8 +629,11 @@ cJSON *dlk_job_pods(const cJSON *pods, const char *ns, const char *job)
 
 	cJSON_ArrayForEach(p, pods) {
 		const char *owner = jstr_of(jget(p, "metadata", "labels", DLK_LABEL_JOB, NULL));
+		const char *jn = jstr_of(jget(p, "metadata", "labels", DLK_LABEL_JOB_NAME, NULL));
 		const char *pns = jstr_of(jget(p, "metadata", "namespace", NULL));
-		if (owner && !strcmp(owner, job) && (!ns || !pns || !strcmp(pns, ns)))
+		/* a plain job's pods carry its name in dlk.dev/job; a CronJob's run's carry the
+		 * CronJob's there, and the run's in the Job controller's label */
+		if (((owner && !strcmp(owner, job)) || (jn && !strcmp(jn, job))) && (!ns || !pns || !strcmp(pns, ns)))
 			cJSON_AddItemReferenceToArray(arr, (cJSON *)p);
 	}
 	return arr;

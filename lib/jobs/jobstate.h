@@ -13,6 +13,8 @@
 
 /* The label every object and pod dlk renders carries (templates/_labels.yaml). */
 #define DLK_LABEL_JOB "dlk.dev/job"
+/* The Job controller's label on a Job's pods: the Job's name (1.27+; "job-name" before). */
+#define DLK_LABEL_JOB_NAME "batch.kubernetes.io/job-name"
 /* What a pod's completion index is called: a label (1.28+) and an annotation (all versions). */
 #define DLK_LABEL_INDEX "batch.kubernetes.io/job-completion-index"
 
@@ -77,7 +79,8 @@ cJSON *dlk_job_summary_json(const struct dlk_job_summary *s);
 
 /* The rank a pod runs (its completion index), -1 when it has none or a malformed one. */
 int dlk_pod_rank(const cJSON *pod);
-/* The pods in pods (an array) labelled as job's, of namespace ns when ns is not NULL, as a new
+/* The pods in pods (an array) labelled as job's (dlk.dev/job, or the Job controller's job-name
+ * label for a CronJob's run), of namespace ns when ns is not NULL, as a new
  * array of borrowed items (free it with cJSON_Delete; the items stay pods'). */
 cJSON *dlk_job_pods(const cJSON *pods, const char *ns, const char *job);
 /* "dlk.dev/job=NAME": the label selector of a job's objects; the caller frees it. */

@@ -80,7 +80,7 @@ static void *watch_thread(void *ud)
 
 	if (w->name) {
 		if (a->pods)
-			sel = dlk_job_selector(w->name);
+			sel = dlk_job_selector(w->project ? w->project : w->name);
 		else
 			field = xasprintf("metadata.name=%s", w->name);
 	} else {
@@ -108,8 +108,8 @@ static void *watch_thread(void *ud)
 	return NULL;
 }
 
-int dlk_jobwatch_start(struct dlk_jobwatch *w, const struct kube_open_opts *open, const char *ns, const char *name,
-		       struct dlk_err *err)
+static int start(struct dlk_jobwatch *w, const struct kube_open_opts *open, const char *ns, const char *name,
+		 const char *project, struct dlk_err *err)
 {
 	struct watch_arg *args[2] = { NULL, NULL };
 
@@ -117,6 +117,7 @@ int dlk_jobwatch_start(struct dlk_jobwatch *w, const struct kube_open_opts *open
 	w->open = *open;
 	w->ns = xstrdup(ns);
 	w->name = name ? xstrdup(name) : NULL;
+	w->project = project ? xstrdup(project) : NULL;
 	w->jobs = cJSON_CreateObject();
 	w->pods = cJSON_CreateObject();
 	pthread_mutex_init(&w->mu, NULL);
@@ -161,6 +162,18 @@ fail:
 	}
 	w->started = 0;
 	return -1;
+}
+
+int dlk_jobwatch_start(struct dlk_jobwatch *w, const struct kube_open_opts *open, const char *ns, const char *name,
+		       struct dlk_err *err)
+{
+	return start(w, open, ns, name, NULL, err);
+}
+
+int dlk_jobwatch_start_run(struct dlk_jobwatch *w, const struct kube_open_opts *open, const char *ns, const char *run,
+			   const char *project, struct dlk_err *err)
+{
+	return start(w, open, ns, run, project, err);
 }
 
 void dlk_jobwatch_wait(struct dlk_jobwatch *w, unsigned *seen, double timeout_s)
@@ -209,7 +222,8 @@ void dlk_jobwatch_release(struct dlk_jobwatch *w)
 	w->jobs = w->pods = NULL;
 	free(w->ns);
 	free(w->name);
-	w->ns = w->name = NULL;
+	free(w->project);
+	w->ns = w->name = w->project = NULL;
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->cv);
 }

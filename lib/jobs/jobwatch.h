@@ -16,6 +16,7 @@ struct dlk_jobwatch {
 	struct kube_open_opts open; /* how the threads' clients are made; its cancel hook also stops waits */
 	char *ns;
 	char *name;              /* NULL: every dlk job */
+	char *project;           /* a CronJob's run: the CronJob, whose dlk.dev/job its pods carry */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	cJSON *jobs;             /* object: name -> Job */
@@ -33,6 +34,10 @@ struct dlk_jobwatch {
  * watch). Returns 0, or -1 with err (the clients could not be made, a thread could not start). */
 int dlk_jobwatch_start(struct dlk_jobwatch *w, const struct kube_open_opts *open, const char *ns, const char *name,
 		       struct dlk_err *err);
+/* The same for run, a Job a CronJob started: its pods are labelled dlk.dev/job=project (the
+ * CronJob's name) and told apart by the Job controller's job-name label. */
+int dlk_jobwatch_start_run(struct dlk_jobwatch *w, const struct kube_open_opts *open, const char *ns, const char *run,
+			   const char *project, struct dlk_err *err);
 /* Waits until gen differs from *seen, timeout_s passes or open's cancel hook fires; updates
  * *seen. Call without the lock held. */
 void dlk_jobwatch_wait(struct dlk_jobwatch *w, unsigned *seen, double timeout_s);
