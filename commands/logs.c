@@ -635,6 +635,8 @@ const struct dlk_command_def dlk_cmd_logs = {
 	.usage = "NAME",
 	.description = "Print the logs of every worker of job NAME, merged in time order, each line prefixed\n"
 	               "[rank N]. With -f keep following until the job ends, picking up restarted pods.\n"
+	               "For a scheduled project (a CronJob), those of its newest run that has not ended, else\n"
+	               "of its latest run (-f does not wait for the next run).\n"
 	               "For a served model NAME (dlk serve), the logs of its pods, each line prefixed [POD];\n"
 	               "with -f, one of its pods.\n"
 	               "With --run ID, the logs its workers archived on the checkpoint volume (every attempt of\n"

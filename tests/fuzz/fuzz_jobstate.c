@@ -2,9 +2,12 @@
  * objects. The input is up to three JSON documents separated by NUL bytes: a Job, a list of its
  * pods (an array, or a PodList's object whose items are taken) and a list of events. They go
  * through dlk_job_summarize (and the Job alone through dlk_job_summarize_job, which parses its
- * status counts and completedIndexes), the progress text and the -o json summary; bytes after the third
- * document are parsed as a duration (--timeout). Corpus:
+ * status counts and completedIndexes), the progress text and the -o json summary. The first
+ * document is also read as a CronJob and the second as a list of Jobs, its runs picked from them
+ * by ownerReference (lib/jobs/cronjob.h). Bytes after the third document are parsed as a
+ * duration (--timeout). Corpus:
  * tests/fuzz/jobstate/. */
+#include "lib/jobs/cronjob.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/util/duration.h"
 
@@ -48,6 +51,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(out);
 	cJSON_Delete(o);
 	dlk_job_summary_release(&s);
+
+	/* a scheduled project: the CronJob and its runs among the jobs */
+	struct dlk_cron_summary cs;
+	const cJSON *r;
+	dlk_cron_summarize(doc[0], &cs);
+	o = dlk_cron_summary_json(&cs);
+	out = cJSON_PrintUnformatted(o);
+	free(out);
+	cJSON_Delete(o);
+	cJSON *runs = dlk_cron_runs(items_of(doc[1]), doc[0]);
+	cJSON_ArrayForEach(r, runs) {
+		const char *owner = dlk_job_cronjob(r);
+		if (!owner)
+			abort(); /* a run has a CronJob for its owner */
+	}
+	cJSON_Delete(runs);
 
 	/* whatever follows the third document is a --timeout value */
 	if (off < size) {

@@ -154,17 +154,30 @@ test_expect_success 'dlk delete leaves nothing behind but the run history' '
 	kubectl get configmap fashion-runs -o name
 '
 
-# `schedule:` makes a CronJob; its runs are Jobs of other names. `dlk status NAME` and
-# `dlk logs NAME` do not follow a CronJob's runs yet (the run-history work will): what is
-# checked here is what exists, a run the real CronJob controller's template starts.
+# `schedule:` makes a CronJob; its runs are Jobs of other names, owned by it. A run triggered
+# the way `kubectl create job --from=cronjob/NAME` does it trains; `dlk status NAME`, the list
+# and `dlk logs NAME` follow it under the project's name.
 test_expect_success 'schedule: creates a real CronJob, and a triggered run trains and reports its progress' '
-	dlk train $ARGS --set name=nightly --set "schedule=0 3 * * *" >out && cat out &&
+	dlk train $ARGS --set name=nightly --set "schedule=0 3 * * *" --wait >out 2>err && cat out err &&
+	grep -q "no run starts now, so --wait has nothing to wait for" err &&
+	dlk status nightly >out && cat out && grep -q "^runs: *none yet" out &&
 	test "$(kubectl get cronjob nightly -o jsonpath="{.spec.schedule} {.spec.concurrencyPolicy}")" = "0 3 * * * Forbid" &&
 	kubectl create job --from=cronjob/nightly nightly-now &&
 	kubectl wait --for=condition=Complete job/nightly-now --timeout=180s &&
 	kubectl get job nightly-now -o jsonpath="{.metadata.annotations.dlk\.dev/progress}" >progress && cat progress &&
 	grep -q "\"epoch\":1,\"epochs\":1,\"step\":235,\"totalSteps\":235" progress &&
-	dlk status >out && cat out && grep -q "^nightly-now *Succeeded *0/2 *0 *epoch 1/1 step 235/235" out &&
+	dlk status >out && cat out && grep -q "^nightly *Succeeded *0/2 *0 *epoch 1/1 step 235/235" out &&
+	! grep -q "^nightly-now" out &&
+	dlk status nightly >out && cat out &&
+	grep -q "^schedule: *0 3 \* \* \*$" out &&
+	grep -q "^nightly-now *Succeeded *0/2 *0 *epoch 1/1 step 235/235" out &&
+	grep -q "^job: *nightly-now (namespace " out &&
+	grep -q "^1 *nightly-now-1-[a-z0-9]* .* Succeeded *0 *0 Completed$" out &&
+	dlk status nightly -o json >s.json &&
+	jq -e ".cronJob.schedule == \"0 3 * * *\" and .runs[0].name == \"nightly-now\" and .runs[0].state == \"Succeeded\"" s.json &&
+	dlk logs nightly --rank 0 --tail 2 >log 2>err && cat log err &&
+	grep -q "run .nightly-now. of scheduled training .nightly. (the latest; it has ended)" err &&
+	grep -q "^\[rank 0\] model bundle: /checkpoints/nightly.dlk$" log &&
 	kubectl logs -l batch.kubernetes.io/job-name=nightly-now,batch.kubernetes.io/job-completion-index=0 --tail=2 >log &&
 	cat log && grep -q "^model bundle: /checkpoints/nightly.dlk$" log &&
 	tar tf "$TEST_TMP/pv-nightly/nightly.dlk" | grep -q "^model.json$" &&
