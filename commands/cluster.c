@@ -217,6 +217,16 @@ void dlk_complete_job_names(int argc, char **argv, const char *cur)
 		if (n && !strncmp(n, cur ? cur : "", strlen(cur ? cur : "")))
 			printf("%s\n", n);
 	}
+	/* the scheduled projects (their CronJobs) */
+	cJSON *crons = NULL;
+	if (kube_list(c, "CronJob", NULL, &lo, &crons, &err) == 0) {
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(crons, "items")) {
+			const char *n = kube_meta(it, "name");
+			if (n && !strncmp(n, cur ? cur : "", strlen(cur ? cur : "")))
+				printf("%s\n", n);
+		}
+	}
+	cJSON_Delete(crons);
 	/* and the served models (their stable Deployments), unless a job has the name */
 	cJSON *served = NULL;
 	lo.label_selector = DLK_LABEL_SERVE "," DLK_LABEL_TRACK "=stable";

@@ -49,7 +49,7 @@ int dlk_watch_run(const struct dlk_ctx *ctx, struct dlk_jobwatch *w, const char 
 int dlk_job_not_found(const struct dlk_ctx *ctx, const struct kube_client *c, const char *ns, const char *name,
                       struct dlk_err *err);
 
-/* Shell completion of job names: prints the names of the dlk Jobs that start with cur, one a
+/* Shell completion of job names: prints the names of the dlk Jobs (and CronJobs) that start with cur, one a
  * line, from the cluster that --kubeconfig/--context/-n on the completion line (argv) name.
  * Quick (1 s to connect, 2 s in all, no retries) and silent: nothing at all on any failure. */
 void dlk_complete_job_names(int argc, char **argv, const char *cur);

@@ -127,6 +127,10 @@ test_expect_success 'logs -f NAME follows a running run to its end' '
 	dlk status nightly -o json >j && jq -e "(.runs | map(.name)) == [\"nightly-3\", \"nightly-1\"] and .runs[0].state == \"Succeeded\"" j
 '
 
+test_expect_success 'completion offers the scheduled project as well as its runs' '
+	dlk __complete logs nig >out && cat out && grep -qx nightly out && grep -qx nightly-3 out
+'
+
 test_expect_success 'delete removes the CronJob and its runs' '
 	dlk delete nightly >/dev/null &&
 	test_must_fail dlk status nightly 2>err &&
