@@ -716,6 +716,44 @@ out:
 	return rc;
 }
 
+/* For -w, which watches Jobs only: the dlk CronJobs of ns in *crons (a CronJobList), read at
+ * the start and again when a Job names a CronJob owner (by uid) not read before, so that a
+ * scheduled project is listed once as it is without -w. *tried keeps the uids looked for. */
+static void owners_refresh(struct kube_client *c, const char *ns, const cJSON *jobs, cJSON **crons,
+			   struct dlk_buf *tried)
+{
+	const cJSON *j, *ref, *cj;
+	int stale = !*crons;
+
+	cJSON_ArrayForEach(j, jobs) {
+		cJSON_ArrayForEach(ref, jget2(j, "metadata", "ownerReferences")) {
+			const cJSON *k = cJSON_GetObjectItemCaseSensitive(ref, "kind"), *u = cJSON_GetObjectItemCaseSensitive(ref, "uid");
+			int known = 0;
+			if (!cJSON_IsString(k) || strcmp(k->valuestring, "CronJob") || !cJSON_IsString(u))
+				continue;
+			cJSON_ArrayForEach(cj, cJSON_GetObjectItemCaseSensitive(*crons, "items")) {
+				const char *uid = kube_meta(cj, "uid");
+				known |= uid && !strcmp(uid, u->valuestring);
+			}
+			if (known || (tried->len && strstr(tried->data, u->valuestring)))
+				continue;
+			dlk_buf_addf(tried, "%s ", u->valuestring);
+			stale = 1;
+		}
+	}
+	if (stale) {
+		cJSON *fresh = NULL;
+		struct dlk_err err = DLK_ERR_INIT;
+		/* only helps the picture: when it cannot be read, runs are listed each under its name */
+		if (list_kind(c, "CronJob", ns, 0, DLK_LABEL_JOB, &fresh, &err) == 0) {
+			cJSON_Delete(*crons);
+			*crons = fresh;
+		} else if (!*crons) {
+			*crons = cJSON_CreateObject(); /* not asked again until a new owner shows */
+		}
+	}
+}
+
 static void show(const struct dlk_ctx *ctx, const struct dlk_buf *b, int redraw)
 {
 	/* on a terminal -w redraws the screen; elsewhere each change is appended */
@@ -731,7 +769,8 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 {
 	struct dlk_jobwatch w;
 	struct dlk_err err = DLK_ERR_INIT;
-	struct dlk_buf last = DLK_BUF_INIT;
+	struct dlk_buf last = DLK_BUF_INIT, tried = DLK_BUF_INIT;
+	cJSON *crons = NULL;
 	unsigned seen = 0, drawn_gen = 0;
 	int rc = 0, shown = 0;
 
@@ -791,9 +830,14 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 			cJSON_Delete(jc);
 			cJSON_Delete(pc);
 		} else {
-			if (render_list(ctx, NULL, w.jobs, NULL, w.pods, 0, NULL, &b, &err) < 0)
-				rc = dlk_report(ctx, &err), done = 1;
+			/* the CronJobs are read outside the lock, from a copy of the jobs */
+			cJSON *jobs = cJSON_Duplicate(w.jobs, 1), *pods = cJSON_Duplicate(w.pods, 1);
 			dlk_jobwatch_unlock(&w);
+			owners_refresh(c, ns, jobs, &crons, &tried);
+			if (render_list(ctx, NULL, jobs, cJSON_GetObjectItemCaseSensitive(crons, "items"), pods, 0, NULL, &b, &err) < 0)
+				rc = dlk_report(ctx, &err), done = 1;
+			cJSON_Delete(jobs);
+			cJSON_Delete(pods);
 			if (!b.len)
 				dlk_buf_addf(&b, "no dlk jobs in namespace '%s'\n", ns);
 		}
@@ -810,6 +854,8 @@ static int status_watch(struct dlk_ctx *ctx, struct kube_client *c, const char *
 	}
 out:
 	dlk_buf_release(&last);
+	dlk_buf_release(&tried);
+	cJSON_Delete(crons);
 	dlk_jobwatch_release(&w);
 	return rc;
 }

@@ -98,7 +98,7 @@ cJSON *dlk_cron_runs(const cJSON *jobs, const cJSON *cronjob)
 	const char *uid = str(get(cronjob, "metadata"), "uid"), *name = str(get(cronjob, "metadata"), "name");
 	const cJSON **v, *j;
 	cJSON *out = cJSON_CreateArray();
-	int n = 0, cap = cJSON_IsArray(jobs) ? cJSON_GetArraySize(jobs) : 0;
+	int n = 0, cap = cJSON_IsArray(jobs) || cJSON_IsObject(jobs) ? cJSON_GetArraySize(jobs) : 0;
 
 	if (!cap || !name)
 		return out;

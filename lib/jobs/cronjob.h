@@ -26,7 +26,7 @@ void dlk_cron_summarize(const cJSON *cronjob, struct dlk_cron_summary *s);
 cJSON *dlk_cron_summary_json(const struct dlk_cron_summary *s);
 /* The name of the CronJob that owns job (its ownerReference of kind CronJob), or NULL. */
 const char *dlk_job_cronjob(const cJSON *job);
-/* The runs of cronjob among jobs (an array of Jobs): those with an ownerReference of kind CronJob
+/* The runs of cronjob among jobs (an array of Jobs, or an object of them as a watch keeps them): those with an ownerReference of kind CronJob
  * whose uid is the CronJob's (its name when either has no uid), newest first (creationTimestamp,
  * then name). A new array of borrowed items: free it with cJSON_Delete. */
 cJSON *dlk_cron_runs(const cJSON *jobs, const cJSON *cronjob);

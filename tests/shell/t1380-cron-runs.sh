@@ -66,6 +66,9 @@ test_expect_success 'a finished and a running run: status shows the CronJob once
 	row nightly | grep -q "^nightly Running 2/2 0 - " &&
 	test -z "$(row nightly-1)$(row nightly-2)" &&
 	row stray | grep -q "^stray Running" &&
+	{ timeout 3 "$DLK" status -w >w; test $? = 124; } && cat w &&
+	head -n 1 w | grep -q "^NAME" &&
+	test "$(grep -c "^nightly *Running *2/2" w)" -ge 1 && ! grep -q "^nightly-" w && grep -q "^stray *Running" w &&
 	dlk status nightly >out && cat out &&
 	grep -q "^last run: *2026-01-01T03:00:00Z$" out &&
 	grep -q "^succeeded: *2026-01-01T03:09:00Z$" out &&
