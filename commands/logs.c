@@ -487,7 +487,8 @@ static int pick_run(struct dlk_ctx *ctx, struct kube_client *c, const char *ns, 
 	int rc = -1, live = 0;
 
 	if (dlk_read_cronjob(c, ns, name, &cj, &jobs, &runs, err) < 0) {
-		if (err->code != DLK_EXIT_NOTFOUND)
+		/* not allowed to read CronJobs: then the name is no scheduled project of theirs */
+		if (err->code != DLK_EXIT_NOTFOUND && err->code != DLK_EXIT_AUTH)
 			return -1;
 		dlk_err_clear(err);
 		return 0;

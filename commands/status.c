@@ -655,7 +655,8 @@ static int render_cron(const struct dlk_ctx *ctx, struct kube_client *c, const c
 
 	*found = 0;
 	if (dlk_read_cronjob(c, ns, name, &cj, &jobs, &runs, err) < 0) {
-		if (err->code != DLK_EXIT_NOTFOUND)
+		/* not allowed to read CronJobs: then the name is no scheduled project of theirs */
+		if (err->code != DLK_EXIT_NOTFOUND && err->code != DLK_EXIT_AUTH)
 			return -1;
 		dlk_err_clear(err);
 		return 0;
@@ -948,8 +949,13 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 			dlk_job_run_lines(ctx, c, job, &b);
 	} else {
 		struct dlk_buf sb = DLK_BUF_INIT;
+		struct dlk_err cerr = DLK_ERR_INIT;
+		/* CronJobs (scheduled projects) the user may not read: then runs are listed each under its name */
+		if (list_kind(c, "CronJob", ns, all_ns, DLK_LABEL_JOB, &crons, &cerr) < 0 && cerr.code != DLK_EXIT_AUTH) {
+			rc = dlk_report(ctx, &cerr);
+			goto out;
+		}
 		if (list_kind(c, "Job", ns, all_ns, DLK_LABEL_JOB, &jobs, &err) < 0 ||
-		    list_kind(c, "CronJob", ns, all_ns, DLK_LABEL_JOB, &crons, &err) < 0 ||
 		    served_list(ctx, c, ns, all_ns, &served, &sb, &err) < 0 ||
 		    render_list(ctx, c, cJSON_GetObjectItemCaseSensitive(jobs, "items"),
 		                cJSON_GetObjectItemCaseSensitive(crons, "items"), NULL, all_ns, served, &b, &err) < 0) {
