@@ -15,9 +15,14 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 2
+#define DLK_BACKEND_ABI 3
 
 struct dlk_device_comm;
+
+/* A conv2d layer's sizes: x [batch, c, h, w], weights [f, c, k, k], y [batch, f, oh, ow] */
+struct dlk_conv_shape {
+	int batch, c, h, w, f, k, stride, pad, oh, ow;
+};
 
 /* What a backend's memory pool holds (all zero where the backend has no pool). */
 struct dlk_mem_stats {
@@ -102,6 +107,15 @@ struct dlk_backend {
 	 * (a GEMM with a bias/activation epilogue on the GPU). NULL: sgemm then bias_act. */
 	void (*dense_forward)(const float *x, const float *w, const float *bias, int batch, int in, int out,
 	                      int act, float *y);
+	/* A conv2d layer's forward in one call: y = act(conv(x, w) + bias), no im2col buffer of the
+	 * whole batch. NULL: im2col, sgemm and conv_out. */
+	void (*conv_forward)(const float *x, const float *w, const float *bias, const struct dlk_conv_shape *s,
+	                     int act, float *y);
+	/* Its backward from dy (already through the activation's derivative): dw and db are
+	 * overwritten, and dx too unless NULL (not wanted). NULL: conv_grad_in, sgemm, sum_cols, col2im.
+	 * Either both conv_forward and conv_backward are set or neither. */
+	void (*conv_backward)(const float *x, const float *w, const float *dy, const struct dlk_conv_shape *s,
+	                      float *dw, float *db, float *dx);
 	/* the memory pool's figures; NULL: no pool */
 	void (*mem_stats)(struct dlk_mem_stats *s);
 	/* collectives over this backend's device memory (NCCL on the CUDA backend); NULL: none, and

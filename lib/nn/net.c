@@ -335,7 +335,9 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 				                "training.batch_size: %d samples make layer %d's im2col buffer too large",
 				                batch, i);
 			ok = ok && (L->y = be->alloc(sizeof(float) * B * L->out_size));
-			ok = ok && (L->col = be->alloc(sizeof(float) * ckk * ncol));
+			/* a backend with its own convolution needs no im2col buffer of the batch */
+			if (!be->conv_forward)
+				ok = ok && (L->col = be->alloc(sizeof(float) * ckk * ncol));
 			break;
 		}
 		case DLK_LAYER_RELU:
@@ -362,6 +364,13 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 	return 0;
 }
 
+static struct dlk_conv_shape conv_shape(const struct dlk_layer *L, int batch)
+{
+	return (struct dlk_conv_shape){ .batch = batch, .c = L->in[0], .h = L->in[1], .w = L->in[2], .f = L->out[0],
+		                        .k = L->spec.kernel, .stride = L->spec.stride, .pad = L->spec.padding,
+		                        .oh = L->out[1], .ow = L->out[2] };
+}
+
 const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int training)
 {
 	const struct dlk_backend *be = net->be;
@@ -383,6 +392,11 @@ const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int
 		case DLK_LAYER_CONV2D: {
 			int k = L->spec.kernel, ohw = L->out[1] * L->out[2], ckk = L->in[0] * k * k;
 			int ncol = batch * ohw;
+			if (be->conv_forward) {
+				struct dlk_conv_shape cs = conv_shape(L, batch);
+				be->conv_forward(x, W, b, &cs, L->act, y);
+				break;
+			}
 			be->im2col(x, batch, L->in[0], L->in[1], L->in[2], k, L->spec.stride, L->spec.padding,
 			           L->out[1], L->out[2], L->col);
 			/* the gradient buffers are idle during the forward pass: one holds the GEMM's
@@ -459,6 +473,18 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 		case DLK_LAYER_CONV2D: {
 			int k = L->spec.kernel, ohw = L->out[1] * L->out[2], ckk = L->in[0] * k * k, f = L->out[0];
 			int ncol = batch * ohw;
+			if (be->conv_backward) {
+				struct dlk_conv_shape cs = conv_shape(L, batch);
+				be->conv_backward(L->x_used, W, g, &cs, dW, db, L->need_dx ? gout : NULL);
+				if (net->grad_ready)
+					net->grad_ready(net->grad_ready_ctx, net->grads, net->n_params, L->w_off,
+					                L->n_w + L->n_b);
+				if (L->need_dx) {
+					g = gout;
+					cur ^= 1;
+				}
+				break;
+			}
 			/* g is dead once reordered, and gout is written only by the final col2im, which
 			 * no longer needs dt: so dt lives in gout's buffer */
 			float *dt = gout;
