@@ -19,9 +19,11 @@
 
 struct dlk_device_comm;
 
-/* A conv2d layer's sizes: x [batch, c, h, w], weights [f, c, k, k], y [batch, f, oh, ow] */
+/* A conv2d layer's sizes: x [batch, c, h, w], weights [f, c, k, k], y [batch, f, oh, ow]; pool > 0:
+ * a max-pool of pool x pool windows (stride pool_stride) of y follows, [batch, f, ph, pw] */
 struct dlk_conv_shape {
 	int batch, c, h, w, f, k, stride, pad, oh, ow;
+	int pool, pool_stride, ph, pw;
 };
 
 /* What a backend's memory pool holds (all zero where the backend has no pool). */
@@ -108,14 +110,17 @@ struct dlk_backend {
 	void (*dense_forward)(const float *x, const float *w, const float *bias, int batch, int in, int out,
 	                      int act, float *y);
 	/* A conv2d layer's forward in one call: y = act(conv(x, w) + bias), no im2col buffer of the
-	 * whole batch. NULL: im2col, sgemm and conv_out. */
+	 * whole batch; with s->pool also the max-pool of y into py and pargmax (as maxpool_forward).
+	 * NULL: im2col, sgemm and conv_out (and maxpool_forward). */
 	void (*conv_forward)(const float *x, const float *w, const float *bias, const struct dlk_conv_shape *s,
-	                     int act, float *y);
-	/* Its backward from dy (already through the activation's derivative): dw and db are
-	 * overwritten, and dx too unless NULL (not wanted). NULL: conv_grad_in, sgemm, sum_cols, col2im.
+	                     int act, float *y, float *py, int32_t *pargmax);
+	/* Its backward: dw and db are overwritten, and dx too unless NULL (not wanted). Without
+	 * s->pool, dy is the gradient of the pre-activation (act, y and argmax unused); with it, dy is
+	 * the gradient of the pooled output and is taken back through the max-pool (argmax) and the
+	 * activation (from its output y). NULL: conv_grad_in, sgemm, sum_cols, col2im.
 	 * Either both conv_forward and conv_backward are set or neither. */
-	void (*conv_backward)(const float *x, const float *w, const float *dy, const struct dlk_conv_shape *s,
-	                      float *dw, float *db, float *dx);
+	void (*conv_backward)(const float *x, const float *w, const float *y, const float *dy, const int32_t *argmax,
+	                      const struct dlk_conv_shape *s, int act, float *dw, float *db, float *dx);
 	/* the memory pool's figures; NULL: no pool */
 	void (*mem_stats)(struct dlk_mem_stats *s);
 	/* collectives over this backend's device memory (NCCL on the CUDA backend); NULL: none, and

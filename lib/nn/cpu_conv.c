@@ -239,6 +239,93 @@ static float *pool_scratch(size_t per, int nt)
 	return pool.scratch;
 }
 
+/* ---- max-pooling ---- */
+
+/* planes [bc0, bc1) of x [*, h, w] -> y [*, oh, ow], argmax = index into x of each maximum */
+static void pool_planes(const float *x, int h, int w, int size, int stride, int oh, int ow, size_t bc0, size_t bc1,
+                        float *y, int32_t *argmax)
+{
+	for (size_t bc = bc0; bc < bc1; bc++) {
+		const float *img = x + bc * h * w;
+		int32_t base = (int32_t)(bc * h * w);
+		float *out = y + bc * oh * ow;
+		int32_t *am = argmax + bc * oh * ow;
+		if (size == 2 && stride == 2) {
+			/* four loads and three branch-free selects per output; the rule of
+			 * dlk_k_max_takes: a NaN wins and then stays, the first maximum a tie */
+			for (int oy = 0; oy < oh; oy++) {
+				const float *r0 = img + (size_t)(2 * oy) * w, *r1 = r0 + w;
+				int32_t i0 = base + 2 * oy * w;
+				for (int ox = 0; ox < ow; ox++) {
+					float v = r0[2 * ox], c1 = r0[2 * ox + 1], c2 = r1[2 * ox], c3 = r1[2 * ox + 1];
+					int32_t bi = i0 + 2 * ox;
+					int t1 = dlk_k_max_takes(c1, v);
+					v = t1 ? c1 : v;
+					bi = t1 ? i0 + 2 * ox + 1 : bi;
+					int t2 = dlk_k_max_takes(c2, v);
+					v = t2 ? c2 : v;
+					bi = t2 ? i0 + w + 2 * ox : bi;
+					int t3 = dlk_k_max_takes(c3, v);
+					v = t3 ? c3 : v;
+					bi = t3 ? i0 + w + 2 * ox + 1 : bi;
+					out[oy * ow + ox] = v;
+					am[oy * ow + ox] = bi;
+				}
+			}
+			continue;
+		}
+		for (int oy = 0; oy < oh; oy++)
+			for (int ox = 0; ox < ow; ox++) {
+				int y0 = oy * stride, x0 = ox * stride;
+				int best = y0 * w + x0;
+				float bv = img[best];
+				for (int a = 0; a < size; a++)
+					for (int b = 0; b < size; b++) {
+						int idx = (y0 + a) * w + x0 + b;
+						if (dlk_k_max_takes(img[idx], bv)) {
+							bv = img[idx];
+							best = idx;
+						}
+					}
+				out[oy * ow + ox] = bv;
+				am[oy * ow + ox] = base + best;
+			}
+	}
+}
+
+struct pool_job {
+	const float *x;
+	float *y;
+	int32_t *argmax;
+	int h, w, size, stride, oh, ow;
+	int items;          /* batch * channels planes */
+	atomic_int next;
+};
+
+#define POOL_PLANES 16  /* planes per item */
+
+static void maxpool_part(void *ctx, int t)
+{
+	struct pool_job *j = ctx;
+	(void)t;
+	for (int it; (it = atomic_fetch_add(&j->next, POOL_PLANES)) < j->items;) {
+		int end = it + POOL_PLANES < j->items ? it + POOL_PLANES : j->items;
+		pool_planes(j->x, j->h, j->w, j->size, j->stride, j->oh, j->ow, (size_t)it, (size_t)end, j->y, j->argmax);
+	}
+}
+
+void dlk_cpu_maxpool_forward(const float *x, int batch, int c, int h, int w, int size, int stride, int oh, int ow,
+                             float *y, int32_t *argmax)
+{
+	struct pool_job j = { .x = x, .y = y, .argmax = argmax, .h = h, .w = w, .size = size, .stride = stride,
+		              .oh = oh, .ow = ow, .items = batch * c };
+	atomic_init(&j.next, 0);
+	int nt = pool_threads((j.items + POOL_PLANES - 1) / POOL_PLANES);
+	pthread_mutex_lock(&pool.run);
+	parallel(maxpool_part, &j, nt);
+	pthread_mutex_unlock(&pool.run);
+}
+
 /* ---- one image ---- */
 
 static size_t pad16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -324,8 +411,10 @@ static void pad_image(const float *x, int c, int h, int w, int p, float *xp)
  * through an im2col copy of each image. */
 struct conv_job {
 	const struct dlk_conv_shape *s;
-	const float *x, *w, *bias, *dy;
-	float *y, *dx, *partials;
+	const float *x, *w, *bias, *dy, *yact;  /* yact: the activation's output (pooled backward) */
+	const int32_t *argmax;
+	float *y, *py, *dx, *partials;
+	int32_t *pargmax;
 	int act, direct, items;
 	size_t K, F, Fp, P, Pp;    /* c*k*k, filters, f padded, oh*ow, P padded (im2col) */
 	size_t hp, wp, Q, Qp, xpad_n;       /* direct: padded input, outputs over q */
@@ -441,13 +530,18 @@ static void forward_part(void *ctx, int t)
 				}
 			}
 		}
+		/* the image's output is still in this core's cache */
+		if (s->pool)
+			pool_planes(j->y, s->oh, s->ow, s->pool, s->pool_stride, s->ph, s->pw, (size_t)b * F,
+			            (size_t)(b + 1) * F, j->py, j->pargmax);
 	}
 }
 
 void dlk_cpu_conv_forward(const float *x, const float *w, const float *bias, const struct dlk_conv_shape *s,
-                          int act, float *y)
+                          int act, float *y, float *py, int32_t *pargmax)
 {
-	struct conv_job j = { .x = x, .bias = bias, .y = y, .act = act, .items = s->batch };
+	struct conv_job j = { .x = x, .bias = bias, .y = y, .py = py, .pargmax = pargmax, .act = act,
+		              .items = s->batch };
 	pthread_once(&gemm_once, pick_isa);
 	job_init(&j, s, w, 0);
 	j.per = pad16(j.direct ? j.xpad_n + j.F * j.Qp : (j.K + j.F) * j.Pp);
@@ -463,9 +557,30 @@ void dlk_cpu_conv_forward(const float *x, const float *w, const float *bias, con
 
 static size_t backward_per(const struct conv_job *j, int dx)
 {
+	size_t dz = j->s->pool ? j->F * j->P : 0;
 	if (j->direct)
-		return pad16(j->xpad_n + j->Qp + j->Q * j->Fp + (dx ? j->dypad_n + (size_t)j->s->c * j->Qxp : 0));
-	return pad16((j->K + 1) * j->Pp + j->P * j->Fp + (dx ? (j->F + j->K) * j->Pp : 0));
+		return pad16(dz + j->xpad_n + j->Qp + j->Q * j->Fp + (dx ? j->dypad_n + (size_t)j->s->c * j->Qxp : 0));
+	return pad16(dz + (j->K + 1) * j->Pp + j->P * j->Fp + (dx ? (j->F + j->K) * j->Pp : 0));
+}
+
+/* one image's gradient of the pre-activation, from that of the pooled output: the scatter of
+ * maxpool_backward, then the activation's derivative, as the separate passes compute it */
+static void unpool1(const struct conv_job *j, int b, float *restrict dz)
+{
+	const struct dlk_conv_shape *s = j->s;
+	size_t n = j->F * j->P, no = j->F * (size_t)s->ph * s->pw, base = (size_t)b * n;
+	const float *restrict g = j->dy + (size_t)b * no, *restrict y = j->yact + base;
+	const int32_t *restrict am = j->argmax + (size_t)b * no;
+	memset(dz, 0, sizeof(float) * n);
+	for (size_t o = 0; o < no; o++)
+		dz[(size_t)am[o] - base] += g[o];
+	if (j->act == DLK_ACT_RELU) {
+		for (size_t i = 0; i < n; i++)
+			dz[i] = dlk_k_relu_grad(y[i], dz[i]);
+	} else if (j->act != DLK_ACT_NONE) {
+		for (size_t i = 0; i < n; i++)
+			dz[i] = dlk_k_act_grad(j->act, y[i], dz[i]);
+	}
 }
 
 static void backward_part(void *ctx, int t)
@@ -474,7 +589,11 @@ static void backward_part(void *ctx, int t)
 	const struct dlk_conv_shape *s = j->s;
 	size_t K = j->K, P = j->P, Pp = j->Pp, Fp = j->Fp, F = j->F;
 	size_t in_size = (size_t)s->c * s->h * s->w, ow = (size_t)s->ow;
-	float *mem = j->scratch + (size_t)t * j->per;
+	float *mem = j->scratch + (size_t)t * j->per, *dz = NULL;
+	if (s->pool) {
+		dz = mem;
+		mem += F * P;
+	}
 	/* the A rows of the weight gradient: K image rows, then a row of ones for the bias */
 	const float **arow = xmalloc(sizeof(*arow) * (K + 1));
 	float *in, *ones, *dyT, *dyp = NULL, *dxq = NULL;
@@ -517,6 +636,10 @@ static void backward_part(void *ctx, int t)
 		int b0 = c * CONV_CHUNK, b1 = b0 + CONV_CHUNK < s->batch ? b0 + CONV_CHUNK : s->batch;
 		for (int b = b0; b < b1; b++) {
 			const float *x = j->x + (size_t)b * in_size, *dy = j->dy + (size_t)b * F * P;
+			if (s->pool) {
+				unpool1(j, b, dz);
+				dy = dz;
+			}
 			if (j->direct)
 				pad_image(x, s->c, s->h, s->w, s->pad, in);
 			else
@@ -556,10 +679,10 @@ static void backward_part(void *ctx, int t)
 	free(arow);
 }
 
-void dlk_cpu_conv_backward(const float *x, const float *w, const float *dy, const struct dlk_conv_shape *s,
-                           float *dw, float *db, float *dx)
+void dlk_cpu_conv_backward(const float *x, const float *w, const float *y, const float *dy, const int32_t *argmax,
+                           const struct dlk_conv_shape *s, int act, float *dw, float *db, float *dx)
 {
-	struct conv_job j = { .x = x, .dy = dy, .dx = dx };
+	struct conv_job j = { .x = x, .dy = dy, .yact = y, .argmax = argmax, .act = act, .dx = dx };
 	pthread_once(&gemm_once, pick_isa);
 	job_init(&j, s, w, dx != NULL);
 	int chunks = (s->batch + CONV_CHUNK - 1) / CONV_CHUNK;
@@ -589,83 +712,3 @@ void dlk_cpu_conv_backward(const float *x, const float *w, const float *dy, cons
 	free(j.tables);
 }
 
-/* ---- max-pooling ---- */
-
-struct pool_job {
-	const float *x;
-	float *y;
-	int32_t *argmax;
-	int h, w, size, stride, oh, ow;
-	int items;          /* batch * channels planes */
-	atomic_int next;
-};
-
-#define POOL_PLANES 16  /* planes per item */
-
-static void maxpool_part(void *ctx, int t)
-{
-	struct pool_job *j = ctx;
-	int h = j->h, w = j->w, oh = j->oh, ow = j->ow;
-	(void)t;
-	for (int it; (it = atomic_fetch_add(&j->next, POOL_PLANES)) < j->items;) {
-		int end = it + POOL_PLANES < j->items ? it + POOL_PLANES : j->items;
-		for (int bc = it; bc < end; bc++) {
-			const float *img = j->x + (size_t)bc * h * w;
-			int32_t base = (int32_t)((size_t)bc * h * w);
-			float *out = j->y + (size_t)bc * oh * ow;
-			int32_t *am = j->argmax + (size_t)bc * oh * ow;
-			if (j->size == 2 && j->stride == 2) {
-				/* four loads and three branch-free selects per output; the rule of
-				 * dlk_k_max_takes: a NaN wins and then stays, the first maximum a tie */
-				for (int oy = 0; oy < oh; oy++) {
-					const float *r0 = img + (size_t)(2 * oy) * w, *r1 = r0 + w;
-					int32_t i0 = base + 2 * oy * w;
-					for (int ox = 0; ox < ow; ox++) {
-						float v = r0[2 * ox], c1 = r0[2 * ox + 1], c2 = r1[2 * ox], c3 = r1[2 * ox + 1];
-						int32_t bi = i0 + 2 * ox;
-						int t1 = dlk_k_max_takes(c1, v);
-						v = t1 ? c1 : v;
-						bi = t1 ? i0 + 2 * ox + 1 : bi;
-						int t2 = dlk_k_max_takes(c2, v);
-						v = t2 ? c2 : v;
-						bi = t2 ? i0 + w + 2 * ox : bi;
-						int t3 = dlk_k_max_takes(c3, v);
-						v = t3 ? c3 : v;
-						bi = t3 ? i0 + w + 2 * ox + 1 : bi;
-						out[oy * ow + ox] = v;
-						am[oy * ow + ox] = bi;
-					}
-				}
-				continue;
-			}
-			for (int oy = 0; oy < oh; oy++)
-				for (int ox = 0; ox < ow; ox++) {
-					int y0 = oy * j->stride, x0 = ox * j->stride;
-					int best = y0 * w + x0;
-					float bv = img[best];
-					for (int a = 0; a < j->size; a++)
-						for (int b = 0; b < j->size; b++) {
-							int idx = (y0 + a) * w + x0 + b;
-							if (dlk_k_max_takes(img[idx], bv)) {
-								bv = img[idx];
-								best = idx;
-							}
-						}
-					out[oy * ow + ox] = bv;
-					am[oy * ow + ox] = base + best;
-				}
-		}
-	}
-}
-
-void dlk_cpu_maxpool_forward(const float *x, int batch, int c, int h, int w, int size, int stride, int oh, int ow,
-                             float *y, int32_t *argmax)
-{
-	struct pool_job j = { .x = x, .y = y, .argmax = argmax, .h = h, .w = w, .size = size, .stride = stride,
-		              .oh = oh, .ow = ow, .items = batch * c };
-	atomic_init(&j.next, 0);
-	int nt = pool_threads((j.items + POOL_PLANES - 1) / POOL_PLANES);
-	pthread_mutex_lock(&pool.run);
-	parallel(maxpool_part, &j, nt);
-	pthread_mutex_unlock(&pool.run);
-}

@@ -191,6 +191,16 @@ static void plan_passes(struct dlk_net *net)
 			N->fused = 1;
 		}
 	}
+	/* a conv, its activation and a max-pool in one pass over each image, where the backend can */
+	for (int i = 0; net->be->conv_forward && i + 1 < net->n_layers; i++) {
+		struct dlk_layer *L = &net->layers[i];
+		int m = i + 1 + (net->layers[i + 1].fused ? 1 : 0);
+		if (L->spec.kind != DLK_LAYER_CONV2D || m >= net->n_layers || net->layers[m].spec.kind != DLK_LAYER_MAXPOOL)
+			continue;
+		L->pool_layer = m;
+		for (int j = i + 1; j <= m; j++)
+			net->layers[j].pooled = 1;
+	}
 	for (int i = 0; i < net->n_layers; i++) {
 		net->layers[i].need_dx = seen;
 		if (net->layers[i].n_w)
@@ -364,11 +374,19 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 	return 0;
 }
 
-static struct dlk_conv_shape conv_shape(const struct dlk_layer *L, int batch)
+static struct dlk_conv_shape conv_shape(const struct dlk_net *net, const struct dlk_layer *L, int batch)
 {
-	return (struct dlk_conv_shape){ .batch = batch, .c = L->in[0], .h = L->in[1], .w = L->in[2], .f = L->out[0],
-		                        .k = L->spec.kernel, .stride = L->spec.stride, .pad = L->spec.padding,
-		                        .oh = L->out[1], .ow = L->out[2] };
+	struct dlk_conv_shape s = { .batch = batch, .c = L->in[0], .h = L->in[1], .w = L->in[2], .f = L->out[0],
+		                    .k = L->spec.kernel, .stride = L->spec.stride, .pad = L->spec.padding,
+		                    .oh = L->out[1], .ow = L->out[2] };
+	if (L->pool_layer) {
+		const struct dlk_layer *M = &net->layers[L->pool_layer];
+		s.pool = M->spec.size;
+		s.pool_stride = M->spec.stride;
+		s.ph = M->out[1];
+		s.pw = M->out[2];
+	}
+	return s;
 }
 
 const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int training)
@@ -393,8 +411,9 @@ const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int
 			int k = L->spec.kernel, ohw = L->out[1] * L->out[2], ckk = L->in[0] * k * k;
 			int ncol = batch * ohw;
 			if (be->conv_forward) {
-				struct dlk_conv_shape cs = conv_shape(L, batch);
-				be->conv_forward(x, W, b, &cs, L->act, y);
+				struct dlk_conv_shape cs = conv_shape(net, L, batch);
+				struct dlk_layer *M = L->pool_layer ? &net->layers[L->pool_layer] : NULL;
+				be->conv_forward(x, W, b, &cs, L->act, y, M ? M->y : NULL, M ? M->argmax : NULL);
 				break;
 			}
 			be->im2col(x, batch, L->in[0], L->in[1], L->in[2], k, L->spec.stride, L->spec.padding,
@@ -407,6 +426,8 @@ const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int
 			break;
 		}
 		case DLK_LAYER_MAXPOOL:
+			if (L->pooled)
+				break; /* the conv before it pooled into L->y */
 			be->maxpool_forward(x, batch, L->in[0], L->in[1], L->in[2], L->spec.size, L->spec.stride,
 			                    L->out[1], L->out[2], y, L->argmax);
 			break;
@@ -474,8 +495,9 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 			int k = L->spec.kernel, ohw = L->out[1] * L->out[2], ckk = L->in[0] * k * k, f = L->out[0];
 			int ncol = batch * ohw;
 			if (be->conv_backward) {
-				struct dlk_conv_shape cs = conv_shape(L, batch);
-				be->conv_backward(L->x_used, W, g, &cs, dW, db, L->need_dx ? gout : NULL);
+				struct dlk_conv_shape cs = conv_shape(net, L, batch);
+				const int32_t *am = L->pool_layer ? net->layers[L->pool_layer].argmax : NULL;
+				be->conv_backward(L->x_used, W, L->y, g, am, &cs, L->act, dW, db, L->need_dx ? gout : NULL);
 				if (net->grad_ready)
 					net->grad_ready(net->grad_ready_ctx, net->grads, net->n_params, L->w_off,
 					                L->n_w + L->n_b);
@@ -504,6 +526,8 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 			break;
 		}
 		case DLK_LAYER_MAXPOOL:
+			if (L->pooled)
+				break; /* the conv before it takes g back through the pool */
 			be->maxpool_backward(g, L->argmax, n, (size_t)batch * L->in_size, gout);
 			g = gout;
 			cur ^= 1;
@@ -513,6 +537,8 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 		case DLK_LAYER_RELU:
 		case DLK_LAYER_TANH:
 		case DLK_LAYER_SIGMOID:
+			if (L->pooled)
+				break;
 			be->act_backward(act_of(L->spec.kind), L->y_used, g, g, n);
 			break;
 		case DLK_LAYER_DROPOUT:

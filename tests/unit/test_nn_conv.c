@@ -75,8 +75,8 @@ static void run(const struct dlk_conv_shape *s, const float *x, const float *w, 
                 int act, int want_dx, struct out *o)
 {
 	const struct dlk_backend *cpu = dlk_backend_cpu();
-	cpu->conv_forward(x, w, bias, s, act, o->y);
-	cpu->conv_backward(x, w, dy, s, o->dw, o->db, want_dx ? o->dx : NULL);
+	cpu->conv_forward(x, w, bias, s, act, o->y, NULL, NULL);
+	cpu->conv_backward(x, w, NULL, dy, NULL, s, act, o->dw, o->db, want_dx ? o->dx : NULL);
 }
 
 static int same(const struct out *a, const struct out *b, size_t ny, size_t nw, size_t nb, size_t nx, int dx)
@@ -170,6 +170,59 @@ static void check_shape(struct dlk_conv_shape s, int act, const char *isa2)
 	free(dx_r);
 }
 
+/* conv + activation + max-pool in one call each way against the three separate passes: the same bits */
+static void check_pooled(struct dlk_conv_shape s, int act, int size, int stride, int threads)
+{
+	const struct dlk_backend *cpu = dlk_backend_cpu();
+	unsigned seed = 5;
+	s.oh = (s.h + 2 * s.pad - s.k) / s.stride + 1;
+	s.ow = (s.w + 2 * s.pad - s.k) / s.stride + 1;
+	s.pool = size;
+	s.pool_stride = stride;
+	s.ph = (s.oh - size) / stride + 1;
+	s.pw = (s.ow - size) / stride + 1;
+	struct dlk_conv_shape u = s;
+	u.pool = 0;
+	size_t nx = (size_t)s.batch * s.c * s.h * s.w, nw = (size_t)s.f * s.c * s.k * s.k, nb = (size_t)s.f;
+	size_t ny = (size_t)s.batch * s.f * s.oh * s.ow, np = (size_t)s.batch * s.f * s.ph * s.pw;
+	float *x = malloc(nx * 4), *w = malloc(nw * 4), *bias = malloc(nb * 4), *dp = malloc(np * 4);
+	float *p1 = malloc(np * 4), *p2 = malloc(np * 4), *dz = malloc(ny * 4);
+	int32_t *a1 = malloc(np * 4), *a2 = malloc(np * 4);
+	for (size_t i = 0; i < nx; i++)
+		x[i] = frand(&seed);
+	for (size_t i = 0; i < nw; i++)
+		w[i] = frand(&seed);
+	for (size_t i = 0; i < nb; i++)
+		bias[i] = frand(&seed);
+	for (size_t i = 0; i < np; i++)
+		dp[i] = frand(&seed);
+	struct out f, sep;
+	out_alloc(&f, ny, nw, nb, nx);
+	out_alloc(&sep, ny, nw, nb, nx);
+	dlk_cpu_conv_set_threads(threads);
+	cpu->conv_forward(x, w, bias, &s, act, f.y, p1, a1);
+	cpu->conv_backward(x, w, f.y, dp, a1, &s, act, f.dw, f.db, f.dx);
+	cpu->conv_forward(x, w, bias, &u, act, sep.y, NULL, NULL);
+	cpu->maxpool_forward(sep.y, s.batch, s.f, s.oh, s.ow, size, stride, s.ph, s.pw, p2, a2);
+	cpu->maxpool_backward(dp, a2, np, ny, dz);
+	cpu->act_backward(act, sep.y, dz, dz, ny);
+	cpu->conv_backward(x, w, NULL, dz, NULL, &u, act, sep.dw, sep.db, sep.dx);
+	CHECK_MSG(same(&f, &sep, ny, nw, nb, nx, 1) && !memcmp(p1, p2, np * 4) && !memcmp(a1, a2, np * 4),
+	          "conv %dx%d stride %d pad %d, act %d, max-pool %d/%d, %d threads: fused, the same bits as the "
+	          "separate passes", s.k, s.k, s.stride, s.pad, act, size, stride, threads);
+	out_free(&f);
+	out_free(&sep);
+	free(x);
+	free(w);
+	free(bias);
+	free(dp);
+	free(p1);
+	free(p2);
+	free(dz);
+	free(a1);
+	free(a2);
+}
+
 static void check_maxpool(int batch, int c, int h, int w, int size, int stride)
 {
 	const struct dlk_backend *cpu = dlk_backend_cpu();
@@ -221,6 +274,12 @@ int main(void)
 	};
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
 		check_shape(shapes[i], i % 3 == 0 ? DLK_ACT_RELU : i % 3 == 1 ? DLK_ACT_NONE : DLK_ACT_TANH, other);
+	check_pooled((struct dlk_conv_shape){ .batch = 9, .c = 2, .h = 8, .w = 8, .f = 5, .k = 3, .stride = 1, .pad = 1 },
+	             DLK_ACT_RELU, 2, 2, 2);
+	check_pooled((struct dlk_conv_shape){ .batch = 3, .c = 2, .h = 9, .w = 9, .f = 3, .k = 3, .stride = 2, .pad = 1 },
+	             DLK_ACT_TANH, 3, 1, 1); /* overlapping windows: the gradients add up */
+	check_pooled((struct dlk_conv_shape){ .batch = 4, .c = 1, .h = 7, .w = 7, .f = 4, .k = 2, .stride = 1, .pad = 0 },
+	             DLK_ACT_NONE, 2, 2, 3);
 	check_maxpool(3, 5, 8, 6, 2, 2);
 	check_maxpool(2, 3, 7, 7, 3, 2);
 	check_maxpool(2, 2, 6, 6, 2, 1);
