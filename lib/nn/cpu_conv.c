@@ -14,9 +14,7 @@
  * groups' sums are added in group order: the result depends on the batch alone, not on the
  * number of threads nor on which thread took which image. */
 #if defined(__GNUC__) && !defined(__clang__)
-/* the kernels' a * b + c is one fused multiply-add where the instruction set has it (C11's
- * default, like the rest of the backend, would be a multiply and an add) */
-#pragma GCC optimize("fp-contract=fast", "tree-vectorize", "vect-cost-model=dynamic")
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
 #endif
 #include <pthread.h>
 #include <stdatomic.h>
@@ -29,10 +27,26 @@
 #include "lib/nn/kernels.h"
 #include "lib/util/mem.h"
 
+/* The element-wise loops are built for AVX-512, AVX2 and the baseline, as in cpu.c; they do the
+ * same per-element operations in every clone, so the bits agree. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
+#endif
+
 #define CONV_CHUNK 8  /* images per partial sum of the weight gradient */
 #define POOL_MAX 64   /* threads at most */
 
 /* ---- the kernels ---- */
+
+/* the kernels' a * b + c is one fused multiply-add where the instruction set has it (C11's
+ * default, kept for the element-wise loops so that they compute what cpu.c's do, would be a
+ * multiply and an add) */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+#endif
 
 #define KSUF base
 #define KATTR
@@ -52,6 +66,10 @@
 #define KVW 16
 #define KNV 4
 #include "lib/nn/cpu_conv_kernel.h"
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
 #endif
 
 typedef void gemm_fn(int M, int n, int J, const float *const *arow, size_t saj, const float *B,
@@ -242,7 +260,7 @@ static float *pool_scratch(size_t per, int nt)
 /* ---- max-pooling ---- */
 
 /* planes [bc0, bc1) of x [*, h, w] -> y [*, oh, ow], argmax = index into x of each maximum */
-static void pool_planes(const float *x, int h, int w, int size, int stride, int oh, int ow, size_t bc0, size_t bc1,
+CLONES static void pool_planes(const float *x, int h, int w, int size, int stride, int oh, int ow, size_t bc0, size_t bc1,
                         float *y, int32_t *argmax)
 {
 	for (size_t bc = bc0; bc < bc1; bc++) {
@@ -498,6 +516,40 @@ static void job_init(struct conv_job *j, const struct dlk_conv_shape *s, const f
 	}
 }
 
+/* dyT[oy * ldq + ox][f] = dy[f][oy * ow + ox]: rows written whole (strided stores would each
+ * touch another cache line) */
+CLONES static void transpose_dy(const float *restrict dy, size_t F, size_t oh, size_t ow, size_t P, size_t ldq,
+                                size_t Fp, float *restrict dyT)
+{
+	for (size_t oy = 0; oy < oh; oy++)
+		for (size_t ox = 0; ox < ow; ox++) {
+			const float *restrict src = dy + oy * ow + ox;
+			float *restrict d = dyT + (oy * ldq + ox) * Fp;
+			for (size_t f = 0; f < F; f++)
+				d[f] = src[f * P];
+		}
+}
+
+/* y[f][oy][ox] = act(out[f][oy * ldq + ox] + bias[f]) for one image */
+CLONES static void epilogue(const float *restrict out, size_t n, size_t ldq, const float *restrict bias, int act,
+                            size_t F, int oh, int ow, float *restrict y)
+{
+	for (size_t f = 0; f < F; f++) {
+		float bb = bias[f];
+		for (int oy = 0; oy < oh; oy++) {
+			const float *restrict o = out + f * n + (size_t)oy * ldq;
+			float *restrict yr = y + (f * (size_t)oh + (size_t)oy) * (size_t)ow;
+			if (act == DLK_ACT_RELU) {
+				for (int ox = 0; ox < ow; ox++)
+					yr[ox] = dlk_k_relu(o[ox] + bb);
+			} else {
+				for (int ox = 0; ox < ow; ox++)
+					yr[ox] = dlk_k_act(act, o[ox] + bb);
+			}
+		}
+	}
+}
+
 /* ---- forward ---- */
 
 static void forward_part(void *ctx, int t)
@@ -516,20 +568,7 @@ static void forward_part(void *ctx, int t)
 		else
 			im2col1(j->x + (size_t)b * in_size, s, in, j->Pp);
 		gemm_k((int)F, (int)n, (int)j->K, j->wrow, 1, in, j->boff_x, out, n, 0);
-		for (size_t f = 0; f < F; f++) {
-			float bb = j->bias[f];
-			for (int oy = 0; oy < s->oh; oy++) {
-				const float *restrict o = out + f * n + (size_t)oy * ldq;
-				float *restrict y = j->y + ((size_t)b * F + f) * j->P + (size_t)oy * s->ow;
-				if (j->act == DLK_ACT_RELU) {
-					for (int ox = 0; ox < s->ow; ox++)
-						y[ox] = dlk_k_relu(o[ox] + bb);
-				} else {
-					for (int ox = 0; ox < s->ow; ox++)
-						y[ox] = dlk_k_act(j->act, o[ox] + bb);
-				}
-			}
-		}
+		epilogue(out, n, ldq, j->bias, j->act, F, s->oh, s->ow, j->y + (size_t)b * F * j->P);
 		/* the image's output is still in this core's cache */
 		if (s->pool)
 			pool_planes(j->y, s->oh, s->ow, s->pool, s->pool_stride, s->ph, s->pw, (size_t)b * F,
@@ -565,7 +604,7 @@ static size_t backward_per(const struct conv_job *j, int dx)
 
 /* one image's gradient of the pre-activation, from that of the pooled output: the scatter of
  * maxpool_backward, then the activation's derivative, as the separate passes compute it */
-static void unpool1(const struct conv_job *j, int b, float *restrict dz)
+CLONES static void unpool1(const struct conv_job *j, int b, float *restrict dz)
 {
 	const struct dlk_conv_shape *s = j->s;
 	size_t n = j->F * j->P, no = j->F * (size_t)s->ph * s->pw, base = (size_t)b * n;
@@ -644,13 +683,7 @@ static void backward_part(void *ctx, int t)
 				pad_image(x, s->c, s->h, s->w, s->pad, in);
 			else
 				im2col1(x, s, in, Pp);
-			for (size_t f = 0; f < F; f++)
-				for (int oy = 0; oy < s->oh; oy++) {
-					const float *restrict src = dy + f * P + (size_t)oy * ow;
-					float *restrict d = dyT + (size_t)oy * ldq * Fp + f;
-					for (size_t ox = 0; ox < ow; ox++)
-						d[ox * Fp] = src[ox];
-				}
+			transpose_dy(dy, F, (size_t)s->oh, ow, P, ldq, Fp, dyT);
 			/* partT[k][f] (+)= sum over the outputs p of col[k][p] dy[f][p] */
 			gemm_k((int)K + 1, (int)Fp, (int)J, arow, 1, dyT, j->lin_fp, part, Fp, b > b0);
 			if (!j->dx)
