@@ -260,7 +260,7 @@ static float *pool_scratch(size_t per, int nt)
 /* ---- max-pooling ---- */
 
 /* planes [bc0, bc1) of x [*, h, w] -> y [*, oh, ow], argmax = index into x of each maximum */
-CLONES static void pool_planes(const float *x, int h, int w, int size, int stride, int oh, int ow, size_t bc0, size_t bc1,
+static void pool_planes(const float *x, int h, int w, int size, int stride, int oh, int ow, size_t bc0, size_t bc1,
                         float *y, int32_t *argmax)
 {
 	for (size_t bc = bc0; bc < bc1; bc++) {
