@@ -1,6 +1,7 @@
 /* The cluster as the commands reach it (see cluster.h). */
 #include "commands/cluster.h"
 #include "commands/ui.h"
+#include "lib/jobs/logline.h"
 #include "lib/kube/api.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/servestate.h"
@@ -211,6 +212,13 @@ static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
 void dlk_print_log_line(void *vctx, int rank, const char *line, size_t len)
 {
 	const struct dlk_ctx *ctx = vctx;
+	char text[4096];
+
+	/* a worker that logs JSON (logging.format) reads as one that logs text; -o json keeps it */
+	if (ctx->output != DLK_OUTPUT_JSON && dlk_logline_text(line, len, text, sizeof(text))) {
+		line = text;
+		len = strlen(text);
+	}
 
 	/* several streams print at once: one line at a time, whole */
 	pthread_mutex_lock(&out_mu);

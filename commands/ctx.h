@@ -31,6 +31,8 @@ struct dlk_ctx {
 	int tty_out, tty_err;        /* stdout / stderr are terminals */
 	int color;                   /* colour allowed on stderr (a terminal, and no NO_COLOR) */
 	int color_out;               /* colour allowed on stdout (a terminal, and no NO_COLOR) */
+	struct dlk_err *last_err;    /* when not NULL, dlk_report keeps the error it prints here */
+	int log_json;                /* --log-format json: stderr's lines are JSON objects (ui.h) */
 };
 
 /* Loads the project file named by -f with the --set overrides. NULL with err on failure. */

@@ -307,6 +307,8 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	memset(&cfg, 0, sizeof(cfg));
 	if (opt.mode != SERVE_LOCAL && opt.mode != SERVE_WORKER)
 		return dlk_serve_deploy(ctx, &opt, args);
+	if (dlk_log_format_set(ctx, opt.log_format, &err))
+		return dlk_report(ctx, &err);
 	st = xcalloc(1, sizeof(*st));
 	st->ctx = ctx;
 	st->cfg = (struct dlk_stream_config)DLK_STREAM_CONFIG_INIT;
@@ -497,6 +499,10 @@ static const struct dlk_option serve_options[] = {
 	OPT_BOOL(0, "at-least-once", &opt.at_least_once,
 	         "with --stream: no transactions (brokers without them); a crash may score records twice",
 	         .flags = OPT_NONEG, .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_ENUM(0, "log-format", &opt.log_format, "FORMAT", dlk_log_format_names, -1,
+	         "write the log as text, or as one JSON object per line for log collectors",
+	         .def_doc = "$DLK_LOG_FORMAT (logging.format in a pod), text",
+	         .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
 	OPT_ENUM(0, "format", &opt.format, "FORMAT", format_names, -1,
 	         "with --stream: records without a content-type header are raw tensor bytes or V2 JSON",
 	         .def_doc = "serving.stream.format, raw", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),

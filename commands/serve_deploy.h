@@ -20,6 +20,7 @@ struct dlk_serve_cli {
 	int format, datatype;    /* indexes in serve.c's format_names, datatype_names; -1: not given */
 	int max_records, commit_ms;
 	struct dlk_strlist kafka_set;
+	int log_format;          /* --log-format: an enum dlk_log_format, -1: not given */
 	/* deploying */
 	const char *model;       /* an http(s) URL of a bundle, instead of the training job's */
 	const char *min_accuracy;/* overrides serving.min_accuracy; a number in [0, 1] */

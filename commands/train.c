@@ -8,6 +8,7 @@
 #include "commands/train_run.h"
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
+#include "commands/train_progress.h"
 #include "commands/train_submit.h"
 #include "commands/ui.h"
 #include "lib/jobs/logarchive.h"
@@ -17,6 +18,7 @@
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -85,12 +87,20 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_project *spec = NULL;
 	struct dlk_log_archive *archive = NULL;
+	struct dlk_err last = DLK_ERR_INIT;
 	cJSON *objects = NULL;
 	int rc = 0;
 
 	(void)args;
-	if ((enum dlk_train_mode)opt.mode == TRAIN_WORKER)
+	if ((opt.mode == TRAIN_LOCAL || opt.mode == TRAIN_WORKER) && dlk_log_format_set(ctx, opt.log_format, &err))
+		return dlk_report(ctx, &err);
+	/* the processes of a gang log as their parent does */
+	if (opt.mode == TRAIN_LOCAL && opt.log_format >= 0)
+		setenv(DLK_ENV_LOG_FORMAT, dlk_log_format_names[opt.log_format], 1);
+	if ((enum dlk_train_mode)opt.mode == TRAIN_WORKER) {
 		archive = archive_start(ctx);
+		ctx->last_err = &last; /* what a failing worker publishes */
+	}
 	if (opt.report && opt.mode == TRAIN_SUBMIT && !opt.wait && !opt.follow && !opt.timeout_s) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "--report writes the page when the run ends: submitting, it goes with "
 		         "--wait, --follow or --timeout");
@@ -122,10 +132,17 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			/* DLK_EXIT_UNCHANGED, or an error (reported) */
 			break;
 		}
-		if (opt.workers > 1)
+		if (opt.workers > 1) {
+			/* the worker processes serve their metrics on PORT + rank */
+			if (opt.metrics_port) {
+				char port[16];
+				snprintf(port, sizeof(port), "%d", opt.metrics_port);
+				setenv(DLK_ENV_METRICS_PORT, port, 1);
+			}
 			rc = dlk_train_gang(ctx, &opt, spec);
-		else
+		} else {
 			rc = dlk_train_here(ctx, &opt, spec, 0);
+		}
 		break;
 	case TRAIN_WORKER:
 		if (spec->resources.gpus > 1 && getenv(DLK_ENV_SERVICE_HOST) && !getenv(DLK_ENV_LOCAL_RANK))
@@ -136,6 +153,11 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 		break;
 	}
 out:
+	/* a worker (not one process of a pod's gang: its parent speaks for the pod) says why it
+	 * failed where any user can read it */
+	if (rc && (enum dlk_train_mode)opt.mode == TRAIN_WORKER && !getenv(DLK_ENV_LOCAL_RANK))
+		dlk_train_publish_failure(ctx, rc, last.msg);
+	ctx->last_err = NULL;
 	cJSON_Delete(objects);
 	project_free(spec);
 	dlk_log_archive_stop(archive);
@@ -172,6 +194,14 @@ static const struct dlk_option train_options[] = {
 	OPT_BOOL(0, "if-data-changed", &opt.if_data_changed,
 	         "train only when the data differs from the last successful run's; else record a skipped run and exit 10",
 	         .modes = DLK_MODE(TRAIN_LOCAL), .flags = OPT_NONEG),
+	OPT_ENUM(0, "log-format", &opt.log_format, "FORMAT", dlk_log_format_names, -1,
+	         "write the log as text, or as one JSON object per line for log collectors",
+	         .def_doc = "$DLK_LOG_FORMAT (logging.format in a pod), text",
+	         .modes = DLK_MODE(TRAIN_LOCAL) | DLK_MODE(TRAIN_WORKER)),
+	OPT_INT(0, "metrics-port", &opt.metrics_port, "PORT", 0,
+	        "serve Prometheus metrics on PORT at /metrics while training (with --workers, rank r on PORT + r)",
+	        .min = 0, .max = 65535, .modes = DLK_MODE(TRAIN_LOCAL), .def_doc = "0: none",
+	        .hint = "in a cluster every worker serves them on resources.metrics_port"),
 	OPT_INT(0, "max-restarts", &opt.max_restarts, "N", 3,
 	        "with --local --workers: restart the workers from the last checkpoint at most N times",
 	        .min = 0, .max = 1000, .modes = DLK_MODE(TRAIN_LOCAL)),

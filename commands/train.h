@@ -17,6 +17,8 @@ struct dlk_train_cli {
 	int workers, max_restarts;
 	int fresh;               /* --fresh: a new run, even when the last one was interrupted */
 	int if_data_changed;     /* --if-data-changed: train only when the data changed since the last successful run */
+	int log_format;          /* --log-format: an enum dlk_log_format, -1: not given */
+	int metrics_port;        /* --metrics-port: serve Prometheus metrics here (rank r on PORT + r); 0: not */
 };
 
 #endif

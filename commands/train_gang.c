@@ -4,6 +4,7 @@
 #include "commands/train_run.h"
 #include "commands/ui.h"
 #include "lib/comm/rendezvous.h"
+#include "lib/jobs/logline.h"
 #include "lib/jobs/podenv.h"
 #include "lib/util/clock.h"
 #include "lib/util/err.h"
@@ -123,13 +124,37 @@ static void emit_line(struct gang *g, int rank, char *s, size_t n)
 	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", g->base_rank + rank);
 
 	n = strip_erase(s, n);
+	if (g->ctx->log_json && n) {
+		/* --log-format json: the worker's objects name their rank and pass as they are; what
+		 * else it wrote (a library's message) becomes an object of its rank */
+		char text[sizeof(g->w[rank].last_error) + 8];
+		if (s[0] == '{' && dlk_logline_text(s, n, text, sizeof(text))) {
+			if (!strncmp(text, "error: ", 7))
+				snprintf(g->w[rank].last_error, sizeof(g->w[rank].last_error), "%.1000s", text + 7);
+			pl = 0;
+		} else {
+			cJSON *f = cJSON_CreateObject();
+			char *line = xstrndup(s, n);
+			if (n > 7 && !memcmp(s, "error: ", 7))
+				snprintf(g->w[rank].last_error, sizeof(g->w[rank].last_error), "%.*s", (int)(n - 7), s + 7);
+			cJSON_AddNumberToObject(f, "rank", g->base_rank + rank);
+			if (g->progress_open) {
+				put("\r\033[K", 4);
+				g->progress_open = 0;
+			}
+			dlk_log_json(g->ctx, "info", line, f);
+			free(line);
+			cJSON_Delete(f);
+			return;
+		}
+	}
 	if (n > 7 && !memcmp(s, "error: ", 7))
 		snprintf(g->w[rank].last_error, sizeof(g->w[rank].last_error), "%.*s", (int)(n - 7), s + 7);
 	if (g->progress_open) {
 		put("\r\033[K", 4);
 		g->progress_open = 0;
 	}
-	if (n)
+	if (n && pl > 0)
 		put(prefix, (size_t)pl);
 	put(s, n);
 	put("\n", 1);

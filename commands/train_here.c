@@ -6,6 +6,7 @@
 #include "commands/train_here.h"
 #include "commands/report_source.h"
 #include "commands/train_data.h"
+#include "commands/train_metrics.h"
 #include "commands/train_progress.h"
 #include "commands/train_report.h"
 #include "commands/train_run.h"
@@ -20,6 +21,7 @@
 #include "lib/train/checkpoint.h"
 #include "lib/train/state.h"
 #include "lib/train/train.h"
+#include "lib/util/clock.h"
 #include "lib/util/git.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
@@ -137,6 +139,7 @@ struct here {
 	int git_dirty;
 	int metrics_warned;
 	struct dlk_train_run trun;    /* the run: its id, its record (kept by the local process, or rank 0 in a pod) */
+	struct dlk_train_metrics *metrics; /* what /metrics serves; NULL when not asked */
 };
 
 /* What the bundle and the published run document say about the run; seed and times are the
@@ -226,6 +229,7 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		if (r->dcomm)
 			comm_set_step(r->dcomm, ev0->global_step + 1);
 	}
+	dlk_train_metrics_event(r->metrics, ev);
 	if (r->rank != 0)
 		return;
 	if (r->jp) {
@@ -443,7 +447,7 @@ static void on_grad_ready(void *vctx, float *grads, size_t n_params, size_t off,
 		r->grad_failed = 1;
 }
 
-static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
+static int allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
 {
 	struct here *r = vctx;
 	int rc;
@@ -467,6 +471,36 @@ static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
 	if (!rc)
 		r->be->to_device(grads, r->stage, sizeof(float) * n);
 	return rc;
+}
+
+/* The all-reduce, timed for the metrics: what the step waited for, and the bytes reduced. */
+static int on_allreduce(void *vctx, float *grads, size_t n, struct dlk_err *err)
+{
+	struct here *r = vctx;
+	double t0 = r->metrics ? dlk_now() : 0;
+	int rc = allreduce(vctx, grads, n, err);
+
+	if (r->metrics && !rc)
+		dlk_train_metrics_allreduce(r->metrics, dlk_now() - t0, (double)n * sizeof(float), r->world);
+	return rc;
+}
+
+/* Every rank's count, over the host ring: one 8-byte broadcast from each rank in turn. */
+static int on_gather_counts(void *vctx, unsigned long long mine, unsigned long long *counts, struct dlk_err *err)
+{
+	struct here *r = vctx;
+
+	for (int i = 0; i < r->world; i++) {
+		unsigned char b[8];
+		for (int k = 0; k < 8; k++)
+			b[k] = (unsigned char)(mine >> (56 - 8 * k));
+		if (comm_broadcast(r->comm, b, sizeof(b), i, err))
+			return -1;
+		counts[i] = 0;
+		for (int k = 0; k < 8; k++)
+			counts[i] = counts[i] << 8 | b[k];
+	}
+	return 0;
 }
 
 static int on_broadcast(void *vctx, float *params, size_t n, struct dlk_err *err)
@@ -592,6 +626,11 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 	dopts.base_dir = dir;
 	dopts.progress = data_progress;
 	dopts.progress_ctx = r;
+	/* data.shard: each rank of a gang loads only its part of the training split */
+	if (spec->data.shard && r->world > 1) {
+		dopts.shard_rank = r->rank;
+		dopts.shard_world = r->world;
+	}
 	/* data.dataset: the sources are files of the dataset, read through the node cache */
 	if (dlk_train_data_open(r->ctx, spec, worker, dir, &dopts, &tdata, err))
 		goto out;
@@ -599,7 +638,8 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 	if (dlk_data_load(&spec->data, "train", &dopts, train, err) && !sig_seen)
 		goto out;
 	r->show.phase = "loading test data";
-	if (!sig_seen && r->rank == 0 && (spec->data.test.images.url || spec->data.test.source.url) &&
+	if (!sig_seen && r->rank == 0 &&
+	    (spec->data.test.images.url || spec->data.test.source.url || spec->data.test.shards) &&
 	    dlk_data_load(&spec->data, "test", &dopts, test, err) && !sig_seen)
 		goto out;
 	dlk_train_report_clear(&r->show);
@@ -610,6 +650,14 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 		goto out;
 	}
 	dlk_train_data_done(r->ctx, tdata, r->rank);
+	if (train->sharded && r->ctx->verbose) {
+		if (train->by_file)
+			dlk_info(r->ctx, "rank %d loaded its shard: files %d to %d of the training split (%zu samples)", r->rank,
+			         train->files_first + 1, train->files_first + train->files_count, train->n);
+		else
+			dlk_info(r->ctx, "rank %d loaded its shard: samples [%zu, %zu) of %zu", r->rank, train->base,
+			         train->base + train->n, train->total);
+	}
 	rc = 0;
 out:
 	dlk_train_data_free(tdata);
@@ -636,6 +684,7 @@ static int run_loop(struct here *r, const struct dlk_project *spec, const struct
 	if (r->comm) {
 		topts.allreduce = on_allreduce;
 		topts.broadcast = on_broadcast;
+		topts.gather_counts = on_gather_counts;
 		if (r->dcomm)
 			topts.grad_ready = on_grad_ready;
 		topts.comm_ctx = r;
@@ -686,8 +735,45 @@ static int write_bundle(const struct here *r, const char *path, const char *page
 		return dlk_err_prefix(err, "--report '%s'", page);
 	}
 	cJSON_Delete(run);
-	if (!r->ctx->quiet)
-		fprintf(stderr, "report: %s\n", page);
+	dlk_info(r->ctx, "report: %s", page);
+	return 0;
+}
+
+/* Prometheus metrics on GET /metrics: a worker serves on $DLK_METRICS_PORT + its local rank (the
+ * Job passes resources.metrics_port; `--local --workers N` its --metrics-port), a run here with
+ * --metrics-port on that port. Port 0: none. A port that cannot be bound is an error here (it
+ * was asked for), a warning in a pod (training goes on without them). */
+static int start_metrics(struct here *r, const struct dlk_train_cli *cli, const struct dist_env *env,
+                         struct dlk_err *err)
+{
+	int bad = 0;
+	long port = cli->metrics_port;
+	long gen = env_long(DLK_ENV_GENERATION, 0, 0, INT_MAX, err, &bad);
+	const cJSON *restarts = r->trun.rec ? cJSON_GetObjectItemCaseSensitive(dlk_run_info(r->trun.rec), "restarts") : NULL;
+
+	port = env_long(DLK_ENV_METRICS_PORT, port, 0, 65535, err, &bad);
+	if (bad)
+		return -1;
+	if (!port)
+		return 0;
+	port += env->local_rank;
+	if (port > 65535)
+		return dlk_errf(err, DLK_EXIT_USAGE, "metrics port %ld (%s + local rank %d) is not a TCP port", port,
+		                DLK_ENV_METRICS_PORT, env->local_rank);
+	if (!gen && cJSON_IsNumber(restarts) && restarts->valuedouble > 0 && restarts->valuedouble < INT_MAX)
+		gen = (long)restarts->valuedouble;
+	r->metrics = dlk_train_metrics_start((int)port, r->rank, r->world, getenv(DLK_ENV_JOB_NAME), (int)gen, err);
+	if (!r->metrics && cli->mode == TRAIN_WORKER && getenv(DLK_ENV_SERVICE_HOST)) {
+		/* in a pod the metrics are a help: training goes on without them */
+		dlk_warn(r->ctx, "rank %d: no metrics (training goes on): %s", r->rank, err->msg);
+		dlk_err_clear(err);
+		return 0;
+	}
+	if (!r->metrics)
+		return dlk_err_prefix(err, "rank %d", r->rank);
+	if (r->ctx->verbose || (cli->mode == TRAIN_LOCAL && r->rank == 0))
+		dlk_info(r->ctx, "rank %d: metrics on http://127.0.0.1:%d%s", r->rank, dlk_train_metrics_port(r->metrics),
+		         "/metrics");
 	return 0;
 }
 
@@ -713,8 +799,16 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	run.test = &test;
 	project_digest(spec, run.digest);
 	/* which code made the model, when the project is kept in git (in a pod it is not) */
-	if (dlk_git_head(dir, run.git_commit, &run.git_dirty))
+	if (dlk_git_head(dir, run.git_commit, &run.git_dirty)) {
+		/* in a pod: what the submitter saw, as the Job passes it */
+		const char *gc = getenv(DLK_ENV_GIT_COMMIT), *gd = getenv(DLK_ENV_GIT_DIRTY);
+		size_t n = gc ? strspn(gc, "0123456789abcdef") : 0;
 		run.git_commit[0] = '\0';
+		if (worker && gc && (n == 40 || n == 64) && !gc[n]) {
+			snprintf(run.git_commit, sizeof(run.git_commit), "%s", gc);
+			run.git_dirty = gd && !strcmp(gd, "true");
+		}
+	}
 	run.show.ctx = ctx;
 	run.show.bar.ctx = ctx;
 	run.ckpt_step = -1;
@@ -750,14 +844,20 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 			dlk_train_run_save(&run.trun);
 		}
 	}
+	if (start_metrics(&run, cli, &env, &err))
+		goto fail;
 	run.ckpt_keep = tr.checkpoint_keep;
 	run.epochs = tr.epochs;
 	run.meta.seed = tr.seed;
 	run.meta.world = run.world;
 	run.meta.batch_size = tr.batch_size;
 
-	if (load_data(&run, spec, dir, worker, &train, &test, &err))
-		goto fail;
+	{
+		double t0 = dlk_now();
+		if (load_data(&run, spec, dir, worker, &train, &test, &err))
+			goto fail;
+		dlk_train_metrics_data_load(run.metrics, dlk_now() - t0);
+	}
 	if (worker && run.rank == 0 && spec->trigger == DLK_TRIGGER_DATA_CHANGED) {
 		/* before the gang forms: rank 0's success completes the Job (its successPolicy) */
 		cJSON *data = cJSON_CreateArray();
@@ -780,7 +880,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	if (run.world > 1 && ctx->verbose && run.rank == 0)
 		dlk_info(ctx, "gradients over %s (%d ranks)", run.dcomm ? "NCCL" : "the TCP ring", run.world);
 	if (run.rank == 0)
-		dlk_train_report_start(&run.show, spec, &tr, train.n, test.n, run.world);
+		dlk_train_report_start(&run.show, spec, &tr, train.sharded && !train.by_file ? train.total : train.n, test.n,
+		                       run.world);
 	if (worker && run.rank == 0)
 		run.jp = dlk_job_progress_new(ctx);
 	if (run_loop(&run, spec, &tr, spec->path ? spec->path : ctx->file, &train, &test, worker, &res, &err))
@@ -833,6 +934,8 @@ fail:
 		dlk_train_run_finish(&run.trun, sig_seen ? DLK_RUN_INTERRUPTED : DLK_RUN_FAILED, run.rank, rc, err.msg);
 	}
 out:
+	dlk_train_metrics_done(run.metrics);
+	dlk_train_metrics_stop(run.metrics);
 	signals_restore(&sigs);
 	dlk_train_report_close(&run.show);
 	dlk_train_run_release(&run.trun);

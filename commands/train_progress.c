@@ -1,5 +1,6 @@
 #include "commands/train_progress.h"
 #include "commands/ui.h"
+#include "lib/jobs/failure.h"
 #include "lib/jobs/podenv.h"
 #include "lib/train/progress.h"
 #include "lib/kube/api.h"
@@ -8,8 +9,11 @@
 #include "lib/util/mem.h"
 
 #include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct dlk_job_progress {
 	const struct dlk_ctx *ctx;
@@ -106,4 +110,73 @@ void dlk_job_progress_free(struct dlk_job_progress *p)
 	free(p->job);
 	free(p->ns);
 	free(p);
+}
+
+/* The termination message: the file the template names in $DLK_TERMINATION_LOG (the kubelet
+ * reads it when the container ends). -1 with err when it cannot be written. */
+static int write_termination_log(const char *path, const char *text, struct dlk_err *err)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	size_t len = strlen(text), off = 0;
+
+	if (fd < 0)
+		return dlk_errf(err, DLK_EXIT_FAIL, "cannot write the termination message '%s': %s", path, strerror(errno));
+	while (off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			dlk_errf(err, DLK_EXIT_FAIL, "cannot write the termination message '%s': %s", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	return close(fd) ? dlk_errf(err, DLK_EXIT_FAIL, "cannot write the termination message '%s': %s", path,
+	                            strerror(errno))
+	                 : 0;
+}
+
+void dlk_train_publish_failure(const struct dlk_ctx *ctx, int exit_code, const char *message)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_failure f;
+	struct dlk_job_progress *p;
+	const char *rank = getenv(DLK_ENV_RANK), *pod = getenv(DLK_ENV_POD_NAME), *path = getenv(DLK_ENV_TERMINATION_LOG);
+	const char *cls = dlk_exit_name(exit_code);
+	char *json;
+
+	memset(&f, 0, sizeof(f));
+	f.rank = rank && *rank ? atoi(rank) : -1;
+	snprintf(f.pod, sizeof(f.pod), "%s", pod ? pod : "");
+	snprintf(f.cls, sizeof(f.cls), "%s", cls ? cls : "");
+	f.exit_code = exit_code;
+	snprintf(f.message, sizeof(f.message), "%s", message && *message ? message : "failed");
+	dlk_rfc3339_now(f.time);
+	json = dlk_failure_json(&f);
+	if (path && *path && write_termination_log(path, json, &err)) {
+		dlk_warn(ctx, "%s", err.msg);
+		dlk_err_clear(&err);
+	}
+	/* the Job's annotation outlives the pods. A worker that only lost a peer does not hide the
+	 * cause a peer published before it. */
+	p = dlk_job_progress_new(ctx);
+	if (p) {
+		const char *keys[1] = { DLK_FAILURE_ANNOTATION }, *vals[1] = { json };
+		cJSON *job = NULL;
+		struct dlk_failure old;
+		int keep = 0;
+		if (exit_code == DLK_EXIT_RESTARTABLE && !kube_get(p->kc, "Job", p->ns, p->job, &job, &err)) {
+			const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+				cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "metadata"), "annotations"),
+				DLK_FAILURE_ANNOTATION);
+			keep = cJSON_IsString(a) && !dlk_failure_parse(a->valuestring, &old) && old.exit_code != DLK_EXIT_RESTARTABLE;
+		}
+		dlk_err_clear(&err);
+		cJSON_Delete(job);
+		if (!keep && kube_annotate_job(p->kc, p->ns, p->job, keys, vals, 1, &err))
+			dlk_warn(ctx, "cannot publish the failure on job '%s': %s", p->job, err.msg);
+		dlk_job_progress_free(p);
+	}
+	free(json);
 }

@@ -26,4 +26,10 @@ void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_e
 void dlk_job_progress_metrics(struct dlk_job_progress *p, const char *metrics);
 void dlk_job_progress_free(struct dlk_job_progress *p);
 
+/* A worker that fails publishes why (lib/jobs/failure.h): its rank, pod, the class of
+ * exit_code and message, as the container's termination message (the file named by
+ * $DLK_TERMINATION_LOG) and, in a cluster, as the Job's annotation dlk.dev/failure. What cannot
+ * be published is warned about. */
+void dlk_train_publish_failure(const struct dlk_ctx *ctx, int exit_code, const char *message);
+
 #endif

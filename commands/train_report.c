@@ -61,6 +61,22 @@ void dlk_train_report_start(struct dlk_train_report *r, const struct dlk_project
 {
 	if (r->ctx->quiet)
 		return;
+	if (r->ctx->log_json) {
+		char msg[512];
+		cJSON *f = cJSON_CreateObject();
+		snprintf(msg, sizeof(msg), "training '%s' on %zu samples%s (%d epochs, %d workers x batch %d, %s)", spec->name,
+		         n_train, n_test ? "" : ", no test set", tr->epochs, world, tr->batch_size,
+		         project_optimizer_name(tr->optimizer));
+		cJSON_AddStringToObject(f, "name", spec->name);
+		cJSON_AddNumberToObject(f, "samples", (double)n_train);
+		cJSON_AddNumberToObject(f, "test_samples", (double)n_test);
+		cJSON_AddNumberToObject(f, "epochs", tr->epochs);
+		cJSON_AddNumberToObject(f, "batch_size", tr->batch_size);
+		cJSON_AddNumberToObject(f, "world_size", world);
+		dlk_log_json(r->ctx, "info", msg, f);
+		cJSON_Delete(f);
+		return;
+	}
 	if (world > 1)
 		fprintf(stderr, "training '%s' on %zu samples%s (%d epochs, %d workers x batch %d, %s)\n", spec->name,
 		        n_train, n_test ? "" : ", no test set", tr->epochs, world, tr->batch_size,
@@ -95,6 +111,31 @@ static void metrics_line(struct dlk_train_report *r, const struct dlk_train_even
 	cJSON_Delete(o);
 }
 
+/* A progress line of --log-format json: the text line as msg, its numbers as fields. */
+static void json_progress(const struct dlk_train_report *r, const struct dlk_train_event *ev, const char *msg)
+{
+	cJSON *f = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(f, "event", ev->kind == DLK_TRAIN_STEP ? "step" : "epoch");
+	cJSON_AddNumberToObject(f, "epoch", ev->epoch);
+	cJSON_AddNumberToObject(f, "epochs", ev->epochs);
+	cJSON_AddNumberToObject(f, "step", (double)ev->step);
+	cJSON_AddNumberToObject(f, "steps_per_epoch", (double)ev->steps_per_epoch);
+	cJSON_AddNumberToObject(f, "global_step", (double)ev->global_step);
+	cJSON_AddNumberToObject(f, "loss", ev->loss);
+	cJSON_AddNumberToObject(f, "lr", ev->lr);
+	cJSON_AddNumberToObject(f, "samples_per_sec", ev->samples_per_sec);
+	cJSON_AddNumberToObject(f, "elapsed_sec", ev->elapsed_sec);
+	if (ev->kind == DLK_TRAIN_STEP)
+		cJSON_AddNumberToObject(f, "eta_sec", ev->eta_sec);
+	if (ev->eval && ev->eval->n) {
+		cJSON_AddNumberToObject(f, "test_loss", ev->eval->loss);
+		cJSON_AddNumberToObject(f, "test_accuracy", ev->eval->accuracy);
+	}
+	dlk_log_json(r->ctx, "info", msg, f);
+	cJSON_Delete(f);
+}
+
 void dlk_train_report_event(struct dlk_train_report *r, const struct dlk_train_event *ev)
 {
 	const struct dlk_ctx *ctx = r->ctx;
@@ -122,8 +163,16 @@ void dlk_train_report_event(struct dlk_train_report *r, const struct dlk_train_e
 			}
 			if (pct > r->last_plain_pct && pct < 100) {
 				r->last_plain_pct = pct;
-				fprintf(stderr, "epoch %d/%d  step %ld/%ld  loss %.4f  %.0f samples/s  ETA %s\n", ev->epoch,
-				        ev->epochs, ev->step, ev->steps_per_epoch, ev->loss, ev->samples_per_sec, eta);
+				if (ctx->log_json) {
+					char msg[256];
+					snprintf(msg, sizeof(msg), "epoch %d/%d  step %ld/%ld  loss %.4f  %.0f samples/s  ETA %s",
+					         ev->epoch, ev->epochs, ev->step, ev->steps_per_epoch, ev->loss, ev->samples_per_sec,
+					         eta);
+					json_progress(r, ev, msg);
+				} else {
+					fprintf(stderr, "epoch %d/%d  step %ld/%ld  loss %.4f  %.0f samples/s  ETA %s\n", ev->epoch,
+					        ev->epochs, ev->step, ev->steps_per_epoch, ev->loss, ev->samples_per_sec, eta);
+				}
 			}
 		}
 		return;
@@ -132,7 +181,16 @@ void dlk_train_report_event(struct dlk_train_report *r, const struct dlk_train_e
 		dlk_progress_clear(&r->bar);
 		if (ctx->quiet)
 			return;
-		if (ev->eval && ev->eval->n)
+		if (ctx->log_json) {
+			char msg[256];
+			if (ev->eval && ev->eval->n)
+				snprintf(msg, sizeof(msg), "epoch %d/%d  train loss %.4f  test loss %.4f  test accuracy %.2f%%  %.0f samples/s  %s",
+				         ev->epoch, ev->epochs, ev->loss, ev->eval->loss, 100 * ev->eval->accuracy, ev->samples_per_sec, el);
+			else
+				snprintf(msg, sizeof(msg), "epoch %d/%d  train loss %.4f  %.0f samples/s  %s", ev->epoch, ev->epochs,
+				         ev->loss, ev->samples_per_sec, el);
+			json_progress(r, ev, msg);
+		} else if (ev->eval && ev->eval->n)
 			fprintf(stderr, "epoch %d/%d  train loss %.4f  test loss %.4f  test accuracy %.2f%%  %.0f samples/s  %s\n",
 			        ev->epoch, ev->epochs, ev->loss, ev->eval->loss, 100 * ev->eval->accuracy, ev->samples_per_sec, el);
 		else
@@ -215,6 +273,21 @@ void dlk_train_report_result(struct dlk_train_report *r, const struct dlk_projec
 		printf("%s\n", s);
 		free(s);
 		cJSON_Delete(o);
+		return;
+	}
+	if (ctx->log_json) {
+		/* the result is a line of the log too: its numbers as fields, the matrix included */
+		cJSON *f = result_json(spec, res, bundle);
+		char msg[512];
+		if (res->eval.n)
+			snprintf(msg, sizeof(msg), "trained %d epochs in %.1fs: test accuracy %.2f%%, test loss %.4f; model bundle: %s",
+			         res->epochs_done, res->seconds, 100 * res->eval.accuracy, res->eval.loss, bundle);
+		else
+			snprintf(msg, sizeof(msg), "trained %d epochs in %.1fs: final train loss %.4f; model bundle: %s",
+			         res->epochs_done, res->seconds, res->train_loss, bundle);
+		if (!ctx->quiet)
+			dlk_log_json(ctx, "info", msg, f);
+		cJSON_Delete(f);
 		return;
 	}
 	if (res->eval.n)

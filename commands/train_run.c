@@ -137,9 +137,13 @@ int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project
 	o.base_dir = base;
 	for (int i = 0; i < 2; i++) {
 		const struct dlk_split *sp = splits[i];
-		if (hash_source(&sp->images, names[i], &spec->data, &o, data, &err) ||
-		    hash_source(&sp->labels, names[i], &spec->data, &o, data, &err) ||
-		    hash_source(&sp->source, names[i], &spec->data, &o, data, &err)) {
+		int bad = hash_source(&sp->images, names[i], &spec->data, &o, data, &err) ||
+		          hash_source(&sp->labels, names[i], &spec->data, &o, data, &err) ||
+		          hash_source(&sp->source, names[i], &spec->data, &o, data, &err);
+		/* tar shards: every file of the list, as rank 0's record names them */
+		for (int k = 0; !bad && k < sp->n_shards; k++)
+			bad = hash_source(&sp->shards[k], names[i], &spec->data, &o, data, &err);
+		if (bad) {
 			dlk_err_prefix(&err, "--if-data-changed: cannot hash the data");
 			rc = dlk_report(ctx, &err);
 			goto out;

@@ -14,6 +14,7 @@
 #include "lib/report/report.h"
 #include "lib/util/clock.h"
 #include "lib/util/duration.h"
+#include "lib/util/git.h"
 #include "lib/util/mem.h"
 
 #include <stdlib.h>
@@ -235,7 +236,17 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const
 	/* kubectl's rule: -n, else the project's namespace, else the kubeconfig context's */
 	if (!render_ns && !spec->namespace_)
 		render_ns = kube_client_namespace(c);
-	objects = render_train_project(spec, ctx->file, cli->templates, render_ns, &err);
+	{
+		/* the code being submitted: the workers record it in the run (a pod has no git tree) */
+		const char *slash = strrchr(ctx->file, '/');
+		char *dir = slash ? xstrndup(ctx->file, (size_t)(slash - ctx->file)) : xstrdup(".");
+		char commit[65];
+		int dirty = 0;
+		if (dlk_git_head(dir, commit, &dirty))
+			commit[0] = '\0';
+		free(dir);
+		objects = render_train_project_git(spec, ctx->file, cli->templates, render_ns, commit, dirty, &err);
+	}
 	if (!objects) {
 		rc = dlk_report(ctx, &err);
 		goto out;

@@ -14,6 +14,18 @@ void dlk_warn(const struct dlk_ctx *ctx, const char *fmt, ...) __attribute__((fo
 /* printf-style informational line to stderr, suppressed by -q. */
 void dlk_info(const struct dlk_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* --log-format: how diagnostics are written on stderr. The words, indexed by the enum. */
+enum dlk_log_format { DLK_LOG_TEXT, DLK_LOG_JSON };
+extern const char *const dlk_log_format_names[];
+/* Chooses the format: opt (an enum dlk_log_format, -1: not given), else $DLK_LOG_FORMAT (what
+ * the Job and a gang pass their workers), else text. With json every line written on stderr is
+ * one JSON object (lib/jobs/logline.h) and nothing is redrawn in place. -1 with err for a
+ * $DLK_LOG_FORMAT that is neither. */
+int dlk_log_format_set(struct dlk_ctx *ctx, int opt, struct dlk_err *err);
+/* One line of --log-format json: level ("info", "warning", "error"), msg and the members of
+ * fields (an object, or NULL; not taken). */
+void dlk_log_json(const struct dlk_ctx *ctx, const char *level, const char *msg, const cJSON *fields);
+
 /* Prints objects (an array of Kubernetes objects) on stdout as one v1 List in JSON, as `kubectl
  * get -o json` prints several objects (and `kubectl apply -f` takes). -1 with err when it cannot. */
 int dlk_print_json_list(cJSON *objects, struct dlk_err *err);

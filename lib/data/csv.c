@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/util/buf.h"
+#include "lib/data/dataset.h"
 #include "lib/util/mem.h"
 
 /* A field longer than this cannot be a number anyone wrote on purpose. */
@@ -196,13 +197,14 @@ static int read_row(struct csv *c, struct row *r)
 	return 1;
 }
 
-int dlk_csv_decode(const void *buf, size_t len, const char *name, const struct dlk_csv_opts *opts,
-                   struct dlk_samples *out, struct dlk_err *err)
+/* One pass over the table: checks every row; stores (when s->y is wanted, keep != 0) the data rows
+ * in [from, to) of the data rows; *rows counts them all. */
+static int csv_pass(const void *buf, size_t len, const char *name, const struct dlk_csv_opts *opts, size_t from,
+                    size_t to, int keep, struct dlk_samples *s, size_t *rows, size_t *ncols_out, struct dlk_err *err)
 {
 	struct csv c = { buf, (const char *)buf + len, name, 1, 1, err };
 	struct row r = { NULL, 0, 0, 0 };
-	struct dlk_samples s = DLK_SAMPLES_INIT;
-	size_t ncols = 0, first_line = 0, cap = 0, i, j;
+	size_t ncols = 0, first_line = 0, cap = 0, i, j, row = 0;
 	int header = opts ? opts->header : -1, label_col = opts ? opts->label_column : -1;
 	int got, first = 1, ret = -1;
 	char shown[64];
@@ -243,10 +245,11 @@ int dlk_csv_decode(const void *buf, size_t len, const char *name, const struct d
 			         name, r.line, r.n, ncols, first_line);
 			goto out;
 		}
-		if (s.n == cap) {
+		int store = keep && row >= from && row < to;
+		if (store && s->n == cap) {
 			cap = cap ? 2 * cap : 1024;
-			s.x = xrealloc(s.x, cap * (ncols - 1) * sizeof(float));
-			s.y = xrealloc(s.y, cap * sizeof(int32_t));
+			s->x = xrealloc(s->x, cap * (ncols - 1) * sizeof(float));
+			s->y = xrealloc(s->y, cap * sizeof(int32_t));
 		}
 		for (i = 0, j = 0; j < ncols; j++) {
 			double v;
@@ -264,32 +267,59 @@ int dlk_csv_decode(const void *buf, size_t len, const char *name, const struct d
 					         r.f[j].line, r.f[j].col, shown, DLK_MAX_CLASSES);
 					goto out;
 				}
-				s.y[s.n] = (int32_t)v;
-				if (s.y[s.n] > s.max_label)
-					s.max_label = s.y[s.n];
-			} else {
-				s.x[s.n * (ncols - 1) + i++] = (float)v;
+				if ((int32_t)v > s->max_label)
+					s->max_label = (int32_t)v;
+				if (store)
+					s->y[s->n] = (int32_t)v;
+			} else if (store) {
+				s->x[s->n * (ncols - 1) + i++] = (float)v;
 			}
 		}
-		s.n++;
+		if (store)
+			s->n++;
+		row++;
 	}
 	if (got < 0)
 		goto out;
-	if (s.n == 0) {
+	*rows = row;
+	*ncols_out = ncols;
+	ret = 0;
+out:
+	free(r.f);
+	return ret;
+}
+
+int dlk_csv_decode(const void *buf, size_t len, const char *name, const struct dlk_csv_opts *opts,
+                   struct dlk_samples *out, struct dlk_err *err)
+{
+	struct dlk_samples s = DLK_SAMPLES_INIT;
+	int world = opts && opts->shard_world > 1 ? opts->shard_world : 1, rank = world > 1 ? opts->shard_rank : 0;
+	size_t rows = 0, ncols = 0, from = 0, to = (size_t)-1;
+
+	if (world > 1) {
+		/* the rows are counted (and every one checked) first, then the shard's are kept */
+		if (csv_pass(buf, len, name, opts, 0, 0, 0, &s, &rows, &ncols, err) < 0)
+			goto fail;
+		dlk_part_range(rows, rank, world, &from, &to);
+		s.max_label = -1;
+	}
+	if (csv_pass(buf, len, name, opts, from, to, 1, &s, &rows, &ncols, err) < 0)
+		goto fail;
+	if (rows == 0) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the table holds no data rows", name);
-		goto out;
+		goto fail;
 	}
 	s.shape[0] = 1;
 	s.shape[1] = 1;
 	s.shape[2] = (int)(ncols - 1);
 	s.sample_size = ncols - 1;
+	if (world > 1) {
+		s.base = from;
+		s.total = rows;
+	}
 	*out = s;
-	s.x = NULL;
-	s.y = NULL;
-	ret = 0;
-out:
-	free(r.f);
-	if (ret < 0)
-		dlk_samples_release(&s);
-	return ret;
+	return 0;
+fail:
+	dlk_samples_release(&s);
+	return -1;
 }

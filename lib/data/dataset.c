@@ -2,7 +2,10 @@
 #include "lib/data/dataset.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "lib/util/mem.h"
 
 void dlk_dataset_release(struct dlk_dataset *ds)
 {
@@ -11,9 +14,18 @@ void dlk_dataset_release(struct dlk_dataset *ds)
 	free(ds->x);
 	free(ds->x8);
 	free(ds->y);
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < ds->n_sources; i++)
 		free(ds->sources[i].url);
+	free(ds->sources);
 	memset(ds, 0, sizeof(*ds));
+}
+
+void dlk_dataset_add_source(struct dlk_dataset *ds, const char *url, const char *sha256)
+{
+	ds->sources = xrealloc(ds->sources, (size_t)(ds->n_sources + 1) * sizeof(*ds->sources));
+	ds->sources[ds->n_sources].url = xstrdup(url ? url : "");
+	snprintf(ds->sources[ds->n_sources].sha256, sizeof(ds->sources[0].sha256), "%s", sha256 ? sha256 : "");
+	ds->n_sources++;
 }
 
 /* One sample's values: a copy of the scaled floats, or the bytes looked up in the table. */

@@ -19,26 +19,35 @@ enum dlk_dataset_storage {
 	DLK_STORE_U8,         /* x8: raw bytes, scaled through lut[] when gathered */
 };
 
+/* Where a split's data came from: a fetched file, its URL and the sha256 of its bytes as fetched. */
+struct dlk_data_source {
+	char *url;            /* owned */
+	char sha256[65];
+};
+
 struct dlk_dataset {
-	size_t n;             /* number of samples */
+	size_t n;             /* number of samples (of this shard, when sharded) */
 	int shape[3];         /* C, H, W of one sample; flat features are [1, 1, F] */
 	size_t sample_size;   /* shape[0] * shape[1] * shape[2] */
 	float *x;             /* DLK_STORE_F32: n * sample_size scaled values, owned; else NULL */
 	int32_t *y;           /* n labels in [0, n_classes), owned */
 	int n_classes;        /* 1 + the largest label seen (or from the spec's classes) */
-	/* provenance: sha256 of each fetched source file as fetched, and its URL */
-	struct {
-		char *url;
-		char sha256[65];
-	} sources[2];
+	/* provenance: every source file this process fetched (owned, n_sources of them) */
+	struct dlk_data_source *sources;
 	int n_sources;
 	enum dlk_dataset_storage storage;
 	uint8_t *x8;          /* DLK_STORE_U8: n * sample_size raw values, owned; else NULL */
 	float lut[256];       /* DLK_STORE_U8: lut[v] = ((float)v * scale - mean) / std, in float32
 	                         arithmetic, exactly as float storage computes it */
+	/* A shard (loaded with dlk_data_opts.shard_world > 1): its samples are [base, base + n) of
+	 * the split's `total`, in the split's order. Not sharded: base 0, total n, sharded 0.
+	 * by_file: the shard is whole files (tar shards), whose counts only the ranks together
+	 * know: base and total are then set by the caller once the ranks told each other theirs. */
+	size_t base, total;
+	int sharded, by_file;
+	int files_first, files_count; /* by_file: this rank's files of the split's list */
 };
-#define DLK_DATASET_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, 0, { { NULL, "" }, { NULL, "" } }, 0, \
-	                   DLK_STORE_F32, NULL, { 0 } }
+#define DLK_DATASET_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, 0, NULL, 0, DLK_STORE_F32, NULL, { 0 }, 0, 0, 0, 0, 0, 0 }
 
 /* Progress of a long fetch or decode; `what` names the file. done/total in bytes (total 0 when
  * unknown). Return non-zero to abort the operation. May be NULL. */
@@ -64,10 +73,22 @@ struct dlk_data_opts {
 	int retry_max_wait_ms;        /* cap on one wait, Retry-After included; 0 = 60000 */
 	int connect_timeout_s;        /* 0 = 30 */
 	int low_speed_time_s;         /* abort when under 1 byte/s for this long; 0 = 60 */
+	/* data.shard: load only rank shard_rank's part of shard_world (0 or 1: everything). IDX and
+	 * CSV: samples dlk_part_range(n, rank, world) of the split's n (a plain IDX file read by
+	 * range, over http(s) by Range requests on ranks other than 0, which then cannot check its
+	 * pin: rank 0 fetches it whole and does; a compressed IDX file streamed and cut; a CSV table
+	 * parsed whole, its part's rows kept). tar shards (a list of files): files
+	 * dlk_part_range(f, rank, world) of the f files when there are at least as many files as
+	 * ranks (rank 0 also records every other file's digest), else every file and the sample
+	 * range. The test split is never sharded. */
+	int shard_rank, shard_world;
 	/* data.dataset: the sources are paths inside a dataset. resolve makes one a local file
 	 * (*local, the caller frees) and gives the sha256 its manifest lists, which is then checked
 	 * like a pin. NULL: sources are URLs. */
 	int (*resolve)(void *ctx, const char *path, char **local, char sha256[65], struct dlk_err *err);
+	/* with resolve, optional: the sha256 the manifest lists for path, nothing fetched (what rank 0
+	 * of a sharded load records for the tar shards other ranks load) */
+	int (*digest)(void *ctx, const char *path, char sha256[65], struct dlk_err *err);
 	void *resolve_ctx;
 };
 
@@ -86,14 +107,26 @@ void dlk_dataset_gather(const struct dlk_dataset *ds, const size_t *idx, size_t 
 void dlk_dataset_gather_range(const struct dlk_dataset *ds, size_t start, size_t n, float *out);
 
 /* A deterministic per-epoch permutation of [0, n) from (seed, epoch), identical on every rank and
- * every machine; rank r of `world` takes positions dlk_shard_range(n, r, world) of it. Caller frees.
+ * every machine: the order in which the whole split is trained, whichever ranks hold which
+ * samples (see lib/train/train.c). Caller frees.
  * The generator is fixed (lib/util/rng.h): xoshiro256** whose four state words are successive
  * splitmix64 outputs starting from seed ^ (0xD1B54A32D192ED03 * (epoch + 1)), then Fisher-Yates
  * from the last position down, drawing j in [0, i] by rejection (no modulo bias). Returns NULL
  * only when n is 0. */
 size_t *dlk_epoch_permutation(size_t n, unsigned long long seed, int epoch);
-/* [begin, end) of rank's shard when n samples are split across world ranks so that every rank
- * gets floor(n / world) samples (the remainder is dropped, as DistributedSampler(drop_last)). */
+/* [begin, end) of rank's share of an epoch when every rank holds the whole split of n samples:
+ * every rank gets floor(n / world) positions of the permutation (the remainder is dropped, as
+ * DistributedSampler(drop_last)); lib/train/train.c takes rank r's slice of each global batch. */
 void dlk_shard_range(size_t n, int rank, int world, size_t *begin, size_t *end);
+/* [begin, end) of the samples rank loads when n samples are partitioned across world ranks
+ * (data.shard): [n * rank / world, n * (rank + 1) / world), so that the parts cover every sample
+ * and differ in size by one at most. */
+void dlk_part_range(size_t n, int rank, int world, size_t *begin, size_t *end);
+/* A sharded rank's walk of an epoch: keeps, in order, the entries of the global permutation
+ * perm[0, n) that fall in [base, base + count) (the samples this rank holds), as local indices
+ * (minus base), at the front of perm; returns how many. */
+size_t dlk_shard_walk(size_t *perm, size_t n, size_t base, size_t count);
+/* Appends a source to ds->sources. */
+void dlk_dataset_add_source(struct dlk_dataset *ds, const char *url, const char *sha256);
 
 #endif

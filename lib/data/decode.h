@@ -49,6 +49,33 @@ int dlk_idx_decode_buf(struct dlk_buf *b, const char *name, struct dlk_idx *out,
 void dlk_idx_release(struct dlk_idx *idx);
 const char *dlk_idx_type_name(int type);
 
+/* An IDX file read as a stream and cut down to one shard of its samples: fed the file's bytes
+ * in any chunks, it keeps the header (with the first dimension changed to the shard's count)
+ * and only the bytes of samples [n * rank / world, n * (rank + 1) / world) of the n the header
+ * declares, so that a worker never holds more than its shard. out is then an IDX file that
+ * dlk_idx_decode_buf() reads. The header is checked as dlk_idx_decode() checks it, the length
+ * of the whole stream at the end; errors name `name` and the byte offset. */
+struct dlk_idx_range {
+	int rank, world;
+	unsigned char head[4 + 4 * DLK_IDX_MAX_DIMS];
+	size_t head_len;             /* header bytes received so far */
+	size_t header;               /* the header's length, once known (else 0) */
+	size_t item;                 /* bytes per sample (the product of dims[1..] times the type's size) */
+	size_t n;                    /* samples the file holds */
+	size_t first, count;         /* the samples kept */
+	unsigned long long seen;     /* bytes of data (after the header) seen */
+	struct dlk_buf out;
+};
+void dlk_idx_range_init(struct dlk_idx_range *r, int rank, int world);
+int dlk_idx_range_feed(struct dlk_idx_range *r, const void *data, size_t len, const char *name, struct dlk_err *err);
+/* The data bytes before data offset `upto` were passed over without being fed (a file read by
+ * range: the header, then a seek to the shard's bytes): they count towards the length that
+ * dlk_idx_range_finish() checks. */
+void dlk_idx_range_skip(struct dlk_idx_range *r, unsigned long long upto);
+/* The end of the stream: the data must be as long as the header declares. */
+int dlk_idx_range_finish(struct dlk_idx_range *r, const char *name, struct dlk_err *err);
+void dlk_idx_range_release(struct dlk_idx_range *r);
+
 /* ---- decoded samples, common to every format ---- */
 
 struct dlk_samples {
@@ -60,8 +87,10 @@ struct dlk_samples {
 	int32_t max_label;    /* -1 when n == 0 */
 	uint8_t *x8;          /* instead of x, for 8-bit data (IDX ubyte, tar .u8/.pgm): the raw
 	                         n * sample_size bytes, owned; exactly one of x and x8 is set once n > 0 */
+	size_t base, total;   /* a shard: these are samples [base, base + n) of the file's total
+	                         (total 0: not a shard, all of them) */
 };
-#define DLK_SAMPLES_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, -1, NULL }
+#define DLK_SAMPLES_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, -1, NULL, 0, 0 }
 void dlk_samples_release(struct dlk_samples *s);
 
 /* Joins an images IDX file (N x F, N x H x W or N x C x H x W) and a labels IDX file (N) into
@@ -76,10 +105,13 @@ int dlk_idx_join(struct dlk_idx *images, const char *images_name, const struct d
 struct dlk_csv_opts {
 	int header;           /* -1 detect (a first row with a non-numeric field is a header), 0, 1 */
 	int label_column;     /* 0-based; -1 = the last column */
+	int shard_rank, shard_world; /* world > 1: keep only the data rows of dlk_part_range(rows,
+	                                rank, world); every row is still parsed and checked, and
+	                                max_label is the whole table's */
 };
 
 /* Parses RFC 4180-ish CSV (quoted fields with "" escapes, CRLF or LF, blank lines skipped) into
- * samples of shape [1, 1, F]. Errors read "NAME:LINE:COLUMN: expected a number, got 'abc'",
+ * samples of shape [1, 1, F] (with a shard in opts, only its rows: base and total say which). Errors read "NAME:LINE:COLUMN: expected a number, got 'abc'",
  * name ragged rows and labels that are not non-negative integers. */
 int dlk_csv_decode(const void *buf, size_t len, const char *name, const struct dlk_csv_opts *opts,
                    struct dlk_samples *out, struct dlk_err *err);

@@ -41,4 +41,18 @@ char *dlk_cache_path(const char *cache_dir, const char *url);
 int dlk_http_download(const char *url, const char *dest, unsigned long long max_bytes,
                       const struct dlk_data_opts *opts, struct dlk_err *err);
 
+/* The whole size that a "Content-Range: bytes A-B/SIZE" header line (n bytes, not terminated)
+ * names; -1 when the line is another header or malformed (B before A, or not below SIZE). */
+int dlk_http_content_range(const char *line, size_t n, unsigned long long *total);
+
+/* Where the bytes of a range go, chunk by chunk; -1 (with err) stops it. */
+typedef int (*dlk_http_sink_fn)(void *ctx, const void *data, size_t len, struct dlk_err *err);
+
+/* Bytes [first, first + len) of url (len > 0) by HTTP Range requests, handed to sink as they arrive,
+ * fewer when the file ends before; *size gets the whole file's size (Content-Range). Retries as
+ * dlk_http_download() does, asking for what is left. A server that answers with the whole file
+ * (200: it ignores Range) returns -2, more than the range -1, with err (DLK_EXIT_CONNECT) saying so. */
+int dlk_http_range(const char *url, unsigned long long first, unsigned long long len, dlk_http_sink_fn sink,
+                   void *sink_ctx, unsigned long long *size, const struct dlk_data_opts *opts, struct dlk_err *err);
+
 #endif

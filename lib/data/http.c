@@ -4,7 +4,8 @@
  * cut connection never leaves a file that looks complete. A later attempt (in this process or the
  * next) resumes the .part with a Range request; a server that ignores the Range (200 instead of
  * 206) makes us start the file over. Connection errors (a failed name lookup included), 429 and
- * 5xx are retried with exponential back-off, honouring Retry-After; other HTTP errors are final. */
+ * 5xx are retried with exponential back-off, honouring Retry-After; other HTTP errors are final.
+ * dlk_http_range() reads a byte range without a file (a rank's part of a plain IDX file). */
 #include "lib/data/fetch.h"
 
 #include <curl/curl.h>
@@ -110,6 +111,37 @@ static int retryable(CURLcode res, long status)
 	}
 }
 
+/* The options every request of a data file has: its URL, no downgrade on redirects, TLS checks,
+ * netrc credentials, the timeouts. */
+static void setup(CURL *curl, const char *url, int https, const char *netrc, const struct dlk_data_opts *opts,
+                  char *errbuf)
+{
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_USERAGENT, DLK_USER_AGENT);
+	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* Never let a redirect downgrade an https source to plain http. */
+	curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
+	curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
+	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (opts->ca_file)
+		curl_easy_setopt(curl, CURLOPT_CAINFO, opts->ca_file);
+	/* Credentials come from a netrc file, as with curl --netrc-optional: $NETRC, else
+	 * ~/.netrc (in a pod, the Secret that data.netrc_secret names). curl sends them to the
+	 * host they are written for, never to another host a redirect leads to. */
+	curl_easy_setopt(curl, CURLOPT_NETRC, (long)CURL_NETRC_OPTIONAL);
+	if (netrc && *netrc)
+		curl_easy_setopt(curl, CURLOPT_NETRC_FILE, netrc);
+	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT,
+	                 (long)(opts->connect_timeout_s > 0 ? opts->connect_timeout_s : 30));
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+	                 (long)(opts->low_speed_time_s > 0 ? opts->low_speed_time_s : 60));
+}
+
 int dlk_http_download(const char *url, const char *dest, unsigned long long max_bytes,
                       const struct dlk_data_opts *opts, struct dlk_err *err)
 {
@@ -157,30 +189,7 @@ int dlk_http_download(const char *url, const char *dest, unsigned long long max_
 		}
 		d.curl = curl;
 		errbuf[0] = '\0';
-		curl_easy_setopt(curl, CURLOPT_URL, url);
-		curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-		curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(curl, CURLOPT_USERAGENT, DLK_USER_AGENT);
-		curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-		/* Never let a redirect downgrade an https source to plain http. */
-		curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");
-		curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-		curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
-		curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-		curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
-		if (opts->ca_file)
-			curl_easy_setopt(curl, CURLOPT_CAINFO, opts->ca_file);
-		/* Credentials come from a netrc file, as with curl --netrc-optional: $NETRC, else
-		 * ~/.netrc (in a pod, the Secret that data.netrc_secret names). curl sends them to the
-		 * host they are written for, never to another host a redirect leads to. */
-		curl_easy_setopt(curl, CURLOPT_NETRC, (long)CURL_NETRC_OPTIONAL);
-		if (netrc && *netrc)
-			curl_easy_setopt(curl, CURLOPT_NETRC_FILE, netrc);
-		curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT,
-		                 (long)(opts->connect_timeout_s > 0 ? opts->connect_timeout_s : 30));
-		curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
-		                 (long)(opts->low_speed_time_s > 0 ? opts->low_speed_time_s : 60));
+		setup(curl, url, https, netrc, opts, errbuf);
 		if (max_bytes > d.offset)
 			/* Refuses up front when Content-Length says the rest is too large. */
 			curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)(max_bytes - d.offset));
@@ -262,4 +271,150 @@ out:
 		curl_easy_cleanup(curl);
 	free(part);
 	return ret;
+}
+
+/* ---- a byte range of a file (data.shard: a rank's part of a plain IDX file) ---- */
+
+struct ranged {
+	CURL *curl;
+	dlk_http_sink_fn sink;
+	void *sink_ctx;
+	struct dlk_err *err;
+	unsigned long long got;        /* bytes handed to the sink, over every attempt */
+	unsigned long long want;       /* bytes asked for */
+	unsigned long long size;       /* the whole file's, from Content-Range; 0 = not seen */
+	int checked_status, not_partial, sink_failed;
+};
+
+int dlk_http_content_range(const char *data, size_t n, unsigned long long *total)
+{
+	unsigned long long a, b, t;
+	char line[256], end;
+
+	snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) - 1 ? n : sizeof(line) - 1), data);
+	if (strncasecmp(line, "content-range:", 14) ||
+	    sscanf(line + 14, " bytes %llu-%llu/%llu%c", &a, &b, &t, &end) < 3 || a > b || b >= t)
+		return -1;
+	*total = t;
+	return 0;
+}
+
+static size_t on_range_header(char *data, size_t size, size_t nmemb, void *ctx)
+{
+	struct ranged *g = ctx;
+	size_t n = size * nmemb;
+	unsigned long long total;
+
+	if (!dlk_http_content_range(data, n, &total))
+		g->size = total;
+	return n;
+}
+
+static size_t on_range_write(char *data, size_t size, size_t nmemb, void *ctx)
+{
+	struct ranged *g = ctx;
+	size_t n = size * nmemb;
+
+	if (!g->checked_status) {
+		long status = 0;
+		g->checked_status = 1;
+		curl_easy_getinfo(g->curl, CURLINFO_RESPONSE_CODE, &status);
+		if (status != 206) {
+			/* the whole file (a server that ignores Range) or an error page: not ours */
+			g->not_partial = 1;
+			return 0;
+		}
+	}
+	if (g->got + n > g->want) {
+		g->not_partial = 1; /* more than the range asked for */
+		return 0;
+	}
+	if (g->sink(g->sink_ctx, data, n, g->err) < 0) {
+		g->sink_failed = 1;
+		return 0;
+	}
+	g->got += n;
+	return n;
+}
+
+int dlk_http_range(const char *url, unsigned long long first, unsigned long long len, dlk_http_sink_fn sink,
+                   void *sink_ctx, unsigned long long *size, const struct dlk_data_opts *opts, struct dlk_err *err)
+{
+	static const struct dlk_data_opts no_opts;
+	char errbuf[CURL_ERROR_SIZE], range[64];
+	int max_retries, base_ms, max_wait_ms, https = !strncasecmp(url, "https://", 8);
+	const char *netrc = getenv("NETRC");
+	struct ranged g = { 0 };
+
+	if (!opts)
+		opts = &no_opts;
+	max_retries = opts->max_retries < 0 ? 0 : opts->max_retries ? opts->max_retries : 5;
+	base_ms = opts->retry_base_ms > 0 ? opts->retry_base_ms : 1000;
+	max_wait_ms = opts->retry_max_wait_ms > 0 ? opts->retry_max_wait_ms : 60000;
+	dlk_curl_global_init();
+	g.sink = sink;
+	g.sink_ctx = sink_ctx;
+	g.err = err;
+	g.want = len;
+	*size = 0;
+	if (len == 0)
+		return dlk_errf(err, DLK_EXIT_FAIL, "'%s': an empty range", url);
+	for (int attempt = 0;; attempt++) {
+		CURL *curl = curl_easy_init();
+		CURLcode res;
+		long status = 0, wait_ms;
+		curl_off_t retry_after = 0;
+
+		if (!curl)
+			return dlk_errf(err, DLK_EXIT_FAIL, "'%s': cannot start libcurl", url);
+		unsigned long long before = g.got;
+		g.curl = curl;
+		g.checked_status = 0;
+		errbuf[0] = '\0';
+		setup(curl, url, https, netrc, opts, errbuf);
+		/* what is left of the range */
+		snprintf(range, sizeof(range), "%llu-%llu", first + g.got, first + len - 1);
+		curl_easy_setopt(curl, CURLOPT_RANGE, range);
+		curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_range_header);
+		curl_easy_setopt(curl, CURLOPT_HEADERDATA, &g);
+		curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_range_write);
+		curl_easy_setopt(curl, CURLOPT_WRITEDATA, &g);
+		res = curl_easy_perform(curl);
+		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+		curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &retry_after);
+		curl_easy_cleanup(curl);
+		if (g.sink_failed)
+			return -1;
+		/* all of it, or all the file has of it */
+		if (res == CURLE_OK && status == 206 && g.size && (g.got == len || first + g.got >= g.size))
+			break;
+		if (!g.not_partial && g.got > before) {
+			/* a part of the rest came: ask for what is left at once, the tries counted afresh */
+			attempt = -1;
+			continue;
+		}
+		if (g.not_partial && (status == 200 || status == 206 || status == 416)) {
+			dlk_errf(err, DLK_EXIT_CONNECT, "'%s': the server does not answer the range %s (HTTP %ld)", url, range,
+			         status);
+			return status == 200 ? -2 : -1;
+		}
+		if (!retryable(res, status) || attempt >= max_retries) {
+			if (res != CURLE_OK && !g.not_partial)
+				dlk_errf(err, DLK_EXIT_CONNECT, "cannot fetch '%s' (range %s): %s", url, range,
+				         errbuf[0] ? errbuf : curl_easy_strerror(res));
+			else
+				dlk_errf(err, DLK_EXIT_CONNECT, "cannot fetch '%s' (range %s): the server answered HTTP %ld",
+				         url, range, status);
+			return attempt ? dlk_err_hint(err, "gave up after %d attempts", attempt + 1) : -1;
+		}
+		g.not_partial = 0;
+		wait_ms = (long)base_ms << (attempt < 16 ? attempt : 16);
+		if (retry_after > 0 && retry_after * 1000 > wait_ms)
+			wait_ms = retry_after > 86400 ? 86400000L : (long)retry_after * 1000;
+		if (wait_ms > max_wait_ms)
+			wait_ms = max_wait_ms;
+		sleep_ms(wait_ms);
+	}
+	*size = g.size;
+	return 0;
 }

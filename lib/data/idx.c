@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/data/dataset.h"
 #include "lib/util/mem.h"
 
 const char *dlk_idx_type_name(int type)
@@ -167,6 +168,116 @@ int dlk_idx_decode(const void *buf, size_t len, const char *name, struct dlk_idx
 int dlk_idx_decode_buf(struct dlk_buf *b, const char *name, struct dlk_idx *out, struct dlk_err *err)
 {
 	return idx_decode(b->data, b->len, name, out, b, err);
+}
+
+void dlk_idx_range_init(struct dlk_idx_range *r, int rank, int world)
+{
+	memset(r, 0, sizeof(*r));
+	r->rank = world > 0 ? rank : 0;
+	r->world = world > 0 ? world : 1;
+	r->out = (struct dlk_buf)DLK_BUF_INIT;
+}
+
+void dlk_idx_range_release(struct dlk_idx_range *r)
+{
+	dlk_buf_release(&r->out);
+}
+
+/* The header is complete: check it as idx_decode() does, choose the range, write the header of
+ * the shard. */
+static int range_header(struct dlk_idx_range *r, const char *name, struct dlk_err *err)
+{
+	const unsigned char *p = r->head;
+	int ndims = p[3];
+	size_t esize = idx_type_size(p[2]), count = 1, end;
+
+	r->item = esize;
+	for (int i = 0; i < ndims; i++) {
+		size_t d = be32(p + 4 + 4 * (size_t)i);
+		if (d && count > ((size_t)1 << 48) / d)
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': IDX dimensions at byte offset 4 declare more than 2^48 values", name);
+		count *= d;
+		if (i == 0)
+			r->n = d;
+		else
+			r->item *= d;
+	}
+	dlk_part_range(r->n, r->rank, r->world, &r->first, &end);
+	r->count = end - r->first;
+	dlk_buf_add(&r->out, p, r->header);
+	r->out.data[4] = (char)(r->count >> 24);
+	r->out.data[5] = (char)(r->count >> 16);
+	r->out.data[6] = (char)(r->count >> 8);
+	r->out.data[7] = (char)r->count;
+	return 0;
+}
+
+int dlk_idx_range_feed(struct dlk_idx_range *r, const void *data, size_t len, const char *name, struct dlk_err *err)
+{
+	const unsigned char *p = data;
+
+	while (!r->header && len) {
+		r->head[r->head_len++] = *p++;
+		len--;
+		if (r->head_len == 4) {
+			if (r->head[0] || r->head[1] || !idx_type_size(r->head[2]))
+				return dlk_errf(err, DLK_EXIT_CONFIG,
+				                "'%s': not an IDX file: bad magic 0x%02x%02x%02x%02x at byte offset 0 (expected 0x0000TTNN, TT one of 08 09 0b 0c 0d 0e)",
+				                name, r->head[0], r->head[1], r->head[2], r->head[3]);
+			if (r->head[3] < 1 || r->head[3] > DLK_IDX_MAX_DIMS)
+				return dlk_errf(err, DLK_EXIT_CONFIG,
+				                "'%s': IDX header at byte offset 3 declares %d dimensions; dlk reads 1 to %d", name,
+				                r->head[3], DLK_IDX_MAX_DIMS);
+		}
+		if (r->head_len >= 4 && r->head_len == 4 + 4 * (size_t)r->head[3]) {
+			r->header = r->head_len;
+			if (range_header(r, name, err))
+				return -1;
+		}
+	}
+	if (!len)
+		return 0;
+	/* keep what falls in [first * item, (first + count) * item) of the data */
+	unsigned long long lo = (unsigned long long)r->first * r->item, hi = lo + (unsigned long long)r->count * r->item;
+	unsigned long long a = r->seen, b = r->seen + len;
+	if (b > lo && a < hi) {
+		unsigned long long from = a > lo ? a : lo, to = b < hi ? b : hi;
+		dlk_buf_add(&r->out, p + (from - a), (size_t)(to - from));
+	}
+	r->seen = b;
+	return 0;
+}
+
+void dlk_idx_range_skip(struct dlk_idx_range *r, unsigned long long upto)
+{
+	if (upto > r->seen)
+		r->seen = upto;
+}
+
+int dlk_idx_range_finish(struct dlk_idx_range *r, const char *name, struct dlk_err *err)
+{
+	unsigned long long need = (unsigned long long)r->n * r->item;
+
+	if (!r->header) {
+		if (r->head_len < 4)
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': truncated IDX header: the file ends at byte offset %zu, the magic number needs 4 bytes",
+			                name, r->head_len);
+		return dlk_errf(err, DLK_EXIT_CONFIG,
+		                "'%s': truncated IDX header: the file ends at byte offset %zu, %d dimensions need %zu header bytes",
+		                name, r->head_len, r->head[3], 4 + 4 * (size_t)r->head[3]);
+	}
+	if (r->seen < need)
+		return dlk_errf(err, DLK_EXIT_CONFIG,
+		                "'%s': truncated IDX data: the file ends at byte offset %llu, but the header declares %zu %s values (%llu bytes in all)",
+		                name, r->header + r->seen, r->n * (r->item / idx_type_size(r->head[2])),
+		                dlk_idx_type_name(r->head[2]), r->header + need);
+	if (r->seen > need)
+		return dlk_errf(err, DLK_EXIT_CONFIG,
+		                "'%s': %llu unexpected bytes after the IDX data at byte offset %llu (the header declares %llu bytes in all)",
+		                name, r->seen - need, r->header + need, r->header + need);
+	return 0;
 }
 
 void dlk_samples_release(struct dlk_samples *s)

@@ -1,7 +1,11 @@
 /* dlk_data_load(): fetch, verify, unpack, decode, check and scale one split. */
 #include "lib/data/dataset.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,10 +29,125 @@ static int fetch_source(const struct dlk_source *src, const char *what, const st
 		return dlk_errf(err, DLK_EXIT_CONFIG, "data: no %s source for this split", what);
 	if (dlk_fetch(src, spec, opts, f, err) < 0)
 		return -1;
-	ds->sources[ds->n_sources].url = xstrdup(src->url);
-	memcpy(ds->sources[ds->n_sources].sha256, f->sha256, sizeof(f->sha256));
-	ds->n_sources++;
+	dlk_dataset_add_source(ds, src->url, f->sha256);
 	return 0;
+}
+
+static int shard_world(const struct dlk_data_opts *opts)
+{
+	return opts->shard_world > 1 ? opts->shard_world : 1;
+}
+
+struct named_range {
+	struct dlk_idx_range r;
+	const char *name;
+};
+
+static int named_range_sink(void *ctx, const void *data, size_t len, struct dlk_err *err)
+{
+	struct named_range *nr = ctx;
+	return dlk_idx_range_feed(&nr->r, data, len, nr->name, err);
+}
+
+/* A shard of an IDX images file, streamed: only its samples are ever held. */
+static int idx_images_shard(const char *path, const char *name, const struct dlk_data *spec,
+                            const struct dlk_data_opts *opts, struct dlk_idx *images, size_t *first, size_t *total,
+                            struct dlk_err *err);
+
+static int head_sink(void *ctx, const void *data, size_t len, struct dlk_err *err)
+{
+	(void)err;
+	dlk_buf_add(ctx, data, len);
+	return 0;
+}
+
+/* A rank's part of a plain IDX file over http(s), by Range requests: the header (the first bytes),
+ * then the part's bytes; the file's size (Content-Range) stands for the rest, and must not change
+ * between the requests. 1 when the file is not a plain IDX file (compressed: no range of it can be
+ * decoded alone) or the server ignores Range, for the caller to fetch it whole. The rank cannot check a sha256 pin over bytes
+ * it does not read: rank 0 fetches the whole file and checks it (see dlk_data_opts.shard_rank). */
+static int idx_images_http(const struct dlk_source *src, const struct dlk_data *spec, const struct dlk_data_opts *opts,
+                           struct dlk_dataset *ds, struct dlk_idx *images, size_t *first, size_t *total,
+                           struct dlk_err *err)
+{
+	struct named_range nr;
+	struct dlk_buf head = DLK_BUF_INIT;
+	unsigned long long size = 0, size2 = 0;
+	const unsigned char *h;
+	int rc = -1;
+
+	dlk_idx_range_init(&nr.r, opts->shard_rank, shard_world(opts));
+	nr.name = src->url;
+	rc = dlk_http_range(src->url, 0, 4 + 4 * DLK_IDX_MAX_DIMS, head_sink, &head, &size, opts, err);
+	if (rc == -2) {
+		/* a server without Range: the whole file, as rank 0 fetches it */
+		dlk_err_clear(err);
+		rc = 1;
+		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	rc = -1;
+	h = (const unsigned char *)head.data;
+	if (head.len < 4 || h[0] || h[1] || !dlk_idx_type_name(h[2]) || h[3] < 1 || h[3] > DLK_IDX_MAX_DIMS) {
+		rc = 1;
+		goto out;
+	}
+	if (limit_of(spec) && size > limit_of(spec)) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is %llu bytes, more than the limit of %llu bytes", src->url, size,
+		         limit_of(spec));
+		dlk_err_hint(err, "raise data.max_bytes if the data really is this large");
+		goto out;
+	}
+	if (dlk_idx_range_feed(&nr.r, head.data, head.len, src->url, err) < 0)
+		goto out;
+	if (nr.r.header) {
+		unsigned long long lo = (unsigned long long)nr.r.first * nr.r.item;
+		unsigned long long hi = lo + (unsigned long long)nr.r.count * nr.r.item;
+		unsigned long long from = lo > nr.r.seen ? lo : nr.r.seen;
+		dlk_idx_range_skip(&nr.r, from);
+		if (hi > from && nr.r.header + from < size) {
+			if (dlk_http_range(src->url, nr.r.header + from, hi - from, named_range_sink, &nr, &size2, opts,
+			                   err) < 0)
+				goto out;
+			if (size2 != size) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "'%s' changed while it was read: %llu bytes, then %llu", src->url,
+				         size, size2);
+				goto out;
+			}
+		}
+		if (size > nr.r.header)
+			dlk_idx_range_skip(&nr.r, size - nr.r.header);
+	}
+	if (dlk_idx_range_finish(&nr.r, src->url, err) < 0 || dlk_idx_decode_buf(&nr.r.out, src->url, images, err) < 0)
+		goto out;
+	*first = nr.r.first;
+	*total = nr.r.n;
+	/* no digest: this rank read a part; rank 0's record has the whole file's */
+	dlk_dataset_add_source(ds, src->url, "");
+	rc = 0;
+out:
+	dlk_buf_release(&head);
+	dlk_idx_range_release(&nr.r);
+	return rc;
+}
+
+/* Whether this rank reads its part of the images by HTTP Range: a rank other than 0 of a sharded
+ * load, an http(s) URL that the cache does not hold yet (a cached copy is read by range locally). */
+static int ranged_http(const struct dlk_source *src, const struct dlk_data *spec, const struct dlk_data_opts *opts)
+{
+	struct stat st;
+	char *cached;
+	int fresh;
+
+	if (shard_world(opts) < 2 || opts->shard_rank == 0 || opts->resolve || !src->url ||
+	    (strncasecmp(src->url, "http://", 7) && strncasecmp(src->url, "https://", 8)))
+		return 0;
+	cached = dlk_cache_path(opts->cache_dir ? opts->cache_dir : spec->cache_dir ? spec->cache_dir : ".dlk/cache",
+	                        src->url);
+	fresh = stat(cached, &st) < 0;
+	free(cached);
+	return fresh;
 }
 
 static int load_idx(const struct dlk_split *sp, const struct dlk_data *spec,
@@ -38,24 +157,63 @@ static int load_idx(const struct dlk_split *sp, const struct dlk_data *spec,
 	struct dlk_fetched fi = DLK_FETCHED_INIT, fl = DLK_FETCHED_INIT;
 	struct dlk_buf bi = DLK_BUF_INIT, bl = DLK_BUF_INIT;
 	struct dlk_idx images = DLK_IDX_INIT, labels = DLK_IDX_INIT;
-	int ret = -1;
+	size_t first = 0, total = 0;
+	int32_t whole_max = -1;
+	int ret = -1, ranged = 0;
 
-	if (fetch_source(&sp->images, "images", spec, opts, ds, &fi, err) < 0 ||
+	if (ranged_http(&sp->images, spec, opts)) {
+		ranged = idx_images_http(&sp->images, spec, opts, ds, &images, &first, &total, err);
+		if (ranged < 0)
+			goto out;
+		ranged = ranged == 0;
+	}
+	if ((!ranged && fetch_source(&sp->images, "images", spec, opts, ds, &fi, err) < 0) ||
 	    fetch_source(&sp->labels, "labels", spec, opts, ds, &fl, err) < 0)
 		goto out;
 	/* a ubyte file's values stay in the unpacked buffer, and each buffer is let go as soon as it
-	 * is decoded: the largest thing held is one file's values, once */
-	if (dlk_unpack_single(fi.path, sp->images.url, limit_of(spec), opts->progress, opts->progress_ctx,
-	                      &bi, err) < 0 ||
-	    dlk_idx_decode_buf(&bi, sp->images.url, &images, err) < 0)
+	 * is decoded: the largest thing held is one file's values, once (a shard's, when sharded) */
+	if (ranged) {
+		/* read by range above */
+	} else if (shard_world(opts) > 1) {
+		if (idx_images_shard(fi.path, sp->images.url, spec, opts, &images, &first, &total, err) < 0)
+			goto out;
+	} else if (dlk_unpack_single(fi.path, sp->images.url, limit_of(spec), opts->progress, opts->progress_ctx,
+	                             &bi, err) < 0 ||
+	           dlk_idx_decode_buf(&bi, sp->images.url, &images, err) < 0) {
 		goto out;
+	}
 	dlk_buf_release(&bi);
 	if (dlk_unpack_single(fl.path, sp->labels.url, limit_of(spec), opts->progress, opts->progress_ctx,
 	                      &bl, err) < 0 ||
 	    dlk_idx_decode_buf(&bl, sp->labels.url, &labels, err) < 0)
 		goto out;
 	dlk_buf_release(&bl);
+	if (shard_world(opts) > 1) {
+		/* the labels are small: read whole, checked against the images' count, then cut */
+		if (labels.ndims != 1 || labels.dims[0] != total) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s' has %zu labels but '%s' has %zu images", sp->labels.url,
+			         labels.ndims == 1 ? labels.dims[0] : labels.count, sp->images.url, total);
+			goto out;
+		}
+		size_t count = images.dims[0];
+		/* the classes are the split's, not the shard's */
+		if (labels.data8)
+			for (size_t i = 0; i < total; i++)
+				if (labels.data8[i] > whole_max)
+					whole_max = labels.data8[i];
+		if (labels.data8)
+			memmove(labels.data8, labels.data8 + first, count);
+		else
+			memmove(labels.data, labels.data + first, count * sizeof(float));
+		labels.dims[0] = labels.count = count;
+	}
 	ret = dlk_idx_join(&images, sp->images.url, &labels, sp->labels.url, s, err);
+	if (ret == 0 && shard_world(opts) > 1) {
+		if (whole_max > s->max_label)
+			s->max_label = whole_max;
+		s->base = first;
+		s->total = total;
+	}
 out:
 	dlk_idx_release(&images);
 	dlk_idx_release(&labels);
@@ -66,13 +224,86 @@ out:
 	return ret;
 }
 
+/* An uncompressed IDX file read by range: its header, then a seek to the shard's bytes, which
+ * are all that is read; the file's size stands for the bytes passed over. 1 when the file is not
+ * a plain IDX file (compressed, an archive): the caller streams it instead. */
+static int idx_range_raw(const char *path, const char *name, struct dlk_idx_range *r, struct dlk_err *err)
+{
+	unsigned char buf[65536];
+	struct stat st;
+	FILE *fp = fopen(path, "rb");
+	size_t got, hl;
+	int rc = -1;
+
+	if (!fp)
+		return dlk_errf(err, DLK_EXIT_FAIL, "'%s': cannot open %s: %s", name, path, strerror(errno));
+	got = fread(buf, 1, 4, fp);
+	if (got < 4 || buf[0] || buf[1] || !dlk_idx_type_name(buf[2]) || buf[3] < 1 || buf[3] > DLK_IDX_MAX_DIMS) {
+		rc = 1;
+		goto out;
+	}
+	hl = 4 * (size_t)buf[3];
+	got += fread(buf + 4, 1, hl, fp);
+	if (dlk_idx_range_feed(r, buf, got, name, err) < 0)
+		goto out;
+	if (got == 4 + hl) {
+		unsigned long long lo = (unsigned long long)r->first * r->item, left = (unsigned long long)r->count * r->item;
+		if (fstat(fileno(fp), &st) < 0 || fseeko(fp, (off_t)(r->header + lo), SEEK_SET) < 0) {
+			dlk_errf(err, DLK_EXIT_FAIL, "'%s': cannot seek in %s: %s", name, path, strerror(errno));
+			goto out;
+		}
+		dlk_idx_range_skip(r, lo);
+		while (left > 0 && (got = fread(buf, 1, left < sizeof(buf) ? (size_t)left : sizeof(buf), fp)) > 0) {
+			if (dlk_idx_range_feed(r, buf, got, name, err) < 0)
+				goto out;
+			left -= got;
+		}
+		if (ferror(fp)) {
+			dlk_errf(err, DLK_EXIT_FAIL, "'%s': cannot read %s: %s", name, path, strerror(errno));
+			goto out;
+		}
+		/* the rest of the file, not read: its length still has to be right */
+		if (!left && (unsigned long long)st.st_size > r->header)
+			dlk_idx_range_skip(r, (unsigned long long)st.st_size - r->header);
+	}
+	rc = 0;
+out:
+	fclose(fp);
+	return rc;
+}
+
+static int idx_images_shard(const char *path, const char *name, const struct dlk_data *spec,
+                            const struct dlk_data_opts *opts, struct dlk_idx *images, size_t *first, size_t *total,
+                            struct dlk_err *err)
+{
+	struct named_range nr;
+	int rc = -1, raw;
+
+	dlk_idx_range_init(&nr.r, opts->shard_rank, shard_world(opts));
+	nr.name = name;
+	raw = idx_range_raw(path, name, &nr.r, err);
+	if (raw < 0)
+		goto out;
+	if (raw == 1 && dlk_unpack_single_to(path, name, limit_of(spec), opts->progress, opts->progress_ctx,
+	                                     named_range_sink, &nr, err) < 0)
+		goto out;
+	if (dlk_idx_range_finish(&nr.r, name, err) < 0 || dlk_idx_decode_buf(&nr.r.out, name, images, err) < 0)
+		goto out;
+	*first = nr.r.first;
+	*total = nr.r.n;
+	rc = 0;
+out:
+	dlk_idx_range_release(&nr.r);
+	return rc;
+}
+
 static int load_csv(const struct dlk_split *sp, const struct dlk_data *spec,
                     const struct dlk_data_opts *opts, struct dlk_dataset *ds,
                     struct dlk_samples *s, struct dlk_err *err)
 {
 	struct dlk_fetched f = DLK_FETCHED_INIT;
 	struct dlk_buf b = DLK_BUF_INIT;
-	struct dlk_csv_opts co = { spec->csv_header, spec->csv_label_column };
+	struct dlk_csv_opts co = { spec->csv_header, spec->csv_label_column, opts->shard_rank, shard_world(opts) };
 	int ret = -1;
 
 	if (fetch_source(&sp->source, "csv", spec, opts, ds, &f, err) < 0 ||
@@ -86,28 +317,150 @@ out:
 	return ret;
 }
 
-static int load_tar(const struct dlk_split *sp, const struct dlk_data *spec,
-                    const struct dlk_data_opts *opts, struct dlk_dataset *ds,
-                    struct dlk_samples *s, struct dlk_err *err)
+/* Appends the samples of b to a (moving them), promoting a to float when they differ in kind. */
+static int samples_append(struct dlk_samples *a, struct dlk_samples *b, const char *name, struct dlk_err *err)
+{
+	size_t m = b->sample_size;
+
+	if (!a->n && !a->x && !a->x8) {
+		int32_t keep = a->max_label > b->max_label ? a->max_label : b->max_label;
+		*a = *b;
+		a->max_label = keep;
+		memset(b, 0, sizeof(*b));
+		return 0;
+	}
+	if (m != a->sample_size)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': its samples hold %zu values, those of the shards before it %zu",
+		                name, m, a->sample_size);
+	if (a->x8 && !b->x8) {
+		float *x = xmalloc((a->n ? a->n : 1) * m * sizeof(float));
+		for (size_t i = 0; i < a->n * m; i++)
+			x[i] = a->x8[i];
+		free(a->x8);
+		a->x8 = NULL;
+		a->x = x;
+	}
+	a->y = xrealloc(a->y, (a->n + b->n) * sizeof(int32_t));
+	memcpy(a->y + a->n, b->y, b->n * sizeof(int32_t));
+	if (a->x8) {
+		a->x8 = xrealloc(a->x8, (a->n + b->n) * m);
+		memcpy(a->x8 + a->n * m, b->x8, b->n * m);
+	} else {
+		a->x = xrealloc(a->x, (a->n + b->n) * m * sizeof(float));
+		if (b->x8)
+			for (size_t i = 0; i < b->n * m; i++)
+				a->x[a->n * m + i] = b->x8[i];
+		else
+			memcpy(a->x + a->n * m, b->x, b->n * m * sizeof(float));
+	}
+	a->n += b->n;
+	if (b->max_label > a->max_label)
+		a->max_label = b->max_label;
+	dlk_samples_release(b);
+	return 0;
+}
+
+static int load_one_tar(const struct dlk_source *src, const struct dlk_data *spec, const struct dlk_data_opts *opts,
+                        struct dlk_dataset *ds, struct dlk_samples *s, struct dlk_err *err)
 {
 	struct dlk_fetched f = DLK_FETCHED_INIT;
 	struct archive *a = NULL;
 	int ret = -1;
 
-	if (fetch_source(&sp->source, "tar", spec, opts, ds, &f, err) < 0)
+	if (fetch_source(src, "tar", spec, opts, ds, &f, err) < 0)
 		goto out;
-	a = dlk_archive_open_file(f.path, sp->source.url, err);
+	a = dlk_archive_open_file(f.path, src->url, err);
 	if (!a)
 		goto out;
-	ret = dlk_tar_decode_archive(a, sp->source.url, opts->shape, limit_of(spec), s, err);
+	ret = dlk_tar_decode_archive(a, src->url, opts->shape, limit_of(spec), s, err);
 out:
 	dlk_archive_close(a);
 	dlk_fetched_release(&f);
 	return ret;
 }
 
+/* Keeps samples [from, to) of s. */
+static void samples_cut(struct dlk_samples *s, size_t from, size_t to)
+{
+	size_t m = s->sample_size, n = to - from;
+
+	memmove(s->y, s->y + from, n * sizeof(int32_t));
+	s->y = xrealloc(s->y, (n ? n : 1) * sizeof(int32_t));
+	if (s->x8) {
+		memmove(s->x8, s->x8 + from * m, n * m);
+		s->x8 = xrealloc(s->x8, (n ? n : 1) * m);
+	} else {
+		memmove(s->x, s->x + from * m, n * m * sizeof(float));
+		s->x = xrealloc(s->x, (n ? n : 1) * m * sizeof(float));
+	}
+	s->n = n;
+}
+
+static int load_tar(const struct dlk_split *sp, const struct dlk_data *spec,
+                    const struct dlk_data_opts *opts, struct dlk_dataset *ds,
+                    struct dlk_samples *s, struct dlk_err *err)
+{
+	int world = shard_world(opts), nf = sp->shards ? sp->n_shards : 1, f0 = 0, f1 = nf;
+	const struct dlk_source *files = sp->shards ? sp->shards : &sp->source;
+	int by_file = world > 1 && nf >= world;
+
+	/* a worker's share of the shards: whole files when there are enough of them to go round */
+	if (by_file) {
+		size_t b, e;
+		dlk_part_range((size_t)nf, opts->shard_rank, world, &b, &e);
+		f0 = (int)b;
+		f1 = (int)e;
+		ds->by_file = 1;
+		ds->files_first = f0;
+		ds->files_count = f1 - f0;
+	}
+	for (int i = f0; i < f1; i++) {
+		struct dlk_samples one = DLK_SAMPLES_INIT;
+		if (load_one_tar(&files[i], spec, opts, ds, &one, err) < 0 || samples_append(s, &one, files[i].url, err) < 0) {
+			dlk_samples_release(&one);
+			return -1;
+		}
+	}
+	if (world > 1 && !by_file) {
+		/* fewer files than workers: every worker reads them all and keeps its range */
+		size_t b, e, total = s->n;
+		dlk_part_range(total, opts->shard_rank, world, &b, &e);
+		samples_cut(s, b, e);
+		s->base = b;
+		s->total = total;
+	}
+	/* rank 0's record of the data names every file of the split with the digest of its bytes:
+	 * a pinned file is checked against its pin by the rank that loads it (a mismatch fails the
+	 * run), so is a dataset's file against its manifest's digest; an unpinned one is fetched and
+	 * hashed here too (not decoded) */
+	if (by_file && opts->shard_rank == 0)
+		for (int i = 0; i < nf; i++) {
+			struct dlk_fetched f = DLK_FETCHED_INIT;
+			if (i >= f0 && i < f1)
+				continue;
+			if (files[i].sha256) {
+				dlk_dataset_add_source(ds, files[i].url, files[i].sha256);
+				continue;
+			}
+			if (opts->resolve && opts->digest) {
+				/* a dataset's file: its verified manifest has the digest */
+				char hex[65];
+				if (opts->digest(opts->resolve_ctx, files[i].url, hex, err) < 0)
+					return -1;
+				dlk_dataset_add_source(ds, files[i].url, hex);
+				continue;
+			}
+			if (fetch_source(&files[i], "tar", spec, opts, ds, &f, err) < 0)
+				return -1;
+			dlk_fetched_release(&f);
+		}
+	return 0;
+}
+
 static const char *source_name(const struct dlk_data *spec, const struct dlk_split *sp)
 {
+	if (spec->format == DLK_DATA_TAR && sp->shards)
+		return sp->shards[0].url;
 	return spec->format == DLK_DATA_IDX ? sp->images.url : sp->source.url;
 }
 
@@ -115,6 +468,7 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
                   struct dlk_dataset *out, struct dlk_err *err)
 {
 	static const struct dlk_data_opts no_opts;
+	struct dlk_data_opts unsharded;
 	struct dlk_dataset ds = DLK_DATASET_INIT;
 	struct dlk_samples s = DLK_SAMPLES_INIT;
 	const struct dlk_split *sp;
@@ -129,6 +483,13 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 		return dlk_errf(err, DLK_EXIT_FAIL, "unknown data split '%s' (expected 'train' or 'test')",
 		                split ? split : "(null)");
 	sp = !strcmp(split, "train") ? &spec->train : &spec->test;
+	if (sp == &spec->test && opts->shard_world > 1) {
+		/* the test split stays whole: rank 0 evaluates */
+		unsharded = *opts;
+		unsharded.shard_rank = 0;
+		unsharded.shard_world = 0;
+		opts = &unsharded;
+	}
 	if (!isfinite(scale) || !isfinite(mean) || !isfinite(std) || std == 0)
 		return dlk_errf(err, DLK_EXIT_CONFIG,
 		                "data: scale %g, mean %g, std %g: all must be finite and std non-zero",
@@ -144,7 +505,8 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 		goto fail;
 	name = source_name(spec, sp);
 
-	if (s.n == 0) {
+	/* a shard may be empty (fewer samples than workers); the split may not */
+	if (s.n == 0 && !(shard_world(opts) > 1 && (s.total > 0 || ds.by_file))) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': no samples", name);
 		goto fail;
 	}
@@ -170,7 +532,7 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 				;
 			dlk_errf(err, DLK_EXIT_CONFIG,
 			         "'%s': sample %zu has label %d, but there are only %d classes (labels 0 to %d)",
-			         name, i, (int)s.y[i], spec->n_classes, spec->n_classes - 1);
+			         name, s.base + i, (int)s.y[i], spec->n_classes, spec->n_classes - 1);
 			dlk_err_hint(err, "check data.classes and the last dense layer's units");
 			goto fail;
 		}
@@ -197,6 +559,15 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 	memcpy(ds.shape, s.shape, sizeof(ds.shape));
 	ds.sample_size = s.sample_size;
 	ds.y = s.y;
+	if (shard_world(opts) > 1) {
+		ds.sharded = 1;
+		/* whole files: where they sit in the split only the ranks together know */
+		ds.base = ds.by_file ? 0 : s.base;
+		ds.total = ds.by_file ? 0 : s.total;
+	} else {
+		ds.base = 0;
+		ds.total = ds.n;
+	}
 	*out = ds;
 	return 0;
 

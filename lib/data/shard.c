@@ -41,3 +41,28 @@ void dlk_shard_range(size_t n, int rank, int world, size_t *begin, size_t *end)
 	*begin = (size_t)rank * per;
 	*end = *begin + per;
 }
+
+void dlk_part_range(size_t n, int rank, int world, size_t *begin, size_t *end)
+{
+	size_t per, rem;
+
+	if (world <= 0 || rank < 0 || rank >= world) {
+		*begin = *end = 0;
+		return;
+	}
+	/* n * r / world without overflow for any n a machine can hold */
+	per = n / (size_t)world;
+	rem = n % (size_t)world;
+	*begin = (size_t)rank * per + rem * (size_t)rank / (size_t)world;
+	*end = (size_t)(rank + 1) * per + rem * (size_t)(rank + 1) / (size_t)world;
+}
+
+size_t dlk_shard_walk(size_t *perm, size_t n, size_t base, size_t count)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (perm[i] >= base && perm[i] - base < count)
+			perm[k++] = perm[i] - base;
+	return k;
+}

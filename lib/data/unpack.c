@@ -81,10 +81,28 @@ void dlk_archive_close(struct archive *a)
 		archive_read_free(a);
 }
 
+static int buf_sink(void *ctx, const void *data, size_t len, struct dlk_err *err)
+{
+	(void)err;
+	dlk_buf_add(ctx, data, len);
+	return 0;
+}
+
+static int read_entry_to(struct archive *a, const char *name, const char *member, unsigned long long max_bytes,
+                         unsigned long long *total, dlk_data_progress_fn progress, void *progress_ctx,
+                         dlk_unpack_sink_fn sink, void *sink_ctx, struct dlk_err *err);
+
 int dlk_archive_read_entry(struct archive *a, const char *name, const char *member,
                            unsigned long long max_bytes, unsigned long long *total,
                            dlk_data_progress_fn progress, void *progress_ctx,
                            struct dlk_buf *out, struct dlk_err *err)
+{
+	return read_entry_to(a, name, member, max_bytes, total, progress, progress_ctx, buf_sink, out, err);
+}
+
+static int read_entry_to(struct archive *a, const char *name, const char *member, unsigned long long max_bytes,
+                         unsigned long long *total, dlk_data_progress_fn progress, void *progress_ctx,
+                         dlk_unpack_sink_fn sink, void *sink_ctx, struct dlk_err *err)
 {
 	char chunk[65536];
 	unsigned long long last_report = 0;
@@ -104,7 +122,8 @@ int dlk_archive_read_entry(struct archive *a, const char *name, const char *memb
 			         name, max_bytes, member);
 			return dlk_err_hint(err, "raise data.max_bytes if the data really is this large");
 		}
-		dlk_buf_add(out, chunk, (size_t)n);
+		if (sink(sink_ctx, chunk, (size_t)n, err) < 0)
+			return -1;
 		if (progress && *total - last_report >= (1u << 22)) {
 			last_report = *total;
 			if (progress(progress_ctx, name, *total, 0))
@@ -116,6 +135,13 @@ int dlk_archive_read_entry(struct archive *a, const char *name, const char *memb
 int dlk_unpack_single(const char *path, const char *name, unsigned long long max_bytes,
                       dlk_data_progress_fn progress, void *progress_ctx, struct dlk_buf *out,
                       struct dlk_err *err)
+{
+	return dlk_unpack_single_to(path, name, max_bytes, progress, progress_ctx, buf_sink, out, err);
+}
+
+int dlk_unpack_single_to(const char *path, const char *name, unsigned long long max_bytes,
+                         dlk_data_progress_fn progress, void *progress_ctx, dlk_unpack_sink_fn sink, void *sink_ctx,
+                         struct dlk_err *err)
 {
 	struct archive *a = NULL;
 	struct archive_entry *e;
@@ -153,8 +179,7 @@ int dlk_unpack_single(const char *path, const char *name, unsigned long long max
 			dlk_err_hint(err, "raise data.max_bytes if the data really is this large");
 			goto out;
 		}
-		if (dlk_archive_read_entry(a, name, member, max_bytes, &total, progress, progress_ctx, out,
-		                           err) < 0)
+		if (read_entry_to(a, name, member, max_bytes, &total, progress, progress_ctx, sink, sink_ctx, err) < 0)
 			goto out;
 	}
 	if (r != ARCHIVE_EOF) {

@@ -26,6 +26,15 @@ int dlk_archive_read_entry(struct archive *a, const char *name, const char *memb
                            dlk_data_progress_fn progress, void *progress_ctx,
                            struct dlk_buf *out, struct dlk_err *err);
 
+/* Where a stream of unpacked bytes goes, chunk by chunk; -1 (with err) stops it. */
+typedef int (*dlk_unpack_sink_fn)(void *ctx, const void *data, size_t len, struct dlk_err *err);
+
+/* dlk_unpack_single() that hands the bytes to sink as they are unpacked instead of keeping them:
+ * what a reader that keeps only part of a file (a shard) uses. */
+int dlk_unpack_single_to(const char *path, const char *name, unsigned long long max_bytes,
+                         dlk_data_progress_fn progress, void *progress_ctx, dlk_unpack_sink_fn sink, void *sink_ctx,
+                         struct dlk_err *err);
+
 /* The contents of `path`: the file itself when plain, decompressed when it is a lone compressed
  * file, or the one regular file an archive holds (an archive with several files is an error that
  * lists them). The unpacked size is bounded by max_bytes (0 = no limit). `name` is used in

@@ -246,6 +246,23 @@ static void pending_reason(const cJSON *job, const cJSON *events, struct dlk_job
 		snprintf(s->reason, sizeof(s->reason), "waiting for worker pods to start");
 }
 
+/* The failure a rank's worker wrote as its termination message, if it did. */
+static int rank_failure(const struct dlk_rank *r, struct dlk_failure *f)
+{
+	const cJSON *cs = cJSON_GetArrayItem(jget(r->pod, "status", "containerStatuses", NULL), 0);
+	const cJSON *term = jget(cs, "state", "terminated", NULL);
+
+	if (!term)
+		term = jget(cs, "lastState", "terminated", NULL);
+	if (dlk_failure_parse(jstr_of(jget(term, "message", NULL)), f))
+		return -1;
+	if (f->rank < 0)
+		f->rank = r->rank;
+	if (!f->pod[0])
+		snprintf(f->pod, sizeof(f->pod), "%s", jstr_or(jget(r->pod, "metadata", "name", NULL), ""));
+	return 0;
+}
+
 static void failure_reason(const cJSON *job, struct dlk_job_summary *s)
 {
 	const struct dlk_rank *first = NULL;
@@ -258,9 +275,18 @@ static void failure_reason(const cJSON *job, struct dlk_job_summary *s)
 		const struct dlk_rank *r = &s->ranks[i];
 		if (!r->pod || !r->terminated || r->exit_code == 0)
 			continue;
-		/* the first to fail: earliest finishedAt, then the lowest rank */
-		if (!first || (r->finished[0] && first->finished[0] && strcmp(r->finished, first->finished) < 0))
+		/* the cause: a rank that did not merely lose a peer (exit "restartable") first, then the
+		 * earliest finishedAt, then the lowest rank */
+		int cause = r->exit_code != DLK_EXIT_RESTARTABLE, first_cause = first && first->exit_code != DLK_EXIT_RESTARTABLE;
+		if (!first || cause > first_cause ||
+		    (cause == first_cause && r->finished[0] && first->finished[0] && strcmp(r->finished, first->finished) < 0))
 			first = r;
+	}
+	if (first && !rank_failure(first, &s->failure)) {
+		s->have_failure = 1;
+		s->failed_rank = first->rank;
+		dlk_failure_text(&s->failure, s->reason, sizeof(s->reason));
+		return;
 	}
 	if (first) {
 		s->failed_rank = first->rank;
@@ -270,6 +296,14 @@ static void failure_reason(const cJSON *job, struct dlk_job_summary *s)
 		if (first->message[0] && n > 0 && (size_t)n < sizeof(s->reason))
 			snprintf(s->reason + n, sizeof(s->reason) - (size_t)n, ": %s",
 				 first_line(first->message, msg, sizeof(msg)));
+		return;
+	}
+	/* the pods are gone (or never told): what the failing worker wrote on the Job */
+	if (!dlk_failure_parse(jstr_of(jget(job, "metadata", "annotations", DLK_FAILURE_ANNOTATION, NULL)), &s->failure)) {
+		s->have_failure = 1;
+		if (s->failure.rank >= 0 && s->failure.rank < s->total)
+			s->failed_rank = s->ranks ? s->failure.rank : -1;
+		dlk_failure_text(&s->failure, s->reason, sizeof(s->reason));
 		return;
 	}
 	if (c)
@@ -504,6 +538,18 @@ cJSON *dlk_job_summary_json(const struct dlk_job_summary *s)
 		cJSON_AddNumberToObject(o, "ageSeconds", (double)(long)s->age_s);
 	if (s->reason[0])
 		cJSON_AddStringToObject(o, "reason", s->reason);
+	if (s->have_failure) {
+		cJSON *f = cJSON_AddObjectToObject(o, "failure");
+		if (s->failure.rank >= 0)
+			cJSON_AddNumberToObject(f, "rank", s->failure.rank);
+		if (s->failure.pod[0])
+			cJSON_AddStringToObject(f, "pod", s->failure.pod);
+		cJSON_AddStringToObject(f, "class", s->failure.cls);
+		cJSON_AddNumberToObject(f, "exitCode", s->failure.exit_code);
+		cJSON_AddStringToObject(f, "message", s->failure.message);
+		if (s->failure.time[0])
+			cJSON_AddStringToObject(f, "time", s->failure.time);
+	}
 	for (int i = 0; s->ranks && i < s->total; i++) {
 		const struct dlk_rank *r = &s->ranks[i];
 		cJSON *x = cJSON_CreateObject();

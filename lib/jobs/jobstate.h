@@ -8,6 +8,7 @@
 
 #include <cJSON.h>
 
+#include "lib/jobs/failure.h"
 #include "lib/kube/client.h"
 
 /* The label every object and pod dlk renders carries (templates/_labels.yaml). */
@@ -46,6 +47,10 @@ struct dlk_job_summary {
 	char progress_raw[64];   /* the annotation when it is not a JSON object */
 	char reason[512];        /* why Pending/Suspended/Failed, one line; "" when nothing to say */
 	int failed_rank;         /* -1 when no rank failed */
+	/* a failed job's cause as its worker published it (lib/jobs/failure.h): the termination
+	 * message of the failing pod, else the Job's annotation when the pods are gone */
+	int have_failure;
+	struct dlk_failure failure;
 	struct dlk_rank *ranks;  /* total entries (owned) */
 	cJSON *owned;            /* what progress points into */
 };

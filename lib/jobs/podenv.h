@@ -23,10 +23,16 @@
 /* With a checkpoint volume: the folder of it where the worker archives its log
  * (lib/jobs/logarchive.h). */
 #define DLK_ENV_LOG_ARCHIVE "DLK_LOG_ARCHIVE"
-/* What every rendered Job sets (NETRC only with data.netrc_secret), as an initializer. */
+/* Where the worker writes why it failed: the container's terminationMessagePath. */
+#define DLK_ENV_TERMINATION_LOG "DLK_TERMINATION_LOG"
+/* The project's git commit the submitter saw, and "true" when its work tree had changes. */
+#define DLK_ENV_GIT_COMMIT "DLK_GIT_COMMIT"
+#define DLK_ENV_GIT_DIRTY "DLK_GIT_DIRTY"
+/* What every rendered Job sets (NETRC only with data.netrc_secret, DLK_GIT_* only when the
+ * project is in git), as an initializer. */
 #define DLK_POD_ENV_FROM_TEMPLATE                                                                          \
 	{ DLK_ENV_RANK, DLK_ENV_WORLD_SIZE, DLK_ENV_MASTER_ADDR, DLK_ENV_MASTER_PORT, DLK_ENV_JOB_NAME,     \
-	  DLK_ENV_RUN_ID, DLK_ENV_NAMESPACE, DLK_ENV_POD_NAME, NULL }
+	  DLK_ENV_RUN_ID, DLK_ENV_NAMESPACE, DLK_ENV_POD_NAME, DLK_ENV_TERMINATION_LOG, DLK_ENV_LOG_FORMAT, NULL }
 
 /* Set by Kubernetes. */
 #define DLK_ENV_COMPLETION_INDEX "JOB_COMPLETION_INDEX" /* an Indexed Job's index (must agree with RANK) */
@@ -40,6 +46,8 @@
 #define DLK_ENV_GENERATION "DLK_GENERATION" /* how often the gang was restarted: the rendezvous round */
 #define DLK_ENV_LISTEN_FD "DLK_LISTEN_FD"   /* rank 0: the socket the parent opened for the rendezvous */
 #define DLK_ENV_THREADS "DLK_THREADS"       /* compute threads, unless training.threads says */
+#define DLK_ENV_LOG_FORMAT "DLK_LOG_FORMAT"     /* text | json: --log-format when not given (logging.format in a pod) */
+#define DLK_ENV_METRICS_PORT "DLK_METRICS_PORT" /* the gang's metrics port: a worker serves on it + LOCAL_RANK (0: none) */
 
 /* What a user (or a test) may set for a worker. */
 #define DLK_ENV_RENDEZVOUS_TIMEOUT "DLK_RENDEZVOUS_TIMEOUT" /* seconds to wait for every rank (300) */

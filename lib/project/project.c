@@ -226,8 +226,8 @@ static const char *const toleration_ops[] = { "Exists", "Equal", NULL };
 static const char *const toleration_effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute", NULL };
 
 /* custom handlers, defined further down */
-static const struct custom c_kafka_props, c_labels, c_node_selector, c_source, c_classes, c_csv_header, c_input,
-	c_layers, c_tolerations, c_dataset;
+static const struct custom c_kafka_props, c_labels, c_node_selector, c_source, c_shards, c_classes, c_csv_header,
+	c_input, c_layers, c_tolerations, c_dataset;
 
 static const struct field source_fields[] = {
 	FIELD("url", struct dlk_source, F_STR, url, .flags = REQ, .check = check_source_url),
@@ -245,6 +245,7 @@ static const struct field split_fields[] = {
 	FIELD("images", struct dlk_split, F_CUSTOM, images, .custom = &c_source),
 	FIELD("labels", struct dlk_split, F_CUSTOM, labels, .custom = &c_source),
 	FIELD("source", struct dlk_split, F_CUSTOM, source, .custom = &c_source),
+	FIELD("shards", struct dlk_split, F_CUSTOM, shards, .custom = &c_shards),
 	END
 };
 
@@ -277,6 +278,7 @@ static const struct field data_fields[] = {
 	FIELD("classes", struct dlk_data, F_CUSTOM, classes, .custom = &c_classes),
 	FIELD("cache_dir", struct dlk_data, F_STR, cache_dir, .check = check_nonempty, .def = ".dlk/cache"),
 	FIELD("max_bytes", struct dlk_data, F_BYTES, max_bytes, .def = "8Gi"),
+	FIELD("shard", struct dlk_data, F_BOOL, shard, .def = "false"),
 	FIELD("netrc_secret", struct dlk_data, F_STR, netrc_secret, .check = check_dns_subdomain),
 	END
 };
@@ -352,6 +354,7 @@ static const struct field resources_fields[] = {
 	FIELD("queue", struct dlk_resources, F_STR, queue, .check = check_dns_subdomain),
 	FIELD("backoff_limit_per_index", struct dlk_resources, F_INT, backoff_limit_per_index, .min = 0, .max = 1000, .def = "3"),
 	FIELD("master_port", struct dlk_resources, F_INT, master_port, .min = 1, .max = 65535, .def = "29500"),
+	FIELD("metrics_port", struct dlk_resources, F_INT, metrics_port, .min = 0, .max = 65535, .def = "9464"),
 	END
 };
 
@@ -411,6 +414,13 @@ static const struct field serving_fields[] = {
 	END
 };
 
+static const char *const log_format_names[] = { "text", "json", NULL };
+
+static const struct field logging_fields[] = {
+	FIELD("format", struct dlk_logging, F_ENUM, format, .names = log_format_names, .def = "text"),
+	END
+};
+
 static const struct field root_fields[] = {
 	FIELD("name", struct dlk_project, F_STR, name, .flags = REQ, .check = check_name),
 	FIELD("image", struct dlk_project, F_STR, image, .check = check_image, .def = DLK_DEFAULT_IMAGE),
@@ -424,6 +434,7 @@ static const struct field root_fields[] = {
 	FIELD("schedule", struct dlk_project, F_STR, schedule, .check = check_cron),
 	FIELD("trigger", struct dlk_project, F_ENUM, trigger, .names = trigger_names, .def = "always"),
 	FIELD("serving", struct dlk_project, F_MAP, serving, .sub = serving_fields),
+	FIELD("logging", struct dlk_project, F_MAP, logging, .sub = logging_fields),
 	END
 };
 
@@ -1099,6 +1110,64 @@ static void source_free(const struct field *f, void *base)
 static const char *const source_subkeys[] = { ".url", ".sha256", NULL };
 static const struct custom c_source = { source_parse, source_dump, source_free, source_subkeys };
 
+/* shards: a list of sources, each "URL" or {url, sha256} */
+#define SPEC_MAX_SHARDS 100000
+static void shards_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	struct dlk_split *sp = base;
+	static const struct field one = { .key = "shards", .type = F_CUSTOM, .off = 0, .custom = &c_source };
+	char p[512];
+	(void)f;
+
+	if (val->kind != YN_SEQ)
+		return type_problem(c, val, path, "a list of shard archives (URLs or {url, sha256})");
+	if (val->n > SPEC_MAX_SHARDS) {
+		problem(c, val, path, "has %d shards, more than the limit of %d", val->n, SPEC_MAX_SHARDS);
+		return;
+	}
+	if (!val->n) {
+		problem(c, val, path, "must name at least one shard (or leave it out)");
+		return;
+	}
+	sp->shards = xcalloc((size_t)val->n, sizeof(*sp->shards));
+	sp->n_shards = val->n;
+	for (int i = 0; i < val->n; i++) {
+		snprintf(p, sizeof(p), "%s[%d]", path, i);
+		source_parse(c, &one, val->vals[i], &sp->shards[i], p);
+	}
+}
+
+static void shards_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_split *sp = base;
+	(void)f, (void)indent;
+	if (!sp->shards) {
+		dlk_buf_adds(b, " null\n");
+		return;
+	}
+	dlk_buf_adds(b, " [");
+	for (int i = 0; i < sp->n_shards; i++) {
+		if (i)
+			dlk_buf_adds(b, ", ");
+		dump_flow(b, source_fields, &sp->shards[i]);
+	}
+	dlk_buf_adds(b, "]\n");
+}
+
+static void shards_free(const struct field *f, void *base)
+{
+	struct dlk_split *sp = base;
+	(void)f;
+	for (int i = 0; i < sp->n_shards; i++)
+		free_fields(source_fields, &sp->shards[i]);
+	free(sp->shards);
+	sp->shards = NULL;
+	sp->n_shards = 0;
+}
+
+static const char *const shards_subkeys[] = { "[].url", "[].sha256", NULL };
+static const struct custom c_shards = { shards_parse, shards_dump, shards_free, shards_subkeys };
+
 /* data.dataset: "sha256:<id>", "NAME@TAG", "NAME" or {id, tag} */
 static void dataset_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
 {
@@ -1648,8 +1717,22 @@ static void check_split(struct ctx *c, struct dlk_split *sp, const char *name, i
 	const char *fmt = project_format_name(c->spec->data.format);
 	char p[128];
 
-	if (!required && !sp->images.url && !sp->labels.url && !sp->source.url)
+	if (!required && !sp->images.url && !sp->labels.url && !sp->source.url && !sp->shards)
 		return;
+	if (sp->shards && c->spec->data.format != DLK_DATA_TAR) {
+		snprintf(p, sizeof(p), "data.%s.shards", name);
+		problem(c, pos_or(c, &sp->shards, GIVEN_CUSTOM, at), p, "'shards' is for format tar; format %s uses %s", fmt,
+		        idx ? "images and labels" : "'source'");
+		return;
+	}
+	if (sp->shards) {
+		if (sp->source.url) {
+			snprintf(p, sizeof(p), "data.%s.source", name);
+			problem(c, pos_or(c, &sp->source, GIVEN_CUSTOM, at), p,
+			        "give either 'source' (one archive) or 'shards' (several), not both");
+		}
+		return;
+	}
 	if (idx) {
 		if (!sp->images.url && !given_at(c, &sp->images, GIVEN_CUSTOM)) {
 			snprintf(p, sizeof(p), "data.%s.images", name);

@@ -25,6 +25,9 @@ struct dlk_split {
 	struct dlk_source images; /* idx: the images file */
 	struct dlk_source labels; /* idx: the labels file */
 	struct dlk_source source; /* csv: the table; tar: the shard archive */
+	struct dlk_source *shards; /* tar: several shard archives instead of one source (each worker of
+	                              a job loads only its share of them); n_shards of them, owned */
+	int n_shards;
 };
 
 /* Where workers keep fetched objects (lib/store/cache.h): a volume the job template mounts. */
@@ -64,6 +67,8 @@ struct dlk_data {
 	char *cache_dir;         /* where fetched data is kept; default ".dlk/cache" (pod: /data) */
 	long long max_bytes;     /* size limit for one fetched file; default 8 GiB */
 	char *netrc_secret;      /* a Secret whose key "netrc" holds credentials for http(s) sources */
+	int shard;               /* each rank of a gang loads only its part of the training split
+	                            (lib/data/load.c, lib/train/train.c); default false */
 };
 
 /* ---- model ---- */
@@ -156,6 +161,7 @@ struct dlk_resources {
 	char *queue;              /* Kueue LocalQueue name, NULL = none */
 	int backoff_limit_per_index; /* default 3 */
 	int master_port;          /* rendezvous port, default 29500 */
+	int metrics_port;         /* each worker serves Prometheus metrics here, default 9464; 0: none */
 };
 
 struct dlk_storage {
@@ -213,6 +219,12 @@ struct dlk_serving {
 
 enum dlk_trigger { DLK_TRIGGER_ALWAYS, DLK_TRIGGER_DATA_CHANGED };
 
+/* logging: how the pods write their logs */
+enum dlk_log_fmt { DLK_LOGFMT_TEXT, DLK_LOGFMT_JSON };
+struct dlk_logging {
+	enum dlk_log_fmt format;  /* default text; json: one JSON object per line (--log-format json) */
+};
+
 struct dlk_project {
 	char *path;               /* the file it was loaded from (for messages) */
 	char *name;               /* DNS-1123 label, required */
@@ -230,6 +242,7 @@ struct dlk_project {
 	enum dlk_trigger trigger; /* default always; data-changed: a run in the cluster whose data is what
 	                             the last successful run trained on is recorded skipped, not trained */
 	struct dlk_serving serving;
+	struct dlk_logging logging;
 };
 
 /* Loads, applies --set overrides ("a.b.c=value", applied before validation, so they are

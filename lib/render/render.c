@@ -379,7 +379,11 @@ static void add_placement(cJSON *c, const struct dlk_resources *res, int gpus, c
  *                                                     mounts it, its bound in bytes (a string)
  *   data_claims                                       the claims pvc:// data sources and a pvc://
  *                                                     dataset store name: a list of {claim, volume, mount}
- *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy) */
+ *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy)
+ *   git.commit (string or null), git.dirty ("true"/"false")  the project's commit, for the record
+ *   log_format                                        "text" or "json": logging.format, the pods' logs
+ *   metrics.{enabled, port, port_text, path}            Prometheus metrics of every worker
+ *                                                     (resources.metrics_port; 0: not enabled) */
 cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                             struct dlk_err *err)
 {
@@ -400,6 +404,9 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 		return dlk_errf(err, DLK_EXIT_CONFIG, "resources.workers is %d: at least 1 is needed", res->workers), NULL;
 	if (res->master_port < 1 || res->master_port > 65535)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "resources.master_port %d is not a TCP port", res->master_port), NULL;
+	if (res->metrics_port > 0 && res->metrics_port == res->master_port)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "resources.metrics_port and resources.master_port are both %d: "
+		                "the workers need two ports", res->master_port), NULL;
 	if (strlen(spec_yaml) > RENDER_MAX_SPEC_YAML)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "the resolved spec is %zu bytes; a ConfigMap takes at most %u here",
 		                strlen(spec_yaml), RENDER_MAX_SPEC_YAML), NULL;
@@ -504,6 +511,19 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	cJSON_AddNumberToObject(o, "usage", DLK_EXIT_USAGE);
 	cJSON_AddNumberToObject(o, "config", DLK_EXIT_CONFIG);
 	cJSON_AddNumberToObject(o, "restartable", DLK_EXIT_RESTARTABLE);
+
+	cJSON_AddStringToObject(c, "log_format", spec->logging.format == DLK_LOGFMT_JSON ? "json" : "text");
+	o = cJSON_AddObjectToObject(c, "metrics");
+	cJSON_AddBoolToObject(o, "enabled", res->metrics_port > 0);
+	cJSON_AddNumberToObject(o, "port", res->metrics_port);
+	s = xasprintf("%d", res->metrics_port);
+	cJSON_AddStringToObject(o, "port_text", s);
+	free(s);
+	cJSON_AddStringToObject(o, "path", "/metrics");
+
+	o = cJSON_AddObjectToObject(c, "git");
+	cJSON_AddItemToObject(o, "commit", str_or_null(opts && opts->git_commit && *opts->git_commit ? opts->git_commit : NULL));
+	cJSON_AddStringToObject(o, "dirty", opts && opts->git_dirty ? "true" : "false");
 	return c;
 }
 
@@ -534,12 +554,20 @@ out:
 cJSON *render_train_project(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
                             const char *namespace_, struct dlk_err *err)
 {
+	return render_train_project_git(spec, project_file, templates_dir, namespace_, NULL, 0, err);
+}
+
+cJSON *render_train_project_git(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
+                                const char *namespace_, const char *git_commit, int git_dirty, struct dlk_err *err)
+{
 	struct render_opts ro = RENDER_OPTS_INIT;
 	const char *slash = strrchr(project_file, '/');
 	char *tdir = NULL, *yaml = project_dump_yaml(spec);
 	cJSON *objects;
 
 	ro.namespace_ = namespace_;
+	ro.git_commit = git_commit;
+	ro.git_dirty = git_dirty;
 	if (templates_dir) {
 		ro.templates_dir = templates_dir;
 	} else {
@@ -595,6 +623,7 @@ cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_y
 		                strlen(spec_yaml), RENDER_MAX_SPEC_YAML), NULL;
 
 	c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "log_format", spec->logging.format == DLK_LOGFMT_JSON ? "json" : "text");
 	cJSON_AddStringToObject(c, "name", sv->name);
 	cJSON_AddStringToObject(c, "namespace", ns);
 	cJSON_AddStringToObject(c, "image", spec->image);

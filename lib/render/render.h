@@ -29,8 +29,10 @@ struct render_opts {
 	const char *namespace_;     /* NULL: spec->namespace_, then "default" */
 	const char *templates_dir;  /* override directory; NULL: the built-ins only */
 	int templates_dir_optional; /* 1: a templates_dir that does not exist is not an error */
+	const char *git_commit;     /* the project's git commit the submitter saw, NULL: none */
+	int git_dirty;              /* its work tree had changes */
 };
-#define RENDER_OPTS_INIT { NULL, NULL, 0 }
+#define RENDER_OPTS_INIT { NULL, NULL, 0, NULL, 0 }
 
 /* A set of parsed templates: the built-ins, overridden by a directory's files. */
 struct render_templates;
@@ -67,6 +69,10 @@ cJSON *render_train(const struct dlk_project *spec, const char *spec_yaml, const
  * project_file when there is one, over the built-ins. namespace_ as in struct render_opts. */
 cJSON *render_train_project(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
                             const char *namespace_, struct dlk_err *err);
+/* The same, telling the workers the project's git commit (NULL: none) and whether its tree was
+ * dirty, so that a cluster run's record names the code that made it. */
+cJSON *render_train_project_git(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
+                                const char *namespace_, const char *git_commit, int git_dirty, struct dlk_err *err);
 
 /* ---- serving: `dlk serve NAME` ---- */
 

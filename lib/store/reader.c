@@ -27,12 +27,9 @@ void dlk_dataset_reader_release(struct dlk_dataset_reader *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int dlk_dataset_reader_resolve(void *ctx, const char *path, char **local, char sha256[65], struct dlk_err *err)
+static const struct dlk_manifest_entry *find(const struct dlk_dataset_reader *r, const char *path, struct dlk_err *err)
 {
-	struct dlk_dataset_reader *r = ctx;
 	const struct dlk_manifest_entry *e = dlk_manifest_find(&r->m, path);
-	char key[80], *p = NULL;
-	int hit = 0;
 
 	if (!e) {
 		struct dlk_buf b = DLK_BUF_INIT;
@@ -42,8 +39,29 @@ int dlk_dataset_reader_resolve(void *ctx, const char *path, char **local, char s
 		dlk_err_hint(err, "it has %s%s ('dlk data show sha256:%.12s' lists them all)", b.data, r->m.n > 5 ? ", ..." : "",
 		             r->id);
 		dlk_buf_release(&b);
-		return -1;
 	}
+	return e;
+}
+
+int dlk_dataset_reader_digest(void *ctx, const char *path, char sha256[65], struct dlk_err *err)
+{
+	const struct dlk_manifest_entry *e = find(ctx, path, err);
+
+	if (!e)
+		return -1;
+	memcpy(sha256, e->sha256, 65);
+	return 0;
+}
+
+int dlk_dataset_reader_resolve(void *ctx, const char *path, char **local, char sha256[65], struct dlk_err *err)
+{
+	struct dlk_dataset_reader *r = ctx;
+	const struct dlk_manifest_entry *e = find(r, path, err);
+	char key[80], *p = NULL;
+	int hit = 0;
+
+	if (!e)
+		return -1;
 	snprintf(key, sizeof(key), "sha256/%s", e->sha256);
 	if (!r->cache && r->store->ops->local_path) {
 		/* a directory store (a claim mounted in the pod, a directory here): read in place; the

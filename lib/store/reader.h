@@ -31,5 +31,8 @@ void dlk_dataset_reader_release(struct dlk_dataset_reader *r);
  * file and the sha256 the manifest lists for it. A path the dataset does not have is
  * DLK_EXIT_CONFIG, listing a few it has. */
 int dlk_dataset_reader_resolve(void *ctx, const char *path, char **local, char sha256[65], struct dlk_err *err);
+/* The struct dlk_data_opts digest hook: the sha256 the (verified) manifest lists for path, without
+ * fetching the file. Errors as dlk_dataset_reader_resolve(). */
+int dlk_dataset_reader_digest(void *ctx, const char *path, char sha256[65], struct dlk_err *err);
 
 #endif

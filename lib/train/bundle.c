@@ -204,7 +204,7 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 	const struct dlk_dataset *sets[2] = { in->train, in->test };
 	const char *split[2] = { "train", "test" };
 	for (int s = 0; s < 2; s++)
-		for (int i = 0; sets[s] && i < sets[s]->n_sources && i < 2; i++) {
+		for (int i = 0; sets[s] && i < sets[s]->n_sources; i++) {
 			cJSON *d = cJSON_CreateObject();
 			cJSON_AddStringToObject(d, "split", split[s]);
 			cJSON_AddStringToObject(d, "url", sets[s]->sources[i].url ? sets[s]->sources[i].url : "");

@@ -39,6 +39,8 @@ struct run {
 	struct dlk_train_state st;
 	int rank, world, batch;
 	size_t shard;                       /* this rank's samples per epoch */
+	int sharded;                        /* the rank holds only samples [base, base + ds->n) of split_n */
+	size_t base, split_n;
 	long spe, total;                    /* steps per epoch, steps in all */
 	size_t *perm;                       /* the epoch's order of the samples */
 	float *xhost, *xdev;                /* a batch of samples ... */
@@ -51,7 +53,8 @@ struct run {
 
 static int check_opts(const struct run *r, struct dlk_err *err)
 {
-	if (!r->ds || r->ds->n == 0)
+	/* a rank's shard may be empty: setup_shards says which, on every rank */
+	if (!r->ds || (r->ds->n == 0 && !(r->ds->sharded && r->world > 1)))
 		return dlk_errf(err, DLK_EXIT_CONFIG, "the training data is empty");
 	if (r->batch <= 0)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "training.batch_size: must be positive, not %d", r->batch);
@@ -90,16 +93,70 @@ static int setup_model(struct run *r, struct dlk_err *err)
 	return 0;
 }
 
+/* A sharded training set (each rank loaded only its part): where this rank's samples sit in the
+ * split and how many each rank trains per epoch, from every rank's count. Every rank takes the
+ * smallest count, so that they all make the same steps. */
+static int setup_shards(struct run *r, struct dlk_err *err)
+{
+	const struct dlk_dataset *ds = r->ds;
+	unsigned long long *counts = xcalloc((size_t)r->world, sizeof(*counts)), min = 0;
+	size_t base = 0, total = 0;
+	int ret = -1, least = 0;
+
+	if (!r->o->gather_counts) {
+		dlk_errf(err, DLK_EXIT_USAGE, "a sharded training set in a world of %d ranks needs the ranks' counts",
+		         r->world);
+		goto out;
+	}
+	if (r->o->gather_counts(r->o->comm_ctx, (unsigned long long)ds->n, counts, err))
+		goto out;
+	for (int i = 0; i < r->world; i++) {
+		if (i < r->rank)
+			base += (size_t)counts[i];
+		total += (size_t)counts[i];
+		if (i == 0 || counts[i] < min) {
+			min = counts[i];
+			least = i;
+		}
+	}
+	if (!ds->by_file && (base != ds->base || total != ds->total)) {
+		dlk_errf(err, DLK_EXIT_CONFIG,
+		         "rank %d loaded samples [%zu, %zu) of %zu, but the ranks' parts make [%zu, %zu) of %zu",
+		         r->rank, ds->base, ds->base + ds->n, ds->total, base, base + ds->n, total);
+		dlk_err_hint(err, "every rank must read the same training data");
+		goto out;
+	}
+	if (min == 0) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "rank %d of %d holds no training samples (the split has %zu)", least,
+		         r->world, total);
+		dlk_err_hint(err, "use fewer workers, more shard files, or data.shard: false");
+		goto out;
+	}
+	r->sharded = 1;
+	r->base = base;
+	r->split_n = total;
+	r->shard = (size_t)min;
+	ret = 0;
+out:
+	free(counts);
+	return ret;
+}
+
 /* This rank's share of every epoch, the steps that makes, and the optimizer over them. */
 static int setup_schedule(struct run *r, struct dlk_err *err)
 {
 	size_t begin, end;
 
-	dlk_shard_range(r->ds->n, r->rank, r->world, &begin, &end);
-	r->shard = end - begin;
-	if (r->shard == 0)
-		return dlk_errf(err, DLK_EXIT_CONFIG, "the training data has %zu samples, fewer than the %d workers",
-		                r->ds->n, r->world);
+	if (r->ds->sharded && r->world > 1) {
+		if (setup_shards(r, err))
+			return -1;
+	} else {
+		dlk_shard_range(r->ds->n, r->rank, r->world, &begin, &end);
+		r->shard = end - begin;
+		if (r->shard == 0)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "the training data has %zu samples, fewer than the %d workers",
+			                r->ds->n, r->world);
+	}
 	r->spe = (long)((r->shard + (size_t)r->batch - 1) / (size_t)r->batch);
 	r->total = r->spe * r->tr->epochs;
 	return dlk_optimizer_init(&r->opt, r->tr, r->net->n_params, r->spe, r->total, r->be, err);
@@ -162,17 +219,29 @@ static int setup_buffers(struct run *r, struct dlk_err *err)
 }
 
 /* Puts this rank's part of global step s of the epoch on the device; returns how many samples.
- * Global step s covers positions [s*batch*world, ...) of the epoch's permutation and rank r takes
- * the r-th equal slice of it, so the global batch of a step does not depend on how many ranks
- * share it: 1 x 256 and 2 x 128 train on the same samples. */
+ * Whole data on every rank: global step s covers positions [s*batch*world, ...) of the epoch's
+ * permutation and rank r takes the r-th equal slice of it, so the global batch of a step does not
+ * depend on how many ranks share it: 1 x 256 and 2 x 128 train on the same samples.
+ * Sharded data: the permutation is still the split's, one per epoch, the same on every rank; each
+ * rank walks it restricted to the samples it holds (dlk_shard_walk) and step s takes positions
+ * [s*batch, ...) of that walk, up to the smallest rank's count. Each global batch then holds
+ * `batch` samples of every rank's part, so it depends on the world size (1 x 256 and 2 x 128 no
+ * longer see the same batches; each epoch still sees each sample once, less at most the
+ * difference between the largest and the smallest part). */
 static int load_batch(struct run *r, long s)
 {
 	const struct dlk_dataset *ds = r->ds;
-	size_t world = (size_t)r->world;
-	size_t g0 = (size_t)s * (size_t)r->batch * world, left = r->shard * world - g0;
-	int nb = left / world < (size_t)r->batch ? (int)(left / world) : r->batch;
-	size_t lo = g0 + (size_t)r->rank * (size_t)nb;
+	size_t world = (size_t)r->world, lo;
+	int nb;
 
+	if (r->sharded) {
+		lo = (size_t)s * (size_t)r->batch;
+		nb = r->shard - lo < (size_t)r->batch ? (int)(r->shard - lo) : r->batch;
+	} else {
+		size_t g0 = (size_t)s * (size_t)r->batch * world, left = r->shard * world - g0;
+		nb = left / world < (size_t)r->batch ? (int)(left / world) : r->batch;
+		lo = g0 + (size_t)r->rank * (size_t)nb;
+	}
 	dlk_dataset_gather(ds, r->perm + lo, (size_t)nb, r->xhost);
 	for (int b = 0; b < nb; b++)
 		r->yhost[b] = ds->y[r->perm[lo + (size_t)b]];
@@ -318,7 +387,9 @@ static int run_epochs(struct run *r, struct dlk_err *err)
 
 	for (int epoch = st->epoch; epoch < tr->epochs; epoch++) {
 		free(r->perm);
-		r->perm = dlk_epoch_permutation(r->ds->n, tr->seed, epoch);
+		r->perm = dlk_epoch_permutation(r->sharded ? r->split_n : r->ds->n, tr->seed, epoch);
+		if (r->sharded)
+			dlk_shard_walk(r->perm, r->split_n, r->base, r->ds->n);
 		double ep_t0 = dlk_now();
 		long ep_steps = 0, ep_samples = 0;
 		long first = epoch == st->epoch ? st->step_in_epoch : 0;

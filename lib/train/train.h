@@ -58,6 +58,10 @@ typedef int (*dlk_grad_allreduce_fn)(void *ctx, float *grads, size_t n, struct d
 /* Optional: told during backward that grads[off, off + n) are final (see dlk_net.grad_ready), so
  * that their all-reduce can start early; the allreduce callback still runs after backward. */
 typedef void (*dlk_grad_ready_fn)(void *ctx, float *grads, size_t n_params, size_t off, size_t n);
+/* Fills counts[0, world) with every rank's `mine` (host memory), in rank order: how a sharded
+ * training set (dlk_dataset.sharded) learns how many samples each rank holds. */
+typedef int (*dlk_gather_counts_fn)(void *ctx, unsigned long long mine, unsigned long long *counts,
+                                    struct dlk_err *err);
 /* Must leave in params rank 0's params on every rank (called once, before the first step). */
 typedef int (*dlk_param_broadcast_fn)(void *ctx, float *params, size_t n, struct dlk_err *err);
 /* Called every training.checkpoint_every steps, at each epoch end and on cancellation, on every
@@ -78,6 +82,7 @@ struct dlk_train_opts {
 	dlk_grad_allreduce_fn allreduce;  /* NULL with world 1 */
 	dlk_param_broadcast_fn broadcast;
 	dlk_grad_ready_fn grad_ready;     /* optional, with allreduce */
+	dlk_gather_counts_fn gather_counts; /* required with a sharded train set and world > 1 */
 	void *comm_ctx;
 	dlk_checkpoint_fn checkpoint;
 	dlk_resume_fn resume;

@@ -1,19 +1,57 @@
-/* libFuzzer target: the data decoders (IDX, CSV, tar shards); the first byte picks one.
+/* libFuzzer target: the data decoders (IDX, CSV, tar shards), and the per-rank range readers of
+ * data.shard (IDX fed in chunks, CSV rows, the Content-Range header of a ranged http read).
  * Corpus: tests/fuzz/data/ (idx/, csv/, tar/ seeds are prefixed by the harness's selector on
  * replay, so every seed reaches every decoder). */
 #include "lib/data/decode.h"
+#include "lib/data/fetch.h"
 
 #include <stdint.h>
+#include <stdlib.h>
+
+/* The IDX range reader (a shard of a file, data.shard) fed the input in chunks: whatever the
+ * whole-file decoder accepts, every rank's range of it must be accepted too, with its part of
+ * the samples. */
+static void idx_range(const uint8_t *data, size_t size, int whole_ok, size_t whole_n)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	int world = 1 + (int)(size % 5);
+
+	for (int rank = 0; rank < world; rank++) {
+		struct dlk_idx_range r;
+		struct dlk_idx out = DLK_IDX_INIT;
+		size_t chunk = 1 + size % 61, at = 0;
+		int ok = 1;
+
+		dlk_idx_range_init(&r, rank, world);
+		while (ok && at < size) {
+			size_t n = size - at < chunk ? size - at : chunk;
+			ok = dlk_idx_range_feed(&r, data + at, n, "fuzz.idx", &err) == 0;
+			at += n;
+		}
+		ok = ok && dlk_idx_range_finish(&r, "fuzz.idx", &err) == 0 &&
+		     dlk_idx_decode_buf(&r.out, "fuzz.idx", &out, &err) == 0;
+		if (whole_ok && (!ok || r.n != whole_n || out.dims[0] != r.count))
+			abort();
+		dlk_idx_release(&out);
+		dlk_idx_range_release(&r);
+	}
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_idx a = DLK_IDX_INIT, b = DLK_IDX_INIT;
 	struct dlk_samples s = DLK_SAMPLES_INIT;
-	struct dlk_csv_opts co = { -1, -1 };
+	struct dlk_csv_opts co = { -1, -1, 0, 0 };
 
 	/* every decoder sees every input: the seeds of one format are mutations for the others */
-	if (!dlk_idx_decode(data, size, "fuzz.idx", &a, &err)) {
+	unsigned long long total;
+	/* a Content-Range header line, as a ranged read of a shard parses it */
+	if (!dlk_http_content_range((const char *)data, size, &total) && total == 0)
+		abort();
+	int idx_ok = !dlk_idx_decode(data, size, "fuzz.idx", &a, &err);
+	idx_range(data, size, idx_ok, idx_ok ? a.dims[0] : 0);
+	if (idx_ok) {
 		/* join an input with itself: images and labels counts agree only for 1-D files */
 		if (!dlk_idx_decode(data, size, "fuzz-labels.idx", &b, &err))
 			dlk_idx_join(&a, "fuzz.idx", &b, "fuzz-labels.idx", &s, &err);
@@ -21,6 +59,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	dlk_idx_release(&a);
 	dlk_idx_release(&b);
+	dlk_csv_decode(data, size, "fuzz.csv", &co, &s, &err);
+	dlk_samples_release(&s);
+	/* a shard of the rows (data.shard): every row parsed and checked, one part kept */
+	co.shard_world = 1 + (int)(size % 4);
+	co.shard_rank = (int)(size / 4 % (size_t)co.shard_world);
 	dlk_csv_decode(data, size, "fuzz.csv", &co, &s, &err);
 	dlk_samples_release(&s);
 	dlk_tar_decode(data, size, "fuzz.tar", NULL, 64u << 20, &s, &err);

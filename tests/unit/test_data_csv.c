@@ -13,7 +13,7 @@ static struct dlk_err err = DLK_ERR_INIT;
 /* Decodes text; returns 0/-1 and leaves the samples in *s (released by the caller). */
 static int dec(const char *text, int header, int label_col, struct dlk_samples *s)
 {
-	struct dlk_csv_opts o = { header, label_col };
+	struct dlk_csv_opts o = { header, label_col, 0, 0 };
 	dlk_samples_release(s);
 	dlk_err_clear(&err);
 	return dlk_csv_decode(text, strlen(text), "t.csv", &o, s, &err);
@@ -115,6 +115,33 @@ int main(void)
 		CHECK_STR(err.msg, "data: no csv source for this split");
 		unlink(path);
 		free(path);
+	}
+	/* a shard of the rows (data.shard): the header still detected, every row checked, the part's
+	 * rows kept with their place in the table and the whole table's largest label */
+	{
+		const char *t = "a,b,y\n1,2,0\n3,4,1\n5,6,7\n7,8,2\n9,10,1\n";
+		struct dlk_csv_opts o = { -1, -1, 1, 2 };
+		dlk_samples_release(&s);
+		CHECK(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) == 0);
+		CHECK(s.n == 3 && s.base == 2 && s.total == 5 && s.max_label == 7 && s.x[0] == 5 && s.y[2] == 1);
+		dlk_samples_release(&s);
+		o.shard_rank = 0;
+		CHECK(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) == 0);
+		CHECK(s.n == 2 && s.base == 0 && s.total == 5 && s.x[0] == 1 && s.y[1] == 1);
+		dlk_samples_release(&s);
+		/* a bad row outside the shard still fails it */
+		t = "1,2,0\n3,4,1\n5,x,1\n";
+		CHECK(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) == -1);
+		CHECK_STR(err.msg, "t.csv:3:3: expected a number, got 'x'");
+		/* more ranks than rows: a part may be empty, the table may not */
+		o.shard_rank = 0;
+		o.shard_world = 4;
+		t = "1,2,0\n3,4,1\n";
+		CHECK(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) == 0 && s.n == 0 && s.total == 2);
+		dlk_samples_release(&s);
+		t = "a,b,y\n";
+		CHECK(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) == -1);
+		CHECK_STR(err.msg, "'t.csv': the table holds no data rows");
 	}
 	dlk_samples_release(&s);
 	return CHECK_DONE();

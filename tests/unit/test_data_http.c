@@ -64,6 +64,10 @@ static const struct behaviour behaviours[] = {
 	{ "/tohttp", 0, 0, 0, 0, 0, 0, 0, "http://127.0.0.1:1/ok", NULL, NULL },
 	{ "/abort", 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL },
 	{ "/images.idx", 0, 0, 0, 0, 0, 0, 0, NULL, &idx_images, NULL },
+	{ "/shard/images.idx", 0, 0, 0, 0, 0, 0, 0, NULL, &idx_images, NULL },
+	{ "/shard/norange.idx", 0, 0, 0, 0, 0, 1, 0, NULL, &idx_images, NULL },
+	{ "/shard/labels.idx", 0, 0, 0, 0, 0, 0, 0, NULL, &idx_labels, NULL },
+	{ "/shard/packed", 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL },
 	{ "/labels.idx", 0, 1, 503, 0, 50, 0, 0, NULL, &idx_labels, NULL },
 	{ "/private", 0, 0, 0, 0, 0, 0, 0, NULL, NULL, "Basic YW5uOnMzY3JldA==" }, /* ann:s3cret */
 };
@@ -169,7 +173,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return ret;
 	}
 	if (range && !b->ignore_range) {
-		unsigned long long off;
+		unsigned long long off, last;
+		/* bytes=FROM- (a resumed download) or bytes=FROM-LAST (a shard's part) */
+		if (sscanf(range, "bytes=%llu-%llu", &off, &last) == 2 && last >= off && off < len)
+			len = last + 1 < len ? (size_t)last + 1 : len;
 		if (sscanf(range, "bytes=%llu-", &off) != 1 || off >= len) {
 			resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 			ret = MHD_queue_response(c, 416, resp);
@@ -194,7 +201,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		resp = MHD_create_response_from_buffer(len - from, (void *)(data + from), MHD_RESPMEM_PERSISTENT);
 	}
 	if (status == 206) {
-		snprintf(hdr, sizeof(hdr), "bytes %zu-%zu/%zu", from, len - 1, len);
+		snprintf(hdr, sizeof(hdr), "bytes %zu-%zu/%zu", from, len - 1,
+		         b->content ? b->content->len : (size_t)BODY_LEN);
 		MHD_add_response_header(resp, "Content-Range", hdr);
 	}
 	ret = MHD_queue_response(c, (unsigned)status, resp);
@@ -550,6 +558,58 @@ static void plain_cases(void)
 		CHECK(ds.n_sources == 2 && !strcmp(ds.sources[1].url, lb));
 		dlk_dataset_release(&ds);
 		free(im), free(lb);
+	}
+
+	/* data.shard over http: rank 1 of 2 reads its part of a plain IDX file by Range requests (the
+	 * header, then its bytes); rank 0 fetches the whole file, and so does a rank whose server
+	 * ignores Range */
+	{
+		struct dlk_data d;
+		struct dlk_dataset ds = DLK_DATASET_INIT;
+		struct dlk_data_opts o = opts;
+		char *im = xasprintf("%s/shard/images.idx", base), *lb = xasprintf("%s/shard/labels.idx", base);
+		memset(&d, 0, sizeof(d));
+		d.format = DLK_DATA_IDX;
+		d.train.images.url = im;
+		d.train.labels.url = lb;
+		d.scale = 1, d.std = 1;
+		d.max_bytes = 1 << 20;
+		o.cache_dir = xasprintf("%s/cache-shard", tmpdir);
+		o.progress = NULL;
+		o.shard_rank = 1;
+		o.shard_world = 2;
+		CHECK_MSG(dlk_data_load(&d, "train", &o, &ds, &err) == 0, "rank 1's part over http: %s", err.msg);
+		CHECK(ds.sharded && ds.n == 2 && ds.base == 1 && ds.total == 3 && ds.y[0] == 0 && ds.y[1] == 1);
+		CHECK(ds.x8 && ds.x8[0] == 80 && ds.x8[7] == 220);
+		CHECK_STR(state[state_of("/shard/images.idx")].last_range, "bytes=20-27");
+		CHECK(requests("/shard/images.idx") == 2);
+		CHECK(ds.n_sources == 2 && ds.sources[0].sha256[0] == '\0' && strlen(ds.sources[1].sha256) == 64);
+		dlk_dataset_release(&ds);
+		o.shard_rank = 0;
+		CHECK_MSG(dlk_data_load(&d, "train", &o, &ds, &err) == 0, "rank 0's part: %s", err.msg);
+		CHECK(ds.n == 1 && ds.base == 0 && strlen(ds.sources[0].sha256) == 64);
+		CHECK_STR(state[state_of("/shard/images.idx")].last_range, "");
+		dlk_dataset_release(&ds);
+		free(im);
+		im = xasprintf("%s/shard/norange.idx", base);
+		d.train.images.url = im;
+		o.shard_rank = 1;
+		o.max_retries = -1;
+		/* a server that ignores Range: the whole file, as rank 0 fetches it */
+		CHECK_MSG(dlk_data_load(&d, "train", &o, &ds, &err) == 0, "no Range: %s", err.msg);
+		CHECK(ds.n == 2 && ds.base == 1 && ds.x8[0] == 80 && strlen(ds.sources[0].sha256) == 64);
+		CHECK(requests("/shard/norange.idx") == 2);
+		dlk_dataset_release(&ds);
+		/* not a plain IDX file (a compressed one, say): its first bytes tell, and it is fetched
+		 * whole, decoded as a stream, and only the part kept */
+		free(im);
+		im = xasprintf("%s/shard/packed", base);
+		d.train.images.url = im;
+		CHECK(dlk_data_load(&d, "train", &o, &ds, &err) == -1);
+		CHECK_CONTAINS(err.msg, "not an IDX file: bad magic");
+		CHECK(requests("/shard/packed") == 2 && state[state_of("/shard/packed")].last_range[0] == '\0');
+		dlk_err_clear(&err);
+		free(im), free(lb), free((char *)o.cache_dir);
 	}
 	dlk_fetched_release(&f);
 }

@@ -538,6 +538,95 @@ static void fashion_mnist(void)
 	CHECK_CONTAINS(err.msg, "t10k-labels-idx1-ubyte.gz': sha256 mismatch: expected 0000000000000000000000000000000000000000000000000000000000000000, got ");
 }
 
+/* data.shard: each rank's part of a plain (read by range) and a gzip (streamed) IDX file is its
+ * range of the whole, the parts cover the split, and a file of the wrong length fails either way;
+ * the range reader fed a byte at a time agrees; the test split is never sharded. */
+static void sharded_loads(void)
+{
+	struct dlk_buf im = DLK_BUF_INIT, lb = DLK_BUF_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	const char *m1[] = { "images" }, *m2[] = { "labels" };
+	const struct dlk_buf *d1[] = { &im }, *d2[] = { &lb };
+	struct dlk_dataset whole = DLK_DATASET_INIT;
+	char *paths[2][2];
+
+	make_images(&im, 11, 2, 3);
+	make_labels(&lb, 11, 5);
+	paths[0][0] = write_file("sh-im.idx", im.data, im.len);
+	paths[0][1] = write_file("sh-lb.idx", lb.data, lb.len);
+	paths[1][0] = write_container("sh-im.gz", "gz", m1, d1, 1);
+	paths[1][1] = write_container("sh-lb.gz", "gz", m2, d2, 1);
+	{
+		struct dlk_data spec = idx_spec(paths[0][0], paths[0][1]);
+		CHECK(dlk_data_load(&spec, "train", NULL, &whole, &err) == 0 && whole.n == 11);
+	}
+	for (int k = 0; k < 2; k++)
+		for (int world = 2; world <= 4; world++) {
+			size_t next = 0;
+			for (int rank = 0; rank < world; rank++) {
+				struct dlk_data spec = idx_spec(paths[k][0], paths[k][1]);
+				struct dlk_data_opts o = { 0 };
+				struct dlk_dataset ds = DLK_DATASET_INIT;
+				o.shard_rank = rank;
+				o.shard_world = world;
+				CHECK_MSG(dlk_data_load(&spec, "train", &o, &ds, &err) == 0, "%s %d/%d: %s", k ? "gz" : "plain", rank,
+				          world, err.msg);
+				CHECK_MSG(ds.sharded && ds.base == next && ds.total == 11 && ds.n_classes == 5 &&
+				          !memcmp(ds.x8, whole.x8 + ds.base * 6, ds.n * 6) &&
+				          !memcmp(ds.y, whole.y + ds.base, ds.n * sizeof(int32_t)),
+				          "%s rank %d of %d holds samples [%zu, +%zu) of the whole", k ? "gz" : "plain", rank, world,
+				          ds.base, ds.n);
+				next = ds.base + ds.n;
+				dlk_dataset_release(&ds);
+				/* the test split stays whole */
+				CHECK(dlk_data_load(&spec, "test", &o, &ds, &err) == 0 && !ds.sharded && ds.n == 11);
+				dlk_dataset_release(&ds);
+			}
+			CHECK_MSG(next == 11, "the parts of %d ranks cover the split", world);
+		}
+	/* a plain file one byte short, or one byte long, fails although the shard's bytes are there */
+	for (int d = -1; d <= 1; d += 2) {
+		char *bad = write_file("sh-bad.idx", im.data, d < 0 ? im.len - 1 : im.len);
+		if (d > 0) {
+			FILE *f = fopen(bad, "ab");
+			fputc(7, f);
+			fclose(f);
+		}
+		struct dlk_data spec = idx_spec(bad, paths[0][1]);
+		struct dlk_data_opts o = { 0 };
+		struct dlk_dataset ds = DLK_DATASET_INIT;
+		o.shard_world = 2;
+		CHECK(dlk_data_load(&spec, "train", &o, &ds, &err) == -1);
+		CHECK_MSG(strstr(err.msg, d < 0 ? "truncated IDX data" : "unexpected bytes after the IDX data") != NULL,
+		          "a file of the wrong length: %s", err.msg);
+		dlk_err_clear(&err);
+		free(bad);
+	}
+	/* byte by byte, the reader keeps the same range */
+	{
+		struct dlk_idx_range r;
+		dlk_idx_range_init(&r, 1, 3);
+		for (size_t i = 0; i < im.len; i++)
+			CHECK(dlk_idx_range_feed(&r, im.data + i, 1, "im", &err) == 0);
+		CHECK(dlk_idx_range_finish(&r, "im", &err) == 0);
+		CHECK(r.n == 11 && r.first == 3 && r.count == 4 && r.out.len == 16 + 4 * 6 &&
+		      !memcmp(r.out.data + 16, im.data + 16 + 3 * 6, 4 * 6));
+		dlk_idx_range_release(&r);
+		dlk_idx_range_init(&r, 0, 2);
+		CHECK(dlk_idx_range_feed(&r, "\1\0\10\1", 4, "im", &err) == -1 && strstr(err.msg, "bad magic"));
+		dlk_idx_range_release(&r);
+		dlk_idx_range_init(&r, 0, 2);
+		CHECK(dlk_idx_range_feed(&r, im.data, 10, "im", &err) == 0);
+		CHECK(dlk_idx_range_finish(&r, "im", &err) == -1 && strstr(err.msg, "truncated IDX header"));
+		dlk_idx_range_release(&r);
+	}
+	dlk_dataset_release(&whole);
+	for (int k = 0; k < 2; k++)
+		free(paths[k][0]), free(paths[k][1]);
+	dlk_buf_release(&im);
+	dlk_buf_release(&lb);
+}
+
 int main(void)
 {
 	tmpdir = test_tmpdir("test-idx");
@@ -549,6 +638,7 @@ int main(void)
 	decode_buf();
 	containers();
 	gather_matches_float_storage();
+	sharded_loads();
 	fashion_mnist();
 	test_tmpdir_remove(tmpdir);
 	return CHECK_DONE();

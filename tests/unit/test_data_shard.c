@@ -2,6 +2,7 @@
 #include "tests/unit/check.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/data/dataset.h"
 
@@ -75,6 +76,45 @@ int main(void)
 		CHECK(begin == 0 && end == 0);
 		dlk_shard_range(2, 3, 4, &begin, &end);
 		CHECK(begin == 0 && end == 0);
+	}
+	/* data.shard's parts: contiguous, covering every sample, sizes differing by one at most */
+	for (int world = 1; world <= 7; world++) {
+		size_t prev_end = 0, begin, end, lo = (size_t)-1, hi = 0;
+		int ok = 1;
+		for (int r = 0; r < world; r++) {
+			dlk_part_range(1003, r, world, &begin, &end);
+			ok &= begin == prev_end;
+			prev_end = end;
+			lo = end - begin < lo ? end - begin : lo;
+			hi = end - begin > hi ? end - begin : hi;
+		}
+		CHECK_MSG(ok && prev_end == 1003 && hi - lo <= 1, "world %d: parts cover the split", world);
+	}
+	{
+		size_t begin = 9, end = 9;
+		dlk_part_range(2, 2, 4, &begin, &end);
+		CHECK(begin == 1 && end == 1);
+		dlk_part_range(10, 1, 0, &begin, &end);
+		CHECK(begin == 0 && end == 0);
+	}
+	/* a rank's walk: the global permutation restricted to its part, in order, as local indices;
+	 * the walks of all parts together are the permutation */
+	{
+		size_t *p = dlk_epoch_permutation(100, 5, 2), *w = malloc(100 * sizeof(size_t)), at[3] = { 0, 0, 0 };
+		int ok = 1;
+		for (int r = 0; r < 3; r++) {
+			size_t begin, end, k;
+			memcpy(w, p, 100 * sizeof(size_t));
+			dlk_part_range(100, r, 3, &begin, &end);
+			k = dlk_shard_walk(w, 100, begin, end - begin);
+			ok &= k == end - begin;
+			for (size_t i = 0; i < 100; i++)
+				if (p[i] >= begin && p[i] < end)
+					ok &= w[at[r]++] + begin == p[i];
+		}
+		CHECK_MSG(ok, "each walk follows the permutation over its own part");
+		free(p);
+		free(w);
 	}
 	return CHECK_DONE();
 }

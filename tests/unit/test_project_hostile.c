@@ -267,7 +267,7 @@ int main(void)
 	{
 		static const struct { const char *file; int ok; } corpus[] = {
 			{ "fashion-mlp.yaml", 1 }, { "fashion-cnn.yaml", 1 }, { "csv-minimal.yaml", 1 },
-			{ "tar-shards.yaml", 1 }, { "quoting.yaml", 1 }, { "dump-cnn.yaml", 1 },
+			{ "tar-shards.yaml", 1 }, { "shard-list.yaml", 1 }, { "quoting.yaml", 1 }, { "dump-cnn.yaml", 1 },
 			{ "bad-many.yaml", 0 }, { "bad-types.yaml", 0 }, { "bad-syntax.yaml", 0 },
 			{ "bad-alias.yaml", 0 }, { "bad-nul.yaml", 0 }, { "bad-utf8.yaml", 0 }, { "deep.yaml", 0 },
 		};

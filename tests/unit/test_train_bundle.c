@@ -102,9 +102,8 @@ int main(void)
 		ds.x[i] = dlk_rng_uniform(&r);
 	for (int i = 0; i < 64; i++)
 		ds.y[i] = i % 4;
-	ds.n_sources = 1;
-	ds.sources[0].url = "file:///data/train.csv";
-	memset(ds.sources[0].sha256, 'a', 64);
+	dlk_dataset_add_source(&ds, "file:///data/train.csv",
+	                       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
 	struct dlk_training tr = { .epochs = 1, .batch_size = 16, .optimizer = DLK_OPT_ADAM, .lr = 1e-3, .beta1 = 0.9,
 	                           .beta2 = 0.999, .eps = 1e-8, .step_size = 1, .seed = 5, .threads = 1 };
 	struct dlk_train_opts o = DLK_TRAIN_OPTS_INIT;
@@ -291,8 +290,7 @@ int main(void)
 	dlk_buf_release(&json);
 	dlk_buf_release(&wts);
 	dlk_train_result_release(&res);
-	free(ds.x);
-	free(ds.y);
+	dlk_dataset_release(&ds);
 	unlink(path);
 	unlink(bad);
 	rmdir(dir);

@@ -1,0 +1,139 @@
+/* A training worker's Prometheus metrics (see train_metrics.h). The loop's thread writes, the
+ * endpoint's thread reads on a scrape: a mutex, taken once per step, keeps them consistent. */
+#include "commands/train_metrics.h"
+#include "lib/serve/metrics.h"
+#include "lib/serve/metricsd.h"
+#include "lib/util/mem.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+struct dlk_train_metrics {
+	pthread_mutex_t mu;
+	struct dlk_metricsd *http;
+	int rank, world, restarts, up;
+	char *job;
+	long steps;
+	int epoch;
+	double loss, samples_per_sec;
+	int have_loss;
+	double ar_seconds, ar_bytes, ar_busbw;
+	long ar_count;
+	double data_load;
+};
+
+static void sample(struct dlk_buf *o, const char *name, const char *type, const char *help, double v)
+{
+	dlk_metrics_family(o, name, type, help);
+	/* %.17g keeps a double exact; Prometheus reads it as Go's ParseFloat does */
+	dlk_buf_addf(o, "%s %.17g\n", name, v);
+}
+
+static void write_metrics(void *ctx, struct dlk_buf *o)
+{
+	struct dlk_train_metrics *m = ctx;
+
+	pthread_mutex_lock(&m->mu);
+	dlk_metrics_family(o, "dlk_train_info", "gauge", "The training worker: its rank, the number of ranks and its job.");
+	dlk_buf_addf(o, "dlk_train_info{rank=\"%d\",world_size=\"%d\",job=\"", m->rank, m->world);
+	dlk_metrics_label(o, m->job ? m->job : "");
+	dlk_buf_adds(o, "\"} 1\n");
+	sample(o, "dlk_train_up", "gauge", "1 while the worker trains, 0 once training ended.", m->up);
+	sample(o, "dlk_train_steps_total", "counter", "Optimizer steps done in this run.", (double)m->steps);
+	sample(o, "dlk_train_epoch", "gauge", "The epoch in progress, from 1.", m->epoch);
+	if (m->have_loss) {
+		sample(o, "dlk_train_loss", "gauge", "The last step's training loss, averaged over the ranks.", m->loss);
+		sample(o, "dlk_train_samples_per_second", "gauge", "Training throughput of the whole gang in the current epoch.",
+		       m->samples_per_sec);
+	}
+	sample(o, "dlk_train_allreduce_seconds_total", "counter", "Seconds spent waiting for gradient all-reduces.",
+	       m->ar_seconds);
+	sample(o, "dlk_train_allreduce_bytes_total", "counter", "Bytes of gradients all-reduced.", m->ar_bytes);
+	sample(o, "dlk_train_allreduce_count_total", "counter", "Gradient all-reduces done.", (double)m->ar_count);
+	sample(o, "dlk_train_allreduce_bus_bandwidth_bytes_per_second", "gauge",
+	       "Bus bandwidth of the last all-reduce: bytes / seconds * 2 (n - 1) / n.", m->ar_busbw);
+	sample(o, "dlk_train_data_load_seconds", "gauge", "Seconds spent loading the data before the first step.",
+	       m->data_load);
+	sample(o, "dlk_train_restarts", "gauge", "How often the gang of workers was started again.", m->restarts);
+	pthread_mutex_unlock(&m->mu);
+}
+
+struct dlk_train_metrics *dlk_train_metrics_start(int port, int rank, int world, const char *job, int restarts,
+                                                  struct dlk_err *err)
+{
+	struct dlk_train_metrics *m = xcalloc(1, sizeof(*m));
+
+	pthread_mutex_init(&m->mu, NULL);
+	m->rank = rank;
+	m->world = world;
+	m->restarts = restarts;
+	m->up = 1;
+	m->job = job ? xstrdup(job) : NULL;
+	m->http = dlk_metricsd_start(NULL, port, write_metrics, m, err);
+	if (!m->http) {
+		dlk_train_metrics_stop(m);
+		return NULL;
+	}
+	return m;
+}
+
+int dlk_train_metrics_port(const struct dlk_train_metrics *m)
+{
+	return dlk_metricsd_port(m->http);
+}
+
+void dlk_train_metrics_event(struct dlk_train_metrics *m, const struct dlk_train_event *ev)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->epoch = ev->epoch;
+	m->steps = ev->global_step;
+	if (ev->kind == DLK_TRAIN_STEP) {
+		m->loss = ev->loss;
+		m->samples_per_sec = ev->samples_per_sec;
+		m->have_loss = 1;
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+void dlk_train_metrics_allreduce(struct dlk_train_metrics *m, double seconds, double bytes, int world)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->ar_seconds += seconds;
+	m->ar_bytes += bytes;
+	m->ar_count++;
+	if (seconds > 0 && world > 1)
+		m->ar_busbw = bytes / seconds * 2.0 * (world - 1) / world;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void dlk_train_metrics_data_load(struct dlk_train_metrics *m, double seconds)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->data_load += seconds;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void dlk_train_metrics_done(struct dlk_train_metrics *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->up = 0;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void dlk_train_metrics_stop(struct dlk_train_metrics *m)
+{
+	if (!m)
+		return;
+	dlk_metricsd_stop(m->http);
+	pthread_mutex_destroy(&m->mu);
+	free(m->job);
+	free(m);
+}

@@ -1,0 +1,37 @@
+/* What a training worker serves for Prometheus on GET /metrics (lib/serve/metricsd.h), from
+ * the training loop's events and the gradient all-reduces:
+ *   dlk_train_info{rank,world_size,job}          1, naming the worker
+ *   dlk_train_steps_total                          optimizer steps done (this run, resumed ones included)
+ *   dlk_train_epoch                                the epoch in progress (1-based)
+ *   dlk_train_loss                                 the last step's loss, averaged over the ranks
+ *   dlk_train_samples_per_second                   the whole gang's training throughput
+ *   dlk_train_allreduce_seconds_total / _bytes_total / _count_total   time waiting for the
+ *                                                  gradient all-reduce, the bytes reduced, how many
+ *   dlk_train_allreduce_bus_bandwidth_bytes_per_second   the last all-reduce's bus bandwidth
+ *                                                  (bytes / time * 2 (n-1) / n, as nccl-tests count it)
+ *   dlk_train_data_load_seconds                    time spent loading the data before the first step
+ *   dlk_train_restarts                             how often the gang was started again
+ *   dlk_train_up                                   1 while training, 0 once it ended */
+#ifndef DLK_COMMANDS_TRAIN_METRICS_H
+#define DLK_COMMANDS_TRAIN_METRICS_H
+
+#include "lib/train/train.h"
+#include "lib/util/err.h"
+
+struct dlk_train_metrics;
+
+/* Serves the metrics on port (every address; 0: any free port). NULL with err when the port
+ * cannot be bound. job may be NULL (a run here). */
+struct dlk_train_metrics *dlk_train_metrics_start(int port, int rank, int world, const char *job, int restarts,
+                                                  struct dlk_err *err);
+int dlk_train_metrics_port(const struct dlk_train_metrics *m);
+/* Updates from a step, epoch or end event (loss and samples/s as the gang sees them). */
+void dlk_train_metrics_event(struct dlk_train_metrics *m, const struct dlk_train_event *ev);
+/* One gradient all-reduce of bytes that took seconds, among world ranks. */
+void dlk_train_metrics_allreduce(struct dlk_train_metrics *m, double seconds, double bytes, int world);
+void dlk_train_metrics_data_load(struct dlk_train_metrics *m, double seconds);
+/* Training ended: dlk_train_up is 0 from now on. */
+void dlk_train_metrics_done(struct dlk_train_metrics *m);
+void dlk_train_metrics_stop(struct dlk_train_metrics *m);
+
+#endif

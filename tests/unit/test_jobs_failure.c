@@ -1,0 +1,118 @@
+/* A worker's failure as published (lib/jobs/failure.c): written below Kubernetes' 4096 bytes of
+ * termination message whatever the message, read back, and the cause lib/jobs/jobstate picks
+ * from the pods' termination messages, else from the Job's annotation once the pods are gone. */
+#include "tests/unit/check.h"
+
+#include <stdlib.h>
+
+#include "lib/jobs/failure.h"
+#include "lib/jobs/jobstate.h"
+#include "lib/util/mem.h"
+
+static void test_roundtrip(void)
+{
+	struct dlk_failure f = { 1, "mnist-1-x7k2p", "config", 3, "data.train: 'train.csv': no such file", "2026-01-02T03:04:05Z" };
+	struct dlk_failure g;
+	char text[512];
+	char *s = dlk_failure_json(&f);
+
+	CHECK(!dlk_failure_parse(s, &g));
+	CHECK(g.rank == 1 && g.exit_code == 3);
+	CHECK_STR(g.pod, "mnist-1-x7k2p");
+	CHECK_STR(g.cls, "config");
+	CHECK_STR(g.message, f.message);
+	CHECK_STR(g.time, "2026-01-02T03:04:05Z");
+	dlk_failure_text(&g, text, sizeof(text));
+	CHECK_STR(text, "rank 1 (pod mnist-1-x7k2p) failed: config (exit 3): data.train: 'train.csv': no such file");
+	free(s);
+	/* a log's tail (FallbackToLogsOnError) or another object is not a failure */
+	CHECK(dlk_failure_parse("error: out of memory", &g));
+	CHECK(dlk_failure_parse("{\"rank\":1}", &g));
+	CHECK(dlk_failure_parse(NULL, &g));
+	/* numbers out of range are unknown; a class is named from the code when missing */
+	CHECK(!dlk_failure_parse("{\"rank\":1e300,\"exitCode\":75,\"message\":\"lost\"}", &g));
+	CHECK(g.rank == -1 && g.exit_code == 75);
+	CHECK_STR(g.cls, "restartable");
+	dlk_failure_text(&g, text, sizeof(text));
+	CHECK_STR(text, "a worker failed: restartable (exit 75): lost");
+}
+
+static void test_bounded(void)
+{
+	struct dlk_failure f = { 12, "p", "fail", 1, "", "" };
+	struct dlk_failure g;
+	char *s;
+
+	/* control bytes escape to six bytes each: still below the limit, cut whole */
+	memset(f.message, 1, sizeof(f.message) - 1);
+	s = dlk_failure_json(&f);
+	CHECK(strlen(s) < DLK_FAILURE_MAX_BYTES);
+	CHECK(!dlk_failure_parse(s, &g) && g.rank == 12 && strlen(g.message) > 100);
+	free(s);
+	/* multi-byte characters are never cut in half; newlines become spaces */
+	for (size_t i = 0; i + 2 < sizeof(f.message); i += 2)
+		memcpy(f.message + i, "\xc3\xa9", 2);
+	f.message[sizeof(f.message) - 1] = '\0';
+	f.message[3] = '\n';
+	f.message[2] = 'x';
+	s = dlk_failure_json(&f);
+	CHECK(!dlk_failure_parse(s, &g));
+	size_t n = strlen(g.message);
+	CHECK(n > 0 && (g.message[n - 1] & 0xC0) != 0xC0 && strchr(g.message, '\n') == NULL);
+	free(s);
+}
+
+static cJSON *parse(const char *s)
+{
+	cJSON *o = cJSON_Parse(s);
+	if (!o)
+		printf("# bad JSON in the test: %s\n", s);
+	return o;
+}
+
+static void test_jobstate(void)
+{
+	const char *job_json =
+		"{\"metadata\":{\"name\":\"m\",\"namespace\":\"default\",\"annotations\":{\"dlk.dev/failure\":"
+		"\"{\\\"rank\\\":1,\\\"pod\\\":\\\"m-1-old\\\",\\\"class\\\":\\\"config\\\",\\\"exitCode\\\":3,\\\"message\\\":\\\"from the annotation\\\"}\"}},"
+		"\"spec\":{\"completions\":2},\"status\":{\"failed\":1,\"conditions\":[{\"type\":\"Failed\",\"status\":\"True\","
+		"\"reason\":\"FailedIndexes\",\"message\":\"Job has failed indexes\"}]}}";
+	/* rank 0 lost its peer first (75); rank 1's config error is the cause */
+	const char *pods_json =
+		"[{\"metadata\":{\"name\":\"m-0-a\",\"labels\":{\"dlk.dev/job\":\"m\",\"batch.kubernetes.io/job-completion-index\":\"0\"}},"
+		"\"status\":{\"phase\":\"Failed\",\"containerStatuses\":[{\"state\":{\"terminated\":{\"exitCode\":75,\"reason\":\"Error\","
+		"\"finishedAt\":\"2026-01-01T00:00:01Z\",\"message\":\"{\\\"rank\\\":0,\\\"class\\\":\\\"restartable\\\",\\\"exitCode\\\":75,\\\"message\\\":\\\"lost rank 1\\\"}\"}}}]}},"
+		"{\"metadata\":{\"name\":\"m-1-b\",\"labels\":{\"dlk.dev/job\":\"m\",\"batch.kubernetes.io/job-completion-index\":\"1\"}},"
+		"\"status\":{\"phase\":\"Failed\",\"containerStatuses\":[{\"state\":{\"terminated\":{\"exitCode\":3,\"reason\":\"Error\","
+		"\"finishedAt\":\"2026-01-01T00:00:02Z\",\"message\":\"{\\\"class\\\":\\\"config\\\",\\\"exitCode\\\":3,\\\"message\\\":\\\"bad data\\\"}\"}}}]}}]";
+	cJSON *job = parse(job_json), *pods = parse(pods_json), *o;
+	struct dlk_job_summary s;
+
+	dlk_job_summarize(job, pods, NULL, &s);
+	CHECK(s.state == JOB_FAILED && s.have_failure && s.failed_rank == 1);
+	CHECK_STR(s.reason, "rank 1 (pod m-1-b) failed: config (exit 3): bad data");
+	o = dlk_job_summary_json(&s);
+	CHECK_STR(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "failure"), "class")->valuestring, "config");
+	cJSON_Delete(o);
+	dlk_job_summary_release(&s);
+
+	/* the pods are gone: the Job's annotation */
+	dlk_job_summarize(job, NULL, NULL, &s);
+	CHECK(s.have_failure && s.failed_rank == 1);
+	CHECK_STR(s.reason, "rank 1 (pod m-1-old) failed: config (exit 3): from the annotation");
+	dlk_job_summary_release(&s);
+	dlk_job_summarize_job(job, &s);
+	CHECK(s.have_failure && s.failed_rank == -1);
+	CHECK_STR(s.reason, "rank 1 (pod m-1-old) failed: config (exit 3): from the annotation");
+	dlk_job_summary_release(&s);
+	cJSON_Delete(job);
+	cJSON_Delete(pods);
+}
+
+int main(void)
+{
+	test_roundtrip();
+	test_bounded();
+	test_jobstate();
+	return CHECK_DONE();
+}
