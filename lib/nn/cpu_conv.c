@@ -148,12 +148,13 @@ static struct {
 	int started;          /* workers running */
 	pid_t pid;            /* the process that started them (a forked child has none) */
 	unsigned long gen;    /* bumped for each region */
-	int pending;
+	int open;             /* workers may still join the region */
+	int active;           /* workers inside the region's function */
 	struct region r;
 	float *scratch;       /* guarded by run */
 	size_t scratch_n;
 } pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-	   PTHREAD_COND_INITIALIZER, 1, 0, 0, 0, 0, { NULL, NULL, 0 }, NULL, 0 };
+	   PTHREAD_COND_INITIALIZER, 1, 0, 0, 0, 0, 0, { NULL, NULL, 0 }, NULL, 0 };
 
 struct worker_arg {
 	int t;
@@ -169,12 +170,13 @@ static void *worker(void *p)
 		while (pool.gen == a.gen)
 			pthread_cond_wait(&pool.go, &pool.mu);
 		a.gen = pool.gen;
-		if (a.t < pool.r.nt) {
+		if (pool.open && a.t < pool.r.nt) {
 			struct region r = pool.r;
+			pool.active++;
 			pthread_mutex_unlock(&pool.mu);
 			r.fn(r.ctx, a.t);
 			pthread_mutex_lock(&pool.mu);
-			if (--pool.pending == 0)
+			if (--pool.active == 0 && !pool.open)
 				pthread_cond_signal(&pool.done);
 		}
 	}
@@ -193,8 +195,11 @@ void dlk_cpu_conv_set_threads(int n)
 }
 
 /* Runs fn(ctx, t) for t = 0 .. nt-1, t = 0 on the calling thread; the caller holds pool.run.
- * Where a worker cannot be started, the threads there are do the work (the functions take their
- * items from a shared counter, so every item is done whoever does it). */
+ * The functions take their items from a shared counter, so every item is done whoever does it:
+ * once the caller has run out of items it waits only for the workers that are inside the
+ * function, and closes the region to those that have not woken up yet (on a loaded machine a
+ * woken thread can wait milliseconds for a core). Where a worker cannot be started, the threads
+ * there are do the work. */
 static void parallel(void (*fn)(void *ctx, int t), void *ctx, int nt)
 {
 	pthread_mutex_lock(&pool.mu);
@@ -222,7 +227,8 @@ static void parallel(void (*fn)(void *ctx, int t), void *ctx, int nt)
 		nt = pool.started + 1;
 	if (nt > 1) {
 		pool.r = (struct region){ fn, ctx, nt };
-		pool.pending = nt - 1;
+		pool.open = 1;
+		pool.active = 0;
 		pool.gen++;
 		pthread_cond_broadcast(&pool.go);
 	}
@@ -230,7 +236,8 @@ static void parallel(void (*fn)(void *ctx, int t), void *ctx, int nt)
 	fn(ctx, 0);
 	if (nt > 1) {
 		pthread_mutex_lock(&pool.mu);
-		while (pool.pending)
+		pool.open = 0;
+		while (pool.active)
 			pthread_cond_wait(&pool.done, &pool.mu);
 		pthread_mutex_unlock(&pool.mu);
 	}
