@@ -145,6 +145,11 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 		}
 		break;
 	case TRAIN_WORKER:
+		/* elastic: the Job's size now, which `dlk scale` may have changed since the pod was made */
+		if (!getenv(DLK_ENV_LOCAL_RANK) && dlk_job_world_env(ctx, &err)) {
+			rc = dlk_report(ctx, &err);
+			break;
+		}
 		if (spec->resources.gpus > 1 && getenv(DLK_ENV_SERVICE_HOST) && !getenv(DLK_ENV_LOCAL_RANK))
 			/* a pod with several GPUs: a rank per GPU (unless a launcher already made them) */
 			rc = dlk_train_pod_gang(ctx, &opt, spec, spec->resources.gpus);
@@ -154,8 +159,8 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 out:
 	/* a worker (not one process of a pod's gang: its parent speaks for the pod) says why it
-	 * failed where any user can read it */
-	if (rc && (enum dlk_train_mode)opt.mode == TRAIN_WORKER && !getenv(DLK_ENV_LOCAL_RANK))
+	 * failed where any user can read it (a resize is no failure) */
+	if (rc && rc != DLK_EXIT_RESIZED && (enum dlk_train_mode)opt.mode == TRAIN_WORKER && !getenv(DLK_ENV_LOCAL_RANK))
 		dlk_train_publish_failure(ctx, rc, last.msg);
 	ctx->last_err = NULL;
 	cJSON_Delete(objects);

@@ -598,6 +598,11 @@ int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, co
 		int st = g.w[f].status;
 		describe(what, sizeof(what), st);
 		rc = WIFSIGNALED(st) ? DLK_EXIT_RESTARTABLE : WEXITSTATUS(st);
+		if (rc == DLK_EXIT_RESIZED) {
+			/* the ranks said so: the job was resized, and the pod goes on at the new size */
+			gang_close(&g);
+			return rc;
+		}
 		dlk_errf(&err, rc, "rank %d (GPU %d of this pod) %s; the pod's other ranks were stopped", g.base_rank + f, f,
 		         what);
 		dlk_report(ctx, &err);

@@ -124,12 +124,21 @@ struct here {
 	char *ckpt_dir;
 	int ckpt_keep;
 	struct dlk_state_meta meta;
+	struct ckpt ckpt;             /* rank 0: the checkpoint to resume from (path NULL: none) */
+	int ckpt_world;               /* the world size it was written at (0: none) */
 	int have_arch;
 	int ckpt_warned;
 	int epochs;
 	long ckpt_step;               /* the newest checkpoint written or resumed, -1: none */
 	long ckpt_delay_ms;           /* test hook: slow every checkpoint write down */
 	struct dlk_job_progress *jp;
+	/* elastic (rank 0 in a cluster): the Job's size, read every poll_sec; resize_to is the new
+	 * number of workers once `dlk scale` changed it, and every rank stops to re-form */
+	int local_world;              /* ranks per pod */
+	long poll_sec;
+	double last_poll;
+	int poll_warned;
+	int resize_to;
 	/* what the run document published on the Job is made of (rank 0, in a cluster) */
 	const struct dlk_project *spec;
 	const struct dlk_net *net;
@@ -206,28 +215,73 @@ static void on_start(void *vctx, const struct dlk_net *net, long total_steps)
 	r->net = net;
 }
 
+/* Rank 0 in a cluster, at most every poll_sec: the Job's workers when `dlk scale` changed them
+ * (0 when not). A Job that cannot be read is warned about once; training goes on. */
+static int resized(struct here *r)
+{
+	struct dlk_err e = DLK_ERR_INIT;
+	double now = dlk_now();
+	int n = 0;
+
+	if (!r->jp || r->rank != 0 || now - r->last_poll < (double)r->poll_sec)
+		return 0;
+	r->last_poll = now;
+	if (dlk_job_progress_workers(r->jp, &n, &e)) {
+		if (!r->poll_warned++)
+			dlk_warn(r->ctx, "%s (training goes on at %d workers; `dlk scale` cannot resize it)", e.msg, r->world);
+		return 0;
+	}
+	return n > 0 && (long)n * r->local_world != r->world ? n : 0;
+}
+
 static void on_event(void *vctx, const struct dlk_train_event *ev0)
 {
 	struct here *r = vctx;
 	struct dlk_train_event evc = *ev0;
 	const struct dlk_train_event *ev = &evc;
+	int resize = ev0->kind == DLK_TRAIN_STEP && !r->resize_to ? resized(r) : 0;
 
 	if (r->comm && ev0->kind != DLK_TRAIN_DONE && !r->comm_failed) {
-		/* every rank sees every step and epoch event: agree on stopping, and show the loss of
-		 * the whole global batch rather than rank 0's share of it */
-		float buf[2] = { (float)ev0->loss, sig_seen ? 1.0f : 0.0f };
-		if (comm_allreduce(r->comm, buf, 2, COMM_SUM, &r->comm_err)) {
+		/* every rank sees every step and epoch event: agree on stopping (a signal, or rank 0
+		 * seeing the job resized), and show the loss of the whole global batch rather than
+		 * rank 0's share of it */
+		float buf[3] = { (float)ev0->loss, sig_seen ? 1.0f : 0.0f, (float)resize };
+		if (comm_allreduce(r->comm, buf, 3, COMM_SUM, &r->comm_err)) {
 			r->comm_failed = 1;
 			stop_flag = 1;
 			return;
 		}
 		evc.loss = (double)buf[0] / r->world;
 		evc.samples_per_sec *= r->world; /* rank 0's pace stands for every rank's: they move in step */
+		if (buf[1] > 0 && buf[2] == 0 && r->world > 1) {
+			/* a signal: when scaling down, the Job controller stops the pods past the new
+			 * size; rank 0 reads the Job's size at once, and the ranks agree on it, so that
+			 * the rest stop as for a resize (76), not as for a lost peer (75) */
+			float n = 0;
+			if (r->rank == 0) {
+				r->last_poll = 0;
+				n = (float)resized(r);
+			}
+			if (comm_broadcast(r->comm, &n, sizeof(n), 0, &r->comm_err)) {
+				r->comm_failed = 1;
+				stop_flag = 1;
+				return;
+			}
+			buf[2] = n;
+		}
 		if (buf[1] > 0)
 			stop_flag = 1;
+		if (buf[2] > 0) {
+			r->resize_to = (int)buf[2];
+			stop_flag = 1;
+		}
 		comm_set_step(r->comm, ev0->global_step + 1); /* named by the watchdog in its messages */
 		if (r->dcomm)
 			comm_set_step(r->dcomm, ev0->global_step + 1);
+	}
+	else if (resize) {
+		r->resize_to = resize;
+		stop_flag = 1;
 	}
 	dlk_train_metrics_event(r->metrics, ev);
 	if (r->rank != 0)
@@ -295,6 +349,19 @@ static char *output_dir(const struct dlk_project *spec, const char *spec_file, i
 
 /* ---- checkpoints ---- */
 
+char *dlk_train_ckpt_base(const struct dlk_project *spec, const char *spec_file, int in_pod)
+{
+	const char *d = spec->training.checkpoint_dir;
+	char *out_dir, *base;
+
+	if (!d)
+		return NULL;
+	out_dir = output_dir(spec, spec_file, in_pod);
+	base = d[0] == '/' || !strcmp(out_dir, ".") ? xstrdup(d) : xasprintf("%s/%s", out_dir, d);
+	free(out_dir);
+	return base;
+}
+
 static ssize_t slow_write(int fd, const void *buf, size_t len, void *vctx)
 {
 	const struct here *r = vctx;
@@ -359,47 +426,93 @@ static int bcast_floats(struct dlk_comm *c, float *dev, size_t n, const struct d
 	return rc;
 }
 
-/* Rank 0 loads the newest checkpoint that verifies and broadcasts it, so that ranks never
- * disagree on where they resume. */
-static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err)
+/* Before the loop: rank 0 loads the newest checkpoint that verifies (kept for on_resume) and
+ * every rank learns the per-worker batch from it. A checkpoint written at another world size
+ * goes on with the same global batch: its world x batch split over this world. */
+static int prepare_resume(struct here *r, struct dlk_training *tr, struct dlk_err *err)
 {
-	struct here *r = vctx;
-	long long hdr[6] = { RESUME_NONE, 0, 0, 0, 0, 0 };
-	unsigned long long dc = 0;
-	int rc = -1;
+	long long hdr[3] = { RESUME_NONE, tr->batch_size, 0 };
 
-	ensure_arch(r, st->net);
 	if (r->rank == 0 && r->ckpt_dir) {
-		struct ckpt c = CKPT_INIT;
-		int got = ckpt_load_latest(r->ckpt_dir, 0, &c, err);
-		for (size_t i = 0; i < c.nwarnings; i++)
-			dlk_warn(r->ctx, "%s", c.warnings[i]);
+		int got = ckpt_load_latest(r->ckpt_dir, 0, &r->ckpt, err);
+		int cw = 0, cb = 0, b = 0;
+		for (size_t i = 0; i < r->ckpt.nwarnings; i++)
+			dlk_warn(r->ctx, "%s", r->ckpt.warnings[i]);
 		if (got < 0) {
 			dlk_err_prefix(err, "cannot resume from '%s'", r->ckpt_dir);
 			hdr[0] = RESUME_FAILED;
 		} else if (got == 1) {
-			if (dlk_state_restore(&c, st, &r->meta, err)) {
+			if (dlk_state_peek(&r->ckpt, &cw, &cb, err) || dlk_state_elastic_batch(cw, cb, r->world, &b, err)) {
+				if (cw)
+					dlk_err_prefix(err, "checkpoint '%s' (step %llu)", r->ckpt.path, r->ckpt.step);
 				hdr[0] = RESUME_FAILED;
 			} else {
 				hdr[0] = RESUME_LOADED;
-				r->ckpt_step = st->global_step;
-				char who[64] = "";
-				if (r->trun.id[0])
-					snprintf(who, sizeof(who), " run %.8s", r->trun.id);
-				if (st->epoch >= r->epochs)
-					dlk_info(r->ctx, "checkpoint '%s' is of the finished%s (%ld steps): nothing left to train",
-					         c.path, who[0] ? who : " run", st->global_step);
-				else
-					dlk_info(r->ctx, "resuming%s from checkpoint '%s' (epoch %d, step %ld of the epoch, %ld steps done)",
-					         who, c.path, st->epoch + 1, st->step_in_epoch, st->global_step);
+				hdr[1] = b;
+				hdr[2] = cw;
 			}
 		}
-		ckpt_release(&c);
+		if (hdr[0] != RESUME_LOADED)
+			ckpt_release(&r->ckpt);
+	}
+	if (r->comm) {
+		struct dlk_err e = DLK_ERR_INIT;
+		if (comm_broadcast(r->comm, hdr, sizeof(hdr), 0, &e)) {
+			*err = e;
+			return -1;
+		}
+		if (hdr[0] == RESUME_FAILED && r->rank != 0)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "rank 0 could not resume from the checkpoints (its log says why)");
+	}
+	if (hdr[0] == RESUME_FAILED)
+		return -1;
+	r->ckpt_world = (int)hdr[2];
+	tr->batch_size = (int)hdr[1];
+	r->meta.batch_size = tr->batch_size;
+	return 0;
+}
+
+/* Rank 0 restores the checkpoint prepare_resume loaded and broadcasts it, so that ranks never
+ * disagree on where they resume. */
+static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err)
+{
+	struct here *r = vctx;
+	long long hdr[8] = { RESUME_NONE, 0, 0, 0, 0, 0, 0, 0 };
+	unsigned long long dc = 0;
+	int rc = -1;
+
+	ensure_arch(r, st->net);
+	if (r->rank == 0 && r->ckpt.path) {
+		struct ckpt *c = &r->ckpt;
+		if (dlk_state_restore(c, st, &r->meta, err)) {
+			hdr[0] = RESUME_FAILED;
+		} else {
+			hdr[0] = RESUME_LOADED;
+			r->ckpt_step = st->global_step;
+			char who[64] = "";
+			if (r->trun.id[0])
+				snprintf(who, sizeof(who), " run %.8s", r->trun.id);
+			if (st->epoch >= r->epochs)
+				dlk_info(r->ctx, "checkpoint '%s' is of the finished%s (%ld steps): nothing left to train", c->path,
+				         who[0] ? who : " run", st->global_step);
+			else if (r->ckpt_world != r->world)
+				dlk_info(r->ctx,
+				         "resuming%s from checkpoint %ld at %d worker%s (was %d), batch %d per worker, global %lld",
+				         who, st->global_step, r->world, r->world == 1 ? "" : "s", r->ckpt_world,
+				         r->meta.batch_size, (long long)r->meta.batch_size * r->world);
+			else
+				dlk_info(r->ctx, "resuming%s from checkpoint '%s' (epoch %d, step %ld of the epoch, %ld steps done)",
+				         who, c->path, st->epoch + 1, st->step_in_epoch, st->global_step);
+		}
+		/* the params are on the device now: the loaded copy is not kept through the run */
+		ckpt_release(c);
 		hdr[1] = st->epoch;
 		hdr[2] = st->step_in_epoch;
 		hdr[3] = st->global_step;
 		hdr[4] = st->opt->t;
 		memcpy(&hdr[5], &st->net->dropout_counter, sizeof(dc));
+		hdr[6] = st->sched_spe;
+		hdr[7] = st->sched_total;
 	}
 	if (r->comm) {
 		struct dlk_err e = DLK_ERR_INIT;
@@ -423,6 +536,8 @@ static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err
 			st->opt->t = (long)hdr[4];
 			memcpy(&dc, &hdr[5], sizeof(dc));
 			st->net->dropout_counter = dc;
+			st->sched_spe = (long)hdr[6];
+			st->sched_total = (long)hdr[7];
 		}
 	}
 	if (hdr[0] == RESUME_FAILED)
@@ -587,6 +702,7 @@ static int read_worker_env(struct here *r, struct dist_env *env, struct dlk_trai
 		return -1;
 	r->rank = env->rank;
 	r->world = env->world;
+	r->local_world = env->local_world > 0 ? env->local_world : 1;
 	single_rank = env->world == 1;
 	if (env->rank != 0)
 		r->ctx->tty_err = 0;
@@ -699,6 +815,14 @@ static int run_loop(struct here *r, const struct dlk_project *spec, const struct
 	ran = dlk_train_run(&topts, res, err);
 	dlk_train_report_clear(&r->show);
 	alarm(0);
+	if (ran == 1 && r->resize_to) {
+		if (r->rank == 0 && r->ckpt_step >= 0 && r->ckpt_step == res->steps)
+			return dlk_errf(err, DLK_EXIT_RESIZED,
+			                "the job was resized to %d workers: stopped after %ld steps with a checkpoint, to go on at "
+			                "the new size", r->resize_to, res->steps);
+		return dlk_errf(err, DLK_EXIT_RESIZED, "the job was resized to %d workers: stopped after %ld steps",
+		                r->resize_to, res->steps);
+	}
 	if (ran == 1) {
 		const char *what = sig_seen == SIGTERM ? "SIGTERM" : sig_seen == SIGINT ? "an interrupt" : "a signal to a peer";
 		int code = worker || sig_seen != SIGINT ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL;
@@ -815,6 +939,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	run.world = 1;
 	grace = (unsigned)env_long(DLK_ENV_TERM_GRACE, 20, 1, 3600, &err, &bad);
 	run.ckpt_delay_ms = env_long(DLK_ENV_TEST_CHECKPOINT_DELAY_MS, 0, 0, 60000, &err, &bad);
+	run.poll_sec = env_long(DLK_ENV_RESIZE_POLL, 10, 1, 3600, &err, &bad);
+	run.local_world = 1;
 	if (bad)
 		goto fail;
 	signals_install(&sigs, grace);
@@ -834,8 +960,7 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		dlk_train_run_open_worker(&run.trun, ctx);
 	}
 	if (tr.checkpoint_dir) {
-		char *base = tr.checkpoint_dir[0] == '/' || !strcmp(out_dir, ".") ? xstrdup(tr.checkpoint_dir)
-		                                                                  : xasprintf("%s/%s", out_dir, tr.checkpoint_dir);
+		char *base = dlk_train_ckpt_base(spec, ctx->file, cli->mode == TRAIN_WORKER);
 		/* every run has checkpoints of its own */
 		run.ckpt_dir = dlk_train_run_ckpt_dir(&run.trun, base);
 		free(base);
@@ -879,6 +1004,8 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		goto fail;
 	if (run.world > 1 && ctx->verbose && run.rank == 0)
 		dlk_info(ctx, "gradients over %s (%d ranks)", run.dcomm ? "NCCL" : "the TCP ring", run.world);
+	if (prepare_resume(&run, &tr, &err))
+		goto fail;
 	if (run.rank == 0)
 		dlk_train_report_start(&run.show, spec, &tr, train.sharded && !train.by_file ? train.total : train.n, test.n,
 		                       run.world);
@@ -931,7 +1058,8 @@ fail:
 			cJSON_Delete(doc);
 			cJSON_Delete(meta);
 		}
-		dlk_train_run_finish(&run.trun, sig_seen ? DLK_RUN_INTERRUPTED : DLK_RUN_FAILED, run.rank, rc, err.msg);
+		dlk_train_run_finish(&run.trun, sig_seen || run.resize_to ? DLK_RUN_INTERRUPTED : DLK_RUN_FAILED, run.rank,
+		                     rc, err.msg);
 	}
 out:
 	dlk_train_metrics_done(run.metrics);
@@ -946,6 +1074,7 @@ out:
 	dlk_train_result_release(&res);
 	dlk_dataset_release(&train);
 	dlk_dataset_release(&test);
+	ckpt_release(&run.ckpt);
 	free(run.ckpt_dir);
 	free(bundle);
 	free(dir);

@@ -25,19 +25,12 @@ struct dlk_job_progress {
 	int have_accuracy;
 };
 
-struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx)
+static struct kube_client *pod_client(struct dlk_err *err)
 {
 	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
-	struct dlk_err err = DLK_ERR_INIT;
-	struct dlk_job_progress *p;
-	const char *job = getenv(DLK_ENV_JOB_NAME);
-
-	if (!getenv(DLK_ENV_SERVICE_HOST) || !job || !job[0])
-		return NULL;
 	/* DLK_NAMESPACE: the pod's namespace (downward API); DLK_SERVICEACCOUNT_DIR: the
 	 * service-account files somewhere other than the standard mount */
 	const char *ns = getenv(DLK_ENV_NAMESPACE);
-	struct kube_client *kc;
 
 	o.in_cluster = 1;
 	o.config.sa_dir = getenv(DLK_ENV_SERVICEACCOUNT_DIR);
@@ -46,7 +39,91 @@ struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx)
 	o.client.connect_timeout_ms = 3000;
 	o.client.timeout_ms = 5000;
 	o.client.max_retries = 0;
-	kc = kube_client_open(&o, &err);
+	return kube_client_open(&o, err);
+}
+
+static int read_completions(struct kube_client *kc, const char *ns, const char *job, int *n, struct dlk_err *err)
+{
+	cJSON *obj = NULL;
+	const cJSON *c, *m;
+
+	*n = 0;
+	if (kube_get(kc, "Job", ns, job, &obj, err) < 0)
+		return dlk_err_prefix(err, "cannot read the size of job '%s'", job);
+	c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "spec"), "completions");
+	m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "spec"), "completionMode");
+	/* only an Indexed Job (what dlk renders) is resized, and its completions are its workers */
+	if (cJSON_IsNumber(c) && c->valuedouble >= 1 && c->valuedouble <= 1e6 && cJSON_IsString(m) &&
+	    !strcmp(m->valuestring, "Indexed"))
+		*n = (int)c->valuedouble;
+	cJSON_Delete(obj);
+	return 0;
+}
+
+int dlk_job_progress_workers(struct dlk_job_progress *p, int *n, struct dlk_err *err)
+{
+	*n = 0;
+	return p ? read_completions(p->kc, p->ns, p->job, n, err) : 0;
+}
+
+int dlk_job_workers(const struct dlk_ctx *ctx, int *n, struct dlk_err *err)
+{
+	const char *job = getenv(DLK_ENV_JOB_NAME), *trig = getenv(DLK_ENV_TRIGGER);
+	struct kube_client *kc;
+	int rc;
+
+	(void)ctx;
+	*n = 0;
+	if (!getenv(DLK_ENV_SERVICE_HOST) || !job || !job[0] || (trig && !strcmp(trig, "schedule")))
+		return 0;
+	kc = pod_client(err);
+	if (!kc)
+		return -1;
+	rc = read_completions(kc, kube_client_namespace(kc), job, n, err);
+	kube_client_free(kc);
+	return rc;
+}
+
+int dlk_job_world_env(const struct dlk_ctx *ctx, struct dlk_err *err)
+{
+	struct dlk_err e = DLK_ERR_INIT;
+	const char *idx = getenv(DLK_ENV_RANK), *world = getenv(DLK_ENV_WORLD_SIZE);
+	char buf[16];
+	int n = 0;
+	long rank;
+
+	if (dlk_job_workers(ctx, &n, &e)) {
+		dlk_warn(ctx, "%s; training with the %s workers the pod was made for", e.msg, world && *world ? world : "1");
+		return 0;
+	}
+	/* a pod of dlk's template always has WORLD_SIZE; without it, this is no Job's gang */
+	if (n <= 0 || !world || !*world || atoi(world) == n)
+		return 0;
+	if (!idx || !*idx)
+		idx = getenv(DLK_ENV_COMPLETION_INDEX);
+	rank = idx && *idx ? strtol(idx, NULL, 10) : 0;
+	if (rank >= n)
+		/* the Job controller removes this pod: not the job's failure */
+		return dlk_errf(err, DLK_EXIT_RESTARTABLE, "rank %ld is outside the job's %d worker%s: it was scaled down",
+		                rank, n, n == 1 ? "" : "s");
+	if (rank == 0)
+		dlk_info(ctx, "the job has %d worker%s now (the pod was made for %s): training with %d", n, n == 1 ? "" : "s",
+		         world, n);
+	snprintf(buf, sizeof(buf), "%d", n);
+	setenv(DLK_ENV_WORLD_SIZE, buf, 1);
+	return 0;
+}
+
+struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_job_progress *p;
+	const char *job = getenv(DLK_ENV_JOB_NAME);
+	struct kube_client *kc;
+
+	if (!getenv(DLK_ENV_SERVICE_HOST) || !job || !job[0])
+		return NULL;
+	kc = pod_client(&err);
 	if (!kc) {
 		dlk_warn(ctx, "progress will not be published on job '%s': %s", job, err.msg);
 		return NULL;

@@ -26,6 +26,21 @@ void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_e
 void dlk_job_progress_metrics(struct dlk_job_progress *p, const char *metrics);
 void dlk_job_progress_free(struct dlk_job_progress *p);
 
+/* Elastic workers: how many workers (pods) the Job has now, its spec.completions, which
+ * `dlk scale` changes while it runs. In *n (0 when the Job does not say, or is not Indexed); -1
+ * with err when the Job cannot be read. */
+int dlk_job_progress_workers(struct dlk_job_progress *p, int *n, struct dlk_err *err);
+/* The same for a worker before it joins the gang, from a client of its own: 0 with *n = 0 when
+ * not in a cluster, or in a CronJob's run (its Jobs are not resized, and the Role cannot name
+ * them). */
+int dlk_job_workers(const struct dlk_ctx *ctx, int *n, struct dlk_err *err);
+/* A worker in a pod, before it reads its environment: WORLD_SIZE (when set, as the template sets
+ * it) set to the Job's workers now when `dlk scale` changed them since the pod was made (a
+ * Job's pod template cannot change). A
+ * Job that cannot be read leaves WORLD_SIZE as it is, with a warning. -1 with
+ * DLK_EXIT_RESTARTABLE when this pod's rank is beyond the new size (the Job controller is
+ * removing it). */
+int dlk_job_world_env(const struct dlk_ctx *ctx, struct dlk_err *err);
 /* A worker that fails publishes why (lib/jobs/failure.h): its rank, pod, the class of
  * exit_code and message, as the container's termination message (the file named by
  * $DLK_TERMINATION_LOG) and, in a cluster, as the Job's annotation dlk.dev/failure. What cannot

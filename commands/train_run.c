@@ -1,8 +1,11 @@
 /* The run a training is: which one (new, or an interrupted one continued), where its
  * checkpoints are, and its record in the run history from start to end. */
 #include "commands/train_run.h"
+#include "commands/train_here.h"
 #include "commands/ui.h"
 #include "lib/jobs/podenv.h"
+#include "lib/train/checkpoint.h"
+#include "lib/train/state.h"
 #include "lib/data/fetch.h"
 #include "lib/kube/api.h"
 #include "lib/util/hash.h"
@@ -239,6 +242,33 @@ int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data)
 	return skip;
 }
 
+/* A run interrupted at another worker count goes on with the same global batch: refused here,
+ * before anything starts, when its newest checkpoint's global batch does not split into
+ * `world` equal batches (the worker that resumes checks the same again). */
+static int check_resize(const struct dlk_ctx *ctx, const struct dlk_project *spec, const cJSON *rec, int world,
+                        struct dlk_err *err)
+{
+	char *base = dlk_train_ckpt_base(spec, ctx->file, 0), *dir;
+	struct ckpt c = CKPT_INIT;
+	int got, cw, cb, b, rc = 0;
+
+	if (!base)
+		return 0;
+	dir = xasprintf("%s/%s", base, dlk_run_id(rec));
+	got = ckpt_load_latest(dir, 0, &c, err);
+	if (got < 0) {
+		/* the worker says it again, with the warnings */
+		dlk_err_clear(err);
+	} else if (got == 1 && (dlk_state_peek(&c, &cw, &cb, err) || dlk_state_elastic_batch(cw, cb, world, &b, err))) {
+		dlk_err_prefix(err, "run %.8s (checkpoint at step %llu)", dlk_run_id(rec), c.step);
+		rc = -1;
+	}
+	ckpt_release(&c);
+	free(dir);
+	free(base);
+	return rc;
+}
+
 int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
                              const char *spec_digest, const struct dlk_train_cli *cli, int world, struct dlk_err *err)
 {
@@ -261,16 +291,12 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx,
 			dlk_info(ctx, "starting a new run (--fresh); run %s, interrupted, stays in the history", sid);
 		else if (!digest || strcmp(digest, spec_digest))
 			dlk_info(ctx, "run %s was interrupted, but the project has changed since: starting a new run", sid);
-		else if (last_world(newest) > 0 && last_world(newest) != world) {
-			/* its checkpoints hold the state of that many workers */
-			dlk_errf(err, DLK_EXIT_CONFIG,
-			         "run %s was interrupted with %d worker%s; continuing it with %d is not supported yet", sid,
-			         last_world(newest), last_world(newest) == 1 ? "" : "s", world);
-			dlk_err_hint(err, "continue it with --workers %d, or start a new run with --fresh", last_world(newest));
+		else if (last_world(newest) > 0 && last_world(newest) != world &&
+		         check_resize(ctx, spec, newest, world, err))
+			/* refused before the record changes: the run stays resumable at a size that fits */
 			goto out;
-		} else {
+		else
 			rec = cJSON_Duplicate(newest, 1);
-		}
 	}
 	gethostname(host, sizeof(host) - 1);
 	if (rec) {

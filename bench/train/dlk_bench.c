@@ -18,6 +18,7 @@
 #include "lib/train/bundle.h"
 #include "lib/train/train.h"
 #include "lib/util/clock.h"
+#include "lib/util/parallel.h"
 
 /* user + system CPU time of the process: unlike wall time, barely moved by other users' load
  * (at one thread; with more, threads that spin while they wait count too) */
@@ -149,7 +150,7 @@ int main(int argc, char **argv)
 		return steps_only(argv[1], &m, epochs, threads);
 	}
 	if (!strcmp(argv[1], "gemm")) {
-		double t = gemm_only(400, threads);
+		double t = gemm_only(limit ? (int)limit : 400, threads); /* LIMIT: steps (fewer under valgrind) */
 		printf("{\"model\":\"mlp-gemm-only\",\"step_ms\":%.4f}\n", t * 1e3);
 		return 0;
 	}
@@ -179,12 +180,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dlk_bench: %s\n", err.msg);
 		return 1;
 	}
+	/* how the compute pool ran: its jobs, the parts its workers took, how often they slept */
+	struct dlk_parallel_stats ps;
+	dlk_parallel_stats(&ps);
 	printf("{\"impl\":\"dlk\",\"model\":\"%s\",\"epochs\":%d,\"threads\":%d,\"samples_per_sec\":%.1f,"
 	       "\"step_ms\":%.4f,\"cpu_ms_per_step\":%.4f,\"test_accuracy\":%.4f,\"train_loss\":%.4f,\"seconds\":%.2f,"
-	       "\"peak_rss_mb\":%.1f}\n",
+	       "\"peak_rss_mb\":%.1f,\"pool\":{\"jobs\":%llu,\"worker_parts\":%llu,\"sleeps\":%llu}}\n",
 	       argv[1], epochs, threads, r.train_samples_per_sec, 128e3 / r.train_samples_per_sec,
 	       1e3 * (cpu_seconds() - cpu0) / (double)(r.steps > 0 ? r.steps : 1), r.eval.accuracy, r.train_loss,
-	       r.seconds, peak_rss_kb() / 1024.0);
+	       r.seconds, peak_rss_kb() / 1024.0, ps.jobs, ps.worker_parts, ps.sleeps);
 	const char *bundle = getenv("DLK_BENCH_BUNDLE");
 	if (bundle && *bundle) {
 		struct dlk_bundle_info bi = { .name = argv[1], .model = &model, .training = &tr, .net = &r.net,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lib/util/mem.h"
+#include "lib/util/parallel.h"
 
 void dlk_dataset_release(struct dlk_dataset *ds)
 {
@@ -42,20 +43,39 @@ static void gather_one(const struct dlk_dataset *ds, size_t i, float *out)
 	}
 }
 
+/* samples idx[lo..hi) (or start+lo.. start+hi without idx) into out's rows lo..hi */
+struct gather_job {
+	const struct dlk_dataset *ds;
+	const size_t *idx;
+	size_t start, n;
+	float *out;
+};
+
+static void gather_part(void *ctx, int part, int nparts)
+{
+	const struct gather_job *j = ctx;
+	size_t lo, hi;
+	dlk_parallel_range(j->n, part, nparts, 1, &lo, &hi);
+	for (size_t b = lo; b < hi; b++)
+		gather_one(j->ds, j->idx ? j->idx[b] : j->start + b, j->out + b * j->ds->sample_size);
+}
+
+/* on the compute pool when a batch is large enough to share (each sample is one part's: the
+ * same values whoever copies them) */
+static void gather(const struct dlk_dataset *ds, const size_t *idx, size_t start, size_t n, float *out)
+{
+	struct gather_job j = { .ds = ds, .idx = idx, .start = start, .n = n, .out = out };
+	int t = dlk_parallel_threads();
+	dlk_parallel_for(t > 1 && n > 1 && n * ds->sample_size >= 16384 ? (n < (size_t)t ? (int)n : t) : 1, gather_part,
+	                 &j);
+}
+
 void dlk_dataset_gather(const struct dlk_dataset *ds, const size_t *idx, size_t n, float *out)
 {
-	for (size_t b = 0; b < n; b++)
-		gather_one(ds, idx[b], out + b * ds->sample_size);
+	gather(ds, idx, 0, n, out);
 }
 
 void dlk_dataset_gather_range(const struct dlk_dataset *ds, size_t start, size_t n, float *out)
 {
-	if (ds->storage == DLK_STORE_U8) {
-		const uint8_t *src = ds->x8 + start * ds->sample_size;
-		size_t total = n * ds->sample_size;
-		for (size_t k = 0; k < total; k++)
-			out[k] = ds->lut[src[k]];
-	} else if (n) {
-		memcpy(out, ds->x + start * ds->sample_size, sizeof(float) * n * ds->sample_size);
-	}
+	gather(ds, NULL, start, n, out);
 }

@@ -54,6 +54,7 @@
 #define DLK_ENV_STALL_TIMEOUT "DLK_STALL_TIMEOUT"           /* seconds a collective may stall (300) */
 #define DLK_ENV_COMM "DLK_COMM"                             /* gradients over NCCL when it can (auto), or tcp */
 #define DLK_ENV_TERM_GRACE "DLK_TERM_GRACE"                 /* seconds after SIGTERM for the last checkpoint (20) */
+#define DLK_ENV_RESIZE_POLL "DLK_RESIZE_POLL"               /* seconds between rank 0's reads of the Job's size (10) */
 #define DLK_ENV_SERVICEACCOUNT_DIR "DLK_SERVICEACCOUNT_DIR" /* the service account's files, when not at the standard mount */
 #define DLK_ENV_IMAGE "DLK_IMAGE"                           /* the image, recorded in the bundle's provenance */
 #define DLK_ENV_PVC_ROOT "DLK_PVC_ROOT"                     /* where a pvc:// store's claim is mounted (/mnt/pvc) */

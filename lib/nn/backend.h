@@ -15,7 +15,7 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 3
+#define DLK_BACKEND_ABI 4
 
 struct dlk_device_comm;
 
@@ -109,6 +109,14 @@ struct dlk_backend {
 	 * (a GEMM with a bias/activation epilogue on the GPU). NULL: sgemm then bias_act. */
 	void (*dense_forward)(const float *x, const float *w, const float *bias, int batch, int in, int out,
 	                      int act, float *y);
+	/* A dense layer's parameter gradients in one call: dw[out, in] = g[batch, out]^T x[batch, in],
+	 * db[out] = the column sums of g. NULL: sgemm then sum_rows. */
+	void (*dense_backward_w)(const float *g, const float *x, int batch, int in, int out, float *dw, float *db);
+	/* Its input gradient with the backward of the activation below it folded in:
+	 * dx[batch, in] = act'(from y[batch, in], the activation's output) * (g w[out, in]); act may be
+	 * DLK_ACT_NONE (y unused). NULL: sgemm then act_backward. */
+	void (*dense_backward_x)(const float *g, const float *w, int batch, int in, int out, int act, const float *y,
+	                         float *dx);
 	/* A conv2d layer's forward in one call: y = act(conv(x, w) + bias), no im2col buffer of the
 	 * whole batch; with s->pool also the max-pool of y into py and pargmax (as maxpool_forward).
 	 * NULL: im2col, sgemm and conv_out (and maxpool_forward). */

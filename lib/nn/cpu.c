@@ -1,5 +1,14 @@
 /* The CPU backend: OpenBLAS for GEMM, plain loops over the kernels.h formulas for the rest.
- * Loops use restrict-qualified pointers and simple bodies so that they vectorise. */
+ * Loops use restrict-qualified pointers and simple bodies so that they vectorise.
+ *
+ * Threads: one pool for everything (lib/util/parallel.h). OpenBLAS always runs single-threaded;
+ * a GEMM big enough to share is cut into one block of C's rows or columns per thread, each a
+ * single-threaded OpenBLAS call, and a dense layer's bias and activation run on each block as
+ * soon as it is computed (while it is in cache). Element-wise loops (the optimizers, activation
+ * gradients, the bias gradient) are cut into element or column ranges. Every element of every
+ * output is computed by one part, in an order that depends only on the thread count and the
+ * shapes, so results are the same bits run to run for a given thread count (they may differ
+ * between thread counts: a block of a GEMM may take another OpenBLAS kernel path than the whole). */
 
 /* At -O2, GCC 12 vectorises only with its "very cheap" cost model, which rejects every loop here
  * (unknown trip counts need an epilogue). This file alone opts in to the usual model; the rest of
@@ -19,6 +28,7 @@
 
 #include "lib/nn/backend.h"
 #include "lib/nn/cpu_conv.h"
+#include "lib/util/parallel.h"
 
 /* The loops below are built three times, for AVX-512, AVX2 and the baseline, and the loader picks
  * the widest the CPU has. Only the vector width differs: C here is ISO C11, so GCC contracts no
@@ -56,12 +66,18 @@ const char *dlk_cpu_blas_coretype(void)
 
 static void cpu_set_threads(int n)
 {
-	if (n <= 0) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-		n = c > 0 ? (int)c : 1;
-	}
-	openblas_set_num_threads(n);
-	dlk_cpu_conv_set_threads(n);
+	/* OpenBLAS' own pool would fight dlk's (and it spins while idle): the parallelism is dlk's */
+	openblas_set_num_threads(1);
+	dlk_parallel_set_threads(n);
+}
+
+/* Parts for element-wise work over n values: one per thread when there is enough to share
+ * (below that, waking a thread costs more than the loop). */
+#define EW_MIN 16384
+static int ew_parts(size_t n)
+{
+	int t = dlk_parallel_threads();
+	return n >= EW_MIN && t > 1 ? t : 1;
 }
 
 static void *cpu_alloc(size_t bytes)
@@ -90,29 +106,229 @@ static int cpu_check(char *msg, size_t len)
 	return 0;
 }
 
+static void bias_act_ld(float *y, int ldy, const float *bias, int rows, int cols, int act);
+static void act_backward_ld(int act, const float *y, float *dx, int ld, int rows, int cols);
+static void sum_rows_seq(const float *dy, int rows, int cols, int ld, float *db);
+
+/* A GEMM (and a dense layer's epilogue) cut into blocks of C. */
+struct gemm_job {
+	int ta, tb, m, n, k, lda, ldb, ldc, by_rows, nparts, act;
+	float alpha, beta;
+	const float *a, *b, *bias;
+	float *c;
+	/* epilogues: the activation's backward on each block (act_y: its output, laid out as C),
+	 * or the column sums of a [sum_rows, sum_cols] matrix into sum_db, cut into columns */
+	const float *act_y;
+	const float *sum_dy;
+	int sum_rows, sum_cols, sum_nparts;
+	float *sum_db;
+};
+
+/* 16 floats: a 64-byte line and a multiple of OpenBLAS' SkylakeX/Haswell register blocks */
+#define GEMM_ALIGN 16
+/* multiply-adds below which a GEMM stays whole: splitting it would cost more than it saves */
+#define GEMM_MIN_SPLIT (1 << 18)
+
+static void gemm_part(void *ctx, int part, int nparts)
+{
+	const struct gemm_job *j = ctx;
+	size_t lo, hi;
+	(void)nparts;
+	if (j->sum_db && part < j->sum_nparts) {
+		dlk_parallel_range((size_t)j->sum_cols, part, j->sum_nparts, 16, &lo, &hi);
+		if (hi > lo)
+			sum_rows_seq(j->sum_dy + lo, j->sum_rows, (int)(hi - lo), j->sum_cols, j->sum_db + lo);
+	}
+	if (part >= j->nparts)
+		return;
+	dlk_parallel_range((size_t)(j->by_rows ? j->m : j->n), part, j->nparts, GEMM_ALIGN, &lo, &hi);
+	if (hi <= lo)
+		return;
+	int len = (int)(hi - lo);
+	const float *a = j->a, *b = j->b, *bias = j->bias;
+	float *c = j->c;
+	int m = j->m, n = j->n;
+	const float *act_y = j->act_y;
+	if (j->by_rows) {
+		/* rows lo..hi of op(A) and of C */
+		a += j->ta ? lo : lo * (size_t)j->lda;
+		c += lo * (size_t)j->ldc;
+		act_y = act_y ? act_y + lo * (size_t)j->ldc : NULL;
+		m = len;
+	} else {
+		/* columns lo..hi of op(B) and of C */
+		b += j->tb ? lo * (size_t)j->ldb : lo;
+		c += lo;
+		bias = bias ? bias + lo : NULL;
+		act_y = act_y ? act_y + lo : NULL;
+		n = len;
+	}
+	cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, m, n, j->k,
+	            j->alpha, a, j->lda, b, j->ldb, j->beta, c, j->ldc);
+	if (bias)
+		bias_act_ld(c, j->ldc, bias, m, n, j->act);
+	if (act_y)
+		act_backward_ld(j->act, act_y, c, j->ldc, m, n);
+}
+
+/* how the GEMM is cut: the number of blocks depends only on the shape and the thread count */
+static void gemm_plan(struct gemm_job *j)
+{
+	int t = dlk_parallel_threads();
+	j->nparts = 1;
+	if (t > 1 && (double)j->m * j->n * j->k >= GEMM_MIN_SPLIT) {
+		/* cut the longer side of C: each block packs its share of that operand and all of the
+		 * other, so the shorter side is the one packed twice */
+		j->by_rows = j->m > j->n;
+		int blocks = ((j->by_rows ? j->m : j->n) + GEMM_ALIGN - 1) / GEMM_ALIGN;
+		j->nparts = blocks < t ? blocks : t;
+	}
+	if (j->sum_db) {
+		int blocks = (j->sum_cols + 15) / 16;
+		j->sum_nparts = ew_parts((size_t)j->sum_rows * j->sum_cols);
+		j->sum_nparts = j->sum_nparts < blocks ? j->sum_nparts : blocks;
+	}
+}
+
+static void gemm_run(struct gemm_job *j)
+{
+	gemm_plan(j);
+	dlk_parallel_for(j->sum_db && j->sum_nparts > j->nparts ? j->sum_nparts : j->nparts, gemm_part, j);
+}
+
 static void cpu_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                       const float *b, int ldb, float beta, float *c, int ldc)
 {
-	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
-	            alpha, a, lda, b, ldb, beta, c, ldc);
+	struct gemm_job j = { .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc,
+	                      .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c };
+	if (m <= 0 || n <= 0)
+		return;
+	gemm_run(&j);
 }
 
-CLONES static void cpu_fill(float *restrict x, size_t n, float v)
+/* y[batch, out] = act(x w^T + bias): the GEMM's blocks each get their bias and activation at
+ * once, so the output is not read again from memory */
+static void cpu_dense_forward(const float *x, const float *w, const float *bias, int batch, int in, int out,
+                              int act, float *y)
+{
+	struct gemm_job j = { .ta = 0, .tb = 1, .m = batch, .n = out, .k = in, .lda = in, .ldb = in, .ldc = out,
+	                      .alpha = 1.0f, .beta = 0.0f, .a = x, .b = w, .c = y, .bias = bias, .act = act };
+	if (batch <= 0 || out <= 0)
+		return;
+	gemm_run(&j);
+}
+
+/* dw = g^T x cut into blocks, and db = g's column sums cut into column ranges, in one pass of
+ * the pool (the two share no output) */
+static void cpu_dense_backward_w(const float *g, const float *x, int batch, int in, int out, float *dw, float *db)
+{
+	struct gemm_job j = { .ta = 1, .tb = 0, .m = out, .n = in, .k = batch, .lda = out, .ldb = in, .ldc = in,
+	                      .alpha = 1.0f, .beta = 0.0f, .a = g, .b = x, .c = dw, .sum_dy = g, .sum_rows = batch,
+	                      .sum_cols = out, .sum_db = db };
+	if (out <= 0 || in <= 0)
+		return;
+	if (batch <= 0) {
+		memset(dw, 0, sizeof(float) * (size_t)out * in);
+		memset(db, 0, sizeof(float) * (size_t)out);
+		return;
+	}
+	gemm_run(&j);
+}
+
+/* dx = g w, each block multiplied by the activation's derivative as soon as it is computed */
+static void cpu_dense_backward_x(const float *g, const float *w, int batch, int in, int out, int act, const float *y,
+                                 float *dx)
+{
+	struct gemm_job j = { .ta = 0, .tb = 0, .m = batch, .n = in, .k = out, .lda = out, .ldb = in, .ldc = in,
+	                      .alpha = 1.0f, .beta = 0.0f, .a = g, .b = w, .c = dx, .act = act,
+	                      .act_y = act != DLK_ACT_NONE ? y : NULL };
+	if (batch <= 0 || in <= 0)
+		return;
+	gemm_run(&j);
+}
+
+CLONES static void fill_seq(float *restrict x, size_t n, float v)
 {
 	for (size_t i = 0; i < n; i++)
 		x[i] = v;
 }
 
-CLONES static void cpu_scale(float *restrict x, size_t n, float a)
+CLONES static void scale_seq(float *restrict x, size_t n, float a)
 {
 	for (size_t i = 0; i < n; i++)
 		x[i] *= a;
 }
 
-CLONES static void cpu_axpy(size_t n, float a, const float *restrict x, float *restrict y)
+CLONES static void axpy_seq(size_t n, float a, const float *restrict x, float *restrict y)
 {
 	for (size_t i = 0; i < n; i++)
 		y[i] += a * x[i];
+}
+
+/* the element-wise kernels' arguments, each part taking its range [lo, hi) of the n elements */
+struct ew_job {
+	int op, act, flag;
+	size_t n;
+	float a, b, c, d, e, f, g;
+	uint64_t seed, offset;
+	const float *x, *y2;
+	float *y, *m, *v;
+};
+enum { EW_FILL, EW_SCALE, EW_AXPY, EW_ACT_FWD, EW_ACT_BWD, EW_DROP, EW_SGD, EW_ADAM };
+
+static void act_forward_seq(int act, const float *x, float *y, size_t n);
+static void act_backward_seq(int act, const float *y, const float *dy, float *dx, size_t n);
+static void dropout_seq(const float *x, float *y, size_t n, float p, uint64_t seed, uint64_t offset);
+static void sgd_seq(float *p, const float *g, float *buf, size_t n, float lr, float momentum, int nesterov,
+                    float wd);
+static void adam_seq(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                     float eps, float wd, int decoupled, float bc1, float bc2_sqrt);
+
+static void ew_part(void *ctx, int part, int nparts)
+{
+	const struct ew_job *j = ctx;
+	size_t lo, hi;
+	dlk_parallel_range(j->n, part, nparts, 16, &lo, &hi);
+	size_t n = hi - lo;
+	if (!n)
+		return;
+	switch (j->op) {
+	case EW_FILL: fill_seq(j->y + lo, n, j->a); break;
+	case EW_SCALE: scale_seq(j->y + lo, n, j->a); break;
+	case EW_AXPY: axpy_seq(n, j->a, j->x + lo, j->y + lo); break;
+	case EW_ACT_FWD: act_forward_seq(j->act, j->x + lo, j->y + lo, n); break;
+	case EW_ACT_BWD: act_backward_seq(j->act, j->y2 + lo, j->x + lo, j->y + lo, n); break;
+	case EW_DROP: dropout_seq(j->x + lo, j->y + lo, n, j->a, j->seed, j->offset + lo); break;
+	case EW_SGD:
+		/* plain SGD's buffer may be the gradient itself (never written): no offset needed
+		 * beyond the same range */
+		sgd_seq(j->y + lo, j->x + lo, j->m + lo, n, j->a, j->b, j->flag, j->c);
+		break;
+	case EW_ADAM:
+		adam_seq(j->y + lo, j->x + lo, j->m + lo, j->v + lo, n, j->a, j->b, j->c, j->d, j->e, j->flag, j->f,
+		         j->g);
+		break;
+	}
+}
+
+static void ew_run(struct ew_job *j) { dlk_parallel_for(ew_parts(j->n), ew_part, j); }
+
+static void cpu_fill(float *x, size_t n, float v)
+{
+	struct ew_job j = { .op = EW_FILL, .n = n, .a = v, .y = x };
+	ew_run(&j);
+}
+
+static void cpu_scale(float *x, size_t n, float a)
+{
+	struct ew_job j = { .op = EW_SCALE, .n = n, .a = a, .y = x };
+	ew_run(&j);
+}
+
+static void cpu_axpy(size_t n, float a, const float *x, float *y)
+{
+	struct ew_job j = { .op = EW_AXPY, .n = n, .a = a, .x = x, .y = y };
+	ew_run(&j);
 }
 
 static double cpu_sum_squares(const float *restrict x, size_t n)
@@ -131,10 +347,10 @@ static double cpu_sum_squares(const float *restrict x, size_t n)
 	return total;
 }
 
-CLONES static void cpu_bias_act(float *restrict y, const float *restrict bias, int rows, int cols, int act)
+CLONES static void bias_act_ld(float *restrict y, int ldy, const float *restrict bias, int rows, int cols, int act)
 {
 	for (int r = 0; r < rows; r++) {
-		float *restrict row = y + (size_t)r * cols;
+		float *restrict row = y + (size_t)r * ldy;
 		switch (act) {
 		case DLK_ACT_RELU:
 			for (int c = 0; c < cols; c++)
@@ -151,7 +367,12 @@ CLONES static void cpu_bias_act(float *restrict y, const float *restrict bias, i
 	}
 }
 
-CLONES static void cpu_act_forward(int act, const float *x, float *y, size_t n)
+static void cpu_bias_act(float *y, const float *bias, int rows, int cols, int act)
+{
+	bias_act_ld(y, cols, bias, rows, cols, act);
+}
+
+CLONES static void act_forward_seq(int act, const float *x, float *y, size_t n)
 {
 	if (act == DLK_ACT_RELU) {
 		for (size_t i = 0; i < n; i++)
@@ -162,7 +383,23 @@ CLONES static void cpu_act_forward(int act, const float *x, float *y, size_t n)
 		y[i] = dlk_k_act(act, x[i]);
 }
 
-CLONES static void cpu_act_backward(int act, const float *y, const float *dy, float *dx, size_t n)
+/* dx = act'(y) * dx over a [rows, cols] block of matrices with leading dimension ld */
+CLONES static void act_backward_ld(int act, const float *restrict y, float *restrict dx, int ld, int rows, int cols)
+{
+	for (int r = 0; r < rows; r++) {
+		const float *restrict yr = y + (size_t)r * ld;
+		float *restrict d = dx + (size_t)r * ld;
+		if (act == DLK_ACT_RELU) {
+			for (int c = 0; c < cols; c++)
+				d[c] = dlk_k_relu_grad(yr[c], d[c]);
+		} else {
+			for (int c = 0; c < cols; c++)
+				d[c] = dlk_k_act_grad(act, yr[c], d[c]);
+		}
+	}
+}
+
+CLONES static void act_backward_seq(int act, const float *y, const float *dy, float *dx, size_t n)
 {
 	if (act == DLK_ACT_RELU) {
 		for (size_t i = 0; i < n; i++)
@@ -173,14 +410,50 @@ CLONES static void cpu_act_backward(int act, const float *y, const float *dy, fl
 		dx[i] = dlk_k_act_grad(act, y[i], dy[i]);
 }
 
-CLONES static void cpu_sum_rows(const float *restrict dy, int rows, int cols, float *restrict db)
+static void cpu_act_forward(int act, const float *x, float *y, size_t n)
+{
+	struct ew_job j = { .op = EW_ACT_FWD, .act = act, .n = n, .x = x, .y = y };
+	ew_run(&j);
+}
+
+static void cpu_act_backward(int act, const float *y, const float *dy, float *dx, size_t n)
+{
+	struct ew_job j = { .op = EW_ACT_BWD, .act = act, .n = n, .y2 = y, .x = dy, .y = dx };
+	ew_run(&j);
+}
+
+/* columns [0, cols) of a [rows, ld] matrix summed down into db[0, cols) */
+CLONES static void sum_rows_seq(const float *restrict dy, int rows, int cols, int ld, float *restrict db)
 {
 	memset(db, 0, sizeof(float) * (size_t)cols);
 	for (int r = 0; r < rows; r++) {
-		const float *restrict row = dy + (size_t)r * cols;
+		const float *restrict row = dy + (size_t)r * ld;
 		for (int c = 0; c < cols; c++)
 			db[c] += row[c];
 	}
+}
+
+struct sum_rows_job {
+	const float *dy;
+	int rows, cols;
+	float *db;
+};
+
+static void sum_rows_part(void *ctx, int part, int nparts)
+{
+	const struct sum_rows_job *j = ctx;
+	size_t lo, hi;
+	dlk_parallel_range((size_t)j->cols, part, nparts, 16, &lo, &hi);
+	if (hi > lo)
+		sum_rows_seq(j->dy + lo, j->rows, (int)(hi - lo), j->cols, j->db + lo);
+}
+
+/* each column is summed by one part, top to bottom: the same bits for any split */
+static void cpu_sum_rows(const float *dy, int rows, int cols, float *db)
+{
+	struct sum_rows_job j = { .dy = dy, .rows = rows, .cols = cols, .db = db };
+	int nparts = ew_parts((size_t)rows * cols), blocks = (cols + 15) / 16;
+	dlk_parallel_for(nparts < blocks ? nparts : blocks, sum_rows_part, &j);
 }
 
 CLONES static void cpu_sum_cols(const float *restrict dy, int rows, int cols, float *restrict db)
@@ -194,16 +467,22 @@ CLONES static void cpu_sum_cols(const float *restrict dy, int rows, int cols, fl
 	}
 }
 
-static void cpu_dropout_forward(const float *x, float *y, size_t n, float p, uint64_t seed, uint64_t offset)
+/* forward and backward alike: the mask of (seed, offset + i) times the input */
+static void dropout_seq(const float *x, float *y, size_t n, float p, uint64_t seed, uint64_t offset)
 {
 	for (size_t i = 0; i < n; i++)
 		y[i] = x[i] * dlk_k_dropout_scale(seed, offset + i, p);
 }
 
+static void cpu_dropout_forward(const float *x, float *y, size_t n, float p, uint64_t seed, uint64_t offset)
+{
+	struct ew_job j = { .op = EW_DROP, .n = n, .a = p, .seed = seed, .offset = offset, .x = x, .y = y };
+	ew_run(&j);
+}
+
 static void cpu_dropout_backward(const float *dy, float *dx, size_t n, float p, uint64_t seed, uint64_t offset)
 {
-	for (size_t i = 0; i < n; i++)
-		dx[i] = dy[i] * dlk_k_dropout_scale(seed, offset + i, p);
+	cpu_dropout_forward(dy, dx, n, p, seed, offset);
 }
 
 /* For output column ox, the input column is ox*stride - pad + kj; the valid ox form the range
@@ -347,7 +626,7 @@ static float cpu_softmax_ce(const float *logits, const int32_t *labels, int batc
 	return (float)(total / batch);
 }
 
-CLONES static void cpu_sgd_update(float *restrict p, const float *restrict g, float *restrict buf, size_t n,
+CLONES static void sgd_seq(float *restrict p, const float *restrict g, float *restrict buf, size_t n,
                            float lr, float momentum, int nesterov, float wd)
 {
 	/* the flags are loop-invariant: one loop per case, so each has no branch and vectorises */
@@ -365,7 +644,7 @@ CLONES static void cpu_sgd_update(float *restrict p, const float *restrict g, fl
 	}
 }
 
-CLONES static void cpu_adam_update(float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
+CLONES static void adam_seq(float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
                             size_t n, float lr, float beta1, float beta2, float eps, float wd, int decoupled,
                             float bc1, float bc2_sqrt)
 {
@@ -376,6 +655,22 @@ CLONES static void cpu_adam_update(float *restrict p, const float *restrict g, f
 		for (size_t i = 0; i < n; i++)
 			dlk_k_adam(&p[i], g[i], &m[i], &v[i], lr, beta1, beta2, eps, wd, 0, bc1, bc2_sqrt);
 	}
+}
+
+static void cpu_sgd_update(float *p, const float *g, float *buf, size_t n, float lr, float momentum, int nesterov,
+                           float wd)
+{
+	struct ew_job j = { .op = EW_SGD, .n = n, .a = lr, .b = momentum, .c = wd, .flag = nesterov, .y = p, .x = g,
+	                    .m = buf };
+	ew_run(&j);
+}
+
+static void cpu_adam_update(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
+                            float beta2, float eps, float wd, int decoupled, float bc1, float bc2_sqrt)
+{
+	struct ew_job j = { .op = EW_ADAM, .n = n, .a = lr, .b = beta1, .c = beta2, .d = eps, .e = wd,
+	                    .f = bc1, .g = bc2_sqrt, .flag = decoupled, .y = p, .x = g, .m = m, .v = v };
+	ew_run(&j);
 }
 
 static struct dlk_backend cpu_backend = {
@@ -390,6 +685,9 @@ static struct dlk_backend cpu_backend = {
 	.copy = cpu_copy,
 	.check = cpu_check,
 	.sgemm = cpu_sgemm,
+	.dense_forward = cpu_dense_forward,
+	.dense_backward_w = cpu_dense_backward_w,
+	.dense_backward_x = cpu_dense_backward_x,
 	.fill = cpu_fill,
 	.scale = cpu_scale,
 	.axpy = cpu_axpy,

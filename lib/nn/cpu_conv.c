@@ -8,9 +8,8 @@
  * output in NCHW, bias and activation applied on the way out. The backward pass recomputes the
  * image's im2col rather than keeping the batch's.
  *
- * The images are spread over a small pool of this file's own threads (the caller is one of
- * them), taken one by one from a shared counter, so a thread that another process delays does not
- * hold the others up. The weight gradient is summed per fixed group of CONV_CHUNK images and the
+ * The images are spread over the process' thread pool (lib/util/parallel.h), taken one by one
+ * from a shared counter, so a thread that another process delays does not hold the others up. The weight gradient is summed per fixed group of CONV_CHUNK images and the
  * groups' sums are added in group order: the result depends on the batch alone, not on the
  * number of threads nor on which thread took which image. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -26,6 +25,7 @@
 #include "lib/nn/cpu_conv.h"
 #include "lib/nn/kernels.h"
 #include "lib/util/mem.h"
+#include "lib/util/parallel.h"
 
 /* The element-wise loops are built for AVX-512, AVX2 and the baseline, as in cpu.c; they do the
  * same per-element operations in every clone, so the bits agree. */
@@ -36,7 +36,6 @@
 #endif
 
 #define CONV_CHUNK 8  /* images per partial sum of the weight gradient */
-#define POOL_MAX 64   /* threads at most */
 
 /* ---- the kernels ---- */
 
@@ -132,122 +131,39 @@ int dlk_cpu_conv_force_isa(const char *isa)
 	return 0;
 }
 
-/* ---- the thread pool: workers sleep on a condition variable between regions ---- */
+/* ---- threads: the process' pool (lib/util/parallel.h) ---- */
+
+/* One user of the scratch memory at a time (a second caller, from another thread, waits). */
+static struct {
+	pthread_mutex_t run;
+	float *scratch;       /* guarded by run */
+	size_t scratch_n;
+} pool = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
 
 struct region {
 	void (*fn)(void *ctx, int t);
 	void *ctx;
-	int nt;
 };
 
-static struct {
-	pthread_mutex_t run;  /* one region (and one user of the scratch memory) at a time */
-	pthread_mutex_t mu;
-	pthread_cond_t go, done;
-	int want;             /* threads of a region, the caller included */
-	int started;          /* workers running */
-	pid_t pid;            /* the process that started them (a forked child has none) */
-	unsigned long gen;    /* bumped for each region */
-	int open;             /* workers may still join the region */
-	int active;           /* workers inside the region's function */
-	struct region r;
-	float *scratch;       /* guarded by run */
-	size_t scratch_n;
-} pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-	   PTHREAD_COND_INITIALIZER, 1, 0, 0, 0, 0, 0, { NULL, NULL, 0 }, NULL, 0 };
-
-struct worker_arg {
-	int t;
-	unsigned long gen;
-};
-
-static void *worker(void *p)
+static void region_part(void *ctx, int part, int nparts)
 {
-	struct worker_arg a = *(struct worker_arg *)p;
-	free(p);
-	pthread_mutex_lock(&pool.mu);
-	for (;;) {
-		while (pool.gen == a.gen)
-			pthread_cond_wait(&pool.go, &pool.mu);
-		a.gen = pool.gen;
-		if (pool.open && a.t < pool.r.nt) {
-			struct region r = pool.r;
-			pool.active++;
-			pthread_mutex_unlock(&pool.mu);
-			r.fn(r.ctx, a.t);
-			pthread_mutex_lock(&pool.mu);
-			if (--pool.active == 0 && !pool.open)
-				pthread_cond_signal(&pool.done);
-		}
-	}
-	return NULL;
+	struct region *r = ctx;
+	(void)nparts;
+	r->fn(r->ctx, part);
 }
 
-void dlk_cpu_conv_set_threads(int n)
-{
-	if (n <= 0) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-		n = c > 0 ? (int)c : 1;
-	}
-	pthread_mutex_lock(&pool.mu);
-	pool.want = n > POOL_MAX ? POOL_MAX : n;
-	pthread_mutex_unlock(&pool.mu);
-}
-
-/* Runs fn(ctx, t) for t = 0 .. nt-1, t = 0 on the calling thread; the caller holds pool.run.
- * The functions take their items from a shared counter, so every item is done whoever does it:
- * once the caller has run out of items it waits only for the workers that are inside the
- * function, and closes the region to those that have not woken up yet (on a loaded machine a
- * woken thread can wait milliseconds for a core). Where a worker cannot be started, the threads
- * there are do the work. */
+/* Runs fn(ctx, t) once for each t = 0 .. nt-1 on the pool's threads (the caller holds pool.run):
+ * t picks the scratch slice; the functions take their items (images, planes) from a shared
+ * counter, so every item is done whoever does it and the results do not depend on the threads. */
 static void parallel(void (*fn)(void *ctx, int t), void *ctx, int nt)
 {
-	pthread_mutex_lock(&pool.mu);
-	if (pool.pid != getpid()) {
-		pool.started = 0;
-		pool.pid = getpid();
-	}
-	while (pool.started < nt - 1) {
-		pthread_t th;
-		pthread_attr_t at;
-		struct worker_arg *a = xmalloc(sizeof(*a));
-		a->t = pool.started + 1;
-		a->gen = pool.gen;
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		int rc = pthread_create(&th, &at, worker, a);
-		pthread_attr_destroy(&at);
-		if (rc) {
-			free(a);
-			break;
-		}
-		pool.started++;
-	}
-	if (nt > pool.started + 1)
-		nt = pool.started + 1;
-	if (nt > 1) {
-		pool.r = (struct region){ fn, ctx, nt };
-		pool.open = 1;
-		pool.active = 0;
-		pool.gen++;
-		pthread_cond_broadcast(&pool.go);
-	}
-	pthread_mutex_unlock(&pool.mu);
-	fn(ctx, 0);
-	if (nt > 1) {
-		pthread_mutex_lock(&pool.mu);
-		pool.open = 0;
-		while (pool.active)
-			pthread_cond_wait(&pool.done, &pool.mu);
-		pthread_mutex_unlock(&pool.mu);
-	}
+	struct region r = { fn, ctx };
+	dlk_parallel_for(nt, region_part, &r);
 }
 
 static int pool_threads(int items)
 {
-	pthread_mutex_lock(&pool.mu);
-	int n = pool.want;
-	pthread_mutex_unlock(&pool.mu);
+	int n = dlk_parallel_threads();
 	return n > items ? (items > 0 ? items : 1) : n;
 }
 

@@ -1,6 +1,6 @@
 /* The CPU backend's convolution and max-pooling (cpu_conv.c): one image at a time through a
- * cache-sized im2col and dlk's own register-blocked kernel, the images of a batch spread over a
- * small pool of worker threads of its own. */
+ * cache-sized im2col and dlk's own register-blocked kernel, the images of a batch spread over the
+ * process' thread pool (lib/util/parallel.h). */
 #ifndef DLK_NN_CPU_CONV_H
 #define DLK_NN_CPU_CONV_H
 
@@ -8,9 +8,6 @@
 #include <stdint.h>
 
 #include "lib/nn/backend.h"
-
-/* threads for the loops of this file (the caller counts as one); n <= 0 means all cores */
-void dlk_cpu_conv_set_threads(int n);
 
 void dlk_cpu_conv_forward(const float *x, const float *w, const float *bias, const struct dlk_conv_shape *s,
                           int act, float *y, float *py, int32_t *pargmax);

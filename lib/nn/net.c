@@ -465,7 +465,7 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 {
 	const struct dlk_backend *be = net->be;
 	struct dlk_layer *last = &net->layers[net->n_layers - 1];
-	int cur = 0;
+	int cur = 0, folded = -1; /* folded: an activation layer whose backward a dense layer did */
 	float *g = net->gbuf[0];
 	float loss = be->softmax_ce(last->y_used, labels, batch, net->n_classes, g);
 
@@ -480,11 +480,24 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 		switch (L->spec.kind) {
 		case DLK_LAYER_DENSE: {
 			int in = L->in[2], out = L->out[2];
-			be->sgemm(1, 0, out, in, batch, 1.0f, g, out, L->x_used, in, 0.0f, dW, in);
-			be->sum_rows(g, batch, out, db);
+			if (be->dense_backward_w) {
+				be->dense_backward_w(g, L->x_used, batch, in, out, dW, db);
+			} else {
+				be->sgemm(1, 0, out, in, batch, 1.0f, g, out, L->x_used, in, 0.0f, dW, in);
+				be->sum_rows(g, batch, out, db);
+			}
 			if (net->grad_ready)
 				net->grad_ready(net->grad_ready_ctx, net->grads, net->n_params, L->w_off, L->n_w + L->n_b);
-			if (L->need_dx) {
+			if (L->need_dx && be->dense_backward_x) {
+				/* an activation layer just below is differentiated in the same pass */
+				const struct dlk_layer *A = i > 0 ? &net->layers[i - 1] : NULL;
+				int act = A ? act_of(A->spec.kind) : DLK_ACT_NONE;
+				be->dense_backward_x(g, W, batch, in, out, act, act != DLK_ACT_NONE ? A->y_used : NULL, gout);
+				if (act != DLK_ACT_NONE)
+					folded = i - 1;
+				g = gout;
+				cur ^= 1;
+			} else if (L->need_dx) {
 				be->sgemm(0, 0, batch, in, out, 1.0f, g, out, W, in, 0.0f, gout, in);
 				g = gout;
 				cur ^= 1;
@@ -537,9 +550,8 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 		case DLK_LAYER_RELU:
 		case DLK_LAYER_TANH:
 		case DLK_LAYER_SIGMOID:
-			if (L->pooled)
-				break;
-			be->act_backward(act_of(L->spec.kind), L->y_used, g, g, n);
+			if (i != folded && !L->pooled)
+				be->act_backward(act_of(L->spec.kind), L->y_used, g, g, n);
 			break;
 		case DLK_LAYER_DROPOUT:
 			if (L->drop_active)

@@ -24,10 +24,9 @@ int dlk_optimizer_init(struct dlk_optimizer *o, const struct dlk_training *tr, s
 	o->eps = tr->eps;
 	o->schedule = tr->schedule;
 	o->warmup_steps = tr->warmup_steps > 0 ? tr->warmup_steps : 0;
-	o->step_size = (long)(tr->step_size > 0 ? tr->step_size : 1) * (steps_per_epoch > 0 ? steps_per_epoch : 1);
 	o->gamma = tr->gamma;
 	o->min_lr = tr->min_lr;
-	o->total_steps = total_steps > 0 ? total_steps : 1;
+	dlk_optimizer_set_schedule(o, tr, steps_per_epoch, total_steps);
 	o->grad_clip = tr->grad_clip;
 	o->n = n_params;
 	size_t bytes = sizeof(float) * (n_params ? n_params : 1);
@@ -40,6 +39,13 @@ int dlk_optimizer_init(struct dlk_optimizer *o, const struct dlk_training *tr, s
 oom:
 	dlk_optimizer_release(o);
 	return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for the optimizer state", be->name);
+}
+
+void dlk_optimizer_set_schedule(struct dlk_optimizer *o, const struct dlk_training *tr, long steps_per_epoch,
+                                long total_steps)
+{
+	o->step_size = (long)(tr->step_size > 0 ? tr->step_size : 1) * (steps_per_epoch > 0 ? steps_per_epoch : 1);
+	o->total_steps = total_steps > 0 ? total_steps : 1;
 }
 
 double dlk_optimizer_lr(const struct dlk_optimizer *o, long step)

@@ -32,6 +32,11 @@ struct dlk_optimizer {
 int dlk_optimizer_init(struct dlk_optimizer *o, const struct dlk_training *tr, size_t n_params,
                        long steps_per_epoch, long total_steps, const struct dlk_backend *be,
                        struct dlk_err *err);
+/* Lays the schedule out anew over total_steps with steps_per_epoch steps in an epoch (what
+ * init did), keeping the state: a run resumed at another world size keeps the schedule it
+ * began with. */
+void dlk_optimizer_set_schedule(struct dlk_optimizer *o, const struct dlk_training *tr, long steps_per_epoch,
+                                long total_steps);
 /* The learning rate of global step `step` (0-based): the schedule (constant; step: lr *
  * gamma^floor(step / step_size); cosine: min_lr + (lr - min_lr)(1 + cos(pi step / total))/2)
  * times the linear warm-up factor min(1, (step + 1) / warmup_steps). */

@@ -379,7 +379,7 @@ static void add_placement(cJSON *c, const struct dlk_resources *res, int gpus, c
  *                                                     mounts it, its bound in bytes (a string)
  *   data_claims                                       the claims pvc:// data sources and a pvc://
  *                                                     dataset store name: a list of {claim, volume, mount}
- *   exit.{usage, config, restartable}                  worker exit codes (podFailurePolicy)
+ *   exit.{usage, config, restartable, resized}         worker exit codes (podFailurePolicy)
  *   git.commit (string or null), git.dirty ("true"/"false")  the project's commit, for the record
  *   log_format                                        "text" or "json": logging.format, the pods' logs
  *   metrics.{enabled, port, port_text, path}            Prometheus metrics of every worker
@@ -511,6 +511,7 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	cJSON_AddNumberToObject(o, "usage", DLK_EXIT_USAGE);
 	cJSON_AddNumberToObject(o, "config", DLK_EXIT_CONFIG);
 	cJSON_AddNumberToObject(o, "restartable", DLK_EXIT_RESTARTABLE);
+	cJSON_AddNumberToObject(o, "resized", DLK_EXIT_RESIZED);
 
 	cJSON_AddStringToObject(c, "log_format", spec->logging.format == DLK_LOGFMT_JSON ? "json" : "text");
 	o = cJSON_AddObjectToObject(c, "metrics");

@@ -26,11 +26,12 @@ int dlk_evaluate(struct dlk_net *net, const struct dlk_dataset *ds, int batch, s
 	out->precision = xcalloc((size_t)k, sizeof(double));
 	out->recall = xcalloc((size_t)k, sizeof(double));
 	logits = xmalloc(sizeof(float) * (size_t)batch * k);
-	xhost = xmalloc(sizeof(float) * (size_t)batch * ds->sample_size);
 	if (!(xdev = be->alloc(sizeof(float) * (size_t)batch * ds->sample_size))) {
 		dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for an evaluation batch", be->name);
 		goto out;
 	}
+	/* on the CPU backend the samples are gathered in place */
+	xhost = be == dlk_backend_cpu() ? xdev : xmalloc(sizeof(float) * (size_t)batch * ds->sample_size);
 	for (size_t start = 0; start < ds->n; start += (size_t)batch) {
 		int nb = ds->n - start < (size_t)batch ? (int)(ds->n - start) : batch;
 		dlk_dataset_gather_range(ds, start, (size_t)nb, xhost);
@@ -81,8 +82,9 @@ int dlk_evaluate(struct dlk_net *net, const struct dlk_dataset *ds, int batch, s
 	}
 	ret = 0;
 out:
+	if (xhost != xdev)
+		free(xhost);
 	be->free(xdev);
-	free(xhost);
 	free(logits);
 	if (ret)
 		dlk_eval_release(out);

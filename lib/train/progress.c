@@ -18,6 +18,8 @@ char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int h
 		cJSON_AddNullToObject(o, DLK_PROGRESS_ACCURACY);
 	cJSON_AddNumberToObject(o, DLK_PROGRESS_SAMPLES_PER_SEC, ev->samples_per_sec);
 	cJSON_AddStringToObject(o, DLK_PROGRESS_UPDATED, updated);
+	if (ev->world > 0)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_WORKERS, ev->world);
 	s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return s;

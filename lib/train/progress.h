@@ -15,6 +15,7 @@
 #define DLK_PROGRESS_ACCURACY "accuracy"
 #define DLK_PROGRESS_SAMPLES_PER_SEC "samplesPerSec"
 #define DLK_PROGRESS_UPDATED "updated"
+#define DLK_PROGRESS_WORKERS "workers"       /* the ranks the gang trains with now */
 
 /* The annotation rank 0 publishes after every epoch and at the end: the run document
  * (lib/report/report.h) of the run so far, from the same writer as the bundle's model.json, at
@@ -24,7 +25,7 @@
 #define DLK_METRICS_MAX_BYTES (128u << 10)
 
 /* The annotation's value for ev: {"epoch","epochs","step","totalSteps","loss","accuracy",
- * "samplesPerSec","updated"}; accuracy is the last test accuracy known (null when none).
+ * "samplesPerSec","updated"} and "workers" when ev->world is known; accuracy is the last test accuracy known (null when none).
  * updated is RFC 3339. The caller frees the string. */
 char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int have_accuracy, const char *updated);
 

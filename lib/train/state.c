@@ -74,6 +74,10 @@ int dlk_state_save(const char *dir, int keep, const struct dlk_train_state *st, 
 	add_u64(j, "dropoutCounter", net->dropout_counter);
 	add_u64(j, "dropoutSeed", net->dropout_seed);
 	add_u64(j, "params", net->n_params);
+	if (st->sched_spe > 0 && st->sched_total > 0) {
+		add_u64(j, "scheduleStepsPerEpoch", (unsigned long long)st->sched_spe);
+		add_u64(j, "scheduleTotalSteps", (unsigned long long)st->sched_total);
+	}
 	json = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 
@@ -183,7 +187,7 @@ int dlk_state_restore(const struct ckpt *c, struct dlk_train_state *st, const st
 	const char *s = ckpt_get(c, "state.json", &len);
 	cJSON *j = NULL;
 	const cJSON *it;
-	unsigned long long seed, sie, gs, t, dc, ds, np;
+	unsigned long long seed, sie, gs, t, dc, ds, np, sspe = 0, stot = 0;
 	int version, world, batch, epoch, rc = -1;
 
 	if (!s)
@@ -224,14 +228,28 @@ int dlk_state_restore(const struct ckpt *c, struct dlk_train_state *st, const st
 	    get_u64(j, "dropoutCounter", UINT64_MAX, &dc, c->path, err) ||
 	    get_u64(j, "dropoutSeed", UINT64_MAX, &ds, c->path, err) || get_u64(j, "params", UINT64_MAX, &np, c->path, err))
 		goto out;
-	if (seed != meta->seed || world != meta->world || batch != meta->batch_size) {
+	/* the same run at another world size goes on with the same global batch (the caller chose
+	 * meta->batch_size with dlk_state_elastic_batch) */
+	if (seed != meta->seed || (long long)world * batch != (long long)meta->world * meta->batch_size) {
 		dlk_errf(err, DLK_EXIT_CONFIG,
-		         "checkpoint '%s' belongs to another run: seed %llu, %d worker%s, batch %d (this run: seed %llu, "
-		         "%d worker%s, batch %d)",
-		         c->path, seed, world, world == 1 ? "" : "s", batch, meta->seed, meta->world,
-		         meta->world == 1 ? "" : "s", meta->batch_size);
+		         "checkpoint '%s' belongs to another run: seed %llu, global batch %lld (%d worker%s x %d) (this "
+		         "run: seed %llu, global batch %lld (%d worker%s x %d))",
+		         c->path, seed, (long long)world * batch, world, world == 1 ? "" : "s", batch, meta->seed,
+		         (long long)meta->world * meta->batch_size, meta->world, meta->world == 1 ? "" : "s",
+		         meta->batch_size);
 		dlk_err_hint(err, "resume with the same settings, or point training.checkpoint_dir elsewhere");
 		goto out;
+	}
+	/* the learning-rate schedule the run started with (absent before dlk kept it) */
+	if (cJSON_GetObjectItemCaseSensitive(j, "scheduleStepsPerEpoch") ||
+	    cJSON_GetObjectItemCaseSensitive(j, "scheduleTotalSteps")) {
+		if (get_u64(j, "scheduleStepsPerEpoch", (1ULL << 53), &sspe, c->path, err) ||
+		    get_u64(j, "scheduleTotalSteps", (1ULL << 53), &stot, c->path, err))
+			goto out;
+		if (!sspe || !stot) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s/state.json': the schedule's steps must be positive", c->path);
+			goto out;
+		}
 	}
 	if (np != net->n_params) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "checkpoint '%s' has %llu parameters, the model %zu", c->path, np,
@@ -265,8 +283,53 @@ int dlk_state_restore(const struct ckpt *c, struct dlk_train_state *st, const st
 	st->epoch = epoch;
 	st->step_in_epoch = (long)sie;
 	st->global_step = (long)gs;
+	if (sspe) {
+		st->sched_spe = (long)sspe;
+		st->sched_total = (long)stot;
+	}
 	rc = 0;
 out:
 	cJSON_Delete(j);
 	return rc;
+}
+
+int dlk_state_peek(const struct ckpt *c, int *world, int *batch_size, struct dlk_err *err)
+{
+	size_t len;
+	const char *s = ckpt_get(c, "state.json", &len);
+	cJSON *j;
+	int rc;
+
+	if (!s)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "checkpoint '%s' has no state.json: not a training checkpoint", c->path);
+	j = cJSON_ParseWithLength(s, len);
+	if (!cJSON_IsObject(j))
+		rc = dlk_errf(err, DLK_EXIT_CONFIG, "'%s/state.json': not a JSON object", c->path);
+	else if (get_int(j, "world", 1 << 20, world, c->path, err) ||
+	         get_int(j, "batchSize", 1 << 30, batch_size, c->path, err))
+		rc = -1;
+	else if (*world < 1 || *batch_size < 1)
+		rc = dlk_errf(err, DLK_EXIT_CONFIG, "'%s/state.json': \"world\" and \"batchSize\" must be positive", c->path);
+	else
+		rc = 0;
+	cJSON_Delete(j);
+	return rc;
+}
+
+int dlk_state_elastic_batch(int ckpt_world, int ckpt_batch, int world, int *batch_size, struct dlk_err *err)
+{
+	long long global = (long long)ckpt_world * ckpt_batch;
+
+	if (world < 1 || global % world) {
+		dlk_errf(err, DLK_EXIT_CONFIG,
+		         "cannot go on at %d worker%s: the run's global batch of %lld (%d worker%s x %d) does not split "
+		         "into %d equal batches",
+		         world, world == 1 ? "" : "s", global, ckpt_world, ckpt_world == 1 ? "" : "s", ckpt_batch, world);
+		return dlk_err_hint(err, "use a worker count that divides %lld (it was %d), or start a new run with --fresh",
+		                    global, ckpt_world);
+	}
+	if (global / world > (1 << 30))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "a batch of %lld per worker is too large", global / world);
+	*batch_size = (int)(global / world);
+	return 0;
 }

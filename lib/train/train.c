@@ -159,6 +159,8 @@ static int setup_schedule(struct run *r, struct dlk_err *err)
 	}
 	r->spe = (long)((r->shard + (size_t)r->batch - 1) / (size_t)r->batch);
 	r->total = r->spe * r->tr->epochs;
+	r->st.sched_spe = r->spe;
+	r->st.sched_total = r->total;
 	return dlk_optimizer_init(&r->opt, r->tr, r->net->n_params, r->spe, r->total, r->be, err);
 }
 
@@ -176,6 +178,9 @@ static int setup_state(struct run *r, struct dlk_err *err)
 		if (got < 0)
 			return -1;
 		resumed = got == 1;
+		/* a checkpoint of another world size: the schedule stays the one the run began with */
+		if (resumed && (r->st.sched_spe != r->spe || r->st.sched_total != r->total))
+			dlk_optimizer_set_schedule(&r->opt, r->tr, r->st.sched_spe, r->st.sched_total);
 		if (got == 0) {
 			r->st.epoch = 0;
 			r->st.step_in_epoch = 0;
@@ -208,10 +213,12 @@ static int setup_buffers(struct run *r, struct dlk_err *err)
 	const struct dlk_backend *be = r->be;
 	size_t b = (size_t)r->batch;
 
-	r->xhost = xmalloc(sizeof(float) * b * r->ds->sample_size);
 	r->yhost = xmalloc(sizeof(int32_t) * b);
 	r->xdev = be->alloc(sizeof(float) * b * r->ds->sample_size);
 	r->ydev = be->alloc(sizeof(int32_t) * b);
+	/* the CPU backend's memory is the host's: the batch is gathered in place (to_device of a
+	 * buffer onto itself copies nothing) */
+	r->xhost = be == dlk_backend_cpu() ? r->xdev : xmalloc(sizeof(float) * b * r->ds->sample_size);
 	r->res->loss_curve = xmalloc(sizeof(float) * (size_t)(r->total > 0 ? r->total : 1));
 	if (!r->xdev || !r->ydev)
 		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for a batch of %d", be->name, r->batch);
@@ -288,6 +295,7 @@ static struct dlk_train_event event(const struct run *r, enum dlk_train_event_ki
 	ev.steps_per_epoch = r->spe;
 	ev.global_step = r->st.global_step;
 	ev.total_steps = r->total;
+	ev.world = r->world;
 	return ev;
 }
 
@@ -447,7 +455,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	int ret = -1;
 
 	*res = (struct dlk_train_result)DLK_TRAIN_RESULT_INIT;
-	r.st = (struct dlk_train_state){ r.net, &r.opt, 0, 0, 0, &res->history };
+	r.st = (struct dlk_train_state){ r.net, &r.opt, 0, 0, 0, &res->history, 0, 0 };
 	res->seed = r.tr->seed;
 	dlk_rfc3339_now(res->started_at);
 	r.t_start = dlk_now();
@@ -465,7 +473,8 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 out:
 	r.net->grad_ready = NULL; /* its context belongs to the caller's run */
 	free(r.perm);
-	free(r.xhost);
+	if (r.xhost != r.xdev)
+		free(r.xhost);
 	free(r.yhost);
 	r.be->free(r.xdev);
 	r.be->free(r.ydev);

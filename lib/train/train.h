@@ -36,6 +36,7 @@ struct dlk_train_event {
 	const struct dlk_eval *eval;  /* EPOCH/DONE: test metrics, NULL when none were computed */
 	const struct dlk_history *history; /* EPOCH/DONE: the run's history so far (rank 0's) */
 	const char *finished_at;      /* DONE: the result's finished_at */
+	int world;                    /* how many ranks train (0: not said) */
 };
 
 /* What a checkpoint saves and a resume restores: the net's flat params (and dropout_counter),
@@ -47,6 +48,9 @@ struct dlk_train_state {
 	long step_in_epoch;           /* steps of that epoch already done */
 	long global_step;             /* steps done in all */
 	struct dlk_history *history;  /* the run's history (saved and restored with the rest); may be NULL */
+	/* the learning-rate schedule's steps per epoch and total: the run's first world's, kept
+	 * across a resume at another world size (whose epoch may take a step more or less) */
+	long sched_spe, sched_total;
 };
 
 typedef void (*dlk_train_event_fn)(void *ctx, const struct dlk_train_event *ev);

@@ -1,7 +1,8 @@
 /* libFuzzer target: restoring the training state from a checkpoint (state.json and the blobs
  * beside it) into a small net and optimizer. The first byte chooses which blobs the checkpoint
  * holds and their sizes; the rest is state.json. Corpus: tests/fuzz/state/ (written by
- * dlk_state_save for this net: seed 7, one worker, batch 32, step 57). */
+ * dlk_state_save for this net: seed 7, one worker, batch 32, step 57; elastic.bin is the same
+ * global batch at two workers). */
 #include "lib/nn/backend.h"
 #include "lib/nn/net.h"
 #include "lib/nn/optim.h"
@@ -58,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct ckpt_loaded_blob blobs[4];
 	struct ckpt c = CKPT_INIT;
-	struct dlk_train_state st = { &net, &adam, 0, 0, 0, NULL };
+	struct dlk_train_state st = { &net, &adam, 0, 0, 0, NULL, 0, 0 };
 	size_t bytes = sizeof(float) * net.n_params;
 	unsigned flags;
 
@@ -83,6 +84,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.step = (flags & OTHER_STEP) ? 58 : 57;
 	c.path = path;
 	dlk_state_restore(&c, &st, &meta, &err);
+	/* what a resume at another world size reads first */
+	{
+		int cw = 0, cb = 0, b = 0;
+		struct dlk_err e2 = DLK_ERR_INIT;
+		if (!dlk_state_peek(&c, &cw, &cb, &e2))
+			dlk_state_elastic_batch(cw, cb, 3, &b, &e2);
+	}
 	free(blobs[0].data);
 	return 0;
 }

@@ -150,16 +150,16 @@ test_expect_success 'a project kept in git: the record names its commit and whet
 	dlk status blobs --run $(jq -r ".runs[0].run.id" h.json) --local | grep_q "^commit  *$head (dirty tree)$"
 '
 
-test_expect_success 'an interrupted run continues with its worker count; another count is refused, naming both ways on' '
+test_expect_success 'an interrupted run continues at another worker count with its global batch, or is refused when it does not split' '
 	make_project w &&
 	{ DLK_TEST_CHECKPOINT_DELAY_MS=30 "$DLK" train --local --workers 2 -f w/dlk.yaml >/dev/null 2>err & pid=$!; } &&
 	i=0; while ! ls "$(ckpts w)" 2>/dev/null | grep -q step-; do sleep 0.05; i=$((i + 1)); test $i -lt 400 || exit 1; done &&
 	kill -TERM $pid; wait $pid; test $? = 75 &&
-	test_exit_code 3 dlk train --local -f w/dlk.yaml 2>err && cat err &&
-	grep_q "run [0-9a-f]\{8\} was interrupted with 2 workers; continuing it with 1 is not supported yet" err &&
-	grep_q "continue it with --workers 2, or start a new run with --fresh" err &&
-	dlk train --local --workers 2 -f w/dlk.yaml >/dev/null 2>err && grep_q "resuming run" err &&
-	dlk status blobs --history --local -f w/dlk.yaml -o json | jq -e "(.runs | length) == 1 and .runs[0].run.restarts == 1"
+	test_exit_code 3 dlk train --local --workers 3 -f w/dlk.yaml 2>err && cat err &&
+	grep_q "run [0-9a-f]\{8\} (checkpoint at step [0-9]*): cannot go on at 3 workers: the run.s global batch of 64 (2 workers x 32)" err &&
+	dlk train --local -f w/dlk.yaml >/dev/null 2>err && cat err &&
+	grep_q "resuming run [0-9a-f]\{8\} from checkpoint [0-9]* at 1 worker (was 2), batch 64 per worker, global 64" err &&
+	dlk status blobs --history --local -f w/dlk.yaml -o json | jq -e "(.runs | length) == 1 and .runs[0].run.restarts == 1 and .runs[0].run.worlds == [2, 1]"
 '
 
 test_expect_success '--if-data-changed: unchanged data is a skipped run and exit 10; changed data trains' '

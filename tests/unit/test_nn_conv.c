@@ -8,6 +8,7 @@
 
 #include "lib/nn/backend.h"
 #include "lib/nn/cpu_conv.h"
+#include "lib/util/parallel.h"
 
 static float frand(unsigned *s)
 {
@@ -127,7 +128,7 @@ static void check_shape(struct dlk_conv_shape s, int act, const char *isa2)
 	out_alloc(&o1, ny, nw, nb, nx);
 	out_alloc(&o2, ny, nw, nb, nx);
 	out_alloc(&o3, ny, nw, nb, nx);
-	dlk_cpu_conv_set_threads(1);
+	dlk_parallel_set_threads(1);
 	run(&s, x, w, bias, dy, act, 1, &o1);
 	double ey = worst_rel(o1.y, y_r, ny), ew = worst_rel(o1.dw, dw_r, nw), eb = worst_rel(o1.db, db_r, nb),
 	       ex = worst_rel(o1.dx, dx_r, nx);
@@ -135,7 +136,7 @@ static void check_shape(struct dlk_conv_shape s, int act, const char *isa2)
 	          "%s: y, dw, db, dx match the reference (worst relative %.2g %.2g %.2g %.2g)", what, ey, ew, eb, ex);
 	int ok = 1;
 	for (int t = 2; t <= 3; t++) {
-		dlk_cpu_conv_set_threads(t);
+		dlk_parallel_set_threads(t);
 		run(&s, x, w, bias, dy, act, 1, &o2);
 		ok &= same(&o1, &o2, ny, nw, nb, nx, 1);
 	}
@@ -199,7 +200,7 @@ static void check_pooled(struct dlk_conv_shape s, int act, int size, int stride,
 	struct out f, sep;
 	out_alloc(&f, ny, nw, nb, nx);
 	out_alloc(&sep, ny, nw, nb, nx);
-	dlk_cpu_conv_set_threads(threads);
+	dlk_parallel_set_threads(threads);
 	cpu->conv_forward(x, w, bias, &s, act, f.y, p1, a1);
 	cpu->conv_backward(x, w, f.y, dp, a1, &s, act, f.dw, f.db, f.dx);
 	cpu->conv_forward(x, w, bias, &u, act, sep.y, NULL, NULL);
@@ -233,7 +234,7 @@ static void check_maxpool(int batch, int c, int h, int w, int size, int stride)
 	unsigned seed = 99;
 	for (size_t i = 0; i < nx; i++)
 		x[i] = (float)((int)(frand(&seed) * 8)); /* small integers: ties happen */
-	dlk_cpu_conv_set_threads(2);
+	dlk_parallel_set_threads(2);
 	cpu->maxpool_forward(x, batch, c, h, w, size, stride, oh, ow, y, am);
 	int bad = 0;
 	for (int p = 0; p < batch * c; p++)
@@ -283,6 +284,6 @@ int main(void)
 	check_maxpool(3, 5, 8, 6, 2, 2);
 	check_maxpool(2, 3, 7, 7, 3, 2);
 	check_maxpool(2, 2, 6, 6, 2, 1);
-	dlk_cpu_conv_set_threads(1);
+	dlk_parallel_set_threads(1);
 	return CHECK_DONE();
 }

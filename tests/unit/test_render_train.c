@@ -237,6 +237,7 @@ static void test_cpu_one_worker(void)
 	CHECK_JSON(js, "podFailurePolicy.rules",
 	           "[{\"action\":\"Ignore\",\"onPodConditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\"}]},"
 	           "{\"action\":\"FailJob\",\"onExitCodes\":{\"operator\":\"In\",\"values\":[2,3]}},"
+	           "{\"action\":\"Ignore\",\"onExitCodes\":{\"operator\":\"In\",\"values\":[76]}},"
 	           "{\"action\":\"Count\",\"onExitCodes\":{\"operator\":\"In\",\"values\":[75]}}]");
 	CHECK_JSON(js, "successPolicy", "{\"rules\":[{\"succeededIndexes\":\"0\"}]}");
 	CHECK_STR(jkey(jget(js, "template.metadata.labels"), "dlk.dev/job"), "mnist");

@@ -158,7 +158,7 @@ int main(void)
 	{
 		struct dlk_net net = DLK_NET_INIT;
 		struct dlk_optimizer opt = DLK_OPTIMIZER_INIT;
-		struct dlk_train_state st = { &net, &opt, 0, 0, 0, NULL };
+		struct dlk_train_state st = { &net, &opt, 0, 0, 0, NULL, 0, 0 };
 		struct dlk_state_meta meta = { "", tr.seed, 1, tr.batch_size };
 		struct dlk_err err = DLK_ERR_INIT;
 
@@ -173,9 +173,36 @@ int main(void)
 		meta.world = 2;
 		CHECK(restore_with(&st, &meta, sub, NULL, &err) == -1);
 		CHECK(err.code == DLK_EXIT_CONFIG);
-		CHECK_CONTAINS(err.msg, "belongs to another run: seed 7, 1 worker, batch 32 (this run: seed 7, 2 workers, batch 32)");
+		CHECK_CONTAINS(err.msg, "belongs to another run: seed 7, global batch 32 (1 worker x 32) (this run: seed 7, "
+		                        "global batch 64 (2 workers x 32))");
 		CHECK_CONTAINS(err.msg, "step-00000057");
+		/* elastic: the same global batch at another world size is the same run */
+		meta.batch_size = 16;
+		dlk_err_clear(&err);
+		CHECK_MSG(restore_with(&st, &meta, sub, NULL, &err) == 0, "2 x 16 resumes 1 x 32: %s", err.msg);
+		CHECK(st.global_step == 57 && st.sched_spe == 19 && st.sched_total == 57);
+		meta.batch_size = tr.batch_size;
 		meta.world = 1;
+		{
+			struct ckpt c = CKPT_INIT;
+			int cw = 0, cb = 0, b = 0;
+			CHECK(ckpt_load_latest(sub, 0, &c, &err) == 1);
+			CHECK(dlk_state_peek(&c, &cw, &cb, &err) == 0 && cw == 1 && cb == 32);
+			ckpt_release(&c);
+			CHECK(dlk_state_elastic_batch(4, 24, 2, &b, &err) == 0 && b == 48);
+			CHECK(dlk_state_elastic_batch(4, 24, 3, &b, &err) == 0 && b == 32);
+			CHECK(dlk_state_elastic_batch(2, 48, 4, &b, &err) == 0 && b == 24);
+			CHECK(dlk_state_elastic_batch(4, 24, 96, &b, &err) == 0 && b == 1);
+			dlk_err_clear(&err);
+			CHECK(dlk_state_elastic_batch(4, 24, 5, &b, &err) == -1 && err.code == DLK_EXIT_CONFIG);
+			CHECK_CONTAINS(err.msg, "cannot go on at 5 workers: the run's global batch of 96 (4 workers x 24) does not "
+			                        "split into 5 equal batches");
+			CHECK_CONTAINS(err.hint, "divides 96 (it was 4)");
+			dlk_err_clear(&err);
+			CHECK(dlk_state_elastic_batch(1, 32, 0, &b, &err) == -1);
+			dlk_err_clear(&err);
+			CHECK(dlk_state_elastic_batch(1, 32, 64, &b, &err) == -1);
+		}
 		meta.seed = 8;
 		CHECK(restore_with(&st, &meta, sub, NULL, &err) == -1);
 		CHECK_CONTAINS(err.msg, "seed 7");
@@ -219,6 +246,8 @@ int main(void)
 			{ "\"params\":\"", "\"params\":\"1", "has 1212 parameters, the model 212" },
 			{ "\"stepInEpoch\":\"0\"", "\"stepInEpoch\":\"x\"", "\"stepInEpoch\" is out of range: x" },
 			{ "\"dropoutSeed\":\"", "\"dropoutSeed\":\"1", "\"dropoutSeed\" 1" },
+			{ "\"scheduleTotalSteps\":\"57\"", "\"scheduleTotalSteps\":\"0\"", "the schedule's steps must be positive" },
+			{ "\"scheduleTotalSteps\":\"57\"", "\"scheduleTotalSteps\":7", "\"scheduleTotalSteps\" is missing" },
 		};
 		for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 			char buf[2048];
