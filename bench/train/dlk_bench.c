@@ -3,7 +3,10 @@
  * model it times the MLP's GEMMs alone (the same calls a training step makes).
  * With $DLK_BENCH_BUNDLE set, the trained model is also written there as a bundle, so that the
  * PyTorch script can load its weights.safetensors and check it predicts the same.
- *   dlk_bench mlp|cnn|gemm|info EPOCHS THREADS [LIMIT] */
+ * "mlp-step" and "cnn-step" run STEPS training steps (forward, backward, Adam) of a batch of 128
+ * random samples, no data set, no evaluation: the step alone, for callgrind and CPU time.
+ *   dlk_bench mlp|cnn|gemm|info EPOCHS THREADS [LIMIT]
+ *   dlk_bench mlp-step|cnn-step STEPS THREADS */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +85,47 @@ static double gemm_only(int steps, int threads)
 	return t;
 }
 
+/* STEPS training steps of the model on one random batch; prints wall and CPU ms per step */
+static int steps_only(const char *name, const struct dlk_model *model, int steps, int threads)
+{
+	const struct dlk_backend *be = dlk_backend_cpu();
+	struct dlk_training tr = { .epochs = 1, .batch_size = 128, .optimizer = DLK_OPT_ADAM, .lr = 1e-3,
+		                   .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .step_size = 1, .gamma = 0.1 };
+	struct dlk_net net;
+	struct dlk_optimizer opt = DLK_OPTIMIZER_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	int B = 128;
+	be->set_threads(threads);
+	if (dlk_net_build(&net, model, "bench", 10, be, &err) || dlk_net_init_params(&net, "torch", 1, &err) ||
+	    dlk_net_reserve(&net, B, &err) || dlk_optimizer_init(&opt, &tr, net.n_params, steps, steps, be, &err)) {
+		fprintf(stderr, "dlk_bench: %s\n", err.msg);
+		return 1;
+	}
+	float *x = be->alloc(sizeof(float) * B * net.input_size);
+	int32_t *y = be->alloc(sizeof(int32_t) * B);
+	uint64_t s = 1;
+	for (size_t i = 0; i < (size_t)B * net.input_size; i++) {
+		s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+		x[i] = (float)(s >> 40) / 16777216.0f;
+	}
+	for (int i = 0; i < B; i++)
+		y[i] = i % 10;
+	double t0 = dlk_now(), c0 = cpu_seconds();
+	float loss = 0;
+	for (int i = 0; i < steps; i++) {
+		dlk_net_forward(&net, x, B, 1);
+		loss = dlk_net_backward(&net, y, B);
+		dlk_optimizer_step(&opt, net.params, net.grads, dlk_optimizer_lr(&opt, i));
+	}
+	printf("{\"model\":\"%s\",\"threads\":%d,\"steps\":%d,\"step_ms\":%.4f,\"cpu_ms_per_step\":%.4f,\"loss\":%.6f}\n",
+	       name, threads, steps, 1e3 * (dlk_now() - t0) / steps, 1e3 * (cpu_seconds() - c0) / steps, (double)loss);
+	be->free(x);
+	be->free(y);
+	dlk_optimizer_release(&opt);
+	dlk_net_release(&net);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* as dlk does (main.c): OpenBLAS' kernels for this CPU even when OpenBLAS is older than it */
@@ -98,6 +142,12 @@ int main(int argc, char **argv)
 		const char *ct = getenv("OPENBLAS_CORETYPE");
 		printf("{\"device\":\"%s\",\"openblas_coretype\":\"%s\"}\n", dlk_backend_cpu()->device, ct ? ct : "");
 		return 0;
+	}
+	if (!strcmp(argv[1], "mlp-step") || !strcmp(argv[1], "cnn-step")) {
+		int c = argv[1][0] == 'c';
+		struct dlk_model m = { .input = { 1, 28, 28 }, .input_rank = 3, .layers = c ? cnn : mlp,
+			               .n_layers = c ? 10 : 6, .init = "torch" };
+		return steps_only(argv[1], &m, epochs, threads);
 	}
 	if (!strcmp(argv[1], "gemm")) {
 		double t = gemm_only(limit ? (int)limit : 400, threads); /* LIMIT: steps (fewer under valgrind) */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "lib/nn/backend.h"
+#include "lib/nn/cpu_conv.h"
 #include "lib/util/parallel.h"
 
 /* The loops below are built three times, for AVX-512, AVX2 and the baseline, and the loader picks
@@ -595,66 +596,6 @@ static void cpu_conv_grad_in(const float *dy, int batch, int f, int hw, float *d
 			       sizeof(float) * (size_t)hw);
 }
 
-CLONES static void cpu_maxpool_forward(const float *x, int batch, int c, int h, int w, int size, int stride,
-                                int oh, int ow, float *y, int32_t *argmax)
-{
-	if (size == 2 && stride == 2) {
-		/* the common case, unrolled: four loads and three compares per output (the NaN rule of
-		 * dlk_k_max_takes: a NaN wins and then stays) */
-		for (int bc = 0; bc < batch * c; bc++) {
-			const float *img = x + (size_t)bc * h * w;
-			int32_t base = (int32_t)((size_t)bc * h * w);
-			float *out = y + (size_t)bc * oh * ow;
-			int32_t *am = argmax + (size_t)bc * oh * ow;
-			for (int oy = 0; oy < oh; oy++) {
-				const float *r0 = img + (size_t)(2 * oy) * w, *r1 = r0 + w;
-				for (int ox = 0; ox < ow; ox++) {
-					int i0 = 2 * ox;
-					float v = r0[i0];
-					int32_t bi = (2 * oy) * w + i0;
-					if (dlk_k_max_takes(r0[i0 + 1], v)) {
-						v = r0[i0 + 1];
-						bi = (2 * oy) * w + i0 + 1;
-					}
-					if (dlk_k_max_takes(r1[i0], v)) {
-						v = r1[i0];
-						bi = (2 * oy + 1) * w + i0;
-					}
-					if (dlk_k_max_takes(r1[i0 + 1], v)) {
-						v = r1[i0 + 1];
-						bi = (2 * oy + 1) * w + i0 + 1;
-					}
-					out[oy * ow + ox] = v;
-					am[oy * ow + ox] = base + bi;
-				}
-			}
-		}
-		return;
-	}
-	for (int bc = 0; bc < batch * c; bc++) {
-		const float *img = x + (size_t)bc * h * w;
-		size_t base = (size_t)bc * h * w;
-		float *out = y + (size_t)bc * oh * ow;
-		int32_t *am = argmax + (size_t)bc * oh * ow;
-		for (int oy = 0; oy < oh; oy++)
-			for (int ox = 0; ox < ow; ox++) {
-				int y0 = oy * stride, x0 = ox * stride;
-				int best = y0 * w + x0;
-				float bv = img[best];
-				for (int i = 0; i < size; i++)
-					for (int j = 0; j < size; j++) {
-						int idx = (y0 + i) * w + x0 + j;
-						if (dlk_k_max_takes(img[idx], bv)) {
-							bv = img[idx];
-							best = idx;
-						}
-					}
-				out[oy * ow + ox] = bv;
-				am[oy * ow + ox] = (int32_t)(base + (size_t)best);
-			}
-	}
-}
-
 static void cpu_maxpool_backward(const float *dy, const int32_t *argmax, size_t n_out, size_t n_in, float *dx)
 {
 	memset(dx, 0, sizeof(float) * n_in);
@@ -762,11 +703,13 @@ static struct dlk_backend cpu_backend = {
 	.col2im = cpu_col2im,
 	.conv_out = cpu_conv_out,
 	.conv_grad_in = cpu_conv_grad_in,
-	.maxpool_forward = cpu_maxpool_forward,
+	.maxpool_forward = dlk_cpu_maxpool_forward,
 	.maxpool_backward = cpu_maxpool_backward,
 	.softmax_ce = cpu_softmax_ce,
 	.sgd_update = cpu_sgd_update,
 	.adam_update = cpu_adam_update,
+	.conv_forward = dlk_cpu_conv_forward,
+	.conv_backward = dlk_cpu_conv_backward,
 };
 
 const struct dlk_backend *dlk_backend_cpu(void)

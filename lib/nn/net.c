@@ -191,6 +191,16 @@ static void plan_passes(struct dlk_net *net)
 			N->fused = 1;
 		}
 	}
+	/* a conv, its activation and a max-pool in one pass over each image, where the backend can */
+	for (int i = 0; net->be->conv_forward && i + 1 < net->n_layers; i++) {
+		struct dlk_layer *L = &net->layers[i];
+		int m = i + 1 + (net->layers[i + 1].fused ? 1 : 0);
+		if (L->spec.kind != DLK_LAYER_CONV2D || m >= net->n_layers || net->layers[m].spec.kind != DLK_LAYER_MAXPOOL)
+			continue;
+		L->pool_layer = m;
+		for (int j = i + 1; j <= m; j++)
+			net->layers[j].pooled = 1;
+	}
 	for (int i = 0; i < net->n_layers; i++) {
 		net->layers[i].need_dx = seen;
 		if (net->layers[i].n_w)
@@ -335,7 +345,9 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 				                "training.batch_size: %d samples make layer %d's im2col buffer too large",
 				                batch, i);
 			ok = ok && (L->y = be->alloc(sizeof(float) * B * L->out_size));
-			ok = ok && (L->col = be->alloc(sizeof(float) * ckk * ncol));
+			/* a backend with its own convolution needs no im2col buffer of the batch */
+			if (!be->conv_forward)
+				ok = ok && (L->col = be->alloc(sizeof(float) * ckk * ncol));
 			break;
 		}
 		case DLK_LAYER_RELU:
@@ -362,6 +374,21 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 	return 0;
 }
 
+static struct dlk_conv_shape conv_shape(const struct dlk_net *net, const struct dlk_layer *L, int batch)
+{
+	struct dlk_conv_shape s = { .batch = batch, .c = L->in[0], .h = L->in[1], .w = L->in[2], .f = L->out[0],
+		                    .k = L->spec.kernel, .stride = L->spec.stride, .pad = L->spec.padding,
+		                    .oh = L->out[1], .ow = L->out[2] };
+	if (L->pool_layer) {
+		const struct dlk_layer *M = &net->layers[L->pool_layer];
+		s.pool = M->spec.size;
+		s.pool_stride = M->spec.stride;
+		s.ph = M->out[1];
+		s.pw = M->out[2];
+	}
+	return s;
+}
+
 const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int training)
 {
 	const struct dlk_backend *be = net->be;
@@ -383,6 +410,12 @@ const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int
 		case DLK_LAYER_CONV2D: {
 			int k = L->spec.kernel, ohw = L->out[1] * L->out[2], ckk = L->in[0] * k * k;
 			int ncol = batch * ohw;
+			if (be->conv_forward) {
+				struct dlk_conv_shape cs = conv_shape(net, L, batch);
+				struct dlk_layer *M = L->pool_layer ? &net->layers[L->pool_layer] : NULL;
+				be->conv_forward(x, W, b, &cs, L->act, y, M ? M->y : NULL, M ? M->argmax : NULL);
+				break;
+			}
 			be->im2col(x, batch, L->in[0], L->in[1], L->in[2], k, L->spec.stride, L->spec.padding,
 			           L->out[1], L->out[2], L->col);
 			/* the gradient buffers are idle during the forward pass: one holds the GEMM's
@@ -393,6 +426,8 @@ const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int
 			break;
 		}
 		case DLK_LAYER_MAXPOOL:
+			if (L->pooled)
+				break; /* the conv before it pooled into L->y */
 			be->maxpool_forward(x, batch, L->in[0], L->in[1], L->in[2], L->spec.size, L->spec.stride,
 			                    L->out[1], L->out[2], y, L->argmax);
 			break;
@@ -472,6 +507,19 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 		case DLK_LAYER_CONV2D: {
 			int k = L->spec.kernel, ohw = L->out[1] * L->out[2], ckk = L->in[0] * k * k, f = L->out[0];
 			int ncol = batch * ohw;
+			if (be->conv_backward) {
+				struct dlk_conv_shape cs = conv_shape(net, L, batch);
+				const int32_t *am = L->pool_layer ? net->layers[L->pool_layer].argmax : NULL;
+				be->conv_backward(L->x_used, W, L->y, g, am, &cs, L->act, dW, db, L->need_dx ? gout : NULL);
+				if (net->grad_ready)
+					net->grad_ready(net->grad_ready_ctx, net->grads, net->n_params, L->w_off,
+					                L->n_w + L->n_b);
+				if (L->need_dx) {
+					g = gout;
+					cur ^= 1;
+				}
+				break;
+			}
 			/* g is dead once reordered, and gout is written only by the final col2im, which
 			 * no longer needs dt: so dt lives in gout's buffer */
 			float *dt = gout;
@@ -491,6 +539,8 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 			break;
 		}
 		case DLK_LAYER_MAXPOOL:
+			if (L->pooled)
+				break; /* the conv before it takes g back through the pool */
 			be->maxpool_backward(g, L->argmax, n, (size_t)batch * L->in_size, gout);
 			g = gout;
 			cur ^= 1;
@@ -500,7 +550,7 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 		case DLK_LAYER_RELU:
 		case DLK_LAYER_TANH:
 		case DLK_LAYER_SIGMOID:
-			if (i != folded)
+			if (i != folded && !L->pooled)
 				be->act_backward(act_of(L->spec.kind), L->y_used, g, g, n);
 			break;
 		case DLK_LAYER_DROPOUT:

@@ -27,6 +27,8 @@ struct dlk_layer {
 	int act;                  /* activation fused into this dense/conv layer's forward */
 	int fused;                /* activation layer whose forward the previous layer performs */
 	int need_dx;              /* backward must produce the input gradient */
+	int pool_layer;           /* conv: the max-pool layer whose forward and backward it performs, or 0 */
+	int pooled;               /* activation or max-pool layer that a conv before it performs */
 	int drop_active;          /* dropout: the last forward applied a mask ... */
 	uint64_t drop_offset;     /* ... starting at this mask index */
 	/* per-batch buffers (device), allocated by dlk_net_reserve() */

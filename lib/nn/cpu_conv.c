@@ -1,0 +1,670 @@
+/* The CPU backend's convolution and max-pooling.
+ *
+ * The composition (im2col of the whole batch, one OpenBLAS GEMM, a reorder to NCHW with bias and
+ * activation) wrote and read a column buffer of c*k*k x batch*oh*ow floats (29 MB for the
+ * Fashion-MNIST CNN's second layer), zeroed it, and ran everything but the GEMM on one thread.
+ * Here a convolution goes one image at a time: that image's im2col (a few hundred KB, it stays in
+ * the core's L2) feeds a register-blocked kernel (cpu_conv_kernel.h) that writes the image's
+ * output in NCHW, bias and activation applied on the way out. The backward pass recomputes the
+ * image's im2col rather than keeping the batch's.
+ *
+ * The images are spread over the process' thread pool (lib/util/parallel.h), taken one by one
+ * from a shared counter, so a thread that another process delays does not hold the others up. The weight gradient is summed per fixed group of CONV_CHUNK images and the
+ * groups' sums are added in group order: the result depends on the batch alone, not on the
+ * number of threads nor on which thread took which image. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/nn/cpu_conv.h"
+#include "lib/nn/kernels.h"
+#include "lib/util/mem.h"
+#include "lib/util/parallel.h"
+
+/* The element-wise loops are built for AVX-512, AVX2 and the baseline, as in cpu.c; they do the
+ * same per-element operations in every clone, so the bits agree. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
+#endif
+
+#define CONV_CHUNK 8  /* images per partial sum of the weight gradient */
+
+/* ---- the kernels ---- */
+
+/* the kernels' a * b + c is one fused multiply-add where the instruction set has it (C11's
+ * default, kept for the element-wise loops so that they compute what cpu.c's do, would be a
+ * multiply and an add) */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+#endif
+
+#define KSUF base
+#define KATTR
+#define KVW 4
+#define KNV 2
+#include "lib/nn/cpu_conv_kernel.h"
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define HAVE_X86 1
+#define KSUF avx2
+#define KATTR __attribute__((target("avx2,fma")))
+#define KVW 8
+#define KNV 3
+#include "lib/nn/cpu_conv_kernel.h"
+#define KSUF avx512
+#define KATTR __attribute__((target("avx512f,fma")))
+#define KVW 16
+#define KNV 4
+#include "lib/nn/cpu_conv_kernel.h"
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+typedef void gemm_fn(int M, int n, int J, const float *const *arow, size_t saj, const float *B,
+                     const size_t *boff, float *C, size_t ldc, int acc);
+
+static gemm_fn *gemm_k = kgemm_base;
+static const char *gemm_isa = "baseline";
+static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
+
+static int have_isa(const char *isa)
+{
+	if (!strcmp(isa, "baseline"))
+		return 1;
+#ifdef HAVE_X86
+	__builtin_cpu_init();
+	if (!strcmp(isa, "avx512"))
+		return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+	if (!strcmp(isa, "avx2"))
+		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+	return 0;
+}
+
+static void set_isa(const char *isa)
+{
+#ifdef HAVE_X86
+	if (!strcmp(isa, "avx512")) {
+		gemm_k = kgemm_avx512;
+		gemm_isa = "avx512";
+		return;
+	}
+	if (!strcmp(isa, "avx2")) {
+		gemm_k = kgemm_avx2;
+		gemm_isa = "avx2";
+		return;
+	}
+#endif
+	(void)isa;
+	gemm_k = kgemm_base;
+	gemm_isa = "baseline";
+}
+
+static void pick_isa(void)
+{
+	set_isa(have_isa("avx512") ? "avx512" : have_isa("avx2") ? "avx2" : "baseline");
+}
+
+const char *dlk_cpu_conv_isa(void)
+{
+	pthread_once(&gemm_once, pick_isa);
+	return gemm_isa;
+}
+
+int dlk_cpu_conv_force_isa(const char *isa)
+{
+	pthread_once(&gemm_once, pick_isa);
+	if (!have_isa(isa))
+		return -1;
+	set_isa(isa);
+	return 0;
+}
+
+/* ---- threads: the process' pool (lib/util/parallel.h) ---- */
+
+/* One user of the scratch memory at a time (a second caller, from another thread, waits). */
+static struct {
+	pthread_mutex_t run;
+	float *scratch;       /* guarded by run */
+	size_t scratch_n;
+} pool = { PTHREAD_MUTEX_INITIALIZER, NULL, 0 };
+
+struct region {
+	void (*fn)(void *ctx, int t);
+	void *ctx;
+};
+
+static void region_part(void *ctx, int part, int nparts)
+{
+	struct region *r = ctx;
+	(void)nparts;
+	r->fn(r->ctx, part);
+}
+
+/* Runs fn(ctx, t) once for each t = 0 .. nt-1 on the pool's threads (the caller holds pool.run):
+ * t picks the scratch slice; the functions take their items (images, planes) from a shared
+ * counter, so every item is done whoever does it and the results do not depend on the threads. */
+static void parallel(void (*fn)(void *ctx, int t), void *ctx, int nt)
+{
+	struct region r = { fn, ctx };
+	dlk_parallel_for(nt, region_part, &r);
+}
+
+static int pool_threads(int items)
+{
+	int n = dlk_parallel_threads();
+	return n > items ? (items > 0 ? items : 1) : n;
+}
+
+/* the region's scratch memory, nt * per floats, kept for the next region (out of memory is
+ * fatal, as for every allocation of the project's helpers) */
+static float *pool_scratch(size_t per, int nt)
+{
+	size_t need = per * (size_t)nt;
+	if (need > pool.scratch_n) {
+		free(pool.scratch);
+		pool.scratch = xmalloc(need * sizeof(float));
+		pool.scratch_n = need;
+	}
+	return pool.scratch;
+}
+
+/* ---- max-pooling ---- */
+
+/* planes [bc0, bc1) of x [*, h, w] -> y [*, oh, ow], argmax = index into x of each maximum */
+static void pool_planes(const float *x, int h, int w, int size, int stride, int oh, int ow, size_t bc0, size_t bc1,
+                        float *y, int32_t *argmax)
+{
+	for (size_t bc = bc0; bc < bc1; bc++) {
+		const float *img = x + bc * h * w;
+		int32_t base = (int32_t)(bc * h * w);
+		float *out = y + bc * oh * ow;
+		int32_t *am = argmax + bc * oh * ow;
+		if (size == 2 && stride == 2) {
+			/* four loads and three branch-free selects per output; the rule of
+			 * dlk_k_max_takes: a NaN wins and then stays, the first maximum a tie */
+			for (int oy = 0; oy < oh; oy++) {
+				const float *r0 = img + (size_t)(2 * oy) * w, *r1 = r0 + w;
+				int32_t i0 = base + 2 * oy * w;
+				for (int ox = 0; ox < ow; ox++) {
+					float v = r0[2 * ox], c1 = r0[2 * ox + 1], c2 = r1[2 * ox], c3 = r1[2 * ox + 1];
+					int32_t bi = i0 + 2 * ox;
+					int t1 = dlk_k_max_takes(c1, v);
+					v = t1 ? c1 : v;
+					bi = t1 ? i0 + 2 * ox + 1 : bi;
+					int t2 = dlk_k_max_takes(c2, v);
+					v = t2 ? c2 : v;
+					bi = t2 ? i0 + w + 2 * ox : bi;
+					int t3 = dlk_k_max_takes(c3, v);
+					v = t3 ? c3 : v;
+					bi = t3 ? i0 + w + 2 * ox + 1 : bi;
+					out[oy * ow + ox] = v;
+					am[oy * ow + ox] = bi;
+				}
+			}
+			continue;
+		}
+		for (int oy = 0; oy < oh; oy++)
+			for (int ox = 0; ox < ow; ox++) {
+				int y0 = oy * stride, x0 = ox * stride;
+				int best = y0 * w + x0;
+				float bv = img[best];
+				for (int a = 0; a < size; a++)
+					for (int b = 0; b < size; b++) {
+						int idx = (y0 + a) * w + x0 + b;
+						if (dlk_k_max_takes(img[idx], bv)) {
+							bv = img[idx];
+							best = idx;
+						}
+					}
+				out[oy * ow + ox] = bv;
+				am[oy * ow + ox] = base + best;
+			}
+	}
+}
+
+struct pool_job {
+	const float *x;
+	float *y;
+	int32_t *argmax;
+	int h, w, size, stride, oh, ow;
+	int items;          /* batch * channels planes */
+	atomic_int next;
+};
+
+#define POOL_PLANES 16  /* planes per item */
+
+static void maxpool_part(void *ctx, int t)
+{
+	struct pool_job *j = ctx;
+	(void)t;
+	for (int it; (it = atomic_fetch_add(&j->next, POOL_PLANES)) < j->items;) {
+		int end = it + POOL_PLANES < j->items ? it + POOL_PLANES : j->items;
+		pool_planes(j->x, j->h, j->w, j->size, j->stride, j->oh, j->ow, (size_t)it, (size_t)end, j->y, j->argmax);
+	}
+}
+
+void dlk_cpu_maxpool_forward(const float *x, int batch, int c, int h, int w, int size, int stride, int oh, int ow,
+                             float *y, int32_t *argmax)
+{
+	struct pool_job j = { .x = x, .y = y, .argmax = argmax, .h = h, .w = w, .size = size, .stride = stride,
+		              .oh = oh, .ow = ow, .items = batch * c };
+	atomic_init(&j.next, 0);
+	int nt = pool_threads((j.items + POOL_PLANES - 1) / POOL_PLANES);
+	pthread_mutex_lock(&pool.run);
+	parallel(maxpool_part, &j, nt);
+	pthread_mutex_unlock(&pool.run);
+}
+
+/* ---- one image ---- */
+
+static size_t pad16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* For output column ox, the input column is ox*stride + off; the valid ox form [lo, hi). */
+static void valid_range(int out, int in, int stride, int off, int *lo, int *hi)
+{
+	int a = off < 0 ? (-off + stride - 1) / stride : 0;
+	int b = in - off <= 0 ? 0 : (in - off + stride - 1) / stride;
+	b = b > out ? out : b;
+	*lo = a > b ? b : a;
+	*hi = b;
+}
+
+/* x: one image [c, h, w] -> col [c*k*k][ld] (columns oh*ow .. ld zero) */
+static void im2col1(const float *x, const struct dlk_conv_shape *s, float *col, size_t ld)
+{
+	int k = s->k, st = s->stride, pad = s->pad, oh = s->oh, ow = s->ow;
+	size_t P = (size_t)oh * ow;
+	for (int ch = 0; ch < s->c; ch++)
+		for (int ki = 0; ki < k; ki++)
+			for (int kj = 0; kj < k; kj++) {
+				float *restrict row = col + ((size_t)(ch * k + ki) * k + kj) * ld;
+				const float *restrict img = x + (size_t)ch * s->h * s->w;
+				int xlo, xhi, ylo, yhi;
+				valid_range(ow, s->w, st, kj - pad, &xlo, &xhi);
+				valid_range(oh, s->h, st, ki - pad, &ylo, &yhi);
+				for (int oy = 0; oy < oh; oy++) {
+					float *restrict o = row + (size_t)oy * ow;
+					if (oy < ylo || oy >= yhi) {
+						memset(o, 0, sizeof(float) * (size_t)ow);
+						continue;
+					}
+					const float *restrict src = img + (size_t)(oy * st + ki - pad) * s->w + (kj - pad);
+					for (int ox = 0; ox < xlo; ox++)
+						o[ox] = 0;
+					for (int ox = xlo; ox < xhi; ox++)
+						o[ox] = src[ox * st];
+					for (int ox = xhi; ox < ow; ox++)
+						o[ox] = 0;
+				}
+				for (size_t p = P; p < ld; p++)
+					row[p] = 0;
+			}
+}
+
+/* the adjoint: dx (one image, overwritten) = the sum of col's contributions */
+static void col2im1(const float *col, size_t ld, const struct dlk_conv_shape *s, float *dx)
+{
+	int k = s->k, st = s->stride, pad = s->pad, oh = s->oh, ow = s->ow;
+	memset(dx, 0, sizeof(float) * (size_t)s->c * s->h * s->w);
+	for (int ch = 0; ch < s->c; ch++)
+		for (int ki = 0; ki < k; ki++)
+			for (int kj = 0; kj < k; kj++) {
+				const float *restrict row = col + ((size_t)(ch * k + ki) * k + kj) * ld;
+				float *restrict img = dx + (size_t)ch * s->h * s->w;
+				int xlo, xhi, ylo, yhi;
+				valid_range(ow, s->w, st, kj - pad, &xlo, &xhi);
+				valid_range(oh, s->h, st, ki - pad, &ylo, &yhi);
+				for (int oy = ylo; oy < yhi; oy++) {
+					const float *restrict o = row + (size_t)oy * ow;
+					float *restrict dst = img + (size_t)(oy * st + ki - pad) * s->w + (kj - pad);
+					for (int ox = xlo; ox < xhi; ox++)
+						dst[ox * st] += o[ox];
+				}
+			}
+}
+
+/* copies one [c][h][w] image into the interior of a zero-bordered [c][h + 2p][w + 2p] one */
+static void pad_image(const float *x, int c, int h, int w, int p, float *xp)
+{
+	size_t wp = (size_t)w + 2 * (size_t)p, hp = (size_t)h + 2 * (size_t)p;
+	for (int ch = 0; ch < c; ch++)
+		for (int iy = 0; iy < h; iy++)
+			memcpy(xp + ((size_t)ch * hp + (size_t)iy + (size_t)p) * wp + (size_t)p,
+			       x + ((size_t)ch * h + (size_t)iy) * w, sizeof(float) * (size_t)w);
+}
+
+/* A layer is either "direct" (stride 1, padding below the kernel size: every im2col row is a
+ * shifted window of the zero-padded image, so the kernel reads the padded image through a table
+ * of offsets and computes outputs over q = oy * wp + ox, where the columns ox >= ow are junk
+ * that is dropped; dx is the convolution of the padded dy with the flipped kernels) or goes
+ * through an im2col copy of each image. */
+struct conv_job {
+	const struct dlk_conv_shape *s;
+	const float *x, *w, *bias, *dy, *yact;  /* yact: the activation's output (pooled backward) */
+	const int32_t *argmax;
+	float *y, *py, *dx, *partials;
+	int32_t *pargmax;
+	int act, direct, items;
+	size_t K, F, Fp, P, Pp;    /* c*k*k, filters, f padded, oh*ow, P padded (im2col) */
+	size_t hp, wp, Q, Qp, xpad_n;       /* direct: padded input, outputs over q */
+	size_t pq, hq, wq, Qx, Qxp, dypad_n; /* direct dx: dy padded by k-1-pad, dx over q */
+	const float **wrow;        /* F: the rows of w */
+	const float **wcol;        /* K: w + k, read with stride K (dcol of the im2col path) */
+	const float **w2row;       /* C: the rows of the flipped kernels (direct dx) */
+	size_t *boff_x;            /* K: window offsets into the padded image, or j * Pp */
+	size_t *boff_dy;           /* F*k*k: window offsets into the padded dy */
+	size_t *lin_fp;            /* j * Fp, j < max(P, Q) */
+	size_t *lin_pp;            /* j * Pp, j < F */
+	float *w2;
+	size_t per;                /* scratch floats per thread */
+	atomic_int next;
+	float *scratch;
+	void *tables;
+};
+
+static void job_init(struct conv_job *j, const struct dlk_conv_shape *s, const float *w, int backward)
+{
+	size_t k = (size_t)s->k, C = (size_t)s->c;
+	j->s = s;
+	j->w = w;
+	j->K = C * k * k;
+	j->F = (size_t)s->f;
+	j->Fp = pad16(j->F);
+	j->P = (size_t)s->oh * s->ow;
+	j->Pp = pad16(j->P);
+	j->direct = s->stride == 1 && s->pad < s->k;
+	j->hp = (size_t)s->h + 2 * (size_t)s->pad;
+	j->wp = (size_t)s->w + 2 * (size_t)s->pad;
+	j->Q = (size_t)s->oh * j->wp;
+	j->Qp = pad16(j->Q);
+	j->xpad_n = (C - 1) * j->hp * j->wp + (k - 1) * j->wp + k + j->Qp + 16;
+	j->pq = k - 1 - (size_t)(s->pad < s->k ? s->pad : 0);
+	j->hq = (size_t)s->oh + 2 * j->pq;
+	j->wq = (size_t)s->ow + 2 * j->pq;
+	j->Qx = (size_t)s->h * j->wq;
+	j->Qxp = pad16(j->Qx);
+	j->dypad_n = (j->F - 1) * j->hq * j->wq + (k - 1) * j->wq + k + j->Qxp + 16;
+	atomic_init(&j->next, 0);
+
+	size_t nlin = j->P > j->Q ? j->P : j->Q;
+	size_t bytes = sizeof(float *) * (j->F + j->K + C) + sizeof(size_t) * (j->K + j->F * k * k + nlin + j->F) +
+	               (backward && j->direct ? sizeof(float) * C * j->F * k * k : 0);
+	char *m = xmalloc(bytes);
+	j->tables = m;
+	j->wrow = (const float **)m;
+	j->wcol = j->wrow + j->F;
+	j->w2row = j->wcol + j->K;
+	j->boff_x = (size_t *)(j->w2row + C);
+	j->boff_dy = j->boff_x + j->K;
+	j->lin_fp = j->boff_dy + j->F * k * k;
+	j->lin_pp = j->lin_fp + nlin;
+	j->w2 = (float *)(j->lin_pp + j->F);
+	for (size_t f = 0; f < j->F; f++) {
+		j->wrow[f] = w + f * j->K;
+		j->lin_pp[f] = f * j->Pp;
+	}
+	for (size_t i = 0; i < j->K; i++) {
+		size_t ch = i / (k * k), ki = i / k % k, kj = i % k;
+		j->wcol[i] = w + i;
+		j->boff_x[i] = j->direct ? (ch * j->hp + ki) * j->wp + kj : i * j->Pp;
+	}
+	for (size_t i = 0; i < nlin; i++)
+		j->lin_fp[i] = i * j->Fp;
+	for (size_t i = 0; i < j->F * k * k; i++) {
+		size_t f = i / (k * k), a = i / k % k, b = i % k;
+		j->boff_dy[i] = (f * j->hq + a) * j->wq + b;
+	}
+	if (backward && j->direct) {
+		/* w2[c][f][a][b] = w[f][c][k-1-a][k-1-b] */
+		for (size_t ch = 0; ch < C; ch++) {
+			j->w2row[ch] = j->w2 + ch * j->F * k * k;
+			for (size_t f = 0; f < j->F; f++)
+				for (size_t a = 0; a < k; a++)
+					for (size_t b = 0; b < k; b++)
+						j->w2[((ch * j->F + f) * k + a) * k + b] =
+							w[((f * C + ch) * k + (k - 1 - a)) * k + (k - 1 - b)];
+		}
+	}
+}
+
+/* dyT[oy * ldq + ox][f] = dy[f][oy * ow + ox]: rows written whole (strided stores would each
+ * touch another cache line) */
+CLONES static void transpose_dy(const float *restrict dy, size_t F, size_t oh, size_t ow, size_t P, size_t ldq,
+                                size_t Fp, float *restrict dyT)
+{
+	for (size_t oy = 0; oy < oh; oy++)
+		for (size_t ox = 0; ox < ow; ox++) {
+			const float *restrict src = dy + oy * ow + ox;
+			float *restrict d = dyT + (oy * ldq + ox) * Fp;
+			for (size_t f = 0; f < F; f++)
+				d[f] = src[f * P];
+		}
+}
+
+/* y[f][oy][ox] = act(out[f][oy * ldq + ox] + bias[f]) for one image */
+CLONES static void epilogue(const float *restrict out, size_t n, size_t ldq, const float *restrict bias, int act,
+                            size_t F, int oh, int ow, float *restrict y)
+{
+	for (size_t f = 0; f < F; f++) {
+		float bb = bias[f];
+		for (int oy = 0; oy < oh; oy++) {
+			const float *restrict o = out + f * n + (size_t)oy * ldq;
+			float *restrict yr = y + (f * (size_t)oh + (size_t)oy) * (size_t)ow;
+			if (act == DLK_ACT_RELU) {
+				for (int ox = 0; ox < ow; ox++)
+					yr[ox] = dlk_k_relu(o[ox] + bb);
+			} else {
+				for (int ox = 0; ox < ow; ox++)
+					yr[ox] = dlk_k_act(act, o[ox] + bb);
+			}
+		}
+	}
+}
+
+/* ---- forward ---- */
+
+static void forward_part(void *ctx, int t)
+{
+	struct conv_job *j = ctx;
+	const struct dlk_conv_shape *s = j->s;
+	size_t in_size = (size_t)s->c * s->h * s->w, F = j->F, n = j->direct ? j->Qp : j->Pp;
+	size_t ldq = j->direct ? j->wp : (size_t)s->ow;
+	float *in = j->scratch + (size_t)t * j->per;
+	float *out = in + (j->direct ? j->xpad_n : j->K * j->Pp);
+	if (j->direct)
+		memset(in, 0, sizeof(float) * j->xpad_n);
+	for (int b; (b = atomic_fetch_add(&j->next, 1)) < j->items;) {
+		if (j->direct)
+			pad_image(j->x + (size_t)b * in_size, s->c, s->h, s->w, s->pad, in);
+		else
+			im2col1(j->x + (size_t)b * in_size, s, in, j->Pp);
+		gemm_k((int)F, (int)n, (int)j->K, j->wrow, 1, in, j->boff_x, out, n, 0);
+		epilogue(out, n, ldq, j->bias, j->act, F, s->oh, s->ow, j->y + (size_t)b * F * j->P);
+		/* the image's output is still in this core's cache */
+		if (s->pool)
+			pool_planes(j->y, s->oh, s->ow, s->pool, s->pool_stride, s->ph, s->pw, (size_t)b * F,
+			            (size_t)(b + 1) * F, j->py, j->pargmax);
+	}
+}
+
+void dlk_cpu_conv_forward(const float *x, const float *w, const float *bias, const struct dlk_conv_shape *s,
+                          int act, float *y, float *py, int32_t *pargmax)
+{
+	struct conv_job j = { .x = x, .bias = bias, .y = y, .py = py, .pargmax = pargmax, .act = act,
+		              .items = s->batch };
+	pthread_once(&gemm_once, pick_isa);
+	job_init(&j, s, w, 0);
+	j.per = pad16(j.direct ? j.xpad_n + j.F * j.Qp : (j.K + j.F) * j.Pp);
+	int nt = pool_threads(s->batch);
+	pthread_mutex_lock(&pool.run);
+	j.scratch = pool_scratch(j.per, nt);
+	parallel(forward_part, &j, nt);
+	pthread_mutex_unlock(&pool.run);
+	free(j.tables);
+}
+
+/* ---- backward ---- */
+
+static size_t backward_per(const struct conv_job *j, int dx)
+{
+	size_t dz = j->s->pool ? j->F * j->P : 0;
+	if (j->direct)
+		return pad16(dz + j->xpad_n + j->Qp + j->Q * j->Fp + (dx ? j->dypad_n + (size_t)j->s->c * j->Qxp : 0));
+	return pad16(dz + (j->K + 1) * j->Pp + j->P * j->Fp + (dx ? (j->F + j->K) * j->Pp : 0));
+}
+
+/* one image's gradient of the pre-activation, from that of the pooled output: the scatter of
+ * maxpool_backward, then the activation's derivative, as the separate passes compute it */
+CLONES static void unpool1(const struct conv_job *j, int b, float *restrict dz)
+{
+	const struct dlk_conv_shape *s = j->s;
+	size_t n = j->F * j->P, no = j->F * (size_t)s->ph * s->pw, base = (size_t)b * n;
+	const float *restrict g = j->dy + (size_t)b * no, *restrict y = j->yact + base;
+	const int32_t *restrict am = j->argmax + (size_t)b * no;
+	memset(dz, 0, sizeof(float) * n);
+	for (size_t o = 0; o < no; o++)
+		dz[(size_t)am[o] - base] += g[o];
+	if (j->act == DLK_ACT_RELU) {
+		for (size_t i = 0; i < n; i++)
+			dz[i] = dlk_k_relu_grad(y[i], dz[i]);
+	} else if (j->act != DLK_ACT_NONE) {
+		for (size_t i = 0; i < n; i++)
+			dz[i] = dlk_k_act_grad(j->act, y[i], dz[i]);
+	}
+}
+
+static void backward_part(void *ctx, int t)
+{
+	struct conv_job *j = ctx;
+	const struct dlk_conv_shape *s = j->s;
+	size_t K = j->K, P = j->P, Pp = j->Pp, Fp = j->Fp, F = j->F;
+	size_t in_size = (size_t)s->c * s->h * s->w, ow = (size_t)s->ow;
+	float *mem = j->scratch + (size_t)t * j->per, *dz = NULL;
+	if (s->pool) {
+		dz = mem;
+		mem += F * P;
+	}
+	/* the A rows of the weight gradient: K image rows, then a row of ones for the bias */
+	const float **arow = xmalloc(sizeof(*arow) * (K + 1));
+	float *in, *ones, *dyT, *dyp = NULL, *dxq = NULL;
+	size_t J;  /* the sum's length: outputs per image, junk columns included where direct */
+	if (j->direct) {
+		in = mem;
+		ones = in + j->xpad_n;
+		dyT = ones + j->Qp;
+		dyp = dyT + j->Q * Fp;
+		dxq = dyp + j->dypad_n;
+		J = j->Q;
+		memset(in, 0, sizeof(float) * j->xpad_n);
+		for (size_t q = 0; q < j->Qp; q++)
+			ones[q] = 1.0f;
+		memset(dyT, 0, sizeof(float) * j->Q * Fp);
+		if (j->dx)
+			memset(dyp, 0, sizeof(float) * j->dypad_n);
+		for (size_t m = 0; m < K; m++)
+			arow[m] = in + j->boff_x[m];
+	} else {
+		/* col: [K+1][Pp], row K ones; dyT: [P][Fp]; dyp: [F][Pp]; dcol: [K][Pp] */
+		in = mem;
+		ones = in + K * Pp;
+		dyT = ones + Pp;
+		dyp = dyT + P * Fp;
+		dxq = dyp + F * Pp;
+		J = P;
+		for (size_t p = 0; p < Pp; p++)
+			ones[p] = p < P ? 1.0f : 0.0f;
+		for (size_t p = 0; p < P; p++)
+			for (size_t f = F; f < Fp; f++)
+				dyT[p * Fp + f] = 0;
+		for (size_t m = 0; m < K; m++)
+			arow[m] = in + m * Pp;
+	}
+	arow[K] = ones;
+	size_t ldq = j->direct ? j->wp : ow;
+	for (int c; (c = atomic_fetch_add(&j->next, 1)) < j->items;) {
+		float *part = j->partials + (size_t)c * (K + 1) * Fp;
+		int b0 = c * CONV_CHUNK, b1 = b0 + CONV_CHUNK < s->batch ? b0 + CONV_CHUNK : s->batch;
+		for (int b = b0; b < b1; b++) {
+			const float *x = j->x + (size_t)b * in_size, *dy = j->dy + (size_t)b * F * P;
+			if (s->pool) {
+				unpool1(j, b, dz);
+				dy = dz;
+			}
+			if (j->direct)
+				pad_image(x, s->c, s->h, s->w, s->pad, in);
+			else
+				im2col1(x, s, in, Pp);
+			transpose_dy(dy, F, (size_t)s->oh, ow, P, ldq, Fp, dyT);
+			/* partT[k][f] (+)= sum over the outputs p of col[k][p] dy[f][p] */
+			gemm_k((int)K + 1, (int)Fp, (int)J, arow, 1, dyT, j->lin_fp, part, Fp, b > b0);
+			if (!j->dx)
+				continue;
+			float *dx = j->dx + (size_t)b * in_size;
+			if (j->direct) {
+				/* dx = the padded dy convolved with the flipped kernels */
+				pad_image(dy, s->f, s->oh, s->ow, (int)j->pq, dyp);
+				gemm_k(s->c, (int)j->Qxp, (int)(F * s->k * s->k), j->w2row, 1, dyp, j->boff_dy, dxq,
+				       j->Qxp, 0);
+				for (int ch = 0; ch < s->c; ch++)
+					for (int iy = 0; iy < s->h; iy++)
+						memcpy(dx + ((size_t)ch * s->h + iy) * s->w, dxq + ch * j->Qxp + iy * j->wq,
+						       sizeof(float) * (size_t)s->w);
+			} else {
+				for (size_t f = 0; f < F; f++) {
+					memcpy(dyp + f * Pp, dy + f * P, sizeof(float) * P);
+					memset(dyp + f * Pp + P, 0, sizeof(float) * (Pp - P));
+				}
+				/* dcol[k][p] = sum over f of w[f][k] dy[f][p] */
+				gemm_k((int)K, (int)Pp, (int)F, j->wcol, K, dyp, j->lin_pp, dxq, Pp, 0);
+				col2im1(dxq, Pp, s, dx);
+			}
+		}
+	}
+	free(arow);
+}
+
+void dlk_cpu_conv_backward(const float *x, const float *w, const float *y, const float *dy, const int32_t *argmax,
+                           const struct dlk_conv_shape *s, int act, float *dw, float *db, float *dx)
+{
+	struct conv_job j = { .x = x, .dy = dy, .yact = y, .argmax = argmax, .act = act, .dx = dx };
+	pthread_once(&gemm_once, pick_isa);
+	job_init(&j, s, w, dx != NULL);
+	int chunks = (s->batch + CONV_CHUNK - 1) / CONV_CHUNK;
+	size_t K = j.K, F = j.F, Fp = j.Fp;
+	j.items = chunks;
+	j.per = backward_per(&j, dx != NULL);
+	int nt = pool_threads(chunks);
+	size_t part_n = (size_t)chunks * (K + 1) * Fp;
+	pthread_mutex_lock(&pool.run);
+	float *mem = pool_scratch(j.per + pad16((part_n + (size_t)nt - 1) / (size_t)nt), nt);
+	j.scratch = mem;
+	j.partials = mem + j.per * (size_t)nt;
+	parallel(backward_part, &j, nt);
+	/* the groups' sums, in group order; partT is [K+1][Fp], dw is [F][K] */
+	for (size_t f = 0; f < F; f++) {
+		for (size_t k = 0; k <= K; k++) {
+			float sum = j.partials[k * Fp + f];
+			for (int c = 1; c < chunks; c++)
+				sum += j.partials[((size_t)c * (K + 1) + k) * Fp + f];
+			if (k < K)
+				dw[f * K + k] = sum;
+			else
+				db[f] = sum;
+		}
+	}
+	pthread_mutex_unlock(&pool.run);
+	free(j.tables);
+}
+
