@@ -158,20 +158,22 @@ static cJSON *cron_as_job(const cJSON *cronjob)
 	return j;
 }
 
-static int same_object(const cJSON *a, const cJSON *b)
-{
-	const char *na = kube_meta(a, "namespace"), *nb = kube_meta(b, "namespace");
+/* A row of the list: a Job, or a CronJob (as) shown by its newest run j, or before its first
+ * run (idle: its state) by a stand-in made from its job template. */
+struct entry {
+	const cJSON *j, *as;
+	const char *idle;
+};
 
-	return !strcmp(meta_name(a), meta_name(b)) && !strcmp(na ? na : "", nb ? nb : "");
-}
-
-static int cmp_job(const void *a, const void *b)
+static int cmp_entry(const void *a, const void *b)
 {
-	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
-	const char *nx = kube_meta(x, "namespace"), *ny = kube_meta(y, "namespace");
+	const struct entry *x = a, *y = b;
+	const char *nx = kube_meta(x->j, "namespace"), *ny = kube_meta(y->j, "namespace");
 	int c = strcmp(nx ? nx : "", ny ? ny : "");
 
-	return c ? c : strcmp(meta_name(x), meta_name(y));
+	if (!c)
+		c = strcmp(meta_name(x->as ? x->as : x->j), meta_name(y->as ? y->as : y->j));
+	return c ? c : strcmp(meta_name(x->j), meta_name(y->j));
 }
 
 /* Renders the list of jobs (jobs: an array or an object of Jobs) into b. With pods (an array:
@@ -191,18 +193,14 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	const cJSON *j, *cj;
 	int rc = 0;
 
-	/* each CronJob: its newest run stands for it, the older ones are left out */
-	const cJSON **as = xcalloc((size_t)n + 1, sizeof(*as));   /* per sorted row: the CronJob it shows */
+	/* each CronJob: its newest run stands for it under the CronJob's name, the older ones are
+	 * left out; a CronJob with no run yet gets a row of its own */
+	struct entry *e = xcalloc((size_t)n + 1, sizeof(*e));
 	const cJSON **hidden = xcalloc((size_t)n + 1, sizeof(*hidden));
-	const cJSON **newest = xcalloc((size_t)n + 1, sizeof(*newest)); /* per CronJob: its newest run's members */
-	cJSON *standins = cJSON_CreateArray();                     /* CronJobs with no run yet */
-	int nh = 0;
-	/* by namespace and name, whatever order the jobs came in (a watch keeps them as they change) */
-	const cJSON **sorted = xcalloc((size_t)n + 1, sizeof(*sorted));
-	int ns_ = 0;
+	cJSON *standins = cJSON_CreateArray();
+	int nh = 0, ne = 0;
 	cJSON_ArrayForEach(j, jobs)
-		sorted[ns_++] = j;
-	int nc = 0;
+		e[ne++].j = j;
 	cJSON_ArrayForEach(cj, crons) {
 		cJSON *runs = dlk_cron_runs(jobs, cj);
 		const cJSON *r;
@@ -212,37 +210,34 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 			if (!first)
 				hidden[nh++] = r->child;
 			else
-				newest[nc] = r->child;
+				for (int i = 0; i < ne; i++)
+					if (r->child && e[i].j->child == r->child)
+						e[i].as = cj;
 			first = 0;
 		}
-		nc++;
 		if (first) {
-			cJSON_AddItemToArray(standins, cron_as_job(cj));
-			sorted[ns_++] = cJSON_GetArrayItem(standins, cJSON_GetArraySize(standins) - 1);
+			cJSON *sj = cron_as_job(cj);
+			cJSON_AddItemToArray(standins, sj);
+			e[ne].j = sj;
+			e[ne].as = cj;
+			e[ne++].idle = cron_idle_state(cj);
 		}
 		cJSON_Delete(runs);
 	}
-	qsort(sorted, (size_t)ns_, sizeof(*sorted), cmp_job);
+	/* by namespace and the name shown, whatever order the jobs came in (a watch keeps them as
+	 * they change) */
+	qsort(e, (size_t)ne, sizeof(*e), cmp_entry);
 	header_row(all_ns, wide, &rows[nrows++]);
-	for (int k = 0; k < ns_; k++) {
-		const char *cron, *idle = NULL, *pods_of;
+	for (int k = 0; k < ne; k++) {
+		const char *cron, *idle = e[k].idle, *pods_of;
+		const cJSON *as = e[k].as;
 		int skip = 0;
-		j = sorted[k];
+		j = e[k].j;
 		for (int h = 0; h < nh; h++)
 			skip |= hidden[h] && hidden[h] == j->child;
 		if (skip)
 			continue;
 		cron = dlk_job_cronjob(j);
-		as[k] = NULL;
-		int ci = 0;
-		cJSON_ArrayForEach(cj, crons) {
-			if (newest[ci++] && newest[ci - 1] == j->child)
-				as[k] = cj;
-			else if (same_object(cj, j))
-				for (const cJSON *sj = standins->child; sj; sj = sj->next)
-					if (sj == j)
-						as[k] = cj, idle = cron_idle_state(cj);
-		}
 		/* a CronJob's run's pods carry the CronJob's name (and the run's in job-name) */
 		pods_of = cron ? cron : meta_name(j);
 		cJSON *mine = pods ? dlk_job_pods(pods, kube_meta(j, "namespace"), meta_name(j)) : NULL;
@@ -275,9 +270,9 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 		}
 		if (structured) {
 			cJSON *o = dlk_job_summary_json(&s);
-			if (as[k]) {
+			if (as) {
 				struct dlk_cron_summary cs;
-				dlk_cron_summarize(as[k], &cs);
+				dlk_cron_summarize(as, &cs);
 				cJSON_ReplaceItemInObjectCaseSensitive(o, "name", cJSON_CreateString(cs.name));
 				if (idle) {
 					cJSON_ReplaceItemInObjectCaseSensitive(o, "state", cJSON_CreateString(idle));
@@ -289,7 +284,7 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 			}
 			cJSON_AddItemToArray(items, o);
 		} else {
-			summary_row(&s, as[k] ? meta_name(as[k]) : NULL, idle, all_ns, wide, &rows[nrows++], &ncols);
+			summary_row(&s, as ? meta_name(as) : NULL, idle, all_ns, wide, &rows[nrows++], &ncols);
 		}
 		dlk_job_summary_release(&s);
 		cJSON_Delete(ev);
@@ -313,10 +308,8 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	cJSON_Delete(items);
 	cJSON_Delete(standins);
 	free(rows);
-	free(sorted);
-	free(as);
+	free(e);
 	free(hidden);
-	free(newest);
 	return rc;
 }
 

@@ -66,9 +66,15 @@ test_expect_success 'a finished and a running run: status shows the CronJob once
 	row nightly | grep -q "^nightly Running 2/2 0 - " &&
 	test -z "$(row nightly-1)$(row nightly-2)" &&
 	row stray | grep -q "^stray Running" &&
+	printf "%s" "{\"apiVersion\": \"batch/v1\", \"kind\": \"Job\",
+	  \"metadata\": {\"name\": \"nightly-0\", \"labels\": {\"dlk.dev/job\": \"nightly-0\"}},
+	  \"spec\": {\"suspend\": true, \"template\": {\"spec\": {\"restartPolicy\": \"Never\",
+	    \"containers\": [{\"name\": \"worker\", \"image\": \"dlk\"}]}}}}" |
+	api $JOBS -o /dev/null -f -H "Content-Type: application/json" --data-binary @- &&
+	dlk status >out && test "$(sed 1d out | cut -d" " -f1 | tr "\n" " ")" = "nightly nightly-0 stray " &&
 	{ timeout 3 "$DLK" status -w >w; test $? = 124; } && cat w &&
 	head -n 1 w | grep -q "^NAME" &&
-	test "$(grep -c "^nightly *Running *2/2" w)" -ge 1 && ! grep -q "^nightly-" w && grep -q "^stray *Running" w &&
+	test "$(grep -c "^nightly *Running *2/2" w)" -ge 1 && ! grep -q "^nightly-[123] " w && grep -q "^stray *Running" w &&
 	dlk status nightly >out && cat out &&
 	grep -q "^last run: *2026-01-01T03:00:00Z$" out &&
 	grep -q "^succeeded: *2026-01-01T03:09:00Z$" out &&
