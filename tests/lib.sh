@@ -58,6 +58,17 @@ test_skip() {
 	echo "ok $test_count # skip $1"
 }
 
+# test_missing WHAT: a component the script needs is missing. `.ci/deps test` (which `make test`
+# runs first) installs it, so this is an install failure, never a skip: a failed case naming
+# WHAT, then the end of the script.
+test_missing() {
+	test_count=$((test_count + 1))
+	test_failures=$((test_failures + 1))
+	echo "not ok $test_count - $1 (run .ci/deps test, which installs it)"
+	test_done
+	exit 1
+}
+
 # Helpers usable inside cases.
 test_must_fail() { "$@"; rc=$?; [ $rc -ne 0 ] && [ $rc -lt 128 ]; }
 test_exit_code() { want=$1; shift; "$@"; rc=$?; [ "$rc" = "$want" ] || { echo "exit $rc, wanted $want" >&2; return 1; }; }

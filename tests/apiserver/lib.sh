@@ -1,6 +1,6 @@
 # Shell helpers for tests that talk to the test API server. Source after tests/lib.sh:
 #   . "$TEST_ROOT/tests/apiserver/lib.sh"
-#   start_apiserver basic.json || { test_skip 'node missing'; test_done; exit; }
+#   start_apiserver basic.json || test_missing 'node'
 # or, for a script that runs dlk's cluster commands: apiserver_project dlk-cli.json
 # The server is killed when the script exits (the EXIT trap also removes $TEST_TMP).
 APISERVER_PID=
@@ -57,19 +57,15 @@ current-context: test
 KC
 }
 
-# apiserver_or_skip SCENARIO: start_apiserver, or skip the whole script when it cannot run.
-apiserver_or_skip() {
-	if ! start_apiserver "$1"; then
-		test_skip 'node or openssl missing: no test API server'
-		test_done
-		exit 0
-	fi
+# apiserver_or_fail SCENARIO: start_apiserver, or fail the whole script when it cannot run.
+apiserver_or_fail() {
+	start_apiserver "$1" || test_missing 'the test API server starts (node and openssl)'
 }
 
 # apiserver_project SCENARIO: the server (or a skipped script), $KUBECONFIG pointing at it, and
 # a project from `dlk init` in $PROJ.
 apiserver_project() {
-	apiserver_or_skip "$1"
+	apiserver_or_fail "$1"
 	write_kubeconfig "$KUBECONFIG"
 	dlk init -q "$TEST_TMP/proj" >/dev/null
 	PROJ=$TEST_TMP/proj/dlk.yaml

@@ -26,9 +26,7 @@ validate_rejects() {
 }
 
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-	test_skip 'node and npm are not installed'
-	test_done
-	exit 0
+	test_missing 'node and npm are installed'
 fi
 
 test_expect_success 'schema validator dependencies are installed' '

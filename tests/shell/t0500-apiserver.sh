@@ -3,11 +3,8 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/apiserver/lib.sh"
 
-if ! command -v curl >/dev/null 2>&1 || ! start_apiserver training.json; then
-	test_skip 'node, openssl or curl missing'
-	test_done
-	exit
-fi
+command -v curl >/dev/null 2>&1 || test_missing 'curl is installed'
+start_apiserver training.json || test_missing 'the test API server starts (node and openssl)'
 api() { curl -sS --cacert "$APISERVER_CERTS/ca.crt" -H 'Authorization: Bearer test-token' "$@"; }
 JOB='{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"pair"},"spec":{"completions":2,"parallelism":2,"completionMode":"Indexed","template":{"spec":{"restartPolicy":"Never","containers":[{"name":"main","image":"x"}]}}}}'
 

@@ -10,11 +10,7 @@ cluster_src=$TEST_ROOT/tests/cluster cluster_top=$TEST_ROOT
 [ -x "$K8S_BIN/kubectl" ] || { echo "Bail out! $K8S_BIN/kubectl is missing: run '.ci/deps test'"; exit 1; }
 PATH=$K8S_BIN:$PATH
 export PATH
-if ! start_apiserver basic.json; then
-	test_skip 'node or openssl missing'
-	test_done
-	exit
-fi
+start_apiserver basic.json || test_missing 'the test API server starts (node and openssl)'
 write_kubeconfig "$KUBECONFIG"
 cat >"$TEST_TMP/objects.yaml" <<'YAML'
 apiVersion: v1

@@ -22,16 +22,12 @@ test_expect_success 'no colour when stdout is not a terminal' '
 	NO_COLOR= dlk logs ok >out && ! grep -q "$(printf "\033")" out
 '
 
-if command -v script >/dev/null 2>&1; then
-	test_expect_success 'on a terminal the rank prefixes are coloured, unless NO_COLOR' '
-		NO_COLOR= script -qc "\"$DLK\" logs --rank 1 ok" /dev/null >out </dev/null &&
-		grep -q "$(printf "\033")\[[0-9;]*m\[rank 1\]$(printf "\033")\[0m rank1 starting" out &&
-		NO_COLOR=1 script -qc "\"$DLK\" logs --rank 1 ok" /dev/null >out </dev/null &&
-		grep -q "^\[rank 1\] rank1 starting" out && ! grep -q "$(printf "\033")" out
-	'
-else
-	test_skip 'script(1) missing: no terminal to test colours on'
-fi
+test_expect_success 'on a terminal the rank prefixes are coloured, unless NO_COLOR' '
+	NO_COLOR= script -qc "\"$DLK\" logs --rank 1 ok" /dev/null >out </dev/null &&
+	grep -q "$(printf "\033")\[[0-9;]*m\[rank 1\]$(printf "\033")\[0m rank1 starting" out &&
+	NO_COLOR=1 script -qc "\"$DLK\" logs --rank 1 ok" /dev/null >out </dev/null &&
+	grep -q "^\[rank 1\] rank1 starting" out && ! grep -q "$(printf "\033")" out
+'
 
 test_expect_success '--rank shows one rank, --tail its last lines' '
 	dlk logs --rank 1 ok >out &&

@@ -8,9 +8,7 @@ FM=/usr/share/datasets/fashion-mnist
 accuracy() { sed -n 's/.*"testAccuracy":[ \t]*\([0-9.]*\).*/\1/p' "$1"; }
 
 if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
-	test_skip "Fashion-MNIST is not installed in $FM"
-	test_done
-	exit 0
+	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
 fi
 
 test_expect_success '2 workers x batch 64 reach the accuracy of 1 worker x batch 128 within 1 point' '

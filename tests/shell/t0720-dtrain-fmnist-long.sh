@@ -17,9 +17,7 @@ if [ "${DLK_TEST_LONG:-}" != 1 ]; then
 	exit 0
 fi
 if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
-	test_skip "Fashion-MNIST is not installed in $FM"
-	test_done
-	exit 0
+	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
 fi
 
 R=$TEST_TMP/runs

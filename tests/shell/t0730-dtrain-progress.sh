@@ -14,7 +14,7 @@ cat >"$TEST_TMP/scenario.json" <<'EOT'
       "containers": [ { "name": "worker", "image": "dlk" } ] } } } } ]
 }
 EOT
-apiserver_or_skip "$TEST_TMP/scenario.json"
+apiserver_or_fail "$TEST_TMP/scenario.json"
 PORT=${APISERVER_URL##*:}
 SA=$TEST_TMP/sa
 mkdir -p "$SA" && printf test-token >"$SA/token" && cp "$APISERVER_CERTS/ca.crt" "$SA/ca.crt" &&

@@ -7,9 +7,7 @@ FUZZ_BUILD=$TEST_ROOT/build-fuzz
 SECONDS_EACH=${DLK_FUZZ_SECONDS:-4}
 
 if ! command -v clang >/dev/null 2>&1; then
-	test_skip 'clang is not installed (make test installs it)'
-	test_done
-	exit 0
+	test_missing 'clang is installed'
 fi
 
 mkdir -p "$FUZZ_BUILD/crashes"

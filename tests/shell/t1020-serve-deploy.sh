@@ -7,7 +7,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/apiserver/lib.sh"
 
-apiserver_or_skip serve.json
+apiserver_or_fail serve.json
 write_kubeconfig "$KUBECONFIG"
 
 # a small CSV model (16 features, 4 classes) trained here in a second: its bundle gives the run
@@ -295,7 +295,7 @@ test_expect_success 'serving.gateway on a cluster without the Gateway API: a war
 '
 
 # the same server, serving the Gateway API too: a canary is an HTTPRoute weight
-apiserver_or_skip serve-gateway.json
+apiserver_or_fail serve-gateway.json
 write_kubeconfig "$KUBECONFIG"
 make_job blobs blobs-checkpoints || { echo "Bail out! cannot create the training job"; exit 1; }
 G="$S --set serving.gateway=infra/public"

@@ -186,7 +186,7 @@ jq -n --arg m "$(jq -c . "$FIX/run-a.json")" '{
       { at: 300, phase: "Succeeded", exitCode: 0 } ] },
     silent: { timeline: [ { at: 0, phase: "Running" }, { at: 200, phase: "Succeeded", exitCode: 0 } ] } } }' \
 	>"$TEST_TMP/scenario.json"
-apiserver_or_skip "$TEST_TMP/scenario.json"
+apiserver_or_fail "$TEST_TMP/scenario.json"
 write_kubeconfig "$KUBECONFIG"
 PORT=${APISERVER_URL##*:}
 SA=$TEST_TMP/sa

@@ -20,7 +20,7 @@ cat >"$TEST_TMP/scenario.json" <<'EOT'
   ]
 }
 EOT
-apiserver_or_skip "$TEST_TMP/scenario.json"
+apiserver_or_fail "$TEST_TMP/scenario.json"
 write_kubeconfig "$KUBECONFIG"
 PORT=${APISERVER_URL##*:}
 SA=$TEST_TMP/sa

@@ -23,9 +23,7 @@ if [ "${DLK_TEST_LONG:-}" != 1 ]; then
 	exit 0
 fi
 if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
-	test_skip "Fashion-MNIST is not installed in $FM"
-	test_done
-	exit 0
+	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
 fi
 
 ARGS="--set training.epochs=3 --set training.batch_size=48 --set training.checkpoint.every=50"

@@ -34,7 +34,7 @@ cat >"$TEST_TMP/scenario.json" <<EOT
   ]
 }
 EOT
-apiserver_or_skip "$TEST_TMP/scenario.json"
+apiserver_or_fail "$TEST_TMP/scenario.json"
 write_kubeconfig "$KUBECONFIG"
 dlk init -q "$TEST_TMP/proj" >/dev/null
 PROJ=$TEST_TMP/proj/dlk.yaml

@@ -9,7 +9,7 @@
 
 export DLK_APISERVER_DLK="$DLK" DLK_APISERVER_PVC_ROOT="$TEST_TMP/claims"
 mkdir -p "$TEST_TMP/claims/datasets" "$TEST_TMP/data"
-apiserver_or_skip store-pod.json
+apiserver_or_fail store-pod.json
 write_kubeconfig "$KUBECONFIG"
 printf 'x,y\n1,2\n' >"$TEST_TMP/data/a.csv"
 head -c 20000000 /dev/urandom >"$TEST_TMP/data/big.bin"
@@ -100,7 +100,7 @@ EOT
 
 # a user who may not use the pod proxy, then a claim that does not exist
 stop_apiserver
-apiserver_or_skip store-pod-forbidden.json
+apiserver_or_fail store-pod-forbidden.json
 write_kubeconfig "$KUBECONFIG"
 
 test_expect_success 'no pod proxy for this user: a clear error, and the pod is not left behind' '
@@ -110,7 +110,7 @@ test_expect_success 'no pod proxy for this user: a clear error, and the pod is n
 '
 
 stop_apiserver
-apiserver_or_skip store-pod-pending.json
+apiserver_or_fail store-pod-pending.json
 write_kubeconfig "$KUBECONFIG"
 
 test_expect_success 'a pod that cannot start says why, and is deleted' '

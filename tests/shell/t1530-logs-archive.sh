@@ -77,7 +77,7 @@ test_expect_success 'rank 0 keeps the archives of the last 20 runs only' '
 	test -f "$ARCH/logs/old-18_rank-0_blobs-0-z.log.gz"
 '
 
-apiserver_or_skip store-pod.json
+apiserver_or_fail store-pod.json
 write_kubeconfig "$KUBECONFIG"
 pods_created() { grep -c '"method":"POST","path":"/api/v1/namespaces/default/pods"' "$APISERVER_LOG" 2>/dev/null || true; }
 pods_deleted() { grep -c '"method":"DELETE","path":"/api/v1/namespaces/default/pods/dlk-store-' "$APISERVER_LOG" 2>/dev/null || true; }

@@ -96,7 +96,7 @@ test_expect_success 'a dataset no run used is "not found" (6); bad references ar
 	done | jq -s add
 	printf '}]}\n'
 } >"$TEST_TMP/scenario.json"
-apiserver_or_skip "$TEST_TMP/scenario.json"
+apiserver_or_fail "$TEST_TMP/scenario.json"
 write_kubeconfig "$KUBECONFIG"
 
 test_expect_success 'the cluster'"'"'s history of the project -f names' '
