@@ -426,6 +426,23 @@ static int bcast_floats(struct dlk_comm *c, float *dev, size_t n, const struct d
 	return rc;
 }
 
+/* Rank 0's resume header, broadcast so that every rank has the same; a rank other than 0 fails
+ * when rank 0 could not resume (rank 0's own error says why). */
+static int share_resume_header(struct here *r, long long *hdr, size_t size, struct dlk_err *err)
+{
+	struct dlk_err e = DLK_ERR_INIT;
+
+	if (!r->comm)
+		return 0;
+	if (comm_broadcast(r->comm, hdr, size, 0, &e)) {
+		*err = e;
+		return -1;
+	}
+	if (hdr[0] == RESUME_FAILED && r->rank != 0)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "rank 0 could not resume from the checkpoints (its log says why)");
+	return 0;
+}
+
 /* Before the loop: rank 0 loads the newest checkpoint that verifies (kept for on_resume) and
  * every rank learns the per-worker batch from it. A checkpoint written at another world size
  * goes on with the same global batch: its world x batch split over this world. */
@@ -455,15 +472,8 @@ static int prepare_resume(struct here *r, struct dlk_training *tr, struct dlk_er
 		if (hdr[0] != RESUME_LOADED)
 			ckpt_release(&r->ckpt);
 	}
-	if (r->comm) {
-		struct dlk_err e = DLK_ERR_INIT;
-		if (comm_broadcast(r->comm, hdr, sizeof(hdr), 0, &e)) {
-			*err = e;
-			return -1;
-		}
-		if (hdr[0] == RESUME_FAILED && r->rank != 0)
-			return dlk_errf(err, DLK_EXIT_CONFIG, "rank 0 could not resume from the checkpoints (its log says why)");
-	}
+	if (share_resume_header(r, hdr, sizeof(hdr), err))
+		return -1;
 	if (hdr[0] == RESUME_FAILED)
 		return -1;
 	r->ckpt_world = (int)hdr[2];
@@ -514,14 +524,10 @@ static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err
 		hdr[6] = st->sched_spe;
 		hdr[7] = st->sched_total;
 	}
+	if (share_resume_header(r, hdr, sizeof(hdr), err))
+		return -1;
 	if (r->comm) {
 		struct dlk_err e = DLK_ERR_INIT;
-		if (comm_broadcast(r->comm, hdr, sizeof(hdr), 0, &e)) {
-			*err = e;
-			return -1;
-		}
-		if (hdr[0] == RESUME_FAILED && r->rank != 0)
-			return dlk_errf(err, DLK_EXIT_CONFIG, "rank 0 could not resume from the checkpoints (its log says why)");
 		if (hdr[0] == RESUME_LOADED) {
 			const struct dlk_backend *be = st->net->be;
 			if (bcast_floats(r->comm, st->net->params, st->net->n_params, be, &e) ||
