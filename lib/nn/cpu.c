@@ -28,16 +28,12 @@
 
 #include "lib/nn/backend.h"
 #include "lib/nn/cpu_conv.h"
+#include "lib/nn/kernels.h"
 #include "lib/util/parallel.h"
 
-/* The loops below are built three times, for AVX-512, AVX2 and the baseline, and the loader picks
- * the widest the CPU has. Only the vector width differs: C here is ISO C11, so GCC contracts no
- * a * b + c into an FMA, and reductions are not reordered, so every clone gives the same bits. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CLONES
-#endif
+/* The loops below are built for AVX-512, AVX2 and the baseline, with the same bits in each
+ * (lib/nn/kernels.h says why). */
+#define CLONES DLK_CPU_CLONES
 
 /* OpenBLAS' name for the kernels it chose (exported by every OpenBLAS build) */
 char *openblas_get_corename(void);

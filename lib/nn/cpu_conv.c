@@ -29,11 +29,7 @@
 
 /* The element-wise loops are built for AVX-512, AVX2 and the baseline, as in cpu.c; they do the
  * same per-element operations in every clone, so the bits agree. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CLONES
-#endif
+#define CLONES DLK_CPU_CLONES
 
 #define CONV_CHUNK 8  /* images per partial sum of the weight gradient */
 

@@ -17,6 +17,17 @@
 #include <math.h>
 #endif
 
+/* The CPU backend's loops (cpu.c, cpu_conv.c) are built three times, for AVX-512, AVX2 and the
+ * baseline, and the loader picks the widest the CPU has. Only the vector width differs: C here is
+ * ISO C11, so GCC contracts no a * b + c into an FMA, and reductions are not reordered, so every
+ * clone gives the same bits. The sanitizer build has one. */
+#if !defined(__CUDACC__) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+	!defined(__SANITIZE_ADDRESS__)
+#define DLK_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DLK_CPU_CLONES
+#endif
+
 /* Activation codes shared by the backends (fused bias + activation and stand-alone layers). */
 enum dlk_act { DLK_ACT_NONE = 0, DLK_ACT_RELU = 1, DLK_ACT_TANH = 2, DLK_ACT_SIGMOID = 3 };
 
