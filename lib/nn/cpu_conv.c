@@ -70,7 +70,124 @@
 typedef void gemm_fn(int M, int n, int J, const float *const *arow, size_t saj, const float *B,
                      const size_t *boff, float *C, size_t ldc, int acc);
 
+/* ---- 2x2 max-pooling with stride 2, the CNNs' common case ----
+ *
+ * Forward: out = the maximum of each window by the rule of dlk_k_max_takes (a NaN wins and then
+ * stays, the first maximum a tie), argmax its index into the image plane (plus base).
+ * Backward (unpool2): the gradient of the pre-activation of one plane, every element written once
+ * (no zeroing pass, no second pass for the activation): g goes to the window's argmax, multiplied
+ * by the activation's derivative there, and 0 everywhere else (rows and columns that no window
+ * covers included). Windows do not overlap, so each element gets at most one g; ReLU's derivative
+ * selects g or 0, so this is bit for bit the scatter-then-derivative of the separate passes. Only
+ * for ReLU and no activation: for tanh or sigmoid a NaN activation off the argmax would turn the
+ * separate passes' 0 into NaN. The backward has no vector version: one with AVX-512 (the window's
+ * y read as the forward reads it) made a CNN step 4% slower on an AMD EPYC, where the scalar loop
+ * made it 2% faster than the separate passes; the pass waits on reading y, not on instructions. */
+typedef void pool2_fn(const float *img, int w, int oh, int ow, int32_t base, float *out, int32_t *am);
+
+static void pool2_base(const float *img, int w, int oh, int ow, int32_t base, float *out, int32_t *am)
+{
+	for (int oy = 0; oy < oh; oy++) {
+		const float *r0 = img + (size_t)(2 * oy) * w, *r1 = r0 + w;
+		int32_t i0 = base + 2 * oy * w;
+		for (int ox = 0; ox < ow; ox++) {
+			/* four loads and three branch-free selects per output */
+			float v = r0[2 * ox], c1 = r0[2 * ox + 1], c2 = r1[2 * ox], c3 = r1[2 * ox + 1];
+			int32_t bi = i0 + 2 * ox;
+			int t1 = dlk_k_max_takes(c1, v);
+			v = t1 ? c1 : v;
+			bi = t1 ? i0 + 2 * ox + 1 : bi;
+			int t2 = dlk_k_max_takes(c2, v);
+			v = t2 ? c2 : v;
+			bi = t2 ? i0 + w + 2 * ox : bi;
+			int t3 = dlk_k_max_takes(c3, v);
+			v = t3 ? c3 : v;
+			bi = t3 ? i0 + w + 2 * ox + 1 : bi;
+			out[oy * ow + ox] = v;
+			am[oy * ow + ox] = bi;
+		}
+	}
+}
+
+static void unpool2(const float *g, const int32_t *am, int32_t base, const float *y, int relu, int h, int w, int ph,
+                    int pw, float *dz)
+{
+	for (int py = 0; py < ph; py++) {
+		float *r0 = dz + (size_t)(2 * py) * w, *r1 = r0 + w;
+		for (int px = 0; px < pw; px++) {
+			size_t o = (size_t)py * pw + px;
+			int32_t a = am[o] - base;
+			float v = relu ? dlk_k_relu_grad(y[a], g[o]) : g[o];
+			r0[2 * px] = r0[2 * px + 1] = r1[2 * px] = r1[2 * px + 1] = 0;
+			dz[a] = v;
+		}
+	}
+	/* what no window covers: the last column of an odd width, the last row of an odd height */
+	if (2 * pw < w)
+		for (int r = 0; r < 2 * ph; r++)
+			for (int c = 2 * pw; c < w; c++)
+				dz[(size_t)r * w + c] = 0;
+	if (2 * ph < h)
+		memset(dz + (size_t)(2 * ph) * w, 0, sizeof(float) * (size_t)(h - 2 * ph) * w);
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+
+#define AVX512_ATTR __attribute__((target("avx512f")))
+
+/* the even and the odd lanes of the 32 floats a:b */
+#define EVEN_IDX _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+#define ODD_IDX _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31)
+
+AVX512_ATTR static inline __mmask16 takes16(__m512 x, __m512 m)
+{
+	/* dlk_k_max_takes: x > m (false when either is NaN) or x is NaN */
+	return _mm512_cmp_ps_mask(x, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+}
+
+/* masks for n (1..16) outputs: the 2n inputs of a row as two halves, and the n outputs */
+static inline __mmask16 lo_mask(int n) { return n >= 8 ? 0xffff : (__mmask16)((1u << (2 * n)) - 1); }
+static inline __mmask16 hi_mask(int n) { return n <= 8 ? 0 : (__mmask16)((1u << (2 * n - 16)) - 1); }
+static inline __mmask16 n_mask(int n) { return (__mmask16)((1u << n) - 1); }
+
+/* pool2_base with 16 outputs of a row at a time: each window's four elements are four vectors
+ * (the even and odd lanes of two rows), compared in the same order */
+AVX512_ATTR static void pool2_avx512(const float *img, int w, int oh, int ow, int32_t base, float *out, int32_t *am)
+{
+	const __m512i ev = EVEN_IDX, od = ODD_IDX, lane2 = ev;
+	for (int oy = 0; oy < oh; oy++) {
+		const float *r0 = img + (size_t)(2 * oy) * w, *r1 = r0 + w;
+		for (int ox = 0; ox < ow; ox += 16) {
+			int n = ow - ox < 16 ? ow - ox : 16;
+			__mmask16 ml = lo_mask(n), mh = hi_mask(n);
+			__m512 a0 = _mm512_maskz_loadu_ps(ml, r0 + 2 * ox), a1 = _mm512_maskz_loadu_ps(mh, r0 + 2 * ox + 16);
+			__m512 b0 = _mm512_maskz_loadu_ps(ml, r1 + 2 * ox), b1 = _mm512_maskz_loadu_ps(mh, r1 + 2 * ox + 16);
+			__m512 c1 = _mm512_permutex2var_ps(a0, od, a1), c2 = _mm512_permutex2var_ps(b0, ev, b1);
+			__m512 c3 = _mm512_permutex2var_ps(b0, od, b1), v = _mm512_permutex2var_ps(a0, ev, a1);
+			/* the index of lane i's first element: base + 2 oy w + 2 (ox + i), lane2 = 2 i */
+			__m512i i0 = _mm512_add_epi32(_mm512_set1_epi32(base + 2 * oy * w + 2 * ox), lane2);
+			__m512i bi = i0;
+			__mmask16 t = takes16(c1, v);
+			v = _mm512_mask_mov_ps(v, t, c1);
+			bi = _mm512_mask_add_epi32(bi, t, i0, _mm512_set1_epi32(1));
+			t = takes16(c2, v);
+			v = _mm512_mask_mov_ps(v, t, c2);
+			bi = _mm512_mask_add_epi32(bi, t, i0, _mm512_set1_epi32(w));
+			t = takes16(c3, v);
+			v = _mm512_mask_mov_ps(v, t, c3);
+			bi = _mm512_mask_add_epi32(bi, t, i0, _mm512_set1_epi32(w + 1));
+			__mmask16 mo = n_mask(n);
+			_mm512_mask_storeu_ps(out + (size_t)oy * ow + ox, mo, v);
+			_mm512_mask_storeu_epi32(am + (size_t)oy * ow + ox, mo, bi);
+		}
+	}
+}
+
+#endif
+
 static gemm_fn *gemm_k = kgemm_base;
+static pool2_fn *pool2_k = pool2_base;
 static const char *gemm_isa = "baseline";
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
 
@@ -93,9 +210,11 @@ static void set_isa(const char *isa)
 #ifdef HAVE_X86
 	if (!strcmp(isa, "avx512")) {
 		gemm_k = kgemm_avx512;
+		pool2_k = pool2_avx512;
 		gemm_isa = "avx512";
 		return;
 	}
+	pool2_k = pool2_base;
 	if (!strcmp(isa, "avx2")) {
 		gemm_k = kgemm_avx2;
 		gemm_isa = "avx2";
@@ -104,6 +223,7 @@ static void set_isa(const char *isa)
 #endif
 	(void)isa;
 	gemm_k = kgemm_base;
+	pool2_k = pool2_base;
 	gemm_isa = "baseline";
 }
 
@@ -188,27 +308,7 @@ static void pool_planes(const float *x, int h, int w, int size, int stride, int 
 		float *out = y + bc * oh * ow;
 		int32_t *am = argmax + bc * oh * ow;
 		if (size == 2 && stride == 2) {
-			/* four loads and three branch-free selects per output; the rule of
-			 * dlk_k_max_takes: a NaN wins and then stays, the first maximum a tie */
-			for (int oy = 0; oy < oh; oy++) {
-				const float *r0 = img + (size_t)(2 * oy) * w, *r1 = r0 + w;
-				int32_t i0 = base + 2 * oy * w;
-				for (int ox = 0; ox < ow; ox++) {
-					float v = r0[2 * ox], c1 = r0[2 * ox + 1], c2 = r1[2 * ox], c3 = r1[2 * ox + 1];
-					int32_t bi = i0 + 2 * ox;
-					int t1 = dlk_k_max_takes(c1, v);
-					v = t1 ? c1 : v;
-					bi = t1 ? i0 + 2 * ox + 1 : bi;
-					int t2 = dlk_k_max_takes(c2, v);
-					v = t2 ? c2 : v;
-					bi = t2 ? i0 + w + 2 * ox : bi;
-					int t3 = dlk_k_max_takes(c3, v);
-					v = t3 ? c3 : v;
-					bi = t3 ? i0 + w + 2 * ox + 1 : bi;
-					out[oy * ow + ox] = v;
-					am[oy * ow + ox] = bi;
-				}
-			}
+			pool2_k(img, w, oh, ow, base, out, am);
 			continue;
 		}
 		for (int oy = 0; oy < oh; oy++)
@@ -257,6 +357,7 @@ void dlk_cpu_maxpool_forward(const float *x, int batch, int c, int h, int w, int
 	struct pool_job j = { .x = x, .y = y, .argmax = argmax, .h = h, .w = w, .size = size, .stride = stride,
 		              .oh = oh, .ow = ow, .items = batch * c };
 	atomic_init(&j.next, 0);
+	pthread_once(&gemm_once, pick_isa);
 	int nt = pool_threads((j.items + POOL_PLANES - 1) / POOL_PLANES);
 	pthread_mutex_lock(&pool.run);
 	parallel(maxpool_part, &j, nt);
@@ -529,6 +630,13 @@ CLONES static void unpool1(const struct conv_job *j, int b, float *restrict dz)
 	size_t n = j->F * j->P, no = j->F * (size_t)s->ph * s->pw, base = (size_t)b * n;
 	const float *restrict g = j->dy + (size_t)b * no, *restrict y = j->yact + base;
 	const int32_t *restrict am = j->argmax + (size_t)b * no;
+	if (s->pool == 2 && s->pool_stride == 2 && (j->act == DLK_ACT_RELU || j->act == DLK_ACT_NONE)) {
+		size_t P = j->P, pp = (size_t)s->ph * s->pw;
+		for (size_t f = 0; f < j->F; f++)
+			unpool2(g + f * pp, am + f * pp, (int32_t)(base + f * P), y + f * P, j->act == DLK_ACT_RELU, s->oh,
+			          s->ow, s->ph, s->pw, dz + f * P);
+		return;
+	}
 	memset(dz, 0, sizeof(float) * n);
 	for (size_t o = 0; o < no; o++)
 		dz[(size_t)am[o] - base] += g[o];
