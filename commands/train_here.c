@@ -137,6 +137,7 @@ struct here {
 	int local_world;              /* ranks per pod */
 	long poll_sec;
 	double last_poll;
+	int polled;                   /* the Job was read once */
 	int poll_warned;
 	int resize_to;
 	/* what the run document published on the Job is made of (rank 0, in a cluster) */
@@ -215,16 +216,19 @@ static void on_start(void *vctx, const struct dlk_net *net, long total_steps)
 	r->net = net;
 }
 
-/* Rank 0 in a cluster, at most every poll_sec: the Job's workers when `dlk scale` changed them
- * (0 when not). A Job that cannot be read is warned about once; training goes on. */
-static int resized(struct here *r)
+/* Rank 0 in a cluster, at most every poll_sec unless now_please: the Job's workers when `dlk scale`
+ * changed them (0 when not). A Job that cannot be read is warned about once; training goes on. */
+static int resized(struct here *r, int now_please)
 {
 	struct dlk_err e = DLK_ERR_INIT;
 	double now = dlk_now();
 	int n = 0;
 
-	if (!r->jp || r->rank != 0 || now - r->last_poll < (double)r->poll_sec)
+	/* the first step reads the Job; after that the clock decides (a monotonic clock starts near 0 at
+	 * boot, so "now minus never" must not be measured from 0) */
+	if (!r->jp || r->rank != 0 || (!now_please && r->polled && now - r->last_poll < (double)r->poll_sec))
 		return 0;
+	r->polled = 1;
 	r->last_poll = now;
 	if (dlk_job_progress_workers(r->jp, &n, &e)) {
 		if (!r->poll_warned++)
@@ -239,7 +243,7 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 	struct here *r = vctx;
 	struct dlk_train_event evc = *ev0;
 	const struct dlk_train_event *ev = &evc;
-	int resize = ev0->kind == DLK_TRAIN_STEP && !r->resize_to ? resized(r) : 0;
+	int resize = ev0->kind == DLK_TRAIN_STEP && !r->resize_to ? resized(r, 0) : 0;
 
 	if (r->comm && ev0->kind != DLK_TRAIN_DONE && !r->comm_failed) {
 		/* every rank sees every step and epoch event: agree on stopping (a signal, or rank 0
@@ -258,10 +262,8 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 			 * size; rank 0 reads the Job's size at once, and the ranks agree on it, so that
 			 * the rest stop as for a resize (76), not as for a lost peer (75) */
 			float n = 0;
-			if (r->rank == 0) {
-				r->last_poll = 0;
-				n = (float)resized(r);
-			}
+			if (r->rank == 0)
+				n = (float)resized(r, 1);
 			if (comm_broadcast(r->comm, &n, sizeof(n), 0, &r->comm_err)) {
 				r->comm_failed = 1;
 				stop_flag = 1;
