@@ -3,8 +3,11 @@ Called by bench/train/run.sh (which builds dlk_bench); standard library only.
 
 Each peer is a Python with PyTorch plus the environment it runs in. For each model:
   1. every peer's configuration is tuned: torch_bench.py tune times its in-process candidates
-     (Adam implementation, torch.compile, channels_last) under each OpenMP wait policy, twice,
-     and the fastest median wins;
+     (Adam implementation, torch.compile, channels_last) under each OpenMP wait policy, twice;
+     then, under the winning policy, the two fastest of them with the process-level settings of
+     PyTorch's CPU performance guide (TCMalloc or jemalloc preloaded, Intel's OpenMP runtime with
+     and without KMP_BLOCKTIME=1), alternated with the winner as it is, twice; the fastest
+     median wins;
   2. one short warm-up run of each program (discarded);
   3. PAIRS rounds, round i trains every program with seed i, in the order dlk, peer 1, peer 2
      (A B C A B C ...), so that load from other users of the machine falls on all alike;
@@ -61,7 +64,30 @@ def fmt_env(env):
     return " ".join("%s=%s" % kv for kv in sorted(env.items())) or "(default)"
 
 
-def tune(peer, model, threads, out, waits):
+# Debian's allocators that PyTorch's CPU performance guide recommends preloading
+ALLOCATORS = ["/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"]
+
+
+def process_variants(iomp):
+    """The guide's process-level settings this machine has: a faster allocator, Intel's OpenMP
+    runtime (libiomp5, which also answers GNU OpenMP's calls) with its default spin time and with
+    KMP_BLOCKTIME=1, and both."""
+    v = [{"LD_PRELOAD": lib} for lib in ALLOCATORS if os.path.exists(lib)]
+    if iomp and os.path.exists(iomp):
+        v += [{"LD_PRELOAD": iomp}, {"LD_PRELOAD": iomp, "KMP_BLOCKTIME": "1"}]
+        v += [{"LD_PRELOAD": iomp + ":" + lib, "KMP_BLOCKTIME": "1"} for lib in ALLOCATORS[:1] if os.path.exists(lib)]
+    return v
+
+
+def show(title, res):
+    ranked = sorted(res.items(), key=lambda kv: statistics.median(kv[1]))
+    print(title)
+    for (w, c), ts in ranked:
+        print("    %7.3f  %-26s %s  (%d samples)" % (statistics.median(ts), fmt_env(json.loads(w)), c, len(ts)))
+    return ranked[0][0]
+
+
+def tune(peer, model, threads, out, waits, variants):
     res = {}
     for rnd in range(2):
         best = min((statistics.median(v) for v in res.values()), default=None)
@@ -73,11 +99,21 @@ def tune(peer, model, threads, out, waits):
             for r in run_json(peer.cmd("tune", model, threads), dict(peer.env, **w), out):
                 key = (wk, json.dumps(r["config"], sort_keys=True))
                 res.setdefault(key, []).extend(r["samples"])
-    ranked = sorted(res.items(), key=lambda kv: statistics.median(kv[1]))
-    print("  %s, %s: tuned (ms per step, median; fastest first)" % (peer.name, model))
-    for (w, c), ts in ranked:
-        print("    %7.3f  %-26s %s  (%d samples)" % (statistics.median(ts), fmt_env(json.loads(w)), c, len(ts)))
-    w, c = ranked[0][0]
+    w, c = show("  %s, %s: tuned (ms per step, median; fastest first)" % (peer.name, model), res)
+    if variants:
+        # then the process-level settings, under the winning wait policy, for the two fastest
+        # in-process configurations, alternated with the winner as it is, twice
+        ranked = sorted(res.items(), key=lambda kv: statistics.median(kv[1]))
+        cands = [json.loads(k[1]) for k, _ in ranked if k[0] == w][:2]
+        envs = [json.loads(w)] + [dict(json.loads(w), **v) for v in variants]
+        res2 = {}
+        for rnd in range(2):
+            for e in envs:
+                for r in run_json(peer.cmd("tune", model, threads, json.dumps(cands)), dict(peer.env, **e), out):
+                    key = (json.dumps(e, sort_keys=True), json.dumps(r["config"], sort_keys=True))
+                    res2.setdefault(key, []).extend(r["samples"])
+        w, c = show("  %s, %s: the guide's process settings under %s (fastest first)" % (
+            peer.name, model, fmt_env(json.loads(w))), res2)
     peer.best[model] = (json.loads(w), json.loads(c))
 
 
@@ -102,6 +138,9 @@ def main():
     ap.add_argument("--waits", default="PASSIVE,default",
                     help="OpenMP wait policies the tuning tries (default: OpenMP's own, spinning a while)")
     ap.add_argument("--peer", action="append", default=[], help="NAME=PYTHON[:ENV=VAL,...]")
+    ap.add_argument("--iomp", default="", help="Intel's OpenMP runtime (libiomp5.so) the tuning may preload")
+    ap.add_argument("--variants", type=int, default=1,
+                    help="also try the performance guide's allocators and OpenMP runtime (0: wait policies only)")
     a = ap.parse_args()
     epochs = dict(kv.split("=") for kv in a.epochs.split(","))
     waits = [{} if w == "default" else {"OMP_WAIT_POLICY": w} for w in a.waits.split(",")]
@@ -143,7 +182,7 @@ def main():
         print("\n== %s, %d epochs, batch 128, Adam 1e-3, %d threads" % (model, ep, a.threads))
         for p in peers:
             if a.tune:
-                tune(p, model, a.threads, None, waits)
+                tune(p, model, a.threads, None, waits, process_variants(a.iomp) if a.variants else [])
             else:
                 # untuned: the wait policy that won every tuning on a shared machine
                 p.best[model] = ({"OMP_WAIT_POLICY": os.environ.get("TORCH_BENCH_WAIT", "PASSIVE")},

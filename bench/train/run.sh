@@ -9,6 +9,7 @@
 #   THREADS=2 EPOCHS_MLP=5 EPOCHS_CNN=2 PAIRS=3 MODELS=mlp,cnn sh bench/train/run.sh
 #   WAITS=PASSIVE limits the peers' tuning to that OpenMP wait policy (default PASSIVE,default: on
 #   a machine whose load changes, the spinning default can win the tuning and then lose 10x)
+#   VARIANTS=0 leaves out the allocators and Intel's OpenMP runtime from the peers' tuning
 #   LIMIT=N trains on the first N samples only (a smoke run); TUNE=0 skips the peers' tuning
 #   (then $TORCH_BENCH_CONFIG, JSON, is their configuration, under OMP_WAIT_POLICY=$TORCH_BENCH_WAIT,
 #   default PASSIVE)
@@ -44,5 +45,6 @@ fi
 exec /usr/bin/python3 bench/train/compare.py --dlk "$out/dlk_bench" --out "$out" \
 	--threads "${THREADS:-2}" --epochs "mlp=${EPOCHS_MLP:-5},cnn=${EPOCHS_CNN:-2}" --pairs "${PAIRS:-3}" \
 	--models "${MODELS:-mlp,cnn}" --limit "${LIMIT:-}" --tune "${TUNE:-1}" --waits "${WAITS:-PASSIVE,default}" \
+	--iomp "$torch2/lib/libiomp5.so" --variants "${VARIANTS:-1}" \
 	--peer "torch2=$torch2/bin/python" \
 	--peer "torch1=/usr/bin/python3:LD_LIBRARY_PATH=$openmp_blas"
