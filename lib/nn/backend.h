@@ -15,7 +15,7 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 4
+#define DLK_BACKEND_ABI 5
 
 struct dlk_device_comm;
 
@@ -118,17 +118,20 @@ struct dlk_backend {
 	void (*dense_backward_x)(const float *g, const float *w, int batch, int in, int out, int act, const float *y,
 	                         float *dx);
 	/* A conv2d layer's forward in one call: y = act(conv(x, w) + bias), no im2col buffer of the
-	 * whole batch; with s->pool also the max-pool of y into py and pargmax (as maxpool_forward).
+	 * whole batch; with s->pool also the max-pool of y into py and pargmax (as maxpool_forward),
+	 * and then y is the backend's to use: it may leave it unwritten when its backward needs only
+	 * py (the CPU backend does, for a 2x2 pool of stride 2 after ReLU or no activation).
 	 * NULL: im2col, sgemm and conv_out (and maxpool_forward). */
 	void (*conv_forward)(const float *x, const float *w, const float *bias, const struct dlk_conv_shape *s,
 	                     int act, float *y, float *py, int32_t *pargmax);
 	/* Its backward: dw and db are overwritten, and dx too unless NULL (not wanted). Without
-	 * s->pool, dy is the gradient of the pre-activation (act, y and argmax unused); with it, dy is
-	 * the gradient of the pooled output and is taken back through the max-pool (argmax) and the
-	 * activation (from its output y). NULL: conv_grad_in, sgemm, sum_cols, col2im.
-	 * Either both conv_forward and conv_backward are set or neither. */
-	void (*conv_backward)(const float *x, const float *w, const float *y, const float *dy, const int32_t *argmax,
-	                      const struct dlk_conv_shape *s, int act, float *dw, float *db, float *dx);
+	 * s->pool, dy is the gradient of the pre-activation (act, y, py and argmax unused); with it,
+	 * dy is the gradient of the pooled output and is taken back through the max-pool (argmax) and
+	 * the activation (from its output: y and py as conv_forward left them). NULL: conv_grad_in,
+	 * sgemm, sum_cols, col2im. Either both conv_forward and conv_backward are set or neither. */
+	void (*conv_backward)(const float *x, const float *w, const float *y, const float *py, const float *dy,
+	                      const int32_t *argmax, const struct dlk_conv_shape *s, int act, float *dw, float *db,
+	                      float *dx);
 	/* the memory pool's figures; NULL: no pool */
 	void (*mem_stats)(struct dlk_mem_stats *s);
 	/* collectives over this backend's device memory (NCCL on the CUDA backend); NULL: none, and

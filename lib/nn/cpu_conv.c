@@ -76,7 +76,7 @@ typedef void gemm_fn(int M, int n, int J, const float *const *arow, size_t saj, 
  * stays, the first maximum a tie), argmax its index into the image plane (plus base).
  * Backward (unpool2): the gradient of the pre-activation of one plane, every element written once
  * (no zeroing pass, no second pass for the activation): g goes to the window's argmax, multiplied
- * by the activation's derivative there, and 0 everywhere else (rows and columns that no window
+ * by the activation's derivative there (from the pooled output: y at the argmax), and 0 elsewhere (rows and columns that no window
  * covers included). Windows do not overlap, so each element gets at most one g; ReLU's derivative
  * selects g or 0, so this is bit for bit the scatter-then-derivative of the separate passes. Only
  * for ReLU and no activation: for tanh or sigmoid a NaN activation off the argmax would turn the
@@ -84,6 +84,15 @@ typedef void gemm_fn(int M, int n, int J, const float *const *arow, size_t saj, 
  * y read as the forward reads it) made a CNN step 4% slower on an AMD EPYC, where the scalar loop
  * made it 2% faster than the separate passes; the pass waits on reading y, not on instructions. */
 typedef void pool2_fn(const float *img, int w, int oh, int ow, int32_t base, float *out, int32_t *am);
+
+/* Whether a pooled layer's backward needs only the pooled output: then the forward pass does not
+ * write the batch's activation y at all (each image's goes through a scratch buffer that stays in
+ * the core's cache, on its way to the pool), and the backward takes ReLU's derivative at each
+ * window's maximum from py, which holds that very value. */
+static int pooled_y_free(const struct dlk_conv_shape *s, int act)
+{
+	return s->pool == 2 && s->pool_stride == 2 && (act == DLK_ACT_RELU || act == DLK_ACT_NONE);
+}
 
 static void pool2_base(const float *img, int w, int oh, int ow, int32_t base, float *out, int32_t *am)
 {
@@ -109,15 +118,15 @@ static void pool2_base(const float *img, int w, int oh, int ow, int32_t base, fl
 	}
 }
 
-static void unpool2(const float *g, const int32_t *am, int32_t base, const float *y, int relu, int h, int w, int ph,
-                    int pw, float *dz)
+static void unpool2(const float *g, const int32_t *am, int32_t base, const float *pooled, int relu, int h, int w,
+                    int ph, int pw, float *dz)
 {
 	for (int py = 0; py < ph; py++) {
 		float *r0 = dz + (size_t)(2 * py) * w, *r1 = r0 + w;
 		for (int px = 0; px < pw; px++) {
 			size_t o = (size_t)py * pw + px;
 			int32_t a = am[o] - base;
-			float v = relu ? dlk_k_relu_grad(y[a], g[o]) : g[o];
+			float v = relu ? dlk_k_relu_grad(pooled[o], g[o]) : g[o];
 			r0[2 * px] = r0[2 * px + 1] = r1[2 * px] = r1[2 * px + 1] = 0;
 			dz[a] = v;
 		}
@@ -450,6 +459,8 @@ static void pad_image(const float *x, int c, int h, int w, int p, float *xp)
 struct conv_job {
 	const struct dlk_conv_shape *s;
 	const float *x, *w, *bias, *dy, *yact;  /* yact: the activation's output (pooled backward) */
+	const float *pooled;       /* the pooled output (pooled backward) */
+	int yfree;                 /* pooled_y_free(): y is not written, an image's goes through yimg */
 	const int32_t *argmax;
 	float *y, *py, *dx, *partials;
 	int32_t *pargmax;
@@ -580,6 +591,7 @@ static void forward_part(void *ctx, int t)
 	size_t ldq = j->direct ? j->wp : (size_t)s->ow;
 	float *in = j->scratch + (size_t)t * j->per;
 	float *out = in + (j->direct ? j->xpad_n : j->K * j->Pp);
+	float *yimg = out + F * n; /* yfree: this image's activation */
 	if (j->direct)
 		memset(in, 0, sizeof(float) * j->xpad_n);
 	for (int b; (b = atomic_fetch_add(&j->next, 1)) < j->items;) {
@@ -588,6 +600,17 @@ static void forward_part(void *ctx, int t)
 		else
 			im2col1(j->x + (size_t)b * in_size, s, in, j->Pp);
 		gemm_k((int)F, (int)n, (int)j->K, j->wrow, 1, in, j->boff_x, out, n, 0);
+		if (j->yfree) {
+			/* the argmax indexes are into the batch's y, as if it had been written */
+			size_t pp = (size_t)s->ph * s->pw;
+			epilogue(out, n, ldq, j->bias, j->act, F, s->oh, s->ow, yimg);
+			for (size_t f = 0; f < F; f++) {
+				size_t plane = (size_t)b * F + f;
+				pool2_k(yimg + f * j->P, s->ow, s->ph, s->pw, (int32_t)(plane * j->P), j->py + plane * pp,
+				        j->pargmax + plane * pp);
+			}
+			continue;
+		}
 		epilogue(out, n, ldq, j->bias, j->act, F, s->oh, s->ow, j->y + (size_t)b * F * j->P);
 		/* the image's output is still in this core's cache */
 		if (s->pool)
@@ -603,7 +626,8 @@ void dlk_cpu_conv_forward(const float *x, const float *w, const float *bias, con
 		              .items = s->batch };
 	pthread_once(&gemm_once, pick_isa);
 	job_init(&j, s, w, 0);
-	j.per = pad16(j.direct ? j.xpad_n + j.F * j.Qp : (j.K + j.F) * j.Pp);
+	j.yfree = py && pooled_y_free(s, act);
+	j.per = pad16((j.direct ? j.xpad_n + j.F * j.Qp : (j.K + j.F) * j.Pp) + (j.yfree ? j.F * j.P : 0));
 	int nt = pool_threads(s->batch);
 	pthread_mutex_lock(&pool.run);
 	j.scratch = pool_scratch(j.per, nt);
@@ -628,15 +652,17 @@ CLONES static void unpool1(const struct conv_job *j, int b, float *restrict dz)
 {
 	const struct dlk_conv_shape *s = j->s;
 	size_t n = j->F * j->P, no = j->F * (size_t)s->ph * s->pw, base = (size_t)b * n;
-	const float *restrict g = j->dy + (size_t)b * no, *restrict y = j->yact + base;
+	const float *restrict g = j->dy + (size_t)b * no;
 	const int32_t *restrict am = j->argmax + (size_t)b * no;
-	if (s->pool == 2 && s->pool_stride == 2 && (j->act == DLK_ACT_RELU || j->act == DLK_ACT_NONE)) {
+	if (pooled_y_free(s, j->act)) {
 		size_t P = j->P, pp = (size_t)s->ph * s->pw;
+		const float *pooled = j->pooled + (size_t)b * no;
 		for (size_t f = 0; f < j->F; f++)
-			unpool2(g + f * pp, am + f * pp, (int32_t)(base + f * P), y + f * P, j->act == DLK_ACT_RELU, s->oh,
-			          s->ow, s->ph, s->pw, dz + f * P);
+			unpool2(g + f * pp, am + f * pp, (int32_t)(base + f * P), pooled + f * pp, j->act == DLK_ACT_RELU,
+			        s->oh, s->ow, s->ph, s->pw, dz + f * P);
 		return;
 	}
+	const float *restrict y = j->yact + base;
 	memset(dz, 0, sizeof(float) * n);
 	for (size_t o = 0; o < no; o++)
 		dz[(size_t)am[o] - base] += g[o];
@@ -739,10 +765,11 @@ static void backward_part(void *ctx, int t)
 	free(arow);
 }
 
-void dlk_cpu_conv_backward(const float *x, const float *w, const float *y, const float *dy, const int32_t *argmax,
-                           const struct dlk_conv_shape *s, int act, float *dw, float *db, float *dx)
+void dlk_cpu_conv_backward(const float *x, const float *w, const float *y, const float *py, const float *dy,
+                           const int32_t *argmax, const struct dlk_conv_shape *s, int act, float *dw, float *db,
+                           float *dx)
 {
-	struct conv_job j = { .x = x, .dy = dy, .yact = y, .argmax = argmax, .act = act, .dx = dx };
+	struct conv_job j = { .x = x, .dy = dy, .yact = y, .pooled = py, .argmax = argmax, .act = act, .dx = dx };
 	pthread_once(&gemm_once, pick_isa);
 	job_init(&j, s, w, dx != NULL);
 	int chunks = (s->batch + CONV_CHUNK - 1) / CONV_CHUNK;

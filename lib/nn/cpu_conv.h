@@ -11,8 +11,9 @@
 
 void dlk_cpu_conv_forward(const float *x, const float *w, const float *bias, const struct dlk_conv_shape *s,
                           int act, float *y, float *py, int32_t *pargmax);
-void dlk_cpu_conv_backward(const float *x, const float *w, const float *y, const float *dy, const int32_t *argmax,
-                           const struct dlk_conv_shape *s, int act, float *dw, float *db, float *dx);
+void dlk_cpu_conv_backward(const float *x, const float *w, const float *y, const float *py, const float *dy,
+                           const int32_t *argmax, const struct dlk_conv_shape *s, int act, float *dw, float *db,
+                           float *dx);
 void dlk_cpu_maxpool_forward(const float *x, int batch, int c, int h, int w, int size, int stride, int oh, int ow,
                              float *y, int32_t *argmax);
 

@@ -509,8 +509,9 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 			int ncol = batch * ohw;
 			if (be->conv_backward) {
 				struct dlk_conv_shape cs = conv_shape(net, L, batch);
-				const int32_t *am = L->pool_layer ? net->layers[L->pool_layer].argmax : NULL;
-				be->conv_backward(L->x_used, W, L->y, g, am, &cs, L->act, dW, db, L->need_dx ? gout : NULL);
+				const struct dlk_layer *M = L->pool_layer ? &net->layers[L->pool_layer] : NULL;
+				be->conv_backward(L->x_used, W, L->y, M ? M->y : NULL, g, M ? M->argmax : NULL, &cs, L->act, dW,
+				                  db, L->need_dx ? gout : NULL);
 				if (net->grad_ready)
 					net->grad_ready(net->grad_ready_ctx, net->grads, net->n_params, L->w_off,
 					                L->n_w + L->n_b);
