@@ -76,20 +76,34 @@ static int ew_parts(size_t n)
 	return n >= EW_MIN && t > 1 ? t : 1;
 }
 
+/* Zeroed, 64-byte aligned memory: alignment keeps vector loads aligned and rows off shared cache
+ * lines. It comes from calloc, whose large blocks are fresh pages that read as zero and take no
+ * memory until written, so a buffer the backend never touches costs nothing resident (a pooled
+ * conv's full activation, which cpu_conv.c does not write); posix_memalign and memset would
+ * touch every page. The block's own address is kept in the 8 bytes below the aligned one. */
 static void *cpu_alloc(size_t bytes)
 {
-	/* 64-byte alignment keeps vector loads aligned and rows off shared cache lines */
-	void *p = NULL;
 	size_t rounded = (bytes + 63) & ~(size_t)63;
 	if (rounded == 0)
 		rounded = 64;
-	if (posix_memalign(&p, 64, rounded))
+	if (rounded > SIZE_MAX - 64)
 		return NULL;
-	memset(p, 0, rounded);
+	char *raw = calloc(1, rounded + 64);
+	if (!raw)
+		return NULL;
+	char *p = (char *)(((uintptr_t)raw + 64) & ~(uintptr_t)63);
+	memcpy(p - sizeof(raw), &raw, sizeof(raw));
 	return p;
 }
 
-static void cpu_free(void *p) { free(p); }
+static void cpu_free(void *p)
+{
+	char *raw;
+	if (!p)
+		return;
+	memcpy(&raw, (char *)p - sizeof(raw), sizeof(raw));
+	free(raw);
+}
 static void cpu_copy(void *dst, const void *src, size_t bytes)
 {
 	if (bytes && dst != src)
