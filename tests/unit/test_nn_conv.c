@@ -306,6 +306,9 @@ int main(void)
 			check_pooled((struct dlk_conv_shape){ .batch = 4, .c = 1, .h = 7, .w = 7, .f = 4, .k = 2, .stride = 1,
 			                                      .pad = 0 },
 			             DLK_ACT_NONE, 2, 2, 3, nan);
+			check_pooled((struct dlk_conv_shape){ .batch = 3, .c = 2, .h = 9, .w = 9, .f = 3, .k = 3, .stride = 2,
+			                                      .pad = 1 },
+			             DLK_ACT_RELU, 2, 2, 2, nan); /* the im2col path */
 			check_pooled((struct dlk_conv_shape){ .batch = 3, .c = 2, .h = 9, .w = 9, .f = 3, .k = 3, .stride = 1,
 			                                      .pad = 1 },
 			             DLK_ACT_TANH, 2, 2, 2, nan); /* tanh keeps the separate passes */
