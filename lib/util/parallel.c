@@ -23,8 +23,12 @@
  * the MLP on 2 threads took 1.56, 1.55, 1.67 and 2.2 ms of CPU per step spinning 0, 10, 50 and
  * 300 us (one thread: 1.51), and its workers took a part of 90%, 87% and 75% of the jobs at 0, 10
  * and 50 us: a spinning thread only burns the time slice its core's other users would have given
- * it. 10 us covers the gaps between the passes of a step on a quiet machine. */
-#define SPIN_US_DEFAULT 10
+ * it. On an AMD EPYC (Zen 5) with AVX-512 GEMMs, whose passes are shorter, the MLP's step on 2
+ * threads took 0.417-0.426 ms (CPU 0.78-0.80) spinning 10 us, 0.379-0.395 ms (0.75-0.78) at 30 and
+ * 0.379-0.401 ms (0.75-0.79) at 50 on a quiet machine, and 0.80-0.87 against 0.87-1.12 ms at 30
+ * and 10 us with two busy processes beside it (the same CPU time): 30 us covers the gaps between
+ * the passes of a step. The CNN's step did not move. */
+#define SPIN_US_DEFAULT 30
 
 static struct {
 	pthread_mutex_t setup;          /* serialises set_threads / shutdown */
