@@ -9,6 +9,7 @@
 #   THREADS=2 EPOCHS_MLP=5 EPOCHS_CNN=2 PAIRS=3 MODELS=mlp,cnn sh bench/train/run.sh
 #   WAITS=PASSIVE limits the peers' tuning to that OpenMP wait policy (default PASSIVE,default: on
 #   a machine whose load changes, the spinning default can win the tuning and then lose 10x)
+#   KEEP_BLAS_ENV=1 passes OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE on to the programs (default: dropped)
 #   VARIANTS=0 leaves out the allocators and Intel's OpenMP runtime from the peers' tuning
 #   LIMIT=N trains on the first N samples only (a smoke run); TUNE=0 skips the peers' tuning
 #   (then $TORCH_BENCH_CONFIG, JSON, is their configuration, under OMP_WAIT_POLICY=$TORCH_BENCH_WAIT,
@@ -25,6 +26,14 @@ out=${OUT:-bench/out/train}
 [ -n "$torch2" ] && [ -f "$torch2/.complete" ] || { echo "bench/train: no PyTorch 2.x in .deps/ (run .ci/deps bench)" >&2; exit 2; }
 [ -f "$openmp_blas/libblas.so.3" ] || { echo "bench/train: $openmp_blas missing (run .ci/deps bench)" >&2; exit 2; }
 /usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "bench/train: Debian's python3-torch is missing (run .ci/deps bench)" >&2; exit 2; }
+
+# Every program runs with the BLAS kernels OpenBLAS picks for this CPU by itself, as on a machine
+# where nobody chose them: an OPENBLAS_CORETYPE or OPENBLAS_L2_SIZE in this environment is not
+# passed on (KEEP_BLAS_ENV=1 passes it). The kernels each program ends up with are printed below.
+if [ "${KEEP_BLAS_ENV:-0}" != 1 ] && [ -n "${OPENBLAS_CORETYPE:-}${OPENBLAS_L2_SIZE:-}" ]; then
+	echo "not passed on: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-} (KEEP_BLAS_ENV=1 passes them)"
+	unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+fi
 
 mkdir -p "$out"
 rm -f "$out/runs.jsonl"
