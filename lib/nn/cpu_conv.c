@@ -76,13 +76,14 @@ typedef void gemm_fn(int M, int n, int J, const float *const *arow, size_t saj, 
  * stays, the first maximum a tie), argmax its index into the image plane (plus base).
  * Backward (unpool2): the gradient of the pre-activation of one plane, every element written once
  * (no zeroing pass, no second pass for the activation): g goes to the window's argmax, multiplied
- * by the activation's derivative there (from the pooled output: y at the argmax), and 0 elsewhere (rows and columns that no window
- * covers included). Windows do not overlap, so each element gets at most one g; ReLU's derivative
- * selects g or 0, so this is bit for bit the scatter-then-derivative of the separate passes. Only
- * for ReLU and no activation: for tanh or sigmoid a NaN activation off the argmax would turn the
- * separate passes' 0 into NaN. The backward has no vector version: one with AVX-512 (the window's
- * y read as the forward reads it) made a CNN step 4% slower on an AMD EPYC, where the scalar loop
- * made it 2% faster than the separate passes; the pass waits on reading y, not on instructions. */
+ * by the activation's derivative there (taken from the pooled output, which is y at the argmax),
+ * and 0 elsewhere (rows and columns that no window covers included). Windows do not overlap, so
+ * each element gets at most one g; ReLU's derivative selects g or 0, so this is bit for bit the
+ * scatter-then-derivative of the separate passes. Only for ReLU and no activation: for tanh or
+ * sigmoid a NaN activation off the argmax would turn the separate passes' 0 into NaN. The backward
+ * has no vector version: one with AVX-512 made a CNN step 4% slower on an AMD EPYC, where the
+ * scalar loop made it 2% faster than the separate passes; the pass waits on memory, not on
+ * instructions. */
 typedef void pool2_fn(const float *img, int w, int oh, int ow, int32_t base, float *out, int32_t *am);
 
 /* Whether a pooled layer's backward needs only the pooled output: then the forward pass does not
@@ -164,7 +165,7 @@ static inline __mmask16 n_mask(int n) { return (__mmask16)((1u << n) - 1); }
  * (the even and odd lanes of two rows), compared in the same order */
 AVX512_ATTR static void pool2_avx512(const float *img, int w, int oh, int ow, int32_t base, float *out, int32_t *am)
 {
-	const __m512i ev = EVEN_IDX, od = ODD_IDX, lane2 = ev;
+	const __m512i ev = EVEN_IDX, od = ODD_IDX; /* ev is also 2 i in lane i */
 	for (int oy = 0; oy < oh; oy++) {
 		const float *r0 = img + (size_t)(2 * oy) * w, *r1 = r0 + w;
 		for (int ox = 0; ox < ow; ox += 16) {
@@ -174,8 +175,8 @@ AVX512_ATTR static void pool2_avx512(const float *img, int w, int oh, int ow, in
 			__m512 b0 = _mm512_maskz_loadu_ps(ml, r1 + 2 * ox), b1 = _mm512_maskz_loadu_ps(mh, r1 + 2 * ox + 16);
 			__m512 c1 = _mm512_permutex2var_ps(a0, od, a1), c2 = _mm512_permutex2var_ps(b0, ev, b1);
 			__m512 c3 = _mm512_permutex2var_ps(b0, od, b1), v = _mm512_permutex2var_ps(a0, ev, a1);
-			/* the index of lane i's first element: base + 2 oy w + 2 (ox + i), lane2 = 2 i */
-			__m512i i0 = _mm512_add_epi32(_mm512_set1_epi32(base + 2 * oy * w + 2 * ox), lane2);
+			/* the index of lane i's first element: base + 2 oy w + 2 (ox + i) */
+			__m512i i0 = _mm512_add_epi32(_mm512_set1_epi32(base + 2 * oy * w + 2 * ox), ev);
 			__m512i bi = i0;
 			__mmask16 t = takes16(c1, v);
 			v = _mm512_mask_mov_ps(v, t, c1);
