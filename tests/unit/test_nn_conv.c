@@ -290,29 +290,23 @@ int main(void)
 	/* the 2x2 pool of stride 2 has a kernel per instruction set: each against the separate passes and
 	 * the reference, with odd sizes (an uncovered last row and column), rows of more than one vector
 	 * of outputs, and NaNs */
+	const struct {
+		struct dlk_conv_shape s;
+		int act, threads;
+	} pooled[] = {
+		{ { .batch = 9, .c = 2, .h = 8, .w = 8, .f = 5, .k = 3, .stride = 1, .pad = 1 }, DLK_ACT_RELU, 2 },
+		{ { .batch = 4, .c = 2, .h = 7, .w = 7, .f = 3, .k = 3, .stride = 1, .pad = 1 }, DLK_ACT_RELU, 2 },
+		{ { .batch = 3, .c = 1, .h = 5, .w = 71, .f = 2, .k = 3, .stride = 1, .pad = 1 }, DLK_ACT_RELU, 1 },
+		{ { .batch = 4, .c = 1, .h = 7, .w = 7, .f = 4, .k = 2, .stride = 1, .pad = 0 }, DLK_ACT_NONE, 3 },
+		{ { .batch = 3, .c = 2, .h = 9, .w = 9, .f = 3, .k = 3, .stride = 2, .pad = 1 }, DLK_ACT_RELU, 2 }, /* im2col */
+		{ { .batch = 3, .c = 2, .h = 9, .w = 9, .f = 3, .k = 3, .stride = 1, .pad = 1 }, DLK_ACT_TANH, 2 }, /* separate */
+	};
 	const char *pool_isas[] = { isa, strcmp(isa, "baseline") ? "baseline" : NULL };
 	for (int pi = 0; pi < 2 && pool_isas[pi]; pi++) {
 		dlk_cpu_conv_force_isa(pool_isas[pi]);
-		for (int nan = 0; nan <= 1; nan++) {
-			check_pooled((struct dlk_conv_shape){ .batch = 9, .c = 2, .h = 8, .w = 8, .f = 5, .k = 3, .stride = 1,
-			                                      .pad = 1 },
-			             DLK_ACT_RELU, 2, 2, 2, nan);
-			check_pooled((struct dlk_conv_shape){ .batch = 4, .c = 2, .h = 7, .w = 7, .f = 3, .k = 3, .stride = 1,
-			                                      .pad = 1 },
-			             DLK_ACT_RELU, 2, 2, 2, nan);
-			check_pooled((struct dlk_conv_shape){ .batch = 3, .c = 1, .h = 5, .w = 71, .f = 2, .k = 3, .stride = 1,
-			                                      .pad = 1 },
-			             DLK_ACT_RELU, 2, 2, 1, nan);
-			check_pooled((struct dlk_conv_shape){ .batch = 4, .c = 1, .h = 7, .w = 7, .f = 4, .k = 2, .stride = 1,
-			                                      .pad = 0 },
-			             DLK_ACT_NONE, 2, 2, 3, nan);
-			check_pooled((struct dlk_conv_shape){ .batch = 3, .c = 2, .h = 9, .w = 9, .f = 3, .k = 3, .stride = 2,
-			                                      .pad = 1 },
-			             DLK_ACT_RELU, 2, 2, 2, nan); /* the im2col path */
-			check_pooled((struct dlk_conv_shape){ .batch = 3, .c = 2, .h = 9, .w = 9, .f = 3, .k = 3, .stride = 1,
-			                                      .pad = 1 },
-			             DLK_ACT_TANH, 2, 2, 2, nan); /* tanh keeps the separate passes */
-		}
+		for (int nan = 0; nan <= 1; nan++)
+			for (size_t i = 0; i < sizeof(pooled) / sizeof(pooled[0]); i++)
+				check_pooled(pooled[i].s, pooled[i].act, 2, 2, pooled[i].threads, nan);
 		check_maxpool(3, 5, 8, 6, 2, 2);
 		check_maxpool(2, 3, 9, 67, 2, 2);
 		check_maxpool(2, 3, 7, 33, 2, 2);
