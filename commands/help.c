@@ -175,9 +175,18 @@ static int request_args(const char *s, struct dlk_buf *args, int max)
 			break;
 		char *raw;
 		if (*s == '"') {
-			const char *end = strchr(s + 1, '"');
-			raw = end ? xstrndup(s + 1, (size_t)(end - s - 1)) : xstrdup(s + 1);
-			s = end ? end + 1 : s + strlen(s);
+			/* a quoted argument, in which "" is a quote */
+			struct dlk_buf q = DLK_BUF_INIT;
+			for (s++; *s && *s != '\n'; s++) {
+				if (*s == '"' && s[1] != '"') {
+					s++;
+					break;
+				}
+				dlk_buf_addc(&q, *s);
+				if (*s == '"')
+					s++;
+			}
+			raw = dlk_buf_detach(&q, NULL);
 		} else {
 			size_t len = strcspn(s, " \t\n");
 			raw = xstrndup(s, len);
@@ -196,18 +205,22 @@ static void paragraph(struct plain *p, int hang)
 	p->hang = hang;
 }
 
+/* roff gives a macro nine arguments; more are kept too rather than dropped unseen */
+#define MAX_ARGS 16
+
 static void request(struct plain *p, const char *line)
 {
 	char name[8] = "";
-	struct dlk_buf args[6] = { DLK_BUF_INIT, DLK_BUF_INIT, DLK_BUF_INIT,
-	                           DLK_BUF_INIT, DLK_BUF_INIT, DLK_BUF_INIT };
+	struct dlk_buf args[MAX_ARGS];
 	size_t len = strcspn(line + 1, " \t\n");
 	int n;
 
 	if (len >= sizeof(name) || line[1] == '\\')
 		return; /* a comment, or nothing this renderer knows */
 	memcpy(name, line + 1, len);
-	n = request_args(line + 1 + len, args, 6);
+	for (int i = 0; i < MAX_ARGS; i++)
+		args[i] = (struct dlk_buf)DLK_BUF_INIT;
+	n = request_args(line + 1 + len, args, MAX_ARGS);
 
 	if (!strcmp(name, "TH")) {
 		struct dlk_buf t = DLK_BUF_INIT;
@@ -269,7 +282,7 @@ static void request(struct plain *p, const char *line)
 			add_text(p, t.data);
 		dlk_buf_release(&t);
 	}
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < MAX_ARGS; i++)
 		dlk_buf_release(&args[i]);
 }
 

@@ -84,6 +84,22 @@ test_expect_success 'help shows the project file and dlk pages, as plain text, f
 	done
 '
 
+test_expect_success 'help prints the words that man shows for every page' '
+	command -v man >/dev/null || exit 0
+	words() { tr -s " \n" "\n\n" | sed -n "/^NAME\$/,\$p"; }
+	for m in "$MANDIR"/*; do
+		p=${m##*/}
+		case $p in
+		dlk.yaml.5) t=dlk.yaml ;;
+		dlk.1) t=dlk ;;
+		*) t=$(echo "${p%.1}" | sed "s/^dlk-//; s/-/ /") ;;
+		esac
+		dlk help $t | words >plain &&
+		LC_ALL=C MANWIDTH=80 man --nh --nj -l "$m" 2>/dev/null | sed "\$d" | words | sed "s/^o\$/*/" >man &&
+		cmp plain man || { echo "dlk help $t differs from man:"; diff plain man | head; exit 1; }
+	done
+'
+
 test_expect_success 'help of a page that does not exist is a usage error' '
 	test_exit_code 2 dlk help trian 2>err && grep -q "did you mean .dlk train." err &&
 	test_exit_code 2 dlk help dlk.yaml more 2>err && grep -q "takes no more words" err &&
