@@ -47,7 +47,8 @@ static void decode(struct dlk_buf *b, const char *s)
 {
 	while (*s && *s != '\n') {
 		if (*s != '\\') {
-			dlk_buf_addc(b, *s++ == '\t' ? ' ' : s[-1]);
+			char c = *s++;
+			dlk_buf_addc(b, c == '\t' ? ' ' : c);
 			continue;
 		}
 		s++;
