@@ -11,6 +11,7 @@
 #define DLK_COMMANDS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "commands/options.h"
 
@@ -63,6 +64,12 @@ int dlk_command_has_subcommands(const struct dlk_command *cmd);
 const struct dlk_command *dlk_command_find_dashed(const char *name);
 /* "error: unknown command 'NAME'" with the nearest command as a hint; returns DLK_EXIT_USAGE. */
 int dlk_report_unknown_command(const char *name);
+
+/* Writes the manual page `page` ("dlk-train.1", "dlk.yaml.5": the name of man/PAGE.in) read
+ * from `in` to `out` in man(7) markup, with @SYNOPSIS@, @OPTIONS@ and the other markers filled
+ * from the tables. The build runs it (`dlk __man-fill`) and so does `dlk help`. Returns 0, or
+ * DLK_EXIT_FAIL after printing why. */
+int dlk_man_fill(FILE *in, const char *page, FILE *out);
 
 int dlk_main(int argc, char **argv);
 

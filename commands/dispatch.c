@@ -299,6 +299,10 @@ static int cmd_complete(const struct dlk_command *fixed, int argc, char **argv)
 			return 0;
 		for (size_t i = 0; dlk_commands[i].name; i++)
 			print_if_prefix(dlk_commands[i].name, cur);
+		if (cmd) { /* `dlk help <TAB>`: the pages that are not a command's */
+			print_if_prefix("dlk", cur);
+			print_if_prefix("dlk.yaml", cur);
+		}
 		return 0;
 	}
 	if (cmd->def->complete_pos == COMPLETE_JOB && (cmd->def->max_pos < 0 || npos < cmd->def->max_pos))
@@ -313,7 +317,7 @@ static int cmd_complete(const struct dlk_command *fixed, int argc, char **argv)
 
 /* The resolved form of the example project `dlk init` writes: the defaults as the loader applies
  * them, so the manual cannot drift from the code. */
-static int man_defaults(void)
+static int man_defaults(FILE *out)
 {
 	const struct dlk_embedded *ex = dlk_embedded_find(dlk_builtin_files, "examples/mlp/dlk.yaml");
 	struct dlk_err err = DLK_ERR_INIT;
@@ -331,9 +335,9 @@ static int man_defaults(void)
 		char *line = xstrndup(p, len);
 		/* a line of text must not start like a roff request */
 		if (*p == '.' || *p == '\'')
-			fputs("\\&", stdout);
-		dlk_man_escape(stdout, line);
-		fputc('\n', stdout);
+			fputs("\\&", out);
+		dlk_man_escape(out, line);
+		fputc('\n', out);
 		free(line);
 		p += len + (eol ? 1 : 0);
 	}
@@ -342,70 +346,72 @@ static int man_defaults(void)
 	return 0;
 }
 
+int dlk_man_fill(FILE *in, const char *page, FILE *out)
+{
+	char line[4096];
+	const struct dlk_command *cmd = NULL;
+
+	if (!strncmp(page, "dlk-", 4)) {
+		char name[64];
+		snprintf(name, sizeof(name), "%s", page + 4);
+		char *dot = strchr(name, '.');
+		if (dot)
+			*dot = '\0';
+		cmd = dlk_command_find_dashed(name);
+		if (!cmd) {
+			fprintf(stderr, "error: '%s' documents no command in the command table\n", page);
+			return DLK_EXIT_FAIL;
+		}
+	}
+	while (fgets(line, sizeof(line), in)) {
+		char *v = strstr(line, "@VERSION@");
+		if (v) {
+			*v = '\0';
+			fprintf(out, "%s%s%s", line, DLK_VERSION, v + 9);
+		} else if (!strcmp(line, "@SYNOPSIS@\n")) {
+			dlk_man_synopsis(out, cmd);
+		} else if (!strcmp(line, "@OPTIONS@\n")) {
+			if (cmd)
+				dlk_man_options(out, cmd->def->options, NULL);
+		} else if (!strcmp(line, "@GLOBAL_OPTIONS@\n")) {
+			dlk_man_options(out, dlk_global_options, cmd ? cmd->def->options : NULL);
+		} else if (!strcmp(line, "@COMMANDS@\n")) {
+			for (size_t i = 0; dlk_commands[i].name; i++)
+				fprintf(out, ".TP\n.BR dlk\\-%s (1)\n%s.\n", dlk_commands[i].name, dlk_commands[i].summary);
+		} else if (!strcmp(line, "@SUBCOMMANDS@\n")) {
+			for (size_t i = 0; cmd && dlk_subcommands[i].name; i++)
+				if (!strcmp(dlk_subcommands[i].parent, cmd->name))
+					fprintf(out, ".TP\n.BR dlk\\-%s\\-%s (1)\n%s.\n", cmd->name, dlk_subcommands[i].word,
+					        dlk_subcommands[i].summary);
+		} else if (!strcmp(line, "@DEFAULTS@\n")) {
+			if (man_defaults(out))
+				return DLK_EXIT_FAIL;
+		} else if (!strcmp(line, "@EXIT_STATUS@\n")) {
+#define X(name, code, text) fprintf(out, ".TP\n.B %d\n%s.\n", code, text);
+			DLK_EXIT_CODES(X)
+#undef X
+		} else {
+			fputs(line, out);
+		}
+	}
+	return 0;
+}
+
 static int cmd_man_fill(const char *path)
 {
-	char line[4096], *base, *copy = xstrdup(path);
-	const struct dlk_command *cmd = NULL;
+	char *copy = xstrdup(path);
 	FILE *f = fopen(path, "r");
+	int rc;
 
 	if (!f) {
 		perror(path);
 		free(copy);
 		return DLK_EXIT_FAIL;
 	}
-	base = basename(copy);
-	if (!strncmp(base, "dlk-", 4)) {
-		char name[64];
-		snprintf(name, sizeof(name), "%s", base + 4);
-		char *dot = strchr(name, '.');
-		if (dot)
-			*dot = '\0';
-		cmd = dlk_command_find_dashed(name);
-		if (!cmd) {
-			fprintf(stderr, "error: '%s' documents no command in the command table\n", path);
-			fclose(f);
-			free(copy);
-			return DLK_EXIT_FAIL;
-		}
-	}
-	while (fgets(line, sizeof(line), f)) {
-		char *v = strstr(line, "@VERSION@");
-		if (v) {
-			*v = '\0';
-			printf("%s%s%s", line, DLK_VERSION, v + 9);
-		} else if (!strcmp(line, "@SYNOPSIS@\n")) {
-			dlk_man_synopsis(stdout, cmd);
-		} else if (!strcmp(line, "@OPTIONS@\n")) {
-			if (cmd)
-				dlk_man_options(stdout, cmd->def->options, NULL);
-		} else if (!strcmp(line, "@GLOBAL_OPTIONS@\n")) {
-			dlk_man_options(stdout, dlk_global_options, cmd ? cmd->def->options : NULL);
-		} else if (!strcmp(line, "@COMMANDS@\n")) {
-			for (size_t i = 0; dlk_commands[i].name; i++)
-				printf(".TP\n.BR dlk\\-%s (1)\n%s.\n", dlk_commands[i].name, dlk_commands[i].summary);
-		} else if (!strcmp(line, "@SUBCOMMANDS@\n")) {
-			for (size_t i = 0; cmd && dlk_subcommands[i].name; i++)
-				if (!strcmp(dlk_subcommands[i].parent, cmd->name))
-					printf(".TP\n.BR dlk\\-%s\\-%s (1)\n%s.\n", cmd->name, dlk_subcommands[i].word,
-					       dlk_subcommands[i].summary);
-		} else if (!strcmp(line, "@DEFAULTS@\n")) {
-			if (man_defaults())
-				goto fail;
-		} else if (!strcmp(line, "@EXIT_STATUS@\n")) {
-#define X(name, code, text) printf(".TP\n.B %d\n%s.\n", code, text);
-			DLK_EXIT_CODES(X)
-#undef X
-		} else {
-			fputs(line, stdout);
-		}
-	}
+	rc = dlk_man_fill(f, basename(copy), stdout);
 	fclose(f);
 	free(copy);
-	return 0;
-fail:
-	fclose(f);
-	free(copy);
-	return DLK_EXIT_FAIL;
+	return rc;
 }
 
 static int run_command(const struct dlk_command *cmd, int argc, char **argv);

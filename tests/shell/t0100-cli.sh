@@ -55,14 +55,66 @@ all_commands() { dlk __commands; dlk __subcommands | tr - " "; }
 test_expect_success 'every command has -h, help CMD and a man page, and they agree' '
 	all_commands | while read -r c; do
 		m=$(echo "$c" | tr " " -)
-		dlk $c -h >h1 && dlk help $c >h2 && cmp h1 h2 || { echo "help differs for $c"; exit 1; }
+		dlk $c -h >h1 && dlk help $c >h2 || { echo "no help for $c"; exit 1; }
 		test -f "$MANDIR/dlk-$m.1" || { echo "no man page for $c"; exit 1; }
+		# help CMD is the man page, as plain text: its name, and the options -h shows
+		sed -n 3,4p h2 | grep -q "^       dlk-$m - " || { echo "help $c is not its page"; exit 1; }
+		awk "/^OPTIONS\$/ { on = 1; next } /^[A-Z]/ && \$0 != \"GLOBAL OPTIONS\" { on = 0 } on" h2 |
+			grep -E "^       (-[a-zA-Z], )?--" |
+			help_opts_loose >from_page
+		help_opts <h1 >from_help
+		cmp from_help from_page || { echo "help $c differs from -h"; diff from_help from_page; exit 1; }
 		# every long option that -h shows appears in the man page, and the other way round
 		help_opts <h1 >from_help
 		sed -n "/^\.SH OPTIONS/,/^\.SH EX/p" "$MANDIR/dlk-$m.1" | awk "/^\\.TP/ { getline; print }" |
 			sed "s/\\\\f[BRI]//g; s/\\\\-/-/g" | help_opts_loose >from_man
 		cmp from_help from_man || { echo "options differ for $c"; diff from_help from_man; exit 1; }
 	done
+'
+
+test_expect_success 'help shows the project file and dlk pages, as plain text, from the binary' '
+	dlk help dlk.yaml >out && sed -n 1p out | grep -qx "DLK.YAML(5)" &&
+	grep -q "^       dlk.yaml - the dlk project file" out && grep -q "^       training" out &&
+	dlk help dlk >out && grep -q "^       dlk - " out && grep -q "^EXIT STATUS" out &&
+	grep -q "^       75 " out &&
+	for p in dlk dlk.yaml $(dlk __commands) "data push"; do
+		dlk help $p >out || exit 1
+		# no markup left: requests, font changes, escapes
+		! grep -nE "^\.[A-Za-z]|\\\\f|\\\\-|\\\\\\(|@[A-Z_]+@" out || { echo "markup left in help $p"; exit 1; }
+	done
+'
+
+test_expect_success 'help prints the words that man shows for every page' '
+	command -v man >/dev/null || exit 0
+	words() { tr -s " \n" "\n\n" | sed -n "/^NAME\$/,\$p"; }
+	for m in "$MANDIR"/*; do
+		p=${m##*/}
+		case $p in
+		dlk.yaml.5) t=dlk.yaml ;;
+		dlk.1) t=dlk ;;
+		*) t=$(echo "${p%.1}" | sed "s/^dlk-//; s/-/ /") ;;
+		esac
+		dlk help $t | words >plain &&
+		LC_ALL=C MANWIDTH=80 man --nh --nj -l "$m" 2>/dev/null | sed "\$d" | words | sed "s/^o\$/*/" >man &&
+		cmp plain man || { echo "dlk help $t differs from man:"; diff plain man | head; exit 1; }
+	done
+'
+
+test_expect_success 'help of a page that does not exist is a usage error' '
+	test_exit_code 2 dlk help trian 2>err && grep -q "did you mean .dlk train." err &&
+	test_exit_code 2 dlk help dlk.yaml more 2>err && grep -q "takes no more words" err &&
+	test_exit_code 2 dlk help data pussh 2>err && grep -q "has no command .pussh." err &&
+	dlk __complete help dl >out && grep -qx dlk.yaml out && grep -qx dlk out
+'
+
+test_expect_success 'on a terminal, help opens the page in man' '
+	command -v script >/dev/null || exit 0
+	mkdir bin && printf "#!/bin/sh\necho \"\$*\" >\"%s/args\"\ncat >\"%s/page\"\n" "$PWD" "$PWD" >bin/man &&
+	chmod +x bin/man &&
+	PATH="$PWD/bin:$PATH" script -qec "$DLK help train" /dev/null >/dev/null &&
+	test "$(cat args)" = "-l -" && grep -q "^\.TH DLK\\\\-TRAIN 1" page &&
+	grep -q "^\.SH OPTIONS" page && ! grep -q "@OPTIONS@" page && grep -q "workers" page &&
+	dlk help train >plain && ! grep -q "^\.TH" plain
 '
 
 test_expect_success 'completion offers exactly the options that -h shows' '
