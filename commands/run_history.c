@@ -1,7 +1,7 @@
 /* The run history shown: the table of runs, one run in detail, a run as a report's source. */
 #include "commands/run_history.h"
 #include "commands/cluster.h"
-#include "commands/train_run.h"
+#include "lib/trainer/run.h"
 #include "commands/ui.h"
 #include "lib/project/project.h"
 #include "lib/util/buf.h"

@@ -5,7 +5,7 @@
 #include "commands/ctx.h"
 #include "commands/train.h"
 #include "commands/train_data.h"
-#include "commands/train_run.h"
+#include "lib/trainer/run.h"
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
 #include "commands/train_progress.h"

@@ -1,7 +1,7 @@
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
 #include "commands/report_source.h"
-#include "commands/train_run.h"
+#include "lib/trainer/run.h"
 #include "commands/ui.h"
 #include "lib/comm/rendezvous.h"
 #include "lib/jobs/logline.h"

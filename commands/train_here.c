@@ -9,7 +9,7 @@
 #include "commands/train_metrics.h"
 #include "commands/train_progress.h"
 #include "commands/train_report.h"
-#include "commands/train_run.h"
+#include "lib/trainer/run.h"
 #include "commands/ui.h"
 #include "lib/data/dataset.h"
 #include "lib/comm/comm.h"

@@ -1,6 +1,6 @@
 /* The run a training is: which one (new, or an interrupted one continued), where its
  * checkpoints are, and its record in the run history from start to end. */
-#include "commands/train_run.h"
+#include "lib/trainer/run.h"
 #include "commands/train_here.h"
 #include "commands/ui.h"
 #include "lib/jobs/podenv.h"

@@ -5,8 +5,8 @@
  * Who keeps the record: `dlk train --local` (the process itself, or the parent of a local gang
  * of workers) in the project's .dlk/runs/NAME/; in a cluster the Job's rank 0, in the ConfigMap
  * NAME-runs. Writing a record never stops training: a failure is one warning. */
-#ifndef DLK_COMMANDS_TRAIN_RUN_H
-#define DLK_COMMANDS_TRAIN_RUN_H
+#ifndef DLK_TRAINER_RUN_H
+#define DLK_TRAINER_RUN_H
 
 #include <cJSON.h>
 
