@@ -23,39 +23,6 @@ static const cJSON *get(const cJSON *o, const char *k)
 	return cJSON_GetObjectItemCaseSensitive(o, k);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-void dlk_train_data_fingerprint(const cJSON *rec, char hex[65])
-{
-	const cJSON *data = get(dlk_run_info(rec), "data"), *d;
-	struct dlk_sha256 h = DLK_SHA256_INIT;
-	char **lines;
-	int n = 0;
-
-	if (!cJSON_IsArray(data))
-		data = get(get(rec, "provenance"), "data");
-	hex[0] = '\0';
-	if (!cJSON_IsArray(data) || !cJSON_GetArraySize(data))
-		return;
-	lines = xcalloc((size_t)cJSON_GetArraySize(data), sizeof(*lines));
-	cJSON_ArrayForEach(d, data) {
-		const cJSON *sp = get(d, "split"), *u = get(d, "url"), *s = get(d, "sha256");
-		lines[n++] = xasprintf("%s %s %s\n", cJSON_IsString(sp) ? sp->valuestring : "",
-		                       cJSON_IsString(u) ? u->valuestring : "", cJSON_IsString(s) ? s->valuestring : "");
-	}
-	qsort(lines, (size_t)n, sizeof(*lines), cmp_str);
-	dlk_sha256_begin(&h);
-	for (int i = 0; i < n; i++) {
-		dlk_sha256_update(&h, lines[i], strlen(lines[i]));
-		free(lines[i]);
-	}
-	free(lines);
-	dlk_sha256_end(&h, hex);
-}
-
 static void short_id(const char *id, char out[16])
 {
 	snprintf(out, 16, "%.8s", id);
@@ -159,12 +126,12 @@ int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project
 	/* the fingerprint reads run.data: wrap the fresh digests as a record's */
 	wrap = cJSON_CreateObject();
 	cJSON_AddItemToObject(cJSON_AddObjectToObject(wrap, "run"), "data", cJSON_Duplicate(data, 1));
-	dlk_train_data_fingerprint(wrap, fp);
+	dlk_run_data_fingerprint(wrap, fp);
 	if (!last) {
 		dlk_info(ctx, "no run of '%s' has succeeded yet: training", spec->name);
 		goto out;
 	}
-	dlk_train_data_fingerprint(last, last_fp);
+	dlk_run_data_fingerprint(last, last_fp);
 	if (strcmp(fp, last_fp)) {
 		dlk_info(ctx, "the data differs from what run %.8s trained on: training", dlk_run_id(last));
 		goto out;
@@ -208,7 +175,7 @@ int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	cJSON *last = NULL, *wrap;
-	char fp[65], last_fp[65], reason[160], now[32];
+	char fp[65], reason[160], now[32];
 	int skip = 0;
 
 	if (!r->store || !r->rec)
@@ -219,11 +186,10 @@ int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data)
 	}
 	wrap = cJSON_CreateObject();
 	cJSON_AddItemToObject(cJSON_AddObjectToObject(wrap, "run"), "data", cJSON_Duplicate(data, 1));
-	dlk_train_data_fingerprint(wrap, fp);
-	cJSON_Delete(wrap);
+	dlk_run_data_fingerprint(wrap, fp);
 	if (!last) {
 		dlk_info(r->ctx, "trigger data-changed: no run has succeeded yet: training");
-	} else if (dlk_train_data_fingerprint(last, last_fp), strcmp(fp, last_fp) || !fp[0]) {
+	} else if (!dlk_run_same_data(wrap, last)) {
 		dlk_info(r->ctx, "trigger data-changed: the data differs from what run %.8s trained on: training",
 		         dlk_run_id(last));
 	} else {
@@ -238,6 +204,7 @@ int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data)
 		         dlk_run_id(last), fp);
 		skip = 1;
 	}
+	cJSON_Delete(wrap);
 	cJSON_Delete(last);
 	return skip;
 }

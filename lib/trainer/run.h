@@ -27,11 +27,6 @@ struct dlk_train_run {
 };
 #define DLK_TRAIN_RUN_INIT { NULL, NULL, NULL, NULL, "", 0, 0 }
 
-/* Data fingerprint: the sha256 of the sorted "split url sha256" lines of a record's data (or of
- * a run document's provenance.data), "" when it names none. What `trigger: data-changed` and
- * --if-data-changed compare. */
-void dlk_train_data_fingerprint(const cJSON *rec_or_doc, char hex[65]);
-
 /* `dlk train --local --if-data-changed`: fetches and hashes the project's data sources; when
  * their fingerprint equals that of the newest successful run in the local history, records a
  * run "skipped" with the reason, says so and returns DLK_EXIT_UNCHANGED; 0 when the data
