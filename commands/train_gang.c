@@ -1,6 +1,6 @@
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
-#include "commands/report_source.h"
+#include "lib/report/report.h"
 #include "lib/trainer/run.h"
 #include "commands/ui.h"
 #include "lib/comm/rendezvous.h"
@@ -479,7 +479,7 @@ static void record_end(struct dlk_train_run *run, const struct gang *g, const st
 	if (o == DLK_RUN_SUCCEEDED) {
 		struct dlk_err e = DLK_ERR_INIT;
 		char *bundle = dlk_train_bundle_path(opts, ctx->file, spec->name);
-		cJSON *doc = dlk_report_from_bundle(bundle, &e);
+		cJSON *doc = report_run_from_bundle(bundle, &e);
 		if (doc)
 			dlk_train_run_set_result(run, doc, bundle);
 		else

@@ -4,7 +4,6 @@
  * only rank 0 evaluates, shows (train_report.c), publishes progress (train_progress.c) and
  * writes checkpoints and the bundle. */
 #include "commands/train_here.h"
-#include "commands/report_source.h"
 #include "commands/train_data.h"
 #include "commands/train_metrics.h"
 #include "commands/train_progress.h"
@@ -861,7 +860,7 @@ static int write_bundle(const struct here *r, const char *path, const char *page
 		return -1;
 	if (!page)
 		return 0;
-	run = dlk_report_from_bundle(path, err);
+	run = report_run_from_bundle(path, err);
 	if (!run || report_write_html(page, run, NULL, err)) {
 		cJSON_Delete(run);
 		return dlk_err_prefix(err, "--report '%s'", page);
@@ -1032,7 +1031,7 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	if (run.jp) {
 		/* the run as the bundle holds it, weights' digest included: what dlk serve deploys */
 		struct dlk_err berr = DLK_ERR_INIT;
-		cJSON *doc = dlk_report_from_bundle(bundle, &berr);
+		cJSON *doc = report_run_from_bundle(bundle, &berr);
 		char *m = doc ? report_run_compact(doc, DLK_METRICS_MAX_BYTES) : NULL;
 		dlk_job_progress_metrics(run.jp, m);
 		free(m);
@@ -1041,7 +1040,7 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	dlk_train_report_result(&run.show, spec, &res, bundle, run.world);
 	if (run.trun.rec) {
 		struct dlk_err e = DLK_ERR_INIT;
-		cJSON *doc = dlk_report_from_bundle(bundle, &e);
+		cJSON *doc = report_run_from_bundle(bundle, &e);
 		if (doc)
 			dlk_train_run_set_result(&run.trun, doc, bundle);
 		cJSON_Delete(doc);
