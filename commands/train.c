@@ -9,6 +9,7 @@
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
 #include "commands/train_progress.h"
+#include "commands/train_report.h"
 #include "commands/train_submit.h"
 #include "commands/ui.h"
 #include "lib/jobs/logarchive.h"
@@ -38,6 +39,18 @@ static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_e
 }
 
 static struct dlk_train_cli opt;
+
+void dlk_train_trainer_opts(const struct dlk_train_cli *cli, const char *spec_file, struct dlk_trainer_opts *o)
+{
+	*o = (struct dlk_trainer_opts)DLK_TRAINER_OPTS_INIT;
+	o->spec_file = spec_file;
+	o->bundle = cli->bundle;
+	o->in_pod = cli->mode == TRAIN_WORKER;
+	o->workers = cli->workers > 1 ? cli->workers : 1;
+	o->max_restarts = cli->max_restarts;
+	o->fresh = cli->fresh;
+	o->if_data_changed = cli->if_data_changed;
+}
 
 /* A worker in a pod whose job has a checkpoint volume keeps its log there too (DLK_LOG_ARCHIVE),
  * so that `dlk logs NAME --run ID` reads it after the pods are gone. The processes of a pod's
@@ -135,9 +148,14 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_report(ctx, &err);
 		break;
 	case TRAIN_LOCAL:
-		if (opt.if_data_changed && (rc = dlk_train_skip_unchanged(ctx, spec)) != 0) {
-			/* DLK_EXIT_UNCHANGED, or an error (reported) */
-			break;
+		if (opt.if_data_changed) {
+			struct dlk_trainer_sink sink = { dlk_train_note, ctx };
+			rc = dlk_train_skip_unchanged(&sink, ctx->file, spec, &err);
+			if (rc < 0)
+				rc = dlk_report(ctx, &err);
+			if (rc)
+				/* DLK_EXIT_UNCHANGED, or an error */
+				break;
 		}
 		if (opt.workers > 1) {
 			/* the worker processes serve their metrics on PORT + rank */

@@ -3,6 +3,8 @@
 #ifndef DLK_COMMANDS_TRAIN_H
 #define DLK_COMMANDS_TRAIN_H
 
+#include "lib/trainer/trainer.h"
+
 /* What `dlk train` does: submit without a mode flag, or what --dry-run, --local, --worker say. */
 enum dlk_train_mode { TRAIN_SUBMIT, TRAIN_DRY_RUN, TRAIN_LOCAL, TRAIN_WORKER };
 
@@ -20,5 +22,8 @@ struct dlk_train_cli {
 	int log_format;          /* --log-format: an enum dlk_log_format, -1: not given */
 	int metrics_port;        /* --metrics-port: serve Prometheus metrics here (rank r on PORT + r); 0: not */
 };
+
+/* The trainer's options (lib/trainer) of cli, for the project file spec_file (borrowed). */
+void dlk_train_trainer_opts(const struct dlk_train_cli *cli, const char *spec_file, struct dlk_trainer_opts *o);
 
 #endif

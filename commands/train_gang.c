@@ -1,9 +1,11 @@
 #include "commands/train_gang.h"
 #include "commands/train_here.h"
-#include "lib/report/report.h"
+#include "commands/train_report.h"
 #include "lib/trainer/run.h"
+#include "lib/trainer/trainer.h"
 #include "commands/ui.h"
 #include "lib/comm/rendezvous.h"
+#include "lib/jobs/failure.h"
 #include "lib/jobs/logline.h"
 #include "lib/jobs/podenv.h"
 #include "lib/util/clock.h"
@@ -328,30 +330,22 @@ static void signal_all(struct gang *g, int sig)
 		}
 }
 
-/* The worker whose failure explains the others: an exit code other than "restartable" first
- * (a worker that lost a peer may exit before the peer that failed for good), then a death by
- * a signal the parent did not send, then the earliest exit. -1 when every worker succeeded. */
+/* The worker whose failure explains the others (lib/jobs/failure.h), -1 when every worker
+ * succeeded. */
 static int root_cause(const struct gang *g)
 {
-	int best = -1, best_class = 3;
+	struct dlk_rank_end ends[DLK_GANG_MAX_WORKERS] = { { 0 } };
 
 	for (int r = 0; r < g->n; r++) {
 		const struct worker *w = &g->w[r];
-		int cls;
-		if (!w->exited || (WIFEXITED(w->status) && WEXITSTATUS(w->status) == 0))
+		if (!w->exited)
 			continue;
-		if (WIFEXITED(w->status) && WEXITSTATUS(w->status) != DLK_EXIT_RESTARTABLE)
-			cls = 0;
-		else if (WIFSIGNALED(w->status) && WTERMSIG(w->status) != w->ours)
-			cls = 1;
-		else
-			cls = 2;
-		if (cls < best_class || (cls == best_class && w->seq < g->w[best].seq)) {
-			best = r;
-			best_class = cls;
-		}
+		ends[r].signal = WIFSIGNALED(w->status) ? WTERMSIG(w->status) : 0;
+		ends[r].exit_code = ends[r].signal ? 128 + ends[r].signal : WEXITSTATUS(w->status);
+		ends[r].signal_ours = ends[r].signal && ends[r].signal == w->ours;
+		ends[r].seq = w->seq;
 	}
-	return best;
+	return dlk_failure_cause(ends, g->n);
 }
 
 /* Runs one generation to its end. Returns the rank that failed first (its status in
@@ -477,17 +471,12 @@ static void record_end(struct dlk_train_run *run, const struct gang *g, const st
 		cJSON_AddItemToArray(peaks, cJSON_CreateNumber((double)g->peak_kb[r] * 1024.0));
 	dlk_run_set_item(run->rec, "peak_memory_bytes", peaks);
 	if (o == DLK_RUN_SUCCEEDED) {
-		struct dlk_err e = DLK_ERR_INIT;
-		char *bundle = dlk_train_bundle_path(opts, ctx->file, spec->name);
-		cJSON *doc = report_run_from_bundle(bundle, &e);
-		if (doc)
-			dlk_train_run_set_result(run, doc, bundle);
-		else
-			dlk_warn(ctx, "run %.8s: its record has no metrics: %s", run->id, e.msg);
-		cJSON_Delete(doc);
+		char *bundle = dlk_trainer_bundle_path(opts->bundle, spec, ctx->file, 0);
+		dlk_train_run_succeeded(run, bundle);
 		free(bundle);
+	} else {
+		dlk_train_run_finish(run, o, rank, code, message);
 	}
-	dlk_train_run_finish(run, o, rank, code, message);
 }
 
 int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
@@ -496,6 +485,8 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 	struct dlk_err err = DLK_ERR_INIT;
 	struct gang g = { .ctx = ctx, .n = workers };
 	struct dlk_train_run run = DLK_TRAIN_RUN_INIT;
+	struct dlk_trainer_sink sink = { dlk_train_note, ctx };
+	struct dlk_trainer_opts topts;
 	char what[128], digest[65];
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = spec->training.threads ? spec->training.threads : (int)(cores / workers > 0 ? cores / workers : 1);
@@ -504,7 +495,8 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 	/* the run: a new one, or the interrupted one this continues (its id names its checkpoints,
 	 * and the rendezvous of its workers) */
 	project_digest(spec, digest);
-	if (dlk_train_run_open_local(&run, ctx, spec, digest, opts, workers, &err)) {
+	dlk_train_trainer_opts(opts, ctx->file, &topts);
+	if (dlk_train_run_open_local(&run, &sink, &topts, spec, digest, workers, &err)) {
 		rc = dlk_report(ctx, &err);
 		dlk_train_run_release(&run);
 		return rc;

@@ -9,6 +9,7 @@
 #include "commands/train_progress.h"
 #include "commands/train_report.h"
 #include "lib/trainer/run.h"
+#include "lib/trainer/trainer.h"
 #include "commands/ui.h"
 #include "lib/data/dataset.h"
 #include "lib/comm/comm.h"
@@ -108,6 +109,7 @@ static void signals_restore(struct signals *s)
 /* What the loop's callbacks share. */
 struct here {
 	struct dlk_ctx *ctx;
+	struct dlk_trainer_sink sink; /* the trainer's notes, on ctx's terminal */
 	struct dlk_train_report show; /* what rank 0 shows */
 	/* the distributed run */
 	int rank, world;
@@ -297,9 +299,6 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 
 /* ---- data ---- */
 
-static char *default_bundle_path(const char *out_dir, const char *name);
-static char *project_dir(const char *spec_file);
-
 static int data_progress(void *vctx, const char *what, unsigned long long done, unsigned long long total)
 {
 	struct here *r = vctx;
@@ -308,60 +307,7 @@ static int data_progress(void *vctx, const char *what, unsigned long long done, 
 	return sig_seen != 0;
 }
 
-/* The bundle of a run here (not in a pod): --bundle, else NAME.dlk next to the project file. */
-char *dlk_train_bundle_path(const struct dlk_train_cli *cli, const char *spec_file, const char *name)
-{
-	char *dir, *path;
-
-	if (cli->bundle)
-		return xstrdup(cli->bundle);
-	dir = project_dir(spec_file);
-	path = default_bundle_path(dir, name);
-	free(dir);
-	return path;
-}
-
-static char *default_bundle_path(const char *out_dir, const char *name)
-{
-	if (!strcmp(out_dir, "."))
-		return xasprintf("%s.dlk", name);
-	return xasprintf("%s/%s.dlk", out_dir, name);
-}
-
-static char *project_dir(const char *spec_file)
-{
-	const char *slash = strrchr(spec_file, '/');
-
-	return slash ? xstrndup(spec_file, (size_t)(slash - spec_file)) : xstrdup(".");
-}
-
-/* Where relative outputs (checkpoints, the bundle) go. Here: next to the project file. In a pod
- * the project file is a read-only ConfigMap volume: the checkpoint volume when the project has
- * one (what is written there outlives the pod, so a restarted worker resumes from it), else the
- * container's working directory. */
-static char *output_dir(const struct dlk_project *spec, const char *spec_file, int in_pod)
-{
-	if (!in_pod)
-		return project_dir(spec_file);
-	if ((spec->storage.claim || spec->storage.size) && spec->storage.mount)
-		return xstrdup(spec->storage.mount);
-	return xstrdup(".");
-}
-
 /* ---- checkpoints ---- */
-
-char *dlk_train_ckpt_base(const struct dlk_project *spec, const char *spec_file, int in_pod)
-{
-	const char *d = spec->training.checkpoint_dir;
-	char *out_dir, *base;
-
-	if (!d)
-		return NULL;
-	out_dir = output_dir(spec, spec_file, in_pod);
-	base = d[0] == '/' || !strcmp(out_dir, ".") ? xstrdup(d) : xasprintf("%s/%s", out_dir, d);
-	free(out_dir);
-	return base;
-}
 
 static ssize_t slow_write(int fd, const void *buf, size_t len, void *vctx)
 {
@@ -918,13 +864,13 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT, 0, 1 };
 	struct signals sigs = { 0 };
 	struct dlk_device_choice dev;
-	char *bundle = NULL, *dir = project_dir(ctx->file);
+	char *bundle = NULL, *dir = dlk_trainer_project_dir(ctx->file);
 	/* --worker itself, not a child of --local --workers N (which is a worker too) */
-	char *out_dir = output_dir(spec, ctx->file, cli->mode == TRAIN_WORKER);
 	unsigned grace;
 	int rc = 0, bad = 0;
 
 	run.ctx = ctx;
+	run.sink = (struct dlk_trainer_sink){ dlk_train_note, ctx };
 	run.spec = spec;
 	run.train = &train;
 	run.test = &test;
@@ -959,15 +905,17 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		goto fail;
 	/* the run: here, a new one or the interrupted one this continues; in a pod, the Job's */
 	if (!worker) {
-		if (dlk_train_run_open_local(&run.trun, ctx, spec, run.digest, cli, 1, &err))
+		struct dlk_trainer_opts topts;
+		dlk_train_trainer_opts(cli, ctx->file, &topts);
+		if (dlk_train_run_open_local(&run.trun, &run.sink, &topts, spec, run.digest, 1, &err))
 			goto fail;
 	} else if (run.rank == 0) {
-		dlk_train_run_open_cluster(&run.trun, ctx, spec, run.digest, run.world);
+		dlk_train_run_open_cluster(&run.trun, &run.sink, spec, run.digest, run.world);
 	} else {
-		dlk_train_run_open_worker(&run.trun, ctx);
+		dlk_train_run_open_worker(&run.trun, &run.sink);
 	}
 	if (tr.checkpoint_dir) {
-		char *base = dlk_train_ckpt_base(spec, ctx->file, cli->mode == TRAIN_WORKER);
+		char *base = dlk_trainer_ckpt_base(spec, ctx->file, cli->mode == TRAIN_WORKER);
 		/* every run has checkpoints of its own */
 		run.ckpt_dir = dlk_train_run_ckpt_dir(&run.trun, base);
 		free(base);
@@ -1025,7 +973,7 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 			dlk_info(ctx, "rank %d done after %ld steps", run.rank, res.steps);
 		goto out;
 	}
-	bundle = cli->bundle ? xstrdup(cli->bundle) : default_bundle_path(out_dir, spec->name);
+	bundle = dlk_trainer_bundle_path(cli->bundle, spec, ctx->file, cli->mode == TRAIN_WORKER);
 	if (write_bundle(&run, bundle, cli->report, &res, &err))
 		goto fail;
 	if (run.jp) {
@@ -1038,14 +986,7 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		cJSON_Delete(doc);
 	}
 	dlk_train_report_result(&run.show, spec, &res, bundle, run.world);
-	if (run.trun.rec) {
-		struct dlk_err e = DLK_ERR_INIT;
-		cJSON *doc = report_run_from_bundle(bundle, &e);
-		if (doc)
-			dlk_train_run_set_result(&run.trun, doc, bundle);
-		cJSON_Delete(doc);
-		dlk_train_run_finish(&run.trun, DLK_RUN_SUCCEEDED, -1, 0, NULL);
-	}
+	dlk_train_run_succeeded(&run.trun, bundle);
 	goto out;
 fail:
 	dlk_train_report_clear(&run.show);
@@ -1085,6 +1026,5 @@ out:
 	free(run.ckpt_dir);
 	free(bundle);
 	free(dir);
-	free(out_dir);
 	return rc;
 }

@@ -1,6 +1,7 @@
 #include "commands/train_progress.h"
 #include "commands/ui.h"
 #include "lib/jobs/failure.h"
+#include "lib/jobs/podclient.h"
 #include "lib/jobs/podenv.h"
 #include "lib/train/progress.h"
 #include "lib/kube/api.h"
@@ -25,21 +26,10 @@ struct dlk_job_progress {
 	int have_accuracy;
 };
 
+/* progress must never hold training up for long */
 static struct kube_client *pod_client(struct dlk_err *err)
 {
-	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
-	/* DLK_NAMESPACE: the pod's namespace (downward API); DLK_SERVICEACCOUNT_DIR: the
-	 * service-account files somewhere other than the standard mount */
-	const char *ns = getenv(DLK_ENV_NAMESPACE);
-
-	o.in_cluster = 1;
-	o.config.sa_dir = getenv(DLK_ENV_SERVICEACCOUNT_DIR);
-	o.config.namespace = ns && *ns ? ns : NULL;
-	/* progress must never hold training up for long */
-	o.client.connect_timeout_ms = 3000;
-	o.client.timeout_ms = 5000;
-	o.client.max_retries = 0;
-	return kube_client_open(&o, err);
+	return dlk_pod_client(3000, 5000, 0, err);
 }
 
 static int read_completions(struct kube_client *kc, const char *ns, const char *job, int *n, struct dlk_err *err)

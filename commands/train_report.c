@@ -299,3 +299,11 @@ void dlk_train_report_result(struct dlk_train_report *r, const struct dlk_projec
 		fprintf(stderr, "trained %d epochs in %.1fs (%.0f samples/s%s)\n", res->epochs_done, res->seconds,
 		        res->train_samples_per_sec * world, world > 1 ? " over all workers" : "");
 }
+
+void dlk_train_note(void *ctx, enum dlk_trainer_level level, const char *msg)
+{
+	if (level == DLK_TRAINER_WARN)
+		dlk_warn(ctx, "%s", msg);
+	else
+		dlk_info(ctx, "%s", msg);
+}

@@ -11,6 +11,7 @@
 #include "commands/ui.h"
 #include "lib/project/project.h"
 #include "lib/train/train.h"
+#include "lib/trainer/trainer.h"
 
 struct dlk_train_report {
 	const struct dlk_ctx *ctx;
@@ -39,5 +40,9 @@ void dlk_train_report_event(struct dlk_train_report *r, const struct dlk_train_e
 /* A finished run: the report on stdout (or its -o json object) naming the bundle written. */
 void dlk_train_report_result(struct dlk_train_report *r, const struct dlk_project *spec,
                              const struct dlk_train_result *res, const char *bundle, int world);
+
+/* The trainer's notes (a struct dlk_trainer_sink's note) on the terminal of ctx (a const
+ * struct dlk_ctx *): an info as dlk_info (-q silences it), a warning as dlk_warn. */
+void dlk_train_note(void *ctx, enum dlk_trainer_level level, const char *msg);
 
 #endif
