@@ -1,7 +1,7 @@
 /* `dlk train --local --workers N`: a gang of N worker processes on this machine, each running
  * exactly the --worker path of a pod over loopback, supervised like the Job supervises pods. */
-#ifndef DLK_COMMANDS_TRAIN_GANG_H
-#define DLK_COMMANDS_TRAIN_GANG_H
+#ifndef DLK_TRAINER_GANG_H
+#define DLK_TRAINER_GANG_H
 
 #include "commands/ctx.h"
 #include "commands/train.h"

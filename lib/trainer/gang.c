@@ -1,4 +1,4 @@
-#include "commands/train_gang.h"
+#include "lib/trainer/gang.h"
 #include "commands/train_here.h"
 #include "commands/train_report.h"
 #include "lib/trainer/run.h"
