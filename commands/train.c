@@ -6,6 +6,7 @@
 #include "commands/train.h"
 #include "commands/train_data.h"
 #include "lib/trainer/run.h"
+#include "commands/train_gang.h"
 #include "lib/trainer/gang.h"
 #include "commands/train_here.h"
 #include "commands/train_progress.h"

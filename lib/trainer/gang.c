@@ -1,9 +1,7 @@
+/* The supervisor of a gang of worker processes: fork, watch, restart, record. */
 #include "lib/trainer/gang.h"
-#include "commands/train_here.h"
-#include "commands/train_report.h"
 #include "lib/trainer/run.h"
 #include "lib/trainer/trainer.h"
-#include "commands/ui.h"
 #include "lib/comm/rendezvous.h"
 #include "lib/jobs/failure.h"
 #include "lib/jobs/logline.h"
@@ -55,10 +53,11 @@ struct worker {
 };
 
 struct gang {
-	struct dlk_ctx *ctx;
+	const struct dlk_gang_hooks *hooks;
+	struct dlk_gang_output out;
+	const char *job_name; /* a local gang's DLK_JOB_NAME */
 	struct worker *w;
 	int n;
-	int progress_open;  /* rank 0's progress line is drawn on the terminal */
 	/* In a pod (dlk_train_pod_gang): the workers are ranks base_rank .. base_rank + n - 1 of a
 	 * gang of `world` over several pods, and find rank 0 where the pod's environment says. */
 	int in_pod, base_rank, world;
@@ -93,19 +92,6 @@ static void gang_close(struct gang *g)
 	g->w = NULL;
 }
 
-static void put(const char *s, size_t n)
-{
-	while (n) {
-		ssize_t k = write(STDERR_FILENO, s, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return;
-		s += k;
-		n -= (size_t)k;
-	}
-}
-
 /* Removes the "erase line" escapes a progress draw contains. */
 static size_t strip_erase(char *s, size_t n)
 {
@@ -120,60 +106,32 @@ static size_t strip_erase(char *s, size_t n)
 	return o;
 }
 
+/* The last "error: " line a worker wrote is why it failed, for the run's record: a line of
+ * its own, or the text of one of its --log-format json objects. */
+static void note_error(struct worker *w, const struct dlk_gang_output *out, const char *s, size_t n)
+{
+	char text[sizeof(w->last_error) + 8];
+
+	if (out->json && n && s[0] == '{' && dlk_logline_text(s, n, text, sizeof(text))) {
+		if (!strncmp(text, "error: ", 7))
+			snprintf(w->last_error, sizeof(w->last_error), "%.1000s", text + 7);
+	} else if (n > 7 && !memcmp(s, "error: ", 7)) {
+		snprintf(w->last_error, sizeof(w->last_error), "%.*s", (int)(n - 7), s + 7);
+	}
+}
+
 static void emit_line(struct gang *g, int rank, char *s, size_t n)
 {
-	char prefix[32];
-	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", g->base_rank + rank);
-
 	n = strip_erase(s, n);
-	if (g->ctx->log_json && n) {
-		/* --log-format json: the worker's objects name their rank and pass as they are; what
-		 * else it wrote (a library's message) becomes an object of its rank */
-		char text[sizeof(g->w[rank].last_error) + 8];
-		if (s[0] == '{' && dlk_logline_text(s, n, text, sizeof(text))) {
-			if (!strncmp(text, "error: ", 7))
-				snprintf(g->w[rank].last_error, sizeof(g->w[rank].last_error), "%.1000s", text + 7);
-			pl = 0;
-		} else {
-			cJSON *f = cJSON_CreateObject();
-			char *line = xstrndup(s, n);
-			if (n > 7 && !memcmp(s, "error: ", 7))
-				snprintf(g->w[rank].last_error, sizeof(g->w[rank].last_error), "%.*s", (int)(n - 7), s + 7);
-			cJSON_AddNumberToObject(f, "rank", g->base_rank + rank);
-			if (g->progress_open) {
-				put("\r\033[K", 4);
-				g->progress_open = 0;
-			}
-			dlk_log_json(g->ctx, "info", line, f);
-			free(line);
-			cJSON_Delete(f);
-			return;
-		}
-	}
-	if (n > 7 && !memcmp(s, "error: ", 7))
-		snprintf(g->w[rank].last_error, sizeof(g->w[rank].last_error), "%.*s", (int)(n - 7), s + 7);
-	if (g->progress_open) {
-		put("\r\033[K", 4);
-		g->progress_open = 0;
-	}
-	if (n && pl > 0)
-		put(prefix, (size_t)pl);
-	put(s, n);
-	put("\n", 1);
+	note_error(&g->w[rank], &g->out, s, n);
+	g->hooks->line(g->hooks->ud, rank, g->base_rank + rank, s, n);
 }
 
 static void emit_progress(struct gang *g, int rank, char *s, size_t n)
 {
-	char prefix[32];
-	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", g->base_rank + rank);
-
 	n = strip_erase(s, n);
-	if (!n || !g->ctx->tty_err || g->base_rank + rank != 0)
-		return;
-	put("\r\033[K", 4);
-	put(prefix, (size_t)pl);
-	put(s, n);
-	g->progress_open = 1;
+	if (g->hooks->progress)
+		g->hooks->progress(g->hooks->ud, rank, g->base_rank + rank, s, n);
 }
 
 /* Splits what a worker wrote into lines ('\n') and progress redraws ('\r'). */
@@ -257,8 +215,7 @@ static void setenv_int(const char *name, long v)
 }
 
 /* In the child: become rank `rank` and run the worker path. Never returns. */
-static void child(struct gang *g, const struct dlk_train_cli *opts, const struct dlk_project *spec, int rank, int wfd,
-                  int lfd, int port, unsigned gen, const char *run_id, int threads)
+static void child(struct gang *g, int rank, int wfd, int lfd, int port, unsigned gen, const char *run_id, int threads)
 {
 	struct sigaction sa = { 0 };
 	int rc;
@@ -303,11 +260,10 @@ static void child(struct gang *g, const struct dlk_train_cli *opts, const struct
 		setenv_int(DLK_ENV_MASTER_PORT, port);
 		setenv_int(DLK_ENV_GENERATION, (long)gen);
 		setenv(DLK_ENV_RUN_ID, run_id, 1);
-		setenv(DLK_ENV_JOB_NAME, spec->name, 1);
+		setenv(DLK_ENV_JOB_NAME, g->job_name, 1);
 		unsetenv(DLK_ENV_SERVICE_HOST); /* a local gang publishes no progress on any Job */
 	}
-	g->ctx->color = 0;
-	rc = dlk_train_here(g->ctx, opts, spec, 1);
+	rc = g->hooks->worker(g->hooks->ud, rank);
 	fflush(stdout);
 	fflush(stderr);
 	_exit(rc);
@@ -350,8 +306,7 @@ static int root_cause(const struct gang *g)
 
 /* Runs one generation to its end. Returns the rank that failed first (its status in
  * g->w[rank].status), -1 when every worker succeeded, -2 when stopped by a signal. */
-static int run_generation(struct gang *g, const struct dlk_train_cli *opts, const struct dlk_project *spec, unsigned gen,
-                          const char *run_id, int threads, struct dlk_err *err)
+static int run_generation(struct gang *g, unsigned gen, const char *run_id, int threads, struct dlk_err *err)
 {
 	/* in a pod, global rank 0 listens on MASTER_PORT itself, as a one-rank pod does */
 	int port = 0, lfd = g->in_pod ? -1 : listen_loopback(&port, err), failed = -1, stopping = 0, alive, seq = 0;
@@ -381,7 +336,7 @@ static int run_generation(struct gang *g, const struct dlk_train_cli *opts, cons
 		}
 		if (pid == 0) {
 			close(p[0]);
-			child(g, opts, spec, r, p[1], lfd, port, gen, run_id, threads);
+			child(g, r, p[1], lfd, port, gen, run_id, threads);
 		}
 		close(p[1]);
 		g->w[r].pid = pid;
@@ -447,10 +402,8 @@ static int run_generation(struct gang *g, const struct dlk_train_cli *opts, cons
 				if (pfd[i].revents)
 					read_worker(g, idx[i]);
 	}
-	if (g->progress_open) {
-		put("\r\033[K", 4);
-		g->progress_open = 0;
-	}
+	if (g->hooks->ended)
+		g->hooks->ended(g->hooks->ud);
 	if (failed == -3)
 		return -3;
 	if (stopping == 2)
@@ -461,9 +414,8 @@ static int run_generation(struct gang *g, const struct dlk_train_cli *opts, cons
 }
 
 /* The record of a run that ended: what rank 0's bundle says, each rank's peak memory. */
-static void record_end(struct dlk_train_run *run, const struct gang *g, const struct dlk_train_cli *opts,
-                       const struct dlk_ctx *ctx, const struct dlk_project *spec, enum dlk_run_outcome o, int rank,
-                       int code, const char *message)
+static void record_end(struct dlk_train_run *run, const struct gang *g, const struct dlk_trainer_opts *opts,
+                       const struct dlk_project *spec, enum dlk_run_outcome o, int rank, int code, const char *message)
 {
 	cJSON *peaks = cJSON_CreateArray();
 
@@ -471,7 +423,7 @@ static void record_end(struct dlk_train_run *run, const struct gang *g, const st
 		cJSON_AddItemToArray(peaks, cJSON_CreateNumber((double)g->peak_kb[r] * 1024.0));
 	dlk_run_set_item(run->rec, "peak_memory_bytes", peaks);
 	if (o == DLK_RUN_SUCCEEDED) {
-		char *bundle = dlk_trainer_bundle_path(opts->bundle, spec, ctx->file, 0);
+		char *bundle = dlk_trainer_bundle_path(opts->bundle, spec, opts->spec_file, 0);
 		dlk_train_run_succeeded(run, bundle);
 		free(bundle);
 	} else {
@@ -479,47 +431,50 @@ static void record_end(struct dlk_train_run *run, const struct gang *g, const st
 	}
 }
 
-int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
+/* compute threads per worker: training.threads, else the cores shared out */
+static int worker_threads(const struct dlk_project *spec, int workers)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return spec->training.threads ? spec->training.threads : (int)(cores / workers > 0 ? cores / workers : 1);
+}
+
+int dlk_trainer_gang(const struct dlk_trainer_opts *opts, const struct dlk_project *spec, struct dlk_gang_output out,
+                     const struct dlk_gang_hooks *hooks, const struct dlk_trainer_sink *sink, struct dlk_err *err)
 {
 	int workers = opts->workers, max_restarts = opts->max_restarts;
-	struct dlk_err err = DLK_ERR_INIT;
-	struct gang g = { .ctx = ctx, .n = workers };
+	struct gang g = { .hooks = hooks, .out = out, .job_name = spec->name, .n = workers };
 	struct dlk_train_run run = DLK_TRAIN_RUN_INIT;
-	struct dlk_trainer_sink sink = { dlk_train_note, ctx };
-	struct dlk_trainer_opts topts;
 	char what[128], digest[65];
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	int threads = spec->training.threads ? spec->training.threads : (int)(cores / workers > 0 ? cores / workers : 1);
+	int threads = worker_threads(spec, workers);
 	int rc = 0;
 
 	/* the run: a new one, or the interrupted one this continues (its id names its checkpoints,
 	 * and the rendezvous of its workers) */
 	project_digest(spec, digest);
-	dlk_train_trainer_opts(opts, ctx->file, &topts);
-	if (dlk_train_run_open_local(&run, &sink, &topts, spec, digest, workers, &err)) {
-		rc = dlk_report(ctx, &err);
+	if (dlk_train_run_open_local(&run, sink, opts, spec, digest, workers, err)) {
 		dlk_train_run_release(&run);
-		return rc;
+		return err->code ? err->code : DLK_EXIT_FAIL;
 	}
 	gang_open(&g);
 	g.peak_kb = xcalloc((size_t)workers, sizeof(*g.peak_kb));
 
 	for (int gen = 0;; gen++) {
-		int f = run_generation(&g, opts, spec, (unsigned)gen, run.id, threads, &err);
+		int f = run_generation(&g, (unsigned)gen, run.id, threads, err);
 		if (f == -3) {
-			rc = dlk_report(ctx, &err);
-			record_end(&run, &g, opts, ctx, spec, DLK_RUN_FAILED, -1, rc, err.msg);
+			rc = err->code ? err->code : DLK_EXIT_FAIL;
+			record_end(&run, &g, opts, spec, DLK_RUN_FAILED, -1, rc, err->msg);
 			break;
 		}
 		if (f == -1) {
 			rc = 0;
-			record_end(&run, &g, opts, ctx, spec, DLK_RUN_SUCCEEDED, -1, 0, NULL);
+			record_end(&run, &g, opts, spec, DLK_RUN_SUCCEEDED, -1, 0, NULL);
 			break;
 		}
 		if (f == -2) {
 			/* rank 0 said what it saved */
 			rc = gang_sig == SIGINT ? DLK_EXIT_FAIL : DLK_EXIT_RESTARTABLE;
-			record_end(&run, &g, opts, ctx, spec, DLK_RUN_INTERRUPTED, -1, rc,
+			record_end(&run, &g, opts, spec, DLK_RUN_INTERRUPTED, -1, rc,
 			           gang_sig == SIGINT ? "stopped by an interrupt" : "stopped by SIGTERM");
 			break;
 		}
@@ -528,23 +483,24 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 		describe(what, sizeof(what), st);
 		if (WIFSIGNALED(st) || WEXITSTATUS(st) == DLK_EXIT_RESTARTABLE) {
 			if (gen < max_restarts) {
-				dlk_warn(ctx, "worker %d %s; restarting all %d workers from the last checkpoint (restart %d of %d)",
-				         f, what, workers, gen + 1, max_restarts);
+				dlk_trainer_note(sink, DLK_TRAINER_WARN,
+				                 "worker %d %s; restarting all %d workers from the last checkpoint (restart %d of %d)",
+				                 f, what, workers, gen + 1, max_restarts);
 				dlk_run_count_restart(run.rec);
 				dlk_train_run_save(&run);
 				continue;
 			}
-			dlk_errf(&err, DLK_EXIT_RESTARTABLE, "worker %d %s, and the %d restart%s allowed are used up", f, what,
+			dlk_errf(err, DLK_EXIT_RESTARTABLE, "worker %d %s, and the %d restart%s allowed are used up", f, what,
 			         max_restarts, max_restarts == 1 ? "" : "s");
-			dlk_err_hint(&err, "run the same command again to resume from the last checkpoint, or raise --max-restarts");
-			rc = dlk_report(ctx, &err);
-			record_end(&run, &g, opts, ctx, spec, DLK_RUN_FAILED, f, code,
-			           g.w[f].last_error[0] ? g.w[f].last_error : err.msg);
+			dlk_err_hint(err, "run the same command again to resume from the last checkpoint, or raise --max-restarts");
+			rc = err->code;
+			record_end(&run, &g, opts, spec, DLK_RUN_FAILED, f, code,
+			           g.w[f].last_error[0] ? g.w[f].last_error : err->msg);
 			break;
 		}
-		dlk_errf(&err, WEXITSTATUS(st), "worker %d %s; the other workers were stopped", f, what);
-		rc = dlk_report(ctx, &err);
-		record_end(&run, &g, opts, ctx, spec, DLK_RUN_FAILED, f, code, g.w[f].last_error[0] ? g.w[f].last_error : err.msg);
+		dlk_errf(err, WEXITSTATUS(st), "worker %d %s; the other workers were stopped", f, what);
+		rc = err->code;
+		record_end(&run, &g, opts, spec, DLK_RUN_FAILED, f, code, g.w[f].last_error[0] ? g.w[f].last_error : err->msg);
 		break;
 	}
 	gang_close(&g);
@@ -553,27 +509,26 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 	return rc;
 }
 
-int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec, int gpus)
+int dlk_trainer_pod_gang(const struct dlk_project *spec, int gpus, struct dlk_gang_output out,
+                         const struct dlk_gang_hooks *hooks, struct dlk_err *err)
 {
-	struct dlk_err err = DLK_ERR_INIT;
 	struct dist_env env;
-	struct gang g = { .ctx = ctx, .n = gpus, .in_pod = 1 };
+	struct gang g = { .hooks = hooks, .out = out, .job_name = spec->name, .n = gpus, .in_pod = 1 };
 	char what[128];
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	int threads = spec->training.threads ? spec->training.threads : (int)(cores / gpus > 0 ? cores / gpus : 1);
-	int rc = 0, f;
+	int threads, rc = 0, f;
 
 	if (gpus < 2 || gpus > DLK_GANG_MAX_WORKERS) {
-		dlk_errf(&err, DLK_EXIT_CONFIG, "resources.gpus: %d workers in one pod is not in 2..%d", gpus,
+		dlk_errf(err, DLK_EXIT_CONFIG, "resources.gpus: %d workers in one pod is not in 2..%d", gpus,
 		         DLK_GANG_MAX_WORKERS);
-		return dlk_report(ctx, &err);
+		return DLK_EXIT_CONFIG;
 	}
-	if (dist_env_read(&env, &err))
-		return dlk_report(ctx, &err);
+	if (dist_env_read(&env, err))
+		return err->code ? err->code : DLK_EXIT_FAIL;
 	if ((long)env.world * gpus > DIST_WORLD_MAX) {
-		dlk_errf(&err, DLK_EXIT_CONFIG, "%d pods of %d GPUs make more than %d ranks", env.world, gpus, DIST_WORLD_MAX);
-		return dlk_report(ctx, &err);
+		dlk_errf(err, DLK_EXIT_CONFIG, "%d pods of %d GPUs make more than %d ranks", env.world, gpus, DIST_WORLD_MAX);
+		return DLK_EXIT_CONFIG;
 	}
+	threads = worker_threads(spec, gpus);
 	g.base_rank = env.rank * gpus;
 	g.world = env.world * gpus;
 	g.master_addr = env.master_addr[0] ? env.master_addr : "127.0.0.1";
@@ -581,23 +536,20 @@ int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, co
 	gang_open(&g);
 	/* one generation: restarting the gang is the Job's (its podFailurePolicy and the
 	 * rendezvous' generations), as for a pod of one rank */
-	f = run_generation(&g, opts, spec, 0, "", threads, &err);
+	f = run_generation(&g, 0, "", threads, err);
 	if (f == -3) {
-		rc = dlk_report(ctx, &err);
+		rc = err->code ? err->code : DLK_EXIT_FAIL;
 	} else if (f == -2) {
 		rc = DLK_EXIT_RESTARTABLE;
 	} else if (f >= 0) {
 		int st = g.w[f].status;
 		describe(what, sizeof(what), st);
 		rc = WIFSIGNALED(st) ? DLK_EXIT_RESTARTABLE : WEXITSTATUS(st);
-		if (rc == DLK_EXIT_RESIZED) {
-			/* the ranks said so: the job was resized, and the pod goes on at the new size */
-			gang_close(&g);
-			return rc;
-		}
-		dlk_errf(&err, rc, "rank %d (GPU %d of this pod) %s; the pod's other ranks were stopped", g.base_rank + f, f,
-		         what);
-		dlk_report(ctx, &err);
+		/* DLK_EXIT_RESIZED: the ranks said so: the job was resized, and the pod goes on at the
+		 * new size (no failure to tell) */
+		if (rc != DLK_EXIT_RESIZED)
+			dlk_errf(err, rc, "rank %d (GPU %d of this pod) %s; the pod's other ranks were stopped",
+			         g.base_rank + f, f, what);
 	}
 	gang_close(&g);
 	return rc;

@@ -1,0 +1,136 @@
+/* What a gang of workers shows on the terminal: every worker's stderr, a line at a time with
+ * its rank in front (as JSON objects naming the rank under --log-format json), and rank 0's
+ * progress line redrawn in place on a terminal. Supervising the gang is lib/trainer/gang.c. */
+#include "commands/train_gang.h"
+#include "commands/train_here.h"
+#include "commands/train_report.h"
+#include "commands/ui.h"
+#include "lib/jobs/logline.h"
+#include "lib/trainer/gang.h"
+#include "lib/util/mem.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct view {
+	struct dlk_ctx *ctx;
+	const struct dlk_train_cli *cli;
+	const struct dlk_project *spec;
+	int progress_open; /* rank 0's progress line is drawn on the terminal */
+};
+
+static void put(const char *s, size_t n)
+{
+	while (n) {
+		ssize_t k = write(STDERR_FILENO, s, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return;
+		s += k;
+		n -= (size_t)k;
+	}
+}
+
+static void clear_progress(struct view *v)
+{
+	if (v->progress_open) {
+		put("\r\033[K", 4);
+		v->progress_open = 0;
+	}
+}
+
+static void on_line(void *ud, int local, int rank, char *s, size_t n)
+{
+	struct view *v = ud;
+	char prefix[32], text[1032]; /* as lib/trainer/gang.c reads the same line */
+	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
+
+	(void)local;
+	if (v->ctx->log_json && n) {
+		/* --log-format json: the worker's objects name their rank and pass as they are; what
+		 * else it wrote (a library's message) becomes an object of its rank */
+		if (s[0] == '{' && dlk_logline_text(s, n, text, sizeof(text))) {
+			pl = 0;
+		} else {
+			cJSON *f = cJSON_CreateObject();
+			char *line = xstrndup(s, n);
+			cJSON_AddNumberToObject(f, "rank", rank);
+			clear_progress(v);
+			dlk_log_json(v->ctx, "info", line, f);
+			free(line);
+			cJSON_Delete(f);
+			return;
+		}
+	}
+	clear_progress(v);
+	if (n && pl > 0)
+		put(prefix, (size_t)pl);
+	put(s, n);
+	put("\n", 1);
+}
+
+static void on_progress(void *ud, int local, int rank, char *s, size_t n)
+{
+	struct view *v = ud;
+	char prefix[32];
+	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
+
+	(void)local;
+	if (!n || !v->ctx->tty_err || rank != 0)
+		return;
+	put("\r\033[K", 4);
+	put(prefix, (size_t)pl);
+	put(s, n);
+	v->progress_open = 1;
+}
+
+static void on_ended(void *ud)
+{
+	clear_progress(ud);
+}
+
+/* In the worker's process: the --worker path, without colour (its stderr is a pipe). */
+static int on_worker(void *ud, int local)
+{
+	struct view *v = ud;
+
+	(void)local;
+	v->ctx->color = 0;
+	return dlk_train_here(v->ctx, v->cli, v->spec, 1);
+}
+
+int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
+{
+	struct view v = { ctx, opts, spec, 0 };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v };
+	struct dlk_gang_output out = { ctx->log_json };
+	struct dlk_trainer_sink sink = { dlk_train_note, ctx };
+	struct dlk_trainer_opts topts;
+	struct dlk_err err = DLK_ERR_INIT;
+	int rc;
+
+	dlk_train_trainer_opts(opts, ctx->file, &topts);
+	rc = dlk_trainer_gang(&topts, spec, out, &hooks, &sink, &err);
+	if (err.msg[0])
+		dlk_report(ctx, &err);
+	return rc;
+}
+
+int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec, int gpus)
+{
+	struct view v = { ctx, opts, spec, 0 };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v };
+	struct dlk_gang_output out = { ctx->log_json };
+	struct dlk_err err = DLK_ERR_INIT;
+	int rc;
+
+	rc = dlk_trainer_pod_gang(spec, gpus, out, &hooks, &err);
+	if (err.msg[0])
+		dlk_report(ctx, &err);
+	return rc;
+}
