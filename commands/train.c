@@ -9,7 +9,7 @@
 #include "commands/train_gang.h"
 #include "lib/trainer/gang.h"
 #include "commands/train_here.h"
-#include "commands/train_progress.h"
+#include "lib/trainer/progress.h"
 #include "commands/train_report.h"
 #include "commands/train_submit.h"
 #include "commands/ui.h"

@@ -5,8 +5,8 @@
  * writes checkpoints and the bundle. */
 #include "commands/train_here.h"
 #include "commands/train_data.h"
-#include "commands/train_metrics.h"
-#include "commands/train_progress.h"
+#include "lib/trainer/metrics.h"
+#include "lib/trainer/progress.h"
 #include "commands/train_report.h"
 #include "lib/trainer/run.h"
 #include "lib/trainer/trainer.h"

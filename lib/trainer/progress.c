@@ -1,4 +1,4 @@
-#include "commands/train_progress.h"
+#include "lib/trainer/progress.h"
 #include "commands/ui.h"
 #include "lib/jobs/failure.h"
 #include "lib/jobs/podclient.h"

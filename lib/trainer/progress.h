@@ -1,8 +1,8 @@
 /* Rank 0 of a training Job publishes its progress on its own Job, as the annotation
  * dlk.dev/progress (a JSON string), so that `dlk status` and kubectl show it without logs, and
  * after every epoch the run so far as dlk.dev/metrics, which `dlk report JOB` draws. */
-#ifndef DLK_COMMANDS_TRAIN_PROGRESS_H
-#define DLK_COMMANDS_TRAIN_PROGRESS_H
+#ifndef DLK_TRAINER_PROGRESS_H
+#define DLK_TRAINER_PROGRESS_H
 
 #include "commands/ctx.h"
 #include "lib/train/progress.h"
