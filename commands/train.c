@@ -101,6 +101,7 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_project *spec = NULL;
 	struct dlk_log_archive *archive = NULL;
+	struct dlk_trainer_sink sink = { dlk_train_note, ctx };
 	struct dlk_err last = DLK_ERR_INIT;
 	cJSON *objects = NULL;
 	int rc = 0;
@@ -150,7 +151,6 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 		break;
 	case TRAIN_LOCAL:
 		if (opt.if_data_changed) {
-			struct dlk_trainer_sink sink = { dlk_train_note, ctx };
 			rc = dlk_train_skip_unchanged(&sink, ctx->file, spec, &err);
 			if (rc < 0)
 				rc = dlk_report(ctx, &err);
@@ -172,7 +172,7 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 		break;
 	case TRAIN_WORKER:
 		/* elastic: the Job's size now, which `dlk scale` may have changed since the pod was made */
-		if (!getenv(DLK_ENV_LOCAL_RANK) && dlk_job_world_env(ctx, &err)) {
+		if (!getenv(DLK_ENV_LOCAL_RANK) && dlk_job_world_env(&sink, &err)) {
 			rc = dlk_report(ctx, &err);
 			break;
 		}
@@ -187,7 +187,7 @@ out:
 	/* a worker (not one process of a pod's gang: its parent speaks for the pod) says why it
 	 * failed where any user can read it (a resize is no failure) */
 	if (rc && rc != DLK_EXIT_RESIZED && (enum dlk_train_mode)opt.mode == TRAIN_WORKER && !getenv(DLK_ENV_LOCAL_RANK))
-		dlk_train_publish_failure(ctx, rc, last.msg);
+		dlk_train_publish_failure(&sink, rc, last.msg);
 	ctx->last_err = NULL;
 	cJSON_Delete(objects);
 	project_free(spec);

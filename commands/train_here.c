@@ -965,7 +965,7 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		dlk_train_report_start(&run.show, spec, &tr, train.sharded && !train.by_file ? train.total : train.n, test.n,
 		                       run.world);
 	if (worker && run.rank == 0)
-		run.jp = dlk_job_progress_new(ctx);
+		run.jp = dlk_job_progress_new(&run.sink);
 	if (run_loop(&run, spec, &tr, spec->path ? spec->path : ctx->file, &train, &test, worker, &res, &err))
 		goto fail;
 	if (run.rank != 0) {

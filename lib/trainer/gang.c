@@ -483,8 +483,7 @@ int dlk_trainer_gang(const struct dlk_trainer_opts *opts, const struct dlk_proje
 		describe(what, sizeof(what), st);
 		if (WIFSIGNALED(st) || WEXITSTATUS(st) == DLK_EXIT_RESTARTABLE) {
 			if (gen < max_restarts) {
-				dlk_trainer_note(sink, DLK_TRAINER_WARN,
-				                 "worker %d %s; restarting all %d workers from the last checkpoint (restart %d of %d)",
+				dlk_trainer_warn(sink, "worker %d %s; restarting all %d workers from the last checkpoint (restart %d of %d)",
 				                 f, what, workers, gen + 1, max_restarts);
 				dlk_run_count_restart(run.rec);
 				dlk_train_run_save(&run);

@@ -129,12 +129,12 @@ int dlk_train_skip_unchanged(const struct dlk_trainer_sink *sink, const char *sp
 	cJSON_AddItemToObject(cJSON_AddObjectToObject(wrap, "run"), "data", cJSON_Duplicate(data, 1));
 	dlk_run_data_fingerprint(wrap, fp);
 	if (!last) {
-		dlk_trainer_note(sink, DLK_TRAINER_INFO, "no run of '%s' has succeeded yet: training", spec->name);
+		dlk_trainer_info(sink, "no run of '%s' has succeeded yet: training", spec->name);
 		goto out;
 	}
 	dlk_run_data_fingerprint(last, last_fp);
 	if (strcmp(fp, last_fp)) {
-		dlk_trainer_note(sink, DLK_TRAINER_INFO, "the data differs from what run %.8s trained on: training", dlk_run_id(last));
+		dlk_trainer_info(sink, "the data differs from what run %.8s trained on: training", dlk_run_id(last));
 		goto out;
 	}
 	/* unchanged: a run that says so, in the history */
@@ -157,8 +157,8 @@ int dlk_train_skip_unchanged(const struct dlk_trainer_sink *sink, const char *sp
 		dlk_run_set_str(rec, "finished_at", now);
 	}
 	if (dlk_runs_put(store, rec, &werr))
-		dlk_trainer_note(sink, DLK_TRAINER_WARN, "the skipped run is not in the history: %s", werr.msg);
-	dlk_trainer_note(sink, DLK_TRAINER_INFO, "the data is what run %.8s trained on (%.12s): nothing to train; run %.8s records the skip",
+		dlk_trainer_warn(sink, "the skipped run is not in the history: %s", werr.msg);
+	dlk_trainer_info(sink, "the data is what run %.8s trained on (%.12s): nothing to train; run %.8s records the skip",
 	         dlk_run_id(last), fp, id);
 	rc = DLK_EXIT_UNCHANGED;
 out:
@@ -182,16 +182,17 @@ int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data)
 	if (!r->store || !r->rec)
 		return 0;
 	if (dlk_runs_newest(r->store, DLK_RUN_SUCCEEDED, &last, &err)) {
-		dlk_trainer_note(r->sink, DLK_TRAINER_WARN, "trigger data-changed: the run history cannot be read (training): %s", err.msg);
+		dlk_trainer_warn(r->sink, "trigger data-changed: the run history cannot be read (training): %s",
+		                 err.msg);
 		return 0;
 	}
 	wrap = cJSON_CreateObject();
 	cJSON_AddItemToObject(cJSON_AddObjectToObject(wrap, "run"), "data", cJSON_Duplicate(data, 1));
 	dlk_run_data_fingerprint(wrap, fp);
 	if (!last) {
-		dlk_trainer_note(r->sink, DLK_TRAINER_INFO, "trigger data-changed: no run has succeeded yet: training");
+		dlk_trainer_info(r->sink, "trigger data-changed: no run has succeeded yet: training");
 	} else if (!dlk_run_same_data(wrap, last)) {
-		dlk_trainer_note(r->sink, DLK_TRAINER_INFO, "trigger data-changed: the data differs from what run %.8s trained on: training",
+		dlk_trainer_info(r->sink, "trigger data-changed: the data differs from what run %.8s trained on: training",
 		         dlk_run_id(last));
 	} else {
 		snprintf(reason, sizeof(reason), "the data is unchanged since run %.36s", dlk_run_id(last));
@@ -201,7 +202,7 @@ int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data)
 		dlk_run_time_now(now);
 		dlk_run_set_str(r->rec, "finished_at", now);
 		dlk_train_run_save(r);
-		dlk_trainer_note(r->sink, DLK_TRAINER_INFO, "trigger data-changed: the data is what run %.8s trained on (%.12s): nothing to train",
+		dlk_trainer_info(r->sink, "trigger data-changed: the data is what run %.8s trained on (%.12s): nothing to train",
 		         dlk_run_id(last), fp);
 		skip = 1;
 	}
@@ -238,8 +239,8 @@ static int check_resize(const char *spec_file, const struct dlk_project *spec, c
 }
 
 int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_trainer_sink *sink,
-                             const struct dlk_trainer_opts *opts, const struct dlk_project *spec, const char *spec_digest,
-                             int world, struct dlk_err *err)
+                             const struct dlk_trainer_opts *opts, const struct dlk_project *spec,
+                             const char *spec_digest, int world, struct dlk_err *err)
 {
 	char *dir = dlk_runs_local_dir(opts->spec_file, spec->name), host[256] = "", sid[16];
 	cJSON *all = NULL, *rec = NULL;
@@ -257,9 +258,9 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_trainer_s
 		const char *digest = dlk_run_str(newest, "spec_sha256");
 		short_id(dlk_run_id(newest), sid);
 		if (opts->fresh)
-			dlk_trainer_note(sink, DLK_TRAINER_INFO, "starting a new run (--fresh); run %s, interrupted, stays in the history", sid);
+			dlk_trainer_info(sink, "starting a new run (--fresh); run %s, interrupted, stays in the history", sid);
 		else if (!digest || strcmp(digest, spec_digest))
-			dlk_trainer_note(sink, DLK_TRAINER_INFO, "run %s was interrupted, but the project has changed since: starting a new run", sid);
+			dlk_trainer_info(sink, "run %s was interrupted, but the project has changed since: starting a new run", sid);
 		else if (last_world(newest) > 0 && last_world(newest) != world &&
 		         check_resize(opts->spec_file, spec, newest, world, err))
 			/* refused before the record changes: the run stays resumable at a size that fits */
@@ -321,8 +322,8 @@ static struct kube_client *cluster_client(struct dlk_err *err)
 	return dlk_pod_client(5000, 15000, 3, err);
 }
 
-void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_trainer_sink *sink, const struct dlk_project *spec,
-                                const char *spec_digest, int world)
+void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_trainer_sink *sink,
+                                const struct dlk_project *spec, const char *spec_digest, int world)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	const char *job = getenv(DLK_ENV_JOB_NAME), *trig = getenv(DLK_ENV_TRIGGER);
@@ -333,7 +334,7 @@ void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_traine
 		return;
 	r->kc = cluster_client(&err);
 	if (!r->kc) {
-		dlk_trainer_note(sink, DLK_TRAINER_WARN, "the run will not be recorded in the cluster's run history: %s", err.msg);
+		dlk_trainer_warn(sink, "the run will not be recorded in the cluster's run history: %s", err.msg);
 		return;
 	}
 	r->store = dlk_runs_open_configmap(r->kc, NULL, spec->name);
@@ -355,7 +356,7 @@ void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_traine
 		cJSON_AddStringToObject(j, "uid", r->id);
 		dlk_run_set_item(rec, "job", j);
 	} else {
-		dlk_trainer_note(sink, DLK_TRAINER_WARN, "the run will not be recorded in the cluster's run history: %s", err.msg);
+		dlk_trainer_warn(sink, "the run will not be recorded in the cluster's run history: %s", err.msg);
 		dlk_runs_close(r->store);
 		r->store = NULL;
 		return;
@@ -388,8 +389,8 @@ void dlk_train_run_save(struct dlk_train_run *r)
 		}
 	}
 	if (dlk_runs_put(r->store, r->rec, &err) && !r->warned++)
-		dlk_trainer_note(r->sink, DLK_TRAINER_WARN, "run %.8s: the run history is not up to date (training goes on): %s%s%s", r->id, err.msg,
-		         err.hint[0] ? "; " : "", err.hint);
+		dlk_trainer_warn(r->sink, "run %.8s: the run history is not up to date (training goes on): %s%s%s", r->id, err.msg,
+		                 err.hint[0] ? "; " : "", err.hint);
 }
 
 void dlk_train_run_finish(struct dlk_train_run *r, enum dlk_run_outcome o, int rank, int exit_code,
@@ -448,7 +449,7 @@ void dlk_train_run_succeeded(struct dlk_train_run *r, const char *bundle)
 	if (doc)
 		dlk_train_run_set_result(r, doc, bundle);
 	else
-		dlk_trainer_note(r->sink, DLK_TRAINER_WARN, "run %.8s: its record has no metrics: %s", r->id, err.msg);
+		dlk_trainer_warn(r->sink, "run %.8s: its record has no metrics: %s", r->id, err.msg);
 	cJSON_Delete(doc);
 	dlk_train_run_finish(r, DLK_RUN_SUCCEEDED, -1, 0, NULL);
 }

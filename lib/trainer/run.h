@@ -48,13 +48,13 @@ int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data);
  * checkpoint's global batch does not split into `world` equal batches. Writes the record
  * (outcome running). */
 int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_trainer_sink *sink,
-                             const struct dlk_trainer_opts *opts, const struct dlk_project *spec, const char *spec_digest,
-                             int world, struct dlk_err *err);
+                             const struct dlk_trainer_opts *opts, const struct dlk_project *spec,
+                             const char *spec_digest, int world, struct dlk_err *err);
 /* Rank 0 in a pod: the run is the Job's (DLK_RUN_ID, its uid); its record in the ConfigMap is
  * made or, after a restart or a re-form, counted as restarted at `world` workers. A history
  * that cannot be reached is warned about; training goes on without a record. */
-void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_trainer_sink *sink, const struct dlk_project *spec,
-                                const char *spec_digest, int world);
+void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_trainer_sink *sink,
+                                const struct dlk_project *spec, const char *spec_digest, int world);
 /* Any other worker: the id from DLK_RUN_ID, no record. */
 void dlk_train_run_open_worker(struct dlk_train_run *r, const struct dlk_trainer_sink *sink);
 

@@ -7,17 +7,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-void dlk_trainer_note(const struct dlk_trainer_sink *sink, enum dlk_trainer_level level, const char *fmt, ...)
+static void vnote(const struct dlk_trainer_sink *sink, enum dlk_trainer_level level, const char *fmt, va_list ap)
 {
 	char msg[2048];
-	va_list ap;
 
 	if (!sink || !sink->note)
 		return;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	sink->note(sink->ud, level, msg);
+}
+
+void dlk_trainer_note(const struct dlk_trainer_sink *sink, enum dlk_trainer_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vnote(sink, level, fmt, ap);
+	va_end(ap);
+}
+
+void dlk_trainer_info(const struct dlk_trainer_sink *sink, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vnote(sink, DLK_TRAINER_INFO, fmt, ap);
+	va_end(ap);
+}
+
+void dlk_trainer_warn(const struct dlk_trainer_sink *sink, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vnote(sink, DLK_TRAINER_WARN, fmt, ap);
+	va_end(ap);
 }
 
 char *dlk_trainer_project_dir(const char *spec_file)

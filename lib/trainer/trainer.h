@@ -33,6 +33,9 @@ struct dlk_trainer_sink {
 /* Hands a printf-style note to sink (NULL: nothing). */
 void dlk_trainer_note(const struct dlk_trainer_sink *sink, enum dlk_trainer_level level, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+/* The same at DLK_TRAINER_INFO and DLK_TRAINER_WARN. */
+void dlk_trainer_info(const struct dlk_trainer_sink *sink, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void dlk_trainer_warn(const struct dlk_trainer_sink *sink, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The folder of a project file ("." for a bare name). Caller frees. */
 char *dlk_trainer_project_dir(const char *spec_file);
