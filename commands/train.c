@@ -8,7 +8,7 @@
 #include "lib/trainer/run.h"
 #include "commands/train_gang.h"
 #include "lib/trainer/gang.h"
-#include "commands/train_here.h"
+#include "lib/trainer/here.h"
 #include "lib/trainer/progress.h"
 #include "commands/train_report.h"
 #include "commands/train_submit.h"

@@ -3,7 +3,7 @@
  * `--local --workers N`) it also joins the rendezvous and averages gradients over the TCP ring;
  * only rank 0 evaluates, shows (train_report.c), publishes progress (train_progress.c) and
  * writes checkpoints and the bundle. */
-#include "commands/train_here.h"
+#include "lib/trainer/here.h"
 #include "commands/train_data.h"
 #include "lib/trainer/metrics.h"
 #include "lib/trainer/progress.h"

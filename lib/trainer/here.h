@@ -1,5 +1,5 @@
-#ifndef DLK_COMMANDS_TRAIN_HERE_H
-#define DLK_COMMANDS_TRAIN_HERE_H
+#ifndef DLK_TRAINER_HERE_H
+#define DLK_TRAINER_HERE_H
 
 #include <cJSON.h>
 
