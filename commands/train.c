@@ -101,7 +101,7 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_project *spec = NULL;
 	struct dlk_log_archive *archive = NULL;
-	struct dlk_trainer_sink sink = { dlk_train_note, ctx };
+	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
 	struct dlk_err last = DLK_ERR_INIT;
 	cJSON *objects = NULL;
 	int rc = 0;

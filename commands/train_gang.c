@@ -109,7 +109,7 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 	struct view v = { ctx, opts, spec, 0 };
 	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v };
 	struct dlk_gang_output out = { ctx->log_json };
-	struct dlk_trainer_sink sink = { dlk_train_note, ctx };
+	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
 	struct dlk_trainer_opts topts;
 	struct dlk_err err = DLK_ERR_INIT;
 	int rc;

@@ -7,7 +7,10 @@
 #ifndef DLK_TRAINER_TRAINER_H
 #define DLK_TRAINER_TRAINER_H
 
+#include <stddef.h>
+
 #include "lib/project/project.h"
+#include "lib/util/err.h"
 
 /* What the caller asks of a run. Strings are borrowed. */
 struct dlk_trainer_opts {
@@ -23,11 +26,32 @@ struct dlk_trainer_opts {
 
 enum dlk_trainer_level { DLK_TRAINER_INFO, DLK_TRAINER_WARN };
 
-/* Where the trainer's notes go: a line in words (no newline), an info that -q may silence or a
- * warning that must be seen. note may be NULL (the notes are dropped). */
+struct dlk_training;
+struct dlk_train_event;
+struct dlk_train_result;
+
+/* What the trainer has to say, for the caller to show. Every callback may be NULL (then that
+ * is not shown); ud is passed to each. */
 struct dlk_trainer_sink {
+	/* A line in words (no newline): an info that -q may silence, or a warning that must be seen. */
 	void (*note)(void *ud, enum dlk_trainer_level level, const char *msg);
 	void *ud;
+	/* A run here: this process is rank of world (a run alone: 0 of 1), known before anything is
+	 * loaded; -1 with err stops the run (e.g. a metrics file that cannot be opened). */
+	int (*placed)(void *ud, int rank, int world, struct dlk_err *err);
+	/* Loading the data (phase: "loading training data"): done of total bytes of what (total 0:
+	 * unknown). */
+	void (*data)(void *ud, const char *phase, const char *what, unsigned long long done, unsigned long long total);
+	/* Rank 0, before the first step: what is trained, on how many samples, by how many workers. */
+	void (*start)(void *ud, const struct dlk_project *spec, const struct dlk_training *tr, size_t n_train,
+	              size_t n_test, int world);
+	/* Rank 0: a step, an epoch's end or the end of the loop (the loss is the whole gang's). */
+	void (*event)(void *ud, const struct dlk_train_event *ev);
+	/* Rank 0: the run finished, its bundle written at bundle. */
+	void (*result)(void *ud, const struct dlk_project *spec, const struct dlk_train_result *res, const char *bundle,
+	               int world);
+	/* Whatever is drawn in place (a progress line) is to go: a message or the end follows. */
+	void (*clear)(void *ud);
 };
 
 /* Hands a printf-style note to sink (NULL: nothing). */

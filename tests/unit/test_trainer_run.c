@@ -167,7 +167,7 @@ static void test_resume(const char *tmp)
 	struct dlk_project spec = { 0 };
 	struct dlk_trainer_opts o = DLK_TRAINER_OPTS_INIT;
 	struct notes ns = { 0 };
-	struct dlk_trainer_sink sink = { on_note, &ns };
+	struct dlk_trainer_sink sink = { .note = on_note, .ud = &ns };
 	struct dlk_err err = DLK_ERR_INIT;
 	char spec_file[512], id[37], ckdir[600];
 	const char *digest = "1111111111111111111111111111111111111111111111111111111111111111";
