@@ -2,7 +2,6 @@
  * its rank in front (as JSON objects naming the rank under --log-format json), and rank 0's
  * progress line redrawn in place on a terminal. Supervising the gang is lib/trainer/gang.c. */
 #include "commands/train_gang.h"
-#include "lib/trainer/here.h"
 #include "commands/train_report.h"
 #include "commands/ui.h"
 #include "lib/jobs/logline.h"
