@@ -1,5 +1,6 @@
 /* dlk train's options, filled by its option table (train.c) and read by its parts: submitting
- * (train_submit.c), training here (train_here.c) and the local gang of workers (train_gang.c). */
+ * (train_submit.c), the view of a run here (train_report.c) and of a local gang of workers
+ * (train_gang.c); a run itself is lib/trainer. */
 #ifndef DLK_COMMANDS_TRAIN_H
 #define DLK_COMMANDS_TRAIN_H
 
@@ -14,7 +15,7 @@ struct dlk_train_cli {
 	double timeout_s;        /* --timeout; 0 when not given */
 	const char *templates;   /* NULL: the project's templates/, if any */
 	const char *metrics;     /* NULL: no metrics file */
-	const char *bundle;      /* NULL: NAME.dlk next to the project file (--worker: see train_here.c) */
+	const char *bundle;      /* NULL: NAME.dlk next to the project file (--worker: lib/trainer/trainer.h) */
 	const char *report;      /* NULL: no report page (--report FILE: written when the run ends) */
 	int workers, max_restarts;
 	int fresh;               /* --fresh: a new run, even when the last one was interrupted */

@@ -17,6 +17,8 @@
 #include "lib/trainer/trainer.h"
 #include "lib/util/err.h"
 
+#include "tests/unit/newest_run.h"
+
 enum plan { ALL_SUCCEED, LOSE_PEER_ONCE, FAIL_FOR_GOOD };
 
 struct seen {
@@ -92,22 +94,6 @@ static int has_line(const struct seen *s, const char *want)
 	return 0;
 }
 
-/* The newest run of project p in the history next to spec_file. */
-static cJSON *newest(const char *spec_file)
-{
-	struct dlk_err err = DLK_ERR_INIT;
-	char *dir = dlk_runs_local_dir(spec_file, "p");
-	struct dlk_run_store *st = dlk_runs_open_dir(dir, "p");
-	cJSON *all = NULL, *rec = NULL;
-
-	if (dlk_runs_list(st, &all, NULL, NULL, &err) == 0)
-		rec = cJSON_DetachItemFromArray(all, 0);
-	cJSON_Delete(all);
-	dlk_runs_close(st);
-	free(dir);
-	return rec;
-}
-
 static int run_gang(const char *spec_file, enum plan plan, int max_restarts, struct seen *s, struct dlk_err *err)
 {
 	struct dlk_project spec = { 0 };
@@ -148,7 +134,7 @@ int main(void)
 	/* no bundle was written: the record says succeeded, without metrics, and the sink hears why */
 	CHECK(s.warnings == 1);
 	CHECK_CONTAINS(s.note[0], "its record has no metrics");
-	rec = newest(spec_file);
+	rec = newest_run(spec_file, "p");
 	CHECK(rec && dlk_run_outcome(rec) == DLK_RUN_SUCCEEDED);
 	cJSON_Delete(rec);
 
@@ -158,7 +144,7 @@ int main(void)
 	CHECK(s.ended == 2);
 	CHECK_CONTAINS(s.note[0], "worker 1 exited with code 75; restarting all 2 workers from the last checkpoint "
 	                          "(restart 1 of 1)");
-	rec = newest(spec_file);
+	rec = newest_run(spec_file, "p");
 	CHECK(rec && dlk_run_outcome(rec) == DLK_RUN_SUCCEEDED);
 	CHECK(rec && cJSON_GetObjectItemCaseSensitive(dlk_run_info(rec), "restarts")->valueint == 1);
 	cJSON_Delete(rec);
@@ -173,7 +159,7 @@ int main(void)
 	CHECK_CONTAINS(err.msg, "worker 1 exited with code 3; the other workers were stopped");
 	CHECK(has_line(&s, "1|error: 'data.csv': line 3: not a number"));
 	CHECK_MSG(s.notes == 0, "no restart for a failure that would fail again");
-	rec = newest(spec_file);
+	rec = newest_run(spec_file, "p");
 	CHECK(rec && dlk_run_outcome(rec) == DLK_RUN_FAILED);
 	if (rec) {
 		const cJSON *f = cJSON_GetObjectItemCaseSensitive(dlk_run_info(rec), "failure");

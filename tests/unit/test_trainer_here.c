@@ -17,6 +17,8 @@
 #include "lib/trainer/here.h"
 #include "lib/trainer/trainer.h"
 #include "lib/util/err.h"
+
+#include "tests/unit/newest_run.h"
 #include "lib/util/rng.h"
 
 #define MAX_SEEN 512
@@ -180,21 +182,6 @@ static int run(const char *spec_file, struct seen *s, struct dlk_err *err)
 	return rc;
 }
 
-static cJSON *newest(const char *spec_file)
-{
-	struct dlk_err err = DLK_ERR_INIT;
-	char *dir = dlk_runs_local_dir(spec_file, "tiny");
-	struct dlk_run_store *st = dlk_runs_open_dir(dir, "tiny");
-	cJSON *all = NULL, *rec = NULL;
-
-	if (dlk_runs_list(st, &all, NULL, NULL, &err) == 0)
-		rec = cJSON_DetachItemFromArray(all, 0);
-	cJSON_Delete(all);
-	dlk_runs_close(st);
-	free(dir);
-	return rec;
-}
-
 int main(void)
 {
 	const char *t = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -244,7 +231,7 @@ int main(void)
 	CHECK_MSG(stat(bundle, &st) == 0 && st.st_size > 0, "the bundle is written");
 	CHECK_MSG(s.accuracy > 0.9, "two clear blobs are learnt (accuracy %.3f)", s.accuracy);
 	CHECK_MSG(s.warnings == 0, "no warnings (%d: %s)", s.warnings, s.notes ? s.note[0] : "");
-	rec = newest(spec_file);
+	rec = newest_run(spec_file, "tiny");
 	CHECK(rec && dlk_run_outcome(rec) == DLK_RUN_SUCCEEDED);
 	CHECK(rec && cJSON_GetObjectItemCaseSensitive(dlk_run_info(rec), "bundle"));
 	cJSON_Delete(rec);
@@ -257,7 +244,7 @@ int main(void)
 	CHECK_MSG(rc == DLK_EXIT_CONFIG, "a bad row is the data's fault (%d)", rc);
 	CHECK_CONTAINS(err.msg, "train.csv");
 	CHECK_MSG(!strchr(s.order, 'r') && !strchr(s.order, 'e'), "no step, no result: %s", s.order);
-	rec = newest(spec_file);
+	rec = newest_run(spec_file, "tiny");
 	CHECK(rec && dlk_run_outcome(rec) == DLK_RUN_FAILED);
 	cJSON_Delete(rec);
 
