@@ -184,7 +184,7 @@ static void test_resume(const char *tmp)
 		CHECK(!r.resumed && strlen(r.id) == 36 && dlk_run_outcome(r.rec) == DLK_RUN_RUNNING);
 		CHECK_STR(dlk_run_str(r.rec, "trigger"), "manual");
 		/* then it is interrupted: the next open continues it */
-		snprintf(id, sizeof(id), "%s", r.id);
+		snprintf(id, sizeof(id), "%.36s", r.id);
 		dlk_train_run_finish(&r, DLK_RUN_INTERRUPTED, -1, DLK_EXIT_RESTARTABLE, "stopped by SIGTERM");
 		dlk_train_run_release(&r);
 	}
