@@ -10,7 +10,6 @@
 #include "lib/jobs/jobstate.h"
 #include "lib/kube/api.h"
 #include "lib/report/report.h"
-#include "lib/train/bundle.h"
 #include "lib/train/progress.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
@@ -56,18 +55,6 @@ static cJSON *from_json_file(const char *path, struct dlk_err *err)
 out:
 	cJSON_Delete(j);
 	dlk_buf_release(&b);
-	return run;
-}
-
-cJSON *dlk_report_from_bundle(const char *path, struct dlk_err *err)
-{
-	struct dlk_bundle b = DLK_BUNDLE_INIT;
-	cJSON *run;
-
-	if (dlk_bundle_read(path, &b, err))
-		return NULL;
-	run = report_run_from_meta(b.meta, "bundle", path, err);
-	dlk_bundle_release(&b);
 	return run;
 }
 
@@ -148,7 +135,7 @@ cJSON *dlk_report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_
 		while ((c = fgetc(f)) == ' ' || c == '\n' || c == '\r' || c == '\t')
 			;
 		fclose(f);
-		return c == '{' ? from_json_file(arg, err) : dlk_report_from_bundle(arg, err);
+		return c == '{' ? from_json_file(arg, err) : report_run_from_bundle(arg, err);
 	}
 	if (errno != ENOENT || strchr(arg, '/') || strchr(arg, '.'))
 		/* job names have no dots or slashes: this was meant to be a file */

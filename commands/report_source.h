@@ -11,7 +11,6 @@
  * document, a report document, a model.json), else the job of that name in the namespace. A
  * new tree the caller owns, or NULL with err. */
 cJSON *dlk_report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_err *err);
-cJSON *dlk_report_from_bundle(const char *path, struct dlk_err *err);
 /* The run document a job's rank 0 published, its source naming the job, its state and restarts.
  * ns NULL: the namespace of -n or the kubeconfig. */
 cJSON *dlk_report_from_job(const struct dlk_ctx *ctx, const char *ns, const char *name, struct dlk_err *err);

@@ -1,7 +1,7 @@
 /* The run history shown: the table of runs, one run in detail, a run as a report's source. */
 #include "commands/run_history.h"
 #include "commands/cluster.h"
-#include "commands/train_run.h"
+#include "lib/trainer/run.h"
 #include "commands/ui.h"
 #include "lib/project/project.h"
 #include "lib/util/buf.h"
@@ -151,7 +151,7 @@ static void history_row(const cJSON *rec, int wide, struct hrow *r)
 	worlds(info, r->c[c++], 200);
 	snprintf(r->c[c++], 200, "%d", cJSON_IsNumber(rs) ? rs->valueint : 0);
 	accuracy(rec, r->c[c++], 200);
-	dlk_train_data_fingerprint(rec, fp);
+	dlk_run_data_fingerprint(rec, fp);
 	snprintf(r->c[c++], 200, "%.12s", fp[0] ? fp : "-");
 	snprintf(r->c[c++], 200, "%s", str_of(info, "trigger") ? str_of(info, "trigger") : "-");
 	if (wide) {
@@ -354,7 +354,7 @@ static void run_text(const cJSON *rec, const char *store_kind, struct dlk_buf *b
 	} else {
 		line(b, "metrics", "none (the run did not finish an evaluation)");
 	}
-	dlk_train_data_fingerprint(rec, fp);
+	dlk_run_data_fingerprint(rec, fp);
 	line(b, "data", "%.12s%s", fp[0] ? fp : "not recorded", fp[0] ? " (the fingerprint of the sources below)" : "");
 	d = get(info, "data");
 	if (!cJSON_IsArray(d))
@@ -464,7 +464,7 @@ static void facts_of(const cJSON *rec, struct facts *f)
 	num_fact(t, "optimizer", "%.0f", 1, f->v[i++]);
 	num_fact(t, "lr", "%g", 1, f->v[i++]);
 	num_fact(get(rec, "architecture"), "parameters", "%.0f", 1, f->v[i++]);
-	dlk_train_data_fingerprint(rec, fp);
+	dlk_run_data_fingerprint(rec, fp);
 	snprintf(f->v[i++], 160, "%.12s", fp[0] ? fp : "-");
 	split_sha(rec, "train", f->v[i++]);
 	split_sha(rec, "test", f->v[i++]);

@@ -192,7 +192,7 @@ static int model_from_url(const struct dlk_ctx *ctx, const struct dlk_project *s
 	m->url = xstrdup(cli->model);
 	m->pin = xstrdup(cli->sha256);
 	snprintf(m->source, sizeof(m->source), "%.590s", cli->model);
-	m->run = dlk_report_from_bundle(f.path, err);
+	m->run = report_run_from_bundle(f.path, err);
 	if (!m->run)
 		goto out;
 	rc = 0;

@@ -5,12 +5,13 @@
 #include "commands/ctx.h"
 #include "commands/train.h"
 #include "commands/train_data.h"
-#include "commands/train_run.h"
 #include "commands/train_gang.h"
-#include "commands/train_here.h"
-#include "commands/train_progress.h"
+#include "commands/train_report.h"
 #include "commands/train_submit.h"
 #include "commands/ui.h"
+#include "lib/trainer/gang.h"
+#include "lib/trainer/progress.h"
+#include "lib/trainer/run.h"
 #include "lib/jobs/logarchive.h"
 #include "lib/jobs/podenv.h"
 #include "lib/render/render.h"
@@ -38,6 +39,18 @@ static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_e
 }
 
 static struct dlk_train_cli opt;
+
+void dlk_train_trainer_opts(const struct dlk_train_cli *cli, const char *spec_file, struct dlk_trainer_opts *o)
+{
+	*o = (struct dlk_trainer_opts)DLK_TRAINER_OPTS_INIT;
+	o->spec_file = spec_file;
+	o->bundle = cli->bundle;
+	o->in_pod = cli->mode == TRAIN_WORKER;
+	o->workers = cli->workers > 1 ? cli->workers : 1;
+	o->max_restarts = cli->max_restarts;
+	o->fresh = cli->fresh;
+	o->if_data_changed = cli->if_data_changed;
+}
 
 /* A worker in a pod whose job has a checkpoint volume keeps its log there too (DLK_LOG_ARCHIVE),
  * so that `dlk logs NAME --run ID` reads it after the pods are gone. The processes of a pod's
@@ -87,6 +100,7 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_project *spec = NULL;
 	struct dlk_log_archive *archive = NULL;
+	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
 	struct dlk_err last = DLK_ERR_INIT;
 	cJSON *objects = NULL;
 	int rc = 0;
@@ -135,9 +149,13 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_report(ctx, &err);
 		break;
 	case TRAIN_LOCAL:
-		if (opt.if_data_changed && (rc = dlk_train_skip_unchanged(ctx, spec)) != 0) {
-			/* DLK_EXIT_UNCHANGED, or an error (reported) */
-			break;
+		if (opt.if_data_changed) {
+			rc = dlk_train_skip_unchanged(&sink, ctx->file, spec, &err);
+			if (rc < 0)
+				rc = dlk_report(ctx, &err);
+			if (rc)
+				/* DLK_EXIT_UNCHANGED, or an error */
+				break;
 		}
 		if (opt.workers > 1) {
 			/* the worker processes serve their metrics on PORT + rank */
@@ -153,7 +171,7 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 		break;
 	case TRAIN_WORKER:
 		/* elastic: the Job's size now, which `dlk scale` may have changed since the pod was made */
-		if (!getenv(DLK_ENV_LOCAL_RANK) && dlk_job_world_env(ctx, &err)) {
+		if (!getenv(DLK_ENV_LOCAL_RANK) && dlk_job_world_env(&sink, &err)) {
 			rc = dlk_report(ctx, &err);
 			break;
 		}
@@ -168,7 +186,7 @@ out:
 	/* a worker (not one process of a pod's gang: its parent speaks for the pod) says why it
 	 * failed where any user can read it (a resize is no failure) */
 	if (rc && rc != DLK_EXIT_RESIZED && (enum dlk_train_mode)opt.mode == TRAIN_WORKER && !getenv(DLK_ENV_LOCAL_RANK))
-		dlk_train_publish_failure(ctx, rc, last.msg);
+		dlk_train_publish_failure(&sink, rc, last.msg);
 	ctx->last_err = NULL;
 	cJSON_Delete(objects);
 	project_free(spec);

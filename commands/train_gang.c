@@ -1,95 +1,26 @@
+/* What a gang of workers shows on the terminal: every worker's stderr, a line at a time with
+ * its rank in front (as JSON objects naming the rank under --log-format json), and rank 0's
+ * progress line redrawn in place on a terminal. Supervising the gang is lib/trainer/gang.c. */
 #include "commands/train_gang.h"
-#include "commands/train_here.h"
-#include "commands/report_source.h"
-#include "commands/train_run.h"
+#include "commands/train_report.h"
 #include "commands/ui.h"
-#include "lib/comm/rendezvous.h"
 #include "lib/jobs/logline.h"
-#include "lib/jobs/podenv.h"
-#include "lib/util/clock.h"
-#include "lib/util/err.h"
+#include "lib/trainer/gang.h"
 #include "lib/util/mem.h"
-#include "lib/project/project.h"
 
-#include <arpa/inet.h>
+#include <cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#define LINE_MAX_BYTES 65536
-#define STOP_GRACE_SEC 30.0   /* after a stop request: the workers write a checkpoint */
-#define KILL_GRACE_SEC 5.0    /* after a failure: the others are only asked to go */
-
-static volatile sig_atomic_t gang_sig, gang_sig_count;
-
-static void on_gang_signal(int sig)
-{
-	if (!gang_sig)
-		gang_sig = sig;
-	gang_sig_count++;
-}
-
-struct worker {
-	pid_t pid;
-	int fd;             /* read end of its stderr; -1 at EOF */
-	int status, exited;
-	int seq;            /* order in which the exits were seen */
-	int ours;           /* the last signal the parent sent it, 0: none */
-	char *buf;          /* pending bytes of an unfinished line */
-	size_t len;
-	int after_cr;       /* the pending bytes follow a carriage return: a progress redraw */
-	char last_error[1024]; /* the last "error: " line it printed, without the prefix */
-};
-
-struct gang {
+struct view {
 	struct dlk_ctx *ctx;
-	struct worker *w;
-	int n;
-	int progress_open;  /* rank 0's progress line is drawn on the terminal */
-	/* In a pod (dlk_train_pod_gang): the workers are ranks base_rank .. base_rank + n - 1 of a
-	 * gang of `world` over several pods, and find rank 0 where the pod's environment says. */
-	int in_pod, base_rank, world;
-	const char *master_addr;
-	int master_port;
-	long *peak_kb;      /* each rank's peak resident memory, over every generation (KiB) */
-	struct sigaction old_int, old_term;
+	const struct dlk_train_cli *cli;
+	const struct dlk_project *spec;
+	int progress_open; /* rank 0's progress line is drawn on the terminal */
 };
-
-/* The workers' line buffers, and SIGINT/SIGTERM heard by the parent, which asks every worker. */
-static void gang_open(struct gang *g)
-{
-	struct sigaction sa = { 0 };
-
-	g->w = xcalloc((size_t)g->n, sizeof(*g->w));
-	for (int r = 0; r < g->n; r++)
-		g->w[r].buf = xmalloc(LINE_MAX_BYTES + 1);
-	gang_sig = 0;
-	gang_sig_count = 0;
-	sa.sa_handler = on_gang_signal;
-	sigaction(SIGINT, &sa, &g->old_int);
-	sigaction(SIGTERM, &sa, &g->old_term);
-}
-
-static void gang_close(struct gang *g)
-{
-	sigaction(SIGINT, &g->old_int, NULL);
-	sigaction(SIGTERM, &g->old_term, NULL);
-	for (int r = 0; r < g->n; r++)
-		free(g->w[r].buf);
-	free(g->w);
-	g->w = NULL;
-}
 
 static void put(const char *s, size_t n)
 {
@@ -104,509 +35,101 @@ static void put(const char *s, size_t n)
 	}
 }
 
-/* Removes the "erase line" escapes a progress draw contains. */
-static size_t strip_erase(char *s, size_t n)
+static void clear_progress(struct view *v)
 {
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '\033' && i + 2 < n && s[i + 1] == '[' && s[i + 2] == 'K') {
-			i += 2;
-			continue;
-		}
-		s[o++] = s[i];
+	if (v->progress_open) {
+		put("\r\033[K", 4);
+		v->progress_open = 0;
 	}
-	return o;
 }
 
-static void emit_line(struct gang *g, int rank, char *s, size_t n)
+static void on_line(void *ud, int local, int rank, char *s, size_t n)
 {
-	char prefix[32];
-	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", g->base_rank + rank);
+	struct view *v = ud;
+	char prefix[32], text[1032]; /* as lib/trainer/gang.c reads the same line */
+	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
 
-	n = strip_erase(s, n);
-	if (g->ctx->log_json && n) {
+	(void)local;
+	if (v->ctx->log_json && n) {
 		/* --log-format json: the worker's objects name their rank and pass as they are; what
 		 * else it wrote (a library's message) becomes an object of its rank */
-		char text[sizeof(g->w[rank].last_error) + 8];
 		if (s[0] == '{' && dlk_logline_text(s, n, text, sizeof(text))) {
-			if (!strncmp(text, "error: ", 7))
-				snprintf(g->w[rank].last_error, sizeof(g->w[rank].last_error), "%.1000s", text + 7);
 			pl = 0;
 		} else {
 			cJSON *f = cJSON_CreateObject();
 			char *line = xstrndup(s, n);
-			if (n > 7 && !memcmp(s, "error: ", 7))
-				snprintf(g->w[rank].last_error, sizeof(g->w[rank].last_error), "%.*s", (int)(n - 7), s + 7);
-			cJSON_AddNumberToObject(f, "rank", g->base_rank + rank);
-			if (g->progress_open) {
-				put("\r\033[K", 4);
-				g->progress_open = 0;
-			}
-			dlk_log_json(g->ctx, "info", line, f);
+			cJSON_AddNumberToObject(f, "rank", rank);
+			clear_progress(v);
+			dlk_log_json(v->ctx, "info", line, f);
 			free(line);
 			cJSON_Delete(f);
 			return;
 		}
 	}
-	if (n > 7 && !memcmp(s, "error: ", 7))
-		snprintf(g->w[rank].last_error, sizeof(g->w[rank].last_error), "%.*s", (int)(n - 7), s + 7);
-	if (g->progress_open) {
-		put("\r\033[K", 4);
-		g->progress_open = 0;
-	}
+	clear_progress(v);
 	if (n && pl > 0)
 		put(prefix, (size_t)pl);
 	put(s, n);
 	put("\n", 1);
 }
 
-static void emit_progress(struct gang *g, int rank, char *s, size_t n)
+static void on_progress(void *ud, int local, int rank, char *s, size_t n)
 {
+	struct view *v = ud;
 	char prefix[32];
-	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", g->base_rank + rank);
+	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
 
-	n = strip_erase(s, n);
-	if (!n || !g->ctx->tty_err || g->base_rank + rank != 0)
+	(void)local;
+	if (!n || !v->ctx->tty_err || rank != 0)
 		return;
 	put("\r\033[K", 4);
 	put(prefix, (size_t)pl);
 	put(s, n);
-	g->progress_open = 1;
+	v->progress_open = 1;
 }
 
-/* Splits what a worker wrote into lines ('\n') and progress redraws ('\r'). */
-static void drain(struct gang *g, int rank, int eof)
+static void on_ended(void *ud)
 {
-	struct worker *w = &g->w[rank];
-	size_t start = 0;
-
-	for (size_t i = 0; i < w->len; i++) {
-		if (w->buf[i] != '\n' && w->buf[i] != '\r')
-			continue;
-		if (w->buf[i] == '\n')
-			emit_line(g, rank, w->buf + start, i - start);
-		else if (w->after_cr)
-			emit_progress(g, rank, w->buf + start, i - start);
-		else if (i > start)
-			emit_line(g, rank, w->buf + start, i - start);
-		w->after_cr = w->buf[i] == '\r';
-		start = i + 1;
-	}
-	memmove(w->buf, w->buf + start, w->len - start);
-	w->len -= start;
-	if (eof || w->len >= LINE_MAX_BYTES) {
-		if (w->len)
-			emit_line(g, rank, w->buf, w->len);
-		w->len = 0;
-		w->after_cr = 0;
-	} else if (w->len && w->after_cr && rank == 0) {
-		/* show the newest redraw now; it is shown again when it completes */
-		char tmp[512];
-		size_t n = w->len < sizeof(tmp) ? w->len : sizeof(tmp);
-		memcpy(tmp, w->buf, n);
-		emit_progress(g, rank, tmp, n);
-	}
+	clear_progress(ud);
 }
 
-static void read_worker(struct gang *g, int rank)
+/* In the worker's process: the --worker path, without colour (its stderr is a pipe). */
+static int on_worker(void *ud, int local)
 {
-	struct worker *w = &g->w[rank];
-	ssize_t k = read(w->fd, w->buf + w->len, LINE_MAX_BYTES + 1 - w->len);
+	struct view *v = ud;
 
-	if (k < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (k <= 0) {
-		close(w->fd);
-		w->fd = -1;
-		drain(g, rank, 1);
-		return;
-	}
-	w->len += (size_t)k;
-	drain(g, rank, 0);
-}
-
-static int listen_loopback(int *port, struct dlk_err *err)
-{
-	struct sockaddr_in a;
-	socklen_t al = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-
-	if (fd < 0)
-		return dlk_errf(err, DLK_EXIT_FAIL, "cannot open a socket for the workers: %s", strerror(errno));
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	memset(&a, 0, sizeof(a));
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, DLK_GANG_MAX_WORKERS + 8) ||
-	    getsockname(fd, (struct sockaddr *)&a, &al)) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot listen on 127.0.0.1 for the workers: %s", strerror(errno));
-		close(fd);
-		return -1;
-	}
-	*port = ntohs(a.sin_port);
-	return fd;
-}
-
-static void setenv_int(const char *name, long v)
-{
-	char s[32];
-	snprintf(s, sizeof(s), "%ld", v);
-	setenv(name, s, 1);
-}
-
-/* In the child: become rank `rank` and run the worker path. Never returns. */
-static void child(struct gang *g, const struct dlk_train_cli *opts, const struct dlk_project *spec, int rank, int wfd,
-                  int lfd, int port, unsigned gen, const char *run_id, int threads)
-{
-	struct sigaction sa = { 0 };
-	int rc;
-
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	sa.sa_handler = SIG_DFL;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	/* its own process group: a Ctrl-C reaches the parent, which asks every worker once */
-	setpgid(0, 0);
-	for (int r = 0; r < rank; r++)
-		if (g->w[r].fd >= 0)
-			close(g->w[r].fd);
-	dup2(wfd, STDERR_FILENO);
-	close(wfd);
-	if (rank != 0) {
-		int nul = open("/dev/null", O_WRONLY);
-		if (nul >= 0) {
-			dup2(nul, STDOUT_FILENO);
-			close(nul);
-		}
-		if (lfd >= 0)
-			close(lfd);
-	} else if (lfd >= 0) {
-		setenv_int(DLK_ENV_LISTEN_FD, lfd);
-	}
-	/* the local rank picks the worker's GPU */
-	setenv_int(DLK_ENV_LOCAL_RANK, rank);
-	setenv_int(DLK_ENV_LOCAL_WORLD_SIZE, g->n);
-	setenv_int(DLK_ENV_THREADS, threads);
-	unsetenv(DLK_ENV_COMPLETION_INDEX); /* RANK says it, and an Indexed Job's index is the pod's */
-	if (g->in_pod) {
-		/* the pod's run id, generation and job name stay as the Job set them */
-		setenv_int(DLK_ENV_RANK, g->base_rank + rank);
-		setenv_int(DLK_ENV_WORLD_SIZE, g->world);
-		setenv(DLK_ENV_MASTER_ADDR, g->master_addr, 1);
-		setenv_int(DLK_ENV_MASTER_PORT, g->master_port);
-	} else {
-		setenv_int(DLK_ENV_RANK, rank);
-		setenv_int(DLK_ENV_WORLD_SIZE, g->n);
-		setenv(DLK_ENV_MASTER_ADDR, "127.0.0.1", 1);
-		setenv_int(DLK_ENV_MASTER_PORT, port);
-		setenv_int(DLK_ENV_GENERATION, (long)gen);
-		setenv(DLK_ENV_RUN_ID, run_id, 1);
-		setenv(DLK_ENV_JOB_NAME, spec->name, 1);
-		unsetenv(DLK_ENV_SERVICE_HOST); /* a local gang publishes no progress on any Job */
-	}
-	g->ctx->color = 0;
-	rc = dlk_train_here(g->ctx, opts, spec, 1);
-	fflush(stdout);
-	fflush(stderr);
-	_exit(rc);
-}
-
-static void describe(char *buf, size_t n, int status)
-{
-	if (WIFSIGNALED(status))
-		snprintf(buf, n, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-	else
-		snprintf(buf, n, "exited with code %d", WEXITSTATUS(status));
-}
-
-static void signal_all(struct gang *g, int sig)
-{
-	for (int r = 0; r < g->n; r++)
-		if (g->w[r].pid > 0 && !g->w[r].exited) {
-			kill(g->w[r].pid, sig);
-			g->w[r].ours = sig;
-		}
-}
-
-/* The worker whose failure explains the others: an exit code other than "restartable" first
- * (a worker that lost a peer may exit before the peer that failed for good), then a death by
- * a signal the parent did not send, then the earliest exit. -1 when every worker succeeded. */
-static int root_cause(const struct gang *g)
-{
-	int best = -1, best_class = 3;
-
-	for (int r = 0; r < g->n; r++) {
-		const struct worker *w = &g->w[r];
-		int cls;
-		if (!w->exited || (WIFEXITED(w->status) && WEXITSTATUS(w->status) == 0))
-			continue;
-		if (WIFEXITED(w->status) && WEXITSTATUS(w->status) != DLK_EXIT_RESTARTABLE)
-			cls = 0;
-		else if (WIFSIGNALED(w->status) && WTERMSIG(w->status) != w->ours)
-			cls = 1;
-		else
-			cls = 2;
-		if (cls < best_class || (cls == best_class && w->seq < g->w[best].seq)) {
-			best = r;
-			best_class = cls;
-		}
-	}
-	return best;
-}
-
-/* Runs one generation to its end. Returns the rank that failed first (its status in
- * g->w[rank].status), -1 when every worker succeeded, -2 when stopped by a signal. */
-static int run_generation(struct gang *g, const struct dlk_train_cli *opts, const struct dlk_project *spec, unsigned gen,
-                          const char *run_id, int threads, struct dlk_err *err)
-{
-	/* in a pod, global rank 0 listens on MASTER_PORT itself, as a one-rank pod does */
-	int port = 0, lfd = g->in_pod ? -1 : listen_loopback(&port, err), failed = -1, stopping = 0, alive, seq = 0;
-	double deadline = 0;
-	struct pollfd pfd[DLK_GANG_MAX_WORKERS];
-
-	if (lfd < 0 && !g->in_pod)
-		return -3;
-	for (int r = 0; r < g->n; r++) {
-		int p[2];
-		g->w[r] = (struct worker){ 0, -1, 0, 0, 0, 0, g->w[r].buf, 0, 0, "" };
-		if (pipe2(p, O_CLOEXEC)) {
-			dlk_errf(err, DLK_EXIT_FAIL, "cannot create a pipe for worker %d: %s", r, strerror(errno));
-			signal_all(g, SIGKILL);
-			failed = -3;
-			break;
-		}
-		fflush(NULL);
-		pid_t pid = fork();
-		if (pid < 0) {
-			dlk_errf(err, DLK_EXIT_FAIL, "cannot start worker %d: %s", r, strerror(errno));
-			close(p[0]);
-			close(p[1]);
-			signal_all(g, SIGKILL);
-			failed = -3;
-			break;
-		}
-		if (pid == 0) {
-			close(p[0]);
-			child(g, opts, spec, r, p[1], lfd, port, gen, run_id, threads);
-		}
-		close(p[1]);
-		g->w[r].pid = pid;
-		g->w[r].fd = p[0];
-	}
-	if (lfd >= 0)
-		close(lfd);
-
-	for (;;) {
-		int np = 0, idx[DLK_GANG_MAX_WORKERS];
-		alive = 0;
-		int new_failure = 0;
-		for (int r = 0; r < g->n; r++) {
-			struct worker *w = &g->w[r];
-			int st;
-			struct rusage ru;
-			if (w->pid > 0 && !w->exited && wait4(w->pid, &st, WNOHANG, &ru) == w->pid) {
-				if (g->peak_kb && ru.ru_maxrss > g->peak_kb[r])
-					g->peak_kb[r] = ru.ru_maxrss;
-				w->exited = 1;
-				w->status = st;
-				w->seq = seq++;
-				if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-					new_failure = 1;
-			}
-		}
-		if (new_failure && !stopping && failed == -1) {
-			/* a failure ends the generation: the others are asked to go (after every exit
-			 * already there was reaped, so that root_cause() knows who was signalled) */
-			failed = 0;
-			stopping = 1;
-			signal_all(g, SIGTERM);
-			deadline = dlk_now() + KILL_GRACE_SEC;
-		}
-		for (int r = 0; r < g->n; r++) {
-			struct worker *w = &g->w[r];
-			if (w->pid > 0 && !w->exited)
-				alive++;
-			if (w->fd >= 0) {
-				pfd[np].fd = w->fd;
-				pfd[np].events = POLLIN;
-				idx[np++] = r;
-			}
-		}
-		if (!alive && !np)
-			break;
-		if (gang_sig && !stopping && failed != -3) {
-			stopping = 2;
-			signal_all(g, gang_sig == SIGINT ? SIGINT : SIGTERM);
-			deadline = dlk_now() + STOP_GRACE_SEC;
-		}
-		if ((stopping && deadline && dlk_now() > deadline) || gang_sig_count > 1 || failed == -3) {
-			signal_all(g, SIGKILL);
-			deadline = 0;
-		}
-		if (np == 0) {
-			struct timespec ts = { 0, 20 * 1000000L };
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		if (poll(pfd, (nfds_t)np, 50) > 0)
-			for (int i = 0; i < np; i++)
-				if (pfd[i].revents)
-					read_worker(g, idx[i]);
-	}
-	if (g->progress_open) {
-		put("\r\033[K", 4);
-		g->progress_open = 0;
-	}
-	if (failed == -3)
-		return -3;
-	if (stopping == 2)
-		return -2;
-	if (failed >= 0)
-		failed = root_cause(g);
-	return failed;
-}
-
-/* The record of a run that ended: what rank 0's bundle says, each rank's peak memory. */
-static void record_end(struct dlk_train_run *run, const struct gang *g, const struct dlk_train_cli *opts,
-                       const struct dlk_ctx *ctx, const struct dlk_project *spec, enum dlk_run_outcome o, int rank,
-                       int code, const char *message)
-{
-	cJSON *peaks = cJSON_CreateArray();
-
-	for (int r = 0; r < g->n; r++)
-		cJSON_AddItemToArray(peaks, cJSON_CreateNumber((double)g->peak_kb[r] * 1024.0));
-	dlk_run_set_item(run->rec, "peak_memory_bytes", peaks);
-	if (o == DLK_RUN_SUCCEEDED) {
-		struct dlk_err e = DLK_ERR_INIT;
-		char *bundle = dlk_train_bundle_path(opts, ctx->file, spec->name);
-		cJSON *doc = dlk_report_from_bundle(bundle, &e);
-		if (doc)
-			dlk_train_run_set_result(run, doc, bundle);
-		else
-			dlk_warn(ctx, "run %.8s: its record has no metrics: %s", run->id, e.msg);
-		cJSON_Delete(doc);
-		free(bundle);
-	}
-	dlk_train_run_finish(run, o, rank, code, message);
+	(void)local;
+	v->ctx->color = 0;
+	return dlk_train_here(v->ctx, v->cli, v->spec, 1);
 }
 
 int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
-	int workers = opts->workers, max_restarts = opts->max_restarts;
+	struct view v = { ctx, opts, spec, 0 };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v };
+	struct dlk_gang_output out = { ctx->log_json };
+	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
+	struct dlk_trainer_opts topts;
 	struct dlk_err err = DLK_ERR_INIT;
-	struct gang g = { .ctx = ctx, .n = workers };
-	struct dlk_train_run run = DLK_TRAIN_RUN_INIT;
-	char what[128], digest[65];
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	int threads = spec->training.threads ? spec->training.threads : (int)(cores / workers > 0 ? cores / workers : 1);
-	int rc = 0;
+	int rc;
 
-	/* the run: a new one, or the interrupted one this continues (its id names its checkpoints,
-	 * and the rendezvous of its workers) */
-	project_digest(spec, digest);
-	if (dlk_train_run_open_local(&run, ctx, spec, digest, opts, workers, &err)) {
-		rc = dlk_report(ctx, &err);
-		dlk_train_run_release(&run);
-		return rc;
-	}
-	gang_open(&g);
-	g.peak_kb = xcalloc((size_t)workers, sizeof(*g.peak_kb));
-
-	for (int gen = 0;; gen++) {
-		int f = run_generation(&g, opts, spec, (unsigned)gen, run.id, threads, &err);
-		if (f == -3) {
-			rc = dlk_report(ctx, &err);
-			record_end(&run, &g, opts, ctx, spec, DLK_RUN_FAILED, -1, rc, err.msg);
-			break;
-		}
-		if (f == -1) {
-			rc = 0;
-			record_end(&run, &g, opts, ctx, spec, DLK_RUN_SUCCEEDED, -1, 0, NULL);
-			break;
-		}
-		if (f == -2) {
-			/* rank 0 said what it saved */
-			rc = gang_sig == SIGINT ? DLK_EXIT_FAIL : DLK_EXIT_RESTARTABLE;
-			record_end(&run, &g, opts, ctx, spec, DLK_RUN_INTERRUPTED, -1, rc,
-			           gang_sig == SIGINT ? "stopped by an interrupt" : "stopped by SIGTERM");
-			break;
-		}
-		int st = g.w[f].status;
-		int code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
-		describe(what, sizeof(what), st);
-		if (WIFSIGNALED(st) || WEXITSTATUS(st) == DLK_EXIT_RESTARTABLE) {
-			if (gen < max_restarts) {
-				dlk_warn(ctx, "worker %d %s; restarting all %d workers from the last checkpoint (restart %d of %d)",
-				         f, what, workers, gen + 1, max_restarts);
-				dlk_run_count_restart(run.rec);
-				dlk_train_run_save(&run);
-				continue;
-			}
-			dlk_errf(&err, DLK_EXIT_RESTARTABLE, "worker %d %s, and the %d restart%s allowed are used up", f, what,
-			         max_restarts, max_restarts == 1 ? "" : "s");
-			dlk_err_hint(&err, "run the same command again to resume from the last checkpoint, or raise --max-restarts");
-			rc = dlk_report(ctx, &err);
-			record_end(&run, &g, opts, ctx, spec, DLK_RUN_FAILED, f, code,
-			           g.w[f].last_error[0] ? g.w[f].last_error : err.msg);
-			break;
-		}
-		dlk_errf(&err, WEXITSTATUS(st), "worker %d %s; the other workers were stopped", f, what);
-		rc = dlk_report(ctx, &err);
-		record_end(&run, &g, opts, ctx, spec, DLK_RUN_FAILED, f, code, g.w[f].last_error[0] ? g.w[f].last_error : err.msg);
-		break;
-	}
-	gang_close(&g);
-	free(g.peak_kb);
-	dlk_train_run_release(&run);
+	dlk_train_trainer_opts(opts, ctx->file, &topts);
+	rc = dlk_trainer_gang(&topts, spec, out, &hooks, &sink, &err);
+	if (err.msg[0])
+		dlk_report(ctx, &err);
 	return rc;
 }
 
 int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec, int gpus)
 {
+	struct view v = { ctx, opts, spec, 0 };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v };
+	struct dlk_gang_output out = { ctx->log_json };
 	struct dlk_err err = DLK_ERR_INIT;
-	struct dist_env env;
-	struct gang g = { .ctx = ctx, .n = gpus, .in_pod = 1 };
-	char what[128];
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	int threads = spec->training.threads ? spec->training.threads : (int)(cores / gpus > 0 ? cores / gpus : 1);
-	int rc = 0, f;
+	int rc;
 
-	if (gpus < 2 || gpus > DLK_GANG_MAX_WORKERS) {
-		dlk_errf(&err, DLK_EXIT_CONFIG, "resources.gpus: %d workers in one pod is not in 2..%d", gpus,
-		         DLK_GANG_MAX_WORKERS);
-		return dlk_report(ctx, &err);
-	}
-	if (dist_env_read(&env, &err))
-		return dlk_report(ctx, &err);
-	if ((long)env.world * gpus > DIST_WORLD_MAX) {
-		dlk_errf(&err, DLK_EXIT_CONFIG, "%d pods of %d GPUs make more than %d ranks", env.world, gpus, DIST_WORLD_MAX);
-		return dlk_report(ctx, &err);
-	}
-	g.base_rank = env.rank * gpus;
-	g.world = env.world * gpus;
-	g.master_addr = env.master_addr[0] ? env.master_addr : "127.0.0.1";
-	g.master_port = env.master_port;
-	gang_open(&g);
-	/* one generation: restarting the gang is the Job's (its podFailurePolicy and the
-	 * rendezvous' generations), as for a pod of one rank */
-	f = run_generation(&g, opts, spec, 0, "", threads, &err);
-	if (f == -3) {
-		rc = dlk_report(ctx, &err);
-	} else if (f == -2) {
-		rc = DLK_EXIT_RESTARTABLE;
-	} else if (f >= 0) {
-		int st = g.w[f].status;
-		describe(what, sizeof(what), st);
-		rc = WIFSIGNALED(st) ? DLK_EXIT_RESTARTABLE : WEXITSTATUS(st);
-		if (rc == DLK_EXIT_RESIZED) {
-			/* the ranks said so: the job was resized, and the pod goes on at the new size */
-			gang_close(&g);
-			return rc;
-		}
-		dlk_errf(&err, rc, "rank %d (GPU %d of this pod) %s; the pod's other ranks were stopped", g.base_rank + f, f,
-		         what);
+	rc = dlk_trainer_pod_gang(spec, gpus, out, &hooks, &err);
+	if (err.msg[0])
 		dlk_report(ctx, &err);
-	}
-	gang_close(&g);
 	return rc;
 }

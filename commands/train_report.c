@@ -1,5 +1,7 @@
 /* What a training run here shows (see train_report.h). */
 #include "commands/train_report.h"
+#include "commands/train_data.h"
+#include "lib/trainer/here.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -298,4 +300,114 @@ void dlk_train_report_result(struct dlk_train_report *r, const struct dlk_projec
 	if (!ctx->quiet)
 		fprintf(stderr, "trained %d epochs in %.1fs (%.0f samples/s%s)\n", res->epochs_done, res->seconds,
 		        res->train_samples_per_sec * world, world > 1 ? " over all workers" : "");
+}
+
+void dlk_train_note(void *ctx, enum dlk_trainer_level level, const char *msg)
+{
+	if (level == DLK_TRAINER_WARN)
+		dlk_warn(ctx, "%s", msg);
+	else
+		dlk_info(ctx, "%s", msg);
+}
+
+/* ---- the run here, shown ---- */
+
+struct here_view {
+	struct dlk_ctx *ctx;
+	const struct dlk_train_cli *cli;
+	struct dlk_train_report show;
+};
+
+static int on_placed(void *ud, int rank, int world, struct dlk_err *err)
+{
+	struct here_view *v = ud;
+
+	(void)world;
+	/* only rank 0 draws in place */
+	if (rank != 0)
+		v->ctx->tty_err = 0;
+	return dlk_train_report_open(&v->show, v->ctx, rank == 0 ? v->cli->metrics : NULL, err);
+}
+
+static void on_data(void *ud, const char *phase, const char *what, unsigned long long done, unsigned long long total)
+{
+	struct here_view *v = ud;
+
+	v->show.phase = phase;
+	dlk_train_report_data(&v->show, what, done, total);
+}
+
+static void on_start(void *ud, const struct dlk_project *spec, const struct dlk_training *tr, size_t n_train,
+                     size_t n_test, int world)
+{
+	dlk_train_report_start(&((struct here_view *)ud)->show, spec, tr, n_train, n_test, world);
+}
+
+static void on_event(void *ud, const struct dlk_train_event *ev)
+{
+	dlk_train_report_event(&((struct here_view *)ud)->show, ev);
+}
+
+static void on_result(void *ud, const struct dlk_project *spec, const struct dlk_train_result *res, const char *bundle,
+                      int world)
+{
+	dlk_train_report_result(&((struct here_view *)ud)->show, spec, res, bundle, world);
+}
+
+static void on_clear(void *ud)
+{
+	dlk_train_report_clear(&((struct here_view *)ud)->show);
+}
+
+static void on_here_note(void *ud, enum dlk_trainer_level level, const char *msg)
+{
+	struct here_view *v = ud;
+
+	dlk_train_note(v->ctx, level, msg);
+}
+
+/* data.dataset: the store is opened with the global options' cluster client (commands/train_data.c) */
+static int on_data_open(void *ud, const struct dlk_project *spec, int worker, const char *project_dir,
+                        struct dlk_data_opts *dopts, void **data, struct dlk_err *err)
+{
+	struct dlk_train_data *td = NULL;
+	int rc = dlk_train_data_open(ud, spec, worker, project_dir, dopts, &td, err);
+
+	*data = td;
+	return rc;
+}
+
+static void on_data_loaded(void *ud, void *data, int rank)
+{
+	dlk_train_data_done(ud, data, rank);
+}
+
+static void on_data_close(void *ud, void *data)
+{
+	(void)ud;
+	dlk_train_data_free(data);
+}
+
+int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec, int worker)
+{
+	struct here_view v = { ctx, cli, { 0 } };
+	struct dlk_trainer_sink sink = { on_here_note, &v, on_placed, on_data, on_start, on_event, on_result, on_clear };
+	struct dlk_trainer_here_opts o;
+	struct dlk_err err = DLK_ERR_INIT;
+	int rc;
+
+	v.show.ctx = ctx;
+	v.show.bar.ctx = ctx;
+	memset(&o, 0, sizeof(o));
+	dlk_train_trainer_opts(cli, ctx->file, &o.run);
+	o.worker = worker;
+	o.verbose = ctx->verbose;
+	o.metrics_port = cli->metrics_port;
+	o.report = cli->report;
+	o.data = (struct dlk_trainer_data_hooks){ on_data_open, on_data_loaded, on_data_close, ctx };
+	rc = dlk_trainer_here(&o, spec, &sink, &err);
+	if (rc)
+		dlk_report(ctx, &err);
+	dlk_train_report_close(&v.show);
+	return rc;
 }

@@ -8,9 +8,11 @@
 
 #include <stdio.h>
 
+#include "commands/train.h"
 #include "commands/ui.h"
 #include "lib/project/project.h"
 #include "lib/train/train.h"
+#include "lib/trainer/trainer.h"
 
 struct dlk_train_report {
 	const struct dlk_ctx *ctx;
@@ -39,5 +41,14 @@ void dlk_train_report_event(struct dlk_train_report *r, const struct dlk_train_e
 /* A finished run: the report on stdout (or its -o json object) naming the bundle written. */
 void dlk_train_report_result(struct dlk_train_report *r, const struct dlk_project *spec,
                              const struct dlk_train_result *res, const char *bundle, int world);
+
+/* `dlk train --local` (worker 0), one worker process of a local gang or `dlk train --worker` in
+ * a pod (worker 1): the run of lib/trainer/here.h, shown here (rank 0's progress, its lines, the
+ * metrics file of --metrics, the result). Returns the exit code; errors are reported. */
+int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec, int worker);
+
+/* The trainer's notes (a struct dlk_trainer_sink's note) on the terminal of ctx (a const
+ * struct dlk_ctx *): an info as dlk_info (-q silences it), a warning as dlk_warn. */
+void dlk_train_note(void *ctx, enum dlk_trainer_level level, const char *msg);
 
 #endif

@@ -106,3 +106,34 @@ void dlk_failure_text(const struct dlk_failure *f, char *out, size_t n)
 		snprintf(who, sizeof(who), "pod %s", f->pod);
 	snprintf(out, n, "%s failed: %s%s(exit %d): %s", who, f->cls, f->cls[0] ? " " : "", f->exit_code, f->message);
 }
+
+/* lower explains more */
+static int cause_class(const struct dlk_rank_end *e)
+{
+	if (!e->signal && e->exit_code != DLK_EXIT_RESTARTABLE)
+		return 0;
+	if (e->signal && !e->signal_ours)
+		return 1;
+	return 2;
+}
+
+static int earlier(const struct dlk_rank_end *a, const struct dlk_rank_end *b)
+{
+	if (a->finished && a->finished[0] && b->finished && b->finished[0])
+		return strcmp(a->finished, b->finished) < 0;
+	return a->seq >= 0 && b->seq >= 0 && a->seq < b->seq;
+}
+
+int dlk_failure_cause(const struct dlk_rank_end *ranks, int n)
+{
+	int best = -1;
+
+	for (int r = 0; r < n; r++) {
+		if (ranks[r].exit_code == 0 && !ranks[r].signal)
+			continue;
+		if (best < 0 || cause_class(&ranks[r]) < cause_class(&ranks[best]) ||
+		    (cause_class(&ranks[r]) == cause_class(&ranks[best]) && earlier(&ranks[r], &ranks[best])))
+			best = r;
+	}
+	return best;
+}

@@ -33,4 +33,20 @@ int dlk_failure_parse(const char *s, struct dlk_failure *f);
 /* "rank 1 (pod P) failed: config (exit 3): MESSAGE", for status and --wait. */
 void dlk_failure_text(const struct dlk_failure *f, char *out, size_t n);
 
+/* How one rank of a gang ended, for dlk_failure_cause(). */
+struct dlk_rank_end {
+	int exit_code;        /* 0: it succeeded; 128 + N for a death by signal N */
+	int signal;           /* the signal that killed it (0: it exited) */
+	int signal_ours;      /* the supervisor sent that signal (stopping the gang) */
+	long seq;             /* the order its end was seen in; -1: not known */
+	const char *finished; /* when it ended, RFC 3339 ("" or NULL: not known) */
+};
+
+/* The rank whose failure explains a gang's: an exit code other than DLK_EXIT_RESTARTABLE first
+ * (a rank that lost a peer may end before the peer that failed for good), then a death by a
+ * signal the supervisor did not send, then a restartable end; among equals the earliest (by
+ * finished when both say, else by seq when both say), then the lowest rank. -1 when no rank
+ * failed. The judgement of a local gang's supervisor and of `dlk status` for a Job's pods. */
+int dlk_failure_cause(const struct dlk_rank_end *ranks, int n);
+
 #endif

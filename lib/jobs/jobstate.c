@@ -271,16 +271,21 @@ static void failure_reason(const cJSON *job, struct dlk_job_summary *s)
 
 	if (!c)
 		c = condition(job, "FailureTarget");
-	for (int i = 0; s->ranks && i < s->total; i++) {
-		const struct dlk_rank *r = &s->ranks[i];
-		if (!r->pod || !r->terminated || r->exit_code == 0)
-			continue;
-		/* the cause: a rank that did not merely lose a peer (exit "restartable") first, then the
-		 * earliest finishedAt, then the lowest rank */
-		int cause = r->exit_code != DLK_EXIT_RESTARTABLE, first_cause = first && first->exit_code != DLK_EXIT_RESTARTABLE;
-		if (!first || cause > first_cause ||
-		    (cause == first_cause && r->finished[0] && first->finished[0] && strcmp(r->finished, first->finished) < 0))
-			first = r;
+	if (s->ranks && s->total > 0) {
+		/* pods say only their exit codes: a death by a signal is 128 + N, a cause like any other */
+		struct dlk_rank_end *ends = xcalloc((size_t)s->total, sizeof(*ends));
+		int cause;
+		for (int i = 0; i < s->total; i++) {
+			const struct dlk_rank *r = &s->ranks[i];
+			ends[i].seq = -1;
+			if (!r->pod || !r->terminated || r->exit_code == 0)
+				continue;
+			ends[i].exit_code = r->exit_code;
+			ends[i].finished = r->finished;
+		}
+		cause = dlk_failure_cause(ends, s->total);
+		first = cause >= 0 ? &s->ranks[cause] : NULL;
+		free(ends);
 	}
 	if (first && !rank_failure(first, &s->failure)) {
 		s->have_failure = 1;

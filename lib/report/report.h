@@ -39,6 +39,9 @@
  * {"kind": kind, "path": path}. Fails (DLK_EXIT_CONFIG, naming path) when meta is not a dlk
  * model description. */
 cJSON *report_run_from_meta(const cJSON *meta, const char *kind, const char *path, struct dlk_err *err);
+/* The run document of the bundle at path (its model.json; source {"kind": "bundle", "path"}),
+ * a new tree the caller owns, or NULL with err when the bundle cannot be read. */
+cJSON *report_run_from_bundle(const char *path, struct dlk_err *err);
 /* Parses text as a run document and checks it (report_run_check); who names it in errors. */
 cJSON *report_run_parse(const char *text, size_t len, const char *who, struct dlk_err *err);
 /* Replaces the run document's "source" (takes ownership of source). */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/train/bundle.h"
 #include "lib/util/jsonfield.h"
 #include "lib/util/mem.h"
 
@@ -52,6 +53,18 @@ cJSON *report_run_from_meta(const cJSON *meta, const char *kind, const char *pat
 		run = NULL;
 	}
 	report_run_release(&r);
+	return run;
+}
+
+cJSON *report_run_from_bundle(const char *path, struct dlk_err *err)
+{
+	struct dlk_bundle b = DLK_BUNDLE_INIT;
+	cJSON *run;
+
+	if (dlk_bundle_read(path, &b, err))
+		return NULL;
+	run = report_run_from_meta(b.meta, "bundle", path, err);
+	dlk_bundle_release(&b);
 	return run;
 }
 

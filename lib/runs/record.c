@@ -497,32 +497,43 @@ int dlk_run_uses_data(const cJSON *rec, const char *sha256)
 	return 0;
 }
 
-static int has_entry(const cJSON *arr, const cJSON *e)
+static int cmp_str(const void *a, const void *b)
 {
-	const cJSON *d, *u = get(e, "url"), *s = get(e, "sha256"), *sp = get(e, "split");
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
-	cJSON_ArrayForEach(d, arr) {
-		const cJSON *u2 = get(d, "url"), *s2 = get(d, "sha256"), *sp2 = get(d, "split");
-		if (cJSON_IsString(s) && cJSON_IsString(s2) && !strcasecmp(s->valuestring, s2->valuestring) &&
-		    (!cJSON_IsString(u) || !cJSON_IsString(u2) || !strcmp(u->valuestring, u2->valuestring)) &&
-		    (!cJSON_IsString(sp) || !cJSON_IsString(sp2) || !strcmp(sp->valuestring, sp2->valuestring)))
-			return 1;
+void dlk_run_data_fingerprint(const cJSON *rec, char hex[65])
+{
+	const cJSON *data = data_of(rec), *d;
+	struct dlk_sha256 h = DLK_SHA256_INIT;
+	char **lines;
+	int n = 0;
+
+	hex[0] = '\0';
+	if (!cJSON_IsArray(data) || !cJSON_GetArraySize(data))
+		return;
+	lines = xcalloc((size_t)cJSON_GetArraySize(data), sizeof(*lines));
+	cJSON_ArrayForEach(d, data) {
+		const cJSON *sp = get(d, "split"), *u = get(d, "url"), *s = get(d, "sha256");
+		lines[n++] = xasprintf("%s %s %s\n", cJSON_IsString(sp) ? sp->valuestring : "",
+		                       cJSON_IsString(u) ? u->valuestring : "", cJSON_IsString(s) ? s->valuestring : "");
 	}
-	return 0;
+	/* sorted: the same sources in another order are the same data */
+	qsort(lines, (size_t)n, sizeof(*lines), cmp_str);
+	dlk_sha256_begin(&h);
+	for (int i = 0; i < n; i++) {
+		dlk_sha256_update(&h, lines[i], strlen(lines[i]));
+		free(lines[i]);
+	}
+	free(lines);
+	dlk_sha256_end(&h, hex);
 }
 
 int dlk_run_same_data(const cJSON *a, const cJSON *b)
 {
-	const cJSON *da = data_of(a), *db = data_of(b), *e;
-	int na = cJSON_GetArraySize(da), nb = cJSON_GetArraySize(db);
+	char fa[65], fb[65];
 
-	if (!cJSON_IsArray(da) || !cJSON_IsArray(db) || na == 0 || na != nb)
-		return 0;
-	cJSON_ArrayForEach(e, da)
-		if (!cJSON_IsString(get(e, "sha256")) || !get(e, "sha256")->valuestring[0] || !has_entry(db, e))
-			return 0;
-	cJSON_ArrayForEach(e, db)
-		if (!has_entry(da, e))
-			return 0;
-	return 1;
+	dlk_run_data_fingerprint(a, fa);
+	dlk_run_data_fingerprint(b, fb);
+	return fa[0] && !strcmp(fa, fb);
 }

@@ -114,8 +114,11 @@ cJSON *dlk_run_report_doc(const cJSON *rec, const char *store);
 /* The sha256 of every data source the record names (run.data, else provenance.data): 1 when
  * sha256 (64 hex digits, or "sha256:" and them) is among them, or is its dataset's id. */
 int dlk_run_uses_data(const cJSON *rec, const char *sha256);
-/* 1 when the two records name the same data sources with the same sha256 each (order aside),
- * and at least one. */
+/* The data fingerprint: the sha256 of the sorted "split url sha256" lines of a record's data
+ * (or of a run document's provenance.data), "" when it names none. What `trigger: data-changed`
+ * and --if-data-changed compare, and what the history shows. */
+void dlk_run_data_fingerprint(const cJSON *rec_or_doc, char hex[65]);
+/* 1 when the two records name the same data (equal fingerprints), and at least one source. */
 int dlk_run_same_data(const cJSON *a, const cJSON *b);
 
 /* ---- stores ---- */

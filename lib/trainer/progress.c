@@ -1,6 +1,7 @@
-#include "commands/train_progress.h"
-#include "commands/ui.h"
+#include "lib/trainer/progress.h"
+#include "lib/trainer/trainer.h"
 #include "lib/jobs/failure.h"
+#include "lib/jobs/podclient.h"
 #include "lib/jobs/podenv.h"
 #include "lib/train/progress.h"
 #include "lib/kube/api.h"
@@ -11,12 +12,13 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 struct dlk_job_progress {
-	const struct dlk_ctx *ctx;
+	const struct dlk_trainer_sink *sink;
 	struct kube_client *kc;
 	char *job, *ns;
 	double last;
@@ -25,21 +27,10 @@ struct dlk_job_progress {
 	int have_accuracy;
 };
 
+/* progress must never hold training up for long */
 static struct kube_client *pod_client(struct dlk_err *err)
 {
-	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
-	/* DLK_NAMESPACE: the pod's namespace (downward API); DLK_SERVICEACCOUNT_DIR: the
-	 * service-account files somewhere other than the standard mount */
-	const char *ns = getenv(DLK_ENV_NAMESPACE);
-
-	o.in_cluster = 1;
-	o.config.sa_dir = getenv(DLK_ENV_SERVICEACCOUNT_DIR);
-	o.config.namespace = ns && *ns ? ns : NULL;
-	/* progress must never hold training up for long */
-	o.client.connect_timeout_ms = 3000;
-	o.client.timeout_ms = 5000;
-	o.client.max_retries = 0;
-	return kube_client_open(&o, err);
+	return dlk_pod_client(3000, 5000, 0, err);
 }
 
 static int read_completions(struct kube_client *kc, const char *ns, const char *job, int *n, struct dlk_err *err)
@@ -66,13 +57,12 @@ int dlk_job_progress_workers(struct dlk_job_progress *p, int *n, struct dlk_err 
 	return p ? read_completions(p->kc, p->ns, p->job, n, err) : 0;
 }
 
-int dlk_job_workers(const struct dlk_ctx *ctx, int *n, struct dlk_err *err)
+int dlk_job_workers(int *n, struct dlk_err *err)
 {
 	const char *job = getenv(DLK_ENV_JOB_NAME), *trig = getenv(DLK_ENV_TRIGGER);
 	struct kube_client *kc;
 	int rc;
 
-	(void)ctx;
 	*n = 0;
 	if (!getenv(DLK_ENV_SERVICE_HOST) || !job || !job[0] || (trig && !strcmp(trig, "schedule")))
 		return 0;
@@ -84,7 +74,7 @@ int dlk_job_workers(const struct dlk_ctx *ctx, int *n, struct dlk_err *err)
 	return rc;
 }
 
-int dlk_job_world_env(const struct dlk_ctx *ctx, struct dlk_err *err)
+int dlk_job_world_env(const struct dlk_trainer_sink *sink, struct dlk_err *err)
 {
 	struct dlk_err e = DLK_ERR_INIT;
 	const char *idx = getenv(DLK_ENV_RANK), *world = getenv(DLK_ENV_WORLD_SIZE);
@@ -92,8 +82,9 @@ int dlk_job_world_env(const struct dlk_ctx *ctx, struct dlk_err *err)
 	int n = 0;
 	long rank;
 
-	if (dlk_job_workers(ctx, &n, &e)) {
-		dlk_warn(ctx, "%s; training with the %s workers the pod was made for", e.msg, world && *world ? world : "1");
+	if (dlk_job_workers(&n, &e)) {
+		dlk_trainer_warn(sink, "%s; training with the %s workers the pod was made for", e.msg,
+		                 world && *world ? world : "1");
 		return 0;
 	}
 	/* a pod of dlk's template always has WORLD_SIZE; without it, this is no Job's gang */
@@ -107,14 +98,14 @@ int dlk_job_world_env(const struct dlk_ctx *ctx, struct dlk_err *err)
 		return dlk_errf(err, DLK_EXIT_RESTARTABLE, "rank %ld is outside the job's %d worker%s: it was scaled down",
 		                rank, n, n == 1 ? "" : "s");
 	if (rank == 0)
-		dlk_info(ctx, "the job has %d worker%s now (the pod was made for %s): training with %d", n, n == 1 ? "" : "s",
-		         world, n);
+		dlk_trainer_info(sink, "the job has %d worker%s now (the pod was made for %s): training with %d", n,
+		                 n == 1 ? "" : "s", world, n);
 	snprintf(buf, sizeof(buf), "%d", n);
 	setenv(DLK_ENV_WORLD_SIZE, buf, 1);
 	return 0;
 }
 
-struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx)
+struct dlk_job_progress *dlk_job_progress_new(const struct dlk_trainer_sink *sink)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_job_progress *p;
@@ -125,11 +116,11 @@ struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx)
 		return NULL;
 	kc = pod_client(&err);
 	if (!kc) {
-		dlk_warn(ctx, "progress will not be published on job '%s': %s", job, err.msg);
+		dlk_trainer_warn(sink, "progress will not be published on job '%s': %s", job, err.msg);
 		return NULL;
 	}
 	p = xcalloc(1, sizeof(*p));
-	p->ctx = ctx;
+	p->sink = sink;
 	p->kc = kc;
 	p->ns = xstrdup(kube_client_namespace(kc));
 	p->job = xstrdup(job);
@@ -160,8 +151,9 @@ void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_e
 	if (kube_annotate_job(p->kc, p->ns, p->job, keys, vals, metrics && ev->kind != DLK_TRAIN_STEP ? 2 : 1, &err) &&
 	    !p->warned) {
 		p->warned = 1;
-		dlk_warn(p->ctx, "cannot publish progress on job '%s' (training goes on; further failures are not shown): %s",
-		         p->job, err.msg);
+		dlk_trainer_warn(p->sink,
+		                 "cannot publish progress on job '%s' (training goes on; further failures are not shown): %s",
+		                 p->job, err.msg);
 	}
 	free(val);
 }
@@ -175,7 +167,7 @@ void dlk_job_progress_metrics(struct dlk_job_progress *p, const char *metrics)
 		return;
 	if (kube_annotate_job(p->kc, p->ns, p->job, keys, vals, 1, &err) && !p->warned) {
 		p->warned = 1;
-		dlk_warn(p->ctx, "cannot publish the bundle's metrics on job '%s': %s", p->job, err.msg);
+		dlk_trainer_warn(p->sink, "cannot publish the bundle's metrics on job '%s': %s", p->job, err.msg);
 	}
 }
 
@@ -214,7 +206,7 @@ static int write_termination_log(const char *path, const char *text, struct dlk_
 	                 : 0;
 }
 
-void dlk_train_publish_failure(const struct dlk_ctx *ctx, int exit_code, const char *message)
+void dlk_train_publish_failure(const struct dlk_trainer_sink *sink, int exit_code, const char *message)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_failure f;
@@ -232,12 +224,12 @@ void dlk_train_publish_failure(const struct dlk_ctx *ctx, int exit_code, const c
 	dlk_rfc3339_now(f.time);
 	json = dlk_failure_json(&f);
 	if (path && *path && write_termination_log(path, json, &err)) {
-		dlk_warn(ctx, "%s", err.msg);
+		dlk_trainer_warn(sink, "%s", err.msg);
 		dlk_err_clear(&err);
 	}
 	/* the Job's annotation outlives the pods. A worker that only lost a peer does not hide the
 	 * cause a peer published before it. */
-	p = dlk_job_progress_new(ctx);
+	p = dlk_job_progress_new(sink);
 	if (p) {
 		const char *keys[1] = { DLK_FAILURE_ANNOTATION }, *vals[1] = { json };
 		cJSON *job = NULL;
@@ -252,7 +244,7 @@ void dlk_train_publish_failure(const struct dlk_ctx *ctx, int exit_code, const c
 		dlk_err_clear(&err);
 		cJSON_Delete(job);
 		if (!keep && kube_annotate_job(p->kc, p->ns, p->job, keys, vals, 1, &err))
-			dlk_warn(ctx, "cannot publish the failure on job '%s': %s", p->job, err.msg);
+			dlk_trainer_warn(sink, "cannot publish the failure on job '%s': %s", p->job, err.msg);
 		dlk_job_progress_free(p);
 	}
 	free(json);

@@ -5,19 +5,18 @@
  * Who keeps the record: `dlk train --local` (the process itself, or the parent of a local gang
  * of workers) in the project's .dlk/runs/NAME/; in a cluster the Job's rank 0, in the ConfigMap
  * NAME-runs. Writing a record never stops training: a failure is one warning. */
-#ifndef DLK_COMMANDS_TRAIN_RUN_H
-#define DLK_COMMANDS_TRAIN_RUN_H
+#ifndef DLK_TRAINER_RUN_H
+#define DLK_TRAINER_RUN_H
 
 #include <cJSON.h>
 
-#include "commands/ctx.h"
-#include "commands/train.h"
 #include "lib/kube/client.h"
 #include "lib/project/project.h"
 #include "lib/runs/runs.h"
+#include "lib/trainer/trainer.h"
 
 struct dlk_train_run {
-	const struct dlk_ctx *ctx;
+	const struct dlk_trainer_sink *sink; /* where its notes go (borrowed) */
 	struct dlk_run_store *store; /* NULL: this process keeps no record */
 	struct kube_client *kc;      /* the client of a cluster store (owned) */
 	cJSON *rec;                  /* the record, when kept */
@@ -27,16 +26,13 @@ struct dlk_train_run {
 };
 #define DLK_TRAIN_RUN_INIT { NULL, NULL, NULL, NULL, "", 0, 0 }
 
-/* Data fingerprint: the sha256 of the sorted "split url sha256" lines of a record's data (or of
- * a run document's provenance.data), "" when it names none. What `trigger: data-changed` and
- * --if-data-changed compare. */
-void dlk_train_data_fingerprint(const cJSON *rec_or_doc, char hex[65]);
-
-/* `dlk train --local --if-data-changed`: fetches and hashes the project's data sources; when
- * their fingerprint equals that of the newest successful run in the local history, records a
- * run "skipped" with the reason, says so and returns DLK_EXIT_UNCHANGED; 0 when the data
- * changed (or no run succeeded yet): train. An error is reported and its code returned. */
-int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project *spec);
+/* `dlk train --local --if-data-changed`: fetches and hashes the data sources of the project
+ * (spec_file); when their fingerprint equals that of the newest successful run in the local
+ * history, records a run "skipped" with the reason, says so and returns DLK_EXIT_UNCHANGED; 0
+ * when the data changed (or no run succeeded yet): train. -1 with err when the data cannot be
+ * hashed or the history read. */
+int dlk_train_skip_unchanged(const struct dlk_trainer_sink *sink, const char *spec_file, const struct dlk_project *spec,
+                             struct dlk_err *err);
 
 /* `trigger: data-changed`, rank 0 in a pod, its data loaded (data: [{"split", "url", "sha256"}]):
  * 1 when that is the data the newest successful run of the history trained on, the run then
@@ -45,18 +41,22 @@ int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project
 int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data);
 
 /* `dlk train --local` (a single process, or the parent of a gang of `world` workers): the
- * newest run of the project in its local history is continued when it was interrupted (a
- * signal, a crash, a lost worker), its project file resolves to the same spec (digest) and
- * fresh is not set; otherwise a new run begins. Writes the record (outcome running). */
-int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
-                             const char *spec_digest, const struct dlk_train_cli *cli, int world, struct dlk_err *err);
+ * newest run of the project in its local history (next to opts->spec_file) is continued when
+ * it was interrupted (a signal, a crash, a lost worker), its project file resolves to the same
+ * spec (digest) and opts->fresh is not set; otherwise a new run begins. A run interrupted at
+ * another worker count is refused (-1 with err, its record unchanged) when its newest
+ * checkpoint's global batch does not split into `world` equal batches. Writes the record
+ * (outcome running). */
+int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_trainer_sink *sink,
+                             const struct dlk_trainer_opts *opts, const struct dlk_project *spec,
+                             const char *spec_digest, int world, struct dlk_err *err);
 /* Rank 0 in a pod: the run is the Job's (DLK_RUN_ID, its uid); its record in the ConfigMap is
  * made or, after a restart or a re-form, counted as restarted at `world` workers. A history
  * that cannot be reached is warned about; training goes on without a record. */
-void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
-                                const char *spec_digest, int world);
+void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_trainer_sink *sink,
+                                const struct dlk_project *spec, const char *spec_digest, int world);
 /* Any other worker: the id from DLK_RUN_ID, no record. */
-void dlk_train_run_open_worker(struct dlk_train_run *r, const struct dlk_ctx *ctx);
+void dlk_train_run_open_worker(struct dlk_train_run *r, const struct dlk_trainer_sink *sink);
 
 /* The checkpoints of this run: base/<id>, or base itself for a run without an id. Caller frees. */
 char *dlk_train_run_ckpt_dir(const struct dlk_train_run *r, const char *base);
@@ -71,6 +71,10 @@ void dlk_train_run_finish(struct dlk_train_run *r, enum dlk_run_outcome o, int r
  * record, with its data sources, spec digest, image and commit; and the bundle (path and the
  * sha256 of the file), when bundle is not NULL. */
 void dlk_train_run_set_result(struct dlk_train_run *r, const cJSON *doc, const char *bundle);
+/* A run that succeeded: the run document of its bundle (written, at path bundle) into the
+ * record (a bundle that cannot be read leaves it without metrics, with a warning), then
+ * finished as succeeded. */
+void dlk_train_run_succeeded(struct dlk_train_run *r, const char *bundle);
 void dlk_train_run_release(struct dlk_train_run *r);
 
 #endif

@@ -1,8 +1,9 @@
 /* The run a training is: which one (new, or an interrupted one continued), where its
  * checkpoints are, and its record in the run history from start to end. */
-#include "commands/train_run.h"
-#include "commands/train_here.h"
-#include "commands/ui.h"
+#include "lib/trainer/run.h"
+#include "lib/report/report.h"
+#include "lib/jobs/podclient.h"
+#include "lib/trainer/trainer.h"
 #include "lib/jobs/podenv.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/state.h"
@@ -21,39 +22,6 @@
 static const cJSON *get(const cJSON *o, const char *k)
 {
 	return cJSON_GetObjectItemCaseSensitive(o, k);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-void dlk_train_data_fingerprint(const cJSON *rec, char hex[65])
-{
-	const cJSON *data = get(dlk_run_info(rec), "data"), *d;
-	struct dlk_sha256 h = DLK_SHA256_INIT;
-	char **lines;
-	int n = 0;
-
-	if (!cJSON_IsArray(data))
-		data = get(get(rec, "provenance"), "data");
-	hex[0] = '\0';
-	if (!cJSON_IsArray(data) || !cJSON_GetArraySize(data))
-		return;
-	lines = xcalloc((size_t)cJSON_GetArraySize(data), sizeof(*lines));
-	cJSON_ArrayForEach(d, data) {
-		const cJSON *sp = get(d, "split"), *u = get(d, "url"), *s = get(d, "sha256");
-		lines[n++] = xasprintf("%s %s %s\n", cJSON_IsString(sp) ? sp->valuestring : "",
-		                       cJSON_IsString(u) ? u->valuestring : "", cJSON_IsString(s) ? s->valuestring : "");
-	}
-	qsort(lines, (size_t)n, sizeof(*lines), cmp_str);
-	dlk_sha256_begin(&h);
-	for (int i = 0; i < n; i++) {
-		dlk_sha256_update(&h, lines[i], strlen(lines[i]));
-		free(lines[i]);
-	}
-	free(lines);
-	dlk_sha256_end(&h, hex);
 }
 
 static void short_id(const char *id, char out[16])
@@ -124,54 +92,54 @@ static int hash_source(const struct dlk_source *src, const char *split, const st
 	return 0;
 }
 
-int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project *spec)
+int dlk_train_skip_unchanged(const struct dlk_trainer_sink *sink, const char *spec_file, const struct dlk_project *spec,
+                             struct dlk_err *err)
 {
-	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_err werr = DLK_ERR_INIT;
 	struct dlk_data_opts o = { 0 };
 	const struct dlk_split *splits[2] = { &spec->data.train, &spec->data.test };
 	const char *names[2] = { "train", "test" };
-	char *dir = dlk_runs_local_dir(ctx->file, spec->name), *base = NULL, fp[65], last_fp[65], id[37];
+	char *dir = dlk_runs_local_dir(spec_file, spec->name), *base = NULL, fp[65], last_fp[65], id[37];
 	struct dlk_run_store *store = dlk_runs_open_dir(dir, spec->name);
 	cJSON *data = cJSON_CreateArray(), *last = NULL, *rec = NULL, *wrap = NULL;
-	const char *slash = strrchr(ctx->file, '/');
 	int rc = 0;
 
-	base = slash ? xstrndup(ctx->file, (size_t)(slash - ctx->file)) : xstrdup(".");
+	base = dlk_trainer_project_dir(spec_file);
 	o.base_dir = base;
 	for (int i = 0; i < 2; i++) {
 		const struct dlk_split *sp = splits[i];
-		int bad = hash_source(&sp->images, names[i], &spec->data, &o, data, &err) ||
-		          hash_source(&sp->labels, names[i], &spec->data, &o, data, &err) ||
-		          hash_source(&sp->source, names[i], &spec->data, &o, data, &err);
+		int bad = hash_source(&sp->images, names[i], &spec->data, &o, data, err) ||
+		          hash_source(&sp->labels, names[i], &spec->data, &o, data, err) ||
+		          hash_source(&sp->source, names[i], &spec->data, &o, data, err);
 		/* tar shards: every file of the list, as rank 0's record names them */
 		for (int k = 0; !bad && k < sp->n_shards; k++)
-			bad = hash_source(&sp->shards[k], names[i], &spec->data, &o, data, &err);
+			bad = hash_source(&sp->shards[k], names[i], &spec->data, &o, data, err);
 		if (bad) {
-			dlk_err_prefix(&err, "--if-data-changed: cannot hash the data");
-			rc = dlk_report(ctx, &err);
+			dlk_err_prefix(err, "--if-data-changed: cannot hash the data");
+			rc = -1;
 			goto out;
 		}
 	}
-	if (dlk_runs_newest(store, DLK_RUN_SUCCEEDED, &last, &err)) {
-		rc = dlk_report(ctx, &err);
+	if (dlk_runs_newest(store, DLK_RUN_SUCCEEDED, &last, err)) {
+		rc = -1;
 		goto out;
 	}
 	/* the fingerprint reads run.data: wrap the fresh digests as a record's */
 	wrap = cJSON_CreateObject();
 	cJSON_AddItemToObject(cJSON_AddObjectToObject(wrap, "run"), "data", cJSON_Duplicate(data, 1));
-	dlk_train_data_fingerprint(wrap, fp);
+	dlk_run_data_fingerprint(wrap, fp);
 	if (!last) {
-		dlk_info(ctx, "no run of '%s' has succeeded yet: training", spec->name);
+		dlk_trainer_info(sink, "no run of '%s' has succeeded yet: training", spec->name);
 		goto out;
 	}
-	dlk_train_data_fingerprint(last, last_fp);
+	dlk_run_data_fingerprint(last, last_fp);
 	if (strcmp(fp, last_fp)) {
-		dlk_info(ctx, "the data differs from what run %.8s trained on: training", dlk_run_id(last));
+		dlk_trainer_info(sink, "the data differs from what run %.8s trained on: training", dlk_run_id(last));
 		goto out;
 	}
 	/* unchanged: a run that says so, in the history */
-	if (dlk_run_new_id(id, &err)) {
-		rc = dlk_report(ctx, &err);
+	if (dlk_run_new_id(id, err)) {
+		rc = -1;
 		goto out;
 	}
 	rec = dlk_run_record_new(spec->name, id);
@@ -188,9 +156,9 @@ int dlk_train_skip_unchanged(const struct dlk_ctx *ctx, const struct dlk_project
 		dlk_run_time_now(now);
 		dlk_run_set_str(rec, "finished_at", now);
 	}
-	if (dlk_runs_put(store, rec, &err))
-		dlk_warn(ctx, "the skipped run is not in the history: %s", err.msg);
-	dlk_info(ctx, "the data is what run %.8s trained on (%.12s): nothing to train; run %.8s records the skip",
+	if (dlk_runs_put(store, rec, &werr))
+		dlk_trainer_warn(sink, "the skipped run is not in the history: %s", werr.msg);
+	dlk_trainer_info(sink, "the data is what run %.8s trained on (%.12s): nothing to train; run %.8s records the skip",
 	         dlk_run_id(last), fp, id);
 	rc = DLK_EXIT_UNCHANGED;
 out:
@@ -208,23 +176,23 @@ int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	cJSON *last = NULL, *wrap;
-	char fp[65], last_fp[65], reason[160], now[32];
+	char fp[65], reason[160], now[32];
 	int skip = 0;
 
 	if (!r->store || !r->rec)
 		return 0;
 	if (dlk_runs_newest(r->store, DLK_RUN_SUCCEEDED, &last, &err)) {
-		dlk_warn(r->ctx, "trigger data-changed: the run history cannot be read (training): %s", err.msg);
+		dlk_trainer_warn(r->sink, "trigger data-changed: the run history cannot be read (training): %s",
+		                 err.msg);
 		return 0;
 	}
 	wrap = cJSON_CreateObject();
 	cJSON_AddItemToObject(cJSON_AddObjectToObject(wrap, "run"), "data", cJSON_Duplicate(data, 1));
-	dlk_train_data_fingerprint(wrap, fp);
-	cJSON_Delete(wrap);
+	dlk_run_data_fingerprint(wrap, fp);
 	if (!last) {
-		dlk_info(r->ctx, "trigger data-changed: no run has succeeded yet: training");
-	} else if (dlk_train_data_fingerprint(last, last_fp), strcmp(fp, last_fp) || !fp[0]) {
-		dlk_info(r->ctx, "trigger data-changed: the data differs from what run %.8s trained on: training",
+		dlk_trainer_info(r->sink, "trigger data-changed: no run has succeeded yet: training");
+	} else if (!dlk_run_same_data(wrap, last)) {
+		dlk_trainer_info(r->sink, "trigger data-changed: the data differs from what run %.8s trained on: training",
 		         dlk_run_id(last));
 	} else {
 		snprintf(reason, sizeof(reason), "the data is unchanged since run %.36s", dlk_run_id(last));
@@ -234,10 +202,11 @@ int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data)
 		dlk_run_time_now(now);
 		dlk_run_set_str(r->rec, "finished_at", now);
 		dlk_train_run_save(r);
-		dlk_info(r->ctx, "trigger data-changed: the data is what run %.8s trained on (%.12s): nothing to train",
+		dlk_trainer_info(r->sink, "trigger data-changed: the data is what run %.8s trained on (%.12s): nothing to train",
 		         dlk_run_id(last), fp);
 		skip = 1;
 	}
+	cJSON_Delete(wrap);
 	cJSON_Delete(last);
 	return skip;
 }
@@ -245,10 +214,10 @@ int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data)
 /* A run interrupted at another worker count goes on with the same global batch: refused here,
  * before anything starts, when its newest checkpoint's global batch does not split into
  * `world` equal batches (the worker that resumes checks the same again). */
-static int check_resize(const struct dlk_ctx *ctx, const struct dlk_project *spec, const cJSON *rec, int world,
+static int check_resize(const char *spec_file, const struct dlk_project *spec, const cJSON *rec, int world,
                         struct dlk_err *err)
 {
-	char *base = dlk_train_ckpt_base(spec, ctx->file, 0), *dir;
+	char *base = dlk_trainer_ckpt_base(spec, spec_file, 0), *dir;
 	struct ckpt c = CKPT_INIT;
 	int got, cw, cb, b, rc = 0;
 
@@ -269,15 +238,16 @@ static int check_resize(const struct dlk_ctx *ctx, const struct dlk_project *spe
 	return rc;
 }
 
-int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
-                             const char *spec_digest, const struct dlk_train_cli *cli, int world, struct dlk_err *err)
+int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_trainer_sink *sink,
+                             const struct dlk_trainer_opts *opts, const struct dlk_project *spec,
+                             const char *spec_digest, int world, struct dlk_err *err)
 {
-	char *dir = dlk_runs_local_dir(ctx->file, spec->name), host[256] = "", sid[16];
+	char *dir = dlk_runs_local_dir(opts->spec_file, spec->name), host[256] = "", sid[16];
 	cJSON *all = NULL, *rec = NULL;
 	const cJSON *newest;
 	int rc = -1;
 
-	r->ctx = ctx;
+	r->sink = sink;
 	r->store = dlk_runs_open_dir(dir, spec->name);
 	if (dlk_runs_list(r->store, &all, NULL, NULL, err)) {
 		dlk_err_prefix(err, "cannot read the run history of '%s'", spec->name);
@@ -287,12 +257,12 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx,
 	if (newest && resumable(newest)) {
 		const char *digest = dlk_run_str(newest, "spec_sha256");
 		short_id(dlk_run_id(newest), sid);
-		if (cli->fresh)
-			dlk_info(ctx, "starting a new run (--fresh); run %s, interrupted, stays in the history", sid);
+		if (opts->fresh)
+			dlk_trainer_info(sink, "starting a new run (--fresh); run %s, interrupted, stays in the history", sid);
 		else if (!digest || strcmp(digest, spec_digest))
-			dlk_info(ctx, "run %s was interrupted, but the project has changed since: starting a new run", sid);
+			dlk_trainer_info(sink, "run %s was interrupted, but the project has changed since: starting a new run", sid);
 		else if (last_world(newest) > 0 && last_world(newest) != world &&
-		         check_resize(ctx, spec, newest, world, err))
+		         check_resize(opts->spec_file, spec, newest, world, err))
 			/* refused before the record changes: the run stays resumable at a size that fits */
 			goto out;
 		else
@@ -313,7 +283,7 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_ctx *ctx,
 		rec = dlk_run_record_new(spec->name, id);
 		dlk_run_set_str(rec, "where", "local");
 		/* --if-data-changed: it trains because the data changed */
-		dlk_run_set_str(rec, "trigger", cli->if_data_changed ? "data-changed" : "manual");
+		dlk_run_set_str(rec, "trigger", opts->if_data_changed ? "data-changed" : "manual");
 		dlk_run_set_num(rec, "restarts", 0);
 	}
 	dlk_run_set_str(rec, "host", host);
@@ -333,11 +303,11 @@ out:
 	return rc;
 }
 
-void dlk_train_run_open_worker(struct dlk_train_run *r, const struct dlk_ctx *ctx)
+void dlk_train_run_open_worker(struct dlk_train_run *r, const struct dlk_trainer_sink *sink)
 {
 	const char *id = getenv(DLK_ENV_RUN_ID);
 
-	r->ctx = ctx;
+	r->sink = sink;
 	snprintf(r->id, sizeof(r->id), "%s", id && *id ? id : "");
 	/* an id used as a directory name: nothing that climbs out of it */
 	if (strchr(r->id, '/') || !strcmp(r->id, ".") || !strcmp(r->id, ".."))
@@ -349,31 +319,22 @@ void dlk_train_run_open_worker(struct dlk_train_run *r, const struct dlk_ctx *ct
  * without a word (a request on it then hangs until its timeout). */
 static struct kube_client *cluster_client(struct dlk_err *err)
 {
-	struct kube_open_opts o = KUBE_OPEN_OPTS_INIT;
-	const char *ns = getenv(DLK_ENV_NAMESPACE);
-
-	o.in_cluster = 1;
-	o.config.sa_dir = getenv(DLK_ENV_SERVICEACCOUNT_DIR);
-	o.config.namespace = ns && *ns ? ns : NULL;
-	o.client.connect_timeout_ms = 5000;
-	o.client.timeout_ms = 15000;
-	o.client.max_retries = 3;
-	return kube_client_open(&o, err);
+	return dlk_pod_client(5000, 15000, 3, err);
 }
 
-void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_ctx *ctx, const struct dlk_project *spec,
-                                const char *spec_digest, int world)
+void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_trainer_sink *sink,
+                                const struct dlk_project *spec, const char *spec_digest, int world)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	const char *job = getenv(DLK_ENV_JOB_NAME), *trig = getenv(DLK_ENV_TRIGGER);
 	cJSON *rec = NULL;
 
-	dlk_train_run_open_worker(r, ctx);
+	dlk_train_run_open_worker(r, sink);
 	if (!r->id[0] || !getenv(DLK_ENV_SERVICE_HOST))
 		return;
 	r->kc = cluster_client(&err);
 	if (!r->kc) {
-		dlk_warn(ctx, "the run will not be recorded in the cluster's run history: %s", err.msg);
+		dlk_trainer_warn(sink, "the run will not be recorded in the cluster's run history: %s", err.msg);
 		return;
 	}
 	r->store = dlk_runs_open_configmap(r->kc, NULL, spec->name);
@@ -395,7 +356,7 @@ void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_ctx *c
 		cJSON_AddStringToObject(j, "uid", r->id);
 		dlk_run_set_item(rec, "job", j);
 	} else {
-		dlk_warn(ctx, "the run will not be recorded in the cluster's run history: %s", err.msg);
+		dlk_trainer_warn(sink, "the run will not be recorded in the cluster's run history: %s", err.msg);
 		dlk_runs_close(r->store);
 		r->store = NULL;
 		return;
@@ -428,8 +389,8 @@ void dlk_train_run_save(struct dlk_train_run *r)
 		}
 	}
 	if (dlk_runs_put(r->store, r->rec, &err) && !r->warned++)
-		dlk_warn(r->ctx, "run %.8s: the run history is not up to date (training goes on): %s%s%s", r->id, err.msg,
-		         err.hint[0] ? "; " : "", err.hint);
+		dlk_trainer_warn(r->sink, "run %.8s: the run history is not up to date (training goes on): %s%s%s", r->id, err.msg,
+		                 err.hint[0] ? "; " : "", err.hint);
 }
 
 void dlk_train_run_finish(struct dlk_train_run *r, enum dlk_run_outcome o, int rank, int exit_code,
@@ -475,6 +436,22 @@ void dlk_train_run_set_result(struct dlk_train_run *r, const cJSON *doc, const c
 			cJSON_AddStringToObject(b, "sha256", hex);
 		dlk_run_set_item(r->rec, "bundle", b);
 	}
+}
+
+void dlk_train_run_succeeded(struct dlk_train_run *r, const char *bundle)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	cJSON *doc;
+
+	if (!r->rec)
+		return;
+	doc = report_run_from_bundle(bundle, &err);
+	if (doc)
+		dlk_train_run_set_result(r, doc, bundle);
+	else
+		dlk_trainer_warn(r->sink, "run %.8s: its record has no metrics: %s", r->id, err.msg);
+	cJSON_Delete(doc);
+	dlk_train_run_finish(r, DLK_RUN_SUCCEEDED, -1, 0, NULL);
 }
 
 void dlk_train_run_release(struct dlk_train_run *r)

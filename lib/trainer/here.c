@@ -1,16 +1,13 @@
 /* The training loop run here: the data, the loop, checkpoints and resuming, stopping on a
  * signal, and the model bundle. As one worker of several (--worker in a pod, or a child of
  * `--local --workers N`) it also joins the rendezvous and averages gradients over the TCP ring;
- * only rank 0 evaluates, shows (train_report.c), publishes progress (train_progress.c) and
- * writes checkpoints and the bundle. */
-#include "commands/train_here.h"
-#include "commands/report_source.h"
-#include "commands/train_data.h"
-#include "commands/train_metrics.h"
-#include "commands/train_progress.h"
-#include "commands/train_report.h"
-#include "commands/train_run.h"
-#include "commands/ui.h"
+ * only rank 0 evaluates, shows (through the sink), publishes progress (progress.c) and writes
+ * checkpoints and the bundle. */
+#include "lib/trainer/here.h"
+#include "lib/trainer/metrics.h"
+#include "lib/trainer/progress.h"
+#include "lib/trainer/run.h"
+#include "lib/trainer/trainer.h"
 #include "lib/data/dataset.h"
 #include "lib/comm/comm.h"
 #include "lib/comm/rendezvous.h"
@@ -29,6 +26,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -108,8 +106,9 @@ static void signals_restore(struct signals *s)
 
 /* What the loop's callbacks share. */
 struct here {
-	struct dlk_ctx *ctx;
-	struct dlk_train_report show; /* what rank 0 shows */
+	const struct dlk_trainer_here_opts *o;
+	const struct dlk_trainer_sink *sink; /* what rank 0 shows, and every rank's notes */
+	const char *phase;            /* what the data progress is about: "loading training data" */
 	/* the distributed run */
 	int rank, world;
 	struct dlk_comm *comm;        /* NULL with one rank; host memory */
@@ -201,7 +200,7 @@ static char *metrics_json(struct here *r, const struct dlk_train_event *ev)
 	if (run)
 		s = report_run_compact(run, DLK_METRICS_MAX_BYTES);
 	if (!s && !r->metrics_warned++)
-		dlk_warn(r->ctx, "the run's metrics are not published on the job (training goes on): %s",
+		dlk_trainer_warn(r->sink, "the run's metrics are not published on the job (training goes on): %s",
 		         run ? "too large for an annotation" : err.msg);
 	cJSON_Delete(run);
 	cJSON_Delete(meta);
@@ -232,7 +231,7 @@ static int resized(struct here *r, int now_please)
 	r->last_poll = now;
 	if (dlk_job_progress_workers(r->jp, &n, &e)) {
 		if (!r->poll_warned++)
-			dlk_warn(r->ctx, "%s (training goes on at %d workers; `dlk scale` cannot resize it)", e.msg, r->world);
+			dlk_trainer_warn(r->sink, "%s (training goes on at %d workers; `dlk scale` cannot resize it)", e.msg, r->world);
 		return 0;
 	}
 	return n > 0 && (long)n * r->local_world != r->world ? n : 0;
@@ -293,76 +292,28 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		dlk_job_progress_event(r->jp, ev, m);
 		free(m);
 	}
-	dlk_train_report_event(&r->show, ev);
+	if (r->sink->event)
+		r->sink->event(r->sink->ud, ev);
+}
+
+static void clear(const struct here *r)
+{
+	if (r->sink->clear)
+		r->sink->clear(r->sink->ud);
 }
 
 /* ---- data ---- */
-
-static char *default_bundle_path(const char *out_dir, const char *name);
-static char *project_dir(const char *spec_file);
 
 static int data_progress(void *vctx, const char *what, unsigned long long done, unsigned long long total)
 {
 	struct here *r = vctx;
 
-	dlk_train_report_data(&r->show, what, done, total);
+	if (r->sink->data)
+		r->sink->data(r->sink->ud, r->phase, what, done, total);
 	return sig_seen != 0;
 }
 
-/* The bundle of a run here (not in a pod): --bundle, else NAME.dlk next to the project file. */
-char *dlk_train_bundle_path(const struct dlk_train_cli *cli, const char *spec_file, const char *name)
-{
-	char *dir, *path;
-
-	if (cli->bundle)
-		return xstrdup(cli->bundle);
-	dir = project_dir(spec_file);
-	path = default_bundle_path(dir, name);
-	free(dir);
-	return path;
-}
-
-static char *default_bundle_path(const char *out_dir, const char *name)
-{
-	if (!strcmp(out_dir, "."))
-		return xasprintf("%s.dlk", name);
-	return xasprintf("%s/%s.dlk", out_dir, name);
-}
-
-static char *project_dir(const char *spec_file)
-{
-	const char *slash = strrchr(spec_file, '/');
-
-	return slash ? xstrndup(spec_file, (size_t)(slash - spec_file)) : xstrdup(".");
-}
-
-/* Where relative outputs (checkpoints, the bundle) go. Here: next to the project file. In a pod
- * the project file is a read-only ConfigMap volume: the checkpoint volume when the project has
- * one (what is written there outlives the pod, so a restarted worker resumes from it), else the
- * container's working directory. */
-static char *output_dir(const struct dlk_project *spec, const char *spec_file, int in_pod)
-{
-	if (!in_pod)
-		return project_dir(spec_file);
-	if ((spec->storage.claim || spec->storage.size) && spec->storage.mount)
-		return xstrdup(spec->storage.mount);
-	return xstrdup(".");
-}
-
 /* ---- checkpoints ---- */
-
-char *dlk_train_ckpt_base(const struct dlk_project *spec, const char *spec_file, int in_pod)
-{
-	const char *d = spec->training.checkpoint_dir;
-	char *out_dir, *base;
-
-	if (!d)
-		return NULL;
-	out_dir = output_dir(spec, spec_file, in_pod);
-	base = d[0] == '/' || !strcmp(out_dir, ".") ? xstrdup(d) : xasprintf("%s/%s", out_dir, d);
-	free(out_dir);
-	return base;
-}
 
 static ssize_t slow_write(int fd, const void *buf, size_t len, void *vctx)
 {
@@ -397,12 +348,12 @@ static int on_checkpoint(void *vctx, const struct dlk_train_state *st, struct dl
 		ensure_arch(r, st->net);
 		if (dlk_state_save(r->ckpt_dir, r->ckpt_keep, st, &r->meta, &wo, &e)) {
 			if (!r->ckpt_warned++)
-				dlk_warn(r->ctx, "checkpoint at step %ld not written (training goes on): %s%s%s", st->global_step,
+				dlk_trainer_warn(r->sink, "checkpoint at step %ld not written (training goes on): %s%s%s", st->global_step,
 				         e.msg, e.hint[0] ? "; " : "", e.hint);
 		} else {
 			r->ckpt_step = st->global_step;
-			if (r->ctx->verbose)
-				dlk_info(r->ctx, "checkpoint: step %ld in '%s'", st->global_step, r->ckpt_dir);
+			if (r->o->verbose)
+				dlk_trainer_info(r->sink, "checkpoint: step %ld in '%s'", st->global_step, r->ckpt_dir);
 		}
 	}
 	if (r->comm_failed) {
@@ -456,7 +407,7 @@ static int prepare_resume(struct here *r, struct dlk_training *tr, struct dlk_er
 		int got = ckpt_load_latest(r->ckpt_dir, 0, &r->ckpt, err);
 		int cw = 0, cb = 0, b = 0;
 		for (size_t i = 0; i < r->ckpt.nwarnings; i++)
-			dlk_warn(r->ctx, "%s", r->ckpt.warnings[i]);
+			dlk_trainer_warn(r->sink, "%s", r->ckpt.warnings[i]);
 		if (got < 0) {
 			dlk_err_prefix(err, "cannot resume from '%s'", r->ckpt_dir);
 			hdr[0] = RESUME_FAILED;
@@ -505,15 +456,15 @@ static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err
 			if (r->trun.id[0])
 				snprintf(who, sizeof(who), " run %.8s", r->trun.id);
 			if (st->epoch >= r->epochs)
-				dlk_info(r->ctx, "checkpoint '%s' is of the finished%s (%ld steps): nothing left to train", c->path,
+				dlk_trainer_info(r->sink, "checkpoint '%s' is of the finished%s (%ld steps): nothing left to train", c->path,
 				         who[0] ? who : " run", st->global_step);
 			else if (r->ckpt_world != r->world)
-				dlk_info(r->ctx,
+				dlk_trainer_info(r->sink,
 				         "resuming%s from checkpoint %ld at %d worker%s (was %d), batch %d per worker, global %lld",
 				         who, st->global_step, r->world, r->world == 1 ? "" : "s", r->ckpt_world,
 				         r->meta.batch_size, (long long)r->meta.batch_size * r->world);
 			else
-				dlk_info(r->ctx, "resuming%s from checkpoint '%s' (epoch %d, step %ld of the epoch, %ld steps done)",
+				dlk_trainer_info(r->sink, "resuming%s from checkpoint '%s' (epoch %d, step %ld of the epoch, %ld steps done)",
 				         who, c->path, st->epoch + 1, st->step_in_epoch, st->global_step);
 		}
 		/* the params are on the device now: the loaded copy is not kept through the run */
@@ -712,8 +663,6 @@ static int read_worker_env(struct here *r, struct dist_env *env, struct dlk_trai
 	r->world = env->world;
 	r->local_world = env->local_world > 0 ? env->local_world : 1;
 	single_rank = env->world == 1;
-	if (env->rank != 0)
-		r->ctx->tty_err = 0;
 	if (getenv(DLK_ENV_THREADS) && !tr->threads)
 		tr->threads = (int)env_long(DLK_ENV_THREADS, 0, 0, 4096, err, &bad);
 	return bad ? -1 : 0;
@@ -731,9 +680,9 @@ static int choose_device(struct here *r, const struct dlk_project *spec, int wor
 		return -1;
 	r->be = dev->be;
 	if (dev->why[0] && want == DLK_DEVICE_AUTO && spec->resources.gpus > 0 && r->rank == 0)
-		dlk_warn(r->ctx, "training on the CPU: %s", dev->why);
-	else if (r->ctx->verbose && r->rank == 0)
-		dlk_info(r->ctx, "computing on %s", dev->be->device);
+		dlk_trainer_warn(r->sink, "training on the CPU: %s", dev->why);
+	else if (r->o->verbose && r->rank == 0)
+		dlk_trainer_info(r->sink, "computing on %s", dev->be->device);
 	return 0;
 }
 
@@ -743,7 +692,7 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
                      struct dlk_dataset *train, struct dlk_dataset *test, struct dlk_err *err)
 {
 	struct dlk_data_opts dopts = { 0 };
-	struct dlk_train_data *tdata = NULL;
+	void *tdata = NULL;
 	int rc = -1;
 
 	memcpy(dopts.shape, spec->model.input, sizeof(dopts.shape));
@@ -756,35 +705,37 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 		dopts.shard_world = r->world;
 	}
 	/* data.dataset: the sources are files of the dataset, read through the node cache */
-	if (dlk_train_data_open(r->ctx, spec, worker, dir, &dopts, &tdata, err))
+	if (r->o->data.open && r->o->data.open(r->o->data.ud, spec, worker, dir, &dopts, &tdata, err))
 		goto out;
-	r->show.phase = "loading training data";
+	r->phase = "loading training data";
 	if (dlk_data_load(&spec->data, "train", &dopts, train, err) && !sig_seen)
 		goto out;
-	r->show.phase = "loading test data";
+	r->phase = "loading test data";
 	if (!sig_seen && r->rank == 0 &&
 	    (spec->data.test.images.url || spec->data.test.source.url || spec->data.test.shards) &&
 	    dlk_data_load(&spec->data, "test", &dopts, test, err) && !sig_seen)
 		goto out;
-	dlk_train_report_clear(&r->show);
+	clear(r);
 	if (sig_seen) {
 		dlk_err_clear(err);
 		dlk_errf(err, worker || sig_seen == SIGTERM ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL,
 		         "stopped by a signal while loading the data");
 		goto out;
 	}
-	dlk_train_data_done(r->ctx, tdata, r->rank);
-	if (train->sharded && r->ctx->verbose) {
+	if (r->o->data.loaded)
+		r->o->data.loaded(r->o->data.ud, tdata, r->rank);
+	if (train->sharded && r->o->verbose) {
 		if (train->by_file)
-			dlk_info(r->ctx, "rank %d loaded its shard: files %d to %d of the training split (%zu samples)", r->rank,
+			dlk_trainer_info(r->sink, "rank %d loaded its shard: files %d to %d of the training split (%zu samples)", r->rank,
 			         train->files_first + 1, train->files_first + train->files_count, train->n);
 		else
-			dlk_info(r->ctx, "rank %d loaded its shard: samples [%zu, %zu) of %zu", r->rank, train->base,
+			dlk_trainer_info(r->sink, "rank %d loaded its shard: samples [%zu, %zu) of %zu", r->rank, train->base,
 			         train->base + train->n, train->total);
 	}
 	rc = 0;
 out:
-	dlk_train_data_free(tdata);
+	if (tdata && r->o->data.close)
+		r->o->data.close(r->o->data.ud, tdata);
 	return rc;
 }
 
@@ -821,7 +772,7 @@ static int run_loop(struct here *r, const struct dlk_project *spec, const struct
 	topts.event_ctx = r;
 	topts.cancel = &stop_flag;
 	ran = dlk_train_run(&topts, res, err);
-	dlk_train_report_clear(&r->show);
+	clear(r);
 	alarm(0);
 	if (ran == 1 && r->resize_to) {
 		if (r->rank == 0 && r->ckpt_step >= 0 && r->ckpt_step == res->steps)
@@ -861,13 +812,13 @@ static int write_bundle(const struct here *r, const char *path, const char *page
 		return -1;
 	if (!page)
 		return 0;
-	run = dlk_report_from_bundle(path, err);
+	run = report_run_from_bundle(path, err);
 	if (!run || report_write_html(page, run, NULL, err)) {
 		cJSON_Delete(run);
 		return dlk_err_prefix(err, "--report '%s'", page);
 	}
 	cJSON_Delete(run);
-	dlk_info(r->ctx, "report: %s", page);
+	dlk_trainer_info(r->sink, "report: %s", page);
 	return 0;
 }
 
@@ -875,11 +826,10 @@ static int write_bundle(const struct here *r, const char *path, const char *page
  * Job passes resources.metrics_port; `--local --workers N` its --metrics-port), a run here with
  * --metrics-port on that port. Port 0: none. A port that cannot be bound is an error here (it
  * was asked for), a warning in a pod (training goes on without them). */
-static int start_metrics(struct here *r, const struct dlk_train_cli *cli, const struct dist_env *env,
-                         struct dlk_err *err)
+static int start_metrics(struct here *r, const struct dist_env *env, struct dlk_err *err)
 {
 	int bad = 0;
-	long port = cli->metrics_port;
+	long port = r->o->metrics_port;
 	long gen = env_long(DLK_ENV_GENERATION, 0, 0, INT_MAX, err, &bad);
 	const cJSON *restarts = r->trun.rec ? cJSON_GetObjectItemCaseSensitive(dlk_run_info(r->trun.rec), "restarts") : NULL;
 
@@ -895,23 +845,25 @@ static int start_metrics(struct here *r, const struct dlk_train_cli *cli, const 
 	if (!gen && cJSON_IsNumber(restarts) && restarts->valuedouble > 0 && restarts->valuedouble < INT_MAX)
 		gen = (long)restarts->valuedouble;
 	r->metrics = dlk_train_metrics_start((int)port, r->rank, r->world, getenv(DLK_ENV_JOB_NAME), (int)gen, err);
-	if (!r->metrics && cli->mode == TRAIN_WORKER && getenv(DLK_ENV_SERVICE_HOST)) {
+	if (!r->metrics && r->o->run.in_pod && getenv(DLK_ENV_SERVICE_HOST)) {
 		/* in a pod the metrics are a help: training goes on without them */
-		dlk_warn(r->ctx, "rank %d: no metrics (training goes on): %s", r->rank, err->msg);
+		dlk_trainer_warn(r->sink, "rank %d: no metrics (training goes on): %s", r->rank, err->msg);
 		dlk_err_clear(err);
 		return 0;
 	}
 	if (!r->metrics)
 		return dlk_err_prefix(err, "rank %d", r->rank);
-	if (r->ctx->verbose || (cli->mode == TRAIN_LOCAL && r->rank == 0))
-		dlk_info(r->ctx, "rank %d: metrics on http://127.0.0.1:%d%s", r->rank, dlk_train_metrics_port(r->metrics),
+	if (r->o->verbose || (!r->o->run.in_pod && r->rank == 0))
+		dlk_trainer_info(r->sink, "rank %d: metrics on http://127.0.0.1:%d%s", r->rank, dlk_train_metrics_port(r->metrics),
 		         "/metrics");
 	return 0;
 }
 
-int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec, int worker)
+int dlk_trainer_here(const struct dlk_trainer_here_opts *o, const struct dlk_project *spec,
+                     const struct dlk_trainer_sink *sink, struct dlk_err *errp)
 {
 	struct dlk_err err = DLK_ERR_INIT;
+	int worker = o->worker;
 	struct dlk_dataset train = DLK_DATASET_INIT, test = DLK_DATASET_INIT;
 	struct dlk_train_result res = DLK_TRAIN_RESULT_INIT;
 	struct dlk_training tr = spec->training;
@@ -919,13 +871,13 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT, 0, 1 };
 	struct signals sigs = { 0 };
 	struct dlk_device_choice dev;
-	char *bundle = NULL, *dir = project_dir(ctx->file);
+	char *bundle = NULL, *dir = dlk_trainer_project_dir(o->run.spec_file);
 	/* --worker itself, not a child of --local --workers N (which is a worker too) */
-	char *out_dir = output_dir(spec, ctx->file, cli->mode == TRAIN_WORKER);
 	unsigned grace;
 	int rc = 0, bad = 0;
 
-	run.ctx = ctx;
+	run.o = o;
+	run.sink = sink;
 	run.spec = spec;
 	run.train = &train;
 	run.test = &test;
@@ -941,8 +893,6 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 			run.git_dirty = gd && !strcmp(gd, "true");
 		}
 	}
-	run.show.ctx = ctx;
-	run.show.bar.ctx = ctx;
 	run.ckpt_step = -1;
 	run.world = 1;
 	grace = (unsigned)env_long(DLK_ENV_TERM_GRACE, 20, 1, 3600, &err, &bad);
@@ -956,19 +906,19 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 		goto fail;
 	if (choose_device(&run, spec, worker, &env, &dev, &err))
 		goto fail;
-	if (dlk_train_report_open(&run.show, ctx, run.rank == 0 ? cli->metrics : NULL, &err))
+	if (sink->placed && sink->placed(sink->ud, run.rank, run.world, &err))
 		goto fail;
 	/* the run: here, a new one or the interrupted one this continues; in a pod, the Job's */
 	if (!worker) {
-		if (dlk_train_run_open_local(&run.trun, ctx, spec, run.digest, cli, 1, &err))
+		if (dlk_train_run_open_local(&run.trun, sink, &o->run, spec, run.digest, 1, &err))
 			goto fail;
 	} else if (run.rank == 0) {
-		dlk_train_run_open_cluster(&run.trun, ctx, spec, run.digest, run.world);
+		dlk_train_run_open_cluster(&run.trun, sink, spec, run.digest, run.world);
 	} else {
-		dlk_train_run_open_worker(&run.trun, ctx);
+		dlk_train_run_open_worker(&run.trun, sink);
 	}
 	if (tr.checkpoint_dir) {
-		char *base = dlk_train_ckpt_base(spec, ctx->file, cli->mode == TRAIN_WORKER);
+		char *base = dlk_trainer_ckpt_base(spec, o->run.spec_file, o->run.in_pod);
 		/* every run has checkpoints of its own */
 		run.ckpt_dir = dlk_train_run_ckpt_dir(&run.trun, base);
 		free(base);
@@ -977,7 +927,7 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 			dlk_train_run_save(&run.trun);
 		}
 	}
-	if (start_metrics(&run, cli, &env, &err))
+	if (start_metrics(&run, &env, &err))
 		goto fail;
 	run.ckpt_keep = tr.checkpoint_keep;
 	run.epochs = tr.epochs;
@@ -1010,47 +960,41 @@ int dlk_train_here(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const s
 	}
 	if (run.world > 1 && join_gang(&run, &env, dev.shared, &err))
 		goto fail;
-	if (run.world > 1 && ctx->verbose && run.rank == 0)
-		dlk_info(ctx, "gradients over %s (%d ranks)", run.dcomm ? "NCCL" : "the TCP ring", run.world);
+	if (run.world > 1 && o->verbose && run.rank == 0)
+		dlk_trainer_info(sink, "gradients over %s (%d ranks)", run.dcomm ? "NCCL" : "the TCP ring", run.world);
 	if (prepare_resume(&run, &tr, &err))
 		goto fail;
-	if (run.rank == 0)
-		dlk_train_report_start(&run.show, spec, &tr, train.sharded && !train.by_file ? train.total : train.n, test.n,
+	if (run.rank == 0 && sink->start)
+		sink->start(sink->ud, spec, &tr, train.sharded && !train.by_file ? train.total : train.n, test.n,
 		                       run.world);
 	if (worker && run.rank == 0)
-		run.jp = dlk_job_progress_new(ctx);
-	if (run_loop(&run, spec, &tr, spec->path ? spec->path : ctx->file, &train, &test, worker, &res, &err))
+		run.jp = dlk_job_progress_new(sink);
+	if (run_loop(&run, spec, &tr, spec->path ? spec->path : o->run.spec_file, &train, &test, worker, &res, &err))
 		goto fail;
 	if (run.rank != 0) {
-		if (ctx->verbose)
-			dlk_info(ctx, "rank %d done after %ld steps", run.rank, res.steps);
+		if (o->verbose)
+			dlk_trainer_info(sink, "rank %d done after %ld steps", run.rank, res.steps);
 		goto out;
 	}
-	bundle = cli->bundle ? xstrdup(cli->bundle) : default_bundle_path(out_dir, spec->name);
-	if (write_bundle(&run, bundle, cli->report, &res, &err))
+	bundle = dlk_trainer_bundle_path(o->run.bundle, spec, o->run.spec_file, o->run.in_pod);
+	if (write_bundle(&run, bundle, o->report, &res, &err))
 		goto fail;
 	if (run.jp) {
 		/* the run as the bundle holds it, weights' digest included: what dlk serve deploys */
 		struct dlk_err berr = DLK_ERR_INIT;
-		cJSON *doc = dlk_report_from_bundle(bundle, &berr);
+		cJSON *doc = report_run_from_bundle(bundle, &berr);
 		char *m = doc ? report_run_compact(doc, DLK_METRICS_MAX_BYTES) : NULL;
 		dlk_job_progress_metrics(run.jp, m);
 		free(m);
 		cJSON_Delete(doc);
 	}
-	dlk_train_report_result(&run.show, spec, &res, bundle, run.world);
-	if (run.trun.rec) {
-		struct dlk_err e = DLK_ERR_INIT;
-		cJSON *doc = dlk_report_from_bundle(bundle, &e);
-		if (doc)
-			dlk_train_run_set_result(&run.trun, doc, bundle);
-		cJSON_Delete(doc);
-		dlk_train_run_finish(&run.trun, DLK_RUN_SUCCEEDED, -1, 0, NULL);
-	}
+	if (sink->result)
+		sink->result(sink->ud, spec, &res, bundle, run.world);
+	dlk_train_run_succeeded(&run.trun, bundle);
 	goto out;
 fail:
-	dlk_train_report_clear(&run.show);
-	rc = dlk_report(ctx, &err);
+	clear(&run);
+	rc = err.code ? err.code : DLK_EXIT_FAIL;
 	if (run.trun.rec) {
 		/* what the run did before it stopped, for the record */
 		if (run.net && res.history.n_events) {
@@ -1073,7 +1017,6 @@ out:
 	dlk_train_metrics_done(run.metrics);
 	dlk_train_metrics_stop(run.metrics);
 	signals_restore(&sigs);
-	dlk_train_report_close(&run.show);
 	dlk_train_run_release(&run.trun);
 	comm_free(run.dcomm);
 	comm_free(run.comm);
@@ -1086,6 +1029,7 @@ out:
 	free(run.ckpt_dir);
 	free(bundle);
 	free(dir);
-	free(out_dir);
+	if (rc)
+		*errp = err;
 	return rc;
 }

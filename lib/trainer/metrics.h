@@ -12,8 +12,8 @@
  *   dlk_train_data_load_seconds                    time spent loading the data before the first step
  *   dlk_train_restarts                             how often the gang was started again
  *   dlk_train_up                                   1 while training, 0 once it ended */
-#ifndef DLK_COMMANDS_TRAIN_METRICS_H
-#define DLK_COMMANDS_TRAIN_METRICS_H
+#ifndef DLK_TRAINER_METRICS_H
+#define DLK_TRAINER_METRICS_H
 
 #include "lib/train/train.h"
 #include "lib/util/err.h"

@@ -1,10 +1,10 @@
 /* Rank 0 of a training Job publishes its progress on its own Job, as the annotation
  * dlk.dev/progress (a JSON string), so that `dlk status` and kubectl show it without logs, and
  * after every epoch the run so far as dlk.dev/metrics, which `dlk report JOB` draws. */
-#ifndef DLK_COMMANDS_TRAIN_PROGRESS_H
-#define DLK_COMMANDS_TRAIN_PROGRESS_H
+#ifndef DLK_TRAINER_PROGRESS_H
+#define DLK_TRAINER_PROGRESS_H
 
-#include "commands/ctx.h"
+#include "lib/trainer/trainer.h"
 #include "lib/train/progress.h"
 #include "lib/train/train.h"
 
@@ -14,8 +14,8 @@ struct dlk_job_progress;
 /* A publisher for the Job named by $DLK_JOB_NAME when running in a cluster
  * ($KUBERNETES_SERVICE_HOST set; the service account's files in $DLK_SERVICEACCOUNT_DIR, else
  * the standard mount); NULL otherwise, or (after one warning) when the in-cluster
- * configuration cannot be read. */
-struct dlk_job_progress *dlk_job_progress_new(const struct dlk_ctx *ctx);
+ * configuration cannot be read. Its warnings go to sink (borrowed: it outlives the publisher). */
+struct dlk_job_progress *dlk_job_progress_new(const struct dlk_trainer_sink *sink);
 /* Publishes ev when DLK_PROGRESS_INTERVAL_SEC passed since the last patch, or at once for epoch
  * ends and the end of the run; with those, metrics (the run document so far, or NULL) goes in
  * the same patch as the annotation dlk.dev/metrics. A failed patch is warned about once and
@@ -33,18 +33,18 @@ int dlk_job_progress_workers(struct dlk_job_progress *p, int *n, struct dlk_err 
 /* The same for a worker before it joins the gang, from a client of its own: 0 with *n = 0 when
  * not in a cluster, or in a CronJob's run (its Jobs are not resized, and the Role cannot name
  * them). */
-int dlk_job_workers(const struct dlk_ctx *ctx, int *n, struct dlk_err *err);
+int dlk_job_workers(int *n, struct dlk_err *err);
 /* A worker in a pod, before it reads its environment: WORLD_SIZE (when set, as the template sets
  * it) set to the Job's workers now when `dlk scale` changed them since the pod was made (a
  * Job's pod template cannot change). A
  * Job that cannot be read leaves WORLD_SIZE as it is, with a warning. -1 with
  * DLK_EXIT_RESTARTABLE when this pod's rank is beyond the new size (the Job controller is
  * removing it). */
-int dlk_job_world_env(const struct dlk_ctx *ctx, struct dlk_err *err);
+int dlk_job_world_env(const struct dlk_trainer_sink *sink, struct dlk_err *err);
 /* A worker that fails publishes why (lib/jobs/failure.h): its rank, pod, the class of
  * exit_code and message, as the container's termination message (the file named by
  * $DLK_TERMINATION_LOG) and, in a cluster, as the Job's annotation dlk.dev/failure. What cannot
  * be published is warned about. */
-void dlk_train_publish_failure(const struct dlk_ctx *ctx, int exit_code, const char *message);
+void dlk_train_publish_failure(const struct dlk_trainer_sink *sink, int exit_code, const char *message);
 
 #endif

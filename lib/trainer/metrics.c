@@ -1,6 +1,6 @@
-/* A training worker's Prometheus metrics (see train_metrics.h). The loop's thread writes, the
+/* A training worker's Prometheus metrics (see lib/trainer/metrics.h). The loop's thread writes, the
  * endpoint's thread reads on a scrape: a mutex, taken once per step, keeps them consistent. */
-#include "commands/train_metrics.h"
+#include "lib/trainer/metrics.h"
 #include "lib/serve/metrics.h"
 #include "lib/serve/metricsd.h"
 #include "lib/util/mem.h"
