@@ -49,13 +49,6 @@ void dlk_data_store_release(struct dlk_data_store *ds)
 	memset(ds, 0, sizeof(*ds));
 }
 
-static char *dir_of(const char *file)
-{
-	const char *slash = strrchr(file, '/');
-
-	return slash ? xstrndup(file, (size_t)(slash - file)) : xstrdup(".");
-}
-
 int dlk_data_store_open(const struct dlk_ctx *ctx, const char *url, const struct dlk_project *spec,
                         struct dlk_data_store *ds, struct dlk_err *err)
 {
@@ -67,7 +60,7 @@ int dlk_data_store_open(const struct dlk_ctx *ctx, const char *url, const struct
 	if (!url && spec && spec->data.store) {
 		url = spec->data.store;
 		/* a relative directory in the project file is relative to the project file */
-		ds->base_dir = dir_of(spec->path ? spec->path : ctx->file);
+		ds->base_dir = dlk_dir_of(spec->path ? spec->path : ctx->file);
 	}
 	if (!url) {
 		dlk_errf(err, DLK_EXIT_USAGE, "no data store: name one");

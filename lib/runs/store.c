@@ -288,9 +288,10 @@ struct dlk_run_store *dlk_runs_open_dir(const char *dir, const char *project)
 
 char *dlk_runs_local_dir(const char *spec_file, const char *name)
 {
-	const char *slash = strrchr(spec_file, '/');
+	char *dir = dlk_dir_of(spec_file), *p;
 
-	if (!slash)
-		return xasprintf(".dlk/runs/%s", name);
-	return xasprintf("%.*s/.dlk/runs/%s", (int)(slash - spec_file), spec_file, name);
+	/* a bare name keeps the path relative without "./", as it always was */
+	p = strcmp(dir, ".") ? xasprintf("%s/.dlk/runs/%s", dir, name) : xasprintf(".dlk/runs/%s", name);
+	free(dir);
+	return p;
 }
