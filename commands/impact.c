@@ -173,12 +173,8 @@ static cJSON *run_json(const cJSON *rec)
 	return o;
 }
 
-#define NCOLS 10
-struct row {
-	char c[NCOLS][200];
-};
 
-static int table_row(const cJSON *rec, int wide, struct row *r)
+static int table_row(const cJSON *rec, int wide, struct dlk_table_row *r)
 {
 	const cJSON *info = dlk_run_info(rec), *acc = get(get(rec, "metrics"), "test_accuracy");
 	const cJSON *job = get(info, "job"), *bundle = get(info, "bundle"), *ds = get(get(rec, "provenance"), "dataset");
@@ -212,11 +208,10 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_buf b = DLK_BUF_INIT;
-	struct row *rows = NULL;
+	struct dlk_table_row *rows = NULL;
 	cJSON *recs = cJSON_CreateArray(), *rec, *doc = NULL;
 	char id[65], at[600] = "", full[72];
 	int rc = 0, n = 0, ncols = 0, wide = ctx->output == DLK_OUTPUT_WIDE;
-	size_t w[NCOLS] = { 0 };
 
 	if (resolve(ctx, args->pos[0], id, &err) ||
 	    (impact_local ? find_local(ctx, id, recs, at, sizeof(at), &err) : find_cluster(ctx, id, recs, at, sizeof(at), &err)))
@@ -262,21 +257,7 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 	n = 1;
 	cJSON_ArrayForEach(rec, recs)
 		table_row(rec, wide, &rows[n++]);
-	for (int r = 0; r < n; r++)
-		for (int c = 0; c < ncols; c++)
-			if (strlen(rows[r].c[c]) > w[c])
-				w[c] = strlen(rows[r].c[c]);
-	for (int r = 0; r < n; r++) {
-		for (int c = 0; c < ncols; c++) {
-			if (c == ncols - 1)
-				dlk_buf_adds(&b, rows[r].c[c]);
-			else
-				dlk_buf_addf(&b, "%-*s   ", (int)w[c], rows[r].c[c]);
-		}
-		while (b.len && b.data[b.len - 1] == ' ')
-			b.data[--b.len] = '\0';
-		dlk_buf_addc(&b, '\n');
-	}
+	dlk_table_print(ctx, &b, rows, n, ncols);
 	fwrite(b.data, 1, b.len, stdout);
 	goto out;
 fail:

@@ -2,11 +2,16 @@
 #include "lib/jobs/logline.h"
 #include "lib/jobs/podenv.h"
 #include "lib/util/clock.h"
+#include "lib/util/mem.h"
+#include "lib/util/utf8.h"
+#include "lib/util/yamljson.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
+#include <unistd.h>
 
 int dlk_report(const struct dlk_ctx *ctx, const struct dlk_err *err)
 {
@@ -148,6 +153,139 @@ int dlk_print_json_list(cJSON *objects, struct dlk_err *err)
 	printf("%s\n", s);
 	free(s);
 	return 0;
+}
+
+int dlk_print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_err *err)
+{
+	if (ctx->output == DLK_OUTPUT_JSON)
+		return dlk_print_json_list(objects, err);
+	if (ctx->output != DLK_OUTPUT_YAML && ctx->output != DLK_OUTPUT_TEXT)
+		return dlk_errf(err, DLK_EXIT_USAGE, "--dry-run prints yaml or json, not '%s'", dlk_output_names[ctx->output]);
+	char *y = yamljson_emit_stream(objects, err);
+	if (!y)
+		return -1;
+	fputs(y, stdout);
+	free(y);
+	return 0;
+}
+
+int dlk_print_applied(const struct dlk_ctx *ctx, cJSON *applied, const char *name)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+
+	if (ctx->output == DLK_OUTPUT_JSON) {
+		/* the objects are in the cluster: a list that cannot be printed is said, not fatal */
+		if (dlk_print_json_list(applied, &err))
+			dlk_warn(ctx, "%s", err.msg);
+		return 1;
+	}
+	if (ctx->quiet) {
+		printf("%s\n", name);
+		return 1;
+	}
+	return 0;
+}
+
+int dlk_term_width(void)
+{
+	struct winsize ws;
+	const char *env = getenv("COLUMNS");
+	char *end;
+
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	if (env && *env) {
+		long n = strtol(env, &end, 10);
+		if (!*end && n > 0 && n < 10000)
+			return (int)n;
+	}
+	return 80;
+}
+
+/* One cell as it is shown: control characters and bytes that are not UTF-8 escaped. Returns its
+ * width in characters; with max >= 1, at most max characters, the last of them "…" when the cell
+ * was longer. */
+static size_t cell_add(struct dlk_buf *b, const char *s, size_t max)
+{
+	struct dlk_buf t = DLK_BUF_INIT;
+	size_t n = strlen(s), chars = 0;
+	/* ends[i]: the bytes of t that show characters 0..i, for the cut (an escape is cut whole) */
+	size_t *ends = xmalloc((4 * n + 1) * sizeof(*ends));
+
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		size_t k = dlk_utf8_decode((const unsigned char *)s + i, n - i, &cp);
+		if (!k || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+			for (size_t j = 0; j < (k ? k : 1); j++) {
+				size_t start = t.len;
+				dlk_buf_addf(&t, "\\x%02x", (unsigned char)s[i + j]);
+				for (int q = 0; q < 3; q++)
+					ends[chars++] = start;
+				ends[chars++] = t.len;
+			}
+			i += k ? k : 1;
+			continue;
+		}
+		dlk_buf_add(&t, s + i, k);
+		ends[chars++] = t.len;
+		i += k;
+	}
+	if (max && chars > max) {
+		dlk_buf_add(b, t.data, max > 1 ? ends[max - 2] : 0);
+		dlk_buf_adds(b, "\xe2\x80\xa6"); /* … */
+		chars = max;
+	} else {
+		dlk_buf_add(b, t.data, t.len);
+	}
+	free(ends);
+	dlk_buf_release(&t);
+	return chars;
+}
+
+/* The width a cell is shown at (cell_add into a scratch buffer) */
+static size_t cell_width(const char *s)
+{
+	struct dlk_buf t = DLK_BUF_INIT;
+	size_t w = cell_add(&t, s, 0);
+
+	dlk_buf_release(&t);
+	return w;
+}
+
+void dlk_table_print(const struct dlk_ctx *ctx, struct dlk_buf *b, const struct dlk_table_row *rows, int nrows,
+                     int ncols)
+{
+	size_t w[DLK_TABLE_COLS] = { 0 }, room = 0;
+
+	if (ncols > DLK_TABLE_COLS)
+		ncols = DLK_TABLE_COLS;
+	for (int r = 0; r < nrows; r++)
+		for (int c = 0; c < ncols; c++) {
+			size_t cw = cell_width(rows[r].c[c]);
+			if (cw > w[c])
+				w[c] = cw;
+		}
+	if (ctx && ctx->tty_out && ncols > 0) {
+		/* what the columns before the last take; the last gets the rest, but never so little
+		 * that only the "…" would show (then the line wraps, as it did before) */
+		size_t used = 0, width = (size_t)dlk_term_width();
+		for (int c = 0; c < ncols - 1; c++)
+			used += w[c] + 3;
+		if (used + 8 <= width)
+			room = width - used;
+	}
+	for (int r = 0; r < nrows; r++) {
+		size_t line = b->len;
+		for (int c = 0; c < ncols; c++) {
+			size_t cw = cell_add(b, rows[r].c[c], c == ncols - 1 ? room : 0);
+			if (c < ncols - 1)
+				for (size_t k = cw; k < w[c] + 3; k++)
+					dlk_buf_addc(b, ' ');
+		}
+		while (b->len > line && b->data[b->len - 1] == ' ')
+			b->data[--b->len] = '\0';
+		dlk_buf_addc(b, '\n');
+	}
 }
 
 void dlk_progress_draw(struct dlk_progress *p, int force, const char *fmt, ...)
