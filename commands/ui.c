@@ -203,42 +203,24 @@ int dlk_term_width(void)
 }
 
 /* One cell as it is shown: control characters and bytes that are not UTF-8 escaped. Returns its
- * width in characters; with max >= 1, at most max characters, the last of them "…" when the cell
- * was longer. */
-static size_t cell_add(struct dlk_buf *b, const char *s, size_t max)
+ * width in characters. */
+static size_t cell_add(struct dlk_buf *b, const char *s)
 {
-	struct dlk_buf t = DLK_BUF_INIT;
 	size_t n = strlen(s), chars = 0;
-	/* ends[i]: the bytes of t that show characters 0..i, for the cut (an escape is cut whole) */
-	size_t *ends = xmalloc((4 * n + 1) * sizeof(*ends));
 
 	for (size_t i = 0; i < n;) {
 		uint32_t cp;
 		size_t k = dlk_utf8_decode((const unsigned char *)s + i, n - i, &cp);
 		if (!k || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-			for (size_t j = 0; j < (k ? k : 1); j++) {
-				size_t start = t.len;
-				dlk_buf_addf(&t, "\\x%02x", (unsigned char)s[i + j]);
-				for (int q = 0; q < 3; q++)
-					ends[chars++] = start;
-				ends[chars++] = t.len;
-			}
+			for (size_t j = 0; j < (k ? k : 1); j++, chars += 4)
+				dlk_buf_addf(b, "\\x%02x", (unsigned char)s[i + j]);
 			i += k ? k : 1;
 			continue;
 		}
-		dlk_buf_add(&t, s + i, k);
-		ends[chars++] = t.len;
+		dlk_buf_add(b, s + i, k);
+		chars++;
 		i += k;
 	}
-	if (max && chars > max) {
-		dlk_buf_add(b, t.data, max > 1 ? ends[max - 2] : 0);
-		dlk_buf_adds(b, "\xe2\x80\xa6"); /* … */
-		chars = max;
-	} else {
-		dlk_buf_add(b, t.data, t.len);
-	}
-	free(ends);
-	dlk_buf_release(&t);
 	return chars;
 }
 
@@ -246,7 +228,7 @@ static size_t cell_add(struct dlk_buf *b, const char *s, size_t max)
 static size_t cell_width(const char *s)
 {
 	struct dlk_buf t = DLK_BUF_INIT;
-	size_t w = cell_add(&t, s, 0);
+	size_t w = cell_add(&t, s);
 
 	dlk_buf_release(&t);
 	return w;
@@ -255,7 +237,8 @@ static size_t cell_width(const char *s)
 void dlk_table_print(const struct dlk_ctx *ctx, struct dlk_buf *b, const struct dlk_table_row *rows, int nrows,
                      int ncols)
 {
-	size_t w[DLK_TABLE_COLS] = { 0 }, room = 0;
+	size_t w[DLK_TABLE_COLS] = { 0 }, width = ctx && ctx->tty_out ? (size_t)dlk_term_width() : 0;
+	struct dlk_buf line = DLK_BUF_INIT;
 
 	if (ncols > DLK_TABLE_COLS)
 		ncols = DLK_TABLE_COLS;
@@ -265,27 +248,36 @@ void dlk_table_print(const struct dlk_ctx *ctx, struct dlk_buf *b, const struct 
 			if (cw > w[c])
 				w[c] = cw;
 		}
-	if (ctx && ctx->tty_out && ncols > 0) {
-		/* what the columns before the last take; the last gets the rest, but never so little
-		 * that only the "…" would show (then the line wraps, as it did before) */
-		size_t used = 0, width = (size_t)dlk_term_width();
-		for (int c = 0; c < ncols - 1; c++)
-			used += w[c] + 3;
-		if (used + 8 <= width)
-			room = width - used;
-	}
 	for (int r = 0; r < nrows; r++) {
-		size_t line = b->len;
+		size_t chars = 0;
+		dlk_buf_reset(&line);
 		for (int c = 0; c < ncols; c++) {
-			size_t cw = cell_add(b, rows[r].c[c], c == ncols - 1 ? room : 0);
-			if (c < ncols - 1)
-				for (size_t k = cw; k < w[c] + 3; k++)
-					dlk_buf_addc(b, ' ');
+			size_t cw = cell_add(&line, rows[r].c[c]);
+			chars += cw;
+			for (; c < ncols - 1 && cw < w[c] + 3; cw++, chars++)
+				dlk_buf_addc(&line, ' ');
 		}
-		while (b->len > line && b->data[b->len - 1] == ' ')
-			b->data[--b->len] = '\0';
+		for (; line.len && line.data[line.len - 1] == ' '; chars--)
+			line.data[--line.len] = '\0';
+		/* A line longer than the terminal would wrap into the next row and break every column
+		 * below it (a failed run's reason did at 120 columns). The free text is last, so the
+		 * cut takes it first; the "…" says something was cut. Piped output is data: kept whole. */
+		if (width && chars > width) {
+			size_t keep = 0, seen = 0;
+			for (; keep < line.len; keep++)
+				if (((unsigned char)line.data[keep] & 0xc0) != 0x80 && seen++ == width - 1)
+					break;
+			line.len = keep;
+			while (line.len && line.data[line.len - 1] == ' ')
+				line.len--;
+			dlk_buf_add(b, line.data, line.len);
+			dlk_buf_adds(b, "\xe2\x80\xa6"); /* … */
+		} else {
+			dlk_buf_add(b, line.data, line.len);
+		}
 		dlk_buf_addc(b, '\n');
 	}
+	dlk_buf_release(&line);
 }
 
 void dlk_progress_draw(struct dlk_progress *p, int force, const char *fmt, ...)

@@ -47,9 +47,9 @@ struct dlk_table_row {
 };
 /* Appends the table to b. Widths count characters, not bytes; a control character or a byte
  * that is not UTF-8 (a reason or a name read from a cluster or a record) is shown escaped
- * ("\x1b") and so cannot move the cursor or break the columns. On a terminal (ctx->tty_out)
- * narrower than a row, the last column, the free text (a reason, a path), is cut to fit and
- * ends in "…"; piped output is never cut, so a script reads every byte. */
+ * ("\x1b") and so cannot move the cursor or break the columns. On a terminal (ctx->tty_out) a
+ * row wider than the terminal is cut to its width and ends in "…": the last column, the free
+ * text (a reason, a path), goes first. Piped output is never cut, so a script reads every byte. */
 void dlk_table_print(const struct dlk_ctx *ctx, struct dlk_buf *b, const struct dlk_table_row *rows, int nrows,
                      int ncols);
 /* The width of the terminal stdout is, in columns: its window size, else $COLUMNS, else 80. */

@@ -177,6 +177,28 @@ test_expect_success '--if-data-changed: unchanged data is a skipped run and exit
 	test_exit_code 2 dlk train --if-data-changed -f c/dlk.yaml 2>err
 '
 
+# stdout a terminal of COLUMNS columns (script(1) gives the command one; with no terminal of its
+# own to copy, its width is unknown and dlk reads COLUMNS)
+on_tty() {
+	cols=$1 && shift &&
+	COLUMNS=$cols script -qc "$*" /dev/null </dev/null | tr -d "\r"
+}
+longest() { LC_ALL=C.UTF-8 wc -L <"$1"; }
+
+test_expect_success 'on a terminal the history fits its width, the reason cut with "…"; piped, nothing is cut' '
+	command -v script >/dev/null || test_missing "script(1)" &&
+	make_project c && dlk train --local -q -f c/dlk.yaml >/dev/null 2>&1 &&
+	test_exit_code 10 dlk train --local -q --if-data-changed -f c/dlk.yaml >/dev/null 2>&1 &&
+	id=$(dlk status blobs --history --local -f c/dlk.yaml -o json | jq -r ".runs[1].run.id") &&
+	dlk status blobs --history --local -f c/dlk.yaml >piped && cat piped &&
+	test "$(longest piped)" -gt 130 && grep_q "the data is unchanged since run $id$" piped && ! grep -q "…" piped &&
+	on_tty 130 "\"$DLK\" status blobs --history --local -f c/dlk.yaml" >tty && cat tty &&
+	test "$(wc -l <tty)" = "$(wc -l <piped)" && test "$(longest tty)" -le 130 &&
+	sed -n 2p tty | grep_q " skipped .* the data is…$" &&
+	head -n 1 tty | grep_q "TRIGGER  *REASON$" &&
+	on_tty 400 "\"$DLK\" status blobs --history --local -f c/dlk.yaml" >wide && diff -u piped wide
+'
+
 test_expect_success 'a project with no runs says so' '
 	make_project e && dlk status blobs --history --local -f e/dlk.yaml >out 2>err && cat err &&
 	test ! -s out && grep_q "no runs of .blobs. in the local history" err
