@@ -10,9 +10,11 @@
 #include "lib/jobs/jobstate.h"
 #include "lib/kube/api.h"
 #include "lib/report/report.h"
+#include "lib/runs/runs.h"
 #include "lib/train/bundle.h"
 #include "lib/train/progress.h"
 #include "lib/util/buf.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
@@ -131,6 +133,25 @@ out:
 /* SOURCE: a file (a bundle, or JSON) when one of that name exists, else a job in the cluster.
  * A run of the run history (dlk status NAME --history) is one more kind of source when the
  * history exists: its record is a run document already. */
+/* the newest run of project name in its local history beside -f; DLK_EXIT_NOTFOUND when it has none */
+static cJSON *newest_local(const struct dlk_ctx *ctx, const char *name, struct dlk_err *err)
+{
+	char *dir = dlk_runs_local_dir(ctx->file, name);
+	struct dlk_run_store *s = dlk_runs_open_dir(dir, name);
+	cJSON *recs = NULL, *doc = NULL;
+
+	if (dlk_runs_list(s, &recs, NULL, NULL, err) == 0) {
+		if (cJSON_GetArraySize(recs))
+			doc = dlk_run_report_doc(cJSON_GetArrayItem(recs, 0), "local");
+		else
+			dlk_errf(err, DLK_EXIT_NOTFOUND, "no runs of '%s' in the local history (%s)", name, dir);
+	}
+	cJSON_Delete(recs);
+	dlk_runs_close(s);
+	free(dir);
+	return doc;
+}
+
 cJSON *dlk_report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_err *err)
 {
 	struct stat st;
@@ -154,9 +175,24 @@ cJSON *dlk_report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_
 		/* job names have no dots or slashes: this was meant to be a file */
 		return dlk_errf(err, errno == ENOENT ? DLK_EXIT_NOTFOUND : DLK_EXIT_CONFIG, "cannot open '%s': %s", arg,
 		                strerror(errno)), NULL;
-	/* a run of the local history (no cluster needed), then a job, then a run of the cluster's
-	 * history of the project */
+	/* within a project's directory: the project's bundle NAME.dlk beside its project file (a
+	 * worker's bundle in some other directory is no project's: the job NAME is meant there) */
+	{
+		char *dir = dlk_dir_of(ctx->file), *bundle = xasprintf("%s/%s.dlk", dir, arg);
+		int here = access(ctx->file, F_OK) == 0 && access(bundle, F_OK) == 0;
+		run = here ? dlk_report_from_bundle(bundle, err) : NULL;
+		free(bundle);
+		free(dir);
+		if (here)
+			return run;
+	}
+	/* a run of the local histories (no cluster needed), then the newest run of the project of
+	 * that name trained here, then a job, then a run of the cluster's history of the project */
 	run = dlk_report_from_run(ctx, arg, 0, err);
+	if (run || err->code != DLK_EXIT_NOTFOUND)
+		return run;
+	dlk_err_clear(err);
+	run = newest_local(ctx, arg, err);
 	if (run || err->code != DLK_EXIT_NOTFOUND)
 		return run;
 	dlk_err_clear(err);
@@ -203,7 +239,8 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	cJSON *run = NULL, *other = NULL, *doc = NULL;
-	char *page = NULL, *text = NULL;
+	char *page = NULL, *text = NULL, *own = NULL;
+	const char *name = args->n_pos ? args->pos[0] : NULL;
 	int rc = 0, json = 0, yaml = 0;
 
 	if (out_opt) {
@@ -224,7 +261,11 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 		             "its data", out_opt);
 		return dlk_report(ctx, &err);
 	}
-	run = dlk_report_source(ctx, args->pos[0], &err);
+	/* within a project's directory the run is the project's own (its bundle, else its newest
+	 * run trained here, else its job) */
+	if (!args->n_pos && !(name = own = dlk_ctx_project_name(ctx, "run (a bundle, a run document, a run id or a job)", &err)))
+		goto fail;
+	run = dlk_report_source(ctx, name, &err);
 	if (!run || (compare_opt && !(other = dlk_report_source(ctx, compare_opt, &err))))
 		goto fail;
 	if (json || yaml) {
@@ -249,7 +290,7 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_buf_release(&b);
 		goto done;
 	}
-	page = out_opt ? xstrdup(out_opt) : default_page(args->pos[0]);
+	page = out_opt ? xstrdup(out_opt) : default_page(name);
 	if (report_write_html(page, run, other, &err))
 		goto fail;
 	if (!ctx->quiet)
@@ -258,6 +299,7 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 fail:
 	rc = dlk_report(ctx, &err);
 done:
+	free(own);
 	free(text);
 	free(page);
 	cJSON_Delete(doc);
@@ -276,17 +318,21 @@ static const struct dlk_option report_options[] = {
 };
 
 const struct dlk_command_def dlk_cmd_report = {
-	.usage = "BUNDLE.dlk|RUN.json|JOB",
+	.usage = "[BUNDLE.dlk|RUN.json|RUN-ID|NAME]",
 	.description = "Write one self-contained HTML page about a run: its loss, accuracy and throughput\n"
 	               "per epoch, resumes and worker counts, the confusion matrix, per-class precision and\n"
-	               "recall, and its provenance. The run is a model bundle, a run document (.json) or a\n"
-	               "training job in the cluster. --compare sets a second run beside it.",
+	               "recall, and its provenance. The run is a model bundle, a run document (.json), a run\n"
+	               "id of the history, or a NAME: the bundle NAME.dlk beside the project file, else the\n"
+	               "newest run of project NAME trained here, else the training job NAME in the cluster.\n"
+	               "Without one, the project of -f (./dlk.yaml) is the NAME. --compare sets a second run\n"
+	               "beside it.",
 	.options = report_options,
-	.min_pos = 1,
+	.min_pos = 0,
 	.max_pos = 1,
 	.complete_pos = COMPLETE_FILE,
 	.run = run_report,
-	.examples = "  $ dlk report fashion.dlk\n"
+	.examples = "  $ dlk report\n"
+	            "  $ dlk report fashion.dlk\n"
 	            "  $ dlk report fashion.dlk --compare baseline.dlk -o compare.html\n"
 	            "  $ dlk report fashion -o fashion.html\n"
 	            "  $ dlk report fashion.dlk -o json | jq .runs[0].metrics.test_accuracy\n",

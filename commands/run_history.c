@@ -10,7 +10,6 @@
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
-#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -531,54 +530,12 @@ void dlk_job_run_lines(const struct dlk_ctx *ctx, struct kube_client *c, const c
 
 static cJSON *from_local(const struct dlk_ctx *ctx, const char *id, struct dlk_err *err)
 {
-	char *pdir = dlk_dir_of(ctx->file), *runs = xasprintf("%s/.dlk/runs", pdir);
-	DIR *d = opendir(runs);
-	struct dirent *de;
-	cJSON *found = NULL;
+	cJSON *rec = dlk_runs_local_find(ctx->file, id, err), *doc;
 
-	dlk_errf(err, DLK_EXIT_NOTFOUND, "no run '%s' in the local history (%s)", id, runs);
-	while (d && (de = readdir(d))) {
-		struct dlk_err e = DLK_ERR_INIT;
-		struct dlk_run_store *s;
-		cJSON *rec = NULL;
-		char *dir;
-		if (de->d_name[0] == '.')
-			continue;
-		dir = xasprintf("%s/%s", runs, de->d_name);
-		s = dlk_runs_open_dir(dir, de->d_name);
-		if (dlk_runs_get(s, id, &rec, &e) == 0) {
-			if (found) {
-				dlk_errf(err, DLK_EXIT_USAGE, "run '%s' is ambiguous: runs of '%s' and '%s' start so", id,
-				         dlk_run_project(found), de->d_name);
-				dlk_err_hint(err, "give more of the id");
-				cJSON_Delete(rec);
-				cJSON_Delete(found);
-				found = NULL;
-				dlk_runs_close(s);
-				free(dir);
-				break;
-			}
-			found = rec;
-			dlk_err_clear(err);
-		} else if (e.code != DLK_EXIT_NOTFOUND) {
-			*err = e;
-			dlk_runs_close(s);
-			free(dir);
-			cJSON_Delete(found);
-			found = NULL;
-			break;
-		}
-		dlk_runs_close(s);
-		free(dir);
-	}
-	if (d)
-		closedir(d);
-	free(runs);
-	free(pdir);
-	if (!found)
+	if (!rec)
 		return NULL;
-	cJSON *doc = dlk_run_report_doc(found, "local");
-	cJSON_Delete(found);
+	doc = dlk_run_report_doc(rec, "local");
+	cJSON_Delete(rec);
 	return doc;
 }
 

@@ -842,6 +842,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	cJSON *jobs = NULL, *pods = NULL, *job = NULL, *served = NULL, *crons = NULL;
 	int all_ns = opt.all_ns, watch = opt.watch;
 	const char *name = args->n_pos ? args->pos[0] : NULL, *ns;
+	char *own = NULL; /* the project's name, when none was given */
 	int rc = 0;
 
 	if (all_ns && name) {
@@ -852,7 +853,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_errf(&err, DLK_EXIT_USAGE, "--compare goes with --run: dlk status NAME --run ID --compare OTHER-ID");
 		return dlk_report(ctx, &err);
 	}
-	if ((opt.history || opt.run || opt.local) && (!name || all_ns || watch)) {
+	if ((opt.history || opt.run || opt.local) && (all_ns || watch)) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "%s shows the runs of one project: give its NAME (and no -A or -w)",
 		         opt.history ? "--history" : opt.run ? "--run" : "--local");
 		return dlk_report(ctx, &err);
@@ -861,12 +862,16 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_errf(&err, DLK_EXIT_USAGE, "--local goes with --history or --run (jobs are in the cluster)");
 		return dlk_report(ctx, &err);
 	}
-	if (opt.history)
-		return dlk_show_run_history(ctx, name, opt.local);
-	if (opt.compare)
-		return dlk_compare_runs(ctx, name, opt.run, opt.compare, opt.local);
-	if (opt.run)
-		return dlk_show_run(ctx, name, opt.run, opt.local);
+	if (opt.history || opt.run) {
+		/* the runs of "the project": within its directory it needs no name */
+		if (!name && !(name = own = dlk_ctx_project_name(ctx, "project NAME", &err)))
+			return dlk_report(ctx, &err);
+		rc = opt.history ? dlk_show_run_history(ctx, name, opt.local)
+		     : opt.compare ? dlk_compare_runs(ctx, name, opt.run, opt.compare, opt.local)
+		                   : dlk_show_run(ctx, name, opt.run, opt.local);
+		free(own);
+		return rc;
+	}
 	c = dlk_kube_client(ctx, &err);
 	if (!c)
 		return dlk_report(ctx, &err);
@@ -959,7 +964,7 @@ out:
 static const struct dlk_option status_options[] = {
 	OPT_BOOL('A', "all-namespaces", &opt.all_ns, "list the dlk jobs of every namespace", .excl = 1),
 	OPT_BOOL('w', "watch", &opt.watch, "keep watching and show every change (a job: until it ends)", .excl = 1),
-	OPT_BOOL(0, "history", &opt.history, "list the runs of project NAME, newest first (-o json: their full records)",
+	OPT_BOOL(0, "history", &opt.history, "list the runs of project NAME (default: the project of -f), newest first (-o json: their full records)",
 	         .excl = 2),
 	OPT_STRING(0, "run", &opt.run, "ID", NULL, "show one run of project NAME: its outcome, metrics and provenance",
 	           .excl = 2),
@@ -979,7 +984,8 @@ const struct dlk_command_def dlk_cmd_status = {
 	               "--history lists the runs of project NAME (every training is a run with an id: its\n"
 	               "outcome, worker counts, metrics, and the digests of its data, spec, code and image),\n"
 	               "kept in the ConfigMap NAME-runs, or with --local the runs trained here; --run ID\n"
-	               "shows one, --compare another beside it.",
+	               "shows one, --compare another beside it. With these, NAME defaults to the project of\n"
+	               "-f (./dlk.yaml): within a project's directory none is needed.",
 	.options = status_options,
 	.min_pos = 0,
 	.max_pos = 1,
@@ -989,6 +995,7 @@ const struct dlk_command_def dlk_cmd_status = {
 	            "  $ dlk status mnist\n"
 	            "  $ dlk status -w mnist\n"
 	            "  $ dlk status mnist --history --local\n"
+	            "  $ dlk status --history --local       # in a project's directory\n"
 	            "  $ dlk status mnist --run 3f2a9c1e -o json\n"
 	            "  $ dlk status mnist --run 3f2a9c1e --compare 9b04d7aa --local\n"
 	            "  $ dlk status -A -o wide\n",

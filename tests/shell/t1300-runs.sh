@@ -133,6 +133,28 @@ test_expect_success 'a run id that no history holds, and no cluster: says where 
 	grep_q "deadbeef-0000" err
 '
 
+test_expect_success 'within a project directory the history, a run and the report need no name' '
+	dlk status blobs --history --local -f "$P/dlk.yaml" >want &&
+	(cd "$P" && dlk status --history --local) >hist && diff -u want hist &&
+	a=$(dlk status blobs --history --local -f "$P/dlk.yaml" -o json | jq -r ".runs[0].run.id") &&
+	(cd "$P" && dlk status --run "$a" --local -o json) | jq -e ".run.id == \"$a\"" &&
+	(cd "$P" && dlk report -o json) >r.json &&
+	jq -e ".runs[0].source.kind == \"bundle\"" r.json &&
+	test "$(jq -r ".runs[0].weights.sha256" r.json)" = "$(tar -xOf "$P/blobs.dlk" model.json | jq -r .weights.sha256)" &&
+	(cd "$P" && dlk report blobs -o json) >r2.json && diff -u r.json r2.json &&
+	rm -f "$P/blobs.html" && (cd "$P" && dlk report -q) && test -s "$P/blobs.html"
+'
+
+test_expect_success 'without its bundle, NAME is the newest run trained here; with no project file, says what to give' '
+	mkdir nob && cp "$P/dlk.yaml" nob/ && cp -r "$P/.dlk" nob/ &&
+	a=$(dlk status blobs --history --local -f nob/dlk.yaml -o json | jq -r ".runs[0].run.id") &&
+	(cd nob && dlk report blobs -o json) | jq -e ".runs[0].source.kind == \"run\" and .runs[0].source.id == \"$a\"" &&
+	(cd nob && dlk report -o json) | jq -e ".runs[0].source.id == \"$a\"" &&
+	mkdir none && (cd none && test_exit_code 2 dlk status --history --local 2>err && cat err &&
+		grep_q "no project NAME given, and no project file .dlk.yaml. here" err &&
+		test_exit_code 2 dlk report 2>err && cat err && grep_q "no run .* given, and no project file" err)
+'
+
 test_expect_success 'a damaged record is left out with a warning, not a failure' '
 	cp -r "$P" d && printf "{\"format\": \"dlk-run\", \"version\": 1, \"run\": {\"id\": 5}}" >d/.dlk/runs/blobs/bad.json &&
 	dlk status blobs --history --local -f d/dlk.yaml >hist 2>err && cat err hist &&
