@@ -54,7 +54,6 @@ int dlk_data_store_open(const struct dlk_ctx *ctx, const char *url, const struct
 {
 	struct dlk_store_opts o = { 0 };
 	const char *image = spec ? spec->image : "dlk:" DLK_VERSION;
-	const char *ns = ctx->namespace_ ? ctx->namespace_ : spec ? spec->namespace_ : NULL;
 
 	memset(ds, 0, sizeof(*ds));
 	if (!url && spec && spec->data.store) {
@@ -77,7 +76,8 @@ int dlk_data_store_open(const struct dlk_ctx *ctx, const char *url, const struct
 		if (!ds->kube)
 			return -1;
 		o.kube = ds->kube;
-		o.namespace_ = ns ? ns : kube_client_namespace(ds->kube);
+		o.namespace_ = kube_namespace_pick(ctx->namespace_, spec ? spec->namespace_ : NULL,
+		                                   kube_client_namespace(ds->kube));
 		o.image = image;
 		if (getenv("DLK_STORE_POD_TIMEOUT"))
 			o.pod_timeout_s = atoi(getenv("DLK_STORE_POD_TIMEOUT"));

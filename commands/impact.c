@@ -8,7 +8,6 @@
 #include "commands/ctx.h"
 #include "commands/cluster.h"
 #include "commands/data.h"
-#include "commands/run_history.h"
 #include "commands/ui.h"
 #include "lib/project/project.h"
 #include "lib/runs/runs.h"
@@ -105,7 +104,10 @@ static int find_cluster(const struct dlk_ctx *ctx, const char *id, cJSON *recs, 
 		dlk_err_prefix(err, "the cluster's history is the project's, and the project cannot be read");
 		return dlk_err_hint(err, "the runs trained on this machine need no project: add --local");
 	}
-	s = dlk_open_run_history(ctx, spec->name, 0, &kc, err);
+	kc = dlk_kube_client(ctx, err);
+	if (!kc && err->code == DLK_EXIT_CONFIG)
+		dlk_err_hint(err, "the runs trained on this machine need no cluster: add --local");
+	s = kc ? dlk_runs_open_configmap(kc, NULL, spec->name) : NULL;
 	if (s) {
 		snprintf(at, n, "ConfigMap '%s%s' of namespace '%s'", spec->name, DLK_RUNS_CONFIGMAP_SUFFIX,
 		         kube_client_namespace(kc));

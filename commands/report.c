@@ -5,10 +5,10 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/report_source.h"
-#include "commands/run_history.h"
 #include "commands/ui.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/kube/api.h"
+#include "lib/project/project.h"
 #include "lib/report/report.h"
 #include "lib/runs/runs.h"
 #include "lib/train/bundle.h"
@@ -133,6 +133,40 @@ out:
 /* SOURCE: a file (a bundle, or JSON) when one of that name exists, else a job in the cluster.
  * A run of the run history (dlk status NAME --history) is one more kind of source when the
  * history exists: its record is a run document already. */
+/* a run id of the runs trained here (every project's local history) */
+static cJSON *from_local_run(const struct dlk_ctx *ctx, const char *id, struct dlk_err *err)
+{
+	cJSON *rec = dlk_runs_local_find(ctx->file, id, err), *doc;
+
+	if (!rec)
+		return NULL;
+	doc = dlk_run_report_doc(rec, "local");
+	cJSON_Delete(rec);
+	return doc;
+}
+
+/* a run id of the cluster's history of the project -f names */
+static cJSON *from_cluster_run(const struct dlk_ctx *ctx, const char *id, struct dlk_err *err)
+{
+	struct dlk_project *spec = dlk_ctx_load_spec(ctx, err);
+	struct kube_client *kc = NULL;
+	struct dlk_run_store *s = NULL;
+	cJSON *rec = NULL, *doc = NULL;
+
+	if (!spec)
+		return dlk_err_prefix(err, "a run id names a run of the project's history, and the project cannot be read"),
+		       NULL;
+	kc = dlk_kube_client(ctx, err);
+	s = kc ? dlk_runs_open_configmap(kc, NULL, spec->name) : NULL;
+	if (s && dlk_runs_get(s, id, &rec, err) == 0)
+		doc = dlk_run_report_doc(rec, "cluster");
+	cJSON_Delete(rec);
+	dlk_runs_close(s);
+	dlk_kube_close(ctx, kc);
+	project_free(spec);
+	return doc;
+}
+
 /* the newest run of project name in its local history beside -f; DLK_EXIT_NOTFOUND when it has none */
 static cJSON *newest_local(const struct dlk_ctx *ctx, const char *name, struct dlk_err *err)
 {
@@ -188,7 +222,7 @@ cJSON *dlk_report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_
 	}
 	/* a run of the local histories (no cluster needed), then the newest run of the project of
 	 * that name trained here, then a job, then a run of the cluster's history of the project */
-	run = dlk_report_from_run(ctx, arg, 0, err);
+	run = from_local_run(ctx, arg, err);
 	if (run || err->code != DLK_EXIT_NOTFOUND)
 		return run;
 	dlk_err_clear(err);
@@ -206,7 +240,7 @@ cJSON *dlk_report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_
 	}
 	if (access(ctx->file, F_OK) == 0) {
 		struct dlk_err e = DLK_ERR_INIT;
-		run = dlk_report_from_run(ctx, arg, 1, &e);
+		run = from_cluster_run(ctx, arg, &e);
 		if (run || e.code != DLK_EXIT_NOTFOUND) {
 			if (!run)
 				*err = e;
