@@ -6,7 +6,7 @@
 #include "commands/ctx.h"
 #include "commands/report_source.h"
 #include "commands/ui.h"
-#include "lib/jobs/jobstate.h"
+#include "lib/jobs/jobrun.h"
 #include "lib/kube/api.h"
 #include "lib/project/project.h"
 #include "lib/report/report.h"
@@ -73,60 +73,18 @@ cJSON *dlk_report_from_bundle(const char *path, struct dlk_err *err)
 	return run;
 }
 
-cJSON *dlk_report_from_job(const struct dlk_ctx *ctx, const char *ns, const char *name, struct dlk_err *err)
+/* the run a job of the namespace of -n (or the kubeconfig's) published on itself */
+static cJSON *from_job(const struct dlk_ctx *ctx, const char *name, struct dlk_err *err)
 {
 	struct kube_client *c = dlk_kube_client(ctx, err);
-	struct dlk_job_summary s;
-	cJSON *job = NULL, *pods = NULL, *run = NULL, *src;
-	char who[400];
-	const cJSON *ann;
-	int have_summary = 0, restarts = 0;
+	cJSON *run;
+	const char *ns;
 
 	if (!c)
 		return NULL;
-	if (!ns)
-		ns = kube_client_namespace(c);
-	if (kube_get(c, "Job", ns, name, &job, err) < 0) {
-		if (err->code == DLK_EXIT_NOTFOUND) {
-			dlk_errf(err, DLK_EXIT_NOTFOUND, "no file and no job named '%s' (namespace '%s')", name, ns);
-			dlk_err_hint(err, "name a bundle (NAME.dlk), a run document (.json) or a job of 'dlk status%s'",
-			             dlk_ns_flag(ctx, c, ns));
-		}
-		goto out;
-	}
-	if (dlk_job_list_pods(c, ns, name, &pods, err) < 0)
-		goto out;
-	ann = cJSON_GetObjectItemCaseSensitive(
-	        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "metadata"), "annotations"),
-	        DLK_METRICS_ANNOTATION);
-	snprintf(who, sizeof(who), "job '%.200s': annotation %s", name, DLK_METRICS_ANNOTATION);
-	if (!cJSON_IsString(ann)) {
-		dlk_errf(err, DLK_EXIT_NOTFOUND, "job '%s' has published no metrics yet", name);
-		dlk_err_hint(err, "its rank 0 publishes them after every epoch; see 'dlk status %s%s'", name,
-		             dlk_ns_flag(ctx, c, ns));
-		goto out;
-	}
-	run = report_run_parse(ann->valuestring, strlen(ann->valuestring), who, err);
-	if (!run)
-		goto out;
-	dlk_job_summarize(job, cJSON_GetObjectItemCaseSensitive(pods, "items"), NULL, &s);
-	have_summary = 1;
-	for (int i = 0; i < s.total; i++)
-		restarts += s.ranks[i].restarts;
-	src = cJSON_CreateObject();
-	cJSON_AddStringToObject(src, "kind", "job");
-	cJSON_AddStringToObject(src, "name", name);
-	cJSON_AddStringToObject(src, "namespace", ns);
-	cJSON_AddStringToObject(src, "state", dlk_job_state_name(s.state));
-	cJSON_AddNumberToObject(src, "workers", s.total);
-	cJSON_AddNumberToObject(src, "pod_restarts", restarts);
-	report_run_set_source(run, src);
-out:
-	if (have_summary)
-		dlk_job_summary_release(&s);
+	ns = kube_client_namespace(c);
+	run = dlk_job_run_doc(c, ns, name, dlk_ns_flag(ctx, c, ns), err);
 	dlk_kube_close(ctx, c);
-	cJSON_Delete(job);
-	cJSON_Delete(pods);
 	return run;
 }
 
@@ -230,7 +188,7 @@ cJSON *dlk_report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_
 	if (run || err->code != DLK_EXIT_NOTFOUND)
 		return run;
 	dlk_err_clear(err);
-	run = dlk_report_from_job(ctx, NULL, arg, err);
+	run = from_job(ctx, arg, err);
 	if (run)
 		return run;
 	if (err->code != DLK_EXIT_NOTFOUND) {

@@ -1,5 +1,5 @@
 /* Finding the run a report is about: a bundle, a JSON file holding a run document, or a job in
- * the cluster (its dlk.dev/metrics annotation). `dlk report` and `dlk train --report` use them. */
+ * the cluster (its dlk.dev/metrics annotation: lib/jobs/jobrun.h). */
 #ifndef DLK_COMMANDS_REPORT_SOURCE_H
 #define DLK_COMMANDS_REPORT_SOURCE_H
 
@@ -12,8 +12,5 @@
  * new tree the caller owns, or NULL with err. */
 cJSON *dlk_report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_err *err);
 cJSON *dlk_report_from_bundle(const char *path, struct dlk_err *err);
-/* The run document a job's rank 0 published, its source naming the job, its state and restarts.
- * ns NULL: the namespace of -n or the kubeconfig. */
-cJSON *dlk_report_from_job(const struct dlk_ctx *ctx, const char *ns, const char *name, struct dlk_err *err);
 
 #endif

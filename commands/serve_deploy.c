@@ -10,6 +10,7 @@
 #include "commands/report_source.h"
 #include "commands/ui.h"
 #include "lib/data/fetch.h"
+#include "lib/jobs/jobrun.h"
 #include "lib/jobs/promote.h"
 #include "lib/jobs/servestate.h"
 #include "lib/kube/api.h"
@@ -140,7 +141,7 @@ static int model_from_job(const struct dlk_ctx *ctx, struct kube_client *c, cons
 	/* the worker writes <storage.mount>/<name>.dlk: the claim's root */
 	m->path = xasprintf("%s.dlk", name);
 	snprintf(m->source, sizeof(m->source), "job %s", name);
-	m->run = dlk_report_from_job(ctx, ns, name, err);
+	m->run = dlk_job_run_doc(c, ns, name, dlk_ns_flag(ctx, c, ns), err);
 	if (!m->run)
 		goto out;
 	rc = 0;

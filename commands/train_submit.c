@@ -3,9 +3,9 @@
  * come from render_train_project(). */
 #include "commands/train_submit.h"
 #include "commands/cluster.h"
-#include "commands/report_source.h"
 #include "commands/ui.h"
 #include "lib/jobs/jobdelete.h"
+#include "lib/jobs/jobrun.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/jobwatch.h"
 #include "lib/jobs/logfollow.h"
@@ -194,7 +194,10 @@ out:
 static int write_report(struct dlk_ctx *ctx, const char *ns, const char *name, const char *path)
 {
 	struct dlk_err err = DLK_ERR_INIT;
-	cJSON *run = dlk_report_from_job(ctx, ns, name, &err);
+	struct kube_client *c = dlk_kube_client(ctx, &err);
+	cJSON *run = c ? dlk_job_run_doc(c, ns, name, dlk_ns_flag(ctx, c, ns), &err) : NULL;
+
+	dlk_kube_close(ctx, c);
 
 	if (!run || report_write_html(path, run, NULL, &err)) {
 		cJSON_Delete(run);
