@@ -2,6 +2,7 @@
 #include "lib/util/buf.h"
 #include "lib/util/clock.h"
 #include "lib/util/err.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
 #include "lib/util/suggest.h"
 #include "lib/util/mem.h"
@@ -69,6 +70,15 @@ int main(void)
 	for (size_t i = 0; i < sizeof(bad_times) / sizeof(bad_times[0]); i++)
 		CHECK_MSG(dlk_rfc3339_parse(bad_times[i], &t) == -1 && t == 7, "not a time: '%s'",
 		          bad_times[i] ? bad_times[i] : "(null)");
+
+	/* a project's directory from its project file's path */
+	const char *const dir_cases[][2] = { { "dlk.yaml", "." }, { "p/dlk.yaml", "p" }, { "./p/q/x.yaml", "./p/q" },
+		                             { "/dlk.yaml", "/" }, { "/a/b.yaml", "/a" } };
+	for (size_t i = 0; i < sizeof(dir_cases) / sizeof(dir_cases[0]); i++) {
+		char *d = dlk_dir_of(dir_cases[i][0]);
+		CHECK_STR(d, dir_cases[i][1]);
+		free(d);
+	}
 
 	/* the monotonic clock, in two units */
 	long long ms = dlk_now_ms();
