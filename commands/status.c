@@ -52,7 +52,6 @@ static void cell_num(const cJSON *p, const char *k, const char *fmt, char *out, 
 		snprintf(out, n, "-");
 }
 
-
 /* A row of the table: the job's, or with as (a CronJob's name) a scheduled project's, its latest
  * run's state (state, when not NULL: "Scheduled" before any run) */
 static void summary_row(const struct dlk_job_summary *s, const char *as, const char *state, int all_ns, int wide,
