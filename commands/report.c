@@ -88,9 +88,6 @@ static cJSON *from_job(const struct dlk_ctx *ctx, const char *name, struct dlk_e
 	return run;
 }
 
-/* SOURCE: a file (a bundle, or JSON) when one of that name exists, else a job in the cluster.
- * A run of the run history (dlk status NAME --history) is one more kind of source when the
- * history exists: its record is a run document already. */
 /* a run id of the runs trained here (every project's local history) */
 static cJSON *from_local_run(const struct dlk_ctx *ctx, const char *id, struct dlk_err *err)
 {
@@ -144,7 +141,11 @@ static cJSON *newest_local(const struct dlk_ctx *ctx, const char *name, struct d
 	return doc;
 }
 
-cJSON *dlk_report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_err *err)
+/* SOURCE: a file (a bundle, or JSON) when one of that name exists; else, as a NAME, the
+ * project's bundle NAME.dlk beside the project file, a run of the local histories, the newest run
+ * of project NAME trained here, the job NAME, a run of the cluster's history (a record is a run
+ * document already). A new tree the caller owns, or NULL with err. */
+static cJSON *report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_err *err)
 {
 	struct stat st;
 	cJSON *run;
@@ -257,8 +258,8 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 	 * run trained here, else its job) */
 	if (!args->n_pos && !(name = own = dlk_ctx_project_name(ctx, "run (a bundle, a run document, a run id or a job)", &err)))
 		goto fail;
-	run = dlk_report_source(ctx, name, &err);
-	if (!run || (compare_opt && !(other = dlk_report_source(ctx, compare_opt, &err))))
+	run = report_source(ctx, name, &err);
+	if (!run || (compare_opt && !(other = report_source(ctx, compare_opt, &err))))
 		goto fail;
 	if (json || yaml) {
 		doc = report_document(run, other, &err);
