@@ -221,6 +221,14 @@ test_expect_success 'on a terminal the history fits its width, the reason cut wi
 	on_tty 400 "\"$DLK\" status blobs --history --local -f c/dlk.yaml" >wide && diff -u piped wide
 '
 
+test_expect_success 'a reason read from a record cannot move the cursor: control characters are shown escaped' '
+	mkdir esc && cp "$P/dlk.yaml" esc/ && cp -r "$P/.dlk" esc/ &&
+	f=$(ls esc/.dlk/runs/blobs/*.json | head -n 1) &&
+	jq ".run.reason = \"bad \u001b[31mred\tend\"" "$f" >x && mv x "$f" &&
+	dlk status blobs --history --local -f esc/dlk.yaml >hist && cat hist &&
+	grep -q "bad \\\\x1b\[31mred\\\\x09end$" hist && ! grep -q "$(printf "\033")" hist
+'
+
 test_expect_success 'a project with no runs says so' '
 	make_project e && dlk status blobs --history --local -f e/dlk.yaml >out 2>err && cat err &&
 	test ! -s out && grep_q "no runs of .blobs. in the local history" err
