@@ -37,5 +37,10 @@ struct dlk_ctx {
 
 /* Loads the project file named by -f with the --set overrides. NULL with err on failure. */
 struct dlk_project *dlk_ctx_load_spec(const struct dlk_ctx *ctx, struct dlk_err *err);
+/* The name of the project -f names (default ./dlk.yaml): what a command about "the project"
+ * takes when it is given no NAME, so that within a project's directory none is needed. A new
+ * string, the caller's; NULL with err when there is no project file (DLK_EXIT_USAGE, naming
+ * what to give instead: what) or it cannot be read. */
+char *dlk_ctx_project_name(const struct dlk_ctx *ctx, const char *what, struct dlk_err *err);
 
 #endif

@@ -49,25 +49,17 @@ void dlk_data_store_release(struct dlk_data_store *ds)
 	memset(ds, 0, sizeof(*ds));
 }
 
-static char *dir_of(const char *file)
-{
-	const char *slash = strrchr(file, '/');
-
-	return slash ? xstrndup(file, (size_t)(slash - file)) : xstrdup(".");
-}
-
 int dlk_data_store_open(const struct dlk_ctx *ctx, const char *url, const struct dlk_project *spec,
                         struct dlk_data_store *ds, struct dlk_err *err)
 {
 	struct dlk_store_opts o = { 0 };
 	const char *image = spec ? spec->image : "dlk:" DLK_VERSION;
-	const char *ns = ctx->namespace_ ? ctx->namespace_ : spec ? spec->namespace_ : NULL;
 
 	memset(ds, 0, sizeof(*ds));
 	if (!url && spec && spec->data.store) {
 		url = spec->data.store;
 		/* a relative directory in the project file is relative to the project file */
-		ds->base_dir = dir_of(spec->path ? spec->path : ctx->file);
+		ds->base_dir = dlk_dir_of(spec->path ? spec->path : ctx->file);
 	}
 	if (!url) {
 		dlk_errf(err, DLK_EXIT_USAGE, "no data store: name one");
@@ -84,7 +76,8 @@ int dlk_data_store_open(const struct dlk_ctx *ctx, const char *url, const struct
 		if (!ds->kube)
 			return -1;
 		o.kube = ds->kube;
-		o.namespace_ = ns ? ns : kube_client_namespace(ds->kube);
+		o.namespace_ = kube_namespace_pick(ctx->namespace_, spec ? spec->namespace_ : NULL,
+		                                   kube_client_namespace(ds->kube));
 		o.image = image;
 		if (getenv("DLK_STORE_POD_TIMEOUT"))
 			o.pod_timeout_s = atoi(getenv("DLK_STORE_POD_TIMEOUT"));

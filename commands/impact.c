@@ -1,13 +1,13 @@
 /* dlk impact: which runs used a dataset, and the bundles they made, from the run history (the
  * reverse of dlk lineage). The dataset is resolved as `dlk data show` resolves it (a tag or an
  * id prefix through the store; a whole id needs none); the runs are those lib/runs finds with
- * its sha256: every project's local history next to the project file with --local, else the
+ * its sha256: every project's local history here with --local (next to the project file and in
+ * the directories below this one), else the
  * cluster's history of the project that -f names. */
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/cluster.h"
 #include "commands/data.h"
-#include "commands/run_history.h"
 #include "commands/ui.h"
 #include "lib/project/project.h"
 #include "lib/runs/runs.h"
@@ -17,7 +17,6 @@
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,35 +62,34 @@ static int resolve(const struct dlk_ctx *ctx, const char *ref, char id[65], stru
 }
 
 /* every local history next to the project file: the runs in them that used id, into recs */
+struct local_find {
+	const char *id;
+	cJSON *recs;
+	struct dlk_err *err;
+};
+
+static int find_in(const char *dir, const char *project, void *ud)
+{
+	struct local_find *f = ud;
+	struct dlk_run_store *s = dlk_runs_open_dir(dir, project);
+	cJSON *found = NULL, *it;
+	int rc = dlk_runs_find_data(s, f->id, &found, f->err);
+
+	while (!rc && found && (it = cJSON_DetachItemFromArray(found, 0)))
+		cJSON_AddItemToArray(f->recs, it);
+	cJSON_Delete(found);
+	dlk_runs_close(s);
+	return rc;
+}
+
+/* every project trained here: the one beside -f and those in the directories below this one */
 static int find_local(const struct dlk_ctx *ctx, const char *id, cJSON *recs, char *at, size_t n, struct dlk_err *err)
 {
-	char *runs = dlk_runs_local_dir(ctx->file, "");
-	DIR *d;
-	struct dirent *de;
-	int rc = 0;
+	struct local_find f = { id, recs, err };
 
-	runs[strlen(runs) - 1] = '\0'; /* ".../.dlk/runs/" */
-	snprintf(at, n, "the local history (%s)", runs);
-	d = opendir(runs);
-	while (d && !rc && (de = readdir(d))) {
-		struct dlk_run_store *s;
-		cJSON *found = NULL, *it;
-		char *dir;
-		if (de->d_name[0] == '.')
-			continue;
-		dir = dlk_runs_local_dir(ctx->file, de->d_name);
-		s = dlk_runs_open_dir(dir, de->d_name);
-		rc = dlk_runs_find_data(s, id, &found, err);
-		while (!rc && found && (it = cJSON_DetachItemFromArray(found, 0)))
-			cJSON_AddItemToArray(recs, it);
-		cJSON_Delete(found);
-		dlk_runs_close(s);
-		free(dir);
-	}
-	if (d)
-		closedir(d);
-	free(runs);
-	return rc;
+	snprintf(at, n, "the local histories here (.dlk/runs beside '%s' and in the directories below this one)",
+	         ctx->file);
+	return dlk_runs_local_each(ctx->file, find_in, &f);
 }
 
 static int find_cluster(const struct dlk_ctx *ctx, const char *id, cJSON *recs, char *at, size_t n, struct dlk_err *err)
@@ -106,7 +104,10 @@ static int find_cluster(const struct dlk_ctx *ctx, const char *id, cJSON *recs, 
 		dlk_err_prefix(err, "the cluster's history is the project's, and the project cannot be read");
 		return dlk_err_hint(err, "the runs trained on this machine need no project: add --local");
 	}
-	s = dlk_open_run_history(ctx, spec->name, 0, &kc, err);
+	kc = dlk_kube_client(ctx, err);
+	if (!kc && err->code == DLK_EXIT_CONFIG)
+		dlk_err_hint(err, "the runs trained on this machine need no cluster: add --local");
+	s = kc ? dlk_runs_open_configmap(kc, NULL, spec->name) : NULL;
 	if (s) {
 		snprintf(at, n, "ConfigMap '%s%s' of namespace '%s'", spec->name, DLK_RUNS_CONFIGMAP_SUFFIX,
 		         kube_client_namespace(kc));
@@ -173,12 +174,8 @@ static cJSON *run_json(const cJSON *rec)
 	return o;
 }
 
-#define NCOLS 10
-struct row {
-	char c[NCOLS][200];
-};
 
-static int table_row(const cJSON *rec, int wide, struct row *r)
+static int table_row(const cJSON *rec, int wide, struct dlk_table_row *r)
 {
 	const cJSON *info = dlk_run_info(rec), *acc = get(get(rec, "metrics"), "test_accuracy");
 	const cJSON *job = get(info, "job"), *bundle = get(info, "bundle"), *ds = get(get(rec, "provenance"), "dataset");
@@ -212,11 +209,10 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_buf b = DLK_BUF_INIT;
-	struct row *rows = NULL;
+	struct dlk_table_row *rows = NULL;
 	cJSON *recs = cJSON_CreateArray(), *rec, *doc = NULL;
 	char id[65], at[600] = "", full[72];
 	int rc = 0, n = 0, ncols = 0, wide = ctx->output == DLK_OUTPUT_WIDE;
-	size_t w[NCOLS] = { 0 };
 
 	if (resolve(ctx, args->pos[0], id, &err) ||
 	    (impact_local ? find_local(ctx, id, recs, at, sizeof(at), &err) : find_cluster(ctx, id, recs, at, sizeof(at), &err)))
@@ -262,21 +258,7 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 	n = 1;
 	cJSON_ArrayForEach(rec, recs)
 		table_row(rec, wide, &rows[n++]);
-	for (int r = 0; r < n; r++)
-		for (int c = 0; c < ncols; c++)
-			if (strlen(rows[r].c[c]) > w[c])
-				w[c] = strlen(rows[r].c[c]);
-	for (int r = 0; r < n; r++) {
-		for (int c = 0; c < ncols; c++) {
-			if (c == ncols - 1)
-				dlk_buf_adds(&b, rows[r].c[c]);
-			else
-				dlk_buf_addf(&b, "%-*s   ", (int)w[c], rows[r].c[c]);
-		}
-		while (b.len && b.data[b.len - 1] == ' ')
-			b.data[--b.len] = '\0';
-		dlk_buf_addc(&b, '\n');
-	}
+	dlk_table_print(ctx, &b, rows, n, ncols);
 	fwrite(b.data, 1, b.len, stdout);
 	goto out;
 fail:
@@ -290,7 +272,7 @@ out:
 }
 
 static const struct dlk_option impact_options[] = {
-	OPT_BOOL(0, "local", &impact_local, "the runs trained here (every project's .dlk/runs next to -f)"),
+	OPT_BOOL(0, "local", &impact_local, "the runs trained here (.dlk/runs next to -f and in the directories below this one)"),
 	OPT_STRING(0, "from", &impact_from, "STORE", NULL, "the store that resolves a tag or an id prefix",
 	           .def_doc = "data.store of the project file", .complete = COMPLETE_DIR),
 	OPT_END(),
@@ -303,7 +285,8 @@ const struct dlk_command_def dlk_cmd_impact = {
 	               "and its path for a run trained here). DATASET is sha256:ID (a dataset's id, or the\n"
 	               "sha256 of a data file), or NAME@TAG, NAME or an id prefix, resolved through the store as\n"
 	               "`dlk data show` does. The history is the cluster's (the ConfigMap NAME-runs of the\n"
-	               "project -f names), or with --local that of every project trained next to -f.",
+	               "project -f names), or with --local those of every project trained here: next to -f\n"
+	               "and in each directory right below this one.",
 	.options = impact_options,
 	.min_pos = 1,
 	.max_pos = 1,

@@ -4,14 +4,15 @@
 #include "commands/cluster.h"
 #include "commands/commands.h"
 #include "commands/ctx.h"
-#include "commands/report_source.h"
-#include "commands/run_history.h"
 #include "commands/ui.h"
-#include "lib/jobs/jobstate.h"
+#include "lib/jobs/jobrun.h"
 #include "lib/kube/api.h"
+#include "lib/project/project.h"
 #include "lib/report/report.h"
+#include "lib/runs/runs.h"
 #include "lib/train/progress.h"
 #include "lib/util/buf.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
@@ -58,67 +59,79 @@ out:
 	return run;
 }
 
-cJSON *dlk_report_from_job(const struct dlk_ctx *ctx, const char *ns, const char *name, struct dlk_err *err)
+/* the run a job of the namespace of -n (or the kubeconfig's) published on itself */
+static cJSON *from_job(const struct dlk_ctx *ctx, const char *name, struct dlk_err *err)
 {
 	struct kube_client *c = dlk_kube_client(ctx, err);
-	struct dlk_job_summary s;
-	cJSON *job = NULL, *pods = NULL, *run = NULL, *src;
-	char who[400];
-	const cJSON *ann;
-	int have_summary = 0, restarts = 0;
+	cJSON *run;
+	const char *ns;
 
 	if (!c)
 		return NULL;
-	if (!ns)
-		ns = kube_client_namespace(c);
-	if (kube_get(c, "Job", ns, name, &job, err) < 0) {
-		if (err->code == DLK_EXIT_NOTFOUND) {
-			dlk_errf(err, DLK_EXIT_NOTFOUND, "no file and no job named '%s' (namespace '%s')", name, ns);
-			dlk_err_hint(err, "name a bundle (NAME.dlk), a run document (.json) or a job of 'dlk status%s'",
-			             dlk_ns_flag(ctx, c, ns));
-		}
-		goto out;
-	}
-	if (dlk_job_list_pods(c, ns, name, &pods, err) < 0)
-		goto out;
-	ann = cJSON_GetObjectItemCaseSensitive(
-	        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "metadata"), "annotations"),
-	        DLK_METRICS_ANNOTATION);
-	snprintf(who, sizeof(who), "job '%.200s': annotation %s", name, DLK_METRICS_ANNOTATION);
-	if (!cJSON_IsString(ann)) {
-		dlk_errf(err, DLK_EXIT_NOTFOUND, "job '%s' has published no metrics yet", name);
-		dlk_err_hint(err, "its rank 0 publishes them after every epoch; see 'dlk status %s%s'", name,
-		             dlk_ns_flag(ctx, c, ns));
-		goto out;
-	}
-	run = report_run_parse(ann->valuestring, strlen(ann->valuestring), who, err);
-	if (!run)
-		goto out;
-	dlk_job_summarize(job, cJSON_GetObjectItemCaseSensitive(pods, "items"), NULL, &s);
-	have_summary = 1;
-	for (int i = 0; i < s.total; i++)
-		restarts += s.ranks[i].restarts;
-	src = cJSON_CreateObject();
-	cJSON_AddStringToObject(src, "kind", "job");
-	cJSON_AddStringToObject(src, "name", name);
-	cJSON_AddStringToObject(src, "namespace", ns);
-	cJSON_AddStringToObject(src, "state", dlk_job_state_name(s.state));
-	cJSON_AddNumberToObject(src, "workers", s.total);
-	cJSON_AddNumberToObject(src, "pod_restarts", restarts);
-	report_run_set_source(run, src);
-out:
-	if (have_summary)
-		dlk_job_summary_release(&s);
+	ns = kube_client_namespace(c);
+	run = dlk_job_run_doc(c, ns, name, dlk_ns_flag(ctx, c, ns), err);
 	dlk_kube_close(ctx, c);
-	cJSON_Delete(job);
-	cJSON_Delete(pods);
 	return run;
 }
 
-/* SOURCE: a file (a bundle, or JSON) when one of that name exists, else a job in the cluster.
- * A run of the run history (dlk status NAME --history) is one more kind of source when the
- * history exists: its record is a run document already. */
-cJSON *dlk_report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_err *err)
+/* a run id of the runs trained here (every project's local history) */
+static cJSON *from_local_run(const struct dlk_ctx *ctx, const char *id, struct dlk_err *err)
+{
+	cJSON *rec = dlk_runs_local_find(ctx->file, id, err), *doc;
+
+	if (!rec)
+		return NULL;
+	doc = dlk_run_report_doc(rec, "local");
+	cJSON_Delete(rec);
+	return doc;
+}
+
+/* a run id of the cluster's history of the project -f names */
+static cJSON *from_cluster_run(const struct dlk_ctx *ctx, const char *id, struct dlk_err *err)
+{
+	struct dlk_project *spec = dlk_ctx_load_spec(ctx, err);
+	struct kube_client *kc = NULL;
+	struct dlk_run_store *s = NULL;
+	cJSON *rec = NULL, *doc = NULL;
+
+	if (!spec)
+		return dlk_err_prefix(err, "a run id names a run of the project's history, and the project cannot be read"),
+		       NULL;
+	kc = dlk_kube_client(ctx, err);
+	s = kc ? dlk_runs_open_configmap(kc, NULL, spec->name) : NULL;
+	if (s && dlk_runs_get(s, id, &rec, err) == 0)
+		doc = dlk_run_report_doc(rec, "cluster");
+	cJSON_Delete(rec);
+	dlk_runs_close(s);
+	dlk_kube_close(ctx, kc);
+	project_free(spec);
+	return doc;
+}
+
+/* the newest run of project name in its local history beside -f; DLK_EXIT_NOTFOUND when it has none */
+static cJSON *newest_local(const struct dlk_ctx *ctx, const char *name, struct dlk_err *err)
+{
+	char *dir = dlk_runs_local_dir(ctx->file, name);
+	struct dlk_run_store *s = dlk_runs_open_dir(dir, name);
+	cJSON *recs = NULL, *doc = NULL;
+
+	if (dlk_runs_list(s, &recs, NULL, NULL, err) == 0) {
+		if (cJSON_GetArraySize(recs))
+			doc = dlk_run_report_doc(cJSON_GetArrayItem(recs, 0), "local");
+		else
+			dlk_errf(err, DLK_EXIT_NOTFOUND, "no runs of '%s' in the local history (%s)", name, dir);
+	}
+	cJSON_Delete(recs);
+	dlk_runs_close(s);
+	free(dir);
+	return doc;
+}
+
+/* SOURCE: a file (a bundle, or JSON) when one of that name exists; else, as a NAME, the
+ * project's bundle NAME.dlk beside the project file, a run of the local histories, the newest run
+ * of project NAME trained here, the job NAME, a run of the cluster's history (a record is a run
+ * document already). A new tree the caller owns, or NULL with err. */
+static cJSON *report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_err *err)
 {
 	struct stat st;
 	cJSON *run;
@@ -141,13 +154,28 @@ cJSON *dlk_report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_
 		/* job names have no dots or slashes: this was meant to be a file */
 		return dlk_errf(err, errno == ENOENT ? DLK_EXIT_NOTFOUND : DLK_EXIT_CONFIG, "cannot open '%s': %s", arg,
 		                strerror(errno)), NULL;
-	/* a run of the local history (no cluster needed), then a job, then a run of the cluster's
-	 * history of the project */
-	run = dlk_report_from_run(ctx, arg, 0, err);
+	/* within a project's directory: the project's bundle NAME.dlk beside its project file (a
+	 * worker's bundle in some other directory is no project's: the job NAME is meant there) */
+	{
+		char *dir = dlk_dir_of(ctx->file), *bundle = xasprintf("%s/%s.dlk", dir, arg);
+		int here = access(ctx->file, F_OK) == 0 && access(bundle, F_OK) == 0;
+		run = here ? report_run_from_bundle(bundle, err) : NULL;
+		free(bundle);
+		free(dir);
+		if (here)
+			return run;
+	}
+	/* a run of the local histories (no cluster needed), then the newest run of the project of
+	 * that name trained here, then a job, then a run of the cluster's history of the project */
+	run = from_local_run(ctx, arg, err);
 	if (run || err->code != DLK_EXIT_NOTFOUND)
 		return run;
 	dlk_err_clear(err);
-	run = dlk_report_from_job(ctx, NULL, arg, err);
+	run = newest_local(ctx, arg, err);
+	if (run || err->code != DLK_EXIT_NOTFOUND)
+		return run;
+	dlk_err_clear(err);
+	run = from_job(ctx, arg, err);
 	if (run)
 		return run;
 	if (err->code != DLK_EXIT_NOTFOUND) {
@@ -157,7 +185,7 @@ cJSON *dlk_report_source(const struct dlk_ctx *ctx, const char *arg, struct dlk_
 	}
 	if (access(ctx->file, F_OK) == 0) {
 		struct dlk_err e = DLK_ERR_INIT;
-		run = dlk_report_from_run(ctx, arg, 1, &e);
+		run = from_cluster_run(ctx, arg, &e);
 		if (run || e.code != DLK_EXIT_NOTFOUND) {
 			if (!run)
 				*err = e;
@@ -190,7 +218,8 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	cJSON *run = NULL, *other = NULL, *doc = NULL;
-	char *page = NULL, *text = NULL;
+	char *page = NULL, *text = NULL, *own = NULL;
+	const char *name = args->n_pos ? args->pos[0] : NULL;
 	int rc = 0, json = 0, yaml = 0;
 
 	if (out_opt) {
@@ -211,8 +240,12 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 		             "its data", out_opt);
 		return dlk_report(ctx, &err);
 	}
-	run = dlk_report_source(ctx, args->pos[0], &err);
-	if (!run || (compare_opt && !(other = dlk_report_source(ctx, compare_opt, &err))))
+	/* within a project's directory the run is the project's own (its bundle, else its newest
+	 * run trained here, else its job) */
+	if (!args->n_pos && !(name = own = dlk_ctx_project_name(ctx, "run (a bundle, a run document, a run id or a job)", &err)))
+		goto fail;
+	run = report_source(ctx, name, &err);
+	if (!run || (compare_opt && !(other = report_source(ctx, compare_opt, &err))))
 		goto fail;
 	if (json || yaml) {
 		doc = report_document(run, other, &err);
@@ -236,7 +269,7 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_buf_release(&b);
 		goto done;
 	}
-	page = out_opt ? xstrdup(out_opt) : default_page(args->pos[0]);
+	page = out_opt ? xstrdup(out_opt) : default_page(name);
 	if (report_write_html(page, run, other, &err))
 		goto fail;
 	if (!ctx->quiet)
@@ -245,6 +278,7 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 fail:
 	rc = dlk_report(ctx, &err);
 done:
+	free(own);
 	free(text);
 	free(page);
 	cJSON_Delete(doc);
@@ -263,17 +297,21 @@ static const struct dlk_option report_options[] = {
 };
 
 const struct dlk_command_def dlk_cmd_report = {
-	.usage = "BUNDLE.dlk|RUN.json|JOB",
+	.usage = "[BUNDLE.dlk|RUN.json|RUN-ID|NAME]",
 	.description = "Write one self-contained HTML page about a run: its loss, accuracy and throughput\n"
 	               "per epoch, resumes and worker counts, the confusion matrix, per-class precision and\n"
-	               "recall, and its provenance. The run is a model bundle, a run document (.json) or a\n"
-	               "training job in the cluster. --compare sets a second run beside it.",
+	               "recall, and its provenance. The run is a model bundle, a run document (.json), a run\n"
+	               "id of the history, or a NAME: the bundle NAME.dlk beside the project file, else the\n"
+	               "newest run of project NAME trained here, else the training job NAME in the cluster.\n"
+	               "Without one, the project of -f (./dlk.yaml) is the NAME. --compare sets a second run\n"
+	               "beside it.",
 	.options = report_options,
-	.min_pos = 1,
+	.min_pos = 0,
 	.max_pos = 1,
 	.complete_pos = COMPLETE_FILE,
 	.run = run_report,
-	.examples = "  $ dlk report fashion.dlk\n"
+	.examples = "  $ dlk report\n"
+	            "  $ dlk report fashion.dlk\n"
 	            "  $ dlk report fashion.dlk --compare baseline.dlk -o compare.html\n"
 	            "  $ dlk report fashion -o fashion.html\n"
 	            "  $ dlk report fashion.dlk -o json | jq .runs[0].metrics.test_accuracy\n",

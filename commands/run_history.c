@@ -5,10 +5,11 @@
 #include "commands/ui.h"
 #include "lib/project/project.h"
 #include "lib/util/buf.h"
+#include "lib/util/fsutil.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
-#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,20 +59,12 @@ static void where(const struct dlk_ctx *ctx, struct kube_client *kc, const char 
 	}
 }
 
-/* RFC 3339 UTC ("2024-05-01T12:00:00.123Z") to seconds; -1 when it is not one */
+/* seconds since the epoch, -1 when s is not a time */
 static double parse_time(const char *s)
 {
-	struct tm tm = { 0 };
-	int ms = 0, used = 0;
+	double t;
 
-	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-	                 &tm.tm_sec, &used) != 6)
-		return -1;
-	if (s[used] == '.')
-		sscanf(s + used + 1, "%3d", &ms);
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	return (double)timegm(&tm) + ms / 1000.0;
+	return dlk_rfc3339_parse(s, &t) ? -1 : t;
 }
 
 static void fmt_duration(double s, char *out, size_t n)
@@ -133,12 +126,7 @@ static void accuracy(const cJSON *rec, char *out, size_t n)
 		snprintf(out, n, "-");
 }
 
-#define NCOLS 13
-struct hrow {
-	char c[NCOLS][200];
-};
-
-static void history_row(const cJSON *rec, int wide, struct hrow *r)
+static void history_row(const cJSON *rec, int wide, struct dlk_table_row *r)
 {
 	const cJSON *info = dlk_run_info(rec), *f = get(info, "failure"), *rs = get(info, "restarts");
 	char fp[65];
@@ -173,27 +161,6 @@ static void history_row(const cJSON *rec, int wide, struct hrow *r)
 	}
 }
 
-static void print_rows(struct dlk_buf *b, struct hrow *rows, int n, int ncols)
-{
-	size_t w[NCOLS] = { 0 };
-
-	for (int r = 0; r < n; r++)
-		for (int c = 0; c < ncols; c++)
-			if (strlen(rows[r].c[c]) > w[c])
-				w[c] = strlen(rows[r].c[c]);
-	for (int r = 0; r < n; r++) {
-		for (int c = 0; c < ncols; c++) {
-			if (c == ncols - 1)
-				dlk_buf_adds(b, rows[r].c[c]);
-			else
-				dlk_buf_addf(b, "%-*s   ", (int)w[c], rows[r].c[c]);
-		}
-		while (b->len && b->data[b->len - 1] == ' ')
-			b->data[--b->len] = '\0';
-		dlk_buf_addc(b, '\n');
-	}
-}
-
 static int emit(const struct dlk_ctx *ctx, const cJSON *v, struct dlk_err *err)
 {
 	char *s = ctx->output == DLK_OUTPUT_JSON ? cJSON_Print(v) : yamljson_emit(v, err);
@@ -213,7 +180,7 @@ int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local)
 	struct kube_client *kc = NULL;
 	struct dlk_run_store *s;
 	struct dlk_buf b = DLK_BUF_INIT;
-	struct hrow *rows = NULL;
+	struct dlk_table_row *rows = NULL;
 	cJSON *recs = NULL, *rec;
 	long dropped = 0;
 	int bad = 0, rc = 0, n = 0, wide = ctx->output == DLK_OUTPUT_WIDE;
@@ -264,7 +231,7 @@ int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local)
 	n = 1;
 	cJSON_ArrayForEach(rec, recs)
 		history_row(rec, wide, &rows[n++]);
-	print_rows(&b, rows, n, wide ? 13 : 10);
+	dlk_table_print(ctx, &b, rows, n, wide ? 13 : 10);
 	fwrite(b.data, 1, b.len, stdout);
 	if (dropped > 0)
 		dlk_info(ctx, "%ld older run%s dropped from the history (it keeps the newest %d)", dropped,
@@ -557,90 +524,4 @@ void dlk_job_run_lines(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	}
 	cJSON_Delete(rec);
 	dlk_runs_close(s);
-}
-
-/* ---- a run as a report's source ---- */
-
-static char *project_dir_of(const char *spec_file)
-{
-	const char *slash = strrchr(spec_file, '/');
-	return slash ? xstrndup(spec_file, (size_t)(slash - spec_file)) : xstrdup(".");
-}
-
-static cJSON *from_local(const struct dlk_ctx *ctx, const char *id, struct dlk_err *err)
-{
-	char *pdir = project_dir_of(ctx->file), *runs = xasprintf("%s/.dlk/runs", pdir);
-	DIR *d = opendir(runs);
-	struct dirent *de;
-	cJSON *found = NULL;
-
-	dlk_errf(err, DLK_EXIT_NOTFOUND, "no run '%s' in the local history (%s)", id, runs);
-	while (d && (de = readdir(d))) {
-		struct dlk_err e = DLK_ERR_INIT;
-		struct dlk_run_store *s;
-		cJSON *rec = NULL;
-		char *dir;
-		if (de->d_name[0] == '.')
-			continue;
-		dir = xasprintf("%s/%s", runs, de->d_name);
-		s = dlk_runs_open_dir(dir, de->d_name);
-		if (dlk_runs_get(s, id, &rec, &e) == 0) {
-			if (found) {
-				dlk_errf(err, DLK_EXIT_USAGE, "run '%s' is ambiguous: runs of '%s' and '%s' start so", id,
-				         dlk_run_project(found), de->d_name);
-				dlk_err_hint(err, "give more of the id");
-				cJSON_Delete(rec);
-				cJSON_Delete(found);
-				found = NULL;
-				dlk_runs_close(s);
-				free(dir);
-				break;
-			}
-			found = rec;
-			dlk_err_clear(err);
-		} else if (e.code != DLK_EXIT_NOTFOUND) {
-			*err = e;
-			dlk_runs_close(s);
-			free(dir);
-			cJSON_Delete(found);
-			found = NULL;
-			break;
-		}
-		dlk_runs_close(s);
-		free(dir);
-	}
-	if (d)
-		closedir(d);
-	free(runs);
-	free(pdir);
-	if (!found)
-		return NULL;
-	cJSON *doc = dlk_run_report_doc(found, "local");
-	cJSON_Delete(found);
-	return doc;
-}
-
-static cJSON *from_cluster(const struct dlk_ctx *ctx, const char *id, struct dlk_err *err)
-{
-	struct dlk_project *spec = dlk_ctx_load_spec(ctx, err);
-	struct kube_client *kc = NULL;
-	struct dlk_run_store *s = NULL;
-	cJSON *rec = NULL, *doc = NULL;
-
-	if (!spec)
-		return dlk_err_prefix(err, "a run id names a run of the project's history, and the project cannot be read"),
-		       NULL;
-	s = dlk_open_run_history(ctx, spec->name, 0, &kc, err);
-	if (s && dlk_runs_get(s, id, &rec, err) == 0)
-		doc = dlk_run_report_doc(rec, "cluster");
-	cJSON_Delete(rec);
-	dlk_runs_close(s);
-	dlk_kube_close(ctx, kc);
-	project_free(spec);
-	return doc;
-}
-
-cJSON *dlk_report_from_run(const struct dlk_ctx *ctx, const char *id, int cluster, struct dlk_err *err)
-{
-	return cluster ? from_cluster(ctx, id, err) : from_local(ctx, id, err);
 }

@@ -27,10 +27,4 @@ int dlk_compare_runs(struct dlk_ctx *ctx, const char *name, const char *id_a, co
  * failed run its cause, as lines appended to b. Nothing when the history has no such run or
  * cannot be read (the job's status stands without it). */
 void dlk_job_run_lines(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *job, struct dlk_buf *b);
-/* The run document (lib/report) of run id (or a prefix of at least 4 characters): cluster 0,
- * from the local histories next to the project file (every project kept there); cluster 1,
- * from the cluster's history of the project that -f names. NULL with err; DLK_EXIT_NOTFOUND
- * when that history does not have it. */
-cJSON *dlk_report_from_run(const struct dlk_ctx *ctx, const char *id, int cluster, struct dlk_err *err);
-
 #endif

@@ -7,15 +7,17 @@
  * and the reason when it fails. */
 #include "commands/serve_deploy.h"
 #include "commands/cluster.h"
-#include "commands/report_source.h"
 #include "commands/ui.h"
 #include "lib/data/fetch.h"
+#include "lib/jobs/jobrun.h"
+#include "lib/jobs/promote.h"
 #include "lib/jobs/servestate.h"
 #include "lib/kube/api.h"
 #include "lib/project/project.h"
 #include "lib/render/render.h"
 #include "lib/report/report.h"
 #include "lib/util/clock.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/duration.h"
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
@@ -138,7 +140,7 @@ static int model_from_job(const struct dlk_ctx *ctx, struct kube_client *c, cons
 	/* the worker writes <storage.mount>/<name>.dlk: the claim's root */
 	m->path = xasprintf("%s.dlk", name);
 	snprintf(m->source, sizeof(m->source), "job %s", name);
-	m->run = dlk_report_from_job(ctx, ns, name, err);
+	m->run = dlk_job_run_doc(c, ns, name, dlk_ns_flag(ctx, c, ns), err);
 	if (!m->run)
 		goto out;
 	rc = 0;
@@ -166,8 +168,7 @@ static int model_from_url(const struct dlk_ctx *ctx, const struct dlk_project *s
 	struct dlk_data_opts o;
 	struct dlk_fetched f = DLK_FETCHED_INIT;
 	struct dlk_progress p = { ctx, 0, 0 };
-	const char *slash = strrchr(ctx->file, '/');
-	char *dir = slash ? xstrndup(ctx->file, (size_t)(slash - ctx->file)) : xstrdup(".");
+	char *dir = dlk_dir_of(ctx->file);
 	int rc = -1;
 
 	if (strncmp(cli->model, "https://", 8) && strncmp(cli->model, "http://", 7)) {
@@ -205,14 +206,14 @@ out:
 /* ---- the promotion gate ---- */
 
 /* Prints the metrics and the confusion matrix (on stderr: stdout is for objects and names), then
- * decides. Returns 0 to deploy, -1 with err (DLK_EXIT_REFUSED) to refuse. */
+ * says what the gate (lib/jobs/promote.h) decided. Returns 0 to deploy, -1 with err (DLK_EXIT_REFUSED) to refuse. */
 static int gate(const struct dlk_ctx *ctx, const char *name, struct model_src *m, double min_acc,
                 double min_recall, int force, double *accuracy, struct dlk_err *err)
 {
 	struct report_run r = REPORT_RUN_INIT;
 	char who[700];
 	int rc = -1, k, quiet = ctx->quiet;
-	struct dlk_buf why = DLK_BUF_INIT;
+	char *why = NULL;
 
 	*accuracy = -1;
 	snprintf(who, sizeof(who), "the run document of %s", m->source);
@@ -255,77 +256,29 @@ static int gate(const struct dlk_ctx *ctx, const char *name, struct model_src *m
 	}
 	if (r.have_test)
 		*accuracy = r.test_accuracy;
-	if ((min_acc > 0 || min_recall > 0) && !r.have_test) {
-		dlk_buf_addf(&why, "it has no recorded test metrics");
-	} else {
-		if (r.have_test && r.test_accuracy < min_acc)
-			dlk_buf_addf(&why, "its test accuracy %.2f%% is below the minimum %.2f%%", 100 * r.test_accuracy, 100 * min_acc);
-		if (min_recall > 0 && !r.recall) {
-			dlk_buf_addf(&why, "%sit has no per-class recall", why.len ? "; " : "");
-		} else if (min_recall > 0) {
-			int bad = 0;
-			for (int i = 0; i < k; i++)
-				if (r.recall[i] < min_recall) {
-					if (!bad)
-						dlk_buf_addf(&why, "%sclass recall below the minimum %.2f%%:", why.len ? "; " : "",
-						             100 * min_recall);
-					dlk_buf_addf(&why, "%s %.60s %.2f%%", bad ? "," : "", r.classes[i], 100 * r.recall[i]);
-					bad++;
-				}
-		}
-	}
-	if (why.len) {
-		char *reason = xasprintf("%s %s", force ? "deployed with --force although" : "refused:", why.data);
-		report_run_set_verdict(m->run, force ? "promoted (forced)" : "refused", reason);
-		free(reason);
-		if (force) {
-			dlk_warn(ctx, "deploying '%s' although %s (--force)", name, why.data);
-		} else {
-			dlk_errf(err, DLK_EXIT_REFUSED, "refusing to deploy '%s': %s", name, why.data);
-			dlk_err_hint(err, "the minimums are serving.min_accuracy and serving.min_class_recall (or --min-accuracy); "
-			             "--force deploys it anyway");
-			goto out;
-		}
-	} else {
-		char *reason = xasprintf("passed the gate: minimum test accuracy %.2f%%, minimum class recall %.2f%%",
-		                         100 * min_acc, 100 * min_recall);
-		report_run_set_verdict(m->run, "promoted", reason);
-		free(reason);
+	switch (dlk_gate_judge(m->run, &r, min_acc, min_recall, force, &why)) {
+	case DLK_GATE_REFUSED:
+		dlk_errf(err, DLK_EXIT_REFUSED, "refusing to deploy '%s': %s", name, why);
+		dlk_err_hint(err, "the minimums are serving.min_accuracy and serving.min_class_recall (or --min-accuracy); "
+		             "--force deploys it anyway");
+		goto out;
+	case DLK_GATE_FORCED:
+		dlk_warn(ctx, "deploying '%s' although %s (--force)", name, why);
+		break;
+	case DLK_GATE_PASSED:
 		if (!quiet && (min_acc > 0 || min_recall > 0))
 			fprintf(stderr, "  passes the gate (minimum accuracy %.2f%%, minimum class recall %.2f%%)\n", 100 * min_acc,
 			        100 * min_recall);
+		break;
 	}
 	rc = 0;
 out:
-	dlk_buf_release(&why);
+	free(why);
 	report_run_release(&r);
 	return rc;
 }
 
 /* ---- applying ---- */
-
-/* What server-side apply takes back of an object the server returned: identity, labels,
- * annotations and spec (no status, uid, resourceVersion or managedFields). A new tree. */
-static cJSON *applyable(const cJSON *obj)
-{
-	cJSON *o = cJSON_CreateObject(), *meta = cJSON_AddObjectToObject(o, "metadata");
-	const cJSON *m = get(obj, "metadata");
-
-	cJSON_AddStringToObject(o, "apiVersion", str(obj, "apiVersion") ? str(obj, "apiVersion") : "apps/v1");
-	cJSON_AddStringToObject(o, "kind", str(obj, "kind") ? str(obj, "kind") : "Deployment");
-	cJSON_AddStringToObject(meta, "name", kube_meta(obj, "name"));
-	if (kube_meta(obj, "namespace"))
-		cJSON_AddStringToObject(meta, "namespace", kube_meta(obj, "namespace"));
-	if (get(m, "labels"))
-		cJSON_AddItemToObject(meta, "labels", cJSON_Duplicate(get(m, "labels"), 1));
-	if (get(m, "annotations"))
-		cJSON_AddItemToObject(meta, "annotations", cJSON_Duplicate(get(m, "annotations"), 1));
-	if (get(obj, "spec"))
-		cJSON_AddItemToObject(o, "spec", cJSON_Duplicate(get(obj, "spec"), 1));
-	if (get(obj, "data"))
-		cJSON_AddItemToObject(o, "data", cJSON_Duplicate(get(obj, "data"), 1));
-	return o;
-}
 
 static int apply_all(const struct dlk_ctx *ctx, struct kube_client *c, const cJSON *objects, cJSON *applied,
                      struct dlk_err *err)
@@ -456,46 +409,6 @@ out:
 
 /* ---- promote, rollback ---- */
 
-/* The canary's Deployment and ConfigMap, renamed and relabelled as the stable track's, keeping
- * the stable track's replica count. */
-static cJSON *as_stable(const cJSON *canary, const char *name, const cJSON *stable)
-{
-	cJSON *o = applyable(canary);
-	cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
-	char *sname = xasprintf("%s%s", name, RENDER_SERVING_SUFFIX);
-	cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
-
-	cJSON_ReplaceItemInObject(meta, "name", cJSON_CreateString(sname));
-	if (labels)
-		cJSON_ReplaceItemInObject(labels, DLK_LABEL_TRACK, cJSON_CreateString("stable"));
-	cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
-	if (ann)
-		cJSON_ReplaceItemInObject(ann, DLK_ANN_CANARY_PERCENT, cJSON_CreateString("0"));
-	cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
-	if (spec && stable) {
-		const cJSON *sr = get(get(stable, "spec"), "replicas");
-		if (cJSON_IsNumber(sr))
-			cJSON_ReplaceItemInObject(spec, "replicas", cJSON_CreateNumber(sr->valuedouble));
-		else
-			cJSON_DeleteItemFromObject(spec, "replicas");
-		cJSON *ml = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(spec, "selector"), "matchLabels");
-		if (ml)
-			cJSON_ReplaceItemInObject(ml, DLK_LABEL_TRACK, cJSON_CreateString("stable"));
-		cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(spec, "template");
-		cJSON *tl = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tmpl, "metadata"), "labels");
-		if (tl)
-			cJSON_ReplaceItemInObject(tl, DLK_LABEL_TRACK, cJSON_CreateString("stable"));
-		cJSON *v;
-		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tmpl, "spec"), "volumes")) {
-			cJSON *cm = cJSON_GetObjectItemCaseSensitive(v, "configMap");
-			if (cm && cJSON_GetObjectItemCaseSensitive(cm, "name"))
-				cJSON_ReplaceItemInObject(cm, "name", cJSON_CreateString(sname));
-		}
-	}
-	free(sname);
-	return o;
-}
-
 /* With an HTTPRoute: all the traffic to the stable track's Service again. No route: nothing to do. */
 static int route_to_stable(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name,
                            struct dlk_err *err)
@@ -517,7 +430,7 @@ static int route_to_stable(const struct dlk_ctx *ctx, struct kube_client *c, con
 		}
 		goto out;
 	}
-	o = applyable(route);
+	o = dlk_serve_applyable(route);
 	cJSON_ArrayForEach(rule, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"), "rules")) {
 		refs = cJSON_GetObjectItemCaseSensitive(rule, "backendRefs");
 		while (cJSON_GetArraySize(refs) > 1)
@@ -580,13 +493,8 @@ static int promote_or_rollback(struct dlk_ctx *ctx, const struct dlk_serve_cli *
 		goto out;
 	}
 	objs = cJSON_CreateArray();
-	cJSON *cm = applyable(ccm);
-	cJSON *cml = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cm, "metadata"), "labels");
-	cJSON_ReplaceItemInObject(cJSON_GetObjectItemCaseSensitive(cm, "metadata"), "name", cJSON_CreateString(sname));
-	if (cml)
-		cJSON_ReplaceItemInObject(cml, DLK_LABEL_TRACK, cJSON_CreateString("stable"));
-	cJSON_AddItemToArray(objs, cm);
-	cJSON_AddItemToArray(objs, as_stable(canary, name, stable));
+	cJSON_AddItemToArray(objs, dlk_serve_as_stable(ccm, sname, NULL));
+	cJSON_AddItemToArray(objs, dlk_serve_as_stable(canary, sname, stable));
 	if (apply_all(ctx, c, objs, NULL, &err)) {
 		rc = dlk_report(ctx, &err);
 		goto out;
@@ -619,20 +527,6 @@ out:
 }
 
 /* ---- deploying ---- */
-
-static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_err *err)
-{
-	if (ctx->output == DLK_OUTPUT_JSON)
-		return dlk_print_json_list(objects, err);
-	if (ctx->output != DLK_OUTPUT_YAML && ctx->output != DLK_OUTPUT_TEXT)
-		return dlk_errf(err, DLK_EXIT_USAGE, "--dry-run prints yaml or json, not '%s'", dlk_output_names[ctx->output]);
-	char *y = yamljson_emit_stream(objects, err);
-	if (!y)
-		return -1;
-	fputs(y, stdout);
-	free(y);
-	return 0;
-}
 
 static int parse_min_accuracy(const char *s, double *out, struct dlk_err *err)
 {
@@ -712,10 +606,7 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 			goto out;
 		}
 	}
-	ns = ctx->namespace_                ? ctx->namespace_
-	     : spec && spec->namespace_     ? spec->namespace_
-	     : c                            ? kube_client_namespace(c)
-	                                    : "default";
+	ns = kube_namespace_pick(ctx->namespace_, spec ? spec->namespace_ : NULL, c ? kube_client_namespace(c) : NULL);
 	if (cli->mode == SERVE_PROMOTE || cli->mode == SERVE_ROLLBACK) {
 		rc = promote_or_rollback(ctx, cli, c, ns, name);
 		goto out;
@@ -828,7 +719,7 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		goto out;
 	}
 	if (cli->mode == SERVE_DRY_RUN) {
-		if (print_objects(ctx, objects, &err))
+		if (dlk_print_objects(ctx, objects, &err))
 			rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -838,11 +729,7 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		goto out;
 	}
 	dlk_kube_warnings(ctx, c);
-	if (ctx->output == DLK_OUTPUT_JSON) {
-		dlk_print_json_list(applied, &err);
-	} else if (ctx->quiet) {
-		printf("%s\n", name);
-	} else {
+	if (!dlk_print_applied(ctx, applied, name)) {
 		const char *nsf = dlk_ns_flag(ctx, c, ns);
 		if (sv.canary)
 			printf("canary of '%s' deployed to namespace '%s' (%d replica%s, %d%%)\n", name, ns, sv.replicas,

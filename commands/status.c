@@ -52,70 +52,44 @@ static void cell_num(const cJSON *p, const char *k, const char *fmt, char *out, 
 		snprintf(out, n, "-");
 }
 
-struct row {
-	char cols[10][160];
-};
-
-static void print_table(struct dlk_buf *b, struct row *rows, int nrows, int ncols)
-{
-	size_t w[10] = { 0 };
-
-	for (int r = 0; r < nrows; r++)
-		for (int c = 0; c < ncols; c++)
-			if (strlen(rows[r].cols[c]) > w[c])
-				w[c] = strlen(rows[r].cols[c]);
-	for (int r = 0; r < nrows; r++) {
-		for (int c = 0; c < ncols; c++) {
-			if (c == ncols - 1)
-				dlk_buf_addf(b, "%s", rows[r].cols[c]);
-			else
-				dlk_buf_addf(b, "%-*s   ", (int)w[c], rows[r].cols[c]);
-		}
-		/* no trailing blanks */
-		while (b->len && b->data[b->len - 1] == ' ')
-			b->data[--b->len] = '\0';
-		dlk_buf_addc(b, '\n');
-	}
-}
-
 /* A row of the table: the job's, or with as (a CronJob's name) a scheduled project's, its latest
  * run's state (state, when not NULL: "Scheduled" before any run) */
 static void summary_row(const struct dlk_job_summary *s, const char *as, const char *state, int all_ns, int wide,
-			struct row *r, int *ncols)
+			struct dlk_table_row *r, int *ncols)
 {
 	int c = 0;
 
 	if (all_ns)
-		snprintf(r->cols[c++], 160, "%s", s->ns);
-	snprintf(r->cols[c++], 160, "%.150s", as ? as : s->name);
-	snprintf(r->cols[c++], 160, "%s", state ? state : dlk_job_state_name(s->state));
-	snprintf(r->cols[c++], 160, "%d/%d", s->ready, s->total);
-	snprintf(r->cols[c++], 160, "%d", s->gpus);
-	dlk_job_progress_text(s, r->cols[c], 160);
-	if (!r->cols[c][0])
-		snprintf(r->cols[c], 160, "-");
+		snprintf(r->c[c++], DLK_TABLE_CELL, "%s", s->ns);
+	snprintf(r->c[c++], DLK_TABLE_CELL, "%.150s", as ? as : s->name);
+	snprintf(r->c[c++], DLK_TABLE_CELL, "%s", state ? state : dlk_job_state_name(s->state));
+	snprintf(r->c[c++], DLK_TABLE_CELL, "%d/%d", s->ready, s->total);
+	snprintf(r->c[c++], DLK_TABLE_CELL, "%d", s->gpus);
+	dlk_job_progress_text(s, r->c[c], DLK_TABLE_CELL);
+	if (!r->c[c][0])
+		snprintf(r->c[c], DLK_TABLE_CELL, "-");
 	c++;
 	if (s->age_s >= 0)
-		dlk_duration_text(s->age_s, r->cols[c++], 160);
+		dlk_duration_text(s->age_s, r->c[c++], DLK_TABLE_CELL);
 	else
-		snprintf(r->cols[c++], 160, "-");
+		snprintf(r->c[c++], DLK_TABLE_CELL, "-");
 	if (wide) {
-		cell_num(s->progress, DLK_PROGRESS_ACCURACY, "%.4f", r->cols[c++], 160);
-		cell_num(s->progress, DLK_PROGRESS_SAMPLES_PER_SEC, "%.0f", r->cols[c++], 160);
-		snprintf(r->cols[c++], 160, "%.150s", s->reason[0] ? s->reason : "-");
+		cell_num(s->progress, DLK_PROGRESS_ACCURACY, "%.4f", r->c[c++], DLK_TABLE_CELL);
+		cell_num(s->progress, DLK_PROGRESS_SAMPLES_PER_SEC, "%.0f", r->c[c++], DLK_TABLE_CELL);
+		snprintf(r->c[c++], DLK_TABLE_CELL, "%.150s", s->reason[0] ? s->reason : "-");
 	}
 	*ncols = c;
 }
 
-static void header_row(int all_ns, int wide, struct row *r)
+static void header_row(int all_ns, int wide, struct dlk_table_row *r)
 {
 	static const char *const h[] = { "NAME", "STATE", "WORKERS", "GPUS", "PROGRESS", "AGE", "ACCURACY", "SAMPLES/S", "REASON" };
 	int c = 0;
 
 	if (all_ns)
-		snprintf(r->cols[c++], 160, "NAMESPACE");
+		snprintf(r->c[c++], DLK_TABLE_CELL, "NAMESPACE");
 	for (int i = 0; i < (wide ? 9 : 6); i++)
-		snprintf(r->cols[c++], 160, "%s", h[i]);
+		snprintf(r->c[c++], DLK_TABLE_CELL, "%s", h[i]);
 }
 
 static int emit_structured(const struct dlk_ctx *ctx, cJSON *v, struct dlk_buf *b, struct dlk_err *err)
@@ -188,7 +162,7 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	int structured = ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML;
 	int wide = ctx->output == DLK_OUTPUT_WIDE, nrows = 0, ncols = 0, explained = 0;
 	int n = cJSON_GetArraySize(jobs) + cJSON_GetArraySize(crons);
-	struct row *rows = xcalloc((size_t)n + 1, sizeof(*rows));
+	struct dlk_table_row *rows = xcalloc((size_t)n + 1, sizeof(*rows));
 	cJSON *items = cJSON_CreateArray();
 	const cJSON *j, *cj;
 	int rc = 0;
@@ -303,7 +277,7 @@ static int render_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 		cJSON_Delete(o);
 	} else if (nrows > 1) {
 		header_row(all_ns, wide, &rows[0]);
-		print_table(b, rows, nrows, ncols);
+		dlk_table_print(ctx, b, rows, nrows, ncols);
 	}
 	cJSON_Delete(items);
 	cJSON_Delete(standins);
@@ -342,7 +316,7 @@ static int served_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	cJSON *deps = NULL, *pods = NULL;
 	const cJSON *d;
 	int nrows = 1, ncols = 0, n;
-	struct row *rows;
+	struct dlk_table_row *rows;
 
 	*json = cJSON_CreateArray();
 	if (list_kind(c, "Deployment", ns, all_ns, DLK_LABEL_SERVE, &deps, err) < 0)
@@ -395,19 +369,19 @@ static int served_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 				cJSON_AddNullToObject(o, "canary");
 				cJSON_AddItemToArray(*json, o);
 				row = cJSON_GetArraySize(*json) - 1;
-				struct row *r = &rows[nrows++];
+				struct dlk_table_row *r = &rows[nrows++];
 				int k = 0;
 				if (all_ns)
-					snprintf(r->cols[k++], 160, "%s", dns);
-				snprintf(r->cols[k++], 160, "%s", t.name);
-				snprintf(r->cols[k++], 160, "%d/%d", t.ready, t.desired);
-				snprintf(r->cols[k++], 160, "%.12s", t.sha256[0] ? t.sha256 : "-");
+					snprintf(r->c[k++], DLK_TABLE_CELL, "%s", dns);
+				snprintf(r->c[k++], DLK_TABLE_CELL, "%s", t.name);
+				snprintf(r->c[k++], DLK_TABLE_CELL, "%d/%d", t.ready, t.desired);
+				snprintf(r->c[k++], DLK_TABLE_CELL, "%.12s", t.sha256[0] ? t.sha256 : "-");
 				if (t.accuracy[0])
-					snprintf(r->cols[k++], 160, "%.2f%%", 100 * atof(t.accuracy));
+					snprintf(r->c[k++], DLK_TABLE_CELL, "%.2f%%", 100 * atof(t.accuracy));
 				else
-					snprintf(r->cols[k++], 160, "-");
-				snprintf(r->cols[k++], 160, "-");
-				snprintf(r->cols[k++], 160, "%.150s", t.rollout == ROLLOUT_FAILED ? t.reason : t.rollout == ROLLOUT_DONE ? "" :
+					snprintf(r->c[k++], DLK_TABLE_CELL, "-");
+				snprintf(r->c[k++], DLK_TABLE_CELL, "-");
+				snprintf(r->c[k++], DLK_TABLE_CELL, "%.150s", t.rollout == ROLLOUT_FAILED ? t.reason : t.rollout == ROLLOUT_DONE ? "" :
 				         "rolling out");
 				ncols = k;
 			}
@@ -415,9 +389,9 @@ static int served_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 				cJSON *cj = track_json(&t);
 				cJSON_AddNumberToObject(cj, "percent", t.canary_percent);
 				cJSON_ReplaceItemInObject(o, "canary", cj);
-				struct row *r = &rows[row + 1];
+				struct dlk_table_row *r = &rows[row + 1];
 				int k = all_ns ? 5 : 4;
-				snprintf(r->cols[k], 160, "%d%% %d/%d %.12s", t.canary_percent, t.ready, t.desired,
+				snprintf(r->c[k], DLK_TABLE_CELL, "%d%% %d/%d %.12s", t.canary_percent, t.ready, t.desired,
 				         t.sha256[0] ? t.sha256 : "-");
 			}
 		}
@@ -426,12 +400,12 @@ static int served_list(const struct dlk_ctx *ctx, struct kube_client *c, const c
 		static const char *const h[] = { "SERVED", "READY", "MODEL", "ACCURACY", "CANARY", "STATUS" };
 		int k = 0;
 		if (all_ns)
-			snprintf(rows[0].cols[k++], 160, "NAMESPACE");
+			snprintf(rows[0].c[k++], DLK_TABLE_CELL, "NAMESPACE");
 		for (int i = 0; i < 6; i++)
-			snprintf(rows[0].cols[k++], 160, "%s", h[i]);
+			snprintf(rows[0].c[k++], DLK_TABLE_CELL, "%s", h[i]);
 		if (b->len)
 			dlk_buf_addc(b, '\n');
-		print_table(b, rows, nrows, ncols);
+		dlk_table_print(ctx, b, rows, nrows, ncols);
 	}
 	free(rows);
 	cJSON_Delete(deps);
@@ -495,11 +469,11 @@ static int served_one(const struct dlk_ctx *ctx, struct kube_client *c, const ch
 	}
 	cJSON *pj = cJSON_AddArrayToObject(json, "pods");
 	int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(pods, "items"));
-	struct row *rows = xcalloc((size_t)n + 1, sizeof(*rows));
+	struct dlk_table_row *rows = xcalloc((size_t)n + 1, sizeof(*rows));
 	int nrows = 0;
 	static const char *const h[] = { "POD", "TRACK", "PHASE", "READY", "RESTARTS", "NODE", "REASON" };
 	for (int i = 0; i < 7; i++)
-		snprintf(rows[0].cols[i], 160, "%s", h[i]);
+		snprintf(rows[0].c[i], DLK_TABLE_CELL, "%s", h[i]);
 	nrows = 1;
 	cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(pods, "items")) {
 		const cJSON *st = cJSON_GetObjectItemCaseSensitive(p, "status");
@@ -510,19 +484,19 @@ static int served_one(const struct dlk_ctx *ctx, struct kube_client *c, const ch
 		const cJSON *node = jget2(p, "spec", "nodeName");
 		const cJSON *rs = cJSON_GetObjectItemCaseSensitive(cs, "restartCount");
 		const cJSON *wr = jget2(cJSON_GetObjectItemCaseSensitive(cs, "state"), "waiting", "reason");
-		struct row *r = &rows[nrows++];
-		snprintf(r->cols[0], 160, "%s", meta_name(p));
-		snprintf(r->cols[1], 160, "%s", cJSON_IsString(tr) ? tr->valuestring : "-");
-		snprintf(r->cols[2], 160, "%s", cJSON_IsString(ph) ? ph->valuestring : "-");
-		snprintf(r->cols[3], 160, "%s", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cs, "ready")) ? "yes" : "no");
-		snprintf(r->cols[4], 160, "%d", cJSON_IsNumber(rs) ? rs->valueint : 0);
-		snprintf(r->cols[5], 160, "%s", cJSON_IsString(node) ? node->valuestring : "-");
-		snprintf(r->cols[6], 160, "%s", cJSON_IsString(wr) ? wr->valuestring : "");
+		struct dlk_table_row *r = &rows[nrows++];
+		snprintf(r->c[0], DLK_TABLE_CELL, "%s", meta_name(p));
+		snprintf(r->c[1], DLK_TABLE_CELL, "%s", cJSON_IsString(tr) ? tr->valuestring : "-");
+		snprintf(r->c[2], DLK_TABLE_CELL, "%s", cJSON_IsString(ph) ? ph->valuestring : "-");
+		snprintf(r->c[3], DLK_TABLE_CELL, "%s", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cs, "ready")) ? "yes" : "no");
+		snprintf(r->c[4], DLK_TABLE_CELL, "%d", cJSON_IsNumber(rs) ? rs->valueint : 0);
+		snprintf(r->c[5], DLK_TABLE_CELL, "%s", cJSON_IsString(node) ? node->valuestring : "-");
+		snprintf(r->c[6], DLK_TABLE_CELL, "%s", cJSON_IsString(wr) ? wr->valuestring : "");
 		cJSON *po = cJSON_CreateObject();
-		cJSON_AddStringToObject(po, "name", r->cols[0]);
-		cJSON_AddStringToObject(po, "track", r->cols[1]);
-		cJSON_AddStringToObject(po, "phase", r->cols[2]);
-		cJSON_AddBoolToObject(po, "ready", !strcmp(r->cols[3], "yes"));
+		cJSON_AddStringToObject(po, "name", r->c[0]);
+		cJSON_AddStringToObject(po, "track", r->c[1]);
+		cJSON_AddStringToObject(po, "phase", r->c[2]);
+		cJSON_AddBoolToObject(po, "ready", !strcmp(r->c[3], "yes"));
 		cJSON_AddNumberToObject(po, "restarts", cJSON_IsNumber(rs) ? rs->valueint : 0);
 		cJSON_AddItemToArray(pj, po);
 	}
@@ -531,7 +505,7 @@ static int served_one(const struct dlk_ctx *ctx, struct kube_client *c, const ch
 	} else {
 		if (nrows > 1) {
 			dlk_buf_addc(b, '\n');
-			print_table(b, rows, nrows, 7);
+			dlk_table_print(ctx, b, rows, nrows, 7);
 		}
 		rc = 0;
 	}
@@ -546,7 +520,7 @@ out:
 
 /* ---- one job ---- */
 
-static void detail_text(const struct dlk_job_summary *s, struct dlk_buf *b)
+static void detail_text(const struct dlk_ctx *ctx, const struct dlk_job_summary *s, struct dlk_buf *b)
 {
 	char age[32] = "-", prog[160];
 
@@ -582,27 +556,27 @@ static void detail_text(const struct dlk_job_summary *s, struct dlk_buf *b)
 	}
 	dlk_buf_addf(b, "age:       %s\n\n", age);
 
-	struct row *rows = xcalloc((size_t)s->total + 1, sizeof(*rows));
+	struct dlk_table_row *rows = xcalloc((size_t)s->total + 1, sizeof(*rows));
 	static const char *const h[] = { "RANK", "POD", "NODE", "PHASE", "RESTARTS", "LAST EXIT" };
 	for (int c = 0; c < 6; c++)
-		snprintf(rows[0].cols[c], 160, "%s", h[c]);
+		snprintf(rows[0].c[c], DLK_TABLE_CELL, "%s", h[c]);
 	for (int i = 0; i < s->total; i++) {
 		const struct dlk_rank *r = &s->ranks[i];
-		struct row *w = &rows[i + 1];
+		struct dlk_table_row *w = &rows[i + 1];
 		const cJSON *node = jget2(r->pod, "spec", "nodeName");
-		snprintf(w->cols[0], 160, "%d", i);
-		snprintf(w->cols[1], 160, "%s", r->pod ? meta_name(r->pod) : "-");
-		snprintf(w->cols[2], 160, "%s", cJSON_IsString(node) ? node->valuestring : "-");
-		snprintf(w->cols[3], 160, "%s", r->pod ? r->phase : "NotCreated");
-		snprintf(w->cols[4], 160, "%d", r->restarts);
+		snprintf(w->c[0], DLK_TABLE_CELL, "%d", i);
+		snprintf(w->c[1], DLK_TABLE_CELL, "%s", r->pod ? meta_name(r->pod) : "-");
+		snprintf(w->c[2], DLK_TABLE_CELL, "%s", cJSON_IsString(node) ? node->valuestring : "-");
+		snprintf(w->c[3], DLK_TABLE_CELL, "%s", r->pod ? r->phase : "NotCreated");
+		snprintf(w->c[4], DLK_TABLE_CELL, "%d", r->restarts);
 		if (r->terminated || r->exit_code)
-			snprintf(w->cols[5], 160, "%d %s", r->exit_code, r->reason);
+			snprintf(w->c[5], DLK_TABLE_CELL, "%d %s", r->exit_code, r->reason);
 		else if (r->reason[0])
-			snprintf(w->cols[5], 160, "%s", r->reason);
+			snprintf(w->c[5], DLK_TABLE_CELL, "%s", r->reason);
 		else
-			snprintf(w->cols[5], 160, "-");
+			snprintf(w->c[5], DLK_TABLE_CELL, "-");
 	}
-	print_table(b, rows, s->total + 1, 6);
+	dlk_table_print(ctx, b, rows, s->total + 1, 6);
 	free(rows);
 }
 
@@ -624,7 +598,7 @@ static int render_one(const struct dlk_ctx *ctx, struct kube_client *c, const cJ
 		rc = emit_structured(ctx, o, b, err);
 		cJSON_Delete(o);
 	} else {
-		detail_text(&s, b);
+		detail_text(ctx, &s, b);
 	}
 	dlk_job_summary_release(&s);
 	dlk_job_summary_release(&pre);
@@ -644,7 +618,7 @@ static int render_cron(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	struct dlk_cron_summary cs;
 	const cJSON *run, *items;
 	int rc = -1, nruns, nrows = 1, ncols = 0;
-	struct row *rows = NULL;
+	struct dlk_table_row *rows = NULL;
 
 	*found = 0;
 	if (dlk_read_cronjob(c, ns, name, &cj, &jobs, &runs, err) < 0) {
@@ -688,9 +662,9 @@ static int render_cron(const struct dlk_ctx *ctx, struct kube_client *c, const c
 	}
 	if (nruns) {
 		header_row(0, 0, &rows[0]);
-		snprintf(rows[0].cols[0], 160, "RUN");
+		snprintf(rows[0].c[0], DLK_TABLE_CELL, "RUN");
 		dlk_buf_addc(b, '\n');
-		print_table(b, rows, nrows, ncols);
+		dlk_table_print(ctx, b, rows, nrows, ncols);
 		/* the newest run as a Job is shown */
 		enum dlk_job_state st;
 		run = cJSON_GetArrayItem(runs, 0);
@@ -867,6 +841,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	cJSON *jobs = NULL, *pods = NULL, *job = NULL, *served = NULL, *crons = NULL;
 	int all_ns = opt.all_ns, watch = opt.watch;
 	const char *name = args->n_pos ? args->pos[0] : NULL, *ns;
+	char *own = NULL; /* the project's name, when none was given */
 	int rc = 0;
 
 	if (all_ns && name) {
@@ -877,7 +852,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_errf(&err, DLK_EXIT_USAGE, "--compare goes with --run: dlk status NAME --run ID --compare OTHER-ID");
 		return dlk_report(ctx, &err);
 	}
-	if ((opt.history || opt.run || opt.local) && (!name || all_ns || watch)) {
+	if ((opt.history || opt.run || opt.local) && (all_ns || watch)) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "%s shows the runs of one project: give its NAME (and no -A or -w)",
 		         opt.history ? "--history" : opt.run ? "--run" : "--local");
 		return dlk_report(ctx, &err);
@@ -886,12 +861,16 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_errf(&err, DLK_EXIT_USAGE, "--local goes with --history or --run (jobs are in the cluster)");
 		return dlk_report(ctx, &err);
 	}
-	if (opt.history)
-		return dlk_show_run_history(ctx, name, opt.local);
-	if (opt.compare)
-		return dlk_compare_runs(ctx, name, opt.run, opt.compare, opt.local);
-	if (opt.run)
-		return dlk_show_run(ctx, name, opt.run, opt.local);
+	if (opt.history || opt.run) {
+		/* the runs of "the project": within its directory it needs no name */
+		if (!name && !(name = own = dlk_ctx_project_name(ctx, "project NAME", &err)))
+			return dlk_report(ctx, &err);
+		rc = opt.history ? dlk_show_run_history(ctx, name, opt.local)
+		     : opt.compare ? dlk_compare_runs(ctx, name, opt.run, opt.compare, opt.local)
+		                   : dlk_show_run(ctx, name, opt.run, opt.local);
+		free(own);
+		return rc;
+	}
 	c = dlk_kube_client(ctx, &err);
 	if (!c)
 		return dlk_report(ctx, &err);
@@ -984,7 +963,7 @@ out:
 static const struct dlk_option status_options[] = {
 	OPT_BOOL('A', "all-namespaces", &opt.all_ns, "list the dlk jobs of every namespace", .excl = 1),
 	OPT_BOOL('w', "watch", &opt.watch, "keep watching and show every change (a job: until it ends)", .excl = 1),
-	OPT_BOOL(0, "history", &opt.history, "list the runs of project NAME, newest first (-o json: their full records)",
+	OPT_BOOL(0, "history", &opt.history, "list the runs of project NAME (default: the project of -f), newest first (-o json: their full records)",
 	         .excl = 2),
 	OPT_STRING(0, "run", &opt.run, "ID", NULL, "show one run of project NAME: its outcome, metrics and provenance",
 	           .excl = 2),
@@ -1004,7 +983,8 @@ const struct dlk_command_def dlk_cmd_status = {
 	               "--history lists the runs of project NAME (every training is a run with an id: its\n"
 	               "outcome, worker counts, metrics, and the digests of its data, spec, code and image),\n"
 	               "kept in the ConfigMap NAME-runs, or with --local the runs trained here; --run ID\n"
-	               "shows one, --compare another beside it.",
+	               "shows one, --compare another beside it. With these, NAME defaults to the project of\n"
+	               "-f (./dlk.yaml): within a project's directory none is needed.",
 	.options = status_options,
 	.min_pos = 0,
 	.max_pos = 1,
@@ -1014,6 +994,7 @@ const struct dlk_command_def dlk_cmd_status = {
 	            "  $ dlk status mnist\n"
 	            "  $ dlk status -w mnist\n"
 	            "  $ dlk status mnist --history --local\n"
+	            "  $ dlk status --history --local       # in a project's directory\n"
 	            "  $ dlk status mnist --run 3f2a9c1e -o json\n"
 	            "  $ dlk status mnist --run 3f2a9c1e --compare 9b04d7aa --local\n"
 	            "  $ dlk status -A -o wide\n",

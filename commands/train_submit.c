@@ -3,9 +3,9 @@
  * come from render_train_project(). */
 #include "commands/train_submit.h"
 #include "commands/cluster.h"
-#include "commands/report_source.h"
 #include "commands/ui.h"
 #include "lib/jobs/jobdelete.h"
+#include "lib/jobs/jobrun.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/jobwatch.h"
 #include "lib/jobs/logfollow.h"
@@ -13,6 +13,7 @@
 #include "lib/render/render.h"
 #include "lib/report/report.h"
 #include "lib/util/clock.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/duration.h"
 #include "lib/util/git.h"
 #include "lib/util/mem.h"
@@ -193,7 +194,10 @@ out:
 static int write_report(struct dlk_ctx *ctx, const char *ns, const char *name, const char *path)
 {
 	struct dlk_err err = DLK_ERR_INIT;
-	cJSON *run = dlk_report_from_job(ctx, ns, name, &err);
+	struct kube_client *c = dlk_kube_client(ctx, &err);
+	cJSON *run = c ? dlk_job_run_doc(c, ns, name, dlk_ns_flag(ctx, c, ns), &err) : NULL;
+
+	dlk_kube_close(ctx, c);
 
 	if (!run || report_write_html(path, run, NULL, &err)) {
 		cJSON_Delete(run);
@@ -238,8 +242,7 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const
 		render_ns = kube_client_namespace(c);
 	{
 		/* the code being submitted: the workers record it in the run (a pod has no git tree) */
-		const char *slash = strrchr(ctx->file, '/');
-		char *dir = slash ? xstrndup(ctx->file, (size_t)(slash - ctx->file)) : xstrdup(".");
+		char *dir = dlk_dir_of(ctx->file);
 		char commit[65];
 		int dirty = 0;
 		if (dlk_git_head(dir, commit, &dirty))
@@ -321,11 +324,7 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const
 		cJSON_AddItemToArray(applied, out);
 	}
 	dlk_kube_warnings(ctx, c);
-	if (ctx->output == DLK_OUTPUT_JSON) {
-		dlk_print_json_list(applied, &err);
-	} else if (ctx->quiet) {
-		printf("%s\n", name);
-	} else {
+	if (!dlk_print_applied(ctx, applied, name)) {
 		printf("job '%s' submitted to namespace '%s' (%d worker%s)\n", name, ns, spec->resources.workers,
 		       spec->resources.workers == 1 ? "" : "s");
 		if (!wait)

@@ -2,11 +2,16 @@
 #include "lib/jobs/logline.h"
 #include "lib/jobs/podenv.h"
 #include "lib/util/clock.h"
+#include "lib/util/mem.h"
+#include "lib/util/utf8.h"
+#include "lib/util/yamljson.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
+#include <unistd.h>
 
 int dlk_report(const struct dlk_ctx *ctx, const struct dlk_err *err)
 {
@@ -148,6 +153,131 @@ int dlk_print_json_list(cJSON *objects, struct dlk_err *err)
 	printf("%s\n", s);
 	free(s);
 	return 0;
+}
+
+int dlk_print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_err *err)
+{
+	if (ctx->output == DLK_OUTPUT_JSON)
+		return dlk_print_json_list(objects, err);
+	if (ctx->output != DLK_OUTPUT_YAML && ctx->output != DLK_OUTPUT_TEXT)
+		return dlk_errf(err, DLK_EXIT_USAGE, "--dry-run prints yaml or json, not '%s'", dlk_output_names[ctx->output]);
+	char *y = yamljson_emit_stream(objects, err);
+	if (!y)
+		return -1;
+	fputs(y, stdout);
+	free(y);
+	return 0;
+}
+
+int dlk_print_applied(const struct dlk_ctx *ctx, cJSON *applied, const char *name)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+
+	if (ctx->output == DLK_OUTPUT_JSON) {
+		/* the objects are in the cluster: a list that cannot be printed is said, not fatal */
+		if (dlk_print_json_list(applied, &err))
+			dlk_warn(ctx, "%s", err.msg);
+		return 1;
+	}
+	if (ctx->quiet) {
+		printf("%s\n", name);
+		return 1;
+	}
+	return 0;
+}
+
+int dlk_term_width(void)
+{
+	struct winsize ws;
+	const char *env = getenv("COLUMNS");
+	char *end;
+
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	if (env && *env) {
+		long n = strtol(env, &end, 10);
+		if (!*end && n > 0 && n < 10000)
+			return (int)n;
+	}
+	return 80;
+}
+
+/* One cell as it is shown: control characters and bytes that are not UTF-8 escaped. Returns its
+ * width in characters. */
+static size_t cell_add(struct dlk_buf *b, const char *s)
+{
+	size_t n = strlen(s), chars = 0;
+
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		size_t k = dlk_utf8_decode((const unsigned char *)s + i, n - i, &cp);
+		if (!k || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+			for (size_t j = 0; j < (k ? k : 1); j++, chars += 4)
+				dlk_buf_addf(b, "\\x%02x", (unsigned char)s[i + j]);
+			i += k ? k : 1;
+			continue;
+		}
+		dlk_buf_add(b, s + i, k);
+		chars++;
+		i += k;
+	}
+	return chars;
+}
+
+/* The width a cell is shown at (cell_add into a scratch buffer) */
+static size_t cell_width(const char *s)
+{
+	struct dlk_buf t = DLK_BUF_INIT;
+	size_t w = cell_add(&t, s);
+
+	dlk_buf_release(&t);
+	return w;
+}
+
+void dlk_table_print(const struct dlk_ctx *ctx, struct dlk_buf *b, const struct dlk_table_row *rows, int nrows,
+                     int ncols)
+{
+	size_t w[DLK_TABLE_COLS] = { 0 }, width = ctx && ctx->tty_out ? (size_t)dlk_term_width() : 0;
+	struct dlk_buf line = DLK_BUF_INIT;
+
+	if (ncols > DLK_TABLE_COLS)
+		ncols = DLK_TABLE_COLS;
+	for (int r = 0; r < nrows; r++)
+		for (int c = 0; c < ncols; c++) {
+			size_t cw = cell_width(rows[r].c[c]);
+			if (cw > w[c])
+				w[c] = cw;
+		}
+	for (int r = 0; r < nrows; r++) {
+		size_t chars = 0;
+		dlk_buf_reset(&line);
+		for (int c = 0; c < ncols; c++) {
+			size_t cw = cell_add(&line, rows[r].c[c]);
+			chars += cw;
+			for (; c < ncols - 1 && cw < w[c] + 3; cw++, chars++)
+				dlk_buf_addc(&line, ' ');
+		}
+		for (; line.len && line.data[line.len - 1] == ' '; chars--)
+			line.data[--line.len] = '\0';
+		/* A line longer than the terminal would wrap into the next row and break every column
+		 * below it (a failed run's reason did at 120 columns). The free text is last, so the
+		 * cut takes it first; the "…" says something was cut. Piped output is data: kept whole. */
+		if (width && chars > width) {
+			size_t keep = 0, seen = 0;
+			for (; keep < line.len; keep++)
+				if (((unsigned char)line.data[keep] & 0xc0) != 0x80 && seen++ == width - 1)
+					break;
+			line.len = keep;
+			while (line.len && line.data[line.len - 1] == ' ')
+				line.len--;
+			dlk_buf_add(b, line.data, line.len);
+			dlk_buf_adds(b, "\xe2\x80\xa6"); /* … */
+		} else {
+			dlk_buf_add(b, line.data, line.len);
+		}
+		dlk_buf_addc(b, '\n');
+	}
+	dlk_buf_release(&line);
 }
 
 void dlk_progress_draw(struct dlk_progress *p, int force, const char *fmt, ...)

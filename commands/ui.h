@@ -6,6 +6,7 @@
 #include <cJSON.h>
 
 #include "commands/ctx.h"
+#include "lib/util/buf.h"
 
 /* Prints "error: MSG" and, when present, "hint: HINT" to stderr; returns err->code (or 1). */
 int dlk_report(const struct dlk_ctx *ctx, const struct dlk_err *err);
@@ -29,6 +30,30 @@ void dlk_log_json(const struct dlk_ctx *ctx, const char *level, const char *msg,
 /* Prints objects (an array of Kubernetes objects) on stdout as one v1 List in JSON, as `kubectl
  * get -o json` prints several objects (and `kubectl apply -f` takes). -1 with err when it cannot. */
 int dlk_print_json_list(cJSON *objects, struct dlk_err *err);
+/* --dry-run: prints objects on stdout as YAML documents (the default, and -o yaml) or as one v1
+ * List (-o json). -1 with err (DLK_EXIT_USAGE) for any other -o. */
+int dlk_print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_err *err);
+/* After objects were applied: -o json prints applied (what the API server returned) as one v1
+ * List, -q prints name alone; returns 1 then. 0 when the caller says its own sentence (text). */
+int dlk_print_applied(const struct dlk_ctx *ctx, cJSON *applied, const char *name);
+
+/* A table as kubectl's printers lay one out: rows[0] is the header, each column as wide as its
+ * widest cell, three spaces between columns, no trailing blanks. A cell holds at most
+ * DLK_TABLE_CELL - 1 bytes (snprintf it, sizeof included). */
+#define DLK_TABLE_COLS 13
+#define DLK_TABLE_CELL 200
+struct dlk_table_row {
+	char c[DLK_TABLE_COLS][DLK_TABLE_CELL];
+};
+/* Appends the table to b. Widths count characters, not bytes; a control character or a byte
+ * that is not UTF-8 (a reason or a name read from a cluster or a record) is shown escaped
+ * ("\x1b") and so cannot move the cursor or break the columns. On a terminal (ctx->tty_out) a
+ * row wider than the terminal is cut to its width and ends in "…": the last column, the free
+ * text (a reason, a path), goes first. Piped output is never cut, so a script reads every byte. */
+void dlk_table_print(const struct dlk_ctx *ctx, struct dlk_buf *b, const struct dlk_table_row *rows, int nrows,
+                     int ncols);
+/* The width of the terminal stdout is, in columns: its window size, else $COLUMNS, else 80. */
+int dlk_term_width(void);
 
 /* A one-line progress display on stderr when it is a terminal (redrawn in place, at most ~10
  * times a second), nothing otherwise. */

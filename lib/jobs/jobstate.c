@@ -2,6 +2,7 @@
 #include "lib/jobs/jobstate.h"
 #include "lib/kube/api.h"
 #include "lib/train/progress.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
 
 #include <stdarg.h>
@@ -95,17 +96,12 @@ static int pod_newer(const cJSON *a, const cJSON *b)
 	return strtoll(ra ? ra : "0", NULL, 10) > strtoll(rb ? rb : "0", NULL, 10);
 }
 
+/* seconds since the epoch, -1 when s is not a time */
 static double parse_time(const char *s)
 {
-	struct tm tm;
+	double t;
 
-	if (!s)
-		return -1;
-	memset(&tm, 0, sizeof(tm));
-	const char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!end)
-		return -1;
-	return (double)timegm(&tm);
+	return dlk_rfc3339_parse(s, &t) ? -1 : t;
 }
 
 static void fill_rank(struct dlk_rank *r)

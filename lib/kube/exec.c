@@ -1,9 +1,9 @@
 #include "lib/kube/exec.h"
 #include "lib/util/buf.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
 
 #include <cJSON.h>
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -19,39 +19,6 @@ extern char **environ;
 /* An interactive plugin may wait for the user to log in; a non-interactive one should not hang. */
 #define EXEC_TIMEOUT_MS 60000
 #define EXEC_TIMEOUT_INTERACTIVE_MS (10 * 60000)
-
-int kube_parse_rfc3339(const char *s, time_t *out)
-{
-	struct tm tm;
-	int off = 0;
-	const char *p;
-
-	memset(&tm, 0, sizeof(tm));
-	p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (!p)
-		return -1;
-	if (*p == '.')
-		for (p++; isdigit((unsigned char)*p); p++)
-			;
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		int sign = *p == '-' ? -1 : 1, hh, mm;
-		if (!isdigit((unsigned char)p[1]) || !isdigit((unsigned char)p[2]) || p[3] != ':' ||
-		    !isdigit((unsigned char)p[4]) || !isdigit((unsigned char)p[5]))
-			return -1;
-		hh = (p[1] - '0') * 10 + (p[2] - '0');
-		mm = (p[4] - '0') * 10 + (p[5] - '0');
-		off = sign * (hh * 3600 + mm * 60);
-		p += 6;
-	} else {
-		return -1;
-	}
-	if (*p)
-		return -1;
-	*out = timegm(&tm) - off;
-	return 0;
-}
 
 void kube_exec_cred_release(struct kube_exec_cred *c)
 {
@@ -171,10 +138,12 @@ static int exec_parse(const struct kube_config *cfg, const char *out, struct kub
 	}
 	v = cJSON_GetObjectItemCaseSensitive(st, "expirationTimestamp");
 	if (v && !cJSON_IsNull(v)) {
-		if (!cJSON_IsString(v) || kube_parse_rfc3339(v->valuestring, &cred->expiry) < 0) {
+		double t;
+		if (!cJSON_IsString(v) || dlk_rfc3339_parse(v->valuestring, &t) < 0) {
 			dlk_errf(err, DLK_EXIT_AUTH, "exec plugin '%s': status.expirationTimestamp is not an RFC 3339 time", cmd);
 			goto out;
 		}
+		cred->expiry = (time_t)t;
 	}
 	rc = 0;
 out:

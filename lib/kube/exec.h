@@ -25,7 +25,4 @@ int kube_exec_run(const struct kube_config *cfg, struct kube_exec_cred *cred, st
 
 void kube_exec_cred_release(struct kube_exec_cred *cred);
 
-/* Parses an RFC 3339 time ("2026-01-02T03:04:05Z", fractions and offsets allowed) into *out. */
-int kube_parse_rfc3339(const char *s, time_t *out);
-
 #endif

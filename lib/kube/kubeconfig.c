@@ -570,7 +570,7 @@ int kube_config_load(const struct kube_config_opts *opts, struct kube_config *cf
 	cfg->context = xstrdup(ctxname);
 	cfg->cluster_name = xstrdup(clname);
 	cfg->user_name = xstrdup(usname ? usname : "");
-	cfg->namespace = xstrdup(opts->namespace && *opts->namespace ? opts->namespace : ns ? ns : "default");
+	cfg->namespace = xstrdup(kube_namespace_pick(opts->namespace, NULL, ns));
 	if (kc_find(files, nfiles, "clusters", "cluster", clname, &cl) < 0) {
 		kc_fail(err, &ctx, "cluster", "cluster '%s' not found", clname);
 		goto out;
@@ -642,7 +642,7 @@ int kube_config_in_cluster(const char *sa_dir, const char *ns_override, struct k
 			b.data[--b.len] = '\0';
 		cfg->namespace = dlk_buf_detach(&b, NULL);
 	} else {
-		cfg->namespace = xstrdup("default");
+		cfg->namespace = xstrdup(kube_namespace_pick(NULL, NULL, NULL));
 	}
 	rc = 0;
 out:
@@ -700,4 +700,13 @@ void kube_config_release(struct kube_config *cfg)
 	}
 	free(cfg->warning);
 	memset(cfg, 0, sizeof(*cfg));
+}
+
+const char *kube_namespace_pick(const char *flag, const char *project, const char *context)
+{
+	if (flag && *flag)
+		return flag;
+	if (project && *project)
+		return project;
+	return context && *context ? context : "default";
 }

@@ -99,4 +99,9 @@ char *kube_base64_decode(const char *in, size_t *out_len);
 /* Shows a path as users know it: "$HOME/x" becomes "~/x". Returns a new string the caller frees. */
 char *kube_display_path(const char *path);
 
+/* The namespace a command acts in, kubectl's rule with the project between: -n (flag), else the
+ * project's (project), else the kubeconfig context's (context), else "default". NULL and "" are
+ * not given. Returns one of its arguments or "default" (the one home of that fallback). */
+const char *kube_namespace_pick(const char *flag, const char *project, const char *context);
+
 #endif

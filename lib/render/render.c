@@ -1,10 +1,12 @@
 #include "lib/render/render.h"
 #include "lib/jobs/logarchive.h"
+#include "lib/kube/kubeconfig.h"
 #include "lib/runs/runs.h"
 #include "lib/data/fetch.h"
 #include "lib/render/embedded.h"
 #include "lib/render/mustache.h"
 #include "lib/util/buf.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 #include "lib/util/suggest.h"
 #include "lib/util/yamljson.h"
@@ -389,7 +391,7 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 {
 	const struct dlk_resources *res = &spec->resources;
 	const struct dlk_storage *st = &spec->storage;
-	const char *ns = opts && opts->namespace_ ? opts->namespace_ : spec->namespace_ ? spec->namespace_ : "default";
+	const char *ns = kube_namespace_pick(opts ? opts->namespace_ : NULL, spec->namespace_, NULL);
 	cJSON *c, *o;
 	char *s;
 
@@ -558,11 +560,20 @@ cJSON *render_train_project(const struct dlk_project *spec, const char *project_
 	return render_train_project_git(spec, project_file, templates_dir, namespace_, NULL, 0, err);
 }
 
+/* the project's own templates: templates/ beside its project file */
+static char *templates_dir_of(const char *project_file)
+{
+	char *dir = dlk_dir_of(project_file), *t;
+
+	t = strcmp(dir, ".") ? xasprintf("%s/templates", dir) : xstrdup("templates");
+	free(dir);
+	return t;
+}
+
 cJSON *render_train_project_git(const struct dlk_project *spec, const char *project_file, const char *templates_dir,
                                 const char *namespace_, const char *git_commit, int git_dirty, struct dlk_err *err)
 {
 	struct render_opts ro = RENDER_OPTS_INIT;
-	const char *slash = strrchr(project_file, '/');
 	char *tdir = NULL, *yaml = project_dump_yaml(spec);
 	cJSON *objects;
 
@@ -573,7 +584,7 @@ cJSON *render_train_project_git(const struct dlk_project *spec, const char *proj
 		ro.templates_dir = templates_dir;
 	} else {
 		/* the project's own templates/, next to its file, when there is one */
-		tdir = slash ? xasprintf("%.*s/templates", (int)(slash - project_file), project_file) : xstrdup("templates");
+		tdir = templates_dir_of(project_file);
 		ro.templates_dir = tdir;
 		ro.templates_dir_optional = 1;
 	}
@@ -606,7 +617,7 @@ cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_y
 {
 	const struct dlk_serving *sg = &spec->serving;
 	const struct render_serving_model *m = &sv->model;
-	const char *ns = opts && opts->namespace_ ? opts->namespace_ : spec->namespace_ ? spec->namespace_ : "default";
+	const char *ns = kube_namespace_pick(opts ? opts->namespace_ : NULL, spec->namespace_, NULL);
 	cJSON *c, *o;
 	char *s;
 
@@ -714,7 +725,6 @@ cJSON *render_serving_project(const struct dlk_project *spec, const char *projec
 {
 	struct render_opts ro = RENDER_OPTS_INIT;
 	struct render_templates *set = NULL;
-	const char *slash = strrchr(project_file, '/');
 	char *tdir = NULL, *yaml = project_dump_yaml(spec);
 	cJSON *ctx = NULL, *objects = NULL;
 
@@ -722,7 +732,7 @@ cJSON *render_serving_project(const struct dlk_project *spec, const char *projec
 	if (templates_dir) {
 		ro.templates_dir = templates_dir;
 	} else {
-		tdir = slash ? xasprintf("%.*s/templates", (int)(slash - project_file), project_file) : xstrdup("templates");
+		tdir = templates_dir_of(project_file);
 		ro.templates_dir = tdir;
 		ro.templates_dir_optional = 1;
 	}

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 
 #ifndef DLK_VERSION
@@ -1034,50 +1035,12 @@ int report_html(const cJSON *run, const cJSON *other, struct dlk_buf *b, struct 
 int report_write_html(const char *path, const cJSON *run, const cJSON *other, struct dlk_err *err)
 {
 	struct dlk_buf page = DLK_BUF_INIT;
-	char *tmp = NULL;
-	int fd = -1, rc = -1;
+	int rc = -1;
 
 	if (report_html(run, other, &page, err))
 		goto out;
-	tmp = xasprintf("%s.tmp.XXXXXX", path);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", path, strerror(errno));
-		free(tmp);
-		tmp = NULL;
-		goto out;
-	}
-	fchmod(fd, 0644);
-	for (size_t off = 0; off < page.len;) {
-		ssize_t n = write(fd, page.data + off, page.len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", path, n < 0 ? strerror(errno) : "short write");
-			goto out;
-		}
-		off += (size_t)n;
-	}
-	if (close(fd)) {
-		fd = -1;
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", path, strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path)) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", path, strerror(errno));
-		goto out;
-	}
-	free(tmp);
-	tmp = NULL;
-	rc = 0;
+	rc = dlk_write_file_atomic(path, page.data, page.len, 0644, err);
 out:
-	if (fd >= 0)
-		close(fd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
 	dlk_buf_release(&page);
 	return rc;
 }

@@ -131,6 +131,16 @@ struct dlk_run_store *dlk_runs_open_dir(const char *dir, const char *project);
 /* <project dir>/.dlk/runs/<name>, where the project file at spec_file keeps its local runs.
  * Caller frees. */
 char *dlk_runs_local_dir(const char *spec_file, const char *name);
+/* "The runs trained here": the local history of each project kept beside spec_file (its
+ * directory's .dlk/runs/), then of each directory right below the current one that keeps one
+ * (`dlk init DIR` gives each project a directory of its own), each directory once. Calls fn with
+ * the project's store directory and name, in a stable order (sorted); stops at the first
+ * non-zero return of fn and returns it, else 0. */
+int dlk_runs_local_each(const char *spec_file, int (*fn)(const char *dir, const char *project, void *ud), void *ud);
+/* The record of run id (or a prefix of at least 4 characters) among the runs trained here
+ * (dlk_runs_local_each), a new tree the caller owns. NULL with err: DLK_EXIT_NOTFOUND when none
+ * has it, DLK_EXIT_USAGE when runs of two projects start so. */
+cJSON *dlk_runs_local_find(const char *spec_file, const char *id, struct dlk_err *err);
 /* The records of project in the ConfigMap <project>-runs of ns, through c (borrowed, must
  * outlive the store). A ConfigMap that does not exist reads as no runs; writing to it fails
  * (the worker may not create it: `dlk train` renders it). */

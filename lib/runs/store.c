@@ -288,9 +288,135 @@ struct dlk_run_store *dlk_runs_open_dir(const char *dir, const char *project)
 
 char *dlk_runs_local_dir(const char *spec_file, const char *name)
 {
-	const char *slash = strrchr(spec_file, '/');
+	char *dir = dlk_dir_of(spec_file), *p;
 
-	if (!slash)
-		return xasprintf(".dlk/runs/%s", name);
-	return xasprintf("%.*s/.dlk/runs/%s", (int)(slash - spec_file), spec_file, name);
+	/* a bare name keeps the path relative without "./", as it always was */
+	p = strcmp(dir, ".") ? xasprintf("%s/.dlk/runs/%s", dir, name) : xasprintf(".dlk/runs/%s", name);
+	free(dir);
+	return p;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* the project histories in runs (a .dlk/runs directory), sorted; 0 when there is none */
+static int each_in(const char *runs, int (*fn)(const char *dir, const char *project, void *ud), void *ud)
+{
+	DIR *d = opendir(runs);
+	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (n == cap)
+			names = xrealloc(names, (cap = cap ? 2 * cap : 8) * sizeof(*names));
+		names[n++] = xstrdup(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		char *dir = xasprintf("%s/%s", runs, names[i]);
+		struct stat st;
+		if (!rc && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+			rc = fn(dir, names[i], ud);
+		free(dir);
+		free(names[i]);
+	}
+	free(names);
+	return rc;
+}
+
+int dlk_runs_local_each(const char *spec_file, int (*fn)(const char *dir, const char *project, void *ud), void *ud)
+{
+	char *pdir = dlk_dir_of(spec_file), *runs = xasprintf("%s/.dlk/runs", pdir), *here = NULL, *rp = NULL;
+	DIR *d = NULL;
+	struct dirent *de;
+	char **subs = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	rc = each_in(runs, fn, ud);
+	/* the project beside -f may also be one of the directories below: read it once (by its
+	 * real path, so "./p" and "p" are the same) */
+	rp = realpath(pdir, NULL);
+	d = rc ? NULL : opendir(".");
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (n == cap)
+			subs = xrealloc(subs, (cap = cap ? 2 * cap : 8) * sizeof(*subs));
+		subs[n++] = xstrdup(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (n)
+		qsort(subs, n, sizeof(*subs), cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		char *sr = realpath(subs[i], NULL);
+		if (!rc && sr && (!rp || strcmp(sr, rp))) {
+			here = xasprintf("%s/.dlk/runs", subs[i]);
+			rc = each_in(here, fn, ud);
+			free(here);
+		}
+		free(sr);
+		free(subs[i]);
+	}
+	free(subs);
+	free(rp);
+	free(runs);
+	free(pdir);
+	return rc;
+}
+
+struct local_find {
+	const char *id;
+	cJSON *found;
+	struct dlk_err *err;
+};
+
+static int find_one(const char *dir, const char *project, void *ud)
+{
+	struct local_find *f = ud;
+	struct dlk_err e = DLK_ERR_INIT;
+	struct dlk_run_store *s = dlk_runs_open_dir(dir, project);
+	cJSON *rec = NULL;
+	int rc = 0;
+
+	if (dlk_runs_get(s, f->id, &rec, &e) == 0) {
+		if (f->found) {
+			dlk_errf(f->err, DLK_EXIT_USAGE, "run '%s' is ambiguous: runs of '%s' and '%s' start so", f->id,
+			         dlk_run_project(f->found), project);
+			dlk_err_hint(f->err, "give more of the id");
+			cJSON_Delete(rec);
+			rc = -1;
+		} else {
+			f->found = rec;
+		}
+	} else if (e.code != DLK_EXIT_NOTFOUND) {
+		*f->err = e;
+		rc = -1;
+	}
+	dlk_runs_close(s);
+	return rc;
+}
+
+cJSON *dlk_runs_local_find(const char *spec_file, const char *id, struct dlk_err *err)
+{
+	struct local_find f = { id, NULL, err };
+
+	if (dlk_runs_local_each(spec_file, find_one, &f)) {
+		cJSON_Delete(f.found);
+		return NULL;
+	}
+	if (!f.found)
+		dlk_errf(err, DLK_EXIT_NOTFOUND, "no run '%s' in the local histories here (.dlk/runs beside the project "
+		         "file and in the directories below this one)", id);
+	return f.found;
 }

@@ -553,7 +553,7 @@ struct dlk_store *dlk_store_open_pvc(const char *url, const struct dlk_store_opt
 	}
 	p = xcalloc(1, sizeof(*p));
 	p->kube = opts->kube;
-	p->ns = xstrdup(opts->namespace_ && *opts->namespace_ ? opts->namespace_ : "default");
+	p->ns = xstrdup(kube_namespace_pick(opts->namespace_, NULL, NULL));
 	p->claim = xstrndup(rest, cl);
 	p->path = dlk_buf_detach(&path, NULL);
 	s = xcalloc(1, sizeof(*s));

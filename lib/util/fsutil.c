@@ -32,7 +32,8 @@ int dlk_write_file_atomic(const char *path, const void *data, size_t len, mode_t
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 
 	if (fd < 0) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot create '%s': %s", tmp, strerror(errno));
+		/* the file asked for, not the temporary name beside it: that is the one the user knows */
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", path, strerror(errno));
 		free(tmp);
 		return -1;
 	}
@@ -86,4 +87,14 @@ int dlk_mkdir_p(const char *path, struct dlk_err *err)
 	}
 	free(copy);
 	return 0;
+}
+
+char *dlk_dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return xstrdup(".");
+	/* "/dlk.yaml" is in "/", not in "" */
+	return slash == path ? xstrdup("/") : xstrndup(path, (size_t)(slash - path));
 }

@@ -12,5 +12,9 @@
 int dlk_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, struct dlk_err *err);
 /* mkdir -p; existing directories are fine. */
 int dlk_mkdir_p(const char *path, struct dlk_err *err);
+/* The directory of path, "." for a bare name: a project's directory from its project file's path
+ * (where its templates/, .dlk/, relative data paths and git tree are). A new string, the
+ * caller's. */
+char *dlk_dir_of(const char *path);
 
 #endif

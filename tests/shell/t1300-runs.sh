@@ -133,6 +133,28 @@ test_expect_success 'a run id that no history holds, and no cluster: says where 
 	grep_q "deadbeef-0000" err
 '
 
+test_expect_success 'within a project directory the history, a run and the report need no name' '
+	dlk status blobs --history --local -f "$P/dlk.yaml" >want &&
+	(cd "$P" && dlk status --history --local) >hist && diff -u want hist &&
+	a=$(dlk status blobs --history --local -f "$P/dlk.yaml" -o json | jq -r ".runs[0].run.id") &&
+	(cd "$P" && dlk status --run "$a" --local -o json) | jq -e ".run.id == \"$a\"" &&
+	(cd "$P" && dlk report -o json) >r.json &&
+	jq -e ".runs[0].source.kind == \"bundle\"" r.json &&
+	test "$(jq -r ".runs[0].weights.sha256" r.json)" = "$(tar -xOf "$P/blobs.dlk" model.json | jq -r .weights.sha256)" &&
+	(cd "$P" && dlk report blobs -o json) >r2.json && diff -u r.json r2.json &&
+	rm -f "$P/blobs.html" && (cd "$P" && dlk report -q) && test -s "$P/blobs.html"
+'
+
+test_expect_success 'without its bundle, NAME is the newest run trained here; with no project file, says what to give' '
+	mkdir nob && cp "$P/dlk.yaml" nob/ && cp -r "$P/.dlk" nob/ &&
+	a=$(dlk status blobs --history --local -f nob/dlk.yaml -o json | jq -r ".runs[0].run.id") &&
+	(cd nob && dlk report blobs -o json) | jq -e ".runs[0].source.kind == \"run\" and .runs[0].source.id == \"$a\"" &&
+	(cd nob && dlk report -o json) | jq -e ".runs[0].source.id == \"$a\"" &&
+	mkdir none && (cd none && test_exit_code 2 dlk status --history --local 2>err && cat err &&
+		grep_q "no project NAME given, and no project file .dlk.yaml. here" err &&
+		test_exit_code 2 dlk report 2>err && cat err && grep_q "no run .* given, and no project file" err)
+'
+
 test_expect_success 'a damaged record is left out with a warning, not a failure' '
 	cp -r "$P" d && printf "{\"format\": \"dlk-run\", \"version\": 1, \"run\": {\"id\": 5}}" >d/.dlk/runs/blobs/bad.json &&
 	dlk status blobs --history --local -f d/dlk.yaml >hist 2>err && cat err hist &&
@@ -175,6 +197,36 @@ test_expect_success '--if-data-changed: unchanged data is a skipped run and exit
 	grep_q "the data differs from what run [0-9a-f]\{8\} trained on: training" err &&
 	dlk status blobs --history --local -f c/dlk.yaml -o json | jq -e ".runs[0].run.outcome == \"succeeded\" and .runs[0].run.trigger == \"data-changed\"" &&
 	test_exit_code 2 dlk train --if-data-changed -f c/dlk.yaml 2>err
+'
+
+# stdout a terminal of COLUMNS columns (script(1) gives the command one; with no terminal of its
+# own to copy, its width is unknown and dlk reads COLUMNS)
+on_tty() {
+	cols=$1 && shift &&
+	COLUMNS=$cols script -qc "$*" /dev/null </dev/null | tr -d "\r"
+}
+longest() { LC_ALL=C.UTF-8 wc -L <"$1"; }
+
+test_expect_success 'on a terminal the history fits its width, the reason cut with "…"; piped, nothing is cut' '
+	command -v script >/dev/null || test_missing "script(1)" &&
+	make_project c && dlk train --local -q -f c/dlk.yaml >/dev/null 2>&1 &&
+	test_exit_code 10 dlk train --local -q --if-data-changed -f c/dlk.yaml >/dev/null 2>&1 &&
+	id=$(dlk status blobs --history --local -f c/dlk.yaml -o json | jq -r ".runs[1].run.id") &&
+	dlk status blobs --history --local -f c/dlk.yaml >piped && cat piped &&
+	test "$(longest piped)" -gt 130 && grep_q "the data is unchanged since run $id$" piped && ! grep -q "…" piped &&
+	on_tty 130 "\"$DLK\" status blobs --history --local -f c/dlk.yaml" >tty && cat tty &&
+	test "$(wc -l <tty)" = "$(wc -l <piped)" && test "$(longest tty)" -le 130 &&
+	sed -n 2p tty | grep_q " skipped .* the data is…$" &&
+	head -n 1 tty | grep_q "TRIGGER  *REASON$" &&
+	on_tty 400 "\"$DLK\" status blobs --history --local -f c/dlk.yaml" >wide && diff -u piped wide
+'
+
+test_expect_success 'a reason read from a record cannot move the cursor: control characters are shown escaped' '
+	mkdir esc && cp "$P/dlk.yaml" esc/ && cp -r "$P/.dlk" esc/ &&
+	f=$(ls esc/.dlk/runs/blobs/*.json | head -n 1) &&
+	jq ".run.reason = \"bad \u001b[31mred\tend\"" "$f" >x && mv x "$f" &&
+	dlk status blobs --history --local -f esc/dlk.yaml >hist && cat hist &&
+	grep -q "bad \\\\x1b\[31mred\\\\x09end$" hist && ! grep -q "$(printf "\033")" hist
 '
 
 test_expect_success 'a project with no runs says so' '

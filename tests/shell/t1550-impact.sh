@@ -56,6 +56,17 @@ test_expect_success 'impact by tag lists exactly the runs of that dataset, newes
 	test "$(wc -l <out)" = 2 && grep -q "^$(cut -c1-8 "$TEST_TMP/beta.ids") .*beta .*succeeded" out && ! grep -q alpha out
 '
 
+test_expect_success '--local reads every project trained here: the directories below this one too' '
+	mkdir -p w && cp -r "$P" w/p && cp -r "$P" w/q && rm -rf w/q/.dlk/runs/beta && mkdir w/empty &&
+	(cd w && dlk impact "$(cat "$TEST_TMP/id1")" --local -o json) >j &&
+	jq -e "[.runs[].id] | length == 4" j &&
+	test "$(jq -r ".runs[].id" j | sort -u | wc -l)" = 2 &&
+	(cd w && dlk impact "$(cat "$TEST_TMP/id2")" --local -o json) >j &&
+	jq -e "[.runs[].id] == [\"$(cat "$TEST_TMP/beta.ids")\"]" j &&
+	(cd w/p && dlk impact "$(cat "$TEST_TMP/id1")" --local -f a.yaml -o json) >j &&
+	jq -e "[.runs[].project] == [\"alpha\", \"alpha\"]" j
+'
+
 test_expect_success 'the id, a prefix of it and the tag give the same runs; json parses' '
 	dlk impact "$(cat "$TEST_TMP/id1")" --local -f "$P/a.yaml" -o json >j1 &&
 	dlk impact "$(cut -c1-15 "$TEST_TMP/id1")" --local -f "$P/a.yaml" -o json >j2 &&
@@ -78,7 +89,7 @@ test_expect_success 'a data file'"'"'s sha256 finds the runs that read it' '
 test_expect_success 'a dataset no run used is "not found" (6); bad references are usage errors (2)' '
 	dlk data push "$TEST_TMP/d1/test.csv" --to "$STORE" --tag lonely@v1 -q >id3 &&
 	test_exit_code 6 dlk impact lonely@v1 --local -f "$P/a.yaml" >out 2>err && test ! -s out &&
-	grep -q "no run in the local history (.*\.dlk/runs) used dataset $(cat id3)" err &&
+	grep -q "no run in the local histories here (.dlk/runs beside .*a.yaml. and in the directories below this one) used dataset $(cat id3)" err &&
 	test_exit_code 6 dlk impact blobs@v9 --local -f "$P/a.yaml" 2>err && grep -q "no tag .blobs@v9. in" err &&
 	test_exit_code 2 dlk impact "bad name" --local -f "$P/a.yaml" 2>err && grep -q "names no dataset" err &&
 	test_exit_code 2 dlk impact --local 2>err &&

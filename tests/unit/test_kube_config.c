@@ -217,10 +217,12 @@ int main(void)
 	free(d);
 	CHECK(kube_base64_decode("aGVsbG8=x", &n) == NULL);
 	CHECK(kube_base64_decode("a", &n) == NULL);
-	time_t t;
-	CHECK(kube_parse_rfc3339("2026-01-02T03:04:05Z", &t) == 0 && t == 1767323045);
-	CHECK(kube_parse_rfc3339("2026-01-02T04:04:05.123+01:00", &t) == 0 && t == 1767323045);
-	CHECK(kube_parse_rfc3339("2026-01-02 03:04:05", &t) == -1);
+	/* the namespace: -n, else the project's, else the context's, else "default"; "" is not given */
+	CHECK_STR(kube_namespace_pick("ns", "proj", "ctx"), "ns");
+	CHECK_STR(kube_namespace_pick("", "proj", "ctx"), "proj");
+	CHECK_STR(kube_namespace_pick(NULL, NULL, "ctx"), "ctx");
+	CHECK_STR(kube_namespace_pick(NULL, "", ""), "default");
+	CHECK_STR(kube_namespace_pick(NULL, NULL, NULL), "default");
 	const char *y = "a: &x [1, 2]\nb: *x\nc: ~\nd: true\n";
 	cJSON *j = kube_yaml_to_json(y, strlen(y), "t", &err);
 	CHECK(j && cJSON_GetArraySize(cJSON_GetObjectItem(j, "b")) == 2 && cJSON_IsNull(cJSON_GetObjectItem(j, "c")) &&

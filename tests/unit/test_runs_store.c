@@ -10,7 +10,11 @@
 #include "lib/kube/api.h"
 #include "lib/kube/client_impl.h"
 #include "lib/runs/runs.h"
+#include "lib/util/buf.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
+
+#include <unistd.h>
 
 static struct kt_server srv;
 
@@ -260,10 +264,64 @@ static void test_configmap_store(void)
 	kube_client_free(c);
 }
 
+static int seen(const char *dir, const char *project, void *ud)
+{
+	struct dlk_buf *b = ud;
+
+	dlk_buf_addf(b, "%s=%s;", project, dir);
+	return 0;
+}
+
+/* "the runs trained here": the project beside -f, then each directory below the current one */
+static void test_local_each(void)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_buf b = DLK_BUF_INIT;
+	char *top = xasprintf("%s/here", kt_tmpdir()), cwd[4096];
+	const char *const dirs[] = { "proj/.dlk/runs/alpha", "other/.dlk/runs/beta", "empty" };
+	cJSON *r;
+
+	CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+	CHECK(dlk_mkdir_p(top, &err) == 0 && chdir(top) == 0);
+	for (int i = 0; i < 3; i++) {
+		CHECK(dlk_mkdir_p(dirs[i], &err) == 0);
+		if (i == 2)
+			break;
+		struct dlk_run_store *s = dlk_runs_open_dir(dirs[i], i ? "beta" : "alpha");
+		r = record(i ? "beta" : "alpha", i ? "abcd9999-0000-4000-8000-000000000009" : "abcd1111-0000-4000-8000-000000000001",
+		           "2026-01-01T00:00:00.100Z", SHA_A);
+		CHECK(dlk_runs_put(s, r, &err) == 0);
+		cJSON_Delete(r);
+		dlk_runs_close(s);
+	}
+	/* the project beside -f is read once, though it is also a directory below this one */
+	CHECK(dlk_runs_local_each("proj/dlk.yaml", seen, &b) == 0);
+	CHECK_STR(b.data, "alpha=proj/.dlk/runs/alpha;beta=other/.dlk/runs/beta;");
+	dlk_buf_reset(&b);
+	CHECK(dlk_runs_local_each("./proj/dlk.yaml", seen, &b) == 0);
+	CHECK_STR(b.data, "alpha=./proj/.dlk/runs/alpha;beta=other/.dlk/runs/beta;");
+	dlk_buf_reset(&b);
+	/* from a directory without a project file: every project below */
+	CHECK(dlk_runs_local_each("dlk.yaml", seen, &b) == 0);
+	CHECK_STR(b.data, "beta=other/.dlk/runs/beta;alpha=proj/.dlk/runs/alpha;");
+	dlk_buf_release(&b);
+
+	r = dlk_runs_local_find("dlk.yaml", "abcd9999", &err);
+	CHECK(r && !strcmp(dlk_run_project(r), "beta"));
+	cJSON_Delete(r);
+	CHECK(dlk_runs_local_find("dlk.yaml", "abcd", &err) == NULL && err.code == DLK_EXIT_USAGE);
+	CHECK_CONTAINS(err.msg, "run 'abcd' is ambiguous: runs of 'beta' and 'alpha' start so");
+	CHECK(dlk_runs_local_find("dlk.yaml", "ffff0000", &err) == NULL && err.code == DLK_EXIT_NOTFOUND);
+	CHECK_CONTAINS(err.msg, "no run 'ffff0000' in the local histories here");
+	CHECK(chdir(cwd) == 0);
+	free(top);
+}
+
 int main(void)
 {
 	test_records();
 	test_dir_store();
+	test_local_each();
 	test_configmap_store();
 	kt_server_stop(&srv);
 	return CHECK_DONE();

@@ -2,6 +2,7 @@
 #include "lib/util/buf.h"
 #include "lib/util/clock.h"
 #include "lib/util/err.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
 #include "lib/util/suggest.h"
 #include "lib/util/mem.h"
@@ -50,6 +51,34 @@ int main(void)
 	CHECK(!dlk_utf8_valid("\xe0\x80\xaf", 3));    /* overlong */
 	CHECK(!dlk_utf8_valid("a\0b", 3));
 	CHECK(!dlk_utf8_valid("\xe2\x82", 2));        /* truncated */
+
+	/* RFC 3339: the one parser, to the fraction, with offsets; nothing but a whole time */
+	double t = 0;
+	CHECK(dlk_rfc3339_parse("2026-01-02T03:04:05Z", &t) == 0 && t == 1767323045);
+	CHECK(dlk_rfc3339_parse("2026-01-02T04:04:05.123+01:00", &t) == 0 && fabs(t - 1767323045.123) < 1e-6);
+	CHECK(dlk_rfc3339_parse("2026-01-02T03:04:05.123456789z", &t) == 0 && fabs(t - 1767323045.123457) < 1e-5);
+	CHECK(dlk_rfc3339_parse("2026-01-01T20:34:05-06:30", &t) == 0 && t == 1767323045);
+	CHECK(dlk_rfc3339_parse("1970-01-01t00:00:00Z", &t) == 0 && t == 0);
+	char now[32];
+	dlk_rfc3339_now(now);
+	CHECK(dlk_rfc3339_parse(now, &t) == 0 && t > 1.7e9);
+	t = 7;
+	const char *bad_times[] = { NULL, "", "2026", "2026-01-02", "2026-01-02 03:04:05Z", "2026-01-02T03:04:05",
+	                            "2026-1-02T03:04:05Z", " 2026-01-02T03:04:05Z", "2026-13-02T03:04:05Z",
+	                            "2026-01-02T24:00:00Z", "2026-01-02T03:04:05.Z", "2026-01-02T03:04:05Zx",
+	                            "2026-01-02T03:04:05+01", "2026-01-02T03:04:05+0100", "+026-01-02T03:04:05Z" };
+	for (size_t i = 0; i < sizeof(bad_times) / sizeof(bad_times[0]); i++)
+		CHECK_MSG(dlk_rfc3339_parse(bad_times[i], &t) == -1 && t == 7, "not a time: '%s'",
+		          bad_times[i] ? bad_times[i] : "(null)");
+
+	/* a project's directory from its project file's path */
+	const char *const dir_cases[][2] = { { "dlk.yaml", "." }, { "p/dlk.yaml", "p" }, { "./p/q/x.yaml", "./p/q" },
+		                             { "/dlk.yaml", "/" }, { "/a/b.yaml", "/a" } };
+	for (size_t i = 0; i < sizeof(dir_cases) / sizeof(dir_cases[0]); i++) {
+		char *d = dlk_dir_of(dir_cases[i][0]);
+		CHECK_STR(d, dir_cases[i][1]);
+		free(d);
+	}
 
 	/* the monotonic clock, in two units */
 	long long ms = dlk_now_ms();
