@@ -15,6 +15,7 @@
 #include "lib/store/store.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
 
 #include <dirent.h>
@@ -260,8 +261,20 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 		snprintf(rows[0].c[ncols++], 200, "PATH");
 	}
 	n = 1;
-	cJSON_ArrayForEach(rec, recs)
-		table_row(rec, wide, &rows[n++]);
+	cJSON_ArrayForEach(rec, recs) {
+		/* every cell but the outcome comes from a run record: shown with control characters
+		 * made visible, cut at a character's end */
+		int nc = table_row(rec, wide, &rows[n]);
+		for (int c = 0; c < nc; c++) {
+			struct dlk_buf v = DLK_BUF_INIT;
+			dlk_buf_add_visible(&v, rows[n].c[c], strlen(rows[n].c[c]), 0);
+			size_t keep = dlk_utf8_cut(v.data, v.len, sizeof(rows[n].c[c]) - 1);
+			memcpy(rows[n].c[c], v.data, keep);
+			rows[n].c[c][keep] = '\0';
+			dlk_buf_release(&v);
+		}
+		n++;
+	}
 	for (int r = 0; r < n; r++)
 		for (int c = 0; c < ncols; c++)
 			if (strlen(rows[r].c[c]) > w[c])
