@@ -6,6 +6,7 @@
 #include "lib/project/project.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
 
 #include <dirent.h>
@@ -265,7 +266,7 @@ int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local)
 	cJSON_ArrayForEach(rec, recs)
 		history_row(rec, wide, &rows[n++]);
 	print_rows(&b, rows, n, wide ? 13 : 10);
-	fwrite(b.data, 1, b.len, stdout);
+	dlk_put_text(stdout, b.data, b.len);
 	if (dropped > 0)
 		dlk_info(ctx, "%ld older run%s dropped from the history (it keeps the newest %d)", dropped,
 		         dropped == 1 ? " was" : "s were", DLK_RUNS_KEEP);
@@ -399,7 +400,7 @@ int dlk_show_run(struct dlk_ctx *ctx, const char *name, const char *id, int loca
 	}
 	run_text(rec, dlk_runs_store_kind(s), &b);
 	dlk_buf_addf(&b, "\nits page: dlk report %.8s%s\n", dlk_run_id(rec), local ? "" : "");
-	fwrite(b.data, 1, b.len, stdout);
+	dlk_put_text(stdout, b.data, b.len);
 out:
 	dlk_buf_release(&b);
 	cJSON_Delete(rec);
@@ -510,12 +511,14 @@ int dlk_compare_runs(struct dlk_ctx *ctx, const char *name, const char *id_a, co
 	for (int i = 0; fact_names[i]; i++)
 		if (strlen(fa.v[i]) > wa)
 			wa = strlen(fa.v[i]);
-	printf("  %-15s %-*.8s   %.8s\n", "", (int)(wa > 8 ? wa : 8), dlk_run_id(a), dlk_run_id(b));
+	printf("  %-15s %-*.8s   %.8s\n", "", (int)(wa > 8 ? wa : 8), dlk_visible(dlk_run_id(a)), dlk_visible(dlk_run_id(b)));
 	for (int i = 0; fact_names[i]; i++) {
 		/* the start and the duration of two runs always differ: not marked */
 		int d = strcmp(fa.v[i], fb.v[i]) && i != 1 && i != 2;
 		differ += d;
-		printf("%s %-15s %-*s   %s\n", d ? "*" : " ", fact_names[i], (int)(wa > 8 ? wa : 8), fa.v[i], fb.v[i]);
+		/* the facts come from run records: shown, not obeyed */
+		printf("%s %-15s %-*s   %s\n", d ? "*" : " ", fact_names[i], (int)(wa > 8 ? wa : 8), dlk_visible(fa.v[i]),
+		       dlk_visible(fb.v[i]));
 	}
 	dlk_info(ctx, "%d of the facts differ (*); the curves side by side: dlk report %.8s --compare %.8s", differ,
 	         dlk_run_id(a), dlk_run_id(b));

@@ -13,6 +13,7 @@
 #include "lib/train/progress.h"
 #include "lib/util/duration.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
 
 #include <stdlib.h>
@@ -60,6 +61,17 @@ static void print_table(struct dlk_buf *b, struct row *rows, int nrows, int ncol
 {
 	size_t w[10] = { 0 };
 
+	/* the cells hold names, reasons and annotations from API objects: shown with their control
+	 * characters made visible (a newline too), cut at a character's end */
+	for (int r = 0; r < nrows; r++)
+		for (int c = 0; c < ncols; c++) {
+			struct dlk_buf v = DLK_BUF_INIT;
+			dlk_buf_add_visible(&v, rows[r].cols[c], strlen(rows[r].cols[c]), 0);
+			size_t keep = dlk_utf8_cut(v.data, v.len, sizeof(rows[r].cols[c]) - 1);
+			memcpy(rows[r].cols[c], v.data, keep);
+			rows[r].cols[c][keep] = '\0';
+			dlk_buf_release(&v);
+		}
 	for (int r = 0; r < nrows; r++)
 		for (int c = 0; c < ncols; c++)
 			if (strlen(rows[r].cols[c]) > w[c])
@@ -755,7 +767,7 @@ static void show(const struct dlk_ctx *ctx, const struct dlk_buf *b, int redraw)
 		fputs("\033[H\033[2J", stdout);
 	else if (redraw)
 		fputs("\n", stdout);
-	fwrite(b->data, 1, b->len, stdout);
+	dlk_put_text(stdout, b->data, b->len);
 	fflush(stdout);
 }
 
@@ -916,7 +928,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 				goto out;
 			}
 			if (found) {
-				fwrite(b.data, 1, b.len, stdout);
+				dlk_put_text(stdout, b.data, b.len);
 				goto out;
 			}
 		}
@@ -969,7 +981,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 				dlk_info(ctx, "no dlk jobs or served models in namespace '%s'", ns);
 		}
 	}
-	fwrite(b.data, 1, b.len, stdout);
+	dlk_put_text(stdout, b.data, b.len);
 out:
 	dlk_kube_close(ctx, c);
 	dlk_buf_release(&b);

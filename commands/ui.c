@@ -24,6 +24,15 @@ static void put_line(const char *prefix, const char *text)
 	dlk_buf_release(&b);
 }
 
+void dlk_put_text(FILE *f, const char *text, size_t len)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+
+	dlk_buf_add_visible(&b, text, len, 1);
+	fwrite(b.data, 1, b.len, f);
+	dlk_buf_release(&b);
+}
+
 static void put_linev(const char *prefix, const char *fmt, va_list ap)
 {
 	struct dlk_buf b = DLK_BUF_INIT;
