@@ -123,7 +123,11 @@ void dlk_serve_track_summarize(const cJSON *deploy, const cJSON *pods, struct dl
 	snprintf(t->accuracy, sizeof(t->accuracy), "%s", or_empty(str(ann, DLK_ANN_ACCURACY)));
 	snprintf(t->source, sizeof(t->source), "%s", or_empty(str(ann, DLK_ANN_MODEL_SOURCE)));
 	s = str(ann, DLK_ANN_CANARY_PERCENT);
-	t->canary_percent = s ? atoi(s) : 0;
+	/* from an annotation anyone with access can edit: digits only, 0..100, else none (atoi
+	 * took "1e9" as 1 and overflowed on "99999999999") */
+	t->canary_percent = 0;
+	if (s && *s && strlen(s) <= 3 && strspn(s, "0123456789") == strlen(s) && atoi(s) <= 100)
+		t->canary_percent = atoi(s);
 	/* without replicas (an autoscaler owns it) the API server's default is 1 */
 	t->desired = cJSON_IsNumber(get(spec, "replicas")) ? num(spec, "replicas") : 1;
 	t->ready = num(st, "readyReplicas");
