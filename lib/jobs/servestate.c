@@ -1,5 +1,6 @@
 #include "lib/jobs/servestate.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,7 +109,7 @@ static int pod_verdict(const cJSON *pod, struct dlk_serve_track *t)
 	return 0;
 }
 
-void dlk_serve_track_summarize(const cJSON *deploy, const cJSON *pods, struct dlk_serve_track *t)
+static void summarize(const cJSON *deploy, const cJSON *pods, struct dlk_serve_track *t)
 {
 	const cJSON *meta = get(deploy, "metadata"), *spec = get(deploy, "spec"), *st = get(deploy, "status");
 	const cJSON *labels = get(meta, "labels"), *ann = get(meta, "annotations"), *c, *p;
@@ -168,4 +169,18 @@ void dlk_serve_track_summarize(const cJSON *deploy, const cJSON *pods, struct dl
 		t->rollout = ROLLOUT_DONE;
 		t->pod[0] = t->reason[0] = '\0';
 	}
+}
+
+void dlk_serve_track_summarize(const cJSON *deploy, const cJSON *pods, struct dlk_serve_track *t)
+{
+	summarize(deploy, pods, t);
+	/* the buffers cut long API strings: never inside a character (-o json must stay UTF-8) */
+	dlk_utf8_drop_cut(t->name);
+	dlk_utf8_drop_cut(t->deployment);
+	dlk_utf8_drop_cut(t->track);
+	dlk_utf8_drop_cut(t->sha256);
+	dlk_utf8_drop_cut(t->accuracy);
+	dlk_utf8_drop_cut(t->source);
+	dlk_utf8_drop_cut(t->pod);
+	dlk_utf8_drop_cut(t->reason);
 }

@@ -65,6 +65,22 @@ size_t dlk_utf8_cut(const char *s, size_t len, size_t max)
 	return i;
 }
 
+void dlk_utf8_drop_cut(char *s)
+{
+	size_t len = strlen(s), i = len, want;
+	unsigned char lead;
+
+	/* back to the last lead byte within 3 bytes of the end */
+	while (i > 0 && len - i < 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
+		i--;
+	if (!i)
+		return;
+	lead = (unsigned char)s[i - 1];
+	want = lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+	if (want > len - i + 1)
+		s[i - 1] = '\0';
+}
+
 /* Code points a terminal acts on instead of showing: C0, DEL, C1 (0x9b is CSI on some
  * terminals), the line and paragraph separators and the bidirectional controls that
  * reorder what follows ("Trojan Source", CVE-2021-42574). */

@@ -15,6 +15,10 @@ int dlk_utf8_valid(const char *s, size_t len);
  * inside a multi-byte sequence (a cut that keeps text well-formed). */
 size_t dlk_utf8_cut(const char *s, size_t len, size_t max);
 
+/* Drops an incomplete multi-byte sequence at the end of s, where a fixed buffer cut it: the
+ * rest of s is left as it is. */
+void dlk_utf8_drop_cut(char *s);
+
 struct dlk_buf;
 /* Appends s[0..len) to b as text safe to show on a terminal, as git and kubectl show names
  * from outside: printable UTF-8 is kept, a control character (C0, DEL, C1), a bidirectional

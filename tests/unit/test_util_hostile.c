@@ -65,6 +65,18 @@ static void test_cut(void)
 	CHECK(dlk_utf8_cut(s, strlen(s), 7) == 7);
 	CHECK(dlk_utf8_cut(s, strlen(s), 100) == 7);
 	CHECK(dlk_utf8_cut("\xff\xfe", 2, 1) == 1);
+	/* a fixed buffer's cut inside a character is dropped, nothing else */
+	char a[] = "ab\xc3", b[] = "a\xe6\xbc", c[] = "a\xc3\xa9", d[] = "x\xff", e[] = "\xe6\xbc\xa2";
+	dlk_utf8_drop_cut(a);
+	dlk_utf8_drop_cut(b);
+	dlk_utf8_drop_cut(c);
+	dlk_utf8_drop_cut(d);
+	dlk_utf8_drop_cut(e);
+	CHECK_STR(a, "ab");
+	CHECK_STR(b, "a");
+	CHECK_STR(c, "a\xc3\xa9");
+	CHECK_STR(d, "x\xff");
+	CHECK_STR(e, "\xe6\xbc\xa2");
 }
 
 static void test_regular(const char *dir)
