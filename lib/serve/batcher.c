@@ -11,7 +11,6 @@
 #include "lib/serve/batcher.h"
 
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,23 +185,6 @@ static void abs_deadline(double t, struct timespec *ts)
 		ts->tv_sec++, ts->tv_nsec -= 1000000000L;
 }
 
-/* Weights that pass the warm-up can still overflow on a real input: a non-finite output is a
- * failed forward pass for the job it belongs to (a front end answers 500), never an answer. Only
- * that job fails; the others of the batch are their own rows. */
-static void check_finite(struct dlk_job *j, size_t out_size)
-{
-	size_t n = (size_t)j->rows * out_size;
-
-	for (size_t i = 0; i < n; i++)
-		if (!isfinite(j->out[i])) {
-			j->status = -1;
-			snprintf(j->msg, sizeof(j->msg),
-			         "the forward pass gave a non-finite output (%g for row %zu, output %zu): the weights overflow "
-			         "on this input", (double)j->out[i], i / out_size, i % out_size);
-			return;
-		}
-}
-
 /* Runs jobs (rows in all) on slot s, then finishes each: status, timings, and its done
  * callback (none for a job the caller runs inline). Called without the lock. */
 static void run_batch(struct slot *s, struct dlk_batcher *b, struct dlk_job *jobs, int rows)
@@ -270,8 +252,6 @@ static void run_batch(struct slot *s, struct dlk_batcher *b, struct dlk_job *job
 		j->status = rc ? -1 : 0;
 		if (rc)
 			snprintf(j->msg, sizeof(j->msg), "%.255s", err.msg[0] ? err.msg : "the forward pass failed");
-		else
-			check_finite(j, e->out_size);
 		j->t_end = t_end;
 		if (j->done)
 			j->done(j);

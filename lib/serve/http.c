@@ -378,6 +378,11 @@ static enum MHD_Result finish_inference(struct request *rq)
 		return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "the server is shutting down");
 	if (rq->job.status)
 		return answer_error(rq, 500, DLK_FAIL_INTERNAL, "model '%s': %s", m->name, rq->job.msg);
+	long bad = dlk_serve_nonfinite_row(rq->logits, (size_t)rq->job.rows, (size_t)m->sig.n_classes);
+	if (bad >= 0)
+		return answer_error(rq, 500, DLK_FAIL_INTERNAL,
+		                    "model '%s': the forward pass gave a value that is not finite for row %ld (the weights "
+		                    "overflow on this input)", m->name, bad);
 	if (rq->route == R_V2_INFER) {
 		dlk_v2_write_infer(&m->sig, &rq->v2, rq->logits, &b, &json_len);
 		return answer_buf(rq, 200, json_len ? "application/octet-stream" : "application/json", &b, json_len, NULL);

@@ -98,8 +98,8 @@ test_expect_success 'weights that overflow on a real input answer 500, not 200 w
 	{ v2=$(post /v2/models/blobs/infer "$V2"); cp body v2.body
 	  tfs=$(post /v1/models/blobs:predict "{\"instances\":[$ROW]}"); cp body tfs.body
 	  stop $SRV_PID; } &&
-	test "$v2" = 500 && grep_q "non-finite output" v2.body && ! grep -q "null\|nan" v2.body &&
-	test "$tfs" = 500 && grep_q "non-finite output" tfs.body
+	test "$v2" = 500 && grep_q "a value that is not finite for row 0" v2.body && ! grep -q "null\|nan" v2.body &&
+	test "$tfs" = 500 && grep_q "a value that is not finite for row 0" tfs.body
 '
 test_expect_success 'a long label of multi-byte characters is answered whole and as UTF-8' '
 	L=$(python3 -c "print(\"\\u00e9\" * 300)") &&
