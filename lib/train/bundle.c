@@ -677,7 +677,10 @@ int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err)
 	 * still block the reader */
 	fd = dlk_open_regular(path, msg, sizeof(msg));
 	if (fd < 0) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "bundle: %s", msg);
+		if (errno == EINVAL) /* a FIFO, a device, a directory */
+			dlk_errf(err, DLK_EXIT_CONFIG, "bundle: %s", msg);
+		else
+			dlk_errf(err, DLK_EXIT_CONFIG, "cannot open bundle '%s': %s", path, strerror(errno));
 		goto out;
 	}
 	if (fstat(fd, &st)) {
