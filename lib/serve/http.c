@@ -622,11 +622,13 @@ static void access_log(struct request *rq)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	char url[512];
+	char url[512], method[sizeof(rq->method)];
 	int bad = 0;
+	/* both come from the client and the log is read on terminals: printable ASCII only */
 	copy_segment(url, sizeof(url), rq->url, strlen(rq->url), &bad);
+	copy_segment(method, sizeof(method), rq->method, strlen(rq->method), &bad);
 	int n = snprintf(line, sizeof(line), "%s.%03ldZ %s \"%s %s\" %d %zu %.6f%s%s\n", when, ts.tv_nsec / 1000000, addr,
-	                 rq->method, url, rq->status ? rq->status : 499, rq->bytes_out, dlk_now() - rq->t0,
+	                 method, url, rq->status ? rq->status : 499, rq->bytes_out, dlk_now() - rq->t0,
 	                 rq->model ? " model=" : "", rq->model ? rq->model->name : "");
 	if (n >= (int)sizeof(line))
 		n = (int)sizeof(line) - 1, line[n - 1] = '\n';

@@ -109,6 +109,13 @@ test_expect_success 'a long label of multi-byte characters is answered whole and
 	python3 -c "import json, sys; d = json.loads(open(\"body\", \"rb\").read().decode(\"utf-8\"));
 c = d[\"outputs\"][0][\"data\"][0]; sys.exit(0 if c.endswith(\":\" + \"\\u00e9\" * 300) else 1)"
 '
+test_expect_success 'an answer naming a URL that is not UTF-8 is UTF-8 JSON; the access log shows it printable' '
+	serve_bg "$TEST_TMP/url.log" --access-log "$TEST_TMP/access.log" "$B" &&
+	{ code=$(curl -s -o body -w "%{http_code}" "$URL/v2/x%ff%c3%1b"); stop $SRV_PID; } && test "$code" = 404 &&
+	python3 -c "import json; json.loads(open(\"body\", \"rb\").read().decode(\"utf-8\"))" &&
+	grep_q "no route for GET ./v2/x\\\\ufffd\\\\ufffd\\\\u001b." body &&
+	grep_q "\"GET /v2/x???\" 404" "$TEST_TMP/access.log"
+'
 test_expect_failure_code 'a label that is not UTF-8 is refused when the bundle is read' 3 '
 	craft set "$B" bad8.dlk classes "[\"n\udcff\", \"e\", \"s\", \"w\"]" &&
 	timeout 60 "$DLK" serve --local --port 0 bad8.dlk 2>err; rc=$?; grep_q "classes\[0\] is not UTF-8 text" err && exit $rc
