@@ -7,6 +7,7 @@
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/servestate.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -47,8 +48,9 @@ static int cancel_hook(void *ud)
 static void log_line(void *ud, const char *line)
 {
 	(void)ud;
-	/* one fprintf per line: stderr is unbuffered and locked per call, so threads do not mix */
-	fprintf(stderr, "%s\n", line);
+	/* one fprintf per line: stderr is unbuffered and locked per call, so threads do not mix; the
+	 * line may quote the cluster: its control characters are shown, not obeyed */
+	fprintf(stderr, "%s\n", dlk_visible(line));
 }
 
 void dlk_kube_open_opts(const struct dlk_ctx *ctx, struct kube_open_opts *o)
@@ -215,7 +217,7 @@ void dlk_complete_job_names(int argc, char **argv, const char *cur)
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items")) {
 		const char *n = kube_meta(it, "name");
 		if (n && !strncmp(n, cur ? cur : "", strlen(cur ? cur : "")))
-			printf("%s\n", n);
+			printf("%s\n", dlk_visible(n));
 	}
 	/* the scheduled projects (their CronJobs) */
 	cJSON *crons = NULL;
@@ -223,7 +225,7 @@ void dlk_complete_job_names(int argc, char **argv, const char *cur)
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(crons, "items")) {
 			const char *n = kube_meta(it, "name");
 			if (n && !strncmp(n, cur ? cur : "", strlen(cur ? cur : "")))
-				printf("%s\n", n);
+				printf("%s\n", dlk_visible(n));
 		}
 	}
 	cJSON_Delete(crons);
@@ -243,7 +245,7 @@ void dlk_complete_job_names(int argc, char **argv, const char *cur)
 				if (kube_meta(j, "name") && !strcmp(kube_meta(j, "name"), l->valuestring))
 					dup = 1;
 			if (!dup)
-				printf("%s\n", l->valuestring);
+				printf("%s\n", dlk_visible(l->valuestring));
 		}
 	}
 	cJSON_Delete(served);
@@ -266,14 +268,18 @@ void dlk_print_log_line(void *vctx, int rank, const char *line, size_t len)
 		len = strlen(text);
 	}
 
-	/* several streams print at once: one line at a time, whole */
+	/* several streams print at once: one line at a time, whole; a pod's line shows its control
+	 * characters instead of moving the cursor or retitling the terminal */
+	struct dlk_buf v = DLK_BUF_INIT;
+	dlk_buf_add_visible(&v, line, len, 1);
 	pthread_mutex_lock(&out_mu);
 	if (ctx->color_out)
-		printf("%s[rank %d]\033[0m %.*s\n", rank_colors[rank % 6], rank, (int)len, line);
+		printf("%s[rank %d]\033[0m %s\n", rank_colors[rank % 6], rank, v.data);
 	else
-		printf("[rank %d] %.*s\n", rank, (int)len, line);
+		printf("[rank %d] %s\n", rank, v.data);
 	fflush(stdout);
 	pthread_mutex_unlock(&out_mu);
+	dlk_buf_release(&v);
 }
 
 void dlk_print_note(void *ctx, const char *msg)

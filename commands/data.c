@@ -13,6 +13,7 @@
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
 
 #include <errno.h>
@@ -37,7 +38,7 @@ void dlk_fmt_bytes(char *buf, size_t n, unsigned long long b)
 static void store_log(void *vctx, const char *line)
 {
 	(void)vctx;
-	fprintf(stderr, "%s\n", line);
+	fprintf(stderr, "%s\n", dlk_visible(line));
 }
 
 void dlk_data_store_release(struct dlk_data_store *ds)
@@ -297,7 +298,7 @@ static int run_ls(struct dlk_ctx *ctx, struct dlk_args *args)
 		} else {
 			dlk_fmt_bytes(size, sizeof(size), m.total);
 			printf("%-*.*s  %6zu  %10s  %s\n", wide ? 71 : 19, wide ? 71 : 19, id, m.n, size,
-			       tags_of(tags, nt, ids[i], &b));
+			       dlk_visible(tags_of(tags, nt, ids[i], &b)));
 		}
 		dlk_manifest_release(&m);
 	}
@@ -382,13 +383,13 @@ static int run_show(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	dlk_fmt_bytes(size, sizeof(size), m.total);
 	printf("dataset  sha256:%s\n", id);
-	printf("store    %s\n", ds.store->url);
+	printf("store    %s\n", dlk_visible(ds.store->url));
 	printf("files    %zu, %s\n", m.n, size);
-	printf("tags     %s\n", nt && *tags_of(tags, nt, id, &b) ? b.data : "(none)");
+	printf("tags     %s\n", nt && *tags_of(tags, nt, id, &b) ? dlk_visible(b.data) : "(none)");
 	printf("\n%10s  %-12s  %s\n", "SIZE", "SHA256", "PATH");
 	for (size_t i = 0; i < m.n; i++) {
 		dlk_fmt_bytes(size, sizeof(size), m.e[i].size);
-		printf("%10s  %.12s  %s\n", size, m.e[i].sha256, m.e[i].path);
+		printf("%10s  %.12s  %s\n", size, m.e[i].sha256, dlk_visible(m.e[i].path));
 	}
 	goto out;
 fail:

@@ -5,6 +5,7 @@
 #include "lib/jobs/jobdelete.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -106,9 +107,9 @@ static int run_delete(struct dlk_ctx *ctx, struct dlk_args *args)
 			continue;
 		}
 		if (!ctx->quiet && n)
-			printf("deleted job '%s' (%d object%s)\n", it->string, n, n == 1 ? "" : "s");
+			printf("deleted job '%s' (%d object%s)\n", dlk_visible(it->string), n, n == 1 ? "" : "s");
 		if (!ctx->quiet && ns_)
-			printf("deleted served model '%s' (%d object%s)\n", it->string, ns_, ns_ == 1 ? "" : "s");
+			printf("deleted served model '%s' (%d object%s)\n", dlk_visible(it->string), ns_, ns_ == 1 ? "" : "s");
 	}
 	if (missing)
 		rc = DLK_EXIT_NOTFOUND;

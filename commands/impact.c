@@ -15,6 +15,7 @@
 #include "lib/store/store.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
 
 #include <stdio.h>

@@ -6,6 +6,7 @@
 #include "commands/ui.h"
 #include "lib/train/bundle.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
 
 #include <stdlib.h>
@@ -20,7 +21,8 @@ static const char *jstr(const cJSON *o, const char *key)
 
 static void line(const char *key, const char *value)
 {
-	printf("%-12s %s\n", key, value && *value ? value : "(not recorded)");
+	/* every value comes from the bundle: an escape sequence in one must not reach the terminal */
+	printf("%-12s %s\n", key, value && *value ? dlk_visible(value) : "(not recorded)");
 }
 
 static int run_lineage(struct dlk_ctx *ctx, struct dlk_args *args)
@@ -54,18 +56,19 @@ static int run_lineage(struct dlk_ctx *ctx, struct dlk_args *args)
 		free(s);
 		goto out;
 	}
-	printf("bundle       %s (weights sha256:%.12s)\n", args->pos[0], b.weights_sha256);
+	printf("bundle       %s (weights sha256:%.12s)\n", dlk_visible(args->pos[0]), dlk_visible(b.weights_sha256));
 	if (ds) {
 		const char *tag = jstr(ds, "tag"), *store = jstr(ds, "store");
-		printf("dataset      %s%s%s%s\n", jstr(ds, "id") ? jstr(ds, "id") : "(no id)", tag ? " (" : "", tag ? tag : "",
-		       tag ? ")" : "");
+		printf("dataset      %s%s%s%s\n", jstr(ds, "id") ? dlk_visible(jstr(ds, "id")) : "(no id)", tag ? " (" : "",
+		       tag ? dlk_visible(tag) : "", tag ? ")" : "");
 		if (store)
-			printf("  store      %s\n", store);
+			printf("  store      %s\n", dlk_visible(store));
 	}
 	cJSON_ArrayForEach(d, data)
 	{
 		const char *url = jstr(d, "url"), *sha = jstr(d, "sha256"), *split = jstr(d, "split");
-		printf("  %-10s %s sha256:%.12s\n", split ? split : "data", url ? url : "?", sha ? sha : "?");
+		printf("  %-10s %s sha256:%.12s\n", split ? dlk_visible(split) : "data", url ? dlk_visible(url) : "?",
+		       sha ? dlk_visible(sha) : "?");
 	}
 	{
 		const char *spec = jstr(prov, "spec_sha256"), *commit = jstr(prov, "git_commit");

@@ -18,6 +18,7 @@
 #include "lib/store/store.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -401,7 +402,10 @@ enum { LOGS_ANY, LOGS_JOB, LOGS_SERVED };
 
 static int print_pod_line(const char *line, size_t len, void *ud)
 {
-	printf("[%s] %.*s\n", (const char *)ud, (int)len, line);
+	struct dlk_buf v = DLK_BUF_INIT;
+	dlk_buf_add_visible(&v, line, len, 1);
+	printf("[%s] %s\n", dlk_visible(ud), v.data);
+	dlk_buf_release(&v);
 	fflush(stdout);
 	return 0;
 }
@@ -460,10 +464,12 @@ static int served_logs(struct dlk_ctx *ctx, struct kube_client *c, const char *n
 	if (col.n)
 		qsort(col.v, col.n, sizeof(*col.v), cmp_line);
 	for (size_t i = 0; i < col.n; i++) {
+		/* pods' lines: their control characters are shown, not obeyed */
 		if (o->timestamps && col.v[i].ts[0])
-			printf("[%s] %s %s\n", names[col.v[i].rank], col.v[i].ts, col.v[i].text);
+			printf("[%s] %s %s\n", dlk_visible(names[col.v[i].rank]), dlk_visible(col.v[i].ts),
+			       dlk_visible(col.v[i].text));
 		else
-			printf("[%s] %s\n", names[col.v[i].rank], col.v[i].text);
+			printf("[%s] %s\n", dlk_visible(names[col.v[i].rank]), dlk_visible(col.v[i].text));
 	}
 	rc = 0;
 out:

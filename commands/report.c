@@ -141,9 +141,11 @@ static cJSON *report_source(const struct dlk_ctx *ctx, const char *arg, struct d
 	if (!stat(arg, &st)) {
 		if (S_ISDIR(st.st_mode))
 			return dlk_errf(err, DLK_EXIT_USAGE, "'%s' is a directory, not a bundle or a run document", arg), NULL;
-		f = fopen(arg, "rb");
+		char msg[512];
+		/* a FIFO would block here forever: refused */
+		f = dlk_fopen_regular(arg, msg, sizeof(msg));
 		if (!f)
-			return dlk_errf(err, DLK_EXIT_CONFIG, "cannot open '%s': %s", arg, strerror(errno)), NULL;
+			return dlk_errf(err, DLK_EXIT_CONFIG, "%s", msg), NULL;
 		/* JSON starts with '{' (after blanks); a bundle is a tar archive */
 		while ((c = fgetc(f)) == ' ' || c == '\n' || c == '\r' || c == '\t')
 			;

@@ -8,6 +8,7 @@
 #include "lib/util/fsutil.h"
 #include "lib/util/clock.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
 
 #include <stdarg.h>
@@ -366,7 +367,7 @@ int dlk_show_run(struct dlk_ctx *ctx, const char *name, const char *id, int loca
 	}
 	run_text(rec, dlk_runs_store_kind(s), &b);
 	dlk_buf_addf(&b, "\nits page: dlk report %.8s%s\n", dlk_run_id(rec), local ? "" : "");
-	fwrite(b.data, 1, b.len, stdout);
+	dlk_put_text(stdout, b.data, b.len);
 out:
 	dlk_buf_release(&b);
 	cJSON_Delete(rec);
@@ -477,12 +478,14 @@ int dlk_compare_runs(struct dlk_ctx *ctx, const char *name, const char *id_a, co
 	for (int i = 0; fact_names[i]; i++)
 		if (strlen(fa.v[i]) > wa)
 			wa = strlen(fa.v[i]);
-	printf("  %-15s %-*.8s   %.8s\n", "", (int)(wa > 8 ? wa : 8), dlk_run_id(a), dlk_run_id(b));
+	printf("  %-15s %-*.8s   %.8s\n", "", (int)(wa > 8 ? wa : 8), dlk_visible(dlk_run_id(a)), dlk_visible(dlk_run_id(b)));
 	for (int i = 0; fact_names[i]; i++) {
 		/* the start and the duration of two runs always differ: not marked */
 		int d = strcmp(fa.v[i], fb.v[i]) && i != 1 && i != 2;
 		differ += d;
-		printf("%s %-15s %-*s   %s\n", d ? "*" : " ", fact_names[i], (int)(wa > 8 ? wa : 8), fa.v[i], fb.v[i]);
+		/* the facts come from run records: shown, not obeyed */
+		printf("%s %-15s %-*s   %s\n", d ? "*" : " ", fact_names[i], (int)(wa > 8 ? wa : 8), dlk_visible(fa.v[i]),
+		       dlk_visible(fb.v[i]));
 	}
 	dlk_info(ctx, "%d of the facts differ (*); the curves side by side: dlk report %.8s --compare %.8s", differ,
 	         dlk_run_id(a), dlk_run_id(b));

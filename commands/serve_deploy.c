@@ -20,6 +20,7 @@
 #include "lib/util/fsutil.h"
 #include "lib/util/duration.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
 
 #include <ctype.h>
@@ -221,7 +222,7 @@ static int gate(const struct dlk_ctx *ctx, const char *name, struct model_src *m
 		return -1;
 	k = r.n_classes;
 	if (!quiet) {
-		fprintf(stderr, "model '%s' from %s\n", name, m->source);
+		fprintf(stderr, "model '%s' from %s\n", dlk_visible(name), dlk_visible(m->source));
 		if (r.have_test)
 			fprintf(stderr, "  test accuracy %.2f%% on %lld samples, test loss %.4f\n", 100 * r.test_accuracy,
 			        r.test_samples, r.test_loss);
@@ -229,7 +230,7 @@ static int gate(const struct dlk_ctx *ctx, const char *name, struct model_src *m
 			fprintf(stderr, "  no test metrics recorded\n");
 		const char *w = str(get(m->run, "weights"), "sha256");
 		if (w)
-			fprintf(stderr, "  weights sha256 %.12s\n", w);
+			fprintf(stderr, "  weights sha256 %.12s\n", dlk_visible(w));
 		if (r.recall && k > 0) {
 			int wname = 5;
 			for (int i = 0; i < k; i++)
@@ -243,7 +244,10 @@ static int gate(const struct dlk_ctx *ctx, const char *name, struct model_src *m
 			}
 			fprintf(stderr, "\n");
 			for (int i = 0; i < k; i++) {
-				fprintf(stderr, "  %-*.*s %8.2f%% %8.2f%%", wname, wname, r.classes[i],
+				/* a label from the bundle: shown, not obeyed, cut at a character's end */
+				const char *label = dlk_visible(r.classes[i]);
+				fprintf(stderr, "  %-*.*s %8.2f%% %8.2f%%", wname, (int)dlk_utf8_cut(label, strlen(label), (size_t)wname),
+				        label,
 				        r.precision ? 100 * r.precision[i] : NAN, 100 * r.recall[i]);
 				if (r.confusion && k <= MAX_MATRIX_SHOWN) {
 					fprintf(stderr, "   %9d:", i);

@@ -13,6 +13,7 @@
 #include "lib/train/progress.h"
 #include "lib/util/duration.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
 
 #include <stdlib.h>
@@ -729,7 +730,7 @@ static void show(const struct dlk_ctx *ctx, const struct dlk_buf *b, int redraw)
 		fputs("\033[H\033[2J", stdout);
 	else if (redraw)
 		fputs("\n", stdout);
-	fwrite(b->data, 1, b->len, stdout);
+	dlk_put_text(stdout, b->data, b->len);
 	fflush(stdout);
 }
 
@@ -895,7 +896,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 				goto out;
 			}
 			if (found) {
-				fwrite(b.data, 1, b.len, stdout);
+				dlk_put_text(stdout, b.data, b.len);
 				goto out;
 			}
 		}
@@ -948,7 +949,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 				dlk_info(ctx, "no dlk jobs or served models in namespace '%s'", ns);
 		}
 	}
-	fwrite(b.data, 1, b.len, stdout);
+	dlk_put_text(stdout, b.data, b.len);
 out:
 	dlk_kube_close(ctx, c);
 	dlk_buf_release(&b);

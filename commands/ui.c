@@ -1,6 +1,7 @@
 #include "commands/ui.h"
 #include "lib/jobs/logline.h"
 #include "lib/jobs/podenv.h"
+#include "lib/util/buf.h"
 #include "lib/util/clock.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
@@ -12,6 +13,38 @@
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Writes prefix, then text with every control character made visible (but its line breaks), then
+ * a newline, in one write: messages carry names, paths and API answers from outside, and an
+ * escape sequence in one must not reach the terminal (git's sanitize_string). */
+static void put_line(const char *prefix, const char *text)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+
+	dlk_buf_adds(&b, prefix);
+	dlk_buf_add_visible(&b, text, strlen(text), 1);
+	dlk_buf_addc(&b, '\n');
+	fwrite(b.data, 1, b.len, stderr);
+	dlk_buf_release(&b);
+}
+
+void dlk_put_text(FILE *f, const char *text, size_t len)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+
+	dlk_buf_add_visible(&b, text, len, 1);
+	fwrite(b.data, 1, b.len, f);
+	dlk_buf_release(&b);
+}
+
+static void put_linev(const char *prefix, const char *fmt, va_list ap)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+
+	dlk_buf_vaddf(&b, fmt, ap);
+	put_line(prefix, b.data);
+	dlk_buf_release(&b);
+}
 
 int dlk_report(const struct dlk_ctx *ctx, const struct dlk_err *err)
 {
@@ -30,9 +63,9 @@ int dlk_report(const struct dlk_ctx *ctx, const struct dlk_err *err)
 		return err->code ? err->code : DLK_EXIT_FAIL;
 	}
 	/* a multi-line message (several problems in one file) keeps its lines readable */
-	fprintf(stderr, "%serror:%s %s\n", color ? "\033[1;31m" : "", color ? "\033[0m" : "", msg);
+	put_line(color ? "\033[1;31merror:\033[0m " : "error: ", msg);
 	if (err->hint[0])
-		fprintf(stderr, "%shint:%s %s\n", color ? "\033[33m" : "", color ? "\033[0m" : "", err->hint);
+		put_line(color ? "\033[33mhint:\033[0m " : "hint: ", err->hint);
 	return err->code ? err->code : DLK_EXIT_FAIL;
 }
 
@@ -113,11 +146,9 @@ void dlk_warn(const struct dlk_ctx *ctx, const char *fmt, ...)
 		return;
 	}
 
-	fprintf(stderr, "%swarning:%s ", color ? "\033[1;33m" : "", color ? "\033[0m" : "");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	put_linev(color ? "\033[1;33mwarning:\033[0m " : "warning: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void dlk_info(const struct dlk_ctx *ctx, const char *fmt, ...)
@@ -133,9 +164,8 @@ void dlk_info(const struct dlk_ctx *ctx, const char *fmt, ...)
 		return;
 	}
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	put_linev("", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 int dlk_print_json_list(cJSON *objects, struct dlk_err *err)
@@ -283,6 +313,7 @@ void dlk_table_print(const struct dlk_ctx *ctx, struct dlk_buf *b, const struct 
 void dlk_progress_draw(struct dlk_progress *p, int force, const char *fmt, ...)
 {
 	char line[512];
+	struct dlk_buf b = DLK_BUF_INIT;
 	va_list ap;
 	double now;
 
@@ -294,7 +325,10 @@ void dlk_progress_draw(struct dlk_progress *p, int force, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\r\033[K%s", line);
+	dlk_buf_adds(&b, "\r\033[K");
+	dlk_buf_add_visible(&b, line, strlen(line), 0);
+	fwrite(b.data, 1, b.len, stderr);
+	dlk_buf_release(&b);
 	fflush(stderr);
 	p->last_draw = now;
 	p->drawn = 1;

@@ -4,6 +4,7 @@
 #define DLK_COMMANDS_UI_H
 
 #include <cJSON.h>
+#include <stdio.h>
 
 #include "commands/ctx.h"
 #include "lib/util/buf.h"
@@ -26,6 +27,11 @@ int dlk_log_format_set(struct dlk_ctx *ctx, int opt, struct dlk_err *err);
 /* One line of --log-format json: level ("info", "warning", "error"), msg and the members of
  * fields (an object, or NULL; not taken). */
 void dlk_log_json(const struct dlk_ctx *ctx, const char *level, const char *msg, const cJSON *fields);
+
+/* Writes text (len bytes) to f with every control character but '\n' and '\t' made visible
+ * (lib/util/utf8.h): for views that hold names, reasons and log lines from the cluster, a bundle
+ * or a store, so that no escape sequence in one reaches the terminal. */
+void dlk_put_text(FILE *f, const char *text, size_t len);
 
 /* Prints objects (an array of Kubernetes objects) on stdout as one v1 List in JSON, as `kubectl
  * get -o json` prints several objects (and `kubectl apply -f` takes). -1 with err when it cannot. */

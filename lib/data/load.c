@@ -13,6 +13,7 @@
 #include "lib/data/fetch.h"
 #include "lib/data/unpack.h"
 #include "lib/util/buf.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 
 static unsigned long long limit_of(const struct dlk_data *spec)
@@ -231,12 +232,13 @@ static int idx_range_raw(const char *path, const char *name, struct dlk_idx_rang
 {
 	unsigned char buf[65536];
 	struct stat st;
-	FILE *fp = fopen(path, "rb");
+	char msg[512];
+	FILE *fp = dlk_fopen_regular(path, msg, sizeof(msg));
 	size_t got, hl;
 	int rc = -1;
 
 	if (!fp)
-		return dlk_errf(err, DLK_EXIT_FAIL, "'%s': cannot open %s: %s", name, path, strerror(errno));
+		return dlk_errf(err, DLK_EXIT_FAIL, "'%s': %s", name, msg);
 	got = fread(buf, 1, 4, fp);
 	if (got < 4 || buf[0] || buf[1] || !dlk_idx_type_name(buf[2]) || buf[3] < 1 || buf[3] > DLK_IDX_MAX_DIMS) {
 		rc = 1;

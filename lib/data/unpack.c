@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 
 /* Registers a filter only when libarchive implements it in-process: without the library it
@@ -51,6 +53,16 @@ struct archive *dlk_archive_open_file(const char *path, const char *name, struct
 		dlk_errf(err, DLK_EXIT_FAIL, "'%s': cannot start libarchive", name);
 		return NULL;
 	}
+	char msg[512];
+	int fd = dlk_open_regular(path, msg, sizeof(msg));
+	if (fd < 0) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s", name, msg);
+		archive_read_free(a);
+		return NULL;
+	}
+	/* a FIFO or a device is refused above, before libarchive blocks on it; libarchive opens
+	 * the name itself so that archive_read_free closes what it opened */
+	close(fd);
 	if (archive_read_open_filename(a, path, 65536) != ARCHIVE_OK) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s", name, archive_error_string(a));
 		archive_read_free(a);

@@ -4,6 +4,7 @@
 #include "lib/train/progress.h"
 #include "lib/util/clock.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -133,6 +134,18 @@ static void fill_rank(struct dlk_rank *r)
 		snprintf(r->reason, sizeof(r->reason), "%s", jstr_or(jget(r->pod, "status", "reason", NULL), ""));
 		snprintf(r->message, sizeof(r->message), "%s", jstr_or(jget(r->pod, "status", "message", NULL), ""));
 	}
+	/* the buffers cut long API strings: never inside a character (-o json must stay UTF-8) */
+	dlk_utf8_drop_cut(r->reason);
+	dlk_utf8_drop_cut(r->message);
+	dlk_utf8_drop_cut(r->finished);
+}
+
+static void drop_cuts(struct dlk_job_summary *s)
+{
+	dlk_utf8_drop_cut(s->name);
+	dlk_utf8_drop_cut(s->ns);
+	dlk_utf8_drop_cut(s->progress_raw);
+	dlk_utf8_drop_cut(s->reason);
 }
 
 static int is_scheduled(const cJSON *pod)
@@ -431,6 +444,7 @@ void dlk_job_summarize_job(const cJSON *job, struct dlk_job_summary *s)
 	decide_state(job, s, pending > 0 ? pending : 0, running);
 	if (s->state == JOB_FAILED)
 		failure_reason(job, s);
+	drop_cuts(s);
 }
 
 void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events, struct dlk_job_summary *s)
@@ -481,6 +495,7 @@ void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events,
 		pending_reason(job, events, s);
 	else if (s->state == JOB_FAILED)
 		failure_reason(job, s);
+	drop_cuts(s);
 }
 
 void dlk_job_summary_release(struct dlk_job_summary *s)

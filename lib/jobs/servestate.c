@@ -1,5 +1,6 @@
 #include "lib/jobs/servestate.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,7 +109,7 @@ static int pod_verdict(const cJSON *pod, struct dlk_serve_track *t)
 	return 0;
 }
 
-void dlk_serve_track_summarize(const cJSON *deploy, const cJSON *pods, struct dlk_serve_track *t)
+static void summarize(const cJSON *deploy, const cJSON *pods, struct dlk_serve_track *t)
 {
 	const cJSON *meta = get(deploy, "metadata"), *spec = get(deploy, "spec"), *st = get(deploy, "status");
 	const cJSON *labels = get(meta, "labels"), *ann = get(meta, "annotations"), *c, *p;
@@ -123,7 +124,11 @@ void dlk_serve_track_summarize(const cJSON *deploy, const cJSON *pods, struct dl
 	snprintf(t->accuracy, sizeof(t->accuracy), "%s", or_empty(str(ann, DLK_ANN_ACCURACY)));
 	snprintf(t->source, sizeof(t->source), "%s", or_empty(str(ann, DLK_ANN_MODEL_SOURCE)));
 	s = str(ann, DLK_ANN_CANARY_PERCENT);
-	t->canary_percent = s ? atoi(s) : 0;
+	/* from an annotation anyone with access can edit: digits only, 0..100, else none (atoi
+	 * took "1e9" as 1 and overflowed on "99999999999") */
+	t->canary_percent = 0;
+	if (s && *s && strlen(s) <= 3 && strspn(s, "0123456789") == strlen(s) && atoi(s) <= 100)
+		t->canary_percent = atoi(s);
 	/* without replicas (an autoscaler owns it) the API server's default is 1 */
 	t->desired = cJSON_IsNumber(get(spec, "replicas")) ? num(spec, "replicas") : 1;
 	t->ready = num(st, "readyReplicas");
@@ -164,4 +169,18 @@ void dlk_serve_track_summarize(const cJSON *deploy, const cJSON *pods, struct dl
 		t->rollout = ROLLOUT_DONE;
 		t->pod[0] = t->reason[0] = '\0';
 	}
+}
+
+void dlk_serve_track_summarize(const cJSON *deploy, const cJSON *pods, struct dlk_serve_track *t)
+{
+	summarize(deploy, pods, t);
+	/* the buffers cut long API strings: never inside a character (-o json must stay UTF-8) */
+	dlk_utf8_drop_cut(t->name);
+	dlk_utf8_drop_cut(t->deployment);
+	dlk_utf8_drop_cut(t->track);
+	dlk_utf8_drop_cut(t->sha256);
+	dlk_utf8_drop_cut(t->accuracy);
+	dlk_utf8_drop_cut(t->source);
+	dlk_utf8_drop_cut(t->pod);
+	dlk_utf8_drop_cut(t->reason);
 }

@@ -239,8 +239,10 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 	} else if (!strncasecmp(line, "Retry-After:", 12)) {
 		char *end;
 		long v = strtol(line + 12, &end, 10);
+		/* a day at most: a server's huge value must not overflow the wait in milliseconds
+		 * (it is capped by max_wait_ms later anyway) */
 		if (end != line + 12 && v >= 0)
-			x->retry_after_s = v;
+			x->retry_after_s = v > 86400 ? 86400 : v;
 	} else if (!strncasecmp(line, "Warning:", 8)) {
 		/* Warning: 299 - "text": keep the text between the quotes. */
 		char *q = strchr(line + 8, '"'), *e = q ? strrchr(q + 1, '"') : NULL;

@@ -374,6 +374,58 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 	return 0;
 }
 
+double dlk_net_batch_bytes(const struct dlk_net *net, int batch)
+{
+	double B = batch, bytes = 0, gmax = (double)net->input_size;
+
+	for (int i = 0; i < net->n_layers; i++) {
+		const struct dlk_layer *L = &net->layers[i];
+		double out = (double)L->out_size;
+		gmax = fmax(gmax, fmax((double)L->in_size, out));
+		switch (L->spec.kind) {
+		case DLK_LAYER_DENSE:
+		case DLK_LAYER_DROPOUT:
+			bytes += 4 * B * out;
+			break;
+		case DLK_LAYER_MAXPOOL:
+			bytes += 8 * B * out;
+			break;
+		case DLK_LAYER_CONV2D:
+			bytes += 4 * B * out;
+			if (!net->be->conv_forward)
+				bytes += 4 * (double)L->in[0] * L->spec.kernel * L->spec.kernel * B * L->out[1] * L->out[2];
+			break;
+		case DLK_LAYER_RELU:
+		case DLK_LAYER_TANH:
+		case DLK_LAYER_SIGMOID:
+			if (!L->fused)
+				bytes += 4 * B * out;
+			break;
+		case DLK_LAYER_FLATTEN:
+			break;
+		}
+	}
+	return bytes + 2 * 4 * B * gmax;
+}
+
+int dlk_net_batch_limit(const struct dlk_net *net)
+{
+	double lim = 1 << 20;
+
+	for (int i = 0; i < net->n_layers; i++) {
+		const struct dlk_layer *L = &net->layers[i];
+		double big = fmax((double)L->out_size, (double)L->in_size);
+		if (big > 0)
+			lim = fmin(lim, floor((double)INT32_MAX / big));
+		if (L->spec.kind == DLK_LAYER_CONV2D) {
+			double per = (double)L->in[0] * L->spec.kernel * L->spec.kernel * L->out[1] * L->out[2];
+			if (per > 0)
+				lim = fmin(lim, floor((double)INT32_MAX / per));
+		}
+	}
+	return (int)lim;
+}
+
 static struct dlk_conv_shape conv_shape(const struct dlk_net *net, const struct dlk_layer *L, int batch)
 {
 	struct dlk_conv_shape s = { .batch = batch, .c = L->in[0], .h = L->in[1], .w = L->in[2], .f = L->out[0],

@@ -79,6 +79,12 @@ int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, 
 /* Allocates activations and workspaces for batches of up to `batch` samples (no-op when
  * already large enough). Returns -1 when the device is out of memory. */
 int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err);
+/* The bytes dlk_net_reserve() allocates for batches of `batch` samples on the net's backend
+ * (activations, im2col buffers, the two gradient buffers), as a double so that a hostile
+ * architecture cannot overflow it; and the largest batch dlk_net_reserve() accepts (its buffers
+ * index with 32 bits), at least 0. What a server needs for serving.max_memory. */
+double dlk_net_batch_bytes(const struct dlk_net *net, int batch);
+int dlk_net_batch_limit(const struct dlk_net *net);
 /* Runs the network on x (device, [batch, input_size], batch <= batch_cap) and returns the
  * logits (device, [batch, n_classes], valid until the next forward). training turns dropout on. */
 const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int training);

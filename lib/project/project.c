@@ -398,6 +398,7 @@ static const struct field serving_fields[] = {
 	FIELD("target_cpu_percent", struct dlk_serving, F_INT, target_cpu_percent, .min = 1, .max = 100, .def = "70"),
 	FIELD("gateway", struct dlk_serving, F_STR, gateway, .check = check_gateway_ref),
 	FIELD("max_batch", struct dlk_serving, F_INT, max_batch, .min = 1, .max = 65536, .def = "64"),
+	FIELD("max_memory", struct dlk_serving, F_BYTES, max_memory, .min = 1 << 20, .max = 1024.0 * (1ull << 30), .def = "1Gi"),
 	FIELD("max_delay_us", struct dlk_serving, F_INT, max_delay_us, .min = 0, .max = 10000000, .def = "0"),
 	FIELD("workers", struct dlk_serving, F_INT, workers, .min = 0, .max = 1024, .def = "0"),
 	FIELD("threads", struct dlk_serving, F_INT, threads, .min = 0, .max = 1024, .def = "0"),

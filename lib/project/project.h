@@ -200,6 +200,10 @@ struct dlk_serving {
 	                             to, when the cluster serves the Gateway API; NULL: none */
 	/* the inference server (dlk serve --local / --worker) */
 	int max_batch;            /* rows in one forward pass, default 64 */
+	long long max_memory;     /* bytes one compute worker's forward pass of a model may need
+	                             (activations for max_batch rows); a model needing more gets a
+	                             smaller batch, one that needs more for a single row is refused;
+	                             default 1Gi */
 	int max_delay_us;         /* how long a batch may wait for more rows, default 0: a batch is
 	                             what queued while the compute workers were busy */
 	int workers;              /* compute workers, 0 = one per core (one per GPU) */

@@ -1,6 +1,8 @@
 #include "lib/report/chart.h"
+#include "lib/util/utf8.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,6 +20,23 @@ static const char *const colour[4] = { "#0072b2", "#d55e00", "#009e73", "#cc79a7
 void html_escape(struct dlk_buf *b, const char *s)
 {
 	for (; s && *s; s++) {
+		uint32_t cp;
+		/* 4: the decoder stops at the first byte that is no continuation, the NUL included */
+		size_t n = dlk_utf8_decode((const unsigned char *)s, 4, &cp);
+		/* the page declares UTF-8: a byte that is not part of a well-formed sequence (a run
+		 * document can hold any) becomes U+FFFD, as a browser would show it */
+		if (!n) {
+			dlk_buf_adds(b, "\xef\xbf\xbd");
+			continue;
+		}
+		if (n > 1) {
+			if (cp <= 0x9f) /* C1 controls */
+				dlk_buf_addc(b, ' ');
+			else
+				dlk_buf_add(b, s, n);
+			s += n - 1;
+			continue;
+		}
 		switch (*s) {
 		case '&': dlk_buf_adds(b, "&amp;"); break;
 		case '<': dlk_buf_adds(b, "&lt;"); break;
@@ -26,7 +45,7 @@ void html_escape(struct dlk_buf *b, const char *s)
 		case '\'': dlk_buf_adds(b, "&#39;"); break;
 		default:
 			/* control characters other than tab and newline have no place in a page */
-			if ((unsigned char)*s < 0x20 && *s != '\t' && *s != '\n')
+			if (((unsigned char)*s < 0x20 && *s != '\t' && *s != '\n') || *s == 0x7f)
 				dlk_buf_addc(b, ' ');
 			else
 				dlk_buf_addc(b, *s);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #ifndef DLK_VERSION
 #define DLK_VERSION "unknown"
@@ -946,10 +948,20 @@ static void embed(struct dlk_buf *b, const cJSON *doc)
 
 	dlk_buf_adds(b, "<script type=\"application/json\" id=\"dlk-report-data\">");
 	for (const char *p = s; p && *p; p++) {
-		if (*p == '<')
+		uint32_t cp;
+		size_t n;
+		if (*p == '<') {
 			dlk_buf_adds(b, "\\u003c"); /* only ever inside a JSON string */
-		else
+		} else if ((unsigned char)*p < 0x80) {
 			dlk_buf_addc(b, *p);
+		} else if ((n = dlk_utf8_decode((const unsigned char *)p, 4, &cp))) {
+			/* 4: the decoder stops at the first byte that is no continuation (the NUL too) */
+			dlk_buf_add(b, p, n);
+			p += n - 1;
+		} else {
+			/* a run document may hold any bytes in its strings; the page is UTF-8 */
+			dlk_buf_adds(b, "\\ufffd");
+		}
 	}
 	dlk_buf_adds(b, "</script>\n");
 	free(s);

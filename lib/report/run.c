@@ -9,6 +9,7 @@
 #include "lib/train/bundle.h"
 #include "lib/util/jsonfield.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #define MAX_COUNT 9007199254740992.0 /* 2^53 */
 
@@ -341,6 +342,7 @@ int report_run_load(const cJSON *doc, const char *who, struct report_run *r, str
 		snprintf(r->label, sizeof(r->label), "run %.400s", id->valuestring);
 	else
 		snprintf(r->label, sizeof(r->label), "%.500s", r->name);
+	dlk_utf8_drop_cut(r->label); /* the cut above may fall inside a character */
 	const cJSON *par = get(get(doc, "architecture"), "parameters");
 	if (par) {
 		if (dlk_json_number(get(doc, "architecture"), "parameters", 0, MAX_COUNT, 1, &v, who, "architecture", err))

@@ -57,8 +57,10 @@ static int cm_load(struct dlk_run_store *s, cJSON **records, long *dropped, stru
 		if (!cJSON_IsString(kv))
 			continue;
 		if (!strcmp(kv->string, DROPPED_KEY)) {
-			long d = strtol(kv->valuestring, NULL, 10);
-			*dropped = d > 0 ? d : 0;
+			char *end;
+			long d = strtol(kv->valuestring, &end, 10);
+			/* a count kept in an object anyone may edit: a number or nothing */
+			*dropped = end != kv->valuestring && !*end && d > 0 && d <= 2147483647L ? d : 0;
 		} else if (record_key(kv->string)) {
 			/* not JSON: a null, which the check counts as a bad record */
 			rec = cJSON_Parse(kv->valuestring);
@@ -108,8 +110,9 @@ static int cm_try_save(struct dlk_run_store *s, const char *key, const char *tex
 		if (!cJSON_IsString(kv))
 			continue;
 		if (!strcmp(kv->string, DROPPED_KEY)) {
-			dropped = strtol(kv->valuestring, NULL, 10);
-			if (dropped < 0)
+			char *end;
+			dropped = strtol(kv->valuestring, &end, 10);
+			if (end == kv->valuestring || *end || dropped < 0 || dropped > 2147483647L)
 				dropped = 0;
 			continue;
 		}

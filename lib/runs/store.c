@@ -196,8 +196,13 @@ static long dir_dropped(const struct dlk_run_store *s)
 	char *path = xasprintf("%s/dropped", s->dir), msg[256];
 	long n = 0;
 
-	if (!dlk_buf_read_file(&b, path, 64, msg, sizeof(msg)))
-		n = strtol(b.data ? b.data : "0", NULL, 10);
+	if (!dlk_buf_read_file(&b, path, 64, msg, sizeof(msg))) {
+		char *end;
+		n = strtol(b.data, &end, 10);
+		/* the count and a newline, or nothing: a damaged file counts none */
+		if (end == b.data || (*end && strcmp(end, "\n")) || n > 2147483647L)
+			n = 0;
+	}
 	dlk_buf_release(&b);
 	free(path);
 	return n > 0 ? n : 0;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,6 +67,7 @@ struct request {
 	atomic_int job_done;
 	int submit_failed;
 	int too_large;                 /* the body passed the limit: discarded as it arrives */
+	int close;                     /* the connection ends after the answer (bad framing) */
 	struct dlk_v2_request v2;
 	struct dlk_tfs_request tfs;
 	float *logits;
@@ -96,7 +98,7 @@ static enum MHD_Result answer_buf(struct request *rq, int status, const char *ct
 	}
 	if (allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
-	if (atomic_load(&rq->srv->draining))
+	if (atomic_load(&rq->srv->draining) || rq->close)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	rq->status = status;
 	rq->bytes_out = len;
@@ -376,6 +378,11 @@ static enum MHD_Result finish_inference(struct request *rq)
 		return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "the server is shutting down");
 	if (rq->job.status)
 		return answer_error(rq, 500, DLK_FAIL_INTERNAL, "model '%s': %s", m->name, rq->job.msg);
+	long bad = dlk_serve_nonfinite_row(rq->logits, (size_t)rq->job.rows, (size_t)m->sig.n_classes);
+	if (bad >= 0)
+		return answer_error(rq, 500, DLK_FAIL_INTERNAL,
+		                    "model '%s': the forward pass gave a value that is not finite for row %ld (the weights "
+		                    "overflow on this input)", m->name, bad);
 	if (rq->route == R_V2_INFER) {
 		dlk_v2_write_infer(&m->sig, &rq->v2, rq->logits, &b, &json_len);
 		return answer_buf(rq, 200, json_len ? "application/octet-stream" : "application/json", &b, json_len, NULL);
@@ -478,6 +485,46 @@ static enum MHD_Result check_inference(struct request *rq, int *refused)
 	return MHD_YES;
 }
 
+struct framing {
+	int n_length, n_te, differ;
+	char length[64];
+};
+
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct framing *f = cls;
+	(void)kind;
+	if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+		f->n_te++;
+	} else if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+		/* a list ("5, 5") counts as different too: libmicrohttpd reads only a number */
+		if (!f->n_length++)
+			snprintf(f->length, sizeof(f->length), "%s", value ? value : "");
+		else if (strcmp(f->length, value ? value : ""))
+			f->differ = 1;
+	}
+	return MHD_YES;
+}
+
+/* RFC 9112 section 6: a request framed two ways (two different Content-Lengths, or a
+ * Transfer-Encoding beside a Content-Length) is refused and its connection closed, since a
+ * proxy that reads the other framing would see a second request in the body (smuggling).
+ * libmicrohttpd takes the first Content-Length and ignores the rest; the check is here.
+ * Returns 0, or 1 with msg filled. */
+int dlk_http_framing_bad(struct MHD_Connection *conn, char *msg, size_t len)
+{
+	struct framing f = { 0 };
+
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, framing_header, &f);
+	if (f.differ)
+		return snprintf(msg, len, "the request has Content-Length headers that disagree"), 1;
+	if (f.n_te && f.n_length)
+		return snprintf(msg, len, "the request has both Transfer-Encoding and Content-Length"), 1;
+	if (f.n_te > 1)
+		return snprintf(msg, len, "the request has more than one Transfer-Encoding header"), 1;
+	return 0;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -499,6 +546,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		rq->url = xstrdup(url);
 		atomic_fetch_add(&srv->in_flight, 1);
 		route_of(rq, url);
+		char bad[128];
+		if (dlk_http_framing_bad(conn, bad, sizeof(bad))) {
+			rq->route = R_NOT_FOUND;
+			rq->close = 1;
+			return answer_error(rq, 400, DLK_FAIL_BAD_REQUEST, "%s", bad);
+		}
 		is_get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
 		is_post = !strcmp(method, MHD_HTTP_METHOD_POST);
 		if (rq->route == R_NOT_FOUND)
@@ -569,11 +622,13 @@ static void access_log(struct request *rq)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	char url[512];
+	char url[512], method[sizeof(rq->method)];
 	int bad = 0;
+	/* both come from the client and the log is read on terminals: printable ASCII only */
 	copy_segment(url, sizeof(url), rq->url, strlen(rq->url), &bad);
+	copy_segment(method, sizeof(method), rq->method, strlen(rq->method), &bad);
 	int n = snprintf(line, sizeof(line), "%s.%03ldZ %s \"%s %s\" %d %zu %.6f%s%s\n", when, ts.tv_nsec / 1000000, addr,
-	                 rq->method, url, rq->status ? rq->status : 499, rq->bytes_out, dlk_now() - rq->t0,
+	                 method, url, rq->status ? rq->status : 499, rq->bytes_out, dlk_now() - rq->t0,
 	                 rq->model ? " model=" : "", rq->model ? rq->model->name : "");
 	if (n >= (int)sizeof(line))
 		n = (int)sizeof(line) - 1, line[n - 1] = '\n';

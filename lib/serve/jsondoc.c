@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #define JD_CHUNK (64u << 10)
 #define JD_STACK 1100 /* above the largest max_depth the project file allows (1024) */
@@ -575,6 +576,20 @@ void jd_write_string(struct dlk_buf *b, const char *s, size_t len)
 	dlk_buf_addc(b, '"');
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x80) {
+			/* JSON is UTF-8: a byte that starts no well-formed sequence (a URL from the client
+			 * can hold any) is written as U+FFFD */
+			uint32_t cp;
+			size_t n = dlk_utf8_decode((const unsigned char *)s + i, len - i, &cp);
+			if (n) {
+				i += n - 1;
+				continue;
+			}
+			dlk_buf_add(b, s + start, i - start);
+			start = i + 1;
+			dlk_buf_adds(b, "\\ufffd");
+			continue;
+		}
 		if (c >= 0x20 && c != '"' && c != '\\')
 			continue;
 		dlk_buf_add(b, s + start, i - start);

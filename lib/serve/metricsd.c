@@ -1,5 +1,6 @@
 /* GET /metrics and nothing else (see metricsd.h). */
 #include "lib/serve/metricsd.h"
+#include "lib/serve/server.h"
 #include "lib/util/mem.h"
 
 #include <arpa/inet.h>
@@ -31,6 +32,8 @@ static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, cons
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	if (allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+	if (status == MHD_HTTP_BAD_REQUEST)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	r = MHD_queue_response(conn, status, resp);
 	MHD_destroy_response(resp);
 	return r;
@@ -45,8 +48,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 	(void)version;
 	(void)upload_data;
 	if (!*con_cls) {
-		/* the first call sees the headers only; answer on the next */
+		char bad[128];
+		/* the first call sees the headers only; answer on the next, but a request framed two
+		 * ways is refused before its body is read and the connection closed */
 		*con_cls = d;
+		if (dlk_http_framing_bad(conn, bad, sizeof(bad))) {
+			size_t n = strlen(bad);
+			bad[n] = '\n';
+			return answer(conn, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", xstrndup(bad, n + 1), n + 1, NULL);
+		}
 		return MHD_YES;
 	}
 	if (*upload_size) {

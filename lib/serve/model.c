@@ -8,6 +8,7 @@
 
 #include "lib/nn/net.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 static int valid_name(const char *s, size_t len)
 {
@@ -54,9 +55,13 @@ int dlk_serve_model_load(struct dlk_serve_model *m, const char *name, const char
 		name = cJSON_IsString(v) ? v->valuestring : "model";
 	}
 	if (!valid_name(name, strlen(name))) {
+		/* the name points into the bundle's metadata: the message is written before the
+		 * bundle is released, and a cut never splits a character */
+		dlk_errf(err, DLK_EXIT_USAGE, "'%s': the model name '%.*s' cannot be used in URLs", path,
+		         (int)dlk_utf8_cut(name, strlen(name), 80), name);
+		dlk_err_hint(err, "name it on the command line: NAME=%s (letters, digits, '.', '_', '-')", path);
 		dlk_bundle_release(&m->bundle);
-		dlk_errf(err, DLK_EXIT_USAGE, "'%s': the model name '%.80s' cannot be used in URLs", path, name);
-		return dlk_err_hint(err, "name it on the command line: NAME=%s (letters, digits, '.', '_', '-')", path);
+		return -1;
 	}
 	m->name = xstrdup(name);
 	m->path = xstrdup(path);
@@ -77,6 +82,47 @@ int dlk_serve_model_load(struct dlk_serve_model *m, const char *name, const char
 	s->std = m->bundle.std;
 	dlk_serve_sig_init_lut(s);
 	atomic_init(&m->ready, 0);
+	return 0;
+}
+
+int dlk_serve_model_fit(struct dlk_serve_model *m, int max_batch, long long max_memory, int *lowered,
+                        struct dlk_err *err)
+{
+	struct dlk_net net = DLK_NET_INIT;
+	int rows = max_batch, limit;
+	double one;
+
+	*lowered = 0;
+	/* the shapes only: a 3 KB bundle can describe layers whose activations need gigabytes per
+	 * row, and max_batch rows of them on every compute worker would exhaust the machine */
+	if (dlk_bundle_net(&m->bundle, m->be, &net, err))
+		return dlk_err_prefix(err, "'%s'", m->path);
+	one = dlk_net_batch_bytes(&net, 1);
+	limit = dlk_net_batch_limit(&net);
+	if (one > (double)max_memory || limit < 1) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "model '%s' from '%s' needs %.0f MiB for the activations of one row, over "
+		         "serving.max_memory (%lld MiB)", m->name, m->path, ceil(one / (1 << 20)), max_memory >> 20);
+		dlk_err_hint(err, "serve it with a larger serving.max_memory (--set serving.max_memory=...), if the "
+		             "machine has the memory and the bundle is one you trust");
+		dlk_net_release(&net);
+		return -1;
+	}
+	while (rows > 1 && (dlk_net_batch_bytes(&net, rows) > (double)max_memory || rows > limit))
+		rows = rows / 2 > 1 ? rows / 2 : 1;
+	/* halving found a fitting size; the largest one below the one that did not fit */
+	if (rows < max_batch) {
+		int hi = rows * 2 < max_batch ? rows * 2 : max_batch;
+		while (rows + 1 < hi) {
+			int mid = rows + (hi - rows) / 2;
+			if (dlk_net_batch_bytes(&net, mid) <= (double)max_memory && mid <= limit)
+				rows = mid;
+			else
+				hi = mid;
+		}
+		*lowered = 1;
+	}
+	dlk_net_release(&net);
+	m->max_batch = rows;
 	return 0;
 }
 

@@ -22,6 +22,8 @@ struct dlk_serve_model {
 	struct dlk_serve_sig sig;
 	const struct dlk_backend *be;
 	double test_accuracy;        /* recorded in the bundle; < 0 when it has none */
+	int max_batch;               /* rows in one forward pass: serving.max_batch, or fewer when
+	                                serving.max_memory says so (dlk_serve_model_fit) */
 	struct dlk_batcher *batcher; /* set when the server adds it to its pool */
 	struct dlk_model_stats stats;
 	atomic_int ready;            /* loaded and warmed up */
@@ -35,6 +37,11 @@ int dlk_serve_model_arg(const char *arg, char **name_out, char **path_out, struc
  * Errors name the file; code DLK_EXIT_CONFIG for a bad bundle. */
 int dlk_serve_model_load(struct dlk_serve_model *m, const char *name, const char *path,
                          const struct dlk_backend *be, struct dlk_err *err);
+/* Sets m->max_batch: max_batch, or the most rows whose forward pass needs at most max_memory
+ * bytes on the model's backend. -1 with err (DLK_EXIT_CONFIG, naming serving.max_memory) when
+ * a single row needs more; *lowered is 1 when the batch is smaller than max_batch. */
+int dlk_serve_model_fit(struct dlk_serve_model *m, int max_batch, long long max_memory, int *lowered,
+                        struct dlk_err *err);
 /* The engine that runs this model on its backend (replicas build the network from the bundle). */
 struct dlk_engine dlk_serve_model_engine(struct dlk_serve_model *m);
 /* One row of raw zeros through the batcher; fails when the pass fails or gives a non-finite

@@ -166,9 +166,20 @@ int dlk_server_start(struct dlk_server *srv, const volatile int *cancel, struct 
 		for (int j = 0; j < i; j++)
 			if (!strcmp(srv->models[j].name, m->name)) {
 				dlk_errf(err, DLK_EXIT_USAGE, "'%s' and '%s' are both named '%s'", srv->models[j].path, m->path, m->name);
+				/* the hint names the path the release frees: written first */
+				dlk_err_hint(err, "name one on the command line: NAME=%s", m->path);
 				dlk_serve_model_release(m);
-				return dlk_err_hint(err, "name one on the command line: NAME=%s", m->path);
+				return -1;
 			}
+		int lowered;
+		if (dlk_serve_model_fit(m, srv->cfg.max_batch, srv->cfg.max_memory, &lowered, err)) {
+			dlk_serve_model_release(m);
+			return -1;
+		}
+		if (lowered)
+			event(srv, "model '%s': batches of at most %d rows, not %d: a larger one needs more than "
+			      "serving.max_memory (%lld MiB) for its activations", m->name, m->max_batch, srv->cfg.max_batch,
+			      srv->cfg.max_memory >> 20);
 		dlk_model_stats_init(&m->stats, srv->cfg.max_batch);
 		/* published: the front end reads models[0..n_loaded) without a lock */
 		atomic_store(&srv->n_loaded, i + 1);
@@ -181,7 +192,7 @@ int dlk_server_start(struct dlk_server *srv, const volatile int *cancel, struct 
 	for (int i = 0; i < srv->n_models; i++) {
 		struct dlk_serve_model *m = &srv->models[i];
 		struct dlk_engine e = dlk_serve_model_engine(m);
-		m->batcher = dlk_pool_add(srv->pool, &e, srv->cfg.max_batch, srv->cfg.max_delay_us, &m->stats);
+		m->batcher = dlk_pool_add(srv->pool, &e, m->max_batch, srv->cfg.max_delay_us, &m->stats);
 	}
 	if (dlk_pool_start(srv->pool, err)) {
 		dlk_pool_free(srv->pool);

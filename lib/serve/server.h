@@ -94,6 +94,11 @@ int dlk_serve_cores(void);
 
 /* The front end (http.c). */
 int dlk_http_start(struct dlk_server *srv, const char *host, int port, struct dlk_err *err);
+struct MHD_Connection;
+/* 1 with msg filled when a request is framed two ways (RFC 9112 section 6.3: Content-Length
+ * headers that disagree, Transfer-Encoding beside Content-Length, Transfer-Encoding twice): the
+ * answer is 400 and the connection closes. 0 when its framing is unambiguous. */
+int dlk_http_framing_bad(struct MHD_Connection *conn, char *msg, size_t len);
 void dlk_http_stop(struct dlk_server *srv);
 
 #endif

@@ -219,3 +219,11 @@ void dlk_serve_softmax(const float *logits, int rows, int k, float *probs)
 			p[j] *= inv;
 	}
 }
+
+long dlk_serve_nonfinite_row(const float *logits, size_t rows, size_t k)
+{
+	for (size_t i = 0; i < rows * k; i++)
+		if (!isfinite(logits[i]))
+			return (long)(i / k);
+	return -1;
+}

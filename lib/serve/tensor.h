@@ -82,5 +82,9 @@ int dlk_serve_convert_doubles(const struct dlk_serve_sig *sig, enum dlk_dtype t,
 
 /* Numerically stable softmax of each of `rows` rows of k logits. */
 void dlk_serve_softmax(const float *logits, int rows, int k, float *probs);
+/* The first of rows rows of k logits that holds a value that is not finite, or -1. Weights that
+ * pass the warm-up can still overflow on a real input: such a row is a failed forward pass (an
+ * HTTP answer 500, a stream record to the dead-letter topic), never an answer. */
+long dlk_serve_nonfinite_row(const float *logits, size_t rows, size_t k);
 
 #endif

@@ -374,20 +374,22 @@ static void classify_row(const struct dlk_serve_sig *sig, const float *row, int 
                          void (*emit)(void *ctx, const char *s, size_t len), void *ctx)
 {
 	int k = sig->n_classes;
-	char s[512];
+	/* the whole label, however long: a fixed buffer cut it inside a character and the answer
+	 * was not UTF-8 (labels are checked when the bundle is read) */
+	struct dlk_buf s = DLK_BUF_INIT;
 	for (int j = 0; j < k; j++)
 		tmp[j] = (struct class_entry){ row[j], j };
 	qsort(tmp, (size_t)k, sizeof(*tmp), cmp_class);
 	for (int j = 0; j < n && j < k; j++) {
-		int len;
-		if (sig->classes && sig->classes[tmp[j].i] && sig->classes[tmp[j].i][0])
-			len = snprintf(s, sizeof(s), "%f:%d:%s", (double)tmp[j].v, tmp[j].i, sig->classes[tmp[j].i]);
-		else
-			len = snprintf(s, sizeof(s), "%f:%d", (double)tmp[j].v, tmp[j].i);
-		if (len >= (int)sizeof(s))
-			len = (int)sizeof(s) - 1;
-		emit(ctx, s, (size_t)len);
+		dlk_buf_reset(&s);
+		dlk_buf_addf(&s, "%f:%d", (double)tmp[j].v, tmp[j].i);
+		if (sig->classes && sig->classes[tmp[j].i] && sig->classes[tmp[j].i][0]) {
+			dlk_buf_addc(&s, ':');
+			dlk_buf_adds(&s, sig->classes[tmp[j].i]);
+		}
+		emit(ctx, s.data, s.len);
 	}
+	dlk_buf_release(&s);
 }
 
 static void emit_json(void *ctx, const char *s, size_t len)

@@ -426,7 +426,19 @@ static int score_round(struct run *r, struct round *rd, struct dlk_err *err)
 	pthread_mutex_unlock(&r->m->lock);
 	if (!rd->n_rows)
 		return 0;
-	return r->sc->score(r->sc->ctx, rd->x, rd->n_rows, rd->logits, err);
+	if (r->sc->score(r->sc->ctx, rd->x, rd->n_rows, rd->logits, err))
+		return -1;
+	/* a record whose row overflowed is refused like one that does not decode (to the
+	 * dead-letter topic, with why), never written as an answer of nan */
+	for (int i = 0; i < rd->n_items; i++) {
+		struct item *it = &rd->items[i];
+		if (it->row >= 0 &&
+		    dlk_serve_nonfinite_row(rd->logits + (size_t)it->row * r->sc->sig->n_classes, 1, (size_t)r->sc->sig->n_classes) >= 0) {
+			it->row = -1;
+			it->error = xstrdup("the forward pass gave a value that is not finite (the weights overflow on this input)");
+		}
+	}
+	return 0;
 }
 
 /* Queues one record on the producer, waiting while its queue is full. */

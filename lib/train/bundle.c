@@ -16,8 +16,10 @@
 #include "lib/train/bundle.h"
 #include "lib/jobs/podenv.h"
 #include "lib/util/buf.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #ifndef DLK_VERSION
 #define DLK_VERSION "unknown"
@@ -417,7 +419,10 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has an unknown kind", path, i);
 		ls->kind = (enum dlk_layer_kind)kind;
 		const cJSON *rate = cJSON_GetObjectItemCaseSensitive(l, "rate");
-		ls->rate = cJSON_IsNumber(rate) ? (float)rate->valuedouble : 0.5f;
+		if (rate && (!cJSON_IsNumber(rate) || !(rate->valuedouble >= 0 && rate->valuedouble < 1)))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].rate is not in [0, 1)",
+			                path, i);
+		ls->rate = rate ? (float)rate->valuedouble : 0.5f;
 		if (int_field(l, "units", 0, 0, 1 << 24, &ls->units) || int_field(l, "filters", 0, 0, 65536, &ls->filters) ||
 		    int_field(l, "kernel", 3, 1, 1024, &ls->kernel) || int_field(l, "padding", 0, 0, 1024, &ls->padding) ||
 		    int_field(l, "size", 2, 1, 1024, &ls->size) ||
@@ -436,6 +441,9 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		for (int i = 0; i < b->n_classes; i++) {
 			const cJSON *c = cJSON_GetArrayItem(classes, i);
 			b->classes[i] = xstrdup(cJSON_IsString(c) ? c->valuestring : "");
+			/* a label goes into JSON answers and pages as it is: it must be text */
+			if (!dlk_utf8_valid(b->classes[i], strlen(b->classes[i])))
+				return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: classes[%d] is not UTF-8 text", path, i);
 		}
 	}
 	const cJSON *sc = cJSON_GetObjectItemCaseSensitive(j, "input_scaling");
@@ -476,6 +484,31 @@ static int cmp_span(const void *x, const void *y)
 }
 
 /* checks the safetensors file against the net's layout and copies the data into b->weights */
+
+/* "layers.N.weight" or "layers.N.bias" with N a layer of the model, written in decimal digits
+ * only: sscanf's %d took "+1", " 1" and an index past 2^32 (wrapped to another layer). */
+static int parse_tensor_name(const char *s, int n_layers, int *li, const char **kind)
+{
+	long long n = 0;
+	const char *p;
+
+	if (strncmp(s, "layers.", 7))
+		return -1;
+	p = s + 7;
+	if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9'))
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		n = n * 10 + (*p - '0');
+		if (n >= n_layers)
+			return -1;
+	}
+	if (*p++ != '.' || (strcmp(p, "weight") && strcmp(p, "bias")))
+		return -1;
+	*li = (int)n;
+	*kind = p;
+	return 0;
+}
+
 static int parse_safetensors(const char *path, const unsigned char *buf, size_t len, const struct dlk_net *net,
                              struct dlk_bundle *b, struct dlk_err *err)
 {
@@ -504,9 +537,8 @@ static int parse_safetensors(const char *path, const unsigned char *buf, size_t 
 		if (!strcmp(t->string, "__metadata__"))
 			continue;
 		int li;
-		char kind[16], extra;
-		if (sscanf(t->string, "layers.%d.%15[a-z]%c", &li, kind, &extra) != 2 || li < 0 || li >= net->n_layers ||
-		    !net->layers[li].n_w || (strcmp(kind, "weight") && strcmp(kind, "bias"))) {
+		const char *kind;
+		if (parse_tensor_name(t->string, net->n_layers, &li, &kind) || !net->layers[li].n_w) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: tensor '%s' is not a parameter of this model", path, who, t->string);
 			goto out;
 		}
@@ -542,7 +574,8 @@ static int parse_safetensors(const char *path, const unsigned char *buf, size_t 
 		const cJSON *o0 = cJSON_GetArrayItem(of, 0), *o1 = cJSON_GetArrayItem(of, 1);
 		size_t n = bias ? L->n_b : L->n_w;
 		if (!cJSON_IsArray(of) || cJSON_GetArraySize(of) != 2 || !cJSON_IsNumber(o0) || !cJSON_IsNumber(o1) ||
-		    o0->valuedouble < 0 || o1->valuedouble < o0->valuedouble || o1->valuedouble > (double)data_len ||
+		    o0->valuedouble < 0 || o0->valuedouble != floor(o0->valuedouble) || o1->valuedouble < o0->valuedouble ||
+		    o1->valuedouble > (double)data_len ||
 		    o1->valuedouble - o0->valuedouble != (double)n * 4) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: tensor '%s' has data_offsets outside the %llu data bytes or not "
 			         "%zu bytes long", path, who, t->string, (unsigned long long)data_len, n * 4);
@@ -635,21 +668,27 @@ int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err)
 	unsigned char *json = NULL, *wts = NULL;
 	size_t json_len = 0, wts_len = 0;
 	struct dlk_net net = DLK_NET_INIT;
-	int ret = -1, r;
-
+	int ret = -1, r, fd;
+	char msg[512];
 	struct stat st;
 
 	*b = (struct dlk_bundle)DLK_BUNDLE_INIT;
-	if (stat(path, &st)) {
+	/* checked on the descriptor that is read: a name swapped for a FIFO after a stat() would
+	 * still block the reader */
+	fd = dlk_open_regular(path, msg, sizeof(msg));
+	if (fd < 0) {
+		if (errno == EINVAL) /* a FIFO, a device, a directory */
+			dlk_errf(err, DLK_EXIT_CONFIG, "bundle: %s", msg);
+		else
+			dlk_errf(err, DLK_EXIT_CONFIG, "cannot open bundle '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	if (fstat(fd, &st)) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "cannot open bundle '%s': %s", path, strerror(errno));
 		goto out;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "cannot open bundle '%s': not a regular file", path);
-		goto out;
-	}
 	archive_read_support_format_tar(a);
-	if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
+	if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "cannot open bundle '%s': %s", path, archive_error_string(a));
 		goto out;
 	}
@@ -705,6 +744,8 @@ int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err)
 out:
 	dlk_net_release(&net);
 	archive_read_free(a);
+	if (fd >= 0)
+		close(fd);
 	free(json);
 	free(wts);
 	if (ret)

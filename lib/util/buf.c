@@ -1,5 +1,6 @@
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
+#include "lib/util/fsutil.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -119,14 +120,13 @@ void dlk_buf_release(struct dlk_buf *b)
 
 int dlk_buf_read_file(struct dlk_buf *b, const char *path, size_t max_bytes, char *errmsg, size_t errmsg_len)
 {
-	FILE *f = fopen(path, "rb");
+	/* a FIFO or a device named as a file is refused, never waited on */
+	FILE *f = dlk_fopen_regular(path, errmsg, errmsg_len);
 	char chunk[65536];
 	size_t n, total = 0;
 
-	if (!f) {
-		snprintf(errmsg, errmsg_len, "cannot open '%s': %s", path, strerror(errno));
+	if (!f)
 		return -1;
-	}
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
 		total += n;
 		if (max_bytes && total > max_bytes) {

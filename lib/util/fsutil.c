@@ -98,3 +98,63 @@ char *dlk_dir_of(const char *path)
 	/* "/dlk.yaml" is in "/", not in "" */
 	return slash == path ? xstrdup("/") : xstrndup(path, (size_t)(slash - path));
 }
+
+static const char *kind_of(mode_t m)
+{
+	return S_ISFIFO(m) ? "a FIFO" : S_ISDIR(m) ? "a directory" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) ? "a character device"
+	       : S_ISBLK(m) ? "a block device" : "not a plain file";
+}
+
+int dlk_open_regular(const char *path, char *msg, size_t msg_len)
+{
+	struct stat st;
+	int fd, e, flags;
+
+	/* O_NONBLOCK: opening a FIFO without a writer returns at once, so the check below can
+	 * refuse it (a plain open would wait for a writer forever) */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		e = errno;
+		if (msg)
+			snprintf(msg, msg_len, "cannot open '%s': %s", path, strerror(e));
+		errno = e;
+		return -1;
+	}
+	if (fstat(fd, &st)) {
+		e = errno;
+		close(fd);
+		if (msg)
+			snprintf(msg, msg_len, "cannot read '%s': %s", path, strerror(e));
+		errno = e;
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		if (msg)
+			snprintf(msg, msg_len, "'%s' is %s, not a regular file", path, kind_of(st.st_mode));
+		errno = EINVAL;
+		return -1;
+	}
+	flags = fcntl(fd, F_GETFL);
+	if (flags >= 0)
+		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+	return fd;
+}
+
+FILE *dlk_fopen_regular(const char *path, char *msg, size_t msg_len)
+{
+	int fd = dlk_open_regular(path, msg, msg_len);
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "rb");
+	if (!f) {
+		int e = errno;
+		close(fd);
+		if (msg)
+			snprintf(msg, msg_len, "cannot read '%s': %s", path, strerror(e));
+		errno = e;
+	}
+	return f;
+}

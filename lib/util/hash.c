@@ -1,4 +1,5 @@
 #include "lib/util/hash.h"
+#include "lib/util/fsutil.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -49,7 +50,7 @@ int dlk_sha256_file(const char *path, char hex[DLK_SHA256_HEX_LEN + 1])
 	struct dlk_sha256 h = DLK_SHA256_INIT;
 	unsigned char chunk[1 << 16];
 	size_t n;
-	FILE *f = fopen(path, "rb");
+	FILE *f = dlk_fopen_regular(path, NULL, 0);
 
 	if (!f)
 		return -1;

@@ -16,6 +16,16 @@ test_expect_success 'the cluster has CPU nodes and a tainted GPU node, all Ready
 	test "$(kubectl get node gpu-0 -o jsonpath="{.spec.taints[0].key}")" = nvidia.com/gpu
 '
 
+test_expect_success 'the API server and kubectl report the release go.mod pins, as a release build does' '
+	want=v$(sed -n "s/^[[:space:]]*k8s.io\/kubernetes v\([0-9.]*\)$/\1/p" "$TEST_ROOT/tests/cluster/go.mod" | head -n 1) &&
+	kubectl get --raw /version >version.json && cat version.json &&
+	jq -e --arg v "$want" ".gitVersion == \$v and .major == \"1\" and (.minor | startswith(\"36\")) and .gitTreeState == \"clean\"" \
+		version.json &&
+	kubectl version -o json >both.json && cat both.json &&
+	jq -e --arg v "$want" ".clientVersion.gitVersion == \$v and .serverVersion.gitVersion == \$v" both.json &&
+	case $want in v1.36.*) ;; *) echo "go.mod pins $want, not 1.36"; exit 1 ;; esac
+'
+
 test_expect_success 'nothing the cluster started listens beyond loopback' '
 	for f in "$CLUSTER"/pids/*.pid; do
 		pid=$(cat "$f") && ls -l /proc/$pid/fd 2>/dev/null | sed -n "s/.*socket:\[\([0-9]*\)\]/\1/p"

@@ -28,7 +28,7 @@ test_expect_success 'the broker starts (KRaft, loopback) and the topics are crea
 	test -f "$FM/t10k-images-idx3-ubyte.gz" &&
 	"$TEST_ROOT/tests/kafka/up" "$K" && test -s "$K/bootstrap" && kill -0 "$(cat "$K/pid")" &&
 	b=$(cat "$K/bootstrap") &&
-	for t in in:4 out:4 in.dlq:1 bad:1 bad-out:1 bad.dlq:1 alo:2 alo-out:2 alo.dlq:1 pf:2 pf-out:2 pf.dlq:1 fence:2 fence-out:2 fence.dlq:1; do
+	for t in in:4 out:4 in.dlq:1 bad:1 bad-out:1 bad.dlq:1 alo:2 alo-out:2 alo.dlq:1 pf:2 pf-out:2 pf.dlq:1 fence:2 fence-out:2 fence.dlq:1 hot:1 hot-out:1 hot.dlq:1; do
 		"$TEST_ROOT/tests/kafka/tool" org.apache.kafka.tools.TopicCommand --bootstrap-server "$b" \
 			--create --topic "${t%:*}" --partitions "${t#*:}" >/dev/null || exit 1
 	done
@@ -59,7 +59,7 @@ scorer() {
 	name=$1
 	shift
 	free_port >"$W/$name.port"
-	"$DLK" serve --local "$W/fashion-mlp.dlk" --set serving.workers=1 --set serving.threads=1 \
+	"$DLK" serve --local "${MODEL:-$W/fashion-mlp.dlk}" --set serving.workers=1 --set serving.threads=1 \
 		--instance "${INSTANCE:-$name}" --port "$(cat "$W/$name.port")" "$@" >>"$W/$name.log" 2>&1 &
 	echo $! >"$W/$name.pid"
 }
@@ -163,6 +163,18 @@ test_expect_success 'malformed records go to the dead-letter topic with their er
 	grep "^k1|" dlq | grep -q "dlk-partition=0,dlk-offset=0" &&
 	kcat -C -b "$B" -t bad-out -e -q -X isolation.level=read_committed -f "%k\n" | sort >good &&
 	printf "k4\nk5\n" >want && cmp want good
+'
+
+test_expect_success 'a record whose scores overflow goes to the dead-letter topic; the stream goes on' '
+	python3 "$TEST_ROOT/tests/hostile/craft.py" scale "$W/fashion-mlp.dlk" "$W/hot.dlk" 1e12 &&
+	python3 -c "import struct, sys; sys.stdout.buffer.write(struct.pack(\"<784f\", *[1e30] * 784))" >hot.bin &&
+	head -c 3136 /dev/zero >zero.bin &&
+	kcat -P -b "$B" -t hot -k h1 hot.bin && kcat -P -b "$B" -t hot -k z1 zero.bin &&
+	MODEL=$W/hot.dlk scorer h --stream "kafka://$B/hot" --to hot-out &&
+	wait_committed hot-out 1 120 && wait_committed hot.dlq 1 60 && stop h &&
+	kcat -C -b "$B" -t hot.dlq -e -q -X isolation.level=read_committed -f "%k|%h\n" >dlq && cat dlq &&
+	grep "^h1|" dlq | grep -q "dlk-error=the forward pass gave a value that is not finite" &&
+	kcat -C -b "$B" -t hot-out -e -q -X isolation.level=read_committed -f "%k\n" >good && test "$(cat good)" = z1
 '
 
 test_expect_success 'at-least-once mode scores every record' '
