@@ -9,7 +9,7 @@
 #include "lib/project/project.h"
 #include "lib/store/cache.h"
 #include "lib/store/serve.h"
-#include "lib/store/store.h"
+#include "lib/store/dataset.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
@@ -170,7 +170,7 @@ static int run_push(struct dlk_ctx *ctx, struct dlk_args *args)
 	bar.verb = "pushing";
 	if (dlk_dataset_push(ds.store, &m, push_tags.v, push_tags.n, on_progress, &bar, &st, &err)) {
 		dlk_progress_clear(&bar.p);
-		dlk_err_prefix(&err, "cannot push to '%s'", ds.store->url);
+		dlk_err_prefix(&err, "cannot push to '%s'", dlk_store_url(ds.store));
 		goto fail;
 	}
 	dlk_progress_clear(&bar.p);
@@ -179,7 +179,7 @@ static int run_push(struct dlk_ctx *ctx, struct dlk_args *args)
 		char id[72];
 		snprintf(id, sizeof(id), "sha256:%s", m.id);
 		cJSON_AddStringToObject(o, "id", id);
-		cJSON_AddStringToObject(o, "store", ds.store->url);
+		cJSON_AddStringToObject(o, "store", dlk_store_url(ds.store));
 		cJSON_AddNumberToObject(o, "files", (double)st.files);
 		cJSON_AddNumberToObject(o, "bytes", (double)st.bytes);
 		cJSON_AddNumberToObject(o, "uploaded", (double)st.uploaded);
@@ -199,10 +199,10 @@ static int run_push(struct dlk_ctx *ctx, struct dlk_args *args)
 	dlk_fmt_bytes(total, sizeof(total), st.bytes);
 	dlk_fmt_bytes(sent, sizeof(sent), st.uploaded_bytes);
 	if (st.uploaded)
-		dlk_info(ctx, "pushed to %s: %zu file%s, %s; uploaded %zu (%s), %zu already there", ds.store->url, st.files,
+		dlk_info(ctx, "pushed to %s: %zu file%s, %s; uploaded %zu (%s), %zu already there", dlk_store_url(ds.store), st.files,
 		         st.files == 1 ? "" : "s", total, st.uploaded, sent, st.files - st.uploaded);
 	else
-		dlk_info(ctx, "pushed to %s: %zu file%s, %s; %s", ds.store->url, st.files, st.files == 1 ? "" : "s", total,
+		dlk_info(ctx, "pushed to %s: %zu file%s, %s; %s", dlk_store_url(ds.store), st.files, st.files == 1 ? "" : "s", total,
 		         st.manifest_new ? "every file was already there" : "the dataset was already there: nothing uploaded");
 	if (st.resumed_bytes) {
 		char r[32];
@@ -311,7 +311,7 @@ static int run_ls(struct dlk_ctx *ctx, struct dlk_args *args)
 	if (list && print_structured(ctx, list, &err))
 		goto fail;
 	if (!list && !n)
-		dlk_info(ctx, "no datasets in %s", ds.store->url);
+		dlk_info(ctx, "no datasets in %s", dlk_store_url(ds.store));
 	goto out;
 fail:
 	rc = dlk_report(ctx, &err);
@@ -370,7 +370,7 @@ static int run_show(struct dlk_ctx *ctx, struct dlk_args *args)
 		char full[72];
 		snprintf(full, sizeof(full), "sha256:%s", id);
 		cJSON_AddStringToObject(o, "id", full);
-		cJSON_AddStringToObject(o, "store", ds.store->url);
+		cJSON_AddStringToObject(o, "store", dlk_store_url(ds.store));
 		cJSON_AddNumberToObject(o, "bytes", (double)m.total);
 		cJSON_AddItemToObject(o, "tags", tags_json(tags, nt, id));
 		for (size_t i = 0; i < m.n; i++) {
@@ -389,7 +389,7 @@ static int run_show(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	dlk_fmt_bytes(size, sizeof(size), m.total);
 	printf("dataset  sha256:%s\n", id);
-	printf("store    %s\n", ds.store->url);
+	printf("store    %s\n", dlk_store_url(ds.store));
 	printf("files    %zu, %s\n", m.n, size);
 	printf("tags     %s\n", nt && *tags_of(tags, nt, id, &b) ? b.data : "(none)");
 	printf("\n%10s  %-12s  %s\n", "SIZE", "SHA256", "PATH");

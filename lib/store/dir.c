@@ -1,5 +1,5 @@
 /* A store in a directory of this machine (or a volume mounted here): objects are files. */
-#include "lib/store/store.h"
+#include "lib/store/store_impl.h"
 
 #include <dirent.h>
 #include <errno.h>

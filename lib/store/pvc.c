@@ -7,7 +7,7 @@
  * server authenticates and authorizes (the user needs create on pods and get/create on
  * pods/proxy) and forwards. The pod is deleted when the store is closed; one left behind stops by
  * itself (idle, then its active deadline). The protocol is lib/store/serve.h's. */
-#include "lib/store/store.h"
+#include "lib/store/store_impl.h"
 #include "lib/store/serve.h"
 #include "lib/store/wire.h"
 #include "lib/data/fetch.h"

@@ -63,10 +63,10 @@ int dlk_dataset_reader_resolve(void *ctx, const char *path, char **local, char s
 	if (!e)
 		return -1;
 	snprintf(key, sizeof(key), "sha256/%s", e->sha256);
-	if (!r->cache && r->store->ops->local_path) {
+	if (!r->cache && dlk_store_is_local(r->store)) {
 		/* a directory store (a claim mounted in the pod, a directory here): read in place; the
 		 * caller checks the bytes against the manifest as it reads them */
-		p = r->store->ops->local_path(r->store, key);
+		p = dlk_store_local_path(r->store, key);
 		r->in_place++;
 		r->in_place_bytes += e->size;
 	} else if (r->cache) {
@@ -78,7 +78,7 @@ int dlk_dataset_reader_resolve(void *ctx, const char *path, char **local, char s
 		else
 			r->fetched++, r->fetched_bytes += e->size;
 	} else {
-		return dlk_errf(err, DLK_EXIT_FAIL, "'%s': no cache to fetch the dataset's files into", r->store->url);
+		return dlk_errf(err, DLK_EXIT_FAIL, "'%s': no cache to fetch the dataset's files into", dlk_store_url(r->store));
 	}
 	r->files++;
 	r->bytes += e->size;

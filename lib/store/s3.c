@@ -17,7 +17,7 @@
  * Large objects go up in parts (a multipart upload). An upload that was cut off is continued:
  * the next put of the same key finds the upload in ListMultipartUploads, keeps the parts that
  * ListParts shows with the right size and MD5 (the ETag) and sends the rest. */
-#include "lib/store/store.h"
+#include "lib/store/store_impl.h"
 #include "lib/store/s3xml.h"
 
 #include <ctype.h>

@@ -14,7 +14,8 @@
 
 #include "lib/store/cache.h"
 #include "lib/store/manifest.h"
-#include "lib/store/store.h"
+#include "lib/store/dataset.h"
+#include "lib/store/store_impl.h" /* a counting wrapper around a directory store */
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
