@@ -66,14 +66,15 @@ int dlk_dataset_push(struct dlk_store *s, const struct dlk_manifest *m, const ch
 	st.bytes = m->total;
 	for (size_t i = 0; i < n; i++) {
 		const struct dlk_manifest_entry *e = by_hex[i];
-		unsigned long long have = 0;
 		int r;
 
 		snprintf(key, sizeof(key), "sha256/%s", e->sha256);
-		r = dlk_store_stat(s, key, &have, err);
+		/* verified, not only sized: an object of the right size with the wrong bytes is sent
+		 * again, so that "push the dataset again" repairs a corrupted store */
+		r = dlk_store_has(s, key, e->sha256, e->size, err);
 		if (r < 0)
 			goto out;
-		if (r == 0 || have != e->size) {
+		if (r == 0) {
 			unsigned long long resumed = 0;
 			struct dlk_put_src src = { .path = e->local, .size = e->size, .progress = push_progress,
 			                           .progress_ctx = &pp, .what = e->path, .resumed = &resumed };
@@ -98,12 +99,12 @@ int dlk_dataset_push(struct dlk_store *s, const struct dlk_manifest *m, const ch
 	}
 	snprintf(key, sizeof(key), "datasets/%s", m->id);
 	{
-		unsigned long long have = 0;
-		int r = dlk_store_stat(s, key, &have, err);
+		int r;
+		text = dlk_manifest_format(m, &text_len);
+		r = dlk_store_has(s, key, m->id, text_len, err);
 		if (r < 0)
 			goto out;
-		text = dlk_manifest_format(m, &text_len);
-		if (r == 0 || have != text_len) {
+		if (r == 0) {
 			struct dlk_put_src src = { .data = text, .size = text_len, .what = "the manifest" };
 			dlk_sha256_hex(text, text_len, src.sha256);
 			if (dlk_store_put(s, key, &src, err)) {
@@ -357,16 +358,19 @@ static int copy_file(const char *from, const char *to, struct dlk_err *err)
 {
 	char *part = xasprintf("%s.part", to);
 	char buf[1 << 16];
-	int in = open(from, O_RDONLY | O_CLOEXEC), out = -1, rc = -1;
+	int in = dlk_open_regular(from, 0), out = -1, rc = -1;
 	ssize_t n;
 
 	if (in < 0) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", from, strerror(errno));
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", from, dlk_open_strerror(errno));
 		goto done;
 	}
-	out = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot create '%s': %s", part, strerror(errno));
+	/* never through a link planted at the .part name, and from its first byte */
+	out = dlk_open_part(part, err);
+	if (out < 0)
+		goto done;
+	if (ftruncate(out, 0) < 0) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", part, strerror(errno));
 		goto done;
 	}
 	while ((n = read(in, buf, sizeof(buf))) != 0) {
@@ -387,12 +391,10 @@ static int copy_file(const char *from, const char *to, struct dlk_err *err)
 			off += w;
 		}
 	}
-	if (fsync(out) < 0 || close(out) < 0) {
-		out = -1;
+	if (fsync(out) < 0) {
 		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", part, strerror(errno));
 		goto done;
 	}
-	out = -1;
 	if (rename(part, to) < 0) {
 		dlk_errf(err, DLK_EXIT_FAIL, "cannot rename '%s' to '%s': %s", part, to, strerror(errno));
 		goto done;
@@ -401,10 +403,12 @@ static int copy_file(const char *from, const char *to, struct dlk_err *err)
 done:
 	if (in >= 0)
 		close(in);
-	if (out >= 0)
-		close(out);
-	if (rc)
-		unlink(part);
+	if (rc && out >= 0)
+		dlk_unlink_if_same(part, out); /* only the file opened here, never what was planted */
+	if (out >= 0 && close(out) < 0 && !rc) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", to, strerror(errno));
+		rc = -1;
+	}
 	free(part);
 	return rc;
 }

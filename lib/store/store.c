@@ -185,13 +185,16 @@ int dlk_store_fetch_fd(struct dlk_store *s, const char *hex, unsigned long long 
 			continue; /* the bytes kept from before may be what was wrong: once more from scratch */
 		{
 			char *w = dlk_store_where(s, key);
+			/* the store answered the whole object and it was short: a transfer cut off is an
+			 * error of the transfer (exit 4) before it gets here, so this is the object itself,
+			 * corrupted like one whose bytes hash wrong (exit 3, as dlk-data(1) says) */
 			if (f.done != size)
-				dlk_errf(err, DLK_EXIT_CONNECT, "'%s' ended after %llu of its %llu bytes", w, f.done, size);
-			else {
+				dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is corrupted: it has %llu of the %llu bytes of %s", w,
+				         f.done, size, what ? what : key);
+			else
 				dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is corrupted: its bytes hash to %s%s%s", w, got,
 				         what ? ", not to the sha256 of " : "", what ? what : "");
-				dlk_err_hint(err, "push the dataset again to replace it, or remove that object from the store");
-			}
+			dlk_err_hint(err, "push the dataset again to replace it, or remove that object from the store");
 			free(w);
 		}
 		return -1;
@@ -202,12 +205,10 @@ int dlk_store_get_object(struct dlk_store *s, const char *hex, unsigned long lon
                          dlk_store_progress_fn progress, void *progress_ctx, const char *what, struct dlk_err *err)
 {
 	char *part = xasprintf("%s.part", dest);
-	int fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC, 0644), rc = -1;
+	int fd = dlk_open_part(part, err), rc = -1;
 
-	if (fd < 0) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot create '%s': %s", part, strerror(errno));
+	if (fd < 0)
 		goto out;
-	}
 	if (dlk_store_fetch_fd(s, hex, size, fd, progress, progress_ctx, what ? what : dest, err))
 		goto out;
 	if (fsync(fd) < 0 || rename(part, dest) < 0) {
@@ -216,14 +217,17 @@ int dlk_store_get_object(struct dlk_store *s, const char *hex, unsigned long lon
 	}
 	rc = 0;
 out:
-	if (fd >= 0)
-		close(fd);
 	if (rc && fd >= 0) {
 		struct stat st;
-		/* keep a partial download to continue later, not an empty or failed one */
-		if (stat(part, &st) == 0 && st.st_size == 0)
-			unlink(part);
+		int code = err ? err->code : 0;
+		/* keep a download cut off (interrupted, the store unreachable) to continue later;
+		 * after any other failure nothing of it is left. fd is the file opened here: only a
+		 * name that is still that file is removed */
+		if (!((code == DLK_EXIT_INTERRUPTED || code == DLK_EXIT_CONNECT) && fstat(fd, &st) == 0 && st.st_size > 0))
+			dlk_unlink_if_same(part, fd);
 	}
+	if (fd >= 0)
+		close(fd);
 	free(part);
 	return rc;
 }
@@ -243,6 +247,54 @@ int dlk_store_stat(struct dlk_store *s, const char *key, unsigned long long *siz
 int dlk_store_put(struct dlk_store *s, const char *key, const struct dlk_put_src *src, struct dlk_err *err)
 {
 	return s->ops->put(s, key, src, err);
+}
+
+int dlk_store_put_changed(const char *where, const struct dlk_put_src *src, const char *got, unsigned long long n,
+                          struct dlk_err *err)
+{
+	dlk_errf(err, DLK_EXIT_FAIL,
+	         "'%s' changed while it was uploaded: the %llu bytes sent hash to %s, not to the %s of its %llu bytes "
+	         "hashed before; nothing was stored as '%s'",
+	         src->path ? src->path : src->what ? src->what : where, n, got, src->sha256, src->size, where);
+	return dlk_err_hint(err, "push the dataset again once nothing writes to its files");
+}
+
+struct hash_sink {
+	struct dlk_sha256 h;
+	unsigned long long n, max;
+};
+
+static int hash_sink(void *ctx, const void *data, size_t len, struct dlk_err *err)
+{
+	struct hash_sink *k = ctx;
+
+	(void)err;
+	k->n += len;
+	if (k->n > k->max)
+		return -1; /* longer than it should be: it does not verify, no need to read on */
+	dlk_sha256_update(&k->h, data, len);
+	return 0;
+}
+
+int dlk_store_has(struct dlk_store *s, const char *key, const char *hex, unsigned long long size, struct dlk_err *err)
+{
+	struct hash_sink k = { .max = size };
+	unsigned long long have = 0;
+	char got[65];
+	int r;
+
+	if (s->ops->verify)
+		return s->ops->verify(s, key, hex, size, err);
+	r = s->ops->stat(s, key, &have, err);
+	if (r <= 0 || have != size)
+		return r < 0 ? -1 : 0;
+	/* no cheaper way for this kind: read it back */
+	dlk_sha256_begin(&k.h);
+	r = s->ops->get(s, key, 0, hash_sink, &k, err);
+	dlk_sha256_end(&k.h, got);
+	if (r && k.n <= k.max)
+		return err && err->code == DLK_EXIT_NOTFOUND ? 0 : -1;
+	return !r && k.n == size && !strcmp(got, hex);
 }
 
 int dlk_store_list(struct dlk_store *s, const char *prefix, dlk_store_list_fn fn, void *ctx, struct dlk_err *err)

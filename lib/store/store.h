@@ -101,11 +101,21 @@ const char *dlk_store_url(const struct dlk_store *s);
 int dlk_store_stat(struct dlk_store *s, const char *key, unsigned long long *size, struct dlk_err *err);
 
 /* Writes key from src atomically: readers see the old object or the whole new one. Resumes an
- * interrupted upload of the same key and content where the store can. */
+ * interrupted upload of the same key and content where the store can. The bytes are hashed as
+ * they are sent: when they are not src->size bytes hashing to src->sha256 (the file changed
+ * after it was hashed) the put fails with DLK_EXIT_FAIL and nothing is stored under key, so a
+ * store never holds an object whose bytes do not match its name. */
 int dlk_store_put(struct dlk_store *s, const char *key, const struct dlk_put_src *src, struct dlk_err *err);
 
 /* The names under prefix ("sha256/", "datasets/", "tags/", "logs/"), without it, in no set order. */
 int dlk_store_list(struct dlk_store *s, const char *prefix, dlk_store_list_fn fn, void *ctx, struct dlk_err *err);
+
+/* 1 when key is in the store with `size` bytes that hash to hex; 0 when it is absent, has
+ * another size or does not verify (a push then sends it again: that is how "push the dataset
+ * again" repairs a corrupted object); -1 with err. Each kind answers as cheaply as it can: a
+ * directory hashes its file, S3 compares the sha256 dlk stored with the object when it sent it
+ * (an object without one does not verify), the store pod hashes its file. */
+int dlk_store_has(struct dlk_store *s, const char *key, const char *hex, unsigned long long size, struct dlk_err *err);
 
 /* 1 when the store is a directory here (or mounted here): its objects can be read in place. */
 int dlk_store_is_local(const struct dlk_store *s);
