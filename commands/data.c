@@ -150,6 +150,7 @@ static int structured(const struct dlk_ctx *ctx)
 
 static const char *push_to;
 static struct dlk_strlist push_tags;
+static int push_verify;
 
 static int run_push(struct dlk_ctx *ctx, struct dlk_args *args)
 {
@@ -167,6 +168,7 @@ static int run_push(struct dlk_ctx *ctx, struct dlk_args *args)
 		goto fail;
 	if (dlk_manifest_build(args->pos, (size_t)args->n_pos, on_progress, &bar, &m, &err))
 		goto fail;
+	dlk_store_read_back(ds.store, push_verify);
 	bar.verb = "pushing";
 	if (dlk_dataset_push(ds.store, &m, push_tags.v, push_tags.n, on_progress, &bar, &st, &err)) {
 		dlk_progress_clear(&bar.p);
@@ -226,6 +228,8 @@ static const struct dlk_option push_options[] = {
 	OPT_STRING(0, "to", &push_to, "STORE", NULL, "the store: a directory, s3://BUCKET/PREFIX or pvc://CLAIM/PATH",
 	           .def_doc = "data.store of the project file", .complete = COMPLETE_DIR),
 	OPT_LIST('t', "tag", &push_tags, "NAME[@TAG]", "point a tag at the dataset (NAME alone is NAME@latest; repeatable)"),
+	OPT_BOOL(0, "verify", &push_verify,
+	         "read back every object the store already has and hash it, replacing any that does not match"),
 	OPT_END(),
 };
 

@@ -155,7 +155,8 @@ int dlk_dataset_manifest(struct dlk_store *s, const char *id, struct dlk_manifes
 	dlk_sha256_hex(b.data, b.len, got);
 	if (strcmp(got, id)) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is corrupted: its bytes hash to %s", where, got);
-		dlk_err_hint(err, "push the dataset again to replace it");
+		dlk_err_hint(err, "push the dataset again to replace it (dlk data push --verify reads back what the "
+		                  "store has)");
 		goto out;
 	}
 	rc = dlk_manifest_parse(b.data, b.len, where, m, err);

@@ -181,7 +181,8 @@ static MHD_RESULT do_get(struct MHD_Connection *c, const char *root, const char 
 
 	free(p);
 	if (fd < 0 && (errno == EISDIR || errno == EINVAL))
-		return reply_error(c, 422, "%s is corrupted: %s", key, errno == EISDIR ? "a directory, not a file" : "not a regular file");
+		return reply_error(c, 422, "%s is corrupted: %s", key,
+		                   errno == EISDIR ? "a directory, not a file" : "not a regular file");
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		if (fd >= 0)
 			close(fd);

@@ -171,7 +171,8 @@ int dlk_store_fetch_fd(struct dlk_store *s, const char *hex, unsigned long long 
 				if (ftruncate(fd, 0) < 0) { /* nothing more to do: the error says it all */ }
 				dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is corrupted: it has more than the %llu bytes of %s", w, size,
 				         what ? what : key);
-				dlk_err_hint(err, "push the dataset again to replace it, or remove that object from the store");
+				dlk_err_hint(err, "push the dataset again to replace it (dlk data push --verify reads back what "
+				                  "the store has), or remove that object from the store");
 				free(w);
 			}
 			return -1;
@@ -194,7 +195,8 @@ int dlk_store_fetch_fd(struct dlk_store *s, const char *hex, unsigned long long 
 			else
 				dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is corrupted: its bytes hash to %s%s%s", w, got,
 				         what ? ", not to the sha256 of " : "", what ? what : "");
-			dlk_err_hint(err, "push the dataset again to replace it, or remove that object from the store");
+			dlk_err_hint(err, "push the dataset again to replace it (dlk data push --verify reads back what the "
+			                  "store has), or remove that object from the store");
 			free(w);
 		}
 		return -1;
@@ -276,6 +278,11 @@ static int hash_sink(void *ctx, const void *data, size_t len, struct dlk_err *er
 	return 0;
 }
 
+void dlk_store_read_back(struct dlk_store *s, int on)
+{
+	s->opts.read_back = on;
+}
+
 int dlk_store_has(struct dlk_store *s, const char *key, const char *hex, unsigned long long size, struct dlk_err *err)
 {
 	struct hash_sink k = { .max = size };
@@ -283,7 +290,7 @@ int dlk_store_has(struct dlk_store *s, const char *key, const char *hex, unsigne
 	char got[65];
 	int r;
 
-	if (s->ops->verify)
+	if (s->ops->verify && !s->opts.read_back)
 		return s->ops->verify(s, key, hex, size, err);
 	r = s->ops->stat(s, key, &have, err);
 	if (r <= 0 || have != size)

@@ -42,6 +42,8 @@ struct dlk_store_opts {
 	void *log_ctx;
 	int max_retries;               /* after a connection error, 429 or 5xx: 0 = 4, -1 = none */
 	int retry_base_ms;             /* first back-off, doubled each time: 0 = 500 */
+	int read_back;                 /* dlk_store_has reads each object back and hashes it, on every
+	                                  kind (dlk data push --verify) */
 	/* pvc:// only */
 	struct kube_client *kube;      /* borrowed; NULL: pvc:// cannot be opened here */
 	const char *namespace_;        /* where the store pod runs */
@@ -115,6 +117,10 @@ int dlk_store_list(struct dlk_store *s, const char *prefix, dlk_store_list_fn fn
  * again" repairs a corrupted object); -1 with err. Each kind answers as cheaply as it can: a
  * directory hashes its file, S3 compares the sha256 dlk stored with the object when it sent it
  * (an object without one does not verify), the store pod hashes its file. */
+/* With on, dlk_store_has reads each object back and hashes it, whatever the kind: a corruption
+ * its cheap check cannot see (an S3 object changed on the server's disk behind the sha256 stored
+ * with it) is found too, at the cost of downloading what is there. */
+void dlk_store_read_back(struct dlk_store *s, int on);
 int dlk_store_has(struct dlk_store *s, const char *key, const char *hex, unsigned long long size, struct dlk_err *err);
 
 /* 1 when the store is a directory here (or mounted here): its objects can be read in place. */

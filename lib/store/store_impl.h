@@ -38,7 +38,8 @@ struct dlk_store {
 };
 
 /* The error of a put whose bytes, as they were sent, were not what src says (the file changed
- * after it was hashed; where names the object in the store): got is what they hashed to, n how many there were. Returns -1. */
+ * after it was hashed; where names the object in the store): got is what they hashed to, n how
+ * many there were. Returns -1. */
 int dlk_store_put_changed(const char *where, const struct dlk_put_src *src, const char *got, unsigned long long n,
                           struct dlk_err *err);
 

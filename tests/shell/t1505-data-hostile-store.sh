@@ -63,4 +63,11 @@ test_expect_success 'a FIFO planted at the .part name is refused at once' '
 	grep -q "f.csv.part. is not a regular file" err
 '
 
+test_expect_success 'push --verify reads back what the store has and replaces what does not match' '
+	chmod u+w "$OBJ" && printf Q | dd of="$OBJ" bs=1 seek=1 conv=notrunc 2>/dev/null &&
+	dlk data push "$TEST_TMP/ds" --to "$STORE" --verify 2>err && grep -q "uploaded 1 " err &&
+	cmp "$OBJ" "$TEST_TMP/ds/f.csv" &&
+	dlk data push "$TEST_TMP/ds" --to "$STORE" --verify 2>err && grep -q "nothing uploaded" err
+'
+
 test_done

@@ -98,6 +98,17 @@ test_expect_success 'a corrupted object in the bucket is named; nothing takes it
 	grep -q "$S3/sha256/$h. is corrupted" err && test ! -e bad/test.csv && test ! -e bad/test.csv.part
 '
 
+test_expect_success 'every object carries the sha256 dlk verified; one changed on the server is replaced by push --verify' '
+	h=$(sha256sum <"$TEST_TMP/blobs/test.csv" | cut -c1-64) && obj=$S3_ROOT/data/team/datasets/sha256/$h &&
+	dlk data push "$TEST_TMP/blobs" --to $S3 2>err >/dev/null && grep -q "nothing uploaded" err &&
+	printf X | dd of="$obj" bs=1 seek=5 conv=notrunc 2>/dev/null &&
+	puts=$(s3_ops PutObject) &&
+	dlk data push "$TEST_TMP/blobs" --to $S3 --verify 2>err >/dev/null && grep -q "uploaded 1 " err &&
+	test "$(s3_ops PutObject)" = $((puts + 1)) &&
+	cmp "$obj" "$TEST_TMP/blobs/test.csv" &&
+	dlk data get blobs@v1 --from $S3 fixed && cmp fixed/test.csv "$TEST_TMP/blobs/test.csv"
+'
+
 project() {
 	mkdir -p "$1" && cat >"$1/dlk.yaml" <<EOT
 name: blobs
