@@ -414,18 +414,42 @@ done:
 	return rc;
 }
 
+/* The manifest's paths have no ".." (dlk_manifest_check_path), so only a symlinked directory
+ * planted in the output directory could lead a file outside it: the folder a file goes to must
+ * resolve beneath the output directory. */
+static int beneath(const char *top_real, const char *folder, struct dlk_err *err)
+{
+	char *real = realpath(folder, NULL);
+	size_t n = strlen(top_real);
+	int ok = real && !strncmp(real, top_real, n) && (real[n] == '/' || real[n] == '\0' || !strcmp(top_real, "/"));
+
+	if (!ok) {
+		dlk_errf(err, DLK_EXIT_FAIL, "'%s' leads outside '%s' (a symbolic link?): dlk writes the dataset only beneath it",
+		         folder, top_real);
+		dlk_err_hint(err, "remove that link, or get into an empty directory");
+	}
+	free(real);
+	return ok ? 0 : -1;
+}
+
 int dlk_dataset_get(struct dlk_store *s, const struct dlk_manifest *m, const char *dir, struct dlk_cache *cache,
                     dlk_store_progress_fn progress, void *progress_ctx, struct dlk_get_stats *stats,
                     struct dlk_err *err)
 {
 	struct push_progress pp = { progress, progress_ctx, 0, m->total };
 	struct dlk_get_stats st = { 0 };
+	char *top = NULL;
 	int rc = -1;
 
 	st.files = m->n;
 	st.bytes = m->total;
 	if (dlk_mkdir_p(dir, err))
 		goto out;
+	top = realpath(dir, NULL);
+	if (!top) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", dir, strerror(errno));
+		goto out;
+	}
 	for (size_t i = 0; i < m->n; i++) {
 		const struct dlk_manifest_entry *e = &m->e[i];
 		char *dest = xasprintf("%s/%s", dir, e->path), *slash = strrchr(dest, '/');
@@ -433,6 +457,8 @@ int dlk_dataset_get(struct dlk_store *s, const struct dlk_manifest *m, const cha
 
 		*slash = '\0';
 		r = dlk_mkdir_p(dest, err);
+		if (!r)
+			r = beneath(top, dest, err);
 		*slash = '/';
 		if (!r && same_file(dest, e)) {
 			st.kept++;
@@ -465,5 +491,6 @@ int dlk_dataset_get(struct dlk_store *s, const struct dlk_manifest *m, const cha
 out:
 	if (stats)
 		*stats = st;
+	free(top);
 	return rc;
 }

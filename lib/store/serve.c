@@ -308,7 +308,8 @@ static MHD_RESULT do_upload(struct MHD_Connection *c, const char *root, const ch
 		}
 		free(dir);
 		p = staging_path(root, key, sha);
-		q->fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		/* a staging file is ours alone: never a link, a FIFO or another file's second name */
+		q->fd = dlk_open_part(p, NULL);
 		free(p);
 		if (q->fd < 0 || fstat(q->fd, &st) < 0) {
 			q->status = MHD_HTTP_INTERNAL_SERVER_ERROR;

@@ -3,10 +3,11 @@
 # a corrupted object of the right size is named and the next push replaces it; a short object,
 # a directory or a FIFO where an object should be exits 3 (corrupted, as dlk-data(1) says) at
 # once and leaves no .part; a symlink or a FIFO planted at a .part name is refused, never
-# written through.
+# written through, and neither is a symlinked folder planted in the output directory.
 . "$(dirname "$0")/../lib.sh"
 
-mkdir -p "$TEST_TMP/ds"
+mkdir -p "$TEST_TMP/ds/sub"
+printf 'deeper\n' >"$TEST_TMP/ds/sub/h.csv"
 printf '0123456789abcdef\n' >"$TEST_TMP/ds/f.csv"
 printf 'x,y\n1,2\n' >"$TEST_TMP/ds/g.csv"
 STORE=$TEST_TMP/store
@@ -61,6 +62,12 @@ test_expect_success 'a FIFO planted at the .part name is refused at once' '
 	mkdir -p out6 && mkfifo out6/f.csv.part &&
 	test_exit_code 1 timeout 60 "$DLK" data get t@v1 --from "$STORE" out6 2>err &&
 	grep -q "f.csv.part. is not a regular file" err
+'
+
+test_expect_success 'a symlinked folder planted in the output directory is not followed out of it' '
+	mkdir -p out7 elsewhere && ln -s "$PWD/elsewhere" out7/sub &&
+	test_exit_code 1 dlk data get t@v1 --from "$STORE" out7 2>err &&
+	grep -q "out7/sub. leads outside" err && test -z "$(ls elsewhere)"
 '
 
 test_expect_success 'push --verify reads back what the store has and replaces what does not match' '
