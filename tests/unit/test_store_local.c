@@ -18,6 +18,7 @@
 #include "lib/store/cache.h"
 #include "lib/store/manifest.h"
 #include "lib/store/dataset.h"
+#include "lib/store/reader.h"
 #include "lib/store/store_impl.h" /* a counting wrapper around a directory store */
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
@@ -511,6 +512,17 @@ static void test_hostile(void)
 	CHECK_MSG(err.code == DLK_EXIT_CONFIG, "a FIFO object exits 3 (got %d: %s)", err.code, err.msg);
 	CHECK_CONTAINS(err.msg, "not a regular file");
 	CHECK(!exists("hout/f.bin.part"));
+	/* training reading the store in place stops there too, instead of opening the FIFO */
+	{
+		struct dlk_dataset_reader rd = { 0 };
+		char *local = NULL, sha[65];
+		CHECK(dlk_dataset_reader_open(&rd, s, m.id, NULL, &err) == 0);
+		dlk_err_clear(&err);
+		CHECK(dlk_dataset_reader_resolve(&rd, "f.bin", &local, sha, &err) == -1 && err.code == DLK_EXIT_CONFIG);
+		CHECK_CONTAINS(err.msg, "not a regular file");
+		free(local);
+		dlk_dataset_reader_release(&rd);
+	}
 	/* the push replaces it */
 	CHECK(dlk_dataset_push(s, &m, NULL, 0, NULL, NULL, &ps, &err) == 0 && ps.uploaded == 1);
 
