@@ -9,7 +9,7 @@
 #include "lib/project/project.h"
 #include "lib/store/cache.h"
 #include "lib/store/serve.h"
-#include "lib/store/store.h"
+#include "lib/store/dataset.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
@@ -144,6 +144,7 @@ static int structured(const struct dlk_ctx *ctx)
 
 static const char *push_to;
 static struct dlk_strlist push_tags;
+static int push_verify;
 
 static int run_push(struct dlk_ctx *ctx, struct dlk_args *args)
 {
@@ -161,10 +162,11 @@ static int run_push(struct dlk_ctx *ctx, struct dlk_args *args)
 		goto fail;
 	if (dlk_manifest_build(args->pos, (size_t)args->n_pos, on_progress, &bar, &m, &err))
 		goto fail;
+	dlk_store_read_back(ds.store, push_verify);
 	bar.verb = "pushing";
 	if (dlk_dataset_push(ds.store, &m, push_tags.v, push_tags.n, on_progress, &bar, &st, &err)) {
 		dlk_progress_clear(&bar.p);
-		dlk_err_prefix(&err, "cannot push to '%s'", ds.store->url);
+		dlk_err_prefix(&err, "cannot push to '%s'", dlk_store_url(ds.store));
 		goto fail;
 	}
 	dlk_progress_clear(&bar.p);
@@ -173,7 +175,7 @@ static int run_push(struct dlk_ctx *ctx, struct dlk_args *args)
 		char id[72];
 		snprintf(id, sizeof(id), "sha256:%s", m.id);
 		cJSON_AddStringToObject(o, "id", id);
-		cJSON_AddStringToObject(o, "store", ds.store->url);
+		cJSON_AddStringToObject(o, "store", dlk_store_url(ds.store));
 		cJSON_AddNumberToObject(o, "files", (double)st.files);
 		cJSON_AddNumberToObject(o, "bytes", (double)st.bytes);
 		cJSON_AddNumberToObject(o, "uploaded", (double)st.uploaded);
@@ -193,10 +195,10 @@ static int run_push(struct dlk_ctx *ctx, struct dlk_args *args)
 	dlk_fmt_bytes(total, sizeof(total), st.bytes);
 	dlk_fmt_bytes(sent, sizeof(sent), st.uploaded_bytes);
 	if (st.uploaded)
-		dlk_info(ctx, "pushed to %s: %zu file%s, %s; uploaded %zu (%s), %zu already there", ds.store->url, st.files,
+		dlk_info(ctx, "pushed to %s: %zu file%s, %s; uploaded %zu (%s), %zu already there", dlk_store_url(ds.store), st.files,
 		         st.files == 1 ? "" : "s", total, st.uploaded, sent, st.files - st.uploaded);
 	else
-		dlk_info(ctx, "pushed to %s: %zu file%s, %s; %s", ds.store->url, st.files, st.files == 1 ? "" : "s", total,
+		dlk_info(ctx, "pushed to %s: %zu file%s, %s; %s", dlk_store_url(ds.store), st.files, st.files == 1 ? "" : "s", total,
 		         st.manifest_new ? "every file was already there" : "the dataset was already there: nothing uploaded");
 	if (st.resumed_bytes) {
 		char r[32];
@@ -220,6 +222,8 @@ static const struct dlk_option push_options[] = {
 	OPT_STRING(0, "to", &push_to, "STORE", NULL, "the store: a directory, s3://BUCKET/PREFIX or pvc://CLAIM/PATH",
 	           .def_doc = "data.store of the project file", .complete = COMPLETE_DIR),
 	OPT_LIST('t', "tag", &push_tags, "NAME[@TAG]", "point a tag at the dataset (NAME alone is NAME@latest; repeatable)"),
+	OPT_BOOL(0, "verify", &push_verify,
+	         "read back every object the store already has and hash it, replacing any that does not match"),
 	OPT_END(),
 };
 
@@ -305,7 +309,7 @@ static int run_ls(struct dlk_ctx *ctx, struct dlk_args *args)
 	if (list && print_structured(ctx, list, &err))
 		goto fail;
 	if (!list && !n)
-		dlk_info(ctx, "no datasets in %s", ds.store->url);
+		dlk_info(ctx, "no datasets in %s", dlk_store_url(ds.store));
 	goto out;
 fail:
 	rc = dlk_report(ctx, &err);
@@ -364,7 +368,7 @@ static int run_show(struct dlk_ctx *ctx, struct dlk_args *args)
 		char full[72];
 		snprintf(full, sizeof(full), "sha256:%s", id);
 		cJSON_AddStringToObject(o, "id", full);
-		cJSON_AddStringToObject(o, "store", ds.store->url);
+		cJSON_AddStringToObject(o, "store", dlk_store_url(ds.store));
 		cJSON_AddNumberToObject(o, "bytes", (double)m.total);
 		cJSON_AddItemToObject(o, "tags", tags_json(tags, nt, id));
 		for (size_t i = 0; i < m.n; i++) {
@@ -383,7 +387,7 @@ static int run_show(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	dlk_fmt_bytes(size, sizeof(size), m.total);
 	printf("dataset  sha256:%s\n", id);
-	printf("store    %s\n", dlk_visible(ds.store->url));
+	printf("store    %s\n", dlk_visible(dlk_store_url(ds.store)));
 	printf("files    %zu, %s\n", m.n, size);
 	printf("tags     %s\n", nt && *tags_of(tags, nt, id, &b) ? dlk_visible(b.data) : "(none)");
 	printf("\n%10s  %-12s  %s\n", "SIZE", "SHA256", "PATH");

@@ -12,7 +12,7 @@
 #include "lib/project/project.h"
 #include "lib/runs/runs.h"
 #include "lib/store/manifest.h"
-#include "lib/store/store.h"
+#include "lib/store/dataset.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"

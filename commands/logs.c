@@ -294,7 +294,7 @@ static int logs_archived(struct dlk_ctx *ctx, const char *name, const char *run,
 	a.rank = o->rank;
 	if (!url || dlk_data_store_open(ctx, url, spec, &ds, err))
 		goto out;
-	if (ds.store->ops->list(ds.store, "logs/", collect_archive, &a, err))
+	if (dlk_store_list(ds.store, "logs/", collect_archive, &a, err))
 		goto out;
 	for (size_t i = 1; i < a.n; i++)
 		one_run &= !strncmp(a.keys[i], a.keys[0], strlen("logs/") + strcspn(a.keys[0] + 5, "_"));

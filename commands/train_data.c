@@ -10,7 +10,7 @@
 #include "lib/project/project.h"
 #include "lib/store/cache.h"
 #include "lib/store/reader.h"
-#include "lib/store/store.h"
+#include "lib/store/dataset.h"
 #include "lib/util/mem.h"
 
 #include <errno.h>
@@ -102,7 +102,7 @@ int dlk_train_data_open(const struct dlk_ctx *ctx, const struct dlk_project *spe
 		dlk_warn(ctx, "data.dataset %s was resolved now, to sha256:%s: submit with 'dlk train' to resolve it once "
 		              "for every worker", d->dataset.tag, id);
 	}
-	if (!td->store->ops->local_path) {
+	if (!dlk_store_is_local(td->store)) {
 		/* fetched objects go to the node cache: the volume the template mounts in a pod, else
 		 * data.cache_dir next to the project */
 		const char *dir = getenv(DLK_ENV_DATA_CACHE);
@@ -143,7 +143,7 @@ void dlk_train_data_done(const struct dlk_ctx *ctx, struct dlk_train_data *td, i
 	if (!td->have_cache) {
 		if (rank == 0)
 			dlk_info(ctx, "dataset sha256:%.12s: %zu file%s, %s, read in place from %s", r->id, r->files,
-			         r->files == 1 ? "" : "s", total, td->store->url);
+			         r->files == 1 ? "" : "s", total, dlk_store_url(td->store));
 	} else {
 		unsigned long long freed = 0;
 		int over = 0;
@@ -152,7 +152,7 @@ void dlk_train_data_done(const struct dlk_ctx *ctx, struct dlk_train_data *td, i
 		dlk_fmt_bytes(b, sizeof(b), r->fetched_bytes);
 		/* every rank says it: each may be on another node, with its own cache */
 		dlk_info(ctx, "dataset sha256:%.12s: %zu file%s, %s: %s from the node cache, %s fetched from %s", r->id, r->files,
-		         r->files == 1 ? "" : "s", total, a, b, td->store->url);
+		         r->files == 1 ? "" : "s", total, a, b, dlk_store_url(td->store));
 		if (dlk_cache_trim(&td->cache, (const char *const *)r->used, r->n_used, &freed, &over, &e))
 			dlk_warn(ctx, "the data cache was not trimmed: %s", e.msg);
 		else if (over)

@@ -10,6 +10,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "lib/util/curl.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 
 struct download {
@@ -176,10 +178,16 @@ int dlk_http_download(const char *url, const char *dest, unsigned long long max_
 			unlink(part);
 			d.offset = 0;
 		}
-		d.f = fopen(part, "ab");
-		if (!d.f) {
-			dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", part, strerror(errno));
-			goto out;
+		{
+			/* never through a link planted at the .part name (dlk_open_part), appended to */
+			int pfd = dlk_open_part(part, err);
+			if (pfd < 0)
+				goto out;
+			if (fcntl(pfd, F_SETFL, fcntl(pfd, F_GETFL) | O_APPEND) < 0 || !(d.f = fdopen(pfd, "ab"))) {
+				dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", part, strerror(errno));
+				close(pfd);
+				goto out;
+			}
 		}
 		curl = curl_easy_init();
 		if (!curl) {

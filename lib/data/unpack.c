@@ -54,7 +54,7 @@ struct archive *dlk_archive_open_file(const char *path, const char *name, struct
 		return NULL;
 	}
 	char msg[512];
-	int fd = dlk_open_regular(path, msg, sizeof(msg));
+	int fd = dlk_open_regular_msg(path, msg, sizeof(msg));
 	if (fd < 0) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s", name, msg);
 		archive_read_free(a);

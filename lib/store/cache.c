@@ -70,11 +70,9 @@ int dlk_cache_fetch(struct dlk_cache *c, struct dlk_store *s, const char *hex, u
 	if (verified(obj, hex, size))
 		goto hit;
 	part = xasprintf("%s.part", obj);
-	fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot create '%s': %s", part, strerror(errno));
+	fd = dlk_open_part(part, err); /* never through a link planted in the cache */
+	if (fd < 0)
 		goto out;
-	}
 	lock_fd(fd);
 	/* whoever held the lock may have finished it meanwhile */
 	if (verified(obj, hex, size)) {

@@ -1,5 +1,5 @@
 /* A store in a directory of this machine (or a volume mounted here): objects are files. */
-#include "lib/store/store.h"
+#include "lib/store/store_impl.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +12,7 @@
 
 #include "lib/data/fetch.h" /* dlk_local_path */
 #include "lib/util/fsutil.h"
+#include "lib/util/hash.h"
 #include "lib/util/mem.h"
 
 struct dir_store {
@@ -65,7 +66,10 @@ static int dir_put(struct dlk_store *s, const char *key, const struct dlk_put_sr
 	char *p = key_path(s, key), *tmp = NULL, *slash;
 	int fd = -1, in = -1, rc = -1;
 	unsigned long long done = 0;
+	struct dlk_sha256 h;
+	char got[65];
 
+	dlk_sha256_begin(&h);
 	slash = strrchr(p, '/');
 	*slash = '\0';
 	if (dlk_mkdir_p(p, err))
@@ -73,7 +77,7 @@ static int dir_put(struct dlk_store *s, const char *key, const struct dlk_put_sr
 	*slash = '/';
 	/* a name of our own: two pushes of the same object at once must not write into one file */
 	tmp = xasprintf("%s.tmp-%ld-%lx", p, (long)getpid(), (unsigned long)random());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		dlk_errf(err, DLK_EXIT_FAIL, "cannot create '%s': %s", tmp, strerror(errno));
 		goto out;
@@ -81,9 +85,9 @@ static int dir_put(struct dlk_store *s, const char *key, const struct dlk_put_sr
 	if (src->path) {
 		char buf[1 << 16];
 		ssize_t n;
-		in = open(src->path, O_RDONLY | O_CLOEXEC);
+		in = dlk_open_regular(src->path, 0);
 		if (in < 0) {
-			dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", src->path, strerror(errno));
+			dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", src->path, dlk_open_strerror(errno));
 			goto out;
 		}
 		while ((n = read(in, buf, sizeof(buf))) != 0) {
@@ -97,19 +101,26 @@ static int dir_put(struct dlk_store *s, const char *key, const struct dlk_put_sr
 				dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", tmp, strerror(errno));
 				goto out;
 			}
+			/* what is written is what is hashed: the file may change after push hashed it */
+			dlk_sha256_update(&h, buf, (size_t)n);
 			done += (unsigned long long)n;
 			if (src->progress && src->progress(src->progress_ctx, src->what, done, src->size)) {
 				dlk_errf(err, DLK_EXIT_INTERRUPTED, "stopped while writing '%s'", p);
 				goto out;
 			}
 		}
-		if (done != src->size) {
-			dlk_errf(err, DLK_EXIT_FAIL, "'%s' changed while it was read (%llu bytes, then %llu)", src->path,
-			         src->size, done);
-			goto out;
-		}
 	} else if (write_all(fd, src->data, (size_t)src->size)) {
 		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", tmp, strerror(errno));
+		goto out;
+	} else {
+		dlk_sha256_update(&h, src->data, (size_t)src->size);
+		done = src->size;
+	}
+	dlk_sha256_end(&h, got);
+	if (done != src->size || strcmp(got, src->sha256)) {
+		char *w = dlk_store_where(s, key);
+		dlk_store_put_changed(w, src, got, done, err);
+		free(w);
 		goto out;
 	}
 	if (fsync(fd) < 0 || close(fd) < 0) {
@@ -124,6 +135,8 @@ static int dir_put(struct dlk_store *s, const char *key, const struct dlk_put_sr
 	}
 	rc = 0;
 out:
+	if (h.ctx)
+		dlk_sha256_end(&h, got); /* an error before the end: free the context */
 	if (fd >= 0)
 		close(fd);
 	if (in >= 0)
@@ -140,14 +153,21 @@ static int dir_get(struct dlk_store *s, const char *key, unsigned long long offs
 {
 	char *p = key_path(s, key);
 	char buf[1 << 16];
-	int fd = open(p, O_RDONLY | O_CLOEXEC), rc = -1;
+	int fd = dlk_open_regular(p, 0), rc = -1;
 	ssize_t n;
 
 	if (fd < 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
+		if (errno == ENOENT || errno == ENOTDIR) {
 			dlk_errf(err, DLK_EXIT_NOTFOUND, "'%s' does not exist", p);
-		else
+		} else if (errno == EISDIR || errno == EINVAL) {
+			/* a directory or a FIFO where an object should be: the store is damaged, and a
+			 * FIFO would hang the reader */
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is corrupted: %s", p,
+			         errno == EISDIR ? "a directory, not a file" : "not a regular file");
+			dlk_err_hint(err, "remove it from the store, then push the dataset again");
+		} else {
 			dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", p, strerror(errno));
+		}
 		goto out;
 	}
 	if (offset && lseek(fd, (off_t)offset, SEEK_SET) < 0) {
@@ -208,6 +228,37 @@ static int dir_list(struct dlk_store *s, const char *prefix, dlk_store_list_fn f
 	return rc;
 }
 
+static int dir_verify(struct dlk_store *s, const char *key, const char *hex, unsigned long long size,
+                      struct dlk_err *err)
+{
+	char *p = key_path(s, key);
+	struct dlk_sha256 h;
+	struct stat st;
+	char buf[1 << 16], got[65];
+	int fd = dlk_open_regular(p, 0), rc = 0;
+	ssize_t n;
+
+	(void)err;
+	/* anything that is not a regular file of the right size is replaced by the push */
+	if (fd < 0 || fstat(fd, &st) < 0 || (unsigned long long)st.st_size != size)
+		goto out;
+	dlk_sha256_begin(&h);
+	while ((n = read(fd, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		dlk_sha256_update(&h, buf, (size_t)n);
+	}
+	dlk_sha256_end(&h, got);
+	rc = n == 0 && !strcmp(got, hex);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(p);
+	return rc;
+}
+
 static char *dir_local_path(struct dlk_store *s, const char *key)
 {
 	return key_path(s, key);
@@ -222,7 +273,7 @@ static void dir_close(struct dlk_store *s)
 }
 
 static const struct dlk_store_ops dir_ops = {
-	dir_stat, dir_put, dir_get, dir_list, dir_local_path, dir_close,
+	dir_stat, dir_put, dir_get, dir_list, dir_local_path, dir_verify, dir_close,
 };
 
 struct dlk_store *dlk_store_open_dir(const char *url, const char *dir, const struct dlk_store_opts *opts,

@@ -7,7 +7,7 @@
  * server authenticates and authorizes (the user needs create on pods and get/create on
  * pods/proxy) and forwards. The pod is deleted when the store is closed; one left behind stops by
  * itself (idle, then its active deadline). The protocol is lib/store/serve.h's. */
-#include "lib/store/store.h"
+#include "lib/store/store_impl.h"
 #include "lib/store/serve.h"
 #include "lib/store/wire.h"
 #include "lib/data/fetch.h"
@@ -27,6 +27,7 @@
 #include "lib/render/render.h"
 #include "lib/util/buf.h"
 #include "lib/util/clock.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
 
@@ -105,7 +106,9 @@ static int fail_answer(struct dlk_store *s, const char *what, const struct kube_
 		rc = kube_status_error(p->kube, &w, r->status, r->body.data, err);
 		dlk_err_prefix(err, "%s", what);
 	} else {
-		rc = dlk_errf(err, r->status == 404 ? DLK_EXIT_NOTFOUND : DLK_EXIT_FAIL, "%s: %s (HTTP %ld from the store's pod)",
+		/* 422: the object there is not a file of bytes (a corrupted store, as a bad hash is) */
+		rc = dlk_errf(err, r->status == 404 ? DLK_EXIT_NOTFOUND : r->status == 422 ? DLK_EXIT_CONFIG : DLK_EXIT_FAIL,
+		              "%s: %s (HTTP %ld from the store's pod)",
 		              what, cJSON_IsString(e) ? e->valuestring : "the store refused the request", r->status);
 	}
 	cJSON_Delete(j);
@@ -141,6 +144,31 @@ static int pvc_stat(struct dlk_store *s, const char *key, unsigned long long *si
 		goto out;
 	if (r.status == 200 && !size_of(&r, size))
 		rc = 1;
+	else if (r.status == 404 && !strstr(r.body.data, "\"Status\""))
+		rc = 0;
+	else
+		rc = fail_answer(s, where, &r, err);
+out:
+	kube_response_release(&r);
+	free(k);
+	free(path);
+	free(where);
+	return rc;
+}
+
+static int pvc_verify(struct dlk_store *s, const char *key, const char *hex, unsigned long long size,
+                      struct dlk_err *err)
+{
+	char *k = key_path(key), *path = xasprintf("stat/%s?hash=1", k), *where = dlk_store_where(s, key);
+	struct kube_response r = KUBE_RESPONSE_INIT;
+	unsigned long long have = 0;
+	char got[65];
+	int rc = -1;
+
+	if (call(s, "GET", path, NULL, 0, NULL, NULL, NULL, &r, err))
+		goto out;
+	if (r.status == 200 && !dlk_store_wire_stat(r.body.data, r.body.len, &have, got))
+		rc = have == size && !strcmp(got, hex); /* a pod that did not hash it: "" verifies nothing */
 	else if (r.status == 404 && !strstr(r.body.data, "\"Status\""))
 		rc = 0;
 	else
@@ -231,8 +259,8 @@ static int pvc_put(struct dlk_store *s, const char *key, const struct dlk_put_sr
 	unsigned long long have = 0;
 	int fd = -1, rc = -1;
 
-	if (src->path && (fd = open(src->path, O_RDONLY | O_CLOEXEC)) < 0) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", src->path, strerror(errno));
+	if (src->path && (fd = dlk_open_regular(src->path, 0)) < 0) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", src->path, dlk_open_strerror(errno));
 		goto out;
 	}
 	buf = xmalloc(DLK_STORE_CHUNK);
@@ -280,6 +308,16 @@ static int pvc_put(struct dlk_store *s, const char *key, const struct dlk_put_sr
 			goto out;
 		}
 		/* the staged bytes were not the file's (the store dropped them): once more from scratch */
+		if (attempt && r.status == 422) {
+			/* sent from scratch and still not the bytes push hashed: the file changed since;
+			 * the pod hashed what it received and stored nothing */
+			char got[65] = "";
+			const char *at = strstr(r.body.data ? r.body.data : "", " hash to ");
+			if (at && strspn(at + 9, "0123456789abcdef") >= 64)
+				snprintf(got, sizeof(got), "%.64s", at + 9);
+			dlk_store_put_changed(where, src, got[0] ? got : "something else", src->size, err);
+			goto out;
+		}
 		if (attempt) {
 			fail_answer(s, where, &r, err);
 			goto out;
@@ -501,7 +539,7 @@ static void pvc_close(struct dlk_store *s)
 }
 
 static const struct dlk_store_ops pvc_ops = {
-	pvc_stat, pvc_put, pvc_get, pvc_list, NULL, pvc_close,
+	pvc_stat, pvc_put, pvc_get, pvc_list, NULL, pvc_verify, pvc_close,
 };
 
 struct dlk_store *dlk_store_open_pvc(const char *url, const struct dlk_store_opts *opts, struct dlk_err *err)

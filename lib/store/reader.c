@@ -1,11 +1,14 @@
 /* A dataset's files for training (see reader.h). */
 #include "lib/store/reader.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/util/buf.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 
 int dlk_dataset_reader_open(struct dlk_dataset_reader *r, struct dlk_store *s, const char *id, struct dlk_cache *cache,
@@ -63,10 +66,22 @@ int dlk_dataset_reader_resolve(void *ctx, const char *path, char **local, char s
 	if (!e)
 		return -1;
 	snprintf(key, sizeof(key), "sha256/%s", e->sha256);
-	if (!r->cache && r->store->ops->local_path) {
+	if (!r->cache && dlk_store_is_local(r->store)) {
 		/* a directory store (a claim mounted in the pod, a directory here): read in place; the
 		 * caller checks the bytes against the manifest as it reads them */
-		p = r->store->ops->local_path(r->store, key);
+		int fd;
+		p = dlk_store_local_path(r->store, key);
+		/* the loader opens it blocking: a FIFO or a directory put there must stop here */
+		fd = dlk_open_regular(p, 0);
+		if (fd < 0 && (errno == EISDIR || errno == EINVAL)) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is corrupted: %s", p,
+			         errno == EISDIR ? "a directory, not a file" : "not a regular file");
+			dlk_err_hint(err, "remove it from the store, then push the dataset again");
+			free(p);
+			return -1;
+		}
+		if (fd >= 0)
+			close(fd);
 		r->in_place++;
 		r->in_place_bytes += e->size;
 	} else if (r->cache) {
@@ -78,7 +93,7 @@ int dlk_dataset_reader_resolve(void *ctx, const char *path, char **local, char s
 		else
 			r->fetched++, r->fetched_bytes += e->size;
 	} else {
-		return dlk_errf(err, DLK_EXIT_FAIL, "'%s': no cache to fetch the dataset's files into", r->store->url);
+		return dlk_errf(err, DLK_EXIT_FAIL, "'%s': no cache to fetch the dataset's files into", dlk_store_url(r->store));
 	}
 	r->files++;
 	r->bytes += e->size;

@@ -6,7 +6,7 @@
 
 #include "lib/store/cache.h"
 #include "lib/store/manifest.h"
-#include "lib/store/store.h"
+#include "lib/store/dataset.h"
 
 struct dlk_dataset_reader {
 	struct dlk_store *store;       /* borrowed */

@@ -16,8 +16,16 @@
  *
  * Large objects go up in parts (a multipart upload). An upload that was cut off is continued:
  * the next put of the same key finds the upload in ListMultipartUploads, keeps the parts that
- * ListParts shows with the right size and MD5 (the ETag) and sends the rest. */
-#include "lib/store/store.h"
+ * ListParts shows with the right size and MD5 (the ETag) and sends the rest.
+ *
+ * An object's name is the sha256 of its bytes, and S3 checks each request's body only against
+ * the hash dlk computed of that body: so a put hashes the whole object as it reads it (a small one
+ * is read into memory first, a large one part by part) and sends or completes nothing whose bytes
+ * are not the ones push hashed. Every put also stores that sha256 with the object
+ * (x-amz-meta-dlk-sha256): a HEAD then tells a later push whether the object there is one dlk
+ * verified, without reading it back, and an object without it (or of the wrong size) is sent
+ * again, which is how a push repairs a corrupted object. */
+#include "lib/store/store_impl.h"
 #include "lib/store/s3xml.h"
 
 #include <ctype.h>
@@ -34,6 +42,7 @@
 #include "lib/util/buf.h"
 #include "lib/util/clock.h"
 #include "lib/util/curl.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
 
@@ -94,6 +103,7 @@ struct s3_req {
 	int body_fd;                  /* ... or body_len bytes of this file from body_off (-1: none) */
 	unsigned long long body_off;
 	const char *body_sha256;      /* hex; NULL: the empty body's */
+	const char *meta_sha256;      /* the object's sha256, stored with it; NULL: none */
 	unsigned long long range_from;
 	int range;                    /* send Range: bytes=range_from- (or only that byte: range_one) */
 	int range_one;
@@ -115,8 +125,10 @@ struct s3_resp {
 	struct dlk_err sink_err;
 	const struct s3_req *req;
 	size_t sent;
+	char meta_sha256[65];         /* x-amz-meta-dlk-sha256 of a HEAD or GET, "" when none */
 };
-#define S3_RESP_INIT { 0, DLK_BUF_INIT, 0, 0, "", NULL, 0, 0, 0, 0, 0, DLK_ERR_INIT, NULL, 0 }
+#define S3_RESP_INIT { 0, DLK_BUF_INIT, 0, 0, "", NULL, 0, 0, 0, 0, 0, DLK_ERR_INIT, NULL, 0, "" }
+#define S3_META_SHA256 "x-amz-meta-dlk-sha256"
 
 static void resp_release(struct s3_resp *r)
 {
@@ -132,6 +144,19 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ctx)
 		/* a new response (after 100 Continue): forget the last one's headers */
 		r->have_length = 0;
 		r->etag[0] = '\0';
+		r->meta_sha256[0] = '\0';
+		return n;
+	}
+	if (n > sizeof(S3_META_SHA256) && !strncasecmp(data, S3_META_SHA256 ":", sizeof(S3_META_SHA256))) {
+		const char *v = data + sizeof(S3_META_SHA256);
+		while (v < data + n && *v == ' ')
+			v++;
+		/* only 64 hex digits count: anything else is no claim at all */
+		if (data + n - v >= 64 && strspn(v, "0123456789abcdef") >= 64 &&
+		    (data + n - v == 64 || v[64] == '\r' || v[64] == '\n' || v[64] == ' ')) {
+			memcpy(r->meta_sha256, v, 64);
+			r->meta_sha256[64] = '\0';
+		}
 		return n;
 	}
 	if (n > 5 && !strncasecmp(data, "ETag:", 5)) {
@@ -289,6 +314,7 @@ static int s3_send(struct dlk_store *s, const struct s3_req *req, struct s3_resp
 		r->status = 0;
 		r->have_length = 0;
 		r->etag[0] = '\0';
+		r->meta_sha256[0] = '\0';
 		r->started = r->delivered = r->sink_failed = r->too_big = 0;
 		r->sent = 0;
 		r->req = req;
@@ -313,6 +339,10 @@ static int s3_send(struct dlk_store *s, const struct s3_req *req, struct s3_resp
 		curl_easy_setopt(c, CURLOPT_PASSWORD, s3->secret_key);
 		snprintf(line, sizeof(line), "x-amz-content-sha256: %s", req->body_sha256 ? req->body_sha256 : EMPTY_SHA256);
 		h = curl_slist_append(h, line);
+		if (req->meta_sha256) {
+			snprintf(line, sizeof(line), S3_META_SHA256 ": %s", req->meta_sha256);
+			h = curl_slist_append(h, line);
+		}
 		if (s3->token) {
 			char *t = xasprintf("x-amz-security-token: %s", s3->token);
 			h = curl_slist_append(h, t);
@@ -568,16 +598,38 @@ static int put_single(struct dlk_store *s, const char *k, const char *where, con
                       struct dlk_err *err)
 {
 	struct s3_req q = { .method = "PUT", .key = k, .body = src->data, .body_len = (size_t)src->size, .body_fd = -1,
-	                    .body_sha256 = src->sha256 };
+	                    .body_sha256 = src->sha256, .meta_sha256 = src->sha256 };
 	struct s3_resp r = S3_RESP_INIT;
+	char *copy = NULL, got[65];
 	int fd = -1, rc = -1;
+	size_t n = 0;
 
 	if (src->path) {
-		fd = open(src->path, O_RDONLY | O_CLOEXEC);
+		/* read it whole (at most S3_SINGLE_MAX) and hash what is read: those bytes, and only
+		 * they, are sent, so a file that changed since push hashed it cannot be stored */
+		fd = dlk_open_regular(src->path, 0);
 		if (fd < 0)
-			return dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", src->path, strerror(errno));
-		q.body = NULL;
-		q.body_fd = fd;
+			return dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", src->path, dlk_open_strerror(errno));
+		copy = xmalloc((size_t)src->size + 1);
+		for (;;) {
+			ssize_t got_n = read(fd, copy + n, (size_t)src->size + 1 - n);
+			if (got_n < 0 && errno == EINTR)
+				continue;
+			if (got_n < 0) {
+				dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", src->path, strerror(errno));
+				goto out;
+			}
+			if (got_n == 0 || (n += (size_t)got_n) > src->size)
+				break;
+		}
+		q.body = copy;
+	} else {
+		n = (size_t)src->size;
+	}
+	dlk_sha256_hex(q.body, n <= src->size ? n : (size_t)src->size, got);
+	if (n != src->size || strcmp(got, src->sha256)) {
+		dlk_store_put_changed(where, src, got, n, err);
+		goto out;
 	}
 	if (s3_send(s, &q, &r, err))
 		goto out;
@@ -591,6 +643,7 @@ static int put_single(struct dlk_store *s, const char *k, const char *where, con
 out:
 	if (fd >= 0)
 		close(fd);
+	free(copy);
 	resp_release(&r);
 	return rc;
 }
@@ -683,13 +736,15 @@ static int put_multipart(struct dlk_store *s, const char *k, const char *where, 
 	char *upload_id = NULL, *buf = xmalloc((size_t)psize);
 	struct dlk_buf query = DLK_BUF_INIT, xml = DLK_BUF_INIT;
 	struct s3_resp r = S3_RESP_INIT;
+	struct dlk_sha256 whole = DLK_SHA256_INIT;
+	char got[65];
 	int fd = -1, rc = -1, gone = 0;
 	long delay_ms = 0;
 
 	if (getenv("DLK_TEST_S3_PART_DELAY_MS"))
 		delay_ms = strtol(getenv("DLK_TEST_S3_PART_DELAY_MS"), NULL, 10);
-	if (src->path && (fd = open(src->path, O_RDONLY | O_CLOEXEC)) < 0) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", src->path, strerror(errno));
+	if (src->path && (fd = dlk_open_regular(src->path, 0)) < 0) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", src->path, dlk_open_strerror(errno));
 		goto out;
 	}
 	if (find_upload(s, k, where, &upload_id, err))
@@ -704,7 +759,8 @@ static int put_multipart(struct dlk_store *s, const char *k, const char *where, 
 		}
 	}
 	if (!upload_id) {
-		struct s3_req q = { .method = "POST", .key = k, .query = "uploads=", .body = "", .body_fd = -1 };
+		struct s3_req q = { .method = "POST", .key = k, .query = "uploads=", .body = "", .body_fd = -1,
+		                    .meta_sha256 = src->sha256 };
 		if (s3_send(s, &q, &r, err))
 			goto out;
 		if (r.status != 200) {
@@ -714,6 +770,8 @@ static int put_multipart(struct dlk_store *s, const char *k, const char *where, 
 		if (s3xml_upload_id(r.body.data, r.body.len, &upload_id, err))
 			goto out;
 	}
+	/* every part is read in order, kept or sent: the whole object is hashed on the way */
+	dlk_sha256_begin(&whole);
 	for (size_t i = 0; i < n_parts; i++) {
 		unsigned long long off = i * psize, len = src->size - off < psize ? src->size - off : psize;
 		char sha[65], md5[33], expect[40];
@@ -736,6 +794,7 @@ static int put_multipart(struct dlk_store *s, const char *k, const char *where, 
 		} else {
 			memcpy(buf, (const char *)src->data + off, (size_t)len);
 		}
+		dlk_sha256_update(&whole, buf, (size_t)len);
 		md5_hex(buf, (size_t)len, md5);
 		snprintf(expect, sizeof(expect), "\"%s\"", md5);
 		if (have[i].number && have[i].size == len && !strcasecmp(have[i].etag, expect)) {
@@ -762,6 +821,19 @@ static int put_multipart(struct dlk_store *s, const char *k, const char *where, 
 			dlk_errf(err, DLK_EXIT_INTERRUPTED, "stopped while uploading '%s'", where);
 			goto out;
 		}
+	}
+	dlk_sha256_end(&whole, got);
+	if (strcmp(got, src->sha256)) {
+		/* the file changed after push hashed it: complete nothing, and drop the parts */
+		struct s3_req q = { .method = "DELETE", .key = k, .body_fd = -1, .no_retry = 1 };
+		struct dlk_err ignored = DLK_ERR_INIT;
+		dlk_buf_reset(&query);
+		dlk_buf_adds(&query, "uploadId=");
+		uri_encode(&query, upload_id, 0);
+		q.query = query.data;
+		s3_send(s, &q, &r, &ignored);
+		dlk_store_put_changed(where, src, got, src->size, err);
+		goto out;
 	}
 	if (kept)
 		logf_(s, "%s: continued an upload: %zu of its %zu parts were already there", where, kept, n_parts);
@@ -806,6 +878,8 @@ static int put_multipart(struct dlk_store *s, const char *k, const char *where, 
 		*src->resumed = kept_bytes;
 	rc = 0;
 out:
+	if (whole.ctx)
+		dlk_sha256_end(&whole, got);
 	if (fd >= 0)
 		close(fd);
 	resp_release(&r);
@@ -851,8 +925,33 @@ static void s3_close(struct dlk_store *s)
 	free(s3);
 }
 
+static int s3_verify(struct dlk_store *s, const char *key, const char *hex, unsigned long long size,
+                     struct dlk_err *err)
+{
+	struct s3 *s3 = s->impl;
+	char *k = full_key(s3, key);
+	struct s3_req q = { .method = "HEAD", .key = k, .body_fd = -1 };
+	struct s3_resp r = S3_RESP_INIT;
+	unsigned long long have;
+	int rc = -1;
+
+	if (s3_send(s, &q, &r, err))
+		goto out;
+	if (r.status == 200)
+		/* the sha256 dlk stored with the object when it sent bytes that hashed to it */
+		rc = r.have_length && r.length == size && !strcmp(r.meta_sha256, hex);
+	else if (r.status == 404)
+		rc = 0;
+	else
+		rc = s3_stat(s, key, &have, err) < 0 ? -1 : 0; /* it says why */
+out:
+	resp_release(&r);
+	free(k);
+	return rc;
+}
+
 static const struct dlk_store_ops s3_ops = {
-	s3_stat, s3_put, s3_get, s3_list, NULL, s3_close,
+	s3_stat, s3_put, s3_get, s3_list, NULL, s3_verify, s3_close,
 };
 
 struct dlk_store *dlk_store_open_s3(const char *url, const struct dlk_store_opts *opts, struct dlk_err *err)

@@ -3,7 +3,10 @@
  * pod's token in X-Dlk-Store-Token (the API server keeps its own Authorization header).
  *
  *	GET  /v1/stat/KEY                    {"size": N}, or 404
- *	GET  /v1/object/KEY                  the bytes (Range: bytes=N- gives the rest from N, 206)
+ *	GET  /v1/stat/KEY?hash=1             {"size": N, "sha256": "<hex>"}: the pod hashes the file
+ *	                                     (a push asks before it skips an object)
+ *	GET  /v1/object/KEY                  the bytes (Range: bytes=N- gives the rest from N, 206);
+ *	                                     422 when KEY is not a regular file (a FIFO, a directory)
  *	GET  /v1/list/PREFIX/                {"names": [{"name": "...", "size": N}, ...]}
  *	GET  /v1/upload/KEY?sha256=H&size=S  {"size": N}: what an upload of KEY with content H (S
  *	                                     bytes) has staged so far (0: nothing)

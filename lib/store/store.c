@@ -1,6 +1,7 @@
-/* Stores by URL, verified downloads, and the dataset operations every kind of store shares. */
+/* The store front: a store by its URL, the calls every kind answers, and verified downloads.
+ * The kinds themselves are behind lib/store/store_impl.h. */
 #include "lib/store/store.h"
-#include "lib/store/cache.h"
+#include "lib/store/store_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -170,7 +171,8 @@ int dlk_store_fetch_fd(struct dlk_store *s, const char *hex, unsigned long long 
 				if (ftruncate(fd, 0) < 0) { /* nothing more to do: the error says it all */ }
 				dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is corrupted: it has more than the %llu bytes of %s", w, size,
 				         what ? what : key);
-				dlk_err_hint(err, "push the dataset again to replace it, or remove that object from the store");
+				dlk_err_hint(err, "push the dataset again to replace it (dlk data push --verify reads back what "
+				                  "the store has), or remove that object from the store");
 				free(w);
 			}
 			return -1;
@@ -184,13 +186,17 @@ int dlk_store_fetch_fd(struct dlk_store *s, const char *hex, unsigned long long 
 			continue; /* the bytes kept from before may be what was wrong: once more from scratch */
 		{
 			char *w = dlk_store_where(s, key);
+			/* the store answered the whole object and it was short: a transfer cut off is an
+			 * error of the transfer (exit 4) before it gets here, so this is the object itself,
+			 * corrupted like one whose bytes hash wrong (exit 3, as dlk-data(1) says) */
 			if (f.done != size)
-				dlk_errf(err, DLK_EXIT_CONNECT, "'%s' ended after %llu of its %llu bytes", w, f.done, size);
-			else {
+				dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is corrupted: it has %llu of the %llu bytes of %s", w,
+				         f.done, size, what ? what : key);
+			else
 				dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is corrupted: its bytes hash to %s%s%s", w, got,
 				         what ? ", not to the sha256 of " : "", what ? what : "");
-				dlk_err_hint(err, "push the dataset again to replace it, or remove that object from the store");
-			}
+			dlk_err_hint(err, "push the dataset again to replace it (dlk data push --verify reads back what the "
+			                  "store has), or remove that object from the store");
 			free(w);
 		}
 		return -1;
@@ -201,12 +207,10 @@ int dlk_store_get_object(struct dlk_store *s, const char *hex, unsigned long lon
                          dlk_store_progress_fn progress, void *progress_ctx, const char *what, struct dlk_err *err)
 {
 	char *part = xasprintf("%s.part", dest);
-	int fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC, 0644), rc = -1;
+	int fd = dlk_open_part(part, err), rc = -1;
 
-	if (fd < 0) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot create '%s': %s", part, strerror(errno));
+	if (fd < 0)
 		goto out;
-	}
 	if (dlk_store_fetch_fd(s, hex, size, fd, progress, progress_ctx, what ? what : dest, err))
 		goto out;
 	if (fsync(fd) < 0 || rename(part, dest) < 0) {
@@ -215,462 +219,102 @@ int dlk_store_get_object(struct dlk_store *s, const char *hex, unsigned long lon
 	}
 	rc = 0;
 out:
-	if (fd >= 0)
-		close(fd);
 	if (rc && fd >= 0) {
 		struct stat st;
-		/* keep a partial download to continue later, not an empty or failed one */
-		if (stat(part, &st) == 0 && st.st_size == 0)
-			unlink(part);
+		int code = err ? err->code : 0;
+		/* keep a download cut off (interrupted, the store unreachable) to continue later;
+		 * after any other failure nothing of it is left. fd is the file opened here: only a
+		 * name that is still that file is removed */
+		if (!((code == DLK_EXIT_INTERRUPTED || code == DLK_EXIT_CONNECT) && fstat(fd, &st) == 0 && st.st_size > 0))
+			dlk_unlink_if_same(part, fd);
 	}
+	if (fd >= 0)
+		close(fd);
 	free(part);
 	return rc;
 }
 
-/* ---- datasets ---- */
+/* ---- the calls every kind answers ---- */
 
-struct push_progress {
-	dlk_store_progress_fn fn;
-	void *ctx;
-	unsigned long long base, total;
+const char *dlk_store_url(const struct dlk_store *s)
+{
+	return s->url;
+}
+
+int dlk_store_stat(struct dlk_store *s, const char *key, unsigned long long *size, struct dlk_err *err)
+{
+	return s->ops->stat(s, key, size, err);
+}
+
+int dlk_store_put(struct dlk_store *s, const char *key, const struct dlk_put_src *src, struct dlk_err *err)
+{
+	return s->ops->put(s, key, src, err);
+}
+
+int dlk_store_put_changed(const char *where, const struct dlk_put_src *src, const char *got, unsigned long long n,
+                          struct dlk_err *err)
+{
+	dlk_errf(err, DLK_EXIT_FAIL,
+	         "'%s' changed while it was uploaded: the %llu bytes sent hash to %s, not to the %s of its %llu bytes "
+	         "hashed before; nothing was stored as '%s'",
+	         src->path ? src->path : src->what ? src->what : where, n, got, src->sha256, src->size, where);
+	return dlk_err_hint(err, "push the dataset again once nothing writes to its files");
+}
+
+struct hash_sink {
+	struct dlk_sha256 h;
+	unsigned long long n, max;
 };
 
-static int push_progress(void *ctx, const char *what, unsigned long long done, unsigned long long total)
+static int hash_sink(void *ctx, const void *data, size_t len, struct dlk_err *err)
 {
-	struct push_progress *p = ctx;
+	struct hash_sink *k = ctx;
 
-	(void)total;
-	return p->fn ? p->fn(p->ctx, what, p->base + done, p->total) : 0;
-}
-
-static int cmp_hex_entry(const void *a, const void *b)
-{
-	return strcmp((*(const struct dlk_manifest_entry *const *)a)->sha256,
-	              (*(const struct dlk_manifest_entry *const *)b)->sha256);
-}
-
-int dlk_dataset_push(struct dlk_store *s, const struct dlk_manifest *m, const char *const *tags, size_t n_tags,
-                     dlk_store_progress_fn progress, void *progress_ctx, struct dlk_push_stats *stats,
-                     struct dlk_err *err)
-{
-	struct push_progress pp = { progress, progress_ctx, 0, 0 };
-	const struct dlk_manifest_entry **by_hex = NULL;
-	struct dlk_push_stats st = { 0 };
-	char key[300], why[160];
-	char *text = NULL;
-	size_t text_len, n = 0;
-	int rc = -1;
-
-	for (size_t i = 0; i < n_tags; i++)
-		if (dlk_dataset_tag_check(tags[i], why, sizeof(why)))
-			return dlk_errf(err, DLK_EXIT_USAGE, "'%s' is not a tag: %s", tags[i], why);
-	/* one object per distinct content: two files with the same bytes are stored once */
-	by_hex = xcalloc(m->n ? m->n : 1, sizeof(*by_hex));
-	for (size_t i = 0; i < m->n; i++)
-		by_hex[i] = &m->e[i];
-	qsort(by_hex, m->n, sizeof(*by_hex), cmp_hex_entry);
-	for (size_t i = 0; i < m->n; i++)
-		if (!i || strcmp(by_hex[i]->sha256, by_hex[n - 1]->sha256))
-			by_hex[n++] = by_hex[i];
-	st.files = m->n;
-	for (size_t i = 0; i < n; i++)
-		pp.total += by_hex[i]->size;
-	st.bytes = m->total;
-	for (size_t i = 0; i < n; i++) {
-		const struct dlk_manifest_entry *e = by_hex[i];
-		unsigned long long have = 0;
-		int r;
-
-		snprintf(key, sizeof(key), "sha256/%s", e->sha256);
-		r = s->ops->stat(s, key, &have, err);
-		if (r < 0)
-			goto out;
-		if (r == 0 || have != e->size) {
-			unsigned long long resumed = 0;
-			struct dlk_put_src src = { .path = e->local, .size = e->size, .progress = push_progress,
-			                           .progress_ctx = &pp, .what = e->path, .resumed = &resumed };
-			memcpy(src.sha256, e->sha256, sizeof(src.sha256));
-			if (!e->local) {
-				dlk_errf(err, DLK_EXIT_FAIL, "'%s': no local file to upload", e->path);
-				goto out;
-			}
-			if (s->ops->put(s, key, &src, err)) {
-				dlk_err_prefix(err, "cannot upload '%s'", e->local);
-				goto out;
-			}
-			st.uploaded++;
-			st.uploaded_bytes += e->size;
-			st.resumed_bytes += resumed;
-		}
-		pp.base += e->size;
-		if (progress && progress(progress_ctx, e->path, pp.base, pp.total)) {
-			dlk_errf(err, DLK_EXIT_INTERRUPTED, "stopped while pushing");
-			goto out;
-		}
-	}
-	snprintf(key, sizeof(key), "datasets/%s", m->id);
-	{
-		unsigned long long have = 0;
-		int r = s->ops->stat(s, key, &have, err);
-		if (r < 0)
-			goto out;
-		text = dlk_manifest_format(m, &text_len);
-		if (r == 0 || have != text_len) {
-			struct dlk_put_src src = { .data = text, .size = text_len, .what = "the manifest" };
-			dlk_sha256_hex(text, text_len, src.sha256);
-			if (s->ops->put(s, key, &src, err)) {
-				dlk_err_prefix(err, "cannot upload the manifest");
-				goto out;
-			}
-			st.manifest_new = 1;
-		}
-	}
-	for (size_t i = 0; i < n_tags; i++) {
-		char *line = xasprintf("sha256:%s\n", m->id);
-		struct dlk_put_src src = { .data = line, .size = strlen(line), .what = tags[i] };
-		int r;
-		snprintf(key, sizeof(key), strchr(tags[i], '@') ? "tags/%s" : "tags/%s@latest", tags[i]);
-		dlk_sha256_hex(line, strlen(line), src.sha256);
-		r = s->ops->put(s, key, &src, err);
-		free(line);
-		if (r) {
-			dlk_err_prefix(err, "cannot write tag '%s'", tags[i]);
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	if (stats)
-		*stats = st;
-	free(text);
-	free(by_hex);
-	return rc;
-}
-
-int dlk_dataset_manifest(struct dlk_store *s, const char *id, struct dlk_manifest *m, struct dlk_err *err)
-{
-	struct dlk_buf b = DLK_BUF_INIT;
-	char key[80], got[65];
-	char *where;
-	int rc = -1;
-
-	snprintf(key, sizeof(key), "datasets/%s", id);
-	where = dlk_store_where(s, key);
-	if (dlk_store_get_mem(s, key, DLK_MANIFEST_MAX_BYTES, &b, err)) {
-		if (err && err->code == DLK_EXIT_NOTFOUND) {
-			dlk_errf(err, DLK_EXIT_NOTFOUND, "dataset sha256:%s is not in '%s'", id, s->url);
-			dlk_err_hint(err, "'dlk data ls --from %s' lists the datasets it has", s->url);
-		}
-		goto out;
-	}
-	dlk_sha256_hex(b.data, b.len, got);
-	if (strcmp(got, id)) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is corrupted: its bytes hash to %s", where, got);
-		dlk_err_hint(err, "push the dataset again to replace it");
-		goto out;
-	}
-	rc = dlk_manifest_parse(b.data, b.len, where, m, err);
-out:
-	free(where);
-	dlk_buf_release(&b);
-	return rc;
-}
-
-struct names {
-	char **v;
-	size_t n, cap;
-};
-
-static int collect_name(void *ctx, const char *name, unsigned long long size)
-{
-	struct names *l = ctx;
-
-	(void)size;
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 32;
-		l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
-	}
-	l->v[l->n++] = xstrdup(name);
+	(void)err;
+	k->n += len;
+	if (k->n > k->max)
+		return -1; /* longer than it should be: it does not verify, no need to read on */
+	dlk_sha256_update(&k->h, data, len);
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+void dlk_store_read_back(struct dlk_store *s, int on)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	s->opts.read_back = on;
 }
 
-static void names_free(struct names *l)
+int dlk_store_has(struct dlk_store *s, const char *key, const char *hex, unsigned long long size, struct dlk_err *err)
 {
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	l->v = NULL;
-	l->n = l->cap = 0;
+	struct hash_sink k = { .max = size };
+	unsigned long long have = 0;
+	char got[65];
+	int r;
+
+	if (s->ops->verify && !s->opts.read_back)
+		return s->ops->verify(s, key, hex, size, err);
+	r = s->ops->stat(s, key, &have, err);
+	if (r <= 0 || have != size)
+		return r < 0 ? -1 : 0;
+	/* no cheaper way for this kind: read it back */
+	dlk_sha256_begin(&k.h);
+	r = s->ops->get(s, key, 0, hash_sink, &k, err);
+	dlk_sha256_end(&k.h, got);
+	if (r && k.n <= k.max)
+		return err && err->code == DLK_EXIT_NOTFOUND ? 0 : -1;
+	return !r && k.n == size && !strcmp(got, hex);
 }
 
-int dlk_dataset_list(struct dlk_store *s, char ***ids, size_t *n, struct dlk_err *err)
+int dlk_store_list(struct dlk_store *s, const char *prefix, dlk_store_list_fn fn, void *ctx, struct dlk_err *err)
 {
-	struct names l = { 0 };
-	size_t k = 0;
-
-	if (s->ops->list(s, "datasets/", collect_name, &l, err)) {
-		names_free(&l);
-		return -1;
-	}
-	/* only names that are ids: a store may hold other things beside ours */
-	for (size_t i = 0; i < l.n; i++) {
-		if (strlen(l.v[i]) == 64 && strspn(l.v[i], "0123456789abcdef") == 64)
-			l.v[k++] = l.v[i];
-		else
-			free(l.v[i]);
-	}
-	l.n = k;
-	qsort(l.v, l.n, sizeof(*l.v), cmp_str);
-	*ids = l.v;
-	*n = l.n;
-	return 0;
+	return s->ops->list(s, prefix, fn, ctx, err);
 }
 
-static int read_tag(struct dlk_store *s, const char *tag, char id[65], struct dlk_err *err)
+int dlk_store_is_local(const struct dlk_store *s)
 {
-	struct dlk_buf b = DLK_BUF_INIT;
-	char key[300];
-	int rc = -1;
-
-	snprintf(key, sizeof(key), "tags/%s", tag);
-	if (dlk_store_get_mem(s, key, 256, &b, err))
-		goto out;
-	if (b.len != 7 + 64 + 1 || strncmp(b.data, "sha256:", 7) || b.data[71] != '\n' ||
-	    strspn(b.data + 7, "0123456789abcdef") != 64) {
-		char *w = dlk_store_where(s, key);
-		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' does not hold a dataset id (sha256:<64 hex digits>)", w);
-		free(w);
-		goto out;
-	}
-	memcpy(id, b.data + 7, 64);
-	id[64] = '\0';
-	rc = 0;
-out:
-	dlk_buf_release(&b);
-	return rc;
+	return s->ops->local_path != NULL;
 }
 
-static int cmp_tag(const void *a, const void *b)
+char *dlk_store_local_path(struct dlk_store *s, const char *key)
 {
-	return strcmp(((const struct dlk_tag *)a)->name, ((const struct dlk_tag *)b)->name);
-}
-
-int dlk_dataset_tags(struct dlk_store *s, struct dlk_tag **tags, size_t *n, struct dlk_err *err)
-{
-	struct names l = { 0 };
-	struct dlk_tag *t = NULL;
-	size_t k = 0;
-	char why[160];
-
-	if (s->ops->list(s, "tags/", collect_name, &l, err))
-		goto fail;
-	t = xcalloc(l.n ? l.n : 1, sizeof(*t));
-	for (size_t i = 0; i < l.n; i++) {
-		if (!strchr(l.v[i], '@') || dlk_dataset_tag_check(l.v[i], why, sizeof(why)))
-			continue;
-		if (read_tag(s, l.v[i], t[k].id, err)) {
-			if (err && err->code == DLK_EXIT_NOTFOUND)
-				continue; /* removed since the list */
-			goto fail;
-		}
-		t[k++].name = l.v[i];
-		l.v[i] = NULL;
-	}
-	qsort(t, k, sizeof(*t), cmp_tag);
-	names_free(&l);
-	*tags = t;
-	*n = k;
-	return 0;
-fail:
-	dlk_tags_free(t, k);
-	names_free(&l);
-	return -1;
-}
-
-void dlk_tags_free(struct dlk_tag *tags, size_t n)
-{
-	for (size_t i = 0; tags && i < n; i++)
-		free(tags[i].name);
-	free(tags);
-}
-
-int dlk_dataset_resolve(struct dlk_store *s, const char *ref, int allow_prefix, char id[65], struct dlk_err *err)
-{
-	struct dlk_dataset_ref r;
-	char why[160], key[80];
-	unsigned long long size;
-	int found;
-
-	if (dlk_dataset_ref_parse(ref, allow_prefix, &r, why, sizeof(why)))
-		return dlk_errf(err, DLK_EXIT_USAGE, "'%s' names no dataset: %s", ref, why);
-	switch (r.kind) {
-	case DLK_REF_TAG:
-		if (read_tag(s, r.tag, id, err)) {
-			if (err && err->code == DLK_EXIT_NOTFOUND) {
-				dlk_errf(err, DLK_EXIT_NOTFOUND, "no tag '%s' in '%s'", r.tag, s->url);
-				dlk_err_hint(err, "'dlk data ls --from %s' lists its tags", s->url);
-			}
-			return -1;
-		}
-		return 0;
-	case DLK_REF_ID:
-		snprintf(key, sizeof(key), "datasets/%s", r.id);
-		found = s->ops->stat(s, key, &size, err);
-		if (found < 0)
-			return -1;
-		if (!found) {
-			dlk_errf(err, DLK_EXIT_NOTFOUND, "dataset sha256:%s is not in '%s'", r.id, s->url);
-			return dlk_err_hint(err, "'dlk data ls --from %s' lists the datasets it has", s->url);
-		}
-		memcpy(id, r.id, 65);
-		return 0;
-	case DLK_REF_ID_PREFIX: {
-		char **ids = NULL;
-		size_t n = 0, hits = 0, at = 0;
-		if (dlk_dataset_list(s, &ids, &n, err))
-			return -1;
-		for (size_t i = 0; i < n; i++)
-			if (!strncmp(ids[i], r.id, strlen(r.id)))
-				hits++, at = i;
-		if (hits == 1)
-			memcpy(id, ids[at], 65);
-		for (size_t i = 0; i < n; i++)
-			free(ids[i]);
-		free(ids);
-		if (hits == 1)
-			return 0;
-		if (!hits)
-			return dlk_errf(err, DLK_EXIT_NOTFOUND, "no dataset in '%s' has an id starting with %s", s->url, r.id);
-		dlk_errf(err, DLK_EXIT_USAGE, "%zu datasets in '%s' have ids starting with %s", hits, s->url, r.id);
-		return dlk_err_hint(err, "give more digits of the id");
-	}
-	}
-	return dlk_errf(err, DLK_EXIT_FAIL, "internal: bad dataset reference");
-}
-
-/* ---- getting a dataset ---- */
-
-static int same_file(const char *path, const struct dlk_manifest_entry *e)
-{
-	struct stat st;
-	char hex[65];
-
-	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || (unsigned long long)st.st_size != e->size)
-		return 0;
-	return dlk_sha256_file(path, hex) == 0 && !strcmp(hex, e->sha256);
-}
-
-static int copy_file(const char *from, const char *to, struct dlk_err *err)
-{
-	char *part = xasprintf("%s.part", to);
-	char buf[1 << 16];
-	int in = open(from, O_RDONLY | O_CLOEXEC), out = -1, rc = -1;
-	ssize_t n;
-
-	if (in < 0) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", from, strerror(errno));
-		goto done;
-	}
-	out = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot create '%s': %s", part, strerror(errno));
-		goto done;
-	}
-	while ((n = read(in, buf, sizeof(buf))) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			dlk_errf(err, DLK_EXIT_FAIL, "cannot read '%s': %s", from, strerror(errno));
-			goto done;
-		}
-		for (ssize_t off = 0; off < n;) {
-			ssize_t w = write(out, buf + off, (size_t)(n - off));
-			if (w < 0) {
-				if (errno == EINTR)
-					continue;
-				dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", part, strerror(errno));
-				goto done;
-			}
-			off += w;
-		}
-	}
-	if (fsync(out) < 0 || close(out) < 0) {
-		out = -1;
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", part, strerror(errno));
-		goto done;
-	}
-	out = -1;
-	if (rename(part, to) < 0) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot rename '%s' to '%s': %s", part, to, strerror(errno));
-		goto done;
-	}
-	rc = 0;
-done:
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	if (rc)
-		unlink(part);
-	free(part);
-	return rc;
-}
-
-int dlk_dataset_get(struct dlk_store *s, const struct dlk_manifest *m, const char *dir, struct dlk_cache *cache,
-                    dlk_store_progress_fn progress, void *progress_ctx, struct dlk_get_stats *stats,
-                    struct dlk_err *err)
-{
-	struct push_progress pp = { progress, progress_ctx, 0, m->total };
-	struct dlk_get_stats st = { 0 };
-	int rc = -1;
-
-	st.files = m->n;
-	st.bytes = m->total;
-	if (dlk_mkdir_p(dir, err))
-		goto out;
-	for (size_t i = 0; i < m->n; i++) {
-		const struct dlk_manifest_entry *e = &m->e[i];
-		char *dest = xasprintf("%s/%s", dir, e->path), *slash = strrchr(dest, '/');
-		int r = 0;
-
-		*slash = '\0';
-		r = dlk_mkdir_p(dest, err);
-		*slash = '/';
-		if (!r && same_file(dest, e)) {
-			st.kept++;
-		} else if (!r && cache) {
-			char *cpath = NULL;
-			int hit = 0;
-			r = dlk_cache_fetch(cache, s, e->sha256, e->size, push_progress, &pp, e->path, &cpath, &hit, err);
-			if (!r)
-				r = copy_file(cpath, dest, err);
-			if (!r && hit)
-				st.from_cache++, st.cache_bytes += e->size;
-			else if (!r)
-				st.fetched++, st.fetched_bytes += e->size;
-			free(cpath);
-		} else if (!r) {
-			r = dlk_store_get_object(s, e->sha256, e->size, dest, push_progress, &pp, e->path, err);
-			if (!r)
-				st.fetched++, st.fetched_bytes += e->size;
-		}
-		free(dest);
-		if (r)
-			goto out;
-		pp.base += e->size;
-		if (progress && progress(progress_ctx, e->path, pp.base, pp.total)) {
-			dlk_errf(err, DLK_EXIT_INTERRUPTED, "stopped while getting the dataset");
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	if (stats)
-		*stats = st;
-	return rc;
+	return s->ops->local_path ? s->ops->local_path(s, key) : NULL;
 }

@@ -42,6 +42,8 @@ struct dlk_store_opts {
 	void *log_ctx;
 	int max_retries;               /* after a connection error, 429 or 5xx: 0 = 4, -1 = none */
 	int retry_base_ms;             /* first back-off, doubled each time: 0 = 500 */
+	int read_back;                 /* dlk_store_has reads each object back and hashes it, on every
+	                                  kind (dlk data push --verify) */
 	/* pvc:// only */
 	struct kube_client *kube;      /* borrowed; NULL: pvc:// cannot be opened here */
 	const char *namespace_;        /* where the store pod runs */
@@ -65,30 +67,6 @@ struct dlk_put_src {
 	const char *what;              /* for progress and messages */
 	unsigned long long *resumed;   /* when not NULL, set to the bytes an interrupted upload of the
 	                                  same object had already left in the store */
-};
-
-struct dlk_store_ops {
-	/* 1 present (size set), 0 absent, -1 error */
-	int (*stat)(struct dlk_store *s, const char *key, unsigned long long *size, struct dlk_err *err);
-	/* writes the object atomically: readers see the old one or the whole new one. Resumes an
-	 * interrupted upload of the same key and content where the store can. */
-	int (*put)(struct dlk_store *s, const char *key, const struct dlk_put_src *src, struct dlk_err *err);
-	/* the object's bytes from offset on, in order, to sink; DLK_EXIT_NOTFOUND when absent */
-	int (*get)(struct dlk_store *s, const char *key, unsigned long long offset, dlk_store_sink_fn sink,
-	           void *sink_ctx, struct dlk_err *err);
-	/* the names under prefix ("sha256/", "datasets/", "tags/"), without it, in no set order */
-	int (*list)(struct dlk_store *s, const char *prefix, dlk_store_list_fn fn, void *ctx, struct dlk_err *err);
-	/* a local file holding the object, when the store is a directory here; NULL otherwise
-	 * (the caller frees) */
-	char *(*local_path)(struct dlk_store *s, const char *key);
-	void (*close)(struct dlk_store *s);
-};
-
-struct dlk_store {
-	const struct dlk_store_ops *ops;
-	char *url;                     /* as given, for messages */
-	struct dlk_store_opts opts;    /* a copy (its pointers borrowed) */
-	void *impl;
 };
 
 /* Opens the store a URL names. A directory store is created on the first write, not here;
@@ -116,54 +94,40 @@ int dlk_store_get_object(struct dlk_store *s, const char *hex, unsigned long lon
 int dlk_store_fetch_fd(struct dlk_store *s, const char *hex, unsigned long long size, int fd,
                        dlk_store_progress_fn progress, void *progress_ctx, const char *what, struct dlk_err *err);
 
-/* ---- datasets ---- */
+/* The calls every kind of store answers (lib/store/store_impl.h has what each kind does). */
 
-struct dlk_push_stats {
-	size_t files, uploaded;        /* objects in the manifest, objects sent */
-	unsigned long long bytes, uploaded_bytes;
-	unsigned long long resumed_bytes; /* of uploaded_bytes, what interrupted uploads had sent */
-	int manifest_new;              /* the manifest was not in the store yet */
-};
+/* The URL the store was opened with, for messages. */
+const char *dlk_store_url(const struct dlk_store *s);
 
-/* Uploads what the store lacks of m's files (m from dlk_manifest_build: entries have local
- * paths), then the manifest, then each tag (NAME@TAG or NAME, which means NAME@latest). */
-int dlk_dataset_push(struct dlk_store *s, const struct dlk_manifest *m, const char *const *tags, size_t n_tags,
-                     dlk_store_progress_fn progress, void *progress_ctx, struct dlk_push_stats *stats,
-                     struct dlk_err *err);
+/* 1 when key is there (its size in *size), 0 when absent, -1 with err. */
+int dlk_store_stat(struct dlk_store *s, const char *key, unsigned long long *size, struct dlk_err *err);
 
-/* Resolves a reference (lib/store/manifest.h: sha256:ID, a unique id prefix when allow_prefix,
- * NAME@TAG, NAME) to an id. A tag or an id the store does not have is DLK_EXIT_NOTFOUND with the
- * store named. */
-int dlk_dataset_resolve(struct dlk_store *s, const char *ref, int allow_prefix, char id[65], struct dlk_err *err);
+/* Writes key from src atomically: readers see the old object or the whole new one. Resumes an
+ * interrupted upload of the same key and content where the store can. The bytes are hashed as
+ * they are sent: when they are not src->size bytes hashing to src->sha256 (the file changed
+ * after it was hashed) the put fails with DLK_EXIT_FAIL and nothing is stored under key, so a
+ * store never holds an object whose bytes do not match its name. */
+int dlk_store_put(struct dlk_store *s, const char *key, const struct dlk_put_src *src, struct dlk_err *err);
 
-/* Reads and verifies datasets/<id> (its bytes must hash to id). */
-int dlk_dataset_manifest(struct dlk_store *s, const char *id, struct dlk_manifest *m, struct dlk_err *err);
+/* The names under prefix ("sha256/", "datasets/", "tags/", "logs/"), without it, in no set order. */
+int dlk_store_list(struct dlk_store *s, const char *prefix, dlk_store_list_fn fn, void *ctx, struct dlk_err *err);
 
-/* Every dataset id in the store, sorted; and every tag with the id it points at. */
-struct dlk_tag {
-	char *name;                    /* NAME@TAG */
-	char id[65];
-};
-int dlk_dataset_list(struct dlk_store *s, char ***ids, size_t *n, struct dlk_err *err);
-int dlk_dataset_tags(struct dlk_store *s, struct dlk_tag **tags, size_t *n, struct dlk_err *err);
-void dlk_tags_free(struct dlk_tag *tags, size_t n);
+/* 1 when key is in the store with `size` bytes that hash to hex; 0 when it is absent, has
+ * another size or does not verify (a push then sends it again: that is how "push the dataset
+ * again" repairs a corrupted object); -1 with err. Each kind answers as cheaply as it can: a
+ * directory hashes its file, S3 compares the sha256 dlk stored with the object when it sent it
+ * (an object without one does not verify), the store pod hashes its file. */
+/* With on, dlk_store_has reads each object back and hashes it, whatever the kind: a corruption
+ * its cheap check cannot see (an S3 object changed on the server's disk behind the sha256 stored
+ * with it) is found too, at the cost of downloading what is there. */
+void dlk_store_read_back(struct dlk_store *s, int on);
+int dlk_store_has(struct dlk_store *s, const char *key, const char *hex, unsigned long long size, struct dlk_err *err);
 
-/* Writes every file of m into dir (created as needed) from the store, each verified; files
- * already in dir with the right sha256 are kept. With cache (lib/store/cache.h) objects come
- * from and go to it. */
-struct dlk_cache;
-struct dlk_get_stats {
-	size_t files, fetched, kept, from_cache;
-	unsigned long long bytes, fetched_bytes, cache_bytes;
-};
-int dlk_dataset_get(struct dlk_store *s, const struct dlk_manifest *m, const char *dir, struct dlk_cache *cache,
-                    dlk_store_progress_fn progress, void *progress_ctx, struct dlk_get_stats *stats,
-                    struct dlk_err *err);
+/* 1 when the store is a directory here (or mounted here): its objects can be read in place. */
+int dlk_store_is_local(const struct dlk_store *s);
 
-/* The store kinds (each in its own file). */
-struct dlk_store *dlk_store_open_dir(const char *url, const char *dir, const struct dlk_store_opts *opts,
-                                     struct dlk_err *err);
-struct dlk_store *dlk_store_open_s3(const char *url, const struct dlk_store_opts *opts, struct dlk_err *err);
-struct dlk_store *dlk_store_open_pvc(const char *url, const struct dlk_store_opts *opts, struct dlk_err *err);
+/* A local file holding key when the store is a directory here (or mounted here); NULL otherwise.
+ * Caller frees. */
+char *dlk_store_local_path(struct dlk_store *s, const char *key);
 
 #endif

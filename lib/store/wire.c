@@ -21,6 +21,23 @@ int dlk_store_wire_size(const char *body, size_t len, unsigned long long *size)
 	return ok ? 0 : -1;
 }
 
+int dlk_store_wire_stat(const char *body, size_t len, unsigned long long *size, char hex[65])
+{
+	cJSON *j;
+	const cJSON *v;
+
+	hex[0] = '\0';
+	if (dlk_store_wire_size(body, len, size))
+		return -1;
+	j = cJSON_ParseWithLength(body, len);
+	v = cJSON_GetObjectItemCaseSensitive(j, "sha256");
+	/* only 64 lowercase hex digits are a digest; anything else is no claim */
+	if (cJSON_IsString(v) && strlen(v->valuestring) == 64 && strspn(v->valuestring, "0123456789abcdef") == 64)
+		memcpy(hex, v->valuestring, 65);
+	cJSON_Delete(j);
+	return 0;
+}
+
 int dlk_store_wire_list(const char *body, size_t len, const char *what, dlk_store_list_fn fn, void *ctx,
                         struct dlk_err *err)
 {

@@ -11,6 +11,11 @@
 /* {"size": N} with N a whole number of bytes: 0 and *size, or -1. */
 int dlk_store_wire_size(const char *body, size_t len, unsigned long long *size);
 
+/* {"size": N, "sha256": "<64 hex digits>"}: the answer to a stat that asked the pod to hash the
+ * object. 0 with *size and hex (hex "" when the pod did not hash it: a pod of an older dlk), or -1
+ * when size is not as dlk_store_wire_size reads it. */
+int dlk_store_wire_stat(const char *body, size_t len, unsigned long long *size, char hex[65]);
+
 /* {"names": [{"name": "...", "size": N}, ...]}: fn for each entry whose name is a plain file name
  * (no '/', not "." or ".."), until fn returns nonzero. -1 with err when body is not such a list. */
 int dlk_store_wire_list(const char *body, size_t len, const char *what, dlk_store_list_fn fn, void *ctx,

@@ -675,7 +675,7 @@ int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err)
 	*b = (struct dlk_bundle)DLK_BUNDLE_INIT;
 	/* checked on the descriptor that is read: a name swapped for a FIFO after a stat() would
 	 * still block the reader */
-	fd = dlk_open_regular(path, msg, sizeof(msg));
+	fd = dlk_open_regular_msg(path, msg, sizeof(msg));
 	if (fd < 0) {
 		if (errno == EINVAL) /* a FIFO, a device, a directory */
 			dlk_errf(err, DLK_EXIT_CONFIG, "bundle: %s", msg);

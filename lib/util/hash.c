@@ -1,5 +1,4 @@
 #include "lib/util/hash.h"
-#include "lib/util/fsutil.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -7,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/evp.h>
+#include <unistd.h>
+
+#include "lib/util/fsutil.h"
 
 void dlk_sha256_begin(struct dlk_sha256 *h)
 {
@@ -49,24 +51,25 @@ int dlk_sha256_file(const char *path, char hex[DLK_SHA256_HEX_LEN + 1])
 {
 	struct dlk_sha256 h = DLK_SHA256_INIT;
 	unsigned char chunk[1 << 16];
-	size_t n;
-	FILE *f = dlk_fopen_regular(path, NULL, 0);
+	ssize_t n;
+	/* a FIFO put where a file was would block the hash forever: regular files only */
+	int fd = dlk_open_regular(path, 0), e;
 
-	if (!f)
+	if (fd < 0)
 		return -1;
 	dlk_sha256_begin(&h);
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		dlk_sha256_update(&h, chunk, n);
-	if (ferror(f)) {
-		int e = errno;
-		fclose(f);
-		dlk_sha256_end(&h, hex);
-		errno = e;
-		return -1;
+	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		dlk_sha256_update(&h, chunk, (size_t)n);
 	}
-	fclose(f);
+	e = errno;
+	close(fd);
 	dlk_sha256_end(&h, hex);
-	return 0;
+	errno = e;
+	return n < 0 ? -1 : 0;
 }
 
 int dlk_sha256_is_hex(const char *s)

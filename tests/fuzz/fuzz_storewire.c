@@ -1,5 +1,5 @@
 /* libFuzzer target: the store pod's protocol (lib/store/wire.c, lib/store/serve.c): the JSON
- * answers the client reads (sizes, listings), the Range header and the keys the pod reads.
+ * answers the client reads (sizes, hashed stats, listings), the Range header and the keys the pod reads.
  * Corpus: tests/fuzz/storewire/. */
 #include "lib/store/serve.h"
 #include "lib/store/wire.h"
@@ -30,10 +30,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	unsigned long long n, from;
-	char *s;
+	char *s, hex[65];
 	int k = 0;
 
 	dlk_store_wire_size((const char *)data, size, &n);
+	if (!dlk_store_wire_stat((const char *)data, size, &n, hex) && hex[0] &&
+	    (strlen(hex) != 64 || strspn(hex, "0123456789abcdef") != 64))
+		abort(); /* a digest handed out is 64 hex digits */
 	dlk_store_wire_list((const char *)data, size, "fuzz", count, &k, &err);
 	s = malloc(size + 1);
 	memcpy(s, data, size);

@@ -98,6 +98,31 @@ test_expect_success 'a corrupted object in the bucket is named; nothing takes it
 	grep -q "$S3/sha256/$h. is corrupted" err && test ! -e bad/test.csv && test ! -e bad/test.csv.part
 '
 
+test_expect_success 'every object carries the sha256 dlk verified; one changed on the server is replaced by push --verify' '
+	h=$(sha256sum <"$TEST_TMP/blobs/test.csv" | cut -c1-64) && obj=$S3_ROOT/data/team/datasets/sha256/$h &&
+	dlk data push "$TEST_TMP/blobs" --to $S3 2>err >/dev/null && grep -q "nothing uploaded" err &&
+	printf X | dd of="$obj" bs=1 seek=5 conv=notrunc 2>/dev/null &&
+	puts=$(s3_ops PutObject) &&
+	dlk data push "$TEST_TMP/blobs" --to $S3 --verify 2>err >/dev/null && grep -q "uploaded 1 " err &&
+	test "$(s3_ops PutObject)" = $((puts + 1)) &&
+	cmp "$obj" "$TEST_TMP/blobs/test.csv" &&
+	dlk data get blobs@v1 --from $S3 fixed && cmp fixed/test.csv "$TEST_TMP/blobs/test.csv"
+'
+
+test_expect_success 'a file changed while its parts go up: nothing completed, no tag, exit 1' '
+	chg=$TEST_TMP/chg && mkdir "$chg" && head -c 41000000 /dev/urandom >"$chg/blob.bin" &&
+	h=$(sha256sum <"$chg/blob.bin" | cut -c1-64) &&
+	parts=$(s3_ops UploadPart) && done0=$(s3_ops CompleteMultipartUpload) &&
+	{ DLK_TEST_S3_PART_DELAY_MS=400 "$DLK" data push "$chg" --to $S3 --tag chg@v1 >out 2>err & } &&
+	pid=$! &&
+	i=0; while [ "$(s3_ops UploadPart)" -lt $((parts + 1)) ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done &&
+	printf CHANGED | dd of="$chg/blob.bin" bs=1 seek=40000000 conv=notrunc 2>/dev/null &&
+	wait $pid; rc=$? && test $rc = 1 &&
+	grep -q "blob.bin. changed while it was uploaded" err && grep -q "nothing was stored" err &&
+	test "$(s3_ops CompleteMultipartUpload)" = "$done0" &&
+	test ! -e "$S3_ROOT/data/team/datasets/sha256/$h" && test ! -e "$S3_ROOT/data/team/datasets/tags/chg@v1"
+'
+
 project() {
 	mkdir -p "$1" && cat >"$1/dlk.yaml" <<EOT
 name: blobs

@@ -74,6 +74,23 @@ test_expect_success 'a corrupted object on the claim is named' '
 	cp saved "$CLAIM/sha256/$h" && test $rc = 0 && grep -q "$STORE/sha256/$h. is corrupted" err
 '
 
+test_expect_success 'a corrupted object of the right size: the pod hashes it, the next push replaces it' '
+	h=$(sha256sum <"$TEST_TMP/data/a.csv" | cut -c1-64) &&
+	printf "X" | dd of="$CLAIM/sha256/$h" bs=1 seek=0 conv=notrunc 2>/dev/null &&
+	test_exit_code 3 dlk data get sets@v1 --from $STORE bad2 2>err && grep -q "sha256/$h. is corrupted" err &&
+	dlk data push "$TEST_TMP/data" --to $STORE 2>err >/dev/null && grep -q "uploaded 1 " err &&
+	grep "/proxy/v1/stat/sha256/$h\"" "$APISERVER_LOG" | grep -q "\"query\":\"?hash=1\"" &&
+	cmp "$CLAIM/sha256/$h" "$TEST_TMP/data/a.csv"
+'
+
+test_expect_success 'a FIFO on the claim where an object should be exits 3 and hangs nothing' '
+	h=$(sha256sum <"$TEST_TMP/data/a.csv" | cut -c1-64) && mv "$CLAIM/sha256/$h" saved2 &&
+	mkfifo "$CLAIM/sha256/$h" &&
+	test_exit_code 3 timeout 120 "$DLK" data get sets@v1 --from $STORE bad3 2>err; rc=$?
+	rm -f "$CLAIM/sha256/$h" && mv saved2 "$CLAIM/sha256/$h" && test $rc = 0 &&
+	grep -q "is corrupted: not a regular file" err && ! ls bad3/*.part 2>/dev/null
+'
+
 test_expect_success 'a worker reads a pvc:// store in place, on its mounted claim' '
 	cat >dlk.yaml <<EOT &&
 name: sets

@@ -1,7 +1,10 @@
 /* Datasets in a directory store: manifests (canonical, strict), push (only what is missing),
  * references (ids, prefixes, tags), verified gets (a corrupted object is named), and the node
  * cache (hits, a bad cached copy replaced, least-recently-used eviction, one fetch for two
- * processes). */
+ * processes), and hostile stores: a file changed between hashing and upload is refused with
+ * nothing stored, a corrupted object of the right size is replaced by the next push, and a FIFO,
+ * a directory or a short object in the store, or a link planted at a .part name, are refused
+ * without hanging, writing through the link or leaving a .part. */
 #include "tests/unit/check.h"
 
 #include <errno.h>
@@ -14,7 +17,9 @@
 
 #include "lib/store/cache.h"
 #include "lib/store/manifest.h"
-#include "lib/store/store.h"
+#include "lib/store/dataset.h"
+#include "lib/store/reader.h"
+#include "lib/store/store_impl.h" /* a counting wrapper around a directory store */
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
@@ -398,6 +403,187 @@ static void test_cache(void)
 	free(ds);
 }
 
+/* Overwrites the n bytes of file rel at offset off (same size). */
+static void poke(const char *rel, long off, const char *bytes)
+{
+	char *p = path(rel);
+	int fd = open(p, O_WRONLY);
+	if (fd >= 0) {
+		if (pwrite(fd, bytes, strlen(bytes), off) < 0) { /* the check below sees it */ }
+		close(fd);
+	}
+	free(p);
+}
+
+static int exists(const char *rel)
+{
+	struct stat st;
+	char *p = path(rel);
+	int r = lstat(p, &st) == 0;
+	free(p);
+	return r;
+}
+
+static void test_hostile(void)
+{
+	struct dlk_store_opts o = { 0 };
+	struct dlk_manifest m = DLK_MANIFEST_INIT;
+	struct dlk_push_stats ps;
+	struct dlk_store *s;
+	char *store = path("hs"), *ds = path("hds"), *obj = NULL, *dest = path("hout/f.bin"), *part = NULL;
+	const char *args[1] = { ds };
+	char key[80], *text;
+	int r;
+
+	put("hds/f.bin", "0123456789abcdef");
+	put("hout/keep", "");
+	s = dlk_store_open(store, &o, &err);
+	CHECK(dlk_manifest_build(args, 1, NULL, NULL, &m, &err) == 0);
+
+	/* the file changes after push hashed it (same size): refused, nothing stored, no tag */
+	poke("hds/f.bin", 3, "X");
+	dlk_err_clear(&err);
+	CHECK(dlk_dataset_push(s, &m, (const char *[]){ "h@v1" }, 1, NULL, NULL, &ps, &err) == -1);
+	CHECK(err.code == DLK_EXIT_FAIL);
+	CHECK_CONTAINS(err.msg, "changed while it was uploaded");
+	CHECK_CONTAINS(err.msg, "nothing was stored");
+	snprintf(key, sizeof(key), "hs/sha256/%s", m.e[0].sha256);
+	CHECK(!exists(key));
+	CHECK(!exists("hs/tags/h@v1"));
+	/* and a put of bytes that are not what src says, on the front */
+	{
+		struct dlk_put_src src = { .data = "abc", .size = 3, .what = "x" };
+		memcpy(src.sha256, H_A, 65);
+		snprintf(key, sizeof(key), "sha256/%s", H_A);
+		dlk_err_clear(&err);
+		CHECK(dlk_store_put(s, key, &src, &err) == -1 && err.code == DLK_EXIT_FAIL);
+		CHECK(dlk_store_has(s, key, H_A, 3, &err) == 0);
+	}
+	poke("hds/f.bin", 3, "3");
+	CHECK(dlk_dataset_push(s, &m, (const char *[]){ "h@v1" }, 1, NULL, NULL, &ps, &err) == 0 && ps.uploaded == 1);
+
+	/* a corrupted object of the right size: the next push replaces it, and a get works again */
+	snprintf(key, sizeof(key), "hs/sha256/%s", m.e[0].sha256);
+	obj = path(key);
+	chmod(obj, 0644);
+	poke(key, 0, "Z");
+	snprintf(key, sizeof(key), "sha256/%s", m.e[0].sha256);
+	CHECK(dlk_store_has(s, key, m.e[0].sha256, m.e[0].size, &err) == 0);
+	dlk_err_clear(&err);
+	CHECK(dlk_store_get_object(s, m.e[0].sha256, m.e[0].size, dest, NULL, NULL, "f.bin", &err) == -1);
+	CHECK(err.code == DLK_EXIT_CONFIG);
+	CHECK(!exists("hout/f.bin.part"));
+	CHECK(dlk_dataset_push(s, &m, NULL, 0, NULL, NULL, &ps, &err) == 0 && ps.uploaded == 1);
+	CHECK(dlk_store_get_object(s, m.e[0].sha256, m.e[0].size, dest, NULL, NULL, "f.bin", &err) == 0);
+	text = slurp("hout/f.bin");
+	CHECK(text && !strcmp(text, "0123456789abcdef"));
+	free(text);
+	/* a corrupted manifest of the right size is replaced too */
+	snprintf(key, sizeof(key), "hs/datasets/%s", m.id);
+	poke(key, 0, "#");
+	CHECK(dlk_dataset_push(s, &m, NULL, 0, NULL, NULL, &ps, &err) == 0 && ps.manifest_new);
+	{
+		struct dlk_manifest back = DLK_MANIFEST_INIT;
+		CHECK(dlk_dataset_manifest(s, m.id, &back, &err) == 0);
+		dlk_manifest_release(&back);
+	}
+
+	/* a short object: corrupted (3), not "cannot be reached" (4); no .part left */
+	unlink(dest);
+	if (truncate(obj, 5)) { /* the check below fails */ }
+	dlk_err_clear(&err);
+	CHECK(dlk_store_get_object(s, m.e[0].sha256, m.e[0].size, dest, NULL, NULL, "f.bin", &err) == -1);
+	CHECK_MSG(err.code == DLK_EXIT_CONFIG, "a short object exits 3 (got %d: %s)", err.code, err.msg);
+	CHECK(!exists("hout/f.bin.part") && !exists("hout/f.bin"));
+
+	/* a directory where the object should be: corrupted (3) */
+	unlink(obj);
+	mkdir(obj, 0755);
+	dlk_err_clear(&err);
+	CHECK(dlk_store_get_object(s, m.e[0].sha256, m.e[0].size, dest, NULL, NULL, "f.bin", &err) == -1);
+	CHECK_MSG(err.code == DLK_EXIT_CONFIG, "a directory object exits 3 (got %d: %s)", err.code, err.msg);
+	CHECK(!exists("hout/f.bin.part"));
+	rmdir(obj);
+
+	/* a FIFO where the object should be: refused at once (a blocking open would hang here) */
+	CHECK(mkfifo(obj, 0644) == 0);
+	dlk_err_clear(&err);
+	CHECK(dlk_store_get_object(s, m.e[0].sha256, m.e[0].size, dest, NULL, NULL, "f.bin", &err) == -1);
+	CHECK_MSG(err.code == DLK_EXIT_CONFIG, "a FIFO object exits 3 (got %d: %s)", err.code, err.msg);
+	CHECK_CONTAINS(err.msg, "not a regular file");
+	CHECK(!exists("hout/f.bin.part"));
+	/* training reading the store in place stops there too, instead of opening the FIFO */
+	{
+		struct dlk_dataset_reader rd = { 0 };
+		char *local = NULL, sha[65];
+		CHECK(dlk_dataset_reader_open(&rd, s, m.id, NULL, &err) == 0);
+		dlk_err_clear(&err);
+		CHECK(dlk_dataset_reader_resolve(&rd, "f.bin", &local, sha, &err) == -1 && err.code == DLK_EXIT_CONFIG);
+		CHECK_CONTAINS(err.msg, "not a regular file");
+		free(local);
+		dlk_dataset_reader_release(&rd);
+	}
+	/* the push replaces it */
+	CHECK(dlk_dataset_push(s, &m, NULL, 0, NULL, NULL, &ps, &err) == 0 && ps.uploaded == 1);
+
+	/* a symlink planted at the .part name is not written through */
+	part = xasprintf("%s.part", dest);
+	put("victim", "untouched");
+	{
+		char *victim = path("victim");
+		CHECK(symlink(victim, part) == 0);
+		free(victim);
+	}
+	dlk_err_clear(&err);
+	CHECK(dlk_store_get_object(s, m.e[0].sha256, m.e[0].size, dest, NULL, NULL, "f.bin", &err) == -1);
+	CHECK(err.code == DLK_EXIT_FAIL);
+	CHECK_CONTAINS(err.msg, "is a symbolic link");
+	text = slurp("victim");
+	CHECK(text && !strcmp(text, "untouched"));
+	free(text);
+	unlink(part);
+	/* nor a FIFO there */
+	CHECK(mkfifo(part, 0644) == 0);
+	dlk_err_clear(&err);
+	CHECK(dlk_store_get_object(s, m.e[0].sha256, m.e[0].size, dest, NULL, NULL, "f.bin", &err) == -1);
+	CHECK_CONTAINS(err.msg, "not a regular file");
+	unlink(part);
+
+	/* dlk_write_file_atomic never follows a link at a temporary name it might use */
+	{
+		char *target = path("hout/atomic"), *planted = xasprintf("%s.tmp-%ld", target, (long)getpid());
+		char *victim = path("victim");
+		CHECK(symlink(victim, planted) == 0);
+		r = dlk_write_file_atomic(target, "new", 3, 0644, &err);
+		CHECK(r == 0);
+		text = slurp("victim");
+		CHECK_MSG(text && !strcmp(text, "untouched"), "the file behind a planted link is untouched (%s)", text);
+		free(text);
+		text = slurp("hout/atomic");
+		CHECK(text && !strcmp(text, "new"));
+		free(text);
+		unlink(planted);
+		free(planted);
+		free(victim);
+		free(target);
+	}
+	/* dlk_sha256_file refuses a FIFO instead of waiting on it */
+	{
+		char hex[65], *fifo = path("hout/fifo");
+		CHECK(mkfifo(fifo, 0644) == 0);
+		CHECK(dlk_sha256_file(fifo, hex) == -1 && errno == EINVAL);
+		free(fifo);
+	}
+
+	dlk_manifest_release(&m);
+	dlk_store_close(s);
+	free(part);
+	free(obj);
+	free(dest);
+	free(store);
+	free(ds);
+}
+
 int main(void)
 {
 	char cmd[600];
@@ -408,6 +594,7 @@ int main(void)
 	test_manifest();
 	test_store();
 	test_cache();
+	test_hostile();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd)) { /* best effort */ }
 	free(tmp);

@@ -92,23 +92,23 @@ static void test_regular(const char *dir)
 	fclose(f);
 	signal(SIGALRM, hung);
 	alarm(20);
-	fd = dlk_open_regular(fifo, msg, sizeof(msg));
+	fd = dlk_open_regular_msg(fifo, msg, sizeof(msg));
 	CHECK(fd < 0 && errno == EINVAL);
 	CHECK_CONTAINS(msg, "is a FIFO, not a regular file");
 	CHECK(dlk_buf_read_file(&b, fifo, 0, msg, sizeof(msg)) < 0);
 	CHECK_CONTAINS(msg, "/fifo' is a FIFO, not a regular file");
-	CHECK(dlk_open_regular(dir, msg, sizeof(msg)) < 0);
+	CHECK(dlk_open_regular_msg(dir, msg, sizeof(msg)) < 0);
 	CHECK_CONTAINS(msg, "is a directory, not a regular file");
-	CHECK(dlk_open_regular("/dev/zero", msg, sizeof(msg)) < 0);
+	CHECK(dlk_open_regular_msg("/dev/zero", msg, sizeof(msg)) < 0);
 	CHECK_CONTAINS(msg, "'/dev/zero' is a character device, not a regular file");
 	CHECK(dlk_fopen_regular(fifo, msg, sizeof(msg)) == NULL);
 	alarm(0);
-	CHECK(dlk_open_regular("/nonexistent/x", msg, sizeof(msg)) < 0 && errno == ENOENT);
+	CHECK(dlk_open_regular_msg("/nonexistent/x", msg, sizeof(msg)) < 0 && errno == ENOENT);
 	CHECK_CONTAINS(msg, "cannot open '/nonexistent/x'");
 	CHECK(dlk_buf_read_file(&b, file, 0, msg, sizeof(msg)) == 0);
 	CHECK_STR(b.data, "hello");
 	/* the descriptor blocks again: a reader of a regular file never sees EAGAIN */
-	fd = dlk_open_regular(file, msg, sizeof(msg));
+	fd = dlk_open_regular_msg(file, msg, sizeof(msg));
 	CHECK(fd >= 0);
 	if (fd >= 0)
 		close(fd);
