@@ -83,6 +83,10 @@ const struct dlk_option dlk_global_options[] = {
 	OPT_COUNT('v', "verbose", &ctx.verbose, "say more; -vv also shows each API request"),
 	OPT_BOOL('q', "quiet", &ctx.quiet, "print only results and errors"),
 	OPT_BOOL('h', "help", &ctx.help, "show this help", .flags = OPT_NONEG),
+	/* git's habit: one line a script can read; 'dlk version' has the backends and libraries.
+	 * No -V: neither git nor kubectl has one, and -v is --verbose here. */
+	OPT_BOOL(0, "version", &ctx.version, "print dlk's version and exit ('dlk version' says more)",
+	         .flags = OPT_NONEG),
 	OPT_END(),
 };
 
@@ -445,6 +449,10 @@ static int run_parent(const struct dlk_command *cmd, int argc, char **argv)
 			dlk_usage_print(stdout, cmd);
 			return 0;
 		}
+		if (ctx.version) {
+			printf("dlk %s\n", DLK_VERSION);
+			return 0;
+		}
 		for (size_t i = 0; dlk_subcommands[i].name; i++)
 			if (!strcmp(dlk_subcommands[i].parent, cmd->name))
 				dlk_buf_addf(&words, "%s%s", words.len ? " " : "", dlk_subcommands[i].word);
@@ -490,6 +498,11 @@ static int run_command(const struct dlk_command *cmd, int argc, char **argv)
 	ctx.color_out = ctx.tty_out && !(nc && *nc);
 	if (ctx.help) {
 		dlk_usage_print(stdout, cmd);
+		dlk_args_release(&args);
+		return 0;
+	}
+	if (ctx.version) {
+		printf("dlk %s\n", DLK_VERSION);
 		dlk_args_release(&args);
 		return 0;
 	}
@@ -557,6 +570,11 @@ int dlk_main(int argc, char **argv)
 	if (dlk_args_parse(NULL, argc - 1, argv + 1, 1, &g, &err)) {
 		dlk_args_release(&g);
 		return dlk_report(NULL, &err);
+	}
+	if (g.n_pos == 0 && ctx.version && !ctx.help) {
+		printf("dlk %s\n", DLK_VERSION);
+		dlk_args_release(&g);
+		return 0;
 	}
 	if (g.n_pos == 0) {
 		int help = ctx.help;

@@ -140,4 +140,12 @@ test_expect_success 'version names the libraries' '
 	dlk version >out && grep -q "^dlk " out && grep -q libyaml out && grep -q OpenBLAS out
 '
 
+test_expect_success '--version answers the version in one line, as git does' '
+	dlk --version >out && test "$(wc -l <out)" = 1 &&
+	dlk version >full && head -n 1 full >first && cmp first out &&
+	dlk -f nosuch.yaml --version >out2 && cmp out out2 &&
+	dlk train --version >out3 && cmp out out3 &&
+	dlk -h >help && grep -q -- "--version" help
+'
+
 test_done
