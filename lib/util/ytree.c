@@ -319,6 +319,19 @@ static int syntax_error(struct reader *r, const yaml_parser_t *p, const char *te
 	r->e->context_line = p->context ? (int)p->context_mark.line + 1 : 0;
 	r->e->context_col = p->context ? (int)p->context_mark.column + 1 : 0;
 	r->e->byte = p->error == YAML_READER_ERROR && p->problem_value >= 0 ? p->problem_value & 0xff : -1;
+	/* libyaml says "found character that cannot start any token" of a tab, which names neither
+	 * the tab nor the fix: an editor that indents with tabs is the usual cause */
+	if (p->error != YAML_READER_ERROR && m.index < len && text[m.index] == '\t') {
+		size_t bol = m.index;
+		while (bol > 0 && text[bol - 1] != '\n')
+			bol--;
+		while (bol < m.index && (text[bol] == ' ' || text[bol] == '\t'))
+			bol++;
+		r->e->yaml_problem = bol == m.index ? "tab characters are not allowed for indentation (indent with spaces)"
+		                                    : "a tab character is not allowed here (use spaces)";
+		r->e->yaml_context = NULL;
+		r->e->context_line = r->e->context_col = 0;
+	}
 	return -1;
 }
 
