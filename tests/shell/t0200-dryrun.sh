@@ -113,4 +113,13 @@ test_expect_success 'a mode is required; two modes are refused' '
 	test_exit_code 2 dlk train --local --dry-run 2>err && grep -q "exclude each other" err
 '
 
+test_expect_success 'a model whose shapes cannot work fails --dry-run, before anything loads' '
+	dlk init -q p && cd p &&
+	sed "/^    - flatten\$/d" dlk.yaml >bad.yaml && ! grep -q flatten bad.yaml &&
+	test_exit_code 3 dlk -f bad.yaml train --dry-run >out 2>err &&
+	grep -q "bad.yaml:[0-9]*:[0-9]*: model.layers\[0\]: dense expects a flat input but gets 1x28x28 (add .flatten. before it)" err &&
+	test ! -s out &&
+	test_exit_code 3 dlk -f bad.yaml train --local 2>err2 && cmp err err2
+'
+
 test_done
