@@ -478,9 +478,12 @@ static const struct dlk_option serve_options[] = {
 	OPT_MODE("rollback", &opt.mode, SERVE_ROLLBACK, "remove the canary; the served model takes all the traffic again"),
 	OPT_MODE("local", &opt.mode, SERVE_LOCAL, "serve the bundles on this machine"),
 	OPT_MODE("worker", &opt.mode, SERVE_WORKER, "be a serving pod (what the rendered Deployment runs)"),
+	/* the hint of every row that goes with --local or --worker */
 	OPT_STRING(0, "host", &opt.host, "ADDR", NULL, "the address to listen on",
 	           .def_doc = "127.0.0.1 with --local, every address with --worker",
-	           .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	           .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER),
+	           .hint = "serve bundles on this machine: dlk serve --local NAME.dlk; without --local, "
+	                   "'dlk serve NAME' deploys the model of the training job NAME"),
 	OPT_INT(0, "port", &opt.port, "N", -1, "the port to listen on (0: any free port, shown when listening)",
 	        .min = 0, .max = 65535, .def_doc = "serving.port, 8080", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
 	OPT_STRING(0, "access-log", &opt.access_log, "FILE", NULL, "append one line per request to FILE ('-': standard output)",

@@ -31,9 +31,9 @@ test_expect_success 'an invalid choice names the choices' '
 '
 
 test_expect_success 'the option tables declare what goes together' '
-	test_exit_code 2 dlk train --local --worker 2>err && grep -q "dry-run, --local and --worker exclude each other" err &&
-	test_exit_code 2 dlk train --dry-run --follow 2>err && grep -q "go with submitting, not with --dry-run" err &&
-	test_exit_code 2 dlk train --workers 2 2>err && grep -q "go with --local" err &&
+	test_exit_code 2 dlk train --local --worker 2>err && grep -q "^error: --local and --worker exclude each other$" err &&
+	test_exit_code 2 dlk train --dry-run --follow 2>err && grep -q "^error: --follow goes with submitting, not with --dry-run$" err &&
+	test_exit_code 2 dlk train --workers 2 2>err && grep -q "^error: --workers goes with --local$" err &&
 	test_exit_code 2 dlk logs -f --previous x 2>err && grep -q "exclude each other" err &&
 	test_exit_code 2 dlk logs --rank -1 x 2>err && grep -q "rank must be 0 or more" err &&
 	test_exit_code 2 dlk logs --tail x x 2>err && grep -q "expects an integer" err
@@ -138,6 +138,15 @@ test_expect_success 'global options are accepted before and after the command' '
 
 test_expect_success 'version names the libraries' '
 	dlk version >out && grep -q "^dlk " out && grep -q libyaml out && grep -q OpenBLAS out
+'
+
+test_expect_success 'a usage error names only the options given, and says what to do' '
+	test_exit_code 2 dlk serve fashion.dlk --port 8000 2>err &&
+	grep -q "^error: --port goes with --local or --worker" err &&
+	grep -q "^hint: serve bundles on this machine: dlk serve --local NAME.dlk" err &&
+	test_exit_code 2 dlk serve x --host ::1 --port 1 --canary 5 2>err && grep -q "^error: --host and --port go with" err &&
+	test_exit_code 2 dlk logs --tail 5 --since 1m --rank 0 --follow --previous x 2>err &&
+	grep -q "^error: --follow and --previous exclude each other$" err
 '
 
 test_expect_success '--version answers the version in one line, as git does' '
