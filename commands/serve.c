@@ -17,6 +17,7 @@
 #include "lib/serve/tensor.h"
 #include "lib/stream/served.h"
 #include "lib/stream/stream.h"
+#include "lib/train/bundle.h"
 #include "lib/util/mem.h"
 
 #include <errno.h>
@@ -278,6 +279,32 @@ static int fetch_models(struct dlk_ctx *ctx, const struct dlk_project *spec, con
 	return 0;
 }
 
+/* --local: every bundle is read and verified before "listening on" is said, so that a wrong
+ * file (dlk.yaml for NAME.dlk) fails at once instead of after the announcement. A pod keeps
+ * the order the probes want (live while it loads) and reads each bundle once. */
+static int check_bundles(char *const *models, int n, struct dlk_err *err)
+{
+	for (int i = 0; i < n; i++) {
+		struct dlk_bundle b = DLK_BUNDLE_INIT;
+		char *name = NULL, *path = NULL;
+		int rc = dlk_serve_model_arg(models[i], &name, &path, err);
+		if (!rc && (rc = dlk_bundle_read(path, &b, err)) && !err->hint[0]) {
+			const char *dot = strrchr(path, '.');
+			if (dot && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml")))
+				dlk_err_hint(err, "'%s' is a project file: serve the bundle its training wrote, "
+				             "dlk serve --local NAME.dlk ('dlk train --local' writes it)", path);
+			else
+				dlk_err_hint(err, "a bundle is the NAME.dlk file that 'dlk train --local' writes");
+		}
+		dlk_bundle_release(&b);
+		free(name);
+		free(path);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
 /* A serving pod that fails says why where the kubelet looks (terminationMessagePath's default):
  * the pod's status then carries it, and `dlk serve --wait` names it with the pod. */
 static void termination_message(const struct dlk_err *err)
@@ -368,7 +395,8 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	const struct dlk_backend *be = cfg.gpus > 0 ? dlk_backend_cuda(NULL, 0, &cerr) : NULL;
 	if (cfg.gpus > 0 && !be)
 		dlk_warn(ctx, "serving.gpus is %d but the CUDA backend is unavailable (%s): serving on the CPU", cfg.gpus, cerr.msg);
-	if (fetch_models(ctx, spec, args, &fetched, &err)) {
+	if (fetch_models(ctx, spec, args, &fetched, &err) ||
+	    (opt.mode == SERVE_LOCAL && check_bundles(fetched, args->n_pos, &err))) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
