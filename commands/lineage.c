@@ -6,6 +6,7 @@
 #include "commands/ui.h"
 #include "lib/train/bundle.h"
 #include "lib/util/mem.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/yamljson.h"
 
 #include <stdlib.h>
@@ -43,7 +44,7 @@ static int run_lineage(struct dlk_ctx *ctx, struct dlk_args *args)
 		cJSON_AddStringToObject(out, "bundle", args->pos[0]);
 		cJSON_AddStringToObject(out, "weightsSha256", b.weights_sha256);
 		cJSON_AddItemToObject(out, "provenance", cJSON_Duplicate(prov, 1));
-		s = ctx->output == DLK_OUTPUT_JSON ? cJSON_Print(out) : yamljson_emit(out, &err);
+		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(out) : yamljson_emit(out, &err);
 		if (!s) {
 			rc = dlk_report(ctx, &err);
 			goto out;

@@ -13,6 +13,7 @@
 #include "lib/train/bundle.h"
 #include "lib/train/progress.h"
 #include "lib/util/buf.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
@@ -231,7 +232,7 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 		doc = report_document(run, other, &err);
 		if (!doc)
 			goto fail;
-		text = json ? cJSON_Print(doc) : yamljson_emit(doc, &err);
+		text = json ? dlk_json_print(doc) : yamljson_emit(doc, &err);
 		if (!text)
 			goto fail;
 		fputs(text, stdout);

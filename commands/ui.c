@@ -2,6 +2,7 @@
 #include "lib/jobs/logline.h"
 #include "lib/jobs/podenv.h"
 #include "lib/util/clock.h"
+#include "lib/util/jsonprint.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -141,7 +142,7 @@ int dlk_print_json_list(cJSON *objects, struct dlk_err *err)
 	cJSON_AddStringToObject(list, "apiVersion", "v1");
 	cJSON_AddStringToObject(list, "kind", "List");
 	cJSON_AddItemReferenceToObject(list, "items", objects);
-	s = cJSON_Print(list);
+	s = dlk_json_print(list);
 	cJSON_Delete(list);
 	if (!s)
 		return dlk_errf(err, DLK_EXIT_FAIL, "cannot print the objects as JSON");

@@ -113,6 +113,13 @@ test_expect_success 'a mode is required; two modes are refused' '
 	test_exit_code 2 dlk train --local --dry-run 2>err && grep -q "exclude each other" err
 '
 
+test_expect_success '-o json is indented with two spaces, as jq and kubectl print it' '
+	dlk init -q p && cd p && dlk train --dry-run -o json >o.json &&
+	! grep -q "$(printf "\t")" o.json &&
+	python3 -c "import json, sys; t = open(sys.argv[1]).read(); sys.exit(json.dumps(json.loads(t), indent=2, ensure_ascii=False) + \"\n\" != t)" o.json &&
+	dlk version -o json >v.json && ! grep -q "$(printf "\t")" v.json && grep -q "^  \"version\": " v.json
+'
+
 test_expect_success 'a model whose shapes cannot work fails --dry-run, before anything loads' '
 	dlk init -q p && cd p &&
 	sed "/^    - flatten\$/d" dlk.yaml >bad.yaml && ! grep -q flatten bad.yaml &&
