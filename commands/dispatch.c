@@ -134,7 +134,8 @@ static int report_unknown_subcommand(const struct dlk_command *parent, const cha
 }
 
 /* ---- completion: `dlk __complete WORD... CUR` prints candidates, one per line. A line ":file"
- * or ":dir" asks the shell script to complete file or directory names instead. ---- */
+ * or ":dir" asks the shell script to complete file or directory names as well; ":file .dlk .json"
+ * only the files with those endings (and directories, to look inside). ---- */
 
 static void print_if_prefix(const char *cand, const char *cur)
 {
@@ -151,11 +152,23 @@ static void complete_words(const char *words, const char *cur)
 	free(copy);
 }
 
-static void complete_kind(enum dlk_complete kind, const char *words, const char *cur)
+/* argc/argv: the completion line before cur, for the options that say where to look (-f,
+ * --kubeconfig, --context, -n) */
+static void complete_kind(enum dlk_complete kind, const char *words, int argc, char **argv, const char *cur)
 {
 	switch (kind) {
 	case COMPLETE_FILE:
 		printf(":file\n");
+		break;
+	case COMPLETE_BUNDLE:
+		printf(":file .dlk\n");
+		break;
+	case COMPLETE_RUN:
+		/* the files first: asking the cluster may take its second, and a file needs none */
+		printf(":file .dlk .json\n");
+		fflush(stdout);
+		dlk_complete_run_ids(argc, argv, cur);
+		dlk_complete_job_names(argc, argv, cur);
 		break;
 	case COMPLETE_DIR:
 		printf(":dir\n");
@@ -187,7 +200,7 @@ static void complete_kind(enum dlk_complete kind, const char *words, const char 
 		break;
 	}
 	case COMPLETE_JOB:
-		dlk_complete_job_names(0, NULL, cur);
+		dlk_complete_job_names(argc, argv, cur);
 		break;
 	case COMPLETE_NONE:
 		break;
@@ -212,13 +225,17 @@ static int cmd_complete(const struct dlk_command *fixed, int argc, char **argv)
 {
 	const struct dlk_command *cmd = fixed, *help_parent = NULL;
 	const char *cur = argc ? argv[argc - 1] : "";
+	enum dlk_complete mode_pos = COMPLETE_NONE;
 	int npos = 0;
 
 	for (int i = 0; i < argc - 1; i++) {
 		const char *w = argv[i];
 		if (w[0] == '-' && w[1]) {
-			if (!strchr(w, '=') && takes_value(dlk_option_find(cmd, w)))
+			const struct dlk_option *o = strchr(w, '=') ? NULL : dlk_option_find(cmd, w);
+			if (takes_value(o))
 				i++; /* skip the option's value */
+			else if (o && o->type == OPTION_MODE && strncmp(w, "--no-", 5))
+				mode_pos = o->complete; /* serve --local takes bundles, serve NAME a job */
 			continue;
 		}
 		if (!cmd) {
@@ -247,7 +264,7 @@ static int cmd_complete(const struct dlk_command *fixed, int argc, char **argv)
 				if (o->type == OPTION_ENUM)
 					complete_choices("", o->choices, cur);
 				else
-					complete_kind(o->complete, NULL, cur);
+					complete_kind(o->complete, NULL, argc - 1, argv, cur);
 				return 0;
 			}
 		}
@@ -305,10 +322,10 @@ static int cmd_complete(const struct dlk_command *fixed, int argc, char **argv)
 			print_if_prefix(dlk_commands[i].name, cur);
 		return 0;
 	}
-	if (cmd->def->complete_pos == COMPLETE_JOB && (cmd->def->max_pos < 0 || npos < cmd->def->max_pos))
-		dlk_complete_job_names(argc - 1, argv, cur); /* honours --kubeconfig, --context, -n on the line */
-	else if (cmd->def->max_pos < 0 || npos < cmd->def->max_pos)
-		complete_kind(cmd->def->complete_pos, cmd->def->pos_words, cur);
+	/* the job names honour --kubeconfig, --context, -n on the line; run ids -f */
+	if (cmd->def->max_pos < 0 || npos < cmd->def->max_pos)
+		complete_kind(mode_pos != COMPLETE_NONE ? mode_pos : cmd->def->complete_pos, cmd->def->pos_words, argc - 1,
+		              argv, cur);
 	return 0;
 }
 

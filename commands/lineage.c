@@ -109,7 +109,7 @@ const struct dlk_command_def dlk_cmd_lineage = {
 	               "the bundle it was fine-tuned from, when there is one. The bundle is verified first.",
 	.min_pos = 1,
 	.max_pos = 1,
-	.complete_pos = COMPLETE_FILE,
+	.complete_pos = COMPLETE_BUNDLE,
 	.run = run_lineage,
 	.examples = "  $ dlk lineage fashion.dlk\n"
 	            "  $ dlk lineage fashion.dlk -o json\n",

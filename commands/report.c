@@ -269,7 +269,7 @@ done:
 
 static const struct dlk_option report_options[] = {
 	OPT_STRING(0, "compare", &compare_opt, "OTHER", NULL, "set another run beside it: a bundle, a run document or a job",
-	           .complete = COMPLETE_FILE),
+	           .complete = COMPLETE_RUN),
 	OPT_STRING('o', "output", &out_opt, "FILE|FORMAT", NULL,
 	           "write the page to FILE (- for stdout), or print its data as json or yaml", .def_doc = "NAME.html",
 	           .complete = COMPLETE_FILE),
@@ -285,7 +285,7 @@ const struct dlk_command_def dlk_cmd_report = {
 	.options = report_options,
 	.min_pos = 1,
 	.max_pos = 1,
-	.complete_pos = COMPLETE_FILE,
+	.complete_pos = COMPLETE_RUN,
 	.run = run_report,
 	.examples = "  $ dlk report fashion.dlk\n"
 	            "  $ dlk report fashion.dlk --compare baseline.dlk -o compare.html\n"

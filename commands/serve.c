@@ -504,8 +504,9 @@ static const struct dlk_option serve_options[] = {
 	OPT_MODE("dry-run", &opt.mode, SERVE_DRY_RUN, "print the Kubernetes objects a deploy would apply (after the gate), and stop"),
 	OPT_MODE("promote", &opt.mode, SERVE_PROMOTE, "make the canary the served model, then remove the canary"),
 	OPT_MODE("rollback", &opt.mode, SERVE_ROLLBACK, "remove the canary; the served model takes all the traffic again"),
-	OPT_MODE("local", &opt.mode, SERVE_LOCAL, "serve the bundles on this machine"),
-	OPT_MODE("worker", &opt.mode, SERVE_WORKER, "be a serving pod (what the rendered Deployment runs)"),
+	OPT_MODE("local", &opt.mode, SERVE_LOCAL, "serve the bundles on this machine", .complete = COMPLETE_BUNDLE),
+	OPT_MODE("worker", &opt.mode, SERVE_WORKER, "be a serving pod (what the rendered Deployment runs)",
+	         .complete = COMPLETE_BUNDLE),
 	/* the hint of every row that goes with --local or --worker */
 	OPT_STRING(0, "host", &opt.host, "ADDR", NULL, "the address to listen on",
 	           .def_doc = "127.0.0.1 with --local, every address with --worker",
@@ -588,7 +589,7 @@ const struct dlk_command_def dlk_cmd_serve = {
 	.default_mode = "deploying",
 	.min_pos = 0,
 	.max_pos = -1,
-	.complete_pos = COMPLETE_FILE,
+	.complete_pos = COMPLETE_JOB, /* the modes that take bundles say so in their rows */
 	.run = run_serve,
 	.examples = "  $ dlk serve fashion --wait\n"
 	            "  $ dlk serve fashion --dry-run\n"

@@ -108,6 +108,29 @@ test_expect_success 'the bash completion script completes through the binary' '
 	sed -n 1p out | grep -qx train && sed -n 2p out | grep -qx -- --dry-run
 '
 
+test_expect_success 'completion offers what an argument can be: bundles, runs, jobs' '
+	mkdir c && cd c && touch a.dlk page.html run.json notes.txt && mkdir sub &&
+	dlk __complete serve --local "" >out && test "$(cat out)" = ":file .dlk" &&
+	dlk __complete lineage "" >out && test "$(cat out)" = ":file .dlk" &&
+	dlk __complete report "" >out && test "$(cat out)" = ":file .dlk .json" &&
+	dlk __complete report --compare "" >out && test "$(cat out)" = ":file .dlk .json" &&
+	dlk __complete serve "" >out && ! grep -q :file out &&
+	mkdir ../bin && ln -s "$DLK" ../bin/dlk &&
+	PATH="$PWD/../bin:$PATH" bash -c "
+		source <(dlk completion bash)
+		COMP_WORDS=(dlk serve --local \"\"); COMP_CWORD=3; _dlk; echo \"\${COMPREPLY[*]}\"
+		COMP_WORDS=(dlk report \"\"); COMP_CWORD=2; _dlk; echo \"\${COMPREPLY[*]}\"
+	" >out &&
+	sed -n 1p out | tr " " "\n" | sort | tr "\n" " " | grep -qx "a.dlk sub " &&
+	sed -n 2p out | tr " " "\n" | sort | tr "\n" " " | grep -qx "a.dlk run.json sub " &&
+	awk "BEGIN { for (i = 0; i < 64; i++) printf \"%d,%d\\n\", i % 2, i % 2 }" >t.csv &&
+	printf "name: tiny\ndata: {format: csv, train: {source: t.csv}}\nmodel: {input: [1], layers: [{dense: {units: 2}}]}\ntraining: {epochs: 1, threads: 1}\n" >dlk.yaml &&
+	dlk train --local -q >/dev/null 2>err && id=$(ls .dlk/runs/tiny | sed -n "s/\.json\$//p") && test -n "$id" &&
+	dlk __complete report "" >out && grep -qx "$id" out &&
+	dlk __complete report "${id%${id#??}}" >out && grep -qx "$id" out &&
+	dlk __complete report zz >out && ! grep -qx "$id" out
+'
+
 test_expect_success 'the zsh completion script is valid zsh' '
 	if command -v zsh >/dev/null; then dlk completion zsh >_dlk && zsh -n _dlk; fi
 '
