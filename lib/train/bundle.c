@@ -19,6 +19,7 @@
 #include "lib/util/buf.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
+#include "lib/util/jsonprint.h"
 
 #ifndef DLK_VERSION
 #define DLK_VERSION "unknown"
@@ -254,7 +255,7 @@ static char *model_json(const struct dlk_bundle_info *in, const char *weights_sh
 	cJSON_AddStringToObject(w, "sha256", weights_sha);
 	cJSON_AddNumberToObject(w, "bytes", (double)weights_bytes);
 
-	char *s = cJSON_Print(j);
+	char *s = dlk_json_print(j);
 	cJSON_Delete(j);
 	return s;
 }
