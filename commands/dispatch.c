@@ -107,10 +107,15 @@ int dlk_report_unknown_command(const char *name)
 	const char *s = dlk_suggest(name, command_names, n);
 
 	fprintf(stderr, "error: unknown command '%s'\n", name);
-	if (s)
+	if (s) {
 		fprintf(stderr, "hint: did you mean 'dlk %s'?\n", s);
-	else
-		fprintf(stderr, "hint: see 'dlk -h' for the list of commands\n");
+	} else {
+		/* nothing near: the commands there are, as an unknown layer or key gets */
+		fprintf(stderr, "hint: the commands are");
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, "%s %s", i ? "," : "", command_names[i]);
+		fprintf(stderr, " (see 'dlk -h')\n");
+	}
 	return DLK_EXIT_USAGE;
 }
 
@@ -126,10 +131,14 @@ static int report_unknown_subcommand(const struct dlk_command *parent, const cha
 			names[n++] = dlk_subcommands[i].word;
 	s = dlk_suggest(word, names, n);
 	fprintf(stderr, "error: 'dlk %s' has no command '%s'\n", parent->name, word);
-	if (s)
+	if (s) {
 		fprintf(stderr, "hint: did you mean 'dlk %s %s'?\n", parent->name, s);
-	else
-		fprintf(stderr, "hint: see 'dlk %s -h' for its commands\n", parent->name);
+	} else {
+		fprintf(stderr, "hint: its commands are");
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, "%s %s", i ? "," : "", names[i]);
+		fprintf(stderr, " (see 'dlk %s -h')\n", parent->name);
+	}
 	return DLK_EXIT_USAGE;
 }
 

@@ -17,7 +17,9 @@ test_expect_failure_code 'dlk without a command is a usage error' 2 '
 
 test_expect_success 'an unknown command suggests the nearest one' '
 	test_exit_code 2 dlk trian 2>err &&
-	grep -q "unknown command .trian." err && grep -q "did you mean .dlk train." err
+	grep -q "unknown command .trian." err && grep -q "did you mean .dlk train." err &&
+	test_exit_code 2 dlk frobnicate 2>err && grep -q "^hint: the commands are init, .*train.*, help (see .dlk -h.)$" err &&
+	test_exit_code 2 dlk data frobnicate 2>err && grep -q "^hint: its commands are push, .*show.* (see .dlk data -h.)$" err
 '
 
 test_expect_success 'an unknown option suggests the nearest one' '
