@@ -6,6 +6,8 @@
 #include "lib/kube/api.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/servestate.h"
+#include "lib/project/project.h"
+#include "lib/runs/runs.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 
@@ -191,6 +193,33 @@ static const char *line_option(int argc, char **argv, const char *name, char sho
 			return argv[i + 1];
 	}
 	return NULL;
+}
+
+void dlk_complete_run_ids(int argc, char **argv, const char *cur)
+{
+	const char *file = line_option(argc, argv, "file", 'f');
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_project *spec = project_load(file ? file : "dlk.yaml", NULL, 0, &err);
+	struct dlk_run_store *s = NULL;
+	cJSON *recs = NULL;
+	const cJSON *it;
+	char *dir = NULL;
+
+	if (!spec)
+		return;
+	dir = dlk_runs_local_dir(spec->path, spec->name);
+	s = dlk_runs_open_dir(dir, spec->name);
+	if (s && dlk_runs_list(s, &recs, NULL, NULL, &err) == 0)
+		cJSON_ArrayForEach(it, recs) {
+			const char *id = dlk_run_id(it);
+			if (id && !strncmp(id, cur ? cur : "", strlen(cur ? cur : "")))
+				printf("%s\n", id);
+		}
+	cJSON_Delete(recs);
+	if (s)
+		dlk_runs_close(s);
+	free(dir);
+	project_free(spec);
 }
 
 void dlk_complete_job_names(int argc, char **argv, const char *cur)

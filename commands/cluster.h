@@ -53,6 +53,10 @@ int dlk_job_not_found(const struct dlk_ctx *ctx, const struct kube_client *c, co
  * line, from the cluster that --kubeconfig/--context/-n on the completion line (argv) name.
  * Quick (1 s to connect, 2 s in all, no retries) and silent: nothing at all on any failure. */
 void dlk_complete_job_names(int argc, char **argv, const char *cur);
+/* Shell completion of run ids: prints the ids of the runs recorded here (the local run history
+ * of the project file that -f on the completion line names, else dlk.yaml) that start with cur,
+ * newest first. Silent: nothing at all when there is no project or no history. */
+void dlk_complete_run_ids(int argc, char **argv, const char *cur);
 
 /* " -n NS" for the commands a hint suggests, when the namespace had to be named (-n was given,
  * or ns is not the client's default namespace), else "". Thread-local storage. */

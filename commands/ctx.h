@@ -28,6 +28,7 @@ struct dlk_ctx {
 	int verbose;                 /* -v count */
 	int quiet;                   /* -q */
 	int help;                    /* -h */
+	int version;                 /* --version */
 	int tty_out, tty_err;        /* stdout / stderr are terminals */
 	int color;                   /* colour allowed on stderr (a terminal, and no NO_COLOR) */
 	int color_out;               /* colour allowed on stdout (a terminal, and no NO_COLOR) */

@@ -12,6 +12,7 @@
 #include "lib/store/dataset.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
@@ -122,7 +123,7 @@ static int on_progress(void *vctx, const char *what, unsigned long long done, un
 static int print_structured(const struct dlk_ctx *ctx, cJSON *v, struct dlk_err *err)
 {
 	if (ctx->output == DLK_OUTPUT_JSON) {
-		char *s = cJSON_Print(v);
+		char *s = dlk_json_print(v);
 		printf("%s\n", s);
 		free(s);
 		return 0;

@@ -83,6 +83,10 @@ const struct dlk_option dlk_global_options[] = {
 	OPT_COUNT('v', "verbose", &ctx.verbose, "say more; -vv also shows each API request"),
 	OPT_BOOL('q', "quiet", &ctx.quiet, "print only results and errors"),
 	OPT_BOOL('h', "help", &ctx.help, "show this help", .flags = OPT_NONEG),
+	/* git's habit: one line a script can read; 'dlk version' has the backends and libraries.
+	 * No -V: neither git nor kubectl has one, and -v is --verbose here. */
+	OPT_BOOL(0, "version", &ctx.version, "print dlk's version and exit ('dlk version' says more)",
+	         .flags = OPT_NONEG),
 	OPT_END(),
 };
 
@@ -103,10 +107,15 @@ int dlk_report_unknown_command(const char *name)
 	const char *s = dlk_suggest(name, command_names, n);
 
 	fprintf(stderr, "error: unknown command '%s'\n", name);
-	if (s)
+	if (s) {
 		fprintf(stderr, "hint: did you mean 'dlk %s'?\n", s);
-	else
-		fprintf(stderr, "hint: see 'dlk -h' for the list of commands\n");
+	} else {
+		/* nothing near: the commands there are, as an unknown layer or key gets */
+		fprintf(stderr, "hint: the commands are");
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, "%s %s", i ? "," : "", command_names[i]);
+		fprintf(stderr, " (see 'dlk -h')\n");
+	}
 	return DLK_EXIT_USAGE;
 }
 
@@ -122,15 +131,20 @@ static int report_unknown_subcommand(const struct dlk_command *parent, const cha
 			names[n++] = dlk_subcommands[i].word;
 	s = dlk_suggest(word, names, n);
 	fprintf(stderr, "error: 'dlk %s' has no command '%s'\n", parent->name, word);
-	if (s)
+	if (s) {
 		fprintf(stderr, "hint: did you mean 'dlk %s %s'?\n", parent->name, s);
-	else
-		fprintf(stderr, "hint: see 'dlk %s -h' for its commands\n", parent->name);
+	} else {
+		fprintf(stderr, "hint: its commands are");
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, "%s %s", i ? "," : "", names[i]);
+		fprintf(stderr, " (see 'dlk %s -h')\n", parent->name);
+	}
 	return DLK_EXIT_USAGE;
 }
 
 /* ---- completion: `dlk __complete WORD... CUR` prints candidates, one per line. A line ":file"
- * or ":dir" asks the shell script to complete file or directory names instead. ---- */
+ * or ":dir" asks the shell script to complete file or directory names as well; ":file .dlk .json"
+ * only the files with those endings (and directories, to look inside). ---- */
 
 static void print_if_prefix(const char *cand, const char *cur)
 {
@@ -147,11 +161,23 @@ static void complete_words(const char *words, const char *cur)
 	free(copy);
 }
 
-static void complete_kind(enum dlk_complete kind, const char *words, const char *cur)
+/* argc/argv: the completion line before cur, for the options that say where to look (-f,
+ * --kubeconfig, --context, -n) */
+static void complete_kind(enum dlk_complete kind, const char *words, int argc, char **argv, const char *cur)
 {
 	switch (kind) {
 	case COMPLETE_FILE:
 		printf(":file\n");
+		break;
+	case COMPLETE_BUNDLE:
+		printf(":file .dlk\n");
+		break;
+	case COMPLETE_RUN:
+		/* the files first: asking the cluster may take its second, and a file needs none */
+		printf(":file .dlk .json\n");
+		fflush(stdout);
+		dlk_complete_run_ids(argc, argv, cur);
+		dlk_complete_job_names(argc, argv, cur);
 		break;
 	case COMPLETE_DIR:
 		printf(":dir\n");
@@ -183,7 +209,7 @@ static void complete_kind(enum dlk_complete kind, const char *words, const char 
 		break;
 	}
 	case COMPLETE_JOB:
-		dlk_complete_job_names(0, NULL, cur);
+		dlk_complete_job_names(argc, argv, cur);
 		break;
 	case COMPLETE_NONE:
 		break;
@@ -208,13 +234,17 @@ static int cmd_complete(const struct dlk_command *fixed, int argc, char **argv)
 {
 	const struct dlk_command *cmd = fixed, *help_parent = NULL;
 	const char *cur = argc ? argv[argc - 1] : "";
+	enum dlk_complete mode_pos = COMPLETE_NONE;
 	int npos = 0;
 
 	for (int i = 0; i < argc - 1; i++) {
 		const char *w = argv[i];
 		if (w[0] == '-' && w[1]) {
-			if (!strchr(w, '=') && takes_value(dlk_option_find(cmd, w)))
+			const struct dlk_option *o = strchr(w, '=') ? NULL : dlk_option_find(cmd, w);
+			if (takes_value(o))
 				i++; /* skip the option's value */
+			else if (o && o->type == OPTION_MODE && strncmp(w, "--no-", 5))
+				mode_pos = o->complete; /* serve --local takes bundles, serve NAME a job */
 			continue;
 		}
 		if (!cmd) {
@@ -243,7 +273,7 @@ static int cmd_complete(const struct dlk_command *fixed, int argc, char **argv)
 				if (o->type == OPTION_ENUM)
 					complete_choices("", o->choices, cur);
 				else
-					complete_kind(o->complete, NULL, cur);
+					complete_kind(o->complete, NULL, argc - 1, argv, cur);
 				return 0;
 			}
 		}
@@ -305,10 +335,10 @@ static int cmd_complete(const struct dlk_command *fixed, int argc, char **argv)
 		}
 		return 0;
 	}
-	if (cmd->def->complete_pos == COMPLETE_JOB && (cmd->def->max_pos < 0 || npos < cmd->def->max_pos))
-		dlk_complete_job_names(argc - 1, argv, cur); /* honours --kubeconfig, --context, -n on the line */
-	else if (cmd->def->max_pos < 0 || npos < cmd->def->max_pos)
-		complete_kind(cmd->def->complete_pos, cmd->def->pos_words, cur);
+	/* the job names honour --kubeconfig, --context, -n on the line; run ids -f */
+	if (cmd->def->max_pos < 0 || npos < cmd->def->max_pos)
+		complete_kind(mode_pos != COMPLETE_NONE ? mode_pos : cmd->def->complete_pos, cmd->def->pos_words, argc - 1,
+		              argv, cur);
 	return 0;
 }
 
@@ -451,6 +481,10 @@ static int run_parent(const struct dlk_command *cmd, int argc, char **argv)
 			dlk_usage_print(stdout, cmd);
 			return 0;
 		}
+		if (ctx.version) {
+			printf("dlk %s\n", DLK_VERSION);
+			return 0;
+		}
 		for (size_t i = 0; dlk_subcommands[i].name; i++)
 			if (!strcmp(dlk_subcommands[i].parent, cmd->name))
 				dlk_buf_addf(&words, "%s%s", words.len ? " " : "", dlk_subcommands[i].word);
@@ -496,6 +530,11 @@ static int run_command(const struct dlk_command *cmd, int argc, char **argv)
 	ctx.color_out = ctx.tty_out && !(nc && *nc);
 	if (ctx.help) {
 		dlk_usage_print(stdout, cmd);
+		dlk_args_release(&args);
+		return 0;
+	}
+	if (ctx.version) {
+		printf("dlk %s\n", DLK_VERSION);
 		dlk_args_release(&args);
 		return 0;
 	}
@@ -563,6 +602,11 @@ int dlk_main(int argc, char **argv)
 	if (dlk_args_parse(NULL, argc - 1, argv + 1, 1, &g, &err)) {
 		dlk_args_release(&g);
 		return dlk_report(NULL, &err);
+	}
+	if (g.n_pos == 0 && ctx.version && !ctx.help) {
+		printf("dlk %s\n", DLK_VERSION);
+		dlk_args_release(&g);
+		return 0;
 	}
 	if (g.n_pos == 0) {
 		int help = ctx.help;

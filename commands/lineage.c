@@ -6,6 +6,7 @@
 #include "commands/ui.h"
 #include "lib/train/bundle.h"
 #include "lib/util/mem.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
 
@@ -45,7 +46,7 @@ static int run_lineage(struct dlk_ctx *ctx, struct dlk_args *args)
 		cJSON_AddStringToObject(out, "bundle", args->pos[0]);
 		cJSON_AddStringToObject(out, "weightsSha256", b.weights_sha256);
 		cJSON_AddItemToObject(out, "provenance", cJSON_Duplicate(prov, 1));
-		s = ctx->output == DLK_OUTPUT_JSON ? cJSON_Print(out) : yamljson_emit(out, &err);
+		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(out) : yamljson_emit(out, &err);
 		if (!s) {
 			rc = dlk_report(ctx, &err);
 			goto out;
@@ -111,7 +112,7 @@ const struct dlk_command_def dlk_cmd_lineage = {
 	               "the bundle it was fine-tuned from, when there is one. The bundle is verified first.",
 	.min_pos = 1,
 	.max_pos = 1,
-	.complete_pos = COMPLETE_FILE,
+	.complete_pos = COMPLETE_BUNDLE,
 	.run = run_lineage,
 	.examples = "  $ dlk lineage fashion.dlk\n"
 	            "  $ dlk lineage fashion.dlk -o json\n",

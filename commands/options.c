@@ -315,23 +315,6 @@ int dlk_args_parse(const struct dlk_command *cmd, int argc, char **argv, int glo
 	return 0;
 }
 
-/* "--a", "--a and --b", "--a, --b and --c": the rows of o for which pick() is true. */
-static size_t row_names(struct dlk_buf *b, const struct dlk_option *o, int (*pick)(const struct dlk_option *, const void *),
-                        const void *key)
-{
-	size_t n = 0, total = 0;
-
-	for (size_t i = 0; o[i].type != OPTION_END; i++)
-		total += pick(&o[i], key);
-	for (size_t i = 0; o[i].type != OPTION_END; i++) {
-		if (!pick(&o[i], key))
-			continue;
-		dlk_buf_addf(b, "%s--%s", !n ? "" : n + 1 == total ? " and " : ", ", o[i].long_name);
-		n++;
-	}
-	return n;
-}
-
 static int same_excl(const struct dlk_option *o, const void *key)
 {
 	const struct dlk_option *k = key;
@@ -357,8 +340,8 @@ static int check_table(const struct dlk_command *cmd, const struct dlk_option *o
 		for (size_t j = i + 1; o[j].type != OPTION_END; j++) {
 			if (!on[j] || !same_excl(&o[j], &o[i]))
 				continue;
-			row_names(&b, o, same_excl, &o[i]);
-			dlk_errf(err, DLK_EXIT_USAGE, "%s exclude each other", b.data);
+			/* the two given, not every row of the group */
+			dlk_errf(err, DLK_EXIT_USAGE, "--%s and --%s exclude each other", o[i].long_name, o[j].long_name);
 			dlk_buf_release(&b);
 			return -1;
 		}
@@ -377,7 +360,18 @@ static int check_table(const struct dlk_command *cmd, const struct dlk_option *o
 
 		if (!on[i] || !o[i].modes || (o[i].modes & DLK_MODE(mode)))
 			continue;
-		n = row_names(&b, o, same_modes, &o[i]);
+		/* only the rows given: a row's whole group (fifteen of them for serve) hides the one
+		 * the user typed */
+		n = 0;
+		for (size_t j = i; o[j].type != OPTION_END; j++)
+			if (on[j] && same_modes(&o[j], &o[i]))
+				n++;
+		for (size_t j = i; o[j].type != OPTION_END; j++)
+			if (on[j] && same_modes(&o[j], &o[i])) {
+				dlk_buf_addf(&b, "%s--%s", !k ? "" : k + 1 == n ? " and " : ", ", o[j].long_name);
+				k++;
+			}
+		k = 0;
 		dlk_buf_adds(&b, n > 1 ? " go with " : " goes with ");
 		for (int m = 0; m < 32; m++) {
 			const char *name = NULL;
@@ -399,6 +393,8 @@ static int check_table(const struct dlk_command *cmd, const struct dlk_option *o
 		dlk_errf(err, DLK_EXIT_USAGE, "%s", b.data);
 		if (hint)
 			dlk_err_hint(err, "%s", hint);
+		else if (cmd)
+			dlk_err_hint(err, "see 'dlk %s -h' for what goes with what", cmd->name);
 		dlk_buf_release(&b);
 		return -1;
 	}

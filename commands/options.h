@@ -60,6 +60,9 @@ enum dlk_complete {
 	COMPLETE_WORDS,    /* the fixed words: an ENUM's choices, a command's pos_words */
 	COMPLETE_SPEC_KEY, /* keys of dlk.yaml, for --set */
 	COMPLETE_JOB,      /* names of the dlk jobs in the namespace (asks the cluster, quickly) */
+	COMPLETE_BUNDLE,   /* model bundles: *.dlk files (and directories, to look inside) */
+	COMPLETE_RUN,      /* what names a run: bundles, run documents (*.json), the ids of the local
+	                    * runs and the jobs in the namespace */
 };
 
 /* Row flags. */
@@ -85,7 +88,8 @@ struct dlk_option {
 	unsigned excl;           /* nonzero: given together, rows of the same excl are a usage error */
 	unsigned modes;          /* nonzero: the modes it goes with (DLK_MODE bits); elsewhere a usage error */
 	const char *hint;        /* what to say when the option is given in a mode it does not go with */
-	enum dlk_complete complete; /* STRING, LIST: what completes the value */
+	enum dlk_complete complete; /* STRING, LIST: what completes the value; MODE: what completes the
+	                             * positional arguments in that mode (NONE: the command's complete_pos) */
 	unsigned flags;          /* OPT_NONEG, OPT_HIDE_DEFAULT */
 };
 

@@ -13,6 +13,7 @@
 #include "lib/train/progress.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
@@ -253,7 +254,7 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 		doc = report_document(run, other, &err);
 		if (!doc)
 			goto fail;
-		text = json ? cJSON_Print(doc) : yamljson_emit(doc, &err);
+		text = json ? dlk_json_print(doc) : yamljson_emit(doc, &err);
 		if (!text)
 			goto fail;
 		fputs(text, stdout);
@@ -291,7 +292,7 @@ done:
 
 static const struct dlk_option report_options[] = {
 	OPT_STRING(0, "compare", &compare_opt, "OTHER", NULL, "set another run beside it: a bundle, a run document or a job",
-	           .complete = COMPLETE_FILE),
+	           .complete = COMPLETE_RUN),
 	OPT_STRING('o', "output", &out_opt, "FILE|FORMAT", NULL,
 	           "write the page to FILE (- for stdout), or print its data as json or yaml", .def_doc = "NAME.html",
 	           .complete = COMPLETE_FILE),
@@ -310,7 +311,7 @@ const struct dlk_command_def dlk_cmd_report = {
 	.options = report_options,
 	.min_pos = 0,
 	.max_pos = 1,
-	.complete_pos = COMPLETE_FILE,
+	.complete_pos = COMPLETE_RUN,
 	.run = run_report,
 	.examples = "  $ dlk report\n"
 	            "  $ dlk report fashion.dlk\n"

@@ -14,6 +14,7 @@
 #include "lib/train/progress.h"
 #include "lib/util/clock.h"
 #include "lib/util/duration.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
@@ -87,7 +88,7 @@ static void print_result(const struct dlk_ctx *ctx, const char *name, const char
 		cJSON_AddBoolToObject(o, "running", waited);
 		if (waited && step >= 0)
 			cJSON_AddNumberToObject(o, "step", (double)step);
-		s = ctx->output == DLK_OUTPUT_JSON ? cJSON_Print(o) : yamljson_emit(o, &err);
+		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(o) : yamljson_emit(o, &err);
 		if (s) {
 			fputs(s, stdout);
 			if (ctx->output == DLK_OUTPUT_JSON)

@@ -17,6 +17,7 @@
 #include "lib/serve/tensor.h"
 #include "lib/stream/served.h"
 #include "lib/stream/stream.h"
+#include "lib/train/bundle.h"
 #include "lib/util/mem.h"
 
 #include <errno.h>
@@ -278,6 +279,32 @@ static int fetch_models(struct dlk_ctx *ctx, const struct dlk_project *spec, con
 	return 0;
 }
 
+/* --local: every bundle is read and verified before "listening on" is said, so that a wrong
+ * file (dlk.yaml for NAME.dlk) fails at once instead of after the announcement. A pod keeps
+ * the order the probes want (live while it loads) and reads each bundle once. */
+static int check_bundles(char *const *models, int n, struct dlk_err *err)
+{
+	for (int i = 0; i < n; i++) {
+		struct dlk_bundle b = DLK_BUNDLE_INIT;
+		char *name = NULL, *path = NULL;
+		int rc = dlk_serve_model_arg(models[i], &name, &path, err);
+		if (!rc && (rc = dlk_bundle_read(path, &b, err)) && !err->hint[0]) {
+			const char *dot = strrchr(path, '.');
+			if (dot && (!strcmp(dot, ".yaml") || !strcmp(dot, ".yml")))
+				dlk_err_hint(err, "'%s' is a project file: serve the bundle its training wrote, "
+				             "dlk serve --local NAME.dlk ('dlk train --local' writes it)", path);
+			else
+				dlk_err_hint(err, "a bundle is the NAME.dlk file that 'dlk train --local' writes");
+		}
+		dlk_bundle_release(&b);
+		free(name);
+		free(path);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
 /* A serving pod that fails says why where the kubelet looks (terminationMessagePath's default):
  * the pod's status then carries it, and `dlk serve --wait` names it with the pod. */
 static void termination_message(const struct dlk_err *err)
@@ -368,7 +395,8 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	const struct dlk_backend *be = cfg.gpus > 0 ? dlk_backend_cuda(NULL, 0, &cerr) : NULL;
 	if (cfg.gpus > 0 && !be)
 		dlk_warn(ctx, "serving.gpus is %d but the CUDA backend is unavailable (%s): serving on the CPU", cfg.gpus, cerr.msg);
-	if (fetch_models(ctx, spec, args, &fetched, &err)) {
+	if (fetch_models(ctx, spec, args, &fetched, &err) ||
+	    (opt.mode == SERVE_LOCAL && check_bundles(fetched, args->n_pos, &err))) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -476,11 +504,15 @@ static const struct dlk_option serve_options[] = {
 	OPT_MODE("dry-run", &opt.mode, SERVE_DRY_RUN, "print the Kubernetes objects a deploy would apply (after the gate), and stop"),
 	OPT_MODE("promote", &opt.mode, SERVE_PROMOTE, "make the canary the served model, then remove the canary"),
 	OPT_MODE("rollback", &opt.mode, SERVE_ROLLBACK, "remove the canary; the served model takes all the traffic again"),
-	OPT_MODE("local", &opt.mode, SERVE_LOCAL, "serve the bundles on this machine"),
-	OPT_MODE("worker", &opt.mode, SERVE_WORKER, "be a serving pod (what the rendered Deployment runs)"),
+	OPT_MODE("local", &opt.mode, SERVE_LOCAL, "serve the bundles on this machine", .complete = COMPLETE_BUNDLE),
+	OPT_MODE("worker", &opt.mode, SERVE_WORKER, "be a serving pod (what the rendered Deployment runs)",
+	         .complete = COMPLETE_BUNDLE),
+	/* the hint of every row that goes with --local or --worker */
 	OPT_STRING(0, "host", &opt.host, "ADDR", NULL, "the address to listen on",
 	           .def_doc = "127.0.0.1 with --local, every address with --worker",
-	           .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	           .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER),
+	           .hint = "serve bundles on this machine: dlk serve --local NAME.dlk; without --local, "
+	                   "'dlk serve NAME' deploys the model of the training job NAME"),
 	OPT_INT(0, "port", &opt.port, "N", -1, "the port to listen on (0: any free port, shown when listening)",
 	        .min = 0, .max = 65535, .def_doc = "serving.port, 8080", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
 	OPT_STRING(0, "access-log", &opt.access_log, "FILE", NULL, "append one line per request to FILE ('-': standard output)",
@@ -557,7 +589,7 @@ const struct dlk_command_def dlk_cmd_serve = {
 	.default_mode = "deploying",
 	.min_pos = 0,
 	.max_pos = -1,
-	.complete_pos = COMPLETE_FILE,
+	.complete_pos = COMPLETE_JOB, /* the modes that take bundles say so in their rows */
 	.run = run_serve,
 	.examples = "  $ dlk serve fashion --wait\n"
 	            "  $ dlk serve fashion --dry-run\n"

@@ -10,8 +10,10 @@
 #include "lib/jobs/jobwatch.h"
 #include "lib/jobs/logfollow.h"
 #include "lib/kube/api.h"
+#include "lib/project/check.h"
 #include "lib/render/render.h"
 #include "lib/report/report.h"
+#include "lib/util/buf.h"
 #include "lib/util/clock.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/duration.h"
@@ -210,6 +212,17 @@ static int write_report(struct dlk_ctx *ctx, const char *ns, const char *name, c
 	return 0;
 }
 
+void dlk_train_cluster_warnings(const struct dlk_ctx *ctx, const struct dlk_project *spec)
+{
+	struct dlk_buf w = DLK_BUF_INIT;
+	char *save = NULL;
+
+	if (!ctx->quiet && project_cluster_warnings(spec, &w))
+		for (char *l = strtok_r(w.data, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+			dlk_warn(ctx, "%s", l);
+	dlk_buf_release(&w);
+}
+
 int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -228,12 +241,13 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const
 		         dlk_output_names[ctx->output]);
 		return dlk_report(ctx, &err);
 	}
+	dlk_train_cluster_warnings(ctx, spec);
 	c = dlk_kube_client(ctx, &err);
 	if (!c) {
 		if (err.code == DLK_EXIT_CONFIG) {
 			char h[sizeof(err.hint)];
 			snprintf(h, sizeof(h), "%s", err.hint);
-			dlk_err_hint(&err, "%.300s%sor train on this machine: 'dlk train --local'", h, h[0] ? "; " : "");
+			dlk_err_hint(&err, "%.300s%s on this machine: 'dlk train --local'", h, h[0] ? "; or train" : "train");
 		}
 		return dlk_report(ctx, &err);
 	}

@@ -10,5 +10,8 @@
 /* Renders the spec's objects and applies them (then waits, as cli says). Returns the exit
  * code; errors are reported. */
 int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const struct dlk_project *spec);
+/* Warns (on stderr, not with -q) of what will not work when spec runs in a cluster, though it
+ * runs here (project_cluster_warnings): before a submit, and with --dry-run. */
+void dlk_train_cluster_warnings(const struct dlk_ctx *ctx, const struct dlk_project *spec);
 
 #endif

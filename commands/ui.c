@@ -3,6 +3,7 @@
 #include "lib/jobs/podenv.h"
 #include "lib/util/buf.h"
 #include "lib/util/clock.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
@@ -176,7 +177,7 @@ int dlk_print_json_list(cJSON *objects, struct dlk_err *err)
 	cJSON_AddStringToObject(list, "apiVersion", "v1");
 	cJSON_AddStringToObject(list, "kind", "List");
 	cJSON_AddItemReferenceToObject(list, "items", objects);
-	s = cJSON_Print(list);
+	s = dlk_json_print(list);
 	cJSON_Delete(list);
 	if (!s)
 		return dlk_errf(err, DLK_EXIT_FAIL, "cannot print the objects as JSON");

@@ -1,6 +1,7 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/ui.h"
+#include "lib/util/jsonprint.h"
 #include "lib/nn/device.h"
 #include "lib/nn/gpu.h"
 
@@ -89,7 +90,7 @@ static int run_version(struct dlk_ctx *ctx, struct dlk_args *args)
 		cJSON_AddStringToObject(libs, "libmicrohttpd", MHD_get_version());
 		cJSON_AddStringToObject(libs, "openssl", OpenSSL_version(OPENSSL_VERSION));
 		cJSON_AddItemToObject(o, "libraries", libs);
-		char *s = cJSON_Print(o);
+		char *s = dlk_json_print(o);
 		printf("%s\n", s);
 		free(s);
 		cJSON_Delete(o);

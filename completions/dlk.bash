@@ -15,6 +15,15 @@ _dlk() {
 	while IFS= read -r line; do
 		case $line in
 		:file) mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -f -- "$cur") ;;
+		:file\ *)
+			# only the files with one of these endings, and directories to look inside
+			local f e
+			while IFS= read -r f; do
+				[ -d "$f" ] && { COMPREPLY+=("$f"); continue; }
+				for e in ${line#:file }; do
+					case $f in *"$e") COMPREPLY+=("$f"); break ;; esac
+				done
+			done < <(compgen -f -- "$cur") ;;
 		:dir) mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -d -- "$cur") ;;
 		"") ;;
 		*) COMPREPLY+=("$line") ;;

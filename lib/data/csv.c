@@ -1,4 +1,4 @@
-/* CSV tables: numeric features plus one integer label column. */
+/* CSV tables: numeric features plus one label column (a class index, or a class's name). */
 #include "lib/data/decode.h"
 
 #include <ctype.h>
@@ -154,6 +154,39 @@ static int field_number(const struct field *f, double *v)
 	return 0;
 }
 
+/* The index of the class the field names, or -1. */
+static int field_class(const struct field *f, const struct dlk_csv_opts *opts)
+{
+	for (int k = 0; opts && opts->classes && k < opts->n_classes; k++)
+		if (!f->too_long && strlen(opts->classes[k]) == f->len && !memcmp(opts->classes[k], f->text, f->len))
+			return k;
+	return -1;
+}
+
+/* A label that is neither an index nor a class name: say which labels are meant and how names
+ * become usable (the user's file is right; the project lacks the names). */
+static int label_problem(const struct csv *c, const struct field *f, const struct dlk_csv_opts *opts)
+{
+	char shown[64];
+
+	show(f, shown, sizeof(shown));
+	if (opts && opts->classes && opts->n_classes > 0) {
+		struct dlk_buf names = DLK_BUF_INIT;
+		for (int k = 0; k < opts->n_classes && names.len < 200; k++)
+			dlk_buf_addf(&names, "%s%s", k ? ", " : "", opts->classes[k]);
+		dlk_errf(c->err, DLK_EXIT_CONFIG, "%s:%zu:%zu: the label '%s' is not one of data.classes (%s%s)", c->name,
+		         f->line, f->col, shown, names.data, names.len >= 200 ? ", ..." : "");
+		dlk_err_hint(c->err, "a label is a class's name as data.classes spells it, or its index from 0");
+		dlk_buf_release(&names);
+		return -1;
+	}
+	dlk_errf(c->err, DLK_EXIT_CONFIG, "%s:%zu:%zu: the label '%s' is not a class index (labels are numbers 0, 1, ...)",
+	         c->name, f->line, f->col, shown);
+	dlk_err_hint(c->err, "to use class names as labels, list them in dlk.yaml, in index order: "
+	             "data: {classes: [name0, name1, ...]}");
+	return -1;
+}
+
 struct row {
 	struct field *f;
 	size_t n, cap;
@@ -234,8 +267,10 @@ static int csv_pass(const void *buf, size_t len, const char *name, const struct 
 			}
 			if (header < 0) {
 				double v;
+				/* a class name in the label column is data, not a header */
 				for (j = 0; j < r.n && numeric; j++)
-					numeric = field_number(&r.f[j], &v) == 0;
+					numeric = field_number(&r.f[j], &v) == 0 ||
+					          (j == (size_t)label_col && field_class(&r.f[j], opts) >= 0);
 			}
 			if (header > 0 || (header < 0 && !numeric))
 				continue;
@@ -253,7 +288,16 @@ static int csv_pass(const void *buf, size_t len, const char *name, const struct 
 		}
 		for (i = 0, j = 0; j < ncols; j++) {
 			double v;
-			if (field_number(&r.f[j], &v) < 0 || (j != (size_t)label_col && fabs(v) > 3.4e38)) {
+			if (j == (size_t)label_col && field_number(&r.f[j], &v) < 0) {
+				int k = field_class(&r.f[j], opts);
+				if (k < 0) {
+					label_problem(&c, &r.f[j], opts);
+					goto out;
+				}
+				v = k;
+			}
+			if ((j != (size_t)label_col && field_number(&r.f[j], &v) < 0) ||
+			    (j != (size_t)label_col && fabs(v) > 3.4e38)) {
 				show(&r.f[j], shown, sizeof(shown));
 				dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu:%zu: expected a number, got '%s'", name,
 				         r.f[j].line, r.f[j].col, shown);

@@ -108,11 +108,16 @@ struct dlk_csv_opts {
 	int shard_rank, shard_world; /* world > 1: keep only the data rows of dlk_part_range(rows,
 	                                rank, world); every row is still parsed and checked, and
 	                                max_label is the whole table's */
+	const char *const *classes;  /* the spec's data.classes (borrowed), or NULL: a label that is
+	                                one of these names is its index */
+	int n_classes;
 };
 
 /* Parses RFC 4180-ish CSV (quoted fields with "" escapes, CRLF or LF, blank lines skipped) into
- * samples of shape [1, 1, F] (with a shard in opts, only its rows: base and total say which). Errors read "NAME:LINE:COLUMN: expected a number, got 'abc'",
- * name ragged rows and labels that are not non-negative integers. */
+ * samples of shape [1, 1, F] (with a shard in opts, only its rows: base and total say which). A
+ * label is a class index, or one of opts->classes by name. Errors read "NAME:LINE:COLUMN:
+ * expected a number, got 'abc'", name ragged rows and labels that are neither non-negative
+ * integers nor class names (saying how to list the names in data.classes). */
 int dlk_csv_decode(const void *buf, size_t len, const char *name, const struct dlk_csv_opts *opts,
                    struct dlk_samples *out, struct dlk_err *err);
 

@@ -91,6 +91,12 @@ char *dlk_local_path(const char *url, const char *base_dir, struct dlk_err *err)
 		}
 		if (url[0] == '/' || !base_dir || !*base_dir)
 			return xstrdup(url);
+		/* "./x" in a project in "." is "x", not "././x" (the path messages show) */
+		while (url[0] == '.' && url[1] == '/')
+			for (url += 2; *url == '/';)
+				url++;
+		if (!strcmp(base_dir, "."))
+			return xstrdup(*url ? url : ".");
 		return xasprintf("%s/%s", base_dir, url);
 	}
 	p = url + strlen("file://");
@@ -174,9 +180,18 @@ static int check_local(const char *url, const char *path, unsigned long long max
 	struct stat st;
 
 	if (stat(path, &st) < 0) {
-		dlk_errf(err, errno == ENOENT ? DLK_EXIT_CONFIG : DLK_EXIT_FAIL, "cannot read '%s': %s", url,
-		         strerror(errno));
-		if (errno == ENOENT && strcmp(url, path))
+		int missing = errno == ENOENT;
+		char cwd[4096];
+		dlk_errf(err, missing ? DLK_EXIT_CONFIG : DLK_EXIT_FAIL, "cannot read '%s': %s", url, strerror(errno));
+		if (missing && has_prefix(path, DLK_FASHION_MNIST_DIR "/"))
+			/* the examples' data: say where it comes from */
+			dlk_err_hint(err, "Fashion-MNIST comes with Debian's dataset-fashion-mnist package ('apt install "
+			             "dataset-fashion-mnist'), or from github.com/zalandoresearch/fashion-mnist: "
+			             "point data.train and data.test at the downloaded files");
+		else if (missing && path[0] != '/' && getcwd(cwd, sizeof(cwd)))
+			/* relative to the project's directory, which may not be where the user stands */
+			dlk_err_hint(err, "it resolves to '%s/%s'", cwd, path);
+		else if (missing && strcmp(url, path))
 			dlk_err_hint(err, "it resolves to '%s'", path);
 		return -1;
 	}

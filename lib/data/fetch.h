@@ -11,6 +11,9 @@ struct dlk_fetched {
 	char sha256[65];   /* of the bytes as fetched */
 };
 #define DLK_FETCHED_INIT { NULL, "" }
+
+/* Where Debian's dataset-fashion-mnist package puts Fashion-MNIST, which the examples train on. */
+#define DLK_FASHION_MNIST_DIR "/usr/share/datasets/fashion-mnist"
 void dlk_fetched_release(struct dlk_fetched *f);
 
 /* Makes src available as a local file and hashes it; when src->sha256 is set, a different digest

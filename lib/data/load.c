@@ -305,7 +305,8 @@ static int load_csv(const struct dlk_split *sp, const struct dlk_data *spec,
 {
 	struct dlk_fetched f = DLK_FETCHED_INIT;
 	struct dlk_buf b = DLK_BUF_INIT;
-	struct dlk_csv_opts co = { spec->csv_header, spec->csv_label_column, opts->shard_rank, shard_world(opts) };
+	struct dlk_csv_opts co = { spec->csv_header, spec->csv_label_column, opts->shard_rank, shard_world(opts),
+		                   (const char *const *)spec->classes, spec->classes ? spec->n_classes : 0 };
 	int ret = -1;
 
 	if (fetch_source(&sp->source, "csv", spec, opts, ds, &f, err) < 0 ||

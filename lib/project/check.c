@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -583,4 +584,67 @@ int check_source_url(const char *s, char *why, size_t why_len)
 	snprintf(why, why_len, "has an unsupported scheme '%.*s' (use file://, https://, http://, pvc:// or a plain path)",
 	         (int)(sl > 20 ? 20 : sl), s);
 	return -1;
+}
+
+/* ---- what a cluster needs ---- */
+
+/* a source a pod can reach without help: another machine's, or a volume's */
+static int remote_url(const char *u)
+{
+	return !strncmp(u, "https://", 8) || !strncmp(u, "http://", 7) || !strncmp(u, "s3://", 5) ||
+	       !strncmp(u, "pvc://", 6);
+}
+
+static void warn_line(struct dlk_buf *out, int *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void warn_line(struct dlk_buf *out, int *n, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if ((*n)++)
+		dlk_buf_addc(out, '\n');
+	dlk_buf_adds(out, line);
+}
+
+int project_cluster_warnings(const struct dlk_project *spec, struct dlk_buf *out)
+{
+	const struct dlk_data *d = &spec->data;
+	const struct { const struct dlk_source *src; const char *key; } srcs[] = {
+		{ &d->train.images, "data.train.images" }, { &d->train.labels, "data.train.labels" },
+		{ &d->train.source, "data.train.source" }, { &d->test.images, "data.test.images" },
+		{ &d->test.labels, "data.test.labels" }, { &d->test.source, "data.test.source" },
+	};
+	const char *local = NULL, *local_key = NULL;
+	int n = 0;
+
+	/* the first local source stands for all of them: one warning, not six */
+	if (d->dataset.id || d->dataset.tag) {
+		if (d->store && !remote_url(d->store))
+			local = d->store, local_key = "data.store";
+	} else {
+		for (size_t i = 0; i < sizeof(srcs) / sizeof(srcs[0]) && !local; i++)
+			if (srcs[i].src->url && !remote_url(srcs[i].src->url))
+				local = srcs[i].src->url, local_key = srcs[i].key;
+		for (int i = 0; i < d->train.n_shards && !local; i++)
+			if (d->train.shards[i].url && !remote_url(d->train.shards[i].url))
+				local = d->train.shards[i].url, local_key = "data.train.shards";
+	}
+	if (local)
+		warn_line(out, &n, "%s: '%.200s' is on this machine's disk, which a pod cannot read (unless its image or "
+		          "a volume holds it); give the data an https:// or pvc://CLAIM/PATH address, or push it to a "
+		          "store the cluster reaches ('dlk data push --to s3://...') and name the dataset",
+		          local_key, local);
+	if (spec->image && !strchr(spec->image, '/'))
+		warn_line(out, &n, "image: '%.200s' names no registry, so the nodes look for it on Docker Hub; push the "
+		          "image ('make image' builds it) to a registry the cluster pulls from and set image: "
+		          "REGISTRY/%.200s", spec->image, spec->image);
+	if (!spec->storage.claim && !spec->storage.size)
+		warn_line(out, &n, "storage: none, so the checkpoints and the model bundle are written inside the pod and "
+		          "lost with it; set storage.size (a volume dlk creates, e.g. 1Gi) or storage.claim (an existing "
+		          "one)");
+	return n;
 }

@@ -7,6 +7,9 @@
 
 #include <stddef.h>
 
+#include "lib/project/project.h"
+#include "lib/util/buf.h"
+
 /* RFC 1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most max characters (63 in Kubernetes). */
 int check_dns_label(const char *s, size_t max, char *why, size_t why_len);
 /* RFC 1123 subdomain: dot-separated labels, at most 253 characters. */
@@ -34,5 +37,12 @@ int check_source_url(const char *s, char *why, size_t why_len);
 /* Dataset store: a directory (a bare path or file:///abs), s3://BUCKET[/PREFIX] or
  * pvc://CLAIM[/PATH]. */
 int check_store_url(const char *s, char *why, size_t why_len);
+
+/* What will not work when a loaded project runs in a cluster, though it runs on this machine:
+ * data on this machine's disk (file:// or a bare path, a store in a directory), an image that
+ * names no registry (the default, what `make image` builds, is on no registry), no storage (the
+ * checkpoints and the model bundle are written in the pod and go with it). Appends one line per
+ * problem to out, "KEY: what is wrong; what to do", lines separated by '\n'; returns how many. */
+int project_cluster_warnings(const struct dlk_project *spec, struct dlk_buf *out);
 
 #endif

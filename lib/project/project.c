@@ -886,7 +886,8 @@ static void parse_fields(struct ctx *c, const struct field *fields, const struct
 	const char *cands[32];
 	int first[32];          /* where each field's key was first seen, -1 if not yet */
 	size_t n_cands = 0;
-	char p[512], sug[96];
+	int listed = 0;
+	char p[512], sug[640];
 
 	if (ynode_is_null(node))
 		node = NULL;
@@ -914,7 +915,10 @@ static void parse_fields(struct ctx *c, const struct field *fields, const struct
 			shown_text(shown, sizeof(shown), k->text);
 			/* a key that belongs elsewhere beats a near miss here ("lr" is optimizer.lr, not lr_schedule) */
 			suggest_elsewhere(sug, sizeof(sug), k->text);
-			if (!sug[0])
+			/* the keys of a mapping are listed once, at its first unknown key with no near match */
+			if (!sug[0] && !listed++)
+				dlk_suggest_or_list(sug, sizeof(sug), k->text, cands, n_cands, "keys here are");
+			else if (!sug[0])
 				suggest_suffix(sug, sizeof(sug), k->text, cands, n_cands);
 			problem(c, k, p, "unknown key '%s'%s", shown, sug);
 			continue;
@@ -1510,7 +1514,7 @@ static const struct custom c_input = { input_parse, input_dump, no_free, NULL };
 static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_layer_spec *l, const char *path)
 {
 	const struct ynode *name_node = item, *params = NULL;
-	char sug[96], p[600], shown[80];
+	char sug[640], p[600], shown[80];
 	int kind;
 
 	l->line = item->line;
@@ -1532,7 +1536,8 @@ static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_laye
 	kind = lookup_name(dlk_layer_names, name_node->text);
 	if (kind < 0) {
 		shown_text(shown, sizeof(shown), name_node->text);
-		suggest_suffix(sug, sizeof(sug), name_node->text, dlk_layer_names, (size_t)N_LAYER_KINDS);
+		dlk_suggest_or_list(sug, sizeof(sug), name_node->text, dlk_layer_names, (size_t)N_LAYER_KINDS,
+		                    "layers are");
 		problem(c, name_node, path, "unknown layer '%s'%s", shown, sug);
 		return;
 	}
@@ -1761,8 +1766,10 @@ static void check_split(struct ctx *c, struct dlk_split *sp, const char *name, i
 	}
 }
 
-/* The shape checks the project file alone decides: conv2d and maxpool see a 3-D input their
- * window fits, flatten stays countable. The engine checks the rest when it builds the model. */
+/* The shape checks the project file alone decides, made here so that `--dry-run` and a submit
+ * refuse what a pod would (the engine makes the same ones again when it builds the model, and for
+ * a model.json): conv2d and maxpool see a 3-D input their window fits, dense a flat one, flatten
+ * stays countable, no output is too large, and the model ends with one value per class. */
 static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes)
 {
 	long long shape[3] = { m->input[0], m->input[1], m->input[2] };
@@ -1783,6 +1790,11 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
 			return;
 		}
+		if (l->kind == DLK_LAYER_DENSE && (shape[0] != 1 || shape[1] != 1)) {
+			problem(c, pos, p, "dense expects a flat input but gets %lldx%lldx%lld (add 'flatten' before it)",
+			        shape[0], shape[1], shape[2]);
+			return;
+		}
 		if (dlk_layer_shape(l, shape, shape) < 0) {
 			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
 			problem(c, pos, p, "%s window %d does not fit its %lldx%lld input (padding %d)", name,
@@ -1795,6 +1807,28 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			last_dense = i;
 		if (l->kind == DLK_LAYER_FLATTEN && shape[2] > INT_MAX) {
 			problem(c, pos, p, "flatten gives %lld features, too many", shape[2]);
+			return;
+		}
+		/* the engine's bound (lib/nn/net.c): an activation of one sample fits an int */
+		if ((double)shape[0] * (double)shape[1] * (double)shape[2] > (double)(1u << 30)) {
+			problem(c, pos, p, "%s's output of %lldx%lldx%lld values per sample is too large", name, shape[0],
+			        shape[1], shape[2]);
+			return;
+		}
+	}
+	if (!c->n_problems) { /* a model with a broken layer has no end worth judging */
+		int last = m->n_layers - 1;
+		const struct ynode *pos = given_at(c, &m->layers[last], GIVEN_CUSTOM);
+		snprintf(p, sizeof(p), "model.layers[%d]", last);
+		if (shape[0] != 1 || shape[1] != 1) {
+			problem(c, pos, p, "the model ends with a %lldx%lldx%lld output, not one value per class (end it with "
+			        "'flatten' and a dense layer of %d units)", shape[0], shape[1], shape[2],
+			        n_classes ? n_classes : 10);
+			return;
+		}
+		if (shape[2] < 2) {
+			problem(c, pos, p, "the model ends with %lld output; softmax cross-entropy needs at least 2 classes",
+			        shape[2]);
 			return;
 		}
 	}

@@ -291,7 +291,7 @@ static int unknown(struct renderer *r, const struct mustache *t, const struct no
 {
 	const char *cands[256];
 	size_t nc = 0;
-	const char *s;
+	char sug[DLK_ERR_MSG_MAX / 2];
 
 	/* suggest among the names visible where the lookup failed */
 	if (where) {
@@ -303,9 +303,8 @@ static int unknown(struct renderer *r, const struct mustache *t, const struct no
 				for (const cJSON *c = r->stack[i]->child; c && nc < DLK_ARRAY_SIZE(cands); c = c->next)
 					cands[nc++] = c->string;
 	}
-	s = dlk_suggest(seg, cands, nc);
-	dlk_errf(r->err, DLK_EXIT_CONFIG, "%s:%d: unknown name '%s'%s%s%s", t->file, n->line, shown,
-	         s ? " (did you mean '" : "", s ? s : "", s ? "'?)" : "");
+	dlk_suggest_or_list(sug, sizeof(sug), seg, cands, nc, "names here are");
+	dlk_errf(r->err, DLK_EXIT_CONFIG, "%s:%d: unknown name '%s'%s", t->file, n->line, shown, sug);
 	return -1;
 }
 

@@ -158,9 +158,9 @@ static const struct mustache *find_partial(void *ud, const char *name, struct dl
 	int i = builtin_index(set, name);
 
 	if (i < 0) {
-		const char *s = dlk_suggest(name, set->names, set->n);
-		dlk_errf(err, DLK_EXIT_CONFIG, "unknown partial '%s'%s%s%s", name, s ? " (did you mean '" : "",
-		         s ? s : "", s ? "'?)" : "");
+		char sug[DLK_ERR_MSG_MAX / 2];
+		dlk_suggest_or_list(sug, sizeof(sug), name, set->names, set->n, "templates are");
+		dlk_errf(err, DLK_EXIT_CONFIG, "unknown partial '%s'%s", name, sug);
 		return NULL;
 	}
 	return set->t[i];

@@ -13,6 +13,9 @@
 #define MB 48.0
 #define BIG 1e30 /* values beyond this are drawn at it: a chart has no use for them anyway */
 #define MAX_MARKERS 400
+/* the least a percent axis spans: 84.0-84.6% drawn edge to edge makes a 0.6-point gain look
+ * like a cliff; on ten points it looks like what it is */
+#define PERCENT_MIN_SPAN 0.10
 
 /* Okabe & Ito's palette: told apart by people with any common colour-vision deficiency */
 static const char *const colour[4] = { "#0072b2", "#d55e00", "#009e73", "#cc79a7" };
@@ -218,6 +221,8 @@ void chart_figure(struct dlk_buf *b, const struct chart *c)
 		ymin = 0;
 	if (c->yaxis == AXIS_PERCENT && ymax <= 1 && ymax > 0.9)
 		ymax = 1;
+	if (c->yaxis == AXIS_PERCENT && ymax - ymin < PERCENT_MIN_SPAN)
+		ymin = ymin >= 0 && ymax < PERCENT_MIN_SPAN ? 0 : ymax - PERCENT_MIN_SPAN;
 	chart_ticks(xmin, xmax, 8, &xf, &xs, &xn);
 	chart_ticks(ymin, ymax, 5, &yf, &ys, &yn);
 	double x0 = xf, x1 = xf + xs * (xn - 1), y0 = yf, y1 = yf + ys * (yn - 1);
@@ -257,7 +262,14 @@ void chart_figure(struct dlk_buf *b, const struct chart *c)
 	dlk_buf_addf(b, "</text>\n<text class=\"label\" transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">",
 	             MT + ph / 2);
 	html_escape(b, c->ylabel);
-	dlk_buf_adds(b, "</text>\n</g>\n");
+	dlk_buf_adds(b, "</text>\n");
+	/* a percent axis that does not start at 0 says so where the eye reads the values */
+	if (c->yaxis == AXIS_PERCENT && yf > ys * 1e-9) {
+		fmt_tick(t, sizeof(t), yf, ys, c->yaxis);
+		dlk_buf_addf(b, "<text class=\"axisnote\" x=\"%.1f\" y=\"%.1f\">the axis starts at %s, not 0</text>\n",
+		             ML + 6, MT + ph - 6, t);
+	}
+	dlk_buf_adds(b, "</g>\n");
 
 	/* events: a dotted vertical line and its words beside it, read upwards and ending at the top
 	 * (rotate(-90) turns the text's direction up, so it is anchored at its end) */

@@ -150,6 +150,7 @@ static const char *css =
 	"svg.chart text{font-size:.75rem;fill:var(--fg)}\n"
 	"svg.chart .grid{stroke:#e6e6e6}\n"
 	"svg.chart .frame{fill:none;stroke:#8c8c8c}\n"
+	"svg.chart .axisnote{font-style:italic;fill:#555}\n"
 	"svg.chart .mark line,ul.legend .markline{stroke:#333;stroke-dasharray:3 3}\n"
 	"svg.chart .mark text{font-size:.7rem;fill:#333}\n"
 	"ul.legend{list-style:none;padding:0;margin:.3rem 0;display:flex;flex-wrap:wrap;gap:.2rem 1.2rem;font-size:.875rem}\n"

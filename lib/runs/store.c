@@ -12,6 +12,7 @@
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
+#include "lib/util/jsonprint.h"
 
 static const char *str_or_empty(const char *s)
 {
@@ -255,7 +256,7 @@ static int dir_save(struct dlk_run_store *s, const cJSON *rec, const char *const
 
 	if (dlk_mkdir_p(s->dir, err))
 		return dlk_err_prefix(err, "cannot keep the run history");
-	text = cJSON_Print(rec);
+	text = dlk_json_print(rec);
 	path = xasprintf("%s/%s.json", s->dir, dlk_run_id(rec));
 	rc = dlk_write_file_atomic(path, text, strlen(text), 0644, err);
 	free(path);

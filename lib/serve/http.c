@@ -26,6 +26,7 @@
 #include "lib/serve/tfs.h"
 #include "lib/serve/v2.h"
 #include "lib/util/mem.h"
+#include "lib/util/suggest.h"
 
 enum route {
 	R_NOT_FOUND,
@@ -260,7 +261,16 @@ static int lookup_model(struct request *rq, char *msg, size_t len)
 		snprintf(msg, len, "the server is still loading its models");
 		return 503;
 	}
-	snprintf(msg, len, "unknown model '%s'", rq->model_name);
+	{
+		/* a client that guessed wrong learns the names there are */
+		const char *names[64];
+		char sug[160];
+		int k = 0;
+		for (int i = 0; i < n && k < 64; i++)
+			names[k++] = srv->models[i].name;
+		dlk_suggest_or_list(sug, sizeof(sug), rq->model_name, names, (size_t)k, "models here are");
+		snprintf(msg, len, "unknown model '%.60s'%s", rq->model_name, sug);
+	}
 	return 404;
 }
 

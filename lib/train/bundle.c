@@ -14,11 +14,13 @@
 
 #include "lib/project/layers.h"
 #include "lib/train/bundle.h"
+#include "lib/util/suggest.h"
 #include "lib/jobs/podenv.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/utf8.h"
 
 #ifndef DLK_VERSION
@@ -255,7 +257,7 @@ static char *model_json(const struct dlk_bundle_info *in, const char *weights_sh
 	cJSON_AddStringToObject(w, "sha256", weights_sha);
 	cJSON_AddNumberToObject(w, "bytes", (double)weights_bytes);
 
-	char *s = cJSON_Print(j);
+	char *s = dlk_json_print(j);
 	cJSON_Delete(j);
 	return s;
 }
@@ -415,8 +417,13 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		struct dlk_layer_spec *ls = &b->model.layers[i];
 		const cJSON *k = cJSON_GetObjectItemCaseSensitive(l, "kind");
 		int kind = cJSON_IsString(k) ? dlk_layer_kind_of(k->valuestring) : -1;
-		if (kind < 0)
-			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has an unknown kind", path, i);
+		if (kind < 0) {
+			char kinds[256];
+			dlk_suggest_or_list(kinds, sizeof(kinds), "", dlk_layer_names, DLK_LAYER_KINDS, "this dlk knows");
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has an unknown kind%s", path, i,
+			         kinds);
+			return dlk_err_hint(err, "a bundle written by a newer dlk may use layers this one does not have");
+		}
 		ls->kind = (enum dlk_layer_kind)kind;
 		const cJSON *rate = cJSON_GetObjectItemCaseSensitive(l, "rate");
 		if (rate && (!cJSON_IsNumber(rate) || !(rate->valuedouble >= 0 && rate->valuedouble < 1)))

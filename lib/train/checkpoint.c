@@ -14,6 +14,7 @@
 #include "lib/util/buf.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
+#include "lib/util/jsonprint.h"
 
 #define MANIFEST "manifest.json"
 #define FORMAT "dlk-checkpoint"
@@ -206,12 +207,12 @@ static char *manifest_json(unsigned long long step, const struct ckpt_blob *blob
 		cJSON_AddStringToObject(b, "sha256", hex);
 		cJSON_AddItemToArray(arr, b);
 	}
-	s = cJSON_Print(root);
+	s = dlk_json_print(root);
 	cJSON_Delete(root);
 	if (!s)
 		abort(); /* cJSON only fails on allocation: fatal, as everywhere in dlk */
 	out = xasprintf("%s\n", s);
-	cJSON_free(s);
+	free(s);
 	return out;
 }
 

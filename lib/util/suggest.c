@@ -1,6 +1,7 @@
 #include "lib/util/suggest.h"
 #include "lib/util/mem.h"
 
+#include <stdio.h>
 #include <string.h>
 
 size_t dlk_edit_distance(const char *a, const char *b)
@@ -56,4 +57,35 @@ const char *dlk_suggest(const char *word, const char *const *candidates, size_t 
 		if (candidates[i] && wl >= 2 && !strncmp(candidates[i], word, wl))
 			return candidates[i];
 	return NULL;
+}
+
+const char *dlk_suggest_or_list(char *buf, size_t len, const char *word, const char *const *candidates, size_t n,
+                                const char *noun)
+{
+	const char *near = dlk_suggest(word, candidates, n);
+	size_t used;
+	int k = 0;
+
+	if (!len)
+		return buf;
+	buf[0] = '\0';
+	if (near) {
+		snprintf(buf, len, " (did you mean '%s'?)", near);
+		return buf;
+	}
+	if (!n)
+		return buf;
+	snprintf(buf, len, " (%s: ", noun);
+	for (size_t i = 0; i < n; i++) {
+		if (!candidates[i])
+			continue;
+		used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%s", k++ ? ", " : "", candidates[i]);
+	}
+	used = strlen(buf);
+	snprintf(buf + used, len - used, ")");
+	/* cut short: the list still ends as a list does */
+	if (strlen(buf) == len - 1 && len > 5)
+		memcpy(buf + len - 5, "...)", 5);
+	return buf;
 }

@@ -307,6 +307,23 @@ static void offset_mark(const char *text, size_t len, size_t offset, yaml_mark_t
 	}
 }
 
+/* The byte a mark points at (libyaml counts characters, not bytes), or len when outside. */
+static size_t mark_byte(const char *text, size_t len, yaml_mark_t m)
+{
+	size_t i = 0, line = 0, col = 0;
+
+	while (i < len && line < m.line)
+		if (text[i++] == '\n')
+			line++;
+	for (; i < len && text[i] != '\n'; i++) {
+		if (((unsigned char)text[i] & 0xc0) == 0x80)
+			continue;
+		if (col++ == m.column)
+			return i;
+	}
+	return i < len && col == m.column ? i : len;
+}
+
 static int syntax_error(struct reader *r, const yaml_parser_t *p, const char *text, size_t len)
 {
 	yaml_mark_t m = p->problem_mark;
@@ -319,6 +336,20 @@ static int syntax_error(struct reader *r, const yaml_parser_t *p, const char *te
 	r->e->context_line = p->context ? (int)p->context_mark.line + 1 : 0;
 	r->e->context_col = p->context ? (int)p->context_mark.column + 1 : 0;
 	r->e->byte = p->error == YAML_READER_ERROR && p->problem_value >= 0 ? p->problem_value & 0xff : -1;
+	/* libyaml says "found character that cannot start any token" of a tab, which names neither
+	 * the tab nor the fix: an editor that indents with tabs is the usual cause */
+	size_t at = mark_byte(text, len, m);
+	if (p->error != YAML_READER_ERROR && at < len && text[at] == '\t') {
+		size_t bol = at;
+		while (bol > 0 && text[bol - 1] != '\n')
+			bol--;
+		while (bol < at && (text[bol] == ' ' || text[bol] == '\t'))
+			bol++;
+		r->e->yaml_problem = bol == at ? "tab characters are not allowed for indentation (indent with spaces)"
+		                               : "a tab character is not allowed here (use spaces)";
+		r->e->yaml_context = NULL;
+		r->e->context_line = r->e->context_col = 0;
+	}
 	return -1;
 }
 

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_idx a = DLK_IDX_INIT, b = DLK_IDX_INIT;
 	struct dlk_samples s = DLK_SAMPLES_INIT;
-	struct dlk_csv_opts co = { -1, -1, 0, 0 };
+	struct dlk_csv_opts co = { -1, -1, 0, 0, NULL, 0 };
 
 	/* every decoder sees every input: the seeds of one format are mutations for the others */
 	unsigned long long total;

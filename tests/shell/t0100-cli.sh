@@ -17,7 +17,9 @@ test_expect_failure_code 'dlk without a command is a usage error' 2 '
 
 test_expect_success 'an unknown command suggests the nearest one' '
 	test_exit_code 2 dlk trian 2>err &&
-	grep -q "unknown command .trian." err && grep -q "did you mean .dlk train." err
+	grep -q "unknown command .trian." err && grep -q "did you mean .dlk train." err &&
+	test_exit_code 2 dlk frobnicate 2>err && grep -q "^hint: the commands are init, .*train.*, help (see .dlk -h.)$" err &&
+	test_exit_code 2 dlk data frobnicate 2>err && grep -q "^hint: its commands are push, .*show.* (see .dlk data -h.)$" err
 '
 
 test_expect_success 'an unknown option suggests the nearest one' '
@@ -31,9 +33,9 @@ test_expect_success 'an invalid choice names the choices' '
 '
 
 test_expect_success 'the option tables declare what goes together' '
-	test_exit_code 2 dlk train --local --worker 2>err && grep -q "dry-run, --local and --worker exclude each other" err &&
-	test_exit_code 2 dlk train --dry-run --follow 2>err && grep -q "go with submitting, not with --dry-run" err &&
-	test_exit_code 2 dlk train --workers 2 2>err && grep -q "go with --local" err &&
+	test_exit_code 2 dlk train --local --worker 2>err && grep -q "^error: --local and --worker exclude each other$" err &&
+	test_exit_code 2 dlk train --dry-run --follow 2>err && grep -q "^error: --follow goes with submitting, not with --dry-run$" err &&
+	test_exit_code 2 dlk train --workers 2 2>err && grep -q "^error: --workers goes with --local$" err &&
 	test_exit_code 2 dlk logs -f --previous x 2>err && grep -q "exclude each other" err &&
 	test_exit_code 2 dlk logs --rank -1 x 2>err && grep -q "rank must be 0 or more" err &&
 	test_exit_code 2 dlk logs --tail x x 2>err && grep -q "expects an integer" err
@@ -160,6 +162,29 @@ test_expect_success 'the bash completion script completes through the binary' '
 	sed -n 1p out | grep -qx train && sed -n 2p out | grep -qx -- --dry-run
 '
 
+test_expect_success 'completion offers what an argument can be: bundles, runs, jobs' '
+	mkdir c && cd c && touch a.dlk page.html run.json notes.txt && mkdir sub &&
+	dlk __complete serve --local "" >out && test "$(cat out)" = ":file .dlk" &&
+	dlk __complete lineage "" >out && test "$(cat out)" = ":file .dlk" &&
+	dlk __complete report "" >out && test "$(cat out)" = ":file .dlk .json" &&
+	dlk __complete report --compare "" >out && test "$(cat out)" = ":file .dlk .json" &&
+	dlk __complete serve "" >out && ! grep -q :file out &&
+	mkdir ../bin && ln -s "$DLK" ../bin/dlk &&
+	PATH="$PWD/../bin:$PATH" bash -c "
+		source <(dlk completion bash)
+		COMP_WORDS=(dlk serve --local \"\"); COMP_CWORD=3; _dlk; echo \"\${COMPREPLY[*]}\"
+		COMP_WORDS=(dlk report \"\"); COMP_CWORD=2; _dlk; echo \"\${COMPREPLY[*]}\"
+	" >out &&
+	sed -n 1p out | tr " " "\n" | sort | tr "\n" " " | grep -qx "a.dlk sub " &&
+	sed -n 2p out | tr " " "\n" | sort | tr "\n" " " | grep -qx "a.dlk run.json sub " &&
+	awk "BEGIN { for (i = 0; i < 64; i++) printf \"%d,%d\\n\", i % 2, i % 2 }" >t.csv &&
+	printf "name: tiny\ndata: {format: csv, train: {source: t.csv}}\nmodel: {input: [1], layers: [{dense: {units: 2}}]}\ntraining: {epochs: 1, threads: 1}\n" >dlk.yaml &&
+	dlk train --local -q >/dev/null 2>err && id=$(ls .dlk/runs/tiny | sed -n "s/\.json\$//p") && test -n "$id" &&
+	dlk __complete report "" >out && grep -qx "$id" out &&
+	dlk __complete report "${id%${id#??}}" >out && grep -qx "$id" out &&
+	dlk __complete report zz >out && ! grep -qx "$id" out
+'
+
 test_expect_success 'the zsh completion script is valid zsh' '
 	if command -v zsh >/dev/null; then dlk completion zsh >_dlk && zsh -n _dlk; fi
 '
@@ -190,6 +215,23 @@ test_expect_success 'global options are accepted before and after the command' '
 
 test_expect_success 'version names the libraries' '
 	dlk version >out && grep -q "^dlk " out && grep -q libyaml out && grep -q OpenBLAS out
+'
+
+test_expect_success 'a usage error names only the options given, and says what to do' '
+	test_exit_code 2 dlk serve fashion.dlk --port 8000 2>err &&
+	grep -q "^error: --port goes with --local or --worker" err &&
+	grep -q "^hint: serve bundles on this machine: dlk serve --local NAME.dlk" err &&
+	test_exit_code 2 dlk serve x --host ::1 --port 1 --canary 5 2>err && grep -q "^error: --host and --port go with" err &&
+	test_exit_code 2 dlk logs --tail 5 --since 1m --rank 0 --follow --previous x 2>err &&
+	grep -q "^error: --follow and --previous exclude each other$" err
+'
+
+test_expect_success '--version answers the version in one line, as git does' '
+	dlk --version >out && test "$(wc -l <out)" = 1 &&
+	dlk version >full && head -n 1 full >first && cmp first out &&
+	dlk -f nosuch.yaml --version >out2 && cmp out out2 &&
+	dlk train --version >out3 && cmp out out3 &&
+	dlk -h >help && grep -q -- "--version" help
 '
 
 test_done

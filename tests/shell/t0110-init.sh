@@ -26,4 +26,19 @@ test_expect_success 'init -q prints nothing' '
 	dlk init -q s >out && test ! -s out && test -f s/dlk.yaml
 '
 
+test_expect_success 'init writes what a cluster needs, commented, and says where the data comes from' '
+	for ex in mlp cnn; do
+		dlk init -q --example $ex $ex && cd $ex &&
+		grep -q "^# image: " dlk.yaml && grep -q "^# storage:" dlk.yaml &&
+		grep -q "dataset-fashion-mnist" dlk.yaml &&
+		test_must_fail dlk train --kubeconfig "$TEST_TMP/none" 2>err &&
+		test "$(grep -c "^warning: " err)" = 3 &&
+		sed "s/^# image: /image: /; s/^# storage:/storage:/; s/^#   size:/  size:/" dlk.yaml >c.yaml &&
+		test_must_fail dlk -f c.yaml train --kubeconfig "$TEST_TMP/none" 2>err &&
+		grep -q "^warning: data.train.images" err && test "$(grep -c "^warning: " err)" = 1 &&
+		dlk -f c.yaml train --dry-run >o.yaml && grep -q "image: registry.example.com/team/dlk:" o.yaml &&
+		grep -q "kind: PersistentVolumeClaim" o.yaml && cd .. || exit 1
+	done
+'
+
 test_done

@@ -113,4 +113,34 @@ test_expect_success 'a mode is required; two modes are refused' '
 	test_exit_code 2 dlk train --local --dry-run 2>err && grep -q "exclude each other" err
 '
 
+test_expect_success '-o json is indented with two spaces, as jq and kubectl print it' '
+	dlk init -q p && cd p && dlk train --dry-run -o json >o.json &&
+	! grep -q "$(printf "\t")" o.json &&
+	python3 -c "import json, sys; t = open(sys.argv[1]).read(); sys.exit(json.dumps(json.loads(t), indent=2, ensure_ascii=False) + \"\n\" != t)" o.json &&
+	dlk version -o json >v.json && ! grep -q "$(printf "\t")" v.json && grep -q "^  \"version\": " v.json
+'
+
+test_expect_success 'submitting says first what will not work in a cluster, and how to fix it' '
+	dlk init -q p && cd p &&
+	test_must_fail dlk train --kubeconfig "$TEST_TMP/no-such-config" 2>err &&
+	grep -q "^warning: data.train.images: .file:///usr/share/datasets/fashion-mnist/.* is on this machine.s disk" err &&
+	grep -q "^warning: image: .dlk:[^ ]*. names no registry" err &&
+	grep -q "^warning: storage: none, so the checkpoints and the model bundle are written inside the pod" err &&
+	test "$(sed -n 4p err | cut -c1-6)" = "error:" &&
+	test_must_fail dlk train -q --kubeconfig "$TEST_TMP/no-such-config" 2>err && ! grep -q "^warning:" err &&
+	test_must_fail dlk train --kubeconfig "$TEST_TMP/no-such-config" --set image=r.example.com/dlk:1 \
+		--set storage.size=1Gi --set data.train.images=https://e.org/i.gz --set data.train.labels=pvc://d/l.gz \
+		--set data.test.images=https://e.org/t.gz --set data.test.labels=https://e.org/u.gz 2>err &&
+	! grep -q "^warning:" err
+'
+
+test_expect_success 'a model whose shapes cannot work fails --dry-run, before anything loads' '
+	dlk init -q p && cd p &&
+	sed "/^    - flatten\$/d" dlk.yaml >bad.yaml && ! grep -q flatten bad.yaml &&
+	test_exit_code 3 dlk -f bad.yaml train --dry-run >out 2>err &&
+	grep -q "bad.yaml:[0-9]*:[0-9]*: model.layers\[0\]: dense expects a flat input but gets 1x28x28 (add .flatten. before it)" err &&
+	test ! -s out &&
+	test_exit_code 3 dlk -f bad.yaml train --local 2>err2 && cmp err err2
+'
+
 test_done

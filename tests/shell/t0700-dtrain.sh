@@ -241,7 +241,7 @@ test_expect_success 'a rank that never joins fails the rendezvous, named' '
 test_expect_success 'bad worker settings are configuration errors' '
 	make_project p &&
 	test_exit_code 3 env RANK=x WORLD_SIZE=2 "$DLK" train --worker -f p/dlk.yaml 2>err && cat err && grep_q RANK err &&
-	test_exit_code 2 dlk train --worker --workers 2 -f p/dlk.yaml 2>err && grep_q "go with --local" err &&
+	test_exit_code 2 dlk train --worker --workers 2 -f p/dlk.yaml 2>err && grep_q "goes with --local" err &&
 	test_exit_code 2 dlk train --local --workers 0 -f p/dlk.yaml 2>err && grep_q "expected 1 to" err
 '
 

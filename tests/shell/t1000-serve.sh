@@ -81,6 +81,15 @@ test_expect_failure_code 'a damaged bundle is refused before ready' 3 '
 	python3 -c "import sys; d = bytearray(open(sys.argv[1], \"rb\").read()); i = len(d.rstrip(bytes(1))) - 1; d[i] ^= 0xff; open(\"bad.dlk\", \"wb\").write(d)" "$B" &&
 	timeout 60 "$DLK" serve --local --port 0 bad.dlk 2>err; rc=$?; cat err; grep_q "bad.dlk" err; exit $rc
 '
+test_expect_failure_code 'a file that is no bundle fails before "listening on", saying what to serve' 3 '
+	printf "name: x\n" >proj.yaml &&
+	timeout 60 "$DLK" serve --local --port 0 "$B" proj.yaml 2>err; rc=$?; cat err;
+	! grep -q "listening on" err && grep_q "cannot open bundle .proj.yaml." err &&
+	grep_q "hint: .proj.yaml. is a project file: serve the bundle its training wrote" err && exit $rc
+'
+test_expect_failure_code 'with --port, a bundle without --local still gets the hint' 2 '
+	dlk serve "$B" --port 0 2>err; rc=$?; grep_q "hint: serve bundles on this machine" err; exit $rc
+'
 test_expect_failure_code 'a bad serving setting names the key' 2 '
 	timeout 60 "$DLK" serve --local --port 0 "$B" --set serving.max_batch=0 2>err; rc=$?; grep_q "serving.max_batch" err; exit $rc
 '

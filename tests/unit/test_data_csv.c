@@ -13,7 +13,7 @@ static struct dlk_err err = DLK_ERR_INIT;
 /* Decodes text; returns 0/-1 and leaves the samples in *s (released by the caller). */
 static int dec(const char *text, int header, int label_col, struct dlk_samples *s)
 {
-	struct dlk_csv_opts o = { header, label_col, 0, 0 };
+	struct dlk_csv_opts o = { header, label_col, 0, 0, NULL, 0 };
 	dlk_samples_release(s);
 	dlk_err_clear(&err);
 	return dlk_csv_decode(text, strlen(text), "t.csv", &o, s, &err);
@@ -46,7 +46,8 @@ static const struct {
 	{ "1,2,0\n3,4,1,5\n", -1, -1, 0, 0, 0, 0, 0, 0, "t.csv:2: the row has 4 fields, expected 3 (as on line 1)" },
 	{ "1,2,1.5\n", -1, -1, 0, 0, 0, 0, 0, 0, "t.csv:1:5: the label '1.5' is not a non-negative integer below 100000" },
 	{ "1,2,-1\n", -1, -1, 0, 0, 0, 0, 0, 0, "t.csv:1:5: the label '-1' is not a non-negative integer below 100000" },
-	{ "1,2,cat\n", 0, -1, 0, 0, 0, 0, 0, 0, "t.csv:1:5: expected a number, got 'cat'" },
+	{ "1,2,cat\n", 0, -1, 0, 0, 0, 0, 0, 0,
+	  "t.csv:1:5: the label 'cat' is not a class index (labels are numbers 0, 1, ...)" },
 	{ "1,2,0\n", -1, 3, 0, 0, 0, 0, 0, 0, "t.csv:1: the label column 3 does not exist (rows have 3 fields, counted from 0)" },
 	{ "1,\"2,0\n", -1, -1, 0, 0, 0, 0, 0, 0, "t.csv:1:3: unterminated quoted field" },
 	{ "1,\"2\"x,0\n", -1, -1, 0, 0, 0, 0, 0, 0, "t.csv:1:6: unexpected character after a closing quote" },
@@ -91,6 +92,29 @@ int main(void)
 		free(text), free(big);
 	}
 
+	/* string labels: an index without data.classes says how to name them; with it, a name is its
+	 * index, also in the first row (not taken for a header), and an unknown name lists them */
+	{
+		static const char *const names[] = { "cat", "dog" };
+		struct dlk_csv_opts o = { -1, -1, 0, 0, NULL, 0 };
+		const char *t = "1,2,cat\n3,4,dog\n";
+		dlk_samples_release(&s);
+		CHECK(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) == -1);
+		CHECK_STR(err.msg, "t.csv:2:5: the label 'dog' is not a class index (labels are numbers 0, 1, ...)");
+		CHECK_CONTAINS(err.hint, "data: {classes: [name0, name1, ...]}");
+		o.classes = names, o.n_classes = 2;
+		CHECK_MSG(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) == 0, "names decode: %s", err.msg);
+		CHECK(s.n == 2 && s.y[0] == 0 && s.y[1] == 1 && s.max_label == 1 && s.x[0] == 1);
+		dlk_samples_release(&s);
+		t = "a,b,label\n1,2,1\n3,4,dog\n";
+		CHECK(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) == 0 && s.n == 2 && s.y[0] == 1 && s.y[1] == 1);
+		dlk_samples_release(&s);
+		t = "1,2,cat\n3,4,cow\n";
+		CHECK(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) == -1);
+		CHECK_STR(err.msg, "t.csv:2:5: the label 'cow' is not one of data.classes (cat, dog)");
+		dlk_samples_release(&s);
+	}
+
 	/* through dlk_data_load: csv scale defaults to 1, n_classes from the labels */
 	{
 		const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -120,7 +144,7 @@ int main(void)
 	 * rows kept with their place in the table and the whole table's largest label */
 	{
 		const char *t = "a,b,y\n1,2,0\n3,4,1\n5,6,7\n7,8,2\n9,10,1\n";
-		struct dlk_csv_opts o = { -1, -1, 1, 2 };
+		struct dlk_csv_opts o = { -1, -1, 1, 2, NULL, 0 };
 		dlk_samples_release(&s);
 		CHECK(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) == 0);
 		CHECK(s.n == 3 && s.base == 2 && s.total == 5 && s.max_label == 7 && s.x[0] == 5 && s.y[2] == 1);

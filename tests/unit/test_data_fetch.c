@@ -83,6 +83,13 @@ int main(void)
 	p = dlk_local_path("data/t.csv", "/proj", &err);
 	CHECK_STR(p, "/proj/data/t.csv");
 	free(p);
+	/* "./" is said once, in the project's directory or in "." */
+	p = dlk_local_path("./data/t.csv", "/proj", &err);
+	CHECK_STR(p, "/proj/data/t.csv");
+	free(p);
+	p = dlk_local_path("./t.csv", ".", &err);
+	CHECK_STR(p, "t.csv");
+	free(p);
 	p = dlk_local_path("/abs/t.csv", "/proj", &err);
 	CHECK_STR(p, "/abs/t.csv");
 	free(p);
@@ -137,6 +144,10 @@ int main(void)
 	CHECK(err.code == DLK_EXIT_CONFIG);
 	CHECK_CONTAINS(err.msg, "cannot read 'sub/missing.bin': No such file or directory");
 	CHECK_CONTAINS(err.hint, "missing.bin");
+	CHECK(err.hint[0] && !strstr(err.hint, "./"));
+	/* the examples' data names the package that installs it */
+	CHECK(fetch("file:///usr/share/datasets/fashion-mnist/no-such-file.gz", NULL, &o, &f, 0) == -1);
+	CHECK_CONTAINS(err.hint, "Debian's dataset-fashion-mnist package");
 	CHECK(fetch(tmpdir, NULL, &o, &f, 0) == -1);
 	CHECK_CONTAINS(err.msg, "is not a regular file");
 	CHECK(fetch("s3://bucket/x", NULL, &o, &f, 0) == -1);

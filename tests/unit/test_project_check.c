@@ -1,6 +1,7 @@
 /* The value checks behind project_load(): names, labels, quantities, cron, images, URLs. */
 #include "tests/unit/check.h"
 #include "lib/project/check.h"
+#include "tests/unit/test_project.h"
 
 static char why[256];
 
@@ -147,6 +148,35 @@ int main(void)
 	BAD(check_source_url, "pvc://claim/", "pvc://CLAIM/path");
 	BAD(check_source_url, "pvc://Claim/x", "claim name");
 	BAD(check_source_url, "/a\tb", "control character");
+
+	/* what a cluster needs that a run here does not: each missing thing one line, with the fix */
+	{
+		struct dlk_buf w = DLK_BUF_INIT;
+		struct dlk_project *p = load("name: demo\ndata: {train: {images: file:///d/i.gz, labels: /d/l.gz}}\n"
+		                             "model: {input: [4], layers: [{dense: {units: 2}}]}\n");
+		CHECK(p && project_cluster_warnings(p, &w) == 3);
+		CHECK_CONTAINS(w.data, "data.train.images: 'file:///d/i.gz' is on this machine's disk");
+		CHECK_CONTAINS(w.data, "\nimage: 'dlk:" DLK_VERSION "' names no registry");
+		CHECK_CONTAINS(w.data, "set image: REGISTRY/dlk:" DLK_VERSION);
+		CHECK_CONTAINS(w.data, "\nstorage: none, so the checkpoints and the model bundle are written inside the pod");
+		project_free(p);
+		dlk_buf_reset(&w);
+		p = load("name: demo\nimage: registry.example.com/team/dlk:1\nstorage: {size: 1Gi}\n"
+		         "data: {train: {images: https://e.org/i.gz, labels: pvc://data/l.gz}}\n"
+		         "model: {input: [4], layers: [{dense: {units: 2}}]}\n");
+		CHECK(p && project_cluster_warnings(p, &w) == 0 && !w.len);
+		project_free(p);
+		dlk_buf_reset(&w);
+		/* a dataset's sources are paths inside it: its store is what must be reachable */
+		p = load("name: demo\nimage: r.example.com/dlk:1\nstorage: {claim: ckpt}\n"
+		         "data: {dataset: fashion@v1, store: ./datasets, train: {images: i.gz, labels: l.gz}}\n"
+		         "model: {input: [4], layers: [{dense: {units: 2}}]}\n");
+		CHECK_MSG(p != NULL, "dataset project loads: %s", spec_test_err.msg);
+		CHECK(p && project_cluster_warnings(p, &w) == 1);
+		CHECK_CONTAINS(w.data, "data.store: './datasets' is on this machine's disk");
+		project_free(p);
+		dlk_buf_release(&w);
+	}
 
 	return CHECK_DONE();
 }

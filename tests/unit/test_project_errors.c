@@ -25,7 +25,11 @@ int main(void)
 	m = load_msg(MINIMAL "training: {lr: 0.1}\n");
 	CHECK_STR(m, "dlk.yaml:10:12: training.lr: unknown key 'lr' (did you mean 'training.optimizer.lr'?)");
 	m = load_msg(MINIMAL "zzzzzz: 1\n");
-	CHECK_STR(m, "dlk.yaml:10:1: zzzzzz: unknown key 'zzzzzz'");
+	/* no near match: the keys valid there, once per mapping */
+	CHECK_STR(m, "dlk.yaml:10:1: zzzzzz: unknown key 'zzzzzz' (keys here are: name, image, namespace, labels, data, model, training, resources, storage, schedule, trigger, serving, logging)");
+	m = load_msg(MINIMAL "zzzzzz: 1\nyyyyyy: 2\n");
+	CHECK_STR(m, "dlk.yaml:10:1: zzzzzz: unknown key 'zzzzzz' (keys here are: name, image, namespace, labels, data, model, training, resources, storage, schedule, trigger, serving, logging)\n"
+	             "dlk.yaml:11:1: yyyyyy: unknown key 'yyyyyy'");
 
 	/* a scalar of the wrong kind */
 	m = load_msg(MINIMAL "training:\n  epochs: 2\n  batch_size: lots\n");
@@ -52,6 +56,30 @@ int main(void)
 	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
 	             "model: {input: [4], layers: [relu, rleu, {dense: {units: 2}}]}\n");
 	CHECK_STR(m, "dlk.yaml:3:36: model.layers[1]: unknown layer 'rleu' (did you mean 'relu'?)");
+	/* no near match: the kinds there are */
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model: {input: [4], layers: [relu, lstm, {dense: {units: 2}}]}\n");
+	CHECK_STR(m, "dlk.yaml:3:36: model.layers[1]: unknown layer 'lstm' (layers are: dense, conv2d, maxpool, flatten, "
+	             "relu, tanh, sigmoid, dropout)");
+	/* an enumerated value with no near match names its values too */
+	m = load_msg(MINIMAL "training: {optimizer: {name: lbfgs}}\n");
+	CHECK_CONTAINS(m, "unknown value 'lbfgs' (expected sgd, adam or adamw)");
+	/* shapes the project alone decides fail the load (so --dry-run and a submit refuse them), as
+	 * the engine would after the data had loaded */
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model: {input: [1, 28, 28], layers: [{dense: {units: 64}}, relu, {dense: {units: 10}}]}\n");
+	CHECK_STR(m, "dlk.yaml:3:38: model.layers[0]: dense expects a flat input but gets 1x28x28 (add 'flatten' before it)");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model: {input: [1, 28, 28], layers: [{conv2d: {filters: 4}}, {dense: {units: 10}}]}\n");
+	CHECK_STR(m, "dlk.yaml:3:62: model.layers[1]: dense expects a flat input but gets 4x26x26 (add 'flatten' before it)");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model: {input: [1, 8, 8], layers: [{conv2d: {filters: 4}}, relu]}\n");
+	CHECK_STR(m, "dlk.yaml:3:60: model.layers[1]: the model ends with a 4x6x6 output, not one value per class (end it "
+	             "with 'flatten' and a dense layer of 10 units)");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
+	             "model: {input: [4], layers: [{dense: {units: 1}}]}\n");
+	CHECK_STR(m, "dlk.yaml:3:30: model.layers[0]: the model ends with 1 output; softmax cross-entropy needs at least "
+	             "2 classes");
 	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
 	             "model: {input: [4], layers: [dense]}\n");
 	CHECK_STR(m, "dlk.yaml:3:30: model.layers[0]: dense needs 'units' (like '- dense: {units: ...}')");
@@ -177,7 +205,7 @@ int main(void)
 	m = load_msg("name: demo\ndata: {train: {images: \"file://rel/a\", labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK_STR(m, "dlk.yaml:2:24: data.train.images: 'file://rel/a' a file URL needs an absolute path (file:///path/to/file)");
 	m = load_msg(MINIMAL "data_typo: 1\n");
-	CHECK_STR(m, "dlk.yaml:10:1: data_typo: unknown key 'data_typo'");
+	CHECK_STR(m, "dlk.yaml:10:1: data_typo: unknown key 'data_typo' (keys here are: name, image, namespace, labels, data, model, training, resources, storage, schedule, trigger, serving, logging)");
 
 	/* ranges */
 	m = load_msg(MINIMAL "training: {optimizer: {lr: 0}}\n");
@@ -237,6 +265,11 @@ int main(void)
 	CHECK_STR(m, "dlk.yaml:4:8: invalid YAML: did not find expected ',' or ']' (while parsing a flow sequence at line 2, column 15)");
 	m = load_msg("name: demo\n  bad: indent\n");
 	CHECK_STR(m, "dlk.yaml:2:6: invalid YAML: mapping values are not allowed in this context");
+	/* a tab where libyaml wants indentation: the tab named, and the fix */
+	m = load_msg("name: demo\ndata:\n\ttrain: {images: /a, labels: /b}\n");
+	CHECK_STR(m, "dlk.yaml:3:1: invalid YAML: tab characters are not allowed for indentation (indent with spaces)");
+	m = load_msg("name: demo\nmodel:\n  layers:\n  \t- relu\n");
+	CHECK_STR(m, "dlk.yaml:4:3: invalid YAML: tab characters are not allowed for indentation (indent with spaces)");
 	m = load_msg("name: demo\n---\nname: two\n");
 	CHECK_STR(m, "dlk.yaml:2:1: the file holds more than one YAML document; dlk.yaml must hold one");
 	m = load_msg("name: \"tab\there\" \t\n? [a, b]\n: c\n");

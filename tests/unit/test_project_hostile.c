@@ -238,7 +238,8 @@ int main(void)
 			dlk_buf_addf(&b, "  unknown_%d: 1\n", i);
 		m = load_len(b.data, b.len);
 		CHECK(strlen(m) < DLK_ERR_MSG_MAX);
-		CHECK_CONTAINS(m, "dlk.yaml:11:3: training.unknown_0: unknown key 'unknown_0'\n");
+		CHECK_CONTAINS(m, "dlk.yaml:11:3: training.unknown_0: unknown key 'unknown_0' (keys here are: ");
+		CHECK_CONTAINS(m, "dlk.yaml:12:3: training.unknown_1: unknown key 'unknown_1'\n");
 		CHECK_CONTAINS(m, " more problems");
 		const char *tail = strrchr(m, '\n');
 		int more = 0, shown = 0;

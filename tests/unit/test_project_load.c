@@ -182,7 +182,7 @@ static void test_defaults(void)
 	/* layer defaults */
 	s = load("name: d\ndata: {train: {images: /a, labels: /b}}\n"
 	         "model:\n  input: [3, 32, 32]\n  layers: [{conv2d: {filters: 4}}, maxpool, dropout, "
-	         "{maxpool: {size: 3}}, {maxpool: {size: 3, stride: 1}}]\n");
+	         "{maxpool: {size: 3}}, {maxpool: {size: 3, stride: 1}}, flatten, {dense: {units: 10}}]\n");
 	CHECK_MSG(s != NULL, "layer defaults: %s", spec_test_err.msg);
 	if (s) {
 		const struct dlk_layer_spec *l = s->model.layers;

@@ -396,6 +396,26 @@ static void test_write(void)
 	CHECK(f <= 2.7 && f + s * (n - 1) >= 3.3 && n <= 12);
 	chart_ticks(-1e30, 1e30, 5, &f, &s, &n);
 	CHECK(n >= 2 && n <= 12);
+
+	/* a percent axis spans ten points at least, and says where it starts when not at 0 */
+	{
+		static const double ex[] = { 1, 2, 3 }, acc[] = { 0.840, 0.843, 0.846 }, low[] = { 0.02, 0.03, 0.05 };
+		struct chart_series se = { "acc", "test accuracy", 0, 0, 1, 0, 3, ex, acc };
+		struct chart c = { .id = "c", .title = "t", .desc = "d", .xaxis = AXIS_EPOCH, .yaxis = AXIS_PERCENT,
+		                   .xlabel = "epoch", .ylabel = "test accuracy", .series = &se, .n_series = 1 };
+		struct dlk_buf b = DLK_BUF_INIT;
+		chart_figure(&b, &c);
+		CHECK_CONTAINS(b.data, ">74%</text>");
+		CHECK_CONTAINS(b.data, ">86%</text>");
+		CHECK_CONTAINS(b.data, "class=\"axisnote\"");
+		CHECK_CONTAINS(b.data, "the axis starts at 74%, not 0");
+		dlk_buf_release(&b);
+		se.y = low;
+		chart_figure(&b, &c);
+		CHECK_CONTAINS(b.data, ">0%</text>");
+		CHECK(!strstr(b.data, "axisnote"));
+		dlk_buf_release(&b);
+	}
 }
 
 int main(void)

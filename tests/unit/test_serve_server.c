@@ -120,7 +120,9 @@ static void test_lifecycle(struct dlk_serving *cfg)
 	CHECK(http("GET", "/v2/models/tiny/versions/2", NULL, 0, NULL, &r, NULL) == 404);
 	CHECK_CONTAINS(r.data, "has no version '2'");
 	CHECK(http("GET", "/v2/models/nope", NULL, 0, NULL, &r, NULL) == 404);
-	CHECK_STR(r.data, "{\"error\":\"unknown model 'nope'\"}");
+	CHECK_STR(r.data, "{\"error\":\"unknown model 'nope' (models here are: tiny)\"}");
+	CHECK(http("GET", "/v2/models/tinx", NULL, 0, NULL, &r, NULL) == 404);
+	CHECK_STR(r.data, "{\"error\":\"unknown model 'tinx' (did you mean 'tiny'?)\"}");
 	CHECK(http("GET", "/v2/models/nope/ready", NULL, 0, NULL, &r, NULL) == 404);
 	CHECK(http("GET", "/v3/anything", NULL, 0, NULL, &r, NULL) == 404);
 	CHECK(http("GET", "/v2/models/tiny/infer", NULL, 0, NULL, &r, &h) == 405);

@@ -261,6 +261,20 @@ int main(void)
 		dlk_buf_release(&w2);
 		dlk_buf_release(&j2);
 	}
+	{
+		/* a layer this dlk does not know: the kinds it knows, and why that may be */
+		struct dlk_buf j2 = DLK_BUF_INIT;
+		dlk_buf_add(&j2, json.data, json.len);
+		char *k = strstr(j2.data, "\"dropout\"");
+		CHECK(k != NULL);
+		if (k) {
+			memcpy(k, "\"lstm_xy\"", 9);
+			write_tar(bad, "model.json", j2.data, j2.len, "weights.safetensors", wts.data, wts.len);
+			expect_error("an unknown layer kind", bad, "has an unknown kind (this dlk knows: dense, conv2d, maxpool");
+			CHECK_CONTAINS(err.hint, "newer dlk");
+		}
+		dlk_buf_release(&j2);
+	}
 	const char *future = "{\"format\": \"dlk-model\", \"format_version\": 9}";
 	write_tar(bad, "model.json", future, strlen(future), "weights.safetensors", wts.data, wts.len);
 	expect_error("a future format", bad, "format_version 9");

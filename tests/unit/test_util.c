@@ -4,6 +4,7 @@
 #include "lib/util/err.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/suggest.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
@@ -36,6 +37,26 @@ int main(void)
 	CHECK_STR(dlk_suggest("bacth_size", keys, 4), "batch_size");
 	CHECK(dlk_suggest("zzzzzz", keys, 4) == NULL);
 	CHECK(dlk_edit_distance("kitten", "sitting") == 3);
+	/* no near match: the candidates listed, cut short as a list */
+	{
+		char sug[40];
+		CHECK_STR(dlk_suggest_or_list(sug, sizeof(sug), "epoch", keys, 4, "keys are"), " (did you mean 'epochs'?)");
+		CHECK_STR(dlk_suggest_or_list(sug, sizeof(sug), "lstm", keys, 2, "keys are"),
+		          " (keys are: epochs, batch_size)");
+		CHECK_STR(dlk_suggest_or_list(sug, sizeof(sug), "lstm", keys, 4, "keys are"),
+		          " (keys are: epochs, batch_size, opt...)");
+		CHECK_STR(dlk_suggest_or_list(sug, sizeof(sug), "lstm", keys, 0, "keys are"), "");
+	}
+
+	/* -o json: two spaces, one member or item a line, as jq prints it; a tab in a string stays \t */
+	{
+		cJSON *o = cJSON_Parse("{\"a\":1,\"b\":[],\"c\":{},\"d\":[{\"e\":\"x\\ty\"},[true,null]],\"f\":1.5}");
+		char *s = dlk_json_print(o);
+		CHECK_STR(s, "{\n  \"a\": 1,\n  \"b\": [],\n  \"c\": {},\n  \"d\": [\n    {\n      \"e\": \"x\\ty\"\n    },\n"
+		             "    [\n      true,\n      null\n    ]\n  ],\n  \"f\": 1.5\n}");
+		free(s);
+		cJSON_Delete(o);
+	}
 
 	struct dlk_err e = DLK_ERR_INIT;
 	CHECK(dlk_errf(&e, DLK_EXIT_CONFIG, "bad '%s'", "x") == -1);

@@ -199,6 +199,11 @@ static void test_documents(void)
 static void test_errors(void)
 {
 	CHECK_STR(parse_err("a: 1\nb: 2\na: 3\n"), "in.yaml:3:1: duplicate key 'a'");
+	/* every YAML file the reader takes (templates, manifests) says so of a tab */
+	CHECK_CONTAINS(parse_err("a:\n\tb: 1\n"), "in.yaml:2:1: tab characters are not allowed for indentation");
+	CHECK_CONTAINS(parse_err("\xc3\xa9t\xc3\xa9: \"\xc3\xa9\"\nx:\n  y: 1\n\tz: 2\n"),
+	               "in.yaml:4:1: tab characters are not allowed for indentation");
+	CHECK_CONTAINS(parse_err("k: \"\xc3\xa9\xc3\xa9\"\n\tz: 2\n"), "in.yaml:2:1: tab characters are not allowed");
 	CHECK_STR(parse_err("x:\n  k: 1\n  j: 2\n  k: 3\n  j: 4\n"), "in.yaml:4:3: duplicate key 'k'");
 	CHECK_STR(parse_err("? [a]\n: 1\n"), "in.yaml:1:3: a mapping key must be a scalar");
 	CHECK_STR(parse_err("{a: 1}: 2\n"), "in.yaml:1:1: a mapping key must be a scalar");
