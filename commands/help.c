@@ -39,7 +39,7 @@ static const struct {
 	const char *name, *text;
 } glyphs[] = {
 	{ "aq", "'" }, { "dq", "\"" }, { "em", "--" }, { "en", "-" }, { "bu", "*" },
-	{ "mu", "x" }, { "co", "(c)" }, { "lq", "\"" }, { "rq", "\"" }, { "ga", "`" },
+	{ "mu", "x" }, { "co", "(c)" }, { "lq", "\"" }, { "rq", "\"" }, { "ga", "`" }, { "rs", "\\" },
 };
 
 /* Appends the text of roff input `s` to b: escapes resolved, fonts dropped. */

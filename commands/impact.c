@@ -14,6 +14,7 @@
 #include "lib/store/manifest.h"
 #include "lib/store/dataset.h"
 #include "lib/util/buf.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
@@ -237,7 +238,7 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 		arr = cJSON_AddArrayToObject(doc, "runs");
 		cJSON_ArrayForEach(rec, recs)
 			cJSON_AddItemToArray(arr, run_json(rec));
-		s = ctx->output == DLK_OUTPUT_JSON ? cJSON_Print(doc) : yamljson_emit(doc, &err);
+		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(doc) : yamljson_emit(doc, &err);
 		if (!s)
 			goto fail;
 		fputs(s, stdout);

@@ -512,7 +512,7 @@ void dlk_usage_print(FILE *out, const struct dlk_command *cmd)
 		fprintf(out, "\nGlobal options:\n");
 		print_options(out, dlk_global_options, NULL);
 		fprintf(out, "\nRun 'dlk help <command>' or 'dlk <command> -h' for a command's options,\n"
-		             "'man dlk' for exit codes and files.\n");
+		             "'dlk help dlk' for exit codes and files.\n");
 		return;
 	}
 	if (dlk_command_has_subcommands(cmd)) {

@@ -7,6 +7,7 @@
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/clock.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
@@ -164,7 +165,7 @@ static void history_row(const cJSON *rec, int wide, struct dlk_table_row *r)
 
 static int emit(const struct dlk_ctx *ctx, const cJSON *v, struct dlk_err *err)
 {
-	char *s = ctx->output == DLK_OUTPUT_JSON ? cJSON_Print(v) : yamljson_emit(v, err);
+	char *s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(v) : yamljson_emit(v, err);
 
 	if (!s)
 		return -1;

@@ -12,6 +12,7 @@
 #include "lib/kube/api.h"
 #include "lib/train/progress.h"
 #include "lib/util/duration.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
@@ -96,7 +97,7 @@ static void header_row(int all_ns, int wide, struct dlk_table_row *r)
 static int emit_structured(const struct dlk_ctx *ctx, cJSON *v, struct dlk_buf *b, struct dlk_err *err)
 {
 	if (ctx->output == DLK_OUTPUT_JSON) {
-		char *s = cJSON_Print(v);
+		char *s = dlk_json_print(v);
 		dlk_buf_addf(b, "%s\n", s);
 		free(s);
 		return 0;

@@ -233,25 +233,16 @@ int dlk_term_width(void)
 	return 80;
 }
 
-/* One cell as it is shown: control characters and bytes that are not UTF-8 escaped. Returns its
- * width in characters. */
+/* One cell as it is shown: control characters and bytes that are not UTF-8 made visible the
+ * way every other outside string is (dlk_buf_add_visible). Returns its width in characters. */
 static size_t cell_add(struct dlk_buf *b, const char *s)
 {
-	size_t n = strlen(s), chars = 0;
+	size_t from = b->len, chars = 0;
 
-	for (size_t i = 0; i < n;) {
-		uint32_t cp;
-		size_t k = dlk_utf8_decode((const unsigned char *)s + i, n - i, &cp);
-		if (!k || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
-			for (size_t j = 0; j < (k ? k : 1); j++, chars += 4)
-				dlk_buf_addf(b, "\\x%02x", (unsigned char)s[i + j]);
-			i += k ? k : 1;
-			continue;
-		}
-		dlk_buf_add(b, s + i, k);
-		chars++;
-		i += k;
-	}
+	dlk_buf_add_visible(b, s, strlen(s), 0);
+	/* what was added is valid UTF-8 now: count its characters (the lead bytes) */
+	for (size_t i = from; i < b->len; i++)
+		chars += ((unsigned char)b->data[i] & 0xc0) != 0x80;
 	return chars;
 }
 

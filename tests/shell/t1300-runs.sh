@@ -226,7 +226,7 @@ test_expect_success 'a reason read from a record cannot move the cursor: control
 	f=$(ls esc/.dlk/runs/blobs/*.json | head -n 1) &&
 	jq ".run.reason = \"bad \u001b[31mred\tend\"" "$f" >x && mv x "$f" &&
 	dlk status blobs --history --local -f esc/dlk.yaml >hist && cat hist &&
-	grep -q "bad \\\\x1b\[31mred\\\\x09end$" hist && ! grep -q "$(printf "\033")" hist
+	grep -q "bad \\\\e\[31mred\\\\tend$" hist && ! grep -q "$(printf "\033")" hist
 '
 
 test_expect_success 'a project with no runs says so' '
