@@ -56,17 +56,17 @@ test_expect_success 'a run killed with SIGKILL and left a zombie is continued fr
 	make_project p &&
 	# a parent that never waits: its child, once killed, stays a zombie
 	{ DLK_TEST_CHECKPOINT_DELAY_MS=$SLOW perl -e "defined(my \$p = fork) or die; if (!\$p) { exec @ARGV; exit 127 }
-		open(my \$f, \">\", \"child.pid\") or die; print \$f \"\$p\\n\"; close \$f; sleep 600 while 1" \
+		open(my \$f, \">\", \"child.pid\") or die; print \$f \"\$p\\n\"; close \$f; sleep 600" \
 		"$DLK" train --local -f p/dlk.yaml >/dev/null 2>err1 & parent=$!; } &&
 	wait_ckpt p &&
 	child=$(cat child.pid) &&
 	kill -KILL $child &&
-	i=0; while test "$(state $child)" != Z; do sleep 0.05; i=$((i + 1)); test $i -lt 200 || exit 1; done &&
+	i=0; while test "$(state $child)" != Z; do sleep 0.05; i=$((i + 1)); test $i -lt 200 || break; done;
 	id=$(jq -r .run.id "$(rec p)") &&
 	jq -e ".run.outcome == \"running\" and .run.pid == $child" "$(rec p)" &&
-	dlk train --local -f p/dlk.yaml >/dev/null 2>err; rc=$?; cat err; test $rc = 0 &&
-	test "$(state $child)" = Z &&
-	kill $parent &&
+	dlk train --local -f p/dlk.yaml >/dev/null 2>err; rc=$?; cat err
+	still=$(state $child); kill $parent
+	test $rc = 0 && test "$still" = Z &&
 	grep_q "resuming run $(echo $id | cut -c1-8) from checkpoint .*step-0*[1-9]" err &&
 	test "$(records p)" = 1 &&
 	jq -e ".run.id == \"$id\" and .run.outcome == \"succeeded\" and .run.restarts == 1" "$(rec p)"
