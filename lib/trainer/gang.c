@@ -215,12 +215,18 @@ static void setenv_int(const char *name, long v)
 }
 
 /* In the child: become rank `rank` and run the worker path. Never returns. */
-static void child(struct gang *g, int rank, int wfd, int lfd, int port, unsigned gen, const char *run_id, int threads)
+static void child(struct gang *g, int rank, int wfd, int lfd, int port, unsigned gen, const char *run_id, int threads,
+                  pid_t parent)
 {
 	struct sigaction sa = { 0 };
 	int rc;
 
+	/* a worker outlives no supervisor: it shares the project's run lock (lib/runs/lock.h), and
+	 * a worker left behind would keep the next invocation from continuing the run. A parent
+	 * gone before the prctl took effect sends no signal: asked once more */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(DLK_EXIT_RESTARTABLE);
 	sa.sa_handler = SIG_DFL;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -325,7 +331,7 @@ static int run_generation(struct gang *g, unsigned gen, const char *run_id, int 
 			break;
 		}
 		fflush(NULL);
-		pid_t pid = fork();
+		pid_t parent = getpid(), pid = fork();
 		if (pid < 0) {
 			dlk_errf(err, DLK_EXIT_FAIL, "cannot start worker %d: %s", r, strerror(errno));
 			close(p[0]);
@@ -336,7 +342,7 @@ static int run_generation(struct gang *g, unsigned gen, const char *run_id, int 
 		}
 		if (pid == 0) {
 			close(p[0]);
-			child(g, r, p[1], lfd, port, gen, run_id, threads);
+			child(g, r, p[1], lfd, port, gen, run_id, threads, parent);
 		}
 		close(p[1]);
 		g->w[r].pid = pid;

@@ -876,6 +876,7 @@ int dlk_trainer_here(const struct dlk_trainer_here_opts *o, const struct dlk_pro
 	unsigned grace;
 	int rc = 0, bad = 0;
 
+	run.trun = (struct dlk_train_run)DLK_TRAIN_RUN_INIT;
 	run.o = o;
 	run.sink = sink;
 	run.spec = spec;

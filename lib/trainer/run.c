@@ -12,8 +12,6 @@
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
 
-#include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,29 +28,46 @@ static void short_id(const char *id, char out[16])
 }
 
 /* A run that stopped before its end and may go on: stopped by a signal, a worker lost, or a
- * process that died without saying (its record still says running, its pid is gone). */
+ * process that died without saying (SIGKILL, a crash): its record still says running. Asked
+ * under the project's run lock, so no process of that run is left: a pid would not tell (a
+ * zombie keeps its pid until it is reaped, and another process may get it again). */
 static int resumable(const cJSON *rec)
 {
 	const cJSON *f = get(dlk_run_info(rec), "failure");
 	const cJSON *cls = get(f, "class");
-	const cJSON *pid = get(dlk_run_info(rec), "pid"), *host = get(dlk_run_info(rec), "host");
-	char me[256] = "";
 
 	switch (dlk_run_outcome(rec)) {
 	case DLK_RUN_INTERRUPTED:
+	case DLK_RUN_RUNNING:
 		return 1;
 	case DLK_RUN_FAILED:
 		return cJSON_IsString(cls) && (!strcmp(cls->valuestring, "restartable") || !strcmp(cls->valuestring, "signal"));
-	case DLK_RUN_RUNNING:
-		/* still running on this machine: not ours to take over */
-		gethostname(me, sizeof(me) - 1);
-		if (cJSON_IsNumber(pid) && pid->valueint > 0 && cJSON_IsString(host) && !strcmp(host->valuestring, me) &&
-		    (kill((pid_t)pid->valueint, 0) == 0 || errno == EPERM))
-			return 0;
-		return 1;
 	default:
 		return 0;
 	}
+}
+
+/* The project's run lock (its history in dir) into *l; -1 with err naming the run that holds it. */
+static int lock_project(struct dlk_run_lock *l, const char *dir, const char *name, struct dlk_err *err)
+{
+	struct dlk_run_holder h;
+	char who[512];
+	int got = dlk_run_lock_take(l, dir, &h, err);
+
+	if (got < 0) {
+		dlk_err_prefix(err, "cannot tell whether '%s' is being trained", name);
+		return -1;
+	}
+	if (got == 0)
+		return 0;
+	dlk_run_holder_describe(&h, who, sizeof(who));
+	dlk_errf(err, DLK_EXIT_FAIL, "'%s' is being trained by %s: two runs never share one project", name, who);
+	if (h.pid)
+		dlk_err_hint(err, "wait for that run to end, or stop it (kill -INT %ld%s%s) and run again to continue it", h.pid,
+		             h.host[0] ? " on " : "", h.host);
+	else
+		dlk_err_hint(err, "wait for that run to end, or stop it and run again to continue it");
+	return -1;
 }
 
 /* the worker count a run ran at last (0: not recorded) */
@@ -102,8 +117,15 @@ int dlk_train_skip_unchanged(const struct dlk_trainer_sink *sink, const char *sp
 	char *dir = dlk_runs_local_dir(spec_file, spec->name), *base = NULL, fp[65], last_fp[65], id[37];
 	struct dlk_run_store *store = dlk_runs_open_dir(dir, spec->name);
 	cJSON *data = cJSON_CreateArray(), *last = NULL, *rec = NULL, *wrap = NULL;
+	struct dlk_run_lock lock = DLK_RUN_LOCK_INIT;
 	int rc = 0;
 
+	/* a skip recorded while a run goes on would be the newest record: the run, should it then
+	 * crash, would not be the one the next invocation continues */
+	if (lock_project(&lock, dir, spec->name, err)) {
+		rc = -1;
+		goto out;
+	}
 	base = dlk_trainer_project_dir(spec_file);
 	o.base_dir = base;
 	for (int i = 0; i < 2; i++) {
@@ -167,6 +189,7 @@ out:
 	cJSON_Delete(last);
 	cJSON_Delete(data);
 	dlk_runs_close(store);
+	dlk_run_lock_release(&lock);
 	free(base);
 	free(dir);
 	return rc;
@@ -242,12 +265,15 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_trainer_s
                              const struct dlk_trainer_opts *opts, const struct dlk_project *spec,
                              const char *spec_digest, int world, struct dlk_err *err)
 {
-	char *dir = dlk_runs_local_dir(opts->spec_file, spec->name), host[256] = "", sid[16];
+	char *dir = dlk_runs_local_dir(opts->spec_file, spec->name), host[256] = "", sid[16], now[32];
 	cJSON *all = NULL, *rec = NULL;
 	const cJSON *newest;
 	int rc = -1;
 
 	r->sink = sink;
+	/* before the history is read: what it says of the newest run holds until this run ends */
+	if (lock_project(&r->lock, dir, spec->name, err))
+		goto out;
 	r->store = dlk_runs_open_dir(dir, spec->name);
 	if (dlk_runs_list(r->store, &all, NULL, NULL, err)) {
 		dlk_err_prefix(err, "cannot read the run history of '%s'", spec->name);
@@ -296,6 +322,10 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_trainer_s
 		dlk_err_prefix(err, "cannot record run %.8s", r->id);
 		goto out;
 	}
+	/* since now: a resumed run holds the project from this start, not its first */
+	dlk_run_time_now(now);
+	if (dlk_run_lock_say(&r->lock, r->id, now, err))
+		goto out;
 	rc = 0;
 out:
 	cJSON_Delete(all);
@@ -456,6 +486,8 @@ void dlk_train_run_succeeded(struct dlk_train_run *r, const char *bundle)
 
 void dlk_train_run_release(struct dlk_train_run *r)
 {
+	/* after the record's last write: a run that takes the lock reads it as this one left it */
+	dlk_run_lock_release(&r->lock);
 	dlk_runs_close(r->store);
 	kube_client_free(r->kc);
 	cJSON_Delete(r->rec);

@@ -12,6 +12,7 @@
 
 #include "lib/kube/client.h"
 #include "lib/project/project.h"
+#include "lib/runs/lock.h"
 #include "lib/runs/runs.h"
 #include "lib/trainer/trainer.h"
 
@@ -19,12 +20,13 @@ struct dlk_train_run {
 	const struct dlk_trainer_sink *sink; /* where its notes go (borrowed) */
 	struct dlk_run_store *store; /* NULL: this process keeps no record */
 	struct kube_client *kc;      /* the client of a cluster store (owned) */
+	struct dlk_run_lock lock;    /* a local run's: held from its open to its release */
 	cJSON *rec;                  /* the record, when kept */
 	char id[DLK_RUNS_ID_MAX + 1]; /* "" when the run has no id (a bare --worker) */
 	int resumed;                 /* it continues a run started before */
 	int warned;
 };
-#define DLK_TRAIN_RUN_INIT { NULL, NULL, NULL, NULL, "", 0, 0 }
+#define DLK_TRAIN_RUN_INIT { NULL, NULL, NULL, DLK_RUN_LOCK_INIT, NULL, "", 0, 0 }
 
 /* `dlk train --local --if-data-changed`: fetches and hashes the data sources of the project
  * (spec_file); when their fingerprint equals that of the newest successful run in the local
@@ -40,10 +42,14 @@ int dlk_train_skip_unchanged(const struct dlk_trainer_sink *sink, const char *sp
  * success completes the Job); 0 to train. */
 int dlk_train_run_skip_if_unchanged(struct dlk_train_run *r, const cJSON *data);
 
-/* `dlk train --local` (a single process, or the parent of a gang of `world` workers): the
- * newest run of the project in its local history (next to opts->spec_file) is continued when
- * it was interrupted (a signal, a crash, a lost worker), its project file resolves to the same
- * spec (digest) and opts->fresh is not set; otherwise a new run begins. A run interrupted at
+/* `dlk train --local` (a single process, or the parent of a gang of `world` workers): takes the
+ * project's run lock (lib/runs/lock.h) for the life of the run, kept in r until
+ * dlk_train_run_release; when another run holds it, -1 with err (DLK_EXIT_FAIL) naming that run,
+ * with or without opts->fresh, and nothing written. Under the lock, the newest run of the
+ * project in its local history (next to opts->spec_file) is continued when it was interrupted
+ * (a signal, a crash, a lost worker, a process killed before it wrote its end: a record that
+ * still says running while nobody holds the lock), its project file resolves to the same spec
+ * (digest) and opts->fresh is not set; otherwise a new run begins. A run interrupted at
  * another worker count is refused (-1 with err, its record unchanged) when its newest
  * checkpoint's global batch does not split into `world` equal batches. Writes the record
  * (outcome running). */

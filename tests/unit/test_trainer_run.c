@@ -266,6 +266,70 @@ static void test_resume(const char *tmp)
 	CHECK(ns.warnings == 0);
 }
 
+/* A run whose record still says running on this host, with a pid that is alive but not its own
+ * (the pid of a crashed run, taken again by another process), is continued; a run that really
+ * goes on holds the project: a second one is refused naming it, --fresh too, its record as it was. */
+static void test_lock(const char *tmp)
+{
+	struct dlk_project spec = { 0 };
+	struct dlk_trainer_opts o = DLK_TRAINER_OPTS_INIT;
+	struct notes ns = { 0 };
+	struct dlk_trainer_sink sink = { .note = on_note, .ud = &ns };
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_train_run r = DLK_TRAIN_RUN_INIT, r2 = DLK_TRAIN_RUN_INIT;
+	const char *digest = "3333333333333333333333333333333333333333333333333333333333333333";
+	char spec_file[512], id[37], host[256] = "", want[128], *dir;
+	struct dlk_run_store *s;
+	cJSON *rec, *all = NULL;
+
+	snprintf(spec_file, sizeof(spec_file), "%s/q/dlk.yaml", tmp);
+	spec.name = "q";
+	o.spec_file = spec_file;
+	dir = dlk_runs_local_dir(spec_file, "q");
+	s = dlk_runs_open_dir(dir, "q");
+	gethostname(host, sizeof(host) - 1);
+	CHECK(dlk_run_new_id(id, &err) == 0);
+	rec = dlk_run_record_new("q", id);
+	dlk_run_set_str(rec, "where", "local");
+	dlk_run_set_str(rec, "spec_sha256", digest);
+	dlk_run_set_str(rec, "host", host);
+	dlk_run_set_num(rec, "pid", (double)getppid());
+	dlk_run_add_world(rec, 1);
+	CHECK(dlk_run_outcome(rec) == DLK_RUN_RUNNING);
+	CHECK_MSG(dlk_runs_put(s, rec, &err) == 0, "prepared record: %s", err.msg);
+	cJSON_Delete(rec);
+
+	CHECK_MSG(dlk_train_run_open_local(&r, &sink, &o, &spec, digest, 1, &err) == 0, "%s", err.msg);
+	CHECK_MSG(r.resumed && !strcmp(r.id, id), "a running record whose pid is alive but another's: continued");
+
+	snprintf(want, sizeof(want), "'q' is being trained by run %.8s (pid %ld on '", id, (long)getpid());
+	CHECK(dlk_train_run_open_local(&r2, &sink, &o, &spec, digest, 1, &err) == -1);
+	CHECK(err.code == DLK_EXIT_FAIL);
+	CHECK_CONTAINS(err.msg, want);
+	CHECK_CONTAINS(err.hint, "kill -INT");
+	dlk_train_run_release(&r2);
+	o.fresh = 1;
+	dlk_err_clear(&err);
+	CHECK_MSG(dlk_train_run_open_local(&r2, &sink, &o, &spec, digest, 1, &err) == -1 && err.code == DLK_EXIT_FAIL,
+	          "--fresh is refused too");
+	CHECK_CONTAINS(err.msg, want);
+	dlk_train_run_release(&r2);
+	o.fresh = 0;
+	CHECK(dlk_runs_list(s, &all, NULL, NULL, &err) == 0 && cJSON_GetArraySize(all) == 1);
+	CHECK_MSG(dlk_run_outcome(cJSON_GetArrayItem(all, 0)) == DLK_RUN_RUNNING, "the running run's record untouched");
+	cJSON_Delete(all);
+
+	dlk_train_run_finish(&r, DLK_RUN_INTERRUPTED, -1, DLK_EXIT_RESTARTABLE, "stopped by SIGTERM");
+	dlk_train_run_release(&r);
+	dlk_err_clear(&err);
+	CHECK_MSG(dlk_train_run_open_local(&r2, &sink, &o, &spec, digest, 1, &err) == 0 && r2.resumed,
+	          "the run over, the lock is free: continued");
+	dlk_train_run_release(&r2);
+	CHECK(ns.warnings == 0);
+	dlk_runs_close(s);
+	free(dir);
+}
+
 int main(void)
 {
 	const char *t = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -277,6 +341,7 @@ int main(void)
 	snprintf(tmp, sizeof(tmp), "%s/dlk-test-trainer-XXXXXX", t);
 	CHECK(mkdtemp(tmp) != NULL);
 	test_resume(tmp);
+	test_lock(tmp);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	CHECK(system(cmd) == 0);
 	return CHECK_DONE();
