@@ -1,7 +1,9 @@
 /* The lock of a project's local runs: an OFD lock on .dlk/runs/NAME/lock, and who holds it. */
 #include "lib/runs/lock.h"
+#include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -19,18 +21,16 @@
  * a file goes to the terminal */
 static void copy_visible(char *dst, size_t n, const char *src)
 {
-	size_t o = 0;
+	struct dlk_buf v = DLK_BUF_INIT;
+	size_t keep;
 
-	for (const unsigned char *s = (const unsigned char *)src; *s && o + 1 < n; s++) {
-		if (*s < 0x20 || *s == 0x7f) {
-			if (o + 5 >= n)
-				break;
-			o += (size_t)snprintf(dst + o, n - o, "\\x%02x", *s);
-		} else {
-			dst[o++] = (char)*s;
-		}
-	}
-	dst[o] = '\0';
+	/* the one way outside text is shown, cut at a character's end to fit dst */
+	dlk_buf_add_visible(&v, src, strlen(src), 0);
+	keep = v.len ? dlk_utf8_cut(v.data, v.len, n - 1) : 0;
+	if (keep)
+		memcpy(dst, v.data, keep);
+	dst[keep] = '\0';
+	dlk_buf_release(&v);
 }
 
 /* a run id or a time: only the characters either is made of */

@@ -128,7 +128,7 @@ static void test_parse(void)
 	const char *bad_host = "{\"pid\": 77, \"host\": \"a\\u001b]0;x\\u0007b\", \"run\": \"r1\", \"since\": \"t\"}";
 
 	CHECK(dlk_run_holder_parse(bad_host, strlen(bad_host), &h) == 0);
-	CHECK_STR(h.host, "a\\x1b]0;x\\x07b");
+	CHECK_STR(h.host, "a\\e]0;x\\x07b");
 	CHECK(h.pid == 77);
 	CHECK(dlk_run_holder_parse("[1]", 3, &h) == -1 && h.pid == 0 && !h.host[0]);
 	CHECK(dlk_run_holder_parse("", 0, &h) == -1);
