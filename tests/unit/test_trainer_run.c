@@ -151,7 +151,11 @@ static void put_interrupted(const char *spec_file, const char *name, const char 
 	cJSON *rec;
 
 	CHECK(dlk_run_new_id(id, &err) == 0);
+	/* records are ordered by their start, in milliseconds, then by their random ids: the one
+	 * prepared here must be strictly newer than those before it and older than those after */
+	usleep(3000);
 	rec = dlk_run_record_new(name, id);
+	usleep(3000);
 	dlk_run_set_str(rec, "where", "local");
 	dlk_run_set_str(rec, "spec_sha256", digest);
 	dlk_run_add_world(rec, world);
