@@ -24,20 +24,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static int print_objects(const struct dlk_ctx *ctx, cJSON *objects, struct dlk_err *err)
-{
-	if (ctx->output == DLK_OUTPUT_JSON)
-		return dlk_print_json_list(objects, err);
-	if (ctx->output != DLK_OUTPUT_YAML && ctx->output != DLK_OUTPUT_TEXT)
-		return dlk_errf(err, DLK_EXIT_USAGE, "--dry-run prints yaml or json, not '%s'", dlk_output_names[ctx->output]);
-	char *y = yamljson_emit_stream(objects, err);
-	if (!y)
-		return -1;
-	fputs(y, stdout);
-	free(y);
-	return 0;
-}
-
 static struct dlk_train_cli opt;
 
 void dlk_train_trainer_opts(const struct dlk_train_cli *cli, const char *spec_file, struct dlk_trainer_opts *o)
@@ -144,8 +130,10 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 		rc = dlk_train_submit(ctx, &opt, spec);
 		break;
 	case TRAIN_DRY_RUN:
+		/* what will not work on a cluster, said before the objects as a submit says it */
+		dlk_train_cluster_warnings(ctx, spec);
 		objects = render_train_project(spec, ctx->file, opt.templates, ctx->namespace_, &err);
-		if (!objects || print_objects(ctx, objects, &err))
+		if (!objects || dlk_print_objects(ctx, objects, &err))
 			rc = dlk_report(ctx, &err);
 		break;
 	case TRAIN_LOCAL:

@@ -21,6 +21,7 @@
 #include "lib/util/clock.h"
 #include "lib/util/git.h"
 #include "lib/util/hash.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 
 #include <errno.h>
@@ -871,7 +872,7 @@ int dlk_trainer_here(const struct dlk_trainer_here_opts *o, const struct dlk_pro
 	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT, 0, 1 };
 	struct signals sigs = { 0 };
 	struct dlk_device_choice dev;
-	char *bundle = NULL, *dir = dlk_trainer_project_dir(o->run.spec_file);
+	char *bundle = NULL, *dir = dlk_dir_of(o->run.spec_file);
 	/* --worker itself, not a child of --local --workers N (which is a worker too) */
 	unsigned grace;
 	int rc = 0, bad = 0;

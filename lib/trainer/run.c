@@ -10,6 +10,7 @@
 #include "lib/data/fetch.h"
 #include "lib/kube/api.h"
 #include "lib/util/hash.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 
 #include <stdio.h>
@@ -126,7 +127,7 @@ int dlk_train_skip_unchanged(const struct dlk_trainer_sink *sink, const char *sp
 		rc = -1;
 		goto out;
 	}
-	base = dlk_trainer_project_dir(spec_file);
+	base = dlk_dir_of(spec_file);
 	o.base_dir = base;
 	for (int i = 0; i < 2; i++) {
 		const struct dlk_split *sp = splits[i];

@@ -1,5 +1,6 @@
 /* The trainer's notes and the places its outputs go. */
 #include "lib/trainer/trainer.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 
 #include <stdarg.h>
@@ -44,13 +45,6 @@ void dlk_trainer_warn(const struct dlk_trainer_sink *sink, const char *fmt, ...)
 	va_end(ap);
 }
 
-char *dlk_trainer_project_dir(const char *spec_file)
-{
-	const char *slash = strrchr(spec_file, '/');
-
-	return slash ? xstrndup(spec_file, (size_t)(slash - spec_file)) : xstrdup(".");
-}
-
 char *dlk_trainer_bundle_path(const char *bundle, const struct dlk_project *spec, const char *spec_file, int in_pod)
 {
 	char *dir, *path;
@@ -69,7 +63,7 @@ char *dlk_trainer_bundle_path(const char *bundle, const struct dlk_project *spec
 char *dlk_trainer_output_dir(const struct dlk_project *spec, const char *spec_file, int in_pod)
 {
 	if (!in_pod)
-		return dlk_trainer_project_dir(spec_file);
+		return dlk_dir_of(spec_file);
 	if ((spec->storage.claim || spec->storage.size) && spec->storage.mount)
 		return xstrdup(spec->storage.mount);
 	return xstrdup(".");

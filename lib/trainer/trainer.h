@@ -61,8 +61,6 @@ void dlk_trainer_note(const struct dlk_trainer_sink *sink, enum dlk_trainer_leve
 void dlk_trainer_info(const struct dlk_trainer_sink *sink, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void dlk_trainer_warn(const struct dlk_trainer_sink *sink, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The folder of a project file ("." for a bare name). Caller frees. */
-char *dlk_trainer_project_dir(const char *spec_file);
 
 /* Where the model bundle goes: bundle when not NULL, else NAME.dlk in dlk_trainer_output_dir()
  * (here: next to the project file). Caller frees. */

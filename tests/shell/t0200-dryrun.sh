@@ -134,6 +134,14 @@ test_expect_success 'submitting says first what will not work in a cluster, and 
 	! grep -q "^warning:" err
 '
 
+test_expect_success '--dry-run says the same cluster warnings a submit says, on stderr, and still prints the objects' '
+	dlk init -q w && cd w &&
+	dlk train --dry-run >out 2>err && cat err &&
+	grep -q "^warning: storage: none, so the checkpoints and the model bundle are written inside the pod" err &&
+	grep -q "^kind: Job" out &&
+	dlk train -q --dry-run >out2 2>err2 && test ! -s err2 && cmp out out2
+'
+
 test_expect_success 'a model whose shapes cannot work fails --dry-run, before anything loads' '
 	dlk init -q p && cd p &&
 	sed "/^    - flatten\$/d" dlk.yaml >bad.yaml && ! grep -q flatten bad.yaml &&

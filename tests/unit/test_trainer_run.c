@@ -15,6 +15,7 @@
 #include "lib/trainer/run.h"
 #include "lib/trainer/trainer.h"
 #include "lib/util/err.h"
+#include "lib/util/fsutil.h"
 
 struct notes {
 	int n, warnings;
@@ -63,7 +64,7 @@ static void test_paths(void)
 	free(s);
 	CHECK_STR(s = dlk_trainer_bundle_path(NULL, &spec, "/etc/dlk/dlk.yaml", 1), "/ckpt/mnist.dlk");
 	free(s);
-	CHECK_STR(s = dlk_trainer_project_dir("/a/b/dlk.yaml"), "/a/b");
+	CHECK_STR(s = dlk_dir_of("/a/b/dlk.yaml"), "/a/b");
 	free(s);
 }
 
