@@ -1,4 +1,4 @@
-/* The cluster as the commands reach it (see cluster.h). */
+/* The cluster and the stores as the commands reach them (see cluster.h). */
 #include "commands/cluster.h"
 #include "commands/ui.h"
 #include "lib/jobs/cronjob.h"
@@ -8,13 +8,17 @@
 #include "lib/jobs/servestate.h"
 #include "lib/project/project.h"
 #include "lib/runs/runs.h"
+#include "lib/store/store.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static volatile sig_atomic_t interrupted;
 
@@ -322,4 +326,69 @@ void dlk_print_deleted(void *vctx, const char *kind, const char *name)
 
 	if (ctx->verbose)
 		dlk_info(ctx, "deleted %s/%s", kind, name);
+}
+
+static void store_log(void *vctx, const char *line)
+{
+	(void)vctx;
+	fprintf(stderr, "%s\n", dlk_visible(line));
+}
+
+void dlk_data_store_release(struct dlk_data_store *ds)
+{
+	dlk_store_close(ds->store);
+	if (ds->kube)
+		kube_client_free(ds->kube);
+	free(ds->base_dir);
+	memset(ds, 0, sizeof(*ds));
+}
+
+int dlk_data_store_open(const struct dlk_ctx *ctx, const char *url, const struct dlk_project *spec,
+                        struct dlk_data_store *ds, struct dlk_err *err)
+{
+	struct dlk_store_opts o = { 0 };
+	const char *image = spec ? spec->image : "dlk:" DLK_VERSION;
+
+	memset(ds, 0, sizeof(*ds));
+	if (!url && spec && spec->data.store) {
+		url = spec->data.store;
+		/* a relative directory in the project file is relative to the project file */
+		ds->base_dir = dlk_dir_of(spec->path ? spec->path : ctx->file);
+	}
+	if (!url) {
+		dlk_errf(err, DLK_EXIT_USAGE, "no data store: name one");
+		return dlk_err_hint(err, "give --to/--from STORE (a directory, s3://BUCKET/PREFIX, pvc://CLAIM/PATH), or "
+		                         "set data.store in %s", ctx->file);
+	}
+	o.base_dir = ds->base_dir;
+	if (ctx->verbose >= 2) {
+		o.log = store_log;
+		o.log_ctx = NULL;
+	}
+	if (!strncmp(url, "pvc://", 6)) {
+		ds->kube = dlk_kube_client(ctx, err);
+		if (!ds->kube)
+			return -1;
+		o.kube = ds->kube;
+		o.namespace_ = kube_namespace_pick(ctx->namespace_, spec ? spec->namespace_ : NULL,
+		                                   kube_client_namespace(ds->kube));
+		o.image = image;
+		if (getenv("DLK_STORE_POD_TIMEOUT"))
+			o.pod_timeout_s = atoi(getenv("DLK_STORE_POD_TIMEOUT"));
+	}
+	ds->store = dlk_store_open(url, &o, err);
+	return ds->store ? 0 : -1;
+}
+
+int dlk_data_maybe_project(const struct dlk_ctx *ctx, const char *url, struct dlk_project **spec, struct dlk_err *err)
+{
+	struct stat st;
+
+	*spec = NULL;
+	if (url && strncmp(url, "pvc://", 6))
+		return 0;
+	if (stat(ctx->file, &st) < 0 && errno == ENOENT)
+		return 0;
+	*spec = dlk_ctx_load_spec(ctx, err);
+	return *spec ? 0 : -1;
 }

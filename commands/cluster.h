@@ -69,4 +69,27 @@ void dlk_print_note(void *ctx, const char *msg);
 /* A deleted object, said at -v (ud is the ctx). */
 void dlk_print_deleted(void *ctx, const char *kind, const char *name);
 
+/* The stores as the commands reach them: through the project file or --to/--from, a pvc:// one
+ * with a client made from the global options. */
+struct dlk_project;
+struct dlk_store;
+struct kube_client;
+
+struct dlk_data_store {
+	struct dlk_store *store;
+	struct kube_client *kube;      /* for pvc://; NULL otherwise */
+	char *base_dir;
+};
+
+/* Opens url, or the project's data.store when url is NULL (spec may be NULL: then url must be
+ * given). pvc:// gets a client from the global options. -vv logs each store request. */
+int dlk_data_store_open(const struct dlk_ctx *ctx, const char *url, const struct dlk_project *spec,
+                        struct dlk_data_store *ds, struct dlk_err *err);
+void dlk_data_store_release(struct dlk_data_store *ds);
+/* The project file when there is one (*spec, NULL when -f names no file, or when url is given
+ * and is not pvc://): its data.store is the default store. A missing file is no error (the store
+ * may be given); a broken one is, since its store would be a guess. */
+int dlk_data_maybe_project(const struct dlk_ctx *ctx, const char *url, struct dlk_project **spec,
+                           struct dlk_err *err);
+
 #endif

@@ -4,7 +4,6 @@
 #include "commands/cluster.h"
 #include "commands/commands.h"
 #include "commands/ctx.h"
-#include "commands/data.h"
 #include "commands/ui.h"
 #include "lib/project/project.h"
 #include "lib/store/cache.h"
@@ -23,83 +22,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-void dlk_fmt_bytes(char *buf, size_t n, unsigned long long b)
-{
-	if (b < 1000)
-		snprintf(buf, n, "%llu B", b);
-	else if (b < 1000ull * 1000)
-		snprintf(buf, n, "%.1f kB", (double)b / 1e3);
-	else if (b < 1000ull * 1000 * 1000)
-		snprintf(buf, n, "%.1f MB", (double)b / 1e6);
-	else
-		snprintf(buf, n, "%.2f GB", (double)b / 1e9);
-}
-
-static void store_log(void *vctx, const char *line)
-{
-	(void)vctx;
-	fprintf(stderr, "%s\n", dlk_visible(line));
-}
-
-void dlk_data_store_release(struct dlk_data_store *ds)
-{
-	dlk_store_close(ds->store);
-	if (ds->kube)
-		kube_client_free(ds->kube);
-	free(ds->base_dir);
-	memset(ds, 0, sizeof(*ds));
-}
-
-int dlk_data_store_open(const struct dlk_ctx *ctx, const char *url, const struct dlk_project *spec,
-                        struct dlk_data_store *ds, struct dlk_err *err)
-{
-	struct dlk_store_opts o = { 0 };
-	const char *image = spec ? spec->image : "dlk:" DLK_VERSION;
-
-	memset(ds, 0, sizeof(*ds));
-	if (!url && spec && spec->data.store) {
-		url = spec->data.store;
-		/* a relative directory in the project file is relative to the project file */
-		ds->base_dir = dlk_dir_of(spec->path ? spec->path : ctx->file);
-	}
-	if (!url) {
-		dlk_errf(err, DLK_EXIT_USAGE, "no data store: name one");
-		return dlk_err_hint(err, "give --to/--from STORE (a directory, s3://BUCKET/PREFIX, pvc://CLAIM/PATH), or "
-		                         "set data.store in %s", ctx->file);
-	}
-	o.base_dir = ds->base_dir;
-	if (ctx->verbose >= 2) {
-		o.log = store_log;
-		o.log_ctx = NULL;
-	}
-	if (!strncmp(url, "pvc://", 6)) {
-		ds->kube = dlk_kube_client(ctx, err);
-		if (!ds->kube)
-			return -1;
-		o.kube = ds->kube;
-		o.namespace_ = kube_namespace_pick(ctx->namespace_, spec ? spec->namespace_ : NULL,
-		                                   kube_client_namespace(ds->kube));
-		o.image = image;
-		if (getenv("DLK_STORE_POD_TIMEOUT"))
-			o.pod_timeout_s = atoi(getenv("DLK_STORE_POD_TIMEOUT"));
-	}
-	ds->store = dlk_store_open(url, &o, err);
-	return ds->store ? 0 : -1;
-}
-
-int dlk_data_maybe_project(const struct dlk_ctx *ctx, const char *url, struct dlk_project **spec, struct dlk_err *err)
-{
-	struct stat st;
-
-	*spec = NULL;
-	if (url && strncmp(url, "pvc://", 6))
-		return 0;
-	if (stat(ctx->file, &st) < 0 && errno == ENOENT)
-		return 0;
-	*spec = dlk_ctx_load_spec(ctx, err);
-	return *spec ? 0 : -1;
-}
 
 struct bar {
 	struct dlk_progress p;

@@ -7,7 +7,6 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/cluster.h"
-#include "commands/data.h"
 #include "commands/ui.h"
 #include "lib/project/project.h"
 #include "lib/runs/runs.h"

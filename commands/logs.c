@@ -5,7 +5,6 @@
  * checkpoint volume instead, also after the job and its pods are gone. */
 #include "commands/cluster.h"
 #include "commands/commands.h"
-#include "commands/data.h"
 #include "commands/ui.h"
 #include "lib/jobs/cronjob.h"
 #include "lib/jobs/logarchive.h"

@@ -1,8 +1,8 @@
 /* train's side of data.dataset: a tag resolved to its id once, when a run starts, and a worker's
  * view of the dataset (the store's files through the node cache, or in place on a mounted
  * claim), with the line that says where the bytes came from. */
+#include "commands/cluster.h"
 #include "commands/train_data.h"
-#include "commands/data.h"
 #include "commands/ui.h"
 #include "lib/data/dataset.h"
 #include "lib/data/fetch.h"

@@ -334,3 +334,15 @@ void dlk_progress_clear(struct dlk_progress *p)
 		p->drawn = 0;
 	}
 }
+
+void dlk_fmt_bytes(char *buf, size_t n, unsigned long long b)
+{
+	if (b < 1000)
+		snprintf(buf, n, "%llu B", b);
+	else if (b < 1000ull * 1000)
+		snprintf(buf, n, "%.1f kB", (double)b / 1e3);
+	else if (b < 1000ull * 1000 * 1000)
+		snprintf(buf, n, "%.1f MB", (double)b / 1e6);
+	else
+		snprintf(buf, n, "%.2f GB", (double)b / 1e9);
+}

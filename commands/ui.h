@@ -73,4 +73,7 @@ void dlk_progress_draw(struct dlk_progress *p, int force, const char *fmt, ...)
 /* Clears the line if something was drawn. */
 void dlk_progress_clear(struct dlk_progress *p);
 
+/* "54.1 MB": a byte count as people read it (powers of 1000) */
+void dlk_fmt_bytes(char *buf, size_t n, unsigned long long bytes);
+
 #endif
