@@ -3,7 +3,7 @@
  * watches of the Jobs and their pods. The state itself is decided in lib/jobs/jobstate.c. */
 #include "commands/cluster.h"
 #include "commands/commands.h"
-#include "commands/run_history.h"
+#include "commands/status_history.h"
 #include "commands/ui.h"
 #include "lib/jobs/cronjob.h"
 #include "lib/jobs/jobstate.h"

@@ -2,8 +2,8 @@
  * lists a project's runs, `dlk status NAME --run ID` shows one, and `dlk report RUN-ID` draws
  * one. --local reads the history kept next to the project file (.dlk/runs/NAME), no cluster
  * needed; otherwise the cluster's (the ConfigMap NAME-runs of the namespace). */
-#ifndef DLK_COMMANDS_RUN_HISTORY_H
-#define DLK_COMMANDS_RUN_HISTORY_H
+#ifndef DLK_COMMANDS_STATUS_HISTORY_H
+#define DLK_COMMANDS_STATUS_HISTORY_H
 
 #include <cJSON.h>
 

@@ -1,5 +1,5 @@
 /* The run history shown: the table of runs, one run in detail, a run as a report's source. */
-#include "commands/run_history.h"
+#include "commands/status_history.h"
 #include "commands/cluster.h"
 #include "lib/trainer/run.h"
 #include "commands/ui.h"
