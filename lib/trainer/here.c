@@ -799,10 +799,11 @@ static int run_loop(struct here *r, const struct dlk_project *spec, const struct
 	return ran < 0 ? -1 : 0;
 }
 
-/* The model bundle: the trained net with its metrics and provenance; with --report, the page
- * drawn from the bundle as written, as `dlk report` would draw it. */
-static int write_bundle(const struct here *r, const char *path, const char *page, const struct dlk_train_result *res,
-                        struct dlk_err *err)
+/* The model bundle: the trained net with its metrics and provenance, at path; with --report, the
+ * page drawn from the bundle as written, as `dlk report` would draw it. published (NULL: none)
+ * is made the same file first when there is a page (the caller does it otherwise). */
+static int write_bundle(const struct here *r, const char *path, const char *published, const char *page,
+                        const struct dlk_train_result *res, struct dlk_err *err)
 {
 	struct dlk_bundle_info bi;
 	cJSON *run;
@@ -815,8 +816,11 @@ static int write_bundle(const struct here *r, const char *path, const char *page
 	bi.data = &r->spec->data;
 	if (dlk_bundle_write(path, &bi, err))
 		return -1;
-	if (!page)
-		return 0;
+	/* the page names the bundle the user knows (NAME.dlk), once it is that file */
+	if (!page || (published && dlk_trainer_publish_bundle(path, published, err)))
+		return page ? -1 : 0;
+	if (published)
+		path = published;
 	run = report_run_from_bundle(path, err);
 	if (!run || report_write_html(page, run, NULL, err)) {
 		cJSON_Delete(run);
@@ -992,9 +996,9 @@ int dlk_trainer_here(const struct dlk_trainer_here_opts *o, const struct dlk_pro
 		if (made)
 			goto fail;
 	}
-	if (write_bundle(&run, run_bundle ? run_bundle : bundle, o->report, &res, &err))
+	if (write_bundle(&run, run_bundle ? run_bundle : bundle, run_bundle ? bundle : NULL, o->report, &res, &err))
 		goto fail;
-	if (run_bundle && dlk_trainer_publish_bundle(run_bundle, bundle, &err))
+	if (run_bundle && !o->report && dlk_trainer_publish_bundle(run_bundle, bundle, &err))
 		goto fail;
 	if (run.jp) {
 		/* the run as the bundle holds it, weights' digest included: what dlk serve deploys */

@@ -35,7 +35,7 @@ TRAIN1=$(sha "$P/train.csv")
 
 test_expect_success 'a run has an id and a record that says what it did' '
 	ls "$P/.dlk/runs/blobs" >recs && test "$(grep -c "\.json$" recs)" = 1 &&
-	rec="$P/.dlk/runs/blobs/$(head -n 1 recs)" &&
+	rec="$P/.dlk/runs/blobs/$(grep "\.json$" recs | head -n 1)" &&
 	jq -e ".format == \"dlk-run\" and .run.outcome == \"succeeded\" and .run.project == \"blobs\"" "$rec" &&
 	jq -e ".run.worlds == [1] and .run.restarts == 0 and .run.where == \"local\" and .run.trigger == \"manual\"" "$rec" &&
 	jq -e ".run.data[] | select(.split == \"train\") | .sha256 == \"$TRAIN1\"" "$rec" &&
