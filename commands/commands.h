@@ -28,6 +28,7 @@
 	X(data, "versioned datasets: push files to a store, list, show and get them by id or tag") \
 	X(lineage, "show what made a model: its dataset, project file, git commit, image and run") \
 	X(impact, "list the runs that used a dataset and the bundles they made, from the run history") \
+	X(prune, "remove old runs here with their bundles and checkpoints, and finished runs' checkpoints") \
 	X(completion, "print the shell completion script for bash or zsh")                       \
 	X(version, "print the version, build options and library versions")                      \
 	X(help, "show help for dlk or one of its commands")

@@ -8,6 +8,7 @@
 #include "lib/util/fsutil.h"
 #include "lib/util/clock.h"
 #include "lib/util/jsonprint.h"
+#include "lib/util/duration.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
@@ -69,20 +70,8 @@ static double parse_time(const char *s)
 	return dlk_rfc3339_parse(s, &t) ? -1 : t;
 }
 
-static void fmt_duration(double s, char *out, size_t n)
-{
-	long t = (long)(s + 0.5);
-
-	if (s < 0)
-		snprintf(out, n, "-");
-	else if (s < 10)
-		snprintf(out, n, "%.1fs", s);
-	else if (t < 3600)
-		snprintf(out, n, "%ldm%02lds", t / 60, t % 60);
-	else
-		snprintf(out, n, "%ldh%02ldm", t / 3600, t % 3600 / 60);
-}
-
+/* The run's wall time: from its start to its end (or now), pauses between an interruption and
+ * its resume included. */
 static void run_duration(const cJSON *info, char *out, size_t n)
 {
 	double a = parse_time(str_of(info, "started_at")), b = parse_time(str_of(info, "finished_at"));
@@ -90,9 +79,23 @@ static void run_duration(const cJSON *info, char *out, size_t n)
 	if (a < 0)
 		snprintf(out, n, "-");
 	else if (b < 0)
-		fmt_duration((double)time(NULL) - a, out, n);
+		dlk_duration_span((double)time(NULL) - a, out, n);
 	else
-		fmt_duration(b - a, out, n);
+		dlk_duration_span(b - a, out, n);
+}
+
+/* The run's training time: the clock at the end of its last epoch, resumes included, as the run
+ * recorded it (what the terminal said at its end and its report page says) */
+static void training_time(const cJSON *rec, char *out, size_t n)
+{
+	const cJSON *e = get(get(rec, "history"), "epochs");
+	const cJSON *v = get(cJSON_GetArrayItem(e, cJSON_GetArraySize(e) - 1), "elapsed_sec");
+
+	/* dlk_history_training_sec() of the history the record holds */
+	if (cJSON_IsNumber(v))
+		dlk_duration_span(v->valuedouble, out, n);
+	else
+		snprintf(out, n, "-");
 }
 
 /* "2024-05-01 12:00:00" of a record's time */
@@ -220,7 +223,7 @@ int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local)
 	}
 	rows = xcalloc((size_t)cJSON_GetArraySize(recs) + 1, sizeof(*rows));
 	{
-		static const char *const h[] = { "RUN", "STARTED (UTC)", "DURATION", "OUTCOME", "WORKERS", "RESTARTS",
+		static const char *const h[] = { "RUN", "STARTED (UTC)", "WALL", "OUTCOME", "WORKERS", "RESTARTS",
 			                         "ACCURACY", "DATA", "TRIGGER" };
 		static const char *const hw[] = { "SPEC", "COMMIT", "IMAGE" };
 		int c = 0;
@@ -284,9 +287,12 @@ static void run_text(const cJSON *rec, const char *store_kind, struct dlk_buf *b
 	short_time(str_of(info, "finished_at"), t2, sizeof(t2));
 	run_duration(info, dur, sizeof(dur));
 	if (str_of(info, "finished_at"))
-		line(b, "time", "%s to %s UTC (%s)", t1, t2 + (strncmp(t1, t2, 11) ? 0 : 11), dur);
+		line(b, "time", "%s to %s UTC (wall %s)", t1, t2 + (strncmp(t1, t2, 11) ? 0 : 11), dur);
 	else
 		line(b, "time", "started %s UTC (%s ago)", t1, dur);
+	training_time(rec, dur, sizeof(dur));
+	if (strcmp(dur, "-"))
+		line(b, "training", "%s (the training loop, resumes included)", dur);
 	worlds(info, w, sizeof(w));
 	v = get(info, "restarts");
 	line(b, "workers", "%s%s (%d restart%s)", w, strchr(w, ',') ? " (resized)" : "", cJSON_IsNumber(v) ? v->valueint : 0,
@@ -336,8 +342,11 @@ static void run_text(const cJSON *rec, const char *store_kind, struct dlk_buf *b
 		line(b, "commit", "%s%s", str_of(info, "git_commit"), cJSON_IsTrue(get(info, "git_dirty")) ? " (dirty tree)" : "");
 	else
 		line(b, "commit", "not recorded (the project is not in a git repository)");
+	/* a run here ran in no container: it names none, as its bundle does */
 	line(b, "dlk", "%s, image %s", str_of(info, "dlk_version") ? str_of(info, "dlk_version") : "?",
-	     str_of(info, "image") ? str_of(info, "image") : "?");
+	     str_of(info, "image")                                                ? str_of(info, "image")
+	     : str_of(info, "where") && !strcmp(str_of(info, "where"), "local") ? "none (trained here)"
+	                                                                         : "not recorded");
 	if (str_of(info, "checkpoint_dir"))
 		line(b, "checkpoints", "%s", str_of(info, "checkpoint_dir"));
 	if (bundle)
@@ -384,7 +393,7 @@ struct facts {
 };
 
 static const char *const fact_names[] = {
-	"outcome", "started (UTC)", "duration", "workers", "restarts", "trigger", "test accuracy", "test loss",
+	"outcome", "started (UTC)", "wall time", "training time", "workers", "restarts", "trigger", "test accuracy", "test loss",
 	"train loss", "epochs", "batch size", "optimizer", "learning rate", "parameters", "data", "train data",
 	"test data", "spec", "commit", "image", "dlk", NULL,
 };
@@ -400,16 +409,19 @@ static void num_fact(const cJSON *o, const char *k, const char *fmt, double scal
 		snprintf(out, 160, "-");
 }
 
-static void split_sha(const cJSON *rec, const char *split, char *out)
+/* a split's data: the fingerprint of all its sources (images and labels alike), not one file's */
+static void split_data(const cJSON *rec, const char *split, char *out)
 {
-	const cJSON *info = dlk_run_info(rec), *d = get(info, "data"), *v;
+	char fp[65];
+	int n;
 
-	if (!cJSON_IsArray(d))
-		d = get(get(rec, "provenance"), "data");
-	snprintf(out, 160, "-");
-	cJSON_ArrayForEach(v, d)
-		if (str_of(v, "split") && !strcmp(str_of(v, "split"), split) && str_of(v, "sha256"))
-			snprintf(out, 160, "%.12s", str_of(v, "sha256"));
+	dlk_run_split_fingerprint(rec, split, fp, &n);
+	if (!n)
+		snprintf(out, 160, "-");
+	else if (n == 1)
+		snprintf(out, 160, "%.12s", fp);
+	else
+		snprintf(out, 160, "%.12s (%d files)", fp, n);
 }
 
 static void facts_of(const cJSON *rec, struct facts *f)
@@ -422,6 +434,7 @@ static void facts_of(const cJSON *rec, struct facts *f)
 	snprintf(f->v[i++], 160, "%s", dlk_run_outcome_name(dlk_run_outcome(rec)));
 	short_time(dlk_run_started_at(rec), f->v[i++], 160);
 	run_duration(info, f->v[i++], 160);
+	training_time(rec, f->v[i++], 160);
 	worlds(info, f->v[i++], 160);
 	num_fact(info, "restarts", "%.0f", 1, f->v[i++]);
 	snprintf(f->v[i++], 160, "%s", str_of(info, "trigger") ? str_of(info, "trigger") : "-");
@@ -435,8 +448,8 @@ static void facts_of(const cJSON *rec, struct facts *f)
 	num_fact(get(rec, "architecture"), "parameters", "%.0f", 1, f->v[i++]);
 	dlk_run_data_fingerprint(rec, fp);
 	snprintf(f->v[i++], 160, "%.12s", fp[0] ? fp : "-");
-	split_sha(rec, "train", f->v[i++]);
-	split_sha(rec, "test", f->v[i++]);
+	split_data(rec, "train", f->v[i++]);
+	split_data(rec, "test", f->v[i++]);
 	snprintf(f->v[i++], 160, "%.12s", str_of(info, "spec_sha256") ? str_of(info, "spec_sha256") : "-");
 	snprintf(f->v[i++], 160, "%.12s%s", commit ? commit : "-", cJSON_IsTrue(get(info, "git_dirty")) ? "+dirty" : "");
 	snprintf(f->v[i++], 160, "%.150s", str_of(info, "image") ? str_of(info, "image") : "-");

@@ -2,21 +2,12 @@
 #include "commands/train_report.h"
 #include "commands/train_data.h"
 #include "lib/trainer/here.h"
+#include "lib/util/duration.h"
 
 #include <cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void fmt_duration(char *buf, size_t n, double s)
-{
-	long t = s > 0 && s < 1e8 ? (long)(s + 0.5) : 0;
-
-	if (t >= 3600)
-		snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-	else
-		snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
-}
 
 int dlk_train_report_open(struct dlk_train_report *r, const struct dlk_ctx *ctx, const char *metrics_path,
                           struct dlk_err *err)
@@ -144,8 +135,8 @@ void dlk_train_report_event(struct dlk_train_report *r, const struct dlk_train_e
 	char eta[32], el[32];
 
 	metrics_line(r, ev);
-	fmt_duration(eta, sizeof(eta), ev->eta_sec);
-	fmt_duration(el, sizeof(el), ev->elapsed_sec);
+	dlk_duration_span(ev->eta_sec, eta, sizeof(eta));
+	dlk_duration_span(ev->elapsed_sec, el, sizeof(el));
 	if (ev->kind == DLK_TRAIN_STEP) {
 		if (ctx->tty_err) {
 			int width = 24, fill = ev->steps_per_epoch ? (int)(width * ev->step / ev->steps_per_epoch) : 0;
@@ -201,12 +192,15 @@ void dlk_train_report_event(struct dlk_train_report *r, const struct dlk_train_e
 	}
 }
 
-static void print_report(FILE *out, const struct dlk_project *spec, const struct dlk_eval *ev)
+static void print_report(FILE *out, const struct dlk_project *spec, const struct dlk_eval *ev, int quiet)
 {
 	int n = ev->n_classes;
-	int w = 5;
+	int w = 7; /* " 100.0%": the precision row's widest */
 
 	fprintf(out, "test accuracy: %.2f%% (%zu samples), test loss %.4f\n", 100 * ev->accuracy, ev->n, ev->loss);
+	/* -q: the result, not the table (the report page and -o json have it) */
+	if (quiet)
+		return;
 	fprintf(out, "\nconfusion matrix (rows: true class, columns: predicted)\n");
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < n; j++) {
@@ -231,10 +225,11 @@ static void print_report(FILE *out, const struct dlk_project *spec, const struct
 			fprintf(out, "%*lld", w, ev->confusion[i * n + j]);
 		fprintf(out, "   %5.1f%%\n", 100 * ev->recall[i]);
 	}
+	/* in recall's format: one table, one way of writing a percentage */
 	fprintf(out, "%-14s", "precision");
 	for (int j = 0; j < n; j++)
-		fprintf(out, "%*.0f", w, 100 * ev->precision[j]);
-	fprintf(out, "   (%%)\n");
+		fprintf(out, "%*.1f%%", w - 1, 100 * ev->precision[j]);
+	fprintf(out, "\n");
 }
 
 static cJSON *result_json(const struct dlk_project *spec, const struct dlk_train_result *res, const char *bundle)
@@ -247,7 +242,7 @@ static cJSON *result_json(const struct dlk_project *spec, const struct dlk_train
 	cJSON_AddNumberToObject(o, "epochs", res->epochs_done);
 	cJSON_AddNumberToObject(o, "steps", (double)res->steps);
 	cJSON_AddNumberToObject(o, "trainLoss", res->train_loss);
-	cJSON_AddNumberToObject(o, "seconds", res->seconds);
+	cJSON_AddNumberToObject(o, "seconds", dlk_history_training_sec(&res->history));
 	cJSON_AddNumberToObject(o, "samplesPerSecond", res->train_samples_per_sec);
 	if (ev->n) {
 		cJSON *cm = cJSON_CreateArray();
@@ -268,6 +263,7 @@ void dlk_train_report_result(struct dlk_train_report *r, const struct dlk_projec
                              const struct dlk_train_result *res, const char *bundle, int world)
 {
 	const struct dlk_ctx *ctx = r->ctx;
+	char took[32];
 
 	if (ctx->output == DLK_OUTPUT_JSON) {
 		cJSON *o = result_json(spec, res, bundle);
@@ -277,28 +273,30 @@ void dlk_train_report_result(struct dlk_train_report *r, const struct dlk_projec
 		cJSON_Delete(o);
 		return;
 	}
+	/* the run's training time, resumes included: what its report and its history say too */
+	dlk_duration_span(dlk_history_training_sec(&res->history), took, sizeof(took));
 	if (ctx->log_json) {
 		/* the result is a line of the log too: its numbers as fields, the matrix included */
 		cJSON *f = result_json(spec, res, bundle);
 		char msg[512];
 		if (res->eval.n)
-			snprintf(msg, sizeof(msg), "trained %d epochs in %.1fs: test accuracy %.2f%%, test loss %.4f; model bundle: %s",
-			         res->epochs_done, res->seconds, 100 * res->eval.accuracy, res->eval.loss, bundle);
+			snprintf(msg, sizeof(msg), "trained %d epochs in %s: test accuracy %.2f%%, test loss %.4f; model bundle: %s",
+			         res->epochs_done, took, 100 * res->eval.accuracy, res->eval.loss, bundle);
 		else
-			snprintf(msg, sizeof(msg), "trained %d epochs in %.1fs: final train loss %.4f; model bundle: %s",
-			         res->epochs_done, res->seconds, res->train_loss, bundle);
+			snprintf(msg, sizeof(msg), "trained %d epochs in %s: final train loss %.4f; model bundle: %s",
+			         res->epochs_done, took, res->train_loss, bundle);
 		if (!ctx->quiet)
 			dlk_log_json(ctx, "info", msg, f);
 		cJSON_Delete(f);
 		return;
 	}
 	if (res->eval.n)
-		print_report(stdout, spec, &res->eval);
+		print_report(stdout, spec, &res->eval, ctx->quiet);
 	else
 		printf("no test set: final train loss %.4f\n", res->train_loss);
 	printf("\nmodel bundle: %s\n", bundle);
 	if (!ctx->quiet)
-		fprintf(stderr, "trained %d epochs in %.1fs (%.0f samples/s%s)\n", res->epochs_done, res->seconds,
+		fprintf(stderr, "trained %d epochs in %s (%.0f samples/s%s)\n", res->epochs_done, took,
 		        res->train_samples_per_sec * world, world > 1 ? " over all workers" : "");
 }
 

@@ -2,6 +2,7 @@
  * number, and the report document embedded as JSON. No script runs and nothing is loaded. */
 #include "lib/report/chart.h"
 #include "lib/report/report.h"
+#include "lib/util/duration.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -227,15 +228,8 @@ static void fig_format(char *out, size_t n, enum fig_kind k, const struct figure
 	case FIG_INT: snprintf(out, n, "%.0f", f->v); break;
 	case FIG_RATE: snprintf(out, n, "%.0f", f->v); break;
 	case FIG_TIME:
-		/* in doubles: a document may say 1e151 seconds, which no int holds */
-		if (!isfinite(f->v))
-			snprintf(out, n, "-");
-		else if (f->v >= 3600)
-			snprintf(out, n, "%.0fh %02.0fm", floor(f->v / 3600), floor(fmod(f->v / 60, 60)));
-		else if (f->v >= 60)
-			snprintf(out, n, "%.0fm %02.0fs", floor(f->v / 60), floor(fmod(f->v, 60)));
-		else
-			snprintf(out, n, "%.1f s", f->v);
+		/* the format of every duration dlk shows (terminal, history, here) */
+		dlk_duration_span(f->v, out, n);
 		break;
 	case FIG_TEXT: snprintf(out, n, "%s", f->text); break;
 	}
@@ -262,7 +256,7 @@ static void figure(struct dlk_buf *b, const char *id, const char *label, enum fi
 			else if (k == FIG_LOSS)
 				delta_html(b, a->v - o->v, "%.4f", 1, higher_is_better);
 			else if (k == FIG_TIME)
-				delta_html(b, a->v - o->v, "%.1f s", 1, higher_is_better);
+				delta_html(b, a->v - o->v, "%.1fs", 1, higher_is_better);
 			else
 				delta_html(b, a->v - o->v, "%.0f", 1, higher_is_better);
 		}
@@ -283,7 +277,8 @@ static void figures_of(const struct report_run *r, struct figure_val f[10])
 	f[3] = (struct figure_val){ le != NULL, le ? le->epoch : 0, "" };
 	f[4] = (struct figure_val){ r->have_history, (double)r->history.steps, "" };
 	f[5] = (struct figure_val){ le != NULL, le ? le->samples_per_sec : 0, "" };
-	f[6] = (struct figure_val){ le != NULL, le ? le->elapsed_sec : 0, "" };
+	/* the run's training time (dlk_history_training_sec), as the terminal and the history say it */
+	f[6] = (struct figure_val){ le != NULL, dlk_history_training_sec(&r->history), "" };
 	f[7] = (struct figure_val){ r->have_history, n_resumes(r), "" };
 	f[8].have = r->have_history && r->history.n_events;
 	worlds(f[8].text, sizeof(f[8].text), r);

@@ -502,7 +502,8 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void dlk_run_data_fingerprint(const cJSON *rec, char hex[65])
+/* the fingerprint of the sources of split (NULL: all); *count of them */
+static void fingerprint(const cJSON *rec, const char *split, char hex[65], int *count)
 {
 	const cJSON *data = data_of(rec), *d;
 	struct dlk_sha256 h = DLK_SHA256_INIT;
@@ -510,23 +511,41 @@ void dlk_run_data_fingerprint(const cJSON *rec, char hex[65])
 	int n = 0;
 
 	hex[0] = '\0';
+	if (count)
+		*count = 0;
 	if (!cJSON_IsArray(data) || !cJSON_GetArraySize(data))
 		return;
 	lines = xcalloc((size_t)cJSON_GetArraySize(data), sizeof(*lines));
 	cJSON_ArrayForEach(d, data) {
 		const cJSON *sp = get(d, "split"), *u = get(d, "url"), *s = get(d, "sha256");
+		if (split && !(cJSON_IsString(sp) && !strcmp(sp->valuestring, split)))
+			continue;
 		lines[n++] = xasprintf("%s %s %s\n", cJSON_IsString(sp) ? sp->valuestring : "",
 		                       cJSON_IsString(u) ? u->valuestring : "", cJSON_IsString(s) ? s->valuestring : "");
 	}
-	/* sorted: the same sources in another order are the same data */
-	qsort(lines, (size_t)n, sizeof(*lines), cmp_str);
-	dlk_sha256_begin(&h);
-	for (int i = 0; i < n; i++) {
-		dlk_sha256_update(&h, lines[i], strlen(lines[i]));
-		free(lines[i]);
+	if (count)
+		*count = n;
+	if (n) {
+		/* sorted: the same sources in another order are the same data */
+		qsort(lines, (size_t)n, sizeof(*lines), cmp_str);
+		dlk_sha256_begin(&h);
+		for (int i = 0; i < n; i++) {
+			dlk_sha256_update(&h, lines[i], strlen(lines[i]));
+			free(lines[i]);
+		}
+		dlk_sha256_end(&h, hex);
 	}
 	free(lines);
-	dlk_sha256_end(&h, hex);
+}
+
+void dlk_run_data_fingerprint(const cJSON *rec, char hex[65])
+{
+	fingerprint(rec, NULL, hex, NULL);
+}
+
+void dlk_run_split_fingerprint(const cJSON *rec, const char *split, char hex[65], int *n)
+{
+	fingerprint(rec, split, hex, n);
 }
 
 int dlk_run_same_data(const cJSON *a, const cJSON *b)

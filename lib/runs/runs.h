@@ -118,6 +118,9 @@ int dlk_run_uses_data(const cJSON *rec, const char *sha256);
  * (or of a run document's provenance.data), "" when it names none. What `trigger: data-changed`
  * and --if-data-changed compare, and what the history shows. */
 void dlk_run_data_fingerprint(const cJSON *rec_or_doc, char hex[65]);
+/* The same of one split's sources ("train": the images and the labels file alike), and how many
+ * there are in *n (may be NULL); "" and 0 when it has none. What a comparison calls "train data". */
+void dlk_run_split_fingerprint(const cJSON *rec_or_doc, const char *split, char hex[65], int *n);
 /* 1 when the two records name the same data (equal fingerprints), and at least one source. */
 int dlk_run_same_data(const cJSON *a, const cJSON *b);
 

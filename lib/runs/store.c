@@ -275,6 +275,10 @@ static int dir_save(struct dlk_run_store *s, const cJSON *rec, const char *const
 			path = xasprintf("%s/%s.json", s->dir, drop[i]);
 			unlink(path);
 			free(path);
+			/* the run's own bundle goes with its record: nothing names it any more */
+			path = xasprintf("%s/%s.dlk", s->dir, drop[i]);
+			unlink(path);
+			free(path);
 		}
 	}
 	return 0;

@@ -67,6 +67,13 @@ void dlk_history_add_event(struct dlk_history *h, const struct dlk_history_event
 	h->events[h->n_events++] = *e;
 }
 
+double dlk_history_training_sec(const struct dlk_history *h)
+{
+	/* an epoch's entry is what a document (a bundle, a record, a Job's metrics) carries; the
+	 * running clock is not, so the epoch's is the one every reader can get */
+	return h->n_epochs ? h->epochs[h->n_epochs - 1].elapsed_sec : 0;
+}
+
 int dlk_history_world(const struct dlk_history *h)
 {
 	return h->n_events ? h->events[h->n_events - 1].world : 0;

@@ -78,6 +78,10 @@ double dlk_history_epoch_loss(const struct dlk_history *h);
 /* Appends an epoch's entry and starts the next epoch's loss sum. */
 void dlk_history_add_epoch(struct dlk_history *h, const struct dlk_history_epoch *e);
 void dlk_history_add_event(struct dlk_history *h, const struct dlk_history_event *e);
+/* The run's training time, the one every view shows (the terminal at the end, the report page,
+ * the run history): the clock at the end of its last epoch, the time of every process that
+ * trained it summed (resumes included, the pauses between them not); 0 before an epoch ends. */
+double dlk_history_training_sec(const struct dlk_history *h);
 /* The world size of the newest start or resume (0 when none). */
 int dlk_history_world(const struct dlk_history *h);
 

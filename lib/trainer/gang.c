@@ -429,7 +429,11 @@ static void record_end(struct dlk_train_run *run, const struct gang *g, const st
 		cJSON_AddItemToArray(peaks, cJSON_CreateNumber((double)g->peak_kb[r] * 1024.0));
 	dlk_run_set_item(run->rec, "peak_memory_bytes", peaks);
 	if (o == DLK_RUN_SUCCEEDED) {
-		char *bundle = dlk_trainer_bundle_path(opts->bundle, spec, opts->spec_file, 0);
+		/* rank 0 wrote the run's own bundle, and NAME.dlk is it for now: the record names the one
+		 * that stays */
+		char *bundle = dlk_trainer_run_bundle_path(spec, opts->spec_file, 0, run->id);
+		if (!bundle)
+			bundle = dlk_trainer_bundle_path(opts->bundle, spec, opts->spec_file, 0);
 		dlk_train_run_succeeded(run, bundle);
 		free(bundle);
 	} else {
@@ -479,7 +483,7 @@ int dlk_trainer_gang(const struct dlk_trainer_opts *opts, const struct dlk_proje
 		}
 		if (f == -2) {
 			/* rank 0 said what it saved */
-			rc = gang_sig == SIGINT ? DLK_EXIT_FAIL : DLK_EXIT_RESTARTABLE;
+			rc = gang_sig == SIGINT ? DLK_EXIT_INTERRUPTED : DLK_EXIT_RESTARTABLE;
 			record_end(&run, &g, opts, spec, DLK_RUN_INTERRUPTED, -1, rc,
 			           gang_sig == SIGINT ? "stopped by an interrupt" : "stopped by SIGTERM");
 			break;
@@ -497,7 +501,7 @@ int dlk_trainer_gang(const struct dlk_trainer_opts *opts, const struct dlk_proje
 			}
 			dlk_errf(err, DLK_EXIT_RESTARTABLE, "worker %d %s, and the %d restart%s allowed are used up", f, what,
 			         max_restarts, max_restarts == 1 ? "" : "s");
-			dlk_err_hint(err, "run the same command again to resume from the last checkpoint, or raise --max-restarts");
+			dlk_err_hint(err, "%s (its last checkpoint), or raise --max-restarts", dlk_trainer_resume_hint(opts));
 			rc = err->code;
 			record_end(&run, &g, opts, spec, DLK_RUN_FAILED, f, code,
 			           g.w[f].last_error[0] ? g.w[f].last_error : err->msg);

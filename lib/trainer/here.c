@@ -178,7 +178,8 @@ static void bundle_info(const struct here *r, struct dlk_bundle_info *bi, const 
 	bi->dataset_id = spec->data.dataset.id;
 	bi->dataset_tag = spec->data.dataset.tag;
 	bi->data_store = spec->data.dataset.id ? spec->data.store : NULL;
-	bi->run_id = getenv(DLK_ENV_RUN_ID);
+	/* the run that made it: here the local history's, in a pod the Job's (DLK_RUN_ID) */
+	bi->run_id = r->trun.id[0] ? r->trun.id : NULL;
 }
 
 /* After an epoch and at the end, in a cluster: the run so far, as `dlk report JOB` reads it. A
@@ -719,7 +720,7 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 	clear(r);
 	if (sig_seen) {
 		dlk_err_clear(err);
-		dlk_errf(err, worker || sig_seen == SIGTERM ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL,
+		dlk_errf(err, worker || sig_seen == SIGTERM ? DLK_EXIT_RESTARTABLE : DLK_EXIT_INTERRUPTED,
 		         "stopped by a signal while loading the data");
 		goto out;
 	}
@@ -785,20 +786,24 @@ static int run_loop(struct here *r, const struct dlk_project *spec, const struct
 	}
 	if (ran == 1) {
 		const char *what = sig_seen == SIGTERM ? "SIGTERM" : sig_seen == SIGINT ? "an interrupt" : "a signal to a peer";
-		int code = worker || sig_seen != SIGINT ? DLK_EXIT_RESTARTABLE : DLK_EXIT_FAIL;
+		/* Ctrl-C of a run here is the user's: 128 + SIGINT, as a shell reports it; a worker (or
+		 * SIGTERM) stops restartable, which its gang or Job resumes */
+		int code = worker || sig_seen != SIGINT ? DLK_EXIT_RESTARTABLE : DLK_EXIT_INTERRUPTED;
 		if (r->rank == 0 && r->ckpt_step >= 0 && r->ckpt_step == res->steps) {
+			const char *hint = dlk_trainer_resume_hint(&r->o->run);
 			dlk_errf(err, code, "training stopped by %s after %ld steps; checkpoint written", what, res->steps);
-			return dlk_err_hint(err, "run the same command again to resume from it");
+			return hint ? dlk_err_hint(err, "%s", hint) : -1;
 		}
 		return dlk_errf(err, code, "training stopped by %s after %ld steps", what, res->steps);
 	}
 	return ran < 0 ? -1 : 0;
 }
 
-/* The model bundle: the trained net with its metrics and provenance; with --report, the page
- * drawn from the bundle as written, as `dlk report` would draw it. */
-static int write_bundle(const struct here *r, const char *path, const char *page, const struct dlk_train_result *res,
-                        struct dlk_err *err)
+/* The model bundle: the trained net with its metrics and provenance, at path; with --report, the
+ * page drawn from the bundle as written, as `dlk report` would draw it. published (NULL: none)
+ * is made the same file first when there is a page (the caller does it otherwise). */
+static int write_bundle(const struct here *r, const char *path, const char *published, const char *page,
+                        const struct dlk_train_result *res, struct dlk_err *err)
 {
 	struct dlk_bundle_info bi;
 	cJSON *run;
@@ -811,8 +816,11 @@ static int write_bundle(const struct here *r, const char *path, const char *page
 	bi.data = &r->spec->data;
 	if (dlk_bundle_write(path, &bi, err))
 		return -1;
-	if (!page)
-		return 0;
+	/* the page names the bundle the user knows (NAME.dlk), once it is that file */
+	if (!page || (published && dlk_trainer_publish_bundle(path, published, err)))
+		return page ? -1 : 0;
+	if (published)
+		path = published;
 	run = report_run_from_bundle(path, err);
 	if (!run || report_write_html(page, run, NULL, err)) {
 		cJSON_Delete(run);
@@ -872,7 +880,7 @@ int dlk_trainer_here(const struct dlk_trainer_here_opts *o, const struct dlk_pro
 	struct dist_env env = { 0, 1, "", DIST_DEFAULT_PORT, 0, 1 };
 	struct signals sigs = { 0 };
 	struct dlk_device_choice dev;
-	char *bundle = NULL, *dir = dlk_dir_of(o->run.spec_file);
+	char *bundle = NULL, *run_bundle = NULL, *dir = dlk_dir_of(o->run.spec_file);
 	/* --worker itself, not a child of --local --workers N (which is a worker too) */
 	unsigned grace;
 	int rc = 0, bad = 0;
@@ -979,7 +987,19 @@ int dlk_trainer_here(const struct dlk_trainer_here_opts *o, const struct dlk_pro
 		goto out;
 	}
 	bundle = dlk_trainer_bundle_path(o->run.bundle, spec, o->run.spec_file, o->run.in_pod);
-	if (write_bundle(&run, bundle, o->report, &res, &err))
+	/* here: the run's own bundle, kept beside its record, and NAME.dlk (or --bundle) made the same
+	 * file, the newest run's; what the history names is never overwritten by the next run */
+	run_bundle = dlk_trainer_run_bundle_path(spec, o->run.spec_file, o->run.in_pod, run.trun.id);
+	if (run_bundle) {
+		char *rdir = dlk_runs_local_dir(o->run.spec_file, spec->name);
+		int made = dlk_mkdir_p(rdir, &err);
+		free(rdir);
+		if (made)
+			goto fail;
+	}
+	if (write_bundle(&run, run_bundle ? run_bundle : bundle, run_bundle ? bundle : NULL, o->report, &res, &err))
+		goto fail;
+	if (run_bundle && !o->report && dlk_trainer_publish_bundle(run_bundle, bundle, &err))
 		goto fail;
 	if (run.jp) {
 		/* the run as the bundle holds it, weights' digest included: what dlk serve deploys */
@@ -992,7 +1012,7 @@ int dlk_trainer_here(const struct dlk_trainer_here_opts *o, const struct dlk_pro
 	}
 	if (sink->result)
 		sink->result(sink->ud, spec, &res, bundle, run.world);
-	dlk_train_run_succeeded(&run.trun, bundle);
+	dlk_train_run_succeeded(&run.trun, run_bundle ? run_bundle : bundle);
 	goto out;
 fail:
 	clear(&run);
@@ -1030,6 +1050,7 @@ out:
 	ckpt_release(&run.ckpt);
 	free(run.ckpt_dir);
 	free(bundle);
+	free(run_bundle);
 	free(dir);
 	if (rc)
 		*errp = err;

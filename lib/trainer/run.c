@@ -79,13 +79,15 @@ static int last_world(const cJSON *rec)
 	return cJSON_IsNumber(l) ? l->valueint : 0;
 }
 
-static void fill_common(cJSON *rec, const struct dlk_project *spec, const char *spec_digest)
+static void fill_common(cJSON *rec, const char *spec_digest)
 {
 	const char *image = getenv(DLK_ENV_IMAGE);
 
 	dlk_run_set_str(rec, "spec_sha256", spec_digest);
 	dlk_run_set_str(rec, "dlk_version", DLK_VERSION);
-	dlk_run_set_str(rec, "image", image && *image ? image : spec->image);
+	/* the image the Job's pods run (its template passes it); a run here runs in none, and says
+	 * so by naming none, as its bundle does: not the project's image, which it did not use */
+	dlk_run_set_str(rec, "image", image && *image ? image : NULL);
 }
 
 /* Appends {"split", "url", "sha256"} of src, fetched and hashed as training would. */
@@ -170,7 +172,7 @@ int dlk_train_skip_unchanged(const struct dlk_trainer_sink *sink, const char *sp
 	dlk_run_set_str(rec, "trigger", "data-changed");
 	dlk_run_set_item(rec, "data", data);
 	data = NULL;
-	fill_common(rec, spec, dlk_run_str(last, "spec_sha256") ? dlk_run_str(last, "spec_sha256") : "");
+	fill_common(rec, dlk_run_str(last, "spec_sha256") ? dlk_run_str(last, "spec_sha256") : "");
 	{
 		char reason[160], now[32];
 		snprintf(reason, sizeof(reason), "the data is unchanged since run %.36s", dlk_run_id(last));
@@ -316,7 +318,7 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_trainer_s
 	dlk_run_set_str(rec, "host", host);
 	dlk_run_set_num(rec, "pid", (double)getpid());
 	dlk_run_add_world(rec, world);
-	fill_common(rec, spec, spec_digest);
+	fill_common(rec, spec_digest);
 	snprintf(r->id, sizeof(r->id), "%s", dlk_run_id(rec));
 	r->rec = rec;
 	if (dlk_runs_put(r->store, rec, err)) {
@@ -393,7 +395,7 @@ void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_traine
 		return;
 	}
 	dlk_run_add_world(rec, world);
-	fill_common(rec, spec, spec_digest);
+	fill_common(rec, spec_digest);
 	r->rec = rec;
 	dlk_train_run_save(r);
 }

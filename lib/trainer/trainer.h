@@ -61,10 +61,24 @@ void dlk_trainer_note(const struct dlk_trainer_sink *sink, enum dlk_trainer_leve
 void dlk_trainer_info(const struct dlk_trainer_sink *sink, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void dlk_trainer_warn(const struct dlk_trainer_sink *sink, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The command that resumes a run these options stopped with a checkpoint, as a hint ("run the
+ * same command again to resume from it"; with --fresh, the same command without it, since it
+ * again would start another run); NULL in a pod, where the Job's restart resumes it. Static. */
+const char *dlk_trainer_resume_hint(const struct dlk_trainer_opts *o);
+
 
 /* Where the model bundle goes: bundle when not NULL, else NAME.dlk in dlk_trainer_output_dir()
  * (here: next to the project file). Caller frees. */
 char *dlk_trainer_bundle_path(const char *bundle, const struct dlk_project *spec, const char *spec_file, int in_pod);
+
+/* A run here keeps its own bundle beside its record, RUNS/ID.dlk (RUNS: dlk_runs_local_dir()), so
+ * that what the history and `dlk impact` name stays there when a later run writes NAME.dlk; NULL
+ * in a pod or for a run without an id. Caller frees. */
+char *dlk_trainer_run_bundle_path(const struct dlk_project *spec, const char *spec_file, int in_pod, const char *run_id);
+
+/* Makes path the same file as the run's bundle at run_bundle (a hard link, else a copy), replacing
+ * what was there atomically: NAME.dlk is the newest run's. -1 with err. */
+int dlk_trainer_publish_bundle(const char *run_bundle, const char *path, struct dlk_err *err);
 
 /* Where relative outputs go: next to the project file here; in a pod the checkpoint volume when
  * the project has one, else the working directory ("."). Caller frees. */

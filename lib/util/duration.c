@@ -24,6 +24,26 @@ void dlk_duration_text(double s, char *out, size_t n)
 		snprintf(out, n, "%ldd", t / 86400);
 }
 
+void dlk_duration_span(double s, char *out, size_t n)
+{
+	double t;
+
+	if (!isfinite(s) || s < 0) {
+		snprintf(out, n, "-");
+		return;
+	}
+	/* tenths only where they matter: a run of seconds; minutes and hours in whole units below */
+	if (s < 59.95) {
+		snprintf(out, n, "%.1fs", s);
+		return;
+	}
+	t = floor(s + 0.5);
+	if (t < 3600)
+		snprintf(out, n, "%.0fm%02.0fs", floor(t / 60), fmod(t, 60));
+	else
+		snprintf(out, n, "%.0fh%02.0fm", floor(t / 3600), floor(fmod(t, 3600) / 60));
+}
+
 double dlk_duration_parse(const char *s)
 {
 	double total = 0;

@@ -9,4 +9,9 @@ double dlk_duration_parse(const char *s);
 /* Writes "12s", "1m20s", "3h", "2d" (whole seconds, rounded down) into out. */
 void dlk_duration_text(double s, char *out, size_t n);
 
+/* Writes how long something took, the one format of every duration dlk shows (the terminal, the
+ * report page, the run history): "3.5s" under a minute (tenths), "1m05s" under an hour, "2h03m"
+ * beyond; "-" for a negative, NaN or infinite s. */
+void dlk_duration_span(double s, char *out, size_t n);
+
 #endif

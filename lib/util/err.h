@@ -24,8 +24,8 @@
 	X(EXISTS, 8, "the job already exists (see --replace)")                                    \
 	X(REFUSED, 9, "the promotion gate refused the model: its test accuracy or a class's recall is below the minimum (see --force)") \
 	X(UNCHANGED, 10, "--if-data-changed: the data is what the last successful run trained on; nothing was trained") \
-	X(INTERRUPTED, 130, "waiting or following was stopped with Ctrl-C; the job keeps running") \
-	X(RESTARTABLE, 75, "a worker lost a peer or was asked to stop; restarting the gang resumes from the last checkpoint (the Job's podFailurePolicy relies on it)") \
+	X(INTERRUPTED, 130, "stopped with Ctrl-C (128 + SIGINT): a training run here, which the same command (without --fresh) resumes from its checkpoint; or waiting or following, and the job keeps running") \
+	X(RESTARTABLE, 75, "a worker lost a peer or was asked to stop (SIGTERM, also of a run here: it is resumable, not 143); restarting the gang resumes from the last checkpoint (the Job's podFailurePolicy relies on it)") \
 	X(RESIZED, 76, "a worker stopped with a checkpoint because its job was resized (dlk scale); the gang re-forms at the new size (the Job's podFailurePolicy ignores it)")
 
 enum dlk_exit {

@@ -211,12 +211,12 @@ test_expect_success 'SIGTERM to the gang stops every worker with a checkpoint; r
 	grep_q "resuming run .* from checkpoint" err2 && test "$(weights_sha p/blobs.dlk)" = "$REF2"
 '
 
-test_expect_success 'Ctrl-C (SIGINT) to the gang stops it cleanly with a checkpoint' '
+test_expect_success 'Ctrl-C (SIGINT) to the gang stops it cleanly with a checkpoint, exit 130' '
 	make_project p &&
 	{ DLK_TEST_CHECKPOINT_DELAY_MS=15 "$DLK" train --local --workers 2 -f p/dlk.yaml --set training.batch_size=32 \
 		>/dev/null 2>err & pid=$!; } &&
 	wait_for_ckpt p step-00000010 && kill -INT $pid; wait $pid; rc=$?;
-	cat err && test $rc = 1 && grep_q "stopped by an interrupt" err && grep_q "checkpoint written" err &&
+	cat err && test $rc = 130 && grep_q "stopped by an interrupt" err && grep_q "checkpoint written" err &&
 	! grep -q restarting err && test -z "$(cat /proc/$pid/task/$pid/children 2>/dev/null)"
 '
 

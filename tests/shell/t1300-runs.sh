@@ -35,7 +35,7 @@ TRAIN1=$(sha "$P/train.csv")
 
 test_expect_success 'a run has an id and a record that says what it did' '
 	ls "$P/.dlk/runs/blobs" >recs && test "$(grep -c "\.json$" recs)" = 1 &&
-	rec="$P/.dlk/runs/blobs/$(head -n 1 recs)" &&
+	rec="$P/.dlk/runs/blobs/$(grep "\.json$" recs | head -n 1)" &&
 	jq -e ".format == \"dlk-run\" and .run.outcome == \"succeeded\" and .run.project == \"blobs\"" "$rec" &&
 	jq -e ".run.worlds == [1] and .run.restarts == 0 and .run.where == \"local\" and .run.trigger == \"manual\"" "$rec" &&
 	jq -e ".run.data[] | select(.split == \"train\") | .sha256 == \"$TRAIN1\"" "$rec" &&
@@ -79,7 +79,7 @@ test_expect_success 'a run on other data records the other digest' '
 test_expect_success 'the history lists every run, newest first, with the fingerprint of its data' '
 	dlk status blobs --history --local -f "$P/dlk.yaml" >hist && cat hist &&
 	test "$(wc -l <hist)" = 5 &&
-	head -n 1 hist | grep_q "^RUN  *STARTED (UTC)  *DURATION  *OUTCOME  *WORKERS  *RESTARTS  *ACCURACY  *DATA  *TRIGGER  *REASON$" &&
+	head -n 1 hist | grep_q "^RUN  *STARTED (UTC)  *WALL  *OUTCOME  *WORKERS  *RESTARTS  *ACCURACY  *DATA  *TRIGGER  *REASON$" &&
 	test "$(grep -c " succeeded " hist)" = 4 &&
 	test "$(awk "NR > 1 { print \$9 }" hist | sort -u | wc -l)" = 2 &&
 	dlk status blobs --history --local -f "$P/dlk.yaml" -o json >h.json &&

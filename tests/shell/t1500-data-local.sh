@@ -133,14 +133,15 @@ test_expect_success 'train from a tag: resolved once at submit, the id in the jo
 '
 
 test_expect_success 'lineage prints the dataset with its tag, the project digest and the run' '
-	project p blobs@v2 && DLK_RUN_ID=run-1234 dlk train --local -f p/dlk.yaml -q >/dev/null 2>&1 &&
+	project p blobs@v2 && dlk train --local -f p/dlk.yaml -q >/dev/null 2>&1 &&
+	id=$(dlk status blobs --history --local -f p/dlk.yaml -o json | jq -r ".runs[0].run.id") &&
 	dlk lineage p/blobs.dlk >out &&
 	grep -q "^dataset      sha256:$(cat "$TEST_TMP/id2") (blobs@v2)\$" out &&
 	grep -q "^  store      $STORE\$" out &&
 	grep -q "^  train      train.csv sha256:$(sed -n "s/ .* train.csv\$//p" "$STORE/datasets/$(cat "$TEST_TMP/id2")" | cut -c1-12)\$" out &&
 	grep -q "^project      sha256:[0-9a-f]\{64\}\$" out &&
-	grep -q "^run          run-1234\$" out && grep -q "^image        (not recorded)\$" out &&
-	dlk lineage p/blobs.dlk -o json | jq -e ".provenance.run_id == \"run-1234\" and
+	grep -q "^run          $id\$" out && grep -q "^image        (not recorded)\$" out &&
+	dlk lineage p/blobs.dlk -o json | jq -e ".provenance.run_id == \"$id\" and
 		.provenance.dataset.tag == \"blobs@v2\" and (.weightsSha256 | length) == 64" >/dev/null &&
 	cp p/blobs.dlk bad.dlk && blk=$(tar -tRf bad.dlk | sed -n "s/^block \([0-9]*\): weights.safetensors\$/\1/p") &&
 	printf X | dd of=bad.dlk bs=1 seek=$(((blk + 1) * 512 + 300)) conv=notrunc 2>/dev/null &&
