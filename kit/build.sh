@@ -92,7 +92,7 @@ dirty=$(git -C "$top" status --porcelain --untracked-files=no 2>/dev/null | head
 {
 	echo "dlk $("$build/dlk" version -o json | jq -r .version), commit $commit${dirty:+ (with uncommitted changes)}"
 	echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), glibc $(ldd --version | sed -n '1s/.* //p')"
-	"$build/dlk" version | sed -n 's/^ *\(.*libdlk-cuda.so\): /libdlk-cuda.so: /p' | sed "s|$top/||"
+	"$build/dlk" version | sed -n 's/^ *\(.*libdlk-cuda.so\): \([^;]*\).*/libdlk-cuda.so: \2/p'
 	echo "cuBLAS, cuBLASLt, NCCL and the driver: the machine's own (run finds them)"
 } >"$out.tmp/KIT"
 
