@@ -12,8 +12,12 @@ BUILD_DIR=$TEST_ROOT/${BUILD:-build}
 	test_missing "the CUDA backend '$BUILD_DIR/kit-cuda/libdlk-cuda.so' (the CUDA toolchain; make all builds it)"
 command -v xz >/dev/null || test_missing "xz (Debian's xz-utils)"
 
+# A sanitized build's kit is larger (ASan's runtime, programs built at -O1): the upload's limit
+# is for `make gpu-kit`, which refuses SANITIZE=1; here the rest is rehearsed with those programs.
+max=60
+ldd "$BUILD_DIR/dlk" | grep -q libasan && max=200
 # built in one folder, run from another: nothing may point back at the first
-sh "$TEST_ROOT/kit/build.sh" "$BUILD_DIR" "$TEST_TMP/built" >"$TEST_TMP/build.out" 2>&1 ||
+sh "$TEST_ROOT/kit/build.sh" --max-mib $max "$BUILD_DIR" "$TEST_TMP/built" >"$TEST_TMP/build.out" 2>&1 ||
 	{ echo "Bail out! kit/build.sh failed"; cat "$TEST_TMP/build.out"; exit 1; }
 mkdir -p "$TEST_TMP/elsewhere" && mv "$TEST_TMP/built" "$TEST_TMP/elsewhere/kit" ||
 	{ echo "Bail out! cannot move the kit"; exit 1; }
@@ -24,7 +28,7 @@ kit_run() { env -i PATH=/usr/bin:/bin HOME="$TEST_TMP/home" "$KIT/run" "$@"; }
 have_driver() { [ -e /dev/nvidiactl ] || /sbin/ldconfig -p 2>/dev/null | grep -q "libcuda\.so\.1 "; }
 
 test_expect_success 'the kit says its size and that it fits the upload' '
-	grep_q "^gpu kit: .*, [0-9.]* MiB ([0-9]* bytes; at most 60 MiB)$" "$TEST_TMP/build.out"
+	grep_q "^gpu kit: .*, [0-9.]* MiB ([0-9]* bytes; at most $max MiB)$" "$TEST_TMP/build.out"
 '
 
 test_expect_success 'every carried program finds every library inside the kit, through the carried loader' '
