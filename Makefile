@@ -74,7 +74,7 @@ COMMANDS = $(shell $(DLK_BIN) __commands 2>/dev/null)
 # The binary is built in the build directory; the normal build also puts it at ./dlk.
 DLK_BIN := $(BUILD)/dlk
 
-.PHONY: all deps test test-unit test-long test-gpu demo bench install clean gpu man fuzz fuzz-build image
+.PHONY: all deps test test-unit test-long test-gpu demo bench install clean gpu man fuzz fuzz-build image gpu-kit
 ifeq ($(SANITIZE),1)
 all: $(DLK_BIN) man gpu
 else
@@ -148,7 +148,7 @@ ifneq ($(and $(NVCC),$(CUDA_CUBLAS),$(NCCL_H)),)
 GPU_INC := -I. -I$(CUDA_HOME)/include -I$(NCCL_INC)
 GPU_DEFS := -DDLK_CUDA_ARCHS='"$(GPU_ARCHS_STR)"' $(if $(NCCL_LIBDIR),-DDLK_NCCL_LIBDIR='"$(NCCL_LIBDIR)"')
 GPU_RPATH := '$$ORIGIN':$(CUDA_LIBDIR)
-gpu: $(BUILD)/libdlk-cuda.so
+gpu: $(BUILD)/libdlk-cuda.so $(BUILD)/kit-cuda/libdlk-cuda.so
 $(BUILD)/cuda/%.o: gpu/%.cu $(wildcard gpu/*.h gpu/*.cuh) lib/nn/backend.h lib/nn/kernels.h
 	@mkdir -p $(dir $@)
 	@echo "  NVCC    $<"
@@ -162,12 +162,37 @@ $(BUILD)/libdlk-cuda.so: $(GPU_OBJ)
 	@echo "  LD      $@"
 	@$(NVCC) -shared $(GPU_GENCODE) -o $@ $(GPU_OBJ) -L$(CUDA_LIBDIR) -Xlinker $(CUDA_CUBLAS),$(CUDA_CUBLASLT) -ldl -lpthread \
 		-Xlinker -rpath,$(GPU_RPATH) -Xlinker --enable-new-dtags
+# the GPU kit's copy: the same objects, with no path of this machine to look for cuBLAS in
+$(BUILD)/kit-cuda/libdlk-cuda.so: $(GPU_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(NVCC) -shared $(GPU_GENCODE) -o $@ $(GPU_OBJ) -L$(CUDA_LIBDIR) -Xlinker $(CUDA_CUBLAS),$(CUDA_CUBLASLT) -ldl -lpthread \
+		-Xlinker -rpath,'$$ORIGIN' -Xlinker --enable-new-dtags
+KIT_CUDA := $(BUILD)/kit-cuda/libdlk-cuda.so
 else
 gpu:
 	@echo "no CUDA toolchain (nvcc, cuBLAS and nccl.h; '.ci/deps build' installs them): the CUDA backend is not built"
 endif
 
-test-unit: $(UNIT_BIN) $(TOOL_BIN)
+# bench/gpu's programs (the benchmark and the GPU kit run them; they need no GPU to build)
+BENCH_GPU_BIN := $(BUILD)/bench/gpu/dlk_gpu_bench $(BUILD)/bench/gpu/dlk_allreduce_bench
+$(BUILD)/bench/gpu/%: bench/gpu/%.c $(BUILD)/libdlk.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
+
+test-unit: $(UNIT_BIN) $(TOOL_BIN) $(BENCH_GPU_BIN)
+
+# The GPU kit (docs/gpu-kit.md): $(BUILD)/kit, one folder of at most 60 MiB that a machine with
+# a GPU runs as `kit/run --out DIR` without building or installing anything. kit/build.sh copies
+# the GPU programs, the CUDA backend, the Debian libraries they link with the dynamic loader, jq
+# and Fashion-MNIST into it, checks that every program resolves its libraries inside it, and
+# prints its size.
+KIT_MAX_MIB ?= 60
+gpu-kit: all test-unit $(KIT_CUDA)
+	@test "$(SANITIZE)" != 1 || { echo "error: the GPU kit holds a normal build, not SANITIZE=1" >&2; exit 1; }
+	@test -n "$(KIT_CUDA)" || { echo "error: no CUDA toolchain (nvcc, cuBLAS and nccl.h; '.ci/deps build' installs them): the GPU kit needs the CUDA backend" >&2; exit 1; }
+	@sh kit/build.sh --max-mib $(KIT_MAX_MIB) $(BUILD) $(BUILD)/kit
 
 # Fuzzing (libFuzzer, clang): one target per parser of outside bytes, tests/fuzz/fuzz_NAME.c, with
 # its seed corpus in tests/fuzz/NAME/. `make fuzz` runs each for FUZZ_SECONDS on a copy of the

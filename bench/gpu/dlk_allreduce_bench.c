@@ -23,7 +23,7 @@ static const int mib[SIZES] = { 1, 4, 16, 64, 256 };
 struct row {
 	double seconds;
 	int ok;
-	char why[DLK_ERR_MSG_MAX + 16];
+	char why[DLK_ERR_MSG_MAX + 32]; /* "rank N: " and the message */
 };
 
 static int rank_main(int rank, int world, int port, int lfd, struct row *rows)

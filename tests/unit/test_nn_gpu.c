@@ -8,7 +8,8 @@
  *   1e-5, 1e-4        sums and GEMMs (another summation order; FMA on the GPU)
  *   5e-5, 5e-4        a whole network's gradients (the above, compounded over layers)
  * Skips, saying why, where no CUDA device can be used; the loader's own error messages are
- * checked everywhere. */
+ * checked everywhere. Arguments pick groups, so the GPU kit can time and report each on its own:
+ *   test_nn_gpu [ops] [net] [pool]     (none: all three) */
 #include "tests/unit/check.h"
 
 #include <stdlib.h>
@@ -517,9 +518,25 @@ static void test_pool(void)
 	CHECK_MSG(device_clean(), "pool: no device error");
 }
 
-int main(void)
+/* 1 when group `g` was asked for on the command line (no arguments: every group) */
+static int wanted(int argc, char **argv, const char *g)
+{
+	if (argc < 2)
+		return 1;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], g))
+			return 1;
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	struct dlk_err err = DLK_ERR_INIT, e2 = DLK_ERR_INIT;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "ops") && strcmp(argv[i], "net") && strcmp(argv[i], "pool")) {
+			fprintf(stderr, "usage: test_nn_gpu [ops] [net] [pool]: unknown group '%s'\n", argv[i]);
+			return 2;
+		}
 	cpu = dlk_backend_cpu();
 	/* tests run from the source tree: prefer the freshly built library */
 	const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
@@ -536,16 +553,20 @@ int main(void)
 	}
 	printf("# device: %s\n", gpu->device);
 	CHECK_STR(gpu->name, "cuda");
-	test_gemm();
-	test_dense_forward();
-	test_elementwise();
-	test_sums();
-	test_conv_ops();
-	test_maxpool();
-	test_softmax_ce();
-	test_optimizer_ops();
-	CHECK_MSG(device_clean(), "the operations leave no device error");
-	test_layers();
-	test_pool();
+	if (wanted(argc, argv, "ops")) {
+		test_gemm();
+		test_dense_forward();
+		test_elementwise();
+		test_sums();
+		test_conv_ops();
+		test_maxpool();
+		test_softmax_ce();
+		test_optimizer_ops();
+		CHECK_MSG(device_clean(), "the operations leave no device error");
+	}
+	if (wanted(argc, argv, "net"))
+		test_layers();
+	if (wanted(argc, argv, "pool"))
+		test_pool();
 	return CHECK_DONE();
 }

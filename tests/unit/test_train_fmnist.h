@@ -31,13 +31,14 @@ static int fm_load(struct dlk_dataset *train, struct dlk_dataset *test, int miss
 {
 	struct dlk_err err = DLK_ERR_INIT;
 
+	char labels[4096];
 	*rc = 0;
-	if (access(FMNIST_DIR "/t10k-labels-idx1-ubyte.gz", R_OK)) {
+	if (access(fmnist_path(labels, sizeof(labels), "t10k-labels-idx1-ubyte.gz"), R_OK)) {
 		if (missing_fails)
-			printf("not ok 1 - Fashion-MNIST is not installed under " FMNIST_DIR
-			       " ('.ci/deps test' installs it)\n1..1\n");
+			printf("not ok 1 - Fashion-MNIST is not installed under %s ('.ci/deps test' installs it)\n1..1\n",
+			       fmnist_dir());
 		else
-			printf("ok 1 # skip Fashion-MNIST is not installed under " FMNIST_DIR "\n1..1\n");
+			printf("ok 1 # skip Fashion-MNIST is not installed under %s\n1..1\n", fmnist_dir());
 		*rc = missing_fails;
 		return -1;
 	}
