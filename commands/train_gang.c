@@ -6,7 +6,9 @@
 #include "commands/ui.h"
 #include "lib/jobs/logline.h"
 #include "lib/trainer/gang.h"
+#include "lib/util/buf.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -33,6 +35,18 @@ static void put(const char *s, size_t n)
 		s += k;
 		n -= (size_t)k;
 	}
+}
+
+/* A worker's line as it reached the pipe: what it printed of outside text is visible already, and
+ * anything else a library or the program wrote there is made so here (printable text, a backslash
+ * included, passes unchanged, so a line is never escaped twice) */
+static void put_visible(const char *s, size_t n)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+
+	dlk_buf_add_visible(&b, s, n, 0);
+	put(b.data ? b.data : "", b.len);
+	dlk_buf_release(&b);
 }
 
 static void clear_progress(struct view *v)
@@ -69,7 +83,7 @@ static void on_line(void *ud, int local, int rank, char *s, size_t n)
 	clear_progress(v);
 	if (n && pl > 0)
 		put(prefix, (size_t)pl);
-	put(s, n);
+	put_visible(s, n);
 	put("\n", 1);
 }
 
@@ -84,7 +98,7 @@ static void on_progress(void *ud, int local, int rank, char *s, size_t n)
 		return;
 	put("\r\033[K", 4);
 	put(prefix, (size_t)pl);
-	put(s, n);
+	put_visible(s, n);
 	v->progress_open = 1;
 }
 

@@ -2,7 +2,9 @@
 #include "commands/train_report.h"
 #include "commands/train_data.h"
 #include "lib/trainer/here.h"
+#include "lib/util/buf.h"
 #include "lib/util/duration.h"
+#include "lib/util/utf8.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -215,12 +217,24 @@ static void print_report(FILE *out, const struct dlk_project *spec, const struct
 	fprintf(out, "   recall\n");
 	for (int i = 0; i < n; i++) {
 		const char *name = spec->data.classes && i < spec->data.n_classes ? spec->data.classes[i] : NULL;
-		char label[32];
-		if (name)
-			snprintf(label, sizeof(label), "%d %.11s", i, name);
-		else
-			snprintf(label, sizeof(label), "%d", i);
-		fprintf(out, "%-14s", label);
+		struct dlk_buf label = DLK_BUF_INIT;
+		size_t chars = 0;
+		dlk_buf_addf(&label, "%d", i);
+		if (name) {
+			/* a class name from the project file: control characters made visible, cut at a
+			 * character's end to the column's 13 characters, padded by characters, not bytes */
+			dlk_buf_addc(&label, ' ');
+			dlk_buf_add_visible(&label, name, strlen(name), 0);
+		}
+		for (size_t k = 0, n0 = 0; k < label.len; k++)
+			if (((unsigned char)label.data[k] & 0xc0) != 0x80 && ++n0 > 13) {
+				label.len = k;
+				break;
+			}
+		for (size_t k = 0; k < label.len; k++)
+			chars += ((unsigned char)label.data[k] & 0xc0) != 0x80;
+		fprintf(out, "%.*s%*s", (int)label.len, label.data, (int)(14 - chars), "");
+		dlk_buf_release(&label);
 		for (int j = 0; j < n; j++)
 			fprintf(out, "%*lld", w, ev->confusion[i * n + j]);
 		fprintf(out, "   %5.1f%%\n", 100 * ev->recall[i]);
