@@ -116,7 +116,8 @@ int dlk_write_file_atomic(const char *path, const void *data, size_t len, mode_t
 	int fd = create_tmp_beside(path, mode, &tmp);
 
 	if (fd < 0) {
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot create a temporary file beside '%s': %s", path, strerror(errno));
+		/* the file asked for, not the temporary name beside it: that is the one the user knows */
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", path, strerror(errno));
 		free(tmp);
 		return -1;
 	}

@@ -89,9 +89,9 @@ static void test_errors(void)
 	const char *ctx = "{\"workers\":2,\"job\":{\"name\":\"x\"},\"list\":[1],\"obj\":{}}";
 	CHECK_RENDER("a: 1\nb: {{wokers}}\n", ctx, "ERROR t.yaml:2: unknown name 'wokers' (did you mean 'workers'?)");
 	CHECK_RENDER("{{job.nmae}}", ctx, "ERROR t.yaml:1: unknown name 'job.nmae' (did you mean 'name'?)");
-	CHECK_RENDER("{{nothing}}", ctx, "ERROR t.yaml:1: unknown name 'nothing'");
-	CHECK_RENDER("\n\n{{#nope}}{{/nope}}", ctx, "ERROR t.yaml:3: unknown name 'nope'");
-	CHECK_RENDER("{{^nope}}{{/nope}}", ctx, "ERROR t.yaml:1: unknown name 'nope'");
+	CHECK_RENDER("{{nothing}}", ctx, "ERROR t.yaml:1: unknown name 'nothing' (names here are: workers, job, list, obj)");
+	CHECK_RENDER("\n\n{{#nope}}{{/nope}}", ctx, "ERROR t.yaml:3: unknown name 'nope' (names here are: workers, job, list, obj)");
+	CHECK_RENDER("{{^nope}}{{/nope}}", ctx, "ERROR t.yaml:1: unknown name 'nope' (names here are: workers, job, list, obj)");
 	CHECK_RENDER("{{workers.x}}", ctx, "ERROR t.yaml:1: 'workers.x' reaches into a value that is not an object");
 	CHECK_RENDER("{{list}}", ctx, "ERROR t.yaml:1: 'list' is a list: use a section '{{#list}}...{{/list}}'");
 	CHECK_RENDER("{{obj}}", ctx, "ERROR t.yaml:1: 'obj' is an object: use a section '{{#obj}}...{{/obj}}'");
