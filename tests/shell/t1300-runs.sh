@@ -64,7 +64,7 @@ test_expect_success 'SIGTERM interrupts a run; the next invocation continues it,
 	dlk train --local -f "$P/dlk.yaml" >/dev/null 2>err && cat err &&
 	grep_q "resuming run $id from checkpoint" err &&
 	rec=$(ls "$P"/.dlk/runs/blobs/$id*.json) &&
-	jq -e ".run.outcome == \"succeeded\" and .run.restarts == 1 and (.failure == null)" "$rec" &&
+	jq -e ".run.outcome == \"succeeded\" and .run.restarts == 1 and (.run.failure == null)" "$rec" &&
 	test "$(ls "$P/.dlk/runs/blobs" | grep -c "\.json$")" = 3
 '
 
