@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,14 +295,45 @@ struct ranged {
 	int checked_status, not_partial, sink_failed;
 };
 
+/* Digits only (no sign, no blank: sscanf's %llu took "-1" as 2^64-1), at most what fits in 64
+ * bits. Moves *p past them. */
+static int read_u64(const char **p, const char *end, unsigned long long *v)
+{
+	const char *s = *p;
+
+	*v = 0;
+	if (s == end || *s < '0' || *s > '9')
+		return -1;
+	for (; s < end && *s >= '0' && *s <= '9'; s++) {
+		unsigned d = (unsigned)(*s - '0');
+		if (*v > (ULLONG_MAX - d) / 10)
+			return -1;
+		*v = *v * 10 + d;
+	}
+	*p = s;
+	return 0;
+}
+
 int dlk_http_content_range(const char *data, size_t n, unsigned long long *total)
 {
+	const char *p = data, *end = data + n;
 	unsigned long long a, b, t;
-	char line[256], end;
 
-	snprintf(line, sizeof(line), "%.*s", (int)(n < sizeof(line) - 1 ? n : sizeof(line) - 1), data);
-	if (strncasecmp(line, "content-range:", 14) ||
-	    sscanf(line + 14, " bytes %llu-%llu/%llu%c", &a, &b, &t, &end) < 3 || a > b || b >= t)
+	/* RFC 9110 14.4: Content-Range: bytes FIRST-LAST/COMPLETE (a header line, CRLF at its end) */
+	if (n < 14 || strncasecmp(p, "content-range:", 14))
+		return -1;
+	p += 14;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	if (end - p < 6 || strncmp(p, "bytes ", 6))
+		return -1;
+	p += 6;
+	if (read_u64(&p, end, &a) || p == end || *p++ != '-' || read_u64(&p, end, &b) || p == end || *p++ != '/' ||
+	    read_u64(&p, end, &t))
+		return -1;
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+		p++;
+	if (p != end || a > b || b >= t)
 		return -1;
 	*total = t;
 	return 0;

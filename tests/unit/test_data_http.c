@@ -673,6 +673,37 @@ out:
 	free(cmd), free(keyp), free(certp);
 }
 
+/* The Content-Range header of a ranged GET: digits only, within 64 bits, nothing after them. */
+static void content_range_cases(void)
+{
+	static const struct {
+		const char *line;
+		int ok;
+		unsigned long long total;
+	} cases[] = {
+		{ "Content-Range: bytes 0-99/100\r\n", 1, 100 },
+		{ "content-range: bytes 10-10/18446744073709551615\r\n", 1, 18446744073709551615ull },
+		{ "Content-Range:bytes 0-0/1", 1, 1 },
+		{ "Content-Range: bytes -1-5/10\r\n", 0, 0 },           /* %llu took this as 2^64-1 */
+		{ "Content-Range: bytes 0--1/10\r\n", 0, 0 },
+		{ "Content-Range: bytes 0-5/-1\r\n", 0, 0 },
+		{ "Content-Range: bytes 0-5/18446744073709551616\r\n", 0, 0 }, /* past 64 bits */
+		{ "Content-Range: bytes 0-5/+10\r\n", 0, 0 },
+		{ "Content-Range: bytes 0-5/10x\r\n", 0, 0 },
+		{ "Content-Range: bytes 0-5/*\r\n", 0, 0 },
+		{ "Content-Range: bytes 6-5/10\r\n", 0, 0 },
+		{ "Content-Range: bytes 0-10/10\r\n", 0, 0 },
+		{ "Content-Range: items 0-5/10\r\n", 0, 0 },
+		{ "Content-Length: 10\r\n", 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		unsigned long long t = 7;
+		int rc = dlk_http_content_range(cases[i].line, strlen(cases[i].line), &t);
+		CHECK_MSG(cases[i].ok ? rc == 0 && t == cases[i].total : rc == -1 && t == 7, "'%.*s': %s",
+		          (int)strcspn(cases[i].line, "\r\n"), cases[i].line, rc ? "refused" : "taken");
+	}
+}
+
 int main(void)
 {
 	struct MHD_Daemon *d;
@@ -699,6 +730,7 @@ int main(void)
 	opts.low_speed_time_s = 3;
 	opts.progress = on_progress;
 
+	content_range_cases();
 	plain_cases();
 	MHD_stop_daemon(d);
 	tls_cases();
