@@ -81,6 +81,30 @@ test_done() {
 
 # wait_for_glob PATTERN [TENTHS]: waits (20 s, or TENTHS tenths of a second) until a path
 # matching the shell pattern exists (a run's checkpoints sit in a directory named by its id).
+
+# blobs_project DIR [SEED]: a small project of two separable blobs (1024 training rows, 200 test
+# rows, a CSV each) that trains in a second with checkpoints every 4 steps, for the tests of runs,
+# their history and their lock.
+blobs_project() {
+	mkdir -p "$1" &&
+	awk -v seed="${2:-3}" 'BEGIN { srand(seed); for (i = 0; i < 1024; i++) { c = int(rand() * 2); printf "%.3f,%.3f,%d\n", rand() + c, rand() - c, c } }' >"$1/train.csv" &&
+	head -n 200 "$1/train.csv" >"$1/test.csv" &&
+	cat >"$1/dlk.yaml" <<EOT
+name: blobs
+data:
+  format: csv
+  train: {source: train.csv}
+  test: {source: test.csv}
+model:
+  input: [2]
+  layers:
+    - dense: {units: 8}
+    - relu
+    - dense: {units: 2}
+training: {epochs: 4, batch_size: 32, threads: 1, checkpoint: {every: 4, keep: 2}}
+EOT
+}
+
 wait_for_glob() {
 	_i=0
 	while ! ls -d $1 >/dev/null 2>&1 && [ $_i -lt "${2:-200}" ]; do sleep 0.1; _i=$((_i + 1)); done

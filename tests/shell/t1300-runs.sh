@@ -5,25 +5,7 @@
 # draws one, with the digests of the data each run trained on.
 . "$(dirname "$0")/../lib.sh"
 
-make_project() {
-	mkdir -p "$1" &&
-	awk -v seed="${2:-3}" 'BEGIN { srand(seed); for (i = 0; i < 1024; i++) { c = int(rand() * 2); printf "%.3f,%.3f,%d\n", rand() + c, rand() - c, c } }' >"$1/train.csv" &&
-	head -n 200 "$1/train.csv" >"$1/test.csv" &&
-	cat >"$1/dlk.yaml" <<EOT
-name: blobs
-data:
-  format: csv
-  train: {source: train.csv}
-  test: {source: test.csv}
-model:
-  input: [2]
-  layers:
-    - dense: {units: 8}
-    - relu
-    - dense: {units: 2}
-training: {epochs: 4, batch_size: 32, threads: 1, checkpoint: {every: 4, keep: 2}}
-EOT
-}
+make_project() { blobs_project "$@"; }
 sha() { sha256sum "$1" | cut -d" " -f1; }
 ckpts() { ls -td "$1"/.dlk/checkpoints/blobs/*/ 2>/dev/null | head -1 | sed "s,/$,,"; }
 

@@ -10,25 +10,7 @@ command -v perl >/dev/null || test_missing "perl (a parent that never reaps its 
 command -v pgrep >/dev/null || test_missing "pgrep (procps)"
 command -v jq >/dev/null || test_missing "jq"
 
-make_project() {
-	mkdir -p "$1" &&
-	awk -v seed="${2:-3}" 'BEGIN { srand(seed); for (i = 0; i < 1024; i++) { c = int(rand() * 2); printf "%.3f,%.3f,%d\n", rand() + c, rand() - c, c } }' >"$1/train.csv" &&
-	head -n 200 "$1/train.csv" >"$1/test.csv" &&
-	cat >"$1/dlk.yaml" <<EOT
-name: blobs
-data:
-  format: csv
-  train: {source: train.csv}
-  test: {source: test.csv}
-model:
-  input: [2]
-  layers:
-    - dense: {units: 8}
-    - relu
-    - dense: {units: 2}
-training: {epochs: 4, batch_size: 32, threads: 1, checkpoint: {every: 4, keep: 2}}
-EOT
-}
+make_project() { blobs_project "$@"; }
 # the newest checkpoint directory of the project's run, once it holds a step
 ckpts() { ls -td "$1"/.dlk/checkpoints/blobs/*/ 2>/dev/null | head -1 | sed "s,/$,,"; }
 wait_ckpt() {

@@ -5,25 +5,7 @@
 # no container image; -q prints the result, not the table; a table writes percentages one way.
 . "$(dirname "$0")/../lib.sh"
 
-make_project() {
-	mkdir -p "$1" &&
-	awk 'BEGIN { srand(5); for (i = 0; i < 1024; i++) { c = int(rand() * 2); printf "%.3f,%.3f,%d\n", rand() + c, rand() - c, c } }' >"$1/train.csv" &&
-	head -n 200 "$1/train.csv" >"$1/test.csv" &&
-	cat >"$1/dlk.yaml" <<EOT
-name: blobs
-data:
-  format: csv
-  train: {source: train.csv}
-  test: {source: test.csv}
-model:
-  input: [2]
-  layers:
-    - dense: {units: 8}
-    - relu
-    - dense: {units: 2}
-training: {epochs: 4, batch_size: 32, threads: 1, checkpoint: {every: 4, keep: 2}}
-EOT
-}
+make_project() { blobs_project "$1" 5; }
 n_ckpts() { ls -d "$1"/.dlk/checkpoints/blobs/*/step-* 2>/dev/null | wc -l; }
 newest_run() { dlk status blobs --history --local -f "$1/dlk.yaml" -o json | jq -r ".runs[0].run.id"; }
 # starts a run of project $1 in the background (options after it), waits for its first
