@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "lib/project/program.h"
 #include "lib/util/err.h"
 
 /* ---- data ---- */
@@ -219,6 +220,7 @@ struct dlk_serving {
 	int drain_timeout_s;      /* then in-flight requests finish within this, default 25 */
 	int access_log;           /* one line per request on stdout, default false */
 	struct dlk_stream_spec stream;
+	struct dlk_program_server program; /* the user's own server instead of a bundle (lib/project/program.h) */
 };
 
 enum dlk_trigger { DLK_TRIGGER_ALWAYS, DLK_TRIGGER_DATA_CHANGED };
@@ -247,6 +249,7 @@ struct dlk_project {
 	                             the last successful run trained on is recorded skipped, not trained */
 	struct dlk_serving serving;
 	struct dlk_logging logging;
+	struct dlk_program program; /* the user's own program as the workload (lib/project/program.h) */
 };
 
 /* Loads, applies --set overrides ("a.b.c=value", applied before validation, so they are
