@@ -145,7 +145,10 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 				/* DLK_EXIT_UNCHANGED, or an error */
 				break;
 		}
-		if (opt.workers > 1) {
+		if (spec->program.present) {
+			/* the user's own program: its processes under the supervisor */
+			rc = dlk_train_program(ctx, &opt, spec);
+		} else if (opt.workers > 1) {
 			/* the worker processes serve their metrics on PORT + rank */
 			if (opt.metrics_port) {
 				char port[16];

@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #define PROGRAM_PROTOCOL_PREFIX "DLK-PROGRESS "
-#define PROGRAM_PROTOCOL_MAX_LINE (256 * 1024)
+#define PROGRAM_PROTOCOL_MAX_LINE 65536 /* what the supervisor reads of one line (lib/trainer/gang.c) */
 #define PROGRAM_PROTOCOL_MAX_METRICS 64
 #define PROGRAM_PROTOCOL_MAX_NAME 64
 #define PROGRAM_PROTOCOL_MAX_CLASSES 256

@@ -94,7 +94,7 @@ static void test_hostile(void)
 	memset(line + 25, 'a', big - 27);
 	memcpy(line + big - 2, "\"}", 2);
 	CHECK(program_protocol_parse(line, big, &r, why, sizeof(why)) == -1);
-	CHECK_STR(why, "the line is 262145 bytes, more than the limit of 262144");
+	CHECK_STR(why, "the line is 65537 bytes, more than the limit of 65536");
 	struct dlk_buf_like { char *p; size_t n; } m = { line, 0 };
 	m.n = (size_t)sprintf(m.p, "DLK-PROGRESS {\"metrics\": {");
 	for (int i = 0; i <= PROGRAM_PROTOCOL_MAX_METRICS; i++)
