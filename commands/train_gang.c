@@ -164,3 +164,16 @@ int dlk_train_program(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, con
 		dlk_report(ctx, &err);
 	return rc;
 }
+
+int dlk_train_program_pod(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
+{
+	struct view v = { ctx, opts, spec, 0 };
+	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v };
+	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
+	struct dlk_err err = DLK_ERR_INIT;
+	int rc = dlk_program_pod(spec, ctx->file, &pv, &sink, &err);
+
+	if (err.msg[0])
+		dlk_report(ctx, &err);
+	return rc;
+}

@@ -8,6 +8,8 @@
 #include "lib/report/report.h"
 #include "lib/store/manifest.h"
 #include "lib/trainer/gang.h"
+#include "lib/trainer/run.h"
+#include "lib/comm/rendezvous.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
@@ -26,6 +28,10 @@ struct sup {
 	const struct dlk_program_view *view;
 	const struct dlk_trainer_sink *sink;
 	int nodes, ppn, started;     /* nodes of ppn processes; dlk starts `started` per node */
+	int in_pod, node_rank;       /* a pod: this node's rank (here: local / started) */
+	char master[256];
+	int port;
+	char **peers;                /* a pod's: the nodes' host names, NULL: all at master */
 	char *project_dir, *ckpt_base, *out_base, *code_dir;
 	char code_sha256[65];
 	/* what rank 0 reported */
@@ -87,13 +93,14 @@ static int on_worker(void *ud, int local)
 		fprintf(stderr, "error: %s\n", err.msg);
 		return DLK_EXIT_FAIL;
 	}
-	at.node_rank = local / s->started;
+	at.node_rank = s->in_pod ? s->node_rank : local / s->started;
 	at.n_nodes = s->nodes;
 	at.procs_per_node = s->ppn;
 	at.local_rank = local % s->started;
-	at.master_addr = "127.0.0.1";
-	/* the port the gang found free for this generation: gangs side by side do not meet */
-	at.port = port ? atoi(port) : p->port;
+	at.master_addr = s->in_pod ? s->master : "127.0.0.1";
+	at.peers = (const char *const *)s->peers;
+	/* here, the port the gang found free for this generation: gangs side by side do not meet */
+	at.port = s->in_pod ? s->port : port ? atoi(port) : p->port;
 	at.restart = gen ? atoi(gen) : 0;
 	at.run_id = run_id;
 	at.checkpoint_dir = ckpt;
@@ -117,7 +124,7 @@ static int on_worker(void *ud, int local)
 		setenv("PYTHONUNBUFFERED", "1", 1);
 	for (int i = 0; i < l.n_env; i++)
 		putenv(xstrdup(l.env[i]));
-	if (chdir(s->code_dir)) {
+	if (s->code_dir && chdir(s->code_dir)) {
 		fprintf(stderr, "error: cannot enter '%s': %s\n", dlk_visible(s->code_dir), strerror(errno));
 		return DLK_EXIT_CONFIG;
 	}
@@ -336,6 +343,90 @@ out:
 	program_report_release(&s.last_eval);
 	free(s.model);
 	free(s.project_dir);
+	free(s.code_dir);
+	free(s.ckpt_base);
+	free(s.out_base);
+	return rc;
+}
+
+/* JOB-i.SERVICE for each node, when rank 0's address is JOB-0.SERVICE (the Indexed Job's pod
+ * names); DLK_PEERS (comma-separated) when the pod is given it. NULL when neither says. */
+static char **pod_peers(const char *master, int n)
+{
+	const char *given = getenv("DLK_PEERS"), *dot = strchr(master, '.');
+	char **v = xcalloc((size_t)n + 1, sizeof(*v));
+	int k = 0;
+
+	if (given && *given) {
+		char *copy = xstrdup(given), *save = NULL;
+		for (char *t = strtok_r(copy, ",", &save); t && k < n; t = strtok_r(NULL, ",", &save))
+			v[k++] = xstrdup(t);
+		free(copy);
+	} else if (dot && dot - master >= 2 && !strncmp(dot - 2, "-0", 2)) {
+		for (; k < n; k++)
+			v[k] = xasprintf("%.*s-%d%s", (int)(dot - 2 - master), master, k, dot);
+	}
+	if (k == n)
+		return v;
+	for (int i = 0; i < k; i++)
+		free(v[i]);
+	free(v);
+	return NULL;
+}
+
+int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const struct dlk_program_view *view,
+                    const struct dlk_trainer_sink *sink, struct dlk_err *err)
+{
+	const struct dlk_program *p = &spec->program;
+	struct sup s = { .spec = spec, .view = view, .sink = sink, .epoch = -1, .in_pod = 1 };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &s, on_restarts, NULL };
+	struct dlk_gang_output out = { 0 };
+	struct dlk_train_run run = DLK_TRAIN_RUN_INIT;
+	struct dist_env env;
+	char digest[65];
+	int rc;
+
+	s.last_eval = (struct program_report)PROGRAM_REPORT_INIT;
+	if (dist_env_read(&env, err))
+		return err->code ? err->code : DLK_EXIT_CONFIG;
+	s.nodes = env.world;
+	s.node_rank = env.rank;
+	snprintf(s.master, sizeof(s.master), "%s", env.master_addr[0] ? env.master_addr : "127.0.0.1");
+	s.port = p->port;
+	s.peers = env.world > 1 ? pod_peers(s.master, env.world) : NULL;
+	s.ppn = p->procs_per_worker > 0 ? p->procs_per_worker : (spec->resources.gpus > 0 ? spec->resources.gpus : 1);
+	s.started = program_procs_started(p, s.ppn);
+	s.code_dir = p->workdir ? xstrdup(p->workdir) : NULL;
+	{
+		char *o = dlk_trainer_output_dir(spec, spec_file, 1);
+		s.ckpt_base = dlk_trainer_ckpt_base(spec, spec_file, 1);
+		if (!s.ckpt_base)
+			s.ckpt_base = xasprintf("%s/checkpoints", o);
+		s.out_base = xasprintf("%s/outputs", o);
+		free(o);
+	}
+	/* rank 0's pod keeps the record, as dlk's own rank 0 does */
+	project_digest(spec, digest);
+	if (env.rank == 0)
+		dlk_train_run_open_cluster(&run, sink, spec, digest, env.world);
+	rc = dlk_trainer_pod_gang(spec, s.started, out, &hooks, err);
+	if (env.rank == 0 && run.rec) {
+		if (!rc) {
+			cJSON *doc = on_run_doc(&s);
+			if (doc)
+				dlk_train_run_set_result(&run, doc, NULL);
+			cJSON_Delete(doc);
+			dlk_train_run_finish(&run, DLK_RUN_SUCCEEDED, -1, 0, NULL);
+		} else if (rc != DLK_EXIT_RESTARTABLE && !dlk_program_restarts(p, rc << 8)) {
+			dlk_train_run_finish(&run, DLK_RUN_FAILED, env.rank, rc, err->msg);
+		}
+	}
+	dlk_train_run_release(&run);
+	for (int i = 0; s.peers && i < s.nodes; i++)
+		free(s.peers[i]);
+	free(s.peers);
+	program_report_release(&s.last_eval);
+	free(s.model);
 	free(s.code_dir);
 	free(s.ckpt_base);
 	free(s.out_base);

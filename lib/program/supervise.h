@@ -38,4 +38,14 @@ int dlk_program_code_digest(const char *dir, char hex[65], struct dlk_err *err);
 int dlk_program_local(const struct dlk_trainer_opts *opts, const struct dlk_project *spec,
                       const struct dlk_program_view *view, const struct dlk_trainer_sink *sink, struct dlk_err *err);
 
+/* `dlk train --worker` in a pod of a project with program: (the pods the cluster side renders):
+ * this pod is node RANK of WORLD_SIZE (the Job's environment, lib/comm/rendezvous.h), rank 0 at
+ * MASTER_ADDR on program.port, the peers JOB-i.SERVICE as MASTER_ADDR names JOB-0.SERVICE (or
+ * DLK_PEERS when the pod sets it); the program runs in program.workdir (else the working
+ * directory); its checkpoints in the checkpoint volume. Rank 0's pod keeps the run's record in
+ * the cluster as dlk's own rank 0 does. No restarts here: the Job restarts the pod, and the exit
+ * code (the program's, 75 for a death by a signal) is what its podFailurePolicy reads. */
+int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const struct dlk_program_view *view,
+                    const struct dlk_trainer_sink *sink, struct dlk_err *err);
+
 #endif

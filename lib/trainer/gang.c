@@ -543,8 +543,9 @@ int dlk_trainer_pod_gang(const struct dlk_project *spec, int gpus, struct dlk_ga
 	char what[128];
 	int threads, rc = 0, f;
 
-	if (gpus < 2 || gpus > DLK_GANG_MAX_WORKERS) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "resources.gpus: %d workers in one pod is not in 2..%d", gpus,
+	/* dlk's own runs come here with 2 GPUs or more; a user's program with its processes per pod */
+	if (gpus < 1 || gpus > DLK_GANG_MAX_WORKERS) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "resources.gpus: %d workers in one pod is not in 1..%d", gpus,
 		         DLK_GANG_MAX_WORKERS);
 		return DLK_EXIT_CONFIG;
 	}
