@@ -81,8 +81,21 @@ static char *project_text(const struct dlk_embedded *ex, const char *name)
 	return dlk_buf_detach(&b, NULL);
 }
 
-/* The projects `dlk init --example` starts from: examples/NAME/dlk.yaml, built in. */
-static const char *const example_names[] = { "mlp", "cnn", NULL };
+/* The projects `dlk init --example` starts from: examples/NAME/dlk.yaml, built in, with the
+ * other files of examples/NAME/ (a program's code) beside it. */
+static const char *const example_names[] = { "mlp", "cnn", "pytorch", "jax", NULL };
+
+/* the example's files other than dlk.yaml: the i-th, or NULL after the last */
+static const struct dlk_embedded *example_file(const char *example, int i)
+{
+	char prefix[64];
+	size_t pl = (size_t)snprintf(prefix, sizeof(prefix), "examples/%s/", example);
+
+	for (const struct dlk_embedded *e = dlk_builtin_files; e->name; e++)
+		if (!strncmp(e->name, prefix, pl) && strcmp(e->name + pl, "dlk.yaml") && i-- == 0)
+			return e;
+	return NULL;
+}
 
 static struct {
 	const char *name;
@@ -134,6 +147,18 @@ static int run_init(struct dlk_ctx *ctx, struct dlk_args *args)
 			dlk_err_hint(&err, "use --force to overwrite it");
 			goto fail;
 		}
+		for (int i = 0; example_file(example, i); i++) {
+			const struct dlk_embedded *e = example_file(example, i);
+			char *f = xasprintf("%s/%s", dir, strrchr(e->name, '/') + 1);
+			int exists = !stat(f, &st);
+			if (exists) {
+				dlk_errf(&err, DLK_EXIT_FAIL, "'%s' already exists", f);
+				dlk_err_hint(&err, "use --force to overwrite it");
+			}
+			free(f);
+			if (exists)
+				goto fail;
+		}
 		if (with_templates) {
 			const char *const *names = render_builtin_names();
 			for (size_t i = 0; names[i]; i++) {
@@ -156,6 +181,16 @@ static int run_init(struct dlk_ctx *ctx, struct dlk_args *args)
 		goto fail;
 	if (!ctx->quiet)
 		printf("wrote %s (example '%s', name '%s')\n", path, example, name);
+	for (int i = 0; example_file(example, i); i++) {
+		const struct dlk_embedded *e = example_file(example, i);
+		char *f = xasprintf("%s/%s", dir, strrchr(e->name, '/') + 1);
+		int bad = dlk_write_file_atomic(f, e->data, e->len, 0644, &err);
+		if (!bad && !ctx->quiet)
+			printf("wrote %s\n", f);
+		free(f);
+		if (bad)
+			goto fail;
+	}
 	if (with_templates) {
 		int n = render_templates_copy(tdir, force, &err);
 		if (n < 0)
@@ -168,7 +203,10 @@ static int run_init(struct dlk_ctx *ctx, struct dlk_args *args)
 		printf("next:\n");
 		if (cd)
 			printf("  cd %s\n", cd);
-		printf("  dlk train --local        # train on this machine\n");
+		if (example_file(example, 0))
+			printf("  dlk train --local --workers 2   # run the program here, as two ranks\n");
+		else
+			printf("  dlk train --local        # train on this machine\n");
 		printf("  dlk train --dry-run      # show the Kubernetes objects a submit would send\n");
 	}
 	goto out;

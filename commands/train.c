@@ -145,7 +145,10 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 				/* DLK_EXIT_UNCHANGED, or an error */
 				break;
 		}
-		if (opt.workers > 1) {
+		if (spec->program.present) {
+			/* the user's own program: its processes under the supervisor */
+			rc = dlk_train_program(ctx, &opt, spec);
+		} else if (opt.workers > 1) {
 			/* the worker processes serve their metrics on PORT + rank */
 			if (opt.metrics_port) {
 				char port[16];
@@ -163,7 +166,10 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 			rc = dlk_report(ctx, &err);
 			break;
 		}
-		if (spec->resources.gpus > 1 && getenv(DLK_ENV_SERVICE_HOST) && !getenv(DLK_ENV_LOCAL_RANK))
+		if (spec->program.present)
+			/* the user's own program: this pod's processes of it, under the supervisor */
+			rc = dlk_train_program_pod(ctx, &opt, spec);
+		else if (spec->resources.gpus > 1 && getenv(DLK_ENV_SERVICE_HOST) && !getenv(DLK_ENV_LOCAL_RANK))
 			/* a pod with several GPUs: a rank per GPU (unless a launcher already made them) */
 			rc = dlk_train_pod_gang(ctx, &opt, spec, spec->resources.gpus);
 		else

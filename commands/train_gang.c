@@ -5,6 +5,7 @@
 #include "commands/train_report.h"
 #include "commands/ui.h"
 #include "lib/jobs/logline.h"
+#include "lib/program/supervise.h"
 #include "lib/trainer/gang.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
@@ -120,7 +121,7 @@ static int on_worker(void *ud, int local)
 int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
 	struct view v = { ctx, opts, spec, 0 };
-	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v, NULL, NULL };
 	struct dlk_gang_output out = { ctx->log_json };
 	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
 	struct dlk_trainer_opts topts;
@@ -137,12 +138,41 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec, int gpus)
 {
 	struct view v = { ctx, opts, spec, 0 };
-	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v, NULL, NULL };
 	struct dlk_gang_output out = { ctx->log_json };
 	struct dlk_err err = DLK_ERR_INIT;
 	int rc;
 
 	rc = dlk_trainer_pod_gang(spec, gpus, out, &hooks, &err);
+	if (err.msg[0])
+		dlk_report(ctx, &err);
+	return rc;
+}
+
+int dlk_train_program(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
+{
+	struct view v = { ctx, opts, spec, 0 };
+	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v };
+	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
+	struct dlk_trainer_opts topts;
+	struct dlk_err err = DLK_ERR_INIT;
+	int rc;
+
+	dlk_train_trainer_opts(opts, ctx->file, &topts);
+	rc = dlk_program_local(&topts, spec, &pv, &sink, &err);
+	if (err.msg[0])
+		dlk_report(ctx, &err);
+	return rc;
+}
+
+int dlk_train_program_pod(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
+{
+	struct view v = { ctx, opts, spec, 0 };
+	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v };
+	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
+	struct dlk_err err = DLK_ERR_INIT;
+	int rc = dlk_program_pod(spec, ctx->file, &pv, &sink, &err);
+
 	if (err.msg[0])
 		dlk_report(ctx, &err);
 	return rc;

@@ -13,6 +13,12 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 
 /* `dlk train --worker` in a pod given resources.gpus = gpus > 1 (dlk_trainer_pod_gang). Returns
  * the exit code; errors are reported. */
+/* `dlk train --local [--workers N]` of a project whose program: is the workload */
+int dlk_train_program(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec);
+
+/* `dlk train --worker` in a pod of a project whose program: is the workload */
+int dlk_train_program_pod(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec);
+
 int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec, int gpus);
 
 #endif

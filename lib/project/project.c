@@ -8,6 +8,7 @@
 #include "lib/project/project.h"
 #include "lib/project/check.h"
 #include "lib/project/layers.h"
+#include "lib/project/program_load.h"
 #include "lib/store/manifest.h"
 #include "lib/util/ytree.h"
 #include "lib/util/buf.h"
@@ -226,7 +227,7 @@ static const char *const toleration_ops[] = { "Exists", "Equal", NULL };
 static const char *const toleration_effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute", NULL };
 
 /* custom handlers, defined further down */
-static const struct custom c_kafka_props, c_labels, c_node_selector, c_source, c_shards, c_classes, c_csv_header,
+static const struct custom c_program, c_program_server, c_kafka_props, c_labels, c_node_selector, c_source, c_shards, c_classes, c_csv_header,
 	c_input, c_layers, c_tolerations, c_dataset;
 
 static const struct field source_fields[] = {
@@ -412,6 +413,7 @@ static const struct field serving_fields[] = {
 	FIELD("drain_timeout_s", struct dlk_serving, F_INT, drain_timeout_s, .min = 0, .max = 86400, .def = "25"),
 	FIELD("access_log", struct dlk_serving, F_BOOL, access_log, .def = "false"),
 	FIELD("stream", struct dlk_serving, F_MAP, stream, .sub = stream_fields),
+	FIELD("program", struct dlk_serving, F_CUSTOM, program, .custom = &c_program_server),
 	END
 };
 
@@ -428,7 +430,8 @@ static const struct field root_fields[] = {
 	FIELD("namespace", struct dlk_project, F_STR, namespace_, .check = check_label63),
 	FIELD("labels", struct dlk_project, F_CUSTOM, labels, .custom = &c_labels),
 	FIELD("data", struct dlk_project, F_MAP, data, .flags = REQ, .sub = data_fields),
-	FIELD("model", struct dlk_project, F_MAP, model, .flags = REQ, .sub = model_fields),
+	/* required unless program: runs the user's own code (check_spec) */
+	FIELD("model", struct dlk_project, F_MAP, model, .sub = model_fields),
 	FIELD("training", struct dlk_project, F_MAP, training, .sub = training_fields),
 	FIELD("resources", struct dlk_project, F_MAP, resources, .sub = resources_fields),
 	FIELD("storage", struct dlk_project, F_MAP, storage, .sub = storage_fields),
@@ -436,6 +439,7 @@ static const struct field root_fields[] = {
 	FIELD("trigger", struct dlk_project, F_ENUM, trigger, .names = trigger_names, .def = "always"),
 	FIELD("serving", struct dlk_project, F_MAP, serving, .sub = serving_fields),
 	FIELD("logging", struct dlk_project, F_MAP, logging, .sub = logging_fields),
+	FIELD("program", struct dlk_project, F_CUSTOM, program, .custom = &c_program),
 	END
 };
 
@@ -977,6 +981,11 @@ static void dump_str(struct dlk_buf *b, const char *s)
 	dlk_buf_addc(b, '"');
 }
 
+void project_dump_string(struct dlk_buf *b, const char *s)
+{
+	dump_str(b, s);
+}
+
 /* The shortest text that reads back to exactly this value through the loader's own path. */
 static void dump_double(struct dlk_buf *b, double v, int is_float)
 {
@@ -1041,6 +1050,9 @@ static void dump_fields(struct dlk_buf *b, const struct field *fields, const voi
 {
 	for (const struct field *f = fields; f->key; f++) {
 		const void *ptr = (const char *)base + f->off;
+		/* a project whose program: is the workload may have no model: its absence reads back */
+		if (f->sub == model_fields && !((const struct dlk_model *)ptr)->n_layers)
+			continue;
 		dlk_buf_addf(b, "%*s%s:", indent, "", f->key);
 		if (f->type == F_MAP) {
 			dlk_buf_addc(b, '\n');
@@ -1410,6 +1422,50 @@ static void kafka_props_free(const struct field *f, void *base)
 }
 static const struct custom c_kafka_props = { kafka_props_parse, kafka_props_dump, kafka_props_free, kv_subkeys };
 
+/* program: and serving.program: (lib/project/program.c) */
+static void program_problem(void *ctx, const struct ynode *at, const char *path, const char *msg)
+{
+	problem(ctx, at, path, "%s", msg);
+}
+static void program_section_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base,
+                                  const char *path)
+{
+	const struct program_problems pp = { program_problem, c };
+	(void)f;
+	program_parse(val, path, &((struct dlk_project *)base)->program, &pp);
+}
+static void program_section_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	(void)f;
+	program_dump(b, &((const struct dlk_project *)base)->program, indent);
+}
+static void program_section_free(const struct field *f, void *base)
+{
+	(void)f;
+	program_release(&((struct dlk_project *)base)->program);
+}
+static const struct custom c_program = { program_section_parse, program_section_dump, program_section_free,
+	                                 program_subkeys };
+static void program_server_section_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base,
+                                         const char *path)
+{
+	const struct program_problems pp = { program_problem, c };
+	(void)f;
+	program_server_parse(val, path, &((struct dlk_serving *)base)->program, &pp);
+}
+static void program_server_section_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	(void)f;
+	program_server_dump(b, &((const struct dlk_serving *)base)->program, indent);
+}
+static void program_server_section_free(const struct field *f, void *base)
+{
+	(void)f;
+	program_server_release(&((struct dlk_serving *)base)->program);
+}
+static const struct custom c_program_server = { program_server_section_parse, program_server_section_dump,
+	                                        program_server_section_free, program_server_subkeys };
+
 /* data.classes: a list of names */
 static void classes_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
 {
@@ -1694,6 +1750,8 @@ static void apply_defaults(struct ctx *c, struct dlk_project *s)
 		free(s->image);
 		s->image = xstrdup(DLK_DEFAULT_CUDA_IMAGE);
 	}
+	if (s->serving.program.present && !s->serving.program.port)
+		s->serving.program.port = s->serving.port;
 	if (!given_at(c, &t->checkpoint_dir, GIVEN_VALUE))
 		t->checkpoint_dir = xasprintf(".dlk/checkpoints/%s", s->name ? s->name : "project");
 	for (int i = 0; i < s->model.n_layers; i++) {
@@ -1904,7 +1962,11 @@ static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode 
 		problem(c, pos_or(c, s->serving.stream.input ? (void *)&s->serving.stream.input :
 		                  (void *)&s->serving.stream.output, GIVEN_VALUE, root), "serving.stream.brokers",
 		        "topics need the brokers that hold them (host:port[,host:port...])");
-	check_shapes(c, &s->model, s->data.n_classes);
+	/* the user's own program needs no model of dlk's: without one there is nothing to check */
+	if (given_at(c, &s->model, GIVEN_MAP))
+		check_shapes(c, &s->model, s->data.n_classes);
+	else if (!s->program.present)
+		problem(c, root, "model", "missing required key 'model' (or a program: section that runs your own code)");
 }
 
 /* ---- --set ---- */
@@ -2277,6 +2339,8 @@ int project_serving_load(const char *const *sets, size_t n_sets, struct dlk_serv
 		if (root && root->kind == YN_MAP)
 			parse_fields(&c, serving_only_fields, root, &so, "");
 		defaults_walk(&c, serving_only_fields, &so);
+		if (so.serving.program.present && !so.serving.program.port)
+			so.serving.program.port = so.serving.port;
 	}
 	if (c.n_problems) {
 		finish_problems(&c, code, err);

@@ -9,6 +9,7 @@
 #include "lib/util/clock.h"
 #include "lib/util/err.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 #include "lib/project/project.h"
 
 #include <arpa/inet.h>
@@ -124,6 +125,10 @@ static void emit_line(struct gang *g, int rank, char *s, size_t n)
 {
 	n = strip_erase(s, n);
 	note_error(&g->w[rank], &g->out, s, n);
+	/* a user's program says why it failed its own way (a traceback ends with the exception):
+	 * its last line of output, its progress reports aside */
+	if (g->hooks->restarts && n && strncmp(s, "DLK-PROGRESS ", 13))
+		snprintf(g->w[rank].last_error, sizeof(g->w[rank].last_error), "%.*s", (int)(n < 1000 ? n : 1000), s);
 	g->hooks->line(g->hooks->ud, rank, g->base_rank + rank, s, n);
 }
 
@@ -428,7 +433,14 @@ static void record_end(struct dlk_train_run *run, const struct gang *g, const st
 	for (int r = 0; r < g->n; r++)
 		cJSON_AddItemToArray(peaks, cJSON_CreateNumber((double)g->peak_kb[r] * 1024.0));
 	dlk_run_set_item(run->rec, "peak_memory_bytes", peaks);
-	if (o == DLK_RUN_SUCCEEDED) {
+	if (o == DLK_RUN_SUCCEEDED && g->hooks->run_doc) {
+		/* a user's program: what it reported, no bundle of dlk's */
+		cJSON *doc = g->hooks->run_doc(g->hooks->ud);
+		if (doc)
+			dlk_train_run_set_result(run, doc, NULL);
+		cJSON_Delete(doc);
+		dlk_train_run_finish(run, o, -1, 0, NULL);
+	} else if (o == DLK_RUN_SUCCEEDED) {
 		/* rank 0 wrote the run's own bundle, and NAME.dlk is it for now: the record names the one
 		 * that stays */
 		char *bundle = dlk_trainer_run_bundle_path(spec, opts->spec_file, 0, run->id);
@@ -491,7 +503,8 @@ int dlk_trainer_gang(const struct dlk_trainer_opts *opts, const struct dlk_proje
 		int st = g.w[f].status;
 		int code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 		describe(what, sizeof(what), st);
-		if (WIFSIGNALED(st) || WEXITSTATUS(st) == DLK_EXIT_RESTARTABLE) {
+		if (hooks->restarts ? hooks->restarts(hooks->ud, st)
+		                    : WIFSIGNALED(st) || WEXITSTATUS(st) == DLK_EXIT_RESTARTABLE) {
 			if (gen < max_restarts) {
 				dlk_trainer_warn(sink, "worker %d %s; restarting all %d workers from the last checkpoint (restart %d of %d)",
 				                 f, what, workers, gen + 1, max_restarts);
@@ -507,7 +520,11 @@ int dlk_trainer_gang(const struct dlk_trainer_opts *opts, const struct dlk_proje
 			           g.w[f].last_error[0] ? g.w[f].last_error : err->msg);
 			break;
 		}
-		dlk_errf(err, WEXITSTATUS(st), "worker %d %s; the other workers were stopped", f, what);
+		if (hooks->restarts && g.w[f].last_error[0])
+			dlk_errf(err, WEXITSTATUS(st), "worker %d %s; the other workers were stopped; its last line: %s", f, what,
+			         dlk_visible(g.w[f].last_error));
+		else
+			dlk_errf(err, WEXITSTATUS(st), "worker %d %s; the other workers were stopped", f, what);
 		rc = err->code;
 		record_end(&run, &g, opts, spec, DLK_RUN_FAILED, f, code, g.w[f].last_error[0] ? g.w[f].last_error : err->msg);
 		break;
@@ -526,8 +543,9 @@ int dlk_trainer_pod_gang(const struct dlk_project *spec, int gpus, struct dlk_ga
 	char what[128];
 	int threads, rc = 0, f;
 
-	if (gpus < 2 || gpus > DLK_GANG_MAX_WORKERS) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "resources.gpus: %d workers in one pod is not in 2..%d", gpus,
+	/* dlk's own runs come here with 2 GPUs or more; a user's program with its processes per pod */
+	if (gpus < 1 || gpus > DLK_GANG_MAX_WORKERS) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "resources.gpus: %d workers in one pod is not in 1..%d", gpus,
 		         DLK_GANG_MAX_WORKERS);
 		return DLK_EXIT_CONFIG;
 	}

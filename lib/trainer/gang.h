@@ -29,6 +29,13 @@ struct dlk_gang_hooks {
 	/* The workers of a generation are gone: whatever progress is drawn can be cleared. */
 	void (*ended)(void *ud);
 	void *ud;
+	/* A user's program (lib/program/supervise.h) decides which of its exit statuses (a
+	 * waitpid status) restart the gang: 1 restart, 0 fail. NULL: a death by a signal or
+	 * DLK_EXIT_RESTARTABLE restarts, as for dlk's own workers. */
+	int (*restarts)(void *ud, int status);
+	/* A user's program: the run document (lib/report/report.h) of a run that succeeded, for its
+	 * record, instead of rank 0's bundle; caller of the hook frees. NULL: the bundle's. */
+	struct cJSON *(*run_doc)(void *ud);
 };
 
 /* How the workers' stderr is read: json 1 when they write --log-format json lines (a worker's

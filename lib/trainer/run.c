@@ -319,6 +319,8 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_trainer_s
 	dlk_run_set_num(rec, "pid", (double)getpid());
 	dlk_run_add_world(rec, world);
 	fill_common(rec, spec_digest);
+	if (opts->code_sha256)
+		dlk_run_set_str(rec, "code_sha256", opts->code_sha256);
 	snprintf(r->id, sizeof(r->id), "%s", dlk_run_id(rec));
 	r->rec = rec;
 	if (dlk_runs_put(r->store, rec, err)) {

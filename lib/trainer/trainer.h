@@ -21,8 +21,9 @@ struct dlk_trainer_opts {
 	int max_restarts;      /* how often a local gang starts again after a lost worker */
 	int fresh;             /* a new run, even when the last one was interrupted */
 	int if_data_changed;   /* train only when the data changed since the last successful run */
+	const char *code_sha256; /* a user's program: the digest of its code directory, for the record */
 };
-#define DLK_TRAINER_OPTS_INIT { NULL, NULL, 0, 1, 0, 0, 0 }
+#define DLK_TRAINER_OPTS_INIT { NULL, NULL, 0, 1, 0, 0, 0, NULL }
 
 enum dlk_trainer_level { DLK_TRAINER_INFO, DLK_TRAINER_WARN };
 

@@ -26,9 +26,9 @@ int main(void)
 	CHECK_STR(m, "dlk.yaml:10:12: training.lr: unknown key 'lr' (did you mean 'training.optimizer.lr'?)");
 	m = load_msg(MINIMAL "zzzzzz: 1\n");
 	/* no near match: the keys valid there, once per mapping */
-	CHECK_STR(m, "dlk.yaml:10:1: zzzzzz: unknown key 'zzzzzz' (keys here are: name, image, namespace, labels, data, model, training, resources, storage, schedule, trigger, serving, logging)");
+	CHECK_STR(m, "dlk.yaml:10:1: zzzzzz: unknown key 'zzzzzz' (keys here are: name, image, namespace, labels, data, model, training, resources, storage, schedule, trigger, serving, logging, program)");
 	m = load_msg(MINIMAL "zzzzzz: 1\nyyyyyy: 2\n");
-	CHECK_STR(m, "dlk.yaml:10:1: zzzzzz: unknown key 'zzzzzz' (keys here are: name, image, namespace, labels, data, model, training, resources, storage, schedule, trigger, serving, logging)\n"
+	CHECK_STR(m, "dlk.yaml:10:1: zzzzzz: unknown key 'zzzzzz' (keys here are: name, image, namespace, labels, data, model, training, resources, storage, schedule, trigger, serving, logging, program)\n"
 	             "dlk.yaml:11:1: yyyyyy: unknown key 'yyyyyy'");
 
 	/* a scalar of the wrong kind */
@@ -205,7 +205,7 @@ int main(void)
 	m = load_msg("name: demo\ndata: {train: {images: \"file://rel/a\", labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK_STR(m, "dlk.yaml:2:24: data.train.images: 'file://rel/a' a file URL needs an absolute path (file:///path/to/file)");
 	m = load_msg(MINIMAL "data_typo: 1\n");
-	CHECK_STR(m, "dlk.yaml:10:1: data_typo: unknown key 'data_typo' (keys here are: name, image, namespace, labels, data, model, training, resources, storage, schedule, trigger, serving, logging)");
+	CHECK_STR(m, "dlk.yaml:10:1: data_typo: unknown key 'data_typo' (keys here are: name, image, namespace, labels, data, model, training, resources, storage, schedule, trigger, serving, logging, program)");
 
 	/* ranges */
 	m = load_msg(MINIMAL "training: {optimizer: {lr: 0}}\n");

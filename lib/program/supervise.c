@@ -1,0 +1,434 @@
+/* The supervisor of a user's program (lib/program/supervise.h): lib/trainer/gang.c does the
+ * forking, watching, restarting and recording; this file says what each process runs, reads
+ * what rank 0 reports, and decides which exit codes restart. */
+#include "lib/program/supervise.h"
+#include "lib/program/env.h"
+#include "lib/program/protocol.h"
+#include "lib/jobs/podenv.h"
+#include "lib/report/report.h"
+#include "lib/store/manifest.h"
+#include "lib/trainer/gang.h"
+#include "lib/trainer/run.h"
+#include "lib/comm/rendezvous.h"
+#include "lib/util/fsutil.h"
+#include "lib/util/mem.h"
+#include "lib/util/utf8.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct sup {
+	const struct dlk_trainer_opts *opts;
+	const struct dlk_project *spec;
+	const struct dlk_program_view *view;
+	const struct dlk_trainer_sink *sink;
+	int nodes, ppn, started;     /* nodes of ppn processes; dlk starts `started` per node */
+	int in_pod, node_rank;       /* a pod: this node's rank (here: local / started) */
+	char master[256];
+	int port;
+	char **peers;                /* a pod's: the nodes' host names, NULL: all at master */
+	char *project_dir, *ckpt_base, *out_base, *code_dir;
+	char code_sha256[65];
+	/* what rank 0 reported */
+	int warned[DLK_GANG_MAX_WORKERS];
+	double loss, eval_loss;
+	int has_loss, has_eval_loss, epoch, epochs;
+	long long step;
+	struct program_report last_eval; /* the newest report with metrics or a confusion matrix */
+	char *model;
+};
+
+int dlk_program_restarts(const struct dlk_program *p, int status)
+{
+	int code;
+	if (WIFSIGNALED(status))
+		return 1;
+	code = WEXITSTATUS(status);
+	for (int i = 0; i < p->n_fail_codes; i++)
+		if (p->fail_codes[i] == code)
+			return 0;
+	/* a listed restart code, and any other failure: the Job's backoff counts them too */
+	return code != 0;
+}
+
+int dlk_program_code_digest(const char *dir, char hex[65], struct dlk_err *err)
+{
+	struct dlk_manifest m = DLK_MANIFEST_INIT;
+	const char *paths[] = { dir };
+	if (dlk_manifest_build(paths, 1, NULL, NULL, &m, err)) {
+		dlk_err_prefix(err, "program.code");
+		return -1;
+	}
+	memcpy(hex, m.id, 65);
+	dlk_manifest_release(&m);
+	return 0;
+}
+
+/* ---- in the process: become the program ---- */
+
+static const char *const gang_vars[] = { DLK_ENV_RANK, DLK_ENV_WORLD_SIZE, DLK_ENV_MASTER_ADDR, DLK_ENV_MASTER_PORT,
+	                                 DLK_ENV_LOCAL_RANK, DLK_ENV_LOCAL_WORLD_SIZE, DLK_ENV_LISTEN_FD,
+	                                 DLK_ENV_THREADS, DLK_ENV_GENERATION, NULL };
+
+static int on_worker(void *ud, int local)
+{
+	struct sup *s = ud;
+	const struct dlk_program *p = &s->spec->program;
+	struct program_launch l = PROGRAM_LAUNCH_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	const char *port = getenv(DLK_ENV_MASTER_PORT), *gen = getenv(DLK_ENV_GENERATION);
+	const char *run_id = getenv(DLK_ENV_RUN_ID);
+	char *ckpt, *out;
+	struct program_place at = { 0 };
+
+	run_id = run_id && *run_id ? run_id : "local";
+	ckpt = xasprintf("%s/%s", s->ckpt_base, run_id);
+	out = xasprintf("%s/%s", s->out_base, run_id);
+	if (dlk_mkdir_p(ckpt, &err) || dlk_mkdir_p(out, &err)) {
+		fprintf(stderr, "error: %s\n", err.msg);
+		return DLK_EXIT_FAIL;
+	}
+	at.node_rank = s->in_pod ? s->node_rank : local / s->started;
+	at.n_nodes = s->nodes;
+	at.procs_per_node = s->ppn;
+	at.local_rank = local % s->started;
+	at.master_addr = s->in_pod ? s->master : "127.0.0.1";
+	at.peers = (const char *const *)s->peers;
+	/* here, the port the gang found free for this generation: gangs side by side do not meet */
+	at.port = s->in_pod ? s->port : port ? atoi(port) : p->port;
+	at.restart = gen ? atoi(gen) : 0;
+	at.run_id = run_id;
+	at.checkpoint_dir = ckpt;
+	at.output_dir = out;
+	/* the reports come on the output, read as they are written: no file to name */
+	at.progress_file = NULL;
+	at.data_dir = NULL;
+	if (s->spec->data.train.images.url && !strncmp(s->spec->data.train.images.url, "file://", 7))
+		at.data_dir = dlk_dir_of(s->spec->data.train.images.url + 7);
+	else if (s->spec->data.train.images.url && s->spec->data.train.images.url[0] == '/')
+		at.data_dir = dlk_dir_of(s->spec->data.train.images.url);
+	if (program_launch_build(p, &at, &l, &err)) {
+		fprintf(stderr, "error: %s\n", err.msg);
+		return DLK_EXIT_USAGE;
+	}
+	for (int i = 0; gang_vars[i]; i++)
+		unsetenv(gang_vars[i]);
+	/* a Python program's output reaches the supervisor as it is written, not when a pipe's
+	 * buffer fills: its progress would otherwise arrive at its end */
+	if (!getenv("PYTHONUNBUFFERED"))
+		setenv("PYTHONUNBUFFERED", "1", 1);
+	for (int i = 0; i < l.n_env; i++)
+		putenv(xstrdup(l.env[i]));
+	if (s->code_dir && chdir(s->code_dir)) {
+		fprintf(stderr, "error: cannot enter '%s': %s\n", dlk_visible(s->code_dir), strerror(errno));
+		return DLK_EXIT_CONFIG;
+	}
+	/* both streams through the supervisor's pipe: progress lines may come on either */
+	dup2(STDERR_FILENO, STDOUT_FILENO);
+	execvp(l.argv[0], l.argv);
+	fprintf(stderr, "error: cannot run '%s': %s\n", dlk_visible(l.argv[0]), strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
+
+/* ---- in the supervisor: what the processes say ---- */
+
+static void on_line(void *ud, int local, int rank, char *line, size_t n)
+{
+	struct sup *s = ud;
+	struct program_report r = PROGRAM_REPORT_INIT;
+	char why[256], text[512];
+	int rc = program_protocol_parse(line, n, &r, why, sizeof(why));
+
+	if (rc == 0) {
+		s->view->line(s->view->ud, local, rank, line, n);
+		return;
+	}
+	if (rc < 0) {
+		if (local < DLK_GANG_MAX_WORKERS && !s->warned[local]++) {
+			int k = snprintf(text, sizeof(text), "warning: a progress line was ignored: %s", why);
+			s->view->line(s->view->ud, local, rank, text, (size_t)k);
+		}
+		return;
+	}
+	if (rank != 0) {
+		/* rank 0 speaks for the gang, as in dlk's own runs */
+		program_report_release(&r);
+		return;
+	}
+	if (r.has_loss && r.event == PROGRAM_EV_STEP) {
+		s->loss = r.loss;
+		s->has_loss = 1;
+	} else if (r.has_loss) {
+		/* an epoch's or the run's: the training loss the record keeps */
+		s->loss = r.loss;
+		s->has_loss = 1;
+	}
+	if (r.epoch >= 0)
+		s->epoch = r.epoch;
+	if (r.epochs > 0)
+		s->epochs = r.epochs;
+	if (r.step >= 0)
+		s->step = r.step;
+	if (r.model) {
+		free(s->model);
+		s->model = xstrdup(r.model);
+	}
+	if (r.n_metrics || r.n_classes) {
+		program_report_release(&s->last_eval);
+		s->last_eval = r;
+		r = (struct program_report)PROGRAM_REPORT_INIT;
+	}
+	/* the progress line, drawn in place on a terminal */
+	int k = snprintf(text, sizeof(text), "step %lld", s->step);
+	if (s->epoch > 0)
+		k += snprintf(text + k, sizeof(text) - (size_t)k, ", epoch %d%s%.0d", s->epoch, s->epochs > 0 ? "/" : "",
+		              s->epochs > 0 ? s->epochs : 0);
+	if (s->has_loss)
+		k += snprintf(text + k, sizeof(text) - (size_t)k, ", loss %.4g", s->loss);
+	if (r.samples_per_s >= 0)
+		k += snprintf(text + k, sizeof(text) - (size_t)k, ", %.0f samples/s", r.samples_per_s);
+	if (s->view->progress)
+		s->view->progress(s->view->ud, local, rank, text, (size_t)k);
+	program_report_release(&r);
+}
+
+static void on_progress(void *ud, int local, int rank, char *line, size_t n)
+{
+	struct sup *s = ud;
+	if (s->view->progress)
+		s->view->progress(s->view->ud, local, rank, line, n);
+}
+
+static void on_ended(void *ud)
+{
+	struct sup *s = ud;
+	if (s->view->ended)
+		s->view->ended(s->view->ud);
+}
+
+static int on_restarts(void *ud, int status)
+{
+	struct sup *s = ud;
+	return dlk_program_restarts(&s->spec->program, status);
+}
+
+/* The run document of what the program reported, checked as a bundle's would be. */
+static cJSON *on_run_doc(void *ud)
+{
+	struct sup *s = ud;
+	const struct program_report *e = &s->last_eval;
+	cJSON *meta = cJSON_CreateObject(), *m, *p, *doc;
+	struct dlk_err err = DLK_ERR_INIT;
+	const double *acc = program_report_metric(e, "accuracy");
+	const double *tl = program_report_metric(e, "test_loss");
+
+	cJSON_AddStringToObject(meta, "format", "dlk-model");
+	cJSON_AddStringToObject(meta, "name", s->spec->name);
+	m = cJSON_AddObjectToObject(meta, "metrics");
+	if (s->has_loss)
+		cJSON_AddNumberToObject(m, "train_loss", s->loss);
+	const double *ts = program_report_metric(e, "test_samples");
+	/* the test section (what `dlk report` draws and the promotion gate reads) needs the
+	 * evaluation's loss and its samples: a confusion matrix counts them */
+	if (tl && e->n_classes) {
+		int k = e->n_classes;
+		long long total = 0, right = 0;
+		double *prec = xcalloc((size_t)k, sizeof(double)), *rec = xcalloc((size_t)k, sizeof(double));
+		cJSON *cm = cJSON_CreateArray(), *cl = cJSON_AddArrayToObject(meta, "classes");
+		for (int i = 0; i < k; i++) {
+			long long row = 0, col = 0;
+			cJSON *rj = cJSON_CreateArray();
+			char name[16];
+			for (int j = 0; j < k; j++) {
+				row += e->confusion[(size_t)i * k + j];
+				col += e->confusion[(size_t)j * k + i];
+				cJSON_AddItemToArray(rj, cJSON_CreateNumber((double)e->confusion[(size_t)i * k + j]));
+			}
+			cJSON_AddItemToArray(cm, rj);
+			total += row;
+			right += e->confusion[(size_t)i * k + i];
+			rec[i] = row ? (double)e->confusion[(size_t)i * k + i] / (double)row : 0;
+			prec[i] = col ? (double)e->confusion[(size_t)i * k + i] / (double)col : 0;
+			snprintf(name, sizeof(name), "%d", i);
+			cJSON_AddItemToArray(cl, cJSON_CreateString(s->spec->data.n_classes == k ? s->spec->data.classes[i] : name));
+		}
+		/* the matrix is the one source of the accuracy, precision and recall */
+		cJSON_AddNumberToObject(m, "test_samples", (double)total);
+		cJSON_AddNumberToObject(m, "test_accuracy", total ? (double)right / (double)total : 0);
+		cJSON_AddNumberToObject(m, "test_loss", *tl);
+		cJSON_AddItemToObject(m, "precision", cJSON_CreateDoubleArray(prec, k));
+		cJSON_AddItemToObject(m, "recall", cJSON_CreateDoubleArray(rec, k));
+		cJSON_AddItemToObject(m, "confusion_matrix", cm);
+		free(prec);
+		free(rec);
+	} else if (tl && acc && ts && *acc >= 0 && *acc <= 1) {
+		cJSON_AddNumberToObject(m, "test_samples", *ts);
+		cJSON_AddNumberToObject(m, "test_accuracy", *acc);
+		cJSON_AddNumberToObject(m, "test_loss", *tl);
+	} else if (acc || e->n_classes) {
+		dlk_trainer_warn(s->sink, "the program reported an evaluation without metrics.test_loss (and "
+		                 "metrics.test_samples or a confusion matrix): its record and report have no test results");
+	}
+	if (e->n_metrics) {
+		cJSON *pm = cJSON_AddObjectToObject(m, "program");
+		for (int i = 0; i < e->n_metrics; i++)
+			cJSON_AddNumberToObject(pm, e->metrics[i].name, e->metrics[i].value);
+	}
+	p = cJSON_AddObjectToObject(meta, "provenance");
+	cJSON_AddArrayToObject(p, "data");
+	if (s->code_sha256[0])
+		cJSON_AddStringToObject(p, "code_sha256", s->code_sha256);
+	if (s->model)
+		cJSON_AddStringToObject(p, "model", s->model);
+	cJSON_AddStringToObject(p, "framework", dlk_framework_name(s->spec->program.framework));
+	doc = report_run_from_meta(meta, "program", s->model, &err);
+	if (!doc)
+		dlk_trainer_warn(s->sink, "the run's record has no metrics: %s", err.msg);
+	cJSON_Delete(meta);
+	return doc;
+}
+
+int dlk_program_local(const struct dlk_trainer_opts *opts, const struct dlk_project *spec,
+                      const struct dlk_program_view *view, const struct dlk_trainer_sink *sink, struct dlk_err *err)
+{
+	const struct dlk_program *p = &spec->program;
+	struct sup s = { .opts = opts, .spec = spec, .view = view, .sink = sink, .epoch = -1, .step = 0 };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &s, on_restarts, on_run_doc };
+	struct dlk_gang_output out = { 0 };
+	struct dlk_trainer_opts o = *opts;
+	char *out_dir;
+	int rc;
+
+	s.last_eval = (struct program_report)PROGRAM_REPORT_INIT;
+	s.nodes = opts->workers > 0 ? opts->workers : 1;
+	/* here, 0 (one per GPU) is one process: the CPU */
+	s.ppn = p->procs_per_worker > 0 ? p->procs_per_worker : (spec->resources.gpus > 0 ? spec->resources.gpus : 1);
+	s.started = program_procs_started(p, s.ppn);
+	if ((long)s.nodes * s.started > DLK_GANG_MAX_WORKERS)
+		return dlk_errf(err, DLK_EXIT_USAGE, "%d workers of %d processes are more than %d processes on one machine",
+		                s.nodes, s.started, DLK_GANG_MAX_WORKERS);
+	/* absolute: the program runs in its code's directory, and finds them from there */
+	{
+		char *d = dlk_dir_of(opts->spec_file), *abs = realpath(d, NULL);
+		s.project_dir = abs ? abs : xstrdup(d);
+		free(d);
+	}
+	s.code_dir = p->code ? xasprintf("%s/%s", s.project_dir, p->code) : xstrdup(s.project_dir);
+	if (p->code && dlk_program_code_digest(s.code_dir, s.code_sha256, err)) {
+		rc = err->code ? err->code : DLK_EXIT_CONFIG;
+		goto out;
+	}
+	{
+		char *rel = dlk_trainer_output_dir(spec, opts->spec_file, 0);
+		out_dir = rel[0] == '/' ? xstrdup(rel) : xasprintf("%s/%s", s.project_dir, rel);
+		free(rel);
+	}
+	{
+		char *rel = dlk_trainer_ckpt_base(spec, opts->spec_file, 0);
+		s.ckpt_base = !rel ? xasprintf("%s/.dlk/checkpoints/%s", out_dir, spec->name)
+		              : rel[0] == '/' ? xstrdup(rel) : xasprintf("%s/%s", s.project_dir, rel);
+		free(rel);
+	}
+	s.out_base = xasprintf("%s/.dlk/outputs/%s", out_dir, spec->name);
+	free(out_dir);
+	o.workers = s.nodes * s.started;
+	o.code_sha256 = s.code_sha256[0] ? s.code_sha256 : NULL;
+	rc = dlk_trainer_gang(&o, spec, out, &hooks, sink, err);
+out:
+	program_report_release(&s.last_eval);
+	free(s.model);
+	free(s.project_dir);
+	free(s.code_dir);
+	free(s.ckpt_base);
+	free(s.out_base);
+	return rc;
+}
+
+/* JOB-i.SERVICE for each node, when rank 0's address is JOB-0.SERVICE (the Indexed Job's pod
+ * names); DLK_PEERS (comma-separated) when the pod is given it. NULL when neither says. */
+static char **pod_peers(const char *master, int n)
+{
+	const char *given = getenv("DLK_PEERS"), *dot = strchr(master, '.');
+	char **v = xcalloc((size_t)n + 1, sizeof(*v));
+	int k = 0;
+
+	if (given && *given) {
+		char *copy = xstrdup(given), *save = NULL;
+		for (char *t = strtok_r(copy, ",", &save); t && k < n; t = strtok_r(NULL, ",", &save))
+			v[k++] = xstrdup(t);
+		free(copy);
+	} else if (dot && dot - master >= 2 && !strncmp(dot - 2, "-0", 2)) {
+		for (; k < n; k++)
+			v[k] = xasprintf("%.*s-%d%s", (int)(dot - 2 - master), master, k, dot);
+	}
+	if (k == n)
+		return v;
+	for (int i = 0; i < k; i++)
+		free(v[i]);
+	free(v);
+	return NULL;
+}
+
+int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const struct dlk_program_view *view,
+                    const struct dlk_trainer_sink *sink, struct dlk_err *err)
+{
+	const struct dlk_program *p = &spec->program;
+	struct sup s = { .spec = spec, .view = view, .sink = sink, .epoch = -1, .in_pod = 1 };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &s, on_restarts, NULL };
+	struct dlk_gang_output out = { 0 };
+	struct dlk_train_run run = DLK_TRAIN_RUN_INIT;
+	struct dist_env env;
+	char digest[65];
+	int rc;
+
+	s.last_eval = (struct program_report)PROGRAM_REPORT_INIT;
+	if (dist_env_read(&env, err))
+		return err->code ? err->code : DLK_EXIT_CONFIG;
+	s.nodes = env.world;
+	s.node_rank = env.rank;
+	snprintf(s.master, sizeof(s.master), "%s", env.master_addr[0] ? env.master_addr : "127.0.0.1");
+	s.port = p->port;
+	s.peers = env.world > 1 ? pod_peers(s.master, env.world) : NULL;
+	s.ppn = p->procs_per_worker > 0 ? p->procs_per_worker : (spec->resources.gpus > 0 ? spec->resources.gpus : 1);
+	s.started = program_procs_started(p, s.ppn);
+	s.code_dir = p->workdir ? xstrdup(p->workdir) : NULL;
+	{
+		char *o = dlk_trainer_output_dir(spec, spec_file, 1);
+		s.ckpt_base = dlk_trainer_ckpt_base(spec, spec_file, 1);
+		if (!s.ckpt_base)
+			s.ckpt_base = xasprintf("%s/checkpoints", o);
+		s.out_base = xasprintf("%s/outputs", o);
+		free(o);
+	}
+	/* rank 0's pod keeps the record, as dlk's own rank 0 does */
+	project_digest(spec, digest);
+	if (env.rank == 0)
+		dlk_train_run_open_cluster(&run, sink, spec, digest, env.world);
+	rc = dlk_trainer_pod_gang(spec, s.started, out, &hooks, err);
+	if (env.rank == 0 && run.rec) {
+		if (!rc) {
+			cJSON *doc = on_run_doc(&s);
+			if (doc)
+				dlk_train_run_set_result(&run, doc, NULL);
+			cJSON_Delete(doc);
+			dlk_train_run_finish(&run, DLK_RUN_SUCCEEDED, -1, 0, NULL);
+		} else if (rc != DLK_EXIT_RESTARTABLE && !dlk_program_restarts(p, rc << 8)) {
+			dlk_train_run_finish(&run, DLK_RUN_FAILED, env.rank, rc, err->msg);
+		}
+	}
+	dlk_train_run_release(&run);
+	for (int i = 0; s.peers && i < s.nodes; i++)
+		free(s.peers[i]);
+	free(s.peers);
+	program_report_release(&s.last_eval);
+	free(s.model);
+	free(s.code_dir);
+	free(s.ckpt_base);
+	free(s.out_base);
+	return rc;
+}
