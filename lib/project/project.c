@@ -218,7 +218,9 @@ static int check_label_value_nonempty(const char *s, char *why, size_t len)
 static const char *const format_names[] = { "idx", "csv", "tar", NULL };
 static const char *const cache_volume_names[] = { "emptyDir", "hostPath", "checkpoint", NULL };
 static const char *const trigger_names[] = { "always", "data-changed", NULL };
-static const char *const loss_names[] = { "softmax_cross_entropy", NULL };
+static const char *const loss_names[] = { "softmax_cross_entropy", "binary_cross_entropy", "mse", "l1", "huber",
+	NULL };
+static const char *const task_names[] = { "classification", "multilabel", "regression", "image", NULL };
 static const char *const init_names[] = { "torch", "xavier", NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const sched_names[] = { "constant", "step", "cosine", NULL };
@@ -252,6 +254,7 @@ static const struct field split_fields[] = {
 static const struct field csv_fields[] = {
 	FIELD("header", struct dlk_data, F_CUSTOM, csv_header, .custom = &c_csv_header),
 	FIELD("label_column", struct dlk_data, F_INT, csv_label_column, .min = -1, .max = 1 << 20, .def = "-1"),
+	FIELD("targets", struct dlk_data, F_INT, csv_targets, .min = 0, .max = 1 << 20, .def = "0"),
 	END
 };
 
@@ -286,7 +289,10 @@ static const struct field data_fields[] = {
 static const struct field model_fields[] = {
 	FIELD("input", struct dlk_model, F_CUSTOM, input, .flags = REQ, .custom = &c_input),
 	FIELD("layers", struct dlk_model, F_CUSTOM, layers, .flags = REQ, .custom = &c_layers),
-	FIELD("loss", struct dlk_model, F_ENUM, loss, .names = loss_names, .def = "softmax_cross_entropy"),
+	FIELD("task", struct dlk_model, F_ENUM, task, .names = task_names, .def = "classification"),
+	FIELD("loss", struct dlk_model, F_ENUM, loss, .names = loss_names),
+	FIELD("huber_delta", struct dlk_model, F_DOUBLE, huber_delta, .flags = MIN_EXCL, .min = 0, .max = 1e30, .def = "1"),
+	FIELD("threshold", struct dlk_model, F_DOUBLE, threshold, .flags = MIN_EXCL | MAX_EXCL, .min = 0, .max = 1, .def = "0.5"),
 	FIELD("init", struct dlk_model, F_STR, init, .names = init_names, .def = "torch"),
 	END
 };
@@ -330,6 +336,8 @@ static const struct field training_fields[] = {
 	FIELD("threads", struct dlk_training, F_INT, threads, .min = 0, .max = 4096, .def = "0"),
 	{ .key = "checkpoint", .type = F_MAP, .off = 0, .sub = checkpoint_fields },
 	FIELD("eval_every_epoch", struct dlk_training, F_BOOL, eval_every_epoch, .def = "true"),
+	FIELD("label_smoothing", struct dlk_training, F_DOUBLE, label_smoothing, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0"),
+	FIELD("decay_norms_and_biases", struct dlk_training, F_BOOL, decay_norms_and_biases, .def = "false"),
 	END
 };
 
@@ -1687,6 +1695,10 @@ static void apply_defaults(struct ctx *c, struct dlk_project *s)
 		s->data.scale = s->data.format == DLK_DATA_CSV ? 1.0f : (float)(1.0 / 255.0);
 	if (!given_at(c, &t->lr, GIVEN_VALUE))
 		t->lr = t->optimizer == DLK_OPT_SGD ? 0.01 : 1e-3;
+	if (!given_at(c, &s->model.loss, GIVEN_VALUE))
+		s->model.loss = s->model.task == DLK_TASK_CLASSIFICATION ? DLK_LOSS_SOFTMAX_CE :
+		                s->model.task == DLK_TASK_MULTILABEL     ? DLK_LOSS_BCE :
+		                                                           DLK_LOSS_MSE;
 	if (!given_at(c, &t->weight_decay, GIVEN_VALUE))
 		t->weight_decay = t->optimizer == DLK_OPT_ADAMW ? 0.01 : 0.0;
 	/* GPU workers need the CUDA backend and its libraries: the CUDA image */
@@ -1820,13 +1832,15 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 		int last = m->n_layers - 1;
 		const struct ynode *pos = given_at(c, &m->layers[last], GIVEN_CUSTOM);
 		snprintf(p, sizeof(p), "model.layers[%d]", last);
+		if (m->task == DLK_TASK_IMAGE)
+			return; /* dense prediction: any output shape; the targets must have it */
 		if (shape[0] != 1 || shape[1] != 1) {
 			problem(c, pos, p, "the model ends with a %lldx%lldx%lld output, not one value per class (end it with "
 			        "'flatten' and a dense layer of %d units)", shape[0], shape[1], shape[2],
 			        n_classes ? n_classes : 10);
 			return;
 		}
-		if (shape[2] < 2) {
+		if (shape[2] < 2 && m->task == DLK_TASK_CLASSIFICATION) {
 			problem(c, pos, p, "the model ends with %lld output; softmax cross-entropy needs at least 2 classes",
 			        shape[2]);
 			return;
@@ -1862,6 +1876,32 @@ static void check_dataset_sources(struct ctx *c, const struct dlk_data *d, const
 			problem(c, pos_or(c, &src->sha256, GIVEN_VALUE, at), srcs[i].path,
 			        "the dataset's manifest pins every file: leave sha256 out");
 	}
+}
+
+/* The loss, the targets and the options of a task belong to it. */
+static void check_task(struct ctx *c, struct dlk_project *s, const struct ynode *root)
+{
+	const struct dlk_model *m = &s->model;
+	const char *task = task_names[m->task], *loss = loss_names[m->loss];
+	int ce = m->loss == DLK_LOSS_SOFTMAX_CE, bce = m->loss == DLK_LOSS_BCE;
+	const struct ynode *at = pos_or(c, &s->model.loss, GIVEN_VALUE, pos_or(c, &s->model.task, GIVEN_VALUE, root));
+
+	if (m->task == DLK_TASK_CLASSIFICATION && !ce)
+		problem(c, at, "model.loss", "task classification trains with softmax_cross_entropy, not %s", loss);
+	else if (m->task == DLK_TASK_MULTILABEL && !bce)
+		problem(c, at, "model.loss", "task multilabel trains with binary_cross_entropy, not %s", loss);
+	else if ((m->task == DLK_TASK_REGRESSION || m->task == DLK_TASK_IMAGE) && (ce || bce))
+		problem(c, at, "model.loss", "task %s trains with mse, l1 or huber, not %s", task, loss);
+	if (s->training.label_smoothing > 0 && m->task != DLK_TASK_CLASSIFICATION)
+		problem(c, pos_or(c, &s->training.label_smoothing, GIVEN_VALUE, root), "training.label_smoothing",
+		        "label smoothing is for task classification, not %s", task);
+	if (s->data.format == DLK_DATA_CSV && m->task == DLK_TASK_CLASSIFICATION && s->data.csv_targets > 0)
+		problem(c, pos_or(c, &s->data.csv_targets, GIVEN_VALUE, root), "data.csv.targets",
+		        "float target columns are for tasks multilabel, regression and image; classification reads "
+		        "data.csv.label_column (or set model.task)");
+	else if (s->data.format == DLK_DATA_CSV && m->task != DLK_TASK_CLASSIFICATION && s->data.csv_targets <= 0)
+		problem(c, pos_or(c, &s->model.task, GIVEN_VALUE, root), "data.csv.targets",
+		        "task %s needs float targets: set data.csv.targets to how many last columns hold them", task);
 }
 
 static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode *root)
@@ -1904,6 +1944,7 @@ static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode 
 		problem(c, pos_or(c, s->serving.stream.input ? (void *)&s->serving.stream.input :
 		                  (void *)&s->serving.stream.output, GIVEN_VALUE, root), "serving.stream.brokers",
 		        "topics need the brokers that hold them (host:port[,host:port...])");
+	check_task(c, s, root);
 	check_shapes(c, &s->model, s->data.n_classes);
 }
 
