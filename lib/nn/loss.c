@@ -1,6 +1,7 @@
 /* The losses of a task, the host reference, and the backward from any of them. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/nn/kernels.h"
 #include "lib/nn/loss.h"
@@ -33,6 +34,29 @@ const char *dlk_loss_name(enum dlk_loss kind)
 	case DLK_LOSS_HUBER: return "huber";
 	}
 	return "unknown";
+}
+
+int dlk_loss_from_name(const char *name)
+{
+	for (int k = DLK_LOSS_SOFTMAX_CE; k <= DLK_LOSS_HUBER; k++)
+		if (name && !strcmp(name, dlk_loss_name((enum dlk_loss)k)))
+			return k;
+	return -1;
+}
+
+static const char *const task_names[] = { "classification", "multilabel", "regression", "image" };
+
+const char *dlk_task_name(enum dlk_task task)
+{
+	return (unsigned)task < sizeof(task_names) / sizeof(task_names[0]) ? task_names[task] : "unknown";
+}
+
+int dlk_task_from_name(const char *name)
+{
+	for (int t = 0; t < (int)(sizeof(task_names) / sizeof(task_names[0])); t++)
+		if (name && !strcmp(name, task_names[t]))
+			return t;
+	return -1;
 }
 
 static float ce_ref(const float *out, const int32_t *labels, int batch, int k, float eps, float *dout)

@@ -27,8 +27,12 @@ struct dlk_loss_spec {
 struct dlk_loss_spec dlk_loss_of(const struct dlk_model *m, const struct dlk_training *t);
 /* Does the loss read int labels (1) or float targets (0)? */
 int dlk_loss_wants_labels(enum dlk_loss kind);
-/* "softmax_cross_entropy", "mse", ... */
+/* "softmax_cross_entropy", "mse", ... as model.loss spells them, and back (-1: unknown) */
 const char *dlk_loss_name(enum dlk_loss kind);
+int dlk_loss_from_name(const char *name);
+/* "classification", "multilabel", "regression", "image" as model.task spells them, and back */
+const char *dlk_task_name(enum dlk_task task);
+int dlk_task_from_name(const char *name);
 
 /* The reference (host memory): the mean loss of out [batch, k] against labels (cross-entropy)
  * or targets [batch, k] (the others; the unused one may be NULL), and, when dout is not NULL,

@@ -1,4 +1,5 @@
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lib/nn/loss.h"
@@ -195,6 +196,24 @@ int dlk_eval_metric(const struct dlk_eval *ev, const char *name, double *value)
 			return 0;
 		}
 	return -1;
+}
+
+void dlk_eval_brief(const struct dlk_eval *ev, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	if (len)
+		buf[0] = 0;
+	if (ev->task == DLK_TASK_CLASSIFICATION) {
+		snprintf(buf, len, "test accuracy %.2f%%", 100 * ev->accuracy);
+		return;
+	}
+	for (int i = 0; i < ev->n_metrics && at < len; i++) {
+		const struct dlk_metric *m = &ev->metrics[i];
+		int w = snprintf(buf + at, len - at, "%s%s %.4f%s", i ? "  " : "test ", m->name, m->value,
+		                 !strcmp(m->name, "psnr") ? " dB" : "");
+		at += w > 0 ? (size_t)w : 0;
+	}
 }
 
 void dlk_eval_copy(struct dlk_eval *dst, const struct dlk_eval *src)

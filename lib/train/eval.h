@@ -48,6 +48,9 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
                       const struct dlk_training *training, struct dlk_eval *out, struct dlk_err *err);
 /* The value of metric `name` (also "loss"); -1 when the evaluation has no such metric. */
 int dlk_eval_metric(const struct dlk_eval *ev, const char *name, double *value);
+/* The task's test metrics on one line: "test accuracy 84.12%", "test mae 0.0123  rmse 0.0200
+ * r2 0.9981", "test psnr 24.31 dB  ssim 0.8123 ...", "test f1_micro 0.9012 ...". */
+void dlk_eval_brief(const struct dlk_eval *ev, char *buf, size_t len);
 /* Deep copy (dst is overwritten, not released). */
 void dlk_eval_copy(struct dlk_eval *dst, const struct dlk_eval *src);
 void dlk_eval_release(struct dlk_eval *ev);
