@@ -169,9 +169,9 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 			add_metric(out, "psnr", dlk_metrics_psnr(pred, ds->t, ds->n, (size_t)k, 1.0), 1);
 			add_metric(out, "ssim", dlk_metrics_ssim(pred, ds->t, ds->n, L->out[0], L->out[1], L->out[2], 1.0), 1);
 		}
-		add_metric(out, "mae", mae, 0);
-		add_metric(out, "rmse", rmse, 0);
 		add_metric(out, "r2", r2, 1);
+		add_metric(out, "rmse", rmse, 0);
+		add_metric(out, "mae", mae, 0);
 	}
 	ret = 0;
 out:

@@ -11,8 +11,9 @@
 
 #define DLK_EVAL_MAX_METRICS 8
 
-/* One named test metric of a task: "accuracy"; "mae", "rmse", "r2"; "f1_micro", "f1_macro",
- * "subset_accuracy"; "psnr", "ssim". The names are the ones serving.gate and the run record use. */
+/* One named test metric of a task, in this order, the first the task's headline: "accuracy";
+ * "r2", "rmse", "mae"; "f1_micro", "f1_macro", "subset_accuracy"; "psnr", "ssim", "r2", "rmse",
+ * "mae". The names are the ones serving.gate and the run record use. */
 struct dlk_metric {
 	const char *name;         /* static */
 	double value;

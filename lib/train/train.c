@@ -344,6 +344,10 @@ static void record_epoch(struct run *r, int epoch, int evaluated, long ep_sample
 	he.have_test = evaluated;
 	he.test_loss = evaluated ? res->eval.loss : 0;
 	he.test_accuracy = evaluated ? res->eval.accuracy : 0;
+	if (evaluated && res->eval.task != DLK_TASK_CLASSIFICATION && res->eval.n_metrics > 0) {
+		snprintf(he.test_metric, sizeof(he.test_metric), "%s", res->eval.metrics[0].name);
+		he.test_metric_value = res->eval.metrics[0].value;
+	}
 	/* training only: the evaluation's time is not throughput */
 	he.samples_per_sec = ep_train_sec > 0 ? (double)ep_samples * r->world / ep_train_sec : 0;
 	res->history.elapsed_sec = r->clock_base + (dlk_now() - r->t_train);

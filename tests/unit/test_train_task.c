@@ -99,7 +99,7 @@ static void test_evaluate_task(void)
 	CHECK(dlk_eval_metric(&ev, "accuracy", &v) == -1);
 	struct dlk_eval cp;
 	dlk_eval_copy(&cp, &ev);
-	CHECK(cp.n_metrics == ev.n_metrics && !strcmp(cp.metrics[2].name, "r2"));
+	CHECK(cp.n_metrics == ev.n_metrics && !strcmp(cp.metrics[0].name, "r2"));
 	dlk_eval_release(&cp);
 	dlk_eval_release(&ev);
 	/* targets of the wrong width are an error, not a read past them */
