@@ -37,15 +37,15 @@ struct dlk_history_epoch {
 	double train_loss;         /* mean over the epoch's steps */
 	int have_test;             /* test_loss and test_accuracy (or test_metric) are set */
 	double test_loss, test_accuracy;
-	/* a task other than classification: its headline metric ("r2", "f1_micro", "psnr") and
-	 * value instead of test_accuracy; "" for a classifier */
-	char test_metric[24];
-	double test_metric_value;
 	double samples_per_sec;    /* the job's, over the epoch */
 	double elapsed_sec;        /* training time since the run's first start */
 	double lr;                 /* at the epoch's last step */
 	int world;                 /* ranks that trained it */
 	char time[32];             /* RFC 3339 UTC, at its end */
+	/* a task other than classification: its headline metric ("r2", "f1_micro", "psnr") and
+	 * value instead of test_accuracy; "" for a classifier */
+	char test_metric[24];
+	double test_metric_value;
 };
 
 enum dlk_history_event_kind { DLK_HISTORY_START, DLK_HISTORY_RESUME };
