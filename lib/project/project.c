@@ -229,7 +229,7 @@ static const char *const toleration_effects[] = { "NoSchedule", "PreferNoSchedul
 
 /* custom handlers, defined further down */
 static const struct custom c_kafka_props, c_labels, c_node_selector, c_source, c_shards, c_classes, c_csv_header,
-	c_input, c_layers, c_tolerations, c_dataset;
+	c_input, c_layers, c_tolerations, c_dataset, c_gate;
 
 static const struct field source_fields[] = {
 	FIELD("url", struct dlk_source, F_STR, url, .flags = REQ, .check = check_source_url),
@@ -402,6 +402,7 @@ static const struct field serving_fields[] = {
 	FIELD("gpus", struct dlk_serving, F_INT, gpus, .min = 0, .max = 16, .def = "0"),
 	FIELD("min_accuracy", struct dlk_serving, F_DOUBLE, min_accuracy, .min = 0, .max = 1, .def = "0"),
 	FIELD("min_class_recall", struct dlk_serving, F_DOUBLE, min_class_recall, .min = 0, .max = 1, .def = "0"),
+	FIELD("gate", struct dlk_serving, F_CUSTOM, gate, .custom = &c_gate),
 	FIELD("max_replicas", struct dlk_serving, F_INT, max_replicas, .min = 0, .max = 1000, .def = "0"),
 	FIELD("target_cpu_percent", struct dlk_serving, F_INT, target_cpu_percent, .min = 1, .max = 100, .def = "70"),
 	FIELD("gateway", struct dlk_serving, F_STR, gateway, .check = check_gateway_ref),
@@ -1666,6 +1667,82 @@ static void tolerations_free(const struct field *f, void *base)
 static const char *const toleration_subkeys[] = { "[].key", "[].operator", "[].value", "[].effect", NULL };
 static const struct custom c_tolerations = { tolerations_parse, tolerations_dump, tolerations_free, toleration_subkeys };
 
+/* serving.gate: a list of {metric, min, max} */
+static const char *const gate_metric_names[] = { "accuracy", "loss", "r2", "rmse", "mae", "f1_micro", "f1_macro",
+	"subset_accuracy", "psnr", "ssim", NULL };
+static const struct field gate_fields[] = {
+	FIELD("metric", struct dlk_gate_rule, F_STR, metric, .flags = REQ, .names = gate_metric_names),
+	FIELD("min", struct dlk_gate_rule, F_DOUBLE, min, .min = -1e30, .max = 1e30),
+	FIELD("max", struct dlk_gate_rule, F_DOUBLE, max, .min = -1e30, .max = 1e30),
+	END
+};
+#define SPEC_MAX_GATE 32
+
+static void gate_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	struct dlk_serving *sv = base;
+	char p[512];
+	(void)f;
+
+	if (val->kind != YN_SEQ)
+		return type_problem(c, val, path, "a list of rules {metric, min, max}");
+	if (val->n > SPEC_MAX_GATE) {
+		problem(c, val, path, "has %d rules, more than the limit of %d", val->n, SPEC_MAX_GATE);
+		return;
+	}
+	sv->gate = xcalloc((size_t)val->n + 1, sizeof(*sv->gate));
+	sv->n_gate = val->n;
+	for (int i = 0; i < val->n; i++) {
+		struct dlk_gate_rule *g = &sv->gate[i];
+		const struct ynode *item = val->vals[i];
+		snprintf(p, sizeof(p), "%s[%d]", path, i);
+		if (item->kind != YN_MAP) {
+			type_problem(c, item, p, "a mapping {metric, min, max}");
+			continue;
+		}
+		parse_fields(c, gate_fields, item, g, p);
+		for (int k = 0; k < item->n; k++) {
+			g->has_min |= !strcmp(item->keys[k]->text, "min") && !ynode_is_null(item->vals[k]);
+			g->has_max |= !strcmp(item->keys[k]->text, "max") && !ynode_is_null(item->vals[k]);
+		}
+		if (!g->has_min && !g->has_max)
+			problem(c, item, p, "a rule needs min, max or both");
+		else if (g->has_min && g->has_max && g->min > g->max)
+			problem(c, item, p, "min %g is above max %g: no model passes", g->min, g->max);
+	}
+}
+static void gate_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_serving *sv = base;
+	(void)f;
+	if (!sv->n_gate) {
+		dlk_buf_adds(b, " []\n");
+		return;
+	}
+	dlk_buf_addc(b, '\n');
+	for (int i = 0; i < sv->n_gate; i++) {
+		const struct dlk_gate_rule *g = &sv->gate[i];
+		dlk_buf_addf(b, "%*s- {metric: %s", indent + 2, "", g->metric ? g->metric : "");
+		if (g->has_min)
+			dlk_buf_addf(b, ", min: %.17g", g->min);
+		if (g->has_max)
+			dlk_buf_addf(b, ", max: %.17g", g->max);
+		dlk_buf_adds(b, "}\n");
+	}
+}
+static void gate_free(const struct field *f, void *base)
+{
+	struct dlk_serving *sv = base;
+	(void)f;
+	for (int i = 0; i < sv->n_gate; i++)
+		free_fields(gate_fields, &sv->gate[i]);
+	free(sv->gate);
+	sv->gate = NULL;
+	sv->n_gate = 0;
+}
+static const char *const gate_subkeys[] = { "[].metric", "[].min", "[].max", NULL };
+static const struct custom c_gate = { gate_parse, gate_dump, gate_free, gate_subkeys };
+
 /* ---- defaults: the one place they are applied ---- */
 
 static void defaults_walk(struct ctx *c, const struct field *fields, void *base)
@@ -1904,6 +1981,28 @@ static void check_task(struct ctx *c, struct dlk_project *s, const struct ynode 
 		        "task %s needs float targets: set data.csv.targets to how many last columns hold them", task);
 }
 
+/* Which task has each gate metric: the rules of serving.gate name metrics the model's evaluation
+ * gives (lib/train/eval.h) */
+static int gate_metric_fits(const char *metric, enum dlk_task task)
+{
+	static const struct { const char *name; unsigned tasks; } m[] = {
+		{ "accuracy", 1u << DLK_TASK_CLASSIFICATION },
+		{ "loss", ~0u },
+		{ "r2", 1u << DLK_TASK_REGRESSION | 1u << DLK_TASK_IMAGE },
+		{ "rmse", 1u << DLK_TASK_REGRESSION | 1u << DLK_TASK_IMAGE },
+		{ "mae", 1u << DLK_TASK_REGRESSION | 1u << DLK_TASK_IMAGE },
+		{ "f1_micro", 1u << DLK_TASK_MULTILABEL },
+		{ "f1_macro", 1u << DLK_TASK_MULTILABEL },
+		{ "subset_accuracy", 1u << DLK_TASK_MULTILABEL },
+		{ "psnr", 1u << DLK_TASK_IMAGE },
+		{ "ssim", 1u << DLK_TASK_IMAGE },
+	};
+	for (size_t i = 0; i < DLK_ARRAY_SIZE(m); i++)
+		if (!strcmp(m[i].name, metric))
+			return !!(m[i].tasks & (1u << task));
+	return 0;
+}
+
 static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode *root)
 {
 	const struct ynode *data_node = given_at(c, &s->data, GIVEN_MAP);
@@ -1945,6 +2044,14 @@ static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode 
 		                  (void *)&s->serving.stream.output, GIVEN_VALUE, root), "serving.stream.brokers",
 		        "topics need the brokers that hold them (host:port[,host:port...])");
 	check_task(c, s, root);
+	for (int i = 0; i < s->serving.n_gate; i++) {
+		const struct dlk_gate_rule *g = &s->serving.gate[i];
+		char p[64];
+		snprintf(p, sizeof(p), "serving.gate[%d].metric", i);
+		if (g->metric && !gate_metric_fits(g->metric, s->model.task))
+			problem(c, pos_or(c, &s->serving.gate, GIVEN_CUSTOM, root), p,
+			        "a model of task %s has no test metric '%s'", task_names[s->model.task], g->metric);
+	}
 	check_shapes(c, &s->model, s->data.n_classes);
 }
 

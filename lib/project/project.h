@@ -199,6 +199,14 @@ struct dlk_stream_spec {
 	int n_properties;
 };
 
+/* One rule of serving.gate: the run's test metric `metric` (a name of lib/train/eval.h's list, or
+ * "loss") must be at least min and/or at most max. */
+struct dlk_gate_rule {
+	char *metric;
+	double min, max;
+	int has_min, has_max;
+};
+
 struct dlk_serving {
 	int replicas;             /* default 1 */
 	int port;                 /* default 8080 */
@@ -206,6 +214,8 @@ struct dlk_serving {
 	int gpus;                 /* default 0 */
 	double min_accuracy;      /* promote only at or above this test accuracy; default 0 */
 	double min_class_recall;  /* and only when every class's recall is at least this; default 0 */
+	struct dlk_gate_rule *gate; /* and only when every rule holds (serving.gate: [{metric, min, max}]) */
+	int n_gate;
 	int max_replicas;         /* above replicas: a HorizontalPodAutoscaler scales up to it; default 0 (none) */
 	int target_cpu_percent;   /* the autoscaler's CPU utilisation target, default 70 */
 	char *gateway;            /* the Gateway (NAME or NAMESPACE/NAME) an HTTPRoute attaches the model

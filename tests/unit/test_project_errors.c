@@ -170,6 +170,12 @@ int main(void)
 	CHECK_STR(m, "dlk.yaml:10:9: model.loss: task classification trains with softmax_cross_entropy, not mse");
 	m = load_msg(MINIMAL "  task: regression\n  loss: binary_cross_entropy\n");
 	CHECK_STR(m, "dlk.yaml:11:9: model.loss: task regression trains with mse, l1 or huber, not binary_cross_entropy");
+	m = load_msg(MINIMAL "serving: {gate: [{metric: r2, min: 0.8}]}\n");
+	CHECK_CONTAINS(m, "serving.gate[0].metric: a model of task classification has no test metric 'r2'");
+	m = load_msg(MINIMAL "serving: {gate: [{metric: accuracy}]}\n");
+	CHECK_CONTAINS(m, "serving.gate[0]: a rule needs min, max or both");
+	m = load_msg(MINIMAL "serving: {gate: [{metric: acuracy, min: 0.5}]}\n");
+	CHECK_CONTAINS(m, "serving.gate[0].metric: unknown value 'acuracy'");
 	m = load_msg(MINIMAL "  task: regression\ntraining: {label_smoothing: 0.1}\n");
 	CHECK_CONTAINS(m, "training.label_smoothing: label smoothing is for task classification, not regression");
 

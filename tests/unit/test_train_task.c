@@ -4,6 +4,8 @@
 
 #include "tests/unit/check.h"
 
+#include "lib/jobs/promote.h"
+#include "lib/report/report.h"
 #include "lib/train/eval.h"
 #include "lib/train/metrics.h"
 #include "lib/util/mem.h"
@@ -109,11 +111,48 @@ static void test_evaluate_task(void)
 	dlk_net_release(&net);
 }
 
+/* serving.gate's rules against a regression run's document, as model.json records it */
+static void test_gate_rules(void)
+{
+	const char *text = "{\"format\": \"dlk-run\", \"version\": 1, \"name\": \"reg\", \"metrics\": {\"train_loss\": 0.1, "
+	                   "\"test_samples\": 200, \"test_loss\": 0.05, \"test\": {\"r2\": 0.91, \"rmse\": 0.3, \"mae\": 0.2}}}";
+	struct dlk_err err = DLK_ERR_INIT;
+	cJSON *doc = report_run_parse(text, strlen(text), "run", &err);
+	struct report_run r = REPORT_RUN_INIT;
+	char *why = NULL, line[256];
+	CHECK_MSG(doc && !report_run_load(doc, "run", &r, &err), "a regression run document loads: %s", err.msg);
+	if (!doc)
+		return;
+	CHECK(r.task_metrics && !r.have_test && r.test_samples == 200 && r.n_classes == 0);
+	report_metrics_line(cJSON_GetObjectItemCaseSensitive(doc, "metrics"), line, sizeof(line));
+	CHECK_STR(line, "r2 0.9100, rmse 0.3000, mae 0.2000");
+	report_metric_headline(cJSON_GetObjectItemCaseSensitive(doc, "metrics"), line, sizeof(line));
+	CHECK_STR(line, "r2 0.9100");
+
+	struct dlk_gate_rule pass[2] = { { "r2", 0.9, 0, 1, 0 }, { "rmse", 0, 0.5, 0, 1 } };
+	CHECK(dlk_gate_judge_rules(doc, &r, 0, 0, pass, 2, 0, &why) == DLK_GATE_PASSED && !why);
+	struct dlk_gate_rule fail[3] = { { "r2", 0.95, 0, 1, 0 }, { "rmse", 0, 0.25, 0, 1 }, { "psnr", 20, 0, 1, 0 } };
+	CHECK(dlk_gate_judge_rules(doc, &r, 0, 0, fail, 3, 0, &why) == DLK_GATE_REFUSED);
+	CHECK_STR(why, "its test r2 0.9100 is below the minimum 0.95; its test rmse 0.3000 is above the maximum 0.25; "
+	               "it has no recorded test metric 'psnr'");
+	free(why);
+	/* the loss is a metric of every task; a minimum accuracy on a regression run fails it */
+	struct dlk_gate_rule loss = { "loss", 0, 0.01, 0, 1 };
+	CHECK(dlk_gate_judge_rules(doc, &r, 0, 0, &loss, 1, 1, &why) == DLK_GATE_FORCED);
+	CHECK_STR(why, "its test loss 0.0500 is above the maximum 0.01");
+	free(why);
+	CHECK(dlk_gate_judge_rules(doc, &r, 0.5, 0, NULL, 0, 0, &why) == DLK_GATE_REFUSED);
+	free(why);
+	report_run_release(&r);
+	cJSON_Delete(doc);
+}
+
 int main(void)
 {
 	test_regression();
 	test_multilabel();
 	test_image();
 	test_evaluate_task();
+	test_gate_rules();
 	return CHECK_DONE();
 }
