@@ -179,7 +179,21 @@ static int setup_schedule(struct run *r, struct dlk_err *err)
 	r->total = r->spe * r->tr->epochs;
 	r->st.sched_spe = r->spe;
 	r->st.sched_total = r->total;
-	return dlk_optimizer_init(&r->opt, r->tr, r->net->n_params, r->spe, r->total, r->be, err);
+	if (dlk_optimizer_init(&r->opt, r->tr, r->net->n_params, r->spe, r->total, r->be, err))
+		return -1;
+	if (!r->tr->decay_norms_and_biases) {
+		/* weight decay on the weights alone, as most recipes' parameter groups */
+		size_t *ranges = xcalloc(2 * (size_t)r->net->n_layers + 2, sizeof(size_t));
+		int n = 0;
+		for (int i = 0; i < r->net->n_layers; i++)
+			if (r->net->layers[i].n_b) {
+				ranges[2 * n] = r->net->layers[i].b_off;
+				ranges[2 * n++ + 1] = r->net->layers[i].n_b;
+			}
+		dlk_optimizer_set_no_decay(&r->opt, ranges, n);
+		free(ranges);
+	}
+	return 0;
 }
 
 /* Where the run starts: a checkpoint's state when there is one, and rank 0's weights everywhere;

@@ -5,6 +5,7 @@
 #include "tests/unit/check.h"
 
 #include "lib/jobs/promote.h"
+#include "lib/nn/optim.h"
 #include "lib/report/report.h"
 #include "lib/train/eval.h"
 #include "lib/train/metrics.h"
@@ -147,6 +148,33 @@ static void test_gate_rules(void)
 	cJSON_Delete(doc);
 }
 
+/* training.decay_norms_and_biases: false keeps weight decay off the exempt ranges, for each
+ * optimizer: a zero gradient leaves decay alone to move a parameter */
+static void test_no_decay(void)
+{
+	static const enum dlk_optim kinds[] = { DLK_OPT_SGD, DLK_OPT_ADAM, DLK_OPT_ADAMW };
+	for (size_t k = 0; k < 3; k++) {
+		struct dlk_training tr = { .epochs = 1, .batch_size = 1, .optimizer = kinds[k], .lr = 0.1, .beta1 = 0.9,
+			                   .beta2 = 0.999, .eps = 1e-8, .step_size = 1, .gamma = 0.1, .weight_decay = 0.1,
+			                   .momentum = kinds[k] == DLK_OPT_SGD ? 0.9 : 0 };
+		struct dlk_optimizer o;
+		struct dlk_err err = DLK_ERR_INIT;
+		float p[5] = { 1, 1, 1, 1, 1 }, g[5] = { 0 };
+		size_t ranges[4] = { 1, 1, 3, 2 }; /* p[1], p[3], p[4]: biases */
+		if (dlk_optimizer_init(&o, &tr, 5, 10, 10, dlk_backend_cpu(), &err))
+			continue;
+		dlk_optimizer_set_no_decay(&o, ranges, 2);
+		dlk_optimizer_step(&o, p, g, tr.lr);
+		/* SGD and Adam add wd * p to the gradient (Adam's normalised step is then lr), AdamW
+		 * multiplies by 1 - lr * wd */
+		float want = kinds[k] == DLK_OPT_SGD ? 0.99f : kinds[k] == DLK_OPT_ADAM ? 0.9f : 0.99f;
+		CHECK_MSG(fabsf(p[0] - want) < 1e-5f && fabsf(p[2] - want) < 1e-5f, "optimizer %d: weights decay to %g (%g)",
+		          (int)kinds[k], want, p[0]);
+		CHECK_MSG(p[1] == 1.0f && p[3] == 1.0f && p[4] == 1.0f, "optimizer %d: the biases do not decay", (int)kinds[k]);
+		dlk_optimizer_release(&o);
+	}
+}
+
 int main(void)
 {
 	test_regression();
@@ -154,5 +182,6 @@ int main(void)
 	test_image();
 	test_evaluate_task();
 	test_gate_rules();
+	test_no_decay();
 	return CHECK_DONE();
 }
