@@ -1,0 +1,117 @@
+#!/bin/sh
+# Models of other tasks than classification, trained on real data: Fashion-MNIST (Debian's
+# dataset-fashion-mnist) turned into a regression table (the top half of each image, 2x2-pooled,
+# predicts how much ink the bottom half has) and a multi-label table (attributes of each garment
+# from its class: worn on top, footwear, long sleeves). Each trains from a CSV with
+# data.csv.targets, and its metrics reach the result, the run history and the report page.
+. "$(dirname "$0")/../lib.sh"
+
+FM=/usr/share/datasets/fashion-mnist
+if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
+	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
+fi
+
+# tables.py KIND N OFFSET: N images from OFFSET of the training set as CSV rows on stdout
+cat >"$TEST_TMP/tables.py" <<'PY'
+import gzip, struct, sys
+kind, n, off = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+fm = "/usr/share/datasets/fashion-mnist/"
+img = gzip.open(fm + "train-images-idx3-ubyte.gz").read()[16:]
+lab = gzip.open(fm + "train-labels-idx1-ubyte.gz").read()[8:]
+top, feet, sleeves = {0, 2, 3, 4, 6}, {5, 7, 9}, {2, 4, 6}
+for i in range(off, off + n):
+    p = img[i * 784:(i + 1) * 784]
+    # 2x2 average pooling to 14x14, scaled to [0, 1]
+    q = [sum(p[(2 * r + a) * 28 + 2 * c + b] for a in (0, 1) for b in (0, 1)) / 1020.0 for r in range(14) for c in range(14)]
+    if kind == "regression":
+        bottom = q[98:]
+        ink = sum(bottom) / len(bottom)
+        covered = sum(1 for v in bottom if v > 0.5) / len(bottom)
+        row = q[:98] + [ink * 4, covered * 4]
+    else:
+        y = lab[i]
+        row = q + [int(y in top), int(y in feet), int(y in sleeves)]
+    print(",".join("%.4g" % v for v in row))
+PY
+
+project() { # project DIR KIND TARGETS OUTPUTS
+	mkdir -p "$1" &&
+	python3 "$TEST_TMP/tables.py" "$2" 4000 0 >"$1/train.csv" &&
+	python3 "$TEST_TMP/tables.py" "$2" 1000 50000 >"$1/test.csv" &&
+	cat >"$1/dlk.yaml" <<EOT
+name: fm-$2
+data:
+  format: csv
+  csv: {targets: $3}
+  train: {source: train.csv}
+  test: {source: test.csv}
+model:
+  task: $2
+  input: [$(($(head -n 1 "$1/train.csv" | tr , '\n' | wc -l) - $3))]
+  layers:
+    - dense: {units: 64}
+    - relu
+    - dense: {units: $4}
+training: {epochs: 6, batch_size: 64, threads: 1, checkpoint: {every: 0}, optimizer: adamw}
+EOT
+}
+
+test_expect_success 'a regression model trains on CSV target columns and reports R2, RMSE and MAE' '
+	project p regression 2 2 &&
+	dlk train --local -f p/dlk.yaml -o json >out.json 2>err &&
+	jq -e ".task == \"regression\" and (.test | keys) == [\"mae\", \"r2\", \"rmse\"]" out.json &&
+	jq -e ".test.r2 > 0.5 and .test.rmse > 0 and .test.mae <= .test.rmse" out.json &&
+	jq -e "has(\"testAccuracy\") | not" out.json &&
+	grep -q "test loss [0-9.]*  test r2 0\.[0-9]*  rmse [0-9.]*  mae [0-9.]*" err &&
+	echo "# $(jq -c .test out.json)"
+'
+
+test_expect_success 'its run history, run and report page show the metrics of the task, no confusion matrix' '
+	project p regression 2 2 &&
+	dlk train --local -q -f p/dlk.yaml --set training.epochs=2 >/dev/null 2>&1 &&
+	dlk status --history --local -f p/dlk.yaml >hist &&
+	cat hist && grep -q "succeeded  *1  *0  *r2 0\.[0-9]*" hist &&
+	id=$(awk "NR == 2 { print \$1 }" hist) &&
+	dlk status --run "$id" --local -f p/dlk.yaml >run &&
+	grep -q "^metrics  *test r2 0\.[0-9]*, rmse [0-9.]*, mae [0-9.]*, test loss" run &&
+	(cd p && dlk report "$id" -o ../page.html) &&
+	grep -q "<section id=\"task-metrics\">" page.html &&
+	grep -q "<th scope=\"row\">r2</th><td>0\.[0-9]*</td>" page.html &&
+	! grep -q "id=\"confusion" page.html &&
+	grep -q "Test r2" page.html
+'
+
+test_expect_success 'a multi-label model trains with binary cross-entropy and reports F1' '
+	project m multilabel 3 3 &&
+	dlk train --local -f m/dlk.yaml -o json >out.json 2>err &&
+	jq -e ".task == \"multilabel\" and .test.f1_micro > 0.85 and .test.f1_macro > 0.8" out.json &&
+	jq -e ".test.subset_accuracy > 0.7" out.json &&
+	tar -xOf m/fm-multilabel.dlk model.json >model.json &&
+	jq -e ".architecture.loss == \"binary_cross_entropy\" and (.metrics.f1 | length) == 3" model.json &&
+	echo "# $(jq -c .test out.json)"
+'
+
+test_expect_success 'huber and l1 train too, and label smoothing trains a classifier' '
+	project h regression 2 2 &&
+	dlk train --local -q -f h/dlk.yaml --set model.loss=huber --set model.huber_delta=0.5 -o json >hu.json &&
+	dlk train --local -q -f h/dlk.yaml --set model.loss=l1 -o json >l1.json &&
+	jq -e ".test.r2 > 0.4" hu.json && jq -e ".test.r2 > 0.4" l1.json &&
+	blobs_project b &&
+	dlk train --local -q -f b/dlk.yaml --set training.label_smoothing=0.1 -o json >ls.json &&
+	jq -e ".testAccuracy > 0.65" ls.json
+'
+
+test_expect_failure_code 'a regression task without target columns is refused, naming the key' 3 '
+	project p regression 2 2 &&
+	sed -i "s/  csv: {targets: 2}//" p/dlk.yaml &&
+	dlk train --local -f p/dlk.yaml 2>err; rc=$?; cat err;
+	grep -q "data.csv.targets: task regression needs float targets" err && exit $rc
+'
+
+test_expect_failure_code 'a model whose outputs do not match the targets is refused' 3 '
+	project p regression 2 3 &&
+	dlk train --local -f p/dlk.yaml 2>err; rc=$?; cat err;
+	grep -q "the training data has 2 target values per sample but the model ends with 3 outputs" err && exit $rc
+'
+
+test_done
