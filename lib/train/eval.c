@@ -163,7 +163,12 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 		add_metric(out, "subset_accuracy", subset, 1);
 	} else {
 		double mae, rmse, r2;
-		dlk_metrics_regression(pred, ds->t, ds->n, k, &mae, &rmse, &r2);
+		/* an image's R^2 is over every value as one column: a pixel that is the same in every
+		 * image (a border) would otherwise weigh as much as the picture */
+		if (model->task == DLK_TASK_IMAGE)
+			dlk_metrics_regression(pred, ds->t, ds->n * (size_t)k, 1, &mae, &rmse, &r2);
+		else
+			dlk_metrics_regression(pred, ds->t, ds->n, k, &mae, &rmse, &r2);
 		if (model->task == DLK_TASK_IMAGE) {
 			const struct dlk_layer *L = &net->layers[net->n_layers - 1];
 			add_metric(out, "psnr", dlk_metrics_psnr(pred, ds->t, ds->n, (size_t)k, 1.0), 1);

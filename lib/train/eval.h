@@ -43,7 +43,7 @@ int dlk_evaluate(struct dlk_net *net, const struct dlk_dataset *ds, int batch, s
 /* The same for the model's task (model.task): the loss the model trains with (label smoothing
  * of `training` included; training may be NULL) and the task's metrics (eval.h's list, metrics.h's
  * formulas). Float-target tasks need ds->t with net->n_classes values per sample. For task
- * image, PSNR and SSIM take the targets' range as 1 (images scaled to [0, 1], data.scale's
+ * image, R^2 is over all values as one column, and PSNR and SSIM take the targets' range as 1 (images scaled to [0, 1], data.scale's
  * default) and the model's output shape as the image's. */
 int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int batch, const struct dlk_model *model,
                       const struct dlk_training *training, struct dlk_eval *out, struct dlk_err *err);

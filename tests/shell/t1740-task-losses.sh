@@ -23,7 +23,11 @@ for i in range(off, off + n):
     p = img[i * 784:(i + 1) * 784]
     # 2x2 average pooling to 14x14, scaled to [0, 1]
     q = [sum(p[(2 * r + a) * 28 + 2 * c + b] for a in (0, 1) for b in (0, 1)) / 1020.0 for r in range(14) for c in range(14)]
-    if kind == "regression":
+    if kind == "image":
+        # denoising: the image with a fixed pattern of noise in, the clean image out
+        noisy = [min(1.0, max(0.0, v + 0.3 * (((i * 131 + j * 71) % 17) / 8.0 - 1.0))) for j, v in enumerate(q)]
+        row = noisy + q
+    elif kind == "regression":
         bottom = q[98:]
         ink = sum(bottom) / len(bottom)
         covered = sum(1 for v in bottom if v > 0.5) / len(bottom)
@@ -99,6 +103,34 @@ test_expect_success 'huber and l1 train too, and label smoothing trains a classi
 	blobs_project b &&
 	dlk train --local -q -f b/dlk.yaml --set training.label_smoothing=0.1 -o json >ls.json &&
 	jq -e ".testAccuracy > 0.65" ls.json
+'
+
+# the noisy inputs themselves are 16.3 dB from the clean images
+test_expect_success 'an image-to-image model (a small convolutional denoiser) reports PSNR and SSIM' '
+	mkdir d &&
+	python3 "$TEST_TMP/tables.py" image 2000 0 >d/train.csv &&
+	python3 "$TEST_TMP/tables.py" image 300 50000 >d/test.csv &&
+	cat >d/dlk.yaml <<EOT &&
+name: fm-denoise
+data:
+  format: csv
+  csv: {targets: 196}
+  train: {source: train.csv}
+  test: {source: test.csv}
+model:
+  task: image
+  loss: l1
+  input: [1, 14, 14]
+  layers:
+    - conv2d: {filters: 8, kernel: 3, padding: 1}
+    - relu
+    - conv2d: {filters: 1, kernel: 3, padding: 1}
+training: {epochs: 4, batch_size: 32, threads: 1, checkpoint: {every: 0}, optimizer: {name: adam, lr: 0.01}}
+EOT
+	dlk train --local -q -f d/dlk.yaml -o json >out.json &&
+	echo "# $(jq -c .test out.json)" &&
+	jq -e "(.test | keys) == [\"mae\", \"psnr\", \"r2\", \"rmse\", \"ssim\"]" out.json &&
+	jq -e ".test.psnr > 22 and .test.ssim > 0.8 and .test.ssim <= 1 and .test.r2 > 0.8" out.json
 '
 
 test_expect_failure_code 'a regression task without target columns is refused, naming the key' 3 '
