@@ -305,8 +305,24 @@ static void section_summary(struct dlk_buf *b, const struct report_run *a, const
 	if (o)
 		figures_of(o, fo);
 	dlk_buf_adds(b, "<section id=\"summary\">\n<h2>Summary</h2>\n<dl class=\"figures\">\n");
-	for (int i = 0; i < 10; i++)
+	/* another task's run: its headline metric in the accuracy's place */
+	const cJSON *head = a->task_metrics ? a->task_metrics->child : NULL;
+	char hlabel[64];
+	if (head && cJSON_IsNumber(head) && head->string) {
+		const cJSON *ob = o && o->task_metrics ? cJSON_GetObjectItemCaseSensitive(o->task_metrics, head->string) : NULL;
+		snprintf(hlabel, sizeof(hlabel), "test %.40s", head->string);
+		fa[0] = (struct figure_val){ 1, head->valuedouble, "" };
+		if (o)
+			fo[0] = (struct figure_val){ cJSON_IsNumber(ob), cJSON_IsNumber(ob) ? ob->valuedouble : 0, "" };
+	}
+	for (int i = 0; i < 10; i++) {
+		if (i == 0 && head && cJSON_IsNumber(head) && head->string) {
+			int lower = !strcmp(head->string, "rmse") || !strcmp(head->string, "mae");
+			figure(b, figs[0].id, hlabel, FIG_LOSS, &fa[0], o ? &fo[0] : NULL, lower ? -1 : 1);
+			continue;
+		}
 		figure(b, figs[i].id, figs[i].label, figs[i].kind, &fa[i], o ? &fo[i] : NULL, figs[i].better);
+	}
 	dlk_buf_adds(b, "</dl>\n");
 	if (o)
 		dlk_buf_adds(b, "<p class=\"note\">Large figures are this run (A); B is the run it is compared with; the "
