@@ -133,6 +133,28 @@ EOT
 	jq -e ".test.psnr > 22 and .test.ssim > 0.8 and .test.ssim <= 1 and .test.r2 > 0.8" out.json
 '
 
+# a port the kernel has just handed out
+free_port() {
+	node -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
+}
+
+test_expect_success 'a training worker'"'"'s Prometheus metrics carry the task'"'"'s test metrics' '
+	project p regression 2 2 &&
+	port=$(free_port) &&
+	{ dlk train --local -q -f p/dlk.yaml --set training.epochs=1000 --metrics-port $port >out 2>err & pid=$!; } &&
+	i=0 && ok=1 &&
+	while [ $i -lt 600 ]; do
+		if curl -sf "http://127.0.0.1:$port/metrics" >m.txt 2>/dev/null &&
+			grep -q "^dlk_train_test_metric{metric=\"r2\"} " m.txt; then ok=0; break; fi
+		sleep 0.1; i=$((i + 1))
+	done;
+	kill -INT $pid; wait $pid; cat m.txt; test $ok = 0 &&
+	promtool check metrics <m.txt &&
+	grep -q "^dlk_train_test_metric{metric=\"rmse\"} [0-9]" m.txt &&
+	grep -q "^dlk_train_test_metric{metric=\"mae\"} [0-9]" m.txt &&
+	awk "\$1 == \"dlk_train_test_loss\" && \$2 > 0 { ok = 1 } END { exit !ok }" m.txt
+'
+
 test_expect_failure_code 'a regression task without target columns is refused, naming the key' 3 '
 	project p regression 2 2 &&
 	sed -i "s/  csv: {targets: 2}//" p/dlk.yaml &&
