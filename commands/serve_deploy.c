@@ -209,7 +209,7 @@ out:
 /* Prints the metrics and the confusion matrix (on stderr: stdout is for objects and names), then
  * says what the gate (lib/jobs/promote.h) decided. Returns 0 to deploy, -1 with err (DLK_EXIT_REFUSED) to refuse. */
 static int gate(const struct dlk_ctx *ctx, const char *name, struct model_src *m, double min_acc,
-                double min_recall, int force, double *accuracy, struct dlk_err *err)
+                double min_recall, const struct dlk_serving *sv, int force, double *accuracy, struct dlk_err *err)
 {
 	struct report_run r = REPORT_RUN_INIT;
 	char who[700];
@@ -223,10 +223,14 @@ static int gate(const struct dlk_ctx *ctx, const char *name, struct model_src *m
 	k = r.n_classes;
 	if (!quiet) {
 		fprintf(stderr, "model '%s' from %s\n", dlk_visible(name), dlk_visible(m->source));
-		if (r.have_test)
+		if (r.have_test) {
 			fprintf(stderr, "  test accuracy %.2f%% on %lld samples, test loss %.4f\n", 100 * r.test_accuracy,
 			        r.test_samples, r.test_loss);
-		else
+		} else if (r.task_metrics) {
+			char line[512];
+			report_metrics_line(get(m->run, "metrics"), line, sizeof(line));
+			fprintf(stderr, "  test %s on %lld samples, test loss %.4f\n", line, r.test_samples, r.test_loss);
+		} else
 			fprintf(stderr, "  no test metrics recorded\n");
 		const char *w = str(get(m->run, "weights"), "sha256");
 		if (w)
@@ -260,10 +264,12 @@ static int gate(const struct dlk_ctx *ctx, const char *name, struct model_src *m
 	}
 	if (r.have_test)
 		*accuracy = r.test_accuracy;
-	switch (dlk_gate_judge(m->run, &r, min_acc, min_recall, force, &why)) {
+	switch (dlk_gate_judge_rules(m->run, &r, min_acc, min_recall, sv ? sv->gate : NULL, sv ? sv->n_gate : 0, force,
+	                             &why)) {
 	case DLK_GATE_REFUSED:
 		dlk_errf(err, DLK_EXIT_REFUSED, "refusing to deploy '%s': %s", name, why);
-		dlk_err_hint(err, "the minimums are serving.min_accuracy and serving.min_class_recall (or --min-accuracy); "
+		dlk_err_hint(err, "the minimums are serving.min_accuracy, serving.min_class_recall and serving.gate (or "
+		             "--min-accuracy); "
 		             "--force deploys it anyway");
 		goto out;
 	case DLK_GATE_FORCED:
@@ -273,6 +279,8 @@ static int gate(const struct dlk_ctx *ctx, const char *name, struct model_src *m
 		if (!quiet && (min_acc > 0 || min_recall > 0))
 			fprintf(stderr, "  passes the gate (minimum accuracy %.2f%%, minimum class recall %.2f%%)\n", 100 * min_acc,
 			        100 * min_recall);
+		if (!quiet && sv && sv->n_gate)
+			fprintf(stderr, "  passes serving.gate's %d rule%s\n", sv->n_gate, sv->n_gate > 1 ? "s" : "");
 		break;
 	}
 	rc = 0;
@@ -620,7 +628,8 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	int refused = gate(ctx, name, &m, min_acc, spec->serving.min_class_recall, cli->force, &accuracy, &err);
+	int refused = gate(ctx, name, &m, min_acc, spec->serving.min_class_recall, &spec->serving, cli->force, &accuracy,
+	                   &err);
 	if (cli->report) {
 		/* the page shows the decision first, refused or not */
 		struct dlk_err rerr = DLK_ERR_INIT;

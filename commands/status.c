@@ -76,7 +76,11 @@ static void summary_row(const struct dlk_job_summary *s, const char *as, const c
 	else
 		snprintf(r->c[c++], DLK_TABLE_CELL, "-");
 	if (wide) {
-		cell_num(s->progress, DLK_PROGRESS_ACCURACY, "%.4f", r->c[c++], DLK_TABLE_CELL);
+		const cJSON *tm = cJSON_GetObjectItemCaseSensitive(s->progress, DLK_PROGRESS_TEST_METRIC);
+		if (cJSON_IsString(tm)) /* another task's headline metric, by name */
+			snprintf(r->c[c++], DLK_TABLE_CELL, "%.60s", dlk_visible(tm->valuestring));
+		else
+			cell_num(s->progress, DLK_PROGRESS_ACCURACY, "%.4f", r->c[c++], DLK_TABLE_CELL);
 		cell_num(s->progress, DLK_PROGRESS_SAMPLES_PER_SEC, "%.0f", r->c[c++], DLK_TABLE_CELL);
 		snprintf(r->c[c++], DLK_TABLE_CELL, "%.150s", s->reason[0] ? s->reason : "-");
 	}
@@ -549,6 +553,9 @@ static void detail_text(const struct dlk_ctx *ctx, const struct dlk_job_summary 
 			dlk_buf_adds(b, "metrics:  ");
 			if (cJSON_IsNumber(acc))
 				dlk_buf_addf(b, " accuracy %.4f", acc->valuedouble);
+			const cJSON *tm = cJSON_GetObjectItemCaseSensitive(s->progress, DLK_PROGRESS_TEST_METRIC);
+			if (cJSON_IsString(tm))
+				dlk_buf_addf(b, " %.60s", dlk_visible(tm->valuestring));
 			if (cJSON_IsNumber(sps))
 				dlk_buf_addf(b, " samples/s %.0f", sps->valuedouble);
 			dlk_buf_addc(b, '\n');

@@ -4,6 +4,7 @@
 #include "lib/trainer/run.h"
 #include "commands/ui.h"
 #include "lib/project/project.h"
+#include "lib/report/report.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/clock.h"
@@ -121,14 +122,10 @@ static void worlds(const cJSON *info, char *out, size_t n)
 		snprintf(out, n, "-");
 }
 
+/* a classifier's accuracy, another task's headline metric by name */
 static void accuracy(const cJSON *rec, char *out, size_t n)
 {
-	const cJSON *a = get(get(rec, "metrics"), "test_accuracy");
-
-	if (cJSON_IsNumber(a))
-		snprintf(out, n, "%.2f%%", a->valuedouble * 100);
-	else
-		snprintf(out, n, "-");
+	report_metric_headline(get(rec, "metrics"), out, n);
 }
 
 static void history_row(const cJSON *rec, int wide, struct dlk_table_row *r)
@@ -318,14 +315,17 @@ static void run_text(const cJSON *rec, const char *store_kind, struct dlk_buf *b
 	line(b, "trigger", "%s", str_of(info, "trigger") ? str_of(info, "trigger") : "-");
 	if (m) {
 		const cJSON *a = get(m, "test_accuracy"), *tl = get(m, "test_loss"), *tr = get(m, "train_loss");
-		char acc[32] = "-", tls[32] = "-", trs[32] = "-";
+		char acc[256] = "-", tls[32] = "-", trs[32] = "-";
 		if (cJSON_IsNumber(a))
 			snprintf(acc, sizeof(acc), "%.2f%%", a->valuedouble * 100);
+		else if (get(m, "test"))
+			report_metrics_line(m, acc, sizeof(acc));
 		if (cJSON_IsNumber(tl))
 			snprintf(tls, sizeof(tls), "%.4f", tl->valuedouble);
 		if (cJSON_IsNumber(tr))
 			snprintf(trs, sizeof(trs), "%.4f", tr->valuedouble);
-		line(b, "metrics", "test accuracy %s, test loss %s, train loss %s", acc, tls, trs);
+		line(b, "metrics", "test %s%s, test loss %s, train loss %s", cJSON_IsNumber(a) || !get(m, "test") ?
+		     "accuracy " : "", acc, tls, trs);
 	} else {
 		line(b, "metrics", "none (the run did not finish an evaluation)");
 	}
@@ -438,7 +438,7 @@ static void facts_of(const cJSON *rec, struct facts *f)
 	worlds(info, f->v[i++], 160);
 	num_fact(info, "restarts", "%.0f", 1, f->v[i++]);
 	snprintf(f->v[i++], 160, "%s", str_of(info, "trigger") ? str_of(info, "trigger") : "-");
-	num_fact(m, "test_accuracy", "%.2f%%", 100, f->v[i++]);
+	report_metric_headline(m, f->v[i++], 160);
 	num_fact(m, "test_loss", "%.4f", 1, f->v[i++]);
 	num_fact(m, "train_loss", "%.4f", 1, f->v[i++]);
 	num_fact(t, "epochs", "%.0f", 1, f->v[i++]);

@@ -1,5 +1,6 @@
 /* What a training run here shows (see train_report.h). */
 #include "commands/train_report.h"
+#include "lib/nn/loss.h"
 #include "commands/train_data.h"
 #include "lib/trainer/here.h"
 #include "lib/util/buf.h"
@@ -81,6 +82,14 @@ void dlk_train_report_start(struct dlk_train_report *r, const struct dlk_project
 		        n_test ? "" : ", no test set", tr->epochs, tr->batch_size, project_optimizer_name(tr->optimizer));
 }
 
+/* the task's named test metrics as {"test": {"mae": ..., ...}} */
+static void add_test_metrics(cJSON *o, const struct dlk_eval *ev)
+{
+	cJSON *t = cJSON_AddObjectToObject(o, "test");
+	for (int i = 0; i < ev->n_metrics; i++)
+		cJSON_AddNumberToObject(t, ev->metrics[i].name, ev->metrics[i].value);
+}
+
 static void metrics_line(struct dlk_train_report *r, const struct dlk_train_event *ev)
 {
 	cJSON *o;
@@ -98,7 +107,9 @@ static void metrics_line(struct dlk_train_report *r, const struct dlk_train_even
 	cJSON_AddNumberToObject(o, "elapsed_sec", ev->elapsed_sec);
 	if (ev->eval && ev->eval->n) {
 		cJSON_AddNumberToObject(o, "test_loss", ev->eval->loss);
-		cJSON_AddNumberToObject(o, "test_accuracy", ev->eval->accuracy);
+		if (ev->eval->task == DLK_TASK_CLASSIFICATION)
+			cJSON_AddNumberToObject(o, "test_accuracy", ev->eval->accuracy);
+		add_test_metrics(o, ev->eval);
 	}
 	s = cJSON_PrintUnformatted(o);
 	fprintf(r->metrics, "%s\n", s);
@@ -125,7 +136,9 @@ static void json_progress(const struct dlk_train_report *r, const struct dlk_tra
 		cJSON_AddNumberToObject(f, "eta_sec", ev->eta_sec);
 	if (ev->eval && ev->eval->n) {
 		cJSON_AddNumberToObject(f, "test_loss", ev->eval->loss);
-		cJSON_AddNumberToObject(f, "test_accuracy", ev->eval->accuracy);
+		if (ev->eval->task == DLK_TASK_CLASSIFICATION)
+			cJSON_AddNumberToObject(f, "test_accuracy", ev->eval->accuracy);
+		add_test_metrics(f, ev->eval);
 	}
 	dlk_log_json(r->ctx, "info", msg, f);
 	cJSON_Delete(f);
@@ -177,17 +190,22 @@ void dlk_train_report_event(struct dlk_train_report *r, const struct dlk_train_e
 		if (ctx->quiet)
 			return;
 		if (ctx->log_json) {
-			char msg[256];
+			char msg[512], brief[256];
 			if (ev->eval && ev->eval->n)
-				snprintf(msg, sizeof(msg), "epoch %d/%d  train loss %.4f  test loss %.4f  test accuracy %.2f%%  %.0f samples/s  %s",
-				         ev->epoch, ev->epochs, ev->loss, ev->eval->loss, 100 * ev->eval->accuracy, ev->samples_per_sec, el);
+				dlk_eval_brief(ev->eval, brief, sizeof(brief));
+			if (ev->eval && ev->eval->n)
+				snprintf(msg, sizeof(msg), "epoch %d/%d  train loss %.4f  test loss %.4f  %s  %.0f samples/s  %s",
+				         ev->epoch, ev->epochs, ev->loss, ev->eval->loss, brief, ev->samples_per_sec, el);
 			else
 				snprintf(msg, sizeof(msg), "epoch %d/%d  train loss %.4f  %.0f samples/s  %s", ev->epoch, ev->epochs,
 				         ev->loss, ev->samples_per_sec, el);
 			json_progress(r, ev, msg);
-		} else if (ev->eval && ev->eval->n)
-			fprintf(stderr, "epoch %d/%d  train loss %.4f  test loss %.4f  test accuracy %.2f%%  %.0f samples/s  %s\n",
-			        ev->epoch, ev->epochs, ev->loss, ev->eval->loss, 100 * ev->eval->accuracy, ev->samples_per_sec, el);
+		} else if (ev->eval && ev->eval->n) {
+			char brief[256];
+			dlk_eval_brief(ev->eval, brief, sizeof(brief));
+			fprintf(stderr, "epoch %d/%d  train loss %.4f  test loss %.4f  %s  %.0f samples/s  %s\n",
+			        ev->epoch, ev->epochs, ev->loss, ev->eval->loss, brief, ev->samples_per_sec, el);
+		}
 		else
 			fprintf(stderr, "epoch %d/%d  train loss %.4f  %.0f samples/s  %s\n", ev->epoch, ev->epochs, ev->loss,
 			        ev->samples_per_sec, el);
@@ -199,6 +217,16 @@ static void print_report(FILE *out, const struct dlk_project *spec, const struct
 	int n = ev->n_classes;
 	int w = 7; /* " 100.0%": the precision row's widest */
 
+	if (ev->task != DLK_TASK_CLASSIFICATION) {
+		/* no classes, no matrix: the task's metrics, one a line */
+		fprintf(out, "test loss %.4f (%zu samples)\n", ev->loss, ev->n);
+		for (int i = 0; i < ev->n_metrics; i++)
+			fprintf(out, "test %-16s %.4f%s\n", ev->metrics[i].name, ev->metrics[i].value,
+			        !strcmp(ev->metrics[i].name, "psnr") ? " dB" : "");
+		for (int i = 0; !quiet && ev->f1 && i < n; i++)
+			fprintf(out, "  class %-4d f1 %.4f\n", i, ev->f1[i]);
+		return;
+	}
 	fprintf(out, "test accuracy: %.2f%% (%zu samples), test loss %.4f\n", 100 * ev->accuracy, ev->n, ev->loss);
 	/* -q: the result, not the table (the report page and -o json have it) */
 	if (quiet)
@@ -259,9 +287,13 @@ static cJSON *result_json(const struct dlk_project *spec, const struct dlk_train
 	cJSON_AddNumberToObject(o, "seconds", dlk_history_training_sec(&res->history));
 	cJSON_AddNumberToObject(o, "samplesPerSecond", res->train_samples_per_sec);
 	if (ev->n) {
+		cJSON_AddStringToObject(o, "task", dlk_task_name(ev->task));
+		cJSON_AddNumberToObject(o, "testLoss", ev->loss);
+		add_test_metrics(o, ev);
+	}
+	if (ev->n && ev->task == DLK_TASK_CLASSIFICATION) {
 		cJSON *cm = cJSON_CreateArray();
 		cJSON_AddNumberToObject(o, "testAccuracy", ev->accuracy);
-		cJSON_AddNumberToObject(o, "testLoss", ev->loss);
 		for (int i = 0; i < ev->n_classes; i++) {
 			cJSON *row = cJSON_CreateArray();
 			for (int j = 0; j < ev->n_classes; j++)
@@ -293,9 +325,12 @@ void dlk_train_report_result(struct dlk_train_report *r, const struct dlk_projec
 		/* the result is a line of the log too: its numbers as fields, the matrix included */
 		cJSON *f = result_json(spec, res, bundle);
 		char msg[512];
+		char brief[256];
 		if (res->eval.n)
-			snprintf(msg, sizeof(msg), "trained %d epochs in %s: test accuracy %.2f%%, test loss %.4f; model bundle: %s",
-			         res->epochs_done, took, 100 * res->eval.accuracy, res->eval.loss, bundle);
+			dlk_eval_brief(&res->eval, brief, sizeof(brief));
+		if (res->eval.n)
+			snprintf(msg, sizeof(msg), "trained %d epochs in %s: %s, test loss %.4f; model bundle: %s",
+			         res->epochs_done, took, brief, res->eval.loss, bundle);
 		else
 			snprintf(msg, sizeof(msg), "trained %d epochs in %s: final train loss %.4f; model bundle: %s",
 			         res->epochs_done, took, res->train_loss, bundle);

@@ -239,6 +239,7 @@ static int csv_pass(const void *buf, size_t len, const char *name, const struct 
 	struct row r = { NULL, 0, 0, 0 };
 	size_t ncols = 0, first_line = 0, cap = 0, i, j, row = 0;
 	int header = opts ? opts->header : -1, label_col = opts ? opts->label_column : -1;
+	size_t ntarget = opts && opts->targets > 0 ? (size_t)opts->targets : 0, nfeat = 0;
 	int got, first = 1, ret = -1;
 	char shown[64];
 
@@ -257,9 +258,18 @@ static int csv_pass(const void *buf, size_t len, const char *name, const struct 
 				         name, r.line, ncols);
 				goto out;
 			}
-			if (label_col < 0)
+			if (ntarget && ntarget >= ncols) {
+				dlk_errf(err, DLK_EXIT_CONFIG,
+				         "%s:%zu: data.csv.targets is %zu but rows have %zu fields: no feature is left", name,
+				         r.line, ntarget, ncols);
+				goto out;
+			}
+			if (ntarget)
+				label_col = -2; /* no label: the last ntarget columns are the targets */
+			else if (label_col < 0)
 				label_col = (int)ncols - 1;
-			if ((size_t)label_col >= ncols) {
+			nfeat = ntarget ? ncols - ntarget : ncols - 1;
+			if (!ntarget && (size_t)label_col >= ncols) {
 				dlk_errf(err, DLK_EXIT_CONFIG,
 				         "%s:%zu: the label column %d does not exist (rows have %zu fields, counted from 0)",
 				         name, r.line, label_col, ncols);
@@ -283,9 +293,13 @@ static int csv_pass(const void *buf, size_t len, const char *name, const struct 
 		int store = keep && row >= from && row < to;
 		if (store && s->n == cap) {
 			cap = cap ? 2 * cap : 1024;
-			s->x = xrealloc(s->x, cap * (ncols - 1) * sizeof(float));
+			s->x = xrealloc(s->x, cap * nfeat * sizeof(float));
 			s->y = xrealloc(s->y, cap * sizeof(int32_t));
+			if (ntarget)
+				s->t = xrealloc(s->t, cap * ntarget * sizeof(float));
 		}
+		if (store && ntarget)
+			s->y[s->n] = 0;
 		for (i = 0, j = 0; j < ncols; j++) {
 			double v;
 			if (j == (size_t)label_col && field_number(&r.f[j], &v) < 0) {
@@ -315,8 +329,10 @@ static int csv_pass(const void *buf, size_t len, const char *name, const struct 
 					s->max_label = (int32_t)v;
 				if (store)
 					s->y[s->n] = (int32_t)v;
+			} else if (store && ntarget && j >= nfeat) {
+				s->t[s->n * ntarget + (j - nfeat)] = (float)v;
 			} else if (store) {
-				s->x[s->n * (ncols - 1) + i++] = (float)v;
+				s->x[s->n * nfeat + i++] = (float)v;
 			}
 		}
 		if (store)
@@ -353,10 +369,14 @@ int dlk_csv_decode(const void *buf, size_t len, const char *name, const struct d
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the table holds no data rows", name);
 		goto fail;
 	}
-	s.shape[0] = 1;
-	s.shape[1] = 1;
-	s.shape[2] = (int)(ncols - 1);
-	s.sample_size = ncols - 1;
+	{
+		size_t nt = opts && opts->targets > 0 ? (size_t)opts->targets : 0, nf = nt ? ncols - nt : ncols - 1;
+		s.shape[0] = 1;
+		s.shape[1] = 1;
+		s.shape[2] = (int)nf;
+		s.sample_size = nf;
+		s.target_size = nt;
+	}
 	if (world > 1) {
 		s.base = from;
 		s.total = rows;

@@ -15,6 +15,7 @@ void dlk_dataset_release(struct dlk_dataset *ds)
 	free(ds->x);
 	free(ds->x8);
 	free(ds->y);
+	free(ds->t);
 	for (i = 0; i < ds->n_sources; i++)
 		free(ds->sources[i].url);
 	free(ds->sources);

@@ -46,8 +46,14 @@ struct dlk_dataset {
 	size_t base, total;
 	int sharded, by_file;
 	int files_first, files_count; /* by_file: this rank's files of the split's list */
+	/* Float targets (tasks multilabel, regression, image): target_size values per sample,
+	 * sample i's at t[i * target_size], owned; NULL (and 0) for class labels only. y is then
+	 * all 0s, n_classes 0. An image target is [C, H, W] flattened, the model's output shape. */
+	float *t;
+	size_t target_size;
 };
-#define DLK_DATASET_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, 0, NULL, 0, DLK_STORE_F32, NULL, { 0 }, 0, 0, 0, 0, 0, 0 }
+#define DLK_DATASET_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, 0, NULL, 0, DLK_STORE_F32, NULL, { 0 }, 0, 0, 0, 0, 0, 0, \
+	                   NULL, 0 }
 
 /* Progress of a long fetch or decode; `what` names the file. done/total in bytes (total 0 when
  * unknown). Return non-zero to abort the operation. May be NULL. */

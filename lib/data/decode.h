@@ -89,8 +89,10 @@ struct dlk_samples {
 	                         n * sample_size bytes, owned; exactly one of x and x8 is set once n > 0 */
 	size_t base, total;   /* a shard: these are samples [base, base + n) of the file's total
 	                         (total 0: not a shard, all of them) */
+	float *t;             /* float targets, n * target_size, owned (y then all 0); NULL: labels */
+	size_t target_size;
 };
-#define DLK_SAMPLES_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, -1, NULL, 0, 0 }
+#define DLK_SAMPLES_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, -1, NULL, 0, 0, NULL, 0 }
 void dlk_samples_release(struct dlk_samples *s);
 
 /* Joins an images IDX file (N x F, N x H x W or N x C x H x W) and a labels IDX file (N) into
@@ -111,6 +113,8 @@ struct dlk_csv_opts {
 	const char *const *classes;  /* the spec's data.classes (borrowed), or NULL: a label that is
 	                                one of these names is its index */
 	int n_classes;
+	int targets;          /* > 0: the last `targets` columns are float targets (out->t), not a label;
+	                         label_column and classes are then unused */
 };
 
 /* Parses RFC 4180-ish CSV (quoted fields with "" escapes, CRLF or LF, blank lines skipped) into

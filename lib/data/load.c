@@ -306,7 +306,8 @@ static int load_csv(const struct dlk_split *sp, const struct dlk_data *spec,
 	struct dlk_fetched f = DLK_FETCHED_INIT;
 	struct dlk_buf b = DLK_BUF_INIT;
 	struct dlk_csv_opts co = { spec->csv_header, spec->csv_label_column, opts->shard_rank, shard_world(opts),
-		                   (const char *const *)spec->classes, spec->classes ? spec->n_classes : 0 };
+		                   (const char *const *)spec->classes, spec->classes ? spec->n_classes : 0,
+		                   spec->csv_targets };
 	int ret = -1;
 
 	if (fetch_source(&sp->source, "csv", spec, opts, ds, &f, err) < 0 ||
@@ -562,6 +563,8 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 	memcpy(ds.shape, s.shape, sizeof(ds.shape));
 	ds.sample_size = s.sample_size;
 	ds.y = s.y;
+	ds.t = s.t;
+	ds.target_size = s.target_size;
 	if (shard_world(opts) > 1) {
 		ds.sharded = 1;
 		/* whole files: where they sit in the split only the ranks together know */

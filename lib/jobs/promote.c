@@ -11,6 +11,51 @@
 enum dlk_gate_verdict dlk_gate_judge(cJSON *doc, const struct report_run *r, double min_acc, double min_recall,
                                      int force, char **why)
 {
+	return dlk_gate_judge_rules(doc, r, min_acc, min_recall, NULL, 0, force, why);
+}
+
+/* the run's test metric `name`; -1 when it has none */
+static int run_metric(const struct report_run *r, const char *name, double *v)
+{
+	const cJSON *m;
+
+	if (!strcmp(name, "accuracy") && r->have_test) {
+		*v = r->test_accuracy;
+		return 0;
+	}
+	if (!strcmp(name, "loss") && (r->have_test || r->task_metrics)) {
+		*v = r->test_loss;
+		return 0;
+	}
+	m = r->task_metrics ? cJSON_GetObjectItemCaseSensitive(r->task_metrics, name) : NULL;
+	if (!cJSON_IsNumber(m))
+		return -1;
+	*v = m->valuedouble;
+	return 0;
+}
+
+/* the rules that fail, appended to b */
+static void judge_rules(struct dlk_buf *b, const struct report_run *r, const struct dlk_gate_rule *rules, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const struct dlk_gate_rule *g = &rules[i];
+		double v;
+		if (!g->metric)
+			continue;
+		if (run_metric(r, g->metric, &v)) {
+			dlk_buf_addf(b, "%sit has no recorded test metric '%s'", b->len ? "; " : "", g->metric);
+			continue;
+		}
+		if (g->has_min && !(v >= g->min))
+			dlk_buf_addf(b, "%sits test %s %.4f is below the minimum %g", b->len ? "; " : "", g->metric, v, g->min);
+		if (g->has_max && !(v <= g->max))
+			dlk_buf_addf(b, "%sits test %s %.4f is above the maximum %g", b->len ? "; " : "", g->metric, v, g->max);
+	}
+}
+
+enum dlk_gate_verdict dlk_gate_judge_rules(cJSON *doc, const struct report_run *r, double min_acc, double min_recall,
+                                           const struct dlk_gate_rule *rules, int n_rules, int force, char **why)
+{
 	struct dlk_buf b = DLK_BUF_INIT;
 	enum dlk_gate_verdict v;
 	char *reason;
@@ -37,6 +82,7 @@ enum dlk_gate_verdict dlk_gate_judge(cJSON *doc, const struct report_run *r, dou
 				}
 		}
 	}
+	judge_rules(&b, r, rules, n_rules);
 	if (b.len) {
 		v = force ? DLK_GATE_FORCED : DLK_GATE_REFUSED;
 		reason = xasprintf("%s %s", force ? "deployed with --force although" : "refused:", b.data);
@@ -45,8 +91,8 @@ enum dlk_gate_verdict dlk_gate_judge(cJSON *doc, const struct report_run *r, dou
 		*why = dlk_buf_detach(&b, NULL);
 	} else {
 		v = DLK_GATE_PASSED;
-		reason = xasprintf("passed the gate: minimum test accuracy %.2f%%, minimum class recall %.2f%%",
-		                   100 * min_acc, 100 * min_recall);
+		reason = xasprintf("passed the gate: minimum test accuracy %.2f%%, minimum class recall %.2f%%%s",
+		                   100 * min_acc, 100 * min_recall, n_rules ? ", and serving.gate's rules" : "");
 		if (doc)
 			report_run_set_verdict(doc, "promoted", reason);
 		*why = NULL;

@@ -6,6 +6,7 @@
 
 #include <cJSON.h>
 
+#include "lib/project/project.h"
 #include "lib/report/report.h"
 
 enum dlk_gate_verdict { DLK_GATE_PASSED, DLK_GATE_FORCED, DLK_GATE_REFUSED };
@@ -18,6 +19,12 @@ enum dlk_gate_verdict { DLK_GATE_PASSED, DLK_GATE_FORCED, DLK_GATE_REFUSED };
  * 90.00%; ..."), the caller's to free. */
 enum dlk_gate_verdict dlk_gate_judge(cJSON *doc, const struct report_run *r, double min_acc, double min_recall,
                                      int force, char **why);
+/* The same with serving.gate's rules besides: each names a test metric of the run (metrics.test
+ * of a run document, "accuracy" and "loss" too) that must be at least min and/or at most max; a
+ * metric the run does not have fails its rule ("its test r2 0.7012 is below the minimum 0.8",
+ * "it has no recorded test metric 'psnr'"). */
+enum dlk_gate_verdict dlk_gate_judge_rules(cJSON *doc, const struct report_run *r, double min_acc, double min_recall,
+                                           const struct dlk_gate_rule *rules, int n_rules, int force, char **why);
 
 /* What server-side apply takes back of an object the server returned: identity, labels,
  * annotations, spec and data (no status, uid, resourceVersion or managedFields). A new tree. */

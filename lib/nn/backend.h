@@ -15,7 +15,7 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 5
+#define DLK_BACKEND_ABI 6
 
 struct dlk_device_comm;
 
@@ -137,6 +137,12 @@ struct dlk_backend {
 	/* collectives over this backend's device memory (NCCL on the CUDA backend); NULL: none, and
 	 * a multi-rank run stages device buffers through host memory for the TCP ring */
 	const struct dlk_device_comm *comm;
+	/* The losses of lib/nn/loss.h on this device (kind: enum dlk_loss): the mean loss of out
+	 * [batch, k] against labels [batch] (softmax_cross_entropy, param = label smoothing) or
+	 * targets [batch, k] (the others, param = huber's delta), d(mean loss)/d(out) into dout when
+	 * not NULL. NULL: lib/nn/loss.c computes it on the host (copies both ways). */
+	float (*loss)(int kind, const float *out, const int32_t *labels, const float *targets, int batch, int k,
+	              float param, float *dout);
 };
 
 /* Collectives over device memory, as a backend offers them (NCCL in the CUDA backend). lib/comm

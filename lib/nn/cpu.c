@@ -29,6 +29,7 @@
 #include "lib/nn/backend.h"
 #include "lib/nn/cpu_conv.h"
 #include "lib/nn/kernels.h"
+#include "lib/nn/loss.h"
 #include "lib/util/parallel.h"
 
 /* The loops below are built for AVX-512, AVX2 and the baseline, with the same bits in each
@@ -720,6 +721,7 @@ static struct dlk_backend cpu_backend = {
 	.adam_update = cpu_adam_update,
 	.conv_forward = dlk_cpu_conv_forward,
 	.conv_backward = dlk_cpu_conv_backward,
+	.loss = dlk_loss_ref,
 };
 
 const struct dlk_backend *dlk_backend_cpu(void)

@@ -111,6 +111,59 @@ DLK_HD static inline float dlk_k_ce_grad(float zj, float m, float s, int is_labe
 	float p = expf(zj - m) / s;
 	return (p - (is_label ? 1.0f : 0.0f)) * inv_batch;
 }
+/* With label smoothing eps (PyTorch's CrossEntropyLoss(label_smoothing=eps)): the target is
+ * (1 - eps) on the label plus eps / k on every class, so the loss is
+ * (1 - eps)(log s - (z_y - m)) + eps/k * sum_j (log s - (z_j - m)); zsum = sum_j (z_j - m). */
+DLK_HD static inline float dlk_k_ce_smooth_loss(float zy, float m, float s, float zsum, int k, float eps)
+{
+	float ls = logf(s);
+	return (1.0f - eps) * (ls - (zy - m)) + eps * (ls - zsum / (float)k);
+}
+DLK_HD static inline float dlk_k_ce_smooth_grad(float zj, float m, float s, int is_label, int k, float eps,
+                                                float inv_batch)
+{
+	float p = expf(zj - m) / s;
+	return (p - (is_label ? 1.0f - eps : 0.0f) - eps / (float)k) * inv_batch;
+}
+
+/* enum dlk_loss's values (lib/project/project.h, checked in lib/nn/loss.c), for the kernels */
+#define DLK_K_LOSS_CE 0
+#define DLK_K_LOSS_BCE 1
+#define DLK_K_LOSS_MSE 2
+#define DLK_K_LOSS_L1 3
+#define DLK_K_LOSS_HUBER 4
+
+/* ---- element-wise losses against float targets; d/dz of the per-element loss (the caller
+ * divides by the number of elements for the mean, as PyTorch's reduction='mean') ---- */
+
+/* binary cross-entropy of a logit z against a target t in [0, 1], stable for any z:
+ * max(z, 0) - z t + log(1 + exp(-|z|)) (BCEWithLogitsLoss) */
+DLK_HD static inline float dlk_k_bce_loss(float z, float t)
+{
+	return fmaxf(z, 0.0f) - z * t + log1pf(expf(-fabsf(z)));
+}
+DLK_HD static inline float dlk_k_bce_grad(float z, float t)
+{
+	float e = expf(-fabsf(z)); /* sigmoid without overflow on either side */
+	float sig = z >= 0 ? 1.0f / (1.0f + e) : e / (1.0f + e);
+	return sig - t;
+}
+DLK_HD static inline float dlk_k_mse_loss(float z, float t) { return (z - t) * (z - t); }
+DLK_HD static inline float dlk_k_mse_grad(float z, float t) { return 2.0f * (z - t); }
+/* L1: the gradient at z == t is 0, as PyTorch's sign() */
+DLK_HD static inline float dlk_k_l1_loss(float z, float t) { return fabsf(z - t); }
+DLK_HD static inline float dlk_k_l1_grad(float z, float t) { return z > t ? 1.0f : (z < t ? -1.0f : 0.0f); }
+/* Huber with threshold delta (PyTorch's HuberLoss): quadratic within delta, linear outside */
+DLK_HD static inline float dlk_k_huber_loss(float z, float t, float delta)
+{
+	float d = fabsf(z - t);
+	return d <= delta ? 0.5f * d * d : delta * (d - 0.5f * delta);
+}
+DLK_HD static inline float dlk_k_huber_grad(float z, float t, float delta)
+{
+	float d = z - t;
+	return d > delta ? delta : (d < -delta ? -delta : d);
+}
 
 /* ---- optimizers (PyTorch semantics); one parameter element per call ---- */
 

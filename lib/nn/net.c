@@ -162,6 +162,10 @@ static int check_output(struct dlk_net *net, const struct dlk_model *model, cons
 	char w[256], shp[64];
 
 	dlk_layer_where(w, sizeof(w), net->n_layers - 1, &L->spec, spec_file);
+	if (model->task == DLK_TASK_IMAGE) {
+		net->n_classes = (int)L->out_size; /* dense prediction: a target value per output value */
+		return 0;
+	}
 	if (!is_flat(L->out)) {
 		dlk_shape_str(L->out, shp, sizeof(shp));
 		dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with a %s output, not one value per class", w, shp);
@@ -169,6 +173,8 @@ static int check_output(struct dlk_net *net, const struct dlk_model *model, cons
 		                    n_classes > 0 ? n_classes : 10);
 	}
 	net->n_classes = L->out[2];
+	if (model->loss != DLK_LOSS_SOFTMAX_CE)
+		return 0; /* one output value per target: the data's target size is checked against it */
 	if (n_classes > 0 && dlk_net_check_classes(net, model, spec_file, n_classes, 1, err))
 		return -1;
 	if (net->n_classes < 2)
@@ -515,11 +521,22 @@ const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int
 
 float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 {
-	const struct dlk_backend *be = net->be;
 	struct dlk_layer *last = &net->layers[net->n_layers - 1];
+	float loss = net->be->softmax_ce(last->y_used, labels, batch, net->n_classes, dlk_net_out_grad(net));
+
+	dlk_net_backward_grad(net, batch);
+	return loss;
+}
+
+float *dlk_net_out_grad(struct dlk_net *net) { return net->gbuf[0]; }
+
+const float *dlk_net_output(const struct dlk_net *net) { return net->layers[net->n_layers - 1].y_used; }
+
+void dlk_net_backward_grad(struct dlk_net *net, int batch)
+{
+	const struct dlk_backend *be = net->be;
 	int cur = 0, folded = -1; /* folded: an activation layer whose backward a dense layer did */
 	float *g = net->gbuf[0];
-	float loss = be->softmax_ce(last->y_used, labels, batch, net->n_classes, g);
 
 	for (int i = net->n_layers - 1; i >= 0; i--) {
 		struct dlk_layer *L = &net->layers[i];
@@ -612,7 +629,6 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 			break;
 		}
 	}
-	return loss;
 }
 
 void dlk_net_release(struct dlk_net *net)

@@ -44,7 +44,7 @@ struct dlk_net {
 	int n_layers;
 	int input[3];
 	size_t input_size;
-	int n_classes;
+	int n_classes;            /* the output's width: classes, or target values per sample */
 	size_t n_params;
 	float *params;            /* device, n_params */
 	float *grads;             /* device, n_params */
@@ -91,6 +91,12 @@ const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int
 /* After a training forward: mean softmax cross-entropy against labels (device) and every
  * gradient into net->grads (overwritten, not accumulated). Returns the loss. */
 float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch);
+/* The backward of any loss (lib/nn/loss.h): write d(loss)/d(output) [batch, n_classes] into
+ * dlk_net_out_grad() (device), then dlk_net_backward_grad() takes it through every layer into
+ * net->grads (overwritten). dlk_net_output() is what the last forward returned. */
+float *dlk_net_out_grad(struct dlk_net *net);
+const float *dlk_net_output(const struct dlk_net *net);
+void dlk_net_backward_grad(struct dlk_net *net, int batch);
 /* Frees everything the net owns; leaves it DLK_NET_INIT. */
 void dlk_net_release(struct dlk_net *net);
 

@@ -1,6 +1,10 @@
 #include <math.h>
 
 #include "lib/nn/optim.h"
+#include "lib/util/mem.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 int dlk_optimizer_init(struct dlk_optimizer *o, const struct dlk_training *tr, size_t n_params,
                        long steps_per_epoch, long total_steps, const struct dlk_backend *be,
@@ -76,26 +80,64 @@ double dlk_optimizer_clip(const struct dlk_optimizer *o, float *grads)
 	return norm;
 }
 
-void dlk_optimizer_step(struct dlk_optimizer *o, float *params, const float *grads, double lr)
+void dlk_optimizer_set_no_decay(struct dlk_optimizer *o, const size_t *ranges, int n_ranges)
 {
-	o->t++;
+	free(o->no_decay);
+	o->no_decay = NULL;
+	o->n_no_decay = 0;
+	if (n_ranges <= 0)
+		return;
+	o->no_decay = xmalloc(sizeof(size_t) * 2 * (size_t)n_ranges);
+	memcpy(o->no_decay, ranges, sizeof(size_t) * 2 * (size_t)n_ranges);
+	o->n_no_decay = n_ranges;
+}
+
+/* the update of parameters [off, off + n) with weight decay wd: every update is element-wise,
+ * so a segment at a time is the same as the whole */
+static void step_range(struct dlk_optimizer *o, float *params, const float *grads, size_t off, size_t n, double lr,
+                       double wd, double bc1, double bc2)
+{
+	if (!n)
+		return;
 	if (o->kind == DLK_OPT_SGD) {
 		if (o->m) {
-			o->be->sgd_update(params, grads, o->m, o->n, (float)lr, (float)o->momentum, o->nesterov,
-			                  (float)o->weight_decay);
+			o->be->sgd_update(params + off, grads + off, o->m + off, n, (float)lr, (float)o->momentum, o->nesterov,
+			                  (float)wd);
 		} else {
 			/* plain SGD has no buffer: the kernel's momentum 0 path never touches it, but it
 			 * must be a valid pointer, so reuse the gradient array read-only */
-			o->be->sgd_update(params, grads, (float *)grads, o->n, (float)lr, 0.0f, 0,
-			                  (float)o->weight_decay);
+			o->be->sgd_update(params + off, grads + off, (float *)grads + off, n, (float)lr, 0.0f, 0, (float)wd);
 		}
 		return;
 	}
-	double bc1 = 1.0 - pow(o->beta1, (double)o->t);
-	double bc2 = 1.0 - pow(o->beta2, (double)o->t);
-	o->be->adam_update(params, grads, o->m, o->v, o->n, (float)lr, (float)o->beta1, (float)o->beta2,
-	                   (float)o->eps, (float)o->weight_decay, o->kind == DLK_OPT_ADAMW, (float)bc1,
+	o->be->adam_update(params + off, grads + off, o->m + off, o->v + off, n, (float)lr, (float)o->beta1,
+	                   (float)o->beta2, (float)o->eps, (float)wd, o->kind == DLK_OPT_ADAMW, (float)bc1,
 	                   (float)sqrt(bc2));
+}
+
+void dlk_optimizer_step(struct dlk_optimizer *o, float *params, const float *grads, double lr)
+{
+	double bc1 = 0, bc2 = 0;
+	size_t at = 0;
+
+	o->t++;
+	if (o->kind != DLK_OPT_SGD) {
+		bc1 = 1.0 - pow(o->beta1, (double)o->t);
+		bc2 = 1.0 - pow(o->beta2, (double)o->t);
+	}
+	if (o->weight_decay == 0 || !o->n_no_decay) {
+		step_range(o, params, grads, 0, o->n, lr, o->weight_decay, bc1, bc2);
+		return;
+	}
+	for (int i = 0; i < o->n_no_decay; i++) {
+		size_t off = o->no_decay[2 * i], n = o->no_decay[2 * i + 1];
+		if (off < at || off + n > o->n)
+			continue; /* not sorted or outside: the caller's bug, never a write past the arrays */
+		step_range(o, params, grads, at, off - at, lr, o->weight_decay, bc1, bc2);
+		step_range(o, params, grads, off, n, lr, 0.0, bc1, bc2);
+		at = off + n;
+	}
+	step_range(o, params, grads, at, o->n - at, lr, o->weight_decay, bc1, bc2);
 }
 
 void dlk_optimizer_release(struct dlk_optimizer *o)
@@ -104,5 +146,6 @@ void dlk_optimizer_release(struct dlk_optimizer *o)
 		o->be->free(o->m);
 		o->be->free(o->v);
 	}
+	free(o->no_decay);
 	*o = (struct dlk_optimizer)DLK_OPTIMIZER_INIT;
 }

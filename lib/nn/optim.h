@@ -24,6 +24,10 @@ struct dlk_optimizer {
 	float *m;                 /* device: Adam's first moment, SGD's momentum buffer */
 	float *v;                 /* device: Adam's second moment; NULL for SGD */
 	long t;                   /* optimizer steps taken so far (checkpointed) */
+	/* ranges [off, off + n) of the flat arrays that get no weight decay (biases, norms), sorted,
+	 * not overlapping: pairs (off, n), n_no_decay of them; owned */
+	size_t *no_decay;
+	int n_no_decay;
 };
 #define DLK_OPTIMIZER_INIT { 0 }
 
@@ -44,6 +48,10 @@ double dlk_optimizer_lr(const struct dlk_optimizer *o, long step);
 /* Scales grads so that their global L2 norm is at most grad_clip (when grad_clip > 0), as
  * torch.nn.utils.clip_grad_norm_ does; returns the norm before clipping. */
 double dlk_optimizer_clip(const struct dlk_optimizer *o, float *grads);
+/* Exempts the ranges (pairs off, n; sorted, not overlapping, within the n parameters) from
+ * weight decay, as the parameter groups of a PyTorch recipe that keeps decay off biases and
+ * norms (training.decay_norms_and_biases: false). Copies them. */
+void dlk_optimizer_set_no_decay(struct dlk_optimizer *o, const size_t *ranges, int n_ranges);
 /* One update of params from grads with learning rate lr; advances t. */
 void dlk_optimizer_step(struct dlk_optimizer *o, float *params, const float *grads, double lr);
 void dlk_optimizer_release(struct dlk_optimizer *o);

@@ -219,7 +219,9 @@ static int check_label_value_nonempty(const char *s, char *why, size_t len)
 static const char *const format_names[] = { "idx", "csv", "tar", NULL };
 static const char *const cache_volume_names[] = { "emptyDir", "hostPath", "checkpoint", NULL };
 static const char *const trigger_names[] = { "always", "data-changed", NULL };
-static const char *const loss_names[] = { "softmax_cross_entropy", NULL };
+static const char *const loss_names[] = { "softmax_cross_entropy", "binary_cross_entropy", "mse", "l1", "huber",
+	NULL };
+static const char *const task_names[] = { "classification", "multilabel", "regression", "image", NULL };
 static const char *const init_names[] = { "torch", "xavier", NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const sched_names[] = { "constant", "step", "cosine", NULL };
@@ -227,8 +229,8 @@ static const char *const toleration_ops[] = { "Exists", "Equal", NULL };
 static const char *const toleration_effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute", NULL };
 
 /* custom handlers, defined further down */
-static const struct custom c_program, c_program_server, c_kafka_props, c_labels, c_node_selector, c_source, c_shards, c_classes, c_csv_header,
-	c_input, c_layers, c_tolerations, c_dataset;
+static const struct custom c_program, c_program_server, c_kafka_props, c_labels, c_node_selector, c_source, c_shards,
+	c_classes, c_csv_header, c_input, c_layers, c_tolerations, c_dataset, c_gate;
 
 static const struct field source_fields[] = {
 	FIELD("url", struct dlk_source, F_STR, url, .flags = REQ, .check = check_source_url),
@@ -253,6 +255,7 @@ static const struct field split_fields[] = {
 static const struct field csv_fields[] = {
 	FIELD("header", struct dlk_data, F_CUSTOM, csv_header, .custom = &c_csv_header),
 	FIELD("label_column", struct dlk_data, F_INT, csv_label_column, .min = -1, .max = 1 << 20, .def = "-1"),
+	FIELD("targets", struct dlk_data, F_INT, csv_targets, .min = 0, .max = 1 << 20, .def = "0"),
 	END
 };
 
@@ -287,7 +290,10 @@ static const struct field data_fields[] = {
 static const struct field model_fields[] = {
 	FIELD("input", struct dlk_model, F_CUSTOM, input, .flags = REQ, .custom = &c_input),
 	FIELD("layers", struct dlk_model, F_CUSTOM, layers, .flags = REQ, .custom = &c_layers),
-	FIELD("loss", struct dlk_model, F_ENUM, loss, .names = loss_names, .def = "softmax_cross_entropy"),
+	FIELD("task", struct dlk_model, F_ENUM, task, .names = task_names, .def = "classification"),
+	FIELD("loss", struct dlk_model, F_ENUM, loss, .names = loss_names),
+	FIELD("huber_delta", struct dlk_model, F_DOUBLE, huber_delta, .flags = MIN_EXCL, .min = 0, .max = 1e30, .def = "1"),
+	FIELD("threshold", struct dlk_model, F_DOUBLE, threshold, .flags = MIN_EXCL | MAX_EXCL, .min = 0, .max = 1, .def = "0.5"),
 	FIELD("init", struct dlk_model, F_STR, init, .names = init_names, .def = "torch"),
 	END
 };
@@ -331,6 +337,8 @@ static const struct field training_fields[] = {
 	FIELD("threads", struct dlk_training, F_INT, threads, .min = 0, .max = 4096, .def = "0"),
 	{ .key = "checkpoint", .type = F_MAP, .off = 0, .sub = checkpoint_fields },
 	FIELD("eval_every_epoch", struct dlk_training, F_BOOL, eval_every_epoch, .def = "true"),
+	FIELD("label_smoothing", struct dlk_training, F_DOUBLE, label_smoothing, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0"),
+	FIELD("decay_norms_and_biases", struct dlk_training, F_BOOL, decay_norms_and_biases, .def = "false"),
 	END
 };
 
@@ -395,6 +403,7 @@ static const struct field serving_fields[] = {
 	FIELD("gpus", struct dlk_serving, F_INT, gpus, .min = 0, .max = 16, .def = "0"),
 	FIELD("min_accuracy", struct dlk_serving, F_DOUBLE, min_accuracy, .min = 0, .max = 1, .def = "0"),
 	FIELD("min_class_recall", struct dlk_serving, F_DOUBLE, min_class_recall, .min = 0, .max = 1, .def = "0"),
+	FIELD("gate", struct dlk_serving, F_CUSTOM, gate, .custom = &c_gate),
 	FIELD("max_replicas", struct dlk_serving, F_INT, max_replicas, .min = 0, .max = 1000, .def = "0"),
 	FIELD("target_cpu_percent", struct dlk_serving, F_INT, target_cpu_percent, .min = 1, .max = 100, .def = "70"),
 	FIELD("gateway", struct dlk_serving, F_STR, gateway, .check = check_gateway_ref),
@@ -1714,6 +1723,82 @@ static void tolerations_free(const struct field *f, void *base)
 static const char *const toleration_subkeys[] = { "[].key", "[].operator", "[].value", "[].effect", NULL };
 static const struct custom c_tolerations = { tolerations_parse, tolerations_dump, tolerations_free, toleration_subkeys };
 
+/* serving.gate: a list of {metric, min, max} */
+static const char *const gate_metric_names[] = { "accuracy", "loss", "r2", "rmse", "mae", "f1_micro", "f1_macro",
+	"subset_accuracy", "psnr", "ssim", NULL };
+static const struct field gate_fields[] = {
+	FIELD("metric", struct dlk_gate_rule, F_STR, metric, .flags = REQ, .names = gate_metric_names),
+	FIELD("min", struct dlk_gate_rule, F_DOUBLE, min, .min = -1e30, .max = 1e30),
+	FIELD("max", struct dlk_gate_rule, F_DOUBLE, max, .min = -1e30, .max = 1e30),
+	END
+};
+#define SPEC_MAX_GATE 32
+
+static void gate_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	struct dlk_serving *sv = base;
+	char p[512];
+	(void)f;
+
+	if (val->kind != YN_SEQ)
+		return type_problem(c, val, path, "a list of rules {metric, min, max}");
+	if (val->n > SPEC_MAX_GATE) {
+		problem(c, val, path, "has %d rules, more than the limit of %d", val->n, SPEC_MAX_GATE);
+		return;
+	}
+	sv->gate = xcalloc((size_t)val->n + 1, sizeof(*sv->gate));
+	sv->n_gate = val->n;
+	for (int i = 0; i < val->n; i++) {
+		struct dlk_gate_rule *g = &sv->gate[i];
+		const struct ynode *item = val->vals[i];
+		snprintf(p, sizeof(p), "%s[%d]", path, i);
+		if (item->kind != YN_MAP) {
+			type_problem(c, item, p, "a mapping {metric, min, max}");
+			continue;
+		}
+		parse_fields(c, gate_fields, item, g, p);
+		for (int k = 0; k < item->n; k++) {
+			g->has_min |= !strcmp(item->keys[k]->text, "min") && !ynode_is_null(item->vals[k]);
+			g->has_max |= !strcmp(item->keys[k]->text, "max") && !ynode_is_null(item->vals[k]);
+		}
+		if (!g->has_min && !g->has_max)
+			problem(c, item, p, "a rule needs min, max or both");
+		else if (g->has_min && g->has_max && g->min > g->max)
+			problem(c, item, p, "min %g is above max %g: no model passes", g->min, g->max);
+	}
+}
+static void gate_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_serving *sv = base;
+	(void)f;
+	if (!sv->n_gate) {
+		dlk_buf_adds(b, " []\n");
+		return;
+	}
+	dlk_buf_addc(b, '\n');
+	for (int i = 0; i < sv->n_gate; i++) {
+		const struct dlk_gate_rule *g = &sv->gate[i];
+		dlk_buf_addf(b, "%*s- {metric: %s", indent + 2, "", g->metric ? g->metric : "");
+		if (g->has_min)
+			dlk_buf_addf(b, ", min: %.17g", g->min);
+		if (g->has_max)
+			dlk_buf_addf(b, ", max: %.17g", g->max);
+		dlk_buf_adds(b, "}\n");
+	}
+}
+static void gate_free(const struct field *f, void *base)
+{
+	struct dlk_serving *sv = base;
+	(void)f;
+	for (int i = 0; i < sv->n_gate; i++)
+		free_fields(gate_fields, &sv->gate[i]);
+	free(sv->gate);
+	sv->gate = NULL;
+	sv->n_gate = 0;
+}
+static const char *const gate_subkeys[] = { "[].metric", "[].min", "[].max", NULL };
+static const struct custom c_gate = { gate_parse, gate_dump, gate_free, gate_subkeys };
+
 /* ---- defaults: the one place they are applied ---- */
 
 static void defaults_walk(struct ctx *c, const struct field *fields, void *base)
@@ -1743,6 +1828,10 @@ static void apply_defaults(struct ctx *c, struct dlk_project *s)
 		s->data.scale = s->data.format == DLK_DATA_CSV ? 1.0f : (float)(1.0 / 255.0);
 	if (!given_at(c, &t->lr, GIVEN_VALUE))
 		t->lr = t->optimizer == DLK_OPT_SGD ? 0.01 : 1e-3;
+	if (!given_at(c, &s->model.loss, GIVEN_VALUE))
+		s->model.loss = s->model.task == DLK_TASK_CLASSIFICATION ? DLK_LOSS_SOFTMAX_CE :
+		                s->model.task == DLK_TASK_MULTILABEL     ? DLK_LOSS_BCE :
+		                                                           DLK_LOSS_MSE;
 	if (!given_at(c, &t->weight_decay, GIVEN_VALUE))
 		t->weight_decay = t->optimizer == DLK_OPT_ADAMW ? 0.01 : 0.0;
 	/* GPU workers need the CUDA backend and its libraries: the CUDA image */
@@ -1878,13 +1967,15 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 		int last = m->n_layers - 1;
 		const struct ynode *pos = given_at(c, &m->layers[last], GIVEN_CUSTOM);
 		snprintf(p, sizeof(p), "model.layers[%d]", last);
+		if (m->task == DLK_TASK_IMAGE)
+			return; /* dense prediction: any output shape; the targets must have it */
 		if (shape[0] != 1 || shape[1] != 1) {
 			problem(c, pos, p, "the model ends with a %lldx%lldx%lld output, not one value per class (end it with "
 			        "'flatten' and a dense layer of %d units)", shape[0], shape[1], shape[2],
 			        n_classes ? n_classes : 10);
 			return;
 		}
-		if (shape[2] < 2) {
+		if (shape[2] < 2 && m->task == DLK_TASK_CLASSIFICATION) {
 			problem(c, pos, p, "the model ends with %lld output; softmax cross-entropy needs at least 2 classes",
 			        shape[2]);
 			return;
@@ -1920,6 +2011,54 @@ static void check_dataset_sources(struct ctx *c, const struct dlk_data *d, const
 			problem(c, pos_or(c, &src->sha256, GIVEN_VALUE, at), srcs[i].path,
 			        "the dataset's manifest pins every file: leave sha256 out");
 	}
+}
+
+/* The loss, the targets and the options of a task belong to it. */
+static void check_task(struct ctx *c, struct dlk_project *s, const struct ynode *root)
+{
+	const struct dlk_model *m = &s->model;
+	const char *task = task_names[m->task], *loss = loss_names[m->loss];
+	int ce = m->loss == DLK_LOSS_SOFTMAX_CE, bce = m->loss == DLK_LOSS_BCE;
+	const struct ynode *at = pos_or(c, &s->model.loss, GIVEN_VALUE, pos_or(c, &s->model.task, GIVEN_VALUE, root));
+
+	if (m->task == DLK_TASK_CLASSIFICATION && !ce)
+		problem(c, at, "model.loss", "task classification trains with softmax_cross_entropy, not %s", loss);
+	else if (m->task == DLK_TASK_MULTILABEL && !bce)
+		problem(c, at, "model.loss", "task multilabel trains with binary_cross_entropy, not %s", loss);
+	else if ((m->task == DLK_TASK_REGRESSION || m->task == DLK_TASK_IMAGE) && (ce || bce))
+		problem(c, at, "model.loss", "task %s trains with mse, l1 or huber, not %s", task, loss);
+	if (s->training.label_smoothing > 0 && m->task != DLK_TASK_CLASSIFICATION)
+		problem(c, pos_or(c, &s->training.label_smoothing, GIVEN_VALUE, root), "training.label_smoothing",
+		        "label smoothing is for task classification, not %s", task);
+	if (s->data.format == DLK_DATA_CSV && m->task == DLK_TASK_CLASSIFICATION && s->data.csv_targets > 0)
+		problem(c, pos_or(c, &s->data.csv_targets, GIVEN_VALUE, root), "data.csv.targets",
+		        "float target columns are for tasks multilabel, regression and image; classification reads "
+		        "data.csv.label_column (or set model.task)");
+	else if (s->data.format == DLK_DATA_CSV && m->task != DLK_TASK_CLASSIFICATION && s->data.csv_targets <= 0)
+		problem(c, pos_or(c, &s->model.task, GIVEN_VALUE, root), "data.csv.targets",
+		        "task %s needs float targets: set data.csv.targets to how many last columns hold them", task);
+}
+
+/* Which task has each gate metric: the rules of serving.gate name metrics the model's evaluation
+ * gives (lib/train/eval.h) */
+static int gate_metric_fits(const char *metric, enum dlk_task task)
+{
+	static const struct { const char *name; unsigned tasks; } m[] = {
+		{ "accuracy", 1u << DLK_TASK_CLASSIFICATION },
+		{ "loss", ~0u },
+		{ "r2", 1u << DLK_TASK_REGRESSION | 1u << DLK_TASK_IMAGE },
+		{ "rmse", 1u << DLK_TASK_REGRESSION | 1u << DLK_TASK_IMAGE },
+		{ "mae", 1u << DLK_TASK_REGRESSION | 1u << DLK_TASK_IMAGE },
+		{ "f1_micro", 1u << DLK_TASK_MULTILABEL },
+		{ "f1_macro", 1u << DLK_TASK_MULTILABEL },
+		{ "subset_accuracy", 1u << DLK_TASK_MULTILABEL },
+		{ "psnr", 1u << DLK_TASK_IMAGE },
+		{ "ssim", 1u << DLK_TASK_IMAGE },
+	};
+	for (size_t i = 0; i < DLK_ARRAY_SIZE(m); i++)
+		if (!strcmp(m[i].name, metric))
+			return !!(m[i].tasks & (1u << task));
+	return 0;
 }
 
 static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode *root)
@@ -1962,11 +2101,23 @@ static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode 
 		problem(c, pos_or(c, s->serving.stream.input ? (void *)&s->serving.stream.input :
 		                  (void *)&s->serving.stream.output, GIVEN_VALUE, root), "serving.stream.brokers",
 		        "topics need the brokers that hold them (host:port[,host:port...])");
-	/* the user's own program needs no model of dlk's: without one there is nothing to check */
-	if (given_at(c, &s->model, GIVEN_MAP))
-		check_shapes(c, &s->model, s->data.n_classes);
-	else if (!s->program.present)
+	/* the user's own program needs no model of dlk's: without one there is nothing to check, and
+	 * the gate's metrics are whatever the program reports */
+	int has_model = given_at(c, &s->model, GIVEN_MAP) != NULL;
+	if (!has_model && !s->program.present)
 		problem(c, root, "model", "missing required key 'model' (or a program: section that runs your own code)");
+	if (has_model)
+		check_task(c, s, root);
+	for (int i = 0; has_model && i < s->serving.n_gate; i++) {
+		const struct dlk_gate_rule *g = &s->serving.gate[i];
+		char p[64];
+		snprintf(p, sizeof(p), "serving.gate[%d].metric", i);
+		if (g->metric && !gate_metric_fits(g->metric, s->model.task))
+			problem(c, pos_or(c, &s->serving.gate, GIVEN_CUSTOM, root), p,
+			        "a model of task %s has no test metric '%s'", task_names[s->model.task], g->metric);
+	}
+	if (has_model)
+		check_shapes(c, &s->model, s->data.n_classes);
 }
 
 /* ---- --set ---- */

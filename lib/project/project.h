@@ -60,6 +60,8 @@ struct dlk_data {
 	/* csv options */
 	int csv_header;          /* -1 = detect (default), 0 no, 1 yes */
 	int csv_label_column;    /* 0-based, -1 = last column (default) */
+	int csv_targets;         /* > 0: the last csv_targets columns are float targets (regression,
+	                            multilabel), no label column; default 0 */
 	/* scaling applied to raw values: x = (raw * scale - mean) / std */
 	float scale;             /* default 1/255 for idx and tar, 1 for csv */
 	float mean, std;         /* default 0 and 1 */
@@ -97,15 +99,22 @@ struct dlk_layer_spec {
 	int line, column; /* where it was declared in the project file (1-based; 0 if unknown) */
 };
 
-enum dlk_loss { DLK_LOSS_SOFTMAX_CE };
+enum dlk_loss { DLK_LOSS_SOFTMAX_CE, DLK_LOSS_BCE, DLK_LOSS_MSE, DLK_LOSS_L1, DLK_LOSS_HUBER };
+/* What the model predicts, which decides its targets, default loss and metrics (lib/nn/loss.h):
+ * classification: one class per sample (int labels); multilabel: a 0/1 target per class;
+ * regression: float targets; image: a float target of the output's shape (dense prediction). */
+enum dlk_task { DLK_TASK_CLASSIFICATION, DLK_TASK_MULTILABEL, DLK_TASK_REGRESSION, DLK_TASK_IMAGE };
 
 struct dlk_model {
 	int input[3];             /* C, H, W; a flat input of n features is [1, 1, n] */
 	int input_rank;           /* how many dims the user wrote (1 or 3) */
 	struct dlk_layer_spec *layers;
 	int n_layers;
-	enum dlk_loss loss;
+	enum dlk_loss loss;       /* default by task: softmax_cross_entropy, binary_cross_entropy, mse, mse */
 	char *init;               /* weight init scheme: "torch" (default: PyTorch's kaiming-uniform(a=sqrt 5)) or "xavier" */
+	enum dlk_task task;       /* default classification */
+	double huber_delta;       /* loss huber: default 1 */
+	double threshold;         /* multilabel: a class is predicted when sigmoid(logit) >= this; default 0.5 */
 };
 
 /* ---- training ---- */
@@ -134,6 +143,8 @@ struct dlk_training {
 	int checkpoint_keep;      /* newest N kept, default 3 */
 	char *checkpoint_dir;     /* default ".dlk/checkpoints/<name>" locally, the PVC mount in a pod */
 	int eval_every_epoch;     /* default 1 */
+	double label_smoothing;   /* classification: PyTorch's label_smoothing, default 0 */
+	int decay_norms_and_biases; /* weight decay on biases (and norms) too; default 0, as most recipes */
 };
 
 /* ---- cluster resources ---- */
@@ -188,6 +199,14 @@ struct dlk_stream_spec {
 	int n_properties;
 };
 
+/* One rule of serving.gate: the run's test metric `metric` (a name of lib/train/eval.h's list, or
+ * "loss") must be at least min and/or at most max. */
+struct dlk_gate_rule {
+	char *metric;
+	double min, max;
+	int has_min, has_max;
+};
+
 struct dlk_serving {
 	int replicas;             /* default 1 */
 	int port;                 /* default 8080 */
@@ -195,6 +214,8 @@ struct dlk_serving {
 	int gpus;                 /* default 0 */
 	double min_accuracy;      /* promote only at or above this test accuracy; default 0 */
 	double min_class_recall;  /* and only when every class's recall is at least this; default 0 */
+	struct dlk_gate_rule *gate; /* and only when every rule holds (serving.gate: [{metric, min, max}]) */
+	int n_gate;
 	int max_replicas;         /* above replicas: a HorizontalPodAutoscaler scales up to it; default 0 (none) */
 	int target_cpu_percent;   /* the autoscaler's CPU utilisation target, default 70 */
 	char *gateway;            /* the Gateway (NAME or NAMESPACE/NAME) an HTTPRoute attaches the model

@@ -272,7 +272,7 @@ static void figures_of(const struct report_run *r, struct figure_val f[10])
 
 	memset(f, 0, sizeof(struct figure_val) * 10);
 	f[0] = (struct figure_val){ r->have_test, r->test_accuracy, "" };
-	f[1] = (struct figure_val){ r->have_test, r->test_loss, "" };
+	f[1] = (struct figure_val){ r->have_test || r->task_metrics, r->test_loss, "" };
 	f[2] = (struct figure_val){ r->have_metrics || le, le ? le->train_loss : r->train_loss, "" };
 	f[3] = (struct figure_val){ le != NULL, le ? le->epoch : 0, "" };
 	f[4] = (struct figure_val){ r->have_history, (double)r->history.steps, "" };
@@ -305,8 +305,24 @@ static void section_summary(struct dlk_buf *b, const struct report_run *a, const
 	if (o)
 		figures_of(o, fo);
 	dlk_buf_adds(b, "<section id=\"summary\">\n<h2>Summary</h2>\n<dl class=\"figures\">\n");
-	for (int i = 0; i < 10; i++)
+	/* another task's run: its headline metric in the accuracy's place */
+	const cJSON *head = a->task_metrics ? a->task_metrics->child : NULL;
+	char hlabel[64];
+	if (head && cJSON_IsNumber(head) && head->string) {
+		const cJSON *ob = o && o->task_metrics ? cJSON_GetObjectItemCaseSensitive(o->task_metrics, head->string) : NULL;
+		snprintf(hlabel, sizeof(hlabel), "test %.40s", head->string);
+		fa[0] = (struct figure_val){ 1, head->valuedouble, "" };
+		if (o)
+			fo[0] = (struct figure_val){ cJSON_IsNumber(ob), cJSON_IsNumber(ob) ? ob->valuedouble : 0, "" };
+	}
+	for (int i = 0; i < 10; i++) {
+		if (i == 0 && head && cJSON_IsNumber(head) && head->string) {
+			int lower = !strcmp(head->string, "rmse") || !strcmp(head->string, "mae");
+			figure(b, figs[0].id, hlabel, FIG_LOSS, &fa[0], o ? &fo[0] : NULL, lower ? -1 : 1);
+			continue;
+		}
 		figure(b, figs[i].id, figs[i].label, figs[i].kind, &fa[i], o ? &fo[i] : NULL, figs[i].better);
+	}
 	dlk_buf_adds(b, "</dl>\n");
 	if (o)
 		dlk_buf_adds(b, "<p class=\"note\">Large figures are this run (A); B is the run it is compared with; the "
@@ -348,7 +364,7 @@ static void series_of(const struct report_run *r, int run, struct run_series *s)
 		if (e->have_test) {
 			s->test_loss_x[s->n_test] = e->epoch;
 			s->test_loss[s->n_test] = e->test_loss;
-			s->acc[s->n_test++] = e->test_accuracy;
+			s->acc[s->n_test++] = e->test_metric[0] ? e->test_metric_value : e->test_accuracy;
 		}
 	}
 	s->n_ep = h->n_epochs;
@@ -459,13 +475,21 @@ static void section_curves(struct dlk_buf *b, const struct report_run *a, const 
 	c.n_marks = nm;
 	chart_figure(b, &c);
 
+	/* another task than classification charts its headline metric (history's test_metric) */
+	const char *metric = NULL;
+	for (size_t i = 0; i < a->history.n_epochs && !metric; i++)
+		if (a->history.epochs[i].have_test && a->history.epochs[i].test_metric[0])
+			metric = a->history.epochs[i].test_metric;
+	char mtitle[64], mdesc[128];
+	snprintf(mtitle, sizeof(mtitle), "Test %s", metric ? metric : "accuracy");
+	snprintf(mdesc, sizeof(mdesc), "The test set's %s after each evaluated epoch.", metric ? metric : "accuracy");
 	c.id = "chart-accuracy";
-	c.title = "Test accuracy";
-	c.desc = "Accuracy on the test set after each evaluated epoch.";
+	c.title = mtitle;
+	c.desc = mdesc;
 	c.xaxis = AXIS_EPOCH;
-	c.yaxis = AXIS_PERCENT;
+	c.yaxis = metric ? AXIS_NUMBER : AXIS_PERCENT;
 	c.xlabel = "epoch";
-	c.ylabel = "test accuracy";
+	c.ylabel = metric ? metric : "test accuracy";
 	c.y_from_zero = 0;
 	c.series = acc;
 	c.n_series = na;
@@ -509,7 +533,10 @@ static void epochs_table(struct dlk_buf *b, const struct report_run *r, const ch
 		const struct dlk_history_epoch *e = &h->epochs[i];
 		char acc[32] = "-", tl[32] = "-";
 		if (e->have_test) {
-			pct(acc, sizeof(acc), e->test_accuracy);
+			if (e->test_metric[0])
+				snprintf(acc, sizeof(acc), "%s %.4f", e->test_metric, e->test_metric_value);
+			else
+				pct(acc, sizeof(acc), e->test_accuracy);
 			snprintf(tl, sizeof(tl), "%.4f", e->test_loss);
 		}
 		dlk_buf_addf(b, "<tr><th scope=\"row\">%d</th><td>%ld</td><td>%.4f</td><td>%s</td><td>%s</td><td>%.0f</td>"
@@ -517,6 +544,49 @@ static void epochs_table(struct dlk_buf *b, const struct report_run *r, const ch
 		             e->epoch, e->step, e->train_loss, tl, acc, e->samples_per_sec, e->elapsed_sec, e->lr, e->world);
 	}
 	dlk_buf_adds(b, "</tbody></table></div>\n");
+}
+
+/* The test metrics of a task other than classification (metrics.test), A beside B, and a
+ * multi-label model's F1 per class: such a run has no classes to draw a matrix of. */
+static void section_task(struct dlk_buf *b, const struct report_run *a, const struct report_run *o)
+{
+	const cJSON *v;
+
+	if (!a->task_metrics)
+		return;
+	dlk_buf_adds(b, "<section id=\"task-metrics\">\n<h2>Test metrics</h2>\n<div class=\"scroll\"><table id=\"metrics-a\">\n"
+	                "<caption>");
+	dlk_buf_addf(b, "%s on %lld test samples", o && o->task_metrics ? "A and B" : "The model", a->test_samples);
+	dlk_buf_adds(b, "</caption>\n<thead><tr><th scope=\"col\">metric</th><th scope=\"col\">");
+	dlk_buf_adds(b, o && o->task_metrics ? "A</th><th scope=\"col\">B</th>" : "value</th>");
+	dlk_buf_adds(b, "</tr></thead>\n<tbody>\n");
+	cJSON_ArrayForEach(v, a->task_metrics) {
+		if (!cJSON_IsNumber(v) || !v->string)
+			continue;
+		dlk_buf_adds(b, "<tr><th scope=\"row\">");
+		html_escape(b, v->string);
+		dlk_buf_addf(b, "</th><td>%.4f</td>", v->valuedouble);
+		if (o && o->task_metrics) {
+			const cJSON *w = cJSON_GetObjectItemCaseSensitive(o->task_metrics, v->string);
+			if (cJSON_IsNumber(w))
+				dlk_buf_addf(b, "<td>%.4f</td>", w->valuedouble);
+			else
+				dlk_buf_adds(b, "<td>-</td>");
+		}
+		dlk_buf_adds(b, "</tr>\n");
+	}
+	dlk_buf_adds(b, "</tbody></table></div>\n");
+	if (a->f1 && cJSON_GetArraySize(a->f1) > 0) {
+		int i = 0;
+		dlk_buf_adds(b, "<div class=\"scroll\"><table id=\"f1-a\">\n<caption>F1 of each class (the threshold "
+		                "on its sigmoid as model.threshold says)</caption>\n<thead><tr><th scope=\"col\">class</th>"
+		                "<th scope=\"col\">F1</th></tr></thead>\n<tbody>\n");
+		cJSON_ArrayForEach(v, a->f1)
+			if (cJSON_IsNumber(v))
+				dlk_buf_addf(b, "<tr><th scope=\"row\">%d</th><td>%.4f</td></tr>\n", i++, v->valuedouble);
+		dlk_buf_adds(b, "</tbody></table></div>\n");
+	}
+	dlk_buf_adds(b, "</section>\n");
 }
 
 static void section_epochs(struct dlk_buf *b, const struct report_run *a, const struct report_run *o)
@@ -1025,6 +1095,7 @@ int report_html(const cJSON *run, const cJSON *other, struct dlk_buf *b, struct 
 	dlk_buf_adds(b, "</header>\n<main>\n");
 	section_summary(b, &a, other ? &o : NULL);
 	section_curves(b, &a, other ? &o : NULL);
+	section_task(b, &a, other ? &o : NULL);
 	section_epochs(b, &a, other ? &o : NULL);
 	section_confusion(b, &a, other ? &o : NULL, &c);
 	section_classes(b, &a, other ? &o : NULL, &c);

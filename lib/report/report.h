@@ -58,6 +58,12 @@ char *report_run_compact(const cJSON *run, size_t max_bytes);
  * nothing left to halve. */
 int report_run_halve_step_loss(cJSON *history);
 
+/* From a run document's "metrics" (model.json's): its headline test metric, "84.12%" (the
+ * accuracy of a classifier) or "r2 0.9353" (the first of metrics.test), "-" when it has none;
+ * and every test metric on a line, "accuracy 84.12%" or "r2 0.9353, rmse 0.0953, mae 0.0676". */
+void report_metric_headline(const cJSON *metrics, char *out, size_t n);
+void report_metrics_line(const cJSON *metrics, char *out, size_t n);
+
 /* A run document, checked and converted for drawing. Strings and doc are borrowed from the
  * document, which must outlive it. */
 struct report_run {
@@ -75,8 +81,12 @@ struct report_run {
 	struct dlk_history history;  /* owned */
 	long steps_per_epoch;        /* from the history; 0 when unknown */
 	long long parameters;        /* -1 when unknown */
+	/* a task other than classification: metrics.test (its named metrics; then test_loss and
+	 * test_samples are set too, have_test stays 0) and metrics.f1 (multilabel), borrowed; NULL */
+	const cJSON *task_metrics, *f1;
 };
-#define REPORT_RUN_INIT { NULL, NULL, "", 0, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, DLK_HISTORY_INIT, 0, -1 }
+#define REPORT_RUN_INIT { NULL, NULL, "", 0, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, DLK_HISTORY_INIT, 0, -1, \
+	                  NULL, NULL }
 
 /* Checks a run document and fills r: every field the page draws has the right type, range and
  * size (a matrix row of the wrong length, an accuracy of 1.5, a class list that disagrees with

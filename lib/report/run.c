@@ -259,6 +259,22 @@ static int load_metrics(const cJSON *m, const char *who, struct report_run *r, s
 	r->have_metrics = 1;
 	if (get(m, "train_loss") && dlk_json_number(m, "train_loss", -HUGE_VAL, HUGE_VAL, 0, &r->train_loss, who, "metrics", err))
 		return -1;
+	if (!get(m, "test_accuracy") && cJSON_IsObject(get(m, "test")) && get(m, "test_loss")) {
+		const cJSON *t;
+		cJSON_ArrayForEach(t, get(m, "test"))
+			if (!cJSON_IsNumber(t) || !isfinite(t->valuedouble))
+				return dlk_errf(err, DLK_EXIT_CONFIG, "%s: metrics.test.%s is not a number", who,
+				                t->string ? t->string : "?");
+		if (get(m, "f1") && !cJSON_IsArray(get(m, "f1")))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: metrics.f1 is not an array", who);
+		if (dlk_json_number(m, "test_loss", -HUGE_VAL, HUGE_VAL, 0, &r->test_loss, who, "metrics", err) ||
+		    dlk_json_number(m, "test_samples", 0, MAX_COUNT, 1, &v, who, "metrics", err))
+			return -1;
+		r->test_samples = (long long)v;
+		r->task_metrics = get(m, "test");
+		r->f1 = get(m, "f1");
+		return 0;
+	}
 	if (!get(m, "test_accuracy"))
 		return 0;
 	r->have_test = 1;
@@ -448,4 +464,39 @@ void report_compare_release(struct report_compare *c)
 	free(c->recall_delta);
 	free(c->moved);
 	*c = (struct report_compare)REPORT_COMPARE_INIT;
+}
+
+void report_metric_headline(const cJSON *metrics, char *out, size_t n)
+{
+	const cJSON *a = get(metrics, "test_accuracy"), *t = get(metrics, "test");
+
+	if (cJSON_IsNumber(a))
+		snprintf(out, n, "%.2f%%", 100 * a->valuedouble);
+	else if (cJSON_IsObject(t) && t->child && cJSON_IsNumber(t->child) && t->child->string)
+		snprintf(out, n, "%.40s %.4f", t->child->string, t->child->valuedouble);
+	else
+		snprintf(out, n, "-");
+}
+
+void report_metrics_line(const cJSON *metrics, char *out, size_t n)
+{
+	const cJSON *a = get(metrics, "test_accuracy"), *t = get(metrics, "test"), *v;
+	size_t at = 0;
+
+	if (n)
+		out[0] = 0;
+	if (cJSON_IsNumber(a)) {
+		snprintf(out, n, "accuracy %.2f%%", 100 * a->valuedouble);
+		return;
+	}
+	if (!cJSON_IsObject(t))
+		t = NULL;
+	cJSON_ArrayForEach(v, t) {
+		if (!cJSON_IsNumber(v) || !v->string || at >= n)
+			continue;
+		int w = snprintf(out + at, n - at, "%s%.40s %.4f", at ? ", " : "", v->string, v->valuedouble);
+		at += w > 0 ? (size_t)w : 0;
+	}
+	if (!at)
+		snprintf(out, n, "-");
 }

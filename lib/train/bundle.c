@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/nn/loss.h"
 #include "lib/project/layers.h"
 #include "lib/train/bundle.h"
 #include "lib/util/suggest.h"
@@ -154,7 +155,12 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 	cJSON *layers = cJSON_AddArrayToObject(a, "layers");
 	for (int i = 0; i < net->n_layers; i++)
 		cJSON_AddItemToArray(layers, layer_json(&net->layers[i].spec));
-	cJSON_AddStringToObject(a, "loss", "softmax_cross_entropy");
+	cJSON_AddStringToObject(a, "task", dlk_task_name(in->model->task));
+	cJSON_AddStringToObject(a, "loss", dlk_loss_name(in->model->loss));
+	if (in->model->loss == DLK_LOSS_HUBER)
+		cJSON_AddNumberToObject(a, "huber_delta", in->model->huber_delta);
+	if (in->model->task == DLK_TASK_MULTILABEL)
+		cJSON_AddNumberToObject(a, "threshold", in->model->threshold);
 	cJSON_AddStringToObject(a, "init", in->model->init ? in->model->init : "torch");
 	cJSON_AddNumberToObject(a, "n_classes", net->n_classes);
 	cJSON_AddNumberToObject(a, "parameters", (double)net->n_params);
@@ -181,6 +187,17 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 		int k = e->n_classes;
 		cJSON_AddNumberToObject(m, "test_samples", (double)e->n);
 		cJSON_AddNumberToObject(m, "test_loss", e->loss);
+		/* the task's named metrics, what serving.gate and `dlk status` read; classification's
+		 * accuracy is also test_accuracy, with its per-class numbers */
+		cJSON *tm = cJSON_AddObjectToObject(m, "test");
+		for (int i = 0; i < e->n_metrics; i++)
+			cJSON_AddNumberToObject(tm, e->metrics[i].name, e->metrics[i].value);
+		if (e->f1)
+			cJSON_AddItemToObject(m, "f1", cJSON_CreateDoubleArray(e->f1, k));
+	}
+	if (in->eval && in->eval->n && in->eval->task == DLK_TASK_CLASSIFICATION && in->eval->precision) {
+		const struct dlk_eval *e = in->eval;
+		int k = e->n_classes;
 		cJSON_AddNumberToObject(m, "test_accuracy", e->accuracy);
 		cJSON_AddItemToObject(m, "precision", cJSON_CreateDoubleArray(e->precision, k));
 		cJSON_AddItemToObject(m, "recall", cJSON_CreateDoubleArray(e->recall, k));
@@ -436,8 +453,24 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL ? ls->size : 1, 1, 1024, &ls->stride))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has a bad size field", path, i);
 	}
-	if (int_field(a, "n_classes", 0, 2, 1 << 24, &b->n_classes) || b->n_classes < 2)
-		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.n_classes is missing or below 2", path);
+	/* a bundle of an older dlk names no task: it is a classifier */
+	const cJSON *task = cJSON_GetObjectItemCaseSensitive(a, "task"), *loss = cJSON_GetObjectItemCaseSensitive(a, "loss");
+	int tk = task ? dlk_task_from_name(cJSON_IsString(task) ? task->valuestring : NULL) : DLK_TASK_CLASSIFICATION;
+	int lk = loss ? dlk_loss_from_name(cJSON_IsString(loss) ? loss->valuestring : NULL) : DLK_LOSS_SOFTMAX_CE;
+	if (tk < 0 || lk < 0)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.%s is not one this dlk knows", path,
+		                tk < 0 ? "task" : "loss");
+	b->model.task = (enum dlk_task)tk;
+	b->model.loss = (enum dlk_loss)lk;
+	b->model.huber_delta = 1.0;
+	b->model.threshold = 0.5;
+	const cJSON *thr = cJSON_GetObjectItemCaseSensitive(a, "threshold");
+	if (cJSON_IsNumber(thr) && thr->valuedouble > 0 && thr->valuedouble < 1)
+		b->model.threshold = thr->valuedouble;
+	int min_out = tk == DLK_TASK_CLASSIFICATION ? 2 : 1;
+	if (int_field(a, "n_classes", 0, min_out, 1 << 24, &b->n_classes) || b->n_classes < min_out)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.n_classes is missing or below %d", path,
+		                min_out);
 	const cJSON *init = cJSON_GetObjectItemCaseSensitive(a, "init");
 	b->model.init = xstrdup(cJSON_IsString(init) ? init->valuestring : "torch");
 	const cJSON *classes = cJSON_GetObjectItemCaseSensitive(j, "classes");

@@ -73,7 +73,7 @@ struct dlk_bundle {
 	int has_scaling;
 	float scale, mean, std;
 };
-#define DLK_BUNDLE_INIT { NULL, { { 0, 0, 0 }, 0, NULL, 0, DLK_LOSS_SOFTMAX_CE, NULL }, 0, NULL, NULL, 0, "", "", \
+#define DLK_BUNDLE_INIT { NULL, { { 0, 0, 0 }, 0, NULL, 0, DLK_LOSS_SOFTMAX_CE, NULL, DLK_TASK_CLASSIFICATION, 1.0, 0.5 }, 0, NULL, NULL, 0, "", "", \
 	                  0, 1.0f, 0.0f, 1.0f }
 
 /* Reads and verifies a bundle: the tar structure, model.json, the weights' sha256 against

@@ -1,7 +1,10 @@
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "lib/nn/loss.h"
 #include "lib/train/eval.h"
+#include "lib/train/metrics.h"
 #include "lib/util/mem.h"
 
 int dlk_evaluate(struct dlk_net *net, const struct dlk_dataset *ds, int batch, struct dlk_eval *out,
@@ -71,6 +74,9 @@ int dlk_evaluate(struct dlk_net *net, const struct dlk_dataset *ds, int batch, s
 	out->n = ds->n;
 	out->loss = ds->n ? loss / (double)ds->n : 0;
 	out->accuracy = ds->n ? (double)correct / (double)ds->n : 0;
+	out->task = DLK_TASK_CLASSIFICATION;
+	out->n_metrics = 1;
+	out->metrics[0] = (struct dlk_metric){ "accuracy", out->accuracy, 1 };
 	for (int c = 0; c < k; c++) {
 		long long tp = out->confusion[(size_t)c * k + c], pred = 0, truth = 0;
 		for (int j = 0; j < k; j++) {
@@ -91,6 +97,130 @@ out:
 	return ret;
 }
 
+static void add_metric(struct dlk_eval *ev, const char *name, double v, int higher)
+{
+	if (ev->n_metrics < DLK_EVAL_MAX_METRICS)
+		ev->metrics[ev->n_metrics++] = (struct dlk_metric){ name, v, higher };
+}
+
+int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int batch, const struct dlk_model *model,
+                      const struct dlk_training *training, struct dlk_eval *out, struct dlk_err *err)
+{
+	const struct dlk_backend *be = net->be;
+	struct dlk_loss_spec ls = dlk_loss_of(model, training);
+	int k = net->n_classes, ret = -1;
+	float *xdev = NULL, *xhost = NULL, *pred = NULL;
+	double loss = 0;
+
+	if (model->task == DLK_TASK_CLASSIFICATION) {
+		/* the test loss is plain cross-entropy, label smoothing or not: what a model's
+		 * confidence on the truth is, comparable across runs */
+		return dlk_evaluate(net, ds, batch, out, err);
+	}
+	*out = (struct dlk_eval)DLK_EVAL_INIT;
+	if (ds->sample_size != net->input_size)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "evaluation data has %zu values per sample but the model takes %zu",
+		                ds->sample_size, net->input_size);
+	if (!ds->t || ds->target_size != (size_t)k)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "evaluation data has %zu target values per sample but the model "
+		                "gives %d", ds->t ? ds->target_size : 0, k);
+	if (batch <= 0)
+		batch = net->batch_cap > 0 ? net->batch_cap : 256;
+	if (dlk_net_reserve(net, batch, err))
+		return -1;
+	out->task = model->task;
+	out->n_classes = k;
+	pred = xmalloc(sizeof(float) * (ds->n ? ds->n : 1) * (size_t)k);
+	if (!(xdev = be->alloc(sizeof(float) * (size_t)batch * ds->sample_size))) {
+		dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for an evaluation batch", be->name);
+		goto out;
+	}
+	xhost = be == dlk_backend_cpu() ? xdev : xmalloc(sizeof(float) * (size_t)batch * ds->sample_size);
+	for (size_t start = 0; start < ds->n; start += (size_t)batch) {
+		int nb = ds->n - start < (size_t)batch ? (int)(ds->n - start) : batch;
+		float *p = pred + start * (size_t)k;
+		dlk_dataset_gather_range(ds, start, (size_t)nb, xhost);
+		be->to_device(xdev, xhost, sizeof(float) * (size_t)nb * ds->sample_size);
+		be->to_host(p, dlk_net_forward(net, xdev, nb, 0), sizeof(float) * (size_t)nb * k);
+		/* the batch's mean loss, weighted back to a sum */
+		loss += (double)dlk_loss_ref((int)ls.kind, p, NULL, ds->t + start * (size_t)k, nb, k, ls.param, NULL) * nb;
+	}
+	{
+		char msg[256];
+		if (be->check(msg, sizeof(msg))) {
+			dlk_errf(err, DLK_EXIT_FAIL, "%s: %s", be->name, msg);
+			goto out;
+		}
+	}
+	out->n = ds->n;
+	out->loss = ds->n ? loss / (double)ds->n : 0;
+	if (model->task == DLK_TASK_MULTILABEL) {
+		double micro, macro, subset;
+		out->f1 = xcalloc((size_t)k, sizeof(double));
+		dlk_metrics_multilabel(pred, ds->t, ds->n, k, model->threshold, out->f1, &micro, &macro, &subset);
+		add_metric(out, "f1_micro", micro, 1);
+		add_metric(out, "f1_macro", macro, 1);
+		add_metric(out, "subset_accuracy", subset, 1);
+	} else {
+		double mae, rmse, r2;
+		/* an image's R^2 is over every value as one column: a pixel that is the same in every
+		 * image (a border) would otherwise weigh as much as the picture */
+		if (model->task == DLK_TASK_IMAGE)
+			dlk_metrics_regression(pred, ds->t, ds->n * (size_t)k, 1, &mae, &rmse, &r2);
+		else
+			dlk_metrics_regression(pred, ds->t, ds->n, k, &mae, &rmse, &r2);
+		if (model->task == DLK_TASK_IMAGE) {
+			const struct dlk_layer *L = &net->layers[net->n_layers - 1];
+			add_metric(out, "psnr", dlk_metrics_psnr(pred, ds->t, ds->n, (size_t)k, 1.0), 1);
+			add_metric(out, "ssim", dlk_metrics_ssim(pred, ds->t, ds->n, L->out[0], L->out[1], L->out[2], 1.0), 1);
+		}
+		add_metric(out, "r2", r2, 1);
+		add_metric(out, "rmse", rmse, 0);
+		add_metric(out, "mae", mae, 0);
+	}
+	ret = 0;
+out:
+	if (xhost != xdev)
+		free(xhost);
+	be->free(xdev);
+	free(pred);
+	if (ret)
+		dlk_eval_release(out);
+	return ret;
+}
+
+int dlk_eval_metric(const struct dlk_eval *ev, const char *name, double *value)
+{
+	if (!strcmp(name, "loss")) {
+		*value = ev->loss;
+		return 0;
+	}
+	for (int i = 0; i < ev->n_metrics; i++)
+		if (!strcmp(ev->metrics[i].name, name)) {
+			*value = ev->metrics[i].value;
+			return 0;
+		}
+	return -1;
+}
+
+void dlk_eval_brief(const struct dlk_eval *ev, char *buf, size_t len)
+{
+	size_t at = 0;
+
+	if (len)
+		buf[0] = 0;
+	if (ev->task == DLK_TASK_CLASSIFICATION) {
+		snprintf(buf, len, "test accuracy %.2f%%", 100 * ev->accuracy);
+		return;
+	}
+	for (int i = 0; i < ev->n_metrics && at < len; i++) {
+		const struct dlk_metric *m = &ev->metrics[i];
+		int w = snprintf(buf + at, len - at, "%s%s %.4f%s", i ? "  " : "test ", m->name, m->value,
+		                 !strcmp(m->name, "psnr") ? " dB" : "");
+		at += w > 0 ? (size_t)w : 0;
+	}
+}
+
 void dlk_eval_copy(struct dlk_eval *dst, const struct dlk_eval *src)
 {
 	*dst = *src;
@@ -105,6 +235,11 @@ void dlk_eval_copy(struct dlk_eval *dst, const struct dlk_eval *src)
 		dst->recall = xmalloc(sizeof(double) * k + 1);
 		memcpy(dst->recall, src->recall, sizeof(double) * k);
 	}
+	dst->f1 = NULL;
+	if (src->f1) {
+		dst->f1 = xmalloc(sizeof(double) * k + 1);
+		memcpy(dst->f1, src->f1, sizeof(double) * k);
+	}
 	if (src->confusion) {
 		dst->confusion = xmalloc(sizeof(long long) * k * k + 1);
 		memcpy(dst->confusion, src->confusion, sizeof(long long) * k * k);
@@ -116,5 +251,6 @@ void dlk_eval_release(struct dlk_eval *ev)
 	free(ev->precision);
 	free(ev->recall);
 	free(ev->confusion);
+	free(ev->f1);
 	*ev = (struct dlk_eval)DLK_EVAL_INIT;
 }

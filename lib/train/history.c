@@ -114,7 +114,12 @@ cJSON *dlk_history_json(const struct dlk_history *h, int for_checkpoint)
 		add_num(o, "train_loss", e->train_loss, for_checkpoint);
 		if (e->have_test) {
 			add_num(o, "test_loss", e->test_loss, for_checkpoint);
-			add_num(o, "test_accuracy", e->test_accuracy, for_checkpoint);
+			if (e->test_metric[0]) {
+				cJSON_AddStringToObject(o, "test_metric_name", e->test_metric);
+				add_num(o, "test_metric", e->test_metric_value, for_checkpoint);
+			} else {
+				add_num(o, "test_accuracy", e->test_accuracy, for_checkpoint);
+			}
 		}
 		add_num(o, "samples_per_sec", e->samples_per_sec, for_checkpoint);
 		add_num(o, "elapsed_sec", e->elapsed_sec, for_checkpoint);
@@ -189,11 +194,24 @@ static int read_epoch(const cJSON *o, struct dlk_history_epoch *e, const char *w
 	    dlk_json_number(o, "lr", -HUGE_VAL, HUGE_VAL, 0, &e->lr, who, where, err) ||
 	    dlk_json_number(o, "world", 1, 1 << 20, 1, &world, who, where, err) || time_field(o, e->time, who, where, err))
 		return -1;
-	if (!!tl != !!ta)
+	const cJSON *mn = cJSON_GetObjectItemCaseSensitive(o, "test_metric_name");
+	if (mn) {
+		if (!cJSON_IsString(mn) || !mn->valuestring[0] || strlen(mn->valuestring) >= sizeof(e->test_metric) ||
+		    strspn(mn->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(mn->valuestring))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: %s.test_metric_name is not a metric's name", who, where);
+		if (!tl || ta)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: %s has test_metric_name without test_loss, or with "
+			                "test_accuracy", who, where);
+		if (dlk_json_number(o, "test_loss", -HUGE_VAL, HUGE_VAL, 0, &e->test_loss, who, where, err) ||
+		    dlk_json_number(o, "test_metric", -HUGE_VAL, HUGE_VAL, 0, &e->test_metric_value, who, where, err))
+			return -1;
+		snprintf(e->test_metric, sizeof(e->test_metric), "%s", mn->valuestring);
+	} else if (!!tl != !!ta) {
 		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: %s has one of test_loss and test_accuracy without the other", who,
 		                where);
-	if (tl && (dlk_json_number(o, "test_loss", -HUGE_VAL, HUGE_VAL, 0, &e->test_loss, who, where, err) ||
-	           dlk_json_number(o, "test_accuracy", 0, 1, 0, &e->test_accuracy, who, where, err)))
+	}
+	if (tl && !mn && (dlk_json_number(o, "test_loss", -HUGE_VAL, HUGE_VAL, 0, &e->test_loss, who, where, err) ||
+	                  dlk_json_number(o, "test_accuracy", 0, 1, 0, &e->test_accuracy, who, where, err)))
 		return -1;
 	e->have_test = tl != NULL;
 	e->epoch = (int)epoch;

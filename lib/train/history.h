@@ -11,7 +11,9 @@
  *    "step_loss": {"every", "steps", "values": [...]},
  *    "events": [{"event": "start"|"resume", "epoch", "step", "elapsed_sec", "world", "time"}]}
  *
- * test_loss and test_accuracy are absent for an epoch without an evaluation. Losses are rank
+ * test_loss and test_accuracy are absent for an epoch without an evaluation; a model of another
+ * task than classification has "test_metric_name" (its headline metric) and "test_metric" in
+ * place of test_accuracy. Losses are rank
  * 0's share of each global batch (what the run's train loss has always been); samples_per_sec
  * is the whole job's (rank 0's pace times the world size); elapsed_sec counts training time
  * from the run's first start, across restarts (the time lost between a crash and the resume is
@@ -33,13 +35,17 @@ struct dlk_history_epoch {
 	int epoch;                 /* 1-based */
 	long step;                 /* optimizer steps done, in all, at its end */
 	double train_loss;         /* mean over the epoch's steps */
-	int have_test;             /* test_loss and test_accuracy are set */
+	int have_test;             /* test_loss and test_accuracy (or test_metric) are set */
 	double test_loss, test_accuracy;
 	double samples_per_sec;    /* the job's, over the epoch */
 	double elapsed_sec;        /* training time since the run's first start */
 	double lr;                 /* at the epoch's last step */
 	int world;                 /* ranks that trained it */
 	char time[32];             /* RFC 3339 UTC, at its end */
+	/* a task other than classification: its headline metric ("r2", "f1_micro", "psnr") and
+	 * value instead of test_accuracy; "" for a classifier */
+	char test_metric[24];
+	double test_metric_value;
 };
 
 enum dlk_history_event_kind { DLK_HISTORY_START, DLK_HISTORY_RESUME };

@@ -1,6 +1,7 @@
 #include "lib/train/progress.h"
 
 #include <cJSON.h>
+#include <stdio.h>
 
 char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int have_accuracy, const char *updated)
 {
@@ -16,6 +17,11 @@ char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int h
 		cJSON_AddNumberToObject(o, DLK_PROGRESS_ACCURACY, accuracy);
 	else
 		cJSON_AddNullToObject(o, DLK_PROGRESS_ACCURACY);
+	if (ev->eval && ev->eval->n && ev->eval->task != DLK_TASK_CLASSIFICATION && ev->eval->n_metrics > 0) {
+		char m[64];
+		snprintf(m, sizeof(m), "%s %.4f", ev->eval->metrics[0].name, ev->eval->metrics[0].value);
+		cJSON_AddStringToObject(o, DLK_PROGRESS_TEST_METRIC, m);
+	}
 	cJSON_AddNumberToObject(o, DLK_PROGRESS_SAMPLES_PER_SEC, ev->samples_per_sec);
 	cJSON_AddStringToObject(o, DLK_PROGRESS_UPDATED, updated);
 	if (ev->world > 0)

@@ -13,6 +13,7 @@
 #define DLK_PROGRESS_TOTAL_STEPS "totalSteps"
 #define DLK_PROGRESS_LOSS "loss"
 #define DLK_PROGRESS_ACCURACY "accuracy"
+#define DLK_PROGRESS_TEST_METRIC "test_metric" /* another task's headline: "r2 0.9123" */
 #define DLK_PROGRESS_SAMPLES_PER_SEC "samplesPerSec"
 #define DLK_PROGRESS_UPDATED "updated"
 #define DLK_PROGRESS_WORKERS "workers"       /* the ranks the gang trains with now */

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/nn/loss.h"
 #include "lib/train/train.h"
 #include "lib/util/clock.h"
 #include "lib/util/mem.h"
@@ -19,6 +20,19 @@ static int check_data(const struct dlk_train_opts *o, const struct dlk_dataset *
 		dlk_errf(err, DLK_EXIT_CONFIG, "model.input: the %s data has samples of %s but the model takes %s",
 		         which, a, b);
 		return dlk_err_hint(err, "set model.input to [%d, %d, %d]", ds->shape[0], ds->shape[1], ds->shape[2]);
+	}
+	if (o->model->task != DLK_TASK_CLASSIFICATION) {
+		if (!ds->t)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "model.task: the %s data has class labels, not the float "
+			                "targets task %s needs", which,
+			                o->model->task == DLK_TASK_MULTILABEL ? "multilabel" :
+			                o->model->task == DLK_TASK_IMAGE ? "image" : "regression");
+		if (ds->target_size != (size_t)net->n_classes) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "the %s data has %zu target values per sample but the model ends "
+			         "with %d outputs", which, ds->target_size, net->n_classes);
+			return dlk_err_hint(err, "make the last layer give one output per target value");
+		}
+		return 0;
 	}
 	for (size_t i = 0; i < ds->n; i++)
 		if (ds->y[i] < 0 || ds->y[i] >= net->n_classes)
@@ -45,6 +59,8 @@ struct run {
 	size_t *perm;                       /* the epoch's order of the samples */
 	float *xhost, *xdev;                /* a batch of samples ... */
 	int32_t *yhost, *ydev;              /* ... and of labels */
+	float *thost, *tdev;                /* ... or of float targets (tasks other than classification) */
+	struct dlk_loss_spec loss;
 	double t_start;
 	double train_time;                  /* in steps, evaluation and callbacks excluded */
 	long train_samples;
@@ -79,8 +95,10 @@ static int setup_model(struct run *r, struct dlk_err *err)
 	/* the model may have more outputs than the data shows classes (a class can be absent from a
 	 * split), never fewer */
 	if (dlk_net_build(r->net, o->model, o->spec_file, 0, r->be, err) ||
-	    dlk_net_check_classes(r->net, o->model, o->spec_file, n_classes, 0, err))
+	    (o->model->task == DLK_TASK_CLASSIFICATION &&
+	     dlk_net_check_classes(r->net, o->model, o->spec_file, n_classes, 0, err)))
 		return -1;
+	r->loss = dlk_loss_of(o->model, r->tr);
 	if (check_data(o, r->ds, "training", r->net, err) ||
 	    (o->test && o->test->n && check_data(o, o->test, "test", r->net, err)))
 		return -1;
@@ -161,7 +179,21 @@ static int setup_schedule(struct run *r, struct dlk_err *err)
 	r->total = r->spe * r->tr->epochs;
 	r->st.sched_spe = r->spe;
 	r->st.sched_total = r->total;
-	return dlk_optimizer_init(&r->opt, r->tr, r->net->n_params, r->spe, r->total, r->be, err);
+	if (dlk_optimizer_init(&r->opt, r->tr, r->net->n_params, r->spe, r->total, r->be, err))
+		return -1;
+	if (!r->tr->decay_norms_and_biases) {
+		/* weight decay on the weights alone, as most recipes' parameter groups */
+		size_t *ranges = xcalloc(2 * (size_t)r->net->n_layers + 2, sizeof(size_t));
+		int n = 0;
+		for (int i = 0; i < r->net->n_layers; i++)
+			if (r->net->layers[i].n_b) {
+				ranges[2 * n] = r->net->layers[i].b_off;
+				ranges[2 * n++ + 1] = r->net->layers[i].n_b;
+			}
+		dlk_optimizer_set_no_decay(&r->opt, ranges, n);
+		free(ranges);
+	}
+	return 0;
 }
 
 /* Where the run starts: a checkpoint's state when there is one, and rank 0's weights everywhere;
@@ -220,6 +252,14 @@ static int setup_buffers(struct run *r, struct dlk_err *err)
 	 * buffer onto itself copies nothing) */
 	r->xhost = be == dlk_backend_cpu() ? r->xdev : xmalloc(sizeof(float) * b * r->ds->sample_size);
 	r->res->loss_curve = xmalloc(sizeof(float) * (size_t)(r->total > 0 ? r->total : 1));
+	if (r->ds->t) {
+		size_t tn = b * r->ds->target_size;
+		r->tdev = be->alloc(sizeof(float) * tn);
+		r->thost = be == dlk_backend_cpu() ? r->tdev : xmalloc(sizeof(float) * tn);
+		if (!r->tdev)
+			return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for the targets of a batch of %d", be->name,
+			                r->batch);
+	}
 	if (!r->xdev || !r->ydev)
 		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for a batch of %d", be->name, r->batch);
 	return 0;
@@ -254,6 +294,12 @@ static int load_batch(struct run *r, long s)
 		r->yhost[b] = ds->y[r->perm[lo + (size_t)b]];
 	r->be->to_device(r->xdev, r->xhost, sizeof(float) * (size_t)nb * ds->sample_size);
 	r->be->to_device(r->ydev, r->yhost, sizeof(int32_t) * (size_t)nb);
+	if (r->tdev) {
+		size_t k = ds->target_size;
+		for (int b = 0; b < nb; b++)
+			memcpy(r->thost + (size_t)b * k, ds->t + r->perm[lo + (size_t)b] * k, sizeof(float) * k);
+		r->be->to_device(r->tdev, r->thost, sizeof(float) * (size_t)nb * k);
+	}
 	return nb;
 }
 
@@ -266,7 +312,7 @@ static int train_step(struct run *r, int nb, int epoch, long s, float *loss, dou
 	char msg[256];
 
 	dlk_net_forward(net, r->xdev, nb, 1);
-	*loss = dlk_net_backward(net, r->ydev, nb);
+	*loss = dlk_loss_backward(net, &r->loss, r->ydev, r->tdev, nb);
 	if (r->be->check(msg, sizeof(msg)))
 		return dlk_errf(err, DLK_EXIT_FAIL, "%s: %s", r->be->name, msg);
 	if (!isfinite(*loss)) {
@@ -312,6 +358,10 @@ static void record_epoch(struct run *r, int epoch, int evaluated, long ep_sample
 	he.have_test = evaluated;
 	he.test_loss = evaluated ? res->eval.loss : 0;
 	he.test_accuracy = evaluated ? res->eval.accuracy : 0;
+	if (evaluated && res->eval.task != DLK_TASK_CLASSIFICATION && res->eval.n_metrics > 0) {
+		snprintf(he.test_metric, sizeof(he.test_metric), "%s", res->eval.metrics[0].name);
+		he.test_metric_value = res->eval.metrics[0].value;
+	}
 	/* training only: the evaluation's time is not throughput */
 	he.samples_per_sec = ep_train_sec > 0 ? (double)ep_samples * r->world / ep_train_sec : 0;
 	res->history.elapsed_sec = r->clock_base + (dlk_now() - r->t_train);
@@ -338,7 +388,7 @@ static int end_epoch(struct run *r, int epoch, long ep_samples, double ep_t0, st
 	double ep_train_sec = dlk_now() - ep_t0;
 	if (o->test && o->test->n && (r->tr->eval_every_epoch || epoch + 1 == r->tr->epochs)) {
 		dlk_eval_release(&res->eval);
-		if (dlk_evaluate(r->net, o->test, o->eval_batch, &res->eval, err))
+		if (dlk_evaluate_task(r->net, o->test, o->eval_batch, o->model, r->tr, &res->eval, err))
 			return -1;
 		evaluated = 1;
 	}
@@ -365,7 +415,8 @@ static int finish(struct run *r, struct dlk_err *err)
 	const struct dlk_train_opts *o = r->o;
 	struct dlk_train_result *res = r->res;
 
-	if (!res->eval.n && o->test && o->test->n && dlk_evaluate(r->net, o->test, o->eval_batch, &res->eval, err))
+	if (!res->eval.n && o->test && o->test->n &&
+	    dlk_evaluate_task(r->net, o->test, o->eval_batch, o->model, r->tr, &res->eval, err))
 		return -1;
 	res->steps = r->st.global_step;
 	res->seconds = dlk_now() - r->t_start;
@@ -476,8 +527,11 @@ out:
 	if (r.xhost != r.xdev)
 		free(r.xhost);
 	free(r.yhost);
+	if (r.thost != r.tdev)
+		free(r.thost);
 	r.be->free(r.xdev);
 	r.be->free(r.ydev);
+	r.be->free(r.tdev);
 	dlk_optimizer_release(&r.opt);
 	return ret;
 }

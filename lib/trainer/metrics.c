@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct dlk_train_metrics {
 	pthread_mutex_t mu;
@@ -20,6 +21,10 @@ struct dlk_train_metrics {
 	double ar_seconds, ar_bytes, ar_busbw;
 	long ar_count;
 	double data_load;
+	/* the last evaluation: its loss and the task's metrics (lib/train/eval.h) */
+	int have_test, n_test;
+	double test_loss;
+	struct dlk_metric test[DLK_EVAL_MAX_METRICS];
 };
 
 static void sample(struct dlk_buf *o, const char *name, const char *type, const char *help, double v)
@@ -45,6 +50,14 @@ static void write_metrics(void *ctx, struct dlk_buf *o)
 		sample(o, "dlk_train_loss", "gauge", "The last step's training loss, averaged over the ranks.", m->loss);
 		sample(o, "dlk_train_samples_per_second", "gauge", "Training throughput of the whole gang in the current epoch.",
 		       m->samples_per_sec);
+	}
+	if (m->have_test) {
+		sample(o, "dlk_train_test_loss", "gauge", "The test loss of the last evaluation.", m->test_loss);
+		dlk_metrics_family(o, "dlk_train_test_metric", "gauge",
+		                   "The last evaluation's test metrics of the model's task (accuracy; r2, rmse, mae; "
+		                   "f1_micro, f1_macro, subset_accuracy; psnr, ssim).");
+		for (int i = 0; i < m->n_test; i++)
+			dlk_buf_addf(o, "dlk_train_test_metric{metric=\"%s\"} %.17g\n", m->test[i].name, m->test[i].value);
 	}
 	sample(o, "dlk_train_allreduce_seconds_total", "counter", "Seconds spent waiting for gradient all-reduces.",
 	       m->ar_seconds);
@@ -93,6 +106,12 @@ void dlk_train_metrics_event(struct dlk_train_metrics *m, const struct dlk_train
 		m->loss = ev->loss;
 		m->samples_per_sec = ev->samples_per_sec;
 		m->have_loss = 1;
+	}
+	if (ev->eval && ev->eval->n) {
+		m->have_test = 1;
+		m->test_loss = ev->eval->loss;
+		m->n_test = ev->eval->n_metrics;
+		memcpy(m->test, ev->eval->metrics, sizeof(m->test));
 	}
 	pthread_mutex_unlock(&m->mu);
 }

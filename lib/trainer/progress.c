@@ -137,7 +137,7 @@ void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_e
 
 	if (!p)
 		return;
-	if (ev->eval && ev->eval->n) {
+	if (ev->eval && ev->eval->n && ev->eval->task == DLK_TASK_CLASSIFICATION) {
 		p->accuracy = ev->eval->accuracy;
 		p->have_accuracy = 1;
 	}

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_idx a = DLK_IDX_INIT, b = DLK_IDX_INIT;
 	struct dlk_samples s = DLK_SAMPLES_INIT;
-	struct dlk_csv_opts co = { -1, -1, 0, 0, NULL, 0 };
+	struct dlk_csv_opts co = { -1, -1, 0, 0, NULL, 0, 0 };
 
 	/* every decoder sees every input: the seeds of one format are mutations for the others */
 	unsigned long long total;
@@ -65,6 +65,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	co.shard_world = 1 + (int)(size % 4);
 	co.shard_rank = (int)(size / 4 % (size_t)co.shard_world);
 	dlk_csv_decode(data, size, "fuzz.csv", &co, &s, &err);
+	dlk_samples_release(&s);
+	/* float target columns (data.csv.targets), the last 1 to 3 */
+	co.shard_world = 0;
+	co.targets = 1 + (int)(size % 3);
+	if (!dlk_csv_decode(data, size, "fuzz.csv", &co, &s, &err) && (!s.t || s.target_size != (size_t)co.targets))
+		abort();
 	dlk_samples_release(&s);
 	dlk_tar_decode(data, size, "fuzz.tar", NULL, 64u << 20, &s, &err);
 	dlk_samples_release(&s);

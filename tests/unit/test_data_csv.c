@@ -13,7 +13,7 @@ static struct dlk_err err = DLK_ERR_INIT;
 /* Decodes text; returns 0/-1 and leaves the samples in *s (released by the caller). */
 static int dec(const char *text, int header, int label_col, struct dlk_samples *s)
 {
-	struct dlk_csv_opts o = { header, label_col, 0, 0, NULL, 0 };
+	struct dlk_csv_opts o = { header, label_col, 0, 0, NULL, 0, 0 };
 	dlk_samples_release(s);
 	dlk_err_clear(&err);
 	return dlk_csv_decode(text, strlen(text), "t.csv", &o, s, &err);
@@ -96,7 +96,7 @@ int main(void)
 	 * index, also in the first row (not taken for a header), and an unknown name lists them */
 	{
 		static const char *const names[] = { "cat", "dog" };
-		struct dlk_csv_opts o = { -1, -1, 0, 0, NULL, 0 };
+		struct dlk_csv_opts o = { -1, -1, 0, 0, NULL, 0, 0 };
 		const char *t = "1,2,cat\n3,4,dog\n";
 		dlk_samples_release(&s);
 		CHECK(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) == -1);
@@ -144,7 +144,7 @@ int main(void)
 	 * rows kept with their place in the table and the whole table's largest label */
 	{
 		const char *t = "a,b,y\n1,2,0\n3,4,1\n5,6,7\n7,8,2\n9,10,1\n";
-		struct dlk_csv_opts o = { -1, -1, 1, 2, NULL, 0 };
+		struct dlk_csv_opts o = { -1, -1, 1, 2, NULL, 0, 0 };
 		dlk_samples_release(&s);
 		CHECK(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) == 0);
 		CHECK(s.n == 3 && s.base == 2 && s.total == 5 && s.max_label == 7 && s.x[0] == 5 && s.y[2] == 1);
@@ -168,5 +168,25 @@ int main(void)
 		CHECK_STR(err.msg, "'t.csv': the table holds no data rows");
 	}
 	dlk_samples_release(&s);
+	{
+		/* data.csv.targets: the last columns are float targets, the rest features, no label */
+		const char *t = "x1,x2,y1,y2\n1,2,0.5,-3\n3,4,1.5e2,7\n";
+		struct dlk_csv_opts o = { -1, -1, 0, 0, NULL, 0, 2 };
+		dlk_samples_release(&s);
+		CHECK(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) == 0);
+		CHECK(s.n == 2 && s.sample_size == 2 && s.target_size == 2 && s.t && s.x);
+		CHECK(s.t && s.t[0] == 0.5f && s.t[1] == -3.0f && s.t[2] == 150.0f && s.t[3] == 7.0f);
+		CHECK(s.x && s.x[0] == 1.0f && s.x[1] == 2.0f && s.x[2] == 3.0f && s.x[3] == 4.0f);
+		CHECK(s.y && s.y[0] == 0 && s.y[1] == 0);
+		o.targets = 4;
+		dlk_samples_release(&s);
+		CHECK(dlk_csv_decode(t, strlen(t), "t.csv", &o, &s, &err) != 0);
+		CHECK_STR(err.msg, "t.csv:1: data.csv.targets is 4 but rows have 4 fields: no feature is left");
+		o.targets = 1;
+		dlk_samples_release(&s);
+		CHECK(dlk_csv_decode("1,2,3\n1,2,x\n", 12, "t.csv", &o, &s, &err) != 0);
+		CHECK_STR(err.msg, "t.csv:2:5: expected a number, got 'x'");
+		dlk_samples_release(&s);
+	}
 	return CHECK_DONE();
 }

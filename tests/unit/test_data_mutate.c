@@ -64,7 +64,7 @@ static int decode(const char *kind, const struct dlk_buf *b, struct dlk_err *err
 {
 	struct dlk_samples s = DLK_SAMPLES_INIT;
 	struct dlk_idx idx = DLK_IDX_INIT;
-	struct dlk_csv_opts co = { -1, -1, 0, 0, NULL, 0 };
+	struct dlk_csv_opts co = { -1, -1, 0, 0, NULL, 0, 0 };
 	int r;
 
 	if (!strcmp(kind, "idx")) {

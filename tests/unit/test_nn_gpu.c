@@ -319,6 +319,34 @@ static void test_softmax_ce(void)
 	}
 }
 
+/* every loss of lib/nn/loss.h (gpu/loss.cu) against the CPU reference */
+static void test_losses(void)
+{
+	int shapes[][2] = { { 1, 2 }, { 128, 10 }, { 33, 1000 }, { 4, 28 * 28 * 3 } };
+	for (int kind = 0; kind <= 4; kind++)
+		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+			int B = shapes[s][0], k = shapes[s][1];
+			size_t n = (size_t)B * k;
+			float *z = rnd(n, 200 + s), *t = rnd(n, 300 + s), *g = malloc(sizeof(float) * n);
+			float param = kind == 0 ? 0.1f : 0.5f;
+			int32_t *y = malloc(sizeof(int32_t) * B);
+			for (int b = 0; b < B; b++)
+				y[b] = (b * 5 + 1) % k;
+			for (size_t i = 0; kind == 1 && i < n; i++)
+				t[i] = fabsf(t[i]) > 0.5f ? 1.0f : fabsf(t[i]);
+			float *zd = up(z, sizeof(float) * n), *td = up(t, sizeof(float) * n), *gd = gpu->alloc(sizeof(float) * n);
+			int32_t *yd = (int32_t *)up(y, sizeof(int32_t) * B);
+			float lc = cpu->loss(kind, z, y, t, B, k, param, g), lg = gpu->loss(kind, zd, yd, td, B, k, param, gd);
+			char what[64];
+			CHECK_MSG(fabs(lc - lg) <= 1e-5 + 1e-5 * fabs(lc), "loss %d %dx%d: %.9g vs %.9g", kind, B, k, lc, lg);
+			CHECK_MSG(gpu->loss(kind, zd, yd, td, B, k, param, NULL) == lg, "loss %d without a gradient: the same", kind);
+			snprintf(what, sizeof(what), "loss %d %dx%d gradient", kind, B, k);
+			agree(what, g, gd, n, ELEM);
+			gpu->free(zd), gpu->free(td), gpu->free(gd), gpu->free(yd);
+			free(z), free(t), free(g), free(y);
+		}
+}
+
 static void test_optimizer_ops(void)
 {
 	size_t n = 50021;
@@ -561,6 +589,7 @@ int main(int argc, char **argv)
 		test_conv_ops();
 		test_maxpool();
 		test_softmax_ce();
+		test_losses();
 		test_optimizer_ops();
 		CHECK_MSG(device_clean(), "the operations leave no device error");
 	}

@@ -163,8 +163,21 @@ int main(void)
 	CHECK_CONTAINS(m, "dlk.yaml:2:34: data.train.source: 'source' is for formats csv and tar; format idx uses images and labels");
 	m = load_msg(MINIMAL "  init: he\n");
 	CHECK_STR(m, "dlk.yaml:10:9: model.init: unknown value 'he' (expected torch or xavier)");
+	m = load_msg(MINIMAL "  loss: hinge\n");
+	CHECK_STR(m, "dlk.yaml:10:9: model.loss: unknown value 'hinge' (expected softmax_cross_entropy, "
+	          "binary_cross_entropy, mse, l1 or huber)");
 	m = load_msg(MINIMAL "  loss: mse\n");
-	CHECK_STR(m, "dlk.yaml:10:9: model.loss: unknown value 'mse' (expected softmax_cross_entropy)");
+	CHECK_STR(m, "dlk.yaml:10:9: model.loss: task classification trains with softmax_cross_entropy, not mse");
+	m = load_msg(MINIMAL "  task: regression\n  loss: binary_cross_entropy\n");
+	CHECK_STR(m, "dlk.yaml:11:9: model.loss: task regression trains with mse, l1 or huber, not binary_cross_entropy");
+	m = load_msg(MINIMAL "serving: {gate: [{metric: r2, min: 0.8}]}\n");
+	CHECK_CONTAINS(m, "serving.gate[0].metric: a model of task classification has no test metric 'r2'");
+	m = load_msg(MINIMAL "serving: {gate: [{metric: accuracy}]}\n");
+	CHECK_CONTAINS(m, "serving.gate[0]: a rule needs min, max or both");
+	m = load_msg(MINIMAL "serving: {gate: [{metric: acuracy, min: 0.5}]}\n");
+	CHECK_CONTAINS(m, "serving.gate[0].metric: unknown value 'acuracy'");
+	m = load_msg(MINIMAL "  task: regression\ntraining: {label_smoothing: 0.1}\n");
+	CHECK_CONTAINS(m, "training.label_smoothing: label smoothing is for task classification, not regression");
 
 	/* value syntax */
 	m = load_msg("name: Fashion_MLP\ndata: {train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");

@@ -78,7 +78,7 @@ static cJSON *meta(const long long *cm, int k, int n_epochs, int world2)
 		struct dlk_history_event ev = { DLK_HISTORY_START, 0, 0, 0, 4, "2026-01-01T00:00:00Z" };
 		dlk_history_add_event(&hist, &ev);
 		for (int e = 1; e <= n_epochs; e++) {
-			struct dlk_history_epoch ep = { e, 10L * e, 1.0 / e, e != 2, 0.6 / e, 0.5 + 0.1 * e, 1000, 2.0 * e, 0.01, 4, "" };
+			struct dlk_history_epoch ep = { e, 10L * e, 1.0 / e, e != 2, 0.6 / e, 0.5 + 0.1 * e, 1000, 2.0 * e, 0.01, 4, "", "", 0 };
 			dlk_history_add_epoch(&hist, &ep);
 		}
 		for (int s = 0; s < 7; s++)
@@ -338,7 +338,7 @@ static void test_compact(void)
 
 	/* a long run: 3000 epochs, 1024 buckets of step losses */
 	for (int e = 1; e <= 3000; e++) {
-		struct dlk_history_epoch ep = { e, 10L * e, 1.0 / e, 1, 0.6 / e, 0.5, 1000.5, 2.0 * e, 0.01, 4, "2026-01-01T00:00:00Z" };
+		struct dlk_history_epoch ep = { e, 10L * e, 1.0 / e, 1, 0.6 / e, 0.5, 1000.5, 2.0 * e, 0.01, 4, "2026-01-01T00:00:00Z", "", 0 };
 		dlk_history_add_epoch(&hist, &ep);
 	}
 	for (int s = 0; s < 30000; s++)

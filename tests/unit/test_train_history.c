@@ -69,7 +69,7 @@ static void test_buckets(void)
 static void test_json(void)
 {
 	struct dlk_history h = DLK_HISTORY_INIT, back = DLK_HISTORY_INIT;
-	struct dlk_history_epoch e = { 1, 40, 0.6931471805599453, 1, 0.5, 0.875, 1234.5, 1.25, 0.01, 2, "2024-05-01T12:00:00Z" };
+	struct dlk_history_epoch e = { 1, 40, 0.6931471805599453, 1, 0.5, 0.875, 1234.5, 1.25, 0.01, 2, "2024-05-01T12:00:00Z", "", 0 };
 	struct dlk_history_event ev = { DLK_HISTORY_START, 0, 0, 0, 2, "2024-05-01T11:59:00Z" };
 	struct dlk_err err = DLK_ERR_INIT;
 	char *a, *b;
