@@ -34,7 +34,7 @@ GPU_GENCODE := $(foreach a,$(GPU_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
 	-gencode arch=compute_$(lastword $(GPU_ARCHS)),code=compute_$(lastword $(GPU_ARCHS))
 GPU_ARCHS_STR := $(foreach a,$(GPU_ARCHS),sm_$(a)) + PTX compute_$(lastword $(GPU_ARCHS))
 
-PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto rdkafka libxml-2.0 zlib
+PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto rdkafka libxml-2.0 zlib libpng libjpeg
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

@@ -713,6 +713,7 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 	if (dlk_data_load(&spec->data, "train", &dopts, train, err) && !sig_seen)
 		goto out;
 	r->phase = "loading test data";
+	dopts.train = train; /* its tokenizer and class names (formats text and images) */
 	if (!sig_seen && r->rank == 0 &&
 	    (spec->data.test.images.url || spec->data.test.source.url || spec->data.test.shards) &&
 	    dlk_data_load(&spec->data, "test", &dopts, test, err) && !sig_seen)

@@ -153,11 +153,11 @@ int main(void)
 	m = load_msg(MINIMAL "training: {lr_schedule: {name: cosin}}\n");
 	CHECK_STR(m, "dlk.yaml:10:32: training.lr_schedule.name: unknown value 'cosin' (expected constant, step or cosine) (did you mean 'cosine'?)");
 	m = load_msg("name: demo\ndata: {format: parquet, train: {source: /a}}\nmodel: {input: [4], layers: [relu]}\n");
-	CHECK_STR(m, "dlk.yaml:2:16: data.format: unknown value 'parquet' (expected idx, csv or tar)");
+	CHECK_STR(m, "dlk.yaml:2:16: data.format: unknown value 'parquet' (expected idx, csv, tar, images or text)");
 	/* a bad format with a csv section: still one problem */
 	m = load_msg("name: demo\ndata: {format: parquet, csv: {header: true}, train: {source: /a}}\n"
 	             "model: {input: [4], layers: [relu]}\n");
-	CHECK_STR(m, "dlk.yaml:2:16: data.format: unknown value 'parquet' (expected idx, csv or tar)");
+	CHECK_STR(m, "dlk.yaml:2:16: data.format: unknown value 'parquet' (expected idx, csv, tar, images or text)");
 	/* "format:" with no value is the default, idx, and the splits are checked against it */
 	m = load_msg("name: demo\ndata: {format: , train: {source: /a}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK_CONTAINS(m, "dlk.yaml:2:34: data.train.source: 'source' is for formats csv and tar; format idx uses images and labels");
