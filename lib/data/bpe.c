@@ -267,7 +267,8 @@ void dlk_bpe_counter_add(struct dlk_bpe_counter *c, const void *text, size_t len
 	const uint8_t *p = text;
 	for (size_t pos = 0; pos < len;) {
 		size_t end = word_end(p, len, pos);
-		c->words.val[strtab_get(&c->words, p + pos, end - pos)]++;
+		size_t slot = strtab_get(&c->words, p + pos, end - pos); /* may move val */
+		c->words.val[slot]++;
 		pos = end;
 	}
 }
