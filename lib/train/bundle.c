@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/data/bpe.h"
 #include "lib/project/layers.h"
 #include "lib/train/bundle.h"
 #include "lib/util/suggest.h"
@@ -288,7 +289,7 @@ static int add_member(struct archive *a, const char *name, const void *data, siz
 int dlk_bundle_write(const char *path, const struct dlk_bundle_info *in, struct dlk_err *err)
 {
 	const struct dlk_net *net = in->net;
-	struct dlk_buf st = DLK_BUF_INIT;
+	struct dlk_buf st = DLK_BUF_INIT, tok = DLK_BUF_INIT;
 	struct archive *a = NULL;
 	char *tmp = NULL, *json = NULL, *dir = NULL;
 	float *host = NULL;
@@ -318,7 +319,9 @@ int dlk_bundle_write(const char *path, const struct dlk_bundle_info *in, struct 
 	archive_write_set_bytes_in_last_block(a, 1);
 	time_t now = time(NULL);
 	if (archive_write_open_fd(a, fd) != ARCHIVE_OK || add_member(a, "model.json", json, strlen(json), now) ||
-	    add_member(a, "weights.safetensors", st.data, st.len, now) || archive_write_close(a) != ARCHIVE_OK) {
+	    add_member(a, "weights.safetensors", st.data, st.len, now) ||
+	    (in->tokenizer && (dlk_tokenizer_save(in->tokenizer, &tok), add_member(a, "tokenizer.txt", tok.data, tok.len, now))) ||
+	    archive_write_close(a) != ARCHIVE_OK) {
 		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", path, archive_error_string(a) ? archive_error_string(a) : "write failed");
 		goto out;
 	}
@@ -359,6 +362,7 @@ out:
 	free(json);
 	free(host);
 	dlk_buf_release(&st);
+	dlk_buf_release(&tok);
 	return ret;
 }
 
@@ -672,8 +676,8 @@ int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err)
 {
 	struct archive *a = archive_read_new();
 	struct archive_entry *e;
-	unsigned char *json = NULL, *wts = NULL;
-	size_t json_len = 0, wts_len = 0;
+	unsigned char *json = NULL, *wts = NULL, *tok = NULL;
+	size_t json_len = 0, wts_len = 0, tok_len = 0;
 	struct dlk_net net = DLK_NET_INIT;
 	int ret = -1, r, fd;
 	char msg[512];
@@ -711,6 +715,9 @@ int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err)
 		} else if (name && !strcmp(name, "weights.safetensors") && !wts) {
 			if (read_member(a, e, path, DLK_BUNDLE_MAX_WEIGHTS, (unsigned long long)st.st_size, &wts, &wts_len, err))
 				goto out;
+		} else if (name && !strcmp(name, "tokenizer.txt") && !tok) {
+			if (read_member(a, e, path, DLK_BUNDLE_MAX_JSON, (unsigned long long)st.st_size, &tok, &tok_len, err))
+				goto out;
 		}
 	}
 	if (r != ARCHIVE_EOF) {
@@ -747,6 +754,13 @@ int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err)
 	}
 	if (parse_safetensors(path, wts, wts_len, &net, b, err))
 		goto out;
+	if (tok) {
+		char *what = xasprintf("%s: tokenizer.txt", path);
+		int r2 = dlk_tokenizer_load(tok, tok_len, what, &b->tokenizer, err);
+		free(what);
+		if (r2 < 0)
+			goto out;
+	}
 	ret = 0;
 out:
 	dlk_net_release(&net);
@@ -755,6 +769,7 @@ out:
 		close(fd);
 	free(json);
 	free(wts);
+	free(tok);
 	if (ret)
 		dlk_bundle_release(b);
 	return ret;
@@ -783,5 +798,6 @@ void dlk_bundle_release(struct dlk_bundle *b)
 			free(b->classes[i]);
 	free(b->classes);
 	free(b->weights);
+	dlk_tokenizer_free(b->tokenizer);
 	*b = (struct dlk_bundle)DLK_BUNDLE_INIT;
 }

@@ -166,6 +166,13 @@ static void bundle_info(const struct here *r, struct dlk_bundle_info *bi, const 
 	bi->net = net;
 	bi->classes = spec->data.classes;
 	bi->n_class_names = spec->data.classes ? spec->data.n_classes : 0;
+	/* the classes the data named (an image folder's folders, text labels), when they are the
+	 * model's outputs */
+	if (!bi->classes && r->train && r->train->class_names && r->train->n_class_names == net->n_classes) {
+		bi->classes = r->train->class_names;
+		bi->n_class_names = r->train->n_class_names;
+	}
+	bi->tokenizer = r->train ? r->train->tokenizer : NULL;
 	bi->eval = eval;
 	bi->train_loss = train_loss;
 	bi->train = r->train;
