@@ -690,6 +690,19 @@ int dlk_bpe_read_gpt2(const void *vocab, size_t vocab_len, const char *vocab_nam
 		if (it->valueint > max_id)
 			max_id = it->valueint;
 	}
+	{
+		/* one token an id: two tokens sharing one would decode to the wrong bytes */
+		uint8_t *seen = xcalloc((size_t)max_id + 2, 1);
+		int32_t dup = -1;
+		for (size_t i = 0; i < ids.cap && dup < 0; i++)
+			if (ids.len[i] != UINT32_MAX && ids.val[i] && seen[ids.val[i] - 1]++)
+				dup = (int32_t)(ids.val[i] - 1);
+		free(seen);
+		if (dup >= 0) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': id %d is given to two tokens", vocab_name, (int)dup);
+			goto out;
+		}
+	}
 	t = xcalloc(1, sizeof(*t));
 	t->bpe = 1;
 	t->pad_id = max_id + 1;

@@ -217,6 +217,12 @@ static void test_gpt2(void)
 	CHECK_STR(err.msg, "merges.txt:1: expected two tokens separated by one space");
 	CHECK(dlk_bpe_read_gpt2("{\"a\": 0}", 8, "vocab.json", "", 0, "merges.txt", &t, &err) < 0);
 	CHECK_STR(err.msg, "'vocab.json': byte 0x00 has no token (GPT-2 vocabularies hold all 256)");
+	/* two tokens with one id would decode wrongly (found by fuzz_bpe) */
+	char *dup = xstrndup(v.data, v.len), *at = strstr(dup, "\": 256");
+	memcpy(at, "\":   5", 6);
+	CHECK(dlk_bpe_read_gpt2(dup, strlen(dup), "vocab.json", "", 0, "merges.txt", &t, &err) < 0);
+	CHECK_STR(err.msg, "'vocab.json': id 5 is given to two tokens");
+	free(dup);
 	CHECK(dlk_bpe_read_gpt2("[1]", 3, "vocab.json", "", 0, "merges.txt", &t, &err) < 0);
 	CHECK_STR(err.msg, "'vocab.json': not a JSON object of tokens and ids");
 	dlk_buf_release(&v);
