@@ -494,6 +494,11 @@ static int load_images(const struct dlk_split *sp, const struct dlk_data *spec, 
 		free(path);
 		return load_tar(sp, spec, opts, ds, s, err);
 	}
+	if (sp->source.sha256) {
+		free(path);
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': a folder has no sha256 to pin", sp->source.url);
+		return dlk_err_hint(err, "pin a tar shard of it instead, or push it as a dataset (dlk data push)");
+	}
 	take_train_classes(spec, opts, &classes, &n_classes);
 	r = dlk_image_folder_load(path, sp->source.url, opts->shape, classes, n_classes, 0, s, classes ? NULL : &ds->class_names,
 	                          &n_classes, err);

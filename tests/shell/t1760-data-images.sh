@@ -54,6 +54,7 @@ test_expect_success 'per-channel normalisation, flip and random crop train, and 
 	dlk train --local -q -o json -f p/dlk.yaml --fresh >b.json &&
 	acc=$(accuracy a.json) && echo "accuracy $acc" &&
 	awk -v a="$acc" "BEGIN { exit !(a > 0.65) }" &&
+	tar -xOf a.dlk model.json | tr -d " \t\n" | grep_q "\"channel_mean\":\[0.28" &&
 	tar -xOf a.dlk weights.safetensors | cmp - "$(tar -xOf p/fm-images.dlk weights.safetensors >w && echo w)" &&
 	project q "$IMG/train" &&
 	dlk train --local -q -o json -f q/dlk.yaml --fresh >c.json &&
