@@ -3,7 +3,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "lib/data/dataset.h"
 #include "lib/data/text.h"
 #include "lib/util/mem.h"
 
@@ -122,8 +124,69 @@ static void test_encode(void)
 	dlk_tokenizer_free(t);
 }
 
+static char *write_tmp(const char *text)
+{
+	const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char *path = xasprintf("%s/dlk-test-text-XXXXXX.jsonl", tmp);
+	int fd = mkstemps(path, 6);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		printf("# cannot write %s\n", path);
+	close(fd);
+	return path;
+}
+
+/* dlk_data_load: the training split trains the tokenizer and names the classes; the test split
+ * (given the training split) encodes with that tokenizer and numbers its labels the same, though
+ * its own text and labels alone would give others */
+static void test_load(void)
+{
+	char *train = write_tmp("{\"text\": \"the cat sat on the mat\", \"label\": \"b\"}\n"
+	                        "{\"text\": \"the dog sat on the log\", \"label\": \"c\"}\n"
+	                        "{\"text\": \"a cat and a dog\", \"label\": \"a\"}\n");
+	char *test = write_tmp("{\"text\": \"zzzz zzzz zzzz\", \"label\": \"c\"}\n");
+	struct dlk_data d;
+	struct dlk_data_opts o;
+	struct dlk_dataset tr = DLK_DATASET_INIT, te = DLK_DATASET_INIT, alone = DLK_DATASET_INIT;
+
+	memset(&d, 0, sizeof(d));
+	memset(&o, 0, sizeof(o));
+	d.format = DLK_DATA_TEXT;
+	d.train.source.url = train;
+	d.test.source.url = test;
+	d.scale = 1, d.std = 1;
+	d.max_bytes = 1 << 20;
+	d.text.column = "text", d.text.label = "label";
+	d.text.tokenizer = DLK_TOKENIZER_BPE;
+	d.text.vocab_size = 270;
+	o.shape[0] = o.shape[1] = 1, o.shape[2] = 8;
+	CHECK_MSG(dlk_data_load(&d, "train", &o, &tr, &err) == 0, "train loads: %s", err.msg);
+	CHECK(tr.n == 3 && tr.sample_size == 8 && tr.tokenizer && tr.tokenizer->n_merges > 0);
+	CHECK(tr.n_class_names == 3 && tr.n_classes == 3 && !strcmp(tr.class_names[2], "c") && tr.y[0] == 1);
+	/* " the" is one token: "the cat ..." starts the, cat, sat ... */
+	CHECK(tr.x[0] != 't' + 1 && tr.x[7] != 0);
+	o.train = &tr;
+	CHECK_MSG(dlk_data_load(&d, "test", &o, &te, &err) == 0, "test loads: %s", err.msg);
+	CHECK(te.n == 1 && te.y[0] == 2 && te.n_classes == 3);
+	CHECK(te.tokenizer && te.tokenizer->n_merges == tr.tokenizer->n_merges &&
+	      !memcmp(te.tokenizer->merges, tr.tokenizer->merges, (size_t)tr.tokenizer->n_merges * sizeof(*tr.tokenizer->merges)));
+	o.train = NULL;
+	CHECK(dlk_data_load(&d, "test", &o, &alone, &err) == 0);
+	CHECK(alone.y[0] == 0 && alone.n_classes == 1 && alone.tokenizer->n_merges != tr.tokenizer->n_merges);
+	dlk_dataset_release(&tr);
+	dlk_dataset_release(&te);
+	dlk_dataset_release(&alone);
+	o.shape[0] = 2;
+	CHECK(dlk_data_load(&d, "train", &o, &tr, &err) < 0);
+	CHECK_STR(err.msg, "format text needs a flat model.input: [LENGTH], the tokens per sequence");
+	unlink(train);
+	unlink(test);
+	free(train);
+	free(test);
+}
+
 int main(void)
 {
+	test_load();
 	test_csv();
 	test_jsonl();
 	test_labels();
