@@ -11,11 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
-#include "lib/util/parallel.h"
 
 void dlk_image_release(struct dlk_image *im)
 {
@@ -330,9 +331,25 @@ struct folder_job {
 	size_t *bad;          /* per part: the first failing file, or n */
 };
 
-static void folder_part(void *ctx, int part, int nparts)
+struct folder_worker {
+	struct folder_job *j;
+	int first, step, nparts;
+	pthread_t tid;
+};
+
+static void folder_part(struct folder_job *j, int part, int nparts);
+
+/* parts first, first + step, ... of nparts */
+static void *folder_worker(void *arg)
 {
-	struct folder_job *j = ctx;
+	struct folder_worker *w = arg;
+	for (int p = w->first; p < w->nparts; p += w->step)
+		folder_part(w->j, p, w->nparts);
+	return NULL;
+}
+
+static void folder_part(struct folder_job *j, int part, int nparts)
+{
 	size_t lo = j->n * (size_t)part / (size_t)nparts, hi = j->n * (size_t)(part + 1) / (size_t)nparts;
 	struct dlk_buf b = DLK_BUF_INIT;
 	char msg[256];
@@ -443,12 +460,33 @@ int dlk_image_folder_load(const char *dir, const char *name, const int shape[3],
 	memcpy(j.shape, shape, sizeof(j.shape));
 	j.sample_size = (size_t)shape[0] * (size_t)shape[1] * (size_t)shape[2];
 	j.x8 = xmalloc(j.n * j.sample_size);
-	if (threads <= 0)
-		threads = dlk_parallel_threads();
+	/* threads of their own, not the compute pool's: the pool is sized for training later (and
+	 * is one thread while the data loads), decoding wants every core now */
+	if (threads <= 0) {
+		long online = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = online < 1 ? 1 : online > 32 ? 32 : (int)online;
+	}
 	nparts = (size_t)threads * 4 < j.n ? threads * 4 : (int)j.n;
+	if (threads > nparts)
+		threads = nparts;
 	j.errs = xcalloc((size_t)nparts, sizeof(*j.errs));
 	j.bad = xcalloc((size_t)nparts, sizeof(*j.bad));
-	dlk_parallel_for(nparts, folder_part, &j);
+	{
+		struct folder_worker *w = xcalloc((size_t)threads, sizeof(*w));
+		int started = 1;
+		for (int t = 0; t < threads; t++)
+			w[t] = (struct folder_worker){ &j, t, threads, nparts, 0 };
+		/* the caller is worker 0, and does the parts of a thread that could not start */
+		for (int t = 1; t < threads; t++, started++)
+			if (pthread_create(&w[t].tid, NULL, folder_worker, &w[t]))
+				break;
+		folder_worker(&w[0]);
+		for (int t = started; t < threads; t++)
+			folder_worker(&w[t]); /* the parts of threads that could not start */
+		for (int t = 1; t < started; t++)
+			pthread_join(w[t].tid, NULL);
+		free(w);
+	}
 	for (int p = 0; p < nparts; p++)
 		if (j.bad[p] < j.n) {
 			*err = j.errs[p];
