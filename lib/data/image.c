@@ -327,6 +327,11 @@ struct folder_job {
 	int shape[3];
 	size_t sample_size;
 	uint8_t *x8;
+	/* paired folders: files [n, 2n) are the targets, decoded to shape2 into t8 */
+	int paired;
+	int shape2[3];
+	size_t sample_size2;
+	uint8_t *t8;
 	struct dlk_err *errs; /* one per part */
 	size_t *bad;          /* per part: the first failing file, or n */
 };
@@ -355,19 +360,69 @@ static void folder_part(struct folder_job *j, int part, int nparts)
 	char msg[256];
 
 	j->bad[part] = j->n;
-	for (size_t i = lo; i < hi; i++) {
-		dlk_buf_reset(&b);
-		if (dlk_buf_read_file(&b, j->paths[i], 256u << 20, msg, sizeof(msg)) < 0) {
-			dlk_errf(&j->errs[part], DLK_EXIT_FAIL, "cannot read '%s': %s", j->names[i], msg);
-			j->bad[part] = i;
-			break;
-		}
-		if (dlk_image_sample(b.data, b.len, j->names[i], j->shape, j->x8 + i * j->sample_size, &j->errs[part]) < 0) {
-			j->bad[part] = i;
-			break;
+	for (size_t k = lo; k < hi; k++) {
+		/* paired: each part decodes its inputs' targets too (files n + i) */
+		for (int side = 0; side <= j->paired; side++) {
+			size_t i = k + (size_t)side * j->n;
+			uint8_t *dst = side ? j->t8 + k * j->sample_size2 : j->x8 + k * j->sample_size;
+			dlk_buf_reset(&b);
+			if (dlk_buf_read_file(&b, j->paths[i], 256u << 20, msg, sizeof(msg)) < 0) {
+				dlk_errf(&j->errs[part], DLK_EXIT_FAIL, "cannot read '%s': %s", j->names[i], msg);
+				j->bad[part] = k;
+				goto done;
+			}
+			if (dlk_image_sample(b.data, b.len, j->names[i], side ? j->shape2 : j->shape, dst, &j->errs[part]) < 0) {
+				j->bad[part] = k;
+				goto done;
+			}
 		}
 	}
+done:
 	dlk_buf_release(&b);
+}
+
+/* Decodes every file of j (its x8, and t8 when paired) on threads of their own, not the compute
+ * pool's: the pool is sized for training later (and is one thread while the data loads), decoding
+ * wants every core now. The first failing file's error (in file order) is returned. */
+static int run_job(struct folder_job *j, int threads, struct dlk_err *err)
+{
+	int nparts, ret = 0;
+
+	if (threads <= 0) {
+		long online = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = online < 1 ? 1 : online > 32 ? 32 : (int)online;
+	}
+	nparts = (size_t)threads * 4 < j->n ? threads * 4 : (int)j->n;
+	if (threads > nparts)
+		threads = nparts;
+	if (nparts < 1)
+		return 0;
+	j->errs = xcalloc((size_t)nparts, sizeof(*j->errs));
+	j->bad = xcalloc((size_t)nparts, sizeof(*j->bad));
+	struct folder_worker *w = xcalloc((size_t)threads, sizeof(*w));
+	int started = 1;
+	for (int t = 0; t < threads; t++)
+		w[t] = (struct folder_worker){ j, t, threads, nparts, 0 };
+	/* the caller is worker 0, and does the parts of a thread that could not start */
+	for (int t = 1; t < threads; t++, started++)
+		if (pthread_create(&w[t].tid, NULL, folder_worker, &w[t]))
+			break;
+	folder_worker(&w[0]);
+	for (int t = started; t < threads; t++)
+		folder_worker(&w[t]);
+	for (int t = 1; t < started; t++)
+		pthread_join(w[t].tid, NULL);
+	free(w);
+	for (int p = 0; p < nparts && !ret; p++)
+		if (j->bad[p] < j->n) {
+			*err = j->errs[p];
+			ret = -1;
+		}
+	free(j->errs);
+	free(j->bad);
+	j->errs = NULL;
+	j->bad = NULL;
+	return ret;
 }
 
 int dlk_image_folder_load(const char *dir, const char *name, const int shape[3], const char *const *classes,
@@ -378,7 +433,7 @@ int dlk_image_folder_load(const char *dir, const char *name, const int shape[3],
 	char **dirs = NULL;
 	size_t nd = 0, cap = 0;
 	int32_t *labels = NULL;
-	int ret = -1, nparts;
+	int ret = -1;
 
 	memset(&j, 0, sizeof(j));
 	if (shape[0] != 1 && shape[0] != 3)
@@ -460,38 +515,8 @@ int dlk_image_folder_load(const char *dir, const char *name, const int shape[3],
 	memcpy(j.shape, shape, sizeof(j.shape));
 	j.sample_size = (size_t)shape[0] * (size_t)shape[1] * (size_t)shape[2];
 	j.x8 = xmalloc(j.n * j.sample_size);
-	/* threads of their own, not the compute pool's: the pool is sized for training later (and
-	 * is one thread while the data loads), decoding wants every core now */
-	if (threads <= 0) {
-		long online = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = online < 1 ? 1 : online > 32 ? 32 : (int)online;
-	}
-	nparts = (size_t)threads * 4 < j.n ? threads * 4 : (int)j.n;
-	if (threads > nparts)
-		threads = nparts;
-	j.errs = xcalloc((size_t)nparts, sizeof(*j.errs));
-	j.bad = xcalloc((size_t)nparts, sizeof(*j.bad));
-	{
-		struct folder_worker *w = xcalloc((size_t)threads, sizeof(*w));
-		int started = 1;
-		for (int t = 0; t < threads; t++)
-			w[t] = (struct folder_worker){ &j, t, threads, nparts, 0 };
-		/* the caller is worker 0, and does the parts of a thread that could not start */
-		for (int t = 1; t < threads; t++, started++)
-			if (pthread_create(&w[t].tid, NULL, folder_worker, &w[t]))
-				break;
-		folder_worker(&w[0]);
-		for (int t = started; t < threads; t++)
-			folder_worker(&w[t]); /* the parts of threads that could not start */
-		for (int t = 1; t < started; t++)
-			pthread_join(w[t].tid, NULL);
-		free(w);
-	}
-	for (int p = 0; p < nparts; p++)
-		if (j.bad[p] < j.n) {
-			*err = j.errs[p];
-			goto out;
-		}
+	if (run_job(&j, threads, err) < 0)
+		goto out;
 	out->n = j.n;
 	memcpy(out->shape, shape, sizeof(out->shape));
 	out->sample_size = j.sample_size;
@@ -518,9 +543,105 @@ out:
 	free(j.paths);
 	free(j.names);
 	free(j.x8);
-	free(j.errs);
-	free(j.bad);
 	free(labels);
 	free_list(dirs);
+	return ret;
+}
+
+/* the stem of a file name: up to its last dot */
+static size_t stem_len(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	return dot ? (size_t)(dot - name) : strlen(name);
+}
+
+static int same_stem(const char *a, const char *b)
+{
+	size_t la = stem_len(a), lb = stem_len(b);
+	return la == lb && !memcmp(a, b, la);
+}
+
+int dlk_image_pairs_load(const char *input_dir, const char *input_name, const char *target_dir,
+                         const char *target_name, const int in_shape[3], const int target_shape[3], int threads,
+                         struct dlk_samples *out, uint8_t **targets, struct dlk_err *err)
+{
+	struct folder_job j;
+	char **in = NULL, **tg = NULL;
+	size_t ni = 0, nt = 0, a = 0, b = 0;
+	int ret = -1;
+
+	memset(&j, 0, sizeof(j));
+	*targets = NULL;
+	for (int k = 0; k < 2; k++) {
+		const int *sh = k ? target_shape : in_shape;
+		if ((sh[0] != 1 && sh[0] != 3) || sh[1] < 1 || sh[2] < 1)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': images are decoded to [C, H, W] with C 1 or 3, not %dx%dx%d",
+			                k ? target_name : input_name, sh[0], sh[1], sh[2]);
+	}
+	if (!(in = list_dir(input_dir, input_name, 0, &ni, err)) || !(tg = list_dir(target_dir, target_name, 0, &nt, err)))
+		goto out;
+	if (!ni) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': no .png, .jpg or .jpeg files", input_name);
+		goto out;
+	}
+	j.paths = xcalloc(2 * ni, sizeof(*j.paths));
+	j.names = xcalloc(2 * ni, sizeof(*j.names));
+	/* both lists are sorted by name, so by stem within a stem's files: walk them together */
+	while (a < ni || b < nt) {
+		int c = a == ni ? 1 : b == nt ? -1 : 0;
+		if (!c) {
+			/* stems with their dot, the order the names sort in */
+			size_t la = stem_len(in[a]), lb = stem_len(tg[b]);
+			c = memcmp(in[a], tg[b], (la < lb ? la : lb) + 1);
+		}
+		if ((a + 1 < ni && same_stem(in[a], in[a + 1])) || (b + 1 < nt && same_stem(tg[b], tg[b + 1]))) {
+			int in_side = a + 1 < ni && same_stem(in[a], in[a + 1]);
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s/%s' and '%s/%s': two files of one name", in_side ? input_name : target_name,
+			         in_side ? in[a] : tg[b], in_side ? input_name : target_name, in_side ? in[a + 1] : tg[b + 1]);
+			goto out;
+		}
+		if (c) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s/%s': no %s of the same name in '%s'", c < 0 ? input_name : target_name,
+			         c < 0 ? in[a] : tg[b], c < 0 ? "target" : "input", c < 0 ? target_name : input_name);
+			dlk_err_hint(err, "paired folders hold the same names: inputs/0001.png goes with targets/0001.png");
+			goto out;
+		}
+		j.paths[j.n] = xasprintf("%s/%s", input_dir, in[a]);
+		j.names[j.n] = xasprintf("%s/%s", input_name, in[a]);
+		j.paths[ni + j.n] = xasprintf("%s/%s", target_dir, tg[b]);
+		j.names[ni + j.n] = xasprintf("%s/%s", target_name, tg[b]);
+		j.n++;
+		a++;
+		b++;
+	}
+	j.paired = 1;
+	memcpy(j.shape, in_shape, sizeof(j.shape));
+	memcpy(j.shape2, target_shape, sizeof(j.shape2));
+	j.sample_size = (size_t)in_shape[0] * (size_t)in_shape[1] * (size_t)in_shape[2];
+	j.sample_size2 = (size_t)target_shape[0] * (size_t)target_shape[1] * (size_t)target_shape[2];
+	j.x8 = xmalloc(j.n * j.sample_size);
+	j.t8 = xmalloc(j.n * j.sample_size2);
+	if (run_job(&j, threads, err) < 0)
+		goto out;
+	out->n = j.n;
+	memcpy(out->shape, in_shape, sizeof(out->shape));
+	out->sample_size = j.sample_size;
+	out->x8 = j.x8;
+	out->y = xcalloc(j.n, sizeof(*out->y));
+	out->max_label = 0;
+	*targets = j.t8;
+	j.x8 = j.t8 = NULL;
+	ret = 0;
+out:
+	for (size_t i = 0; j.paths && i < 2 * ni; i++) {
+		free(j.paths[i]);
+		free(j.names[i]);
+	}
+	free(j.paths);
+	free(j.names);
+	free(j.x8);
+	free(j.t8);
+	free_list(in);
+	free_list(tg);
 	return ret;
 }

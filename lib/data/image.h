@@ -56,4 +56,14 @@ int dlk_image_folder_load(const char *dir, const char *name, const int shape[3],
                           int n_classes, int threads, struct dlk_samples *out, char ***found, int *n_found,
                           struct dlk_err *err);
 
+/* Paired folders for image-to-image (pix2pix's layout): input_dir and target_dir hold images of
+ * the same names up to the extension (inputs/0001.png and targets/0001.jpg are a pair). Inputs
+ * are decoded and resized to in_shape, targets to target_shape, on `threads` threads (0: one per
+ * core), in byte order of the names: out gets the inputs as x8 samples (labels all 0) and
+ * *targets (caller frees) the targets, target_shape's C*H*W bytes a pair. An input without its
+ * target, or a target without its input, is an error naming it; so are two files of one stem. */
+int dlk_image_pairs_load(const char *input_dir, const char *input_name, const char *target_dir,
+                         const char *target_name, const int in_shape[3], const int target_shape[3], int threads,
+                         struct dlk_samples *out, uint8_t **targets, struct dlk_err *err);
+
 #endif

@@ -251,8 +251,52 @@ static void test_augment(void)
 	dlk_dataset_release(&ds);
 }
 
+/* paired folders: inputs and targets matched by name, each decoded to its own shape */
+static void test_pairs(void)
+{
+	char *dir = test_tmpdir("pairs"), *p, *in, *tg;
+	struct dlk_samples s = DLK_SAMPLES_INIT;
+	uint8_t *t = NULL;
+	int ish[3] = { 1, 28, 28 }, tsh[3] = { 3, 14, 14 };
+
+	if (!dir)
+		return;
+	in = xasprintf("%s/in", dir), mkdir(in, 0755);
+	tg = xasprintf("%s/tg", dir), mkdir(tg, 0755);
+	p = xasprintf("%s/b.png", in), copy_file("tests/data/images/fmnist_gray.png", p), free(p);
+	p = xasprintf("%s/a.jpg", in), copy_file("tests/data/images/fmnist_gray.jpg", p), free(p);
+	p = xasprintf("%s/b.jpg", tg), copy_file("tests/data/images/noise_rgb.jpg", p), free(p);
+	p = xasprintf("%s/a.png", tg), copy_file("tests/data/images/fmnist_gray.png", p), free(p);
+	CHECK_MSG(dlk_image_pairs_load(in, "in", tg, "tg", ish, tsh, 2, &s, &t, &err) == 0, "pairs load: %s", err.msg);
+	CHECK(s.n == 2 && s.sample_size == 784 && t != NULL && s.y[0] == 0 && s.y[1] == 0);
+	if (s.n == 2 && t) {
+		struct dlk_buf want = DLK_BUF_INIT;
+		uint8_t planar[3 * 14 * 14];
+		/* pair 0 is a: its input a.jpg, its target a.png resized and made RGB */
+		CHECK(slurp("tests/data/images/fmnist_gray_jpg.L.u8", &want) == 0 && !memcmp(s.x8, want.data, 784));
+		if (slurp("tests/data/images/fmnist_gray.png", &want) == 0) {
+			int sh[3] = { 3, 14, 14 };
+			CHECK(dlk_image_sample(want.data, want.len, "a.png", sh, planar, &err) == 0 && !memcmp(t, planar, sizeof(planar)));
+		}
+		dlk_buf_release(&want);
+	}
+	dlk_samples_release(&s);
+	free(t);
+	p = xasprintf("%s/c.png", in), copy_file("tests/data/images/fmnist_gray.png", p), free(p);
+	CHECK(dlk_image_pairs_load(in, "in", tg, "tg", ish, tsh, 2, &s, &t, &err) < 0 && t == NULL);
+	CHECK_STR(err.msg, "'in/c.png': no target of the same name in 'tg'");
+	p = xasprintf("%s/c.jpg", tg), copy_file("tests/data/images/noise_rgb.jpg", p), free(p);
+	p = xasprintf("%s/a.jpeg", tg), copy_file("tests/data/images/noise_rgb.jpg", p), free(p);
+	CHECK(dlk_image_pairs_load(in, "in", tg, "tg", ish, tsh, 2, &s, &t, &err) < 0);
+	CHECK_STR(err.msg, "'tg/a.jpeg' and 'tg/a.png': two files of one name");
+	free(in);
+	free(tg);
+	test_tmpdir_remove(dir);
+}
+
 int main(void)
 {
+	test_pairs();
 	test_decode();
 	test_bad_input();
 	test_resize();
