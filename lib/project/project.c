@@ -1945,6 +1945,17 @@ static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode 
 		check_split(c, &s->data.train, "train", 1, data_node);
 		check_split(c, &s->data.test, "test", 0, data_node);
 	}
+	{
+		/* a GPT-2 pair is two files, and only a BPE reads them */
+		const struct dlk_text_spec *ts = &s->data.text;
+		const void *field = ts->vocab ? (const void *)&ts->vocab : (const void *)&ts->merges;
+		const struct ynode *at = pos_or(c, field, GIVEN_VALUE, pos_or(c, ts, GIVEN_MAP, root));
+		if (!ts->vocab != !ts->merges)
+			problem(c, at, ts->vocab ? "data.text.vocab" : "data.text.merges",
+			        "give both vocab and merges (a GPT-2 vocab.json and merges.txt), or neither");
+		else if (ts->vocab && ts->tokenizer != DLK_TOKENIZER_BPE)
+			problem(c, at, "data.text.vocab", "vocab and merges are read by tokenizer: bpe, not byte");
+	}
 	if (s->data.dataset.id || s->data.dataset.tag) {
 		const struct ynode *at = pos_or(c, &s->data.dataset, GIVEN_CUSTOM, root);
 		int store_written = 0;
