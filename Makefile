@@ -34,7 +34,7 @@ GPU_GENCODE := $(foreach a,$(GPU_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
 	-gencode arch=compute_$(lastword $(GPU_ARCHS)),code=compute_$(lastword $(GPU_ARCHS))
 GPU_ARCHS_STR := $(foreach a,$(GPU_ARCHS),sm_$(a)) + PTX compute_$(lastword $(GPU_ARCHS))
 
-PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto rdkafka libxml-2.0 zlib
+PKGS := yaml-0.1 libcurl libcjson libarchive openblas libmicrohttpd libcrypto rdkafka libxml-2.0 zlib libpng libjpeg
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -181,7 +181,14 @@ $(BUILD)/bench/gpu/%: bench/gpu/%.c $(BUILD)/libdlk.a
 	@echo "  LD      $@"
 	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
 
-test-unit: $(UNIT_BIN) $(TOOL_BIN) $(BENCH_GPU_BIN)
+# bench/data's programs (lib/data's speed: BPE training and encoding)
+BENCH_DATA_BIN := $(BUILD)/bench/data/dlk_bpe_bench
+$(BUILD)/bench/data/%: bench/data/%.c $(BUILD)/libdlk.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
+
+test-unit: $(UNIT_BIN) $(TOOL_BIN) $(BENCH_GPU_BIN) $(BENCH_DATA_BIN)
 
 # The GPU kit (docs/gpu-kit.md): $(BUILD)/kit, one folder of at most 60 MiB that a machine with
 # a GPU runs as `kit/run --out DIR` without building or installing anything. kit/build.sh copies

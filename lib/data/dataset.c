@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/data/bpe.h"
 #include "lib/util/mem.h"
 #include "lib/util/parallel.h"
+#include "lib/util/rng.h"
 
 void dlk_dataset_release(struct dlk_dataset *ds)
 {
@@ -19,6 +21,10 @@ void dlk_dataset_release(struct dlk_dataset *ds)
 	for (i = 0; i < ds->n_sources; i++)
 		free(ds->sources[i].url);
 	free(ds->sources);
+	for (i = 0; ds->class_names && i < ds->n_class_names; i++)
+		free(ds->class_names[i]);
+	free(ds->class_names);
+	dlk_tokenizer_free(ds->tokenizer);
 	memset(ds, 0, sizeof(*ds));
 }
 
@@ -30,12 +36,56 @@ void dlk_dataset_add_source(struct dlk_dataset *ds, const char *url, const char 
 	ds->n_sources++;
 }
 
+void dlk_augment_draw(const struct dlk_augment *a, unsigned long long seed, int epoch, size_t global, int *dy,
+                      int *dx, int *flip)
+{
+	struct dlk_rng r;
+
+	dlk_rng_seed(&r, seed ^ (0x9E3779B97F4A7C15ull * (unsigned long long)(epoch + 1)) ^
+	                 (0xC2B2AE3D27D4EB4Full * (unsigned long long)(global + 1)));
+	*dy = a->pad ? (int)dlk_rng_below(&r, (uint64_t)(2 * a->pad + 1)) - a->pad : 0;
+	*dx = a->pad ? (int)dlk_rng_below(&r, (uint64_t)(2 * a->pad + 1)) - a->pad : 0;
+	*flip = a->flip ? (int)(dlk_rng_next(&r) >> 63) : 0;
+}
+
+static const float *lut_of(const struct dlk_dataset *ds, int c)
+{
+	return ds->per_channel ? ds->lut_c[c] : ds->lut;
+}
+
+/* A U8 sample shifted by (dy, dx) (out(y, x) = in(y + dy, x + dx), raw 0 outside: padding then
+ * cropping) and mirrored when flip. */
+static void gather_aug(const struct dlk_dataset *ds, size_t i, unsigned long long seed, int epoch, float *out)
+{
+	int C = ds->shape[0], H = ds->shape[1], W = ds->shape[2], dy, dx, flip;
+	const uint8_t *src = ds->x8 + i * ds->sample_size;
+
+	dlk_augment_draw(&ds->aug, seed, epoch, ds->base + i, &dy, &dx, &flip);
+	for (int c = 0; c < C; c++) {
+		const float *lut = lut_of(ds, c);
+		const uint8_t *plane = src + (size_t)c * (size_t)H * (size_t)W;
+		for (int y = 0; y < H; y++) {
+			int sy = y + dy;
+			float *row = out + ((size_t)c * (size_t)H + (size_t)y) * (size_t)W;
+			for (int x = 0; x < W; x++) {
+				int sx = (flip ? W - 1 - x : x) + dx;
+				row[x] = sy < 0 || sy >= H || sx < 0 || sx >= W ? lut[0] : lut[plane[(size_t)sy * (size_t)W + (size_t)sx]];
+			}
+		}
+	}
+}
+
 /* One sample's values: a copy of the scaled floats, or the bytes looked up in the table. */
 static void gather_one(const struct dlk_dataset *ds, size_t i, float *out)
 {
 	size_t k, m = ds->sample_size;
 
-	if (ds->storage == DLK_STORE_U8) {
+	if (ds->storage == DLK_STORE_U8 && ds->per_channel) {
+		size_t plane = (size_t)ds->shape[1] * (size_t)ds->shape[2];
+		const uint8_t *src = ds->x8 + i * m;
+		for (k = 0; k < m; k++)
+			out[k] = ds->lut_c[k / plane][src[k]];
+	} else if (ds->storage == DLK_STORE_U8) {
 		const uint8_t *src = ds->x8 + i * m;
 		for (k = 0; k < m; k++)
 			out[k] = ds->lut[src[k]];
@@ -50,6 +100,8 @@ struct gather_job {
 	const size_t *idx;
 	size_t start, n;
 	float *out;
+	int augment, epoch;
+	unsigned long long seed;
 };
 
 static void gather_part(void *ctx, int part, int nparts)
@@ -57,15 +109,22 @@ static void gather_part(void *ctx, int part, int nparts)
 	const struct gather_job *j = ctx;
 	size_t lo, hi;
 	dlk_parallel_range(j->n, part, nparts, 1, &lo, &hi);
-	for (size_t b = lo; b < hi; b++)
-		gather_one(j->ds, j->idx ? j->idx[b] : j->start + b, j->out + b * j->ds->sample_size);
+	for (size_t b = lo; b < hi; b++) {
+		size_t i = j->idx ? j->idx[b] : j->start + b;
+		if (j->augment)
+			gather_aug(j->ds, i, j->seed, j->epoch, j->out + b * j->ds->sample_size);
+		else
+			gather_one(j->ds, i, j->out + b * j->ds->sample_size);
+	}
 }
 
 /* on the compute pool when a batch is large enough to share (each sample is one part's: the
  * same values whoever copies them) */
-static void gather(const struct dlk_dataset *ds, const size_t *idx, size_t start, size_t n, float *out)
+static void gather(const struct dlk_dataset *ds, const size_t *idx, size_t start, size_t n, int augment,
+                   unsigned long long seed, int epoch, float *out)
 {
-	struct gather_job j = { .ds = ds, .idx = idx, .start = start, .n = n, .out = out };
+	struct gather_job j = { .ds = ds, .idx = idx, .start = start, .n = n, .out = out, .augment = augment,
+		                .epoch = epoch, .seed = seed };
 	int t = dlk_parallel_threads();
 	dlk_parallel_for(t > 1 && n > 1 && n * ds->sample_size >= 16384 ? (n < (size_t)t ? (int)n : t) : 1, gather_part,
 	                 &j);
@@ -73,10 +132,17 @@ static void gather(const struct dlk_dataset *ds, const size_t *idx, size_t start
 
 void dlk_dataset_gather(const struct dlk_dataset *ds, const size_t *idx, size_t n, float *out)
 {
-	gather(ds, idx, 0, n, out);
+	gather(ds, idx, 0, n, 0, 0, 0, out);
+}
+
+void dlk_dataset_gather_train(const struct dlk_dataset *ds, const size_t *idx, size_t n, unsigned long long seed,
+                              int epoch, float *out)
+{
+	int augment = (ds->aug.flip || ds->aug.pad) && ds->storage == DLK_STORE_U8;
+	gather(ds, idx, 0, n, augment, seed, epoch, out);
 }
 
 void dlk_dataset_gather_range(const struct dlk_dataset *ds, size_t start, size_t n, float *out)
 {
-	gather(ds, NULL, start, n, out);
+	gather(ds, NULL, start, n, 0, 0, 0, out);
 }

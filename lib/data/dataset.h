@@ -25,6 +25,15 @@ struct dlk_data_source {
 	char sha256[65];
 };
 
+/* Random crop after zero padding and horizontal flips, drawn per (seed, epoch, sample): the same
+ * sample in the same epoch gets the same transform on any machine, with any number of threads. */
+struct dlk_augment {
+	int flip;                 /* a horizontal flip with p = 0.5 */
+	int pad;                  /* pad each side by pad raw-0 pixels, crop H x W at a random offset */
+};
+
+struct dlk_tokenizer;
+
 struct dlk_dataset {
 	size_t n;             /* number of samples (of this shard, when sharded) */
 	int shape[3];         /* C, H, W of one sample; flat features are [1, 1, F] */
@@ -51,9 +60,21 @@ struct dlk_dataset {
 	 * all 0s, n_classes 0. An image target is [C, H, W] flattened, the model's output shape. */
 	float *t;
 	size_t target_size;
+	/* DLK_STORE_U8 with per_channel set (format images with per-channel mean/std): channel c's
+	 * bytes are looked up in lut_c[c] instead of lut */
+	int per_channel;
+	float lut_c[DLK_MAX_CHANNELS][256];
+	/* training augmentation (format images), applied by dlk_dataset_gather_train() only */
+	struct dlk_augment aug;
+	/* class names found in the data (an image folder's sub-folders, text labels that are names),
+	 * n_class_names of them, owned; NULL when the data has none */
+	char **class_names;
+	int n_class_names;
+	/* format text: the tokenizer the samples were encoded with (lib/data/bpe.h), owned; NULL
+	 * otherwise. Samples are then token ids (as floats), pad id 0 after the text's end */
+	struct dlk_tokenizer *tokenizer;
 };
-#define DLK_DATASET_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, 0, NULL, 0, DLK_STORE_F32, NULL, { 0 }, 0, 0, 0, 0, 0, 0, \
-	                   NULL, 0 }
+#define DLK_DATASET_INIT { .n = 0, .storage = DLK_STORE_F32 }
 
 /* Progress of a long fetch or decode; `what` names the file. done/total in bytes (total 0 when
  * unknown). Return non-zero to abort the operation. May be NULL. */
@@ -96,6 +117,10 @@ struct dlk_data_opts {
 	 * of a sharded load records for the tar shards other ranks load) */
 	int (*digest)(void *ctx, const char *path, char sha256[65], struct dlk_err *err);
 	void *resolve_ctx;
+	/* format text and images, loading the test split: the training split as loaded, whose
+	 * tokenizer and class names the test split takes (else the test split would train its own
+	 * tokenizer and could number its classes differently). NULL for the training split. */
+	const struct dlk_dataset *train;
 };
 
 /* Fetches (with the sha256 pin checked before use), unpacks and decodes one split ("train" or
@@ -109,6 +134,14 @@ void dlk_dataset_release(struct dlk_dataset *ds);
  * ds->sample_size floats, caller's). Every idx[i] must be below ds->n. The floats are the same,
  * bit for bit, whichever storage ds uses. */
 void dlk_dataset_gather(const struct dlk_dataset *ds, const size_t *idx, size_t n, float *out);
+/* dlk_dataset_gather() with ds->aug applied (none set: the same floats): the sample at idx[i]
+ * (global index ds->base + idx[i]) is transformed by the draw of (seed, epoch, global index).
+ * For U8 data of shape [C, H, W]; other data is gathered unchanged. */
+void dlk_dataset_gather_train(const struct dlk_dataset *ds, const size_t *idx, size_t n, unsigned long long seed,
+                              int epoch, float *out);
+/* The draw itself: the crop's offsets in [-pad, pad] and whether to flip. */
+void dlk_augment_draw(const struct dlk_augment *a, unsigned long long seed, int epoch, size_t global, int *dy,
+                      int *dx, int *flip);
 /* The same for the contiguous samples [start, start + n); start + n must not pass ds->n. */
 void dlk_dataset_gather_range(const struct dlk_dataset *ds, size_t start, size_t n, float *out);
 

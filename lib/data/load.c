@@ -11,6 +11,8 @@
 
 #include "lib/data/decode.h"
 #include "lib/data/fetch.h"
+#include "lib/data/image.h"
+#include "lib/data/text.h"
 #include "lib/data/unpack.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
@@ -461,11 +463,236 @@ static int load_tar(const struct dlk_split *sp, const struct dlk_data *spec,
 	return 0;
 }
 
+/* The class names the training split found, for the test split to number its classes the same. */
+static void take_train_classes(const struct dlk_data *spec, const struct dlk_data_opts *opts,
+                               const char *const **classes, int *n)
+{
+	*classes = (const char *const *)spec->classes;
+	*n = spec->classes ? spec->n_classes : 0;
+	if (!*classes && opts->train && opts->train->class_names) {
+		*classes = (const char *const *)opts->train->class_names;
+		*n = opts->train->n_class_names;
+	}
+}
+
+/* format images: a local folder of class folders, or tar shards of KEY.png/KEY.jpg + KEY.cls */
+static int load_images(const struct dlk_split *sp, const struct dlk_data *spec, const struct dlk_data_opts *opts,
+                       struct dlk_dataset *ds, struct dlk_samples *s, struct dlk_err *err)
+{
+	const char *const *classes;
+	int n_classes;
+	struct stat st;
+	char *path;
+	int r;
+
+	if (sp->shards || opts->resolve || !sp->source.url)
+		return load_tar(sp, spec, opts, ds, s, err);
+	if (strstr(sp->source.url, "://") && strncmp(sp->source.url, "file://", 7))
+		return load_tar(sp, spec, opts, ds, s, err);
+	if (!(path = dlk_local_path(sp->source.url, opts->base_dir, err)))
+		return -1;
+	if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+		free(path);
+		return load_tar(sp, spec, opts, ds, s, err);
+	}
+	if (sp->source.sha256) {
+		free(path);
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': a folder has no sha256 to pin", sp->source.url);
+		return dlk_err_hint(err, "pin a tar shard of it instead, or push it as a dataset (dlk data push)");
+	}
+	take_train_classes(spec, opts, &classes, &n_classes);
+	r = dlk_image_folder_load(path, sp->source.url, opts->shape, classes, n_classes, 0, s, classes ? NULL : &ds->class_names,
+	                          &n_classes, err);
+	free(path);
+	if (r < 0)
+		return -1;
+	if (ds->class_names)
+		ds->n_class_names = ds->n_classes = n_classes;
+	/* a folder has no single digest: its provenance is its path */
+	dlk_dataset_add_source(ds, sp->source.url, "");
+	if (shard_world(opts) > 1) {
+		size_t b, e, total = s->n;
+		dlk_part_range(total, opts->shard_rank, shard_world(opts), &b, &e);
+		samples_cut(s, b, e);
+		s->base = b;
+		s->total = total;
+	}
+	return 0;
+}
+
+/* the name without a compression suffix, to tell JSON Lines from CSV */
+static int jsonl_source(const char *url)
+{
+	static const char *const comp[] = { ".gz", ".xz", ".bz2", ".zst" };
+	char *n = xstrdup(url);
+	size_t len = strlen(n);
+	for (int i = 0; i < 4; i++) {
+		size_t e = strlen(comp[i]);
+		if (len > e && !strcasecmp(n + len - e, comp[i]))
+			n[len - e] = 0;
+	}
+	int r = dlk_text_is_jsonl_name(n);
+	free(n);
+	return r;
+}
+
+static int read_local(const char *url, const struct dlk_data_opts *opts, struct dlk_buf *b, struct dlk_err *err)
+{
+	char msg[256], *path = dlk_local_path(url, opts->base_dir, err);
+	int r;
+	if (!path)
+		return -1;
+	r = dlk_buf_read_file(b, path, 1u << 30, msg, sizeof(msg));
+	free(path);
+	if (r < 0)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "cannot read '%s': %s", url, msg);
+	return 0;
+}
+
+static struct dlk_tokenizer *clone_tokenizer(const struct dlk_tokenizer *t)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+	struct dlk_tokenizer *c = NULL;
+	struct dlk_err e = DLK_ERR_INIT;
+	dlk_tokenizer_save(t, &b);
+	dlk_tokenizer_load(b.data, b.len, "tokenizer", &c, &e);
+	dlk_buf_release(&b);
+	return c;
+}
+
+/* The tokenizer of data.text: the training split's for the test split, else built (the byte one),
+ * read (a GPT-2 pair) or trained on every row of the split (sharded or not, so that every rank
+ * trains the same one). */
+static int text_tokenizer(const struct dlk_data *spec, const struct dlk_data_opts *opts,
+                          const struct dlk_text_rows *rows, struct dlk_tokenizer **out, struct dlk_err *err)
+{
+	const struct dlk_text_spec *ts = &spec->text;
+
+	if (opts->train && opts->train->tokenizer)
+		return (*out = clone_tokenizer(opts->train->tokenizer)) ? 0 : dlk_errf(err, DLK_EXIT_FAIL, "cannot copy the tokenizer");
+	if (ts->tokenizer == DLK_TOKENIZER_BYTE) {
+		*out = dlk_tokenizer_byte();
+		return 0;
+	}
+	if (ts->vocab || ts->merges) {
+		struct dlk_buf v = DLK_BUF_INIT, m = DLK_BUF_INIT;
+		int r = -1;
+		if (!ts->vocab || !ts->merges)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "data.text: give both vocab and merges (a GPT-2 pair), or neither");
+		if (read_local(ts->vocab, opts, &v, err) == 0 && read_local(ts->merges, opts, &m, err) == 0)
+			r = dlk_bpe_read_gpt2(v.data, v.len, ts->vocab, m.data, m.len, ts->merges, out, err);
+		dlk_buf_release(&v);
+		dlk_buf_release(&m);
+		return r;
+	}
+	struct dlk_bpe_counter *c = dlk_bpe_counter_new();
+	for (size_t i = 0; i < rows->n; i++)
+		dlk_bpe_counter_add(c, rows->text[i], rows->len[i]);
+	*out = dlk_bpe_counter_train(c, ts->vocab_size, err);
+	dlk_bpe_counter_free(c);
+	return *out ? 0 : -1;
+}
+
+static int load_text(const struct dlk_split *sp, const struct dlk_data *spec, const struct dlk_data_opts *opts,
+                     struct dlk_dataset *ds, struct dlk_samples *s, struct dlk_err *err)
+{
+	struct dlk_fetched f = DLK_FETCHED_INIT;
+	struct dlk_buf b = DLK_BUF_INIT;
+	struct dlk_text_rows rows = DLK_TEXT_ROWS_INIT;
+	const char *const *classes;
+	char **found = NULL;
+	int n_classes, n_found = 0, length = opts->shape[0] * opts->shape[1] * opts->shape[2], ret = -1;
+
+	if (opts->shape[0] != 1 || opts->shape[1] != 1 || length < 1)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "format text needs a flat model.input: [LENGTH], the tokens per sequence");
+	if (fetch_source(&sp->source, "text", spec, opts, ds, &f, err) < 0 ||
+	    dlk_unpack_single(f.path, sp->source.url, limit_of(spec), opts->progress, opts->progress_ctx, &b, err) < 0 ||
+	    dlk_text_rows_parse(b.data, b.len, sp->source.url, jsonl_source(sp->source.url), spec->text.column,
+	                        spec->text.label, &rows, err) < 0)
+		goto out;
+	if (!rows.n) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': no rows", sp->source.url);
+		goto out;
+	}
+	take_train_classes(spec, opts, &classes, &n_classes);
+	s->y = xmalloc(rows.n * sizeof(*s->y));
+	if (dlk_text_labels(&rows, sp->source.url, classes, n_classes, s->y, &found, &n_found, err) < 0 ||
+	    text_tokenizer(spec, opts, &rows, &ds->tokenizer, err) < 0)
+		goto out;
+	if (found) {
+		ds->class_names = found;
+		ds->n_class_names = ds->n_classes = n_found;
+		found = NULL;
+	}
+	s->n = rows.n;
+	s->shape[0] = s->shape[1] = 1;
+	s->shape[2] = length;
+	s->sample_size = (size_t)length;
+	s->x = xmalloc(rows.n * (size_t)length * sizeof(float));
+	dlk_text_encode_rows(ds->tokenizer, &rows, length, s->x);
+	s->max_label = -1;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->y[i] > s->max_label)
+			s->max_label = s->y[i];
+	if (shard_world(opts) > 1) {
+		size_t lo, hi, total = s->n;
+		dlk_part_range(total, opts->shard_rank, shard_world(opts), &lo, &hi);
+		samples_cut(s, lo, hi);
+		s->base = lo;
+		s->total = total;
+	}
+	ret = 0;
+out:
+	for (int i = 0; i < n_found; i++)
+		free(found ? found[i] : NULL);
+	free(found);
+	dlk_text_rows_release(&rows);
+	dlk_buf_release(&b);
+	dlk_fetched_release(&f);
+	return ret;
+}
+
 static const char *source_name(const struct dlk_data *spec, const struct dlk_split *sp)
 {
-	if (spec->format == DLK_DATA_TAR && sp->shards)
+	if ((spec->format == DLK_DATA_TAR || spec->format == DLK_DATA_IMAGES) && sp->shards)
 		return sp->shards[0].url;
 	return spec->format == DLK_DATA_IDX ? sp->images.url : sp->source.url;
+}
+
+/* format images: per-channel normalisation and the training augmentation */
+static int set_images(const struct dlk_data *spec, const struct dlk_samples *s, struct dlk_dataset *ds,
+                      const char *name, struct dlk_err *err)
+{
+	const struct dlk_images_spec *im = &spec->images;
+	int C = s->shape[0];
+
+	for (int k = 0; k < 2; k++) {
+		const struct dlk_channel_values *cv = k ? &im->std : &im->mean;
+		if (cv->n > 1 && cv->n != C) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': data.images.%s has %d values, but the images have %d channel%s", name,
+			         k ? "std" : "mean", cv->n, C, C == 1 ? "" : "s");
+			return dlk_err_hint(err, "give one value per channel of model.input, or one for all");
+		}
+	}
+	if (im->mean.n || im->std.n) {
+		if (C > DLK_MAX_CHANNELS)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %d channels, more than %d", name, C, DLK_MAX_CHANNELS);
+		ds->per_channel = 1;
+		for (int c = 0; c < C; c++) {
+			float m = im->mean.n ? im->mean.v[im->mean.n > 1 ? c : 0] : spec->mean;
+			float sd = im->std.n ? im->std.v[im->std.n > 1 ? c : 0] : spec->std;
+			for (int v = 0; v < 256; v++)
+				ds->lut_c[c][v] = ((float)v * spec->scale - m) / sd;
+		}
+	}
+	if (im->crop_padding >= s->shape[1] || im->crop_padding >= s->shape[2]) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': data.images.crop_padding %d is not smaller than the %dx%d input", name,
+		         im->crop_padding, s->shape[1], s->shape[2]);
+		return -1;
+	}
+	ds->aug.flip = im->flip;
+	ds->aug.pad = im->crop_padding;
+	return 0;
 }
 
 int dlk_data_load(const struct dlk_data *spec, const char *split, const struct dlk_data_opts *opts,
@@ -503,6 +730,8 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 	case DLK_DATA_IDX: r = load_idx(sp, spec, opts, &ds, &s, err); break;
 	case DLK_DATA_CSV: r = load_csv(sp, spec, opts, &ds, &s, err); break;
 	case DLK_DATA_TAR: r = load_tar(sp, spec, opts, &ds, &s, err); break;
+	case DLK_DATA_IMAGES: r = load_images(sp, spec, opts, &ds, &s, err); break;
+	case DLK_DATA_TEXT: r = load_text(sp, spec, opts, &ds, &s, err); break;
 	default: r = dlk_errf(err, DLK_EXIT_CONFIG, "data: unknown format %d", (int)spec->format); break;
 	}
 	if (r < 0)
@@ -541,6 +770,8 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 			goto fail;
 		}
 		ds.n_classes = spec->n_classes;
+	} else if (ds.class_names) {
+		/* the classes the data named (folders, label names), even those without samples here */
 	} else {
 		ds.n_classes = s.max_label + 1;
 	}
@@ -552,6 +783,13 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 			ds.lut[i] = ((float)i * scale - mean) / std;
 		ds.storage = DLK_STORE_U8;
 		ds.x8 = s.x8;
+		if (spec->format == DLK_DATA_IMAGES && set_images(spec, &s, &ds, name, err) < 0) {
+			s.x8 = NULL; /* ds owns it now */
+			goto fail;
+		}
+	} else if (spec->format == DLK_DATA_TEXT) {
+		ds.storage = DLK_STORE_F32; /* token ids, never scaled */
+		ds.x = s.x;
 	} else {
 		total = s.n * s.sample_size;
 		for (i = 0; i < total; i++)

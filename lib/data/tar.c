@@ -1,5 +1,6 @@
 /* Tar shards in the WebDataset convention: members grouped by key, one sample per key. */
 #include "lib/data/decode.h"
+#include "lib/data/image.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -12,7 +13,7 @@
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
 
-enum payload { PAY_NONE, PAY_U8, PAY_F32, PAY_PGM };
+enum payload { PAY_NONE, PAY_U8, PAY_F32, PAY_PGM, PAY_IMG };
 
 struct shard {
 	const char *name;
@@ -82,6 +83,30 @@ static int take_payload(struct shard *sh, struct dlk_err *err)
 	float *dst;
 	int f32;
 
+	if (sh->pay == PAY_IMG) {
+		/* a PNG or JPEG becomes the model input's 8-bit planar pixels, then is a .u8 payload */
+		size_t want;
+		uint8_t *px;
+		if (!sh->want || sh->want[0] < 1 || sh->want[1] < 1 || sh->want[2] < 1)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s': images need a model input [C, H, W]",
+			                sh->name, sh->pay_member);
+		want = (size_t)sh->want[0] * (size_t)sh->want[1] * (size_t)sh->want[2];
+		px = xmalloc(want);
+		char *what = xasprintf("%s: %s", sh->name, sh->pay_member);
+		int r = dlk_image_sample(p, len, what, sh->want, px, err);
+		free(what);
+		if (r < 0) {
+			free(px);
+			return -1;
+		}
+		dlk_buf_reset(&sh->data);
+		dlk_buf_add(&sh->data, px, want);
+		free(px);
+		sh->pay = PAY_U8;
+		p = (const unsigned char *)sh->data.data;
+		len = sh->data.len;
+	}
+
 	switch (sh->pay) {
 	case PAY_U8:
 		n = len;
@@ -120,6 +145,7 @@ static int take_payload(struct shard *sh, struct dlk_err *err)
 		break;
 	}
 	case PAY_NONE:
+	case PAY_IMG:
 		break;
 	}
 	if (n == 0)
@@ -204,8 +230,8 @@ static int finish_sample(struct shard *sh, struct dlk_err *err)
 		               sh->name, sh->key, sh->key);
 	else if (sh->pay == PAY_NONE)
 		ret = dlk_errf(err, DLK_EXIT_CONFIG,
-		               "'%s': sample '%s' has no data: expected a member '%s.u8', '%s.f32' or '%s.pgm'",
-		               sh->name, sh->key, sh->key, sh->key, sh->key);
+		               "'%s': sample '%s' has no data: expected a member '%s.u8', '%s.f32', '%s.pgm', '%s.png' or '%s.jpg'",
+		               sh->name, sh->key, sh->key, sh->key, sh->key, sh->key, sh->key);
 	else if (take_payload(sh, err) < 0)
 		ret = -1;
 	if (ret == 0) {
@@ -292,6 +318,8 @@ int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[
 			pay = PAY_F32;
 		else if (!strcmp(dot, ".pgm"))
 			pay = PAY_PGM;
+		else if (dlk_image_is_image_name(dot))
+			pay = PAY_IMG;
 		else
 			continue;
 		keylen = (size_t)(dot - path);
@@ -319,7 +347,7 @@ int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[
 		if (sh.pay != PAY_NONE) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': sample '%s' has two payloads: '%s' and '%s'", name,
 			         sh.key, sh.pay_member, path);
-			dlk_err_hint(err, "a sample holds exactly one of .u8, .f32 or .pgm");
+			dlk_err_hint(err, "a sample holds exactly one of .u8, .f32, .pgm, .png or .jpg");
 			goto out;
 		}
 		if (max_bytes && archive_entry_size_is_set(e) &&

@@ -216,7 +216,8 @@ static int check_label_value_nonempty(const char *s, char *why, size_t len)
 	return check_label_value(s, why, len);
 }
 
-static const char *const format_names[] = { "idx", "csv", "tar", NULL };
+static const char *const format_names[] = { "idx", "csv", "tar", "images", "text", NULL };
+static const char *const tokenizer_names[] = { "byte", "bpe", NULL };
 static const char *const cache_volume_names[] = { "emptyDir", "hostPath", "checkpoint", NULL };
 static const char *const trigger_names[] = { "always", "data-changed", NULL };
 static const char *const loss_names[] = { "softmax_cross_entropy", "binary_cross_entropy", "mse", "l1", "huber",
@@ -230,7 +231,7 @@ static const char *const toleration_effects[] = { "NoSchedule", "PreferNoSchedul
 
 /* custom handlers, defined further down */
 static const struct custom c_program, c_program_server, c_kafka_props, c_labels, c_node_selector, c_source, c_shards,
-	c_classes, c_csv_header, c_input, c_layers, c_tolerations, c_dataset, c_gate;
+	c_classes, c_csv_header, c_channel_values, c_input, c_layers, c_tolerations, c_dataset, c_gate;
 
 static const struct field source_fields[] = {
 	FIELD("url", struct dlk_source, F_STR, url, .flags = REQ, .check = check_source_url),
@@ -259,6 +260,24 @@ static const struct field csv_fields[] = {
 	END
 };
 
+static const struct field images_fields[] = {
+	FIELD("mean", struct dlk_images_spec, F_CUSTOM, mean, .custom = &c_channel_values),
+	FIELD("std", struct dlk_images_spec, F_CUSTOM, std, .custom = &c_channel_values),
+	FIELD("flip", struct dlk_images_spec, F_BOOL, flip, .def = "false"),
+	FIELD("crop_padding", struct dlk_images_spec, F_INT, crop_padding, .min = 0, .max = 1024, .def = "0"),
+	END
+};
+
+static const struct field text_fields[] = {
+	FIELD("column", struct dlk_text_spec, F_STR, column, .check = check_nonempty, .def = "text"),
+	FIELD("label", struct dlk_text_spec, F_STR, label, .check = check_nonempty, .def = "label"),
+	FIELD("tokenizer", struct dlk_text_spec, F_ENUM, tokenizer, .names = tokenizer_names, .def = "byte"),
+	FIELD("vocab_size", struct dlk_text_spec, F_INT, vocab_size, .min = 260, .max = 1 << 20, .def = "1000"),
+	FIELD("vocab", struct dlk_text_spec, F_STR, vocab, .check = check_nonempty),
+	FIELD("merges", struct dlk_text_spec, F_STR, merges, .check = check_nonempty),
+	END
+};
+
 static const struct field node_cache_fields[] = {
 	FIELD("volume", struct dlk_node_cache, F_ENUM, volume, .names = cache_volume_names, .def = "emptyDir"),
 	FIELD("host_path", struct dlk_node_cache, F_STR, host_path, .check = check_abs_path, .def = "/var/cache/dlk"),
@@ -284,6 +303,8 @@ static const struct field data_fields[] = {
 	FIELD("max_bytes", struct dlk_data, F_BYTES, max_bytes, .def = "8Gi"),
 	FIELD("shard", struct dlk_data, F_BOOL, shard, .def = "false"),
 	FIELD("netrc_secret", struct dlk_data, F_STR, netrc_secret, .check = check_dns_subdomain),
+	FIELD("images", struct dlk_data, F_MAP, images, .sub = images_fields),
+	FIELD("text", struct dlk_data, F_MAP, text, .sub = text_fields),
 	END
 };
 
@@ -1536,6 +1557,53 @@ static void classes_free(const struct field *f, void *base)
 }
 static const struct custom c_classes = { classes_parse, classes_dump, classes_free, NULL };
 
+/* data.images.mean / std: a number (every channel) or a list of one per channel */
+static void channel_values_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	static const struct field one = { .key = "value", .type = F_FLOAT, .min = -1e30, .max = 1e30 };
+	struct dlk_channel_values *cv = (struct dlk_channel_values *)((char *)base + f->off);
+	int is_std = !strcmp(f->key, "std");
+	char p[512];
+
+	if (val->kind == YN_SCALAR) {
+		if (convert_scalar(c, &one, val, &cv->v[0], path))
+			return;
+		cv->n = 1;
+	} else if (val->kind != YN_SEQ) {
+		return type_problem(c, val, path, "a number or a list of one number per channel");
+	} else if (val->n < 1 || val->n > DLK_MAX_CHANNELS) {
+		problem(c, val, path, "expected 1 to %d numbers (one per channel), got %d", DLK_MAX_CHANNELS, val->n);
+		return;
+	} else {
+		for (int i = 0; i < val->n; i++) {
+			snprintf(p, sizeof(p), "%s[%d]", path, i);
+			if (convert_scalar(c, &one, val->vals[i], &cv->v[i], p))
+				return;
+		}
+		cv->n = val->n;
+	}
+	for (int i = 0; is_std && i < cv->n; i++)
+		if (!(cv->v[i] > 0)) {
+			problem(c, val, path, "a standard deviation must be positive, not %g", (double)cv->v[i]);
+			cv->n = 0;
+			return;
+		}
+}
+static void channel_values_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_channel_values *cv = (const struct dlk_channel_values *)((const char *)base + f->off);
+	(void)indent;
+	if (!cv->n) {
+		dlk_buf_adds(b, " null\n");
+		return;
+	}
+	dlk_buf_adds(b, " [");
+	for (int i = 0; i < cv->n; i++)
+		dlk_buf_addf(b, "%s%.9g", i ? ", " : "", (double)cv->v[i]);
+	dlk_buf_adds(b, "]\n");
+}
+static const struct custom c_channel_values = { channel_values_parse, channel_values_dump, no_free, NULL };
+
 /* model.input: [C, H, W] or [F] */
 static void input_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
 {
@@ -1825,7 +1893,7 @@ static void apply_defaults(struct ctx *c, struct dlk_project *s)
 	if (!given_at(c, &s->data.csv_header, GIVEN_CUSTOM))
 		s->data.csv_header = -1;
 	if (!given_at(c, &s->data.scale, GIVEN_VALUE))
-		s->data.scale = s->data.format == DLK_DATA_CSV ? 1.0f : (float)(1.0 / 255.0);
+		s->data.scale = s->data.format == DLK_DATA_CSV || s->data.format == DLK_DATA_TEXT ? 1.0f : (float)(1.0 / 255.0);
 	if (!given_at(c, &t->lr, GIVEN_VALUE))
 		t->lr = t->optimizer == DLK_OPT_SGD ? 0.01 : 1e-3;
 	if (!given_at(c, &s->model.loss, GIVEN_VALUE))
@@ -1872,9 +1940,9 @@ static void check_split(struct ctx *c, struct dlk_split *sp, const char *name, i
 
 	if (!required && !sp->images.url && !sp->labels.url && !sp->source.url && !sp->shards)
 		return;
-	if (sp->shards && c->spec->data.format != DLK_DATA_TAR) {
+	if (sp->shards && c->spec->data.format != DLK_DATA_TAR && c->spec->data.format != DLK_DATA_IMAGES) {
 		snprintf(p, sizeof(p), "data.%s.shards", name);
-		problem(c, pos_or(c, &sp->shards, GIVEN_CUSTOM, at), p, "'shards' is for format tar; format %s uses %s", fmt,
+		problem(c, pos_or(c, &sp->shards, GIVEN_CUSTOM, at), p, "'shards' is for formats tar and images; format %s uses %s", fmt,
 		        idx ? "images and labels" : "'source'");
 		return;
 	}
@@ -2073,6 +2141,17 @@ static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode 
 	if (data_node && format_ok) {
 		check_split(c, &s->data.train, "train", 1, data_node);
 		check_split(c, &s->data.test, "test", 0, data_node);
+	}
+	{
+		/* a GPT-2 pair is two files, and only a BPE reads them */
+		const struct dlk_text_spec *ts = &s->data.text;
+		const void *field = ts->vocab ? (const void *)&ts->vocab : (const void *)&ts->merges;
+		const struct ynode *at = pos_or(c, field, GIVEN_VALUE, pos_or(c, ts, GIVEN_MAP, root));
+		if (!ts->vocab != !ts->merges)
+			problem(c, at, ts->vocab ? "data.text.vocab" : "data.text.merges",
+			        "give both vocab and merges (a GPT-2 vocab.json and merges.txt), or neither");
+		else if (ts->vocab && ts->tokenizer != DLK_TOKENIZER_BPE)
+			problem(c, at, "data.text.vocab", "vocab and merges are read by tokenizer: bpe, not byte");
 	}
 	if (s->data.dataset.id || s->data.dataset.tag) {
 		const struct ynode *at = pos_or(c, &s->data.dataset, GIVEN_CUSTOM, root);

@@ -14,7 +14,35 @@
 
 /* ---- data ---- */
 
-enum dlk_data_format { DLK_DATA_IDX, DLK_DATA_CSV, DLK_DATA_TAR };
+enum dlk_data_format { DLK_DATA_IDX, DLK_DATA_CSV, DLK_DATA_TAR, DLK_DATA_IMAGES, DLK_DATA_TEXT };
+
+/* One value per channel (data.images.mean, data.images.std): n of them given, 0 = none. */
+#define DLK_MAX_CHANNELS 4
+struct dlk_channel_values {
+	int n;
+	float v[DLK_MAX_CHANNELS];
+};
+
+/* data.images (format images): image folders, torchvision ImageFolder's way. */
+struct dlk_images_spec {
+	/* per-channel normalisation after scale: x = (raw * scale - mean[c]) / std[c]; one value
+	 * means every channel; none: data.mean and data.std */
+	struct dlk_channel_values mean, std;
+	int flip;                /* training: a random horizontal flip, p = 0.5; default false */
+	int crop_padding;        /* training: pad by this many zero pixels each side, then crop the
+	                            input size at a random place; default 0 = no random crop */
+};
+
+enum dlk_tokenizer_kind { DLK_TOKENIZER_BYTE, DLK_TOKENIZER_BPE };
+
+/* data.text (format text): rows of a CSV or JSON Lines file with a text and a label. */
+struct dlk_text_spec {
+	char *column;            /* the text's column (CSV header) or key (JSONL); default "text" */
+	char *label;             /* the label's column or key; default "label" */
+	enum dlk_tokenizer_kind tokenizer; /* default byte */
+	int vocab_size;          /* bpe trained on the training split: default 1000 */
+	char *vocab, *merges;    /* bpe from a GPT-2 vocab.json and merges.txt instead; both or none */
+};
 
 /* One file to fetch: file://, https:// (or http://), pvc://claim/path; a bare path means file. */
 struct dlk_source {
@@ -72,6 +100,8 @@ struct dlk_data {
 	char *netrc_secret;      /* a Secret whose key "netrc" holds credentials for http(s) sources */
 	int shard;               /* each rank of a gang loads only its part of the training split
 	                            (lib/data/load.c, lib/train/train.c); default false */
+	struct dlk_images_spec images;
+	struct dlk_text_spec text;
 };
 
 /* ---- model ---- */

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/data/bpe.h"
 #include "lib/nn/loss.h"
 #include "lib/project/layers.h"
 #include "lib/train/bundle.h"
@@ -178,6 +179,15 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 		cJSON_AddNumberToObject(sc, "scale", (double)in->data->scale);
 		cJSON_AddNumberToObject(sc, "mean", (double)in->data->mean);
 		cJSON_AddNumberToObject(sc, "std", (double)in->data->std);
+		/* format images with per-channel values: channel c's mean and std (one value: all) */
+		const struct dlk_channel_values *cv[2] = { &in->data->images.mean, &in->data->images.std };
+		for (int k = 0; k < 2 && in->data->format == DLK_DATA_IMAGES; k++) {
+			if (!cv[k]->n)
+				continue;
+			cJSON *arr = cJSON_AddArrayToObject(sc, k ? "channel_std" : "channel_mean");
+			for (int c = 0; c < cv[k]->n; c++)
+				cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)cv[k]->v[c]));
+		}
 	}
 
 	cJSON *m = cJSON_AddObjectToObject(j, "metrics");
@@ -305,7 +315,7 @@ static int add_member(struct archive *a, const char *name, const void *data, siz
 int dlk_bundle_write(const char *path, const struct dlk_bundle_info *in, struct dlk_err *err)
 {
 	const struct dlk_net *net = in->net;
-	struct dlk_buf st = DLK_BUF_INIT;
+	struct dlk_buf st = DLK_BUF_INIT, tok = DLK_BUF_INIT;
 	struct archive *a = NULL;
 	char *tmp = NULL, *json = NULL, *dir = NULL;
 	float *host = NULL;
@@ -335,7 +345,9 @@ int dlk_bundle_write(const char *path, const struct dlk_bundle_info *in, struct 
 	archive_write_set_bytes_in_last_block(a, 1);
 	time_t now = time(NULL);
 	if (archive_write_open_fd(a, fd) != ARCHIVE_OK || add_member(a, "model.json", json, strlen(json), now) ||
-	    add_member(a, "weights.safetensors", st.data, st.len, now) || archive_write_close(a) != ARCHIVE_OK) {
+	    add_member(a, "weights.safetensors", st.data, st.len, now) ||
+	    (in->tokenizer && (dlk_tokenizer_save(in->tokenizer, &tok), add_member(a, "tokenizer.txt", tok.data, tok.len, now))) ||
+	    archive_write_close(a) != ARCHIVE_OK) {
 		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", path, archive_error_string(a) ? archive_error_string(a) : "write failed");
 		goto out;
 	}
@@ -376,6 +388,7 @@ out:
 	free(json);
 	free(host);
 	dlk_buf_release(&st);
+	dlk_buf_release(&tok);
 	return ret;
 }
 
@@ -705,8 +718,8 @@ int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err)
 {
 	struct archive *a = archive_read_new();
 	struct archive_entry *e;
-	unsigned char *json = NULL, *wts = NULL;
-	size_t json_len = 0, wts_len = 0;
+	unsigned char *json = NULL, *wts = NULL, *tok = NULL;
+	size_t json_len = 0, wts_len = 0, tok_len = 0;
 	struct dlk_net net = DLK_NET_INIT;
 	int ret = -1, r, fd;
 	char msg[512];
@@ -744,6 +757,9 @@ int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err)
 		} else if (name && !strcmp(name, "weights.safetensors") && !wts) {
 			if (read_member(a, e, path, DLK_BUNDLE_MAX_WEIGHTS, (unsigned long long)st.st_size, &wts, &wts_len, err))
 				goto out;
+		} else if (name && !strcmp(name, "tokenizer.txt") && !tok) {
+			if (read_member(a, e, path, DLK_BUNDLE_MAX_JSON, (unsigned long long)st.st_size, &tok, &tok_len, err))
+				goto out;
 		}
 	}
 	if (r != ARCHIVE_EOF) {
@@ -780,6 +796,13 @@ int dlk_bundle_read(const char *path, struct dlk_bundle *b, struct dlk_err *err)
 	}
 	if (parse_safetensors(path, wts, wts_len, &net, b, err))
 		goto out;
+	if (tok) {
+		char *what = xasprintf("%s: tokenizer.txt", path);
+		int r2 = dlk_tokenizer_load(tok, tok_len, what, &b->tokenizer, err);
+		free(what);
+		if (r2 < 0)
+			goto out;
+	}
 	ret = 0;
 out:
 	dlk_net_release(&net);
@@ -788,6 +811,7 @@ out:
 		close(fd);
 	free(json);
 	free(wts);
+	free(tok);
 	if (ret)
 		dlk_bundle_release(b);
 	return ret;
@@ -816,5 +840,6 @@ void dlk_bundle_release(struct dlk_bundle *b)
 			free(b->classes[i]);
 	free(b->classes);
 	free(b->weights);
+	dlk_tokenizer_free(b->tokenizer);
 	*b = (struct dlk_bundle)DLK_BUNDLE_INIT;
 }

@@ -47,6 +47,8 @@ struct dlk_bundle_info {
 	int git_dirty;                        /* files differed from it */
 	const struct dlk_data *data;        /* optional: its scale, mean and std are recorded as the
 	                                       input scaling a server applies to raw values */
+	const struct dlk_tokenizer *tokenizer; /* optional (format text): kept as tokenizer.txt, so that
+	                                          serving tokenizes as training did */
 };
 
 /* model.json without its "weights" entry: everything the bundle says about the model and the
@@ -72,9 +74,12 @@ struct dlk_bundle {
 	 * scale 1, mean 0, std 1) */
 	int has_scaling;
 	float scale, mean, std;
+	/* the tokenizer of a text model (member tokenizer.txt, lib/data/bpe.h's text form); NULL in
+	 * bundles without one (every bundle written before text data); owned */
+	struct dlk_tokenizer *tokenizer;
 };
 #define DLK_BUNDLE_INIT { NULL, { { 0, 0, 0 }, 0, NULL, 0, DLK_LOSS_SOFTMAX_CE, NULL, DLK_TASK_CLASSIFICATION, 1.0, 0.5 }, 0, NULL, NULL, 0, "", "", \
-	                  0, 1.0f, 0.0f, 1.0f }
+	                  0, 1.0f, 0.0f, 1.0f, NULL }
 
 /* Reads and verifies a bundle: the tar structure, model.json, the weights' sha256 against
  * model.json, the safetensors header (dtype, shapes against the architecture, offsets inside

@@ -275,7 +275,7 @@ static int setup_buffers(struct run *r, struct dlk_err *err)
  * `batch` samples of every rank's part, so it depends on the world size (1 x 256 and 2 x 128 no
  * longer see the same batches; each epoch still sees each sample once, less at most the
  * difference between the largest and the smallest part). */
-static int load_batch(struct run *r, long s)
+static int load_batch(struct run *r, int epoch, long s)
 {
 	const struct dlk_dataset *ds = r->ds;
 	size_t world = (size_t)r->world, lo;
@@ -289,7 +289,9 @@ static int load_batch(struct run *r, long s)
 		nb = left / world < (size_t)r->batch ? (int)(left / world) : r->batch;
 		lo = g0 + (size_t)r->rank * (size_t)nb;
 	}
-	dlk_dataset_gather(ds, r->perm + lo, (size_t)nb, r->xhost);
+	/* the augmentation (format images) is drawn per (seed, epoch, sample): resumable, and the
+	 * same whatever the world size */
+	dlk_dataset_gather_train(ds, r->perm + lo, (size_t)nb, r->tr->seed, epoch, r->xhost);
 	for (int b = 0; b < nb; b++)
 		r->yhost[b] = ds->y[r->perm[lo + (size_t)b]];
 	r->be->to_device(r->xdev, r->xhost, sizeof(float) * (size_t)nb * ds->sample_size);
@@ -464,7 +466,7 @@ static int run_epochs(struct run *r, struct dlk_err *err)
 			}
 			double t0 = dlk_now(), lr = 0;
 			float loss;
-			int nb = load_batch(r, s);
+			int nb = load_batch(r, epoch, s);
 			if (train_step(r, nb, epoch, s, &loss, &lr, err))
 				return -1;
 			st->global_step++;

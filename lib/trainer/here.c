@@ -166,6 +166,13 @@ static void bundle_info(const struct here *r, struct dlk_bundle_info *bi, const 
 	bi->net = net;
 	bi->classes = spec->data.classes;
 	bi->n_class_names = spec->data.classes ? spec->data.n_classes : 0;
+	/* the classes the data named (an image folder's folders, text labels), when they are the
+	 * model's outputs */
+	if (!bi->classes && r->train && r->train->class_names && r->train->n_class_names == net->n_classes) {
+		bi->classes = r->train->class_names;
+		bi->n_class_names = r->train->n_class_names;
+	}
+	bi->tokenizer = r->train ? r->train->tokenizer : NULL;
 	bi->eval = eval;
 	bi->train_loss = train_loss;
 	bi->train = r->train;
@@ -713,6 +720,7 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 	if (dlk_data_load(&spec->data, "train", &dopts, train, err) && !sig_seen)
 		goto out;
 	r->phase = "loading test data";
+	dopts.train = train; /* its tokenizer and class names (formats text and images) */
 	if (!sig_seen && r->rank == 0 &&
 	    (spec->data.test.images.url || spec->data.test.source.url || spec->data.test.shards) &&
 	    dlk_data_load(&spec->data, "test", &dopts, test, err) && !sig_seen)

@@ -143,7 +143,7 @@ int main(void)
 		CHECK_STR(err.msg, "'s.tar': sample 'b' has no label: member 'b.cls' is missing");
 		const struct member nodata[] = { { "a.cls", "1", 0 }, { "b.cls", "1", 0 }, { "b.u8", "y", 0 } };
 		CHECK(dec(nodata, N(nodata), NULL, &s) == -1);
-		CHECK_STR(err.msg, "'s.tar': sample 'a' has no data: expected a member 'a.u8', 'a.f32' or 'a.pgm'");
+		CHECK_STR(err.msg, "'s.tar': sample 'a' has no data: expected a member 'a.u8', 'a.f32', 'a.pgm', 'a.png' or 'a.jpg'");
 		const struct member two[] = { { "a.cls", "1", 0 }, { "a.u8", "x", 0 }, { "a.f32", f32, 4 } };
 		CHECK(dec(two, N(two), NULL, &s) == -1);
 		CHECK_STR(err.msg, "'s.tar': sample 'a' has two payloads: 'a.u8' and 'a.f32'");

@@ -153,11 +153,24 @@ int main(void)
 	m = load_msg(MINIMAL "training: {lr_schedule: {name: cosin}}\n");
 	CHECK_STR(m, "dlk.yaml:10:32: training.lr_schedule.name: unknown value 'cosin' (expected constant, step or cosine) (did you mean 'cosine'?)");
 	m = load_msg("name: demo\ndata: {format: parquet, train: {source: /a}}\nmodel: {input: [4], layers: [relu]}\n");
-	CHECK_STR(m, "dlk.yaml:2:16: data.format: unknown value 'parquet' (expected idx, csv or tar)");
+	CHECK_STR(m, "dlk.yaml:2:16: data.format: unknown value 'parquet' (expected idx, csv, tar, images or text)");
 	/* a bad format with a csv section: still one problem */
 	m = load_msg("name: demo\ndata: {format: parquet, csv: {header: true}, train: {source: /a}}\n"
 	             "model: {input: [4], layers: [relu]}\n");
-	CHECK_STR(m, "dlk.yaml:2:16: data.format: unknown value 'parquet' (expected idx, csv or tar)");
+	CHECK_STR(m, "dlk.yaml:2:16: data.format: unknown value 'parquet' (expected idx, csv, tar, images or text)");
+	/* format text: a GPT-2 pair is two files, read by a BPE; per-channel values are 1 to 4 */
+	m = load_msg("name: demo\ndata: {format: text, train: {source: /a}, text: {tokenizer: bpe, vocab: v.json}}\n"
+	             "model: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:73: data.text.vocab: give both vocab and merges (a GPT-2 vocab.json and merges.txt), or neither");
+	m = load_msg("name: demo\ndata: {format: text, train: {source: /a}, text: {vocab: v.json, merges: m.txt}}\n"
+	             "model: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:57: data.text.vocab: vocab and merges are read by tokenizer: bpe, not byte");
+	m = load_msg("name: demo\ndata: {format: images, train: {source: /a}, images: {std: [1, 0]}}\n"
+	             "model: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:59: data.images.std: a standard deviation must be positive, not 0");
+	m = load_msg("name: demo\ndata: {format: images, train: {source: /a}, images: {mean: [1, 2, 3, 4, 5]}}\n"
+	             "model: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:60: data.images.mean: expected 1 to 4 numbers (one per channel), got 5");
 	/* "format:" with no value is the default, idx, and the splits are checked against it */
 	m = load_msg("name: demo\ndata: {format: , train: {source: /a}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK_CONTAINS(m, "dlk.yaml:2:34: data.train.source: 'source' is for formats csv and tar; format idx uses images and labels");

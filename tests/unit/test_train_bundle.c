@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "lib/util/rng.h"
+#include "lib/data/bpe.h"
 #include "lib/train/bundle.h"
 #include "lib/train/train.h"
 #include "lib/util/buf.h"
@@ -181,6 +182,7 @@ int main(void)
 	CHECK(b.n_weights == res.net.n_params && !memcmp(b.weights, res.net.params, 4 * b.n_weights));
 	CHECK(b.model.n_layers == 6 && b.model.layers[4].rate == 0.25f && b.model.layers[0].padding == 1);
 	CHECK(b.n_classes == 4 && !strcmp(b.classes[3], "d") && !strcmp(b.build, "cpu"));
+	CHECK(b.tokenizer == NULL); /* a bundle without text data has none */
 	struct dlk_net net;
 	CHECK(dlk_bundle_net(&b, dlk_backend_cpu(), &net, &err) == 0);
 	/* the batch the run evaluated with: a GEMM of another height may round differently */
@@ -294,6 +296,25 @@ int main(void)
 	CHECK(dlk_bundle_write(bad, &info, &err) == -1);
 	CHECK_STR(err.msg, "data.classes names 3 classes but the model has 4 outputs");
 	info.n_class_names = 4;
+
+	/* a text model's tokenizer travels in the bundle and reads back the same */
+	struct dlk_tokenizer *tok = dlk_bpe_train("aaabdaaabac aaab", 16, 300, &err);
+	struct dlk_buf t1 = DLK_BUF_INIT, t2 = DLK_BUF_INIT;
+	info.tokenizer = tok;
+	err = (struct dlk_err)DLK_ERR_INIT;
+	CHECK_MSG(dlk_bundle_write(bad, &info, &err) == 0, "writes a bundle with a tokenizer (%s)", err.msg);
+	CHECK_MSG(dlk_bundle_read(bad, &b, &err) == 0, "reads it (%s)", err.msg);
+	CHECK(b.tokenizer != NULL);
+	if (b.tokenizer) {
+		dlk_tokenizer_save(tok, &t1);
+		dlk_tokenizer_save(b.tokenizer, &t2);
+		CHECK(t1.len == t2.len && !memcmp(t1.data, t2.data, t1.len) && b.tokenizer->n_merges == 3);
+	}
+	dlk_bundle_release(&b);
+	dlk_buf_release(&t1);
+	dlk_buf_release(&t2);
+	dlk_tokenizer_free(tok);
+	info.tokenizer = NULL;
 
 	/* writing into a missing directory fails cleanly */
 	err = (struct dlk_err)DLK_ERR_INIT;

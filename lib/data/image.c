@@ -1,0 +1,647 @@
+/* PNG and JPEG decoding, resizing, and image folders read into samples. */
+#include "lib/data/image.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdio.h>
+/* jpeglib.h needs stdio.h's FILE first */
+#include <jpeglib.h>
+#include <png.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/util/buf.h"
+#include "lib/util/mem.h"
+
+void dlk_image_release(struct dlk_image *im)
+{
+	free(im->px);
+	im->px = NULL;
+	im->w = im->h = im->c = 0;
+}
+
+/* Pillow's ITU-R 601-2 luma in 16-bit fixed point, so that gray images match Pillow's convert("L") */
+static uint8_t luma(const uint8_t *rgb)
+{
+	return (uint8_t)((rgb[0] * 19595u + rgb[1] * 38470u + rgb[2] * 7471u + 0x8000u) >> 16);
+}
+
+/* Converts n pixels of `from` channels (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA) to `to` (1 or 3). */
+static void convert_pixels(const uint8_t *src, int from, uint8_t *dst, int to, size_t n)
+{
+	for (size_t i = 0; i < n; i++, src += from) {
+		if (to == 1)
+			*dst++ = from >= 3 ? luma(src) : src[0];
+		else if (from >= 3) {
+			*dst++ = src[0];
+			*dst++ = src[1];
+			*dst++ = src[2];
+		} else {
+			*dst++ = src[0];
+			*dst++ = src[0];
+			*dst++ = src[0];
+		}
+	}
+}
+
+static int check_size(const char *name, unsigned long w, unsigned long h, struct dlk_err *err)
+{
+	if (!w || !h)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the image is empty (%lux%lu)", name, w, h);
+	if (w > DLK_IMAGE_MAX_PIXELS || h > DLK_IMAGE_MAX_PIXELS || (unsigned long long)w * h > DLK_IMAGE_MAX_PIXELS)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the image is %lux%lu, more than the %u pixels dlk decodes",
+		                name, w, h, DLK_IMAGE_MAX_PIXELS);
+	return 0;
+}
+
+static int decode_png(const void *buf, size_t len, const char *name, int channels, struct dlk_image *out,
+                      struct dlk_err *err)
+{
+	png_image im;
+	uint8_t *raw = NULL;
+	int from;
+
+	memset(&im, 0, sizeof(im));
+	im.version = PNG_IMAGE_VERSION;
+	if (!png_image_begin_read_from_memory(&im, buf, len))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': not a readable PNG: %s", name, im.message);
+	if (check_size(name, im.width, im.height, err) < 0) {
+		png_image_free(&im);
+		return -1;
+	}
+	/* Keep the alpha channel in what libpng gives back: asked for a format without alpha, it
+	 * composites onto a background, which Pillow's convert() does not do. 8-bit output of 16-bit
+	 * data is the sRGB encoding of the linear values, as Pillow's truncation of a 16-bit PNG is. */
+	if (im.format & PNG_FORMAT_FLAG_LINEAR) {
+		/* 16-bit samples: libpng takes them as linear light and would gamma-encode them into
+		 * 8 bits; read them as they are (an alpha channel composited onto black, the one case
+		 * libpng's linear reading changes the colour values) and round v / 257 */
+		im.format = im.format & PNG_FORMAT_FLAG_COLOR ? PNG_FORMAT_LINEAR_RGB : PNG_FORMAT_LINEAR_Y;
+		from = im.format & PNG_FORMAT_FLAG_COLOR ? 3 : 1;
+	} else if (im.format & PNG_FORMAT_FLAG_COLOR) {
+		im.format = PNG_FORMAT_RGBA;
+		from = 4;
+	} else {
+		im.format = PNG_FORMAT_GA;
+		from = 2;
+	}
+	raw = xmalloc(PNG_IMAGE_SIZE(im));
+	if (!png_image_finish_read(&im, NULL, raw, 0, NULL)) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': a damaged PNG: %s", name, im.message);
+		png_image_free(&im);
+		free(raw);
+		return -1;
+	}
+	if (im.format & PNG_FORMAT_FLAG_LINEAR) {
+		size_t n = (size_t)im.width * im.height * (size_t)from;
+		const uint16_t *w = (const uint16_t *)(void *)raw;
+		for (size_t i = 0; i < n; i++)
+			raw[i] = (uint8_t)(((uint32_t)w[i] * 255u + 32895u) >> 16);
+	}
+	out->w = (int)im.width;
+	out->h = (int)im.height;
+	out->c = channels;
+	out->px = xmalloc((size_t)out->w * (size_t)out->h * (size_t)channels);
+	convert_pixels(raw, from, out->px, channels, (size_t)out->w * (size_t)out->h);
+	free(raw);
+	png_image_free(&im);
+	return 0;
+}
+
+struct jpeg_fail {
+	struct jpeg_error_mgr mgr;
+	jmp_buf jump;
+	char msg[JMSG_LENGTH_MAX];
+};
+
+static void jpeg_fail_exit(j_common_ptr cinfo)
+{
+	struct jpeg_fail *f = (struct jpeg_fail *)cinfo->err;
+	f->mgr.format_message(cinfo, f->msg);
+	longjmp(f->jump, 1);
+}
+
+/* libjpeg's default prints warnings (a truncated file, say) to stderr; the library never prints,
+ * and a corrupt-data warning is an error here: the pixels would not be what the file meant */
+static void jpeg_fail_warn(j_common_ptr cinfo, int level)
+{
+	if (level < 0)
+		jpeg_fail_exit(cinfo);
+}
+
+static int decode_jpeg(const void *buf, size_t len, const char *name, int channels, struct dlk_image *out,
+                       struct dlk_err *err)
+{
+	struct jpeg_decompress_struct cinfo;
+	struct jpeg_fail fail;
+	uint8_t *volatile raw = NULL;
+	volatile int from = 0;
+
+	memset(&cinfo, 0, sizeof(cinfo));
+	cinfo.err = jpeg_std_error(&fail.mgr);
+	fail.mgr.error_exit = jpeg_fail_exit;
+	fail.mgr.emit_message = jpeg_fail_warn;
+	fail.msg[0] = 0;
+	if (setjmp(fail.jump)) {
+		jpeg_destroy_decompress(&cinfo);
+		free(raw);
+		dlk_image_release(out);
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': a damaged JPEG: %s", name, fail.msg);
+	}
+	jpeg_create_decompress(&cinfo);
+	jpeg_mem_src(&cinfo, buf, (unsigned long)len);
+	jpeg_read_header(&cinfo, TRUE);
+	if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
+		jpeg_destroy_decompress(&cinfo);
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': a CMYK JPEG; convert it to RGB or gray first", name);
+	}
+	if (check_size(name, cinfo.image_width, cinfo.image_height, err) < 0) {
+		jpeg_destroy_decompress(&cinfo);
+		return -1;
+	}
+	/* a gray JPEG is read gray; a colour one as RGB, converted to gray here as Pillow would */
+	from = cinfo.num_components == 1 ? 1 : 3;
+	cinfo.out_color_space = from == 1 ? JCS_GRAYSCALE : JCS_RGB;
+	jpeg_start_decompress(&cinfo);
+	size_t stride = (size_t)cinfo.output_width * (size_t)from;
+	raw = xmalloc(stride * cinfo.output_height);
+	while (cinfo.output_scanline < cinfo.output_height) {
+		JSAMPROW row = raw + stride * cinfo.output_scanline;
+		jpeg_read_scanlines(&cinfo, &row, 1);
+	}
+	jpeg_finish_decompress(&cinfo);
+	out->w = (int)cinfo.output_width;
+	out->h = (int)cinfo.output_height;
+	out->c = channels;
+	out->px = xmalloc((size_t)out->w * (size_t)out->h * (size_t)channels);
+	convert_pixels(raw, from, out->px, channels, (size_t)out->w * (size_t)out->h);
+	jpeg_destroy_decompress(&cinfo);
+	free(raw);
+	return 0;
+}
+
+int dlk_image_decode(const void *buf, size_t len, const char *name, int channels, struct dlk_image *out,
+                     struct dlk_err *err)
+{
+	static const unsigned char png_sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+	const unsigned char *p = buf;
+
+	out->px = NULL;
+	out->w = out->h = out->c = 0;
+	if (channels != 1 && channels != 3)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': images are decoded to 1 or 3 channels, not %d", name, channels);
+	if (len >= 8 && !memcmp(p, png_sig, 8))
+		return decode_png(buf, len, name, channels, out, err);
+	if (len >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF)
+		return decode_jpeg(buf, len, name, channels, out, err);
+	return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': neither a PNG nor a JPEG (by its first bytes)", name);
+}
+
+void dlk_image_resize(const struct dlk_image *in, int w, int h, struct dlk_image *out)
+{
+	size_t c = (size_t)in->c;
+
+	out->w = w;
+	out->h = h;
+	out->c = in->c;
+	out->px = xmalloc((size_t)w * (size_t)h * c);
+	if (w == in->w && h == in->h) {
+		memcpy(out->px, in->px, (size_t)w * (size_t)h * c);
+		return;
+	}
+	float sy = (float)in->h / (float)h, sx = (float)in->w / (float)w;
+	for (int y = 0; y < h; y++) {
+		float fy = ((float)y + 0.5f) * sy - 0.5f;
+		if (fy < 0)
+			fy = 0;
+		int y0 = (int)fy, y1 = y0 + 1 < in->h ? y0 + 1 : y0;
+		float ay = fy - (float)y0;
+		for (int x = 0; x < w; x++) {
+			float fx = ((float)x + 0.5f) * sx - 0.5f;
+			if (fx < 0)
+				fx = 0;
+			int x0 = (int)fx, x1 = x0 + 1 < in->w ? x0 + 1 : x0;
+			float ax = fx - (float)x0;
+			for (size_t k = 0; k < c; k++) {
+				const uint8_t *r0 = in->px + (size_t)y0 * (size_t)in->w * c, *r1 = in->px + (size_t)y1 * (size_t)in->w * c;
+				float top = (float)r0[(size_t)x0 * c + k] * (1 - ax) + (float)r0[(size_t)x1 * c + k] * ax;
+				float bot = (float)r1[(size_t)x0 * c + k] * (1 - ax) + (float)r1[(size_t)x1 * c + k] * ax;
+				float v = top * (1 - ay) + bot * ay + 0.5f;
+				out->px[((size_t)y * (size_t)w + (size_t)x) * c + k] = (uint8_t)(v > 255 ? 255 : v);
+			}
+		}
+	}
+}
+
+void dlk_image_to_planar(const struct dlk_image *im, uint8_t *out)
+{
+	size_t n = (size_t)im->w * (size_t)im->h;
+	for (int k = 0; k < im->c; k++)
+		for (size_t i = 0; i < n; i++)
+			out[(size_t)k * n + i] = im->px[i * (size_t)im->c + (size_t)k];
+}
+
+int dlk_image_sample(const void *buf, size_t len, const char *name, const int shape[3], uint8_t *out,
+                     struct dlk_err *err)
+{
+	struct dlk_image im = DLK_IMAGE_INIT, sized = DLK_IMAGE_INIT;
+
+	if (dlk_image_decode(buf, len, name, shape[0], &im, err) < 0)
+		return -1;
+	if (im.w == shape[2] && im.h == shape[1]) {
+		dlk_image_to_planar(&im, out);
+	} else {
+		dlk_image_resize(&im, shape[2], shape[1], &sized);
+		dlk_image_to_planar(&sized, out);
+		dlk_image_release(&sized);
+	}
+	dlk_image_release(&im);
+	return 0;
+}
+
+int dlk_image_is_image_name(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	return dot && (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg"));
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The entries of dir that pass keep() (hidden ones never), sorted; NULL-terminated, caller frees. */
+static char **list_dir(const char *dir, const char *name, int want_dirs, size_t *n, struct dlk_err *err)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **v = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	if (!d) {
+		dlk_errf(err, errno == ENOENT ? DLK_EXIT_CONFIG : DLK_EXIT_FAIL, "cannot read the folder '%s': %s", name,
+		         strerror(errno));
+		return NULL;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+		char *path;
+		if (e->d_name[0] == '.')
+			continue;
+		path = xasprintf("%s/%s", dir, e->d_name);
+		int ok = !stat(path, &st) && (want_dirs ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode) && dlk_image_is_image_name(e->d_name));
+		free(path);
+		if (!ok)
+			continue;
+		if (*n + 1 >= cap) {
+			cap = cap ? cap * 2 : 16;
+			v = xrealloc(v, cap * sizeof(*v));
+		}
+		v[(*n)++] = xstrdup(e->d_name);
+	}
+	closedir(d);
+	if (!v)
+		v = xcalloc(1, sizeof(*v));
+	qsort(v, *n, sizeof(*v), cmp_str);
+	v[*n] = NULL;
+	return v;
+}
+
+static void free_list(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+struct folder_job {
+	char **paths;         /* the files, in sample order */
+	char **names;         /* how messages name them */
+	size_t n;
+	int shape[3];
+	size_t sample_size;
+	uint8_t *x8;
+	/* paired folders: files [n, 2n) are the targets, decoded to shape2 into t8 */
+	int paired;
+	int shape2[3];
+	size_t sample_size2;
+	uint8_t *t8;
+	struct dlk_err *errs; /* one per part */
+	size_t *bad;          /* per part: the first failing file, or n */
+};
+
+struct folder_worker {
+	struct folder_job *j;
+	int first, step, nparts;
+	pthread_t tid;
+};
+
+static void folder_part(struct folder_job *j, int part, int nparts);
+
+/* parts first, first + step, ... of nparts */
+static void *folder_worker(void *arg)
+{
+	struct folder_worker *w = arg;
+	for (int p = w->first; p < w->nparts; p += w->step)
+		folder_part(w->j, p, w->nparts);
+	return NULL;
+}
+
+static void folder_part(struct folder_job *j, int part, int nparts)
+{
+	size_t lo = j->n * (size_t)part / (size_t)nparts, hi = j->n * (size_t)(part + 1) / (size_t)nparts;
+	struct dlk_buf b = DLK_BUF_INIT;
+	char msg[256];
+
+	j->bad[part] = j->n;
+	for (size_t k = lo; k < hi; k++) {
+		/* paired: each part decodes its inputs' targets too (files n + i) */
+		for (int side = 0; side <= j->paired; side++) {
+			size_t i = k + (size_t)side * j->n;
+			uint8_t *dst = side ? j->t8 + k * j->sample_size2 : j->x8 + k * j->sample_size;
+			dlk_buf_reset(&b);
+			if (dlk_buf_read_file(&b, j->paths[i], 256u << 20, msg, sizeof(msg)) < 0) {
+				dlk_errf(&j->errs[part], DLK_EXIT_FAIL, "cannot read '%s': %s", j->names[i], msg);
+				j->bad[part] = k;
+				goto done;
+			}
+			if (dlk_image_sample(b.data, b.len, j->names[i], side ? j->shape2 : j->shape, dst, &j->errs[part]) < 0) {
+				j->bad[part] = k;
+				goto done;
+			}
+		}
+	}
+done:
+	dlk_buf_release(&b);
+}
+
+/* Decodes every file of j (its x8, and t8 when paired) on threads of their own, not the compute
+ * pool's: the pool is sized for training later (and is one thread while the data loads), decoding
+ * wants every core now. The first failing file's error (in file order) is returned. */
+static int run_job(struct folder_job *j, int threads, struct dlk_err *err)
+{
+	int nparts, ret = 0;
+
+	if (threads <= 0) {
+		long online = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = online < 1 ? 1 : online > 32 ? 32 : (int)online;
+	}
+	nparts = (size_t)threads * 4 < j->n ? threads * 4 : (int)j->n;
+	if (threads > nparts)
+		threads = nparts;
+	if (nparts < 1)
+		return 0;
+	j->errs = xcalloc((size_t)nparts, sizeof(*j->errs));
+	j->bad = xcalloc((size_t)nparts, sizeof(*j->bad));
+	struct folder_worker *w = xcalloc((size_t)threads, sizeof(*w));
+	int started = 1;
+	for (int t = 0; t < threads; t++)
+		w[t] = (struct folder_worker){ j, t, threads, nparts, 0 };
+	/* the caller is worker 0, and does the parts of a thread that could not start */
+	for (int t = 1; t < threads; t++, started++)
+		if (pthread_create(&w[t].tid, NULL, folder_worker, &w[t]))
+			break;
+	folder_worker(&w[0]);
+	for (int t = started; t < threads; t++)
+		folder_worker(&w[t]);
+	for (int t = 1; t < started; t++)
+		pthread_join(w[t].tid, NULL);
+	free(w);
+	for (int p = 0; p < nparts && !ret; p++)
+		if (j->bad[p] < j->n) {
+			*err = j->errs[p];
+			ret = -1;
+		}
+	free(j->errs);
+	free(j->bad);
+	j->errs = NULL;
+	j->bad = NULL;
+	return ret;
+}
+
+int dlk_image_folder_load(const char *dir, const char *name, const int shape[3], const char *const *classes,
+                          int n_classes, int threads, struct dlk_samples *out, char ***found, int *n_found,
+                          struct dlk_err *err)
+{
+	struct folder_job j;
+	char **dirs = NULL;
+	size_t nd = 0, cap = 0;
+	int32_t *labels = NULL;
+	int ret = -1;
+
+	memset(&j, 0, sizeof(j));
+	if (shape[0] != 1 && shape[0] != 3)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': images feed a model input of 1 or 3 channels, not %d", name,
+		                shape[0]);
+	if (shape[1] < 1 || shape[2] < 1)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': images need a model input [C, H, W]", name);
+	if (!(dirs = list_dir(dir, name, 1, &nd, err)))
+		return -1;
+	if (!nd) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': no class folders in it", name);
+		dlk_err_hint(err, "an image folder holds one folder per class (train/cat/1.png, train/dog/2.jpg, ...)");
+		goto out;
+	}
+	for (size_t d = 0; d < nd; d++) {
+		int label = (int)d;
+		size_t nf;
+		char *sub = xasprintf("%s/%s", dir, dirs[d]);
+		char **files;
+		if (classes) {
+			for (label = 0; label < n_classes && strcmp(classes[label], dirs[d]); label++)
+				;
+			if (label == n_classes) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "'%s/%s': a class folder that data.classes does not name", name,
+				         dirs[d]);
+				dlk_err_hint(err, "add '%s' to data.classes or move the folder away", dirs[d]);
+				free(sub);
+				goto out;
+			}
+		} else if (nd > DLK_MAX_CLASSES) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %zu class folders, more than %d", name, nd, DLK_MAX_CLASSES);
+			free(sub);
+			goto out;
+		}
+		files = list_dir(sub, name, 0, &nf, err);
+		if (!files) {
+			free(sub);
+			goto out;
+		}
+		if (!nf) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s/%s': a class folder without .png, .jpg or .jpeg files", name,
+			         dirs[d]);
+			free_list(files);
+			free(sub);
+			goto out;
+		}
+		for (size_t f = 0; f < nf; f++) {
+			if (j.n + 1 >= cap) {
+				cap = cap ? cap * 2 : 1024;
+				j.paths = xrealloc(j.paths, cap * sizeof(*j.paths));
+				j.names = xrealloc(j.names, cap * sizeof(*j.names));
+				labels = xrealloc(labels, cap * sizeof(*labels));
+			}
+			j.paths[j.n] = xasprintf("%s/%s", sub, files[f]);
+			j.names[j.n] = xasprintf("%s/%s/%s", name, dirs[d], files[f]);
+			labels[j.n] = label;
+			j.n++;
+		}
+		free_list(files);
+		free(sub);
+	}
+	/* with data.classes, samples go in label order whatever the folders' names sort to */
+	if (classes) {
+		size_t *order = xmalloc(j.n * sizeof(*order)), k = 0;
+		char **p2 = xmalloc(j.n * sizeof(*p2)), **n2 = xmalloc(j.n * sizeof(*n2));
+		int32_t *l2 = xmalloc(j.n * sizeof(*l2));
+		for (int c = 0; c < n_classes; c++)
+			for (size_t i = 0; i < j.n; i++)
+				if (labels[i] == c)
+					order[k++] = i;
+		for (size_t i = 0; i < j.n; i++) {
+			p2[i] = j.paths[order[i]];
+			n2[i] = j.names[order[i]];
+			l2[i] = labels[order[i]];
+		}
+		free(j.paths), free(j.names), free(labels), free(order);
+		j.paths = p2, j.names = n2, labels = l2;
+	}
+	memcpy(j.shape, shape, sizeof(j.shape));
+	j.sample_size = (size_t)shape[0] * (size_t)shape[1] * (size_t)shape[2];
+	j.x8 = xmalloc(j.n * j.sample_size);
+	if (run_job(&j, threads, err) < 0)
+		goto out;
+	out->n = j.n;
+	memcpy(out->shape, shape, sizeof(out->shape));
+	out->sample_size = j.sample_size;
+	out->x8 = j.x8;
+	j.x8 = NULL;
+	out->y = labels;
+	labels = NULL;
+	out->max_label = -1;
+	for (size_t i = 0; i < out->n; i++)
+		if (out->y[i] > out->max_label)
+			out->max_label = out->y[i];
+	if (found) {
+		*found = xcalloc(nd, sizeof(**found));
+		for (size_t d = 0; d < nd; d++)
+			(*found)[d] = xstrdup(dirs[d]);
+		*n_found = (int)nd;
+	}
+	ret = 0;
+out:
+	for (size_t i = 0; i < j.n; i++) {
+		free(j.paths[i]);
+		free(j.names[i]);
+	}
+	free(j.paths);
+	free(j.names);
+	free(j.x8);
+	free(labels);
+	free_list(dirs);
+	return ret;
+}
+
+/* the stem of a file name: up to its last dot */
+static size_t stem_len(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	return dot ? (size_t)(dot - name) : strlen(name);
+}
+
+static int same_stem(const char *a, const char *b)
+{
+	size_t la = stem_len(a), lb = stem_len(b);
+	return la == lb && !memcmp(a, b, la);
+}
+
+int dlk_image_pairs_load(const char *input_dir, const char *input_name, const char *target_dir,
+                         const char *target_name, const int in_shape[3], const int target_shape[3], int threads,
+                         struct dlk_samples *out, uint8_t **targets, struct dlk_err *err)
+{
+	struct folder_job j;
+	char **in = NULL, **tg = NULL;
+	size_t ni = 0, nt = 0, a = 0, b = 0;
+	int ret = -1;
+
+	memset(&j, 0, sizeof(j));
+	*targets = NULL;
+	for (int k = 0; k < 2; k++) {
+		const int *sh = k ? target_shape : in_shape;
+		if ((sh[0] != 1 && sh[0] != 3) || sh[1] < 1 || sh[2] < 1)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': images are decoded to [C, H, W] with C 1 or 3, not %dx%dx%d",
+			                k ? target_name : input_name, sh[0], sh[1], sh[2]);
+	}
+	if (!(in = list_dir(input_dir, input_name, 0, &ni, err)) || !(tg = list_dir(target_dir, target_name, 0, &nt, err)))
+		goto out;
+	if (!ni) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': no .png, .jpg or .jpeg files", input_name);
+		goto out;
+	}
+	j.paths = xcalloc(2 * ni, sizeof(*j.paths));
+	j.names = xcalloc(2 * ni, sizeof(*j.names));
+	/* both lists are sorted by name, so by stem within a stem's files: walk them together */
+	while (a < ni || b < nt) {
+		int c = a == ni ? 1 : b == nt ? -1 : 0;
+		if (!c) {
+			/* stems with their dot, the order the names sort in */
+			size_t la = stem_len(in[a]), lb = stem_len(tg[b]);
+			c = memcmp(in[a], tg[b], (la < lb ? la : lb) + 1);
+		}
+		if ((a + 1 < ni && same_stem(in[a], in[a + 1])) || (b + 1 < nt && same_stem(tg[b], tg[b + 1]))) {
+			int in_side = a + 1 < ni && same_stem(in[a], in[a + 1]);
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s/%s' and '%s/%s': two files of one name", in_side ? input_name : target_name,
+			         in_side ? in[a] : tg[b], in_side ? input_name : target_name, in_side ? in[a + 1] : tg[b + 1]);
+			goto out;
+		}
+		if (c) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s/%s': no %s of the same name in '%s'", c < 0 ? input_name : target_name,
+			         c < 0 ? in[a] : tg[b], c < 0 ? "target" : "input", c < 0 ? target_name : input_name);
+			dlk_err_hint(err, "paired folders hold the same names: inputs/0001.png goes with targets/0001.png");
+			goto out;
+		}
+		j.paths[j.n] = xasprintf("%s/%s", input_dir, in[a]);
+		j.names[j.n] = xasprintf("%s/%s", input_name, in[a]);
+		j.paths[ni + j.n] = xasprintf("%s/%s", target_dir, tg[b]);
+		j.names[ni + j.n] = xasprintf("%s/%s", target_name, tg[b]);
+		j.n++;
+		a++;
+		b++;
+	}
+	j.paired = 1;
+	memcpy(j.shape, in_shape, sizeof(j.shape));
+	memcpy(j.shape2, target_shape, sizeof(j.shape2));
+	j.sample_size = (size_t)in_shape[0] * (size_t)in_shape[1] * (size_t)in_shape[2];
+	j.sample_size2 = (size_t)target_shape[0] * (size_t)target_shape[1] * (size_t)target_shape[2];
+	j.x8 = xmalloc(j.n * j.sample_size);
+	j.t8 = xmalloc(j.n * j.sample_size2);
+	if (run_job(&j, threads, err) < 0)
+		goto out;
+	out->n = j.n;
+	memcpy(out->shape, in_shape, sizeof(out->shape));
+	out->sample_size = j.sample_size;
+	out->x8 = j.x8;
+	out->y = xcalloc(j.n, sizeof(*out->y));
+	out->max_label = 0;
+	*targets = j.t8;
+	j.x8 = j.t8 = NULL;
+	ret = 0;
+out:
+	for (size_t i = 0; j.paths && i < 2 * ni; i++) {
+		free(j.paths[i]);
+		free(j.names[i]);
+	}
+	free(j.paths);
+	free(j.names);
+	free(j.x8);
+	free(j.t8);
+	free_list(in);
+	free_list(tg);
+	return ret;
+}

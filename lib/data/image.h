@@ -1,0 +1,69 @@
+/* Images as training data: PNG (libpng) and JPEG (libjpeg-turbo) decoded to 8-bit pixels, resized
+ * to the model's input, and image folders (torchvision ImageFolder's layout: one folder per class)
+ * read into samples. Like the decoders of decode.h, nothing here prints or exits; errors start with
+ * the file's name and carry DLK_EXIT_CONFIG for bad contents. */
+#ifndef DLK_DATA_IMAGE_H
+#define DLK_DATA_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/data/decode.h"
+#include "lib/util/err.h"
+
+/* Images larger than this many pixels are refused before anything is allocated. */
+#define DLK_IMAGE_MAX_PIXELS (1u << 26)
+
+struct dlk_image {
+	int w, h, c;          /* c: 1 (gray) or 3 (RGB) */
+	uint8_t *px;          /* h * w * c bytes, row-major, channels interleaved; owned */
+};
+#define DLK_IMAGE_INIT { 0, 0, 0, NULL }
+void dlk_image_release(struct dlk_image *im);
+
+/* Decodes a PNG or a JPEG (told apart by their signatures) into `channels` (1 or 3) channels.
+ * Conversions are Pillow's: RGB to gray is L = (19595 R + 38470 G + 7471 B + 32768) >> 16, gray to
+ * RGB repeats the value, an alpha channel is dropped (not composited), palettes expanded. 16-bit
+ * PNG samples v become round(v / 257) (Pillow truncates or clips them instead), an alpha channel
+ * of a 16-bit PNG composited onto black. CMYK JPEGs are refused. */
+int dlk_image_decode(const void *buf, size_t len, const char *name, int channels, struct dlk_image *out,
+                     struct dlk_err *err);
+
+/* Resizes in to w x h (bilinear, pixel centres aligned as in PyTorch's interpolate with
+ * align_corners=False, no antialiasing) into out; a copy when the size is already right. */
+void dlk_image_resize(const struct dlk_image *in, int w, int h, struct dlk_image *out);
+
+/* Writes the image planar (channel by channel, C x H x W) into out (c * h * w bytes). */
+void dlk_image_to_planar(const struct dlk_image *im, uint8_t *out);
+
+/* Decodes one image file's bytes straight into a sample of shape[0] x shape[1] x shape[2] planar
+ * bytes (decode, resize when its size differs, planar). */
+int dlk_image_sample(const void *buf, size_t len, const char *name, const int shape[3], uint8_t *out,
+                     struct dlk_err *err);
+
+/* True when name ends in .png, .jpg or .jpeg (any case): the files an image folder holds. */
+int dlk_image_is_image_name(const char *name);
+
+/* Reads an image folder: dir holds one sub-folder per class, each holding .png/.jpg/.jpeg files
+ * (other files and hidden entries are skipped). Classes are the sub-folders' names in byte order,
+ * unless `classes` (n_classes names, borrowed) lists them: then every sub-folder must be one of
+ * them, and its label is that index. Files are taken in byte order of their names within a class,
+ * classes in label order, so the same folder always gives the same samples. Every image is decoded
+ * and resized to shape (C x H x W) on `threads` threads (0: one per core). On success out holds
+ * x8 samples and *found (when not NULL) the class names in label order (the caller frees each and
+ * the array; *n_found of them). `name` is the folder as the user wrote it, for messages. */
+int dlk_image_folder_load(const char *dir, const char *name, const int shape[3], const char *const *classes,
+                          int n_classes, int threads, struct dlk_samples *out, char ***found, int *n_found,
+                          struct dlk_err *err);
+
+/* Paired folders for image-to-image (pix2pix's layout): input_dir and target_dir hold images of
+ * the same names up to the extension (inputs/0001.png and targets/0001.jpg are a pair). Inputs
+ * are decoded and resized to in_shape, targets to target_shape, on `threads` threads (0: one per
+ * core), in byte order of the names: out gets the inputs as x8 samples (labels all 0) and
+ * *targets (caller frees) the targets, target_shape's C*H*W bytes a pair. An input without its
+ * target, or a target without its input, is an error naming it; so are two files of one stem. */
+int dlk_image_pairs_load(const char *input_dir, const char *input_name, const char *target_dir,
+                         const char *target_name, const int in_shape[3], const int target_shape[3], int threads,
+                         struct dlk_samples *out, uint8_t **targets, struct dlk_err *err);
+
+#endif

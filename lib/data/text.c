@@ -1,0 +1,354 @@
+/* Text rows from CSV or JSON Lines, their labels, and their encoding into fixed-length ids. */
+#include "lib/data/text.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "lib/util/buf.h"
+#include "lib/util/mem.h"
+#include "lib/util/parallel.h"
+
+void dlk_text_rows_release(struct dlk_text_rows *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->text[i]);
+		free(r->label[i]);
+	}
+	free(r->text);
+	free(r->len);
+	free(r->label);
+	free(r->line);
+	memset(r, 0, sizeof(*r));
+}
+
+int dlk_text_is_jsonl_name(const char *name)
+{
+	static const char *const ext[] = { ".jsonl", ".ndjson", ".json" };
+	size_t n = strlen(name);
+	for (int i = 0; i < 3; i++) {
+		size_t e = strlen(ext[i]);
+		if (n >= e && !strcasecmp(name + n - e, ext[i]))
+			return 1;
+	}
+	return 0;
+}
+
+static void rows_add(struct dlk_text_rows *r, size_t *cap, const char *text, size_t tlen, const char *label,
+                     size_t llen, size_t line)
+{
+	if (r->n == *cap) {
+		*cap = *cap ? *cap * 2 : 256;
+		r->text = xrealloc(r->text, *cap * sizeof(*r->text));
+		r->len = xrealloc(r->len, *cap * sizeof(*r->len));
+		r->label = xrealloc(r->label, *cap * sizeof(*r->label));
+		r->line = xrealloc(r->line, *cap * sizeof(*r->line));
+	}
+	r->text[r->n] = xstrndup(text, tlen);
+	r->len[r->n] = tlen;
+	r->label[r->n] = xstrndup(label, llen);
+	r->line[r->n] = line;
+	r->n++;
+}
+
+/* One CSV record from *pos: its fields into fields (offsets into f's data, NUL-separated), the
+ * line count moved on; 0 at the end, -1 on an unterminated quote. */
+struct csv_rec {
+	struct dlk_buf f;       /* the fields' bytes, each followed by a NUL */
+	size_t *start, *flen;
+	size_t n, cap;
+};
+
+static void rec_push(struct csv_rec *r, size_t start)
+{
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 16;
+		r->start = xrealloc(r->start, r->cap * sizeof(*r->start));
+		r->flen = xrealloc(r->flen, r->cap * sizeof(*r->flen));
+	}
+	r->start[r->n] = start;
+	r->flen[r->n] = r->f.len - start;
+	r->n++;
+	dlk_buf_addc(&r->f, 0);
+}
+
+static int csv_record(const char *p, size_t len, size_t *pos, size_t *line, struct csv_rec *r)
+{
+	size_t i = *pos, start;
+	int quoted = 0;
+
+	r->n = 0;
+	dlk_buf_reset(&r->f);
+	/* blank lines are skipped */
+	while (i < len && (p[i] == '\n' || (p[i] == '\r' && i + 1 < len && p[i + 1] == '\n'))) {
+		if (p[i] == '\n')
+			(*line)++;
+		i++;
+	}
+	if (i >= len) {
+		*pos = i;
+		return 0;
+	}
+	start = r->f.len;
+	for (; i < len; i++) {
+		char c = p[i];
+		if (quoted) {
+			if (c == '"' && i + 1 < len && p[i + 1] == '"') {
+				dlk_buf_addc(&r->f, '"');
+				i++;
+			} else if (c == '"') {
+				quoted = 0;
+			} else {
+				if (c == '\n')
+					(*line)++;
+				dlk_buf_addc(&r->f, c);
+			}
+		} else if (c == '"' && r->f.len == start) {
+			quoted = 1;
+		} else if (c == ',') {
+			rec_push(r, start);
+			start = r->f.len;
+		} else if (c == '\n' || (c == '\r' && i + 1 < len && p[i + 1] == '\n')) {
+			if (c == '\r')
+				i++;
+			(*line)++;
+			i++;
+			break;
+		} else {
+			dlk_buf_addc(&r->f, c);
+		}
+	}
+	if (quoted)
+		return -1;
+	rec_push(r, start);
+	*pos = i;
+	return 1;
+}
+
+static int parse_csv(const char *p, size_t len, const char *name, const char *column, const char *label,
+                     struct dlk_text_rows *out, struct dlk_err *err)
+{
+	struct csv_rec r;
+	size_t pos = 0, line = 1, cap = 0, at;
+	long tc = -1, lc = -1;
+	size_t ncols;
+	int ret = -1, k;
+
+	memset(&r, 0, sizeof(r));
+	at = line;
+	k = csv_record(p, len, &pos, &line, &r);
+	if (k <= 0) {
+		dlk_errf(err, DLK_EXIT_CONFIG, k < 0 ? "%s:%zu: a quoted field is never closed" : "'%s': empty: no header row",
+		         name, at);
+		goto out;
+	}
+	ncols = r.n;
+	for (size_t c = 0; c < r.n; c++) {
+		const char *f = r.f.data + r.start[c];
+		if (tc < 0 && !strcmp(f, column))
+			tc = (long)c;
+		if (lc < 0 && !strcmp(f, label))
+			lc = (long)c;
+	}
+	if (tc < 0 || lc < 0) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "%s:1: the header row has no column '%s'", name, tc < 0 ? column : label);
+		dlk_err_hint(err, "the first row names the columns; set data.text.%s to the %s's column",
+		             tc < 0 ? "column" : "label", tc < 0 ? "text" : "label");
+		goto out;
+	}
+	for (;;) {
+		while (pos < len && (p[pos] == '\n' || p[pos] == '\r')) {
+			if (p[pos] == '\n')
+				line++;
+			pos++;
+		}
+		at = line;
+		k = csv_record(p, len, &pos, &line, &r);
+		if (k == 0)
+			break;
+		if (k < 0) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: a quoted field is never closed", name, at);
+			goto out;
+		}
+		if (r.n != ncols) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: %zu fields, but the header row has %zu", name, at, r.n, ncols);
+			goto out;
+		}
+		if (!r.flen[lc]) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: the label column '%s' is empty", name, at, label);
+			goto out;
+		}
+		rows_add(out, &cap, r.f.data + r.start[tc], r.flen[tc], r.f.data + r.start[lc], r.flen[lc], at);
+	}
+	ret = 0;
+out:
+	dlk_buf_release(&r.f);
+	free(r.start);
+	free(r.flen);
+	return ret;
+}
+
+static int parse_jsonl(const char *p, size_t len, const char *name, const char *column, const char *label,
+                       struct dlk_text_rows *out, struct dlk_err *err)
+{
+	size_t pos = 0, line = 0, cap = 0;
+
+	while (pos < len) {
+		const char *s = p + pos, *nl = memchr(s, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - s) : len - pos, k;
+		char num[32];
+		cJSON *o, *t, *l;
+		pos += n + (nl ? 1 : 0);
+		line++;
+		for (k = 0; k < n && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r'); k++)
+			;
+		if (k == n)
+			continue;
+		o = cJSON_ParseWithLength(s, n);
+		if (!cJSON_IsObject(o)) {
+			cJSON_Delete(o);
+			return dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: not a JSON object", name, line);
+		}
+		t = cJSON_GetObjectItemCaseSensitive(o, column);
+		l = cJSON_GetObjectItemCaseSensitive(o, label);
+		if (!cJSON_IsString(t)) {
+			cJSON_Delete(o);
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: no string '%s' in the object", name, line, column);
+			return dlk_err_hint(err, "set data.text.column to the key that holds the text");
+		}
+		if (cJSON_IsNumber(l) && l->valuedouble >= 0 && l->valuedouble < DLK_MAX_CLASSES &&
+		    l->valuedouble == (double)(int)l->valuedouble) {
+			snprintf(num, sizeof(num), "%d", (int)l->valuedouble);
+			rows_add(out, &cap, t->valuestring, strlen(t->valuestring), num, strlen(num), line);
+		} else if (cJSON_IsString(l) && *l->valuestring) {
+			rows_add(out, &cap, t->valuestring, strlen(t->valuestring), l->valuestring, strlen(l->valuestring), line);
+		} else {
+			cJSON_Delete(o);
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: '%s' must be a class name or an index from 0 to %d", name, line,
+			         label, DLK_MAX_CLASSES - 1);
+			return dlk_err_hint(err, "set data.text.label to the key that holds the label");
+		}
+		cJSON_Delete(o);
+	}
+	return 0;
+}
+
+int dlk_text_rows_parse(const void *buf, size_t len, const char *name, int jsonl, const char *column,
+                        const char *label, struct dlk_text_rows *out, struct dlk_err *err)
+{
+	int r = jsonl ? parse_jsonl(buf, len, name, column, label, out, err)
+	              : parse_csv(buf, len, name, column, label, out, err);
+	if (r < 0)
+		dlk_text_rows_release(out);
+	return r;
+}
+
+static int index_of(const char *s, long *v)
+{
+	char *end;
+	if (*s < '0' || *s > '9')
+		return -1;
+	*v = strtol(s, &end, 10);
+	return *end || *v >= DLK_MAX_CLASSES ? -1 : 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int dlk_text_labels(const struct dlk_text_rows *r, const char *name, const char *const *classes, int n_classes,
+                    int32_t *y, char ***found, int *n_found, struct dlk_err *err)
+{
+	long v = 0;
+	int all_ints = 1;
+
+	*found = NULL;
+	*n_found = 0;
+	if (classes) {
+		for (size_t i = 0; i < r->n; i++) {
+			int c;
+			for (c = 0; c < n_classes && strcmp(classes[c], r->label[i]); c++)
+				;
+			if (c == n_classes && (index_of(r->label[i], &v) || v >= n_classes)) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: label '%.80s' is not one of the %d classes", name, r->line[i],
+				         r->label[i], n_classes);
+				return dlk_err_hint(err, "list every class in data.classes");
+			}
+			y[i] = c < n_classes ? c : (int32_t)v;
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < r->n && all_ints; i++)
+		all_ints = !index_of(r->label[i], &v);
+	if (all_ints) {
+		for (size_t i = 0; i < r->n; i++) {
+			index_of(r->label[i], &v);
+			y[i] = (int32_t)v;
+		}
+		return 0;
+	}
+	/* class names: the distinct labels, sorted */
+	char **names = xmalloc((r->n + 1) * sizeof(*names));
+	size_t nn = 0;
+	memcpy(names, r->label, r->n * sizeof(*names));
+	qsort(names, r->n, sizeof(*names), cmp_str);
+	for (size_t i = 0; i < r->n; i++)
+		if (!nn || strcmp(names[nn - 1], names[i]))
+			names[nn++] = names[i];
+	if (nn > DLK_MAX_CLASSES) {
+		free(names);
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %zu distinct labels, more than %d", name, nn, DLK_MAX_CLASSES);
+	}
+	for (size_t i = 0; i < r->n; i++) {
+		char **hit = bsearch(&r->label[i], names, nn, sizeof(*names), cmp_str);
+		y[i] = (int32_t)(hit - names);
+	}
+	*found = xcalloc(nn, sizeof(**found));
+	for (size_t i = 0; i < nn; i++)
+		(*found)[i] = xstrdup(names[i]);
+	*n_found = (int)nn;
+	free(names);
+	return 0;
+}
+
+struct encode_job {
+	const struct dlk_tokenizer *t;
+	const struct dlk_text_rows *r;
+	int length;
+	float *x;
+};
+
+static void encode_part(void *ctx, int part, int nparts)
+{
+	const struct encode_job *j = ctx;
+	size_t lo = j->r->n * (size_t)part / (size_t)nparts, hi = j->r->n * (size_t)(part + 1) / (size_t)nparts;
+	int32_t *ids = xmalloc((size_t)j->length * sizeof(*ids));
+	for (size_t i = lo; i < hi; i++) {
+		size_t n = dlk_tokenizer_encode(j->t, j->r->text[i], j->r->len[i], ids, (size_t)j->length);
+		float *row = j->x + i * (size_t)j->length;
+		if (n > (size_t)j->length)
+			n = (size_t)j->length;
+		for (size_t k = 0; k < (size_t)j->length; k++)
+			row[k] = (float)(k < n ? ids[k] : j->t->pad_id);
+	}
+	free(ids);
+}
+
+void dlk_text_encode_rows(const struct dlk_tokenizer *t, const struct dlk_text_rows *r, int length, float *x)
+{
+	struct encode_job j = { t, r, length, x };
+	int parts = dlk_parallel_threads() * 4;
+	if ((size_t)parts > r->n)
+		parts = (int)r->n;
+	if (parts > 0)
+		dlk_parallel_for(parts, encode_part, &j);
+}
+
+void dlk_text_mask(const struct dlk_tokenizer *t, const float *ids, size_t n, uint8_t *mask)
+{
+	for (size_t i = 0; i < n; i++)
+		mask[i] = ids[i] != (float)t->pad_id;
+}

@@ -1,0 +1,94 @@
+#!/bin/sh
+# Image folders: Fashion-MNIST written out as PNG and JPEG files by Pillow (an encoder independent
+# of dlk), one folder per class, trains the CNN here; WebDataset shards of .png + .cls train the
+# same way; augmentation is reproducible; damaged or misplaced files are named.
+. "$(dirname "$0")/../lib.sh"
+
+FM=/usr/share/datasets/fashion-mnist
+PY=$TEST_ROOT/.deps/frameworks/bin/python
+accuracy() { sed -n 's/.*"testAccuracy":[ \t]*\([0-9.]*\).*/\1/p' "$1"; }
+[ -f "$FM/train-images-idx3-ubyte.gz" ] || test_missing "Fashion-MNIST in $FM (Debian's dataset-fashion-mnist)"
+[ -x "$PY" ] || test_missing "the frameworks venv with Pillow ($PY, .ci/deps.d/frameworks)"
+
+IMG=$TEST_TMP/fm
+mkdir -p "$IMG"
+"$PY" "$TEST_ROOT/tests/data/fmnist-images.py" train 6000 png "$IMG/train" &&
+"$PY" "$TEST_ROOT/tests/data/fmnist-images.py" test 1000 jpg "$IMG/test" &&
+"$PY" "$TEST_ROOT/tests/data/fmnist-images.py" train 6000 png "$IMG/train.tar" --tar ||
+	test_missing "Fashion-MNIST written as images by Pillow"
+
+# project DIR TRAIN [IMAGES-OPTIONS]: the small CNN on the image folders of $IMG
+project() {
+	mkdir -p "$1" && cat >"$1/dlk.yaml" <<EOT
+name: fm-images
+data:
+  format: images
+  train: {source: $2}
+  test: {source: $IMG/test}
+  images: {${3:-}}
+model:
+  input: [1, 28, 28]
+  layers:
+    - conv2d: {filters: 8, kernel: 3, padding: 1}
+    - relu
+    - maxpool: {size: 2}
+    - flatten
+    - dense: {units: 10}
+training: {epochs: 2, batch_size: 64, threads: 2, seed: 7}
+EOT
+}
+
+test_expect_success 'a PNG folder trains the CNN, tested on JPEGs, the classes named by the folders' '
+	project p "$IMG/train" &&
+	dlk train --local -q -o json -f p/dlk.yaml >out.json &&
+	acc=$(accuracy out.json) && echo "accuracy $acc" &&
+	awk -v a="$acc" "BEGIN { exit !(a > 0.70) }" &&
+	tar -xOf p/fm-images.dlk model.json >model.json &&
+	grep_q "0-tshirt" model.json && grep_q "9-boot" model.json
+'
+
+test_expect_success 'per-channel normalisation, flip and random crop train, and the same seed gives the same bits' '
+	project p "$IMG/train" "mean: [0.286], std: [0.353], flip: true, crop_padding: 2" &&
+	dlk train --local -q -o json -f p/dlk.yaml --fresh >a.json &&
+	cp p/fm-images.dlk a.dlk &&
+	dlk train --local -q -o json -f p/dlk.yaml --fresh >b.json &&
+	acc=$(accuracy a.json) && echo "accuracy $acc" &&
+	awk -v a="$acc" "BEGIN { exit !(a > 0.65) }" &&
+	tar -xOf a.dlk model.json | tr -d " \t\n" | grep_q "\"channel_mean\":\[0.28" &&
+	tar -xOf a.dlk weights.safetensors | cmp - "$(tar -xOf p/fm-images.dlk weights.safetensors >w && echo w)" &&
+	project q "$IMG/train" &&
+	dlk train --local -q -o json -f q/dlk.yaml --fresh >c.json &&
+	! tar -xOf q/fm-images.dlk weights.safetensors | cmp -s - w
+'
+
+test_expect_success 'WebDataset shards of KEY.png + KEY.cls train like the folder' '
+	project p "$IMG/train.tar" &&
+	dlk train --local -q -o json -f p/dlk.yaml >out.json &&
+	acc=$(accuracy out.json) && echo "accuracy $acc" &&
+	awk -v a="$acc" "BEGIN { exit !(a > 0.70) }"
+'
+
+test_expect_success 'a damaged image is named with its folder, and the run fails as a config error' '
+	cp -r "$IMG/train" bad && printf "\211PNG\r\n\032\nbroken" >bad/3-dress/zz.png &&
+	project p "$PWD/bad" &&
+	test_exit_code 3 dlk train --local -q -f p/dlk.yaml 2>err &&
+	grep_q "bad/3-dress/zz.png.: not a readable PNG" err
+'
+
+test_expect_success 'a test folder with a class the training folders lack is refused' '
+	cp -r "$IMG/test" t2 && mkdir t2/extra && cp t2/0-tshirt/*.jpg t2/extra/ 2>/dev/null;
+	project p "$IMG/train" && sed -i "s|source: $IMG/test|source: $PWD/t2|" p/dlk.yaml &&
+	test_must_fail dlk train --local -q -f p/dlk.yaml 2>err &&
+	grep_q "t2/extra.: a class folder" err
+'
+
+test_expect_success 'crop_padding must be smaller than the input, per-channel values one per channel' '
+	project p "$IMG/train" "crop_padding: 28" &&
+	test_must_fail dlk train --local -q -f p/dlk.yaml 2>err &&
+	grep_q "data.images.crop_padding 28 is not smaller than the 28x28 input" err &&
+	project p "$IMG/train" "mean: [0.1, 0.2, 0.3]" &&
+	test_must_fail dlk train --local -q -f p/dlk.yaml 2>err &&
+	grep_q "data.images.mean has 3 values, but the images have 1 channel" err
+'
+
+test_done
