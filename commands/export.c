@@ -16,6 +16,7 @@
 
 static const char *onnx_path;
 static int input_form;
+/* indexed by enum dlk_input_form (lib/serve/tensor.h), whose names they are */
 static const char *const input_forms[] = { "raw", "preprocessed", NULL };
 
 static int run_export(struct dlk_ctx *ctx, struct dlk_args *args)
@@ -30,7 +31,7 @@ static int run_export(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_err_hint(&err, "dlk export %s --onnx MODEL.onnx", dlk_visible(args->pos[0]));
 		return dlk_report(ctx, &err);
 	}
-	if (dlk_bundle_read(args->pos[0], &b, &err) || dlk_onnx_export(&b, (enum dlk_onnx_input)input_form, &out, &err) ||
+	if (dlk_bundle_read(args->pos[0], &b, &err) || dlk_onnx_export(&b, (enum dlk_input_form)input_form, &out, &err) ||
 	    dlk_write_file_atomic(onnx_path, out.data, out.len, 0644, &err)) {
 		rc = dlk_report(ctx, &err);
 		goto out;
@@ -43,7 +44,7 @@ static int run_export(struct dlk_ctx *ctx, struct dlk_args *args)
 		cJSON_AddNumberToObject(o, "bytes", (double)out.len);
 		cJSON_AddNumberToObject(o, "opset", DLK_ONNX_OPSET);
 		cJSON_AddNumberToObject(o, "irVersion", DLK_ONNX_IR_VERSION);
-		cJSON_AddStringToObject(o, "inputForm", dlk_onnx_input_name((enum dlk_onnx_input)input_form));
+		cJSON_AddStringToObject(o, "inputForm", dlk_input_form_name((enum dlk_input_form)input_form));
 		cJSON_AddStringToObject(o, "weightsSha256", b.weights_sha256);
 		s = dlk_json_print(o);
 		printf("%s\n", s);
@@ -51,8 +52,8 @@ static int run_export(struct dlk_ctx *ctx, struct dlk_args *args)
 		cJSON_Delete(o);
 	} else {
 		printf("wrote %s: ONNX opset %d, %zu bytes, input 'input' (%s", dlk_visible(onnx_path), DLK_ONNX_OPSET,
-		       out.len, input_form == DLK_ONNX_INPUT_RAW ? "raw values, scaled in the graph" : "preprocessed");
-		if (input_form == DLK_ONNX_INPUT_RAW || b.has_scaling)
+		       out.len, input_form == DLK_INPUT_RAW ? "raw values, scaled in the graph" : "preprocessed");
+		if (input_form == DLK_INPUT_RAW || b.has_scaling)
 			printf(": (v * %.9g - %.9g) / %.9g", (double)b.scale, (double)b.mean, (double)b.std);
 		printf("), outputs 'probabilities' and 'logits'\n");
 	}
@@ -65,7 +66,7 @@ out:
 static const struct dlk_option export_options[] = {
 	OPT_STRING(0, "onnx", &onnx_path, "FILE", NULL, "write the model as ONNX (opset 13) to FILE",
 	           .complete = COMPLETE_FILE),
-	OPT_ENUM(0, "input-form", &input_form, "FORM", input_forms, DLK_ONNX_INPUT_RAW,
+	OPT_ENUM(0, "input-form", &input_form, "FORM", input_forms, DLK_INPUT_RAW,
 	         "what the graph's input is: raw values as training read them (the graph scales them) or "
 	         "preprocessed (already scaled)"),
 	OPT_END(),

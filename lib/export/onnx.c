@@ -303,7 +303,7 @@ static const char *meta_str(const cJSON *o, const char *k1, const char *k2)
 	return cJSON_IsString(o) ? o->valuestring : NULL;
 }
 
-static void add_metadata(struct dlk_buf *m, const struct dlk_bundle *b, enum dlk_onnx_input form)
+static void add_metadata(struct dlk_buf *m, const struct dlk_bundle *b, enum dlk_input_form form)
 {
 	const cJSON *acc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(b->meta, "metrics"),
 	                                                    "test_accuracy");
@@ -316,7 +316,7 @@ static void add_metadata(struct dlk_buf *m, const struct dlk_bundle *b, enum dlk
 	if ((s = meta_str(b->meta, "name", NULL)))
 		meta(m, "dlk.bundle.name", s);
 	meta(m, "dlk.bundle.weights_sha256", b->weights_sha256);
-	meta(m, "dlk.input_form", dlk_onnx_input_name(form));
+	meta(m, "dlk.input_form", dlk_input_form_name(form));
 	snprintf(v, sizeof(v), "%.9g", (double)b->scale);
 	meta(m, "dlk.input.scale", v);
 	snprintf(v, sizeof(v), "%.9g", (double)b->mean);
@@ -337,20 +337,6 @@ static void add_metadata(struct dlk_buf *m, const struct dlk_bundle *b, enum dlk
 	}
 }
 
-const char *dlk_onnx_input_name(enum dlk_onnx_input form)
-{
-	return form == DLK_ONNX_INPUT_PREPROCESSED ? "preprocessed" : "raw";
-}
-
-int dlk_onnx_input_parse(const char *s)
-{
-	if (!strcmp(s, "raw"))
-		return DLK_ONNX_INPUT_RAW;
-	if (!strcmp(s, "preprocessed"))
-		return DLK_ONNX_INPUT_PREPROCESSED;
-	return -1;
-}
-
 /* The first nodes: raw values scaled as training scaled them, in float32 and in training's order
  * ((v * scale - mean) / std), so the network sees the same bits. */
 static void add_scaling(struct graph *g, const struct dlk_bundle *b)
@@ -368,7 +354,7 @@ static void add_scaling(struct graph *g, const struct dlk_bundle *b)
 	}
 }
 
-int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_onnx_input form, struct dlk_buf *out, struct dlk_err *err)
+int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_input_form form, struct dlk_buf *out, struct dlk_err *err)
 {
 	struct dlk_net net = DLK_NET_INIT;
 	struct graph g = { b, DLK_BUF_INIT, DLK_BUF_INIT, 0, "input", 0 };
@@ -399,7 +385,7 @@ int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_onnx_input form, struct
 		n_in = 4;
 		g.rank = 4;
 	}
-	if (form == DLK_ONNX_INPUT_RAW)
+	if (form == DLK_INPUT_RAW)
 		add_scaling(&g, b);
 	for (int i = 0; i < net.n_layers; i++) {
 		const struct dlk_layer *L = &net.layers[i];
@@ -422,7 +408,7 @@ int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_onnx_input form, struct
 	dlk_buf_add(&gr, g.nodes.data, g.nodes.len);
 	dlk_pb_str(&gr, GRAPH_NAME, meta_str(b->meta, "name", NULL) ? meta_str(b->meta, "name", NULL) : "model");
 	dlk_buf_add(&gr, g.inits.data, g.inits.len);
-	snprintf(doc, sizeof(doc), "%s", form == DLK_ONNX_INPUT_RAW
+	snprintf(doc, sizeof(doc), "%s", form == DLK_INPUT_RAW
 	         ? "raw values as training read them (pixels 0..255); the graph scales them: (v * scale - mean) / std"
 	         : "the network's input: raw values already scaled as (v * scale - mean) / std");
 	dlk_pb_str(&gr, GRAPH_DOC, "exported by dlk " DLK_VERSION " from a dlk model bundle");

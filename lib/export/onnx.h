@@ -4,9 +4,9 @@
  *
  * The graph's contract is the one `dlk serve` keeps:
  *   input  "input"          FLOAT [batch, C, H, W] (or [batch, F] for a flat model); with
- *                           DLK_ONNX_INPUT_RAW the raw values training read (pixels 0..255),
+ *                           DLK_INPUT_RAW the raw values training read (pixels 0..255),
  *                           which the graph's first nodes scale as training did,
- *                           (v * scale - mean) / std; with DLK_ONNX_INPUT_PREPROCESSED the
+ *                           (v * scale - mean) / std; with DLK_INPUT_PREPROCESSED the
  *                           network's input itself (no scaling nodes);
  *   outputs "probabilities" FLOAT [batch, classes] (softmax of the logits) and
  *           "logits"        FLOAT [batch, classes].
@@ -20,6 +20,7 @@
 #ifndef DLK_EXPORT_ONNX_H
 #define DLK_EXPORT_ONNX_H
 
+#include "lib/serve/tensor.h"
 #include "lib/train/bundle.h"
 #include "lib/util/buf.h"
 #include "lib/util/err.h"
@@ -29,16 +30,10 @@
 /* protobuf's own limit on a message: larger models need ONNX's external data (not written) */
 #define DLK_ONNX_MAX_BYTES ((size_t)2 << 30)
 
-enum dlk_onnx_input { DLK_ONNX_INPUT_RAW, DLK_ONNX_INPUT_PREPROCESSED };
-
-/* "raw" / "preprocessed", and back (-1 for anything else) */
-const char *dlk_onnx_input_name(enum dlk_onnx_input form);
-int dlk_onnx_input_parse(const char *s);
-
 /* Appends the ONNX model of the read bundle b to out. -1 with err (DLK_EXIT_CONFIG) when the
  * bundle's model cannot be expressed: a layer kind without a mapping (naming model.layers[i]),
  * weights that do not match the architecture, a model past DLK_ONNX_MAX_BYTES. */
-int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_onnx_input form, struct dlk_buf *out,
+int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_input_form form, struct dlk_buf *out,
                     struct dlk_err *err);
 
 #endif

@@ -66,9 +66,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (write(fd, data, size) == (ssize_t)size) {
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		if (!dlk_bundle_read(path, &b, &err))
-			for (int form = DLK_ONNX_INPUT_RAW; form <= DLK_ONNX_INPUT_PREPROCESSED; form++) {
+			for (int form = DLK_INPUT_RAW; form <= DLK_INPUT_PREPROCESSED; form++) {
 				struct dlk_buf out = DLK_BUF_INIT;
-				if (!dlk_onnx_export(&b, (enum dlk_onnx_input)form, &out, &err))
+				if (!dlk_onnx_export(&b, (enum dlk_input_form)form, &out, &err))
 					walk((const unsigned char *)out.data, (const unsigned char *)out.data + out.len);
 				else if (!err.msg[0])
 					abort(); /* a failure must say why */

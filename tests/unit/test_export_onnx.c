@@ -185,7 +185,7 @@ static void test_every_kind(void)
 	struct field f, g, t, d;
 
 	make_bundle(&b, input, 3, L, 9, 20 + 76 + 15);
-	CHECK_MSG(dlk_onnx_export(&b, DLK_ONNX_INPUT_RAW, &out, &err) == 0, "every kind exports (%s)", err.msg);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == 0, "every kind exports (%s)", err.msg);
 	ops_of(&out, ops, sizeof(ops));
 	CHECK_STR(ops, "Mul Sub Div Conv Relu MaxPool Tanh Flatten Gemm Sigmoid Gemm Identity Softmax");
 	CHECK(find((const unsigned char *)out.data, out.len, 1, 0, &f) && f.v == DLK_ONNX_IR_VERSION);
@@ -206,7 +206,7 @@ static void test_every_kind(void)
 		CHECK_MSG(find(t.p, t.len, 9, 0, &f) && f.len == 18 * 4, "its raw data holds 18 floats");
 	}
 	dlk_buf_reset(&out);
-	CHECK(dlk_onnx_export(&b, DLK_ONNX_INPUT_PREPROCESSED, &out, &err) == 0);
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0);
 	ops_of(&out, ops, sizeof(ops));
 	CHECK_STR(ops, "Conv Relu MaxPool Tanh Flatten Gemm Sigmoid Gemm Identity Softmax");
 	dlk_buf_release(&out);
@@ -223,13 +223,13 @@ static void test_flat_input_and_mismatch(void)
 	char ops[256];
 
 	make_bundle(&b, input, 1, L, 1, 21);
-	CHECK(dlk_onnx_export(&b, DLK_ONNX_INPUT_PREPROCESSED, &out, &err) == 0);
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0);
 	ops_of(&out, ops, sizeof(ops));
 	CHECK_STR(ops, "Gemm Identity Softmax");
 	dlk_buf_reset(&out);
 	/* weights that do not match the architecture are refused, never written */
 	b.n_weights = 20;
-	CHECK(dlk_onnx_export(&b, DLK_ONNX_INPUT_RAW, &out, &err) == -1 && out.len == 0);
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == -1 && out.len == 0);
 	CHECK_CONTAINS(err.msg, "20 weights for a model of 21 parameters");
 	dlk_buf_release(&out);
 	dlk_bundle_release(&b);
@@ -238,7 +238,7 @@ static void test_flat_input_and_mismatch(void)
 	struct dlk_layer_spec C[] = { { .kind = DLK_LAYER_CONV2D, .filters = 3, .kernel = 1, .stride = 1 },
 		                      { .kind = DLK_LAYER_FLATTEN }, { .kind = DLK_LAYER_DENSE, .units = 3 } };
 	make_bundle(&b, input, 1, C, 3, 6 + 54 + 3);
-	CHECK_MSG(dlk_onnx_export(&b, DLK_ONNX_INPUT_PREPROCESSED, &out, &err) == 0, "conv on a flat input (%s)", err.msg);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0, "conv on a flat input (%s)", err.msg);
 	ops_of(&out, ops, sizeof(ops));
 	CHECK_STR(ops, "Reshape Conv Flatten Gemm Identity Softmax");
 	dlk_buf_release(&out);
@@ -250,7 +250,7 @@ int main(void)
 	test_wire_format();
 	test_every_kind();
 	test_flat_input_and_mismatch();
-	CHECK_STR(dlk_onnx_input_name(DLK_ONNX_INPUT_PREPROCESSED), "preprocessed");
-	CHECK(dlk_onnx_input_parse("raw") == DLK_ONNX_INPUT_RAW && dlk_onnx_input_parse("pixels") == -1);
+	CHECK_STR(dlk_input_form_name(DLK_INPUT_PREPROCESSED), "preprocessed");
+	CHECK(dlk_input_form_parse("raw", 3) == DLK_INPUT_RAW && dlk_input_form_parse("pixels", 6) == -1);
 	return CHECK_DONE();
 }
