@@ -6,6 +6,7 @@
 #include "lib/export/pbwrite.h"
 #include "lib/nn/net.h"
 #include "lib/project/layers.h"
+#include "lib/util/utf8.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -294,13 +295,16 @@ static void meta(struct dlk_buf *m, const char *key, const char *value)
 	dlk_buf_release(&kv);
 }
 
-/* model.json's string at a path of keys, or NULL */
+/* model.json's string at a path of keys, or NULL; NULL too for bytes that are not UTF-8, which
+ * a protobuf string must be (ONNX Runtime and the onnx package refuse the whole model) */
 static const char *meta_str(const cJSON *o, const char *k1, const char *k2)
 {
 	o = cJSON_GetObjectItemCaseSensitive(o, k1);
 	if (k2)
 		o = cJSON_GetObjectItemCaseSensitive(o, k2);
-	return cJSON_IsString(o) ? o->valuestring : NULL;
+	if (!cJSON_IsString(o) || !dlk_utf8_valid(o->valuestring, strlen(o->valuestring)))
+		return NULL;
+	return o->valuestring;
 }
 
 static void add_metadata(struct dlk_buf *m, const struct dlk_bundle *b, enum dlk_input_form form)

@@ -234,6 +234,21 @@ static void test_flat_input_and_mismatch(void)
 	dlk_buf_release(&out);
 	dlk_bundle_release(&b);
 
+	/* a name that is not UTF-8 (model.json is not checked for it) cannot go into a protobuf string */
+	make_bundle(&b, input, 1, L, 1, 21);
+	cJSON_ReplaceItemInObject(b.meta, "name", cJSON_CreateString("bad\xff"));
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == 0);
+	{
+		struct field g, n;
+		char name[32] = "";
+		if (find((const unsigned char *)out.data, out.len, 7, 0, &g) && find(g.p, g.len, 2, 0, &n))
+			str_of(&n, name, sizeof(name));
+		CHECK_STR(name, "model");
+		CHECK_MSG(!memmem(out.data, out.len, "bad\xff", 4), "the bytes are nowhere in the model");
+	}
+	dlk_buf_reset(&out);
+	dlk_bundle_release(&b);
+
 	/* a flat input reaching a convolution is reshaped to the image it is */
 	struct dlk_layer_spec C[] = { { .kind = DLK_LAYER_CONV2D, .filters = 3, .kernel = 1, .stride = 1 },
 		                      { .kind = DLK_LAYER_FLATTEN }, { .kind = DLK_LAYER_DENSE, .units = 3 } };
