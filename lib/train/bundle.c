@@ -822,9 +822,10 @@ int dlk_bundle_net(const struct dlk_bundle *b, const struct dlk_backend *be, str
 	if (dlk_net_build(net, &b->model, "model.json", b->n_classes, be, err))
 		return -1;
 	if (net->n_params != b->n_weights) {
+		size_t n_params = net->n_params; /* the release below clears it */
 		dlk_net_release(net);
 		return dlk_errf(err, DLK_EXIT_CONFIG, "bundle: %zu weights for a model of %zu parameters", b->n_weights,
-		                net->n_params);
+		                n_params);
 	}
 	be->to_device(net->params, b->weights, sizeof(float) * b->n_weights);
 	return 0;
