@@ -164,8 +164,8 @@ static int line_point(const struct driver *d, const cJSON *o, double *at, double
 		y = cJSON_GetObjectItemCaseSensitive(o, "loss");
 	if (!cJSON_IsNumber(x) || !cJSON_IsNumber(y) || !isfinite(y->valuedouble))
 		return -1;
-	/* the metrics file counts epochs from 0; a rung at epoch 1 is after the first epoch */
-	*at = x->valuedouble + (d->spec.asha_steps ? 0 : 1);
+	/* an epoch's line counts it from 1: a rung at epoch 1 is the end of the first epoch */
+	*at = x->valuedouble;
 	*v = y->valuedouble;
 	return 0;
 }
@@ -327,7 +327,9 @@ static void finish(struct driver *d, struct trial *t, int status)
 	cJSON_DeleteItemFromObjectCaseSensitive(sw, "curve");
 	cJSON_AddItemToObject(sw, "curve", cJSON_Duplicate(t->curve, 1));
 	cJSON_DeleteItemFromObjectCaseSensitive(sw, "value");
-	v = curve_last(t->curve);
+	/* a stopped trial is judged by where ASHA stopped it (the epoch under way when the signal
+	 * came may end first, and stays on its curve) */
+	v = t->stopping ? curve_at(t->curve, t->stopped_at) : curve_last(t->curve);
 	if (isfinite(v))
 		cJSON_AddNumberToObject(sw, "value", v);
 	/* ASHA's word came after the trial had already finished: it ran to its end */
@@ -374,6 +376,26 @@ static int check_params(struct driver *d, struct dlk_err *err)
 	return 0;
 }
 
+/* A trial cut off with its driver may still be writing its last checkpoint (it got SIGTERM
+ * when the driver died): its run lock says when it is gone, and it continues only then. */
+static void wait_unlocked(const struct driver *d, const struct trial *t)
+{
+	char *dir = dlk_runs_local_dir(d->o->spec_file, t->project);
+	struct dlk_run_lock l = DLK_RUN_LOCK_INIT;
+	struct dlk_run_holder h;
+	struct dlk_err err = DLK_ERR_INIT;
+
+	for (int i = 0; i < 600; i++) {
+		int rc = dlk_run_lock_take(&l, dir, &h, &err);
+		if (rc != 1) {
+			dlk_run_lock_release(&l);
+			break;
+		}
+		usleep(100000);
+	}
+	free(dir);
+}
+
 /* The trials the history already has: finished ones are done (their points feed TPE and their
  * curves ASHA's rungs); one that was cut off continues. */
 static void load_history(struct driver *d)
@@ -398,6 +420,7 @@ static void load_history(struct driver *d)
 		o = dlk_run_outcome(rec);
 		if (o == DLK_RUN_RUNNING || o == DLK_RUN_INTERRUPTED) {
 			t->resume = 1;
+			wait_unlocked(d, t);
 		} else {
 			t->state = T_DONE;
 			if (cJSON_IsArray(curve)) {

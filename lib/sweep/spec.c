@@ -190,16 +190,17 @@ static int parse_root(const char *file, const struct ynode *sw, const char *proj
 	s->asha_factor = 3;
 	if ((v = map_get(sw, "name"))) {
 		char why[160];
-		if (v->kind != YN_SCALAR || !v->text[0] || strlen(v->text) > 50 ||
+		if (v->kind != YN_SCALAR || !v->text[0] || strlen(v->text) > 44 ||
 		    strspn(v->text, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(v->text) || v->text[0] == '-' ||
 		    v->text[strlen(v->text) - 1] == '-') {
-			snprintf(why, sizeof(why), "is not a name of at most 50 lowercase letters, digits and '-' "
+			snprintf(why, sizeof(why), "is not a name of at most 44 lowercase letters, digits and '-' "
 			         "(its trials are projects NAME-0, NAME-1, ...)");
 			return at(err, file, v, "sweep.name", "%s", why);
 		}
 		s->name = xstrdup(v->text);
 	} else {
-		s->name = xasprintf("%.50s-sweep", project);
+		/* trials are projects NAME-N, N < 10000: within the 50 characters of a project name */
+		s->name = xasprintf("%.38s-sweep", project);
 	}
 	if ((v = map_get(sw, "method"))) {
 		if (get_word(file, v, "sweep.method", methods, &w, err))

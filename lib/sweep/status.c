@@ -74,12 +74,21 @@ static int each_project(const char *dir, const char *project, void *ud)
 }
 
 static int g_maximize;
+static int group(const cJSON *row)
+{
+	const char *o = cJSON_GetObjectItemCaseSensitive(row, "outcome")->valuestring;
+	return !strcmp(o, "succeeded") ? 0 : !strcmp(o, "stopped") ? 1 : 2;
+}
 static int cmp_rows(const void *a, const void *b)
 {
 	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
 	const cJSON *vx = get(x, "value"), *vy = get(y, "value");
 	int hx = cJSON_IsNumber(vx), hy = cJSON_IsNumber(vy);
-	/* a trial that finished ranks above one stopped early at an equal value */
+	/* the trials that ran to the end first: a stopped trial's value is from an earlier rung
+	 * and does not compare with theirs */
+	int gx = group(x), gy = group(y);
+	if (gx != gy)
+		return gx - gy;
 	if (hx != hy)
 		return hy - hx;
 	if (hx && vx->valuedouble != vy->valuedouble)
