@@ -62,13 +62,28 @@ static void random_point(const struct dlk_sweep_spec *s, struct dlk_rng *r, doub
 	}
 }
 
-/* One parameter's Parzen estimator over the unit points u[0..n): a Gaussian per point with a
- * bandwidth from its neighbours (as Bergstra et al. 2011 and Optuna do), and the uniform prior
- * with the weight of one point, so that a region no trial has seen is never impossible. */
+/* One parameter's Parzen estimator over the unit points u[0..n): a Gaussian per point, all of
+ * one bandwidth by Scott's rule (narrow where the points agree, never below 1/(n+1)), and the uniform prior with the weight of one point, so that a region
+ * no trial has seen is never impossible. */
+static double kde_bw(const double *u, int n)
+{
+	double mean = 0, var = 0, bw;
+	if (n < 2)
+		return 0.25;
+	for (int i = 0; i < n; i++)
+		mean += u[i] / n;
+	for (int i = 0; i < n; i++)
+		var += (u[i] - mean) * (u[i] - mean) / (n - 1);
+	bw = 1.06 * sqrt(var) * pow(n, -0.2);
+	/* never narrower than 1/(n+1) of the range (Hyperopt's clip): a handful of good trials
+	 * that happen to agree must not shut out the region between them and the optimum */
+	return fmax(1.0 / (n + 1.0), fmin(0.5, bw));
+}
+
 static double kde_pdf(const double *u, int n, double v)
 {
 	double sum = 1.0; /* the prior: uniform density 1 on [0, 1] */
-	double bw = n > 0 ? fmax(0.05, fmin(0.5, 1.0 / (1.0 + n) * 2.0)) : 1.0;
+	double bw = kde_bw(u, n);
 	for (int i = 0; i < n; i++) {
 		double z = (v - u[i]) / bw;
 		sum += exp(-0.5 * z * z) / (bw * sqrt(2.0 * M_PI));
@@ -78,7 +93,7 @@ static double kde_pdf(const double *u, int n, double v)
 
 static double kde_draw(const double *u, int n, struct dlk_rng *r)
 {
-	double bw = n > 0 ? fmax(0.05, fmin(0.5, 1.0 / (1.0 + n) * 2.0)) : 1.0;
+	double bw = kde_bw(u, n);
 	uint64_t k = dlk_rng_below(r, (uint64_t)n + 1);
 	double v;
 	if (k == (uint64_t)n)
@@ -92,7 +107,7 @@ static double kde_draw(const double *u, int n, struct dlk_rng *r)
 	return u[k];
 }
 
-/* a list's categorical estimator: counts with one pseudo-count per value */
+/* a list's categorical estimator: counts with one pseudo-count per value (Laplace) */
 static double cat_pmf(const double *x, int n, int n_values, int v)
 {
 	int c = 0;
@@ -280,7 +295,12 @@ static double quantile(double *v, int n, double q)
 	pos = q * (n - 1);
 	lo = (int)floor(pos);
 	frac = pos - lo;
-	return lo + 1 < n ? v[lo] + frac * (v[lo + 1] - v[lo]) : v[lo];
+	if (lo + 1 >= n || frac == 0)
+		return v[lo];
+	/* a trial without a value counts as -inf: between it and a number, the nearer one */
+	if (isinf(v[lo]) || isinf(v[lo + 1]))
+		return frac < 0.5 ? v[lo] : v[lo + 1];
+	return v[lo] + frac * (v[lo + 1] - v[lo]);
 }
 
 void dlk_asha_init(struct dlk_asha *a, long min, long max, int factor, int maximize)

@@ -104,7 +104,7 @@ test_expect_success 'the best trial reaches at least what the project reaches wi
 	test "$(jq -r ".trials[0].trial" s.json)" = "$(jq -r ".best.trial" s.json)"
 '
 
-test_expect_success 'dlk status SWEEP: a table, best first, with the parameters, and names the best trial'"'"'s bundle' '
+test_expect_success 'dlk status SWEEP: a table, best first, with the parameters, naming the best bundle' '
 	dlk -f "$P/dlk.yaml" status $SWEEP >t &&
 	head -1 t | grep -q "^TRIAL *OUTCOME *ACCURACY *STOPPED AT *training.optimizer.lr *model.layers.1.dense.units *RUN" &&
 	test "$(grep -c "^[0-9]" t)" = 12 &&
