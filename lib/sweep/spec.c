@@ -135,6 +135,8 @@ static int parse_param(const char *file, const struct ynode *k, const struct yno
 	}
 	if (!(p->lo < p->hi))
 		return at(err, file, arg, path, "LO (%g) is not below HI (%g)", p->lo, p->hi);
+	if (!isfinite(p->hi - p->lo))
+		return at(err, file, arg, path, "the range [%g, %g] is too wide to sample", p->lo, p->hi);
 	if (p->kind == DLK_SWEEP_LOGUNIFORM && p->lo <= 0)
 		return at(err, file, arg, path, "a log-uniform range is positive; LO is %g", p->lo);
 	return 0;
