@@ -114,6 +114,23 @@ test_expect_success 'dlk status SWEEP: a table, best first, with the parameters,
 	grep -q "dlk serve --local $b" t
 '
 
+test_expect_success 'dlk report SWEEP: metric against each parameter, curves with the stopped marked, parallel coordinates' '
+	dlk -f "$P/dlk.yaml" status $SWEEP -o json >s.json &&
+	stopped=$(jq "[.trials[] | select(.outcome == \"stopped\")] | length" s.json) &&
+	dlk -f "$P/dlk.yaml" report $SWEEP -o page.html 2>err && grep -q "report: page.html" err &&
+	test "$(grep -c "<svg class=\"chart scatter\"" page.html)" = 2 &&
+	grep -q "data-param=\"training.optimizer.lr\"" page.html && grep -q "data-param=\"model.layers.1.dense.units\"" page.html &&
+	test "$(grep -c "<circle class=\"dot" page.html)" = 24 &&
+	test "$(grep -c "<circle class=\"dot stopped\"" page.html)" = $((2 * stopped)) &&
+	test "$(grep -c "class=\"series\" data-series=\"trial-" page.html)" = 12 &&
+	test "$(grep -c "class=\"series\" data-series=\"trial-[0-9]*\" data-run=\"1\"" page.html)" = $stopped &&
+	test "$(grep -c "<polyline class=\"trial" page.html)" = 12 &&
+	test "$(grep -c "<polyline class=\"trial stopped\"" page.html)" = $stopped &&
+	grep -q "Content-Security-Policy\" content=\"default-src .none.;" page.html &&
+	test "$(grep -c "<script" page.html)" = 1 && grep -q "<script type=\"application/json\" id=\"dlk-sweep-data\">" page.html &&
+	dlk -f "$P/dlk.yaml" report $SWEEP -o json | jq -e ".trials | length == 12"
+'
+
 test_expect_success 'each trial is an ordinary run: its record has the sweep id and its parameters' '
 	for f in "$P"/.dlk/runs/$SWEEP-*/*.json; do
 		jq -e ".run.sweep.id == \"$SWEEP\" and (.run.sweep.params | has(\"training.optimizer.lr\")) and
