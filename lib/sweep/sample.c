@@ -62,49 +62,66 @@ static void random_point(const struct dlk_sweep_spec *s, struct dlk_rng *r, doub
 	}
 }
 
-/* One parameter's Parzen estimator over the unit points u[0..n): a Gaussian per point, all of
- * one bandwidth by Scott's rule (narrow where the points agree, never below 1/(n+1)), and the uniform prior with the weight of one point, so that a region
- * no trial has seen is never impossible. */
-static double kde_bw(const double *u, int n)
+/* One parameter's Parzen estimator over the unit points u[0..n): a Gaussian per point whose
+ * width is the larger gap to its neighbours (Hyperopt's adaptive Parzen estimator: narrow where
+ * good points crowd, wide at the edges of what was tried), never below 1/min(100, n+1) of the
+ * range, and the uniform prior with the weight of one point, so that a region no trial has seen
+ * is never impossible. */
+static int cmp_d(const void *a, const void *b)
 {
-	double mean = 0, var = 0, bw;
-	if (n < 2)
-		return 0.25;
-	for (int i = 0; i < n; i++)
-		mean += u[i] / n;
-	for (int i = 0; i < n; i++)
-		var += (u[i] - mean) * (u[i] - mean) / (n - 1);
-	bw = 1.06 * sqrt(var) * pow(n, -0.2);
-	/* never narrower than 1/(n+1) of the range (Hyperopt's clip): a handful of good trials
-	 * that happen to agree must not shut out the region between them and the optimum */
-	return fmax(1.0 / (n + 1.0), fmin(0.5, bw));
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* the widths of the sorted points s[0..n) into w */
+static void kde_widths(const double *s, int n, double *w)
+{
+	double floor_w = 1.0 / fmin(100.0, n + 1.0);
+	for (int i = 0; i < n; i++) {
+		double left = s[i] - (i ? s[i - 1] : 0.0), right = (i + 1 < n ? s[i + 1] : 1.0) - s[i];
+		w[i] = fmin(1.0, fmax(floor_w, fmax(left, right)));
+	}
 }
 
 static double kde_pdf(const double *u, int n, double v)
 {
+	double *s = xmalloc((size_t)(n + 1) * sizeof(double)), *w = xmalloc((size_t)(n + 1) * sizeof(double));
 	double sum = 1.0; /* the prior: uniform density 1 on [0, 1] */
-	double bw = kde_bw(u, n);
+	memcpy(s, u, (size_t)n * sizeof(double));
+	qsort(s, (size_t)n, sizeof(double), cmp_d);
+	kde_widths(s, n, w);
 	for (int i = 0; i < n; i++) {
-		double z = (v - u[i]) / bw;
-		sum += exp(-0.5 * z * z) / (bw * sqrt(2.0 * M_PI));
+		double z = (v - s[i]) / w[i];
+		sum += exp(-0.5 * z * z) / (w[i] * sqrt(2.0 * M_PI));
 	}
+	free(s);
+	free(w);
 	return sum / (n + 1.0);
 }
 
 static double kde_draw(const double *u, int n, struct dlk_rng *r)
 {
-	double bw = kde_bw(u, n);
+	double *s, *w, v, out;
 	uint64_t k = dlk_rng_below(r, (uint64_t)n + 1);
-	double v;
 	if (k == (uint64_t)n)
 		return unif(r);
+	s = xmalloc((size_t)(n + 1) * sizeof(double));
+	w = xmalloc((size_t)(n + 1) * sizeof(double));
+	memcpy(s, u, (size_t)n * sizeof(double));
+	qsort(s, (size_t)n, sizeof(double), cmp_d);
+	kde_widths(s, n, w);
+	out = s[k];
 	/* redrawn until inside the range: the truncated kernel */
 	for (int t = 0; t < 32; t++) {
-		v = u[k] + bw * gauss(r);
-		if (v >= 0 && v <= 1)
-			return v;
+		v = s[k] + w[k] * gauss(r);
+		if (v >= 0 && v <= 1) {
+			out = v;
+			break;
+		}
 	}
-	return u[k];
+	free(s);
+	free(w);
+	return out;
 }
 
 /* a list's categorical estimator: counts with one pseudo-count per value (Laplace) */

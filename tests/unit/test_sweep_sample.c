@@ -141,12 +141,13 @@ static void test_tpe(void)
 	}
 	printf("# ranges: best of %d trials, mean over %d seeds: TPE %.4f, random %.4f (optimum 0); TPE better in %d\n",
 	       budget, seeds, tpe, rnd, wins);
-	/* a figure, not a claim: TPE models each parameter alone, and a list whose effect is small
-	 * beside the learning rate's keeps the values the first good trials had */
 	printf("# a list for the width: TPE %.4f, random %.4f\n", tpe_l, rnd_l);
 	CHECK_MSG(tpe > rnd, "TPE finds better points than random search with the same budget");
-	CHECK_MSG(wins >= 6, "TPE better in most of the 10 seeds");
+	CHECK_MSG(wins >= 8, "TPE better in at least 8 of the 10 seeds");
 	CHECK_MSG(tpe > -0.25, "TPE gets near the known optimum (%.4f)", tpe);
+	/* a list whose effect is small beside the learning rate's: the per-point widths keep the
+	 * ranges from crowding it out */
+	CHECK_MSG(tpe_l > rnd_l, "with a list among the ranges, TPE still beats random search");
 	/* the same inputs, the same suggestion */
 	CHECK(search(DLK_SWEEP_TPE, 3, 20, 0) == search(DLK_SWEEP_TPE, 3, 20, 0));
 
