@@ -23,7 +23,7 @@
 	X(status, "show dlk jobs: state, workers, GPUs, progress; or one job in detail")           \
 	X(sweep, "search hyperparameters: trials of the project's sweep: section, stopped early by ASHA") \
 	X(scale, "resize a running training job: its workers re-form at the new size from a checkpoint") \
-	X(top, "show what the runs here are doing: CPU use and memory of each run's processes") \
+	X(top, "show what the runs here are doing: CPU use and memory of their processes, GPUs through NVML") \
 	X(logs, "show the logs of a job's workers, merged, each line tagged with its rank")       \
 	X(report, "write a run's report: one HTML page with its curves, confusion matrix and provenance") \
 	X(delete, "delete jobs and everything dlk created for them")                              \

@@ -35,6 +35,50 @@ test_expect_success 'on a terminal: redrawn in place until Ctrl-C' '
 	grep -q "blobs" tty.out
 '
 
+# a fake NVML: two GPUs with known figures (the second reports no power), or one whose init fails
+mkdir -p "$TEST_TMP/nvml"
+cat >"$TEST_TMP/nvml/fake.c" <<'EOT'
+#include <stdio.h>
+#include <string.h>
+struct util { unsigned gpu, memory; };
+struct mem { unsigned long long total, free, used; };
+int nvmlInit_v2(void) { return FAIL_INIT; }
+int nvmlShutdown(void) { return 0; }
+int nvmlDeviceGetCount_v2(unsigned *n) { *n = 2; return 0; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **d) { *d = (void *)(unsigned long)(i + 1); return 0; }
+int nvmlDeviceGetName(void *d, char *s, unsigned n) { snprintf(s, n, "Fake H100 %lu", (unsigned long)d); return 0; }
+int nvmlDeviceGetUtilizationRates(void *d, struct util *u) { u->gpu = d == (void *)1 ? 87 : 3; u->memory = 40; return 0; }
+int nvmlDeviceGetMemoryInfo(void *d, struct mem *m) { m->total = 80000000000ull; m->used = d == (void *)1 ? 61000000000ull : 1000000000ull; m->free = m->total - m->used; return 0; }
+int nvmlDeviceGetPowerUsage(void *d, unsigned *mw) { if (d != (void *)1) return 3; *mw = 412345; return 0; }
+int nvmlDeviceGetClockInfo(void *d, int type, unsigned *mhz) { (void)d; if (type != 1) return 2; *mhz = 1755; return 0; }
+EOT
+${CC:-cc} -shared -fPIC -DFAIL_INIT=0 -o "$TEST_TMP/nvml/libfake.so" "$TEST_TMP/nvml/fake.c" &&
+${CC:-cc} -shared -fPIC -DFAIL_INIT=9 -o "$TEST_TMP/nvml/libnoinit.so" "$TEST_TMP/nvml/fake.c" ||
+	{ echo "Bail out! cannot build the fake NVML"; exit 1; }
+
+test_expect_success 'NVML through a fake library: each GPU'"'"'s utilisation, memory, power and SM clock' '
+	(cd "$P" && DLK_NVML_LIBRARY="$TEST_TMP/nvml/libfake.so" dlk top -o json --interval 0.1s) >g.json &&
+	jq -e ".nvml == null and (.gpus | length) == 2" g.json &&
+	jq -e ".gpus[0] == {index: 0, name: \"Fake H100 1\", utilization_percent: 87, memory_used_bytes: 61000000000,
+		memory_total_bytes: 80000000000, power_watts: 412.345, sm_clock_mhz: 1755}" g.json &&
+	jq -e ".gpus[1].utilization_percent == 3 and (.gpus[1] | has(\"power_watts\") | not)" g.json &&
+	jq -e ".runs[0].project == \"blobs\"" g.json &&
+	(cd "$P" && DLK_NVML_LIBRARY="$TEST_TMP/nvml/libfake.so" dlk top --interval 0.1s) >g.txt 2>g.err && cat g.txt &&
+	grep -q "^GPU *UTIL% *MEMORY *POWER *SM CLOCK *NAME$" g.txt &&
+	grep -q "^0 *87 *61.00 GB / 80.00 GB *412 W *1755 MHz *Fake H100 1$" g.txt &&
+	grep -q "^1 *3 *1.00 GB / 80.00 GB *- *1755 MHz *Fake H100 2$" g.txt && ! test -s g.err
+'
+
+test_expect_success 'without NVML: why, said once, and the CPU figures still show' '
+	(cd "$P" && DLK_NVML_LIBRARY="$TEST_TMP/nvml/none.so" dlk top --interval 0.1s) >n.txt 2>n.err &&
+	test "$(grep -c "none.so is not installed" n.err)" = 1 && grep -q "^blobs " n.txt && ! grep -q "^GPU" n.txt &&
+	(cd "$P" && DLK_NVML_LIBRARY="$TEST_TMP/nvml/libnoinit.so" dlk top -o json --interval 0.1s) >n.json &&
+	jq -e ".gpus == [] and (.nvml | test(\"nvmlInit_v2 failed \\\\(code 9\\\\)\"))" n.json &&
+	jq -e ".runs[0].project == \"blobs\"" n.json &&
+	(cd "$P" && DLK_NVML_LIBRARY="$TEST_TMP/nvml/none.so" timeout -s INT 1 script -qfec "$DLK top --interval 0.2s" /dev/null) >tty.out;
+	test "$(grep -c "none.so is not installed" tty.out)" = 1
+'
+
 kill -INT $TRAIN; wait $TRAIN
 
 test_expect_success 'the run ended: dlk top shows none' '
