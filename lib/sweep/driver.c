@@ -9,6 +9,7 @@
 #include "lib/project/project.h"
 #include "lib/runs/lock.h"
 #include "lib/runs/runs.h"
+#include "lib/util/clock.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 
@@ -418,6 +419,14 @@ static void load_history(struct driver *d)
 			continue;
 		}
 		o = dlk_run_outcome(rec);
+		/* the GPU time the trial has had so far counts against the budget, whichever run of
+		 * the driver started it */
+		{
+			const char *a = dlk_run_started_at(rec), *b = dlk_run_str(rec, "finished_at");
+			double ta, tb;
+			if (a && b && !dlk_rfc3339_parse(a, &ta) && !dlk_rfc3339_parse(b, &tb) && tb > ta)
+				d->gpu_seconds += (tb - ta) * (d->project->resources.gpus > 0 ? d->project->resources.gpus : 0);
+		}
 		if (o == DLK_RUN_RUNNING || o == DLK_RUN_INTERRUPTED) {
 			t->resume = 1;
 			wait_unlocked(d, t);
@@ -549,6 +558,10 @@ int dlk_sweep_run_local(const struct dlk_sweep_opts *o, const struct dlk_sweep_s
 				goto stop_all;
 			running++;
 		}
+		if (budget_spent && next < d.n_t) {
+			note(&d, 1, "the budget of %g GPU-hours is spent: no new trials", d.spec.gpu_hours);
+			next = d.n_t;
+		}
 		if (!running)
 			break;
 		usleep(50000);
@@ -577,10 +590,6 @@ int dlk_sweep_run_local(const struct dlk_sweep_opts *o, const struct dlk_sweep_s
 					kill(d.t[i].pid, SIGTERM);
 			if (!running)
 				break;
-		}
-		if (budget_spent && next < d.n_t) {
-			note(&d, 1, "the budget of %g GPU-hours is spent: no new trials", d.spec.gpu_hours);
-			next = d.n_t;
 		}
 	}
 	if (driver_sig) {

@@ -83,4 +83,21 @@ test_expect_success 'a grid sweep runs each point once; and dlk status lists the
 	test "$(dlk status g | grep -c "^[0-3] ")" = 4
 '
 
+test_expect_success 'a GPU-hours budget: no new trial once spent, counted again after a restart' '
+	project <<-EOF &&
+	resources: {gpus: 1}
+	sweep:
+	  name: b
+	  trials: 5
+	  gpu_hours: 0.000001
+	  parameters:
+	    training.seed: {int: [1, 100]}
+	EOF
+	DLK_DEVICE=cpu dlk sweep --local -q 2>err && cat err &&
+	grep -q "^warning: the budget of 1e-06 GPU-hours is spent: no new trials" err &&
+	test "$(cat .dlk/runs/b-*/*.json | jq -s length)" = 1 &&
+	DLK_DEVICE=cpu dlk sweep --local -q 2>err && grep -q "budget of 1e-06 GPU-hours is spent" err &&
+	test "$(cat .dlk/runs/b-*/*.json | jq -s length)" = 1
+'
+
 test_done
