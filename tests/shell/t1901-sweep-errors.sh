@@ -83,6 +83,24 @@ test_expect_success 'a grid sweep runs each point once; and dlk status lists the
 	test "$(dlk status g | grep -c "^[0-3] ")" = 4
 '
 
+test_expect_success 'ASHA at steps: rungs on the training loss of the steps' '
+	project <<-EOF &&
+	sweep:
+	  name: st
+	  metric: loss
+	  trials: 6
+	  parameters:
+	    training.optimizer.lr: {loguniform: [0.00001, 0.3]}
+	  early_stopping: {method: asha, at: steps, min: 8, reduction_factor: 2}
+	EOF
+	DLK_TEST_CHECKPOINT_DELAY_MS=40 dlk sweep --local -q -o json >s.json &&
+	jq -e ".goal == \"minimize\" and (.trials | length) == 6" s.json &&
+	jq -e "[.trials[] | select(.outcome == \"stopped\")] | length >= 1" s.json &&
+	jq -e "[.trials[] | select(.outcome == \"stopped\") | .stopped_at | IN(8, 16, 32, 64)] | all" s.json &&
+	jq -e "[.trials[] | .curve | length > 1] | all" s.json &&
+	jq -e "[.trials[] | select(.outcome == \"succeeded\") | .curve | last | .[0]] | all(. == 128)" s.json
+'
+
 test_expect_success 'a GPU-hours budget: no new trial once spent, counted again after a restart' '
 	project <<-EOF &&
 	resources: {gpus: 1}
