@@ -308,10 +308,11 @@ static void finish(struct driver *d, struct trial *t, int status)
 	cJSON *rec, *sw;
 	double v;
 
+	/* reaped: its pid may be another process's now, which a late stop must not signal */
+	t->pid = 0;
 	follow(d, t);
 	d->gpu_seconds += (now_s() - t->started) * (d->project->resources.gpus > 0 ? d->project->resources.gpus : 0);
 	t->state = T_DONE;
-	t->pid = 0;
 	rec = trial_record(d, t, &s);
 	if (!rec) {
 		note(d, 1, "trial %d ended (%s %d) before it recorded a run: see %s/trial-%d.log", t->n,
@@ -483,6 +484,7 @@ int dlk_sweep_run_local(const struct dlk_sweep_opts *o, const struct dlk_sweep_s
 	struct dlk_sweep_obs *obs = NULL;
 	struct sigaction sa = { 0 }, old_int, old_term;
 	char *pdir = NULL, *threads = NULL;
+	int asked_all = 0;
 	int rc = -1, running = 0, next = 0, n_done = 0, n_stopped = 0, n_failed = 0, prior = 0;
 	long max_r;
 
@@ -584,10 +586,13 @@ int dlk_sweep_run_local(const struct dlk_sweep_opts *o, const struct dlk_sweep_s
 			}
 		}
 		if (driver_sig) {
-			/* stopped by the user: the trials checkpoint and end; the same command resumes */
-			for (int i = 0; i < d.n_t; i++)
-				if (d.t[i].state == T_RUNNING)
-					kill(d.t[i].pid, SIGTERM);
+			/* stopped by the user: the trials checkpoint and end; the same command resumes.
+			 * Each is asked once: a second signal would cut its checkpoint short */
+			if (!asked_all)
+				for (int i = 0; i < d.n_t; i++)
+					if (d.t[i].state == T_RUNNING && !d.t[i].stopping)
+						kill(d.t[i].pid, SIGTERM);
+			asked_all = 1;
 			if (!running)
 				break;
 		}
