@@ -936,6 +936,9 @@ static void parse_fields(struct ctx *c, const struct field *fields, const struct
 		const struct ynode *k = node->keys[i], *v = node->vals[i];
 		const struct field *f;
 		join_path(p, sizeof(p), path, k->text);
+		/* the sweep: section is the sweep's (lib/sweep/spec.c), not part of what a run trains */
+		if (fields == root_fields && !strcmp(k->text, "sweep"))
+			continue;
 		for (f = fields; f->key && strcmp(f->key, k->text); f++)
 			;
 		if (f->key && first[f - fields] >= 0) {

@@ -117,4 +117,11 @@ int report_html(const cJSON *run, const cJSON *other, struct dlk_buf *out, struc
 /* Writes the page to path atomically (a temporary file in the same directory, then rename). */
 int report_write_html(const char *path, const cJSON *run, const cJSON *other, struct dlk_err *err);
 
+/* The page of a sweep (`dlk report SWEEP`) from the document of dlk_sweep_status (lib/sweep):
+ * the metric against each parameter, every trial's curve with the stopped ones marked, the
+ * trials in parallel coordinates, and the data as JSON (<script type="application/json"
+ * id="dlk-sweep-data">). Appended to out; -1 with err when the document has no trials. */
+int report_sweep_html(const cJSON *doc, struct dlk_buf *out, struct dlk_err *err);
+int report_sweep_write_html(const char *path, const cJSON *doc, struct dlk_err *err);
+
 #endif
