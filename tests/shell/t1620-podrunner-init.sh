@@ -108,4 +108,28 @@ test_expect_success 'under OnFailure a failed init container runs again, then th
 	test "$(field retryinit "{.status.initContainerStatuses[0].lastState.terminated.exitCode}")" = 1
 '
 
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: stubborn}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  initContainers:
+  - name: side
+    image: busybox
+    restartPolicy: Always
+    command: [sh, -c, 'trap "" TERM; while :; do sleep 0.1; done']
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, 'exit 0']
+YAML
+
+test_expect_success 'a sidecar that ignores SIGTERM is killed after the grace period; the pod succeeds' '
+	{ wait_until 60 phase stubborn Succeeded || { kubectl get pod stubborn -o yaml; false; }; } &&
+	field stubborn "{.status.initContainerStatuses[0].state}" && echo &&
+	test "$(field stubborn "{.status.initContainerStatuses[0].state.terminated.exitCode}")" = 137
+'
+
 test_done

@@ -279,6 +279,14 @@ func (w *podWorker) runContainers(pod *corev1.Pod, specs map[string]*initSpec) *
 				_ = syscall.Kill(-c.pid, syscall.SIGTERM)
 			}
 		}
+		// one that ignores SIGTERM is killed after the pod's grace period, as in a deletion
+		grace := int64(30)
+		if pod.Spec.TerminationGracePeriodSeconds != nil {
+			grace = *pod.Spec.TerminationGracePeriodSeconds
+		}
+		if killTimer == nil {
+			killTimer = time.After(time.Duration(grace) * time.Second)
+		}
 	}
 	for live > 0 {
 		select {
@@ -781,9 +789,12 @@ func (w *podWorker) updateStatus() {
 			if c.kind == kindInit {
 				continue
 			}
-			if c.kind == kindSidecar { // ready with the app containers; not in the phase
+			if c.kind == kindSidecar { // ready with the app containers; its exit code not in the phase
 				if !c.running {
 					allReady = false
+				} else if w.initialized {
+					allDone = false // the pod ends when its sidecars have stopped too
+					anyRunning = true
 				}
 				continue
 			}
