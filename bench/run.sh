@@ -4,6 +4,7 @@
 #   bench/allreduce/run.sh  dlk's TCP ring all-reduce vs Gloo's on loopback: bus bandwidth
 #   bench/rendezvous/run.sh 256 local ranks: time to the first all-reduce, dlk vs Gloo
 #   bench/cluster/run.sh    1,000 jobs x 8 workers on 200 kwok nodes: dlk status -A vs kubectl get jobs -A
+#   bench/program/run.sh    a user's PyTorch program bare vs under dlk train --local: wall and CPU
 #   bench/gpu/run.sh        dlk vs PyTorch on the same GPU (training, step anatomy, NCCL all-reduce);
 #                           prints why it skipped where no GPU is
 set -e
@@ -20,6 +21,9 @@ sh bench/rendezvous/run.sh
 echo
 echo "== a real control plane at scale: dlk status -A vs kubectl get jobs -A"
 sh bench/cluster/run.sh
+echo
+echo "== a user's program: bare vs under dlk's supervisor"
+sh bench/program/run.sh
 echo
 echo "== GPU: dlk vs PyTorch on the same GPU"
 sh bench/gpu/run.sh

@@ -6,6 +6,7 @@
 #include "lib/jobs/failure.h"
 #include "lib/jobs/logline.h"
 #include "lib/jobs/podenv.h"
+#include "lib/program/protocol.h"
 #include "lib/util/clock.h"
 #include "lib/util/err.h"
 #include "lib/util/mem.h"
@@ -127,7 +128,7 @@ static void emit_line(struct gang *g, int rank, char *s, size_t n)
 	note_error(&g->w[rank], &g->out, s, n);
 	/* a user's program says why it failed its own way (a traceback ends with the exception):
 	 * its last line of output, its progress reports aside */
-	if (g->hooks->restarts && n && strncmp(s, "DLK-PROGRESS ", 13))
+	if (g->hooks->restarts && n && strncmp(s, PROGRAM_PROTOCOL_PREFIX, strlen(PROGRAM_PROTOCOL_PREFIX)))
 		snprintf(g->w[rank].last_error, sizeof(g->w[rank].last_error), "%.*s", (int)(n < 1000 ? n : 1000), s);
 	g->hooks->line(g->hooks->ud, rank, g->base_rank + rank, s, n);
 }
