@@ -204,6 +204,25 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 			cJSON_AddNumberToObject(tm, e->metrics[i].name, e->metrics[i].value);
 		if (e->f1)
 			cJSON_AddItemToObject(m, "f1", cJSON_CreateDoubleArray(e->f1, k));
+		if (e->n_samples > 0) {
+			/* the report page's grid: a few test images as the model saw and made them */
+			cJSON *sm = cJSON_AddObjectToObject(m, "samples");
+			cJSON_AddItemToObject(sm, "shape", cJSON_CreateIntArray(e->sample_shape, 3));
+			const char *names[3] = { "input", "output", "target" };
+			const float *src[3] = { e->sample_in, e->sample_out, e->sample_target };
+			for (int w = 0; w < 3; w++) {
+				if (!src[w])
+					continue;
+				cJSON *arr = cJSON_AddArrayToObject(sm, names[w]);
+				for (int i = 0; i < e->n_samples; i++) {
+					/* 4 decimals are more than a grey level shows, and keep model.json short */
+					cJSON *img = cJSON_CreateArray();
+					for (int j = 0; j < k; j++)
+						cJSON_AddItemToArray(img, cJSON_CreateNumber(round(src[w][(size_t)i * k + j] * 1e4) / 1e4));
+					cJSON_AddItemToArray(arr, img);
+				}
+			}
+		}
 	}
 	if (in->eval && in->eval->n && in->eval->task == DLK_TASK_CLASSIFICATION && in->eval->precision) {
 		const struct dlk_eval *e = in->eval;
