@@ -12,6 +12,9 @@ const struct dlk_layer_ops *const dlk_layer_ops[DLK_LAYER_KINDS] = {
 	[DLK_LAYER_TANH] = &dlk_layer_ops_act,
 	[DLK_LAYER_SIGMOID] = &dlk_layer_ops_act,
 	[DLK_LAYER_DROPOUT] = &dlk_layer_ops_dropout,
+	[DLK_LAYER_ADD] = &dlk_layer_ops_add,
+	[DLK_LAYER_CONCAT] = &dlk_layer_ops_concat,
+	[DLK_LAYER_GLOBALAVGPOOL] = &dlk_layer_ops_globalavgpool,
 };
 
 int dlk_layer_act(enum dlk_layer_kind k)
