@@ -2,7 +2,7 @@
 # ABI 6's layer operations against PyTorch: tests/tools/layer_ops writes the CPU reference's
 # inputs, outputs and gradients; PyTorch (the frameworks venv, .ci/deps.d/frameworks) recomputes
 # them in float64 from the same inputs and weights through its own modules (nn.LayerNorm, nn.GELU,
-# torch.softmax, nn.Embedding, nn.Upsample) and autograd. Tolerance: |dlk - torch| <= 1e-5 + 1e-4|torch|
+# torch.softmax, nn.Embedding, nn.Upsample, nn.Conv2d with groups, nn.ConvTranspose2d) and autograd. Tolerance: |dlk - torch| <= 1e-5 + 1e-4|torch|
 # everywhere (float32 against float64: a few ulps of the row sums).
 . "$(dirname "$0")/../lib.sh"
 
@@ -56,6 +56,18 @@ elif case == "upsample":
             y.backward(f(f"up_{mode}{s}_dy", 2, 3, 5 * s, 7 * s))
             same(f"upsample {mode} x{s} y", f(f"up_{mode}{s}_y", 2, 3, 5 * s, 7 * s), y)
             same(f"upsample {mode} x{s} dx", f(f"up_{mode}{s}_dx", 2, 3, 5, 7), x.grad)
+elif case == "conv":
+    nn = torch.nn
+    mods = {"gconv": (nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2), (2, 4, 9, 8)),
+            "dwconv": (nn.Conv2d(4, 4, 3, padding=1, groups=4), (2, 4, 9, 8)),
+            "convt": (nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1), (2, 4, 5, 4))}
+    for name, (m, xs) in mods.items():
+        with torch.no_grad(): m.weight.copy_(f(f"{name}_w", *m.weight.shape)); m.bias.copy_(f(f"{name}_b", *m.bias.shape))
+        x = f(f"{name}_x", *xs).requires_grad_()
+        y = m(x); y.backward(f(f"{name}_dy", *y.shape))
+        same(f"{name} y", f(f"{name}_y", *y.shape), y); same(f"{name} dx", f(f"{name}_dx", *xs), x.grad)
+        same(f"{name} weight grad", f(f"{name}_dw", *m.weight.shape), m.weight.grad)
+        same(f"{name} bias grad", f(f"{name}_db", *m.bias.shape), m.bias.grad)
 for b in bad: print(b)
 sys.exit(1 if bad else 0)
 PYEOF
@@ -68,5 +80,9 @@ for op in layernorm gelu softmax embedding upsample; do
 		'$PY' '$TEST_TMP/parity.py' '$TEST_TMP/ops' $op
 	"
 done
+
+test_expect_success 'conv2d with groups (grouped, depthwise) and convtranspose2d equal nn.Conv2d / nn.ConvTranspose2d' "
+	'$PY' '$TEST_TMP/parity.py' '$TEST_TMP/ops' conv
+"
 
 test_done

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/nn/backend.h"
+#include "lib/nn/conv_more.h"
 #include "lib/util/rng.h"
 
 static const char *dir;
@@ -109,6 +110,46 @@ int main(int argc, char **argv)
 				snprintf(name, sizeof(name), "up_%s%d_dx", mn, s), PUTF(name, dx, ni);
 				free(dy), free(y), free(dx);
 			}
+	}
+	/* grouped conv2d (x [2, 4, 9, 8], w [6, 2, 3, 3], groups 2, stride 2, pad 1), depthwise
+	 * (x [2, 4, 9, 8], w [4, 1, 3, 3], groups 4, pad 1), convtranspose2d (x [2, 4, 5, 4],
+	 * w [4, 3, 3, 3], stride 2, pad 1, output_padding 1): forward, dx, dw, db */
+	{
+		struct dlk_conv_more cs[3] = {
+			{ .batch = 2, .c = 4, .h = 9, .w = 8, .f = 6, .k = 3, .stride = 2, .pad = 1, .groups = 2 },
+			{ .batch = 2, .c = 4, .h = 9, .w = 8, .f = 4, .k = 3, .stride = 1, .pad = 1, .groups = 4 },
+			{ .batch = 2, .c = 4, .h = 5, .w = 4, .f = 3, .k = 3, .stride = 2, .pad = 1, .out_pad = 1 },
+		};
+		const char *names[3] = { "gconv", "dwconv", "convt" };
+		for (int i = 0; i < 3; i++) {
+			struct dlk_conv_more *s = &cs[i];
+			int t = i == 2;
+			if (t ? dlk_convt_shape(s) : dlk_conv_grouped_shape(s)) {
+				fprintf(stderr, "layer_ops: %s: bad shape\n", names[i]);
+				return 1;
+			}
+			size_t nx = (size_t)s->batch * s->c * s->h * s->w, ny = (size_t)s->batch * s->f * s->oh * s->ow;
+			size_t nw = t ? (size_t)s->c * s->f * 9 : (size_t)s->f * (s->c / s->groups) * 9;
+			float *x = rnd(nx, 20 + i, 1), *w = rnd(nw, 30 + i, 1), *bias = rnd(s->f, 40 + i, 1);
+			float *dy = rnd(ny, 50 + i, 1), *y = buf(ny), *dx = buf(nx), *dw = buf(nw), *db = buf(s->f);
+			float *sc = buf(t ? dlk_convt_scratch(s) : dlk_conv_grouped_scratch(s));
+			char name[64];
+			if (t) {
+				dlk_convt_forward(b, x, w, bias, s, DLK_ACT_NONE, sc, y);
+				dlk_convt_backward(b, x, w, dy, s, sc, dw, db, dx);
+			} else {
+				dlk_conv_grouped_forward(b, x, w, bias, s, DLK_ACT_NONE, sc, y);
+				dlk_conv_grouped_backward(b, x, w, dy, s, sc, dw, db, dx);
+			}
+			snprintf(name, sizeof(name), "%s_x", names[i]), PUTF(name, x, nx);
+			snprintf(name, sizeof(name), "%s_w", names[i]), PUTF(name, w, nw);
+			snprintf(name, sizeof(name), "%s_b", names[i]), PUTF(name, bias, s->f);
+			snprintf(name, sizeof(name), "%s_dy", names[i]), PUTF(name, dy, ny);
+			snprintf(name, sizeof(name), "%s_y", names[i]), PUTF(name, y, ny);
+			snprintf(name, sizeof(name), "%s_dx", names[i]), PUTF(name, dx, nx);
+			snprintf(name, sizeof(name), "%s_dw", names[i]), PUTF(name, dw, nw);
+			snprintf(name, sizeof(name), "%s_db", names[i]), PUTF(name, db, s->f);
+		}
 	}
 	return failed;
 }

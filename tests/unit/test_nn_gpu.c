@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "lib/nn/conv_more.h"
 #include "lib/nn/gpu.h"
 #include "lib/nn/net.h"
 #include "lib/nn/optim.h"
@@ -419,6 +420,57 @@ static void test_layer_ops(void)
 		}
 }
 
+/* grouped / depthwise conv2d and convtranspose2d (lib/nn/conv_more.c): the same composition of
+ * backend primitives on both backends; GEMMs and sums, so SUMS */
+static void test_conv_more(void)
+{
+	struct dlk_conv_more cs[] = {
+		{ .batch = 8, .c = 16, .h = 14, .w = 14, .f = 32, .k = 3, .stride = 1, .pad = 1, .groups = 4 },
+		{ .batch = 8, .c = 32, .h = 14, .w = 14, .f = 32, .k = 3, .stride = 2, .pad = 1, .groups = 32 },
+		{ .batch = 8, .c = 32, .h = 7, .w = 7, .f = 16, .k = 3, .stride = 2, .pad = 1, .out_pad = 1 },
+		{ .batch = 4, .c = 8, .h = 5, .w = 6, .f = 4, .k = 2, .stride = 2 },
+	};
+	for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+		struct dlk_conv_more *s = &cs[i];
+		int t = s->groups == 0;
+		CHECK(t ? dlk_convt_shape(s) == 0 : dlk_conv_grouped_shape(s) == 0);
+		size_t nx = (size_t)s->batch * s->c * s->h * s->w, ny = (size_t)s->batch * s->f * s->oh * s->ow;
+		size_t nw = t ? (size_t)s->c * s->f * s->k * s->k : (size_t)s->f * (s->c / s->groups) * s->k * s->k;
+		size_t ns = t ? dlk_convt_scratch(s) : dlk_conv_grouped_scratch(s);
+		float *x = rnd(nx, 240 + i), *w = rnd(nw, 250 + i), *bias = rnd(s->f, 260 + i), *dy = rnd(ny, 270 + i);
+		float *y = malloc(sizeof(float) * ny), *dx = malloc(sizeof(float) * nx), *dw = malloc(sizeof(float) * nw);
+		float *db = malloc(sizeof(float) * s->f), *sc = malloc(sizeof(float) * ns);
+		float *xd = up(x, sizeof(float) * nx), *wd = up(w, sizeof(float) * nw), *bd = up(bias, sizeof(float) * s->f);
+		float *dyd = up(dy, sizeof(float) * ny), *yd = gpu->alloc(sizeof(float) * ny);
+		float *dxd = gpu->alloc(sizeof(float) * nx), *dwd = gpu->alloc(sizeof(float) * nw);
+		float *dbd = gpu->alloc(sizeof(float) * s->f), *scd = gpu->alloc(sizeof(float) * ns);
+		char what[96];
+		const char *name = t ? "convtranspose2d" : "conv2d groups";
+		if (t) {
+			dlk_convt_forward(cpu, x, w, bias, s, DLK_ACT_RELU, sc, y);
+			dlk_convt_forward(gpu, xd, wd, bd, s, DLK_ACT_RELU, scd, yd);
+			dlk_convt_backward(cpu, x, w, dy, s, sc, dw, db, dx);
+			dlk_convt_backward(gpu, xd, wd, dyd, s, scd, dwd, dbd, dxd);
+		} else {
+			dlk_conv_grouped_forward(cpu, x, w, bias, s, DLK_ACT_RELU, sc, y);
+			dlk_conv_grouped_forward(gpu, xd, wd, bd, s, DLK_ACT_RELU, scd, yd);
+			dlk_conv_grouped_backward(cpu, x, w, dy, s, sc, dw, db, dx);
+			dlk_conv_grouped_backward(gpu, xd, wd, dyd, s, scd, dwd, dbd, dxd);
+		}
+		snprintf(what, sizeof(what), "%s %d case %zu forward", name, s->groups, i);
+		agree(what, y, yd, ny, SUMS);
+		snprintf(what, sizeof(what), "%s %d case %zu dx", name, s->groups, i);
+		agree(what, dx, dxd, nx, SUMS);
+		snprintf(what, sizeof(what), "%s %d case %zu dw", name, s->groups, i);
+		agree(what, dw, dwd, nw, SUMS);
+		snprintf(what, sizeof(what), "%s %d case %zu db", name, s->groups, i);
+		agree(what, db, dbd, s->f, SUMS);
+		gpu->free(xd), gpu->free(wd), gpu->free(bd), gpu->free(dyd), gpu->free(yd), gpu->free(dxd), gpu->free(dwd);
+		gpu->free(dbd), gpu->free(scd);
+		free(x), free(w), free(bias), free(dy), free(y), free(dx), free(dw), free(db), free(sc);
+	}
+}
+
 static void test_optimizer_ops(void)
 {
 	size_t n = 50021;
@@ -662,6 +714,7 @@ int main(int argc, char **argv)
 		test_maxpool();
 		test_softmax_ce();
 		test_layer_ops();
+		test_conv_more();
 		test_optimizer_ops();
 		CHECK_MSG(device_clean(), "the operations leave no device error");
 	}

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "lib/nn/backend.h"
+#include "lib/nn/conv_more.h"
 #include "lib/util/parallel.h"
 #include "lib/util/rng.h"
 
@@ -262,6 +263,68 @@ static void test_upsample(void)
 		}
 }
 
+/* ---- grouped and transposed convolution (lib/nn/conv_more.c) ---- */
+
+struct cm_ctx {
+	float *x, *w, *bias, *scratch;
+	struct dlk_conv_more s;
+	int transposed;
+};
+
+static void cm_fwd(void *c, float *out)
+{
+	struct cm_ctx *m = c;
+	if (m->transposed)
+		dlk_convt_forward(B, m->x, m->w, m->bias, &m->s, DLK_ACT_NONE, m->scratch, out);
+	else
+		dlk_conv_grouped_forward(B, m->x, m->w, m->bias, &m->s, DLK_ACT_NONE, m->scratch, out);
+}
+
+static void test_conv_more(void)
+{
+	struct {
+		const char *what;
+		struct dlk_conv_more s;
+		int transposed;
+	} cases[] = {
+		{ "conv2d groups 2", { .batch = 2, .c = 4, .h = 5, .w = 6, .f = 6, .k = 3, .stride = 1, .pad = 1, .groups = 2 }, 0 },
+		{ "conv2d depthwise stride 2", { .batch = 2, .c = 3, .h = 7, .w = 5, .f = 3, .k = 3, .stride = 2, .pad = 1, .groups = 3 }, 0 },
+		{ "convtranspose2d stride 2 pad 1 output_padding 1",
+		  { .batch = 2, .c = 3, .h = 4, .w = 3, .f = 2, .k = 3, .stride = 2, .pad = 1, .out_pad = 1 }, 1 },
+		{ "convtranspose2d k 2 stride 2", { .batch = 1, .c = 2, .h = 3, .w = 3, .f = 3, .k = 2, .stride = 2 }, 1 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct cm_ctx m = { .s = cases[i].s, .transposed = cases[i].transposed };
+		int ok = m.transposed ? dlk_convt_shape(&m.s) : dlk_conv_grouped_shape(&m.s);
+		CHECK_MSG(ok == 0, "%s: the shape is accepted (%dx%d out)", cases[i].what, m.s.oh, m.s.ow);
+		if (ok)
+			continue;
+		struct dlk_conv_more *s = &m.s;
+		size_t nx = (size_t)s->batch * s->c * s->h * s->w, ny = (size_t)s->batch * s->f * s->oh * s->ow;
+		size_t nw = m.transposed ? (size_t)s->c * s->f * s->k * s->k : (size_t)s->f * (s->c / s->groups) * s->k * s->k;
+		size_t sc = m.transposed ? dlk_convt_scratch(s) : dlk_conv_grouped_scratch(s);
+		m.x = rnd(nx, 60 + i), m.w = rnd(nw, 70 + i), m.bias = rnd(s->f, 80 + i), m.scratch = malloc(sizeof(float) * sc);
+		float *r = rnd(ny, 90 + i), *dx = malloc(sizeof(float) * nx), *dw = malloc(sizeof(float) * nw);
+		float *db = malloc(sizeof(float) * s->f);
+		if (m.transposed)
+			dlk_convt_backward(B, m.x, m.w, r, s, m.scratch, dw, db, dx);
+		else
+			dlk_conv_grouped_backward(B, m.x, m.w, r, s, m.scratch, dw, db, dx);
+		char what[128];
+		snprintf(what, sizeof(what), "%s dx", cases[i].what);
+		fd_check(what, cm_fwd, &m, m.x, nx, dx, r, ny, 1e-2f);
+		snprintf(what, sizeof(what), "%s dw", cases[i].what);
+		fd_check(what, cm_fwd, &m, m.w, nw, dw, r, ny, 1e-2f);
+		snprintf(what, sizeof(what), "%s db", cases[i].what);
+		fd_check(what, cm_fwd, &m, m.bias, s->f, db, r, ny, 1e-2f);
+		free(m.x), free(m.w), free(m.bias), free(m.scratch), free(r), free(dx), free(dw), free(db);
+	}
+	struct dlk_conv_more bad = { .batch = 1, .c = 3, .h = 4, .w = 4, .f = 4, .k = 3, .stride = 1, .groups = 2 };
+	CHECK_MSG(dlk_conv_grouped_shape(&bad) == -1, "conv2d: channels not a multiple of groups are refused");
+	struct dlk_conv_more badt = { .batch = 1, .c = 3, .h = 4, .w = 4, .f = 4, .k = 3, .stride = 2, .out_pad = 2 };
+	CHECK_MSG(dlk_convt_shape(&badt) == -1, "convtranspose2d: output_padding not below stride is refused");
+}
+
 /* ---- the same bits whatever the thread count ---- */
 
 static void run_all(float *out, size_t *n_out)
@@ -307,6 +370,7 @@ int main(void)
 	test_softmax();
 	test_embedding();
 	test_upsample();
+	test_conv_more();
 	test_threads();
 	return CHECK_DONE();
 }
