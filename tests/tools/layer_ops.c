@@ -14,6 +14,18 @@
 static const char *dir;
 static int failed;
 
+/* every buffer, freed at the end (the tool allocates a few dozen) */
+static void *held[256];
+static int n_held;
+static void *keep(void *p)
+{
+	if (!p || n_held == 256) {
+		fprintf(stderr, "layer_ops: out of memory\n");
+		exit(1);
+	}
+	return held[n_held++] = p;
+}
+
 static void put(const char *name, const char *ext, const void *p, size_t bytes)
 {
 	char path[1024];
@@ -29,14 +41,14 @@ static void put(const char *name, const char *ext, const void *p, size_t bytes)
 static float *rnd(size_t n, uint64_t seed, float scale)
 {
 	struct dlk_rng r;
-	float *x = malloc(sizeof(float) * n);
+	float *x = keep(malloc(sizeof(float) * n));
 	dlk_rng_seed(&r, seed);
 	for (size_t i = 0; i < n; i++)
 		x[i] = scale * (2 * dlk_rng_uniform(&r) - 1);
 	return x;
 }
 
-static float *buf(size_t n) { return calloc(n, sizeof(float)); }
+static float *buf(size_t n) { return keep(calloc(n ? n : 1, sizeof(float))); }
 
 int main(int argc, char **argv)
 {
@@ -108,7 +120,6 @@ int main(int argc, char **argv)
 				snprintf(name, sizeof(name), "up_%s%d_dy", mn, s), PUTF(name, dy, no);
 				snprintf(name, sizeof(name), "up_%s%d_y", mn, s), PUTF(name, y, no);
 				snprintf(name, sizeof(name), "up_%s%d_dx", mn, s), PUTF(name, dx, ni);
-				free(dy), free(y), free(dx);
 			}
 	}
 	/* grouped conv2d (x [2, 4, 9, 8], w [6, 2, 3, 3], groups 2, stride 2, pad 1), depthwise
@@ -126,7 +137,8 @@ int main(int argc, char **argv)
 			int t = i == 2;
 			if (t ? dlk_convt_shape(s) : dlk_conv_grouped_shape(s)) {
 				fprintf(stderr, "layer_ops: %s: bad shape\n", names[i]);
-				return 1;
+				failed = 1;
+				break;
 			}
 			size_t nx = (size_t)s->batch * s->c * s->h * s->w, ny = (size_t)s->batch * s->f * s->oh * s->ow;
 			size_t nw = t ? (size_t)s->c * s->f * 9 : (size_t)s->f * (s->c / s->groups) * 9;
@@ -151,5 +163,7 @@ int main(int argc, char **argv)
 			snprintf(name, sizeof(name), "%s_db", names[i]), PUTF(name, db, s->f);
 		}
 	}
+	while (n_held)
+		free(held[--n_held]);
 	return failed;
 }
