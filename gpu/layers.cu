@@ -190,30 +190,30 @@ static void cu_softmax_backward(const float *y, const float *dy, float *dx, int 
 
 /* ---- embedding ---- */
 
-__global__ void k_emb_fwd(const int32_t *ids, const float *table, size_t total, int vocab, int dim, float *y)
+__global__ void k_emb_fwd(const float *ids, const float *table, size_t total, int vocab, int dim, float *y)
 {
 	GRID_STRIDE(k, total)
 	{
 		size_t i = k / (size_t)dim, c = k % (size_t)dim;
-		int32_t id = ids[i];
-		y[k] = id >= 0 && id < vocab ? table[(size_t)id * dim + c] : 0.0f;
+		int id = dlk_k_token(ids[i], vocab);
+		y[k] = id >= 0 ? table[(size_t)id * dim + c] : 0.0f;
 	}
 }
 
 /* one thread per column, walking the ids in order: repeated ids add as on the CPU, no atomics */
-__global__ void k_emb_bwd(const int32_t *ids, const float *dy, int count, int vocab, int dim, float *dtable)
+__global__ void k_emb_bwd(const float *ids, const float *dy, int count, int vocab, int dim, float *dtable)
 {
 	GRID_STRIDE(c, (size_t)dim)
 	{
 		for (int i = 0; i < count; i++) {
-			int32_t id = ids[i];
-			if (id >= 0 && id < vocab)
+			int id = dlk_k_token(ids[i], vocab);
+			if (id >= 0)
 				dtable[(size_t)id * dim + c] += dy[(size_t)i * dim + c];
 		}
 	}
 }
 
-static void cu_embedding_forward(const int32_t *ids, const float *table, int count, int vocab, int dim, float *y)
+static void cu_embedding_forward(const float *ids, const float *table, int count, int vocab, int dim, float *y)
 {
 	size_t total = (size_t)(count > 0 ? count : 0) * (size_t)(dim > 0 ? dim : 0);
 	if (!total)
@@ -222,7 +222,7 @@ static void cu_embedding_forward(const int32_t *ids, const float *table, int cou
 	dlk_cu_note("k_emb_fwd", cudaGetLastError());
 }
 
-static void cu_embedding_backward(const int32_t *ids, const float *dy, int count, int vocab, int dim, float *dtable)
+static void cu_embedding_backward(const float *ids, const float *dy, int count, int vocab, int dim, float *dtable)
 {
 	if (count <= 0 || dim <= 0)
 		return;

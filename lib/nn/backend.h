@@ -157,13 +157,14 @@ struct dlk_backend {
 	 * dx = y * (dy - sum(dy * y)); dx may equal dy */
 	void (*softmax_forward)(const float *x, float *y, int rows, int n);
 	void (*softmax_backward)(const float *y, const float *dy, float *dx, int rows, int n);
-	/* y[i, :] = table[ids[i], :] for count ids (device int32) into table [vocab, dim]; an id out of
-	 * [0, vocab) gives a row of zeros (the layer refuses such input before it gets here) */
-	void (*embedding_forward)(const int32_t *ids, const float *table, int count, int vocab, int dim, float *y);
+	/* y[i, :] = table[ids[i], :] for count token ids into table [vocab, dim]; the ids are floats
+	 * holding integers, as every activation (kernels.h's dlk_k_token): one that is not an integer
+	 * in [0, vocab) gives a row of zeros (the layer refuses such input before it gets here) */
+	void (*embedding_forward)(const float *ids, const float *table, int count, int vocab, int dim, float *y);
 	/* dtable[ids[i], :] += dy[i, :]: only the rows of the ids are touched (the caller zeroes the
 	 * gradient once), repeated ids add in the order of i on every backend; ids out of range are
 	 * skipped */
-	void (*embedding_backward)(const int32_t *ids, const float *dy, int count, int vocab, int dim, float *dtable);
+	void (*embedding_backward)(const float *ids, const float *dy, int count, int vocab, int dim, float *dtable);
 	/* x [planes, h, w] -> y [planes, h*scale, w*scale] (enum dlk_upsample_mode, kernels.h's rule) */
 	void (*upsample_forward)(const float *x, int planes, int h, int w, int scale, int mode, float *y);
 	/* its adjoint: dx [planes, h, w] (overwritten) gathers dy [planes, h*scale, w*scale] */

@@ -4,10 +4,11 @@
 #include <string.h>
 
 #include "lib/nn/cpu_layers.h"
+#include "lib/nn/kernels.h"
 #include "lib/util/parallel.h"
 
 struct emb_job {
-	const int32_t *ids;
+	const float *ids;
 	const float *src;
 	float *dst;
 	int count, vocab, dim;
@@ -19,15 +20,15 @@ static void emb_fwd_part(void *ctx, int part, int nparts)
 	size_t lo, hi, d = (size_t)j->dim;
 	dlk_parallel_range((size_t)j->count, part, nparts, 1, &lo, &hi);
 	for (size_t i = lo; i < hi; i++) {
-		int32_t id = j->ids[i];
-		if (id >= 0 && id < j->vocab)
+		int id = dlk_k_token(j->ids[i], j->vocab);
+		if (id >= 0)
 			memcpy(j->dst + i * d, j->src + (size_t)id * d, sizeof(float) * d);
 		else
 			memset(j->dst + i * d, 0, sizeof(float) * d);
 	}
 }
 
-void dlk_cpu_embedding_forward(const int32_t *ids, const float *table, int count, int vocab, int dim, float *y)
+void dlk_cpu_embedding_forward(const float *ids, const float *table, int count, int vocab, int dim, float *y)
 {
 	struct emb_job j = { .ids = ids, .src = table, .dst = y, .count = count, .vocab = vocab, .dim = dim };
 	if (count > 0 && dim > 0)
@@ -40,8 +41,8 @@ static void emb_bwd_part(void *ctx, int part, int nparts)
 	size_t lo, hi, d = (size_t)j->dim;
 	dlk_parallel_range(d, part, nparts, 16, &lo, &hi);
 	for (int i = 0; i < j->count; i++) {
-		int32_t id = j->ids[i];
-		if (id < 0 || id >= j->vocab)
+		int id = dlk_k_token(j->ids[i], j->vocab);
+		if (id < 0)
 			continue;
 		float *t = j->dst + (size_t)id * d;
 		const float *g = j->src + (size_t)i * d;
@@ -50,7 +51,7 @@ static void emb_bwd_part(void *ctx, int part, int nparts)
 	}
 }
 
-void dlk_cpu_embedding_backward(const int32_t *ids, const float *dy, int count, int vocab, int dim, float *dtable)
+void dlk_cpu_embedding_backward(const float *ids, const float *dy, int count, int vocab, int dim, float *dtable)
 {
 	struct emb_job j = { .ids = ids, .src = dy, .dst = dtable, .count = count, .vocab = vocab, .dim = dim };
 	if (count <= 0 || dim <= 0)

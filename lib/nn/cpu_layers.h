@@ -17,8 +17,8 @@ void dlk_cpu_gelu_forward(int approx, const float *x, float *y, size_t n);
 void dlk_cpu_gelu_backward(int approx, const float *x, const float *dy, float *dx, size_t n);
 void dlk_cpu_softmax_forward(const float *x, float *y, int rows, int n);
 void dlk_cpu_softmax_backward(const float *y, const float *dy, float *dx, int rows, int n);
-void dlk_cpu_embedding_forward(const int32_t *ids, const float *table, int count, int vocab, int dim, float *y);
-void dlk_cpu_embedding_backward(const int32_t *ids, const float *dy, int count, int vocab, int dim, float *dtable);
+void dlk_cpu_embedding_forward(const float *ids, const float *table, int count, int vocab, int dim, float *y);
+void dlk_cpu_embedding_backward(const float *ids, const float *dy, int count, int vocab, int dim, float *dtable);
 void dlk_cpu_upsample_forward(const float *x, int planes, int h, int w, int scale, int mode, float *y);
 void dlk_cpu_upsample_backward(const float *dy, int planes, int h, int w, int scale, int mode, float *dx);
 

@@ -143,6 +143,15 @@ DLK_HD static inline float dlk_k_gelu_grad(int approx, float x, float dy)
 	return dy * (cdf + x * pdf);
 }
 
+/* ---- embedding: token ids travel in the activations' float arrays (exact up to 2^24) ---- */
+
+/* The row of token value v in a table of vocab rows, or -1 when v is not an integer in
+ * [0, vocab) (a NaN included). */
+DLK_HD static inline int dlk_k_token(float v, int vocab)
+{
+	return v >= 0.0f && v < (float)vocab && v == floorf(v) ? (int)v : -1;
+}
+
 /* ---- upsampling by an integer factor along one axis (PyTorch's F.interpolate with
  * scale_factor, align_corners=False): output index o reads input x0 with weight 1 - l and x1 with
  * weight l. Nearest: x0 = x1 = floor(o / scale), l = 0. Bilinear (per axis): the source coordinate

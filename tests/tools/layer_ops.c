@@ -93,12 +93,13 @@ int main(int argc, char **argv)
 	{
 		int count = 64, vocab = 37, dim = 24;
 		int32_t ids[64];
+		float fids[64];
 		for (int i = 0; i < count; i++)
-			ids[i] = (i * i + 3 * i) % vocab;
+			ids[i] = (i * i + 3 * i) % vocab, fids[i] = (float)ids[i];
 		float *t = rnd((size_t)vocab * dim, 9, 1), *dy = rnd((size_t)count * dim, 10, 1);
 		float *y = buf((size_t)count * dim), *dt = buf((size_t)vocab * dim);
-		b->embedding_forward(ids, t, count, vocab, dim, y);
-		b->embedding_backward(ids, dy, count, vocab, dim, dt);
+		b->embedding_forward(fids, t, count, vocab, dim, y);
+		b->embedding_backward(fids, dy, count, vocab, dim, dt);
 		put("emb_ids", "i32", ids, sizeof(ids));
 		PUTF("emb_w", t, vocab * dim), PUTF("emb_dy", dy, count * dim), PUTF("emb_y", y, count * dim);
 		PUTF("emb_dw", dt, vocab * dim);

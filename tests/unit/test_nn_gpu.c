@@ -381,20 +381,21 @@ static void test_layer_ops(void)
 	/* embedding: 1000 ids (repeats and two out of range) into a 50 x 96 table */
 	{
 		int count = 1000, vocab = 50, dim = 96;
-		int32_t *ids = malloc(sizeof(int32_t) * count);
+		float *ids = malloc(sizeof(float) * count);
 		for (int i = 0; i < count; i++)
-			ids[i] = (i * 37) % (vocab + 2) - 1; /* -1 .. vocab */
+			ids[i] = (float)((i * 37) % (vocab + 2) - 1); /* -1 .. vocab */
+		ids[5] = 2.5f, ids[6] = NAN; /* not integers: rows of zeros, nothing added */
 		float *t = rnd((size_t)vocab * dim, 220), *dy = rnd((size_t)count * dim, 221);
 		float *y = malloc(sizeof(float) * count * dim), *dt = calloc((size_t)vocab * dim, sizeof(float));
 		float *td = up(t, sizeof(float) * vocab * dim), *dyd = up(dy, sizeof(float) * count * dim);
 		float *yd = gpu->alloc(sizeof(float) * count * dim), *dtd = gpu->alloc(sizeof(float) * vocab * dim);
-		int32_t *idd = (int32_t *)up(ids, sizeof(int32_t) * count);
+		float *idd = up(ids, sizeof(float) * count);
 		cpu->embedding_forward(ids, t, count, vocab, dim, y);
 		gpu->embedding_forward(idd, td, count, vocab, dim, yd);
 		agree("embedding forward", y, yd, (size_t)count * dim, EXACT);
 		cpu->embedding_backward(ids, dy, count, vocab, dim, dt);
 		gpu->embedding_backward(idd, dyd, count, vocab, dim, dtd);
-		agree("embedding backward (repeated ids, ids out of range)", dt, dtd, (size_t)vocab * dim, EXACT);
+		agree("embedding backward (repeated ids, ids out of range or not integers)", dt, dtd, (size_t)vocab * dim, EXACT);
 		gpu->free(td), gpu->free(dyd), gpu->free(yd), gpu->free(dtd), gpu->free(idd);
 		free(ids), free(t), free(dy), free(y), free(dt);
 	}
