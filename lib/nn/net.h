@@ -29,6 +29,7 @@ struct dlk_layer {
 	int need_dx;              /* backward must produce the input gradient */
 	int pool_layer;           /* conv: the max-pool layer whose forward and backward it performs, or 0 */
 	int pooled;               /* activation or max-pool layer that a conv before it performs */
+	int folded_bw;            /* activation layer whose backward the dense layer after it did this step */
 	int drop_active;          /* dropout: the last forward applied a mask ... */
 	uint64_t drop_offset;     /* ... starting at this mask index */
 	/* per-batch buffers (device), allocated by dlk_net_reserve() */
