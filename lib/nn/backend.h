@@ -159,7 +159,7 @@ struct dlk_backend {
 	void (*softmax_backward)(const float *y, const float *dy, float *dx, int rows, int n);
 	/* y[i, :] = table[ids[i], :] for count token ids into table [vocab, dim]; the ids are floats
 	 * holding integers, as every activation (kernels.h's dlk_k_token): one that is not an integer
-	 * in [0, vocab) gives a row of zeros (the layer refuses such input before it gets here) */
+	 * in [0, vocab) gives a row of zeros */
 	void (*embedding_forward)(const float *ids, const float *table, int count, int vocab, int dim, float *y);
 	/* dtable[ids[i], :] += dy[i, :]: only the rows of the ids are touched (the caller zeroes the
 	 * gradient once), repeated ids add in the order of i on every backend; ids out of range are

@@ -12,6 +12,10 @@ const struct dlk_layer_ops *const dlk_layer_ops[DLK_LAYER_KINDS] = {
 	[DLK_LAYER_TANH] = &dlk_layer_ops_act,
 	[DLK_LAYER_SIGMOID] = &dlk_layer_ops_act,
 	[DLK_LAYER_DROPOUT] = &dlk_layer_ops_dropout,
+	[DLK_LAYER_LAYERNORM] = &dlk_layer_ops_layernorm,
+	[DLK_LAYER_GELU] = &dlk_layer_ops_gelu,
+	[DLK_LAYER_SOFTMAX] = &dlk_layer_ops_softmax,
+	[DLK_LAYER_EMBEDDING] = &dlk_layer_ops_embedding,
 };
 
 int dlk_layer_act(enum dlk_layer_kind k)

@@ -83,6 +83,10 @@ enum dlk_layer_kind {
 	DLK_LAYER_TANH,
 	DLK_LAYER_SIGMOID,
 	DLK_LAYER_DROPOUT,
+	DLK_LAYER_LAYERNORM,
+	DLK_LAYER_GELU,
+	DLK_LAYER_SOFTMAX,
+	DLK_LAYER_EMBEDDING,
 };
 
 struct dlk_layer_spec {
@@ -94,6 +98,9 @@ struct dlk_layer_spec {
 	int padding;    /* conv2d default 0 */
 	int size;       /* maxpool window, default 2 */
 	float rate;     /* dropout probability, default 0.5 */
+	float eps;      /* layernorm, default 1e-5 */
+	int approximate; /* gelu: enum dlk_gelu (lib/nn/kernels.h), default exact (erf) */
+	int vocab, dim; /* embedding: rows of the table, width of each */
 	int line, column; /* where it was declared in the project file (1-based; 0 if unknown) */
 };
 

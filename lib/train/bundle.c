@@ -31,6 +31,17 @@
 
 static int tensor_shape(const struct dlk_layer *L, int bias, long long shape[4])
 {
+	switch (L->spec.kind) {
+	case DLK_LAYER_LAYERNORM: /* nn.LayerNorm: weight and bias [W] */
+		shape[0] = L->in[2];
+		return 1;
+	case DLK_LAYER_EMBEDDING: /* nn.Embedding: weight [vocab, dim], no bias */
+		shape[0] = L->spec.vocab;
+		shape[1] = L->spec.dim;
+		return 2;
+	default:
+		break;
+	}
 	if (L->spec.kind == DLK_LAYER_DENSE) {
 		shape[0] = L->out[2];
 		if (bias)
@@ -75,6 +86,8 @@ static void safetensors_build(const struct dlk_net *net, const float *host, stru
 		if (!L->n_w)
 			continue;
 		for (int bias = 0; bias < 2; bias++) {
+			if (bias && !L->n_b)
+				continue;
 			char name[64];
 			long long shape[4];
 			int rank = tensor_shape(L, bias, shape);
@@ -126,6 +139,16 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 		break;
 	case DLK_LAYER_DROPOUT:
 		cJSON_AddNumberToObject(l, "rate", ls->rate);
+		break;
+	case DLK_LAYER_LAYERNORM:
+		cJSON_AddNumberToObject(l, "eps", ls->eps);
+		break;
+	case DLK_LAYER_GELU:
+		cJSON_AddStringToObject(l, "approximate", ls->approximate == DLK_GELU_TANH ? "tanh" : "none");
+		break;
+	case DLK_LAYER_EMBEDDING:
+		cJSON_AddNumberToObject(l, "vocab", ls->vocab);
+		cJSON_AddNumberToObject(l, "dim", ls->dim);
 		break;
 	default:
 		break;
@@ -430,9 +453,20 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].rate is not in [0, 1)",
 			                path, i);
 		ls->rate = rate ? (float)rate->valuedouble : 0.5f;
+		const cJSON *eps = cJSON_GetObjectItemCaseSensitive(l, "eps");
+		if (eps && (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0 && eps->valuedouble <= 1)))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].eps is not in (0, 1]",
+			                path, i);
+		ls->eps = eps ? (float)eps->valuedouble : 1e-5f;
+		const cJSON *ap = cJSON_GetObjectItemCaseSensitive(l, "approximate");
+		if (ap && (!cJSON_IsString(ap) || (strcmp(ap->valuestring, "none") && strcmp(ap->valuestring, "tanh"))))
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': model.json: architecture.layers[%d].approximate is not \"none\" or \"tanh\"", path, i);
+		ls->approximate = ap && !strcmp(ap->valuestring, "tanh") ? DLK_GELU_TANH : DLK_GELU_ERF;
 		if (int_field(l, "units", 0, 0, 1 << 24, &ls->units) || int_field(l, "filters", 0, 0, 65536, &ls->filters) ||
 		    int_field(l, "kernel", 3, 1, 1024, &ls->kernel) || int_field(l, "padding", 0, 0, 1024, &ls->padding) ||
-		    int_field(l, "size", 2, 1, 1024, &ls->size) ||
+		    int_field(l, "size", 2, 1, 1024, &ls->size) || int_field(l, "vocab", 0, 0, 1 << 24, &ls->vocab) ||
+		    int_field(l, "dim", 0, 0, 1 << 16, &ls->dim) ||
 		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL ? ls->size : 1, 1, 1024, &ls->stride))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has a bad size field", path, i);
 	}
@@ -545,7 +579,8 @@ static int parse_safetensors(const char *path, const unsigned char *buf, size_t 
 			continue;
 		int li;
 		const char *kind;
-		if (parse_tensor_name(t->string, net->n_layers, &li, &kind) || !net->layers[li].n_w) {
+		if (parse_tensor_name(t->string, net->n_layers, &li, &kind) || !net->layers[li].n_w ||
+		    (!strcmp(kind, "bias") && !net->layers[li].n_b)) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: tensor '%s' is not a parameter of this model", path, who, t->string);
 			goto out;
 		}
