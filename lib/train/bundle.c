@@ -635,7 +635,7 @@ static int parse_safetensors(const char *path, const unsigned char *buf, size_t 
 	}
 	int expected = 0;
 	for (int i = 0; i < net->n_layers; i++)
-		expected += net->layers[i].n_w ? 2 : 0;
+		expected += (net->layers[i].n_w ? 1 : 0) + (net->layers[i].n_w && net->layers[i].n_b ? 1 : 0);
 	if (n_spans != expected) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: holds %d tensors but the architecture has %d", path, who, n_spans, expected);
 		goto out;
