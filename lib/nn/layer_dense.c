@@ -77,7 +77,7 @@ static float *dense_backward(struct dlk_net *net, int i, float *g, float *gout, 
 		return g;
 	if (be->dense_backward_x) {
 		/* an activation layer just below is differentiated in the same pass */
-		int act = A ? dlk_layer_act(A->spec.kind) : DLK_ACT_NONE;
+		int act = A && !net->graph ? dlk_layer_act(A->spec.kind) : DLK_ACT_NONE;
 		be->dense_backward_x(g, W, batch, in, out, act, act != DLK_ACT_NONE ? A->y_used : NULL, gout);
 		if (act != DLK_ACT_NONE)
 			A->folded_bw = 1;

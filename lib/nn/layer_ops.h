@@ -52,7 +52,8 @@ struct dlk_layer_ops {
 	/* Differentiates layer i: g is the gradient of its output (may be overwritten); gout a free
 	 * buffer as large as any activation. Writes its parameters' gradients (then calls
 	 * dlk_layer_grads_ready) and, where L->need_dx, returns the gradient of its input: g (done in
-	 * place) or gout. NULL: the gradient passes through unchanged (flatten). */
+	 * place) or gout. NULL: the gradient passes through unchanged (flatten). A layer with two
+	 * inputs returns the gradient of its output; net.c hands each input its part. */
 	float *(*backward)(struct dlk_net *net, int i, float *g, float *gout, int batch);
 };
 
@@ -62,6 +63,8 @@ extern const struct dlk_layer_ops *const dlk_layer_ops[DLK_LAYER_KINDS];
 /* The kinds of today, each in its file lib/nn/layer_*.c */
 extern const struct dlk_layer_ops dlk_layer_ops_dense, dlk_layer_ops_conv2d, dlk_layer_ops_maxpool,
 	dlk_layer_ops_flatten, dlk_layer_ops_act, dlk_layer_ops_dropout;
+/* the graph's kinds (lib/nn/layer_graph.c) */
+extern const struct dlk_layer_ops dlk_layer_ops_add, dlk_layer_ops_concat, dlk_layer_ops_globalavgpool;
 /* the kinds of transformers (lib/nn/layer_seq.c) */
 extern const struct dlk_layer_ops dlk_layer_ops_layernorm, dlk_layer_ops_gelu, dlk_layer_ops_softmax,
 	dlk_layer_ops_embedding;

@@ -51,9 +51,26 @@ static int build_layers(struct dlk_net *net, const struct dlk_model *model, cons
 
 	for (int i = 0; i < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i];
+		L->spec = model->layers[i];
+		const struct dlk_layer_spec *ls = &L->spec;
+		if (ls->n_inputs < 0 || ls->n_inputs > 2 || (ls->n_inputs && ls->n_inputs != dlk_layer_arity(ls->kind)) ||
+		    (!ls->n_inputs && dlk_layer_arity(ls->kind) != 1)) {
+			dlk_layer_where(w, sizeof(w), i, ls, spec_file);
+			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: reads %d inputs, not the %d it needs", w, ls->n_inputs,
+			                dlk_layer_arity(ls->kind));
+		}
+		for (int e = 0; e < ls->n_inputs; e++)
+			if (ls->inputs[e] < -1 || ls->inputs[e] >= i) {
+				dlk_layer_where(w, sizeof(w), i, ls, spec_file);
+				return dlk_errf(err, DLK_EXIT_CONFIG, "%s: input %d is layer %d, not one before it", w, e,
+				                ls->inputs[e]);
+			}
+		if (ls->n_inputs) {
+			net->graph = 1;
+			cur = ls->inputs[0] < 0 ? net->input : net->layers[ls->inputs[0]].out;
+		}
 		long long in[3] = { cur[0], cur[1], cur[2] }, out[3];
 
-		L->spec = model->layers[i];
 		memcpy(L->in, cur, sizeof(L->in));
 		L->in_size = (size_t)cur[0] * cur[1] * cur[2];
 		dlk_layer_where(w, sizeof(w), i, &L->spec, spec_file);
@@ -63,7 +80,16 @@ static int build_layers(struct dlk_net *net, const struct dlk_model *model, cons
 			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: unknown layer kind %d", w, (int)L->spec.kind);
 		if (ops->check && ops->check(L, w, err))
 			return -1;
-		if (ops->shape(&L->spec, in, out) < 0)
+		if (ls->n_inputs == 2) {
+			const int *c2 = ls->inputs[1] < 0 ? net->input : net->layers[ls->inputs[1]].out;
+			long long in2[3] = { c2[0], c2[1], c2[2] };
+			if (dlk_layer_shape2(ls, in, in2, out) < 0) {
+				char s1[64], s2[64];
+				dlk_shape_str(cur, s1, sizeof(s1));
+				dlk_shape_str(c2, s2, sizeof(s2));
+				return dlk_errf(err, DLK_EXIT_CONFIG, "%s: its inputs %s and %s do not fit together", w, s1, s2);
+			}
+		} else if (ops->shape(&L->spec, in, out) < 0)
 			return window_error(L, w, err);
 		if (ops->params)
 			ops->params(L);
@@ -116,7 +142,7 @@ static void plan_passes(struct dlk_net *net)
 {
 	int seen = 0;
 
-	for (int i = 0; i + 1 < net->n_layers; i++) {
+	for (int i = 0; !net->graph && i + 1 < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i], *N = &net->layers[i + 1];
 		if ((L->spec.kind == DLK_LAYER_DENSE || L->spec.kind == DLK_LAYER_CONV2D) &&
 		    dlk_layer_act(N->spec.kind) != DLK_ACT_NONE) {
@@ -125,7 +151,7 @@ static void plan_passes(struct dlk_net *net)
 		}
 	}
 	/* a conv, its activation and a max-pool in one pass over each image, where the backend can */
-	for (int i = 0; net->be->conv_forward && i + 1 < net->n_layers; i++) {
+	for (int i = 0; !net->graph && net->be->conv_forward && i + 1 < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i];
 		int m = i + 1 + (net->layers[i + 1].fused ? 1 : 0);
 		if (L->spec.kind != DLK_LAYER_CONV2D || m >= net->n_layers || net->layers[m].spec.kind != DLK_LAYER_MAXPOOL)
@@ -240,7 +266,8 @@ static void free_batch_buffers(struct dlk_net *net)
 		be->free(L->y);
 		be->free(L->col);
 		be->free(L->argmax);
-		L->y = L->col = NULL;
+		be->free(L->gy);
+		L->y = L->col = L->gy = NULL;
 		L->argmax = NULL;
 	}
 	be->free(net->gbuf[0]);
@@ -271,6 +298,8 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 		int r = ops->reserve ? ops->reserve(net, L, i, B, err) : 0;
 		if (r < 0)
 			return -1;
+		if (!r && net->graph && !(L->gy = be->alloc(sizeof(float) * B * L->out_size)))
+			r = 1;
 		if (r > 0) {
 			ok = 0;
 			break;
@@ -298,6 +327,8 @@ double dlk_net_batch_bytes(const struct dlk_net *net, int batch)
 		gmax = fmax(gmax, fmax((double)L->in_size, (double)L->out_size));
 		if (ops->batch_bytes)
 			bytes += ops->batch_bytes(net, L, B);
+		if (net->graph)
+			bytes += 4 * B * (double)L->out_size;
 	}
 	return bytes + 2 * 4 * B * gmax;
 }
@@ -322,8 +353,11 @@ int dlk_net_batch_limit(const struct dlk_net *net)
 
 const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int training)
 {
+	net->x_in = x;
 	for (int i = 0; i < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i];
+		if (L->spec.n_inputs)
+			x = L->spec.inputs[0] < 0 ? net->x_in : net->layers[L->spec.inputs[0]].y_used;
 		L->x_used = x;
 		x = dlk_layer_ops[L->spec.kind]->forward(net, i, x, batch, training);
 		L->y_used = x;
@@ -331,8 +365,73 @@ const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int
 	return x;
 }
 
+/* Adds (or, for the first reader, copies) g, layer i's input gradient, into the gradient of
+ * the layer it reads (e = which input); concat hands each input its slice. */
+static void give_grad(struct dlk_net *net, int i, int e, const float *g, int batch)
+{
+	const struct dlk_backend *be = net->be;
+	struct dlk_layer *L = &net->layers[i];
+	int src = L->spec.n_inputs ? L->spec.inputs[e] : i - 1;
+	if (src < 0)
+		return;
+	struct dlk_layer *S = &net->layers[src];
+	size_t n = (size_t)batch * S->out_size;
+	if (L->spec.kind == DLK_LAYER_CONCAT) {
+		size_t na = L->in_size, nb = L->out_size - na, off = e ? na : 0, ns = e ? nb : na;
+		for (int s = 0; s < batch; s++) {
+			const float *from = g + (size_t)s * L->out_size + off;
+			if (S->g_set)
+				be->axpy(ns, 1.0f, from, S->gy + (size_t)s * ns);
+			else
+				be->copy(S->gy + (size_t)s * ns, from, sizeof(float) * ns);
+		}
+	} else if (S->g_set) {
+		be->axpy(n, 1.0f, g, S->gy);
+	} else {
+		be->copy(S->gy, g, sizeof(float) * n);
+	}
+	S->g_set = 1;
+}
+
+/* Backward through a graph: each layer's output gradient is the sum over the layers that read
+ * it, gathered in its gy before its own backward runs (the layers are in an order where every
+ * reader comes after what it reads). */
+static float graph_backward(struct dlk_net *net, const int32_t *labels, int batch)
+{
+	const struct dlk_backend *be = net->be;
+	struct dlk_layer *last = &net->layers[net->n_layers - 1];
+
+	for (int i = 0; i < net->n_layers; i++)
+		net->layers[i].g_set = 0;
+	float loss = be->softmax_ce(last->y_used, labels, batch, net->n_classes, last->gy);
+	last->g_set = 1;
+	for (int i = net->n_layers - 1; i >= 0; i--) {
+		struct dlk_layer *L = &net->layers[i];
+		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
+		if (!L->need_dx && !L->n_w)
+			continue; /* nothing it reads needs a gradient */
+		if (!L->g_set) {
+			/* the loss does not depend on it: its parameters' gradients are 0 */
+			if (L->n_w) {
+				be->fill(net->grads + L->w_off, L->n_w + L->n_b, 0.0f);
+				dlk_layer_grads_ready(net, L);
+			}
+			continue;
+		}
+		float *r = ops->backward ? ops->backward(net, i, L->gy, net->gbuf[0], batch) : L->gy;
+		if (!L->need_dx)
+			continue;
+		int n_in = L->spec.n_inputs ? L->spec.n_inputs : 1;
+		for (int e = 0; e < n_in; e++)
+			give_grad(net, i, e, r, batch);
+	}
+	return loss;
+}
+
 float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 {
+	if (net->graph)
+		return graph_backward(net, labels, batch);
 	const struct dlk_backend *be = net->be;
 	struct dlk_layer *last = &net->layers[net->n_layers - 1];
 	int cur = 0;

@@ -123,6 +123,13 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 {
 	cJSON *l = cJSON_CreateObject();
 	cJSON_AddStringToObject(l, "kind", dlk_layer_name(ls->kind));
+	if (ls->name[0])
+		cJSON_AddStringToObject(l, "name", ls->name);
+	if (ls->n_inputs) { /* the graph: layer indices, -1 the model's input */
+		cJSON *in = cJSON_AddArrayToObject(l, "inputs");
+		for (int e = 0; e < ls->n_inputs; e++)
+			cJSON_AddItemToArray(in, cJSON_CreateNumber(ls->inputs[e]));
+	}
 	switch (ls->kind) {
 	case DLK_LAYER_DENSE:
 		cJSON_AddNumberToObject(l, "units", ls->units);
@@ -469,6 +476,29 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		    int_field(l, "dim", 0, 0, 1 << 16, &ls->dim) ||
 		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL ? ls->size : 1, 1, 1024, &ls->stride))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has a bad size field", path, i);
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(l, "name");
+		if (cJSON_IsString(name))
+			snprintf(ls->name, sizeof(ls->name), "%s", name->valuestring);
+		const cJSON *in = cJSON_GetObjectItemCaseSensitive(l, "inputs");
+		int arity = dlk_layer_arity(ls->kind);
+		if (in) {
+			int n_in = cJSON_IsArray(in) ? cJSON_GetArraySize(in) : -1;
+			if (n_in != arity)
+				return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].inputs is not a list "
+				                "of %d layer indices", path, i, arity);
+			ls->n_inputs = n_in;
+			for (int e = 0; e < n_in; e++) {
+				const cJSON *v = cJSON_GetArrayItem(in, e);
+				if (!cJSON_IsNumber(v) || v->valuedouble != (int)v->valuedouble || v->valuedouble < -1 ||
+				    v->valuedouble >= i)
+					return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].inputs[%d] is "
+					                "not the index of an earlier layer (or -1)", path, i, e);
+				ls->inputs[e] = (int)v->valuedouble;
+			}
+		} else if (arity != 1) {
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] (%s) has no inputs",
+			                path, i, dlk_layer_name(ls->kind));
+		}
 	}
 	if (int_field(a, "n_classes", 0, 2, 1 << 24, &b->n_classes) || b->n_classes < 2)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.n_classes is missing or below 2", path);
