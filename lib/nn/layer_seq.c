@@ -214,3 +214,37 @@ const struct dlk_layer_ops dlk_layer_ops_embedding = {
 	.forward = embedding_forward,
 	.backward = embedding_backward,
 };
+
+/* ---- upsample: nn.Upsample(scale_factor=s, mode="nearest" | "bilinear"), align_corners=False ---- */
+
+static int upsample_check(const struct dlk_layer *L, const char *w, struct dlk_err *err)
+{
+	const struct dlk_layer_spec *ls = &L->spec;
+	if (ls->scale < 1 || ls->scale > 64 || (ls->mode != DLK_UPSAMPLE_NEAREST && ls->mode != DLK_UPSAMPLE_BILINEAR))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: scale must be in 1..64 and mode nearest or bilinear", w);
+	return 0;
+}
+
+static const float *upsample_forward(struct dlk_net *net, int i, const float *x, int batch, int training)
+{
+	struct dlk_layer *L = &net->layers[i];
+	(void)training;
+	net->be->upsample_forward(x, batch * L->in[0], L->in[1], L->in[2], L->spec.scale, L->spec.mode, L->y);
+	return L->y;
+}
+
+static float *upsample_backward(struct dlk_net *net, int i, float *g, float *gout, int batch)
+{
+	struct dlk_layer *L = &net->layers[i];
+	net->be->upsample_backward(g, batch * L->in[0], L->in[1], L->in[2], L->spec.scale, L->spec.mode, gout);
+	return gout;
+}
+
+const struct dlk_layer_ops dlk_layer_ops_upsample = {
+	.check = upsample_check,
+	.shape = dlk_layer_shape,
+	.reserve = y_reserve,
+	.batch_bytes = y_bytes,
+	.forward = upsample_forward,
+	.backward = upsample_backward,
+};

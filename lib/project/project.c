@@ -475,6 +475,13 @@ static const struct field embedding_params[] = {
 	FIELD("dim", struct dlk_layer_spec, F_INT, dim, .flags = REQ, .min = 1, .max = 1 << 16),
 	END
 };
+/* in enum dlk_upsample_mode order (lib/nn/kernels.h) */
+static const char *const upsample_mode_names[] = { "nearest", "bilinear", NULL };
+static const struct field upsample_params[] = {
+	FIELD("scale", struct dlk_layer_spec, F_INT, scale, .min = 1, .max = 64, .def = "2"),
+	FIELD("mode", struct dlk_layer_spec, F_ENUM, mode, .names = upsample_mode_names, .def = "nearest"),
+	END
+};
 static const struct field no_params[] = { END };
 static const struct field *const layer_params[] = {
 	[DLK_LAYER_DENSE] = dense_params, [DLK_LAYER_CONV2D] = conv2d_params,
@@ -484,6 +491,7 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_ADD] = no_params, [DLK_LAYER_CONCAT] = no_params, [DLK_LAYER_GLOBALAVGPOOL] = no_params,
 	[DLK_LAYER_LAYERNORM] = layernorm_params, [DLK_LAYER_GELU] = gelu_params,
 	[DLK_LAYER_SOFTMAX] = no_params, [DLK_LAYER_EMBEDDING] = embedding_params,
+	[DLK_LAYER_UPSAMPLE] = upsample_params,
 };
 #define N_LAYER_KINDS DLK_LAYER_KINDS
 _Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");

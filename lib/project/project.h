@@ -90,6 +90,7 @@ enum dlk_layer_kind {
 	DLK_LAYER_GELU,
 	DLK_LAYER_SOFTMAX,
 	DLK_LAYER_EMBEDDING,
+	DLK_LAYER_UPSAMPLE,
 };
 
 struct dlk_layer_spec {
@@ -109,6 +110,8 @@ struct dlk_layer_spec {
 	float eps;      /* layernorm, default 1e-5 */
 	int approximate; /* gelu: enum dlk_gelu (lib/nn/kernels.h), default exact (erf) */
 	int vocab, dim; /* embedding: rows of the table, width of each */
+	int scale;      /* upsample: the integer factor of height and width, default 2 */
+	int mode;       /* upsample: enum dlk_upsample_mode (lib/nn/kernels.h), default nearest */
 	int line, column; /* where it was declared in the project file (1-based; 0 if unknown) */
 };
 

@@ -157,6 +157,10 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 		cJSON_AddNumberToObject(l, "vocab", ls->vocab);
 		cJSON_AddNumberToObject(l, "dim", ls->dim);
 		break;
+	case DLK_LAYER_UPSAMPLE:
+		cJSON_AddNumberToObject(l, "scale", ls->scale);
+		cJSON_AddStringToObject(l, "mode", ls->mode == DLK_UPSAMPLE_BILINEAR ? "bilinear" : "nearest");
+		break;
 	default:
 		break;
 	}
@@ -470,10 +474,15 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 			return dlk_errf(err, DLK_EXIT_CONFIG,
 			                "'%s': model.json: architecture.layers[%d].approximate is not \"none\" or \"tanh\"", path, i);
 		ls->approximate = ap && !strcmp(ap->valuestring, "tanh") ? DLK_GELU_TANH : DLK_GELU_ERF;
+		const cJSON *mode = cJSON_GetObjectItemCaseSensitive(l, "mode");
+		if (mode && (!cJSON_IsString(mode) || (strcmp(mode->valuestring, "nearest") && strcmp(mode->valuestring, "bilinear"))))
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': model.json: architecture.layers[%d].mode is not \"nearest\" or \"bilinear\"", path, i);
+		ls->mode = mode && !strcmp(mode->valuestring, "bilinear") ? DLK_UPSAMPLE_BILINEAR : DLK_UPSAMPLE_NEAREST;
 		if (int_field(l, "units", 0, 0, 1 << 24, &ls->units) || int_field(l, "filters", 0, 0, 65536, &ls->filters) ||
 		    int_field(l, "kernel", 3, 1, 1024, &ls->kernel) || int_field(l, "padding", 0, 0, 1024, &ls->padding) ||
 		    int_field(l, "size", 2, 1, 1024, &ls->size) || int_field(l, "vocab", 0, 0, 1 << 24, &ls->vocab) ||
-		    int_field(l, "dim", 0, 0, 1 << 16, &ls->dim) ||
+		    int_field(l, "dim", 0, 0, 1 << 16, &ls->dim) || int_field(l, "scale", 2, 1, 64, &ls->scale) ||
 		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL ? ls->size : 1, 1, 1024, &ls->stride))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has a bad size field", path, i);
 		const cJSON *name = cJSON_GetObjectItemCaseSensitive(l, "name");

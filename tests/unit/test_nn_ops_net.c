@@ -1,5 +1,5 @@
 /* The transformer layer kinds (layernorm, gelu, softmax, embedding) inside a network: shapes,
- * PyTorch's initial values, and every parameter gradient of the whole network (loss included)
+ * and upsample: PyTorch's initial values, and every parameter gradient of the whole network (loss included)
  * against central differences. */
 #include "tests/unit/check.h"
 
@@ -128,6 +128,32 @@ static void test_embedding_softmax(void)
 	dlk_net_release(&net);
 }
 
+static void test_upsample(void)
+{
+	for (int mode = 0; mode <= 1; mode++) {
+		struct dlk_layer_spec ls[] = {
+			{ .kind = DLK_LAYER_CONV2D, .filters = 2, .kernel = 3, .stride = 1, .padding = 1 },
+			{ .kind = DLK_LAYER_UPSAMPLE, .scale = 2, .mode = mode },
+			{ .kind = DLK_LAYER_TANH },
+			{ .kind = DLK_LAYER_FLATTEN },
+			{ .kind = DLK_LAYER_DENSE, .units = 3 },
+		};
+		struct dlk_net net = DLK_NET_INIT;
+		int batch = 2;
+		const char *what = mode ? "conv2d -> upsample bilinear x2 -> tanh -> dense" : "conv2d -> upsample nearest x2 -> tanh -> dense";
+		if (!build(&net, 1, 3, 4, ls, 5, batch, what))
+			continue;
+		CHECK_MSG(net.layers[1].out[0] == 2 && net.layers[1].out[1] == 6 && net.layers[1].out[2] == 8,
+		          "upsample x2: 2x3x4 becomes 2x6x8");
+		float x[24];
+		int32_t y[2] = { 0, 2 };
+		for (int i = 0; i < 24; i++)
+			x[i] = (float)((i * 7) % 5) - 2.0f;
+		grad_check(&net, x, y, batch, what);
+		dlk_net_release(&net);
+	}
+}
+
 static void test_shape_errors(void)
 {
 	struct dlk_layer_spec ls[] = { { .kind = DLK_LAYER_EMBEDDING, .vocab = 0, .dim = 4 } };
@@ -148,6 +174,7 @@ int main(void)
 	be = dlk_backend_cpu();
 	test_norm_gelu();
 	test_embedding_softmax();
+	test_upsample();
 	test_shape_errors();
 	return CHECK_DONE();
 }
