@@ -82,7 +82,7 @@ static char *project_text(const struct dlk_embedded *ex, const char *name)
 }
 
 /* The projects `dlk init --example` starts from: examples/NAME/dlk.yaml, built in. */
-static const char *const example_names[] = { "mlp", "cnn", NULL };
+static const char *const example_names[] = { "mlp", "cnn", "resnet", NULL };
 
 static struct {
 	const char *name;

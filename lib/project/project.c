@@ -1632,12 +1632,16 @@ static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_mode
 		struct ynode *pm = (struct ynode *)params;
 		int n = pm->n;
 		struct ynode **keys = xcalloc((size_t)n + 1, sizeof(*keys)), **vals = xcalloc((size_t)n + 1, sizeof(*vals));
-		memcpy(keys, pm->keys, sizeof(*keys) * (size_t)n);
-		memcpy(vals, pm->vals, sizeof(*vals) * (size_t)n);
+		if (n) { /* an empty map {} has no arrays */
+			memcpy(keys, pm->keys, sizeof(*keys) * (size_t)n);
+			memcpy(vals, pm->vals, sizeof(*vals) * (size_t)n);
+		}
 		layer_graph_parse(c, pm, m, i, p);
 		parse_fields(c, layer_params[kind], pm, l, p);
-		memcpy(pm->keys, keys, sizeof(*keys) * (size_t)n);
-		memcpy(pm->vals, vals, sizeof(*vals) * (size_t)n);
+		if (n) {
+			memcpy(pm->keys, keys, sizeof(*keys) * (size_t)n);
+			memcpy(pm->vals, vals, sizeof(*vals) * (size_t)n);
+		}
 		pm->n = n;
 		free(keys);
 		free(vals);

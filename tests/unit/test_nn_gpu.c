@@ -600,6 +600,15 @@ static void test_layers(void)
 	compare_net("maxpool 2/2", 3, 8, 8, pool, 5, &adamw, 3);
 	compare_net("maxpool 3/1 (overlapping)", 3, 8, 8, pool_ov, 5, &adamw, 3);
 	compare_net("a CNN of every kind", 3, 12, 12, cnn, 10, &adamw, 3);
+	/* the graph: a residual add (a tensor read twice), a concat of a branch from the input,
+	 * globalavgpool; nothing fused, gradients summed in per-layer buffers */
+	struct dlk_layer_spec graph[] = { C(4, 3, 1, 1), K(DLK_LAYER_RELU), C(4, 3, 1, 1), K(DLK_LAYER_ADD),
+		                          K(DLK_LAYER_TANH), C(2, 1, 1, 0), K(DLK_LAYER_CONCAT), P(2, 2),
+		                          C(5, 3, 2, 1), K(DLK_LAYER_GLOBALAVGPOOL), D(5) };
+	graph[3].n_inputs = 2, graph[3].inputs[0] = 1, graph[3].inputs[1] = 2;
+	graph[5].n_inputs = 1, graph[5].inputs[0] = -1;
+	graph[6].n_inputs = 2, graph[6].inputs[0] = 4, graph[6].inputs[1] = 5;
+	compare_net("a graph: add, concat, globalavgpool", 3, 8, 8, graph, 11, &adamw, 3);
 
 	/* every optimizer, over several steps of the same MLP */
 	struct dlk_training opts[] = {
