@@ -15,6 +15,11 @@ const struct dlk_layer_ops *const dlk_layer_ops[DLK_LAYER_KINDS] = {
 	[DLK_LAYER_ADD] = &dlk_layer_ops_add,
 	[DLK_LAYER_CONCAT] = &dlk_layer_ops_concat,
 	[DLK_LAYER_GLOBALAVGPOOL] = &dlk_layer_ops_globalavgpool,
+	[DLK_LAYER_LAYERNORM] = &dlk_layer_ops_layernorm,
+	[DLK_LAYER_GELU] = &dlk_layer_ops_gelu,
+	[DLK_LAYER_SOFTMAX] = &dlk_layer_ops_softmax,
+	[DLK_LAYER_EMBEDDING] = &dlk_layer_ops_embedding,
+	[DLK_LAYER_UPSAMPLE] = &dlk_layer_ops_upsample,
 };
 
 int dlk_layer_act(enum dlk_layer_kind k)

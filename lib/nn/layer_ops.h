@@ -20,6 +20,7 @@
 #include "lib/nn/net.h"
 #include "lib/project/layers.h"
 #include "lib/util/err.h"
+#include "lib/util/rng.h"
 
 struct dlk_layer_ops {
 	/* Checks the layer's own sizes (a model.json can carry what a project file cannot) and what
@@ -32,6 +33,10 @@ struct dlk_layer_ops {
 	/* Sets L->n_w, L->n_b (parameter counts, weights then biases in the flat arrays) and
 	 * L->fan_in, L->fan_out (what initialisation uses) from L->in and L->spec. NULL: no parameters. */
 	void (*params)(struct dlk_layer *L);
+	/* Initial values of the layer's parameters into w (n_w floats) and b (n_b), drawing from r
+	 * (uniform in [0, 1)) as PyTorch's module initialises them. NULL: the model's scheme
+	 * (model.init) from fan_in and fan_out, as dense and conv2d. */
+	void (*init)(const struct dlk_layer *L, float *w, float *b, struct dlk_rng *r);
 	/* Allocates the per-batch buffers (L->y, L->col, L->argmax, ...) for B samples on net->be.
 	 * Returns 0, 1 when the device is out of memory, or -1 with err set (a buffer over 2^31 values).
 	 * NULL: the layer needs none (its output aliases its input). */
@@ -60,6 +65,11 @@ extern const struct dlk_layer_ops dlk_layer_ops_dense, dlk_layer_ops_conv2d, dlk
 	dlk_layer_ops_flatten, dlk_layer_ops_act, dlk_layer_ops_dropout;
 /* the graph's kinds (lib/nn/layer_graph.c) */
 extern const struct dlk_layer_ops dlk_layer_ops_add, dlk_layer_ops_concat, dlk_layer_ops_globalavgpool;
+/* the kinds of transformers (lib/nn/layer_seq.c) */
+extern const struct dlk_layer_ops dlk_layer_ops_layernorm, dlk_layer_ops_gelu, dlk_layer_ops_softmax,
+	dlk_layer_ops_embedding;
+/* upsampling (lib/nn/layer_seq.c too: parameter-free, one backend call each way) */
+extern const struct dlk_layer_ops dlk_layer_ops_upsample;
 
 /* Tells the net's communicator that layer L's gradients are final (backward calls it). */
 static inline void dlk_layer_grads_ready(struct dlk_net *net, const struct dlk_layer *L)

@@ -245,6 +245,11 @@ int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, 
 		struct dlk_layer *L = &net->layers[i];
 		if (!L->n_w)
 			continue;
+		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
+		if (ops->init) {
+			ops->init(L, host + L->w_off, host + L->b_off, &r);
+			continue;
+		}
 		float bw = xavier ? sqrtf(6.0f / (float)(L->fan_in + L->fan_out)) : 1.0f / sqrtf((float)L->fan_in);
 		float bb = xavier ? 0.0f : 1.0f / sqrtf((float)L->fan_in);
 		for (size_t j = 0; j < L->n_w; j++)

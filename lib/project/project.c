@@ -494,6 +494,28 @@ static const struct field dropout_params[] = {
 	FIELD("rate", struct dlk_layer_spec, F_FLOAT, rate, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0.5"),
 	END
 };
+static const struct field layernorm_params[] = {
+	FIELD("eps", struct dlk_layer_spec, F_FLOAT, eps, .flags = MIN_EXCL, .min = 0, .max = 1, .def = "1e-5"),
+	END
+};
+/* in enum dlk_gelu order (lib/nn/kernels.h): PyTorch's names for its `approximate` */
+static const char *const gelu_approx_names[] = { "none", "tanh", NULL };
+static const struct field gelu_params[] = {
+	FIELD("approximate", struct dlk_layer_spec, F_ENUM, approximate, .names = gelu_approx_names, .def = "none"),
+	END
+};
+static const struct field embedding_params[] = {
+	FIELD("vocab", struct dlk_layer_spec, F_INT, vocab, .flags = REQ, .min = 1, .max = 1 << 24),
+	FIELD("dim", struct dlk_layer_spec, F_INT, dim, .flags = REQ, .min = 1, .max = 1 << 16),
+	END
+};
+/* in enum dlk_upsample_mode order (lib/nn/kernels.h) */
+static const char *const upsample_mode_names[] = { "nearest", "bilinear", NULL };
+static const struct field upsample_params[] = {
+	FIELD("scale", struct dlk_layer_spec, F_INT, scale, .min = 1, .max = 64, .def = "2"),
+	FIELD("mode", struct dlk_layer_spec, F_ENUM, mode, .names = upsample_mode_names, .def = "nearest"),
+	END
+};
 static const struct field no_params[] = { END };
 static const struct field *const layer_params[] = {
 	[DLK_LAYER_DENSE] = dense_params, [DLK_LAYER_CONV2D] = conv2d_params,
@@ -501,6 +523,9 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_RELU] = no_params, [DLK_LAYER_TANH] = no_params,
 	[DLK_LAYER_SIGMOID] = no_params, [DLK_LAYER_DROPOUT] = dropout_params,
 	[DLK_LAYER_ADD] = no_params, [DLK_LAYER_CONCAT] = no_params, [DLK_LAYER_GLOBALAVGPOOL] = no_params,
+	[DLK_LAYER_LAYERNORM] = layernorm_params, [DLK_LAYER_GELU] = gelu_params,
+	[DLK_LAYER_SOFTMAX] = no_params, [DLK_LAYER_EMBEDDING] = embedding_params,
+	[DLK_LAYER_UPSAMPLE] = upsample_params,
 };
 #define N_LAYER_KINDS DLK_LAYER_KINDS
 _Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");

@@ -33,6 +33,17 @@
 
 static int tensor_shape(const struct dlk_layer *L, int bias, long long shape[4])
 {
+	switch (L->spec.kind) {
+	case DLK_LAYER_LAYERNORM: /* nn.LayerNorm: weight and bias [W] */
+		shape[0] = L->in[2];
+		return 1;
+	case DLK_LAYER_EMBEDDING: /* nn.Embedding: weight [vocab, dim], no bias */
+		shape[0] = L->spec.vocab;
+		shape[1] = L->spec.dim;
+		return 2;
+	default:
+		break;
+	}
 	if (L->spec.kind == DLK_LAYER_DENSE) {
 		shape[0] = L->out[2];
 		if (bias)
@@ -77,6 +88,8 @@ static void safetensors_build(const struct dlk_net *net, const float *host, stru
 		if (!L->n_w)
 			continue;
 		for (int bias = 0; bias < 2; bias++) {
+			if (bias && !L->n_b)
+				continue;
 			char name[64];
 			long long shape[4];
 			int rank = tensor_shape(L, bias, shape);
@@ -135,6 +148,20 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 		break;
 	case DLK_LAYER_DROPOUT:
 		cJSON_AddNumberToObject(l, "rate", ls->rate);
+		break;
+	case DLK_LAYER_LAYERNORM:
+		cJSON_AddNumberToObject(l, "eps", ls->eps);
+		break;
+	case DLK_LAYER_GELU:
+		cJSON_AddStringToObject(l, "approximate", ls->approximate == DLK_GELU_TANH ? "tanh" : "none");
+		break;
+	case DLK_LAYER_EMBEDDING:
+		cJSON_AddNumberToObject(l, "vocab", ls->vocab);
+		cJSON_AddNumberToObject(l, "dim", ls->dim);
+		break;
+	case DLK_LAYER_UPSAMPLE:
+		cJSON_AddNumberToObject(l, "scale", ls->scale);
+		cJSON_AddStringToObject(l, "mode", ls->mode == DLK_UPSAMPLE_BILINEAR ? "bilinear" : "nearest");
 		break;
 	default:
 		break;
@@ -486,9 +513,25 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].rate is not in [0, 1)",
 			                path, i);
 		ls->rate = rate ? (float)rate->valuedouble : 0.5f;
+		const cJSON *eps = cJSON_GetObjectItemCaseSensitive(l, "eps");
+		if (eps && (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0 && eps->valuedouble <= 1)))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].eps is not in (0, 1]",
+			                path, i);
+		ls->eps = eps ? (float)eps->valuedouble : 1e-5f;
+		const cJSON *ap = cJSON_GetObjectItemCaseSensitive(l, "approximate");
+		if (ap && (!cJSON_IsString(ap) || (strcmp(ap->valuestring, "none") && strcmp(ap->valuestring, "tanh"))))
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': model.json: architecture.layers[%d].approximate is not \"none\" or \"tanh\"", path, i);
+		ls->approximate = ap && !strcmp(ap->valuestring, "tanh") ? DLK_GELU_TANH : DLK_GELU_ERF;
+		const cJSON *mode = cJSON_GetObjectItemCaseSensitive(l, "mode");
+		if (mode && (!cJSON_IsString(mode) || (strcmp(mode->valuestring, "nearest") && strcmp(mode->valuestring, "bilinear"))))
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': model.json: architecture.layers[%d].mode is not \"nearest\" or \"bilinear\"", path, i);
+		ls->mode = mode && !strcmp(mode->valuestring, "bilinear") ? DLK_UPSAMPLE_BILINEAR : DLK_UPSAMPLE_NEAREST;
 		if (int_field(l, "units", 0, 0, 1 << 24, &ls->units) || int_field(l, "filters", 0, 0, 65536, &ls->filters) ||
 		    int_field(l, "kernel", 3, 1, 1024, &ls->kernel) || int_field(l, "padding", 0, 0, 1024, &ls->padding) ||
-		    int_field(l, "size", 2, 1, 1024, &ls->size) ||
+		    int_field(l, "size", 2, 1, 1024, &ls->size) || int_field(l, "vocab", 0, 0, 1 << 24, &ls->vocab) ||
+		    int_field(l, "dim", 0, 0, 1 << 16, &ls->dim) || int_field(l, "scale", 2, 1, 64, &ls->scale) ||
 		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL ? ls->size : 1, 1, 1024, &ls->stride))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has a bad size field", path, i);
 		const cJSON *name = cJSON_GetObjectItemCaseSensitive(l, "name");
@@ -640,7 +683,8 @@ static int parse_safetensors(const char *path, const unsigned char *buf, size_t 
 			continue;
 		int li;
 		const char *kind;
-		if (parse_tensor_name(t->string, net->n_layers, &li, &kind) || !net->layers[li].n_w) {
+		if (parse_tensor_name(t->string, net->n_layers, &li, &kind) || !net->layers[li].n_w ||
+		    (!strcmp(kind, "bias") && !net->layers[li].n_b)) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: tensor '%s' is not a parameter of this model", path, who, t->string);
 			goto out;
 		}
@@ -695,7 +739,7 @@ static int parse_safetensors(const char *path, const unsigned char *buf, size_t 
 	}
 	int expected = 0;
 	for (int i = 0; i < net->n_layers; i++)
-		expected += net->layers[i].n_w ? 2 : 0;
+		expected += (net->layers[i].n_w ? 1 : 0) + (net->layers[i].n_w && net->layers[i].n_b ? 1 : 0);
 	if (n_spans != expected) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: holds %d tensors but the architecture has %d", path, who, n_spans, expected);
 		goto out;
