@@ -396,10 +396,13 @@ int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_input_form form, struct
 		size_t k = 0;
 		while (k < sizeof(layer_map) / sizeof(layer_map[0]) && layer_map[k].kind != L->spec.kind)
 			k++;
-		if (k == sizeof(layer_map) / sizeof(layer_map[0])) {
+		int reads_other = L->spec.n_inputs > 1 || (L->spec.n_inputs == 1 && L->spec.inputs[0] != i - 1);
+		if (k == sizeof(layer_map) / sizeof(layer_map[0]) || reads_other) {
 			char w[256];
 			dlk_layer_where(w, sizeof(w), i, &L->spec, "model.json");
-			dlk_errf(err, DLK_EXIT_CONFIG, "%s: this layer kind has no ONNX mapping yet", w);
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s: %s", w, reads_other ?
+			         "reads a layer other than the one before it: graph models have no ONNX mapping yet" :
+			         "this layer kind has no ONNX mapping yet");
 			goto out;
 		}
 		layer_map[k].map(&g, L, i);
