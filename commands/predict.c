@@ -11,6 +11,7 @@
 #include "lib/serve/predict.h"
 #include "lib/store/cache.h"
 #include "lib/store/dataset.h"
+#include "lib/store/provenance.h"
 #include "lib/store/reader.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
@@ -205,7 +206,7 @@ static int run_predict(struct dlk_ctx *ctx, struct dlk_args *args)
 		}
 	}
 	if (write_out(tmpdir, "predictions.csv", csv, csv_len, &csv_path, &err) ||
-	    write_out(tmpdir, "provenance.json", prov, strlen(prov), &prov_path, &err))
+	    write_out(tmpdir, DLK_PROVENANCE_FILE, prov, strlen(prov), &prov_path, &err))
 		goto fail;
 	{
 		const char *paths[] = { tmpdir };

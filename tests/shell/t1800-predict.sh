@@ -69,6 +69,19 @@ test_expect_success 'scoring again gives the same dataset; -o json says what was
 	grep -q "\"input\": *\"$(cat in.id)\"" id.json
 '
 
+test_expect_success 'lineage follows the predictions back to the model and the raw dataset' '
+	cd "$TEST_TMP" &&
+	dlk lineage preds@v1 --from "$STORE" >lin &&
+	grep -q "^dataset  *sha256:$(cat preds.id)\$" lin &&
+	grep -q "^made by  *dlk predict" lin &&
+	grep -q "^input  *$(cat in.id) (fmnist-test@v1)" lin &&
+	grep -q "^model  *fashion-mlp sha256:$(sha256sum <proj/fashion-mlp.dlk | cut -c1-64)" lin &&
+	grep -q "^dataset  *$(cat in.id) (pushed from files)" lin &&
+	dlk lineage "sha256:$(cat preds.id)" --from "$STORE" -o json >lin.json &&
+	grep -c "\"id\": *\"sha256:" lin.json | grep -qx 3 &&
+	test_exit_code 6 dlk lineage nosuch@v1 --from "$STORE"
+'
+
 test_expect_success 'bad input: a missing dataset, data that does not fit, no --name' '
 	cd "$TEST_TMP" &&
 	test_exit_code 6 dlk predict proj/fashion-mlp.dlk --data nosuch@v1 --to "$STORE" --name x 2>err &&
