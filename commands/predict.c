@@ -30,7 +30,7 @@
 #endif
 
 static const char *pr_data, *pr_from, *pr_to, *pr_name, *pr_images, *pr_labels;
-static int pr_batch = 256;
+static int pr_batch = 256, pr_threads;
 
 static int on_data(void *vctx, const char *what, unsigned long long done, unsigned long long total)
 {
@@ -189,6 +189,7 @@ static int run_predict(struct dlk_ctx *ctx, struct dlk_args *args)
 	dopts.resolve_ctx = &reader;
 	if (dlk_data_load(&dspec, "test", &dopts, &data, &err))
 		goto fail;
+	dlk_backend_cpu()->set_threads(pr_threads); /* 0: every online core */
 	if (dlk_predict_run(&model, &data, pr_batch, on_score, &bar, &pred, &err))
 		goto fail;
 	dlk_progress_clear(&bar);
@@ -294,6 +295,8 @@ static const struct dlk_option predict_options[] = {
 	           .def_doc = "the one *images-idx3-ubyte* file (of several, t10k-*)"),
 	OPT_STRING(0, "labels", &pr_labels, "PATH", NULL, "the IDX labels file inside the dataset",
 	           .def_doc = "the images file's name with labels-idx1-ubyte"),
+	OPT_INT(0, "threads", &pr_threads, "N", 0, "threads of the forward pass", .min = 0, .max = 1024,
+	        .def_doc = "the online cores"),
 	OPT_INT(0, "batch", &pr_batch, "N", 256, "rows in one forward pass", .min = 1, .max = 65536),
 	OPT_END(),
 };
@@ -304,7 +307,8 @@ const struct dlk_command_def dlk_cmd_predict = {
 	               "on every core) and push the predictions to the store as a new dataset: predictions.csv\n"
 	               "(index, label, predicted class, one probability per class) and provenance.json (the\n"
 	               "input dataset's id, the bundle's sha256, the weights' sha256), then tag it NAME@TAG.\n"
-	               "Print its id. The same model on the same data, named the same way, gives the same dataset id.",
+	               "Print its id. The same model on the same data, named the same way, with the same --threads\n"
+	               "and --batch, gives the same dataset id.",
 	.options = predict_options,
 	.min_pos = 1,
 	.max_pos = 1,

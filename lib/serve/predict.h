@@ -7,7 +7,8 @@
  * the input has none), class the predicted class (its name when the model has class names, else
  * its number). Probabilities are printed with %.9g (float32 round-trips). The header names the
  * probability columns p_<class>. The text depends only on the model and the data, so scoring the
- * same data with the same model gives the same bytes, hence the same dataset id (provenance.json
+ * same data with the same model, batch size and thread count gives the same bytes, hence the
+ * same dataset id (provenance.json
  * adds the tag the input was named by, when it was). */
 #ifndef DLK_SERVE_PREDICT_H
 #define DLK_SERVE_PREDICT_H

@@ -58,7 +58,7 @@ test_expect_success 'provenance.json names the input dataset and the bundle' '
 	grep -q "\"images\": *\"t10k-images-idx3-ubyte.gz\"" got/provenance.json
 '
 
-test_expect_success 'scoring again gives the same dataset; -o json says what was scored' '
+test_expect_success 'scoring again gives the same dataset; -o json says what was scored; 1 thread agrees' '
 	cd "$TEST_TMP" &&
 	dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name preds@v2 -o json >out.json &&
 	grep -q "\"id\": *\"sha256:$(cat preds.id)\"" out.json &&
@@ -66,7 +66,11 @@ test_expect_success 'scoring again gives the same dataset; -o json says what was
 	grep -q "\"input\": *\"$(cat in.id)\"" out.json &&
 	grep -q "\"samples\": *10000" out.json &&
 	dlk predict proj/fashion-mlp.dlk --data "$(cat in.id)" --to "$STORE" --name preds@v3 -o json >id.json &&
-	grep -q "\"input\": *\"$(cat in.id)\"" id.json
+	grep -q "\"input\": *\"$(cat in.id)\"" id.json &&
+	dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name preds@t1 --threads 1 --batch 1000 \
+		-o json >t1.json &&
+	a=$(sed -n "s/.*\"accuracy\": *\([0-9.]*\).*/\1/p" out.json) && b=$(sed -n "s/.*\"accuracy\": *\([0-9.]*\).*/\1/p" t1.json) &&
+	echo "accuracy $a, with 1 thread and batches of 1000 $b" && test -n "$a" && test "$a" = "$b"
 '
 
 test_expect_success 'lineage follows the predictions back to the model and the raw dataset' '
