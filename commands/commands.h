@@ -21,11 +21,14 @@
 	X(train, "train a model: submit the job to the cluster, show it, run it here, or be its worker") \
 	X(serve, "serve trained models over HTTP (KServe V2, TF Serving REST) or on a Kafka topic") \
 	X(status, "show dlk jobs: state, workers, GPUs, progress; or one job in detail")           \
+	X(sweep, "search hyperparameters: trials of the project's sweep: section, stopped early by ASHA") \
 	X(scale, "resize a running training job: its workers re-form at the new size from a checkpoint") \
+	X(top, "show what the runs here are doing: CPU use and memory of their processes, GPUs through NVML") \
 	X(logs, "show the logs of a job's workers, merged, each line tagged with its rank")       \
 	X(report, "write a run's report: one HTML page with its curves, confusion matrix and provenance") \
 	X(delete, "delete jobs and everything dlk created for them")                              \
 	X(data, "versioned datasets: push files to a store, list, show and get them by id or tag") \
+	X(export, "write a model bundle as ONNX, for ONNX Runtime, Triton or a phone")            \
 	X(predict, "score every sample of a dataset with a model and push the predictions as a dataset") \
 	X(lineage, "show what made a model: its dataset, project file, git commit, image and run") \
 	X(impact, "list the runs that used a dataset and the bundles they made, from the run history") \

@@ -4,7 +4,9 @@
 #include "commands/cluster.h"
 #include "commands/commands.h"
 #include "commands/ctx.h"
+#include "commands/sweep_show.h"
 #include "commands/ui.h"
+#include "lib/sweep/sweep.h"
 #include "lib/jobs/jobrun.h"
 #include "lib/kube/api.h"
 #include "lib/project/project.h"
@@ -217,6 +219,45 @@ static char *default_page(const char *arg)
  * command name, still says json or yaml) */
 static const char *out_opt, *compare_opt;
 
+/* `dlk report SWEEP`: a sweep run here (dlk sweep --local) drawn from its trials' records */
+static int report_sweep(struct dlk_ctx *ctx, const char *name, int json, int yaml)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	cJSON *doc = dlk_sweep_status(ctx->file, name, &err);
+	struct dlk_buf b = DLK_BUF_INIT;
+	char *page = NULL, *text = NULL;
+	int rc = 0;
+
+	if (!doc)
+		return dlk_report(ctx, &err);
+	if (json || yaml) {
+		text = json ? dlk_json_print(doc) : yamljson_emit(doc, &err);
+		if (!text) {
+			rc = dlk_report(ctx, &err);
+		} else {
+			fputs(text, stdout);
+			if (json)
+				fputc('\n', stdout);
+		}
+	} else if (out_opt && !strcmp(out_opt, "-")) {
+		if (report_sweep_html(doc, &b, &err))
+			rc = dlk_report(ctx, &err);
+		else
+			fwrite(b.data, 1, b.len, stdout);
+	} else {
+		page = out_opt ? xstrdup(out_opt) : default_page(name);
+		if (report_sweep_write_html(page, doc, &err))
+			rc = dlk_report(ctx, &err);
+		else if (!ctx->quiet)
+			fprintf(stderr, "report: %s\n", page);
+	}
+	dlk_buf_release(&b);
+	free(page);
+	free(text);
+	cJSON_Delete(doc);
+	return rc;
+}
+
 static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -247,6 +288,8 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 	 * run trained here, else its job) */
 	if (!args->n_pos && !(name = own = dlk_ctx_project_name(ctx, "run (a bundle, a run document, a run id or a job)", &err)))
 		goto fail;
+	if (!compare_opt && dlk_is_local_sweep(ctx, name))
+		return report_sweep(ctx, name, json, yaml);
 	run = report_source(ctx, name, &err);
 	if (!run || (compare_opt && !(other = report_source(ctx, compare_opt, &err))))
 		goto fail;

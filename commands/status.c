@@ -4,6 +4,7 @@
 #include "commands/cluster.h"
 #include "commands/commands.h"
 #include "commands/status_history.h"
+#include "commands/sweep_show.h"
 #include "commands/ui.h"
 #include "lib/jobs/cronjob.h"
 #include "lib/jobs/jobstate.h"
@@ -870,6 +871,9 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		dlk_errf(&err, DLK_EXIT_USAGE, "--local goes with --history or --run (jobs are in the cluster)");
 		return dlk_report(ctx, &err);
 	}
+	/* a sweep run here (dlk sweep --local): its trials from the run history */
+	if (name && !all_ns && !watch && dlk_is_local_sweep(ctx, name))
+		return dlk_show_sweep(ctx, name);
 	if (opt.history || opt.run) {
 		/* the runs of "the project": within its directory it needs no name */
 		if (!name && !(name = own = dlk_ctx_project_name(ctx, "project NAME", &err)))

@@ -275,6 +275,7 @@ extern "C" __attribute__((visibility("default"))) const struct dlk_backend *dlk_
 	b->mem_stats = cu_mem_stats;
 	dlk_cu_install_kernels(b);
 	dlk_cu_install_loss(b);
+	dlk_cu_install_layers(b);
 	if (dlk_cu_blas_init(b, msg, len))
 		return NULL;
 	b->comm = &dlk_cu_nccl;

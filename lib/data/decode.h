@@ -129,8 +129,9 @@ int dlk_csv_decode(const void *buf, size_t len, const char *name, const struct d
 
 /* Decodes a .tar (optionally gzip/xz/bzip2/zstd compressed) whose members are grouped by key (the
  * member's base name up to its first dot): KEY.cls holds an ASCII integer label, and exactly one
- * of KEY.u8 (raw uint8 values), KEY.f32 (little-endian float32) or KEY.pgm (P5, maxval <= 255)
- * holds the sample. Members of a key must be adjacent, as tar writers of shards emit them. Every
+ * of KEY.u8 (raw uint8 values), KEY.f32 (little-endian float32), KEY.pgm (P5, maxval <= 255) or
+ * KEY.png / KEY.jpg / KEY.jpeg (decoded and resized to `shape`, which must then be given: see
+ * lib/data/image.h) holds the sample. Members of a key must be adjacent, as tar writers of shards emit them. Every
  * sample must have the same number of values; a .pgm gives the shape [1, H, W], otherwise it is
  * [1, 1, F] unless `shape` (may be NULL or zeros) says otherwise. The values land in x8 when
  * every sample is .u8 or .pgm, else in x. max_bytes bounds the unpacked size (0 = no bound). */

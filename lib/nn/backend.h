@@ -15,7 +15,7 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 6
+#define DLK_BACKEND_ABI 7
 
 struct dlk_device_comm;
 
@@ -143,6 +143,38 @@ struct dlk_backend {
 	 * not NULL. NULL: lib/nn/loss.c computes it on the host (copies both ways). */
 	float (*loss)(int kind, const float *out, const int32_t *labels, const float *targets, int batch, int k,
 	              float param, float *dout);
+
+	/* ---- ABI 7: the layer kinds of transformers and encoder-decoders. Required of every
+	 * backend; the CPU's are the reference (lib/nn/cpu_layers.h). Rows are the last axis. ---- */
+
+	/* layer normalisation of each row of x [rows, n]: y = (x - mean) * rstd * w + b, with the
+	 * biased variance and rstd = 1 / sqrt(var + eps) (torch.nn.LayerNorm); w and b [n] may be NULL
+	 * (no affine). mean and rstd [rows] receive what the backward needs. */
+	void (*layernorm_forward)(const float *x, const float *w, const float *b, int rows, int n, float eps, float *y,
+	                          float *mean, float *rstd);
+	/* dx [rows, n] is overwritten; dw and db [n] (NULL: not wanted) are overwritten with the
+	 * sums over rows. w NULL: no affine. */
+	void (*layernorm_backward)(const float *x, const float *w, const float *mean, const float *rstd, const float *dy,
+	                           int rows, int n, float *dx, float *dw, float *db);
+	/* GELU of enum dlk_gelu; the backward takes the forward's *input* x; dx may equal dy */
+	void (*gelu_forward)(int approx, const float *x, float *y, size_t n);
+	void (*gelu_backward)(int approx, const float *x, const float *dy, float *dx, size_t n);
+	/* softmax of each row of x [rows, n] (max-shifted); the backward takes its output y:
+	 * dx = y * (dy - sum(dy * y)); dx may equal dy */
+	void (*softmax_forward)(const float *x, float *y, int rows, int n);
+	void (*softmax_backward)(const float *y, const float *dy, float *dx, int rows, int n);
+	/* y[i, :] = table[ids[i], :] for count token ids into table [vocab, dim]; the ids are floats
+	 * holding integers, as every activation (kernels.h's dlk_k_token): one that is not an integer
+	 * in [0, vocab) gives a row of zeros */
+	void (*embedding_forward)(const float *ids, const float *table, int count, int vocab, int dim, float *y);
+	/* dtable[ids[i], :] += dy[i, :]: only the rows of the ids are touched (the caller zeroes the
+	 * gradient once), repeated ids add in the order of i on every backend; ids out of range are
+	 * skipped */
+	void (*embedding_backward)(const float *ids, const float *dy, int count, int vocab, int dim, float *dtable);
+	/* x [planes, h, w] -> y [planes, h*scale, w*scale] (enum dlk_upsample_mode, kernels.h's rule) */
+	void (*upsample_forward)(const float *x, int planes, int h, int w, int scale, int mode, float *y);
+	/* its adjoint: dx [planes, h, w] (overwritten) gathers dy [planes, h*scale, w*scale] */
+	void (*upsample_backward)(const float *dy, int planes, int h, int w, int scale, int mode, float *dx);
 };
 
 /* Collectives over device memory, as a backend offers them (NCCL in the CUDA backend). lib/comm

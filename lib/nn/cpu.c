@@ -28,6 +28,7 @@
 
 #include "lib/nn/backend.h"
 #include "lib/nn/cpu_conv.h"
+#include "lib/nn/cpu_layers.h"
 #include "lib/nn/kernels.h"
 #include "lib/nn/loss.h"
 #include "lib/util/parallel.h"
@@ -722,6 +723,16 @@ static struct dlk_backend cpu_backend = {
 	.conv_forward = dlk_cpu_conv_forward,
 	.conv_backward = dlk_cpu_conv_backward,
 	.loss = dlk_loss_ref,
+	.layernorm_forward = dlk_cpu_layernorm_forward,
+	.layernorm_backward = dlk_cpu_layernorm_backward,
+	.gelu_forward = dlk_cpu_gelu_forward,
+	.gelu_backward = dlk_cpu_gelu_backward,
+	.softmax_forward = dlk_cpu_softmax_forward,
+	.softmax_backward = dlk_cpu_softmax_backward,
+	.embedding_forward = dlk_cpu_embedding_forward,
+	.embedding_backward = dlk_cpu_embedding_backward,
+	.upsample_forward = dlk_cpu_upsample_forward,
+	.upsample_backward = dlk_cpu_upsample_backward,
 };
 
 const struct dlk_backend *dlk_backend_cpu(void)

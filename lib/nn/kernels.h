@@ -165,6 +165,95 @@ DLK_HD static inline float dlk_k_huber_grad(float z, float t, float delta)
 	return d > delta ? delta : (d < -delta ? -delta : d);
 }
 
+/* ---- GELU, from the pre-activation x (it is not invertible, so the backward keeps x) ----
+ * DLK_GELU_ERF is the exact x * Phi(x) (torch.nn.GELU(), the default); DLK_GELU_TANH is the tanh
+ * approximation GPT-2 was trained with (torch.nn.GELU(approximate="tanh")). */
+enum dlk_gelu { DLK_GELU_ERF = 0, DLK_GELU_TANH = 1 };
+
+#define DLK_K_SQRT_2_OVER_PI 0.7978845608028654f
+#define DLK_K_INV_SQRT_2 0.7071067811865476f
+#define DLK_K_INV_SQRT_2PI 0.3989422804014327f
+
+DLK_HD static inline float dlk_k_gelu(int approx, float x)
+{
+	if (approx == DLK_GELU_TANH) {
+		float u = DLK_K_SQRT_2_OVER_PI * (x + 0.044715f * x * x * x);
+		return 0.5f * x * (1.0f + tanhf(u));
+	}
+	return 0.5f * x * (1.0f + erff(x * DLK_K_INV_SQRT_2));
+}
+
+DLK_HD static inline float dlk_k_gelu_grad(int approx, float x, float dy)
+{
+	if (approx == DLK_GELU_TANH) {
+		float u = DLK_K_SQRT_2_OVER_PI * (x + 0.044715f * x * x * x);
+		float t = tanhf(u);
+		float du = DLK_K_SQRT_2_OVER_PI * (1.0f + 3.0f * 0.044715f * x * x);
+		return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+	}
+	float cdf = 0.5f * (1.0f + erff(x * DLK_K_INV_SQRT_2));
+	float pdf = DLK_K_INV_SQRT_2PI * expf(-0.5f * x * x);
+	return dy * (cdf + x * pdf);
+}
+
+/* ---- embedding: token ids travel in the activations' float arrays (exact up to 2^24) ---- */
+
+/* The row of token value v in a table of vocab rows, or -1 when v is not an integer in
+ * [0, vocab) (a NaN included). */
+DLK_HD static inline int dlk_k_token(float v, int vocab)
+{
+	return v >= 0.0f && v < (float)vocab && v == floorf(v) ? (int)v : -1;
+}
+
+/* ---- upsampling by an integer factor along one axis (PyTorch's F.interpolate with
+ * scale_factor, align_corners=False): output index o reads input x0 with weight 1 - l and x1 with
+ * weight l. Nearest: x0 = x1 = floor(o / scale), l = 0. Bilinear (per axis): the source coordinate
+ * (o + 0.5) / scale - 0.5, clamped at 0, as PyTorch computes it from 1/scale. ---- */
+enum dlk_upsample_mode { DLK_UPSAMPLE_NEAREST = 0, DLK_UPSAMPLE_BILINEAR = 1 };
+
+DLK_HD static inline void dlk_k_upsample_src(int mode, int o, int in, int scale, int *x0, int *x1, float *l)
+{
+	if (mode == DLK_UPSAMPLE_NEAREST) {
+		int i = o / scale;
+		*x0 = *x1 = i < in ? i : in - 1;
+		*l = 0.0f;
+		return;
+	}
+	float src = ((float)o + 0.5f) * (1.0f / (float)scale) - 0.5f;
+	if (src < 0.0f)
+		src = 0.0f;
+	int i0 = (int)src;
+	if (i0 > in - 1)
+		i0 = in - 1;
+	*x0 = i0;
+	*x1 = i0 + 1 < in ? i0 + 1 : in - 1;
+	*l = src - (float)i0;
+}
+
+/* The weight with which output index o reads input index i (0 for the indices it does not read). */
+DLK_HD static inline float dlk_k_upsample_weight(int mode, int o, int i, int in, int scale)
+{
+	int x0, x1;
+	float l, wgt = 0.0f;
+	dlk_k_upsample_src(mode, o, in, scale, &x0, &x1, &l);
+	if (x0 == i)
+		wgt += 1.0f - l;
+	if (x1 == i)
+		wgt += l;
+	return wgt;
+}
+
+/* The output indices [*lo, *hi) that can read input index i (a superset: their weights may be 0). */
+DLK_HD static inline void dlk_k_upsample_readers(int i, int in, int scale, int *lo, int *hi)
+{
+	int out = in * scale;
+	int a = (i - 1) * scale - 1, b = (i + 2) * scale + 1;
+	if (i == in - 1)
+		b = out; /* the clamped edge: every later output reads the last input */
+	*lo = a < 0 ? 0 : a;
+	*hi = b > out ? out : b;
+}
+
 /* ---- optimizers (PyTorch semantics); one parameter element per call ---- */
 
 /* SGD with momentum, dampening 0, optional Nesterov, L2 weight decay added to the gradient

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lib/nn/net.h"
+#include "lib/nn/layer_ops.h"
 #include "lib/project/layers.h"
 #include "lib/util/rng.h"
 #include "lib/util/buf.h"
@@ -17,60 +18,7 @@ void dlk_shape_str(const int s[3], char *buf, size_t len)
 		snprintf(buf, len, "%dx%dx%d", s[0], s[1], s[2]);
 }
 
-static int act_of(enum dlk_layer_kind k)
-{
-	switch (k) {
-	case DLK_LAYER_RELU: return DLK_ACT_RELU;
-	case DLK_LAYER_TANH: return DLK_ACT_TANH;
-	case DLK_LAYER_SIGMOID: return DLK_ACT_SIGMOID;
-	default: return DLK_ACT_NONE;
-	}
-}
-
-static int is_flat(const int s[3]) { return s[0] == 1 && s[1] == 1; }
-
-/* Checks layer L's own sizes (ranges a project file cannot get past the loader, a model.json
- * can) and what it needs of its input shape L->in beyond a window that fits. */
-static int layer_check(const struct dlk_layer *L, const char *w, struct dlk_err *err)
-{
-	const struct dlk_layer_spec *ls = &L->spec;
-	char shp[64];
-
-	switch (ls->kind) {
-	case DLK_LAYER_DENSE:
-		if (ls->units <= 0 || ls->units > (1 << 24))
-			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: units must be in 1..%d, not %d", w, 1 << 24, ls->units);
-		if (!is_flat(L->in)) {
-			dlk_shape_str(L->in, shp, sizeof(shp));
-			dlk_errf(err, DLK_EXIT_CONFIG, "%s: expects a flat input but gets %s", w, shp);
-			return dlk_err_hint(err, "add 'flatten' before it");
-		}
-		return 0;
-	case DLK_LAYER_CONV2D:
-		if (ls->filters <= 0 || ls->filters > 65536 || ls->kernel <= 0 || ls->kernel > 1024 || ls->stride <= 0 ||
-		    ls->stride > 1024 || ls->padding < 0 || ls->padding > 1024)
-			return dlk_errf(err, DLK_EXIT_CONFIG,
-			                "%s: filters %d, kernel %d, stride %d, padding %d: each must be positive "
-			                "(padding may be 0) and at most 65536/1024",
-			                w, ls->filters, ls->kernel, ls->stride, ls->padding);
-		return 0;
-	case DLK_LAYER_MAXPOOL:
-		if (ls->size <= 0 || ls->size > 1024 || ls->stride <= 0 || ls->stride > 1024)
-			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: size %d and stride %d must be in 1..1024", w, ls->size,
-			                ls->stride);
-		return 0;
-	case DLK_LAYER_FLATTEN:
-	case DLK_LAYER_RELU:
-	case DLK_LAYER_TANH:
-	case DLK_LAYER_SIGMOID:
-		return 0;
-	case DLK_LAYER_DROPOUT:
-		if (!(ls->rate >= 0.0f && ls->rate < 1.0f))
-			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: rate must be in [0, 1), not %g", w, (double)ls->rate);
-		return 0;
-	}
-	return dlk_errf(err, DLK_EXIT_CONFIG, "%s: unknown layer kind %d", w, (int)ls->kind);
-}
+static int is_flat(const int s[3]) { return dlk_shape_flat(s); }
 
 /* conv2d's or maxpool's window does not fit its input */
 static int window_error(const struct dlk_layer *L, const char *w, struct dlk_err *err)
@@ -92,26 +40,6 @@ static int window_error(const struct dlk_layer *L, const char *w, struct dlk_err
 	return -1;
 }
 
-/* The shapes of a layer's parameters: weights and biases, and the fans their initialisation
- * uses (each at most n_w, which the caller bounds below 2^31 before the fans are used). */
-static void count_params(struct dlk_layer *L)
-{
-	const struct dlk_layer_spec *ls = &L->spec;
-	size_t kk = (size_t)ls->kernel * (size_t)ls->kernel;
-
-	if (ls->kind == DLK_LAYER_DENSE) {
-		L->fan_in = L->in[2];
-		L->fan_out = ls->units;
-		L->n_w = (size_t)ls->units * (size_t)L->in[2];
-		L->n_b = (size_t)ls->units;
-	} else if (ls->kind == DLK_LAYER_CONV2D) {
-		L->fan_in = (int)((size_t)L->in[0] * kk);
-		L->fan_out = (int)((size_t)ls->filters * kk);
-		L->n_w = (size_t)ls->filters * (size_t)L->in[0] * kk;
-		L->n_b = (size_t)ls->filters;
-	}
-}
-
 /* Every layer's input and output shape from the model's input, each layer checked, and where
  * its parameters go in the flat arrays. */
 static int build_layers(struct dlk_net *net, const struct dlk_model *model, const char *spec_file,
@@ -123,17 +51,48 @@ static int build_layers(struct dlk_net *net, const struct dlk_model *model, cons
 
 	for (int i = 0; i < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i];
+		L->spec = model->layers[i];
+		const struct dlk_layer_spec *ls = &L->spec;
+		if (ls->n_inputs < 0 || ls->n_inputs > 2 || (ls->n_inputs && ls->n_inputs != dlk_layer_arity(ls->kind)) ||
+		    (!ls->n_inputs && dlk_layer_arity(ls->kind) != 1)) {
+			dlk_layer_where(w, sizeof(w), i, ls, spec_file);
+			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: reads %d inputs, not the %d it needs", w, ls->n_inputs,
+			                dlk_layer_arity(ls->kind));
+		}
+		for (int e = 0; e < ls->n_inputs; e++)
+			if (ls->inputs[e] < -1 || ls->inputs[e] >= i) {
+				dlk_layer_where(w, sizeof(w), i, ls, spec_file);
+				return dlk_errf(err, DLK_EXIT_CONFIG, "%s: input %d is layer %d, not one before it", w, e,
+				                ls->inputs[e]);
+			}
+		if (ls->n_inputs) {
+			net->graph = 1;
+			cur = ls->inputs[0] < 0 ? net->input : net->layers[ls->inputs[0]].out;
+		}
 		long long in[3] = { cur[0], cur[1], cur[2] }, out[3];
 
-		L->spec = model->layers[i];
 		memcpy(L->in, cur, sizeof(L->in));
 		L->in_size = (size_t)cur[0] * cur[1] * cur[2];
 		dlk_layer_where(w, sizeof(w), i, &L->spec, spec_file);
-		if (layer_check(L, w, err))
+		const struct dlk_layer_ops *ops =
+			(int)L->spec.kind >= 0 && (int)L->spec.kind < DLK_LAYER_KINDS ? dlk_layer_ops[L->spec.kind] : NULL;
+		if (!ops)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: unknown layer kind %d", w, (int)L->spec.kind);
+		if (ops->check && ops->check(L, w, err))
 			return -1;
-		if (dlk_layer_shape(&L->spec, in, out) < 0)
+		if (ls->n_inputs == 2) {
+			const int *c2 = ls->inputs[1] < 0 ? net->input : net->layers[ls->inputs[1]].out;
+			long long in2[3] = { c2[0], c2[1], c2[2] };
+			if (dlk_layer_shape2(ls, in, in2, out) < 0) {
+				char s1[64], s2[64];
+				dlk_shape_str(cur, s1, sizeof(s1));
+				dlk_shape_str(c2, s2, sizeof(s2));
+				return dlk_errf(err, DLK_EXIT_CONFIG, "%s: its inputs %s and %s do not fit together", w, s1, s2);
+			}
+		} else if (ops->shape(&L->spec, in, out) < 0)
 			return window_error(L, w, err);
-		count_params(L);
+		if (ops->params)
+			ops->params(L);
 		/* each fits an int: the input and every earlier output are at most 2^30 values */
 		for (int d = 0; d < 3; d++)
 			L->out[d] = (int)out[d];
@@ -189,16 +148,16 @@ static void plan_passes(struct dlk_net *net)
 {
 	int seen = 0;
 
-	for (int i = 0; i + 1 < net->n_layers; i++) {
+	for (int i = 0; !net->graph && i + 1 < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i], *N = &net->layers[i + 1];
 		if ((L->spec.kind == DLK_LAYER_DENSE || L->spec.kind == DLK_LAYER_CONV2D) &&
-		    act_of(N->spec.kind) != DLK_ACT_NONE) {
-			L->act = act_of(N->spec.kind);
+		    dlk_layer_act(N->spec.kind) != DLK_ACT_NONE) {
+			L->act = dlk_layer_act(N->spec.kind);
 			N->fused = 1;
 		}
 	}
 	/* a conv, its activation and a max-pool in one pass over each image, where the backend can */
-	for (int i = 0; net->be->conv_forward && i + 1 < net->n_layers; i++) {
+	for (int i = 0; !net->graph && net->be->conv_forward && i + 1 < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i];
 		int m = i + 1 + (net->layers[i + 1].fused ? 1 : 0);
 		if (L->spec.kind != DLK_LAYER_CONV2D || m >= net->n_layers || net->layers[m].spec.kind != DLK_LAYER_MAXPOOL)
@@ -286,6 +245,11 @@ int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, 
 		struct dlk_layer *L = &net->layers[i];
 		if (!L->n_w)
 			continue;
+		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
+		if (ops->init) {
+			ops->init(L, host + L->w_off, host + L->b_off, &r);
+			continue;
+		}
 		float bw = xavier ? sqrtf(6.0f / (float)(L->fan_in + L->fan_out)) : 1.0f / sqrtf((float)L->fan_in);
 		float bb = xavier ? 0.0f : 1.0f / sqrtf((float)L->fan_in);
 		for (size_t j = 0; j < L->n_w; j++)
@@ -308,7 +272,8 @@ static void free_batch_buffers(struct dlk_net *net)
 		be->free(L->y);
 		be->free(L->col);
 		be->free(L->argmax);
-		L->y = L->col = NULL;
+		be->free(L->gy);
+		L->y = L->col = L->gy = NULL;
 		L->argmax = NULL;
 	}
 	be->free(net->gbuf[0]);
@@ -329,44 +294,22 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 	int ok = 1;
 	for (int i = 0; i < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i];
+		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
 		if (B * L->out_size > (size_t)INT32_MAX || B * L->in_size > (size_t)INT32_MAX)
 			return dlk_errf(err, DLK_EXIT_CONFIG,
 			                "training.batch_size: %d samples make layer %d's activations larger than 2^31 values",
 			                batch, i);
 		gmax = L->in_size > gmax ? L->in_size : gmax;
 		gmax = L->out_size > gmax ? L->out_size : gmax;
-		switch (L->spec.kind) {
-		case DLK_LAYER_DENSE:
-		case DLK_LAYER_MAXPOOL:
-		case DLK_LAYER_DROPOUT:
-			ok = ok && (L->y = be->alloc(sizeof(float) * B * L->out_size));
-			if (L->spec.kind == DLK_LAYER_MAXPOOL)
-				ok = ok && (L->argmax = be->alloc(sizeof(int32_t) * B * L->out_size));
-			break;
-		case DLK_LAYER_CONV2D: {
-			size_t ckk = (size_t)L->in[0] * L->spec.kernel * L->spec.kernel;
-			size_t ncol = B * L->out[1] * L->out[2];
-			if (ckk * ncol > (size_t)INT32_MAX)
-				return dlk_errf(err, DLK_EXIT_CONFIG,
-				                "training.batch_size: %d samples make layer %d's im2col buffer too large",
-				                batch, i);
-			ok = ok && (L->y = be->alloc(sizeof(float) * B * L->out_size));
-			/* a backend with its own convolution needs no im2col buffer of the batch */
-			if (!be->conv_forward)
-				ok = ok && (L->col = be->alloc(sizeof(float) * ckk * ncol));
+		int r = ops->reserve ? ops->reserve(net, L, i, B, err) : 0;
+		if (r < 0)
+			return -1;
+		if (!r && net->graph && !(L->gy = be->alloc(sizeof(float) * B * L->out_size)))
+			r = 1;
+		if (r > 0) {
+			ok = 0;
 			break;
 		}
-		case DLK_LAYER_RELU:
-		case DLK_LAYER_TANH:
-		case DLK_LAYER_SIGMOID:
-			if (!L->fused)
-				ok = ok && (L->y = be->alloc(sizeof(float) * B * L->out_size));
-			break;
-		case DLK_LAYER_FLATTEN:
-			break;
-		}
-		if (!ok)
-			break;
 	}
 	if (ok) {
 		ok = (net->gbuf[0] = be->alloc(sizeof(float) * B * gmax)) && (net->gbuf[1] = be->alloc(sizeof(float) * B * gmax));
@@ -386,30 +329,12 @@ double dlk_net_batch_bytes(const struct dlk_net *net, int batch)
 
 	for (int i = 0; i < net->n_layers; i++) {
 		const struct dlk_layer *L = &net->layers[i];
-		double out = (double)L->out_size;
-		gmax = fmax(gmax, fmax((double)L->in_size, out));
-		switch (L->spec.kind) {
-		case DLK_LAYER_DENSE:
-		case DLK_LAYER_DROPOUT:
-			bytes += 4 * B * out;
-			break;
-		case DLK_LAYER_MAXPOOL:
-			bytes += 8 * B * out;
-			break;
-		case DLK_LAYER_CONV2D:
-			bytes += 4 * B * out;
-			if (!net->be->conv_forward)
-				bytes += 4 * (double)L->in[0] * L->spec.kernel * L->spec.kernel * B * L->out[1] * L->out[2];
-			break;
-		case DLK_LAYER_RELU:
-		case DLK_LAYER_TANH:
-		case DLK_LAYER_SIGMOID:
-			if (!L->fused)
-				bytes += 4 * B * out;
-			break;
-		case DLK_LAYER_FLATTEN:
-			break;
-		}
+		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
+		gmax = fmax(gmax, fmax((double)L->in_size, (double)L->out_size));
+		if (ops->batch_bytes)
+			bytes += ops->batch_bytes(net, L, B);
+		if (net->graph)
+			bytes += 4 * B * (double)L->out_size;
 	}
 	return bytes + 2 * 4 * B * gmax;
 }
@@ -420,103 +345,91 @@ int dlk_net_batch_limit(const struct dlk_net *net)
 
 	for (int i = 0; i < net->n_layers; i++) {
 		const struct dlk_layer *L = &net->layers[i];
+		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
 		double big = fmax((double)L->out_size, (double)L->in_size);
 		if (big > 0)
 			lim = fmin(lim, floor((double)INT32_MAX / big));
-		if (L->spec.kind == DLK_LAYER_CONV2D) {
-			double per = (double)L->in[0] * L->spec.kernel * L->spec.kernel * L->out[1] * L->out[2];
-			if (per > 0)
-				lim = fmin(lim, floor((double)INT32_MAX / per));
-		}
+		double per = ops->batch_values ? ops->batch_values(L) : 0;
+		if (per > 0)
+			lim = fmin(lim, floor((double)INT32_MAX / per));
 	}
 	return (int)lim;
 }
 
-static struct dlk_conv_shape conv_shape(const struct dlk_net *net, const struct dlk_layer *L, int batch)
-{
-	struct dlk_conv_shape s = { .batch = batch, .c = L->in[0], .h = L->in[1], .w = L->in[2], .f = L->out[0],
-		                    .k = L->spec.kernel, .stride = L->spec.stride, .pad = L->spec.padding,
-		                    .oh = L->out[1], .ow = L->out[2] };
-	if (L->pool_layer) {
-		const struct dlk_layer *M = &net->layers[L->pool_layer];
-		s.pool = M->spec.size;
-		s.pool_stride = M->spec.stride;
-		s.ph = M->out[1];
-		s.pw = M->out[2];
-	}
-	return s;
-}
 
 const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int training)
 {
-	const struct dlk_backend *be = net->be;
+	net->x_in = x;
 	for (int i = 0; i < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i];
-		const float *W = net->params + L->w_off, *b = net->params + L->b_off;
-		float *y = L->y;
-		size_t n = (size_t)batch * L->out_size;
+		if (L->spec.n_inputs)
+			x = L->spec.inputs[0] < 0 ? net->x_in : net->layers[L->spec.inputs[0]].y_used;
 		L->x_used = x;
-		switch (L->spec.kind) {
-		case DLK_LAYER_DENSE:
-			if (be->dense_forward) {
-				be->dense_forward(x, W, b, batch, L->in[2], L->out[2], L->act, y);
-			} else {
-				be->sgemm(0, 1, batch, L->out[2], L->in[2], 1.0f, x, L->in[2], W, L->in[2], 0.0f, y, L->out[2]);
-				be->bias_act(y, b, batch, L->out[2], L->act);
-			}
-			break;
-		case DLK_LAYER_CONV2D: {
-			int k = L->spec.kernel, ohw = L->out[1] * L->out[2], ckk = L->in[0] * k * k;
-			int ncol = batch * ohw;
-			if (be->conv_forward) {
-				struct dlk_conv_shape cs = conv_shape(net, L, batch);
-				struct dlk_layer *M = L->pool_layer ? &net->layers[L->pool_layer] : NULL;
-				be->conv_forward(x, W, b, &cs, L->act, y, M ? M->y : NULL, M ? M->argmax : NULL);
-				break;
-			}
-			be->im2col(x, batch, L->in[0], L->in[1], L->in[2], k, L->spec.stride, L->spec.padding,
-			           L->out[1], L->out[2], L->col);
-			/* the gradient buffers are idle during the forward pass: one holds the GEMM's
-			 * [filters, batch*hw] result before it is reordered to NCHW */
-			float *t = net->gbuf[0];
-			be->sgemm(0, 0, L->out[0], ncol, ckk, 1.0f, W, ckk, L->col, ncol, 0.0f, t, ncol);
-			be->conv_out(t, b, batch, L->out[0], ohw, L->act, y);
-			break;
-		}
-		case DLK_LAYER_MAXPOOL:
-			if (L->pooled)
-				break; /* the conv before it pooled into L->y */
-			be->maxpool_forward(x, batch, L->in[0], L->in[1], L->in[2], L->spec.size, L->spec.stride,
-			                    L->out[1], L->out[2], y, L->argmax);
-			break;
-		case DLK_LAYER_FLATTEN:
-			y = (float *)x;
-			break;
-		case DLK_LAYER_RELU:
-		case DLK_LAYER_TANH:
-		case DLK_LAYER_SIGMOID:
-			if (L->fused)
-				y = (float *)x;
-			else
-				be->act_forward(act_of(L->spec.kind), x, y, n);
-			break;
-		case DLK_LAYER_DROPOUT:
-			if (training && L->spec.rate > 0.0f) {
-				/* remember where this step's mask starts: backward redraws the same mask */
-				be->dropout_forward(x, y, n, L->spec.rate, net->dropout_seed, net->dropout_counter);
-				L->drop_active = 1;
-				L->drop_offset = net->dropout_counter;
-				net->dropout_counter += n;
-			} else {
-				L->drop_active = 0;
-				y = (float *)x;
-			}
-			break;
-		}
-		L->y_used = y;
-		x = y;
+		x = dlk_layer_ops[L->spec.kind]->forward(net, i, x, batch, training);
+		L->y_used = x;
 	}
 	return x;
+}
+
+/* Adds (or, for the first reader, copies) g, layer i's input gradient, into the gradient of
+ * the layer it reads (e = which input); concat hands each input its slice. */
+static void give_grad(struct dlk_net *net, int i, int e, const float *g, int batch)
+{
+	const struct dlk_backend *be = net->be;
+	struct dlk_layer *L = &net->layers[i];
+	int src = L->spec.n_inputs ? L->spec.inputs[e] : i - 1;
+	if (src < 0)
+		return;
+	struct dlk_layer *S = &net->layers[src];
+	size_t n = (size_t)batch * S->out_size;
+	if (L->spec.kind == DLK_LAYER_CONCAT) {
+		size_t na = L->in_size, nb = L->out_size - na, off = e ? na : 0, ns = e ? nb : na;
+		for (int s = 0; s < batch; s++) {
+			const float *from = g + (size_t)s * L->out_size + off;
+			if (S->g_set)
+				be->axpy(ns, 1.0f, from, S->gy + (size_t)s * ns);
+			else
+				be->copy(S->gy + (size_t)s * ns, from, sizeof(float) * ns);
+		}
+	} else if (S->g_set) {
+		be->axpy(n, 1.0f, g, S->gy);
+	} else {
+		be->copy(S->gy, g, sizeof(float) * n);
+	}
+	S->g_set = 1;
+}
+
+/* Backward through a graph: each layer's output gradient is the sum over the layers that read
+ * it, gathered in its gy before its own backward runs (the layers are in an order where every
+ * reader comes after what it reads). */
+static void graph_backward(struct dlk_net *net, int batch)
+{
+	const struct dlk_backend *be = net->be;
+	struct dlk_layer *last = &net->layers[net->n_layers - 1];
+
+	for (int i = 0; i < net->n_layers; i++)
+		net->layers[i].g_set = 0;
+	last->g_set = 1; /* the loss wrote it (dlk_net_out_grad) */
+	for (int i = net->n_layers - 1; i >= 0; i--) {
+		struct dlk_layer *L = &net->layers[i];
+		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
+		if (!L->need_dx && !L->n_w)
+			continue; /* nothing it reads needs a gradient */
+		if (!L->g_set) {
+			/* the loss does not depend on it: its parameters' gradients are 0 */
+			if (L->n_w) {
+				be->fill(net->grads + L->w_off, L->n_w + L->n_b, 0.0f);
+				dlk_layer_grads_ready(net, L);
+			}
+			continue;
+		}
+		float *r = ops->backward ? ops->backward(net, i, L->gy, net->gbuf[0], batch) : L->gy;
+		if (!L->need_dx)
+			continue;
+		int n_in = L->spec.n_inputs ? L->spec.n_inputs : 1;
+		for (int e = 0; e < n_in; e++)
+			give_grad(net, i, e, r, batch);
+	}
 }
 
 float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
@@ -528,105 +441,36 @@ float dlk_net_backward(struct dlk_net *net, const int32_t *labels, int batch)
 	return loss;
 }
 
-float *dlk_net_out_grad(struct dlk_net *net) { return net->gbuf[0]; }
+/* where the loss writes the gradient of the output: a chain's first ping-pong buffer, a graph's
+ * last layer's gradient */
+float *dlk_net_out_grad(struct dlk_net *net)
+{
+	return net->graph ? net->layers[net->n_layers - 1].gy : net->gbuf[0];
+}
 
 const float *dlk_net_output(const struct dlk_net *net) { return net->layers[net->n_layers - 1].y_used; }
 
 void dlk_net_backward_grad(struct dlk_net *net, int batch)
 {
-	const struct dlk_backend *be = net->be;
-	int cur = 0, folded = -1; /* folded: an activation layer whose backward a dense layer did */
+	if (net->graph) {
+		graph_backward(net, batch);
+		return;
+	}
+	int cur = 0;
 	float *g = net->gbuf[0];
 
 	for (int i = net->n_layers - 1; i >= 0; i--) {
 		struct dlk_layer *L = &net->layers[i];
-		const float *W = net->params + L->w_off;
-		float *dW = net->grads + L->w_off, *db = net->grads + L->b_off;
+		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
 		float *gout = net->gbuf[cur ^ 1];
-		size_t n = (size_t)batch * L->out_size;
 		if (!L->need_dx && !L->n_w)
 			break; /* nothing below needs a gradient */
-		switch (L->spec.kind) {
-		case DLK_LAYER_DENSE: {
-			int in = L->in[2], out = L->out[2];
-			if (be->dense_backward_w) {
-				be->dense_backward_w(g, L->x_used, batch, in, out, dW, db);
-			} else {
-				be->sgemm(1, 0, out, in, batch, 1.0f, g, out, L->x_used, in, 0.0f, dW, in);
-				be->sum_rows(g, batch, out, db);
-			}
-			if (net->grad_ready)
-				net->grad_ready(net->grad_ready_ctx, net->grads, net->n_params, L->w_off, L->n_w + L->n_b);
-			if (L->need_dx && be->dense_backward_x) {
-				/* an activation layer just below is differentiated in the same pass */
-				const struct dlk_layer *A = i > 0 ? &net->layers[i - 1] : NULL;
-				int act = A ? act_of(A->spec.kind) : DLK_ACT_NONE;
-				be->dense_backward_x(g, W, batch, in, out, act, act != DLK_ACT_NONE ? A->y_used : NULL, gout);
-				if (act != DLK_ACT_NONE)
-					folded = i - 1;
-				g = gout;
-				cur ^= 1;
-			} else if (L->need_dx) {
-				be->sgemm(0, 0, batch, in, out, 1.0f, g, out, W, in, 0.0f, gout, in);
-				g = gout;
-				cur ^= 1;
-			}
-			break;
-		}
-		case DLK_LAYER_CONV2D: {
-			int k = L->spec.kernel, ohw = L->out[1] * L->out[2], ckk = L->in[0] * k * k, f = L->out[0];
-			int ncol = batch * ohw;
-			if (be->conv_backward) {
-				struct dlk_conv_shape cs = conv_shape(net, L, batch);
-				const struct dlk_layer *M = L->pool_layer ? &net->layers[L->pool_layer] : NULL;
-				be->conv_backward(L->x_used, W, L->y, M ? M->y : NULL, g, M ? M->argmax : NULL, &cs, L->act, dW,
-				                  db, L->need_dx ? gout : NULL);
-				if (net->grad_ready)
-					net->grad_ready(net->grad_ready_ctx, net->grads, net->n_params, L->w_off,
-					                L->n_w + L->n_b);
-				if (L->need_dx) {
-					g = gout;
-					cur ^= 1;
-				}
-				break;
-			}
-			/* g is dead once reordered, and gout is written only by the final col2im, which
-			 * no longer needs dt: so dt lives in gout's buffer */
-			float *dt = gout;
-			be->conv_grad_in(g, batch, f, ohw, dt);
-			be->sgemm(0, 1, f, ckk, ncol, 1.0f, dt, ncol, L->col, ncol, 0.0f, dW, ckk);
-			be->sum_cols(dt, f, ncol, db);
-			if (net->grad_ready)
-				net->grad_ready(net->grad_ready_ctx, net->grads, net->n_params, L->w_off, L->n_w + L->n_b);
-			if (L->need_dx) {
-				/* the im2col buffer is no longer needed: it takes the column gradient */
-				be->sgemm(1, 0, ckk, ncol, f, 1.0f, W, ckk, dt, ncol, 0.0f, L->col, ncol);
-				be->col2im(L->col, batch, L->in[0], L->in[1], L->in[2], k, L->spec.stride, L->spec.padding,
-				           L->out[1], L->out[2], gout);
-				g = gout;
-				cur ^= 1;
-			}
-			break;
-		}
-		case DLK_LAYER_MAXPOOL:
-			if (L->pooled)
-				break; /* the conv before it takes g back through the pool */
-			be->maxpool_backward(g, L->argmax, n, (size_t)batch * L->in_size, gout);
+		if (!ops->backward)
+			continue;
+		float *r = ops->backward(net, i, g, gout, batch);
+		if (r == gout) {
 			g = gout;
 			cur ^= 1;
-			break;
-		case DLK_LAYER_FLATTEN:
-			break;
-		case DLK_LAYER_RELU:
-		case DLK_LAYER_TANH:
-		case DLK_LAYER_SIGMOID:
-			if (i != folded && !L->pooled)
-				be->act_backward(act_of(L->spec.kind), L->y_used, g, g, n);
-			break;
-		case DLK_LAYER_DROPOUT:
-			if (L->drop_active)
-				be->dropout_backward(g, g, n, L->spec.rate, net->dropout_seed, L->drop_offset);
-			break;
 		}
 	}
 }

@@ -29,11 +29,14 @@ struct dlk_layer {
 	int need_dx;              /* backward must produce the input gradient */
 	int pool_layer;           /* conv: the max-pool layer whose forward and backward it performs, or 0 */
 	int pooled;               /* activation or max-pool layer that a conv before it performs */
+	int folded_bw;            /* activation layer whose backward the dense layer after it did this step */
 	int drop_active;          /* dropout: the last forward applied a mask ... */
 	uint64_t drop_offset;     /* ... starting at this mask index */
 	/* per-batch buffers (device), allocated by dlk_net_reserve() */
 	float *y;                 /* output, [batch, out_size]; NULL where the layer aliases */
-	float *col;               /* conv: im2col of the input, reused for its gradient */
+	float *col;               /* conv: im2col of the input, reused for its gradient; globalavgpool: 1/HW */
+	float *gy;                /* graph: the gradient of the output, summed over its readers */
+	int g_set;                /* graph: backward has put a gradient into gy this step */
 	int32_t *argmax;          /* maxpool */
 	const float *x_used, *y_used; /* what the last forward read and wrote */
 };
@@ -48,6 +51,8 @@ struct dlk_net {
 	size_t n_params;
 	float *params;            /* device, n_params */
 	float *grads;             /* device, n_params */
+	int graph;                /* some layer names its inputs: per-layer gradients, nothing fused */
+	const float *x_in;        /* the last forward's input */
 	int batch_cap;            /* activations are allocated for this many samples */
 	float *gbuf[2];           /* gradient ping-pong; also conv's [f, batch*hw] staging */
 	uint64_t dropout_seed;

@@ -2,6 +2,7 @@
  * forking, watching, restarting and recording; this file says what each process runs, reads
  * what rank 0 reports, and decides which exit codes restart. */
 #include "lib/program/supervise.h"
+#include "lib/program/gangwait.h"
 #include "lib/program/env.h"
 #include "lib/program/protocol.h"
 #include "lib/jobs/podenv.h"
@@ -394,6 +395,18 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 	snprintf(s.master, sizeof(s.master), "%s", env.master_addr[0] ? env.master_addr : "127.0.0.1");
 	s.port = p->port;
 	s.peers = env.world > 1 ? pod_peers(s.master, env.world) : NULL;
+	/* the program's rendezvous looks rank 0 up once and fails for good when its name is not
+	 * published yet: every peer's name (else rank 0's) resolves first */
+	if (env.world > 1) {
+		const char *m = s.master;
+		if (dlk_gang_wait_names(s.peers ? (const char *const *)s.peers : &m, s.peers ? s.nodes : 1,
+		                        DLK_GANG_WAIT_MS, err)) {
+			for (int i = 0; s.peers && i < s.nodes; i++)
+				free(s.peers[i]);
+			free(s.peers);
+			return err->code;
+		}
+	}
 	s.ppn = p->procs_per_worker > 0 ? p->procs_per_worker : (spec->resources.gpus > 0 ? spec->resources.gpus : 1);
 	s.started = program_procs_started(p, s.ppn);
 	s.code_dir = p->workdir ? xstrdup(p->workdir) : NULL;

@@ -4,12 +4,15 @@
 #include <stdio.h>
 #include <string.h>
 
-_Static_assert(DLK_LAYER_DROPOUT + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
+_Static_assert(DLK_LAYER_UPSAMPLE + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
 
 const char *const dlk_layer_names[DLK_LAYER_KINDS + 1] = {
 	[DLK_LAYER_DENSE] = "dense", [DLK_LAYER_CONV2D] = "conv2d", [DLK_LAYER_MAXPOOL] = "maxpool",
 	[DLK_LAYER_FLATTEN] = "flatten", [DLK_LAYER_RELU] = "relu", [DLK_LAYER_TANH] = "tanh",
-	[DLK_LAYER_SIGMOID] = "sigmoid", [DLK_LAYER_DROPOUT] = "dropout", NULL
+	[DLK_LAYER_SIGMOID] = "sigmoid", [DLK_LAYER_DROPOUT] = "dropout", [DLK_LAYER_ADD] = "add", [DLK_LAYER_CONCAT] = "concat",
+	[DLK_LAYER_GLOBALAVGPOOL] = "globalavgpool",
+	[DLK_LAYER_LAYERNORM] = "layernorm", [DLK_LAYER_GELU] = "gelu", [DLK_LAYER_SOFTMAX] = "softmax",
+	[DLK_LAYER_EMBEDDING] = "embedding", [DLK_LAYER_UPSAMPLE] = "upsample", NULL
 };
 
 const char *dlk_layer_name(enum dlk_layer_kind kind)
@@ -52,6 +55,23 @@ int dlk_layer_shape(const struct dlk_layer_spec *ls, const long long in[3], long
 		out[0] = out[1] = 1;
 		out[2] = ls->units;
 		return 0;
+	case DLK_LAYER_GLOBALAVGPOOL:
+		out[2] = in[0];
+		out[0] = out[1] = 1;
+		return 0;
+	case DLK_LAYER_UPSAMPLE:
+		out[0] = in[0];
+		out[1] = in[1] * ls->scale; /* scale <= 64 and sizes below 2^31: no overflow */
+		out[2] = in[2] * ls->scale;
+		return 0;
+	case DLK_LAYER_EMBEDDING:
+		/* a token id per input value, each becoming a row of dim values */
+		if (__builtin_mul_overflow(in[0], in[1], &n) || __builtin_mul_overflow(n, in[2], &n))
+			n = LLONG_MAX;
+		out[0] = 1;
+		out[1] = n;
+		out[2] = ls->dim;
+		return 0;
 	default:
 		memmove(out, in, 3 * sizeof(*in));
 		return 0;
@@ -65,4 +85,33 @@ void dlk_layer_where(char *buf, size_t len, int i, const struct dlk_layer_spec *
 		         ls->line);
 	else
 		snprintf(buf, len, "model.layers[%d] (%s)", i, dlk_layer_name(ls->kind));
+}
+
+int dlk_layer_arity(enum dlk_layer_kind kind)
+{
+	return kind == DLK_LAYER_ADD || kind == DLK_LAYER_CONCAT ? 2 : 1;
+}
+
+int dlk_layer_shape2(const struct dlk_layer_spec *ls, const long long a[3], const long long b[3], long long out[3])
+{
+	if (ls->kind == DLK_LAYER_ADD) {
+		if (a[0] != b[0] || a[1] != b[1] || a[2] != b[2])
+			return -1;
+		memmove(out, a, 3 * sizeof(*a));
+		return 0;
+	}
+	/* concat: along channels; flat inputs [1, 1, n] along features */
+	if (a[1] != b[1])
+		return -1;
+	if (a[0] == 1 && a[1] == 1 && b[0] == 1) {
+		out[0] = out[1] = 1;
+		out[2] = a[2] + b[2];
+		return 0;
+	}
+	if (a[2] != b[2])
+		return -1;
+	out[0] = a[0] + b[0];
+	out[1] = a[1];
+	out[2] = a[2];
+	return 0;
 }

@@ -10,7 +10,7 @@
 
 /* The name a project file uses for each layer kind, in enum dlk_layer_kind order, NULL-terminated. */
 extern const char *const dlk_layer_names[];
-#define DLK_LAYER_KINDS 8
+#define DLK_LAYER_KINDS 16
 
 /* "dense", "conv2d", ...; "unknown" for a value outside the enum. */
 const char *dlk_layer_name(enum dlk_layer_kind kind);
@@ -22,6 +22,12 @@ int dlk_layer_kind_of(const char *name);
  * kernel, maxpool's size) is larger than its input, padding included. The caller has checked
  * the layer's own sizes (a positive stride) and checks the result's. */
 int dlk_layer_shape(const struct dlk_layer_spec *ls, const long long in[3], long long out[3]);
+
+/* The output shape of a layer with two inputs (add, concat) from its inputs' shapes: -1 when
+ * they do not fit together (add: the same shape; concat: the same height and width). */
+int dlk_layer_shape2(const struct dlk_layer_spec *ls, const long long a[3], const long long b[3], long long out[3]);
+/* How many inputs a kind reads: 2 for add and concat, else 1. */
+int dlk_layer_arity(enum dlk_layer_kind kind);
 
 /* How a message names layer i: "model.layers[4] (dense, dlk.yaml:23)", or without the file
  * position when the layer has none ("model.layers[4] (dense)"). file NULL means "dlk.yaml". */

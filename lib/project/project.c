@@ -494,12 +494,38 @@ static const struct field dropout_params[] = {
 	FIELD("rate", struct dlk_layer_spec, F_FLOAT, rate, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0.5"),
 	END
 };
+static const struct field layernorm_params[] = {
+	FIELD("eps", struct dlk_layer_spec, F_FLOAT, eps, .flags = MIN_EXCL, .min = 0, .max = 1, .def = "1e-5"),
+	END
+};
+/* in enum dlk_gelu order (lib/nn/kernels.h): PyTorch's names for its `approximate` */
+static const char *const gelu_approx_names[] = { "none", "tanh", NULL };
+static const struct field gelu_params[] = {
+	FIELD("approximate", struct dlk_layer_spec, F_ENUM, approximate, .names = gelu_approx_names, .def = "none"),
+	END
+};
+static const struct field embedding_params[] = {
+	FIELD("vocab", struct dlk_layer_spec, F_INT, vocab, .flags = REQ, .min = 1, .max = 1 << 24),
+	FIELD("dim", struct dlk_layer_spec, F_INT, dim, .flags = REQ, .min = 1, .max = 1 << 16),
+	END
+};
+/* in enum dlk_upsample_mode order (lib/nn/kernels.h) */
+static const char *const upsample_mode_names[] = { "nearest", "bilinear", NULL };
+static const struct field upsample_params[] = {
+	FIELD("scale", struct dlk_layer_spec, F_INT, scale, .min = 1, .max = 64, .def = "2"),
+	FIELD("mode", struct dlk_layer_spec, F_ENUM, mode, .names = upsample_mode_names, .def = "nearest"),
+	END
+};
 static const struct field no_params[] = { END };
 static const struct field *const layer_params[] = {
 	[DLK_LAYER_DENSE] = dense_params, [DLK_LAYER_CONV2D] = conv2d_params,
 	[DLK_LAYER_MAXPOOL] = maxpool_params, [DLK_LAYER_FLATTEN] = no_params,
 	[DLK_LAYER_RELU] = no_params, [DLK_LAYER_TANH] = no_params,
 	[DLK_LAYER_SIGMOID] = no_params, [DLK_LAYER_DROPOUT] = dropout_params,
+	[DLK_LAYER_ADD] = no_params, [DLK_LAYER_CONCAT] = no_params, [DLK_LAYER_GLOBALAVGPOOL] = no_params,
+	[DLK_LAYER_LAYERNORM] = layernorm_params, [DLK_LAYER_GELU] = gelu_params,
+	[DLK_LAYER_SOFTMAX] = no_params, [DLK_LAYER_EMBEDDING] = embedding_params,
+	[DLK_LAYER_UPSAMPLE] = upsample_params,
 };
 #define N_LAYER_KINDS DLK_LAYER_KINDS
 _Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");
@@ -936,6 +962,9 @@ static void parse_fields(struct ctx *c, const struct field *fields, const struct
 		const struct ynode *k = node->keys[i], *v = node->vals[i];
 		const struct field *f;
 		join_path(p, sizeof(p), path, k->text);
+		/* the sweep: section is the sweep's (lib/sweep/spec.c), not part of what a run trains */
+		if (fields == root_fields && !strcmp(k->text, "sweep"))
+			continue;
 		for (f = fields; f->key && strcmp(f->key, k->text); f++)
 			;
 		if (f->key && first[f - fields] >= 0) {
@@ -1643,9 +1672,67 @@ static void input_dump(struct dlk_buf *b, const struct field *f, const void *bas
 }
 static const struct custom c_input = { input_parse, input_dump, no_free, NULL };
 
-/* model.layers: "- relu" or "- dense: {units: 10}" */
-static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_layer_spec *l, const char *path)
+/* A layer's graph keys: "name: NAME" and "inputs: [NAME, ...]" (or one NAME), each name that of
+ * an earlier layer or "input" (the model's input). Takes them out of params' keys (the caller
+ * restores them). */
+static void layer_graph_parse(struct ctx *c, struct ynode *params, struct dlk_model *m, int i, const char *path)
 {
+	struct dlk_layer_spec *l = &m->layers[i];
+	char p[700], shown[80];
+	int k = 0;
+
+	for (int j = 0; j < params->n; j++) {
+		const struct ynode *key = params->keys[j], *val = params->vals[j];
+		if (!strcmp(key->text, "name")) {
+			snprintf(p, sizeof(p), "%s.name", path);
+			if (val->kind != YN_SCALAR || !val->text[0] || strlen(val->text) >= sizeof(l->name) ||
+			    strspn(val->text, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+			            strlen(val->text) || !strcmp(val->text, "input")) {
+				shown_text(shown, sizeof(shown), val->kind == YN_SCALAR ? val->text : "");
+				problem(c, val, p, "'%s' is not a layer name (letters, digits, '_' and '-', at most %zu, not 'input')",
+				        shown, sizeof(l->name) - 1);
+				continue;
+			}
+			for (int e = 0; e < i; e++)
+				if (!strcmp(m->layers[e].name, val->text))
+					problem(c, val, p, "'%s' already names model.layers[%d]", val->text, e);
+			snprintf(l->name, sizeof(l->name), "%s", val->text);
+		} else if (!strcmp(key->text, "inputs")) {
+			snprintf(p, sizeof(p), "%s.inputs", path);
+			int n = val->kind == YN_SEQ ? val->n : 1;
+			if ((val->kind != YN_SEQ && val->kind != YN_SCALAR) || n < 1 || n > 2) {
+				problem(c, val, p, "expected one or two layer names (like 'inputs: [block1, skip]')");
+				continue;
+			}
+			l->n_inputs = n;
+			for (int e = 0; e < n; e++) {
+				const struct ynode *v = val->kind == YN_SEQ ? val->vals[e] : val;
+				int found = -2;
+				if (v->kind == YN_SCALAR && !strcmp(v->text, "input"))
+					found = -1;
+				for (int q = i - 1; found == -2 && v->kind == YN_SCALAR && q >= 0; q--)
+					if (!strcmp(m->layers[q].name, v->text))
+						found = q;
+				if (found == -2) {
+					shown_text(shown, sizeof(shown), v->kind == YN_SCALAR ? v->text : "");
+					problem(c, v, p, "no layer before this one is named '%s' (name one with 'name: ...', or "
+					        "say 'input' for the model's input)", shown);
+				}
+				l->inputs[e] = found < -1 ? -1 : found;
+			}
+		} else {
+			params->keys[k] = params->keys[j];
+			params->vals[k] = params->vals[j];
+			k++;
+		}
+	}
+	params->n = k;
+}
+
+/* model.layers: "- relu" or "- dense: {units: 10}" */
+static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_model *m, int i, const char *path)
+{
+	struct dlk_layer_spec *l = &m->layers[i];
 	const struct ynode *name_node = item, *params = NULL;
 	char sug[640], p[600], shown[80];
 	int kind;
@@ -1676,13 +1763,36 @@ static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_laye
 	}
 	l->kind = (enum dlk_layer_kind)kind;
 	snprintf(p, sizeof(p), "%s.%s", path, dlk_layer_names[kind]);
-	if (params)
+	if (params && params->kind == YN_MAP) {
+		/* name and inputs are any kind's; the kind's own table judges the rest */
+		struct ynode *pm = (struct ynode *)params;
+		int n = pm->n;
+		struct ynode **keys = xcalloc((size_t)n + 1, sizeof(*keys)), **vals = xcalloc((size_t)n + 1, sizeof(*vals));
+		if (n) { /* an empty map {} has no arrays */
+			memcpy(keys, pm->keys, sizeof(*keys) * (size_t)n);
+			memcpy(vals, pm->vals, sizeof(*vals) * (size_t)n);
+		}
+		layer_graph_parse(c, pm, m, i, p);
+		parse_fields(c, layer_params[kind], pm, l, p);
+		if (n) {
+			memcpy(pm->keys, keys, sizeof(*keys) * (size_t)n);
+			memcpy(pm->vals, vals, sizeof(*vals) * (size_t)n);
+		}
+		pm->n = n;
+		free(keys);
+		free(vals);
+	} else if (params)
 		parse_fields(c, layer_params[kind], params, l, p);
 	else
 		for (const struct field *f = layer_params[kind]; f->key; f++)
 			if (f->flags & REQ)
 				problem(c, name_node, path, "%s needs '%s' (like '- %s: {%s: ...}')", dlk_layer_names[kind],
 				        f->key, dlk_layer_names[kind], f->key);
+	if (dlk_layer_arity(l->kind) == 2 && l->n_inputs != 2)
+		problem(c, name_node, path, "%s needs two inputs (like '- %s: {inputs: [a, b]}')", dlk_layer_names[kind],
+		        dlk_layer_names[kind]);
+	else if (dlk_layer_arity(l->kind) == 1 && l->n_inputs > 1)
+		problem(c, name_node, path, "%s reads one input, not %d", dlk_layer_names[kind], l->n_inputs);
 }
 
 static void layers_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
@@ -1705,7 +1815,7 @@ static void layers_parse(struct ctx *c, const struct field *f, const struct ynod
 	m->n_layers = val->n;
 	for (int i = 0; i < val->n; i++) {
 		snprintf(p, sizeof(p), "%s[%d]", path, i);
-		layer_parse(c, val->vals[i], &m->layers[i], p);
+		layer_parse(c, val->vals[i], m, i, p);
 	}
 }
 static void layers_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
@@ -1719,6 +1829,23 @@ static void layers_dump(struct dlk_buf *b, const struct field *f, const void *ba
 		if ((int)l->kind >= 0 && (int)l->kind < N_LAYER_KINDS && layer_params[l->kind][0].key) {
 			dlk_buf_adds(b, ": ");
 			dump_flow(b, layer_params[l->kind], l);
+			if (l->name[0] || l->n_inputs)
+				b->len--; /* the graph keys go inside the braces */
+		} else if (l->name[0] || l->n_inputs) {
+			dlk_buf_adds(b, ": {");
+		}
+		if (l->name[0] || l->n_inputs) {
+			int first = !layer_params[l->kind][0].key;
+			if (l->name[0])
+				dlk_buf_addf(b, "%sname: %s", first ? "" : ", ", l->name), first = 0;
+			if (l->n_inputs) {
+				dlk_buf_addf(b, "%sinputs: [", first ? "" : ", ");
+				for (int e = 0; e < l->n_inputs; e++)
+					dlk_buf_addf(b, "%s%s", e ? ", " : "",
+					             l->inputs[e] < 0 ? "input" : m->layers[l->inputs[e]].name);
+				dlk_buf_adds(b, "]");
+			}
+			dlk_buf_addc(b, '}');
 		}
 		dlk_buf_addc(b, '\n');
 	}
@@ -1994,43 +2121,70 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 
 	if (!m->n_layers || !rank)
 		return;
+	long long (*outs)[3] = xcalloc((size_t)m->n_layers, sizeof(*outs));
+	int *ranks = xcalloc((size_t)m->n_layers, sizeof(*ranks));
 	for (int i = 0; i < m->n_layers; i++) {
 		const struct dlk_layer_spec *l = &m->layers[i];
 		const struct ynode *pos = given_at(c, l, GIVEN_CUSTOM);
 		const char *name = dlk_layer_name(l->kind);
 		snprintf(p, sizeof(p), "model.layers[%d]", i);
+		if (i > 0) {
+			memcpy(outs[i - 1], shape, sizeof(shape));
+			ranks[i - 1] = rank;
+		}
 		if ((int)l->kind < 0)
-			return;
-		if ((l->kind == DLK_LAYER_CONV2D || l->kind == DLK_LAYER_MAXPOOL) && rank != 3) {
+			break;
+		if (l->n_inputs) { /* the graph: this layer reads named layers, not the one before it */
+			int a = l->inputs[0];
+			memcpy(shape, a < 0 ? (long long[3]){ m->input[0], m->input[1], m->input[2] } : outs[a], sizeof(shape));
+			rank = a < 0 ? m->input_rank : ranks[a];
+		}
+		if (l->n_inputs == 2) {
+			int b = l->inputs[1];
+			long long s2[3] = { m->input[0], m->input[1], m->input[2] };
+			if (b >= 0)
+				memcpy(s2, outs[b], sizeof(s2));
+			if (dlk_layer_shape2(l, shape, s2, shape) < 0) {
+				problem(c, pos, p, "%s's inputs do not fit together: %lldx%lldx%lld and %lldx%lldx%lld (%s)", name,
+				        shape[0], shape[1], shape[2], s2[0], s2[1], s2[2],
+				        l->kind == DLK_LAYER_ADD ? "add needs one shape" : "concat needs one height and width");
+				break;
+			}
+			continue;
+		}
+		if ((l->kind == DLK_LAYER_CONV2D || l->kind == DLK_LAYER_MAXPOOL || l->kind == DLK_LAYER_GLOBALAVGPOOL) &&
+		    rank != 3) {
 			problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
-			return;
+			break;
 		}
 		if (l->kind == DLK_LAYER_DENSE && (shape[0] != 1 || shape[1] != 1)) {
 			problem(c, pos, p, "dense expects a flat input but gets %lldx%lldx%lld (add 'flatten' before it)",
 			        shape[0], shape[1], shape[2]);
-			return;
+			break;
 		}
 		if (dlk_layer_shape(l, shape, shape) < 0) {
 			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
 			problem(c, pos, p, "%s window %d does not fit its %lldx%lld input (padding %d)", name,
 			        l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size, shape[1], shape[2], pad);
-			return;
+			break;
 		}
-		if (l->kind == DLK_LAYER_FLATTEN || l->kind == DLK_LAYER_DENSE)
+		if (l->kind == DLK_LAYER_FLATTEN || l->kind == DLK_LAYER_DENSE || l->kind == DLK_LAYER_GLOBALAVGPOOL)
 			rank = 1;
 		if (l->kind == DLK_LAYER_DENSE)
 			last_dense = i;
 		if (l->kind == DLK_LAYER_FLATTEN && shape[2] > INT_MAX) {
 			problem(c, pos, p, "flatten gives %lld features, too many", shape[2]);
-			return;
+			break;
 		}
 		/* the engine's bound (lib/nn/net.c): an activation of one sample fits an int */
 		if ((double)shape[0] * (double)shape[1] * (double)shape[2] > (double)(1u << 30)) {
 			problem(c, pos, p, "%s's output of %lldx%lldx%lld values per sample is too large", name, shape[0],
 			        shape[1], shape[2]);
-			return;
+			break;
 		}
 	}
+	free(outs);
+	free(ranks);
 	if (!c->n_problems) { /* a model with a broken layer has no end worth judging */
 		int last = m->n_layers - 1;
 		const struct ynode *pos = given_at(c, &m->layers[last], GIVEN_CUSTOM);

@@ -115,6 +115,14 @@ enum dlk_layer_kind {
 	DLK_LAYER_TANH,
 	DLK_LAYER_SIGMOID,
 	DLK_LAYER_DROPOUT,
+	DLK_LAYER_ADD,           /* the sum of its two inputs, of one shape (a residual connection) */
+	DLK_LAYER_CONCAT,        /* its two inputs stacked along channels (same height and width) */
+	DLK_LAYER_GLOBALAVGPOOL, /* each channel's mean over height and width: C features, flat */
+	DLK_LAYER_LAYERNORM,
+	DLK_LAYER_GELU,
+	DLK_LAYER_SOFTMAX,
+	DLK_LAYER_EMBEDDING,
+	DLK_LAYER_UPSAMPLE,
 };
 
 struct dlk_layer_spec {
@@ -126,6 +134,16 @@ struct dlk_layer_spec {
 	int padding;    /* conv2d default 0 */
 	int size;       /* maxpool window, default 2 */
 	float rate;     /* dropout probability, default 0.5 */
+	/* the graph: a layer reads the layer before it (the model input for the first) unless it
+	 * names its inputs; add and concat name two */
+	int n_inputs;   /* 0 = the layer before it; else how many of inputs[] */
+	int inputs[2];  /* the layers it reads, each before it; -1 = the model input */
+	char name[32];  /* how later layers' inputs name it; "" = unnamed */
+	float eps;      /* layernorm, default 1e-5 */
+	int approximate; /* gelu: enum dlk_gelu (lib/nn/kernels.h), default exact (erf) */
+	int vocab, dim; /* embedding: rows of the table, width of each */
+	int scale;      /* upsample: the integer factor of height and width, default 2 */
+	int mode;       /* upsample: enum dlk_upsample_mode (lib/nn/kernels.h), default nearest */
 	int line, column; /* where it was declared in the project file (1-based; 0 if unknown) */
 };
 

@@ -546,6 +546,71 @@ static void epochs_table(struct dlk_buf *b, const struct report_run *r, const ch
 	dlk_buf_adds(b, "</tbody></table></div>\n");
 }
 
+/* image i of metrics.samples[which] when it holds c*h*w numbers, else NULL */
+static const cJSON *sample_image(const cJSON *samples, const char *which, int i, int n)
+{
+	const cJSON *img = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(samples, which), i), *v;
+	if (!cJSON_IsArray(img) || cJSON_GetArraySize(img) != n)
+		return NULL;
+	cJSON_ArrayForEach(v, img)
+		if (!cJSON_IsNumber(v))
+			return NULL;
+	return img;
+}
+
+/* An image-to-image model's test images as inline SVG: a row per sample, its input, output and
+ * target side by side, a grey square per pixel (the channels' mean, 0 black to 1 white). */
+static void samples_grid(struct dlk_buf *b, const cJSON *samples)
+{
+	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(samples, "shape"), *out;
+	static const char *const cols[3] = { "input", "output", "target" };
+	int s[3], cell = 4, gap = 8;
+
+	if (!samples || !cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != 3)
+		return;
+	for (int d = 0; d < 3; d++) {
+		const cJSON *v = cJSON_GetArrayItem(shape, d);
+		if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 4096)
+			return;
+		s[d] = v->valueint;
+	}
+	int n = s[0] * s[1] * s[2], hw = s[1] * s[2];
+	if (n > 4096 || s[1] > 256 || s[2] > 256)
+		return;
+	out = cJSON_GetObjectItemCaseSensitive(samples, "output");
+	int rows = cJSON_IsArray(out) ? cJSON_GetArraySize(out) : 0;
+	rows = rows > 8 ? 8 : rows;
+	if (rows <= 0)
+		return;
+	int W = 3 * (s[2] * cell + gap), H = rows * (s[1] * cell + gap) + 16;
+	dlk_buf_addf(b, "<figure id=\"samples\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+	                "role=\"img\" aria-label=\"test images: input, output and target\">\n", W, H);
+	for (int c = 0; c < 3; c++)
+		dlk_buf_addf(b, "<text x=\"%d\" y=\"12\" font-size=\"11\">%s</text>\n", c * (s[2] * cell + gap), cols[c]);
+	for (int r = 0; r < rows; r++)
+		for (int c = 0; c < 3; c++) {
+			const cJSON *img = sample_image(samples, cols[c], r, n);
+			int x0 = c * (s[2] * cell + gap), y0 = 16 + r * (s[1] * cell + gap);
+			if (!img)
+				continue;
+			/* the channels' mean of each pixel, in one walk of the array */
+			double mean[4096] = { 0 };
+			const cJSON *e;
+			int j = 0;
+			cJSON_ArrayForEach(e, img)
+				mean[j++ % hw] += e->valuedouble / s[0];
+			for (int p = 0; p < hw; p++) {
+				double v = mean[p];
+				int g = (int)lround(255 * (v < 0 ? 0 : v > 1 ? 1 : v));
+				dlk_buf_addf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#%02x%02x%02x\"/>", x0 + (p % s[2]) * cell,
+				             y0 + (p / s[2]) * cell, cell, cell, g, g, g);
+			}
+			dlk_buf_addc(b, '\n');
+		}
+	dlk_buf_adds(b, "</svg><figcaption>The first test images: what the model was given, what it made, and "
+	                "what it should have made.</figcaption></figure>\n");
+}
+
 /* The test metrics of a task other than classification (metrics.test), A beside B, and a
  * multi-label model's F1 per class: such a run has no classes to draw a matrix of. */
 static void section_task(struct dlk_buf *b, const struct report_run *a, const struct report_run *o)
@@ -586,6 +651,7 @@ static void section_task(struct dlk_buf *b, const struct report_run *a, const st
 				dlk_buf_addf(b, "<tr><th scope=\"row\">%d</th><td>%.4f</td></tr>\n", i++, v->valuedouble);
 		dlk_buf_adds(b, "</tbody></table></div>\n");
 	}
+	samples_grid(b, a->samples);
 	dlk_buf_adds(b, "</section>\n");
 }
 

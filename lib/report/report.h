@@ -50,9 +50,10 @@ void report_run_set_source(cJSON *run, cJSON *source);
  * the page shows it first. */
 void report_run_set_verdict(cJSON *run, const char *decision, const char *reason);
 /* The run document in at most max_bytes of compact JSON, for places with a size limit (a Job's
- * annotations share 256 KiB): when it does not fit, the confusion matrix goes first, then the
- * step losses, then every other epoch of the history (the last one always stays), until it
- * fits; NULL when even the bare document does not. The caller frees the string. */
+ * annotations share 256 KiB): when it does not fit, an image model's sample images go first, then
+ * the confusion matrix, then the step losses, then every other epoch of the history (the last
+ * one always stays), until it fits; NULL when even the bare document does not. The caller frees
+ * the string. */
 char *report_run_compact(const cJSON *run, size_t max_bytes);
 /* Halves the resolution of history.step_loss (pairs averaged, "every" doubled); 0 when there is
  * nothing left to halve. */
@@ -84,9 +85,10 @@ struct report_run {
 	/* a task other than classification: metrics.test (its named metrics; then test_loss and
 	 * test_samples are set too, have_test stays 0) and metrics.f1 (multilabel), borrowed; NULL */
 	const cJSON *task_metrics, *f1;
+	const cJSON *samples;        /* image: metrics.samples {shape, input, output, target}, or NULL */
 };
 #define REPORT_RUN_INIT { NULL, NULL, "", 0, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, DLK_HISTORY_INIT, 0, -1, \
-	                  NULL, NULL }
+	                  NULL, NULL, NULL }
 
 /* Checks a run document and fills r: every field the page draws has the right type, range and
  * size (a matrix row of the wrong length, an accuracy of 1.5, a class list that disagrees with
@@ -116,5 +118,12 @@ cJSON *report_document(const cJSON *run, const cJSON *other, struct dlk_err *err
 int report_html(const cJSON *run, const cJSON *other, struct dlk_buf *out, struct dlk_err *err);
 /* Writes the page to path atomically (a temporary file in the same directory, then rename). */
 int report_write_html(const char *path, const cJSON *run, const cJSON *other, struct dlk_err *err);
+
+/* The page of a sweep (`dlk report SWEEP`) from the document of dlk_sweep_status (lib/sweep):
+ * the metric against each parameter, every trial's curve with the stopped ones marked, the
+ * trials in parallel coordinates, and the data as JSON (<script type="application/json"
+ * id="dlk-sweep-data">). Appended to out; -1 with err when the document has no trials. */
+int report_sweep_html(const cJSON *doc, struct dlk_buf *out, struct dlk_err *err);
+int report_sweep_write_html(const char *path, const cJSON *doc, struct dlk_err *err);
 
 #endif

@@ -163,6 +163,12 @@ char *report_run_compact(const cJSON *run, size_t max_bytes)
 	if (s)
 		return s;
 	c = cJSON_Duplicate(run, 1);
+	/* an image model's sample images go first: the bundle keeps them */
+	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "metrics"), "samples");
+	if ((s = print_if_fits(c, max_bytes))) {
+		cJSON_Delete(c);
+		return s;
+	}
 	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "metrics"), "confusion_matrix");
 	/* without the matrix, per-class numbers need the class list to be read back */
 	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(c, "classes"))) {
@@ -273,6 +279,7 @@ static int load_metrics(const cJSON *m, const char *who, struct report_run *r, s
 		r->test_samples = (long long)v;
 		r->task_metrics = get(m, "test");
 		r->f1 = get(m, "f1");
+		r->samples = cJSON_IsObject(get(m, "samples")) ? get(m, "samples") : NULL;
 		return 0;
 	}
 	if (!get(m, "test_accuracy"))

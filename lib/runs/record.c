@@ -21,7 +21,7 @@
 #define MAX_RANKS 4096        /* entries of run.peak_memory_bytes */
 #define MAX_COUNT 9007199254740992.0
 
-static const char *const outcome_names[] = { "running", "succeeded", "failed", "interrupted", "skipped" };
+static const char *const outcome_names[] = { "running", "succeeded", "failed", "interrupted", "skipped", "stopped" };
 
 const char *dlk_run_outcome_name(enum dlk_run_outcome o)
 {
@@ -328,6 +328,43 @@ static const char *duplicate_member(const cJSON *o)
 	return NULL;
 }
 
+/* run.sweep, a sweep's trial: {"id", "trial", "params": {KEY: number | string}, "metric", "goal",
+ * "value", "curve": [[at, value]...], "stopped_at"}. */
+static int check_sweep(const cJSON *s, const char *who, struct dlk_err *err)
+{
+	const cJSON *v, *it;
+	int n = 0;
+
+	if (!cJSON_IsObject(s))
+		return bad(err, who, "sweep", "is not an object");
+	if (check_str(s, "id", 1, DLK_RUNS_ID_MAX, who, err) || check_whole(s, "trial", 0, 1e6, who, err) ||
+	    check_str(s, "metric", 0, 64, who, err) || check_str(s, "goal", 0, 64, who, err) ||
+	    check_whole(s, "stopped_at", 0, 1e15, who, err))
+		return dlk_err_prefix(err, "in run.sweep");
+	if ((v = get(s, "value")) && !cJSON_IsNumber(v) && !cJSON_IsNull(v))
+		return bad(err, who, "sweep.value", "is not a number");
+	if ((v = get(s, "params"))) {
+		if (!cJSON_IsObject(v))
+			return bad(err, who, "sweep.params", "is not an object");
+		cJSON_ArrayForEach(it, v) {
+			if ((!cJSON_IsNumber(it) && !cJSON_IsString(it)) || strlen(it->string) > 256 || ++n > 64 ||
+			    (cJSON_IsString(it) && strlen(it->valuestring) > MAX_TEXT))
+				return bad(err, who, "sweep.params", "is not a map of keys to numbers or strings");
+		}
+	}
+	if ((v = get(s, "curve"))) {
+		n = 0;
+		if (!cJSON_IsArray(v))
+			return bad(err, who, "sweep.curve", "is not an array");
+		cJSON_ArrayForEach(it, v) {
+			if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2 || !cJSON_IsNumber(cJSON_GetArrayItem(it, 0)) ||
+			    !cJSON_IsNumber(cJSON_GetArrayItem(it, 1)) || ++n > 100000)
+				return bad(err, who, "sweep.curve", "is not a list of [epoch or step, value] pairs");
+		}
+	}
+	return 0;
+}
+
 int dlk_run_record_check(const cJSON *rec, const char *who, struct dlk_err *err)
 {
 	const cJSON *r = dlk_run_info(rec), *v, *it;
@@ -351,7 +388,7 @@ int dlk_run_record_check(const cJSON *rec, const char *who, struct dlk_err *err)
 	if (check_str(r, "outcome", 1, 32, who, err))
 		return -1;
 	if (dlk_run_outcome_parse(get(r, "outcome")->valuestring) < 0)
-		return bad(err, who, "outcome", "is not running, succeeded, failed, interrupted or skipped");
+		return bad(err, who, "outcome", "is not running, succeeded, failed, interrupted, skipped or stopped");
 	if (check_time(r, "started_at", 1, who, err) || check_time(r, "finished_at", 0, who, err))
 		return -1;
 	static const char *const texts[] = { "reason", "where", "host", "trigger", "spec_sha256", "image", "dlk_version",
@@ -401,6 +438,8 @@ int dlk_run_record_check(const cJSON *rec, const char *who, struct dlk_err *err)
 			return bad(err, who, "bundle", "is not {path, sha256}");
 	}
 	if (check_data(get(r, "data"), who, "data", err))
+		return -1;
+	if ((v = get(r, "sweep")) && check_sweep(v, who, err))
 		return -1;
 	/* the parts a report draws, checked as `dlk report` checks them */
 	rc = report_run_load(rec, who, &rr, err);

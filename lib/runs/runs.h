@@ -6,7 +6,7 @@
  * history and provenance) with one more member, "run", that says what happened to it:
  *
  *   "run": {"id", "project",
- *           "outcome": "running" | "succeeded" | "failed" | "interrupted" | "skipped",
+ *           "outcome": "running" | "succeeded" | "failed" | "interrupted" | "skipped" | "stopped",
  *           "reason": why it was skipped or how it was interrupted (optional),
  *           "started_at", "finished_at" (RFC 3339 UTC with milliseconds; finished_at absent
  *                                        while it runs),
@@ -19,7 +19,9 @@
  *           "data": [{"split", "url", "sha256"}]     (every data source, as fetched),
  *           "spec_sha256", "image", "dlk_version", "git_commit", "git_dirty",
  *           "checkpoint_dir", "bundle": {"path", "sha256"},
- *           "peak_memory_bytes": [per rank, when known]}
+ *           "peak_memory_bytes": [per rank, when known],
+ *           "sweep": {"id", "trial", "params": {KEY: value}, "metric", "goal", "value",
+ *                     "curve": [[epoch or step, value]...], "stopped_at"}  (a sweep's trial)}
  *
  * Only id, project, outcome and started_at are required; the rest is there when known. The
  * record converts to the document `dlk report -o json` shows by setting its "source" to
@@ -55,6 +57,7 @@ enum dlk_run_outcome {
 	DLK_RUN_FAILED,
 	DLK_RUN_INTERRUPTED,
 	DLK_RUN_SKIPPED,
+	DLK_RUN_STOPPED, /* a sweep stopped it early (ASHA): no failure, not to be resumed */
 };
 /* "running", "succeeded", ...; and back (-1 for a word that is none of them). */
 const char *dlk_run_outcome_name(enum dlk_run_outcome o);

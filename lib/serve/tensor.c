@@ -45,6 +45,42 @@ void dlk_serve_sig_init_lut(struct dlk_serve_sig *sig)
 	/* the very expression lib/data/load.c uses, so a UINT8 pixel is the float training saw */
 	for (int i = 0; i < 256; i++)
 		sig->lut[i] = ((float)i * sig->scale - sig->mean) / sig->std;
+	/* the scale idx and tar data are read with (lib/project/project.c's default): raw values
+	 * are pixels; a CSV's values (scale 1) have no range the server could hold requests to */
+	sig->pixels = sig->scale == (float)(1.0 / 255.0);
+}
+
+void dlk_serve_sig_preprocessed(const struct dlk_serve_sig *sig, struct dlk_serve_sig *out)
+{
+	*out = *sig;
+	out->scale = 1.0f;
+	out->mean = 0.0f;
+	out->std = 1.0f;
+	dlk_serve_sig_init_lut(out);
+}
+
+const char *dlk_input_form_name(enum dlk_input_form form)
+{
+	return form == DLK_INPUT_PREPROCESSED ? "preprocessed" : "raw";
+}
+
+int dlk_input_form_parse(const char *s, size_t len)
+{
+	if (len == 3 && !memcmp(s, "raw", 3))
+		return DLK_INPUT_RAW;
+	if (len == 12 && !memcmp(s, "preprocessed", 12))
+		return DLK_INPUT_PREPROCESSED;
+	return -1;
+}
+
+void dlk_serve_contract_json(const struct dlk_serve_sig *sig, struct dlk_buf *out)
+{
+	dlk_buf_adds(out, "\"input_form\":\"raw\"");
+	if (sig->pixels)
+		dlk_buf_adds(out, ",\"raw_range\":[0,255]");
+	dlk_buf_addf(out, ",\"scale\":%.9g,\"mean\":%.9g,\"std\":%.9g", (double)sig->scale, (double)sig->mean,
+	             (double)sig->std);
+	dlk_buf_adds(out, ",\"input_forms\":[\"raw\",\"preprocessed\"],\"form_parameter\":\"" DLK_INPUT_FORM_PARAM "\"");
 }
 
 static const char *const output_names[DLK_SERVE_N_OUTPUTS + 1] = { DLK_SERVE_OUT_PROBS, DLK_SERVE_OUT_LOGITS, NULL };
@@ -226,4 +262,89 @@ long dlk_serve_nonfinite_row(const float *logits, size_t rows, size_t k)
 		if (!isfinite(logits[i]))
 			return (long)(i / k);
 	return -1;
+}
+
+/* What a request's values say about the form they are in. */
+struct raw_scan {
+	int unit_interval;   /* every value so far is within [0, 1] */
+	int fractional;      /* some value is not a whole number */
+	size_t neg_fraction; /* 1 + the index of the first negative value that is not whole, or 0 */
+	double bad;
+};
+
+static void scan(struct raw_scan *r, double v, size_t i)
+{
+	if (!isfinite(v))
+		return; /* the conversion names it */
+	if (v < 0 || v > 1)
+		r->unit_interval = 0;
+	if (v != floor(v)) {
+		r->fractional = 1;
+		if (v < 0 && !r->neg_fraction) {
+			r->neg_fraction = i + 1;
+			r->bad = v;
+		}
+	}
+}
+
+static int verdict(const struct dlk_serve_sig *sig, enum dlk_dtype t, const struct raw_scan *r, char *msg,
+                   size_t msg_len)
+{
+	char contract[160];
+
+	if (t != DLK_DT_FP16 && t != DLK_DT_FP32 && t != DLK_DT_FP64)
+		return 0;
+	snprintf(contract, sizeof(contract), "the model's input takes raw pixels 0..255, which the server scales as "
+	         "(v * %.9g - %.9g) / %.9g", (double)sig->scale, (double)sig->mean, (double)sig->std);
+	if (r->unit_interval && r->fractional)
+		snprintf(msg, msg_len, "input '%s': every value is within [0, 1] and not all are whole numbers, as pixels "
+		         "already scaled are, but %s; send the pixels, or declare the form with the request parameter "
+		         "%s = \"preprocessed\" (or \"raw\")", DLK_SERVE_INPUT, contract, DLK_INPUT_FORM_PARAM);
+	else if (r->neg_fraction)
+		snprintf(msg, msg_len, "input '%s': element %zu (%g) is negative and not a whole number, as normalised "
+		         "values are, but %s; send the pixels, or declare the form with the request parameter "
+		         "%s = \"preprocessed\" (or \"raw\")", DLK_SERVE_INPUT, r->neg_fraction - 1, r->bad, contract,
+		         DLK_INPUT_FORM_PARAM);
+	else
+		return 0;
+	return -1;
+}
+
+int dlk_serve_check_raw_binary(const struct dlk_serve_sig *sig, enum dlk_dtype t, const unsigned char *src,
+                               size_t n, char *msg, size_t msg_len)
+{
+	struct raw_scan r = { 1, 0, 0, 0 };
+	size_t w = dlk_dtype_size(t);
+
+	if (!sig->pixels || t == DLK_DT_UINT8)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t u = le(src + w * i, w);
+		double v;
+		switch (t) {
+		case DLK_DT_UINT16: case DLK_DT_UINT32: case DLK_DT_UINT64: v = (double)u; break;
+		case DLK_DT_INT8: v = (int8_t)u; break;
+		case DLK_DT_INT16: v = (int16_t)u; break;
+		case DLK_DT_INT32: v = (int32_t)u; break;
+		case DLK_DT_INT64: v = (double)(int64_t)u; break;
+		case DLK_DT_FP16: v = half_to_float((uint16_t)u); break;
+		case DLK_DT_FP32: { uint32_t b = (uint32_t)u; float f; memcpy(&f, &b, 4); v = f; break; }
+		case DLK_DT_FP64: memcpy(&v, &u, 8); break;
+		default: return 0;
+		}
+		scan(&r, v, i);
+	}
+	return verdict(sig, t, &r, msg, msg_len);
+}
+
+int dlk_serve_check_raw_doubles(const struct dlk_serve_sig *sig, enum dlk_dtype t, const double *src, size_t n,
+                                char *msg, size_t msg_len)
+{
+	struct raw_scan r = { 1, 0, 0, 0 };
+
+	if (!sig->pixels)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		scan(&r, src[i], i);
+	return verdict(sig, t, &r, msg, msg_len);
 }

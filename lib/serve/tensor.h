@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/util/buf.h"
+
 enum dlk_dtype {
 	DLK_DT_INVALID = 0,
 	DLK_DT_BOOL,
@@ -41,6 +43,17 @@ int dlk_dtype_numeric(enum dlk_dtype t);
 #define DLK_SERVE_N_OUTPUTS 2
 #define DLK_SERVE_MAX_RANK 8
 
+/* The input contract: what a model's input takes. Raw values as the training data held them
+ * (pixels 0..255 for idx and tar data), which the server scales as training did; or values
+ * already scaled, the network's own input, what a PyTorch or Triton user sends (x / 255). The
+ * server takes raw values unless a request declares its form (V2: parameters.input_form; TF
+ * Serving: a top-level "input_form"). */
+enum dlk_input_form { DLK_INPUT_RAW, DLK_INPUT_PREPROCESSED };
+#define DLK_INPUT_FORM_PARAM "input_form"
+/* "raw" / "preprocessed"; and back from len bytes, -1 for anything else */
+const char *dlk_input_form_name(enum dlk_input_form form);
+int dlk_input_form_parse(const char *s, size_t len);
+
 /* What clients see of a model. */
 struct dlk_serve_sig {
 	const char *name;          /* the model's name in URLs */
@@ -51,10 +64,31 @@ struct dlk_serve_sig {
 	char *const *classes;      /* n_classes labels, or NULL */
 	float scale, mean, std;    /* raw value v enters the network as (v * scale - mean) / std */
 	float lut[256];            /* that, for the integers 0..255, as training's gather computes it */
+	int pixels;                /* raw values are 8-bit pixels 0..255 (the scaling divides by 255, as
+	                              idx and tar data are read): the contract dlk_serve_check_raw_*
+	                              holds requests to; set by dlk_serve_sig_init_lut */
 };
 
-/* Fills lut from scale, mean and std. */
+/* Fills lut and pixels from scale, mean and std. */
 void dlk_serve_sig_init_lut(struct dlk_serve_sig *sig);
+/* A copy of sig whose conversions take values as already scaled (scale 1, mean 0, std 1): what
+ * a request declared "preprocessed" is converted with. */
+void dlk_serve_sig_preprocessed(const struct dlk_serve_sig *sig, struct dlk_serve_sig *out);
+/* The contract as JSON members (no braces), for the protocols' metadata:
+ *   "input_form":"raw","raw_range":[0,255],"scale":S,"mean":M,"std":D,
+ *   "input_forms":["raw","preprocessed"],"form_parameter":"input_form" */
+void dlk_serve_contract_json(const struct dlk_serve_sig *sig, struct dlk_buf *out);
+/* Whether n values of a request that did not declare its form fit a raw-pixel input (sig->pixels;
+ * always 0 otherwise). Pixels are whole numbers 0..255; a floating-point tensor whose values all
+ * lie within [0, 1] and are not all whole is what a client that scaled them itself sends (x / 255),
+ * and a negative value that is not whole is a normalised one ((x - mean) / std). Either is
+ * refused: -1 with a message for the client (a 400) naming the contract and the parameter that
+ * declares the form. Integer tensors, and values that are not finite (the conversion names them),
+ * pass. */
+int dlk_serve_check_raw_binary(const struct dlk_serve_sig *sig, enum dlk_dtype t, const unsigned char *src,
+                               size_t n, char *msg, size_t msg_len);
+int dlk_serve_check_raw_doubles(const struct dlk_serve_sig *sig, enum dlk_dtype t, const double *src, size_t n,
+                                char *msg, size_t msg_len);
 
 /* Names of the outputs in their default order (probabilities, logits); NULL past the end. */
 const char *dlk_serve_output_name(int i);

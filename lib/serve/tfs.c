@@ -57,9 +57,11 @@ int dlk_tfs_parse_predict(const struct dlk_serve_sig *sig, const char *body, siz
                           struct dlk_tfs_request *req, char *msg, size_t msg_len)
 {
 	struct jd_doc doc = JD_DOC_INIT;
-	const struct jd_value *root, *inst, *inputs, *sn;
+	const struct jd_value *root, *inst, *inputs, *sn, *fv;
+	const struct dlk_serve_sig *raw_sig = sig;
+	struct dlk_serve_sig pre;
 	size_t bad = 0;
-	int ret = -1;
+	int ret = -1, form = -1;
 	char jmsg[200];
 
 	*req = (struct dlk_tfs_request)DLK_TFS_REQUEST_INIT;
@@ -74,6 +76,18 @@ int dlk_tfs_parse_predict(const struct dlk_serve_sig *sig, const char *body, siz
 	if (sn && (sn->type != JD_STRING || (sn->len && strcmp(sn->str, "serving_default")))) {
 		fail(msg, msg_len, "unknown signature_name: the model has one signature, 'serving_default'");
 		goto out;
+	}
+	/* the input contract: raw pixels held to it, unless the request declares its form */
+	fv = jd_get(root, DLK_INPUT_FORM_PARAM);
+	if (fv && (fv->type != JD_STRING || (form = dlk_input_form_parse(fv->str, fv->len)) < 0)) {
+		fail(msg, msg_len, "'" DLK_INPUT_FORM_PARAM "' must be \"raw\" (values as the training data holds them, "
+		     "pixels 0..255) or \"preprocessed\" (already scaled, the network's input)");
+		goto out;
+	}
+	if (form == DLK_INPUT_PREPROCESSED) {
+		dlk_serve_sig_preprocessed(sig, &pre);
+		raw_sig = sig;
+		sig = &pre;
 	}
 	inst = jd_get(root, "instances");
 	inputs = jd_get(root, "inputs");
@@ -97,6 +111,9 @@ int dlk_tfs_parse_predict(const struct dlk_serve_sig *sig, const char *body, siz
 			goto out;
 		req->rows = rows;
 		req->x = xmalloc((size_t)rows * sig->in_size * sizeof(float));
+		if (form < 0 && dlk_serve_check_raw_doubles(raw_sig, DLK_DT_FP64, doc.nums + t->leaf_begin,
+		                                            (size_t)rows * sig->in_size, msg, msg_len))
+			goto out;
 		if (dlk_serve_convert_doubles(sig, DLK_DT_FP64, doc.nums + t->leaf_begin, (size_t)rows * sig->in_size, req->x, &bad)) {
 			fail(msg, msg_len, "'inputs': element %zu is not a finite number", bad);
 			goto out;
@@ -115,6 +132,9 @@ int dlk_tfs_parse_predict(const struct dlk_serve_sig *sig, const char *body, siz
 			goto out;
 		req->rows = rows;
 		req->x = xmalloc((size_t)rows * sig->in_size * sizeof(float));
+		if (form < 0 && dlk_serve_check_raw_doubles(raw_sig, DLK_DT_FP64, doc.nums + inst->leaf_begin,
+		                                            (size_t)rows * sig->in_size, msg, msg_len))
+			goto out;
 		if (dlk_serve_convert_doubles(sig, DLK_DT_FP64, doc.nums + inst->leaf_begin, (size_t)rows * sig->in_size, req->x, &bad)) {
 			fail(msg, msg_len, "'instances': element %zu is not a finite number", bad);
 			goto out;
@@ -141,6 +161,9 @@ int dlk_tfs_parse_predict(const struct dlk_serve_sig *sig, const char *body, siz
 			}
 		}
 		if (one_row(sig, t, i, msg, msg_len))
+			goto out;
+		if (form < 0 && dlk_serve_check_raw_doubles(raw_sig, DLK_DT_FP64, doc.nums + t->leaf_begin, sig->in_size, msg,
+		                                            msg_len))
 			goto out;
 		if (dlk_serve_convert_doubles(sig, DLK_DT_FP64, doc.nums + t->leaf_begin, sig->in_size,
 		                              req->x + (size_t)i * sig->in_size, &bad)) {
@@ -246,5 +269,7 @@ void dlk_tfs_write_metadata(const struct dlk_serve_sig *sig, struct dlk_buf *out
 			dlk_buf_addc(out, ',');
 		tf_tensor(out, dlk_serve_output_name(o), &sig->n_classes, 1);
 	}
-	dlk_buf_adds(out, "},\"method_name\":\"tensorflow/serving/predict\"}}}}}");
+	dlk_buf_adds(out, "},\"method_name\":\"tensorflow/serving/predict\"}}},\"dlk_input_contract\":{");
+	dlk_serve_contract_json(sig, out);
+	dlk_buf_adds(out, "}}}");
 }

@@ -58,6 +58,24 @@ static int param_bool(const struct jd_value *params, const char *name, int *out)
 	return 0;
 }
 
+/* parameters.input_form, at the request's level or the input's: "raw" or "preprocessed"; *form
+ * keeps what an earlier level said (-1: undeclared), and two levels must agree */
+static int read_form(const struct jd_value *params, const char *where, int *form, char *msg, size_t len)
+{
+	const struct jd_value *v = jd_get(params, DLK_INPUT_FORM_PARAM);
+	int f;
+
+	if (!v)
+		return 0;
+	if (v->type != JD_STRING || (f = dlk_input_form_parse(v->str, v->len)) < 0)
+		return fail(msg, len, "%s." DLK_INPUT_FORM_PARAM " must be \"raw\" (values as the training data holds them, "
+		            "pixels 0..255) or \"preprocessed\" (already scaled, the network's input)", where);
+	if (*form >= 0 && *form != f)
+		return fail(msg, len, "the request's and the input's " DLK_INPUT_FORM_PARAM " disagree");
+	*form = f;
+	return 0;
+}
+
 struct input_desc {
 	const struct jd_value *node;
 	enum dlk_dtype dtype;
@@ -127,7 +145,7 @@ int dlk_v2_parse_infer(const struct dlk_serve_sig *sig, const char *body, size_t
 	const struct jd_value *root, *v, *inputs, *outputs;
 	const unsigned char *bin = NULL;
 	size_t json_len = len, bin_len = 0;
-	int binary_default = 0, n_inputs = 0, ret = -1;
+	int binary_default = 0, n_inputs = 0, ret = -1, form = -1;
 	char nb[80], jmsg[200];
 
 	*req = (struct dlk_v2_request)DLK_V2_REQUEST_INIT;
@@ -169,6 +187,8 @@ int dlk_v2_parse_infer(const struct dlk_serve_sig *sig, const char *body, size_t
 		fail(msg, msg_len, "parameters.binary_data_output must be true or false");
 		goto out;
 	}
+	if (read_form(v, "parameters", &form, msg, msg_len))
+		goto out;
 
 	/* inputs: exactly the model's one input */
 	inputs = jd_get(root, "inputs");
@@ -200,6 +220,8 @@ int dlk_v2_parse_infer(const struct dlk_serve_sig *sig, const char *body, size_t
 			fail(msg, msg_len, "input '%s': 'parameters' must be an object", nb);
 			goto out;
 		}
+		if (read_form(params, "the input's parameters", &form, msg, msg_len))
+			goto out;
 		if (!!bsize + !!data != 1) {
 			fail(msg, msg_len, "input '%s' must have exactly one of 'data' and parameters.binary_data_size, but has %s", nb,
 			     bsize ? "both" : "neither");
@@ -253,6 +275,12 @@ int dlk_v2_parse_infer(const struct dlk_serve_sig *sig, const char *body, size_t
 		goto out;
 	}
 	size_t count = (size_t)inp.count, bad = 0;
+	/* the form the values are in: declared, or raw pixels held to their contract */
+	struct dlk_serve_sig pre;
+	if (form == DLK_INPUT_PREPROCESSED) {
+		dlk_serve_sig_preprocessed(sig, &pre);
+		sig = &pre;
+	}
 	if (inp.binary) {
 		size_t want = count * dlk_dtype_size(inp.dtype);
 		if ((unsigned long long)inp.binary_size != want) {
@@ -260,6 +288,8 @@ int dlk_v2_parse_infer(const struct dlk_serve_sig *sig, const char *body, size_t
 			     DLK_SERVE_INPUT, inp.binary_size, dlk_dtype_name(inp.dtype), want);
 			goto out;
 		}
+		if (form < 0 && dlk_serve_check_raw_binary(sig, inp.dtype, inp.bytes, count, msg, msg_len))
+			goto out;
 		req->x = xmalloc(count * sizeof(float));
 		if (dlk_serve_convert_binary(sig, inp.dtype, inp.bytes, count, req->x, &bad)) {
 			fail(msg, msg_len, "input '%s': element %zu is not a finite number", DLK_SERVE_INPUT, bad);
@@ -277,6 +307,8 @@ int dlk_v2_parse_infer(const struct dlk_serve_sig *sig, const char *body, size_t
 			fail(msg, msg_len, "input '%s': 'data' holds %zu numbers, but its shape needs %zu", DLK_SERVE_INPUT, have, count);
 			goto out;
 		}
+		if (form < 0 && dlk_serve_check_raw_doubles(sig, inp.dtype, doc.nums + data->leaf_begin, count, msg, msg_len))
+			goto out;
 		req->x = xmalloc(count * sizeof(float));
 		if (dlk_serve_convert_doubles(sig, inp.dtype, doc.nums + data->leaf_begin, count, req->x, &bad)) {
 			fail(msg, msg_len, "input '%s': element %zu (%g) is not a valid %s", DLK_SERVE_INPUT, bad,
@@ -512,8 +544,10 @@ void dlk_v2_write_model_metadata(const struct dlk_serve_sig *sig, struct dlk_buf
 	jd_write_string(out, sig->name, strlen(sig->name));
 	dlk_buf_adds(out, ",\"versions\":[\"" DLK_V2_VERSION "\"],\"platform\":\"dlk_bundle\",\"inputs\":[");
 	dlk_serve_shape_str(sig, 0, shape, sizeof(shape));
-	tensor_meta(out, DLK_SERVE_INPUT, "FP32", shape);
-	dlk_buf_adds(out, "],\"outputs\":[");
+	/* the input with its contract in its parameters (tritonclient hands the metadata over as is) */
+	dlk_buf_addf(out, "{\"name\":\"%s\",\"datatype\":\"FP32\",\"shape\":%s,\"parameters\":{", DLK_SERVE_INPUT, shape);
+	dlk_serve_contract_json(sig, out);
+	dlk_buf_adds(out, "}}],\"outputs\":[");
 	snprintf(shape, sizeof(shape), "[-1,%d]", sig->n_classes);
 	for (int i = 0; i < DLK_SERVE_N_OUTPUTS; i++) {
 		if (i)

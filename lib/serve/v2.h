@@ -2,15 +2,16 @@
  * classification extensions (kserve docs/predict-api/v2/required_api.md; triton
  * docs/protocol/extension_binary_data.md and extension_classification.md).
  *
- * Request:  {id?, parameters?: {binary_data_output?}, inputs: [{name, shape, datatype,
- *            parameters?: {binary_data_size?}, data?}], outputs?: [{name, parameters?:
+ * Request:  {id?, parameters?: {binary_data_output?, input_form?}, inputs: [{name, shape, datatype,
+ *            parameters?: {binary_data_size?, input_form?}, data?}], outputs?: [{name, parameters?:
  *            {binary_data?, classification?}}]}, optionally followed by the inputs' raw bytes
  *            (little-endian, row-major) when the Inference-Header-Content-Length header gives the
  *            JSON's length.
  * Response: {model_name, model_version, id?, outputs: [{name, datatype, shape, data |
  *            parameters: {binary_data_size}}]} + the binary outputs in order.
  * A model served by dlk has one input, "input" ([-1, C, H, W] or [-1, C*H*W], any numeric
- * datatype, raw values as the training data holds them) and two FP32 outputs [-1, classes]:
+ * datatype, raw values as the training data holds them unless input_form says "preprocessed"; an
+ * undeclared request that contradicts the contract is refused: tensor.h) and two FP32 outputs [-1, classes]:
  * "probabilities" and "logits". Classification turns an output into BYTES
  * "value:index[:label]", best first, per row. */
 #ifndef DLK_SERVE_V2_H

@@ -33,6 +33,17 @@
 
 static int tensor_shape(const struct dlk_layer *L, int bias, long long shape[4])
 {
+	switch (L->spec.kind) {
+	case DLK_LAYER_LAYERNORM: /* nn.LayerNorm: weight and bias [W] */
+		shape[0] = L->in[2];
+		return 1;
+	case DLK_LAYER_EMBEDDING: /* nn.Embedding: weight [vocab, dim], no bias */
+		shape[0] = L->spec.vocab;
+		shape[1] = L->spec.dim;
+		return 2;
+	default:
+		break;
+	}
 	if (L->spec.kind == DLK_LAYER_DENSE) {
 		shape[0] = L->out[2];
 		if (bias)
@@ -77,6 +88,8 @@ static void safetensors_build(const struct dlk_net *net, const float *host, stru
 		if (!L->n_w)
 			continue;
 		for (int bias = 0; bias < 2; bias++) {
+			if (bias && !L->n_b)
+				continue;
 			char name[64];
 			long long shape[4];
 			int rank = tensor_shape(L, bias, shape);
@@ -112,6 +125,13 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 {
 	cJSON *l = cJSON_CreateObject();
 	cJSON_AddStringToObject(l, "kind", dlk_layer_name(ls->kind));
+	if (ls->name[0])
+		cJSON_AddStringToObject(l, "name", ls->name);
+	if (ls->n_inputs) { /* the graph: layer indices, -1 the model's input */
+		cJSON *in = cJSON_AddArrayToObject(l, "inputs");
+		for (int e = 0; e < ls->n_inputs; e++)
+			cJSON_AddItemToArray(in, cJSON_CreateNumber(ls->inputs[e]));
+	}
 	switch (ls->kind) {
 	case DLK_LAYER_DENSE:
 		cJSON_AddNumberToObject(l, "units", ls->units);
@@ -128,6 +148,20 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 		break;
 	case DLK_LAYER_DROPOUT:
 		cJSON_AddNumberToObject(l, "rate", ls->rate);
+		break;
+	case DLK_LAYER_LAYERNORM:
+		cJSON_AddNumberToObject(l, "eps", ls->eps);
+		break;
+	case DLK_LAYER_GELU:
+		cJSON_AddStringToObject(l, "approximate", ls->approximate == DLK_GELU_TANH ? "tanh" : "none");
+		break;
+	case DLK_LAYER_EMBEDDING:
+		cJSON_AddNumberToObject(l, "vocab", ls->vocab);
+		cJSON_AddNumberToObject(l, "dim", ls->dim);
+		break;
+	case DLK_LAYER_UPSAMPLE:
+		cJSON_AddNumberToObject(l, "scale", ls->scale);
+		cJSON_AddStringToObject(l, "mode", ls->mode == DLK_UPSAMPLE_BILINEAR ? "bilinear" : "nearest");
 		break;
 	default:
 		break;
@@ -204,6 +238,25 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 			cJSON_AddNumberToObject(tm, e->metrics[i].name, e->metrics[i].value);
 		if (e->f1)
 			cJSON_AddItemToObject(m, "f1", cJSON_CreateDoubleArray(e->f1, k));
+		if (e->n_samples > 0) {
+			/* the report page's grid: a few test images as the model saw and made them */
+			cJSON *sm = cJSON_AddObjectToObject(m, "samples");
+			cJSON_AddItemToObject(sm, "shape", cJSON_CreateIntArray(e->sample_shape, 3));
+			const char *names[3] = { "input", "output", "target" };
+			const float *src[3] = { e->sample_in, e->sample_out, e->sample_target };
+			for (int w = 0; w < 3; w++) {
+				if (!src[w])
+					continue;
+				cJSON *arr = cJSON_AddArrayToObject(sm, names[w]);
+				for (int i = 0; i < e->n_samples; i++) {
+					/* 4 decimals are more than a grey level shows, and keep model.json short */
+					cJSON *img = cJSON_CreateArray();
+					for (int j = 0; j < k; j++)
+						cJSON_AddItemToArray(img, cJSON_CreateNumber(round(src[w][(size_t)i * k + j] * 1e4) / 1e4));
+					cJSON_AddItemToArray(arr, img);
+				}
+			}
+		}
 	}
 	if (in->eval && in->eval->n && in->eval->task == DLK_TASK_CLASSIFICATION && in->eval->precision) {
 		const struct dlk_eval *e = in->eval;
@@ -460,11 +513,50 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].rate is not in [0, 1)",
 			                path, i);
 		ls->rate = rate ? (float)rate->valuedouble : 0.5f;
+		const cJSON *eps = cJSON_GetObjectItemCaseSensitive(l, "eps");
+		if (eps && (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0 && eps->valuedouble <= 1)))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].eps is not in (0, 1]",
+			                path, i);
+		ls->eps = eps ? (float)eps->valuedouble : 1e-5f;
+		const cJSON *ap = cJSON_GetObjectItemCaseSensitive(l, "approximate");
+		if (ap && (!cJSON_IsString(ap) || (strcmp(ap->valuestring, "none") && strcmp(ap->valuestring, "tanh"))))
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': model.json: architecture.layers[%d].approximate is not \"none\" or \"tanh\"", path, i);
+		ls->approximate = ap && !strcmp(ap->valuestring, "tanh") ? DLK_GELU_TANH : DLK_GELU_ERF;
+		const cJSON *mode = cJSON_GetObjectItemCaseSensitive(l, "mode");
+		if (mode && (!cJSON_IsString(mode) || (strcmp(mode->valuestring, "nearest") && strcmp(mode->valuestring, "bilinear"))))
+			return dlk_errf(err, DLK_EXIT_CONFIG,
+			                "'%s': model.json: architecture.layers[%d].mode is not \"nearest\" or \"bilinear\"", path, i);
+		ls->mode = mode && !strcmp(mode->valuestring, "bilinear") ? DLK_UPSAMPLE_BILINEAR : DLK_UPSAMPLE_NEAREST;
 		if (int_field(l, "units", 0, 0, 1 << 24, &ls->units) || int_field(l, "filters", 0, 0, 65536, &ls->filters) ||
 		    int_field(l, "kernel", 3, 1, 1024, &ls->kernel) || int_field(l, "padding", 0, 0, 1024, &ls->padding) ||
-		    int_field(l, "size", 2, 1, 1024, &ls->size) ||
+		    int_field(l, "size", 2, 1, 1024, &ls->size) || int_field(l, "vocab", 0, 0, 1 << 24, &ls->vocab) ||
+		    int_field(l, "dim", 0, 0, 1 << 16, &ls->dim) || int_field(l, "scale", 2, 1, 64, &ls->scale) ||
 		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL ? ls->size : 1, 1, 1024, &ls->stride))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has a bad size field", path, i);
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(l, "name");
+		if (cJSON_IsString(name))
+			snprintf(ls->name, sizeof(ls->name), "%s", name->valuestring);
+		const cJSON *in = cJSON_GetObjectItemCaseSensitive(l, "inputs");
+		int arity = dlk_layer_arity(ls->kind);
+		if (in) {
+			int n_in = cJSON_IsArray(in) ? cJSON_GetArraySize(in) : -1;
+			if (n_in != arity)
+				return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].inputs is not a list "
+				                "of %d layer indices", path, i, arity);
+			ls->n_inputs = n_in;
+			for (int e = 0; e < n_in; e++) {
+				const cJSON *v = cJSON_GetArrayItem(in, e);
+				if (!cJSON_IsNumber(v) || v->valuedouble != (int)v->valuedouble || v->valuedouble < -1 ||
+				    v->valuedouble >= i)
+					return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].inputs[%d] is "
+					                "not the index of an earlier layer (or -1)", path, i, e);
+				ls->inputs[e] = (int)v->valuedouble;
+			}
+		} else if (arity != 1) {
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] (%s) has no inputs",
+			                path, i, dlk_layer_name(ls->kind));
+		}
 	}
 	/* a bundle of an older dlk names no task: it is a classifier */
 	const cJSON *task = cJSON_GetObjectItemCaseSensitive(a, "task"), *loss = cJSON_GetObjectItemCaseSensitive(a, "loss");
@@ -591,7 +683,8 @@ static int parse_safetensors(const char *path, const unsigned char *buf, size_t 
 			continue;
 		int li;
 		const char *kind;
-		if (parse_tensor_name(t->string, net->n_layers, &li, &kind) || !net->layers[li].n_w) {
+		if (parse_tensor_name(t->string, net->n_layers, &li, &kind) || !net->layers[li].n_w ||
+		    (!strcmp(kind, "bias") && !net->layers[li].n_b)) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: tensor '%s' is not a parameter of this model", path, who, t->string);
 			goto out;
 		}
@@ -646,7 +739,7 @@ static int parse_safetensors(const char *path, const unsigned char *buf, size_t 
 	}
 	int expected = 0;
 	for (int i = 0; i < net->n_layers; i++)
-		expected += net->layers[i].n_w ? 2 : 0;
+		expected += (net->layers[i].n_w ? 1 : 0) + (net->layers[i].n_w && net->layers[i].n_b ? 1 : 0);
 	if (n_spans != expected) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: holds %d tensors but the architecture has %d", path, who, n_spans, expected);
 		goto out;
@@ -822,9 +915,10 @@ int dlk_bundle_net(const struct dlk_bundle *b, const struct dlk_backend *be, str
 	if (dlk_net_build(net, &b->model, "model.json", b->n_classes, be, err))
 		return -1;
 	if (net->n_params != b->n_weights) {
+		size_t n_params = net->n_params; /* the release below clears it */
 		dlk_net_release(net);
 		return dlk_errf(err, DLK_EXIT_CONFIG, "bundle: %zu weights for a model of %zu parameters", b->n_weights,
-		                net->n_params);
+		                n_params);
 	}
 	be->to_device(net->params, b->weights, sizeof(float) * b->n_weights);
 	return 0;

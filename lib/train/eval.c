@@ -173,6 +173,20 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 			const struct dlk_layer *L = &net->layers[net->n_layers - 1];
 			add_metric(out, "psnr", dlk_metrics_psnr(pred, ds->t, ds->n, (size_t)k, 1.0), 1);
 			add_metric(out, "ssim", dlk_metrics_ssim(pred, ds->t, ds->n, L->out[0], L->out[1], L->out[2], 1.0), 1);
+			/* a few images for the report page's grid of inputs, outputs and targets */
+			if (k <= 4096) {
+				size_t ns = ds->n < DLK_EVAL_SAMPLES ? ds->n : DLK_EVAL_SAMPLES, kk = (size_t)k;
+				out->n_samples = (int)ns;
+				memcpy(out->sample_shape, L->out, sizeof(out->sample_shape));
+				out->sample_out = xmalloc(sizeof(float) * ns * kk + 1);
+				out->sample_target = xmalloc(sizeof(float) * ns * kk + 1);
+				memcpy(out->sample_out, pred, sizeof(float) * ns * kk);
+				memcpy(out->sample_target, ds->t, sizeof(float) * ns * kk);
+				if (ds->sample_size == kk) {
+					out->sample_in = xmalloc(sizeof(float) * ns * kk + 1);
+					dlk_dataset_gather_range(ds, 0, ns, out->sample_in);
+				}
+			}
 		}
 		add_metric(out, "r2", r2, 1);
 		add_metric(out, "rmse", rmse, 0);
@@ -235,6 +249,18 @@ void dlk_eval_copy(struct dlk_eval *dst, const struct dlk_eval *src)
 		dst->recall = xmalloc(sizeof(double) * k + 1);
 		memcpy(dst->recall, src->recall, sizeof(double) * k);
 	}
+	dst->sample_in = dst->sample_out = dst->sample_target = NULL;
+	if (src->n_samples > 0) {
+		size_t sz = sizeof(float) * (size_t)src->n_samples * k + 1;
+		dst->sample_out = xmalloc(sz);
+		memcpy(dst->sample_out, src->sample_out, sz - 1);
+		dst->sample_target = xmalloc(sz);
+		memcpy(dst->sample_target, src->sample_target, sz - 1);
+		if (src->sample_in) {
+			dst->sample_in = xmalloc(sz);
+			memcpy(dst->sample_in, src->sample_in, sz - 1);
+		}
+	}
 	dst->f1 = NULL;
 	if (src->f1) {
 		dst->f1 = xmalloc(sizeof(double) * k + 1);
@@ -252,5 +278,8 @@ void dlk_eval_release(struct dlk_eval *ev)
 	free(ev->recall);
 	free(ev->confusion);
 	free(ev->f1);
+	free(ev->sample_in);
+	free(ev->sample_out);
+	free(ev->sample_target);
 	*ev = (struct dlk_eval)DLK_EVAL_INIT;
 }

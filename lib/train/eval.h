@@ -33,7 +33,13 @@ struct dlk_eval {
 	int n_metrics;
 	struct dlk_metric metrics[DLK_EVAL_MAX_METRICS];
 	double *f1;               /* multilabel: n_classes per-class F1; else NULL */
+	/* image: the first n_samples test samples (at most DLK_EVAL_SAMPLES, images of at most 4096
+	 * values) as [n_samples, n_classes] floats each: the input (NULL when its size differs from
+	 * the output's), the output and the target; sample_shape is the output's C, H, W */
+	int n_samples, sample_shape[3];
+	float *sample_in, *sample_out, *sample_target;
 };
+#define DLK_EVAL_SAMPLES 4
 #define DLK_EVAL_INIT { .n = 0 }
 
 /* Runs the network in evaluation mode (dropout off) over every sample of ds in batches of

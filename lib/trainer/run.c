@@ -48,6 +48,23 @@ static int resumable(const cJSON *rec)
 	}
 }
 
+/* A sweep's trial (lib/sweep): the driver hands the run its sweep id and parameters in
+ * $DLK_RUN_SWEEP, which the record keeps as run.sweep; the driver completes it when the trial
+ * ends. Text that is not a JSON object is left out (the driver is the only writer). */
+static void set_sweep(cJSON *rec)
+{
+	const char *env = getenv(DLK_ENV_RUN_SWEEP);
+	cJSON *s;
+
+	if (!env || !*env || strlen(env) > 65536)
+		return;
+	s = cJSON_Parse(env);
+	if (cJSON_IsObject(s))
+		dlk_run_set_item(rec, "sweep", s);
+	else
+		cJSON_Delete(s);
+}
+
 /* The project's run lock (its history in dir) into *l; -1 with err naming the run that holds it. */
 static int lock_project(struct dlk_run_lock *l, const char *dir, const char *name, struct dlk_err *err)
 {
@@ -314,6 +331,7 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_trainer_s
 		/* --if-data-changed: it trains because the data changed */
 		dlk_run_set_str(rec, "trigger", opts->if_data_changed ? "data-changed" : "manual");
 		dlk_run_set_num(rec, "restarts", 0);
+		set_sweep(rec);
 	}
 	dlk_run_set_str(rec, "host", host);
 	dlk_run_set_num(rec, "pid", (double)getpid());

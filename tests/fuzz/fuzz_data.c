@@ -74,5 +74,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	dlk_samples_release(&s);
 	dlk_tar_decode(data, size, "fuzz.tar", NULL, 64u << 20, &s, &err);
 	dlk_samples_release(&s);
+	/* with a model input, as format images reads shards: .png/.jpg members are decoded to it */
+	static const int shape[3] = { 1, 8, 8 };
+	dlk_tar_decode(data, size, "fuzz.tar", shape, 64u << 20, &s, &err);
+	dlk_samples_release(&s);
 	return 0;
 }

@@ -27,7 +27,7 @@ test_expect_success 'init -q prints nothing' '
 '
 
 test_expect_success 'init writes what a cluster needs, commented, and says where the data comes from' '
-	for ex in mlp cnn; do
+	for ex in mlp cnn resnet; do
 		dlk init -q --example $ex $ex && cd $ex &&
 		grep -q "^# image: " dlk.yaml && grep -q "^# storage:" dlk.yaml &&
 		grep -q "dataset-fashion-mnist" dlk.yaml &&

@@ -130,7 +130,13 @@ EOT
 	dlk train --local -q -f d/dlk.yaml -o json >out.json &&
 	echo "# $(jq -c .test out.json)" &&
 	jq -e "(.test | keys) == [\"mae\", \"psnr\", \"r2\", \"rmse\", \"ssim\"]" out.json &&
-	jq -e ".test.psnr > 22 and .test.ssim > 0.8 and .test.ssim <= 1 and .test.r2 > 0.8" out.json
+	jq -e ".test.psnr > 22 and .test.ssim > 0.8 and .test.ssim <= 1 and .test.r2 > 0.8" out.json &&
+	tar -xOf d/fm-denoise.dlk model.json >model.json &&
+	jq -e ".metrics.samples.shape == [1, 14, 14] and (.metrics.samples.input | length) == 4 and
+		(.metrics.samples.output[0] | length) == 196 and (.metrics.samples.target | length) == 4" model.json &&
+	dlk report d/fm-denoise.dlk -o page.html &&
+	grep -q "<figure id=\"samples\"><svg" page.html &&
+	test "$(grep -o "<rect x=" page.html | wc -l)" -ge $((3 * 4 * 196))
 '
 
 # a port the kernel has just handed out

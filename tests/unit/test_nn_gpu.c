@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "lib/nn/conv_more.h"
 #include "lib/nn/gpu.h"
 #include "lib/nn/net.h"
 #include "lib/nn/optim.h"
@@ -347,6 +348,158 @@ static void test_losses(void)
 		}
 }
 
+/* ABI 7's layer operations: layer norm, GELU, softmax, embedding, upsampling, forward and backward.
+ * Row reductions (layer norm, softmax) are SUMS; element-wise math ELEM; the embedding's gathers
+ * and scatters are EXACT (one thread per column adds the ids in the CPU's order). */
+static void test_layer_ops(void)
+{
+	char what[96];
+	int shapes[][2] = { { 1, 1 }, { 37, 768 }, { 300, 33 }, { 4, 3000 } };
+	for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+		int rows = shapes[si][0], n = shapes[si][1];
+		size_t tot = (size_t)rows * n, fb = sizeof(float) * tot;
+		float *x = rnd(tot, 200 + si), *w = rnd(n, 210), *b = rnd(n, 211), *dy = rnd(tot, 212 + si);
+		for (size_t i = 0; i < tot; i++)
+			x[i] = 4 * x[i] + 1;
+		float *y = malloc(fb), *mean = malloc(sizeof(float) * rows), *rstd = malloc(sizeof(float) * rows);
+		float *dx = malloc(fb), *dw = malloc(sizeof(float) * n), *db = malloc(sizeof(float) * n);
+		float *xd = up(x, fb), *wd = up(w, sizeof(float) * n), *bd = up(b, sizeof(float) * n), *dyd = up(dy, fb);
+		float *yd = gpu->alloc(fb), *md = gpu->alloc(sizeof(float) * rows), *rd = gpu->alloc(sizeof(float) * rows);
+		float *dxd = gpu->alloc(fb), *dwd = gpu->alloc(sizeof(float) * n), *dbd = gpu->alloc(sizeof(float) * n);
+
+		cpu->layernorm_forward(x, w, b, rows, n, 1e-5f, y, mean, rstd);
+		gpu->layernorm_forward(xd, wd, bd, rows, n, 1e-5f, yd, md, rd);
+		snprintf(what, sizeof(what), "layernorm %dx%d forward", rows, n);
+		agree(what, y, yd, tot, SUMS);
+		cpu->layernorm_backward(x, w, mean, rstd, dy, rows, n, dx, dw, db);
+		gpu->layernorm_backward(xd, wd, md, rd, dyd, rows, n, dxd, dwd, dbd);
+		snprintf(what, sizeof(what), "layernorm %dx%d dx", rows, n);
+		agree(what, dx, dxd, tot, SUMS);
+		snprintf(what, sizeof(what), "layernorm %dx%d dw", rows, n);
+		agree(what, dw, dwd, n, SUMS);
+		snprintf(what, sizeof(what), "layernorm %dx%d db", rows, n);
+		agree(what, db, dbd, n, SUMS);
+
+		for (int approx = 0; approx <= 1; approx++) {
+			cpu->gelu_forward(approx, x, y, tot);
+			gpu->gelu_forward(approx, xd, yd, tot);
+			snprintf(what, sizeof(what), "gelu (%s) %zu forward", approx ? "tanh" : "erf", tot);
+			agree(what, y, yd, tot, ELEM);
+			cpu->gelu_backward(approx, x, dy, dx, tot);
+			gpu->gelu_backward(approx, xd, dyd, dxd, tot);
+			snprintf(what, sizeof(what), "gelu (%s) %zu backward", approx ? "tanh" : "erf", tot);
+			agree(what, dx, dxd, tot, ELEM);
+		}
+
+		cpu->softmax_forward(x, y, rows, n);
+		gpu->softmax_forward(xd, yd, rows, n);
+		snprintf(what, sizeof(what), "softmax %dx%d forward", rows, n);
+		agree(what, y, yd, tot, SUMS);
+		gpu->to_device(yd, y, fb); /* the backward from the same y on both */
+		cpu->softmax_backward(y, dy, dx, rows, n);
+		gpu->softmax_backward(yd, dyd, dxd, rows, n);
+		snprintf(what, sizeof(what), "softmax %dx%d backward", rows, n);
+		agree(what, dx, dxd, tot, SUMS);
+
+		gpu->free(xd), gpu->free(wd), gpu->free(bd), gpu->free(dyd), gpu->free(yd), gpu->free(md), gpu->free(rd);
+		gpu->free(dxd), gpu->free(dwd), gpu->free(dbd);
+		free(x), free(w), free(b), free(dy), free(y), free(mean), free(rstd), free(dx), free(dw), free(db);
+	}
+
+	/* embedding: 1000 ids (repeats and two out of range) into a 50 x 96 table */
+	{
+		int count = 1000, vocab = 50, dim = 96;
+		float *ids = malloc(sizeof(float) * count);
+		for (int i = 0; i < count; i++)
+			ids[i] = (float)((i * 37) % (vocab + 2) - 1); /* -1 .. vocab */
+		ids[5] = 2.5f, ids[6] = NAN; /* not integers: rows of zeros, nothing added */
+		float *t = rnd((size_t)vocab * dim, 220), *dy = rnd((size_t)count * dim, 221);
+		float *y = malloc(sizeof(float) * count * dim), *dt = calloc((size_t)vocab * dim, sizeof(float));
+		float *td = up(t, sizeof(float) * vocab * dim), *dyd = up(dy, sizeof(float) * count * dim);
+		float *yd = gpu->alloc(sizeof(float) * count * dim), *dtd = gpu->alloc(sizeof(float) * vocab * dim);
+		float *idd = up(ids, sizeof(float) * count);
+		cpu->embedding_forward(ids, t, count, vocab, dim, y);
+		gpu->embedding_forward(idd, td, count, vocab, dim, yd);
+		agree("embedding forward", y, yd, (size_t)count * dim, EXACT);
+		cpu->embedding_backward(ids, dy, count, vocab, dim, dt);
+		gpu->embedding_backward(idd, dyd, count, vocab, dim, dtd);
+		agree("embedding backward (repeated ids, ids out of range or not integers)", dt, dtd, (size_t)vocab * dim, EXACT);
+		gpu->free(td), gpu->free(dyd), gpu->free(yd), gpu->free(dtd), gpu->free(idd);
+		free(ids), free(t), free(dy), free(y), free(dt);
+	}
+
+	/* upsampling: nearest and bilinear, x2 and x3, odd sizes */
+	for (int mode = 0; mode <= 1; mode++)
+		for (int s = 2; s <= 3; s++) {
+			int planes = 24, h = 13, w = 7;
+			size_t ni = (size_t)planes * h * w, no = ni * s * s;
+			float *x = rnd(ni, 230), *dy = rnd(no, 231), *y = malloc(sizeof(float) * no), *dx = malloc(sizeof(float) * ni);
+			float *xd = up(x, sizeof(float) * ni), *dyd = up(dy, sizeof(float) * no);
+			float *yd = gpu->alloc(sizeof(float) * no), *dxd = gpu->alloc(sizeof(float) * ni);
+			cpu->upsample_forward(x, planes, h, w, s, mode, y);
+			gpu->upsample_forward(xd, planes, h, w, s, mode, yd);
+			snprintf(what, sizeof(what), "upsample %s x%d forward", mode ? "bilinear" : "nearest", s);
+			agree(what, y, yd, no, ELEM);
+			cpu->upsample_backward(dy, planes, h, w, s, mode, dx);
+			gpu->upsample_backward(dyd, planes, h, w, s, mode, dxd);
+			snprintf(what, sizeof(what), "upsample %s x%d backward", mode ? "bilinear" : "nearest", s);
+			agree(what, dx, dxd, ni, SUMS);
+			gpu->free(xd), gpu->free(dyd), gpu->free(yd), gpu->free(dxd);
+			free(x), free(dy), free(y), free(dx);
+		}
+}
+
+/* grouped / depthwise conv2d and convtranspose2d (lib/nn/conv_more.c): the same composition of
+ * backend primitives on both backends; GEMMs and sums, so SUMS */
+static void test_conv_more(void)
+{
+	struct dlk_conv_more cs[] = {
+		{ .batch = 8, .c = 16, .h = 14, .w = 14, .f = 32, .k = 3, .stride = 1, .pad = 1, .groups = 4 },
+		{ .batch = 8, .c = 32, .h = 14, .w = 14, .f = 32, .k = 3, .stride = 2, .pad = 1, .groups = 32 },
+		{ .batch = 8, .c = 32, .h = 7, .w = 7, .f = 16, .k = 3, .stride = 2, .pad = 1, .out_pad = 1 },
+		{ .batch = 4, .c = 8, .h = 5, .w = 6, .f = 4, .k = 2, .stride = 2 },
+	};
+	for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++) {
+		struct dlk_conv_more *s = &cs[i];
+		int t = s->groups == 0;
+		CHECK(t ? dlk_convt_shape(s) == 0 : dlk_conv_grouped_shape(s) == 0);
+		size_t nx = (size_t)s->batch * s->c * s->h * s->w, ny = (size_t)s->batch * s->f * s->oh * s->ow;
+		size_t nw = t ? (size_t)s->c * s->f * s->k * s->k : (size_t)s->f * (s->c / s->groups) * s->k * s->k;
+		size_t ns = t ? dlk_convt_scratch(s) : dlk_conv_grouped_scratch(s);
+		float *x = rnd(nx, 240 + i), *w = rnd(nw, 250 + i), *bias = rnd(s->f, 260 + i), *dy = rnd(ny, 270 + i);
+		float *y = malloc(sizeof(float) * ny), *dx = malloc(sizeof(float) * nx), *dw = malloc(sizeof(float) * nw);
+		float *db = malloc(sizeof(float) * s->f), *sc = malloc(sizeof(float) * ns);
+		float *xd = up(x, sizeof(float) * nx), *wd = up(w, sizeof(float) * nw), *bd = up(bias, sizeof(float) * s->f);
+		float *dyd = up(dy, sizeof(float) * ny), *yd = gpu->alloc(sizeof(float) * ny);
+		float *dxd = gpu->alloc(sizeof(float) * nx), *dwd = gpu->alloc(sizeof(float) * nw);
+		float *dbd = gpu->alloc(sizeof(float) * s->f), *scd = gpu->alloc(sizeof(float) * ns);
+		char what[96];
+		const char *name = t ? "convtranspose2d" : "conv2d groups";
+		if (t) {
+			dlk_convt_forward(cpu, x, w, bias, s, DLK_ACT_RELU, sc, y);
+			dlk_convt_forward(gpu, xd, wd, bd, s, DLK_ACT_RELU, scd, yd);
+			dlk_convt_backward(cpu, x, w, dy, s, sc, dw, db, dx);
+			dlk_convt_backward(gpu, xd, wd, dyd, s, scd, dwd, dbd, dxd);
+		} else {
+			dlk_conv_grouped_forward(cpu, x, w, bias, s, DLK_ACT_RELU, sc, y);
+			dlk_conv_grouped_forward(gpu, xd, wd, bd, s, DLK_ACT_RELU, scd, yd);
+			dlk_conv_grouped_backward(cpu, x, w, dy, s, sc, dw, db, dx);
+			dlk_conv_grouped_backward(gpu, xd, wd, dyd, s, scd, dwd, dbd, dxd);
+		}
+		snprintf(what, sizeof(what), "%s %d case %zu forward", name, s->groups, i);
+		agree(what, y, yd, ny, SUMS);
+		snprintf(what, sizeof(what), "%s %d case %zu dx", name, s->groups, i);
+		agree(what, dx, dxd, nx, SUMS);
+		snprintf(what, sizeof(what), "%s %d case %zu dw", name, s->groups, i);
+		agree(what, dw, dwd, nw, SUMS);
+		snprintf(what, sizeof(what), "%s %d case %zu db", name, s->groups, i);
+		agree(what, db, dbd, s->f, SUMS);
+		gpu->free(xd), gpu->free(wd), gpu->free(bd), gpu->free(dyd), gpu->free(yd), gpu->free(dxd), gpu->free(dwd);
+		gpu->free(dbd), gpu->free(scd);
+		free(x), free(w), free(bias), free(dy), free(y), free(dx), free(dw), free(db), free(sc);
+	}
+}
+
 static void test_optimizer_ops(void)
 {
 	size_t n = 50021;
@@ -475,6 +628,15 @@ static void test_layers(void)
 	compare_net("maxpool 2/2", 3, 8, 8, pool, 5, &adamw, 3);
 	compare_net("maxpool 3/1 (overlapping)", 3, 8, 8, pool_ov, 5, &adamw, 3);
 	compare_net("a CNN of every kind", 3, 12, 12, cnn, 10, &adamw, 3);
+	/* the graph: a residual add (a tensor read twice), a concat of a branch from the input,
+	 * globalavgpool; nothing fused, gradients summed in per-layer buffers */
+	struct dlk_layer_spec graph[] = { C(4, 3, 1, 1), K(DLK_LAYER_RELU), C(4, 3, 1, 1), K(DLK_LAYER_ADD),
+		                          K(DLK_LAYER_TANH), C(2, 1, 1, 0), K(DLK_LAYER_CONCAT), P(2, 2),
+		                          C(5, 3, 2, 1), K(DLK_LAYER_GLOBALAVGPOOL), D(5) };
+	graph[3].n_inputs = 2, graph[3].inputs[0] = 1, graph[3].inputs[1] = 2;
+	graph[5].n_inputs = 1, graph[5].inputs[0] = -1;
+	graph[6].n_inputs = 2, graph[6].inputs[0] = 4, graph[6].inputs[1] = 5;
+	compare_net("a graph: add, concat, globalavgpool", 3, 8, 8, graph, 11, &adamw, 3);
 
 	/* every optimizer, over several steps of the same MLP */
 	struct dlk_training opts[] = {
@@ -590,6 +752,8 @@ int main(int argc, char **argv)
 		test_maxpool();
 		test_softmax_ce();
 		test_losses();
+		test_layer_ops();
+		test_conv_more();
 		test_optimizer_ops();
 		CHECK_MSG(device_clean(), "the operations leave no device error");
 	}

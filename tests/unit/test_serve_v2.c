@@ -10,7 +10,7 @@
 #include "lib/serve/v2.h"
 
 static char *const labels[3] = { "cat", "dog", "" };
-static struct dlk_serve_sig sig = { "m", { 1, 2, 2 }, 3, 4, 3, labels, 1.0f / 255, 0.5f, 2.0f, { 0 } };
+static struct dlk_serve_sig sig = { "m", { 1, 2, 2 }, 3, 4, 3, labels, 1.0f / 255, 0.5f, 2.0f, { 0 }, 0 };
 static struct jd_limits lim = { 32, 0 };
 
 static int parse_json(const char *body, struct dlk_v2_request *r, char *msg)

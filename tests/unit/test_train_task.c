@@ -145,6 +145,14 @@ static void test_gate_rules(void)
 	CHECK(dlk_gate_judge_rules(doc, &r, 0.5, 0, NULL, 0, 0, &why) == DLK_GATE_REFUSED);
 	free(why);
 	report_run_release(&r);
+	/* an image model's sample images are the first thing a size limit drops */
+	cJSON *sm = cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(doc, "metrics"), "samples");
+	cJSON *big = cJSON_AddArrayToObject(sm, "output");
+	for (int i = 0; i < 4000; i++)
+		cJSON_AddItemToArray(big, cJSON_CreateNumber(0.1234));
+	char *small = report_run_compact(doc, 4096);
+	CHECK_MSG(small && !strstr(small, "\"samples\"") && strstr(small, "\"r2\":0.91"), "compacted: %s", small ? small : "(null)");
+	free(small);
 	cJSON_Delete(doc);
 }
 

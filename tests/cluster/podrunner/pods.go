@@ -37,8 +37,20 @@ const (
 	restartBackoff        = time.Second
 )
 
+// What a container is to the pod: an app container, an init container run to completion before
+// the next, or a native sidecar (an init container with restartPolicy Always: started in its
+// turn, kept running beside the app containers, stopped after they end).
+type containerKind int
+
+const (
+	kindApp containerKind = iota
+	kindInit
+	kindSidecar
+)
+
 type containerRun struct {
 	name      string
+	kind      containerKind
 	spec      *corev1.Container
 	restarts  int
 	id        string
@@ -72,9 +84,11 @@ type podWorker struct {
 	gone    chan struct{}
 	goneOne sync.Once
 
-	mu    sync.Mutex // guards ctrs' fields read by the log server, and pod
-	pod   *corev1.Pod
-	ctrs  []*containerRun
+	mu          sync.Mutex // guards ctrs' fields read by the log server, pod and the flags below
+	pod         *corev1.Pod
+	ctrs        []*containerRun // init containers (and sidecars) in order, then app containers
+	initialized bool            // every init container completed and every sidecar started
+	initFailed  bool            // an init container failed under restartPolicy Never: the pod failed
 	ip    net.IP
 	netns netns.NsHandle
 	start time.Time
@@ -84,9 +98,22 @@ func newPodWorker(r *runner, pod *corev1.Pod) *podWorker {
 	w := &podWorker{r: r, uid: pod.UID, ns: pod.Namespace, name: pod.Name, pod: pod, netns: -1,
 		dir:     filepath.Join(r.dir, "pods", pod.Namespace, pod.Name),
 		updates: make(chan *corev1.Pod, 1), gone: make(chan struct{})}
+	// init containers first, in their order: the order they start in
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		kind := kindInit
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			kind = kindSidecar
+		}
+		w.ctrs = append(w.ctrs, &containerRun{name: c.Name, kind: kind, spec: c, waiting: "PodInitializing"})
+	}
+	waiting := "ContainerCreating"
+	if len(pod.Spec.InitContainers) > 0 {
+		waiting = "PodInitializing"
+	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		w.ctrs = append(w.ctrs, &containerRun{name: c.Name, spec: c, waiting: "ContainerCreating"})
+		w.ctrs = append(w.ctrs, &containerRun{name: c.Name, spec: c, waiting: waiting})
 	}
 	return w
 }
@@ -130,10 +157,10 @@ func (w *podWorker) run(pod *corev1.Pod) {
 		return
 	}
 	w.start = time.Now()
-	if len(pod.Spec.InitContainers) > 0 || len(pod.Spec.EphemeralContainers) > 0 {
+	if len(pod.Spec.EphemeralContainers) > 0 {
 		// said, not pretended: the pod stays waiting, as on a node that cannot run it
 		w.r.event(pod, corev1.EventTypeWarning, "Unsupported",
-			"the test cluster's pod runner does not run init or ephemeral containers")
+			"the test cluster's pod runner does not run ephemeral containers")
 		w.awaitDeletion(pod)
 		return
 	}
@@ -175,14 +202,42 @@ func (w *podWorker) run(pod *corev1.Pod) {
 func (w *podWorker) runContainers(pod *corev1.Pod, specs map[string]*initSpec) *corev1.Pod {
 	exits := make(chan exitEvent, len(w.ctrs))
 	live := 0
-	for _, c := range w.ctrs {
-		if w.startContainer(pod, c, specs[c.name], exits) {
+	next := 0 // the next container of w.ctrs to start while the pod initializes
+	killing := false
+	// advance starts containers in order as a kubelet does: a sidecar and the next after it, an
+	// init container and then nothing until it completes, the app containers all together once
+	// every init container has completed.
+	advance := func() {
+		for !killing && next < len(w.ctrs) {
+			c := w.ctrs[next]
+			if c.kind == kindApp {
+				w.mu.Lock()
+				w.initialized = true
+				w.mu.Unlock()
+				for _, a := range w.ctrs[next:] {
+					if w.startContainer(pod, a, specs[a.name], exits) {
+						live++
+					}
+				}
+				next = len(w.ctrs)
+				return
+			}
+			next++
+			if !w.startContainer(pod, c, specs[c.name], exits) {
+				// a container that cannot start fails the pod's initialization for good
+				w.failInit()
+				return
+			}
 			live++
+			if c.kind == kindInit {
+				return
+			}
 		}
 	}
+	advance()
 	w.updateStatus()
 	var killTimer <-chan time.Time
-	killing := false
+	stoppingSidecars := false
 	kill := func(sig syscall.Signal) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -210,6 +265,29 @@ func (w *podWorker) runContainers(pod *corev1.Pod, specs map[string]*initSpec) *
 		killTimer = time.After(time.Duration(grace) * time.Second)
 	}
 	restarts := make(chan *containerRun, len(w.ctrs))
+	// stopSidecars ends the sidecars once every app container is done: SIGTERM, as in a pod's
+	// deletion, their exits not restarted and not counted in the pod's phase
+	stopSidecars := func() {
+		if stoppingSidecars || !w.appsDone() {
+			return
+		}
+		stoppingSidecars = true
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, c := range w.ctrs {
+			if c.kind == kindSidecar && c.running && c.pid > 0 {
+				_ = syscall.Kill(-c.pid, syscall.SIGTERM)
+			}
+		}
+		// one that ignores SIGTERM is killed after the pod's grace period, as in a deletion
+		grace := int64(30)
+		if pod.Spec.TerminationGracePeriodSeconds != nil {
+			grace = *pod.Spec.TerminationGracePeriodSeconds
+		}
+		if killTimer == nil {
+			killTimer = time.After(time.Duration(grace) * time.Second)
+		}
+	}
 	for live > 0 {
 		select {
 		case p := <-w.updates:
@@ -227,8 +305,16 @@ func (w *podWorker) runContainers(pod *corev1.Pod, specs map[string]*initSpec) *
 			c.running = false
 			c.last, c.state = c.state, ev.term
 			policy := pod.Spec.RestartPolicy
-			again := !killing && (policy == corev1.RestartPolicyAlways ||
-				(policy == corev1.RestartPolicyOnFailure && ev.term.ExitCode != 0))
+			var again bool
+			switch c.kind {
+			case kindSidecar: // restarted whatever the pod's policy, until the app containers end
+				again = !killing && !stoppingSidecars
+			case kindInit: // restarted on failure unless the pod's policy is Never
+				again = !killing && ev.term.ExitCode != 0 && policy != corev1.RestartPolicyNever
+			default:
+				again = !killing && (policy == corev1.RestartPolicyAlways ||
+					(policy == corev1.RestartPolicyOnFailure && ev.term.ExitCode != 0))
+			}
 			if again {
 				c.restarts++
 				c.waiting = "CrashLoopBackOff"
@@ -240,7 +326,14 @@ func (w *podWorker) runContainers(pod *corev1.Pod, specs map[string]*initSpec) *
 			w.logf("container %s exited with code %d", c.name, ev.term.ExitCode)
 			if again {
 				go func() { time.Sleep(restartBackoff); restarts <- c }()
+			} else if c.kind == kindInit && ev.term.ExitCode == 0 {
+				advance()
+			} else if c.kind == kindInit {
+				w.failInit()
+				stoppingSidecars = true
+				kill(syscall.SIGTERM)
 			}
+			stopSidecars()
 			w.updateStatus()
 		case c := <-restarts:
 			if killing {
@@ -252,7 +345,11 @@ func (w *podWorker) runContainers(pod *corev1.Pod, specs map[string]*initSpec) *
 			}
 			if !w.startContainer(pod, c, specs[c.name], exits) {
 				live--
+				if c.kind != kindApp && !w.isInitialized() {
+					w.failInit()
+				}
 			}
+			stopSidecars()
 			w.updateStatus()
 		case <-killTimer:
 			kill(syscall.SIGKILL)
@@ -267,6 +364,39 @@ func (w *podWorker) runContainers(pod *corev1.Pod, specs map[string]*initSpec) *
 		}
 	}
 	return pod
+}
+
+// failInit marks the pod failed in its initialization: the app containers never start.
+func (w *podWorker) failInit() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.initFailed = true
+	for _, c := range w.ctrs {
+		if c.kind == kindApp {
+			c.done = true
+		}
+	}
+}
+
+func (w *podWorker) isInitialized() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.initialized
+}
+
+// appsDone: every app container has run and will not run again
+func (w *podWorker) appsDone() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.initialized {
+		return false
+	}
+	for _, c := range w.ctrs {
+		if c.kind == kindApp && !c.done {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *podWorker) drain(exits chan exitEvent, live int) {
@@ -639,7 +769,9 @@ func (w *podWorker) setStatusIPs() error {
 			st.StartTime = &t
 		}
 		setCondition(st, corev1.PodReadyToStartContainers, corev1.ConditionTrue, "")
-		setCondition(st, corev1.PodInitialized, corev1.ConditionTrue, "")
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.setInitialized(st)
 		for _, c := range w.ctrs {
 			setContainerStatus(st, c, w.pod)
 		}
@@ -650,9 +782,22 @@ func (w *podWorker) updateStatus() {
 	if err := w.patchStatus(func(st *corev1.PodStatus) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		allReady, allDone, anyFailed, anyRunning := true, true, false, false
+		allReady, allDone, anyFailed, anyRunning := true, true, w.initFailed, false
+		w.setInitialized(st)
 		for _, c := range w.ctrs {
 			setContainerStatus(st, c, w.pod)
+			if c.kind == kindInit {
+				continue
+			}
+			if c.kind == kindSidecar { // ready with the app containers; its exit code not in the phase
+				if !c.running {
+					allReady = false
+				} else if w.initialized {
+					allDone = false // the pod ends when its sidecars have stopped too
+					anyRunning = true
+				}
+				continue
+			}
 			if !c.running {
 				allReady = false
 			} else {
@@ -669,7 +814,7 @@ func (w *podWorker) updateStatus() {
 			st.Phase = corev1.PodFailed
 		case allDone:
 			st.Phase = corev1.PodSucceeded
-		case anyRunning:
+		case anyRunning && w.initialized:
 			st.Phase = corev1.PodRunning
 		}
 		ready := corev1.ConditionFalse
@@ -686,6 +831,16 @@ func (w *podWorker) updateStatus() {
 		}
 	}); err != nil {
 		w.logf("status: %v", err)
+	}
+}
+
+// setInitialized writes the Initialized condition as a kubelet does; w.mu held.
+func (w *podWorker) setInitialized(st *corev1.PodStatus) {
+	switch {
+	case w.initialized:
+		setCondition(st, corev1.PodInitialized, corev1.ConditionTrue, "")
+	default:
+		setCondition(st, corev1.PodInitialized, corev1.ConditionFalse, "ContainersNotInitialized")
 	}
 }
 
@@ -708,6 +863,9 @@ func setContainerStatus(st *corev1.PodStatus, c *containerRun, pod *corev1.Pod) 
 		RestartCount: int32(c.restarts), Ready: c.running}
 	started := c.running
 	cs.Started = &started
+	if c.kind == kindInit { // a kubelet calls a completed init container ready
+		cs.Ready = c.done && c.state != nil && c.state.ExitCode == 0
+	}
 	switch {
 	case c.running:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.startedAt)}
@@ -729,13 +887,17 @@ func setContainerStatus(st *corev1.PodStatus, c *containerRun, pod *corev1.Pod) 
 			cs.LastTerminationState.Terminated = c.state
 		}
 	}
-	for i := range st.ContainerStatuses {
-		if st.ContainerStatuses[i].Name == c.name {
-			st.ContainerStatuses[i] = cs
+	list := &st.ContainerStatuses
+	if c.kind != kindApp {
+		list = &st.InitContainerStatuses
+	}
+	for i := range *list {
+		if (*list)[i].Name == c.name {
+			(*list)[i] = cs
 			return
 		}
 	}
-	st.ContainerStatuses = append(st.ContainerStatuses, cs)
+	*list = append(*list, cs)
 }
 
 // patchStatus applies f to the pod's newest status and writes it, retrying on conflicts.

@@ -1,0 +1,15 @@
+/* A sweep's trials as the commands show them (lib/sweep gathers them from the run history):
+ * `dlk status SWEEP` and the end of `dlk sweep --local`. */
+#ifndef DLK_COMMANDS_SWEEP_SHOW_H
+#define DLK_COMMANDS_SWEEP_SHOW_H
+
+#include "commands/ctx.h"
+
+/* 1 when the project here (-f) ran a sweep called id (its folder .dlk/sweeps/ID exists). */
+int dlk_is_local_sweep(const struct dlk_ctx *ctx, const char *id);
+/* The trials best first: TRIAL, OUTCOME, METRIC, STOPPED (the rung), each parameter, RUN; then
+ * the best trial's bundle, servable with `dlk serve --local BUNDLE`. -o json|yaml: the document
+ * of dlk_sweep_status. Returns the exit code. */
+int dlk_show_sweep(struct dlk_ctx *ctx, const char *id);
+
+#endif

@@ -1,0 +1,197 @@
+/* dlk top: what the runs here are doing, refreshed in place on a terminal, one sample as plain
+ * lines or JSON otherwise. lib/top samples; this file prints. */
+#include "commands/commands.h"
+#include "commands/ctx.h"
+#include "commands/ui.h"
+#include "lib/top/nvml.h"
+#include "lib/top/top.h"
+#include "lib/util/buf.h"
+#include "lib/util/mem.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double top_interval = 1.0;
+static int top_once;
+static volatile sig_atomic_t top_stop;
+
+static void on_int(int s)
+{
+	(void)s;
+	top_stop = 1;
+}
+
+static void show(struct dlk_ctx *ctx, const cJSON *rows, const char *only)
+{
+	struct dlk_table_row *t;
+	struct dlk_buf b = DLK_BUF_INIT;
+	const cJSON *r;
+	int n = 0;
+
+	t = xcalloc((size_t)cJSON_GetArraySize(rows) + 1, sizeof(*t));
+	snprintf(t[0].c[0], DLK_TABLE_CELL, "PROJECT");
+	snprintf(t[0].c[1], DLK_TABLE_CELL, "RUN");
+	snprintf(t[0].c[2], DLK_TABLE_CELL, "PID");
+	snprintf(t[0].c[3], DLK_TABLE_CELL, "PROCS");
+	snprintf(t[0].c[4], DLK_TABLE_CELL, "CPU%%");
+	snprintf(t[0].c[5], DLK_TABLE_CELL, "RSS");
+	snprintf(t[0].c[6], DLK_TABLE_CELL, "SINCE");
+	cJSON_ArrayForEach(r, rows) {
+		const char *p = cJSON_GetObjectItemCaseSensitive(r, "project")->valuestring;
+		if (only && strcmp(only, p))
+			continue;
+		n++;
+		snprintf(t[n].c[0], DLK_TABLE_CELL, "%s", p);
+		snprintf(t[n].c[1], DLK_TABLE_CELL, "%.8s", cJSON_GetObjectItemCaseSensitive(r, "run")->valuestring);
+		snprintf(t[n].c[2], DLK_TABLE_CELL, "%.0f", cJSON_GetObjectItemCaseSensitive(r, "pid")->valuedouble);
+		snprintf(t[n].c[3], DLK_TABLE_CELL, "%.0f", cJSON_GetObjectItemCaseSensitive(r, "processes")->valuedouble);
+		snprintf(t[n].c[4], DLK_TABLE_CELL, "%.0f", cJSON_GetObjectItemCaseSensitive(r, "cpu_percent")->valuedouble);
+		dlk_fmt_bytes(t[n].c[5], DLK_TABLE_CELL,
+		              (unsigned long long)cJSON_GetObjectItemCaseSensitive(r, "rss_bytes")->valuedouble);
+		snprintf(t[n].c[6], DLK_TABLE_CELL, "%s", cJSON_GetObjectItemCaseSensitive(r, "since")->valuestring);
+	}
+	if (n)
+		dlk_table_print(ctx, &b, t, n + 1, 7);
+	else
+		dlk_buf_adds(&b, "no runs going on here\n");
+	dlk_put_text(stdout, b.data, b.len);
+	fflush(stdout);
+	dlk_buf_release(&b);
+	free(t);
+}
+
+static cJSON *gpus_json(const struct dlk_gpu_sample *g, int n)
+{
+	cJSON *arr = cJSON_CreateArray();
+	for (int i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "index", g[i].index);
+		cJSON_AddStringToObject(o, "name", g[i].name);
+		cJSON_AddNumberToObject(o, "utilization_percent", g[i].util_percent);
+		cJSON_AddNumberToObject(o, "memory_used_bytes", (double)g[i].mem_used);
+		cJSON_AddNumberToObject(o, "memory_total_bytes", (double)g[i].mem_total);
+		if (g[i].power_w >= 0)
+			cJSON_AddNumberToObject(o, "power_watts", g[i].power_w);
+		if (g[i].sm_clock_mhz)
+			cJSON_AddNumberToObject(o, "sm_clock_mhz", g[i].sm_clock_mhz);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
+static void show_gpus(struct dlk_ctx *ctx, const struct dlk_gpu_sample *g, int n)
+{
+	struct dlk_table_row *t = xcalloc((size_t)n + 1, sizeof(*t));
+	struct dlk_buf b = DLK_BUF_INIT;
+	char used[32], total[32];
+
+	snprintf(t[0].c[0], DLK_TABLE_CELL, "GPU");
+	snprintf(t[0].c[1], DLK_TABLE_CELL, "UTIL%%");
+	snprintf(t[0].c[2], DLK_TABLE_CELL, "MEMORY");
+	snprintf(t[0].c[3], DLK_TABLE_CELL, "POWER");
+	snprintf(t[0].c[4], DLK_TABLE_CELL, "SM CLOCK");
+	snprintf(t[0].c[5], DLK_TABLE_CELL, "NAME");
+	for (int i = 0; i < n; i++) {
+		dlk_fmt_bytes(used, sizeof(used), g[i].mem_used);
+		dlk_fmt_bytes(total, sizeof(total), g[i].mem_total);
+		snprintf(t[i + 1].c[0], DLK_TABLE_CELL, "%d", g[i].index);
+		snprintf(t[i + 1].c[1], DLK_TABLE_CELL, "%u", g[i].util_percent);
+		snprintf(t[i + 1].c[2], DLK_TABLE_CELL, "%s / %s", used, total);
+		if (g[i].power_w >= 0)
+			snprintf(t[i + 1].c[3], DLK_TABLE_CELL, "%.0f W", g[i].power_w);
+		else
+			snprintf(t[i + 1].c[3], DLK_TABLE_CELL, "-");
+		if (g[i].sm_clock_mhz)
+			snprintf(t[i + 1].c[4], DLK_TABLE_CELL, "%u MHz", g[i].sm_clock_mhz);
+		else
+			snprintf(t[i + 1].c[4], DLK_TABLE_CELL, "-");
+		snprintf(t[i + 1].c[5], DLK_TABLE_CELL, "%s", g[i].name);
+	}
+	dlk_buf_adds(&b, "\n");
+	dlk_table_print(ctx, &b, t, n + 1, 6);
+	dlk_put_text(stdout, b.data, b.len);
+	dlk_buf_release(&b);
+	free(t);
+}
+
+static int run_top(struct dlk_ctx *ctx, struct dlk_args *args)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	const char *only = args->n_pos ? args->pos[0] : NULL;
+	int live = ctx->tty_out && !top_once && ctx->output != DLK_OUTPUT_JSON && ctx->output != DLK_OUTPUT_YAML;
+	struct sigaction sa = { 0 };
+
+	sa.sa_handler = on_int;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	int said = 0;
+	do {
+		cJSON *rows = dlk_top_local(ctx->file, top_interval, &err);
+		struct dlk_gpu_sample *g = NULL;
+		int ng = 0;
+		char why[512] = "";
+		int nvml = dlk_nvml_sample(&g, &ng, why, sizeof(why));
+		if (!rows) {
+			free(g);
+			return dlk_report(ctx, &err);
+		}
+		/* without NVML the CPU figures still show; why is said once */
+		if (nvml && !said++ && ctx->output != DLK_OUTPUT_JSON)
+			dlk_info(ctx, "%s", why);
+		if (ctx->output == DLK_OUTPUT_JSON) {
+			cJSON *doc = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(doc, "runs"), *r, *next;
+			char *s;
+			for (r = rows->child; r; r = next) {
+				next = r->next;
+				if (only && strcmp(only, cJSON_GetObjectItemCaseSensitive(r, "project")->valuestring))
+					continue;
+				cJSON_AddItemToArray(arr, cJSON_DetachItemViaPointer(rows, r));
+			}
+			cJSON_AddNumberToObject(doc, "interval_s", top_interval);
+			cJSON_AddItemToObject(doc, "gpus", gpus_json(g, ng));
+			if (nvml)
+				cJSON_AddStringToObject(doc, "nvml", why);
+			else
+				cJSON_AddNullToObject(doc, "nvml");
+			s = cJSON_Print(doc);
+			printf("%s\n", s);
+			free(s);
+			cJSON_Delete(doc);
+		} else {
+			/* in place: home, clear to the end, the table */
+			if (live)
+				fputs("\033[H\033[J", stdout);
+			show(ctx, rows, only);
+			if (ng)
+				show_gpus(ctx, g, ng);
+		}
+		free(g);
+		cJSON_Delete(rows);
+	} while (live && !top_stop);
+	return 0;
+}
+
+static const struct dlk_option top_options[] = {
+	OPT_DURATION(0, "interval", &top_interval, "DURATION", "sample CPU use over this long (and refresh as often)",
+	             .def_doc = "1s"),
+	OPT_BOOL(0, "once", &top_once, "one sample, even on a terminal", .flags = OPT_NONEG),
+	OPT_END(),
+};
+
+const struct dlk_command_def dlk_cmd_top = {
+	.usage = "[PROJECT]",
+	.description = "Show what the runs going on here are doing: for each project trained on this machine\n"
+	               "(dlk train --local, the trials of dlk sweep --local), its run, the processes (a gang's\n"
+	               "workers included), their CPU use (100% is one core) and resident memory. On a terminal\n"
+	               "the view refreshes in place until Ctrl-C; piped, it prints one sample; -o json prints\n"
+	               "one sample as {\"runs\": [...], \"interval_s\"}.",
+	.options = top_options,
+	.min_pos = 0,
+	.max_pos = 1,
+	.run = run_top,
+	.examples = "  $ dlk top\n"
+	            "  $ dlk top --once fashion-mlp\n"
+	            "  $ dlk top -o json --interval 2s\n",
+};

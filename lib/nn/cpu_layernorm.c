@@ -1,0 +1,113 @@
+/* Layer normalisation over the last axis (torch.nn.LayerNorm): the forward and the input
+ * gradient one row per iteration, rows spread over the thread pool; the parameter gradients one
+ * column range per part, each column summed over rows in row order (the CUDA kernel's order). */
+#include <math.h>
+
+#include "lib/nn/cpu_layers.h"
+#include "lib/util/parallel.h"
+
+struct ln_job {
+	const float *x, *w, *b, *mean, *rstd, *dy;
+	int rows, n;
+	float eps;
+	float *y, *dx, *dw, *db;
+	float *m, *r;
+};
+
+int dlk_cpu_parts(size_t work, size_t grain)
+{
+	size_t t = (size_t)dlk_parallel_threads(), by_size = work / (grain ? grain : 1);
+	size_t p = t < by_size ? t : by_size;
+	return p < 1 ? 1 : (int)p;
+}
+
+static void ln_fwd_part(void *ctx, int part, int nparts)
+{
+	const struct ln_job *j = ctx;
+	size_t lo, hi;
+	dlk_parallel_range((size_t)j->rows, part, nparts, 1, &lo, &hi);
+	for (size_t r = lo; r < hi; r++) {
+		const float *x = j->x + r * (size_t)j->n;
+		float *y = j->y + r * (size_t)j->n;
+		float s = 0, v = 0;
+		for (int i = 0; i < j->n; i++)
+			s += x[i];
+		float mean = s / (float)j->n;
+		for (int i = 0; i < j->n; i++) {
+			float d = x[i] - mean;
+			v += d * d;
+		}
+		float rstd = 1.0f / sqrtf(v / (float)j->n + j->eps);
+		for (int i = 0; i < j->n; i++) {
+			float h = (x[i] - mean) * rstd;
+			y[i] = j->w ? h * j->w[i] + j->b[i] : h;
+		}
+		j->m[r] = mean;
+		j->r[r] = rstd;
+	}
+}
+
+void dlk_cpu_layernorm_forward(const float *x, const float *w, const float *b, int rows, int n, float eps, float *y,
+                               float *mean, float *rstd)
+{
+	struct ln_job j = { .x = x, .w = w, .b = b, .rows = rows, .n = n, .eps = eps, .y = y, .m = mean, .r = rstd };
+	if (rows <= 0 || n <= 0)
+		return;
+	dlk_parallel_for(dlk_cpu_parts((size_t)rows * (size_t)n, 16384), ln_fwd_part, &j);
+}
+
+static void ln_dx_part(void *ctx, int part, int nparts)
+{
+	const struct ln_job *j = ctx;
+	size_t lo, hi;
+	dlk_parallel_range((size_t)j->rows, part, nparts, 1, &lo, &hi);
+	for (size_t r = lo; r < hi; r++) {
+		const float *x = j->x + r * (size_t)j->n, *dy = j->dy + r * (size_t)j->n;
+		float *dx = j->dx + r * (size_t)j->n;
+		float mean = j->mean[r], rstd = j->rstd[r], sg = 0, sgh = 0;
+		for (int i = 0; i < j->n; i++) {
+			float g = j->w ? dy[i] * j->w[i] : dy[i];
+			sg += g;
+			sgh += g * ((x[i] - mean) * rstd);
+		}
+		sg /= (float)j->n;
+		sgh /= (float)j->n;
+		for (int i = 0; i < j->n; i++) {
+			float g = j->w ? dy[i] * j->w[i] : dy[i];
+			dx[i] = rstd * (g - sg - (x[i] - mean) * rstd * sgh);
+		}
+	}
+}
+
+static void ln_dw_part(void *ctx, int part, int nparts)
+{
+	const struct ln_job *j = ctx;
+	size_t lo, hi;
+	dlk_parallel_range((size_t)j->n, part, nparts, 16, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		float sw = 0, sb = 0;
+		for (int r = 0; r < j->rows; r++) {
+			size_t k = (size_t)r * (size_t)j->n + i;
+			sw += j->dy[k] * ((j->x[k] - j->mean[r]) * j->rstd[r]);
+			sb += j->dy[k];
+		}
+		if (j->dw)
+			j->dw[i] = sw;
+		if (j->db)
+			j->db[i] = sb;
+	}
+}
+
+void dlk_cpu_layernorm_backward(const float *x, const float *w, const float *mean, const float *rstd,
+                                const float *dy, int rows, int n, float *dx, float *dw, float *db)
+{
+	struct ln_job j = { .x = x, .w = w, .mean = mean, .rstd = rstd, .dy = dy, .rows = rows, .n = n, .dx = dx,
+	                    .dw = dw, .db = db };
+	if (rows <= 0 || n <= 0)
+		return;
+	size_t work = (size_t)rows * (size_t)n;
+	dlk_parallel_for(dlk_cpu_parts(work, 16384), ln_dx_part, &j);
+	if (dw || db)
+		dlk_parallel_for(dlk_cpu_parts(work, 16384) < (n + 15) / 16 ? dlk_cpu_parts(work, 16384) : (n + 15) / 16,
+		                 ln_dw_part, &j);
+}

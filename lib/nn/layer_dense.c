@@ -1,0 +1,98 @@
+/* dense: y = x W^T + b (W is [units, in]), with the activation after it fused when plan_passes
+ * says so (L->act). */
+#include "lib/nn/layer_ops.h"
+
+#include "lib/nn/kernels.h"
+
+static int dense_check(const struct dlk_layer *L, const char *w, struct dlk_err *err)
+{
+	const struct dlk_layer_spec *ls = &L->spec;
+	char shp[64];
+
+	if (ls->units <= 0 || ls->units > (1 << 24))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: units must be in 1..%d, not %d", w, 1 << 24, ls->units);
+	if (!dlk_shape_flat(L->in)) {
+		dlk_shape_str(L->in, shp, sizeof(shp));
+		dlk_errf(err, DLK_EXIT_CONFIG, "%s: expects a flat input but gets %s", w, shp);
+		return dlk_err_hint(err, "add 'flatten' before it");
+	}
+	return 0;
+}
+
+static void dense_params(struct dlk_layer *L)
+{
+	L->fan_in = L->in[2];
+	L->fan_out = L->spec.units;
+	L->n_w = (size_t)L->spec.units * (size_t)L->in[2];
+	L->n_b = (size_t)L->spec.units;
+}
+
+static int dense_reserve(struct dlk_net *net, struct dlk_layer *L, int i, size_t B, struct dlk_err *err)
+{
+	(void)i, (void)err;
+	return dlk_layer_reserve_y(net, L, B);
+}
+
+static double dense_bytes(const struct dlk_net *net, const struct dlk_layer *L, double B)
+{
+	(void)net;
+	return 4 * B * (double)L->out_size;
+}
+
+static const float *dense_forward(struct dlk_net *net, int i, const float *x, int batch, int training)
+{
+	const struct dlk_backend *be = net->be;
+	struct dlk_layer *L = &net->layers[i];
+	const float *W = net->params + L->w_off, *b = net->params + L->b_off;
+	(void)training;
+
+	if (be->dense_forward) {
+		be->dense_forward(x, W, b, batch, L->in[2], L->out[2], L->act, L->y);
+	} else {
+		be->sgemm(0, 1, batch, L->out[2], L->in[2], 1.0f, x, L->in[2], W, L->in[2], 0.0f, L->y, L->out[2]);
+		be->bias_act(L->y, b, batch, L->out[2], L->act);
+	}
+	return L->y;
+}
+
+static float *dense_backward(struct dlk_net *net, int i, float *g, float *gout, int batch)
+{
+	const struct dlk_backend *be = net->be;
+	struct dlk_layer *L = &net->layers[i];
+	const float *W = net->params + L->w_off;
+	float *dW = net->grads + L->w_off, *db = net->grads + L->b_off;
+	int in = L->in[2], out = L->out[2];
+	struct dlk_layer *A = i > 0 ? &net->layers[i - 1] : NULL;
+
+	if (A)
+		A->folded_bw = 0;
+	if (be->dense_backward_w) {
+		be->dense_backward_w(g, L->x_used, batch, in, out, dW, db);
+	} else {
+		be->sgemm(1, 0, out, in, batch, 1.0f, g, out, L->x_used, in, 0.0f, dW, in);
+		be->sum_rows(g, batch, out, db);
+	}
+	dlk_layer_grads_ready(net, L);
+	if (!L->need_dx)
+		return g;
+	if (be->dense_backward_x) {
+		/* an activation layer just below is differentiated in the same pass */
+		int act = A && !net->graph ? dlk_layer_act(A->spec.kind) : DLK_ACT_NONE;
+		be->dense_backward_x(g, W, batch, in, out, act, act != DLK_ACT_NONE ? A->y_used : NULL, gout);
+		if (act != DLK_ACT_NONE)
+			A->folded_bw = 1;
+	} else {
+		be->sgemm(0, 0, batch, in, out, 1.0f, g, out, W, in, 0.0f, gout, in);
+	}
+	return gout;
+}
+
+const struct dlk_layer_ops dlk_layer_ops_dense = {
+	.check = dense_check,
+	.shape = dlk_layer_shape,
+	.params = dense_params,
+	.reserve = dense_reserve,
+	.batch_bytes = dense_bytes,
+	.forward = dense_forward,
+	.backward = dense_backward,
+};

@@ -1,0 +1,133 @@
+/* A sweep's trials as the run history has them: what `dlk status SWEEP` shows and `dlk report
+ * SWEEP` draws. */
+#include "lib/sweep/sweep.h"
+#include "lib/runs/runs.h"
+#include "lib/util/mem.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct collect {
+	const char *id;
+	cJSON *trials; /* by trial number: the newest record's row */
+	char goal[16], metric[32];
+};
+
+static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+static cJSON *row_of(const cJSON *rec, const cJSON *sw)
+{
+	cJSON *row = cJSON_CreateObject();
+	const cJSON *b = get(dlk_run_info(rec), "bundle");
+	const char *t;
+
+	cJSON_AddNumberToObject(row, "trial", get(sw, "trial")->valuedouble);
+	cJSON_AddStringToObject(row, "run", dlk_run_id(rec));
+	cJSON_AddStringToObject(row, "project", dlk_run_project(rec));
+	cJSON_AddStringToObject(row, "outcome", dlk_run_outcome_name(dlk_run_outcome(rec)));
+	if (cJSON_IsNumber(get(sw, "value")))
+		cJSON_AddNumberToObject(row, "value", get(sw, "value")->valuedouble);
+	else
+		cJSON_AddNullToObject(row, "value");
+	cJSON_AddItemToObject(row, "params", cJSON_Duplicate(get(sw, "params"), 1));
+	if (cJSON_IsNumber(get(sw, "stopped_at")))
+		cJSON_AddNumberToObject(row, "stopped_at", get(sw, "stopped_at")->valuedouble);
+	cJSON_AddItemToObject(row, "curve", get(sw, "curve") ? cJSON_Duplicate(get(sw, "curve"), 1) : cJSON_CreateArray());
+	if (cJSON_IsString(get(b, "path")))
+		cJSON_AddStringToObject(row, "bundle", get(b, "path")->valuestring);
+	if ((t = dlk_run_started_at(rec)))
+		cJSON_AddStringToObject(row, "started_at", t);
+	if ((t = dlk_run_str(rec, "finished_at")))
+		cJSON_AddStringToObject(row, "finished_at", t);
+	return row;
+}
+
+static int each_project(const char *dir, const char *project, void *ud)
+{
+	struct collect *c = ud;
+	struct dlk_run_store *s = dlk_runs_open_dir(dir, project);
+	struct dlk_err err = DLK_ERR_INIT;
+	cJSON *all = NULL, *rec;
+
+	if (!dlk_runs_list(s, &all, NULL, NULL, &err)) {
+		/* newest first: the first record of a trial is the one that counts */
+		cJSON_ArrayForEach(rec, all) {
+			const cJSON *sw = get(dlk_run_info(rec), "sweep"), *id = get(sw, "id"), *tr = get(sw, "trial");
+			char key[32];
+			if (!cJSON_IsString(id) || strcmp(id->valuestring, c->id) || !cJSON_IsNumber(tr))
+				continue;
+			snprintf(key, sizeof(key), "%d", tr->valueint);
+			if (get(c->trials, key))
+				continue;
+			cJSON_AddItemToObject(c->trials, key, row_of(rec, sw));
+			if (cJSON_IsString(get(sw, "goal")))
+				snprintf(c->goal, sizeof(c->goal), "%s", get(sw, "goal")->valuestring);
+			if (cJSON_IsString(get(sw, "metric")))
+				snprintf(c->metric, sizeof(c->metric), "%s", get(sw, "metric")->valuestring);
+		}
+	}
+	cJSON_Delete(all);
+	dlk_runs_close(s);
+	return 0;
+}
+
+static int g_maximize;
+static int group(const cJSON *row)
+{
+	const char *o = cJSON_GetObjectItemCaseSensitive(row, "outcome")->valuestring;
+	return !strcmp(o, "succeeded") ? 0 : !strcmp(o, "stopped") ? 1 : 2;
+}
+static int cmp_rows(const void *a, const void *b)
+{
+	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+	const cJSON *vx = get(x, "value"), *vy = get(y, "value");
+	int hx = cJSON_IsNumber(vx), hy = cJSON_IsNumber(vy);
+	/* the trials that ran to the end first: a stopped trial's value is from an earlier rung
+	 * and does not compare with theirs */
+	int gx = group(x), gy = group(y);
+	if (gx != gy)
+		return gx - gy;
+	if (hx != hy)
+		return hy - hx;
+	if (hx && vx->valuedouble != vy->valuedouble)
+		return (g_maximize ? vx->valuedouble < vy->valuedouble : vx->valuedouble > vy->valuedouble) ? 1 : -1;
+	return get(x, "trial")->valueint - get(y, "trial")->valueint;
+}
+
+cJSON *dlk_sweep_status(const char *spec_file, const char *id, struct dlk_err *err)
+{
+	struct collect c = { id, cJSON_CreateObject(), "maximize", "accuracy" };
+	cJSON *doc, *arr, **rows, *it, *best = NULL;
+	int n = 0, i = 0;
+
+	dlk_runs_local_each(spec_file, each_project, &c);
+	n = cJSON_GetArraySize(c.trials);
+	if (!n) {
+		cJSON_Delete(c.trials);
+		dlk_errf(err, DLK_EXIT_NOTFOUND, "no trials of a sweep '%s' in the local histories here", id);
+		dlk_err_hint(err, "'dlk sweep --local' runs the sweep of the project file's sweep: section");
+		return NULL;
+	}
+	rows = xcalloc((size_t)n, sizeof(*rows));
+	while (c.trials->child)
+		rows[i++] = cJSON_DetachItemViaPointer(c.trials, c.trials->child);
+	g_maximize = strcmp(c.goal, "minimize") != 0;
+	qsort(rows, (size_t)n, sizeof(*rows), cmp_rows);
+	doc = cJSON_CreateObject();
+	cJSON_AddStringToObject(doc, "sweep", id);
+	cJSON_AddStringToObject(doc, "metric", c.metric);
+	cJSON_AddStringToObject(doc, "goal", c.goal);
+	arr = cJSON_AddArrayToObject(doc, "trials");
+	for (i = 0; i < n; i++) {
+		it = rows[i];
+		cJSON_AddItemToArray(arr, it);
+		if (!best && !strcmp(get(it, "outcome")->valuestring, "succeeded") && cJSON_IsNumber(get(it, "value")))
+			best = it;
+	}
+	cJSON_AddItemToObject(doc, "best", best ? cJSON_Duplicate(best, 1) : cJSON_CreateNull());
+	free(rows);
+	cJSON_Delete(c.trials);
+	return doc;
+}

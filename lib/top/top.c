@@ -1,0 +1,196 @@
+/* dlk top's figures for the runs here. A run is going on while its project's run lock is held
+ * (lib/runs/lock.h): the holder wrote its pid and run id into the lock file. Its CPU use is the
+ * growth of utime + stime (/proc/PID/stat) of it and its children over the interval; its memory
+ * the sum of their resident pages. */
+#include "lib/top/top.h"
+#include "lib/runs/lock.h"
+#include "lib/runs/runs.h"
+#include "lib/util/mem.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* utime + stime (ticks), the parent and the resident pages of /proc/PID/stat; -1 when gone */
+static int proc_stat(long pid, unsigned long long *ticks, long *ppid, long long *rss_pages)
+{
+	char path[64], buf[2048], *p;
+	FILE *f;
+	size_t n;
+	unsigned long long ut, st;
+	long long rss;
+	long pp;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* the command name may hold spaces and parentheses: the fields start after the last ')' */
+	if (!(p = strrchr(buf, ')')))
+		return -1;
+	/* state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime
+	 * cstime priority nice threads itrealvalue starttime vsize rss */
+	if (sscanf(p + 2, "%*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %*u %*u %lld",
+	           &pp, &ut, &st, &rss) != 4)
+		return -1;
+	*ticks = ut + st;
+	*ppid = pp;
+	*rss_pages = rss;
+	return 0;
+}
+
+int dlk_top_proc(long pid, double *cpu_seconds, unsigned long long *rss_bytes, int *n_procs)
+{
+	unsigned long long ticks, total = 0;
+	long long rss, pages = 0;
+	long ppid, hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	DIR *d;
+	struct dirent *de;
+	int n = 1;
+
+	if (proc_stat(pid, &ticks, &ppid, &rss))
+		return -1;
+	total = ticks;
+	pages = rss;
+	/* its children: a local gang's workers */
+	if ((d = opendir("/proc"))) {
+		while ((de = readdir(d))) {
+			long c;
+			if (!isdigit((unsigned char)de->d_name[0]))
+				continue;
+			c = strtol(de->d_name, NULL, 10);
+			if (c != pid && !proc_stat(c, &ticks, &ppid, &rss) && ppid == pid) {
+				total += ticks;
+				pages += rss;
+				n++;
+			}
+		}
+		closedir(d);
+	}
+	*cpu_seconds = (double)total / (double)(hz > 0 ? hz : 100);
+	*rss_bytes = (unsigned long long)(pages > 0 ? pages : 0) * (unsigned long long)(page > 0 ? page : 4096);
+	*n_procs = n;
+	return 0;
+}
+
+struct collect {
+	cJSON *rows;
+};
+
+/* Whether the lock in dir is held, asked without taking it (F_OFD_GETLK): taking it, even for
+ * an instant, could refuse a run that starts at that moment. 1 with *h when held. */
+static int lock_held(const char *dir, struct dlk_run_holder *h)
+{
+	char *path = xasprintf("%s/lock", dir), text[1024];
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), held = 0;
+	ssize_t n;
+
+	free(path);
+	if (fd < 0)
+		return 0;
+	if (fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) {
+		held = 1;
+		n = read(fd, text, sizeof(text) - 1);
+		if (n < 0 || dlk_run_holder_parse(text, (size_t)n, h))
+			memset(h, 0, sizeof(*h));
+	}
+	close(fd);
+	return held;
+}
+
+static int each_project(const char *dir, const char *project, void *ud)
+{
+	struct collect *c = ud;
+	struct dlk_run_holder h;
+	char host[256] = "";
+	cJSON *row;
+
+	memset(&h, 0, sizeof(h));
+	if (!lock_held(dir, &h))
+		return 0;
+	gethostname(host, sizeof(host) - 1);
+	if (h.pid <= 0 || (h.host[0] && strcmp(h.host, host)))
+		return 0;
+	row = cJSON_CreateObject();
+	cJSON_AddStringToObject(row, "project", project);
+	cJSON_AddStringToObject(row, "run", h.run);
+	cJSON_AddNumberToObject(row, "pid", (double)h.pid);
+	cJSON_AddStringToObject(row, "host", h.host);
+	cJSON_AddStringToObject(row, "since", h.since);
+	cJSON_AddItemToArray(c->rows, row);
+	return 0;
+}
+
+static int cmp_cpu(const void *a, const void *b)
+{
+	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+	double u = cJSON_GetObjectItemCaseSensitive(x, "cpu_percent")->valuedouble;
+	double v = cJSON_GetObjectItemCaseSensitive(y, "cpu_percent")->valuedouble;
+	return (u < v) - (u > v);
+}
+
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+cJSON *dlk_top_local(const char *spec_file, double interval_s, struct dlk_err *err)
+{
+	struct collect c = { cJSON_CreateArray() };
+	cJSON *row, **rows, *out;
+	int n, i = 0;
+	double *before, t0, t1;
+
+	(void)err;
+	dlk_runs_local_each(spec_file, each_project, &c);
+	n = cJSON_GetArraySize(c.rows);
+	before = xcalloc((size_t)n + 1, sizeof(double));
+	cJSON_ArrayForEach(row, c.rows) {
+		unsigned long long rss;
+		int np;
+		if (dlk_top_proc((long)cJSON_GetObjectItemCaseSensitive(row, "pid")->valuedouble, &before[i], &rss, &np))
+			before[i] = -1;
+		i++;
+	}
+	t0 = mono();
+	if (n && interval_s > 0)
+		usleep((useconds_t)(interval_s * 1e6));
+	t1 = mono();
+	out = cJSON_CreateArray();
+	rows = xcalloc((size_t)n + 1, sizeof(*rows));
+	i = 0;
+	int k = 0;
+	while (c.rows->child) {
+		double cpu;
+		unsigned long long rss;
+		int np;
+		row = cJSON_DetachItemViaPointer(c.rows, c.rows->child);
+		if (before[i] < 0 ||
+		    dlk_top_proc((long)cJSON_GetObjectItemCaseSensitive(row, "pid")->valuedouble, &cpu, &rss, &np)) {
+			cJSON_Delete(row); /* it ended meanwhile */
+		} else {
+			cJSON_AddNumberToObject(row, "processes", np);
+			cJSON_AddNumberToObject(row, "cpu_percent", t1 > t0 ? 100.0 * (cpu - before[i]) / (t1 - t0) : 0);
+			cJSON_AddNumberToObject(row, "rss_bytes", (double)rss);
+			rows[k++] = row;
+		}
+		i++;
+	}
+	qsort(rows, (size_t)k, sizeof(*rows), cmp_cpu);
+	for (i = 0; i < k; i++)
+		cJSON_AddItemToArray(out, rows[i]);
+	free(rows);
+	free(before);
+	cJSON_Delete(c.rows);
+	return out;
+}

@@ -1,0 +1,88 @@
+#!/bin/sh
+# dlk top shows the runs going on here: the run's process, its CPU use and memory; one sample as
+# plain lines or JSON when piped, a view redrawn in place on a terminal (a pseudo-terminal here).
+. "$(dirname "$0")/../lib.sh"
+
+P=$TEST_TMP/p
+blobs_project "$P" && sed -i "s/epochs: 4/epochs: 100000/; s/every: 4/every: 1000000/" "$P/dlk.yaml" ||
+	{ echo "Bail out! cannot write the project"; exit 1; }
+"$DLK" -f "$P/dlk.yaml" train --local -q >"$TEST_TMP/train.log" 2>&1 &
+TRAIN=$!
+i=0; while [ ! -s "$P/.dlk/runs/blobs/lock" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+sleep 0.5
+
+test_expect_success 'dlk top -o json: the run, its pid, CPU use and memory' '
+	(cd "$P" && dlk top -o json --interval 1s) >top.json && cat top.json &&
+	jq -e ".runs | length == 1" top.json &&
+	jq -e ".runs[0].project == \"blobs\" and .runs[0].pid == $TRAIN and .runs[0].processes >= 1" top.json &&
+	jq -e ".runs[0].cpu_percent > 0 and .runs[0].cpu_percent <= 100 * $(nproc) and .runs[0].rss_bytes > 1000000 and .interval_s == 1" top.json &&
+	run=$(cat "$P"/.dlk/runs/blobs/*.json | jq -r "select(.run.outcome == \"running\") | .run.id") &&
+	jq -e ".runs[0].run == \"$run\"" top.json
+'
+
+test_expect_success 'piped: one sample, a header and a line per run; a PROJECT that is not running: none' '
+	(cd "$P" && dlk top --interval 0.2s) >out && cat out &&
+	test "$(wc -l <out)" = 2 && head -1 out | grep -q "^PROJECT *RUN *PID *PROCS *CPU% *RSS *SINCE$" &&
+	grep -q "^blobs *[0-9a-f]\{8\} *$TRAIN " out && ! grep -q "$(printf "\033")" out &&
+	(cd "$P" && dlk top --interval 0.1s other) >out2 && grep -qx "no runs going on here" out2
+'
+
+test_expect_success 'on a terminal: redrawn in place until Ctrl-C' '
+	command -v script >/dev/null || { echo "script(1) is needed (bsdutils)"; exit 1; }
+	(cd "$P" && timeout -s INT 2 script -qfec "$DLK top --interval 0.3s" /dev/null) >tty.out; rc=$?
+	test $rc = 0 -o $rc = 124 &&
+	test "$(grep -o "$(printf "\033")\[H$(printf "\033")\[J" tty.out | wc -l)" -ge 2 &&
+	grep -q "blobs" tty.out
+'
+
+# a fake NVML: two GPUs with known figures (the second reports no power), or one whose init fails
+mkdir -p "$TEST_TMP/nvml"
+cat >"$TEST_TMP/nvml/fake.c" <<'EOT'
+#include <stdio.h>
+#include <string.h>
+struct util { unsigned gpu, memory; };
+struct mem { unsigned long long total, free, used; };
+int nvmlInit_v2(void) { return FAIL_INIT; }
+int nvmlShutdown(void) { return 0; }
+int nvmlDeviceGetCount_v2(unsigned *n) { *n = 2; return 0; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **d) { *d = (void *)(unsigned long)(i + 1); return 0; }
+int nvmlDeviceGetName(void *d, char *s, unsigned n) { snprintf(s, n, "Fake H100 %lu", (unsigned long)d); return 0; }
+int nvmlDeviceGetUtilizationRates(void *d, struct util *u) { u->gpu = d == (void *)1 ? 87 : 3; u->memory = 40; return 0; }
+int nvmlDeviceGetMemoryInfo(void *d, struct mem *m) { m->total = 80000000000ull; m->used = d == (void *)1 ? 61000000000ull : 1000000000ull; m->free = m->total - m->used; return 0; }
+int nvmlDeviceGetPowerUsage(void *d, unsigned *mw) { if (d != (void *)1) return 3; *mw = 412345; return 0; }
+int nvmlDeviceGetClockInfo(void *d, int type, unsigned *mhz) { (void)d; if (type != 1) return 2; *mhz = 1755; return 0; }
+EOT
+${CC:-cc} -shared -fPIC -DFAIL_INIT=0 -o "$TEST_TMP/nvml/libfake.so" "$TEST_TMP/nvml/fake.c" &&
+${CC:-cc} -shared -fPIC -DFAIL_INIT=9 -o "$TEST_TMP/nvml/libnoinit.so" "$TEST_TMP/nvml/fake.c" ||
+	{ echo "Bail out! cannot build the fake NVML"; exit 1; }
+
+test_expect_success 'NVML through a fake library: each GPU'"'"'s utilisation, memory, power and SM clock' '
+	(cd "$P" && DLK_NVML_LIBRARY="$TEST_TMP/nvml/libfake.so" dlk top -o json --interval 0.1s) >g.json &&
+	jq -e ".nvml == null and (.gpus | length) == 2" g.json &&
+	jq -e ".gpus[0] == {index: 0, name: \"Fake H100 1\", utilization_percent: 87, memory_used_bytes: 61000000000,
+		memory_total_bytes: 80000000000, power_watts: 412.345, sm_clock_mhz: 1755}" g.json &&
+	jq -e ".gpus[1].utilization_percent == 3 and (.gpus[1] | has(\"power_watts\") | not)" g.json &&
+	jq -e ".runs[0].project == \"blobs\"" g.json &&
+	(cd "$P" && DLK_NVML_LIBRARY="$TEST_TMP/nvml/libfake.so" dlk top --interval 0.1s) >g.txt 2>g.err && cat g.txt &&
+	grep -q "^GPU *UTIL% *MEMORY *POWER *SM CLOCK *NAME$" g.txt &&
+	grep -q "^0 *87 *61.00 GB / 80.00 GB *412 W *1755 MHz *Fake H100 1$" g.txt &&
+	grep -q "^1 *3 *1.00 GB / 80.00 GB *- *1755 MHz *Fake H100 2$" g.txt && ! test -s g.err
+'
+
+test_expect_success 'without NVML: why, said once, and the CPU figures still show' '
+	(cd "$P" && DLK_NVML_LIBRARY="$TEST_TMP/nvml/none.so" dlk top --interval 0.1s) >n.txt 2>n.err &&
+	test "$(grep -c "none.so is not installed" n.err)" = 1 && grep -q "^blobs " n.txt && ! grep -q "^GPU" n.txt &&
+	(cd "$P" && DLK_NVML_LIBRARY="$TEST_TMP/nvml/libnoinit.so" dlk top -o json --interval 0.1s) >n.json &&
+	jq -e ".gpus == [] and (.nvml | test(\"nvmlInit_v2 failed \\\\(code 9\\\\)\"))" n.json &&
+	jq -e ".runs[0].project == \"blobs\"" n.json &&
+	(cd "$P" && DLK_NVML_LIBRARY="$TEST_TMP/nvml/none.so" timeout -s INT 1 script -qfec "$DLK top --interval 0.2s" /dev/null) >tty.out;
+	test "$(grep -c "none.so is not installed" tty.out)" = 1
+'
+
+kill -INT $TRAIN; wait $TRAIN
+
+test_expect_success 'the run ended: dlk top shows none' '
+	(cd "$P" && dlk top -o json --interval 0.1s) >top.json && jq -e ".runs == []" top.json
+'
+
+test_done

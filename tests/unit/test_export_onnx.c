@@ -1,0 +1,271 @@
+/* The ONNX writer: protobuf's wire format byte for byte (the encoding guide's own examples), and
+ * the graph each layer kind maps to, read back with a small protobuf reader written here
+ * (independent of the writer): node order and operators, the reshape a flat input needs before
+ * a convolution, the initializers' shapes and the first scaling nodes. t1780 runs the result in
+ * ONNX Runtime. */
+#include "check.h"
+
+#include "lib/export/onnx.h"
+#include "lib/export/pbwrite.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+static int bytes_are(const struct dlk_buf *b, const unsigned char *want, size_t n)
+{
+	return b->len == n && !memcmp(b->data, want, n);
+}
+
+/* ---- a reader for the test: the fields of one message ---- */
+struct field {
+	int num, wire;
+	uint64_t v;             /* varint / fixed32 */
+	const unsigned char *p; /* length-delimited */
+	size_t len;
+};
+
+static int read_varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+	*v = 0;
+	for (int s = 0; s < 64 && *p < end; s += 7) {
+		unsigned char c = *(*p)++;
+		*v |= (uint64_t)(c & 0x7f) << s;
+		if (!(c & 0x80))
+			return 0;
+	}
+	return -1;
+}
+
+/* the next field of [*p, end); 1 when one was read, 0 at the end, -1 when malformed */
+static int next_field(const unsigned char **p, const unsigned char *end, struct field *f)
+{
+	uint64_t k;
+
+	if (*p == end)
+		return 0;
+	if (read_varint(p, end, &k))
+		return -1;
+	f->num = (int)(k >> 3);
+	f->wire = (int)(k & 7);
+	if (f->wire == 0)
+		return read_varint(p, end, &f->v) ? -1 : 1;
+	if (f->wire == 5) {
+		if (end - *p < 4)
+			return -1;
+		memcpy(&f->v, *p, 4);
+		*p += 4;
+		return 1;
+	}
+	if (f->wire == 2) {
+		uint64_t n;
+		if (read_varint(p, end, &n) || n > (uint64_t)(end - *p))
+			return -1;
+		f->p = *p;
+		f->len = (size_t)n;
+		*p += n;
+		return 1;
+	}
+	return -1;
+}
+
+/* the first field `num` of a message, or NULL */
+static int find(const unsigned char *p, size_t len, int num, int nth, struct field *out)
+{
+	const unsigned char *end = p + len;
+	int r;
+
+	while ((r = next_field(&p, end, out)) == 1)
+		if (out->num == num && nth-- == 0)
+			return 1;
+	return 0;
+}
+
+static void str_of(const struct field *f, char *buf, size_t n)
+{
+	snprintf(buf, n, "%.*s", (int)f->len, (const char *)f->p);
+}
+
+/* the graph's node operators joined by spaces */
+static void ops_of(const struct dlk_buf *model, char *out, size_t n)
+{
+	struct field g, node, op;
+	out[0] = 0;
+	if (!find((const unsigned char *)model->data, model->len, 7, 0, &g))
+		return;
+	for (int i = 0; find(g.p, g.len, 1, i, &node); i++) {
+		char s[32];
+		if (!find(node.p, node.len, 4, 0, &op))
+			return;
+		str_of(&op, s, sizeof(s));
+		if (i)
+			strncat(out, " ", n - strlen(out) - 1);
+		strncat(out, s, n - strlen(out) - 1);
+	}
+}
+
+static void test_wire_format(void)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+	static const unsigned char v150[] = { 0x08, 0x96, 0x01 };
+	static const unsigned char neg1[] = { 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
+	static const unsigned char str[] = { 0x12, 0x07, 't', 'e', 's', 't', 'i', 'n', 'g' };
+	static const unsigned char one[] = { 0x15, 0x00, 0x00, 0x80, 0x3f };
+	static const unsigned char emb[] = { 0x1a, 0x03, 0x08, 0x96, 0x01 };
+	static const unsigned char raw[] = { 0x00, 0x00, 0x80, 0xbf, 0x00, 0x00, 0x00, 0x00 };
+	const float fl[2] = { -1.0f, 0.0f };
+	struct dlk_buf inner = DLK_BUF_INIT;
+
+	dlk_pb_int(&b, 1, 150);
+	CHECK_MSG(bytes_are(&b, v150, sizeof(v150)), "int 150 in field 1 is 08 96 01 (the encoding guide's example)");
+	dlk_buf_reset(&b);
+	dlk_pb_int(&b, 3, -1);
+	CHECK_MSG(bytes_are(&b, neg1, sizeof(neg1)), "a negative int64 takes ten bytes");
+	dlk_buf_reset(&b);
+	dlk_pb_str(&b, 2, "testing");
+	CHECK_MSG(bytes_are(&b, str, sizeof(str)), "a string is key, length, bytes");
+	dlk_buf_reset(&b);
+	dlk_pb_float(&b, 2, 1.0f);
+	CHECK_MSG(bytes_are(&b, one, sizeof(one)), "a float is fixed32, little-endian");
+	dlk_buf_reset(&b);
+	dlk_pb_int(&inner, 1, 150);
+	dlk_pb_msg(&b, 3, &inner);
+	CHECK_MSG(bytes_are(&b, emb, sizeof(emb)), "an embedded message is length-delimited");
+	dlk_buf_reset(&b);
+	dlk_pb_raw_floats(&b, fl, 2);
+	CHECK_MSG(bytes_are(&b, raw, sizeof(raw)), "raw floats are little-endian IEEE bits");
+	dlk_buf_reset(&b);
+	dlk_pb_varint(&b, UINT64_MAX);
+	CHECK_MSG(b.len == 10 && (unsigned char)b.data[9] == 0x01, "the largest varint takes ten bytes");
+	dlk_buf_release(&inner);
+	dlk_buf_release(&b);
+}
+
+/* a bundle as dlk_bundle_read leaves it, with every weight 0.5 */
+static void make_bundle(struct dlk_bundle *b, const int input[3], int rank, const struct dlk_layer_spec *layers,
+                        int n, size_t n_weights)
+{
+	*b = (struct dlk_bundle)DLK_BUNDLE_INIT;
+	b->meta = cJSON_Parse("{\"name\":\"t\",\"metrics\":{\"test_accuracy\":0.5},"
+	                      "\"provenance\":{\"dlk_version\":\"0.0.1\"}}");
+	memcpy(b->model.input, input, sizeof(b->model.input));
+	b->model.input_rank = rank;
+	b->model.layers = malloc(sizeof(*layers) * (size_t)n);
+	memcpy(b->model.layers, layers, sizeof(*layers) * (size_t)n);
+	b->model.n_layers = n;
+	b->n_classes = 3;
+	b->n_weights = n_weights;
+	b->weights = malloc(sizeof(float) * n_weights);
+	for (size_t i = 0; i < n_weights; i++)
+		b->weights[i] = 0.5f;
+	snprintf(b->weights_sha256, sizeof(b->weights_sha256), "%064d", 0);
+	b->has_scaling = 1;
+	b->scale = 1.0f / 255;
+	b->mean = 0.25f;
+	b->std = 0.5f;
+}
+
+static void test_every_kind(void)
+{
+	const int input[3] = { 1, 8, 8 };
+	struct dlk_layer_spec L[] = {
+		{ .kind = DLK_LAYER_CONV2D, .filters = 2, .kernel = 3, .stride = 2, .padding = 1 }, /* 2x4x4: 18+2 */
+		{ .kind = DLK_LAYER_RELU },
+		{ .kind = DLK_LAYER_MAXPOOL, .size = 2, .stride = 1 },                              /* 2x3x3 */
+		{ .kind = DLK_LAYER_TANH },
+		{ .kind = DLK_LAYER_FLATTEN },                                                      /* 18 */
+		{ .kind = DLK_LAYER_DROPOUT, .rate = 0.5f },
+		{ .kind = DLK_LAYER_DENSE, .units = 4 },                                            /* 72+4 */
+		{ .kind = DLK_LAYER_SIGMOID },
+		{ .kind = DLK_LAYER_DENSE, .units = 3 },                                            /* 12+3 */
+	};
+	struct dlk_bundle b;
+	struct dlk_buf out = DLK_BUF_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	char ops[512];
+	struct field f, g, t, d;
+
+	make_bundle(&b, input, 3, L, 9, 20 + 76 + 15);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == 0, "every kind exports (%s)", err.msg);
+	ops_of(&out, ops, sizeof(ops));
+	CHECK_STR(ops, "Mul Sub Div Conv Relu MaxPool Tanh Flatten Gemm Sigmoid Gemm Identity Softmax");
+	CHECK(find((const unsigned char *)out.data, out.len, 1, 0, &f) && f.v == DLK_ONNX_IR_VERSION);
+	CHECK(find((const unsigned char *)out.data, out.len, 8, 0, &f) && find(f.p, f.len, 2, 0, &g) &&
+	      g.v == DLK_ONNX_OPSET);
+	/* the conv's weight initializer (after the three scalars) is [2, 1, 3, 3] */
+	CHECK(find((const unsigned char *)out.data, out.len, 7, 0, &g) && find(g.p, g.len, 5, 3, &t));
+	{
+		char name[64];
+		int64_t dims[4] = { 0 };
+		int nd = 0;
+		find(t.p, t.len, 8, 0, &f);
+		str_of(&f, name, sizeof(name));
+		CHECK_STR(name, "layers.0.weight");
+		while (nd < 4 && find(t.p, t.len, 1, nd, &d))
+			dims[nd++] = (int64_t)d.v;
+		CHECK_MSG(nd == 4 && dims[0] == 2 && dims[1] == 1 && dims[2] == 3 && dims[3] == 3, "conv weight is [2,1,3,3]");
+		CHECK_MSG(find(t.p, t.len, 9, 0, &f) && f.len == 18 * 4, "its raw data holds 18 floats");
+	}
+	dlk_buf_reset(&out);
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0);
+	ops_of(&out, ops, sizeof(ops));
+	CHECK_STR(ops, "Conv Relu MaxPool Tanh Flatten Gemm Sigmoid Gemm Identity Softmax");
+	dlk_buf_release(&out);
+	dlk_bundle_release(&b);
+}
+
+static void test_flat_input_and_mismatch(void)
+{
+	const int input[3] = { 1, 1, 6 };
+	struct dlk_layer_spec L[] = { { .kind = DLK_LAYER_DENSE, .units = 3 } };
+	struct dlk_bundle b;
+	struct dlk_buf out = DLK_BUF_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	char ops[256];
+
+	make_bundle(&b, input, 1, L, 1, 21);
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0);
+	ops_of(&out, ops, sizeof(ops));
+	CHECK_STR(ops, "Gemm Identity Softmax");
+	dlk_buf_reset(&out);
+	/* weights that do not match the architecture are refused, never written */
+	b.n_weights = 20;
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == -1 && out.len == 0);
+	CHECK_CONTAINS(err.msg, "20 weights for a model of 21 parameters");
+	dlk_buf_release(&out);
+	dlk_bundle_release(&b);
+
+	/* a name that is not UTF-8 (model.json is not checked for it) cannot go into a protobuf string */
+	make_bundle(&b, input, 1, L, 1, 21);
+	cJSON_ReplaceItemInObject(b.meta, "name", cJSON_CreateString("bad\xff"));
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == 0);
+	{
+		struct field g, n;
+		char name[32] = "";
+		if (find((const unsigned char *)out.data, out.len, 7, 0, &g) && find(g.p, g.len, 2, 0, &n))
+			str_of(&n, name, sizeof(name));
+		CHECK_STR(name, "model");
+		CHECK_MSG(!memmem(out.data, out.len, "bad\xff", 4), "the bytes are nowhere in the model");
+	}
+	dlk_buf_reset(&out);
+	dlk_bundle_release(&b);
+
+	/* a flat input reaching a convolution is reshaped to the image it is */
+	struct dlk_layer_spec C[] = { { .kind = DLK_LAYER_CONV2D, .filters = 3, .kernel = 1, .stride = 1 },
+		                      { .kind = DLK_LAYER_FLATTEN }, { .kind = DLK_LAYER_DENSE, .units = 3 } };
+	make_bundle(&b, input, 1, C, 3, 6 + 54 + 3);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0, "conv on a flat input (%s)", err.msg);
+	ops_of(&out, ops, sizeof(ops));
+	CHECK_STR(ops, "Reshape Conv Flatten Gemm Identity Softmax");
+	dlk_buf_release(&out);
+	dlk_bundle_release(&b);
+}
+
+int main(void)
+{
+	test_wire_format();
+	test_every_kind();
+	test_flat_input_and_mismatch();
+	CHECK_STR(dlk_input_form_name(DLK_INPUT_PREPROCESSED), "preprocessed");
+	CHECK(dlk_input_form_parse("raw", 3) == DLK_INPUT_RAW && dlk_input_form_parse("pixels", 6) == -1);
+	return CHECK_DONE();
+}
