@@ -29,6 +29,7 @@
 	X(delete, "delete jobs and everything dlk created for them")                              \
 	X(data, "versioned datasets: push files to a store, list, show and get them by id or tag") \
 	X(export, "write a model bundle as ONNX, for ONNX Runtime, Triton or a phone")            \
+	X(predict, "score every sample of a dataset with a model and push the predictions as a dataset") \
 	X(lineage, "show what made a model: its dataset, project file, git commit, image and run") \
 	X(impact, "list the runs that used a dataset and the bundles they made, from the run history") \
 	X(prune, "remove old runs here with their bundles and checkpoints, and finished runs' checkpoints") \

@@ -1,9 +1,13 @@
 /* dlk lineage: what made a model, from its bundle's provenance: the dataset (id, the tag it was
  * resolved from, the store) or the data files, the project file's digest, the git commit, the
  * image, dlk's version, the run, and the bundle it was fine-tuned from when there is one. */
+#include "commands/cluster.h"
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/ui.h"
+#include "lib/project/project.h"
+#include "lib/store/dataset.h"
+#include "lib/store/provenance.h"
 #include "lib/train/bundle.h"
 #include "lib/util/mem.h"
 #include "lib/util/jsonprint.h"
@@ -12,6 +16,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *jstr(const cJSON *o, const char *key)
 {
@@ -26,6 +31,105 @@ static void line(const char *key, const char *value)
 	printf("%-12s %s\n", key, value && *value ? dlk_visible(value) : "(not recorded)");
 }
 
+static const char *lineage_from;
+
+/* A dataset's lineage: its provenance.json, then that of the dataset it was made from, while
+ * the store has one (a chain of at most 16 datasets). */
+static int dataset_lineage(struct dlk_ctx *ctx, const char *ref)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_project *spec = NULL;
+	struct dlk_data_store ds = { 0 };
+	cJSON *chain = cJSON_CreateArray();
+	char id[65];
+	int rc = 0;
+
+	if (dlk_data_maybe_project(ctx, lineage_from, &spec, &err) || dlk_data_store_open(ctx, lineage_from, spec, &ds, &err) ||
+	    dlk_dataset_resolve(ds.store, ref, 1, id, &err))
+		goto fail;
+	for (int depth = 0; depth < 16; depth++) {
+		struct dlk_manifest m = DLK_MANIFEST_INIT;
+		cJSON *prov = NULL, *step = cJSON_CreateObject();
+		const cJSON *in;
+		const char *next;
+		char buf[72];
+
+		snprintf(buf, sizeof(buf), "sha256:%s", id);
+		cJSON_AddStringToObject(step, "id", buf);
+		cJSON_AddItemToArray(chain, step);
+		if (dlk_dataset_manifest(ds.store, id, &m, &err) || dlk_dataset_provenance(ds.store, &m, &prov, &err)) {
+			dlk_manifest_release(&m);
+			goto fail;
+		}
+		dlk_manifest_release(&m);
+		if (!prov)
+			break; /* pushed from files: the raw data */
+		cJSON_AddItemToObject(step, "provenance", prov);
+		in = cJSON_GetObjectItemCaseSensitive(prov, "input");
+		next = jstr(in, "id");
+		if (!next || strncmp(next, "sha256:", 7) || strlen(next) != 71 || dlk_dataset_resolve(ds.store, next, 0, id, &err)) {
+			dlk_err_clear(&err);
+			break; /* the input is not in this store */
+		}
+	}
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
+		cJSON *out = cJSON_CreateObject();
+		char *s;
+		cJSON_AddStringToObject(out, "store", dlk_store_url(ds.store));
+		cJSON_AddItemToObject(out, "datasets", chain);
+		chain = NULL;
+		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(out) : yamljson_emit(out, &err);
+		cJSON_Delete(out);
+		if (!s)
+			goto fail;
+		fputs(s, stdout);
+		if (ctx->output == DLK_OUTPUT_JSON)
+			fputc('\n', stdout);
+		free(s);
+		goto out;
+	}
+	{
+		const cJSON *step;
+		int i = 0;
+		cJSON_ArrayForEach(step, chain)
+		{
+			const cJSON *prov = cJSON_GetObjectItemCaseSensitive(step, "provenance");
+			const cJSON *in = cJSON_GetObjectItemCaseSensitive(prov, "input");
+			const cJSON *mo = cJSON_GetObjectItemCaseSensitive(prov, "model");
+			const char *kind = jstr(prov, "kind");
+
+			printf("%sdataset      %s%s\n", i++ ? "\n" : "", dlk_visible(jstr(step, "id")),
+			       prov ? "" : " (pushed from files)");
+			if (!prov)
+				continue;
+			line("made by", kind && !strcmp(kind, "predictions") ? "dlk predict" : kind);
+			if (in) {
+				const char *tag = jstr(in, "tag");
+				char buf[400];
+				snprintf(buf, sizeof(buf), "%s%s%s%s", jstr(in, "id") ? jstr(in, "id") : "?", tag ? " (" : "",
+				         tag ? tag : "", tag ? ")" : "");
+				line("input", buf);
+			}
+			if (mo) {
+				const char *name = jstr(mo, "name"), *sha = jstr(mo, "bundle_sha256");
+				char buf[400];
+				snprintf(buf, sizeof(buf), "%s%s%s", name ? name : "", name ? " " : "", sha ? sha : "?");
+				line("model", buf);
+				line("weights", jstr(mo, "weights_sha256"));
+				line("run", jstr(mo, "run_id"));
+			}
+		}
+	}
+	goto out;
+fail:
+	rc = dlk_report(ctx, &err);
+out:
+	cJSON_Delete(chain);
+	dlk_data_store_release(&ds);
+	project_free(spec);
+	return rc;
+}
+
 static int run_lineage(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -33,7 +137,10 @@ static int run_lineage(struct dlk_ctx *ctx, struct dlk_args *args)
 	const cJSON *prov, *ds, *data, *d, *parent;
 	cJSON *out = NULL;
 	int rc = 0;
+	struct stat sb;
 
+	if (stat(args->pos[0], &sb) && (lineage_from || !strncmp(args->pos[0], "sha256:", 7) || strchr(args->pos[0], '@')))
+		return dataset_lineage(ctx, args->pos[0]);
 	if (dlk_bundle_read(args->pos[0], &b, &err))
 		return dlk_report(ctx, &err);
 	prov = cJSON_GetObjectItemCaseSensitive(b.meta, "provenance");
@@ -104,16 +211,27 @@ out:
 	return rc;
 }
 
+static const struct dlk_option lineage_options[] = {
+	OPT_STRING(0, "from", &lineage_from, "STORE", NULL, "the store of a DATASET",
+	           .def_doc = "data.store of the project file", .complete = COMPLETE_DIR),
+	OPT_END(),
+};
+
 const struct dlk_command_def dlk_cmd_lineage = {
-	.usage = "BUNDLE",
+	.usage = "BUNDLE | DATASET",
 	.description = "Print what made the model in BUNDLE, from its provenance: the dataset (its id, the tag it\n"
 	               "was resolved from and the store) and each data file's digest, the project file's digest,\n"
 	               "the git commit (and whether the tree had changes), the image, dlk's version, the run, and\n"
-	               "the bundle it was fine-tuned from, when there is one. The bundle is verified first.",
+	               "the bundle it was fine-tuned from, when there is one. The bundle is verified first.\n"
+	               "For a DATASET (sha256:ID or NAME@TAG in the store) made by dlk (dlk predict), print what\n"
+	               "it was made from (the input dataset, the model), then the same for that input, back to\n"
+	               "the dataset pushed from files.",
+	.options = lineage_options,
 	.min_pos = 1,
 	.max_pos = 1,
 	.complete_pos = COMPLETE_BUNDLE,
 	.run = run_lineage,
 	.examples = "  $ dlk lineage fashion.dlk\n"
-	            "  $ dlk lineage fashion.dlk -o json\n",
+	            "  $ dlk lineage fashion.dlk -o json\n"
+	            "  $ dlk lineage fashion-preds@v1 --from ./store\n",
 };
