@@ -54,6 +54,8 @@ struct dlk_split {
 	struct dlk_source images; /* idx: the images file */
 	struct dlk_source labels; /* idx: the labels file */
 	struct dlk_source source; /* csv: the table; tar: the shard archive */
+	struct dlk_source targets; /* images with model.task image: the folder of target images, each
+	                              paired with the input of the same name in source's folder */
 	struct dlk_source *shards; /* tar: several shard archives instead of one source (each worker of
 	                              a job loads only its share of them); n_shards of them, owned */
 	int n_shards;
