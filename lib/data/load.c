@@ -671,22 +671,34 @@ static int load_text(const struct dlk_split *sp, const struct dlk_data *spec, co
 	const char *const *classes;
 	char **found = NULL;
 	int n_classes, n_found = 0, length = opts->shape[0] * opts->shape[1] * opts->shape[2], ret = -1;
+	int targets = opts->task == DLK_TASK_MULTILABEL || opts->task == DLK_TASK_REGRESSION;
+	const char *sep = spec->text.separator ? spec->text.separator : "|";
 
 	if (opts->shape[0] != 1 || opts->shape[1] != 1 || length < 1)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "format text needs a flat model.input: [LENGTH], the tokens per sequence");
 	if (fetch_source(&sp->source, "text", spec, opts, ds, &f, err) < 0 ||
 	    dlk_unpack_single(f.path, sp->source.url, limit_of(spec), opts->progress, opts->progress_ctx, &b, err) < 0 ||
 	    dlk_text_rows_parse(b.data, b.len, sp->source.url, jsonl_source(sp->source.url), spec->text.column,
-	                        spec->text.label, &rows, err) < 0)
+	                        spec->text.label, targets ? sep : NULL, &rows, err) < 0)
 		goto out;
 	if (!rows.n) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': no rows", sp->source.url);
 		goto out;
 	}
 	take_train_classes(spec, opts, &classes, &n_classes);
-	s->y = xmalloc(rows.n * sizeof(*s->y));
-	if (dlk_text_labels(&rows, sp->source.url, classes, n_classes, s->y, &found, &n_found, err) < 0 ||
-	    text_tokenizer(spec, opts, &rows, &ds->tokenizer, err) < 0)
+	if (targets) {
+		/* multilabel and regression: float targets, y all 0 */
+		s->y = xcalloc(rows.n, sizeof(*s->y));
+		if (dlk_text_targets(&rows, sp->source.url, opts->task == DLK_TASK_MULTILABEL, sep,
+		                     opts->task == DLK_TASK_MULTILABEL ? classes : NULL, n_classes, &s->t, &s->target_size,
+		                     &found, &n_found, err) < 0)
+			goto out;
+	} else {
+		s->y = xmalloc(rows.n * sizeof(*s->y));
+		if (dlk_text_labels(&rows, sp->source.url, classes, n_classes, s->y, &found, &n_found, err) < 0)
+			goto out;
+	}
+	if (text_tokenizer(spec, opts, &rows, &ds->tokenizer, err) < 0)
 		goto out;
 	if (found) {
 		ds->class_names = found;

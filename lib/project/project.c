@@ -276,6 +276,7 @@ static const struct field text_fields[] = {
 	FIELD("vocab_size", struct dlk_text_spec, F_INT, vocab_size, .min = 260, .max = 1 << 20, .def = "1000"),
 	FIELD("vocab", struct dlk_text_spec, F_STR, vocab, .check = check_nonempty),
 	FIELD("merges", struct dlk_text_spec, F_STR, merges, .check = check_nonempty),
+	FIELD("separator", struct dlk_text_spec, F_STR, separator, .check = check_nonempty, .def = "|"),
 	END
 };
 
@@ -2084,7 +2085,8 @@ static void check_dataset_sources(struct ctx *c, const struct dlk_data *d, const
 }
 
 /* Paired folders (format images, task image): each split's 'targets' folder beside its 'source'
- * folder, and no augmentation, which would move an input away from its target. */
+ * folder, and no augmentation, which would move an input away from its target. Text has no
+ * image targets. */
 static void check_paired(struct ctx *c, struct dlk_project *s, const struct ynode *root)
 {
 	const struct dlk_data *d = &s->data;
@@ -2107,6 +2109,9 @@ static void check_paired(struct ctx *c, struct dlk_project *s, const struct ynod
 			problem(c, pos_or(c, &sp[i]->shards, GIVEN_CUSTOM, root), p,
 			        "paired images are read from two folders ('source' and 'targets'), not from tar shards");
 	}
+	if (d->format == DLK_DATA_TEXT && s->model.task == DLK_TASK_IMAGE)
+		problem(c, pos_or(c, &s->model.task, GIVEN_VALUE, root), "model.task",
+		        "format text reads labels (classification, multilabel) or numbers (regression), not images");
 	if (paired && d->images.flip)
 		problem(c, pos_or(c, &d->images.flip, GIVEN_VALUE, root), "data.images.flip",
 		        "flipping would move an input but not its target image: leave it out with task image");

@@ -42,6 +42,8 @@ struct dlk_text_spec {
 	enum dlk_tokenizer_kind tokenizer; /* default byte */
 	int vocab_size;          /* bpe trained on the training split: default 1000 */
 	char *vocab, *merges;    /* bpe from a GPT-2 vocab.json and merges.txt instead; both or none */
+	char *separator;         /* tasks multilabel and regression: what separates a row's labels
+	                            or numbers in its label column; default "|" */
 };
 
 /* One file to fetch: file://, https:// (or http://), pvc://claim/path; a bare path means file. */

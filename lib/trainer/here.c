@@ -716,6 +716,7 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 		memcpy(dopts.target_shape, net.layers[net.n_layers - 1].out, sizeof(dopts.target_shape));
 		dlk_net_release(&net);
 	}
+	dopts.task = spec->model.task;
 	dopts.base_dir = dir;
 	dopts.progress = data_progress;
 	dopts.progress_ctx = r;
