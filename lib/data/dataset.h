@@ -121,6 +121,12 @@ struct dlk_data_opts {
 	 * tokenizer and class names the test split takes (else the test split would train its own
 	 * tokenizer and could number its classes differently). NULL for the training split. */
 	const struct dlk_dataset *train;
+	/* format images with data.<split>.targets (paired folders, task image): the C, H, W the
+	 * target images are decoded to, the model's output; 0s = the input's shape */
+	int target_shape[3];
+	/* model.task: format text reads float targets for tasks multilabel and regression (its
+	 * labels split by data.text.separator); zero is classification */
+	enum dlk_task task;
 };
 
 /* Fetches (with the sha256 pin checked before use), unpacks and decodes one split ("train" or

@@ -399,6 +399,10 @@ static void samples_cut(struct dlk_samples *s, size_t from, size_t to)
 		memmove(s->x, s->x + from * m, n * m * sizeof(float));
 		s->x = xrealloc(s->x, (n ? n : 1) * m * sizeof(float));
 	}
+	if (s->t) {
+		memmove(s->t, s->t + from * s->target_size, n * s->target_size * sizeof(float));
+		s->t = xrealloc(s->t, (n ? n : 1) * s->target_size * sizeof(float));
+	}
 	s->n = n;
 }
 
@@ -475,6 +479,64 @@ static void take_train_classes(const struct dlk_data *spec, const struct dlk_dat
 	}
 }
 
+/* format images with targets: two local folders of images paired by name, the targets as
+ * floats pixel / 255 (0 to 1, the range PSNR and SSIM take) in the model's output shape */
+static int load_pairs(const struct dlk_split *sp, const struct dlk_data_opts *opts, struct dlk_samples *s,
+                      struct dlk_err *err)
+{
+	const struct dlk_source *src[2] = { &sp->source, &sp->targets };
+	const int *tshape = opts->target_shape[0] > 0 ? opts->target_shape : opts->shape;
+	char *path[2] = { NULL, NULL };
+	uint8_t *t8 = NULL;
+	int ret = -1;
+
+	if (opts->resolve)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': paired folders are not read from a dataset (data.dataset) yet",
+		                sp->source.url ? sp->source.url : "data.targets");
+	for (int k = 0; k < 2; k++) {
+		struct stat st;
+		if (!src[k]->url) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "paired images need both 'source' and 'targets' folders");
+			goto out;
+		}
+		if (strstr(src[k]->url, "://") && strncmp(src[k]->url, "file://", 7)) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': paired images are read from a local folder, not a URL", src[k]->url);
+			dlk_err_hint(err, "put both folders on a volume the pod mounts (pvc://CLAIM/PATH is not read yet)");
+			goto out;
+		}
+		if (src[k]->sha256) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': a folder has no sha256 to pin", src[k]->url);
+			goto out;
+		}
+		if (!(path[k] = dlk_local_path(src[k]->url, opts->base_dir, err)))
+			goto out;
+		if (stat(path[k], &st) || !S_ISDIR(st.st_mode)) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': not a folder", src[k]->url);
+			dlk_err_hint(err, "paired images are two folders holding files of the same names");
+			goto out;
+		}
+	}
+	if (dlk_image_pairs_load(path[0], sp->source.url, path[1], sp->targets.url, opts->shape, tshape, 0, s, &t8, err) < 0)
+		goto out;
+	s->target_size = (size_t)tshape[0] * (size_t)tshape[1] * (size_t)tshape[2];
+	s->t = xmalloc((s->n ? s->n : 1) * s->target_size * sizeof(float));
+	for (size_t i = 0; i < s->n * s->target_size; i++)
+		s->t[i] = (float)t8[i] / 255.0f;
+	if (shard_world(opts) > 1) {
+		size_t b, e, total = s->n;
+		dlk_part_range(total, opts->shard_rank, shard_world(opts), &b, &e);
+		samples_cut(s, b, e);
+		s->base = b;
+		s->total = total;
+	}
+	ret = 0;
+out:
+	free(t8);
+	free(path[0]);
+	free(path[1]);
+	return ret;
+}
+
 /* format images: a local folder of class folders, or tar shards of KEY.png/KEY.jpg + KEY.cls */
 static int load_images(const struct dlk_split *sp, const struct dlk_data *spec, const struct dlk_data_opts *opts,
                        struct dlk_dataset *ds, struct dlk_samples *s, struct dlk_err *err)
@@ -485,6 +547,13 @@ static int load_images(const struct dlk_split *sp, const struct dlk_data *spec, 
 	char *path;
 	int r;
 
+	if (sp->targets.url) {
+		if (load_pairs(sp, opts, s, err) < 0)
+			return -1;
+		dlk_dataset_add_source(ds, sp->source.url, "");
+		dlk_dataset_add_source(ds, sp->targets.url, "");
+		return 0;
+	}
 	if (sp->shards || opts->resolve || !sp->source.url)
 		return load_tar(sp, spec, opts, ds, s, err);
 	if (strstr(sp->source.url, "://") && strncmp(sp->source.url, "file://", 7))
@@ -602,22 +671,34 @@ static int load_text(const struct dlk_split *sp, const struct dlk_data *spec, co
 	const char *const *classes;
 	char **found = NULL;
 	int n_classes, n_found = 0, length = opts->shape[0] * opts->shape[1] * opts->shape[2], ret = -1;
+	int targets = opts->task == DLK_TASK_MULTILABEL || opts->task == DLK_TASK_REGRESSION;
+	const char *sep = spec->text.separator ? spec->text.separator : "|";
 
 	if (opts->shape[0] != 1 || opts->shape[1] != 1 || length < 1)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "format text needs a flat model.input: [LENGTH], the tokens per sequence");
 	if (fetch_source(&sp->source, "text", spec, opts, ds, &f, err) < 0 ||
 	    dlk_unpack_single(f.path, sp->source.url, limit_of(spec), opts->progress, opts->progress_ctx, &b, err) < 0 ||
 	    dlk_text_rows_parse(b.data, b.len, sp->source.url, jsonl_source(sp->source.url), spec->text.column,
-	                        spec->text.label, &rows, err) < 0)
+	                        spec->text.label, targets ? sep : NULL, &rows, err) < 0)
 		goto out;
 	if (!rows.n) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': no rows", sp->source.url);
 		goto out;
 	}
 	take_train_classes(spec, opts, &classes, &n_classes);
-	s->y = xmalloc(rows.n * sizeof(*s->y));
-	if (dlk_text_labels(&rows, sp->source.url, classes, n_classes, s->y, &found, &n_found, err) < 0 ||
-	    text_tokenizer(spec, opts, &rows, &ds->tokenizer, err) < 0)
+	if (targets) {
+		/* multilabel and regression: float targets, y all 0 */
+		s->y = xcalloc(rows.n, sizeof(*s->y));
+		if (dlk_text_targets(&rows, sp->source.url, opts->task == DLK_TASK_MULTILABEL, sep,
+		                     opts->task == DLK_TASK_MULTILABEL ? classes : NULL, n_classes, &s->t, &s->target_size,
+		                     &found, &n_found, err) < 0)
+			goto out;
+	} else {
+		s->y = xmalloc(rows.n * sizeof(*s->y));
+		if (dlk_text_labels(&rows, sp->source.url, classes, n_classes, s->y, &found, &n_found, err) < 0)
+			goto out;
+	}
+	if (text_tokenizer(spec, opts, &rows, &ds->tokenizer, err) < 0)
 		goto out;
 	if (found) {
 		ds->class_names = found;

@@ -2,6 +2,7 @@
 #include "lib/data/text.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,7 +129,7 @@ static int csv_record(const char *p, size_t len, size_t *pos, size_t *line, stru
 }
 
 static int parse_csv(const char *p, size_t len, const char *name, const char *column, const char *label,
-                     struct dlk_text_rows *out, struct dlk_err *err)
+                     const char *sep, struct dlk_text_rows *out, struct dlk_err *err)
 {
 	struct csv_rec r;
 	size_t pos = 0, line = 1, cap = 0, at;
@@ -176,7 +177,7 @@ static int parse_csv(const char *p, size_t len, const char *name, const char *co
 			dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: %zu fields, but the header row has %zu", name, at, r.n, ncols);
 			goto out;
 		}
-		if (!r.flen[lc]) {
+		if (!r.flen[lc] && !sep) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: the label column '%s' is empty", name, at, label);
 			goto out;
 		}
@@ -190,8 +191,42 @@ out:
 	return ret;
 }
 
+/* with sep: a JSON label that is any number (written %.9g) or an array of strings and numbers
+ * (joined by sep; an element holding sep is refused), as float targets read them */
+static int targets_label(const cJSON *l, const char *sep, struct dlk_buf *b)
+{
+	const cJSON *e;
+	char num[40];
+
+	dlk_buf_reset(b);
+	if (cJSON_IsNumber(l) && isfinite(l->valuedouble)) {
+		snprintf(num, sizeof(num), "%.9g", l->valuedouble);
+		dlk_buf_adds(b, num);
+		return 0;
+	}
+	if (cJSON_IsString(l)) {
+		dlk_buf_adds(b, l->valuestring);
+		return 0;
+	}
+	if (!cJSON_IsArray(l))
+		return -1;
+	cJSON_ArrayForEach(e, l) {
+		if (b->len || e != l->child)
+			dlk_buf_adds(b, sep);
+		if (cJSON_IsNumber(e) && isfinite(e->valuedouble)) {
+			snprintf(num, sizeof(num), "%.9g", e->valuedouble);
+			dlk_buf_adds(b, num);
+		} else if (cJSON_IsString(e) && *e->valuestring && !strstr(e->valuestring, sep)) {
+			dlk_buf_adds(b, e->valuestring);
+		} else {
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int parse_jsonl(const char *p, size_t len, const char *name, const char *column, const char *label,
-                       struct dlk_text_rows *out, struct dlk_err *err)
+                       const char *sep, struct dlk_text_rows *out, struct dlk_err *err)
 {
 	size_t pos = 0, line = 0, cap = 0;
 
@@ -218,7 +253,19 @@ static int parse_jsonl(const char *p, size_t len, const char *name, const char *
 			dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: no string '%s' in the object", name, line, column);
 			return dlk_err_hint(err, "set data.text.column to the key that holds the text");
 		}
-		if (cJSON_IsNumber(l) && l->valuedouble >= 0 && l->valuedouble < DLK_MAX_CLASSES &&
+		if (sep) {
+			struct dlk_buf b = DLK_BUF_INIT;
+			int bad = targets_label(l, sep, &b);
+			if (!bad)
+				rows_add(out, &cap, t->valuestring, strlen(t->valuestring), b.len ? b.data : "", b.len, line);
+			dlk_buf_release(&b);
+			if (bad) {
+				cJSON_Delete(o);
+				dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: '%s' must be a number, a label, or a list of them "
+				         "(without '%s' inside one)", name, line, label, sep);
+				return dlk_err_hint(err, "set data.text.label to the key that holds the targets");
+			}
+		} else if (cJSON_IsNumber(l) && l->valuedouble >= 0 && l->valuedouble < DLK_MAX_CLASSES &&
 		    l->valuedouble == (double)(int)l->valuedouble) {
 			snprintf(num, sizeof(num), "%d", (int)l->valuedouble);
 			rows_add(out, &cap, t->valuestring, strlen(t->valuestring), num, strlen(num), line);
@@ -236,10 +283,12 @@ static int parse_jsonl(const char *p, size_t len, const char *name, const char *
 }
 
 int dlk_text_rows_parse(const void *buf, size_t len, const char *name, int jsonl, const char *column,
-                        const char *label, struct dlk_text_rows *out, struct dlk_err *err)
+                        const char *label, const char *sep, struct dlk_text_rows *out, struct dlk_err *err)
 {
-	int r = jsonl ? parse_jsonl(buf, len, name, column, label, out, err)
-	              : parse_csv(buf, len, name, column, label, out, err);
+	if (sep && !*sep)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "data.text.separator must not be empty");
+	int r = jsonl ? parse_jsonl(buf, len, name, column, label, sep, out, err)
+	              : parse_csv(buf, len, name, column, label, sep, out, err);
 	if (r < 0)
 		dlk_text_rows_release(out);
 	return r;
@@ -312,6 +361,159 @@ int dlk_text_labels(const struct dlk_text_rows *r, const char *name, const char 
 	*n_found = (int)nn;
 	free(names);
 	return 0;
+}
+
+/* the next field of a label split by sep: [*at, end) of s, *at moved past it; 0 at the end */
+static int next_field(const char *sep, const char **at, const char **end)
+{
+	if (!*at)
+		return 0;
+	const char *e = strstr(*at, sep);
+	*end = e ? e : *at + strlen(*at);
+	return 1;
+}
+
+static void field_advance(const char *sep, const char **at, const char *end)
+{
+	*at = *end ? end + strlen(sep) : NULL;
+}
+
+int dlk_text_targets(const struct dlk_text_rows *r, const char *name, int multilabel, const char *sep,
+                     const char *const *classes, int n_classes, float **t, size_t *target_size, char ***found,
+                     int *n_found, struct dlk_err *err)
+{
+	const char *at, *end;
+	size_t k = 0;
+	char **names = NULL;
+	size_t nn = 0;
+	int ret = -1;
+
+	*t = NULL;
+	*target_size = 0;
+	*found = NULL;
+	*n_found = 0;
+	if (!multilabel) {
+		/* regression: every row the same count of numbers */
+		for (size_t i = 0; i < r->n; i++) {
+			size_t c = 0;
+			for (at = r->label[i]; next_field(sep, &at, &end); field_advance(sep, &at, end))
+				c++;
+			if (!i) {
+				k = c;
+				*t = xmalloc((r->n ? r->n : 1) * k * sizeof(float));
+			} else if (c != k) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: %zu target%s, but the first row has %zu", name, r->line[i], c,
+				         c == 1 ? "" : "s", k);
+				dlk_err_hint(err, "every row holds as many numbers, separated by '%s' (data.text.separator)", sep);
+				goto out;
+			}
+			c = 0;
+			for (at = r->label[i]; next_field(sep, &at, &end); field_advance(sep, &at, end)) {
+				char buf[64], *e;
+				size_t fl = (size_t)(end - at);
+				double v = 0;
+				if (fl && fl < sizeof(buf)) {
+					memcpy(buf, at, fl);
+					buf[fl] = 0;
+					v = strtod(buf, &e);
+				}
+				if (!fl || fl >= sizeof(buf) || *e || !isfinite(v) || fabs(v) > 3e38) {
+					dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: target %zu, '%.*s', is not a number", name, r->line[i], c + 1,
+					         (int)(fl < 40 ? fl : 40), at);
+					goto out;
+				}
+				(*t)[i * k + c++] = (float)v;
+			}
+		}
+		*target_size = k;
+		return 0;
+	}
+	/* multilabel: the labels a row names, from data.classes or the distinct ones in byte order */
+	if (!classes) {
+		int all_ints = 1;
+		long v = 0, max = -1;
+		for (size_t i = 0; i < r->n; i++)
+			for (at = r->label[i]; *r->label[i] && next_field(sep, &at, &end); field_advance(sep, &at, end)) {
+				char *one = xstrndup(at, (size_t)(end - at));
+				if (!*one) {
+					free(one);
+					dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: an empty label in '%.80s'", name, r->line[i], r->label[i]);
+					goto out;
+				}
+				if (index_of(one, &v))
+					all_ints = 0;
+				else if (v > max)
+					max = v;
+				if (nn % 64 == 0)
+					names = xrealloc(names, (nn + 64) * sizeof(*names));
+				names[nn++] = one;
+			}
+		if (all_ints) {
+			k = (size_t)(max + 1);
+		} else {
+			size_t u = 0;
+			qsort(names, nn, sizeof(*names), cmp_str);
+			for (size_t i = 0; i < nn; i++) {
+				if (u && !strcmp(names[u - 1], names[i]))
+					free(names[i]);
+				else
+					names[u++] = names[i];
+			}
+			nn = u;
+			if (nn > DLK_MAX_CLASSES) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %zu distinct labels, more than %d", name, nn, DLK_MAX_CLASSES);
+				goto out;
+			}
+			classes = (const char *const *)names;
+			n_classes = (int)nn;
+			k = nn;
+		}
+		if (!k) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': no row has a label", name);
+			goto out;
+		}
+	} else {
+		k = (size_t)n_classes;
+	}
+	*t = xcalloc((r->n ? r->n : 1) * k, sizeof(float));
+	for (size_t i = 0; i < r->n; i++)
+		for (at = r->label[i]; *r->label[i] && next_field(sep, &at, &end); field_advance(sep, &at, end)) {
+			char *one = xstrndup(at, (size_t)(end - at));
+			long v = -1;
+			int c = 0;
+			for (c = 0; classes && c < n_classes && strcmp(classes[c], one); c++)
+				;
+			if (classes && c < n_classes)
+				v = c;
+			else if (index_of(one, &v) || v >= (long)k)
+				v = -1;
+			if (v < 0) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "%s:%zu: label '%.80s' is not one of the %zu labels", name, r->line[i],
+				         one, k);
+				dlk_err_hint(err, "list every label in data.classes");
+				free(one);
+				goto out;
+			}
+			free(one);
+			(*t)[i * k + (size_t)v] = 1.0f;
+		}
+	*target_size = k;
+	if (classes && classes == (const char *const *)names) {
+		*found = names;
+		*n_found = (int)nn;
+		names = NULL;
+		nn = 0;
+	}
+	ret = 0;
+out:
+	for (size_t i = 0; i < nn; i++)
+		free(names ? names[i] : NULL);
+	free(names);
+	if (ret) {
+		free(*t);
+		*t = NULL;
+	}
+	return ret;
 }
 
 struct encode_job {

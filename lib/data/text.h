@@ -28,9 +28,20 @@ int dlk_text_is_jsonl_name(const char *name);
 /* Reads the rows. CSV: RFC 4180 (quoted fields with "" escapes, newlines inside quotes, CRLF or
  * LF, blank lines skipped); the first row names the columns and must hold `column` and `label`.
  * JSON Lines: every non-blank line an object with a string `column` and a string or integer
- * `label`. Errors read "NAME:LINE: ..." and say what the row lacks. */
+ * `label`. Errors read "NAME:LINE: ..." and say what the row lacks. With sep (float targets,
+ * dlk_text_targets): a label may be empty (a row without labels), and a JSON label any number
+ * or an array of strings and numbers, kept joined by sep. */
 int dlk_text_rows_parse(const void *buf, size_t len, const char *name, int jsonl, const char *column,
-                        const char *label, struct dlk_text_rows *out, struct dlk_err *err);
+                        const char *label, const char *sep, struct dlk_text_rows *out, struct dlk_err *err);
+
+/* Float targets from the labels, each split by sep. multilabel: a 0/1 target per label, the
+ * labels being data.classes (classes, n_classes; a name or an index), else integers 0..max when
+ * every label is one, else the distinct labels in byte order, returned in *found (caller frees
+ * each and the array; *n_found of them). Otherwise (regression): each label the same count of
+ * numbers. *t gets n * *target_size floats (caller frees). Errors name the row's line. */
+int dlk_text_targets(const struct dlk_text_rows *r, const char *name, int multilabel, const char *sep,
+                     const char *const *classes, int n_classes, float **t, size_t *target_size, char ***found,
+                     int *n_found, struct dlk_err *err);
 
 /* Labels to class indices. With classes (n_classes names, borrowed): a label is one of the names
  * or an index below n_classes. Without: labels that are all non-negative integers are those

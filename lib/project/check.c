@@ -617,6 +617,7 @@ int project_cluster_warnings(const struct dlk_project *spec, struct dlk_buf *out
 		{ &d->train.images, "data.train.images" }, { &d->train.labels, "data.train.labels" },
 		{ &d->train.source, "data.train.source" }, { &d->test.images, "data.test.images" },
 		{ &d->test.labels, "data.test.labels" }, { &d->test.source, "data.test.source" },
+		{ &d->train.targets, "data.train.targets" }, { &d->test.targets, "data.test.targets" },
 	};
 	const char *local = NULL, *local_key = NULL;
 	int n = 0;

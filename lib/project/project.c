@@ -249,6 +249,7 @@ static const struct field split_fields[] = {
 	FIELD("images", struct dlk_split, F_CUSTOM, images, .custom = &c_source),
 	FIELD("labels", struct dlk_split, F_CUSTOM, labels, .custom = &c_source),
 	FIELD("source", struct dlk_split, F_CUSTOM, source, .custom = &c_source),
+	FIELD("targets", struct dlk_split, F_CUSTOM, targets, .custom = &c_source),
 	FIELD("shards", struct dlk_split, F_CUSTOM, shards, .custom = &c_shards),
 	END
 };
@@ -275,6 +276,7 @@ static const struct field text_fields[] = {
 	FIELD("vocab_size", struct dlk_text_spec, F_INT, vocab_size, .min = 260, .max = 1 << 20, .def = "1000"),
 	FIELD("vocab", struct dlk_text_spec, F_STR, vocab, .check = check_nonempty),
 	FIELD("merges", struct dlk_text_spec, F_STR, merges, .check = check_nonempty),
+	FIELD("separator", struct dlk_text_spec, F_STR, separator, .check = check_nonempty, .def = "|"),
 	END
 };
 
@@ -2218,6 +2220,7 @@ static void check_dataset_sources(struct ctx *c, const struct dlk_data *d, const
 		{ &d->train.images, "data.train.images" }, { &d->train.labels, "data.train.labels" },
 		{ &d->train.source, "data.train.source" }, { &d->test.images, "data.test.images" },
 		{ &d->test.labels, "data.test.labels" }, { &d->test.source, "data.test.source" },
+		{ &d->train.targets, "data.train.targets" }, { &d->test.targets, "data.test.targets" },
 	};
 	char why[128];
 
@@ -2233,6 +2236,42 @@ static void check_dataset_sources(struct ctx *c, const struct dlk_data *d, const
 			problem(c, pos_or(c, &src->sha256, GIVEN_VALUE, at), srcs[i].path,
 			        "the dataset's manifest pins every file: leave sha256 out");
 	}
+}
+
+/* Paired folders (format images, task image): each split's 'targets' folder beside its 'source'
+ * folder, and no augmentation, which would move an input away from its target. Text has no
+ * image targets. */
+static void check_paired(struct ctx *c, struct dlk_project *s, const struct ynode *root)
+{
+	const struct dlk_data *d = &s->data;
+	const struct dlk_split *sp[2] = { &d->train, &d->test };
+	const char *names[2] = { "train", "test" };
+	int paired = d->format == DLK_DATA_IMAGES && s->model.task == DLK_TASK_IMAGE;
+	char p[64];
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "data.%s.targets", names[i]);
+		if (sp[i]->targets.url && !paired)
+			problem(c, pos_or(c, &sp[i]->targets, GIVEN_CUSTOM, root), p,
+			        "a folder of target images is for format images with model.task image, not format %s "
+			        "with task %s", project_format_name(d->format), task_names[s->model.task]);
+		else if (paired && (sp[i]->source.url || sp[i]->shards) && !sp[i]->targets.url)
+			problem(c, pos_or(c, sp[i], GIVEN_MAP, root), p,
+			        "task image reads paired folders: give 'targets', the folder of target images whose "
+			        "names match the inputs' in 'source'");
+		else if (paired && sp[i]->shards)
+			problem(c, pos_or(c, &sp[i]->shards, GIVEN_CUSTOM, root), p,
+			        "paired images are read from two folders ('source' and 'targets'), not from tar shards");
+	}
+	if (d->format == DLK_DATA_TEXT && s->model.task == DLK_TASK_IMAGE)
+		problem(c, pos_or(c, &s->model.task, GIVEN_VALUE, root), "model.task",
+		        "format text reads labels (classification, multilabel) or numbers (regression), not images");
+	if (paired && d->images.flip)
+		problem(c, pos_or(c, &d->images.flip, GIVEN_VALUE, root), "data.images.flip",
+		        "flipping would move an input but not its target image: leave it out with task image");
+	if (paired && d->images.crop_padding)
+		problem(c, pos_or(c, &d->images.crop_padding, GIVEN_VALUE, root), "data.images.crop_padding",
+		        "random crops would move an input but not its target image: leave it out with task image");
 }
 
 /* The loss, the targets and the options of a task belong to it. */
@@ -2259,6 +2298,7 @@ static void check_task(struct ctx *c, struct dlk_project *s, const struct ynode 
 	else if (s->data.format == DLK_DATA_CSV && m->task != DLK_TASK_CLASSIFICATION && s->data.csv_targets <= 0)
 		problem(c, pos_or(c, &s->model.task, GIVEN_VALUE, root), "data.csv.targets",
 		        "task %s needs float targets: set data.csv.targets to how many last columns hold them", task);
+	check_paired(c, s, root);
 }
 
 /* Which task has each gate metric: the rules of serving.gate name metrics the model's evaluation

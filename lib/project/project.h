@@ -42,6 +42,8 @@ struct dlk_text_spec {
 	enum dlk_tokenizer_kind tokenizer; /* default byte */
 	int vocab_size;          /* bpe trained on the training split: default 1000 */
 	char *vocab, *merges;    /* bpe from a GPT-2 vocab.json and merges.txt instead; both or none */
+	char *separator;         /* tasks multilabel and regression: what separates a row's labels
+	                            or numbers in its label column; default "|" */
 };
 
 /* One file to fetch: file://, https:// (or http://), pvc://claim/path; a bare path means file. */
@@ -54,6 +56,8 @@ struct dlk_split {
 	struct dlk_source images; /* idx: the images file */
 	struct dlk_source labels; /* idx: the labels file */
 	struct dlk_source source; /* csv: the table; tar: the shard archive */
+	struct dlk_source targets; /* images with model.task image: the folder of target images, each
+	                              paired with the input of the same name in source's folder */
 	struct dlk_source *shards; /* tar: several shard archives instead of one source (each worker of
 	                              a job loads only its share of them); n_shards of them, owned */
 	int n_shards;

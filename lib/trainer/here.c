@@ -12,7 +12,9 @@
 #include "lib/comm/comm.h"
 #include "lib/comm/rendezvous.h"
 #include "lib/jobs/podenv.h"
+#include "lib/nn/backend.h"
 #include "lib/nn/device.h"
+#include "lib/nn/net.h"
 #include "lib/report/report.h"
 #include "lib/train/bundle.h"
 #include "lib/train/checkpoint.h"
@@ -705,6 +707,16 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 	int rc = -1;
 
 	memcpy(dopts.shape, spec->model.input, sizeof(dopts.shape));
+	if (spec->model.task == DLK_TASK_IMAGE && (spec->data.train.targets.url || spec->data.test.targets.url)) {
+		/* paired images: the targets are decoded to the model's output shape, which the engine
+		 * infers (a throwaway build on the host: shapes only, the parameters zeroed) */
+		struct dlk_net net;
+		if (dlk_net_build(&net, &spec->model, r->o->run.spec_file, 0, dlk_backend_cpu(), err))
+			goto out;
+		memcpy(dopts.target_shape, net.layers[net.n_layers - 1].out, sizeof(dopts.target_shape));
+		dlk_net_release(&net);
+	}
+	dopts.task = spec->model.task;
 	dopts.base_dir = dir;
 	dopts.progress = data_progress;
 	dopts.progress_ctx = r;

@@ -152,7 +152,8 @@ int dlk_train_skip_unchanged(const struct dlk_trainer_sink *sink, const char *sp
 		const struct dlk_split *sp = splits[i];
 		int bad = hash_source(&sp->images, names[i], &spec->data, &o, data, err) ||
 		          hash_source(&sp->labels, names[i], &spec->data, &o, data, err) ||
-		          hash_source(&sp->source, names[i], &spec->data, &o, data, err);
+		          hash_source(&sp->source, names[i], &spec->data, &o, data, err) ||
+		          hash_source(&sp->targets, names[i], &spec->data, &o, data, err);
 		/* tar shards: every file of the list, as rank 0's record names them */
 		for (int k = 0; !bad && k < sp->n_shards; k++)
 			bad = hash_source(&sp->shards[k], names[i], &spec->data, &o, data, err);

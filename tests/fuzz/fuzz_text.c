@@ -1,6 +1,7 @@
 /* libFuzzer target: text rows as format text reads them (lib/data/text.c): CSV with a header row
- * or JSON Lines (the first byte chooses), their labels, and their encoding into fixed-length ids
- * by the byte tokenizer and by a BPE trained on the rows. Corpus: tests/fuzz/text/. */
+ * or JSON Lines (bit 0 of the first byte chooses), their labels as classes or (bit 1) as float
+ * targets, multi-label (bit 2) or regression, and their encoding into fixed-length ids by the
+ * byte tokenizer and by a BPE trained on the rows. Corpus: tests/fuzz/text/. */
 #include "lib/data/text.h"
 
 #include <stdint.h>
@@ -15,16 +16,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!size)
 		return 0;
-	if (dlk_text_rows_parse(data + 1, size - 1, "fuzz", data[0] & 1, "text", "label", &r, &err) < 0) {
+	const char *sep = data[0] & 2 ? "|" : NULL;
+	if (dlk_text_rows_parse(data + 1, size - 1, "fuzz", data[0] & 1, "text", "label", sep, &r, &err) < 0) {
 		if (r.n)
 			abort();
 		return 0;
 	}
 	int32_t *y = malloc((r.n + 1) * sizeof(*y));
-	if (dlk_text_labels(&r, "fuzz", NULL, 0, y, &found, &n_found, &err) == 0)
+	if (!sep && dlk_text_labels(&r, "fuzz", NULL, 0, y, &found, &n_found, &err) == 0)
 		for (size_t i = 0; i < r.n; i++)
 			if (y[i] < 0 || (found && y[i] >= n_found))
 				abort();
+	if (sep) {
+		float *t = NULL;
+		size_t k = 0;
+		if (dlk_text_targets(&r, "fuzz", data[0] & 4, sep, NULL, 0, &t, &k, &found, &n_found, &err) == 0)
+			for (size_t i = 0; (data[0] & 4) && i < r.n * k; i++)
+				if (t[i] != 0 && t[i] != 1)
+					abort();
+		free(t);
+	}
 	for (int i = 0; i < n_found; i++)
 		free(found[i]);
 	free(found);

@@ -16,7 +16,7 @@ static void test_csv(void)
 	struct dlk_text_rows r = DLK_TEXT_ROWS_INIT;
 	const char *csv = "id,text,genre\r\n1,\"Hello, \"\"world\"\"\nsecond line\",news\r\n\r\n2,plain,fiction\n3,,news";
 
-	CHECK_MSG(dlk_text_rows_parse(csv, strlen(csv), "t.csv", 0, "text", "genre", &r, &err) == 0, "%s", err.msg);
+	CHECK_MSG(dlk_text_rows_parse(csv, strlen(csv), "t.csv", 0, "text", "genre", NULL, &r, &err) == 0, "%s", err.msg);
 	CHECK(r.n == 3);
 	if (r.n == 3) {
 		CHECK_STR(r.text[0], "Hello, \"world\"\nsecond line");
@@ -39,7 +39,7 @@ static void test_csv(void)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		dlk_err_clear(&err);
-		CHECK(dlk_text_rows_parse(bad[i].csv, strlen(bad[i].csv), "t.csv", 0, "text", "label", &r, &err) < 0);
+		CHECK(dlk_text_rows_parse(bad[i].csv, strlen(bad[i].csv), "t.csv", 0, "text", "label", NULL, &r, &err) < 0);
 		CHECK_STR(err.msg, bad[i].error);
 		CHECK(err.code == DLK_EXIT_CONFIG && r.n == 0);
 	}
@@ -51,7 +51,7 @@ static void test_jsonl(void)
 	const char *j = "{\"text\": \"caf\\u00e9\", \"label\": 2}\n\n  \n{\"label\": \"x\", \"text\": \"t\\n2\"}\r\n";
 
 	CHECK(dlk_text_is_jsonl_name("a.JSONL") && dlk_text_is_jsonl_name("b.ndjson") && !dlk_text_is_jsonl_name("c.csv"));
-	CHECK_MSG(dlk_text_rows_parse(j, strlen(j), "t.jsonl", 1, "text", "label", &r, &err) == 0, "%s", err.msg);
+	CHECK_MSG(dlk_text_rows_parse(j, strlen(j), "t.jsonl", 1, "text", "label", NULL, &r, &err) == 0, "%s", err.msg);
 	CHECK(r.n == 2);
 	if (r.n == 2) {
 		CHECK_STR(r.text[0], "caf\xc3\xa9");
@@ -72,7 +72,7 @@ static void test_jsonl(void)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		dlk_err_clear(&err);
-		CHECK(dlk_text_rows_parse(bad[i].j, strlen(bad[i].j), "t.jsonl", 1, "text", "label", &r, &err) < 0);
+		CHECK(dlk_text_rows_parse(bad[i].j, strlen(bad[i].j), "t.jsonl", 1, "text", "label", NULL, &r, &err) < 0);
 		CHECK_STR(err.msg, bad[i].error);
 	}
 }
@@ -85,7 +85,7 @@ static void test_labels(void)
 	char **found;
 	int nf;
 
-	dlk_text_rows_parse(csv, strlen(csv), "t.csv", 0, "text", "label", &r, &err);
+	dlk_text_rows_parse(csv, strlen(csv), "t.csv", 0, "text", "label", NULL, &r, &err);
 	CHECK(dlk_text_labels(&r, "t.csv", NULL, 0, y, &found, &nf, &err) == 0);
 	CHECK(nf == 3 && !strcmp(found[0], "fiction") && !strcmp(found[1], "humor") && !strcmp(found[2], "news"));
 	CHECK(y[0] == 2 && y[1] == 0 && y[2] == 2 && y[3] == 1);
@@ -99,7 +99,7 @@ static void test_labels(void)
 	CHECK_STR(err.msg, "t.csv:5: label 'humor' is not one of the 2 classes");
 	dlk_text_rows_release(&r);
 	const char *ints = "text,label\na,3\nb,0\n";
-	dlk_text_rows_parse(ints, strlen(ints), "t.csv", 0, "text", "label", &r, &err);
+	dlk_text_rows_parse(ints, strlen(ints), "t.csv", 0, "text", "label", NULL, &r, &err);
 	CHECK(dlk_text_labels(&r, "t.csv", NULL, 0, y, &found, &nf, &err) == 0 && !found && y[0] == 3 && y[1] == 0);
 	dlk_text_rows_release(&r);
 }
@@ -112,7 +112,7 @@ static void test_encode(void)
 	float x[3 * 4];
 	uint8_t mask[12];
 
-	dlk_text_rows_parse(csv, strlen(csv), "t.csv", 0, "text", "label", &r, &err);
+	dlk_text_rows_parse(csv, strlen(csv), "t.csv", 0, "text", "label", NULL, &r, &err);
 	dlk_text_encode_rows(t, &r, 4, x);
 	/* padded with 0 after "ab"; "abcdefgh" cut to its first 4; the empty text all padding */
 	CHECK(x[0] == 'a' + 1 && x[1] == 'b' + 1 && x[2] == 0 && x[3] == 0);

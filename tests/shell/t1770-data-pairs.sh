@@ -1,0 +1,81 @@
+#!/bin/sh
+# Paired image folders (format images, model.task image): Fashion-MNIST with Gaussian noise and
+# without, written as PNG files by Pillow (an encoder independent of dlk), train a small
+# convolutional denoiser whose PSNR beats the noisy inputs'; targets take the model's output
+# shape; a missing pair and misplaced options are named.
+. "$(dirname "$0")/../lib.sh"
+
+FM=/usr/share/datasets/fashion-mnist
+PY=$TEST_ROOT/.deps/frameworks/bin/python
+[ -f "$FM/train-images-idx3-ubyte.gz" ] || test_missing "Fashion-MNIST in $FM (Debian's dataset-fashion-mnist)"
+[ -x "$PY" ] || test_missing "the frameworks venv with Pillow ($PY, .ci/deps.d/frameworks)"
+
+IMG=$TEST_TMP/pairs
+mkdir -p "$IMG"
+"$PY" "$TEST_ROOT/tests/data/fmnist-pairs.py" train 3000 "$IMG/train" 1 >/dev/null &&
+noisy_psnr=$("$PY" "$TEST_ROOT/tests/data/fmnist-pairs.py" test 500 "$IMG/test" 2) ||
+	test_missing "Fashion-MNIST written as paired PNG folders by Pillow"
+echo "# the noisy test inputs: PSNR $noisy_psnr dB against the clean images"
+
+# project DIR [LAST-LAYERS]: the denoiser on the paired folders of $IMG
+project() {
+	mkdir -p "$1" && cat >"$1/dlk.yaml" <<EOT
+name: fm-pairs
+data:
+  format: images
+  train: {source: $IMG/train/noisy, targets: $IMG/train/clean}
+  test: {source: $IMG/test/noisy, targets: $IMG/test/clean}
+model:
+  task: image
+  loss: mse
+  input: [1, 28, 28]
+  layers:
+    - conv2d: {filters: 16, kernel: 3, padding: 1}
+    - relu
+    - conv2d: {filters: 16, kernel: 3, padding: 1}
+    - relu${2:-}
+    - conv2d: {filters: 1, kernel: 3, padding: 1}
+training: {epochs: 3, batch_size: 32, threads: 2, seed: 3, checkpoint: {every: 0}, optimizer: {name: adam, lr: 0.003}}
+EOT
+}
+
+test_expect_success 'a convolutional denoiser trained on paired PNG folders beats the noisy inputs by 3 dB' '
+	project p &&
+	dlk train --local -q -o json -f p/dlk.yaml >out.json &&
+	echo "# $(jq -c .test out.json)" &&
+	jq -e "(.test | keys) == [\"mae\", \"psnr\", \"r2\", \"rmse\", \"ssim\"]" out.json &&
+	jq -e --argjson noisy "$noisy_psnr" ".test.psnr > \$noisy + 3 and .test.ssim > 0.5" out.json &&
+	tar -xOf p/fm-pairs.dlk model.json >model.json &&
+	jq -e ".architecture.task == \"image\" and .architecture.n_classes == 784" model.json
+'
+
+test_expect_success 'the targets are decoded to the model output shape (half size after a maxpool)' '
+	project h "
+    - maxpool: {size: 2}" &&
+	dlk train --local -q -o json -f h/dlk.yaml >out.json &&
+	echo "# $(jq -c .test out.json)" &&
+	tar -xOf h/fm-pairs.dlk model.json >model.json &&
+	jq -e ".architecture.n_classes == 196 and .metrics.test_samples == 500" model.json &&
+	jq -e ".test.psnr > 18" out.json
+'
+
+test_expect_success 'an input without its target is named, and the run fails as a config error' '
+	cp -r "$IMG/train" t2 && rm t2/clean/000007.png &&
+	project p && sed -i "s|$IMG/train/|$PWD/t2/|g" p/dlk.yaml &&
+	test_exit_code 3 dlk train --local -q -f p/dlk.yaml 2>err &&
+	grep_q "t2/noisy/000007.png.: no target of the same name in .*t2/clean" err
+'
+
+test_expect_success 'targets without task image, task image without targets, and flip are refused at their lines' '
+	project p && sed -i "s|task: image|task: regression|" p/dlk.yaml &&
+	test_exit_code 3 dlk train --local -q -f p/dlk.yaml 2>err &&
+	grep_q "dlk.yaml:4:[0-9]*: data.train.targets: a folder of target images is for format images with model.task image" err &&
+	project p && sed -i "s|, targets: $IMG/test/clean||" p/dlk.yaml &&
+	test_exit_code 3 dlk train --local -q -f p/dlk.yaml 2>err &&
+	grep_q "dlk.yaml:5:[0-9]*: data.test.targets: task image reads paired folders: give .targets." err &&
+	project p && sed -i "s|^model:|  images: {flip: true}\nmodel:|" p/dlk.yaml &&
+	test_exit_code 3 dlk train --local -q -f p/dlk.yaml 2>err &&
+	grep_q "dlk.yaml:6:[0-9]*: data.images.flip: flipping would move an input but not its target image" err
+'
+
+test_done
