@@ -280,7 +280,7 @@ static void test_program_code_refused(void)
 	struct dlk_project *s = load("name: big\nimage: dlk:0.1.0\n" DATA "program:\n  command: [python3, t.py]\n  code: huge\n"
 	                             "resources:\n  cpu: '1'\n  memory: 1Gi\n");
 	size_t n = RENDER_MAX_CODE_BYTES / 2 + 1;
-	char *blob = xcalloc(1, n);
+	char *blob = xcalloc(1, RENDER_MAX_CODE_BYTES);
 	cJSON *objs;
 
 	if (!s)
@@ -297,7 +297,7 @@ static void test_program_code_refused(void)
 	cJSON_Delete(objs);
 
 	/* binary files grow by a third in base64: under the limit in bytes, over it as a ConfigMap */
-	memset(blob, 0xff, n);
+	memset(blob, 0xff, RENDER_MAX_CODE_BYTES);
 	write_file("huge/a.txt", blob, 1, 0644);
 	write_file("huge/b.txt", blob, RENDER_MAX_CODE_BYTES - 100, 0644);
 	objs = render(s, "program-big");
