@@ -57,4 +57,29 @@ test_expect_success 'dlk logs --run reads both ranks after the pods are gone' '
 	grep -q "^\[rank 0\].* final loss [0-9.]*$" logs.out
 '
 
+# a program whose rank 1 exits with a code its project declares fatal
+mkdir -p "$TEST_TMP/bad"
+cat >"$TEST_TMP/bad/dlk.yaml" <<'YAML'
+name: bad
+data:
+  format: idx
+  train:
+    images: file:///usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+    labels: file:///usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz
+program:
+  command: [sh, -c, 'if [ "$DLK_NODE_RANK" = 1 ]; then echo "ValueError: rank 1 cannot go on" >&2; exit 3; fi; exec sleep 60']
+  exit_codes: {fail: [3]}
+resources: {workers: 2, cpu: "1", memory: 1Gi}
+YAML
+
+test_expect_success 'an exit code declared fatal fails the job at once, naming the rank' '
+	dlk train -f "$TEST_TMP/bad/dlk.yaml" --wait >train.out 2>train.err; rc=$?
+	cat train.out train.err; echo "exit $rc"; test $rc != 0 &&
+	grep -q "job .bad. failed: rank 1 .*exited with code 3" train.err &&
+	wait_until 90 sh -c "kubectl get job bad -o json | jq -e \"[.status.conditions[]? | select(.type == \\\"Failed\\\" and .status == \\\"True\\\" and .reason == \\\"PodFailurePolicy\\\")] | length == 1\" >/dev/null" &&
+	dlk status bad >st.out 2>&1; cat st.out &&
+	grep -q "^state: *Failed" st.out && grep -Eq "^1 .*Failed .* 3 " st.out &&
+	grep -q "^failure: *rank 1 " st.out
+'
+
 test_done
