@@ -4,7 +4,8 @@
 # where the program runs), the supervisor in each pod starts it with torchrun's variables, the
 # two ranks meet through the headless Service's names and train with DDP (gloo) on a subset of
 # Fashion-MNIST; progress shows in `dlk status`, rank 0 records the run with the code's digest,
-# and `dlk logs --run` reads the ranks' output after the pods are gone. The pod runner runs the
+# and `dlk logs --run` reads the ranks' output after the pods are gone; a fatal exit code fails
+# the Job naming the rank; a worker stopped mid-run is restarted and the gang resumes. The pod runner runs the
 # host's file system as the image, so the frameworks' Python stands in for the PyTorch image's.
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/cluster/lib.sh"
@@ -80,6 +81,26 @@ test_expect_success 'an exit code declared fatal fails the job at once, naming t
 	dlk status bad >st.out 2>&1; cat st.out &&
 	grep -q "^state: *Failed" st.out && grep -Eq "^1 .*Failed .* 3 " st.out &&
 	grep -q "^failure: *rank 1 " st.out
+'
+
+# a longer run of the same program, so that a worker can be stopped after its first checkpoint
+PV2=$TEST_TMP/pv2
+hostpath_pv again "$PV2" again-checkpoints
+
+test_expect_success 'a worker stopped mid-run is restarted and the gang resumes from the program'"'"'s checkpoint' '
+	dlk train $ARGS --set name=again --set program.args=[--epochs,8,--train-samples,6000,--test-samples,500] \
+		--wait >out 2>err &
+	t=$!
+	wait_until 150 sh -c "find \"$PV2\" -name checkpoint.pt | grep -q ." || { kill $t; exit 1; }
+	victim=$(pod_of again 1) && test -n "$victim" &&
+	kubectl delete pod "$victim" --wait=false >/dev/null &&
+	wait $t; rc=$?
+	cat out err; echo "exit $rc"; test $rc = 0 &&
+	uid=$(kubectl get job again -o jsonpath={.metadata.uid}) &&
+	dlk logs again --run "$uid" --from "$PV2/dlk-logs/again" >logs.out 2>&1; grep -v DLK-PROGRESS logs.out &&
+	grep -q "resumed from epoch [1-7]" logs.out &&
+	dlk status again --history -o json >h.json && jq -c ".runs[0].run" h.json &&
+	jq -e ".runs[0].run.outcome == \"succeeded\" and .runs[0].run.restarts >= 1" h.json
 '
 
 test_done
