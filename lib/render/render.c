@@ -505,7 +505,8 @@ static int add_program(cJSON *c, const struct dlk_project *spec, const struct re
 
 	cJSON_AddBoolToObject(o, "enabled", on);
 	/* the code's mount is the working directory when there is no other */
-	cJSON_AddItemToObject(o, "workdir", str_or_null(!on ? NULL : p->workdir ? p->workdir : p->code ? RENDER_CODE_MOUNT : NULL));
+	cJSON_AddItemToObject(o, "workdir",
+	                      str_or_null(!on ? NULL : p->workdir ? p->workdir : p->code ? RENDER_CODE_MOUNT : NULL));
 	for (int i = 0; on && i < p->n_env; i++) {
 		struct dlk_buf v = DLK_BUF_INIT;
 		if (env_rendered_by_dlk(p->env[i].key))

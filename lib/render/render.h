@@ -7,8 +7,9 @@
  * Templates whose name starts with '_' are partials, used by others with {{> _name.yaml}}.
  *
  * render_train() renders, parses (lib/util/yamljson) and returns the objects a training run
- * sends, in dependency order: ConfigMap (and, with program.code, the code's ConfigMap), ServiceAccount, Role, RoleBinding,
- * PersistentVolumeClaim (when the spec asks dlk to create one), Service, then Job, or CronJob
+ * sends, in dependency order: ConfigMap (and, with program.code, the code's ConfigMap),
+ * ServiceAccount, Role, RoleBinding, PersistentVolumeClaim (when the spec asks dlk to create
+ * one), Service, then Job, or CronJob
  * when the spec has a schedule. The same cJSON objects are printed by --dry-run and submitted. */
 #ifndef DLK_RENDER_RENDER_H
 #define DLK_RENDER_RENDER_H
