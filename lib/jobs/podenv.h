@@ -57,6 +57,7 @@
 #define DLK_ENV_RESIZE_POLL "DLK_RESIZE_POLL"               /* seconds between rank 0's reads of the Job's size (10) */
 #define DLK_ENV_SERVICEACCOUNT_DIR "DLK_SERVICEACCOUNT_DIR" /* the service account's files, when not at the standard mount */
 #define DLK_ENV_IMAGE "DLK_IMAGE"                           /* the image, recorded in the bundle's provenance */
+#define DLK_ENV_CODE_SHA256 "DLK_CODE_SHA256"               /* a program's shipped code: its digest, for the run's record */
 #define DLK_ENV_RUN_SWEEP "DLK_RUN_SWEEP"                   /* a sweep's trial: its run.sweep (JSON), lib/sweep */
 #define DLK_ENV_PVC_ROOT "DLK_PVC_ROOT"                     /* where a pvc:// store's claim is mounted (/mnt/pvc) */
 #define DLK_ENV_TEST_CHECKPOINT_DELAY_MS "DLK_TEST_CHECKPOINT_DELAY_MS" /* tests: slow every checkpoint write */

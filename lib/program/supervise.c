@@ -12,6 +12,7 @@
 #include "lib/trainer/run.h"
 #include "lib/comm/rendezvous.h"
 #include "lib/util/fsutil.h"
+#include "lib/util/hash.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 
@@ -57,14 +58,54 @@ int dlk_program_restarts(const struct dlk_program *p, int status)
 	return code != 0;
 }
 
-int dlk_program_code_digest(const char *dir, char hex[65], struct dlk_err *err)
+/* what a code tree never ships: dlk's own outputs beside dlk.yaml (a local run's checkpoints
+ * and outputs), the repository's history, Python's byte-code caches */
+static int code_skipped(const char *path)
 {
-	struct dlk_manifest m = DLK_MANIFEST_INIT;
+	static const char *const dirs[] = { ".dlk", ".git", "__pycache__", NULL };
+	for (const char *seg = path; seg;) {
+		const char *slash = strchr(seg, '/');
+		size_t l = slash ? (size_t)(slash - seg) : strlen(seg);
+		for (int i = 0; slash && dirs[i]; i++)
+			if (strlen(dirs[i]) == l && !strncmp(seg, dirs[i], l))
+				return 1;
+		seg = slash ? slash + 1 : NULL;
+	}
+	return 0;
+}
+
+int dlk_program_code_manifest(const char *dir, struct dlk_manifest *m, struct dlk_err *err)
+{
 	const char *paths[] = { dir };
-	if (dlk_manifest_build(paths, 1, NULL, NULL, &m, err)) {
+	size_t k = 0, len;
+	char *text;
+
+	if (dlk_manifest_build(paths, 1, NULL, NULL, m, err)) {
 		dlk_err_prefix(err, "program.code");
 		return -1;
 	}
+	m->total = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		if (code_skipped(m->e[i].path)) {
+			free(m->e[i].path);
+			free(m->e[i].local);
+			continue;
+		}
+		m->total += m->e[i].size;
+		m->e[k++] = m->e[i];
+	}
+	m->n = k;
+	text = dlk_manifest_format(m, &len);
+	dlk_sha256_hex(text, len, m->id);
+	free(text);
+	return 0;
+}
+
+int dlk_program_code_digest(const char *dir, char hex[65], struct dlk_err *err)
+{
+	struct dlk_manifest m = DLK_MANIFEST_INIT;
+	if (dlk_program_code_manifest(dir, &m, err))
+		return -1;
 	memcpy(hex, m.id, 65);
 	dlk_manifest_release(&m);
 	return 0;
@@ -422,6 +463,11 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 	project_digest(spec, digest);
 	if (env.rank == 0)
 		dlk_train_run_open_cluster(&run, sink, spec, digest, env.world);
+	/* the code the submitter shipped (the pod's ConfigMap, named by this digest) */
+	if (run.rec && getenv(DLK_ENV_CODE_SHA256) && dlk_sha256_is_hex(getenv(DLK_ENV_CODE_SHA256))) {
+		dlk_run_set_str(run.rec, "code_sha256", getenv(DLK_ENV_CODE_SHA256));
+		dlk_train_run_save(&run);
+	}
 	rc = dlk_trainer_pod_gang(spec, s.started, out, &hooks, err);
 	if (env.rank == 0 && run.rec) {
 		if (!rc) {

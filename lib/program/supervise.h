@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "lib/project/project.h"
+#include "lib/store/manifest.h"
 #include "lib/trainer/trainer.h"
 #include "lib/util/err.h"
 
@@ -28,8 +29,12 @@ struct dlk_program_view {
  * fails the run */
 int dlk_program_restarts(const struct dlk_program *p, int status);
 
-/* The digest of a code directory: the id of its manifest (lib/store/manifest.h), so the same
- * tree of files has one digest wherever it is. -1 with err. */
+/* The manifest of a code directory (lib/store/manifest.h): every regular file under dir except
+ * those below a directory named .dlk (dlk's outputs beside dlk.yaml), .git or __pycache__; its id
+ * is the code's digest, so the same tree of files has one digest wherever it is. -1 with err. */
+int dlk_program_code_manifest(const char *dir, struct dlk_manifest *m, struct dlk_err *err);
+
+/* The digest of a code directory: dlk_program_code_manifest()'s id. -1 with err. */
 int dlk_program_code_digest(const char *dir, char hex[65], struct dlk_err *err);
 
 /* `dlk train --local [--workers N]` of a project with program: (opts->workers nodes of

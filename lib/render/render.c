@@ -6,6 +6,8 @@
 #include "lib/render/embedded.h"
 #include "lib/render/mustache.h"
 #include "lib/util/buf.h"
+#include "lib/program/supervise.h"
+#include "lib/util/utf8.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 #include "lib/util/suggest.h"
@@ -358,6 +360,183 @@ static void add_placement(cJSON *c, const struct dlk_resources *res, int gpus, c
 	cJSON_AddItemToObject(c, "priority_class", str_or_null(res->priority_class));
 }
 
+/* names the Job's container sets itself: a program.env entry of the same name would change what
+ * dlk reads (the supervisor gives the program its own values of them anyway) */
+static int env_rendered_by_dlk(const char *k)
+{
+	static const char *const own[] = { "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "POD_NAME", "NETRC", NULL };
+	for (int i = 0; own[i]; i++)
+		if (!strcmp(own[i], k))
+			return 1;
+	return !strncmp(k, "DLK_", 4);
+}
+
+static cJSON *int_list(const int *v, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+	return a;
+}
+
+/* A ConfigMap key for the file at path: its index and base name, in the characters keys allow
+ * ([-._a-zA-Z0-9]); the volume's items put it back at path. */
+static char *code_key(size_t i, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	char *k = xasprintf("%zu-%.200s", i, base ? base + 1 : path);
+	for (char *c = k; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+		      *c == '.' || *c == '_'))
+			*c = '_';
+	return k;
+}
+
+/* program.code: the tree read into code.{enabled, config_map, digest, mount, files, binary,
+ * has_files, has_binary, items}; 0 or -1 with err */
+static int add_program_code(cJSON *code, const struct dlk_project *spec, const struct render_opts *opts,
+                            struct dlk_err *err)
+{
+	const struct dlk_program *p = &spec->program;
+	struct dlk_manifest m = DLK_MANIFEST_INIT;
+	struct dlk_buf data = DLK_BUF_INIT, b64 = DLK_BUF_INIT;
+	cJSON *files = cJSON_CreateArray(), *binary = cJSON_CreateArray(), *items = cJSON_CreateArray();
+	const char *pdir = opts && opts->project_dir ? opts->project_dir : ".";
+	char *dir = NULL, *s;
+	size_t shipped = 0;
+	int rc = -1;
+
+	cJSON_AddBoolToObject(code, "enabled", p->code != NULL);
+	cJSON_AddItemToObject(code, "files", files);
+	cJSON_AddItemToObject(code, "binary", binary);
+	cJSON_AddItemToObject(code, "items", items);
+	cJSON_AddStringToObject(code, "mount", p->workdir ? p->workdir : RENDER_CODE_MOUNT);
+	if (!p->code) {
+		cJSON_AddNullToObject(code, "config_map");
+		cJSON_AddNullToObject(code, "digest");
+		cJSON_AddBoolToObject(code, "has_files", 0);
+		cJSON_AddBoolToObject(code, "has_binary", 0);
+		return 0;
+	}
+	dir = xasprintf("%s/%s", pdir, p->code);
+	if (dlk_program_code_manifest(dir, &m, err))
+		goto out;
+	if (!m.n) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "program.code '%s' holds no files to ship", dlk_visible(p->code));
+		goto out;
+	}
+	for (size_t i = 0; i < m.n; i++) {
+		const struct dlk_manifest_entry *e = &m.e[i];
+		char msg[512];
+		struct stat st;
+		cJSON *o;
+		char *key;
+
+		/* the limit before reading: a tree of checkpoints is refused without reading it */
+		if (shipped + e->size > RENDER_MAX_CODE_BYTES || m.total > 4ull * RENDER_MAX_CODE_BYTES) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "program.code '%s' holds %llu bytes in %zu files: more than the %u KiB "
+			         "dlk ships in a ConfigMap (the API server takes at most 1 MiB per object)",
+			         dlk_visible(p->code), m.total, m.n, RENDER_MAX_CODE_BYTES >> 10);
+			dlk_err_hint(err, "name a smaller directory as program.code (data and checkpoints do not belong in it: "
+			             "data: and DLK_CHECKPOINT_DIR carry them), or bake the code into program.image and drop "
+			             "program.code");
+			goto out;
+		}
+		dlk_buf_reset(&data);
+		if (dlk_buf_read_file(&data, e->local, RENDER_MAX_CODE_BYTES, msg, sizeof(msg)) < 0) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "program.code: %s", msg);
+			goto out;
+		}
+		key = code_key(i, e->path);
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "key", key);
+		/* text goes as it is (what `kubectl get` shows); anything else as base64 binaryData */
+		if (dlk_utf8_valid(data.data, data.len) && !memchr(data.data, '\0', data.len)) {
+			cJSON_AddStringToObject(o, "content", data.len ? data.data : "");
+			cJSON_AddItemToArray(files, o);
+			shipped += data.len + strlen(key);
+		} else {
+			dlk_buf_reset(&b64);
+			dlk_buf_add_base64(&b64, data.data, data.len);
+			cJSON_AddStringToObject(o, "content", b64.len ? b64.data : "");
+			cJSON_AddItemToArray(binary, o);
+			shipped += b64.len + strlen(key);
+		}
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "key", key);
+		cJSON_AddStringToObject(o, "path", e->path);
+		/* the program may run a script of its tree: executables stay executable */
+		cJSON_AddNumberToObject(o, "mode", stat(e->local, &st) == 0 && (st.st_mode & 0111) ? 0755 : 0644);
+		cJSON_AddItemToArray(items, o);
+		free(key);
+	}
+	if (shipped > RENDER_MAX_CODE_BYTES) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "program.code '%s' takes %zu bytes as a ConfigMap (binary files grow by a "
+		         "third in base64): more than the %u KiB dlk ships in one (the API server takes at most 1 MiB per "
+		         "object)", dlk_visible(p->code), shipped, RENDER_MAX_CODE_BYTES >> 10);
+		dlk_err_hint(err, "name a smaller directory as program.code, or bake the code into program.image and drop "
+		             "program.code");
+		goto out;
+	}
+	/* named by the digest: a new tree is a new object, and a running gang never sees its code change */
+	s = xasprintf("%s-code-%.12s", spec->name, m.id);
+	cJSON_AddStringToObject(code, "config_map", s);
+	free(s);
+	cJSON_AddStringToObject(code, "digest", m.id);
+	cJSON_AddBoolToObject(code, "has_files", cJSON_GetArraySize(files) > 0);
+	cJSON_AddBoolToObject(code, "has_binary", cJSON_GetArraySize(binary) > 0);
+	rc = 0;
+out:
+	dlk_manifest_release(&m);
+	dlk_buf_release(&data);
+	dlk_buf_release(&b64);
+	free(dir);
+	return rc;
+}
+
+/* program.{enabled, workdir, env, fail_codes, restart_codes, has_fail, has_restart, procs, code}:
+ * the user's program (docs/program-cluster.md); every key present when there is none */
+static int add_program(cJSON *c, const struct dlk_project *spec, const struct render_opts *opts, struct dlk_err *err)
+{
+	const struct dlk_program *p = &spec->program;
+	cJSON *o = cJSON_AddObjectToObject(c, "program"), *env = cJSON_CreateArray();
+	int on = p->present;
+	char *s;
+
+	cJSON_AddBoolToObject(o, "enabled", on);
+	/* the code's mount is the working directory when there is no other */
+	cJSON_AddItemToObject(o, "workdir",
+	                      str_or_null(!on ? NULL : p->workdir ? p->workdir : p->code ? RENDER_CODE_MOUNT : NULL));
+	for (int i = 0; on && i < p->n_env; i++) {
+		struct dlk_buf v = DLK_BUF_INIT;
+		if (env_rendered_by_dlk(p->env[i].key))
+			continue;
+		/* Kubernetes expands $(NAME) in env values; the supervisor does not: $$ keeps it literal,
+		 * so the container sees what the program gets */
+		for (const char *q = p->env[i].value; *q; q++) {
+			if (q[0] == '$' && q[1] == '(')
+				dlk_buf_addc(&v, '$');
+			dlk_buf_addc(&v, *q);
+		}
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "key", p->env[i].key);
+		cJSON_AddStringToObject(e, "value", v.len ? v.data : "");
+		cJSON_AddItemToArray(env, e);
+		dlk_buf_release(&v);
+	}
+	cJSON_AddItemToObject(o, "env", env);
+	cJSON_AddItemToObject(o, "fail_codes", int_list(p->fail_codes, on ? p->n_fail_codes : 0));
+	cJSON_AddItemToObject(o, "restart_codes", int_list(p->restart_codes, on ? p->n_restart_codes : 0));
+	cJSON_AddBoolToObject(o, "has_fail", on && p->n_fail_codes > 0);
+	cJSON_AddBoolToObject(o, "has_restart", on && p->n_restart_codes > 0);
+	/* what the supervisor starts per pod: 0 is one per GPU */
+	s = xasprintf("%d", !on ? 1 : p->procs_per_worker > 0 ? p->procs_per_worker
+	                              : spec->resources.gpus > 0 ? spec->resources.gpus : 1);
+	cJSON_AddStringToObject(o, "procs", s);
+	free(s);
+	return add_program_code(cJSON_AddObjectToObject(o, "code"), spec, opts, err);
+}
+
 /* Keys (every one always present, null when the spec has no value, so that strict rendering
  * catches misspelled names in templates):
  *   name, namespace, image, version, spec_yaml
@@ -385,17 +564,31 @@ static void add_placement(cJSON *c, const struct dlk_resources *res, int gpus, c
  *   git.commit (string or null), git.dirty ("true"/"false")  the project's commit, for the record
  *   log_format                                        "text" or "json": logging.format, the pods' logs
  *   metrics.{enabled, port, port_text, path}            Prometheus metrics of every worker
- *                                                     (resources.metrics_port; 0: not enabled) */
+ *                                                     (resources.metrics_port; 0: not enabled)
+ *   program.{enabled, workdir, env, procs}            the user's program (program:): the container's
+ *                                                     workingDir (string or null), program.env as
+ *                                                     {key, value} (but names the container sets
+ *                                                     itself), the processes per pod (a string)
+ *   program.{fail_codes, restart_codes, has_fail, has_restart}   exit_codes, for podFailurePolicy
+ *   program.code.{enabled, config_map, digest, mount, has_files, has_binary}   program.code shipped
+ *                                                     as a ConfigMap named by its digest, mounted at mount
+ *   program.code.{files, binary}                      its data and binaryData: {key, content}
+ *   program.code.items                                the volume's {key, path, mode}
+ * With a program, image is program.image (else the project's), master_port program.port. */
 cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yaml, const struct render_opts *opts,
                             struct dlk_err *err)
 {
 	const struct dlk_resources *res = &spec->resources;
 	const struct dlk_storage *st = &spec->storage;
 	const char *ns = kube_namespace_pick(opts ? opts->namespace_ : NULL, spec->namespace_, NULL);
+	/* a program's gang meets on program.port */
+	int port = spec->program.present ? spec->program.port : res->master_port;
 	cJSON *c, *o;
 	char *s;
 
-	if (need(spec->name, "name", err) || need(spec->image, "image", err) || need(res->cpu, "resources.cpu", err) ||
+	if (need(spec->name, "name", err) ||
+	    need(spec->program.present && spec->program.image ? spec->program.image : spec->image, "image", err) ||
+	    need(res->cpu, "resources.cpu", err) ||
 	    need(res->memory, "resources.memory", err) || need(spec_yaml, "(the resolved spec text)", err))
 		return NULL;
 	if (res->gpus > 0 && need(res->shm_size, "resources.shm_size", err))
@@ -404,11 +597,12 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 		return NULL;
 	if (res->workers < 1)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "resources.workers is %d: at least 1 is needed", res->workers), NULL;
-	if (res->master_port < 1 || res->master_port > 65535)
-		return dlk_errf(err, DLK_EXIT_CONFIG, "resources.master_port %d is not a TCP port", res->master_port), NULL;
-	if (res->metrics_port > 0 && res->metrics_port == res->master_port)
-		return dlk_errf(err, DLK_EXIT_CONFIG, "resources.metrics_port and resources.master_port are both %d: "
-		                "the workers need two ports", res->master_port), NULL;
+	if (port < 1 || port > 65535)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "%s %d is not a TCP port",
+		                spec->program.present ? "program.port" : "resources.master_port", port), NULL;
+	if (res->metrics_port > 0 && res->metrics_port == port)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "resources.metrics_port and %s are both %d: the workers need two ports",
+		                spec->program.present ? "program.port" : "resources.master_port", port), NULL;
 	if (strlen(spec_yaml) > RENDER_MAX_SPEC_YAML)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "the resolved spec is %zu bytes; a ConfigMap takes at most %u here",
 		                strlen(spec_yaml), RENDER_MAX_SPEC_YAML), NULL;
@@ -416,7 +610,8 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	c = cJSON_CreateObject();
 	cJSON_AddStringToObject(c, "name", spec->name);
 	cJSON_AddStringToObject(c, "namespace", ns);
-	cJSON_AddStringToObject(c, "image", spec->image);
+	/* a program runs in its own image when it names one */
+	cJSON_AddStringToObject(c, "image", spec->program.present && spec->program.image ? spec->program.image : spec->image);
 	cJSON_AddStringToObject(c, "version", DLK_VERSION);
 	cJSON_AddStringToObject(c, "spec_yaml", spec_yaml);
 
@@ -431,7 +626,7 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	cJSON_AddStringToObject(c, "role", spec->name);
 
 	cJSON_AddNumberToObject(c, "workers", res->workers);
-	cJSON_AddNumberToObject(c, "master_port", res->master_port);
+	cJSON_AddNumberToObject(c, "master_port", port);
 	cJSON_AddNumberToObject(c, "backoff_limit_per_index", res->backoff_limit_per_index);
 	cJSON_AddNumberToObject(c, "termination_grace_seconds", RENDER_TERMINATION_GRACE_S);
 
@@ -442,7 +637,7 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	s = spec->schedule ? xasprintf("$(DLK_JOB_NAME)-0.%s", spec->name) : xasprintf("%s-0.%s", spec->name, spec->name);
 	cJSON_AddStringToObject(o, "master_addr", s);
 	free(s);
-	s = xasprintf("%d", res->master_port);
+	s = xasprintf("%d", port);
 	cJSON_AddStringToObject(o, "master_port", s);
 	free(s);
 	s = xasprintf("%d", res->workers);
@@ -527,11 +722,15 @@ cJSON *render_context_train(const struct dlk_project *spec, const char *spec_yam
 	o = cJSON_AddObjectToObject(c, "git");
 	cJSON_AddItemToObject(o, "commit", str_or_null(opts && opts->git_commit && *opts->git_commit ? opts->git_commit : NULL));
 	cJSON_AddStringToObject(o, "dirty", opts && opts->git_dirty ? "true" : "false");
+	if (add_program(c, spec, opts, err)) {
+		cJSON_Delete(c);
+		return NULL;
+	}
 	return c;
 }
 
 static const char *const train_templates[] = {
-	"configmap.yaml", "runs.yaml", "serviceaccount.yaml", "role.yaml", "rolebinding.yaml", "pvc.yaml",
+	"configmap.yaml", "code-configmap.yaml", "runs.yaml", "serviceaccount.yaml", "role.yaml", "rolebinding.yaml", "pvc.yaml",
 	"service.yaml", "job.yaml", "cronjob.yaml", NULL,
 };
 
@@ -574,12 +773,13 @@ cJSON *render_train_project_git(const struct dlk_project *spec, const char *proj
                                 const char *namespace_, const char *git_commit, int git_dirty, struct dlk_err *err)
 {
 	struct render_opts ro = RENDER_OPTS_INIT;
-	char *tdir = NULL, *yaml = project_dump_yaml(spec);
+	char *tdir = NULL, *yaml = project_dump_yaml(spec), *pdir = dlk_dir_of(project_file);
 	cJSON *objects;
 
 	ro.namespace_ = namespace_;
 	ro.git_commit = git_commit;
 	ro.git_dirty = git_dirty;
+	ro.project_dir = pdir;
 	if (templates_dir) {
 		ro.templates_dir = templates_dir;
 	} else {
@@ -589,6 +789,7 @@ cJSON *render_train_project_git(const struct dlk_project *spec, const char *proj
 		ro.templates_dir_optional = 1;
 	}
 	objects = render_train(spec, yaml, &ro, err);
+	free(pdir);
 	free(tdir);
 	free(yaml);
 	return objects;

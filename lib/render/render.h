@@ -7,8 +7,9 @@
  * Templates whose name starts with '_' are partials, used by others with {{> _name.yaml}}.
  *
  * render_train() renders, parses (lib/util/yamljson) and returns the objects a training run
- * sends, in dependency order: ConfigMap, ServiceAccount, Role, RoleBinding,
- * PersistentVolumeClaim (when the spec asks dlk to create one), Service, then Job, or CronJob
+ * sends, in dependency order: ConfigMap (and, with program.code, the code's ConfigMap),
+ * ServiceAccount, Role, RoleBinding, PersistentVolumeClaim (when the spec asks dlk to create
+ * one), Service, then Job, or CronJob
  * when the spec has a schedule. The same cJSON objects are printed by --dry-run and submitted. */
 #ifndef DLK_RENDER_RENDER_H
 #define DLK_RENDER_RENDER_H
@@ -24,6 +25,10 @@
 #define RENDER_MAX_SPEC_YAML (512u << 10) /* the spec text must fit a ConfigMap (1 MiB) easily */
 #define RENDER_TERMINATION_GRACE_S 60    /* time a worker gets after SIGTERM for a last checkpoint */
 #define RENDER_DATA_CACHE_MOUNT "/var/cache/dlk" /* where a worker's node cache is mounted */
+/* program.code ships as one immutable ConfigMap: the API server takes at most 1 MiB for the
+ * whole object, so the files (binary ones base64-encoded) may take this much of it */
+#define RENDER_MAX_CODE_BYTES (768u << 10)
+#define RENDER_CODE_MOUNT "/workspace" /* program.code without program.workdir: mounted (and run) here */
 
 struct render_opts {
 	const char *namespace_;     /* NULL: spec->namespace_, then "default" */
@@ -31,8 +36,9 @@ struct render_opts {
 	int templates_dir_optional; /* 1: a templates_dir that does not exist is not an error */
 	const char *git_commit;     /* the project's git commit the submitter saw, NULL: none */
 	int git_dirty;              /* its work tree had changes */
+	const char *project_dir;    /* the directory of dlk.yaml, where program.code is; NULL: "." */
 };
-#define RENDER_OPTS_INIT { NULL, NULL, 0, NULL, 0 }
+#define RENDER_OPTS_INIT { NULL, NULL, 0, NULL, 0, NULL }
 
 /* A set of parsed templates: the built-ins, overridden by a directory's files. */
 struct render_templates;

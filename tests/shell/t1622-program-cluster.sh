@@ -1,0 +1,106 @@
+#!/bin/sh
+# The user's own PyTorch program (`dlk init --example pytorch`) on the real test control plane:
+# `dlk train` renders its pods (the code shipped as a ConfigMap named by its digest, mounted
+# where the program runs), the supervisor in each pod starts it with torchrun's variables, the
+# two ranks meet through the headless Service's names and train with DDP (gloo) on a subset of
+# Fashion-MNIST; progress shows in `dlk status`, rank 0 records the run with the code's digest,
+# and `dlk logs --run` reads the ranks' output after the pods are gone; a fatal exit code fails
+# the Job naming the rank; a worker stopped mid-run is restarted and the gang resumes. The pod runner runs the
+# host's file system as the image, so the frameworks' Python stands in for the PyTorch image's.
+. "$(dirname "$0")/../lib.sh"
+. "$TEST_ROOT/tests/cluster/lib.sh"
+
+PY=$TEST_ROOT/.deps/frameworks/bin/python
+test -x "$PY" || test_missing "the frameworks venv (.ci/deps.d/frameworks) is installed"
+
+cluster_up
+
+PV=$TEST_TMP/pv
+hostpath_pv fm "$PV" fm-checkpoints
+dlk init --example pytorch "$TEST_TMP/fm" >/dev/null
+PROJ=$TEST_TMP/fm/dlk.yaml
+# the frameworks' Python (the pods' "image" is this machine's root), a small subset, 2 workers
+sed -i "s|command: \[python3, train.py\]|command: [\"$PY\", train.py]|; s|args: \[--epochs, \"2\"\]|args: [--epochs, \"2\", --train-samples, \"2000\", --test-samples, \"500\"]|" "$PROJ"
+grep -q "train-samples" "$PROJ" || { echo "the example's command did not change"; exit 1; }
+ARGS="-f $PROJ --set storage.size=1Gi --set resources.memory=1Gi --set resources.cpu=1"
+
+test_expect_success 'dlk train --wait runs the PyTorch program on 2 workers to the end' '
+	dlk train $ARGS --wait >train.out 2>train.err; rc=$?
+	cat train.out train.err; echo "exit $rc"; test $rc = 0 &&
+	grep -q "job .fm. succeeded" train.err
+'
+
+test_expect_success 'the code went as a ConfigMap named by its digest, and the run records that digest' '
+	want=$(kubectl get configmap -l dlk.dev/job=fm -o json |
+		jq -r ".items[] | select(.metadata.name | startswith(\"fm-code-\")) | .metadata.annotations[\"dlk.dev/code-sha256\"]") &&
+	test -n "$want" &&
+	dlk status fm --history -o json >h.json && jq -c ".runs[0].run" h.json &&
+	jq -e ".runs[0].run.outcome == \"succeeded\"" h.json &&
+	test "$(jq -r ".runs[0].run.code_sha256" h.json)" = "$want"
+'
+
+test_expect_success 'dlk status shows the job, and the run'"'"'s record what the program reported' '
+	dlk status fm >st.out 2>&1; cat st.out &&
+	grep -q "^state: *Succeeded" st.out && grep -q "^run: .* succeeded" st.out &&
+	dlk status fm --history -o json >h.json && jq -c ".runs[0].metrics" h.json &&
+	jq -e ".runs[0].metrics.test_samples == 500 and .runs[0].metrics.test_accuracy > 0.5" h.json &&
+	jq -e "(.runs[0].metrics.confusion_matrix | length) == 10 and (.runs[0].metrics.train_loss | type) == \"number\"" h.json
+'
+
+test_expect_success 'dlk logs --run reads both ranks after the pods are gone' '
+	uid=$(kubectl get job fm -o jsonpath={.metadata.uid}) &&
+	dlk delete fm --yes >/dev/null &&
+	wait_until 30 sh -c "! kubectl get pods -l dlk.dev/job=fm -o name | grep -q ." &&
+	test_exit_code 6 dlk logs fm 2>err &&
+	ls "$PV/dlk-logs/fm/logs" >archived && cat archived &&
+	grep -q "^${uid}_rank-0_fm-0-" archived && grep -q "^${uid}_rank-1_fm-1-" archived &&
+	dlk logs fm --run "$uid" --from "$PV/dlk-logs/fm" >logs.out 2>logs.err; cat logs.err logs.out &&
+	grep -q "^\[rank 0\].* final loss [0-9.]*$" logs.out
+'
+
+# a program whose rank 1 exits with a code its project declares fatal
+mkdir -p "$TEST_TMP/bad"
+cat >"$TEST_TMP/bad/dlk.yaml" <<'YAML'
+name: bad
+data:
+  format: idx
+  train:
+    images: file:///usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+    labels: file:///usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz
+program:
+  command: [sh, -c, 'if [ "$DLK_NODE_RANK" = 1 ]; then echo "ValueError: rank 1 cannot go on" >&2; exit 3; fi; exec sleep 60']
+  exit_codes: {fail: [3]}
+resources: {workers: 2, cpu: "1", memory: 1Gi}
+YAML
+
+test_expect_success 'an exit code declared fatal fails the job at once, naming the rank' '
+	dlk train -f "$TEST_TMP/bad/dlk.yaml" --wait >train.out 2>train.err; rc=$?
+	cat train.out train.err; echo "exit $rc"; test $rc != 0 &&
+	grep -q "job .bad. failed: rank 1 .*exited with code 3" train.err &&
+	wait_until 90 sh -c "kubectl get job bad -o json | jq -e \"[.status.conditions[]? | select(.type == \\\"Failed\\\" and .status == \\\"True\\\" and .reason == \\\"PodFailurePolicy\\\")] | length == 1\" >/dev/null" &&
+	dlk status bad >st.out 2>&1; cat st.out &&
+	grep -q "^state: *Failed" st.out && grep -Eq "^1 .*Failed .* 3 " st.out &&
+	grep -q "^failure: *rank 1 " st.out
+'
+
+# a longer run of the same program, so that a worker can be stopped after its first checkpoint
+PV2=$TEST_TMP/pv2
+hostpath_pv again "$PV2" again-checkpoints
+
+test_expect_success 'a worker stopped mid-run is restarted and the gang resumes from the program'"'"'s checkpoint' '
+	dlk train $ARGS --set name=again --set program.args=[--epochs,8,--train-samples,6000,--test-samples,500] \
+		--wait >out 2>err &
+	t=$!
+	wait_until 150 sh -c "find \"$PV2\" -name checkpoint.pt | grep -q ." || { kill $t; exit 1; }
+	victim=$(pod_of again 1) && test -n "$victim" &&
+	kubectl delete pod "$victim" --wait=false >/dev/null &&
+	wait $t; rc=$?
+	cat out err; echo "exit $rc"; test $rc = 0 &&
+	uid=$(kubectl get job again -o jsonpath={.metadata.uid}) &&
+	dlk logs again --run "$uid" --from "$PV2/dlk-logs/again" >logs.out 2>&1; grep -v DLK-PROGRESS logs.out &&
+	grep -q "resumed from epoch [1-7]" logs.out &&
+	dlk status again --history -o json >h.json && jq -c ".runs[0].run" h.json &&
+	jq -e ".runs[0].run.outcome == \"succeeded\" and .runs[0].run.restarts >= 1" h.json
+'
+
+test_done
