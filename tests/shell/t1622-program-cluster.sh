@@ -13,14 +13,17 @@
 PY=$TEST_ROOT/.deps/frameworks/bin/python
 test -x "$PY" || test_missing "the frameworks venv (.ci/deps.d/frameworks) is installed"
 
-cluster_up
+# the pods' /tmp is their own: the venv is mounted where a framework image keeps its Python,
+# wherever this checkout is
+cluster_up --mount "$(readlink -f "$TEST_ROOT/.deps/frameworks"):/opt/frameworks"
+PODPY=/opt/frameworks/bin/python
 
 PV=$TEST_TMP/pv
 hostpath_pv fm "$PV" fm-checkpoints
 dlk init --example pytorch "$TEST_TMP/fm" >/dev/null
 PROJ=$TEST_TMP/fm/dlk.yaml
 # the frameworks' Python (the pods' "image" is this machine's root), a small subset, 2 workers
-sed -i "s|command: \[python3, train.py\]|command: [\"$PY\", train.py]|; s|args: \[--epochs, \"2\"\]|args: [--epochs, \"2\", --train-samples, \"2000\", --test-samples, \"500\"]|" "$PROJ"
+sed -i "s|command: \[python3, train.py\]|command: [\"$PODPY\", train.py]|; s|args: \[--epochs, \"2\"\]|args: [--epochs, \"2\", --train-samples, \"2000\", --test-samples, \"500\"]|" "$PROJ"
 grep -q "train-samples" "$PROJ" || { echo "the example's command did not change"; exit 1; }
 ARGS="-f $PROJ --set storage.size=1Gi --set resources.memory=1Gi --set resources.cpu=1"
 

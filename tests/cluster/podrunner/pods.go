@@ -89,9 +89,9 @@ type podWorker struct {
 	ctrs        []*containerRun // init containers (and sidecars) in order, then app containers
 	initialized bool            // every init container completed and every sidecar started
 	initFailed  bool            // an init container failed under restartPolicy Never: the pod failed
-	ip    net.IP
-	netns netns.NsHandle
-	start time.Time
+	ip          net.IP
+	netns       netns.NsHandle
+	start       time.Time
 }
 
 func newPodWorker(r *runner, pod *corev1.Pod) *podWorker {
@@ -534,6 +534,7 @@ func (w *podWorker) setup(pod *corev1.Pod) (map[string]*initSpec, error) {
 			mountSpec{Source: filepath.Join(etc, "resolv.conf"), Target: "/etc/resolv.conf"},
 			// the "image": the host's root file system with dlk installed
 			mountSpec{Source: w.r.dlk, Target: "/usr/local/bin/dlk", ReadOnly: true})
+		s.Mounts = append(s.Mounts, w.r.extra...)
 		for _, vm := range c.spec.VolumeMounts {
 			vol, ok := vols[vm.Name]
 			if !ok {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,7 @@ type runner struct {
 	cs       kubernetes.Interface
 	dir      string
 	dlk      string
+	extra    []mountSpec // more of the "image": host directories every container sees, read-only
 	self     string
 	zone     string
 	nodeIP   string
@@ -273,6 +275,9 @@ func serveMain(args []string) int {
 	dnsIP := fs.String("dns-ip", "10.0.0.10", "the cluster DNS address")
 	zone := fs.String("cluster-domain", "cluster.local", "the cluster's DNS domain")
 	ready := fs.String("ready-file", "", "written once everything is serving")
+	var extra imageMounts
+	fs.Var(&extra, "mount", "HOST:TARGET, repeatable: a host directory every container sees read-only at TARGET "+
+		"(what a framework image holds, e.g. a Python environment), whatever the container's fresh /tmp hides")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.Var(klogVerbosity{klogFlags}, "v", "log verbosity")
@@ -283,11 +288,24 @@ func serveMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "podrunner serve: --kubeconfig, --dir, --pki, --apiserver and --dlk are required")
 		return 2
 	}
-	if err := serve(*kubeconfig, *dir, *pki, *listen, *apiserver, *dlk, *podCIDR, *dnsIP, *zone, *ready); err != nil {
+	if err := serve(*kubeconfig, *dir, *pki, *listen, *apiserver, *dlk, extra, *podCIDR, *dnsIP, *zone, *ready); err != nil {
 		fmt.Fprintf(os.Stderr, "podrunner: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// imageMounts collects --mount HOST:TARGET flags
+type imageMounts []mountSpec
+
+func (m *imageMounts) String() string { return fmt.Sprint(len(*m)) }
+func (m *imageMounts) Set(v string) error {
+	host, target, ok := strings.Cut(v, ":")
+	if !ok || !filepath.IsAbs(host) || !filepath.IsAbs(target) {
+		return fmt.Errorf("--mount %q: expected HOST:TARGET, both absolute paths", v)
+	}
+	*m = append(*m, mountSpec{Source: host, Target: target, ReadOnly: true})
+	return nil
 }
 
 type klogVerbosity struct{ fs *flag.FlagSet }
@@ -295,7 +313,7 @@ type klogVerbosity struct{ fs *flag.FlagSet }
 func (k klogVerbosity) String() string     { return "0" }
 func (k klogVerbosity) Set(v string) error { return k.fs.Set("v", v) }
 
-func serve(kubeconfig, dir, pki, listen, apiserver, dlk, podCIDR, dnsIP, zone, readyFile string) error {
+func serve(kubeconfig, dir, pki, listen, apiserver, dlk string, extra []mountSpec, podCIDR, dnsIP, zone, readyFile string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -310,7 +328,7 @@ func serve(kubeconfig, dir, pki, listen, apiserver, dlk, podCIDR, dnsIP, zone, r
 	if err != nil {
 		return err
 	}
-	r := &runner{cs: cs, dir: dir, dlk: dlk, self: self, zone: zone, nodeIP: "127.0.0.1",
+	r := &runner{cs: cs, dir: dir, dlk: dlk, extra: extra, self: self, zone: zone, nodeIP: "127.0.0.1",
 		dnsIP: net.ParseIP(dnsIP), stop: make(chan struct{}),
 		pods: map[string]*podWorker{}, byName: map[string]*podWorker{}}
 	if r.dnsIP == nil || r.dnsIP.To4() == nil {
