@@ -41,7 +41,9 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ifeq ($(SANITIZE),1)
 BUILD ?= build-san
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-OPT ?= -O1 -g
+# -O2 as the normal build: the sanitizers check the code that ships, and the suite's training
+# tests run about 40% faster under them than at -O1
+OPT ?= -O2 -g
 else
 BUILD ?= build
 SAN :=

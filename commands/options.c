@@ -71,7 +71,7 @@ const struct dlk_option *dlk_option_find(const struct dlk_command *cmd, const ch
 
 static int suggest_option(const struct dlk_command *cmd, const char *word, struct dlk_err *err)
 {
-	const char *names[128];
+	const char *names[128] = {0};
 	char *dashed[128];
 	size_t n = 0;
 

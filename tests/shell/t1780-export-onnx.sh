@@ -45,7 +45,7 @@ train() {
 		{ echo "Bail out! training failed"; cat "$1/train.out"; exit 1; }
 }
 
-"$DLK" init --example mlp "$TEST_TMP/mlp" >/dev/null && train "$TEST_TMP/mlp" --set training.epochs=1
+"$DLK" init --example mlp "$TEST_TMP/mlp" >/dev/null && train "$TEST_TMP/mlp" --set training.epochs=1 $T10K
 "$DLK" init --example cnn "$TEST_TMP/cnn" >/dev/null && train "$TEST_TMP/cnn" --set training.epochs=1 $T10K
 kinds_project "$TEST_TMP/kimg" kimg "[1, 28, 28]" "    - conv2d: {filters: 4, kernel: 5, stride: 2, padding: 1}
     - tanh
