@@ -52,7 +52,10 @@ int dlk_layer_shape(const struct dlk_layer_spec *ls, const long long in[3], long
 		out[2] = n;
 		return 0;
 	case DLK_LAYER_DENSE:
-		out[0] = out[1] = 1;
+		/* nn.Linear: over the last axis, so a flat [1, 1, n] stays flat and a sequence [1, T, d]
+		 * becomes [1, T, units] (the engine and the loader refuse more than one channel) */
+		out[0] = in[0];
+		out[1] = in[1];
 		out[2] = ls->units;
 		return 0;
 	case DLK_LAYER_GLOBALAVGPOOL:

@@ -2119,6 +2119,8 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	long long shape[3] = { m->input[0], m->input[1], m->input[2] };
 	int rank = m->input_rank;
 	int last_dense = -1;
+	int seq_dense_at = -1;             /* the first dense that ran over rows (a sequence) */
+	long long seq_dense_in[3] = { 0 };
 	char p[64];
 
 	if (!m->n_layers || !rank)
@@ -2159,10 +2161,15 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
 			break;
 		}
-		if (l->kind == DLK_LAYER_DENSE && (shape[0] != 1 || shape[1] != 1)) {
-			problem(c, pos, p, "dense expects a flat input but gets %lldx%lldx%lld (add 'flatten' before it)",
-			        shape[0], shape[1], shape[2]);
+		if (l->kind == DLK_LAYER_DENSE && shape[0] != 1) {
+			problem(c, pos, p, "dense expects a flat input or a sequence [1, T, D] but gets %lldx%lldx%lld (add "
+			        "'flatten' before it)", shape[0], shape[1], shape[2]);
 			break;
+		}
+		int seq_dense = l->kind == DLK_LAYER_DENSE && shape[1] != 1; /* per position: keeps its rank */
+		if (seq_dense && seq_dense_at < 0) {
+			seq_dense_at = i;
+			memcpy(seq_dense_in, shape, sizeof(shape));
 		}
 		if (dlk_layer_shape(l, shape, shape) < 0) {
 			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
@@ -2170,7 +2177,8 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			        l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size, shape[1], shape[2], pad);
 			break;
 		}
-		if (l->kind == DLK_LAYER_FLATTEN || l->kind == DLK_LAYER_DENSE || l->kind == DLK_LAYER_GLOBALAVGPOOL)
+		if (l->kind == DLK_LAYER_FLATTEN || (l->kind == DLK_LAYER_DENSE && !seq_dense) ||
+		    l->kind == DLK_LAYER_GLOBALAVGPOOL)
 			rank = 1;
 		if (l->kind == DLK_LAYER_DENSE)
 			last_dense = i;
@@ -2193,6 +2201,16 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 		snprintf(p, sizeof(p), "model.layers[%d]", last);
 		if (m->task == DLK_TASK_IMAGE)
 			return; /* dense prediction: any output shape; the targets must have it */
+		if ((shape[0] != 1 || shape[1] != 1) && seq_dense_at >= 0) {
+			/* an image's rows taken for a sequence: the forgotten flatten is where the dense is */
+			const struct dlk_layer_spec *l = &m->layers[seq_dense_at];
+			snprintf(p, sizeof(p), "model.layers[%d]", seq_dense_at);
+			problem(c, given_at(c, l, GIVEN_CUSTOM), p, "dense runs over each of the %lld rows of its %lldx%lldx%lld "
+			        "input (a sequence), so the model ends with a %lldx%lldx%lld output, not one value per class "
+			        "(add 'flatten' before it)", seq_dense_in[1], seq_dense_in[0], seq_dense_in[1], seq_dense_in[2],
+			        shape[0], shape[1], shape[2]);
+			return;
+		}
 		if (shape[0] != 1 || shape[1] != 1) {
 			problem(c, pos, p, "the model ends with a %lldx%lldx%lld output, not one value per class (end it with "
 			        "'flatten' and a dense layer of %d units)", shape[0], shape[1], shape[2],
