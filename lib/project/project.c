@@ -509,6 +509,15 @@ static const struct field gelu_params[] = {
 static const struct field embedding_params[] = {
 	FIELD("vocab", struct dlk_layer_spec, F_INT, vocab, .flags = REQ, .min = 1, .max = 1 << 24),
 	FIELD("dim", struct dlk_layer_spec, F_INT, dim, .flags = REQ, .min = 1, .max = 1 << 16),
+	FIELD("positions", struct dlk_layer_spec, F_INT, positions, .min = 0, .max = 1 << 20, .def = "0"),
+	END
+};
+static const struct field attention_params[] = {
+	FIELD("heads", struct dlk_layer_spec, F_INT, heads, .flags = REQ, .min = 1, .max = 4096),
+	FIELD("causal", struct dlk_layer_spec, F_BOOL, causal, .def = "true"),
+	FIELD("rotary", struct dlk_layer_spec, F_BOOL, rotary, .def = "false"),
+	FIELD("pad_id", struct dlk_layer_spec, F_INT, pad_id, .min = -1, .max = 1 << 24, .def = "-1"),
+	FIELD("dropout", struct dlk_layer_spec, F_FLOAT, rate, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0"),
 	END
 };
 /* in enum dlk_upsample_mode order (lib/nn/kernels.h) */
@@ -527,7 +536,7 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_ADD] = no_params, [DLK_LAYER_CONCAT] = no_params, [DLK_LAYER_GLOBALAVGPOOL] = no_params,
 	[DLK_LAYER_LAYERNORM] = layernorm_params, [DLK_LAYER_GELU] = gelu_params,
 	[DLK_LAYER_SOFTMAX] = no_params, [DLK_LAYER_EMBEDDING] = embedding_params,
-	[DLK_LAYER_UPSAMPLE] = upsample_params,
+	[DLK_LAYER_UPSAMPLE] = upsample_params, [DLK_LAYER_ATTENTION] = attention_params,
 };
 #define N_LAYER_KINDS DLK_LAYER_KINDS
 _Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");
