@@ -2175,6 +2175,24 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			        "'flatten' before it)", shape[0], shape[1], shape[2]);
 			break;
 		}
+		if (l->kind == DLK_LAYER_ATTENTION) {
+			if (shape[0] != 1) {
+				problem(c, pos, p, "attention expects a sequence [1, T, D] but gets %lldx%lldx%lld (put an "
+				        "embedding before it)", shape[0], shape[1], shape[2]);
+				break;
+			}
+			if (l->heads > 0 && (shape[2] % l->heads || (l->rotary && (shape[2] / l->heads) % 2))) {
+				problem(c, pos, p, "heads (%d) must divide the width D = %lld%s", l->heads, shape[2],
+				        l->rotary ? " into an even head width (rotary)" : "");
+				break;
+			}
+		}
+		if (l->kind == DLK_LAYER_EMBEDDING && l->positions &&
+		    (double)l->positions < (double)shape[0] * (double)shape[1] * (double)shape[2]) {
+			problem(c, pos, p, "positions (%d) must cover the %lld ids of a sample", l->positions,
+			        shape[0] * shape[1] * shape[2]);
+			break;
+		}
 		int seq_dense = l->kind == DLK_LAYER_DENSE && shape[1] != 1; /* per position: keeps its rank */
 		if (seq_dense && seq_dense_at < 0) {
 			seq_dense_at = i;
