@@ -47,6 +47,8 @@ static void logits(const struct att_job *j, int b, int h, int i0, int nq, int j0
 	const float *q = j->qkv + ((size_t)b * s->T + i0) * ld + h * s->hd;
 	const float *k = j->qkv + ((size_t)b * s->T + j0) * ld + D + h * s->hd;
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, s->hd, s->scale, q, ld, k, ld, 0.0f, S, ATT_BK);
+	if (!s->ids && !(s->causal && j0 + nk - 1 > i0))
+		return; /* a block below the diagonal without padding: nothing masked */
 	for (int r = 0; r < nq; r++)
 		for (int c = 0; c < nk; c++) {
 			int masked = (s->causal && j0 + c > i0 + r) || (s->ids && s->ids[(size_t)b * s->T + j0 + c] == s->pad);
