@@ -19,6 +19,7 @@
 #include "lib/nn/backend.h"
 #include "lib/nn/cpu_layers.h"
 #include "lib/nn/kernels_attn.h"
+#include "lib/util/mem.h"
 #include "lib/util/parallel.h"
 
 #define ATT_BQ 64
@@ -30,14 +31,6 @@ struct att_job {
 	float *o, *l, *dqkv;
 	int nqb, nkb;
 };
-
-static void *xmalloc_or_abort(size_t n)
-{
-	void *p = malloc(n);
-	if (!p)
-		abort(); /* a few KiB per unit: failing here means the process is already lost */
-	return p;
-}
 
 /* the logits block S [nq, nk] = q k^T * scale for queries i0.. and keys j0.., masked with -inf */
 static void logits(const struct att_job *j, int b, int h, int i0, int nq, int j0, int nk, float *S)
@@ -72,7 +65,7 @@ static void fwd_unit(void *ctx, int unit, int nunits)
 	int qb = unit % j->nqb, h = unit / j->nqb % s->heads, b = unit / j->nqb / s->heads;
 	int hd = s->hd, D = s->heads * hd, ld = 3 * D, i0 = qb * ATT_BQ;
 	int nq = s->T - i0 < ATT_BQ ? s->T - i0 : ATT_BQ;
-	float *S = xmalloc_or_abort(sizeof(float) * ((size_t)ATT_BQ * ATT_BK + (size_t)ATT_BQ * hd + 2 * ATT_BQ));
+	float *S = xmalloc(sizeof(float) * ((size_t)ATT_BQ * ATT_BK + (size_t)ATT_BQ * hd + 2 * ATT_BQ));
 	float *acc = S + ATT_BQ * ATT_BK, *m = acc + (size_t)ATT_BQ * hd, *l = m + ATT_BQ;
 	(void)nunits;
 
@@ -175,7 +168,7 @@ static void bwd_kv_unit(void *ctx, int unit, int nunits)
 	int hd = s->hd, D = s->heads * hd, ld = 3 * D, j0 = kb * ATT_BK;
 	int nk = s->T - j0 < ATT_BK ? s->T - j0 : ATT_BK;
 	size_t blk = (size_t)ATT_BQ * ATT_BK;
-	float *S = xmalloc_or_abort(sizeof(float) * (2 * blk + 2 * (size_t)ATT_BK * hd + ATT_BQ));
+	float *S = xmalloc(sizeof(float) * (2 * blk + 2 * (size_t)ATT_BK * hd + ATT_BQ));
 	float *dS = S + blk, *dk = dS + blk, *dv = dk + (size_t)ATT_BK * hd, *Dr = dv + (size_t)ATT_BK * hd;
 	(void)nunits;
 
@@ -213,7 +206,7 @@ static void bwd_q_unit(void *ctx, int unit, int nunits)
 	int hd = s->hd, D = s->heads * hd, ld = 3 * D, i0 = qb * ATT_BQ;
 	int nq = s->T - i0 < ATT_BQ ? s->T - i0 : ATT_BQ;
 	size_t blk = (size_t)ATT_BQ * ATT_BK;
-	float *S = xmalloc_or_abort(sizeof(float) * (2 * blk + (size_t)ATT_BQ * hd + ATT_BQ));
+	float *S = xmalloc(sizeof(float) * (2 * blk + (size_t)ATT_BQ * hd + ATT_BQ));
 	float *dS = S + blk, *dq = dS + blk, *Dr = dq + (size_t)ATT_BQ * hd;
 	(void)nunits;
 
@@ -272,7 +265,7 @@ void dlk_cpu_rotary(float *qkv, int batch, int T, int heads, int hd, int pos0, i
 {
 	if (batch <= 0 || T <= 0 || hd < 2)
 		return;
-	float *cs = xmalloc_or_abort(sizeof(float) * (size_t)T * hd);
+	float *cs = xmalloc(sizeof(float) * (size_t)T * hd);
 	for (int t = 0; t < T; t++)
 		for (int k = 0; k < hd / 2; k++)
 			dlk_k_rotary_cs(pos0 + t, k, hd, &cs[(size_t)t * hd + 2 * k], &cs[(size_t)t * hd + 2 * k + 1]);

@@ -8,6 +8,7 @@
 
 #include "lib/nn/kernels.h"
 #include "lib/nn/layer_ops.h"
+#include "lib/util/mem.h"
 
 static int can_decode(const struct dlk_layer *L, const char *w, struct dlk_err *err)
 {
@@ -81,11 +82,11 @@ int dlk_decode_begin(struct dlk_decode *d, struct dlk_net *net, int batch, int c
 	d->net = net;
 	d->batch = batch;
 	d->cap = cap;
-	d->k = calloc((size_t)net->n_layers, sizeof(*d->k));
-	d->v = calloc((size_t)net->n_layers, sizeof(*d->v));
-	d->outs = calloc((size_t)net->n_layers, sizeof(*d->outs));
+	d->k = xcalloc((size_t)net->n_layers, sizeof(*d->k));
+	d->v = xcalloc((size_t)net->n_layers, sizeof(*d->v));
+	d->outs = xcalloc((size_t)net->n_layers, sizeof(*d->outs));
 	size_t rows = (size_t)batch * cap;
-	int ok = d->k && d->v && d->outs && (d->qkv = be->alloc(sizeof(float) * rows * 3 * width)) &&
+	int ok = (d->qkv = be->alloc(sizeof(float) * rows * 3 * width)) &&
 	         (d->a = be->alloc(sizeof(float) * rows * width)) &&
 	         (d->scores = be->alloc(sizeof(float) * ((size_t)2 * cap + rows * heads)));
 	for (int i = 0; ok && i < net->n_layers; i++)
