@@ -180,7 +180,10 @@ out:
 	/* a worker (not one process of a pod's gang: its parent speaks for the pod) says why it
 	 * failed where any user can read it (a resize is no failure) */
 	if (rc && rc != DLK_EXIT_RESIZED && (enum dlk_train_mode)opt.mode == TRAIN_WORKER && !getenv(DLK_ENV_LOCAL_RANK))
-		dlk_train_publish_failure(&sink, rc, last.msg);
+		/* a program's codes mean what its exit_codes say (the Job's podFailurePolicy reads them
+		 * so), not dlk's own */
+		dlk_train_publish_failure_class(&sink, rc, spec && spec->program.present ? dlk_program_exit_class(&spec->program, rc) : NULL,
+		                                last.msg);
 	ctx->last_err = NULL;
 	cJSON_Delete(objects);
 	project_free(spec);

@@ -62,7 +62,8 @@ static void on_line(void *ud, int local, int rank, char *s, size_t n)
 {
 	struct view *v = ud;
 	char prefix[32], text[1032]; /* as lib/trainer/gang.c reads the same line */
-	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
+	/* rank -1: a pod's only process, whose log is its rank's already (no prefix) */
+	int pl = rank < 0 ? 0 : snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
 
 	(void)local;
 	if (v->ctx->log_json && n) {
@@ -73,7 +74,8 @@ static void on_line(void *ud, int local, int rank, char *s, size_t n)
 		} else {
 			cJSON *f = cJSON_CreateObject();
 			char *line = xstrndup(s, n);
-			cJSON_AddNumberToObject(f, "rank", rank);
+			if (rank >= 0)
+				cJSON_AddNumberToObject(f, "rank", rank);
 			clear_progress(v);
 			dlk_log_json(v->ctx, "info", line, f);
 			free(line);
@@ -121,7 +123,7 @@ static int on_worker(void *ud, int local)
 int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
 	struct view v = { ctx, opts, spec, 0 };
-	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v, NULL, NULL };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v, NULL, NULL, NULL };
 	struct dlk_gang_output out = { ctx->log_json };
 	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
 	struct dlk_trainer_opts topts;
@@ -138,7 +140,7 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec, int gpus)
 {
 	struct view v = { ctx, opts, spec, 0 };
-	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v, NULL, NULL };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v, NULL, NULL, NULL };
 	struct dlk_gang_output out = { ctx->log_json };
 	struct dlk_err err = DLK_ERR_INIT;
 	int rc;

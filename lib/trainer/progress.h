@@ -46,5 +46,13 @@ int dlk_job_world_env(const struct dlk_trainer_sink *sink, struct dlk_err *err);
  * $DLK_TERMINATION_LOG) and, in a cluster, as the Job's annotation dlk.dev/failure. What cannot
  * be published is warned about. */
 void dlk_train_publish_failure(const struct dlk_trainer_sink *sink, int exit_code, const char *message);
+/* The same with the class given (a user's program's: dlk_program_exit_class()); NULL: the
+ * exit code's name as dlk_train_publish_failure gives it. */
+/* The failure a worker of this pod's Job published on the Job (its dlk.dev/failure
+ * annotation): 0 and *f, -1 when there is none or the Job cannot be read (not in a cluster). */
+struct dlk_failure;
+int dlk_train_job_failure(const struct dlk_trainer_sink *sink, struct dlk_failure *f);
+void dlk_train_publish_failure_class(const struct dlk_trainer_sink *sink, int exit_code, const char *cls,
+                                     const char *message);
 
 #endif
