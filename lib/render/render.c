@@ -494,7 +494,11 @@ out:
 	return rc;
 }
 
-/* program.{enabled, workdir, env, fail_codes, restart_codes, has_fail, has_restart, procs, code}:
+/* where a program pod's init container places dlk for an image without it */
+#define RENDER_PLACED_DIR "/dlk"
+
+/* program.{enabled, workdir, env, fail_codes, restart_codes, has_fail, has_restart, procs, code,
+ * placed.{enabled, image, dir}, supervisor}:
  * the user's program (docs/program-cluster.md); every key present when there is none */
 static int add_program(cJSON *c, const struct dlk_project *spec, const struct render_opts *opts, struct dlk_err *err)
 {
@@ -534,6 +538,17 @@ static int add_program(cJSON *c, const struct dlk_project *spec, const struct re
 	                              : spec->resources.gpus > 0 ? spec->resources.gpus : 1);
 	cJSON_AddStringToObject(o, "procs", s);
 	free(s);
+	/* an image of the user's (program.image other than dlk's own image): it holds no dlk, so an
+	 * init container from dlk's image places a self-contained one in an emptyDir, and the
+	 * container starts that (lib/program/place.h) */
+	{
+		int placed = on && p->image && spec->image && strcmp(p->image, spec->image);
+		cJSON *pl = cJSON_AddObjectToObject(o, "placed");
+		cJSON_AddBoolToObject(pl, "enabled", placed);
+		cJSON_AddStringToObject(pl, "image", spec->image ? spec->image : "");
+		cJSON_AddStringToObject(pl, "dir", RENDER_PLACED_DIR);
+		cJSON_AddStringToObject(o, "supervisor", placed ? RENDER_PLACED_DIR "/dlk" : "dlk");
+	}
 	return add_program_code(cJSON_AddObjectToObject(o, "code"), spec, opts, err);
 }
 
