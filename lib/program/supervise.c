@@ -9,6 +9,8 @@
 #include "lib/jobs/failure.h"
 #include "lib/jobs/podenv.h"
 #include "lib/trainer/progress.h"
+#include "lib/train/progress.h"
+#include "lib/util/clock.h"
 #include "lib/report/report.h"
 #include "lib/store/manifest.h"
 #include "lib/trainer/gang.h"
@@ -47,6 +49,9 @@ struct sup {
 	long long step;
 	struct program_report last_eval; /* the newest report with metrics or a confusion matrix */
 	char *model;
+	/* rank 0's pod: its progress on the Job, where `dlk status` reads it (NULL: none) */
+	struct dlk_job_progress *jp;
+	long long steps;
 	/* each local process's DLK_PROGRESS_FILE, in a directory of the supervisor's own */
 	char *progress_dir;
 	struct progfile progress[DLK_GANG_MAX_WORKERS];
@@ -193,6 +198,37 @@ static int on_worker(void *ud, int local)
 
 /* ---- in the supervisor: what the processes say ---- */
 
+/* rank 0's report as the Job's progress annotation (lib/train/progress.h's keys), with only
+ * what the program said: `dlk status` shows "epoch 2/3 step 120/600 loss 0.41" of a program as
+ * of a dlk run. An epoch's end and the run's are published at once, steps every few seconds. */
+static void publish_progress(struct sup *s, const struct program_report *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	const double *acc = program_report_metric(r, "accuracy");
+	char updated[32], *json;
+
+	if (s->epoch > 0)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_EPOCH, s->epoch);
+	if (s->epoch > 0 && s->epochs > 0)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_EPOCHS, s->epochs);
+	cJSON_AddNumberToObject(o, DLK_PROGRESS_STEP, (double)s->step);
+	if (s->steps > 0)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_TOTAL_STEPS, (double)s->steps);
+	if (s->has_loss)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_LOSS, s->loss);
+	if (acc && *acc >= 0 && *acc <= 1)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_ACCURACY, *acc);
+	if (r->samples_per_s >= 0)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_SAMPLES_PER_SEC, r->samples_per_s);
+	dlk_rfc3339_now(updated);
+	cJSON_AddStringToObject(o, DLK_PROGRESS_UPDATED, updated);
+	cJSON_AddNumberToObject(o, DLK_PROGRESS_WORKERS, s->nodes * s->ppn);
+	json = cJSON_PrintUnformatted(o);
+	dlk_job_progress_raw(s->jp, json, r->event != PROGRAM_EV_STEP);
+	free(json);
+	cJSON_Delete(o);
+}
+
 static void on_line(void *ud, int local, int rank, char *line, size_t n)
 {
 	struct sup *s = ud;
@@ -233,6 +269,8 @@ static void on_line(void *ud, int local, int rank, char *line, size_t n)
 		s->epochs = r.epochs;
 	if (r.step >= 0)
 		s->step = r.step;
+	if (r.steps > 0)
+		s->steps = r.steps;
 	if (r.model) {
 		free(s->model);
 		s->model = xstrdup(r.model);
@@ -253,6 +291,8 @@ static void on_line(void *ud, int local, int rank, char *line, size_t n)
 		k += snprintf(text + k, sizeof(text) - (size_t)k, ", %.0f samples/s", r.samples_per_s);
 	if (s->view->progress)
 		s->view->progress(s->view->ud, local, rank, text, (size_t)k);
+	if (s->jp)
+		publish_progress(s, &r);
 	program_report_release(&r);
 }
 
@@ -549,7 +589,11 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 		dlk_train_run_save(&run);
 	}
 	progress_open(&s, s.started, sink);
+	if (env.rank == 0)
+		s.jp = dlk_job_progress_new(sink);
 	rc = dlk_trainer_pod_gang(spec, s.started, out, &hooks, err);
+	dlk_job_progress_free(s.jp);
+	s.jp = NULL;
 	progress_close(&s);
 	if (env.rank == 0 && run.rec) {
 		if (!rc) {

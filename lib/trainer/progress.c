@@ -158,6 +158,23 @@ void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_e
 	free(val);
 }
 
+void dlk_job_progress_raw(struct dlk_job_progress *p, const char *json, int at_once)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	const char *keys[1] = { DLK_PROGRESS_ANNOTATION }, *vals[1] = { json };
+	double now = dlk_now();
+
+	if (!p || (!at_once && now - p->last < DLK_PROGRESS_INTERVAL_SEC))
+		return;
+	p->last = now;
+	if (kube_annotate_job(p->kc, p->ns, p->job, keys, vals, 1, &err) && !p->warned) {
+		p->warned = 1;
+		dlk_trainer_warn(p->sink,
+		                 "cannot publish progress on job '%s' (the program goes on; further failures are not shown): %s",
+		                 p->job, err.msg);
+	}
+}
+
 void dlk_job_progress_metrics(struct dlk_job_progress *p, const char *metrics)
 {
 	struct dlk_err err = DLK_ERR_INIT;

@@ -24,6 +24,10 @@ void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_e
 /* Publishes metrics (a run document) alone as dlk.dev/metrics: the bundle's, once it is written,
  * so that the job's document names the weights' digest `dlk serve` deploys. */
 void dlk_job_progress_metrics(struct dlk_job_progress *p, const char *metrics);
+/* A user's program's progress (lib/program/supervise.c): json is the annotation's value,
+ * published as dlk_job_progress_event does (at once with at_once, else at most every
+ * DLK_PROGRESS_INTERVAL_SEC). */
+void dlk_job_progress_raw(struct dlk_job_progress *p, const char *json, int at_once);
 void dlk_job_progress_free(struct dlk_job_progress *p);
 
 /* Elastic workers: how many workers (pods) the Job has now, its spec.completions, which
