@@ -329,6 +329,64 @@ static void test_program_code_refused(void)
 	project_free(s);
 }
 
+/* serving.program: a Deployment of the user's server, on its port and probed on its paths, behind
+ * dlk's Service; no bundle, no model volume */
+static void test_serving_program(void)
+{
+	struct dlk_project *s = load("name: echo\nimage: dlk:0.1.0\n" DATA "program:\n  command: [python3, t.py]\n"
+	                             "serving:\n  port: 8080\n  program:\n    image: my/echo:1\n"
+	                             "    command: [python3, -m, http.server, '9000']\n    env: {MODE: 'a $(B)'}\n"
+	                             "    port: 9000\n    ready_path: /healthz\n    metrics_path: /metrics\n");
+	struct render_serving sv = { .name = "echo", .replicas = 2 };
+	const cJSON *dep, *ctr, *svc;
+	cJSON *objs;
+
+	if (!s)
+		return;
+	objs = render_serving_project(s, "dlk.yaml", NULL, "default", &sv, &err);
+	CHECK_MSG(objs != NULL, "a server of the user's renders: %s", err.msg);
+	if (!objs)
+		goto out;
+	save_json("serving-program", objs);
+	dep = by_kind_name(objs, "Deployment", "echo");
+	ctr = jget(dep, "spec.template.spec.containers.0");
+	CHECK_JSON(ctr, "image", "\"my/echo:1\"");
+	CHECK_JSON(ctr, "command", "[\"python3\",\"-m\",\"http.server\",\"9000\"]");
+	CHECK_JSON(ctr, "ports", "[{\"name\":\"http\",\"containerPort\":9000,\"protocol\":\"TCP\"}]");
+	CHECK_JSON(find_env(ctr, "MODE"), "value", "\"a $$(B)\"");
+	CHECK(find_env(ctr, "DLK_LOG_FORMAT") == NULL);
+	CHECK_JSON(ctr, "readinessProbe.httpGet", "{\"path\":\"/healthz\",\"port\":\"http\"}");
+	CHECK_JSON(ctr, "livenessProbe.httpGet.path", "\"/healthz\"");
+	CHECK_JSON(ctr, "startupProbe.httpGet.path", "\"/healthz\"");
+	CHECK(cJSON_GetArraySize(jget(ctr, "volumeMounts")) == 1);
+	CHECK(cJSON_GetArraySize(jget(dep, "spec.template.spec.volumes")) == 1);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(jget(dep, "spec.template.metadata.annotations"),
+	                                                                "prometheus.io/port")),
+	          "9000");
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(jget(dep, "spec.template.metadata.annotations"),
+	                                                                "prometheus.io/path")),
+	          "/metrics");
+	CHECK_JSON(dep, "spec.replicas", "2");
+	/* dlk's Service in front: its port, to the container's named port */
+	svc = by_kind_name(objs, "Service", "echo");
+	CHECK_JSON(svc, "spec.ports", "[{\"name\":\"http\",\"port\":8080,\"targetPort\":\"http\",\"protocol\":\"TCP\"}]");
+	cJSON_Delete(objs);
+
+	/* without a command, the image's entrypoint; the port defaults to serving.port */
+	s->serving.program.n_command = 0;
+	s->serving.program.port = 0;
+	objs = render_serving_project(s, "dlk.yaml", NULL, "default", &sv, &err);
+	CHECK_MSG(objs != NULL, "renders: %s", err.msg);
+	if (objs) {
+		ctr = jget(by_kind_name(objs, "Deployment", "echo"), "spec.template.spec.containers.0");
+		CHECK(jget(ctr, "command") == NULL);
+		CHECK_JSON(ctr, "ports.0.containerPort", "8080");
+	}
+	cJSON_Delete(objs);
+out:
+	project_free(s);
+}
+
 int main(void)
 {
 	char *cmd;
@@ -344,6 +402,7 @@ int main(void)
 	test_program_with_code();
 	test_program_in_image();
 	test_program_code_refused();
+	test_serving_program();
 	cmd = xasprintf("rm -rf %s", tmp);
 	CHECK(system(cmd) == 0);
 	free(cmd);
