@@ -373,8 +373,11 @@ static void test_serving_program(void)
 	cJSON_Delete(objs);
 
 	/* without a command, the image's entrypoint; the port defaults to serving.port */
-	s->serving.program.n_command = 0;
-	s->serving.program.port = 0;
+	project_free(s);
+	s = load("name: echo\nimage: dlk:0.1.0\n" DATA "program:\n  command: [python3, t.py]\n"
+	         "serving:\n  port: 8080\n  program:\n    image: my/echo:1\n");
+	if (!s)
+		return;
 	objs = render_serving_project(s, "dlk.yaml", NULL, "default", &sv, &err);
 	CHECK_MSG(objs != NULL, "renders: %s", err.msg);
 	if (objs) {
