@@ -169,7 +169,9 @@ static int on_worker(void *ud, int local)
 			close(fd);
 	}
 	at.data_dir = NULL;
-	if (s->spec->data.train.images.url && !strncmp(s->spec->data.train.images.url, "file://", 7))
+	if (s->view->data_dir)
+		at.data_dir = xstrdup(s->view->data_dir);
+	else if (s->spec->data.train.images.url && !strncmp(s->spec->data.train.images.url, "file://", 7))
 		at.data_dir = dlk_dir_of(s->spec->data.train.images.url + 7);
 	else if (s->spec->data.train.images.url && s->spec->data.train.images.url[0] == '/')
 		at.data_dir = dlk_dir_of(s->spec->data.train.images.url);

@@ -25,6 +25,9 @@ struct dlk_program_view {
 	void (*progress)(void *ud, int local, int rank, char *s, size_t n);
 	void (*ended)(void *ud);
 	void *ud;
+	/* where the command placed data.dataset's files (DLK_DATA_DIR); NULL: none (the directory of
+	 * a local data.train.images file, if any) */
+	const char *data_dir;
 };
 
 /* 1 when an exit status (waitpid's) restarts the gang under program's exit_codes, 0 when it

@@ -3,10 +3,40 @@
 # swallows it) appends its DLK-PROGRESS lines to the file dlk names in its environment; the
 # supervisor tails it as it reads the output. Each process has its own file; rank 0 speaks for
 # the gang; a bad line is warned about once and the run goes on; the reports written there make
-# the run's record. A restarted gang's processes get fresh files.
+# the run's record. A restarted gang's processes get fresh files. DLK_DATA_DIR: the files of a
+# versioned dataset (data.dataset of data.store) placed, verified, where the program reads them.
 . "$(dirname "$0")/../lib.sh"
 
-command -v python3 >/dev/null || { test_missing python3; test_done; }
+command -v python3 >/dev/null || { test_missing python3; # a versioned dataset in a directory store, which a program reads as files
+mkdir -p "$TEST_TMP/ds/sub" && printf 'a,b\n1,2\n' >"$TEST_TMP/ds/train.csv" && printf 'hello\n' >"$TEST_TMP/ds/sub/note.txt"
+mkdir -p "$TEST_TMP/dp"
+cat >"$TEST_TMP/dp/dlk.yaml" <<YAML
+name: dsp
+data:
+  format: csv
+  dataset: tiny@v1
+  store: $TEST_TMP/store
+  train: {source: train.csv}
+program:
+  command: [sh, -c, 'echo "data in \$DLK_DATA_DIR"; cat "\$DLK_DATA_DIR/train.csv" "\$DLK_DATA_DIR/sub/note.txt"']
+YAML
+
+test_expect_success 'DLK_DATA_DIR holds the files of data.dataset, fetched and verified' '
+	dlk data push -q "$TEST_TMP/ds" --to "$TEST_TMP/store" --tag tiny@v1 >id.out 2>err && cat err &&
+	id=$(sed -n "s/^sha256:\([0-9a-f]*\).*/\1/p" id.out | head -n 1) && test -n "$id" &&
+	dlk train --local -f "$TEST_TMP/dp/dlk.yaml" >out 2>err; rc=$?; cat err; test $rc = 0 &&
+	grep_q "dataset sha256:$(echo "$id" | cut -c1-12): 2 files, .* (DLK_DATA_DIR)" err &&
+	grep_q "^\[rank 0\] data in $TEST_TMP/dp/.dlk/data/$id$" err &&
+	grep_q "^\[rank 0\] 1,2$" err && grep_q "^\[rank 0\] hello$" err
+'
+
+test_expect_success 'a dataset the store does not have stops the run before the program starts' '
+	sed -i "s/tiny@v1/tiny@v9/" "$TEST_TMP/dp/dlk.yaml" &&
+	dlk train --local -f "$TEST_TMP/dp/dlk.yaml" >out 2>err; rc=$?; cat err; test $rc != 0 &&
+	grep_q "tiny@v9" err && ! grep -q "data in" err
+'
+
+test_done; }
 
 P=$TEST_TMP/p
 mkdir -p "$P/src"
@@ -67,6 +97,35 @@ test_expect_success 'a restarted gang'"'"'s processes start with empty files' '
 	grep_q "^\[rank 0\] rank 0 finds 0 lines in its file at restart 1$" err &&
 	rec=$(newest) &&
 	jq -e ".run.outcome == \"succeeded\" and .run.restarts == 1 and .metrics.train_loss == 0.25" "$rec"
+'
+
+# a versioned dataset in a directory store, which a program reads as files
+mkdir -p "$TEST_TMP/ds/sub" && printf 'a,b\n1,2\n' >"$TEST_TMP/ds/train.csv" && printf 'hello\n' >"$TEST_TMP/ds/sub/note.txt"
+mkdir -p "$TEST_TMP/dp"
+cat >"$TEST_TMP/dp/dlk.yaml" <<YAML
+name: dsp
+data:
+  format: csv
+  dataset: tiny@v1
+  store: $TEST_TMP/store
+  train: {source: train.csv}
+program:
+  command: [sh, -c, 'echo "data in \$DLK_DATA_DIR"; cat "\$DLK_DATA_DIR/train.csv" "\$DLK_DATA_DIR/sub/note.txt"']
+YAML
+
+test_expect_success 'DLK_DATA_DIR holds the files of data.dataset, fetched and verified' '
+	dlk data push -q "$TEST_TMP/ds" --to "$TEST_TMP/store" --tag tiny@v1 >id.out 2>err && cat err &&
+	id=$(sed -n "s/^sha256:\([0-9a-f]*\).*/\1/p" id.out | head -n 1) && test -n "$id" &&
+	dlk train --local -f "$TEST_TMP/dp/dlk.yaml" >out 2>err; rc=$?; cat err; test $rc = 0 &&
+	grep_q "dataset sha256:$(echo "$id" | cut -c1-12): 2 files, .* (DLK_DATA_DIR)" err &&
+	grep_q "^\[rank 0\] data in $TEST_TMP/dp/.dlk/data/$id$" err &&
+	grep_q "^\[rank 0\] 1,2$" err && grep_q "^\[rank 0\] hello$" err
+'
+
+test_expect_success 'a dataset the store does not have stops the run before the program starts' '
+	sed -i "s/tiny@v1/tiny@v9/" "$TEST_TMP/dp/dlk.yaml" &&
+	dlk train --local -f "$TEST_TMP/dp/dlk.yaml" >out 2>err; rc=$?; cat err; test $rc != 0 &&
+	grep_q "tiny@v9" err && ! grep -q "data in" err
 '
 
 test_done
