@@ -90,6 +90,19 @@ int dlk_program_place(const char *dir, int *n_libs, struct dlk_err *err)
 
 	w.libdir = lib;
 	w.err = err;
+	{
+		/* dlk started through a loader (a placed one, the GPU kit's): /proc/self/exe is the loader */
+		char exe[4096];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		const char *base;
+		exe[n > 0 ? n : 0] = '\0';
+		base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+		if (!strncmp(base, "ld-linux", 8) || !strncmp(base, "ld.so", 5)) {
+			dlk_errf(err, DLK_EXIT_USAGE, "this dlk was started through its loader '%s': run the dlk program itself",
+			         dlk_visible(exe));
+			goto out;
+		}
+	}
 	if (dlk_mkdir_p(bin, err) || dlk_mkdir_p(lib, err))
 		goto out;
 	p = xasprintf("%s/dlk", bin);
