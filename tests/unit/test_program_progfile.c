@@ -32,10 +32,12 @@ static void append(const char *path, const char *mode, const char *text)
 
 int main(void)
 {
-	char dir[] = "/tmp/dlk-test-progfile-XXXXXX", path[64];
+	const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char dir[4096], path[4200];
 	struct progfile t;
 	struct seen s = { 0 };
 
+	snprintf(dir, sizeof(dir), "%s/dlk-test-progfile-XXXXXX", tmp);
 	if (!mkdtemp(dir))
 		return 1;
 	snprintf(path, sizeof(path), "%s/p", dir);
