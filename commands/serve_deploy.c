@@ -611,7 +611,8 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		goto out;
 	}
 	/* the cluster is asked even for --dry-run when the model is a job's: its claim, its metrics */
-	if (cli->mode != SERVE_DRY_RUN || !cli->model || cli->canary) {
+	int own = spec && spec->serving.program.present; /* serving.program: the user's server, no bundle */
+	if (cli->mode != SERVE_DRY_RUN || (!cli->model && !own) || cli->canary) {
 		c = dlk_kube_client(ctx, &err);
 		if (!c) {
 			rc = dlk_report(ctx, &err);
@@ -624,13 +625,21 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		goto out;
 	}
 
-	if (cli->model ? model_from_url(ctx, spec, cli, &m, &err) : model_from_job(ctx, c, ns, name, &m, &err)) {
+	if (own && cli->model) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--model names a bundle, but serving.program serves your own server (%s)",
+		         dlk_visible(spec->serving.program.image));
+		dlk_err_hint(&err, "drop --model, or serving.program to serve a bundle");
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	int refused = gate(ctx, name, &m, min_acc, spec->serving.min_class_recall, &spec->serving, cli->force, &accuracy,
+	if (!own && (cli->model ? model_from_url(ctx, spec, cli, &m, &err) : model_from_job(ctx, c, ns, name, &m, &err))) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	/* the gate reads a training run's metrics: a server of the user's has none of dlk's to read yet */
+	int refused = own ? 0 : gate(ctx, name, &m, min_acc, spec->serving.min_class_recall, &spec->serving, cli->force, &accuracy,
 	                   &err);
-	if (cli->report) {
+	if (cli->report && !own) {
 		/* the page shows the decision first, refused or not */
 		struct dlk_err rerr = DLK_ERR_INIT;
 		if (report_write_html(cli->report, m.run, NULL, &rerr)) {
@@ -747,6 +756,9 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		if (sv.canary)
 			printf("canary of '%s' deployed to namespace '%s' (%d replica%s, %d%%)\n", name, ns, sv.replicas,
 			       sv.replicas == 1 ? "" : "s", sv.canary_percent);
+		else if (own)
+			printf("server '%s' deployed to namespace '%s' (%d replica%s): http://%s%s.%s:%d/\n", name, ns,
+			       sv.replicas, sv.replicas == 1 ? "" : "s", name, RENDER_SERVING_SUFFIX, ns, spec->serving.port);
 		else
 			printf("model '%s' deployed to namespace '%s' (%d replica%s): http://%s%s.%s:%d/v2/models/%s\n", name, ns,
 			       sv.replicas, sv.replicas == 1 ? "" : "s", name, RENDER_SERVING_SUFFIX, ns, spec->serving.port, name);

@@ -4,6 +4,8 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/train.h"
+#include "lib/program/place.h"
+#include "lib/util/utf8.h"
 #include "commands/train_data.h"
 #include "commands/train_gang.h"
 #include "commands/train_report.h"
@@ -97,6 +99,14 @@ static int run_train(struct dlk_ctx *ctx, struct dlk_args *args)
 	/* the processes of a gang log as their parent does */
 	if (opt.mode == TRAIN_LOCAL && opt.log_format >= 0)
 		setenv(DLK_ENV_LOG_FORMAT, dlk_log_format_names[opt.log_format], 1);
+	if (opt.place) {
+		/* a program pod's init container: no project, no run, no failure to publish */
+		int n = 0;
+		if (dlk_program_place(opt.place, &n, &err))
+			return dlk_report(ctx, &err);
+		dlk_info(ctx, "placed dlk with %d shared objects in '%s': its 'dlk' starts it", n, dlk_visible(opt.place));
+		return 0;
+	}
 	if ((enum dlk_train_mode)opt.mode == TRAIN_WORKER) {
 		archive = archive_start(ctx);
 		ctx->last_err = &last; /* what a failing worker publishes */
@@ -180,7 +190,10 @@ out:
 	/* a worker (not one process of a pod's gang: its parent speaks for the pod) says why it
 	 * failed where any user can read it (a resize is no failure) */
 	if (rc && rc != DLK_EXIT_RESIZED && (enum dlk_train_mode)opt.mode == TRAIN_WORKER && !getenv(DLK_ENV_LOCAL_RANK))
-		dlk_train_publish_failure(&sink, rc, last.msg);
+		/* a program's codes mean what its exit_codes say (the Job's podFailurePolicy reads them
+		 * so), not dlk's own */
+		dlk_train_publish_failure_class(&sink, rc, spec && spec->program.present ? dlk_program_exit_class(&spec->program, rc) : NULL,
+		                                last.msg);
 	ctx->last_err = NULL;
 	cJSON_Delete(objects);
 	project_free(spec);
@@ -226,6 +239,10 @@ static const struct dlk_option train_options[] = {
 	        "serve Prometheus metrics on PORT at /metrics while training (with --workers, rank r on PORT + r)",
 	        .min = 0, .max = 65535, .modes = DLK_MODE(TRAIN_LOCAL), .def_doc = "0: none",
 	        .hint = "in a cluster every worker serves them on resources.metrics_port"),
+	OPT_STRING(0, "place-supervisor", &opt.place, "DIR", NULL,
+	           "with --worker: copy this dlk with its libraries and loader into DIR (DIR/dlk starts it) and stop: "
+	           "what a program pod's init container runs for an image without dlk",
+	           .modes = DLK_MODE(TRAIN_WORKER), .complete = COMPLETE_DIR),
 	OPT_INT(0, "max-restarts", &opt.max_restarts, "N", 3,
 	        "with --local --workers: restart the workers from the last checkpoint at most N times",
 	        .min = 0, .max = 1000, .modes = DLK_MODE(TRAIN_LOCAL)),

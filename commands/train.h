@@ -21,6 +21,7 @@ struct dlk_train_cli {
 	int fresh;               /* --fresh: a new run, even when the last one was interrupted */
 	int if_data_changed;     /* --if-data-changed: train only when the data changed since the last successful run */
 	int log_format;          /* --log-format: an enum dlk_log_format, -1: not given */
+	const char *place;       /* --place-supervisor DIR (with --worker): copy a self-contained dlk there, and stop */
 	int metrics_port;        /* --metrics-port: serve Prometheus metrics here (rank r on PORT + r); 0: not */
 };
 

@@ -12,6 +12,7 @@
 #include "lib/store/reader.h"
 #include "lib/store/dataset.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -176,4 +177,39 @@ void dlk_train_data_free(struct dlk_train_data *td)
 	dlk_data_store_release(&td->ds);
 	free(td->base_dir);
 	free(td);
+}
+
+int dlk_train_program_data(const struct dlk_ctx *ctx, const struct dlk_project *spec, int worker,
+                           const char *project_dir, char **dir, struct dlk_err *err)
+{
+	struct dlk_data_opts dopts;
+	struct dlk_train_data *td = NULL;
+	struct dlk_get_stats st;
+	const char *cache = getenv(DLK_ENV_DATA_CACHE);
+	char *d;
+	int rc;
+
+	*dir = NULL;
+	memset(&dopts, 0, sizeof(dopts));
+	if (dlk_train_data_open(ctx, spec, worker, project_dir, &dopts, &td, err))
+		return -1;
+	if (!td)
+		return 0;
+	d = !worker ? xasprintf("%s/.dlk/data/%s", project_dir, td->r.id)
+	    : cache && *cache ? xasprintf("%s/datasets/%s", cache, td->r.id)
+	                      : xasprintf("/tmp/dlk-data/%s", td->r.id);
+	memset(&st, 0, sizeof(st));
+	rc = dlk_dataset_get(td->store, &td->r.m, d, td->have_cache ? &td->cache : NULL, NULL, NULL, &st, err);
+	if (rc) {
+		dlk_err_prefix(err, "data.dataset sha256:%.12s", td->r.id);
+		free(d);
+	} else {
+		char total[32];
+		dlk_fmt_bytes(total, sizeof(total), st.bytes);
+		dlk_info(ctx, "dataset sha256:%.12s: %zu file%s, %s, in %s (DLK_DATA_DIR)", td->r.id, st.files,
+		         st.files == 1 ? "" : "s", total, dlk_visible(d));
+		*dir = d;
+	}
+	dlk_train_data_free(td);
+	return rc;
 }

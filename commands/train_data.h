@@ -23,5 +23,11 @@ int dlk_train_data_open(const struct dlk_ctx *ctx, const struct dlk_project *spe
  * trimmed to its bound (keeping what this run uses). */
 void dlk_train_data_done(const struct dlk_ctx *ctx, struct dlk_train_data *td, int rank);
 void dlk_train_data_free(struct dlk_train_data *td);
+/* A user's program (program:) reads data.dataset as files: every file of the dataset placed,
+ * verified, under a directory (through the node cache as dlk_train_data_open reads it): here
+ * PROJECT_DIR/.dlk/data/ID, in a pod $DLK_DATA_CACHE/datasets/ID (the node cache's volume), else
+ * /tmp/dlk-data/ID. *dir (the caller frees) stays NULL when the project names no dataset. */
+int dlk_train_program_data(const struct dlk_ctx *ctx, const struct dlk_project *spec, int worker,
+                           const char *project_dir, char **dir, struct dlk_err *err);
 
 #endif

@@ -6,8 +6,10 @@
 #include "commands/ui.h"
 #include "lib/jobs/logline.h"
 #include "lib/program/supervise.h"
+#include "commands/train_data.h"
 #include "lib/trainer/gang.h"
 #include "lib/util/buf.h"
+#include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 
@@ -62,7 +64,8 @@ static void on_line(void *ud, int local, int rank, char *s, size_t n)
 {
 	struct view *v = ud;
 	char prefix[32], text[1032]; /* as lib/trainer/gang.c reads the same line */
-	int pl = snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
+	/* rank -1: a pod's only process, whose log is its rank's already (no prefix) */
+	int pl = rank < 0 ? 0 : snprintf(prefix, sizeof(prefix), "[rank %d] ", rank);
 
 	(void)local;
 	if (v->ctx->log_json && n) {
@@ -73,7 +76,8 @@ static void on_line(void *ud, int local, int rank, char *s, size_t n)
 		} else {
 			cJSON *f = cJSON_CreateObject();
 			char *line = xstrndup(s, n);
-			cJSON_AddNumberToObject(f, "rank", rank);
+			if (rank >= 0)
+				cJSON_AddNumberToObject(f, "rank", rank);
 			clear_progress(v);
 			dlk_log_json(v->ctx, "info", line, f);
 			free(line);
@@ -121,7 +125,7 @@ static int on_worker(void *ud, int local)
 int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
 	struct view v = { ctx, opts, spec, 0 };
-	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v, NULL, NULL };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v, NULL, NULL, NULL };
 	struct dlk_gang_output out = { ctx->log_json };
 	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
 	struct dlk_trainer_opts topts;
@@ -138,7 +142,7 @@ int dlk_train_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const 
 int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec, int gpus)
 {
 	struct view v = { ctx, opts, spec, 0 };
-	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v, NULL, NULL };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &v, NULL, NULL, NULL };
 	struct dlk_gang_output out = { ctx->log_json };
 	struct dlk_err err = DLK_ERR_INIT;
 	int rc;
@@ -152,28 +156,44 @@ int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, co
 int dlk_train_program(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
 	struct view v = { ctx, opts, spec, 0 };
-	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v };
+	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v, NULL };
 	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
 	struct dlk_trainer_opts topts;
 	struct dlk_err err = DLK_ERR_INIT;
+	char *pdir = dlk_dir_of(ctx->file), *data = NULL;
 	int rc;
 
+	/* data.dataset: its files placed where the program reads them (DLK_DATA_DIR) */
+	if (dlk_train_program_data(ctx, spec, 0, pdir, &data, &err)) {
+		free(pdir);
+		return dlk_report(ctx, &err);
+	}
+	pv.data_dir = data;
 	dlk_train_trainer_opts(opts, ctx->file, &topts);
 	rc = dlk_program_local(&topts, spec, &pv, &sink, &err);
 	if (err.msg[0])
 		dlk_report(ctx, &err);
+	free(data);
+	free(pdir);
 	return rc;
 }
 
 int dlk_train_program_pod(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
 	struct view v = { ctx, opts, spec, 0 };
-	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v };
+	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v, NULL };
 	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
 	struct dlk_err err = DLK_ERR_INIT;
-	int rc = dlk_program_pod(spec, ctx->file, &pv, &sink, &err);
+	char *data = NULL;
+	int rc;
 
+	/* data.dataset: its files placed through the node cache, where the program reads them */
+	if (dlk_train_program_data(ctx, spec, 1, ".", &data, &err))
+		return dlk_report(ctx, &err);
+	pv.data_dir = data;
+	rc = dlk_program_pod(spec, ctx->file, &pv, &sink, &err);
 	if (err.msg[0])
 		dlk_report(ctx, &err);
+	free(data);
 	return rc;
 }

@@ -4,8 +4,13 @@
 #include "lib/program/supervise.h"
 #include "lib/program/gangwait.h"
 #include "lib/program/env.h"
+#include "lib/program/progfile.h"
 #include "lib/program/protocol.h"
+#include "lib/jobs/failure.h"
 #include "lib/jobs/podenv.h"
+#include "lib/trainer/progress.h"
+#include "lib/train/progress.h"
+#include "lib/util/clock.h"
 #include "lib/report/report.h"
 #include "lib/store/manifest.h"
 #include "lib/trainer/gang.h"
@@ -18,6 +23,7 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +49,13 @@ struct sup {
 	long long step;
 	struct program_report last_eval; /* the newest report with metrics or a confusion matrix */
 	char *model;
+	/* rank 0's pod: its progress on the Job, where `dlk status` reads it (NULL: none) */
+	struct dlk_job_progress *jp;
+	long long steps;
+	/* each local process's DLK_PROGRESS_FILE, in a directory of the supervisor's own */
+	char *progress_dir;
+	struct progfile progress[DLK_GANG_MAX_WORKERS];
+	int n_progress;
 };
 
 int dlk_program_restarts(const struct dlk_program *p, int status)
@@ -147,10 +160,18 @@ static int on_worker(void *ud, int local)
 	at.run_id = run_id;
 	at.checkpoint_dir = ckpt;
 	at.output_dir = out;
-	/* the reports come on the output, read as they are written: no file to name */
-	at.progress_file = NULL;
+	/* the reports come on the output, or appended to this process's own file, which the
+	 * supervisor tails (and removes when the generation ends) */
+	at.progress_file = local < s->n_progress ? s->progress[local].path : NULL;
+	if (at.progress_file) {
+		int fd = open(at.progress_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			close(fd);
+	}
 	at.data_dir = NULL;
-	if (s->spec->data.train.images.url && !strncmp(s->spec->data.train.images.url, "file://", 7))
+	if (s->view->data_dir)
+		at.data_dir = xstrdup(s->view->data_dir);
+	else if (s->spec->data.train.images.url && !strncmp(s->spec->data.train.images.url, "file://", 7))
 		at.data_dir = dlk_dir_of(s->spec->data.train.images.url + 7);
 	else if (s->spec->data.train.images.url && s->spec->data.train.images.url[0] == '/')
 		at.data_dir = dlk_dir_of(s->spec->data.train.images.url);
@@ -179,21 +200,55 @@ static int on_worker(void *ud, int local)
 
 /* ---- in the supervisor: what the processes say ---- */
 
+/* rank 0's report as the Job's progress annotation (lib/train/progress.h's keys), with only
+ * what the program said: `dlk status` shows "epoch 2/3 step 120/600 loss 0.41" of a program as
+ * of a dlk run. An epoch's end and the run's are published at once, steps every few seconds. */
+static void publish_progress(struct sup *s, const struct program_report *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	const double *acc = program_report_metric(r, "accuracy");
+	char updated[32], *json;
+
+	if (s->epoch > 0)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_EPOCH, s->epoch);
+	if (s->epoch > 0 && s->epochs > 0)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_EPOCHS, s->epochs);
+	cJSON_AddNumberToObject(o, DLK_PROGRESS_STEP, (double)s->step);
+	if (s->steps > 0)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_TOTAL_STEPS, (double)s->steps);
+	if (s->has_loss)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_LOSS, s->loss);
+	if (acc && *acc >= 0 && *acc <= 1)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_ACCURACY, *acc);
+	if (r->samples_per_s >= 0)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_SAMPLES_PER_SEC, r->samples_per_s);
+	dlk_rfc3339_now(updated);
+	cJSON_AddStringToObject(o, DLK_PROGRESS_UPDATED, updated);
+	cJSON_AddNumberToObject(o, DLK_PROGRESS_WORKERS, s->nodes * s->ppn);
+	json = cJSON_PrintUnformatted(o);
+	dlk_job_progress_raw(s->jp, json, r->event != PROGRAM_EV_STEP);
+	free(json);
+	cJSON_Delete(o);
+}
+
 static void on_line(void *ud, int local, int rank, char *line, size_t n)
 {
 	struct sup *s = ud;
 	struct program_report r = PROGRAM_REPORT_INIT;
 	char why[256], text[512];
 	int rc = program_protocol_parse(line, n, &r, why, sizeof(why));
+	/* a pod of one process: its log is its rank's, which `dlk logs` and the archive's reader
+	 * name already; several processes in a pod keep their own ranks */
+	int shown = s->in_pod && s->started == 1 ? -1 : rank;
 
 	if (rc == 0) {
-		s->view->line(s->view->ud, local, rank, line, n);
+		s->view->line(s->view->ud, local, shown, line, n);
 		return;
 	}
 	if (rc < 0) {
 		if (local < DLK_GANG_MAX_WORKERS && !s->warned[local]++) {
 			int k = snprintf(text, sizeof(text), "warning: a progress line was ignored: %s", why);
-			s->view->line(s->view->ud, local, rank, text, (size_t)k);
+			s->view->line(s->view->ud, local, shown, text, (size_t)k);
 		}
 		return;
 	}
@@ -216,6 +271,8 @@ static void on_line(void *ud, int local, int rank, char *line, size_t n)
 		s->epochs = r.epochs;
 	if (r.step >= 0)
 		s->step = r.step;
+	if (r.steps > 0)
+		s->steps = r.steps;
 	if (r.model) {
 		free(s->model);
 		s->model = xstrdup(r.model);
@@ -236,6 +293,8 @@ static void on_line(void *ud, int local, int rank, char *line, size_t n)
 		k += snprintf(text + k, sizeof(text) - (size_t)k, ", %.0f samples/s", r.samples_per_s);
 	if (s->view->progress)
 		s->view->progress(s->view->ud, local, rank, text, (size_t)k);
+	if (s->jp)
+		publish_progress(s, &r);
 	program_report_release(&r);
 }
 
@@ -335,12 +394,73 @@ static cJSON *on_run_doc(void *ud)
 	return doc;
 }
 
+/* a line of a process's progress file: a report as if it came on the output; anything else in
+ * the file is not the protocol's, and is passed over */
+struct file_line {
+	struct sup *s;
+	int local;
+};
+
+static void on_file_line(void *ud, char *line, size_t n)
+{
+	struct file_line *f = ud;
+	struct sup *s = f->s;
+
+	if (n < strlen(PROGRAM_PROTOCOL_PREFIX) || memcmp(line, PROGRAM_PROTOCOL_PREFIX, strlen(PROGRAM_PROTOCOL_PREFIX)))
+		return;
+	on_line(s, f->local, (s->in_pod ? s->node_rank * s->started : 0) + f->local, line, n);
+}
+
+static void on_tick(void *ud, int ended)
+{
+	struct sup *s = ud;
+
+	for (int i = 0; i < s->n_progress; i++) {
+		struct file_line f = { s, i };
+		progfile_poll(&s->progress[i], on_file_line, &f, ended);
+	}
+}
+
+/* A directory of the supervisor's own (under TMPDIR, else /tmp) with a progress file for each of
+ * its n processes. A directory that cannot be made only leaves DLK_PROGRESS_FILE unset. */
+static void progress_open(struct sup *s, int n, const struct dlk_trainer_sink *sink)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *dir = xasprintf("%s/dlk-progress-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+
+	if (!mkdtemp(dir)) {
+		dlk_trainer_warn(sink, "DLK_PROGRESS_FILE is not set: cannot make a directory for it: %s", strerror(errno));
+		free(dir);
+		return;
+	}
+	s->progress_dir = dir;
+	s->n_progress = n < DLK_GANG_MAX_WORKERS ? n : DLK_GANG_MAX_WORKERS;
+	for (int i = 0; i < s->n_progress; i++) {
+		char *p = xasprintf("%s/progress-%d", dir, i);
+		progfile_open(&s->progress[i], p);
+		free(p);
+	}
+}
+
+static void progress_close(struct sup *s)
+{
+	for (int i = 0; i < s->n_progress; i++) {
+		unlink(s->progress[i].path);
+		progfile_release(&s->progress[i]);
+	}
+	if (s->progress_dir)
+		rmdir(s->progress_dir);
+	free(s->progress_dir);
+	s->progress_dir = NULL;
+	s->n_progress = 0;
+}
+
 int dlk_program_local(const struct dlk_trainer_opts *opts, const struct dlk_project *spec,
                       const struct dlk_program_view *view, const struct dlk_trainer_sink *sink, struct dlk_err *err)
 {
 	const struct dlk_program *p = &spec->program;
 	struct sup s = { .opts = opts, .spec = spec, .view = view, .sink = sink, .epoch = -1, .step = 0 };
-	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &s, on_restarts, on_run_doc };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &s, on_restarts, on_run_doc, on_tick };
 	struct dlk_gang_output out = { 0 };
 	struct dlk_trainer_opts o = *opts;
 	char *out_dir;
@@ -380,7 +500,9 @@ int dlk_program_local(const struct dlk_trainer_opts *opts, const struct dlk_proj
 	free(out_dir);
 	o.workers = s.nodes * s.started;
 	o.code_sha256 = s.code_sha256[0] ? s.code_sha256 : NULL;
+	progress_open(&s, o.workers, sink);
 	rc = dlk_trainer_gang(&o, spec, out, &hooks, sink, err);
+	progress_close(&s);
 out:
 	program_report_release(&s.last_eval);
 	free(s.model);
@@ -421,7 +543,7 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 {
 	const struct dlk_program *p = &spec->program;
 	struct sup s = { .spec = spec, .view = view, .sink = sink, .epoch = -1, .in_pod = 1 };
-	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &s, on_restarts, NULL };
+	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &s, on_restarts, NULL, on_tick };
 	struct dlk_gang_output out = { 0 };
 	struct dlk_train_run run = DLK_TRAIN_RUN_INIT;
 	struct dist_env env;
@@ -468,7 +590,13 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 		dlk_run_set_str(run.rec, "code_sha256", getenv(DLK_ENV_CODE_SHA256));
 		dlk_train_run_save(&run);
 	}
+	progress_open(&s, s.started, sink);
+	if (env.rank == 0)
+		s.jp = dlk_job_progress_new(sink);
 	rc = dlk_trainer_pod_gang(spec, s.started, out, &hooks, err);
+	dlk_job_progress_free(s.jp);
+	s.jp = NULL;
+	progress_close(&s);
 	if (env.rank == 0 && run.rec) {
 		if (!rc) {
 			cJSON *doc = on_run_doc(&s);
@@ -478,6 +606,14 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 			dlk_train_run_finish(&run, DLK_RUN_SUCCEEDED, -1, 0, NULL);
 		} else if (rc != DLK_EXIT_RESTARTABLE && !dlk_program_restarts(p, rc << 8)) {
 			dlk_train_run_finish(&run, DLK_RUN_FAILED, env.rank, rc, err->msg);
+		} else if (rc == DLK_EXIT_RESTARTABLE) {
+			/* stopped: when another rank's fatal code failed the Job (its podFailurePolicy
+			 * deletes this pod), that rank published why on the Job before it exited, and
+			 * the run ends "failed" with its cause instead of staying "running" */
+			struct dlk_failure f;
+			if (!dlk_train_job_failure(sink, &f) && f.rank != env.rank && f.exit_code &&
+			    !dlk_program_restarts(p, (f.exit_code & 0xff) << 8))
+				dlk_train_run_finish(&run, DLK_RUN_FAILED, f.rank, f.exit_code, f.message);
 		}
 	}
 	dlk_train_run_release(&run);

@@ -17,12 +17,17 @@
 
 /* How the command shows the gang (the hooks of lib/trainer/gang.h, which get the same
  * arguments): an ordinary line of a process, a progress line of rank 0 to draw in place, the end
- * of a generation. ud is passed to each. */
+ * of a generation. ud is passed to each. A line's rank is -1 when it is to be shown without one:
+ * the only process of a pod, whose log is its rank's already (`dlk logs` and the log archive's
+ * reader prefix it). */
 struct dlk_program_view {
 	void (*line)(void *ud, int local, int rank, char *s, size_t n);
 	void (*progress)(void *ud, int local, int rank, char *s, size_t n);
 	void (*ended)(void *ud);
 	void *ud;
+	/* where the command placed data.dataset's files (DLK_DATA_DIR); NULL: none (the directory of
+	 * a local data.train.images file, if any) */
+	const char *data_dir;
 };
 
 /* 1 when an exit status (waitpid's) restarts the gang under program's exit_codes, 0 when it

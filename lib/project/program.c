@@ -16,6 +16,16 @@
 
 static const char *const framework_names[] = { "none", "pytorch", "jax", "tensorflow", "paddle", NULL };
 
+const char *dlk_program_exit_class(const struct dlk_program *p, int code)
+{
+	if (!code)
+		return NULL;
+	for (int i = 0; i < p->n_fail_codes; i++)
+		if (p->fail_codes[i] == code)
+			return "fatal";
+	return "restartable";
+}
+
 const char *dlk_framework_name(enum dlk_framework fw)
 {
 	return (int)fw >= 0 && (int)fw < 5 ? framework_names[fw] : "none";

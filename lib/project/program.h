@@ -71,6 +71,11 @@ struct dlk_program_server {
 };
 
 const char *dlk_framework_name(enum dlk_framework fw);
+/* What a program's exit code means under its exit_codes (not dlk's own codes: a program's 3 is
+ * not dlk's "config"): "fatal" for a code of exit_codes.fail (the Job fails at once),
+ * "restartable" for any other non-zero code (the gang is restarted), NULL for 0. The class a
+ * program's failure is published and recorded with. */
+const char *dlk_program_exit_class(const struct dlk_program *p, int code);
 /* -1 when the name is not a framework */
 int dlk_framework_of(const char *name);
 

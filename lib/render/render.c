@@ -494,7 +494,11 @@ out:
 	return rc;
 }
 
-/* program.{enabled, workdir, env, fail_codes, restart_codes, has_fail, has_restart, procs, code}:
+/* where a program pod's init container places dlk for an image without it */
+#define RENDER_PLACED_DIR "/dlk"
+
+/* program.{enabled, workdir, env, fail_codes, restart_codes, has_fail, has_restart, procs, code,
+ * placed.{enabled, image, dir}, supervisor}:
  * the user's program (docs/program-cluster.md); every key present when there is none */
 static int add_program(cJSON *c, const struct dlk_project *spec, const struct render_opts *opts, struct dlk_err *err)
 {
@@ -534,6 +538,17 @@ static int add_program(cJSON *c, const struct dlk_project *spec, const struct re
 	                              : spec->resources.gpus > 0 ? spec->resources.gpus : 1);
 	cJSON_AddStringToObject(o, "procs", s);
 	free(s);
+	/* an image of the user's (program.image other than dlk's own image): it holds no dlk, so an
+	 * init container from dlk's image places a self-contained one in an emptyDir, and the
+	 * container starts that (lib/program/place.h) */
+	{
+		int placed = on && p->image && spec->image && strcmp(p->image, spec->image);
+		cJSON *pl = cJSON_AddObjectToObject(o, "placed");
+		cJSON_AddBoolToObject(pl, "enabled", placed);
+		cJSON_AddStringToObject(pl, "image", spec->image ? spec->image : "");
+		cJSON_AddStringToObject(pl, "dir", RENDER_PLACED_DIR);
+		cJSON_AddStringToObject(o, "supervisor", placed ? RENDER_PLACED_DIR "/dlk" : "dlk");
+	}
 	return add_program_code(cJSON_AddObjectToObject(o, "code"), spec, opts, err);
 }
 
@@ -813,6 +828,47 @@ int render_serving_hpa(const struct dlk_project *spec, const struct render_servi
  *   hpa.{create, min_replicas, max_replicas, target_cpu_percent}, pdb (bool)
  *   route.{enabled, gateway_name, gateway_namespace, track_service, stable_service, canary_service,
  *          with_canary, stable_weight, canary_weight}   the HTTPRoute and the tracks' Services */
+/* server.{enabled, image, command (a list, null: the image's entrypoint), env [{key, value}],
+ * port, ready_path, live_path, metrics_path (null: none)}: serving.program, the user's own
+ * server in place of `dlk serve --worker` (docs/program.md); its container port is the one the
+ * Services' targetPort (http) names */
+static void add_server(cJSON *c, const struct dlk_serving *sg)
+{
+	const struct dlk_program_server *p = &sg->program;
+	cJSON *o = cJSON_AddObjectToObject(c, "server"), *env = cJSON_CreateArray();
+	int on = p->present;
+
+	cJSON_AddBoolToObject(o, "enabled", on);
+	cJSON_AddStringToObject(o, "image", on && p->image ? p->image : "");
+	cJSON_AddBoolToObject(o, "has_command", on && p->n_command > 0);
+	if (on && p->n_command) {
+		cJSON *cmd = cJSON_AddArrayToObject(o, "command");
+		for (int i = 0; i < p->n_command; i++)
+			cJSON_AddItemToArray(cmd, cJSON_CreateString(p->command[i]));
+	} else {
+		cJSON_AddNullToObject(o, "command");
+	}
+	for (int i = 0; on && i < p->n_env; i++) {
+		cJSON *e = cJSON_CreateObject();
+		struct dlk_buf v = DLK_BUF_INIT;
+		/* Kubernetes expands $(NAME): $$ keeps the value as written */
+		for (const char *q = p->env[i].value; *q; q++) {
+			if (q[0] == '$' && q[1] == '(')
+				dlk_buf_addc(&v, '$');
+			dlk_buf_addc(&v, *q);
+		}
+		cJSON_AddStringToObject(e, "key", p->env[i].key);
+		cJSON_AddStringToObject(e, "value", v.len ? v.data : "");
+		cJSON_AddItemToArray(env, e);
+		dlk_buf_release(&v);
+	}
+	cJSON_AddItemToObject(o, "env", env);
+	cJSON_AddNumberToObject(o, "port", on && p->port > 0 ? p->port : sg->port);
+	cJSON_AddStringToObject(o, "ready_path", on && p->ready_path ? p->ready_path : "/");
+	cJSON_AddStringToObject(o, "live_path", on && p->live_path ? p->live_path : "/");
+	cJSON_AddItemToObject(o, "metrics_path", str_or_null(on ? p->metrics_path : NULL));
+}
+
 cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_yaml, const struct render_serving *sv,
                               const struct render_opts *opts, struct dlk_err *err)
 {
@@ -825,7 +881,8 @@ cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_y
 	if (need(sv->name, "name", err) || need(spec->image, "image", err) || need(sg->cpu, "serving.cpu", err) ||
 	    need(sg->memory, "serving.memory", err) || need(spec_yaml, "(the resolved spec text)", err))
 		return NULL;
-	if (!(m->claim && m->path) == !m->url)
+	/* serving.program: the user's own server, no bundle */
+	if (!sg->program.present && !(m->claim && m->path) == !m->url)
 		return dlk_errf(err, DLK_EXIT_USAGE, "a served model comes from a claim or from a URL, exactly one"), NULL;
 	if (strlen(sv->name) > 63 - strlen(RENDER_CANARY_SUFFIX))
 		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is too long for a served model's name (at most %zu characters, "
@@ -870,8 +927,10 @@ cJSON *render_context_serving(const struct dlk_project *spec, const char *spec_y
 	cJSON_AddNumberToObject(c, "startup_failure_threshold", 300);
 	add_placement(c, &spec->resources, sg->gpus, sg->cpu, sg->memory);
 
+	add_server(c, sg);
 	o = cJSON_AddObjectToObject(c, "model");
-	s = m->url ? xasprintf("%s=%s", sv->name, m->url) : xasprintf("%s=/models/%s", sv->name, m->path);
+	s = m->url ? xasprintf("%s=%s", sv->name, m->url) : m->path ? xasprintf("%s=/models/%s", sv->name, m->path)
+	                                                            : xstrdup("");
 	cJSON_AddStringToObject(o, "arg", s);
 	free(s);
 	cJSON_AddItemToObject(o, "claim", str_or_null(m->url ? NULL : m->claim));

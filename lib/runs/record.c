@@ -164,9 +164,15 @@ void dlk_run_set_outcome(cJSON *rec, enum dlk_run_outcome o)
 
 void dlk_run_set_failure(cJSON *rec, int rank, int exit_code, const char *message)
 {
+	dlk_run_set_failure_class(rec, rank, exit_code, NULL, message);
+}
+
+void dlk_run_set_failure_class(cJSON *rec, int rank, int exit_code, const char *cls, const char *message)
+{
 	cJSON *f = cJSON_CreateObject();
-	const char *cls = exit_code >= 128 + 1 && exit_code < 128 + 65 && exit_code != 130 ? "signal"
-	                                                                                  : dlk_exit_name(exit_code);
+
+	if (!cls)
+		cls = exit_code >= 128 + 1 && exit_code < 128 + 65 && exit_code != 130 ? "signal" : dlk_exit_name(exit_code);
 
 	cJSON_AddNumberToObject(f, "rank", rank);
 	cJSON_AddNumberToObject(f, "exit_code", exit_code);

@@ -93,6 +93,9 @@ void dlk_run_set_outcome(cJSON *rec, enum dlk_run_outcome o);
 /* run.failure = {rank (-1: unknown), exit_code, class (the exit code's name, or "signal"),
  * message}. */
 void dlk_run_set_failure(cJSON *rec, int rank, int exit_code, const char *message);
+/* The same with the class given (a user's program's codes mean what its exit_codes say, not
+ * dlk's own: lib/project/program.h); cls NULL: as dlk_run_set_failure. */
+void dlk_run_set_failure_class(cJSON *rec, int rank, int exit_code, const char *cls, const char *message);
 /* Appends world to run.worlds unless it is already the last entry. */
 void dlk_run_add_world(cJSON *rec, int world);
 /* Adds one to run.restarts. */

@@ -393,6 +393,8 @@ static int run_generation(struct gang *g, unsigned gen, const char *run_id, int 
 				idx[np++] = r;
 			}
 		}
+		if (g->hooks->tick)
+			g->hooks->tick(g->hooks->ud, 0);
 		if (!alive && !np)
 			break;
 		if (gang_sig && !stopping && failed != -3) {
@@ -414,6 +416,8 @@ static int run_generation(struct gang *g, unsigned gen, const char *run_id, int 
 				if (pfd[i].revents)
 					read_worker(g, idx[i]);
 	}
+	if (g->hooks->tick)
+		g->hooks->tick(g->hooks->ud, 1);
 	if (g->hooks->ended)
 		g->hooks->ended(g->hooks->ud);
 	if (failed == -3)
@@ -575,7 +579,11 @@ int dlk_trainer_pod_gang(const struct dlk_project *spec, int gpus, struct dlk_ga
 		rc = WIFSIGNALED(st) ? DLK_EXIT_RESTARTABLE : WEXITSTATUS(st);
 		/* DLK_EXIT_RESIZED: the ranks said so: the job was resized, and the pod goes on at the
 		 * new size (no failure to tell) */
-		if (rc != DLK_EXIT_RESIZED)
+		if (hooks->restarts)
+			/* a user's program says why it failed its own way: its last line of output (the
+			 * exception of a traceback) is the cause published and recorded */
+			dlk_errf(err, rc, "%s", g.w[f].last_error[0] ? g.w[f].last_error : what);
+		else if (rc != DLK_EXIT_RESIZED)
 			dlk_errf(err, rc, "rank %d (GPU %d of this pod) %s; the pod's other ranks were stopped",
 			         g.base_rank + f, f, what);
 	}

@@ -36,6 +36,10 @@ struct dlk_gang_hooks {
 	/* A user's program: the run document (lib/report/report.h) of a run that succeeded, for its
 	 * record, instead of rank 0's bundle; caller of the hook frees. NULL: the bundle's. */
 	struct cJSON *(*run_doc)(void *ud);
+	/* Called from the supervisor's loop while a generation runs (every 50 ms or so: for what
+	 * the workers write elsewhere than their output, e.g. a progress file), and once with
+	 * ended 1 after its workers are gone. NULL: none. */
+	void (*tick)(void *ud, int ended);
 };
 
 /* How the workers' stderr is read: json 1 when they write --log-format json lines (a worker's

@@ -158,6 +158,23 @@ void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_e
 	free(val);
 }
 
+void dlk_job_progress_raw(struct dlk_job_progress *p, const char *json, int at_once)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	const char *keys[1] = { DLK_PROGRESS_ANNOTATION }, *vals[1] = { json };
+	double now = dlk_now();
+
+	if (!p || (!at_once && now - p->last < DLK_PROGRESS_INTERVAL_SEC))
+		return;
+	p->last = now;
+	if (kube_annotate_job(p->kc, p->ns, p->job, keys, vals, 1, &err) && !p->warned) {
+		p->warned = 1;
+		dlk_trainer_warn(p->sink,
+		                 "cannot publish progress on job '%s' (the program goes on; further failures are not shown): %s",
+		                 p->job, err.msg);
+	}
+}
+
 void dlk_job_progress_metrics(struct dlk_job_progress *p, const char *metrics)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -208,12 +225,20 @@ static int write_termination_log(const char *path, const char *text, struct dlk_
 
 void dlk_train_publish_failure(const struct dlk_trainer_sink *sink, int exit_code, const char *message)
 {
+	dlk_train_publish_failure_class(sink, exit_code, NULL, message);
+}
+
+void dlk_train_publish_failure_class(const struct dlk_trainer_sink *sink, int exit_code, const char *cls,
+                                     const char *message)
+{
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_failure f;
 	struct dlk_job_progress *p;
 	const char *rank = getenv(DLK_ENV_RANK), *pod = getenv(DLK_ENV_POD_NAME), *path = getenv(DLK_ENV_TERMINATION_LOG);
-	const char *cls = dlk_exit_name(exit_code);
 	char *json;
+
+	if (!cls)
+		cls = dlk_exit_name(exit_code);
 
 	memset(&f, 0, sizeof(f));
 	f.rank = rank && *rank ? atoi(rank) : -1;
@@ -248,4 +273,24 @@ void dlk_train_publish_failure(const struct dlk_trainer_sink *sink, int exit_cod
 		dlk_job_progress_free(p);
 	}
 	free(json);
+}
+
+int dlk_train_job_failure(const struct dlk_trainer_sink *sink, struct dlk_failure *f)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_job_progress *p = dlk_job_progress_new(sink);
+	cJSON *job = NULL;
+	int rc = -1;
+
+	if (!p)
+		return -1;
+	if (!kube_get(p->kc, "Job", p->ns, p->job, &job, &err)) {
+		const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "metadata"), "annotations"),
+			DLK_FAILURE_ANNOTATION);
+		rc = cJSON_IsString(a) ? dlk_failure_parse(a->valuestring, f) : -1;
+	}
+	cJSON_Delete(job);
+	dlk_job_progress_free(p);
+	return rc;
 }

@@ -24,6 +24,10 @@ void dlk_job_progress_event(struct dlk_job_progress *p, const struct dlk_train_e
 /* Publishes metrics (a run document) alone as dlk.dev/metrics: the bundle's, once it is written,
  * so that the job's document names the weights' digest `dlk serve` deploys. */
 void dlk_job_progress_metrics(struct dlk_job_progress *p, const char *metrics);
+/* A user's program's progress (lib/program/supervise.c): json is the annotation's value,
+ * published as dlk_job_progress_event does (at once with at_once, else at most every
+ * DLK_PROGRESS_INTERVAL_SEC). */
+void dlk_job_progress_raw(struct dlk_job_progress *p, const char *json, int at_once);
 void dlk_job_progress_free(struct dlk_job_progress *p);
 
 /* Elastic workers: how many workers (pods) the Job has now, its spec.completions, which
@@ -46,5 +50,13 @@ int dlk_job_world_env(const struct dlk_trainer_sink *sink, struct dlk_err *err);
  * $DLK_TERMINATION_LOG) and, in a cluster, as the Job's annotation dlk.dev/failure. What cannot
  * be published is warned about. */
 void dlk_train_publish_failure(const struct dlk_trainer_sink *sink, int exit_code, const char *message);
+/* The same with the class given (a user's program's: dlk_program_exit_class()); NULL: the
+ * exit code's name as dlk_train_publish_failure gives it. */
+/* The failure a worker of this pod's Job published on the Job (its dlk.dev/failure
+ * annotation): 0 and *f, -1 when there is none or the Job cannot be read (not in a cluster). */
+struct dlk_failure;
+int dlk_train_job_failure(const struct dlk_trainer_sink *sink, struct dlk_failure *f);
+void dlk_train_publish_failure_class(const struct dlk_trainer_sink *sink, int exit_code, const char *cls,
+                                     const char *message);
 
 #endif

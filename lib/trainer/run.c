@@ -292,6 +292,7 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_trainer_s
 	int rc = -1;
 
 	r->sink = sink;
+	r->program = spec->program.present ? &spec->program : NULL;
 	/* before the history is read: what it says of the newest run holds until this run ends */
 	if (lock_project(&r->lock, dir, spec->name, err))
 		goto out;
@@ -384,6 +385,7 @@ void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_traine
 	cJSON *rec = NULL;
 
 	dlk_train_run_open_worker(r, sink);
+	r->program = spec->program.present ? &spec->program : NULL;
 	if (!r->id[0] || !getenv(DLK_ENV_SERVICE_HOST))
 		return;
 	r->kc = cluster_client(&err);
@@ -458,7 +460,12 @@ void dlk_train_run_finish(struct dlk_train_run *r, enum dlk_run_outcome o, int r
 	dlk_run_time_now(now);
 	dlk_run_set_str(r->rec, "finished_at", now);
 	if (o == DLK_RUN_FAILED || o == DLK_RUN_INTERRUPTED)
-		dlk_run_set_failure(r->rec, rank, exit_code, message);
+		/* a program's death by a signal is a signal's, as dlk's own */
+		dlk_run_set_failure_class(r->rec, rank, exit_code,
+		                          r->program && !(exit_code > 128 && exit_code < 128 + 65)
+		                                  ? dlk_program_exit_class(r->program, exit_code)
+		                                  : NULL,
+		                          message);
 	else
 		dlk_run_set_item(r->rec, "failure", NULL);
 	dlk_train_run_save(r);

@@ -25,8 +25,11 @@ struct dlk_train_run {
 	char id[DLK_RUNS_ID_MAX + 1]; /* "" when the run has no id (a bare --worker) */
 	int resumed;                 /* it continues a run started before */
 	int warned;
+	/* a user's program (set by the opens from the project): its exit codes mean what its
+	 * exit_codes say, and a failure is recorded with that class */
+	const struct dlk_program *program;
 };
-#define DLK_TRAIN_RUN_INIT { NULL, NULL, NULL, DLK_RUN_LOCK_INIT, NULL, "", 0, 0 }
+#define DLK_TRAIN_RUN_INIT { NULL, NULL, NULL, DLK_RUN_LOCK_INIT, NULL, "", 0, 0, NULL }
 
 /* `dlk train --local --if-data-changed`: fetches and hashes the data sources of the project
  * (spec_file); when their fingerprint equals that of the newest successful run in the local

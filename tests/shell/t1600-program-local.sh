@@ -90,7 +90,9 @@ test_expect_success 'a fail code stops the run at once, naming the rank and its 
 	grep_q "error: worker 1 exited with code 3; the other workers were stopped; its last line: ValueError: rank 1 gives up" err &&
 	! grep -q restarting err &&
 	jq -e ".run.outcome == \"failed\" and .run.failure.rank == 1 and .run.failure.exit_code == 3" "$(newest)" &&
-	jq -e ".run.failure.message == \"ValueError: rank 1 gives up\"" "$(newest)"
+	jq -e ".run.failure.message == \"ValueError: rank 1 gives up\"" "$(newest)" &&
+	# the program'"'"'s 3 is what its exit_codes say, not dlk'"'"'s own "config"
+	jq -e ".run.failure.class == \"fatal\"" "$(newest)"
 '
 
 test_expect_success 'another failure restarts the gang, which resumes from the program checkpoint' '

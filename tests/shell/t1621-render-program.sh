@@ -20,12 +20,13 @@ test_expect_success 'schema validator dependencies are installed' '
 	test -d "$SCHEMA/node_modules/kubernetes-models"
 '
 
-test_expect_success 'a program with its code, and one in its image: every object is valid' '
+test_expect_success 'a program with its code, one in its image, a server of the user'"'"'s: every object is valid' '
 	test -x "$RENDER_TEST" || { echo "build the unit tests first (make test-unit)"; exit 1; } &&
 	mkdir -p "$JSON" &&
 	{ DLK_RENDER_JSON_DIR="$JSON" "$RENDER_TEST" >unit.log 2>&1 || { grep -a "^not ok" unit.log; exit 1; }; } &&
 	node "$SCHEMA/validate.mjs" "$JSON/program-torch.json" >out && grep_q "ok: 8 objects" out &&
-	node "$SCHEMA/validate.mjs" "$JSON/program-image.json" >out && grep_q "ok: 7 objects" out
+	node "$SCHEMA/validate.mjs" "$JSON/program-image.json" >out && grep_q "ok: 7 objects" out &&
+	node "$SCHEMA/validate.mjs" "$JSON/serving-program.json" >out && cat out && grep_q "ok: [0-9]* objects" out
 '
 
 # the manifest's id by hand: sha256 of "dlk-dataset 1\n" and "SHA256 SIZE PATH\n" sorted by path

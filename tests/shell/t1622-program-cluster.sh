@@ -79,7 +79,7 @@ YAML
 test_expect_success 'an exit code declared fatal fails the job at once, naming the rank' '
 	dlk train -f "$TEST_TMP/bad/dlk.yaml" --wait >train.out 2>train.err; rc=$?
 	cat train.out train.err; echo "exit $rc"; test $rc != 0 &&
-	grep -q "job .bad. failed: rank 1 .*exited with code 3" train.err &&
+	grep -q "job .bad. failed: rank 1 (pod bad-1-[a-z0-9]*) failed: fatal (exit 3): ValueError: rank 1 cannot go on$" train.err &&
 	wait_until 90 sh -c "kubectl get job bad -o json | jq -e \"[.status.conditions[]? | select(.type == \\\"Failed\\\" and .status == \\\"True\\\" and .reason == \\\"PodFailurePolicy\\\")] | length == 1\" >/dev/null" &&
 	dlk status bad >st.out 2>&1; cat st.out &&
 	grep -q "^state: *Failed" st.out && grep -Eq "^1 .*Failed .* 3 " st.out &&

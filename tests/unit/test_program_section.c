@@ -90,6 +90,17 @@ static void test_defaults(void)
 	/* a restart code the user lists is taken out of the default fail codes */
 	s = load(DATA_ONLY "program:\n  command: [python, t.py]\n  exit_codes: {restart: [2]}\n");
 	CHECK_MSG(s && s->program.n_fail_codes == 2 && s->program.fail_codes[0] == 126, "restart: [2] keeps 126, 127 failing");
+	/* a program's codes are classed by its exit_codes, never by dlk's own names (2 is dlk's
+	 * "usage", 3 its "config", 75 its "restartable") */
+	CHECK_STR(dlk_program_exit_class(&s->program, 2), "restartable");
+	CHECK_STR(dlk_program_exit_class(&s->program, 127), "fatal");
+	CHECK_STR(dlk_program_exit_class(&s->program, 3), "restartable");
+	CHECK(dlk_program_exit_class(&s->program, 0) == NULL);
+	project_free(s);
+	s = load(DATA_ONLY "program:\n  command: [python, t.py]\n  exit_codes: {fail: [3, 75]}\n");
+	CHECK_STR(dlk_program_exit_class(&s->program, 3), "fatal");
+	CHECK_STR(dlk_program_exit_class(&s->program, 75), "fatal");
+	CHECK_STR(dlk_program_exit_class(&s->program, 2), "restartable");
 	project_free(s);
 	s = load(DATA_ONLY "program:\n  command: [python, t.py]\n  exit_codes: {fail: []}\n");
 	CHECK_MSG(s && s->program.n_fail_codes == 0 && round_trips(s), "fail: [] fails nothing at once");

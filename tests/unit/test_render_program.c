@@ -173,7 +173,18 @@ static void test_program_with_code(void)
 	job = by_kind_name(objs, "Job", "fm");
 	ctr = jget(job, "spec.template.spec.containers.0");
 	CHECK_JSON(ctr, "image", "\"pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime\"");
-	CHECK_JSON(ctr, "command", "[\"dlk\",\"train\",\"--worker\",\"-f\",\"/etc/dlk/dlk.yaml\"]");
+	/* the PyTorch image holds no dlk: dlk's image places one in an emptyDir, which the worker runs */
+	CHECK_JSON(ctr, "command", "[\"/dlk/dlk\",\"train\",\"--worker\",\"-f\",\"/etc/dlk/dlk.yaml\"]");
+	CHECK_JSON(job, "spec.template.spec.initContainers.0.image", "\"dlk:0.1.0\"");
+	CHECK_JSON(job, "spec.template.spec.initContainers.0.command",
+	           "[\"dlk\",\"train\",\"--worker\",\"--place-supervisor\",\"/dlk\"]");
+	CHECK_JSON(job, "spec.template.spec.initContainers.0.volumeMounts",
+	           "[{\"name\":\"dlk-supervisor\",\"mountPath\":\"/dlk\"}]");
+	/* requests equal to limits, as the worker's: the pod stays in the Guaranteed class */
+	CHECK_JSON(job, "spec.template.spec.initContainers.0.resources",
+	           "{\"requests\":{\"cpu\":\"4\",\"memory\":\"8Gi\"},\"limits\":{\"cpu\":\"4\",\"memory\":\"8Gi\"}}");
+	CHECK_JSON(ctr, "volumeMounts.1", "{\"name\":\"dlk-supervisor\",\"mountPath\":\"/dlk\",\"readOnly\":true}");
+	CHECK_JSON(job, "spec.template.spec.volumes.1", "{\"name\":\"dlk-supervisor\",\"emptyDir\":{}}");
 	CHECK_JSON(ctr, "workingDir", "\"/workspace\"");
 	CHECK_JSON(find_env(ctr, "DLK_IMAGE"), "value", "\"pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime\"");
 	CHECK_STR(jget(find_env(ctr, "DLK_CODE_SHA256"), "value")->valuestring, digest);
@@ -188,8 +199,8 @@ static void test_program_with_code(void)
 	CHECK_JSON(find_env(ctr, "MASTER_PORT"), "value", "\"29600\"");
 	CHECK_JSON(ctr, "ports.0", "{\"name\":\"rendezvous\",\"containerPort\":29600,\"protocol\":\"TCP\"}");
 	CHECK_JSON(ctr, "resources.limits", "{\"cpu\":\"4\",\"memory\":\"8Gi\",\"nvidia.com/gpu\":\"2\"}");
-	CHECK_JSON(ctr, "volumeMounts.1", "{\"name\":\"code\",\"mountPath\":\"/workspace\",\"readOnly\":true}");
-	vol = jget(job, "spec.template.spec.volumes.1");
+	CHECK_JSON(ctr, "volumeMounts.2", "{\"name\":\"code\",\"mountPath\":\"/workspace\",\"readOnly\":true}");
+	vol = jget(job, "spec.template.spec.volumes.2");
 	CHECK_JSON(vol, "name", "\"code\"");
 	CHECK_STR(jget(vol, "configMap.name")->valuestring, cm_name);
 	CHECK_JSON(vol, "configMap.items",
@@ -223,7 +234,7 @@ static void test_program_with_code(void)
 		CHECK_STR(jget(by_kind_name(objs, "ConfigMap", "fm-code-"), "metadata.name")->valuestring, cm_name);
 		job = by_kind_name(objs, "Job", "fm");
 		CHECK_JSON(job, "spec.template.spec.containers.0.workingDir", "\"/opt/app\"");
-		CHECK_JSON(job, "spec.template.spec.containers.0.volumeMounts.1.mountPath", "\"/opt/app\"");
+		CHECK_JSON(job, "spec.template.spec.containers.0.volumeMounts.2.mountPath", "\"/opt/app\"");
 		free(cm_name);
 		cJSON_Delete(objs);
 	}
@@ -251,6 +262,9 @@ static void test_program_in_image(void)
 	job = by_kind_name(objs, "Job", "jx");
 	ctr = jget(job, "spec.template.spec.containers.0");
 	CHECK_JSON(ctr, "image", "\"my/jax:1\"");
+	/* the project's own image (dlk's, with the program baked in): dlk is there, nothing placed */
+	CHECK_JSON(ctr, "command", "[\"dlk\",\"train\",\"--worker\",\"-f\",\"/etc/dlk/dlk.yaml\"]");
+	CHECK(jget(job, "spec.template.spec.initContainers") == NULL);
 	CHECK(jget(ctr, "workingDir") == NULL);
 	CHECK(find_env(ctr, "DLK_CODE_SHA256") == NULL);
 	/* 0: one process per GPU */
@@ -315,6 +329,67 @@ static void test_program_code_refused(void)
 	project_free(s);
 }
 
+/* serving.program: a Deployment of the user's server, on its port and probed on its paths, behind
+ * dlk's Service; no bundle, no model volume */
+static void test_serving_program(void)
+{
+	struct dlk_project *s = load("name: echo\nimage: dlk:0.1.0\n" DATA "program:\n  command: [python3, t.py]\n"
+	                             "serving:\n  port: 8080\n  program:\n    image: my/echo:1\n"
+	                             "    command: [python3, -m, http.server, '9000']\n    env: {MODE: 'a $(B)'}\n"
+	                             "    port: 9000\n    ready_path: /healthz\n    metrics_path: /metrics\n");
+	struct render_serving sv = { .name = "echo", .replicas = 2 };
+	const cJSON *dep, *ctr, *svc;
+	cJSON *objs;
+
+	if (!s)
+		return;
+	objs = render_serving_project(s, "dlk.yaml", NULL, "default", &sv, &err);
+	CHECK_MSG(objs != NULL, "a server of the user's renders: %s", err.msg);
+	if (!objs)
+		goto out;
+	save_json("serving-program", objs);
+	dep = by_kind_name(objs, "Deployment", "echo");
+	ctr = jget(dep, "spec.template.spec.containers.0");
+	CHECK_JSON(ctr, "image", "\"my/echo:1\"");
+	CHECK_JSON(ctr, "command", "[\"python3\",\"-m\",\"http.server\",\"9000\"]");
+	CHECK_JSON(ctr, "ports", "[{\"name\":\"http\",\"containerPort\":9000,\"protocol\":\"TCP\"}]");
+	CHECK_JSON(find_env(ctr, "MODE"), "value", "\"a $$(B)\"");
+	CHECK(find_env(ctr, "DLK_LOG_FORMAT") == NULL);
+	CHECK_JSON(ctr, "readinessProbe.httpGet", "{\"path\":\"/healthz\",\"port\":\"http\"}");
+	CHECK_JSON(ctr, "livenessProbe.httpGet.path", "\"/healthz\"");
+	CHECK_JSON(ctr, "startupProbe.httpGet.path", "\"/healthz\"");
+	CHECK(cJSON_GetArraySize(jget(ctr, "volumeMounts")) == 1);
+	CHECK(cJSON_GetArraySize(jget(dep, "spec.template.spec.volumes")) == 1);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(jget(dep, "spec.template.metadata.annotations"),
+	                                                                "prometheus.io/port")),
+	          "9000");
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(jget(dep, "spec.template.metadata.annotations"),
+	                                                                "prometheus.io/path")),
+	          "/metrics");
+	CHECK_JSON(dep, "spec.replicas", "2");
+	/* dlk's Service in front: its port, to the container's named port */
+	svc = by_kind_name(objs, "Service", "echo");
+	CHECK_JSON(svc, "spec.ports", "[{\"name\":\"http\",\"port\":8080,\"targetPort\":\"http\",\"protocol\":\"TCP\"}]");
+	cJSON_Delete(objs);
+
+	/* without a command, the image's entrypoint; the port defaults to serving.port */
+	project_free(s);
+	s = load("name: echo\nimage: dlk:0.1.0\n" DATA "program:\n  command: [python3, t.py]\n"
+	         "serving:\n  port: 8080\n  program:\n    image: my/echo:1\n");
+	if (!s)
+		return;
+	objs = render_serving_project(s, "dlk.yaml", NULL, "default", &sv, &err);
+	CHECK_MSG(objs != NULL, "renders: %s", err.msg);
+	if (objs) {
+		ctr = jget(by_kind_name(objs, "Deployment", "echo"), "spec.template.spec.containers.0");
+		CHECK(jget(ctr, "command") == NULL);
+		CHECK_JSON(ctr, "ports.0.containerPort", "8080");
+	}
+	cJSON_Delete(objs);
+out:
+	project_free(s);
+}
+
 int main(void)
 {
 	char *cmd;
@@ -330,6 +405,7 @@ int main(void)
 	test_program_with_code();
 	test_program_in_image();
 	test_program_code_refused();
+	test_serving_program();
 	cmd = xasprintf("rm -rf %s", tmp);
 	CHECK(system(cmd) == 0);
 	free(cmd);

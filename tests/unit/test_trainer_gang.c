@@ -98,7 +98,7 @@ static int run_gang(const char *spec_file, enum plan plan, int max_restarts, str
 {
 	struct dlk_project spec = { 0 };
 	struct dlk_trainer_opts o = DLK_TRAINER_OPTS_INIT;
-	struct dlk_gang_hooks hooks = { worker, on_line, NULL, on_ended, s, NULL, NULL };
+	struct dlk_gang_hooks hooks = { worker, on_line, NULL, on_ended, s, NULL, NULL, NULL };
 	struct dlk_trainer_sink sink = { .note = on_note, .ud = s };
 	struct dlk_gang_output out = { 0 };
 
