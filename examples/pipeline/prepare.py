@@ -12,19 +12,19 @@ want = {"train": int(os.environ.get("DLK_PARAM_TRAIN_SAMPLES", "6000")),
 
 
 def head(name, n):
+    # only the first n samples are decompressed
     with gzip.open(os.path.join(src, name), "rb") as f:
-        data = f.read()
-    magic, count = struct.unpack(">II", data[:8])
-    dims = (magic & 0xFF) - 1
-    shape = struct.unpack(">" + "I" * dims, data[8:8 + 4 * dims])
-    item = 1
-    for d in shape:
-        item *= d
-    n = min(n, count)
-    body = data[8 + 4 * dims:8 + 4 * dims + n * item]
+        magic, count = struct.unpack(">II", f.read(8))
+        dims = (magic & 0xFF) - 1
+        shape_bytes = f.read(4 * dims)
+        item = 1
+        for d in struct.unpack(">" + "I" * dims, shape_bytes):
+            item *= d
+        n = min(n, count)
+        body = f.read(n * item)
     # mtime=0: the same input gives the same bytes, so the same dataset id
-    with gzip.GzipFile(os.path.join(dst, name), "wb", mtime=0) as f:
-        f.write(struct.pack(">II", magic, n) + data[8:8 + 4 * dims] + body)
+    with gzip.GzipFile(os.path.join(dst, name), "wb", compresslevel=1, mtime=0) as f:
+        f.write(struct.pack(">II", magic, n) + shape_bytes + body)
     return n
 
 
