@@ -59,7 +59,7 @@ static void pipeline_note(void *ud, int warn, const char *msg)
 /* ---- run ---- */
 
 enum { RUN_SUBMIT, RUN_LOCAL, RUN_DRY };
-static int run_mode;
+static int run_mode, run_parallel;
 static struct dlk_strlist run_force;
 
 static int run_run(struct dlk_ctx *ctx, struct dlk_args *args)
@@ -109,6 +109,7 @@ static int run_run(struct dlk_ctx *ctx, struct dlk_args *args)
 	o.force = (const char *const *)run_force.v;
 	o.n_force = run_force.n;
 	o.dry_run = run_mode == RUN_DRY;
+	o.parallel = run_parallel;
 	if (dlk_pipeline_run_local(&p, &o, &sink, &err))
 		goto fail;
 	if (!o.dry_run)
@@ -127,6 +128,8 @@ static const struct dlk_option run_options[] = {
 	OPT_MODE("local", &run_mode, RUN_LOCAL, "run the stages on this machine"),
 	OPT_MODE("dry-run", &run_mode, RUN_DRY, "say which stages would run and which would be reused, with their keys"),
 	OPT_LIST(0, "force", &run_force, "STAGE", "run STAGE again even when its key is known (repeatable)"),
+	OPT_INT(0, "parallel", &run_parallel, "N", 1, "run up to N stages at once, those whose inputs are ready",
+	        .min = 1, .max = 64),
 	OPT_STRING(0, "pipeline", &pipeline_file, "FILE", NULL, "the pipeline file",
 	           .def_doc = DLK_PIPELINE_FILE " beside the project file", .complete = COMPLETE_FILE),
 	OPT_END(),

@@ -109,12 +109,14 @@ struct dlk_pipeline_run_opts {
 	const char *const *force; /* run these again even when their key is known */
 	size_t n_force;
 	int dry_run;             /* say which stages would run, with their keys; run nothing */
+	int parallel;            /* at most this many stages' processes at once; 0 = 1 */
 };
 
 /* Runs the pipeline here: stages in dependency order; each either reused (its key found in the
  * pipeline's key records and its output still in the store) or run, its output pushed with a
  * provenance.json (stage, key, inputs, program digests, run id) and a run record written to
- * <dir>/.dlk/runs/NAME/. A stage that fails blocks its descendants; independent stages go on.
+ * <dir>/.dlk/runs/NAME/. Stages whose inputs are ready run at once, up to o->parallel. A stage
+ * that fails blocks its descendants; independent stages go on.
  * Returns 0 when every stage asked for succeeded or was reused, DLK_EXIT_FAIL naming the stages
  * that failed and those they blocked, or another error (the store, the file system). The
  * status is written after each stage. */

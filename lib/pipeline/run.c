@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,11 @@ struct stage_run {
 	char reason[512];    /* failed / blocked: why */
 	int exit_code;
 	int would_run;       /* dry run: the stage would run */
+	/* while it runs */
+	pid_t pid;           /* > 0 while its process runs */
+	char started[32];
+	char *key_txt;       /* owned */
+	char (*ids)[65];     /* its inputs' ids, owned */
 };
 
 static void note(const struct dlk_pipeline_sink *sink, int warn, const char *fmt, ...)
@@ -234,17 +240,14 @@ static void env_name(char *buf, size_t len, const char *prefix, const char *name
 	buf[n] = 0;
 }
 
-/* Runs argv (execvp) in cwd with its output in log; returns the exit status (128 + signal
- * when killed), or -1 when it could not start. */
-static int run_process(const char *const *argv, const char *cwd, const char *log, char *const *env_add)
+/* Starts argv (execvp) in cwd with its output in log; returns its pid, or -1 when it could not
+ * fork. */
+static pid_t start_process(const char *const *argv, const char *cwd, const char *log, char *const *env_add)
 {
 	pid_t pid;
-	int status;
 
 	fflush(NULL);
 	pid = fork();
-	if (pid < 0)
-		return -1;
 	if (pid == 0) {
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		/* a stage does not outlive the run that started it */
@@ -264,12 +267,13 @@ static int run_process(const char *const *argv, const char *cwd, const char *log
 		dprintf(2, "cannot run '%s': %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WEXITSTATUS(status);
+	return pid;
+}
+
+/* A wait status as an exit code: 128 + the signal when killed. */
+static int exit_of(int status)
+{
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
 /* The last non-empty line of a log, for the failure message. */
@@ -484,21 +488,22 @@ static int in_list(const char *name, const char *const *list, size_t n)
 	return 0;
 }
 
-/* Runs stage s (its inputs' ids known): fetch, run, push. Fills r; returns -1 only for errors
- * that are not the stage's (the store, the disk), with err. */
-static int run_stage(const struct dlk_pipeline *p, const struct dlk_stage *s, char ids[][65],
-                     const struct dlk_pipeline_run_opts *o, const char *state_dir, const char *key_txt,
-                     struct stage_run *r, struct dlk_err *err)
+/* Starts stage s (r->ids and r->key_txt set): fetches its inputs and starts its process (r->pid),
+ * or marks it failed when it cannot start. Returns -1 only for errors that are not the stage's
+ * (the store, the disk), with err. */
+static int start_stage(const struct dlk_pipeline *p, const struct dlk_stage *s, const struct dlk_pipeline_run_opts *o,
+                       const char *state_dir, struct stage_run *r, struct dlk_err *err)
 {
+	char(*ids)[65] = r->ids;
 	char *work = xasprintf("%s/work/%s", state_dir, s->name), *out_dir = xasprintf("%s/out", work);
 	char *log = xasprintf("%s/logs/%s.log", state_dir, s->name), *logs = xasprintf("%s/logs", state_dir);
 	char **env = xcalloc((size_t)s->n_inputs + (size_t)s->n_params + 8, sizeof(char *));
 	const char **argv = NULL;
 	char **owned = xcalloc(8 + (size_t)s->n_params, sizeof(char *));
-	char started[32], *abs_work;
-	int n_env = 0, rc = -1, code;
+	char *abs_work;
+	int n_env = 0, rc = -1;
 
-	dlk_run_time_now(started);
+	dlk_run_time_now(r->started);
 	if (dlk_run_new_id(r->run_id, err))
 		goto out;
 	rm_tree(work);
@@ -573,33 +578,15 @@ static int run_stage(const struct dlk_pipeline *p, const struct dlk_stage *s, ch
 	}
 	}
 	free(abs_work);
-	code = run_process(argv ? argv : (const char *const *)s->argv, p->dir, log, env);
-	if (code) {
-		char last[400];
-		last_line(log, last, sizeof(last));
+	r->pid = start_process(argv ? argv : (const char *const *)s->argv, p->dir, log, env);
+	if (r->pid < 0) {
+		r->pid = 0;
 		r->state = DLK_STAGE_FAILED;
-		r->exit_code = code;
-		if (code < 0)
-			snprintf(r->reason, sizeof(r->reason), "could not start: %s", strerror(errno));
-		else
-			snprintf(r->reason, sizeof(r->reason), "exit code %d%s%s", code, last[0] ? ": " : "", last);
-		record_run(p, s, ids, r, started);
-		rc = 0;
-		goto out;
+		r->exit_code = -1;
+		snprintf(r->reason, sizeof(r->reason), "could not start: %s", strerror(errno));
+		record_run(p, s, ids, r, r->started);
 	}
-	if (s->kind == DLK_STAGE_PREDICT) {
-		char *tag = xasprintf("%s@latest", s->output);
-		rc = dlk_dataset_resolve(o->store, tag, 0, r->out_id, err);
-		free(tag);
-		if (rc)
-			goto out;
-	} else if (write_provenance(p, s, ids, r, key_txt, out_dir, err) || push_dir(o->store, out_dir, s->output, r->out_id, err)) {
-		dlk_err_prefix(err, "stage '%s': pushing its output '%s'", s->name, s->output);
-		goto out;
-	}
-	r->state = DLK_STAGE_SUCCEEDED;
-	record_run(p, s, ids, r, started);
-	rc = key_save(state_dir, s, r, key_txt, err);
+	rc = 0;
 out:
 	for (int i = 0; env[i]; i++)
 		free(env[i]);
@@ -615,15 +602,126 @@ out:
 	return rc;
 }
 
+/* Stage s's process ended with exit code code: push its output (or record its failure). Returns
+ * -1 only for errors that are not the stage's, with err. */
+static int finish_stage(const struct dlk_pipeline *p, const struct dlk_stage *s, const struct dlk_pipeline_run_opts *o,
+                        const char *state_dir, struct stage_run *r, int code, struct dlk_err *err)
+{
+	char *out_dir = xasprintf("%s/work/%s/out", state_dir, s->name);
+	char *log = xasprintf("%s/logs/%s.log", state_dir, s->name);
+	int rc = -1;
+
+	r->pid = 0;
+	if (code) {
+		char last[400];
+		last_line(log, last, sizeof(last));
+		r->state = DLK_STAGE_FAILED;
+		r->exit_code = code;
+		snprintf(r->reason, sizeof(r->reason), "exit code %d%s%s", code, last[0] ? ": " : "", last);
+		record_run(p, s, r->ids, r, r->started);
+		rc = 0;
+		goto out;
+	}
+	if (s->kind == DLK_STAGE_PREDICT) {
+		char *tag = xasprintf("%s@latest", s->output);
+		rc = dlk_dataset_resolve(o->store, tag, 0, r->out_id, err);
+		free(tag);
+		if (rc)
+			goto out;
+	} else if (write_provenance(p, s, r->ids, r, r->key_txt, out_dir, err) ||
+	           push_dir(o->store, out_dir, s->output, r->out_id, err)) {
+		dlk_err_prefix(err, "stage '%s': pushing its output '%s'", s->name, s->output);
+		goto out;
+	}
+	r->state = DLK_STAGE_SUCCEEDED;
+	record_run(p, s, r->ids, r, r->started);
+	rc = key_save(state_dir, s, r, r->key_txt, err);
+out:
+	free(log);
+	free(out_dir);
+	return rc;
+}
+
+/* What can be said of stage i now: 1 when it was decided without running (reused, blocked, or
+ * would run in a dry run) or was started, 0 when it must wait for a stage above it, -1 on an
+ * error that is not the stage's. */
+static int try_stage(const struct dlk_pipeline *p, int i, struct stage_run *runs, const struct dlk_pipeline_run_opts *o,
+                     const char *state_dir, const char *self_hex, const struct dlk_pipeline_sink *sink,
+                     struct dlk_buf *blocked, struct dlk_err *err)
+{
+	const struct dlk_stage *s = &p->stages[i];
+	struct stage_run *r = &runs[i];
+	int upstream = -1, unknown = 0;
+
+	for (int j = 0; j < s->n_inputs && upstream < 0; j++) {
+		const struct stage_run *u = s->inputs[j].stage >= 0 ? &runs[s->inputs[j].stage] : NULL;
+		if (!u)
+			continue;
+		if (u->state == DLK_STAGE_FAILED || u->state == DLK_STAGE_BLOCKED)
+			upstream = s->inputs[j].stage;
+		else if (u->would_run)
+			unknown = 1;
+		else if (u->state == DLK_STAGE_PENDING)
+			return 0; /* still running, or not started */
+	}
+	if (upstream >= 0) {
+		r->state = DLK_STAGE_BLOCKED;
+		snprintf(r->reason, sizeof(r->reason), "not run: its input stage '%s' %s", p->stages[upstream].name,
+		         runs[upstream].state == DLK_STAGE_FAILED ? "failed" : "did not run");
+		note(sink, 1, "stage %s: %s", s->name, r->reason);
+		dlk_buf_addf(blocked, "%s%s", blocked->len ? ", " : "", s->name);
+		return 1;
+	}
+	if (unknown) {
+		/* dry run: an input that would be made again has no id yet */
+		r->would_run = 1;
+		note(sink, 0, "stage %s: would run (an input stage would run)", s->name);
+		return 1;
+	}
+	r->ids = xcalloc((size_t)s->n_inputs + 1, sizeof(*r->ids));
+	for (int j = 0; j < s->n_inputs; j++) {
+		const struct dlk_stage_input *in = &s->inputs[j];
+		if (in->stage >= 0) {
+			memcpy(r->ids[j], runs[in->stage].out_id, 65);
+		} else if (dlk_dataset_resolve(o->store, in->ref, 0, r->ids[j], err)) {
+			dlk_err_prefix(err, "stage '%s', input '%s'", s->name, in->name);
+			return -1;
+		}
+	}
+	r->key_txt = key_text(p, s, r->ids, self_hex);
+	dlk_sha256_hex(r->key_txt, strlen(r->key_txt), r->key);
+	if (!in_list(s->name, o->force, o->n_force) && key_lookup(state_dir, r->key, r->out_id, r->run_id)) {
+		char probe[65];
+		char *ref = xasprintf("sha256:%s", r->out_id);
+		int have = !dlk_dataset_resolve(o->store, ref, 0, probe, err);
+		free(ref);
+		dlk_err_clear(err);
+		if (have) {
+			r->state = DLK_STAGE_REUSED;
+			note(sink, 0, "stage %s: reused (key %.12s): %s sha256:%.12s from run %s", s->name, r->key, s->output,
+			     r->out_id, r->run_id);
+			return 1;
+		}
+		r->out_id[0] = r->run_id[0] = 0;
+	}
+	if (o->dry_run) {
+		r->would_run = 1;
+		note(sink, 0, "stage %s: would run (key %.12s)", s->name, r->key);
+		return 1;
+	}
+	note(sink, 0, "stage %s: runs (key %.12s)", s->name, r->key);
+	return start_stage(p, s, o, state_dir, r, err) ? -1 : 1;
+}
+
 int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeline_run_opts *o,
                            const struct dlk_pipeline_sink *sink, struct dlk_err *err)
 {
 	struct stage_run *runs = xcalloc((size_t)p->n_stages, sizeof(*runs));
-	char *want = xcalloc((size_t)p->n_stages, 1);
+	char *want = xcalloc((size_t)p->n_stages, 1), *decided = xcalloc((size_t)p->n_stages, 1);
 	char *state_dir = dlk_pipeline_state_dir(p);
 	char self_hex[65] = "";
 	struct dlk_buf failed = DLK_BUF_INIT, blocked = DLK_BUF_INIT;
-	int rc = -1, n_failed = 0;
+	int rc = -1, n_failed = 0, n_running = 0, parallel = o->parallel > 0 ? o->parallel : 1;
 
 	for (size_t i = 0; i < o->n_only + o->n_force; i++) {
 		const char *name = i < o->n_only ? o->only[i] : o->force[i - o->n_only];
@@ -643,91 +741,58 @@ int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeli
 	}
 	if (dlk_mkdir_p(state_dir, err))
 		goto out;
-	for (int k = 0; k < p->n_stages; k++) {
-		int i = p->order[k];
-		const struct dlk_stage *s = &p->stages[i];
-		struct stage_run *r = &runs[i];
-		char(*ids)[65] = xcalloc((size_t)s->n_inputs + 1, sizeof(*ids));
-		char *key_txt = NULL;
-		int upstream = -1, unknown = 0;
+	/* Decide every stage whose inputs are known, in the file's dependency order, starting at
+	 * most `parallel` processes; then wait for one to end, and again. */
+	for (;;) {
+		int status, found = -1;
+		pid_t pid;
 
-		if (!want[i]) {
-			free(ids);
-			continue;
-		}
-		for (int j = 0; j < s->n_inputs && upstream < 0; j++) {
-			const struct dlk_stage_input *in = &s->inputs[j];
-			if (in->stage >= 0) {
-				const struct stage_run *u = &runs[in->stage];
-				if (u->state == DLK_STAGE_FAILED || u->state == DLK_STAGE_BLOCKED)
-					upstream = in->stage;
-				else if (u->would_run)
-					unknown = 1;
-				else
-					memcpy(ids[j], u->out_id, 65);
-			} else if (dlk_dataset_resolve(o->store, in->ref, 0, ids[j], err)) {
-				dlk_err_prefix(err, "stage '%s', input '%s'", s->name, in->name);
-				free(ids);
-				goto out;
-			}
-		}
-		if (upstream >= 0) {
-			r->state = DLK_STAGE_BLOCKED;
-			snprintf(r->reason, sizeof(r->reason), "not run: its input stage '%s' %s", p->stages[upstream].name,
-			         runs[upstream].state == DLK_STAGE_FAILED ? "failed" : "did not run");
-			note(sink, 1, "stage %s: %s", s->name, r->reason);
-			dlk_buf_addf(&blocked, "%s%s", blocked.len ? ", " : "", s->name);
-			free(ids);
-			continue;
-		}
-		if (unknown) {
-			/* dry run: an input that would be made again has no id yet */
-			r->would_run = 1;
-			note(sink, 0, "stage %s: would run (an input stage would run)", s->name);
-			free(ids);
-			continue;
-		}
-		key_txt = key_text(p, s, ids, self_hex);
-		dlk_sha256_hex(key_txt, strlen(key_txt), r->key);
-		if (!in_list(s->name, o->force, o->n_force) && key_lookup(state_dir, r->key, r->out_id, r->run_id)) {
-			char probe[65];
-			char *ref = xasprintf("sha256:%s", r->out_id);
-			int have = !dlk_dataset_resolve(o->store, ref, 0, probe, err);
-			free(ref);
-			dlk_err_clear(err);
-			if (have) {
-				r->state = DLK_STAGE_REUSED;
-				note(sink, 0, "stage %s: reused (key %.12s): %s sha256:%.12s from run %s", s->name, r->key, s->output,
-				     r->out_id, r->run_id);
-				free(key_txt);
-				free(ids);
+		for (int k = 0; k < p->n_stages; k++) {
+			int i = p->order[k], got;
+			if (!want[i] || decided[i])
 				continue;
+			if (n_running >= parallel)
+				break;
+			got = try_stage(p, i, runs, o, state_dir, self_hex, sink, &blocked, err);
+			if (got < 0)
+				goto out;
+			if (got) {
+				decided[i] = 1;
+				if (runs[i].pid > 0)
+					n_running++;
+				else if (runs[i].state == DLK_STAGE_FAILED) {
+					n_failed++;
+					dlk_buf_addf(&failed, "%s%s", failed.len ? ", " : "", p->stages[i].name);
+					note(sink, 1, "stage %s: failed, %s", p->stages[i].name, runs[i].reason);
+				}
 			}
-			r->out_id[0] = r->run_id[0] = 0;
 		}
-		if (o->dry_run) {
-			r->would_run = 1;
-			note(sink, 0, "stage %s: would run (key %.12s)", s->name, r->key);
-			free(key_txt);
-			free(ids);
-			continue;
-		}
-		note(sink, 0, "stage %s: runs (key %.12s)", s->name, r->key);
-		if (run_stage(p, s, ids, o, state_dir, key_txt, r, err)) {
-			free(key_txt);
-			free(ids);
+		if (!n_running)
+			break;
+		pid = waitpid(-1, &status, 0);
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			dlk_errf(err, DLK_EXIT_FAIL, "waiting for the stages: %s", strerror(errno));
 			goto out;
 		}
-		free(key_txt);
-		free(ids);
-		if (r->state == DLK_STAGE_FAILED) {
-			char *log = dlk_pipeline_log_path(p, s->name);
+		for (int i = 0; i < p->n_stages && found < 0; i++)
+			if (runs[i].pid == pid)
+				found = i;
+		if (found < 0)
+			continue; /* not a stage's process */
+		n_running--;
+		if (finish_stage(p, &p->stages[found], o, state_dir, &runs[found], exit_of(status), err))
+			goto out;
+		if (runs[found].state == DLK_STAGE_FAILED) {
+			char *log = dlk_pipeline_log_path(p, p->stages[found].name);
 			n_failed++;
-			note(sink, 1, "stage %s: failed, %s (log: %s)", s->name, r->reason, log);
-			dlk_buf_addf(&failed, "%s%s", failed.len ? ", " : "", s->name);
+			note(sink, 1, "stage %s: failed, %s (log: %s)", p->stages[found].name, runs[found].reason, log);
+			dlk_buf_addf(&failed, "%s%s", failed.len ? ", " : "", p->stages[found].name);
 			free(log);
 		} else {
-			note(sink, 0, "stage %s: done: %s sha256:%.12s (run %s)", s->name, s->output, r->out_id, r->run_id);
+			note(sink, 0, "stage %s: done: %s sha256:%.12s (run %s)", p->stages[found].name, p->stages[found].output,
+			     runs[found].out_id, runs[found].run_id);
 		}
 		if (write_status(p, runs, state_dir, o->store_url, 0, err))
 			goto out;
@@ -742,9 +807,20 @@ int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeli
 	}
 	rc = 0;
 out:
+	/* an error of the store or the disk: the stages still running are stopped, not left behind */
+	for (int i = 0; i < p->n_stages; i++)
+		if (runs[i].pid > 0) {
+			kill(runs[i].pid, SIGTERM);
+			waitpid(runs[i].pid, NULL, 0);
+		}
+	for (int i = 0; i < p->n_stages; i++) {
+		free(runs[i].key_txt);
+		free(runs[i].ids);
+	}
 	dlk_buf_release(&failed);
 	dlk_buf_release(&blocked);
 	free(state_dir);
+	free(decided);
 	free(want);
 	free(runs);
 	return rc;

@@ -99,6 +99,37 @@ test_expect_success 'a failing stage blocks its descendants, names them and exit
 	test -z "$(ran err7)" && test "$(reused err7)" = "count,gate,predict,prepare,train"
 '
 
+test_expect_success '--parallel 2 runs independent stages at once; the stage after them waits for both' '
+	cd "$TEST_TMP/p" && mkdir meet &&
+	cat >meet.sh <<\EOF_SH &&
+# each of the two stages waits for the other: they can only both finish when they run at once
+touch "$MEET/$1"; i=0
+while [ ! -e "$MEET/$2" ]; do i=$((i + 1)); [ $i -le 600 ] || exit 1; sleep 0.1; done
+echo "$1 met $2" >"$DLK_OUTPUT/seen"
+EOF_SH
+	cat >after.sh <<\EOF_SH &&
+cat "$DLK_INPUT_L/seen" "$DLK_INPUT_R/seen" >"$DLK_OUTPUT/both"
+EOF_SH
+	cat >meet.yaml <<\EOF_Y &&
+name: meet
+store: ./store
+stages:
+  after:
+    inputs: {l: left, r: right}
+    run: [sh, after.sh]
+  left:
+    inputs: {n: notes@v1}
+    run: [sh, meet.sh, left, right]
+  right:
+    inputs: {n: notes@v1}
+    run: [sh, meet.sh, right, left]
+EOF_Y
+	MEET=$PWD/meet dlk pipeline run --local --parallel 2 --pipeline meet.yaml 2>err8 && cat err8 &&
+	test "$(ran err8)" = "after,left,right" &&
+	dlk data get -q meet-after@latest --from ./store m &&
+	printf "left met right\nright met left\n" >want && diff want m/both
+'
+
 test_expect_success 'lineage follows the predictions through the stages to the raw data; impact finds the runs' '
 	cd "$TEST_TMP/p" &&
 	dlk lineage fashion-preds@latest --from ./store >lin && cat lin &&
