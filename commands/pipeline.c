@@ -92,12 +92,17 @@ static int run_run(struct dlk_ctx *ctx, struct dlk_args *args)
 		store_url = xstrdup(p.store);
 	} else {
 		char cwd[4096];
+		const char *rel = p.store;
+		while (!strncmp(rel, "./", 2))
+			rel += 2;
 		if (p.dir[0] == '/')
-			store_url = xasprintf("%s/%s", p.dir, p.store);
-		else if (getcwd(cwd, sizeof(cwd)))
-			store_url = xasprintf("%s/%s/%s", cwd, p.dir, p.store);
+			store_url = xasprintf("%s/%s", p.dir, rel);
+		else if (!getcwd(cwd, sizeof(cwd)))
+			store_url = xasprintf("%s/%s", p.dir, rel);
+		else if (!strcmp(p.dir, "."))
+			store_url = xasprintf("%s/%s", cwd, rel);
 		else
-			store_url = xasprintf("%s/%s", p.dir, p.store);
+			store_url = xasprintf("%s/%s/%s", cwd, p.dir, rel);
 	}
 	if (dlk_data_store_open(ctx, store_url, NULL, &ds, &err))
 		goto fail;
@@ -163,7 +168,7 @@ static cJSON *read_status(const struct dlk_pipeline *p, struct dlk_err *err)
 	cJSON *j = NULL;
 
 	if (dlk_buf_read_file(&b, path, 16u << 20, msg, sizeof(msg)))
-		dlk_errf(err, DLK_EXIT_NOTFOUND, "pipeline %s has not run here ('%s': %s)", p->name, path, msg);
+		dlk_errf(err, DLK_EXIT_NOTFOUND, "pipeline %s has not run here (%s)", p->name, msg);
 	else if (!(j = cJSON_ParseWithLength(b.data, b.len)) || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "stages"))) {
 		cJSON_Delete(j);
 		j = NULL;
