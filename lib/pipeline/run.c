@@ -633,6 +633,13 @@ static int finish_stage(const struct dlk_pipeline *p, const struct dlk_stage *s,
 		dlk_err_prefix(err, "stage '%s': pushing its output '%s'", s->name, s->output);
 		goto out;
 	}
+	{
+		char *tag = xasprintf("%s@key-%s", s->output, r->key);
+		rc = dlk_dataset_tag(o->store, tag, r->out_id, err);
+		free(tag);
+		if (rc)
+			goto out;
+	}
 	r->state = DLK_STAGE_SUCCEEDED;
 	record_run(p, s, r->ids, r, r->started);
 	rc = key_save(state_dir, s, r, r->key_txt, err);
@@ -640,6 +647,51 @@ out:
 	free(log);
 	free(out_dir);
 	return rc;
+}
+
+/* The output an earlier run made for r->key: the store's tag OUTPUT@key-KEY (so that a run on
+ * another machine with the same store reuses it too), else this machine's key record when its
+ * output is still in the store. Fills r->out_id and r->run_id (empty when neither the record nor
+ * the output's provenance names it); 0 when there is none. */
+static int find_output(struct dlk_store *st, const char *state_dir, const struct dlk_stage *s, struct stage_run *r)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	char *tag = xasprintf("%s@key-%s", s->output, r->key);
+	char rec_id[65] = "", rec_run[40] = "";
+	int have_rec = key_lookup(state_dir, r->key, rec_id, rec_run), found = 0;
+
+	if (!dlk_dataset_resolve(st, tag, 0, r->out_id, &err)) {
+		found = 1;
+		if (have_rec && !strcmp(rec_id, r->out_id)) {
+			memcpy(r->run_id, rec_run, sizeof(r->run_id));
+		} else {
+			/* made elsewhere: the run is in the output's provenance, when dlk wrote one */
+			struct dlk_manifest m = DLK_MANIFEST_INIT;
+			cJSON *prov = NULL;
+			if (!dlk_dataset_manifest(st, r->out_id, &m, &err) && !dlk_dataset_provenance(st, &m, &prov, &err)) {
+				const cJSON *run = cJSON_GetObjectItemCaseSensitive(
+					cJSON_GetObjectItemCaseSensitive(prov, "pipeline"), "run_id");
+				if (cJSON_IsString(run) && strlen(run->valuestring) < sizeof(r->run_id))
+					snprintf(r->run_id, sizeof(r->run_id), "%s", run->valuestring);
+			}
+			cJSON_Delete(prov);
+			dlk_manifest_release(&m);
+		}
+	} else if (have_rec) {
+		char *ref = xasprintf("sha256:%s", rec_id);
+		char probe[65];
+		dlk_err_clear(&err);
+		if (!dlk_dataset_resolve(st, ref, 0, probe, &err)) {
+			memcpy(r->out_id, rec_id, 65);
+			memcpy(r->run_id, rec_run, sizeof(r->run_id));
+			found = 1;
+		}
+		free(ref);
+	}
+	if (!found)
+		r->out_id[0] = r->run_id[0] = 0;
+	free(tag);
+	return found;
 }
 
 /* What can be said of stage i now: 1 when it was decided without running (reused, blocked, or
@@ -690,19 +742,11 @@ static int try_stage(const struct dlk_pipeline *p, int i, struct stage_run *runs
 	}
 	r->key_txt = key_text(p, s, r->ids, self_hex);
 	dlk_sha256_hex(r->key_txt, strlen(r->key_txt), r->key);
-	if (!in_list(s->name, o->force, o->n_force) && key_lookup(state_dir, r->key, r->out_id, r->run_id)) {
-		char probe[65];
-		char *ref = xasprintf("sha256:%s", r->out_id);
-		int have = !dlk_dataset_resolve(o->store, ref, 0, probe, err);
-		free(ref);
-		dlk_err_clear(err);
-		if (have) {
-			r->state = DLK_STAGE_REUSED;
-			note(sink, 0, "stage %s: reused (key %.12s): %s sha256:%.12s from run %s", s->name, r->key, s->output,
-			     r->out_id, r->run_id);
-			return 1;
-		}
-		r->out_id[0] = r->run_id[0] = 0;
+	if (!in_list(s->name, o->force, o->n_force) && find_output(o->store, state_dir, s, r)) {
+		r->state = DLK_STAGE_REUSED;
+		note(sink, 0, "stage %s: reused (key %.12s): %s sha256:%.12s from run %s", s->name, r->key, s->output,
+		     r->out_id, r->run_id[0] ? r->run_id : "(not recorded)");
+		return 1;
 	}
 	if (o->dry_run) {
 		r->would_run = 1;

@@ -55,6 +55,18 @@ test_expect_success 'a second run reuses every stage and names the run that made
 	grep_q "^stage train: reused (key [0-9a-f]*): fashion-train sha256:[0-9a-f]* from run $run\$" err2
 '
 
+test_expect_success 'the keys are tags in the store: a checkout without this one'"'"'s state reuses every stage' '
+	cd "$TEST_TMP/p" &&
+	mv .dlk/pipelines pipelines.away &&
+	dlk pipeline run --local 2>err2b && cat err2b &&
+	test -z "$(ran err2b)" && test "$(reused err2b)" = "count,gate,predict,prepare,train" &&
+	run=$(jq -r ".stages[] | select(.name == \"prepare\") | .run_id" st1.json) &&
+	grep_q "^stage prepare: reused (key [0-9a-f]*): fashion-small sha256:[0-9a-f]* from run $run\$" err2b &&
+	key=$(jq -r ".stages[] | select(.name == \"prepare\") | .key" st1.json) &&
+	dlk data show "fashion-small@key-$key" --from ./store >/dev/null &&
+	rm -rf .dlk/pipelines && mv pipelines.away .dlk/pipelines
+'
+
 test_expect_success 'changing one input'"'"'s tag re-runs exactly the stages below it (--dry-run says so first)' '
 	cd "$TEST_TMP/p" &&
 	echo two >notes/a && dlk data push -q notes --to ./store --tag notes@v2 >/dev/null &&
