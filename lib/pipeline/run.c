@@ -11,6 +11,7 @@
 #include "lib/store/manifest.h"
 #include "lib/store/provenance.h"
 #include "lib/store/store.h"
+#include "lib/train/bundle.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
@@ -347,6 +348,35 @@ static int write_provenance(const struct dlk_pipeline *p, const struct dlk_stage
 		}
 	}
 	cJSON_AddItemToObject(j, "inputs", ins);
+	if (s->kind == DLK_STAGE_TRAIN) {
+		/* the model, and the training run that made it (dlk train's own record) */
+		struct dlk_bundle b = DLK_BUNDLE_INIT;
+		char *bundle = xasprintf("%s/model.dlk", out_dir), hex[65], id[72];
+		if (dlk_bundle_read(bundle, &b, err) || dlk_sha256_file(bundle, hex)) {
+			dlk_err_prefix(err, "stage '%s' wrote no model", s->name);
+			dlk_bundle_release(&b);
+			free(bundle);
+			free(path);
+			cJSON_Delete(j);
+			return -1;
+		}
+		{
+			cJSON *mo = cJSON_CreateObject();
+			const cJSON *run = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(b.meta, "provenance"),
+			                                                    "run_id");
+			const cJSON *name = cJSON_GetObjectItemCaseSensitive(b.meta, "name");
+			snprintf(id, sizeof(id), "sha256:%s", hex);
+			if (cJSON_IsString(name))
+				cJSON_AddStringToObject(mo, "name", name->valuestring);
+			cJSON_AddStringToObject(mo, "bundle_sha256", id);
+			cJSON_AddStringToObject(mo, "weights_sha256", b.weights_sha256);
+			if (cJSON_IsString(run))
+				cJSON_AddStringToObject(mo, "run_id", run->valuestring);
+			cJSON_AddItemToObject(j, "model", mo);
+		}
+		dlk_bundle_release(&b);
+		free(bundle);
+	}
 	text = dlk_json_print(j);
 	rc = dlk_write_file_atomic(path, text, strlen(text), 0644, err);
 	free(text);

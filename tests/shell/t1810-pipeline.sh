@@ -149,6 +149,10 @@ test_expect_success 'lineage follows the predictions through the stages to the r
 	grep_q "^made by  *dlk pipeline fashion, stage prepare" lin &&
 	grep_q "^input  *$(cat raw2.id) (fashion-raw@v2)" lin &&
 	grep_q "^dataset  *$(cat raw2.id) (pushed from files)" lin &&
+	dlk lineage fashion-train@latest --from ./store >lint && cat lint &&
+	grep_q "^made by  *dlk pipeline fashion, stage train" lint &&
+	trun=$(sed -n "s/^run  *//p" lint | sed -n 2p) &&
+	ls .dlk/runs/p/ | grep_q "^$trun" &&
 	dlk lineage fashion-small@latest --from ./store -o json >lin.json &&
 	jq -e ".datasets[0].provenance.pipeline.stage == \"prepare\" and (.datasets[0].provenance.pipeline.key | length) == 64" lin.json &&
 	prep=$(jq -r ".datasets[0].provenance.pipeline.run_id" lin.json) &&
