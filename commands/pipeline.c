@@ -56,6 +56,34 @@ static void pipeline_note(void *ud, int warn, const char *msg)
 		dlk_info(ctx, "%s", msg);
 }
 
+static cJSON *read_status(const struct dlk_pipeline *p, struct dlk_err *err)
+{
+	char *dir = dlk_pipeline_state_dir(p), *path = xasprintf("%s/status.json", dir);
+	struct dlk_buf b = DLK_BUF_INIT;
+	char msg[256];
+	cJSON *j = NULL;
+
+	if (dlk_buf_read_file(&b, path, 16u << 20, msg, sizeof(msg)))
+		dlk_errf(err, DLK_EXIT_NOTFOUND, "pipeline %s has not run here (%s)", p->name, msg);
+	else if (!(j = cJSON_ParseWithLength(b.data, b.len)) || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "stages"))) {
+		cJSON_Delete(j);
+		j = NULL;
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is not a pipeline status; run the pipeline again", path);
+	}
+	dlk_buf_release(&b);
+	free(path);
+	free(dir);
+	return j;
+}
+
+static const char *jstr(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int show_status(const struct dlk_ctx *ctx, const struct dlk_pipeline *p, const cJSON *st, struct dlk_err *err);
+
 /* ---- run ---- */
 
 enum { RUN_SUBMIT, RUN_LOCAL, RUN_DRY };
@@ -115,7 +143,16 @@ static int run_run(struct dlk_ctx *ctx, struct dlk_args *args)
 	o.n_force = run_force.n;
 	o.dry_run = run_mode == RUN_DRY;
 	o.parallel = run_parallel;
-	if (dlk_pipeline_run_local(&p, &o, &sink, &err))
+	rc = dlk_pipeline_run_local(&p, &o, &sink, &err);
+	if (!o.dry_run && (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML)) {
+		/* the stages as status shows them, also when one failed */
+		struct dlk_err serr = DLK_ERR_INIT;
+		cJSON *st = read_status(&p, &serr);
+		if (st)
+			show_status(ctx, &p, st, &serr);
+		cJSON_Delete(st);
+	}
+	if (rc)
 		goto fail;
 	if (!o.dry_run)
 		dlk_info(ctx, "pipeline %s: done ('dlk pipeline status' shows its stages)", p.name);
@@ -160,30 +197,37 @@ const struct dlk_command_def dlk_cmd_pipeline_run = {
 
 /* ---- status ---- */
 
-static cJSON *read_status(const struct dlk_pipeline *p, struct dlk_err *err)
+/* Prints the status document st: as it is for -o json/yaml, else a table. */
+static int show_status(const struct dlk_ctx *ctx, const struct dlk_pipeline *p, const cJSON *st, struct dlk_err *err)
 {
-	char *dir = dlk_pipeline_state_dir(p), *path = xasprintf("%s/status.json", dir);
-	struct dlk_buf b = DLK_BUF_INIT;
-	char msg[256];
-	cJSON *j = NULL;
+	const cJSON *s;
 
-	if (dlk_buf_read_file(&b, path, 16u << 20, msg, sizeof(msg)))
-		dlk_errf(err, DLK_EXIT_NOTFOUND, "pipeline %s has not run here (%s)", p->name, msg);
-	else if (!(j = cJSON_ParseWithLength(b.data, b.len)) || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "stages"))) {
-		cJSON_Delete(j);
-		j = NULL;
-		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is not a pipeline status; run the pipeline again", path);
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
+		char *text = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(st) : yamljson_emit(st, err);
+		if (!text)
+			return -1;
+		fputs(text, stdout);
+		if (ctx->output == DLK_OUTPUT_JSON)
+			fputc('\n', stdout);
+		free(text);
+		return 0;
 	}
-	dlk_buf_release(&b);
-	free(path);
-	free(dir);
-	return j;
-}
-
-static const char *jstr(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
+	printf("pipeline %s (%s)\n", dlk_visible(p->name), dlk_visible(jstr(st, "finished_at") ? jstr(st, "finished_at")
+	                                                                                    : "running or stopped"));
+	printf("%-16s %-8s %-10s %-30s %s\n", "STAGE", "KIND", "STATE", "OUTPUT", "RUN");
+	cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(st, "stages"))
+	{
+		const char *id = jstr(s, "output_id"), *run = jstr(s, "run_id"), *from = jstr(s, "reused_from_run");
+		char out[128];
+		snprintf(out, sizeof(out), "%s%s%.12s", jstr(s, "output") ? jstr(s, "output") : "", id ? " " : "",
+		         id && strlen(id) > 7 ? id + 7 : "");
+		printf("%-16s %-8s %-10s %-30s %s%s\n", dlk_visible(jstr(s, "name")), dlk_visible(jstr(s, "kind")),
+		       dlk_visible(jstr(s, "state")), dlk_visible(out), from ? "from " : "",
+		       dlk_visible(from ? from : run ? run : "-"));
+		if (jstr(s, "reason"))
+			printf("  %s\n", dlk_visible(jstr(s, "reason")));
+	}
+	return 0;
 }
 
 static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
@@ -191,41 +235,11 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_pipeline p = DLK_PIPELINE_INIT;
 	cJSON *st = NULL;
-	const cJSON *s;
 	int rc = 0;
 
 	(void)args;
-	if (load(ctx, &p, &err) || !(st = read_status(&p, &err)))
-		goto fail;
-	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
-		char *text = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(st) : yamljson_emit(st, &err);
-		if (!text)
-			goto fail;
-		fputs(text, stdout);
-		if (ctx->output == DLK_OUTPUT_JSON)
-			fputc('\n', stdout);
-		free(text);
-		goto out;
-	}
-	printf("pipeline %s (%s)\n", dlk_visible(p.name), dlk_visible(jstr(st, "finished_at") ? jstr(st, "finished_at")
-	                                                                                   : "running or stopped"));
-	printf("%-16s %-8s %-10s %-30s %s\n", "STAGE", "KIND", "STATE", "OUTPUT", "RUN");
-	cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(st, "stages"))
-	{
-		const char *id = jstr(s, "output_id"), *run = jstr(s, "run_id"), *from = jstr(s, "reused_from_run");
-		char out[128];
-		snprintf(out, sizeof(out), "%s%s%.12s", jstr(s, "output") ? jstr(s, "output") : "", id ? " " : "",
-		         id ? id + 7 : "");
-		printf("%-16s %-8s %-10s %-30s %s%s\n", dlk_visible(jstr(s, "name")), dlk_visible(jstr(s, "kind")),
-		       dlk_visible(jstr(s, "state")), dlk_visible(out), from ? "from " : "",
-		       dlk_visible(from ? from : run ? run : "-"));
-		if (jstr(s, "reason"))
-			printf("  %s\n", dlk_visible(jstr(s, "reason")));
-	}
-	goto out;
-fail:
-	rc = dlk_report(ctx, &err);
-out:
+	if (load(ctx, &p, &err) || !(st = read_status(&p, &err)) || show_status(ctx, &p, st, &err))
+		rc = dlk_report(ctx, &err);
 	cJSON_Delete(st);
 	dlk_pipeline_release(&p);
 	return rc;

@@ -44,7 +44,8 @@ test_expect_success 'the first run runs every stage in dependency order; status 
 
 test_expect_success 'a second run reuses every stage and names the run that made each output' '
 	cd "$TEST_TMP/p" &&
-	dlk pipeline run --local 2>err2 && cat err2 &&
+	dlk pipeline run --local -o json >run2.json 2>err2 && cat err2 &&
+	test "$(jq -r "[.stages[].state] | unique | join(\",\")" run2.json)" = reused &&
 	test -z "$(ran err2)" && test "$(reused err2)" = "count,gate,predict,prepare,train" &&
 	dlk pipeline status -o json >st2.json &&
 	test "$(jq -r "[.stages[].state] | unique | join(\",\")" st2.json)" = reused &&
