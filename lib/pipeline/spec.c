@@ -101,6 +101,17 @@ static int key_known(const char *file, const struct ynode *k, const char *where,
 	          dlk_suggest_or_list(buf, sizeof(buf), k->text, keys, n, "keys here are"));
 }
 
+/* YAML leaves a repeated key to the reader: here the second one is an error, not a silent
+ * replacement of the first */
+static int key_once(const char *file, const struct ynode *m, int i, struct dlk_err *err)
+{
+	for (int j = 0; j < i; j++)
+		if (!strcmp(m->keys[j]->text, m->keys[i]->text))
+			return at(err, file, m->keys[i]->line, m->keys[i]->col, "key '%s' twice (first at line %d)",
+			          dlk_visible(m->keys[i]->text), m->keys[j]->line);
+	return 0;
+}
+
 static const char *const top_keys[] = { "name", "store", "stages" };
 static const char *const stage_keys[] = { "inputs", "run", "train", "predict", "code", "image", "params", "output" };
 
@@ -144,7 +155,8 @@ static int parse_stage(const char *file, const struct ynode *k, const struct yno
 		char what[128];
 
 		snprintf(what, sizeof(what), "stages.%s.%s", s->name, key->text);
-		if (key_known(file, key, "a stage", stage_keys, sizeof(stage_keys) / sizeof(*stage_keys), err))
+		if (key_known(file, key, "a stage", stage_keys, sizeof(stage_keys) / sizeof(*stage_keys), err) ||
+		    key_once(file, v, i, err))
 			return -1;
 		if (!strcmp(key->text, "inputs")) {
 			if (val->kind != YN_MAP)
@@ -206,6 +218,8 @@ static int parse_stage(const char *file, const struct ynode *k, const struct yno
 				if (val->vals[j]->kind != YN_SCALAR)
 					return AT(val->vals[j], "%s.%s is %s, not a single value", what, val->keys[j]->text,
 					          ynode_describe(val->vals[j], d, sizeof(d)));
+				if (key_once(file, val, j, err))
+					return -1;
 				s->params[s->n_params].key = xstrdup(val->keys[j]->text);
 				s->params[s->n_params++].value = xstrdup(val->vals[j]->text);
 			}
@@ -383,7 +397,8 @@ int dlk_pipeline_parse(const char *text, size_t len, const char *file, const cha
 	}
 	for (int i = 0; i < root->n; i++) {
 		const struct ynode *k = root->keys[i], *v = root->vals[i];
-		if (key_known(file, k, "the pipeline file", top_keys, sizeof(top_keys) / sizeof(*top_keys), err))
+		if (key_known(file, k, "the pipeline file", top_keys, sizeof(top_keys) / sizeof(*top_keys), err) ||
+		    key_once(file, root, i, err))
 			goto out;
 		if (!strcmp(k->text, "name")) {
 			if (scalar_text(file, v, "name", &p->name, err))
