@@ -13,6 +13,7 @@
 #include "lib/store/store.h"
 #include "lib/train/bundle.h"
 #include "lib/util/buf.h"
+#include "lib/util/clock.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
 #include "lib/util/jsonprint.h"
@@ -58,6 +59,7 @@ struct stage_run {
 	/* while it runs */
 	pid_t pid;           /* > 0 while its process runs */
 	char started[32];
+	double t0, seconds;  /* when it started (dlk_now), how long it ran */
 	char *key_txt;       /* owned */
 	char (*ids)[65];     /* its inputs' ids, owned */
 };
@@ -497,6 +499,8 @@ static int write_status(const struct dlk_pipeline *p, const struct stage_run *ru
 			cJSON_AddStringToObject(o, r->state == DLK_STAGE_REUSED ? "reused_from_run" : "run_id", r->run_id);
 		if (r->state == DLK_STAGE_FAILED)
 			cJSON_AddNumberToObject(o, "exit_code", r->exit_code);
+		if (r->state == DLK_STAGE_SUCCEEDED || (r->state == DLK_STAGE_FAILED && r->exit_code >= 0))
+			cJSON_AddNumberToObject(o, "seconds", (double)(long long)(r->seconds * 1000 + 0.5) / 1000);
 		if (r->reason[0])
 			cJSON_AddStringToObject(o, "reason", r->reason);
 		cJSON_AddItemToArray(a, o);
@@ -534,6 +538,7 @@ static int start_stage(const struct dlk_pipeline *p, const struct dlk_stage *s, 
 	int n_env = 0, rc = -1;
 
 	dlk_run_time_now(r->started);
+	r->t0 = dlk_now();
 	if (dlk_run_new_id(r->run_id, err))
 		goto out;
 	rm_tree(work);
@@ -642,6 +647,7 @@ static int finish_stage(const struct dlk_pipeline *p, const struct dlk_stage *s,
 	int rc = -1;
 
 	r->pid = 0;
+	r->seconds = dlk_now() - r->t0;
 	if (code) {
 		char last[400];
 		last_line(log, last, sizeof(last));
@@ -865,8 +871,8 @@ int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeli
 			dlk_buf_addf(&failed, "%s%s", failed.len ? ", " : "", p->stages[found].name);
 			free(log);
 		} else {
-			note(sink, 0, "stage %s: done: %s sha256:%.12s (run %s)", p->stages[found].name, p->stages[found].output,
-			     runs[found].out_id, runs[found].run_id);
+			note(sink, 0, "stage %s: done in %.1f s: %s sha256:%.12s (run %s)", p->stages[found].name,
+			     runs[found].seconds, p->stages[found].output, runs[found].out_id, runs[found].run_id);
 		}
 		if (write_status(p, runs, state_dir, o->store_url, 0, err))
 			goto out;
