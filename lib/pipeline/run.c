@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -679,6 +680,12 @@ static int finish_stage(const struct dlk_pipeline *p, const struct dlk_stage *s,
 	r->state = DLK_STAGE_SUCCEEDED;
 	record_run(p, s, r->ids, r, r->started);
 	rc = key_save(state_dir, s, r, r->key_txt, err);
+	if (!rc) {
+		/* its inputs and output are in the store now; a failed stage's stay for a look */
+		char *work = xasprintf("%s/work/%s", state_dir, s->name);
+		rm_tree(work);
+		free(work);
+	}
 out:
 	free(log);
 	free(out_dir);
@@ -801,7 +808,7 @@ int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeli
 	char *state_dir = dlk_pipeline_state_dir(p);
 	char self_hex[65] = "";
 	struct dlk_buf failed = DLK_BUF_INIT, blocked = DLK_BUF_INIT;
-	int rc = -1, n_failed = 0, n_running = 0, parallel = o->parallel > 0 ? o->parallel : 1;
+	int rc = -1, n_failed = 0, n_running = 0, parallel = o->parallel > 0 ? o->parallel : 1, lock_fd = -1;
 
 	for (size_t i = 0; i < o->n_only + o->n_force; i++) {
 		const char *name = i < o->n_only ? o->only[i] : o->force[i - o->n_only];
@@ -821,6 +828,17 @@ int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeli
 	}
 	if (dlk_mkdir_p(state_dir, err))
 		goto out;
+	if (!o->dry_run) {
+		/* two runs of one pipeline here would share its work directories */
+		char *lock = xasprintf("%s/lock", state_dir);
+		lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		free(lock);
+		if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB)) {
+			dlk_errf(err, DLK_EXIT_FAIL, "pipeline %s is running here already (%s/lock is held)", p->name, state_dir);
+			dlk_err_hint(err, "wait for it to end, or stop it");
+			goto out;
+		}
+	}
 	/* Decide every stage whose inputs are known, in the file's dependency order, starting at
 	 * most `parallel` processes; then wait for one to end, and again. */
 	for (;;) {
@@ -897,6 +915,8 @@ out:
 		free(runs[i].key_txt);
 		free(runs[i].ids);
 	}
+	if (lock_fd >= 0)
+		close(lock_fd);
 	dlk_buf_release(&failed);
 	dlk_buf_release(&blocked);
 	free(state_dir);

@@ -12,6 +12,7 @@ if [ ! -f "$FM/t10k-images-idx3-ubyte.gz" ]; then
 fi
 command -v python3 >/dev/null 2>&1 || test_missing "python3 is installed"
 command -v jq >/dev/null 2>&1 || test_missing "jq is installed"
+command -v flock >/dev/null 2>&1 || test_missing "flock (util-linux) is installed"
 
 # the stages that ran and those reused, from a run's notes: "prepare,train|count"
 ran() { sed -n "s/^stage \([a-z]*\): runs (key .*/\1/p" "$1" | sort | paste -sd, -; }
@@ -141,6 +142,13 @@ EOF_Y
 	test "$(ran err8)" = "after,left,right" &&
 	dlk data get -q meet-after@latest --from ./store m &&
 	printf "left met right\nright met left\n" >want && diff want m/both
+'
+
+test_expect_success 'a second run of the pipeline while one holds its lock is refused' '
+	cd "$TEST_TMP/p" &&
+	test_exit_code 1 flock .dlk/pipelines/fashion/lock "$DLK" pipeline run --local 2>err9; cat err9 &&
+	grep_q "^error: pipeline fashion is running here already" err9 &&
+	dlk pipeline run --dry-run 2>dry9 && test "$(reused dry9)" = "count,gate,predict,prepare,train"
 '
 
 test_expect_success 'lineage follows the predictions through the stages to the raw data; impact finds the runs' '
