@@ -563,7 +563,7 @@ static int start_stage(const struct dlk_pipeline *p, const struct dlk_stage *s, 
 	env[n_env++] = xasprintf("DLK_PIPELINE=%s", p->name);
 	env[n_env++] = xasprintf("DLK_STAGE=%s", s->name);
 	env[n_env++] = xasprintf("DLK_STAGE_KEY=%s", r->key);
-	env[n_env++] = xasprintf("DLK_RUN_ID_PIPELINE=%s", r->run_id);
+	env[n_env++] = xasprintf("DLK_STAGE_RUN_ID=%s", r->run_id);
 	for (int i = 0; i < s->n_params; i++) {
 		char name[160];
 		env_name(name, sizeof(name), "DLK_PARAM_", s->params[i].key);
