@@ -151,6 +151,35 @@ test_expect_success 'a second run of the pipeline while one holds its lock is re
 	dlk pipeline run --dry-run 2>dry9 && test "$(reused dry9)" = "count,gate,predict,prepare,train"
 '
 
+test_expect_success 'a run killed in the middle, run again, goes on from the stage it was in' '
+	cd "$TEST_TMP/p" &&
+	cat >killer.sh <<\EOF_SH &&
+# the first time, kill the dlk that runs this stage, as a lost terminal or a node would
+if [ ! -e killed-once ]; then touch killed-once; kill -TERM $PPID; exec sleep 30; fi
+echo survived >"$DLK_OUTPUT/second"
+EOF_SH
+	cat >kill.yaml <<\EOF_Y &&
+name: kill
+store: ./store
+stages:
+  first:
+    inputs: {notes: notes@v1}
+    run: [sh, count.sh]
+  second:
+    inputs: {f: first}
+    run: [sh, killer.sh]
+  third:
+    inputs: {s: second}
+    run: [sh, after-kill.sh]
+EOF_Y
+	echo "cat \"\$DLK_INPUT_S/second\" >\"\$DLK_OUTPUT/third\"" >after-kill.sh &&
+	test_exit_code 143 "$DLK" pipeline run --local --pipeline kill.yaml 2>err10; cat err10 &&
+	test "$(ran err10)" = "first,second" &&
+	dlk pipeline run --local --pipeline kill.yaml 2>err11 && cat err11 &&
+	test "$(reused err11)" = first && test "$(ran err11)" = "second,third" &&
+	dlk data get -q kill-third@latest --from ./store k && test "$(cat k/third)" = survived
+'
+
 test_expect_success 'lineage follows the predictions through the stages to the raw data; impact finds the runs' '
 	cd "$TEST_TMP/p" &&
 	dlk lineage fashion-preds@latest --from ./store >lin && cat lin &&
