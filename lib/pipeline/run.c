@@ -356,7 +356,7 @@ static int write_provenance(const struct dlk_pipeline *p, const struct dlk_stage
 		struct dlk_bundle b = DLK_BUNDLE_INIT;
 		char *bundle = xasprintf("%s/model.dlk", out_dir), hex[65], id[72];
 		if (dlk_bundle_read(bundle, &b, err) || dlk_sha256_file(bundle, hex)) {
-			dlk_err_prefix(err, "stage '%s' wrote no model", s->name);
+			dlk_err_prefix(err, "no model");
 			dlk_bundle_release(&b);
 			free(bundle);
 			free(path);
@@ -667,7 +667,15 @@ static int finish_stage(const struct dlk_pipeline *p, const struct dlk_stage *s,
 			goto out;
 	} else if (write_provenance(p, s, r->ids, r, r->key_txt, out_dir, err) ||
 	           push_dir(o->store, out_dir, s->output, r->out_id, err)) {
-		dlk_err_prefix(err, "stage '%s': pushing its output '%s'", s->name, s->output);
+		/* the stage's output is not what it should be (no model, a link to a directory, a
+		 * store that refused it): the stage failed, the stages below it are blocked */
+		r->state = DLK_STAGE_FAILED;
+		r->exit_code = 0;
+		snprintf(r->reason, sizeof(r->reason), "its output '%.80s': %.400s", s->output, err->msg);
+		r->out_id[0] = 0;
+		dlk_err_clear(err);
+		record_run(p, s, r->ids, r, r->started);
+		rc = 0;
 		goto out;
 	}
 	{

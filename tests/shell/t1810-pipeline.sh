@@ -180,6 +180,24 @@ EOF_Y
 	dlk data get -q kill-third@latest --from ./store k && test "$(cat k/third)" = survived
 '
 
+test_expect_success 'a stage whose output cannot be a dataset fails, naming why, and blocks the stage below' '
+	cd "$TEST_TMP/p" &&
+	cat >badout.yaml <<\EOF_Y &&
+name: badout
+store: ./store
+stages:
+  s:
+    inputs: {notes: notes@v1}
+    run: [sh, -c, "ln -s / $DLK_OUTPUT/root"]
+  t:
+    inputs: {s: s}
+    run: [sh, count.sh]
+EOF_Y
+	test_exit_code 1 dlk pipeline run --local --pipeline badout.yaml 2>err12; cat err12 &&
+	grep_q "^warning: stage s: failed, its output .badout-s.: .*root" err12 &&
+	grep_q "^warning: stage t: not run: its input stage .s. failed" err12
+'
+
 test_expect_success 'lineage follows the predictions through the stages to the raw data; impact finds the runs' '
 	cd "$TEST_TMP/p" &&
 	dlk lineage fashion-preds@latest --from ./store >lin && cat lin &&
