@@ -1,8 +1,9 @@
 /* Pipelines over versioned data: a file of stages (dlk-pipeline.yaml beside dlk.yaml), each
  * reading datasets (NAME@TAG, sha256:ID) or other stages' outputs and writing one dataset, that
  * form a DAG. A stage's key is the sha256 of its kind, its inputs' ids, its parameters, its
- * program (argv, the bytes of the code files it names, the image) and dlk's version; a stage
- * whose key an earlier successful run recorded is reused, not run again.
+ * output's name and its program (argv, the bytes of the code files it names, the image; for
+ * dlk's own steps the project file, dlk's version and the binary's sha256); a stage whose key an
+ * earlier successful run recorded (the store's tag OUTPUT@key-KEY) is reused, not run again.
  *
  * spec.c reads and checks the file (every message names FILE:LINE:COL); run.c runs the stages
  * here, in dependency order, and keeps the state under <dir>/.dlk/pipelines/NAME/. Library
@@ -112,8 +113,8 @@ struct dlk_pipeline_run_opts {
 	int parallel;            /* at most this many stages' processes at once; 0 = 1 */
 };
 
-/* Runs the pipeline here: stages in dependency order; each either reused (its key found in the
- * pipeline's key records and its output still in the store) or run, its output pushed with a
+/* Runs the pipeline here: stages in dependency order; each either reused (its key's tag in the
+ * store, or this machine's key record with its output still in the store) or run, its output pushed with a
  * provenance.json (stage, key, inputs, program digests, run id) and a run record written to
  * <dir>/.dlk/runs/NAME/. Stages whose inputs are ready run at once, up to o->parallel. A stage
  * that fails blocks its descendants; independent stages go on.
