@@ -467,8 +467,39 @@ static void record_run(const struct dlk_pipeline *p, const struct dlk_stage *s, 
 	free(dir);
 }
 
-static int write_status(const struct dlk_pipeline *p, const struct stage_run *runs, const char *state_dir,
-                        const char *store_url, int finished, struct dlk_err *err)
+/* The stages of the status document prev, read before this run (NULL when none). */
+static cJSON *read_prev_status(const char *state_dir)
+{
+	char *path = xasprintf("%s/status.json", state_dir);
+	struct dlk_buf b = DLK_BUF_INIT;
+	char msg[128];
+	cJSON *j = NULL;
+
+	if (!dlk_buf_read_file(&b, path, 16u << 20, msg, sizeof(msg)))
+		j = cJSON_ParseWithLength(b.data, b.len);
+	dlk_buf_release(&b);
+	free(path);
+	return j;
+}
+
+/* Stage name's entry in a previous status document, or NULL. */
+static const cJSON *prev_stage(const cJSON *prev, const char *name)
+{
+	const cJSON *s;
+
+	cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(prev, "stages"))
+	{
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(s, "name");
+		if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
+			return s;
+	}
+	return NULL;
+}
+
+/* want: the stages this run was asked for; the others keep what the last run said of them */
+static int write_status(const struct dlk_pipeline *p, const struct stage_run *runs, const char *want,
+                        const cJSON *prev, const char *state_dir, const char *store_url, int finished,
+                        struct dlk_err *err)
 {
 	cJSON *j = cJSON_CreateObject(), *a = cJSON_CreateArray();
 	char *path = xasprintf("%s/status.json", state_dir), *text;
@@ -483,9 +514,15 @@ static int write_status(const struct dlk_pipeline *p, const struct stage_run *ru
 	for (int k = 0; k < p->n_stages; k++) {
 		int i = p->order[k];
 		const struct stage_run *r = &runs[i];
-		cJSON *o = cJSON_CreateObject();
+		const cJSON *old = want[i] ? NULL : prev_stage(prev, p->stages[i].name);
+		cJSON *o;
 		char id[72];
 
+		if (old) {
+			cJSON_AddItemToArray(a, cJSON_Duplicate(old, 1));
+			continue;
+		}
+		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "name", p->stages[i].name);
 		cJSON_AddStringToObject(o, "kind", dlk_stage_kind_name(p->stages[i].kind));
 		cJSON_AddStringToObject(o, "state", dlk_stage_state_name(r->state));
@@ -817,6 +854,7 @@ int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeli
 	char self_hex[65] = "";
 	struct dlk_buf failed = DLK_BUF_INIT, blocked = DLK_BUF_INIT;
 	int rc = -1, n_failed = 0, n_running = 0, parallel = o->parallel > 0 ? o->parallel : 1, lock_fd = -1;
+	cJSON *prev = NULL;
 
 	for (size_t i = 0; i < o->n_only + o->n_force; i++) {
 		const char *name = i < o->n_only ? o->only[i] : o->force[i - o->n_only];
@@ -847,6 +885,7 @@ int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeli
 			goto out;
 		}
 	}
+	prev = read_prev_status(state_dir);
 	/* Decide every stage whose inputs are known, in the file's dependency order, starting at
 	 * most `parallel` processes; then wait for one to end, and again. */
 	for (;;) {
@@ -900,10 +939,10 @@ int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeli
 			note(sink, 0, "stage %s: done in %.1f s: %s sha256:%.12s (run %s)", p->stages[found].name,
 			     runs[found].seconds, p->stages[found].output, runs[found].out_id, runs[found].run_id);
 		}
-		if (write_status(p, runs, state_dir, o->store_url, 0, err))
+		if (write_status(p, runs, want, prev, state_dir, o->store_url, 0, err))
 			goto out;
 	}
-	if (!o->dry_run && write_status(p, runs, state_dir, o->store_url, 1, err))
+	if (!o->dry_run && write_status(p, runs, want, prev, state_dir, o->store_url, 1, err))
 		goto out;
 	if (n_failed) {
 		dlk_errf(err, DLK_EXIT_FAIL, "pipeline %s: stage%s %s failed%s%s", p->name, n_failed > 1 ? "s" : "",
@@ -925,6 +964,7 @@ out:
 	}
 	if (lock_fd >= 0)
 		close(lock_fd);
+	cJSON_Delete(prev);
 	dlk_buf_release(&failed);
 	dlk_buf_release(&blocked);
 	free(state_dir);

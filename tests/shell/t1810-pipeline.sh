@@ -110,7 +110,10 @@ test_expect_success 'a failing stage blocks its descendants, names them and exit
 	dlk pipeline logs train >train.log && grep_q "training.epochs" train.log &&
 	cp good.yaml dlk-pipeline.yaml &&
 	dlk pipeline run --local 2>err7 && cat err7 &&
-	test -z "$(ran err7)" && test "$(reused err7)" = "count,gate,predict,prepare,train"
+	test -z "$(ran err7)" && test "$(reused err7)" = "count,gate,predict,prepare,train" &&
+	dlk pipeline run --local prepare 2>err7b && test "$(reused err7b)" = prepare &&
+	dlk pipeline status -o json >st7.json &&
+	test "$(jq -r "[.stages[].state] | unique | join(\",\")" st7.json)" = reused
 '
 
 test_expect_success '--parallel 2 runs independent stages at once; the stage after them waits for both' '
