@@ -30,6 +30,7 @@
 	X(data, "versioned datasets: push files to a store, list, show and get them by id or tag") \
 	X(export, "write a model bundle as ONNX, for ONNX Runtime, Triton or a phone")            \
 	X(predict, "score every sample of a dataset with a model and push the predictions as a dataset") \
+	X(pipeline, "run stages over versioned data in dependency order; a stage runs again only when its inputs change") \
 	X(lineage, "show what made a model: its dataset, project file, git commit, image and run") \
 	X(impact, "list the runs that used a dataset and the bundles they made, from the run history") \
 	X(prune, "remove old runs here with their bundles and checkpoints, and finished runs' checkpoints") \
@@ -43,7 +44,10 @@
 	X(data, ls, "list the datasets of a store, with their tags")                             \
 	X(data, show, "show a dataset: its files, sizes, digests and tags")                      \
 	X(data, get, "download a dataset into a directory, every file verified")                   \
-	X(data, serve, "serve a directory store over HTTP: what the pod of a pvc:// store runs")
+	X(data, serve, "serve a directory store over HTTP: what the pod of a pvc:// store runs") \
+	X(pipeline, run, "run the stages, reusing those whose key an earlier run recorded") \
+	X(pipeline, status, "show the stages of the last run: state, output, which were reused") \
+	X(pipeline, logs, "print the log of a stage's last run")
 
 #define X(n, s) extern const struct dlk_command_def dlk_cmd_##n;
 DLK_COMMAND_LIST(X)

@@ -83,7 +83,7 @@ static char *project_text(const struct dlk_embedded *ex, const char *name)
 
 /* The projects `dlk init --example` starts from: examples/NAME/dlk.yaml, built in, with the
  * other files of examples/NAME/ (a program's code) beside it. */
-static const char *const example_names[] = { "mlp", "cnn", "pytorch", "jax", "sweep", "resnet", NULL };
+static const char *const example_names[] = { "mlp", "cnn", "pytorch", "jax", "sweep", "resnet", "pipeline", NULL };
 
 /* the example's files other than dlk.yaml: the i-th, or NULL after the last */
 static const struct dlk_embedded *example_file(const char *example, int i)
@@ -203,6 +203,12 @@ static int run_init(struct dlk_ctx *ctx, struct dlk_args *args)
 		printf("next:\n");
 		if (cd)
 			printf("  cd %s\n", cd);
+		if (!strcmp(example, "pipeline")) {
+			printf("  dlk data push -q /usr/share/datasets/fashion-mnist --to ./store --tag fashion-raw@v1\n");
+			printf("  dlk pipeline run --local # prepare, train, predict, gate: each stage here\n");
+			printf("  dlk pipeline status      # which stages ran, which were reused\n");
+			goto out;
+		}
 		if (example_file(example, 0))
 			printf("  dlk train --local --workers 2   # run the program here, as two ranks\n");
 		else

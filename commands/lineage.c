@@ -102,7 +102,18 @@ static int dataset_lineage(struct dlk_ctx *ctx, const char *ref)
 			       prov ? "" : " (pushed from files)");
 			if (!prov)
 				continue;
-			line("made by", kind && !strcmp(kind, "predictions") ? "dlk predict" : kind);
+			if (kind && !strncmp(kind, "pipeline-", 9)) {
+				/* a pipeline stage's output (lib/pipeline): which pipeline, stage, key and run */
+				const cJSON *pl = cJSON_GetObjectItemCaseSensitive(prov, "pipeline");
+				char buf[400];
+				snprintf(buf, sizeof(buf), "dlk pipeline %s, stage %s", jstr(pl, "name") ? jstr(pl, "name") : "?",
+				         jstr(pl, "stage") ? jstr(pl, "stage") : "?");
+				line("made by", buf);
+				line("key", jstr(pl, "key"));
+				line("run", jstr(pl, "run_id"));
+			} else {
+				line("made by", kind && !strcmp(kind, "predictions") ? "dlk predict" : kind);
+			}
 			if (in) {
 				const char *tag = jstr(in, "tag");
 				char buf[400];

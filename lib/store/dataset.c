@@ -37,6 +37,22 @@ static int cmp_hex_entry(const void *a, const void *b)
 	              (*(const struct dlk_manifest_entry *const *)b)->sha256);
 }
 
+int dlk_dataset_tag(struct dlk_store *s, const char *tag, const char *id, struct dlk_err *err)
+{
+	char key[512];
+	char *line = xasprintf("sha256:%s\n", id);
+	struct dlk_put_src src = { .data = line, .size = strlen(line), .what = tag };
+	int r;
+
+	snprintf(key, sizeof(key), strchr(tag, '@') ? "tags/%s" : "tags/%s@latest", tag);
+	dlk_sha256_hex(line, strlen(line), src.sha256);
+	r = dlk_store_put(s, key, &src, err);
+	free(line);
+	if (r)
+		dlk_err_prefix(err, "cannot write tag '%s'", tag);
+	return r ? -1 : 0;
+}
+
 int dlk_dataset_push(struct dlk_store *s, const struct dlk_manifest *m, const char *const *tags, size_t n_tags,
                      dlk_store_progress_fn progress, void *progress_ctx, struct dlk_push_stats *stats,
                      struct dlk_err *err)
@@ -114,19 +130,9 @@ int dlk_dataset_push(struct dlk_store *s, const struct dlk_manifest *m, const ch
 			st.manifest_new = 1;
 		}
 	}
-	for (size_t i = 0; i < n_tags; i++) {
-		char *line = xasprintf("sha256:%s\n", m->id);
-		struct dlk_put_src src = { .data = line, .size = strlen(line), .what = tags[i] };
-		int r;
-		snprintf(key, sizeof(key), strchr(tags[i], '@') ? "tags/%s" : "tags/%s@latest", tags[i]);
-		dlk_sha256_hex(line, strlen(line), src.sha256);
-		r = dlk_store_put(s, key, &src, err);
-		free(line);
-		if (r) {
-			dlk_err_prefix(err, "cannot write tag '%s'", tags[i]);
+	for (size_t i = 0; i < n_tags; i++)
+		if (dlk_dataset_tag(s, tags[i], m->id, err))
 			goto out;
-		}
-	}
 	rc = 0;
 out:
 	if (stats)

@@ -22,6 +22,9 @@ int dlk_dataset_push(struct dlk_store *s, const struct dlk_manifest *m, const ch
                      dlk_store_progress_fn progress, void *progress_ctx, struct dlk_push_stats *stats,
                      struct dlk_err *err);
 
+/* Points tag (NAME@TAG, or NAME: NAME@latest) at the dataset id (64 hex), which the store
+ * should hold. */
+int dlk_dataset_tag(struct dlk_store *s, const char *tag, const char *id, struct dlk_err *err);
 /* Resolves a reference (lib/store/manifest.h: sha256:ID, a unique id prefix when allow_prefix,
  * NAME@TAG, NAME) to an id. A tag or an id the store does not have is DLK_EXIT_NOTFOUND with the
  * store named. */
