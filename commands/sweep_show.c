@@ -1,5 +1,6 @@
 /* `dlk status SWEEP`: the trials of a sweep, best first. */
 #include "commands/sweep_show.h"
+#include "commands/cluster.h"
 #include "commands/ui.h"
 #include "lib/sweep/sweep.h"
 #include "lib/util/buf.h"
@@ -40,10 +41,26 @@ static void cell_value(char *out, const cJSON *v)
 		snprintf(out, DLK_TABLE_CELL, "-");
 }
 
+cJSON *dlk_sweep_doc(struct dlk_ctx *ctx, const char *id, struct dlk_err *err)
+{
+	char *ns = dlk_sweep_cluster_namespace(ctx->file, id);
+	struct kube_client *c;
+	cJSON *doc;
+
+	if (!ns)
+		return dlk_sweep_status(ctx->file, id, err);
+	/* a sweep whose trials were Jobs: their records are in the cluster */
+	c = dlk_kube_client(ctx, err);
+	doc = c ? dlk_sweep_status_in(ctx->file, id, c, ctx->namespace_ ? ctx->namespace_ : ns, err) : NULL;
+	dlk_kube_close(ctx, c);
+	free(ns);
+	return doc;
+}
+
 int dlk_show_sweep(struct dlk_ctx *ctx, const char *id)
 {
 	struct dlk_err err = DLK_ERR_INIT;
-	cJSON *doc = dlk_sweep_status(ctx->file, id, &err), *trials, *t, *p;
+	cJSON *doc = dlk_sweep_doc(ctx, id, &err), *trials, *t, *p;
 	const cJSON *best;
 	struct dlk_table_row *rows;
 	struct dlk_buf b = DLK_BUF_INIT;

@@ -409,6 +409,7 @@ void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_traine
 		cJSON_AddStringToObject(j, "namespace", kube_client_namespace(r->kc));
 		cJSON_AddStringToObject(j, "uid", r->id);
 		dlk_run_set_item(rec, "job", j);
+		set_sweep(rec);
 	} else {
 		dlk_trainer_warn(sink, "the run will not be recorded in the cluster's run history: %s", err.msg);
 		dlk_runs_close(r->store);
