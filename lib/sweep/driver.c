@@ -133,6 +133,14 @@ static double curve_last_at(const cJSON *curve)
 	return last ? cJSON_GetArrayItem(last, 0)->valuedouble : -1;
 }
 
+/* run.usage.gpu_seconds of a record; -1 when it has none */
+static double record_gpu_seconds(const cJSON *rec)
+{
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(dlk_run_info(rec), "usage"),
+	                                                  "gpu_seconds");
+	return cJSON_IsNumber(g) ? g->valuedouble : -1;
+}
+
 /* the curve's value at `at` (its last point at or before it); NAN when none */
 static double curve_at(const cJSON *curve, long at)
 {
@@ -570,9 +578,14 @@ static void finish(struct driver *d, struct trial *t, const char *how)
 	t->pid = 0;
 	if (!d->cluster)
 		follow(d, t);
-	d->gpu_seconds += (now_s() - t->started) * (d->project->resources.gpus > 0 ? d->project->resources.gpus : 0);
 	t->state = T_DONE;
 	rec = trial_record(d, t, &s);
+	{
+		/* what the run recorded it held (devices x workers x wall, lib/runs/usage.h), else the
+		 * time the driver saw it run, at the project's GPUs per worker */
+		double g = rec ? record_gpu_seconds(rec) : -1;
+		d->gpu_seconds += g >= 0 ? g : (now_s() - t->started) * (d->project->resources.gpus > 0 ? d->project->resources.gpus : 0);
+	}
 	if (!rec) {
 		note(d, 1, "trial %d ended (%s) before it recorded a run: see %s", t->n, how, d->cluster ? "dlk logs" : d->dir);
 		dlk_runs_close(s);
@@ -722,8 +735,10 @@ static void load_history(struct driver *d)
 		 * the driver started it */
 		{
 			const char *a = dlk_run_started_at(rec), *b = dlk_run_str(rec, "finished_at");
-			double ta, tb;
-			if (a && b && !dlk_rfc3339_parse(a, &ta) && !dlk_rfc3339_parse(b, &tb) && tb > ta)
+			double ta, tb, g = record_gpu_seconds(rec);
+			if (g >= 0)
+				d->gpu_seconds += g;
+			else if (a && b && !dlk_rfc3339_parse(a, &ta) && !dlk_rfc3339_parse(b, &tb) && tb > ta)
 				d->gpu_seconds += (tb - ta) * (d->project->resources.gpus > 0 ? d->project->resources.gpus : 0);
 		}
 		if (o == DLK_RUN_RUNNING || o == DLK_RUN_INTERRUPTED) {

@@ -42,6 +42,10 @@ static cJSON *row_of(const cJSON *rec, const cJSON *sw)
 		cJSON_AddStringToObject(row, "started_at", t);
 	if ((t = dlk_run_str(rec, "finished_at")))
 		cJSON_AddStringToObject(row, "finished_at", t);
+	if (cJSON_IsString(get(get(dlk_run_info(rec), "job"), "name")))
+		cJSON_AddStringToObject(row, "job", get(get(dlk_run_info(rec), "job"), "name")->valuestring);
+	if (cJSON_IsObject(get(dlk_run_info(rec), "usage")))
+		cJSON_AddItemToObject(row, "usage", cJSON_Duplicate(get(dlk_run_info(rec), "usage"), 1));
 	return row;
 }
 
@@ -175,6 +179,19 @@ cJSON *dlk_sweep_status_in(const char *spec_file, const char *id, struct kube_cl
 			best = it;
 	}
 	cJSON_AddItemToObject(doc, "best", best ? cJSON_Duplicate(best, 1) : cJSON_CreateNull());
+	{
+		/* what the sweep held and used, in all (the budget's measure: sweep.gpu_hours) */
+		static const char *const keys[] = { "wall_seconds", "gpu_seconds", "cpu_seconds", "cpu_reserved_seconds" };
+		double sums[4] = { 0 };
+		cJSON *u = cJSON_AddObjectToObject(doc, "usage");
+		cJSON_ArrayForEach(it, arr)
+			for (int k = 0; k < 4; k++)
+				sums[k] += cJSON_GetNumberValue(get(get(it, "usage"), keys[k])) > 0
+				                   ? cJSON_GetNumberValue(get(get(it, "usage"), keys[k]))
+				                   : 0;
+		for (int k = 0; k < 4; k++)
+			cJSON_AddNumberToObject(u, keys[k], sums[k]);
+	}
 	free(rows);
 	cJSON_Delete(c.trials);
 	return doc;
