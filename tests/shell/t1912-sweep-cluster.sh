@@ -136,10 +136,20 @@ test_expect_success 'no trial ran twice: one run each, the Job that the first dr
 	done
 '
 
+test_expect_success 'a trial record says what the Job held: 1 worker, 1 CPU reserved for its wall time, no GPU' '
+	kubectl get configmap cs-sweep-0-runs -o json | jq -r ".data | to_entries[] | .value" | jq .run.usage >u.json &&
+	cat u.json &&
+	jq -e ".workers == 1 and .gpus_per_worker == 0 and .gpu_seconds == 0 and .cpus_per_worker == 1 and .wall_seconds > 0
+		and ((.cpu_reserved_seconds - .wall_seconds) | fabs < 1e-6) and .cpu_seconds > 0
+		and (.cpu_seconds_per_rank | length == 1)" u.json
+'
+
 test_expect_success 'dlk status SWEEP lists the trials from the cluster, best first' '
-	"$DLK" -f "$P" status cs-sweep >status.out 2>status.err; cat status.out status.err &&
+	DLK_PRICE_CPU_HOUR=3600 "$DLK" -f "$P" status cs-sweep >status.out 2>status.err; cat status.out status.err &&
 	head -n 2 status.out | tail -n 1 | grep -q "succeeded" &&
 	grep -q "stopped" status.out &&
+	grep -q "^best: trial [0-9], .* on the claim of job cs-sweep-[0-9] (dlk serve cs-sweep-[0-9])$" status.out &&
+	grep -q "^used: GPU time 0.00 h, CPU time [0-9.]* h, cost [0-9.]*$" status.out &&
 	"$DLK" -f "$P" status cs-sweep -o json | jq -e ".trials | length == 4"
 '
 
