@@ -108,6 +108,8 @@ test_expect_success 'a sweep driver killed with kill -9 while its Jobs run, run 
 	wait_until 60 sh -c "kubectl get job cs-sweep-0 >/dev/null 2>&1" &&
 	kill -9 $pid && { wait $pid; true; } &&
 	kubectl get jobs &&
+	# the Jobs the dead driver left, as dlk top --cluster sees them (JSON, and piped lines)
+	"$DLK" top --cluster -o json >top.json 2>top.err && "$DLK" top --cluster cs-sweep-0 >top.txt 2>>top.err &&
 	"$DLK" -f "$P" sweep -o json >out2 2>err2; rc=$?
 	touch stop; wait $c
 	cat err1 err2 && test $rc = 0 &&
@@ -142,6 +144,17 @@ test_expect_success 'a trial record says what the Job held: 1 worker, 1 CPU rese
 	jq -e ".workers == 1 and .gpus_per_worker == 0 and .gpu_seconds == 0 and .cpus_per_worker == 1 and .wall_seconds > 0
 		and ((.cpu_reserved_seconds - .wall_seconds) | fabs < 1e-6) and .cpu_seconds > 0
 		and (.cpu_seconds_per_rank | length == 1)" u.json
+'
+
+test_expect_success 'dlk top --cluster showed the trial Jobs running on without their driver, a line per pod' '
+	cd "$TEST_TMP" && cat top.json top.txt top.err &&
+	jq -e ".namespace == \"default\" and ([.jobs[].job] | index(\"cs-sweep-0\") != null)
+		and ([.jobs[].job | select(startswith(\"cs-sweep-\"))] | length <= 2)" top.json &&
+	jq -e ".jobs[] | select(.job == \"cs-sweep-0\") | (.state | IN(\"Pending\", \"Running\"))
+		and (.pods | length == 1) and (.pods[0].rank == 0) and (.pods[0].phase | IN(\"Pending\", \"Running\"))
+		and (.pods[0].restarts == 0)" top.json &&
+	head -n 1 top.txt | grep -q "^JOB  *RANK  *POD  *PHASE  *NODE  *RESTARTS  *PROGRESS  *SAMPLES/S$" &&
+	test "$(wc -l <top.txt)" = 2 && sed -n 2p top.txt | grep -q "^cs-sweep-0  *0  *cs-sweep-0-0-[a-z0-9]*  *\(Pending\|Running\) "
 '
 
 test_expect_success 'dlk status SWEEP lists the trials from the cluster, best first' '
