@@ -223,7 +223,7 @@ static const char *out_opt, *compare_opt;
 static int report_sweep(struct dlk_ctx *ctx, const char *name, int json, int yaml)
 {
 	struct dlk_err err = DLK_ERR_INIT;
-	cJSON *doc = dlk_sweep_status(ctx->file, name, &err);
+	cJSON *doc = dlk_sweep_doc(ctx, name, &err);
 	struct dlk_buf b = DLK_BUF_INIT;
 	char *page = NULL, *text = NULL;
 	int rc = 0;

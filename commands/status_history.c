@@ -5,6 +5,7 @@
 #include "commands/ui.h"
 #include "lib/project/project.h"
 #include "lib/report/report.h"
+#include "lib/runs/usage.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/clock.h"
@@ -15,6 +16,7 @@
 #include "lib/util/yamljson.h"
 
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,7 +130,10 @@ static void accuracy(const cJSON *rec, char *out, size_t n)
 	report_metric_headline(get(rec, "metrics"), out, n);
 }
 
-static void history_row(const cJSON *rec, int wide, struct dlk_table_row *r)
+static void hours_text(double s, char *out, size_t n);
+static void cost_text(double c, const struct dlk_prices *p, char *out, size_t n);
+
+static void history_row(const cJSON *rec, int wide, const struct dlk_prices *pr, struct dlk_table_row *r)
 {
 	const cJSON *info = dlk_run_info(rec), *f = get(info, "failure"), *rs = get(info, "restarts");
 	char fp[65];
@@ -149,6 +154,21 @@ static void history_row(const cJSON *rec, int wide, struct dlk_table_row *r)
 		snprintf(r->c[c++], 200, "%.12s", str_of(info, "spec_sha256") ? str_of(info, "spec_sha256") : "-");
 		snprintf(r->c[c++], 200, "%.12s%s", commit ? commit : "-", cJSON_IsTrue(get(info, "git_dirty")) ? "+dirty" : "");
 		snprintf(r->c[c++], 200, "%s", str_of(info, "image") ? str_of(info, "image") : "-");
+		{
+			const cJSON *u = get(info, "usage");
+			double cost = dlk_usage_cost(u, pr);
+			if (cJSON_IsObject(u)) {
+				hours_text(cJSON_GetNumberValue(get(u, "gpu_seconds")), r->c[c++], 200);
+				hours_text(cJSON_GetNumberValue(get(u, "cpu_seconds")), r->c[c++], 200);
+			} else {
+				snprintf(r->c[c++], 200, "-");
+				snprintf(r->c[c++], 200, "-");
+			}
+			if (isfinite(cost))
+				cost_text(cost, pr, r->c[c++], 200);
+			else
+				snprintf(r->c[c++], 200, "-");
+		}
 	}
 	/* why a run failed or was skipped, last: it is the one long column */
 	if (f) {
@@ -186,8 +206,11 @@ int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local)
 	cJSON *recs = NULL, *rec;
 	long dropped = 0;
 	int bad = 0, rc = 0, n = 0, wide = ctx->output == DLK_OUTPUT_WIDE;
-	char at[512];
+	struct dlk_prices pr;
+	char at[512], line_[256] = "";
 
+	if (dlk_prices_from_env(&pr, &err))
+		return dlk_report(ctx, &err);
 	s = dlk_open_run_history(ctx, name, local, &kc, &err);
 	if (!s) {
 		rc = dlk_report(ctx, &err);
@@ -206,6 +229,7 @@ int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local)
 		cJSON_AddStringToObject(doc, "project", name);
 		cJSON_AddStringToObject(doc, "store", dlk_runs_store_kind(s));
 		cJSON_AddNumberToObject(doc, "dropped", (double)dropped);
+		cJSON_AddItemToObject(doc, "usage", dlk_usage_sum(recs, &pr));
 		cJSON_AddItemToObject(doc, "runs", recs);
 		recs = NULL;
 		if (emit(ctx, doc, &err))
@@ -222,19 +246,47 @@ int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local)
 	{
 		static const char *const h[] = { "RUN", "STARTED (UTC)", "WALL", "OUTCOME", "WORKERS", "RESTARTS",
 			                         "ACCURACY", "DATA", "TRIGGER" };
-		static const char *const hw[] = { "SPEC", "COMMIT", "IMAGE" };
+		static const char *const hw[] = { "SPEC", "COMMIT", "IMAGE", "GPU TIME", "CPU TIME", "COST" };
 		int c = 0;
 		for (int i = 0; i < 9; i++)
 			snprintf(rows[0].c[c++], 200, "%s", h[i]);
-		for (int i = 0; wide && i < 3; i++)
+		for (int i = 0; wide && i < 6; i++)
 			snprintf(rows[0].c[c++], 200, "%s", hw[i]);
 		snprintf(rows[0].c[c++], 200, "REASON");
 	}
 	n = 1;
 	cJSON_ArrayForEach(rec, recs)
-		history_row(rec, wide, &rows[n++]);
-	dlk_table_print(ctx, &b, rows, n, wide ? 13 : 10);
+		history_row(rec, wide, &pr, &rows[n++]);
+	dlk_table_print(ctx, &b, rows, n, wide ? 16 : 10);
+	if (wide) {
+		/* what the runs listed held, in all: the project's bill (with the usage columns) */
+		cJSON *sum = dlk_usage_sum(recs, &pr);
+		const cJSON *v = get(sum, "cpu_reserved_seconds");
+		char g[32], c[32], r[48] = "", cost[64] = "";
+		if (get(sum, "runs")->valueint > 0) {
+			hours_text(get(sum, "gpu_seconds")->valuedouble, g, sizeof(g));
+			hours_text(get(sum, "cpu_seconds")->valuedouble, c, sizeof(c));
+			if (v && v->valuedouble > 0) {
+				char t[32];
+				hours_text(v->valuedouble, t, sizeof(t));
+				snprintf(r, sizeof(r), ", %s reserved", t);
+			}
+			if (get(sum, "cost")) {
+				char t[40];
+				cost_text(get(sum, "cost")->valuedouble, &pr, t, sizeof(t));
+				snprintf(cost, sizeof(cost), "; cost %s", t);
+			}
+			snprintf(line_, sizeof(line_), "total of %d run%s: GPU time %s; CPU time %s used%s%s",
+			         get(sum, "runs")->valueint, get(sum, "runs")->valueint == 1 ? "" : "s", g, c, r, cost);
+		}
+		cJSON_Delete(sum);
+	}
 	fwrite(b.data, 1, b.len, stdout);
+	/* a note after the table, not a row of it: scripts read the rows */
+	if (line_[0]) {
+		fflush(stdout);
+		dlk_info(ctx, "%s", line_);
+	}
 	if (dropped > 0)
 		dlk_info(ctx, "%ld older run%s dropped from the history (it keeps the newest %d)", dropped,
 		         dropped == 1 ? " was" : "s were", DLK_RUNS_KEEP);
@@ -261,7 +313,59 @@ static void line(struct dlk_buf *b, const char *key, const char *fmt, ...)
 	dlk_buf_addc(b, '\n');
 }
 
-static void run_text(const cJSON *rec, const char *store_kind, struct dlk_buf *b)
+/* "12.3 s", "4.1 min", "2.50 h": a number of seconds as hours once it is one */
+static void hours_text(double s, char *out, size_t n)
+{
+	if (s < 60)
+		snprintf(out, n, "%.1f s", s);
+	else if (s < 3600)
+		snprintf(out, n, "%.1f min", s / 60);
+	else
+		snprintf(out, n, "%.2f h", s / 3600);
+}
+
+static void cost_text(double c, const struct dlk_prices *p, char *out, size_t n)
+{
+	snprintf(out, n, "%.*f%s%s", c < 1 ? 4 : 2, c, p->currency[0] ? " " : "", p->currency);
+}
+
+/* run.usage as lines: GPU time held, CPU time used (per rank) and reserved, and with a price
+ * the cost */
+static void usage_text(const cJSON *info, const struct dlk_prices *pr, struct dlk_buf *b)
+{
+	const cJSON *u = get(info, "usage"), *v;
+	char g[32], c[32], r[32];
+	double cost;
+
+	if (!cJSON_IsObject(u))
+		return;
+	hours_text(cJSON_GetNumberValue(get(u, "gpu_seconds")), g, sizeof(g));
+	hours_text(cJSON_GetNumberValue(get(u, "cpu_seconds")), c, sizeof(c));
+	line(b, "GPU time", "%s (%g GPU%s x %d worker%s x wall %.1f s)", g, cJSON_GetNumberValue(get(u, "gpus_per_worker")),
+	     cJSON_GetNumberValue(get(u, "gpus_per_worker")) == 1 ? "" : "s", (int)cJSON_GetNumberValue(get(u, "workers")),
+	     cJSON_GetNumberValue(get(u, "workers")) == 1 ? "" : "s", cJSON_GetNumberValue(get(u, "wall_seconds")));
+	{
+		struct dlk_buf p = DLK_BUF_INIT;
+		int i = 0;
+		cJSON_ArrayForEach(v, get(u, "cpu_seconds_per_rank")) {
+			dlk_buf_addf(&p, "%srank %d %.1f s", i ? ", " : "", i, cJSON_GetNumberValue(v));
+			i++;
+		}
+		if ((v = get(u, "cpu_reserved_seconds")))
+			hours_text(v->valuedouble, r, sizeof(r));
+		line(b, "CPU time", "%s used%s%s%s%s%s", c, p.data ? " (" : "", p.data ? p.data : "", p.data ? ")" : "",
+		     v ? ", reserved " : "", v ? r : "");
+		dlk_buf_release(&p);
+	}
+	cost = dlk_usage_cost(u, pr);
+	if (isfinite(cost)) {
+		cost_text(cost, pr, c, sizeof(c));
+		line(b, "cost", "%s (%s %g, %s %g per hour)", c, DLK_ENV_PRICE_GPU_HOUR, pr->gpu_hour < 0 ? 0 : pr->gpu_hour,
+		     DLK_ENV_PRICE_CPU_HOUR, pr->cpu_hour < 0 ? 0 : pr->cpu_hour);
+	}
+}
+
+static void run_text(const cJSON *rec, const char *store_kind, const struct dlk_prices *pr, struct dlk_buf *b)
 {
 	const cJSON *info = dlk_run_info(rec), *m = get(rec, "metrics"), *f = get(info, "failure"), *v, *d;
 	const cJSON *job = get(info, "job"), *bundle = get(info, "bundle"), *peaks = get(info, "peak_memory_bytes");
@@ -305,6 +409,7 @@ static void run_text(const cJSON *rec, const char *store_kind, struct dlk_buf *b
 		line(b, "peak memory", "%s", p.data ? p.data : "");
 		dlk_buf_release(&p);
 	}
+	usage_text(info, pr, b);
 	if (job)
 		line(b, "where", "cluster: job %s in namespace %s", str_of(job, "name") ? str_of(job, "name") : "?",
 		     str_of(job, "namespace") ? str_of(job, "namespace") : "?");
@@ -361,8 +466,11 @@ int dlk_show_run(struct dlk_ctx *ctx, const char *name, const char *id, int loca
 	struct dlk_run_store *s;
 	struct dlk_buf b = DLK_BUF_INIT;
 	cJSON *rec = NULL;
+	struct dlk_prices pr;
 	int rc = 0;
 
+	if (dlk_prices_from_env(&pr, &err))
+		return dlk_report(ctx, &err);
 	s = dlk_open_run_history(ctx, name, local, &kc, &err);
 	if (!s || dlk_runs_get(s, id, &rec, &err)) {
 		if (s && err.code == DLK_EXIT_NOTFOUND && !err.hint[0])
@@ -375,7 +483,7 @@ int dlk_show_run(struct dlk_ctx *ctx, const char *name, const char *id, int loca
 			rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	run_text(rec, dlk_runs_store_kind(s), &b);
+	run_text(rec, dlk_runs_store_kind(s), &pr, &b);
 	dlk_buf_addf(&b, "\nits page: dlk report %.8s%s\n", dlk_run_id(rec), local ? "" : "");
 	dlk_put_text(stdout, b.data, b.len);
 out:

@@ -1,6 +1,8 @@
 /* `dlk status SWEEP`: the trials of a sweep, best first. */
 #include "commands/sweep_show.h"
+#include "commands/cluster.h"
 #include "commands/ui.h"
+#include "lib/runs/usage.h"
 #include "lib/sweep/sweep.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
@@ -8,6 +10,7 @@
 #include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,10 +43,26 @@ static void cell_value(char *out, const cJSON *v)
 		snprintf(out, DLK_TABLE_CELL, "-");
 }
 
+cJSON *dlk_sweep_doc(struct dlk_ctx *ctx, const char *id, struct dlk_err *err)
+{
+	char *ns = dlk_sweep_cluster_namespace(ctx->file, id);
+	struct kube_client *c;
+	cJSON *doc;
+
+	if (!ns)
+		return dlk_sweep_status(ctx->file, id, err);
+	/* a sweep whose trials were Jobs: their records are in the cluster */
+	c = dlk_kube_client(ctx, err);
+	doc = c ? dlk_sweep_status_in(ctx->file, id, c, ctx->namespace_ ? ctx->namespace_ : ns, err) : NULL;
+	dlk_kube_close(ctx, c);
+	free(ns);
+	return doc;
+}
+
 int dlk_show_sweep(struct dlk_ctx *ctx, const char *id)
 {
 	struct dlk_err err = DLK_ERR_INIT;
-	cJSON *doc = dlk_sweep_status(ctx->file, id, &err), *trials, *t, *p;
+	cJSON *doc = dlk_sweep_doc(ctx, id, &err), *trials, *t, *p;
 	const cJSON *best;
 	struct dlk_table_row *rows;
 	struct dlk_buf b = DLK_BUF_INIT;
@@ -92,13 +111,38 @@ int dlk_show_sweep(struct dlk_ctx *ctx, const char *id)
 	dlk_table_print(ctx, &b, rows, r + 1, ncols);
 	dlk_put_text(stdout, b.data, b.len);
 	best = cJSON_GetObjectItemCaseSensitive(doc, "best");
-	if (cJSON_IsObject(best) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(best, "bundle")))
+	if (cJSON_IsObject(best) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(best, "job")) &&
+	    cJSON_IsString(cJSON_GetObjectItemCaseSensitive(best, "bundle")))
+		/* on the trial's checkpoint claim: `dlk serve JOB` serves it from there */
+		printf("best: trial %d, %s %.4g, bundle %s on the claim of job %s (dlk serve %s)\n",
+		       cJSON_GetObjectItemCaseSensitive(best, "trial")->valueint,
+		       cJSON_GetObjectItemCaseSensitive(doc, "metric")->valuestring,
+		       cJSON_GetObjectItemCaseSensitive(best, "value")->valuedouble,
+		       dlk_visible(cJSON_GetObjectItemCaseSensitive(best, "bundle")->valuestring),
+		       dlk_visible(cJSON_GetObjectItemCaseSensitive(best, "job")->valuestring),
+		       dlk_visible(cJSON_GetObjectItemCaseSensitive(best, "job")->valuestring));
+	else if (cJSON_IsObject(best) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(best, "bundle")))
 		printf("best: trial %d, %s %.4g, bundle %s (dlk serve --local %s)\n",
 		       cJSON_GetObjectItemCaseSensitive(best, "trial")->valueint,
 		       cJSON_GetObjectItemCaseSensitive(doc, "metric")->valuestring,
 		       cJSON_GetObjectItemCaseSensitive(best, "value")->valuedouble,
 		       dlk_visible(cJSON_GetObjectItemCaseSensitive(best, "bundle")->valuestring),
 		       dlk_visible(cJSON_GetObjectItemCaseSensitive(best, "bundle")->valuestring));
+	{
+		const cJSON *u = cJSON_GetObjectItemCaseSensitive(doc, "usage");
+		struct dlk_prices pr;
+		struct dlk_err perr = DLK_ERR_INIT;
+		double cost = NAN;
+		if (!dlk_prices_from_env(&pr, &perr))
+			cost = dlk_usage_cost(u, &pr);
+		else
+			dlk_warn(ctx, "%s", perr.msg);
+		printf("used: GPU time %.2f h, CPU time %.2f h", cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(u, "gpu_seconds")) / 3600,
+		       cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(u, "cpu_seconds")) / 3600);
+		if (isfinite(cost))
+			printf(", cost %.2f%s%s", cost, pr.currency[0] ? " " : "", pr.currency);
+		printf("\n");
+	}
 	dlk_buf_release(&b);
 	free(rows);
 	cJSON_Delete(doc);

@@ -3,7 +3,11 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/ui.h"
+#include "commands/cluster.h"
+#include "lib/kube/client.h"
 #include "lib/top/nvml.h"
+#include "lib/train/progress.h"
+#include "lib/util/utf8.h"
 #include "lib/top/top.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
@@ -12,9 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static double top_interval = 1.0;
-static int top_once;
+static int top_once, top_cluster;
 static volatile sig_atomic_t top_stop;
 
 static void on_int(int s)
@@ -116,6 +121,112 @@ static void show_gpus(struct dlk_ctx *ctx, const struct dlk_gpu_sample *g, int n
 	free(t);
 }
 
+static double pnum(const cJSON *p, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, k);
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* a line per pod: its job, rank, phase, node, restarts, and the job's progress on rank 0's line */
+static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
+{
+	const cJSON *j, *p, *jobs = cJSON_GetObjectItemCaseSensitive(doc, "jobs");
+	struct dlk_table_row *t;
+	struct dlk_buf b = DLK_BUF_INIT;
+	int n = 0, rows = 1;
+	static const char *const h[] = { "JOB", "RANK", "POD", "PHASE", "NODE", "RESTARTS", "PROGRESS", "SAMPLES/S" };
+
+	cJSON_ArrayForEach(j, jobs)
+		rows += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "pods")) + 1;
+	t = xcalloc((size_t)rows, sizeof(*t));
+	for (int i = 0; i < 8; i++)
+		snprintf(t[0].c[i], DLK_TABLE_CELL, "%s", h[i]);
+	cJSON_ArrayForEach(j, jobs) {
+		const cJSON *pr = cJSON_GetObjectItemCaseSensitive(j, "progress"), *pods = cJSON_GetObjectItemCaseSensitive(j, "pods");
+		const char *name = cJSON_GetObjectItemCaseSensitive(j, "job")->valuestring;
+		char prog[DLK_TABLE_CELL] = "-", sps[32] = "-";
+		int first = 1;
+		if (cJSON_IsObject(pr)) {
+			snprintf(prog, sizeof(prog), "epoch %.0f/%.0f step %.0f/%.0f loss %.4g", pnum(pr, DLK_PROGRESS_EPOCH),
+			         pnum(pr, DLK_PROGRESS_EPOCHS), pnum(pr, DLK_PROGRESS_STEP), pnum(pr, DLK_PROGRESS_TOTAL_STEPS),
+			         pnum(pr, DLK_PROGRESS_LOSS));
+			if (pnum(pr, DLK_PROGRESS_SAMPLES_PER_SEC) >= 0)
+				snprintf(sps, sizeof(sps), "%.0f", pnum(pr, DLK_PROGRESS_SAMPLES_PER_SEC));
+		}
+		if (!cJSON_GetArraySize(pods)) {
+			n++;
+			snprintf(t[n].c[0], DLK_TABLE_CELL, "%s", dlk_visible(name));
+			snprintf(t[n].c[1], DLK_TABLE_CELL, "-");
+			snprintf(t[n].c[2], DLK_TABLE_CELL, "-");
+			snprintf(t[n].c[3], DLK_TABLE_CELL, "%s", cJSON_GetObjectItemCaseSensitive(j, "state")->valuestring);
+			for (int i = 4; i < 8; i++)
+				snprintf(t[n].c[i], DLK_TABLE_CELL, "%s", i == 6 ? prog : i == 7 ? sps : "-");
+			continue;
+		}
+		cJSON_ArrayForEach(p, pods) {
+			const cJSON *rank = cJSON_GetObjectItemCaseSensitive(p, "rank"), *node = cJSON_GetObjectItemCaseSensitive(p, "node");
+			n++;
+			snprintf(t[n].c[0], DLK_TABLE_CELL, "%s", dlk_visible(name));
+			if (cJSON_IsNumber(rank))
+				snprintf(t[n].c[1], DLK_TABLE_CELL, "%d", rank->valueint);
+			else
+				snprintf(t[n].c[1], DLK_TABLE_CELL, "-");
+			snprintf(t[n].c[2], DLK_TABLE_CELL, "%s", dlk_visible(cJSON_GetObjectItemCaseSensitive(p, "pod")->valuestring));
+			snprintf(t[n].c[3], DLK_TABLE_CELL, "%s%s", dlk_visible(cJSON_GetObjectItemCaseSensitive(p, "phase")->valuestring),
+			         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "terminating")) ? " (terminating)" : "");
+			snprintf(t[n].c[4], DLK_TABLE_CELL, "%s", cJSON_IsString(node) ? dlk_visible(node->valuestring) : "-");
+			snprintf(t[n].c[5], DLK_TABLE_CELL, "%d", cJSON_GetObjectItemCaseSensitive(p, "restarts")->valueint);
+			/* rank 0 publishes the job's progress: on its line */
+			snprintf(t[n].c[6], DLK_TABLE_CELL, "%s", first ? prog : "");
+			snprintf(t[n].c[7], DLK_TABLE_CELL, "%s", first ? sps : "");
+			first = 0;
+		}
+	}
+	if (n)
+		dlk_table_print(ctx, &b, t, n + 1, 8);
+	else
+		dlk_buf_addf(&b, "no training jobs running in namespace '%s'\n",
+		             dlk_visible(cJSON_GetObjectItemCaseSensitive(doc, "namespace")->valuestring));
+	dlk_put_text(stdout, b.data, b.len);
+	fflush(stdout);
+	dlk_buf_release(&b);
+	free(t);
+}
+
+/* --cluster: the namespace's training Jobs and their pods, from the API */
+static int run_top_cluster(struct dlk_ctx *ctx, const char *only, int live)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct kube_client *c = dlk_kube_client(ctx, &err);
+	const char *ns;
+	int rc = 0;
+
+	if (!c)
+		return dlk_report(ctx, &err);
+	ns = ctx->namespace_ ? ctx->namespace_ : kube_client_namespace(c);
+	do {
+		cJSON *doc = dlk_top_cluster(c, ns, only, &err);
+		if (!doc) {
+			rc = dlk_report(ctx, &err);
+			break;
+		}
+		if (ctx->output == DLK_OUTPUT_JSON) {
+			char *s = cJSON_Print(doc);
+			printf("%s\n", s);
+			free(s);
+		} else {
+			if (live)
+				fputs("\033[H\033[J", stdout);
+			show_cluster(ctx, doc);
+		}
+		cJSON_Delete(doc);
+		for (double w = 0; live && !top_stop && w < top_interval; w += 0.05)
+			usleep(50000);
+	} while (live && !top_stop);
+	dlk_kube_close(ctx, c);
+	return rc;
+}
+
 static int run_top(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -126,6 +237,8 @@ static int run_top(struct dlk_ctx *ctx, struct dlk_args *args)
 	sa.sa_handler = on_int;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
+	if (top_cluster)
+		return run_top_cluster(ctx, only, live);
 	int said = 0;
 	do {
 		cJSON *rows = dlk_top_local(ctx->file, top_interval, &err);
@@ -177,6 +290,8 @@ static const struct dlk_option top_options[] = {
 	OPT_DURATION(0, "interval", &top_interval, "DURATION", "sample CPU use over this long (and refresh as often)",
 	             .def_doc = "1s"),
 	OPT_BOOL(0, "once", &top_once, "one sample, even on a terminal", .flags = OPT_NONEG),
+	OPT_BOOL(0, "cluster", &top_cluster, "the training jobs of the namespace (-n) and their pods, from the cluster",
+	         .flags = OPT_NONEG),
 	OPT_END(),
 };
 
@@ -186,12 +301,15 @@ const struct dlk_command_def dlk_cmd_top = {
 	               "(dlk train --local, the trials of dlk sweep --local), its run, the processes (a gang's\n"
 	               "workers included), their CPU use (100% is one core) and resident memory. On a terminal\n"
 	               "the view refreshes in place until Ctrl-C; piped, it prints one sample; -o json prints\n"
-	               "one sample as {\"runs\": [...], \"interval_s\"}.",
+	               "one sample as {\"runs\": [...], \"interval_s\"}. With --cluster: the training jobs of the\n"
+	               "namespace that have not ended, a line per pod (rank, phase, node, restarts) and the progress\n"
+	               "rank 0 publishes.",
 	.options = top_options,
 	.min_pos = 0,
 	.max_pos = 1,
 	.run = run_top,
 	.examples = "  $ dlk top\n"
 	            "  $ dlk top --once fashion-mlp\n"
-	            "  $ dlk top -o json --interval 2s\n",
+	            "  $ dlk top -o json --interval 2s\n"
+	            "  $ dlk top --cluster -n team-a\n",
 };

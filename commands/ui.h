@@ -46,7 +46,7 @@ int dlk_print_applied(const struct dlk_ctx *ctx, cJSON *applied, const char *nam
 /* A table as kubectl's printers lay one out: rows[0] is the header, each column as wide as its
  * widest cell, three spaces between columns, no trailing blanks. A cell holds at most
  * DLK_TABLE_CELL - 1 bytes (snprintf it, sizeof included). */
-#define DLK_TABLE_COLS 13
+#define DLK_TABLE_COLS 16
 #define DLK_TABLE_CELL 200
 struct dlk_table_row {
 	char c[DLK_TABLE_COLS][DLK_TABLE_CELL];

@@ -1,5 +1,6 @@
 /* Run records: made, changed, checked, shortened and compared. */
 #include "lib/runs/runs.h"
+#include "lib/runs/usage.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -444,6 +445,8 @@ int dlk_run_record_check(const cJSON *rec, const char *who, struct dlk_err *err)
 			return bad(err, who, "bundle", "is not {path, sha256}");
 	}
 	if (check_data(get(r, "data"), who, "data", err))
+		return -1;
+	if ((v = get(r, "usage")) && dlk_usage_check(v, who, err))
 		return -1;
 	if ((v = get(r, "sweep")) && check_sweep(v, who, err))
 		return -1;

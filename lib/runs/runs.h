@@ -20,6 +20,8 @@
  *           "spec_sha256", "image", "dlk_version", "git_commit", "git_dirty",
  *           "checkpoint_dir", "bundle": {"path", "sha256"},
  *           "peak_memory_bytes": [per rank, when known],
+ *           "usage": {"wall_seconds", "workers", "gpu_seconds", "cpu_seconds", ...} (what it held
+ *                     and used: lib/runs/usage.h),
  *           "sweep": {"id", "trial", "params": {KEY: value}, "metric", "goal", "value",
  *                     "curve": [[epoch or step, value]...], "stopped_at"}  (a sweep's trial)}
  *

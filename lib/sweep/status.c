@@ -1,6 +1,7 @@
 /* A sweep's trials as the run history has them: what `dlk status SWEEP` shows and `dlk report
  * SWEEP` draws. */
 #include "lib/sweep/sweep.h"
+#include "lib/kube/api.h"
 #include "lib/runs/runs.h"
 #include "lib/util/mem.h"
 
@@ -41,13 +42,15 @@ static cJSON *row_of(const cJSON *rec, const cJSON *sw)
 		cJSON_AddStringToObject(row, "started_at", t);
 	if ((t = dlk_run_str(rec, "finished_at")))
 		cJSON_AddStringToObject(row, "finished_at", t);
+	if (cJSON_IsString(get(get(dlk_run_info(rec), "job"), "name")))
+		cJSON_AddStringToObject(row, "job", get(get(dlk_run_info(rec), "job"), "name")->valuestring);
+	if (cJSON_IsObject(get(dlk_run_info(rec), "usage")))
+		cJSON_AddItemToObject(row, "usage", cJSON_Duplicate(get(dlk_run_info(rec), "usage"), 1));
 	return row;
 }
 
-static int each_project(const char *dir, const char *project, void *ud)
+static void each_store(struct collect *c, struct dlk_run_store *s)
 {
-	struct collect *c = ud;
-	struct dlk_run_store *s = dlk_runs_open_dir(dir, project);
 	struct dlk_err err = DLK_ERR_INIT;
 	cJSON *all = NULL, *rec;
 
@@ -70,6 +73,37 @@ static int each_project(const char *dir, const char *project, void *ud)
 	}
 	cJSON_Delete(all);
 	dlk_runs_close(s);
+}
+
+static int each_project(const char *dir, const char *project, void *ud)
+{
+	each_store(ud, dlk_runs_open_dir(dir, project));
+	return 0;
+}
+
+/* The run histories of the trials' projects (ID-N) in the cluster: the ConfigMaps labelled
+ * dlk.dev/runs=ID-N. */
+static int each_cluster_project(struct collect *c, struct kube_client *kc, const char *ns, struct dlk_err *err)
+{
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	cJSON *list = NULL;
+	const cJSON *cm;
+	size_t n = strlen(c->id);
+
+	lo.label_selector = "dlk.dev/runs";
+	if (kube_list(kc, "ConfigMap", ns, &lo, &list, err) < 0)
+		return -1;
+	cJSON_ArrayForEach(cm, get(list, "items")) {
+		const char *p = cJSON_GetStringValue(get(get(get(cm, "metadata"), "labels"), "dlk.dev/runs"));
+		const char *q;
+		if (!p || strncmp(p, c->id, n) || p[n] != '-' || !p[n + 1])
+			continue;
+		for (q = p + n + 1; *q >= '0' && *q <= '9'; q++)
+			;
+		if (!*q)
+			each_store(c, dlk_runs_open_configmap(kc, ns, p));
+	}
+	cJSON_Delete(list);
 	return 0;
 }
 
@@ -98,16 +132,34 @@ static int cmp_rows(const void *a, const void *b)
 
 cJSON *dlk_sweep_status(const char *spec_file, const char *id, struct dlk_err *err)
 {
+	return dlk_sweep_status_in(spec_file, id, NULL, NULL, err);
+}
+
+cJSON *dlk_sweep_status_in(const char *spec_file, const char *id, struct kube_client *kc, const char *ns,
+                           struct dlk_err *err)
+{
 	struct collect c = { id, cJSON_CreateObject(), "maximize", "accuracy" };
 	cJSON *doc, *arr, **rows, *it, *best = NULL;
 	int n = 0, i = 0;
 
-	dlk_runs_local_each(spec_file, each_project, &c);
+	if (kc) {
+		if (each_cluster_project(&c, kc, ns, err)) {
+			cJSON_Delete(c.trials);
+			return NULL;
+		}
+	} else {
+		dlk_runs_local_each(spec_file, each_project, &c);
+	}
 	n = cJSON_GetArraySize(c.trials);
 	if (!n) {
 		cJSON_Delete(c.trials);
-		dlk_errf(err, DLK_EXIT_NOTFOUND, "no trials of a sweep '%s' in the local histories here", id);
-		dlk_err_hint(err, "'dlk sweep --local' runs the sweep of the project file's sweep: section");
+		if (kc) {
+			dlk_errf(err, DLK_EXIT_NOTFOUND, "no trials of a sweep '%s' in the run histories of namespace '%s'", id, ns);
+			dlk_err_hint(err, "'dlk sweep' runs the sweep of the project file's sweep: section in the cluster");
+		} else {
+			dlk_errf(err, DLK_EXIT_NOTFOUND, "no trials of a sweep '%s' in the local histories here", id);
+			dlk_err_hint(err, "'dlk sweep --local' runs the sweep of the project file's sweep: section");
+		}
 		return NULL;
 	}
 	rows = xcalloc((size_t)n, sizeof(*rows));
@@ -127,6 +179,19 @@ cJSON *dlk_sweep_status(const char *spec_file, const char *id, struct dlk_err *e
 			best = it;
 	}
 	cJSON_AddItemToObject(doc, "best", best ? cJSON_Duplicate(best, 1) : cJSON_CreateNull());
+	{
+		/* what the sweep held and used, in all (the budget's measure: sweep.gpu_hours) */
+		static const char *const keys[] = { "wall_seconds", "gpu_seconds", "cpu_seconds", "cpu_reserved_seconds" };
+		double sums[4] = { 0 };
+		cJSON *u = cJSON_AddObjectToObject(doc, "usage");
+		cJSON_ArrayForEach(it, arr)
+			for (int k = 0; k < 4; k++)
+				sums[k] += cJSON_GetNumberValue(get(get(it, "usage"), keys[k])) > 0
+				                   ? cJSON_GetNumberValue(get(get(it, "usage"), keys[k]))
+				                   : 0;
+		for (int k = 0; k < 4; k++)
+			cJSON_AddNumberToObject(u, keys[k], sums[k]);
+	}
 	free(rows);
 	cJSON_Delete(c.trials);
 	return doc;

@@ -35,11 +35,13 @@
 
 #include <cJSON.h>
 
+#include "lib/kube/client.h"
 #include "lib/util/err.h"
 
 #define DLK_SWEEP_MAX_PARAMS 32
 #define DLK_SWEEP_MAX_VALUES 256
 #define DLK_SWEEP_MAX_TRIALS 10000
+#define DLK_SWEEP_ANNOTATION "dlk.dev/sweep" /* a trial's Job: its run.sweep (JSON) */
 
 enum dlk_sweep_kind { DLK_SWEEP_VALUES, DLK_SWEEP_UNIFORM, DLK_SWEEP_LOGUNIFORM, DLK_SWEEP_INT };
 enum dlk_sweep_method { DLK_SWEEP_RANDOM, DLK_SWEEP_GRID, DLK_SWEEP_TPE };
@@ -140,9 +142,17 @@ struct dlk_sweep_sink {
 
 struct dlk_sweep_opts {
 	const char *spec_file;
-	const char *self;        /* the dlk binary the trials run */
+	const char *self;        /* the dlk binary the trials run (here) */
 	int quiet;
 	int max_trials;          /* 0: the spec's */
+	/* Trials as Jobs in a cluster (dlk_sweep_run_cluster): the client (borrowed), the namespace
+	 * (resolved: -n, else the project's, else the client's), the templates directory (NULL: the
+	 * project's templates/ or the built-ins) and the project's git commit (NULL: none). */
+	struct kube_client *kube;
+	const char *namespace_;
+	const char *templates;
+	const char *git_commit;
+	int git_dirty;
 };
 
 /* Runs the sweep of spec_file here: trials as `dlk train --local` processes, at most parallel
@@ -153,10 +163,29 @@ struct dlk_sweep_opts {
  * reported by the note), -1 with err. */
 int dlk_sweep_run_local(const struct dlk_sweep_opts *o, const struct dlk_sweep_sink *sink, struct dlk_err *err);
 
+/* The same sweep with each trial a Job of the project in the cluster (opts->kube): the Job
+ * `dlk train` renders for the project with the trial's values and the name SWEEP-N, with
+ * $DLK_RUN_SWEEP (run.sweep in its record) and the annotation dlk.dev/sweep (its trial and
+ * parameters). At most parallel Jobs at once; ASHA reads each trial's curve from the epochs the
+ * Job publishes (dlk.dev/metrics) and stops a trial by deleting its Job (its pods get SIGTERM and
+ * checkpoint), whose record in the cluster (the ConfigMap SWEEP-N-runs) then says "stopped".
+ * The driver keeps no state of its own: run again after an interruption, it reads the trials'
+ * records, follows the Jobs still there (running or ended while it was away), and starts a Job
+ * again for a trial whose Job is gone before it ended. A signal stops the driver, not the Jobs
+ * (-1 with DLK_EXIT_INTERRUPTED). */
+int dlk_sweep_run_cluster(const struct dlk_sweep_opts *o, const struct dlk_sweep_sink *sink, struct dlk_err *err);
+
 /* The trials of sweep id among the runs here (beside spec_file), best first by their metric
  * (trials without one last): {"sweep", "metric", "goal", "trials": [{"trial", "run", "project",
  * "outcome", "value", "params", "stopped_at", "curve", "bundle"}], "best": {...}|null}. NULL
  * with DLK_EXIT_NOTFOUND when no run belongs to it. */
 cJSON *dlk_sweep_status(const char *spec_file, const char *id, struct dlk_err *err);
+/* The same from the run histories in namespace ns of the cluster kc (the ConfigMaps of the
+ * trials' projects, ID-N-runs) when kc is not NULL. */
+cJSON *dlk_sweep_status_in(const char *spec_file, const char *id, struct kube_client *kc, const char *ns,
+                           struct dlk_err *err);
+/* Where a sweep of this project's directory ran its trials: the namespace a cluster driver
+ * noted in .dlk/sweeps/ID/namespace (caller frees), or NULL for a sweep run here. */
+char *dlk_sweep_cluster_namespace(const char *spec_file, const char *id);
 
 #endif

@@ -1,12 +1,13 @@
 /* What the runs here are doing (`dlk top`): for each project trained on this machine whose run
  * lock is held, the holding process and its children (a local gang's workers), their CPU use
- * over an interval and their resident memory, read from /proc. The first part of issue 30's
- * `dlk top`: GPUs through NVML, cluster jobs and served models are not here yet. */
+ * over an interval and their resident memory, read from /proc; and the training Jobs of a
+ * namespace with their pods and published progress (cluster.c). */
 #ifndef DLK_TOP_TOP_H
 #define DLK_TOP_TOP_H
 
 #include <cJSON.h>
 
+#include "lib/kube/client.h"
 #include "lib/util/err.h"
 
 /* The CPU seconds (user + system) and resident bytes of pid and its children, from /proc;
@@ -18,5 +19,12 @@ int dlk_top_proc(long pid, double *cpu_seconds, unsigned long long *rss_bytes, i
  * (100 = one core), "rss_bytes"}], sorted by cpu_percent, highest first. An empty array when
  * none runs. */
 cJSON *dlk_top_local(const char *spec_file, double interval_s, struct dlk_err *err);
+
+/* The training Jobs of namespace ns that have not ended (only: the one of that name), through c:
+ * {"namespace", "jobs": [{"job", "state" (pending, running, ...), "progress": what its rank 0
+ * published (dlk.dev/progress: epoch, step, loss, samplesPerSec, ...) or null, "pods": [{"pod",
+ * "rank", "phase", "node", "restarts", "ready", "terminating"}] by rank}]}. NULL with err when
+ * the API cannot be read. */
+cJSON *dlk_top_cluster(struct kube_client *c, const char *ns, const char *only, struct dlk_err *err);
 
 #endif

@@ -66,6 +66,7 @@ struct gang {
 	const char *master_addr;
 	int master_port;
 	long *peak_kb;      /* each rank's peak resident memory, over every generation (KiB) */
+	double *cpu_s;      /* each rank's CPU time (user + system), summed over every generation */
 	struct sigaction old_int, old_term;
 };
 
@@ -368,6 +369,9 @@ static int run_generation(struct gang *g, unsigned gen, const char *run_id, int 
 			if (w->pid > 0 && !w->exited && wait4(w->pid, &st, WNOHANG, &ru) == w->pid) {
 				if (g->peak_kb && ru.ru_maxrss > g->peak_kb[r])
 					g->peak_kb[r] = ru.ru_maxrss;
+				if (g->cpu_s)
+					g->cpu_s[r] += (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+					               (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 				w->exited = 1;
 				w->status = st;
 				w->seq = seq++;
@@ -438,6 +442,7 @@ static void record_end(struct dlk_train_run *run, const struct gang *g, const st
 	for (int r = 0; r < g->n; r++)
 		cJSON_AddItemToArray(peaks, cJSON_CreateNumber((double)g->peak_kb[r] * 1024.0));
 	dlk_run_set_item(run->rec, "peak_memory_bytes", peaks);
+	dlk_train_run_set_cpu(run, g->cpu_s, g->n);
 	if (o == DLK_RUN_SUCCEEDED && g->hooks->run_doc) {
 		/* a user's program: what it reported, no bundle of dlk's */
 		cJSON *doc = g->hooks->run_doc(g->hooks->ud);
@@ -485,6 +490,7 @@ int dlk_trainer_gang(const struct dlk_trainer_opts *opts, const struct dlk_proje
 	}
 	gang_open(&g);
 	g.peak_kb = xcalloc((size_t)workers, sizeof(*g.peak_kb));
+	g.cpu_s = xcalloc((size_t)workers, sizeof(*g.cpu_s));
 
 	for (int gen = 0;; gen++) {
 		int f = run_generation(&g, (unsigned)gen, run.id, threads, err);
@@ -536,6 +542,7 @@ int dlk_trainer_gang(const struct dlk_trainer_opts *opts, const struct dlk_proje
 	}
 	gang_close(&g);
 	free(g.peak_kb);
+	free(g.cpu_s);
 	dlk_train_run_release(&run);
 	return rc;
 }

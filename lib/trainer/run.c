@@ -9,14 +9,24 @@
 #include "lib/train/state.h"
 #include "lib/data/fetch.h"
 #include "lib/kube/api.h"
+#include "lib/runs/usage.h"
 #include "lib/util/hash.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <unistd.h>
+
+static double mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static const cJSON *get(const cJSON *o, const char *k)
 {
@@ -338,6 +348,9 @@ int dlk_train_run_open_local(struct dlk_train_run *r, const struct dlk_trainer_s
 	dlk_run_set_str(rec, "host", host);
 	dlk_run_set_num(rec, "pid", (double)getpid());
 	dlk_run_add_world(rec, world);
+	r->session_start = mono_now();
+	r->gpus = spec->resources.gpus > 0 ? spec->resources.gpus : 0;
+	r->cpus = 0; /* nothing reserved here: the CPU time used is what counts */
 	fill_common(rec, spec_digest);
 	if (opts->code_sha256)
 		dlk_run_set_str(rec, "code_sha256", opts->code_sha256);
@@ -411,6 +424,7 @@ void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_traine
 		cJSON_AddStringToObject(j, "namespace", kube_client_namespace(r->kc));
 		cJSON_AddStringToObject(j, "uid", r->id);
 		dlk_run_set_item(rec, "job", j);
+		set_sweep(rec);
 	} else {
 		dlk_trainer_warn(sink, "the run will not be recorded in the cluster's run history: %s", err.msg);
 		dlk_runs_close(r->store);
@@ -419,6 +433,9 @@ void dlk_train_run_open_cluster(struct dlk_train_run *r, const struct dlk_traine
 	}
 	dlk_run_add_world(rec, world);
 	fill_common(rec, spec_digest);
+	r->session_start = mono_now();
+	r->gpus = spec->resources.gpus > 0 ? spec->resources.gpus : 0;
+	r->cpus = dlk_cpu_quantity(spec->resources.cpu);
 	r->rec = rec;
 	dlk_train_run_save(r);
 }
@@ -449,6 +466,43 @@ void dlk_train_run_save(struct dlk_train_run *r)
 		                 err.hint[0] ? "; " : "", err.hint);
 }
 
+void dlk_train_run_set_cpu(struct dlk_train_run *r, const double *cpu_s, int n)
+{
+	free(r->cpu_s);
+	r->cpu_s = NULL;
+	r->n_cpu = 0;
+	if (n <= 0)
+		return;
+	r->cpu_s = xcalloc((size_t)n, sizeof(double));
+	memcpy(r->cpu_s, cpu_s, (size_t)n * sizeof(double));
+	r->n_cpu = n;
+}
+
+/* The session's share of run.usage: its wall time at the last world, and the CPU time the
+ * gang measured, or else this process's and its reaped children's. */
+static void add_usage(struct dlk_train_run *r)
+{
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(dlk_run_info(r->rec), "worlds");
+	const cJSON *last = cJSON_GetArrayItem(w, cJSON_GetArraySize(w) - 1);
+	int workers = cJSON_IsNumber(last) ? last->valueint : 1;
+	double wall = r->session_start > 0 ? mono_now() - r->session_start : 0;
+
+	if (r->n_cpu > 0) {
+		dlk_run_add_usage(r->rec, wall, workers, r->gpus, r->cpus, r->cpu_s, r->n_cpu);
+	} else {
+		struct rusage self, kids;
+		double cpu = 0;
+		if (!getrusage(RUSAGE_SELF, &self) && !getrusage(RUSAGE_CHILDREN, &kids))
+			cpu = (double)self.ru_utime.tv_sec + self.ru_utime.tv_usec / 1e6 + (double)self.ru_stime.tv_sec +
+			      self.ru_stime.tv_usec / 1e6 + (double)kids.ru_utime.tv_sec + kids.ru_utime.tv_usec / 1e6 +
+			      (double)kids.ru_stime.tv_sec + kids.ru_stime.tv_usec / 1e6;
+		dlk_run_add_usage(r->rec, wall, workers, r->gpus, r->cpus, &cpu, 1);
+	}
+	/* counted once: a second finish (none is expected) adds nothing */
+	r->session_start = mono_now();
+	dlk_train_run_set_cpu(r, NULL, 0);
+}
+
 void dlk_train_run_finish(struct dlk_train_run *r, enum dlk_run_outcome o, int rank, int exit_code,
                           const char *message)
 {
@@ -456,6 +510,7 @@ void dlk_train_run_finish(struct dlk_train_run *r, enum dlk_run_outcome o, int r
 
 	if (!r->rec)
 		return;
+	add_usage(r);
 	dlk_run_set_outcome(r->rec, o);
 	dlk_run_time_now(now);
 	dlk_run_set_str(r->rec, "finished_at", now);
@@ -522,5 +577,6 @@ void dlk_train_run_release(struct dlk_train_run *r)
 	dlk_runs_close(r->store);
 	kube_client_free(r->kc);
 	cJSON_Delete(r->rec);
+	free(r->cpu_s);
 	*r = (struct dlk_train_run)DLK_TRAIN_RUN_INIT;
 }

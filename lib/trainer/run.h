@@ -28,8 +28,13 @@ struct dlk_train_run {
 	/* a user's program (set by the opens from the project): its exit codes mean what its
 	 * exit_codes say, and a failure is recorded with that class */
 	const struct dlk_program *program;
+	/* run.usage (lib/runs/usage.h): when this session began (monotonic seconds), the devices
+	 * and reserved CPUs per worker, and each rank's CPU seconds when a gang measured them */
+	double session_start, gpus, cpus;
+	double *cpu_s;
+	int n_cpu;
 };
-#define DLK_TRAIN_RUN_INIT { NULL, NULL, NULL, DLK_RUN_LOCK_INIT, NULL, "", 0, 0, NULL }
+#define DLK_TRAIN_RUN_INIT { NULL, NULL, NULL, DLK_RUN_LOCK_INIT, NULL, "", 0, 0, NULL, 0, 0, 0, NULL, 0 }
 
 /* `dlk train --local --if-data-changed`: fetches and hashes the data sources of the project
  * (spec_file); when their fingerprint equals that of the newest successful run in the local
@@ -69,6 +74,11 @@ void dlk_train_run_open_worker(struct dlk_train_run *r, const struct dlk_trainer
 
 /* The checkpoints of this run: base/<id>, or base itself for a run without an id. Caller frees. */
 char *dlk_train_run_ckpt_dir(const struct dlk_train_run *r, const char *base);
+
+/* The CPU seconds each rank used (n ranks; copied), measured by the gang that ran them: what
+ * dlk_train_run_finish records in run.usage. Without it the finish counts this process and its
+ * children as one rank. */
+void dlk_train_run_set_cpu(struct dlk_train_run *r, const double *cpu_s, int n);
 
 /* Writes the record as it is now (a failure: one warning). */
 void dlk_train_run_save(struct dlk_train_run *r);

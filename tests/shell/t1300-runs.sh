@@ -68,7 +68,7 @@ test_expect_success 'the history lists every run, newest first, with the fingerp
 	jq -e ".project == \"blobs\" and .store == \"local\" and .dropped == 0 and (.runs | length) == 4" h.json &&
 	jq -e "[.runs[].run.started_at] == ([.runs[].run.started_at] | sort | reverse)" h.json &&
 	jq -e "[.runs[] | .run.data[] | select(.split == \"train\") | .sha256] | map(select(. == \"$TRAIN1\")) | length == 3" h.json &&
-	dlk status blobs --history --local -f "$P/dlk.yaml" -o wide | head -n 1 | grep_q "SPEC  *COMMIT  *IMAGE  *REASON$"
+	dlk status blobs --history --local -f "$P/dlk.yaml" -o wide | head -n 1 | grep_q "SPEC  *COMMIT  *IMAGE  *GPU TIME  *CPU TIME  *COST  *REASON$"
 '
 
 test_expect_success '--run shows one run by a prefix of its id; -o json is its record' '

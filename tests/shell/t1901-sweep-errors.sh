@@ -53,7 +53,7 @@ test_expect_success 'a value the project refuses is refused before any trial' '
 	grep -q "sweep.parameters.training.batch_size" err && grep -q "batch_size" err && ! test -d .dlk/runs
 '
 
-test_expect_success 'no sweep: section, no --local, --set: each refused with what to do' '
+test_expect_success 'no sweep: section, no cluster without --local, --set: each refused with what to do' '
 	blobs_project . &&
 	test_exit_code 3 dlk sweep --local 2>err && grep -q "has no sweep: section" err &&
 	grep -q "init --example sweep" err &&
@@ -62,7 +62,7 @@ test_expect_success 'no sweep: section, no --local, --set: each refused with wha
 	  parameters:
 	    training.epochs: [1, 2]
 	EOF
-	test_exit_code 2 dlk sweep 2>err && grep -q "give --local" err &&
+	test_exit_code 3 dlk sweep 2>err && grep -q "no kubeconfig" err && grep -q "run the sweep on this machine: .dlk sweep --local." err &&
 	test_exit_code 2 dlk sweep --local --set training.epochs=3 2>err && grep -q "set does not go with dlk sweep" err
 '
 
