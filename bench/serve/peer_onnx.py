@@ -4,8 +4,9 @@ Runtime InferenceSession set up as ONNX Runtime's performance guide advises for 
 graph optimisations, sequential execution, inter-op threads 1 and intra-op threads the cores the
 server instance may use (THREADS), so that instances x threads = cores. With more than one
 intra-op thread the pool's spinning can be turned off (SPIN false): the guide's advice where the
-cores are shared, as wrk and other work share them here (measured on the MLP at 64 connections:
-one instance of 2 spinning threads answered 220 requests/s, of 1 thread 2,330).
+cores are shared, as wrk and other work share them here (the MLP in Triton at 64 connections, one
+4-second check of each, not alternated: one instance of 2 spinning threads answered 220
+requests/s, of 1 thread 2,330).
 
 `python3 peer_onnx.py MODEL.onnx LOGITS.f32 N` checks the session against the logits that
 dlk's own forward pass (build/tests/tools/forward) wrote for the first N test images: the same
