@@ -1,6 +1,7 @@
-"""MLServer serving a dlk bundle's weights through the numpy peer model: an MLServer custom
-runtime (MLModel). The bundle path is the model setting parameters.uri; bench/serve/run.sh writes
-the model-settings.json (adaptive batching) and settings.json (parallel workers)."""
+"""MLServer serving a dlk bundle exported as ONNX: a custom runtime (MLModel) running the graph in
+ONNX Runtime (peer_onnx.py). The model setting parameters.uri is the .onnx file and
+parameters.extra.threads ONNX Runtime's intra-op threads (extra.spin: whether they spin); bench/serve/run.py writes the
+model-settings.json (adaptive batching) and settings.json (parallel workers)."""
 import os
 import sys
 
@@ -9,20 +10,20 @@ from mlserver.codecs import NumpyCodec
 from mlserver.types import InferenceRequest, InferenceResponse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_model import BundleModel, softmax  # noqa: E402
+from peer_onnx import OnnxModel  # noqa: E402
 
 
-class DlkBundle(MLModel):
+class DlkOnnx(MLModel):
     async def load(self) -> bool:
-        self.model = BundleModel(self.settings.parameters.uri)
+        extra = self.settings.parameters.extra or {}
+        self.model = OnnxModel(self.settings.parameters.uri, int(extra.get("threads", 1)),
+                                bool(extra.get("spin", True)))
         return True
 
     async def predict(self, payload: InferenceRequest) -> InferenceResponse:
-        x = NumpyCodec.decode_input(payload.inputs[0])
-        logits = self.model.forward(x)
+        out = self.model.forward(NumpyCodec.decode_input(payload.inputs[0]))
         return InferenceResponse(
             model_name=self.name,
             id=payload.id,
-            outputs=[NumpyCodec.encode_output("probabilities", softmax(logits)),
-                     NumpyCodec.encode_output("logits", logits)],
+            outputs=[NumpyCodec.encode_output(k, v) for k, v in out.items()],
         )
