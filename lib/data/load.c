@@ -773,7 +773,7 @@ static int load_corpus(const struct dlk_split *sp, const struct dlk_data *spec, 
 	if (!s->n) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %zu tokens%s, too few for one sequence of %d + 1", from->source.url,
 		         hi - lo, from != sp ? " held out for validation" : "", T);
-		dlk_err_hint(err, "give a longer corpus, a shorter model.input%s", spec->validation > 0 ? " or a larger "
+		dlk_err_hint(err, "give a longer corpus, a shorter model.input%s", spec->validation > 0 ? " or a smaller "
 		             "data.validation" : "");
 		goto out;
 	}
