@@ -511,6 +511,15 @@ static const struct field gelu_params[] = {
 static const struct field embedding_params[] = {
 	FIELD("vocab", struct dlk_layer_spec, F_INT, vocab, .flags = REQ, .min = 1, .max = 1 << 24),
 	FIELD("dim", struct dlk_layer_spec, F_INT, dim, .flags = REQ, .min = 1, .max = 1 << 16),
+	FIELD("positions", struct dlk_layer_spec, F_INT, positions, .min = 0, .max = 1 << 20, .def = "0"),
+	END
+};
+static const struct field attention_params[] = {
+	FIELD("heads", struct dlk_layer_spec, F_INT, heads, .flags = REQ, .min = 1, .max = 4096),
+	FIELD("causal", struct dlk_layer_spec, F_BOOL, causal, .def = "true"),
+	FIELD("rotary", struct dlk_layer_spec, F_BOOL, rotary, .def = "false"),
+	FIELD("pad_id", struct dlk_layer_spec, F_INT, pad_id, .min = -1, .max = 1 << 24, .def = "-1"),
+	FIELD("dropout", struct dlk_layer_spec, F_FLOAT, rate, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0"),
 	END
 };
 /* in enum dlk_upsample_mode order (lib/nn/kernels.h) */
@@ -529,7 +538,7 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_ADD] = no_params, [DLK_LAYER_CONCAT] = no_params, [DLK_LAYER_GLOBALAVGPOOL] = no_params,
 	[DLK_LAYER_LAYERNORM] = layernorm_params, [DLK_LAYER_GELU] = gelu_params,
 	[DLK_LAYER_SOFTMAX] = no_params, [DLK_LAYER_EMBEDDING] = embedding_params,
-	[DLK_LAYER_UPSAMPLE] = upsample_params,
+	[DLK_LAYER_UPSAMPLE] = upsample_params, [DLK_LAYER_ATTENTION] = attention_params,
 };
 #define N_LAYER_KINDS DLK_LAYER_KINDS
 _Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");
@@ -2122,6 +2131,8 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	long long shape[3] = { m->input[0], m->input[1], m->input[2] };
 	int rank = m->input_rank;
 	int last_dense = -1;
+	int seq_dense_at = -1;             /* the first dense that ran over rows (a sequence) */
+	long long seq_dense_in[3] = { 0 };
 	char p[64];
 
 	if (!m->n_layers || !rank)
@@ -2162,10 +2173,33 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
 			break;
 		}
-		if (l->kind == DLK_LAYER_DENSE && (shape[0] != 1 || shape[1] != 1)) {
-			problem(c, pos, p, "dense expects a flat input but gets %lldx%lldx%lld (add 'flatten' before it)",
-			        shape[0], shape[1], shape[2]);
+		if (l->kind == DLK_LAYER_DENSE && shape[0] != 1) {
+			problem(c, pos, p, "dense expects a flat input or a sequence [1, T, D] but gets %lldx%lldx%lld (add "
+			        "'flatten' before it)", shape[0], shape[1], shape[2]);
 			break;
+		}
+		if (l->kind == DLK_LAYER_ATTENTION) {
+			if (shape[0] != 1) {
+				problem(c, pos, p, "attention expects a sequence [1, T, D] but gets %lldx%lldx%lld (put an "
+				        "embedding before it)", shape[0], shape[1], shape[2]);
+				break;
+			}
+			if (l->heads > 0 && (shape[2] % l->heads || (l->rotary && (shape[2] / l->heads) % 2))) {
+				problem(c, pos, p, "heads (%d) must divide the width D = %lld%s", l->heads, shape[2],
+				        l->rotary ? " into an even head width (rotary)" : "");
+				break;
+			}
+		}
+		if (l->kind == DLK_LAYER_EMBEDDING && l->positions &&
+		    (double)l->positions < (double)shape[0] * (double)shape[1] * (double)shape[2]) {
+			problem(c, pos, p, "positions (%d) must cover the %lld ids of a sample", l->positions,
+			        shape[0] * shape[1] * shape[2]);
+			break;
+		}
+		int seq_dense = l->kind == DLK_LAYER_DENSE && shape[1] != 1; /* per position: keeps its rank */
+		if (seq_dense && seq_dense_at < 0) {
+			seq_dense_at = i;
+			memcpy(seq_dense_in, shape, sizeof(shape));
 		}
 		if (dlk_layer_shape(l, shape, shape) < 0) {
 			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
@@ -2173,7 +2207,8 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			        l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size, shape[1], shape[2], pad);
 			break;
 		}
-		if (l->kind == DLK_LAYER_FLATTEN || l->kind == DLK_LAYER_DENSE || l->kind == DLK_LAYER_GLOBALAVGPOOL)
+		if (l->kind == DLK_LAYER_FLATTEN || (l->kind == DLK_LAYER_DENSE && !seq_dense) ||
+		    l->kind == DLK_LAYER_GLOBALAVGPOOL)
 			rank = 1;
 		if (l->kind == DLK_LAYER_DENSE)
 			last_dense = i;
@@ -2202,6 +2237,16 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			if (shape[0] != 1 || shape[1] != T || shape[2] < 2)
 				problem(c, pos, p, "task lm needs the model to end with [1, %lld, VOCAB] logits (one row of "
 				        "vocabulary logits per input token), not %lldx%lldx%lld", T, shape[0], shape[1], shape[2]);
+			return;
+		}
+		if ((shape[0] != 1 || shape[1] != 1) && seq_dense_at >= 0) {
+			/* an image's rows taken for a sequence: the forgotten flatten is where the dense is */
+			const struct dlk_layer_spec *l = &m->layers[seq_dense_at];
+			snprintf(p, sizeof(p), "model.layers[%d]", seq_dense_at);
+			problem(c, given_at(c, l, GIVEN_CUSTOM), p, "dense runs over each of the %lld rows of its %lldx%lldx%lld "
+			        "input (a sequence), so the model ends with a %lldx%lldx%lld output, not one value per class "
+			        "(add 'flatten' before it)", seq_dense_in[1], seq_dense_in[0], seq_dense_in[1], seq_dense_in[2],
+			        shape[0], shape[1], shape[2]);
 			return;
 		}
 		if (shape[0] != 1 || shape[1] != 1) {

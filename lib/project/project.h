@@ -129,6 +129,7 @@ enum dlk_layer_kind {
 	DLK_LAYER_SOFTMAX,
 	DLK_LAYER_EMBEDDING,
 	DLK_LAYER_UPSAMPLE,
+	DLK_LAYER_ATTENTION,     /* multi-head self-attention over a sequence [1, T, D] (lib/nn/layer_attention.c) */
 };
 
 struct dlk_layer_spec {
@@ -150,6 +151,11 @@ struct dlk_layer_spec {
 	int vocab, dim; /* embedding: rows of the table, width of each */
 	int scale;      /* upsample: the integer factor of height and width, default 2 */
 	int mode;       /* upsample: enum dlk_upsample_mode (lib/nn/kernels.h), default nearest */
+	int positions;  /* embedding: learned position embeddings for up to this many positions, 0 = none */
+	/* attention: heads (dividing D); causal (the project file's default is 1); rotary position
+	 * embeddings; pad_id >= 0: keys whose model-input id is pad_id are masked out (the project
+	 * file's default is -1, none: a spec made in C must set it); rate: dropout on the weights */
+	int heads, causal, rotary, pad_id;
 	int line, column; /* where it was declared in the project file (1-based; 0 if unknown) */
 };
 

@@ -60,7 +60,7 @@ int main(void)
 	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
 	             "model: {input: [4], layers: [relu, lstm, {dense: {units: 2}}]}\n");
 	CHECK_STR(m, "dlk.yaml:3:36: model.layers[1]: unknown layer 'lstm' (layers are: dense, conv2d, maxpool, flatten, "
-	             "relu, tanh, sigmoid, dropout, add, concat, globalavgpool, layernorm, gelu, softmax, embedding, upsample)");
+	             "relu, tanh, sigmoid, dropout, add, concat, globalavgpool, layernorm, gelu, softmax, embedding, upsample, attention)");
 	/* an enumerated value with no near match names its values too */
 	m = load_msg(MINIMAL "training: {optimizer: {name: lbfgs}}\n");
 	CHECK_CONTAINS(m, "unknown value 'lbfgs' (expected sgd, adam or adamw)");
@@ -68,10 +68,14 @@ int main(void)
 	 * the engine would after the data had loaded */
 	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
 	             "model: {input: [1, 28, 28], layers: [{dense: {units: 64}}, relu, {dense: {units: 10}}]}\n");
-	CHECK_STR(m, "dlk.yaml:3:38: model.layers[0]: dense expects a flat input but gets 1x28x28 (add 'flatten' before it)");
+	/* dense works over the last axis (nn.Linear): one channel of rows is a sequence, so the image's
+	 * 28 rows stay 28 rows, and the message names the dense that took them for one */
+	CHECK_STR(m, "dlk.yaml:3:38: model.layers[0]: dense runs over each of the 28 rows of its 1x28x28 input (a "
+	          "sequence), so the model ends with a 1x28x10 output, not one value per class (add 'flatten' before it)");
 	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
 	             "model: {input: [1, 28, 28], layers: [{conv2d: {filters: 4}}, {dense: {units: 10}}]}\n");
-	CHECK_STR(m, "dlk.yaml:3:62: model.layers[1]: dense expects a flat input but gets 4x26x26 (add 'flatten' before it)");
+	CHECK_STR(m, "dlk.yaml:3:62: model.layers[1]: dense expects a flat input or a sequence [1, T, D] but gets 4x26x26 "
+	          "(add 'flatten' before it)");
 	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
 	             "model: {input: [1, 8, 8], layers: [{conv2d: {filters: 4}}, relu]}\n");
 	CHECK_STR(m, "dlk.yaml:3:60: model.layers[1]: the model ends with a 4x6x6 output, not one value per class (end it "
