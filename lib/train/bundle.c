@@ -141,6 +141,8 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 	switch (ls->kind) {
 	case DLK_LAYER_DENSE:
 		cJSON_AddNumberToObject(l, "units", ls->units);
+		if (ls->tie) /* the index of the embedding whose table is its weight */
+			cJSON_AddNumberToObject(l, "tie", ls->tie - 1);
 		break;
 	case DLK_LAYER_CONV2D:
 		cJSON_AddNumberToObject(l, "filters", ls->filters);
@@ -557,6 +559,14 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		    int_field(l, "heads", 0, 0, 4096, &ls->heads) || int_field(l, "pad_id", -1, -1, 1 << 24, &ls->pad_id) ||
 		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL ? ls->size : 1, 1, 1024, &ls->stride))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has a bad size field", path, i);
+		const cJSON *tie = cJSON_GetObjectItemCaseSensitive(l, "tie");
+		if (tie) {
+			if (!cJSON_IsNumber(tie) || tie->valuedouble != (int)tie->valuedouble || tie->valuedouble < 0 ||
+			    tie->valuedouble >= i || ls->kind != DLK_LAYER_DENSE)
+				return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].tie is not the index "
+				                "of an earlier layer of a dense layer", path, i);
+			ls->tie = (int)tie->valuedouble + 1;
+		}
 		const cJSON *name = cJSON_GetObjectItemCaseSensitive(l, "name");
 		if (cJSON_IsString(name))
 			snprintf(ls->name, sizeof(ls->name), "%s", name->valuestring);
