@@ -970,3 +970,27 @@ void dlk_bundle_release(struct dlk_bundle *b)
 	dlk_tokenizer_free(b->tokenizer);
 	*b = (struct dlk_bundle)DLK_BUNDLE_INIT;
 }
+
+int dlk_bundle_lm(const struct dlk_bundle *b, const char *path, struct dlk_lm_info *out, struct dlk_err *err)
+{
+	const struct dlk_model *m = &b->model;
+
+	memset(out, 0, sizeof(*out));
+	if (m->task != DLK_TASK_LM)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': a model of task %s, not a language model (model.task lm)", path,
+		                dlk_task_name(m->task));
+	if (!b->tokenizer)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the language model has no tokenizer (tokenizer.txt)", path);
+	/* the logits' width: the last layer that sets a width (dense, an embedding); the layers after
+	 * it (norms, activations, dropout) keep it. The loader checked the [1, T, V] end. */
+	for (int i = m->n_layers - 1; i >= 0 && !out->vocab; i--)
+		if (m->layers[i].kind == DLK_LAYER_DENSE)
+			out->vocab = m->layers[i].units;
+		else if (m->layers[i].kind == DLK_LAYER_EMBEDDING)
+			out->vocab = m->layers[i].dim;
+	if (out->vocab < 2)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the language model ends with no vocabulary logits", path);
+	out->context = m->input[0] * m->input[1] * m->input[2];
+	out->tokenizer = b->tokenizer;
+	return 0;
+}

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "lib/data/bpe.h"
 #include "lib/nn/loss.h"
 #include "lib/nn/net.h"
 #include "lib/train/bundle.h"
@@ -118,6 +119,12 @@ static void test_tied_gradients(void)
 				float y0[B * T * V];
 				memcpy(y0, dlk_net_forward(&net, x, B, 0), sizeof(y0));
 				CHECK(b.model.layers[2].tie == 1 && back.n_params == V * D);
+				struct dlk_lm_info lm;
+				/* no tokenizer was given to the bundle: generation is refused one */
+				CHECK(dlk_bundle_lm(&b, path, &lm, &err) < 0);
+				CHECK_CONTAINS(err.msg, "has no tokenizer");
+				b.tokenizer = dlk_tokenizer_byte();
+				CHECK(dlk_bundle_lm(&b, path, &lm, &err) == 0 && lm.context == T && lm.vocab == V && lm.tokenizer);
 				CHECK_MSG(!memcmp(y0, dlk_net_forward(&back, x, B, 0), sizeof(y0)), "the same logits, bit for bit");
 			}
 			dlk_bundle_release(&b);
