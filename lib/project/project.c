@@ -221,8 +221,8 @@ static const char *const tokenizer_names[] = { "byte", "bpe", NULL };
 static const char *const cache_volume_names[] = { "emptyDir", "hostPath", "checkpoint", NULL };
 static const char *const trigger_names[] = { "always", "data-changed", NULL };
 static const char *const loss_names[] = { "softmax_cross_entropy", "binary_cross_entropy", "mse", "l1", "huber",
-	NULL };
-static const char *const task_names[] = { "classification", "multilabel", "regression", "image", NULL };
+	"token_cross_entropy", NULL };
+static const char *const task_names[] = { "classification", "multilabel", "regression", "image", "lm", NULL };
 static const char *const init_names[] = { "torch", "xavier", NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const sched_names[] = { "constant", "step", "cosine", NULL };
@@ -307,6 +307,7 @@ static const struct field data_fields[] = {
 	FIELD("netrc_secret", struct dlk_data, F_STR, netrc_secret, .check = check_dns_subdomain),
 	FIELD("images", struct dlk_data, F_MAP, images, .sub = images_fields),
 	FIELD("text", struct dlk_data, F_MAP, text, .sub = text_fields),
+	FIELD("validation", struct dlk_data, F_DOUBLE, validation, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0"),
 	END
 };
 
@@ -426,6 +427,7 @@ static const struct field serving_fields[] = {
 	FIELD("gpus", struct dlk_serving, F_INT, gpus, .min = 0, .max = 16, .def = "0"),
 	FIELD("min_accuracy", struct dlk_serving, F_DOUBLE, min_accuracy, .min = 0, .max = 1, .def = "0"),
 	FIELD("min_class_recall", struct dlk_serving, F_DOUBLE, min_class_recall, .min = 0, .max = 1, .def = "0"),
+	FIELD("max_val_loss", struct dlk_serving, F_DOUBLE, max_val_loss, .min = 0, .max = 1e30, .def = "0"),
 	FIELD("gate", struct dlk_serving, F_CUSTOM, gate, .custom = &c_gate),
 	FIELD("max_replicas", struct dlk_serving, F_INT, max_replicas, .min = 0, .max = 1000, .def = "0"),
 	FIELD("target_cpu_percent", struct dlk_serving, F_INT, target_cpu_percent, .min = 1, .max = 100, .def = "70"),
@@ -1708,6 +1710,22 @@ static void layer_graph_parse(struct ctx *c, struct ynode *params, struct dlk_mo
 				if (!strcmp(m->layers[e].name, val->text))
 					problem(c, val, p, "'%s' already names model.layers[%d]", val->text, e);
 			snprintf(l->name, sizeof(l->name), "%s", val->text);
+		} else if (!strcmp(key->text, "tie") && l->kind == DLK_LAYER_DENSE) {
+			/* weight tying: the head's weight is an earlier embedding's table */
+			int found = -1;
+			snprintf(p, sizeof(p), "%s.tie", path);
+			for (int q = i - 1; found < 0 && val->kind == YN_SCALAR && q >= 0; q--)
+				if (!strcmp(m->layers[q].name, val->text))
+					found = q;
+			shown_text(shown, sizeof(shown), val->kind == YN_SCALAR ? val->text : "");
+			if (found < 0)
+				problem(c, val, p, "no layer before this one is named '%s' (name the embedding with 'name: ...')",
+				        shown);
+			else if (m->layers[found].kind != DLK_LAYER_EMBEDDING)
+				problem(c, val, p, "'%s' is a %s layer; a dense layer ties its weight to an embedding's table",
+				        shown, dlk_layer_names[m->layers[found].kind]);
+			else
+				l->tie = found + 1;
 		} else if (!strcmp(key->text, "inputs")) {
 			snprintf(p, sizeof(p), "%s.inputs", path);
 			int n = val->kind == YN_SEQ ? val->n : 1;
@@ -1840,13 +1858,15 @@ static void layers_dump(struct dlk_buf *b, const struct field *f, const void *ba
 		if ((int)l->kind >= 0 && (int)l->kind < N_LAYER_KINDS && layer_params[l->kind][0].key) {
 			dlk_buf_adds(b, ": ");
 			dump_flow(b, layer_params[l->kind], l);
-			if (l->name[0] || l->n_inputs)
+			if (l->name[0] || l->n_inputs || l->tie)
 				b->len--; /* the graph keys go inside the braces */
 		} else if (l->name[0] || l->n_inputs) {
 			dlk_buf_adds(b, ": {");
 		}
-		if (l->name[0] || l->n_inputs) {
+		if (l->name[0] || l->n_inputs || l->tie) {
 			int first = !layer_params[l->kind][0].key;
+			if (l->tie)
+				dlk_buf_addf(b, "%stie: %s", first ? "" : ", ", m->layers[l->tie - 1].name), first = 0;
 			if (l->name[0])
 				dlk_buf_addf(b, "%sname: %s", first ? "" : ", ", l->name), first = 0;
 			if (l->n_inputs) {
@@ -1931,7 +1951,7 @@ static const struct custom c_tolerations = { tolerations_parse, tolerations_dump
 
 /* serving.gate: a list of {metric, min, max} */
 static const char *const gate_metric_names[] = { "accuracy", "loss", "r2", "rmse", "mae", "f1_micro", "f1_macro",
-	"subset_accuracy", "psnr", "ssim", NULL };
+	"subset_accuracy", "psnr", "ssim", "perplexity", NULL };
 static const struct field gate_fields[] = {
 	FIELD("metric", struct dlk_gate_rule, F_STR, metric, .flags = REQ, .names = gate_metric_names),
 	FIELD("min", struct dlk_gate_rule, F_DOUBLE, min, .min = -1e30, .max = 1e30),
@@ -2037,6 +2057,7 @@ static void apply_defaults(struct ctx *c, struct dlk_project *s)
 	if (!given_at(c, &s->model.loss, GIVEN_VALUE))
 		s->model.loss = s->model.task == DLK_TASK_CLASSIFICATION ? DLK_LOSS_SOFTMAX_CE :
 		                s->model.task == DLK_TASK_MULTILABEL     ? DLK_LOSS_BCE :
+		                s->model.task == DLK_TASK_LM             ? DLK_LOSS_TOKEN_CE :
 		                                                           DLK_LOSS_MSE;
 	if (!given_at(c, &t->weight_decay, GIVEN_VALUE))
 		t->weight_decay = t->optimizer == DLK_OPT_ADAMW ? 0.01 : 0.0;
@@ -2228,6 +2249,14 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 		snprintf(p, sizeof(p), "model.layers[%d]", last);
 		if (m->task == DLK_TASK_IMAGE)
 			return; /* dense prediction: any output shape; the targets must have it */
+		if (m->task == DLK_TASK_LM) {
+			/* logits per position: [1, T, V], T the input's tokens */
+			long long T = (long long)m->input[0] * m->input[1] * m->input[2];
+			if (shape[0] != 1 || shape[1] != T || shape[2] < 2)
+				problem(c, pos, p, "task lm needs the model to end with [1, %lld, VOCAB] logits (one row of "
+				        "vocabulary logits per input token), not %lldx%lldx%lld", T, shape[0], shape[1], shape[2]);
+			return;
+		}
 		if ((shape[0] != 1 || shape[1] != 1) && seq_dense_at >= 0) {
 			/* an image's rows taken for a sequence: the forgotten flatten is where the dense is */
 			const struct dlk_layer_spec *l = &m->layers[seq_dense_at];
@@ -2329,9 +2358,12 @@ static void check_task(struct ctx *c, struct dlk_project *s, const struct ynode 
 
 	if (m->task == DLK_TASK_CLASSIFICATION && !ce)
 		problem(c, at, "model.loss", "task classification trains with softmax_cross_entropy, not %s", loss);
+	else if ((m->task == DLK_TASK_LM) != (m->loss == DLK_LOSS_TOKEN_CE))
+		problem(c, at, "model.loss", "task %s trains with %s, not %s", task,
+		        m->task == DLK_TASK_LM ? "token_cross_entropy" : "another loss", loss);
 	else if (m->task == DLK_TASK_MULTILABEL && !bce)
 		problem(c, at, "model.loss", "task multilabel trains with binary_cross_entropy, not %s", loss);
-	else if ((m->task == DLK_TASK_REGRESSION || m->task == DLK_TASK_IMAGE) && (ce || bce))
+	else if ((m->task == DLK_TASK_REGRESSION || m->task == DLK_TASK_IMAGE) && (ce || bce || m->loss == DLK_LOSS_TOKEN_CE))
 		problem(c, at, "model.loss", "task %s trains with mse, l1 or huber, not %s", task, loss);
 	if (s->training.label_smoothing > 0 && m->task != DLK_TASK_CLASSIFICATION)
 		problem(c, pos_or(c, &s->training.label_smoothing, GIVEN_VALUE, root), "training.label_smoothing",
@@ -2343,6 +2375,18 @@ static void check_task(struct ctx *c, struct dlk_project *s, const struct ynode 
 	else if (s->data.format == DLK_DATA_CSV && m->task != DLK_TASK_CLASSIFICATION && s->data.csv_targets <= 0)
 		problem(c, pos_or(c, &s->model.task, GIVEN_VALUE, root), "data.csv.targets",
 		        "task %s needs float targets: set data.csv.targets to how many last columns hold them", task);
+	if (s->data.format != DLK_DATA_TEXT && m->task == DLK_TASK_LM)
+		problem(c, pos_or(c, &s->model.task, GIVEN_VALUE, root), "data.format",
+		        "task lm reads plain text corpora: set data.format to text, not %s", project_format_name(s->data.format));
+	if (s->data.validation > 0 && m->task != DLK_TASK_LM)
+		problem(c, pos_or(c, &s->data.validation, GIVEN_VALUE, root), "data.validation",
+		        "a validation fraction of the corpus is for task lm, not %s (give data.test instead)", task);
+	else if (s->data.validation > 0 && (s->data.test.source.url || s->data.test.shards))
+		problem(c, pos_or(c, &s->data.validation, GIVEN_VALUE, root), "data.validation",
+		        "give either a validation fraction of the training corpus or data.test, not both");
+	if (s->serving.max_val_loss > 0 && m->task != DLK_TASK_LM)
+		problem(c, pos_or(c, &s->serving.max_val_loss, GIVEN_VALUE, root), "serving.max_val_loss",
+		        "a maximum validation loss is for task lm, not %s (serving.gate takes {metric: loss, max: X})", task);
 	check_paired(c, s, root);
 }
 
@@ -2353,6 +2397,7 @@ static int gate_metric_fits(const char *metric, enum dlk_task task)
 	static const struct { const char *name; unsigned tasks; } m[] = {
 		{ "accuracy", 1u << DLK_TASK_CLASSIFICATION },
 		{ "loss", ~0u },
+		{ "perplexity", 1u << DLK_TASK_LM },
 		{ "r2", 1u << DLK_TASK_REGRESSION | 1u << DLK_TASK_IMAGE },
 		{ "rmse", 1u << DLK_TASK_REGRESSION | 1u << DLK_TASK_IMAGE },
 		{ "mae", 1u << DLK_TASK_REGRESSION | 1u << DLK_TASK_IMAGE },

@@ -348,6 +348,33 @@ static void test_losses(void)
 		}
 }
 
+/* token_cross_entropy (task lm) against the CPU reference: rows of V logits, a target id per
+ * row in floats, every 7th ignored (-1); loss within 1e-5 relative, gradients ELEM (the same
+ * formulas; only the block's sum order differs) */
+static void test_token_loss(void)
+{
+	int shapes[][2] = { { 1, 2 }, { 64 * 16, 257 }, { 8 * 128, 1000 }, { 3, 50257 } };
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		int R = shapes[s][0], V = shapes[s][1];
+		size_t n = (size_t)R * V;
+		float *z = rnd(n, 400 + s), *t = malloc(sizeof(float) * R), *g = malloc(sizeof(float) * n);
+		for (int r = 0; r < R; r++)
+			t[r] = r % 7 == 6 ? -1.0f : (float)((r * 131 + 7) % V);
+		for (size_t i = 0; i < n; i++)
+			z[i] *= 4.0f;
+		float *zd = up(z, sizeof(float) * n), *td = up(t, sizeof(float) * R), *gd = gpu->alloc(sizeof(float) * n);
+		float lc = cpu->loss(DLK_LOSS_TOKEN_CE, z, NULL, t, R, V, 0, g),
+		      lg = gpu->loss(DLK_LOSS_TOKEN_CE, zd, NULL, td, R, V, 0, gd);
+		char what[64];
+		CHECK_MSG(fabs(lc - lg) <= 1e-5 + 1e-5 * fabs(lc), "token loss %dx%d: %.9g vs %.9g", R, V, lc, lg);
+		CHECK_MSG(gpu->loss(DLK_LOSS_TOKEN_CE, zd, NULL, td, R, V, 0, NULL) == lg, "token loss without a gradient: the same");
+		snprintf(what, sizeof(what), "token loss %dx%d gradient", R, V);
+		agree(what, g, gd, n, ELEM);
+		gpu->free(zd), gpu->free(td), gpu->free(gd);
+		free(z), free(t), free(g);
+	}
+}
+
 /* ABI 7's layer operations: layer norm, GELU, softmax, embedding, upsampling, forward and backward.
  * Row reductions (layer norm, softmax) are SUMS; element-wise math ELEM; the embedding's gathers
  * and scatters are EXACT (one thread per column adds the ids in the CPU's order). */
@@ -811,6 +838,7 @@ int main(int argc, char **argv)
 		test_maxpool();
 		test_softmax_ce();
 		test_losses();
+		test_token_loss();
 		test_layer_ops();
 		test_attention_ops();
 		test_conv_more();
