@@ -812,16 +812,16 @@ static enum MHD_Result check_inference(struct request *rq, int *refused)
 	*refused = 1;
 	if (rq->route == R_V1_OTHER_VERB)
 		return answer_error(rq, 501, DLK_FAIL_BAD_REQUEST, "only :predict is served (not :classify or :regress)");
-	if (atomic_load(&srv->draining))
-		return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "the server is shutting down");
+	/* OpenAI's routes name the model in the body */
 	if (!is_oai_route(rq->route)) {
-		/* OpenAI's routes name the model in the body */
 		if (find_model(rq, &res))
 			return res;
 		rq->is_infer = 1;
-		if (!atomic_load(&rq->model->ready))
-			return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "model '%s' is not ready yet", rq->model->name);
 	}
+	if (atomic_load(&srv->draining))
+		return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "the server is shutting down");
+	if (rq->model && !atomic_load(&rq->model->ready))
+		return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "model '%s' is not ready yet", rq->model->name);
 	cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl) {
 		char *end;
