@@ -149,7 +149,7 @@ GPU_INC := -I. -I$(CUDA_HOME)/include -I$(NCCL_INC)
 GPU_DEFS := -DDLK_CUDA_ARCHS='"$(GPU_ARCHS_STR)"' $(if $(NCCL_LIBDIR),-DDLK_NCCL_LIBDIR='"$(NCCL_LIBDIR)"')
 GPU_RPATH := '$$ORIGIN':$(CUDA_LIBDIR)
 gpu: $(BUILD)/libdlk-cuda.so $(BUILD)/kit-cuda/libdlk-cuda.so
-$(BUILD)/cuda/%.o: gpu/%.cu $(wildcard gpu/*.h gpu/*.cuh) lib/nn/backend.h lib/nn/kernels.h
+$(BUILD)/cuda/%.o: gpu/%.cu $(wildcard gpu/*.h gpu/*.cuh) lib/nn/backend.h lib/nn/kernels.h lib/nn/kernels_attn.h
 	@mkdir -p $(dir $@)
 	@echo "  NVCC    $<"
 	@$(NVCC) -O2 -std=c++17 $(GPU_GENCODE) -Werror all-warnings -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror \

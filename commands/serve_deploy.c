@@ -264,12 +264,20 @@ static int gate(const struct dlk_ctx *ctx, const char *name, struct model_src *m
 	}
 	if (r.have_test)
 		*accuracy = r.test_accuracy;
-	switch (dlk_gate_judge_rules(m->run, &r, min_acc, min_recall, sv ? sv->gate : NULL, sv ? sv->n_gate : 0, force,
-	                             &why)) {
+	/* serving.max_val_loss (task lm) is one more rule: the validation loss at most it */
+	int n_rules = sv ? sv->n_gate : 0;
+	struct dlk_gate_rule *rules = xcalloc((size_t)n_rules + 1, sizeof(*rules));
+	if (n_rules)
+		memcpy(rules, sv->gate, sizeof(*rules) * (size_t)n_rules);
+	if (sv && sv->max_val_loss > 0)
+		rules[n_rules++] = (struct dlk_gate_rule){ .metric = "loss", .max = sv->max_val_loss, .has_max = 1 };
+	enum dlk_gate_verdict verdict = dlk_gate_judge_rules(m->run, &r, min_acc, min_recall, rules, n_rules, force, &why);
+	free(rules);
+	switch (verdict) {
 	case DLK_GATE_REFUSED:
 		dlk_errf(err, DLK_EXIT_REFUSED, "refusing to deploy '%s': %s", name, why);
-		dlk_err_hint(err, "the minimums are serving.min_accuracy, serving.min_class_recall and serving.gate (or "
-		             "--min-accuracy); "
+		dlk_err_hint(err, "the minimums are serving.min_accuracy, serving.min_class_recall, serving.max_val_loss and "
+		             "serving.gate (or --min-accuracy); "
 		             "--force deploys it anyway");
 		goto out;
 	case DLK_GATE_FORCED:
@@ -281,6 +289,8 @@ static int gate(const struct dlk_ctx *ctx, const char *name, struct model_src *m
 			        100 * min_recall);
 		if (!quiet && sv && sv->n_gate)
 			fprintf(stderr, "  passes serving.gate's %d rule%s\n", sv->n_gate, sv->n_gate > 1 ? "s" : "");
+		if (!quiet && sv && sv->max_val_loss > 0)
+			fprintf(stderr, "  passes serving.max_val_loss %g\n", sv->max_val_loss);
 		break;
 	}
 	rc = 0;

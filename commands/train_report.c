@@ -203,8 +203,12 @@ void dlk_train_report_event(struct dlk_train_report *r, const struct dlk_train_e
 		} else if (ev->eval && ev->eval->n) {
 			char brief[256];
 			dlk_eval_brief(ev->eval, brief, sizeof(brief));
-			fprintf(stderr, "epoch %d/%d  train loss %.4f  test loss %.4f  %s  %.0f samples/s  %s\n",
-			        ev->epoch, ev->epochs, ev->loss, ev->eval->loss, brief, ev->samples_per_sec, el);
+			if (ev->eval->task == DLK_TASK_LM) /* the brief has the validation loss */
+				fprintf(stderr, "epoch %d/%d  train loss %.4f  %s  %.0f samples/s  %s\n", ev->epoch, ev->epochs,
+				        ev->loss, brief, ev->samples_per_sec, el);
+			else
+				fprintf(stderr, "epoch %d/%d  train loss %.4f  test loss %.4f  %s  %.0f samples/s  %s\n",
+				        ev->epoch, ev->epochs, ev->loss, ev->eval->loss, brief, ev->samples_per_sec, el);
 		}
 		else
 			fprintf(stderr, "epoch %d/%d  train loss %.4f  %.0f samples/s  %s\n", ev->epoch, ev->epochs, ev->loss,
@@ -212,11 +216,23 @@ void dlk_train_report_event(struct dlk_train_report *r, const struct dlk_train_e
 	}
 }
 
+/* task lm: the tokens of a sequence (model.input's width), what tokens/s counts */
+static double lm_context(const struct dlk_project *spec)
+{
+	return (double)spec->model.input[0] * spec->model.input[1] * spec->model.input[2];
+}
+
 static void print_report(FILE *out, const struct dlk_project *spec, const struct dlk_eval *ev, int quiet)
 {
 	int n = ev->n_classes;
 	int w = 7; /* " 100.0%": the precision row's widest */
 
+	if (ev->task == DLK_TASK_LM) {
+		/* a language model: its validation loss and perplexity */
+		fprintf(out, "val loss %.4f (%zu sequences of %.0f tokens)\nval perplexity %.3f\n", ev->loss, ev->n,
+		        lm_context(spec), ev->n_metrics ? ev->metrics[0].value : NAN);
+		return;
+	}
 	if (ev->task != DLK_TASK_CLASSIFICATION) {
 		/* no classes, no matrix: the task's metrics, one a line */
 		fprintf(out, "test loss %.4f (%zu samples)\n", ev->loss, ev->n);
@@ -286,6 +302,8 @@ static cJSON *result_json(const struct dlk_project *spec, const struct dlk_train
 	cJSON_AddNumberToObject(o, "trainLoss", res->train_loss);
 	cJSON_AddNumberToObject(o, "seconds", dlk_history_training_sec(&res->history));
 	cJSON_AddNumberToObject(o, "samplesPerSecond", res->train_samples_per_sec);
+	if (spec->model.task == DLK_TASK_LM)
+		cJSON_AddNumberToObject(o, "tokensPerSecond", res->train_samples_per_sec * lm_context(spec));
 	if (ev->n) {
 		cJSON_AddStringToObject(o, "task", dlk_task_name(ev->task));
 		cJSON_AddNumberToObject(o, "testLoss", ev->loss);
@@ -344,7 +362,10 @@ void dlk_train_report_result(struct dlk_train_report *r, const struct dlk_projec
 	else
 		printf("no test set: final train loss %.4f\n", res->train_loss);
 	printf("\nmodel bundle: %s\n", bundle);
-	if (!ctx->quiet)
+	if (!ctx->quiet && spec->model.task == DLK_TASK_LM)
+		fprintf(stderr, "trained %d epochs in %s (%.0f tokens/s%s)\n", res->epochs_done, took,
+		        res->train_samples_per_sec * world * lm_context(spec), world > 1 ? " over all workers" : "");
+	else if (!ctx->quiet)
 		fprintf(stderr, "trained %d epochs in %s (%.0f samples/s%s)\n", res->epochs_done, took,
 		        res->train_samples_per_sec * world, world > 1 ? " over all workers" : "");
 }

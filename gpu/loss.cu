@@ -42,6 +42,54 @@ __global__ void k_loss_ce(const float *z, const int32_t *labels, int k, float ep
 			dz[(size_t)blockIdx.x * k + j] = dlk_k_ce_smooth_grad(row[j], m, s, j == y, k, eps, inv_batch);
 }
 
+/* next-token cross-entropy (task lm): the targets are token ids in floats, a negative one
+ * ignored. First the count of counted positions (and 1/count, which scales the gradient), then
+ * one block per position that writes the position's loss and its gradient row, never the
+ * softmax itself. */
+__global__ void k_token_count(const float *targets, int rows, double *count, double *inv)
+{
+	double c = 0;
+	for (int i = threadIdx.x; i < rows; i += blockDim.x)
+		c += dlk_k_token_id(targets[i]) >= 0;
+	c = dlk_block_sum(c);
+	if (threadIdx.x == 0) {
+		*count = c;
+		*inv = c > 0 ? 1.0 / c : 0.0;
+	}
+}
+
+__global__ void k_loss_token(const float *z, const float *targets, int k, const double *inv, float *dz,
+                             float *rowloss)
+{
+	const float *row = z + (size_t)blockIdx.x * k;
+	int y = dlk_k_token_id(targets[blockIdx.x]);
+	if (y < 0 || y >= k) {
+		if (threadIdx.x == 0)
+			rowloss[blockIdx.x] = 0;
+		if (dz)
+			for (int j = threadIdx.x; j < k; j += blockDim.x)
+				dz[(size_t)blockIdx.x * k + j] = 0;
+		return;
+	}
+	float m = -INFINITY, s = 0, sc = (float)*inv;
+	for (int j = threadIdx.x; j < k; j += blockDim.x)
+		m = dlk_max_op::apply(m, row[j]);
+	m = dlk_block_max(m);
+	for (int j = threadIdx.x; j < k; j += blockDim.x)
+		s += expf(row[j] - m);
+	s = dlk_block_sum(s);
+	if (threadIdx.x == 0)
+		rowloss[blockIdx.x] = dlk_k_ce_smooth_loss(row[y], m, s, 0, k, 0);
+	if (dz)
+		for (int j = threadIdx.x; j < k; j += blockDim.x)
+			dz[(size_t)blockIdx.x * k + j] = dlk_k_ce_smooth_grad(row[j], m, s, j == y, k, 0, sc);
+}
+
+__global__ void k_token_total(const double *partial, const double *count, double *out)
+{
+	*out = *count > 0 ? partial[0] / *count : 0.0;
+}
+
 __global__ void k_loss_rows(const float *rowloss, int batch, double *partial)
 {
 	double s = 0;
@@ -92,11 +140,12 @@ static float cu_loss(int kind, const float *out, const int32_t *labels, const fl
 
 	if (batch <= 0 || k <= 0)
 		return NAN;
-	if (!g_loss_partial && !(g_loss_partial = (double *)dlk_cu_alloc(sizeof(double) * (LOSS_BLOCKS + 1)))) {
+	/* the partial sums, the total, and (token_cross_entropy) the count and its inverse */
+	if (!g_loss_partial && !(g_loss_partial = (double *)dlk_cu_alloc(sizeof(double) * (LOSS_BLOCKS + 3)))) {
 		dlk_cu_notef("loss: out of device memory");
 		return NAN;
 	}
-	if (kind == DLK_K_LOSS_CE) {
+	if (kind == DLK_K_LOSS_CE || kind == DLK_K_LOSS_TOKEN_CE) {
 		if ((size_t)batch > g_loss_rows_cap) {
 			dlk_cu_free(g_loss_rows);
 			g_loss_rows = (float *)dlk_cu_alloc(sizeof(float) * (size_t)batch);
@@ -108,12 +157,23 @@ static float cu_loss(int kind, const float *out, const int32_t *labels, const fl
 		}
 		int threads = (k + 31) / 32 * 32;
 		threads = threads > LOSS_THREADS ? LOSS_THREADS : threads;
-		k_loss_ce<<<batch, threads, 0, dlk_cu_stream>>>(out, labels, k, param, 1.0f / (float)batch, dout,
-		                                                 g_loss_rows);
-		dlk_cu_note("k_loss_ce", cudaGetLastError());
-		k_loss_rows<<<1, LOSS_THREADS, 0, dlk_cu_stream>>>(g_loss_rows, batch, g_loss_partial);
-		dlk_cu_note("k_loss_rows", cudaGetLastError());
-		k_loss_total<<<1, 32, 0, dlk_cu_stream>>>(g_loss_partial, 1, 1.0 / batch, g_loss_partial + LOSS_BLOCKS);
+		if (kind == DLK_K_LOSS_TOKEN_CE) {
+			double *count = g_loss_partial + LOSS_BLOCKS + 1, *inv = g_loss_partial + LOSS_BLOCKS + 2;
+			k_token_count<<<1, LOSS_THREADS, 0, dlk_cu_stream>>>(targets, batch, count, inv);
+			dlk_cu_note("k_token_count", cudaGetLastError());
+			k_loss_token<<<batch, threads, 0, dlk_cu_stream>>>(out, targets, k, inv, dout, g_loss_rows);
+			dlk_cu_note("k_loss_token", cudaGetLastError());
+			k_loss_rows<<<1, LOSS_THREADS, 0, dlk_cu_stream>>>(g_loss_rows, batch, g_loss_partial);
+			dlk_cu_note("k_loss_rows", cudaGetLastError());
+			k_token_total<<<1, 1, 0, dlk_cu_stream>>>(g_loss_partial, count, g_loss_partial + LOSS_BLOCKS);
+		} else {
+			k_loss_ce<<<batch, threads, 0, dlk_cu_stream>>>(out, labels, k, param, 1.0f / (float)batch, dout,
+			                                                 g_loss_rows);
+			dlk_cu_note("k_loss_ce", cudaGetLastError());
+			k_loss_rows<<<1, LOSS_THREADS, 0, dlk_cu_stream>>>(g_loss_rows, batch, g_loss_partial);
+			dlk_cu_note("k_loss_rows", cudaGetLastError());
+			k_loss_total<<<1, 32, 0, dlk_cu_stream>>>(g_loss_partial, 1, 1.0 / batch, g_loss_partial + LOSS_BLOCKS);
+		}
 	} else {
 		size_t want = (n + LOSS_THREADS - 1) / LOSS_THREADS;
 		int blocks = want < LOSS_BLOCKS ? (int)want : LOSS_BLOCKS;

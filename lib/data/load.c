@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/data/corpus.h"
 #include "lib/data/decode.h"
 #include "lib/data/fetch.h"
 #include "lib/data/image.h"
@@ -662,6 +663,146 @@ static int text_tokenizer(const struct dlk_data *spec, const struct dlk_data_opt
 	return *out ? 0 : -1;
 }
 
+/* The tokens of a corpus: the token cache's when it holds this corpus and tokenizer recipe, else
+ * tokenized now (training the BPE on the corpus first where asked) and cached. *tok may hold the
+ * tokenizer already (byte, a GPT-2 pair, the training split's); recipe names it. */
+static int corpus_tokens(const struct dlk_data *spec, const struct dlk_data_opts *opts, const struct dlk_buf *text,
+                         const char *recipe, struct dlk_tokenizer **tok, int32_t **ids, size_t *n,
+                         struct dlk_err *err)
+{
+	const char *dir = opts->cache_dir ? opts->cache_dir : spec->cache_dir ? spec->cache_dir : ".dlk/cache";
+	char key[65], msg[256];
+	struct dlk_buf b = DLK_BUF_INIT;
+	struct dlk_err e = DLK_ERR_INIT;
+	struct dlk_tokenizer *ct;
+	char *path;
+	int r = -1;
+
+	dlk_corpus_key(text->data, text->len, recipe, key);
+	path = xasprintf("%s/tokens-%.32s.tok", dir, key);
+	if (dlk_buf_read_file(&b, path, (size_t)1 << 34, msg, sizeof(msg)) == 0 &&
+	    dlk_token_cache_parse(b.data, b.len, path, &ct, ids, n, &e) == 0) {
+		/* a cache hit: its tokenizer is the recipe's (a trained BPE included) */
+		dlk_tokenizer_free(*tok);
+		*tok = ct;
+		r = 0;
+		goto out;
+	}
+	dlk_err_clear(&e);
+	if (!*tok) {
+		struct dlk_bpe_counter *c = dlk_bpe_counter_new();
+		dlk_bpe_counter_add(c, text->data, text->len);
+		*tok = dlk_bpe_counter_train(c, spec->text.vocab_size, err);
+		dlk_bpe_counter_free(c);
+		if (!*tok)
+			goto out;
+	}
+	*n = dlk_tokenizer_encode(*tok, text->data, text->len, NULL, 0);
+	*ids = xmalloc(sizeof(int32_t) * (*n + 1));
+	dlk_tokenizer_encode(*tok, text->data, text->len, *ids, *n);
+	dlk_buf_reset(&b);
+	dlk_token_cache_write(&b, *tok, *ids, *n);
+	/* a cache that cannot be written costs the next run the tokenizing, nothing else */
+	if (dlk_mkdir_p(dir, &e) == 0)
+		dlk_write_file_atomic(path, b.data, b.len, 0644, &e);
+	dlk_err_clear(&e);
+	r = 0;
+out:
+	dlk_buf_release(&b);
+	free(path);
+	return r;
+}
+
+/* format text with task lm: a plain text corpus, tokenized (or read from the token cache), packed
+ * into sequences of the model's input length plus one (lib/data/corpus.h). The test split is
+ * data.test's corpus, or the end of the training corpus with data.validation. */
+static int load_corpus(const struct dlk_split *sp, const struct dlk_data *spec, const struct dlk_data_opts *opts,
+                       struct dlk_dataset *ds, struct dlk_samples *s, struct dlk_err *err)
+{
+	struct dlk_fetched f = DLK_FETCHED_INIT;
+	struct dlk_buf text = DLK_BUF_INIT, tb = DLK_BUF_INIT;
+	const struct dlk_text_spec *ts = &spec->text;
+	int T = opts->shape[0] * opts->shape[1] * opts->shape[2], test = sp == &spec->test, ret = -1;
+	const struct dlk_split *from = test && spec->validation > 0 ? &spec->train : sp;
+	struct dlk_tokenizer *tok = NULL;
+	int32_t *ids = NULL;
+	char *recipe = NULL;
+	size_t n = 0, lo, hi;
+
+	if (opts->shape[0] != 1 || opts->shape[1] != 1 || T < 1)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "task lm needs a flat model.input: [CONTEXT], the tokens per sequence");
+	if (fetch_source(&from->source, "text corpus", spec, opts, ds, &f, err) < 0 ||
+	    dlk_corpus_read(f.path, from->source.url, limit_of(spec), &text, err) < 0)
+		goto out;
+	if (!text.len) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the corpus is empty", from->source.url);
+		goto out;
+	}
+	if (opts->train && opts->train->tokenizer) {
+		tok = clone_tokenizer(opts->train->tokenizer);
+	} else if (ts->tokenizer == DLK_TOKENIZER_BYTE) {
+		tok = dlk_tokenizer_byte();
+	} else if (ts->vocab || ts->merges) {
+		struct dlk_buf v = DLK_BUF_INIT, m = DLK_BUF_INIT;
+		int r = -1;
+		if (!ts->vocab || !ts->merges)
+			dlk_errf(err, DLK_EXIT_CONFIG, "data.text: give both vocab and merges (a GPT-2 pair), or neither");
+		else if (read_local(ts->vocab, opts, &v, err) == 0 && read_local(ts->merges, opts, &m, err) == 0)
+			r = dlk_bpe_read_gpt2(v.data, v.len, ts->vocab, m.data, m.len, ts->merges, &tok, err);
+		dlk_buf_release(&v);
+		dlk_buf_release(&m);
+		if (r < 0)
+			goto out;
+	}
+	if (tok) {
+		dlk_tokenizer_save(tok, &tb);
+		dlk_buf_addc(&tb, 0);
+		recipe = xstrdup(tb.data);
+	} else {
+		recipe = xasprintf("bpe %d\n", ts->vocab_size);
+	}
+	if (corpus_tokens(spec, opts, &text, recipe, &tok, &ids, &n, err) < 0)
+		goto out;
+	if (from == sp && !test)
+		dlk_corpus_split(n, spec->validation, 0, &lo, &hi);
+	else if (from != sp)
+		dlk_corpus_split(n, spec->validation, 1, &lo, &hi);
+	else
+		lo = 0, hi = n;
+	s->n = dlk_corpus_pack(ids + lo, hi - lo, T, &s->x, &s->t);
+	if (!s->n) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %zu tokens%s, too few for one sequence of %d + 1", from->source.url,
+		         hi - lo, from != sp ? " held out for validation" : "", T);
+		dlk_err_hint(err, "give a longer corpus, a shorter model.input%s", spec->validation > 0 ? " or a smaller "
+		             "data.validation" : "");
+		goto out;
+	}
+	s->target_size = (size_t)T;
+	s->y = xcalloc(s->n, sizeof(*s->y));
+	s->shape[0] = s->shape[1] = 1;
+	s->shape[2] = T;
+	s->sample_size = (size_t)T;
+	s->max_label = -1;
+	ds->tokenizer = tok;
+	tok = NULL;
+	if (shard_world(opts) > 1) {
+		size_t total = s->n;
+		dlk_part_range(total, opts->shard_rank, shard_world(opts), &lo, &hi);
+		samples_cut(s, lo, hi);
+		s->base = lo;
+		s->total = total;
+	}
+	ret = 0;
+out:
+	dlk_tokenizer_free(tok);
+	free(ids);
+	free(recipe);
+	dlk_buf_release(&text);
+	dlk_buf_release(&tb);
+	dlk_fetched_release(&f);
+	return ret;
+}
+
 static int load_text(const struct dlk_split *sp, const struct dlk_data *spec, const struct dlk_data_opts *opts,
                      struct dlk_dataset *ds, struct dlk_samples *s, struct dlk_err *err)
 {
@@ -674,6 +815,8 @@ static int load_text(const struct dlk_split *sp, const struct dlk_data *spec, co
 	int targets = opts->task == DLK_TASK_MULTILABEL || opts->task == DLK_TASK_REGRESSION;
 	const char *sep = spec->text.separator ? spec->text.separator : "|";
 
+	if (opts->task == DLK_TASK_LM)
+		return load_corpus(sp, spec, opts, ds, s, err);
 	if (opts->shape[0] != 1 || opts->shape[1] != 1 || length < 1)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "format text needs a flat model.input: [LENGTH], the tokens per sequence");
 	if (fetch_source(&sp->source, "text", spec, opts, ds, &f, err) < 0 ||

@@ -397,6 +397,12 @@ int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_input_form form, struct
 		while (k < sizeof(layer_map) / sizeof(layer_map[0]) && layer_map[k].kind != L->spec.kind)
 			k++;
 		int reads_other = L->spec.n_inputs > 1 || (L->spec.n_inputs == 1 && L->spec.inputs[0] != i - 1);
+		if (L->spec.kind == DLK_LAYER_DENSE && (L->in[0] != 1 || L->in[1] != 1)) {
+			char w[256];
+			dlk_layer_where(w, sizeof(w), i, &L->spec, "model.json");
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s: a dense over each position of a sequence has no ONNX mapping yet", w);
+			goto out;
+		}
 		if (k == sizeof(layer_map) / sizeof(layer_map[0]) || reads_other) {
 			char w[256];
 			dlk_layer_where(w, sizeof(w), i, &L->spec, "model.json");

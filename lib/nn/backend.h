@@ -15,9 +15,21 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 7
+#define DLK_BACKEND_ABI 8
 
 struct dlk_device_comm;
+
+/* Multi-head self-attention's sizes and options (ABI 8). qkv is [batch, T, 3D] with D = heads*hd:
+ * each position's row holds q, then k, then v, each [heads, hd]. */
+struct dlk_attn_shape {
+	int batch, T, heads, hd;
+	int causal;               /* key j > query i is masked */
+	float scale;              /* the logits' factor, 1/sqrt(hd) */
+	const float *ids;         /* NULL, or [batch, T] (device): key j of sample b is masked where ids[b*T + j] == pad */
+	float pad;
+	float dropout;            /* on the attention weights, 0 = none; kernels_attn.h's mask */
+	uint64_t seed, offset;
+};
 
 /* A conv2d layer's sizes: x [batch, c, h, w], weights [f, c, k, k], y [batch, f, oh, ow]; pool > 0:
  * a max-pool of pool x pool windows (stride pool_stride) of y follows, [batch, f, ph, pw] */
@@ -175,6 +187,22 @@ struct dlk_backend {
 	void (*upsample_forward)(const float *x, int planes, int h, int w, int scale, int mode, float *y);
 	/* its adjoint: dx [planes, h, w] (overwritten) gathers dy [planes, h*scale, w*scale] */
 	void (*upsample_backward)(const float *dy, int planes, int h, int w, int scale, int mode, float *dx);
+
+	/* ---- ABI 8: attention (lib/nn/cpu_attention.c, gpu/attention.cu). Neither forms a T x T
+	 * matrix per head: keys are taken in blocks with an online softmax (flash attention). ---- */
+
+	/* out [batch, T, D] = softmax(q k^T * scale + mask) v per (sample, head), dropout on the
+	 * weights; lse [batch, heads, T] = each row's log-sum-exp of the masked, scaled logits
+	 * (-inf where every key is masked; that row's output is 0) */
+	void (*attention_forward)(const struct dlk_attn_shape *s, const float *qkv, float *out, float *lse);
+	/* dqkv [batch, T, 3D] (overwritten) from dout [batch, T, D], recomputing the weights from qkv
+	 * and lse; out is the forward's output */
+	void (*attention_backward)(const struct dlk_attn_shape *s, const float *qkv, const float *out, const float *lse,
+	                           const float *dout, float *dqkv);
+	/* rotary position embeddings (rotate-half, GPT-NeoX/LLaMA, base 10000) applied in place to the
+	 * q and k parts of qkv [batch, T, 3D], position t = pos0 + row within the sample; inverse:
+	 * the transposed rotation (the backward) */
+	void (*rotary)(float *qkv, int batch, int T, int heads, int hd, int pos0, int inverse);
 };
 
 /* Collectives over device memory, as a backend offers them (NCCL in the CUDA backend). lib/comm

@@ -733,6 +733,9 @@ static struct dlk_backend cpu_backend = {
 	.embedding_backward = dlk_cpu_embedding_backward,
 	.upsample_forward = dlk_cpu_upsample_forward,
 	.upsample_backward = dlk_cpu_upsample_backward,
+	.attention_forward = dlk_cpu_attention_forward,
+	.attention_backward = dlk_cpu_attention_backward,
+	.rotary = dlk_cpu_rotary,
 };
 
 const struct dlk_backend *dlk_backend_cpu(void)

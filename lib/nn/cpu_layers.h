@@ -22,6 +22,13 @@ void dlk_cpu_embedding_backward(const float *ids, const float *dy, int count, in
 void dlk_cpu_upsample_forward(const float *x, int planes, int h, int w, int scale, int mode, float *y);
 void dlk_cpu_upsample_backward(const float *dy, int planes, int h, int w, int scale, int mode, float *dx);
 
+/* attention (cpu_attention.c): backend.h's attention_forward, attention_backward and rotary */
+struct dlk_attn_shape;
+void dlk_cpu_attention_forward(const struct dlk_attn_shape *s, const float *qkv, float *out, float *lse);
+void dlk_cpu_attention_backward(const struct dlk_attn_shape *s, const float *qkv, const float *out, const float *lse,
+                                const float *dout, float *dqkv);
+void dlk_cpu_rotary(float *qkv, int batch, int T, int heads, int hd, int pos0, int inverse);
+
 /* how many parts to cut `work` units into: one per thread, none smaller than `grain` units */
 int dlk_cpu_parts(size_t work, size_t grain);
 

@@ -132,6 +132,9 @@ DLK_HD static inline float dlk_k_ce_smooth_grad(float zj, float m, float s, int 
 #define DLK_K_LOSS_MSE 2
 #define DLK_K_LOSS_L1 3
 #define DLK_K_LOSS_HUBER 4
+#define DLK_K_LOSS_TOKEN_CE 5
+/* a token target below 0 is ignored (PyTorch's ignore_index, padding) */
+DLK_HD static inline int dlk_k_token_id(float t) { return t >= 0 ? (int)t : -1; }
 
 /* ---- element-wise losses against float targets; d/dz of the per-element loss (the caller
  * divides by the number of elements for the mean, as PyTorch's reduction='mean') ---- */

@@ -20,6 +20,7 @@ const struct dlk_layer_ops *const dlk_layer_ops[DLK_LAYER_KINDS] = {
 	[DLK_LAYER_SOFTMAX] = &dlk_layer_ops_softmax,
 	[DLK_LAYER_EMBEDDING] = &dlk_layer_ops_embedding,
 	[DLK_LAYER_UPSAMPLE] = &dlk_layer_ops_upsample,
+	[DLK_LAYER_ATTENTION] = &dlk_layer_ops_attention,
 };
 
 int dlk_layer_act(enum dlk_layer_kind k)

@@ -70,6 +70,8 @@ extern const struct dlk_layer_ops dlk_layer_ops_layernorm, dlk_layer_ops_gelu, d
 	dlk_layer_ops_embedding;
 /* upsampling (lib/nn/layer_seq.c too: parameter-free, one backend call each way) */
 extern const struct dlk_layer_ops dlk_layer_ops_upsample;
+/* multi-head self-attention (lib/nn/layer_attention.c) */
+extern const struct dlk_layer_ops dlk_layer_ops_attention;
 
 /* Tells the net's communicator that layer L's gradients are final (backward calls it). */
 static inline void dlk_layer_grads_ready(struct dlk_net *net, const struct dlk_layer *L)

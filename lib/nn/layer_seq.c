@@ -152,7 +152,9 @@ const struct dlk_layer_ops dlk_layer_ops_softmax = {
 };
 
 /* ---- embedding: nn.Embedding(vocab, dim), N(0, 1) at the start; every input value is a token
- * id (an integer held in a float), [C, H, W] of them become [1, C*H*W, dim] ---- */
+ * id (an integer held in a float), [C, H, W] of them become [1, C*H*W, dim]. positions: P adds
+ * learned position embeddings (GPT-2's wpe added to wte): the layer's bias, [P, dim], N(0, 1) as
+ * another nn.Embedding, row t added at position t; P >= the sequence's length ---- */
 
 static int embedding_check(const struct dlk_layer *L, const char *w, struct dlk_err *err)
 {
@@ -160,6 +162,9 @@ static int embedding_check(const struct dlk_layer *L, const char *w, struct dlk_
 	if (ls->vocab <= 0 || ls->vocab > (1 << 24) || ls->dim <= 0 || ls->dim > (1 << 16))
 		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: vocab must be in 1..%d and dim in 1..%d (got %d, %d)", w, 1 << 24,
 		                1 << 16, ls->vocab, ls->dim);
+	if (ls->positions < 0 || (ls->positions > 0 && (size_t)ls->positions < L->in_size))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: positions (%d) must cover the %zu ids of a sample", w,
+		                ls->positions, L->in_size);
 	return 0;
 }
 
@@ -168,16 +173,19 @@ static void embedding_params(struct dlk_layer *L)
 	L->fan_in = L->spec.vocab;
 	L->fan_out = L->spec.dim;
 	L->n_w = (size_t)L->spec.vocab * (size_t)L->spec.dim;
-	L->n_b = 0;
+	L->n_b = (size_t)L->spec.positions * (size_t)L->spec.dim;
 }
 
 static void embedding_init(const struct dlk_layer *L, float *w, float *b, struct dlk_rng *r)
 {
-	(void)b;
-	/* Box-Muller: two uniforms give a standard normal */
-	for (size_t j = 0; j < L->n_w; j++) {
+	/* Box-Muller: two uniforms give a standard normal; the token table, then the positions' */
+	for (size_t j = 0; j < L->n_w + L->n_b; j++) {
 		float u1 = dlk_rng_uniform(r), u2 = dlk_rng_uniform(r);
-		w[j] = sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.2831853f * u2);
+		float v = sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.2831853f * u2);
+		if (j < L->n_w)
+			w[j] = v;
+		else
+			b[j - L->n_w] = v;
 	}
 }
 
@@ -186,6 +194,8 @@ static const float *embedding_forward(struct dlk_net *net, int i, const float *x
 	struct dlk_layer *L = &net->layers[i];
 	(void)training;
 	net->be->embedding_forward(x, net->params + L->w_off, batch * (int)L->in_size, L->spec.vocab, L->spec.dim, L->y);
+	if (L->n_b) /* each sample's [T, dim] plus the first T rows of the position table */
+		net->be->bias_act(L->y, net->params + L->b_off, batch, (int)L->out_size, DLK_ACT_NONE);
 	return L->y;
 }
 
@@ -197,6 +207,10 @@ static float *embedding_backward(struct dlk_net *net, int i, float *g, float *go
 	net->be->fill(net->grads + L->w_off, L->n_w, 0.0f);
 	net->be->embedding_backward(L->x_used, g, batch * (int)L->in_size, L->spec.vocab, L->spec.dim,
 	                            net->grads + L->w_off);
+	if (L->n_b) { /* the rows past the sequence's length get none */
+		net->be->fill(net->grads + L->b_off + L->out_size, L->n_b - L->out_size, 0.0f);
+		net->be->sum_rows(g, batch, (int)L->out_size, net->grads + L->b_off);
+	}
 	dlk_layer_grads_ready(net, L);
 	if (!L->need_dx)
 		return g;

@@ -4,6 +4,9 @@
  *   softmax_cross_entropy  int labels [batch], k >= 2 logits; optional label smoothing eps
  *   binary_cross_entropy   float targets in [0, 1], [batch, k] (sigmoid folded in, stable)
  *   mse, l1, huber(delta)  float targets [batch, k]
+ *   token_cross_entropy    task lm: token ids held in floats, one per position [batch * T], the
+ *                          output [batch, T, V] taken as batch * T rows of V logits; a negative
+ *                          id is ignored (PyTorch's ignore_index) and the mean is over the others
  *
  * Every loss is the mean PyTorch takes by default: over the batch for cross-entropy
  * (CrossEntropyLoss), over all batch * k elements for the others (BCEWithLogitsLoss, MSELoss,
@@ -39,6 +42,10 @@ int dlk_task_from_name(const char *name);
  * d(mean loss)/d(out) into dout [batch, k]. Sums in double. The CPU backend's `loss`. */
 float dlk_loss_ref(int kind, const float *out, const int32_t *labels, const float *targets, int batch, int k,
                    float param, float *dout);
+
+/* Task lm: the rows and the row width the loss sees for a batch of `batch` samples of net's
+ * [1, T, V] output (*batch becomes batch * T, *k V). */
+void dlk_loss_rows(const struct dlk_net *net, int *batch, int *k);
 
 /* After a training forward of net: the loss of its output against labels or targets (device
  * pointers of net's backend) and every parameter gradient into net->grads, through

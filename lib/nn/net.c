@@ -125,6 +125,17 @@ static int check_output(struct dlk_net *net, const struct dlk_model *model, cons
 		net->n_classes = (int)L->out_size; /* dense prediction: a target value per output value */
 		return 0;
 	}
+	if (model->task == DLK_TASK_LM) {
+		/* next-token logits: a row of V per input token, [1, T, V] */
+		if (L->out[0] != 1 || (size_t)L->out[1] != net->input_size || L->out[2] < 2) {
+			dlk_shape_str(L->out, shp, sizeof(shp));
+			dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with a %s output, not [1, %zu, VOCAB] logits "
+			         "(one row per input token)", w, shp, net->input_size);
+			return dlk_err_hint(err, "end the model with an embedding or dense layer as wide as the vocabulary");
+		}
+		net->n_classes = (int)L->out_size;
+		return 0;
+	}
 	if (!is_flat(L->out)) {
 		dlk_shape_str(L->out, shp, sizeof(shp));
 		dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model ends with a %s output, not one value per class", w, shp);

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-_Static_assert(DLK_LAYER_UPSAMPLE + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
+_Static_assert(DLK_LAYER_ATTENTION + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
 
 const char *const dlk_layer_names[DLK_LAYER_KINDS + 1] = {
 	[DLK_LAYER_DENSE] = "dense", [DLK_LAYER_CONV2D] = "conv2d", [DLK_LAYER_MAXPOOL] = "maxpool",
@@ -12,7 +12,8 @@ const char *const dlk_layer_names[DLK_LAYER_KINDS + 1] = {
 	[DLK_LAYER_SIGMOID] = "sigmoid", [DLK_LAYER_DROPOUT] = "dropout", [DLK_LAYER_ADD] = "add", [DLK_LAYER_CONCAT] = "concat",
 	[DLK_LAYER_GLOBALAVGPOOL] = "globalavgpool",
 	[DLK_LAYER_LAYERNORM] = "layernorm", [DLK_LAYER_GELU] = "gelu", [DLK_LAYER_SOFTMAX] = "softmax",
-	[DLK_LAYER_EMBEDDING] = "embedding", [DLK_LAYER_UPSAMPLE] = "upsample", NULL
+	[DLK_LAYER_EMBEDDING] = "embedding", [DLK_LAYER_UPSAMPLE] = "upsample",
+	[DLK_LAYER_ATTENTION] = "attention", NULL
 };
 
 const char *dlk_layer_name(enum dlk_layer_kind kind)
@@ -52,7 +53,10 @@ int dlk_layer_shape(const struct dlk_layer_spec *ls, const long long in[3], long
 		out[2] = n;
 		return 0;
 	case DLK_LAYER_DENSE:
-		out[0] = out[1] = 1;
+		/* nn.Linear: over the last axis, so a flat [1, 1, n] stays flat and a sequence [1, T, d]
+		 * becomes [1, T, units] (the engine and the loader refuse more than one channel) */
+		out[0] = in[0];
+		out[1] = in[1];
 		out[2] = ls->units;
 		return 0;
 	case DLK_LAYER_GLOBALAVGPOOL:

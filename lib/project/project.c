@@ -221,8 +221,8 @@ static const char *const tokenizer_names[] = { "byte", "bpe", NULL };
 static const char *const cache_volume_names[] = { "emptyDir", "hostPath", "checkpoint", NULL };
 static const char *const trigger_names[] = { "always", "data-changed", NULL };
 static const char *const loss_names[] = { "softmax_cross_entropy", "binary_cross_entropy", "mse", "l1", "huber",
-	NULL };
-static const char *const task_names[] = { "classification", "multilabel", "regression", "image", NULL };
+	"token_cross_entropy", NULL };
+static const char *const task_names[] = { "classification", "multilabel", "regression", "image", "lm", NULL };
 static const char *const init_names[] = { "torch", "xavier", NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const sched_names[] = { "constant", "step", "cosine", NULL };
@@ -307,6 +307,7 @@ static const struct field data_fields[] = {
 	FIELD("netrc_secret", struct dlk_data, F_STR, netrc_secret, .check = check_dns_subdomain),
 	FIELD("images", struct dlk_data, F_MAP, images, .sub = images_fields),
 	FIELD("text", struct dlk_data, F_MAP, text, .sub = text_fields),
+	FIELD("validation", struct dlk_data, F_DOUBLE, validation, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0"),
 	END
 };
 
@@ -426,6 +427,7 @@ static const struct field serving_fields[] = {
 	FIELD("gpus", struct dlk_serving, F_INT, gpus, .min = 0, .max = 16, .def = "0"),
 	FIELD("min_accuracy", struct dlk_serving, F_DOUBLE, min_accuracy, .min = 0, .max = 1, .def = "0"),
 	FIELD("min_class_recall", struct dlk_serving, F_DOUBLE, min_class_recall, .min = 0, .max = 1, .def = "0"),
+	FIELD("max_val_loss", struct dlk_serving, F_DOUBLE, max_val_loss, .min = 0, .max = 1e30, .def = "0"),
 	FIELD("gate", struct dlk_serving, F_CUSTOM, gate, .custom = &c_gate),
 	FIELD("max_replicas", struct dlk_serving, F_INT, max_replicas, .min = 0, .max = 1000, .def = "0"),
 	FIELD("target_cpu_percent", struct dlk_serving, F_INT, target_cpu_percent, .min = 1, .max = 100, .def = "70"),
@@ -509,6 +511,15 @@ static const struct field gelu_params[] = {
 static const struct field embedding_params[] = {
 	FIELD("vocab", struct dlk_layer_spec, F_INT, vocab, .flags = REQ, .min = 1, .max = 1 << 24),
 	FIELD("dim", struct dlk_layer_spec, F_INT, dim, .flags = REQ, .min = 1, .max = 1 << 16),
+	FIELD("positions", struct dlk_layer_spec, F_INT, positions, .min = 0, .max = 1 << 20, .def = "0"),
+	END
+};
+static const struct field attention_params[] = {
+	FIELD("heads", struct dlk_layer_spec, F_INT, heads, .flags = REQ, .min = 1, .max = 4096),
+	FIELD("causal", struct dlk_layer_spec, F_BOOL, causal, .def = "true"),
+	FIELD("rotary", struct dlk_layer_spec, F_BOOL, rotary, .def = "false"),
+	FIELD("pad_id", struct dlk_layer_spec, F_INT, pad_id, .min = -1, .max = 1 << 24, .def = "-1"),
+	FIELD("dropout", struct dlk_layer_spec, F_FLOAT, rate, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0"),
 	END
 };
 /* in enum dlk_upsample_mode order (lib/nn/kernels.h) */
@@ -527,7 +538,7 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_ADD] = no_params, [DLK_LAYER_CONCAT] = no_params, [DLK_LAYER_GLOBALAVGPOOL] = no_params,
 	[DLK_LAYER_LAYERNORM] = layernorm_params, [DLK_LAYER_GELU] = gelu_params,
 	[DLK_LAYER_SOFTMAX] = no_params, [DLK_LAYER_EMBEDDING] = embedding_params,
-	[DLK_LAYER_UPSAMPLE] = upsample_params,
+	[DLK_LAYER_UPSAMPLE] = upsample_params, [DLK_LAYER_ATTENTION] = attention_params,
 };
 #define N_LAYER_KINDS DLK_LAYER_KINDS
 _Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");
@@ -1922,7 +1933,7 @@ static const struct custom c_tolerations = { tolerations_parse, tolerations_dump
 
 /* serving.gate: a list of {metric, min, max} */
 static const char *const gate_metric_names[] = { "accuracy", "loss", "r2", "rmse", "mae", "f1_micro", "f1_macro",
-	"subset_accuracy", "psnr", "ssim", NULL };
+	"subset_accuracy", "psnr", "ssim", "perplexity", NULL };
 static const struct field gate_fields[] = {
 	FIELD("metric", struct dlk_gate_rule, F_STR, metric, .flags = REQ, .names = gate_metric_names),
 	FIELD("min", struct dlk_gate_rule, F_DOUBLE, min, .min = -1e30, .max = 1e30),
@@ -2028,6 +2039,7 @@ static void apply_defaults(struct ctx *c, struct dlk_project *s)
 	if (!given_at(c, &s->model.loss, GIVEN_VALUE))
 		s->model.loss = s->model.task == DLK_TASK_CLASSIFICATION ? DLK_LOSS_SOFTMAX_CE :
 		                s->model.task == DLK_TASK_MULTILABEL     ? DLK_LOSS_BCE :
+		                s->model.task == DLK_TASK_LM             ? DLK_LOSS_TOKEN_CE :
 		                                                           DLK_LOSS_MSE;
 	if (!given_at(c, &t->weight_decay, GIVEN_VALUE))
 		t->weight_decay = t->optimizer == DLK_OPT_ADAMW ? 0.01 : 0.0;
@@ -2119,6 +2131,8 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	long long shape[3] = { m->input[0], m->input[1], m->input[2] };
 	int rank = m->input_rank;
 	int last_dense = -1;
+	int seq_dense_at = -1;             /* the first dense that ran over rows (a sequence) */
+	long long seq_dense_in[3] = { 0 };
 	char p[64];
 
 	if (!m->n_layers || !rank)
@@ -2159,10 +2173,33 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
 			break;
 		}
-		if (l->kind == DLK_LAYER_DENSE && (shape[0] != 1 || shape[1] != 1)) {
-			problem(c, pos, p, "dense expects a flat input but gets %lldx%lldx%lld (add 'flatten' before it)",
-			        shape[0], shape[1], shape[2]);
+		if (l->kind == DLK_LAYER_DENSE && shape[0] != 1) {
+			problem(c, pos, p, "dense expects a flat input or a sequence [1, T, D] but gets %lldx%lldx%lld (add "
+			        "'flatten' before it)", shape[0], shape[1], shape[2]);
 			break;
+		}
+		if (l->kind == DLK_LAYER_ATTENTION) {
+			if (shape[0] != 1) {
+				problem(c, pos, p, "attention expects a sequence [1, T, D] but gets %lldx%lldx%lld (put an "
+				        "embedding before it)", shape[0], shape[1], shape[2]);
+				break;
+			}
+			if (l->heads > 0 && (shape[2] % l->heads || (l->rotary && (shape[2] / l->heads) % 2))) {
+				problem(c, pos, p, "heads (%d) must divide the width D = %lld%s", l->heads, shape[2],
+				        l->rotary ? " into an even head width (rotary)" : "");
+				break;
+			}
+		}
+		if (l->kind == DLK_LAYER_EMBEDDING && l->positions &&
+		    (double)l->positions < (double)shape[0] * (double)shape[1] * (double)shape[2]) {
+			problem(c, pos, p, "positions (%d) must cover the %lld ids of a sample", l->positions,
+			        shape[0] * shape[1] * shape[2]);
+			break;
+		}
+		int seq_dense = l->kind == DLK_LAYER_DENSE && shape[1] != 1; /* per position: keeps its rank */
+		if (seq_dense && seq_dense_at < 0) {
+			seq_dense_at = i;
+			memcpy(seq_dense_in, shape, sizeof(shape));
 		}
 		if (dlk_layer_shape(l, shape, shape) < 0) {
 			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
@@ -2170,7 +2207,8 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			        l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size, shape[1], shape[2], pad);
 			break;
 		}
-		if (l->kind == DLK_LAYER_FLATTEN || l->kind == DLK_LAYER_DENSE || l->kind == DLK_LAYER_GLOBALAVGPOOL)
+		if (l->kind == DLK_LAYER_FLATTEN || (l->kind == DLK_LAYER_DENSE && !seq_dense) ||
+		    l->kind == DLK_LAYER_GLOBALAVGPOOL)
 			rank = 1;
 		if (l->kind == DLK_LAYER_DENSE)
 			last_dense = i;
@@ -2193,6 +2231,24 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 		snprintf(p, sizeof(p), "model.layers[%d]", last);
 		if (m->task == DLK_TASK_IMAGE)
 			return; /* dense prediction: any output shape; the targets must have it */
+		if (m->task == DLK_TASK_LM) {
+			/* logits per position: [1, T, V], T the input's tokens */
+			long long T = (long long)m->input[0] * m->input[1] * m->input[2];
+			if (shape[0] != 1 || shape[1] != T || shape[2] < 2)
+				problem(c, pos, p, "task lm needs the model to end with [1, %lld, VOCAB] logits (one row of "
+				        "vocabulary logits per input token), not %lldx%lldx%lld", T, shape[0], shape[1], shape[2]);
+			return;
+		}
+		if ((shape[0] != 1 || shape[1] != 1) && seq_dense_at >= 0) {
+			/* an image's rows taken for a sequence: the forgotten flatten is where the dense is */
+			const struct dlk_layer_spec *l = &m->layers[seq_dense_at];
+			snprintf(p, sizeof(p), "model.layers[%d]", seq_dense_at);
+			problem(c, given_at(c, l, GIVEN_CUSTOM), p, "dense runs over each of the %lld rows of its %lldx%lldx%lld "
+			        "input (a sequence), so the model ends with a %lldx%lldx%lld output, not one value per class "
+			        "(add 'flatten' before it)", seq_dense_in[1], seq_dense_in[0], seq_dense_in[1], seq_dense_in[2],
+			        shape[0], shape[1], shape[2]);
+			return;
+		}
 		if (shape[0] != 1 || shape[1] != 1) {
 			problem(c, pos, p, "the model ends with a %lldx%lldx%lld output, not one value per class (end it with "
 			        "'flatten' and a dense layer of %d units)", shape[0], shape[1], shape[2],
@@ -2284,9 +2340,12 @@ static void check_task(struct ctx *c, struct dlk_project *s, const struct ynode 
 
 	if (m->task == DLK_TASK_CLASSIFICATION && !ce)
 		problem(c, at, "model.loss", "task classification trains with softmax_cross_entropy, not %s", loss);
+	else if ((m->task == DLK_TASK_LM) != (m->loss == DLK_LOSS_TOKEN_CE))
+		problem(c, at, "model.loss", "task %s trains with %s, not %s", task,
+		        m->task == DLK_TASK_LM ? "token_cross_entropy" : "another loss", loss);
 	else if (m->task == DLK_TASK_MULTILABEL && !bce)
 		problem(c, at, "model.loss", "task multilabel trains with binary_cross_entropy, not %s", loss);
-	else if ((m->task == DLK_TASK_REGRESSION || m->task == DLK_TASK_IMAGE) && (ce || bce))
+	else if ((m->task == DLK_TASK_REGRESSION || m->task == DLK_TASK_IMAGE) && (ce || bce || m->loss == DLK_LOSS_TOKEN_CE))
 		problem(c, at, "model.loss", "task %s trains with mse, l1 or huber, not %s", task, loss);
 	if (s->training.label_smoothing > 0 && m->task != DLK_TASK_CLASSIFICATION)
 		problem(c, pos_or(c, &s->training.label_smoothing, GIVEN_VALUE, root), "training.label_smoothing",
@@ -2298,6 +2357,18 @@ static void check_task(struct ctx *c, struct dlk_project *s, const struct ynode 
 	else if (s->data.format == DLK_DATA_CSV && m->task != DLK_TASK_CLASSIFICATION && s->data.csv_targets <= 0)
 		problem(c, pos_or(c, &s->model.task, GIVEN_VALUE, root), "data.csv.targets",
 		        "task %s needs float targets: set data.csv.targets to how many last columns hold them", task);
+	if (s->data.format != DLK_DATA_TEXT && m->task == DLK_TASK_LM)
+		problem(c, pos_or(c, &s->model.task, GIVEN_VALUE, root), "data.format",
+		        "task lm reads plain text corpora: set data.format to text, not %s", project_format_name(s->data.format));
+	if (s->data.validation > 0 && m->task != DLK_TASK_LM)
+		problem(c, pos_or(c, &s->data.validation, GIVEN_VALUE, root), "data.validation",
+		        "a validation fraction of the corpus is for task lm, not %s (give data.test instead)", task);
+	else if (s->data.validation > 0 && (s->data.test.source.url || s->data.test.shards))
+		problem(c, pos_or(c, &s->data.validation, GIVEN_VALUE, root), "data.validation",
+		        "give either a validation fraction of the training corpus or data.test, not both");
+	if (s->serving.max_val_loss > 0 && m->task != DLK_TASK_LM)
+		problem(c, pos_or(c, &s->serving.max_val_loss, GIVEN_VALUE, root), "serving.max_val_loss",
+		        "a maximum validation loss is for task lm, not %s (serving.gate takes {metric: loss, max: X})", task);
 	check_paired(c, s, root);
 }
 
@@ -2308,6 +2379,7 @@ static int gate_metric_fits(const char *metric, enum dlk_task task)
 	static const struct { const char *name; unsigned tasks; } m[] = {
 		{ "accuracy", 1u << DLK_TASK_CLASSIFICATION },
 		{ "loss", ~0u },
+		{ "perplexity", 1u << DLK_TASK_LM },
 		{ "r2", 1u << DLK_TASK_REGRESSION | 1u << DLK_TASK_IMAGE },
 		{ "rmse", 1u << DLK_TASK_REGRESSION | 1u << DLK_TASK_IMAGE },
 		{ "mae", 1u << DLK_TASK_REGRESSION | 1u << DLK_TASK_IMAGE },

@@ -106,6 +106,8 @@ struct dlk_data {
 	                            (lib/data/load.c, lib/train/train.c); default false */
 	struct dlk_images_spec images;
 	struct dlk_text_spec text;
+	double validation;       /* task lm: the fraction of the training corpus's tokens (its end) held
+	                            out as the validation split when data.test is not given; default 0 */
 };
 
 /* ---- model ---- */
@@ -127,6 +129,7 @@ enum dlk_layer_kind {
 	DLK_LAYER_SOFTMAX,
 	DLK_LAYER_EMBEDDING,
 	DLK_LAYER_UPSAMPLE,
+	DLK_LAYER_ATTENTION,     /* multi-head self-attention over a sequence [1, T, D] (lib/nn/layer_attention.c) */
 };
 
 struct dlk_layer_spec {
@@ -148,14 +151,22 @@ struct dlk_layer_spec {
 	int vocab, dim; /* embedding: rows of the table, width of each */
 	int scale;      /* upsample: the integer factor of height and width, default 2 */
 	int mode;       /* upsample: enum dlk_upsample_mode (lib/nn/kernels.h), default nearest */
+	int positions;  /* embedding: learned position embeddings for up to this many positions, 0 = none */
+	/* attention: heads (dividing D); causal (the project file's default is 1); rotary position
+	 * embeddings; pad_id >= 0: keys whose model-input id is pad_id are masked out (the project
+	 * file's default is -1, none: a spec made in C must set it); rate: dropout on the weights */
+	int heads, causal, rotary, pad_id;
 	int line, column; /* where it was declared in the project file (1-based; 0 if unknown) */
 };
 
-enum dlk_loss { DLK_LOSS_SOFTMAX_CE, DLK_LOSS_BCE, DLK_LOSS_MSE, DLK_LOSS_L1, DLK_LOSS_HUBER };
+/* token_cross_entropy (task lm): softmax cross-entropy at every position of a [1, T, V] output
+ * against the next token, the mean over the positions whose target is not ignored (negative) */
+enum dlk_loss { DLK_LOSS_SOFTMAX_CE, DLK_LOSS_BCE, DLK_LOSS_MSE, DLK_LOSS_L1, DLK_LOSS_HUBER, DLK_LOSS_TOKEN_CE };
 /* What the model predicts, which decides its targets, default loss and metrics (lib/nn/loss.h):
  * classification: one class per sample (int labels); multilabel: a 0/1 target per class;
- * regression: float targets; image: a float target of the output's shape (dense prediction). */
-enum dlk_task { DLK_TASK_CLASSIFICATION, DLK_TASK_MULTILABEL, DLK_TASK_REGRESSION, DLK_TASK_IMAGE };
+ * regression: float targets; image: a float target of the output's shape (dense prediction);
+ * lm: next-token prediction, a [1, T, V] output of logits per position (a language model). */
+enum dlk_task { DLK_TASK_CLASSIFICATION, DLK_TASK_MULTILABEL, DLK_TASK_REGRESSION, DLK_TASK_IMAGE, DLK_TASK_LM };
 
 struct dlk_model {
 	int input[3];             /* C, H, W; a flat input of n features is [1, 1, n] */
@@ -266,6 +277,7 @@ struct dlk_serving {
 	int gpus;                 /* default 0 */
 	double min_accuracy;      /* promote only at or above this test accuracy; default 0 */
 	double min_class_recall;  /* and only when every class's recall is at least this; default 0 */
+	double max_val_loss;      /* task lm: and only when the validation loss is at most this; 0 = none */
 	struct dlk_gate_rule *gate; /* and only when every rule holds (serving.gate: [{metric, min, max}]) */
 	int n_gate;
 	int max_replicas;         /* above replicas: a HorizontalPodAutoscaler scales up to it; default 0 (none) */

@@ -37,9 +37,15 @@ static int tensor_shape(const struct dlk_layer *L, int bias, long long shape[4])
 	case DLK_LAYER_LAYERNORM: /* nn.LayerNorm: weight and bias [W] */
 		shape[0] = L->in[2];
 		return 1;
-	case DLK_LAYER_EMBEDDING: /* nn.Embedding: weight [vocab, dim], no bias */
-		shape[0] = L->spec.vocab;
+	case DLK_LAYER_EMBEDDING: /* nn.Embedding: weight [vocab, dim]; positions: bias [positions, dim] (wpe) */
+		shape[0] = bias ? L->spec.positions : L->spec.vocab;
 		shape[1] = L->spec.dim;
+		return 2;
+	case DLK_LAYER_ATTENTION: /* in_proj then out_proj: weight [4D, D], bias [4D] */
+		shape[0] = 4 * (long long)L->in[2];
+		if (bias)
+			return 1;
+		shape[1] = L->in[2];
 		return 2;
 	default:
 		break;
@@ -158,6 +164,15 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 	case DLK_LAYER_EMBEDDING:
 		cJSON_AddNumberToObject(l, "vocab", ls->vocab);
 		cJSON_AddNumberToObject(l, "dim", ls->dim);
+		if (ls->positions)
+			cJSON_AddNumberToObject(l, "positions", ls->positions);
+		break;
+	case DLK_LAYER_ATTENTION:
+		cJSON_AddNumberToObject(l, "heads", ls->heads);
+		cJSON_AddBoolToObject(l, "causal", ls->causal);
+		cJSON_AddBoolToObject(l, "rotary", ls->rotary);
+		cJSON_AddNumberToObject(l, "pad_id", ls->pad_id);
+		cJSON_AddNumberToObject(l, "rate", ls->rate);
 		break;
 	case DLK_LAYER_UPSAMPLE:
 		cJSON_AddNumberToObject(l, "scale", ls->scale);
@@ -512,7 +527,13 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		if (rate && (!cJSON_IsNumber(rate) || !(rate->valuedouble >= 0 && rate->valuedouble < 1)))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].rate is not in [0, 1)",
 			                path, i);
-		ls->rate = rate ? (float)rate->valuedouble : 0.5f;
+		ls->rate = rate ? (float)rate->valuedouble : ls->kind == DLK_LAYER_ATTENTION ? 0.0f : 0.5f;
+		const cJSON *causal = cJSON_GetObjectItemCaseSensitive(l, "causal"), *rot = cJSON_GetObjectItemCaseSensitive(l, "rotary");
+		if ((causal && !cJSON_IsBool(causal)) || (rot && !cJSON_IsBool(rot)))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].causal or .rotary is not "
+			                "true or false", path, i);
+		ls->causal = !causal || cJSON_IsTrue(causal);
+		ls->rotary = cJSON_IsTrue(rot);
 		const cJSON *eps = cJSON_GetObjectItemCaseSensitive(l, "eps");
 		if (eps && (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0 && eps->valuedouble <= 1)))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].eps is not in (0, 1]",
@@ -532,6 +553,8 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		    int_field(l, "kernel", 3, 1, 1024, &ls->kernel) || int_field(l, "padding", 0, 0, 1024, &ls->padding) ||
 		    int_field(l, "size", 2, 1, 1024, &ls->size) || int_field(l, "vocab", 0, 0, 1 << 24, &ls->vocab) ||
 		    int_field(l, "dim", 0, 0, 1 << 16, &ls->dim) || int_field(l, "scale", 2, 1, 64, &ls->scale) ||
+		    int_field(l, "positions", 0, 0, 1 << 20, &ls->positions) ||
+		    int_field(l, "heads", 0, 0, 4096, &ls->heads) || int_field(l, "pad_id", -1, -1, 1 << 24, &ls->pad_id) ||
 		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL ? ls->size : 1, 1, 1024, &ls->stride))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has a bad size field", path, i);
 		const cJSON *name = cJSON_GetObjectItemCaseSensitive(l, "name");

@@ -103,6 +103,67 @@ static void add_metric(struct dlk_eval *ev, const char *name, double v, int high
 		ev->metrics[ev->n_metrics++] = (struct dlk_metric){ name, v, higher };
 }
 
+/* task lm: the mean next-token cross-entropy over every counted position of the split (each
+ * batch's mean weighted back by its positions), and its exponential, the perplexity. The logits
+ * are never kept beyond a batch. */
+static int evaluate_lm(struct dlk_net *net, const struct dlk_dataset *ds, int batch, struct dlk_eval *out,
+                       struct dlk_err *err)
+{
+	const struct dlk_backend *be = net->be;
+	size_t T = ds->target_size, counted = 0;
+	float *xdev = NULL, *xhost = NULL, *logits = NULL;
+	double loss = 0;
+	int ret = -1;
+
+	*out = (struct dlk_eval)DLK_EVAL_INIT;
+	if (ds->sample_size != net->input_size || !ds->t || T != ds->sample_size || T == 0 ||
+	    (size_t)net->n_classes % T)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "evaluation data is not a token corpus of the model's %zu tokens "
+		                "per sequence", net->input_size);
+	if (batch <= 0)
+		batch = net->batch_cap > 0 ? net->batch_cap : 64;
+	if (dlk_net_reserve(net, batch, err))
+		return -1;
+	out->task = DLK_TASK_LM;
+	out->n_classes = net->n_classes;
+	if (!(xdev = be->alloc(sizeof(float) * (size_t)batch * ds->sample_size))) {
+		dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for an evaluation batch", be->name);
+		goto out;
+	}
+	xhost = be == dlk_backend_cpu() ? xdev : xmalloc(sizeof(float) * (size_t)batch * ds->sample_size);
+	logits = xmalloc(sizeof(float) * (size_t)batch * (size_t)net->n_classes);
+	for (size_t start = 0; start < ds->n; start += (size_t)batch) {
+		int nb = ds->n - start < (size_t)batch ? (int)(ds->n - start) : batch, rows = nb, V;
+		const float *tg = ds->t + start * T;
+		size_t c = 0;
+		dlk_dataset_gather_range(ds, start, (size_t)nb, xhost);
+		be->to_device(xdev, xhost, sizeof(float) * (size_t)nb * ds->sample_size);
+		be->to_host(logits, dlk_net_forward(net, xdev, nb, 0), sizeof(float) * (size_t)nb * (size_t)net->n_classes);
+		dlk_loss_rows(net, &rows, &V);
+		for (size_t i = 0; i < (size_t)rows; i++)
+			c += tg[i] >= 0;
+		loss += (double)dlk_loss_ref(DLK_LOSS_TOKEN_CE, logits, NULL, tg, rows, V, 0, NULL) * (double)c;
+		counted += c;
+	}
+	{
+		char msg[256];
+		if (be->check(msg, sizeof(msg))) {
+			dlk_errf(err, DLK_EXIT_FAIL, "%s: %s", be->name, msg);
+			goto out;
+		}
+	}
+	out->n = ds->n;
+	out->loss = counted ? loss / (double)counted : 0;
+	add_metric(out, "perplexity", exp(out->loss), 0);
+	ret = 0;
+out:
+	if (xhost != xdev)
+		free(xhost);
+	be->free(xdev);
+	free(logits);
+	return ret;
+}
+
 int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int batch, const struct dlk_model *model,
                       const struct dlk_training *training, struct dlk_eval *out, struct dlk_err *err)
 {
@@ -117,6 +178,8 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 		 * confidence on the truth is, comparable across runs */
 		return dlk_evaluate(net, ds, batch, out, err);
 	}
+	if (model->task == DLK_TASK_LM)
+		return evaluate_lm(net, ds, batch, out, err);
 	*out = (struct dlk_eval)DLK_EVAL_INIT;
 	if (ds->sample_size != net->input_size)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "evaluation data has %zu values per sample but the model takes %zu",
@@ -225,6 +288,11 @@ void dlk_eval_brief(const struct dlk_eval *ev, char *buf, size_t len)
 		buf[0] = 0;
 	if (ev->task == DLK_TASK_CLASSIFICATION) {
 		snprintf(buf, len, "test accuracy %.2f%%", 100 * ev->accuracy);
+		return;
+	}
+	if (ev->task == DLK_TASK_LM) {
+		/* the validation split's: a language model's headline */
+		snprintf(buf, len, "val loss %.4f  perplexity %.3f", ev->loss, ev->n_metrics ? ev->metrics[0].value : NAN);
 		return;
 	}
 	for (int i = 0; i < ev->n_metrics && at < len; i++) {

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/data/bpe.h"
 #include "lib/nn/loss.h"
 #include "lib/train/train.h"
 #include "lib/util/clock.h"
@@ -20,6 +21,21 @@ static int check_data(const struct dlk_train_opts *o, const struct dlk_dataset *
 		dlk_errf(err, DLK_EXIT_CONFIG, "model.input: the %s data has samples of %s but the model takes %s",
 		         which, a, b);
 		return dlk_err_hint(err, "set model.input to [%d, %d, %d]", ds->shape[0], ds->shape[1], ds->shape[2]);
+	}
+	if (o->model->task == DLK_TASK_LM) {
+		/* a target token per input token, each below the vocabulary the logits cover */
+		int V = net->layers[net->n_layers - 1].out[2];
+		if (!ds->t || ds->target_size != ds->sample_size)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "model.task: the %s data is not a token corpus (data.format "
+			                "text gives one for task lm)", which);
+		for (size_t i = 0; i < ds->n * ds->target_size; i++)
+			if (ds->t[i] >= (float)V) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "the %s data has token id %.0f but the model's logits cover a "
+				         "vocabulary of %d", which, (double)ds->t[i], V);
+				return dlk_err_hint(err, "make the last layer's width the tokenizer's vocabulary, %d",
+				                    ds->tokenizer ? (int)ds->tokenizer->vocab_size : 257);
+			}
+		return 0;
 	}
 	if (o->model->task != DLK_TASK_CLASSIFICATION) {
 		if (!ds->t)

@@ -734,7 +734,8 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 	r->phase = "loading test data";
 	dopts.train = train; /* its tokenizer and class names (formats text and images) */
 	if (!sig_seen && r->rank == 0 &&
-	    (spec->data.test.images.url || spec->data.test.source.url || spec->data.test.shards) &&
+	    (spec->data.test.images.url || spec->data.test.source.url || spec->data.test.shards ||
+	     spec->data.validation > 0) &&
 	    dlk_data_load(&spec->data, "test", &dopts, test, err) && !sig_seen)
 		goto out;
 	clear(r);

@@ -146,7 +146,7 @@ test_expect_success 'a model whose shapes cannot work fails --dry-run, before an
 	dlk init -q p && cd p &&
 	sed "/^    - flatten\$/d" dlk.yaml >bad.yaml && ! grep -q flatten bad.yaml &&
 	test_exit_code 3 dlk -f bad.yaml train --dry-run >out 2>err &&
-	grep -q "bad.yaml:[0-9]*:[0-9]*: model.layers\[0\]: dense expects a flat input but gets 1x28x28 (add .flatten. before it)" err &&
+	grep -q "bad.yaml:[0-9]*:[0-9]*: model.layers\[0\]: dense runs over each of the 28 rows of its 1x28x28 input (a sequence), so the model ends with a 1x28x10 output, not one value per class (add .flatten. before it)" err &&
 	test ! -s out &&
 	test_exit_code 3 dlk -f bad.yaml train --local 2>err2 && cmp err err2
 '

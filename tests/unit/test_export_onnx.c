@@ -258,6 +258,16 @@ static void test_flat_input_and_mismatch(void)
 	CHECK_STR(ops, "Reshape Conv Flatten Gemm Identity Softmax");
 	dlk_buf_release(&out);
 	dlk_bundle_release(&b);
+
+	/* a dense over each position of a sequence [1, T, D] is refused, not flattened into a wrong Gemm */
+	const int seq[3] = { 1, 3, 4 };
+	struct dlk_layer_spec S[] = { { .kind = DLK_LAYER_DENSE, .units = 2 }, { .kind = DLK_LAYER_FLATTEN },
+		                      { .kind = DLK_LAYER_DENSE, .units = 3 } };
+	make_bundle(&b, seq, 3, S, 3, 4 * 2 + 2 + 6 * 3 + 3);
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == -1 && out.len == 0);
+	CHECK_CONTAINS(err.msg, "model.layers[0] (dense): a dense over each position of a sequence has no ONNX mapping");
+	dlk_buf_release(&out);
+	dlk_bundle_release(&b);
 }
 
 int main(void)

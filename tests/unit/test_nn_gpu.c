@@ -348,6 +348,33 @@ static void test_losses(void)
 		}
 }
 
+/* token_cross_entropy (task lm) against the CPU reference: rows of V logits, a target id per
+ * row in floats, every 7th ignored (-1); loss within 1e-5 relative, gradients ELEM (the same
+ * formulas; only the block's sum order differs) */
+static void test_token_loss(void)
+{
+	int shapes[][2] = { { 1, 2 }, { 64 * 16, 257 }, { 8 * 128, 1000 }, { 3, 50257 } };
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		int R = shapes[s][0], V = shapes[s][1];
+		size_t n = (size_t)R * V;
+		float *z = rnd(n, 400 + s), *t = malloc(sizeof(float) * R), *g = malloc(sizeof(float) * n);
+		for (int r = 0; r < R; r++)
+			t[r] = r % 7 == 6 ? -1.0f : (float)((r * 131 + 7) % V);
+		for (size_t i = 0; i < n; i++)
+			z[i] *= 4.0f;
+		float *zd = up(z, sizeof(float) * n), *td = up(t, sizeof(float) * R), *gd = gpu->alloc(sizeof(float) * n);
+		float lc = cpu->loss(DLK_LOSS_TOKEN_CE, z, NULL, t, R, V, 0, g),
+		      lg = gpu->loss(DLK_LOSS_TOKEN_CE, zd, NULL, td, R, V, 0, gd);
+		char what[64];
+		CHECK_MSG(fabs(lc - lg) <= 1e-5 + 1e-5 * fabs(lc), "token loss %dx%d: %.9g vs %.9g", R, V, lc, lg);
+		CHECK_MSG(gpu->loss(DLK_LOSS_TOKEN_CE, zd, NULL, td, R, V, 0, NULL) == lg, "token loss without a gradient: the same");
+		snprintf(what, sizeof(what), "token loss %dx%d gradient", R, V);
+		agree(what, g, gd, n, ELEM);
+		gpu->free(zd), gpu->free(td), gpu->free(gd);
+		free(z), free(t), free(g);
+	}
+}
+
 /* ABI 7's layer operations: layer norm, GELU, softmax, embedding, upsampling, forward and backward.
  * Row reductions (layer norm, softmax) are SUMS; element-wise math ELEM; the embedding's gathers
  * and scatters are EXACT (one thread per column adds the ids in the CPU's order). */
@@ -637,6 +664,11 @@ static void test_layers(void)
 	graph[5].n_inputs = 1, graph[5].inputs[0] = -1;
 	graph[6].n_inputs = 2, graph[6].inputs[0] = 4, graph[6].inputs[1] = 5;
 	compare_net("a graph: add, concat, globalavgpool", 3, 8, 8, graph, 11, &adamw, 3);
+	/* a sequence [1, 6, 8]: a dense over positions, causal attention with rotary and dropout */
+	struct dlk_layer_spec att[] = { D(8), { .kind = DLK_LAYER_ATTENTION, .heads = 2, .causal = 1, .rotary = 1,
+		                                .pad_id = -1, .rate = 0.1f },
+		                        K(DLK_LAYER_FLATTEN), D(5) };
+	compare_net("attention over a sequence (dense per position, causal, rotary, dropout)", 1, 6, 8, att, 4, &adamw, 3);
 
 	/* every optimizer, over several steps of the same MLP */
 	struct dlk_training opts[] = {
@@ -719,6 +751,60 @@ static int wanted(int argc, char **argv, const char *g)
 	return 0;
 }
 
+/* ABI 8's attention (gpu/attention.cu) against the CPU's blocked reference: the output and the
+ * rows' log-sum-exp within SUMS (the same sums in another order), the gradient of q, k and v
+ * within NET (sums of sums: the weights recomputed, then summed over rows), the rotation both
+ * ways within ELEM. Shapes: T = 1; T = 70 causal (a partial tile); T = 100 bidirectional with
+ * padding and dropout on the weights (the same counter-based mask on both); a head width of 64. */
+static void test_attention_ops(void)
+{
+	struct {
+		int batch, T, heads, hd, causal, pad;
+		float drop;
+	} cases[] = { { 1, 1, 1, 8, 1, 0, 0 }, { 2, 70, 2, 16, 1, 0, 0 }, { 2, 100, 4, 16, 0, 1, 0.1f },
+		      { 1, 130, 2, 64, 1, 0, 0.2f } };
+	char what[128];
+	for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
+		int B = cases[ci].batch, T = cases[ci].T, H = cases[ci].heads, hd = cases[ci].hd, D = H * hd;
+		size_t nqkv = (size_t)B * T * 3 * D, no = (size_t)B * T * D, nl = (size_t)B * H * T;
+		float *qkv = rnd(nqkv, 300 + ci), *dout = rnd(no, 310 + ci), *ids = malloc(sizeof(float) * B * T);
+		for (int i = 0; i < B * T; i++)
+			ids[i] = (float)(i % 5 == 3 ? 0 : 1 + i % 7); /* every fifth key is padding */
+		float *o = malloc(sizeof(float) * no), *l = malloc(sizeof(float) * nl), *dq = calloc(nqkv, sizeof(float));
+		float *qkvd = up(qkv, sizeof(float) * nqkv), *doutd = up(dout, sizeof(float) * no);
+		float *idd = up(ids, sizeof(float) * B * T), *od = gpu->alloc(sizeof(float) * no);
+		float *ld = gpu->alloc(sizeof(float) * nl), *dqd = gpu->alloc(sizeof(float) * nqkv);
+		struct dlk_attn_shape s = { .batch = B, .T = T, .heads = H, .hd = hd, .causal = cases[ci].causal,
+			                    .scale = 1.0f / sqrtf((float)hd), .dropout = cases[ci].drop, .seed = 99,
+			                    .offset = 1000 };
+		struct dlk_attn_shape sd = s;
+		if (cases[ci].pad)
+			s.ids = ids, sd.ids = idd, s.pad = sd.pad = 0.0f;
+		cpu->attention_forward(&s, qkv, o, l);
+		gpu->attention_forward(&sd, qkvd, od, ld);
+		snprintf(what, sizeof(what), "attention B%d T%d H%d hd%d%s%s forward", B, T, H, hd,
+		         s.causal ? " causal" : "", s.ids ? " padding" : "");
+		agree(what, o, od, no, SUMS);
+		snprintf(what, sizeof(what), "attention B%d T%d H%d hd%d log-sum-exp", B, T, H, hd);
+		agree(what, l, ld, nl, SUMS);
+		gpu->to_device(od, o, sizeof(float) * no); /* the backward from the same forward on both */
+		gpu->to_device(ld, l, sizeof(float) * nl);
+		cpu->attention_backward(&s, qkv, o, l, dout, dq);
+		gpu->attention_backward(&sd, qkvd, od, ld, doutd, dqd);
+		snprintf(what, sizeof(what), "attention B%d T%d H%d hd%d%s backward (dq, dk, dv)", B, T, H, hd,
+		         s.dropout > 0 ? " dropout" : "");
+		agree(what, dq, dqd, nqkv, NET);
+		for (int inv = 0; inv <= 1; inv++) {
+			cpu->rotary(qkv, B, T, H, hd, 3, inv);
+			gpu->rotary(qkvd, B, T, H, hd, 3, inv);
+			snprintf(what, sizeof(what), "rotary B%d T%d H%d hd%d %s", B, T, H, hd, inv ? "inverse" : "forward");
+			agree(what, qkv, qkvd, nqkv, ELEM);
+		}
+		gpu->free(qkvd), gpu->free(doutd), gpu->free(idd), gpu->free(od), gpu->free(ld), gpu->free(dqd);
+		free(qkv), free(dout), free(ids), free(o), free(l), free(dq);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct dlk_err err = DLK_ERR_INIT, e2 = DLK_ERR_INIT;
@@ -752,7 +838,9 @@ int main(int argc, char **argv)
 		test_maxpool();
 		test_softmax_ce();
 		test_losses();
+		test_token_loss();
 		test_layer_ops();
+		test_attention_ops();
 		test_conv_more();
 		test_optimizer_ops();
 		CHECK_MSG(device_clean(), "the operations leave no device error");

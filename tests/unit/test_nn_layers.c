@@ -240,7 +240,7 @@ static void test_shape_errors(void)
 	a[4].line = 23;
 	struct dlk_model m = M(1, 28, 28, a, 5);
 	CHECK(dlk_net_build(&net, &m, "dlk.yaml", 10, be, &err) == -1);
-	CHECK_STR(err.msg, "model.layers[4] (dense, dlk.yaml:23): expects a flat input but gets 64x7x7");
+	CHECK_STR(err.msg, "model.layers[4] (dense, dlk.yaml:23): expects a flat input or a sequence [1, T, D] but gets 64x7x7");
 	CHECK_STR(err.hint, "add 'flatten' before it");
 	CHECK(err.code == DLK_EXIT_CONFIG);
 	CHECK(net.layers == NULL && net.params == NULL);

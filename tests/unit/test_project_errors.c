@@ -60,7 +60,7 @@ int main(void)
 	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
 	             "model: {input: [4], layers: [relu, lstm, {dense: {units: 2}}]}\n");
 	CHECK_STR(m, "dlk.yaml:3:36: model.layers[1]: unknown layer 'lstm' (layers are: dense, conv2d, maxpool, flatten, "
-	             "relu, tanh, sigmoid, dropout, add, concat, globalavgpool, layernorm, gelu, softmax, embedding, upsample)");
+	             "relu, tanh, sigmoid, dropout, add, concat, globalavgpool, layernorm, gelu, softmax, embedding, upsample, attention)");
 	/* an enumerated value with no near match names its values too */
 	m = load_msg(MINIMAL "training: {optimizer: {name: lbfgs}}\n");
 	CHECK_CONTAINS(m, "unknown value 'lbfgs' (expected sgd, adam or adamw)");
@@ -68,10 +68,14 @@ int main(void)
 	 * the engine would after the data had loaded */
 	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
 	             "model: {input: [1, 28, 28], layers: [{dense: {units: 64}}, relu, {dense: {units: 10}}]}\n");
-	CHECK_STR(m, "dlk.yaml:3:38: model.layers[0]: dense expects a flat input but gets 1x28x28 (add 'flatten' before it)");
+	/* dense works over the last axis (nn.Linear): one channel of rows is a sequence, so the image's
+	 * 28 rows stay 28 rows, and the message names the dense that took them for one */
+	CHECK_STR(m, "dlk.yaml:3:38: model.layers[0]: dense runs over each of the 28 rows of its 1x28x28 input (a "
+	          "sequence), so the model ends with a 1x28x10 output, not one value per class (add 'flatten' before it)");
 	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
 	             "model: {input: [1, 28, 28], layers: [{conv2d: {filters: 4}}, {dense: {units: 10}}]}\n");
-	CHECK_STR(m, "dlk.yaml:3:62: model.layers[1]: dense expects a flat input but gets 4x26x26 (add 'flatten' before it)");
+	CHECK_STR(m, "dlk.yaml:3:62: model.layers[1]: dense expects a flat input or a sequence [1, T, D] but gets 4x26x26 "
+	          "(add 'flatten' before it)");
 	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
 	             "model: {input: [1, 8, 8], layers: [{conv2d: {filters: 4}}, relu]}\n");
 	CHECK_STR(m, "dlk.yaml:3:60: model.layers[1]: the model ends with a 4x6x6 output, not one value per class (end it "
@@ -178,7 +182,7 @@ int main(void)
 	CHECK_STR(m, "dlk.yaml:10:9: model.init: unknown value 'he' (expected torch or xavier)");
 	m = load_msg(MINIMAL "  loss: hinge\n");
 	CHECK_STR(m, "dlk.yaml:10:9: model.loss: unknown value 'hinge' (expected softmax_cross_entropy, "
-	          "binary_cross_entropy, mse, l1 or huber)");
+	          "binary_cross_entropy, mse, l1, huber or token_cross_entropy)");
 	m = load_msg(MINIMAL "  loss: mse\n");
 	CHECK_STR(m, "dlk.yaml:10:9: model.loss: task classification trains with softmax_cross_entropy, not mse");
 	m = load_msg(MINIMAL "  task: regression\n  loss: binary_cross_entropy\n");
@@ -191,6 +195,30 @@ int main(void)
 	CHECK_CONTAINS(m, "serving.gate[0].metric: unknown value 'acuracy'");
 	m = load_msg(MINIMAL "  task: regression\ntraining: {label_smoothing: 0.1}\n");
 	CHECK_CONTAINS(m, "training.label_smoothing: label smoothing is for task classification, not regression");
+	/* task lm: text corpora, logits per position, its own loss, validation and gate */
+	m = load_msg(MINIMAL "  task: lm\n");
+	CHECK_CONTAINS(m, "data.format: task lm reads plain text corpora: set data.format to text, not idx");
+	m = load_msg(MINIMAL "  task: lm\n  loss: softmax_cross_entropy\n");
+	CHECK_CONTAINS(m, "model.loss: task lm trains with token_cross_entropy, not softmax_cross_entropy");
+	m = load_msg(MINIMAL "  loss: token_cross_entropy\n");
+	CHECK_CONTAINS(m, "model.loss: task classification trains with softmax_cross_entropy, not token_cross_entropy");
+	m = load_msg("name: demo\ndata: {format: text, train: {source: c.txt}, validation: 0.1}\n"
+	             "model: {task: lm, input: [8], layers: [{embedding: {vocab: 257, dim: 257}}]}\n");
+	CHECK(m == NULL || !*m);
+	m = load_msg("name: demo\ndata: {format: text, train: {source: c.txt}}\n"
+	             "model: {task: lm, input: [8], layers: [{embedding: {vocab: 257, dim: 16}}, flatten, {dense: {units: 257}}]}\n");
+	CHECK_CONTAINS(m, "model.layers[2]: task lm needs the model to end with [1, 8, VOCAB] logits (one row of "
+	               "vocabulary logits per input token), not 1x1x257");
+	m = load_msg("name: demo\ndata: {format: csv, train: {source: a.csv}, validation: 0.1}\n"
+	             "model: {input: [4], layers: [{dense: {units: 2}}]}\n");
+	CHECK_CONTAINS(m, "data.validation: a validation fraction of the corpus is for task lm, not classification");
+	m = load_msg("name: demo\ndata: {format: text, train: {source: c.txt}, test: {source: v.txt}, validation: 0.1}\n"
+	             "model: {task: lm, input: [8], layers: [{embedding: {vocab: 257, dim: 257}}]}\n");
+	CHECK_CONTAINS(m, "data.validation: give either a validation fraction of the training corpus or data.test, not both");
+	m = load_msg(MINIMAL "serving: {max_val_loss: 2}\n");
+	CHECK_CONTAINS(m, "serving.max_val_loss: a maximum validation loss is for task lm, not classification");
+	m = load_msg(MINIMAL "serving: {gate: [{metric: perplexity, max: 20}]}\n");
+	CHECK_CONTAINS(m, "serving.gate[0].metric: a model of task classification has no test metric 'perplexity'");
 
 	/* value syntax */
 	m = load_msg("name: Fashion_MLP\ndata: {train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n");
