@@ -5,6 +5,7 @@
 #include "commands/ui.h"
 #include "lib/gen/lm.h"
 #include "lib/nn/backend.h"
+#include "lib/nn/decode.h"
 #include "lib/nn/net.h"
 #include "lib/train/bundle.h"
 #include "lib/util/clock.h"
@@ -18,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int ge_max_tokens = 64, ge_top_k, ge_threads;
+static int ge_max_tokens = 64, ge_top_k, ge_threads, ge_kv_cache = 1;
 static const char *ge_temperature, *ge_top_p, *ge_seed;
 static struct dlk_strlist ge_stop;
 
@@ -48,8 +49,10 @@ static int run_generate(struct dlk_ctx *ctx, struct dlk_args *args)
 	const struct dlk_backend *be = dlk_backend_cpu();
 	const char *path = args->pos[0], *prompt = args->pos[1];
 	int have_lm = 0, have_seq = 0, rc = 0, stream = ctx->output == DLK_OUTPUT_TEXT;
-	float *row = NULL, *out = NULL;
+	float *row = NULL, *out = NULL, *dev_ids = NULL;
 	double t0, t_first = 0, seed = 0;
+	struct dlk_decode dec = DLK_DECODE_INIT;
+	int kv = 0;
 
 	dlk_interrupt_catch();
 	p.max_tokens = ge_max_tokens;
@@ -89,6 +92,20 @@ static int run_generate(struct dlk_ctx *ctx, struct dlk_args *args)
 	have_seq = 1;
 	row = xmalloc((size_t)lm.context * sizeof(float));
 	out = xmalloc(lm.out_size * sizeof(float));
+	/* a causal model over positions decodes with a key/value cache (lib/nn/decode.h); any other
+	 * runs a full forward over the window per token */
+	if (ge_kv_cache && lm.per_position) {
+		struct dlk_err kerr = DLK_ERR_INIT;
+		kv = !dlk_decode_begin(&dec, &net, 1, lm.context, &kerr);
+		if (kv)
+			dev_ids = be->alloc((size_t)lm.context * sizeof(float));
+		else
+			dlk_info(ctx, "no key/value cache for this model (%s): a full forward per token", kerr.msg);
+		if (kv && !dev_ids) {
+			dlk_errf(&err, DLK_EXIT_FAIL, "out of %s memory", be->name);
+			goto fail;
+		}
+	}
 	t0 = dlk_now();
 	while (!seq.finish) {
 		if (dlk_interrupted()) {
@@ -96,8 +113,25 @@ static int run_generate(struct dlk_ctx *ctx, struct dlk_args *args)
 			goto fail;
 		}
 		int pos = dlk_gen_seq_input(&seq, &lm, row);
-		const float *y = dlk_net_forward(&net, row, 1, 0);
-		be->to_host(out, y, lm.out_size * sizeof(float));
+		if (kv) {
+			/* the new token after the cached ones; a full cache starts again from the window */
+			int n = 1;
+			const float *ids = row + pos;
+			if (!dec.len || dec.len >= lm.context) {
+				dlk_decode_reset(&dec);
+				n = pos + 1;
+				ids = row;
+			}
+			be->to_device(dev_ids, ids, (size_t)n * sizeof(float));
+			const float *y = dlk_decode_step(&dec, dev_ids, n, &err);
+			if (!y)
+				goto fail;
+			be->to_host(out, y + (size_t)(n - 1) * (size_t)lm.vocab, (size_t)lm.vocab * sizeof(float));
+			pos = 0;
+		} else {
+			const float *y = dlk_net_forward(&net, row, 1, 0);
+			be->to_host(out, y, lm.out_size * sizeof(float));
+		}
 		char msg[256];
 		if (be->check(msg, sizeof(msg))) {
 			dlk_errf(&err, DLK_EXIT_FAIL, "%s backend: %s", be->name, msg);
@@ -152,6 +186,10 @@ fail:
 out:
 	free(row);
 	free(out);
+	if (dev_ids)
+		be->free(dev_ids);
+	if (kv)
+		dlk_decode_release(&dec);
 	dlk_buf_release(&piece);
 	dlk_buf_release(&all);
 	if (have_seq)
@@ -173,6 +211,8 @@ static const struct dlk_option generate_options[] = {
 	           .def_doc = "1"),
 	OPT_STRING(0, "seed", &ge_seed, "S", NULL, "the sampler's seed: the same seed gives the same text", .def_doc = "0"),
 	OPT_LIST(0, "stop", &ge_stop, "TEXT", "stop before TEXT (repeatable, up to 4)"),
+	OPT_BOOL(0, "kv-cache", &ge_kv_cache, "decode with a key/value cache when the model allows (--no-kv-cache: a full "
+	         "forward over the window per token)"),
 	OPT_INT(0, "threads", &ge_threads, "N", 0, "threads of the forward pass", .min = 0, .max = 1024,
 	        .def_doc = "the online cores"),
 	OPT_END(),
