@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/nn/decode.h"
 #include "lib/util/clock.h"
 #include "lib/util/mem.h"
 
@@ -21,6 +22,7 @@ struct dlk_gen_req {
 	void *wake_arg;
 	double t_submit, t_first;
 	struct dlk_gen_req *next;   /* the scheduler's queue */
+	struct dlk_decode *dec;     /* its key/value cache (the scheduler's thread only) */
 };
 
 struct dlk_gen_sched {
@@ -36,7 +38,79 @@ struct dlk_gen_sched {
 	struct dlk_gen_req **active;
 	int n_active;
 	float *in, *out;
+	/* key/value decoding: the scheduler's own network */
+	const struct dlk_bundle *bundle;
+	const struct dlk_backend *be;
+	struct dlk_net net;
+	int kv, init_done;
+	float *dev_ids;
 };
+
+/* In the scheduler's thread: its network, and whether it decodes (a probe cache). */
+static void kv_init(struct dlk_gen_sched *s)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_decode probe = DLK_DECODE_INIT;
+	if (!s->bundle || !s->lm->per_position)
+		return;
+	s->net = (struct dlk_net)DLK_NET_INIT;
+	if (dlk_bundle_net(s->bundle, s->be, &s->net, &err))
+		return;
+	if (dlk_decode_begin(&probe, &s->net, 1, s->lm->context, &err)) {
+		dlk_net_release(&s->net);
+		return;
+	}
+	dlk_decode_release(&probe);
+	s->dev_ids = s->be->alloc((size_t)s->lm->context * sizeof(float));
+	if (!s->dev_ids) {
+		dlk_net_release(&s->net);
+		return;
+	}
+	s->kv = 1;
+}
+
+static void kv_drop(struct dlk_gen_sched *s, struct dlk_gen_req *r)
+{
+	(void)s;
+	if (r->dec) {
+		dlk_decode_release(r->dec);
+		free(r->dec);
+		r->dec = NULL;
+	}
+}
+
+/* One decoding step of r into s->out (its next token's logits at row i, position 0). */
+static int kv_step(struct dlk_gen_sched *s, struct dlk_gen_req *r, int i, struct dlk_err *err)
+{
+	const struct dlk_lm *lm = s->lm;
+	float *row = s->in + (size_t)i * (size_t)lm->context;
+	int pos = dlk_gen_seq_input(&r->seq, lm, row), n = 1;
+	const float *ids = row + pos;
+	char msg[256];
+
+	if (!r->dec) {
+		r->dec = xcalloc(1, sizeof(*r->dec));
+		if (dlk_decode_begin(r->dec, &s->net, 1, lm->context, err)) {
+			free(r->dec);
+			r->dec = NULL;
+			return -1;
+		}
+	}
+	if (!r->dec->len || r->dec->len >= lm->context) {
+		dlk_decode_reset(r->dec);
+		n = pos + 1;
+		ids = row;
+	}
+	s->be->to_device(s->dev_ids, ids, (size_t)n * sizeof(float));
+	const float *y = dlk_decode_step(r->dec, s->dev_ids, n, err);
+	if (!y)
+		return -1;
+	s->be->to_host(s->out + (size_t)i * lm->out_size, y + (size_t)(n - 1) * (size_t)lm->vocab,
+	               (size_t)lm->vocab * sizeof(float));
+	if (s->be->check(msg, sizeof(msg)))
+		return dlk_errf(err, DLK_EXIT_FAIL, "%s backend: %s", s->be->name, msg);
+	return 0;
+}
 
 static const double rate_bounds[] = { 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000 };
 static const double time_bounds[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -179,6 +253,11 @@ static void *sched_main(void *arg)
 	const struct dlk_lm *lm = s->lm;
 	int *pos = xmalloc((size_t)s->max_seqs * sizeof(int));
 
+	kv_init(s);
+	pthread_mutex_lock(&s->mu);
+	s->init_done = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
 		while (!s->closed && !s->n_active && !s->head)
@@ -210,6 +289,7 @@ static void *sched_main(void *arg)
 			pthread_mutex_unlock(&r->mu);
 			if (gone) {
 				atomic_fetch_sub(&s->stats->running, 1);
+				kv_drop(s, r);
 				unref(r);
 			} else {
 				s->active[n++] = r;
@@ -218,10 +298,19 @@ static void *sched_main(void *arg)
 		s->n_active = n;
 		if (!n)
 			continue;
-		for (int i = 0; i < n; i++)
-			pos[i] = dlk_gen_seq_input(&s->active[i]->seq, lm, s->in + (size_t)i * (size_t)lm->context);
 		struct dlk_err err = DLK_ERR_INIT;
-		int rc = dlk_batcher_run(s->batcher, s->in, n, s->out, &err);
+		int rc = 0;
+		if (s->kv) {
+			/* each sequence one step on its own cache; its logits at position 0 of its row */
+			for (int i = 0; i < n && !rc; i++) {
+				rc = kv_step(s, s->active[i], i, &err);
+				pos[i] = 0;
+			}
+		} else {
+			for (int i = 0; i < n; i++)
+				pos[i] = dlk_gen_seq_input(&s->active[i]->seq, lm, s->in + (size_t)i * (size_t)lm->context);
+			rc = dlk_batcher_run(s->batcher, s->in, n, s->out, &err);
+		}
 		now = dlk_now();
 		int kept = 0;
 		for (int i = 0; i < n; i++) {
@@ -251,6 +340,7 @@ static void *sched_main(void *arg)
 			pthread_mutex_unlock(&r->mu);
 			if (done) {
 				atomic_fetch_sub(&s->stats->running, 1);
+				kv_drop(s, r);
 				unref(r);
 			} else {
 				s->active[kept++] = r;
@@ -262,18 +352,31 @@ static void *sched_main(void *arg)
 	for (int i = 0; i < s->n_active; i++) {
 		fail_req(s->active[i], "the server is shutting down");
 		atomic_fetch_sub(&s->stats->running, 1);
+		kv_drop(s, s->active[i]);
 		unref(s->active[i]);
 	}
 	s->n_active = 0;
+	if (s->kv) {
+		s->be->free(s->dev_ids);
+		dlk_net_release(&s->net);
+	}
 	free(pos);
 	return NULL;
 }
 
+int dlk_gen_sched_kv(const struct dlk_gen_sched *s)
+{
+	return s->kv;
+}
+
 struct dlk_gen_sched *dlk_gen_sched_new(const struct dlk_lm *lm, struct dlk_batcher *batcher, int max_seqs,
-                                        struct dlk_gen_stats *stats)
+                                        struct dlk_gen_stats *stats, const struct dlk_bundle *bundle,
+                                        const struct dlk_backend *be)
 {
 	struct dlk_gen_sched *s = xcalloc(1, sizeof(*s));
 	s->lm = lm;
+	s->bundle = bundle;
+	s->be = be ? be : dlk_backend_cpu();
 	s->batcher = batcher;
 	s->max_seqs = max_seqs > 0 ? max_seqs : 1;
 	s->stats = stats;
@@ -284,7 +387,13 @@ struct dlk_gen_sched *dlk_gen_sched_new(const struct dlk_lm *lm, struct dlk_batc
 	pthread_cond_init(&s->cv, NULL);
 	if (pthread_create(&s->th, NULL, sched_main, s)) {
 		s->closed = 2; /* no thread: every submission is refused */
+		return s;
 	}
+	/* the thread decides whether it decodes with caches before anything is submitted */
+	pthread_mutex_lock(&s->mu);
+	while (!s->init_done)
+		pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
 	return s;
 }
 

@@ -54,9 +54,16 @@ void dlk_gen_req_counts(struct dlk_gen_req *r, long long *prompt_tokens, long lo
 void dlk_gen_req_release(struct dlk_gen_req *r);
 
 /* A scheduler running lm's sequences, at most max_seqs per pass, through batcher (whose engine is
- * the lm's network). Starts its thread. */
+ * the lm's network). Starts its thread. With a bundle (NULL: none), a causal model over positions
+ * (lib/nn/decode.h accepts it) is decoded instead on the scheduler's own copy of the network, built
+ * on be in its thread: each sequence with a key/value cache of its own, one position per token
+ * after its prompt, a full window again once the cache holds `context` positions (the same text
+ * as the full forward); the passes then do not go through the batcher. */
 struct dlk_gen_sched *dlk_gen_sched_new(const struct dlk_lm *lm, struct dlk_batcher *batcher, int max_seqs,
-                                        struct dlk_gen_stats *stats);
+                                        struct dlk_gen_stats *stats, const struct dlk_bundle *bundle,
+                                        const struct dlk_backend *be);
+/* 1 when the scheduler decodes with key/value caches. */
+int dlk_gen_sched_kv(const struct dlk_gen_sched *s);
 /* Queues r (the scheduler takes its own reference). -1 once the scheduler is closed. */
 int dlk_gen_submit(struct dlk_gen_sched *s, struct dlk_gen_req *r);
 /* Refuses new requests; the running and queued ones fail with "the server is shutting down" and

@@ -208,10 +208,12 @@ int dlk_server_start(struct dlk_server *srv, const volatile int *cancel, struct 
 			return -1;
 		if (m->is_lm) {
 			dlk_gen_stats_init(&m->gen_stats);
-			m->gen = dlk_gen_sched_new(&m->lm, m->batcher, m->max_batch, &m->gen_stats);
-			event(srv, "model '%s' is a language model: context %d, vocabulary %d, %s; up to %d sequences per "
-			      "forward pass; chat template: %s", m->name, m->lm.context, m->lm.vocab,
+			m->gen = dlk_gen_sched_new(&m->lm, m->batcher, m->max_batch, &m->gen_stats, &m->bundle, m->be);
+			event(srv, "model '%s' is a language model: context %d, vocabulary %d, %s; up to %d sequences %s; "
+			      "chat template: %s", m->name, m->lm.context, m->lm.vocab,
 			      m->lm.per_position ? "logits at every position" : "logits after the window", m->max_batch,
+			      dlk_gen_sched_kv(m->gen) ? "each decoded with its key/value cache"
+			                               : "per forward pass over their windows",
 			      m->lm.has_chat ? "the bundle's" : srv->chat_template ? "--chat-template" : "none");
 		}
 		atomic_store(&m->ready, 1);

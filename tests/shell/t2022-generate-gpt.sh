@@ -2,7 +2,8 @@
 # A model.task lm bundle (a one-block causal transformer, trained here for one epoch on a slice of
 # Debian's dict-gcide) generates through the key/value cache (lib/nn/decode.h) exactly the text
 # that a full forward over the window per token gives, greedy and sampled, past the end of the
-# 32-token context; dlk serve answers /v1/completions with the same greedy text.
+# 32-token context; dlk serve, which decodes each sequence with its own cache, answers
+# /v1/completions with the same greedy text, four concurrent requests included.
 . "$(dirname "$0")/../lib.sh"
 
 GCIDE=/usr/share/dictd/gcide.dict.dz
@@ -51,7 +52,7 @@ test_expect_success 'sampled with a seed: the same text both ways' '
 	cmp kv full
 '
 
-test_expect_success 'dlk serve answers /v1/completions with the same greedy text' '
+test_expect_success 'dlk serve answers /v1/completions with the same greedy text, concurrent requests too' '
 	"$DLK" serve --local --port 0 "$M" 2>serve.log &
 	srv=$! &&
 	i=0 &&
@@ -59,12 +60,21 @@ test_expect_success 'dlk serve answers /v1/completions with the same greedy text
 		i=$((i + 1)); [ $i -lt 600 ] && kill -0 $srv || { cat serve.log; exit 1; }; sleep 0.05
 	done &&
 	url=http://127.0.0.1:$(sed -n "s/^listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p" serve.log) &&
-	grep_q "is a language model: context 32, vocabulary 257, logits at every position" serve.log &&
+	grep_q "is a language model: context 32, vocabulary 257, logits at every position; up to [0-9]* sequences each decoded with its key/value cache" serve.log &&
 	dlk generate "$M" "The word " --temperature 0 --max-tokens 40 -o json | jq -r .text >want &&
 	curl -sf -d "{\"model\":\"tinygpt\",\"prompt\":\"The word \",\"max_tokens\":40,\"temperature\":0}" \
 		"$url/v1/completions" | jq -r ".choices[0].text" >got &&
+	pids= &&
+	for p in "A " "The " "In the " "of "; do
+		dlk generate "$M" "$p" --temperature 0 --max-tokens 60 -o json | jq -r .text >"want-$p" || exit 1
+		curl -sf -d "{\"model\":\"tinygpt\",\"prompt\":\"$p\",\"max_tokens\":60,\"temperature\":0}" \
+			"$url/v1/completions" | jq -r ".choices[0].text" >"got-$p" &
+		pids="$pids $!"
+	done &&
+	for j in $pids; do wait "$j" || exit 1; done &&
 	kill -TERM $srv && wait $srv &&
-	cmp want got
+	cmp want got &&
+	for p in "A " "The " "In the " "of "; do cmp "want-$p" "got-$p" || exit 1; done
 '
 
 test_done

@@ -91,7 +91,7 @@ int main(void)
 	struct dlk_engine e = { CTX, V, NULL, rep_new, rep_run, rep_free, 1 };
 	struct dlk_batcher *bat = dlk_pool_add(pool, &e, 8, 0, NULL);
 	CHECK(!dlk_pool_start(pool, &err));
-	struct dlk_gen_sched *s = dlk_gen_sched_new(&lm, bat, 8, &st);
+	struct dlk_gen_sched *s = dlk_gen_sched_new(&lm, bat, 8, &st, NULL, NULL);
 
 	/* the first sequence's pass waits for the pool; three more arrive meanwhile */
 	struct dlk_gen_req *r[4];
