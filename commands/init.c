@@ -83,7 +83,7 @@ static char *project_text(const struct dlk_embedded *ex, const char *name)
 
 /* The projects `dlk init --example` starts from: examples/NAME/dlk.yaml, built in, with the
  * other files of examples/NAME/ (a program's code) beside it. */
-static const char *const example_names[] = { "mlp", "cnn", "pytorch", "jax", "sweep", "resnet", NULL };
+static const char *const example_names[] = { "mlp", "cnn", "pytorch", "jax", "sweep", "resnet", "gpt", NULL };
 
 /* the example's files other than dlk.yaml: the i-th, or NULL after the last */
 static const struct dlk_embedded *example_file(const char *example, int i)

@@ -403,11 +403,12 @@ int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_input_form form, struct
 			dlk_errf(err, DLK_EXIT_CONFIG, "%s: a dense over each position of a sequence has no ONNX mapping yet", w);
 			goto out;
 		}
-		if (k == sizeof(layer_map) / sizeof(layer_map[0]) || reads_other) {
+		if (k == sizeof(layer_map) / sizeof(layer_map[0]) || reads_other || L->spec.tie) {
 			char w[256];
 			dlk_layer_where(w, sizeof(w), i, &L->spec, "model.json");
 			dlk_errf(err, DLK_EXIT_CONFIG, "%s: %s", w, reads_other ?
 			         "reads a layer other than the one before it: graph models have no ONNX mapping yet" :
+			         L->spec.tie ? "a head tied to an embedding's table has no ONNX mapping yet" :
 			         "this layer kind has no ONNX mapping yet");
 			goto out;
 		}

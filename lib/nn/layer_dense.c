@@ -51,6 +51,12 @@ static const float *dense_forward(struct dlk_net *net, int i, const float *x, in
 	int rows = dense_rows(L, batch);
 	(void)training;
 
+	if (L->spec.tie) {
+		/* a tied head: the embedding's table as the weight, no bias, no fused activation */
+		W = net->params + net->layers[L->spec.tie - 1].w_off;
+		be->sgemm(0, 1, rows, L->out[2], L->in[2], 1.0f, x, L->in[2], W, L->in[2], 0.0f, L->y, L->out[2]);
+		return L->y;
+	}
 	if (be->dense_forward) {
 		be->dense_forward(x, W, b, rows, L->in[2], L->out[2], L->act, L->y);
 	} else {
@@ -72,16 +78,23 @@ static float *dense_backward(struct dlk_net *net, int i, float *g, float *gout, 
 
 	if (A)
 		A->folded_bw = 0;
-	if (be->dense_backward_w) {
+	if (L->spec.tie) {
+		/* the table's gradient from the head, written first (backward runs from the last layer);
+		 * the embedding adds its own and then says the table is ready */
+		W = net->params + net->layers[L->spec.tie - 1].w_off;
+		dW = net->grads + net->layers[L->spec.tie - 1].w_off;
+		be->sgemm(1, 0, out, in, rows, 1.0f, g, out, L->x_used, in, 0.0f, dW, in);
+	} else if (be->dense_backward_w) {
 		be->dense_backward_w(g, L->x_used, rows, in, out, dW, db);
 	} else {
 		be->sgemm(1, 0, out, in, rows, 1.0f, g, out, L->x_used, in, 0.0f, dW, in);
 		be->sum_rows(g, rows, out, db);
 	}
-	dlk_layer_grads_ready(net, L);
+	if (!L->spec.tie)
+		dlk_layer_grads_ready(net, L);
 	if (!L->need_dx)
 		return g;
-	if (be->dense_backward_x) {
+	if (be->dense_backward_x && !L->spec.tie) {
 		/* an activation layer just below is differentiated in the same pass */
 		int act = A && !net->graph ? dlk_layer_act(A->spec.kind) : DLK_ACT_NONE;
 		be->dense_backward_x(g, W, rows, in, out, act, act != DLK_ACT_NONE ? A->y_used : NULL, gout);

@@ -178,12 +178,14 @@ static void embedding_params(struct dlk_layer *L)
 
 static void embedding_init(const struct dlk_layer *L, float *w, float *b, struct dlk_rng *r)
 {
-	/* Box-Muller: two uniforms give a standard normal; the token table, then the positions' */
+	/* Box-Muller: two uniforms give a standard normal; the token table, then the positions'. A
+	 * table tied to a head starts at N(0, 0.02^2), GPT-2's: N(0, 1) would give the head's logits
+	 * a standard deviation of sqrt(dim) and a first loss far above ln V */
 	for (size_t j = 0; j < L->n_w + L->n_b; j++) {
 		float u1 = dlk_rng_uniform(r), u2 = dlk_rng_uniform(r);
 		float v = sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.2831853f * u2);
 		if (j < L->n_w)
-			w[j] = v;
+			w[j] = L->tied_by ? 0.02f * v : v;
 		else
 			b[j - L->n_w] = v;
 	}
@@ -204,7 +206,9 @@ static const float *embedding_forward(struct dlk_net *net, int i, const float *x
 static float *embedding_backward(struct dlk_net *net, int i, float *g, float *gout, int batch)
 {
 	struct dlk_layer *L = &net->layers[i];
-	net->be->fill(net->grads + L->w_off, L->n_w, 0.0f);
+	/* a table tied to a head already holds the head's gradient: this use adds to it */
+	if (!L->tied_by)
+		net->be->fill(net->grads + L->w_off, L->n_w, 0.0f);
 	net->be->embedding_backward(L->x_used, g, batch * (int)L->in_size, L->spec.vocab, L->spec.dim,
 	                            net->grads + L->w_off);
 	if (L->n_b) { /* the rows past the sequence's length get none */

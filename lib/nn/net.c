@@ -93,6 +93,25 @@ static int build_layers(struct dlk_net *net, const struct dlk_model *model, cons
 			return window_error(L, w, err);
 		if (ops->params)
 			ops->params(L);
+		if (ls->tie) {
+			/* weight tying: the dense layer's weight is an earlier embedding's table, [vocab, dim] as
+			 * nn.Linear(dim, vocab, bias=False) keeps it; it owns no parameter of its own */
+			const struct dlk_layer *E = ls->tie - 1 >= 0 && ls->tie - 1 < i ? &net->layers[ls->tie - 1] : NULL;
+			if (ls->kind != DLK_LAYER_DENSE || !E || E->spec.kind != DLK_LAYER_EMBEDDING)
+				return dlk_errf(err, DLK_EXIT_CONFIG, "%s: tie names layer %d, not an embedding before it", w,
+				                ls->tie - 1);
+			if (ls->units != E->spec.vocab || L->in[2] != E->spec.dim) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "%s: a head tied to model.layers[%d]'s %dx%d table needs %d units "
+				         "over inputs of width %d, not %d over %d", w, ls->tie - 1, E->spec.vocab, E->spec.dim,
+				         E->spec.vocab, E->spec.dim, ls->units, L->in[2]);
+				return dlk_err_hint(err, "set units to the embedding's vocab, and give the head its dim wide inputs");
+			}
+			if (net->layers[ls->tie - 1].tied_by)
+				return dlk_errf(err, DLK_EXIT_CONFIG, "%s: model.layers[%d]'s table is tied to another head already",
+				                w, ls->tie - 1);
+			net->layers[ls->tie - 1].tied_by = i + 1;
+			L->n_w = L->n_b = 0;
+		}
 		/* each fits an int: the input and every earlier output are at most 2^30 values */
 		for (int d = 0; d < 3; d++)
 			L->out[d] = (int)out[d];
@@ -161,7 +180,7 @@ static void plan_passes(struct dlk_net *net)
 
 	for (int i = 0; !net->graph && i + 1 < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i], *N = &net->layers[i + 1];
-		if ((L->spec.kind == DLK_LAYER_DENSE || L->spec.kind == DLK_LAYER_CONV2D) &&
+		if ((L->spec.kind == DLK_LAYER_DENSE || L->spec.kind == DLK_LAYER_CONV2D) && !L->spec.tie &&
 		    dlk_layer_act(N->spec.kind) != DLK_ACT_NONE) {
 			L->act = dlk_layer_act(N->spec.kind);
 			N->fused = 1;
@@ -427,10 +446,17 @@ static void graph_backward(struct dlk_net *net, int batch)
 		if (!L->need_dx && !L->n_w)
 			continue; /* nothing it reads needs a gradient */
 		if (!L->g_set) {
-			/* the loss does not depend on it: its parameters' gradients are 0 */
+			/* the loss does not depend on it: its parameters' gradients are 0 (a tied head's
+			 * share of its table's too: the embedding adds to what the head wrote) */
 			if (L->n_w) {
-				be->fill(net->grads + L->w_off, L->n_w + L->n_b, 0.0f);
+				if (!L->tied_by)
+					be->fill(net->grads + L->w_off, L->n_w + L->n_b, 0.0f);
+				else if (L->n_b) /* a tied table keeps its head's gradient */
+					be->fill(net->grads + L->b_off, L->n_b, 0.0f);
 				dlk_layer_grads_ready(net, L);
+			} else if (L->spec.tie) {
+				const struct dlk_layer *E = &net->layers[L->spec.tie - 1];
+				be->fill(net->grads + E->w_off, E->n_w, 0.0f);
 			}
 			continue;
 		}

@@ -30,6 +30,9 @@ struct dlk_layer {
 	int pool_layer;           /* conv: the max-pool layer whose forward and backward it performs, or 0 */
 	int pooled;               /* activation or max-pool layer that a conv before it performs */
 	int folded_bw;            /* activation layer whose backward the dense layer after it did this step */
+	int tied_by;              /* embedding: 1 + the index of the dense layer whose weight is its table
+	                             (spec.tie); that layer's backward runs first and writes the table's
+	                             gradient, this one's adds to it, and only then is it ready */
 	int drop_active;          /* dropout: the last forward applied a mask ... */
 	uint64_t drop_offset;     /* ... starting at this mask index */
 	/* per-batch buffers (device), allocated by dlk_net_reserve() */

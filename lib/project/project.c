@@ -1710,6 +1710,22 @@ static void layer_graph_parse(struct ctx *c, struct ynode *params, struct dlk_mo
 				if (!strcmp(m->layers[e].name, val->text))
 					problem(c, val, p, "'%s' already names model.layers[%d]", val->text, e);
 			snprintf(l->name, sizeof(l->name), "%s", val->text);
+		} else if (!strcmp(key->text, "tie") && l->kind == DLK_LAYER_DENSE) {
+			/* weight tying: the head's weight is an earlier embedding's table */
+			int found = -1;
+			snprintf(p, sizeof(p), "%s.tie", path);
+			for (int q = i - 1; found < 0 && val->kind == YN_SCALAR && q >= 0; q--)
+				if (!strcmp(m->layers[q].name, val->text))
+					found = q;
+			shown_text(shown, sizeof(shown), val->kind == YN_SCALAR ? val->text : "");
+			if (found < 0)
+				problem(c, val, p, "no layer before this one is named '%s' (name the embedding with 'name: ...')",
+				        shown);
+			else if (m->layers[found].kind != DLK_LAYER_EMBEDDING)
+				problem(c, val, p, "'%s' is a %s layer; a dense layer ties its weight to an embedding's table",
+				        shown, dlk_layer_names[m->layers[found].kind]);
+			else
+				l->tie = found + 1;
 		} else if (!strcmp(key->text, "inputs")) {
 			snprintf(p, sizeof(p), "%s.inputs", path);
 			int n = val->kind == YN_SEQ ? val->n : 1;
@@ -1842,13 +1858,15 @@ static void layers_dump(struct dlk_buf *b, const struct field *f, const void *ba
 		if ((int)l->kind >= 0 && (int)l->kind < N_LAYER_KINDS && layer_params[l->kind][0].key) {
 			dlk_buf_adds(b, ": ");
 			dump_flow(b, layer_params[l->kind], l);
-			if (l->name[0] || l->n_inputs)
+			if (l->name[0] || l->n_inputs || l->tie)
 				b->len--; /* the graph keys go inside the braces */
 		} else if (l->name[0] || l->n_inputs) {
 			dlk_buf_adds(b, ": {");
 		}
-		if (l->name[0] || l->n_inputs) {
+		if (l->name[0] || l->n_inputs || l->tie) {
 			int first = !layer_params[l->kind][0].key;
+			if (l->tie)
+				dlk_buf_addf(b, "%stie: %s", first ? "" : ", ", m->layers[l->tie - 1].name), first = 0;
 			if (l->name[0])
 				dlk_buf_addf(b, "%sname: %s", first ? "" : ", ", l->name), first = 0;
 			if (l->n_inputs) {

@@ -149,6 +149,8 @@ struct dlk_layer_spec {
 	float eps;      /* layernorm, default 1e-5 */
 	int approximate; /* gelu: enum dlk_gelu (lib/nn/kernels.h), default exact (erf) */
 	int vocab, dim; /* embedding: rows of the table, width of each */
+	int tie;        /* dense: 1 + the index of the embedding layer whose table is its weight (GPT-2's
+	                   lm_head = wte; units = vocab, input width = dim, no bias); 0 = its own */
 	int scale;      /* upsample: the integer factor of height and width, default 2 */
 	int mode;       /* upsample: enum dlk_upsample_mode (lib/nn/kernels.h), default nearest */
 	int positions;  /* embedding: learned position embeddings for up to this many positions, 0 = none */

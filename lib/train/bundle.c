@@ -141,6 +141,8 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 	switch (ls->kind) {
 	case DLK_LAYER_DENSE:
 		cJSON_AddNumberToObject(l, "units", ls->units);
+		if (ls->tie) /* the index of the embedding whose table is its weight */
+			cJSON_AddNumberToObject(l, "tie", ls->tie - 1);
 		break;
 	case DLK_LAYER_CONV2D:
 		cJSON_AddNumberToObject(l, "filters", ls->filters);
@@ -557,6 +559,14 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		    int_field(l, "heads", 0, 0, 4096, &ls->heads) || int_field(l, "pad_id", -1, -1, 1 << 24, &ls->pad_id) ||
 		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL ? ls->size : 1, 1, 1024, &ls->stride))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has a bad size field", path, i);
+		const cJSON *tie = cJSON_GetObjectItemCaseSensitive(l, "tie");
+		if (tie) {
+			if (!cJSON_IsNumber(tie) || tie->valuedouble != (int)tie->valuedouble || tie->valuedouble < 0 ||
+			    tie->valuedouble >= i || ls->kind != DLK_LAYER_DENSE)
+				return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].tie is not the index "
+				                "of an earlier layer of a dense layer", path, i);
+			ls->tie = (int)tie->valuedouble + 1;
+		}
 		const cJSON *name = cJSON_GetObjectItemCaseSensitive(l, "name");
 		if (cJSON_IsString(name))
 			snprintf(ls->name, sizeof(ls->name), "%s", name->valuestring);
@@ -959,4 +969,28 @@ void dlk_bundle_release(struct dlk_bundle *b)
 	free(b->weights);
 	dlk_tokenizer_free(b->tokenizer);
 	*b = (struct dlk_bundle)DLK_BUNDLE_INIT;
+}
+
+int dlk_bundle_lm(const struct dlk_bundle *b, const char *path, struct dlk_lm_info *out, struct dlk_err *err)
+{
+	const struct dlk_model *m = &b->model;
+
+	memset(out, 0, sizeof(*out));
+	if (m->task != DLK_TASK_LM)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': a model of task %s, not a language model (model.task lm)", path,
+		                dlk_task_name(m->task));
+	if (!b->tokenizer)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the language model has no tokenizer (tokenizer.txt)", path);
+	/* the logits' width: the last layer that sets a width (dense, an embedding); the layers after
+	 * it (norms, activations, dropout) keep it. The loader checked the [1, T, V] end. */
+	for (int i = m->n_layers - 1; i >= 0 && !out->vocab; i--)
+		if (m->layers[i].kind == DLK_LAYER_DENSE)
+			out->vocab = m->layers[i].units;
+		else if (m->layers[i].kind == DLK_LAYER_EMBEDDING)
+			out->vocab = m->layers[i].dim;
+	if (out->vocab < 2)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the language model ends with no vocabulary logits", path);
+	out->context = m->input[0] * m->input[1] * m->input[2];
+	out->tokenizer = b->tokenizer;
+	return 0;
 }

@@ -92,4 +92,14 @@ int dlk_bundle_net(const struct dlk_bundle *b, const struct dlk_backend *be, str
                    struct dlk_err *err);
 void dlk_bundle_release(struct dlk_bundle *b);
 
+/* What generation needs of a language model (model.task lm), in one place: its context (the
+ * tokens of model.input), its vocabulary (the width of the last layer's [1, T, V] logits) and
+ * its tokenizer (the bundle's, borrowed). -1 with err (DLK_EXIT_CONFIG) when the bundle is not a
+ * language model or has no tokenizer. */
+struct dlk_lm_info {
+	int context, vocab;
+	const struct dlk_tokenizer *tokenizer;
+};
+int dlk_bundle_lm(const struct dlk_bundle *b, const char *path, struct dlk_lm_info *out, struct dlk_err *err);
+
 #endif
