@@ -84,6 +84,21 @@ int dlk_lm_init(struct dlk_lm *lm, const struct dlk_bundle *b, const char *path,
 	size_t in = (size_t)b->model.input[0] * (size_t)b->model.input[1] * (size_t)b->model.input[2];
 
 	memset(lm, 0, sizeof(*lm));
+	if (b->model.task == DLK_TASK_LM) {
+		/* model.task lm: the bundle says it (one place for the context and the vocabulary) */
+		struct dlk_lm_info info;
+		if (dlk_bundle_lm(b, path, &info, err))
+			return -1;
+		lm->tok = info.tokenizer;
+		lm->context = info.context;
+		lm->vocab = info.vocab;
+		lm->per_position = 1;
+		lm->out_size = (size_t)info.context * (size_t)info.vocab;
+		if ((size_t)b->n_classes != lm->out_size)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the language model's output has %d values, not context x "
+			                "vocabulary (%d x %d)", path, b->n_classes, info.context, info.vocab);
+		goto chat;
+	}
 	if (!b->tokenizer)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is not a language model: the bundle has no tokenizer (a model "
 		                "trained on text data keeps one)", path);
@@ -99,6 +114,7 @@ int dlk_lm_init(struct dlk_lm *lm, const struct dlk_bundle *b, const char *path,
 		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is not a language model: its output has %d values, neither the "
 		                "vocabulary (%d tokens) nor context x vocabulary (%zu x %d)", path, b->n_classes, lm->vocab,
 		                in, lm->vocab);
+chat:;
 	const cJSON *ct = cJSON_GetObjectItemCaseSensitive(b->meta, "chat_template");
 	if (ct) {
 		if (template_from(ct, path, &lm->chat, err))
@@ -195,6 +211,9 @@ int32_t dlk_gen_seq_push(struct dlk_gen_seq *s, const struct dlk_lm *lm, const f
 	memcpy(s->masked, l, (size_t)lm->vocab * sizeof(float));
 	if (lm->tok->pad_id >= 0 && lm->tok->pad_id < lm->vocab)
 		s->masked[lm->tok->pad_id] = -INFINITY;
+	/* logits past the tokenizer's ids (a vocabulary padded for speed) are no tokens */
+	for (int i = lm->tok->vocab_size; i < lm->vocab; i++)
+		s->masked[i] = -INFINITY;
 	t = dlk_sample(&s->sampler, s->masked, lm->vocab, &s->params.sampling, &s->rng);
 	s->generated++;
 	if (t < 0) {

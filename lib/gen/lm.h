@@ -4,7 +4,8 @@
  * runs the forward pass (dlk_net_forward, or a server's batcher, many sequences per pass) and hands
  * the output row back, so one pass serves any number of sequences, each at its own position.
  *
- * A bundle is a language model when it has a tokenizer (tokenizer.txt) and its network maps a
+ * A model.task lm bundle is one, as dlk_bundle_lm (lib/train/bundle.h) reads its context and
+ * vocabulary. Another bundle is one when it has a tokenizer (tokenizer.txt) and its network maps a
  * window of `context` token ids (its input size; ids as floats, as text data feeds them) to either
  *   [context, vocab] logits, the next token's after every position (a causal LM), or
  *   [vocab] logits, the next token's after the whole window,
