@@ -20,6 +20,8 @@ printf '{"system": "{content}", "user": "{content}", "assistant": "{content}", "
 
 # serve [OPTIONS]: starts dlk serve on a free port; sets SRV and URL
 serve() {
+	# the last server's log goes first: the new one truncates it only once it runs
+	rm -f "$TEST_TMP/serve.log"
 	"$DLK" serve --local --port 0 "$@" "$P/tiny-lm.dlk" 2>"$TEST_TMP/serve.log" &
 	SRV=$!
 	i=0
