@@ -143,6 +143,14 @@ static void test_refused(void)
 	struct dlk_project *p = load(TIED_YAML("dense: {units: 7, tie: wte}"));
 	char *y = p ? project_dump_yaml(p) : NULL;
 	CHECK_MSG(y && strstr(y, "- dense: {units: 7, tie: wte}"), "the dump keeps the tie");
+	if (y) {
+		/* and reads back to the same dump */
+		struct dlk_project *q = load(y);
+		char *y2 = q ? project_dump_yaml(q) : NULL;
+		CHECK_MSG(y2 && !strcmp(y, y2), "the dump reads back to the same dump");
+		free(y2);
+		project_free(q);
+	}
 	free(y);
 	project_free(p);
 	CHECK_CONTAINS(load_msg(TIED_YAML("dense: {units: 7, tie: emb}")),
