@@ -28,6 +28,7 @@
 	X(report, "write a run's report: one HTML page with its curves, confusion matrix and provenance") \
 	X(delete, "delete jobs and everything dlk created for them")                              \
 	X(data, "versioned datasets: push files to a store, list, show and get them by id or tag") \
+	X(generate, "generate text from a language-model bundle: greedy, temperature, top-k, top-p, seeded") \
 	X(export, "write a model bundle as ONNX, for ONNX Runtime, Triton or a phone")            \
 	X(predict, "score every sample of a dataset with a model and push the predictions as a dataset") \
 	X(pipeline, "run stages over versioned data in dependency order; a stage runs again only when its inputs change") \

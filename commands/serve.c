@@ -10,6 +10,7 @@
 #include "commands/serve_deploy.h"
 #include "commands/ui.h"
 #include "lib/data/fetch.h"
+#include "lib/gen/lm.h"
 #include "lib/nn/backend.h"
 #include "lib/nn/gpu.h"
 #include "lib/project/project.h"
@@ -330,6 +331,8 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	const char *log_path = opt.access_log;
 	char **fetched = NULL;
 	struct stream_run *st;
+	struct dlk_chat_template chat;
+	int have_chat = 0;
 
 	memset(&cfg, 0, sizeof(cfg));
 	if (opt.mode != SERVE_LOCAL && opt.mode != SERVE_WORKER)
@@ -414,6 +417,21 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 		.metrics = streaming ? stream_metrics : NULL,
 		.metrics_ctx = &st->m,
 	};
+	if (opt.chat_template) {
+		struct dlk_buf tb = DLK_BUF_INIT;
+		char why[256];
+		if (dlk_buf_read_file(&tb, opt.chat_template, 1 << 20, why, sizeof(why))) {
+			dlk_errf(&err, DLK_EXIT_USAGE, "--chat-template: %s", why);
+		} else if (!dlk_chat_template_parse(tb.data ? tb.data : "", tb.len, opt.chat_template, &chat, &err)) {
+			have_chat = 1;
+			so.chat_template = &chat;
+		}
+		dlk_buf_release(&tb);
+		if (!have_chat) {
+			rc = dlk_report(ctx, &err);
+			goto out;
+		}
+	}
 	check_blas_kernels(ctx, so.be);
 	srv = dlk_server_new(&so, &err);
 	if (!srv) {
@@ -475,6 +493,8 @@ out:
 	if (rc && rc != DLK_EXIT_INTERRUPTED && err.code && opt.mode == SERVE_WORKER)
 		termination_message(&err);
 	dlk_server_free(srv);
+	if (have_chat)
+		dlk_chat_template_release(&chat);
 	if (st->served_ready)
 		dlk_stream_served_release(&st->served);
 	if (st->metrics_ready)
@@ -516,6 +536,9 @@ static const struct dlk_option serve_options[] = {
 	OPT_INT(0, "port", &opt.port, "N", -1, "the port to listen on (0: any free port, shown when listening)",
 	        .min = 0, .max = 65535, .def_doc = "serving.port, 8080", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
 	OPT_STRING(0, "access-log", &opt.access_log, "FILE", NULL, "append one line per request to FILE ('-': standard output)",
+	           .complete = COMPLETE_FILE, .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
+	OPT_STRING(0, "chat-template", &opt.chat_template, "FILE", NULL,
+	           "the chat template of language models whose bundle has none (JSON: system, user, assistant, generation)",
 	           .complete = COMPLETE_FILE, .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
 	OPT_STRING(0, "stream", &opt.stream, "URL", NULL,
 	           "also score the records of a Kafka topic: kafka://HOST:PORT[,HOST:PORT]/TOPIC",

@@ -21,6 +21,7 @@ struct dlk_serve_cli {
 	int max_records, commit_ms;
 	struct dlk_strlist kafka_set;
 	int log_format;          /* --log-format: an enum dlk_log_format, -1: not given */
+	const char *chat_template; /* --chat-template FILE: for language models without one */
 	/* deploying */
 	const char *model;       /* an http(s) URL of a bundle, instead of the training job's */
 	const char *min_accuracy;/* overrides serving.min_accuracy; a number in [0, 1] */

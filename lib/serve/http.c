@@ -23,6 +23,7 @@
 
 #include <microhttpd.h>
 
+#include "lib/serve/openai.h"
 #include "lib/serve/tfs.h"
 #include "lib/serve/v2.h"
 #include "lib/util/mem.h"
@@ -42,7 +43,28 @@ enum route {
 	R_V1_PREDICT,      /* POST ...:predict */
 	R_V1_OTHER_VERB,   /* POST ...:classify, :regress: not served */
 	R_METRICS,         /* GET /metrics */
+	R_OAI_MODELS,      /* GET /v1/models: OpenAI's list */
+	R_OAI_COMPLETIONS, /* POST /v1/completions */
+	R_OAI_CHAT,        /* POST /v1/chat/completions */
+	R_V2_GENERATE,     /* POST /v2/models/{m}[/versions/{v}]/generate */
+	R_V2_GENERATE_STREAM, /* POST .../generate_stream */
 };
+
+static int is_post_route(enum route r)
+{
+	return r == R_V2_INFER || r == R_V1_PREDICT || r == R_V1_OTHER_VERB || r == R_OAI_COMPLETIONS || r == R_OAI_CHAT ||
+	       r == R_V2_GENERATE || r == R_V2_GENERATE_STREAM;
+}
+
+static int is_oai_route(enum route r)
+{
+	return r == R_OAI_MODELS || r == R_OAI_COMPLETIONS || r == R_OAI_CHAT;
+}
+
+static int is_gen_route(enum route r)
+{
+	return r == R_OAI_COMPLETIONS || r == R_OAI_CHAT || r == R_V2_GENERATE || r == R_V2_GENERATE_STREAM;
+}
 
 enum phase { READING, WAITING, ANSWERED };
 
@@ -72,6 +94,21 @@ struct request {
 	struct dlk_v2_request v2;
 	struct dlk_tfs_request tfs;
 	float *logits;
+	const char *err_param;         /* OpenAI's error param */
+	/* generation: one sequence per prompt */
+	struct dlk_oai_request oai;
+	int n_gen, stream;
+	struct dlk_gen_req **gen;
+	struct dlk_buf *gen_text;      /* non-streamed: each choice's text */
+	int *gen_state;                /* 0 running, 1 finished, -1 failed */
+	enum dlk_finish *gen_finish;
+	int *gen_started;              /* streamed: its first chunk is out */
+	char gen_msg[256];
+	char oai_id[48];
+	long long created;
+	struct dlk_buf sout;           /* streamed: events not yet handed to libmicrohttpd */
+	size_t sout_off;
+	int stream_ended;
 };
 
 /* ---- answers ---- */
@@ -126,9 +163,12 @@ static enum MHD_Result answer_error(struct request *rq, int status, int reason, 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	rq->failed_reason = reason;
-	dlk_v2_write_error(msg, &b);
+	if (is_oai_route(rq->route))
+		dlk_oai_write_error(status, msg, rq->err_param, &b);
+	else
+		dlk_v2_write_error(msg, &b);
 	return answer_buf(rq, status, "application/json", &b, 0,
-	                  status == 405 ? (rq->route == R_V2_INFER || rq->route == R_V1_PREDICT ? "POST" : "GET, HEAD") : NULL);
+	                  status == 405 ? (is_post_route(rq->route) ? "POST" : "GET, HEAD") : NULL);
 }
 
 /* ---- routes ---- */
@@ -188,6 +228,18 @@ static void route_of(struct request *rq, const char *url)
 		rq->route = R_V2_SERVER;
 		return;
 	}
+	if (v1 && n == 2 && seg_is(seg[1], seglen[1], "models")) {
+		rq->route = R_OAI_MODELS;
+		return;
+	}
+	if (v1 && n == 2 && seg_is(seg[1], seglen[1], "completions")) {
+		rq->route = R_OAI_COMPLETIONS;
+		return;
+	}
+	if (v1 && n == 3 && seg_is(seg[1], seglen[1], "chat") && seg_is(seg[2], seglen[2], "completions")) {
+		rq->route = R_OAI_CHAT;
+		return;
+	}
 	if (!v1 && n == 3 && seg_is(seg[1], seglen[1], "health")) {
 		if (seg_is(seg[2], seglen[2], "live"))
 			rq->route = R_LIVE;
@@ -233,12 +285,12 @@ static void route_of(struct request *rq, const char *url)
 		rq->route = R_V2_MODEL_READY;
 	else if (i + 1 == n && seg_is(seg[i], seglen[i], "infer"))
 		rq->route = R_V2_INFER;
+	else if (i + 1 == n && seg_is(seg[i], seglen[i], "generate"))
+		rq->route = R_V2_GENERATE;
+	else if (i + 1 == n && seg_is(seg[i], seglen[i], "generate_stream"))
+		rq->route = R_V2_GENERATE_STREAM;
 }
 
-static int is_post_route(enum route r)
-{
-	return r == R_V2_INFER || r == R_V1_PREDICT || r == R_V1_OTHER_VERB;
-}
 
 /* The model a route names: 0 when found, else the status to answer (404, 503) with msg. */
 static int lookup_model(struct request *rq, char *msg, size_t len)
@@ -304,6 +356,19 @@ static enum MHD_Result answer_metrics(struct request *rq)
 		mm[i].ready = atomic_load(&srv->models[i].ready);
 	}
 	dlk_metrics_write(&b, &ms, mm, n);
+	{
+		const char **names = xcalloc((size_t)(n ? n : 1), sizeof(char *));
+		const struct dlk_gen_stats **gs = xcalloc((size_t)(n ? n : 1), sizeof(*gs));
+		int k = 0;
+		for (int i = 0; i < n; i++)
+			if (srv->models[i].gen) {
+				names[k] = srv->models[i].name;
+				gs[k++] = &srv->models[i].gen_stats;
+			}
+		dlk_gen_metrics_write(&b, names, gs, k);
+		free(names);
+		free(gs);
+	}
 	if (srv->metrics)
 		srv->metrics(srv->metrics_ctx, &b);
 	free(mm);
@@ -364,6 +429,16 @@ static enum MHD_Result answer_get(struct request *rq)
 			return res;
 		dlk_tfs_write_metadata(&rq->model->sig, &b);
 		return answer_json(rq, 200, &b);
+	case R_OAI_MODELS: {
+		int n = atomic_load(&srv->n_loaded), k = 0;
+		const char **names = xcalloc((size_t)(n ? n : 1), sizeof(char *));
+		for (int i = 0; i < n; i++)
+			if (srv->models[i].is_lm)
+				names[k++] = srv->models[i].name;
+		dlk_oai_write_models(names, k, (long long)srv->start_time, &b);
+		free(names);
+		return answer_json(rq, 200, &b);
+	}
 	default:
 		return answer_error(rq, 404, DLK_FAIL_BAD_REQUEST, "no route for '%s'", rq->url);
 	}
@@ -401,6 +476,281 @@ static enum MHD_Result finish_inference(struct request *rq)
 	return answer_json(rq, 200, &b);
 }
 
+/* ---- generation: OpenAI's completions and chat, Triton's generate ---- */
+
+static void gen_release(struct request *rq)
+{
+	for (int i = 0; i < rq->n_gen; i++) {
+		dlk_gen_req_release(rq->gen[i]);
+		dlk_buf_release(&rq->gen_text[i]);
+	}
+	free(rq->gen);
+	free(rq->gen_text);
+	free(rq->gen_state);
+	free(rq->gen_finish);
+	free(rq->gen_started);
+	rq->gen = NULL;
+	rq->n_gen = 0;
+	dlk_oai_request_release(&rq->oai);
+	dlk_buf_release(&rq->sout);
+}
+
+static void gen_arm(void *arg)
+{
+	struct request *rq = arg;
+	MHD_suspend_connection(rq->conn);
+}
+
+static void gen_wake(void *arg)
+{
+	struct request *rq = arg;
+	MHD_resume_connection(rq->conn);
+}
+
+static enum dlk_oai_kind gen_kind(enum route r)
+{
+	return r == R_OAI_CHAT ? DLK_OAI_CHAT : r == R_OAI_COMPLETIONS ? DLK_OAI_COMPLETIONS : DLK_OAI_TRITON;
+}
+
+static void gen_usage(struct request *rq, struct dlk_oai_usage *u)
+{
+	u->prompt_tokens = u->completion_tokens = 0;
+	for (int i = 0; i < rq->n_gen; i++) {
+		long long p, c;
+		dlk_gen_req_counts(rq->gen[i], &p, &c);
+		u->prompt_tokens += p;
+		u->completion_tokens += c;
+	}
+}
+
+/* Polls choice i; arm: suspend when it has nothing new. Returns its state. */
+static int gen_poll(struct request *rq, int i, struct dlk_buf *text, int arm)
+{
+	if (rq->gen_state[i])
+		return rq->gen_state[i];
+	rq->gen_state[i] = dlk_gen_req_poll(rq->gen[i], text, &rq->gen_finish[i], rq->gen_msg, sizeof(rq->gen_msg),
+	                                    arm ? gen_arm : NULL, gen_wake, rq);
+	return rq->gen_state[i];
+}
+
+/* The non-streamed answer once every choice is finished; else suspends until there is more. */
+static enum MHD_Result continue_generate(struct request *rq)
+{
+	struct dlk_serve_model *m = rq->model;
+	struct dlk_buf b = DLK_BUF_INIT;
+
+	for (int i = 0; i < rq->n_gen; i++) {
+		for (;;) {
+			size_t before = rq->gen_text[i].len;
+			int st = gen_poll(rq, i, &rq->gen_text[i], 1);
+			if (st < 0)
+				return answer_error(rq, 500, DLK_FAIL_INTERNAL, "model '%s': %s", m->name, rq->gen_msg);
+			if (st > 0)
+				break;
+			if (rq->gen_text[i].len == before)
+				return MHD_YES; /* suspended: woken when it has more */
+		}
+	}
+	struct dlk_oai_usage u;
+	gen_usage(rq, &u);
+	if (rq->route == R_V2_GENERATE) {
+		dlk_triton_write_generate(m->name, rq->gen_text[0].data ? rq->gen_text[0].data : "", rq->gen_text[0].len,
+		                          rq->gen_finish[0], &b);
+		return answer_json(rq, 200, &b);
+	}
+	struct dlk_oai_choice *ch = xcalloc((size_t)rq->n_gen, sizeof(*ch));
+	for (int i = 0; i < rq->n_gen; i++)
+		ch[i] = (struct dlk_oai_choice){ rq->gen_text[i].data ? rq->gen_text[i].data : "", rq->gen_text[i].len,
+			                         rq->gen_finish[i] };
+	dlk_oai_write_response(gen_kind(rq->route), rq->oai_id, rq->created, m->name, ch, rq->n_gen, &u, &b);
+	free(ch);
+	return answer_json(rq, 200, &b);
+}
+
+/* Events for what the choices have made (polled into gen_text, their stash); 1 when the stream is
+ * complete. gen_started: bit 0 its first chunk is out, bit 1 its last. */
+static int stream_collect(struct request *rq)
+{
+	enum dlk_oai_kind kind = gen_kind(rq->route);
+	const char *name = rq->model->name;
+	int all_done = 1, failed = -1;
+
+	for (int i = 0; i < rq->n_gen; i++) {
+		struct dlk_buf *t = &rq->gen_text[i];
+		if (rq->gen_started[i] & 2)
+			continue;
+		int st = gen_poll(rq, i, t, 0);
+		if (st < 0) {
+			failed = i;
+			break;
+		}
+		if (kind == DLK_OAI_TRITON) {
+			if (t->len || st > 0) {
+				dlk_buf_adds(&rq->sout, "data: ");
+				dlk_triton_write_generate(name, t->data ? t->data : "", t->len, st > 0 ? rq->gen_finish[i] : DLK_FINISH_NONE,
+				                          &rq->sout);
+				dlk_buf_adds(&rq->sout, "\n\n");
+			}
+		} else {
+			if (t->len || (kind == DLK_OAI_CHAT && !(rq->gen_started[i] & 1))) {
+				dlk_oai_write_chunk(kind, rq->oai_id, rq->created, name, i, !(rq->gen_started[i] & 1),
+				                    t->data ? t->data : "", t->len, DLK_FINISH_NONE, NULL, &rq->sout);
+				rq->gen_started[i] |= 1;
+			}
+			if (st > 0)
+				dlk_oai_write_chunk(kind, rq->oai_id, rq->created, name, i, 0, "", 0, rq->gen_finish[i], NULL, &rq->sout);
+		}
+		dlk_buf_reset(t);
+		if (st > 0)
+			rq->gen_started[i] |= 2;
+		else
+			all_done = 0;
+	}
+	if (failed >= 0) {
+		/* an error event ends the stream */
+		if (kind == DLK_OAI_TRITON) {
+			dlk_triton_write_error_event(rq->gen_msg, &rq->sout);
+		} else {
+			dlk_buf_adds(&rq->sout, "data: ");
+			dlk_oai_write_error(500, rq->gen_msg, NULL, &rq->sout);
+			dlk_buf_adds(&rq->sout, "\n\n");
+			dlk_oai_write_done(&rq->sout);
+		}
+		rq->failed_reason = DLK_FAIL_INTERNAL;
+		rq->status = 500; /* for the metrics and the access log: the stream failed */
+		return 1;
+	}
+	if (!all_done)
+		return 0;
+	if (kind != DLK_OAI_TRITON) {
+		if (rq->oai.include_usage) {
+			struct dlk_oai_usage u;
+			gen_usage(rq, &u);
+			dlk_oai_write_chunk(kind, rq->oai_id, rq->created, name, 0, 0, NULL, 0, DLK_FINISH_NONE, &u, &rq->sout);
+		}
+		dlk_oai_write_done(&rq->sout);
+	}
+	return 1;
+}
+
+/* libmicrohttpd asks for more of a streamed answer: what is ready, or a suspension until there
+ * is more (the scheduler resumes the connection). */
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct request *rq = cls;
+	(void)pos;
+	for (;;) {
+		if (rq->sout_off < rq->sout.len) {
+			size_t n = rq->sout.len - rq->sout_off;
+			if (n > max)
+				n = max;
+			memcpy(buf, rq->sout.data + rq->sout_off, n);
+			rq->sout_off += n;
+			return (ssize_t)n;
+		}
+		dlk_buf_reset(&rq->sout);
+		rq->sout_off = 0;
+		if (rq->stream_ended)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		rq->stream_ended = stream_collect(rq);
+		if (rq->sout.len || rq->stream_ended)
+			continue;
+		/* nothing yet: wait on the first running choice (what it makes lands in its stash) */
+		for (int i = 0; i < rq->n_gen; i++)
+			if (!rq->gen_state[i]) {
+				if (!gen_poll(rq, i, &rq->gen_text[i], 1) && !rq->gen_text[i].len)
+					return 0; /* suspended */
+				break;
+			}
+	}
+}
+
+static enum MHD_Result start_generate(struct request *rq)
+{
+	struct dlk_server *srv = rq->srv;
+	enum dlk_oai_kind kind = gen_kind(rq->route);
+	struct dlk_serve_model *m;
+	char msg[1024];
+	enum MHD_Result res;
+
+	if (rq->header_len >= 0)
+		return answer_error(rq, 400, DLK_FAIL_BAD_REQUEST,
+		                    "Inference-Header-Content-Length belongs to the V2 protocol's infer; this route takes JSON only");
+	if (dlk_oai_parse(kind, rq->body.data ? rq->body.data : "", rq->body.len, &srv->lim, &rq->oai, msg, sizeof(msg),
+	                  &rq->err_param))
+		return answer_error(rq, 400, DLK_FAIL_BAD_REQUEST, "%s", msg);
+	dlk_buf_release(&rq->body);
+	if (kind != DLK_OAI_TRITON) {
+		rq->err_param = "model";
+		int bad = strlen(rq->oai.model) >= sizeof(rq->model_name);
+		copy_segment(rq->model_name, sizeof(rq->model_name), rq->oai.model, strlen(rq->oai.model), &bad);
+		rq->bad_name = bad;
+		if (find_model(rq, &res))
+			return res;
+		rq->err_param = NULL;
+		rq->is_infer = 1;
+		if (!atomic_load(&rq->model->ready))
+			return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "model '%s' is not ready yet", rq->model->name);
+	}
+	m = rq->model;
+	if (!m->is_lm)
+		return answer_error(rq, 400, DLK_FAIL_BAD_REQUEST, "%s", m->not_lm ? m->not_lm : "not a language model");
+	rq->stream = rq->oai.stream || rq->route == R_V2_GENERATE_STREAM;
+	if (rq->route == R_V2_GENERATE && rq->oai.stream)
+		return answer_error(rq, 400, DLK_FAIL_BAD_REQUEST, "stream is true: POST to .../generate_stream for a stream");
+
+	/* the prompts: chat messages through the template */
+	struct dlk_buf chat = DLK_BUF_INIT;
+	if (kind == DLK_OAI_CHAT) {
+		const struct dlk_chat_template *t = m->lm.has_chat ? &m->lm.chat : srv->chat_template;
+		if (!t) {
+			rq->err_param = "messages";
+			return answer_error(rq, 400, DLK_FAIL_BAD_REQUEST, "model '%s' has no chat template: use /v1/completions "
+			                    "with a prompt, or serve it with --chat-template FILE", m->name);
+		}
+		dlk_oai_chat_prompt(&rq->oai, t, &chat);
+	}
+	int n = kind == DLK_OAI_CHAT ? 1 : rq->oai.n_prompts;
+	rq->gen = xcalloc((size_t)n, sizeof(*rq->gen));
+	rq->gen_text = xcalloc((size_t)n, sizeof(*rq->gen_text));
+	rq->gen_state = xcalloc((size_t)n, sizeof(int));
+	rq->gen_finish = xcalloc((size_t)n, sizeof(enum dlk_finish));
+	rq->gen_started = xcalloc((size_t)n, sizeof(int));
+	for (int i = 0; i < n; i++) {
+		struct dlk_err err = DLK_ERR_INIT;
+		const char *p = kind == DLK_OAI_CHAT ? (chat.data ? chat.data : "") : rq->oai.prompts[i];
+		size_t len = kind == DLK_OAI_CHAT ? chat.len : rq->oai.prompt_len[i];
+		rq->gen[i] = dlk_gen_req_new(&m->lm, p, len, &rq->oai.params, &err);
+		if (!rq->gen[i]) {
+			dlk_buf_release(&chat);
+			rq->err_param = kind == DLK_OAI_CHAT ? "messages" : kind == DLK_OAI_TRITON ? NULL : "prompt";
+			return answer_error(rq, 400, DLK_FAIL_BAD_REQUEST, "%s%s", err.msg, n > 1 ? " (a prompt of the list)" : "");
+		}
+		rq->n_gen = i + 1;
+	}
+	dlk_buf_release(&chat);
+	dlk_oai_new_id(kind, rq->oai_id, sizeof(rq->oai_id));
+	rq->created = (long long)time(NULL);
+	for (int i = 0; i < n; i++)
+		if (dlk_gen_submit(m->gen, rq->gen[i]))
+			return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "the server is shutting down");
+	rq->phase = WAITING;
+	if (!rq->stream)
+		return continue_generate(rq);
+	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, rq, NULL);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	if (atomic_load(&srv->draining))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	rq->status = 200;
+	rq->phase = ANSWERED;
+	enum MHD_Result r = MHD_queue_response(rq->conn, 200, resp);
+	MHD_destroy_response(resp);
+	return r;
+}
+
 /* The body is complete: decode it, hand the rows to the batcher and suspend. */
 static enum MHD_Result start_inference(struct request *rq)
 {
@@ -409,6 +759,8 @@ static enum MHD_Result start_inference(struct request *rq)
 	float *x;
 	long long rows;
 
+	if (is_gen_route(rq->route))
+		return start_generate(rq);
 	if (rq->route == R_V2_INFER) {
 		if (dlk_v2_parse_infer(&m->sig, rq->body.data ? rq->body.data : "", rq->body.len, rq->header_len, &rq->srv->lim,
 		                       &rq->v2, msg, sizeof(msg)))
@@ -418,7 +770,7 @@ static enum MHD_Result start_inference(struct request *rq)
 	} else {
 		if (rq->header_len >= 0)
 			return answer_error(rq, 400, DLK_FAIL_BAD_REQUEST,
-			                    "Inference-Header-Content-Length belongs to the V2 protocol; :predict takes JSON only");
+			                    "Inference-Header-Content-Length belongs to the V2 protocol's infer; this route takes JSON only");
 		if (dlk_tfs_parse_predict(&m->sig, rq->body.data ? rq->body.data : "", rq->body.len, &rq->srv->lim, &rq->tfs, msg,
 		                          sizeof(msg)))
 			return answer_error(rq, 400, DLK_FAIL_BAD_REQUEST, "%s", msg);
@@ -460,12 +812,15 @@ static enum MHD_Result check_inference(struct request *rq, int *refused)
 	*refused = 1;
 	if (rq->route == R_V1_OTHER_VERB)
 		return answer_error(rq, 501, DLK_FAIL_BAD_REQUEST, "only :predict is served (not :classify or :regress)");
-	if (find_model(rq, &res))
-		return res;
-	rq->is_infer = 1;
+	/* OpenAI's routes name the model in the body */
+	if (!is_oai_route(rq->route)) {
+		if (find_model(rq, &res))
+			return res;
+		rq->is_infer = 1;
+	}
 	if (atomic_load(&srv->draining))
 		return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "the server is shutting down");
-	if (!atomic_load(&rq->model->ready))
+	if (rq->model && !atomic_load(&rq->model->ready))
 		return answer_error(rq, 503, DLK_FAIL_UNAVAILABLE, "model '%s' is not ready yet", rq->model->name);
 	cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl) {
@@ -607,6 +962,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 		                    srv->cfg.max_request_bytes);
 	if (rq->phase == READING)
 		return start_inference(rq);
+	if (rq->phase == WAITING && is_gen_route(rq->route))
+		return continue_generate(rq);
 	if (rq->phase == WAITING && (rq->submit_failed || atomic_load(&rq->job_done)))
 		return finish_inference(rq);
 	return MHD_YES;
@@ -680,6 +1037,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls, en
 		access_log(rq);
 	dlk_v2_request_release(&rq->v2);
 	dlk_tfs_request_release(&rq->tfs);
+	gen_release(rq);
 	dlk_buf_release(&rq->body);
 	free(rq->logits);
 	free(rq->url);

@@ -82,6 +82,11 @@ int dlk_serve_model_load(struct dlk_serve_model *m, const char *name, const char
 	s->std = m->bundle.std;
 	dlk_serve_sig_init_lut(s);
 	atomic_init(&m->ready, 0);
+	struct dlk_err lm_err = DLK_ERR_INIT;
+	if (!dlk_lm_init(&m->lm, &m->bundle, m->name, &lm_err))
+		m->is_lm = 1;
+	else
+		m->not_lm = xstrdup(lm_err.msg);
 	return 0;
 }
 
@@ -217,6 +222,11 @@ int dlk_serve_model_warmup(struct dlk_serve_model *m, struct dlk_err *err)
 
 void dlk_serve_model_release(struct dlk_serve_model *m)
 {
+	if (m->is_lm)
+		dlk_lm_release(&m->lm);
+	m->is_lm = 0;
+	free(m->not_lm);
+	m->not_lm = NULL;
 	dlk_bundle_release(&m->bundle);
 	free(m->name);
 	free(m->path);

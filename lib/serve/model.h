@@ -6,8 +6,10 @@
 
 #include <stdatomic.h>
 
+#include "lib/gen/lm.h"
 #include "lib/nn/backend.h"
 #include "lib/serve/batcher.h"
+#include "lib/serve/gen.h"
 #include "lib/serve/metrics.h"
 #include "lib/serve/tensor.h"
 #include "lib/train/bundle.h"
@@ -27,6 +29,12 @@ struct dlk_serve_model {
 	struct dlk_batcher *batcher; /* set when the server adds it to its pool */
 	struct dlk_model_stats stats;
 	atomic_int ready;            /* loaded and warmed up */
+	/* a language model (lib/gen/lm.h): the text routes answer it, through its scheduler */
+	int is_lm;
+	struct dlk_lm lm;
+	char *not_lm;                /* why it is not one (for the text routes' 400) */
+	struct dlk_gen_sched *gen;   /* set when the server starts it */
+	struct dlk_gen_stats gen_stats;
 };
 
 /* Parses "PATH" or "NAME=PATH" (a name is 1 to 63 of [A-Za-z0-9._-], not starting with '.').

@@ -88,6 +88,7 @@ struct dlk_server *dlk_server_new(const struct dlk_server_opts *o, struct dlk_er
 	srv->event_ctx = o->event_ctx;
 	srv->metrics = o->metrics;
 	srv->metrics_ctx = o->metrics_ctx;
+	srv->chat_template = o->chat_template;
 	srv->access_log_fd = o->access_log_fd;
 	pthread_mutex_init(&srv->log_mu, NULL);
 	gettimeofday(&tv, NULL);
@@ -205,6 +206,16 @@ int dlk_server_start(struct dlk_server *srv, const volatile int *cancel, struct 
 			return dlk_errf(err, DLK_EXIT_INTERRUPTED, "stopped while warming the models up");
 		if (dlk_serve_model_warmup(m, err))
 			return -1;
+		if (m->is_lm) {
+			dlk_gen_stats_init(&m->gen_stats);
+			m->gen = dlk_gen_sched_new(&m->lm, m->batcher, m->max_batch, &m->gen_stats, &m->bundle, m->be);
+			event(srv, "model '%s' is a language model: context %d, vocabulary %d, %s; up to %d sequences %s; "
+			      "chat template: %s", m->name, m->lm.context, m->lm.vocab,
+			      m->lm.per_position ? "logits at every position" : "logits after the window", m->max_batch,
+			      dlk_gen_sched_kv(m->gen) ? "each decoded with its key/value cache"
+			                               : "per forward pass over their windows",
+			      m->lm.has_chat ? "the bundle's" : srv->chat_template ? "--chat-template" : "none");
+		}
 		atomic_store(&m->ready, 1);
 	}
 	atomic_store(&srv->ready, 1);
@@ -251,6 +262,11 @@ void dlk_server_free(struct dlk_server *srv)
 	 * pool's memory goes last, when no request thread is left. */
 	atomic_store(&srv->draining, 1);
 	dlk_pool_stop(srv->pool);
+	/* generation fails what is left and resumes its connections, before the front end stops */
+	for (int i = 0; i < srv->n_models; i++) {
+		dlk_gen_sched_free(srv->models[i].gen);
+		srv->models[i].gen = NULL;
+	}
 	dlk_http_stop(srv);
 	dlk_pool_free(srv->pool);
 	for (int i = 0; i < srv->n_models; i++) {

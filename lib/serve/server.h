@@ -38,6 +38,8 @@ struct dlk_server_opts {
 	/* more series for /metrics (a stream front end's), appended after the server's; may be NULL */
 	void (*metrics)(void *ctx, struct dlk_buf *out);
 	void *metrics_ctx;
+	/* for language models whose bundle has none; may be NULL; outlives the server */
+	const struct dlk_chat_template *chat_template;
 };
 
 struct MHD_Daemon;
@@ -53,6 +55,7 @@ struct dlk_server {
 	char **model_names, **model_paths;  /* from the arguments; a NULL name: the bundle's */
 	struct dlk_serve_model *models;
 	int n_models;
+	const struct dlk_chat_template *chat_template;
 	atomic_int n_loaded;                /* models[0..n_loaded) are readable by the front end */
 	struct dlk_pool *pool;
 	int cores, workers, threads, http_threads;
