@@ -78,13 +78,26 @@ int dlk_layer_shape(const struct dlk_layer_spec *ls, const long long in[3], long
 	}
 }
 
+void dlk_layer_path(char *buf, size_t len, int i, const struct dlk_layer_spec *ls)
+{
+	if (ls->block[0] && ls->reps > 1)
+		snprintf(buf, len, "model.blocks.%s[%d] (model.layers[%d], repeat %d of %d)", ls->block, ls->block_pos,
+		         ls->use - 1, ls->rep + 1, ls->reps);
+	else if (ls->block[0])
+		snprintf(buf, len, "model.blocks.%s[%d] (model.layers[%d])", ls->block, ls->block_pos, ls->use - 1);
+	else
+		snprintf(buf, len, "model.layers[%d]", ls->use > 0 ? ls->use - 1 : i);
+}
+
 void dlk_layer_where(char *buf, size_t len, int i, const struct dlk_layer_spec *ls, const char *file)
 {
+	char p[160];
+
+	dlk_layer_path(p, sizeof(p), i, ls);
 	if (ls->line > 0)
-		snprintf(buf, len, "model.layers[%d] (%s, %s:%d)", i, dlk_layer_name(ls->kind), file ? file : "dlk.yaml",
-		         ls->line);
+		snprintf(buf, len, "%s (%s, %s:%d)", p, dlk_layer_name(ls->kind), file ? file : "dlk.yaml", ls->line);
 	else
-		snprintf(buf, len, "model.layers[%d] (%s)", i, dlk_layer_name(ls->kind));
+		snprintf(buf, len, "%s (%s)", p, dlk_layer_name(ls->kind));
 }
 
 int dlk_layer_arity(enum dlk_layer_kind kind)

@@ -149,6 +149,13 @@ struct dlk_layer_spec {
 	int scale;      /* upsample: the integer factor of height and width, default 2 */
 	int mode;       /* upsample: enum dlk_upsample_mode (lib/nn/kernels.h), default nearest */
 	int line, column; /* where it was declared in the project file (1-based; 0 if unknown) */
+	/* where the file wrote it, for messages (the loader sets these; a model.json leaves them 0):
+	 * use = 1 + its index in model.layers as written (a block's layer: the index of the
+	 * `block:` use); block = the block's name and block_pos its index there, rep its repetition
+	 * (0-based) -- block "" for a layer written in model.layers itself */
+	int use;
+	char block[32];
+	int block_pos, rep, reps;
 };
 
 enum dlk_loss { DLK_LOSS_SOFTMAX_CE, DLK_LOSS_BCE, DLK_LOSS_MSE, DLK_LOSS_L1, DLK_LOSS_HUBER };
@@ -160,13 +167,13 @@ enum dlk_task { DLK_TASK_CLASSIFICATION, DLK_TASK_MULTILABEL, DLK_TASK_REGRESSIO
 struct dlk_model {
 	int input[3];             /* C, H, W; a flat input of n features is [1, 1, n] */
 	int input_rank;           /* how many dims the user wrote (1 or 3) */
-	struct dlk_layer_spec *layers;
+	struct dlk_layer_spec *layers; /* flat: each `block:` use is expanded into its layers */
 	int n_layers;
 	enum dlk_loss loss;       /* default by task: softmax_cross_entropy, binary_cross_entropy, mse, mse */
 	char *init;               /* weight init scheme: "torch" (default: PyTorch's kaiming-uniform(a=sqrt 5)) or "xavier" */
 	enum dlk_task task;       /* default classification */
 	double huber_delta;       /* loss huber: default 1 */
-	double threshold;         /* multilabel: a class is predicted when sigmoid(logit) >= this; default 0.5 */
+	double threshold;         /* multilabel: a class is predicted when sigmoid(logit) >= this; default 0.5 */	int n_blocks;             /* how many model.blocks the file defined (layers holds their uses expanded) */
 };
 
 /* ---- training ---- */
