@@ -733,6 +733,8 @@ static struct dlk_backend cpu_backend = {
 	.embedding_backward = dlk_cpu_embedding_backward,
 	.upsample_forward = dlk_cpu_upsample_forward,
 	.upsample_backward = dlk_cpu_upsample_backward,
+	.batchnorm_forward = dlk_cpu_batchnorm_forward,
+	.batchnorm_backward = dlk_cpu_batchnorm_backward,
 };
 
 const struct dlk_backend *dlk_backend_cpu(void)

@@ -22,6 +22,13 @@ void dlk_cpu_embedding_backward(const float *ids, const float *dy, int count, in
 void dlk_cpu_upsample_forward(const float *x, int planes, int h, int w, int scale, int mode, float *y);
 void dlk_cpu_upsample_backward(const float *dy, int planes, int h, int w, int scale, int mode, float *dx);
 
+/* batch normalisation (cpu_batchnorm.c), ABI 8 */
+void dlk_cpu_batchnorm_forward(const float *x, const float *w, const float *b, int batch, int c, int hw, float eps,
+                               float momentum, int training, float *running_mean, float *running_var,
+                               float *num_batches, float *y, float *mean, float *rstd);
+void dlk_cpu_batchnorm_backward(const float *x, const float *w, const float *mean, const float *rstd,
+                                const float *dy, int batch, int c, int hw, float *dx, float *dw, float *db);
+
 /* how many parts to cut `work` units into: one per thread, none smaller than `grain` units */
 int dlk_cpu_parts(size_t work, size_t grain);
 

@@ -104,6 +104,8 @@ static int build_layers(struct dlk_net *net, const struct dlk_model *model, cons
 		n_params += L->n_w;
 		L->b_off = (size_t)n_params;
 		n_params += L->n_b;
+		L->s_off = (size_t)n_params;
+		n_params += L->n_s;
 		if (n_params > DLK_NET_MAX_PARAMS)
 			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model has more than %llu parameters", w,
 			                (unsigned long long)DLK_NET_MAX_PARAMS);
@@ -418,7 +420,7 @@ static void graph_backward(struct dlk_net *net, int batch)
 		if (!L->g_set) {
 			/* the loss does not depend on it: its parameters' gradients are 0 */
 			if (L->n_w) {
-				be->fill(net->grads + L->w_off, L->n_w + L->n_b, 0.0f);
+				be->fill(net->grads + L->w_off, L->n_w + L->n_b + L->n_s, 0.0f);
 				dlk_layer_grads_ready(net, L);
 			}
 			continue;

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-_Static_assert(DLK_LAYER_UPSAMPLE + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
+_Static_assert(DLK_LAYER_BATCHNORM + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
 
 const char *const dlk_layer_names[DLK_LAYER_KINDS + 1] = {
 	[DLK_LAYER_DENSE] = "dense", [DLK_LAYER_CONV2D] = "conv2d", [DLK_LAYER_MAXPOOL] = "maxpool",
@@ -12,7 +12,8 @@ const char *const dlk_layer_names[DLK_LAYER_KINDS + 1] = {
 	[DLK_LAYER_SIGMOID] = "sigmoid", [DLK_LAYER_DROPOUT] = "dropout", [DLK_LAYER_ADD] = "add", [DLK_LAYER_CONCAT] = "concat",
 	[DLK_LAYER_GLOBALAVGPOOL] = "globalavgpool",
 	[DLK_LAYER_LAYERNORM] = "layernorm", [DLK_LAYER_GELU] = "gelu", [DLK_LAYER_SOFTMAX] = "softmax",
-	[DLK_LAYER_EMBEDDING] = "embedding", [DLK_LAYER_UPSAMPLE] = "upsample", NULL
+	[DLK_LAYER_EMBEDDING] = "embedding", [DLK_LAYER_UPSAMPLE] = "upsample",
+	[DLK_LAYER_BATCHNORM] = "batchnorm", NULL
 };
 
 const char *dlk_layer_name(enum dlk_layer_kind kind)

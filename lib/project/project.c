@@ -520,6 +520,11 @@ static const struct field upsample_params[] = {
 	FIELD("mode", struct dlk_layer_spec, F_ENUM, mode, .names = upsample_mode_names, .def = "nearest"),
 	END
 };
+static const struct field batchnorm_params[] = {
+	FIELD("eps", struct dlk_layer_spec, F_FLOAT, eps, .flags = MIN_EXCL, .min = 0, .max = 1, .def = "1e-5"),
+	FIELD("momentum", struct dlk_layer_spec, F_FLOAT, momentum, .min = 0, .max = 1, .def = "0.1"),
+	END
+};
 static const struct field no_params[] = { END };
 static const struct field *const layer_params[] = {
 	[DLK_LAYER_DENSE] = dense_params, [DLK_LAYER_CONV2D] = conv2d_params,
@@ -530,6 +535,7 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_LAYERNORM] = layernorm_params, [DLK_LAYER_GELU] = gelu_params,
 	[DLK_LAYER_SOFTMAX] = no_params, [DLK_LAYER_EMBEDDING] = embedding_params,
 	[DLK_LAYER_UPSAMPLE] = upsample_params,
+	[DLK_LAYER_BATCHNORM] = batchnorm_params,
 };
 #define N_LAYER_KINDS DLK_LAYER_KINDS
 _Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");

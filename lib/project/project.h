@@ -127,6 +127,7 @@ enum dlk_layer_kind {
 	DLK_LAYER_SOFTMAX,
 	DLK_LAYER_EMBEDDING,
 	DLK_LAYER_UPSAMPLE,
+	DLK_LAYER_BATCHNORM,     /* per channel ([C, H, W]) or per feature (flat), batch statistics in training */
 };
 
 struct dlk_layer_spec {
@@ -148,6 +149,7 @@ struct dlk_layer_spec {
 	int vocab, dim; /* embedding: rows of the table, width of each */
 	int scale;      /* upsample: the integer factor of height and width, default 2 */
 	int mode;       /* upsample: enum dlk_upsample_mode (lib/nn/kernels.h), default nearest */
+	float momentum; /* batchnorm: the running statistics' update factor, default 0.1 (PyTorch's); eps: 1e-5 */
 	int line, column; /* where it was declared in the project file (1-based; 0 if unknown) */
 	/* where the file wrote it, for messages (the loader sets these; a model.json leaves them 0):
 	 * use = 1 + its index in model.layers as written (a block's layer: the index of the
