@@ -34,6 +34,8 @@ void dlk_cu_install_kernels(struct dlk_backend *b);
 void dlk_cu_install_loss(struct dlk_backend *b);
 /* the kernels of ABI 6's layer kinds (layers.cu) */
 void dlk_cu_install_layers(struct dlk_backend *b);
+/* batch normalisation, ABI 8 (batchnorm.cu) */
+void dlk_cu_install_batchnorm(struct dlk_backend *b);
 /* creates the cuBLAS handles on the current device and installs sgemm and dense_forward;
  * returns 0, or -1 with a message */
 int dlk_cu_blas_init(struct dlk_backend *b, char *msg, size_t len);

@@ -52,8 +52,7 @@ static int batchnorm_reserve(struct dlk_net *net, struct dlk_layer *L, int i, si
 	if (!net->be->batchnorm_forward || !net->be->batchnorm_backward) {
 		char w[256];
 		dlk_layer_where(w, sizeof(w), i, &L->spec, NULL);
-		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: this compute backend has no batch normalisation (train on the CPU)",
-		                w);
+		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: the %s backend has no batch normalisation", w, net->be->name);
 	}
 	if (dlk_layer_reserve_y(net, L, B))
 		return 1;
