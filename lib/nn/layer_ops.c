@@ -21,6 +21,8 @@ const struct dlk_layer_ops *const dlk_layer_ops[DLK_LAYER_KINDS] = {
 	[DLK_LAYER_EMBEDDING] = &dlk_layer_ops_embedding,
 	[DLK_LAYER_UPSAMPLE] = &dlk_layer_ops_upsample,
 	[DLK_LAYER_BATCHNORM] = &dlk_layer_ops_batchnorm,
+	[DLK_LAYER_AVGPOOL] = &dlk_layer_ops_avgpool,
+	[DLK_LAYER_CONVTRANSPOSE2D] = &dlk_layer_ops_convtranspose2d,
 };
 
 const char *const dlk_tensor_names[DLK_TENSOR_KINDS] = { "weight", "bias", "running_mean", "running_var",

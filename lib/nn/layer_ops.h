@@ -72,6 +72,8 @@ extern const struct dlk_layer_ops dlk_layer_ops_layernorm, dlk_layer_ops_gelu, d
 extern const struct dlk_layer_ops dlk_layer_ops_upsample;
 /* batch normalisation (lib/nn/layer_batchnorm.c) */
 extern const struct dlk_layer_ops dlk_layer_ops_batchnorm;
+/* transposed convolution and average pooling (lib/nn/layer_conv_more.c) */
+extern const struct dlk_layer_ops dlk_layer_ops_convtranspose2d, dlk_layer_ops_avgpool;
 
 /* Tells the net's communicator that layer L's gradients are final (backward calls it); its state
  * (n_s values after the bias, whose gradient stays 0) goes with them. */

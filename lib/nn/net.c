@@ -152,7 +152,7 @@ static void plan_passes(struct dlk_net *net)
 
 	for (int i = 0; !net->graph && i + 1 < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i], *N = &net->layers[i + 1];
-		if ((L->spec.kind == DLK_LAYER_DENSE || L->spec.kind == DLK_LAYER_CONV2D) &&
+		if ((L->spec.kind == DLK_LAYER_DENSE || (L->spec.kind == DLK_LAYER_CONV2D && L->spec.groups <= 1)) &&
 		    dlk_layer_act(N->spec.kind) != DLK_ACT_NONE) {
 			L->act = dlk_layer_act(N->spec.kind);
 			N->fused = 1;
@@ -162,7 +162,8 @@ static void plan_passes(struct dlk_net *net)
 	for (int i = 0; !net->graph && net->be->conv_forward && i + 1 < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i];
 		int m = i + 1 + (net->layers[i + 1].fused ? 1 : 0);
-		if (L->spec.kind != DLK_LAYER_CONV2D || m >= net->n_layers || net->layers[m].spec.kind != DLK_LAYER_MAXPOOL)
+		if (L->spec.kind != DLK_LAYER_CONV2D || L->spec.groups > 1 || m >= net->n_layers ||
+		    net->layers[m].spec.kind != DLK_LAYER_MAXPOOL)
 			continue;
 		L->pool_layer = m;
 		for (int j = i + 1; j <= m; j++)

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-_Static_assert(DLK_LAYER_BATCHNORM + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
+_Static_assert(DLK_LAYER_CONVTRANSPOSE2D + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
 
 const char *const dlk_layer_names[DLK_LAYER_KINDS + 1] = {
 	[DLK_LAYER_DENSE] = "dense", [DLK_LAYER_CONV2D] = "conv2d", [DLK_LAYER_MAXPOOL] = "maxpool",
@@ -13,7 +13,8 @@ const char *const dlk_layer_names[DLK_LAYER_KINDS + 1] = {
 	[DLK_LAYER_GLOBALAVGPOOL] = "globalavgpool",
 	[DLK_LAYER_LAYERNORM] = "layernorm", [DLK_LAYER_GELU] = "gelu", [DLK_LAYER_SOFTMAX] = "softmax",
 	[DLK_LAYER_EMBEDDING] = "embedding", [DLK_LAYER_UPSAMPLE] = "upsample",
-	[DLK_LAYER_BATCHNORM] = "batchnorm", NULL
+	[DLK_LAYER_BATCHNORM] = "batchnorm", [DLK_LAYER_AVGPOOL] = "avgpool",
+	[DLK_LAYER_CONVTRANSPOSE2D] = "convtranspose2d", NULL
 };
 
 const char *dlk_layer_name(enum dlk_layer_kind kind)
@@ -34,10 +35,18 @@ int dlk_layer_shape(const struct dlk_layer_spec *ls, const long long in[3], long
 	long long k, pad = 0, n;
 
 	switch (ls->kind) {
+	case DLK_LAYER_CONVTRANSPOSE2D:
+		out[0] = ls->filters;
+		out[1] = (in[1] - 1) * ls->stride - 2LL * ls->padding + ls->kernel + ls->output_padding;
+		out[2] = (in[2] - 1) * ls->stride - 2LL * ls->padding + ls->kernel + ls->output_padding;
+		if (out[1] <= 0 || out[2] <= 0)
+			return -1;
+		return 0;
 	case DLK_LAYER_CONV2D:
 	case DLK_LAYER_MAXPOOL:
+	case DLK_LAYER_AVGPOOL:
 		k = ls->kind == DLK_LAYER_CONV2D ? ls->kernel : ls->size;
-		if (ls->kind == DLK_LAYER_CONV2D)
+		if (ls->kind != DLK_LAYER_MAXPOOL)
 			pad = ls->padding;
 		if (in[1] + 2 * pad < k || in[2] + 2 * pad < k)
 			return -1;

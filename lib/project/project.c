@@ -487,6 +487,21 @@ static const struct field conv2d_params[] = {
 	FIELD("kernel", struct dlk_layer_spec, F_INT, kernel, .min = 1, .max = 1024, .def = "3"),
 	FIELD("stride", struct dlk_layer_spec, F_INT, stride, .min = 1, .max = 1024, .def = "1"),
 	FIELD("padding", struct dlk_layer_spec, F_INT, padding, .min = 0, .max = 1024, .def = "0"),
+	FIELD("groups", struct dlk_layer_spec, F_INT, groups, .min = 1, .max = 65536, .def = "1"),
+	END
+};
+static const struct field convtranspose2d_params[] = {
+	FIELD("filters", struct dlk_layer_spec, F_INT, filters, .flags = REQ, .min = 1, .max = 65536),
+	FIELD("kernel", struct dlk_layer_spec, F_INT, kernel, .min = 1, .max = 1024, .def = "3"),
+	FIELD("stride", struct dlk_layer_spec, F_INT, stride, .min = 1, .max = 1024, .def = "1"),
+	FIELD("padding", struct dlk_layer_spec, F_INT, padding, .min = 0, .max = 1024, .def = "0"),
+	FIELD("output_padding", struct dlk_layer_spec, F_INT, output_padding, .min = 0, .max = 1023, .def = "0"),
+	END
+};
+static const struct field avgpool_params[] = {
+	FIELD("size", struct dlk_layer_spec, F_INT, size, .min = 1, .max = 1024, .def = "2"),
+	FIELD("stride", struct dlk_layer_spec, F_INT, stride, .min = 1, .max = 1024),
+	FIELD("padding", struct dlk_layer_spec, F_INT, padding, .min = 0, .max = 512, .def = "0"),
 	END
 };
 static const struct field maxpool_params[] = {
@@ -535,7 +550,8 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_LAYERNORM] = layernorm_params, [DLK_LAYER_GELU] = gelu_params,
 	[DLK_LAYER_SOFTMAX] = no_params, [DLK_LAYER_EMBEDDING] = embedding_params,
 	[DLK_LAYER_UPSAMPLE] = upsample_params,
-	[DLK_LAYER_BATCHNORM] = batchnorm_params,
+	[DLK_LAYER_BATCHNORM] = batchnorm_params, [DLK_LAYER_AVGPOOL] = avgpool_params,
+	[DLK_LAYER_CONVTRANSPOSE2D] = convtranspose2d_params,
 };
 #define N_LAYER_KINDS DLK_LAYER_KINDS
 _Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");
@@ -2442,7 +2458,7 @@ static void apply_defaults(struct ctx *c, struct dlk_project *s)
 		if ((int)l->kind < 0 || (int)l->kind >= N_LAYER_KINDS)
 			continue;
 		defaults_walk(c, layer_params[l->kind], l);
-		if (l->kind == DLK_LAYER_MAXPOOL && !given_at(c, &l->stride, GIVEN_VALUE))
+		if ((l->kind == DLK_LAYER_MAXPOOL || l->kind == DLK_LAYER_AVGPOOL) && !given_at(c, &l->stride, GIVEN_VALUE))
 			l->stride = l->size;
 	}
 }
@@ -2551,9 +2567,25 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			}
 			continue;
 		}
-		if ((l->kind == DLK_LAYER_CONV2D || l->kind == DLK_LAYER_MAXPOOL || l->kind == DLK_LAYER_GLOBALAVGPOOL) &&
+		if ((l->kind == DLK_LAYER_CONV2D || l->kind == DLK_LAYER_MAXPOOL || l->kind == DLK_LAYER_GLOBALAVGPOOL ||
+		     l->kind == DLK_LAYER_AVGPOOL || l->kind == DLK_LAYER_CONVTRANSPOSE2D) &&
 		    rank != 3) {
 			problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
+			break;
+		}
+		if (l->kind == DLK_LAYER_CONV2D && (shape[0] % l->groups || l->filters % l->groups)) {
+			problem(c, pos, p, "conv2d's groups %d must divide its %lld input channels and its %d filters", l->groups,
+			        shape[0], l->filters);
+			break;
+		}
+		if (l->kind == DLK_LAYER_CONVTRANSPOSE2D && l->output_padding >= l->stride) {
+			problem(c, pos, p, "convtranspose2d's output_padding %d must be less than its stride %d", l->output_padding,
+			        l->stride);
+			break;
+		}
+		if (l->kind == DLK_LAYER_AVGPOOL && 2 * l->padding > l->size) {
+			problem(c, pos, p, "avgpool's padding %d must be at most half its size %d (as PyTorch's)", l->padding,
+			        l->size);
 			break;
 		}
 		if (l->kind == DLK_LAYER_DENSE && (shape[0] != 1 || shape[1] != 1)) {
@@ -2562,9 +2594,10 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			break;
 		}
 		if (dlk_layer_shape(l, shape, shape) < 0) {
-			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
+			int pad = l->kind != DLK_LAYER_MAXPOOL ? l->padding : 0;
 			problem(c, pos, p, "%s window %d does not fit its %lldx%lld input (padding %d)", name,
-			        l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size, shape[1], shape[2], pad);
+			        l->kind == DLK_LAYER_CONV2D || l->kind == DLK_LAYER_CONVTRANSPOSE2D ? l->kernel : l->size, shape[1],
+			        shape[2], pad);
 			break;
 		}
 		if (l->kind == DLK_LAYER_FLATTEN || l->kind == DLK_LAYER_DENSE || l->kind == DLK_LAYER_GLOBALAVGPOOL)

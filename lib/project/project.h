@@ -128,6 +128,8 @@ enum dlk_layer_kind {
 	DLK_LAYER_EMBEDDING,
 	DLK_LAYER_UPSAMPLE,
 	DLK_LAYER_BATCHNORM,     /* per channel ([C, H, W]) or per feature (flat), batch statistics in training */
+	DLK_LAYER_AVGPOOL,       /* each channel's mean over a size x size window (count_include_pad) */
+	DLK_LAYER_CONVTRANSPOSE2D,
 };
 
 struct dlk_layer_spec {
@@ -149,6 +151,8 @@ struct dlk_layer_spec {
 	int vocab, dim; /* embedding: rows of the table, width of each */
 	int scale;      /* upsample: the integer factor of height and width, default 2 */
 	int mode;       /* upsample: enum dlk_upsample_mode (lib/nn/kernels.h), default nearest */
+	int groups;     /* conv2d: channels and filters in this many groups, default 1 (= channels: depthwise) */
+	int output_padding; /* convtranspose2d: extra rows and columns at the bottom and right, < stride; default 0 */
 	float momentum; /* batchnorm: the running statistics' update factor, default 0.1 (PyTorch's); eps: 1e-5 */
 	int line, column; /* where it was declared in the project file (1-based; 0 if unknown) */
 	/* where the file wrote it, for messages (the loader sets these; a model.json leaves them 0):

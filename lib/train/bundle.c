@@ -62,7 +62,11 @@ static int tensor_shape(const struct dlk_layer *L, int t, long long shape[4])
 	shape[0] = L->out[0];
 	if (bias)
 		return 1;
-	shape[1] = L->in[0];
+	shape[1] = L->in[0] / (L->spec.groups > 1 ? L->spec.groups : 1); /* nn.Conv2d: [F, C/groups, k, k] */
+	if (L->spec.kind == DLK_LAYER_CONVTRANSPOSE2D) { /* nn.ConvTranspose2d: [C, F, k, k] */
+		shape[0] = L->in[0];
+		shape[1] = L->out[0];
+	}
 	shape[2] = shape[3] = L->spec.kernel;
 	return 4;
 }
@@ -147,10 +151,24 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 		cJSON_AddNumberToObject(l, "kernel", ls->kernel);
 		cJSON_AddNumberToObject(l, "stride", ls->stride);
 		cJSON_AddNumberToObject(l, "padding", ls->padding);
+		if (ls->groups > 1)
+			cJSON_AddNumberToObject(l, "groups", ls->groups);
 		break;
 	case DLK_LAYER_MAXPOOL:
 		cJSON_AddNumberToObject(l, "size", ls->size);
 		cJSON_AddNumberToObject(l, "stride", ls->stride);
+		break;
+	case DLK_LAYER_AVGPOOL:
+		cJSON_AddNumberToObject(l, "size", ls->size);
+		cJSON_AddNumberToObject(l, "stride", ls->stride);
+		cJSON_AddNumberToObject(l, "padding", ls->padding);
+		break;
+	case DLK_LAYER_CONVTRANSPOSE2D:
+		cJSON_AddNumberToObject(l, "filters", ls->filters);
+		cJSON_AddNumberToObject(l, "kernel", ls->kernel);
+		cJSON_AddNumberToObject(l, "stride", ls->stride);
+		cJSON_AddNumberToObject(l, "padding", ls->padding);
+		cJSON_AddNumberToObject(l, "output_padding", ls->output_padding);
 		break;
 	case DLK_LAYER_DROPOUT:
 		cJSON_AddNumberToObject(l, "rate", ls->rate);
@@ -547,7 +565,10 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		    int_field(l, "kernel", 3, 1, 1024, &ls->kernel) || int_field(l, "padding", 0, 0, 1024, &ls->padding) ||
 		    int_field(l, "size", 2, 1, 1024, &ls->size) || int_field(l, "vocab", 0, 0, 1 << 24, &ls->vocab) ||
 		    int_field(l, "dim", 0, 0, 1 << 16, &ls->dim) || int_field(l, "scale", 2, 1, 64, &ls->scale) ||
-		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL ? ls->size : 1, 1, 1024, &ls->stride))
+		    int_field(l, "groups", 1, 1, 65536, &ls->groups) ||
+		    int_field(l, "output_padding", 0, 0, 1023, &ls->output_padding) ||
+		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL || ls->kind == DLK_LAYER_AVGPOOL ? ls->size : 1, 1, 1024,
+		              &ls->stride))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has a bad size field", path, i);
 		const cJSON *name = cJSON_GetObjectItemCaseSensitive(l, "name");
 		if (cJSON_IsString(name))

@@ -29,10 +29,22 @@ class Graph(nn.Module):
                 a = shapes[-1]
             k = l["kind"]
             if k == "conv2d":
-                m = nn.Conv2d(a[0], l["filters"], l["kernel"], stride=l["stride"], padding=l["padding"])
+                m = nn.Conv2d(a[0], l["filters"], l["kernel"], stride=l["stride"], padding=l["padding"],
+                              groups=l.get("groups", 1))
                 h = (a[1] + 2 * l["padding"] - l["kernel"]) // l["stride"] + 1
                 w = (a[2] + 2 * l["padding"] - l["kernel"]) // l["stride"] + 1
                 s = (l["filters"], h, w)
+            elif k == "convtranspose2d":
+                m = nn.ConvTranspose2d(a[0], l["filters"], l["kernel"], stride=l["stride"], padding=l["padding"],
+                                       output_padding=l["output_padding"])
+                h = (a[1] - 1) * l["stride"] - 2 * l["padding"] + l["kernel"] + l["output_padding"]
+                w = (a[2] - 1) * l["stride"] - 2 * l["padding"] + l["kernel"] + l["output_padding"]
+                s = (l["filters"], h, w)
+            elif k == "avgpool":
+                m = nn.AvgPool2d(l["size"], l["stride"], l["padding"])  # count_include_pad=True
+                h = (a[1] + 2 * l["padding"] - l["size"]) // l["stride"] + 1
+                w = (a[2] + 2 * l["padding"] - l["size"]) // l["stride"] + 1
+                s = (a[0], h, w)
             elif k == "batchnorm":
                 flat = len(a) == 1 or (a[0] == 1 and a[1] == 1)
                 m = (nn.BatchNorm1d(a[-1], eps=l["eps"], momentum=l["momentum"]) if flat else
@@ -63,7 +75,7 @@ class Graph(nn.Module):
             ins = l.get("inputs")
             a = (x if ins[0] < 0 else outs[ins[0]]) if ins else (outs[-1] if outs else x)
             k, m = l["kind"], self.layers[i]
-            if k in ("conv2d", "batchnorm"):
+            if k in ("conv2d", "batchnorm", "convtranspose2d", "avgpool"):
                 if k == "batchnorm" and isinstance(m, nn.BatchNorm1d):
                     a = a.reshape(len(a), -1)
                 y = m(a)
