@@ -27,6 +27,8 @@ static int window_error(const struct dlk_layer *L, const char *w, struct dlk_err
 	char shp[64];
 
 	dlk_shape_str(L->in, shp, sizeof(shp));
+	if (ls->kind == DLK_LAYER_RESHAPE)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: its input %s cannot take the shape it names", w, shp);
 	if (ls->kind == DLK_LAYER_CONV2D) {
 		int k = ls->kernel, p = ls->padding;
 		dlk_errf(err, DLK_EXIT_CONFIG, "%s: the %dx%d window is larger than its input %s (padded to %dx%d)", w, k,

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-_Static_assert(DLK_LAYER_CONVTRANSPOSE2D + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
+_Static_assert(DLK_LAYER_RESHAPE + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
 
 const char *const dlk_layer_names[DLK_LAYER_KINDS + 1] = {
 	[DLK_LAYER_DENSE] = "dense", [DLK_LAYER_CONV2D] = "conv2d", [DLK_LAYER_MAXPOOL] = "maxpool",
@@ -14,7 +14,7 @@ const char *const dlk_layer_names[DLK_LAYER_KINDS + 1] = {
 	[DLK_LAYER_LAYERNORM] = "layernorm", [DLK_LAYER_GELU] = "gelu", [DLK_LAYER_SOFTMAX] = "softmax",
 	[DLK_LAYER_EMBEDDING] = "embedding", [DLK_LAYER_UPSAMPLE] = "upsample",
 	[DLK_LAYER_BATCHNORM] = "batchnorm", [DLK_LAYER_AVGPOOL] = "avgpool",
-	[DLK_LAYER_CONVTRANSPOSE2D] = "convtranspose2d", NULL
+	[DLK_LAYER_CONVTRANSPOSE2D] = "convtranspose2d", [DLK_LAYER_RESHAPE] = "reshape", NULL
 };
 
 const char *dlk_layer_name(enum dlk_layer_kind kind)
@@ -65,6 +65,31 @@ int dlk_layer_shape(const struct dlk_layer_spec *ls, const long long in[3], long
 		out[0] = out[1] = 1;
 		out[2] = ls->units;
 		return 0;
+	case DLK_LAYER_RESHAPE: {
+		/* [n] -> [1, 1, n], [a, b] -> [1, a, b]; one -1 takes what the others leave */
+		long long t[3] = { 1, 1, 1 }, known = 1, total;
+		int free_at = -1, r = ls->target_rank;
+		if (r < 1 || r > 3 || __builtin_mul_overflow(in[0], in[1], &total) ||
+		    __builtin_mul_overflow(total, in[2], &total))
+			return -1;
+		for (int d = 0; d < r; d++) {
+			long long v = ls->target[d];
+			if (v == -1 && free_at < 0)
+				free_at = 3 - r + d;
+			else if (v < 1)
+				return -1;
+			else
+				known *= v, t[3 - r + d] = v; /* each at most 2^30: no overflow in three */
+		}
+		if (free_at >= 0) {
+			if (total % known)
+				return -1;
+			t[free_at] = total / known;
+		} else if (known != total)
+			return -1;
+		memcpy(out, t, sizeof(t));
+		return 0;
+	}
 	case DLK_LAYER_GLOBALAVGPOOL:
 		out[2] = in[0];
 		out[0] = out[1] = 1;

@@ -540,6 +540,15 @@ static const struct field batchnorm_params[] = {
 	FIELD("momentum", struct dlk_layer_spec, F_FLOAT, momentum, .min = 0, .max = 1, .def = "0.1"),
 	END
 };
+static void reshape_target_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base,
+                                 const char *path);
+static void reshape_target_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent);
+static void no_free(const struct field *f, void *base);
+static const struct custom c_reshape_target = { reshape_target_parse, reshape_target_dump, no_free, NULL };
+static const struct field reshape_params[] = {
+	FIELD("shape", struct dlk_layer_spec, F_CUSTOM, target, .flags = REQ, .custom = &c_reshape_target),
+	END
+};
 static const struct field no_params[] = { END };
 static const struct field *const layer_params[] = {
 	[DLK_LAYER_DENSE] = dense_params, [DLK_LAYER_CONV2D] = conv2d_params,
@@ -551,7 +560,7 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_SOFTMAX] = no_params, [DLK_LAYER_EMBEDDING] = embedding_params,
 	[DLK_LAYER_UPSAMPLE] = upsample_params,
 	[DLK_LAYER_BATCHNORM] = batchnorm_params, [DLK_LAYER_AVGPOOL] = avgpool_params,
-	[DLK_LAYER_CONVTRANSPOSE2D] = convtranspose2d_params,
+	[DLK_LAYER_CONVTRANSPOSE2D] = convtranspose2d_params, [DLK_LAYER_RESHAPE] = reshape_params,
 };
 #define N_LAYER_KINDS DLK_LAYER_KINDS
 _Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");
@@ -1130,7 +1139,10 @@ static void dump_flow(struct dlk_buf *b, const struct field *fields, const void 
 	dlk_buf_addc(b, '{');
 	for (const struct field *f = fields; f->key; f++) {
 		dlk_buf_addf(b, "%s%s: ", f == fields ? "" : ", ", f->key);
-		dump_value(b, f, (const char *)base + f->off);
+		if (f->type == F_CUSTOM) /* a layer's list (reshape's shape): its dump writes it inline */
+			f->custom->dump(b, f, base, 0);
+		else
+			dump_value(b, f, (const char *)base + f->off);
 	}
 	dlk_buf_addc(b, '}');
 }
@@ -1705,6 +1717,40 @@ static const struct custom c_input = { input_parse, input_dump, no_free, NULL };
 /* A layer's graph keys: "name: NAME" and "inputs: [NAME, ...]" (or one NAME), each name that of
  * an earlier layer or "input" (the model's input). Takes them out of params' keys (the caller
  * restores them). */
+/* reshape's sizes: "reshape: [2, -1]" or "reshape: {shape: [2, -1]}" */
+static void reshape_target_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base,
+                                 const char *path)
+{
+	struct dlk_layer_spec *l = base;
+	int frees = 0;
+	(void)f;
+	if (val->kind != YN_SEQ || val->n < 1 || val->n > 3) {
+		problem(c, val, path, "expected one to three sizes (like 'reshape: [4, -1]'; -1 once: what is left)");
+		return;
+	}
+	l->target_rank = val->n;
+	for (int d = 0; d < val->n; d++) {
+		long long v;
+		const struct ynode *e = val->vals[d];
+		if (e->kind != YN_SCALAR || ynode_type(e) != YS_INT || ynode_int(e, &v) || (v < 1 && v != -1) ||
+		    v > (1 << 30) || (v == -1 && frees++)) {
+			problem(c, e, path, "expected positive sizes up to 2^30 and at most one -1 (like 'reshape: [4, -1]')");
+			l->target_rank = 0;
+			return;
+		}
+		l->target[d] = (int)v;
+	}
+}
+static void reshape_target_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_layer_spec *l = base;
+	(void)f;
+	(void)indent;
+	dlk_buf_addc(b, '[');
+	for (int d = 0; d < l->target_rank; d++)
+		dlk_buf_addf(b, "%s%d", d ? ", " : "", l->target[d]);
+	dlk_buf_addc(b, ']');
+}
 /* What names mean where a layer is written: at the top level every earlier layer's name, and
  * `input` the model's input; in a use of a block the names of the layers of this repetition
  * (stored as prefix + name) and `input` the block's input. */
@@ -1841,6 +1887,11 @@ static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_mode
 		pm->n = n;
 		free(keys);
 		free(vals);
+	} else if (params && kind == DLK_LAYER_RESHAPE && params->kind == YN_SEQ) {
+		char sp[700];
+		snprintf(sp, sizeof(sp), "%s.shape", p);
+		mark_given(c, l->target, GIVEN_CUSTOM, params);
+		reshape_target_parse(c, NULL, params, l, sp);
 	} else if (params)
 		parse_fields(c, layer_params[kind], params, l, p);
 	else
@@ -2592,6 +2643,15 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			problem(c, pos, p, "dense expects a flat input but gets %lldx%lldx%lld (add 'flatten' before it)",
 			        shape[0], shape[1], shape[2]);
 			break;
+		}
+		if (l->kind == DLK_LAYER_RESHAPE && dlk_layer_shape(l, shape, shape) < 0) {
+			problem(c, pos, p, "reshape cannot make its %lldx%lldx%lld input (%lld values) into the shape it names",
+			        shape[0], shape[1], shape[2], shape[0] * shape[1] * shape[2]);
+			break;
+		}
+		if (l->kind == DLK_LAYER_RESHAPE) {
+			rank = shape[0] == 1 && shape[1] == 1 && l->target_rank == 1 ? 1 : 3;
+			continue;
 		}
 		if (dlk_layer_shape(l, shape, shape) < 0) {
 			int pad = l->kind != DLK_LAYER_MAXPOOL ? l->padding : 0;

@@ -130,6 +130,7 @@ enum dlk_layer_kind {
 	DLK_LAYER_BATCHNORM,     /* per channel ([C, H, W]) or per feature (flat), batch statistics in training */
 	DLK_LAYER_AVGPOOL,       /* each channel's mean over a size x size window (count_include_pad) */
 	DLK_LAYER_CONVTRANSPOSE2D,
+	DLK_LAYER_RESHAPE,       /* the same values in a new shape (one size may be -1: what is left) */
 };
 
 struct dlk_layer_spec {
@@ -152,6 +153,7 @@ struct dlk_layer_spec {
 	int scale;      /* upsample: the integer factor of height and width, default 2 */
 	int mode;       /* upsample: enum dlk_upsample_mode (lib/nn/kernels.h), default nearest */
 	int groups;     /* conv2d: channels and filters in this many groups, default 1 (= channels: depthwise) */
+	int target[3], target_rank; /* reshape: the sizes as written (one may be -1), 1 to 3 of them */
 	int output_padding; /* convtranspose2d: extra rows and columns at the bottom and right, < stride; default 0 */
 	float momentum; /* batchnorm: the running statistics' update factor, default 0.1 (PyTorch's); eps: 1e-5 */
 	int line, column; /* where it was declared in the project file (1-based; 0 if unknown) */

@@ -158,6 +158,12 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 		cJSON_AddNumberToObject(l, "size", ls->size);
 		cJSON_AddNumberToObject(l, "stride", ls->stride);
 		break;
+	case DLK_LAYER_RESHAPE: {
+		cJSON *sh = cJSON_AddArrayToObject(l, "shape");
+		for (int d = 0; d < ls->target_rank; d++)
+			cJSON_AddItemToArray(sh, cJSON_CreateNumber(ls->target[d]));
+		break;
+	}
 	case DLK_LAYER_AVGPOOL:
 		cJSON_AddNumberToObject(l, "size", ls->size);
 		cJSON_AddNumberToObject(l, "stride", ls->stride);
@@ -546,6 +552,21 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].eps is not in (0, 1]",
 			                path, i);
 		ls->eps = eps ? (float)eps->valuedouble : 1e-5f;
+		const cJSON *tsh = cJSON_GetObjectItemCaseSensitive(l, "shape");
+		if (ls->kind == DLK_LAYER_RESHAPE) {
+			int r = cJSON_IsArray(tsh) ? cJSON_GetArraySize(tsh) : 0, ok = r >= 1 && r <= 3;
+			for (int d = 0; ok && d < r; d++) {
+				const cJSON *v = cJSON_GetArrayItem(tsh, d);
+				ok = cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
+				     (v->valuedouble == -1 || (v->valuedouble >= 1 && v->valuedouble <= (1 << 30)));
+				if (ok)
+					ls->target[d] = (int)v->valuedouble;
+			}
+			if (!ok)
+				return dlk_errf(err, DLK_EXIT_CONFIG,
+				                "'%s': model.json: architecture.layers[%d].shape is not a list of 1 to 3 sizes", path, i);
+			ls->target_rank = r;
+		}
 		const cJSON *mom = cJSON_GetObjectItemCaseSensitive(l, "momentum");
 		if (mom && (!cJSON_IsNumber(mom) || !(mom->valuedouble >= 0 && mom->valuedouble <= 1)))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].momentum is not in [0, 1]",

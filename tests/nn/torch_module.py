@@ -50,6 +50,13 @@ class Graph(nn.Module):
                 m = (nn.BatchNorm1d(a[-1], eps=l["eps"], momentum=l["momentum"]) if flat else
                      nn.BatchNorm2d(a[0], eps=l["eps"], momentum=l["momentum"]))
                 s = a
+            elif k == "reshape":
+                t = list(l["shape"])
+                if -1 in t:
+                    t[t.index(-1)] = int(np.prod(a)) // int(-np.prod(t))
+                m, s = nn.Identity(), tuple(t)
+            elif k == "layernorm":
+                m, s = nn.LayerNorm(a[-1], eps=l["eps"]), a
             elif k == "dense":
                 n = int(np.prod(a))
                 m = nn.Linear(n, l["units"])
@@ -81,6 +88,10 @@ class Graph(nn.Module):
                 y = m(a)
             elif k == "dense":
                 y = m(a.reshape(len(a), -1))
+            elif k == "reshape":
+                y = a.reshape(len(a), *l["shape"])
+            elif k == "layernorm":
+                y = m(a)
             elif k == "relu":
                 y = F.relu(a)
             elif k == "tanh":

@@ -1,6 +1,7 @@
 #!/bin/sh
 # conv2d with groups (grouped and depthwise), avgpool (with padding, counted as PyTorch's default
-# count_include_pad) and convtranspose2d (stride 2, output_padding 1) train from dlk.yaml, and the
+# count_include_pad), convtranspose2d (stride 2, output_padding 1) and reshape (with -1; a layer
+# norm over the rows it makes) train from dlk.yaml, and the
 # bundle's weights.safetensors loads by name and shape (strict) into the equivalent torch module
 # of nn.Conv2d(groups=g), nn.AvgPool2d and nn.ConvTranspose2d (tests/nn/torch_module.py), whose
 # logits on the test split equal dlk's in-process forward within 1e-4 + 1e-4 |torch|.
@@ -32,6 +33,9 @@ model:
     - avgpool: {size: 3, stride: 2, padding: 1}       # 6x6 -> 3x3
     - convtranspose2d: {filters: 3, kernel: 3, stride: 2, padding: 1, output_padding: 1}  # 3x3 -> 6x6
     - relu
+    - reshape: [3, -1]                                 # [3, 36]: a row per channel
+    - layernorm                                        # over each row's 36 values
+    - reshape: {shape: [3, 6, 6]}
     - avgpool                                          # 2x2, stride 2: 6x6 -> 3x3
     - flatten
     - dense: {units: 3}
@@ -57,6 +61,12 @@ err = np.abs(got - ref).max()
 print("max |dlk - torch|:", err)
 assert np.all(np.abs(got - ref) <= 1e-4 + 1e-4 * np.abs(ref)), err
 PYEOF
+'
+
+test_expect_success 'a reshape that does not fit is refused naming the layer and its line' '
+	sed "s/reshape: \[3, -1\]/reshape: [5, -1]/" "$P/dlk.yaml" >bad.yaml &&
+	test_must_fail dlk train --dry-run -f bad.yaml 2>err && cat err &&
+	grep_q "bad.yaml:17:7: model.layers\[8\]: reshape cannot make its 3x6x6 input (108 values) into the shape it names" err
 '
 
 test_done
