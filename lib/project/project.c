@@ -1798,7 +1798,7 @@ static void layer_graph_parse(struct ctx *c, struct ynode *params, struct dlk_mo
 					dlk_layer_path(w, sizeof(w), e, &m->layers[e]);
 					problem(c, val, p, "'%s' already names %s", full, w);
 				}
-			snprintf(l->name, sizeof(l->name), "%s", full);
+			memcpy(l->name, full, strlen(full) + 1); /* shorter than l->name: checked above */
 		} else if (!strcmp(key->text, "inputs")) {
 			snprintf(p, sizeof(p), "%s.inputs", path);
 			int n = val->kind == YN_SEQ ? val->n : 1;
