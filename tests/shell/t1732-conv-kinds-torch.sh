@@ -69,4 +69,27 @@ test_expect_success 'a reshape that does not fit is refused naming the layer and
 	grep_q "bad.yaml:17:7: model.layers\[8\]: reshape cannot make its 3x6x6 input (108 values) into the shape it names" err
 '
 
+test_expect_success 'a grouped conv2d exports to ONNX (Conv group) and ONNX Runtime gives dlk'"'"'s logits' '
+	mkdir g && cd g && cp "$P/train.csv" "$P/test.csv" . &&
+	sed -e "/^  layers:/,/^training/{/^    -/d}" -e "s/^  layers:/  layers:\n    - conv2d: {filters: 4, padding: 1}\n    - conv2d: {filters: 6, groups: 2}\n    - conv2d: {filters: 6, kernel: 1, groups: 6}\n    - flatten\n    - dense: {units: 3}/" \
+		-e "s/^name: ck/name: gk/" "$P/dlk.yaml" >dlk.yaml && cat dlk.yaml &&
+	dlk train --local -q -f dlk.yaml >/dev/null &&
+	"$FORWARD" gk.dlk dlk.yaml 0 48 16 dlk.f32 >/dev/null &&
+	dlk export gk.dlk --onnx gk.onnx &&
+	"$PY" - <<PYEOF
+import numpy as np, onnx, onnxruntime as ort
+m = onnx.load("gk.onnx")
+onnx.checker.check_model(m, full_check=True)
+assert [a.i for n in m.graph.node if n.op_type == "Conv" for a in n.attribute if a.name == "group"] == [2, 6]
+rows = np.loadtxt("test.csv", delimiter=",", dtype=np.float32)
+s = ort.InferenceSession("gk.onnx", providers=["CPUExecutionProvider"])
+x = rows[:, :-1].reshape(-1, 1, 6, 6)
+ref = s.run(["logits"], {"input": x})[0]
+got = np.fromfile("dlk.f32", dtype=np.float32).reshape(48, 3)
+err = np.abs(got - ref).max()
+print("max |dlk - onnxruntime|:", err)
+assert np.all(np.abs(got - ref) <= 1e-4 + 1e-4 * np.abs(ref)), err
+PYEOF
+'
+
 test_done
