@@ -277,6 +277,7 @@ extern "C" __attribute__((visibility("default"))) const struct dlk_backend *dlk_
 	dlk_cu_install_loss(b);
 	dlk_cu_install_layers(b);
 	dlk_cu_install_attention(b);
+	dlk_cu_install_batchnorm(b);
 	if (dlk_cu_blas_init(b, msg, len))
 		return NULL;
 	b->comm = &dlk_cu_nccl;

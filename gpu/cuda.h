@@ -36,6 +36,8 @@ void dlk_cu_install_loss(struct dlk_backend *b);
 void dlk_cu_install_layers(struct dlk_backend *b);
 /* attention (attention.cu) */
 void dlk_cu_install_attention(struct dlk_backend *b);
+/* batch normalisation, ABI 9 (batchnorm.cu) */
+void dlk_cu_install_batchnorm(struct dlk_backend *b);
 /* creates the cuBLAS handles on the current device and installs sgemm and dense_forward;
  * returns 0, or -1 with a message */
 int dlk_cu_blas_init(struct dlk_backend *b, char *msg, size_t len);

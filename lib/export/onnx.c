@@ -188,12 +188,14 @@ static void map_conv2d(struct graph *g, const struct dlk_layer *L, int i)
 {
 	const struct dlk_layer_spec *s = &L->spec;
 	char w[NAME_MAX_LEN], b[NAME_MAX_LEN], out[NAME_MAX_LEN];
-	int64_t wdims[4] = { s->filters, L->in[0], s->kernel, s->kernel };
+	int64_t groups = s->groups > 1 ? s->groups : 1; /* nn.Conv2d's groups is ONNX Conv's group */
+	int64_t wdims[4] = { s->filters, L->in[0] / groups, s->kernel, s->kernel };
 	int64_t k[2] = { s->kernel, s->kernel }, st[2] = { s->stride, s->stride };
 	int64_t pads[4] = { s->padding, s->padding, s->padding, s->padding };
-	struct attr a[3] = { { "kernel_shape", ATTR_TYPE_INTS, 0, 0, k, 2 },
+	struct attr a[4] = { { "kernel_shape", ATTR_TYPE_INTS, 0, 0, k, 2 },
 		             { "strides", ATTR_TYPE_INTS, 0, 0, st, 2 },
-		             { "pads", ATTR_TYPE_INTS, 0, 0, pads, 4 } };
+		             { "pads", ATTR_TYPE_INTS, 0, 0, pads, 4 },
+		             { "group", ATTR_TYPE_INT, groups, 0, NULL, 0 } };
 	const char *in[3];
 
 	as_image(g, i, L->in);
@@ -202,7 +204,7 @@ static void map_conv2d(struct graph *g, const struct dlk_layer *L, int i)
 	in[0] = g->cur;
 	in[1] = w;
 	in[2] = b;
-	add_node(g, "Conv", in, 3, out, a, 3);
+	add_node(g, "Conv", in, 3, out, a, groups > 1 ? 4 : 3);
 	snprintf(g->cur, sizeof(g->cur), "%s", out);
 }
 

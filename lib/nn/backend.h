@@ -15,7 +15,7 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 8
+#define DLK_BACKEND_ABI 9
 
 struct dlk_device_comm;
 
@@ -203,6 +203,21 @@ struct dlk_backend {
 	 * q and k parts of qkv [batch, T, 3D], position t = pos0 + row within the sample; inverse:
 	 * the transposed rotation (the backward) */
 	void (*rotary)(float *qkv, int batch, int T, int heads, int hd, int pos0, int inverse);
+	/* ---- ABI 9: batch normalisation (torch.nn.BatchNorm1d/2d). NULL on a backend without it
+	 * (the layer refuses to run there); the CPU's is the reference (cpu_batchnorm.c). ---- */
+
+	/* x [batch, c, hw], each channel over batch and hw; w, b [c] (NULL: no affine). training:
+	 * the batch's mean and biased variance normalise, the running ones [c] become
+	 * (1 - momentum) * running + momentum * batch's (the variance unbiased), *num_batches + 1;
+	 * else the running ones normalise. mean and rstd [c] (NULL: not wanted) receive what
+	 * normalised, rstd = 1 / sqrt(var + eps), for the backward. */
+	void (*batchnorm_forward)(const float *x, const float *w, const float *b, int batch, int c, int hw, float eps,
+	                          float momentum, int training, float *running_mean, float *running_var,
+	                          float *num_batches, float *y, float *mean, float *rstd);
+	/* the training forward's gradients: dx [batch, c, hw] overwritten, dw and db [c] (NULL: not
+	 * wanted) overwritten with the sums over batch and hw */
+	void (*batchnorm_backward)(const float *x, const float *w, const float *mean, const float *rstd,
+	                           const float *dy, int batch, int c, int hw, float *dx, float *dw, float *db);
 };
 
 /* Collectives over device memory, as a backend offers them (NCCL in the CUDA backend). lib/comm

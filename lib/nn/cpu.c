@@ -736,6 +736,8 @@ static struct dlk_backend cpu_backend = {
 	.attention_forward = dlk_cpu_attention_forward,
 	.attention_backward = dlk_cpu_attention_backward,
 	.rotary = dlk_cpu_rotary,
+	.batchnorm_forward = dlk_cpu_batchnorm_forward,
+	.batchnorm_backward = dlk_cpu_batchnorm_backward,
 };
 
 const struct dlk_backend *dlk_backend_cpu(void)

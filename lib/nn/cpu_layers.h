@@ -28,6 +28,12 @@ void dlk_cpu_attention_forward(const struct dlk_attn_shape *s, const float *qkv,
 void dlk_cpu_attention_backward(const struct dlk_attn_shape *s, const float *qkv, const float *out, const float *lse,
                                 const float *dout, float *dqkv);
 void dlk_cpu_rotary(float *qkv, int batch, int T, int heads, int hd, int pos0, int inverse);
+/* batch normalisation (cpu_batchnorm.c), ABI 9 */
+void dlk_cpu_batchnorm_forward(const float *x, const float *w, const float *b, int batch, int c, int hw, float eps,
+                               float momentum, int training, float *running_mean, float *running_var,
+                               float *num_batches, float *y, float *mean, float *rstd);
+void dlk_cpu_batchnorm_backward(const float *x, const float *w, const float *mean, const float *rstd,
+                                const float *dy, int batch, int c, int hw, float *dx, float *dw, float *db);
 
 /* how many parts to cut `work` units into: one per thread, none smaller than `grain` units */
 int dlk_cpu_parts(size_t work, size_t grain);

@@ -4,6 +4,19 @@
 
 #include <stdint.h>
 
+#include "lib/nn/conv_more.h"
+
+/* conv2d with groups > 1 (depthwise when groups = channels) runs lib/nn/conv_more.c's grouped
+ * convolution, unfused (plan_passes leaves its activation and max-pool their own passes) */
+static int grouped(const struct dlk_layer *L) { return L->spec.groups > 1; }
+
+static struct dlk_conv_more grouped_shape(const struct dlk_layer *L, int batch)
+{
+	return (struct dlk_conv_more){ .batch = batch, .c = L->in[0], .h = L->in[1], .w = L->in[2], .f = L->out[0],
+		                       .k = L->spec.kernel, .stride = L->spec.stride, .pad = L->spec.padding,
+		                       .oh = L->out[1], .ow = L->out[2], .groups = L->spec.groups };
+}
+
 static int conv_check(const struct dlk_layer *L, const char *w, struct dlk_err *err)
 {
 	const struct dlk_layer_spec *ls = &L->spec;
@@ -14,6 +27,9 @@ static int conv_check(const struct dlk_layer *L, const char *w, struct dlk_err *
 		                "%s: filters %d, kernel %d, stride %d, padding %d: each must be positive "
 		                "(padding may be 0) and at most 65536/1024",
 		                w, ls->filters, ls->kernel, ls->stride, ls->padding);
+	if (grouped(L) && (L->in[0] % ls->groups || ls->filters % ls->groups))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: groups %d must divide its %d input channels and its %d filters", w,
+		                ls->groups, L->in[0], ls->filters);
 	return 0;
 }
 
@@ -21,9 +37,12 @@ static void conv_params(struct dlk_layer *L)
 {
 	size_t kk = (size_t)L->spec.kernel * (size_t)L->spec.kernel;
 
-	L->fan_in = (int)((size_t)L->in[0] * kk);
-	L->fan_out = (int)((size_t)L->spec.filters * kk);
-	L->n_w = (size_t)L->spec.filters * (size_t)L->in[0] * kk;
+	size_t g = grouped(L) ? (size_t)L->spec.groups : 1;
+
+	/* PyTorch's fans of a grouped convolution: C/groups inputs per filter */
+	L->fan_in = (int)((size_t)L->in[0] / g * kk);
+	L->fan_out = (int)((size_t)L->spec.filters / g * kk);
+	L->n_w = (size_t)L->spec.filters * ((size_t)L->in[0] / g) * kk;
 	L->n_b = (size_t)L->spec.filters;
 }
 
@@ -42,6 +61,10 @@ static int conv_reserve(struct dlk_net *net, struct dlk_layer *L, int i, size_t 
 		                B, i);
 	if (dlk_layer_reserve_y(net, L, B))
 		return 1;
+	if (grouped(L)) {
+		struct dlk_conv_more s = grouped_shape(L, (int)B);
+		return (L->col = net->be->alloc(sizeof(float) * dlk_conv_grouped_scratch(&s))) ? 0 : 1;
+	}
 	/* a backend with its own convolution needs no im2col buffer of the batch */
 	if (!net->be->conv_forward && !(L->col = net->be->alloc(sizeof(float) * ckk * ncol)))
 		return 1;
@@ -51,6 +74,8 @@ static int conv_reserve(struct dlk_net *net, struct dlk_layer *L, int i, size_t 
 static double conv_bytes(const struct dlk_net *net, const struct dlk_layer *L, double B)
 {
 	double bytes = 4 * B * (double)L->out_size;
+	if (grouped(L))
+		return bytes + 4 * B * (conv_values(L) + (double)L->out_size);
 	if (!net->be->conv_forward)
 		bytes += 4 * B * conv_values(L);
 	return bytes;
@@ -80,6 +105,11 @@ static const float *conv_forward(struct dlk_net *net, int i, const float *x, int
 	int ncol = batch * ohw;
 	(void)training;
 
+	if (grouped(L)) {
+		struct dlk_conv_more s = grouped_shape(L, batch);
+		dlk_conv_grouped_forward(be, x, W, b, &s, DLK_ACT_NONE, L->col, L->y);
+		return L->y;
+	}
 	if (be->conv_forward) {
 		struct dlk_conv_shape cs = conv_shape(net, L, batch);
 		struct dlk_layer *M = L->pool_layer ? &net->layers[L->pool_layer] : NULL;
@@ -105,6 +135,12 @@ static float *conv_backward(struct dlk_net *net, int i, float *g, float *gout, i
 	int k = L->spec.kernel, ohw = L->out[1] * L->out[2], ckk = L->in[0] * k * k, f = L->out[0];
 	int ncol = batch * ohw;
 
+	if (grouped(L)) {
+		struct dlk_conv_more s = grouped_shape(L, batch);
+		dlk_conv_grouped_backward(be, L->x_used, W, g, &s, L->col, dW, db, L->need_dx ? gout : NULL);
+		dlk_layer_grads_ready(net, L);
+		return L->need_dx ? gout : g;
+	}
 	if (be->conv_backward) {
 		struct dlk_conv_shape cs = conv_shape(net, L, batch);
 		const struct dlk_layer *M = L->pool_layer ? &net->layers[L->pool_layer] : NULL;

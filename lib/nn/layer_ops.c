@@ -21,7 +21,30 @@ const struct dlk_layer_ops *const dlk_layer_ops[DLK_LAYER_KINDS] = {
 	[DLK_LAYER_EMBEDDING] = &dlk_layer_ops_embedding,
 	[DLK_LAYER_UPSAMPLE] = &dlk_layer_ops_upsample,
 	[DLK_LAYER_ATTENTION] = &dlk_layer_ops_attention,
+	[DLK_LAYER_BATCHNORM] = &dlk_layer_ops_batchnorm,
+	[DLK_LAYER_AVGPOOL] = &dlk_layer_ops_avgpool,
+	[DLK_LAYER_CONVTRANSPOSE2D] = &dlk_layer_ops_convtranspose2d,
+	[DLK_LAYER_RESHAPE] = &dlk_layer_ops_flatten, /* a new shape over the same values, as flatten */
 };
+
+const char *const dlk_tensor_names[DLK_TENSOR_KINDS] = { "weight", "bias", "running_mean", "running_var",
+	                                                  "num_batches_tracked" };
+
+size_t dlk_layer_tensor(const struct dlk_layer *L, int t, size_t *off)
+{
+	size_t c = L->n_s ? (L->n_s - 1) / 2 : 0; /* batch norm's state: mean [C], var [C], count */
+
+	if (!L->n_w)
+		return 0;
+	switch (t) {
+	case DLK_TENSOR_WEIGHT: *off = L->w_off; return L->n_w;
+	case DLK_TENSOR_BIAS: *off = L->b_off; return L->n_b;
+	case DLK_TENSOR_RUNNING_MEAN: *off = L->s_off; return c;
+	case DLK_TENSOR_RUNNING_VAR: *off = L->s_off + c; return c;
+	case DLK_TENSOR_NUM_BATCHES: *off = L->s_off + 2 * c; return L->n_s ? 1 : 0;
+	default: return 0;
+	}
+}
 
 int dlk_layer_act(enum dlk_layer_kind k)
 {

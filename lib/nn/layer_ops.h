@@ -72,13 +72,27 @@ extern const struct dlk_layer_ops dlk_layer_ops_layernorm, dlk_layer_ops_gelu, d
 extern const struct dlk_layer_ops dlk_layer_ops_upsample;
 /* multi-head self-attention (lib/nn/layer_attention.c) */
 extern const struct dlk_layer_ops dlk_layer_ops_attention;
+/* batch normalisation (lib/nn/layer_batchnorm.c) */
+extern const struct dlk_layer_ops dlk_layer_ops_batchnorm;
+/* transposed convolution and average pooling (lib/nn/layer_conv_more.c) */
+extern const struct dlk_layer_ops dlk_layer_ops_convtranspose2d, dlk_layer_ops_avgpool;
 
-/* Tells the net's communicator that layer L's gradients are final (backward calls it). */
+/* Tells the net's communicator that layer L's gradients are final (backward calls it); its state
+ * (n_s values after the bias, whose gradient stays 0) goes with them. */
 static inline void dlk_layer_grads_ready(struct dlk_net *net, const struct dlk_layer *L)
 {
 	if (net->grad_ready)
-		net->grad_ready(net->grad_ready_ctx, net->grads, net->n_params, L->w_off, L->n_w + L->n_b);
+		net->grad_ready(net->grad_ready_ctx, net->grads, net->n_params, L->w_off, L->n_w + L->n_b + L->n_s);
 }
+
+/* The tensors a layer keeps in the flat parameter array, by the names the bundle's safetensors
+ * gives them (PyTorch's): weight and bias, and batch norm's state -- running_mean, running_var
+ * [C] and num_batches_tracked (one value, F32 in the bundle where PyTorch has int64). */
+enum { DLK_TENSOR_WEIGHT, DLK_TENSOR_BIAS, DLK_TENSOR_RUNNING_MEAN, DLK_TENSOR_RUNNING_VAR,
+       DLK_TENSOR_NUM_BATCHES, DLK_TENSOR_KINDS };
+extern const char *const dlk_tensor_names[DLK_TENSOR_KINDS];
+/* How many values tensor t of L has (0: L has none) and where in the flat array (*off). */
+size_t dlk_layer_tensor(const struct dlk_layer *L, int t, size_t *off);
 
 /* DLK_ACT_* of an activation layer kind, DLK_ACT_NONE for any other kind. */
 int dlk_layer_act(enum dlk_layer_kind k);

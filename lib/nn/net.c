@@ -27,6 +27,8 @@ static int window_error(const struct dlk_layer *L, const char *w, struct dlk_err
 	char shp[64];
 
 	dlk_shape_str(L->in, shp, sizeof(shp));
+	if (ls->kind == DLK_LAYER_RESHAPE)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: its input %s cannot take the shape it names", w, shp);
 	if (ls->kind == DLK_LAYER_CONV2D) {
 		int k = ls->kernel, p = ls->padding;
 		dlk_errf(err, DLK_EXIT_CONFIG, "%s: the %dx%d window is larger than its input %s (padded to %dx%d)", w, k,
@@ -123,6 +125,8 @@ static int build_layers(struct dlk_net *net, const struct dlk_model *model, cons
 		n_params += L->n_w;
 		L->b_off = (size_t)n_params;
 		n_params += L->n_b;
+		L->s_off = (size_t)n_params;
+		n_params += L->n_s;
 		if (n_params > DLK_NET_MAX_PARAMS)
 			return dlk_errf(err, DLK_EXIT_CONFIG, "%s: the model has more than %llu parameters", w,
 			                (unsigned long long)DLK_NET_MAX_PARAMS);
@@ -180,7 +184,7 @@ static void plan_passes(struct dlk_net *net)
 
 	for (int i = 0; !net->graph && i + 1 < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i], *N = &net->layers[i + 1];
-		if ((L->spec.kind == DLK_LAYER_DENSE || L->spec.kind == DLK_LAYER_CONV2D) && !L->spec.tie &&
+		if ((L->spec.kind == DLK_LAYER_DENSE || (L->spec.kind == DLK_LAYER_CONV2D && L->spec.groups <= 1)) && !L->spec.tie &&
 		    dlk_layer_act(N->spec.kind) != DLK_ACT_NONE) {
 			L->act = dlk_layer_act(N->spec.kind);
 			N->fused = 1;
@@ -190,7 +194,8 @@ static void plan_passes(struct dlk_net *net)
 	for (int i = 0; !net->graph && net->be->conv_forward && i + 1 < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i];
 		int m = i + 1 + (net->layers[i + 1].fused ? 1 : 0);
-		if (L->spec.kind != DLK_LAYER_CONV2D || m >= net->n_layers || net->layers[m].spec.kind != DLK_LAYER_MAXPOOL)
+		if (L->spec.kind != DLK_LAYER_CONV2D || L->spec.groups > 1 || m >= net->n_layers ||
+		    net->layers[m].spec.kind != DLK_LAYER_MAXPOOL)
 			continue;
 		L->pool_layer = m;
 		for (int j = i + 1; j <= m; j++)
@@ -450,9 +455,9 @@ static void graph_backward(struct dlk_net *net, int batch)
 			 * share of its table's too: the embedding adds to what the head wrote) */
 			if (L->n_w) {
 				if (!L->tied_by)
-					be->fill(net->grads + L->w_off, L->n_w + L->n_b, 0.0f);
-				else if (L->n_b) /* a tied table keeps its head's gradient */
-					be->fill(net->grads + L->b_off, L->n_b, 0.0f);
+					be->fill(net->grads + L->w_off, L->n_w + L->n_b + L->n_s, 0.0f);
+				else if (L->n_b + L->n_s) /* a tied table keeps its head's gradient */
+					be->fill(net->grads + L->b_off, L->n_b + L->n_s, 0.0f);
 				dlk_layer_grads_ready(net, L);
 			} else if (L->spec.tie) {
 				const struct dlk_layer *E = &net->layers[L->spec.tie - 1];

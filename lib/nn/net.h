@@ -23,6 +23,8 @@ struct dlk_layer {
 	size_t in_size, out_size; /* per sample */
 	size_t w_off, n_w;        /* into the flat arrays; n_w = 0 for parameter-free layers */
 	size_t b_off, n_b;
+	size_t s_off, n_s;        /* state after the bias (batch norm's running statistics): saved and
+	                             loaded with the parameters, never trained nor decayed (gradient 0) */
 	int fan_in, fan_out;
 	int act;                  /* activation fused into this dense/conv layer's forward */
 	int fused;                /* activation layer whose forward the previous layer performs */

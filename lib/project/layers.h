@@ -10,7 +10,7 @@
 
 /* The name a project file uses for each layer kind, in enum dlk_layer_kind order, NULL-terminated. */
 extern const char *const dlk_layer_names[];
-#define DLK_LAYER_KINDS 17
+#define DLK_LAYER_KINDS 21
 
 /* "dense", "conv2d", ...; "unknown" for a value outside the enum. */
 const char *dlk_layer_name(enum dlk_layer_kind kind);
@@ -28,6 +28,10 @@ int dlk_layer_shape(const struct dlk_layer_spec *ls, const long long in[3], long
 int dlk_layer_shape2(const struct dlk_layer_spec *ls, const long long a[3], const long long b[3], long long out[3]);
 /* How many inputs a kind reads: 2 for add and concat, else 1. */
 int dlk_layer_arity(enum dlk_layer_kind kind);
+
+/* Where layer i (of the flat list) was written, as a key path: "model.layers[4]", or for a layer
+ * of a block "model.blocks.basic[2] (model.layers[3], repeat 2 of 4)". */
+void dlk_layer_path(char *buf, size_t len, int i, const struct dlk_layer_spec *ls);
 
 /* How a message names layer i: "model.layers[4] (dense, dlk.yaml:23)", or without the file
  * position when the layer has none ("model.layers[4] (dense)"). file NULL means "dlk.yaml". */

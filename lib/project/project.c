@@ -36,6 +36,7 @@
 
 #define SPEC_MAX_FILE (1 << 20)  /* bytes of dlk.yaml */
 #define SPEC_MAX_LAYERS 256
+#define SPEC_MAX_USE_KEYS 64     /* keys of a use of a block, and of a block's layer */
 #define SPEC_MAX_KV 64           /* labels, node selector entries */
 #define SPEC_MAX_TOLERATIONS 64
 #define SPEC_MAX_CLASSES 65536
@@ -231,7 +232,7 @@ static const char *const toleration_effects[] = { "NoSchedule", "PreferNoSchedul
 
 /* custom handlers, defined further down */
 static const struct custom c_program, c_program_server, c_kafka_props, c_labels, c_node_selector, c_source, c_shards,
-	c_classes, c_csv_header, c_channel_values, c_input, c_layers, c_tolerations, c_dataset, c_gate;
+	c_classes, c_csv_header, c_channel_values, c_input, c_layers, c_blocks, c_tolerations, c_dataset, c_gate;
 
 static const struct field source_fields[] = {
 	FIELD("url", struct dlk_source, F_STR, url, .flags = REQ, .check = check_source_url),
@@ -313,6 +314,7 @@ static const struct field data_fields[] = {
 
 static const struct field model_fields[] = {
 	FIELD("input", struct dlk_model, F_CUSTOM, input, .flags = REQ, .custom = &c_input),
+	FIELD("blocks", struct dlk_model, F_CUSTOM, n_blocks, .custom = &c_blocks),
 	FIELD("layers", struct dlk_model, F_CUSTOM, layers, .flags = REQ, .custom = &c_layers),
 	FIELD("task", struct dlk_model, F_ENUM, task, .names = task_names, .def = "classification"),
 	FIELD("loss", struct dlk_model, F_ENUM, loss, .names = loss_names),
@@ -487,6 +489,21 @@ static const struct field conv2d_params[] = {
 	FIELD("kernel", struct dlk_layer_spec, F_INT, kernel, .min = 1, .max = 1024, .def = "3"),
 	FIELD("stride", struct dlk_layer_spec, F_INT, stride, .min = 1, .max = 1024, .def = "1"),
 	FIELD("padding", struct dlk_layer_spec, F_INT, padding, .min = 0, .max = 1024, .def = "0"),
+	FIELD("groups", struct dlk_layer_spec, F_INT, groups, .min = 1, .max = 65536, .def = "1"),
+	END
+};
+static const struct field convtranspose2d_params[] = {
+	FIELD("filters", struct dlk_layer_spec, F_INT, filters, .flags = REQ, .min = 1, .max = 65536),
+	FIELD("kernel", struct dlk_layer_spec, F_INT, kernel, .min = 1, .max = 1024, .def = "3"),
+	FIELD("stride", struct dlk_layer_spec, F_INT, stride, .min = 1, .max = 1024, .def = "1"),
+	FIELD("padding", struct dlk_layer_spec, F_INT, padding, .min = 0, .max = 1024, .def = "0"),
+	FIELD("output_padding", struct dlk_layer_spec, F_INT, output_padding, .min = 0, .max = 1023, .def = "0"),
+	END
+};
+static const struct field avgpool_params[] = {
+	FIELD("size", struct dlk_layer_spec, F_INT, size, .min = 1, .max = 1024, .def = "2"),
+	FIELD("stride", struct dlk_layer_spec, F_INT, stride, .min = 1, .max = 1024),
+	FIELD("padding", struct dlk_layer_spec, F_INT, padding, .min = 0, .max = 512, .def = "0"),
 	END
 };
 static const struct field maxpool_params[] = {
@@ -529,6 +546,20 @@ static const struct field upsample_params[] = {
 	FIELD("mode", struct dlk_layer_spec, F_ENUM, mode, .names = upsample_mode_names, .def = "nearest"),
 	END
 };
+static const struct field batchnorm_params[] = {
+	FIELD("eps", struct dlk_layer_spec, F_FLOAT, eps, .flags = MIN_EXCL, .min = 0, .max = 1, .def = "1e-5"),
+	FIELD("momentum", struct dlk_layer_spec, F_FLOAT, momentum, .min = 0, .max = 1, .def = "0.1"),
+	END
+};
+static void reshape_target_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base,
+                                 const char *path);
+static void reshape_target_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent);
+static void no_free(const struct field *f, void *base);
+static const struct custom c_reshape_target = { reshape_target_parse, reshape_target_dump, no_free, NULL };
+static const struct field reshape_params[] = {
+	FIELD("shape", struct dlk_layer_spec, F_CUSTOM, target, .flags = REQ, .custom = &c_reshape_target),
+	END
+};
 static const struct field no_params[] = { END };
 static const struct field *const layer_params[] = {
 	[DLK_LAYER_DENSE] = dense_params, [DLK_LAYER_CONV2D] = conv2d_params,
@@ -539,6 +570,8 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_LAYERNORM] = layernorm_params, [DLK_LAYER_GELU] = gelu_params,
 	[DLK_LAYER_SOFTMAX] = no_params, [DLK_LAYER_EMBEDDING] = embedding_params,
 	[DLK_LAYER_UPSAMPLE] = upsample_params, [DLK_LAYER_ATTENTION] = attention_params,
+	[DLK_LAYER_BATCHNORM] = batchnorm_params, [DLK_LAYER_AVGPOOL] = avgpool_params,
+	[DLK_LAYER_CONVTRANSPOSE2D] = convtranspose2d_params, [DLK_LAYER_RESHAPE] = reshape_params,
 };
 #define N_LAYER_KINDS DLK_LAYER_KINDS
 _Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");
@@ -596,6 +629,10 @@ struct ctx {
 	struct given *given;
 	int n_given, cap_given;
 	struct dlk_project *spec;
+	/* model.layers and model.blocks, read together once the whole file is parsed (either may
+	 * come first): model_layers_build() */
+	const struct ynode *layers_val, *blocks_val;
+	char layers_path[64];
 };
 
 #define PROBLEM_ROOM 48 /* kept free for "... and N more problems" */
@@ -1113,7 +1150,10 @@ static void dump_flow(struct dlk_buf *b, const struct field *fields, const void 
 	dlk_buf_addc(b, '{');
 	for (const struct field *f = fields; f->key; f++) {
 		dlk_buf_addf(b, "%s%s: ", f == fields ? "" : ", ", f->key);
-		dump_value(b, f, (const char *)base + f->off);
+		if (f->type == F_CUSTOM) /* a layer's list (reshape's shape): its dump writes it inline */
+			f->custom->dump(b, f, base, 0);
+		else
+			dump_value(b, f, (const char *)base + f->off);
 	}
 	dlk_buf_addc(b, '}');
 }
@@ -1688,7 +1728,59 @@ static const struct custom c_input = { input_parse, input_dump, no_free, NULL };
 /* A layer's graph keys: "name: NAME" and "inputs: [NAME, ...]" (or one NAME), each name that of
  * an earlier layer or "input" (the model's input). Takes them out of params' keys (the caller
  * restores them). */
-static void layer_graph_parse(struct ctx *c, struct ynode *params, struct dlk_model *m, int i, const char *path)
+/* reshape's sizes: "reshape: [2, -1]" or "reshape: {shape: [2, -1]}" */
+static void reshape_target_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base,
+                                 const char *path)
+{
+	struct dlk_layer_spec *l = base;
+	int frees = 0;
+	(void)f;
+	if (val->kind != YN_SEQ || val->n < 1 || val->n > 3) {
+		problem(c, val, path, "expected one to three sizes (like 'reshape: [4, -1]'; -1 once: what is left)");
+		return;
+	}
+	l->target_rank = val->n;
+	for (int d = 0; d < val->n; d++) {
+		long long v;
+		const struct ynode *e = val->vals[d];
+		if (e->kind != YN_SCALAR || ynode_type(e) != YS_INT || ynode_int(e, &v) || (v < 1 && v != -1) ||
+		    v > (1 << 30) || (v == -1 && frees++)) {
+			problem(c, e, path, "expected positive sizes up to 2^30 and at most one -1 (like 'reshape: [4, -1]')");
+			l->target_rank = 0;
+			return;
+		}
+		l->target[d] = (int)v;
+	}
+}
+static void reshape_target_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	const struct dlk_layer_spec *l = base;
+	(void)f;
+	(void)indent;
+	dlk_buf_addc(b, '[');
+	for (int d = 0; d < l->target_rank; d++)
+		dlk_buf_addf(b, "%s%d", d ? ", " : "", l->target[d]);
+	dlk_buf_addc(b, ']');
+}
+/* What names mean where a layer is written: at the top level every earlier layer's name, and
+ * `input` the model's input; in a use of a block the names of the layers of this repetition
+ * (stored as prefix + name) and `input` the block's input. */
+struct layer_scope {
+	int lo;             /* the first layer names may refer to */
+	int in;             /* what `input` means: a layer's index, -1 the model's input */
+	const char *prefix; /* "" at the top level; "NAME.R." in a block */
+};
+static const struct layer_scope top_scope = { 0, -1, "" };
+
+static int layer_name_ok(const char *s)
+{
+	return s[0] && strlen(s) < sizeof(((struct dlk_layer_spec *)0)->name) &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == strlen(s) &&
+	       strcmp(s, "input");
+}
+
+static void layer_graph_parse(struct ctx *c, struct ynode *params, struct dlk_model *m, int i, const char *path,
+                              const struct layer_scope *sc)
 {
 	struct dlk_layer_spec *l = &m->layers[i];
 	char p[700], shown[80];
@@ -1698,24 +1790,34 @@ static void layer_graph_parse(struct ctx *c, struct ynode *params, struct dlk_mo
 		const struct ynode *key = params->keys[j], *val = params->vals[j];
 		if (!strcmp(key->text, "name")) {
 			snprintf(p, sizeof(p), "%s.name", path);
-			if (val->kind != YN_SCALAR || !val->text[0] || strlen(val->text) >= sizeof(l->name) ||
-			    strspn(val->text, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-			            strlen(val->text) || !strcmp(val->text, "input")) {
+			char full[96];
+			if (val->kind != YN_SCALAR || !layer_name_ok(val->text)) {
 				shown_text(shown, sizeof(shown), val->kind == YN_SCALAR ? val->text : "");
-				problem(c, val, p, "'%s' is not a layer name (letters, digits, '_' and '-', at most %zu, not 'input')",
-				        shown, sizeof(l->name) - 1);
+				problem(c, val, p, "'%s' is not a layer name (letters, digits, '_', '-' and '.', at most %zu, not "
+				        "'input')", shown, sizeof(l->name) - 1);
+				continue;
+			}
+			snprintf(full, sizeof(full), "%s%s", sc->prefix, val->text);
+			if (strlen(full) >= sizeof(l->name)) {
+				problem(c, val, p, "'%s' makes the layer name '%s' (the block's use, its repetition and this name), "
+				        "longer than %zu: use shorter names", val->text, full, sizeof(l->name) - 1);
 				continue;
 			}
 			for (int e = 0; e < i; e++)
-				if (!strcmp(m->layers[e].name, val->text))
-					problem(c, val, p, "'%s' already names model.layers[%d]", val->text, e);
-			snprintf(l->name, sizeof(l->name), "%s", val->text);
+				if (!strcmp(m->layers[e].name, full)) {
+					char w[160];
+					dlk_layer_path(w, sizeof(w), e, &m->layers[e]);
+					problem(c, val, p, "'%s' already names %s", full, w);
+				}
+			memcpy(l->name, full, strlen(full) + 1); /* shorter than l->name: checked above */
 		} else if (!strcmp(key->text, "tie") && l->kind == DLK_LAYER_DENSE) {
 			/* weight tying: the head's weight is an earlier embedding's table */
 			int found = -1;
 			snprintf(p, sizeof(p), "%s.tie", path);
+			char tfull[96];
+			snprintf(tfull, sizeof(tfull), "%s%s", sc->prefix, val->kind == YN_SCALAR ? val->text : "");
 			for (int q = i - 1; found < 0 && val->kind == YN_SCALAR && q >= 0; q--)
-				if (!strcmp(m->layers[q].name, val->text))
+				if (!strcmp(m->layers[q].name, tfull))
 					found = q;
 			shown_text(shown, sizeof(shown), val->kind == YN_SCALAR ? val->text : "");
 			if (found < 0)
@@ -1737,15 +1839,18 @@ static void layer_graph_parse(struct ctx *c, struct ynode *params, struct dlk_mo
 			for (int e = 0; e < n; e++) {
 				const struct ynode *v = val->kind == YN_SEQ ? val->vals[e] : val;
 				int found = -2;
+				char full[96];
 				if (v->kind == YN_SCALAR && !strcmp(v->text, "input"))
-					found = -1;
-				for (int q = i - 1; found == -2 && v->kind == YN_SCALAR && q >= 0; q--)
-					if (!strcmp(m->layers[q].name, v->text))
+					found = sc->in;
+				if (v->kind == YN_SCALAR)
+					snprintf(full, sizeof(full), "%s%s", sc->prefix, v->text);
+				for (int q = i - 1; found == -2 && v->kind == YN_SCALAR && q >= sc->lo; q--)
+					if (!strcmp(m->layers[q].name, full))
 						found = q;
 				if (found == -2) {
 					shown_text(shown, sizeof(shown), v->kind == YN_SCALAR ? v->text : "");
 					problem(c, v, p, "no layer before this one is named '%s' (name one with 'name: ...', or "
-					        "say 'input' for the model's input)", shown);
+					        "say 'input' for %s)", shown, sc->lo ? "the block's input" : "the model's input");
 				}
 				l->inputs[e] = found < -1 ? -1 : found;
 			}
@@ -1759,7 +1864,8 @@ static void layer_graph_parse(struct ctx *c, struct ynode *params, struct dlk_mo
 }
 
 /* model.layers: "- relu" or "- dense: {units: 10}" */
-static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_model *m, int i, const char *path)
+static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_model *m, int i, const char *path,
+                        const struct layer_scope *sc)
 {
 	struct dlk_layer_spec *l = &m->layers[i];
 	const struct ynode *name_node = item, *params = NULL;
@@ -1801,7 +1907,7 @@ static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_mode
 			memcpy(keys, pm->keys, sizeof(*keys) * (size_t)n);
 			memcpy(vals, pm->vals, sizeof(*vals) * (size_t)n);
 		}
-		layer_graph_parse(c, pm, m, i, p);
+		layer_graph_parse(c, pm, m, i, p, sc);
 		parse_fields(c, layer_params[kind], pm, l, p);
 		if (n) {
 			memcpy(pm->keys, keys, sizeof(*keys) * (size_t)n);
@@ -1810,6 +1916,11 @@ static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_mode
 		pm->n = n;
 		free(keys);
 		free(vals);
+	} else if (params && kind == DLK_LAYER_RESHAPE && params->kind == YN_SEQ) {
+		char sp[700];
+		snprintf(sp, sizeof(sp), "%s.shape", p);
+		mark_given(c, l->target, GIVEN_CUSTOM, params);
+		reshape_target_parse(c, NULL, params, l, sp);
 	} else if (params)
 		parse_fields(c, layer_params[kind], params, l, p);
 	else
@@ -1824,28 +1935,383 @@ static void layer_parse(struct ctx *c, const struct ynode *item, struct dlk_mode
 		problem(c, name_node, path, "%s reads one input, not %d", dlk_layer_names[kind], l->n_inputs);
 }
 
+static void model_layers_build(struct ctx *c, struct dlk_model *m);
+
 static void layers_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
 {
-	struct dlk_model *m = base;
-	char p[512];
 	(void)f;
-
+	(void)base;
 	if (val->kind != YN_SEQ)
 		return type_problem(c, val, path, "a list of layers");
 	if (!val->n) {
 		problem(c, val, path, "the model needs at least one layer");
 		return;
 	}
-	if (val->n > SPEC_MAX_LAYERS) {
-		problem(c, val, path, "has %d layers, more than the limit of %d", val->n, SPEC_MAX_LAYERS);
+	c->layers_val = val;
+	snprintf(c->layers_path, sizeof(c->layers_path), "%s", path);
+	model_layers_build(c, base);
+}
+
+/* ---- blocks: model.blocks.NAME is a list of layers; "- block: NAME" in model.layers uses it ---- */
+
+/* root's model.blocks, or NULL */
+static const struct ynode *model_blocks_node(const struct ynode *root)
+{
+	for (int i = 0; root->kind == YN_MAP && i < root->n; i++) {
+		const struct ynode *m = root->vals[i];
+		if (strcmp(root->keys[i]->text, "model") || m->kind != YN_MAP)
+			continue;
+		for (int j = 0; j < m->n; j++)
+			if (!strcmp(m->keys[j]->text, "blocks") && m->vals[j]->kind == YN_MAP)
+				return m->vals[j];
+	}
+	return NULL;
+}
+
+static int is_block_use(const struct ynode *item)
+{
+	for (int j = 0; item->kind == YN_MAP && j < item->n; j++)
+		if (!strcmp(item->keys[j]->text, "block"))
+			return 1;
+	return 0;
+}
+
+/* "$filters" (plain, not quoted): a value each use of the block gives; NULL for any other node */
+static const char *placeholder(const struct ynode *v)
+{
+	return v && v->kind == YN_SCALAR && !v->quoted && v->text[0] == '$' && v->text[1] ? v->text + 1 : NULL;
+}
+
+/* The parameter map of a block's layer ("- conv2d: {...}"), or NULL */
+static struct ynode *block_layer_params(const struct ynode *item)
+{
+	if (item->kind == YN_MAP && item->n == 1 && item->vals[0]->kind == YN_MAP)
+		return item->vals[0];
+	return NULL;
+}
+
+/* a definition model_layers_build() can expand (blocks_parse() says what is wrong with another) */
+static int block_def_ok(const struct ynode *def)
+{
+	if (def->kind != YN_SEQ || !def->n || def->n > SPEC_MAX_LAYERS)
+		return 0;
+	for (int j = 0; j < def->n; j++)
+		if ((block_layer_params(def->vals[j]) && block_layer_params(def->vals[j])->n > SPEC_MAX_USE_KEYS) ||
+		    is_block_use(def->vals[j]))
+			return 0;
+	return 1;
+}
+
+static const char *const block_use_keys[] = { "block", "repeat", "name", "inputs", NULL };
+
+static void blocks_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	struct dlk_model *m = base;
+	char p[600], shown[80];
+	(void)f;
+
+	if (val->kind != YN_MAP)
+		return type_problem(c, val, path, "a mapping of block names to lists of layers");
+	if (val->n > SPEC_MAX_LAYERS) /* the checks below are quadratic: a hostile file may hold 100000 */
+		return problem(c, val, path, "has %d blocks, more than the limit of %d", val->n, SPEC_MAX_LAYERS);
+	for (int b = 0; b < val->n; b++) {
+		const struct ynode *k = val->keys[b], *v = val->vals[b];
+		join_path(p, sizeof(p), path, k->text);
+		if (!layer_name_ok(k->text) || strchr(k->text, '.')) {
+			shown_text(shown, sizeof(shown), k->text);
+			problem(c, k, p, "'%s' is not a block name (letters, digits, '_' and '-')", shown);
+		}
+		for (int e = 0; e < b; e++)
+			if (!strcmp(val->keys[e]->text, k->text))
+				problem(c, k, p, "block '%s' is defined twice (first at line %d)", k->text, val->keys[e]->line);
+		if (v->kind != YN_SEQ || !v->n) {
+			problem(c, v, p, "expected a list of layers (like '%s: [conv2d: {filters: $filters}, relu]')",
+			        k->text);
+			continue;
+		}
+		if (v->n > SPEC_MAX_LAYERS) {
+			problem(c, v, p, "has %d layers, more than the limit of %d", v->n, SPEC_MAX_LAYERS);
+			continue;
+		}
+		for (int j = 0; j < v->n; j++)
+			if (block_layer_params(v->vals[j]) && block_layer_params(v->vals[j])->n > SPEC_MAX_USE_KEYS) {
+				snprintf(p, sizeof(p), "%s.%s[%d]", path, k->text, j);
+				problem(c, v->vals[j], p, "a layer has at most %d keys", SPEC_MAX_USE_KEYS);
+			} else if (is_block_use(v->vals[j])) {
+				snprintf(p, sizeof(p), "%s.%s[%d]", path, k->text, j);
+				problem(c, v->vals[j], p, "a block cannot use another block: list its layers here");
+			}
+	}
+	m->n_blocks = val->n;
+}
+static void blocks_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
+{
+	(void)f;
+	(void)base;
+	(void)indent;
+	dlk_buf_adds(b, " {}\n"); /* the layers are dumped with every use expanded */
+}
+static const struct custom c_blocks = { blocks_parse, blocks_dump, no_free, NULL };
+
+struct block_use {
+	const struct ynode *item;  /* the "- block: NAME" map */
+	const struct ynode *def;   /* model.blocks.NAME: the list of its layers */
+	const char *block;         /* NAME */
+	int repeat;
+	const struct ynode *name, *inputs;
+};
+
+/* The value a use gives for placeholder `key`, or NULL */
+static const struct ynode *use_value(const struct block_use *u, const char *key)
+{
+	for (int j = 0; j < u->item->n; j++)
+		if (!strcmp(u->item->keys[j]->text, key) && lookup_name(block_use_keys, key) < 0)
+			return u->item->vals[j];
+	return NULL;
+}
+
+static int block_uses_placeholder(const struct ynode *def, const char *key)
+{
+	for (int j = 0; j < def->n; j++) {
+		const struct ynode *pm = block_layer_params(def->vals[j]);
+		for (int k = 0; pm && k < pm->n; k++)
+			if (placeholder(pm->vals[k]) && !strcmp(placeholder(pm->vals[k]), key))
+				return 1;
+	}
+	return 0;
+}
+
+/* Reads "- block: NAME" with its repeat, name, inputs and placeholder values; 0 or -1 (reported) */
+static int block_use_read(struct ctx *c, const struct ynode *item, int i, struct block_use *u)
+{
+	const struct ynode *blocks = c->blocks_val;
+	char p[600], shown[80];
+	int before = c->n_problems;
+
+	memset(u, 0, sizeof(*u));
+	u->item = item;
+	u->repeat = 1;
+	if (item->n > SPEC_MAX_USE_KEYS) {
+		snprintf(p, sizeof(p), "%s[%d]", c->layers_path, i);
+		problem(c, item, p, "a use of a block has at most %d keys", SPEC_MAX_USE_KEYS);
+		return -1;
+	}
+	for (int j = 0; j < item->n; j++) {
+		const struct ynode *k = item->keys[j], *v = item->vals[j];
+		snprintf(p, sizeof(p), "%s[%d].%s", c->layers_path, i, k->text);
+		if (!strcmp(k->text, "block")) {
+			if (v->kind != YN_SCALAR || ynode_is_null(v)) {
+				type_problem(c, v, p, "the name of a block of model.blocks");
+				continue;
+			}
+			int named = 0;
+			u->block = v->text;
+			for (int b = 0; blocks && b < blocks->n; b++)
+				if (!strcmp(blocks->keys[b]->text, v->text)) {
+					named = 1; /* a broken definition has its own message */
+					if (block_def_ok(blocks->vals[b]))
+						u->def = blocks->vals[b];
+				}
+			if (!named) {
+				shown_text(shown, sizeof(shown), v->text);
+				problem(c, v, p, "no block named '%s' in model.blocks (define it there: 'blocks: {%s: [layers...]}')",
+				        shown, shown);
+			}
+		} else if (!strcmp(k->text, "repeat")) {
+			long long n;
+			if (v->kind != YN_SCALAR || ynode_type(v) != YS_INT || ynode_int(v, &n) || n < 1 || n > SPEC_MAX_LAYERS)
+				problem(c, v, p, "expected how many times the block follows itself, 1 to %d", SPEC_MAX_LAYERS);
+			else
+				u->repeat = (int)n;
+		} else if (!strcmp(k->text, "name")) {
+			if (v->kind != YN_SCALAR || !layer_name_ok(v->text)) {
+				shown_text(shown, sizeof(shown), v->kind == YN_SCALAR ? v->text : "");
+				problem(c, v, p, "'%s' is not a layer name (letters, digits, '_', '-' and '.', at most 31, not "
+				        "'input')", shown);
+			} else
+				u->name = v;
+		} else if (!strcmp(k->text, "inputs")) {
+			const struct ynode *one = v->kind == YN_SEQ && v->n == 1 ? v->vals[0] : v;
+			if (one->kind != YN_SCALAR || ynode_is_null(one))
+				problem(c, v, p, "a block reads one input: expected one layer name (like 'inputs: [stem]')");
+			else
+				u->inputs = one;
+		}
+	}
+	if (!u->block) {
+		snprintf(p, sizeof(p), "%s[%d]", c->layers_path, i);
+		problem(c, item, p, "expected 'block: NAME'");
+	}
+	if (!u->def)
+		return -1;
+	/* every value the use gives fills a placeholder; every placeholder gets a value */
+	for (int j = 0; j < item->n; j++) {
+		const char *key = item->keys[j]->text;
+		if (lookup_name(block_use_keys, key) >= 0 || block_uses_placeholder(u->def, key))
+			continue;
+		snprintf(p, sizeof(p), "%s[%d].%s", c->layers_path, i, key);
+		shown_text(shown, sizeof(shown), key);
+		problem(c, item->keys[j], p, "block '%s' has no $%s for this value to fill (a use gives 'block', 'repeat', "
+		        "'name', 'inputs' and the values of the block's $placeholders)", u->block, shown);
+	}
+	for (int j = 0; j < u->def->n; j++) {
+		const struct ynode *pm = block_layer_params(u->def->vals[j]);
+		for (int k = 0; pm && k < pm->n; k++) {
+			const char *key = placeholder(pm->vals[k]);
+			int seen = 0;
+			if (!key || use_value(u, key))
+				continue;
+			for (int jj = 0; jj <= j && !seen; jj++) { /* one message per placeholder */
+				const struct ynode *q = block_layer_params(u->def->vals[jj]);
+				for (int kk = 0; q && kk < (jj == j ? k : q->n); kk++)
+					if (placeholder(q->vals[kk]) && !strcmp(placeholder(q->vals[kk]), key))
+						seen = 1;
+			}
+			if (seen)
+				continue;
+			snprintf(p, sizeof(p), "%s[%d]", c->layers_path, i);
+			shown_text(shown, sizeof(shown), key);
+			problem(c, item, p, "block '%s' needs a value for $%s (used at line %d): add '%s: ...' to this use",
+			        u->block, shown, pm->vals[k]->line, shown);
+		}
+	}
+	return c->n_problems > before ? -1 : 0;
+}
+
+/* Parses use u of a block at model.layers[i] into m->layers from m->n_layers on: each repetition
+ * is the block's layers with the use's values in its placeholders, names local to the repetition
+ * (stored as "USE.R.NAME", USE the use's name or "layers.I"), `input` its input. */
+static int block_use_expand(struct ctx *c, struct dlk_model *m, int i, const struct block_use *u)
+{
+	char base[48], pre[64], p[600], shown[80];
+	int in = m->n_layers - 1, before = c->n_problems;
+
+	if (u->inputs) {
+		int found = -2;
+		if (!strcmp(u->inputs->text, "input"))
+			found = -1;
+		for (int q = m->n_layers - 1; found == -2 && q >= 0; q--)
+			if (!strcmp(m->layers[q].name, u->inputs->text))
+				found = q;
+		if (found == -2) {
+			snprintf(p, sizeof(p), "%s[%d].inputs", c->layers_path, i);
+			shown_text(shown, sizeof(shown), u->inputs->text);
+			problem(c, u->inputs, p, "no layer before this one is named '%s' (name one with 'name: ...', or say "
+			        "'input' for the model's input)", shown);
+			return -1;
+		}
+		in = found;
+	}
+	if (u->name)
+		snprintf(base, sizeof(base), "%s", u->name->text);
+	else
+		snprintf(base, sizeof(base), "layers.%d", i);
+	for (int r = 0; r < u->repeat; r++) {
+		struct layer_scope sc = { m->n_layers, in, pre };
+		snprintf(pre, sizeof(pre), "%s.%d.", base, r);
+		for (int j = 0; j < u->def->n; j++) {
+			const struct ynode *item = u->def->vals[j];
+			struct ynode *pm = block_layer_params(item);
+			struct ynode **saved = NULL;
+			int f = m->n_layers;
+			if (pm && pm->n) { /* the use's values in place of the placeholders, for this parse */
+				saved = xcalloc((size_t)pm->n, sizeof(*saved));
+				memcpy(saved, pm->vals, sizeof(*saved) * (size_t)pm->n);
+				for (int k = 0; k < pm->n; k++)
+					if (placeholder(pm->vals[k]))
+						pm->vals[k] = (struct ynode *)use_value(u, placeholder(pm->vals[k]));
+			}
+			snprintf(p, sizeof(p), "model.blocks.%s[%d]", u->block, j);
+			m->n_layers++;
+			layer_parse(c, item, m, f, p, &sc);
+			if (saved) {
+				memcpy(pm->vals, saved, sizeof(*saved) * (size_t)pm->n);
+				free(saved);
+			}
+			struct dlk_layer_spec *l = &m->layers[f];
+			l->use = i + 1;
+			snprintf(l->block, sizeof(l->block), "%s", u->block);
+			l->block_pos = j;
+			l->rep = r;
+			l->reps = u->repeat;
+			if (j == 0 && !l->n_inputs && in != f - 1) {
+				l->n_inputs = 1;
+				l->inputs[0] = in;
+			}
+			if (c->n_problems > before)
+				return -1; /* once, not once per repetition */
+		}
+		in = m->n_layers - 1;
+	}
+	if (u->name) { /* the use's name names its output: the last layer of its last repetition */
+		for (int e = 0; e < m->n_layers - 1; e++)
+			if (!strcmp(m->layers[e].name, u->name->text)) {
+				char w[160];
+				dlk_layer_path(w, sizeof(w), e, &m->layers[e]);
+				snprintf(p, sizeof(p), "%s[%d].name", c->layers_path, i);
+				problem(c, u->name, p, "'%s' already names %s", u->name->text, w);
+				return -1;
+			}
+		snprintf(m->layers[m->n_layers - 1].name, sizeof(m->layers[0].name), "%s", u->name->text);
+	}
+	return 0;
+}
+
+/* model.layers with every use of a block expanded: the flat list the engine runs */
+static void model_layers_build(struct ctx *c, struct dlk_model *m)
+{
+	const struct ynode *val = c->layers_val;
+	struct block_use *uses;
+	long long total = 0;
+	char p[600];
+	int bad = 0;
+
+	if (!val)
+		return;
+	uses = xcalloc((size_t)val->n, sizeof(*uses));
+	for (int i = 0; i < val->n; i++) {
+		if (!is_block_use(val->vals[i]))
+			total++;
+		else if (block_use_read(c, val->vals[i], i, &uses[i]))
+			bad = 1;
+		else
+			total += (long long)uses[i].repeat * uses[i].def->n;
+	}
+	if (!bad && total > SPEC_MAX_LAYERS)
+		problem(c, val, c->layers_path, "has %lld layers%s, more than the limit of %d", total,
+		        total > val->n ? " (its blocks repeated)" : "", SPEC_MAX_LAYERS);
+	if (bad || total > SPEC_MAX_LAYERS) {
+		free(uses);
 		return;
 	}
-	m->layers = xcalloc((size_t)val->n, sizeof(*m->layers));
-	m->n_layers = val->n;
+	m->layers = xcalloc((size_t)total, sizeof(*m->layers));
+	m->n_layers = 0;
 	for (int i = 0; i < val->n; i++) {
-		snprintf(p, sizeof(p), "%s[%d]", path, i);
-		layer_parse(c, val->vals[i], m, i, p);
+		if (uses[i].def) {
+			if (block_use_expand(c, m, i, &uses[i]))
+				break;
+			continue;
+		}
+		snprintf(p, sizeof(p), "%s[%d]", c->layers_path, i);
+		int f = m->n_layers++;
+		layer_parse(c, val->vals[i], m, f, p, &top_scope);
+		m->layers[f].use = i + 1;
 	}
+	free(uses);
+	/* a layer another reads by index has a name, so that the dumped list reads back the same */
+	for (int i = 0; i < m->n_layers; i++)
+		for (int e = 0; e < m->layers[i].n_inputs; e++) {
+			struct dlk_layer_spec *q = m->layers[i].inputs[e] >= 0 ? &m->layers[m->layers[i].inputs[e]] : NULL;
+			if (!q || q->name[0])
+				continue;
+			snprintf(q->name, sizeof(q->name), "_%d", m->layers[i].inputs[e]);
+			for (int o = 0; o < m->n_layers; o++)
+				if (&m->layers[o] != q && !strcmp(m->layers[o].name, q->name)) {
+					dlk_layer_path(p, sizeof(p), o, &m->layers[o]);
+					problem(c, given_at(c, &m->layers[o], GIVEN_CUSTOM), p,
+					        "names starting with '_' are the loader's: rename '%s'", q->name);
+				}
+		}
 }
 static void layers_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
 {
@@ -2075,7 +2541,7 @@ static void apply_defaults(struct ctx *c, struct dlk_project *s)
 		if ((int)l->kind < 0 || (int)l->kind >= N_LAYER_KINDS)
 			continue;
 		defaults_walk(c, layer_params[l->kind], l);
-		if (l->kind == DLK_LAYER_MAXPOOL && !given_at(c, &l->stride, GIVEN_VALUE))
+		if ((l->kind == DLK_LAYER_MAXPOOL || l->kind == DLK_LAYER_AVGPOOL) && !given_at(c, &l->stride, GIVEN_VALUE))
 			l->stride = l->size;
 	}
 }
@@ -2151,7 +2617,7 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	int last_dense = -1;
 	int seq_dense_at = -1;             /* the first dense that ran over rows (a sequence) */
 	long long seq_dense_in[3] = { 0 };
-	char p[64];
+	char p[200];
 
 	if (!m->n_layers || !rank)
 		return;
@@ -2161,7 +2627,7 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 		const struct dlk_layer_spec *l = &m->layers[i];
 		const struct ynode *pos = given_at(c, l, GIVEN_CUSTOM);
 		const char *name = dlk_layer_name(l->kind);
-		snprintf(p, sizeof(p), "model.layers[%d]", i);
+		dlk_layer_path(p, sizeof(p), i, l);
 		if (i > 0) {
 			memcpy(outs[i - 1], shape, sizeof(shape));
 			ranks[i - 1] = rank;
@@ -2186,10 +2652,35 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			}
 			continue;
 		}
-		if ((l->kind == DLK_LAYER_CONV2D || l->kind == DLK_LAYER_MAXPOOL || l->kind == DLK_LAYER_GLOBALAVGPOOL) &&
+		if ((l->kind == DLK_LAYER_CONV2D || l->kind == DLK_LAYER_MAXPOOL || l->kind == DLK_LAYER_GLOBALAVGPOOL ||
+		     l->kind == DLK_LAYER_AVGPOOL || l->kind == DLK_LAYER_CONVTRANSPOSE2D) &&
 		    rank != 3) {
 			problem(c, pos, p, "%s needs a 3-D input [C, H, W], but its input is flat", name);
 			break;
+		}
+		if (l->kind == DLK_LAYER_CONV2D && (shape[0] % l->groups || l->filters % l->groups)) {
+			problem(c, pos, p, "conv2d's groups %d must divide its %lld input channels and its %d filters", l->groups,
+			        shape[0], l->filters);
+			break;
+		}
+		if (l->kind == DLK_LAYER_CONVTRANSPOSE2D && l->output_padding >= l->stride) {
+			problem(c, pos, p, "convtranspose2d's output_padding %d must be less than its stride %d", l->output_padding,
+			        l->stride);
+			break;
+		}
+		if (l->kind == DLK_LAYER_AVGPOOL && 2 * l->padding > l->size) {
+			problem(c, pos, p, "avgpool's padding %d must be at most half its size %d (as PyTorch's)", l->padding,
+			        l->size);
+			break;
+		}
+		if (l->kind == DLK_LAYER_RESHAPE && dlk_layer_shape(l, shape, shape) < 0) {
+			problem(c, pos, p, "reshape cannot make its %lldx%lldx%lld input (%lld values) into the shape it names",
+			        shape[0], shape[1], shape[2], shape[0] * shape[1] * shape[2]);
+			break;
+		}
+		if (l->kind == DLK_LAYER_RESHAPE) {
+			rank = shape[0] == 1 && shape[1] == 1 && l->target_rank == 1 ? 1 : 3;
+			continue;
 		}
 		if (l->kind == DLK_LAYER_DENSE && shape[0] != 1) {
 			problem(c, pos, p, "dense expects a flat input or a sequence [1, T, D] but gets %lldx%lldx%lld (add "
@@ -2220,9 +2711,10 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			memcpy(seq_dense_in, shape, sizeof(shape));
 		}
 		if (dlk_layer_shape(l, shape, shape) < 0) {
-			int pad = l->kind == DLK_LAYER_CONV2D ? l->padding : 0;
+			int pad = l->kind != DLK_LAYER_MAXPOOL ? l->padding : 0;
 			problem(c, pos, p, "%s window %d does not fit its %lldx%lld input (padding %d)", name,
-			        l->kind == DLK_LAYER_CONV2D ? l->kernel : l->size, shape[1], shape[2], pad);
+			        l->kind == DLK_LAYER_CONV2D || l->kind == DLK_LAYER_CONVTRANSPOSE2D ? l->kernel : l->size, shape[1],
+			        shape[2], pad);
 			break;
 		}
 		if (l->kind == DLK_LAYER_FLATTEN || (l->kind == DLK_LAYER_DENSE && !seq_dense) ||
@@ -2246,7 +2738,7 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	if (!c->n_problems) { /* a model with a broken layer has no end worth judging */
 		int last = m->n_layers - 1;
 		const struct ynode *pos = given_at(c, &m->layers[last], GIVEN_CUSTOM);
-		snprintf(p, sizeof(p), "model.layers[%d]", last);
+		dlk_layer_path(p, sizeof(p), last, &m->layers[last]);
 		if (m->task == DLK_TASK_IMAGE)
 			return; /* dense prediction: any output shape; the targets must have it */
 		if (m->task == DLK_TASK_LM) {
@@ -2281,7 +2773,7 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 	}
 	if (n_classes && last_dense >= 0 && m->layers[last_dense].units != n_classes) {
 		const struct dlk_layer_spec *l = &m->layers[last_dense];
-		snprintf(p, sizeof(p), "model.layers[%d]", last_dense);
+		dlk_layer_path(p, sizeof(p), last_dense, l);
 		problem(c, given_at(c, l, GIVEN_CUSTOM), p, "the last dense layer has %d units but data.classes names %d classes",
 		        l->units, n_classes);
 	}
@@ -2750,6 +3242,7 @@ struct dlk_project *project_load_mem(const char *text, size_t len, const char *n
 	} else if (root->kind != YN_MAP) {
 		type_problem(&c, root, NULL, "a mapping at the top level");
 	} else {
+		c.blocks_val = model_blocks_node(root); /* model.layers may use blocks defined after it */
 		parse_fields(&c, root_fields, root, spec, "");
 	}
 	apply_defaults(&c, spec);

@@ -130,6 +130,10 @@ enum dlk_layer_kind {
 	DLK_LAYER_EMBEDDING,
 	DLK_LAYER_UPSAMPLE,
 	DLK_LAYER_ATTENTION,     /* multi-head self-attention over a sequence [1, T, D] (lib/nn/layer_attention.c) */
+	DLK_LAYER_BATCHNORM,     /* per channel ([C, H, W]) or per feature (flat), batch statistics in training */
+	DLK_LAYER_AVGPOOL,       /* each channel's mean over a size x size window (count_include_pad) */
+	DLK_LAYER_CONVTRANSPOSE2D,
+	DLK_LAYER_RESHAPE,       /* the same values in a new shape (one size may be -1: what is left) */
 };
 
 struct dlk_layer_spec {
@@ -158,7 +162,18 @@ struct dlk_layer_spec {
 	 * embeddings; pad_id >= 0: keys whose model-input id is pad_id are masked out (the project
 	 * file's default is -1, none: a spec made in C must set it); rate: dropout on the weights */
 	int heads, causal, rotary, pad_id;
+	int groups;     /* conv2d: channels and filters in this many groups, default 1 (= channels: depthwise) */
+	int target[3], target_rank; /* reshape: the sizes as written (one may be -1), 1 to 3 of them */
+	int output_padding; /* convtranspose2d: extra rows and columns at the bottom and right, < stride; default 0 */
+	float momentum; /* batchnorm: the running statistics' update factor, default 0.1 (PyTorch's); eps: 1e-5 */
 	int line, column; /* where it was declared in the project file (1-based; 0 if unknown) */
+	/* where the file wrote it, for messages (the loader sets these; a model.json leaves them 0):
+	 * use = 1 + its index in model.layers as written (a block's layer: the index of the
+	 * `block:` use); block = the block's name and block_pos its index there, rep its repetition
+	 * (0-based) -- block "" for a layer written in model.layers itself */
+	int use;
+	char block[32];
+	int block_pos, rep, reps;
 };
 
 /* token_cross_entropy (task lm): softmax cross-entropy at every position of a [1, T, V] output
@@ -173,13 +188,13 @@ enum dlk_task { DLK_TASK_CLASSIFICATION, DLK_TASK_MULTILABEL, DLK_TASK_REGRESSIO
 struct dlk_model {
 	int input[3];             /* C, H, W; a flat input of n features is [1, 1, n] */
 	int input_rank;           /* how many dims the user wrote (1 or 3) */
-	struct dlk_layer_spec *layers;
+	struct dlk_layer_spec *layers; /* flat: each `block:` use is expanded into its layers */
 	int n_layers;
 	enum dlk_loss loss;       /* default by task: softmax_cross_entropy, binary_cross_entropy, mse, mse */
 	char *init;               /* weight init scheme: "torch" (default: PyTorch's kaiming-uniform(a=sqrt 5)) or "xavier" */
 	enum dlk_task task;       /* default classification */
 	double huber_delta;       /* loss huber: default 1 */
-	double threshold;         /* multilabel: a class is predicted when sigmoid(logit) >= this; default 0.5 */
+	double threshold;         /* multilabel: a class is predicted when sigmoid(logit) >= this; default 0.5 */	int n_blocks;             /* how many model.blocks the file defined (layers holds their uses expanded) */
 };
 
 /* ---- training ---- */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "lib/data/bpe.h"
+#include "lib/nn/layer_ops.h"
 #include "lib/nn/loss.h"
 #include "lib/project/layers.h"
 #include "lib/train/bundle.h"
@@ -31,9 +32,16 @@
 
 /* ---- tensors of a layer: names and PyTorch shapes ---- */
 
-static int tensor_shape(const struct dlk_layer *L, int bias, long long shape[4])
+static int tensor_shape(const struct dlk_layer *L, int t, long long shape[4])
 {
+	int bias = t == DLK_TENSOR_BIAS;
+
+	if (t == DLK_TENSOR_NUM_BATCHES)
+		return 0; /* a scalar */
 	switch (L->spec.kind) {
+	case DLK_LAYER_BATCHNORM: /* nn.BatchNorm1d/2d: weight, bias and the running statistics [C] */
+		shape[0] = (long long)L->n_w;
+		return 1;
 	case DLK_LAYER_LAYERNORM: /* nn.LayerNorm: weight and bias [W] */
 		shape[0] = L->in[2];
 		return 1;
@@ -60,7 +68,11 @@ static int tensor_shape(const struct dlk_layer *L, int bias, long long shape[4])
 	shape[0] = L->out[0];
 	if (bias)
 		return 1;
-	shape[1] = L->in[0];
+	shape[1] = L->in[0] / (L->spec.groups > 1 ? L->spec.groups : 1); /* nn.Conv2d: [F, C/groups, k, k] */
+	if (L->spec.kind == DLK_LAYER_CONVTRANSPOSE2D) { /* nn.ConvTranspose2d: [C, F, k, k] */
+		shape[0] = L->in[0];
+		shape[1] = L->out[0];
+	}
 	shape[2] = shape[3] = L->spec.kernel;
 	return 4;
 }
@@ -91,16 +103,14 @@ static void safetensors_build(const struct dlk_net *net, const float *host, stru
 	cJSON_AddStringToObject(meta, "producer", "dlk " DLK_VERSION);
 	for (int i = 0; i < net->n_layers; i++) {
 		const struct dlk_layer *L = &net->layers[i];
-		if (!L->n_w)
-			continue;
-		for (int bias = 0; bias < 2; bias++) {
-			if (bias && !L->n_b)
+		for (int tk = 0; tk < DLK_TENSOR_KINDS; tk++) {
+			size_t off, n = dlk_layer_tensor(L, tk, &off);
+			if (!n)
 				continue;
 			char name[64];
 			long long shape[4];
-			int rank = tensor_shape(L, bias, shape);
-			size_t off = bias ? L->b_off : L->w_off, n = bias ? L->n_b : L->n_w;
-			snprintf(name, sizeof(name), "layers.%d.%s", i, bias ? "bias" : "weight");
+			int rank = tensor_shape(L, tk, shape);
+			snprintf(name, sizeof(name), "layers.%d.%s", i, dlk_tensor_names[tk]);
 			cJSON *t = cJSON_AddObjectToObject(h, name);
 			cJSON_AddStringToObject(t, "dtype", "F32");
 			cJSON *s = cJSON_AddArrayToObject(t, "shape");
@@ -149,16 +159,40 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 		cJSON_AddNumberToObject(l, "kernel", ls->kernel);
 		cJSON_AddNumberToObject(l, "stride", ls->stride);
 		cJSON_AddNumberToObject(l, "padding", ls->padding);
+		if (ls->groups > 1)
+			cJSON_AddNumberToObject(l, "groups", ls->groups);
 		break;
 	case DLK_LAYER_MAXPOOL:
 		cJSON_AddNumberToObject(l, "size", ls->size);
 		cJSON_AddNumberToObject(l, "stride", ls->stride);
+		break;
+	case DLK_LAYER_RESHAPE: {
+		cJSON *sh = cJSON_AddArrayToObject(l, "shape");
+		for (int d = 0; d < ls->target_rank; d++)
+			cJSON_AddItemToArray(sh, cJSON_CreateNumber(ls->target[d]));
+		break;
+	}
+	case DLK_LAYER_AVGPOOL:
+		cJSON_AddNumberToObject(l, "size", ls->size);
+		cJSON_AddNumberToObject(l, "stride", ls->stride);
+		cJSON_AddNumberToObject(l, "padding", ls->padding);
+		break;
+	case DLK_LAYER_CONVTRANSPOSE2D:
+		cJSON_AddNumberToObject(l, "filters", ls->filters);
+		cJSON_AddNumberToObject(l, "kernel", ls->kernel);
+		cJSON_AddNumberToObject(l, "stride", ls->stride);
+		cJSON_AddNumberToObject(l, "padding", ls->padding);
+		cJSON_AddNumberToObject(l, "output_padding", ls->output_padding);
 		break;
 	case DLK_LAYER_DROPOUT:
 		cJSON_AddNumberToObject(l, "rate", ls->rate);
 		break;
 	case DLK_LAYER_LAYERNORM:
 		cJSON_AddNumberToObject(l, "eps", ls->eps);
+		break;
+	case DLK_LAYER_BATCHNORM:
+		cJSON_AddNumberToObject(l, "eps", ls->eps);
+		cJSON_AddNumberToObject(l, "momentum", ls->momentum);
 		break;
 	case DLK_LAYER_GELU:
 		cJSON_AddStringToObject(l, "approximate", ls->approximate == DLK_GELU_TANH ? "tanh" : "none");
@@ -541,6 +575,26 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].eps is not in (0, 1]",
 			                path, i);
 		ls->eps = eps ? (float)eps->valuedouble : 1e-5f;
+		const cJSON *tsh = cJSON_GetObjectItemCaseSensitive(l, "shape");
+		if (ls->kind == DLK_LAYER_RESHAPE) {
+			int r = cJSON_IsArray(tsh) ? cJSON_GetArraySize(tsh) : 0, ok = r >= 1 && r <= 3;
+			for (int d = 0; ok && d < r; d++) {
+				const cJSON *v = cJSON_GetArrayItem(tsh, d);
+				ok = cJSON_IsNumber(v) && v->valuedouble == floor(v->valuedouble) &&
+				     (v->valuedouble == -1 || (v->valuedouble >= 1 && v->valuedouble <= (1 << 30)));
+				if (ok)
+					ls->target[d] = (int)v->valuedouble;
+			}
+			if (!ok)
+				return dlk_errf(err, DLK_EXIT_CONFIG,
+				                "'%s': model.json: architecture.layers[%d].shape is not a list of 1 to 3 sizes", path, i);
+			ls->target_rank = r;
+		}
+		const cJSON *mom = cJSON_GetObjectItemCaseSensitive(l, "momentum");
+		if (mom && (!cJSON_IsNumber(mom) || !(mom->valuedouble >= 0 && mom->valuedouble <= 1)))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d].momentum is not in [0, 1]",
+			                path, i);
+		ls->momentum = mom ? (float)mom->valuedouble : 0.1f;
 		const cJSON *ap = cJSON_GetObjectItemCaseSensitive(l, "approximate");
 		if (ap && (!cJSON_IsString(ap) || (strcmp(ap->valuestring, "none") && strcmp(ap->valuestring, "tanh"))))
 			return dlk_errf(err, DLK_EXIT_CONFIG,
@@ -557,7 +611,10 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		    int_field(l, "dim", 0, 0, 1 << 16, &ls->dim) || int_field(l, "scale", 2, 1, 64, &ls->scale) ||
 		    int_field(l, "positions", 0, 0, 1 << 20, &ls->positions) ||
 		    int_field(l, "heads", 0, 0, 4096, &ls->heads) || int_field(l, "pad_id", -1, -1, 1 << 24, &ls->pad_id) ||
-		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL ? ls->size : 1, 1, 1024, &ls->stride))
+		    int_field(l, "groups", 1, 1, 65536, &ls->groups) ||
+		    int_field(l, "output_padding", 0, 0, 1023, &ls->output_padding) ||
+		    int_field(l, "stride", ls->kind == DLK_LAYER_MAXPOOL || ls->kind == DLK_LAYER_AVGPOOL ? ls->size : 1, 1, 1024,
+		              &ls->stride))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: architecture.layers[%d] has a bad size field", path, i);
 		const cJSON *tie = cJSON_GetObjectItemCaseSensitive(l, "tie");
 		if (tie) {
@@ -665,7 +722,7 @@ static int cmp_span(const void *x, const void *y)
 
 /* "layers.N.weight" or "layers.N.bias" with N a layer of the model, written in decimal digits
  * only: sscanf's %d took "+1", " 1" and an index past 2^32 (wrapped to another layer). */
-static int parse_tensor_name(const char *s, int n_layers, int *li, const char **kind)
+static int parse_tensor_name(const char *s, int n_layers, int *li, int *kind)
 {
 	long long n = 0;
 	const char *p;
@@ -680,11 +737,15 @@ static int parse_tensor_name(const char *s, int n_layers, int *li, const char **
 		if (n >= n_layers)
 			return -1;
 	}
-	if (*p++ != '.' || (strcmp(p, "weight") && strcmp(p, "bias")))
+	if (*p++ != '.')
 		return -1;
-	*li = (int)n;
-	*kind = p;
-	return 0;
+	for (int t = 0; t < DLK_TENSOR_KINDS; t++)
+		if (!strcmp(p, dlk_tensor_names[t])) {
+			*li = (int)n;
+			*kind = t;
+			return 0;
+		}
+	return -1;
 }
 
 static int parse_safetensors(const char *path, const unsigned char *buf, size_t len, const struct dlk_net *net,
@@ -714,17 +775,16 @@ static int parse_safetensors(const char *path, const unsigned char *buf, size_t 
 	for (const cJSON *t = h->child; t; t = t->next) {
 		if (!strcmp(t->string, "__metadata__"))
 			continue;
-		int li;
-		const char *kind;
-		if (parse_tensor_name(t->string, net->n_layers, &li, &kind) || !net->layers[li].n_w ||
-		    (!strcmp(kind, "bias") && !net->layers[li].n_b)) {
+		int li, kind;
+		size_t flat = 0;
+		if (parse_tensor_name(t->string, net->n_layers, &li, &kind) ||
+		    !dlk_layer_tensor(&net->layers[li], kind, &flat)) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: tensor '%s' is not a parameter of this model", path, who, t->string);
 			goto out;
 		}
 		const struct dlk_layer *L = &net->layers[li];
-		int bias = !strcmp(kind, "bias");
 		long long want[4];
-		int rank = tensor_shape(L, bias, want);
+		int rank = tensor_shape(L, kind, want);
 		const cJSON *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
 		const cJSON *sh = cJSON_GetObjectItemCaseSensitive(t, "shape");
 		const cJSON *of = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
@@ -740,7 +800,9 @@ static int parse_safetensors(const char *path, const unsigned char *buf, size_t 
 		}
 		if (!shape_ok) {
 			char ws[96];
-			if (rank == 1)
+			if (rank == 0)
+				snprintf(ws, sizeof(ws), "[]");
+			else if (rank == 1)
 				snprintf(ws, sizeof(ws), "[%lld]", want[0]);
 			else if (rank == 2)
 				snprintf(ws, sizeof(ws), "[%lld, %lld]", want[0], want[1]);
@@ -751,7 +813,7 @@ static int parse_safetensors(const char *path, const unsigned char *buf, size_t 
 			goto out;
 		}
 		const cJSON *o0 = cJSON_GetArrayItem(of, 0), *o1 = cJSON_GetArrayItem(of, 1);
-		size_t n = bias ? L->n_b : L->n_w;
+		size_t n = dlk_layer_tensor(L, kind, &flat);
 		if (!cJSON_IsArray(of) || cJSON_GetArraySize(of) != 2 || !cJSON_IsNumber(o0) || !cJSON_IsNumber(o1) ||
 		    o0->valuedouble < 0 || o0->valuedouble != floor(o0->valuedouble) || o1->valuedouble < o0->valuedouble ||
 		    o1->valuedouble > (double)data_len ||
@@ -761,18 +823,21 @@ static int parse_safetensors(const char *path, const unsigned char *buf, size_t 
 			goto out;
 		}
 		for (int s = 0; s < n_spans; s++)
-			if (spans[s].flat == (bias ? L->b_off : L->w_off)) {
+			if (spans[s].flat == flat) {
 				dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: tensor '%s' appears twice", path, who, t->string);
 				goto out;
 			}
 		spans[n_spans].begin = (uint64_t)o0->valuedouble;
 		spans[n_spans].end = (uint64_t)o1->valuedouble;
-		spans[n_spans].flat = bias ? L->b_off : L->w_off;
+		spans[n_spans].flat = flat;
 		n_spans++;
 	}
 	int expected = 0;
 	for (int i = 0; i < net->n_layers; i++)
-		expected += (net->layers[i].n_w ? 1 : 0) + (net->layers[i].n_w && net->layers[i].n_b ? 1 : 0);
+		for (int tk = 0; tk < DLK_TENSOR_KINDS; tk++) {
+			size_t off;
+			expected += dlk_layer_tensor(&net->layers[i], tk, &off) ? 1 : 0;
+		}
 	if (n_spans != expected) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s: holds %d tensors but the architecture has %d", path, who, n_spans, expected);
 		goto out;

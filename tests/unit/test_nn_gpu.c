@@ -741,6 +741,59 @@ static void test_pool(void)
 }
 
 /* 1 when group `g` was asked for on the command line (no arguments: every group) */
+/* ABI 9's batch norm: training forward (the running statistics too), evaluation and backward of
+ * [batch, c, hw] cases against the CPU's, within SUMS (the CPU sums in double, the GPU in float
+ * with the block reduction); num_batches_tracked exactly */
+static void test_batchnorm(void)
+{
+	char what[96];
+	int shapes[][3] = { { 1, 1, 2 }, { 128, 16, 1 }, { 32, 8, 196 }, { 3, 5, 4097 } };
+	for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+		int B = shapes[si][0], c = shapes[si][1], hw = shapes[si][2];
+		size_t tot = (size_t)B * c * hw, fb = sizeof(float) * tot, cb = sizeof(float) * c;
+		float *x = rnd(tot, 600 + si), *w = rnd(c, 610), *b = rnd(c, 611), *dy = rnd(tot, 612 + si);
+		for (size_t i = 0; i < tot; i++)
+			x[i] = 3 * x[i] + 2;
+		float *rm = calloc(c, sizeof(float)), *rv = malloc(cb), nb = 0, *y = malloc(fb), *dx = malloc(fb);
+		float *mean = malloc(cb), *rstd = malloc(cb), *dw = malloc(cb), *db = malloc(cb);
+		for (int k = 0; k < c; k++)
+			rv[k] = 1;
+		float *xd = up(x, fb), *wd = up(w, cb), *bd = up(b, cb), *dyd = up(dy, fb), *rmd = up(rm, cb), *rvd = up(rv, cb);
+		float *nbd = up(&nb, sizeof(float)), *yd = gpu->alloc(fb), *dxd = gpu->alloc(fb), *md = gpu->alloc(cb);
+		float *rd = gpu->alloc(cb), *dwd = gpu->alloc(cb), *dbd = gpu->alloc(cb);
+		for (int step = 0; step < 2; step++) {
+			cpu->batchnorm_forward(x, w, b, B, c, hw, 1e-5f, 0.1f, 1, rm, rv, &nb, y, mean, rstd);
+			gpu->batchnorm_forward(xd, wd, bd, B, c, hw, 1e-5f, 0.1f, 1, rmd, rvd, nbd, yd, md, rd);
+		}
+		snprintf(what, sizeof(what), "batchnorm %dx%dx%d training forward", B, c, hw);
+		agree(what, y, yd, tot, SUMS);
+		snprintf(what, sizeof(what), "batchnorm %dx%dx%d running mean", B, c, hw);
+		agree(what, rm, rmd, c, SUMS);
+		snprintf(what, sizeof(what), "batchnorm %dx%dx%d running var", B, c, hw);
+		agree(what, rv, rvd, c, SUMS);
+		snprintf(what, sizeof(what), "batchnorm %dx%dx%d num_batches_tracked", B, c, hw);
+		agree(what, &nb, nbd, 1, EXACT);
+		cpu->batchnorm_backward(x, w, mean, rstd, dy, B, c, hw, dx, dw, db);
+		gpu->batchnorm_backward(xd, wd, md, rd, dyd, B, c, hw, dxd, dwd, dbd);
+		snprintf(what, sizeof(what), "batchnorm %dx%dx%d dx", B, c, hw);
+		agree(what, dx, dxd, tot, SUMS);
+		snprintf(what, sizeof(what), "batchnorm %dx%dx%d dw", B, c, hw);
+		agree(what, dw, dwd, c, SUMS);
+		snprintf(what, sizeof(what), "batchnorm %dx%dx%d db", B, c, hw);
+		agree(what, db, dbd, c, SUMS);
+		cpu->batchnorm_forward(x, w, b, B, c, hw, 1e-5f, 0.1f, 0, rm, rv, &nb, y, NULL, NULL);
+		gpu->batchnorm_forward(xd, wd, bd, B, c, hw, 1e-5f, 0.1f, 0, rmd, rvd, nbd, yd, NULL, NULL);
+		snprintf(what, sizeof(what), "batchnorm %dx%dx%d evaluation", B, c, hw);
+		agree(what, y, yd, tot, SUMS);
+		agree(what, &nb, nbd, 1, EXACT);
+		float *all[] = { xd, wd, bd, dyd, rmd, rvd, nbd, yd, dxd, md, rd, dwd, dbd };
+		for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+			gpu->free(all[k]);
+		free(x), free(w), free(b), free(dy), free(rm), free(rv), free(y), free(dx), free(mean), free(rstd);
+		free(dw), free(db);
+	}
+}
+
 static int wanted(int argc, char **argv, const char *g)
 {
 	if (argc < 2)
@@ -843,6 +896,7 @@ int main(int argc, char **argv)
 		test_attention_ops();
 		test_conv_more();
 		test_optimizer_ops();
+		test_batchnorm();
 		CHECK_MSG(device_clean(), "the operations leave no device error");
 	}
 	if (wanted(argc, argv, "net"))

@@ -44,7 +44,7 @@ int main(void)
 	char *d1 = project_dump_yaml(p);
 	CHECK_CONTAINS(d1, "- add: {inputs: [stem, c2]}");
 	CHECK_CONTAINS(d1, "- relu: {name: r}");
-	CHECK_CONTAINS(d1, "- conv2d: {filters: 2, kernel: 1, stride: 1, padding: 0, name: side, inputs: [input]}");
+	CHECK_CONTAINS(d1, "- conv2d: {filters: 2, kernel: 1, stride: 1, padding: 0, groups: 1, name: side, inputs: [input]}");
 	struct dlk_project *q = project_load_mem(d1, strlen(d1), "dump.yaml", NULL, 0, &err);
 	CHECK_MSG(q != NULL, "the dump loads again (%s)", err.msg);
 	if (q) {
