@@ -10,12 +10,13 @@ if [ ! -f "$GCIDE" ]; then
 	test_missing "dict-gcide is installed ($GCIDE, Debian's dict-gcide, .ci/deps.d/corpus)"
 fi
 
-test_expect_success 'init --example gpt writes the project; it loads as a tied 4-block GPT' '
+test_expect_success 'init --example gpt writes the project; its block, repeated, loads as a tied 4-block GPT' '
 	cd "$TEST_TMP" &&
 	dlk init -q --example gpt g && cd g &&
 	grep -q "^  task: lm" dlk.yaml && grep -q "tie: wte" dlk.yaml && grep -q "gcide.dict.dz" dlk.yaml &&
-	test "$(grep -c "attention: {heads: 4" dlk.yaml)" = 4 &&
-	dlk train --dry-run >o.yaml 2>/dev/null && grep -q "kind: Job" o.yaml
+	grep -q "{block: gpt2, repeat: 4}" dlk.yaml &&
+	dlk train --dry-run >o.yaml 2>/dev/null && grep -q "kind: Job" o.yaml &&
+	test "$(grep -c "^ *- attention: {heads: 4, causal: true.*name: layers.1.[0-3].att}" o.yaml)" = 4
 '
 
 # The architecture and optimiser as written; the data a slice, the epochs and batch small enough
