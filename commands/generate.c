@@ -220,8 +220,9 @@ static const struct dlk_option generate_options[] = {
 
 const struct dlk_command_def dlk_cmd_generate = {
 	.usage = "BUNDLE PROMPT",
-	.description = "Generate text from the language model in BUNDLE, starting from PROMPT: one forward pass over\n"
-	               "the last context tokens per new token, the next token drawn as --temperature, --top-k and\n"
+	.description = "Generate text from the language model in BUNDLE, starting from PROMPT: the prompt in one\n"
+	               "pass, then each new token over a key/value cache (--no-kv-cache: a forward pass over the\n"
+	               "last context tokens per token), the next token drawn as --temperature, --top-k and\n"
 	               "--top-p say (Hugging Face transformers' semantics; --temperature 0 is greedy), with a seeded\n"
 	               "generator, so the same --seed gives the same text. Stops after --max-tokens or before a\n"
 	               "--stop string. The text goes to stdout as it comes, exactly as generated (the prompt is\n"
