@@ -4,20 +4,70 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/ui.h"
+#include "lib/export/hf.h"
 #include "lib/export/onnx.h"
 #include "lib/train/bundle.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/jsonprint.h"
+#include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 static const char *onnx_path;
+static const char *hf_dir;
 static int input_form;
 /* indexed by enum dlk_input_form (lib/serve/tensor.h), whose names they are */
 static const char *const input_forms[] = { "raw", "preprocessed", NULL };
+
+/* --hf DIR: the GPT-2 as a Hugging Face checkpoint; nothing is written when it is refused */
+static int run_export_hf(struct dlk_ctx *ctx, const char *bundle)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_bundle b = DLK_BUNDLE_INIT;
+	struct dlk_buf cfg = DLK_BUF_INIT, st = DLK_BUF_INIT;
+	char *cfg_path = NULL, *st_path = NULL;
+	int rc = 0, n_layer = 0;
+
+	if (dlk_bundle_read(bundle, &b, &err) || dlk_hf_gpt2_export(&b, &cfg, &st, &n_layer, &err) ||
+	    dlk_mkdir_p(hf_dir, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	cfg_path = xasprintf("%s/config.json", hf_dir);
+	st_path = xasprintf("%s/model.safetensors", hf_dir);
+	if (dlk_write_file_atomic(st_path, st.data, st.len, 0644, &err) ||
+	    dlk_write_file_atomic(cfg_path, cfg.data, cfg.len, 0644, &err)) {
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	if (ctx->output == DLK_OUTPUT_JSON) {
+		cJSON *o = cJSON_CreateObject();
+		char *s;
+		cJSON_AddStringToObject(o, "bundle", bundle);
+		cJSON_AddStringToObject(o, "hf", hf_dir);
+		cJSON_AddStringToObject(o, "architecture", "GPT2LMHeadModel");
+		cJSON_AddNumberToObject(o, "layers", n_layer);
+		cJSON_AddNumberToObject(o, "bytes", (double)st.len);
+		cJSON_AddStringToObject(o, "weightsSha256", b.weights_sha256);
+		s = dlk_json_print(o);
+		printf("%s\n", s);
+		free(s);
+		cJSON_Delete(o);
+	} else {
+		printf("wrote %s: GPT2LMHeadModel, %d layers (config.json, model.safetensors: %zu bytes)\n",
+		       dlk_visible(hf_dir), n_layer, st.len);
+	}
+out:
+	free(cfg_path);
+	free(st_path);
+	dlk_buf_release(&cfg);
+	dlk_buf_release(&st);
+	dlk_bundle_release(&b);
+	return rc;
+}
 
 static int run_export(struct dlk_ctx *ctx, struct dlk_args *args)
 {
@@ -26,11 +76,13 @@ static int run_export(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_buf out = DLK_BUF_INIT;
 	int rc = 0;
 
-	if (!onnx_path) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "export: say which format to write");
+	if (!onnx_path == !hf_dir) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "export: say which one format to write: --onnx FILE or --hf DIR");
 		dlk_err_hint(&err, "dlk export %s --onnx MODEL.onnx", dlk_visible(args->pos[0]));
 		return dlk_report(ctx, &err);
 	}
+	if (hf_dir)
+		return run_export_hf(ctx, args->pos[0]);
 	if (dlk_bundle_read(args->pos[0], &b, &err) || dlk_onnx_export(&b, (enum dlk_input_form)input_form, &out, &err) ||
 	    dlk_write_file_atomic(onnx_path, out.data, out.len, 0644, &err)) {
 		rc = dlk_report(ctx, &err);
@@ -66,6 +118,8 @@ out:
 static const struct dlk_option export_options[] = {
 	OPT_STRING(0, "onnx", &onnx_path, "FILE", NULL, "write the model as ONNX (opset 13) to FILE",
 	           .complete = COMPLETE_FILE),
+	OPT_STRING(0, "hf", &hf_dir, "DIR", NULL, "write a GPT-2 as a Hugging Face checkpoint (config.json, "
+	           "model.safetensors) into DIR", .complete = COMPLETE_DIR),
 	OPT_ENUM(0, "input-form", &input_form, "FORM", input_forms, DLK_INPUT_RAW,
 	         "what the graph's input is: raw values as training read them (the graph scales them) or "
 	         "preprocessed (already scaled)"),
@@ -73,19 +127,21 @@ static const struct dlk_option export_options[] = {
 };
 
 const struct dlk_command_def dlk_cmd_export = {
-	.usage = "BUNDLE --onnx FILE",
+	.usage = "BUNDLE --onnx FILE | --hf DIR",
 	.description = "Write the model of BUNDLE in a format other runtimes load. --onnx writes an ONNX model\n"
 	               "(IR version 7, opset 13) with the input 'input' and the outputs 'probabilities' and\n"
 	               "'logits' that `dlk serve` has; by default the graph takes the raw values training read\n"
 	               "(pixels 0..255) and scales them as training did, so it answers what `dlk serve`\n"
 	               "answers. The weights keep their PyTorch names; the model's metadata records dlk's\n"
 	               "version, the bundle's weights digest, the input contract and the class names. The\n"
-	               "bundle is verified first.",
+	               "bundle is verified first. --hf writes a GPT-2 (docs/gpt.md) as a Hugging Face checkpoint\n"
+	               "that transformers' GPT2LMHeadModel.from_pretrained(DIR) loads; other models are refused.",
 	.options = export_options,
 	.min_pos = 1,
 	.max_pos = 1,
 	.complete_pos = COMPLETE_BUNDLE,
 	.run = run_export,
 	.examples = "  $ dlk export fashion.dlk --onnx fashion.onnx\n"
-	            "  $ dlk export fashion.dlk --onnx fashion-pre.onnx --input-form preprocessed\n",
+	            "  $ dlk export fashion.dlk --onnx fashion-pre.onnx --input-form preprocessed\n"
+	            "  $ dlk export gpt.dlk --hf gpt-hf\n",
 };
