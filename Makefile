@@ -241,10 +241,14 @@ fuzz-%: $(FUZZ_BUILD)/fuzz_%
 	  rc=$$?; grep -E "^stat::(number_of_executed_units|average_exec_per_sec)|ERROR|SUMMARY" $(FUZZ_BUILD)/$*.log | sed 's/^/$*: /'; \
 	  if [ $$rc != 0 ]; then echo "fuzz_$* failed: the input is in $(FUZZ_BUILD)/crashes/ (add it to tests/fuzz/$*/)"; exit 1; fi
 
+# `make test` builds on every core unless a -j was given (one file at a time, a clean build took
+# a sixth of a CI pass); TEST_JOBS=N sets the count. MAKEFLAGS holds -j only in a recipe.
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+TEST_J = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS))
 test:
 	@.ci/deps test
-	@$(MAKE) --no-print-directory all test-unit
-	@if command -v $(FUZZ_CC) >/dev/null 2>&1; then $(MAKE) --no-print-directory fuzz-build; fi
+	@$(MAKE) --no-print-directory $(TEST_J) all test-unit
+	@if command -v $(FUZZ_CC) >/dev/null 2>&1; then $(MAKE) --no-print-directory $(TEST_J) fuzz-build; fi
 	@BUILD=$(BUILD) DLK=$(CURDIR)/$(DLK_BIN) tests/run
 
 test-long: all

@@ -4,7 +4,7 @@
 # `make fuzz FUZZ_SECONDS=N` runs them for longer.
 . "$(dirname "$0")/../lib.sh"
 FUZZ_BUILD=$TEST_ROOT/build-fuzz
-SECONDS_EACH=${DLK_FUZZ_SECONDS:-4}
+SECONDS_EACH=${DLK_FUZZ_SECONDS:-3}
 
 if ! command -v clang >/dev/null 2>&1; then
 	test_missing 'clang is installed'
