@@ -8,6 +8,7 @@
 #include "lib/nn/kernels_attn.h"
 #include "lib/nn/net.h"
 #include "lib/project/layers.h"
+#include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 
 #include <math.h>
@@ -625,11 +626,9 @@ static void map_attention(struct graph *g, const struct dlk_layer *L, int i)
 	}
 	if (L->spec.rotary) {
 		/* cos and sin [T, hd]: angle t 10000^(-2j/hd) at j and j + hd/2 (rotate-half) */
-		float *cs = malloc(sizeof(float) * 2 * (size_t)T * hd);
+		float *cs = xmalloc(sizeof(float) * 2 * (size_t)T * hd);
 		int64_t cdims[2] = { T, hd }, half = hd / 2, hv = hd, three = 3;
 		const char *cn = T_("rot_cos"), *sn = T_("rot_sin"), *hs = T_("c_half"), *he = T_("c_hd"), *a3 = T_("c_axis3");
-		if (!cs)
-			abort();
 		for (int t = 0; t < T; t++)
 			for (int j = 0; j < hd / 2; j++) {
 				float c, s;
@@ -676,11 +675,9 @@ static void map_attention(struct graph *g, const struct dlk_layer *L, int i)
 	}
 	const char *cur = ss;
 	if (L->spec.causal) {
-		float *m = malloc(sizeof(float) * (size_t)T * T);
+		float *m = xmalloc(sizeof(float) * (size_t)T * T);
 		int64_t mdims[2] = { T, T };
 		const char *mn = T_("causal_mask"), *o = T_("scores_causal");
-		if (!m)
-			abort();
 		for (int q = 0; q < T; q++)
 			for (int c = 0; c < T; c++)
 				m[(size_t)q * T + c] = c > q ? -INFINITY : 0.0f;
@@ -878,6 +875,24 @@ static void final_output(struct graph *g, int n, int r, const char *name)
 	op1(g, "Identity", input_of(g, &L, n, 0, r, in), name, NULL, 0);
 }
 
+/* The bytes of the graph's initializers: the weights, and attention's tables (the causal mask
+ * [T, T], rotary's cos and sin [T, hd]), which a long sequence makes large. */
+static double graph_bytes(const struct dlk_bundle *b, const struct dlk_net *net)
+{
+	double n = 4.0 * (double)b->n_weights;
+
+	for (int i = 0; i < net->n_layers; i++) {
+		const struct dlk_layer *L = &net->layers[i];
+		if (L->spec.kind != DLK_LAYER_ATTENTION)
+			continue;
+		if (L->spec.causal)
+			n += 4.0 * L->in[1] * L->in[1];
+		if (L->spec.rotary)
+			n += 8.0 * L->in[1] * L->in[2] / L->spec.heads;
+	}
+	return n;
+}
+
 void dlk_onnx_io_of(const struct dlk_bundle *b, struct dlk_onnx_io *io)
 {
 	const struct dlk_model *m = &b->model;
@@ -908,18 +923,16 @@ int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_input_form form, struct
 	/* the shapes and the parameters' layout, as serving builds them (weights counted against them) */
 	if (dlk_bundle_net(b, dlk_backend_cpu(), &net, err))
 		return -1;
-	if (sizeof(float) * b->n_weights > DLK_ONNX_MAX_BYTES - (64u << 20)) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "the model's %zu MiB of weights do not fit one ONNX protobuf (2 GiB)",
-		         sizeof(float) * b->n_weights >> 20);
+	if (graph_bytes(b, &net) > (double)(DLK_ONNX_MAX_BYTES - (64u << 20))) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "the model's %.0f MiB of weights and constants do not fit one ONNX protobuf "
+		         "(2 GiB)", graph_bytes(b, &net) / (1 << 20));
 		dlk_err_hint(err, "ONNX's external data files are not written yet");
 		goto out;
 	}
 	g.b = b;
 	g.net = &net;
-	g.name = calloc((size_t)net.n_layers + 1, sizeof(*g.name));
-	g.rank = calloc((size_t)net.n_layers + 1, sizeof(*g.rank));
-	if (!g.name || !g.rank)
-		abort();
+	g.name = xcalloc((size_t)net.n_layers + 1, sizeof(*g.name));
+	g.rank = xcalloc((size_t)net.n_layers + 1, sizeof(*g.rank));
 	dlk_onnx_io_of(b, &io);
 	g.ids = io.ids;
 	snprintf(g.cur, sizeof(g.cur), "input");

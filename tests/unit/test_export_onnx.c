@@ -365,6 +365,18 @@ static void test_text_kinds(void)
 	dlk_buf_release(&out);
 	dlk_bundle_release(&b);
 
+	/* a causal mask of 30,000 x 30,000 positions (3.6 GB) does not fit a protobuf: refused, not
+	 * allocated and written */
+	const int longseq[3] = { 1, 1, 30000 };
+	struct dlk_layer_spec A[] = { { .kind = DLK_LAYER_EMBEDDING, .vocab = 2, .dim = 2 },
+		                      { .kind = DLK_LAYER_ATTENTION, .heads = 1, .causal = 1, .pad_id = -1 } };
+	make_bundle(&b, longseq, 1, A, 2, 4 + 16 + 8);
+	b.model.task = DLK_TASK_LM;
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == -1 && out.len == 0);
+	CHECK_CONTAINS(err.msg, "weights and constants do not fit one ONNX protobuf");
+	dlk_buf_reset(&out);
+	dlk_bundle_release(&b);
+
 	/* an image model's output is "output" [batch, C, H, W], with no probabilities */
 	const int img[3] = { 1, 2, 2 };
 	struct dlk_layer_spec I[] = { { .kind = DLK_LAYER_UPSAMPLE, .scale = 2, .mode = 0 },
