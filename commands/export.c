@@ -97,17 +97,32 @@ static int run_export(struct dlk_ctx *ctx, struct dlk_args *args)
 		cJSON_AddNumberToObject(o, "opset", DLK_ONNX_OPSET);
 		cJSON_AddNumberToObject(o, "irVersion", DLK_ONNX_IR_VERSION);
 		cJSON_AddStringToObject(o, "inputForm", dlk_input_form_name((enum dlk_input_form)input_form));
+		{
+			struct dlk_onnx_io io;
+			cJSON *outs = cJSON_AddArrayToObject(o, "outputs");
+			dlk_onnx_io_of(&b, &io);
+			cJSON_AddStringToObject(o, "inputType", io.ids ? "int64" : "float");
+			if (io.probabilities)
+				cJSON_AddItemToArray(outs, cJSON_CreateString(io.probabilities));
+			cJSON_AddItemToArray(outs, cJSON_CreateString(io.output));
+		}
 		cJSON_AddStringToObject(o, "weightsSha256", b.weights_sha256);
 		s = dlk_json_print(o);
 		printf("%s\n", s);
 		free(s);
 		cJSON_Delete(o);
 	} else {
+		struct dlk_onnx_io io;
+		dlk_onnx_io_of(&b, &io);
 		printf("wrote %s: ONNX opset %d, %zu bytes, input 'input' (%s", dlk_visible(onnx_path), DLK_ONNX_OPSET,
-		       out.len, input_form == DLK_INPUT_RAW ? "raw values, scaled in the graph" : "preprocessed");
-		if (input_form == DLK_INPUT_RAW || b.has_scaling)
+		       out.len, io.ids ? "int64 token ids" : input_form == DLK_INPUT_RAW ? "raw values, scaled in the graph"
+		       : "preprocessed");
+		if (!io.ids && (input_form == DLK_INPUT_RAW || b.has_scaling))
 			printf(": (v * %.9g - %.9g) / %.9g", (double)b.scale, (double)b.mean, (double)b.std);
-		printf("), outputs 'probabilities' and 'logits'\n");
+		if (io.probabilities)
+			printf("), outputs '%s' and '%s'\n", io.probabilities, io.output);
+		else
+			printf("), output '%s'\n", io.output);
 	}
 out:
 	dlk_buf_release(&out);
@@ -116,7 +131,7 @@ out:
 }
 
 static const struct dlk_option export_options[] = {
-	OPT_STRING(0, "onnx", &onnx_path, "FILE", NULL, "write the model as ONNX (opset 13) to FILE",
+	OPT_STRING(0, "onnx", &onnx_path, "FILE", NULL, "write the model as ONNX (opset 17) to FILE",
 	           .complete = COMPLETE_FILE),
 	OPT_STRING(0, "hf", &hf_dir, "DIR", NULL, "write a GPT-2 as a Hugging Face checkpoint (config.json, "
 	           "model.safetensors) into DIR", .complete = COMPLETE_DIR),
@@ -129,10 +144,11 @@ static const struct dlk_option export_options[] = {
 const struct dlk_command_def dlk_cmd_export = {
 	.usage = "BUNDLE --onnx FILE | --hf DIR",
 	.description = "Write the model of BUNDLE in a format other runtimes load. --onnx writes an ONNX model\n"
-	               "(IR version 7, opset 13) with the input 'input' and the outputs 'probabilities' and\n"
-	               "'logits' that `dlk serve` has; by default the graph takes the raw values training read\n"
-	               "(pixels 0..255) and scales them as training did, so it answers what `dlk serve`\n"
-	               "answers. The weights keep their PyTorch names; the model's metadata records dlk's\n"
+	               "(IR version 8, opset 17) of every layer kind and of graph models, with the input 'input'\n"
+	               "and the outputs 'probabilities' and 'logits' that `dlk serve` has (a regression or\n"
+	               "image model: 'output'; a text model takes int64 token ids); by default the graph takes\n"
+	               "the raw values training read (pixels 0..255) and scales them as training did, so it\n"
+	               "answers what `dlk serve` answers. The weights keep their PyTorch names; the model's metadata records dlk's\n"
 	               "version, the bundle's weights digest, the input contract and the class names. The\n"
 	               "bundle is verified first. --hf writes a GPT-2 (docs/gpt.md) as a Hugging Face checkpoint\n"
 	               "that transformers' GPT2LMHeadModel.from_pretrained(DIR) loads; other models are refused.",

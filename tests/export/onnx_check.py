@@ -34,7 +34,7 @@ a = ap.parse_args()
 m = onnx.load(a.model)
 onnx.checker.check_model(m, full_check=True)
 meta = {p.key: p.value for p in m.metadata_props}
-assert m.opset_import[0].version == 13, m.opset_import
+assert m.opset_import[0].version == 17, m.opset_import
 assert meta.get("dlk.input_form") == a.form, meta
 assert meta.get("dlk.version"), meta
 if a.weights_sha256:

@@ -71,7 +71,7 @@ check() {
 	CORRECT=$(tar -xOf "$B" model.json | jq -r '(.metrics.test_accuracy * .metrics.test_samples + 0.5) | floor') &&
 	{ [ -f "$P/logits.f32" ] || "$FORWARD" "$B" "$P/dlk.yaml" 0 10000 256 "$P/logits.f32" >/dev/null; } &&
 	"$DLK" export "$B" --onnx "$P/$form.onnx" --input-form "$form" >export.out &&
-	grep_q "^wrote .*$form.onnx: ONNX opset 13" export.out &&
+	grep_q "^wrote .*$form.onnx: ONNX opset 17" export.out &&
 	"$PY" "$CHECK" "$P/$form.onnx" --images "$D/t10k-images-idx3-ubyte.gz" --labels "$D/t10k-labels-idx1-ubyte.gz" \
 		--n 10000 --logits "$P/logits.f32" --form "$form" --weights-sha256 "$SHA" "$@" >check.out &&
 	cat check.out &&
@@ -91,7 +91,7 @@ test_expect_success 'a flat-input model ([batch, 784]) with tanh, sigmoid and dr
 test_expect_success 'the metadata records the bundle, the contract and the classes; -o json says what was written' '
 	B=$TEST_TMP/mlp/mlp.dlk &&
 	"$DLK" export "$B" --onnx m.onnx -o json >out.json &&
-	jq -e ".opset == 13 and .inputForm == \"raw\" and .bytes > 900000" out.json &&
+	jq -e ".opset == 17 and .inputForm == \"raw\" and .bytes > 900000" out.json &&
 	"$PY" -c "
 import json, onnx
 m = onnx.load(\"m.onnx\")

@@ -259,13 +259,135 @@ static void test_flat_input_and_mismatch(void)
 	dlk_buf_release(&out);
 	dlk_bundle_release(&b);
 
-	/* a dense over each position of a sequence [1, T, D] is refused, not flattened into a wrong Gemm */
+	/* a dense over each position of a sequence [1, T, D] is nn.Linear over the last axis: MatMul
+	 * with the weight transposed, then the bias, never a Gemm over a flattened row */
 	const int seq[3] = { 1, 3, 4 };
 	struct dlk_layer_spec S[] = { { .kind = DLK_LAYER_DENSE, .units = 2 }, { .kind = DLK_LAYER_FLATTEN },
 		                      { .kind = DLK_LAYER_DENSE, .units = 3 } };
 	make_bundle(&b, seq, 3, S, 3, 4 * 2 + 2 + 6 * 3 + 3);
-	CHECK(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == -1 && out.len == 0);
-	CHECK_CONTAINS(err.msg, "model.layers[0] (dense): a dense over each position of a sequence has no ONNX mapping");
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0, "dense over positions (%s)", err.msg);
+	ops_of(&out, ops, sizeof(ops));
+	CHECK_STR(ops, "Transpose MatMul Add Flatten Gemm Identity Softmax");
+	dlk_buf_release(&out);
+	dlk_bundle_release(&b);
+}
+
+/* the n-th initializer's name, or "" */
+static void init_name(const struct dlk_buf *model, int nth, char *name, size_t n)
+{
+	struct field g, t, f;
+	name[0] = 0;
+	if (find((const unsigned char *)model->data, model->len, 7, 0, &g) && find(g.p, g.len, 5, nth, &t) &&
+	    find(t.p, t.len, 8, 0, &f))
+		str_of(&f, name, n);
+}
+
+/* the graph's input element type (onnx TensorProto.DataType) */
+static int input_type(const struct dlk_buf *model)
+{
+	struct field g, vi, ty, tt, el;
+	if (find((const unsigned char *)model->data, model->len, 7, 0, &g) && find(g.p, g.len, 11, 0, &vi) &&
+	    find(vi.p, vi.len, 2, 0, &ty) && find(ty.p, ty.len, 1, 0, &tt) && find(tt.p, tt.len, 1, 0, &el))
+		return (int)el.v;
+	return -1;
+}
+
+/* a graph: a residual add reads two earlier layers, a concat two branches, batch norm its running
+ * statistics; the DAG's nodes come in layer order */
+static void test_graph_kinds(void)
+{
+	const int input[3] = { 2, 4, 4 };
+	struct dlk_layer_spec L[] = {
+		{ .kind = DLK_LAYER_CONV2D, .filters = 2, .kernel = 3, .stride = 1, .padding = 1 }, /* 0: 36+2 */
+		{ .kind = DLK_LAYER_BATCHNORM, .eps = 1e-5f, .momentum = 0.1f },                   /* 1: 2+2, 5 state */
+		{ .kind = DLK_LAYER_ADD, .n_inputs = 2, .inputs = { -1, 1 } },                     /* 2: input + bn */
+		{ .kind = DLK_LAYER_AVGPOOL, .size = 2, .stride = 2 },                             /* 3: 2x2x2 */
+		{ .kind = DLK_LAYER_UPSAMPLE, .scale = 2, .mode = 1 },                             /* 4: 2x4x4 */
+		{ .kind = DLK_LAYER_CONCAT, .n_inputs = 2, .inputs = { 2, 4 } },                   /* 5: 4x4x4 */
+		{ .kind = DLK_LAYER_CONVTRANSPOSE2D, .filters = 1, .kernel = 2, .stride = 2 },     /* 6: 1x8x8: 16+1 */
+		{ .kind = DLK_LAYER_GLOBALAVGPOOL },                                               /* 7: 1 */
+		{ .kind = DLK_LAYER_DENSE, .units = 3 },                                           /* 8: 3+3 */
+	};
+	struct dlk_bundle b;
+	struct dlk_buf out = DLK_BUF_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	char ops[512], name[64];
+
+	make_bundle(&b, input, 3, L, 9, 38 + 9 + 17 + 6);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0, "a graph exports (%s)", err.msg);
+	ops_of(&out, ops, sizeof(ops));
+	CHECK_STR(ops, "Conv BatchNormalization Add AveragePool Resize Concat ConvTranspose GlobalAveragePool Flatten "
+	               "Gemm Identity Softmax");
+	/* conv weight, bias, then batch norm's weight, bias, running_mean, running_var */
+	init_name(&out, 4, name, sizeof(name));
+	CHECK_STR(name, "layers.1.running_mean");
+	init_name(&out, 5, name, sizeof(name));
+	CHECK_STR(name, "layers.1.running_var");
+	CHECK(input_type(&out) == 1);
+	dlk_buf_release(&out);
+	dlk_bundle_release(&b);
+}
+
+/* a language model: int64 ids into a Gather, the head tied to the table (no weight of its own),
+ * logits [batch, T, vocab] and their softmax over the last axis */
+static void test_text_kinds(void)
+{
+	const int input[3] = { 1, 1, 4 };
+	struct dlk_layer_spec L[] = {
+		{ .kind = DLK_LAYER_EMBEDDING, .vocab = 5, .dim = 4, .positions = 4 },    /* 20 + 16 */
+		{ .kind = DLK_LAYER_LAYERNORM, .eps = 1e-5f },                             /* 4 + 4 */
+		{ .kind = DLK_LAYER_GELU, .approximate = 0 },
+		{ .kind = DLK_LAYER_SOFTMAX },
+		{ .kind = DLK_LAYER_DENSE, .units = 5, .tie = 1 },                          /* the table */
+	};
+	struct dlk_bundle b;
+	struct dlk_buf out = DLK_BUF_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	char ops[512];
+	struct dlk_onnx_io io;
+
+	make_bundle(&b, input, 1, L, 5, 36 + 8);
+	b.model.task = DLK_TASK_LM;
+	dlk_onnx_io_of(&b, &io);
+	CHECK(io.ids && !strcmp(io.output, "logits") && io.probabilities);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == 0, "a text model exports (%s)", err.msg);
+	ops_of(&out, ops, sizeof(ops));
+	/* no scaling of ids; gelu's erf form; the tied head reads layers.0.weight */
+	CHECK_STR(ops, "Gather Slice Add LayerNormalization Mul Erf Add Mul Mul Softmax Transpose MatMul Identity Softmax");
+	CHECK_MSG(input_type(&out) == 7, "the input is int64 token ids");
+	{
+		char name[64];
+		int own = 0, n = 0;
+		for (int k = 0; init_name(&out, k, name, sizeof(name)), name[0]; k++, n++)
+			own += !strncmp(name, "layers.4.", 9);
+		CHECK_MSG(n > 0 && !own, "the tied head has no initializer of its own (%d initializers)", n);
+	}
+	dlk_buf_release(&out);
+	dlk_bundle_release(&b);
+
+	/* a causal mask of 30,000 x 30,000 positions (3.6 GB) does not fit a protobuf: refused, not
+	 * allocated and written */
+	const int longseq[3] = { 1, 1, 30000 };
+	struct dlk_layer_spec A[] = { { .kind = DLK_LAYER_EMBEDDING, .vocab = 2, .dim = 2 },
+		                      { .kind = DLK_LAYER_ATTENTION, .heads = 1, .causal = 1, .pad_id = -1 } };
+	make_bundle(&b, longseq, 1, A, 2, 4 + 16 + 8);
+	b.model.task = DLK_TASK_LM;
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == -1 && out.len == 0);
+	CHECK_CONTAINS(err.msg, "weights and constants do not fit one ONNX protobuf");
+	dlk_buf_reset(&out);
+	dlk_bundle_release(&b);
+
+	/* an image model's output is "output" [batch, C, H, W], with no probabilities */
+	const int img[3] = { 1, 2, 2 };
+	struct dlk_layer_spec I[] = { { .kind = DLK_LAYER_UPSAMPLE, .scale = 2, .mode = 0 },
+		                      { .kind = DLK_LAYER_RESHAPE, .target = { 1, 16 }, .target_rank = 2 } };
+	make_bundle(&b, img, 3, I, 2, 0);
+	b.model.task = DLK_TASK_IMAGE;
+	dlk_onnx_io_of(&b, &io);
+	CHECK(!io.ids && !strcmp(io.output, "output") && !io.probabilities);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0, "an image model exports (%s)", err.msg);
+	ops_of(&out, ops, sizeof(ops));
+	CHECK_STR(ops, "Resize Reshape Reshape Identity");
 	dlk_buf_release(&out);
 	dlk_bundle_release(&b);
 }
@@ -275,6 +397,8 @@ int main(void)
 	test_wire_format();
 	test_every_kind();
 	test_flat_input_and_mismatch();
+	test_graph_kinds();
+	test_text_kinds();
 	CHECK_STR(dlk_input_form_name(DLK_INPUT_PREPROCESSED), "preprocessed");
 	CHECK(dlk_input_form_parse("raw", 3) == DLK_INPUT_RAW && dlk_input_form_parse("pixels", 6) == -1);
 	return CHECK_DONE();
