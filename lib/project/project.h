@@ -194,7 +194,10 @@ struct dlk_model {
 	char *init;               /* weight init scheme: "torch" (default: PyTorch's kaiming-uniform(a=sqrt 5)) or "xavier" */
 	enum dlk_task task;       /* default classification */
 	double huber_delta;       /* loss huber: default 1 */
-	double threshold;         /* multilabel: a class is predicted when sigmoid(logit) >= this; default 0.5 */	int n_blocks;             /* how many model.blocks the file defined (layers holds their uses expanded) */
+	double threshold;         /* multilabel: a class is predicted when sigmoid(logit) >= this; default 0.5 */
+	int n_blocks;             /* how many model.blocks the file defined (layers holds their uses expanded) */
+	char *init_from;          /* a Hugging Face GPT-2 directory whose weights the run starts from
+	                             (lib/export/hf.h); NULL = none */
 };
 
 /* ---- training ---- */
@@ -205,6 +208,7 @@ enum dlk_lr_schedule { DLK_LR_CONSTANT, DLK_LR_STEP, DLK_LR_COSINE };
 struct dlk_training {
 	int epochs;               /* default 5 */
 	int batch_size;           /* per worker; default 128 */
+	int accumulate;           /* micro-batches of batch_size per optimizer step; default 1 */
 	enum dlk_optim optimizer; /* default adam */
 	double lr;                /* default 1e-3 (adam/adamw), 0.01 (sgd) */
 	double momentum;          /* sgd, default 0 */

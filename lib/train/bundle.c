@@ -23,6 +23,7 @@
 #include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
 #include "lib/util/mem.h"
+#include "lib/util/safetensors.h"
 #include "lib/util/jsonprint.h"
 #include "lib/util/utf8.h"
 
@@ -93,14 +94,12 @@ static void to_le(float *f, size_t n)
 #endif
 }
 
-/* the whole safetensors file in memory; the data section is the flat parameter array, whose
- * layout (layer order, weight then bias) is already what safetensors wants */
+/* the whole safetensors file in memory: every tensor of every layer, in layer order (weight, bias,
+ * state), which is the order of the flat parameter array */
 static void safetensors_build(const struct dlk_net *net, const float *host, struct dlk_buf *out)
 {
-	cJSON *h = cJSON_CreateObject();
-	cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
-	cJSON_AddStringToObject(meta, "format", "pt");
-	cJSON_AddStringToObject(meta, "producer", "dlk " DLK_VERSION);
+	struct dlk_st_list l = { NULL, 0, 0 };
+
 	for (int i = 0; i < net->n_layers; i++) {
 		const struct dlk_layer *L = &net->layers[i];
 		for (int tk = 0; tk < DLK_TENSOR_KINDS; tk++) {
@@ -111,30 +110,11 @@ static void safetensors_build(const struct dlk_net *net, const float *host, stru
 			long long shape[4];
 			int rank = tensor_shape(L, tk, shape);
 			snprintf(name, sizeof(name), "layers.%d.%s", i, dlk_tensor_names[tk]);
-			cJSON *t = cJSON_AddObjectToObject(h, name);
-			cJSON_AddStringToObject(t, "dtype", "F32");
-			cJSON *s = cJSON_AddArrayToObject(t, "shape");
-			for (int d = 0; d < rank; d++)
-				cJSON_AddItemToArray(s, cJSON_CreateNumber((double)shape[d]));
-			cJSON *o = cJSON_AddArrayToObject(t, "data_offsets");
-			cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off * 4)));
-			cJSON_AddItemToArray(o, cJSON_CreateNumber((double)((off + n) * 4)));
+			dlk_st_add(&l, name, host + off, rank, shape, 0);
 		}
 	}
-	char *js = cJSON_PrintUnformatted(h);
-	cJSON_Delete(h);
-	size_t len = strlen(js), padded = (len + 7) & ~(size_t)7;
-	unsigned char hl[8];
-	for (int i = 0; i < 8; i++)
-		hl[i] = (unsigned char)((uint64_t)padded >> (8 * i));
-	dlk_buf_add(out, hl, 8);
-	dlk_buf_add(out, js, len);
-	for (size_t i = len; i < padded; i++)
-		dlk_buf_addc(out, ' ');
-	free(js);
-	size_t at = out->len;
-	dlk_buf_add(out, host, sizeof(float) * net->n_params);
-	to_le((float *)(void *)(out->data + at), net->n_params); /* at is a multiple of 8 */
+	dlk_st_write(&l, out);
+	dlk_st_list_release(&l);
 }
 
 static cJSON *layer_json(const struct dlk_layer_spec *ls)

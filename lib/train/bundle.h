@@ -78,7 +78,7 @@ struct dlk_bundle {
 	 * bundles without one (every bundle written before text data); owned */
 	struct dlk_tokenizer *tokenizer;
 };
-#define DLK_BUNDLE_INIT { NULL, { { 0, 0, 0 }, 0, NULL, 0, DLK_LOSS_SOFTMAX_CE, NULL, DLK_TASK_CLASSIFICATION, 1.0, 0.5, 0 }, 0, NULL, NULL, 0, "", "", \
+#define DLK_BUNDLE_INIT { NULL, { { 0, 0, 0 }, 0, NULL, 0, DLK_LOSS_SOFTMAX_CE, NULL, DLK_TASK_CLASSIFICATION, 1.0, 0.5, 0, NULL }, 0, NULL, NULL, 0, "", "", \
 	                  0, 1.0f, 0.0f, 1.0f, NULL }
 
 /* Reads and verifies a bundle: the tar structure, model.json, the weights' sha256 against

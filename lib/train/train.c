@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "lib/data/bpe.h"
+#include "lib/export/hf.h"
 #include "lib/nn/loss.h"
 #include "lib/train/train.h"
 #include "lib/util/clock.h"
@@ -68,6 +69,9 @@ struct run {
 	struct dlk_optimizer opt;
 	struct dlk_train_state st;
 	int rank, world, batch;
+	int accum;                          /* micro-batches per optimizer step (training.accumulate) */
+	long mspe;                          /* micro-batches per epoch */
+	float *acc;                         /* device: the micro-batches' gradients summed (accum > 1) */
 	size_t shard;                       /* this rank's samples per epoch */
 	int sharded;                        /* the rank holds only samples [base, base + ds->n) of split_n */
 	size_t base, split_n;
@@ -118,7 +122,9 @@ static int setup_model(struct run *r, struct dlk_err *err)
 	if (check_data(o, r->ds, "training", r->net, err) ||
 	    (o->test && o->test->n && check_data(o, o->test, "test", r->net, err)))
 		return -1;
-	if (dlk_net_init_params(r->net, o->model->init, r->tr->seed, err) || dlk_net_reserve(r->net, r->batch, err))
+	if (dlk_net_init_params(r->net, o->model->init, r->tr->seed, err) ||
+	    (o->model->init_from && dlk_hf_gpt2_import(r->net, o->model->init_from, o->spec_file, err)) ||
+	    dlk_net_reserve(r->net, r->batch, err))
 		return -1;
 	if (o->allreduce && o->grad_ready) {
 		r->net->grad_ready = o->grad_ready;
@@ -191,7 +197,8 @@ static int setup_schedule(struct run *r, struct dlk_err *err)
 			return dlk_errf(err, DLK_EXIT_CONFIG, "the training data has %zu samples, fewer than the %d workers",
 			                r->ds->n, r->world);
 	}
-	r->spe = (long)((r->shard + (size_t)r->batch - 1) / (size_t)r->batch);
+	r->mspe = (long)((r->shard + (size_t)r->batch - 1) / (size_t)r->batch);
+	r->spe = (r->mspe + r->accum - 1) / r->accum;
 	r->total = r->spe * r->tr->epochs;
 	r->st.sched_spe = r->spe;
 	r->st.sched_total = r->total;
@@ -283,10 +290,15 @@ static int setup_buffers(struct run *r, struct dlk_err *err)
 	}
 	if (!r->xdev || !r->ydev)
 		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for a batch of %d", be->name, r->batch);
+	if (r->accum > 1 && !(r->acc = be->alloc(sizeof(float) * (r->net->n_params ? r->net->n_params : 1))))
+		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for the accumulated gradients (%zu parameters)",
+		                be->name, r->net->n_params);
 	return 0;
 }
 
-/* Puts this rank's part of global step s of the epoch on the device; returns how many samples.
+/* Puts this rank's part of global micro-batch s of the epoch on the device (with
+ * training.accumulate K, optimizer step s takes micro-batches sK .. sK + K - 1, so a step covers
+ * the positions of a K-times-larger batch); returns how many samples.
  * Whole data on every rank: global step s covers positions [s*batch*world, ...) of the epoch's
  * permutation and rank r takes the r-th equal slice of it, so the global batch of a step does not
  * depend on how many ranks share it: 1 x 256 and 2 x 128 train on the same samples.
@@ -326,23 +338,54 @@ static int load_batch(struct run *r, int epoch, long s)
 	return nb;
 }
 
-/* One optimizer step on the batch on the device: gradients, their mean over the ranks, the
- * update. Fills the batch's loss and the learning rate used. */
-static int train_step(struct run *r, int nb, int epoch, long s, float *loss, double *lr, struct dlk_err *err)
+/* One optimizer step: the gradients of its micro-batches (one unless training.accumulate), their
+ * mean over the samples and the ranks, the update. Fills the samples it took, their mean loss and
+ * the learning rate used. With several micro-batches, the gradient of each (the mean over its nb
+ * samples) is summed into r->acc weighted by nb, and the step's gradient is that sum over all
+ * its samples: the gradient of one batch of them all. The gradient-ready hook (which starts the
+ * all-reduce during backward) is off then: the gradient is whole only after the last one. */
+static int train_step(struct run *r, int epoch, long s, int *n_samples, float *loss, double *lr, struct dlk_err *err)
 {
 	const struct dlk_train_opts *o = r->o;
+	const struct dlk_backend *be = r->be;
 	struct dlk_net *net = r->net;
+	long m0 = s * r->accum, m1 = m0 + r->accum < r->mspe ? m0 + r->accum : r->mspe;
+	int total = 0, many = m1 - m0 > 1;
+	double lsum = 0;
 	char msg[256];
 
-	dlk_net_forward(net, r->xdev, nb, 1);
-	*loss = dlk_loss_backward(net, &r->loss, r->ydev, r->tdev, nb);
-	if (r->be->check(msg, sizeof(msg)))
-		return dlk_errf(err, DLK_EXIT_FAIL, "%s: %s", r->be->name, msg);
-	if (!isfinite(*loss)) {
-		dlk_errf(err, DLK_EXIT_FAIL, "training diverged at epoch %d, step %ld: the loss is %g", epoch + 1, s + 1,
-		         (double)*loss);
-		return dlk_err_hint(err, "lower training.lr (now %g) or set training.grad_clip", r->tr->lr);
+	if (many)
+		net->grad_ready = NULL;
+	for (long ms = m0; ms < m1; ms++) {
+		int nb = load_batch(r, epoch, ms);
+		dlk_net_forward(net, r->xdev, nb, 1);
+		float l = dlk_loss_backward(net, &r->loss, r->ydev, r->tdev, nb);
+		if (be->check(msg, sizeof(msg)))
+			return dlk_errf(err, DLK_EXIT_FAIL, "%s: %s", be->name, msg);
+		if (!isfinite(l)) {
+			dlk_errf(err, DLK_EXIT_FAIL, "training diverged at epoch %d, step %ld: the loss is %g", epoch + 1, s + 1,
+			         (double)l);
+			return dlk_err_hint(err, "lower training.lr (now %g) or set training.grad_clip", r->tr->lr);
+		}
+		lsum += (double)l * nb;
+		total += nb;
+		if (!many)
+			continue;
+		if (ms == m0) {
+			be->copy(r->acc, net->grads, sizeof(float) * net->n_params);
+			be->scale(r->acc, net->n_params, (float)nb);
+		} else if (ms + 1 < m1) {
+			be->axpy(net->n_params, (float)nb, net->grads, r->acc);
+		} else {
+			be->scale(net->grads, net->n_params, (float)nb);
+			be->axpy(net->n_params, 1.0f, r->acc, net->grads);
+			be->scale(net->grads, net->n_params, 1.0f / (float)total);
+		}
 	}
+	if (many && o->allreduce && o->grad_ready)
+		net->grad_ready = o->grad_ready;
+	*n_samples = total;
+	*loss = (float)(lsum / (total ? total : 1));
 	if (o->allreduce && o->allreduce(o->comm_ctx, net->grads, net->n_params, err))
 		return -1;
 	*lr = dlk_optimizer_lr(&r->opt, r->st.global_step);
@@ -486,9 +529,9 @@ static int run_epochs(struct run *r, struct dlk_err *err)
 				return 1;
 			}
 			double t0 = dlk_now(), lr = 0;
-			float loss;
-			int nb = load_batch(r, epoch, s);
-			if (train_step(r, nb, epoch, s, &loss, &lr, err))
+			float loss = 0;
+			int nb = 0;
+			if (train_step(r, epoch, s, &nb, &loss, &lr, err))
 				return -1;
 			st->global_step++;
 			st->step_in_epoch = s + 1;
@@ -525,7 +568,8 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	struct run r = { .o = o, .tr = o->training, .be = o->backend ? o->backend : dlk_backend_cpu(),
 	                 .ds = o->train, .res = res, .net = &res->net, .opt = DLK_OPTIMIZER_INIT,
 	                 .rank = o->world > 0 ? o->rank : 0, .world = o->world > 0 ? o->world : 1,
-	                 .batch = o->training->batch_size };
+	                 .batch = o->training->batch_size,
+	                 .accum = o->training->accumulate > 1 ? o->training->accumulate : 1 };
 	int ret = -1;
 
 	*res = (struct dlk_train_result)DLK_TRAIN_RESULT_INIT;
@@ -555,6 +599,7 @@ out:
 	r.be->free(r.xdev);
 	r.be->free(r.ydev);
 	r.be->free(r.tdev);
+	r.be->free(r.acc);
 	dlk_optimizer_release(&r.opt);
 	return ret;
 }
