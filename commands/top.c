@@ -28,6 +28,84 @@ static void on_int(int s)
 	top_stop = 1;
 }
 
+static double pnum(const cJSON *p, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, k);
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* a rank's shares of its step time, as three cells */
+static void phase_cells(struct dlk_table_row *row, int at, const cJSON *e)
+{
+	for (int k = 0; k < DLK_PHASES; k++) {
+		double v = pnum(e, dlk_step_phase_name(k));
+		if (v >= 0)
+			snprintf(row->c[at + k], DLK_TABLE_CELL, "%.0f", 100 * v);
+		else
+			snprintf(row->c[at + k], DLK_TABLE_CELL, "-");
+	}
+}
+
+static const char *const phase_head[DLK_PHASES] = { "DATA%", "COMPUTE%", "ALLREDUCE%" };
+
+/* the warnings of a run or a job (lib/top: ranks starved by input) */
+static void show_warnings(struct dlk_buf *b, const char *who, const cJSON *warnings)
+{
+	const cJSON *w;
+
+	cJSON_ArrayForEach(w, warnings)
+		if (cJSON_IsString(w))
+			dlk_buf_addf(b, "warning: %s: %s\n", dlk_visible(who), w->valuestring);
+}
+
+/* Below the runs, a line per rank of each run that published its progress: the epoch, the step,
+ * the throughput, and where the rank's step time goes; then the warnings. */
+static void show_ranks(struct dlk_ctx *ctx, struct dlk_buf *b, const cJSON *rows, const char *only)
+{
+	static const char *const h[] = { "PROJECT", "RANK", "EPOCH", "STEP", "SAMPLES/S" };
+	const cJSON *r, *e;
+	int n = 0, cap = 1;
+	struct dlk_table_row *t;
+
+	cJSON_ArrayForEach(r, rows)
+		cap += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "progress"),
+		                                                           DLK_PROGRESS_PHASES));
+	if (cap == 1)
+		return;
+	t = xcalloc((size_t)cap, sizeof(*t));
+	for (int i = 0; i < 5; i++)
+		snprintf(t[0].c[i], DLK_TABLE_CELL, "%s", h[i]);
+	for (int k = 0; k < DLK_PHASES; k++)
+		snprintf(t[0].c[5 + k], DLK_TABLE_CELL, "%s", phase_head[k]);
+	cJSON_ArrayForEach(r, rows) {
+		const char *p = cJSON_GetObjectItemCaseSensitive(r, "project")->valuestring;
+		const cJSON *pr = cJSON_GetObjectItemCaseSensitive(r, "progress");
+		if (only && strcmp(only, p))
+			continue;
+		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(pr, DLK_PROGRESS_PHASES)) {
+			if (n + 1 >= cap)
+				break;
+			n++;
+			snprintf(t[n].c[0], DLK_TABLE_CELL, "%s", p);
+			snprintf(t[n].c[1], DLK_TABLE_CELL, "%.0f", pnum(e, "rank"));
+			snprintf(t[n].c[2], DLK_TABLE_CELL, "%.0f/%.0f", pnum(pr, DLK_PROGRESS_EPOCH), pnum(pr, DLK_PROGRESS_EPOCHS));
+			snprintf(t[n].c[3], DLK_TABLE_CELL, "%.0f/%.0f", pnum(pr, DLK_PROGRESS_STEP), pnum(pr, DLK_PROGRESS_TOTAL_STEPS));
+			snprintf(t[n].c[4], DLK_TABLE_CELL, "%.0f", pnum(pr, DLK_PROGRESS_SAMPLES_PER_SEC));
+			phase_cells(&t[n], 5, e);
+		}
+	}
+	if (n) {
+		dlk_buf_adds(b, "\n");
+		dlk_table_print(ctx, b, t, n + 1, 5 + DLK_PHASES);
+	}
+	free(t);
+	cJSON_ArrayForEach(r, rows) {
+		const char *p = cJSON_GetObjectItemCaseSensitive(r, "project")->valuestring;
+		if (!only || !strcmp(only, p))
+			show_warnings(b, p, cJSON_GetObjectItemCaseSensitive(r, "warnings"));
+	}
+}
+
 static void show(struct dlk_ctx *ctx, const cJSON *rows, const char *only)
 {
 	struct dlk_table_row *t;
@@ -61,10 +139,11 @@ static void show(struct dlk_ctx *ctx, const cJSON *rows, const char *only)
 		dlk_table_print(ctx, &b, t, n + 1, 7);
 	else
 		dlk_buf_adds(&b, "no runs going on here\n");
+	free(t);
+	show_ranks(ctx, &b, rows, only);
 	dlk_put_text(stdout, b.data, b.len);
 	fflush(stdout);
 	dlk_buf_release(&b);
-	free(t);
 }
 
 static cJSON *gpus_json(const struct dlk_gpu_sample *g, int n)
@@ -121,12 +200,6 @@ static void show_gpus(struct dlk_ctx *ctx, const struct dlk_gpu_sample *g, int n
 	free(t);
 }
 
-static double pnum(const cJSON *p, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, k);
-	return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
 /* a line per pod: its job, rank, phase, node, restarts, and the job's progress on rank 0's line */
 static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 {
@@ -135,12 +208,15 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 	struct dlk_buf b = DLK_BUF_INIT;
 	int n = 0, rows = 1;
 	static const char *const h[] = { "JOB", "RANK", "POD", "PHASE", "NODE", "RESTARTS", "PROGRESS", "SAMPLES/S" };
+	const int nc = 8 + DLK_PHASES;
 
 	cJSON_ArrayForEach(j, jobs)
 		rows += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "pods")) + 1;
 	t = xcalloc((size_t)rows, sizeof(*t));
 	for (int i = 0; i < 8; i++)
 		snprintf(t[0].c[i], DLK_TABLE_CELL, "%s", h[i]);
+	for (int k = 0; k < DLK_PHASES; k++)
+		snprintf(t[0].c[8 + k], DLK_TABLE_CELL, "%s", phase_head[k]);
 	cJSON_ArrayForEach(j, jobs) {
 		const cJSON *pr = cJSON_GetObjectItemCaseSensitive(j, "progress"), *pods = cJSON_GetObjectItemCaseSensitive(j, "pods");
 		const char *name = cJSON_GetObjectItemCaseSensitive(j, "job")->valuestring;
@@ -159,7 +235,7 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 			snprintf(t[n].c[1], DLK_TABLE_CELL, "-");
 			snprintf(t[n].c[2], DLK_TABLE_CELL, "-");
 			snprintf(t[n].c[3], DLK_TABLE_CELL, "%s", cJSON_GetObjectItemCaseSensitive(j, "state")->valuestring);
-			for (int i = 4; i < 8; i++)
+			for (int i = 4; i < nc; i++)
 				snprintf(t[n].c[i], DLK_TABLE_CELL, "%s", i == 6 ? prog : i == 7 ? sps : "-");
 			continue;
 		}
@@ -179,14 +255,18 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 			/* rank 0 publishes the job's progress: on its line */
 			snprintf(t[n].c[6], DLK_TABLE_CELL, "%s", first ? prog : "");
 			snprintf(t[n].c[7], DLK_TABLE_CELL, "%s", first ? sps : "");
+			phase_cells(&t[n], 8, cJSON_GetObjectItemCaseSensitive(p, "step_time"));
 			first = 0;
 		}
 	}
 	if (n)
-		dlk_table_print(ctx, &b, t, n + 1, 8);
+		dlk_table_print(ctx, &b, t, n + 1, nc);
 	else
 		dlk_buf_addf(&b, "no training jobs running in namespace '%s'\n",
 		             dlk_visible(cJSON_GetObjectItemCaseSensitive(doc, "namespace")->valuestring));
+	cJSON_ArrayForEach(j, jobs)
+		show_warnings(&b, cJSON_GetObjectItemCaseSensitive(j, "job")->valuestring,
+		              cJSON_GetObjectItemCaseSensitive(j, "warnings"));
 	dlk_put_text(stdout, b.data, b.len);
 	fflush(stdout);
 	dlk_buf_release(&b);
