@@ -46,6 +46,17 @@ static void phase_cells(struct dlk_table_row *row, int at, const cJSON *e)
 	}
 }
 
+/* the run's model FLOP utilisation in percent, "-" when its peak or FLOPs are not known */
+static void mfu_cell(char *cell, const cJSON *progress)
+{
+	double m = pnum(progress, DLK_PROGRESS_MFU);
+
+	if (m >= 0)
+		snprintf(cell, DLK_TABLE_CELL, "%.*f", m < 0.1 ? 2 : 1, 100 * m);
+	else
+		snprintf(cell, DLK_TABLE_CELL, "-");
+}
+
 static const char *const phase_head[DLK_PHASES] = { "DATA%", "COMPUTE%", "ALLREDUCE%" };
 
 /* the warnings of a run or a job (lib/top: ranks starved by input) */
@@ -62,7 +73,7 @@ static void show_warnings(struct dlk_buf *b, const char *who, const cJSON *warni
  * the throughput, and where the rank's step time goes; then the warnings. */
 static void show_ranks(struct dlk_ctx *ctx, struct dlk_buf *b, const cJSON *rows, const char *only)
 {
-	static const char *const h[] = { "PROJECT", "RANK", "EPOCH", "STEP", "SAMPLES/S" };
+	static const char *const h[] = { "PROJECT", "RANK", "EPOCH", "STEP", "SAMPLES/S", "MFU%" };
 	const cJSON *r, *e;
 	int n = 0, cap = 1;
 	struct dlk_table_row *t;
@@ -73,10 +84,10 @@ static void show_ranks(struct dlk_ctx *ctx, struct dlk_buf *b, const cJSON *rows
 	if (cap == 1)
 		return;
 	t = xcalloc((size_t)cap, sizeof(*t));
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		snprintf(t[0].c[i], DLK_TABLE_CELL, "%s", h[i]);
 	for (int k = 0; k < DLK_PHASES; k++)
-		snprintf(t[0].c[5 + k], DLK_TABLE_CELL, "%s", phase_head[k]);
+		snprintf(t[0].c[6 + k], DLK_TABLE_CELL, "%s", phase_head[k]);
 	cJSON_ArrayForEach(r, rows) {
 		const char *p = cJSON_GetObjectItemCaseSensitive(r, "project")->valuestring;
 		const cJSON *pr = cJSON_GetObjectItemCaseSensitive(r, "progress");
@@ -91,12 +102,13 @@ static void show_ranks(struct dlk_ctx *ctx, struct dlk_buf *b, const cJSON *rows
 			snprintf(t[n].c[2], DLK_TABLE_CELL, "%.0f/%.0f", pnum(pr, DLK_PROGRESS_EPOCH), pnum(pr, DLK_PROGRESS_EPOCHS));
 			snprintf(t[n].c[3], DLK_TABLE_CELL, "%.0f/%.0f", pnum(pr, DLK_PROGRESS_STEP), pnum(pr, DLK_PROGRESS_TOTAL_STEPS));
 			snprintf(t[n].c[4], DLK_TABLE_CELL, "%.0f", pnum(pr, DLK_PROGRESS_SAMPLES_PER_SEC));
-			phase_cells(&t[n], 5, e);
+			mfu_cell(t[n].c[5], pr);
+			phase_cells(&t[n], 6, e);
 		}
 	}
 	if (n) {
 		dlk_buf_adds(b, "\n");
-		dlk_table_print(ctx, b, t, n + 1, 5 + DLK_PHASES);
+		dlk_table_print(ctx, b, t, n + 1, 6 + DLK_PHASES);
 	}
 	free(t);
 	cJSON_ArrayForEach(r, rows) {
@@ -207,20 +219,20 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 	struct dlk_table_row *t;
 	struct dlk_buf b = DLK_BUF_INIT;
 	int n = 0, rows = 1;
-	static const char *const h[] = { "JOB", "RANK", "POD", "PHASE", "NODE", "RESTARTS", "PROGRESS", "SAMPLES/S" };
-	const int nc = 8 + DLK_PHASES;
+	static const char *const h[] = { "JOB", "RANK", "POD", "PHASE", "NODE", "RESTARTS", "PROGRESS", "SAMPLES/S", "MFU%" };
+	const int nc = 9 + DLK_PHASES;
 
 	cJSON_ArrayForEach(j, jobs)
 		rows += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "pods")) + 1;
 	t = xcalloc((size_t)rows, sizeof(*t));
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 9; i++)
 		snprintf(t[0].c[i], DLK_TABLE_CELL, "%s", h[i]);
 	for (int k = 0; k < DLK_PHASES; k++)
-		snprintf(t[0].c[8 + k], DLK_TABLE_CELL, "%s", phase_head[k]);
+		snprintf(t[0].c[9 + k], DLK_TABLE_CELL, "%s", phase_head[k]);
 	cJSON_ArrayForEach(j, jobs) {
 		const cJSON *pr = cJSON_GetObjectItemCaseSensitive(j, "progress"), *pods = cJSON_GetObjectItemCaseSensitive(j, "pods");
 		const char *name = cJSON_GetObjectItemCaseSensitive(j, "job")->valuestring;
-		char prog[DLK_TABLE_CELL] = "-", sps[32] = "-";
+		char prog[DLK_TABLE_CELL] = "-", sps[32] = "-", mfu[DLK_TABLE_CELL] = "-";
 		int first = 1;
 		if (cJSON_IsObject(pr)) {
 			snprintf(prog, sizeof(prog), "epoch %.0f/%.0f step %.0f/%.0f loss %.4g", pnum(pr, DLK_PROGRESS_EPOCH),
@@ -228,6 +240,7 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 			         pnum(pr, DLK_PROGRESS_LOSS));
 			if (pnum(pr, DLK_PROGRESS_SAMPLES_PER_SEC) >= 0)
 				snprintf(sps, sizeof(sps), "%.0f", pnum(pr, DLK_PROGRESS_SAMPLES_PER_SEC));
+			mfu_cell(mfu, pr);
 		}
 		if (!cJSON_GetArraySize(pods)) {
 			n++;
@@ -236,7 +249,7 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 			snprintf(t[n].c[2], DLK_TABLE_CELL, "-");
 			snprintf(t[n].c[3], DLK_TABLE_CELL, "%s", cJSON_GetObjectItemCaseSensitive(j, "state")->valuestring);
 			for (int i = 4; i < nc; i++)
-				snprintf(t[n].c[i], DLK_TABLE_CELL, "%s", i == 6 ? prog : i == 7 ? sps : "-");
+				snprintf(t[n].c[i], DLK_TABLE_CELL, "%s", i == 6 ? prog : i == 7 ? sps : i == 8 ? mfu : "-");
 			continue;
 		}
 		cJSON_ArrayForEach(p, pods) {
@@ -255,7 +268,8 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 			/* rank 0 publishes the job's progress: on its line */
 			snprintf(t[n].c[6], DLK_TABLE_CELL, "%s", first ? prog : "");
 			snprintf(t[n].c[7], DLK_TABLE_CELL, "%s", first ? sps : "");
-			phase_cells(&t[n], 8, cJSON_GetObjectItemCaseSensitive(p, "step_time"));
+			snprintf(t[n].c[8], DLK_TABLE_CELL, "%s", first ? mfu : "");
+			phase_cells(&t[n], 9, cJSON_GetObjectItemCaseSensitive(p, "step_time"));
 			first = 0;
 		}
 	}

@@ -27,6 +27,14 @@ char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int h
 	cJSON_AddStringToObject(o, DLK_PROGRESS_UPDATED, updated);
 	if (ev->world > 0)
 		cJSON_AddNumberToObject(o, DLK_PROGRESS_WORKERS, ev->world);
+	if (ev->flops_per_sample > 0 && ev->flops > 0) {
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_FLOPS_PER_SAMPLE, ev->flops_per_sample);
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_FLOPS, round(ev->flops));
+		if (ev->peak_flops > 0) {
+			cJSON_AddNumberToObject(o, DLK_PROGRESS_PEAK_FLOPS, ev->peak_flops);
+			cJSON_AddNumberToObject(o, DLK_PROGRESS_MFU, round(ev->flops / ev->peak_flops * 1e5) / 1e5);
+		}
+	}
 	const double *ph = ev->rank_phase_sec ? ev->rank_phase_sec : ev->phase_sec;
 	int nr = ev->rank_phase_sec ? ev->n_rank_phases : 1;
 	if (nr > DLK_PROGRESS_MAX_RANKS)

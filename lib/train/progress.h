@@ -22,6 +22,13 @@
  * DLK_PROGRESS_MAX_RANKS ranks */
 #define DLK_PROGRESS_PHASES "phases"
 #define DLK_PROGRESS_MAX_RANKS 64
+/* the model FLOP utilisation, when the model's FLOPs are known: "flopsPerSample" (a training
+ * step's, 3x the forward), "flops" (the gang's FLOP/s), and with a known peak "peakFlops" (all
+ * the gang's devices) and "mfu" (flops / peakFlops, from 0 to 1) */
+#define DLK_PROGRESS_FLOPS_PER_SAMPLE "flopsPerSample"
+#define DLK_PROGRESS_FLOPS "flops"
+#define DLK_PROGRESS_PEAK_FLOPS "peakFlops"
+#define DLK_PROGRESS_MFU "mfu"
 /* A run here (not in a pod) writes the same value, with "run" (its id) and without "accuracy",
  * in the file DLK_PROGRESS_FILE of the project's run directory (dlk_runs_local_dir), where
  * `dlk top` reads it. */

@@ -51,6 +51,9 @@ struct dlk_train_event {
 	 * whoever gathers them (lib/trainer), NULL from the loop */
 	const double *rank_phase_sec;
 	int n_rank_phases;
+	/* the model's FLOPs per training sample (lib/nn/net.h), the whole gang's FLOP/s and the peak
+	 * of all its devices (lib/top/peak.h): filled by lib/trainer, 0 when not known */
+	double flops_per_sample, flops, peak_flops;
 };
 
 /* What a checkpoint saves and a resume restores: the net's flat params (and dropout_counter),

@@ -16,6 +16,7 @@
 #include "lib/nn/device.h"
 #include "lib/nn/net.h"
 #include "lib/report/report.h"
+#include "lib/top/peak.h"
 #include "lib/train/bundle.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/state.h"
@@ -25,9 +26,11 @@
 #include "lib/util/hash.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
+#include "lib/util/parallel.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +158,8 @@ struct here {
 	double progress_saved;        /* when a run here last wrote its progress file */
 	int progress_warned;
 	double *kept_phase;           /* the last step times gathered from every rank */
+	double flops_per_sample;      /* a training step's FLOPs per sample (0: not known) */
+	struct dlk_peak peak;         /* this rank's device's peak (flops 0: not known) */
 	int n_kept_phase;
 };
 
@@ -228,6 +233,12 @@ static void on_start(void *vctx, const struct dlk_net *net, long total_steps)
 
 	(void)total_steps;
 	r->net = net;
+	/* the model FLOP utilisation's terms: the model's FLOPs, the device's peak */
+	r->flops_per_sample = DLK_TRAIN_FLOPS_FACTOR * dlk_net_flops_per_sample(net);
+	memset(&r->peak, 0, sizeof(r->peak));
+	if (!strcmp(net->be->name, "cpu") ? dlk_peak_cpu(dlk_parallel_threads(), &r->peak)
+	                                  : dlk_peak_gpu(net->be->device, &r->peak))
+		memset(&r->peak, 0, sizeof(r->peak));
 }
 
 /* Rank 0 in a cluster, at most every poll_sec unless now_please: the Job's workers when `dlk scale`
@@ -285,6 +296,28 @@ static void local_progress(struct here *r, const struct dlk_train_event *ev)
 	free(path);
 	free(dir);
 	free(s);
+}
+
+/* The run's model FLOP utilisation in its record ("mfu"), when the model's FLOPs are known: the
+ * training FLOPs per sample, the gang's FLOP/s over the run's steps (this rank's throughput
+ * times the ranks: they move in step), and with a known peak, the peak of every rank's device,
+ * how it was found, and their ratio. */
+static void record_mfu(struct here *r, const struct dlk_train_result *res)
+{
+	double flops = r->flops_per_sample * res->train_samples_per_sec * r->world;
+	cJSON *o;
+
+	if (!r->trun.rec || !(r->flops_per_sample > 0) || !(flops > 0))
+		return;
+	o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "flops_per_sample", r->flops_per_sample);
+	cJSON_AddNumberToObject(o, "flops_per_second", round(flops));
+	if (r->peak.flops > 0) {
+		cJSON_AddNumberToObject(o, "peak_flops_per_second", r->peak.flops * r->world);
+		cJSON_AddStringToObject(o, "peak", r->peak.source);
+		cJSON_AddNumberToObject(o, "mfu", round(flops / (r->peak.flops * r->world) * 1e5) / 1e5);
+	}
+	dlk_run_set_item(r->trun.rec, "mfu", o);
 }
 
 static void on_event(void *vctx, const struct dlk_train_event *ev0)
@@ -358,6 +391,11 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		r->resize_to = resize;
 		stop_flag = 1;
 	}
+	/* the gang's FLOP/s: the steps' and epochs' throughput is the gang's by now, the end's is
+	 * this rank's (ranks move in step) */
+	evc.flops_per_sample = r->flops_per_sample;
+	evc.flops = r->flops_per_sample * evc.samples_per_sec * (ev0->kind == DLK_TRAIN_DONE ? r->world : 1);
+	evc.peak_flops = r->peak.flops * r->world;
 	if (!evc.rank_phase_sec && r->kept_phase) {
 		evc.rank_phase_sec = r->kept_phase;
 		evc.n_rank_phases = r->n_kept_phase;
@@ -1103,6 +1141,7 @@ int dlk_trainer_here(const struct dlk_trainer_here_opts *o, const struct dlk_pro
 	}
 	if (sink->result)
 		sink->result(sink->ud, spec, &res, bundle, run.world);
+	record_mfu(&run, &res);
 	dlk_train_run_succeeded(&run.trun, run_bundle ? run_bundle : bundle);
 	goto out;
 fail:
@@ -1123,6 +1162,7 @@ fail:
 			cJSON_Delete(doc);
 			cJSON_Delete(meta);
 		}
+		record_mfu(&run, &res);
 		dlk_train_run_finish(&run.trun, sig_seen || run.resize_to ? DLK_RUN_INTERRUPTED : DLK_RUN_FAILED, run.rank,
 		                     rc, err.msg);
 	}

@@ -87,9 +87,12 @@ test_expect_success 'the run'"'"'s progress, and where each rank'"'"'s step time
 	jq -e ".runs[0].progress.phases | length == 1 and .[0].rank == 0 and .[0].compute > 0 and .[0].allreduce == 0 and
 		(.[0].data + .[0].compute + .[0].allreduce - 1 | fabs) <= 0.002" p.json &&
 	jq -e ".runs[0].warnings | type == \"array\"" p.json &&
+	# blobs: dense 2 -> 8, relu, dense 8 -> 2: 2 (16 + 16) FLOPs forward, 3x that a training step
+	jq -e ".runs[0].progress | .flopsPerSample == 192 and .flops > 0 and
+		((has(\"peakFlops\") | not) or (.mfu - .flops / .peakFlops | fabs) < 1e-4)" p.json &&
 	(cd "$P" && dlk top --interval 0.1s) >p.txt && cat p.txt &&
-	grep -q "^PROJECT *RANK *EPOCH *STEP *SAMPLES/S *DATA% *COMPUTE% *ALLREDUCE%$" p.txt &&
-	grep -q "^blobs *0 *[0-9]*/100000 *[0-9]*/[0-9]* *[0-9]* *[0-9]* *[0-9]* *0$" p.txt
+	grep -q "^PROJECT *RANK *EPOCH *STEP *SAMPLES/S *MFU% *DATA% *COMPUTE% *ALLREDUCE%$" p.txt &&
+	grep -q "^blobs *0 *[0-9]*/100000 *[0-9]*/[0-9]* *[0-9]* *[0-9.]* *[0-9]* *[0-9]* *0$" p.txt
 '
 
 # a run of two ranks whose rank 1 waits for its input: its lock held (by a POSIX lock, as F_OFD_GETLK
@@ -114,7 +117,7 @@ test_expect_success 'a rank starved by input while the other computes is warned 
 	(cd "$P" && dlk top -o json --interval 0.1s starved) >s.json && cat s.json &&
 	jq -e ".runs[0].pid == $HOLDER and .runs[0].warnings == [\"rank 1 waits for its input 62% of its step time, the other ranks 4%: it is starved by input\"]" s.json &&
 	(cd "$P" && dlk top --interval 0.1s starved) >s.txt && cat s.txt &&
-	grep -q "^starved *0 *2/9 *40/180 *1234 *4 *30 *66$" s.txt && grep -q "^starved *1 *2/9 *40/180 *1234 *62 *30 *8$" s.txt &&
+	grep -q "^starved *0 *2/9 *40/180 *1234 *- *4 *30 *66$" s.txt && grep -q "^starved *1 *2/9 *40/180 *1234 *- *62 *30 *8$" s.txt &&
 	grep -qx "warning: starved: rank 1 waits for its input 62% of its step time, the other ranks 4%: it is starved by input" s.txt &&
 	sed "s/\"run\":\"[^\"]*\"/\"run\":\"another\"/" "$S/progress" >"$S/p2" && mv "$S/p2" "$S/progress" &&
 	(cd "$P" && dlk top -o json --interval 0.1s starved) >o.json &&
@@ -124,8 +127,16 @@ kill $HOLDER; wait $HOLDER
 
 kill -INT $TRAIN; wait $TRAIN
 
-test_expect_success 'the run ended: dlk top shows none' '
-	(cd "$P" && dlk top -o json --interval 0.1s) >top.json && jq -e ".runs == []" top.json
+test_expect_success 'the run ended: dlk top shows none; its record and dlk status have its MFU' '
+	(cd "$P" && dlk top -o json --interval 0.1s) >top.json && jq -e ".runs == []" top.json &&
+	rec=$(ls "$P"/.dlk/runs/blobs/*.json) && jq -c .run.mfu "$rec" &&
+	jq -e ".run.outcome == \"interrupted\" and .run.mfu.flops_per_sample == 192 and .run.mfu.flops_per_second > 0" "$rec" &&
+	(cd "$P" && dlk status --local --run "$(jq -r .run.id "$rec")") >st.txt && grep "^MFU " st.txt &&
+	if jq -e ".run.mfu.peak" "$rec" >/dev/null; then
+		grep -q "^MFU  *[0-9.]*% ([0-9.]* [kMGT]*FLOP/s of a peak of [0-9.]* [kMGT]*FLOP/s; CPU: [0-9]* thread" st.txt
+	else
+		grep -q "^MFU  *- ([0-9.]* [kMGT]*FLOP/s; the device.s peak is not known)" st.txt
+	fi
 '
 
 test_done
