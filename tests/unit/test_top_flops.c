@@ -1,11 +1,15 @@
 /* A model's FLOPs per sample (lib/nn/flops.c), the numerator of its model FLOP utilisation,
- * against counts made by hand for the MLP, CNN and GPT examples, and for layers that count 0. */
+ * against counts made by hand for the MLP, CNN and GPT examples; and the denominator, a device's
+ * peak (lib/top/peak.c): GPUs by their NVML names, this machine's CPU by its threads. */
 #include "tests/unit/check.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "lib/nn/net.h"
 #include "lib/project/project.h"
+#include "lib/top/peak.h"
+#include <unistd.h>
 
 static double example_flops(const char *path)
 {
@@ -49,5 +53,40 @@ int main(void)
 		CHECK_NEAR(want / T, 2 * (786432 + 32896) + 4 * L * T * D, 0);
 	}
 	CHECK_NEAR(DLK_TRAIN_FLOPS_FACTOR, 3, 0);
+
+	/* peaks: the names NVML gives, the longest match first (H100 PCIe is not an SXM H100, an
+	 * A100 not an A10, an L40S not an L4) */
+	{
+		static const struct {
+			const char *name;
+			double tflops;
+		} want[] = { { "NVIDIA H100 80GB HBM3", 66.9 }, { "NVIDIA H100 PCIe", 51.2 }, { "NVIDIA H200", 66.9 },
+		             { "NVIDIA A100-SXM4-40GB", 19.5 }, { "NVIDIA A10G", 31.2 },    { "NVIDIA L4", 30.3 },
+		             { "NVIDIA L40S", 91.6 },           { "Tesla T4", 8.1 } };
+		struct dlk_peak p;
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			CHECK_MSG(dlk_peak_gpu(want[i].name, &p) == 0 && p.flops == want[i].tflops * 1e12, "%s: %g", want[i].name,
+			          p.flops);
+			CHECK(strstr(p.source, want[i].name) && strstr(p.source, "FP32"));
+		}
+		CHECK(dlk_peak_gpu("Some GPU 9000", &p) == -1 && dlk_peak_gpu(NULL, &p) == -1);
+	}
+	/* the CPU: proportional to the threads, all of them for 0 or too many */
+	{
+		struct dlk_peak one, two, all, over;
+		long online = sysconf(_SC_NPROCESSORS_ONLN);
+		if (dlk_peak_cpu(1, &one) == 0) {
+			CHECK(one.flops >= 1e8 * 8 && strstr(one.source, "CPU: 1 thread x "));
+			CHECK(dlk_peak_cpu(0, &all) == 0 && all.flops == one.flops * (double)online);
+			CHECK(dlk_peak_cpu(100000, &over) == 0 && over.flops == all.flops);
+			if (online >= 2)
+				CHECK(dlk_peak_cpu(2, &two) == 0 && two.flops == 2 * one.flops && strstr(two.source, "CPU: 2 threads x "));
+		} else {
+#if defined(__x86_64__) || defined(__i386__)
+			/* an x86 /proc/cpuinfo always has "cpu MHz" */
+			CHECK_MSG(0, "the CPU's clock can be read here (cpufreq or /proc/cpuinfo)");
+#endif
+		}
+	}
 	return CHECK_DONE();
 }
