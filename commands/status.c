@@ -559,6 +559,13 @@ static void detail_text(const struct dlk_ctx *ctx, const struct dlk_job_summary 
 				dlk_buf_addf(b, " %.60s", dlk_visible(tm->valuestring));
 			if (cJSON_IsNumber(sps))
 				dlk_buf_addf(b, " samples/s %.0f", sps->valuedouble);
+			const cJSON *mfu = cJSON_GetObjectItemCaseSensitive(s->progress, DLK_PROGRESS_MFU);
+			const cJSON *fl = cJSON_GetObjectItemCaseSensitive(s->progress, DLK_PROGRESS_FLOPS);
+			if (cJSON_IsNumber(mfu) && cJSON_IsNumber(fl)) {
+				char f[32];
+				dlk_fmt_flops(f, sizeof(f), fl->valuedouble);
+				dlk_buf_addf(b, " MFU %.2f%% (%s)", 100 * mfu->valuedouble, f);
+			}
 			dlk_buf_addc(b, '\n');
 		}
 		if (cJSON_IsString(upd))

@@ -365,6 +365,25 @@ static void usage_text(const cJSON *info, const struct dlk_prices *pr, struct dl
 	}
 }
 
+/* run.mfu as a line: the model FLOP utilisation, the FLOP/s it is made of, and the peak's source */
+static void mfu_text(const cJSON *info, struct dlk_buf *b)
+{
+	const cJSON *m = get(info, "mfu"), *peak;
+	char f[32], p[32];
+
+	if (!cJSON_IsObject(m) || !cJSON_IsNumber(get(m, "flops_per_second")))
+		return;
+	dlk_fmt_flops(f, sizeof(f), get(m, "flops_per_second")->valuedouble);
+	peak = get(m, "peak_flops_per_second");
+	if (cJSON_IsNumber(get(m, "mfu")) && cJSON_IsNumber(peak)) {
+		dlk_fmt_flops(p, sizeof(p), peak->valuedouble);
+		line(b, "MFU", "%.2f%% (%s of a peak of %s; %s)", 100 * get(m, "mfu")->valuedouble, f, p,
+		     cJSON_IsString(get(m, "peak")) ? dlk_visible(get(m, "peak")->valuestring) : "-");
+	} else {
+		line(b, "MFU", "- (%s; the device's peak is not known)", f);
+	}
+}
+
 static void run_text(const cJSON *rec, const char *store_kind, const struct dlk_prices *pr, struct dlk_buf *b)
 {
 	const cJSON *info = dlk_run_info(rec), *m = get(rec, "metrics"), *f = get(info, "failure"), *v, *d;
@@ -410,6 +429,7 @@ static void run_text(const cJSON *rec, const char *store_kind, const struct dlk_
 		dlk_buf_release(&p);
 	}
 	usage_text(info, pr, b);
+	mfu_text(info, b);
 	if (job)
 		line(b, "where", "cluster: job %s in namespace %s", str_of(job, "name") ? str_of(job, "name") : "?",
 		     str_of(job, "namespace") ? str_of(job, "namespace") : "?");

@@ -28,6 +28,96 @@ static void on_int(int s)
 	top_stop = 1;
 }
 
+static double pnum(const cJSON *p, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, k);
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* a rank's shares of its step time, as three cells */
+static void phase_cells(struct dlk_table_row *row, int at, const cJSON *e)
+{
+	for (int k = 0; k < DLK_PHASES; k++) {
+		double v = pnum(e, dlk_step_phase_name(k));
+		if (v >= 0)
+			snprintf(row->c[at + k], DLK_TABLE_CELL, "%.0f", 100 * v);
+		else
+			snprintf(row->c[at + k], DLK_TABLE_CELL, "-");
+	}
+}
+
+/* the run's model FLOP utilisation in percent, "-" when its peak or FLOPs are not known */
+static void mfu_cell(char *cell, const cJSON *progress)
+{
+	double m = pnum(progress, DLK_PROGRESS_MFU);
+
+	if (m >= 0)
+		snprintf(cell, DLK_TABLE_CELL, "%.*f", m < 0.1 ? 2 : 1, 100 * m);
+	else
+		snprintf(cell, DLK_TABLE_CELL, "-");
+}
+
+static const char *const phase_head[DLK_PHASES] = { "DATA%", "COMPUTE%", "ALLREDUCE%" };
+
+/* the warnings of a run or a job (lib/top: ranks starved by input) */
+static void show_warnings(struct dlk_buf *b, const char *who, const cJSON *warnings)
+{
+	const cJSON *w;
+
+	cJSON_ArrayForEach(w, warnings)
+		if (cJSON_IsString(w))
+			dlk_buf_addf(b, "warning: %s: %s\n", dlk_visible(who), w->valuestring);
+}
+
+/* Below the runs, a line per rank of each run that published its progress: the epoch, the step,
+ * the throughput, and where the rank's step time goes; then the warnings. */
+static void show_ranks(struct dlk_ctx *ctx, struct dlk_buf *b, const cJSON *rows, const char *only)
+{
+	static const char *const h[] = { "PROJECT", "RANK", "EPOCH", "STEP", "SAMPLES/S", "MFU%" };
+	const cJSON *r, *e;
+	int n = 0, cap = 1;
+	struct dlk_table_row *t;
+
+	cJSON_ArrayForEach(r, rows)
+		cap += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "progress"),
+		                                                           DLK_PROGRESS_PHASES));
+	if (cap == 1)
+		return;
+	t = xcalloc((size_t)cap, sizeof(*t));
+	for (int i = 0; i < 6; i++)
+		snprintf(t[0].c[i], DLK_TABLE_CELL, "%s", h[i]);
+	for (int k = 0; k < DLK_PHASES; k++)
+		snprintf(t[0].c[6 + k], DLK_TABLE_CELL, "%s", phase_head[k]);
+	cJSON_ArrayForEach(r, rows) {
+		const char *p = cJSON_GetObjectItemCaseSensitive(r, "project")->valuestring;
+		const cJSON *pr = cJSON_GetObjectItemCaseSensitive(r, "progress");
+		if (only && strcmp(only, p))
+			continue;
+		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(pr, DLK_PROGRESS_PHASES)) {
+			if (n + 1 >= cap)
+				break;
+			n++;
+			snprintf(t[n].c[0], DLK_TABLE_CELL, "%s", p);
+			snprintf(t[n].c[1], DLK_TABLE_CELL, "%.0f", pnum(e, "rank"));
+			snprintf(t[n].c[2], DLK_TABLE_CELL, "%.0f/%.0f", pnum(pr, DLK_PROGRESS_EPOCH), pnum(pr, DLK_PROGRESS_EPOCHS));
+			snprintf(t[n].c[3], DLK_TABLE_CELL, "%.0f/%.0f", pnum(pr, DLK_PROGRESS_STEP), pnum(pr, DLK_PROGRESS_TOTAL_STEPS));
+			snprintf(t[n].c[4], DLK_TABLE_CELL, "%.0f", pnum(pr, DLK_PROGRESS_SAMPLES_PER_SEC));
+			mfu_cell(t[n].c[5], pr);
+			phase_cells(&t[n], 6, e);
+		}
+	}
+	if (n) {
+		dlk_buf_adds(b, "\n");
+		dlk_table_print(ctx, b, t, n + 1, 6 + DLK_PHASES);
+	}
+	free(t);
+	cJSON_ArrayForEach(r, rows) {
+		const char *p = cJSON_GetObjectItemCaseSensitive(r, "project")->valuestring;
+		if (!only || !strcmp(only, p))
+			show_warnings(b, p, cJSON_GetObjectItemCaseSensitive(r, "warnings"));
+	}
+}
+
 static void show(struct dlk_ctx *ctx, const cJSON *rows, const char *only)
 {
 	struct dlk_table_row *t;
@@ -61,10 +151,11 @@ static void show(struct dlk_ctx *ctx, const cJSON *rows, const char *only)
 		dlk_table_print(ctx, &b, t, n + 1, 7);
 	else
 		dlk_buf_adds(&b, "no runs going on here\n");
+	free(t);
+	show_ranks(ctx, &b, rows, only);
 	dlk_put_text(stdout, b.data, b.len);
 	fflush(stdout);
 	dlk_buf_release(&b);
-	free(t);
 }
 
 static cJSON *gpus_json(const struct dlk_gpu_sample *g, int n)
@@ -121,12 +212,6 @@ static void show_gpus(struct dlk_ctx *ctx, const struct dlk_gpu_sample *g, int n
 	free(t);
 }
 
-static double pnum(const cJSON *p, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, k);
-	return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
 /* a line per pod: its job, rank, phase, node, restarts, and the job's progress on rank 0's line */
 static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 {
@@ -134,17 +219,20 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 	struct dlk_table_row *t;
 	struct dlk_buf b = DLK_BUF_INIT;
 	int n = 0, rows = 1;
-	static const char *const h[] = { "JOB", "RANK", "POD", "PHASE", "NODE", "RESTARTS", "PROGRESS", "SAMPLES/S" };
+	static const char *const h[] = { "JOB", "RANK", "POD", "PHASE", "NODE", "RESTARTS", "PROGRESS", "SAMPLES/S", "MFU%" };
+	const int nc = 9 + DLK_PHASES;
 
 	cJSON_ArrayForEach(j, jobs)
 		rows += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "pods")) + 1;
 	t = xcalloc((size_t)rows, sizeof(*t));
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 9; i++)
 		snprintf(t[0].c[i], DLK_TABLE_CELL, "%s", h[i]);
+	for (int k = 0; k < DLK_PHASES; k++)
+		snprintf(t[0].c[9 + k], DLK_TABLE_CELL, "%s", phase_head[k]);
 	cJSON_ArrayForEach(j, jobs) {
 		const cJSON *pr = cJSON_GetObjectItemCaseSensitive(j, "progress"), *pods = cJSON_GetObjectItemCaseSensitive(j, "pods");
 		const char *name = cJSON_GetObjectItemCaseSensitive(j, "job")->valuestring;
-		char prog[DLK_TABLE_CELL] = "-", sps[32] = "-";
+		char prog[DLK_TABLE_CELL] = "-", sps[32] = "-", mfu[DLK_TABLE_CELL] = "-";
 		int first = 1;
 		if (cJSON_IsObject(pr)) {
 			snprintf(prog, sizeof(prog), "epoch %.0f/%.0f step %.0f/%.0f loss %.4g", pnum(pr, DLK_PROGRESS_EPOCH),
@@ -152,6 +240,7 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 			         pnum(pr, DLK_PROGRESS_LOSS));
 			if (pnum(pr, DLK_PROGRESS_SAMPLES_PER_SEC) >= 0)
 				snprintf(sps, sizeof(sps), "%.0f", pnum(pr, DLK_PROGRESS_SAMPLES_PER_SEC));
+			mfu_cell(mfu, pr);
 		}
 		if (!cJSON_GetArraySize(pods)) {
 			n++;
@@ -159,8 +248,8 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 			snprintf(t[n].c[1], DLK_TABLE_CELL, "-");
 			snprintf(t[n].c[2], DLK_TABLE_CELL, "-");
 			snprintf(t[n].c[3], DLK_TABLE_CELL, "%s", cJSON_GetObjectItemCaseSensitive(j, "state")->valuestring);
-			for (int i = 4; i < 8; i++)
-				snprintf(t[n].c[i], DLK_TABLE_CELL, "%s", i == 6 ? prog : i == 7 ? sps : "-");
+			for (int i = 4; i < nc; i++)
+				snprintf(t[n].c[i], DLK_TABLE_CELL, "%s", i == 6 ? prog : i == 7 ? sps : i == 8 ? mfu : "-");
 			continue;
 		}
 		cJSON_ArrayForEach(p, pods) {
@@ -179,14 +268,19 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 			/* rank 0 publishes the job's progress: on its line */
 			snprintf(t[n].c[6], DLK_TABLE_CELL, "%s", first ? prog : "");
 			snprintf(t[n].c[7], DLK_TABLE_CELL, "%s", first ? sps : "");
+			snprintf(t[n].c[8], DLK_TABLE_CELL, "%s", first ? mfu : "");
+			phase_cells(&t[n], 9, cJSON_GetObjectItemCaseSensitive(p, "step_time"));
 			first = 0;
 		}
 	}
 	if (n)
-		dlk_table_print(ctx, &b, t, n + 1, 8);
+		dlk_table_print(ctx, &b, t, n + 1, nc);
 	else
 		dlk_buf_addf(&b, "no training jobs running in namespace '%s'\n",
 		             dlk_visible(cJSON_GetObjectItemCaseSensitive(doc, "namespace")->valuestring));
+	cJSON_ArrayForEach(j, jobs)
+		show_warnings(&b, cJSON_GetObjectItemCaseSensitive(j, "job")->valuestring,
+		              cJSON_GetObjectItemCaseSensitive(j, "warnings"));
 	dlk_put_text(stdout, b.data, b.len);
 	fflush(stdout);
 	dlk_buf_release(&b);
@@ -301,7 +395,9 @@ const struct dlk_command_def dlk_cmd_top = {
 	               "(dlk train --local, the trials of dlk sweep --local), its run, the processes (a gang's\n"
 	               "workers included), their CPU use (100% is one core) and resident memory. On a terminal\n"
 	               "the view refreshes in place until Ctrl-C; piped, it prints one sample; -o json prints\n"
-	               "one sample as {\"runs\": [...], \"interval_s\"}. With --cluster: the training jobs of the\n"
+	               "one sample as {\"runs\": [...], \"interval_s\"}. Below the runs, a line per rank: its epoch,\n"
+	               "step, the run's MFU and where its step time goes (data wait, compute, all-reduce), with a\n"
+	               "warning on a rank starved by input. With --cluster: the training jobs of the\n"
 	               "namespace that have not ended, a line per pod (rank, phase, node, restarts) and the progress\n"
 	               "rank 0 publishes.",
 	.options = top_options,

@@ -335,6 +335,18 @@ void dlk_progress_clear(struct dlk_progress *p)
 	}
 }
 
+void dlk_fmt_flops(char *buf, size_t n, double f)
+{
+	static const char *const pre[] = { "", "k", "M", "G", "T", "P" };
+	int i = 0;
+
+	while (f >= 1000 && i < 5) {
+		f /= 1000;
+		i++;
+	}
+	snprintf(buf, n, "%.*f %sFLOP/s", f < 10 ? 2 : f < 100 ? 1 : 0, f, pre[i]);
+}
+
 void dlk_fmt_bytes(char *buf, size_t n, unsigned long long b)
 {
 	if (b < 1000)

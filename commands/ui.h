@@ -75,5 +75,7 @@ void dlk_progress_clear(struct dlk_progress *p);
 
 /* "54.1 MB": a byte count as people read it (powers of 1000) */
 void dlk_fmt_bytes(char *buf, size_t n, unsigned long long bytes);
+/* FLOP/s with an SI prefix: "1.30 GFLOP/s", "66.9 TFLOP/s" */
+void dlk_fmt_flops(char *buf, size_t n, double flops);
 
 #endif

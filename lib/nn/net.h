@@ -118,6 +118,15 @@ void dlk_net_release(struct dlk_net *net);
  * Caller frees. */
 char *dlk_net_summary(const struct dlk_net *net);
 
+/* The model's FLOPs per sample in a forward pass, counted as PaLM (appendix B) and llm.c count
+ * them: the matrix products only, 2 per multiply-add (dense: 2 x weights x positions; conv2d: 2
+ * x weights x output pixels; conv transpose: 2 x weights x input pixels; attention: its
+ * projections as dense, plus 4 T^2 D for the scores and their weighted sum, causal or not);
+ * element-wise layers, norms, pooling and embedding lookups count 0. A training step costs
+ * DLK_TRAIN_FLOPS_FACTOR times the forward (backward: twice the forward). */
+#define DLK_TRAIN_FLOPS_FACTOR 3.0
+double dlk_net_flops_per_sample(const struct dlk_net *net);
+
 /* Human-readable "64x7x7" of a shape (static buffer per call site is the caller's). */
 void dlk_shape_str(const int s[3], char *buf, size_t len);
 

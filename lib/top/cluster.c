@@ -54,6 +54,26 @@ static int by_rank(const void *a, const void *b)
 	return strcmp(get(x, "pod")->valuestring, get(y, "pod")->valuestring);
 }
 
+/* The pod's rank's shares of its step time, from the progress's "phases", as "step_time" */
+static void add_step_time(cJSON *pod, const cJSON *phases)
+{
+	const cJSON *rank = get(pod, "rank"), *e;
+
+	if (!cJSON_IsNumber(rank))
+		return;
+	cJSON_ArrayForEach(e, phases) {
+		const cJSON *r = get(e, "rank");
+		if (!cJSON_IsNumber(r) || r->valuedouble != rank->valuedouble)
+			continue;
+		cJSON *st = cJSON_AddObjectToObject(pod, "step_time");
+		for (int k = 0; k < DLK_PHASES; k++) {
+			const cJSON *v = get(e, dlk_step_phase_name(k));
+			cJSON_AddNumberToObject(st, dlk_step_phase_name(k), cJSON_IsNumber(v) ? v->valuedouble : 0);
+		}
+		return;
+	}
+}
+
 cJSON *dlk_top_cluster(struct kube_client *c, const char *ns, const char *only, struct dlk_err *err)
 {
 	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
@@ -106,8 +126,12 @@ cJSON *dlk_top_cluster(struct kube_client *c, const char *ns, const char *only, 
 				list[n++] = pod_row(pod);
 		}
 		qsort(list, (size_t)n, sizeof(*list), by_rank);
-		for (int i = 0; i < n; i++)
+		const cJSON *phases = get(get(row, "progress"), DLK_PROGRESS_PHASES);
+		for (int i = 0; i < n; i++) {
+			add_step_time(list[i], phases);
 			cJSON_AddItemToArray(prow, list[i]);
+		}
+		cJSON_AddItemToObject(row, "warnings", dlk_top_phase_warnings(phases));
 		free(list);
 		cJSON_AddItemToArray(arr, row);
 	}

@@ -5,6 +5,8 @@
 #include "lib/top/top.h"
 #include "lib/runs/lock.h"
 #include "lib/runs/runs.h"
+#include "lib/train/progress.h"
+#include "lib/util/buf.h"
 #include "lib/util/mem.h"
 
 #include <ctype.h>
@@ -106,6 +108,30 @@ static int lock_held(const char *dir, struct dlk_run_holder *h)
 	return held;
 }
 
+/* The progress the run's rank 0 wrote in dir (DLK_PROGRESS_FILE), when it is this run's: as
+ * "progress", with the warnings its step time split calls for. A file that is missing, too large,
+ * not JSON or another run's is no progress yet. */
+static void add_progress(cJSON *row, const char *dir, const char *run)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+	char *path = xasprintf("%s/%s", dir, DLK_PROGRESS_FILE), msg[256];
+	cJSON *p = NULL;
+	const cJSON *id;
+
+	if (!dlk_buf_read_file(&b, path, 64u << 10, msg, sizeof(msg)) && b.len)
+		p = cJSON_ParseWithLength(b.data, b.len);
+	free(path);
+	dlk_buf_release(&b);
+	id = cJSON_GetObjectItemCaseSensitive(p, DLK_PROGRESS_RUN);
+	if (!cJSON_IsObject(p) || !cJSON_IsString(id) || strcmp(id->valuestring, run)) {
+		cJSON_Delete(p);
+		return;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(p, DLK_PROGRESS_RUN);
+	cJSON_AddItemToObject(row, "warnings", dlk_top_phase_warnings(cJSON_GetObjectItemCaseSensitive(p, DLK_PROGRESS_PHASES)));
+	cJSON_AddItemToObject(row, "progress", p);
+}
+
 static int each_project(const char *dir, const char *project, void *ud)
 {
 	struct collect *c = ud;
@@ -125,6 +151,7 @@ static int each_project(const char *dir, const char *project, void *ud)
 	cJSON_AddNumberToObject(row, "pid", (double)h.pid);
 	cJSON_AddStringToObject(row, "host", h.host);
 	cJSON_AddStringToObject(row, "since", h.since);
+	add_progress(row, dir, h.run);
 	cJSON_AddItemToArray(c->rows, row);
 	return 0;
 }

@@ -16,14 +16,30 @@ int dlk_top_proc(long pid, double *cpu_seconds, unsigned long long *rss_bytes, i
 
 /* The runs going on here (dlk_runs_local_each beside spec_file), sampled over interval_s
  * seconds: a new array [{"project", "run", "pid", "host", "since", "processes", "cpu_percent"
- * (100 = one core), "rss_bytes"}], sorted by cpu_percent, highest first. An empty array when
- * none runs. */
+ * (100 = one core), "rss_bytes"}], sorted by cpu_percent, highest first, and, once the run's
+ * rank 0 wrote its progress (lib/train/progress.h, DLK_PROGRESS_FILE), "progress" (epoch,
+ * step, loss, samplesPerSec, ... and "phases": each rank's share of its step time) and
+ * "warnings" (dlk_top_phase_warnings). An empty array when none runs. */
 cJSON *dlk_top_local(const char *spec_file, double interval_s, struct dlk_err *err);
+
+/* A rank starved by input: it waits for its batches at least DLK_TOP_STARVED_SHARE of its step
+ * time, and at least DLK_TOP_STARVED_RATIO times what the other ranks wait (their median). A
+ * rank alone is input-bound when it waits DLK_TOP_INPUT_BOUND_SHARE of its step time. */
+#define DLK_TOP_STARVED_SHARE 0.3
+#define DLK_TOP_STARVED_RATIO 2.0
+#define DLK_TOP_INPUT_BOUND_SHARE 0.5
+
+/* The warnings a progress's "phases" ([{"rank", "data", "compute", "allreduce"}], shares of the
+ * step time) call for: a new array of strings ("rank 1 waits for its input 52% of its step
+ * time, the other ranks 4%"), empty when none; entries that are not such objects are skipped. */
+cJSON *dlk_top_phase_warnings(const cJSON *phases);
 
 /* The training Jobs of namespace ns that have not ended (only: the one of that name), through c:
  * {"namespace", "jobs": [{"job", "state" (pending, running, ...), "progress": what its rank 0
- * published (dlk.dev/progress: epoch, step, loss, samplesPerSec, ...) or null, "pods": [{"pod",
- * "rank", "phase", "node", "restarts", "ready", "terminating"}] by rank}]}. NULL with err when
+ * published (dlk.dev/progress: epoch, step, loss, samplesPerSec, "phases", ...) or null,
+ * "warnings" (dlk_top_phase_warnings), "pods": [{"pod", "rank", "phase", "node", "restarts",
+ * "ready", "terminating", and "step_time": {"data", "compute", "allreduce"}, the rank's shares,
+ * when the progress has them}] by rank}]}. NULL with err when
  * the API cannot be read. */
 cJSON *dlk_top_cluster(struct kube_client *c, const char *ns, const char *only, struct dlk_err *err);
 

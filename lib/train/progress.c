@@ -1,6 +1,7 @@
 #include "lib/train/progress.h"
 
 #include <cJSON.h>
+#include <math.h>
 #include <stdio.h>
 
 char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int have_accuracy, const char *updated)
@@ -26,6 +27,37 @@ char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int h
 	cJSON_AddStringToObject(o, DLK_PROGRESS_UPDATED, updated);
 	if (ev->world > 0)
 		cJSON_AddNumberToObject(o, DLK_PROGRESS_WORKERS, ev->world);
+	if (ev->flops_per_sample > 0 && ev->flops > 0) {
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_FLOPS_PER_SAMPLE, ev->flops_per_sample);
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_FLOPS, round(ev->flops));
+		if (ev->peak_flops > 0) {
+			cJSON_AddNumberToObject(o, DLK_PROGRESS_PEAK_FLOPS, ev->peak_flops);
+			cJSON_AddNumberToObject(o, DLK_PROGRESS_MFU, round(ev->flops / ev->peak_flops * 1e5) / 1e5);
+		}
+	}
+	const double *ph = ev->rank_phase_sec ? ev->rank_phase_sec : ev->phase_sec;
+	int nr = ev->rank_phase_sec ? ev->n_rank_phases : 1;
+	if (nr > DLK_PROGRESS_MAX_RANKS)
+		nr = DLK_PROGRESS_MAX_RANKS;
+	cJSON *phases = cJSON_CreateArray();
+	for (int r = 0; r < nr; r++) {
+		const double *p = ph + (size_t)r * DLK_PHASES;
+		double sum = 0;
+		for (int k = 0; k < DLK_PHASES; k++)
+			sum += p[k] > 0 ? p[k] : 0;
+		if (!(sum > 0))
+			continue; /* no step timed on that rank yet */
+		cJSON *one = cJSON_CreateObject();
+		cJSON_AddNumberToObject(one, "rank", r);
+		for (int k = 0; k < DLK_PHASES; k++)
+			/* three decimals: the annotation stays small, and a share is no more precise */
+			cJSON_AddNumberToObject(one, dlk_step_phase_name(k), round((p[k] > 0 ? p[k] : 0) / sum * 1000) / 1000);
+		cJSON_AddItemToArray(phases, one);
+	}
+	if (cJSON_GetArraySize(phases))
+		cJSON_AddItemToObject(o, DLK_PROGRESS_PHASES, phases);
+	else
+		cJSON_Delete(phases);
 	s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return s;

@@ -17,6 +17,24 @@
 #define DLK_PROGRESS_SAMPLES_PER_SEC "samplesPerSec"
 #define DLK_PROGRESS_UPDATED "updated"
 #define DLK_PROGRESS_WORKERS "workers"       /* the ranks the gang trains with now */
+/* each rank's share of its step time in the current epoch: [{"rank", "data", "compute",
+ * "allreduce"}] (shares from 0 to 1, lib/train/train.h's phases), for the first
+ * DLK_PROGRESS_MAX_RANKS ranks */
+#define DLK_PROGRESS_PHASES "phases"
+#define DLK_PROGRESS_MAX_RANKS 64
+/* the model FLOP utilisation, when the model's FLOPs are known: "flopsPerSample" (a training
+ * step's, 3x the forward), "flops" (the gang's FLOP/s), and with a known peak "peakFlops" (all
+ * the gang's devices) and "mfu" (flops / peakFlops, from 0 to 1) */
+#define DLK_PROGRESS_FLOPS_PER_SAMPLE "flopsPerSample"
+#define DLK_PROGRESS_FLOPS "flops"
+#define DLK_PROGRESS_PEAK_FLOPS "peakFlops"
+#define DLK_PROGRESS_MFU "mfu"
+/* A run here (not in a pod) writes the same value, with "run" (its id) and without "accuracy",
+ * in the file DLK_PROGRESS_FILE of the project's run directory (dlk_runs_local_dir), where
+ * `dlk top` reads it. */
+#define DLK_PROGRESS_RUN "run"
+#define DLK_PROGRESS_FILE_INTERVAL_SEC 1.0 /* at most this often, but at the end */
+#define DLK_PROGRESS_FILE "progress" /* not .json: the directory's *.json are its records */
 
 /* The annotation rank 0 publishes after every epoch and at the end: the run document
  * (lib/report/report.h) of the run so far, from the same writer as the bundle's model.json, at
@@ -26,7 +44,8 @@
 #define DLK_METRICS_MAX_BYTES (128u << 10)
 
 /* The annotation's value for ev: {"epoch","epochs","step","totalSteps","loss","accuracy",
- * "samplesPerSec","updated"} and "workers" when ev->world is known; accuracy is the last test accuracy known (null when none).
+ * "samplesPerSec","updated"}, "workers" when ev->world is known, "phases" from
+ * ev->rank_phase_sec (else this rank's ev->phase_sec, as rank 0) once a step was timed; accuracy is the last test accuracy known (null when none).
  * updated is RFC 3339. The caller frees the string. */
 char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int have_accuracy, const char *updated);
 

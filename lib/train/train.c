@@ -85,7 +85,16 @@ struct run {
 	double train_time;                  /* in steps, evaluation and callbacks excluded */
 	long train_samples;
 	double clock_base, t_train;         /* the history's clock: what a checkpoint carried, and since */
+	double phase_ep[DLK_PHASES];        /* this epoch's seconds in each phase of the steps */
+	double ar_sec;                      /* the last step's all-reduce wait */
+	double data_sec;                    /* the last step's wait for its batches (every micro-batch's) */
 };
+
+const char *dlk_step_phase_name(int phase)
+{
+	static const char *const names[DLK_PHASES] = { "data", "compute", "allreduce" };
+	return phase >= 0 && phase < DLK_PHASES ? names[phase] : "?";
+}
 
 static int check_opts(const struct run *r, struct dlk_err *err)
 {
@@ -357,7 +366,9 @@ static int train_step(struct run *r, int epoch, long s, int *n_samples, float *l
 	if (many)
 		net->grad_ready = NULL;
 	for (long ms = m0; ms < m1; ms++) {
+		double td = dlk_now();
 		int nb = load_batch(r, epoch, ms);
+		r->data_sec += dlk_now() - td;
 		dlk_net_forward(net, r->xdev, nb, 1);
 		float l = dlk_loss_backward(net, &r->loss, r->ydev, r->tdev, nb);
 		if (be->check(msg, sizeof(msg)))
@@ -386,8 +397,12 @@ static int train_step(struct run *r, int epoch, long s, int *n_samples, float *l
 		net->grad_ready = o->grad_ready;
 	*n_samples = total;
 	*loss = (float)(lsum / (total ? total : 1));
-	if (o->allreduce && o->allreduce(o->comm_ctx, net->grads, net->n_params, err))
-		return -1;
+	if (o->allreduce) {
+		double t0 = dlk_now();
+		if (o->allreduce(o->comm_ctx, net->grads, net->n_params, err))
+			return -1;
+		r->ar_sec = dlk_now() - t0;
+	}
 	*lr = dlk_optimizer_lr(&r->opt, r->st.global_step);
 	if (r->opt.grad_clip > 0)
 		dlk_optimizer_clip(&r->opt, net->grads);
@@ -408,6 +423,8 @@ static struct dlk_train_event event(const struct run *r, enum dlk_train_event_ki
 	ev.global_step = r->st.global_step;
 	ev.total_steps = r->total;
 	ev.world = r->world;
+	memcpy(ev.phase_sec, r->phase_ep, sizeof(ev.phase_sec));
+	memcpy(ev.phase_total_sec, r->res->phase_sec, sizeof(ev.phase_total_sec));
 	return ev;
 }
 
@@ -517,6 +534,7 @@ static int run_epochs(struct run *r, struct dlk_err *err)
 			dlk_shard_walk(r->perm, r->split_n, r->base, r->ds->n);
 		double ep_t0 = dlk_now();
 		long ep_steps = 0, ep_samples = 0;
+		memset(r->phase_ep, 0, sizeof(r->phase_ep));
 		long first = epoch == st->epoch ? st->step_in_epoch : 0;
 		for (long s = first; s < r->spe; s++) {
 			if ((o->cancel && *o->cancel) || (o->max_steps > 0 && st->global_step >= o->max_steps)) {
@@ -531,8 +549,16 @@ static int run_epochs(struct run *r, struct dlk_err *err)
 			double t0 = dlk_now(), lr = 0;
 			float loss = 0;
 			int nb = 0;
+			r->ar_sec = 0;
+			r->data_sec = 0;
 			if (train_step(r, epoch, s, &nb, &loss, &lr, err))
 				return -1;
+			double t2 = dlk_now(),
+			       split[DLK_PHASES] = { r->data_sec, t2 - t0 - r->data_sec - r->ar_sec, r->ar_sec };
+			for (int k = 0; k < DLK_PHASES; k++) {
+				r->phase_ep[k] += split[k];
+				res->phase_sec[k] += split[k];
+			}
 			st->global_step++;
 			st->step_in_epoch = s + 1;
 			res->loss_curve[res->n_loss++] = loss;

@@ -24,6 +24,13 @@ enum dlk_train_event_kind {
 	DLK_TRAIN_DONE,   /* training finished (or was cancelled): final metrics */
 };
 
+/* Where a step's time goes, measured by the loop on each rank: waiting for the batch (gathering
+ * it, augmenting it, copying it to the device), computing (forward, backward, the optimizer
+ * update), and waiting for the gradient all-reduce (what is left of it after backward). */
+enum dlk_step_phase { DLK_PHASE_DATA, DLK_PHASE_COMPUTE, DLK_PHASE_ALLREDUCE, DLK_PHASES };
+/* "data", "compute", "allreduce": the names the progress and the metrics use */
+const char *dlk_step_phase_name(int phase);
+
 struct dlk_train_event {
 	enum dlk_train_event_kind kind;
 	int epoch, epochs;            /* 1-based epoch */
@@ -37,6 +44,16 @@ struct dlk_train_event {
 	const struct dlk_history *history; /* EPOCH/DONE: the run's history so far (rank 0's) */
 	const char *finished_at;      /* DONE: the result's finished_at */
 	int world;                    /* how many ranks train (0: not said) */
+	/* this rank's seconds in each phase of the steps: in the current epoch (since it began or
+	 * resumed), and in this process's whole run */
+	double phase_sec[DLK_PHASES], phase_total_sec[DLK_PHASES];
+	/* every rank's phase_sec, DLK_PHASES a rank in rank order, for n_rank_phases ranks: filled by
+	 * whoever gathers them (lib/trainer), NULL from the loop */
+	const double *rank_phase_sec;
+	int n_rank_phases;
+	/* the model's FLOPs per training sample (lib/nn/net.h), the whole gang's FLOP/s and the peak
+	 * of all its devices (lib/top/peak.h): filled by lib/trainer, 0 when not known */
+	double flops_per_sample, flops, peak_flops;
 };
 
 /* What a checkpoint saves and a resume restores: the net's flat params (and dropout_counter),
@@ -110,6 +127,7 @@ struct dlk_train_result {
 	int cancelled;
 	double seconds;                   /* wall time of the loop, evaluation included */
 	double train_samples_per_sec;     /* this rank's, evaluation excluded */
+	double phase_sec[DLK_PHASES];     /* this rank's seconds in each phase of its steps */
 	float *loss_curve;                /* every step's loss in this process, n_loss entries */
 	size_t n_loss;
 	unsigned long long seed;
@@ -117,7 +135,7 @@ struct dlk_train_result {
 	struct dlk_history history;       /* per-epoch metrics, step losses, starts and resumes, including
 	                                     what a resumed checkpoint carried */
 };
-#define DLK_TRAIN_RESULT_INIT { DLK_NET_INIT, DLK_EVAL_INIT, 0, 0, 0, 0, 0, 0, NULL, 0, 0, "", "", DLK_HISTORY_INIT }
+#define DLK_TRAIN_RESULT_INIT { DLK_NET_INIT, DLK_EVAL_INIT, 0, 0, 0, 0, 0, 0, { 0 }, NULL, 0, 0, "", "", DLK_HISTORY_INIT }
 
 /* Trains the model on opts->train, evaluating on opts->test after epochs (when
  * training.eval_every_epoch) and at the end. Returns 0 when the run completed, 1 when it was

@@ -16,6 +16,7 @@
 #include "lib/nn/device.h"
 #include "lib/nn/net.h"
 #include "lib/report/report.h"
+#include "lib/top/peak.h"
 #include "lib/train/bundle.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/state.h"
@@ -25,9 +26,11 @@
 #include "lib/util/hash.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/mem.h"
+#include "lib/util/parallel.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +155,12 @@ struct here {
 	int metrics_warned;
 	struct dlk_train_run trun;    /* the run: its id, its record (kept by the local process, or rank 0 in a pod) */
 	struct dlk_train_metrics *metrics; /* what /metrics serves; NULL when not asked */
+	double progress_saved;        /* when a run here last wrote its progress file */
+	int progress_warned;
+	double *kept_phase;           /* the last step times gathered from every rank */
+	double flops_per_sample;      /* a training step's FLOPs per sample (0: not known) */
+	struct dlk_peak peak;         /* this rank's device's peak (flops 0: not known) */
+	int n_kept_phase;
 };
 
 /* What the bundle and the published run document say about the run; seed and times are the
@@ -224,6 +233,12 @@ static void on_start(void *vctx, const struct dlk_net *net, long total_steps)
 
 	(void)total_steps;
 	r->net = net;
+	/* the model FLOP utilisation's terms: the model's FLOPs, the device's peak */
+	r->flops_per_sample = DLK_TRAIN_FLOPS_FACTOR * dlk_net_flops_per_sample(net);
+	memset(&r->peak, 0, sizeof(r->peak));
+	if (!strcmp(net->be->name, "cpu") ? dlk_peak_cpu(dlk_parallel_threads(), &r->peak)
+	                                  : dlk_peak_gpu(net->be->device, &r->peak))
+		memset(&r->peak, 0, sizeof(r->peak));
 }
 
 /* Rank 0 in a cluster, at most every poll_sec unless now_please: the Job's workers when `dlk scale`
@@ -248,23 +263,102 @@ static int resized(struct here *r, int now_please)
 	return n > 0 && (long)n * r->local_world != r->world ? n : 0;
 }
 
+/* A run here, rank 0 (the process, or a local gang's rank 0): the progress, as a Job's
+ * annotation carries it, with the run's id, in the project's run directory
+ * (DLK_PROGRESS_FILE), where `dlk top` reads it: after the first step timed, then at most every
+ * DLK_PROGRESS_FILE_INTERVAL_SEC (an epoch may take milliseconds; the file is synced), and at the end. A pod's progress is on its Job. A file that cannot be
+ * written is warned about once; training goes on. */
+static void local_progress(struct here *r, const struct dlk_train_event *ev)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	char updated[32], *s, *dir, *path;
+	double now = dlk_now();
+	cJSON *p;
+
+	if (r->o->run.in_pod || !r->spec || !r->trun.id[0] ||
+	    (ev->kind != DLK_TRAIN_DONE && r->progress_saved > 0 && now - r->progress_saved < DLK_PROGRESS_FILE_INTERVAL_SEC))
+		return;
+	r->progress_saved = now;
+	dlk_rfc3339_now(updated);
+	s = dlk_progress_json(ev, 0, 0, updated);
+	p = cJSON_Parse(s);
+	free(s);
+	if (!p)
+		return;
+	cJSON_DeleteItemFromObjectCaseSensitive(p, DLK_PROGRESS_ACCURACY); /* the record has the metrics */
+	cJSON_AddStringToObject(p, DLK_PROGRESS_RUN, r->trun.id);
+	s = cJSON_PrintUnformatted(p);
+	cJSON_Delete(p);
+	dir = dlk_runs_local_dir(r->o->run.spec_file, r->spec->name);
+	path = xasprintf("%s/%s", dir, DLK_PROGRESS_FILE);
+	if (dlk_write_file_atomic(path, s, strlen(s), 0644, &err) && !r->progress_warned++)
+		dlk_trainer_warn(r->sink, "the progress is not written for `dlk top` (training goes on): %s", err.msg);
+	free(path);
+	free(dir);
+	free(s);
+}
+
+/* The run's model FLOP utilisation in its record ("mfu"), when the model's FLOPs are known: the
+ * training FLOPs per sample, the gang's FLOP/s over the run's steps (this rank's throughput
+ * times the ranks: they move in step), and with a known peak, the peak of every rank's device,
+ * how it was found, and their ratio. */
+static void record_mfu(struct here *r, const struct dlk_train_result *res)
+{
+	double flops = r->flops_per_sample * res->train_samples_per_sec * r->world;
+	cJSON *o;
+
+	if (!r->trun.rec || !(r->flops_per_sample > 0) || !(flops > 0))
+		return;
+	o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "flops_per_sample", r->flops_per_sample);
+	cJSON_AddNumberToObject(o, "flops_per_second", round(flops));
+	if (r->peak.flops > 0) {
+		cJSON_AddNumberToObject(o, "peak_flops_per_second", r->peak.flops * r->world);
+		cJSON_AddStringToObject(o, "peak", r->peak.source);
+		cJSON_AddNumberToObject(o, "mfu", round(flops / (r->peak.flops * r->world) * 1e5) / 1e5);
+	}
+	dlk_run_set_item(r->trun.rec, "mfu", o);
+}
+
 static void on_event(void *vctx, const struct dlk_train_event *ev0)
 {
 	struct here *r = vctx;
 	struct dlk_train_event evc = *ev0;
 	const struct dlk_train_event *ev = &evc;
 	int resize = ev0->kind == DLK_TRAIN_STEP && !r->resize_to ? resized(r, 0) : 0;
+	float *buf = NULL;
+	double *rank_phase = NULL;
 
 	if (r->comm && ev0->kind != DLK_TRAIN_DONE && !r->comm_failed) {
 		/* every rank sees every step and epoch event: agree on stopping (a signal, or rank 0
 		 * seeing the job resized), and show the loss of the whole global batch rather than
 		 * rank 0's share of it */
-		float buf[3] = { (float)ev0->loss, sig_seen ? 1.0f : 0.0f, (float)resize };
-		if (comm_allreduce(r->comm, buf, 3, COMM_SUM, &r->comm_err)) {
+		/* and gather every rank's step time split (its own slot, zeros elsewhere: the sum is
+		 * all of them), for the progress and `dlk top` */
+		int nr = r->world < DLK_PROGRESS_MAX_RANKS ? r->world : DLK_PROGRESS_MAX_RANKS;
+		size_t nbuf = 3 + (size_t)nr * DLK_PHASES;
+		buf = xcalloc(nbuf, sizeof(float));
+		buf[0] = (float)ev0->loss;
+		buf[1] = sig_seen ? 1.0f : 0.0f;
+		buf[2] = (float)resize;
+		if (r->rank < nr)
+			for (int k = 0; k < DLK_PHASES; k++)
+				buf[3 + (size_t)r->rank * DLK_PHASES + (size_t)k] = (float)ev0->phase_sec[k];
+		if (comm_allreduce(r->comm, buf, nbuf, COMM_SUM, &r->comm_err)) {
 			r->comm_failed = 1;
 			stop_flag = 1;
+			free(buf);
 			return;
 		}
+		rank_phase = xcalloc((size_t)nr * DLK_PHASES, sizeof(double));
+		for (size_t i = 0; i < (size_t)nr * DLK_PHASES; i++)
+			rank_phase[i] = buf[3 + i];
+		evc.rank_phase_sec = rank_phase;
+		evc.n_rank_phases = nr;
+		/* kept for the end's event, which is not gathered */
+		r->kept_phase = xrealloc(r->kept_phase, sizeof(double) * (size_t)nr * DLK_PHASES);
+		memcpy(r->kept_phase, rank_phase, sizeof(double) * (size_t)nr * DLK_PHASES);
+		r->n_kept_phase = nr;
 		evc.loss = (double)buf[0] / r->world;
 		evc.samples_per_sec *= r->world; /* rank 0's pace stands for every rank's: they move in step */
 		if (buf[1] > 0 && buf[2] == 0 && r->world > 1) {
@@ -277,6 +371,8 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 			if (comm_broadcast(r->comm, &n, sizeof(n), 0, &r->comm_err)) {
 				r->comm_failed = 1;
 				stop_flag = 1;
+				free(buf);
+				free(rank_phase);
 				return;
 			}
 			buf[2] = n;
@@ -295,16 +391,28 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		r->resize_to = resize;
 		stop_flag = 1;
 	}
-	dlk_train_metrics_event(r->metrics, ev);
-	if (r->rank != 0)
-		return;
-	if (r->jp) {
-		char *m = ev->kind != DLK_TRAIN_STEP ? metrics_json(r, ev0) : NULL;
-		dlk_job_progress_event(r->jp, ev, m);
-		free(m);
+	/* the gang's FLOP/s: the steps' and epochs' throughput is the gang's by now, the end's is
+	 * this rank's (ranks move in step) */
+	evc.flops_per_sample = r->flops_per_sample;
+	evc.flops = r->flops_per_sample * evc.samples_per_sec * (ev0->kind == DLK_TRAIN_DONE ? r->world : 1);
+	evc.peak_flops = r->peak.flops * r->world;
+	if (!evc.rank_phase_sec && r->kept_phase) {
+		evc.rank_phase_sec = r->kept_phase;
+		evc.n_rank_phases = r->n_kept_phase;
 	}
-	if (r->sink->event)
-		r->sink->event(r->sink->ud, ev);
+	free(buf);
+	dlk_train_metrics_event(r->metrics, ev);
+	if (r->rank == 0) {
+		if (r->jp) {
+			char *m = ev->kind != DLK_TRAIN_STEP ? metrics_json(r, ev0) : NULL;
+			dlk_job_progress_event(r->jp, ev, m);
+			free(m);
+		}
+		local_progress(r, ev);
+		if (r->sink->event)
+			r->sink->event(r->sink->ud, ev);
+	}
+	free(rank_phase);
 }
 
 static void clear(const struct here *r)
@@ -1033,6 +1141,7 @@ int dlk_trainer_here(const struct dlk_trainer_here_opts *o, const struct dlk_pro
 	}
 	if (sink->result)
 		sink->result(sink->ud, spec, &res, bundle, run.world);
+	record_mfu(&run, &res);
 	dlk_train_run_succeeded(&run.trun, run_bundle ? run_bundle : bundle);
 	goto out;
 fail:
@@ -1053,12 +1162,14 @@ fail:
 			cJSON_Delete(doc);
 			cJSON_Delete(meta);
 		}
+		record_mfu(&run, &res);
 		dlk_train_run_finish(&run.trun, sig_seen || run.resize_to ? DLK_RUN_INTERRUPTED : DLK_RUN_FAILED, run.rank,
 		                     rc, err.msg);
 	}
 out:
 	dlk_train_metrics_done(run.metrics);
 	dlk_train_metrics_stop(run.metrics);
+	free(run.kept_phase);
 	signals_restore(&sigs);
 	dlk_train_run_release(&run.trun);
 	comm_free(run.dcomm);

@@ -21,6 +21,7 @@ struct dlk_train_metrics {
 	double ar_seconds, ar_bytes, ar_busbw;
 	long ar_count;
 	double data_load;
+	double phase[DLK_PHASES];     /* seconds of the steps in each phase, this process's */
 	/* the last evaluation: its loss and the task's metrics (lib/train/eval.h) */
 	int have_test, n_test;
 	double test_loss;
@@ -65,6 +66,11 @@ static void write_metrics(void *ctx, struct dlk_buf *o)
 	sample(o, "dlk_train_allreduce_count_total", "counter", "Gradient all-reduces done.", (double)m->ar_count);
 	sample(o, "dlk_train_allreduce_bus_bandwidth_bytes_per_second", "gauge",
 	       "Bus bandwidth of the last all-reduce: bytes / seconds * 2 (n - 1) / n.", m->ar_busbw);
+	dlk_metrics_family(o, "dlk_train_step_seconds_total", "counter",
+	                   "Seconds of this rank's training steps by phase: waiting for the batch (data), forward, "
+	                   "backward and update (compute), waiting for the gradient all-reduce (allreduce).");
+	for (int k = 0; k < DLK_PHASES; k++)
+		dlk_buf_addf(o, "dlk_train_step_seconds_total{phase=\"%s\"} %.17g\n", dlk_step_phase_name(k), m->phase[k]);
 	sample(o, "dlk_train_data_load_seconds", "gauge", "Seconds spent loading the data before the first step.",
 	       m->data_load);
 	sample(o, "dlk_train_restarts", "gauge", "How often the gang of workers was started again.", m->restarts);
@@ -102,6 +108,7 @@ void dlk_train_metrics_event(struct dlk_train_metrics *m, const struct dlk_train
 	pthread_mutex_lock(&m->mu);
 	m->epoch = ev->epoch;
 	m->steps = ev->global_step;
+	memcpy(m->phase, ev->phase_total_sec, sizeof(m->phase));
 	if (ev->kind == DLK_TRAIN_STEP) {
 		m->loss = ev->loss;
 		m->samples_per_sec = ev->samples_per_sec;

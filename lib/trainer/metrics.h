@@ -9,6 +9,8 @@
  *                                                  gradient all-reduce, the bytes reduced, how many
  *   dlk_train_allreduce_bus_bandwidth_bytes_per_second   the last all-reduce's bus bandwidth
  *                                                  (bytes / time * 2 (n-1) / n, as nccl-tests count it)
+ *   dlk_train_step_seconds_total{phase}           seconds of the steps waiting for the batch ("data"),
+ *                                                  computing ("compute"), waiting for the all-reduce ("allreduce")
  *   dlk_train_data_load_seconds                    time spent loading the data before the first step
  *   dlk_train_restarts                             how often the gang was started again
  *   dlk_train_up                                   1 while training, 0 once it ended */

@@ -2,7 +2,8 @@
 # Training workers serve Prometheus metrics (text format 0.0.4, checked by promtool): the Job's
 # pods declare the port and the scrape annotations (resources.metrics_port; 0 disables), and
 # `dlk train --local --metrics-port PORT` serves them here, rank r of --workers N on PORT + r,
-# with the gradient all-reduce's time, bytes and bus bandwidth.
+# with the gradient all-reduce's time, bytes and bus bandwidth, and the seconds of the steps by
+# phase (data, compute, allreduce).
 . "$(dirname "$0")/../lib.sh"
 
 if ! command -v promtool >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
@@ -85,6 +86,9 @@ test_expect_success 'dlk train --local --metrics-port serves what promtool accep
 	awk "\$1 == \"dlk_train_samples_per_second\" && \$2 > 0 { ok = 1 } END { exit !ok }" m.txt &&
 	awk "\$1 == \"dlk_train_data_load_seconds\" && \$2 > 0 { ok = 1 } END { exit !ok }" m.txt &&
 	test "$(value dlk_train_allreduce_count_total m.txt)" = 0 &&
+	awk "\$1 == \"dlk_train_step_seconds_total{phase=\\\"data\\\"}\" && \$2 > 0 { d = 1 }
+	     \$1 == \"dlk_train_step_seconds_total{phase=\\\"compute\\\"}\" && \$2 > 0 { c = 1 }
+	     \$1 == \"dlk_train_step_seconds_total{phase=\\\"allreduce\\\"}\" && \$2 == 0 { a = 1 } END { exit !(d && c && a) }" m.txt &&
 	curl -s -o /dev/null -w "%{http_code}" "http://127.0.0.1:$port/metrics" | grep -qv 200
 '
 
@@ -97,7 +101,8 @@ test_expect_success 'with --workers 2 each rank serves its own, with the all-red
 	for f in r0.txt r1.txt; do
 		awk "\$1 == \"dlk_train_allreduce_count_total\" && \$2 > 0 { c = 1 } \$1 == \"dlk_train_allreduce_bytes_total\" && \$2 > 0 { b = 1 }
 		     \$1 == \"dlk_train_allreduce_seconds_total\" && \$2 > 0 { s = 1 } \$1 == \"dlk_train_allreduce_bus_bandwidth_bytes_per_second\" && \$2 > 0 { w = 1 }
-		     END { exit !(c && b && s && w) }" $f || exit 1
+		     \$1 == \"dlk_train_step_seconds_total{phase=\\\"allreduce\\\"}\" && \$2 > 0 { p = 1 }
+		     END { exit !(c && b && s && w && p) }" $f || exit 1
 	done
 '
 

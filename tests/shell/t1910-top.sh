@@ -1,6 +1,7 @@
 #!/bin/sh
-# dlk top shows the runs going on here: the run's process, its CPU use and memory; one sample as
-# plain lines or JSON when piped, a view redrawn in place on a terminal (a pseudo-terminal here).
+# dlk top shows the runs going on here: the run's process, its CPU use and memory, its progress and
+# each rank's step time split (with a warning on a rank starved by input); one sample as plain
+# lines or JSON when piped, a view redrawn in place on a terminal (a pseudo-terminal here).
 . "$(dirname "$0")/../lib.sh"
 
 P=$TEST_TMP/p
@@ -22,7 +23,7 @@ test_expect_success 'dlk top -o json: the run, its pid, CPU use and memory' '
 
 test_expect_success 'piped: one sample, a header and a line per run; a PROJECT that is not running: none' '
 	(cd "$P" && dlk top --interval 0.2s) >out && cat out &&
-	test "$(wc -l <out)" = 2 && head -1 out | grep -q "^PROJECT *RUN *PID *PROCS *CPU% *RSS *SINCE$" &&
+	test "$(awk "NF == 0 { exit } { n++ } END { print n }" out)" = 2 && head -1 out | grep -q "^PROJECT *RUN *PID *PROCS *CPU% *RSS *SINCE$" &&
 	grep -q "^blobs *[0-9a-f]\{8\} *$TRAIN " out && ! grep -q "$(printf "\033")" out &&
 	(cd "$P" && dlk top --interval 0.1s other) >out2 && grep -qx "no runs going on here" out2
 '
@@ -79,10 +80,63 @@ test_expect_success 'without NVML: why, said once, and the CPU figures still sho
 	test "$(grep -c "none.so is not installed" tty.out)" = 1
 '
 
+test_expect_success 'the run'"'"'s progress, and where each rank'"'"'s step time goes (data, compute, all-reduce)' '
+	i=0; while [ ! -s "$P/.dlk/runs/blobs/progress" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	(cd "$P" && dlk top -o json --interval 0.1s) >p.json && jq -c ".runs[0] | {progress, warnings}" p.json &&
+	jq -e ".runs[0].progress | .epochs == 100000 and .step >= 1 and .samplesPerSec > 0 and (has(\"run\") | not)" p.json &&
+	jq -e ".runs[0].progress.phases | length == 1 and .[0].rank == 0 and .[0].compute > 0 and .[0].allreduce == 0 and
+		(.[0].data + .[0].compute + .[0].allreduce - 1 | fabs) <= 0.002" p.json &&
+	jq -e ".runs[0].warnings | type == \"array\"" p.json &&
+	# blobs: dense 2 -> 8, relu, dense 8 -> 2: 2 (16 + 16) FLOPs forward, 3x that a training step
+	jq -e ".runs[0].progress | .flopsPerSample == 192 and .flops > 0 and
+		((has(\"peakFlops\") | not) or (.mfu - .flops / .peakFlops | fabs) < 1e-4)" p.json &&
+	(cd "$P" && dlk top --interval 0.1s) >p.txt && cat p.txt &&
+	grep -q "^PROJECT *RANK *EPOCH *STEP *SAMPLES/S *MFU% *DATA% *COMPUTE% *ALLREDUCE%$" p.txt &&
+	grep -q "^blobs *0 *[0-9]*/100000 *[0-9]*/[0-9]* *[0-9]* *[0-9.]* *[0-9]* *[0-9]* *0$" p.txt
+'
+
+# a run of two ranks whose rank 1 waits for its input: its lock held (by a POSIX lock, as F_OFD_GETLK
+# sees it) and its progress written as a run here writes them
+S=$P/.dlk/runs/starved
+mkdir -p "$S" && id=00000000-0000-4000-8000-00000000abcd &&
+printf '{"epoch":2,"epochs":9,"step":40,"totalSteps":180,"loss":0.5,"samplesPerSec":1234,"updated":"2026-01-01T00:00:00Z","workers":2,"phases":[{"rank":0,"data":0.04,"compute":0.3,"allreduce":0.66},{"rank":1,"data":0.62,"compute":0.3,"allreduce":0.08}],"run":"%s"}' \
+	"$id" >"$S/progress" &&
+"$TEST_ROOT/.deps/frameworks/bin/python" -c '
+import fcntl, json, os, signal, socket, sys, time
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+f = open(sys.argv[1] + "/lock", "w")
+fcntl.lockf(f, fcntl.LOCK_EX)
+f.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "run": sys.argv[2], "since": "2026-01-01T00:00:00Z"}))
+f.flush()
+open(sys.argv[1] + "/ready", "w").close()
+time.sleep(60)' "$S" "$id" &
+HOLDER=$!
+i=0; while [ ! -f "$S/ready" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+
+test_expect_success 'a rank starved by input while the other computes is warned about' '
+	(cd "$P" && dlk top -o json --interval 0.1s starved) >s.json && cat s.json &&
+	jq -e ".runs[0].pid == $HOLDER and .runs[0].warnings == [\"rank 1 waits for its input 62% of its step time, the other ranks 4%: it is starved by input\"]" s.json &&
+	(cd "$P" && dlk top --interval 0.1s starved) >s.txt && cat s.txt &&
+	grep -q "^starved *0 *2/9 *40/180 *1234 *- *4 *30 *66$" s.txt && grep -q "^starved *1 *2/9 *40/180 *1234 *- *62 *30 *8$" s.txt &&
+	grep -qx "warning: starved: rank 1 waits for its input 62% of its step time, the other ranks 4%: it is starved by input" s.txt &&
+	sed "s/\"run\":\"[^\"]*\"/\"run\":\"another\"/" "$S/progress" >"$S/p2" && mv "$S/p2" "$S/progress" &&
+	(cd "$P" && dlk top -o json --interval 0.1s starved) >o.json &&
+	jq -e ".runs[0] | has(\"progress\") or has(\"warnings\") | not" o.json
+'
+kill $HOLDER; wait $HOLDER
+
 kill -INT $TRAIN; wait $TRAIN
 
-test_expect_success 'the run ended: dlk top shows none' '
-	(cd "$P" && dlk top -o json --interval 0.1s) >top.json && jq -e ".runs == []" top.json
+test_expect_success 'the run ended: dlk top shows none; its record and dlk status have its MFU' '
+	(cd "$P" && dlk top -o json --interval 0.1s) >top.json && jq -e ".runs == []" top.json &&
+	rec=$(ls "$P"/.dlk/runs/blobs/*.json) && jq -c .run.mfu "$rec" &&
+	jq -e ".run.outcome == \"interrupted\" and .run.mfu.flops_per_sample == 192 and .run.mfu.flops_per_second > 0" "$rec" &&
+	(cd "$P" && dlk status --local --run "$(jq -r .run.id "$rec")") >st.txt && grep "^MFU " st.txt &&
+	if jq -e ".run.mfu.peak" "$rec" >/dev/null; then
+		grep -q "^MFU  *[0-9.]*% ([0-9.]* [kMGT]*FLOP/s of a peak of [0-9.]* [kMGT]*FLOP/s; CPU: [0-9]* thread" st.txt
+	else
+		grep -q "^MFU  *- ([0-9.]* [kMGT]*FLOP/s; the device.s peak is not known)" st.txt
+	fi
 '
 
 test_done

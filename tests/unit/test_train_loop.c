@@ -3,6 +3,7 @@
 #include "tests/unit/check.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "lib/util/rng.h"
 #include "lib/train/train.h"
@@ -24,11 +25,17 @@ struct events {
 	int eval_seen;
 	volatile sig_atomic_t *cancel_at_step_flag;
 	long cancel_at;
+	double phase_total[DLK_PHASES]; /* the last event's, and whether they only grew */
+	int phases_shrank;
 };
 
 static void on_event(void *ctx, const struct dlk_train_event *ev)
 {
 	struct events *e = ctx;
+	for (int k = 0; k < DLK_PHASES; k++) {
+		e->phases_shrank |= ev->phase_total_sec[k] < e->phase_total[k] || ev->phase_sec[k] > ev->phase_total_sec[k];
+		e->phase_total[k] = ev->phase_total_sec[k];
+	}
 	switch (ev->kind) {
 	case DLK_TRAIN_STEP:
 		e->steps++;
@@ -66,7 +73,7 @@ static int on_ckpt(void *ctx, const struct dlk_train_state *st, struct dlk_err *
 	return 0;
 }
 
-static int reduce_calls;
+static int reduce_calls, reduce_sleep;
 static int on_reduce(void *ctx, float *g, size_t n, struct dlk_err *err)
 {
 	(void)ctx;
@@ -74,6 +81,12 @@ static int on_reduce(void *ctx, float *g, size_t n, struct dlk_err *err)
 	(void)n;
 	(void)err;
 	reduce_calls++;
+	if (reduce_sleep) {
+		/* at least 1 ms "waiting for the other ranks": the all-reduce phase is at least that */
+		struct timespec ts = { 0, 1000000 };
+		while (nanosleep(&ts, &ts))
+			;
+	}
 	return 0;
 }
 
@@ -156,8 +169,20 @@ int main(void)
 	struct dlk_train_result r1, r2;
 	struct dlk_err err = DLK_ERR_INIT;
 
+	reduce_sleep = 1;
 	int rc = dlk_train_run(&o, &r1, &err);
+	reduce_sleep = 0;
 	CHECK_MSG(rc == 0, "trains (%s)", err.msg);
+	/* the step time split: every phase timed, the all-reduce's wait at least its sleeps, none
+	 * more than the loop's wall time; the events' totals only grow and end at the result's */
+	CHECK_MSG(r1.phase_sec[DLK_PHASE_ALLREDUCE] >= 96 * 0.001, "all-reduce %.4f s", r1.phase_sec[DLK_PHASE_ALLREDUCE]);
+	CHECK(r1.phase_sec[DLK_PHASE_DATA] > 0 && r1.phase_sec[DLK_PHASE_COMPUTE] > 0);
+	CHECK(r1.phase_sec[DLK_PHASE_DATA] + r1.phase_sec[DLK_PHASE_COMPUTE] + r1.phase_sec[DLK_PHASE_ALLREDUCE] <= r1.seconds);
+	CHECK(!ev.phases_shrank);
+	for (int k = 0; k < DLK_PHASES; k++)
+		CHECK(ev.phase_total[k] == r1.phase_sec[k]);
+	CHECK_STR(dlk_step_phase_name(DLK_PHASE_DATA), "data");
+	CHECK_STR(dlk_step_phase_name(DLK_PHASE_ALLREDUCE), "allreduce");
 	CHECK(r1.steps == 3 * 32); /* 1000 / 32 rounded up: the last batch is partial */
 	CHECK(r1.n_loss == 96);
 	CHECK_MSG(r1.eval.accuracy > 0.9, "learns the blobs (accuracy %.3f)", r1.eval.accuracy);
@@ -221,6 +246,7 @@ int main(void)
 		o2.allreduce = NULL;
 		o2.checkpoint = NULL;
 		CHECK(dlk_train_run(&o2, &full, &err) == 0);
+		CHECK(full.phase_sec[DLK_PHASE_ALLREDUCE] == 0); /* one rank, no all-reduce: no time in it */
 		volatile sig_atomic_t stop = 0;
 		memset(&ev, 0, sizeof(ev));
 		ev.cancel_at_step_flag = &stop;

@@ -1,0 +1,75 @@
+/* dlk top's judgement of the step time split (lib/top/phases.c): a rank starved by input among
+ * ranks that are not, a lone rank that is input-bound, and what is not such a rank. */
+#include "tests/unit/check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/top/top.h"
+
+/* the warnings for phases written as JSON */
+static cJSON *warn(const char *json)
+{
+	cJSON *p = cJSON_Parse(json);
+	cJSON *w = dlk_top_phase_warnings(p);
+	cJSON_Delete(p);
+	return w;
+}
+
+static const char *nth(const cJSON *w, int i)
+{
+	return cJSON_GetStringValue(cJSON_GetArrayItem(w, i));
+}
+
+int main(void)
+{
+	cJSON *w;
+
+	/* two ranks: rank 1 waits half its step for data while rank 0 waits 5% (and for rank 1 in
+	 * the all-reduce) */
+	w = warn("[{\"rank\":0,\"data\":0.05,\"compute\":0.45,\"allreduce\":0.5},"
+	         "{\"rank\":1,\"data\":0.52,\"compute\":0.45,\"allreduce\":0.03}]");
+	CHECK(cJSON_GetArraySize(w) == 1);
+	CHECK_STR(nth(w, 0), "rank 1 waits for its input 52% of its step time, the other ranks 5%: it is starved by input");
+	cJSON_Delete(w);
+
+	/* every rank waits about as much: none singled out (30% and 35% are within 2x of each other) */
+	w = warn("[{\"rank\":0,\"data\":0.35,\"compute\":0.6,\"allreduce\":0.05},{\"rank\":1,\"data\":0.3,\"compute\":0.6,\"allreduce\":0.1}]");
+	CHECK(cJSON_GetArraySize(w) == 0);
+	cJSON_Delete(w);
+
+	/* four ranks, two of them starved: the others' median is what each is compared with */
+	w = warn("[{\"rank\":0,\"data\":0.5},{\"rank\":1,\"data\":0.02},{\"rank\":2,\"data\":0.6},{\"rank\":3,\"data\":0.04}]");
+	CHECK(cJSON_GetArraySize(w) == 2);
+	CHECK(!strncmp(nth(w, 0), "rank 0 waits for its input 50% of its step time, the other ranks 4%", 67));
+	CHECK(!strncmp(nth(w, 1), "rank 2 waits for its input 60% of its step time, the other ranks 4%", 67));
+	cJSON_Delete(w);
+
+	/* a share below DLK_TOP_STARVED_SHARE is not starvation, however it compares */
+	w = warn("[{\"rank\":0,\"data\":0.25},{\"rank\":1,\"data\":0.01}]");
+	CHECK(cJSON_GetArraySize(w) == 0);
+	cJSON_Delete(w);
+
+	/* one rank: input-bound from half its step time */
+	w = warn("[{\"rank\":0,\"data\":0.6,\"compute\":0.4,\"allreduce\":0}]");
+	CHECK(cJSON_GetArraySize(w) == 1);
+	CHECK_STR(nth(w, 0), "rank 0 waits for its input 60% of its step time: the run is input-bound");
+	cJSON_Delete(w);
+	w = warn("[{\"rank\":0,\"data\":0.45,\"compute\":0.55,\"allreduce\":0}]");
+	CHECK(cJSON_GetArraySize(w) == 0);
+	cJSON_Delete(w);
+
+	/* what is not a rank's shares is skipped: no rank, a share out of [0, 1], not an object */
+	w = warn("[{\"data\":0.9},{\"rank\":1,\"data\":7},{\"rank\":-1,\"data\":0.9},3,\"x\",{\"rank\":2,\"data\":\"0.9\"},"
+	         "{\"rank\":4,\"data\":0.9}]");
+	CHECK(cJSON_GetArraySize(w) == 1);
+	CHECK_STR(nth(w, 0), "rank 4 waits for its input 90% of its step time: the run is input-bound");
+	cJSON_Delete(w);
+	w = dlk_top_phase_warnings(NULL);
+	CHECK(cJSON_IsArray(w) && cJSON_GetArraySize(w) == 0);
+	cJSON_Delete(w);
+	w = warn("{\"rank\":0,\"data\":0.9}");
+	CHECK(cJSON_GetArraySize(w) == 0);
+	cJSON_Delete(w);
+	return CHECK_DONE();
+}
