@@ -13,6 +13,7 @@
 #include "lib/store/dataset.h"
 #include "lib/store/provenance.h"
 #include "lib/store/reader.h"
+#include "lib/util/clock.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
 #include "lib/util/jsonprint.h"
@@ -119,6 +120,7 @@ static int run_predict(struct dlk_ctx *ctx, struct dlk_args *args)
 	char *csv = NULL, *prov = NULL, *csv_path = NULL, *prov_path = NULL, *tmpdir = NULL;
 	const char *images = pr_images, *labels = pr_labels, *in_tag = NULL;
 	size_t csv_len = 0;
+	double t0 = dlk_now(), t_read = 0, t_score = 0;
 	int rc = 0;
 
 	dlk_interrupt_catch();
@@ -190,8 +192,10 @@ static int run_predict(struct dlk_ctx *ctx, struct dlk_args *args)
 	if (dlk_data_load(&dspec, "test", &dopts, &data, &err))
 		goto fail;
 	dlk_backend_cpu()->set_threads(pr_threads); /* 0: every online core */
+	t_read = dlk_now();
 	if (dlk_predict_run(&model, &data, pr_batch, on_score, &bar, &pred, &err))
 		goto fail;
+	t_score = dlk_now();
 	dlk_progress_clear(&bar);
 
 	csv = dlk_predict_csv(&pred, &data, model.sig.classes, &csv_len);
@@ -238,6 +242,15 @@ static int run_predict(struct dlk_ctx *ctx, struct dlk_args *args)
 		cJSON_AddNumberToObject(o, "samples", (double)pred.n);
 		if (data.y && !data.t && pred.n)
 			cJSON_AddNumberToObject(o, "accuracy", (double)pred.correct / (double)pred.n);
+		{
+			/* where the time went: loading the model and the data, the forward passes, the
+			 * predictions' text and the push */
+			cJSON *sec = cJSON_AddObjectToObject(o, "seconds");
+			double t_end = dlk_now();
+			cJSON_AddNumberToObject(sec, "read", t_read - t0);
+			cJSON_AddNumberToObject(sec, "score", t_score - t_read);
+			cJSON_AddNumberToObject(sec, "write", t_end - t_score);
+		}
 		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(o) : yamljson_emit(o, &err);
 		cJSON_Delete(o);
 		if (!s)

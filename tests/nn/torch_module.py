@@ -129,4 +129,5 @@ def main():
                   f"running_var[0] {m.layers[i].running_var[0].item():.4f}")
 
 
-main()
+if __name__ == "__main__":
+    main()

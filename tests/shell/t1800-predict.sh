@@ -65,6 +65,8 @@ test_expect_success 'scoring again gives the same dataset; -o json says what was
 	grep -q "\"tag\": *\"preds@v2\"" out.json &&
 	grep -q "\"input\": *\"$(cat in.id)\"" out.json &&
 	grep -q "\"samples\": *10000" out.json &&
+	grep -q "\"seconds\": *{" out.json && grep -q "\"read\": *[0-9]" out.json &&
+	grep -q "\"score\": *[0-9]" out.json && grep -q "\"write\": *[0-9]" out.json &&
 	dlk predict proj/fashion-mlp.dlk --data "$(cat in.id)" --to "$STORE" --name preds@v3 -o json >id.json &&
 	grep -q "\"input\": *\"$(cat in.id)\"" id.json &&
 	dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name preds@t1 --threads 1 --batch 1000 \
