@@ -677,6 +677,16 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 	if (env.rank == 0)
 		s.jp = dlk_job_progress_new(sink);
 	rc = dlk_trainer_pod_gang(spec, s.started, out, &hooks, err);
+	if (!rc && s.jp) {
+		/* the run document on the Job (dlk.dev/metrics), as a dlk run publishes it: what
+		 * `dlk report JOB` and the promotion gate read of a job */
+		cJSON *doc = on_run_doc(&s);
+		char *m = doc ? report_run_compact(doc, DLK_METRICS_MAX_BYTES) : NULL;
+		if (m)
+			dlk_job_progress_metrics(s.jp, m);
+		free(m);
+		cJSON_Delete(doc);
+	}
 	dlk_job_progress_free(s.jp);
 	s.jp = NULL;
 	progress_close(&s);
