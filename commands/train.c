@@ -236,7 +236,7 @@ static const struct dlk_option train_options[] = {
 	         .def_doc = "$DLK_LOG_FORMAT (logging.format in a pod), text",
 	         .modes = DLK_MODE(TRAIN_LOCAL) | DLK_MODE(TRAIN_WORKER)),
 	OPT_INT(0, "metrics-port", &opt.metrics_port, "PORT", 0,
-	        "serve Prometheus metrics on PORT at /metrics while training (with --workers, rank r on PORT + r)",
+	        "serve Prometheus metrics on PORT at /metrics while training (with --workers, rank r on PORT + r; a program: its reports, on PORT)",
 	        .min = 0, .max = 65535, .modes = DLK_MODE(TRAIN_LOCAL), .def_doc = "0: none",
 	        .hint = "in a cluster every worker serves them on resources.metrics_port"),
 	OPT_STRING(0, "place-supervisor", &opt.place, "DIR", NULL,

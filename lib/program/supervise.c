@@ -14,6 +14,7 @@
 #include "lib/report/report.h"
 #include "lib/store/manifest.h"
 #include "lib/trainer/gang.h"
+#include "lib/trainer/metrics.h"
 #include "lib/trainer/run.h"
 #include "lib/comm/rendezvous.h"
 #include "lib/util/fsutil.h"
@@ -56,6 +57,9 @@ struct sup {
 	char *progress_dir;
 	struct progfile progress[DLK_GANG_MAX_WORKERS];
 	int n_progress;
+	/* Prometheus metrics fed from rank 0's reports (NULL: none); generations that ended */
+	struct dlk_train_metrics *metrics;
+	int gens;
 };
 
 int dlk_program_restarts(const struct dlk_program *p, int status)
@@ -231,6 +235,40 @@ static void publish_progress(struct sup *s, const struct program_report *r)
 	cJSON_Delete(o);
 }
 
+/* rank 0's report into the Prometheus series a dlk run serves (lib/trainer/metrics.h): its
+ * step, epoch, loss and samples/s, and an evaluation's test_loss and other metrics (with a
+ * confusion matrix and no accuracy of its own, the matrix's accuracy, as the record has it) */
+static void feed_metrics(struct sup *s, const struct program_report *r)
+{
+	const char *names[PROGRAM_PROTOCOL_MAX_METRICS + 1];
+	double values[PROGRAM_PROTOCOL_MAX_METRICS + 1];
+	int n = 0;
+
+	if (!s->metrics)
+		return;
+	dlk_train_metrics_progress(s->metrics, r->step, r->epoch, r->has_loss ? &r->loss : NULL, r->samples_per_s);
+	if (!r->n_metrics && !r->n_classes)
+		return;
+	for (int i = 0; i < r->n_metrics; i++)
+		if (strcmp(r->metrics[i].name, "test_loss")) {
+			names[n] = r->metrics[i].name;
+			values[n++] = r->metrics[i].value;
+		}
+	if (r->n_classes && !program_report_metric(r, "accuracy")) {
+		long long total = 0, right = 0;
+		for (int i = 0; i < r->n_classes; i++)
+			for (int j = 0; j < r->n_classes; j++) {
+				total += r->confusion[(size_t)i * r->n_classes + j];
+				right += i == j ? r->confusion[(size_t)i * r->n_classes + j] : 0;
+			}
+		if (total) {
+			names[n] = "accuracy";
+			values[n++] = (double)right / (double)total;
+		}
+	}
+	dlk_train_metrics_test(s->metrics, program_report_metric(r, "test_loss"), names, values, n);
+}
+
 static void on_line(void *ud, int local, int rank, char *line, size_t n)
 {
 	struct sup *s = ud;
@@ -277,6 +315,7 @@ static void on_line(void *ud, int local, int rank, char *line, size_t n)
 		free(s->model);
 		s->model = xstrdup(r.model);
 	}
+	feed_metrics(s, &r);
 	if (r.n_metrics || r.n_classes) {
 		program_report_release(&s->last_eval);
 		s->last_eval = r;
@@ -308,6 +347,7 @@ static void on_progress(void *ud, int local, int rank, char *line, size_t n)
 static void on_ended(void *ud)
 {
 	struct sup *s = ud;
+	s->gens++;
 	if (s->view->ended)
 		s->view->ended(s->view->ud);
 }
@@ -415,6 +455,9 @@ static void on_tick(void *ud, int ended)
 {
 	struct sup *s = ud;
 
+	/* a new generation runs: the gang was started again */
+	if (!ended)
+		dlk_train_metrics_restarts(s->metrics, s->gens);
 	for (int i = 0; i < s->n_progress; i++) {
 		struct file_line f = { s, i };
 		progfile_poll(&s->progress[i], on_file_line, &f, ended);
@@ -453,6 +496,33 @@ static void progress_close(struct sup *s)
 	free(s->progress_dir);
 	s->progress_dir = NULL;
 	s->n_progress = 0;
+}
+
+/* The gang's Prometheus metrics on port (0: none), served by the supervisor for its processes
+ * (first_rank of world): what rank 0 reports, when rank 0 is one of them. A port that cannot be
+ * bound is an error here (it was asked for), a warning in a pod (the program runs without). */
+static int metrics_start(struct sup *s, int port, int first_rank, int world, int restarts, struct dlk_err *err)
+{
+	if (port <= 0)
+		return 0;
+	s->metrics = dlk_train_metrics_start(port, first_rank, world, getenv(DLK_ENV_JOB_NAME), restarts, err);
+	if (!s->metrics && s->in_pod) {
+		dlk_trainer_warn(s->sink, "no metrics (the program runs without them): %s", err->msg);
+		dlk_err_clear(err);
+		return 0;
+	}
+	if (!s->metrics)
+		return -1;
+	if (!s->in_pod)
+		dlk_trainer_info(s->sink, "metrics on http://127.0.0.1:%d/metrics", dlk_train_metrics_port(s->metrics));
+	return 0;
+}
+
+static void metrics_stop(struct sup *s)
+{
+	dlk_train_metrics_done(s->metrics);
+	dlk_train_metrics_stop(s->metrics);
+	s->metrics = NULL;
 }
 
 int dlk_program_local(const struct dlk_trainer_opts *opts, const struct dlk_project *spec,
@@ -500,9 +570,14 @@ int dlk_program_local(const struct dlk_trainer_opts *opts, const struct dlk_proj
 	free(out_dir);
 	o.workers = s.nodes * s.started;
 	o.code_sha256 = s.code_sha256[0] ? s.code_sha256 : NULL;
+	if (metrics_start(&s, view->metrics_port, 0, o.workers, 0, err)) {
+		rc = err->code ? err->code : DLK_EXIT_FAIL;
+		goto out;
+	}
 	progress_open(&s, o.workers, sink);
 	rc = dlk_trainer_gang(&o, spec, out, &hooks, sink, err);
 	progress_close(&s);
+	metrics_stop(&s);
 out:
 	program_report_release(&s.last_eval);
 	free(s.model);
@@ -590,13 +665,32 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 		dlk_run_set_str(run.rec, "code_sha256", getenv(DLK_ENV_CODE_SHA256));
 		dlk_train_run_save(&run);
 	}
+	{
+		/* the pod's port (resources.metrics_port, which the Job passes); the restarts so far */
+		const char *mp = getenv(DLK_ENV_METRICS_PORT), *gen = getenv(DLK_ENV_GENERATION);
+		int port = mp ? atoi(mp) : 0;
+		s.gens = gen ? atoi(gen) : 0;
+		if (port > 0 && port <= 65535)
+			metrics_start(&s, port, env.rank * s.started, env.world * s.started, s.gens, err);
+	}
 	progress_open(&s, s.started, sink);
 	if (env.rank == 0)
 		s.jp = dlk_job_progress_new(sink);
 	rc = dlk_trainer_pod_gang(spec, s.started, out, &hooks, err);
+	if (!rc && s.jp) {
+		/* the run document on the Job (dlk.dev/metrics), as a dlk run publishes it: what
+		 * `dlk report JOB` and the promotion gate read of a job */
+		cJSON *doc = on_run_doc(&s);
+		char *m = doc ? report_run_compact(doc, DLK_METRICS_MAX_BYTES) : NULL;
+		if (m)
+			dlk_job_progress_metrics(s.jp, m);
+		free(m);
+		cJSON_Delete(doc);
+	}
 	dlk_job_progress_free(s.jp);
 	s.jp = NULL;
 	progress_close(&s);
+	metrics_stop(&s);
 	if (env.rank == 0 && run.rec) {
 		if (!rc) {
 			cJSON *doc = on_run_doc(&s);

@@ -28,6 +28,10 @@ struct dlk_program_view {
 	/* where the command placed data.dataset's files (DLK_DATA_DIR); NULL: none (the directory of
 	 * a local data.train.images file, if any) */
 	const char *data_dir;
+	/* `dlk train --local --metrics-port PORT`: the supervisor serves the gang's Prometheus
+	 * metrics (lib/trainer/metrics.h) there, fed from rank 0's reports; 0: none. In a pod the
+	 * port is DLK_METRICS_PORT (resources.metrics_port), as for dlk's own workers. */
+	int metrics_port;
 };
 
 /* 1 when an exit status (waitpid's) restarts the gang under program's exit_codes, 0 when it

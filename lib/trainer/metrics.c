@@ -6,6 +6,7 @@
 #include "lib/util/mem.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,9 +24,12 @@ struct dlk_train_metrics {
 	double data_load;
 	double phase[DLK_PHASES];     /* seconds of the steps in each phase, this process's */
 	/* the last evaluation: its loss and the task's metrics (lib/train/eval.h) */
-	int have_test, n_test;
+	int have_test, have_test_loss, n_test;
 	double test_loss;
-	struct dlk_metric test[DLK_EVAL_MAX_METRICS];
+	struct {
+		char name[DLK_TRAIN_METRICS_MAX_NAME + 1];
+		double value;
+	} test[DLK_TRAIN_METRICS_MAX_TEST];
 };
 
 static void sample(struct dlk_buf *o, const char *name, const char *type, const char *help, double v)
@@ -52,13 +56,17 @@ static void write_metrics(void *ctx, struct dlk_buf *o)
 		sample(o, "dlk_train_samples_per_second", "gauge", "Training throughput of the whole gang in the current epoch.",
 		       m->samples_per_sec);
 	}
-	if (m->have_test) {
+	if (m->have_test && m->have_test_loss)
 		sample(o, "dlk_train_test_loss", "gauge", "The test loss of the last evaluation.", m->test_loss);
+	if (m->have_test && m->n_test) {
 		dlk_metrics_family(o, "dlk_train_test_metric", "gauge",
 		                   "The last evaluation's test metrics of the model's task (accuracy; r2, rmse, mae; "
-		                   "f1_micro, f1_macro, subset_accuracy; psnr, ssim).");
-		for (int i = 0; i < m->n_test; i++)
-			dlk_buf_addf(o, "dlk_train_test_metric{metric=\"%s\"} %.17g\n", m->test[i].name, m->test[i].value);
+		                   "f1_micro, f1_macro, subset_accuracy; psnr, ssim), or what a program reported.");
+		for (int i = 0; i < m->n_test; i++) {
+			dlk_buf_adds(o, "dlk_train_test_metric{metric=\"");
+			dlk_metrics_label(o, m->test[i].name);
+			dlk_buf_addf(o, "\"} %.17g\n", m->test[i].value);
+		}
 	}
 	sample(o, "dlk_train_allreduce_seconds_total", "counter", "Seconds spent waiting for gradient all-reduces.",
 	       m->ar_seconds);
@@ -115,11 +123,60 @@ void dlk_train_metrics_event(struct dlk_train_metrics *m, const struct dlk_train
 		m->have_loss = 1;
 	}
 	if (ev->eval && ev->eval->n) {
-		m->have_test = 1;
+		m->have_test = m->have_test_loss = 1;
 		m->test_loss = ev->eval->loss;
-		m->n_test = ev->eval->n_metrics;
-		memcpy(m->test, ev->eval->metrics, sizeof(m->test));
+		m->n_test = 0;
+		for (int i = 0; i < ev->eval->n_metrics && i < DLK_TRAIN_METRICS_MAX_TEST; i++) {
+			snprintf(m->test[i].name, sizeof(m->test[i].name), "%s", ev->eval->metrics[i].name);
+			m->test[i].value = ev->eval->metrics[i].value;
+			m->n_test++;
+		}
 	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+void dlk_train_metrics_progress(struct dlk_train_metrics *m, long long steps, int epoch, const double *loss,
+                                double samples_per_sec)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	if (steps >= 0)
+		m->steps = (long)steps;
+	if (epoch >= 0)
+		m->epoch = epoch;
+	if (loss) {
+		m->loss = *loss;
+		m->have_loss = 1;
+	}
+	if (samples_per_sec >= 0)
+		m->samples_per_sec = samples_per_sec;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void dlk_train_metrics_test(struct dlk_train_metrics *m, const double *test_loss, const char *const *names,
+                            const double *values, int n)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->have_test = 1;
+	m->have_test_loss = test_loss != NULL;
+	m->test_loss = test_loss ? *test_loss : 0;
+	m->n_test = 0;
+	for (int i = 0; i < n && m->n_test < DLK_TRAIN_METRICS_MAX_TEST; i++) {
+		snprintf(m->test[m->n_test].name, sizeof(m->test[0].name), "%s", names[i]);
+		m->test[m->n_test++].value = values[i];
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+void dlk_train_metrics_restarts(struct dlk_train_metrics *m, int restarts)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->restarts = restarts;
 	pthread_mutex_unlock(&m->mu);
 }
 

@@ -13,7 +13,10 @@
  *                                                  computing ("compute"), waiting for the all-reduce ("allreduce")
  *   dlk_train_data_load_seconds                    time spent loading the data before the first step
  *   dlk_train_restarts                             how often the gang was started again
- *   dlk_train_up                                   1 while training, 0 once it ended */
+ *   dlk_train_up                                   1 while training, 0 once it ended
+ *   dlk_train_test_loss, dlk_train_test_metric{metric}   the last evaluation's loss and metrics
+ * A user's program (lib/program/supervise.h) feeds the same series from what its rank 0 reports
+ * (dlk_train_metrics_progress, dlk_train_metrics_test); its all-reduce series stay 0. */
 #ifndef DLK_TRAINER_METRICS_H
 #define DLK_TRAINER_METRICS_H
 
@@ -21,6 +24,9 @@
 #include "lib/util/err.h"
 
 struct dlk_train_metrics;
+
+#define DLK_TRAIN_METRICS_MAX_TEST 64 /* a program's reported metrics (lib/program/protocol.h) */
+#define DLK_TRAIN_METRICS_MAX_NAME 64
 
 /* Serves the metrics on port (every address; 0: any free port). NULL with err when the port
  * cannot be bound. job may be NULL (a run here). */
@@ -30,6 +36,15 @@ int dlk_train_metrics_port(const struct dlk_train_metrics *m);
 /* Updates from a step, epoch or end event (loss and samples/s as the gang sees them). */
 void dlk_train_metrics_event(struct dlk_train_metrics *m, const struct dlk_train_event *ev);
 /* One gradient all-reduce of bytes that took seconds, among world ranks. */
+/* A program's report: steps and epoch (-1: unchanged), the loss (NULL: unchanged), samples/s (< 0:
+ * unchanged). */
+void dlk_train_metrics_progress(struct dlk_train_metrics *m, long long steps, int epoch, const double *loss,
+                                double samples_per_sec);
+/* A program's evaluation: its test loss (NULL: none) and n named metrics, replacing the last. */
+void dlk_train_metrics_test(struct dlk_train_metrics *m, const double *test_loss, const char *const *names,
+                            const double *values, int n);
+/* The gang was started again: how often so far. */
+void dlk_train_metrics_restarts(struct dlk_train_metrics *m, int restarts);
 void dlk_train_metrics_allreduce(struct dlk_train_metrics *m, double seconds, double bytes, int world);
 void dlk_train_metrics_data_load(struct dlk_train_metrics *m, double seconds);
 /* Training ended: dlk_train_up is 0 from now on. */

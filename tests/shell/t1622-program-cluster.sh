@@ -47,7 +47,10 @@ test_expect_success 'dlk status shows the job, and the run'"'"'s record what the
 	grep -q "^state: *Succeeded" st.out && grep -q "^run: .* succeeded" st.out &&
 	dlk status fm --history -o json >h.json && jq -c ".runs[0].metrics" h.json &&
 	jq -e ".runs[0].metrics.test_samples == 500 and .runs[0].metrics.test_accuracy > 0.5" h.json &&
-	jq -e "(.runs[0].metrics.confusion_matrix | length) == 10 and (.runs[0].metrics.train_loss | type) == \"number\"" h.json
+	jq -e "(.runs[0].metrics.confusion_matrix | length) == 10 and (.runs[0].metrics.train_loss | type) == \"number\"" h.json &&
+	kubectl get job fm -o json | jq -r ".metadata.annotations[\"dlk.dev/metrics\"]" >doc.json && jq -c . doc.json &&
+	test "$(jq -c .metrics.test_samples doc.json)" = "$(jq -c .runs[0].metrics.test_samples h.json)" &&
+	test "$(jq -c .metrics.test_accuracy doc.json)" = "$(jq -c .runs[0].metrics.test_accuracy h.json)"
 '
 
 test_expect_success 'dlk logs --run reads both ranks after the pods are gone' '
