@@ -96,7 +96,7 @@ $(BUILD)/%.o: %.c
 # Files embedded into the binary, one byte array each: the built-in templates (overridable by a
 # project's templates/), the project files `dlk init` writes, the completion scripts, and the man
 # pages' prose (`dlk help PAGE` fills and shows them).
-EMBED_FILES := $(sort $(wildcard examples/*/dlk.yaml examples/*/dlk-pipeline.yaml examples/*/*.py)) completions/dlk.bash completions/_dlk $(MAN_IN)
+EMBED_FILES := $(sort $(wildcard examples/*/dlk.yaml examples/*/dlk-pipeline.yaml examples/*/*.py examples/*/*.sh)) completions/dlk.bash completions/_dlk $(MAN_IN)
 define embed_table
   i=0; for f in $(2); do \
     echo "static const unsigned char $(1)$$i[] = {"; od -An -v -tx1 $$f | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; echo '0x00};'; \

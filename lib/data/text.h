@@ -53,6 +53,10 @@ int dlk_text_labels(const struct dlk_text_rows *r, const char *name, const char 
 /* Encodes every row into `length` ids, as floats (exact below 2^24): the first `length` ids of the
  * text, then the pad id. x holds n * length floats. Runs on the compute pool. */
 void dlk_text_encode_rows(const struct dlk_tokenizer *t, const struct dlk_text_rows *r, int length, float *x);
+/* One text so (what the rows above and a served text model's BYTES inputs both go through):
+ * row holds `length` floats, ids is scratch for `length` ids. */
+void dlk_text_encode_row(const struct dlk_tokenizer *t, const void *text, size_t len, int length, int32_t *ids,
+                         float *row);
 
 /* mask[i] = 1 where ids[i] is a token, 0 where it is padding (n values). */
 void dlk_text_mask(const struct dlk_tokenizer *t, const float *ids, size_t n, uint8_t *mask);

@@ -81,6 +81,8 @@ int dlk_serve_model_load(struct dlk_serve_model *m, const char *name, const char
 	s->mean = m->bundle.mean;
 	s->std = m->bundle.std;
 	dlk_serve_sig_init_lut(s);
+	if (m->bundle.tokenizer && s->rank == 1)
+		s->tokenizer = m->bundle.tokenizer;
 	atomic_init(&m->ready, 0);
 	struct dlk_err lm_err = DLK_ERR_INIT;
 	if (!dlk_lm_init(&m->lm, &m->bundle, m->name, &lm_err))

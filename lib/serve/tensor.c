@@ -1,6 +1,8 @@
 /* Datatypes, the model signature's shapes, and raw values -> scaled network inputs. */
 #include "lib/serve/tensor.h"
 
+#include "lib/data/bpe.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -76,6 +78,14 @@ int dlk_input_form_parse(const char *s, size_t len)
 void dlk_serve_contract_json(const struct dlk_serve_sig *sig, struct dlk_buf *out)
 {
 	dlk_buf_adds(out, "\"input_form\":\"raw\"");
+	if (sig->tokenizer) {
+		const struct dlk_tokenizer *t = sig->tokenizer;
+		dlk_buf_addf(out, ",\"raw\":\"text\",\"tokenizer\":\"%s\",\"vocab_size\":%d,\"pad_id\":%d,\"sequence_length\":%zu"
+		             ",\"preprocessed\":\"token_ids\"", t->bpe ? "bpe" : "byte", t->vocab_size,
+		             t->pad_id, sig->in_size);
+		dlk_buf_adds(out, ",\"input_forms\":[\"raw\",\"preprocessed\"],\"form_parameter\":\"" DLK_INPUT_FORM_PARAM "\"");
+		return;
+	}
 	if (sig->pixels)
 		dlk_buf_adds(out, ",\"raw_range\":[0,255]");
 	dlk_buf_addf(out, ",\"scale\":%.9g,\"mean\":%.9g,\"std\":%.9g", (double)sig->scale, (double)sig->mean,

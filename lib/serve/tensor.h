@@ -54,6 +54,8 @@ enum dlk_input_form { DLK_INPUT_RAW, DLK_INPUT_PREPROCESSED };
 const char *dlk_input_form_name(enum dlk_input_form form);
 int dlk_input_form_parse(const char *s, size_t len);
 
+struct dlk_tokenizer;
+
 /* What clients see of a model. */
 struct dlk_serve_sig {
 	const char *name;          /* the model's name in URLs */
@@ -67,6 +69,11 @@ struct dlk_serve_sig {
 	int pixels;                /* raw values are 8-bit pixels 0..255 (the scaling divides by 255, as
 	                              idx and tar data are read): the contract dlk_serve_check_raw_*
 	                              holds requests to; set by dlk_serve_sig_init_lut */
+	const struct dlk_tokenizer *tokenizer; /* a text model's (the bundle's tokenizer.txt), or NULL:
+	                              its raw input is text (V2 datatype BYTES, one string a row), which
+	                              the server tokenizes as training did (dlk_text_encode_row) into the
+	                              in_size ids the network takes; ids themselves are its preprocessed
+	                              form */
 };
 
 /* Fills lut and pixels from scale, mean and std. */
@@ -76,7 +83,10 @@ void dlk_serve_sig_init_lut(struct dlk_serve_sig *sig);
 void dlk_serve_sig_preprocessed(const struct dlk_serve_sig *sig, struct dlk_serve_sig *out);
 /* The contract as JSON members (no braces), for the protocols' metadata:
  *   "input_form":"raw","raw_range":[0,255],"scale":S,"mean":M,"std":D,
- *   "input_forms":["raw","preprocessed"],"form_parameter":"input_form" */
+ *   "input_forms":["raw","preprocessed"],"form_parameter":"input_form"
+ * and for a text model (sig->tokenizer):
+ *   "input_form":"raw","raw":"text","tokenizer":"bpe","vocab_size":V,"pad_id":P,"sequence_length":T,
+ *   "preprocessed":"token_ids","input_forms":[...],"form_parameter":"input_form" */
 void dlk_serve_contract_json(const struct dlk_serve_sig *sig, struct dlk_buf *out);
 /* Whether n values of a request that did not declare its form fit a raw-pixel input (sig->pixels;
  * always 0 otherwise). Pixels are whole numbers 0..255; a floating-point tensor whose values all

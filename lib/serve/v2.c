@@ -8,11 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/data/text.h"
 #include "lib/util/mem.h"
 
 #define MAX_INPUTS 64
 #define MAX_OUTPUTS 64
 #define MAX_DIM (1LL << 40)
+/* the ids the texts of one request may become: each text is in_size of them whatever its
+ * length, so a body of empty strings must not turn into gigabytes */
+#define MAX_TEXT_IDS (1LL << 24)
 
 static int fail(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *msg, size_t len, const char *fmt, ...)
@@ -134,6 +138,78 @@ static int read_shape(const struct jd_doc *doc, const struct jd_value *in, struc
 	if (count > (long double)MAX_DIM)
 		return fail(msg, len, "input '%s': a shape of %Lg elements is more than any request can hold", nb, count);
 	d->count = (long long)count;
+	return 0;
+}
+
+/* the i-th text of a BYTES input's JSON data: a flat array of strings, or one of arrays of one */
+static const struct jd_value *text_item(const struct jd_value *it)
+{
+	if (it && it->type == JD_ARRAY && it->n_items == 1 && !it->n_numbers)
+		it = it->first;
+	return it && it->type == JD_STRING ? it : NULL;
+}
+
+/* A text model's BYTES input: shape [N] or [N, 1], one text a row, each tokenized as training
+ * tokenized its rows into the model's in_size ids (lib/data/text.h). */
+static int read_texts(const struct dlk_serve_sig *sig, const struct input_desc *d, struct dlk_v2_request *req,
+                      char *msg, size_t len)
+{
+	long long rows = d->shape[0];
+	const unsigned char *p = d->bytes;
+	size_t left = d->binary ? (size_t)d->binary_size : 0;
+	const struct jd_value *it = NULL;
+	int32_t *ids;
+
+	if (!(d->rank == 1 || (d->rank == 2 && d->shape[1] == 1)))
+		return fail(msg, len, "input '%s': a text model takes BYTES of shape [N] or [N,1], one text a row, not a shape of "
+		            "%d dimensions%s", DLK_SERVE_INPUT, d->rank, d->rank == 2 ? " with more than one text a row" : "");
+	if (rows == 0)
+		return fail(msg, len, "input '%s' has no rows (its shape starts with 0)", DLK_SERVE_INPUT);
+	if (rows > MAX_TEXT_IDS / (long long)sig->in_size)
+		return fail(msg, len, "input '%s': %lld texts in one request; this model takes at most %lld (each becomes %zu ids)",
+		            DLK_SERVE_INPUT, rows, MAX_TEXT_IDS / (long long)sig->in_size, sig->in_size);
+	if (!d->binary) {
+		const struct jd_value *data = d->data;
+		if (data->type != JD_ARRAY || data->leaf_end != data->leaf_begin)
+			return fail(msg, len, "input '%s': 'data' must be an array of strings, one text a row, as datatype BYTES says",
+			            DLK_SERVE_INPUT);
+		if ((long long)data->n_items != rows)
+			return fail(msg, len, "input '%s': 'data' holds %zu texts, but its shape needs %lld", DLK_SERVE_INPUT,
+			            data->n_items, rows);
+		it = data->first;
+	}
+	req->x = xmalloc((size_t)rows * sig->in_size * sizeof(float));
+	ids = xmalloc(sig->in_size * sizeof(*ids));
+	for (long long r = 0; r < rows; r++) {
+		const void *text;
+		size_t n;
+		if (d->binary) {
+			/* the binary tensor extension's BYTES: a 4-byte little-endian length, then the bytes */
+			if (left < 4 || (n = (size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 | (size_t)p[3] << 24) > left - 4) {
+				free(ids);
+				return fail(msg, len, "input '%s': the binary data ends inside text %lld of %lld (each is a 4-byte "
+				            "little-endian length, then its bytes)", DLK_SERVE_INPUT, r, rows);
+			}
+			text = p + 4;
+			p += 4 + n;
+			left -= 4 + n;
+		} else {
+			const struct jd_value *t = text_item(it);
+			if (!t) {
+				free(ids);
+				return fail(msg, len, "input '%s': data[%lld] is not a string (a text model's BYTES input holds "
+				            "texts)", DLK_SERVE_INPUT, r);
+			}
+			text = t->str;
+			n = t->len;
+			it = it->next;
+		}
+		dlk_text_encode_row(sig->tokenizer, text, n, (int)sig->in_size, ids, req->x + (size_t)r * sig->in_size);
+	}
+	free(ids);
+	if (left)
+		return fail(msg, len, "input '%s': %zu bytes of binary data follow its %lld texts", DLK_SERVE_INPUT, left, rows);
+	req->rows = rows;
 	return 0;
 }
 
@@ -262,9 +338,20 @@ int dlk_v2_parse_infer(const struct dlk_serve_sig *sig, const char *body, size_t
 		     bin_len, bin_off);
 		goto out;
 	}
+	if (inp.dtype == DLK_DT_BYTES && sig->tokenizer) {
+		if (form == DLK_INPUT_PREPROCESSED) {
+			fail(msg, msg_len, "input '%s': BYTES texts are the raw form, which the server tokenizes; the "
+			     "preprocessed form is the %zu token ids a row as numbers (INT32, FP32, ...)", DLK_SERVE_INPUT, sig->in_size);
+			goto out;
+		}
+		if (read_texts(sig, &inp, req, msg, msg_len))
+			goto out;
+		goto outputs;
+	}
 	if (!dlk_dtype_numeric(inp.dtype)) {
-		fail(msg, msg_len, "input '%s': datatype %s is not a number type; the model takes FP32 (or FP16, FP64, INT8..INT64, UINT8..UINT64)",
-		     DLK_SERVE_INPUT, dlk_dtype_name(inp.dtype));
+		fail(msg, msg_len, "input '%s': datatype %s is not a number type; the model takes FP32 (or FP16, FP64, INT8..INT64, UINT8..UINT64)%s",
+		     DLK_SERVE_INPUT, dlk_dtype_name(inp.dtype),
+		     sig->tokenizer ? ", or BYTES: texts, one a row" : "");
 		goto out;
 	}
 	long long rows = dlk_serve_rows_of(sig, inp.shape, inp.rank, msg, msg_len);
@@ -318,6 +405,7 @@ int dlk_v2_parse_infer(const struct dlk_serve_sig *sig, const char *body, size_t
 	}
 	req->rows = rows;
 
+outputs:
 	/* outputs: the ones asked for, or all */
 	outputs = jd_get(root, "outputs");
 	if (outputs && (outputs->type != JD_ARRAY || outputs->n_numbers)) {
@@ -544,8 +632,12 @@ void dlk_v2_write_model_metadata(const struct dlk_serve_sig *sig, struct dlk_buf
 	jd_write_string(out, sig->name, strlen(sig->name));
 	dlk_buf_adds(out, ",\"versions\":[\"" DLK_V2_VERSION "\"],\"platform\":\"dlk_bundle\",\"inputs\":[");
 	dlk_serve_shape_str(sig, 0, shape, sizeof(shape));
-	/* the input with its contract in its parameters (tritonclient hands the metadata over as is) */
-	dlk_buf_addf(out, "{\"name\":\"%s\",\"datatype\":\"FP32\",\"shape\":%s,\"parameters\":{", DLK_SERVE_INPUT, shape);
+	/* the input with its contract in its parameters (tritonclient hands the metadata over as is);
+	 * a text model's is BYTES, one text a row (its token ids, the preprocessed form, FP32 [-1, T]) */
+	if (sig->tokenizer)
+		snprintf(shape, sizeof(shape), "[-1,1]");
+	dlk_buf_addf(out, "{\"name\":\"%s\",\"datatype\":\"%s\",\"shape\":%s,\"parameters\":{", DLK_SERVE_INPUT,
+	             sig->tokenizer ? "BYTES" : "FP32", shape);
 	dlk_serve_contract_json(sig, out);
 	dlk_buf_adds(out, "}}],\"outputs\":[");
 	snprintf(shape, sizeof(shape), "[-1,%d]", sig->n_classes);

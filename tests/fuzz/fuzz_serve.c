@@ -3,12 +3,14 @@
  *   bit 0-1: 0 KServe V2 JSON, 1 KServe V2 with binary tensors (the next 4 bytes, little-endian,
  *            are the Inference-Header-Content-Length), 2 TF Serving :predict, 3 jd_parse alone
  *   bit 2:   the flat model
+ *   bit 3:   a text model (the byte tokenizer, 16 ids a row): BYTES inputs are texts
  * and a successful decode is answered (responses with every output, binary and classification),
  * so the encoders run on what the decoders accept. Corpus: tests/fuzz/serve/. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/data/bpe.h"
 #include "lib/serve/jsondoc.h"
 #include "lib/serve/tfs.h"
 #include "lib/serve/v2.h"
@@ -17,7 +19,7 @@ static char *const labels[3] = { "zero", "one:1", "" };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct dlk_serve_sig sig = { "fuzz", { 1, 4, 4 }, 3, 16, 3, labels, 1.0f / 255, 0.5f, 2.0f, { 0 }, 0 };
+	struct dlk_serve_sig sig = { "fuzz", { 1, 4, 4 }, 3, 16, 3, labels, 1.0f / 255, 0.5f, 2.0f, { 0 }, 0, NULL };
 	struct jd_limits lim = { 16, 1 << 20 };
 	char msg[1024];
 	struct dlk_buf out = DLK_BUF_INIT;
@@ -31,6 +33,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sig.rank = 1;
 		sig.in_size = 784;
 		sig.classes = NULL;
+	}
+	if (data[0] & 8) {
+		static struct dlk_tokenizer *tok;
+		if (!tok)
+			tok = dlk_tokenizer_byte();
+		sig.dims[0] = sig.dims[1] = 1;
+		sig.dims[2] = 16;
+		sig.rank = 1;
+		sig.in_size = 16;
+		sig.scale = 1, sig.mean = 0, sig.std = 1;
+		sig.tokenizer = tok;
 	}
 	dlk_serve_sig_init_lut(&sig);
 	data++, size--;

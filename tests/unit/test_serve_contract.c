@@ -12,7 +12,7 @@
 #include "lib/serve/tfs.h"
 #include "lib/serve/v2.h"
 
-static struct dlk_serve_sig sig = { "m", { 1, 2, 2 }, 3, 4, 2, NULL, 1.0f / 255, 0.5f, 2.0f, { 0 }, 0 };
+static struct dlk_serve_sig sig = { "m", { 1, 2, 2 }, 3, 4, 2, NULL, 1.0f / 255, 0.5f, 2.0f, { 0 }, 0, NULL };
 static struct jd_limits lim = { 32, 0 };
 
 /* 0 accepted (r filled), -1 refused (msg) */

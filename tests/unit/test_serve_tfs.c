@@ -7,7 +7,7 @@
 
 #include "lib/serve/tfs.h"
 
-static struct dlk_serve_sig sig = { "m", { 1, 2, 2 }, 3, 4, 3, NULL, 1.0f / 255, 0.0f, 1.0f, { 0 }, 0 };
+static struct dlk_serve_sig sig = { "m", { 1, 2, 2 }, 3, 4, 3, NULL, 1.0f / 255, 0.0f, 1.0f, { 0 }, 0, NULL };
 static struct jd_limits lim = { 32, 0 };
 
 static int parse(const char *body, struct dlk_tfs_request *r, char *msg)

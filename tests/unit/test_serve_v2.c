@@ -7,10 +7,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "lib/data/bpe.h"
 #include "lib/serve/v2.h"
 
 static char *const labels[3] = { "cat", "dog", "" };
-static struct dlk_serve_sig sig = { "m", { 1, 2, 2 }, 3, 4, 3, labels, 1.0f / 255, 0.5f, 2.0f, { 0 }, 0 };
+static struct dlk_serve_sig sig = { "m", { 1, 2, 2 }, 3, 4, 3, labels, 1.0f / 255, 0.5f, 2.0f, { 0 }, 0, NULL };
 static struct jd_limits lim = { 32, 0 };
 
 static int parse_json(const char *body, struct dlk_v2_request *r, char *msg)
@@ -261,6 +262,75 @@ static void test_metadata(void)
 	dlk_buf_release(&out);
 }
 
+/* A text model (a tokenizer in the signature): BYTES texts, JSON or binary, become in_size ids
+ * padded with the pad id, exactly as the byte tokenizer encodes them (id 1 + byte); its metadata
+ * says BYTES; ids themselves are the preprocessed form; what does not fit is named. */
+static void test_text(void)
+{
+	struct dlk_tokenizer *tok = dlk_tokenizer_byte();
+	struct dlk_serve_sig ts = { "t", { 1, 1, 4 }, 1, 4, 3, labels, 1, 0, 1, { 0 }, 0, NULL };
+	struct dlk_v2_request r;
+	struct dlk_buf out = DLK_BUF_INIT;
+	char msg[1024], body[512];
+	const char *b;
+
+	ts.tokenizer = tok;
+	dlk_serve_sig_init_lut(&ts);
+	/* JSON: a flat array, and [N, 1] as arrays of one; a text longer than 4 ids is cut */
+	b = "{\"inputs\":[{\"name\":\"input\",\"shape\":[2],\"datatype\":\"BYTES\",\"data\":[\"ab\",\"hello\"]}]}";
+	CHECK(dlk_v2_parse_infer(&ts, b, strlen(b), -1, &lim, &r, msg, sizeof(msg)) == 0);
+	CHECK(r.rows == 2 && r.x[0] == 1 + 'a' && r.x[1] == 1 + 'b' && r.x[2] == 0 && r.x[3] == 0);
+	CHECK(r.x[4] == 1 + 'h' && r.x[7] == 1 + 'l');
+	dlk_v2_request_release(&r);
+	b = "{\"inputs\":[{\"name\":\"input\",\"shape\":[2,1],\"datatype\":\"BYTES\",\"data\":[[\"\"],[\"x\"]]}]}";
+	CHECK(dlk_v2_parse_infer(&ts, b, strlen(b), -1, &lim, &r, msg, sizeof(msg)) == 0);
+	CHECK(r.rows == 2 && r.x[0] == 0 && r.x[4] == 1 + 'x' && r.x[5] == 0);
+	dlk_v2_request_release(&r);
+	/* binary: 4-byte little-endian lengths, then the bytes (tritonclient's default) */
+	const char *hdr = "{\"inputs\":[{\"name\":\"input\",\"shape\":[2,1],\"datatype\":\"BYTES\",\"parameters\":{\"binary_data_size\":11}}]}";
+	size_t hl = strlen(hdr);
+	memcpy(body, hdr, hl);
+	memcpy(body + hl, "\2\0\0\0hi\1\0\0\0\0", 11);
+	CHECK(dlk_v2_parse_infer(&ts, body, hl + 11, (long long)hl, &lim, &r, msg, sizeof(msg)) == 0);
+	CHECK(r.rows == 2 && r.x[0] == 1 + 'h' && r.x[1] == 1 + 'i' && r.x[2] == 0 && r.x[4] == 1 && r.x[5] == 0);
+	dlk_v2_request_release(&r);
+	body[hl + 6] = 9; /* the second length runs past the data */
+	CHECK(dlk_v2_parse_infer(&ts, body, hl + 11, (long long)hl, &lim, &r, msg, sizeof(msg)) == -1);
+	CHECK_CONTAINS(msg, "the binary data ends inside text 1 of 2");
+	/* numbers are ids, as before; texts declared preprocessed, wrong shapes and counts are refused */
+	b = "{\"inputs\":[{\"name\":\"input\",\"shape\":[1,4],\"datatype\":\"INT32\",\"data\":[5,6,7,0]}]}";
+	CHECK(dlk_v2_parse_infer(&ts, b, strlen(b), -1, &lim, &r, msg, sizeof(msg)) == 0);
+	CHECK(r.rows == 1 && r.x[0] == 5 && r.x[3] == 0);
+	dlk_v2_request_release(&r);
+	b = "{\"inputs\":[{\"name\":\"input\",\"shape\":[1],\"datatype\":\"BYTES\",\"data\":[\"a\"],"
+	    "\"parameters\":{\"input_form\":\"preprocessed\"}}]}";
+	CHECK(dlk_v2_parse_infer(&ts, b, strlen(b), -1, &lim, &r, msg, sizeof(msg)) == -1);
+	CHECK_CONTAINS(msg, "BYTES texts are the raw form");
+	b = "{\"inputs\":[{\"name\":\"input\",\"shape\":[1,2],\"datatype\":\"BYTES\",\"data\":[\"a\",\"b\"]}]}";
+	CHECK(dlk_v2_parse_infer(&ts, b, strlen(b), -1, &lim, &r, msg, sizeof(msg)) == -1);
+	CHECK_CONTAINS(msg, "shape [N] or [N,1], one text a row");
+	b = "{\"inputs\":[{\"name\":\"input\",\"shape\":[3],\"datatype\":\"BYTES\",\"data\":[\"a\",\"b\"]}]}";
+	CHECK(dlk_v2_parse_infer(&ts, b, strlen(b), -1, &lim, &r, msg, sizeof(msg)) == -1);
+	CHECK_CONTAINS(msg, "'data' holds 2 texts, but its shape needs 3");
+	b = "{\"inputs\":[{\"name\":\"input\",\"shape\":[2],\"datatype\":\"BYTES\",\"data\":[\"a\",{}]}]}";
+	CHECK(dlk_v2_parse_infer(&ts, b, strlen(b), -1, &lim, &r, msg, sizeof(msg)) == -1);
+	CHECK_CONTAINS(msg, "data[1] is not a string");
+	b = "{\"inputs\":[{\"name\":\"input\",\"shape\":[2],\"datatype\":\"BYTES\",\"data\":[\"a\",1]}]}";
+	CHECK(dlk_v2_parse_infer(&ts, b, strlen(b), -1, &lim, &r, msg, sizeof(msg)) == -1);
+	CHECK_CONTAINS(msg, "must be an array of strings");
+	b = "{\"inputs\":[{\"name\":\"input\",\"shape\":[16777216],\"datatype\":\"BYTES\",\"data\":[\"a\"]}]}";
+	CHECK(dlk_v2_parse_infer(&ts, b, strlen(b), -1, &lim, &r, msg, sizeof(msg)) == -1);
+	CHECK_CONTAINS(msg, "this model takes at most 4194304");
+	/* a model without a tokenizer still refuses BYTES */
+	CHECK_CONTAINS(bad("{\"inputs\":[{\"name\":\"input\",\"shape\":[1],\"datatype\":\"BYTES\",\"data\":[\"a\"]}]}"),
+	               "is not a number type");
+	dlk_v2_write_model_metadata(&ts, &out);
+	CHECK_CONTAINS(out.data, "\"datatype\":\"BYTES\",\"shape\":[-1,1]");
+	CHECK_CONTAINS(out.data, "\"raw\":\"text\",\"tokenizer\":\"byte\",\"vocab_size\":257,\"pad_id\":0,\"sequence_length\":4");
+	dlk_buf_release(&out);
+	dlk_tokenizer_free(tok);
+}
+
 int main(void)
 {
 	dlk_serve_sig_init_lut(&sig);
@@ -269,5 +339,6 @@ int main(void)
 	test_errors();
 	test_encode();
 	test_metadata();
+	test_text();
 	return CHECK_DONE();
 }
