@@ -216,6 +216,25 @@ static struct kube_client *drive_client;
 static const char *drive_ns;
 static cJSON *drive_jobs;
 
+/* Until the Job name is gone, by GET alone: the driver's Role lists nothing (it may get only
+ * its stage Jobs, by name). */
+static int wait_gone(const char *name, struct dlk_err *err)
+{
+	for (int i = 0; i < 240; i++) {
+		cJSON *j = NULL;
+		int r = kube_get(drive_client, "Job", drive_ns, name, &j, err);
+		cJSON_Delete(j);
+		if (r < 0 && err->code == DLK_EXIT_NOTFOUND) {
+			dlk_err_clear(err);
+			return 0;
+		}
+		if (r < 0)
+			return -1;
+		nap();
+	}
+	return dlk_errf(err, DLK_EXIT_TIMEOUT, "job '%s' is still there 120 s after it was deleted", name);
+}
+
 static int drive_stage(void *ud, const struct dlk_stage *s, const char *key, char *reason, size_t reason_len,
                        struct dlk_err *err)
 {
@@ -243,8 +262,7 @@ static int drive_stage(void *ud, const struct dlk_stage *s, const char *key, cha
 		/* a driver that was stopped left this stage's Job running: follow it, do not start it again */
 		follow = annotation(cur, DLK_PIPELINE_KEY_ANNOTATION) &&
 		         !strcmp(annotation(cur, DLK_PIPELINE_KEY_ANNOTATION), key) && !strcmp(job_state(cur), "running");
-		if (!follow && (kube_delete(drive_client, "Job", drive_ns, name, err) < 0 ||
-		                dlk_wait_job_gone(drive_client, drive_ns, name, 120, err) < 0))
+		if (!follow && (kube_delete(drive_client, "Job", drive_ns, name, err) < 0 || wait_gone(name, err) < 0))
 			goto out;
 	} else if (err->code != DLK_EXIT_NOTFOUND) {
 		goto out;

@@ -50,7 +50,7 @@ static void add_quoted(struct dlk_buf *b, const char *s)
 /* The project of one Job of the pipeline: a program of one worker, the pipeline's directory as
  * its code, that copies the (read-only) code to a directory it may write (the stage's state and
  * work directories are kept beside the pipeline file) and runs dlk there. */
-static struct dlk_project *job_project(const struct dlk_pipeline *p, const char *name, const char *image,
+static struct dlk_project *job_project(const struct dlk_pipeline *p, const char *stage, const char *name, const char *image,
                                        const char *dlk_args, const struct dlk_param *res, int n_res,
                                        const char *schedule, struct dlk_err *err)
 {
@@ -60,8 +60,13 @@ static struct dlk_project *job_project(const struct dlk_pipeline *p, const char 
 	int has_cpu = 0, has_mem = 0;
 
 	/* with an image of its own the program finds dlk where the init container put it */
-	dlk_buf_addf(&script, "d=\"${TMPDIR:-/tmp}/dlk-pipeline\" && mkdir -p \"$d\" && cp -RL . \"$d\" && cd \"$d\" && "
-	             "exec %s %s --pipeline '%s'", image ? "/dlk/dlk" : "dlk", dlk_args, base);
+	dlk_buf_addf(&script, "d=\"${TMPDIR:-/tmp}/dlk-pipeline\" && mkdir -p \"$d\" && cp -RL . \"$d\" && cd \"$d\" && ");
+	if (stage)
+		/* the stage's own output into the pod's log, where `dlk pipeline logs NAME STAGE` reads it */
+		dlk_buf_addf(&script, "{ %s %s --pipeline '%s'; rc=$?; cat '.dlk/pipelines/%s/logs/%s.log' 2>/dev/null; exit $rc; }",
+		             image ? "/dlk/dlk" : "dlk", dlk_args, base, p->name, stage);
+	else
+		dlk_buf_addf(&script, "exec %s %s --pipeline '%s'", image ? "/dlk/dlk" : "dlk", dlk_args, base);
 	dlk_buf_addf(&b, "name: ");
 	add_quoted(&b, name);
 	dlk_buf_addf(&b, "\n");
@@ -111,11 +116,11 @@ static struct dlk_project *job_project(const struct dlk_pipeline *p, const char 
 	return spec;
 }
 
-static cJSON *job_objects(const struct dlk_pipeline *p, const char *name, const char *image, const char *dlk_args,
+static cJSON *job_objects(const struct dlk_pipeline *p, const char *stage, const char *name, const char *image, const char *dlk_args,
                           const struct dlk_param *res, int n_res, const char *schedule, const char *ns,
                           struct dlk_err *err)
 {
-	struct dlk_project *spec = job_project(p, name, image, dlk_args, res, n_res, schedule, err);
+	struct dlk_project *spec = job_project(p, stage, name, image, dlk_args, res, n_res, schedule, err);
 	cJSON *objs;
 
 	if (!spec)
@@ -162,7 +167,7 @@ cJSON *dlk_pipeline_render_cluster(const struct dlk_pipeline *p, const char *nam
 	for (int k = 0; k < p->n_stages; k++) {
 		const struct dlk_stage *s = &p->stages[p->order[k]];
 		char *jn = dlk_pipeline_stage_job(p, s), *args = xasprintf("pipeline run --local '%s'", s->name);
-		cJSON *objs = job_objects(p, jn, s->image, args, s->resources, s->n_resources, NULL, ns, err), *o;
+		cJSON *objs = job_objects(p, s->name, jn, s->image, args, s->resources, s->n_resources, NULL, ns, err), *o;
 		free(args);
 		if (!objs) {
 			dlk_err_prefix(err, "%s: stage '%s' as a Job", p->file, s->name);
@@ -187,7 +192,7 @@ cJSON *dlk_pipeline_render_cluster(const struct dlk_pipeline *p, const char *nam
 	}
 	{
 		const char *sched = p->schedule ? p->schedule : p->data_changed ? DLK_PIPELINE_DATA_CHANGED_SCHEDULE : NULL;
-		cJSON *objs = job_objects(p, driver_name, NULL, "pipeline drive", NULL, 0, sched, ns, err), *o;
+		cJSON *objs = job_objects(p, NULL, driver_name, NULL, "pipeline drive", NULL, 0, sched, ns, err), *o;
 		if (!objs) {
 			dlk_err_prefix(err, "%s: the driver as a Job", p->file);
 			goto fail;
