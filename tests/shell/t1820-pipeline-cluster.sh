@@ -14,36 +14,7 @@ cluster_up
 trap 'stop_s3; cluster_down; test_cleanup' EXIT
 S3=s3://data/tp
 
-kubectl apply -f - >/dev/null <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: s3, labels: {app: s3}}
-spec:
-  containers:
-  - name: s3
-    image: versitygw
-    command: ["/opt/s3/$(basename "$S3_BIN")", "--port", ":7070", "--access", "$AWS_ACCESS_KEY_ID", "--secret", "$AWS_SECRET_ACCESS_KEY",
-              "--region", "us-east-1", "posix", "--sidecar", "$S3_DIR/meta", "$S3_ROOT"]
-    volumeMounts: [{name: s3, mountPath: "$S3_DIR"}, {name: bin, mountPath: /opt/s3, readOnly: true}]
-  volumes: [{name: s3, hostPath: {path: "$S3_DIR"}}, {name: bin, hostPath: {path: "$(dirname "$S3_BIN")"}}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: s3}
-spec:
-  clusterIP: None   # the pod runner has no kube-proxy: the name resolves to the pod
-  selector: {app: s3}
-  ports: [{port: 7070}]
----
-apiVersion: v1
-kind: Secret
-metadata: {name: s3-creds}
-stringData:
-  AWS_ACCESS_KEY_ID: "$AWS_ACCESS_KEY_ID"
-  AWS_SECRET_ACCESS_KEY: "$AWS_SECRET_ACCESS_KEY"
-  AWS_REGION: us-east-1
-  AWS_ENDPOINT_URL: http://s3.default.svc.cluster.local:7070
-YAML
+s3_in_cluster
 
 # three program stages: upper-case the raw text, number its lines (napping $DLK_PARAM_NAP
 # seconds first), count them
