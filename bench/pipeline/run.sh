@@ -40,7 +40,7 @@ kubectl wait --for=condition=Ready pod/s3 --timeout=60s >/dev/null || exit 1
 # poll the stage pods: "TIME POD PHASE" once per pod and phase
 poll() {
 	: >"$1"
-	while [ -f "$1" ]; do
+	while [ ! -f "$1.stop" ]; do
 		kubectl get pods -l dlk.dev/pipeline=bp --no-headers -o custom-columns=N:.metadata.name,P:.status.phase 2>/dev/null |
 		while read -r n ph; do
 			grep -q " $n $ph\$" "$1" 2>/dev/null || echo "$(now) $n $ph" >>"$1"
@@ -71,6 +71,7 @@ while [ $n -lt $((pairs * 2)) ]; do
 	pipeline "v$n"
 	clean
 	poll "$TEST_TMP/ev$n" &
+	poller=$!
 	t0=$(now)
 	if [ $((n % 2)) = 1 ]; then
 		dlk pipeline run --wait 2>"$TEST_TMP/run$n.err" || { cat "$TEST_TMP/run$n.err"; exit 1; }
@@ -88,8 +89,8 @@ while [ $n -lt $((pairs * 2)) ]; do
 		sleep 0.5
 		figures "$TEST_TMP/ev$n" "$t0" >>"$TEST_TMP/b"
 	fi
-	mv "$TEST_TMP/ev$n" "$TEST_TMP/ev$n.done"
-	wait
+	touch "$TEST_TMP/ev$n.stop"
+	wait "$poller"
 done
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "pipeline of 3 program stages, $pairs runs each (seconds, medians; A = dlk pipeline run, B = the same Jobs by hand)"
