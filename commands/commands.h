@@ -48,7 +48,8 @@
 	X(data, serve, "serve a directory store over HTTP: what the pod of a pvc:// store runs") \
 	X(pipeline, run, "run the stages, reusing those whose key an earlier run recorded") \
 	X(pipeline, status, "show the stages of the last run: state, output, which were reused") \
-	X(pipeline, logs, "print the log of a stage's last run")
+	X(pipeline, logs, "print the log of a stage's last run")                                  \
+	X(pipeline, drive, "drive a pipeline's stages as Jobs: what the pod of 'dlk pipeline run' runs")
 
 #define X(n, s) extern const struct dlk_command_def dlk_cmd_##n;
 DLK_COMMAND_LIST(X)

@@ -5,7 +5,12 @@
 #include "commands/commands.h"
 #include "commands/ctx.h"
 #include "commands/ui.h"
+#include "lib/jobs/jobdelete.h"
+#include "lib/kube/api.h"
+#include "lib/kube/client.h"
+#include "lib/pipeline/cluster.h"
 #include "lib/pipeline/pipeline.h"
+#include "lib/util/clock.h"
 #include "lib/store/store.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
@@ -18,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *pipeline_file;
@@ -90,6 +96,272 @@ enum { RUN_SUBMIT, RUN_LOCAL, RUN_DRY };
 static int run_mode, run_parallel;
 static struct dlk_strlist run_force;
 
+static int run_run(struct dlk_ctx *ctx, struct dlk_args *args);
+
+/* ---- the cluster: submit, and the driver in its pod ---- */
+
+static int run_wait;
+
+static void nap(void)
+{
+	struct timespec ts = { 0, 500 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+static const char *job_state(const cJSON *job)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "status"), "conditions"))
+	{
+		const char *t = jstr(c, "type"), *st = jstr(c, "status");
+		if (t && st && !strcmp(st, "True") && (!strcmp(t, "Complete") || !strcmp(t, "Failed")))
+			return !strcmp(t, "Complete") ? "succeeded" : "failed";
+	}
+	return "running";
+}
+
+static const char *annotation(const cJSON *o, const char *key)
+{
+	return jstr(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations"), key);
+}
+
+/* Sends the pipeline's objects (or prints them). The driver's Job of an earlier run is deleted
+ * first when it has ended (a Job's pod template cannot change); one still running is a refusal. */
+static int submit(struct dlk_ctx *ctx, const struct dlk_pipeline *p, int dry, struct dlk_err *err)
+{
+	cJSON *objs = dlk_pipeline_render_cluster(p, ctx->namespace_, err), *o, *old = NULL;
+	struct kube_client *c = NULL;
+	char *driver = dlk_pipeline_driver_name(p);
+	const char *ns;
+	int rc = -1;
+
+	if (!objs)
+		goto out;
+	if (dry) {
+		rc = dlk_print_objects(ctx, objs, err) ? -1 : 0;
+		goto out;
+	}
+	if (!(c = dlk_kube_client(ctx, err)))
+		goto out;
+	ns = ctx->namespace_ ? ctx->namespace_ : kube_client_namespace(c);
+	if (!p->schedule && !p->data_changed && kube_get(c, "Job", ns, driver, &old, err) == 0) {
+		if (!strcmp(job_state(old), "running")) {
+			dlk_errf(err, DLK_EXIT_EXISTS, "pipeline %s is running in namespace '%s' (job '%s')", p->name, ns, driver);
+			dlk_err_hint(err, "follow it with 'dlk pipeline status %s', or delete its job to start again", p->name);
+			goto out;
+		}
+		if (kube_delete(c, "Job", ns, driver, err) < 0 || dlk_wait_job_gone(c, ns, driver, 60, err) < 0)
+			goto out;
+	} else if (old == NULL && err->code && err->code != DLK_EXIT_NOTFOUND) {
+		goto out;
+	}
+	dlk_err_clear(err);
+	cJSON_ArrayForEach(o, objs) {
+		const cJSON *once = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations"),
+			"dlk.dev/create-only");
+		cJSON *res = NULL;
+		int r = cJSON_IsString(once) && !strcmp(once->valuestring, "true") ? kube_create(c, o, &res, err)
+		                                                                    : kube_apply(c, o, &res, err);
+		cJSON_Delete(res);
+		if (r < 0 && err->code == DLK_EXIT_EXISTS && cJSON_IsString(once)) {
+			dlk_err_clear(err);
+		} else if (r < 0) {
+			dlk_err_prefix(err, "cannot submit %s '%s'", jstr(o, "kind"), kube_meta(o, "name"));
+			goto out;
+		}
+	}
+	dlk_kube_warnings(ctx, c);
+	dlk_info(ctx, "pipeline %s submitted: its driver is %s '%s' in namespace '%s'", p->name,
+	         p->schedule || p->data_changed ? "the CronJob" : "the job", driver, ns);
+	if (run_wait && !p->schedule && !p->data_changed) {
+		/* the driver's own Job says how the run ended */
+		const char *state = "running";
+		dlk_interrupt_catch();
+		while (!dlk_interrupted()) {
+			cJSON_Delete(old);
+			old = NULL;
+			if (kube_get(c, "Job", ns, driver, &old, err) < 0)
+				goto out;
+			state = job_state(old);
+			if (strcmp(state, "running"))
+				break;
+			nap();
+		}
+		if (!strcmp(state, "running")) {
+			dlk_errf(err, DLK_EXIT_FAIL, "stopped waiting; pipeline %s goes on in the cluster", p->name);
+			goto out;
+		}
+		if (strcmp(state, "succeeded")) {
+			dlk_errf(err, DLK_EXIT_FAIL, "pipeline %s failed in the cluster", p->name);
+			dlk_err_hint(err, "'dlk pipeline status %s' names the stage; 'dlk pipeline logs %s STAGE' shows its log",
+			             p->name, p->name);
+			goto out;
+		}
+		dlk_info(ctx, "pipeline %s: done ('dlk pipeline status %s' shows its stages)", p->name, p->name);
+	}
+	rc = 0;
+out:
+	cJSON_Delete(old);
+	cJSON_Delete(objs);
+	dlk_kube_close(ctx, c);
+	free(driver);
+	return rc;
+}
+
+/* The driver (`dlk pipeline drive`, in its pod): the stage Jobs of the pipeline's ConfigMap,
+ * created one at a time through the API when lib/pipeline finds no output for a stage's key. */
+static struct kube_client *drive_client;
+static const char *drive_ns;
+static cJSON *drive_jobs;
+
+/* Until the Job name is gone, by GET alone: the driver's Role lists nothing (it may get only
+ * its stage Jobs, by name). */
+static int wait_gone(const char *name, struct dlk_err *err)
+{
+	for (int i = 0; i < 240; i++) {
+		cJSON *j = NULL;
+		int r = kube_get(drive_client, "Job", drive_ns, name, &j, err);
+		cJSON_Delete(j);
+		if (r < 0 && err->code == DLK_EXIT_NOTFOUND) {
+			dlk_err_clear(err);
+			return 0;
+		}
+		if (r < 0)
+			return -1;
+		nap();
+	}
+	return dlk_errf(err, DLK_EXIT_TIMEOUT, "job '%s' is still there 120 s after it was deleted", name);
+}
+
+static int drive_stage(void *ud, const struct dlk_stage *s, const char *key, char *reason, size_t reason_len,
+                       struct dlk_err *err)
+{
+	const struct dlk_pipeline *p = ud;
+	const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(drive_jobs, s->name);
+	cJSON *job = NULL, *cur = NULL, *meta, *ann;
+	const char *name;
+	int rc = -1, follow = 0;
+
+	/* the driver touches no Job without its pipeline's label, whatever RBAC would allow */
+	if (!tmpl || !dlk_pipeline_owns(tmpl, p->name)) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "stage '%s' has no Job of pipeline %s in the pipeline's ConfigMap", s->name,
+		         p->name);
+		dlk_err_hint(err, "submit the pipeline again with 'dlk pipeline run'");
+		return -1;
+	}
+	job = cJSON_Duplicate(tmpl, 1);
+	name = kube_meta(job, "name");
+	if (kube_get(drive_client, "Job", drive_ns, name, &cur, err) == 0) {
+		if (!dlk_pipeline_owns(cur, p->name)) {
+			dlk_errf(err, DLK_EXIT_FAIL, "job '%s' is not pipeline %s's (its label %s): the driver leaves it alone",
+			         name, p->name, DLK_PIPELINE_LABEL);
+			goto out;
+		}
+		/* a driver that was stopped left this stage's Job running: follow it, do not start it again */
+		follow = annotation(cur, DLK_PIPELINE_KEY_ANNOTATION) &&
+		         !strcmp(annotation(cur, DLK_PIPELINE_KEY_ANNOTATION), key) && !strcmp(job_state(cur), "running");
+		if (!follow && (kube_delete(drive_client, "Job", drive_ns, name, err) < 0 || wait_gone(name, err) < 0))
+			goto out;
+	} else if (err->code != DLK_EXIT_NOTFOUND) {
+		goto out;
+	}
+	dlk_err_clear(err);
+	if (!follow) {
+		meta = cJSON_GetObjectItemCaseSensitive(job, "metadata");
+		if (!(ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations")))
+			ann = cJSON_AddObjectToObject(meta, "annotations");
+		cJSON_AddStringToObject(ann, DLK_PIPELINE_KEY_ANNOTATION, key);
+		cJSON_Delete(cur);
+		cur = NULL;
+		if (kube_create(drive_client, job, &cur, err) < 0) {
+			dlk_err_prefix(err, "stage '%s': cannot create job '%s'", s->name, name);
+			goto out;
+		}
+	} else {
+		fprintf(stderr, "stage %s: its job '%s' runs already (key %.12s): following it\n", s->name, name, key);
+	}
+	for (;;) {
+		const char *st = job_state(cur);
+		if (!strcmp(st, "succeeded")) {
+			rc = 0;
+			break;
+		}
+		if (!strcmp(st, "failed")) {
+			const char *why = annotation(cur, "dlk.dev/failure");
+			snprintf(reason, reason_len, "its job '%s' failed%s%s", name, why ? ": " : "", why ? why : "");
+			rc = 1;
+			break;
+		}
+		nap();
+		cJSON_Delete(cur);
+		cur = NULL;
+		if (kube_get(drive_client, "Job", drive_ns, name, &cur, err) < 0)
+			goto out;
+	}
+out:
+	cJSON_Delete(cur);
+	cJSON_Delete(job);
+	return rc;
+}
+
+static int run_drive(struct dlk_ctx *ctx, struct dlk_args *args)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_pipeline p = DLK_PIPELINE_INIT;
+	cJSON *cm = NULL;
+	char *cm_name = NULL;
+	int rc;
+
+	(void)args;
+	if (load(ctx, &p, &err))
+		goto fail;
+	if (!(drive_client = dlk_kube_client(ctx, &err)))
+		goto fail;
+	drive_ns = ctx->namespace_ ? ctx->namespace_ : kube_client_namespace(drive_client);
+	cm_name = dlk_pipeline_jobs_config_map(&p);
+	if (kube_get(drive_client, "ConfigMap", drive_ns, cm_name, &cm, &err) < 0)
+		goto fail;
+	{
+		const char *text = jstr(cJSON_GetObjectItemCaseSensitive(cm, "data"), "jobs.json");
+		if (!text || !(drive_jobs = cJSON_Parse(text)) || !cJSON_IsObject(drive_jobs)) {
+			dlk_errf(&err, DLK_EXIT_CONFIG, "configmap '%s' holds no jobs.json of stage Jobs", cm_name);
+			goto fail;
+		}
+	}
+	dlk_pipeline_release(&p);
+	cJSON_Delete(cm);
+	free(cm_name);
+	run_mode = RUN_LOCAL;
+	rc = run_run(ctx, args);
+	/* what status shows afterwards, on the driver's own Job (a CronJob's runs have other names) */
+	if (!load(ctx, &p, &err) && !p.schedule && !p.data_changed) {
+		cJSON *st = read_status(&p, &err);
+		char *text = st ? dlk_json_print(st) : NULL, *driver = dlk_pipeline_driver_name(&p);
+		const char *key = DLK_PIPELINE_STATUS_ANNOTATION;
+		if (text && kube_annotate_job(drive_client, drive_ns, driver, &key, (const char *const *)&text, 1, &err) < 0)
+			dlk_warn(ctx, "cannot publish the pipeline's status on job '%s': %s", driver, err.msg);
+		free(text);
+		free(driver);
+		cJSON_Delete(st);
+	}
+	dlk_pipeline_release(&p);
+	cJSON_Delete(drive_jobs);
+	dlk_kube_close(ctx, drive_client);
+	drive_client = NULL;
+	return rc;
+fail:
+	rc = dlk_report(ctx, &err);
+	cJSON_Delete(cm);
+	free(cm_name);
+	cJSON_Delete(drive_jobs);
+	dlk_kube_close(ctx, drive_client);
+	drive_client = NULL;
+	dlk_pipeline_release(&p);
+	return rc;
+}
+
 static int run_run(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -101,13 +373,21 @@ static int run_run(struct dlk_ctx *ctx, struct dlk_args *args)
 	ssize_t n;
 	int rc = 0;
 
-	if (run_mode == RUN_SUBMIT) {
-		dlk_errf(&err, DLK_EXIT_USAGE, "a pipeline runs here for now: give --local (or --dry-run)");
-		dlk_err_hint(&err, "its stages as Jobs driven in the cluster are not there yet (docs/pipelines.md)");
-		return dlk_report(ctx, &err);
-	}
 	if (load(ctx, &p, &err))
 		goto fail;
+	if (run_mode == RUN_SUBMIT || (run_mode == RUN_DRY && strstr(p.store, "://") && strncmp(p.store, "file://", 7))) {
+		/* a store the pods reach: the cluster's objects (--dry-run prints them, and below says
+		   which stages would run when this machine reaches the store too) */
+		if (args->n_pos || run_force.n || run_parallel > 1) {
+			dlk_errf(&err, DLK_EXIT_USAGE, "STAGE..., --force and --parallel go with --local for now");
+			goto fail;
+		}
+		rc = submit(ctx, &p, run_mode == RUN_DRY, &err);
+		if (rc < 0)
+			goto fail;
+		if (run_mode != RUN_DRY)
+			goto out;
+	}
 	/* train and predict stages are this very binary */
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n <= 0) {
@@ -132,8 +412,14 @@ static int run_run(struct dlk_ctx *ctx, struct dlk_args *args)
 		else
 			store_url = xasprintf("%s/%s/%s", cwd, p.dir, rel);
 	}
-	if (dlk_data_store_open(ctx, store_url, NULL, &ds, &err))
+	if (dlk_data_store_open(ctx, store_url, NULL, &ds, &err)) {
+		if (run_mode == RUN_DRY && rc == 0 && strstr(p.store, "://") && strncmp(p.store, "file://", 7)) {
+			/* the objects are printed: which stages would run needs the store from here too */
+			dlk_warn(ctx, "cannot say which stages would run: %s", err.msg);
+			goto out;
+		}
 		goto fail;
+	}
 	o.self = self;
 	o.store = ds.store;
 	o.store_url = store_url;
@@ -143,6 +429,11 @@ static int run_run(struct dlk_ctx *ctx, struct dlk_args *args)
 	o.n_force = run_force.n;
 	o.dry_run = run_mode == RUN_DRY;
 	o.parallel = run_parallel;
+	if (drive_client) {
+		o.remote = drive_stage;
+		o.remote_ud = &p;
+		o.parallel = 1;
+	}
 	rc = dlk_pipeline_run_local(&p, &o, &sink, &err);
 	if (!o.dry_run && (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML)) {
 		/* the stages as status shows them, also when one failed */
@@ -168,7 +459,9 @@ out:
 
 static const struct dlk_option run_options[] = {
 	OPT_MODE("local", &run_mode, RUN_LOCAL, "run the stages on this machine"),
-	OPT_MODE("dry-run", &run_mode, RUN_DRY, "say which stages would run and which would be reused, with their keys"),
+	OPT_MODE("dry-run", &run_mode, RUN_DRY, "say which stages would run and which would be reused, with their keys; "
+	                                       "with a store the cluster reaches, print the objects it would send"),
+	OPT_BOOL(0, "wait", &run_wait, "on a cluster: wait for the driver to end; the exit code says how it ended"),
 	OPT_LIST(0, "force", &run_force, "STAGE", "run STAGE again even when its key is known (repeatable)"),
 	OPT_INT(0, "parallel", &run_parallel, "N", 1, "run up to N stages at once, those whose inputs are ready",
 	        .min = 1, .max = 64),
@@ -193,6 +486,25 @@ const struct dlk_command_def dlk_cmd_pipeline_run = {
 	            "  $ dlk pipeline run --local predict\n"
 	            "  $ dlk pipeline run --local --force train\n"
 	            "  $ dlk pipeline run --dry-run\n",
+};
+
+static const struct dlk_option drive_options[] = {
+	OPT_STRING(0, "pipeline", &pipeline_file, "FILE", NULL, "the pipeline file",
+	           .def_doc = DLK_PIPELINE_FILE " beside the project file", .complete = COMPLETE_FILE),
+	OPT_END(),
+};
+
+const struct dlk_command_def dlk_cmd_pipeline_drive = {
+	.usage = "",
+	.description = "Run in the pod of a pipeline's driver Job (what 'dlk pipeline run' submits): decide the stages\n"
+	               "in dependency order by their keys, and create the Job of each stage whose key has no output\n"
+	               "in the store, one at a time, from the pipeline's ConfigMap NAME-pipeline-jobs; a stage Job\n"
+	               "a stopped driver left running is followed, not started again.",
+	.options = drive_options,
+	.min_pos = 0,
+	.max_pos = 0,
+	.run = run_drive,
+	.examples = "  $ dlk pipeline drive --pipeline dlk-pipeline.yaml\n",
 };
 
 /* ---- status ---- */
@@ -230,6 +542,62 @@ static int show_status(const struct dlk_ctx *ctx, const struct dlk_pipeline *p, 
 	return 0;
 }
 
+/* dlk pipeline status NAME: from the cluster, the stage Jobs (labelled dlk.dev/pipeline=NAME) and
+ * what the driver published on its Job when it ended (its status.json) */
+static int cluster_status(struct dlk_ctx *ctx, const char *name)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct kube_client *c = NULL;
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	struct dlk_pipeline fake = DLK_PIPELINE_INIT;
+	cJSON *list = NULL, *doc = NULL;
+	const cJSON *j;
+	char *sel = xasprintf("%s=%s", DLK_PIPELINE_LABEL, name), *driver;
+	const char *ns;
+	int rc = 0;
+
+	fake.name = (char *)name;
+	driver = dlk_pipeline_driver_name(&fake);
+	if (!(c = dlk_kube_client(ctx, &err)))
+		goto fail;
+	ns = ctx->namespace_ ? ctx->namespace_ : kube_client_namespace(c);
+	lo.label_selector = sel;
+	if (kube_list(c, "Job", ns, &lo, &list, &err) < 0)
+		goto fail;
+	if (!cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(list, "items"))) {
+		dlk_errf(&err, DLK_EXIT_NOTFOUND, "pipeline '%s' has no jobs in namespace '%s'", dlk_visible(name), ns);
+		dlk_err_hint(&err, "start it with 'dlk pipeline run'; 'dlk pipeline status' (no NAME) shows a run here");
+		goto fail;
+	}
+	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(list, "items"))
+		if (!strcmp(kube_meta(j, "name"), driver) && annotation(j, DLK_PIPELINE_STATUS_ANNOTATION))
+			doc = cJSON_Parse(annotation(j, DLK_PIPELINE_STATUS_ANNOTATION));
+	if (ctx->output == DLK_OUTPUT_JSON && doc) {
+		show_status(ctx, &fake, doc, &err);
+		goto out;
+	}
+	printf("%-32s %-10s %s\n", "JOB", "STATE", "KEY");
+	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(list, "items"))
+	{
+		const char *key = annotation(j, DLK_PIPELINE_KEY_ANNOTATION);
+		printf("%-32s %-10s %.12s\n", dlk_visible(kube_meta(j, "name")), job_state(j), key ? key : "-");
+	}
+	if (doc) {
+		printf("\n");
+		show_status(ctx, &fake, doc, &err);
+	}
+	goto out;
+fail:
+	rc = dlk_report(ctx, &err);
+out:
+	cJSON_Delete(list);
+	cJSON_Delete(doc);
+	dlk_kube_close(ctx, c);
+	free(sel);
+	free(driver);
+	return rc;
+}
+
 static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -237,7 +605,8 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 	cJSON *st = NULL;
 	int rc = 0;
 
-	(void)args;
+	if (args->n_pos)
+		return cluster_status(ctx, args->pos[0]);
 	if (load(ctx, &p, &err) || !(st = read_status(&p, &err)) || show_status(ctx, &p, st, &err))
 		rc = dlk_report(ctx, &err);
 	cJSON_Delete(st);
@@ -252,18 +621,69 @@ static const struct dlk_option status_options[] = {
 };
 
 const struct dlk_command_def dlk_cmd_pipeline_status = {
-	.usage = "",
+	.usage = "[NAME]",
 	.description = "Show the stages of the pipeline's last run here: kind, state (succeeded, reused, failed,\n"
-	               "blocked), the output dataset's id and the run that made it. -o json gives the same.",
+	               "blocked), the output dataset's id and the run that made it. -o json gives the same.\n"
+	               "With NAME, the pipeline NAME in the cluster: its Jobs (driver and stages) with their state\n"
+	               "and key, and the stages of the driver's last run once it has ended.",
 	.options = status_options,
 	.min_pos = 0,
-	.max_pos = 0,
+	.max_pos = 1,
 	.run = run_status,
 	.examples = "  $ dlk pipeline status\n"
 	            "  $ dlk pipeline status -o json\n",
 };
 
 /* ---- logs ---- */
+
+static int print_line(const char *line, size_t len, void *ud)
+{
+	(void)ud;
+	dlk_put_text(stdout, line, len);
+	fputc('\n', stdout);
+	return 0;
+}
+
+/* dlk pipeline logs NAME STAGE: the log of the newest pod of the stage's Job in the cluster */
+static int cluster_logs(struct dlk_ctx *ctx, const char *name, const char *stage)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct kube_client *c = NULL;
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	struct kube_log_opts logo = KUBE_LOG_OPTS_INIT;
+	cJSON *list = NULL;
+	const cJSON *pod, *newest = NULL;
+	char *sel = xasprintf("batch.kubernetes.io/job-name=%s-%s,%s=%s", name, stage, DLK_PIPELINE_LABEL, name);
+	const char *ns;
+	int rc = 0;
+
+	if (!(c = dlk_kube_client(ctx, &err)))
+		goto fail;
+	ns = ctx->namespace_ ? ctx->namespace_ : kube_client_namespace(c);
+	lo.label_selector = sel;
+	if (kube_list(c, "Pod", ns, &lo, &list, &err) < 0)
+		goto fail;
+	cJSON_ArrayForEach(pod, cJSON_GetObjectItemCaseSensitive(list, "items"))
+		if (!newest || strcmp(kube_meta(pod, "creationTimestamp"), kube_meta(newest, "creationTimestamp")) >= 0)
+			newest = pod;
+	if (!newest) {
+		dlk_errf(&err, DLK_EXIT_NOTFOUND, "stage '%s' of pipeline '%s' has no pod in namespace '%s': it was reused, "
+		         "has not run, or its job was deleted", dlk_visible(stage), dlk_visible(name), ns);
+		dlk_err_hint(&err, "'dlk pipeline status %s' shows its stages; 'dlk logs %s-%s --run ID' reads an archived run",
+		             name, name, stage);
+		goto fail;
+	}
+	if (kube_logs(c, ns, kube_meta(newest, "name"), &logo, print_line, NULL, &err) < 0)
+		goto fail;
+	goto out;
+fail:
+	rc = dlk_report(ctx, &err);
+out:
+	cJSON_Delete(list);
+	dlk_kube_close(ctx, c);
+	free(sel);
+	return rc;
+}
 
 static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 {
@@ -273,6 +693,8 @@ static int run_logs(struct dlk_ctx *ctx, struct dlk_args *args)
 	char msg[256], *path = NULL;
 	int rc = 0;
 
+	if (args->n_pos == 2)
+		return cluster_logs(ctx, args->pos[0], args->pos[1]);
 	if (load(ctx, &p, &err))
 		goto fail;
 	if (dlk_pipeline_stage(&p, args->pos[0]) < 0) {
@@ -297,11 +719,12 @@ out:
 }
 
 const struct dlk_command_def dlk_cmd_pipeline_logs = {
-	.usage = "STAGE",
-	.description = "Print the log (standard output and error) of STAGE's last run here.",
+	.usage = "[NAME] STAGE",
+	.description = "Print the log (standard output and error) of STAGE's last run here; with NAME, the log of\n"
+	               "the newest pod of STAGE's Job of pipeline NAME in the cluster.",
 	.options = status_options,
 	.min_pos = 1,
-	.max_pos = 1,
+	.max_pos = 2,
 	.run = run_logs,
 	.examples = "  $ dlk pipeline logs train\n",
 };

@@ -53,6 +53,8 @@ struct dlk_stage {
 	struct dlk_param *params;
 	int n_params;
 	char *output;           /* the output dataset's name (default PIPELINE-STAGE) */
+	struct dlk_param *resources; /* resources: cpu, memory, gpus of the stage's pod on a cluster */
+	int n_resources;
 	int line, col;
 };
 
@@ -64,6 +66,12 @@ struct dlk_pipeline {
 	struct dlk_stage *stages;
 	int n_stages;
 	int *order;             /* a topological order of the stages (inputs first) */
+	/* on a cluster (lib/pipeline/cluster.c) */
+	char *store_secret;     /* a Secret whose keys (AWS_*) the pods get as environment; NULL: none */
+	char *image;            /* dlk's image for the driver and the stages; NULL: the projects' default */
+	char *schedule;         /* a cron line: the driver runs from a CronJob; NULL: once */
+	int data_changed;       /* trigger: data-changed (a CronJob that finds nothing new ends quickly) */
+	char *state_root;       /* where .dlk/pipelines/NAME is kept; NULL: dir (set by the caller) */
 };
 
 #define DLK_PIPELINE_INIT { 0 }
@@ -111,6 +119,14 @@ struct dlk_pipeline_run_opts {
 	size_t n_force;
 	int dry_run;             /* say which stages would run, with their keys; run nothing */
 	int parallel;            /* at most this many stages' processes at once; 0 = 1 */
+	/* When set, a stage that must run is not started here: remote runs it elsewhere (the
+	 * driver in a cluster: a stage Job) and returns when it has ended: 0 when it succeeded (its
+	 * output is then looked up in the store by its key, as a reused one), a positive exit code
+	 * with why in reason when it failed, -1 with err on an error that is not the stage's. The
+	 * stages then run one at a time. */
+	int (*remote)(void *ud, const struct dlk_stage *s, const char *key, char *reason, size_t reason_len,
+	              struct dlk_err *err);
+	void *remote_ud;
 };
 
 /* Runs the pipeline here: stages in dependency order; each either reused (its key's tag in the

@@ -82,12 +82,12 @@ static void note(const struct dlk_pipeline_sink *sink, int warn, const char *fmt
 
 char *dlk_pipeline_state_dir(const struct dlk_pipeline *p)
 {
-	return xasprintf("%s/.dlk/pipelines/%s", p->dir, p->name);
+	return xasprintf("%s/.dlk/pipelines/%s", p->state_root ? p->state_root : p->dir, p->name);
 }
 
 char *dlk_pipeline_log_path(const struct dlk_pipeline *p, const char *stage)
 {
-	return xasprintf("%s/.dlk/pipelines/%s/logs/%s.log", p->dir, p->name, stage);
+	return xasprintf("%s/.dlk/pipelines/%s/logs/%s.log", p->state_root ? p->state_root : p->dir, p->name, stage);
 }
 
 static char *abs_in(const char *dir, const char *path)
@@ -842,6 +842,25 @@ static int try_stage(const struct dlk_pipeline *p, int i, struct stage_run *runs
 		return 1;
 	}
 	note(sink, 0, "stage %s: runs (key %.12s)", s->name, r->key);
+	if (o->remote) {
+		double t0 = dlk_now();
+		int code = o->remote(o->remote_ud, s, r->key, r->reason, sizeof(r->reason), err);
+		if (code < 0)
+			return -1;
+		r->seconds = dlk_now() - t0;
+		r->exit_code = code;
+		if (!code && find_output(o->store, state_dir, s, r)) {
+			r->state = DLK_STAGE_SUCCEEDED;
+			note(sink, 0, "stage %s: done in %.1f s: %s sha256:%.12s (run %s)", s->name, r->seconds, s->output,
+			     r->out_id, r->run_id[0] ? r->run_id : "(not recorded)");
+		} else {
+			r->state = DLK_STAGE_FAILED;
+			if (!code)
+				snprintf(r->reason, sizeof(r->reason), "it ended well but left no output for key %.12s in the store",
+				         r->key);
+		}
+		return 1;
+	}
 	return start_stage(p, s, o, state_dir, r, err) ? -1 : 1;
 }
 

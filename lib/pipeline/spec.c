@@ -112,8 +112,10 @@ static int key_once(const char *file, const struct ynode *m, int i, struct dlk_e
 	return 0;
 }
 
-static const char *const top_keys[] = { "name", "store", "stages" };
-static const char *const stage_keys[] = { "inputs", "run", "train", "predict", "code", "image", "params", "output" };
+static const char *const top_keys[] = { "name", "store", "stages", "store_secret", "image", "schedule", "trigger" };
+static const char *const stage_keys[] = { "inputs", "run", "train", "predict", "code", "image", "params", "output",
+	                                  "resources" };
+static const char *const resource_keys[] = { "cpu", "memory", "gpus" };
 
 static int parse_argv(const char *file, const struct ynode *v, const char *what, char ***out, int *n_out,
                       struct dlk_err *err)
@@ -210,6 +212,27 @@ static int parse_stage(const char *file, const struct ynode *k, const struct yno
 			if (strchr(s->output, '@') || dlk_dataset_tag_check(s->output, why, sizeof(why)))
 				return AT(val, "%s '%s' is not a dataset name (without @TAG: each run tags it): %s", what,
 				          dlk_visible(s->output), strchr(s->output, '@') ? "it has a tag" : why);
+		} else if (!strcmp(key->text, "resources")) {
+			/* what the stage's pod asks for on a cluster; not in the key: it does not change
+			   what the stage computes */
+			if (val->kind != YN_MAP)
+				return AT(val, "%s is %s; write e.g. {cpu: \"2\", memory: 4Gi, gpus: 1}", what,
+				          ynode_describe(val, d, sizeof(d)));
+			s->resources = xcalloc((size_t)val->n + 1, sizeof(*s->resources));
+			for (int j = 0; j < val->n; j++) {
+				const struct ynode *rv = val->vals[j];
+				if (key_known(file, val->keys[j], what, resource_keys, sizeof(resource_keys) / sizeof(*resource_keys),
+				              err) ||
+				    key_once(file, val, j, err))
+					return -1;
+				if (rv->kind != YN_SCALAR || ynode_is_null(rv) || !rv->text[0] || strpbrk(rv->text, "\"\\\n\r\t'"))
+					return AT(rv, "%s.%s is %s, not a quantity like 2 or 4Gi", what, val->keys[j]->text,
+					          ynode_describe(rv, d, sizeof(d)));
+				if (!strcmp(val->keys[j]->text, "gpus") && strspn(rv->text, "0123456789") != strlen(rv->text))
+					return AT(rv, "%s.gpus is '%s', not a whole number", what, dlk_visible(rv->text));
+				s->resources[s->n_resources].key = xstrdup(val->keys[j]->text);
+				s->resources[s->n_resources++].value = xstrdup(rv->text);
+			}
 		} else if (!strcmp(key->text, "params")) {
 			if (val->kind != YN_MAP)
 				return AT(val, "%s is %s; write KEY: VALUE lines", what, ynode_describe(val, d, sizeof(d)));
@@ -411,6 +434,34 @@ int dlk_pipeline_parse(const char *text, size_t len, const char *file, const cha
 		} else if (!strcmp(k->text, "store")) {
 			if (scalar_text(file, v, "store", &p->store, err))
 				goto out;
+		} else if (!strcmp(k->text, "store_secret")) {
+			if (scalar_text(file, v, "store_secret", &p->store_secret, err))
+				goto out;
+			if (!is_label(p->store_secret, 63)) {
+				AT(v, "store_secret '%s' is not the name of a Secret", dlk_visible(p->store_secret));
+				goto out;
+			}
+		} else if (!strcmp(k->text, "image")) {
+			if (scalar_text(file, v, "image", &p->image, err))
+				goto out;
+		} else if (!strcmp(k->text, "schedule")) {
+			if (scalar_text(file, v, "schedule", &p->schedule, err))
+				goto out;
+			if (strpbrk(p->schedule, "\"\\\n\r\t'") || !*p->schedule) {
+				AT(v, "schedule '%s' is not a cron line like '0 3 * * *'", dlk_visible(p->schedule));
+				goto out;
+			}
+		} else if (!strcmp(k->text, "trigger")) {
+			char *t = NULL;
+			if (scalar_text(file, v, "trigger", &t, err))
+				goto out;
+			p->data_changed = !strcmp(t, "data-changed");
+			if (!p->data_changed) {
+				AT(v, "trigger '%s' is not one dlk knows: the one trigger is data-changed", dlk_visible(t));
+				free(t);
+				goto out;
+			}
+			free(t);
 		} else {
 			stages = v;
 		}
@@ -528,6 +579,11 @@ void dlk_pipeline_release(struct dlk_pipeline *p)
 			free(s->params[j].value);
 		}
 		free(s->params);
+		for (int j = 0; j < s->n_resources; j++) {
+			free(s->resources[j].key);
+			free(s->resources[j].value);
+		}
+		free(s->resources);
 		free(s->name);
 		free(s->image);
 		free(s->project);
@@ -539,5 +595,9 @@ void dlk_pipeline_release(struct dlk_pipeline *p)
 	free(p->dir);
 	free(p->name);
 	free(p->store);
+	free(p->store_secret);
+	free(p->image);
+	free(p->schedule);
+	free(p->state_root);
 	memset(p, 0, sizeof(*p));
 }

@@ -149,6 +149,10 @@ char *dlk_trainer_output_dir(const struct dlk_project *spec, const char *spec_fi
 		return dlk_dir_of(spec_file);
 	if ((spec->storage.claim || spec->storage.size) && spec->storage.mount)
 		return xstrdup(spec->storage.mount);
+	/* program.code is mounted read-only at the working directory: the pod's own /tmp then
+	   (lost with the pod, as storage: none is anyway) */
+	if (spec->program.present && spec->program.code && !spec->program.workdir)
+		return xstrdup("/tmp");
 	return xstrdup(".");
 }
 

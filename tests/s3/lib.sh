@@ -61,3 +61,39 @@ start_s3() {
 s3_ops() {
 	grep -c " s3_$1 " "$S3_LOG" 2>/dev/null || true
 }
+
+# s3_in_cluster: the same bucket directory served in the test cluster (tests/cluster/lib.sh first):
+# a pod "s3" and its headless Service (the pod runner has no kube-proxy: the name resolves to the
+# pod), and a Secret "s3-creds" with the AWS_* variables that reach it from a pod.
+s3_in_cluster() {
+	kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: s3, labels: {app: s3}}
+spec:
+  containers:
+  - name: s3
+    image: versitygw
+    command: ["/opt/s3/$(basename "$S3_BIN")", "--port", ":7070", "--access", "$AWS_ACCESS_KEY_ID", "--secret", "$AWS_SECRET_ACCESS_KEY",
+              "--region", "us-east-1", "posix", "--sidecar", "$S3_DIR/meta", "$S3_ROOT"]
+    volumeMounts: [{name: s3, mountPath: "$S3_DIR"}, {name: bin, mountPath: /opt/s3, readOnly: true}]
+  volumes: [{name: s3, hostPath: {path: "$S3_DIR"}}, {name: bin, hostPath: {path: "$(dirname "$S3_BIN")"}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: s3}
+spec:
+  clusterIP: None
+  selector: {app: s3}
+  ports: [{port: 7070}]
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: s3-creds}
+stringData:
+  AWS_ACCESS_KEY_ID: "$AWS_ACCESS_KEY_ID"
+  AWS_SECRET_ACCESS_KEY: "$AWS_SECRET_ACCESS_KEY"
+  AWS_REGION: us-east-1
+  AWS_ENDPOINT_URL: http://s3.default.svc.cluster.local:7070
+YAML
+}

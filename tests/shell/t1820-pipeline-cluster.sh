@@ -1,0 +1,115 @@
+#!/bin/sh
+# dlk pipeline run (no --local) on the real test control plane, the store in S3 (the Versity S3
+# Gateway as a pod behind a Service, as t1540): the driver Job creates the stage Jobs through the
+# API; the first run runs all three stages, a second reuses all three; a parameter changed re-runs
+# the stages below it; the driver's ServiceAccount is refused by the API's RBAC on another
+# pipeline's Job; a driver killed mid-run is restarted by its Job and follows the stage Job it
+# left running, so no stage runs twice; status and logs read the cluster.
+. "$(dirname "$0")/../lib.sh"
+. "$TEST_ROOT/tests/s3/lib.sh"
+. "$TEST_ROOT/tests/cluster/lib.sh"
+
+start_s3 || { echo "Bail out! cannot start the S3 server"; exit 1; }
+cluster_up
+trap 'stop_s3; cluster_down; test_cleanup' EXIT
+S3=s3://data/tp
+
+s3_in_cluster
+
+# three program stages: upper-case the raw text, number its lines (napping $DLK_PARAM_NAP
+# seconds first), count them
+P=$TEST_TMP/p
+mkdir -p "$P" "$TEST_TMP/raw"
+printf 'one\ntwo\nthree\n' >"$TEST_TMP/raw/f.txt"
+cat >"$P/dlk-pipeline.yaml" <<EOT
+name: tp
+store: $S3
+store_secret: s3-creds
+stages:
+  upper:
+    inputs: {raw: tp-raw@v1}
+    run: [sh, upper.sh]
+  number:
+    inputs: {text: upper}
+    run: [sh, number.sh]
+    params: {nap: 0}
+    resources: {cpu: 500m, memory: 256Mi}
+  count:
+    inputs: {text: number}
+    run: [sh, count.sh]
+EOT
+echo 'tr a-z A-Z <"$DLK_INPUT_RAW/f.txt" >"$DLK_OUTPUT/f.txt"' >"$P/upper.sh"
+echo 'echo "numbering, nap $DLK_PARAM_NAP"; sleep "$DLK_PARAM_NAP"; nl -ba "$DLK_INPUT_TEXT/f.txt" >"$DLK_OUTPUT/f.txt"' >"$P/number.sh"
+echo 'wc -l <"$DLK_INPUT_TEXT/f.txt" >"$DLK_OUTPUT/count.txt"' >"$P/count.sh"
+
+# the stages the driver's last run ran and reused, from its status on its Job
+states() { dlk pipeline status tp -o json | jq -r "[.stages[] | select(.state == \"$1\") | .name] | sort | join(\",\")"; }
+diag() { kubectl get jobs,pods; for j in $(kubectl get pods -o name); do echo "== $j"; kubectl logs "$j" | tail -n 8; done; }
+uid() { kubectl get job "$1" -o jsonpath={.metadata.uid}; }
+
+test_expect_success 'dry run: the objects pass the schema; the driver may create Jobs, get and delete only its stages'"'"' Jobs' '
+	cd "$P" &&
+	dlk data push -q "$TEST_TMP/raw" --to $S3 --tag tp-raw@v1 >/dev/null &&
+	dlk pipeline run --dry-run -o json >objs.json 2>dry.err && cat dry.err &&
+	node "$TEST_ROOT/tests/schema/validate.mjs" objs.json &&
+	jq -e "[.items[] | select(.kind == \"Role\" and .metadata.name == \"tp-pipeline-driver\") | .rules[] |
+		select(.resources == [\"jobs\"])] == [{apiGroups: [\"batch\"], resources: [\"jobs\"], verbs: [\"create\"]},
+		{apiGroups: [\"batch\"], resources: [\"jobs\"], verbs: [\"get\", \"delete\"], resourceNames: [\"tp-upper\", \"tp-number\", \"tp-count\"]}]" objs.json &&
+	jq -e ".items[-1].kind == \"Job\" and .items[-1].metadata.name == \"tp-pipeline\"" objs.json &&
+	jq -r ".items[] | select(.metadata.name == \"tp-pipeline-jobs\") | .data[\"jobs.json\"]" objs.json >jobs.json &&
+	jq -e ".number.spec.template.spec.containers[0].resources.requests.cpu == \"500m\" and
+		.number.metadata.labels[\"dlk.dev/pipeline\"] == \"tp\"" jobs.json
+'
+
+test_expect_success 'the first run runs the three stages as Jobs, a second reuses all three' '
+	cd "$P" &&
+	kubectl wait --for=condition=Ready pod/s3 --timeout=60s >/dev/null &&
+	dlk pipeline run --wait 2>run1.err; rc=$?; cat run1.err
+	test $rc = 0 || { for j in $(kubectl get jobs -o name); do echo "== $j"; kubectl logs "$j" --all-containers | tail -n 20; done; false; } &&
+	test "$(states succeeded)" = "count,number,upper" &&
+	dlk data get tp-count@latest --from $S3 "$TEST_TMP/out1" -q && test "$(tr -d " " <"$TEST_TMP/out1/count.txt")" = 3 &&
+	u1=$(uid tp-upper) && test -n "$u1" &&
+	dlk pipeline run --wait 2>run2.err; rc=$?; cat run2.err; test $rc = 0 &&
+	test "$(states reused)" = "count,number,upper" && test -z "$(states succeeded)" &&
+	test "$(uid tp-upper)" = "$u1"
+'
+
+test_expect_success 'status and logs read the cluster' '
+	cd "$P" &&
+	dlk pipeline status tp >st.out && cat st.out &&
+	grep -q "^tp-number  *succeeded  *[0-9a-f]\{12\}$" st.out &&
+	dlk pipeline logs tp number >logs.out && cat logs.out &&
+	grep -q "numbering, nap 0" logs.out
+'
+
+test_expect_success 'the driver'"'"'s ServiceAccount: its own stage Job yes, another pipeline'"'"'s Job refused by RBAC' '
+	kubectl create job other --image=busybox -- sh -c true >/dev/null &&
+	sa=$(kubectl get job tp-pipeline -o jsonpath={.spec.template.spec.serviceAccountName}) && test -n "$sa" &&
+	token_kubeconfig "$TEST_TMP/driver.kubeconfig" "$(kubectl create token "$sa")" &&
+	kubectl --kubeconfig "$TEST_TMP/driver.kubeconfig" get job tp-upper -o name &&
+	! kubectl --kubeconfig "$TEST_TMP/driver.kubeconfig" delete job other 2>del.err && cat del.err &&
+	grep -q "Forbidden\|forbidden" del.err &&
+	! kubectl --kubeconfig "$TEST_TMP/driver.kubeconfig" get job other 2>get.err && grep -q "forbidden" get.err &&
+	kubectl get job other -o name
+'
+
+test_expect_success 'a driver killed mid-stage is restarted by its Job, follows the stage Job it left and runs nothing twice' '
+	cd "$P" &&
+	sed "s/nap: 0/nap: 15/" dlk-pipeline.yaml >x && mv x dlk-pipeline.yaml &&
+	u1=$(uid tp-upper) && n0=$(uid tp-number) &&
+	dlk pipeline run 2>run3.err && cat run3.err &&
+	wait_until 60 sh -c "test \"\$(kubectl get job tp-number -o jsonpath={.metadata.uid} 2>/dev/null)\" != \"$n0\" &&
+		test -n \"\$(kubectl get job tp-number -o jsonpath={.metadata.uid} 2>/dev/null)\"" &&
+	n1=$(uid tp-number) &&
+	driver=$(pod_of tp-pipeline 0) && kubectl delete pod "$driver" --wait=false >/dev/null &&
+	wait_until 90 sh -c "kubectl get job tp-pipeline -o jsonpath={.status.conditions[*].type} | grep -q \"Complete\|Failed\"" &&
+	kubectl get job tp-pipeline -o jsonpath={.status.conditions[*].type} | grep -q Complete &&
+	test "$(pod_of tp-pipeline 0)" != "$driver" &&
+	test "$(uid tp-number)" = "$n1" && test "$(uid tp-upper)" = "$u1" &&
+	test "$(kubectl get pods -l batch.kubernetes.io/job-name=tp-number -o name | wc -l)" = 1 &&
+	test "$(states reused)" = "upper" && test "$(states succeeded)" = "count,number" &&
+	kubectl logs "$(pod_of tp-pipeline 0)" | grep "following it" ||
+	{ kubectl get jobs,pods; for j in $(kubectl get pods -o name); do echo "== $j"; kubectl logs "$j" | tail -n 8; done; false; }
+'
+
+test_done
