@@ -4,10 +4,14 @@
  * 16 KiB: it stays in L1/L2), and the backward recomputes the weights from q, k and each row's
  * log-sum-exp that the forward stored.
  *
- * Work is cut into units of (sample, head, block of ATT_BQ queries) for the forward and dq, and
- * (sample, head, block of ATT_BK keys) for dk and dv: each unit writes its own rows and sums in
- * a fixed order, so the results are the same bits at any thread count. The block products are
- * single-threaded OpenBLAS GEMMs (the CPU backend runs OpenBLAS single-threaded; see cpu.c). */
+ * Work is cut into units of (sample, head, block of ATT_BQ queries) for the forward, and of
+ * (sample, head) for the backward, which visits each (query block, key block) pair once: the
+ * weights and dS it recomputes there give dv and dk of the key block and dq of the query block
+ * (accumulated straight into dqkv, dq over key blocks in key order, dk and dv over query blocks
+ * in query order). Each unit writes its own rows and sums in a fixed order, so the results are
+ * the same bits at any thread count. The block products are single-threaded OpenBLAS GEMMs (the
+ * CPU backend runs OpenBLAS single-threaded; see cpu.c); the exponentials are kernels.h's
+ * dlk_k_exp, whose loops vectorise (libm's expf is a call per element). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
 #endif
@@ -18,6 +22,7 @@
 
 #include "lib/nn/backend.h"
 #include "lib/nn/cpu_layers.h"
+#include "lib/nn/kernels.h"
 #include "lib/nn/kernels_attn.h"
 #include "lib/util/mem.h"
 #include "lib/util/parallel.h"
@@ -40,14 +45,22 @@ static void logits(const struct att_job *j, int b, int h, int i0, int nq, int j0
 	const float *q = j->qkv + ((size_t)b * s->T + i0) * ld + h * s->hd;
 	const float *k = j->qkv + ((size_t)b * s->T + j0) * ld + D + h * s->hd;
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, s->hd, s->scale, q, ld, k, ld, 0.0f, S, ATT_BK);
-	if (!s->ids && !(s->causal && j0 + nk - 1 > i0))
-		return; /* a block below the diagonal without padding: nothing masked */
-	for (int r = 0; r < nq; r++)
-		for (int c = 0; c < nk; c++) {
-			int masked = (s->causal && j0 + c > i0 + r) || (s->ids && s->ids[(size_t)b * s->T + j0 + c] == s->pad);
-			if (masked)
+	if (s->ids) /* padded keys: their whole column */
+		for (int c = 0; c < nk; c++)
+			if (s->ids[(size_t)b * s->T + j0 + c] == s->pad)
+				for (int r = 0; r < nq; r++)
+					S[r * ATT_BK + c] = -INFINITY;
+	if (s->causal && j0 + nk - 1 > i0) /* keys after the query: from column i0 + r - j0 + 1 on */
+		for (int r = 0; r < nq; r++)
+			for (int c = i0 + r - j0 + 1 > 0 ? i0 + r - j0 + 1 : 0; c < nk; c++)
 				S[r * ATT_BK + c] = -INFINITY;
-		}
+}
+
+/* row[c] = exp(row[c] - m) for c < n, in a loop that vectorises */
+DLK_CPU_CLONES static void exp_shifted(float *restrict row, int n, float m)
+{
+	for (int c = 0; c < n; c++)
+		row[c] = dlk_k_exp(row[c] - m);
 }
 
 /* the key blocks query block [i0, i0 + nq) sees */
@@ -85,10 +98,9 @@ static void fwd_unit(void *ctx, int unit, int nunits)
 				continue;
 			}
 			float alpha = expf(m[r] - mx), sum = 0.0f; /* m = -inf: alpha 0 */
-			for (int c = 0; c < nk; c++) {
-				row[c] = expf(row[c] - mx);
+			exp_shifted(row, nk, mx);
+			for (int c = 0; c < nk; c++)
 				sum += row[c];
-			}
 			l[r] = l[r] * alpha + sum;
 			m[r] = mx;
 			for (int d = 0; d < hd; d++)
@@ -129,9 +141,12 @@ static void grads_block(const struct att_job *j, int b, int h, int i0, int nq, i
 	int hd = s->hd, D = s->heads * hd, ld = 3 * D;
 	const float *lse = j->lse + ((size_t)b * s->heads + h) * s->T + i0;
 	logits(j, b, h, i0, nq, j0, nk, S);
-	for (int r = 0; r < nq; r++)
-		for (int c = 0; c < nk; c++)
-			S[r * ATT_BK + c] = lse[r] == -INFINITY ? 0.0f : expf(S[r * ATT_BK + c] - lse[r]);
+	for (int r = 0; r < nq; r++) {
+		if (lse[r] == -INFINITY) /* every key masked: no weights */
+			memset(S + r * ATT_BK, 0, sizeof(float) * (size_t)nk);
+		else
+			exp_shifted(S + r * ATT_BK, nk, lse[r]);
+	}
 	const float *dout = j->dout + ((size_t)b * s->T + i0) * D + h * hd;
 	const float *v = j->qkv + ((size_t)b * s->T + j0) * ld + 2 * D + h * hd;
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hd, 1.0f, dout, D, v, ld, 0.0f, dS, ATT_BK);
@@ -159,67 +174,51 @@ static void row_dots(const struct att_job *j, int b, int h, int i0, int nq, floa
 	}
 }
 
-/* dk and dv of key block kb: sums over the query blocks that see it, in query order */
-static void bwd_kv_unit(void *ctx, int unit, int nunits)
+/* dq, dk and dv of (b, h): every (key block, query block) pair it needs once, key blocks in
+ * order and within each the query blocks in order, so dq of a query block sums over key blocks
+ * in key order and dk, dv of a key block over query blocks in query order */
+static void bwd_unit(void *ctx, int unit, int nunits)
 {
 	const struct att_job *j = ctx;
 	const struct dlk_attn_shape *s = j->s;
-	int kb = unit % j->nkb, h = unit / j->nkb % s->heads, b = unit / j->nkb / s->heads;
-	int hd = s->hd, D = s->heads * hd, ld = 3 * D, j0 = kb * ATT_BK;
-	int nk = s->T - j0 < ATT_BK ? s->T - j0 : ATT_BK;
+	int h = unit % s->heads, b = unit / s->heads;
+	int hd = s->hd, D = s->heads * hd, ld = 3 * D;
 	size_t blk = (size_t)ATT_BQ * ATT_BK;
-	float *S = xmalloc(sizeof(float) * (2 * blk + 2 * (size_t)ATT_BK * hd + ATT_BQ));
-	float *dS = S + blk, *dk = dS + blk, *dv = dk + (size_t)ATT_BK * hd, *Dr = dv + (size_t)ATT_BK * hd;
+	float *S = xmalloc(sizeof(float) * (2 * blk + (size_t)s->T));
+	float *dS = S + blk, *Dr = dS + blk;
+	float *dqkv = j->dqkv + (size_t)b * s->T * ld + h * hd;
+	const float *qkv = j->qkv + (size_t)b * s->T * ld + h * hd;
+	const float *dout = j->dout + (size_t)b * s->T * D + h * hd;
 	(void)nunits;
 
-	memset(dk, 0, sizeof(float) * 2 * (size_t)ATT_BK * hd);
-	for (int qb = s->causal ? j0 / ATT_BQ : 0; qb < j->nqb; qb++) {
-		int i0 = qb * ATT_BQ, nq = s->T - i0 < ATT_BQ ? s->T - i0 : ATT_BQ;
-		row_dots(j, b, h, i0, nq, Dr);
-		grads_block(j, b, h, i0, nq, j0, nk, Dr, S, dS);
-		/* dv += (P * mask)^T dout */
-		if (s->dropout > 0.0f)
-			for (int r = 0; r < nq; r++)
-				for (int c = 0; c < nk; c++)
-					S[r * ATT_BK + c] *= dlk_k_attn_drop(s->seed, s->offset, b, h, i0 + r, j0 + c, s->heads, s->T,
-					                                     s->dropout);
-		const float *dout = j->dout + ((size_t)b * s->T + i0) * D + h * hd;
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hd, nq, 1.0f, S, ATT_BK, dout, D, 1.0f, dv, hd);
-		/* dk += dS^T q * scale */
-		const float *q = j->qkv + ((size_t)b * s->T + i0) * ld + h * hd;
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hd, nq, s->scale, dS, ATT_BK, q, ld, 1.0f, dk, hd);
+	for (int t = 0; t < s->T; t++)
+		for (int p = 0; p < 3; p++)
+			memset(dqkv + (size_t)t * ld + (size_t)p * D, 0, sizeof(float) * hd);
+	for (int qb = 0; qb < j->nqb; qb++) {
+		int i0 = qb * ATT_BQ;
+		row_dots(j, b, h, i0, s->T - i0 < ATT_BQ ? s->T - i0 : ATT_BQ, Dr + i0);
 	}
-	for (int c = 0; c < nk; c++) {
-		float *row = j->dqkv + ((size_t)b * s->T + j0 + c) * ld + h * hd;
-		memcpy(row + D, dk + (size_t)c * hd, sizeof(float) * hd);
-		memcpy(row + 2 * D, dv + (size_t)c * hd, sizeof(float) * hd);
-	}
-	free(S);
-}
-
-/* dq of query block qb: sums over the key blocks it sees, in key order */
-static void bwd_q_unit(void *ctx, int unit, int nunits)
-{
-	const struct att_job *j = ctx;
-	const struct dlk_attn_shape *s = j->s;
-	int qb = unit % j->nqb, h = unit / j->nqb % s->heads, b = unit / j->nqb / s->heads;
-	int hd = s->hd, D = s->heads * hd, ld = 3 * D, i0 = qb * ATT_BQ;
-	int nq = s->T - i0 < ATT_BQ ? s->T - i0 : ATT_BQ;
-	size_t blk = (size_t)ATT_BQ * ATT_BK;
-	float *S = xmalloc(sizeof(float) * (2 * blk + (size_t)ATT_BQ * hd + ATT_BQ));
-	float *dS = S + blk, *dq = dS + blk, *Dr = dq + (size_t)ATT_BQ * hd;
-	(void)nunits;
-
-	memset(dq, 0, sizeof(float) * (size_t)ATT_BQ * hd);
-	row_dots(j, b, h, i0, nq, Dr);
-	for (int kb = 0; kb < key_blocks(j, i0, nq); kb++) {
+	for (int kb = 0; kb < j->nkb; kb++) {
 		int j0 = kb * ATT_BK, nk = s->T - j0 < ATT_BK ? s->T - j0 : ATT_BK;
-		grads_block(j, b, h, i0, nq, j0, nk, Dr, S, dS);
-		const float *k = j->qkv + ((size_t)b * s->T + j0) * ld + D + h * hd;
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hd, nk, s->scale, dS, ATT_BK, k, ld, 1.0f, dq, hd);
+		for (int qb = s->causal ? j0 / ATT_BQ : 0; qb < j->nqb; qb++) {
+			int i0 = qb * ATT_BQ, nq = s->T - i0 < ATT_BQ ? s->T - i0 : ATT_BQ;
+			grads_block(j, b, h, i0, nq, j0, nk, Dr + i0, S, dS);
+			/* dv += (P * mask)^T dout */
+			if (s->dropout > 0.0f)
+				for (int r = 0; r < nq; r++)
+					for (int c = 0; c < nk; c++)
+						S[r * ATT_BK + c] *= dlk_k_attn_drop(s->seed, s->offset, b, h, i0 + r, j0 + c, s->heads,
+						                                     s->T, s->dropout);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hd, nq, 1.0f, S, ATT_BK, dout + (size_t)i0 * D,
+			            D, 1.0f, dqkv + (size_t)j0 * ld + 2 * D, ld);
+			/* dk += dS^T q * scale */
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, hd, nq, s->scale, dS, ATT_BK,
+			            qkv + (size_t)i0 * ld, ld, 1.0f, dqkv + (size_t)j0 * ld + D, ld);
+			/* dq += dS k * scale */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, hd, nk, s->scale, dS, ATT_BK,
+			            qkv + (size_t)j0 * ld + D, ld, 1.0f, dqkv + (size_t)i0 * ld, ld);
+		}
 	}
-	for (int r = 0; r < nq; r++)
-		memcpy(j->dqkv + ((size_t)b * s->T + i0 + r) * ld + h * hd, dq + (size_t)r * hd, sizeof(float) * hd);
 	free(S);
 }
 
@@ -231,8 +230,7 @@ void dlk_cpu_attention_backward(const struct dlk_attn_shape *s, const float *qkv
 		return;
 	j.nqb = (s->T + ATT_BQ - 1) / ATT_BQ;
 	j.nkb = (s->T + ATT_BK - 1) / ATT_BK;
-	dlk_parallel_for(s->batch * s->heads * j.nkb, bwd_kv_unit, &j);
-	dlk_parallel_for(s->batch * s->heads * j.nqb, bwd_q_unit, &j);
+	dlk_parallel_for(s->batch * s->heads, bwd_unit, &j);
 }
 
 struct rot_job {

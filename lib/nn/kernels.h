@@ -15,6 +15,7 @@
 #else
 #define DLK_HD
 #include <math.h>
+#include <string.h>
 #endif
 
 /* The CPU backend's loops (cpu.c, cpu_conv.c) are built three times, for AVX-512, AVX2 and the
@@ -26,6 +27,37 @@
 #define DLK_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define DLK_CPU_CLONES
+#endif
+
+/* ---- exp(x) for the CPU's vectorised loops ----
+ * libm's expf and tanhf are a call per element, and no loop around a call vectorises (on a GPT's
+ * GELU they were half of a training step). dlk_k_exp is exp in plain float arithmetic that GCC
+ * vectorises: Cephes' expf (x = n ln 2 + r, |r| <= ln 2 / 2, a degree-7 polynomial, then 2^n
+ * put into the exponent bits), within 2 ulp of exp over [-87.3, 88.3]; below -87.33 (and at -inf)
+ * it is 0, above 88.37 it stays at exp(88.37) = 2.4e38 (not inf); NaN gives NaN. Only + and *
+ * with no FMA (ISO C), so every vector width gives the same bits. Under nvcc it is the device's
+ * expf (itself within 2 ulp). */
+#ifdef __CUDACC__
+DLK_HD static inline float dlk_k_exp(float x) { return expf(x); }
+#else
+static inline float dlk_k_exp(float x)
+{
+	float xc = x > 88.37626f ? 88.37626f : (x < -87.33654f ? -87.33654f : x);
+	/* n = round(x / ln 2), by the float adder's round-to-nearest */
+	float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+	float r = xc - n * 0.693359375f - n * -2.12194440e-4f;
+	float p = 1.9875691500e-4f;
+	p = p * r + 1.3981999507e-3f;
+	p = p * r + 8.3334519073e-3f;
+	p = p * r + 4.1665795894e-2f;
+	p = p * r + 1.6666665459e-1f;
+	p = p * r + 5.0000001201e-1f;
+	p = p * r * r + r + 1.0f;
+	int32_t bits = ((int32_t)n + 127) << 23;
+	float scale;
+	memcpy(&scale, &bits, sizeof(scale));
+	return x < -87.33654f ? 0.0f : p * scale;
+}
 #endif
 
 /* Activation codes shared by the backends (fused bias + activation and stand-alone layers). */
@@ -177,22 +209,30 @@ enum dlk_gelu { DLK_GELU_ERF = 0, DLK_GELU_TANH = 1 };
 #define DLK_K_INV_SQRT_2 0.7071067811865476f
 #define DLK_K_INV_SQRT_2PI 0.3989422804014327f
 
+/* The tanh form as a sigmoid: 0.5 x (1 + tanh(u)) = x sigmoid(2u) = x / (1 + exp(-2u)), with
+ * u = sqrt(2/pi) (x + 0.044715 x^3), one dlk_k_exp and no tanhf, so a loop of it vectorises; the
+ * argument is kept below 80 so that the sigmoid never goes subnormal (x / (1 + e^80) is 0 to
+ * within 1e-34 |x|). Its derivative: s + x * 2 s (1 - s) du/dx, with 1 - s = e s. */
+DLK_HD static inline float dlk_k_gelu_tanh_e(float x)
+{
+	float u = DLK_K_SQRT_2_OVER_PI * (x + 0.044715f * x * x * x);
+	float a = -2.0f * u;
+	return dlk_k_exp(a < 80.0f ? a : 80.0f);
+}
+
 DLK_HD static inline float dlk_k_gelu(int approx, float x)
 {
-	if (approx == DLK_GELU_TANH) {
-		float u = DLK_K_SQRT_2_OVER_PI * (x + 0.044715f * x * x * x);
-		return 0.5f * x * (1.0f + tanhf(u));
-	}
+	if (approx == DLK_GELU_TANH)
+		return x / (1.0f + dlk_k_gelu_tanh_e(x));
 	return 0.5f * x * (1.0f + erff(x * DLK_K_INV_SQRT_2));
 }
 
 DLK_HD static inline float dlk_k_gelu_grad(int approx, float x, float dy)
 {
 	if (approx == DLK_GELU_TANH) {
-		float u = DLK_K_SQRT_2_OVER_PI * (x + 0.044715f * x * x * x);
-		float t = tanhf(u);
+		float e = dlk_k_gelu_tanh_e(x), s = 1.0f / (1.0f + e);
 		float du = DLK_K_SQRT_2_OVER_PI * (1.0f + 3.0f * 0.044715f * x * x);
-		return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du);
+		return dy * (s + x * 2.0f * e * s * s * du);
 	}
 	float cdf = 0.5f * (1.0f + erff(x * DLK_K_INV_SQRT_2));
 	float pdf = DLK_K_INV_SQRT_2PI * expf(-0.5f * x * x);
