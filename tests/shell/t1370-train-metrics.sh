@@ -108,8 +108,8 @@ test_expect_success 'with --workers 2 each rank serves its own, with the all-red
 
 test_expect_failure_code 'a metrics port already in use is an error' 1 '
 	port=$(free_port)
-	node -e "require(\"net\").createServer().listen($port, () => setTimeout(() => process.exit(0), 20000))" & holder=$!
-	sleep 0.5
+	node -e "require(\"net\").createServer().listen($port, () => { require(\"fs\").writeFileSync(\"bound\", \"\"); setTimeout(() => process.exit(0), 60000) })" & holder=$!
+	i=0; while [ ! -e bound ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 	"$DLK" -f "$P/dlk.yaml" train --local --fresh --metrics-port $port --set training.epochs=1 2>err; rc=$?
 	kill $holder; wait $holder; cat err
 	grep_q "cannot serve metrics on every address port $port" err; exit $rc
