@@ -153,7 +153,7 @@ test_expect_success 'dlk top --cluster showed the trial Jobs running on without 
 	jq -e ".jobs[] | select(.job == \"cs-sweep-0\") | (.state | IN(\"Pending\", \"Running\"))
 		and (.pods | length == 1) and (.pods[0].rank == 0) and (.pods[0].phase | IN(\"Pending\", \"Running\"))
 		and (.pods[0].restarts == 0)" top.json &&
-	head -n 1 top.txt | grep -q "^JOB  *RANK  *POD  *PHASE  *NODE  *RESTARTS  *PROGRESS  *SAMPLES/S$" &&
+	head -n 1 top.txt | grep -q "^JOB  *RANK  *POD  *PHASE  *NODE  *RESTARTS  *PROGRESS  *SAMPLES/S  *MFU%  *DATA%  *COMPUTE%  *ALLREDUCE%$" &&
 	test "$(wc -l <top.txt)" = 2 && sed -n 2p top.txt | grep -q "^cs-sweep-0  *0  *cs-sweep-0-0-[a-z0-9]*  *\(Pending\|Running\) "
 '
 
