@@ -204,6 +204,65 @@ out:
 	return rc;
 }
 
+/* serving.program: the user's own server, gated on the run of its training job NAME (the program's
+ * Job carries the run document its rank 0 published, as a dlk run's does). No such run: with no
+ * minimum set, the server deploys ungated; with one, the gate refuses (exit 9), as it refuses an
+ * unmeasured bundle, unless --force. Returns 0 with m->run set or left NULL (deploy ungated), -1. */
+static int gated(const struct dlk_serving *sv, double min_acc)
+{
+	return min_acc > 0 || sv->min_class_recall > 0 || sv->n_gate > 0 || sv->max_val_loss > 0;
+}
+
+static int model_from_program(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name,
+                              const struct dlk_serving *sv, double min_acc, int force, struct model_src *m,
+                              struct dlk_err *err)
+{
+	cJSON *job = NULL;
+	const char *nsf = dlk_ns_flag(ctx, c, ns);
+	char *why = NULL;
+	int rc = -1;
+
+	if (kube_get(c, "Job", ns, name, &job, err) < 0) {
+		if (err->code != DLK_EXIT_NOTFOUND)
+			goto out;
+		why = xasprintf("there is no training job '%s' in namespace '%s' whose run it could judge", name, ns);
+	} else {
+		m->run = dlk_job_run_doc(c, ns, name, nsf, err);
+		if (!m->run && err->code != DLK_EXIT_NOTFOUND)
+			goto out;
+		if (!m->run)
+			why = xasprintf("training job '%s' has published no run document%s", name,
+			                job_succeeded(job) ? "" : " (it has not succeeded yet)");
+		else {
+			m->revision = xstrdup(kube_meta(job, "uid") ? kube_meta(job, "uid") : "");
+			snprintf(m->source, sizeof(m->source), "job %s", name);
+		}
+	}
+	dlk_err_clear(err);
+	if (m->run) {
+		rc = 0;
+		goto out;
+	}
+	if (!gated(sv, min_acc)) {
+		if (!ctx->quiet)
+			fprintf(stderr, "server '%s': no gate (serving sets no minimum) and %s\n", dlk_visible(name), why);
+		rc = 0;
+		goto out;
+	}
+	if (force) {
+		dlk_warn(ctx, "deploying '%s' without its gate although %s (--force)", name, why);
+		rc = 0;
+		goto out;
+	}
+	dlk_errf(err, DLK_EXIT_REFUSED, "refusing to deploy '%s': serving sets a gate, but %s", name, why);
+	dlk_err_hint(err, "train it first ('dlk train --wait'; the program reports its metrics with DLK-PROGRESS lines, "
+	             "docs/program.md), or deploy it without the gate: 'dlk serve%s %s --force'", nsf, name);
+out:
+	free(why);
+	cJSON_Delete(job);
+	return rc;
+}
+
 /* ---- the promotion gate ---- */
 
 /* Prints the metrics and the confusion matrix (on stderr: stdout is for objects and names), then
@@ -533,11 +592,11 @@ static int promote_or_rollback(struct dlk_ctx *ctx, const struct dlk_serve_cli *
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	if (!ctx->quiet)
-		printf("promoted '%s': model %.12s serves all the traffic\n", name,
-		       str(get(get(canary, "metadata"), "annotations"), DLK_ANN_MODEL_SHA256)
-		               ? str(get(get(canary, "metadata"), "annotations"), DLK_ANN_MODEL_SHA256)
-		               : "?");
+	const char *msha = str(get(get(canary, "metadata"), "annotations"), DLK_ANN_MODEL_SHA256);
+	if (!ctx->quiet && msha && *msha)
+		printf("promoted '%s': model %.12s serves all the traffic\n", name, msha);
+	else if (!ctx->quiet) /* a server of the user's (serving.program) names no bundle */
+		printf("promoted '%s': the canary's server serves all the traffic\n", name);
 out:
 	cJSON_Delete(canary);
 	cJSON_Delete(stable);
@@ -622,7 +681,7 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 	}
 	/* the cluster is asked even for --dry-run when the model is a job's: its claim, its metrics */
 	int own = spec && spec->serving.program.present; /* serving.program: the user's server, no bundle */
-	if (cli->mode != SERVE_DRY_RUN || (!cli->model && !own) || cli->canary) {
+	if (cli->mode != SERVE_DRY_RUN || !cli->model || cli->canary) {
 		c = dlk_kube_client(ctx, &err);
 		if (!c) {
 			rc = dlk_report(ctx, &err);
@@ -642,14 +701,16 @@ int dlk_serve_deploy(struct dlk_ctx *ctx, const struct dlk_serve_cli *cli, struc
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	if (!own && (cli->model ? model_from_url(ctx, spec, cli, &m, &err) : model_from_job(ctx, c, ns, name, &m, &err))) {
+	if (own ? model_from_program(ctx, c, ns, name, &spec->serving, min_acc, cli->force, &m, &err)
+	        : cli->model ? model_from_url(ctx, spec, cli, &m, &err) : model_from_job(ctx, c, ns, name, &m, &err)) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	/* the gate reads a training run's metrics: a server of the user's has none of dlk's to read yet */
-	int refused = own ? 0 : gate(ctx, name, &m, min_acc, spec->serving.min_class_recall, &spec->serving, cli->force, &accuracy,
-	                   &err);
-	if (cli->report && !own) {
+	/* a server of the user's is gated on its training program's run, when there is one */
+	int refused = m.run ? gate(ctx, name, &m, min_acc, spec->serving.min_class_recall, &spec->serving, cli->force,
+	                           &accuracy, &err)
+	                    : 0;
+	if (cli->report && m.run) {
 		/* the page shows the decision first, refused or not */
 		struct dlk_err rerr = DLK_ERR_INIT;
 		if (report_write_html(cli->report, m.run, NULL, &rerr)) {

@@ -28,6 +28,9 @@ static int run_metric(const struct report_run *r, const char *name, double *v)
 		return 0;
 	}
 	m = r->task_metrics ? cJSON_GetObjectItemCaseSensitive(r->task_metrics, name) : NULL;
+	/* a program's own metrics (metrics.program): what serving.gate names of a serving.program's run */
+	if (!cJSON_IsNumber(m) && r->program_metrics)
+		m = cJSON_GetObjectItemCaseSensitive(r->program_metrics, name);
 	if (!cJSON_IsNumber(m))
 		return -1;
 	*v = m->valuedouble;

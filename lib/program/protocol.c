@@ -40,7 +40,7 @@ static int number(const cJSON *o, const char *key, double lo, double hi, int who
 	return 1;
 }
 
-static int name_ok(const char *s)
+int program_protocol_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 	return n > 0 && n <= PROGRAM_PROTOCOL_MAX_NAME &&
@@ -56,7 +56,7 @@ static int parse_metrics(const cJSON *m, struct program_report *r, char *why, si
 	{
 		if (r->n_metrics >= PROGRAM_PROTOCOL_MAX_METRICS)
 			return snprintf(why, len, "metrics: more than %d", PROGRAM_PROTOCOL_MAX_METRICS), -1;
-		if (!it->string || !name_ok(it->string))
+		if (!it->string || !program_protocol_name_ok(it->string))
 			return snprintf(why, len, "metrics: a name is empty, longer than %d or holds a character other than "
 			                "letters, digits, '_', '.', '-', '/'", PROGRAM_PROTOCOL_MAX_NAME), -1;
 		if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))

@@ -24,6 +24,9 @@
 #define PROGRAM_PROTOCOL_MAX_CLASSES 256
 #define PROGRAM_PROTOCOL_MAX_PATH 4096
 
+/* 1 when s can name a reported metric: 1 to PROGRAM_PROTOCOL_MAX_NAME letters, digits, '_', '.', '-', '/' */
+int program_protocol_name_ok(const char *s);
+
 enum program_event { PROGRAM_EV_STEP, PROGRAM_EV_EPOCH, PROGRAM_EV_DONE };
 
 struct program_metric {

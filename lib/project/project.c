@@ -9,6 +9,7 @@
 #include "lib/project/check.h"
 #include "lib/project/layers.h"
 #include "lib/project/program_load.h"
+#include "lib/program/protocol.h"
 #include "lib/store/manifest.h"
 #include "lib/util/ytree.h"
 #include "lib/util/buf.h"
@@ -2421,7 +2422,8 @@ static const struct custom c_tolerations = { tolerations_parse, tolerations_dump
 static const char *const gate_metric_names[] = { "accuracy", "loss", "r2", "rmse", "mae", "f1_micro", "f1_macro",
 	"subset_accuracy", "psnr", "ssim", "perplexity", NULL };
 static const struct field gate_fields[] = {
-	FIELD("metric", struct dlk_gate_rule, F_STR, metric, .flags = REQ, .names = gate_metric_names),
+	/* a model's metrics are gate_metric_names; a program's, whatever it reports (check_spec) */
+	FIELD("metric", struct dlk_gate_rule, F_STR, metric, .flags = REQ),
 	FIELD("min", struct dlk_gate_rule, F_DOUBLE, min, .min = -1e30, .max = 1e30),
 	FIELD("max", struct dlk_gate_rule, F_DOUBLE, max, .min = -1e30, .max = 1e30),
 	END
@@ -2965,12 +2967,26 @@ static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode 
 		problem(c, root, "model", "missing required key 'model' (or a program: section that runs your own code)");
 	if (has_model)
 		check_task(c, s, root);
-	for (int i = 0; has_model && i < s->serving.n_gate; i++) {
+	for (int i = 0; (has_model || s->program.present) && i < s->serving.n_gate; i++) {
 		const struct dlk_gate_rule *g = &s->serving.gate[i];
-		char p[64];
+		const void *at = pos_or(c, &s->serving.gate, GIVEN_CUSTOM, root);
+		char p[64], list[512], sug[128];
 		snprintf(p, sizeof(p), "serving.gate[%d].metric", i);
-		if (g->metric && !gate_metric_fits(g->metric, s->model.task))
-			problem(c, pos_or(c, &s->serving.gate, GIVEN_CUSTOM, root), p,
+		if (!g->metric)
+			continue;
+		if (s->program.present) {
+			/* the program's run: any metric its reports may carry (docs/program.md, the protocol) */
+			if (!program_protocol_name_ok(g->metric))
+				problem(c, at, p, "'%s' is no metric a program reports: 1 to %d letters, digits, '_', '.', '-' or '/'",
+				        dlk_visible(g->metric), PROGRAM_PROTOCOL_MAX_NAME);
+			continue;
+		}
+		if (lookup_name(gate_metric_names, g->metric) < 0) {
+			names_list(gate_metric_names, list, sizeof(list));
+			suggest_suffix(sug, sizeof(sug), g->metric, gate_metric_names, (size_t)n_names(gate_metric_names));
+			problem(c, at, p, "unknown value '%s' (expected %s)%s", dlk_visible(g->metric), list, sug);
+		} else if (!gate_metric_fits(g->metric, s->model.task))
+			problem(c, at, p,
 			        "a model of task %s has no test metric '%s'", task_names[s->model.task], g->metric);
 	}
 	if (has_model)

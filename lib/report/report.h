@@ -86,9 +86,11 @@ struct report_run {
 	 * test_samples are set too, have_test stays 0) and metrics.f1 (multilabel), borrowed; NULL */
 	const cJSON *task_metrics, *f1;
 	const cJSON *samples;        /* image: metrics.samples {shape, input, output, target}, or NULL */
+	/* a program's run (docs/program.md): metrics.program, every metric it reported, borrowed; NULL */
+	const cJSON *program_metrics;
 };
 #define REPORT_RUN_INIT { NULL, NULL, "", 0, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, DLK_HISTORY_INIT, 0, -1, \
-	                  NULL, NULL, NULL }
+	                  NULL, NULL, NULL, NULL }
 
 /* Checks a run document and fills r: every field the page draws has the right type, range and
  * size (a matrix row of the wrong length, an accuracy of 1.5, a class list that disagrees with

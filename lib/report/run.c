@@ -263,6 +263,7 @@ static int load_metrics(const cJSON *m, const char *who, struct report_run *r, s
 	if (!cJSON_IsObject(m))
 		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: metrics is not an object", who);
 	r->have_metrics = 1;
+	r->program_metrics = cJSON_IsObject(get(m, "program")) ? get(m, "program") : NULL;
 	if (get(m, "train_loss") && dlk_json_number(m, "train_loss", -HUGE_VAL, HUGE_VAL, 0, &r->train_loss, who, "metrics", err))
 		return -1;
 	if (!get(m, "test_accuracy") && cJSON_IsObject(get(m, "test")) && get(m, "test_loss")) {

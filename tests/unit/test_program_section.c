@@ -141,6 +141,8 @@ static void test_server(void)
 
 static void test_problems(void)
 {
+	struct dlk_project *s;
+
 	CHECK_STR(load_msg(DATA_ONLY "program:\n  framework: torch\n  command: x\n"),
 	          "dlk.yaml:7:14: program.framework: unknown value 'torch' (expected one of none, pytorch, jax, tensorflow, paddle)");
 	CHECK_STR(load_msg(DATA_ONLY "program:\n  framework: jax\n"),
@@ -174,9 +176,17 @@ static void test_problems(void)
 	CHECK_STR(load_msg(DATA_ONLY "program: [x]\n"), "dlk.yaml:6:10: program: expected a mapping");
 	/* control characters in a value are shown, not printed */
 	CHECK_CONTAINS(load_msg(DATA_ONLY "program:\n  command: x\n  framework: \"\\e[31m\"\n"), "unknown value '\\e[31m'");
+	/* serving.gate of a program names what the program reports, checked as the protocol checks it */
+	CHECK_CONTAINS(load_msg(DATA_ONLY "program:\n  command: x\nserving: {gate: [{metric: \"a b\", min: 1}]}\n"),
+	               "serving.gate[0].metric: 'a b' is no metric a program reports: 1 to 64 letters, digits, '_', '.', '-' or '/'");
+	s = load(DATA_ONLY "program:\n  command: x\nserving: {gate: [{metric: f1, min: 0.8}, {metric: val/bleu-4, max: 9}]}\n");
+	CHECK_MSG(s && s->serving.n_gate == 2 && !strcmp(s->serving.gate[1].metric, "val/bleu-4"),
+	          "a program's own metrics in serving.gate: %s", spec_test_err.msg);
+	CHECK(round_trips(s));
+	project_free(s);
 	/* --set reaches the section */
 	const char *sets[] = { "program.command=[python, t.py]", "program.framework=jax" };
-	struct dlk_project *s = load_sets(DATA_ONLY, sets, 2);
+	s = load_sets(DATA_ONLY, sets, 2);
 	CHECK_MSG(s && s->program.present && s->program.framework == DLK_FW_JAX && s->program.n_command == 2,
 	          "--set program.command and program.framework: %s", spec_test_err.msg);
 	project_free(s);
