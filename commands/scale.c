@@ -43,7 +43,7 @@ static int jint(const cJSON *v)
  * the run's first checkpoint was written at), from the spec ConfigMap every worker reads. 0
  * with a warning when it cannot be read: the workers check it again. */
 static long long global_batch(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name,
-                              int *gpus)
+                              int *gpus, int *program)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	char *cm = xasprintf("%s-spec", name);
@@ -62,10 +62,18 @@ static long long global_batch(const struct dlk_ctx *ctx, struct kube_client *c, 
 	spec = project_load_mem(y->valuestring, strlen(y->valuestring), cm, NULL, 0, &err);
 	if (!spec)
 		goto out;
-	g = (long long)spec->training.batch_size * (spec->resources.workers > 0 ? spec->resources.workers : 1);
 	*gpus = spec->resources.gpus > 1 ? spec->resources.gpus : 1;
+	/* the user's own program: its batch is its own business, and its pods run procs_per_worker
+	 * processes (0: one per GPU) */
+	if (spec->program.present) {
+		*program = 1;
+		if (spec->program.procs_per_worker > 0)
+			*gpus = spec->program.procs_per_worker;
+		goto out;
+	}
+	g = (long long)spec->training.batch_size * (spec->resources.workers > 0 ? spec->resources.workers : 1);
 out:
-	if (!g)
+	if (!g && !*program)
 		dlk_warn(ctx, "the job's project cannot be read (%s); the workers check that the batch splits", err.msg);
 	project_free(spec);
 	cJSON_Delete(obj);
@@ -73,9 +81,46 @@ out:
 	return g;
 }
 
-/* What -o json prints, and what the text says. */
+/* The user's own program (docs/program.md) cannot join a running gang: dlk's runs see the new
+ * size and stop with a checkpoint, a program does not. Its pods of the ranks that stay are
+ * evicted, so that the Job makes them again: they read the new size from the Job (as every
+ * worker does when it starts) and the program resumes from its own checkpoint. An eviction marks
+ * the pod DisruptionTarget, which the Job's podFailurePolicy ignores: no restart is counted.
+ * `pods` is the list read before the resize (the new ranks' pods are not in it). *n: evicted. */
+static int restart_program(const struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const cJSON *pods,
+                           int workers, int *n, struct dlk_err *err)
+{
+	const cJSON *p;
+
+	*n = 0;
+	cJSON_ArrayForEach(p, jget(pods, "items", NULL)) {
+		const cJSON *md = jget(p, "metadata", NULL), *phase = jget(jget(p, "status", NULL), "phase", NULL);
+		const cJSON *nm = jget(md, "name", NULL);
+		const cJSON *idx = jget(jget(md, "annotations", NULL), "batch.kubernetes.io/job-completion-index", NULL);
+		if (!cJSON_IsString(nm) || jget(md, "deletionTimestamp", NULL) ||
+		    (cJSON_IsString(phase) && (!strcmp(phase->valuestring, "Succeeded") || !strcmp(phase->valuestring, "Failed"))))
+			continue;
+		/* the pods past the new size go with the resize (the Job controller removes them) */
+		if (cJSON_IsString(idx) && atoi(idx->valuestring) >= workers)
+			continue;
+		if (kube_evict(c, ns, nm->valuestring, err) < 0) {
+			if (err->code != DLK_EXIT_NOTFOUND)
+				return dlk_err_prefix(err, "the job was resized, but its program's pods cannot be restarted at "
+				                      "the new size");
+			dlk_err_clear(err);
+			continue;
+		}
+		if (ctx->verbose)
+			dlk_info(ctx, "evicted pod '%s'", nm->valuestring);
+		(*n)++;
+	}
+	return 0;
+}
+
+/* What -o json prints, and what the text says. `restarted`: a program's pods evicted (-1: not
+ * a program, the gang resizes itself). */
 static void print_result(const struct dlk_ctx *ctx, const char *name, const char *ns, int from, int to, int waited,
-                         long step)
+                         long step, int restarted)
 {
 	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
 		struct dlk_err err = DLK_ERR_INIT;
@@ -86,6 +131,10 @@ static void print_result(const struct dlk_ctx *ctx, const char *name, const char
 		cJSON_AddNumberToObject(o, "from", from);
 		cJSON_AddNumberToObject(o, "workers", to);
 		cJSON_AddBoolToObject(o, "running", waited);
+		/* how the gang changed size: dlk's own run resizes itself from a checkpoint; a program
+		 * is restarted at the new size and resumes from its own checkpoint */
+		if (from != to)
+			cJSON_AddStringToObject(o, "how", restarted >= 0 ? "restarted" : "resized");
 		if (waited && step >= 0)
 			cJSON_AddNumberToObject(o, "step", (double)step);
 		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(o) : yamljson_emit(o, &err);
@@ -102,6 +151,14 @@ static void print_result(const struct dlk_ctx *ctx, const char *name, const char
 		return;
 	if (from == to)
 		printf("job '%s' has %d worker%s already\n", name, to, to == 1 ? "" : "s");
+	else if (restarted >= 0 && waited)
+		printf("job '%s' scaled from %d to %d workers: its program was restarted at %d (%d pod%s evicted) and "
+		       "trains again (step %ld), resuming from its own checkpoint\n", name, from, to, to, restarted,
+		       restarted == 1 ? "" : "s", step);
+	else if (restarted >= 0)
+		printf("job '%s' scaled from %d to %d workers: its program cannot join a running gang, so it is restarted "
+		       "at %d (%d pod%s evicted) and resumes from its own checkpoint (DLK_CHECKPOINT_DIR)\n", name, from, to,
+		       to, restarted, restarted == 1 ? "" : "s");
 	else if (waited)
 		printf("job '%s' scaled from %d to %d workers; training goes on at %d (step %ld)\n", name, from, to, to, step);
 	else
@@ -176,10 +233,10 @@ static int run_scale(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
 	const char *name = args->pos[0], *ns;
-	cJSON *job = NULL, *patch = NULL, *out = NULL;
+	cJSON *job = NULL, *patch = NULL, *out = NULL, *pods = NULL;
 	const cJSON *spec;
 	struct dlk_job_summary s;
-	int have_summary = 0, rc = 0, n = opt.workers, from, par, gpus = 1;
+	int have_summary = 0, rc = 0, n = opt.workers, from, par, gpus = 1, program = 0, restarted = -1;
 	long long global;
 	long status = 0, step = -1;
 
@@ -246,12 +303,17 @@ static int run_scale(struct dlk_ctx *ctx, struct dlk_args *args)
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
-	global = global_batch(ctx, c, ns, name, &gpus);
+	global = global_batch(ctx, c, ns, name, &gpus, &program);
 	if (global && global % ((long long)n * gpus)) {
 		dlk_errf(&err, DLK_EXIT_CONFIG,
 		         "job '%s' cannot train at %d workers: its global batch of %lld does not split into %d equal batches",
 		         name, n, global, n * gpus);
 		dlk_err_hint(&err, "choose a worker count that divides %lld (it has %d now)", global / gpus, from);
+		rc = dlk_report(ctx, &err);
+		goto out;
+	}
+	/* a program's pods as they are before the resize: those of the ranks that stay restart */
+	if (program && n != from && dlk_job_list_pods(c, ns, name, &pods, &err) < 0) {
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -273,16 +335,25 @@ static int run_scale(struct dlk_ctx *ctx, struct dlk_args *args)
 			goto out;
 		}
 		dlk_info(ctx, "job '%s': %d -> %d workers", name, from, n);
+		if (program) {
+			if (restart_program(ctx, c, ns, pods, n, &restarted, &err)) {
+				rc = dlk_report(ctx, &err);
+				goto out;
+			}
+			dlk_info(ctx, "job '%s' runs its own program, which does not change size while it runs: restarting "
+			         "its %d pod%s at %d workers", name, restarted, restarted == 1 ? "" : "s", n);
+		}
 	}
 	if ((opt.wait || opt.timeout_s > 0) && n != from) {
 		rc = wait_for_size(ctx, c, ns, name, n, n * gpus, &step);
 		if (rc)
 			goto out;
-		print_result(ctx, name, ns, from, n, 1, step);
+		print_result(ctx, name, ns, from, n, 1, step, restarted);
 	} else {
-		print_result(ctx, name, ns, from, n, 0, -1);
+		print_result(ctx, name, ns, from, n, 0, -1, restarted);
 	}
 out:
+	cJSON_Delete(pods);
 	if (have_summary)
 		dlk_job_summary_release(&s);
 	dlk_kube_close(ctx, c);
@@ -307,7 +378,9 @@ const struct dlk_command_def dlk_cmd_scale = {
 	               "sees the change within DLK_RESIZE_POLL seconds (10): every worker stops after the same\n"
 	               "step with a checkpoint, and the gang re-forms at N from it with the same global batch\n"
 	               "(each worker takes global / N), so N must divide it. The run's record lists each size\n"
-	               "it trained at. A CronJob, a job that is not running or not Indexed is refused.",
+	               "it trained at. A CronJob, a job that is not running or not Indexed is refused.\n"
+	               "A job of your own program (program:) cannot change size while it runs: its pods are\n"
+	               "evicted and start again at N, and the program resumes from its own checkpoint.",
 	.options = scale_options,
 	.min_pos = 1,
 	.max_pos = 1,

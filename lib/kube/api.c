@@ -644,6 +644,31 @@ int kube_delete(struct kube_client *c, const char *kind, const char *ns, const c
 	return rc;
 }
 
+int kube_evict(struct kube_client *c, const char *ns, const char *pod, struct dlk_err *err)
+{
+	const struct kube_resource *res = kube_resource_for("Pod", "v1");
+	cJSON *ev = cJSON_CreateObject(), *md;
+	char *path, *body;
+	int rc;
+
+	ns = ns_or_default(c, ns);
+	cJSON_AddStringToObject(ev, "apiVersion", "policy/v1");
+	cJSON_AddStringToObject(ev, "kind", "Eviction");
+	md = cJSON_AddObjectToObject(ev, "metadata");
+	cJSON_AddStringToObject(md, "name", pod);
+	cJSON_AddStringToObject(md, "namespace", ns);
+	body = cJSON_PrintUnformatted(ev);
+	path = kube_path(res, ns, pod, "eviction");
+	struct kube_request req = { .method = "POST", .path = path, .content_type = "application/json", .body = body,
+				    .body_len = strlen(body) };
+	struct kube_what w = { "create", "pods/eviction", ns, pod }; /* what RBAC names it */
+	rc = call(c, &req, &w, NULL, err);
+	free(body);
+	free(path);
+	cJSON_Delete(ev);
+	return rc;
+}
+
 struct log_state {
 	struct kube_lines ls;
 };

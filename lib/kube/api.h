@@ -86,6 +86,10 @@ int kube_watch(struct kube_client *c, const char *kind, const char *ns, const st
 /* DELETE with propagationPolicy=Background (a Job's pods go with it). */
 int kube_delete(struct kube_client *c, const char *kind, const char *ns, const char *name, struct dlk_err *err);
 
+/* POST an Eviction (policy/v1) for a pod: the API server marks it DisruptionTarget before it is
+ * deleted, which a Job's podFailurePolicy can ignore (a plain DELETE is counted as a failure). */
+int kube_evict(struct kube_client *c, const char *ns, const char *pod, struct dlk_err *err);
+
 /* Delivers complete lines (without the newline) to a callback; keeps a partial line across
  * chunks; kube_lines_finish delivers a final unterminated line. Lines longer than max are cut
  * into max-sized pieces. */

@@ -84,7 +84,7 @@ test_expect_success 'dlk scale patches completions and parallelism together, and
 
 test_expect_success '-o json says the job, the sizes and whether it was waited for' '
 	dlk scale blobs --workers 1 -o json >out.json && cat out.json &&
-	jq -e ". == {\"job\": \"blobs\", \"namespace\": \"default\", \"from\": 2, \"workers\": 1, \"running\": false}" out.json &&
+	jq -e ". == {\"job\": \"blobs\", \"namespace\": \"default\", \"from\": 2, \"workers\": 1, \"running\": false, \"how\": \"resized\"}" out.json &&
 	dlk scale blobs --workers 2 -q
 '
 

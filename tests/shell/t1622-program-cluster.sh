@@ -5,7 +5,8 @@
 # two ranks meet through the headless Service's names and train with DDP (gloo) on a subset of
 # Fashion-MNIST; progress shows in `dlk status`, rank 0 records the run with the code's digest,
 # and `dlk logs --run` reads the ranks' output after the pods are gone; a fatal exit code fails
-# the Job naming the rank; a worker stopped mid-run is restarted and the gang resumes. The pod runner runs the
+# the Job naming the rank; a worker stopped mid-run is restarted and the gang resumes; `dlk scale`
+# from 2 to 3 restarts the program at 3 workers, which resumes from its checkpoint. The pod runner runs the
 # host's file system as the image, so the frameworks' Python stands in for the PyTorch image's.
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/cluster/lib.sh"
@@ -107,6 +108,31 @@ test_expect_success 'a worker stopped mid-run is restarted and the gang resumes 
 	grep -q "resumed from epoch [1-7]" logs.out &&
 	dlk status again --history -o json >h.json && jq -c ".runs[0].run" h.json &&
 	jq -e ".runs[0].run.outcome == \"succeeded\" and .runs[0].run.restarts >= 1" h.json
+'
+
+# dlk scale of the program, 2 -> 3: a program does not change size while it runs, so dlk scale
+# restarts its pods at the new size (evicted: no failure counted) and it resumes from its own
+# checkpoint; the third rank trains, the record lists both sizes
+PV3=$TEST_TMP/pv3
+hostpath_pv grow "$PV3" grow-checkpoints
+
+test_expect_success 'dlk scale 2 -> 3 restarts the program at 3 workers, resuming from its checkpoint' '
+	dlk train $ARGS --set name=grow --set program.args=[--epochs,6,--train-samples,3000,--test-samples,300] \
+		--wait >out 2>err &
+	t=$!
+	wait_until 150 sh -c "find \"$PV3\" -name checkpoint.pt | grep -q ." || { kill $t; exit 1; }
+	dlk scale grow --workers 3 --wait --timeout 240s -o json >scale.json 2>scale.err; src=$?
+	wait $t; rc=$?
+	cat scale.err scale.json out err; echo "scale $src, train $rc"; test $src = 0 && test $rc = 0 &&
+	jq -e ".from == 2 and .workers == 3 and .how == \"restarted\" and .running == true" scale.json &&
+	grep -q "restarting its 2 pods at 3 workers" scale.err &&
+	uid=$(kubectl get job grow -o jsonpath={.metadata.uid}) &&
+	dlk logs grow --run "$uid" --from "$PV3/dlk-logs/grow" >logs.out 2>&1; grep -v DLK-PROGRESS logs.out &&
+	grep -q "^\[rank 0\] the job has 3 workers now (the pod was made for 2): training with 3$" logs.out &&
+	grep -q "^\[rank 0\] resumed from epoch [1-5]$" logs.out &&
+	ls "$PV3/dlk-logs/grow/logs" | grep -q "^${uid}_rank-2_grow-2-" &&
+	dlk status grow --history -o json >h.json && jq -c ".runs[0].run" h.json &&
+	jq -e ".runs[0].run.outcome == \"succeeded\" and .runs[0].run.worlds[0] == 2 and .runs[0].run.worlds[-1] == 3" h.json
 '
 
 test_done
