@@ -180,7 +180,7 @@ void dlk_train_data_free(struct dlk_train_data *td)
 }
 
 int dlk_train_program_data(const struct dlk_ctx *ctx, const struct dlk_project *spec, int worker,
-                           const char *project_dir, char **dir, struct dlk_err *err)
+                           const char *project_dir, char **dir, char **id, struct dlk_err *err)
 {
 	struct dlk_data_opts dopts;
 	struct dlk_train_data *td = NULL;
@@ -190,13 +190,19 @@ int dlk_train_program_data(const struct dlk_ctx *ctx, const struct dlk_project *
 	int rc;
 
 	*dir = NULL;
+	*id = NULL;
 	memset(&dopts, 0, sizeof(dopts));
 	if (dlk_train_data_open(ctx, spec, worker, project_dir, &dopts, &td, err))
 		return -1;
 	if (!td)
 		return 0;
-	d = !worker ? xasprintf("%s/.dlk/data/%s", project_dir, td->r.id)
-	    : cache && *cache ? xasprintf("%s/datasets/%s", cache, td->r.id)
+	if (!worker) {
+		/* absolute: the program runs in its code's directory, not where dlk was started */
+		char *abs = realpath(project_dir, NULL);
+		d = xasprintf("%s/.dlk/data/%s", abs ? abs : project_dir, td->r.id);
+		free(abs);
+	} else
+		d = cache && *cache ? xasprintf("%s/datasets/%s", cache, td->r.id)
 	                      : xasprintf("/tmp/dlk-data/%s", td->r.id);
 	memset(&st, 0, sizeof(st));
 	rc = dlk_dataset_get(td->store, &td->r.m, d, td->have_cache ? &td->cache : NULL, NULL, NULL, &st, err);
@@ -209,6 +215,7 @@ int dlk_train_program_data(const struct dlk_ctx *ctx, const struct dlk_project *
 		dlk_info(ctx, "dataset sha256:%.12s: %zu file%s, %s, in %s (DLK_DATA_DIR)", td->r.id, st.files,
 		         st.files == 1 ? "" : "s", total, dlk_visible(d));
 		*dir = d;
+		*id = xstrdup(td->r.id);
 	}
 	dlk_train_data_free(td);
 	return rc;

@@ -26,8 +26,10 @@ void dlk_train_data_free(struct dlk_train_data *td);
 /* A user's program (program:) reads data.dataset as files: every file of the dataset placed,
  * verified, under a directory (through the node cache as dlk_train_data_open reads it): here
  * PROJECT_DIR/.dlk/data/ID, in a pod $DLK_DATA_CACHE/datasets/ID (the node cache's volume), else
- * /tmp/dlk-data/ID. *dir (the caller frees) stays NULL when the project names no dataset. */
+ * /tmp/dlk-data/ID. *dir (absolute here: the program runs in its code's directory) and *id (the
+ * dataset's id, 64 hex digits: the run records it) stay NULL when the project names no dataset;
+ * the caller frees both. */
 int dlk_train_program_data(const struct dlk_ctx *ctx, const struct dlk_project *spec, int worker,
-                           const char *project_dir, char **dir, struct dlk_err *err);
+                           const char *project_dir, char **dir, char **id, struct dlk_err *err);
 
 #endif

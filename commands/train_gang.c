@@ -156,25 +156,27 @@ int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, co
 int dlk_train_program(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
 	struct view v = { ctx, opts, spec, 0 };
-	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v, NULL, 0 };
+	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v, NULL, NULL, 0 };
 	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
 	struct dlk_trainer_opts topts;
 	struct dlk_err err = DLK_ERR_INIT;
-	char *pdir = dlk_dir_of(ctx->file), *data = NULL;
+	char *pdir = dlk_dir_of(ctx->file), *data = NULL, *data_id = NULL;
 	int rc;
 
 	/* data.dataset: its files placed where the program reads them (DLK_DATA_DIR) */
-	if (dlk_train_program_data(ctx, spec, 0, pdir, &data, &err)) {
+	if (dlk_train_program_data(ctx, spec, 0, pdir, &data, &data_id, &err)) {
 		free(pdir);
 		return dlk_report(ctx, &err);
 	}
 	pv.data_dir = data;
+	pv.data_id = data_id;
 	pv.metrics_port = opts->metrics_port;
 	dlk_train_trainer_opts(opts, ctx->file, &topts);
 	rc = dlk_program_local(&topts, spec, &pv, &sink, &err);
 	if (err.msg[0])
 		dlk_report(ctx, &err);
 	free(data);
+	free(data_id);
 	free(pdir);
 	return rc;
 }
@@ -182,19 +184,21 @@ int dlk_train_program(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, con
 int dlk_train_program_pod(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
 	struct view v = { ctx, opts, spec, 0 };
-	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v, NULL, 0 };
+	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v, NULL, NULL, 0 };
 	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
 	struct dlk_err err = DLK_ERR_INIT;
-	char *data = NULL;
+	char *data = NULL, *data_id = NULL;
 	int rc;
 
 	/* data.dataset: its files placed through the node cache, where the program reads them */
-	if (dlk_train_program_data(ctx, spec, 1, ".", &data, &err))
+	if (dlk_train_program_data(ctx, spec, 1, ".", &data, &data_id, &err))
 		return dlk_report(ctx, &err);
 	pv.data_dir = data;
+	pv.data_id = data_id;
 	rc = dlk_program_pod(spec, ctx->file, &pv, &sink, &err);
 	if (err.msg[0])
 		dlk_report(ctx, &err);
 	free(data);
+	free(data_id);
 	return rc;
 }

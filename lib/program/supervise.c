@@ -359,6 +359,29 @@ static int on_restarts(void *ud, int status)
 }
 
 /* The run document of what the program reported, checked as a bundle's would be. */
+/* data.dataset as the run's data: one entry, the dataset's id as its digest (the id is the
+ * sha256 of its manifest, which names every file's sha256: DLK_DATA_DIR was verified against it),
+ * what --if-data-changed, `dlk impact` and `dlk status --compare` read; NULL without one */
+static cJSON *dataset_data(const struct sup *s)
+{
+	cJSON *a, *d;
+	char *url;
+
+	if (!s->view->data_id)
+		return NULL;
+	a = cJSON_CreateArray();
+	d = cJSON_CreateObject();
+	url = s->spec->data.dataset.tag ? xasprintf("%s (%s)", s->spec->data.store ? s->spec->data.store : "",
+	                                            s->spec->data.dataset.tag)
+	                                : xstrdup(s->spec->data.store ? s->spec->data.store : "");
+	cJSON_AddStringToObject(d, "split", "dataset");
+	cJSON_AddStringToObject(d, "url", url);
+	cJSON_AddStringToObject(d, "sha256", s->view->data_id);
+	cJSON_AddItemToArray(a, d);
+	free(url);
+	return a;
+}
+
 static cJSON *on_run_doc(void *ud)
 {
 	struct sup *s = ud;
@@ -421,7 +444,21 @@ static cJSON *on_run_doc(void *ud)
 			cJSON_AddNumberToObject(pm, e->metrics[i].name, e->metrics[i].value);
 	}
 	p = cJSON_AddObjectToObject(meta, "provenance");
-	cJSON_AddArrayToObject(p, "data");
+	{
+		cJSON *data = dataset_data(s);
+		cJSON_AddItemToObject(p, "data", data ? data : cJSON_CreateArray());
+		if (data) {
+			/* the dataset, as a dlk run's bundle names it: what `dlk lineage` and `dlk data get` need */
+			cJSON *ds = cJSON_AddObjectToObject(p, "dataset");
+			char *id = xasprintf("sha256:%s", s->view->data_id);
+			cJSON_AddStringToObject(ds, "id", id);
+			free(id);
+			if (s->spec->data.dataset.tag)
+				cJSON_AddStringToObject(ds, "tag", s->spec->data.dataset.tag);
+			if (s->spec->data.store)
+				cJSON_AddStringToObject(ds, "store", s->spec->data.store);
+		}
+	}
 	if (s->code_sha256[0])
 		cJSON_AddStringToObject(p, "code_sha256", s->code_sha256);
 	if (s->model)
@@ -663,6 +700,11 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 	/* the code the submitter shipped (the pod's ConfigMap, named by this digest) */
 	if (run.rec && getenv(DLK_ENV_CODE_SHA256) && dlk_sha256_is_hex(getenv(DLK_ENV_CODE_SHA256))) {
 		dlk_run_set_str(run.rec, "code_sha256", getenv(DLK_ENV_CODE_SHA256));
+		dlk_train_run_save(&run);
+	}
+	/* the data from the start: a run that fails still says what it read */
+	if (run.rec && view->data_id) {
+		dlk_run_set_item(run.rec, "data", dataset_data(&s));
 		dlk_train_run_save(&run);
 	}
 	{

@@ -28,6 +28,8 @@ struct dlk_program_view {
 	/* where the command placed data.dataset's files (DLK_DATA_DIR); NULL: none (the directory of
 	 * a local data.train.images file, if any) */
 	const char *data_dir;
+	/* data.dataset's id (64 hex digits) when data_dir holds it: the run records it as its data */
+	const char *data_id;
 	/* `dlk train --local --metrics-port PORT`: the supervisor serves the gang's Prometheus
 	 * metrics (lib/trainer/metrics.h) there, fed from rank 0's reports; 0: none. In a pod the
 	 * port is DLK_METRICS_PORT (resources.metrics_port), as for dlk's own workers. */

@@ -5,6 +5,7 @@
 # the Job restarts it: the new pod reads the dataset from the node cache (the server's access log
 # shows no second download). Then the job is deleted, pods and all, and its workers' archived
 # logs (every attempt) are read back with the run id that `dlk lineage` prints from the bundle.
+# A program (program:) reads the same dataset through DLK_DATA_DIR, and its run records it.
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/s3/lib.sh"
 . "$TEST_ROOT/tests/cluster/lib.sh"
@@ -124,6 +125,40 @@ test_expect_success 'the bundle names the dataset and the run; after dlk delete 
 	grep -q "^\[rank 0\] model bundle: /checkpoints/blobs.dlk" logs.out &&
 	test -f "$PV/dlk-logs/blobs/logs/${run}_rank-0_$(cat "$TEST_TMP/first").log.gz" &&
 	test "$(ls "$PV/dlk-logs/blobs/logs" | grep -c "_rank-1_")" -ge 1
+'
+
+# the user's own program reads the same dataset as files (DLK_DATA_DIR): its pod fetches them
+# from the cluster's S3 server through the node cache (already there: no download), verified,
+# and the run's record in the cluster names the dataset by its id
+mkdir -p "$TEST_TMP/prog"
+cat >"$TEST_TMP/prog/dlk.yaml" <<EOT
+name: dsprog
+data:
+  format: csv
+  dataset: blobs@v1
+  store: $S3
+  store_secret: s3-creds
+  node_cache: {volume: hostPath, host_path: $TEST_TMP/nodecache}
+  train: {source: train.csv}
+program:
+  command: [sh, -c, 'echo "data in \$DLK_DATA_DIR"; wc -l <"\$DLK_DATA_DIR/train.csv"; sha256sum "\$DLK_DATA_DIR/test.csv"']
+resources: {workers: 1, memory: 256Mi}
+EOT
+
+test_expect_success 'a program in a pod reads the dataset through DLK_DATA_DIR; its run records the dataset' '
+	id=$(sed "s/^sha256://" "$TEST_TMP/id") &&
+	dlk train -f "$TEST_TMP/prog/dlk.yaml" --wait >out 2>err; rc=$?; cat out err; test $rc = 0 &&
+	pod=$(pod_of dsprog 0) && kubectl logs "$pod" >p.log && cat p.log &&
+	grep -q "^dataset sha256:$(echo "$id" | cut -c1-12): 2 files, .* in [^ ]*/datasets/$id (DLK_DATA_DIR)$" p.log &&
+	grep -q "^data in [^ ]*/datasets/$id$" p.log &&
+	grep -q "^4096$" p.log &&
+	grep -q "^$(sha256sum <"$TEST_TMP/blobs/test.csv" | cut -c1-64)  " p.log &&
+	test "$(objects)" = 2 &&
+	dlk status dsprog --history -o json -f "$TEST_TMP/prog/dlk.yaml" >h.json && jq -c ".runs[0].run.data" h.json &&
+	jq -e ".runs[0].run.outcome == \"succeeded\" and .runs[0].run.data == [{split: \"dataset\", url: \"$S3 (blobs@v1)\", sha256: \"$id\"}]" h.json &&
+	jq -e ".runs[0].provenance.dataset.id == \"sha256:$id\"" h.json &&
+	dlk impact "sha256:$id" -f "$TEST_TMP/prog/dlk.yaml" >impact.out 2>&1; cat impact.out &&
+	grep -q "$(jq -r ".runs[0].run.id" h.json | cut -c1-8)" impact.out
 '
 
 test_done
