@@ -326,7 +326,28 @@ static int run_scale(struct dlk_ctx *ctx, struct dlk_args *args)
 		cJSON_AddNumberToObject(ps, "parallelism", n);
 		if (cJSON_IsString(rv))
 			cJSON_AddStringToObject(md, "resourceVersion", rv->valuestring);
-		if (kube_merge_patch(c, "Job", ns, name, patch, &out, &status, &err) < 0) {
+		/* a running Job's resourceVersion moves with its status and the progress rank 0 publishes
+		 * on it: a conflict is retried on the Job as it is now, while its size is still the one
+		 * read (the precondition is about the size, not about the progress) */
+		for (int tries = 1;; tries++) {
+			cJSON *now = NULL;
+			dlk_err_clear(&err);
+			if (kube_merge_patch(c, "Job", ns, name, patch, &out, &status, &err) == 0 || status != 409 || tries == 5)
+				break;
+			if (kube_get(c, "Job", ns, name, &now, &err) < 0)
+				break;
+			rv = jget(jget(now, "metadata", NULL), "resourceVersion", NULL);
+			if (jint(jget(jget(now, "spec", NULL), "completions", NULL)) != from ||
+			    jint(jget(jget(now, "spec", NULL), "parallelism", NULL)) != from || !cJSON_IsString(rv)) {
+				cJSON_Delete(now);
+				dlk_errf(&err, DLK_EXIT_FAIL, "job '%s' was resized by someone else while it was resized", name);
+				status = 409;
+				break;
+			}
+			cJSON_ReplaceItemInObject(md, "resourceVersion", cJSON_CreateString(rv->valuestring));
+			cJSON_Delete(now);
+		}
+		if (err.msg[0]) {
 			if (status == 409)
 				dlk_err_hint(&err, "the job changed while it was resized; run the command again");
 			else if (status == 422)
