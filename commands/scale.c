@@ -151,10 +151,14 @@ static void print_result(const struct dlk_ctx *ctx, const char *name, const char
 		return;
 	if (from == to)
 		printf("job '%s' has %d worker%s already\n", name, to, to == 1 ? "" : "s");
-	else if (restarted >= 0 && waited)
+	else if (restarted >= 0 && waited && step > 0)
 		printf("job '%s' scaled from %d to %d workers: its program was restarted at %d (%d pod%s evicted) and "
 		       "trains again (step %ld), resuming from its own checkpoint\n", name, from, to, to, restarted,
 		       restarted == 1 ? "" : "s", step);
+	else if (restarted >= 0 && waited) /* a program that reports epochs only has no step to show */
+		printf("job '%s' scaled from %d to %d workers: its program was restarted at %d (%d pod%s evicted) and "
+		       "trains again, resuming from its own checkpoint\n", name, from, to, to, restarted,
+		       restarted == 1 ? "" : "s");
 	else if (restarted >= 0)
 		printf("job '%s' scaled from %d to %d workers: its program cannot join a running gang, so it is restarted "
 		       "at %d (%d pod%s evicted) and resumes from its own checkpoint (DLK_CHECKPOINT_DIR)\n", name, from, to,
