@@ -10,6 +10,7 @@
 #include "commands/ui.h"
 #include "lib/project/project.h"
 #include "lib/runs/runs.h"
+#include "lib/runs/usage.h"
 #include "lib/store/manifest.h"
 #include "lib/store/dataset.h"
 #include "lib/util/buf.h"
@@ -212,9 +213,12 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_buf b = DLK_BUF_INIT;
 	struct dlk_table_row *rows = NULL;
 	cJSON *recs = cJSON_CreateArray(), *rec, *doc = NULL;
-	char id[65], at[600] = "", full[72];
+	char id[65], at[600] = "", full[72], total[256];
 	int rc = 0, n = 0, ncols = 0, wide = ctx->output == DLK_OUTPUT_WIDE;
+	struct dlk_prices pr;
 
+	if (dlk_prices_from_env(&pr, &err))
+		goto fail;
 	if (resolve(ctx, args->pos[0], id, &err) ||
 	    (impact_local ? find_local(ctx, id, recs, at, sizeof(at), &err) : find_cluster(ctx, id, recs, at, sizeof(at), &err)))
 		goto fail;
@@ -234,6 +238,8 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 		doc = cJSON_CreateObject();
 		cJSON_AddStringToObject(doc, "dataset", full);
 		cJSON_AddStringToObject(doc, "store", impact_local ? "local" : "cluster");
+		/* what the runs of every project on the dataset used, in all (and cost, with a price) */
+		cJSON_AddItemToObject(doc, "usage", dlk_usage_sum(recs, &pr));
 		arr = cJSON_AddArrayToObject(doc, "runs");
 		cJSON_ArrayForEach(rec, recs)
 			cJSON_AddItemToArray(arr, run_json(rec));
@@ -261,6 +267,16 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 		table_row(rec, wide, &rows[n++]);
 	dlk_table_print(ctx, &b, rows, n, ncols);
 	fwrite(b.data, 1, b.len, stdout);
+	{
+		/* a note after the table, not a row of it: what the runs on the dataset used in all */
+		cJSON *sum = dlk_usage_sum(recs, &pr);
+		dlk_usage_total_text(sum, &pr, total, sizeof(total));
+		cJSON_Delete(sum);
+		if (total[0]) {
+			fflush(stdout);
+			dlk_info(ctx, "%s", total);
+		}
+	}
 	goto out;
 fail:
 	rc = dlk_report(ctx, &err);
@@ -283,7 +299,8 @@ const struct dlk_command_def dlk_cmd_impact = {
 	.usage = "DATASET",
 	.description = "List the runs that used DATASET, newest first, from the run history: each run's id, project\n"
 	               "(or job), outcome, start, test accuracy and trigger, and the bundle it made (its digest,\n"
-	               "and its path for a run trained here). DATASET is sha256:ID (a dataset's id, or the\n"
+	               "and its path for a run trained here); then what they used in all (GPU and CPU time, and\n"
+	               "the cost with DLK_PRICE_GPU_HOUR/DLK_PRICE_CPU_HOUR set; -o json: usage). DATASET is sha256:ID (a dataset's id, or the\n"
 	               "sha256 of a data file), or NAME@TAG, NAME or an id prefix, resolved through the store as\n"
 	               "`dlk data show` does. The history is the cluster's (the ConfigMap NAME-runs of the\n"
 	               "project -f names), or with --local those of every project trained here: next to -f\n"

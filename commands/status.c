@@ -847,7 +847,7 @@ out:
 
 static struct {
 	int all_ns, watch, history, local;
-	const char *run, *compare;
+	const char *run, *compare, *by;
 } opt;
 
 static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
@@ -874,6 +874,15 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		         opt.history ? "--history" : opt.run ? "--run" : "--local");
 		return dlk_report(ctx, &err);
 	}
+	if (opt.by && !opt.history) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--by goes with --history: dlk status NAME --history --by dataset");
+		return dlk_report(ctx, &err);
+	}
+	if (opt.by && strcmp(opt.by, "dataset")) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--by: '%s' is not a grouping; the runs' usage is summed --by dataset "
+		         "(per project: --history -o wide; per sweep: dlk status SWEEP)", dlk_visible(opt.by));
+		return dlk_report(ctx, &err);
+	}
 	if (opt.local && !opt.history && !opt.run) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "--local goes with --history or --run (jobs are in the cluster)");
 		return dlk_report(ctx, &err);
@@ -885,7 +894,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 		/* the runs of "the project": within its directory it needs no name */
 		if (!name && !(name = own = dlk_ctx_project_name(ctx, "project NAME", &err)))
 			return dlk_report(ctx, &err);
-		rc = opt.history ? dlk_show_run_history(ctx, name, opt.local)
+		rc = opt.history ? dlk_show_run_history(ctx, name, opt.local, opt.by)
 		     : opt.compare ? dlk_compare_runs(ctx, name, opt.run, opt.compare, opt.local)
 		                   : dlk_show_run(ctx, name, opt.run, opt.local);
 		free(own);
@@ -988,6 +997,7 @@ static const struct dlk_option status_options[] = {
 	OPT_STRING(0, "run", &opt.run, "ID", NULL, "show one run of project NAME: its outcome, metrics and provenance",
 	           .excl = 2),
 	OPT_STRING(0, "compare", &opt.compare, "ID", NULL, "with --run: set another run beside it, the differences marked"),
+	OPT_STRING(0, "by", &opt.by, "dataset", NULL, "with --history: the GPU time, CPU time and cost of the runs summed per dataset they trained on"),
 	OPT_BOOL(0, "local", &opt.local, "with --history or --run: the runs trained here (.dlk/runs next to -f)"),
 	OPT_END(),
 };
@@ -1015,6 +1025,7 @@ const struct dlk_command_def dlk_cmd_status = {
 	            "  $ dlk status -w mnist\n"
 	            "  $ dlk status mnist --history --local\n"
 	            "  $ dlk status --history --local       # in a project's directory\n"
+	            "  $ dlk status mnist --history --by dataset -o wide\n"
 	            "  $ dlk status mnist --run 3f2a9c1e -o json\n"
 	            "  $ dlk status mnist --run 3f2a9c1e --compare 9b04d7aa --local\n"
 	            "  $ dlk status -A -o wide\n",

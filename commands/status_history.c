@@ -196,7 +196,57 @@ static int emit(const struct dlk_ctx *ctx, const cJSON *v, struct dlk_err *err)
 	return 0;
 }
 
-int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local)
+/* the usage of the runs recs summed per dataset: JSON/YAML, or a table with a total note */
+static int show_usage_by(struct dlk_ctx *ctx, const char *name, const char *by, struct dlk_run_store *s,
+                         const cJSON *recs, const struct dlk_prices *pr, struct dlk_err *err)
+{
+	cJSON *groups = dlk_usage_by_dataset(recs, pr), *g;
+	struct dlk_table_row *rows;
+	struct dlk_buf b = DLK_BUF_INIT;
+	int n = 1, cost = dlk_prices_set(pr), rc = 0;
+
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
+		cJSON *doc = cJSON_CreateObject();
+		cJSON_AddStringToObject(doc, "project", name);
+		cJSON_AddStringToObject(doc, "store", dlk_runs_store_kind(s));
+		cJSON_AddStringToObject(doc, "by", by);
+		cJSON_AddItemToObject(doc, "usage", dlk_usage_sum(recs, pr));
+		cJSON_AddItemToObject(doc, "groups", groups);
+		rc = emit(ctx, doc, err);
+		cJSON_Delete(doc);
+		return rc;
+	}
+	rows = xcalloc((size_t)cJSON_GetArraySize(groups) + 1, sizeof(*rows));
+	{
+		static const char *const h[] = { "DATASET", "RUNS", "WALL", "GPU TIME", "CPU TIME", "RESERVED", "COST" };
+		for (int i = 0; i < 6 + cost; i++)
+			snprintf(rows[0].c[i], 200, "%s", h[i]);
+	}
+	cJSON_ArrayForEach(g, groups) {
+		const cJSON *u = get(g, "usage");
+		int c = 0;
+		snprintf(rows[n].c[c++], 200, "%s", str_of(g, "name"));
+		snprintf(rows[n].c[c++], 200, "%d", get(u, "runs")->valueint);
+		hours_text(get(u, "wall_seconds")->valuedouble, rows[n].c[c++], 200);
+		hours_text(get(u, "gpu_seconds")->valuedouble, rows[n].c[c++], 200);
+		hours_text(get(u, "cpu_seconds")->valuedouble, rows[n].c[c++], 200);
+		if (get(u, "cpu_reserved_seconds")->valuedouble > 0)
+			hours_text(get(u, "cpu_reserved_seconds")->valuedouble, rows[n].c[c++], 200);
+		else
+			snprintf(rows[n].c[c++], 200, "-");
+		if (cost)
+			cost_text(get(u, "cost")->valuedouble, pr, rows[n].c[c++], 200);
+		n++;
+	}
+	dlk_table_print(ctx, &b, rows, n, 6 + cost);
+	fwrite(b.data, 1, b.len, stdout);
+	free(rows);
+	dlk_buf_release(&b);
+	cJSON_Delete(groups);
+	return 0;
+}
+
+int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local, const char *by)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *kc = NULL;
@@ -224,6 +274,11 @@ int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local)
 	if (bad)
 		dlk_warn(ctx, "%d record%s in %s could not be read and %s left out", bad, bad == 1 ? "" : "s", at,
 		         bad == 1 ? "is" : "are");
+	if (by && (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML || cJSON_GetArraySize(recs))) {
+		if (show_usage_by(ctx, name, by, s, recs, &pr, &err))
+			rc = dlk_report(ctx, &err);
+		goto out;
+	}
 	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
 		cJSON *doc = cJSON_CreateObject();
 		cJSON_AddStringToObject(doc, "project", name);
@@ -261,24 +316,7 @@ int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local)
 	if (wide) {
 		/* what the runs listed held, in all: the project's bill (with the usage columns) */
 		cJSON *sum = dlk_usage_sum(recs, &pr);
-		const cJSON *v = get(sum, "cpu_reserved_seconds");
-		char g[32], c[32], r[48] = "", cost[64] = "";
-		if (get(sum, "runs")->valueint > 0) {
-			hours_text(get(sum, "gpu_seconds")->valuedouble, g, sizeof(g));
-			hours_text(get(sum, "cpu_seconds")->valuedouble, c, sizeof(c));
-			if (v && v->valuedouble > 0) {
-				char t[32];
-				hours_text(v->valuedouble, t, sizeof(t));
-				snprintf(r, sizeof(r), ", %s reserved", t);
-			}
-			if (get(sum, "cost")) {
-				char t[40];
-				cost_text(get(sum, "cost")->valuedouble, &pr, t, sizeof(t));
-				snprintf(cost, sizeof(cost), "; cost %s", t);
-			}
-			snprintf(line_, sizeof(line_), "total of %d run%s: GPU time %s; CPU time %s used%s%s",
-			         get(sum, "runs")->valueint, get(sum, "runs")->valueint == 1 ? "" : "s", g, c, r, cost);
-		}
+		dlk_usage_total_text(sum, &pr, line_, sizeof(line_));
 		cJSON_Delete(sum);
 	}
 	fwrite(b.data, 1, b.len, stdout);
@@ -313,21 +351,9 @@ static void line(struct dlk_buf *b, const char *key, const char *fmt, ...)
 	dlk_buf_addc(b, '\n');
 }
 
-/* "12.3 s", "4.1 min", "2.50 h": a number of seconds as hours once it is one */
-static void hours_text(double s, char *out, size_t n)
-{
-	if (s < 60)
-		snprintf(out, n, "%.1f s", s);
-	else if (s < 3600)
-		snprintf(out, n, "%.1f min", s / 60);
-	else
-		snprintf(out, n, "%.2f h", s / 3600);
-}
+static void hours_text(double s, char *out, size_t n) { dlk_usage_seconds_text(s, out, n); }
 
-static void cost_text(double c, const struct dlk_prices *p, char *out, size_t n)
-{
-	snprintf(out, n, "%.*f%s%s", c < 1 ? 4 : 2, c, p->currency[0] ? " " : "", p->currency);
-}
+static void cost_text(double c, const struct dlk_prices *p, char *out, size_t n) { dlk_usage_cost_text(c, p, out, n); }
 
 /* run.usage as lines: GPU time held, CPU time used (per rank) and reserved, and with a price
  * the cost */

@@ -16,8 +16,11 @@
 struct dlk_run_store *dlk_open_run_history(const struct dlk_ctx *ctx, const char *name, int local,
                                            struct kube_client **kc, struct dlk_err *err);
 /* `dlk status NAME --history`: a table of the runs, newest first (-o wide: more columns; -o
- * json|yaml: {"project", "store", "dropped", "runs": [the full records]}). Returns the exit code. */
-int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local);
+ * json|yaml: {"project", "store", "dropped", "usage", "runs": [the full records]}). by
+ * "dataset": the usage summed per dataset the runs trained on instead (a table; -o json|yaml:
+ * {"project", "store", "by", "usage", "groups": [dlk_usage_by_dataset]}); NULL: the runs.
+ * Returns the exit code. */
+int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local, const char *by);
 /* `dlk status NAME --run ID` (ID: the run's id or at least 4 characters of it). */
 int dlk_show_run(struct dlk_ctx *ctx, const char *name, const char *id, int local);
 /* `dlk status NAME --run A --compare B`: the two runs' outcome, metrics, settings and digests

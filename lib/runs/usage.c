@@ -1,6 +1,7 @@
 /* run.usage: what a run held and used; prices applied when it is shown (see usage.h). */
 #include "lib/runs/usage.h"
 #include "lib/runs/runs.h"
+#include "lib/util/utf8.h"
 
 #include <errno.h>
 #include <math.h>
@@ -167,6 +168,124 @@ cJSON *dlk_usage_sum(const cJSON *records, const struct dlk_prices *p)
 		cJSON_AddStringToObject(o, "currency", p->currency);
 	}
 	return o;
+}
+
+void dlk_usage_seconds_text(double s, char *out, size_t n)
+{
+	if (s < 60)
+		snprintf(out, n, "%.1f s", s);
+	else if (s < 3600)
+		snprintf(out, n, "%.1f min", s / 60);
+	else
+		snprintf(out, n, "%.2f h", s / 3600);
+}
+
+void dlk_usage_cost_text(double c, const struct dlk_prices *p, char *out, size_t n)
+{
+	snprintf(out, n, "%.*f%s%s", c < 1 ? 4 : 2, c, p->currency[0] ? " " : "", p->currency);
+}
+
+void dlk_usage_total_text(const cJSON *sum, const struct dlk_prices *p, char *out, size_t n)
+{
+	char g[32], c[32], r[48] = "", cost[64] = "";
+	int runs = (int)num(sum, "runs");
+
+	out[0] = 0;
+	if (runs <= 0)
+		return;
+	dlk_usage_seconds_text(num(sum, "gpu_seconds"), g, sizeof(g));
+	dlk_usage_seconds_text(num(sum, "cpu_seconds"), c, sizeof(c));
+	if (num(sum, "cpu_reserved_seconds") > 0) {
+		char t[32];
+		dlk_usage_seconds_text(num(sum, "cpu_reserved_seconds"), t, sizeof(t));
+		snprintf(r, sizeof(r), ", %s reserved", t);
+	}
+	if (cJSON_IsNumber(get(sum, "cost"))) {
+		char t[40];
+		dlk_usage_cost_text(num(sum, "cost"), p, t, sizeof(t));
+		snprintf(cost, sizeof(cost), "; cost %s", t);
+	}
+	snprintf(out, n, "total of %d run%s: GPU time %s; CPU time %s used%s%s", runs, runs == 1 ? "" : "s", g, c, r, cost);
+}
+
+void dlk_run_dataset_key(const cJSON *rec, char key[80], char label[160])
+{
+	const cJSON *ds = get(get(rec, "provenance"), "dataset"), *id, *tag;
+	char fp[65];
+
+	id = cJSON_IsObject(ds) ? get(ds, "id") : ds;
+	tag = cJSON_IsObject(ds) ? get(ds, "tag") : NULL;
+	if (cJSON_IsString(id) && id->valuestring[0]) {
+		const char *h = id->valuestring, *vis;
+		if (!strncmp(h, "sha256:", 7))
+			h += 7;
+		vis = dlk_visible(h);
+		snprintf(key, 80, "sha256:%.64s", vis);
+		if (cJSON_IsString(tag) && tag->valuestring[0])
+			snprintf(label, 160, "%s", dlk_visible(tag->valuestring));
+		else
+			snprintf(label, 160, "sha256:%.12s", vis);
+		return;
+	}
+	dlk_run_data_fingerprint(rec, fp);
+	if (fp[0]) {
+		snprintf(key, 80, "files:%s", fp);
+		snprintf(label, 160, "files %.12s", fp);
+		return;
+	}
+	key[0] = 0;
+	snprintf(label, 160, "not recorded");
+}
+
+static int by_usage(const void *pa, const void *pb)
+{
+	const cJSON *a = get(*(cJSON *const *)pa, "usage"), *b = get(*(cJSON *const *)pb, "usage");
+	static const char *const keys[] = { "gpu_seconds", "cpu_seconds", "runs" };
+	for (int i = 0; i < 3; i++) {
+		double x = num(a, keys[i]), y = num(b, keys[i]);
+		if (x != y)
+			return x > y ? -1 : 1;
+	}
+	return strcmp(get(*(cJSON *const *)pa, "dataset")->valuestring, get(*(cJSON *const *)pb, "dataset")->valuestring);
+}
+
+cJSON *dlk_usage_by_dataset(const cJSON *records, const struct dlk_prices *p)
+{
+	cJSON *groups = cJSON_CreateObject(), *out = cJSON_CreateArray(), *g, **v;
+	const cJSON *rec;
+	int n = 0, i = 0;
+
+	/* records of each key, by reference (the records stay the caller's) */
+	cJSON_ArrayForEach(rec, records) {
+		char key[80], label[160];
+		cJSON *arr;
+		dlk_run_dataset_key(rec, key, label);
+		g = cJSON_GetObjectItemCaseSensitive(groups, key);
+		if (!g) {
+			g = cJSON_AddObjectToObject(groups, key);
+			cJSON_AddStringToObject(g, "name", label);
+			cJSON_AddArrayToObject(g, "records");
+			n++;
+		}
+		arr = cJSON_GetObjectItemCaseSensitive(g, "records");
+		cJSON_AddItemReferenceToArray(arr, (cJSON *)rec);
+	}
+	v = calloc((size_t)n + 1, sizeof(*v));
+	if (!v)
+		abort();
+	cJSON_ArrayForEach(g, groups) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "dataset", g->string);
+		cJSON_AddStringToObject(o, "name", get(g, "name")->valuestring);
+		cJSON_AddItemToObject(o, "usage", dlk_usage_sum(get(g, "records"), p));
+		v[i++] = o;
+	}
+	qsort(v, (size_t)n, sizeof(*v), by_usage);
+	for (i = 0; i < n; i++)
+		cJSON_AddItemToArray(out, v[i]);
+	free(v);
+	cJSON_Delete(groups);
+	return out;
 }
 
 static int bad(struct dlk_err *err, const char *who, const char *field, const char *what)

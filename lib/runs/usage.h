@@ -58,6 +58,26 @@ double dlk_usage_cost(const cJSON *usage, const struct dlk_prices *p);
  * "cost" and "currency". A new object. */
 cJSON *dlk_usage_sum(const cJSON *records, const struct dlk_prices *p);
 
+/* The dataset a record trained on, as a grouping key: a versioned dataset's id ("sha256:" and 64
+ * hex digits; label: its tag, "NAME@TAG", or the id's first 12 digits), else the fingerprint of
+ * the data sources it names ("files:" and 64 hex digits; label "files FP12"), else "" (label
+ * "not recorded"). The id and the tag are the record's, made visible (no control characters). */
+void dlk_run_dataset_key(const cJSON *rec, char key[80], char label[160]);
+
+/* The usage of records summed per dataset (dlk_run_dataset_key): an array of {"dataset": key,
+ * "name": label, "usage": dlk_usage_sum of its records}, the most GPU-seconds first, then CPU
+ * seconds, then runs, then key. A new array; records without usage count in no sum but their
+ * dataset is listed (runs 0). */
+cJSON *dlk_usage_by_dataset(const cJSON *records, const struct dlk_prices *p);
+
+/* Seconds as text: "12.3 s", "4.1 min", "2.50 h". */
+void dlk_usage_seconds_text(double s, char *out, size_t n);
+/* A cost as text: 4 decimals under 1, else 2, then the currency if any. */
+void dlk_usage_cost_text(double c, const struct dlk_prices *p, char *out, size_t n);
+/* A sum of dlk_usage_sum as one line: "total of N runs: GPU time X; CPU time Y used[, Z
+ * reserved][; cost C]"; "" when no record had usage. */
+void dlk_usage_total_text(const cJSON *sum, const struct dlk_prices *p, char *out, size_t n);
+
 /* Checks run.usage of a record read from outside (types and ranges); errors name who and the
  * field (DLK_EXIT_CONFIG). */
 int dlk_usage_check(const cJSON *usage, const char *who, struct dlk_err *err);

@@ -96,6 +96,52 @@ test_expect_success 'a dataset no run used is "not found" (6); bad references ar
 	test_exit_code 2 dlk impact a b --local 2>err
 '
 
+test_expect_success 'status --history --by dataset sums the usage of the runs per dataset' '
+	project g.yaml gamma blobs@v1 &&
+	sed "/^  dataset:/d; /^  store:/d; s|source: train.csv|source: $TEST_TMP/d1/train.csv|; s|source: test.csv|source: $TEST_TMP/d1/test.csv|" \
+		"$P/g.yaml" >"$P/g2.yaml" &&
+	dlk train --local -f "$P/g.yaml" -q >/dev/null 2>&1 &&
+	dlk train --local -f "$P/g.yaml" -q --set data.dataset=blobs@v2 >/dev/null 2>&1 &&
+	dlk train --local -f "$P/g.yaml" -q --set data.dataset=blobs@v2 >/dev/null 2>&1 &&
+	dlk train --local -f "$P/g2.yaml" -q >/dev/null 2>&1 &&
+	dlk status gamma --history --local -f "$P/g.yaml" -o json >all.json &&
+	DLK_PRICE_CPU_HOUR=3600 dlk status gamma --history --local -f "$P/g.yaml" --by dataset -o json >by.json &&
+	jq . by.json &&
+	id1=$(cat "$TEST_TMP/id1") id2=$(cat "$TEST_TMP/id2") &&
+	id1=${id1#sha256:} id2=${id2#sha256:} &&
+	jq -e --arg a "sha256:$id1" --arg b "sha256:$id2" ".by == \"dataset\" and (.groups | length == 3) and
+		.groups[0].usage.runs == 4 - .groups[1].usage.runs - .groups[2].usage.runs and
+		([.groups[] | select(.dataset == \$a) | .usage.runs] == [1]) and
+		([.groups[] | select(.dataset == \$b) | .usage.runs] == [2]) and
+		([.groups[] | select(.dataset | startswith(\"files:\")) | .usage.runs] == [1]) and
+		([.groups[] | select(.dataset == \$b) | .name] == [\"blobs@v2\"])" by.json &&
+	# each group is the sum of its runs (CPU seconds, the cost at 3600 per CPU-hour), the largest first
+	for g in $(jq -r ".groups[].dataset" by.json); do
+		want=$(jq --arg g "$g" "[.runs[] | select(((.provenance.dataset.id // \"\") | sub(\"^sha256:\"; \"\") | \"sha256:\" + .) == \$g
+			or (\$g | startswith(\"files:\")) and (.provenance.dataset == null)) | .run.usage.cpu_seconds] | add" all.json) &&
+		jq -e --arg g "$g" --argjson w "$want" ".groups[] | select(.dataset == \$g) |
+			((.usage.cpu_seconds - \$w) | fabs < 1e-6) and ((.usage.cost - \$w) | fabs < 1e-6)" by.json >/dev/null || return 1
+	done &&
+	jq -e "[.groups[].usage.cpu_seconds] as \$c | \$c == (\$c | sort | reverse)" by.json &&
+	DLK_PRICE_CPU_HOUR=3600 DLK_PRICE_CURRENCY=EUR dlk status gamma --history --local -f "$P/g.yaml" --by dataset >t &&
+	cat t &&
+	head -n 1 t | grep -q "^DATASET  *RUNS  *WALL  *GPU TIME  *CPU TIME  *RESERVED  *COST\$" &&
+	grep -q "^blobs@v2  *2  *[0-9.]* s  *0.0 s  *[0-9.]* s  *-  *[0-9.]* EUR\$" t &&
+	grep -q "^files [0-9a-f]\{12\}  *1 " t && test "$(wc -l <t)" = 4 &&
+	# across projects: dlk impact sums the runs of every project on one dataset (beta 1, gamma 2)
+	DLK_PRICE_CPU_HOUR=3600 dlk impact blobs@v2 --local -f "$P/g.yaml" -o json >imp.json &&
+	want=$(jq "[.runs[] | select(.provenance.dataset.tag == \"blobs@v2\") | .run.usage.cpu_seconds] | add" all.json) &&
+	beta=$(dlk status beta --history --local -f "$P/b.yaml" -o json | jq ".usage.cpu_seconds") &&
+	jq -e --argjson w "$want" --argjson b "$beta" ".usage.runs == 3 and ((.usage.cpu_seconds - \$w - \$b) | fabs < 1e-6)
+		and ((.usage.cost - .usage.cpu_seconds) | fabs < 1e-6)" imp.json &&
+	DLK_PRICE_CPU_HOUR=3600 dlk impact blobs@v2 --local -f "$P/g.yaml" >out 2>note &&
+	grep -q "^total of 3 runs: GPU time 0.0 s; CPU time [0-9.]* s used; cost [0-9.]*\$" note &&
+	test_exit_code 2 dlk status gamma --history --local -f "$P/g.yaml" --by project 2>err &&
+	grep -q "not a grouping" err &&
+	test_exit_code 2 dlk status gamma --local -f "$P/g.yaml" --by dataset 2>err &&
+	grep -q "goes with --history" err
+'
+
 # the cluster's history: the records of project alpha as rank 0 would have written them
 . "$TEST_ROOT/tests/apiserver/lib.sh"
 {

@@ -141,8 +141,71 @@ static void test_check(void)
 	}
 }
 
+/* usage per dataset: a versioned dataset by its id (its tag, control characters escaped, as
+ * the name), plain files by their fingerprint, none as "", the largest GPU time first */
+static void test_by_dataset(void)
+{
+	struct dlk_prices p = { .gpu_hour = 2, .cpu_hour = -1, .currency = "" };
+	cJSON *recs = cJSON_CreateArray(), *g;
+	const char *ids[] = { "00000000-0000-4000-8000-000000000011", "00000000-0000-4000-8000-000000000012",
+		              "00000000-0000-4000-8000-000000000013", "00000000-0000-4000-8000-000000000014" };
+	char key[80], label[160];
+	double cpu[1] = { 1 };
+
+	for (int i = 0; i < 4; i++) {
+		cJSON *r = dlk_run_record_new("p", ids[i]), *prov = cJSON_AddObjectToObject(r, "provenance");
+		if (i < 2) {
+			cJSON *ds = cJSON_AddObjectToObject(prov, "dataset");
+			cJSON_AddStringToObject(ds, "id", "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+			cJSON_AddStringToObject(ds, "tag", "set@v1\x1b[2J");
+		} else if (i == 2) {
+			cJSON *d = cJSON_AddArrayToObject(prov, "data"), *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "split", "train");
+			cJSON_AddStringToObject(o, "url", "file:///x");
+			cJSON_AddStringToObject(o, "sha256", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+			cJSON_AddItemToArray(d, o);
+		}
+		/* 1, 1, 3 and 0 hours of one GPU */
+		dlk_run_add_usage(r, i == 2 ? 3 * 3600 : i == 3 ? 0 : 3600, 1, 1, -1, cpu, 1);
+		cJSON_AddItemToArray(recs, r);
+	}
+	dlk_run_dataset_key(cJSON_GetArrayItem(recs, 0), key, label);
+	CHECK_STR(key, "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	CHECK_STR(label, "set@v1\\e[2J");
+	dlk_run_dataset_key(cJSON_GetArrayItem(recs, 3), key, label);
+	CHECK_STR(key, "");
+	CHECK_STR(label, "not recorded");
+	g = dlk_usage_by_dataset(recs, &p);
+	CHECK(cJSON_GetArraySize(g) == 3);
+	/* files (3 h), the dataset (2 runs, 2 h), then none (0 h) */
+	CHECK(!strncmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(g, 0), "dataset")), "files:", 6));
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(g, 1), "name")), "set@v1\\e[2J");
+	CHECK_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+	                   cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(g, 1), "usage"), "runs")), 2, 0);
+	CHECK_NEAR(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+	                   cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(g, 1), "usage"), "cost")), 4, 1e-9);
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(g, 2), "dataset")), "");
+	cJSON_Delete(g);
+	/* the records are still whole (the groups held references) */
+	CHECK(cJSON_GetArraySize(recs) == 4);
+	cJSON_Delete(recs);
+	{
+		cJSON *sum = cJSON_Parse("{\"runs\": 2, \"gpu_seconds\": 7200, \"cpu_seconds\": 30, "
+		                         "\"cpu_reserved_seconds\": 90, \"cost\": 4}");
+		char t[256];
+		dlk_usage_total_text(sum, &p, t, sizeof(t));
+		CHECK_STR(t, "total of 2 runs: GPU time 2.00 h; CPU time 30.0 s used, 1.5 min reserved; cost 4.00");
+		cJSON_Delete(sum);
+		sum = cJSON_Parse("{\"runs\": 0}");
+		dlk_usage_total_text(sum, &p, t, sizeof(t));
+		CHECK_STR(t, "");
+		cJSON_Delete(sum);
+	}
+}
+
 int main(void)
 {
+	test_by_dataset();
 	test_sessions();
 	test_quantity();
 	test_prices();
