@@ -65,6 +65,46 @@ cJSON *dlk_top_phase_warnings(const cJSON *phases)
 			                                                "the other ranks %.0f%%: it is starved by input",
 			                                                rank[i], 100 * data[i], 100 * med));
 	}
+	/* idle ranks: the others wait in the all-reduce for one rank that computes (not starved) */
+	{
+		double *ar = xcalloc((size_t)n + 1, sizeof(double)), *cp = xcalloc((size_t)n + 1, sizeof(double));
+		int m = 0;
+		cJSON_ArrayForEach(e, phases) {
+			const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "rank");
+			if (!cJSON_IsObject(e) || !cJSON_IsNumber(r) || r->valuedouble < 0 || r->valuedouble > 1e6 ||
+			    share(e, DLK_PHASE_DATA) < 0)
+				continue;
+			ar[m] = share(e, DLK_PHASE_ALLREDUCE);
+			cp[m++] = share(e, DLK_PHASE_COMPUTE);
+		}
+		for (int i = 0; n > 1 && i < n; i++) {
+			int k = 0;
+			double med;
+			if (ar[i] < 0 || data[i] >= DLK_TOP_STARVED_SHARE)
+				continue;
+			for (int j = 0; j < n; j++)
+				if (j != i && ar[j] >= 0)
+					others[k++] = ar[j];
+			if (!k)
+				continue;
+			qsort(others, (size_t)k, sizeof(double), cmp_double);
+			med = k % 2 ? others[k / 2] : (others[k / 2 - 1] + others[k / 2]) / 2;
+			if (med < DLK_TOP_IDLE_SHARE || ar[i] > DLK_TOP_SLOWEST_RATIO * med)
+				continue;
+			if (cp[i] >= 0)
+				add_warning(out, xasprintf("the other rank%s idle%s %.0f%% of %s step time in the all-reduce, waiting for "
+				                           "rank %d, which computes %.0f%% of its own: it is the slowest rank (a "
+				                           "slower device or node, or one shared with other work)",
+				                           n > 2 ? "s" : "", n > 2 ? "" : "s", 100 * med, n > 2 ? "their" : "its",
+				                           rank[i], 100 * cp[i]));
+			else
+				add_warning(out, xasprintf("the other rank%s idle%s %.0f%% of %s step time in the all-reduce, waiting for "
+				                           "rank %d: it is the slowest rank", n > 2 ? "s" : "", n > 2 ? "" : "s",
+				                           100 * med, n > 2 ? "their" : "its", rank[i]));
+		}
+		free(ar);
+		free(cp);
+	}
 	free(data);
 	free(others);
 	free(rank);

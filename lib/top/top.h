@@ -28,10 +28,17 @@ cJSON *dlk_top_local(const char *spec_file, double interval_s, struct dlk_err *e
 #define DLK_TOP_STARVED_SHARE 0.3
 #define DLK_TOP_STARVED_RATIO 2.0
 #define DLK_TOP_INPUT_BOUND_SHARE 0.5
+/* Ranks idle while another computes: the other ranks wait in the all-reduce at least
+ * DLK_TOP_IDLE_SHARE of their step time (their median), and this rank waits there at most
+ * DLK_TOP_SLOWEST_RATIO of that, without being starved by input: it is the slowest, the others
+ * idle for it. */
+#define DLK_TOP_IDLE_SHARE 0.3
+#define DLK_TOP_SLOWEST_RATIO 0.25
 
 /* The warnings a progress's "phases" ([{"rank", "data", "compute", "allreduce"}], shares of the
  * step time) call for: a new array of strings ("rank 1 waits for its input 52% of its step
- * time, the other ranks 4%"), empty when none; entries that are not such objects are skipped. */
+ * time, the other ranks 4%"; "the other ranks idle 55% of their step time in the all-reduce,
+ * waiting for rank 1 ..."), empty when none; entries that are not such objects are skipped. */
 cJSON *dlk_top_phase_warnings(const cJSON *phases);
 
 /* The training Jobs of namespace ns that have not ended (only: the one of that name), through c:

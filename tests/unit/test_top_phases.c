@@ -59,6 +59,31 @@ int main(void)
 	CHECK(cJSON_GetArraySize(w) == 0);
 	cJSON_Delete(w);
 
+	/* idle ranks: rank 0 waits in the all-reduce for rank 1, which computes (and is not starved) */
+	w = warn("[{\"rank\":0,\"data\":0.02,\"compute\":0.40,\"allreduce\":0.58},"
+	         "{\"rank\":1,\"data\":0.03,\"compute\":0.92,\"allreduce\":0.05}]");
+	CHECK(cJSON_GetArraySize(w) == 1);
+	CHECK_STR(nth(w, 0), "the other rank idles 58% of its step time in the all-reduce, waiting for rank 1, which "
+	                     "computes 92% of its own: it is the slowest rank (a slower device or node, or one shared "
+	                     "with other work)");
+	cJSON_Delete(w);
+	/* four ranks, the others' median (55%) against rank 2's 2% */
+	w = warn("[{\"rank\":0,\"data\":0.05,\"compute\":0.45,\"allreduce\":0.5},"
+	         "{\"rank\":1,\"data\":0.05,\"compute\":0.35,\"allreduce\":0.6},"
+	         "{\"rank\":2,\"data\":0.05,\"compute\":0.93,\"allreduce\":0.02},"
+	         "{\"rank\":3,\"data\":0.05,\"compute\":0.4,\"allreduce\":0.55}]");
+	CHECK(cJSON_GetArraySize(w) == 1);
+	CHECK(!strncmp(nth(w, 0), "the other ranks idle 55% of their step time in the all-reduce, waiting for rank 2, "
+	                          "which computes 93% of its own", 108));
+	cJSON_Delete(w);
+	/* not when the others idle little, nor when the rank waits more than a quarter of what they do */
+	w = warn("[{\"rank\":0,\"data\":0,\"compute\":0.75,\"allreduce\":0.25},{\"rank\":1,\"data\":0,\"compute\":0.99,\"allreduce\":0.01}]");
+	CHECK(cJSON_GetArraySize(w) == 0);
+	cJSON_Delete(w);
+	w = warn("[{\"rank\":0,\"data\":0,\"compute\":0.4,\"allreduce\":0.6},{\"rank\":1,\"data\":0,\"compute\":0.8,\"allreduce\":0.2}]");
+	CHECK(cJSON_GetArraySize(w) == 0);
+	cJSON_Delete(w);
+
 	/* what is not a rank's shares is skipped: no rank, a share out of [0, 1], not an object */
 	w = warn("[{\"data\":0.9},{\"rank\":1,\"data\":7},{\"rank\":-1,\"data\":0.9},3,\"x\",{\"rank\":2,\"data\":\"0.9\"},"
 	         "{\"rank\":4,\"data\":0.9}]");
