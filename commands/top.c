@@ -397,9 +397,9 @@ const struct dlk_command_def dlk_cmd_top = {
 	               "the view refreshes in place until Ctrl-C; piped, it prints one sample; -o json prints\n"
 	               "one sample as {\"runs\": [...], \"interval_s\"}. Below the runs, a line per rank: its epoch,\n"
 	               "step, the run's MFU and where its step time goes (data wait, compute, all-reduce), with a\n"
-	               "warning on a rank starved by input, and on ranks idle for the slowest. With --cluster: the training jobs of the\n"
-	               "namespace that have not ended, a line per pod (rank, phase, node, restarts) and the progress\n"
-	               "rank 0 publishes.",
+	               "warning on a rank starved by input and on ranks idle in the all-reduce for the slowest.\n"
+	               "With --cluster: the training jobs of the namespace that have not ended, a line per pod\n"
+	               "(rank, phase, node, restarts) and the progress rank 0 publishes.",
 	.options = top_options,
 	.min_pos = 0,
 	.max_pos = 1,
