@@ -4,7 +4,8 @@
 # The update is plain data parallel's element by element, so the weights are the same: bit for bit
 # without clipping (the reduce-scatter is the ring all-reduce's first half), within 1e-5 with
 # grad_clip (the norm's squares are summed shard by shard: another rounding) and with
-# training.accumulate. Each rank holds 1/N of the state and says so. A checkpoint holds the whole
+# training.accumulate. Each rank holds 1/N of the state and says so (the log, -o json: the
+# 420 parameters' two Adam moments are 3360 bytes, 1680 on each of 2 ranks, 1120 of 3). A checkpoint holds the whole
 # state (gathered from the shards), so a ZeRO-1 run interrupted at 2 workers goes on at 3 (sharded
 # 3 ways) or at 1, and ends where the uninterrupted run ends (within 1e-5).
 . "$(dirname "$0")/../lib.sh"
@@ -54,11 +55,14 @@ diff_w() {
 within() { "$PY" -c "import sys; sys.exit(not float(sys.argv[1]) <= float(sys.argv[2]))" "$1" "$2"; }
 
 test_expect_success 'ZeRO-1 over 2 workers: plain data parallel'"'"'s weights bit for bit, half the state on each' '
-	cd "$TEST_TMP" && run dp --workers 2 && run z2 --workers 2 --set training.zero=1 &&
+	cd "$TEST_TMP" && run dp --workers 2 -o json && run z2 --workers 2 --set training.zero=1 -o json &&
 	! grep_q "optimizer state" dp/err && cmp dp/w z2/w &&
+	jq -e ".optimizerStateBytes == 3360 and .optimizerStateBytesWhole == 3360" dp/out.json &&
+	jq -e ".optimizerStateBytes == 1680 and .optimizerStateBytesWhole == 3360" z2/out.json &&
 	grep_q "optimizer state: 1.6 KiB per rank, sharded over 2 ranks (ZeRO-1; 3.3 KiB whole)" z2/err &&
-	run z3 --workers 3 --set training.zero=1 --set training.batch_size=16 &&
+	run z3 --workers 3 --set training.zero=1 --set training.batch_size=16 -o json &&
 	grep_q "optimizer state: 1.1 KiB per rank, sharded over 3 ranks (ZeRO-1; 3.3 KiB whole)" z3/err &&
+	jq -e ".optimizerStateBytes == 1120" z3/out.json &&
 	d=$(diff_w dp z3) && echo "3 workers: $d" && within "$d" 1e-5
 '
 
