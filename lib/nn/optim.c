@@ -160,6 +160,7 @@ int dlk_optimizer_shard(struct dlk_optimizer *o, size_t off, size_t n, struct dl
 	o->m = o->v = NULL;
 	o->state_off = off;
 	o->state_n = n;
+	o->sharded = 1;
 	if ((has_m && !(o->m = o->be->alloc(bytes))) || (has_v && !(o->v = o->be->alloc(bytes))))
 		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for the optimizer state", o->be->name);
 	return 0;
@@ -186,6 +187,7 @@ int dlk_optimizer_full(const struct dlk_optimizer *o, struct dlk_optimizer *full
 	full->m = full->v = NULL;
 	full->state_off = 0;
 	full->state_n = o->n;
+	full->sharded = 0;
 	if ((o->m && !(full->m = o->be->alloc(bytes))) || (o->v && !(full->v = o->be->alloc(bytes)))) {
 		dlk_optimizer_release(full);
 		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for the whole optimizer state", o->be->name);

@@ -24,6 +24,7 @@ struct dlk_optimizer {
 	/* the parameters whose state this optimizer holds and updates: [state_off, state_off +
 	 * state_n), all n unless sharded (ZeRO-1, dlk_optimizer_shard) */
 	size_t state_off, state_n;
+	int sharded;              /* dlk_optimizer_shard made it one rank's part (even of all n) */
 	float *m;                 /* device: Adam's first moment, SGD's momentum buffer (state_n floats) */
 	float *v;                 /* device: Adam's second moment; NULL for SGD (state_n floats) */
 	long t;                   /* optimizer steps taken so far (checkpointed) */

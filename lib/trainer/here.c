@@ -486,7 +486,7 @@ static int on_checkpoint(void *vctx, const struct dlk_train_state *st0, struct d
 	struct dlk_train_state stw = *st0;
 	const struct dlk_train_state *st = &stw;
 	struct dlk_optimizer full = DLK_OPTIMIZER_INIT;
-	int sharded = st0->opt->state_n != st0->opt->n, skip = 0;
+	int sharded = st0->opt->sharded, skip = 0;
 
 	if (sharded) {
 		/* ZeRO-1: the checkpoint holds the whole state, gathered from every rank's shard, so
@@ -605,8 +605,6 @@ static int prepare_resume(struct here *r, struct dlk_training *tr, struct dlk_er
 	return 0;
 }
 
-/* Rank 0 restores the checkpoint prepare_resume loaded and broadcasts it, so that ranks never
- * disagree on where they resume. */
 static int on_resume_whole(struct here *r, struct dlk_train_state *st, struct dlk_err *err);
 
 /* ZeRO-1: a checkpoint holds the whole optimizer state (see on_checkpoint): every rank restores
@@ -617,7 +615,7 @@ static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err
 	struct dlk_optimizer *own = st->opt, full = DLK_OPTIMIZER_INIT;
 	int rc;
 
-	if (own->state_n == own->n)
+	if (!own->sharded)
 		return on_resume_whole(r, st, err);
 	if (dlk_optimizer_full(own, &full, err))
 		return -1;
@@ -632,6 +630,8 @@ static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err
 	return rc;
 }
 
+/* Rank 0 restores the checkpoint prepare_resume loaded and broadcasts it, so that ranks never
+ * disagree on where they resume. */
 static int on_resume_whole(struct here *r, struct dlk_train_state *st, struct dlk_err *err)
 {
 	long long hdr[8] = { RESUME_NONE, 0, 0, 0, 0, 0, 0, 0 };
