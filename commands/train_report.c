@@ -302,6 +302,9 @@ static cJSON *result_json(const struct dlk_project *spec, const struct dlk_train
 	cJSON_AddNumberToObject(o, "trainLoss", res->train_loss);
 	cJSON_AddNumberToObject(o, "seconds", dlk_history_training_sec(&res->history));
 	cJSON_AddNumberToObject(o, "samplesPerSecond", res->train_samples_per_sec);
+	/* this rank's optimizer state and the whole of it: different under ZeRO-1 (training.zero) */
+	cJSON_AddNumberToObject(o, "optimizerStateBytes", (double)res->optim_state_bytes);
+	cJSON_AddNumberToObject(o, "optimizerStateBytesWhole", (double)res->optim_full_bytes);
 	if (spec->model.task == DLK_TASK_LM)
 		cJSON_AddNumberToObject(o, "tokensPerSecond", res->train_samples_per_sec * lm_context(spec));
 	if (ev->n) {

@@ -31,6 +31,8 @@ static struct {
 	ncclResult_t (*CommInitRankConfig)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
 	ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
 	ncclResult_t (*Broadcast)(const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+	ncclResult_t (*ReduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+	ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
 	ncclResult_t (*CommGetAsyncError)(ncclComm_t, ncclResult_t *);
 	ncclResult_t (*CommAbort)(ncclComm_t);
 	ncclResult_t (*CommFinalize)(ncclComm_t);
@@ -102,6 +104,8 @@ static int load(void)
 		{ "ncclCommInitRankConfig", (void **)&N.CommInitRankConfig },
 		{ "ncclAllReduce", (void **)&N.AllReduce },
 		{ "ncclBroadcast", (void **)&N.Broadcast },
+		{ "ncclReduceScatter", (void **)&N.ReduceScatter },
+		{ "ncclAllGather", (void **)&N.AllGather },
 		{ "ncclCommGetAsyncError", (void **)&N.CommGetAsyncError },
 		{ "ncclCommAbort", (void **)&N.CommAbort },
 		{ "ncclCommFinalize", (void **)&N.CommFinalize },
@@ -305,9 +309,46 @@ static void retire(struct ncomm *c)
 	cudaGetLastError(); /* cudaErrorNotReady is an answer, not an error */
 }
 
+enum kind { K_ALLREDUCE, K_BROADCAST, K_REDUCE_SCATTER, K_ALLGATHER };
+
+/* Enqueues collective `kind` on the communicator's stream; the caller holds mu. ZeRO's halves
+ * use lib/comm's shard layout (comm_shard): equal shards of per = count / world floats, which is
+ * what ncclReduceScatter and ncclAllGather move (in place: rank r's shard at buf + r * per), and
+ * the count % world floats past them, the last rank's, reduced by an all-reduce and sent by a
+ * broadcast from that rank. */
+static ncclResult_t enqueue(struct ncomm *c, enum kind kind, void *buf, size_t count, int avg, int root)
+{
+	ncclRedOp_t op = avg ? ncclAvg : ncclSum;
+	float *f = buf;
+	size_t per = count / (size_t)c->world, tail = count - per * (size_t)c->world;
+	ncclResult_t r = ncclSuccess;
+
+	switch (kind) {
+	case K_BROADCAST:
+		return N.Broadcast(buf, buf, count, ncclUint8, root, c->comm, c->stream);
+	case K_ALLREDUCE:
+		return N.AllReduce(buf, buf, count, ncclFloat32, op, c->comm, c->stream);
+	case K_REDUCE_SCATTER:
+		if (per)
+			r = N.ReduceScatter(f, f + (size_t)c->rank * per, per, ncclFloat32, op, c->comm, c->stream);
+		if ((r == ncclSuccess || r == ncclInProgress) && tail)
+			r = N.AllReduce(f + per * (size_t)c->world, f + per * (size_t)c->world, tail, ncclFloat32, op,
+			                c->comm, c->stream);
+		return r;
+	case K_ALLGATHER:
+		if (per)
+			r = N.AllGather(f + (size_t)c->rank * per, f, per, ncclFloat32, c->comm, c->stream);
+		if ((r == ncclSuccess || r == ncclInProgress) && tail)
+			r = N.Broadcast(f + per * (size_t)c->world, f + per * (size_t)c->world, tail * sizeof(float),
+			                ncclUint8, c->world - 1, c->comm, c->stream);
+		return r;
+	}
+	return ncclInvalidArgument;
+}
+
 /* Starts one collective after the compute stream's current point. */
-static int start(struct ncomm *c, const char *what, int bcast, void *buf, size_t count, int avg, int root, char *msg,
-                 size_t len)
+static int start(struct ncomm *c, const char *what, enum kind kind, void *buf, size_t count, int avg, int root,
+                 char *msg, size_t len)
 {
 	ncclResult_t r;
 	cudaError_t e;
@@ -330,10 +371,7 @@ static int start(struct ncomm *c, const char *what, int bcast, void *buf, size_t
 		pthread_mutex_unlock(&c->mu);
 		return fail(msg, len, "%s: %s", what, cudaGetErrorString(e));
 	}
-	if (bcast)
-		r = N.Broadcast(buf, buf, count, ncclUint8, root, c->comm, c->stream);
-	else
-		r = N.AllReduce(buf, buf, count, ncclFloat32, avg ? ncclAvg : ncclSum, c->comm, c->stream);
+	r = enqueue(c, kind, buf, count, avg, root);
 	if (r != ncclSuccess && r != ncclInProgress) {
 		snprintf(msg, len, "%s: %s", what, nccl_err(c->comm, r));
 		pthread_mutex_unlock(&c->mu);
@@ -350,12 +388,22 @@ static int start(struct ncomm *c, const char *what, int bcast, void *buf, size_t
 
 static int nccl_allreduce(void *vc, float *buf, size_t n, int avg, char *msg, size_t len)
 {
-	return start(vc, "NCCL all-reduce", 0, buf, n, avg, 0, msg, len);
+	return start(vc, "NCCL all-reduce", K_ALLREDUCE, buf, n, avg, 0, msg, len);
 }
 
 static int nccl_broadcast(void *vc, void *buf, size_t bytes, int root, char *msg, size_t len)
 {
-	return start(vc, "NCCL broadcast", 1, buf, bytes, 0, root, msg, len);
+	return start(vc, "NCCL broadcast", K_BROADCAST, buf, bytes, 0, root, msg, len);
+}
+
+static int nccl_reduce_scatter(void *vc, float *buf, size_t n, int avg, char *msg, size_t len)
+{
+	return start(vc, "NCCL reduce-scatter", K_REDUCE_SCATTER, buf, n, avg, 0, msg, len);
+}
+
+static int nccl_allgather(void *vc, float *buf, size_t n, char *msg, size_t len)
+{
+	return start(vc, "NCCL all-gather", K_ALLGATHER, buf, n, 0, 0, msg, len);
 }
 
 static int nccl_wait(void *vc, int host, char *msg, size_t len)
@@ -468,6 +516,8 @@ const struct dlk_device_comm dlk_cu_nccl = {
 	.open = nccl_open,
 	.allreduce = nccl_allreduce,
 	.broadcast = nccl_broadcast,
+	.reduce_scatter = nccl_reduce_scatter,
+	.allgather = nccl_allgather,
 	.wait = nccl_wait,
 	.health = nccl_health,
 	.abort = nccl_abort,

@@ -28,6 +28,41 @@ int comm_barrier(struct dlk_comm *c, struct dlk_err *err)
 	return c->ops->barrier(c, err);
 }
 
+void comm_shard(size_t count, int world, int rank, size_t *off, size_t *len)
+{
+	size_t w = world > 0 ? (size_t)world : 1, per = count / w, r = (size_t)rank;
+
+	*off = r * per;
+	*len = r + 1 == w ? count - r * per : per;
+}
+
+int comm_reduce_scatter(struct dlk_comm *c, float *buf, size_t count, enum comm_reduce op, struct dlk_err *err)
+{
+	if (op != COMM_SUM && op != COMM_AVG)
+		return dlk_errf(err, DLK_EXIT_FAIL, "reduce-scatter: unknown reduction %d", (int)op);
+	if (!count || c->world <= 1)
+		return 0;
+	if (!c->ops->reduce_scatter)
+		return c->ops->allreduce(c, buf, count, op, err); /* every shard reduced, ours included */
+	return c->ops->reduce_scatter(c, buf, count, op, err);
+}
+
+int comm_allgather(struct dlk_comm *c, float *buf, size_t count, struct dlk_err *err)
+{
+	if (!count || c->world <= 1)
+		return 0;
+	if (c->ops->allgather)
+		return c->ops->allgather(c, buf, count, err);
+	for (int r = 0; r < c->world; r++) {
+		size_t off, len;
+
+		comm_shard(count, c->world, r, &off, &len);
+		if (len && c->ops->broadcast(c, buf + off, len * sizeof(float), r, err))
+			return -1;
+	}
+	return 0;
+}
+
 void comm_free(struct dlk_comm *c)
 {
 	if (c)

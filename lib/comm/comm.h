@@ -38,6 +38,11 @@ struct dlk_comm_ops {
 	int (*allreduce_start)(struct dlk_comm *c, float *buf, size_t count, enum comm_reduce op,
 			       struct dlk_err *err);
 	int (*wait)(struct dlk_comm *c, struct dlk_err *err);
+	/* The two halves of an all-reduce, for ZeRO (see comm_reduce_scatter, comm_allgather).
+	 * NULL: done with allreduce (reduce-scatter) or broadcasts (all-gather). */
+	int (*reduce_scatter)(struct dlk_comm *c, float *buf, size_t count, enum comm_reduce op,
+			      struct dlk_err *err);
+	int (*allgather)(struct dlk_comm *c, float *buf, size_t count, struct dlk_err *err);
 };
 
 /* The gradient buckets of the step in progress (see comm_grads_ready). */
@@ -66,6 +71,19 @@ static inline void comm_set_step(struct dlk_comm *c, long step) { c->step = step
 int comm_allreduce(struct dlk_comm *c, float *buf, size_t count, enum comm_reduce op, struct dlk_err *err);
 int comm_broadcast(struct dlk_comm *c, void *buf, size_t nbytes, int root, struct dlk_err *err);
 int comm_barrier(struct dlk_comm *c, struct dlk_err *err);
+/* The shard of rank `rank` in a buffer of count floats split over `world` ranks, as
+ * comm_reduce_scatter and comm_allgather lay it out: rank r holds [r * per, (r + 1) * per) with
+ * per = count / world, and the last rank the rest as well (count % world floats more). One
+ * layout for every communicator (NCCL's reduce-scatter needs equal shards; the rest is the
+ * last rank's). */
+void comm_shard(size_t count, int world, int rank, size_t *off, size_t *len);
+/* In place over count floats: afterwards this rank's shard (comm_shard) of buf holds the
+ * reduction of every rank's buf over that shard, the same bits as comm_allreduce gives there;
+ * the rest of buf is undefined. */
+int comm_reduce_scatter(struct dlk_comm *c, float *buf, size_t count, enum comm_reduce op,
+			struct dlk_err *err);
+/* In place over count floats: afterwards buf holds every rank's shard of its own buf. */
+int comm_allgather(struct dlk_comm *c, float *buf, size_t count, struct dlk_err *err);
 /* Closes connections and frees c; NULL is allowed. */
 void comm_free(struct dlk_comm *c);
 

@@ -151,6 +151,42 @@ static int dev_broadcast(struct dlk_comm *c, void *buf, size_t nbytes, int root,
 	return dev_wait(c, err);
 }
 
+static int dev_reduce_scatter(struct dlk_comm *c, float *buf, size_t count, enum comm_reduce op,
+			      struct dlk_err *err)
+{
+	struct dev_comm *d = (struct dev_comm *)c;
+	char msg[512] = "";
+
+	if (!d->dc->reduce_scatter)
+		return dev_allreduce(c, buf, count, op, err);
+	if (is_broken(d, err))
+		return -1;
+	if (d->dc->reduce_scatter(d->h, buf, count, op == COMM_AVG, msg, sizeof(msg)))
+		return call_failed(d, "reduce-scatter", msg, err);
+	return dev_wait(c, err);
+}
+
+static int dev_allgather(struct dlk_comm *c, float *buf, size_t count, struct dlk_err *err)
+{
+	struct dev_comm *d = (struct dev_comm *)c;
+	char msg[512] = "";
+
+	if (!d->dc->allgather) {
+		for (int r = 0; r < c->world; r++) {
+			size_t off, len;
+			comm_shard(count, c->world, r, &off, &len);
+			if (len && dev_broadcast(c, buf + off, len * sizeof(float), r, err))
+				return -1;
+		}
+		return 0;
+	}
+	if (is_broken(d, err))
+		return -1;
+	if (d->dc->allgather(d->h, buf, count, msg, sizeof(msg)))
+		return call_failed(d, "all-gather", msg, err);
+	return dev_wait(c, err);
+}
+
 static int dev_barrier(struct dlk_comm *c, struct dlk_err *err)
 {
 	struct dev_comm *d = (struct dev_comm *)c;
@@ -184,6 +220,8 @@ static const struct dlk_comm_ops dev_ops = {
 	.free = dev_free,
 	.allreduce_start = dev_start,
 	.wait = dev_wait,
+	.reduce_scatter = dev_reduce_scatter,
+	.allgather = dev_allgather,
 };
 
 struct dlk_comm *comm_device_new(const struct dlk_device_comm *dc, const void *id, int rank, int world,

@@ -9,7 +9,7 @@
  * next: the pipeline granularity is whatever the kernel hands over, from SEND_BATCH to
  * SEND_MAX bytes per send.
  *
- * Chunk c always accumulates in ring order starting at rank c, whatever the timing, so the
+ * Chunk c always accumulates in ring order starting at rank c + 1, whatever the timing, so the
  * sums are the same bits on every run; the all-gather copies them, so every rank holds the
  * same bits too.
  *
@@ -51,7 +51,7 @@
 #define HDR_BYTES 24
 #define EXPLAIN_WAIT_MS 1000    /* how long a lost link waits for rank 0 to say why */
 
-enum coll { COLL_ALLREDUCE = 1, COLL_BROADCAST = 2, COLL_BARRIER = 3 };
+enum coll { COLL_ALLREDUCE = 1, COLL_BROADCAST = 2, COLL_BARRIER = 3, COLL_REDUCE_SCATTER = 4, COLL_ALLGATHER = 5 };
 
 static const char *coll_name(int op)
 {
@@ -59,6 +59,8 @@ static const char *coll_name(int op)
 	case COLL_ALLREDUCE: return "all-reduce";
 	case COLL_BROADCAST: return "broadcast";
 	case COLL_BARRIER: return "barrier";
+	case COLL_REDUCE_SCATTER: return "reduce-scatter";
+	case COLL_ALLGATHER: return "all-gather";
 	}
 	return "collective";
 }
@@ -674,67 +676,112 @@ static int check_broken(struct tcp_comm *t, struct dlk_err *err)
 	return -1;
 }
 
-/* Chunk c of count floats split w ways: the first count % w chunks get one extra. */
-static void chunk(size_t count, int w, int c, size_t *off, size_t *len)
+/* The ring's phases over count floats, as segments: reduce-scatter (w - 1 steps: send one chunk to
+ * rank+1, receive another from rank-1 and add it in) then all-gather (w - 1 steps of copying).
+ * Chunks are comm_shard's, and the order is such that rank r ends the reduce-scatter with chunk
+ * r whole, which is what ZeRO's shard is: the all-reduce and its halves share this one layout. */
+static void ring_segments(int w, int r, float *buf, size_t count, struct seg *send, struct seg *recv)
 {
-	size_t base = count / (size_t)w, extra = count % (size_t)w, uc = (size_t)c;
+	int steps = w - 1;
 
-	*len = base + (uc < extra);
-	*off = uc * base + (uc < extra ? uc : extra);
+	for (int s = 0; s < steps; s++) {
+		int sc = ((r - s - 1) % w + w) % w, rc = ((r - s - 2) % w + w) % w;
+		size_t off, len;
+
+		comm_shard(count, w, sc, &off, &len);
+		send[s] = (struct seg){ (char *)(buf + off), len * sizeof(float), 0 };
+		comm_shard(count, w, rc, &off, &len);
+		recv[s] = (struct seg){ (char *)(buf + off), len * sizeof(float), 1 };
+	}
+	for (int s = 0; s < steps; s++) {
+		int sc = ((r - s) % w + w) % w, rc = ((r - s - 1) % w + w) % w;
+		size_t off, len;
+
+		comm_shard(count, w, sc, &off, &len);
+		send[steps + s] = (struct seg){ (char *)(buf + off), len * sizeof(float), 0 };
+		comm_shard(count, w, rc, &off, &len);
+		recv[steps + s] = (struct seg){ (char *)(buf + off), len * sizeof(float), 0 };
+	}
 }
 
-static int ring_allreduce_op(struct tcp_comm *t, int op, float *buf, size_t count, enum comm_reduce red,
-			     struct dlk_err *err)
+enum { PHASE_RS = 1, PHASE_AG = 2 };
+
+/* Runs the phases asked for (PHASE_RS, PHASE_AG or both) as collective `op`. Both phases with
+ * COMM_SUM are one transfer, the all-gather's sends starting as the reduce-scatter's last
+ * receive completes; with COMM_AVG the chunk this rank owns is divided once the reduce-scatter
+ * has finished, before the all-gather forwards it. */
+static int ring_run(struct tcp_comm *t, int op, int phases, float *buf, size_t count, enum comm_reduce red,
+		    struct dlk_err *err)
 {
 	int w = t->base.world, r = t->base.rank, steps = w - 1;
 	struct seg *send = xcalloc((size_t)steps * 2, sizeof(*send));
 	struct seg *recv = xcalloc((size_t)steps * 2, sizeof(*recv));
 	struct xfer x = { op, (uint64_t)count * sizeof(float), 0, send, recv, 2 * steps, 2 * steps, 0 };
-	int ret;
+	int ret = 0;
 
-	for (int s = 0; s < steps; s++) {
-		int sc = ((r - s) % w + w) % w, rc = ((r - s - 1) % w + w) % w;
-		size_t off, len;
-
-		chunk(count, w, sc, &off, &len);
-		send[s] = (struct seg){ (char *)(buf + off), len * sizeof(float), 0 };
-		chunk(count, w, rc, &off, &len);
-		recv[s] = (struct seg){ (char *)(buf + off), len * sizeof(float), 1 };
-	}
-	for (int s = 0; s < steps; s++) {
-		int sc = ((r + 1 - s) % w + w) % w, rc = ((r - s) % w + w) % w;
-		size_t off, len;
-
-		chunk(count, w, sc, &off, &len);
-		send[steps + s] = (struct seg){ (char *)(buf + off), len * sizeof(float), 0 };
-		chunk(count, w, rc, &off, &len);
-		recv[steps + s] = (struct seg){ (char *)(buf + off), len * sizeof(float), 0 };
-	}
+	ring_segments(w, r, buf, count, send, recv);
 	x.head_start = send[0].n;
-	if (red == COMM_AVG) {
-		/* Divide the chunk this rank owns once the reduce-scatter has finished, before the
-		 * all-gather forwards it: run the two phases separately. */
-		struct xfer a = x, b = x;
+	if (phases == (PHASE_RS | PHASE_AG) && red == COMM_SUM) {
+		ret = run_xfer(t, &x, err);
+		goto out;
+	}
+	if (phases & PHASE_RS) {
+		struct xfer a = x;
 		size_t off, len;
 
 		a.nsend = a.nrecv = steps;
 		ret = run_xfer(t, &a, err);
-		if (!ret) {
-			chunk(count, w, (r + 1) % w, &off, &len);
+		if (!ret && red == COMM_AVG) {
+			comm_shard(count, w, r, &off, &len);
 			for (size_t i = 0; i < len; i++)
 				buf[off + i] /= (float)w;
-			b.send += steps;
-			b.recv += steps;
-			b.nsend = b.nrecv = steps;
-			b.head_start = b.send[0].n;
-			ret = run_xfer(t, &b, err);
 		}
-	} else {
-		ret = run_xfer(t, &x, err);
 	}
+	if (!ret && (phases & PHASE_AG)) {
+		struct xfer b = x;
+
+		b.send += steps;
+		b.recv += steps;
+		b.nsend = b.nrecv = steps;
+		b.head_start = b.send[0].n;
+		ret = run_xfer(t, &b, err);
+	}
+out:
 	free(send);
 	free(recv);
 	return ret;
+}
+
+static int ring_allreduce_op(struct tcp_comm *t, int op, float *buf, size_t count, enum comm_reduce red,
+			     struct dlk_err *err)
+{
+	return ring_run(t, op, PHASE_RS | PHASE_AG, buf, count, red, err);
+}
+
+static int check_size(size_t count, const char *what, struct dlk_err *err)
+{
+	if (count > SIZE_MAX / sizeof(float) / 2)
+		return dlk_errf(err, DLK_EXIT_FAIL, "%s: %zu elements is too many", what, count);
+	return 0;
+}
+
+static int tcp_reduce_scatter(struct dlk_comm *c, float *buf, size_t count, enum comm_reduce op,
+			      struct dlk_err *err)
+{
+	struct tcp_comm *t = (struct tcp_comm *)c;
+
+	if (check_broken(t, err) || check_size(count, "reduce-scatter", err))
+		return -1;
+	return ring_run(t, COLL_REDUCE_SCATTER, PHASE_RS, buf, count, op, err);
+}
+
+static int tcp_allgather(struct dlk_comm *c, float *buf, size_t count, struct dlk_err *err)
+{
+	struct tcp_comm *t = (struct tcp_comm *)c;
+
+	if (check_broken(t, err) || check_size(count, "all-gather", err))
+		return -1;
+	return ring_run(t, COLL_ALLGATHER, PHASE_AG, buf, count, COMM_SUM, err);
 }
 
 static int tcp_allreduce(struct dlk_comm *c, float *buf, size_t count, enum comm_reduce op, struct dlk_err *err)
@@ -743,8 +790,8 @@ static int tcp_allreduce(struct dlk_comm *c, float *buf, size_t count, enum comm
 
 	if (check_broken(t, err))
 		return -1;
-	if (count > SIZE_MAX / sizeof(float) / 2)
-		return dlk_errf(err, DLK_EXIT_FAIL, "all-reduce: %zu elements is too many", count);
+	if (check_size(count, "all-reduce", err))
+		return -1;
 	return ring_allreduce_op(t, COLL_ALLREDUCE, buf, count, op, err);
 }
 
@@ -807,6 +854,8 @@ static const struct dlk_comm_ops tcp_ops = {
 	.broadcast = tcp_broadcast,
 	.barrier = tcp_barrier,
 	.free = tcp_free,
+	.reduce_scatter = tcp_reduce_scatter,
+	.allgather = tcp_allgather,
 };
 
 struct dlk_comm *comm_tcp_new(struct dist_group *g, int stall_timeout_ms)

@@ -241,6 +241,11 @@ struct dlk_device_comm {
 	/* in place, n floats: the sum, or the mean when avg */
 	int (*allreduce)(void *c, float *buf, size_t n, int avg, char *msg, size_t len);
 	int (*broadcast)(void *c, void *buf, size_t bytes, int root, char *msg, size_t len);
+	/* ZeRO's halves of an all-reduce over n floats in place, in lib/comm's shard layout
+	 * (comm_shard): afterwards this rank's shard holds the sum (or mean) of every rank's; and
+	 * buf holds every rank's shard of its own buf. NULL: lib/comm uses allreduce / broadcast. */
+	int (*reduce_scatter)(void *c, float *buf, size_t n, int avg, char *msg, size_t len);
+	int (*allgather)(void *c, float *buf, size_t n, char *msg, size_t len);
 	/* the backend's later work waits for every collective started so far; with host non-zero
 	 * this thread waits too (polling, so that abort() releases it) */
 	int (*wait)(void *c, int host, char *msg, size_t len);

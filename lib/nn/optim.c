@@ -33,6 +33,8 @@ int dlk_optimizer_init(struct dlk_optimizer *o, const struct dlk_training *tr, s
 	dlk_optimizer_set_schedule(o, tr, steps_per_epoch, total_steps);
 	o->grad_clip = tr->grad_clip;
 	o->n = n_params;
+	o->state_off = 0;
+	o->state_n = n_params;
 	size_t bytes = sizeof(float) * (n_params ? n_params : 1);
 	int need_m = o->kind != DLK_OPT_SGD || o->momentum != 0;
 	if (need_m && !(o->m = be->alloc(bytes)))
@@ -97,11 +99,17 @@ void dlk_optimizer_set_no_decay(struct dlk_optimizer *o, const size_t *ranges, i
 static void step_range(struct dlk_optimizer *o, float *params, const float *grads, size_t off, size_t n, double lr,
                        double wd, double bc1, double bc2)
 {
-	if (!n)
+	/* only the part inside the state's range: a shard's (ZeRO-1), or all of them */
+	size_t lo = off > o->state_off ? off : o->state_off;
+	size_t hi = off + n < o->state_off + o->state_n ? off + n : o->state_off + o->state_n;
+
+	if (hi <= lo)
 		return;
+	off = lo;
+	n = hi - lo;
 	if (o->kind == DLK_OPT_SGD) {
 		if (o->m) {
-			o->be->sgd_update(params + off, grads + off, o->m + off, n, (float)lr, (float)o->momentum, o->nesterov,
+			o->be->sgd_update(params + off, grads + off, o->m + (off - o->state_off), n, (float)lr, (float)o->momentum, o->nesterov,
 			                  (float)wd);
 		} else {
 			/* plain SGD has no buffer: the kernel's momentum 0 path never touches it, but it
@@ -110,7 +118,7 @@ static void step_range(struct dlk_optimizer *o, float *params, const float *grad
 		}
 		return;
 	}
-	o->be->adam_update(params + off, grads + off, o->m + off, o->v + off, n, (float)lr, (float)o->beta1,
+	o->be->adam_update(params + off, grads + off, o->m + (off - o->state_off), o->v + (off - o->state_off), n, (float)lr, (float)o->beta1,
 	                   (float)o->beta2, (float)o->eps, (float)wd, o->kind == DLK_OPT_ADAMW, (float)bc1,
 	                   (float)sqrt(bc2));
 }
@@ -138,6 +146,65 @@ void dlk_optimizer_step(struct dlk_optimizer *o, float *params, const float *gra
 		at = off + n;
 	}
 	step_range(o, params, grads, at, o->n - at, lr, o->weight_decay, bc1, bc2);
+}
+
+int dlk_optimizer_shard(struct dlk_optimizer *o, size_t off, size_t n, struct dlk_err *err)
+{
+	size_t bytes = sizeof(float) * (n ? n : 1);
+	int has_m = o->m != NULL, has_v = o->v != NULL;
+
+	if (off > o->n || n > o->n - off)
+		return dlk_errf(err, DLK_EXIT_FAIL, "optimizer shard [%zu, %zu) outside %zu parameters", off, off + n, o->n);
+	o->be->free(o->m);
+	o->be->free(o->v);
+	o->m = o->v = NULL;
+	o->state_off = off;
+	o->state_n = n;
+	o->sharded = 1;
+	if ((has_m && !(o->m = o->be->alloc(bytes))) || (has_v && !(o->v = o->be->alloc(bytes))))
+		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for the optimizer state", o->be->name);
+	return 0;
+}
+
+size_t dlk_optimizer_state_bytes(const struct dlk_optimizer *o)
+{
+	return sizeof(float) * o->state_n * ((o->m != NULL) + (o->v != NULL));
+}
+
+void dlk_optimizer_clip_shard(const struct dlk_optimizer *o, float *grads, double norm)
+{
+	if (o->grad_clip > 0 && norm > o->grad_clip && o->state_n)
+		o->be->scale(grads + o->state_off, o->state_n, (float)(o->grad_clip / (norm + 1e-6)));
+}
+
+int dlk_optimizer_full(const struct dlk_optimizer *o, struct dlk_optimizer *full, struct dlk_err *err)
+{
+	size_t bytes = sizeof(float) * (o->n ? o->n : 1);
+
+	*full = *o;
+	full->no_decay = NULL;
+	full->n_no_decay = 0;
+	full->m = full->v = NULL;
+	full->state_off = 0;
+	full->state_n = o->n;
+	full->sharded = 0;
+	if ((o->m && !(full->m = o->be->alloc(bytes))) || (o->v && !(full->v = o->be->alloc(bytes)))) {
+		dlk_optimizer_release(full);
+		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for the whole optimizer state", o->be->name);
+	}
+	return 0;
+}
+
+void dlk_optimizer_copy_shard(struct dlk_optimizer *o, struct dlk_optimizer *full, int to_full)
+{
+	size_t bytes = sizeof(float) * o->state_n;
+
+	if (!bytes)
+		return;
+	if (o->m && full->m)
+		o->be->copy(to_full ? full->m + o->state_off : o->m, to_full ? o->m : full->m + o->state_off, bytes);
+	if (o->v && full->v)
+		o->be->copy(to_full ? full->v + o->state_off : o->v, to_full ? o->v : full->v + o->state_off, bytes);
 }
 
 void dlk_optimizer_release(struct dlk_optimizer *o)

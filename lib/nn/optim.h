@@ -21,8 +21,12 @@ struct dlk_optimizer {
 	long total_steps;
 	double grad_clip;
 	size_t n;                 /* parameters */
-	float *m;                 /* device: Adam's first moment, SGD's momentum buffer */
-	float *v;                 /* device: Adam's second moment; NULL for SGD */
+	/* the parameters whose state this optimizer holds and updates: [state_off, state_off +
+	 * state_n), all n unless sharded (ZeRO-1, dlk_optimizer_shard) */
+	size_t state_off, state_n;
+	int sharded;              /* dlk_optimizer_shard made it one rank's part (even of all n) */
+	float *m;                 /* device: Adam's first moment, SGD's momentum buffer (state_n floats) */
+	float *v;                 /* device: Adam's second moment; NULL for SGD (state_n floats) */
 	long t;                   /* optimizer steps taken so far (checkpointed) */
 	/* ranges [off, off + n) of the flat arrays that get no weight decay (biases, norms), sorted,
 	 * not overlapping: pairs (off, n), n_no_decay of them; owned */
@@ -52,8 +56,23 @@ double dlk_optimizer_clip(const struct dlk_optimizer *o, float *grads);
  * weight decay, as the parameter groups of a PyTorch recipe that keeps decay off biases and
  * norms (training.decay_norms_and_biases: false). Copies them. */
 void dlk_optimizer_set_no_decay(struct dlk_optimizer *o, const size_t *ranges, int n_ranges);
-/* One update of params from grads with learning rate lr; advances t. */
+/* One update of params from grads with learning rate lr; advances t. Sharded, only the
+ * parameters of the shard change (and only the shard of grads is read). */
 void dlk_optimizer_step(struct dlk_optimizer *o, float *params, const float *grads, double lr);
+
+/* ZeRO-1: from now on o holds the state of parameters [off, off + n) alone (zeroed; a fresh
+ * optimizer's) and updates only them; the rest of the parameters are other ranks' to update. */
+int dlk_optimizer_shard(struct dlk_optimizer *o, size_t off, size_t n, struct dlk_err *err);
+/* Bytes of state (m and v) this optimizer holds on its device. */
+size_t dlk_optimizer_state_bytes(const struct dlk_optimizer *o);
+/* Scales the shard of grads by grad_clip / norm when norm (the global L2 norm of every rank's
+ * gradients) is over grad_clip, as dlk_optimizer_clip does with the norm it computes. */
+void dlk_optimizer_clip_shard(const struct dlk_optimizer *o, float *grads, double norm);
+/* An unsharded copy of o for saving or restoring a checkpoint: the same settings and t, state of
+ * all n parameters (zeroed), no weight-decay ranges; release it with dlk_optimizer_release(). */
+int dlk_optimizer_full(const struct dlk_optimizer *o, struct dlk_optimizer *full, struct dlk_err *err);
+/* Copies o's shard of state into full (to_full) or full's into o's shard (!to_full). */
+void dlk_optimizer_copy_shard(struct dlk_optimizer *o, struct dlk_optimizer *full, int to_full);
 void dlk_optimizer_release(struct dlk_optimizer *o);
 
 #endif

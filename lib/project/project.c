@@ -359,6 +359,7 @@ static const struct field training_fields[] = {
 	FIELD("epochs", struct dlk_training, F_INT, epochs, .min = 1, .max = 1000000, .def = "5"),
 	FIELD("batch_size", struct dlk_training, F_INT, batch_size, .min = 1, .max = 1 << 20, .def = "128"),
 	FIELD("accumulate", struct dlk_training, F_INT, accumulate, .min = 1, .max = 1 << 16, .def = "1"),
+	FIELD("zero", struct dlk_training, F_INT, zero, .min = 0, .max = 1, .def = "0"),
 	{ .key = "optimizer", .type = F_MAP, .off = 0, .sub = optimizer_fields, .scalar_key = "name" },
 	{ .key = "lr_schedule", .type = F_MAP, .off = 0, .sub = schedule_fields, .scalar_key = "name" },
 	FIELD("grad_clip", struct dlk_training, F_DOUBLE, grad_clip, .min = 0, .max = 1e30, .def = "0"),

@@ -209,6 +209,7 @@ struct dlk_training {
 	int epochs;               /* default 5 */
 	int batch_size;           /* per worker; default 128 */
 	int accumulate;           /* micro-batches of batch_size per optimizer step; default 1 */
+	int zero;                 /* ZeRO stage: 1 shards the optimizer state over the ranks; default 0 */
 	enum dlk_optim optimizer; /* default adam */
 	double lr;                /* default 1e-3 (adam/adamw), 0.01 (sgd) */
 	double momentum;          /* sgd, default 0 */

@@ -88,6 +88,7 @@ struct run {
 	double phase_ep[DLK_PHASES];        /* this epoch's seconds in each phase of the steps */
 	double ar_sec;                      /* the last step's all-reduce wait */
 	double data_sec;                    /* the last step's wait for its batches (every micro-batch's) */
+	int zero;                           /* ZeRO-1: the optimizer holds this rank's shard alone */
 };
 
 const char *dlk_step_phase_name(int phase)
@@ -230,6 +231,14 @@ static int setup_schedule(struct run *r, struct dlk_err *err)
 			dlk_optimizer_set_no_decay(&r->opt, ranges, n);
 		free(ranges);
 	}
+	r->res->optim_full_bytes = dlk_optimizer_state_bytes(&r->opt);
+	if (r->zero) {
+		size_t off, len;
+		r->o->zero_shard(r->o->comm_ctx, r->net->n_params, &off, &len);
+		if (dlk_optimizer_shard(&r->opt, off, len, err))
+			return -1;
+	}
+	r->res->optim_state_bytes = dlk_optimizer_state_bytes(&r->opt);
 	return 0;
 }
 
@@ -347,6 +356,35 @@ static int load_batch(struct run *r, int epoch, long s)
 	return nb;
 }
 
+/* ZeRO-1's update: the gradients reduce-scattered (this rank gets the mean of its shard), the
+ * norm for clipping summed from every shard's squares, this rank's shard updated, and the
+ * parameters all-gathered. Element-wise the same update as the plain one, so the weights are
+ * those of plain data parallel (bit for bit without clipping: the ring's reduce-scatter is its
+ * all-reduce's first half; the norm's sum differs in rounding). The two collectives together
+ * move what the all-reduce moves; the wait for both is the step's all-reduce phase. */
+static int zero_step(struct run *r, double lr, struct dlk_err *err)
+{
+	const struct dlk_train_opts *o = r->o;
+	struct dlk_net *net = r->net;
+	double t0 = dlk_now(), t1;
+
+	if (o->zero_reduce_scatter(o->comm_ctx, net->grads, net->n_params, err))
+		return -1;
+	t1 = dlk_now();
+	if (r->opt.grad_clip > 0) {
+		double ss = r->opt.state_n ? r->be->sum_squares(net->grads + r->opt.state_off, r->opt.state_n) : 0;
+		if (o->zero_sum(o->comm_ctx, &ss, err))
+			return -1;
+		dlk_optimizer_clip_shard(&r->opt, net->grads, sqrt(ss));
+	}
+	dlk_optimizer_step(&r->opt, net->params, net->grads, lr);
+	double t2 = dlk_now();
+	if (o->zero_allgather(o->comm_ctx, net->params, net->n_params, err))
+		return -1;
+	r->ar_sec = (t1 - t0) + (dlk_now() - t2);
+	return 0;
+}
+
 /* One optimizer step: the gradients of its micro-batches (one unless training.accumulate), their
  * mean over the samples and the ranks, the update. Fills the samples it took, their mean loss and
  * the learning rate used. With several micro-batches, the gradient of each (the mean over its nb
@@ -397,13 +435,15 @@ static int train_step(struct run *r, int epoch, long s, int *n_samples, float *l
 		net->grad_ready = o->grad_ready;
 	*n_samples = total;
 	*loss = (float)(lsum / (total ? total : 1));
+	*lr = dlk_optimizer_lr(&r->opt, r->st.global_step);
+	if (r->zero)
+		return zero_step(r, *lr, err);
 	if (o->allreduce) {
 		double t0 = dlk_now();
 		if (o->allreduce(o->comm_ctx, net->grads, net->n_params, err))
 			return -1;
 		r->ar_sec = dlk_now() - t0;
 	}
-	*lr = dlk_optimizer_lr(&r->opt, r->st.global_step);
 	if (r->opt.grad_clip > 0)
 		dlk_optimizer_clip(&r->opt, net->grads);
 	dlk_optimizer_step(&r->opt, net->params, net->grads, *lr);
@@ -595,7 +635,9 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	                 .ds = o->train, .res = res, .net = &res->net, .opt = DLK_OPTIMIZER_INIT,
 	                 .rank = o->world > 0 ? o->rank : 0, .world = o->world > 0 ? o->world : 1,
 	                 .batch = o->training->batch_size,
-	                 .accum = o->training->accumulate > 1 ? o->training->accumulate : 1 };
+	                 .accum = o->training->accumulate > 1 ? o->training->accumulate : 1,
+	                 .zero = o->training->zero >= 1 && o->zero_shard && o->zero_reduce_scatter && o->zero_allgather &&
+	                         o->zero_sum && o->world > 1 };
 	int ret = -1;
 
 	*res = (struct dlk_train_result)DLK_TRAIN_RESULT_INIT;

@@ -104,6 +104,15 @@ struct dlk_train_opts {
 	dlk_param_broadcast_fn broadcast;
 	dlk_grad_ready_fn grad_ready;     /* optional, with allreduce */
 	dlk_gather_counts_fn gather_counts; /* required with a sharded train set and world > 1 */
+	/* ZeRO-1 (all four set, world > 1): the optimizer state is sharded over the ranks. zero_shard
+	 * says this rank's part [off, off + len) of n parameters; zero_reduce_scatter must leave in
+	 * that part of grads the MEAN of every rank's grads there; zero_allgather must leave in params
+	 * every rank's part of its own params; zero_sum adds *v over the ranks (the squares of the
+	 * gradient's norm, for grad_clip). */
+	void (*zero_shard)(void *ctx, size_t n, size_t *off, size_t *len);
+	dlk_grad_allreduce_fn zero_reduce_scatter;
+	dlk_param_broadcast_fn zero_allgather;
+	int (*zero_sum)(void *ctx, double *v, struct dlk_err *err);
 	void *comm_ctx;
 	dlk_checkpoint_fn checkpoint;
 	dlk_resume_fn resume;
@@ -128,6 +137,8 @@ struct dlk_train_result {
 	double seconds;                   /* wall time of the loop, evaluation included */
 	double train_samples_per_sec;     /* this rank's, evaluation excluded */
 	double phase_sec[DLK_PHASES];     /* this rank's seconds in each phase of its steps */
+	size_t optim_state_bytes;         /* the optimizer state this rank holds (its shard's with ZeRO-1) */
+	size_t optim_full_bytes;          /* ... and the whole state's, every rank's shard together */
 	float *loss_curve;                /* every step's loss in this process, n_loss entries */
 	size_t n_loss;
 	unsigned long long seed;
@@ -135,7 +146,7 @@ struct dlk_train_result {
 	struct dlk_history history;       /* per-epoch metrics, step losses, starts and resumes, including
 	                                     what a resumed checkpoint carried */
 };
-#define DLK_TRAIN_RESULT_INIT { DLK_NET_INIT, DLK_EVAL_INIT, 0, 0, 0, 0, 0, 0, { 0 }, NULL, 0, 0, "", "", DLK_HISTORY_INIT }
+#define DLK_TRAIN_RESULT_INIT { DLK_NET_INIT, DLK_EVAL_INIT, 0, 0, 0, 0, 0, 0, { 0 }, 0, 0, NULL, 0, 0, "", "", DLK_HISTORY_INIT }
 
 /* Trains the model on opts->train, evaluating on opts->test after epochs (when
  * training.eval_every_epoch) and at the end. Returns 0 when the run completed, 1 when it was

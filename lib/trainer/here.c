@@ -121,6 +121,7 @@ struct here {
 	struct dlk_comm *dcomm;       /* NULL, or the device communicator (NCCL) for gradients */
 	const struct dlk_backend *be; /* what the model computes on */
 	float *stage;                 /* host copy of device gradients for the TCP ring */
+	const struct dlk_train_result *res; /* the loop's, for what on_start shows */
 	struct dlk_err comm_err;      /* a collective that failed inside an event */
 	int comm_failed;
 	struct dlk_err grad_err;      /* a bucket that failed to start during backward */
@@ -227,12 +228,36 @@ static char *metrics_json(struct here *r, const struct dlk_train_event *ev)
 	return s;
 }
 
+/* "1.6 KiB", "3.2 MiB": sizes of optimizer state for the log */
+static void format_bytes(double b, char *out, size_t len)
+{
+	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+
+	while (b >= 1024 && u < 4) {
+		b /= 1024;
+		u++;
+	}
+	if (u)
+		snprintf(out, len, "%.1f %s", b, unit[u]);
+	else
+		snprintf(out, len, "%.0f %s", b, unit[u]);
+}
+
 static void on_start(void *vctx, const struct dlk_net *net, long total_steps)
 {
 	struct here *r = vctx;
 
 	(void)total_steps;
 	r->net = net;
+	if (r->rank == 0 && r->res && r->res->optim_state_bytes != r->res->optim_full_bytes) {
+		/* what the optimizer allocated on rank 0 (the last rank holds up to world - 1 floats more) */
+		char mine[32], whole[32];
+		format_bytes((double)r->res->optim_state_bytes, mine, sizeof(mine));
+		format_bytes((double)r->res->optim_full_bytes, whole, sizeof(whole));
+		dlk_trainer_info(r->sink, "optimizer state: %s per rank, sharded over %d ranks (ZeRO-1; %s whole)", mine,
+		                 r->world, whole);
+	}
 	/* the model FLOP utilisation's terms: the model's FLOPs, the device's peak */
 	r->flops_per_sample = DLK_TRAIN_FLOPS_FACTOR * dlk_net_flops_per_sample(net);
 	memset(&r->peak, 0, sizeof(r->peak));
@@ -453,11 +478,36 @@ static void ensure_arch(struct here *r, const struct dlk_net *net)
 
 /* Every training.checkpoint_every steps, at epoch ends and when stopping: rank 0 writes. A
  * checkpoint that cannot be written is a warning, not the end of the run. */
-static int on_checkpoint(void *vctx, const struct dlk_train_state *st, struct dlk_err *err)
+static int zero_coll(struct here *r, int ag, float *buf, size_t n, struct dlk_err *err);
+
+static int on_checkpoint(void *vctx, const struct dlk_train_state *st0, struct dlk_err *err)
 {
 	struct here *r = vctx;
+	struct dlk_train_state stw = *st0;
+	const struct dlk_train_state *st = &stw;
+	struct dlk_optimizer full = DLK_OPTIMIZER_INIT;
+	int sharded = st0->opt->sharded, skip = 0;
 
-	if (r->rank == 0 && r->ckpt_dir) {
+	if (sharded) {
+		/* ZeRO-1: the checkpoint holds the whole state, gathered from every rank's shard, so
+		 * that it resumes at any worker count, sharded or not */
+		struct dlk_err e = DLK_ERR_INIT;
+		if (r->comm_failed || dlk_optimizer_full(st0->opt, &full, &e)) {
+			skip = 1;
+		} else {
+			dlk_optimizer_copy_shard(st0->opt, &full, 1);
+			if ((full.m && zero_coll(r, 1, full.m, full.n, &e)) || (full.v && zero_coll(r, 1, full.v, full.n, &e))) {
+				r->comm_failed = 1;
+				r->comm_err = e;
+				skip = 1;
+			}
+			stw.opt = &full;
+		}
+		if (skip && r->rank == 0 && r->ckpt_dir && !r->ckpt_warned++)
+			dlk_trainer_warn(r->sink, "checkpoint at step %ld not written: the optimizer's shards cannot be gathered%s%s",
+			                 st0->global_step, e.msg[0] ? ": " : "", e.msg);
+	}
+	if (r->rank == 0 && r->ckpt_dir && !skip) {
 		struct dlk_err e = DLK_ERR_INIT;
 		struct ckpt_write_opts wo = CKPT_WRITE_OPTS_INIT;
 		if (r->ckpt_delay_ms > 0) {
@@ -475,6 +525,7 @@ static int on_checkpoint(void *vctx, const struct dlk_train_state *st, struct dl
 				dlk_trainer_info(r->sink, "checkpoint: step %ld in '%s'", st->global_step, r->ckpt_dir);
 		}
 	}
+	dlk_optimizer_release(&full);
 	if (r->comm_failed) {
 		*err = r->comm_err;
 		return -1;
@@ -554,11 +605,35 @@ static int prepare_resume(struct here *r, struct dlk_training *tr, struct dlk_er
 	return 0;
 }
 
-/* Rank 0 restores the checkpoint prepare_resume loaded and broadcasts it, so that ranks never
- * disagree on where they resume. */
+static int on_resume_whole(struct here *r, struct dlk_train_state *st, struct dlk_err *err);
+
+/* ZeRO-1: a checkpoint holds the whole optimizer state (see on_checkpoint): every rank restores
+ * it whole, as without sharding, and keeps its shard. */
 static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err)
 {
 	struct here *r = vctx;
+	struct dlk_optimizer *own = st->opt, full = DLK_OPTIMIZER_INIT;
+	int rc;
+
+	if (!own->sharded)
+		return on_resume_whole(r, st, err);
+	if (dlk_optimizer_full(own, &full, err))
+		return -1;
+	st->opt = &full;
+	rc = on_resume_whole(r, st, err);
+	st->opt = own;
+	if (rc == 1) {
+		dlk_optimizer_copy_shard(own, &full, 0);
+		own->t = full.t;
+	}
+	dlk_optimizer_release(&full);
+	return rc;
+}
+
+/* Rank 0 restores the checkpoint prepare_resume loaded and broadcasts it, so that ranks never
+ * disagree on where they resume. */
+static int on_resume_whole(struct here *r, struct dlk_train_state *st, struct dlk_err *err)
+{
 	long long hdr[8] = { RESUME_NONE, 0, 0, 0, 0, 0, 0, 0 };
 	unsigned long long dc = 0;
 	int rc = -1;
@@ -705,6 +780,63 @@ static int on_broadcast(void *vctx, float *params, size_t n, struct dlk_err *err
 	if (host_memory(r))
 		return comm_broadcast(r->comm, params, sizeof(float) * n, 0, err);
 	return bcast_floats(r->comm, params, n, r->be, err);
+}
+
+/* ---- ZeRO-1 ---- */
+
+/* A reduce-scatter (the mean) or, with ag, an all-gather over n floats of the backend's memory:
+ * on the device communicator, in place on the host ring, or through a host copy. */
+static int zero_coll(struct here *r, int ag, float *buf, size_t n, struct dlk_err *err)
+{
+	struct dlk_comm *c = r->dcomm ? r->dcomm : r->comm;
+	float *h = buf;
+	int rc;
+
+	if (!r->dcomm && !host_memory(r)) {
+		if (!r->stage)
+			r->stage = xmalloc(sizeof(float) * (n ? n : 1)); /* n is the parameter count, always */
+		h = r->stage;
+		r->be->to_host(h, buf, sizeof(float) * n);
+	}
+	rc = ag ? comm_allgather(c, h, n, err) : comm_reduce_scatter(c, h, n, COMM_AVG, err);
+	if (!rc && h != buf)
+		r->be->to_device(buf, h, sizeof(float) * n);
+	return rc;
+}
+
+static void on_zero_shard(void *vctx, size_t n, size_t *off, size_t *len)
+{
+	const struct here *r = vctx;
+
+	comm_shard(n, r->world, r->rank, off, len);
+}
+
+/* The gradients' reduce-scatter, timed for the metrics as the all-reduce is (it moves half). */
+static int on_zero_reduce_scatter(void *vctx, float *grads, size_t n, struct dlk_err *err)
+{
+	struct here *r = vctx;
+	double t0 = r->metrics ? dlk_now() : 0;
+	int rc = zero_coll(r, 0, grads, n, err);
+
+	if (r->metrics && !rc)
+		dlk_train_metrics_allreduce(r->metrics, dlk_now() - t0, (double)n * sizeof(float) / 2, r->world);
+	return rc;
+}
+
+static int on_zero_allgather(void *vctx, float *params, size_t n, struct dlk_err *err)
+{
+	return zero_coll(vctx, 1, params, n, err);
+}
+
+static int on_zero_sum(void *vctx, double *v, struct dlk_err *err)
+{
+	struct here *r = vctx;
+	float f = (float)*v;
+
+	if (comm_allreduce(r->comm, &f, 1, COMM_SUM, err))
+		return -1;
+	*v = f;
+	return 0;
 }
 
 static long env_long(const char *name, long def, long lo, long hi, struct dlk_err *err, int *bad)
@@ -891,8 +1023,15 @@ static int run_loop(struct here *r, const struct dlk_project *spec, const struct
 		topts.allreduce = on_allreduce;
 		topts.broadcast = on_broadcast;
 		topts.gather_counts = on_gather_counts;
-		if (r->dcomm)
+		/* the buckets that start during backward are all-reduces; ZeRO-1 reduce-scatters after it */
+		if (r->dcomm && !tr->zero)
 			topts.grad_ready = on_grad_ready;
+		if (tr->zero) {
+			topts.zero_shard = on_zero_shard;
+			topts.zero_reduce_scatter = on_zero_reduce_scatter;
+			topts.zero_allgather = on_zero_allgather;
+			topts.zero_sum = on_zero_sum;
+		}
 		topts.comm_ctx = r;
 	}
 	topts.checkpoint = on_checkpoint;
@@ -902,6 +1041,7 @@ static int run_loop(struct here *r, const struct dlk_project *spec, const struct
 	topts.on_start = on_start;
 	topts.event_ctx = r;
 	topts.cancel = &stop_flag;
+	r->res = res;
 	ran = dlk_train_run(&topts, res, err);
 	clear(r);
 	alarm(0);
