@@ -20,6 +20,7 @@
 
 static double top_interval = 1.0;
 static int top_once, top_cluster;
+static const char *top_sort;
 static volatile sig_atomic_t top_stop;
 
 static void on_int(int s)
@@ -304,6 +305,8 @@ static int run_top_cluster(struct dlk_ctx *ctx, const char *only, int live)
 			rc = dlk_report(ctx, &err);
 			break;
 		}
+		if (top_sort)
+			dlk_top_sort_cluster(doc, top_sort);
 		if (ctx->output == DLK_OUTPUT_JSON) {
 			char *s = cJSON_Print(doc);
 			printf("%s\n", s);
@@ -331,6 +334,17 @@ static int run_top(struct dlk_ctx *ctx, struct dlk_args *args)
 	sa.sa_handler = on_int;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
+	if (top_sort && !dlk_top_sort_key_ok(top_sort)) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--sort: '%s' is not a column to sort by; one of " DLK_TOP_SORT_KEYS,
+		         dlk_visible(top_sort));
+		return dlk_report(ctx, &err);
+	}
+	if (top_cluster && top_sort && strcmp(top_sort, "rank") && strcmp(top_sort, "data") && strcmp(top_sort, "compute") &&
+	    strcmp(top_sort, "allreduce")) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "--sort %s sorts the runs here; with --cluster the pods sort by rank, data, "
+		         "compute or allreduce", dlk_visible(top_sort));
+		return dlk_report(ctx, &err);
+	}
 	if (top_cluster)
 		return run_top_cluster(ctx, only, live);
 	int said = 0;
@@ -344,6 +358,8 @@ static int run_top(struct dlk_ctx *ctx, struct dlk_args *args)
 			free(g);
 			return dlk_report(ctx, &err);
 		}
+		if (top_sort)
+			dlk_top_sort(rows, top_sort);
 		/* without NVML the CPU figures still show; why is said once */
 		if (nvml && !said++ && ctx->output != DLK_OUTPUT_JSON)
 			dlk_info(ctx, "%s", why);
@@ -383,6 +399,8 @@ static int run_top(struct dlk_ctx *ctx, struct dlk_args *args)
 static const struct dlk_option top_options[] = {
 	OPT_DURATION(0, "interval", &top_interval, "DURATION", "sample CPU use over this long (and refresh as often)",
 	             .def_doc = "1s"),
+	OPT_STRING(0, "sort", &top_sort, "KEY", NULL, "sort the runs by cpu (the default), rss, project or since, or the "
+	           "lines of ranks by rank (the default), data, compute or allreduce (largest first)"),
 	OPT_BOOL(0, "once", &top_once, "one sample, even on a terminal", .flags = OPT_NONEG),
 	OPT_BOOL(0, "cluster", &top_cluster, "the training jobs of the namespace (-n) and their pods, from the cluster",
 	         .flags = OPT_NONEG),

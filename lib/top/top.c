@@ -221,3 +221,104 @@ cJSON *dlk_top_local(const char *spec_file, double interval_s, struct dlk_err *e
 	cJSON_Delete(c.rows);
 	return out;
 }
+
+static const char *const run_keys[] = { "cpu", "rss", "project", "since" };
+static const char *const rank_keys[] = { "rank", "data", "compute", "allreduce" };
+
+int dlk_top_sort_key_ok(const char *key)
+{
+	for (int i = 0; key && i < 4; i++)
+		if (!strcmp(key, run_keys[i]) || !strcmp(key, rank_keys[i]))
+			return 1;
+	return 0;
+}
+
+static const char *sort_key;
+struct sort_item {
+	cJSON *v;
+	int i; /* the order before: ties keep it */
+};
+
+static double knum(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+static const char *kstr(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static int cmp_items(const void *pa, const void *pb)
+{
+	const struct sort_item *a = pa, *b = pb;
+	int c = 0;
+
+	if (!strcmp(sort_key, "cpu") || !strcmp(sort_key, "rss")) {
+		const char *k = !strcmp(sort_key, "cpu") ? "cpu_percent" : "rss_bytes";
+		double x = knum(a->v, k), y = knum(b->v, k);
+		c = (x < y) - (x > y);
+	} else if (!strcmp(sort_key, "project") || !strcmp(sort_key, "since")) {
+		c = strcmp(kstr(a->v, sort_key), kstr(b->v, sort_key));
+	} else if (!strcmp(sort_key, "rank")) {
+		double x = knum(a->v, "rank"), y = knum(b->v, "rank");
+		c = (x > y) - (x < y);
+	} else {
+		/* a rank's shares: in a progress's "phases" entry, or a cluster pod's "step_time" */
+		const cJSON *sa = cJSON_GetObjectItemCaseSensitive(a->v, "step_time"), *sb = cJSON_GetObjectItemCaseSensitive(b->v, "step_time");
+		double x = knum(sa ? sa : a->v, sort_key), y = knum(sb ? sb : b->v, sort_key);
+		c = (x < y) - (x > y);
+	}
+	return c ? c : a->i - b->i;
+}
+
+static void sort_array(cJSON *arr)
+{
+	int n = cJSON_GetArraySize(arr), i = 0;
+	struct sort_item *v;
+
+	if (!cJSON_IsArray(arr) || n < 2)
+		return;
+	v = xcalloc((size_t)n, sizeof(*v));
+	while (arr->child) {
+		v[i].v = cJSON_DetachItemViaPointer(arr, arr->child);
+		v[i].i = i;
+		i++;
+	}
+	qsort(v, (size_t)n, sizeof(*v), cmp_items);
+	for (i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, v[i].v);
+	free(v);
+}
+
+void dlk_top_sort(cJSON *rows, const char *key)
+{
+	cJSON *r;
+
+	if (!dlk_top_sort_key_ok(key))
+		return;
+	sort_key = key;
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(key, run_keys[i])) {
+			sort_array(rows);
+			return;
+		}
+	cJSON_ArrayForEach(r, rows)
+		sort_array(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "progress"), "phases"));
+}
+
+int dlk_top_sort_cluster(cJSON *doc, const char *key)
+{
+	cJSON *j;
+
+	for (int i = 0; i < 4; i++)
+		if (key && !strcmp(key, rank_keys[i])) {
+			sort_key = key;
+			cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(doc, "jobs"))
+				sort_array(cJSON_GetObjectItemCaseSensitive(j, "pods"));
+			return 0;
+		}
+	return -1;
+}

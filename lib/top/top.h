@@ -41,6 +41,19 @@ cJSON *dlk_top_local(const char *spec_file, double interval_s, struct dlk_err *e
  * waiting for rank 1 ..."), empty when none; entries that are not such objects are skipped. */
 cJSON *dlk_top_phase_warnings(const cJSON *phases);
 
+/* The keys `dlk top --sort` takes: for the runs "cpu" (the default: most CPU first), "rss"
+ * (most memory first), "project" (by name), "since" (oldest first); for the lines of ranks
+ * "rank" (the default), "data", "compute", "allreduce" (the largest share first). */
+#define DLK_TOP_SORT_KEYS "cpu, rss, project, since, rank, data, compute, allreduce"
+/* 1 when key is one of DLK_TOP_SORT_KEYS. */
+int dlk_top_sort_key_ok(const char *key);
+/* Sorts rows (dlk_top_local's array) by key: the runs by a run key, else each run's
+ * progress "phases" (its ranks) by a rank key; ties keep their order. */
+void dlk_top_sort(cJSON *rows, const char *key);
+/* Sorts the pods of each job of dlk_top_cluster's document by a rank key (their step time's
+ * shares); -1 when key is not a rank key. */
+int dlk_top_sort_cluster(cJSON *doc, const char *key);
+
 /* The training Jobs of namespace ns that have not ended (only: the one of that name), through c:
  * {"namespace", "jobs": [{"job", "state" (pending, running, ...), "progress": what its rank 0
  * published (dlk.dev/progress: epoch, step, loss, samplesPerSec, "phases", ...) or null,

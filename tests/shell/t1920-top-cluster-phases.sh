@@ -46,4 +46,12 @@ test_expect_success 'piped: a line per pod with its shares, the MFU on rank 0'"'
 	grep -qx "warning: mlp: rank 1 waits for its input 62% of its step time, the other ranks 4%: it is starved by input" c.txt
 '
 
+test_expect_success '--sort: the pods by a share, largest first; a key of the runs here is refused with --cluster' '
+	dlk top --cluster --sort data -o json | jq -c "[.jobs[0].pods[].rank]" >order && grep -qx "\[1,0\]" order &&
+	dlk top --cluster --sort allreduce -o json | jq -c "[.jobs[0].pods[].rank]" >order && grep -qx "\[0,1\]" order &&
+	dlk top --cluster --sort data | grep "^mlp " | head -n 1 | grep -q "^mlp *1 " &&
+	test_exit_code 2 dlk top --cluster --sort rss 2>err && grep -q "with --cluster the pods sort by rank" err &&
+	test_exit_code 2 dlk top --sort bogus 2>err && grep -q "not a column to sort by" err
+'
+
 test_done

@@ -21,9 +21,53 @@ static const char *nth(const cJSON *w, int i)
 	return cJSON_GetStringValue(cJSON_GetArrayItem(w, i));
 }
 
+/* --sort: the runs by a run key, the ranks of each run by a rank key, the pods of a cluster job */
+static void test_sort(void)
+{
+	cJSON *rows = cJSON_Parse("[{\"project\":\"b\",\"cpu_percent\":50,\"rss_bytes\":9,\"since\":\"2026-11-28T07:00:00Z\","
+	                          "\"progress\":{\"phases\":[{\"rank\":0,\"data\":0.1,\"compute\":0.5},{\"rank\":1,\"data\":0.6,\"compute\":0.3},"
+	                          "{\"rank\":2,\"data\":0.2,\"compute\":0.7}]}},"
+	                          "{\"project\":\"a\",\"cpu_percent\":150,\"rss_bytes\":3,\"since\":\"2026-11-28T06:00:00Z\"}]");
+	cJSON *ph, *doc;
+	char *s;
+
+	CHECK(dlk_top_sort_key_ok("rss") && dlk_top_sort_key_ok("allreduce") && !dlk_top_sort_key_ok("RSS") &&
+	      !dlk_top_sort_key_ok("") && !dlk_top_sort_key_ok(NULL));
+	dlk_top_sort(rows, "rss");
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "project")), "b");
+	dlk_top_sort(rows, "cpu");
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "project")), "a");
+	dlk_top_sort(rows, "project");
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "project")), "a");
+	dlk_top_sort(rows, "since");
+	CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 0), "project")), "a");
+	dlk_top_sort(rows, "data");
+	ph = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 1), "progress"), "phases");
+	s = cJSON_PrintUnformatted(ph);
+	CHECK_STR(s, "[{\"rank\":1,\"data\":0.6,\"compute\":0.3},{\"rank\":2,\"data\":0.2,\"compute\":0.7},"
+	             "{\"rank\":0,\"data\":0.1,\"compute\":0.5}]");
+	free(s);
+	dlk_top_sort(rows, "rank");
+	CHECK(cJSON_GetArrayItem(ph, 0)->child->valuedouble == 0 && cJSON_GetArrayItem(ph, 2)->child->valuedouble == 2);
+	dlk_top_sort(rows, "compute");
+	CHECK(cJSON_GetArrayItem(ph, 0)->child->valuedouble == 2);
+	cJSON_Delete(rows);
+
+	doc = cJSON_Parse("{\"jobs\":[{\"job\":\"j\",\"pods\":[{\"rank\":0,\"step_time\":{\"allreduce\":0.1}},"
+	                  "{\"rank\":1,\"step_time\":{\"allreduce\":0.5}},{\"rank\":2}]}]}");
+	CHECK(dlk_top_sort_cluster(doc, "allreduce") == 0);
+	s = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "jobs"), 0), "pods"));
+	CHECK_STR(s, "[{\"rank\":1,\"step_time\":{\"allreduce\":0.5}},{\"rank\":0,\"step_time\":{\"allreduce\":0.1}},{\"rank\":2}]");
+	free(s);
+	CHECK(dlk_top_sort_cluster(doc, "cpu") == -1);
+	cJSON_Delete(doc);
+}
+
 int main(void)
 {
 	cJSON *w;
+
+	test_sort();
 
 	/* two ranks: rank 1 waits half its step for data while rank 0 waits 5% (and for rank 1 in
 	 * the all-reduce) */
