@@ -15,6 +15,7 @@
 #include "lib/nn/gpu.h"
 #include "lib/project/project.h"
 #include "lib/serve/server.h"
+#include "lib/top/top.h"
 #include "lib/serve/tensor.h"
 #include "lib/stream/served.h"
 #include "lib/stream/stream.h"
@@ -327,6 +328,7 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_serving cfg;
 	struct dlk_project *spec = NULL;
 	struct dlk_server *srv = NULL;
+	char *registered = NULL; /* this server's file for dlk top (--local) */
 	int rc = 0, have_cfg = 0, have_handlers = 0, log_fd = -1, streaming = 0;
 	const char *log_path = opt.access_log;
 	char **fetched = NULL;
@@ -444,6 +446,16 @@ static int run_serve(struct dlk_ctx *ctx, struct dlk_args *args)
 		rc = dlk_report(ctx, &err);
 		goto out;
 	}
+	if (opt.mode == SERVE_LOCAL) {
+		/* for dlk top: this server and its models, until it ends */
+		const char **names = xcalloc((size_t)srv->n_models + 1, sizeof(char *));
+		struct dlk_err rerr = DLK_ERR_INIT;
+		for (int i = 0; i < srv->n_models; i++)
+			names[i] = srv->models[i].name;
+		if (dlk_serve_register(so.host, dlk_server_port(srv), names, srv->n_models, &registered, &rerr))
+			dlk_warn(ctx, "dlk top will not list this server: %s", rerr.msg);
+		free(names);
+	}
 	if (streaming) {
 		struct dlk_serve_model *m = dlk_server_model(srv, NULL);
 		dlk_stream_served_init(&st->served, m, cfg.max_batch);
@@ -492,6 +504,7 @@ out:
 	}
 	if (rc && rc != DLK_EXIT_INTERRUPTED && err.code && opt.mode == SERVE_WORKER)
 		termination_message(&err);
+	dlk_serve_unregister(registered);
 	dlk_server_free(srv);
 	if (have_chat)
 		dlk_chat_template_release(&chat);

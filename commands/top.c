@@ -159,6 +159,58 @@ static void show(struct dlk_ctx *ctx, const cJSON *rows, const char *only)
 	dlk_buf_release(&b);
 }
 
+/* the model servers here (dlk serve --local): a line per model with its rates over the interval */
+static void show_served(struct dlk_ctx *ctx, const cJSON *served)
+{
+	static const char *const h[] = { "SERVED", "MODEL", "PID", "REQ/S", "ERR/S", "ROWS/S", "LATENCY", "CPU%", "RSS" };
+	const cJSON *s, *m;
+	struct dlk_table_row *t;
+	struct dlk_buf b = DLK_BUF_INIT;
+	int n = 0, cap = 1;
+
+	cJSON_ArrayForEach(s, served)
+		cap += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s, "models")) + 1;
+	if (cap == 1)
+		return;
+	t = xcalloc((size_t)cap, sizeof(*t));
+	for (int i = 0; i < 9; i++)
+		snprintf(t[0].c[i], DLK_TABLE_CELL, "%s", h[i]);
+	cJSON_ArrayForEach(s, served) {
+		const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(s, "cpu_percent");
+		int up = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "up"));
+		cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(s, "models")) {
+			const cJSON *lat = cJSON_GetObjectItemCaseSensitive(m, "latency_ms");
+			n++;
+			snprintf(t[n].c[0], DLK_TABLE_CELL, "%s", cJSON_GetObjectItemCaseSensitive(s, "address")->valuestring);
+			snprintf(t[n].c[1], DLK_TABLE_CELL, "%s", cJSON_GetObjectItemCaseSensitive(m, "model")->valuestring);
+			snprintf(t[n].c[2], DLK_TABLE_CELL, "%.0f", pnum(s, "pid"));
+			if (up) {
+				snprintf(t[n].c[3], DLK_TABLE_CELL, "%.1f", pnum(m, "requests_per_s"));
+				snprintf(t[n].c[4], DLK_TABLE_CELL, "%.1f", pnum(m, "errors_per_s"));
+				snprintf(t[n].c[5], DLK_TABLE_CELL, "%.1f", pnum(m, "rows_per_s"));
+				if (cJSON_IsNumber(lat))
+					snprintf(t[n].c[6], DLK_TABLE_CELL, "%.2f ms", lat->valuedouble);
+				else
+					snprintf(t[n].c[6], DLK_TABLE_CELL, "-");
+			} else {
+				for (int i = 3; i < 7; i++)
+					snprintf(t[n].c[i], DLK_TABLE_CELL, "%s", i == 3 ? "no /metrics" : "-");
+			}
+			if (cJSON_IsNumber(cpu))
+				snprintf(t[n].c[7], DLK_TABLE_CELL, "%.0f", cpu->valuedouble);
+			else
+				snprintf(t[n].c[7], DLK_TABLE_CELL, "-");
+			dlk_fmt_bytes(t[n].c[8], DLK_TABLE_CELL, (unsigned long long)pnum(s, "rss_bytes"));
+		}
+	}
+	dlk_buf_adds(&b, "\n");
+	dlk_table_print(ctx, &b, t, n + 1, 9);
+	dlk_put_text(stdout, b.data, b.len);
+	fflush(stdout);
+	dlk_buf_release(&b);
+	free(t);
+}
+
 static cJSON *gpus_json(const struct dlk_gpu_sample *g, int n)
 {
 	cJSON *arr = cJSON_CreateArray();
@@ -349,13 +401,16 @@ static int run_top(struct dlk_ctx *ctx, struct dlk_args *args)
 		return run_top_cluster(ctx, only, live);
 	int said = 0;
 	do {
+		cJSON *begun = dlk_top_served_begin();
 		cJSON *rows = dlk_top_local(ctx->file, top_interval, &err);
+		cJSON *served = dlk_top_served_end(begun, top_interval);
 		struct dlk_gpu_sample *g = NULL;
 		int ng = 0;
 		char why[512] = "";
 		int nvml = dlk_nvml_sample(&g, &ng, why, sizeof(why));
 		if (!rows) {
 			free(g);
+			cJSON_Delete(served);
 			return dlk_report(ctx, &err);
 		}
 		if (top_sort)
@@ -373,6 +428,8 @@ static int run_top(struct dlk_ctx *ctx, struct dlk_args *args)
 				cJSON_AddItemToArray(arr, cJSON_DetachItemViaPointer(rows, r));
 			}
 			cJSON_AddNumberToObject(doc, "interval_s", top_interval);
+			cJSON_AddItemToObject(doc, "served", served);
+			served = NULL;
 			cJSON_AddItemToObject(doc, "gpus", gpus_json(g, ng));
 			if (nvml)
 				cJSON_AddStringToObject(doc, "nvml", why);
@@ -387,9 +444,12 @@ static int run_top(struct dlk_ctx *ctx, struct dlk_args *args)
 			if (live)
 				fputs("\033[H\033[J", stdout);
 			show(ctx, rows, only);
+			if (!only)
+				show_served(ctx, served);
 			if (ng)
 				show_gpus(ctx, g, ng);
 		}
+		cJSON_Delete(served);
 		free(g);
 		cJSON_Delete(rows);
 	} while (live && !top_stop);

@@ -41,6 +41,32 @@ cJSON *dlk_top_local(const char *spec_file, double interval_s, struct dlk_err *e
  * waiting for rank 1 ..."), empty when none; entries that are not such objects are skipped. */
 cJSON *dlk_top_phase_warnings(const cJSON *phases);
 
+/* ---- model servers here (lib/top/served.c) ---- */
+/* The directory where the servers of this user register: $XDG_RUNTIME_DIR/dlk, else
+ * /tmp/dlk-UID. A new string. */
+char *dlk_top_runtime_dir(void);
+/* Registers this process as a model server listening on host:port with models[0..n-1] (their
+ * names): DIR/serve-PID.json ({"pid", "host", "port", "since", "models"}), mode 0600 in a 0700
+ * directory of this user. *path is the file (for dlk_serve_unregister). */
+int dlk_serve_register(const char *host, int port, const char *const *models, int n, char **path, struct dlk_err *err);
+/* Removes the registration and frees path (NULL: nothing). */
+void dlk_serve_unregister(char *path);
+/* A registration file's text: the document when it is one ("pid" 1..1e9, "port" 1..65535, a
+ * "host" of at most 200 bytes, "models" an array of at most 1024 names of at most 200 bytes),
+ * else NULL. */
+cJSON *dlk_top_served_parse(const char *text, size_t len);
+/* The sum of the samples of Prometheus family name (in the text exposition format) whose label
+ * model is model; NAN when none. */
+double dlk_top_metric_sum(const char *text, const char *name, const char *model);
+/* The first sample of every registered server whose process lives (stale files are removed):
+ * its counters read from its /metrics, its CPU time. Pass to dlk_top_served_end. */
+cJSON *dlk_top_served_begin(void);
+/* The second sample, at least interval_s after the first (it waits the rest): a new array
+ * [{"pid", "address", "since", "up" (its /metrics answered), "cpu_percent", "rss_bytes",
+ * "models": [{"model", "requests_per_s", "errors_per_s", "rows_per_s", "latency_ms" (the mean of
+ * the requests answered in the interval; null with none)}]}]. Frees begun. */
+cJSON *dlk_top_served_end(cJSON *begun, double interval_s);
+
 /* The keys `dlk top --sort` takes: for the runs "cpu" (the default: most CPU first), "rss"
  * (most memory first), "project" (by name), "since" (oldest first); for the lines of ranks
  * "rank" (the default), "data", "compute", "allreduce" (the largest share first). */
