@@ -5,6 +5,7 @@
 #   bench/rendezvous/run.sh 256 local ranks: time to the first all-reduce, dlk vs Gloo
 #   bench/cluster/run.sh    1,000 jobs x 8 workers on 200 kwok nodes: dlk status -A vs kubectl get jobs -A
 #   bench/program/run.sh    a user's PyTorch program bare vs under dlk train --local: wall and CPU
+#   bench/program/first-step.sh  dlk train vs a hand-written torchrun Job: time to the first step
 #   bench/sweep/run.sh      the search vs Optuna: synthetic objective with known optimum, Fashion-MNIST
 #   bench/gpu/run.sh        dlk vs PyTorch on the same GPU (training, step anatomy, NCCL all-reduce);
 #                           prints why it skipped where no GPU is
@@ -25,6 +26,10 @@ sh bench/cluster/run.sh
 echo
 echo "== a user's program: bare vs under dlk's supervisor"
 sh bench/program/run.sh
+echo
+echo "== a user's program on the test cluster: dlk train vs a hand-written torchrun Job, to the first step"
+sh bench/program/first-step.sh
+echo
 echo "== sweeps: dlk vs Optuna"
 sh bench/sweep/run.sh
 echo
