@@ -6,7 +6,8 @@
 # Fashion-MNIST; progress shows in `dlk status`, rank 0 records the run with the code's digest,
 # and `dlk logs --run` reads the ranks' output after the pods are gone; a fatal exit code fails
 # the Job naming the rank; a worker stopped mid-run is restarted and the gang resumes; `dlk scale`
-# from 2 to 3 restarts the program at 3 workers, which resumes from its checkpoint. The pod runner runs the
+# from 2 to 3 restarts the program at 3 workers, which resumes from its checkpoint; the JAX example's
+# 2 processes all-reduce through jax.distributed. The pod runner runs the
 # host's file system as the image, so the frameworks' Python stands in for the PyTorch image's.
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/cluster/lib.sh"
@@ -133,6 +134,25 @@ test_expect_success 'dlk scale 2 -> 3 restarts the program at 3 workers, resumin
 	ls "$PV3/dlk-logs/grow/logs" | grep -q "^${uid}_rank-2_grow-2-" &&
 	dlk status grow --history -o json >h.json && jq -c ".runs[0].run" h.json &&
 	jq -e ".runs[0].run.outcome == \"succeeded\" and .runs[0].run.worlds[0] == 2 and .runs[0].run.worlds[-1] == 3" h.json
+'
+
+# the JAX example (jax.distributed) as 2 pods: the coordinator address dlk renders is rank 0's
+# name, which the supervisor waits to resolve; one all-reduce over the processes
+dlk init --example jax "$TEST_TMP/jx" >/dev/null
+sed -i "s|command: \[python3, train.py\]|command: [\"$PODPY\", train.py]|" "$TEST_TMP/jx/dlk.yaml"
+grep -q "$PODPY" "$TEST_TMP/jx/dlk.yaml" || { echo "the JAX example's command did not change"; exit 1; }
+
+test_expect_success 'a JAX program of 2 pods all-reduces the label sum through jax.distributed' '
+	dlk train -f "$TEST_TMP/jx/dlk.yaml" --set resources.cpu=1 --set resources.memory=1Gi --wait >out 2>err; rc=$?
+	cat out err; echo "exit $rc"; test $rc = 0 &&
+	want=$("$PY" -c "import gzip; print(sum(gzip.open(\"/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz\").read()[8:]))") &&
+	for r in 0 1; do
+		kubectl logs "$(pod_of jx $r)" >log$r 2>&1; grep -v DLK-PROGRESS log$r | tail -n 3
+		grep -q "rank $r of 2: local sum [0-9]*, all-reduced sum $want, expected $want" log$r || return 1
+	done &&
+	dlk status jx --history -o json >h.json &&
+	jq -e ".runs[0].run.outcome == \"succeeded\" and .runs[0].metrics.program.label_sum == $want and
+		.runs[0].provenance.framework == \"jax\"" h.json
 '
 
 test_done
