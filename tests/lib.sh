@@ -15,7 +15,10 @@ test_count=0
 test_failures=0
 test_skipped=0
 export NO_COLOR=1 HOME="$TEST_TMP/home" KUBECONFIG="$TEST_TMP/home/.kube/config"
-mkdir -p "$HOME"
+# each test's own runtime directory: the model servers it starts register there (dlk top), not
+# beside those of the tests running at the same time
+export XDG_RUNTIME_DIR="$TEST_TMP/run"
+mkdir -p "$HOME" && mkdir -m 700 -p "$XDG_RUNTIME_DIR"
 dlk() { "$DLK" "$@"; }
 
 test_cleanup() { rm -rf "$TEST_TMP"; }

@@ -6,8 +6,6 @@
 # one whose server does not answer /metrics says so.
 . "$(dirname "$0")/../lib.sh"
 
-export XDG_RUNTIME_DIR="$TEST_TMP/rt"
-mkdir -p "$XDG_RUNTIME_DIR"
 blobs_project "$TEST_TMP/p"
 dlk train --local -q -f "$TEST_TMP/p/dlk.yaml" >/dev/null 2>&1 || { echo "Bail out! training failed"; exit 1; }
 
