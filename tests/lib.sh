@@ -108,6 +108,25 @@ training: {epochs: 4, batch_size: 32, threads: 1, checkpoint: {every: 4, keep: 2
 EOT
 }
 
+# serve_local LOG ARGS...: starts `dlk serve --local --port 0 ARGS...` in the background, its log
+# in LOG (removed first: a new server truncates it only once it runs), waits until it is ready,
+# else bails out showing the log; sets SRV (its pid), PORT and URL
+serve_local() {
+	_log=$1
+	shift
+	rm -f "$_log"
+	"$DLK" serve --local --port 0 "$@" 2>"$_log" &
+	SRV=$!
+	_i=0
+	until grep -q "^ready:" "$_log" 2>/dev/null; do
+		_i=$((_i + 1))
+		if [ $_i -gt 600 ] || ! kill -0 $SRV 2>/dev/null; then echo "Bail out! dlk serve did not start"; cat "$_log"; exit 1; fi
+		sleep 0.05
+	done
+	PORT=$(sed -n 's/^listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$_log")
+	URL=http://127.0.0.1:$PORT
+}
+
 wait_for_glob() {
 	_i=0
 	while ! ls -d $1 >/dev/null 2>&1 && [ $_i -lt "${2:-200}" ]; do sleep 0.1; _i=$((_i + 1)); done

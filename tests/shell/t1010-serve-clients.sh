@@ -31,15 +31,7 @@ CORRECT=$(tar -xOf "$B" model.json | jq -r '(.metrics.test_accuracy * .metrics.t
 
 # max_delay_us > 0: requests queue and are gathered into batches (t1000 covers running them on
 # the request's own thread, the max_delay_us 0 default)
-"$DLK" serve --local --port 0 --set serving.max_delay_us=2000 "$B" 2>"$TEST_TMP/serve.log" &
-SRV=$!
-i=0
-until grep -q "^ready:" "$TEST_TMP/serve.log" 2>/dev/null; do
-	i=$((i + 1))
-	if [ $i -gt 600 ] || ! kill -0 $SRV 2>/dev/null; then echo "Bail out! dlk serve did not start"; cat "$TEST_TMP/serve.log"; exit 1; fi
-	sleep 0.05
-done
-PORT=$(sed -n 's/^listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$TEST_TMP/serve.log")
+serve_local "$TEST_TMP/serve.log" --set serving.max_delay_us=2000 "$B"
 run() { "$PY" "$CLIENTS" "$1" --url "127.0.0.1:$PORT" --model "$NAME" --images "$D/t10k-images-idx3-ubyte.gz" \
 	--labels "$D/t10k-labels-idx1-ubyte.gz" --classes "$CLASSES" --logits "$TEST_TMP/$2" --n "$3" ${4:+--expect-correct "$4"}; }
 

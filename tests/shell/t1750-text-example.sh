@@ -40,15 +40,7 @@ PY=$TEST_ROOT/.deps/serve-test/bin/python
 [ -x "$PY" ] || test_missing "the test clients (.deps/serve-test)"
 B=$TEST_TMP/t/brown-text.dlk
 CORRECT=$(tar -xOf "$B" model.json | jq -r '(.metrics.test_accuracy * .metrics.test_samples + 0.5) | floor')
-"$DLK" serve --local --port 0 "$B" 2>"$TEST_TMP/serve.log" &
-SRV=$!
-i=0
-until grep -q "^ready:" "$TEST_TMP/serve.log" 2>/dev/null; do
-	i=$((i + 1))
-	if [ $i -gt 600 ] || ! kill -0 $SRV 2>/dev/null; then echo "Bail out! dlk serve did not start"; cat "$TEST_TMP/serve.log"; exit 1; fi
-	sleep 0.05
-done
-PORT=$(sed -n 's/^listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$TEST_TMP/serve.log")
+serve_local "$TEST_TMP/serve.log" "$B"
 
 test_expect_success 'tritonclient: BYTES texts, tokenized by the server, score the accuracy the bundle recorded' '
 	"$PY" "$TEST_ROOT/tests/serve/text_client.py" --url "127.0.0.1:$PORT" --model brown-text \

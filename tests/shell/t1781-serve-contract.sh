@@ -23,15 +23,7 @@ NAME=$(tar -xOf "$B" model.json | jq -r .name)
 CORRECT=$(tar -xOf "$B" model.json | jq -r '(.metrics.test_accuracy * .metrics.test_samples + 0.5) | floor')
 "$FORWARD" "$B" "$P/dlk.yaml" 0 10000 256 "$TEST_TMP/l10k.f32" >/dev/null || { echo "Bail out! forward failed"; exit 1; }
 
-"$DLK" serve --local --port 0 "$B" 2>"$TEST_TMP/serve.log" &
-SRV=$!
-i=0
-until grep -q "^ready:" "$TEST_TMP/serve.log" 2>/dev/null; do
-	i=$((i + 1))
-	if [ $i -gt 600 ] || ! kill -0 $SRV 2>/dev/null; then echo "Bail out! dlk serve did not start"; cat "$TEST_TMP/serve.log"; exit 1; fi
-	sleep 0.05
-done
-PORT=$(sed -n 's/^listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$TEST_TMP/serve.log")
+serve_local "$TEST_TMP/serve.log" "$B"
 URL=http://127.0.0.1:$PORT
 
 test_expect_success 'tritonclient: the metadata states the contract; x/255 refused, then declared and scored at the bundle accuracy' '

@@ -9,15 +9,7 @@
 blobs_project "$TEST_TMP/p"
 dlk train --local -q -f "$TEST_TMP/p/dlk.yaml" >/dev/null 2>&1 || { echo "Bail out! training failed"; exit 1; }
 
-"$DLK" serve --local --port 0 "$TEST_TMP/p/blobs.dlk" 2>"$TEST_TMP/serve.log" &
-SRV=$!
-i=0
-until grep -q "^ready:" "$TEST_TMP/serve.log" 2>/dev/null; do
-	i=$((i + 1))
-	if [ $i -gt 600 ] || ! kill -0 $SRV 2>/dev/null; then echo "Bail out! dlk serve did not start"; cat "$TEST_TMP/serve.log"; exit 1; fi
-	sleep 0.05
-done
-PORT=$(sed -n 's/^listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$TEST_TMP/serve.log")
+serve_local "$TEST_TMP/serve.log" "$TEST_TMP/p/blobs.dlk"
 # requests all the time the tests below sample (2 rows each, one in 20 refused: a wrong shape)
 (
 	n=0

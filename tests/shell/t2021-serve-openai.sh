@@ -20,17 +20,7 @@ printf '{"system": "{content}", "user": "{content}", "assistant": "{content}", "
 
 # serve [OPTIONS]: starts dlk serve on a free port; sets SRV and URL
 serve() {
-	# the last server's log goes first: the new one truncates it only once it runs
-	rm -f "$TEST_TMP/serve.log"
-	"$DLK" serve --local --port 0 "$@" "$P/tiny-lm.dlk" 2>"$TEST_TMP/serve.log" &
-	SRV=$!
-	i=0
-	until grep -q "^ready:" "$TEST_TMP/serve.log" 2>/dev/null; do
-		i=$((i + 1))
-		if [ $i -gt 600 ] || ! kill -0 $SRV 2>/dev/null; then echo "Bail out! dlk serve did not start"; cat "$TEST_TMP/serve.log"; exit 1; fi
-		sleep 0.05
-	done
-	URL=http://127.0.0.1:$(sed -n 's/^listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$TEST_TMP/serve.log")
+	serve_local "$TEST_TMP/serve.log" "$@" "$P/tiny-lm.dlk"
 }
 
 serve
