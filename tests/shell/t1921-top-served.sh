@@ -2,7 +2,7 @@
 # dlk top lists the model servers here (dlk serve --local registers itself in the user's runtime
 # directory): a line per model with requests, errors and rows per second and the mean request
 # time over the interval, counted from the server's own /metrics; a server killed without
-# removing its file is dropped (and its file removed); a file that is not a server's is skipped;
+# removing its file is dropped (and its file removed); a file that is not a server's is passed over;
 # one whose server does not answer /metrics says so.
 . "$(dirname "$0")/../lib.sh"
 
@@ -44,7 +44,7 @@ test_expect_success 'piped: a line per model below the runs' '
 	grep -q "^http://127.0.0.1:$PORT  *blobs  *$SRV  *[0-9.]*  *[0-9.]*  *[0-9.]*  *[0-9.]* ms  *[0-9]*  *[0-9.]* [kMG]*B$" top.txt
 '
 
-test_expect_success 'a file that is no server'"'"'s is skipped; a server without /metrics says so' '
+test_expect_success 'a file that is no server'"'"'s is passed over; a server without /metrics says so' '
 	printf "{not json" >"$XDG_RUNTIME_DIR/dlk/serve-1.json" &&
 	printf "{\"pid\": -4, \"host\": \"127.0.0.1\", \"port\": 1, \"models\": []}" >"$XDG_RUNTIME_DIR/dlk/serve-2.json" &&
 	sleep 30 & SLP=$! &&
