@@ -62,12 +62,13 @@ def main():
     model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
     ddp = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=args.lr, momentum=0.9)
-    first = 0
+    first, train_loss = 0, float("nan")
     if ckpt and os.path.exists(ckpt):
         state = torch.load(ckpt)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         first = state["epoch"]
+        train_loss = state.get("loss", float("nan"))
         if rank == 0:
             print("resumed from epoch %d" % first, flush=True)
 
@@ -94,7 +95,8 @@ def main():
         if rank == 0:
             report(event="epoch", epoch=epoch + 1, epochs=args.epochs, loss=train_loss)
             if ckpt:
-                torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "epoch": epoch + 1}, ckpt + ".tmp")
+                torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "epoch": epoch + 1,
+                            "loss": train_loss}, ckpt + ".tmp")
                 os.replace(ckpt + ".tmp", ckpt)
         dist.barrier()
 
