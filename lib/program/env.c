@@ -206,6 +206,27 @@ int program_launch_build(const struct dlk_program *p, const struct program_place
 		setv(out, "PADDLE_LOCAL_SIZE", "%d", ppn);
 		setv(out, "PADDLE_NNODES", "%d", at->n_nodes);
 		setv(out, "PADDLE_MASTER", "%s:%d", at->master_addr, at->port);
+		setv(out, "PADDLE_GLOBAL_SIZE", "%d", world);
+		setv(out, "PADDLE_GLOBAL_RANK", "%d", rank);
+		setv(out, "PADDLE_LOCAL_RANK", "%d", at->local_rank);
+		/* the launcher's collective controller, on a node without devices, names gloo as the
+		 * backend: init_parallel_env() then creates the default group the collectives use
+		 * (with its 'auto', a CPU-only Paddle sets up a context but no group, and
+		 * paddle.distributed.all_reduce fails: "The global group is not initialized").
+		 * With GPUs, each process its GPU (one process: all of them), as the launcher does */
+		if (at->gpus <= 0) {
+			if (!program_launch_get(out, "PADDLE_DISTRI_BACKEND"))
+				setv(out, "PADDLE_DISTRI_BACKEND", "gloo");
+		} else if (!program_launch_get(out, "FLAGS_selected_gpus")) {
+			if (ppn == 1) {
+				for (int g = 0; g < at->gpus; g++)
+					dlk_buf_addf(&b, "%s%d", g ? "," : "", g);
+				setv(out, "FLAGS_selected_gpus", "%s", b.data);
+				dlk_buf_reset(&b);
+			} else {
+				setv(out, "FLAGS_selected_gpus", "%d", at->local_rank % at->gpus);
+			}
+		}
 		break;
 	case DLK_FW_NONE:
 		break;

@@ -20,6 +20,7 @@ struct program_place {
 	int node_rank, n_nodes;       /* this node, of so many */
 	int procs_per_node;           /* >= 1: resolved (0 = one per GPU is the caller's to resolve) */
 	int local_rank;               /* this process on its node */
+	int gpus;                     /* GPUs of the node (the pod's resources.gpus); 0: a CPU node */
 	const char *master_addr;      /* rank 0's host name or address */
 	int port;                     /* the rendezvous port (program.port) */
 	const char *const *peers;     /* n_nodes host names, node 0 first; NULL: all at master_addr */

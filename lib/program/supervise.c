@@ -155,6 +155,7 @@ static int on_worker(void *ud, int local)
 	at.node_rank = s->in_pod ? s->node_rank : local / s->started;
 	at.n_nodes = s->nodes;
 	at.procs_per_node = s->ppn;
+	at.gpus = s->spec->resources.gpus;
 	at.local_rank = local % s->started;
 	at.master_addr = s->in_pod ? s->master : "127.0.0.1";
 	at.peers = (const char *const *)s->peers;

@@ -32,6 +32,13 @@
 #define LINE_MAX_BYTES 65536
 #define STOP_GRACE_SEC 30.0   /* after a stop request: the workers write a checkpoint */
 #define KILL_GRACE_SEC 5.0    /* after a failure: the others are only asked to go */
+/* a rank that exited while processes it started still hold its output (a multiprocessing
+ * server, a loader's workers): its process group is asked to go after LEFT_TERM_SEC, killed
+ * after LEFT_KILL_SEC, and the output given up after LEFT_CLOSE_SEC (a process that left the
+ * group), so that the gang ends with its ranks */
+#define LEFT_TERM_SEC 1.0
+#define LEFT_KILL_SEC 3.0
+#define LEFT_CLOSE_SEC 5.0
 
 static volatile sig_atomic_t gang_sig, gang_sig_count;
 
@@ -48,6 +55,8 @@ struct worker {
 	int status, exited;
 	int seq;            /* order in which the exits were seen */
 	int ours;           /* the last signal the parent sent it, 0: none */
+	double exited_at;   /* when its exit was seen (dlk_now) */
+	int left_sent;      /* what was sent to its group after its exit: 0, SIGTERM, SIGKILL */
 	char *buf;          /* pending bytes of an unfinished line */
 	size_t len;
 	int after_cr;       /* the pending bytes follow a carriage return: a progress redraw */
@@ -294,9 +303,35 @@ static void signal_all(struct gang *g, int sig)
 {
 	for (int r = 0; r < g->n; r++)
 		if (g->w[r].pid > 0 && !g->w[r].exited) {
-			kill(g->w[r].pid, sig);
+			/* the rank's process group (it leads one, below): what it started goes too */
+			if (kill(-g->w[r].pid, sig) && errno == ESRCH)
+				kill(g->w[r].pid, sig);
 			g->w[r].ours = sig;
+		} else if (g->w[r].pid > 0 && g->w[r].fd >= 0) {
+			kill(-g->w[r].pid, sig); /* exited, but what it started holds its output */
 		}
+}
+
+/* A rank that exited while its output is still open: what it started is left behind. Its
+ * group is asked to go, then killed, then its output is given up; says so once. */
+static void end_leftovers(struct gang *g, int rank)
+{
+	struct worker *w = &g->w[rank];
+	double since = dlk_now() - w->exited_at;
+
+	if (since >= LEFT_CLOSE_SEC) {
+		fprintf(stderr, "warning: rank %d exited %.0f s ago, but a process it started still holds its output "
+		                "(it left the rank's process group): no longer read\n", rank, since);
+		close(w->fd);
+		w->fd = -1;
+		drain(g, rank, 1);
+	} else if (since >= LEFT_KILL_SEC && w->left_sent != SIGKILL) {
+		kill(-w->pid, SIGKILL);
+		w->left_sent = SIGKILL;
+	} else if (since >= LEFT_TERM_SEC && !w->left_sent) {
+		kill(-w->pid, SIGTERM);
+		w->left_sent = SIGTERM;
+	}
 }
 
 /* The worker whose failure explains the others (lib/jobs/failure.h), -1 when every worker
@@ -330,7 +365,7 @@ static int run_generation(struct gang *g, unsigned gen, const char *run_id, int 
 		return -3;
 	for (int r = 0; r < g->n; r++) {
 		int p[2];
-		g->w[r] = (struct worker){ 0, -1, 0, 0, 0, 0, g->w[r].buf, 0, 0, "" };
+		g->w[r] = (struct worker){ .fd = -1, .buf = g->w[r].buf };
 		if (pipe2(p, O_CLOEXEC)) {
 			dlk_errf(err, DLK_EXIT_FAIL, "cannot create a pipe for worker %d: %s", r, strerror(errno));
 			signal_all(g, SIGKILL);
@@ -352,6 +387,7 @@ static int run_generation(struct gang *g, unsigned gen, const char *run_id, int 
 			child(g, r, p[1], lfd, port, gen, run_id, threads, parent);
 		}
 		close(p[1]);
+		setpgid(pid, pid); /* as the child does: signalled as a group from now on */
 		g->w[r].pid = pid;
 		g->w[r].fd = p[0];
 	}
@@ -373,6 +409,7 @@ static int run_generation(struct gang *g, unsigned gen, const char *run_id, int 
 					g->cpu_s[r] += (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 					               (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 				w->exited = 1;
+				w->exited_at = dlk_now();
 				w->status = st;
 				w->seq = seq++;
 				if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
@@ -391,6 +428,8 @@ static int run_generation(struct gang *g, unsigned gen, const char *run_id, int 
 			struct worker *w = &g->w[r];
 			if (w->pid > 0 && !w->exited)
 				alive++;
+			else if (w->pid > 0 && w->fd >= 0)
+				end_leftovers(g, r);
 			if (w->fd >= 0) {
 				pfd[np].fd = w->fd;
 				pfd[np].events = POLLIN;

@@ -110,4 +110,37 @@ test_expect_success 'a program that is not there fails at once (127, a default f
 	! grep -q restarting err
 '
 
+# a process that runs (not gone, nor a zombie its new parent has not reaped yet)
+running() { st=$(ps -o stat= -p "$1" 2>/dev/null) && [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
+
+# A rank that starts a process of its own (a multiprocessing server, a loader's workers) and exits
+# leaves it holding the rank's output: the gang still ends with its ranks, what the rank left in
+# its process group is stopped, and one that left the group is no longer read (with a warning).
+test_expect_success 'what a rank leaves behind holding its output does not keep the run going' '
+	cat >"$P/left.yaml" <<-EOT &&
+	name: left
+	data:
+	  train: {images: /d/train-images.gz, labels: /d/train-labels.gz}
+	program:
+	  command: [sh, -c, "sleep 300 & echo \$! >\"$TEST_TMP/left.\$DLK_RANK\"; echo rank \$DLK_RANK done"]
+	EOT
+	"$DLK" train --local --workers 2 -f "$P/left.yaml" >out 2>err; rc=$?; cat err; test $rc = 0 &&
+	grep_q "^\[rank 1\] rank 1 done" err &&
+	for r in 0 1; do pid=$(cat "$TEST_TMP/left.$r") && ! running "$pid" || return 1; done
+'
+
+test_expect_success 'a process that left the rank'"'"'s group is given up after a few seconds, and said' '
+	cat >"$P/away.yaml" <<-EOT &&
+	name: away
+	data:
+	  train: {images: /d/train-images.gz, labels: /d/train-labels.gz}
+	program:
+	  command: [sh, -c, "setsid sleep 300 & echo \$! >\"$TEST_TMP/away.\$DLK_RANK\"; exit 0"]
+	EOT
+	"$DLK" train --local -f "$P/away.yaml" >out 2>err; rc=$?; cat err
+	pid=$(cat "$TEST_TMP/away.0"); kill "$pid" 2>/dev/null
+	test $rc = 0 &&
+	grep_q "warning: rank 0 exited [0-9]* s ago, but a process it started still holds its output" err
+'
+
 test_done

@@ -148,7 +148,42 @@ static void test_paddle(void)
 	CHECK_STR(GET(l, "PADDLE_RANK_IN_NODE"), "0");
 	CHECK_STR(GET(l, "PADDLE_LOCAL_SIZE"), "2");
 	CHECK_STR(GET(l, "PADDLE_NNODES"), "3");
+	CHECK_STR(GET(l, "PADDLE_GLOBAL_SIZE"), "6");
+	CHECK_STR(GET(l, "PADDLE_GLOBAL_RANK"), "2");
+	CHECK_STR(GET(l, "PADDLE_LOCAL_RANK"), "0");
+	/* a node without GPUs: gloo, as the launcher names it there; no device list */
+	CHECK_STR(GET(l, "PADDLE_DISTRI_BACKEND"), "gloo");
+	CHECK(GET(l, "FLAGS_selected_gpus") == NULL);
 	program_launch_release(&l);
+
+	/* two GPUs, two processes a node: each its own; no backend named (Paddle's NCCL) */
+	at = place(1, 1);
+	at.gpus = 2;
+	CHECK(program_launch_build(&p, &at, &l, &e) == 0);
+	CHECK_STR(GET(l, "FLAGS_selected_gpus"), "1");
+	CHECK(GET(l, "PADDLE_DISTRI_BACKEND") == NULL);
+	program_launch_release(&l);
+
+	/* one process a node with 4 GPUs: all of them */
+	p.procs_per_worker = 1;
+	at = place(1, 0);
+	at.procs_per_node = 1;
+	at.gpus = 4;
+	CHECK(program_launch_build(&p, &at, &l, &e) == 0);
+	CHECK_STR(GET(l, "FLAGS_selected_gpus"), "0,1,2,3");
+	CHECK_STR(GET(l, "PADDLE_TRAINER_ENDPOINTS"), "job-0.job:29500,job-1.job:29501,job-2.job:29502");
+	program_launch_release(&l);
+
+	/* the user's program.env names the backend: kept */
+	{
+		struct dlk_program_kv env[] = { { "PADDLE_DISTRI_BACKEND", "xccl" } };
+		p.env = env;
+		p.n_env = 1;
+		at = place(0, 0);
+		CHECK(program_launch_build(&p, &at, &l, &e) == 0);
+		CHECK_STR(GET(l, "PADDLE_DISTRI_BACKEND"), "xccl");
+		program_launch_release(&l);
+	}
 }
 
 static void test_none_and_local(void)
