@@ -543,6 +543,10 @@ int dlk_trainer_gang(const struct dlk_trainer_opts *opts, const struct dlk_proje
 			record_end(&run, &g, opts, spec, DLK_RUN_SUCCEEDED, -1, 0, NULL);
 			break;
 		}
+		int st0 = f >= 0 ? g.w[f].status : 0;
+		if (f >= 0 && gang_sig &&
+		    (hooks->restarts ? hooks->restarts(hooks->ud, st0) : WIFSIGNALED(st0) || WEXITSTATUS(st0) == DLK_EXIT_RESTARTABLE))
+			f = -2; /* a stop asked while a failed generation ended: stopped, not restarted */
 		if (f == -2) {
 			/* rank 0 said what it saved */
 			rc = gang_sig == SIGINT ? DLK_EXIT_INTERRUPTED : DLK_EXIT_RESTARTABLE;
