@@ -144,16 +144,17 @@ test_expect_success 'a process that left the rank'"'"'s group is given up after 
 '
 
 # A stop (SIGTERM, Ctrl-C) that comes while a failed generation winds down (rank 0 failed with a
-# code that restarts, rank 1 takes its time to go) stops the run: it is not restarted.
+# code that restarts once rank 1 is ready, rank 1 takes its time to go) stops the run: it is not
+# restarted.
 test_expect_success 'a stop asked while a failed generation ends stops the run instead of restarting it' '
 	cat >"$P/stop.yaml" <<-EOT &&
 	name: stop
 	data:
 	  train: {images: /d/train-images.gz, labels: /d/train-labels.gz}
 	program:
-	  command: [sh, -c, "if [ \$DLK_RANK = 0 ]; then exit 1; fi; trap \"echo >$TEST_TMP/asked\" TERM; i=0; while [ \$i -lt 200 ]; do sleep 0.1; i=\$((i+1)); done"]
+	  command: [sh, -c, "if [ \$DLK_RANK = 0 ]; then while [ ! -f $TEST_TMP/ready ]; do sleep 0.05; done; exit 1; fi; trap \"echo >$TEST_TMP/asked\" TERM; echo >$TEST_TMP/ready; i=0; while [ \$i -lt 200 ]; do sleep 0.1; i=\$((i+1)); done"]
 	EOT
-	rm -f "$TEST_TMP/asked" &&
+	rm -f "$TEST_TMP/asked" "$TEST_TMP/ready" &&
 	{ "$DLK" train --local --workers 2 -f "$P/stop.yaml" >out 2>err & pid=$!; } &&
 	i=0; while [ ! -f "$TEST_TMP/asked" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done &&
 	kill -TERM $pid; wait $pid; rc=$?; cat err
