@@ -60,6 +60,71 @@ static void mfu_cell(char *cell, const cJSON *progress)
 
 static const char *const phase_head[DLK_PHASES] = { "DATA%", "COMPUTE%", "ALLREDUCE%" };
 
+/* a GPU's figures as five cells: its index, utilisation, memory used / total, power, SM clock
+ * (power < 0 and clock 0: not reported) */
+#define GPU_CELLS 5
+static const char *const gpu_head[GPU_CELLS] = { "GPU", "UTIL%", "MEMORY", "POWER", "SM CLOCK" };
+static void gpu_cells(struct dlk_table_row *row, int at, double index, double util, double used, double total,
+                      double power, double mhz)
+{
+	char u[32], t[32];
+
+	dlk_fmt_bytes(u, sizeof(u), used > 0 ? (unsigned long long)used : 0);
+	dlk_fmt_bytes(t, sizeof(t), total > 0 ? (unsigned long long)total : 0);
+	snprintf(row->c[at], DLK_TABLE_CELL, "%.0f", index);
+	snprintf(row->c[at + 1], DLK_TABLE_CELL, "%.0f", util);
+	snprintf(row->c[at + 2], DLK_TABLE_CELL, "%s / %s", u, t);
+	if (power >= 0)
+		snprintf(row->c[at + 3], DLK_TABLE_CELL, "%.0f W", power);
+	else
+		snprintf(row->c[at + 3], DLK_TABLE_CELL, "-");
+	if (mhz > 0)
+		snprintf(row->c[at + 4], DLK_TABLE_CELL, "%.0f MHz", mhz);
+	else
+		snprintf(row->c[at + 4], DLK_TABLE_CELL, "-");
+}
+
+/* Below the ranks, a line per rank of a run that sampled its GPU: which GPU (NVML's index) and
+ * its figures */
+static void show_rank_gpus(struct dlk_ctx *ctx, struct dlk_buf *b, const cJSON *rows, const char *only)
+{
+	const cJSON *r, *e;
+	int n = 0, cap = 1;
+	struct dlk_table_row *t;
+
+	cJSON_ArrayForEach(r, rows)
+		cap += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "progress"),
+		                                                           DLK_PROGRESS_GPUS));
+	if (cap == 1)
+		return;
+	t = xcalloc((size_t)cap, sizeof(*t));
+	snprintf(t[0].c[0], DLK_TABLE_CELL, "PROJECT");
+	snprintf(t[0].c[1], DLK_TABLE_CELL, "RANK");
+	for (int i = 0; i < GPU_CELLS; i++)
+		snprintf(t[0].c[2 + i], DLK_TABLE_CELL, "%s", gpu_head[i]);
+	cJSON_ArrayForEach(r, rows) {
+		const char *p = cJSON_GetObjectItemCaseSensitive(r, "project")->valuestring;
+		if (only && strcmp(only, p))
+			continue;
+		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "progress"),
+		                                                       DLK_PROGRESS_GPUS)) {
+			if (n + 1 >= cap || pnum(e, "rank") < 0 || pnum(e, "gpu") < 0)
+				continue;
+			n++;
+			snprintf(t[n].c[0], DLK_TABLE_CELL, "%s", p);
+			snprintf(t[n].c[1], DLK_TABLE_CELL, "%.0f", pnum(e, "rank"));
+			gpu_cells(&t[n], 2, pnum(e, "gpu"), pnum(e, DLK_PROGRESS_GPU_UTIL), pnum(e, DLK_PROGRESS_GPU_MEM_USED),
+			          pnum(e, DLK_PROGRESS_GPU_MEM_TOTAL), pnum(e, DLK_PROGRESS_GPU_POWER),
+			          pnum(e, DLK_PROGRESS_GPU_SM_CLOCK));
+		}
+	}
+	if (n) {
+		dlk_buf_adds(b, "\n");
+		dlk_table_print(ctx, b, t, n + 1, 2 + GPU_CELLS);
+	}
+	free(t);
+}
+
 /* the warnings of a run or a job (lib/top: ranks starved by input) */
 static void show_warnings(struct dlk_buf *b, const char *who, const cJSON *warnings)
 {
@@ -112,6 +177,7 @@ static void show_ranks(struct dlk_ctx *ctx, struct dlk_buf *b, const cJSON *rows
 		dlk_table_print(ctx, b, t, n + 1, 6 + DLK_PHASES);
 	}
 	free(t);
+	show_rank_gpus(ctx, b, rows, only);
 	cJSON_ArrayForEach(r, rows) {
 		const char *p = cJSON_GetObjectItemCaseSensitive(r, "project")->valuestring;
 		if (!only || !strcmp(only, p))
@@ -265,6 +331,41 @@ static void show_gpus(struct dlk_ctx *ctx, const struct dlk_gpu_sample *g, int n
 	free(t);
 }
 
+/* a line per pod whose rank sampled its GPU: the GPU (NVML's index on its node) and its figures */
+static void show_pod_gpus(struct dlk_ctx *ctx, struct dlk_buf *b, const cJSON *jobs)
+{
+	const cJSON *j, *p;
+	int n = 0, cap = 1;
+	struct dlk_table_row *t;
+
+	cJSON_ArrayForEach(j, jobs)
+		cap += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "pods"));
+	t = xcalloc((size_t)cap, sizeof(*t));
+	snprintf(t[0].c[0], DLK_TABLE_CELL, "JOB");
+	snprintf(t[0].c[1], DLK_TABLE_CELL, "RANK");
+	snprintf(t[0].c[2], DLK_TABLE_CELL, "POD");
+	for (int i = 0; i < GPU_CELLS; i++)
+		snprintf(t[0].c[3 + i], DLK_TABLE_CELL, "%s", gpu_head[i]);
+	cJSON_ArrayForEach(j, jobs) {
+		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(j, "pods")) {
+			const cJSON *g = cJSON_GetObjectItemCaseSensitive(p, "gpu");
+			if (!cJSON_IsObject(g) || n + 1 >= cap)
+				continue;
+			n++;
+			snprintf(t[n].c[0], DLK_TABLE_CELL, "%s", dlk_visible(cJSON_GetObjectItemCaseSensitive(j, "job")->valuestring));
+			snprintf(t[n].c[1], DLK_TABLE_CELL, "%.0f", pnum(p, "rank"));
+			snprintf(t[n].c[2], DLK_TABLE_CELL, "%s", dlk_visible(cJSON_GetObjectItemCaseSensitive(p, "pod")->valuestring));
+			gpu_cells(&t[n], 3, pnum(g, "index"), pnum(g, "utilization_percent"), pnum(g, "memory_used_bytes"),
+			          pnum(g, "memory_total_bytes"), pnum(g, "power_watts"), pnum(g, "sm_clock_mhz"));
+		}
+	}
+	if (n) {
+		dlk_buf_adds(b, "\n");
+		dlk_table_print(ctx, b, t, n + 1, 3 + GPU_CELLS);
+	}
+	free(t);
+}
+
 /* a line per pod: its job, rank, phase, node, restarts, and the job's progress on rank 0's line */
 static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 {
@@ -331,6 +432,7 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 	else
 		dlk_buf_addf(&b, "no training jobs running in namespace '%s'\n",
 		             dlk_visible(cJSON_GetObjectItemCaseSensitive(doc, "namespace")->valuestring));
+	show_pod_gpus(ctx, &b, jobs);
 	cJSON_ArrayForEach(j, jobs)
 		show_warnings(&b, cJSON_GetObjectItemCaseSensitive(j, "job")->valuestring,
 		              cJSON_GetObjectItemCaseSensitive(j, "warnings"));

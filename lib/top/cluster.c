@@ -74,6 +74,31 @@ static void add_step_time(cJSON *pod, const cJSON *phases)
 	}
 }
 
+/* The pod's rank's GPU sample, from the progress's "gpus", as "gpu": {"index", "utilization_percent",
+ * "memory_used_bytes", "memory_total_bytes", "power_watts", "sm_clock_mhz"} (the last two when
+ * reported), the names of `dlk top`'s GPUs here */
+static void add_gpu(cJSON *pod, const cJSON *gpus)
+{
+	const cJSON *rank = get(pod, "rank"), *e;
+	static const char *const from[] = { "gpu", DLK_PROGRESS_GPU_UTIL, DLK_PROGRESS_GPU_MEM_USED,
+		                            DLK_PROGRESS_GPU_MEM_TOTAL, DLK_PROGRESS_GPU_POWER, DLK_PROGRESS_GPU_SM_CLOCK };
+	static const char *const to[] = { "index", "utilization_percent", "memory_used_bytes", "memory_total_bytes",
+		                          "power_watts", "sm_clock_mhz" };
+
+	if (!cJSON_IsNumber(rank))
+		return;
+	cJSON_ArrayForEach(e, gpus) {
+		const cJSON *r = get(e, "rank");
+		if (!cJSON_IsObject(e) || !cJSON_IsNumber(r) || r->valuedouble != rank->valuedouble || !cJSON_IsNumber(get(e, "gpu")))
+			continue;
+		cJSON *g = cJSON_AddObjectToObject(pod, "gpu");
+		for (int k = 0; k < 6; k++)
+			if (cJSON_IsNumber(get(e, from[k])) && get(e, from[k])->valuedouble >= 0)
+				cJSON_AddNumberToObject(g, to[k], get(e, from[k])->valuedouble);
+		return;
+	}
+}
+
 cJSON *dlk_top_cluster(struct kube_client *c, const char *ns, const char *only, struct dlk_err *err)
 {
 	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
@@ -127,11 +152,13 @@ cJSON *dlk_top_cluster(struct kube_client *c, const char *ns, const char *only, 
 		}
 		qsort(list, (size_t)n, sizeof(*list), by_rank);
 		const cJSON *phases = get(get(row, "progress"), DLK_PROGRESS_PHASES);
+		const cJSON *gpus = get(get(row, "progress"), DLK_PROGRESS_GPUS);
 		for (int i = 0; i < n; i++) {
 			add_step_time(list[i], phases);
+			add_gpu(list[i], gpus);
 			cJSON_AddItemToArray(prow, list[i]);
 		}
-		cJSON_AddItemToObject(row, "warnings", dlk_top_phase_warnings(phases));
+		cJSON_AddItemToObject(row, "warnings", dlk_top_warnings(phases, gpus));
 		free(list);
 		cJSON_AddItemToArray(arr, row);
 	}

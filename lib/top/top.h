@@ -40,6 +40,15 @@ cJSON *dlk_top_local(const char *spec_file, double interval_s, struct dlk_err *e
  * time, the other ranks 4%"; "the other ranks idle 55% of their step time in the all-reduce,
  * waiting for rank 1 ..."), empty when none; entries that are not such objects are skipped. */
 cJSON *dlk_top_phase_warnings(const cJSON *phases);
+/* A rank's GPU is idle when it is used at most DLK_TOP_GPU_IDLE_PERCENT while the other ranks'
+ * are used at least DLK_TOP_GPU_BUSY_PERCENT (their median). */
+#define DLK_TOP_GPU_IDLE_PERCENT 5
+#define DLK_TOP_GPU_BUSY_PERCENT 30
+/* dlk_top_phase_warnings, and with the progress's "gpus" ([{"rank", "gpu", "utilization", ...}],
+ * lib/train/progress.h) of two ranks or more, the idle ranks from their GPUs' utilisation
+ * ("rank 1's GPU 0 is idle (2% used) while the other rank's is 87% used: ...") in place of the
+ * step split's judgement of idle ranks. */
+cJSON *dlk_top_warnings(const cJSON *phases, const cJSON *gpus);
 
 /* ---- model servers here (lib/top/served.c) ---- */
 /* The directory where the servers of this user register: $XDG_RUNTIME_DIR/dlk, else
@@ -85,7 +94,9 @@ int dlk_top_sort_cluster(cJSON *doc, const char *key);
  * published (dlk.dev/progress: epoch, step, loss, samplesPerSec, "phases", ...) or null,
  * "warnings" (dlk_top_phase_warnings), "pods": [{"pod", "rank", "phase", "node", "restarts",
  * "ready", "terminating", and "step_time": {"data", "compute", "allreduce"}, the rank's shares,
- * when the progress has them}] by rank}]}. NULL with err when
+ * when the progress has them, and "gpu": {"index", "utilization_percent", "memory_used_bytes",
+ * "memory_total_bytes", "power_watts", "sm_clock_mhz"}, its GPU's sample, when it has one}] by
+ * rank}]}; the warnings with dlk_top_warnings. NULL with err when
  * the API cannot be read. */
 cJSON *dlk_top_cluster(struct kube_client *c, const char *ns, const char *only, struct dlk_err *err);
 
