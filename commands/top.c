@@ -10,6 +10,7 @@
 #include "lib/util/utf8.h"
 #include "lib/top/top.h"
 #include "lib/util/buf.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
 
 #include <signal.h>
@@ -442,6 +443,60 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 	free(t);
 }
 
+/* the models dlk serve deployed: a line per track, replicas ready/desired, the rates their pods'
+ * /metrics gave through the API server's pod proxy, and why not where none could be read */
+static void show_cluster_served(struct dlk_ctx *ctx, const cJSON *served)
+{
+	static const char *const h[] = { "SERVED", "TRACK", "READY", "REQ/S", "ERR/S", "ROWS/S", "LATENCY", "ROLLOUT" };
+	const cJSON *s;
+	struct dlk_table_row *t;
+	struct dlk_buf b = DLK_BUF_INIT;
+	int n = 0;
+
+	if (!cJSON_GetArraySize(served))
+		return;
+	t = xcalloc((size_t)cJSON_GetArraySize(served) + 1, sizeof(*t));
+	for (int i = 0; i < 8; i++)
+		snprintf(t[0].c[i], DLK_TABLE_CELL, "%s", h[i]);
+	cJSON_ArrayForEach(s, served) {
+		const cJSON *lat = cJSON_GetObjectItemCaseSensitive(s, "latency_ms");
+		const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "reason"));
+		int have = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(s, "requests_per_s"));
+		n++;
+		snprintf(t[n].c[0], DLK_TABLE_CELL, "%s", dlk_visible(cJSON_GetObjectItemCaseSensitive(s, "name")->valuestring));
+		snprintf(t[n].c[1], DLK_TABLE_CELL, "%s", dlk_visible(cJSON_GetObjectItemCaseSensitive(s, "track")->valuestring));
+		snprintf(t[n].c[2], DLK_TABLE_CELL, "%.0f/%.0f", pnum(s, "ready"), pnum(s, "desired"));
+		if (have) {
+			snprintf(t[n].c[3], DLK_TABLE_CELL, "%.1f", pnum(s, "requests_per_s"));
+			snprintf(t[n].c[4], DLK_TABLE_CELL, "%.1f", pnum(s, "errors_per_s"));
+			snprintf(t[n].c[5], DLK_TABLE_CELL, "%.1f", pnum(s, "rows_per_s"));
+		} else {
+			for (int i = 3; i < 6; i++)
+				snprintf(t[n].c[i], DLK_TABLE_CELL, "-");
+		}
+		if (cJSON_IsNumber(lat))
+			snprintf(t[n].c[6], DLK_TABLE_CELL, "%.2f ms", lat->valuedouble);
+		else
+			snprintf(t[n].c[6], DLK_TABLE_CELL, "-");
+		snprintf(t[n].c[7], DLK_TABLE_CELL, "%s%s%.150s",
+		         cJSON_GetObjectItemCaseSensitive(s, "rollout")->valuestring, reason ? ": " : "",
+		         reason ? dlk_visible(reason) : "");
+	}
+	dlk_buf_adds(&b, "\n");
+	dlk_table_print(ctx, &b, t, n + 1, 8);
+	cJSON_ArrayForEach(s, served) {
+		const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "metrics"));
+		if (why) {
+			dlk_buf_addf(&b, "note: %s: no request rates: ", dlk_visible(cJSON_GetObjectItemCaseSensitive(s, "name")->valuestring));
+			dlk_buf_addf(&b, "%s\n", dlk_visible(why));
+		}
+	}
+	dlk_put_text(stdout, b.data, b.len);
+	fflush(stdout);
+	dlk_buf_release(&b);
+	free(t);
+}
+
 /* --cluster: the namespace's training Jobs and their pods, from the API */
 static int run_top_cluster(struct dlk_ctx *ctx, const char *only, int live)
 {
@@ -454,11 +509,20 @@ static int run_top_cluster(struct dlk_ctx *ctx, const char *only, int live)
 		return dlk_report(ctx, &err);
 	ns = ctx->namespace_ ? ctx->namespace_ : kube_client_namespace(c);
 	do {
-		cJSON *doc = dlk_top_cluster(c, ns, only, &err);
+		double t0 = dlk_now();
+		cJSON *doc = dlk_top_cluster(c, ns, only, &err), *served;
 		if (!doc) {
 			rc = dlk_report(ctx, &err);
 			break;
 		}
+		/* the served models, their rates over the interval (it waits it when it reads a pod) */
+		served = dlk_top_cluster_served(c, ns, only, top_interval, &err);
+		if (!served) {
+			cJSON_Delete(doc);
+			rc = dlk_report(ctx, &err);
+			break;
+		}
+		cJSON_AddItemToObject(doc, "served", served);
 		if (top_sort)
 			dlk_top_sort_cluster(doc, top_sort);
 		if (ctx->output == DLK_OUTPUT_JSON) {
@@ -469,9 +533,10 @@ static int run_top_cluster(struct dlk_ctx *ctx, const char *only, int live)
 			if (live)
 				fputs("\033[H\033[J", stdout);
 			show_cluster(ctx, doc);
+			show_cluster_served(ctx, served);
 		}
 		cJSON_Delete(doc);
-		for (double w = 0; live && !top_stop && w < top_interval; w += 0.05)
+		while (live && !top_stop && dlk_now() - t0 < top_interval)
 			usleep(50000);
 	} while (live && !top_stop);
 	dlk_kube_close(ctx, c);

@@ -65,7 +65,7 @@ void dlk_serve_unregister(char *path);
  * else NULL. */
 cJSON *dlk_top_served_parse(const char *text, size_t len);
 /* The sum of the samples of Prometheus family name (in the text exposition format) whose label
- * model is model; NAN when none. */
+ * model is model (NULL: all the family's samples); NAN when none. */
 double dlk_top_metric_sum(const char *text, const char *name, const char *model);
 /* The first sample of every registered server whose process lives (stale files are removed):
  * its counters read from its /metrics, its CPU time. Pass to dlk_top_served_end. */
@@ -99,5 +99,17 @@ int dlk_top_sort_cluster(cJSON *doc, const char *key);
  * rank}]}; the warnings with dlk_top_warnings. NULL with err when
  * the API cannot be read. */
 cJSON *dlk_top_cluster(struct kube_client *c, const char *ns, const char *only, struct dlk_err *err);
+
+/* The models `dlk serve` deployed in namespace ns (their Deployments labelled dlk.dev/serve;
+ * only: that model's), an entry a track: {"name", "track", "deployment", "ready", "desired",
+ * "rollout" ("Complete", "Progressing", "Failed"), "reason" (what a rollout waits for or why it
+ * failed), "pods_scraped", and from the /metrics of its ready pods, read through the API
+ * server's pod proxy (GET /api/v1/namespaces/NS/pods/POD:PORT/proxy/metrics, PORT the
+ * container's port named http) twice interval_s apart, summed over the pods: "requests_per_s",
+ * "errors_per_s", "rows_per_s", "latency_ms" (the mean of the requests answered; null with
+ * none); when no pod's could be read, "metrics": why, and the rates null}. NULL with err when
+ * the API cannot be read. Waits interval_s when a pod's metrics were read. */
+cJSON *dlk_top_cluster_served(struct kube_client *c, const char *ns, const char *only, double interval_s,
+                              struct dlk_err *err);
 
 #endif
