@@ -629,7 +629,8 @@ static const struct dlk_option top_options[] = {
 	OPT_STRING(0, "sort", &top_sort, "KEY", NULL, "sort the runs by cpu (the default), rss, project or since, or the "
 	           "lines of ranks by rank (the default), data, compute or allreduce (largest first)"),
 	OPT_BOOL(0, "once", &top_once, "one sample, even on a terminal", .flags = OPT_NONEG),
-	OPT_BOOL(0, "cluster", &top_cluster, "the training jobs of the namespace (-n) and their pods, from the cluster",
+	OPT_BOOL(0, "cluster", &top_cluster, "the training jobs of the namespace (-n) and their pods, and the models dlk serve "
+	         "deployed there, from the cluster",
 	         .flags = OPT_NONEG),
 	OPT_END(),
 };
@@ -641,10 +642,13 @@ const struct dlk_command_def dlk_cmd_top = {
 	               "workers included), their CPU use (100% is one core) and resident memory. On a terminal\n"
 	               "the view refreshes in place until Ctrl-C; piped, it prints one sample; -o json prints\n"
 	               "one sample as {\"runs\": [...], \"interval_s\"}. Below the runs, a line per rank: its epoch,\n"
-	               "step, the run's MFU and where its step time goes (data wait, compute, all-reduce), with a\n"
-	               "warning on a rank starved by input and on ranks idle in the all-reduce for the slowest.\n"
+	               "step, the run's MFU and where its step time goes (data wait, compute, all-reduce), and\n"
+	               "the GPU it samples (utilisation, memory, power, SM clock), with a warning on a rank\n"
+	               "starved by input and on an idle rank (its GPU unused, or the others waiting for it).\n"
 	               "With --cluster: the training jobs of the namespace that have not ended, a line per pod\n"
-	               "(rank, phase, node, restarts) and the progress rank 0 publishes.",
+	               "(rank, phase, node, restarts, GPU) and the progress rank 0 publishes; and the models\n"
+	               "dlk serve deployed: replicas ready/desired, rollout, and requests/s and latency from\n"
+	               "their pods' /metrics through the API server's pod proxy.",
 	.options = top_options,
 	.min_pos = 0,
 	.max_pos = 1,

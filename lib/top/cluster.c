@@ -237,9 +237,15 @@ static int proxy_scrape(struct kube_client *c, const char *ns, const char *pod, 
 	req.accept = "text/plain";
 	if (kube_send(c, &req, &r, &err))
 		snprintf(why, why_len, "%s", err.msg);
-	else if (r.status != 200)
-		/* 503 when the API server cannot reach the pod, 403 when the user may not use the proxy */
-		snprintf(why, why_len, "the API server's pod proxy answered %ld for pod %s", r.status, pod);
+	else if (r.status != 200) {
+		/* 503 when the API server cannot reach the pod, 403 when the user may not use the
+		 * proxy (or the server may not dial the pod): its Status message says which */
+		cJSON *st = r.body.len ? cJSON_ParseWithLength(r.body.data, r.body.len) : NULL;
+		const char *msg = cJSON_GetStringValue(get(st, "message"));
+		snprintf(why, why_len, "the API server's pod proxy answered %ld for pod %s%s%.200s", r.status, pod,
+		         msg ? ": " : "", msg ? msg : "");
+		cJSON_Delete(st);
+	}
 	else {
 		dlk_buf_addc(&r.body, 0);
 		for (int k = 0; k < SERVED_FAMS; k++)

@@ -72,7 +72,7 @@ test_expect_success 'JSON: each served model'"'"'s replicas and rollout; the rat
 		(.rows_per_s - 2 * .requests_per_s | fabs) < 0.2 * .requests_per_s + 0.5" c.json &&
 	jq -e ".served[1] | .ready == 1 and .desired == 1 and .rollout == \"Complete\" and .pods_scraped == 0 and
 		.requests_per_s == null and .latency_ms == null and
-		.metrics == \"the API server'"'"'s pod proxy answered 503 for pod other-6f7c9-abcde\"" c.json
+		.metrics == \"the API server'"'"'s pod proxy answered 503 for pod other-6f7c9-abcde: error trying to reach service: pod other-6f7c9-abcde is not running\"" c.json
 '
 
 test_expect_success 'piped: a line per served model, why one has no rates; one model by name' '
@@ -80,7 +80,7 @@ test_expect_success 'piped: a line per served model, why one has no rates; one m
 	grep -q "^SERVED *TRACK *READY *REQ/S *ERR/S *ROWS/S *LATENCY *ROLLOUT$" c.txt &&
 	grep -q "^blobs *stable *1/2 *[0-9.]* *[0-9.]* *[0-9.]* *[0-9.]* ms *Progressing" c.txt &&
 	grep -q "^other *stable *1/1 *- *- *- *- *Complete$" c.txt &&
-	grep -qx "note: other: no request rates: the API server.s pod proxy answered 503 for pod other-6f7c9-abcde" c.txt &&
+	grep -qx "note: other: no request rates: the API server.s pod proxy answered 503 for pod other-6f7c9-abcde: error trying to reach service: pod other-6f7c9-abcde is not running" c.txt &&
 	grep -qx "no training jobs running in namespace .default." c.txt &&
 	dlk top --cluster -o json --interval 0.2s other >o.json && jq -e "[.served[].name] == [\"other\"]" o.json
 '
