@@ -503,7 +503,7 @@ static int run_top_cluster(struct dlk_ctx *ctx, const char *only, int live)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = dlk_kube_client(ctx, &err);
 	const char *ns;
-	int rc = 0;
+	int rc = 0, said_served = 0;
 
 	if (!c)
 		return dlk_report(ctx, &err);
@@ -518,9 +518,12 @@ static int run_top_cluster(struct dlk_ctx *ctx, const char *only, int live)
 		/* the served models, their rates over the interval (it waits it when it reads a pod) */
 		served = dlk_top_cluster_served(c, ns, only, top_interval, &err);
 		if (!served) {
-			cJSON_Delete(doc);
-			rc = dlk_report(ctx, &err);
-			break;
+			/* the jobs still show to a user who may not list Deployments: why not, once */
+			if (!said_served++ && ctx->output != DLK_OUTPUT_JSON)
+				dlk_warn(ctx, "served models not shown: %s", err.msg);
+			cJSON_AddStringToObject(doc, "served_error", err.msg);
+			dlk_err_clear(&err);
+			served = cJSON_CreateArray();
 		}
 		cJSON_AddItemToObject(doc, "served", served);
 		if (top_sort)

@@ -88,4 +88,18 @@ test_expect_success 'piped: a line per served model, why one has no rates; one m
 kill $LOAD 2>/dev/null; wait $LOAD 2>/dev/null
 api /api/v1/namespaces/default/pods/blobs-5d8f7-x1x2x -X DELETE >/dev/null
 
+# a user who may list Jobs and Pods but not Deployments
+cat >"$TEST_TMP/forbid.json" <<EOT
+{ "auth": { "tokens": ["test-token"] }, "forbid": [ { "verb": "list", "resource": "deployments" } ], "objects": [ $(dep blobs 1 1) ] }
+EOT
+apiserver_or_fail "$TEST_TMP/forbid.json"
+write_kubeconfig "$KUBECONFIG"
+
+test_expect_success 'a user who may not list Deployments still sees the jobs, and a warning why not the served models' '
+	dlk top --cluster >f.txt 2>f.err && cat f.txt f.err &&
+	grep -qx "no training jobs running in namespace .default." f.txt && ! grep -q "^SERVED" f.txt &&
+	test "$(grep -c "served models not shown: .*forbidden" f.err)" = 1 &&
+	dlk top --cluster -o json >f.json 2>/dev/null && jq -e ".served == [] and (.served_error | test(\"forbidden\"))" f.json
+'
+
 test_done
