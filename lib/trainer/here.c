@@ -486,7 +486,7 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 			stop_flag = 1;
 		}
 		/* one rank (or the end's event, which is not gathered): its own sample */
-		if (!r->comm || r->world == 1) {
+		if (r->gpu && (!r->comm || r->world == 1)) {
 			float f[GPU_FLOATS] = { 0 };
 			sample_gpu(r, ev0->kind == DLK_TRAIN_DONE);
 			gpu_floats(r, f);
