@@ -4,7 +4,7 @@
 # and rank 1 on GPU 0 (a fake CUDA driver and a fake NVML that answer per device). Rank 0
 # gathers the samples into the progress; dlk top shows a line per rank and GPU (plain and JSON)
 # and warns on the rank whose GPU is idle while the other's computes; each rank's metrics
-# endpoint serves its GPU's series.
+# endpoint serves its GPU's series. A run of one rank samples its GPU as well.
 . "$(dirname "$0")/../lib.sh"
 
 mkdir -p "$TEST_TMP/fake"
@@ -126,5 +126,14 @@ test_expect_success 'each rank'"'"'s metrics endpoint serves its GPU'"'"'s serie
 '
 
 kill -INT $TRAIN; wait $TRAIN
+
+test_expect_success 'a run of one rank samples its GPU too, the end included' '
+	rm -f "$P/.dlk/runs/blobs/progress" &&
+	DLK_CUDA_DRIVER_LIBRARY=$TEST_TMP/fake/libcuda.so DLK_NVML_LIBRARY=$TEST_TMP/fake/libnvml.so FAKE_NVML_UTIL=40,70 \
+		CUDA_VISIBLE_DEVICES=1 DLK_DEVICE=cpu dlk -f "$P/dlk.yaml" train --local --fresh -q --set training.epochs=1 &&
+	jq -c .gpus "$P/.dlk/runs/blobs/progress" &&
+	jq -e ".step == .totalSteps and .gpus == [{rank: 0, gpu: 1, utilization: 70, memoryUsed: 21474836480,
+		memoryTotal: 85899345920, smClockMhz: 1755}]" "$P/.dlk/runs/blobs/progress"
+'
 
 test_done
