@@ -18,8 +18,8 @@ int dlk_top_proc(long pid, double *cpu_seconds, unsigned long long *rss_bytes, i
  * seconds: a new array [{"project", "run", "pid", "host", "since", "processes", "cpu_percent"
  * (100 = one core), "rss_bytes"}], sorted by cpu_percent, highest first, and, once the run's
  * rank 0 wrote its progress (lib/train/progress.h, DLK_PROGRESS_FILE), "progress" (epoch,
- * step, loss, samplesPerSec, ... and "phases": each rank's share of its step time) and
- * "warnings" (dlk_top_phase_warnings). An empty array when none runs. */
+ * step, loss, samplesPerSec, ... "phases": each rank's share of its step time, "gpus": each
+ * rank's GPU sample) and "warnings" (dlk_top_warnings). An empty array when none runs. */
 cJSON *dlk_top_local(const char *spec_file, double interval_s, struct dlk_err *err);
 
 /* A rank starved by input: it waits for its batches at least DLK_TOP_STARVED_SHARE of its step
