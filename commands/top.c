@@ -10,6 +10,7 @@
 #include "lib/util/utf8.h"
 #include "lib/top/top.h"
 #include "lib/util/buf.h"
+#include "lib/util/clock.h"
 #include "lib/util/mem.h"
 
 #include <signal.h>
@@ -59,6 +60,71 @@ static void mfu_cell(char *cell, const cJSON *progress)
 }
 
 static const char *const phase_head[DLK_PHASES] = { "DATA%", "COMPUTE%", "ALLREDUCE%" };
+
+/* a GPU's figures as five cells: its index, utilisation, memory used / total, power, SM clock
+ * (power < 0 and clock 0: not reported) */
+#define GPU_CELLS 5
+static const char *const gpu_head[GPU_CELLS] = { "GPU", "UTIL%", "MEMORY", "POWER", "SM CLOCK" };
+static void gpu_cells(struct dlk_table_row *row, int at, double index, double util, double used, double total,
+                      double power, double mhz)
+{
+	char u[32], t[32];
+
+	dlk_fmt_bytes(u, sizeof(u), used > 0 ? (unsigned long long)used : 0);
+	dlk_fmt_bytes(t, sizeof(t), total > 0 ? (unsigned long long)total : 0);
+	snprintf(row->c[at], DLK_TABLE_CELL, "%.0f", index);
+	snprintf(row->c[at + 1], DLK_TABLE_CELL, "%.0f", util);
+	snprintf(row->c[at + 2], DLK_TABLE_CELL, "%s / %s", u, t);
+	if (power >= 0)
+		snprintf(row->c[at + 3], DLK_TABLE_CELL, "%.0f W", power);
+	else
+		snprintf(row->c[at + 3], DLK_TABLE_CELL, "-");
+	if (mhz > 0)
+		snprintf(row->c[at + 4], DLK_TABLE_CELL, "%.0f MHz", mhz);
+	else
+		snprintf(row->c[at + 4], DLK_TABLE_CELL, "-");
+}
+
+/* Below the ranks, a line per rank of a run that sampled its GPU: which GPU (NVML's index) and
+ * its figures */
+static void show_rank_gpus(struct dlk_ctx *ctx, struct dlk_buf *b, const cJSON *rows, const char *only)
+{
+	const cJSON *r, *e;
+	int n = 0, cap = 1;
+	struct dlk_table_row *t;
+
+	cJSON_ArrayForEach(r, rows)
+		cap += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "progress"),
+		                                                           DLK_PROGRESS_GPUS));
+	if (cap == 1)
+		return;
+	t = xcalloc((size_t)cap, sizeof(*t));
+	snprintf(t[0].c[0], DLK_TABLE_CELL, "PROJECT");
+	snprintf(t[0].c[1], DLK_TABLE_CELL, "RANK");
+	for (int i = 0; i < GPU_CELLS; i++)
+		snprintf(t[0].c[2 + i], DLK_TABLE_CELL, "%s", gpu_head[i]);
+	cJSON_ArrayForEach(r, rows) {
+		const char *p = cJSON_GetObjectItemCaseSensitive(r, "project")->valuestring;
+		if (only && strcmp(only, p))
+			continue;
+		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "progress"),
+		                                                       DLK_PROGRESS_GPUS)) {
+			if (n + 1 >= cap || pnum(e, "rank") < 0 || pnum(e, "gpu") < 0)
+				continue;
+			n++;
+			snprintf(t[n].c[0], DLK_TABLE_CELL, "%s", p);
+			snprintf(t[n].c[1], DLK_TABLE_CELL, "%.0f", pnum(e, "rank"));
+			gpu_cells(&t[n], 2, pnum(e, "gpu"), pnum(e, DLK_PROGRESS_GPU_UTIL), pnum(e, DLK_PROGRESS_GPU_MEM_USED),
+			          pnum(e, DLK_PROGRESS_GPU_MEM_TOTAL), pnum(e, DLK_PROGRESS_GPU_POWER),
+			          pnum(e, DLK_PROGRESS_GPU_SM_CLOCK));
+		}
+	}
+	if (n) {
+		dlk_buf_adds(b, "\n");
+		dlk_table_print(ctx, b, t, n + 1, 2 + GPU_CELLS);
+	}
+	free(t);
+}
 
 /* the warnings of a run or a job (lib/top: ranks starved by input) */
 static void show_warnings(struct dlk_buf *b, const char *who, const cJSON *warnings)
@@ -112,6 +178,7 @@ static void show_ranks(struct dlk_ctx *ctx, struct dlk_buf *b, const cJSON *rows
 		dlk_table_print(ctx, b, t, n + 1, 6 + DLK_PHASES);
 	}
 	free(t);
+	show_rank_gpus(ctx, b, rows, only);
 	cJSON_ArrayForEach(r, rows) {
 		const char *p = cJSON_GetObjectItemCaseSensitive(r, "project")->valuestring;
 		if (!only || !strcmp(only, p))
@@ -265,6 +332,41 @@ static void show_gpus(struct dlk_ctx *ctx, const struct dlk_gpu_sample *g, int n
 	free(t);
 }
 
+/* a line per pod whose rank sampled its GPU: the GPU (NVML's index on its node) and its figures */
+static void show_pod_gpus(struct dlk_ctx *ctx, struct dlk_buf *b, const cJSON *jobs)
+{
+	const cJSON *j, *p;
+	int n = 0, cap = 1;
+	struct dlk_table_row *t;
+
+	cJSON_ArrayForEach(j, jobs)
+		cap += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "pods"));
+	t = xcalloc((size_t)cap, sizeof(*t));
+	snprintf(t[0].c[0], DLK_TABLE_CELL, "JOB");
+	snprintf(t[0].c[1], DLK_TABLE_CELL, "RANK");
+	snprintf(t[0].c[2], DLK_TABLE_CELL, "POD");
+	for (int i = 0; i < GPU_CELLS; i++)
+		snprintf(t[0].c[3 + i], DLK_TABLE_CELL, "%s", gpu_head[i]);
+	cJSON_ArrayForEach(j, jobs) {
+		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(j, "pods")) {
+			const cJSON *g = cJSON_GetObjectItemCaseSensitive(p, "gpu");
+			if (!cJSON_IsObject(g) || n + 1 >= cap)
+				continue;
+			n++;
+			snprintf(t[n].c[0], DLK_TABLE_CELL, "%s", dlk_visible(cJSON_GetObjectItemCaseSensitive(j, "job")->valuestring));
+			snprintf(t[n].c[1], DLK_TABLE_CELL, "%.0f", pnum(p, "rank"));
+			snprintf(t[n].c[2], DLK_TABLE_CELL, "%s", dlk_visible(cJSON_GetObjectItemCaseSensitive(p, "pod")->valuestring));
+			gpu_cells(&t[n], 3, pnum(g, "index"), pnum(g, "utilization_percent"), pnum(g, "memory_used_bytes"),
+			          pnum(g, "memory_total_bytes"), pnum(g, "power_watts"), pnum(g, "sm_clock_mhz"));
+		}
+	}
+	if (n) {
+		dlk_buf_adds(b, "\n");
+		dlk_table_print(ctx, b, t, n + 1, 3 + GPU_CELLS);
+	}
+	free(t);
+}
+
 /* a line per pod: its job, rank, phase, node, restarts, and the job's progress on rank 0's line */
 static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 {
@@ -331,9 +433,64 @@ static void show_cluster(struct dlk_ctx *ctx, const cJSON *doc)
 	else
 		dlk_buf_addf(&b, "no training jobs running in namespace '%s'\n",
 		             dlk_visible(cJSON_GetObjectItemCaseSensitive(doc, "namespace")->valuestring));
+	show_pod_gpus(ctx, &b, jobs);
 	cJSON_ArrayForEach(j, jobs)
 		show_warnings(&b, cJSON_GetObjectItemCaseSensitive(j, "job")->valuestring,
 		              cJSON_GetObjectItemCaseSensitive(j, "warnings"));
+	dlk_put_text(stdout, b.data, b.len);
+	fflush(stdout);
+	dlk_buf_release(&b);
+	free(t);
+}
+
+/* the models dlk serve deployed: a line per track, replicas ready/desired, the rates their pods'
+ * /metrics gave through the API server's pod proxy, and why not where none could be read */
+static void show_cluster_served(struct dlk_ctx *ctx, const cJSON *served)
+{
+	static const char *const h[] = { "SERVED", "TRACK", "READY", "REQ/S", "ERR/S", "ROWS/S", "LATENCY", "ROLLOUT" };
+	const cJSON *s;
+	struct dlk_table_row *t;
+	struct dlk_buf b = DLK_BUF_INIT;
+	int n = 0;
+
+	if (!cJSON_GetArraySize(served))
+		return;
+	t = xcalloc((size_t)cJSON_GetArraySize(served) + 1, sizeof(*t));
+	for (int i = 0; i < 8; i++)
+		snprintf(t[0].c[i], DLK_TABLE_CELL, "%s", h[i]);
+	cJSON_ArrayForEach(s, served) {
+		const cJSON *lat = cJSON_GetObjectItemCaseSensitive(s, "latency_ms");
+		const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "reason"));
+		int have = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(s, "requests_per_s"));
+		n++;
+		snprintf(t[n].c[0], DLK_TABLE_CELL, "%s", dlk_visible(cJSON_GetObjectItemCaseSensitive(s, "name")->valuestring));
+		snprintf(t[n].c[1], DLK_TABLE_CELL, "%s", dlk_visible(cJSON_GetObjectItemCaseSensitive(s, "track")->valuestring));
+		snprintf(t[n].c[2], DLK_TABLE_CELL, "%.0f/%.0f", pnum(s, "ready"), pnum(s, "desired"));
+		if (have) {
+			snprintf(t[n].c[3], DLK_TABLE_CELL, "%.1f", pnum(s, "requests_per_s"));
+			snprintf(t[n].c[4], DLK_TABLE_CELL, "%.1f", pnum(s, "errors_per_s"));
+			snprintf(t[n].c[5], DLK_TABLE_CELL, "%.1f", pnum(s, "rows_per_s"));
+		} else {
+			for (int i = 3; i < 6; i++)
+				snprintf(t[n].c[i], DLK_TABLE_CELL, "-");
+		}
+		if (cJSON_IsNumber(lat))
+			snprintf(t[n].c[6], DLK_TABLE_CELL, "%.2f ms", lat->valuedouble);
+		else
+			snprintf(t[n].c[6], DLK_TABLE_CELL, "-");
+		snprintf(t[n].c[7], DLK_TABLE_CELL, "%s%s%.150s",
+		         cJSON_GetObjectItemCaseSensitive(s, "rollout")->valuestring, reason ? ": " : "",
+		         reason ? dlk_visible(reason) : "");
+	}
+	dlk_buf_adds(&b, "\n");
+	dlk_table_print(ctx, &b, t, n + 1, 8);
+	cJSON_ArrayForEach(s, served) {
+		const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "metrics"));
+		if (why) {
+			dlk_buf_addf(&b, "note: %s: no request rates: ", dlk_visible(cJSON_GetObjectItemCaseSensitive(s, "name")->valuestring));
+			dlk_buf_addf(&b, "%s\n", dlk_visible(why));
+		}
+	}
 	dlk_put_text(stdout, b.data, b.len);
 	fflush(stdout);
 	dlk_buf_release(&b);
@@ -346,17 +503,29 @@ static int run_top_cluster(struct dlk_ctx *ctx, const char *only, int live)
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = dlk_kube_client(ctx, &err);
 	const char *ns;
-	int rc = 0;
+	int rc = 0, said_served = 0;
 
 	if (!c)
 		return dlk_report(ctx, &err);
 	ns = ctx->namespace_ ? ctx->namespace_ : kube_client_namespace(c);
 	do {
-		cJSON *doc = dlk_top_cluster(c, ns, only, &err);
+		double t0 = dlk_now();
+		cJSON *doc = dlk_top_cluster(c, ns, only, &err), *served;
 		if (!doc) {
 			rc = dlk_report(ctx, &err);
 			break;
 		}
+		/* the served models, their rates over the interval (it waits it when it reads a pod) */
+		served = dlk_top_cluster_served(c, ns, only, top_interval, &err);
+		if (!served) {
+			/* the jobs still show to a user who may not list Deployments: why not, once */
+			if (!said_served++ && ctx->output != DLK_OUTPUT_JSON)
+				dlk_warn(ctx, "served models not shown: %s", err.msg);
+			cJSON_AddStringToObject(doc, "served_error", err.msg);
+			dlk_err_clear(&err);
+			served = cJSON_CreateArray();
+		}
+		cJSON_AddItemToObject(doc, "served", served);
 		if (top_sort)
 			dlk_top_sort_cluster(doc, top_sort);
 		if (ctx->output == DLK_OUTPUT_JSON) {
@@ -367,9 +536,10 @@ static int run_top_cluster(struct dlk_ctx *ctx, const char *only, int live)
 			if (live)
 				fputs("\033[H\033[J", stdout);
 			show_cluster(ctx, doc);
+			show_cluster_served(ctx, served);
 		}
 		cJSON_Delete(doc);
-		for (double w = 0; live && !top_stop && w < top_interval; w += 0.05)
+		while (live && !top_stop && dlk_now() - t0 < top_interval)
 			usleep(50000);
 	} while (live && !top_stop);
 	dlk_kube_close(ctx, c);
@@ -462,7 +632,8 @@ static const struct dlk_option top_options[] = {
 	OPT_STRING(0, "sort", &top_sort, "KEY", NULL, "sort the runs by cpu (the default), rss, project or since, or the "
 	           "lines of ranks by rank (the default), data, compute or allreduce (largest first)"),
 	OPT_BOOL(0, "once", &top_once, "one sample, even on a terminal", .flags = OPT_NONEG),
-	OPT_BOOL(0, "cluster", &top_cluster, "the training jobs of the namespace (-n) and their pods, from the cluster",
+	OPT_BOOL(0, "cluster", &top_cluster, "the training jobs of the namespace (-n) and their pods, and the models dlk serve "
+	         "deployed there, from the cluster",
 	         .flags = OPT_NONEG),
 	OPT_END(),
 };
@@ -474,10 +645,13 @@ const struct dlk_command_def dlk_cmd_top = {
 	               "workers included), their CPU use (100% is one core) and resident memory. On a terminal\n"
 	               "the view refreshes in place until Ctrl-C; piped, it prints one sample; -o json prints\n"
 	               "one sample as {\"runs\": [...], \"interval_s\"}. Below the runs, a line per rank: its epoch,\n"
-	               "step, the run's MFU and where its step time goes (data wait, compute, all-reduce), with a\n"
-	               "warning on a rank starved by input and on ranks idle in the all-reduce for the slowest.\n"
+	               "step, the run's MFU and where its step time goes (data wait, compute, all-reduce), and\n"
+	               "the GPU it samples (utilisation, memory, power, SM clock), with a warning on a rank\n"
+	               "starved by input and on an idle rank (its GPU unused, or the others waiting for it).\n"
 	               "With --cluster: the training jobs of the namespace that have not ended, a line per pod\n"
-	               "(rank, phase, node, restarts) and the progress rank 0 publishes.",
+	               "(rank, phase, node, restarts, GPU) and the progress rank 0 publishes; and the models\n"
+	               "dlk serve deployed: replicas ready/desired, rollout, and requests/s and latency from\n"
+	               "their pods' /metrics through the API server's pod proxy.",
 	.options = top_options,
 	.min_pos = 0,
 	.max_pos = 1,

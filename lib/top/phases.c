@@ -26,13 +26,70 @@ static double share(const cJSON *e, int k)
 	return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 1 ? v->valuedouble : -1;
 }
 
+/* the GPU utilisation of each rank in gpus (valid entries), into rank[] and util[]; their count */
+static int gpu_utils(const cJSON *gpus, int *rank, int *gpu, double *util, int cap)
+{
+	const cJSON *e;
+	int n = 0;
+
+	cJSON_ArrayForEach(e, gpus) {
+		const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "rank"), *g = cJSON_GetObjectItemCaseSensitive(e, "gpu");
+		const cJSON *u = cJSON_GetObjectItemCaseSensitive(e, DLK_PROGRESS_GPU_UTIL);
+		if (n >= cap || !cJSON_IsObject(e) || !cJSON_IsNumber(r) || r->valuedouble < 0 || r->valuedouble > 1e6 ||
+		    !cJSON_IsNumber(g) || g->valuedouble < 0 || g->valuedouble > 1e6 || !cJSON_IsNumber(u) ||
+		    !(u->valuedouble >= 0 && u->valuedouble <= 100))
+			continue;
+		rank[n] = (int)r->valuedouble;
+		gpu[n] = (int)g->valuedouble;
+		util[n++] = u->valuedouble;
+	}
+	return n;
+}
+
+/* ranks whose GPU is idle while the others' compute */
+static void gpu_warnings(cJSON *out, const int *rank, const int *gpu, const double *util, int n, double *others)
+{
+	for (int i = 0; n > 1 && i < n; i++) {
+		int m = 0;
+		double med;
+		if (util[i] > DLK_TOP_GPU_IDLE_PERCENT)
+			continue;
+		for (int j = 0; j < n; j++)
+			if (j != i)
+				others[m++] = util[j];
+		qsort(others, (size_t)m, sizeof(double), cmp_double);
+		med = m % 2 ? others[m / 2] : (others[m / 2 - 1] + others[m / 2]) / 2;
+		if (med >= DLK_TOP_GPU_BUSY_PERCENT)
+			add_warning(out, xasprintf("rank %d's GPU %d is idle (%.0f%% used) while %s %.0f%% used: the rank "
+			                           "does not compute on it, or waits for the others", rank[i], gpu[i], util[i],
+			                           n > 2 ? "the other ranks' GPUs are (their median)" : "the other rank's is",
+			                           med));
+	}
+}
+
 cJSON *dlk_top_phase_warnings(const cJSON *phases)
+{
+	return dlk_top_warnings(phases, NULL);
+}
+
+cJSON *dlk_top_warnings(const cJSON *phases, const cJSON *gpus)
 {
 	cJSON *out = cJSON_CreateArray();
 	const cJSON *e;
 	double *data, *others;
-	int *rank, n = 0;
+	int *rank, n = 0, n_gpu = 0;
 
+	/* the GPUs' utilisation says which rank is idle, when they were sampled */
+	if (cJSON_IsArray(gpus) && cJSON_GetArraySize(gpus) > 1) {
+		int cap = cJSON_GetArraySize(gpus), *gr = xcalloc((size_t)cap, sizeof(int)), *gg = xcalloc((size_t)cap, sizeof(int));
+		double *gu = xcalloc((size_t)cap, sizeof(double)), *go = xcalloc((size_t)cap, sizeof(double));
+		n_gpu = gpu_utils(gpus, gr, gg, gu, cap);
+		gpu_warnings(out, gr, gg, gu, n_gpu, go);
+		free(gr);
+		free(gg);
+		free(gu);
+		free(go);
+	}
 	if (!cJSON_IsArray(phases))
 		return out;
 	data = xcalloc((size_t)cJSON_GetArraySize(phases) + 1, sizeof(double));
@@ -65,8 +122,9 @@ cJSON *dlk_top_phase_warnings(const cJSON *phases)
 			                                                "the other ranks %.0f%%: it is starved by input",
 			                                                rank[i], 100 * data[i], 100 * med));
 	}
-	/* idle ranks: the others wait in the all-reduce for one rank that computes (not starved) */
-	{
+	/* idle ranks: the others wait in the all-reduce for one rank that computes (not starved);
+	 * from the step split only when the GPUs' utilisation does not say it */
+	if (n_gpu < 2) {
 		double *ar = xcalloc((size_t)n + 1, sizeof(double)), *cp = xcalloc((size_t)n + 1, sizeof(double));
 		int m = 0;
 		cJSON_ArrayForEach(e, phases) {

@@ -128,14 +128,14 @@ static int scrape(const char *host, int port, struct dlk_buf *b)
 }
 
 /* the sum of the samples of family name (exactly: "name{" or "name ") whose label model is
- * model; NAN when there is none */
+ * model (NULL: all of them); NAN when there is none */
 double dlk_top_metric_sum(const char *text, const char *name, const char *model)
 {
 	size_t nl = strlen(name);
 	double sum = NAN;
 	char want[300];
 
-	snprintf(want, sizeof(want), "model=\"%s\"", model);
+	snprintf(want, sizeof(want), "model=\"%s\"", model ? model : "");
 	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		const char *e = strchr(l, '\n'), *brace, *v;
 		size_t len = e ? (size_t)(e - l) : strlen(l);
@@ -150,8 +150,8 @@ double dlk_top_metric_sum(const char *text, const char *name, const char *model)
 				continue;
 			/* the model label, whole: model="a" is not model="ab" */
 			const char *m = brace;
-			int found = 0;
-			while ((m = strstr(m, want)) && m < close) {
+			int found = !model; /* NULL: every model's */
+			while (!found && (m = strstr(m, want)) && m < close) {
 				if ((m[-1] == '{' || m[-1] == ',') && (m[strlen(want)] == ',' || m[strlen(want)] == '}')) {
 					found = 1;
 					break;
@@ -161,8 +161,10 @@ double dlk_top_metric_sum(const char *text, const char *name, const char *model)
 			if (!found)
 				continue;
 			v = close + 1;
-		} else {
+		} else if (model) {
 			continue; /* every series of a served model carries its label */
+		} else {
+			v = l + nl + 1;
 		}
 		x = strtod(v, &end);
 		if (end == v || !isfinite(x))

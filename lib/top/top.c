@@ -128,7 +128,8 @@ static void add_progress(cJSON *row, const char *dir, const char *run)
 		return;
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(p, DLK_PROGRESS_RUN);
-	cJSON_AddItemToObject(row, "warnings", dlk_top_phase_warnings(cJSON_GetObjectItemCaseSensitive(p, DLK_PROGRESS_PHASES)));
+	cJSON_AddItemToObject(row, "warnings", dlk_top_warnings(cJSON_GetObjectItemCaseSensitive(p, DLK_PROGRESS_PHASES),
+	                                                                cJSON_GetObjectItemCaseSensitive(p, DLK_PROGRESS_GPUS)));
 	cJSON_AddItemToObject(row, "progress", p);
 }
 

@@ -18,8 +18,8 @@ int dlk_top_proc(long pid, double *cpu_seconds, unsigned long long *rss_bytes, i
  * seconds: a new array [{"project", "run", "pid", "host", "since", "processes", "cpu_percent"
  * (100 = one core), "rss_bytes"}], sorted by cpu_percent, highest first, and, once the run's
  * rank 0 wrote its progress (lib/train/progress.h, DLK_PROGRESS_FILE), "progress" (epoch,
- * step, loss, samplesPerSec, ... and "phases": each rank's share of its step time) and
- * "warnings" (dlk_top_phase_warnings). An empty array when none runs. */
+ * step, loss, samplesPerSec, ... "phases": each rank's share of its step time, "gpus": each
+ * rank's GPU sample) and "warnings" (dlk_top_warnings). An empty array when none runs. */
 cJSON *dlk_top_local(const char *spec_file, double interval_s, struct dlk_err *err);
 
 /* A rank starved by input: it waits for its batches at least DLK_TOP_STARVED_SHARE of its step
@@ -40,6 +40,15 @@ cJSON *dlk_top_local(const char *spec_file, double interval_s, struct dlk_err *e
  * time, the other ranks 4%"; "the other ranks idle 55% of their step time in the all-reduce,
  * waiting for rank 1 ..."), empty when none; entries that are not such objects are skipped. */
 cJSON *dlk_top_phase_warnings(const cJSON *phases);
+/* A rank's GPU is idle when it is used at most DLK_TOP_GPU_IDLE_PERCENT while the other ranks'
+ * are used at least DLK_TOP_GPU_BUSY_PERCENT (their median). */
+#define DLK_TOP_GPU_IDLE_PERCENT 5
+#define DLK_TOP_GPU_BUSY_PERCENT 30
+/* dlk_top_phase_warnings, and with the progress's "gpus" ([{"rank", "gpu", "utilization", ...}],
+ * lib/train/progress.h) of two ranks or more, the idle ranks from their GPUs' utilisation
+ * ("rank 1's GPU 0 is idle (2% used) while the other rank's is 87% used: ...") in place of the
+ * step split's judgement of idle ranks. */
+cJSON *dlk_top_warnings(const cJSON *phases, const cJSON *gpus);
 
 /* ---- model servers here (lib/top/served.c) ---- */
 /* The directory where the servers of this user register: $XDG_RUNTIME_DIR/dlk, else
@@ -56,7 +65,7 @@ void dlk_serve_unregister(char *path);
  * else NULL. */
 cJSON *dlk_top_served_parse(const char *text, size_t len);
 /* The sum of the samples of Prometheus family name (in the text exposition format) whose label
- * model is model; NAN when none. */
+ * model is model (NULL: all the family's samples); NAN when none. */
 double dlk_top_metric_sum(const char *text, const char *name, const char *model);
 /* The first sample of every registered server whose process lives (stale files are removed):
  * its counters read from its /metrics, its CPU time. Pass to dlk_top_served_end. */
@@ -85,8 +94,22 @@ int dlk_top_sort_cluster(cJSON *doc, const char *key);
  * published (dlk.dev/progress: epoch, step, loss, samplesPerSec, "phases", ...) or null,
  * "warnings" (dlk_top_phase_warnings), "pods": [{"pod", "rank", "phase", "node", "restarts",
  * "ready", "terminating", and "step_time": {"data", "compute", "allreduce"}, the rank's shares,
- * when the progress has them}] by rank}]}. NULL with err when
+ * when the progress has them, and "gpu": {"index", "utilization_percent", "memory_used_bytes",
+ * "memory_total_bytes", "power_watts", "sm_clock_mhz"}, its GPU's sample, when it has one}] by
+ * rank}]}; the warnings with dlk_top_warnings. NULL with err when
  * the API cannot be read. */
 cJSON *dlk_top_cluster(struct kube_client *c, const char *ns, const char *only, struct dlk_err *err);
+
+/* The models `dlk serve` deployed in namespace ns (their Deployments labelled dlk.dev/serve;
+ * only: that model's), an entry a track: {"name", "track", "deployment", "ready", "desired",
+ * "rollout" ("Complete", "Progressing", "Failed"), "reason" (what a rollout waits for or why it
+ * failed), "pods_scraped", and from the /metrics of its ready pods, read through the API
+ * server's pod proxy (GET /api/v1/namespaces/NS/pods/POD:PORT/proxy/metrics, PORT the
+ * container's port named http) twice interval_s apart, summed over the pods: "requests_per_s",
+ * "errors_per_s", "rows_per_s", "latency_ms" (the mean of the requests answered; null with
+ * none); when no pod's could be read, "metrics": why, and the rates null}. NULL with err when
+ * the API cannot be read. Waits interval_s when a pod's metrics were read. */
+cJSON *dlk_top_cluster_served(struct kube_client *c, const char *ns, const char *only, double interval_s,
+                              struct dlk_err *err);
 
 #endif

@@ -22,6 +22,16 @@
  * DLK_PROGRESS_MAX_RANKS ranks */
 #define DLK_PROGRESS_PHASES "phases"
 #define DLK_PROGRESS_MAX_RANKS 64
+/* the GPU of each rank that has one (of the first DLK_PROGRESS_MAX_RANKS), sampled through NVML
+ * at most once a second: [{"rank", "gpu" (NVML's index), "utilization" (percent),
+ * "memoryUsed", "memoryTotal" (bytes, to the MiB), "powerWatts" and "smClockMhz" when the GPU
+ * reports them}] */
+#define DLK_PROGRESS_GPUS "gpus"
+#define DLK_PROGRESS_GPU_UTIL "utilization"
+#define DLK_PROGRESS_GPU_MEM_USED "memoryUsed"
+#define DLK_PROGRESS_GPU_MEM_TOTAL "memoryTotal"
+#define DLK_PROGRESS_GPU_POWER "powerWatts"
+#define DLK_PROGRESS_GPU_SM_CLOCK "smClockMhz"
 /* the model FLOP utilisation, when the model's FLOPs are known: "flopsPerSample" (a training
  * step's, 3x the forward), "flops" (the gang's FLOP/s), and with a known peak "peakFlops" (all
  * the gang's devices) and "mfu" (flops / peakFlops, from 0 to 1) */
@@ -45,7 +55,8 @@
 
 /* The annotation's value for ev: {"epoch","epochs","step","totalSteps","loss","accuracy",
  * "samplesPerSec","updated"}, "workers" when ev->world is known, "phases" from
- * ev->rank_phase_sec (else this rank's ev->phase_sec, as rank 0) once a step was timed; accuracy is the last test accuracy known (null when none).
+ * ev->rank_phase_sec (else this rank's ev->phase_sec, as rank 0) once a step was timed, "gpus"
+ * from ev->rank_gpu; accuracy is the last test accuracy known (null when none).
  * updated is RFC 3339. The caller frees the string. */
 char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int have_accuracy, const char *updated);
 

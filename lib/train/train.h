@@ -31,6 +31,16 @@ enum dlk_step_phase { DLK_PHASE_DATA, DLK_PHASE_COMPUTE, DLK_PHASE_ALLREDUCE, DL
 /* "data", "compute", "allreduce": the names the progress and the metrics use */
 const char *dlk_step_phase_name(int phase);
 
+/* A rank's GPU as it sampled it (lib/top/nvml.h) and the ranks gathered it for the progress:
+ * gpu is NVML's index of the device the rank's CUDA device is (found by its PCI bus id). */
+struct dlk_rank_gpu {
+	int rank, gpu;
+	double util_percent;          /* 0..100 */
+	double mem_used, mem_total;   /* bytes, to the MiB */
+	double power_w;               /* < 0: not reported */
+	double sm_clock_mhz;          /* 0: not reported */
+};
+
 struct dlk_train_event {
 	enum dlk_train_event_kind kind;
 	int epoch, epochs;            /* 1-based epoch */
@@ -51,6 +61,10 @@ struct dlk_train_event {
 	 * whoever gathers them (lib/trainer), NULL from the loop */
 	const double *rank_phase_sec;
 	int n_rank_phases;
+	/* the GPU of each rank that has one, as last sampled (at most once a second): filled by
+	 * lib/trainer, NULL from the loop */
+	const struct dlk_rank_gpu *rank_gpu;
+	int n_rank_gpu;
 	/* the model's FLOPs per training sample (lib/nn/net.h), the whole gang's FLOP/s and the peak
 	 * of all its devices (lib/top/peak.h): filled by lib/trainer, 0 when not known */
 	double flops_per_sample, flops, peak_flops;

@@ -16,6 +16,7 @@
 #include "lib/nn/device.h"
 #include "lib/nn/net.h"
 #include "lib/report/report.h"
+#include "lib/top/nvml.h"
 #include "lib/top/peak.h"
 #include "lib/train/bundle.h"
 #include "lib/train/checkpoint.h"
@@ -162,7 +163,69 @@ struct here {
 	double flops_per_sample;      /* a training step's FLOPs per sample (0: not known) */
 	struct dlk_peak peak;         /* this rank's device's peak (flops 0: not known) */
 	int n_kept_phase;
+	/* this rank's GPU (NULL: none known), sampled at most every DLK_PROGRESS_FILE_INTERVAL_SEC */
+	struct dlk_gpu_probe *gpu;
+	struct dlk_gpu_sample gpu_last;
+	int have_gpu;
+	double gpu_sampled;
+	struct dlk_rank_gpu *kept_gpu; /* the last GPU samples gathered from every rank */
+	int n_kept_gpu;
 };
+
+/* the floats a rank's GPU sample takes in the gathering all-reduce: NVML's index + 1 (0: no
+ * sample), utilisation, memory used and total in MiB (exact in a float up to 16 TiB), power + 1
+ * (0: not reported), SM clock */
+#define GPU_FLOATS 6
+
+/* samples this rank's GPU when the last sample is older than the progress's cadence (never per
+ * step: NVML's calls cost more than a small step) */
+static void sample_gpu(struct here *r, int now_anyway)
+{
+	double now = dlk_now();
+
+	if (!r->gpu || (!now_anyway && r->gpu_sampled > 0 && now - r->gpu_sampled < DLK_PROGRESS_FILE_INTERVAL_SEC))
+		return;
+	r->gpu_sampled = now;
+	r->have_gpu = !dlk_gpu_probe_sample(r->gpu, &r->gpu_last);
+	if (r->have_gpu)
+		dlk_train_metrics_gpu(r->metrics, r->gpu_last.index, r->gpu_last.util_percent, (double)r->gpu_last.mem_used,
+		                      (double)r->gpu_last.mem_total, r->gpu_last.power_w, r->gpu_last.sm_clock_mhz);
+}
+
+static void gpu_floats(const struct here *r, float *f)
+{
+	const struct dlk_gpu_sample *g = &r->gpu_last;
+
+	if (!r->have_gpu)
+		return;
+	f[0] = (float)(g->index + 1);
+	f[1] = (float)g->util_percent;
+	f[2] = (float)round((double)g->mem_used / 1048576.0);
+	f[3] = (float)round((double)g->mem_total / 1048576.0);
+	f[4] = g->power_w >= 0 ? (float)(g->power_w + 1) : 0;
+	f[5] = (float)g->sm_clock_mhz;
+}
+
+/* the ranks' GPU samples from the gathered floats (nr ranks) into r->kept_gpu */
+static void keep_gpus(struct here *r, const float *f, int nr)
+{
+	r->n_kept_gpu = 0;
+	r->kept_gpu = xrealloc(r->kept_gpu, sizeof(*r->kept_gpu) * (size_t)(nr > 0 ? nr : 1));
+	for (int i = 0; i < nr; i++) {
+		const float *g = f + (size_t)i * GPU_FLOATS;
+		struct dlk_rank_gpu *k = &r->kept_gpu[r->n_kept_gpu];
+		if (!(g[0] >= 1))
+			continue;
+		k->rank = i;
+		k->gpu = (int)g[0] - 1;
+		k->util_percent = g[1];
+		k->mem_used = (double)g[2] * 1048576.0;
+		k->mem_total = (double)g[3] * 1048576.0;
+		k->power_w = g[4] > 0 ? (double)g[4] - 1 : -1;
+		k->sm_clock_mhz = g[5];
+		r->n_kept_gpu++;
+	}
+}
 
 /* What the bundle and the published run document say about the run; seed and times are the
  * caller's. The spec, datasets and digest come from r. */
@@ -360,8 +423,9 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		 * rank 0's share of it */
 		/* and gather every rank's step time split (its own slot, zeros elsewhere: the sum is
 		 * all of them), for the progress and `dlk top` */
+		/* and every rank's GPU sample (GPU_FLOATS a rank, after the phases) */
 		int nr = r->world < DLK_PROGRESS_MAX_RANKS ? r->world : DLK_PROGRESS_MAX_RANKS;
-		size_t nbuf = 3 + (size_t)nr * DLK_PHASES;
+		size_t at_gpu = 3 + (size_t)nr * DLK_PHASES, nbuf = at_gpu + (size_t)nr * GPU_FLOATS;
 		buf = xcalloc(nbuf, sizeof(float));
 		buf[0] = (float)ev0->loss;
 		buf[1] = sig_seen ? 1.0f : 0.0f;
@@ -369,6 +433,9 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		if (r->rank < nr)
 			for (int k = 0; k < DLK_PHASES; k++)
 				buf[3 + (size_t)r->rank * DLK_PHASES + (size_t)k] = (float)ev0->phase_sec[k];
+		sample_gpu(r, 0);
+		if (r->rank < nr)
+			gpu_floats(r, buf + at_gpu + (size_t)r->rank * GPU_FLOATS);
 		if (comm_allreduce(r->comm, buf, nbuf, COMM_SUM, &r->comm_err)) {
 			r->comm_failed = 1;
 			stop_flag = 1;
@@ -384,6 +451,7 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		r->kept_phase = xrealloc(r->kept_phase, sizeof(double) * (size_t)nr * DLK_PHASES);
 		memcpy(r->kept_phase, rank_phase, sizeof(double) * (size_t)nr * DLK_PHASES);
 		r->n_kept_phase = nr;
+		keep_gpus(r, buf + at_gpu, nr);
 		evc.loss = (double)buf[0] / r->world;
 		evc.samples_per_sec *= r->world; /* rank 0's pace stands for every rank's: they move in step */
 		if (buf[1] > 0 && buf[2] == 0 && r->world > 1) {
@@ -412,9 +480,20 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 		if (r->dcomm)
 			comm_set_step(r->dcomm, ev0->global_step + 1);
 	}
-	else if (resize) {
-		r->resize_to = resize;
-		stop_flag = 1;
+	else {
+		if (resize) {
+			r->resize_to = resize;
+			stop_flag = 1;
+		}
+		/* one rank (or the end's event, which is not gathered): its own sample */
+		if (r->gpu && (!r->comm || r->world == 1)) {
+			float f[GPU_FLOATS] = { 0 };
+			sample_gpu(r, ev0->kind == DLK_TRAIN_DONE);
+			gpu_floats(r, f);
+			keep_gpus(r, f, 1);
+			if (r->n_kept_gpu)
+				r->kept_gpu[0].rank = r->rank;
+		}
 	}
 	/* the gang's FLOP/s: the steps' and epochs' throughput is the gang's by now, the end's is
 	 * this rank's (ranks move in step) */
@@ -424,6 +503,10 @@ static void on_event(void *vctx, const struct dlk_train_event *ev0)
 	if (!evc.rank_phase_sec && r->kept_phase) {
 		evc.rank_phase_sec = r->kept_phase;
 		evc.n_rank_phases = r->n_kept_phase;
+	}
+	if (r->n_kept_gpu) {
+		evc.rank_gpu = r->kept_gpu;
+		evc.n_rank_gpu = r->n_kept_gpu;
 	}
 	free(buf);
 	dlk_train_metrics_event(r->metrics, ev);
@@ -1185,6 +1268,17 @@ int dlk_trainer_here(const struct dlk_trainer_here_opts *o, const struct dlk_pro
 		goto fail;
 	if (choose_device(&run, spec, worker, &env, &dev, &err))
 		goto fail;
+	/* the GPU this rank computes on (or, computing on the CPU, was given) for its progress and
+	 * metrics; none known is no error: the figures are a help */
+	if (dev.device >= 0 || spec->resources.gpus > 0) {
+		char why[DLK_ERR_MSG_MAX];
+		run.gpu = dlk_gpu_probe_open(dev.device, env.local_rank, why, sizeof(why));
+		if (!run.gpu && o->verbose)
+			dlk_trainer_info(sink, "rank %d: no GPU figures: %s", run.rank, why);
+		else if (run.gpu && o->verbose)
+			dlk_trainer_info(sink, "rank %d: samples GPU %d (PCI %s)", run.rank, dlk_gpu_probe_index(run.gpu),
+			                 dlk_gpu_probe_bus_id(run.gpu));
+	}
 	if (sink->placed && sink->placed(sink->ud, run.rank, run.world, &err))
 		goto fail;
 	/* the run: here, a new one or the interrupted one this continues; in a pod, the Job's */
@@ -1310,6 +1404,8 @@ out:
 	dlk_train_metrics_done(run.metrics);
 	dlk_train_metrics_stop(run.metrics);
 	free(run.kept_phase);
+	free(run.kept_gpu);
+	dlk_gpu_probe_close(run.gpu);
 	signals_restore(&sigs);
 	dlk_train_run_release(&run.trun);
 	comm_free(run.dcomm);

@@ -30,6 +30,10 @@ struct dlk_train_metrics {
 		char name[DLK_TRAIN_METRICS_MAX_NAME + 1];
 		double value;
 	} test[DLK_TRAIN_METRICS_MAX_TEST];
+	/* the rank's GPU, last sampled */
+	int have_gpu, gpu;
+	unsigned gpu_util, gpu_mhz;
+	double gpu_used, gpu_total, gpu_power;
 };
 
 static void sample(struct dlk_buf *o, const char *name, const char *type, const char *help, double v)
@@ -82,6 +86,38 @@ static void write_metrics(void *ctx, struct dlk_buf *o)
 	sample(o, "dlk_train_data_load_seconds", "gauge", "Seconds spent loading the data before the first step.",
 	       m->data_load);
 	sample(o, "dlk_train_restarts", "gauge", "How often the gang of workers was started again.", m->restarts);
+	if (m->have_gpu) {
+		static const char *const gn[] = { "dlk_gpu_utilization", "dlk_gpu_memory_used_bytes",
+			                          "dlk_gpu_memory_total_bytes", "dlk_gpu_power_watts", "dlk_gpu_sm_clock_hertz" };
+		static const char *const gh[] = {
+			"The rank's GPU's duty cycle over NVML's last sample period, from 0 to 1.",
+			"Memory used on the rank's GPU (all its processes).", "Memory of the rank's GPU.",
+			"Power drawn by the rank's GPU.", "The SM clock of the rank's GPU."
+		};
+		double v[] = { m->gpu_util / 100.0, m->gpu_used, m->gpu_total, m->gpu_power, m->gpu_mhz * 1e6 };
+		for (int i = 0; i < 5; i++) {
+			if ((i == 3 && m->gpu_power < 0) || (i == 4 && !m->gpu_mhz))
+				continue; /* not reported by that GPU */
+			dlk_metrics_family(o, gn[i], "gauge", gh[i]);
+			dlk_buf_addf(o, "%s{rank=\"%d\",gpu=\"%d\"} %.17g\n", gn[i], m->rank, m->gpu, v[i]);
+		}
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+void dlk_train_metrics_gpu(struct dlk_train_metrics *m, int gpu, unsigned util_percent, double mem_used,
+                           double mem_total, double power_w, unsigned sm_clock_mhz)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->have_gpu = 1;
+	m->gpu = gpu;
+	m->gpu_util = util_percent;
+	m->gpu_used = mem_used;
+	m->gpu_total = mem_total;
+	m->gpu_power = power_w;
+	m->gpu_mhz = sm_clock_mhz;
 	pthread_mutex_unlock(&m->mu);
 }
 

@@ -15,6 +15,11 @@
  *   dlk_train_restarts                             how often the gang was started again
  *   dlk_train_up                                   1 while training, 0 once it ended
  *   dlk_train_test_loss, dlk_train_test_metric{metric}   the last evaluation's loss and metrics
+ *   dlk_gpu_utilization{rank,gpu}                  the rank's GPU's duty cycle (0 to 1), and
+ *   dlk_gpu_memory_used_bytes, dlk_gpu_memory_total_bytes, dlk_gpu_power_watts,
+ *   dlk_gpu_sm_clock_hertz {rank,gpu}              its memory, power and SM clock, as NVML last
+ *                                                  reported them (at most a second old; gpu is
+ *                                                  NVML's index), once the rank sampled its GPU
  * A user's program (lib/program/supervise.h) feeds the same series from what its rank 0 reports
  * (dlk_train_metrics_progress, dlk_train_metrics_test); its all-reduce series stay 0. */
 #ifndef DLK_TRAINER_METRICS_H
@@ -47,6 +52,10 @@ void dlk_train_metrics_test(struct dlk_train_metrics *m, const double *test_loss
 void dlk_train_metrics_restarts(struct dlk_train_metrics *m, int restarts);
 void dlk_train_metrics_allreduce(struct dlk_train_metrics *m, double seconds, double bytes, int world);
 void dlk_train_metrics_data_load(struct dlk_train_metrics *m, double seconds);
+/* The rank's GPU sampled (lib/top/nvml.h): NVML's index, utilisation in percent, memory bytes,
+ * power (< 0: not reported), SM clock in MHz (0: not reported). */
+void dlk_train_metrics_gpu(struct dlk_train_metrics *m, int gpu, unsigned util_percent, double mem_used,
+                           double mem_total, double power_w, unsigned sm_clock_mhz);
 /* Training ended: dlk_train_up is 0 from now on. */
 void dlk_train_metrics_done(struct dlk_train_metrics *m);
 void dlk_train_metrics_stop(struct dlk_train_metrics *m);

@@ -372,7 +372,7 @@ function refreshDeployment(ns, name, explicit) {
 // name or a prefix ending in '*'. With "run": true its container's command really runs here, so
 // that the API server's pod proxy has something to reach: "dlk" is $DLK_APISERVER_DLK, paths
 // under /mnt/pvc/ are under $DLK_APISERVER_PVC_ROOT (where a test keeps its "claims"), and
-// "--listen :PORT" becomes a free port on 127.0.0.1. The pod turns Running when the process has
+// "--listen :PORT" becomes a free port on 127.0.0.1 ("--port N" that port: a model server). The pod turns Running when the process has
 // started and Succeeded or Failed (with its exit code and the end of its stderr as the message)
 // when it exits; deleting the pod stops it (SIGTERM).
 function podScript(name) {
@@ -400,7 +400,10 @@ async function runPod(ns, name) {
   const mapPath = (v) => (typeof v === 'string' && v.startsWith('/mnt/pvc/') && pvc ? pvc + v.slice('/mnt/pvc'.length) : v);
   const port = await freePort();
   const argv = (c.command || []).concat(c.args || []).map(mapPath);
-  for (let i = 0; i < argv.length; i++) if (argv[i] === '--listen' && i + 1 < argv.length) argv[i + 1] = `127.0.0.1:${port}`;
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--listen' && i + 1 < argv.length) argv[i + 1] = `127.0.0.1:${port}`;
+    else if (argv[i] === '--port' && i + 1 < argv.length) argv[i + 1] = `${port}`;
+  }
   if (argv[0] === 'dlk') argv[0] = process.env.DLK_APISERVER_DLK || 'dlk';
   const env = { PATH: process.env.PATH, HOME: process.env.HOME || '/', NO_COLOR: '1' };
   for (const e of c.env || []) if (e.value !== undefined) env[e.name] = mapPath(e.value);

@@ -1,6 +1,6 @@
 /* libFuzzer target: a run's progress as `dlk top` reads it (a run here's progress file, a Job's
  * dlk.dev/progress annotation): its "phases" judged for ranks starved by input
- * (lib/top/phases.c). Every warning must be a string without control characters. Corpus:
+ * (lib/top/phases.c), with its "gpus" for idle GPUs. Every warning must be a string without control characters. Corpus:
  * tests/fuzz/progress/. */
 #include "lib/top/top.h"
 #include "lib/train/progress.h"
@@ -13,7 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cJSON *doc = cJSON_ParseWithLength((const char *)data, size), *w;
 	const cJSON *e;
 
-	w = dlk_top_phase_warnings(cJSON_GetObjectItemCaseSensitive(doc, DLK_PROGRESS_PHASES));
+	w = dlk_top_warnings(cJSON_GetObjectItemCaseSensitive(doc, DLK_PROGRESS_PHASES),
+	                     cJSON_GetObjectItemCaseSensitive(doc, DLK_PROGRESS_GPUS));
 	if (!cJSON_IsArray(w))
 		abort();
 	cJSON_ArrayForEach(e, w) {

@@ -1,6 +1,6 @@
 /* libFuzzer target: what `dlk top` reads of a model server here (lib/top/served.c): its
  * registration file (dlk_top_served_parse: the document only when every field is in range) and
- * its /metrics text (dlk_top_metric_sum for a model, by family). The input is the file, then a
+ * its /metrics text (dlk_top_metric_sum for a model, or all, by family). The input is the file, then a
  * NUL byte, then the metrics text. Corpus: tests/fuzz/top_served/. */
 #include "lib/top/top.h"
 
@@ -27,6 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(metrics, nul ? nul + 1 : "", nul ? size - flen - 1 : 0);
 	metrics[nul ? size - flen - 1 : 0] = 0;
 	dlk_top_metric_sum(metrics, "dlk_inference_request_success_total", "blobs");
+	dlk_top_metric_sum(metrics, "dlk_inference_request_duration_seconds_sum", NULL); /* every model's (a pod's, --cluster) */
 	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(doc, "models"))
 		dlk_top_metric_sum(metrics, "dlk_inference_count_total", m->valuestring);
 	free(metrics);
