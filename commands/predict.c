@@ -814,7 +814,14 @@ static int run_predict(struct dlk_ctx *ctx, struct dlk_args *args)
 	goto out;
 fail:
 	dlk_progress_clear(&bar);
-	rc = dlk_report(ctx, &err);
+	{
+		char why[sizeof(err.msg)];
+		snprintf(why, sizeof(why), "%s", err.msg);
+		rc = dlk_report(ctx, &err);
+		/* a rank's last line is the cause its Job's status shows (the pod's termination message) */
+		if (pr_rank >= 0)
+			fprintf(stderr, "rank %d of %d failed: %s\n", pr_rank, pr_workers, dlk_visible(why));
+	}
 out:
 	if (csv_path)
 		unlink(csv_path);
