@@ -867,9 +867,9 @@ static const struct dlk_option predict_options[] = {
 	        .min = 1, .max = 1000, .def_doc = "score here, in this process"),
 	OPT_INT(0, "rank", &pr_rank, "R", -1, "with --workers N: be rank R, score its part and push it (rank 0 then waits "
 	        "for the others' and joins them); what each pod runs", .min = 0, .max = 999, .flags = OPT_HIDE_DEFAULT),
-	OPT_BOOL(0, "wait", &pr_wait, "with --workers: stay until the job ends, then print the predictions' id"),
+	OPT_BOOL(0, "wait", &pr_wait, "with --workers: stay until the job ends, then print the predictions' id", .flags = OPT_NONEG),
 	OPT_BOOL(0, "dry-run", &pr_dry_run, "with --workers: print the Kubernetes objects, submit nothing (the bundle's "
-	         "dataset id is computed, not pushed)"),
+	         "dataset id is computed, not pushed)", .flags = OPT_NONEG),
 	OPT_STRING(0, "job", &pr_job, "NAME", NULL, "with --workers: the Job's name; an earlier Job of that name is replaced",
 	           .def_doc = "NAME-predict of --name"),
 	OPT_STRING(0, "store-secret", &pr_secret, "SECRET", NULL, "with --workers: the Secret with the store's credentials "
@@ -887,12 +887,15 @@ const struct dlk_command_def dlk_cmd_predict = {
 	               "(index, label, predicted class, one probability per class) and provenance.json (the\n"
 	               "input dataset's id, the bundle's sha256, the weights' sha256), then tag it NAME@TAG.\n"
 	               "Print its id. The same model on the same data, named the same way, with the same --threads\n"
-	               "and --batch, gives the same dataset id.",
+	               "and --batch, gives the same dataset id. With --workers N it scores on the cluster: an Indexed\n"
+	               "Job of N pods, rank r scoring its part (whole batches) and pushing it to the store, rank 0\n"
+	               "joining the parts into the same dataset one process makes.",
 	.options = predict_options,
 	.min_pos = 1,
 	.max_pos = 1,
 	.complete_pos = COMPLETE_BUNDLE,
 	.run = run_predict,
 	.examples = "  $ dlk predict fashion.dlk --data fashion@v1 --to ./store --name fashion-preds@v1\n"
-	            "  $ dlk predict fashion.dlk --data sha256:1f2e3d --from s3://datasets/dlk --to ./store --name preds -o json\n",
+	            "  $ dlk predict fashion.dlk --data sha256:1f2e3d --from s3://datasets/dlk --to ./store --name preds -o json\n"
+	            "  $ dlk predict fashion.dlk --data fashion@v1 --to s3://datasets/dlk --name preds@v1 --workers 4 --wait\n",
 };
