@@ -93,6 +93,10 @@ static struct dlk_project *job_project(const struct dlk_pipeline *p, const char 
 		dlk_buf_addf(&b, "\n");
 	}
 	dlk_buf_addf(&b, "resources:\n  workers: %d\n", workers > 1 ? workers : 1);
+	if (stage)
+		/* no metrics of the pod's own: a train stage's dlk train serves its own on the port the
+		 * pod would take (the stage's process would find it taken) */
+		dlk_buf_addf(&b, "  metrics_port: 0\n");
 	for (int i = 0; i < n_res; i++) {
 		dlk_buf_addf(&b, "  %s: ", res[i].key);
 		if (!strcmp(res[i].key, "gpus"))

@@ -71,4 +71,33 @@ test_expect_success 'a rank that fails names itself and its cause' '
 	grep -q "job .bad-predict. failed" bad.err && grep -q "rank [01]" bad.err && grep -q "nosuch-images-idx3-ubyte" bad.err
 '
 
+test_expect_success 'a pipeline'"'"'s predict stage with workers: 2 runs as an Indexed Job of 2 pods; rank 0 pushes the output' '
+	mkdir -p "$TEST_TMP/sp" && cd "$TEST_TMP/sp" &&
+	cat >train.yaml <<-EOT &&
+	name: small
+	data: {format: idx, train: {images: t10k-images-idx3-ubyte.gz, labels: t10k-labels-idx1-ubyte.gz}}
+	model: {input: [1, 28, 28], layers: [flatten, {dense: {units: 10}}]}
+	training: {epochs: 1, threads: 1, checkpoint: {every: 0}}
+	EOT
+	cat >dlk-pipeline.yaml <<-EOT &&
+	name: sc
+	store: $S3
+	store_secret: s3-creds
+	stages:
+	  train:
+	    inputs: {data: fm@v1}
+	    train: train.yaml
+	  predict:
+	    inputs: {model: train, data: fm@v1}
+	    predict: {workers: 2}
+	EOT
+	dlk pipeline run --wait 2>run.err; rc=$?; cat run.err; test $rc = 0 || { diag; false; } &&
+	dlk pipeline status sc -o json | jq -e "[.stages[] | select(.state == \"succeeded\") | .name] | sort == [\"predict\", \"train\"]" &&
+	test "$(kubectl get pods -l batch.kubernetes.io/job-name=sc-predict -o name | wc -l)" = 2 &&
+	test "$(dlk data ls --from $S3 | grep -c "sc-predict-part-[01]-of-2@")" = 2 &&
+	dlk data get -q sc-predict@latest --from $S3 got &&
+	test "$(wc -l <got/predictions.csv)" = 10001 &&
+	awk -F, "NR > 1 && \$1 != NR - 2 { exit 1 }" got/predictions.csv
+'
+
 test_done
