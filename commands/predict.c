@@ -438,6 +438,10 @@ static int submit_workers(struct dlk_ctx *ctx, struct dlk_args *args)
 	size_t blen = 0;
 	int rc = 0;
 
+	if (!pr_dry_run && ctx->output != DLK_OUTPUT_TEXT && ctx->output != DLK_OUTPUT_JSON) {
+		dlk_errf(&err, DLK_EXIT_USAGE, "submitting prints text or json, not '%s'", dlk_output_names[ctx->output]);
+		goto fail;
+	}
 	if (pr_wait && pr_dry_run) {
 		dlk_errf(&err, DLK_EXIT_USAGE, "--dry-run prints the objects and submits nothing: there is nothing to --wait for");
 		goto fail;
@@ -489,9 +493,13 @@ static int submit_workers(struct dlk_ctx *ctx, struct dlk_args *args)
 		add_quoted(&y, secret);
 		dlk_buf_adds(&y, "\n");
 	}
-	/* a usage or configuration error fails the same way on every retry; anything else (a pod
-	 * killed, a store that did not answer) retries the rank, which finds its part if it was pushed */
-	dlk_buf_adds(&y, "program:\n  exit_codes: {fail: [2, 3, 126, 127]}\n  command: [sh, -c, ");
+	/* a rank that fails fails the Job at once, naming it: dlk's own exit codes, a command that
+	 * cannot run, and death by SIGINT, SIGABRT, SIGKILL, SIGSEGV, SIGTERM. A rank retried until
+	 * its index failed would leave rank 0 waiting for its part (the Job goes on while an index
+	 * is running); the same command again takes the parts already pushed. A disruption
+	 * (eviction, preemption) is not counted: that pod is made again. */
+	dlk_buf_adds(&y, "program:\n  exit_codes: {fail: [1, 2, 3, 4, 5, 6, 7, 126, 127, 130, 134, 137, 139, 143]}\n"
+	                 "  command: [sh, -c, ");
 	add_quoted(&y, script.data);
 	dlk_buf_addf(&y, "]\nresources:\n  workers: %d\n  cpu: ", pr_workers);
 	add_quoted(&y, pr_cpu);
