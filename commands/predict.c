@@ -260,8 +260,23 @@ static int score_part(struct dlk_ctx *ctx, struct dlk_serve_model *m, const stru
 	         pr_rank, pr_workers, lo, hi, pred.correct, dlk_visible(tag), id);
 	rc = 0;
 out:
-	if (rc == 0 && pr_rank > 0 && ctx->output == DLK_OUTPUT_TEXT)
+	if (rc == 0 && pr_rank > 0 && ctx->output == DLK_OUTPUT_JSON) {
+		cJSON *j = cJSON_CreateObject();
+		char buf[80], *js;
+		snprintf(buf, sizeof(buf), "sha256:%s", id);
+		cJSON_AddStringToObject(j, "part", buf);
+		cJSON_AddStringToObject(j, "tag", tag);
+		cJSON_AddNumberToObject(j, "rank", pr_rank);
+		cJSON_AddNumberToObject(j, "workers", pr_workers);
+		cJSON_AddNumberToObject(j, "first", (double)lo);
+		cJSON_AddNumberToObject(j, "count", (double)(hi - lo));
+		js = dlk_json_print(j);
+		cJSON_Delete(j);
+		printf("%s\n", js);
+		free(js);
+	} else if (rc == 0 && pr_rank > 0) {
 		printf("sha256:%s\n", id);
+	}
 	free(text[0]);
 	free(text[1]);
 	free(tag);

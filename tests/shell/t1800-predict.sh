@@ -94,6 +94,9 @@ test_expect_success 'N ranks here (--workers N --rank R): the parts joined by ra
 	grep -q "rank 1 of 3: its part (samples 3300 to 6600) is in the store already" again.err &&
 	test "$(cat again.out)" = "$(cat r1.out)" &&
 	test "$(dlk data ls --from "$STORE" 2>/dev/null | grep -c "three-part-")" = "$n" &&
+	dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name three@v1 --threads 2 --batch 300 \
+		--workers 3 --rank 2 -o json 2>/dev/null | jq -e ".rank == 2 and .first == 6600 and .count == 3400 and
+		.part == \"$(cat r2.out)\"" &&
 	test_exit_code 2 dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name x --rank 3 --workers 3 2>err &&
 	grep -q "\-\-rank 3 is not a rank of \-\-workers 3" err &&
 	test_exit_code 2 dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name x --wait 2>err &&
