@@ -423,6 +423,7 @@ static int run_run(struct dlk_ctx *ctx, struct dlk_args *args)
 	o.self = self;
 	o.store = ds.store;
 	o.store_url = store_url;
+	o.rank = getenv("DLK_PIPELINE_RANK"); /* a pod of an N-worker predict stage's Job (lib/pipeline/cluster.c) */
 	o.only = (const char *const *)args->pos;
 	o.n_only = (size_t)args->n_pos;
 	o.force = (const char *const *)run_force.v;

@@ -192,6 +192,11 @@ out:
 	return rc;
 }
 
+int dlk_train_wait_job(struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const char *name, double timeout_s)
+{
+	return wait_for_job(ctx, c, ns, name, timeout_s, 0);
+}
+
 /* --report: the page of the job that ended, from the run it published on itself */
 static int write_report(struct dlk_ctx *ctx, const char *ns, const char *name, const char *path)
 {

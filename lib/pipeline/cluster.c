@@ -52,7 +52,7 @@ static void add_quoted(struct dlk_buf *b, const char *s)
  * work directories are kept beside the pipeline file) and runs dlk there. */
 static struct dlk_project *job_project(const struct dlk_pipeline *p, const char *stage, const char *name, const char *image,
                                        const char *dlk_args, const struct dlk_param *res, int n_res,
-                                       const char *schedule, struct dlk_err *err)
+                                       const char *schedule, int workers, struct dlk_err *err)
 {
 	struct dlk_buf b = DLK_BUF_INIT, script = DLK_BUF_INIT;
 	const char *base = strrchr(p->file, '/') ? strrchr(p->file, '/') + 1 : p->file;
@@ -63,8 +63,10 @@ static struct dlk_project *job_project(const struct dlk_pipeline *p, const char 
 	dlk_buf_addf(&script, "d=\"${TMPDIR:-/tmp}/dlk-pipeline\" && mkdir -p \"$d\" && cp -RL . \"$d\" && cd \"$d\" && ");
 	if (stage)
 		/* the stage's own output into the pod's log, where `dlk pipeline logs NAME STAGE` reads it */
-		dlk_buf_addf(&script, "{ %s %s --pipeline '%s'; rc=$?; cat '.dlk/pipelines/%s/logs/%s.log' 2>/dev/null; exit $rc; }",
-		             image ? "/dlk/dlk" : "dlk", dlk_args, base, p->name, stage);
+		dlk_buf_addf(&script, "{ %s%s %s --pipeline '%s'; rc=$?; cat '.dlk/pipelines/%s/logs/%s.log' 2>/dev/null; exit $rc; }",
+		             /* N pods of a predict stage: each its rank's part (lib/pipeline/run.c) */
+		             workers > 1 ? "DLK_PIPELINE_RANK=\"$DLK_RANK\" " : "", image ? "/dlk/dlk" : "dlk", dlk_args, base,
+		             p->name, stage);
 	else
 		dlk_buf_addf(&script, "exec %s %s --pipeline '%s'", image ? "/dlk/dlk" : "dlk", dlk_args, base);
 	dlk_buf_addf(&b, "name: ");
@@ -90,7 +92,11 @@ static struct dlk_project *job_project(const struct dlk_pipeline *p, const char 
 		add_quoted(&b, image);
 		dlk_buf_addf(&b, "\n");
 	}
-	dlk_buf_addf(&b, "resources:\n  workers: 1\n");
+	dlk_buf_addf(&b, "resources:\n  workers: %d\n", workers > 1 ? workers : 1);
+	if (stage)
+		/* no metrics of the pod's own: a train stage's dlk train serves its own on the port the
+		 * pod would take (the stage's process would find it taken) */
+		dlk_buf_addf(&b, "  metrics_port: 0\n");
 	for (int i = 0; i < n_res; i++) {
 		dlk_buf_addf(&b, "  %s: ", res[i].key);
 		if (!strcmp(res[i].key, "gpus"))
@@ -117,10 +123,10 @@ static struct dlk_project *job_project(const struct dlk_pipeline *p, const char 
 }
 
 static cJSON *job_objects(const struct dlk_pipeline *p, const char *stage, const char *name, const char *image, const char *dlk_args,
-                          const struct dlk_param *res, int n_res, const char *schedule, const char *ns,
+                          const struct dlk_param *res, int n_res, const char *schedule, int workers, const char *ns,
                           struct dlk_err *err)
 {
-	struct dlk_project *spec = job_project(p, stage, name, image, dlk_args, res, n_res, schedule, err);
+	struct dlk_project *spec = job_project(p, stage, name, image, dlk_args, res, n_res, schedule, workers, err);
 	cJSON *objs;
 
 	if (!spec)
@@ -167,7 +173,8 @@ cJSON *dlk_pipeline_render_cluster(const struct dlk_pipeline *p, const char *nam
 	for (int k = 0; k < p->n_stages; k++) {
 		const struct dlk_stage *s = &p->stages[p->order[k]];
 		char *jn = dlk_pipeline_stage_job(p, s), *args = xasprintf("pipeline run --local '%s'", s->name);
-		cJSON *objs = job_objects(p, s->name, jn, s->image, args, s->resources, s->n_resources, NULL, ns, err), *o;
+		cJSON *objs = job_objects(p, s->name, jn, s->image, args, s->resources, s->n_resources, NULL,
+		                          s->kind == DLK_STAGE_PREDICT ? s->workers : 1, ns, err), *o;
 		free(args);
 		if (!objs) {
 			dlk_err_prefix(err, "%s: stage '%s' as a Job", p->file, s->name);
@@ -192,7 +199,7 @@ cJSON *dlk_pipeline_render_cluster(const struct dlk_pipeline *p, const char *nam
 	}
 	{
 		const char *sched = p->schedule ? p->schedule : p->data_changed ? DLK_PIPELINE_DATA_CHANGED_SCHEDULE : NULL;
-		cJSON *objs = job_objects(p, NULL, driver_name, NULL, "pipeline drive", NULL, 0, sched, ns, err), *o;
+		cJSON *objs = job_objects(p, NULL, driver_name, NULL, "pipeline drive", NULL, 0, sched, 1, ns, err), *o;
 		if (!objs) {
 			dlk_err_prefix(err, "%s: the driver as a Job", p->file);
 			goto fail;

@@ -53,6 +53,8 @@ struct dlk_stage {
 	struct dlk_param *params;
 	int n_params;
 	char *output;           /* the output dataset's name (default PIPELINE-STAGE) */
+	int workers;            /* DLK_STAGE_PREDICT: predict: {workers: N}, its pods on a cluster (an
+	                           Indexed Job whose ranks run dlk predict --workers N --rank R); 0: one */
 	struct dlk_param *resources; /* resources: cpu, memory, gpus of the stage's pod on a cluster */
 	int n_resources;
 	int line, col;
@@ -119,6 +121,11 @@ struct dlk_pipeline_run_opts {
 	size_t n_force;
 	int dry_run;             /* say which stages would run, with their keys; run nothing */
 	int parallel;            /* at most this many stages' processes at once; 0 = 1 */
+	/* In a pod of a predict stage with workers: N: the pod's rank ("0", "1", ...; the stage Job
+	 * gives it as DLK_PIPELINE_RANK). The stage then runs dlk predict --workers N --rank R;
+	 * a rank other than 0 pushes its part only (rank 0 joins the parts and pushes the output).
+	 * NULL: not such a pod (--local: one process). */
+	const char *rank;
 	/* When set, a stage that must run is not started here: remote runs it elsewhere (the
 	 * driver in a cluster: a stage Job) and returns when it has ended: 0 when it succeeded (its
 	 * output is then looked up in the store by its key, as a reused one), a positive exit code

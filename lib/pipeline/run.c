@@ -647,6 +647,13 @@ static int start_stage(const struct dlk_pipeline *p, const struct dlk_stage *s, 
 		argv[a++] = "--name";
 		argv[a++] = owned[2] = xasprintf("%s@latest", s->output);
 		argv[a++] = "-q";
+		if (s->workers > 1 && o->rank) {
+			/* a pod of the stage's Indexed Job: this rank's part (rank 0 joins the parts) */
+			argv[a++] = "--workers";
+			argv[a++] = owned[3] = xasprintf("%d", s->workers);
+			argv[a++] = "--rank";
+			argv[a++] = o->rank;
+		}
 		break;
 	}
 	}
@@ -693,6 +700,13 @@ static int finish_stage(const struct dlk_pipeline *p, const struct dlk_stage *s,
 		r->exit_code = code;
 		snprintf(r->reason, sizeof(r->reason), "exit code %d%s%s", code, last[0] ? ": " : "", last);
 		record_run(p, s, r->ids, r, r->started);
+		rc = 0;
+		goto out;
+	}
+	if (s->kind == DLK_STAGE_PREDICT && s->workers > 1 && o->rank && strcmp(o->rank, "0")) {
+		/* a rank other than 0 of an N-worker predict stage: its part is in the store; rank 0
+		 * pushes the stage's output and tags it with the key */
+		r->state = DLK_STAGE_SUCCEEDED;
 		rc = 0;
 		goto out;
 	}

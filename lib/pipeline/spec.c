@@ -116,6 +116,7 @@ static const char *const top_keys[] = { "name", "store", "stages", "store_secret
 static const char *const stage_keys[] = { "inputs", "run", "train", "predict", "code", "image", "params", "output",
 	                                  "resources" };
 static const char *const resource_keys[] = { "cpu", "memory", "gpus" };
+static const char *const predict_keys[] = { "workers" };
 
 static int parse_argv(const char *file, const struct ynode *v, const char *what, char ***out, int *n_out,
                       struct dlk_err *err)
@@ -197,8 +198,24 @@ static int parse_stage(const char *file, const struct ynode *k, const struct yno
 			prog = key;
 			n_prog++;
 			s->kind = DLK_STAGE_PREDICT;
-			if (val->kind != YN_MAP || val->n)
-				return AT(val, "%s takes no settings yet: write predict: {}", what);
+			if (val->kind != YN_MAP)
+				return AT(val, "%s is %s; write predict: {} or predict: {workers: N}", what,
+				          ynode_describe(val, d, sizeof(d)));
+			for (int j = 0; j < val->n; j++) {
+				const struct ynode *wv = val->vals[j];
+				char *end = NULL;
+				long n;
+				if (key_known(file, val->keys[j], what, predict_keys, sizeof(predict_keys) / sizeof(*predict_keys), err) ||
+				    key_once(file, val, j, err))
+					return -1;
+				/* how many pods score it on a cluster (dlk predict --workers N); not in the key:
+				   the parts joined are the bytes of one process */
+				n = wv->kind == YN_SCALAR && !ynode_is_null(wv) ? strtol(wv->text, &end, 10) : 0;
+				if (!end || *end || end == wv->text || n < 1 || n > 1000)
+					return AT(wv, "%s.workers is %s, not a whole number from 1 to 1000", what,
+					          ynode_describe(wv, d, sizeof(d)));
+				s->workers = (int)n;
+			}
 		} else if (!strcmp(key->text, "code")) {
 			if (parse_argv(file, val, what, &s->code, &s->n_code, err))
 				return -1;

@@ -8,8 +8,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+int dlk_predict_batch(const struct dlk_serve_model *m, int batch)
+{
+	if (batch < 1)
+		batch = 1;
+	if (m->max_batch > 0 && batch > m->max_batch)
+		batch = m->max_batch;
+	return batch;
+}
+
+void dlk_predict_part_range(size_t n, int batch, int rank, int workers, size_t *lo, size_t *hi)
+{
+	size_t b = batch > 0 ? (size_t)batch : 1, nb = (n + b - 1) / b, first, end;
+
+	if (workers < 1 || rank < 0 || rank >= workers) {
+		*lo = *hi = 0;
+		return;
+	}
+	/* whole batches: rank r has batches [nb * r / w, nb * (r + 1) / w) */
+	first = nb * (size_t)rank / (size_t)workers;
+	end = nb * ((size_t)rank + 1) / (size_t)workers;
+	*lo = first * b < n ? first * b : n;
+	*hi = end * b < n ? end * b : n;
+}
+
 int dlk_predict_run(struct dlk_serve_model *m, const struct dlk_dataset *ds, int batch, dlk_predict_progress_fn progress,
                     void *progress_ctx, struct dlk_predictions *out, struct dlk_err *err)
+{
+	return dlk_predict_run_range(m, ds, 0, ds->n, batch, progress, progress_ctx, out, err);
+}
+
+int dlk_predict_run_range(struct dlk_serve_model *m, const struct dlk_dataset *ds, size_t lo, size_t hi, int batch,
+                          dlk_predict_progress_fn progress, void *progress_ctx, struct dlk_predictions *out,
+                          struct dlk_err *err)
 {
 	struct dlk_engine e = dlk_serve_model_engine(m);
 	int k = m->sig.n_classes;
@@ -24,24 +55,28 @@ int dlk_predict_run(struct dlk_serve_model *m, const struct dlk_dataset *ds, int
 		return dlk_errf(err, DLK_EXIT_CONFIG, "the data's samples are [%d,%d,%d] (%zu values), the model '%s' takes %s",
 		                ds->shape[0], ds->shape[1], ds->shape[2], ds->sample_size, m->name, want);
 	}
-	if (batch < 1)
-		batch = 1;
-	if (m->max_batch > 0 && batch > m->max_batch)
-		batch = m->max_batch;
+	if (hi > ds->n)
+		hi = ds->n;
+	if (lo > hi)
+		lo = hi;
+	batch = dlk_predict_batch(m, batch);
 	rep = e.replica_new(e.ctx, batch, err);
 	if (!rep)
 		return -1;
-	out->n = ds->n;
+	out->n = hi - lo;
+	out->base = lo;
 	out->k = k;
-	out->cls = xcalloc(ds->n ? ds->n : 1, sizeof(*out->cls));
-	out->probs = xcalloc((ds->n ? ds->n : 1) * (size_t)k, sizeof(float));
+	out->cls = xcalloc(out->n ? out->n : 1, sizeof(*out->cls));
+	out->probs = xcalloc((out->n ? out->n : 1) * (size_t)k, sizeof(float));
 	x = xmalloc((size_t)batch * ds->sample_size * sizeof(float));
 	logits = xmalloc((size_t)batch * (size_t)k * sizeof(float));
-	for (size_t start = 0; start < ds->n; start += (size_t)batch) {
-		size_t rows = ds->n - start < (size_t)batch ? ds->n - start : (size_t)batch;
+	/* start: the position in the part; the batches start where they do scoring the whole split
+	 * when lo is a multiple of batch (dlk_predict_part_range) */
+	for (size_t start = 0; start < out->n; start += (size_t)batch) {
+		size_t rows = out->n - start < (size_t)batch ? out->n - start : (size_t)batch;
 		long bad;
 
-		dlk_dataset_gather_range(ds, start, rows, x);
+		dlk_dataset_gather_range(ds, lo + start, rows, x);
 		if (e.run(rep, x, (int)rows, logits, err)) {
 			rc = -1;
 			break;
@@ -49,7 +84,7 @@ int dlk_predict_run(struct dlk_serve_model *m, const struct dlk_dataset *ds, int
 		bad = dlk_serve_nonfinite_row(logits, rows, (size_t)k);
 		if (bad >= 0) {
 			rc = dlk_errf(err, DLK_EXIT_FAIL, "sample %zu: the model '%s' gave a logit that is not a finite number",
-			              start + (size_t)bad, m->name);
+			              lo + start + (size_t)bad, m->name);
 			break;
 		}
 		dlk_serve_softmax(logits, (int)rows, k, out->probs + start * (size_t)k);
@@ -60,11 +95,11 @@ int dlk_predict_run(struct dlk_serve_model *m, const struct dlk_dataset *ds, int
 				if (l[c] > l[best])
 					best = c;
 			out->cls[start + i] = best;
-			if (ds->y && !ds->t && ds->y[start + i] == best)
+			if (ds->y && !ds->t && ds->y[lo + start + i] == best)
 				out->correct++;
 		}
-		if (progress && progress(progress_ctx, start + rows, ds->n)) {
-			rc = dlk_errf(err, DLK_EXIT_INTERRUPTED, "interrupted after %zu of %zu samples", start + rows, ds->n);
+		if (progress && progress(progress_ctx, start + rows, out->n)) {
+			rc = dlk_errf(err, DLK_EXIT_INTERRUPTED, "interrupted after %zu of %zu samples", start + rows, out->n);
 			break;
 		}
 	}
@@ -98,29 +133,57 @@ static void put_class(struct dlk_buf *b, int c, char *const *classes)
 	}
 }
 
+static void add_header(struct dlk_buf *b, const struct dlk_predictions *p, char *const *classes)
+{
+	dlk_buf_adds(b, "index,label,class");
+	for (int c = 0; c < p->k; c++) {
+		dlk_buf_adds(b, ",p_");
+		if (classes && classes[c] && !strpbrk(classes[c], ",\"\r\n"))
+			dlk_buf_adds(b, classes[c]);
+		else
+			dlk_buf_addf(b, "%d", c);
+	}
+	dlk_buf_addc(b, '\n');
+}
+
+static void add_rows(struct dlk_buf *b, const struct dlk_predictions *p, const struct dlk_dataset *ds, char *const *classes)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		size_t g = p->base + i;
+		dlk_buf_addf(b, "%zu,", g);
+		if (ds->y && !ds->t && g < ds->n && ds->y[g] >= 0 && ds->y[g] < p->k)
+			put_class(b, ds->y[g], classes);
+		dlk_buf_addc(b, ',');
+		put_class(b, p->cls[i], classes);
+		for (int c = 0; c < p->k; c++)
+			dlk_buf_addf(b, ",%.9g", (double)p->probs[i * (size_t)p->k + (size_t)c]);
+		dlk_buf_addc(b, '\n');
+	}
+}
+
+char *dlk_predict_csv_header(const struct dlk_predictions *p, char *const *classes, size_t *len)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+
+	add_header(&b, p, classes);
+	return dlk_buf_detach(&b, len);
+}
+
+char *dlk_predict_csv_rows(const struct dlk_predictions *p, const struct dlk_dataset *ds, char *const *classes, size_t *len)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+
+	dlk_buf_adds(&b, "");
+	add_rows(&b, p, ds, classes);
+	return dlk_buf_detach(&b, len);
+}
+
 char *dlk_predict_csv(const struct dlk_predictions *p, const struct dlk_dataset *ds, char *const *classes, size_t *len)
 {
 	struct dlk_buf b = DLK_BUF_INIT;
 
-	dlk_buf_adds(&b, "index,label,class");
-	for (int c = 0; c < p->k; c++) {
-		dlk_buf_adds(&b, ",p_");
-		if (classes && classes[c] && !strpbrk(classes[c], ",\"\r\n"))
-			dlk_buf_adds(&b, classes[c]);
-		else
-			dlk_buf_addf(&b, "%d", c);
-	}
-	dlk_buf_addc(&b, '\n');
-	for (size_t i = 0; i < p->n; i++) {
-		dlk_buf_addf(&b, "%zu,", i);
-		if (ds->y && !ds->t && ds->y[i] >= 0 && ds->y[i] < p->k)
-			put_class(&b, ds->y[i], classes);
-		dlk_buf_addc(&b, ',');
-		put_class(&b, p->cls[i], classes);
-		for (int c = 0; c < p->k; c++)
-			dlk_buf_addf(&b, ",%.9g", (double)p->probs[i * (size_t)p->k + (size_t)c]);
-		dlk_buf_addc(&b, '\n');
-	}
+	add_header(&b, p, classes);
+	add_rows(&b, p, ds, classes);
 	return dlk_buf_detach(&b, len);
 }
 

@@ -75,6 +75,36 @@ test_expect_success 'scoring again gives the same dataset; -o json says what was
 	echo "accuracy $a, with 1 thread and batches of 1000 $b" && test -n "$a" && test "$a" = "$b"
 '
 
+test_expect_success 'N ranks here (--workers N --rank R): the parts joined by rank 0 are the one-process bytes; a re-run makes no part twice' '
+	cd "$TEST_TMP" &&
+	dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name one@v1 --threads 2 --batch 300 >one.id &&
+	{ dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name three@v1 --threads 2 --batch 300 \
+		--workers 3 --rank 0 >r0.out 2>r0.err & } &&
+	for r in 2 1; do
+		dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name three@v1 --threads 2 --batch 300 \
+			--workers 3 --rank $r >r$r.out 2>r$r.err || exit 1
+	done &&
+	wait $! && cat r0.err r1.err r2.err &&
+	test "$(cat r0.out)" = "$(cat one.id)" &&
+	grep -q "rank 1 of 3: scored samples 3300 to 6600" r1.err &&
+	grep -q "rank 2 of 3: scored samples 6600 to 10000" r2.err &&
+	n=$(dlk data ls --from "$STORE" 2>/dev/null | grep -c "three-part-") &&
+	dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name three@v1 --threads 2 --batch 300 \
+		--workers 3 --rank 1 >again.out 2>again.err &&
+	grep -q "rank 1 of 3: its part (samples 3300 to 6600) is in the store already" again.err &&
+	test "$(cat again.out)" = "$(cat r1.out)" &&
+	test "$(dlk data ls --from "$STORE" 2>/dev/null | grep -c "three-part-")" = "$n" &&
+	dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name three@v1 --threads 2 --batch 300 \
+		--workers 3 --rank 2 -o json 2>/dev/null | jq -e ".rank == 2 and .first == 6600 and .count == 3400 and
+		.part == \"$(cat r2.out)\"" &&
+	test_exit_code 2 dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name x --rank 3 --workers 3 2>err &&
+	grep -q "\-\-rank 3 is not a rank of \-\-workers 3" err &&
+	test_exit_code 2 dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name x --wait 2>err &&
+	grep -q "\-\-wait goes with \-\-workers" err &&
+	test_exit_code 2 dlk predict proj/fashion-mlp.dlk --data fmnist-test@v1 --to "$STORE" --name x --workers 2 --dry-run 2>err &&
+	grep -q "cannot reach it" err
+'
+
 test_expect_success 'lineage follows the predictions back to the model and the raw dataset' '
 	cd "$TEST_TMP" &&
 	dlk lineage preds@v1 --from "$STORE" >lin &&

@@ -46,6 +46,23 @@ test_expect_success 'trigger: data-changed alone polls every 10 minutes from a C
 	jq -e ".items[-1].kind == \"CronJob\" and .items[-1].spec.schedule == \"*/10 * * * *\"" o.json
 '
 
+test_expect_success 'predict: {workers: 2}: the stage'"'"'s Job is Indexed over 2 pods, each its rank'"'"'s part; bad counts refused' '
+	mkdir -p w && cd w &&
+	printf "name: m\ndata: {format: idx, train: {images: file:///dev/null, labels: file:///dev/null}}\n" >dlk.yaml &&
+	cp "$TEST_ROOT/tests/fuzz/pipeline/predict-workers.yaml" dlk-pipeline.yaml &&
+	AWS_ACCESS_KEY_ID= dlk pipeline run --dry-run -o json >o.json 2>err && cat err &&
+	node "$SCHEMA/validate.mjs" o.json &&
+	jq -r ".items[] | select(.metadata.name == \"scored-pipeline-jobs\") | .data[\"jobs.json\"]" o.json >jobs.json &&
+	jq -e ".predict.spec.completions == 2 and .predict.spec.completionMode == \"Indexed\" and .train.spec.completions == 1" jobs.json &&
+	jq -r ".items[] | select(.metadata.name == \"scored-predict-spec\") | .data[\"dlk.yaml\"]" o.json >spec.yaml &&
+	grep -q "DLK_PIPELINE_RANK=" spec.yaml &&
+	sed "s/workers: 2/workers: 0/" dlk-pipeline.yaml >x.yaml && mv x.yaml dlk-pipeline.yaml &&
+	test_exit_code 3 dlk pipeline run --dry-run 2>err && cat err &&
+	grep -q "^error: dlk-pipeline.yaml:10:24: stages.predict.predict.workers is the integer 0, not a whole number from 1 to 1000" err &&
+	sed "s/workers: 0/threads: 2/" dlk-pipeline.yaml >x.yaml && mv x.yaml dlk-pipeline.yaml &&
+	test_exit_code 3 dlk pipeline run --dry-run 2>err && grep -q "unknown key .threads." err
+'
+
 test_expect_success 'a directory store, an unknown trigger and a bad resource are refused naming the file' '
 	STORE=./store pipeline "" &&
 	test_exit_code 3 dlk pipeline run 2>err && cat err &&

@@ -70,7 +70,7 @@ static void test_csv(void)
 	struct dlk_dataset ds = DLK_DATASET_INIT;
 	int32_t y[2] = { 1, 0 }, cls[2] = { 1, 1 };
 	float probs[4] = { 0.25f, 0.75f, 0.1f, 0.9f };
-	struct dlk_predictions p = { 2, 2, cls, probs, 1 };
+	struct dlk_predictions p = { 2, 2, cls, probs, 1, 0 };
 	char *names[2] = { "plain", "with, \"comma\"" };
 	size_t len;
 	char *s;
