@@ -405,7 +405,7 @@ static const struct field storage_fields[] = {
 	END
 };
 
-static const char *const stream_formats[] = { "raw", "json", NULL };
+static const char *const stream_formats[] = { "raw", "json", "text", NULL }; /* lib/stream/record.h's */
 static const char *const stream_datatypes[] = { "FP16", "FP32", "FP64", "INT8", "UINT8", "INT16", "UINT16", "INT32",
 	"UINT32", "INT64", "UINT64", NULL };
 
