@@ -190,6 +190,9 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 		cJSON_AddNumberToObject(l, "pad_id", ls->pad_id);
 		cJSON_AddNumberToObject(l, "rate", ls->rate);
 		break;
+	case DLK_LAYER_MEANPOOL:
+		cJSON_AddNumberToObject(l, "pad_id", ls->pad_id);
+		break;
 	case DLK_LAYER_UPSAMPLE:
 		cJSON_AddNumberToObject(l, "scale", ls->scale);
 		cJSON_AddStringToObject(l, "mode", ls->mode == DLK_UPSAMPLE_BILINEAR ? "bilinear" : "nearest");
