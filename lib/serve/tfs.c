@@ -1,6 +1,7 @@
 /* TensorFlow Serving REST v1: predict, status, metadata. */
 #include "lib/serve/tfs.h"
 
+#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,23 +55,48 @@ static int one_row(const struct dlk_serve_sig *sig, const struct jd_value *t, lo
 	return 0;
 }
 
-/* A text model's row (sig->tokenizer): a string, or an array of one string; NULL otherwise. With
- * objects, a row may also be {"input": that}, as the row format names inputs. */
-static const struct jd_value *row_text(const struct jd_value *v, int objects)
+/* A text model's row (sig->tokenizer): a string, an array of one string, or TF Serving's binary
+ * form {"b64": string} (*b64 set: base64 of the text's bytes); NULL otherwise. With objects, a row
+ * may also be {"input": that}, as the row format names inputs. */
+static const struct jd_value *row_text(const struct jd_value *v, int objects, int *b64)
 {
-	if (objects && v && v->type == JD_OBJECT && v->n_items == 1)
+	*b64 = 0;
+	if (objects && v && v->type == JD_OBJECT && v->n_items == 1 && jd_get(v, DLK_SERVE_INPUT))
 		v = jd_get(v, DLK_SERVE_INPUT);
 	if (v && v->type == JD_ARRAY && v->n_items == 1 && !v->n_numbers)
 		v = v->first;
+	if (v && v->type == JD_OBJECT && v->n_items == 1 && jd_get(v, "b64")) {
+		v = jd_get(v, "b64");
+		*b64 = 1;
+	}
 	return v && v->type == JD_STRING ? v : NULL;
 }
 
 static int any_text(const struct jd_value *arr, int objects)
 {
+	int b64;
 	for (const struct jd_value *v = arr->first; v; v = v->next)
-		if (row_text(v, objects))
+		if (row_text(v, objects, &b64))
 			return 1;
 	return 0;
+}
+
+/* base64 (RFC 4648, padded, as TF Serving's clients send it) of len bytes into out (len / 4 * 3
+ * bytes at least): the decoded length, or -1 */
+static long unbase64(const char *s, size_t len, unsigned char *out)
+{
+	int n, pad = 0;
+	if (len % 4 || len > (size_t)1 << 30)
+		return -1;
+	if (!len)
+		return 0;
+	n = EVP_DecodeBlock(out, (const unsigned char *)s, (int)len);
+	if (n < 0)
+		return -1;
+	/* EVP_DecodeBlock counts the padding's zero bytes too */
+	while (pad < 2 && s[len - 1 - (size_t)pad] == '=')
+		pad++;
+	return n - pad;
 }
 
 /* A text model's rows, one string each: tokenized as training tokenized its rows into the
@@ -93,12 +119,27 @@ static int text_rows(const struct dlk_serve_sig *sig, const struct jd_value *arr
 	req->x = xmalloc((size_t)rows * sig->in_size * sizeof(float));
 	ids = xmalloc(sig->in_size * sizeof(*ids));
 	for (const struct jd_value *row = arr->first; row; row = row->next, i++) {
-		const struct jd_value *t = row_text(row, objects);
+		int b64;
+		const struct jd_value *t = row_text(row, objects, &b64);
 		if (!t) {
 			free(ids);
-			return fail(msg, len, "%s[%lld] is not a text: the model '%s' takes one string a row (%s), which the "
-			            "server tokenizes", what, i, sig->name,
+			return fail(msg, len, "%s[%lld] is not a text: the model '%s' takes one string a row (%s, or "
+			            "{\"b64\": base64}), which the server tokenizes", what, i, sig->name,
 			            objects ? "\"text\", [\"text\"] or {\"" DLK_SERVE_INPUT "\": \"text\"}" : "\"text\" or [\"text\"]");
+		}
+		if (b64) {
+			unsigned char *bytes = xmalloc(t->len / 4 * 3 + 3);
+			long n = unbase64(t->str, t->len, bytes);
+			if (n >= 0)
+				dlk_text_encode_row(sig->tokenizer, bytes, (size_t)n, (int)sig->in_size, ids,
+				                    req->x + (size_t)i * sig->in_size);
+			free(bytes);
+			if (n < 0) {
+				free(ids);
+				return fail(msg, len, "%s[%lld]: 'b64' is not base64 (RFC 4648, padded to a multiple of 4 "
+				            "characters)", what, i);
+			}
+			continue;
 		}
 		dlk_text_encode_row(sig->tokenizer, t->str, t->len, (int)sig->in_size, ids, req->x + (size_t)i * sig->in_size);
 	}

@@ -50,6 +50,15 @@ static void test_text(void)
 	dlk_tfs_request_release(&r);
 	CHECK(parse("{\"inputs\":[[\"hi\"]],\"input_form\":\"raw\"}", &r, msg) == 0 && r.rows == 1 && r.x[1] == 1 + 'i');
 	dlk_tfs_request_release(&r);
+	/* TF Serving's binary strings: {"b64": base64}, as a row, in {"input": ...} or a column */
+	CHECK(parse("{\"instances\":[{\"b64\":\"aGk=\"},{\"input\":{\"b64\":\"//8A\"}},{\"b64\":\"\"}]}", &r, msg) == 0);
+	CHECK(r.rows == 3 && r.x[0] == 1 + 'h' && r.x[1] == 1 + 'i' && r.x[2] == 0 && r.x[4] == 256 && r.x[5] == 256 &&
+	      r.x[6] == 1 && r.x[7] == 0 && r.x[8] == 0);
+	dlk_tfs_request_release(&r);
+	CHECK(parse("{\"inputs\":[{\"b64\":\"aGVsbG8=\"}]}", &r, msg) == 0 && r.rows == 1 && r.x[3] == 1 + 'l');
+	dlk_tfs_request_release(&r);
+	CHECK_CONTAINS(bad("{\"instances\":[\"a\",{\"b64\":\"aGk\"}]}"), "'instances'[1]: 'b64' is not base64");
+	CHECK_CONTAINS(bad("{\"instances\":[{\"b64\":\"a*k=\"}]}"), "'instances'[0]: 'b64' is not base64");
 	CHECK(parse("{\"instances\":[[5,6,7,0]]}", &r, msg) == 0 && r.rows == 1 && r.x[0] == 5 && r.x[3] == 0);
 	dlk_tfs_request_release(&r);
 	CHECK_CONTAINS(bad("{\"instances\":[\"a\"],\"input_form\":\"preprocessed\"}"),
