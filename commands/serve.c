@@ -82,7 +82,6 @@ static void show_event(void *ctx, const char *msg)
 	dlk_info(ctx, "%s", msg);
 }
 
-static const char *const format_names[] = { "raw", "json", NULL };
 static const char *const datatype_names[] = { "UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "UINT64",
 	"INT64", "FP16", "FP32", "FP64", NULL };
 
@@ -163,8 +162,9 @@ static int stream_settings(const struct dlk_serving *cfg, const struct dlk_proje
 			snprintf(st->host, sizeof(st->host), "dlk");
 		c->instance = st->host;
 	}
-	v = opt.format >= 0 ? format_names[opt.format] : ss->format;
-	c->record.format = v && dlk_record_format_parse(v) > 0 ? DLK_RECORD_JSON : DLK_RECORD_RAW;
+	v = opt.format >= 0 ? dlk_record_format_names[opt.format] : ss->format;
+	c->record.format = v && dlk_record_format_parse(v) > 0 ? (enum dlk_record_format)dlk_record_format_parse(v)
+	                                                       : DLK_RECORD_RAW;
 	v = opt.datatype >= 0 ? datatype_names[opt.datatype] : ss->datatype;
 	c->record.dtype = v ? dlk_dtype_parse(v, strlen(v)) : DLK_DT_FP32;
 	if (!dlk_dtype_numeric(c->record.dtype))
@@ -571,8 +571,8 @@ static const struct dlk_option serve_options[] = {
 	         "write the log as text, or as one JSON object per line for log collectors",
 	         .def_doc = "$DLK_LOG_FORMAT (logging.format in a pod), text",
 	         .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
-	OPT_ENUM(0, "format", &opt.format, "FORMAT", format_names, -1,
-	         "with --stream: records without a content-type header are raw tensor bytes or V2 JSON",
+	OPT_ENUM(0, "format", &opt.format, "FORMAT", dlk_record_format_names, -1,
+	         "with --stream: records without a content-type header are raw tensor bytes, V2 JSON or (a text model) one text",
 	         .def_doc = "serving.stream.format, raw", .modes = DLK_MODE(SERVE_LOCAL) | DLK_MODE(SERVE_WORKER)),
 	OPT_ENUM(0, "datatype", &opt.datatype, "TYPE", datatype_names, -1,
 	         "with --stream: the datatype of raw records without a dlk-datatype header",

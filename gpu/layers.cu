@@ -1,5 +1,5 @@
 /* The CUDA kernels of the layer kinds of ABI 7 (layer normalisation, GELU, softmax, embedding,
- * upsampling), each the counterpart of the CPU reference in lib/nn/cpu_*.c and checked against it
+ * upsampling) and of ABI 10 (meanpool: a sequence's masked mean), each the counterpart of the CPU reference in lib/nn/cpu_*.c and checked against it
  * by tests/unit/test_nn_gpu.c. Element-wise math is kernels.h's, shared with the CPU.
  *
  * Every result is the same bits run to run: row reductions use reduce.cuh's fixed-order block
@@ -295,6 +295,60 @@ static void cu_upsample_backward(const float *dy, int planes, int h, int w, int 
 	dlk_cu_note("k_up_bwd", cudaGetLastError());
 }
 
+/* ---- meanpool (ABI 10): one thread per (sample, column) sums the kept positions in the order of
+ * t and divides by their count, as lib/nn/cpu_seqpool.c: the same bits ---- */
+
+__device__ static int seq_kept_count(const float *ids, float pad, size_t b, int T)
+{
+	int n = 0;
+	for (int t = 0; t < T; t++)
+		n += dlk_k_seq_kept(ids, pad, b * (size_t)T + (size_t)t);
+	return n;
+}
+
+__global__ void k_seqpool_fwd(const float *x, const float *ids, float pad, size_t total, int T, int D, float *y)
+{
+	GRID_STRIDE(k, total)
+	{
+		size_t b = k / (size_t)D, d = k % (size_t)D;
+		int n = seq_kept_count(ids, pad, b, T);
+		float sum = 0.0f;
+		for (int t = 0; t < T; t++) {
+			size_t at = b * (size_t)T + (size_t)t;
+			if (dlk_k_seq_kept(ids, pad, at))
+				sum += x[at * D + d];
+		}
+		y[k] = n ? sum / (float)n : 0.0f;
+	}
+}
+
+__global__ void k_seqpool_bwd(const float *dy, const float *ids, float pad, size_t total, int T, int D, float *dx)
+{
+	GRID_STRIDE(k, total)
+	{
+		size_t d = k % (size_t)D, at = k / (size_t)D, b = at / (size_t)T;
+		dx[k] = dlk_k_seq_kept(ids, pad, at) ? dy[b * D + d] / (float)seq_kept_count(ids, pad, b, T) : 0.0f;
+	}
+}
+
+static void cu_seqpool_forward(const float *x, const float *ids, float pad, int batch, int T, int D, float *y)
+{
+	if (batch <= 0 || D <= 0)
+		return;
+	size_t total = (size_t)batch * D;
+	k_seqpool_fwd<<<blocks_for(total), THREADS, 0, dlk_cu_stream>>>(x, ids, pad, total, T, D, y);
+	dlk_cu_note("k_seqpool_fwd", cudaGetLastError());
+}
+
+static void cu_seqpool_backward(const float *dy, const float *ids, float pad, int batch, int T, int D, float *dx)
+{
+	if (batch <= 0 || T <= 0 || D <= 0)
+		return;
+	size_t total = (size_t)batch * T * D;
+	k_seqpool_bwd<<<blocks_for(total), THREADS, 0, dlk_cu_stream>>>(dy, ids, pad, total, T, D, dx);
+	dlk_cu_note("k_seqpool_bwd", cudaGetLastError());
+}
+
 extern "C" void dlk_cu_install_layers(struct dlk_backend *b)
 {
 	b->layernorm_forward = cu_layernorm_forward;
@@ -307,4 +361,6 @@ extern "C" void dlk_cu_install_layers(struct dlk_backend *b)
 	b->embedding_backward = cu_embedding_backward;
 	b->upsample_forward = cu_upsample_forward;
 	b->upsample_backward = cu_upsample_backward;
+	b->seqpool_forward = cu_seqpool_forward;
+	b->seqpool_backward = cu_seqpool_backward;
 }

@@ -346,6 +346,65 @@ static void map_globalavgpool(struct graph *g, const struct dlk_layer *L, int i)
 	op1(g, "Flatten", pooled, output_of(g, i, 2), &axis, 1);
 }
 
+/* a sequence's mean over positions: keep [batch, 1, T] (1 where the model-input id is not pad_id,
+ * or everywhere) times x [batch, T, D] is the sum of the kept rows; keep times ones [T, 1] is their
+ * count, at least 1 (a sample all padding gives 0, as dlk); then flat [batch, D] */
+static void map_meanpool(struct graph *g, const struct dlk_layer *L, int i)
+{
+	const int T = L->in[1], D = L->in[2];
+	char in[NAME_MAX_LEN], keep[NAME_MAX_LEN], keep3[NAME_MAX_LEN], shp[NAME_MAX_LEN], ones[NAME_MAX_LEN],
+		sum[NAME_MAX_LEN], cnt[NAME_MAX_LEN], one[NAME_MAX_LEN], cnt1[NAME_MAX_LEN], mean[NAME_MAX_LEN],
+		oshp[NAME_MAX_LEN];
+	const char *x = input_of(g, L, i, 0, 3, in);
+	int64_t s3[3] = { -1, 1, T }, s2[2] = { -1, D }, odims[2] = { T, 1 };
+	float *v = xmalloc(sizeof(float) * (size_t)T);
+
+	for (int t = 0; t < T; t++)
+		v[t] = 1.0f;
+	lname(ones, i, "c_ones");
+	add_init(g, ones, DT_FLOAT, odims, 2, v, (size_t)T);
+	lname(keep, i, "keep");
+	if (L->spec.pad_id >= 0) {
+		char pid[NAME_MAX_LEN], eq[NAME_MAX_LEN], z[NAME_MAX_LEN], o[NAME_MAX_LEN];
+		lname(pid, i, "c_pad_id");
+		lname(eq, i, "pad");
+		lname(z, i, "c_0f");
+		lname(o, i, "c_1f");
+		if (g->ids) {
+			int64_t p = L->spec.pad_id;
+			add_init(g, pid, DT_INT64, NULL, 0, &p, 1);
+		} else {
+			scalar(g, pid, (float)L->spec.pad_id);
+		}
+		op2(g, "Equal", g->name[0], pid, eq);
+		scalar(g, z, 0.0f);
+		scalar(g, o, 1.0f);
+		const char *win[3] = { eq, z, o };
+		add_node(g, "Where", win, 3, keep, NULL, 0);
+	} else {
+		int64_t kd[2] = { 1, T };
+		add_init(g, keep, DT_FLOAT, kd, 2, v, (size_t)T);
+	}
+	free(v);
+	lname(shp, i, "keep_shape");
+	lname(keep3, i, "keep3");
+	ints(g, shp, s3, 3);
+	op2(g, "Reshape", keep, shp, keep3);
+	lname(sum, i, "sum");
+	lname(cnt, i, "count");
+	lname(one, i, "c_min_count");
+	lname(cnt1, i, "count1");
+	lname(mean, i, "mean");
+	lname(oshp, i, "out_shape");
+	op2(g, "MatMul", keep3, x, sum);
+	op2(g, "MatMul", keep3, ones, cnt);
+	scalar(g, one, 1.0f);
+	op2(g, "Max", cnt, one, cnt1);
+	op2(g, "Div", sum, cnt1, mean);
+	ints(g, oshp, s2, 2);
+	op2(g, "Reshape", mean, oshp, output_of(g, i, 2));
+}
+
 static void map_flatten(struct graph *g, const struct dlk_layer *L, int i)
 {
 	char in[NAME_MAX_LEN];
@@ -758,6 +817,7 @@ static const struct {
 	{ DLK_LAYER_AVGPOOL, map_pool },
 	{ DLK_LAYER_CONVTRANSPOSE2D, map_convtranspose2d },
 	{ DLK_LAYER_RESHAPE, map_reshape },
+	{ DLK_LAYER_MEANPOOL, map_meanpool },
 };
 
 /* ---- the model around the graph ---- */

@@ -15,7 +15,7 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 9
+#define DLK_BACKEND_ABI 10
 
 struct dlk_device_comm;
 
@@ -218,6 +218,16 @@ struct dlk_backend {
 	 * wanted) overwritten with the sums over batch and hw */
 	void (*batchnorm_backward)(const float *x, const float *w, const float *mean, const float *rstd,
 	                           const float *dy, int batch, int c, int hw, float *dx, float *dw, float *db);
+	/* ---- ABI 10: masked mean pooling over a sequence (the meanpool layer). Required of every
+	 * backend; the CPU's is the reference (cpu_seqpool.c). ---- */
+
+	/* y [batch, D] = the mean of x [batch, T, D] over the positions t of each sample that are kept
+	 * (kernels.h's dlk_k_seq_kept: ids [batch, T] not pad; ids NULL: every position), summed in
+	 * the order of t, then divided by their count; a sample with none kept gives 0 */
+	void (*seqpool_forward)(const float *x, const float *ids, float pad, int batch, int T, int D, float *y);
+	/* dx [batch, T, D] (overwritten) = dy [batch, D] / the sample's count at kept positions, 0 at
+	 * the others */
+	void (*seqpool_backward)(const float *dy, const float *ids, float pad, int batch, int T, int D, float *dx);
 };
 
 /* Collectives over device memory, as a backend offers them (NCCL in the CUDA backend). lib/comm

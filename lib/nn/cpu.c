@@ -738,6 +738,8 @@ static struct dlk_backend cpu_backend = {
 	.rotary = dlk_cpu_rotary,
 	.batchnorm_forward = dlk_cpu_batchnorm_forward,
 	.batchnorm_backward = dlk_cpu_batchnorm_backward,
+	.seqpool_forward = dlk_cpu_seqpool_forward,
+	.seqpool_backward = dlk_cpu_seqpool_backward,
 };
 
 const struct dlk_backend *dlk_backend_cpu(void)

@@ -35,6 +35,10 @@ void dlk_cpu_batchnorm_forward(const float *x, const float *w, const float *b, i
 void dlk_cpu_batchnorm_backward(const float *x, const float *w, const float *mean, const float *rstd,
                                 const float *dy, int batch, int c, int hw, float *dx, float *dw, float *db);
 
+/* masked mean pooling over a sequence (cpu_seqpool.c), ABI 10 */
+void dlk_cpu_seqpool_forward(const float *x, const float *ids, float pad, int batch, int T, int D, float *y);
+void dlk_cpu_seqpool_backward(const float *dy, const float *ids, float pad, int batch, int T, int D, float *dx);
+
 /* how many parts to cut `work` units into: one per thread, none smaller than `grain` units */
 int dlk_cpu_parts(size_t work, size_t grain);
 

@@ -7,6 +7,7 @@
 #ifndef DLK_NN_KERNELS_H
 #define DLK_NN_KERNELS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __CUDACC__
@@ -243,6 +244,13 @@ DLK_HD static inline float dlk_k_gelu_grad(int approx, float x, float dy)
 
 /* The row of token value v in a table of vocab rows, or -1 when v is not an integer in
  * [0, vocab) (a NaN included). */
+/* meanpool: whether position `at` (= b * T + t) of a sample takes part in its mean: its
+ * model-input id is not pad (ids NULL: every position does) */
+DLK_HD static inline int dlk_k_seq_kept(const float *ids, float pad, size_t at)
+{
+	return !ids || ids[at] != pad;
+}
+
 DLK_HD static inline int dlk_k_token(float v, int vocab)
 {
 	return v >= 0.0f && v < (float)vocab && v == floorf(v) ? (int)v : -1;

@@ -25,6 +25,7 @@ const struct dlk_layer_ops *const dlk_layer_ops[DLK_LAYER_KINDS] = {
 	[DLK_LAYER_AVGPOOL] = &dlk_layer_ops_avgpool,
 	[DLK_LAYER_CONVTRANSPOSE2D] = &dlk_layer_ops_convtranspose2d,
 	[DLK_LAYER_RESHAPE] = &dlk_layer_ops_flatten, /* a new shape over the same values, as flatten */
+	[DLK_LAYER_MEANPOOL] = &dlk_layer_ops_meanpool,
 };
 
 const char *const dlk_tensor_names[DLK_TENSOR_KINDS] = { "weight", "bias", "running_mean", "running_var",

@@ -68,8 +68,8 @@ extern const struct dlk_layer_ops dlk_layer_ops_add, dlk_layer_ops_concat, dlk_l
 /* the kinds of transformers (lib/nn/layer_seq.c) */
 extern const struct dlk_layer_ops dlk_layer_ops_layernorm, dlk_layer_ops_gelu, dlk_layer_ops_softmax,
 	dlk_layer_ops_embedding;
-/* upsampling (lib/nn/layer_seq.c too: parameter-free, one backend call each way) */
-extern const struct dlk_layer_ops dlk_layer_ops_upsample;
+/* upsampling and a sequence's mean (lib/nn/layer_seq.c too: parameter-free, one backend call each way) */
+extern const struct dlk_layer_ops dlk_layer_ops_upsample, dlk_layer_ops_meanpool;
 /* multi-head self-attention (lib/nn/layer_attention.c) */
 extern const struct dlk_layer_ops dlk_layer_ops_attention;
 /* batch normalisation (lib/nn/layer_batchnorm.c) */

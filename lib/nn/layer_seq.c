@@ -266,3 +266,65 @@ const struct dlk_layer_ops dlk_layer_ops_upsample = {
 	.forward = upsample_forward,
 	.backward = upsample_backward,
 };
+
+/* ---- meanpool: a sequence [1, T, D] becomes its mean over positions, D features (the mean
+ * pooling of sentence encoders: x.sum(1) / T, or with pad_id, (x * mask).sum(1) / mask.sum(1)
+ * where mask is the model-input ids != pad_id, as attention's pad_id masks keys). No
+ * parameters; a sample all padding gives zeros. ---- */
+
+static int meanpool_check(const struct dlk_layer *L, const char *w, struct dlk_err *err)
+{
+	char shp[64];
+	if (L->in[0] != 1) {
+		dlk_shape_str(L->in, shp, sizeof(shp));
+		dlk_errf(err, DLK_EXIT_CONFIG, "%s: expects a sequence [1, T, D] but gets %s", w, shp);
+		return dlk_err_hint(err, "put an embedding before it, or use globalavgpool over channels");
+	}
+	if (L->spec.pad_id < -1)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: pad_id must be -1 (none) or a token id, not %d", w, L->spec.pad_id);
+	return 0;
+}
+
+static int meanpool_reserve(struct dlk_net *net, struct dlk_layer *L, int i, size_t B, struct dlk_err *err)
+{
+	if (L->spec.pad_id >= 0 && net->input_size != (size_t)L->in[1]) {
+		char w[160];
+		dlk_layer_where(w, sizeof(w), i, &L->spec, NULL);
+		return dlk_errf(err, DLK_EXIT_CONFIG, "%s: pad_id leaves out the positions whose model-input id is %d, so "
+		                "the model's input must be the %d token ids, not %zu values", w, L->spec.pad_id, L->in[1],
+		                net->input_size);
+	}
+	return dlk_layer_reserve_y(net, L, B);
+}
+
+/* the model's input ids when pad_id masks, else NULL (every position) */
+static const float *meanpool_ids(const struct dlk_net *net, const struct dlk_layer *L)
+{
+	return L->spec.pad_id >= 0 ? net->x_in : NULL;
+}
+
+static const float *meanpool_forward(struct dlk_net *net, int i, const float *x, int batch, int training)
+{
+	struct dlk_layer *L = &net->layers[i];
+	(void)training;
+	net->be->seqpool_forward(x, meanpool_ids(net, L), (float)L->spec.pad_id, batch, L->in[1], L->in[2], L->y);
+	return L->y;
+}
+
+static float *meanpool_backward(struct dlk_net *net, int i, float *g, float *gout, int batch)
+{
+	struct dlk_layer *L = &net->layers[i];
+	if (!L->need_dx)
+		return g;
+	net->be->seqpool_backward(g, meanpool_ids(net, L), (float)L->spec.pad_id, batch, L->in[1], L->in[2], gout);
+	return gout;
+}
+
+const struct dlk_layer_ops dlk_layer_ops_meanpool = {
+	.check = meanpool_check,
+	.shape = dlk_layer_shape,
+	.reserve = meanpool_reserve,
+	.batch_bytes = y_bytes,
+	.forward = meanpool_forward,
+	.backward = meanpool_backward,
+};

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-_Static_assert(DLK_LAYER_RESHAPE + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
+_Static_assert(DLK_LAYER_MEANPOOL + 1 == DLK_LAYER_KINDS, "dlk_layer_names lists every kind");
 
 const char *const dlk_layer_names[DLK_LAYER_KINDS + 1] = {
 	[DLK_LAYER_DENSE] = "dense", [DLK_LAYER_CONV2D] = "conv2d", [DLK_LAYER_MAXPOOL] = "maxpool",
@@ -15,7 +15,8 @@ const char *const dlk_layer_names[DLK_LAYER_KINDS + 1] = {
 	[DLK_LAYER_EMBEDDING] = "embedding", [DLK_LAYER_UPSAMPLE] = "upsample",
 	[DLK_LAYER_ATTENTION] = "attention",
 	[DLK_LAYER_BATCHNORM] = "batchnorm", [DLK_LAYER_AVGPOOL] = "avgpool",
-	[DLK_LAYER_CONVTRANSPOSE2D] = "convtranspose2d", [DLK_LAYER_RESHAPE] = "reshape", NULL
+	[DLK_LAYER_CONVTRANSPOSE2D] = "convtranspose2d", [DLK_LAYER_RESHAPE] = "reshape",
+	[DLK_LAYER_MEANPOOL] = "meanpool", NULL
 };
 
 const char *dlk_layer_name(enum dlk_layer_kind kind)
@@ -96,6 +97,10 @@ int dlk_layer_shape(const struct dlk_layer_spec *ls, const long long in[3], long
 	}
 	case DLK_LAYER_GLOBALAVGPOOL:
 		out[2] = in[0];
+		out[0] = out[1] = 1;
+		return 0;
+	case DLK_LAYER_MEANPOOL: /* [1, T, D] -> D features */
+		out[2] = in[2];
 		out[0] = out[1] = 1;
 		return 0;
 	case DLK_LAYER_UPSAMPLE:

@@ -10,7 +10,7 @@
 
 /* The name a project file uses for each layer kind, in enum dlk_layer_kind order, NULL-terminated. */
 extern const char *const dlk_layer_names[];
-#define DLK_LAYER_KINDS 21
+#define DLK_LAYER_KINDS 22
 
 /* "dense", "conv2d", ...; "unknown" for a value outside the enum. */
 const char *dlk_layer_name(enum dlk_layer_kind kind);

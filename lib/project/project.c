@@ -405,7 +405,7 @@ static const struct field storage_fields[] = {
 	END
 };
 
-static const char *const stream_formats[] = { "raw", "json", NULL };
+static const char *const stream_formats[] = { "raw", "json", "text", NULL }; /* lib/stream/record.h's */
 static const char *const stream_datatypes[] = { "FP16", "FP32", "FP64", "INT8", "UINT8", "INT16", "UINT16", "INT32",
 	"UINT32", "INT64", "UINT64", NULL };
 
@@ -543,6 +543,10 @@ static const struct field attention_params[] = {
 	FIELD("dropout", struct dlk_layer_spec, F_FLOAT, rate, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0"),
 	END
 };
+static const struct field meanpool_params[] = {
+	FIELD("pad_id", struct dlk_layer_spec, F_INT, pad_id, .min = -1, .max = 1 << 24, .def = "-1"),
+	END
+};
 /* in enum dlk_upsample_mode order (lib/nn/kernels.h) */
 static const char *const upsample_mode_names[] = { "nearest", "bilinear", NULL };
 static const struct field upsample_params[] = {
@@ -576,6 +580,7 @@ static const struct field *const layer_params[] = {
 	[DLK_LAYER_UPSAMPLE] = upsample_params, [DLK_LAYER_ATTENTION] = attention_params,
 	[DLK_LAYER_BATCHNORM] = batchnorm_params, [DLK_LAYER_AVGPOOL] = avgpool_params,
 	[DLK_LAYER_CONVTRANSPOSE2D] = convtranspose2d_params, [DLK_LAYER_RESHAPE] = reshape_params,
+	[DLK_LAYER_MEANPOOL] = meanpool_params,
 };
 #define N_LAYER_KINDS DLK_LAYER_KINDS
 _Static_assert(DLK_ARRAY_SIZE(layer_params) == DLK_LAYER_KINDS, "a parameter table for every layer kind");
@@ -2704,6 +2709,11 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 				break;
 			}
 		}
+		if (l->kind == DLK_LAYER_MEANPOOL && shape[0] != 1) {
+			problem(c, pos, p, "meanpool expects a sequence [1, T, D] but gets %lldx%lldx%lld (put an embedding "
+			        "before it, or use globalavgpool over channels)", shape[0], shape[1], shape[2]);
+			break;
+		}
 		if (l->kind == DLK_LAYER_EMBEDDING && l->positions &&
 		    (double)l->positions < (double)shape[0] * (double)shape[1] * (double)shape[2]) {
 			problem(c, pos, p, "positions (%d) must cover the %lld ids of a sample", l->positions,
@@ -2723,7 +2733,7 @@ static void check_shapes(struct ctx *c, const struct dlk_model *m, int n_classes
 			break;
 		}
 		if (l->kind == DLK_LAYER_FLATTEN || (l->kind == DLK_LAYER_DENSE && !seq_dense) ||
-		    l->kind == DLK_LAYER_GLOBALAVGPOOL)
+		    l->kind == DLK_LAYER_GLOBALAVGPOOL || l->kind == DLK_LAYER_MEANPOOL)
 			rank = 1;
 		if (l->kind == DLK_LAYER_DENSE)
 			last_dense = i;

@@ -134,6 +134,8 @@ enum dlk_layer_kind {
 	DLK_LAYER_AVGPOOL,       /* each channel's mean over a size x size window (count_include_pad) */
 	DLK_LAYER_CONVTRANSPOSE2D,
 	DLK_LAYER_RESHAPE,       /* the same values in a new shape (one size may be -1: what is left) */
+	DLK_LAYER_MEANPOOL,      /* a sequence [1, T, D]'s mean over its positions: D features, flat; with
+	                            pad_id, the positions whose model-input id is pad_id are left out */
 };
 
 struct dlk_layer_spec {
@@ -160,7 +162,8 @@ struct dlk_layer_spec {
 	int positions;  /* embedding: learned position embeddings for up to this many positions, 0 = none */
 	/* attention: heads (dividing D); causal (the project file's default is 1); rotary position
 	 * embeddings; pad_id >= 0: keys whose model-input id is pad_id are masked out (the project
-	 * file's default is -1, none: a spec made in C must set it); rate: dropout on the weights */
+	 * file's default is -1, none: a spec made in C must set it); rate: dropout on the weights.
+	 * meanpool: pad_id as attention's (positions whose model-input id is pad_id are left out) */
 	int heads, causal, rotary, pad_id;
 	int groups;     /* conv2d: channels and filters in this many groups, default 1 (= channels: depthwise) */
 	int target[3], target_rank; /* reshape: the sizes as written (one may be -1), 1 to 3 of them */

@@ -80,6 +80,11 @@ int dlk_serve_model_load(struct dlk_serve_model *m, const char *name, const char
 	s->scale = m->bundle.scale;
 	s->mean = m->bundle.mean;
 	s->std = m->bundle.std;
+	if (m->bundle.n_channel_scaling == s->dims[0]) {
+		s->channels = m->bundle.n_channel_scaling;
+		memcpy(s->channel_mean, m->bundle.channel_mean, sizeof(s->channel_mean));
+		memcpy(s->channel_std, m->bundle.channel_std, sizeof(s->channel_std));
+	}
 	dlk_serve_sig_init_lut(s);
 	if (m->bundle.tokenizer && s->rank == 1)
 		s->tokenizer = m->bundle.tokenizer;

@@ -47,6 +47,10 @@ void dlk_serve_sig_init_lut(struct dlk_serve_sig *sig)
 	/* the very expression lib/data/load.c uses, so a UINT8 pixel is the float training saw */
 	for (int i = 0; i < 256; i++)
 		sig->lut[i] = ((float)i * sig->scale - sig->mean) / sig->std;
+	/* and lib/data/load.c's per-channel one (set_images) */
+	for (int c = 0; c < sig->channels; c++)
+		for (int i = 0; i < 256; i++)
+			sig->lut_c[c][i] = ((float)i * sig->scale - sig->channel_mean[c]) / sig->channel_std[c];
 	/* the scale idx and tar data are read with (lib/project/project.c's default): raw values
 	 * are pixels; a CSV's values (scale 1) have no range the server could hold requests to */
 	sig->pixels = sig->scale == (float)(1.0 / 255.0);
@@ -58,6 +62,7 @@ void dlk_serve_sig_preprocessed(const struct dlk_serve_sig *sig, struct dlk_serv
 	out->scale = 1.0f;
 	out->mean = 0.0f;
 	out->std = 1.0f;
+	out->channels = 0;
 	dlk_serve_sig_init_lut(out);
 }
 
@@ -90,6 +95,13 @@ void dlk_serve_contract_json(const struct dlk_serve_sig *sig, struct dlk_buf *ou
 		dlk_buf_adds(out, ",\"raw_range\":[0,255]");
 	dlk_buf_addf(out, ",\"scale\":%.9g,\"mean\":%.9g,\"std\":%.9g", (double)sig->scale, (double)sig->mean,
 	             (double)sig->std);
+	for (int k = 0; k < 2 && sig->channels; k++) {
+		const float *v = k ? sig->channel_std : sig->channel_mean;
+		dlk_buf_adds(out, k ? ",\"channel_std\":[" : ",\"channel_mean\":[");
+		for (int c = 0; c < sig->channels; c++)
+			dlk_buf_addf(out, "%s%.9g", c ? "," : "", (double)v[c]);
+		dlk_buf_addc(out, ']');
+	}
 	dlk_buf_adds(out, ",\"input_forms\":[\"raw\",\"preprocessed\"],\"form_parameter\":\"" DLK_INPUT_FORM_PARAM "\"");
 }
 
@@ -145,8 +157,21 @@ long long dlk_serve_rows_of(const struct dlk_serve_sig *sig, const long long *sh
 	return -1;
 }
 
-static inline float scaled(const struct dlk_serve_sig *sig, double v)
+/* the channel of element i of a batch (rows of in_size values, channel-major) */
+static inline int channel_of(const struct dlk_serve_sig *sig, size_t i)
 {
+	return (int)((i % sig->in_size) / (sig->in_size / (size_t)sig->channels));
+}
+
+/* raw value v of element i, scaled */
+static inline float scaled(const struct dlk_serve_sig *sig, double v, size_t i)
+{
+	if (sig->channels) {
+		int c = channel_of(sig, i);
+		if (v >= 0 && v <= 255 && v == (double)(int)v)
+			return sig->lut_c[c][(int)v];
+		return ((float)v * sig->scale - sig->channel_mean[c]) / sig->channel_std[c];
+	}
 	if (v >= 0 && v <= 255 && v == (double)(int)v)
 		return sig->lut[(int)v];
 	return ((float)v * sig->scale - sig->mean) / sig->std;
@@ -182,8 +207,12 @@ int dlk_serve_convert_binary(const struct dlk_serve_sig *sig, enum dlk_dtype t, 
 
 	switch (t) {
 	case DLK_DT_UINT8:
-		for (size_t i = 0; i < n; i++)
-			dst[i] = sig->lut[src[i]];
+		if (sig->channels)
+			for (size_t i = 0; i < n; i++)
+				dst[i] = sig->lut_c[channel_of(sig, i)][src[i]];
+		else
+			for (size_t i = 0; i < n; i++)
+				dst[i] = sig->lut[src[i]];
 		return 0;
 	case DLK_DT_FP32:
 		for (size_t i = 0; i < n; i++) {
@@ -192,7 +221,7 @@ int dlk_serve_convert_binary(const struct dlk_serve_sig *sig, enum dlk_dtype t, 
 			memcpy(&f, &u, 4);
 			if (!isfinite(f))
 				return *bad = i, -1;
-			dst[i] = scaled(sig, f);
+			dst[i] = scaled(sig, f, i);
 		}
 		return 0;
 	default:
@@ -213,7 +242,7 @@ int dlk_serve_convert_binary(const struct dlk_serve_sig *sig, enum dlk_dtype t, 
 		}
 		if (!isfinite(v))
 			return *bad = i, -1;
-		dst[i] = scaled(sig, v);
+		dst[i] = scaled(sig, v, i);
 	}
 	return 0;
 }
@@ -242,7 +271,7 @@ int dlk_serve_convert_doubles(const struct dlk_serve_sig *sig, enum dlk_dtype t,
 		double v = src[i];
 		if (!(v >= lo && v <= hi) || (integral && v != floor(v)))
 			return *bad = i, -1;
-		dst[i] = scaled(sig, v);
+		dst[i] = scaled(sig, v, i);
 	}
 	return 0;
 }
@@ -300,12 +329,17 @@ static void scan(struct raw_scan *r, double v, size_t i)
 static int verdict(const struct dlk_serve_sig *sig, enum dlk_dtype t, const struct raw_scan *r, char *msg,
                    size_t msg_len)
 {
-	char contract[160];
+	char contract[256];
 
 	if (t != DLK_DT_FP16 && t != DLK_DT_FP32 && t != DLK_DT_FP64)
 		return 0;
-	snprintf(contract, sizeof(contract), "the model's input takes raw pixels 0..255, which the server scales as "
-	         "(v * %.9g - %.9g) / %.9g", (double)sig->scale, (double)sig->mean, (double)sig->std);
+	if (sig->channels)
+		snprintf(contract, sizeof(contract), "the model's input takes raw pixels 0..255, which the server scales as "
+		         "(v * %.9g - mean[c]) / std[c] with each channel's mean and std (the model's metadata lists them)",
+		         (double)sig->scale);
+	else
+		snprintf(contract, sizeof(contract), "the model's input takes raw pixels 0..255, which the server scales as "
+		         "(v * %.9g - %.9g) / %.9g", (double)sig->scale, (double)sig->mean, (double)sig->std);
 	if (r->unit_interval && r->fractional)
 		snprintf(msg, msg_len, "input '%s': every value is within [0, 1] and not all are whole numbers, as pixels "
 		         "already scaled are, but %s; send the pixels, or declare the form with the request parameter "

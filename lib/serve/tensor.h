@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/project/project.h"
 #include "lib/util/buf.h"
 
 enum dlk_dtype {
@@ -42,6 +43,10 @@ int dlk_dtype_numeric(enum dlk_dtype t);
 #define DLK_SERVE_OUT_LOGITS "logits"
 #define DLK_SERVE_N_OUTPUTS 2
 #define DLK_SERVE_MAX_RANK 8
+/* A request's texts become at most this many token ids in all, on every route that takes texts:
+ * each text is the model's in_size ids whatever its length, so a body of empty strings must not
+ * turn into gigabytes */
+#define DLK_SERVE_MAX_TEXT_IDS (1LL << 24)
 
 /* The input contract: what a model's input takes. Raw values as the training data held them
  * (pixels 0..255 for idx and tar data), which the server scales as training did; or values
@@ -74,17 +79,25 @@ struct dlk_serve_sig {
 	                              the server tokenizes as training did (dlk_text_encode_row) into the
 	                              in_size ids the network takes; ids themselves are its preprocessed
 	                              form */
+	int channels;              /* per-channel normalisation (an image model trained with
+	                              data.images.mean/std: the bundle's input_scaling.channel_mean and
+	                              channel_std): dims[0], 0 when the model has none. Then channel c's
+	                              raw value v enters as (v * scale - channel_mean[c]) / channel_std[c],
+	                              and mean, std and lut are not used */
+	float channel_mean[DLK_MAX_CHANNELS], channel_std[DLK_MAX_CHANNELS];
+	float lut_c[DLK_MAX_CHANNELS][256]; /* that, for the integers 0..255 of each channel */
 };
 
-/* Fills lut and pixels from scale, mean and std. */
+/* Fills lut, lut_c and pixels from scale, mean and std (channel_mean, channel_std). */
 void dlk_serve_sig_init_lut(struct dlk_serve_sig *sig);
-/* A copy of sig whose conversions take values as already scaled (scale 1, mean 0, std 1): what
- * a request declared "preprocessed" is converted with. */
+/* A copy of sig whose conversions take values as already scaled (scale 1, mean 0, std 1, no
+ * per-channel values): what a request declared "preprocessed" is converted with. */
 void dlk_serve_sig_preprocessed(const struct dlk_serve_sig *sig, struct dlk_serve_sig *out);
 /* The contract as JSON members (no braces), for the protocols' metadata:
  *   "input_form":"raw","raw_range":[0,255],"scale":S,"mean":M,"std":D,
  *   "input_forms":["raw","preprocessed"],"form_parameter":"input_form"
- * and for a text model (sig->tokenizer):
+ * with "channel_mean":[...],"channel_std":[...] after "std" for per-channel normalisation (the
+ * values of mean and std are then not used), and for a text model (sig->tokenizer):
  *   "input_form":"raw","raw":"text","tokenizer":"bpe","vocab_size":V,"pad_id":P,"sequence_length":T,
  *   "preprocessed":"token_ids","input_forms":[...],"form_parameter":"input_form" */
 void dlk_serve_contract_json(const struct dlk_serve_sig *sig, struct dlk_buf *out);
@@ -115,7 +128,8 @@ long long dlk_serve_rows_of(const struct dlk_serve_sig *sig, const long long *sh
 void dlk_serve_shape_str(const struct dlk_serve_sig *sig, int flat, char *buf, size_t len);
 
 /* Converts n elements of type t, little-endian as the binary tensor extension sends them, into
- * network inputs (scaled). Returns 0, or -1 with the index of the first element that is not a
+ * network inputs (scaled). src starts at a row's first value (with per-channel normalisation,
+ * element i is of channel (i % in_size) / (in_size / channels)). Returns 0, or -1 with the index of the first element that is not a
  * finite number in *bad (an FP16/FP32/FP64 NaN or infinity). t must be dlk_dtype_numeric(). */
 int dlk_serve_convert_binary(const struct dlk_serve_sig *sig, enum dlk_dtype t, const unsigned char *src,
                              size_t n, float *dst, size_t *bad);

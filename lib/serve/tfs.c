@@ -1,11 +1,13 @@
 /* TensorFlow Serving REST v1: predict, status, metadata. */
 #include "lib/serve/tfs.h"
 
+#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/data/text.h"
 #include "lib/util/mem.h"
 
 static int fail(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -50,6 +52,99 @@ static int one_row(const struct dlk_serve_sig *sig, const struct jd_value *t, lo
 	dims[0] = 1;
 	if (dlk_serve_rows_of(sig, dims, rank + 1, why, sizeof(why)) < 0)
 		return fail(msg, len, "instances[%lld]: %s", i, why);
+	return 0;
+}
+
+/* A text model's row (sig->tokenizer): a string, an array of one string, or TF Serving's binary
+ * form {"b64": string} (*b64 set: base64 of the text's bytes); NULL otherwise. With objects, a row
+ * may also be {"input": that}, as the row format names inputs. */
+static const struct jd_value *row_text(const struct jd_value *v, int objects, int *b64)
+{
+	*b64 = 0;
+	if (objects && v && v->type == JD_OBJECT && v->n_items == 1 && jd_get(v, DLK_SERVE_INPUT))
+		v = jd_get(v, DLK_SERVE_INPUT);
+	if (v && v->type == JD_ARRAY && v->n_items == 1 && !v->n_numbers)
+		v = v->first;
+	if (v && v->type == JD_OBJECT && v->n_items == 1 && jd_get(v, "b64")) {
+		v = jd_get(v, "b64");
+		*b64 = 1;
+	}
+	return v && v->type == JD_STRING ? v : NULL;
+}
+
+static int any_text(const struct jd_value *arr, int objects)
+{
+	int b64;
+	for (const struct jd_value *v = arr->first; v; v = v->next)
+		if (row_text(v, objects, &b64))
+			return 1;
+	return 0;
+}
+
+/* base64 (RFC 4648, padded, as TF Serving's clients send it) of len bytes into out (len / 4 * 3
+ * bytes at least): the decoded length, or -1 */
+static long unbase64(const char *s, size_t len, unsigned char *out)
+{
+	int n, pad = 0;
+	if (len % 4 || len > (size_t)1 << 30)
+		return -1;
+	if (!len)
+		return 0;
+	n = EVP_DecodeBlock(out, (const unsigned char *)s, (int)len);
+	if (n < 0)
+		return -1;
+	/* EVP_DecodeBlock counts the padding's zero bytes too */
+	while (pad < 2 && s[len - 1 - (size_t)pad] == '=')
+		pad++;
+	return n - pad;
+}
+
+/* A text model's rows, one string each: tokenized as training tokenized its rows into the
+ * model's in_size ids (dlk_text_encode_row, lib/data/text.h, as the V2 route's BYTES). */
+static int text_rows(const struct dlk_serve_sig *sig, const struct jd_value *arr, int objects, int form,
+                     const char *what, struct dlk_tfs_request *req, char *msg, size_t len)
+{
+	long long rows = (long long)arr->n_items, i = 0;
+	int32_t *ids;
+
+	if (form == DLK_INPUT_PREPROCESSED)
+		return fail(msg, len, "%s: texts are the raw form, which the server tokenizes; the preprocessed form is "
+		            "the %zu token ids a row as numbers", what, sig->in_size);
+	if (arr->n_numbers)
+		return fail(msg, len, "%s mixes texts with numbers: every row is a text (a string), or every row its %zu "
+		            "token ids", what, sig->in_size);
+	if (rows > DLK_SERVE_MAX_TEXT_IDS / (long long)sig->in_size)
+		return fail(msg, len, "%s: %lld texts in one request; this model takes at most %lld (each becomes %zu ids)",
+		            what, rows, DLK_SERVE_MAX_TEXT_IDS / (long long)sig->in_size, sig->in_size);
+	req->x = xmalloc((size_t)rows * sig->in_size * sizeof(float));
+	ids = xmalloc(sig->in_size * sizeof(*ids));
+	for (const struct jd_value *row = arr->first; row; row = row->next, i++) {
+		int b64;
+		const struct jd_value *t = row_text(row, objects, &b64);
+		if (!t) {
+			free(ids);
+			return fail(msg, len, "%s[%lld] is not a text: the model '%s' takes one string a row (%s, or "
+			            "{\"b64\": base64}), which the server tokenizes", what, i, sig->name,
+			            objects ? "\"text\", [\"text\"] or {\"" DLK_SERVE_INPUT "\": \"text\"}" : "\"text\" or [\"text\"]");
+		}
+		if (b64) {
+			unsigned char *bytes = xmalloc(t->len / 4 * 3 + 3);
+			long n = unbase64(t->str, t->len, bytes);
+			if (n >= 0)
+				dlk_text_encode_row(sig->tokenizer, bytes, (size_t)n, (int)sig->in_size, ids,
+				                    req->x + (size_t)i * sig->in_size);
+			free(bytes);
+			if (n < 0) {
+				free(ids);
+				return fail(msg, len, "%s[%lld]: 'b64' is not base64 (RFC 4648, padded to a multiple of 4 "
+				            "characters)", what, i);
+			}
+			continue;
+		}
+		dlk_text_encode_row(sig->tokenizer, t->str, t->len, (int)sig->in_size, ids, req->x + (size_t)i * sig->in_size);
+	}
+	free(ids);
+	req->rows = rows;
 	return 0;
 }
 
@@ -106,6 +201,10 @@ int dlk_tfs_parse_predict(const struct dlk_serve_sig *sig, const char *body, siz
 				goto out;
 			}
 		}
+		if (sig->tokenizer && t && t->type == JD_ARRAY && !t->numeric && any_text(t, 0)) {
+			ret = text_rows(raw_sig, t, 0, form, "'inputs'", req, msg, msg_len);
+			goto out;
+		}
 		long long rows = batch_rows(sig, t, "'inputs'", msg, msg_len);
 		if (rows < 0)
 			goto out;
@@ -140,6 +239,10 @@ int dlk_tfs_parse_predict(const struct dlk_serve_sig *sig, const char *body, siz
 			goto out;
 		}
 		ret = 0;
+		goto out;
+	}
+	if (sig->tokenizer && any_text(inst, 1)) {
+		ret = text_rows(raw_sig, inst, 1, form, "'instances'", req, msg, msg_len);
 		goto out;
 	}
 	/* rows as objects: {"input": row} each */
@@ -243,9 +346,10 @@ void dlk_tfs_write_status(const char *name, const char *state, int ready, struct
 	dlk_buf_addf(out, ",\"ready\":%s}", ready ? "true" : "false");
 }
 
-static void tf_tensor(struct dlk_buf *out, const char *name, const int *dims, int rank)
+static void tf_tensor(struct dlk_buf *out, const char *name, const char *dtype, const int *dims, int rank)
 {
-	dlk_buf_addf(out, "\"%s\":{\"dtype\":\"DT_FLOAT\",\"tensor_shape\":{\"dim\":[{\"size\":\"-1\",\"name\":\"\"}", name);
+	dlk_buf_addf(out, "\"%s\":{\"dtype\":\"%s\",\"tensor_shape\":{\"dim\":[{\"size\":\"-1\",\"name\":\"\"}", name,
+	             dtype);
 	for (int i = 0; i < rank; i++)
 		dlk_buf_addf(out, ",{\"size\":\"%d\",\"name\":\"\"}", dims[i]);
 	dlk_buf_addf(out, "],\"unknown_rank\":false},\"name\":\"%s\"}", name);
@@ -259,15 +363,17 @@ void dlk_tfs_write_metadata(const struct dlk_serve_sig *sig, struct dlk_buf *out
 	jd_write_string(out, sig->name, strlen(sig->name));
 	dlk_buf_adds(out, ",\"signature_name\":\"\",\"version\":\"1\"},\"metadata\":{\"signature_def\":{\"signature_def\":"
 	                  "{\"serving_default\":{\"inputs\":{");
-	if (sig->rank == 3)
-		tf_tensor(out, DLK_SERVE_INPUT, sig->dims, 3);
+	if (sig->tokenizer) /* texts, one a row (their token ids are the preprocessed form) */
+		tf_tensor(out, DLK_SERVE_INPUT, "DT_STRING", NULL, 0);
+	else if (sig->rank == 3)
+		tf_tensor(out, DLK_SERVE_INPUT, "DT_FLOAT", sig->dims, 3);
 	else
-		tf_tensor(out, DLK_SERVE_INPUT, &flat, 1);
+		tf_tensor(out, DLK_SERVE_INPUT, "DT_FLOAT", &flat, 1);
 	dlk_buf_adds(out, "},\"outputs\":{");
 	for (int o = 0; o < DLK_SERVE_N_OUTPUTS; o++) {
 		if (o)
 			dlk_buf_addc(out, ',');
-		tf_tensor(out, dlk_serve_output_name(o), &sig->n_classes, 1);
+		tf_tensor(out, dlk_serve_output_name(o), "DT_FLOAT", &sig->n_classes, 1);
 	}
 	dlk_buf_adds(out, "},\"method_name\":\"tensorflow/serving/predict\"}}},\"dlk_input_contract\":{");
 	dlk_serve_contract_json(sig, out);

@@ -6,7 +6,10 @@
  *   {"inputs": tensor | {"input": tensor}} the whole batch, batch dimension first
  * Rows answer {"predictions": [{"probabilities": [...], "logits": [...]}, ...]} (the model has two
  * named outputs, so each prediction is an object, as TF Serving answers for several outputs);
- * columns answer {"outputs": {"probabilities": [[...]], "logits": [[...]]}}. */
+ * columns answer {"outputs": {"probabilities": [[...]], "logits": [[...]]}}.
+ * A text model (sig->tokenizer) takes texts in either form, one string a row ("text", ["text"],
+ * {"b64": base64 of the text's bytes} or, as instances, {"input": any of those}), tokenized as training did (dlk_text_encode_row); its token
+ * ids as numbers are the preprocessed form. */
 #ifndef DLK_SERVE_TFS_H
 #define DLK_SERVE_TFS_H
 

@@ -14,9 +14,6 @@
 #define MAX_INPUTS 64
 #define MAX_OUTPUTS 64
 #define MAX_DIM (1LL << 40)
-/* the ids the texts of one request may become: each text is in_size of them whatever its
- * length, so a body of empty strings must not turn into gigabytes */
-#define MAX_TEXT_IDS (1LL << 24)
 
 static int fail(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *msg, size_t len, const char *fmt, ...)
@@ -165,9 +162,9 @@ static int read_texts(const struct dlk_serve_sig *sig, const struct input_desc *
 		            "%d dimensions%s", DLK_SERVE_INPUT, d->rank, d->rank == 2 ? " with more than one text a row" : "");
 	if (rows == 0)
 		return fail(msg, len, "input '%s' has no rows (its shape starts with 0)", DLK_SERVE_INPUT);
-	if (rows > MAX_TEXT_IDS / (long long)sig->in_size)
+	if (rows > DLK_SERVE_MAX_TEXT_IDS / (long long)sig->in_size)
 		return fail(msg, len, "input '%s': %lld texts in one request; this model takes at most %lld (each becomes %zu ids)",
-		            DLK_SERVE_INPUT, rows, MAX_TEXT_IDS / (long long)sig->in_size, sig->in_size);
+		            DLK_SERVE_INPUT, rows, DLK_SERVE_MAX_TEXT_IDS / (long long)sig->in_size, sig->in_size);
 	if (!d->binary) {
 		const struct jd_value *data = d->data;
 		if (data->type != JD_ARRAY || data->leaf_end != data->leaf_begin)

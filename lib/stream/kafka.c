@@ -820,6 +820,10 @@ int dlk_stream_run(const struct dlk_stream_config *cfg, const struct dlk_stream_
 		return dlk_errf(err, DLK_EXIT_USAGE, "stream: max_records and commit_ms must be positive");
 	if (cfg->record.sig != sc->sig)
 		return dlk_errf(err, DLK_EXIT_USAGE, "stream: records are decoded for another model than the scorer's");
+	if (cfg->record.format == DLK_RECORD_TEXT && !sc->sig->tokenizer)
+		return dlk_errf(err, DLK_EXIT_USAGE, "stream: format text: the model '%s' takes no texts (it has no "
+		                "tokenizer); its records are raw tensor bytes or V2 requests (format raw or json)",
+		                sc->sig->name);
 	r.dlq = cfg->dlq_topic ? xstrdup(cfg->dlq_topic) : xasprintf("%s.dlq", cfg->in_topic);
 	r.txn_id = xasprintf("%s-%s", cfg->group, cfg->instance);
 	round_alloc(&r.rounds[0], cfg, sc);

@@ -8,21 +8,23 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/data/text.h"
 #include "lib/serve/v2.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 
+const char *const dlk_record_format_names[] = { "raw", "json", "text", NULL };
+
 const char *dlk_record_format_name(enum dlk_record_format f)
 {
-	return f == DLK_RECORD_JSON ? "json" : "raw";
+	return f >= DLK_RECORD_RAW && f <= DLK_RECORD_TEXT ? dlk_record_format_names[f] : "raw";
 }
 
 int dlk_record_format_parse(const char *s)
 {
-	if (!strcmp(s, "raw"))
-		return DLK_RECORD_RAW;
-	if (!strcmp(s, "json"))
-		return DLK_RECORD_JSON;
+	for (int i = 0; dlk_record_format_names[i]; i++)
+		if (!strcmp(s, dlk_record_format_names[i]))
+			return i;
 	return -1;
 }
 
@@ -89,6 +91,26 @@ out:
 	return rc;
 }
 
+/* A text model's record: its value is the text (valid UTF-8, as the texts of JSON and of the
+ * training data are: a record of other bytes is not a text sent by mistake for the model) */
+static int decode_text(const struct dlk_record_spec *spec, const unsigned char *p, size_t len, float *out,
+                       struct dlk_err *err)
+{
+	const struct dlk_serve_sig *sig = spec->sig;
+	int32_t *ids;
+
+	if (!sig->tokenizer)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "text: the model '%s' takes no texts (it has no tokenizer): send "
+		                "its input as raw tensor bytes or a V2 request", sig->name);
+	if (!dlk_utf8_valid((const char *)p, len))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "text: %zu bytes that are not UTF-8 text (the record's value is "
+		                "one text, which the server tokenizes)", len);
+	ids = xmalloc(sig->in_size * sizeof(*ids));
+	dlk_text_encode_row(sig->tokenizer, p, len, (int)sig->in_size, ids, out);
+	free(ids);
+	return 0;
+}
+
 /* A value finite in its datatype can still leave float32's range once converted and scaled
  * (an FP64 1e300, or an FP32 3e38 times a scale above 1): the network must never see it. */
 static int check_finite(const struct dlk_record_spec *spec, const float *out, struct dlk_err *err)
@@ -117,14 +139,19 @@ static int decode(const struct dlk_record_spec *spec, const void *payload, size_
 			fmt = DLK_RECORD_JSON;
 		} else if (media_is(content_type, content_type_len, "application/octet-stream")) {
 			fmt = DLK_RECORD_RAW;
+		} else if (media_is(content_type, content_type_len, "text/plain")) {
+			fmt = DLK_RECORD_TEXT;
 		} else {
 			quote_value(q, sizeof(q), content_type, content_type_len);
 			return dlk_errf(err, DLK_EXIT_CONFIG, "content-type '%s': expected application/octet-stream "
-			                "(raw tensor bytes) or application/json (a V2 request)", q);
+			                "(raw tensor bytes), application/json (a V2 request) or, for a text model, "
+			                "text/plain (one text)", q);
 		}
 	}
 	if (fmt == DLK_RECORD_JSON)
 		return decode_json(spec, payload, len, out, err);
+	if (fmt == DLK_RECORD_TEXT)
+		return decode_text(spec, payload, len, out, err);
 	if (datatype) {
 		t = dlk_dtype_parse(datatype, datatype_len);
 		if (!dlk_dtype_numeric(t)) {

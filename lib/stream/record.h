@@ -8,8 +8,12 @@
  *         another KServe V2 number type: UINT8, INT16, FP64, ...);
  *   json  a KServe V2 inference request with one row, {"inputs": [{"name": "input", "shape":
  *         [1, ...], "datatype": ..., "data": [...]}]}, read by the HTTP front end's own codec.
+ * A text model's (sig->tokenizer) records may also be
+ *   text  the record's value is one UTF-8 text, which the server tokenizes as training did
+ *         (dlk_text_encode_row, lib/data/text.h; the V2 route's BYTES inputs go through it too);
+ *         its raw and json records are the token ids, or a V2 request with a BYTES text.
  * The record's `content-type` header chooses (application/octet-stream = raw, application/json =
- * json); without one, the configured format applies. A record that breaks a rule is refused with
+ * json, text/plain = text); without one, the configured format applies. A record that breaks a rule is refused with
  * a message that says what was wrong; the stream sends it to its dead-letter topic and goes on.
  *
  * An output record is one JSON object (see dlk_record_encode). */
@@ -24,9 +28,11 @@
 #include "lib/util/buf.h"
 #include "lib/util/err.h"
 
-enum dlk_record_format { DLK_RECORD_RAW = 0, DLK_RECORD_JSON };
+enum dlk_record_format { DLK_RECORD_RAW = 0, DLK_RECORD_JSON, DLK_RECORD_TEXT };
 
-/* "raw" / "json", and back (-1 when unknown). */
+/* The formats' names in enum order, NULL-terminated (what a configuration may say). */
+extern const char *const dlk_record_format_names[];
+/* "raw" / "json" / "text", and back (-1 when unknown). */
 const char *dlk_record_format_name(enum dlk_record_format f);
 int dlk_record_format_parse(const char *s);
 

@@ -190,6 +190,9 @@ static cJSON *layer_json(const struct dlk_layer_spec *ls)
 		cJSON_AddNumberToObject(l, "pad_id", ls->pad_id);
 		cJSON_AddNumberToObject(l, "rate", ls->rate);
 		break;
+	case DLK_LAYER_MEANPOOL:
+		cJSON_AddNumberToObject(l, "pad_id", ls->pad_id);
+		break;
 	case DLK_LAYER_UPSAMPLE:
 		cJSON_AddNumberToObject(l, "scale", ls->scale);
 		cJSON_AddStringToObject(l, "mode", ls->mode == DLK_UPSAMPLE_BILINEAR ? "bilinear" : "nearest");
@@ -494,6 +497,49 @@ static int int_field(const cJSON *o, const char *key, int def, int lo, int hi, i
 	return 0;
 }
 
+/* input_scaling.channel_mean / channel_std: lists of 1 or C finite numbers (std not 0), resolved
+ * to C values as lib/data/load.c resolves data.images.mean / std for training */
+static int channel_scaling(const char *path, const cJSON *sc, struct dlk_bundle *b, struct dlk_err *err)
+{
+	static const char *const keys[2] = { "channel_mean", "channel_std" };
+	int C = b->model.input[0];
+
+	for (int k = 0; k < 2; k++) {
+		const cJSON *arr = cJSON_GetObjectItemCaseSensitive(sc, keys[k]);
+		float *dst = k ? b->channel_std : b->channel_mean;
+		int n;
+		if (!arr)
+			continue;
+		n = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : 0;
+		if (C < 1 || C > DLK_MAX_CHANNELS)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: input_scaling.%s is given, but the input has %d "
+			                "channels (per-channel values are for 1 to %d)", path, keys[k], C, DLK_MAX_CHANNELS);
+		if (n != 1 && n != C)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: input_scaling.%s must list 1 or %d numbers (one "
+			                "for every channel, or one a channel)", path, keys[k], C);
+		for (int c = 0; c < n; c++) {
+			const cJSON *v = cJSON_GetArrayItem(arr, c);
+			if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > 1e30 ||
+			    (k && (float)v->valuedouble == 0.0f))
+				return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.json: input_scaling.%s[%d] is not a finite number%s",
+				                path, keys[k], c, k ? " other than 0" : "");
+		}
+		for (int c = 0; c < C; c++)
+			dst[c] = (float)cJSON_GetArrayItem(arr, n > 1 ? c : 0)->valuedouble;
+		b->n_channel_scaling = C;
+	}
+	if (b->n_channel_scaling) {
+		/* the list not recorded is the one-value mean or std, for every channel */
+		if (!cJSON_GetObjectItemCaseSensitive(sc, keys[0]))
+			for (int c = 0; c < C; c++)
+				b->channel_mean[c] = b->mean;
+		if (!cJSON_GetObjectItemCaseSensitive(sc, keys[1]))
+			for (int c = 0; c < C; c++)
+				b->channel_std[c] = b->std;
+	}
+	return 0;
+}
+
 static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *err)
 {
 	const cJSON *j = b->meta, *a, *v;
@@ -676,6 +722,8 @@ static int parse_meta(const char *path, struct dlk_bundle *b, struct dlk_err *er
 		b->scale = (float)v_scale->valuedouble;
 		b->mean = (float)v_mean->valuedouble;
 		b->std = (float)v_std->valuedouble;
+		if (channel_scaling(path, sc, b, err))
+			return -1;
 	}
 	const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "weights");
 	const cJSON *sha = cJSON_GetObjectItemCaseSensitive(w, "sha256");

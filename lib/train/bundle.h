@@ -77,9 +77,16 @@ struct dlk_bundle {
 	/* the tokenizer of a text model (member tokenizer.txt, lib/data/bpe.h's text form); NULL in
 	 * bundles without one (every bundle written before text data); owned */
 	struct dlk_tokenizer *tokenizer;
+	/* input_scaling's channel_mean and channel_std (format images trained with per-channel
+	 * normalisation), one value per channel of model.input (a list of one given for every
+	 * channel, a list not recorded taken from mean or std): channel c's raw value v enters the
+	 * network as (v * scale - channel_mean[c]) / channel_std[c]. n_channel_scaling is the
+	 * number of channels, 0 when the bundle records neither list */
+	int n_channel_scaling;
+	float channel_mean[DLK_MAX_CHANNELS], channel_std[DLK_MAX_CHANNELS];
 };
 #define DLK_BUNDLE_INIT { NULL, { { 0, 0, 0 }, 0, NULL, 0, DLK_LOSS_SOFTMAX_CE, NULL, DLK_TASK_CLASSIFICATION, 1.0, 0.5, 0, NULL }, 0, NULL, NULL, 0, "", "", \
-	                  0, 1.0f, 0.0f, 1.0f, NULL }
+	                  0, 1.0f, 0.0f, 1.0f, NULL, 0, { 0 }, { 0 } }
 
 /* Reads and verifies a bundle: the tar structure, model.json, the weights' sha256 against
  * model.json, the safetensors header (dtype, shapes against the architecture, offsets inside

@@ -19,7 +19,7 @@ static char *const labels[3] = { "zero", "one:1", "" };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct dlk_serve_sig sig = { "fuzz", { 1, 4, 4 }, 3, 16, 3, labels, 1.0f / 255, 0.5f, 2.0f, { 0 }, 0, NULL };
+	struct dlk_serve_sig sig = { "fuzz", { 1, 4, 4 }, 3, 16, 3, labels, 1.0f / 255, 0.5f, 2.0f, { 0 }, 0, NULL, 0, { 0 }, { 0 }, { { 0 } } };
 	struct jd_limits lim = { 16, 1 << 20 };
 	char msg[1024];
 	struct dlk_buf out = DLK_BUF_INIT;

@@ -4,7 +4,9 @@
 # scorers in one group, one of them killed with kill -9 mid-stream and started again. Read with
 # isolation.level=read_committed, every input offset has exactly one output record, and its class
 # is the one dlk's in-process forward pass gives. Malformed records go to the dead-letter topic
-# with their error. The broker is started once for the whole file and stopped by its pid.
+# with their error. A text model (embedding + meanpool, trained here in a second) scores records
+# that are texts as its HTTP route classifies the same texts; one that is not UTF-8 is a dead
+# letter. The broker is started once for the whole file and stopped by its pid.
 . "$(dirname "$0")/../lib.sh"
 
 FM=/usr/share/datasets/fashion-mnist
@@ -28,7 +30,7 @@ test_expect_success 'the broker starts (KRaft, loopback) and the topics are crea
 	test -f "$FM/t10k-images-idx3-ubyte.gz" &&
 	"$TEST_ROOT/tests/kafka/up" "$K" && test -s "$K/bootstrap" && kill -0 "$(cat "$K/pid")" &&
 	b=$(cat "$K/bootstrap") &&
-	for t in in:4 out:4 in.dlq:1 bad:1 bad-out:1 bad.dlq:1 alo:2 alo-out:2 alo.dlq:1 pf:2 pf-out:2 pf.dlq:1 fence:2 fence-out:2 fence.dlq:1 hot:1 hot-out:1 hot.dlq:1; do
+	for t in in:4 out:4 in.dlq:1 bad:1 bad-out:1 bad.dlq:1 alo:2 alo-out:2 alo.dlq:1 pf:2 pf-out:2 pf.dlq:1 fence:2 fence-out:2 fence.dlq:1 hot:1 hot-out:1 hot.dlq:1 txt:1 txt-out:1 txt.dlq:1; do
 		"$TEST_ROOT/tests/kafka/tool" org.apache.kafka.tools.TopicCommand --bootstrap-server "$b" \
 			--create --topic "${t%:*}" --partitions "${t#*:}" >/dev/null || exit 1
 	done
@@ -200,6 +202,46 @@ test_expect_success 'a replica started under a running one'"'"'s --instance fenc
 	wait_committed fence-out "$n" 120 && stop g2 &&
 	kcat -C -b "$B" -t fence-out -e -q -X isolation.level=read_committed -f "%s\n" |
 		python3 -c "import json, sys; k = [(r[\"input\"][\"partition\"], r[\"input\"][\"offset\"]) for r in map(json.loads, sys.stdin)]; sys.exit(len(k) != len(set(k)) or len(k) != $n)"
+'
+
+test_expect_success 'a text model scores texts (text/plain, and --format text) as its HTTP route classifies them' '
+	python3 -c "
+import json, random
+r = random.Random(4)
+words = [\"cat\", \"dog\", \"the\", \"a\", \"sat\", \"ran\", \"mat\", \"park\"]
+with open(\"t.jsonl\", \"w\") as f:
+    for i in range(300):
+        t = \" \".join(r.choice(words) for _ in range(r.randint(2, 6)))
+        f.write(json.dumps({\"text\": t, \"label\": \"cat\" if \"cat\" in t else \"none\"}) + \"\\n\")
+" &&
+	cat >text.yaml <<-EOF &&
+	name: tiny-text
+	data: {format: text, train: {source: t.jsonl}, test: {source: t.jsonl}}
+	model:
+	  input: [24]
+	  layers:
+	    - embedding: {vocab: 257, dim: 8}
+	    - meanpool: {pad_id: 0}
+	    - dense: {units: 2}
+	training: {epochs: 2, batch_size: 16, threads: 1}
+	EOF
+	dlk train --local -q -f text.yaml >/dev/null && mv tiny-text.dlk "$W/" &&
+	printf "the cat sat\n" | kcat -P -b "$B" -t txt -k t1 -H content-type=text/plain &&
+	printf "a dog ran in the park\n" | kcat -P -b "$B" -t txt -k t2 &&
+	printf "\377 not text\n" | kcat -P -b "$B" -t txt -k t3 &&
+	MODEL=$W/tiny-text.dlk scorer x --stream "kafka://$B/txt" --to txt-out --format text &&
+	wait_committed txt-out 2 120 && wait_committed txt.dlq 1 60 &&
+	kcat -C -b "$B" -t txt.dlq -e -q -X isolation.level=read_committed -f "%k|%h\n" >dlq && cat dlq &&
+	grep "^t3|" dlq | grep -q "dlk-error=text: 10 bytes that are not UTF-8 text" &&
+	kcat -C -b "$B" -t txt-out -e -q -X isolation.level=read_committed -f "%k %s\n" >scored && cat scored &&
+	port=$(cat "$W/x.port") &&
+	for k in t1:"the cat sat" t2:"a dog ran in the park"; do
+		curl -sf "http://127.0.0.1:$port/v2/models/tiny-text/infer" -d "{\"inputs\":[{\"name\":\"input\",\"shape\":[1],\"datatype\":\"BYTES\",\"data\":[\"${k#*:}\"]}],\"outputs\":[{\"name\":\"logits\"}]}" |
+			jq -r "[.outputs[0].data | to_entries | max_by(.value) | .key] | .[0]" >want || exit 1
+		got=$(sed -n "s/^${k%%:*} .*\"class\":\([0-9]*\).*/\1/p" scored) &&
+		echo "${k%%:*}: stream class $got, HTTP class $(cat want)" && test -n "$got" && test "$got" = "$(cat want)" || exit 1
+	done &&
+	stop x
 '
 
 test_expect_success 'the project file describes the stream (serving.stream); flags win over it' '

@@ -375,7 +375,8 @@ static void test_token_loss(void)
 	}
 }
 
-/* ABI 7's layer operations: layer norm, GELU, softmax, embedding, upsampling, forward and backward.
+/* ABI 7's layer operations: layer norm, GELU, softmax, embedding, upsampling, forward and backward,
+ * and ABI 10's meanpool.
  * Row reductions (layer norm, softmax) are SUMS; element-wise math ELEM; the embedding's gathers
  * and scatters are EXACT (one thread per column adds the ids in the CPU's order). */
 static void test_layer_ops(void)
@@ -474,6 +475,30 @@ static void test_layer_ops(void)
 			gpu->free(xd), gpu->free(dyd), gpu->free(yd), gpu->free(dxd);
 			free(x), free(dy), free(y), free(dx);
 		}
+
+	/* meanpool (ABI 10): 7 samples of 33 positions of width 96, masked by ids (pad 0: some samples
+	 * with none, one all padding) and not; both sum in the order of t and divide: EXACT */
+	for (int masked = 0; masked <= 1; masked++) {
+		int batch = 7, T = 33, D = 96;
+		size_t nx = (size_t)batch * T * D, ny = (size_t)batch * D;
+		float *ids = malloc(sizeof(float) * batch * T), *x = rnd(nx, 240), *dy = rnd(ny, 241);
+		float *y = malloc(sizeof(float) * ny), *dx = malloc(sizeof(float) * nx);
+		for (int b = 0; b < batch; b++)
+			for (int t = 0; t < T; t++)
+				ids[b * T + t] = b == 3 || t >= 5 * b + 2 ? 0.0f : (float)(1 + (t * 7 + b) % 40);
+		float *idd = up(ids, sizeof(float) * batch * T), *xd = up(x, sizeof(float) * nx), *dyd = up(dy, sizeof(float) * ny);
+		float *yd = gpu->alloc(sizeof(float) * ny), *dxd = gpu->alloc(sizeof(float) * nx);
+		cpu->seqpool_forward(x, masked ? ids : NULL, 0.0f, batch, T, D, y);
+		gpu->seqpool_forward(xd, masked ? idd : NULL, 0.0f, batch, T, D, yd);
+		snprintf(what, sizeof(what), "meanpool%s forward", masked ? " (pad 0)" : "");
+		agree(what, y, yd, ny, EXACT);
+		cpu->seqpool_backward(dy, masked ? ids : NULL, 0.0f, batch, T, D, dx);
+		gpu->seqpool_backward(dyd, masked ? idd : NULL, 0.0f, batch, T, D, dxd);
+		snprintf(what, sizeof(what), "meanpool%s backward", masked ? " (pad 0)" : "");
+		agree(what, dx, dxd, nx, EXACT);
+		gpu->free(idd), gpu->free(xd), gpu->free(dyd), gpu->free(yd), gpu->free(dxd);
+		free(ids), free(x), free(dy), free(y), free(dx);
+	}
 }
 
 /* grouped / depthwise conv2d and convtranspose2d (lib/nn/conv_more.c): the same composition of
@@ -669,6 +694,9 @@ static void test_layers(void)
 		                                .pad_id = -1, .rate = 0.1f },
 		                        K(DLK_LAYER_FLATTEN), D(5) };
 	compare_net("attention over a sequence (dense per position, causal, rotary, dropout)", 1, 6, 8, att, 4, &adamw, 3);
+	/* a sequence's mean (meanpool, not masked: the input is not ids) between dense layers */
+	struct dlk_layer_spec mp[] = { D(8), K(DLK_LAYER_GELU), { .kind = DLK_LAYER_MEANPOOL, .pad_id = -1 }, D(5) };
+	compare_net("meanpool over a sequence (dense per position, gelu)", 1, 6, 8, mp, 4, &adamw, 3);
 
 	/* every optimizer, over several steps of the same MLP */
 	struct dlk_training opts[] = {

@@ -5,9 +5,10 @@
 #include <cJSON.h>
 #include <stdlib.h>
 
+#include "lib/data/bpe.h"
 #include "lib/serve/tfs.h"
 
-static struct dlk_serve_sig sig = { "m", { 1, 2, 2 }, 3, 4, 3, NULL, 1.0f / 255, 0.0f, 1.0f, { 0 }, 0, NULL };
+static struct dlk_serve_sig sig = { "m", { 1, 2, 2 }, 3, 4, 3, NULL, 1.0f / 255, 0.0f, 1.0f, { 0 }, 0, NULL, 0, { 0 }, { 0 }, { { 0 } } };
 static struct jd_limits lim = { 32, 0 };
 
 static int parse(const char *body, struct dlk_tfs_request *r, char *msg)
@@ -24,6 +25,57 @@ static const char *bad(const char *body)
 		return "(accepted)";
 	}
 	return msg;
+}
+
+/* A text model (a tokenizer in the signature): strings in rows or columns become in_size ids as
+ * the byte tokenizer encodes them (id 1 + byte, pad 0), the same ids the V2 route's BYTES give;
+ * ids as numbers still pass; texts declared preprocessed, mixed rows and other values are named. */
+static void test_text(void)
+{
+	struct dlk_serve_sig ts = { "t", { 1, 1, 4 }, 1, 4, 3, NULL, 1, 0, 1, { 0 }, 0, NULL, 0, { 0 }, { 0 }, { { 0 } } };
+	struct dlk_serve_sig keep = sig;
+	struct dlk_tfs_request r;
+	struct dlk_buf out = DLK_BUF_INIT;
+	char msg[1024];
+
+	ts.tokenizer = dlk_tokenizer_byte();
+	dlk_serve_sig_init_lut(&ts);
+	sig = ts;
+	CHECK(parse("{\"instances\":[\"ab\",[\"hello\"],{\"input\":\"x\"}]}", &r, msg) == 0);
+	CHECK(r.rows == 3 && !r.columnar && r.x[0] == 1 + 'a' && r.x[1] == 1 + 'b' && r.x[2] == 0 && r.x[3] == 0);
+	CHECK(r.x[4] == 1 + 'h' && r.x[7] == 1 + 'l' && r.x[8] == 1 + 'x' && r.x[9] == 0);
+	dlk_tfs_request_release(&r);
+	CHECK(parse("{\"inputs\":{\"input\":[\"\",\"hi\"]}}", &r, msg) == 0);
+	CHECK(r.rows == 2 && r.columnar && r.x[0] == 0 && r.x[4] == 1 + 'h' && r.x[5] == 1 + 'i' && r.x[6] == 0);
+	dlk_tfs_request_release(&r);
+	CHECK(parse("{\"inputs\":[[\"hi\"]],\"input_form\":\"raw\"}", &r, msg) == 0 && r.rows == 1 && r.x[1] == 1 + 'i');
+	dlk_tfs_request_release(&r);
+	/* TF Serving's binary strings: {"b64": base64}, as a row, in {"input": ...} or a column */
+	CHECK(parse("{\"instances\":[{\"b64\":\"aGk=\"},{\"input\":{\"b64\":\"//8A\"}},{\"b64\":\"\"}]}", &r, msg) == 0);
+	CHECK(r.rows == 3 && r.x[0] == 1 + 'h' && r.x[1] == 1 + 'i' && r.x[2] == 0 && r.x[4] == 256 && r.x[5] == 256 &&
+	      r.x[6] == 1 && r.x[7] == 0 && r.x[8] == 0);
+	dlk_tfs_request_release(&r);
+	CHECK(parse("{\"inputs\":[{\"b64\":\"aGVsbG8=\"}]}", &r, msg) == 0 && r.rows == 1 && r.x[3] == 1 + 'l');
+	dlk_tfs_request_release(&r);
+	CHECK_CONTAINS(bad("{\"instances\":[\"a\",{\"b64\":\"aGk\"}]}"), "'instances'[1]: 'b64' is not base64");
+	CHECK_CONTAINS(bad("{\"instances\":[{\"b64\":\"a*k=\"}]}"), "'instances'[0]: 'b64' is not base64");
+	CHECK(parse("{\"instances\":[[5,6,7,0]]}", &r, msg) == 0 && r.rows == 1 && r.x[0] == 5 && r.x[3] == 0);
+	dlk_tfs_request_release(&r);
+	CHECK_CONTAINS(bad("{\"instances\":[\"a\"],\"input_form\":\"preprocessed\"}"),
+	               "'instances': texts are the raw form, which the server tokenizes; the preprocessed form is the 4 token ids");
+	CHECK_CONTAINS(bad("{\"inputs\":[\"a\",3]}"), "'inputs' mixes texts with numbers");
+	CHECK_CONTAINS(bad("{\"instances\":[\"a\",{\"input\":[1,2,3,4]}]}"),
+	               "'instances'[1] is not a text: the model 't' takes one string a row");
+	CHECK_CONTAINS(bad("{\"instances\":[\"a\",[\"b\",\"c\"]]}"), "'instances'[1] is not a text");
+	CHECK_CONTAINS(bad("{\"instances\":[{\"input\":\"a\",\"other\":\"b\"}]}"), "instances[0] names inputs the model does not have");
+	dlk_tfs_write_metadata(&ts, &out);
+	CHECK_CONTAINS(out.data, "\"input\":{\"dtype\":\"DT_STRING\",\"tensor_shape\":{\"dim\":[{\"size\":\"-1\"");
+	CHECK_CONTAINS(out.data, "\"raw\":\"text\",\"tokenizer\":\"byte\"");
+	dlk_buf_release(&out);
+	sig = keep;
+	/* a model without a tokenizer takes no texts */
+	CHECK_CONTAINS(bad("{\"instances\":[\"ab\"]}"), "instances[0]: the input must be a (nested) array of numbers");
+	dlk_tokenizer_free((struct dlk_tokenizer *)ts.tokenizer);
 }
 
 int main(void)
@@ -74,6 +126,8 @@ int main(void)
 	CHECK_CONTAINS(bad("{\"inputs\":{\"input\":[[0,1,2,3]],\"other\":[1]}}"), "it takes one, 'input'");
 	CHECK_CONTAINS(bad("{\"signature_name\":\"predict\",\"instances\":[[0,1,2,3]]}"), "unknown signature_name");
 	CHECK_CONTAINS(bad("{\"instances\":[[0,1,2,3]"), "invalid JSON");
+
+	test_text();
 
 	dlk_tfs_write_status("m", "AVAILABLE", 1, &out);
 	j = cJSON_Parse(out.data);

@@ -11,7 +11,7 @@
 #include "lib/serve/v2.h"
 
 static char *const labels[3] = { "cat", "dog", "" };
-static struct dlk_serve_sig sig = { "m", { 1, 2, 2 }, 3, 4, 3, labels, 1.0f / 255, 0.5f, 2.0f, { 0 }, 0, NULL };
+static struct dlk_serve_sig sig = { "m", { 1, 2, 2 }, 3, 4, 3, labels, 1.0f / 255, 0.5f, 2.0f, { 0 }, 0, NULL, 0, { 0 }, { 0 }, { { 0 } } };
 static struct jd_limits lim = { 32, 0 };
 
 static int parse_json(const char *body, struct dlk_v2_request *r, char *msg)
@@ -268,7 +268,7 @@ static void test_metadata(void)
 static void test_text(void)
 {
 	struct dlk_tokenizer *tok = dlk_tokenizer_byte();
-	struct dlk_serve_sig ts = { "t", { 1, 1, 4 }, 1, 4, 3, labels, 1, 0, 1, { 0 }, 0, NULL };
+	struct dlk_serve_sig ts = { "t", { 1, 1, 4 }, 1, 4, 3, labels, 1, 0, 1, { 0 }, 0, NULL, 0, { 0 }, { 0 }, { { 0 } } };
 	struct dlk_v2_request r;
 	struct dlk_buf out = DLK_BUF_INIT;
 	char msg[1024], body[512];

@@ -1,4 +1,4 @@
-/* Stream records: raw and V2 JSON decoding, the errors a dead letter carries, the output record,
+/* Stream records: raw, V2 JSON and text decoding, the errors a dead letter carries, the output record,
  * the kafka:// URL, and the Prometheus text of the stream's metrics. */
 #include "tests/unit/check.h"
 
@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "lib/data/bpe.h"
 #include "lib/stream/metrics.h"
 #include "lib/stream/record.h"
 #include "lib/stream/stream.h"
@@ -110,6 +111,40 @@ int main(void)
 		CHECK_CONTAINS(err.msg, "deeper than 32");
 		dlk_buf_release(&b);
 	}
+
+	/* a text model's records: the text itself (text/plain, or format text), tokenized as the
+	 * HTTP routes and training tokenize (the byte tokenizer: id 1 + byte, pad 0); a V2 BYTES
+	 * request; its ids as raw bytes. A model without a tokenizer, and bytes that are not UTF-8,
+	 * go to the dead letters with the reason. */
+	CHECK(dec(&spec4, "hi", 2, "text/plain", NULL, out, &err) == -1);
+	CHECK_STR(err.msg, "text: the model 'm' takes no texts (it has no tokenizer): send its input as raw tensor bytes or a V2 request");
+	{
+		struct dlk_serve_sig ts = sig;
+		struct dlk_record_spec tx = spec4;
+		float ids[4] = { 5, 6, 0, 0 };
+		ts.scale = 1, ts.mean = 0, ts.std = 1;
+		ts.rank = 1, ts.dims[0] = ts.dims[1] = 1, ts.dims[2] = 4;
+		ts.tokenizer = dlk_tokenizer_byte();
+		dlk_serve_sig_init_lut(&ts);
+		tx.sig = &ts;
+		CHECK(dec(&tx, "hi", 2, "text/plain; charset=utf-8", NULL, out, &err) == 0 && out[0] == 1 + 'h' &&
+		      out[1] == 1 + 'i' && out[2] == 0 && out[3] == 0);
+		tx.format = DLK_RECORD_TEXT;
+		CHECK(dec(&tx, "hello", 5, NULL, NULL, out, &err) == 0 && out[0] == 1 + 'h' && out[3] == 1 + 'l');
+		CHECK(dec(&tx, "", 0, NULL, NULL, out, &err) == 0 && out[0] == 0);
+		CHECK(dec(&tx, "a\xff", 2, NULL, NULL, out, &err) == -1);
+		CHECK_STR(err.msg, "text: 2 bytes that are not UTF-8 text (the record's value is one text, which the server tokenizes)");
+		CHECK(dec(&tx, (const char *)ids, sizeof(ids), "application/octet-stream", NULL, out, &err) == 0 &&
+		      out[0] == 5 && out[1] == 6);
+		CHECK(dec(&tx, JS("{\"inputs\":[{\"name\":\"input\",\"shape\":[1],\"datatype\":\"BYTES\",\"data\":[\"ab\"]}]}"),
+		          "application/json", NULL, out, &err) == 0 && out[0] == 1 + 'a' && out[1] == 1 + 'b' && out[2] == 0);
+		CHECK(dec(&tx, JS("{\"inputs\":[{\"name\":\"input\",\"shape\":[2],\"datatype\":\"BYTES\",\"data\":[\"a\",\"b\"]}]}"),
+		          "application/json", NULL, out, &err) == -1);
+		CHECK_STR(err.msg, "json: 2 rows: a record carries one example");
+		dlk_tokenizer_free((struct dlk_tokenizer *)ts.tokenizer);
+	}
+	CHECK(dlk_record_format_parse("text") == DLK_RECORD_TEXT && !strcmp(dlk_record_format_name(DLK_RECORD_TEXT), "text"));
+	CHECK(dlk_record_format_parse("csv") == -1);
 
 	/* the output record */
 	{

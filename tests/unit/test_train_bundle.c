@@ -277,6 +277,45 @@ int main(void)
 		}
 		dlk_buf_release(&j2);
 	}
+	{
+		/* per-channel normalisation (input_scaling.channel_mean / channel_std): one value a channel
+		 * of the 2-channel input, or one for both, the list not given from mean / std; lists of
+		 * another length, values not finite and a std of 0 are refused naming the field */
+		static const struct {
+			const char *scaling, *needle;
+			float m0, m1, s0, s1;
+		} cases[] = {
+			{ "{\"scale\":0.5,\"mean\":0.25,\"std\":2,\"channel_mean\":[0.1,0.2],\"channel_std\":[3,4]}", NULL, 0.1f, 0.2f, 3, 4 },
+			{ "{\"scale\":0.5,\"mean\":0.25,\"std\":2,\"channel_mean\":[0.1]}", NULL, 0.1f, 0.1f, 2, 2 },
+			{ "{\"scale\":0.5,\"mean\":0.25,\"std\":2,\"channel_std\":[3,5]}", NULL, 0.25f, 0.25f, 3, 5 },
+			{ "{\"scale\":0.5,\"mean\":0.25,\"std\":2,\"channel_mean\":[0.1,0.2,0.3]}",
+			  "input_scaling.channel_mean must list 1 or 2 numbers", 0, 0, 0, 0 },
+			{ "{\"scale\":0.5,\"mean\":0.25,\"std\":2,\"channel_std\":[1,0]}", "input_scaling.channel_std[1] is not a finite number other than 0", 0, 0, 0, 0 },
+			{ "{\"scale\":0.5,\"mean\":0.25,\"std\":2,\"channel_mean\":\"0.1\"}", "input_scaling.channel_mean must list", 0, 0, 0, 0 },
+			{ "{\"scale\":0.5,\"mean\":0.25,\"std\":2,\"channel_mean\":[null,1]}", "input_scaling.channel_mean[0] is not a finite number", 0, 0, 0, 0 },
+		};
+		for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+			cJSON *j = cJSON_ParseWithLength(json.data, json.len);
+			cJSON_DeleteItemFromObject(j, "input_scaling");
+			cJSON_AddItemToObject(j, "input_scaling", cJSON_Parse(cases[c].scaling));
+			char *txt = cJSON_PrintUnformatted(j);
+			write_tar(bad, "model.json", txt, strlen(txt), "weights.safetensors", wts.data, wts.len);
+			if (cases[c].needle) {
+				expect_error(cases[c].scaling, bad, cases[c].needle);
+			} else {
+				struct dlk_bundle cb = DLK_BUNDLE_INIT;
+				err = (struct dlk_err)DLK_ERR_INIT;
+				CHECK_MSG(dlk_bundle_read(bad, &cb, &err) == 0, "%s is read (%s)", cases[c].scaling, err.msg);
+				CHECK_MSG(cb.n_channel_scaling == 2 && cb.channel_mean[0] == cases[c].m0 &&
+				          cb.channel_mean[1] == cases[c].m1 && cb.channel_std[0] == cases[c].s0 &&
+				          cb.channel_std[1] == cases[c].s1 && cb.mean == 0.25f,
+				          "%s: each channel's mean and std", cases[c].scaling);
+				dlk_bundle_release(&cb);
+			}
+			free(txt);
+			cJSON_Delete(j);
+		}
+	}
 	const char *future = "{\"format\": \"dlk-model\", \"format_version\": 9}";
 	write_tar(bad, "model.json", future, strlen(future), "weights.safetensors", wts.data, wts.len);
 	expect_error("a future format", bad, "format_version 9");
