@@ -60,7 +60,7 @@ int main(void)
 	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\n"
 	             "model: {input: [4], layers: [relu, lstm, {dense: {units: 2}}]}\n");
 	CHECK_STR(m, "dlk.yaml:3:36: model.layers[1]: unknown layer 'lstm' (layers are: dense, conv2d, maxpool, flatten, "
-	             "relu, tanh, sigmoid, dropout, add, concat, globalavgpool, layernorm, gelu, softmax, embedding, upsample, attention, batchnorm, avgpool, convtranspose2d, reshape)");
+	             "relu, tanh, sigmoid, dropout, add, concat, globalavgpool, layernorm, gelu, softmax, embedding, upsample, attention, batchnorm, avgpool, convtranspose2d, reshape, meanpool)");
 	/* an enumerated value with no near match names its values too */
 	m = load_msg(MINIMAL "training: {optimizer: {name: lbfgs}}\n");
 	CHECK_CONTAINS(m, "unknown value 'lbfgs' (expected sgd, adam or adamw)");
