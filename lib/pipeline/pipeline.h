@@ -144,5 +144,9 @@ int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeli
 char *dlk_pipeline_state_dir(const struct dlk_pipeline *p);
 /* The path of a stage's log of its last run; caller frees. */
 char *dlk_pipeline_log_path(const struct dlk_pipeline *p, const char *stage);
+/* The status of the last run here (<state dir>/status.json: {"stages": [...], ...}): a new cJSON
+ * object, or NULL with err (DLK_EXIT_NOTFOUND: it has not run here; DLK_EXIT_CONFIG: the file is
+ * not a status). */
+struct cJSON *dlk_pipeline_read_status(const struct dlk_pipeline *p, struct dlk_err *err);
 
 #endif

@@ -992,3 +992,23 @@ out:
 	free(runs);
 	return rc;
 }
+
+cJSON *dlk_pipeline_read_status(const struct dlk_pipeline *p, struct dlk_err *err)
+{
+	char *dir = dlk_pipeline_state_dir(p), *path = xasprintf("%s/status.json", dir);
+	struct dlk_buf b = DLK_BUF_INIT;
+	char msg[256];
+	cJSON *j = NULL;
+
+	if (dlk_buf_read_file(&b, path, 16u << 20, msg, sizeof(msg)))
+		dlk_errf(err, DLK_EXIT_NOTFOUND, "pipeline %s has not run here (%s)", p->name, msg);
+	else if (!(j = cJSON_ParseWithLength(b.data, b.len)) || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "stages"))) {
+		cJSON_Delete(j);
+		j = NULL;
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is not a pipeline status; run the pipeline again", path);
+	}
+	dlk_buf_release(&b);
+	free(path);
+	free(dir);
+	return j;
+}
