@@ -5,6 +5,7 @@
  * is what decides that its output may stand for a new run, so it covers everything the process
  * reads: the inputs' ids, the argv, the code files' bytes, the image, the parameters, and for
  * dlk's own steps the project file and the dlk binary. */
+#include "lib/jobs/podenv.h"
 #include "lib/pipeline/pipeline.h"
 #include "lib/runs/runs.h"
 #include "lib/store/dataset.h"
@@ -614,6 +615,9 @@ static int start_stage(const struct dlk_pipeline *p, const struct dlk_stage *s, 
 		for (int i = 0; i < s->n_inputs; i++)
 			if (s->inputs[i].stage < 0 || dlk_stage_output_kind(&p->stages[s->inputs[i].stage]) == DLK_VALUE_DATASET)
 				data = i;
+		/* in a stage's pod the pod's own worker serves the metrics port it was given: the
+		   training inside serves none (its progress is in the stage's log) */
+		env[n_env++] = xasprintf("%s=0", DLK_ENV_METRICS_PORT);
 		argv = xcalloc(16 + 2 * (size_t)s->n_params, sizeof(char *));
 		argv[a++] = o->self;
 		argv[a++] = "train";
