@@ -404,22 +404,22 @@ static int show_status(const struct dlk_ctx *ctx, const struct dlk_pipeline *p, 
 	return 0;
 }
 
-/* dlk pipeline status NAME: from the cluster, the stage Jobs (labelled dlk.dev/pipeline=NAME) and
- * what the driver published on its Job when it ended (its status.json) */
+/* dlk pipeline status NAME: from the cluster, the Jobs labelled dlk.dev/pipeline=NAME (driver
+ * runs and stage Jobs), then each run of the driver, newest first (its Job, or each Job its
+ * CronJob started), with the stages it published on its Job when it ended */
 static int cluster_status(struct dlk_ctx *ctx, const char *name)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
 	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
 	struct dlk_pipeline fake = DLK_PIPELINE_INIT;
-	cJSON *list = NULL, *doc = NULL;
-	const cJSON *j;
-	char *sel = xasprintf("%s=%s", DLK_PIPELINE_LABEL, name), *driver;
+	cJSON *list = NULL, *runs = NULL, *doc = NULL;
+	const cJSON *j, *r;
+	char *sel = xasprintf("%s=%s", DLK_PIPELINE_LABEL, name);
 	const char *ns;
 	int rc = 0;
 
 	fake.name = (char *)name;
-	driver = dlk_pipeline_driver_name(&fake);
 	if (!(c = dlk_kube_client(ctx, &err)))
 		goto fail;
 	ns = ctx->namespace_ ? ctx->namespace_ : kube_client_namespace(c);
@@ -431,11 +431,18 @@ static int cluster_status(struct dlk_ctx *ctx, const char *name)
 		dlk_err_hint(&err, "start it with 'dlk pipeline run'; 'dlk pipeline status' (no NAME) shows a run here");
 		goto fail;
 	}
-	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(list, "items"))
-		if (!strcmp(kube_meta(j, "name"), driver) && annotation(j, DLK_PIPELINE_STATUS_ANNOTATION))
-			doc = cJSON_Parse(annotation(j, DLK_PIPELINE_STATUS_ANNOTATION));
-	if (ctx->output == DLK_OUTPUT_JSON && doc) {
-		show_status(ctx, &fake, doc, &err);
+	runs = dlk_pipeline_driver_runs(cJSON_GetObjectItemCaseSensitive(list, "items"), name);
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
+		/* the newest run's stages that has published them, and every run */
+		cJSON_ArrayForEach(r, runs)
+			if (!doc && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(r, "status")))
+				doc = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(r, "status"), 1);
+		if (!doc)
+			doc = cJSON_CreateObject();
+		cJSON_AddItemToObject(doc, "runs", runs);
+		runs = NULL;
+		if (show_status(ctx, &fake, doc, &err))
+			goto fail;
 		goto out;
 	}
 	printf("%-32s %-10s %s\n", "JOB", "STATE", "KEY");
@@ -444,19 +451,26 @@ static int cluster_status(struct dlk_ctx *ctx, const char *name)
 		const char *key = annotation(j, DLK_PIPELINE_KEY_ANNOTATION);
 		printf("%-32s %-10s %.12s\n", dlk_visible(kube_meta(j, "name")), dlk_pipeline_job_state(j), key ? key : "-");
 	}
-	if (doc) {
-		printf("\n");
-		show_status(ctx, &fake, doc, &err);
+	cJSON_ArrayForEach(r, runs)
+	{
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(r, "status");
+		printf("\nrun of job %s: %s, started %s\n", dlk_visible(jstr(r, "job")), jstr(r, "state"),
+		       jstr(r, "created") ? dlk_visible(jstr(r, "created")) : "-");
+		if (cJSON_IsObject(st))
+			show_status(ctx, &fake, st, &err);
+		else
+			printf("  (no stages published: %s)\n", !strcmp(jstr(r, "state"), "running") ? "it is running"
+			                                                                            : "it ended before it could");
 	}
 	goto out;
 fail:
 	rc = dlk_report(ctx, &err);
 out:
 	cJSON_Delete(list);
+	cJSON_Delete(runs);
 	cJSON_Delete(doc);
 	dlk_kube_close(ctx, c);
 	free(sel);
-	free(driver);
 	return rc;
 }
 
@@ -487,13 +501,16 @@ const struct dlk_command_def dlk_cmd_pipeline_status = {
 	.description = "Show the stages of the pipeline's last run here: kind, state (succeeded, reused, failed,\n"
 	               "blocked), the output dataset's id and the run that made it. -o json gives the same.\n"
 	               "With NAME, the pipeline NAME in the cluster: its Jobs (driver and stages) with their state\n"
-	               "and key, and the stages of the driver's last run once it has ended.",
+	               "and key, then each run of its driver, newest first (its Job, or each Job its CronJob\n"
+	               "started), with the stages that run published when it ended; -o json: the newest\n"
+	               "published status with \"runs\" added.",
 	.options = status_options,
 	.min_pos = 0,
 	.max_pos = 1,
 	.run = run_status,
 	.examples = "  $ dlk pipeline status\n"
-	            "  $ dlk pipeline status -o json\n",
+	            "  $ dlk pipeline status -o json\n"
+	            "  $ dlk pipeline status fashion\n",
 };
 
 /* ---- logs ---- */

@@ -202,6 +202,15 @@ cJSON *dlk_pipeline_render_cluster(const struct dlk_pipeline *p, const char *nam
 			label(o, DLK_PIPELINE_LABEL, p->name);
 			if (!strcmp(kind_of(o), "ServiceAccount"))
 				sa = xstrdup(kube_meta(o, "name"));
+			if (!strcmp(kind_of(o), "CronJob")) {
+				/* the Jobs it starts (and their pods) carry the label too: status lists its runs */
+				cJSON *jt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"), "jobTemplate");
+				cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(jt, "spec"), "template");
+				if (jt && cJSON_GetObjectItemCaseSensitive(jt, "metadata"))
+					label(jt, DLK_PIPELINE_LABEL, p->name);
+				if (tmpl && cJSON_GetObjectItemCaseSensitive(tmpl, "metadata"))
+					label(tmpl, DLK_PIPELINE_LABEL, p->name);
+			}
 			if (!strcmp(kind_of(o), "Job") || !strcmp(kind_of(o), "CronJob"))
 				last = o;
 			else

@@ -122,6 +122,74 @@ void dlk_pipeline_job_failure(const cJSON *job, char *out, size_t n)
 	}
 }
 
+int dlk_pipeline_is_driver_run(const cJSON *job, const char *name)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(job, "metadata"), *ref;
+	const char *n = jstr(meta, "name");
+	size_t len = strlen(name);
+	int yes = 0;
+
+	if (n && !strncmp(n, name, len) && !strcmp(n + len, "-pipeline"))
+		return 1;
+	cJSON_ArrayForEach(ref, cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences"))
+	{
+		const char *k = jstr(ref, "kind"), *on = jstr(ref, "name");
+		if (k && on && !strcmp(k, "CronJob") && !strncmp(on, name, len) && !strcmp(on + len, "-pipeline"))
+			yes = 1;
+	}
+	return yes;
+}
+
+/* newest first, by creationTimestamp (RFC 3339 UTC: by its text), then by name */
+static int newest_first(const void *a, const void *b)
+{
+	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+	const char *cx = jstr(x, "created"), *cy = jstr(y, "created");
+	int c = strcmp(cy ? cy : "", cx ? cx : "");
+
+	return c ? c : strcmp(jstr(y, "job"), jstr(x, "job"));
+}
+
+cJSON *dlk_pipeline_driver_runs(const cJSON *jobs, const char *name)
+{
+	cJSON *out = cJSON_CreateArray(), **v;
+	const cJSON *j;
+	int n = 0;
+
+	cJSON_ArrayForEach(j, jobs)
+	{
+		const char *st = annotation(j, DLK_PIPELINE_STATUS_ANNOTATION), *created = kube_meta(j, "creationTimestamp");
+		cJSON *r, *doc = st ? cJSON_Parse(st) : NULL;
+		if (!dlk_pipeline_is_driver_run(j, name) || !kube_meta(j, "name")) {
+			cJSON_Delete(doc);
+			continue;
+		}
+		r = cJSON_CreateObject();
+		cJSON_AddStringToObject(r, "job", kube_meta(j, "name"));
+		cJSON_AddStringToObject(r, "state", dlk_pipeline_job_state(j));
+		if (created)
+			cJSON_AddStringToObject(r, "created", created);
+		else
+			cJSON_AddNullToObject(r, "created");
+		if (cJSON_IsObject(doc))
+			cJSON_AddItemToObject(r, "status", doc);
+		else {
+			cJSON_Delete(doc);
+			cJSON_AddNullToObject(r, "status");
+		}
+		cJSON_AddItemToArray(out, r);
+		n++;
+	}
+	v = xcalloc((size_t)n + 1, sizeof(*v));
+	for (int i = 0; i < n; i++)
+		v[i] = cJSON_DetachItemFromArray(out, 0);
+	qsort(v, (size_t)n, sizeof(*v), newest_first);
+	for (int i = 0; i < n; i++)
+		cJSON_AddItemToArray(out, v[i]);
+	free(v);
+	return out;
+}
+
 /* ---- the driver ---- */
 
 struct driver {

@@ -51,6 +51,15 @@ cJSON *dlk_pipeline_stage_jobs(const cJSON *cm, const char *cm_name, struct dlk_
  * what the Job's Failed condition says. */
 void dlk_pipeline_job_failure(const cJSON *job, char *out, size_t n);
 
+/* Whether Job job is a run of pipeline name's driver: its Job NAME-pipeline, or a Job that the
+ * CronJob NAME-pipeline started (its owner). */
+int dlk_pipeline_is_driver_run(const cJSON *job, const char *name);
+
+/* The driver's runs among jobs (an array of Jobs, e.g. a list's items), newest first: a new
+ * array of {"job": NAME, "state": running|succeeded|failed, "created": TIME, "status": the
+ * stages' status the run published when it ended (dlk.dev/pipeline-status), or null}. */
+cJSON *dlk_pipeline_driver_runs(const cJSON *jobs, const char *name);
+
 /* Runs the pipeline with its stages as Jobs: dlk_pipeline_run_local() with o (store, store_url,
  * self, only, force; remote and parallel are set here: one stage at a time) whose stages that
  * must run are the Jobs of jobs, created and followed through api. A failed stage's reason names

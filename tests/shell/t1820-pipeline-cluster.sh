@@ -4,7 +4,8 @@
 # API; the first run runs all three stages, a second reuses all three; a parameter changed re-runs
 # the stages below it; the driver's ServiceAccount is refused by the API's RBAC on another
 # pipeline's Job; a driver killed mid-run is restarted by its Job and follows the stage Job it
-# left running, so no stage runs twice; status and logs read the cluster.
+# left running, so no stage runs twice; status and logs read the cluster; with schedule:, each
+# run its CronJob starts publishes its stages, and status shows them newest first.
 # Then the Fashion-MNIST pipeline (the example's prepare.py on a raw subset, dlk training, dlk
 # predict) on the same cluster and store: all run, all reused, one raw file changed re-runs all
 # three, a training parameter re-runs training and scoring; lineage and impact follow the stages.
@@ -113,6 +114,27 @@ test_expect_success 'a driver killed mid-stage is restarted by its Job, follows 
 	test "$(states reused)" = "upper" && test "$(states succeeded)" = "count,number" &&
 	kubectl logs "$(pod_of tp-pipeline 0)" | grep "following it" ||
 	{ kubectl get jobs,pods; for j in $(kubectl get pods -o name); do echo "== $j"; kubectl logs "$j" | tail -n 8; done; false; }
+'
+
+test_expect_success 'schedule: each run its CronJob starts publishes its stages; status shows the runs newest first' '
+	cd "$P" &&
+	sed "s/nap: 15/nap: 1/" dlk-pipeline.yaml >x && printf "schedule: \"0 0 1 1 *\"\n" >>x && mv x dlk-pipeline.yaml &&
+	dlk pipeline run 2>cron.err && cat cron.err && grep_q "the CronJob .tp-pipeline." cron.err &&
+	test "$(kubectl get cronjob tp-pipeline -o jsonpath="{.spec.jobTemplate.metadata.labels.dlk\.dev/pipeline}")" = tp &&
+	kubectl create job --from=cronjob/tp-pipeline tp-cron-1 >/dev/null &&
+	kubectl wait --for=condition=complete job/tp-cron-1 --timeout=90s >/dev/null &&
+	sleep 1 && kubectl create job --from=cronjob/tp-pipeline tp-cron-2 >/dev/null &&
+	kubectl wait --for=condition=complete job/tp-cron-2 --timeout=90s >/dev/null &&
+	dlk pipeline status tp -o json >cst.json &&
+	test "$(jq -r "[.runs[].job] | join(\",\")" cst.json)" = "tp-cron-2,tp-cron-1,tp-pipeline" &&
+	test "$(jq -r "[.runs[0].status.stages[].state] | unique | join(\",\")" cst.json)" = reused &&
+	test "$(jq -r ".runs[1].status.stages[] | .name + \"=\" + .state" cst.json | sort | paste -sd" " -)" = \
+		"count=succeeded number=succeeded upper=reused" &&
+	test "$(jq -r "[.stages[].state] | unique | join(\",\")" cst.json)" = reused &&
+	dlk pipeline status tp >cst.out && cat cst.out &&
+	test "$(sed -n "s/^run of job \([a-z0-9-]*\): .*/\1/p" cst.out | paste -sd" " -)" = "tp-cron-2 tp-cron-1 tp-pipeline" &&
+	grep_q "^number  *program  *succeeded " cst.out ||
+	{ diag; false; }
 '
 
 # Fashion-MNIST, small: 1000 training and 300 test samples of the raw files ("raw"), and the

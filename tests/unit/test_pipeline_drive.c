@@ -205,6 +205,20 @@ static const char *stage_state(const cJSON *status, const char *stage)
 	return "";
 }
 
+/* what a run said and did, as TAP comments */
+static void show(const struct fake *f)
+{
+	const struct dlk_buf *bufs[2] = { &notes, &f->log };
+
+	for (int i = 0; i < 2; i++)
+		for (const char *l = bufs[i]->data; l && *l;) {
+			const char *nl = strchr(l, '\n');
+			int len = nl ? (int)(nl - l) : (int)strlen(l);
+			printf("# %.*s\n", len, l);
+			l += len + (nl ? 1 : 0);
+		}
+}
+
 static void reset(struct fake *f, struct dlk_err *err)
 {
 	dlk_buf_reset(&notes);
@@ -266,7 +280,7 @@ int main(void)
 
 	/* the first run creates every stage's Job, inputs first */
 	rc = dlk_pipeline_drive(&p, jobs, &api, "t-pipeline", &o, &sink, &err);
-	printf("# %s# %s", notes.data ? notes.data : "", f.log.data ? f.log.data : "");
+	show(&f);
 	CHECK_MSG(rc == 0, "the first run succeeds (%s)", err.msg);
 	CHECK(pos(&f.log, "create t-a") == 0);
 	CHECK(pos(&f.log, "create t-b") > 0 && pos(&f.log, "create t-d") > 0);
@@ -305,7 +319,7 @@ int main(void)
 	reset(&f, &err);
 	f.lost = "t-c";
 	rc = dlk_pipeline_drive(&p2, jobs, &api, "t-pipeline", &o, &sink, &err);
-	printf("# %s# %s", notes.data ? notes.data : "", f.log.data ? f.log.data : "");
+	show(&f);
 	CHECK_MSG(rc != 0 && err.code == DLK_EXIT_CONNECT, "the driver stops on the API's error (%d)", err.code);
 	CHECK_CONTAINS(err.msg, "stage 'c': following job 't-c'");
 	CHECK(has(&f.log, "delete t-c\ncreate t-c\n"));
@@ -314,7 +328,7 @@ int main(void)
 	reset(&f, &err);
 	f.lost = NULL;
 	rc = dlk_pipeline_drive(&p2, jobs, &api, "t-pipeline", &o, &sink, &err);
-	printf("# %s# %s", notes.data ? notes.data : "", f.log.data ? f.log.data : "");
+	show(&f);
 	CHECK_MSG(rc == 0, "the restarted driver ends well (%s)", err.msg);
 	CHECK(has(&notes, "stage c: its job 't-c' runs already (key"));
 	CHECK(has(&notes, "following it"));
@@ -347,7 +361,7 @@ int main(void)
 	o.force = force_b;
 	o.n_force = 1;
 	rc = dlk_pipeline_drive(&p2, jobs, &api, "t-pipeline", &o, &sink, &err);
-	printf("# %s# %s", notes.data ? notes.data : "", f.log.data ? f.log.data : "");
+	show(&f);
 	CHECK(rc != 0 && err.code == DLK_EXIT_FAIL);
 	CHECK_CONTAINS(err.msg, "stage b failed; not run: c");
 	CHECK(has(&notes, "! stage b: failed, its job 't-b' failed: rank 1 (pod t-b-1-x7k2p) failed: config (exit 3): "
@@ -375,6 +389,31 @@ int main(void)
 		dlk_pipeline_job_failure(j, why, sizeof(why));
 		CHECK_STR(why, "its job 't-x' failed: DeadlineExceeded: Job was active longer than specified deadline");
 		cJSON_Delete(j);
+	}
+
+	{
+		/* the driver's runs: its Job and the Jobs its CronJob started, newest first */
+		cJSON *list = cJSON_Parse(
+			"[{\"metadata\":{\"name\":\"t-pipeline\",\"creationTimestamp\":\"2026-01-01T00:00:00Z\","
+			"\"annotations\":{\"dlk.dev/pipeline-status\":\"{\\\"stages\\\":[]}\"}},"
+			"\"status\":{\"conditions\":[{\"type\":\"Complete\",\"status\":\"True\"}]}},"
+			"{\"metadata\":{\"name\":\"t-pipeline-29100000\",\"creationTimestamp\":\"2026-01-03T00:00:00Z\","
+			"\"ownerReferences\":[{\"kind\":\"CronJob\",\"name\":\"t-pipeline\"}]}},"
+			"{\"metadata\":{\"name\":\"manual\",\"creationTimestamp\":\"2026-01-02T00:00:00Z\","
+			"\"ownerReferences\":[{\"kind\":\"CronJob\",\"name\":\"t-pipeline\"}]}},"
+			"{\"metadata\":{\"name\":\"t-a\",\"creationTimestamp\":\"2026-01-04T00:00:00Z\"}},"
+			"{\"metadata\":{\"name\":\"x-pipeline\",\"creationTimestamp\":\"2026-01-05T00:00:00Z\","
+			"\"ownerReferences\":[{\"kind\":\"CronJob\",\"name\":\"tt-pipeline\"}]}}]");
+		cJSON *runs = dlk_pipeline_driver_runs(list, "t");
+		CHECK_MSG(cJSON_GetArraySize(runs) == 3, "three runs of t's driver (%d)", cJSON_GetArraySize(runs));
+		CHECK_STR(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(runs, 0), "job")->valuestring, "t-pipeline-29100000");
+		CHECK_STR(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(runs, 1), "job")->valuestring, "manual");
+		CHECK_STR(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(runs, 2), "job")->valuestring, "t-pipeline");
+		CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(runs, 0), "status")));
+		CHECK(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(runs, 2), "status")));
+		CHECK_STR(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(runs, 2), "state")->valuestring, "succeeded");
+		cJSON_Delete(runs);
+		cJSON_Delete(list);
 	}
 
 	cJSON_Delete(jobs);
