@@ -288,8 +288,10 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 	int rc = 0, n = 0, ncols = 0, wide = ctx->output == DLK_OUTPUT_WIDE;
 	struct dlk_prices pr;
 
-	if (impact_downstream)
+	if (impact_downstream) {
+		cJSON_Delete(recs);
 		return downstream(ctx, args->pos[0]);
+	}
 	if (dlk_prices_from_env(&pr, &err))
 		goto fail;
 	if (resolve(ctx, args->pos[0], id, &err) ||
