@@ -6,6 +6,7 @@
 #include "commands/ctx.h"
 #include "commands/ui.h"
 #include "lib/jobs/jobdelete.h"
+#include "lib/jobs/logarchive.h"
 #include "lib/kube/api.h"
 #include "lib/kube/client.h"
 #include "lib/pipeline/cluster.h"
@@ -523,7 +524,45 @@ static int print_line(const char *line, size_t len, void *ud)
 	return 0;
 }
 
-/* dlk pipeline logs NAME STAGE: the log of the newest pod of the stage's Job in the cluster */
+static const char *logs_from;
+
+/* Once a stage's pods are gone: its worker's archive on the pipeline's log_claim (the pipeline
+ * file's, when it is pipeline name's), or under --from. */
+static int archived_logs(struct dlk_ctx *ctx, const char *name, const char *stage, struct dlk_err *err)
+{
+	struct dlk_pipeline p = DLK_PIPELINE_INIT;
+	struct dlk_err lerr = DLK_ERR_INIT;
+	struct dlk_data_store ds = { 0 };
+	char *url = NULL, run[96];
+	int rc = -1;
+
+	if (logs_from) {
+		url = xasprintf("%s/%s-%s", logs_from, name, stage);
+	} else if (!load(ctx, &p, &lerr) && !strcmp(p.name, name) && p.log_claim) {
+		url = xasprintf("pvc://%s/%s/%s-%s", p.log_claim, DLK_LOG_ARCHIVE_DIR, name, stage);
+	} else {
+		dlk_errf(err, DLK_EXIT_NOTFOUND, "stage '%s' of pipeline '%s' has no pod: it was reused, has not run, or its "
+		         "job was deleted; and its log was not archived", dlk_visible(stage), dlk_visible(name));
+		dlk_err_hint(err, "'dlk pipeline status %s' shows its stages; give the pipeline log_claim: to archive the "
+		             "stages' logs (docs/pipelines.md), or --from where they are", name);
+		goto out;
+	}
+	if (dlk_data_store_open(ctx, url, NULL, &ds, err) || dlk_pipeline_archived_log(ds.store, print_line, NULL, run, err)) {
+		dlk_err_prefix(err, "stage '%s' has no pod, and its archived log", dlk_visible(stage));
+		goto out;
+	}
+	fflush(stdout);
+	dlk_info(ctx, "stage %s: its pods are gone; the log above is its worker's archive of run %s (%s)", stage, run, url);
+	rc = 0;
+out:
+	dlk_data_store_release(&ds);
+	dlk_pipeline_release(&p);
+	free(url);
+	return rc;
+}
+
+/* dlk pipeline logs NAME STAGE: the log of the newest pod of the stage's Job in the cluster, or
+ * once its pods are gone the archive of it */
 static int cluster_logs(struct dlk_ctx *ctx, const char *name, const char *stage)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -546,11 +585,9 @@ static int cluster_logs(struct dlk_ctx *ctx, const char *name, const char *stage
 		if (!newest || strcmp(kube_meta(pod, "creationTimestamp"), kube_meta(newest, "creationTimestamp")) >= 0)
 			newest = pod;
 	if (!newest) {
-		dlk_errf(&err, DLK_EXIT_NOTFOUND, "stage '%s' of pipeline '%s' has no pod in namespace '%s': it was reused, "
-		         "has not run, or its job was deleted", dlk_visible(stage), dlk_visible(name), ns);
-		dlk_err_hint(&err, "'dlk pipeline status %s' shows its stages; 'dlk logs %s-%s --run ID' reads an archived run",
-		             name, name, stage);
-		goto fail;
+		if (archived_logs(ctx, name, stage, &err))
+			goto fail;
+		goto out;
 	}
 	if (kube_logs(c, ns, kube_meta(newest, "name"), &logo, print_line, NULL, &err) < 0)
 		goto fail;
@@ -597,15 +634,26 @@ out:
 	return rc;
 }
 
+static const struct dlk_option logs_options[] = {
+	OPT_STRING(0, "pipeline", &pipeline_file, "FILE", NULL, "the pipeline file",
+	           .def_doc = DLK_PIPELINE_FILE " beside the project file", .complete = COMPLETE_FILE),
+	OPT_STRING(0, "from", &logs_from, "STORE", NULL,
+	           "with NAME: where the stages' logs are archived (the folder holding NAME-STAGE/)",
+	           .def_doc = "pvc://LOG_CLAIM/dlk-logs of the pipeline file", .complete = COMPLETE_DIR),
+	OPT_END(),
+};
+
 const struct dlk_command_def dlk_cmd_pipeline_logs = {
 	.usage = "[NAME] STAGE",
 	.description = "Print the log (standard output and error) of STAGE's last run here; with NAME, the log of\n"
-	               "the newest pod of STAGE's Job of pipeline NAME in the cluster.",
-	.options = status_options,
+	               "the newest pod of STAGE's Job of pipeline NAME in the cluster, or once its pods are gone\n"
+	               "the log its worker archived on the pipeline's log_claim (its newest run).",
+	.options = logs_options,
 	.min_pos = 1,
 	.max_pos = 2,
 	.run = run_logs,
-	.examples = "  $ dlk pipeline logs train\n",
+	.examples = "  $ dlk pipeline logs train\n"
+	            "  $ dlk pipeline logs fashion train\n",
 };
 
 /* ---- the parent ---- */

@@ -105,6 +105,13 @@ static struct dlk_project *job_project(const struct dlk_pipeline *p, const char 
 		dlk_buf_addf(&b, "  cpu: \"1\"\n");
 	if (!has_mem)
 		dlk_buf_addf(&b, "  memory: 1Gi\n");
+	if (stage && p->log_claim) {
+		/* the stage's worker archives its log (the stage's, printed after it) on the claim:
+		   dlk-logs/NAME-STAGE/, for `dlk pipeline logs NAME STAGE` once its pods are gone */
+		dlk_buf_addf(&b, "storage:\n  claim: ");
+		add_quoted(&b, p->log_claim);
+		dlk_buf_addf(&b, "\n");
+	}
 	if (schedule) {
 		dlk_buf_addf(&b, "schedule: ");
 		add_quoted(&b, schedule);

@@ -68,6 +68,7 @@ struct dlk_pipeline {
 	int *order;             /* a topological order of the stages (inputs first) */
 	/* on a cluster (lib/pipeline/cluster.c) */
 	char *store_secret;     /* a Secret whose keys (AWS_*) the pods get as environment; NULL: none */
+	char *log_claim;        /* a PersistentVolumeClaim the stage pods archive their logs on; NULL: none */
 	char *image;            /* dlk's image for the driver and the stages; NULL: the projects' default */
 	char *schedule;         /* a cron line: the driver runs from a CronJob; NULL: once */
 	int data_changed;       /* trigger: data-changed (a CronJob that finds nothing new ends quickly) */

@@ -5,7 +5,8 @@
 # the stages below it; the driver's ServiceAccount is refused by the API's RBAC on another
 # pipeline's Job; a driver killed mid-run is restarted by its Job and follows the stage Job it
 # left running, so no stage runs twice; status and logs read the cluster; with schedule:, each
-# run its CronJob starts publishes its stages, and status shows them newest first.
+# run its CronJob starts publishes its stages, and status shows them newest first; once a stage's
+# pods are gone, logs reads the archive its worker left on the pipeline's log_claim.
 # Then the Fashion-MNIST pipeline (the example's prepare.py on a raw subset, dlk training, dlk
 # predict) on the same cluster and store: all run, all reused, one raw file changed re-runs all
 # three, a training parameter re-runs training and scoring; lineage and impact follow the stages.
@@ -19,6 +20,18 @@ trap 'stop_s3; cluster_down; test_cleanup' EXIT
 S3=s3://data/tp
 
 s3_in_cluster
+# the claim the tp pipeline's stage pods archive their logs on (log_claim:), on a hostPath volume
+PV=$TEST_TMP/pv
+hostpath_pv tp-logs "$PV" tp-logs
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: tp-logs}
+spec:
+  accessModes: [ReadWriteMany]
+  storageClassName: ""
+  resources: {requests: {storage: 1Gi}}
+YAML
 
 # three program stages: upper-case the raw text, number its lines (napping $DLK_PARAM_NAP
 # seconds first), count them
@@ -29,6 +42,7 @@ cat >"$P/dlk-pipeline.yaml" <<EOT
 name: tp
 store: $S3
 store_secret: s3-creds
+log_claim: tp-logs
 stages:
   upper:
     inputs: {raw: tp-raw@v1}
@@ -135,6 +149,19 @@ test_expect_success 'schedule: each run its CronJob starts publishes its stages;
 	test "$(sed -n "s/^run of job \([a-z0-9-]*\): .*/\1/p" cst.out | paste -sd" " -)" = "tp-cron-2 tp-cron-1 tp-pipeline" &&
 	grep_q "^number  *program  *succeeded " cst.out ||
 	{ diag; false; }
+'
+
+test_expect_success 'logs: once a stage'"'"'s pods are gone, its newest run'"'"'s log from the archive on log_claim' '
+	cd "$P" &&
+	kubectl delete job tp-number --wait=true >/dev/null &&
+	wait_until 30 sh -c "test -z \"\$(kubectl get pods -l batch.kubernetes.io/job-name=tp-number -o name)\"" &&
+	dlk pipeline logs tp number --from "$PV/dlk-logs" >alogs.out 2>alogs.err && cat alogs.out alogs.err &&
+	grep_q "^numbering, nap 1\$" alogs.out && ! grep -q "nap 15" alogs.out &&
+	grep_q "its pods are gone" alogs.err &&
+	kubectl delete job tp-count --wait=true >/dev/null &&
+	wait_until 30 sh -c "test -z \"\$(kubectl get pods -l batch.kubernetes.io/job-name=tp-count -o name)\"" &&
+	! dlk pipeline logs tp count --from "$TEST_TMP/nowhere" 2>nolog.err && cat nolog.err &&
+	grep_q "^error: stage .count. has no pod, and its archived log" nolog.err
 '
 
 # Fashion-MNIST, small: 1000 training and 300 test samples of the raw files ("raw"), and the
