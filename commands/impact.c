@@ -13,6 +13,7 @@
 #include "lib/runs/usage.h"
 #include "lib/store/manifest.h"
 #include "lib/store/dataset.h"
+#include "lib/store/graph.h"
 #include "lib/util/buf.h"
 #include "lib/util/jsonprint.h"
 #include "lib/util/mem.h"
@@ -24,7 +25,7 @@
 #include <string.h>
 
 static const char *impact_from;
-static int impact_local;
+static int impact_local, impact_downstream;
 
 static const cJSON *get(const cJSON *o, const char *k)
 {
@@ -207,6 +208,76 @@ static int table_row(const cJSON *rec, int wide, struct dlk_table_row *r)
 	return c;
 }
 
+/* --downstream: the datasets of the store made from ref, from their provenance (lib/store/graph) */
+static int downstream(struct dlk_ctx *ctx, const char *ref)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_project *spec = NULL;
+	struct dlk_data_store ds = { 0 };
+	struct dlk_buf b = DLK_BUF_INIT;
+	struct dlk_table_row *rows = NULL;
+	cJSON *list = NULL, *doc = NULL;
+	const cJSON *d;
+	char id[65], full[72];
+	int rc = 0, n = 1;
+
+	if (dlk_data_maybe_project(ctx, impact_from, &spec, &err) || dlk_data_store_open(ctx, impact_from, spec, &ds, &err) ||
+	    dlk_dataset_resolve(ds.store, ref, 1, id, &err) || dlk_dataset_downstream(ds.store, id, &list, &err))
+		goto fail;
+	snprintf(full, sizeof(full), "sha256:%s", id);
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
+		char *s;
+		doc = cJSON_CreateObject();
+		cJSON_AddStringToObject(doc, "dataset", full);
+		cJSON_AddStringToObject(doc, "store", dlk_store_url(ds.store));
+		cJSON_AddItemToObject(doc, "downstream", list);
+		list = NULL;
+		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(doc) : yamljson_emit(doc, &err);
+		if (!s)
+			goto fail;
+		fputs(s, stdout);
+		if (ctx->output == DLK_OUTPUT_JSON)
+			putchar('\n');
+		free(s);
+		goto out;
+	}
+	if (!cJSON_GetArraySize(list)) {
+		dlk_info(ctx, "no dataset in %s was made from %s", dlk_store_url(ds.store), full);
+		goto out;
+	}
+	rows = xcalloc((size_t)cJSON_GetArraySize(list) + 1, sizeof(*rows));
+	snprintf(rows[0].c[0], 200, "DATASET");
+	snprintf(rows[0].c[1], 200, "TAGS");
+	snprintf(rows[0].c[2], 200, "MADE BY");
+	snprintf(rows[0].c[3], 200, "FROM");
+	cJSON_ArrayForEach(d, list)
+	{
+		struct dlk_buf t = DLK_BUF_INIT;
+		const cJSON *tag;
+		cJSON_ArrayForEach(tag, cJSON_GetObjectItemCaseSensitive(d, "tags"))
+			dlk_buf_addf(&t, "%s%s", t.len ? "," : "", tag->valuestring);
+		snprintf(rows[n].c[0], 200, ctx->output == DLK_OUTPUT_WIDE ? "%s" : "%.19s", str_of(d, "id"));
+		snprintf(rows[n].c[1], 200, "%.190s", t.len ? t.data : "-");
+		snprintf(rows[n].c[2], 200, "%.190s", str_of(d, "made_by"));
+		snprintf(rows[n].c[3], 200, ctx->output == DLK_OUTPUT_WIDE ? "%s" : "%.19s", str_of(d, "from"));
+		dlk_buf_release(&t);
+		n++;
+	}
+	dlk_table_print(ctx, &b, rows, n, 4);
+	fwrite(b.data, 1, b.len, stdout);
+	goto out;
+fail:
+	rc = dlk_report(ctx, &err);
+out:
+	free(rows);
+	dlk_buf_release(&b);
+	cJSON_Delete(doc);
+	cJSON_Delete(list);
+	dlk_data_store_release(&ds);
+	project_free(spec);
+	return rc;
+}
+
 static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -217,6 +288,10 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 	int rc = 0, n = 0, ncols = 0, wide = ctx->output == DLK_OUTPUT_WIDE;
 	struct dlk_prices pr;
 
+	if (impact_downstream) {
+		cJSON_Delete(recs);
+		return downstream(ctx, args->pos[0]);
+	}
 	if (dlk_prices_from_env(&pr, &err))
 		goto fail;
 	if (resolve(ctx, args->pos[0], id, &err) ||
@@ -290,6 +365,9 @@ out:
 
 static const struct dlk_option impact_options[] = {
 	OPT_BOOL(0, "local", &impact_local, "the runs trained here (.dlk/runs next to -f and in the directories below this one)"),
+	OPT_BOOL(0, "downstream", &impact_downstream,
+	         "instead of the runs, the datasets of the store made from DATASET: pipeline stages' outputs and "
+	         "predictions, through every stage below it (their provenance)"),
 	OPT_STRING(0, "from", &impact_from, "STORE", NULL, "the store that resolves a tag or an id prefix",
 	           .def_doc = "data.store of the project file", .complete = COMPLETE_DIR),
 	OPT_END(),
@@ -310,6 +388,7 @@ const struct dlk_command_def dlk_cmd_impact = {
 	.max_pos = 1,
 	.run = run_impact,
 	.examples = "  $ dlk impact fashion@v1 --local\n"
+	            "  $ dlk impact fashion-raw@v1 --downstream --from s3://team/data\n"
 	            "  $ dlk impact sha256:1f2e3d4c --local -o json\n"
 	            "  $ dlk impact fashion@v2 -o wide\n",
 };

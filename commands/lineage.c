@@ -7,6 +7,7 @@
 #include "commands/ui.h"
 #include "lib/project/project.h"
 #include "lib/store/dataset.h"
+#include "lib/store/graph.h"
 #include "lib/store/provenance.h"
 #include "lib/train/bundle.h"
 #include "lib/util/mem.h"
@@ -65,6 +66,35 @@ static int dataset_lineage(struct dlk_ctx *ctx, const char *ref)
 		if (!prov)
 			break; /* pushed from files: the raw data */
 		cJSON_AddItemToObject(step, "provenance", prov);
+		{
+			/* the model a prediction set names: the dataset of the store that holds its bundle
+			   (a pipeline's train stage output), with what made it */
+			const cJSON *sha = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(prov, "model"),
+			                                                   "bundle_sha256");
+			const char *hex = cJSON_IsString(sha) ? sha->valuestring : "";
+			char mid[65];
+			if (!strncmp(hex, "sha256:", 7))
+				hex += 7;
+			if (strlen(hex) == 64) {
+				int found = dlk_dataset_holding(ds.store, hex, mid, &err);
+				if (found < 0)
+					goto fail;
+				if (found) {
+					struct dlk_manifest mm = DLK_MANIFEST_INIT;
+					cJSON *mprov = NULL, *md = cJSON_AddObjectToObject(step, "model_dataset");
+					snprintf(buf, sizeof(buf), "sha256:%s", mid);
+					cJSON_AddStringToObject(md, "id", buf);
+					if (dlk_dataset_manifest(ds.store, mid, &mm, &err) ||
+					    dlk_dataset_provenance(ds.store, &mm, &mprov, &err)) {
+						dlk_manifest_release(&mm);
+						goto fail;
+					}
+					dlk_manifest_release(&mm);
+					if (mprov)
+						cJSON_AddItemToObject(md, "provenance", mprov);
+				}
+			}
+		}
 		in = cJSON_GetObjectItemCaseSensitive(prov, "input");
 		next = jstr(in, "id");
 		if (!next || strncmp(next, "sha256:", 7) || strlen(next) != 71 || dlk_dataset_resolve(ds.store, next, 0, id, &err)) {
@@ -128,6 +158,16 @@ static int dataset_lineage(struct dlk_ctx *ctx, const char *ref)
 				line("model", buf);
 				line("weights", jstr(mo, "weights_sha256"));
 				line("run", jstr(mo, "run_id"));
+			}
+			if (cJSON_GetObjectItemCaseSensitive(step, "model_dataset")) {
+				const cJSON *md = cJSON_GetObjectItemCaseSensitive(step, "model_dataset");
+				const cJSON *mp = cJSON_GetObjectItemCaseSensitive(md, "provenance");
+				const cJSON *pl = cJSON_GetObjectItemCaseSensitive(mp, "pipeline");
+				char made[400], buf[700];
+				snprintf(buf, sizeof(buf), "%s, made by %s%s%s", jstr(md, "id") ? jstr(md, "id") : "?",
+				         dlk_provenance_made_by(mp, made, sizeof(made)), jstr(pl, "run_id") ? ", run " : "",
+				         jstr(pl, "run_id") ? jstr(pl, "run_id") : "");
+				line("model data", buf);
 			}
 		}
 	}
@@ -234,8 +274,9 @@ const struct dlk_command_def dlk_cmd_lineage = {
 	               "was resolved from and the store) and each data file's digest, the project file's digest,\n"
 	               "the git commit (and whether the tree had changes), the image, dlk's version, the run, and\n"
 	               "the bundle it was fine-tuned from, when there is one. The bundle is verified first.\n"
-	               "For a DATASET (sha256:ID or NAME@TAG in the store) made by dlk (dlk predict), print what\n"
-	               "it was made from (the input dataset, the model), then the same for that input, back to\n"
+	               "For a DATASET (sha256:ID or NAME@TAG in the store) made by dlk (dlk predict, a pipeline's\n"
+	               "stage), print what it was made from (the input dataset; the model, and the dataset of the\n"
+	               "store holding it with the stage that trained it), then the same for that input, back to\n"
 	               "the dataset pushed from files.",
 	.options = lineage_options,
 	.min_pos = 1,

@@ -6,9 +6,11 @@
 #include "commands/ctx.h"
 #include "commands/ui.h"
 #include "lib/jobs/jobdelete.h"
+#include "lib/jobs/logarchive.h"
 #include "lib/kube/api.h"
 #include "lib/kube/client.h"
 #include "lib/pipeline/cluster.h"
+#include "lib/pipeline/drive.h"
 #include "lib/pipeline/pipeline.h"
 #include "lib/util/clock.h"
 #include "lib/store/store.h"
@@ -62,26 +64,6 @@ static void pipeline_note(void *ud, int warn, const char *msg)
 		dlk_info(ctx, "%s", msg);
 }
 
-static cJSON *read_status(const struct dlk_pipeline *p, struct dlk_err *err)
-{
-	char *dir = dlk_pipeline_state_dir(p), *path = xasprintf("%s/status.json", dir);
-	struct dlk_buf b = DLK_BUF_INIT;
-	char msg[256];
-	cJSON *j = NULL;
-
-	if (dlk_buf_read_file(&b, path, 16u << 20, msg, sizeof(msg)))
-		dlk_errf(err, DLK_EXIT_NOTFOUND, "pipeline %s has not run here (%s)", p->name, msg);
-	else if (!(j = cJSON_ParseWithLength(b.data, b.len)) || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "stages"))) {
-		cJSON_Delete(j);
-		j = NULL;
-		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is not a pipeline status; run the pipeline again", path);
-	}
-	dlk_buf_release(&b);
-	free(path);
-	free(dir);
-	return j;
-}
-
 static const char *jstr(const cJSON *o, const char *key)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -106,19 +88,6 @@ static void nap(void)
 {
 	struct timespec ts = { 0, 500 * 1000 * 1000 };
 	nanosleep(&ts, NULL);
-}
-
-static const char *job_state(const cJSON *job)
-{
-	const cJSON *c;
-
-	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "status"), "conditions"))
-	{
-		const char *t = jstr(c, "type"), *st = jstr(c, "status");
-		if (t && st && !strcmp(st, "True") && (!strcmp(t, "Complete") || !strcmp(t, "Failed")))
-			return !strcmp(t, "Complete") ? "succeeded" : "failed";
-	}
-	return "running";
 }
 
 static const char *annotation(const cJSON *o, const char *key)
@@ -146,7 +115,7 @@ static int submit(struct dlk_ctx *ctx, const struct dlk_pipeline *p, int dry, st
 		goto out;
 	ns = ctx->namespace_ ? ctx->namespace_ : kube_client_namespace(c);
 	if (!p->schedule && !p->data_changed && kube_get(c, "Job", ns, driver, &old, err) == 0) {
-		if (!strcmp(job_state(old), "running")) {
+		if (!strcmp(dlk_pipeline_job_state(old), "running")) {
 			dlk_errf(err, DLK_EXIT_EXISTS, "pipeline %s is running in namespace '%s' (job '%s')", p->name, ns, driver);
 			dlk_err_hint(err, "follow it with 'dlk pipeline status %s', or delete its job to start again", p->name);
 			goto out;
@@ -184,7 +153,7 @@ static int submit(struct dlk_ctx *ctx, const struct dlk_pipeline *p, int dry, st
 			old = NULL;
 			if (kube_get(c, "Job", ns, driver, &old, err) < 0)
 				goto out;
-			state = job_state(old);
+			state = dlk_pipeline_job_state(old);
 			if (strcmp(state, "running"))
 				break;
 			nap();
@@ -210,154 +179,45 @@ out:
 	return rc;
 }
 
-/* The driver (`dlk pipeline drive`, in its pod): the stage Jobs of the pipeline's ConfigMap,
- * created one at a time through the API when lib/pipeline finds no output for a stage's key. */
-static struct kube_client *drive_client;
-static const char *drive_ns;
-static cJSON *drive_jobs;
-
-/* Until the Job name is gone, by GET alone: the driver's Role lists nothing (it may get only
- * its stage Jobs, by name). */
-static int wait_gone(const char *name, struct dlk_err *err)
-{
-	for (int i = 0; i < 240; i++) {
-		cJSON *j = NULL;
-		int r = kube_get(drive_client, "Job", drive_ns, name, &j, err);
-		cJSON_Delete(j);
-		if (r < 0 && err->code == DLK_EXIT_NOTFOUND) {
-			dlk_err_clear(err);
-			return 0;
-		}
-		if (r < 0)
-			return -1;
-		nap();
-	}
-	return dlk_errf(err, DLK_EXIT_TIMEOUT, "job '%s' is still there 120 s after it was deleted", name);
-}
-
-static int drive_stage(void *ud, const struct dlk_stage *s, const char *key, char *reason, size_t reason_len,
-                       struct dlk_err *err)
-{
-	const struct dlk_pipeline *p = ud;
-	const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(drive_jobs, s->name);
-	cJSON *job = NULL, *cur = NULL, *meta, *ann;
-	const char *name;
-	int rc = -1, follow = 0;
-
-	/* the driver touches no Job without its pipeline's label, whatever RBAC would allow */
-	if (!tmpl || !dlk_pipeline_owns(tmpl, p->name)) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "stage '%s' has no Job of pipeline %s in the pipeline's ConfigMap", s->name,
-		         p->name);
-		dlk_err_hint(err, "submit the pipeline again with 'dlk pipeline run'");
-		return -1;
-	}
-	job = cJSON_Duplicate(tmpl, 1);
-	name = kube_meta(job, "name");
-	if (kube_get(drive_client, "Job", drive_ns, name, &cur, err) == 0) {
-		if (!dlk_pipeline_owns(cur, p->name)) {
-			dlk_errf(err, DLK_EXIT_FAIL, "job '%s' is not pipeline %s's (its label %s): the driver leaves it alone",
-			         name, p->name, DLK_PIPELINE_LABEL);
-			goto out;
-		}
-		/* a driver that was stopped left this stage's Job running: follow it, do not start it again */
-		follow = annotation(cur, DLK_PIPELINE_KEY_ANNOTATION) &&
-		         !strcmp(annotation(cur, DLK_PIPELINE_KEY_ANNOTATION), key) && !strcmp(job_state(cur), "running");
-		if (!follow && (kube_delete(drive_client, "Job", drive_ns, name, err) < 0 || wait_gone(name, err) < 0))
-			goto out;
-	} else if (err->code != DLK_EXIT_NOTFOUND) {
-		goto out;
-	}
-	dlk_err_clear(err);
-	if (!follow) {
-		meta = cJSON_GetObjectItemCaseSensitive(job, "metadata");
-		if (!(ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations")))
-			ann = cJSON_AddObjectToObject(meta, "annotations");
-		cJSON_AddStringToObject(ann, DLK_PIPELINE_KEY_ANNOTATION, key);
-		cJSON_Delete(cur);
-		cur = NULL;
-		if (kube_create(drive_client, job, &cur, err) < 0) {
-			dlk_err_prefix(err, "stage '%s': cannot create job '%s'", s->name, name);
-			goto out;
-		}
-	} else {
-		fprintf(stderr, "stage %s: its job '%s' runs already (key %.12s): following it\n", s->name, name, key);
-	}
-	for (;;) {
-		const char *st = job_state(cur);
-		if (!strcmp(st, "succeeded")) {
-			rc = 0;
-			break;
-		}
-		if (!strcmp(st, "failed")) {
-			const char *why = annotation(cur, "dlk.dev/failure");
-			snprintf(reason, reason_len, "its job '%s' failed%s%s", name, why ? ": " : "", why ? why : "");
-			rc = 1;
-			break;
-		}
-		nap();
-		cJSON_Delete(cur);
-		cur = NULL;
-		if (kube_get(drive_client, "Job", drive_ns, name, &cur, err) < 0)
-			goto out;
-	}
-out:
-	cJSON_Delete(cur);
-	cJSON_Delete(job);
-	return rc;
-}
+/* The driver (`dlk pipeline drive`, in its pod): lib/pipeline/drive.c creates the stage Jobs of
+ * the pipeline's ConfigMap through the API; run_run opens the store and calls it. */
+static struct dlk_pipeline_api *drive_api;
+static const cJSON *drive_jobs;
 
 static int run_drive(struct dlk_ctx *ctx, struct dlk_args *args)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct dlk_pipeline p = DLK_PIPELINE_INIT;
-	cJSON *cm = NULL;
+	struct dlk_pipeline_kube k = { 0 };
+	struct dlk_pipeline_api api;
+	cJSON *cm = NULL, *jobs = NULL;
 	char *cm_name = NULL;
 	int rc;
 
-	(void)args;
 	if (load(ctx, &p, &err))
 		goto fail;
-	if (!(drive_client = dlk_kube_client(ctx, &err)))
+	if (!(k.client = dlk_kube_client(ctx, &err)))
 		goto fail;
-	drive_ns = ctx->namespace_ ? ctx->namespace_ : kube_client_namespace(drive_client);
+	k.namespace_ = ctx->namespace_ ? ctx->namespace_ : kube_client_namespace(k.client);
 	cm_name = dlk_pipeline_jobs_config_map(&p);
-	if (kube_get(drive_client, "ConfigMap", drive_ns, cm_name, &cm, &err) < 0)
+	if (kube_get(k.client, "ConfigMap", k.namespace_, cm_name, &cm, &err) < 0 ||
+	    !(jobs = dlk_pipeline_stage_jobs(cm, cm_name, &err)))
 		goto fail;
-	{
-		const char *text = jstr(cJSON_GetObjectItemCaseSensitive(cm, "data"), "jobs.json");
-		if (!text || !(drive_jobs = cJSON_Parse(text)) || !cJSON_IsObject(drive_jobs)) {
-			dlk_errf(&err, DLK_EXIT_CONFIG, "configmap '%s' holds no jobs.json of stage Jobs", cm_name);
-			goto fail;
-		}
-	}
-	dlk_pipeline_release(&p);
-	cJSON_Delete(cm);
-	free(cm_name);
+	dlk_pipeline_api_kube(&api, &k);
+	drive_api = &api;
+	drive_jobs = jobs;
 	run_mode = RUN_LOCAL;
 	rc = run_run(ctx, args);
-	/* what status shows afterwards, on the driver's own Job (a CronJob's runs have other names) */
-	if (!load(ctx, &p, &err) && !p.schedule && !p.data_changed) {
-		cJSON *st = read_status(&p, &err);
-		char *text = st ? dlk_json_print(st) : NULL, *driver = dlk_pipeline_driver_name(&p);
-		const char *key = DLK_PIPELINE_STATUS_ANNOTATION;
-		if (text && kube_annotate_job(drive_client, drive_ns, driver, &key, (const char *const *)&text, 1, &err) < 0)
-			dlk_warn(ctx, "cannot publish the pipeline's status on job '%s': %s", driver, err.msg);
-		free(text);
-		free(driver);
-		cJSON_Delete(st);
-	}
-	dlk_pipeline_release(&p);
-	cJSON_Delete(drive_jobs);
-	dlk_kube_close(ctx, drive_client);
-	drive_client = NULL;
-	return rc;
+	drive_api = NULL;
+	drive_jobs = NULL;
+	goto out;
 fail:
 	rc = dlk_report(ctx, &err);
+out:
 	cJSON_Delete(cm);
+	cJSON_Delete(jobs);
 	free(cm_name);
-	cJSON_Delete(drive_jobs);
-	dlk_kube_close(ctx, drive_client);
-	drive_client = NULL;
+	dlk_kube_close(ctx, k.client);
 	dlk_pipeline_release(&p);
 	return rc;
 }
@@ -430,16 +290,19 @@ static int run_run(struct dlk_ctx *ctx, struct dlk_args *args)
 	o.n_force = run_force.n;
 	o.dry_run = run_mode == RUN_DRY;
 	o.parallel = run_parallel;
-	if (drive_client) {
-		o.remote = drive_stage;
-		o.remote_ud = &p;
-		o.parallel = 1;
+	if (drive_api) {
+		/* the status goes on the driver's own Job: NAME-pipeline, or the Job a CronJob started */
+		char *driver = getenv("DLK_JOB_NAME") && *getenv("DLK_JOB_NAME") ? xstrdup(getenv("DLK_JOB_NAME"))
+		                                                                 : dlk_pipeline_driver_name(&p);
+		rc = dlk_pipeline_drive(&p, drive_jobs, drive_api, driver, &o, &sink, &err);
+		free(driver);
+	} else {
+		rc = dlk_pipeline_run_local(&p, &o, &sink, &err);
 	}
-	rc = dlk_pipeline_run_local(&p, &o, &sink, &err);
 	if (!o.dry_run && (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML)) {
 		/* the stages as status shows them, also when one failed */
 		struct dlk_err serr = DLK_ERR_INIT;
-		cJSON *st = read_status(&p, &serr);
+		cJSON *st = dlk_pipeline_read_status(&p, &serr);
 		if (st)
 			show_status(ctx, &p, st, &serr);
 		cJSON_Delete(st);
@@ -543,22 +406,22 @@ static int show_status(const struct dlk_ctx *ctx, const struct dlk_pipeline *p, 
 	return 0;
 }
 
-/* dlk pipeline status NAME: from the cluster, the stage Jobs (labelled dlk.dev/pipeline=NAME) and
- * what the driver published on its Job when it ended (its status.json) */
+/* dlk pipeline status NAME: from the cluster, the Jobs labelled dlk.dev/pipeline=NAME (driver
+ * runs and stage Jobs), then each run of the driver, newest first (its Job, or each Job its
+ * CronJob started), with the stages it published on its Job when it ended */
 static int cluster_status(struct dlk_ctx *ctx, const char *name)
 {
 	struct dlk_err err = DLK_ERR_INIT;
 	struct kube_client *c = NULL;
 	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
 	struct dlk_pipeline fake = DLK_PIPELINE_INIT;
-	cJSON *list = NULL, *doc = NULL;
-	const cJSON *j;
-	char *sel = xasprintf("%s=%s", DLK_PIPELINE_LABEL, name), *driver;
+	cJSON *list = NULL, *runs = NULL, *doc = NULL;
+	const cJSON *j, *r;
+	char *sel = xasprintf("%s=%s", DLK_PIPELINE_LABEL, name);
 	const char *ns;
 	int rc = 0;
 
 	fake.name = (char *)name;
-	driver = dlk_pipeline_driver_name(&fake);
 	if (!(c = dlk_kube_client(ctx, &err)))
 		goto fail;
 	ns = ctx->namespace_ ? ctx->namespace_ : kube_client_namespace(c);
@@ -570,32 +433,46 @@ static int cluster_status(struct dlk_ctx *ctx, const char *name)
 		dlk_err_hint(&err, "start it with 'dlk pipeline run'; 'dlk pipeline status' (no NAME) shows a run here");
 		goto fail;
 	}
-	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(list, "items"))
-		if (!strcmp(kube_meta(j, "name"), driver) && annotation(j, DLK_PIPELINE_STATUS_ANNOTATION))
-			doc = cJSON_Parse(annotation(j, DLK_PIPELINE_STATUS_ANNOTATION));
-	if (ctx->output == DLK_OUTPUT_JSON && doc) {
-		show_status(ctx, &fake, doc, &err);
+	runs = dlk_pipeline_driver_runs(cJSON_GetObjectItemCaseSensitive(list, "items"), name);
+	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
+		/* the newest run's stages that has published them, and every run */
+		cJSON_ArrayForEach(r, runs)
+			if (!doc && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(r, "status")))
+				doc = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(r, "status"), 1);
+		if (!doc)
+			doc = cJSON_CreateObject();
+		cJSON_AddItemToObject(doc, "runs", runs);
+		runs = NULL;
+		if (show_status(ctx, &fake, doc, &err))
+			goto fail;
 		goto out;
 	}
 	printf("%-32s %-10s %s\n", "JOB", "STATE", "KEY");
 	cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(list, "items"))
 	{
 		const char *key = annotation(j, DLK_PIPELINE_KEY_ANNOTATION);
-		printf("%-32s %-10s %.12s\n", dlk_visible(kube_meta(j, "name")), job_state(j), key ? key : "-");
+		printf("%-32s %-10s %.12s\n", dlk_visible(kube_meta(j, "name")), dlk_pipeline_job_state(j), key ? key : "-");
 	}
-	if (doc) {
-		printf("\n");
-		show_status(ctx, &fake, doc, &err);
+	cJSON_ArrayForEach(r, runs)
+	{
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(r, "status");
+		printf("\nrun of job %s: %s, started %s\n", dlk_visible(jstr(r, "job")), jstr(r, "state"),
+		       jstr(r, "created") ? dlk_visible(jstr(r, "created")) : "-");
+		if (cJSON_IsObject(st))
+			show_status(ctx, &fake, st, &err);
+		else
+			printf("  (no stages published: %s)\n", !strcmp(jstr(r, "state"), "running") ? "it is running"
+			                                                                            : "it ended before it could");
 	}
 	goto out;
 fail:
 	rc = dlk_report(ctx, &err);
 out:
 	cJSON_Delete(list);
+	cJSON_Delete(runs);
 	cJSON_Delete(doc);
 	dlk_kube_close(ctx, c);
 	free(sel);
-	free(driver);
 	return rc;
 }
 
@@ -608,7 +485,7 @@ static int run_status(struct dlk_ctx *ctx, struct dlk_args *args)
 
 	if (args->n_pos)
 		return cluster_status(ctx, args->pos[0]);
-	if (load(ctx, &p, &err) || !(st = read_status(&p, &err)) || show_status(ctx, &p, st, &err))
+	if (load(ctx, &p, &err) || !(st = dlk_pipeline_read_status(&p, &err)) || show_status(ctx, &p, st, &err))
 		rc = dlk_report(ctx, &err);
 	cJSON_Delete(st);
 	dlk_pipeline_release(&p);
@@ -626,13 +503,16 @@ const struct dlk_command_def dlk_cmd_pipeline_status = {
 	.description = "Show the stages of the pipeline's last run here: kind, state (succeeded, reused, failed,\n"
 	               "blocked), the output dataset's id and the run that made it. -o json gives the same.\n"
 	               "With NAME, the pipeline NAME in the cluster: its Jobs (driver and stages) with their state\n"
-	               "and key, and the stages of the driver's last run once it has ended.",
+	               "and key, then each run of its driver, newest first (its Job, or each Job its CronJob\n"
+	               "started), with the stages that run published when it ended; -o json: the newest\n"
+	               "published status with \"runs\" added.",
 	.options = status_options,
 	.min_pos = 0,
 	.max_pos = 1,
 	.run = run_status,
 	.examples = "  $ dlk pipeline status\n"
-	            "  $ dlk pipeline status -o json\n",
+	            "  $ dlk pipeline status -o json\n"
+	            "  $ dlk pipeline status fashion\n",
 };
 
 /* ---- logs ---- */
@@ -645,7 +525,45 @@ static int print_line(const char *line, size_t len, void *ud)
 	return 0;
 }
 
-/* dlk pipeline logs NAME STAGE: the log of the newest pod of the stage's Job in the cluster */
+static const char *logs_from;
+
+/* Once a stage's pods are gone: its worker's archive on the pipeline's log_claim (the pipeline
+ * file's, when it is pipeline name's), or under --from. */
+static int archived_logs(struct dlk_ctx *ctx, const char *name, const char *stage, struct dlk_err *err)
+{
+	struct dlk_pipeline p = DLK_PIPELINE_INIT;
+	struct dlk_err lerr = DLK_ERR_INIT;
+	struct dlk_data_store ds = { 0 };
+	char *url = NULL, run[96];
+	int rc = -1;
+
+	if (logs_from) {
+		url = xasprintf("%s/%s-%s", logs_from, name, stage);
+	} else if (!load(ctx, &p, &lerr) && !strcmp(p.name, name) && p.log_claim) {
+		url = xasprintf("pvc://%s/%s/%s-%s", p.log_claim, DLK_LOG_ARCHIVE_DIR, name, stage);
+	} else {
+		dlk_errf(err, DLK_EXIT_NOTFOUND, "stage '%s' of pipeline '%s' has no pod: it was reused, has not run, or its "
+		         "job was deleted; and its log was not archived", dlk_visible(stage), dlk_visible(name));
+		dlk_err_hint(err, "'dlk pipeline status %s' shows its stages; give the pipeline log_claim: to archive the "
+		             "stages' logs (docs/pipelines.md), or --from where they are", name);
+		goto out;
+	}
+	if (dlk_data_store_open(ctx, url, NULL, &ds, err) || dlk_pipeline_archived_log(ds.store, print_line, NULL, run, err)) {
+		dlk_err_prefix(err, "stage '%s' has no pod, and its archived log", dlk_visible(stage));
+		goto out;
+	}
+	fflush(stdout);
+	dlk_info(ctx, "stage %s: its pods are gone; the log above is its worker's archive of run %s (%s)", stage, run, url);
+	rc = 0;
+out:
+	dlk_data_store_release(&ds);
+	dlk_pipeline_release(&p);
+	free(url);
+	return rc;
+}
+
+/* dlk pipeline logs NAME STAGE: the log of the newest pod of the stage's Job in the cluster, or
+ * once its pods are gone the archive of it */
 static int cluster_logs(struct dlk_ctx *ctx, const char *name, const char *stage)
 {
 	struct dlk_err err = DLK_ERR_INIT;
@@ -668,11 +586,9 @@ static int cluster_logs(struct dlk_ctx *ctx, const char *name, const char *stage
 		if (!newest || strcmp(kube_meta(pod, "creationTimestamp"), kube_meta(newest, "creationTimestamp")) >= 0)
 			newest = pod;
 	if (!newest) {
-		dlk_errf(&err, DLK_EXIT_NOTFOUND, "stage '%s' of pipeline '%s' has no pod in namespace '%s': it was reused, "
-		         "has not run, or its job was deleted", dlk_visible(stage), dlk_visible(name), ns);
-		dlk_err_hint(&err, "'dlk pipeline status %s' shows its stages; 'dlk logs %s-%s --run ID' reads an archived run",
-		             name, name, stage);
-		goto fail;
+		if (archived_logs(ctx, name, stage, &err))
+			goto fail;
+		goto out;
 	}
 	if (kube_logs(c, ns, kube_meta(newest, "name"), &logo, print_line, NULL, &err) < 0)
 		goto fail;
@@ -719,15 +635,26 @@ out:
 	return rc;
 }
 
+static const struct dlk_option logs_options[] = {
+	OPT_STRING(0, "pipeline", &pipeline_file, "FILE", NULL, "the pipeline file",
+	           .def_doc = DLK_PIPELINE_FILE " beside the project file", .complete = COMPLETE_FILE),
+	OPT_STRING(0, "from", &logs_from, "STORE", NULL,
+	           "with NAME: where the stages' logs are archived (the folder holding NAME-STAGE/)",
+	           .def_doc = "pvc://LOG_CLAIM/dlk-logs of the pipeline file", .complete = COMPLETE_DIR),
+	OPT_END(),
+};
+
 const struct dlk_command_def dlk_cmd_pipeline_logs = {
 	.usage = "[NAME] STAGE",
 	.description = "Print the log (standard output and error) of STAGE's last run here; with NAME, the log of\n"
-	               "the newest pod of STAGE's Job of pipeline NAME in the cluster.",
-	.options = status_options,
+	               "the newest pod of STAGE's Job of pipeline NAME in the cluster, or once its pods are gone\n"
+	               "the log its worker archived on the pipeline's log_claim (its newest run).",
+	.options = logs_options,
 	.min_pos = 1,
 	.max_pos = 2,
 	.run = run_logs,
-	.examples = "  $ dlk pipeline logs train\n",
+	.examples = "  $ dlk pipeline logs train\n"
+	            "  $ dlk pipeline logs fashion train\n",
 };
 
 /* ---- the parent ---- */

@@ -111,6 +111,13 @@ static struct dlk_project *job_project(const struct dlk_pipeline *p, const char 
 		dlk_buf_addf(&b, "  cpu: \"1\"\n");
 	if (!has_mem)
 		dlk_buf_addf(&b, "  memory: 1Gi\n");
+	if (stage && p->log_claim) {
+		/* the stage's worker archives its log (the stage's, printed after it) on the claim:
+		   dlk-logs/NAME-STAGE/, for `dlk pipeline logs NAME STAGE` once its pods are gone */
+		dlk_buf_addf(&b, "storage:\n  claim: ");
+		add_quoted(&b, p->log_claim);
+		dlk_buf_addf(&b, "\n");
+	}
 	if (schedule) {
 		dlk_buf_addf(&b, "schedule: ");
 		add_quoted(&b, schedule);
@@ -209,6 +216,15 @@ cJSON *dlk_pipeline_render_cluster(const struct dlk_pipeline *p, const char *nam
 			label(o, DLK_PIPELINE_LABEL, p->name);
 			if (!strcmp(kind_of(o), "ServiceAccount"))
 				sa = xstrdup(kube_meta(o, "name"));
+			if (!strcmp(kind_of(o), "CronJob")) {
+				/* the Jobs it starts (and their pods) carry the label too: status lists its runs */
+				cJSON *jt = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"), "jobTemplate");
+				cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(jt, "spec"), "template");
+				if (jt && cJSON_GetObjectItemCaseSensitive(jt, "metadata"))
+					label(jt, DLK_PIPELINE_LABEL, p->name);
+				if (tmpl && cJSON_GetObjectItemCaseSensitive(tmpl, "metadata"))
+					label(tmpl, DLK_PIPELINE_LABEL, p->name);
+			}
 			if (!strcmp(kind_of(o), "Job") || !strcmp(kind_of(o), "CronJob"))
 				last = o;
 			else

@@ -34,6 +34,15 @@ char *dlk_pipeline_stage_job(const struct dlk_pipeline *p, const struct dlk_stag
  * with err (DLK_EXIT_CONFIG naming the stage). */
 cJSON *dlk_pipeline_render_cluster(const struct dlk_pipeline *p, const char *namespace_, struct dlk_err *err);
 
+/* The log of a stage's newest run, archived by its worker on the pipeline's log_claim (read once
+ * its pods are gone): s is the stage Job's archive folder, dlk-logs/NAME-STAGE of the claim. Each
+ * line of the run whose last line is the latest goes to fn (without its time), in the order
+ * written; fn returning non-zero stops. run gets the run's id. 0; -1 with err (DLK_EXIT_NOTFOUND:
+ * no archive there). */
+struct dlk_store;
+int dlk_pipeline_archived_log(struct dlk_store *s, int (*fn)(const char *line, size_t len, void *ud), void *ud,
+                              char run[96], struct dlk_err *err);
+
 /* Whether a Job object belongs to pipeline name (its dlk.dev/pipeline label). */
 int dlk_pipeline_owns(const cJSON *job, const char *name);
 

@@ -70,6 +70,7 @@ struct dlk_pipeline {
 	int *order;             /* a topological order of the stages (inputs first) */
 	/* on a cluster (lib/pipeline/cluster.c) */
 	char *store_secret;     /* a Secret whose keys (AWS_*) the pods get as environment; NULL: none */
+	char *log_claim;        /* a PersistentVolumeClaim the stage pods archive their logs on; NULL: none */
 	char *image;            /* dlk's image for the driver and the stages; NULL: the projects' default */
 	char *schedule;         /* a cron line: the driver runs from a CronJob; NULL: once */
 	int data_changed;       /* trigger: data-changed (a CronJob that finds nothing new ends quickly) */
@@ -151,5 +152,9 @@ int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeli
 char *dlk_pipeline_state_dir(const struct dlk_pipeline *p);
 /* The path of a stage's log of its last run; caller frees. */
 char *dlk_pipeline_log_path(const struct dlk_pipeline *p, const char *stage);
+/* The status of the last run here (<state dir>/status.json: {"stages": [...], ...}): a new cJSON
+ * object, or NULL with err (DLK_EXIT_NOTFOUND: it has not run here; DLK_EXIT_CONFIG: the file is
+ * not a status). */
+struct cJSON *dlk_pipeline_read_status(const struct dlk_pipeline *p, struct dlk_err *err);
 
 #endif

@@ -5,6 +5,7 @@
  * is what decides that its output may stand for a new run, so it covers everything the process
  * reads: the inputs' ids, the argv, the code files' bytes, the image, the parameters, and for
  * dlk's own steps the project file and the dlk binary. */
+#include "lib/jobs/podenv.h"
 #include "lib/pipeline/pipeline.h"
 #include "lib/runs/runs.h"
 #include "lib/store/dataset.h"
@@ -614,6 +615,9 @@ static int start_stage(const struct dlk_pipeline *p, const struct dlk_stage *s, 
 		for (int i = 0; i < s->n_inputs; i++)
 			if (s->inputs[i].stage < 0 || dlk_stage_output_kind(&p->stages[s->inputs[i].stage]) == DLK_VALUE_DATASET)
 				data = i;
+		/* in a stage's pod the pod's own worker serves the metrics port it was given: the
+		   training inside serves none (its progress is in the stage's log) */
+		env[n_env++] = xasprintf("%s=0", DLK_ENV_METRICS_PORT);
 		argv = xcalloc(16 + 2 * (size_t)s->n_params, sizeof(char *));
 		argv[a++] = o->self;
 		argv[a++] = "train";
@@ -1005,4 +1009,24 @@ out:
 	free(want);
 	free(runs);
 	return rc;
+}
+
+cJSON *dlk_pipeline_read_status(const struct dlk_pipeline *p, struct dlk_err *err)
+{
+	char *dir = dlk_pipeline_state_dir(p), *path = xasprintf("%s/status.json", dir);
+	struct dlk_buf b = DLK_BUF_INIT;
+	char msg[256];
+	cJSON *j = NULL;
+
+	if (dlk_buf_read_file(&b, path, 16u << 20, msg, sizeof(msg)))
+		dlk_errf(err, DLK_EXIT_NOTFOUND, "pipeline %s has not run here (%s)", p->name, msg);
+	else if (!(j = cJSON_ParseWithLength(b.data, b.len)) || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "stages"))) {
+		cJSON_Delete(j);
+		j = NULL;
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s' is not a pipeline status; run the pipeline again", path);
+	}
+	dlk_buf_release(&b);
+	free(path);
+	free(dir);
+	return j;
 }

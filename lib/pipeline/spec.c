@@ -112,7 +112,8 @@ static int key_once(const char *file, const struct ynode *m, int i, struct dlk_e
 	return 0;
 }
 
-static const char *const top_keys[] = { "name", "store", "stages", "store_secret", "image", "schedule", "trigger" };
+static const char *const top_keys[] = { "name", "store", "stages", "store_secret", "image", "schedule", "trigger",
+	                                 "log_claim" };
 static const char *const stage_keys[] = { "inputs", "run", "train", "predict", "code", "image", "params", "output",
 	                                  "resources" };
 static const char *const resource_keys[] = { "cpu", "memory", "gpus" };
@@ -458,6 +459,13 @@ int dlk_pipeline_parse(const char *text, size_t len, const char *file, const cha
 				AT(v, "store_secret '%s' is not the name of a Secret", dlk_visible(p->store_secret));
 				goto out;
 			}
+		} else if (!strcmp(k->text, "log_claim")) {
+			if (scalar_text(file, v, "log_claim", &p->log_claim, err))
+				goto out;
+			if (!is_label(p->log_claim, 63)) {
+				AT(v, "log_claim '%s' is not the name of a PersistentVolumeClaim", dlk_visible(p->log_claim));
+				goto out;
+			}
 		} else if (!strcmp(k->text, "image")) {
 			if (scalar_text(file, v, "image", &p->image, err))
 				goto out;
@@ -613,6 +621,7 @@ void dlk_pipeline_release(struct dlk_pipeline *p)
 	free(p->name);
 	free(p->store);
 	free(p->store_secret);
+	free(p->log_claim);
 	free(p->image);
 	free(p->schedule);
 	free(p->state_root);

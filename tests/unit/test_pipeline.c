@@ -127,6 +127,8 @@ static void test_bad(void)
 		{ "name: d\nstore: s\nstages:\n  a:\n    run: [true]\n    run: [false]\n", "p.yaml:6:5: key 'run' twice (first at line 5)" },
 		{ "name: d\nstore: s\nname: e\nstages:\n  a:\n    run: [true]\n", "p.yaml:3:1: key 'name' twice" },
 		{ "name: d\nstore: s\nstages:\n  a:\n    run: [true]\n    params: {x: 1, x: 2}\n", "key 'x' twice" },
+		{ "name: d\nstore: s\nlog_claim: Logs_1\nstages:\n  a:\n    run: [true]\n",
+		  "p.yaml:3:12: log_claim 'Logs_1' is not the name of a PersistentVolumeClaim" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
 		struct dlk_err err = DLK_ERR_INIT;

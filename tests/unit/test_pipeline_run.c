@@ -1,7 +1,8 @@
 /* The local runner as a library call, on a directory store and shell programs: the first run
  * runs every stage it can, a failing stage blocks exactly the stages below it, the error names
  * them; the second run reuses what succeeded (its key found) and runs the failed stage again;
- * --force runs a reused stage again; a dry run runs nothing. */
+ * --force runs a reused stage again; a dry run runs nothing. The outputs as a graph of the store
+ * (lib/store/graph): what was made from the input, which dataset holds a file. */
 #include "tests/unit/check.h"
 
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "lib/pipeline/pipeline.h"
 #include "lib/store/dataset.h"
+#include "lib/store/graph.h"
 #include "lib/store/manifest.h"
 #include "lib/store/store.h"
 #include "lib/util/buf.h"
@@ -113,6 +115,43 @@ int main(void)
 	rc = dlk_pipeline_run_local(&p, &o, &sink, &err);
 	CHECK_MSG(rc == 0, "a dry run runs nothing and fails nothing (%s)", err.msg);
 	CHECK(has("stage a: reused") && has("stage b: would run (key") && has("stage c: would run (an input stage would run)"));
+
+	{
+		/* the store as a graph (lib/store/graph): what was made from in@v1, through the stages */
+		cJSON *down = NULL, *d;
+		char in_id[65], a_id[65], id[65];
+		int n_a = 0, n_d = 0, found;
+		dlk_err_clear(&err);
+		CHECK(!dlk_dataset_resolve(st, "in@v1", 0, in_id, &err) && !dlk_dataset_resolve(st, "t-a@latest", 0, a_id, &err));
+		CHECK_MSG(!dlk_dataset_downstream(st, in_id, &down, &err), "downstream of in@v1 (%s)", err.msg);
+		cJSON_ArrayForEach(d, down)
+		{
+			const char *by = cJSON_GetObjectItemCaseSensitive(d, "made_by")->valuestring;
+			int depth = cJSON_GetObjectItemCaseSensitive(d, "depth")->valueint;
+			n_a += !strcmp(by, "dlk pipeline t, stage a") && depth == 1;
+			n_d += !strcmp(by, "dlk pipeline t, stage d") && depth == 2;
+		}
+		CHECK_MSG(n_a == 2 && n_d == 1 && cJSON_GetArraySize(down) == 3,
+		          "a's two outputs (the forced run's too) and d's, from in@v1 (%d, %d of %d)", n_a, n_d,
+		          cJSON_GetArraySize(down));
+		cJSON_Delete(down);
+		down = NULL;
+		CHECK(!dlk_dataset_resolve(st, "t-d@latest", 0, id, &err) && !dlk_dataset_downstream(st, id, &down, &err));
+		CHECK_MSG(cJSON_GetArraySize(down) == 0, "nothing was made from d's output");
+		cJSON_Delete(down);
+		/* the file g of a's output: the dataset that holds it */
+		{
+			struct dlk_manifest am = DLK_MANIFEST_INIT;
+			const struct dlk_manifest_entry *g;
+			CHECK(!dlk_dataset_manifest(st, a_id, &am, &err));
+			g = dlk_manifest_find(&am, "g");
+			found = g ? dlk_dataset_holding(st, g->sha256, id, &err) : -1;
+			CHECK_MSG(found == 1, "a dataset holds a's file g (%d)", found);
+			dlk_manifest_release(&am);
+		}
+		found = dlk_dataset_holding(st, "0000000000000000000000000000000000000000000000000000000000000000", id, &err);
+		CHECK_MSG(found == 0, "no dataset holds a file of that digest (%d)", found);
+	}
 
 	dlk_pipeline_release(&p);
 	dlk_manifest_release(&m);
