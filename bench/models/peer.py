@@ -9,7 +9,7 @@ KIND and DATA (what bench/models/run.sh writes; dlk reads the same files):
            SGD lr 0.1, momentum 0.9, Nesterov, weight decay 5e-4 on the weights (not biases),
            cosine over the run with a 50-step linear warm-up (examples/resnet/dlk.yaml), batch 128
   text     a folder with train.ids, train.labels, test.ids, test.labels (int32, from
-           dlk_text_ids: dlk's own BPE ids of each passage, 256 a row); Adam lr 0.003, batch 32
+           dlk_text_ids: dlk's own BPE ids of each passage, model.input's length a row); Adam lr 0.003, batch 32
            (examples/text/dlk.yaml)
   denoise  pairs/ as examples/denoise/noisy-pairs.py writes it: {train,test}/{noisy,clean}/*.png,
            input noisy / 255, target clean / 255; MSE; Adam lr 0.003, cosine with a 20-step warm-up,
@@ -136,14 +136,14 @@ def pngs(folder):
     return np.stack([np.asarray(Image.open(os.path.join(folder, n)).convert("L")) for n in names]), names
 
 
-def load(kind, d):
-    """(x_train, y_train, x_test, y_test) as tensors"""
+def load(kind, d, length):
+    """(x_train, y_train, x_test, y_test) as tensors; length: a text's ids"""
     if kind == "resnet":
         f = lambda s: torch.from_numpy(idx(os.path.join(d, s)).astype(np.float32) / 255.0).unsqueeze(1)  # noqa: E731
         g = lambda s: torch.from_numpy(idx(os.path.join(d, s)).astype(np.int64))  # noqa: E731
         return f("train-images"), g("train-labels"), f("test-images"), g("test-labels")
     if kind == "text":
-        f = lambda s: torch.from_numpy(np.fromfile(os.path.join(d, s + ".ids"), dtype=np.int32).astype(np.int64).reshape(-1, 256))  # noqa: E731
+        f = lambda s: torch.from_numpy(np.fromfile(os.path.join(d, s + ".ids"), dtype=np.int32).astype(np.int64).reshape(-1, length))  # noqa: E731
         g = lambda s: torch.from_numpy(np.fromfile(os.path.join(d, s + ".labels"), dtype=np.int32).astype(np.int64))  # noqa: E731
         return f("train"), g("train"), f("test"), g("test")
     out = []
@@ -188,7 +188,7 @@ def main():
         n = sum(p.numel() for p in model.parameters())
         print(json.dumps({"kind": a.kind, "loaded": a.weights, "parameters": n, "layers": len(model.layers)}))
         return 0
-    xtr, ytr, xte, yte = load(a.kind, a.data)
+    xtr, ytr, xte, yte = load(a.kind, a.data, arch["input"][-1])
     fmt = torch.channels_last if a.channels_last else torch.contiguous_format
     if a.channels_last:
         model = model.to(memory_format=torch.channels_last)

@@ -135,7 +135,7 @@ for m in $models; do
 	(cd "$w/$m" && tar -xf "$bundle" model.json weights.safetensors)
 	if [ "$m" = text ]; then
 		(cd "$w/text" && tar -xf "$bundle" tokenizer.txt && mkdir -p ids &&
-			"$ids" tokenizer.txt 256 brown/train.jsonl brown/test.jsonl ids | sed 's/^/text ids (dlk_text_ids): /')
+			"$ids" tokenizer.txt "$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["architecture"]["input"][-1])' model.json)" brown/train.jsonl brown/test.jsonl ids | sed 's/^/text ids (dlk_text_ids): /')
 	fi
 	"$py" bench/models/peer.py "$m" "$w/$m/model.json" "$(peer_data "$m")" --weights "$w/$m/weights.safetensors" |
 		"$py" -c 'import json,sys; r=json.load(sys.stdin); print("same model: the dlk bundle'"'"'s %d parameters load into the peer'"'"'s %d layers (strict)" % (r["parameters"], r["layers"]))'
