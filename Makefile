@@ -281,7 +281,7 @@ demo:
 
 bench:
 	@.ci/deps bench
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(BENCH_MODELS_BIN)
 	@sh bench/run.sh
 
 # The container images, as an OCI layout in $(BUILD)/image (no daemon): dlk:$(VERSION) and
