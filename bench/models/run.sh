@@ -23,7 +23,9 @@
 # of its run (its -o json samplesPerSecond), the peer's leaves out its first 3 steps. CPU time a
 # step: dlk's is its whole process (user + system, /usr/bin/time: loading, tokenizer training and
 # the test included) over its steps; the peer's is the training loop's alone (process CPU time of
-# the steps timed); the ratio compares those, which favours the peer.
+# the steps timed); the ratio compares those, which favours the peer. So after the pairs dlk runs
+# once more, short (a quarter of the images or pairs; the text 1 epoch), and its steps' CPU time
+# is printed too: each run's CPU time minus the short run's over the difference of their steps.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -48,17 +50,18 @@ prepare() { # $1: model; writes the project and its data under $w/$1, prints wha
 	case $1 in
 	resnet)
 		[ -f "$fm/train-images-idx3-ubyte.gz" ] || { echo "bench/models: no $fm (apt install dataset-fashion-mnist)" >&2; exit 2; }
-		"$py" - "$fm" "$w/resnet/data" "${RESNET_TRAIN:-10000}" "${RESNET_TEST:-2000}" <<'PY'
+		"$py" - "$fm" "$w/resnet" "${RESNET_TRAIN:-10000}" "${RESNET_TEST:-2000}" <<'PY'
 import gzip, os, sys
-fm, d, ntr, nte = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-os.makedirs(d, exist_ok=True)
-for src, dst, n, item in (("train-images-idx3-ubyte", "train-images", ntr, 784), ("train-labels-idx1-ubyte", "train-labels", ntr, 1),
-                          ("t10k-images-idx3-ubyte", "test-images", nte, 784), ("t10k-labels-idx1-ubyte", "test-labels", nte, 1)):
-    b = gzip.open(os.path.join(fm, src + ".gz")).read()
-    h = bytearray(b[:16 if item > 1 else 8])
-    assert n <= int.from_bytes(h[4:8], "big"), f"{src} holds fewer than {n} samples"
-    h[4:8] = n.to_bytes(4, "big")
-    open(os.path.join(d, dst), "wb").write(bytes(h) + b[len(h):len(h) + n * item])
+fm, w, ntr, nte = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+for d, ntr in (("data", ntr), ("data-short", max(1, ntr // 4))):  # data-short: dlk's short run
+    os.makedirs(os.path.join(w, d), exist_ok=True)
+    for src, dst, n, item in (("train-images-idx3-ubyte", "train-images", ntr, 784), ("train-labels-idx1-ubyte", "train-labels", ntr, 1),
+                              ("t10k-images-idx3-ubyte", "test-images", nte, 784), ("t10k-labels-idx1-ubyte", "test-labels", nte, 1)):
+        b = gzip.open(os.path.join(fm, src + ".gz")).read()
+        h = bytearray(b[:16 if item > 1 else 8])
+        assert n <= int.from_bytes(h[4:8], "big"), f"{src} holds fewer than {n} samples"
+        h[4:8] = n.to_bytes(4, "big")
+        open(os.path.join(w, d, dst), "wb").write(bytes(h) + b[len(h):len(h) + n * item])
 PY
 		echo "resnet: ${RESNET_TRAIN:-10000} training images, ${RESNET_EPOCHS:-1} epoch(s), batch 128; ${RESNET_TEST:-2000} test images"
 		;;
@@ -69,17 +72,29 @@ PY
 		;;
 	denoise)
 		(cd "$w/denoise" && "$py" noisy-pairs.py "$fm" "${DENOISE_TRAIN:-4000}" "${DENOISE_TEST:-1000}" pairs 1 | sed 's/^/denoise: /')
+		# dlk's short run: the first quarter of the training pairs
+		mkdir -p "$w/denoise/short/noisy" "$w/denoise/short/clean"
+		n=$(( ${DENOISE_TRAIN:-4000} / 4 ))
+		[ "$n" -gt 0 ] || n=1
+		for f in $(ls "$w/denoise/pairs/train/noisy" | head -n "$n"); do
+			ln -s "../../pairs/train/noisy/$f" "$w/denoise/short/noisy/$f"
+			ln -s "../../pairs/train/clean/$f" "$w/denoise/short/clean/$f"
+		done
 		echo "denoise: ${DENOISE_TRAIN:-4000} pairs, ${DENOISE_EPOCHS:-1} epoch(s), batch 64; ${DENOISE_TEST:-1000} test pairs"
 		;;
 	esac
 }
 
-dlk_sets() { # $1: model: the --set arguments of its run
-	case $1 in
+dlk_sets() { # $1: model, $2: "short" for the short run: the --set arguments of its run
+	case $1$2 in
 	resnet) echo "--set data.train.images=data/train-images --set data.train.labels=data/train-labels" \
 		"--set data.test.images=data/test-images --set data.test.labels=data/test-labels --set training.epochs=${RESNET_EPOCHS:-1}" ;;
+	resnetshort) echo "--set data.train.images=data-short/train-images --set data.train.labels=data-short/train-labels" \
+		"--set data.test.images=data/test-images --set data.test.labels=data/test-labels --set training.epochs=${RESNET_EPOCHS:-1}" ;;
 	text) echo "--set training.epochs=${TEXT_EPOCHS:-2}" ;;
+	textshort) echo "--set training.epochs=1" ;;
 	denoise) echo "--set training.epochs=${DENOISE_EPOCHS:-1}" ;;
+	denoiseshort) echo "--set training.epochs=${DENOISE_EPOCHS:-1} --set data.train.source=short/noisy --set data.train.targets=short/clean" ;;
 	esac
 }
 epochs() {
@@ -89,19 +104,19 @@ peer_data() {
 	case $1 in resnet) echo "$w/resnet/data" ;; text) echo "$w/text/ids" ;; denoise) echo "$w/denoise/pairs" ;; esac
 }
 
-run_dlk() { # $1: model, $2: seed
+run_dlk() { # $1: model, $2: seed, $3: "short" for the short run
 	# shellcheck disable=SC2046
-	(cd "$w/$1" && rm -rf .dlk ./*.dlk && /usr/bin/time -v -o time.txt "$dlk" train --local -q -o json $(dlk_sets "$1") \
+	(cd "$w/$1" && rm -rf .dlk ./*.dlk && /usr/bin/time -v -o time.txt "$dlk" train --local -q -o json $(dlk_sets "$1" "${3:-}") \
 		--set training.threads="$threads" --set training.checkpoint.every=0 --set training.seed="$2" >dlk.json 2>dlk.err) ||
 		{ cat "$w/$1/dlk.err" >&2; exit 1; }
-	"$py" - "$w/$1/dlk.json" "$w/$1/time.txt" "$1" "$2" >>"$out/runs.jsonl" <<'PY'
+	"$py" - "$w/$1/dlk.json" "$w/$1/time.txt" "$1" "$2" "dlk${3:+-$3}" >>"$out/runs.jsonl" <<'PY'
 import json, re, sys
 r = json.load(open(sys.argv[1]))
 t = open(sys.argv[2]).read()
 f = lambda k: float(re.search(k + r": ([0-9.]+)", t).group(1))  # noqa: E731
 cpu = f("User time \\(seconds\\)") + f("System time \\(seconds\\)")
 q = r["test"].get("accuracy", r["test"].get("psnr"))
-print(json.dumps({"prog": "dlk", "kind": sys.argv[3], "seed": int(sys.argv[4]), "steps": r["steps"],
+print(json.dumps({"prog": sys.argv[5], "kind": sys.argv[3], "seed": int(sys.argv[4]), "steps": r["steps"], "cpuSec": cpu,
                   "samplesPerSecond": r["samplesPerSecond"], "cpuMsPerStep": 1000 * cpu / r["steps"], "quality": q,
                   "rssKB": int(f("Maximum resident set size \\(kbytes\\)")), "bundle": r["bundle"]}))
 PY
@@ -164,6 +179,10 @@ print(b["wait"] + ":" + " ".join(f for f, on in (("--channels-last", b["channels
 		echo "  pair $i: $(tail -n 2 "$out/runs.jsonl" | "$py" -c 'import json,sys; print("  ".join("%s %.0f samples/s quality %.4f" % (r["prog"], r["samplesPerSecond"], r["quality"]) for r in map(json.loads, sys.stdin)))'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 		i=$((i + 1))
 	done
+	if [ "$m" != text ] || [ "${TEXT_EPOCHS:-2}" -gt 1 ]; then
+		run_dlk "$m" 1 short
+		echo "  dlk's short run (its steps' CPU time is the difference): $(tail -n 1 "$out/runs.jsonl" | "$py" -c 'import json,sys; r=json.load(sys.stdin); print("%d steps, %.2f CPU s" % (r["steps"], r["cpuSec"]))')"
+	fi
 done
 "$py" - "$out/runs.jsonl" <<'PY'
 import json, statistics as st, sys
@@ -182,6 +201,12 @@ for kind in dict.fromkeys(r["kind"] for r in rs):
               st.median(r["rssKB"] for r in by[p]) / 1024, " ".join("%.4f" % x for x in q), st.mean(q)))
     pc = [r["processCpuMsPerStep"] for r in by["torch"]]
     print("  torch's whole process (import, data, test included): %.1f CPU ms/step (median)" % st.median(pc))
+    short = [r for r in rs if r["prog"] == "dlk-short" and r["kind"] == kind]
+    if short and short[0]["steps"] < by["dlk"][0]["steps"]:
+        m = [1000 * (r["cpuSec"] - short[0]["cpuSec"]) / (r["steps"] - short[0]["steps"]) for r in by["dlk"]]
+        lo = [a / b["cpuMsPerStep"] for a, b in zip(m, by["torch"])]
+        print("  dlk's steps alone (each run minus its short run of %d steps): %.1f CPU ms/step (%.1f-%.1f), %.2f of torch's loop"
+              % (short[0]["steps"], st.median(m), min(m), max(m), st.median(lo)))
     sp = [a["samplesPerSecond"] / b["samplesPerSecond"] for a, b in zip(by["dlk"], by["torch"])]
     cpu = [a["cpuMsPerStep"] / b["cpuMsPerStep"] for a, b in zip(by["dlk"], by["torch"])]
     dq = st.mean(r["quality"] for r in by["dlk"]) - st.mean(r["quality"] for r in by["torch"])
