@@ -190,7 +190,14 @@ $(BUILD)/bench/data/%: bench/data/%.c $(BUILD)/libdlk.a
 	@echo "  LD      $@"
 	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
 
-test-unit: $(UNIT_BIN) $(TOOL_BIN) $(BENCH_GPU_BIN) $(BENCH_DATA_BIN)
+# bench/models' programs (the text classifier's token ids, made by dlk's tokenizer, for the PyTorch peer)
+BENCH_MODELS_BIN := $(BUILD)/bench/models/dlk_text_ids
+$(BUILD)/bench/models/%: bench/models/%.c $(BUILD)/libdlk.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
+
+test-unit: $(UNIT_BIN) $(TOOL_BIN) $(BENCH_GPU_BIN) $(BENCH_DATA_BIN) $(BENCH_MODELS_BIN)
 
 # The GPU kit (docs/gpu-kit.md): $(BUILD)/kit, one folder of at most 60 MiB that a machine with
 # a GPU runs as `kit/run --out DIR` without building or installing anything. kit/build.sh copies
@@ -274,7 +281,7 @@ demo:
 
 bench:
 	@.ci/deps bench
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(BENCH_MODELS_BIN)
 	@sh bench/run.sh
 
 # The container images, as an OCI layout in $(BUILD)/image (no daemon): dlk:$(VERSION) and

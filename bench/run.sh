@@ -1,6 +1,7 @@
 #!/bin/sh
 # make bench: every benchmark, each against its peer measured in the same run.
 #   bench/train/run.sh      dlk vs PyTorch (CPU, OpenBLAS) on Fashion-MNIST: samples/s, accuracy, memory
+#   bench/models/run.sh     dlk vs PyTorch on the ResNet, text and denoiser examples: samples/s, CPU, quality, memory
 #   bench/allreduce/run.sh  dlk's TCP ring all-reduce vs Gloo's on loopback: bus bandwidth
 #   bench/rendezvous/run.sh 256 local ranks: time to the first all-reduce, dlk vs Gloo
 #   bench/cluster/run.sh    1,000 jobs x 8 workers on 200 kwok nodes: dlk status -A vs kubectl get jobs -A
@@ -14,6 +15,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 echo "== training: dlk vs PyTorch"
 sh bench/train/run.sh
+echo
+echo "== the model kinds (ResNet, text classifier, denoiser): dlk vs PyTorch"
+sh bench/models/run.sh
 echo
 echo "== all-reduce: dlk vs Gloo"
 sh bench/allreduce/run.sh
