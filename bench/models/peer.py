@@ -110,7 +110,7 @@ class Graph(nn.Module):
                 y = a.reshape(len(a), *l["shape"])
             elif k == "meanpool":
                 # docs/layers.md: the positions whose id in the model's input is pad_id left out
-                if "pad_id" in l:
+                if l.get("pad_id", -1) >= 0:
                     msk = (x != l["pad_id"]).to(a.dtype).unsqueeze(-1)
                     y = (a * msk).sum(1) / msk.sum(1).clamp(min=1)
                 else:
