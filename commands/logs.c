@@ -11,6 +11,7 @@
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/jobwatch.h"
 #include "lib/jobs/logfollow.h"
+#include "lib/jobs/logmerge.h"
 #include "lib/jobs/servestate.h"
 #include "lib/kube/api.h"
 #include "lib/project/project.h"
@@ -27,62 +28,7 @@
 
 #define LOGS_MAX_BYTES (256u << 20) /* what a merged non-follow read may hold in memory */
 
-/* ---- one read, merged by time ---- */
-
-struct logline {
-	char *ts;    /* RFC 3339 with nanoseconds as the kubelet writes it, "" when absent */
-	char *text;
-	int rank;
-	size_t seq;
-};
-
-struct collect {
-	struct logline *v;
-	size_t n, cap, bytes;
-	int rank;
-	int full;
-};
-
-static int collect_line(const char *line, size_t len, void *ud)
-{
-	struct collect *c = ud;
-	const char *sp = memchr(line, ' ', len);
-	struct logline l;
-
-	if (c->bytes + len > LOGS_MAX_BYTES) {
-		c->full = 1;
-		return 1;
-	}
-	/* asked for with timestamps=true: "2026-01-01T00:00:00.123456789Z text" */
-	if (sp && sp - line >= 20 && sp - line < 40 && line[4] == '-' && line[10] == 'T') {
-		l.ts = xstrndup(line, (size_t)(sp - line));
-		l.text = xstrndup(sp + 1, len - (size_t)(sp - line) - 1);
-	} else {
-		l.ts = xstrdup("");
-		l.text = xstrndup(line, len);
-	}
-	l.rank = c->rank;
-	l.seq = c->n;
-	if (c->n == c->cap) {
-		c->cap = c->cap ? c->cap * 2 : 256;
-		c->v = xrealloc(c->v, c->cap * sizeof(*c->v));
-	}
-	c->v[c->n++] = l;
-	c->bytes += len + 64;
-	return 0;
-}
-
-static int cmp_line(const void *a, const void *b)
-{
-	const struct logline *x = a, *y = b;
-	int c = strcmp(x->ts, y->ts);
-
-	if (c)
-		return c;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
+/* ---- one read, merged by time (lib/jobs/logmerge.h) ---- */
 
 /* The pods that speak for each rank now (the newest), in rank order. */
 static int current_pods(const cJSON *job, const cJSON *pods, struct dlk_job_summary *s)
@@ -95,7 +41,7 @@ static int logs_once(struct dlk_ctx *ctx, struct kube_client *c, const char *ns,
 		     const struct dlk_log_opts *o, struct dlk_err *err)
 {
 	struct dlk_job_summary s;
-	struct collect col = { 0 };
+	struct dlk_log_merge col = { .max_bytes = LOGS_MAX_BYTES };
 	struct dlk_err first = DLK_ERR_INIT;
 	int rc = -1, shown = 0;
 
@@ -121,7 +67,7 @@ static int logs_once(struct dlk_ctx *ctx, struct kube_client *c, const char *ns,
 		ko.since_seconds = o->since_s;
 		ko.previous = o->previous;
 		col.rank = i;
-		if (kube_logs(c, ns, pn, &ko, collect_line, &col, &perr) < 0) {
+		if (kube_logs(c, ns, pn, &ko, dlk_log_merge_add, &col, &perr) < 0) {
 			if (perr.code == DLK_EXIT_CONNECT || perr.code == DLK_EXIT_AUTH) {
 				*err = perr;
 				goto out;
@@ -139,8 +85,7 @@ static int logs_once(struct dlk_ctx *ctx, struct kube_client *c, const char *ns,
 			break;
 		}
 	}
-	if (col.n)
-		qsort(col.v, col.n, sizeof(*col.v), cmp_line);
+	dlk_log_merge_sort(&col);
 	for (size_t i = 0; i < col.n; i++) {
 		if (o->timestamps && col.v[i].ts[0]) {
 			char *t = xasprintf("%s %s", col.v[i].ts, col.v[i].text);
@@ -157,11 +102,7 @@ static int logs_once(struct dlk_ctx *ctx, struct kube_client *c, const char *ns,
 	}
 	rc = 0;
 out:
-	for (size_t i = 0; i < col.n; i++) {
-		free(col.v[i].ts);
-		free(col.v[i].text);
-	}
-	free(col.v);
+	dlk_log_merge_release(&col);
 	dlk_job_summary_release(&s);
 	return rc;
 }
@@ -284,7 +225,7 @@ static int logs_archived(struct dlk_ctx *ctx, const char *name, const char *run,
 	struct dlk_project *spec = NULL;
 	struct dlk_data_store ds = { 0 };
 	struct archived a = { 0 };
-	struct collect col = { 0 };
+	struct dlk_log_merge col = { .max_bytes = LOGS_MAX_BYTES };
 	struct dlk_buf b = DLK_BUF_INIT;
 	char *url = archive_url(ctx, name, from, &spec, err), cutoff[40] = "";
 	int rc = -1, one_run = 1;
@@ -327,7 +268,7 @@ static int logs_archived(struct dlk_ctx *ctx, const char *name, const char *run,
 		if (dlk_store_get_mem(ds.store, a.keys[i], DLK_LOG_ARCHIVE_READ_MAX, &b, err))
 			goto out;
 		col.rank = a.ranks[i];
-		if (dlk_log_archive_read(b.data, b.len, collect_line, &col, &truncated, err)) {
+		if (dlk_log_archive_read(b.data, b.len, dlk_log_merge_add, &col, &truncated, err)) {
 			dlk_err_prefix(err, "%s", a.keys[i]);
 			goto out;
 		}
@@ -338,8 +279,7 @@ static int logs_archived(struct dlk_ctx *ctx, const char *name, const char *run,
 			break;
 		}
 	}
-	if (col.n)
-		qsort(col.v, col.n, sizeof(*col.v), cmp_line);
+	dlk_log_merge_sort(&col);
 	{
 		/* --tail counts each rank's last lines, over all of its attempts */
 		int max_rank = 0;
@@ -370,11 +310,7 @@ static int logs_archived(struct dlk_ctx *ctx, const char *name, const char *run,
 	}
 	rc = 0;
 out:
-	for (size_t i = 0; i < col.n; i++) {
-		free(col.v[i].ts);
-		free(col.v[i].text);
-	}
-	free(col.v);
+	dlk_log_merge_release(&col);
 	for (size_t i = 0; i < a.n; i++)
 		free(a.keys[i]);
 	for (size_t i = 0; i < a.n_runs; i++)
@@ -414,7 +350,7 @@ static int print_pod_line(const char *line, size_t len, void *ud)
 static int served_logs(struct dlk_ctx *ctx, struct kube_client *c, const char *ns, const cJSON *pods,
                        const struct dlk_log_opts *o, struct dlk_err *err)
 {
-	struct collect col = { 0 };
+	struct dlk_log_merge col = { .max_bytes = LOGS_MAX_BYTES };
 	const cJSON *p;
 	const char **names = xcalloc((size_t)cJSON_GetArraySize(pods) + 1, sizeof(*names));
 	int n = 0, rc = -1;
@@ -450,7 +386,7 @@ static int served_logs(struct dlk_ctx *ctx, struct kube_client *c, const char *n
 		ko.since_seconds = o->since_s;
 		ko.previous = o->previous;
 		col.rank = n++;
-		if (kube_logs(c, ns, pn, &ko, collect_line, &col, &perr) < 0) {
+		if (kube_logs(c, ns, pn, &ko, dlk_log_merge_add, &col, &perr) < 0) {
 			if (perr.code == DLK_EXIT_CONNECT || perr.code == DLK_EXIT_AUTH) {
 				*err = perr;
 				goto out;
@@ -460,8 +396,7 @@ static int served_logs(struct dlk_ctx *ctx, struct kube_client *c, const char *n
 		if (col.full)
 			break;
 	}
-	if (col.n)
-		qsort(col.v, col.n, sizeof(*col.v), cmp_line);
+	dlk_log_merge_sort(&col);
 	for (size_t i = 0; i < col.n; i++) {
 		/* pods' lines: their control characters are shown, not obeyed */
 		if (o->timestamps && col.v[i].ts[0])
@@ -472,11 +407,7 @@ static int served_logs(struct dlk_ctx *ctx, struct kube_client *c, const char *n
 	}
 	rc = 0;
 out:
-	for (size_t i = 0; i < col.n; i++) {
-		free(col.v[i].ts);
-		free(col.v[i].text);
-	}
-	free(col.v);
+	dlk_log_merge_release(&col);
 	free(names);
 	return rc;
 }

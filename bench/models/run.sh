@@ -38,6 +38,10 @@ models=${MODELS:-resnet text denoise}
 pairs=${PAIRS:-3}
 threads=${THREADS:-2}
 [ -x "$dlk" ] || { echo "bench/models: build $dlk first (make)" >&2; exit 2; }
+case " $models " in
+*" text "*) [ -x "$ids" ] || make --no-print-directory -s "${BUILD:-build}/bench/models/dlk_text_ids" >&2 ||
+	{ echo "bench/models: cannot build $ids (make ${BUILD:-build}/bench/models/dlk_text_ids)" >&2; exit 2; } ;;
+esac
 [ -x "$py" ] || { echo "bench/models: no $py (run .ci/deps)" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "bench/models: no /usr/bin/time (apt install time)" >&2; exit 2; }
 out=${OUT:-bench/out/models}

@@ -1,7 +1,8 @@
 /* A stage's log after its pods are gone: what its worker archived (lib/jobs/logarchive) on the
- * pipeline's log_claim, read with the archive's own parser. */
+ * pipeline's log_claim, read with the archive's own parser and merged as `dlk logs` merges. */
 #include "lib/pipeline/cluster.h"
 #include "lib/jobs/logarchive.h"
+#include "lib/jobs/logmerge.h"
 #include "lib/store/store.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
@@ -16,21 +17,9 @@ struct afile {
 	int rank;
 };
 
-struct line {
-	char *ts, *text;
-	int rank;
-	size_t seq;
-};
-
 struct listing {
 	struct afile *v;
 	size_t n;
-};
-
-struct lines {
-	struct line *v;
-	size_t n, cap;
-	int rank;
 };
 
 static int list_one(void *ud, const char *name, unsigned long long size)
@@ -49,47 +38,11 @@ static int list_one(void *ud, const char *name, unsigned long long size)
 	return 0;
 }
 
-/* "2026-01-01T00:00:00.123456789Z text": the time and the text */
-static int add_line(const char *s, size_t len, void *ud)
-{
-	struct lines *c = ud;
-	const char *sp = memchr(s, ' ', len);
-	struct line l;
-
-	if (sp && sp - s >= 20 && sp - s < 40 && s[4] == '-' && s[10] == 'T') {
-		l.ts = xstrndup(s, (size_t)(sp - s));
-		l.text = xstrndup(sp + 1, len - (size_t)(sp - s) - 1);
-	} else {
-		l.ts = xstrdup("");
-		l.text = xstrndup(s, len);
-	}
-	l.rank = c->rank;
-	l.seq = c->n;
-	if (c->n == c->cap) {
-		c->cap = c->cap ? 2 * c->cap : 256;
-		c->v = xrealloc(c->v, c->cap * sizeof(*c->v));
-	}
-	c->v[c->n++] = l;
-	return 0;
-}
-
-static int by_time(const void *a, const void *b)
-{
-	const struct line *x = a, *y = b;
-	int c = strcmp(x->ts, y->ts);
-
-	if (c)
-		return c;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
 int dlk_pipeline_archived_log(struct dlk_store *s, int (*fn)(const char *line, size_t len, void *ud), void *ud,
                               char run[96], struct dlk_err *err)
 {
 	struct listing l = { 0 };
-	struct lines *per = NULL, all = { 0 };
+	struct dlk_log_merge *per = NULL, all = { 0 };
 	struct dlk_buf b = DLK_BUF_INIT;
 	const char *newest_run = NULL, *newest_ts = "";
 	int rc = -1;
@@ -108,7 +61,7 @@ int dlk_pipeline_archived_log(struct dlk_store *s, int (*fn)(const char *line, s
 		dlk_buf_release(&b);
 		per[i].rank = l.v[i].rank;
 		if (dlk_store_get_mem(s, key, DLK_LOG_ARCHIVE_READ_MAX, &b, err) ||
-		    dlk_log_archive_read(b.data, b.len, add_line, &per[i], &truncated, err)) {
+		    dlk_log_archive_read(b.data, b.len, dlk_log_merge_add, &per[i], &truncated, err)) {
 			dlk_err_prefix(err, "%s", key);
 			free(key);
 			goto out;
@@ -136,22 +89,16 @@ int dlk_pipeline_archived_log(struct dlk_store *s, int (*fn)(const char *line, s
 			all.v[all.n++] = per[i].v[k]; /* borrowed: per[] frees them */
 		}
 	}
-	if (all.n)
-		qsort(all.v, all.n, sizeof(*all.v), by_time);
+	dlk_log_merge_sort(&all);
 	for (size_t k = 0; k < all.n; k++)
 		if (fn(all.v[k].text, strlen(all.v[k].text), ud))
 			break;
 	rc = 0;
 out:
-	for (size_t i = 0; per && i < l.n; i++) {
-		for (size_t k = 0; k < per[i].n; k++) {
-			free(per[i].v[k].ts);
-			free(per[i].v[k].text);
-		}
-		free(per[i].v);
-	}
+	for (size_t i = 0; per && i < l.n; i++)
+		dlk_log_merge_release(&per[i]);
 	free(per);
-	free(all.v);
+	free(all.v); /* its lines were per[]'s */
 	for (size_t i = 0; i < l.n; i++)
 		free(l.v[i].name);
 	free(l.v);
