@@ -263,17 +263,55 @@ int dlk_net_check_classes(const struct dlk_net *net, const struct dlk_model *mod
 	return dlk_err_hint(err, "make the last dense layer %d units wide", n_classes);
 }
 
+/* The layer whose parameters end the branch that layer `from` is: `from` itself, or the layer
+ * under the parameter-free single-input layers (dropout, an activation) that end it; -1: none. */
+static int branch_end(const struct dlk_net *net, int from)
+{
+	for (int i = from, hops = 0; i >= 0 && hops < 8; hops++) {
+		const struct dlk_layer *L = &net->layers[i];
+		if (L->n_w)
+			return i;
+		if (L->spec.n_inputs > 1 || L->spec.kind == DLK_LAYER_ADD)
+			return -1;
+		i = L->spec.n_inputs ? L->spec.inputs[0] : i - 1;
+	}
+	return -1;
+}
+
+/* Marks resid[i] for each layer that ends a residual branch: of the two inputs of an add, the one
+ * written later is the branch (the earlier one, the stream it joins); returns how many. */
+static int mark_residual(const struct dlk_net *net, char *resid)
+{
+	int n = 0;
+	for (int j = 0; j < net->n_layers; j++) {
+		const struct dlk_layer_spec *A = &net->layers[j].spec;
+		if (A->kind != DLK_LAYER_ADD || A->n_inputs != 2)
+			continue;
+		int e = branch_end(net, A->inputs[0] > A->inputs[1] ? A->inputs[0] : A->inputs[1]);
+		if (e >= 0 && !resid[e] && net->layers[e].spec.kind != DLK_LAYER_EMBEDDING) {
+			resid[e] = 1;
+			n++;
+		}
+	}
+	return n;
+}
+
 int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, struct dlk_err *err)
 {
-	int xavier;
+	struct dlk_init how = { .scheme = DLK_INIT_TORCH, .std = 0.02f };
 	if (!scheme || !strcmp(scheme, "torch"))
-		xavier = 0;
+		how.scheme = DLK_INIT_TORCH;
 	else if (!strcmp(scheme, "xavier"))
-		xavier = 1;
+		how.scheme = DLK_INIT_XAVIER;
+	else if (!strcmp(scheme, "gpt2"))
+		how.scheme = DLK_INIT_GPT2;
 	else
-		return dlk_errf(err, DLK_EXIT_CONFIG, "model.init: unknown scheme '%s' (use torch or xavier)", scheme);
+		return dlk_errf(err, DLK_EXIT_CONFIG, "model.init: unknown scheme '%s' (use torch, xavier or gpt2)", scheme);
 
 	float *host = xcalloc(net->n_params ? net->n_params : 1, sizeof(float));
+	char *resid = xcalloc((size_t)net->n_layers + 1, 1);
+	int branches = mark_residual(net, resid);
+	how.resid_std = how.std / sqrtf((float)(branches ? branches : 1));
 	struct dlk_rng r;
 	dlk_rng_seed(&r, seed);
 	for (int i = 0; i < net->n_layers; i++) {
@@ -281,10 +319,18 @@ int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, 
 		if (!L->n_w)
 			continue;
 		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
+		how.residual = resid[i];
 		if (ops->init) {
-			ops->init(L, host + L->w_off, host + L->b_off, &r);
+			ops->init(L, &how, host + L->w_off, host + L->b_off, &r);
 			continue;
 		}
+		if (how.scheme == DLK_INIT_GPT2) { /* biases stay 0 */
+			float sd = how.residual ? how.resid_std : how.std;
+			for (size_t j = 0; j < L->n_w; j++)
+				host[L->w_off + j] = sd * dlk_rng_normal(&r);
+			continue;
+		}
+		int xavier = how.scheme == DLK_INIT_XAVIER;
 		float bw = xavier ? sqrtf(6.0f / (float)(L->fan_in + L->fan_out)) : 1.0f / sqrtf((float)L->fan_in);
 		float bb = xavier ? 0.0f : 1.0f / sqrtf((float)L->fan_in);
 		for (size_t j = 0; j < L->n_w; j++)
@@ -293,10 +339,40 @@ int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, 
 			host[L->b_off + j] = bb * (2.0f * dlk_rng_uniform(&r) - 1.0f);
 	}
 	net->be->to_device(net->params, host, sizeof(float) * net->n_params);
+	free(resid);
 	free(host);
 	net->dropout_seed = seed ^ 0x5851f42d4c957f2dULL;
 	net->dropout_counter = 0;
 	return 0;
+}
+
+static int add_range(size_t *ranges, int n, size_t off, size_t len)
+{
+	if (!len)
+		return n;
+	if (n && ranges[2 * (n - 1)] + ranges[2 * (n - 1) + 1] == off) {
+		ranges[2 * (n - 1) + 1] += len;
+		return n;
+	}
+	ranges[2 * n] = off;
+	ranges[2 * n + 1] = len;
+	return n + 1;
+}
+
+int dlk_net_no_decay_ranges(const struct dlk_net *net, int all_params, size_t *ranges)
+{
+	int n = 0;
+	for (int i = 0; i < net->n_layers; i++) {
+		const struct dlk_layer *L = &net->layers[i];
+		unsigned d = all_params ? DLK_DECAY_WEIGHT | DLK_DECAY_BIAS : dlk_layer_ops[L->spec.kind]->decay;
+		/* weight, bias and state lie one after the other */
+		if (!(d & DLK_DECAY_WEIGHT))
+			n = add_range(ranges, n, L->w_off, L->n_w);
+		if (!(d & DLK_DECAY_BIAS))
+			n = add_range(ranges, n, L->b_off, L->n_b);
+		n = add_range(ranges, n, L->s_off, L->n_s);
+	}
+	return n;
 }
 
 static void free_batch_buffers(struct dlk_net *net)

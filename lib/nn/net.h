@@ -83,9 +83,27 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
  * data has 10 classes" and a hint; code DLK_EXIT_CONFIG. */
 int dlk_net_check_classes(const struct dlk_net *net, const struct dlk_model *model, const char *spec_file,
                           int n_classes, int exact, struct dlk_err *err);
-/* Initialises parameters: scheme "torch" (PyTorch's default, U(-1/sqrt(fan_in), 1/sqrt(fan_in))
- * for weights and biases) or "xavier" (Xavier-uniform weights, zero biases), from `seed`. */
+/* An initialisation scheme (model.init), as a layer's init sees it (lib/nn/layer_ops.h). */
+enum dlk_init_scheme { DLK_INIT_TORCH, DLK_INIT_XAVIER, DLK_INIT_GPT2 };
+struct dlk_init {
+	enum dlk_init_scheme scheme;
+	float std;       /* gpt2: the weights' standard deviation, 0.02 */
+	float resid_std; /* gpt2: that of a residual branch's last projection, std / sqrt(branches) */
+	int residual;    /* this layer ends a residual branch: an `add` reads it (through dropout)
+	                    after the stream it is added to */
+};
+/* Initialises parameters from `seed`: scheme "torch" (PyTorch's default, U(-1/sqrt(fan_in),
+ * 1/sqrt(fan_in)) for weights and biases, each module's own where it has one: nn.Embedding's
+ * N(0, 1), nn.MultiheadAttention's), "xavier" (Xavier-uniform weights, zero biases) or "gpt2"
+ * (GPT-2's and nanoGPT's: every weight matrix, attention projection and embedding table
+ * N(0, 0.02^2), biases 0, the last projection of each residual branch N(0, (0.02 / sqrt(R))^2)
+ * with R the model's residual branches, 2 x n_layer in a GPT; norms 1 and 0). */
 int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, struct dlk_err *err);
+/* The parameter ranges weight decay leaves alone, as pairs (offset, count) into ranges (room for
+ * 6 x n_layers values), sorted and merged; returns how many pairs. Decayed: the tensors of two
+ * or more dimensions (each kind's dlk_layer_ops.decay: matrices, kernels, embedding tables,
+ * positions included), or with all_params every parameter; never a layer's state. */
+int dlk_net_no_decay_ranges(const struct dlk_net *net, int all_params, size_t *ranges);
 /* Allocates activations and workspaces for batches of up to `batch` samples (no-op when
  * already large enough). Returns -1 when the device is out of memory. */
 int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err);
