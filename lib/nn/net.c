@@ -380,10 +380,12 @@ static void free_batch_buffers(struct dlk_net *net)
 	const struct dlk_backend *be = net->be;
 	for (int i = 0; i < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i];
-		be->free(L->y);
-		be->free(L->col);
-		be->free(L->argmax);
-		be->free(L->gy);
+		if (!L->share) {
+			be->free(L->y);
+			be->free(L->col);
+			be->free(L->argmax);
+			be->free(L->gy);
+		}
 		L->y = L->col = L->gy = NULL;
 		L->argmax = NULL;
 	}
@@ -412,6 +414,14 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 			                batch, i);
 		gmax = L->in_size > gmax ? L->in_size : gmax;
 		gmax = L->out_size > gmax ? L->out_size : gmax;
+		if (L->share) { /* recomputed: the buffers of its place in the block's first repetition */
+			const struct dlk_layer *M = &net->layers[L->share - 1];
+			L->y = M->y;
+			L->col = M->col;
+			L->argmax = M->argmax;
+			L->gy = M->gy;
+			continue;
+		}
 		int r = ops->reserve ? ops->reserve(net, L, i, B, err) : 0;
 		if (r < 0)
 			return -1;
@@ -442,6 +452,8 @@ double dlk_net_batch_bytes(const struct dlk_net *net, int batch)
 		const struct dlk_layer *L = &net->layers[i];
 		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
 		gmax = fmax(gmax, fmax((double)L->in_size, (double)L->out_size));
+		if (L->share)
+			continue;
 		if (ops->batch_bytes)
 			bytes += ops->batch_bytes(net, L, B);
 		if (net->graph)
@@ -468,11 +480,16 @@ int dlk_net_batch_limit(const struct dlk_net *net)
 }
 
 
-const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int training)
+/* Runs layers from..to on x, the output of layer from - 1 (the model input for 0). */
+static const float *forward_range(struct dlk_net *net, int from, int to, const float *x, int batch, int training)
 {
-	net->x_in = x;
-	for (int i = 0; i < net->n_layers; i++) {
+	for (int i = from; i <= to; i++) {
 		struct dlk_layer *L = &net->layers[i];
+		if (L->seg && net->segs[L->seg - 1].first == i) {
+			struct dlk_segment *S = &net->segs[L->seg - 1];
+			S->drop_counter = net->dropout_counter;
+			net->segs[S->group].resident = L->seg - 1;
+		}
 		if (L->spec.n_inputs)
 			x = L->spec.inputs[0] < 0 ? net->x_in : net->layers[L->spec.inputs[0]].y_used;
 		L->x_used = x;
@@ -480,6 +497,111 @@ const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int
 		L->y_used = x;
 	}
 	return x;
+}
+
+const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int training)
+{
+	net->x_in = x;
+	net->fwd_training = training;
+	return forward_range(net, 0, net->n_layers - 1, x, batch, training);
+}
+
+/* Puts segment k's activations back into its block's shared buffers: its forward again, from
+ * its input (kept: the output of the layer before it), with the dropout counter where its
+ * forward had it, so that every mask is the same. */
+static void recompute(struct dlk_net *net, int k, int batch)
+{
+	struct dlk_segment *S = &net->segs[k];
+	uint64_t counter = net->dropout_counter;
+	const float *x = S->first ? net->layers[S->first - 1].y_used : net->x_in;
+
+	net->dropout_counter = S->drop_counter;
+	forward_range(net, S->first, S->last, x, batch, net->fwd_training);
+	net->dropout_counter = counter;
+}
+
+/* The layer i reads as its input e (-1: the model input) */
+static int read_of(const struct dlk_net *net, int i, int e)
+{
+	const struct dlk_layer_spec *s = &net->layers[i].spec;
+	return s->n_inputs ? s->inputs[e] : i - 1;
+}
+
+int dlk_net_set_recompute(struct dlk_net *net, int on)
+{
+	int n = 0;
+
+	free_batch_buffers(net);
+	free(net->segs);
+	net->segs = NULL;
+	net->n_segs = 0;
+	for (int i = 0; i < net->n_layers; i++)
+		net->layers[i].seg = net->layers[i].share = 0;
+	if (!on || !net->graph)
+		return 0;
+	struct dlk_segment *segs = xcalloc((size_t)net->n_layers, sizeof(*segs));
+	char *drop = xcalloc((size_t)net->n_layers + 1, 1);
+	/* the candidates: each repetition of a block, one `block:` use's layers of one rep */
+	for (int i = 0; i < net->n_layers;) {
+		const struct dlk_layer_spec *a = &net->layers[i].spec;
+		int j = i;
+		while (j + 1 < net->n_layers && a->block[0] && !strcmp(net->layers[j + 1].spec.block, a->block) &&
+		       net->layers[j + 1].spec.use == a->use && net->layers[j + 1].spec.rep == a->rep)
+			j++;
+		if (a->block[0] && j > i) {
+			segs[n].first = i;
+			segs[n].last = j;
+			for (int k = i; k <= j; k++) {
+				net->layers[k].seg = n + 1;
+				if (net->layers[k].n_s) /* its forward updates state: not twice */
+					drop[n] = 1;
+			}
+			n++;
+		}
+		i = j + 1;
+	}
+	/* what a layer outside a segment reads must be kept: the segment's output, nothing inside */
+	for (int i = 0; i < net->n_layers; i++) {
+		int n_in = net->layers[i].spec.n_inputs ? net->layers[i].spec.n_inputs : 1;
+		for (int e = 0; e < n_in; e++) {
+			int src = read_of(net, i, e);
+			if (src < 0 || !net->layers[src].seg)
+				continue;
+			const struct dlk_segment *S = &segs[net->layers[src].seg - 1];
+			if (src != S->last && (i < S->first || i > S->last))
+				drop[net->layers[src].seg - 1] = 1;
+		}
+	}
+	int kept = 0;
+	for (int k = 0; k < n; k++) {
+		for (int i = segs[k].first; i <= segs[k].last; i++)
+			net->layers[i].seg = drop[k] ? 0 : kept + 1;
+		if (!drop[k])
+			segs[kept++] = segs[k];
+	}
+	free(drop);
+	/* a repetition shares the buffers of the first one with the same layers, all but its output */
+	for (int k = 0; k < kept; k++) {
+		struct dlk_segment *S = &segs[k];
+		S->group = k;
+		for (int g = 0; g < k && S->group == k; g++) {
+			const struct dlk_segment *G = &segs[g];
+			int same = G->group == g && G->last - G->first == S->last - S->first;
+			for (int p = 0; same && p <= S->last - S->first; p++) {
+				const struct dlk_layer *a = &net->layers[G->first + p], *b = &net->layers[S->first + p];
+				same = a->spec.kind == b->spec.kind && a->in_size == b->in_size && a->out_size == b->out_size &&
+				       a->n_w == b->n_w && a->n_b == b->n_b;
+			}
+			if (same)
+				S->group = g;
+		}
+		if (S->group != k)
+			for (int p = 0; p < S->last - S->first; p++)
+				net->layers[S->first + p].share = segs[S->group].first + p + 1;
+	}
+	net->segs = segs;
+	net->n_segs = kept;
+	return kept;
 }
 
 /* Adds (or, for the first reader, copies) g, layer i's input gradient, into the gradient of
@@ -524,6 +646,9 @@ static void graph_backward(struct dlk_net *net, int batch)
 	for (int i = net->n_layers - 1; i >= 0; i--) {
 		struct dlk_layer *L = &net->layers[i];
 		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
+		if (L->seg && net->segs[L->seg - 1].last == i &&
+		    net->segs[net->segs[L->seg - 1].group].resident != L->seg - 1)
+			recompute(net, L->seg - 1, batch);
 		if (!L->need_dx && !L->n_w)
 			continue; /* nothing it reads needs a gradient */
 		if (!L->g_set) {
@@ -602,6 +727,7 @@ void dlk_net_release(struct dlk_net *net)
 		net->be->free(net->grads);
 	}
 	free(net->layers);
+	free(net->segs);
 	*net = (struct dlk_net)DLK_NET_INIT;
 }
 

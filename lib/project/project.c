@@ -369,6 +369,7 @@ static const struct field training_fields[] = {
 	FIELD("eval_every_epoch", struct dlk_training, F_BOOL, eval_every_epoch, .def = "true"),
 	FIELD("label_smoothing", struct dlk_training, F_DOUBLE, label_smoothing, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0"),
 	FIELD("decay_norms_and_biases", struct dlk_training, F_BOOL, decay_norms_and_biases, .def = "false"),
+	FIELD("recompute", struct dlk_training, F_BOOL, recompute, .def = "false"),
 	END
 };
 

@@ -232,6 +232,8 @@ struct dlk_training {
 	int eval_every_epoch;     /* default 1 */
 	double label_smoothing;   /* classification: PyTorch's label_smoothing, default 0 */
 	int decay_norms_and_biases; /* weight decay on biases (and norms) too; default 0, as most recipes */
+	int recompute;            /* activation recomputation of each model.blocks repetition
+	                             (dlk_net_set_recompute); default 0 */
 };
 
 /* ---- cluster resources ---- */

@@ -133,8 +133,12 @@ static int setup_model(struct run *r, struct dlk_err *err)
 	    (o->test && o->test->n && check_data(o, o->test, "test", r->net, err)))
 		return -1;
 	if (dlk_net_init_params(r->net, o->model->init, r->tr->seed, err) ||
-	    (o->model->init_from && dlk_hf_gpt2_import(r->net, o->model->init_from, o->spec_file, err)) ||
-	    dlk_net_reserve(r->net, r->batch, err))
+	    (o->model->init_from && dlk_hf_gpt2_import(r->net, o->model->init_from, o->spec_file, err)))
+		return -1;
+	r->res->activation_bytes_whole = dlk_net_batch_bytes(r->net, r->batch);
+	r->res->recomputed_blocks = dlk_net_set_recompute(r->net, r->tr->recompute);
+	r->res->activation_bytes = dlk_net_batch_bytes(r->net, r->batch);
+	if (dlk_net_reserve(r->net, r->batch, err))
 		return -1;
 	if (o->allreduce && o->grad_ready) {
 		r->net->grad_ready = o->grad_ready;
