@@ -4,7 +4,7 @@
 # (serving.max_val_loss: 2.0), so that `dlk serve` takes the bundle. Hours on a 2-core machine
 # (docs/gpt.md says how long); not part of make test nor CI.
 # DLK_GPT_LONG_BYTES=N trains on the first N bytes of the text instead (a shortened form; its
-# loss is stated for N = 2000000 in docs/gpt.md).
+# validation loss for N = 2000000, 484 steps, was 1.751 here in 428 s: docs/gpt.md).
 . "$(dirname "$0")/../lib.sh"
 
 GCIDE=/usr/share/dictd/gcide.dict.dz
@@ -27,6 +27,7 @@ dlk train --local -o json "$@" >out.json 2>err || { echo "Bail out! the training
 echo "# $(($(date +%s) - start)) s, load average $(cut -d' ' -f1-3 /proc/loadavg): $(jq -c "{steps, testLoss, tokensPerSecond}" out.json)"
 
 test_expect_success 'the example GPT, trained as written, reaches its serving gate (val loss <= 2.0)' '
+	cd "$TEST_TMP/g" &&
 	gate=$(sed -n "s/^  max_val_loss: \([0-9.]*\).*/\1/p" dlk.yaml) && test "$gate" = 2.0 &&
 	jq -e ".testLoss <= $gate" out.json
 '
