@@ -2,6 +2,8 @@
 #   make                 build ./dlk (and build/libdlk-cuda.so when nvcc is present)
 #   make test            install missing packages, build, run every test
 #   make test SANITIZE=1 the same under ASan + UBSan (+ LeakSanitizer), in build-san/
+#   make test-long       the long tests (*long*): workers on Fashion-MNIST, the example GPT to its
+#                        stated validation loss (hours; not in make test nor CI)
 #   make demo            install missing packages, build, train on Fashion-MNIST locally
 #   make install PREFIX=/usr/local [DESTDIR=...]
 VERSION := 0.1.0

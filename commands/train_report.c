@@ -305,6 +305,10 @@ static cJSON *result_json(const struct dlk_project *spec, const struct dlk_train
 	/* this rank's optimizer state and the whole of it: different under ZeRO-1 (training.zero) */
 	cJSON_AddNumberToObject(o, "optimizerStateBytes", (double)res->optim_state_bytes);
 	cJSON_AddNumberToObject(o, "optimizerStateBytesWhole", (double)res->optim_full_bytes);
+	/* a training batch's activations, and what they would be without training.recompute */
+	cJSON_AddNumberToObject(o, "activationBytes", res->activation_bytes);
+	cJSON_AddNumberToObject(o, "activationBytesWhole", res->activation_bytes_whole);
+	cJSON_AddNumberToObject(o, "recomputedBlocks", res->recomputed_blocks);
 	if (spec->model.task == DLK_TASK_LM)
 		cJSON_AddNumberToObject(o, "tokensPerSecond", res->train_samples_per_sec * lm_context(spec));
 	if (ev->n) {

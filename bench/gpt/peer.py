@@ -2,8 +2,9 @@
 
 Byte tokens (id = 1 + byte, 257 ids), the same split as dlk (the last f of the tokens, cut at
 n - floor(n f)), the same packing (sequences of T inputs and T next-token targets, consecutive
-sequences sharing one token, a short tail dropped), shuffled by the seed; nn.Embedding wte and
-wpe (N(0, 0.02^2)), 4 pre-norm blocks of 4-head causal attention
+sequences sharing one token, a short tail dropped), shuffled by the seed; GPT-2's initialisation
+as nanoGPT's (every nn.Linear and nn.Embedding weight N(0, 0.02^2), biases 0, each block's two
+residual projections N(0, (0.02 / sqrt(2 L))^2), layer norms 1 and 0); wte and wpe, 4 pre-norm blocks of 4-head causal attention
 (F.scaled_dot_product_attention(is_causal=True)) and a 512-wide GELU (tanh) MLP, a final layer
 norm, the head tied to wte; AdamW (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.1 on the
 matrices and tables, not on biases and norms), dlk's schedule (cosine to 1e-4 over the run times
@@ -52,10 +53,17 @@ class GPT(nn.Module):
         super().__init__()
         self.wte = nn.Embedding(V, D)
         self.wpe = nn.Embedding(T, D)
-        nn.init.normal_(self.wte.weight, std=0.02)
-        nn.init.normal_(self.wpe.weight, std=0.02)
         self.blocks = nn.ModuleList(Block() for _ in range(L))
         self.ln_f = nn.LayerNorm(D)
+        # GPT-2's initialisation, as nanoGPT's _init_weights (dlk's model.init: gpt2)
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, std=0.02)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
+        for blk in self.blocks:  # each residual branch's last projection
+            nn.init.normal_(blk.proj.weight, std=0.02 / math.sqrt(2 * L))
+            nn.init.normal_(blk.out.weight, std=0.02 / math.sqrt(2 * L))
 
     def forward(self, idx, targets):
         x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))

@@ -69,12 +69,22 @@ static void attention_params(struct dlk_layer *L)
 	L->n_b = 4 * D;
 }
 
-/* nn.MultiheadAttention's: in_proj xavier-uniform over [3D, D], out_proj as nn.Linear
- * (U(+-1/sqrt(D))), both biases 0 */
-static void attention_init(const struct dlk_layer *L, float *w, float *b, struct dlk_rng *r)
+/* torch, xavier: nn.MultiheadAttention's, in_proj xavier-uniform over [3D, D], out_proj as
+ * nn.Linear (U(+-1/sqrt(D))); gpt2: GPT-2's c_attn N(0, 0.02^2) and c_proj N(0, 0.02^2), or
+ * the residual branch's scaled one where an add reads the layer; both biases 0 */
+static void attention_init(const struct dlk_layer *L, const struct dlk_init *how, float *w, float *b,
+                           struct dlk_rng *r)
 {
 	size_t D = (size_t)L->in[2];
 	float a = sqrtf(6.0f / (float)(4 * D)), o = 1.0f / sqrtf((float)D);
+	if (how->scheme == DLK_INIT_GPT2) {
+		float so = how->residual ? how->resid_std : how->std;
+		for (size_t j = 0; j < 4 * D * D; j++)
+			w[j] = (j < 3 * D * D ? how->std : so) * dlk_rng_normal(r);
+		for (size_t j = 0; j < 4 * D; j++)
+			b[j] = 0.0f;
+		return;
+	}
 	for (size_t j = 0; j < 3 * D * D; j++)
 		w[j] = a * (2.0f * dlk_rng_uniform(r) - 1.0f);
 	for (size_t j = 3 * D * D; j < 4 * D * D; j++)
@@ -189,6 +199,7 @@ const struct dlk_layer_ops dlk_layer_ops_attention = {
 	.shape = dlk_layer_shape,
 	.params = attention_params,
 	.init = attention_init,
+	.decay = DLK_DECAY_WEIGHT,
 	.reserve = attention_reserve,
 	.batch_bytes = attention_bytes,
 	.batch_values = attention_values,

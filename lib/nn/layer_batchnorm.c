@@ -32,9 +32,11 @@ static void batchnorm_params(struct dlk_layer *L)
 }
 
 /* weight 1, bias 0; the state after the bias: running_mean 0, running_var 1, no batches yet */
-static void batchnorm_init(const struct dlk_layer *L, float *w, float *b, struct dlk_rng *r)
+static void batchnorm_init(const struct dlk_layer *L, const struct dlk_init *how, float *w, float *b,
+                           struct dlk_rng *r)
 {
 	size_t c = L->n_w;
+	(void)how;
 	(void)r;
 	for (size_t j = 0; j < c; j++) {
 		w[j] = 1.0f;

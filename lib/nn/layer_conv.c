@@ -169,6 +169,7 @@ const struct dlk_layer_ops dlk_layer_ops_conv2d = {
 	.check = conv_check,
 	.shape = dlk_layer_shape,
 	.params = conv_params,
+	.decay = DLK_DECAY_WEIGHT,
 	.reserve = conv_reserve,
 	.batch_bytes = conv_bytes,
 	.batch_values = conv_values,

@@ -91,6 +91,7 @@ const struct dlk_layer_ops dlk_layer_ops_convtranspose2d = {
 	.check = convt_check,
 	.shape = dlk_layer_shape,
 	.params = convt_params,
+	.decay = DLK_DECAY_WEIGHT,
 	.reserve = convt_reserve,
 	.batch_bytes = convt_bytes,
 	.batch_values = convt_values,

@@ -110,6 +110,7 @@ const struct dlk_layer_ops dlk_layer_ops_dense = {
 	.check = dense_check,
 	.shape = dlk_layer_shape,
 	.params = dense_params,
+	.decay = DLK_DECAY_WEIGHT,
 	.reserve = dense_reserve,
 	.batch_bytes = dense_bytes,
 	.forward = dense_forward,

@@ -22,6 +22,8 @@
 #include "lib/util/err.h"
 #include "lib/util/rng.h"
 
+enum { DLK_DECAY_WEIGHT = 1, DLK_DECAY_BIAS = 2 };
+
 struct dlk_layer_ops {
 	/* Checks the layer's own sizes (a model.json can carry what a project file cannot) and what
 	 * it needs of its input shape L->in; w names the layer in messages ("model.layers[4] (dense,
@@ -34,9 +36,14 @@ struct dlk_layer_ops {
 	 * L->fan_in, L->fan_out (what initialisation uses) from L->in and L->spec. NULL: no parameters. */
 	void (*params)(struct dlk_layer *L);
 	/* Initial values of the layer's parameters into w (n_w floats) and b (n_b), drawing from r
-	 * (uniform in [0, 1)) as PyTorch's module initialises them. NULL: the model's scheme
-	 * (model.init) from fan_in and fan_out, as dense and conv2d. */
-	void (*init)(const struct dlk_layer *L, float *w, float *b, struct dlk_rng *r);
+	 * (uniform in [0, 1)) as the scheme `how` says (PyTorch's module's own initialisation for
+	 * torch and xavier, GPT-2's for gpt2). NULL: the model's scheme (model.init) from fan_in and
+	 * fan_out, as dense and conv2d. */
+	void (*init)(const struct dlk_layer *L, const struct dlk_init *how, float *w, float *b, struct dlk_rng *r);
+	/* Which of its tensors weight decay applies to (DLK_DECAY_WEIGHT, DLK_DECAY_BIAS): those of two
+	 * or more dimensions, nanoGPT's groups (matrices, kernels, embedding tables); 0 for a norm's
+	 * scale and shift. A bias (one dimension) is never decayed; state never. */
+	unsigned decay;
 	/* Allocates the per-batch buffers (L->y, L->col, L->argmax, ...) for B samples on net->be.
 	 * Returns 0, 1 when the device is out of memory, or -1 with err set (a buffer over 2^31 values).
 	 * NULL: the layer needs none (its output aliases its input). */

@@ -38,8 +38,10 @@ static void layernorm_params(struct dlk_layer *L)
 	L->n_w = L->n_b = (size_t)L->in[2];
 }
 
-static void layernorm_init(const struct dlk_layer *L, float *w, float *b, struct dlk_rng *r)
+static void layernorm_init(const struct dlk_layer *L, const struct dlk_init *how, float *w, float *b,
+                           struct dlk_rng *r)
 {
+	(void)how;
 	(void)r;
 	for (size_t j = 0; j < L->n_w; j++)
 		w[j] = 1.0f, b[j] = 0.0f;
@@ -176,18 +178,19 @@ static void embedding_params(struct dlk_layer *L)
 	L->n_b = (size_t)L->spec.positions * (size_t)L->spec.dim;
 }
 
-static void embedding_init(const struct dlk_layer *L, float *w, float *b, struct dlk_rng *r)
+static void embedding_init(const struct dlk_layer *L, const struct dlk_init *how, float *w, float *b,
+                           struct dlk_rng *r)
 {
-	/* Box-Muller: two uniforms give a standard normal; the token table, then the positions'. A
-	 * table tied to a head starts at N(0, 0.02^2), GPT-2's: N(0, 1) would give the head's logits
-	 * a standard deviation of sqrt(dim) and a first loss far above ln V */
+	/* the token table, then the positions'. gpt2: both N(0, 0.02^2), GPT-2's wte and wpe. torch:
+	 * nn.Embedding's N(0, 1), but a table tied to a head starts at N(0, 0.02^2): N(0, 1) would
+	 * give the head's logits a standard deviation of sqrt(dim) and a first loss far above ln V */
+	int gpt2 = how->scheme == DLK_INIT_GPT2;
 	for (size_t j = 0; j < L->n_w + L->n_b; j++) {
-		float u1 = dlk_rng_uniform(r), u2 = dlk_rng_uniform(r);
-		float v = sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.2831853f * u2);
+		float v = dlk_rng_normal(r);
 		if (j < L->n_w)
-			w[j] = L->tied_by ? 0.02f * v : v;
+			w[j] = gpt2 || L->tied_by ? how->std * v : v;
 		else
-			b[j - L->n_w] = v;
+			b[j - L->n_w] = gpt2 ? how->std * v : v;
 	}
 }
 
@@ -227,6 +230,7 @@ const struct dlk_layer_ops dlk_layer_ops_embedding = {
 	.shape = dlk_layer_shape,
 	.params = embedding_params,
 	.init = embedding_init,
+	.decay = DLK_DECAY_WEIGHT | DLK_DECAY_BIAS, /* the token table and the position table */
 	.reserve = y_reserve,
 	.batch_bytes = y_bytes,
 	.forward = embedding_forward,

@@ -263,17 +263,55 @@ int dlk_net_check_classes(const struct dlk_net *net, const struct dlk_model *mod
 	return dlk_err_hint(err, "make the last dense layer %d units wide", n_classes);
 }
 
+/* The layer whose parameters end the branch that layer `from` is: `from` itself, or the layer
+ * under the parameter-free single-input layers (dropout, an activation) that end it; -1: none. */
+static int branch_end(const struct dlk_net *net, int from)
+{
+	for (int i = from, hops = 0; i >= 0 && hops < 8; hops++) {
+		const struct dlk_layer *L = &net->layers[i];
+		if (L->n_w)
+			return i;
+		if (L->spec.n_inputs > 1 || L->spec.kind == DLK_LAYER_ADD)
+			return -1;
+		i = L->spec.n_inputs ? L->spec.inputs[0] : i - 1;
+	}
+	return -1;
+}
+
+/* Marks resid[i] for each layer that ends a residual branch: of the two inputs of an add, the one
+ * written later is the branch (the earlier one, the stream it joins); returns how many. */
+static int mark_residual(const struct dlk_net *net, char *resid)
+{
+	int n = 0;
+	for (int j = 0; j < net->n_layers; j++) {
+		const struct dlk_layer_spec *A = &net->layers[j].spec;
+		if (A->kind != DLK_LAYER_ADD || A->n_inputs != 2)
+			continue;
+		int e = branch_end(net, A->inputs[0] > A->inputs[1] ? A->inputs[0] : A->inputs[1]);
+		if (e >= 0 && !resid[e] && net->layers[e].spec.kind != DLK_LAYER_EMBEDDING) {
+			resid[e] = 1;
+			n++;
+		}
+	}
+	return n;
+}
+
 int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, struct dlk_err *err)
 {
-	int xavier;
+	struct dlk_init how = { .scheme = DLK_INIT_TORCH, .std = 0.02f };
 	if (!scheme || !strcmp(scheme, "torch"))
-		xavier = 0;
+		how.scheme = DLK_INIT_TORCH;
 	else if (!strcmp(scheme, "xavier"))
-		xavier = 1;
+		how.scheme = DLK_INIT_XAVIER;
+	else if (!strcmp(scheme, "gpt2"))
+		how.scheme = DLK_INIT_GPT2;
 	else
-		return dlk_errf(err, DLK_EXIT_CONFIG, "model.init: unknown scheme '%s' (use torch or xavier)", scheme);
+		return dlk_errf(err, DLK_EXIT_CONFIG, "model.init: unknown scheme '%s' (use torch, xavier or gpt2)", scheme);
 
 	float *host = xcalloc(net->n_params ? net->n_params : 1, sizeof(float));
+	char *resid = xcalloc((size_t)net->n_layers + 1, 1);
+	int branches = mark_residual(net, resid);
+	how.resid_std = how.std / sqrtf((float)(branches ? branches : 1));
 	struct dlk_rng r;
 	dlk_rng_seed(&r, seed);
 	for (int i = 0; i < net->n_layers; i++) {
@@ -281,10 +319,18 @@ int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, 
 		if (!L->n_w)
 			continue;
 		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
+		how.residual = resid[i];
 		if (ops->init) {
-			ops->init(L, host + L->w_off, host + L->b_off, &r);
+			ops->init(L, &how, host + L->w_off, host + L->b_off, &r);
 			continue;
 		}
+		if (how.scheme == DLK_INIT_GPT2) { /* biases stay 0 */
+			float sd = how.residual ? how.resid_std : how.std;
+			for (size_t j = 0; j < L->n_w; j++)
+				host[L->w_off + j] = sd * dlk_rng_normal(&r);
+			continue;
+		}
+		int xavier = how.scheme == DLK_INIT_XAVIER;
 		float bw = xavier ? sqrtf(6.0f / (float)(L->fan_in + L->fan_out)) : 1.0f / sqrtf((float)L->fan_in);
 		float bb = xavier ? 0.0f : 1.0f / sqrtf((float)L->fan_in);
 		for (size_t j = 0; j < L->n_w; j++)
@@ -293,10 +339,40 @@ int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, 
 			host[L->b_off + j] = bb * (2.0f * dlk_rng_uniform(&r) - 1.0f);
 	}
 	net->be->to_device(net->params, host, sizeof(float) * net->n_params);
+	free(resid);
 	free(host);
 	net->dropout_seed = seed ^ 0x5851f42d4c957f2dULL;
 	net->dropout_counter = 0;
 	return 0;
+}
+
+static int add_range(size_t *ranges, int n, size_t off, size_t len)
+{
+	if (!len)
+		return n;
+	if (n && ranges[2 * (n - 1)] + ranges[2 * (n - 1) + 1] == off) {
+		ranges[2 * (n - 1) + 1] += len;
+		return n;
+	}
+	ranges[2 * n] = off;
+	ranges[2 * n + 1] = len;
+	return n + 1;
+}
+
+int dlk_net_no_decay_ranges(const struct dlk_net *net, int all_params, size_t *ranges)
+{
+	int n = 0;
+	for (int i = 0; i < net->n_layers; i++) {
+		const struct dlk_layer *L = &net->layers[i];
+		unsigned d = all_params ? DLK_DECAY_WEIGHT | DLK_DECAY_BIAS : dlk_layer_ops[L->spec.kind]->decay;
+		/* weight, bias and state lie one after the other */
+		if (!(d & DLK_DECAY_WEIGHT))
+			n = add_range(ranges, n, L->w_off, L->n_w);
+		if (!(d & DLK_DECAY_BIAS))
+			n = add_range(ranges, n, L->b_off, L->n_b);
+		n = add_range(ranges, n, L->s_off, L->n_s);
+	}
+	return n;
 }
 
 static void free_batch_buffers(struct dlk_net *net)
@@ -304,10 +380,12 @@ static void free_batch_buffers(struct dlk_net *net)
 	const struct dlk_backend *be = net->be;
 	for (int i = 0; i < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i];
-		be->free(L->y);
-		be->free(L->col);
-		be->free(L->argmax);
-		be->free(L->gy);
+		if (!L->share) {
+			be->free(L->y);
+			be->free(L->col);
+			be->free(L->argmax);
+			be->free(L->gy);
+		}
 		L->y = L->col = L->gy = NULL;
 		L->argmax = NULL;
 	}
@@ -336,6 +414,14 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 			                batch, i);
 		gmax = L->in_size > gmax ? L->in_size : gmax;
 		gmax = L->out_size > gmax ? L->out_size : gmax;
+		if (L->share) { /* recomputed: the buffers of its place in the block's first repetition */
+			const struct dlk_layer *M = &net->layers[L->share - 1];
+			L->y = M->y;
+			L->col = M->col;
+			L->argmax = M->argmax;
+			L->gy = M->gy;
+			continue;
+		}
 		int r = ops->reserve ? ops->reserve(net, L, i, B, err) : 0;
 		if (r < 0)
 			return -1;
@@ -366,6 +452,8 @@ double dlk_net_batch_bytes(const struct dlk_net *net, int batch)
 		const struct dlk_layer *L = &net->layers[i];
 		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
 		gmax = fmax(gmax, fmax((double)L->in_size, (double)L->out_size));
+		if (L->share)
+			continue;
 		if (ops->batch_bytes)
 			bytes += ops->batch_bytes(net, L, B);
 		if (net->graph)
@@ -392,11 +480,16 @@ int dlk_net_batch_limit(const struct dlk_net *net)
 }
 
 
-const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int training)
+/* Runs layers from..to on x, the output of layer from - 1 (the model input for 0). */
+static const float *forward_range(struct dlk_net *net, int from, int to, const float *x, int batch, int training)
 {
-	net->x_in = x;
-	for (int i = 0; i < net->n_layers; i++) {
+	for (int i = from; i <= to; i++) {
 		struct dlk_layer *L = &net->layers[i];
+		if (L->seg && net->segs[L->seg - 1].first == i) {
+			struct dlk_segment *S = &net->segs[L->seg - 1];
+			S->drop_counter = net->dropout_counter;
+			net->segs[S->group].resident = L->seg - 1;
+		}
 		if (L->spec.n_inputs)
 			x = L->spec.inputs[0] < 0 ? net->x_in : net->layers[L->spec.inputs[0]].y_used;
 		L->x_used = x;
@@ -404,6 +497,111 @@ const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int
 		L->y_used = x;
 	}
 	return x;
+}
+
+const float *dlk_net_forward(struct dlk_net *net, const float *x, int batch, int training)
+{
+	net->x_in = x;
+	net->fwd_training = training;
+	return forward_range(net, 0, net->n_layers - 1, x, batch, training);
+}
+
+/* Puts segment k's activations back into its block's shared buffers: its forward again, from
+ * its input (kept: the output of the layer before it), with the dropout counter where its
+ * forward had it, so that every mask is the same. */
+static void recompute(struct dlk_net *net, int k, int batch)
+{
+	struct dlk_segment *S = &net->segs[k];
+	uint64_t counter = net->dropout_counter;
+	const float *x = S->first ? net->layers[S->first - 1].y_used : net->x_in;
+
+	net->dropout_counter = S->drop_counter;
+	forward_range(net, S->first, S->last, x, batch, net->fwd_training);
+	net->dropout_counter = counter;
+}
+
+/* The layer i reads as its input e (-1: the model input) */
+static int read_of(const struct dlk_net *net, int i, int e)
+{
+	const struct dlk_layer_spec *s = &net->layers[i].spec;
+	return s->n_inputs ? s->inputs[e] : i - 1;
+}
+
+int dlk_net_set_recompute(struct dlk_net *net, int on)
+{
+	int n = 0;
+
+	free_batch_buffers(net);
+	free(net->segs);
+	net->segs = NULL;
+	net->n_segs = 0;
+	for (int i = 0; i < net->n_layers; i++)
+		net->layers[i].seg = net->layers[i].share = 0;
+	if (!on || !net->graph)
+		return 0;
+	struct dlk_segment *segs = xcalloc((size_t)net->n_layers, sizeof(*segs));
+	char *drop = xcalloc((size_t)net->n_layers + 1, 1);
+	/* the candidates: each repetition of a block, one `block:` use's layers of one rep */
+	for (int i = 0; i < net->n_layers;) {
+		const struct dlk_layer_spec *a = &net->layers[i].spec;
+		int j = i;
+		while (j + 1 < net->n_layers && a->block[0] && !strcmp(net->layers[j + 1].spec.block, a->block) &&
+		       net->layers[j + 1].spec.use == a->use && net->layers[j + 1].spec.rep == a->rep)
+			j++;
+		if (a->block[0] && j > i) {
+			segs[n].first = i;
+			segs[n].last = j;
+			for (int k = i; k <= j; k++) {
+				net->layers[k].seg = n + 1;
+				if (net->layers[k].n_s) /* its forward updates state: not twice */
+					drop[n] = 1;
+			}
+			n++;
+		}
+		i = j + 1;
+	}
+	/* what a layer outside a segment reads must be kept: the segment's output, nothing inside */
+	for (int i = 0; i < net->n_layers; i++) {
+		int n_in = net->layers[i].spec.n_inputs ? net->layers[i].spec.n_inputs : 1;
+		for (int e = 0; e < n_in; e++) {
+			int src = read_of(net, i, e);
+			if (src < 0 || !net->layers[src].seg)
+				continue;
+			const struct dlk_segment *S = &segs[net->layers[src].seg - 1];
+			if (src != S->last && (i < S->first || i > S->last))
+				drop[net->layers[src].seg - 1] = 1;
+		}
+	}
+	int kept = 0;
+	for (int k = 0; k < n; k++) {
+		for (int i = segs[k].first; i <= segs[k].last; i++)
+			net->layers[i].seg = drop[k] ? 0 : kept + 1;
+		if (!drop[k])
+			segs[kept++] = segs[k];
+	}
+	free(drop);
+	/* a repetition shares the buffers of the first one with the same layers, all but its output */
+	for (int k = 0; k < kept; k++) {
+		struct dlk_segment *S = &segs[k];
+		S->group = k;
+		for (int g = 0; g < k && S->group == k; g++) {
+			const struct dlk_segment *G = &segs[g];
+			int same = G->group == g && G->last - G->first == S->last - S->first;
+			for (int p = 0; same && p <= S->last - S->first; p++) {
+				const struct dlk_layer *a = &net->layers[G->first + p], *b = &net->layers[S->first + p];
+				same = a->spec.kind == b->spec.kind && a->in_size == b->in_size && a->out_size == b->out_size &&
+				       a->n_w == b->n_w && a->n_b == b->n_b;
+			}
+			if (same)
+				S->group = g;
+		}
+		if (S->group != k)
+			for (int p = 0; p < S->last - S->first; p++)
+				net->layers[S->first + p].share = segs[S->group].first + p + 1;
+	}
+	net->segs = segs;
+	net->n_segs = kept;
+	return kept;
 }
 
 /* Adds (or, for the first reader, copies) g, layer i's input gradient, into the gradient of
@@ -448,6 +646,9 @@ static void graph_backward(struct dlk_net *net, int batch)
 	for (int i = net->n_layers - 1; i >= 0; i--) {
 		struct dlk_layer *L = &net->layers[i];
 		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
+		if (L->seg && net->segs[L->seg - 1].last == i &&
+		    net->segs[net->segs[L->seg - 1].group].resident != L->seg - 1)
+			recompute(net, L->seg - 1, batch);
 		if (!L->need_dx && !L->n_w)
 			continue; /* nothing it reads needs a gradient */
 		if (!L->g_set) {
@@ -526,6 +727,7 @@ void dlk_net_release(struct dlk_net *net)
 		net->be->free(net->grads);
 	}
 	free(net->layers);
+	free(net->segs);
 	*net = (struct dlk_net)DLK_NET_INIT;
 }
 

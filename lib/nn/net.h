@@ -44,6 +44,19 @@ struct dlk_layer {
 	int g_set;                /* graph: backward has put a gradient into gy this step */
 	int32_t *argmax;          /* maxpool */
 	const float *x_used, *y_used; /* what the last forward read and wrote */
+	int seg;                  /* activation recomputation: 1 + the segment (struct dlk_segment) it is
+	                             in, 0: none */
+	int share;                /* 1 + the layer whose per-batch buffers (y, col, gy, argmax) this one
+	                             uses, the same place in an earlier repetition of its block; 0: its own */
+};
+
+/* A repetition of a block whose inside is not kept for backward but computed again from the
+ * block's input (dlk_net_set_recompute): layers first..last, only last's output read after it. */
+struct dlk_segment {
+	int first, last;
+	int group;                /* the first segment with the same layers: its buffers are shared */
+	int resident;             /* (of a group's first) the segment whose activations the buffers hold */
+	uint64_t drop_counter;    /* the dropout counter when its training forward began */
 };
 
 struct dlk_net {
@@ -67,6 +80,9 @@ struct dlk_net {
 	 * goes on (comm_grads_ready) */
 	void (*grad_ready)(void *ctx, float *grads, size_t n_params, size_t off, size_t n);
 	void *grad_ready_ctx;
+	struct dlk_segment *segs; /* activation recomputation's segments (owned), n_segs of them */
+	int n_segs;
+	int fwd_training;         /* the last forward's training flag, for a recomputation */
 };
 #define DLK_NET_INIT { 0 }
 
@@ -83,14 +99,42 @@ int dlk_net_build(struct dlk_net *net, const struct dlk_model *model, const char
  * data has 10 classes" and a hint; code DLK_EXIT_CONFIG. */
 int dlk_net_check_classes(const struct dlk_net *net, const struct dlk_model *model, const char *spec_file,
                           int n_classes, int exact, struct dlk_err *err);
-/* Initialises parameters: scheme "torch" (PyTorch's default, U(-1/sqrt(fan_in), 1/sqrt(fan_in))
- * for weights and biases) or "xavier" (Xavier-uniform weights, zero biases), from `seed`. */
+/* An initialisation scheme (model.init), as a layer's init sees it (lib/nn/layer_ops.h). */
+enum dlk_init_scheme { DLK_INIT_TORCH, DLK_INIT_XAVIER, DLK_INIT_GPT2 };
+struct dlk_init {
+	enum dlk_init_scheme scheme;
+	float std;       /* gpt2: the weights' standard deviation, 0.02 */
+	float resid_std; /* gpt2: that of a residual branch's last projection, std / sqrt(branches) */
+	int residual;    /* this layer ends a residual branch: an `add` reads it (through dropout)
+	                    after the stream it is added to */
+};
+/* Initialises parameters from `seed`: scheme "torch" (PyTorch's default, U(-1/sqrt(fan_in),
+ * 1/sqrt(fan_in)) for weights and biases, each module's own where it has one: nn.Embedding's
+ * N(0, 1), nn.MultiheadAttention's), "xavier" (Xavier-uniform weights, zero biases) or "gpt2"
+ * (GPT-2's and nanoGPT's: every weight matrix, attention projection and embedding table
+ * N(0, 0.02^2), biases 0, the last projection of each residual branch N(0, (0.02 / sqrt(R))^2)
+ * with R the model's residual branches, 2 x n_layer in a GPT; norms 1 and 0). */
 int dlk_net_init_params(struct dlk_net *net, const char *scheme, uint64_t seed, struct dlk_err *err);
+/* The parameter ranges weight decay leaves alone, as pairs (offset, count) into ranges (room for
+ * 6 x n_layers values), sorted and merged; returns how many pairs. Decayed: the tensors of two
+ * or more dimensions (each kind's dlk_layer_ops.decay: matrices, kernels, embedding tables,
+ * positions included), or with all_params every parameter; never a layer's state. */
+int dlk_net_no_decay_ranges(const struct dlk_net *net, int all_params, size_t *ranges);
+/* Activation recomputation (training.recompute), as torch.utils.checkpoint around each block:
+ * with on, each repetition of a model.blocks block (the layers of one `block:` use's repeat)
+ * keeps only its output; the activations inside it go to buffers that every repetition of that
+ * block shares, and backward runs the block's forward again from its input (with the same
+ * dropout masks) just before its own backward, so gradients are bit for bit those without.
+ * The last repetition run forward is not run again. A block is left whole where a layer after it
+ * reads a layer inside it, or a layer inside it keeps state (batch norm), or the net is a chain
+ * (no named inputs). Call before dlk_net_reserve (it drops the buffers already reserved); off
+ * undoes it. Returns how many repetitions are recomputed. Works the same on every backend. */
+int dlk_net_set_recompute(struct dlk_net *net, int on);
 /* Allocates activations and workspaces for batches of up to `batch` samples (no-op when
  * already large enough). Returns -1 when the device is out of memory. */
 int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err);
 /* The bytes dlk_net_reserve() allocates for batches of `batch` samples on the net's backend
- * (activations, im2col buffers, the two gradient buffers), as a double so that a hostile
+ * (activations, im2col buffers, the two gradient buffers; shared ones once), as a double so that a hostile
  * architecture cannot overflow it; and the largest batch dlk_net_reserve() accepts (its buffers
  * index with 32 bits), at least 0. What a server needs for serving.max_memory. */
 double dlk_net_batch_bytes(const struct dlk_net *net, int batch);

@@ -225,7 +225,7 @@ static const char *const trigger_names[] = { "always", "data-changed", NULL };
 static const char *const loss_names[] = { "softmax_cross_entropy", "binary_cross_entropy", "mse", "l1", "huber",
 	"token_cross_entropy", NULL };
 static const char *const task_names[] = { "classification", "multilabel", "regression", "image", "lm", NULL };
-static const char *const init_names[] = { "torch", "xavier", NULL };
+static const char *const init_names[] = { "torch", "xavier", "gpt2", NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const sched_names[] = { "constant", "step", "cosine", NULL };
 static const char *const toleration_ops[] = { "Exists", "Equal", NULL };
@@ -321,7 +321,7 @@ static const struct field model_fields[] = {
 	FIELD("loss", struct dlk_model, F_ENUM, loss, .names = loss_names),
 	FIELD("huber_delta", struct dlk_model, F_DOUBLE, huber_delta, .flags = MIN_EXCL, .min = 0, .max = 1e30, .def = "1"),
 	FIELD("threshold", struct dlk_model, F_DOUBLE, threshold, .flags = MIN_EXCL | MAX_EXCL, .min = 0, .max = 1, .def = "0.5"),
-	FIELD("init", struct dlk_model, F_STR, init, .names = init_names, .def = "torch"),
+	FIELD("init", struct dlk_model, F_STR, init, .names = init_names),
 	FIELD("init_from", struct dlk_model, F_STR, init_from, .check = check_nonempty),
 	END
 };
@@ -369,6 +369,7 @@ static const struct field training_fields[] = {
 	FIELD("eval_every_epoch", struct dlk_training, F_BOOL, eval_every_epoch, .def = "true"),
 	FIELD("label_smoothing", struct dlk_training, F_DOUBLE, label_smoothing, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0"),
 	FIELD("decay_norms_and_biases", struct dlk_training, F_BOOL, decay_norms_and_biases, .def = "false"),
+	FIELD("recompute", struct dlk_training, F_BOOL, recompute, .def = "false"),
 	END
 };
 
@@ -2535,6 +2536,13 @@ static void apply_defaults(struct ctx *c, struct dlk_project *s)
 		                s->model.task == DLK_TASK_MULTILABEL     ? DLK_LOSS_BCE :
 		                s->model.task == DLK_TASK_LM             ? DLK_LOSS_TOKEN_CE :
 		                                                           DLK_LOSS_MSE;
+	/* a transformer (GPT or BERT) starts as GPT-2 does, anything else as PyTorch's modules */
+	if (!s->model.init) {
+		int attention = 0;
+		for (int i = 0; i < s->model.n_layers; i++)
+			attention |= s->model.layers[i].kind == DLK_LAYER_ATTENTION;
+		s->model.init = xstrdup(attention ? "gpt2" : "torch");
+	}
 	if (!given_at(c, &t->weight_decay, GIVEN_VALUE))
 		t->weight_decay = t->optimizer == DLK_OPT_ADAMW ? 0.01 : 0.0;
 	/* GPU workers need the CUDA backend and its libraries: the CUDA image */

@@ -194,7 +194,9 @@ struct dlk_model {
 	struct dlk_layer_spec *layers; /* flat: each `block:` use is expanded into its layers */
 	int n_layers;
 	enum dlk_loss loss;       /* default by task: softmax_cross_entropy, binary_cross_entropy, mse, mse */
-	char *init;               /* weight init scheme: "torch" (default: PyTorch's kaiming-uniform(a=sqrt 5)) or "xavier" */
+	char *init;               /* weight init scheme (dlk_net_init_params): "torch" (PyTorch's
+	                             kaiming-uniform(a=sqrt 5)), "xavier" or "gpt2"; default gpt2 for a
+	                             model with an attention layer, torch otherwise */
 	enum dlk_task task;       /* default classification */
 	double huber_delta;       /* loss huber: default 1 */
 	double threshold;         /* multilabel: a class is predicted when sigmoid(logit) >= this; default 0.5 */
@@ -233,6 +235,8 @@ struct dlk_training {
 	int eval_every_epoch;     /* default 1 */
 	double label_smoothing;   /* classification: PyTorch's label_smoothing, default 0 */
 	int decay_norms_and_biases; /* weight decay on biases (and norms) too; default 0, as most recipes */
+	int recompute;            /* activation recomputation of each model.blocks repetition
+	                             (dlk_net_set_recompute); default 0 */
 };
 
 /* ---- cluster resources ---- */

@@ -133,8 +133,12 @@ static int setup_model(struct run *r, struct dlk_err *err)
 	    (o->test && o->test->n && check_data(o, o->test, "test", r->net, err)))
 		return -1;
 	if (dlk_net_init_params(r->net, o->model->init, r->tr->seed, err) ||
-	    (o->model->init_from && dlk_hf_gpt2_import(r->net, o->model->init_from, o->spec_file, err)) ||
-	    dlk_net_reserve(r->net, r->batch, err))
+	    (o->model->init_from && dlk_hf_gpt2_import(r->net, o->model->init_from, o->spec_file, err)))
+		return -1;
+	r->res->activation_bytes_whole = dlk_net_batch_bytes(r->net, r->batch);
+	r->res->recomputed_blocks = dlk_net_set_recompute(r->net, r->tr->recompute);
+	r->res->activation_bytes = dlk_net_batch_bytes(r->net, r->batch);
+	if (dlk_net_reserve(r->net, r->batch, err))
 		return -1;
 	if (o->allreduce && o->grad_ready) {
 		r->net->grad_ready = o->grad_ready;
@@ -215,19 +219,11 @@ static int setup_schedule(struct run *r, struct dlk_err *err)
 	if (dlk_optimizer_init(&r->opt, r->tr, r->net->n_params, r->spe, r->total, r->be, err))
 		return -1;
 	{
-		/* weight decay on the weights alone, as most recipes' parameter groups (unless
-		 * decay_norms_and_biases); never on a layer's state (batch norm's running statistics) */
-		size_t *ranges = xcalloc(2 * (size_t)r->net->n_layers + 2, sizeof(size_t));
-		int n = 0, biases = !r->tr->decay_norms_and_biases;
-		for (int i = 0; i < r->net->n_layers; i++) {
-			const struct dlk_layer *L = &r->net->layers[i];
-			size_t from = biases ? L->b_off : L->s_off, len = (biases ? L->n_b : 0) + L->n_s;
-			if (len) {
-				ranges[2 * n] = from;
-				ranges[2 * n++ + 1] = len;
-			}
-		}
-		if (n || biases)
+		/* weight decay on the matrices and tables alone, nanoGPT's groups (every parameter with
+		 * decay_norms_and_biases); the net says which ranges those are */
+		size_t *ranges = xcalloc(6 * (size_t)r->net->n_layers + 2, sizeof(size_t));
+		int n = dlk_net_no_decay_ranges(r->net, r->tr->decay_norms_and_biases, ranges);
+		if (n)
 			dlk_optimizer_set_no_decay(&r->opt, ranges, n);
 		free(ranges);
 	}

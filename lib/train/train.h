@@ -153,6 +153,9 @@ struct dlk_train_result {
 	double phase_sec[DLK_PHASES];     /* this rank's seconds in each phase of its steps */
 	size_t optim_state_bytes;         /* the optimizer state this rank holds (its shard's with ZeRO-1) */
 	size_t optim_full_bytes;          /* ... and the whole state's, every rank's shard together */
+	double activation_bytes;          /* the activations of a training batch (dlk_net_batch_bytes) */
+	double activation_bytes_whole;    /* ... what they would be without training.recompute */
+	int recomputed_blocks;            /* training.recompute: the block repetitions recomputed */
 	float *loss_curve;                /* every step's loss in this process, n_loss entries */
 	size_t n_loss;
 	unsigned long long seed;
@@ -160,7 +163,7 @@ struct dlk_train_result {
 	struct dlk_history history;       /* per-epoch metrics, step losses, starts and resumes, including
 	                                     what a resumed checkpoint carried */
 };
-#define DLK_TRAIN_RESULT_INIT { DLK_NET_INIT, DLK_EVAL_INIT, 0, 0, 0, 0, 0, 0, { 0 }, 0, 0, NULL, 0, 0, "", "", DLK_HISTORY_INIT }
+#define DLK_TRAIN_RESULT_INIT { DLK_NET_INIT, DLK_EVAL_INIT, 0, 0, 0, 0, 0, 0, { 0 }, 0, 0, 0, 0, 0, NULL, 0, 0, "", "", DLK_HISTORY_INIT }
 
 /* Trains the model on opts->train, evaluating on opts->test after epochs (when
  * training.eval_every_epoch) and at the end. Returns 0 when the run completed, 1 when it was

@@ -321,6 +321,18 @@ static void on_start(void *vctx, const struct dlk_net *net, long total_steps)
 		dlk_trainer_info(r->sink, "optimizer state: %s per rank, sharded over %d ranks (ZeRO-1; %s whole)", mine,
 		                 r->world, whole);
 	}
+	if (r->rank == 0 && r->res && r->spec && r->spec->training.recompute) {
+		/* what the activations of a batch take, against what they would take kept whole */
+		char now[32], whole[32];
+		format_bytes(r->res->activation_bytes, now, sizeof(now));
+		format_bytes(r->res->activation_bytes_whole, whole, sizeof(whole));
+		if (r->res->recomputed_blocks)
+			dlk_trainer_info(r->sink, "activations: %s per batch, the insides of %d blocks recomputed in backward "
+			                 "(%s kept whole)", now, r->res->recomputed_blocks, whole);
+		else
+			dlk_trainer_warn(r->sink, "training.recompute: no block to recompute (it recomputes the repetitions "
+			                 "of model.blocks); the activations are kept whole (%s per batch)", whole);
+	}
 	/* the model FLOP utilisation's terms: the model's FLOPs, the device's peak */
 	r->flops_per_sample = DLK_TRAIN_FLOPS_FACTOR * dlk_net_flops_per_sample(net);
 	memset(&r->peak, 0, sizeof(r->peak));

@@ -1,4 +1,5 @@
 #include "lib/util/rng.h"
+#include <math.h>
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -34,6 +35,12 @@ uint64_t dlk_rng_next(struct dlk_rng *r)
 float dlk_rng_uniform(struct dlk_rng *r)
 {
 	return (float)(dlk_rng_next(r) >> 40) * (1.0f / 16777216.0f);
+}
+
+float dlk_rng_normal(struct dlk_rng *r)
+{
+	float u1 = dlk_rng_uniform(r), u2 = dlk_rng_uniform(r);
+	return sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.2831853f * u2);
 }
 
 uint64_t dlk_rng_below(struct dlk_rng *r, uint64_t n)

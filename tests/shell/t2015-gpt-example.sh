@@ -2,7 +2,7 @@
 # dlk init --example gpt: the CPU reference GPT (byte-level, 4 pre-norm blocks of 4 heads, width
 # 128, context 128, its head tied to the embedding, AdamW with warmup and cosine) trains as
 # written on a 12 KB slice of dict-gcide for two short epochs (batch 8: 11 steps each) and its
-# validation loss falls; a fresh model starts at about ln 257 = 5.55 (the tied table's GPT-2 init).
+# validation loss falls; a fresh model starts at about ln 257 = 5.55 (GPT-2's initialisation, model.init: gpt2).
 . "$(dirname "$0")/../lib.sh"
 
 GCIDE=/usr/share/dictd/gcide.dict.dz
@@ -20,7 +20,8 @@ test_expect_success 'init --example gpt writes the project; its block, repeated,
 '
 
 # The architecture and optimiser as written; the data a slice, the epochs and batch small enough
-# for a test. Measured here: val loss 5.445 after the first epoch, 5.302 after the second (warm-up still ramping).
+# for a test. Measured here: val loss 4.765 after the first epoch, 4.624 after the second (warm-up still
+# ramping; 5.445 and 5.302 before the GPT-2 initialisation and decay groups).
 test_expect_success 'two short epochs on a slice: the validation loss falls, from about ln 257' '
 	cd "$TEST_TMP/g" &&
 	{ gzip -dc "$GCIDE" | head -c 3000000 | tail -c 12000 >slice.txt; true; } &&
@@ -30,7 +31,7 @@ test_expect_success 'two short epochs on a slice: the validation loss falls, fro
 	l1=$(sed -n "s/^epoch 1\/2  train loss [0-9.]*  val loss \([0-9.]*\) .*/\1/p" err) &&
 	l2=$(sed -n "s/^epoch 2\/2  train loss [0-9.]*  val loss \([0-9.]*\) .*/\1/p" err) &&
 	echo "val loss $l1 then $l2" &&
-	awk -v a="$l1" -v b="$l2" "BEGIN { exit !(a > 5.0 && a < 5.8 && b < a - 0.05) }" &&
+	awk -v a="$l1" -v b="$l2" "BEGIN { exit !(a > 4.4 && a < 5.1 && b < a - 0.05) }" &&
 	test -f g.dlk
 '
 

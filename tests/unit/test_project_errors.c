@@ -179,7 +179,7 @@ int main(void)
 	m = load_msg("name: demo\ndata: {format: , train: {source: /a}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK_CONTAINS(m, "dlk.yaml:2:34: data.train.source: 'source' is for formats csv and tar; format idx uses images and labels");
 	m = load_msg(MINIMAL "  init: he\n");
-	CHECK_STR(m, "dlk.yaml:10:9: model.init: unknown value 'he' (expected torch or xavier)");
+	CHECK_STR(m, "dlk.yaml:10:9: model.init: unknown value 'he' (expected torch, xavier or gpt2)");
 	m = load_msg(MINIMAL "  loss: hinge\n");
 	CHECK_STR(m, "dlk.yaml:10:9: model.loss: unknown value 'hinge' (expected softmax_cross_entropy, "
 	          "binary_cross_entropy, mse, l1, huber or token_cross_entropy)");
