@@ -88,6 +88,30 @@ test_expect_success 'the run ends well, its last progress with the GPUs sampled 
 	test $rc = 0 && jq -e ".gpus | length == 2" "$P/.dlk/runs/gpuprog/progress"
 '
 
+# a pod (dlk train --worker) of node 1 of 2, one process a GPU (procs_per_worker: 0): ranks 2 and 3,
+# each on the GPU its local rank gives it, on the pod's metrics port
+Q=$TEST_TMP/q
+mkdir -p "$Q" && cp "$P/train.sh" "$Q/" &&
+	sed "s/procs_per_worker: 2/procs_per_worker: 0/" "$P/dlk.yaml" >"$Q/dlk.yaml"
+qport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+(cd "$Q" && RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 DLK_METRICS_PORT=$qport \
+	DLK_CUDA_DRIVER_LIBRARY=$TEST_TMP/fake/libcuda.so DLK_NVML_LIBRARY=$TEST_TMP/fake/libnvml.so FAKE_NVML_UTIL=30,60 \
+	CUDA_VISIBLE_DEVICES=1,0 "$DLK" -f dlk.yaml train --worker -v >"$TEST_TMP/pod.log" 2>&1) &
+POD=$!
+i=0
+until curl -sf "http://127.0.0.1:$qport/metrics" 2>/dev/null | grep -q "^dlk_gpu_utilization{rank=\"3\"" || [ $i -ge 100 ]; do
+	sleep 0.1; i=$((i + 1))
+done
+test_expect_success 'in a pod: the supervisor serves the GPU series of the pod'"'"'s ranks (2 and 3 of 4)' '
+	curl -sf "http://127.0.0.1:$qport/metrics" >q.txt; cat "$TEST_TMP/pod.log" >&2; grep "^dlk_gpu_util" q.txt &&
+	grep -qx "dlk_gpu_utilization{rank=\"2\",gpu=\"1\"} 0.59999999999999998" q.txt &&
+	grep -qx "dlk_gpu_utilization{rank=\"3\",gpu=\"0\"} 0.29999999999999999" q.txt &&
+	test "$(grep -c "^dlk_gpu_utilization" q.txt)" = 2 &&
+	grep -q "rank 3: samples GPU 0 (PCI 0000:3b:00.0)" "$TEST_TMP/pod.log"
+'
+mkdir -p "$Q/.dlk/checkpoints/gpuprog" && touch "$Q/.dlk/checkpoints/gpuprog/go"
+wait $POD
+
 test_expect_success 'program.env setting CUDA_VISIBLE_DEVICES: no samples, and -v says why' '
 	printf "  env: {CUDA_VISIBLE_DEVICES: \"0\"}\n" >>"$P/dlk.yaml" && rm -f "$P/.dlk/runs/gpuprog/progress" &&
 	touch "$P/.dlk/checkpoints/gpuprog/go" &&
