@@ -5,8 +5,10 @@
 # (procs_per_worker: 2, resources.gpus: 2) under CUDA_VISIBLE_DEVICES=1,0: rank 0 is on NVML's
 # GPU 1, rank 1 on GPU 0 (the fake CUDA driver and NVML of tests/fakegpu). The run's progress
 # has both, `dlk top` shows a line per rank and GPU (plain and JSON) and warns on the idle one,
-# and the program's one metrics endpoint serves both ranks' dlk_gpu_* series.
+# and the program's one metrics endpoint serves both ranks' dlk_gpu_* series; a pod's supervisor
+# serves its ranks' series, and rank 0's publishes its GPUs on its Job (the test API server).
 . "$(dirname "$0")/../lib.sh"
+. "$TEST_ROOT/tests/apiserver/lib.sh"
 
 if ! command -v promtool >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
 	echo "Bail out! promtool and curl are needed (make test installs them: .ci/deps test)"
@@ -111,6 +113,34 @@ test_expect_success 'in a pod: the supervisor serves the GPU series of the pod'"
 '
 mkdir -p "$Q/.dlk/checkpoints/gpuprog" && touch "$Q/.dlk/checkpoints/gpuprog/go"
 wait $POD
+
+# rank 0's pod (of 1) on the test API server: its processes' GPUs in the Job's progress annotation
+cat >"$TEST_TMP/scenario.json" <<'EOT'
+{
+  "description": "A training Job of a program exists; nothing else happens.",
+  "auth": { "tokens": ["test-token"] },
+  "objects": [ { "apiVersion": "batch/v1", "kind": "Job",
+    "metadata": { "name": "gpuprog", "namespace": "default" },
+    "spec": { "suspend": true, "template": { "spec": { "restartPolicy": "Never",
+      "containers": [ { "name": "worker", "image": "dlk" } ] } } } } ]
+}
+EOT
+apiserver_or_fail "$TEST_TMP/scenario.json"
+SA=$TEST_TMP/sa
+mkdir -p "$SA" && printf test-token >"$SA/token" && cp "$APISERVER_CERTS/ca.crt" "$SA/ca.crt" && printf default >"$SA/namespace"
+R=$TEST_TMP/r
+mkdir -p "$R" && cp "$Q/dlk.yaml" "$R/" &&
+	printf 'sleep 0.3\necho "DLK-PROGRESS {\\"event\\": \\"epoch\\", \\"epoch\\": 1, \\"epochs\\": 1, \\"step\\": 5, \\"steps\\": 5}"\n' >"$R/train.sh"
+test_expect_success 'rank 0'"'"'s pod publishes its processes'"'"' GPUs in the Job'"'"'s progress' '
+	(cd "$R" && env KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="${APISERVER_URL##*:}" DLK_SERVICEACCOUNT_DIR="$SA" \
+		DLK_JOB_NAME=gpuprog RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 \
+		DLK_CUDA_DRIVER_LIBRARY=$TEST_TMP/fake/libcuda.so DLK_NVML_LIBRARY=$TEST_TMP/fake/libnvml.so FAKE_NVML_UTIL=30,60 \
+		CUDA_VISIBLE_DEVICES=1,0 "$DLK" -f dlk.yaml train --worker) >r.out 2>&1; cat r.out &&
+	curl -sf --cacert "$SA/ca.crt" -H "Authorization: Bearer test-token" \
+		"$APISERVER_URL/apis/batch/v1/namespaces/default/jobs/gpuprog" >job.json &&
+	jq -r ".metadata.annotations[\"dlk.dev/progress\"]" job.json >progress.json && cat progress.json &&
+	jq -e ".step == 5 and .epoch == 1 and ([.gpus[] | [.rank, .gpu, .utilization]] == [[0, 1, 60], [1, 0, 30]])" progress.json
+'
 
 test_expect_success 'program.env setting CUDA_VISIBLE_DEVICES: no samples, and -v says why' '
 	printf "  env: {CUDA_VISIBLE_DEVICES: \"0\"}\n" >>"$P/dlk.yaml" && rm -f "$P/.dlk/runs/gpuprog/progress" &&
