@@ -96,8 +96,8 @@ static void show_rank_gpus(struct dlk_ctx *ctx, struct dlk_buf *b, const cJSON *
 	cJSON_ArrayForEach(r, rows)
 		cap += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "progress"),
 		                                                           DLK_PROGRESS_GPUS));
-	if (cap == 1)
-		return;
+	/* a run without step times (a user's program: its supervisor knows its GPUs, not its
+	 * steps' split) has no line here, and still its GPUs' and warnings below */
 	t = xcalloc((size_t)cap, sizeof(*t));
 	snprintf(t[0].c[0], DLK_TABLE_CELL, "PROJECT");
 	snprintf(t[0].c[1], DLK_TABLE_CELL, "RANK");
@@ -148,8 +148,8 @@ static void show_ranks(struct dlk_ctx *ctx, struct dlk_buf *b, const cJSON *rows
 	cJSON_ArrayForEach(r, rows)
 		cap += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "progress"),
 		                                                           DLK_PROGRESS_PHASES));
-	if (cap == 1)
-		return;
+	/* a run without step times (a user's program: its supervisor knows its GPUs, not its
+	 * steps' split) has no line here, and still its GPUs' and warnings below */
 	t = xcalloc((size_t)cap, sizeof(*t));
 	for (int i = 0; i < 6; i++)
 		snprintf(t[0].c[i], DLK_TABLE_CELL, "%s", h[i]);
@@ -237,8 +237,8 @@ static void show_served(struct dlk_ctx *ctx, const cJSON *served)
 
 	cJSON_ArrayForEach(s, served)
 		cap += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s, "models")) + 1;
-	if (cap == 1)
-		return;
+	/* a run without step times (a user's program: its supervisor knows its GPUs, not its
+	 * steps' split) has no line here, and still its GPUs' and warnings below */
 	t = xcalloc((size_t)cap, sizeof(*t));
 	for (int i = 0; i < 9; i++)
 		snprintf(t[0].c[i], DLK_TABLE_CELL, "%s", h[i]);

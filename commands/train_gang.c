@@ -156,7 +156,7 @@ int dlk_train_pod_gang(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, co
 int dlk_train_program(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
 	struct view v = { ctx, opts, spec, 0 };
-	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v, NULL, NULL, 0 };
+	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v, NULL, NULL, 0, 0 };
 	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
 	struct dlk_trainer_opts topts;
 	struct dlk_err err = DLK_ERR_INIT;
@@ -171,6 +171,7 @@ int dlk_train_program(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, con
 	pv.data_dir = data;
 	pv.data_id = data_id;
 	pv.metrics_port = opts->metrics_port;
+	pv.verbose = ctx->verbose;
 	dlk_train_trainer_opts(opts, ctx->file, &topts);
 	rc = dlk_program_local(&topts, spec, &pv, &sink, &err);
 	if (err.msg[0])
@@ -184,7 +185,7 @@ int dlk_train_program(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, con
 int dlk_train_program_pod(struct dlk_ctx *ctx, const struct dlk_train_cli *opts, const struct dlk_project *spec)
 {
 	struct view v = { ctx, opts, spec, 0 };
-	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v, NULL, NULL, 0 };
+	struct dlk_program_view pv = { on_line, on_progress, on_ended, &v, NULL, NULL, 0, 0 };
 	struct dlk_trainer_sink sink = { .note = dlk_train_note, .ud = ctx };
 	struct dlk_err err = DLK_ERR_INIT;
 	char *data = NULL, *data_id = NULL;
@@ -195,6 +196,7 @@ int dlk_train_program_pod(struct dlk_ctx *ctx, const struct dlk_train_cli *opts,
 		return dlk_report(ctx, &err);
 	pv.data_dir = data;
 	pv.data_id = data_id;
+	pv.verbose = ctx->verbose;
 	rc = dlk_program_pod(spec, ctx->file, &pv, &sink, &err);
 	if (err.msg[0])
 		dlk_report(ctx, &err);

@@ -3,6 +3,7 @@
  * what rank 0 reports, and decides which exit codes restart. */
 #include "lib/program/supervise.h"
 #include "lib/program/gangwait.h"
+#include "lib/program/gpus.h"
 #include "lib/program/env.h"
 #include "lib/program/progfile.h"
 #include "lib/program/protocol.h"
@@ -16,6 +17,9 @@
 #include "lib/trainer/gang.h"
 #include "lib/trainer/metrics.h"
 #include "lib/trainer/run.h"
+#include "lib/runs/lock.h"
+#include "lib/runs/runs.h"
+#include "lib/util/buf.h"
 #include "lib/comm/rendezvous.h"
 #include "lib/util/fsutil.h"
 #include "lib/util/hash.h"
@@ -60,6 +64,11 @@ struct sup {
 	/* Prometheus metrics fed from rank 0's reports (NULL: none); generations that ended */
 	struct dlk_train_metrics *metrics;
 	int gens;
+	/* the GPUs of the processes here (lib/program/gpus.h; NULL: none), and rank 0's last
+	 * samples/s; a run here writes its progress with them for `dlk top` */
+	struct program_gpus *gpus;
+	double samples_per_s;
+	int progress_warned;
 };
 
 int dlk_program_restarts(const struct dlk_program *p, int status)
@@ -208,11 +217,13 @@ static int on_worker(void *ud, int local)
 /* rank 0's report as the Job's progress annotation (lib/train/progress.h's keys), with only
  * what the program said: `dlk status` shows "epoch 2/3 step 120/600 loss 0.41" of a program as
  * of a dlk run. An epoch's end and the run's are published at once, steps every few seconds. */
-static void publish_progress(struct sup *s, const struct program_report *r)
+static cJSON *progress_object(struct sup *s, const struct program_report *r, double samples_per_s)
 {
 	cJSON *o = cJSON_CreateObject();
-	const double *acc = program_report_metric(r, "accuracy");
-	char updated[32], *json;
+	const double *acc = r ? program_report_metric(r, "accuracy") : NULL;
+	const struct dlk_rank_gpu *g;
+	char updated[32];
+	int ng;
 
 	if (s->epoch > 0)
 		cJSON_AddNumberToObject(o, DLK_PROGRESS_EPOCH, s->epoch);
@@ -225,15 +236,57 @@ static void publish_progress(struct sup *s, const struct program_report *r)
 		cJSON_AddNumberToObject(o, DLK_PROGRESS_LOSS, s->loss);
 	if (acc && *acc >= 0 && *acc <= 1)
 		cJSON_AddNumberToObject(o, DLK_PROGRESS_ACCURACY, *acc);
-	if (r->samples_per_s >= 0)
-		cJSON_AddNumberToObject(o, DLK_PROGRESS_SAMPLES_PER_SEC, r->samples_per_s);
+	if (samples_per_s >= 0)
+		cJSON_AddNumberToObject(o, DLK_PROGRESS_SAMPLES_PER_SEC, samples_per_s);
 	dlk_rfc3339_now(updated);
 	cJSON_AddStringToObject(o, DLK_PROGRESS_UPDATED, updated);
 	cJSON_AddNumberToObject(o, DLK_PROGRESS_WORKERS, s->nodes * s->ppn);
-	json = cJSON_PrintUnformatted(o);
+	/* the GPUs of this supervisor's processes, as dlk's rank 0 publishes its gang's */
+	g = program_gpus_last(s->gpus, &ng);
+	if (ng)
+		cJSON_AddItemToObject(o, DLK_PROGRESS_GPUS, dlk_progress_gpus(g, ng));
+	return o;
+}
+
+static void publish_progress(struct sup *s, const struct program_report *r)
+{
+	cJSON *o = progress_object(s, r, r->samples_per_s);
+	char *json = cJSON_PrintUnformatted(o);
+
 	dlk_job_progress_raw(s->jp, json, r->event != PROGRAM_EV_STEP);
 	free(json);
 	cJSON_Delete(o);
+}
+
+/* A run here: the progress in the project's run directory (DLK_PROGRESS_FILE, with the run's id
+ * from its lock), where `dlk top` reads it, each time the GPUs were sampled. A file that cannot be
+ * written is warned about once; the program runs on. */
+static void local_progress(struct sup *s)
+{
+	struct dlk_buf b = DLK_BUF_INIT;
+	struct dlk_run_holder h;
+	struct dlk_err err = DLK_ERR_INIT;
+	char *dir = dlk_runs_local_dir(s->opts->spec_file, s->spec->name), *path, *json, msg[256];
+	cJSON *o;
+
+	memset(&h, 0, sizeof(h));
+	path = xasprintf("%s/lock", dir);
+	if (!dlk_buf_read_file(&b, path, 4096, msg, sizeof(msg)) && b.len)
+		dlk_run_holder_parse(b.data, b.len, &h);
+	dlk_buf_release(&b);
+	free(path);
+	if (h.run[0]) {
+		o = progress_object(s, NULL, s->samples_per_s);
+		cJSON_AddStringToObject(o, DLK_PROGRESS_RUN, h.run);
+		json = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+		path = xasprintf("%s/%s", dir, DLK_PROGRESS_FILE);
+		if (dlk_write_file_atomic(path, json, strlen(json), 0644, &err) && !s->progress_warned++)
+			dlk_trainer_warn(s->sink, "the progress is not written for `dlk top` (the program runs on): %s", err.msg);
+		free(path);
+		free(json);
+	}
+	free(dir);
 }
 
 /* rank 0's report into the Prometheus series a dlk run serves (lib/trainer/metrics.h): its
@@ -312,6 +365,8 @@ static void on_line(void *ud, int local, int rank, char *line, size_t n)
 		s->step = r.step;
 	if (r.steps > 0)
 		s->steps = r.steps;
+	if (r.samples_per_s >= 0)
+		s->samples_per_s = r.samples_per_s;
 	if (r.model) {
 		free(s->model);
 		s->model = xstrdup(r.model);
@@ -500,6 +555,35 @@ static void on_tick(void *ud, int ended)
 		struct file_line f = { s, i };
 		progfile_poll(&s->progress[i], on_file_line, &f, ended);
 	}
+	/* the processes' GPUs, on the progress's cadence (a few NVML calls) */
+	if (program_gpus_sample(s->gpus, ended)) {
+		int ng;
+		const struct dlk_rank_gpu *g = program_gpus_last(s->gpus, &ng);
+		for (int i = 0; i < ng; i++)
+			dlk_train_metrics_rank_gpu(s->metrics, &g[i]);
+		if (!s->in_pod)
+			local_progress(s);
+	}
+}
+
+static void gpu_info(void *ud, int rank, int gpu, const char *bus)
+{
+	struct sup *s = ud;
+	dlk_trainer_info(s->sink, "rank %d: samples GPU %d (PCI %s)", rank, gpu, dlk_visible(bus));
+}
+
+/* The GPUs of the gang's ranks here (resources.gpus given): n ranks from first_rank, per_node a
+ * node. Why none is told with -v. */
+static void gpus_open(struct sup *s, int first_rank, int n, int verbose)
+{
+	char why[512] = "";
+
+	if (s->spec->resources.gpus <= 0)
+		return;
+	s->gpus = program_gpus_open(&s->spec->program, first_rank, n, s->ppn, verbose ? gpu_info : NULL, s, why,
+	                            sizeof(why));
+	if (!s->gpus && verbose)
+		dlk_trainer_info(s->sink, "no GPU figures of the program's processes: %s", why);
 }
 
 /* A directory of the supervisor's own (under TMPDIR, else /tmp) with a progress file for each of
@@ -567,7 +651,7 @@ int dlk_program_local(const struct dlk_trainer_opts *opts, const struct dlk_proj
                       const struct dlk_program_view *view, const struct dlk_trainer_sink *sink, struct dlk_err *err)
 {
 	const struct dlk_program *p = &spec->program;
-	struct sup s = { .opts = opts, .spec = spec, .view = view, .sink = sink, .epoch = -1, .step = 0 };
+	struct sup s = { .opts = opts, .spec = spec, .view = view, .sink = sink, .epoch = -1, .step = 0, .samples_per_s = -1 };
 	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &s, on_restarts, on_run_doc, on_tick };
 	struct dlk_gang_output out = { 0 };
 	struct dlk_trainer_opts o = *opts;
@@ -613,7 +697,10 @@ int dlk_program_local(const struct dlk_trainer_opts *opts, const struct dlk_proj
 		goto out;
 	}
 	progress_open(&s, o.workers, sink);
+	/* every rank here: node k's are k * ppn .. (under torchrun, the ranks its one process starts) */
+	gpus_open(&s, 0, s.nodes * s.ppn, view->verbose);
 	rc = dlk_trainer_gang(&o, spec, out, &hooks, sink, err);
+	program_gpus_close(s.gpus);
 	progress_close(&s);
 	metrics_stop(&s);
 out:
@@ -655,7 +742,7 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
                     const struct dlk_trainer_sink *sink, struct dlk_err *err)
 {
 	const struct dlk_program *p = &spec->program;
-	struct sup s = { .spec = spec, .view = view, .sink = sink, .epoch = -1, .in_pod = 1 };
+	struct sup s = { .spec = spec, .view = view, .sink = sink, .epoch = -1, .in_pod = 1, .samples_per_s = -1 };
 	struct dlk_gang_hooks hooks = { on_worker, on_line, on_progress, on_ended, &s, on_restarts, NULL, on_tick };
 	struct dlk_gang_output out = { 0 };
 	struct dlk_train_run run = DLK_TRAIN_RUN_INIT;
@@ -717,9 +804,12 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 			metrics_start(&s, port, env.rank * s.started, env.world * s.started, s.gens, err);
 	}
 	progress_open(&s, s.started, sink);
+	gpus_open(&s, env.rank * s.ppn, s.ppn, view->verbose);
 	if (env.rank == 0)
 		s.jp = dlk_job_progress_new(sink);
 	rc = dlk_trainer_pod_gang(spec, s.started, out, &hooks, err);
+	program_gpus_close(s.gpus);
+	s.gpus = NULL;
 	if (!rc && s.jp) {
 		/* the run document on the Job (dlk.dev/metrics), as a dlk run publishes it: what
 		 * `dlk report JOB` and the promotion gate read of a job */

@@ -34,6 +34,8 @@ struct dlk_program_view {
 	 * metrics (lib/trainer/metrics.h) there, fed from rank 0's reports; 0: none. In a pod the
 	 * port is DLK_METRICS_PORT (resources.metrics_port), as for dlk's own workers. */
 	int metrics_port;
+	/* -v: say which GPU each rank's is sampled on (lib/program/gpus.h), or why none */
+	int verbose;
 };
 
 /* 1 when an exit status (waitpid's) restarts the gang under program's exit_codes, 0 when it

@@ -58,24 +58,29 @@ char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int h
 		cJSON_AddItemToObject(o, DLK_PROGRESS_PHASES, phases);
 	else
 		cJSON_Delete(phases);
-	if (ev->rank_gpu && ev->n_rank_gpu > 0) {
-		cJSON *gpus = cJSON_AddArrayToObject(o, DLK_PROGRESS_GPUS);
-		for (int i = 0; i < ev->n_rank_gpu && i < DLK_PROGRESS_MAX_RANKS; i++) {
-			const struct dlk_rank_gpu *g = &ev->rank_gpu[i];
-			cJSON *one = cJSON_CreateObject();
-			cJSON_AddNumberToObject(one, "rank", g->rank);
-			cJSON_AddNumberToObject(one, "gpu", g->gpu);
-			cJSON_AddNumberToObject(one, DLK_PROGRESS_GPU_UTIL, round(g->util_percent));
-			cJSON_AddNumberToObject(one, DLK_PROGRESS_GPU_MEM_USED, round(g->mem_used));
-			cJSON_AddNumberToObject(one, DLK_PROGRESS_GPU_MEM_TOTAL, round(g->mem_total));
-			if (g->power_w >= 0)
-				cJSON_AddNumberToObject(one, DLK_PROGRESS_GPU_POWER, round(g->power_w * 10) / 10);
-			if (g->sm_clock_mhz > 0)
-				cJSON_AddNumberToObject(one, DLK_PROGRESS_GPU_SM_CLOCK, round(g->sm_clock_mhz));
-			cJSON_AddItemToArray(gpus, one);
-		}
-	}
+	if (ev->rank_gpu && ev->n_rank_gpu > 0)
+		cJSON_AddItemToObject(o, DLK_PROGRESS_GPUS, dlk_progress_gpus(ev->rank_gpu, ev->n_rank_gpu));
 	s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	return s;
+}
+
+cJSON *dlk_progress_gpus(const struct dlk_rank_gpu *gpus, int n)
+{
+	cJSON *a = cJSON_CreateArray();
+	for (int i = 0; i < n && i < DLK_PROGRESS_MAX_RANKS; i++) {
+		const struct dlk_rank_gpu *g = &gpus[i];
+		cJSON *one = cJSON_CreateObject();
+		cJSON_AddNumberToObject(one, "rank", g->rank);
+		cJSON_AddNumberToObject(one, "gpu", g->gpu);
+		cJSON_AddNumberToObject(one, DLK_PROGRESS_GPU_UTIL, round(g->util_percent));
+		cJSON_AddNumberToObject(one, DLK_PROGRESS_GPU_MEM_USED, round(g->mem_used));
+		cJSON_AddNumberToObject(one, DLK_PROGRESS_GPU_MEM_TOTAL, round(g->mem_total));
+		if (g->power_w >= 0)
+			cJSON_AddNumberToObject(one, DLK_PROGRESS_GPU_POWER, round(g->power_w * 10) / 10);
+		if (g->sm_clock_mhz > 0)
+			cJSON_AddNumberToObject(one, DLK_PROGRESS_GPU_SM_CLOCK, round(g->sm_clock_mhz));
+		cJSON_AddItemToArray(a, one);
+	}
+	return a;
 }

@@ -60,4 +60,9 @@
  * updated is RFC 3339. The caller frees the string. */
 char *dlk_progress_json(const struct dlk_train_event *ev, double accuracy, int have_accuracy, const char *updated);
 
+/* The "gpus" array of n ranks' GPU samples (at most DLK_PROGRESS_MAX_RANKS of them): what
+ * dlk_progress_json writes, and a program's supervisor for its processes (lib/program/gpus.h). */
+struct cJSON;
+struct cJSON *dlk_progress_gpus(const struct dlk_rank_gpu *gpus, int n);
+
 #endif

@@ -30,10 +30,9 @@ struct dlk_train_metrics {
 		char name[DLK_TRAIN_METRICS_MAX_NAME + 1];
 		double value;
 	} test[DLK_TRAIN_METRICS_MAX_TEST];
-	/* the rank's GPU, last sampled */
-	int have_gpu, gpu;
-	unsigned gpu_util, gpu_mhz;
-	double gpu_used, gpu_total, gpu_power;
+	/* the GPUs of its ranks (one; a program's supervisor: each of its processes'), last sampled */
+	struct dlk_rank_gpu gpus[DLK_TRAIN_METRICS_MAX_GPUS];
+	int n_gpus;
 };
 
 static void sample(struct dlk_buf *o, const char *name, const char *type, const char *help, double v)
@@ -86,7 +85,7 @@ static void write_metrics(void *ctx, struct dlk_buf *o)
 	sample(o, "dlk_train_data_load_seconds", "gauge", "Seconds spent loading the data before the first step.",
 	       m->data_load);
 	sample(o, "dlk_train_restarts", "gauge", "How often the gang of workers was started again.", m->restarts);
-	if (m->have_gpu) {
+	for (int i = 0; i < 5 && m->n_gpus; i++) {
 		static const char *const gn[] = { "dlk_gpu_utilization", "dlk_gpu_memory_used_bytes",
 			                          "dlk_gpu_memory_total_bytes", "dlk_gpu_power_watts", "dlk_gpu_sm_clock_hertz" };
 		static const char *const gh[] = {
@@ -94,12 +93,15 @@ static void write_metrics(void *ctx, struct dlk_buf *o)
 			"Memory used on the rank's GPU (all its processes).", "Memory of the rank's GPU.",
 			"Power drawn by the rank's GPU.", "The SM clock of the rank's GPU."
 		};
-		double v[] = { m->gpu_util / 100.0, m->gpu_used, m->gpu_total, m->gpu_power, m->gpu_mhz * 1e6 };
-		for (int i = 0; i < 5; i++) {
-			if ((i == 3 && m->gpu_power < 0) || (i == 4 && !m->gpu_mhz))
+		int family = 0;
+		for (int k = 0; k < m->n_gpus; k++) {
+			const struct dlk_rank_gpu *g = &m->gpus[k];
+			double v[] = { g->util_percent / 100.0, g->mem_used, g->mem_total, g->power_w, g->sm_clock_mhz * 1e6 };
+			if ((i == 3 && g->power_w < 0) || (i == 4 && !(g->sm_clock_mhz > 0)))
 				continue; /* not reported by that GPU */
-			dlk_metrics_family(o, gn[i], "gauge", gh[i]);
-			dlk_buf_addf(o, "%s{rank=\"%d\",gpu=\"%d\"} %.17g\n", gn[i], m->rank, m->gpu, v[i]);
+			if (!family++)
+				dlk_metrics_family(o, gn[i], "gauge", gh[i]);
+			dlk_buf_addf(o, "%s{rank=\"%d\",gpu=\"%d\"} %.17g\n", gn[i], g->rank, g->gpu, v[i]);
 		}
 	}
 	pthread_mutex_unlock(&m->mu);
@@ -108,16 +110,29 @@ static void write_metrics(void *ctx, struct dlk_buf *o)
 void dlk_train_metrics_gpu(struct dlk_train_metrics *m, int gpu, unsigned util_percent, double mem_used,
                            double mem_total, double power_w, unsigned sm_clock_mhz)
 {
+	struct dlk_rank_gpu g = { 0, gpu, util_percent, mem_used, mem_total, power_w, sm_clock_mhz };
+
+	if (!m)
+		return;
+	g.rank = m->rank;
+	dlk_train_metrics_rank_gpu(m, &g);
+}
+
+void dlk_train_metrics_rank_gpu(struct dlk_train_metrics *m, const struct dlk_rank_gpu *g)
+{
+	int k;
+
 	if (!m)
 		return;
 	pthread_mutex_lock(&m->mu);
-	m->have_gpu = 1;
-	m->gpu = gpu;
-	m->gpu_util = util_percent;
-	m->gpu_used = mem_used;
-	m->gpu_total = mem_total;
-	m->gpu_power = power_w;
-	m->gpu_mhz = sm_clock_mhz;
+	for (k = 0; k < m->n_gpus; k++)
+		if (m->gpus[k].rank == g->rank && m->gpus[k].gpu == g->gpu)
+			break;
+	if (k < DLK_TRAIN_METRICS_MAX_GPUS) {
+		m->gpus[k] = *g;
+		if (k == m->n_gpus)
+			m->n_gpus++;
+	}
 	pthread_mutex_unlock(&m->mu);
 }
 

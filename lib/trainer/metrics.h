@@ -21,7 +21,8 @@
  *                                                  reported them (at most a second old; gpu is
  *                                                  NVML's index), once the rank sampled its GPU
  * A user's program (lib/program/supervise.h) feeds the same series from what its rank 0 reports
- * (dlk_train_metrics_progress, dlk_train_metrics_test); its all-reduce series stay 0. */
+ * (dlk_train_metrics_progress, dlk_train_metrics_test), and the dlk_gpu_* series of each of its
+ * processes' GPUs from its supervisor's samples (lib/program/gpus.h); its all-reduce series stay 0. */
 #ifndef DLK_TRAINER_METRICS_H
 #define DLK_TRAINER_METRICS_H
 
@@ -32,6 +33,7 @@ struct dlk_train_metrics;
 
 #define DLK_TRAIN_METRICS_MAX_TEST 64 /* a program's reported metrics (lib/program/protocol.h) */
 #define DLK_TRAIN_METRICS_MAX_NAME 64
+#define DLK_TRAIN_METRICS_MAX_GPUS 64 /* the progress's bound (DLK_PROGRESS_MAX_RANKS) */
 
 /* Serves the metrics on port (every address; 0: any free port). NULL with err when the port
  * cannot be bound. job may be NULL (a run here). */
@@ -56,6 +58,10 @@ void dlk_train_metrics_data_load(struct dlk_train_metrics *m, double seconds);
  * power (< 0: not reported), SM clock in MHz (0: not reported). */
 void dlk_train_metrics_gpu(struct dlk_train_metrics *m, int gpu, unsigned util_percent, double mem_used,
                            double mem_total, double power_w, unsigned sm_clock_mhz);
+/* A rank's GPU sampled, as the progress carries it: a program's supervisor serves each of its
+ * processes' GPUs (rank, gpu) on its one endpoint; a sample of a (rank, gpu) already known
+ * replaces it. At most DLK_TRAIN_METRICS_MAX_GPUS pairs; the others are left out. */
+void dlk_train_metrics_rank_gpu(struct dlk_train_metrics *m, const struct dlk_rank_gpu *g);
 /* Training ended: dlk_train_up is 0 from now on. */
 void dlk_train_metrics_done(struct dlk_train_metrics *m);
 void dlk_train_metrics_stop(struct dlk_train_metrics *m);

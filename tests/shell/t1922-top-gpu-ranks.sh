@@ -8,61 +8,8 @@
 . "$(dirname "$0")/../lib.sh"
 
 mkdir -p "$TEST_TMP/fake"
-cat >"$TEST_TMP/fake/cuda.c" <<'EOT'
-#include <stdio.h>
-#include <stdlib.h>
-/* CUDA's view: the physical devices CUDA_VISIBLE_DEVICES lists in its order, else both */
-static int vis[8], nvis = -1;
-static void scan(void)
-{
-	const char *v = getenv("CUDA_VISIBLE_DEVICES");
-	char *end;
-	if (nvis >= 0)
-		return;
-	nvis = 0;
-	if (!v) { vis[nvis++] = 0; vis[nvis++] = 1; return; }
-	while (*v && nvis < 8) { vis[nvis++] = (int)strtol(v, &end, 10); v = *end == ',' ? end + 1 : end; if (!*end) break; }
-}
-int cuInit(unsigned f) { (void)f; scan(); return 0; }
-int cuDeviceGetCount(int *n) { scan(); *n = nvis; return 0; }
-int cuDeviceGet(int *d, int ordinal) { scan(); if (ordinal < 0 || ordinal >= nvis) return 101; *d = vis[ordinal]; return 0; }
-int cuDeviceGetPCIBusId(char *s, int len, int d) { snprintf(s, (size_t)len, "0000:%02x:00.0", 0x3b + 0x20 * d); return 0; }
-EOT
-cat >"$TEST_TMP/fake/nvml.c" <<'EOT'
-#include <stdio.h>
-#include <stdlib.h>
-/* two GPUs at PCI buses 3B and 5B; their utilisation from FAKE_NVML_UTIL ("U0,U1") */
-struct util { unsigned gpu, memory; };
-struct mem { unsigned long long total, free, used; };
-static unsigned dev(void *d) { return (unsigned)(unsigned long)d - 1; }
-int nvmlInit_v2(void) { return 0; }
-int nvmlShutdown(void) { return 0; }
-int nvmlDeviceGetCount_v2(unsigned *n) { *n = 2; return 0; }
-int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **d) { if (i > 1) return 2; *d = (void *)(unsigned long)(i + 1); return 0; }
-int nvmlDeviceGetHandleByPciBusId_v2(const char *id, void **d)
-{
-	unsigned dom, bus, slot, fn;
-	if (sscanf(id, "%x:%x:%x.%x", &dom, &bus, &slot, &fn) != 4 || (bus != 0x3b && bus != 0x5b)) return 6;
-	*d = (void *)(unsigned long)((bus - 0x3b) / 0x20 + 1);
-	return 0;
-}
-int nvmlDeviceGetIndex(void *d, unsigned *i) { *i = dev(d); return 0; }
-int nvmlDeviceGetName(void *d, char *s, unsigned n) { snprintf(s, n, "Fake GPU %u", dev(d)); return 0; }
-int nvmlDeviceGetUtilizationRates(void *d, struct util *u)
-{
-	const char *e = getenv("FAKE_NVML_UTIL");
-	unsigned a = 0, b = 0;
-	if (e) sscanf(e, "%u,%u", &a, &b);
-	u->gpu = dev(d) ? b : a;
-	u->memory = 0;
-	return 0;
-}
-int nvmlDeviceGetMemoryInfo(void *d, struct mem *m) { m->total = 80ull << 30; m->used = (dev(d) + 1) * (10ull << 30); m->free = m->total - m->used; return 0; }
-int nvmlDeviceGetPowerUsage(void *d, unsigned *mw) { if (dev(d)) return 3; *mw = 412000; return 0; }
-int nvmlDeviceGetClockInfo(void *d, int type, unsigned *mhz) { (void)d; if (type != 1) return 2; *mhz = 1755; return 0; }
-EOT
-${CC:-cc} -shared -fPIC -o "$TEST_TMP/fake/libcuda.so" "$TEST_TMP/fake/cuda.c" &&
-${CC:-cc} -shared -fPIC -o "$TEST_TMP/fake/libnvml.so" "$TEST_TMP/fake/nvml.c" ||
+${CC:-cc} -shared -fPIC -o "$TEST_TMP/fake/libcuda.so" "$TEST_ROOT/tests/fakegpu/cuda.c" &&
+${CC:-cc} -shared -fPIC -o "$TEST_TMP/fake/libnvml.so" "$TEST_ROOT/tests/fakegpu/nvml.c" ||
 	{ echo "Bail out! cannot build the fake CUDA driver and NVML"; exit 1; }
 
 free_port() {
