@@ -13,6 +13,7 @@
 #include "lib/runs/usage.h"
 #include "lib/store/manifest.h"
 #include "lib/store/dataset.h"
+#include "lib/jobs/servestate.h"
 #include "lib/store/graph.h"
 #include "lib/util/buf.h"
 #include "lib/util/jsonprint.h"
@@ -208,6 +209,34 @@ static int table_row(const cJSON *rec, int wide, struct dlk_table_row *r)
 	return c;
 }
 
+/* The models served from the downstream datasets' models (their weights' digests), read from
+ * the cluster when one is configured: NULL with why empty when none is (or no model is
+ * downstream), NULL with why when it cannot be read (said, not fatal: the datasets are the
+ * store's answer). */
+static cJSON *served_models(const struct dlk_ctx *ctx, const cJSON *list, char *why, size_t n)
+{
+	const char **w = xcalloc((size_t)cJSON_GetArraySize(list) + 1, sizeof(*w));
+	struct dlk_err err = DLK_ERR_INIT;
+	struct kube_client *kc = NULL;
+	cJSON *out = NULL;
+	const cJSON *d;
+	size_t k = 0;
+
+	cJSON_ArrayForEach(d, list)
+	{
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(d, "weights_sha256");
+		if (cJSON_IsString(s))
+			w[k++] = s->valuestring;
+	}
+	if (k && (kc = dlk_kube_client(ctx, &err)) != NULL)
+		out = dlk_served_with_weights(kc, NULL, w, k, &err);
+	if (k && !out && err.code != DLK_EXIT_CONFIG)
+		snprintf(why, n, "%.590s", err.msg);
+	dlk_kube_close(ctx, kc);
+	free(w);
+	return out;
+}
+
 /* --downstream: the datasets of the store made from ref, from their provenance (lib/store/graph) */
 static int downstream(struct dlk_ctx *ctx, const char *ref)
 {
@@ -216,15 +245,16 @@ static int downstream(struct dlk_ctx *ctx, const char *ref)
 	struct dlk_data_store ds = { 0 };
 	struct dlk_buf b = DLK_BUF_INIT;
 	struct dlk_table_row *rows = NULL;
-	cJSON *list = NULL, *doc = NULL;
+	cJSON *list = NULL, *doc = NULL, *served = NULL;
 	const cJSON *d;
-	char id[65], full[72];
+	char id[65], full[72], served_why[600] = "";
 	int rc = 0, n = 1;
 
 	if (dlk_data_maybe_project(ctx, impact_from, &spec, &err) || dlk_data_store_open(ctx, impact_from, spec, &ds, &err) ||
 	    dlk_dataset_resolve(ds.store, ref, 1, id, &err) || dlk_dataset_downstream(ds.store, id, &list, &err))
 		goto fail;
 	snprintf(full, sizeof(full), "sha256:%s", id);
+	served = served_models(ctx, list, served_why, sizeof(served_why));
 	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
 		char *s;
 		doc = cJSON_CreateObject();
@@ -232,6 +262,11 @@ static int downstream(struct dlk_ctx *ctx, const char *ref)
 		cJSON_AddStringToObject(doc, "store", dlk_store_url(ds.store));
 		cJSON_AddItemToObject(doc, "downstream", list);
 		list = NULL;
+		if (served) {
+			cJSON_AddItemToObject(doc, "served", served);
+			served = NULL;
+		} else if (served_why[0])
+			cJSON_AddStringToObject(doc, "served_error", served_why);
 		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(doc) : yamljson_emit(doc, &err);
 		if (!s)
 			goto fail;
@@ -265,6 +300,30 @@ static int downstream(struct dlk_ctx *ctx, const char *ref)
 	}
 	dlk_table_print(ctx, &b, rows, n, 4);
 	fwrite(b.data, 1, b.len, stdout);
+	if (served && cJSON_GetArraySize(served)) {
+		/* the models served from these, as `dlk status` names them */
+		free(rows);
+		rows = xcalloc((size_t)cJSON_GetArraySize(served) + 1, sizeof(*rows));
+		n = 1;
+		snprintf(rows[0].c[0], 200, "SERVED");
+		snprintf(rows[0].c[1], 200, "TRACK");
+		snprintf(rows[0].c[2], 200, "READY");
+		snprintf(rows[0].c[3], 200, "WEIGHTS");
+		cJSON_ArrayForEach(d, served)
+		{
+			snprintf(rows[n].c[0], 200, "%.190s", str_of(d, "name"));
+			snprintf(rows[n].c[1], 200, "%.190s", str_of(d, "track"));
+			snprintf(rows[n].c[2], 200, "%d/%d", cJSON_GetObjectItemCaseSensitive(d, "ready")->valueint,
+			         cJSON_GetObjectItemCaseSensitive(d, "desired")->valueint);
+			snprintf(rows[n].c[3], 200, ctx->output == DLK_OUTPUT_WIDE ? "%s" : "%.12s", str_of(d, "weights_sha256"));
+			n++;
+		}
+		dlk_buf_reset(&b);
+		putchar('\n');
+		dlk_table_print(ctx, &b, rows, n, 4);
+		fwrite(b.data, 1, b.len, stdout);
+	} else if (served_why[0])
+		dlk_warn(ctx, "served models: %s", served_why);
 	goto out;
 fail:
 	rc = dlk_report(ctx, &err);
@@ -273,6 +332,7 @@ out:
 	dlk_buf_release(&b);
 	cJSON_Delete(doc);
 	cJSON_Delete(list);
+	cJSON_Delete(served);
 	dlk_data_store_release(&ds);
 	project_free(spec);
 	return rc;

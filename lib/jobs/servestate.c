@@ -1,4 +1,6 @@
 #include "lib/jobs/servestate.h"
+#include "lib/kube/api.h"
+#include "lib/util/err.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 
@@ -183,4 +185,63 @@ void dlk_serve_track_summarize(const cJSON *deploy, const cJSON *pods, struct dl
 	dlk_utf8_drop_cut(t->source);
 	dlk_utf8_drop_cut(t->pod);
 	dlk_utf8_drop_cut(t->reason);
+}
+
+static const char *bare_sha(const char *s)
+{
+	return s && !strncmp(s, "sha256:", 7) ? s + 7 : s;
+}
+
+static int by_name_track(const void *a, const void *b)
+{
+	const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+	int c = strcmp(str(x, "name"), str(y, "name"));
+
+	return c ? c : strcmp(str(x, "track"), str(y, "track"));
+}
+
+cJSON *dlk_served_with_weights(struct kube_client *c, const char *ns, const char *const *weights, size_t n,
+                               struct dlk_err *err)
+{
+	struct kube_list_opts lo = KUBE_LIST_OPTS_INIT;
+	cJSON *deps = NULL, *out = cJSON_CreateArray(), **v;
+	const cJSON *d;
+	int k = 0;
+
+	lo.label_selector = DLK_LABEL_SERVE;
+	if (kube_list(c, "Deployment", ns, &lo, &deps, err) < 0) {
+		cJSON_Delete(out);
+		return NULL;
+	}
+	cJSON_ArrayForEach(d, get(deps, "items")) {
+		struct dlk_serve_track t;
+		const char *w;
+		size_t i;
+		dlk_serve_track_summarize(d, NULL, &t);
+		w = bare_sha(t.sha256);
+		for (i = 0; i < n; i++)
+			if (w && *w && !strcmp(w, bare_sha(weights[i])))
+				break;
+		if (i == n)
+			continue;
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", t.name);
+		cJSON_AddStringToObject(o, "track", t.track);
+		cJSON_AddStringToObject(o, "deployment", t.deployment);
+		cJSON_AddStringToObject(o, "namespace", or_empty(str(get(d, "metadata"), "namespace")));
+		cJSON_AddStringToObject(o, "weights_sha256", w);
+		cJSON_AddNumberToObject(o, "ready", t.ready);
+		cJSON_AddNumberToObject(o, "desired", t.desired);
+		cJSON_AddItemToArray(out, o);
+	}
+	cJSON_Delete(deps);
+	/* a stable order: by model, then track */
+	v = xcalloc((size_t)cJSON_GetArraySize(out) + 1, sizeof(*v));
+	while (cJSON_GetArraySize(out) > 0)
+		v[k++] = cJSON_DetachItemFromArray(out, 0);
+	qsort(v, (size_t)k, sizeof(*v), by_name_track);
+	for (int i = 0; i < k; i++)
+		cJSON_AddItemToArray(out, v[i]);
+	free(v);
+	return out;
 }

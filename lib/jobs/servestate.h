@@ -38,4 +38,15 @@ void dlk_serve_track_summarize(const cJSON *deploy, const cJSON *pods, struct dl
 /* "dlk.dev/serve=NAME" or, with track, "dlk.dev/serve=NAME,dlk.dev/track=TRACK"; caller frees. */
 char *dlk_serve_selector(const char *name, const char *track);
 
+struct kube_client;
+struct dlk_err;
+
+/* The tracks of the models `dlk serve` deployed in namespace ns (NULL: the client's) that serve
+ * one of the n weights digests weights[] (64 hex, with or without "sha256:"), as their
+ * annotation dlk.dev/model-sha256 says: a new array of {"name", "track", "deployment",
+ * "namespace", "weights_sha256", "ready", "desired"}, ordered by name then track; NULL with err
+ * when the API cannot be read. What `dlk impact --downstream` lists as served. */
+cJSON *dlk_served_with_weights(struct kube_client *c, const char *ns, const char *const *weights, size_t n,
+                               struct dlk_err *err);
+
 #endif

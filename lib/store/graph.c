@@ -198,6 +198,13 @@ int dlk_dataset_downstream(struct dlk_store *s, const char *id, cJSON **out, str
 		snprintf(buf, sizeof(buf), "sha256:%s", v[d->from].id);
 		cJSON_AddStringToObject(o, "from", buf);
 		cJSON_AddNumberToObject(o, "depth", d->depth);
+		{
+			/* a training stage's model: the weights a served model names (lib/pipeline's provenance) */
+			const cJSON *w = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->prov, "model"),
+			                                                  "weights_sha256");
+			if (cJSON_IsString(w) && is_hex64(!strncmp(w->valuestring, "sha256:", 7) ? w->valuestring + 7 : w->valuestring))
+				cJSON_AddStringToObject(o, "weights_sha256", w->valuestring);
+		}
 		cJSON_AddItemToArray(*out, o);
 	}
 	free(order);

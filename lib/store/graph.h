@@ -20,7 +20,8 @@ int dlk_dataset_holding(struct dlk_store *s, const char *file_sha, char id[65], 
  * or a file of it, or another dataset so made. *out is a new array (the caller's) of
  * {"id": "sha256:ID", "tags": ["NAME@TAG"...] (without the pipelines' key tags),
  *  "made_by": "dlk pipeline P, stage S" | "dlk predict" | KIND, "from": "sha256:ID" (the
- *  dataset of the walk it names), "depth": 1...}. */
+ *  dataset of the walk it names), "depth": 1..., and for a training stage's model
+ *  "weights_sha256": its weights' digest, what a served model names}. */
 int dlk_dataset_downstream(struct dlk_store *s, const char *id, cJSON **out, struct dlk_err *err);
 
 /* What made a dataset, from its provenance (NULL: pushed from files): "dlk pipeline P, stage S",

@@ -253,4 +253,31 @@ test_expect_success 'Fashion-MNIST: lineage of the predictions names every stage
 	grep_q "^sha256:[0-9a-f]* *fm-preds@latest  *dlk predict  *sha256:" imp2.txt
 '
 
+test_expect_success 'impact --downstream names the models served from the pipeline'"'"'s model, by its weights' '
+	cd "$TEST_TMP/fm" &&
+	w=$(jq -r "[.downstream[] | select(.weights_sha256)][0].weights_sha256" imp2.json) &&
+	test -n "$w" && test "$w" != null &&
+	for m in fm-served:$w fm-other:0000000000000000000000000000000000000000000000000000000000000000; do
+		kubectl apply -f - >/dev/null <<-EOT || return 1
+		apiVersion: apps/v1
+		kind: Deployment
+		metadata:
+		  name: ${m%%:*}-stable
+		  labels: {dlk.dev/serve: ${m%%:*}, dlk.dev/track: stable}
+		  annotations: {dlk.dev/model-sha256: "${m#*:}"}
+		spec:
+		  replicas: 0
+		  selector: {matchLabels: {dlk.dev/serve: ${m%%:*}, dlk.dev/track: stable}}
+		  template:
+		    metadata: {labels: {dlk.dev/serve: ${m%%:*}, dlk.dev/track: stable}}
+		    spec: {containers: [{name: s, image: none}]}
+		EOT
+	done &&
+	dlk impact fm-raw@v2 --downstream --from $S3/fm -o json >imp3.json &&
+	jq -e ".served | length == 1 and .[0].name == \"fm-served\" and .[0].track == \"stable\" and .[0].desired == 0 and
+		.[0].weights_sha256 == \"$w\"" imp3.json &&
+	dlk impact fm-raw@v2 --downstream --from $S3/fm >imp3.txt && cat imp3.txt &&
+	grep_q "^fm-served  *stable  *0/0  *" imp3.txt && ! grep -q fm-other imp3.txt
+'
+
 test_done
