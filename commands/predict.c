@@ -140,14 +140,7 @@ static char *read_dataset_file(struct dlk_store *s, struct dlk_cache *cache, con
 /* A new directory under $TMPDIR, or NULL with err. */
 static char *temp_dir(struct dlk_err *err)
 {
-	const char *t = getenv("TMPDIR");
-	char *d = xasprintf("%s/dlk-predict-XXXXXX", t && *t ? t : "/tmp"), *made = mkdtemp(d);
-
-	if (!made) {
-		free(d);
-		dlk_errf(err, DLK_EXIT_FAIL, "cannot create a temporary directory");
-	}
-	return made;
+	return dlk_mkdtemp("dlk-predict", err);
 }
 
 /* Pushes the files names[i] with contents data[i] as one dataset tagged tag (NULL: none); its id
@@ -656,7 +649,7 @@ static int run_predict(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct dlk_manifest outm = DLK_MANIFEST_INIT;
 	struct dlk_push_stats st = { 0 };
 	struct dlk_progress bar = { ctx, 0, 0 };
-	char in_id[65], bundle_sha[65], tmpl[] = "dlk-predict-XXXXXX";
+	char in_id[65], bundle_sha[65];
 	char *csv = NULL, *prov = NULL, *csv_path = NULL, *prov_path = NULL, *tmpdir = NULL;
 	const char *images = pr_images, *labels = pr_labels, *in_tag = NULL;
 	size_t csv_len = 0;
@@ -768,16 +761,8 @@ static int run_predict(struct dlk_ctx *ctx, struct dlk_args *args)
 		csv = dlk_predict_csv(&pred, &data, model.sig.classes, &csv_len);
 	}
 	prov = provenance(&model, bundle_sha, in_id, in_tag, dlk_store_url(in_store), images, labels, &pred);
-	{
-		const char *t = getenv("TMPDIR");
-		char *d = xasprintf("%s/%s", t && *t ? t : "/tmp", tmpl);
-		tmpdir = mkdtemp(d);
-		if (!tmpdir) {
-			free(d);
-			dlk_errf(&err, DLK_EXIT_FAIL, "cannot create a temporary directory");
-			goto fail;
-		}
-	}
+	if (!(tmpdir = temp_dir(&err)))
+		goto fail;
 	if (write_out(tmpdir, "predictions.csv", csv, csv_len, &csv_path, &err) ||
 	    write_out(tmpdir, DLK_PROVENANCE_FILE, prov, strlen(prov), &prov_path, &err))
 		goto fail;

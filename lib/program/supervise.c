@@ -590,12 +590,11 @@ static void gpus_open(struct sup *s, int first_rank, int n, int verbose)
  * its n processes. A directory that cannot be made only leaves DLK_PROGRESS_FILE unset. */
 static void progress_open(struct sup *s, int n, const struct dlk_trainer_sink *sink)
 {
-	const char *tmp = getenv("TMPDIR");
-	char *dir = xasprintf("%s/dlk-progress-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	struct dlk_err err = DLK_ERR_INIT;
+	char *dir = dlk_mkdtemp("dlk-progress", &err);
 
-	if (!mkdtemp(dir)) {
-		dlk_trainer_warn(sink, "DLK_PROGRESS_FILE is not set: cannot make a directory for it: %s", strerror(errno));
-		free(dir);
+	if (!dir) {
+		dlk_trainer_warn(sink, "DLK_PROGRESS_FILE is not set: %s", err.msg);
 		return;
 	}
 	s->progress_dir = dir;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -220,4 +221,18 @@ FILE *dlk_fopen_regular(const char *path, char *msg, size_t msg_len)
 		errno = e;
 	}
 	return f;
+}
+
+char *dlk_mkdtemp(const char *prefix, struct dlk_err *err)
+{
+	const char *t = getenv("TMPDIR");
+	char *d = xasprintf("%s/%s-XXXXXX", t && *t ? t : P_tmpdir, prefix);
+
+	if (!mkdtemp(d)) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot create a temporary directory in %s: %s", t && *t ? t : P_tmpdir,
+		         strerror(errno));
+		free(d);
+		return NULL;
+	}
+	return d;
 }

@@ -37,6 +37,9 @@ int dlk_open_part(const char *path, struct dlk_err *err);
 void dlk_unlink_if_same(const char *path, int fd);
 /* mkdir -p; existing directories are fine. */
 int dlk_mkdir_p(const char *path, struct dlk_err *err);
+/* A new directory $TMPDIR/PREFIX-XXXXXX (P_tmpdir without TMPDIR), mode 0700: its path (the
+ * caller's to free), or NULL with err naming the directory it tried and why. */
+char *dlk_mkdtemp(const char *prefix, struct dlk_err *err);
 /* The directory of path, "." for a bare name: a project's directory from its project file's path
  * (where its templates/, .dlk/, relative data paths and git tree are). A new string, the
  * caller's. */

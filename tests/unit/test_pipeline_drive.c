@@ -13,6 +13,7 @@
 #include "lib/kube/api.h"
 #include "lib/pipeline/cluster.h"
 #include "lib/pipeline/drive.h"
+#include "lib/util/fsutil.h"
 #include "lib/pipeline/pipeline.h"
 #include "lib/store/dataset.h"
 #include "lib/store/manifest.h"
@@ -228,9 +229,8 @@ static void reset(struct fake *f, struct dlk_err *err)
 
 int main(void)
 {
-	char *tmpl = xasprintf("%s/dlk-test-drive-XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	char *dir = mkdtemp(tmpl), *store_dir, *text, *in;
 	struct dlk_err err = DLK_ERR_INIT;
+	char *dir = dlk_mkdtemp("dlk-test-drive", &err), *store_dir, *text, *in;
 	struct dlk_store_opts so = { 0 };
 	struct dlk_manifest m = DLK_MANIFEST_INIT;
 	struct dlk_pipeline p = DLK_PIPELINE_INIT, p2 = DLK_PIPELINE_INIT;
@@ -433,6 +433,6 @@ int main(void)
 	}
 	free(in);
 	free(store_dir);
-	free(tmpl);
+	free(dir);
 	return CHECK_DONE();
 }
