@@ -209,6 +209,20 @@ static int table_row(const cJSON *rec, int wide, struct dlk_table_row *r)
 	return c;
 }
 
+/* doc as -o json or yaml, on stdout */
+static int print_doc(const struct dlk_ctx *ctx, const cJSON *doc, struct dlk_err *err)
+{
+	char *s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(doc) : yamljson_emit(doc, err);
+
+	if (!s)
+		return -1;
+	fputs(s, stdout);
+	if (ctx->output == DLK_OUTPUT_JSON)
+		putchar('\n');
+	free(s);
+	return 0;
+}
+
 /* The models served from the downstream datasets' models (their weights' digests), read from
  * the cluster when one is configured: NULL with why empty when none is (or no model is
  * downstream), NULL with why when it cannot be read (said, not fatal: the datasets are the
@@ -256,7 +270,6 @@ static int downstream(struct dlk_ctx *ctx, const char *ref)
 	snprintf(full, sizeof(full), "sha256:%s", id);
 	served = served_models(ctx, list, served_why, sizeof(served_why));
 	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
-		char *s;
 		doc = cJSON_CreateObject();
 		cJSON_AddStringToObject(doc, "dataset", full);
 		cJSON_AddStringToObject(doc, "store", dlk_store_url(ds.store));
@@ -267,13 +280,8 @@ static int downstream(struct dlk_ctx *ctx, const char *ref)
 			served = NULL;
 		} else if (served_why[0])
 			cJSON_AddStringToObject(doc, "served_error", served_why);
-		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(doc) : yamljson_emit(doc, &err);
-		if (!s)
+		if (print_doc(ctx, doc, &err))
 			goto fail;
-		fputs(s, stdout);
-		if (ctx->output == DLK_OUTPUT_JSON)
-			putchar('\n');
-		free(s);
 		goto out;
 	}
 	if (!cJSON_GetArraySize(list)) {
@@ -369,7 +377,6 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 	}
 	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
 		cJSON *arr;
-		char *s;
 		doc = cJSON_CreateObject();
 		cJSON_AddStringToObject(doc, "dataset", full);
 		cJSON_AddStringToObject(doc, "store", impact_local ? "local" : "cluster");
@@ -378,13 +385,8 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 		arr = cJSON_AddArrayToObject(doc, "runs");
 		cJSON_ArrayForEach(rec, recs)
 			cJSON_AddItemToArray(arr, run_json(rec));
-		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(doc) : yamljson_emit(doc, &err);
-		if (!s)
+		if (print_doc(ctx, doc, &err))
 			goto fail;
-		fputs(s, stdout);
-		if (ctx->output == DLK_OUTPUT_JSON)
-			putchar('\n');
-		free(s);
 		goto out;
 	}
 	rows = xcalloc((size_t)cJSON_GetArraySize(recs) + 1, sizeof(*rows));
