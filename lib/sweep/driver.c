@@ -652,15 +652,18 @@ static int check_params(struct driver *d, struct dlk_err *err)
 }
 
 /* A trial cut off with its driver may still be writing its last checkpoint (it got SIGTERM
- * when the driver died): its run lock says when it is gone, and it continues only then. */
+ * when the driver died), and one that got the signal during its final checkpoint still ends
+ * as having succeeded: its run lock says when it is gone, and only then does its record say
+ * what it left (done, or to continue). A trial that never started has no directory. */
 static void wait_unlocked(const struct driver *d, const struct trial *t)
 {
 	char *dir = dlk_runs_local_dir(d->o->spec_file, t->project);
 	struct dlk_run_lock l = DLK_RUN_LOCK_INIT;
 	struct dlk_run_holder h;
 	struct dlk_err err = DLK_ERR_INIT;
+	struct stat st;
 
-	for (int i = 0; i < 600; i++) {
+	for (int i = 0; i < 600 && !stat(dir, &st); i++) {
 		int rc = dlk_run_lock_take(&l, dir, &h, &err);
 		if (rc != 1) {
 			dlk_run_lock_release(&l);
@@ -711,9 +714,12 @@ static void load_history(struct driver *d)
 {
 	for (int i = 0; i < d->n_t; i++) {
 		struct trial *t = &d->t[i];
-		cJSON *rec = trial_record(d, t, NULL);
+		cJSON *rec;
 		const cJSON *sw, *params, *curve, *stopped;
 		int o;
+		if (!d->cluster)
+			wait_unlocked(d, t);
+		rec = trial_record(d, t, NULL);
 		if (d->cluster && adopt_job(d, t, rec)) {
 			cJSON_Delete(rec);
 			continue;
@@ -744,8 +750,6 @@ static void load_history(struct driver *d)
 		if (o == DLK_RUN_RUNNING || o == DLK_RUN_INTERRUPTED) {
 			/* in a cluster, its Job is gone (else it was adopted): a new Job runs it again */
 			t->resume = 1;
-			if (!d->cluster)
-				wait_unlocked(d, t);
 		} else {
 			t->state = T_DONE;
 			if (cJSON_IsArray(curve)) {

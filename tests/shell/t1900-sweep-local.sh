@@ -70,9 +70,10 @@ test_expect_success 'run again, the sweep resumes: finished trials are not run a
 	while read trial run; do
 		! grep -q "^trial $trial starts" err || { echo "trial $trial ran again"; exit 1; }
 		finished | grep -qx "$trial $run" || { echo "trial $trial has another run now"; exit 1; }
-		test "$(cat "$P"/.dlk/runs/$SWEEP-$trial/*.json | jq -s length)" = 1 || exit 1
+		test "$(cat "$P"/.dlk/runs/$SWEEP-$trial/*.json | jq -s length)" = 1 || { echo "trial $trial has two records"; exit 1; }
 	done <"$TEST_TMP/before" &&
-	test "$(finished | wc -l)" = 12
+	{ test "$(finished | wc -l)" = 12 ||
+		{ echo "finished before:"; cat "$TEST_TMP/before"; echo "finished now:"; finished; exit 1; }; }
 '
 
 test_expect_success 'ASHA stopped some trials, recorded as stopped (not failed), each with its rung' '

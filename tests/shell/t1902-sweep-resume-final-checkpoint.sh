@@ -1,0 +1,50 @@
+#!/bin/sh
+# A sweep driver killed while a trial writes its final checkpoint: the trial got SIGTERM with
+# its driver's death, but its training was over, so it ends as having succeeded a moment later.
+# The driver run again must wait for it and read what it left: the trial is done, and it is not
+# trained a second time (it once was: the record the driver had read first said "running").
+. "$(dirname "$0")/../lib.sh"
+
+FM=/usr/share/datasets/fashion-mnist
+if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
+	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
+	test_done
+	exit 0
+fi
+
+P=$TEST_TMP/p
+dlk init -q --example sweep "$P" >/dev/null || { echo "Bail out! dlk init --example sweep failed"; exit 1; }
+python3 -c '
+import gzip, struct, sys
+for src, n, out in [(sys.argv[1] + "/train-images-idx3-ubyte.gz", 2000, "train-images"),
+                    (sys.argv[1] + "/train-labels-idx1-ubyte.gz", 2000, "train-labels"),
+                    (sys.argv[1] + "/t10k-images-idx3-ubyte.gz", 500, "test-images"),
+                    (sys.argv[1] + "/t10k-labels-idx1-ubyte.gz", 500, "test-labels")]:
+    d = gzip.open(src).read()
+    nd = struct.unpack(">I", d[:4])[0] & 0xff
+    dims = list(struct.unpack(">" + "I" * nd, d[4:4 + 4 * nd]))
+    per = 1
+    for x in dims[1:]:
+        per *= x
+    open(sys.argv[2] + "/" + out, "wb").write(d[:4] + struct.pack(">" + "I" * nd, n, *dims[1:]) + d[4 + 4 * nd:4 + 4 * nd + n * per])
+' "$FM" "$P" || { echo "Bail out! cannot cut the Fashion-MNIST subset"; exit 1; }
+sed -i "s|file://$FM/train-images-idx3-ubyte.gz|train-images|; s|file://$FM/train-labels-idx1-ubyte.gz|train-labels|;
+	s|file://$FM/t10k-images-idx3-ubyte.gz|test-images|; s|file://$FM/t10k-labels-idx1-ubyte.gz|test-labels|;
+	s|epochs: 6|epochs: 1|; s|parallel: 2 |parallel: 1 |" "$P/dlk.yaml"
+
+test_expect_success 'killed during the last checkpoint, run again: the trial is done, trained once' '
+	# each checkpoint file takes a second: the driver dies while the final one (after the one
+	# epoch of 32 steps) is being written
+	{ DLK_TEST_CHECKPOINT_DELAY_MS=1000 "$DLK" -f "$P/dlk.yaml" sweep --local --trials 1 -q >out 2>err & pid=$!; } &&
+	i=0 && while [ $i -lt 1200 ]; do
+		ls -a "$P"/.dlk/checkpoints/p-sweep-0/*/ 2>/dev/null | grep -q "^\.tmp-step-0*[1-9]" && break
+		sleep 0.05; i=$((i + 1))
+	done &&
+	test $i -lt 1200 && kill -9 $pid && { wait $pid; true; } &&
+	dlk -f "$P/dlk.yaml" sweep --local --trials 1 >out2 2>err2 && cat err2 &&
+	grep -q "1 of 1 trials are done already" err2 && ! grep -q "^trial 0 \(continues\|starts\)" err2 &&
+	test "$(ls "$P"/.dlk/runs/p-sweep-0/*.json | wc -l)" = 1 &&
+	jq -e ".run.outcome == \"succeeded\" and .run.sweep.trial == 0" "$P"/.dlk/runs/p-sweep-0/*.json
+'
+
+test_done
