@@ -28,19 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#ifndef DLK_VERSION
-#define DLK_VERSION "dev"
-#endif
 
 static const char *pr_data, *pr_from, *pr_to, *pr_name, *pr_images, *pr_labels;
 static const char *pr_job, *pr_secret, *pr_cpu = "1", *pr_memory = "1Gi";
 static int pr_batch = 256, pr_threads, pr_workers, pr_rank = -1, pr_wait, pr_dry_run;
 static double pr_timeout;
-
-#define PART_POLL_S 0.5 /* how often rank 0 looks for the other ranks' parts */
 
 static int on_data(void *vctx, const char *what, unsigned long long done, unsigned long long total)
 {
