@@ -6,7 +6,7 @@
 #include "commands/ctx.h"
 #include "commands/train_submit.h"
 #include "commands/ui.h"
-#include "lib/jobs/jobdelete.h"
+#include "lib/jobs/submit.h"
 #include "lib/kube/api.h"
 #include "lib/render/render.h"
 #include "lib/util/buf.h"
@@ -131,8 +131,7 @@ static int submit_workers(struct dlk_ctx *ctx, struct dlk_args *args)
 	struct kube_client *c = NULL;
 	struct dlk_progress bar = { ctx, 0, 0 };
 	struct dlk_buf bundle = DLK_BUF_INIT;
-	cJSON *objects = NULL, *applied = NULL, *existing = NULL;
-	const cJSON *o;
+	cJSON *objects = NULL;
 	char mid[65], id[65], *yaml = NULL, *job = pr_job ? xstrdup(pr_job) : dlk_predict_job_name(pr_name), *store_url;
 	char *tag = strchr(pr_name, '@') ? xstrdup(pr_name) : xasprintf("%s@latest", pr_name);
 	const char *ns = ctx->namespace_, *secret = pr_secret;
@@ -197,41 +196,16 @@ static int submit_workers(struct dlk_ctx *ctx, struct dlk_args *args)
 		goto out;
 	}
 	/* a Job of that name from an earlier run goes first (its parts stay in the store) */
-	if (kube_get(c, "Job", ns, job, &existing, &err) == 0) {
-		int n = 0;
+	{
+		int n = 0, replaced;
 		dlk_interrupt_catch();
-		if (dlk_delete_job_objects(c, ns, job, dlk_print_deleted, ctx, &n, &err) < 0 ||
-		    dlk_wait_job_gone(c, ns, job, 300, &err) < 0)
+		if ((replaced = dlk_job_replace(c, ns, job, 300, dlk_print_deleted, ctx, &n, &err)) < 0)
 			goto fail;
-		dlk_info(ctx, "deleted the earlier job '%s' (%d objects)", job, n);
-	} else if (err.code != DLK_EXIT_NOTFOUND) {
+		if (replaced)
+			dlk_info(ctx, "deleted the earlier job '%s' (%d objects)", job, n);
+	}
+	if (dlk_submit_objects(c, objects, NULL, &err) < 0)
 		goto fail;
-	}
-	dlk_err_clear(&err);
-	applied = cJSON_CreateArray();
-	cJSON_ArrayForEach(o, objects) {
-		cJSON *got = NULL;
-		const cJSON *once = cJSON_GetObjectItemCaseSensitive(
-		        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations"),
-		        "dlk.dev/create-only");
-		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "kind"));
-		if (cJSON_IsString(once) && !strcmp(once->valuestring, "true")) {
-			if (kube_create(c, o, &got, &err) < 0) {
-				if (err.code != DLK_EXIT_EXISTS) {
-					dlk_err_prefix(&err, "cannot create %s '%s'", kind ? kind : "?", kube_meta(o, "name"));
-					goto fail;
-				}
-				dlk_err_clear(&err);
-			}
-			cJSON_Delete(got);
-			continue;
-		}
-		if (kube_apply(c, o, &got, &err) < 0) {
-			dlk_err_prefix(&err, "cannot submit %s '%s'", kind ? kind : "?", kube_meta(o, "name"));
-			goto fail;
-		}
-		cJSON_AddItemToArray(applied, got);
-	}
 	dlk_kube_warnings(ctx, c);
 	dlk_info(ctx, "job '%s' submitted to namespace '%s' (%d worker%s): the predictions will be %s in %s", job, ns,
 	         pr_workers, pr_workers == 1 ? "" : "s", dlk_visible(tag), store_url);
@@ -283,8 +257,6 @@ fail:
 	rc = dlk_report(ctx, &err);
 out:
 	dlk_kube_close(ctx, c);
-	cJSON_Delete(existing);
-	cJSON_Delete(applied);
 	cJSON_Delete(objects);
 	project_free(spec);
 	project_free(proj);
