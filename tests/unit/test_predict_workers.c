@@ -397,9 +397,14 @@ int main(void)
 	struct dlk_err err = DLK_ERR_INIT;
 	char path[320], cmd[400];
 
-	snprintf(dir, sizeof(dir), "%s/dlk-predict-workers.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(dir))
+	char *d = dlk_mkdtemp("dlk-predict-workers", &err);
+
+	if (!d) {
+		printf("not ok - a scratch directory: %s\n", err.msg);
 		return 1;
+	}
+	snprintf(dir, sizeof(dir), "%s", d);
+	free(d);
 	/* the library's temporary directories go here, to see that none stays */
 	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
 	CHECK(dlk_mkdir_p(tmp, &err) == 0);
