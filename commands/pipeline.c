@@ -7,6 +7,7 @@
 #include "commands/ui.h"
 #include "lib/jobs/jobdelete.h"
 #include "lib/jobs/logarchive.h"
+#include "lib/jobs/submit.h"
 #include "lib/kube/api.h"
 #include "lib/kube/client.h"
 #include "lib/pipeline/cluster.h"
@@ -99,7 +100,7 @@ static const char *annotation(const cJSON *o, const char *key)
  * first when it has ended (a Job's pod template cannot change); one still running is a refusal. */
 static int submit(struct dlk_ctx *ctx, const struct dlk_pipeline *p, int dry, struct dlk_err *err)
 {
-	cJSON *objs = dlk_pipeline_render_cluster(p, ctx->namespace_, err), *o, *old = NULL;
+	cJSON *objs = dlk_pipeline_render_cluster(p, ctx->namespace_, err), *old = NULL;
 	struct kube_client *c = NULL;
 	char *driver = dlk_pipeline_driver_name(p);
 	const char *ns;
@@ -126,21 +127,8 @@ static int submit(struct dlk_ctx *ctx, const struct dlk_pipeline *p, int dry, st
 		goto out;
 	}
 	dlk_err_clear(err);
-	cJSON_ArrayForEach(o, objs) {
-		const cJSON *once = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations"),
-			"dlk.dev/create-only");
-		cJSON *res = NULL;
-		int r = cJSON_IsString(once) && !strcmp(once->valuestring, "true") ? kube_create(c, o, &res, err)
-		                                                                    : kube_apply(c, o, &res, err);
-		cJSON_Delete(res);
-		if (r < 0 && err->code == DLK_EXIT_EXISTS && cJSON_IsString(once)) {
-			dlk_err_clear(err);
-		} else if (r < 0) {
-			dlk_err_prefix(err, "cannot submit %s '%s'", jstr(o, "kind"), kube_meta(o, "name"));
-			goto out;
-		}
-	}
+	if (dlk_submit_objects(c, objs, NULL, err) < 0)
+		goto out;
 	dlk_kube_warnings(ctx, c);
 	dlk_info(ctx, "pipeline %s submitted: its driver is %s '%s' in namespace '%s'", p->name,
 	         p->schedule || p->data_changed ? "the CronJob" : "the job", driver, ns);

@@ -8,6 +8,7 @@
 #include "lib/jobs/jobrun.h"
 #include "lib/jobs/jobstate.h"
 #include "lib/jobs/jobwatch.h"
+#include "lib/jobs/submit.h"
 #include "lib/jobs/logfollow.h"
 #include "lib/kube/api.h"
 #include "lib/project/check.h"
@@ -311,37 +312,16 @@ int dlk_train_submit(struct dlk_ctx *ctx, const struct dlk_train_cli *cli, const
 	}
 	dlk_err_clear(&err);
 
+	/* the run history (dlk.dev/create-only) outlives the job: made once, never replaced */
 	applied = cJSON_CreateArray();
-	cJSON_ArrayForEach(o, objects) {
-		cJSON *out = NULL;
-		const cJSON *once = cJSON_GetObjectItemCaseSensitive(
-		        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations"),
-		        "dlk.dev/create-only");
-		if (cJSON_IsString(once) && !strcmp(once->valuestring, "true")) {
-			/* what outlives the job (the run history): made once, never replaced */
-			if (kube_create(c, o, &out, &err) < 0) {
-				if (err.code != DLK_EXIT_EXISTS) {
-					dlk_err_prefix(&err, "cannot create %s '%s'",
-					               cJSON_GetObjectItemCaseSensitive(o, "kind")->valuestring, kube_meta(o, "name"));
-					rc = dlk_report(ctx, &err);
-					goto out;
-				}
-				dlk_err_clear(&err);
-			}
-			cJSON_Delete(out);
-			continue;
-		}
-		if (kube_apply(c, o, &out, &err) < 0) {
-			dlk_err_prefix(&err, "cannot submit %s '%s'", cJSON_GetObjectItemCaseSensitive(o, "kind")->valuestring,
-				       kube_meta(o, "name"));
-			rc = dlk_report(ctx, &err);
-			goto out;
-		}
-		if (ctx->verbose)
-			dlk_info(ctx, "applied %s/%s", cJSON_GetObjectItemCaseSensitive(o, "kind")->valuestring,
-				 kube_meta(o, "name"));
-		cJSON_AddItemToArray(applied, out);
+	if (dlk_submit_objects(c, objects, applied, &err) < 0) {
+		rc = dlk_report(ctx, &err);
+		goto out;
 	}
+	if (ctx->verbose)
+		cJSON_ArrayForEach(o, applied)
+			dlk_info(ctx, "applied %s/%s", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "kind")),
+			         kube_meta(o, "name"));
 	dlk_kube_warnings(ctx, c);
 	if (!dlk_print_applied(ctx, applied, name)) {
 		printf("job '%s' submitted to namespace '%s' (%d worker%s)\n", name, ns, spec->resources.workers,

@@ -113,9 +113,12 @@ int dlk_predict_parts_check(const struct dlk_predict_part *parts, int workers, c
 
 	for (int i = 0; i < workers; i++) {
 		const struct dlk_predict_part *p = &parts[i];
-		if (strcmp(p->key, key) || p->rank != i || p->workers != workers)
-			return dlk_errf(err, DLK_EXIT_CONFIG, "part %d of %d is rank %d of %d of run %s, not of this run (%s)", i,
-			                workers, p->rank, p->workers, p->key, key);
+		if (strcmp(p->key, key))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "part %d of %d is of run %s, not of this run (%s)", i, workers, p->key,
+			                key);
+		if (p->rank != i || p->workers != workers)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "part %d of %d is rank %d of %d: the parts are out of order", i, workers,
+			                p->rank, p->workers);
 		if (p->samples != parts[0].samples || p->first != next)
 			return dlk_errf(err, DLK_EXIT_CONFIG, "part %d holds samples [%zu, %zu) of %zu, where [%zu, ...) of %zu was due", i,
 			                p->first, p->first + p->count, p->samples, next, parts[0].samples);

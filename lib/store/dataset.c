@@ -500,3 +500,42 @@ out:
 	free(top);
 	return rc;
 }
+
+int dlk_dataset_push_mem(struct dlk_store *s, const char *const *names, const char *const *data, const size_t *lens,
+                         int n, const char *tag, int push, dlk_store_progress_fn progress, void *progress_ctx,
+                         char id[65], struct dlk_err *err)
+{
+	struct dlk_manifest m = DLK_MANIFEST_INIT;
+	struct dlk_push_stats st = { 0 };
+	char *dir = dlk_mkdtemp("dlk-push", err), **paths = xcalloc(n > 0 ? (size_t)n : 1, sizeof(char *));
+	int rc = -1;
+
+	if (!dir)
+		goto out;
+	for (int i = 0; i < n; i++) {
+		paths[i] = xasprintf("%s/%s", dir, names[i]);
+		if (dlk_write_file_atomic(paths[i], data[i], lens[i], 0644, err))
+			goto out;
+	}
+	{
+		const char *roots[] = { dir };
+		if (dlk_manifest_build(roots, 1, NULL, NULL, &m, err))
+			goto out;
+	}
+	if (push && dlk_dataset_push(s, &m, &tag, tag ? 1 : 0, progress, progress_ctx, &st, err))
+		goto out;
+	memcpy(id, m.id, 65);
+	rc = 0;
+out:
+	for (int i = 0; i < n; i++) {
+		if (paths[i])
+			unlink(paths[i]);
+		free(paths[i]);
+	}
+	free(paths);
+	if (dir)
+		rmdir(dir);
+	free(dir);
+	dlk_manifest_release(&m);
+	return rc;
+}

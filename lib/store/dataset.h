@@ -22,6 +22,14 @@ int dlk_dataset_push(struct dlk_store *s, const struct dlk_manifest *m, const ch
                      dlk_store_progress_fn progress, void *progress_ctx, struct dlk_push_stats *stats,
                      struct dlk_err *err);
 
+/* Pushes files made in memory as one dataset: names[i] (a bare file name) holding data[i] (lens[i]
+ * bytes), written to a new temporary directory (lib/util/fsutil.h dlk_mkdtemp) that is removed
+ * again whatever happens, then pushed with tag (NULL: none). push 0: the dataset's id only,
+ * nothing sent (a dry run). Its id in id. Errors are not prefixed: the caller names what it pushed. */
+int dlk_dataset_push_mem(struct dlk_store *s, const char *const *names, const char *const *data, const size_t *lens,
+                         int n, const char *tag, int push, dlk_store_progress_fn progress, void *progress_ctx,
+                         char id[65], struct dlk_err *err);
+
 /* Points tag (NAME@TAG, or NAME: NAME@latest) at the dataset id (64 hex), which the store
  * should hold. */
 int dlk_dataset_tag(struct dlk_store *s, const char *tag, const char *id, struct dlk_err *err);

@@ -10,6 +10,7 @@
 #include "lib/sweep/sweep.h"
 #include "lib/jobs/jobdelete.h"
 #include "lib/jobs/jobstate.h"
+#include "lib/jobs/submit.h"
 #include "lib/jobs/podenv.h"
 #include "lib/kube/api.h"
 #include "lib/render/render.h"
@@ -377,12 +378,9 @@ static int launch_job(struct driver *d, struct trial *t, struct dlk_err *err)
 		goto out;
 	}
 	dlk_err_clear(err);
+	/* a trial runs now: a schedule is refused before anything is submitted */
 	cJSON_ArrayForEach(o, objects) {
 		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
-		const cJSON *once = cJSON_GetObjectItemCaseSensitive(
-		        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations"),
-		        "dlk.dev/create-only");
-		cJSON *out = NULL;
 		if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "CronJob")) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s' has a schedule: a sweep's trials run now, not on a schedule",
 			         d->o->spec_file);
@@ -391,18 +389,10 @@ static int launch_job(struct driver *d, struct trial *t, struct dlk_err *err)
 		}
 		if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "Job"))
 			mark_job(o, env);
-		if (cJSON_IsString(once) && !strcmp(once->valuestring, "true")) {
-			if (kube_create(d->o->kube, o, &out, err) < 0 && err->code != DLK_EXIT_EXISTS) {
-				dlk_err_prefix(err, "trial %d: cannot create %s '%s'", t->n, kind->valuestring, kube_meta(o, "name"));
-				goto out;
-			}
-			dlk_err_clear(err);
-		} else if (kube_apply(d->o->kube, o, &out, err) < 0) {
-			dlk_err_prefix(err, "trial %d: cannot submit %s '%s'", t->n, cJSON_IsString(kind) ? kind->valuestring : "?",
-			               kube_meta(o, "name"));
-			goto out;
-		}
-		cJSON_Delete(out);
+	}
+	if (dlk_submit_objects(d->o->kube, objects, NULL, err) < 0) {
+		dlk_err_prefix(err, "trial %d", t->n);
+		goto out;
 	}
 	t->state = T_RUNNING;
 	t->gone = 0;
