@@ -72,6 +72,23 @@ test_missing() {
 	exit 1
 }
 
+# schema_ready: tests/schema's validator can run (`node "$SCHEMA/validate.mjs" FILE`): node and
+# its modules, which the first test to need them installs with npm ci. Tests run two at a time
+# and npm ci empties node_modules first, so the install and the check are made under one lock.
+# Not a case: call it at the top of a script (it ends the script with an install failure).
+SCHEMA="$TEST_ROOT/tests/schema"
+schema_ready() {
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+		test_missing 'node and npm are installed'
+	fi
+	(
+		flock 9 || exit 1
+		[ -d "$SCHEMA/node_modules/kubernetes-models" ] && [ -d "$SCHEMA/node_modules/yaml" ] && exit 0
+		npm ci --prefix "$SCHEMA" --no-audit --no-fund --loglevel=error >"$TEST_TMP/npm.log" 2>&1 ||
+			{ sed 's/^/# /' "$TEST_TMP/npm.log"; exit 1; }
+	) 9>"$SCHEMA/node_modules.lock" || test_missing "tests/schema's modules (npm ci --prefix tests/schema)"
+}
+
 # Helpers usable inside cases.
 test_must_fail() { "$@"; rc=$?; [ $rc -ne 0 ] && [ $rc -lt 128 ]; }
 test_exit_code() { want=$1; shift; "$@"; rc=$?; [ "$rc" = "$want" ] || { echo "exit $rc, wanted $want" >&2; return 1; }; }

@@ -3,14 +3,10 @@
 # official Kubernetes schemas; --set and template overrides; errors name file, line and column.
 . "$(dirname "$0")/../lib.sh"
 
-SCHEMA="$TEST_ROOT/tests/schema"
+schema_ready
 validate() { node "$SCHEMA/validate.mjs" "$@"; }
-have_node() { command -v node >/dev/null 2>&1 && [ -d "$SCHEMA/node_modules/kubernetes-models" ] &&
-	[ -d "$SCHEMA/node_modules/yaml" ] ||
-	{ command -v npm >/dev/null 2>&1 && npm ci --prefix "$SCHEMA" --no-audit --no-fund --loglevel=error >/dev/null 2>&1; }; }
 
 test_expect_success 'every example renders objects that pass the Kubernetes schemas' '
-	have_node || { echo "node and the schema validator are needed"; exit 1; }
 	for ex in mlp cnn; do
 		dlk init -q --example $ex $ex && (cd $ex && dlk train --dry-run -o json) >$ex.json &&
 		validate $ex.json || exit 1
@@ -18,7 +14,6 @@ test_expect_success 'every example renders objects that pass the Kubernetes sche
 '
 
 test_expect_success 'a multi-GPU, queued, scheduled project with storage passes the schemas' '
-	have_node || exit 1
 	dlk init -q p && cd p &&
 	dlk train --dry-run -o json --set resources.workers=4 --set resources.gpus=8 \
 		--set resources.gpu_product=NVIDIA-H100-80GB-HBM3 --set resources.queue=team-a \
@@ -29,7 +24,6 @@ test_expect_success 'a multi-GPU, queued, scheduled project with storage passes 
 '
 
 test_expect_success 'dry-run yaml is the same objects as dry-run json' '
-	have_node || exit 1
 	dlk init -q p && cd p && dlk train --dry-run >o.yaml && dlk train --dry-run -o json >o.json &&
 	node -e "
 		const fs = require(\"fs\");
@@ -95,7 +89,6 @@ test_expect_success 'an override for an unknown template name lists the valid na
 '
 
 test_expect_success 'hostile values cannot change the rendered structure' '
-	have_node || exit 1
 	dlk init -q p && cd p &&
 	dlk train --dry-run -o json --set "data.classes.0=yes: {{x}} *a &b" --set "labels.team=yes" >o.json &&
 	validate o.json &&

@@ -13,6 +13,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/s3/lib.sh"
 . "$TEST_ROOT/tests/cluster/lib.sh"
+schema_ready
 
 start_s3 || { echo "Bail out! cannot start the S3 server"; exit 1; }
 cluster_up

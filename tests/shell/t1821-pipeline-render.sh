@@ -4,10 +4,7 @@
 # reach and bad stage resources are refused naming the file.
 . "$(dirname "$0")/../lib.sh"
 
-SCHEMA="$TEST_ROOT/tests/schema"
-have_node() { command -v node >/dev/null 2>&1 && [ -d "$SCHEMA/node_modules/kubernetes-models" ] ||
-	{ command -v npm >/dev/null 2>&1 && npm ci --prefix "$SCHEMA" --no-audit --no-fund --loglevel=error >/dev/null 2>&1; }; }
-have_node || { echo "Bail out! node and tests/schema's modules are needed (.ci/deps test)"; exit 1; }
+schema_ready
 
 mkdir -p "$TEST_TMP/p" && cd "$TEST_TMP/p" || exit 1
 echo 'cp "$DLK_INPUT_RAW/f" "$DLK_OUTPUT/f"' >copy.sh

@@ -7,6 +7,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/s3/lib.sh"
 . "$TEST_ROOT/tests/cluster/lib.sh"
+schema_ready
 
 FM=/usr/share/datasets/fashion-mnist
 if [ ! -f "$FM/t10k-images-idx3-ubyte.gz" ]; then
