@@ -916,7 +916,7 @@ static int wait_stages_left(const struct dlk_pipeline *p, const char *state_dir,
 		if (i >= 1200) {
 			dlk_errf(err, DLK_EXIT_FAIL, "pipeline %s: processes of a run that was cut off still hold '%s' after 2 minutes",
 			         p->name, path);
-			dlk_err_hint(err, "they were sent SIGTERM; end them ('fuser %s' names them) and run again", path);
+			dlk_err_hint(err, "they were sent SIGTERM; end them (fuser or lsof names them) and run again");
 			goto fail;
 		}
 		usleep(100000);
