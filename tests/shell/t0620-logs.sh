@@ -83,7 +83,10 @@ test_expect_success '-f picks up a new pod for a rank that restarted' '
 '
 
 test_expect_success '--previous shows the container before its restart' '
-	dlk -f "$PROJ" -q train --set name=flaky >/dev/null && sleep 0.2 &&
+	dlk -f "$PROJ" -q train --set name=flaky >/dev/null &&
+	i=0 && until dlk status flaky 2>/dev/null | grep -q "^0 .* Running "; do
+		sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || { echo "the pod of flaky did not run in 10 s"; exit 1; }
+	done &&
 	dlk logs --previous flaky >out &&
 	test "$(cat out)" = "[rank 0] previous run: CUDA error: out of memory" &&
 	dlk logs flaky >out && test "$(cat out)" = "[rank 0] second try" &&
