@@ -245,18 +245,26 @@ static void env_name(char *buf, size_t len, const char *prefix, const char *name
 	buf[n] = 0;
 }
 
-/* Starts argv (execvp) in cwd with its output in log; returns its pid, or -1 when it could not
- * fork. */
-static pid_t start_process(const char *const *argv, const char *cwd, const char *log, char *const *env_add)
+/* Starts argv (execvp) in cwd with its output in log, holding the run's stages lock (stages_fd,
+ * see wait_stages_left); returns its pid, or -1 when it could not fork. */
+static pid_t start_process(const char *const *argv, const char *cwd, const char *log, char *const *env_add,
+                           int stages_fd)
 {
-	pid_t pid;
+	pid_t parent = getpid(), pid;
 
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
 		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		/* a stage does not outlive the run that started it */
+		/* a stage does not outlive the run that started it; a run gone before the prctl took
+		 * effect sends no signal: the stage does not start */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(127);
+		/* the stage and whatever it starts share the run's lock on the stages: a run started
+		 * again after this one was killed waits until they are all gone */
+		if (stages_fd >= 0)
+			fcntl(stages_fd, F_SETFD, 0);
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
@@ -565,7 +573,7 @@ static int in_list(const char *name, const char *const *list, size_t n)
  * or marks it failed when it cannot start. Returns -1 only for errors that are not the stage's
  * (the store, the disk), with err. */
 static int start_stage(const struct dlk_pipeline *p, const struct dlk_stage *s, const struct dlk_pipeline_run_opts *o,
-                       const char *state_dir, struct stage_run *r, struct dlk_err *err)
+                       const char *state_dir, int stages_fd, struct stage_run *r, struct dlk_err *err)
 {
 	char(*ids)[65] = r->ids;
 	char *work = xasprintf("%s/work/%s", state_dir, s->name), *out_dir = xasprintf("%s/out", work);
@@ -662,7 +670,7 @@ static int start_stage(const struct dlk_pipeline *p, const struct dlk_stage *s, 
 	}
 	}
 	free(abs_work);
-	r->pid = start_process(argv ? argv : (const char *const *)s->argv, p->dir, log, env);
+	r->pid = start_process(argv ? argv : (const char *const *)s->argv, p->dir, log, env, stages_fd);
 	if (r->pid < 0) {
 		r->pid = 0;
 		r->state = DLK_STAGE_FAILED;
@@ -804,8 +812,8 @@ static int find_output(struct dlk_store *st, const char *state_dir, const struct
  * would run in a dry run) or was started, 0 when it must wait for a stage above it, -1 on an
  * error that is not the stage's. */
 static int try_stage(const struct dlk_pipeline *p, int i, struct stage_run *runs, const struct dlk_pipeline_run_opts *o,
-                     const char *state_dir, const char *self_hex, const struct dlk_pipeline_sink *sink,
-                     struct dlk_buf *blocked, struct dlk_err *err)
+                     const char *state_dir, int stages_fd, const char *self_hex,
+                     const struct dlk_pipeline_sink *sink, struct dlk_buf *blocked, struct dlk_err *err)
 {
 	const struct dlk_stage *s = &p->stages[i];
 	struct stage_run *r = &runs[i];
@@ -879,7 +887,47 @@ static int try_stage(const struct dlk_pipeline *p, int i, struct stage_run *runs
 		}
 		return 1;
 	}
-	return start_stage(p, s, o, state_dir, r, err) ? -1 : 1;
+	return start_stage(p, s, o, state_dir, stages_fd, r, err) ? -1 : 1;
+}
+
+/* The processes of a run that was killed (a lost terminal, kill) got SIGTERM with its death, but
+ * may take a while to end: a training writes its checkpoint, a program cleans up. Until they are
+ * gone they write into the work directories this run clears and hold the locks of the runs they
+ * train (a train stage started again would be refused), so a run waits for them first. Every
+ * stage's process inherits the run's lock on STATE_DIR/stages (see start_process): it is free
+ * when none is left. Returns the lock's descriptor (held, close-on-exec), or -1 with err. */
+static int wait_stages_left(const struct dlk_pipeline *p, const char *state_dir, const struct dlk_pipeline_sink *sink,
+                            struct dlk_err *err)
+{
+	char *path = xasprintf("%s/stages", state_dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot open '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	for (int i = 0; flock(fd, LOCK_EX | LOCK_NB); i++) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			dlk_errf(err, DLK_EXIT_FAIL, "cannot lock '%s': %s", path, strerror(errno));
+			goto fail;
+		}
+		if (i == 0)
+			note(sink, 0, "pipeline %s: waiting for the stages of a run that was cut off to end", p->name);
+		if (i >= 1200) {
+			dlk_errf(err, DLK_EXIT_FAIL, "pipeline %s: processes of a run that was cut off still hold '%s' after 2 minutes",
+			         p->name, path);
+			dlk_err_hint(err, "they were sent SIGTERM; end them (fuser or lsof names them) and run again");
+			goto fail;
+		}
+		usleep(100000);
+	}
+	goto out;
+fail:
+	close(fd);
+	fd = -1;
+out:
+	free(path);
+	return fd;
 }
 
 int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeline_run_opts *o,
@@ -891,6 +939,7 @@ int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeli
 	char self_hex[65] = "";
 	struct dlk_buf failed = DLK_BUF_INIT, blocked = DLK_BUF_INIT;
 	int rc = -1, n_failed = 0, n_running = 0, parallel = o->parallel > 0 ? o->parallel : 1, lock_fd = -1;
+	int stages_fd = -1;
 	cJSON *prev = NULL;
 
 	for (size_t i = 0; i < o->n_only + o->n_force; i++) {
@@ -921,6 +970,9 @@ int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeli
 			dlk_err_hint(err, "wait for it to end, or stop it");
 			goto out;
 		}
+		stages_fd = wait_stages_left(p, state_dir, sink, err);
+		if (stages_fd < 0)
+			goto out;
 	}
 	prev = read_prev_status(state_dir);
 	/* Decide every stage whose inputs are known, in the file's dependency order, starting at
@@ -935,7 +987,7 @@ int dlk_pipeline_run_local(const struct dlk_pipeline *p, const struct dlk_pipeli
 				continue;
 			if (n_running >= parallel)
 				break;
-			got = try_stage(p, i, runs, o, state_dir, self_hex, sink, &blocked, err);
+			got = try_stage(p, i, runs, o, state_dir, stages_fd, self_hex, sink, &blocked, err);
 			if (got < 0)
 				goto out;
 			if (got) {
@@ -999,6 +1051,8 @@ out:
 		free(runs[i].key_txt);
 		free(runs[i].ids);
 	}
+	if (stages_fd >= 0)
+		close(stages_fd);
 	if (lock_fd >= 0)
 		close(lock_fd);
 	cJSON_Delete(prev);

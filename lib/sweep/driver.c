@@ -479,7 +479,7 @@ static int launch(struct driver *d, struct trial *t, struct dlk_err *err)
 	char *log = xasprintf("%s/trial-%d.log", d->dir, t->n), *bundle = xasprintf("%s/trial-%d.dlk", d->dir, t->n);
 	char *env = sweep_env(d, t);
 	int a = 0, fd;
-	pid_t pid;
+	pid_t parent, pid;
 
 	if (d->cluster) {
 		free(argv);
@@ -517,12 +517,15 @@ static int launch(struct driver *d, struct trial *t, struct dlk_err *err)
 		t->off = 0;
 	}
 	fflush(NULL);
+	parent = getpid();
 	pid = fork();
 	if (pid == 0) {
 		/* a trial does not outlive its driver: killed, the driver's trials stop with a
-		 * checkpoint, and the driver run again continues them */
+		 * checkpoint, and the driver run again continues them. A driver gone before the
+		 * prctl took effect sends no signal; its orphan goes to init or to a subreaper (a
+		 * container's init, a service manager), so it is the driver's pid that is checked */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() == 1)
+		if (getppid() != parent)
 			_exit(127);
 		setenv(DLK_ENV_RUN_SWEEP, env, 1);
 		fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

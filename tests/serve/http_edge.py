@@ -166,13 +166,29 @@ def case_drain(port, model, pid):
     inferences get 503; then the server exits (the shell checks the exit status)"""
     body = infer_body(3)
     a = connect(port)
-    a.sendall(f"POST /v2/models/{model}/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body[:20])
-    time.sleep(0.3)
+    # in flight: the server has begun it (its headers read) before the signal, which its
+    # "100 Continue" says, not a time a loaded machine may overrun
+    a.sendall(f"POST /v2/models/{model}/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n"
+              "Expect: 100-continue\r\n\r\n".encode())
+    cont = b""
+    while b"\r\n\r\n" not in cont:
+        chunk = a.recv(1)
+        if not chunk:
+            fail("the server closed the request before its 100 Continue")
+        cont += chunk
+    if not cont.startswith(b"HTTP/1.1 100"):
+        fail(f"no 100 Continue: {cont!r}")
+    a.sendall(body[:20])
     os.kill(pid, signal.SIGTERM)
-    time.sleep(0.3)
-    r = request(port, "GET", "/v2/health/ready")
-    if not r or r[0] != 400:
-        fail(f"ready while draining: {r}")
+    # until the server has seen the signal: ready (200) before, 400 once it drains
+    deadline = time.time() + 30
+    while True:
+        r = request(port, "GET", "/v2/health/ready")
+        if r and r[0] == 400:
+            break
+        if not r or r[0] != 200 or time.time() > deadline:
+            fail(f"ready while draining: {r}")
+        time.sleep(0.05)
     r = request(port, "POST", f"/v2/models/{model}/infer", infer_body())
     if not r or r[0] != 503 or b"shutting down" not in r[2] or r[1].get("connection") != "close":
         fail(f"a new inference while draining: {r}")

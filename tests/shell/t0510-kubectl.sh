@@ -81,8 +81,11 @@ test_expect_success 'kubectl get -A: the table across namespaces' '
 
 test_expect_success 'kubectl logs POD' '
 	pod=$(kubectl get pods -o name | head -n 1) &&
-	i=0 && while ! kubectl logs "$pod" >log 2>err && [ $i -lt 20 ]; do sleep 0.1; i=$((i + 1)); done &&
-	sleep 0.2 && kubectl logs "$pod" >log &&
+	# the test API server plays the pod'"'"'s log lines on timers (the last 50 ms after it starts,
+	# later on a loaded machine): until its last line is there, 10 s at most
+	i=0 && until kubectl logs "$pod" >log 2>err && grep -qx "done" log; do
+		sleep 0.1; i=$((i + 1)); [ $i -lt 100 ] || { echo "no line "done" in 10 s"; cat log err; exit 1; }
+	done &&
 	grep -qx "step 1 loss 2.30" log && grep -qx "done" log
 '
 

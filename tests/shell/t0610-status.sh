@@ -6,6 +6,20 @@
 apiserver_project dlk-cli.json
 submit() { dlk -f "$PROJ" -q train --set name="$1" --set resources.workers="${2:-1}" >/dev/null; }
 
+# eventually CMD...: until CMD succeeds (the test API server plays a pod's timeline a moment after
+# the Job is made, later on a loaded machine), 10 s at most
+eventually() {
+	_i=0
+	until "$@" >/dev/null 2>&1; do
+		_i=$((_i + 1)); [ $_i -lt 100 ] || { echo "still not true after 10 s: $*" >&2; return 1; }
+		sleep 0.1
+	done
+}
+# has_reason NAME TEXT: dlk status NAME gives a reason starting with TEXT
+has_reason() { dlk status "$1" | grep -q "^reason: *$2"; }
+# in_state NAME STATE [OPTIONS]: dlk status [OPTIONS] lists NAME in STATE (with -A, in every namespace)
+in_state() { n=$1 st=$2; shift 2; dlk status "$@" | awk -v n="$n" -v s="$st" '$1 == n && $2 != s { bad = 1 } $2 == n && $3 != s { bad = 1 }
+	$1 == n || $2 == n { seen = 1 } END { exit !(seen && !bad) }'; }
 # row NAME: the job's row of the table, columns separated by single blanks
 row() { awk -v n="$1" '$1 == n' out | tr -s " "; }
 
@@ -14,7 +28,7 @@ test_expect_success 'no jobs yet says so' '
 '
 
 test_expect_success 'an unschedulable job is Pending, with the scheduler'\''s reason' '
-	submit nogpu && sleep 0.3 &&
+	submit nogpu && eventually has_reason nogpu "rank 0 unschedulable" &&
 	dlk status >out &&
 	head -n 1 out | grep -q "^NAME *STATE *WORKERS *GPUS *PROGRESS *AGE$" &&
 	row nogpu | grep -q "^nogpu Pending 0/1 0 - " &&
@@ -24,7 +38,7 @@ test_expect_success 'an unschedulable job is Pending, with the scheduler'\''s re
 '
 
 test_expect_success 'a pod that cannot pull its image says so' '
-	submit badimage && sleep 0.3 &&
+	submit badimage && eventually has_reason badimage "rank 0: ImagePullBackOff" &&
 	dlk status badimage >out &&
 	grep -q "^state: *Pending$" out &&
 	grep -q "^reason: *rank 0: ImagePullBackOff: Back-off pulling image" out
@@ -46,7 +60,7 @@ test_expect_success 'a job Kueue has not admitted is Suspended, naming the queue
 '
 
 test_expect_success 'a job whose workers all run is Running' '
-	submit forever && sleep 0.3 &&
+	submit forever && eventually in_state forever Running &&
 	dlk status >out && row forever | grep -q "^forever Running 1/1 0 - "
 '
 
@@ -135,7 +149,7 @@ test_expect_success '-w without a name keeps the table current until Ctrl-C' '
 	"$DLK" status -w >out 2>err &
 	pid=$! &&
 	sleep 0.3 && submit slow && i=0 &&
-	while ! awk "\$1 == \"slow\" && \$2 == \"Succeeded\"" out | grep -q . && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done &&
+	while ! awk "\$1 == \"slow\" && \$2 == \"Succeeded\"" out | grep -q . && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done &&
 	kill -INT $pid && wait $pid;
 	test $? = 0 &&
 	awk "\$1 == \"slow\" { print \$2 }" out | uniq >states &&
@@ -144,7 +158,8 @@ test_expect_success '-w without a name keeps the table current until Ctrl-C' '
 
 test_expect_success '-A lists every namespace, each job with its own pods' '
 	dlk -f "$PROJ" -q train --set name=forever --replace >/dev/null &&
-	dlk -n team-b -f "$PROJ" -q train --set name=forever --set resources.workers=2 --replace >/dev/null && sleep 0.3 &&
+	dlk -n team-b -f "$PROJ" -q train --set name=forever --set resources.workers=2 --replace >/dev/null &&
+	eventually in_state forever Running -A && eventually in_state forever Running -n team-b &&
 	dlk status -A >out &&
 	head -n 1 out | grep -q "^NAMESPACE *NAME *STATE *WORKERS *GPUS *PROGRESS *AGE$" &&
 	awk "\$1 == \"default\" && \$2 == \"forever\"" out | tr -s " " | grep -q "^default forever Running 1/1 " &&

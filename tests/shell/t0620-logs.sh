@@ -72,7 +72,10 @@ test_expect_success '-f picks up a new pod for a rank that restarted' '
 	dlk -f "$PROJ" -q train --set name=restart >/dev/null &&
 	"$DLK" logs -f restart >out 2>err &
 	pid=$! &&
-	sleep 0.5 &&
+	# once the line of the first pod is shown (its Job completes 2.5 s after it starts), the new pod
+	i=0 && until grep -q "first pod line" out; do
+		sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || { echo "logs -f showed no line in 10 s"; cat err; exit 1; }
+	done &&
 	retry_job | api /apis/batch/v1/namespaces/default/jobs -o /dev/null \
 		-H "Content-Type: application/json" --data-binary @- &&
 	wait $pid &&
@@ -80,7 +83,10 @@ test_expect_success '-f picks up a new pod for a rank that restarted' '
 '
 
 test_expect_success '--previous shows the container before its restart' '
-	dlk -f "$PROJ" -q train --set name=flaky >/dev/null && sleep 0.2 &&
+	dlk -f "$PROJ" -q train --set name=flaky >/dev/null &&
+	i=0 && until dlk status flaky 2>/dev/null | grep -q "^0 .* Running "; do
+		sleep 0.05; i=$((i + 1)); [ $i -lt 200 ] || { echo "the pod of flaky did not run in 10 s"; exit 1; }
+	done &&
 	dlk logs --previous flaky >out &&
 	test "$(cat out)" = "[rank 0] previous run: CUDA error: out of memory" &&
 	dlk logs flaky >out && test "$(cat out)" = "[rank 0] second try" &&

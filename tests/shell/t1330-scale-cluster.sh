@@ -68,8 +68,9 @@ mkdir -p "$P" &&
 	awk 'BEGIN { srand(3); for (i = 0; i < 512; i++) { c = int(rand() * 2); printf "%.3f,%.3f,%d\n", rand() + c, rand() - c, c } }' >"$P/train.csv" &&
 	head -n 100 "$P/train.csv" >"$P/test.csv" && printf '%s\n' "$PROJECT_YAML" >"$P/dlk.yaml"
 # the server plays the pods' timelines from the start: let them run
-i=0; while [ "$(api /apis/batch/v1/namespaces/default/jobs/done | jq -r ".status.succeeded // 0")" -lt 2 ] && [ $i -lt 100 ]; do
-	sleep 0.1; i=$((i + 1)); done
+i=0; while [ "$(api /apis/batch/v1/namespaces/default/jobs/done | jq -r ".status.succeeded // 0")" -lt 2 ]; do
+	i=$((i + 1)); [ $i -lt 600 ] || { echo "Bail out! the test API server did not play job 'done' to its end in 60 s"; exit 1; }
+	sleep 0.1; done
 
 test_expect_success 'dlk scale patches completions and parallelism together, and says so' '
 	: >"$APISERVER_LOG" &&
@@ -122,7 +123,7 @@ test_expect_success 'dlk scale 1 -> 2 while it trains: rank 0 stops with a check
 	{ in_pod DLK_JOB_NAME=w DLK_RUN_ID=$UID1 WORLD_SIZE=1 RANK=0 DLK_RESIZE_POLL=1 DLK_TEST_CHECKPOINT_DELAY_MS=50 \
 		"$DLK" train --worker -f dlk.yaml >/dev/null 2>err0 & pid=$!; } &&
 	i=0; while ! ls -d checkpoints/$UID1/step-* >/dev/null 2>&1 && ! ls -d .dlk/checkpoints/blobs/$UID1/step-* >/dev/null 2>&1; do
-		sleep 0.1; i=$((i + 1)); test $i -lt 300 || exit 1; done &&
+		sleep 0.1; i=$((i + 1)); test $i -lt 600 || { echo "no checkpoint after 60 s"; cat err0 e0 2>/dev/null; exit 1; }; done &&
 	{ dlk scale w --workers 2 --wait --timeout 120s -o json >scale.json 2>scale.err & spid=$!; } &&
 	wait $pid; rc=$?; cat err0; test $rc = 76 &&
 	grep_q "the job was resized to 2 workers: stopped after [0-9]* steps with a checkpoint, to go on at the new size" err0 &&
@@ -149,7 +150,7 @@ test_expect_success 'scaled 2 -> 1: the pod past the new size gets SIGTERM; the 
 	{ in_pod DLK_JOB_NAME=w DLK_RUN_ID=$UID2 WORLD_SIZE=2 RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$mp \
 		DLK_RESIZE_POLL=3600 DLK_TEST_CHECKPOINT_DELAY_MS=50 "$DLK" train --worker -f dlk.yaml >/dev/null 2>e0 & p0=$!; } &&
 	i=0; while ! ls -d .dlk/checkpoints/blobs/$UID2/step-* >/dev/null 2>&1 && ! ls -d checkpoints/$UID2/step-* >/dev/null 2>&1; do
-		sleep 0.1; i=$((i + 1)); test $i -lt 300 || exit 1; done &&
+		sleep 0.1; i=$((i + 1)); test $i -lt 600 || { echo "no checkpoint after 60 s"; cat err0 e0 2>/dev/null; exit 1; }; done &&
 	dlk scale w --workers 1 -q && kill -TERM $p1 &&
 	wait $p0; rc0=$?; wait $p1; rc1=$?; echo "rc $rc0 $rc1"; grep -v "epoch" e0 e1; test $rc0 = 76 && test $rc1 = 76 &&
 	grep_q "the job was resized to 1 workers: stopped after [0-9]* steps with a checkpoint" e0 &&

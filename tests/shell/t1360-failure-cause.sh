@@ -130,8 +130,10 @@ test_expect_success 'a cluster run records the commit its Job passed' '
 test_expect_success 'in a pod, a metrics port that cannot be bound is a warning: training goes on' '
 	uid=$(api /apis/batch/v1/namespaces/default/jobs/blobs | jq -r .metadata.uid) &&
 	port=$(node -e "const s = require(\"net\").createServer(); s.listen(0, () => { console.log(s.address().port); s.close(); })") &&
-	{ node -e "require(\"net\").createServer().listen($port, () => setTimeout(() => process.exit(0), 20000))" & holder=$!; } &&
-	sleep 0.5 &&
+	{ node -e "require(\"net\").createServer().listen($port, () => { require(\"fs\").writeFileSync(\"bound\", \"\"); setTimeout(() => process.exit(0), 20000) })" & holder=$!; } &&
+	i=0 && until [ -e bound ]; do
+		sleep 0.05; i=$((i + 1)); [ $i -lt 600 ] || { echo "the port holder did not listen in 30 s"; kill $holder; exit 1; }
+	done &&
 	in_pod DLK_RUN_ID=$uid DLK_METRICS_PORT=$port "$DLK" train --worker -f "$TEST_TMP/ok/dlk.yaml" >/dev/null 2>err; rc=$?
 	kill $holder; wait $holder; cat err; test $rc = 0 &&
 	test "$(grep -c "^warning: rank 0: no metrics (training goes on): cannot serve metrics on every address port $port" err)" = 1

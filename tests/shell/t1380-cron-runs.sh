@@ -28,6 +28,19 @@ run() {
 	api $JOBS -o /dev/null -f -H "Content-Type: application/json" --data-binary @-
 }
 row() { awk -v n="$1" '$1 == n' out | tr -s " "; }
+# until_ok CMD...: until CMD succeeds (the test API server plays the pods' timelines on timers,
+# later on a loaded machine), 10 s at most
+until_ok() {
+	_i=0
+	until "$@" >/dev/null 2>&1; do
+		_i=$((_i + 1)); [ $_i -lt 100 ] || { echo "still not true after 10 s: $*" >&2; return 1; }
+		sleep 0.1
+	done
+}
+# succeeded JOB N: N of the Job's pods have succeeded
+succeeded() { [ "$(api $JOBS/$1 | jq -r ".status.succeeded // 0")" -ge "$2" ]; }
+# status_row NAME TEXT: dlk status lists NAME in a row starting with TEXT (blanks squeezed)
+status_row() { dlk status | awk -v n="$1" '$1 == n' | tr -s " " | grep -q "^$2"; }
 
 test_expect_success 'train --wait of a scheduled project submits, says it does not wait, and succeeds' '
 	dlk -f "$PROJ" train --set name=nightly --set resources.workers=2 --set "schedule=0 3 * * *" --wait >out 2>err &&
@@ -55,13 +68,13 @@ test_expect_success 'before its first run: Scheduled in the list, no runs in det
 '
 
 test_expect_success 'a finished and a running run: status shows the CronJob once, its newest run in detail' '
-	run nightly-1 && sleep 1.2 &&
+	run nightly-1 && until_ok succeeded nightly-1 2 &&
 	run nightly-2 &&
 	run stray 00000000-0000-0000-0000-000000000000 &&
 	api $CJ/nightly -X PATCH -H "Content-Type: application/merge-patch+json" -o /dev/null -f \
 		--data-binary "{\"status\": {\"lastScheduleTime\": \"2026-01-01T03:00:00Z\", \"lastSuccessfulTime\": \"2026-01-01T03:09:00Z\",
 		  \"active\": [{\"kind\": \"Job\", \"name\": \"nightly-2\"}]}}" &&
-	sleep 1 &&
+	until_ok status_row nightly "nightly Running 2/2 " && until_ok status_row stray "stray Running" &&
 	dlk status >out && cat out &&
 	row nightly | grep -q "^nightly Running 2/2 0 - " &&
 	test -z "$(row nightly-1)$(row nightly-2)" &&

@@ -183,6 +183,41 @@ EOF_Y
 	dlk data get -q kill-third@latest --from ./store k && test "$(cat k/third)" = survived
 '
 
+# A stage that takes its time to end after SIGTERM (a training writing its checkpoint): the run
+# started again must not clear its work directory under it nor start the stage beside it (a train
+# stage's run lock would refuse the new one); it once did, within milliseconds of the kill.
+test_expect_success 'a run killed while a stage takes 2 s to end: run again, it waits for that stage first' '
+	cd "$TEST_TMP/p" &&
+	cat >linger.sh <<\EOF_SH &&
+if [ ! -e lingered-once ]; then
+	touch lingered-once && echo $$ >linger.pid
+	trap "sleep 2; echo late >\"\$DLK_OUTPUT/late\"; exit 0" TERM
+	kill -TERM $PPID
+	while :; do sleep 0.1; done
+fi
+# (ended, it may stay a zombie a while: its parent died, init reaps it)
+state=$(sed -n "s/^State:[[:space:]]*\(.\).*/\1/p" /proc/"$(cat linger.pid)"/status 2>/dev/null)
+if [ -n "$state" ] && [ "$state" != Z ]; then echo "the stage of the killed run still runs" >&2; exit 1; fi
+echo fresh >"$DLK_OUTPUT/second"
+EOF_SH
+	cat >linger.yaml <<\EOF_Y &&
+name: linger
+store: ./store
+stages:
+  first:
+    inputs: {notes: notes@v1}
+    run: [sh, count.sh]
+  second:
+    inputs: {f: first}
+    run: [sh, linger.sh]
+EOF_Y
+	test_exit_code 143 "$DLK" pipeline run --local --pipeline linger.yaml 2>err10b; cat err10b &&
+	dlk pipeline run --local --pipeline linger.yaml 2>err11b; rc=$?; cat err11b .dlk/pipelines/linger/logs/second.log &&
+	test $rc = 0 && grep_q "^pipeline linger: waiting for the stages of a run that was cut off to end" err11b &&
+	test "$(ran err11b)" = second &&
+	dlk data get -q linger-second@latest --from ./store l && test "$(cat l/second)" = fresh && test ! -e l/late
+'
+
 test_expect_success 'a stage whose output cannot be a dataset fails, naming why, and blocks the stage below' '
 	cd "$TEST_TMP/p" &&
 	cat >badout.yaml <<\EOF_Y &&

@@ -9,8 +9,12 @@ blobs_project "$P" && sed -i "s/epochs: 4/epochs: 100000/; s/every: 4/every: 100
 	{ echo "Bail out! cannot write the project"; exit 1; }
 "$DLK" -f "$P/dlk.yaml" train --local -q >"$TEST_TMP/train.log" 2>&1 &
 TRAIN=$!
-i=0; while [ ! -s "$P/.dlk/runs/blobs/lock" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
-sleep 0.5
+# until it trains: its lock names it and its progress (written after its first steps) is there;
+# its record ("running") is written before either
+i=0; while ! { [ -s "$P/.dlk/runs/blobs/lock" ] && [ -s "$P/.dlk/runs/blobs/progress" ]; }; do
+	i=$((i + 1)); [ $i -lt 1200 ] || { echo "Bail out! the run did not start training in 60 s"; cat "$TEST_TMP/train.log"; exit 1; }
+	sleep 0.05
+done
 
 test_expect_success 'dlk top -o json: the run, its pid, CPU use and memory' '
 	(cd "$P" && dlk top -o json --interval 1s) >top.json && cat top.json &&
@@ -111,7 +115,10 @@ f.flush()
 open(sys.argv[1] + "/ready", "w").close()
 time.sleep(60)' "$S" "$id" &
 HOLDER=$!
-i=0; while [ ! -f "$S/ready" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+i=0; while [ ! -f "$S/ready" ]; do
+	i=$((i + 1)); [ $i -lt 1200 ] || { echo "Bail out! the lock holder for 'starved' did not start in 60 s"; exit 1; }
+	sleep 0.05
+done
 
 test_expect_success 'a rank starved by input while the other computes is warned about' '
 	(cd "$P" && dlk top -o json --interval 0.1s starved) >s.json && cat s.json &&

@@ -105,7 +105,9 @@ test_expect_success 'a sweep driver killed with kill -9 while its Jobs run, run 
 	cd "$TEST_TMP" && echo 0 >max && rm -f stop &&
 	{ count_active & c=$!; } &&
 	{ "$DLK" -f "$P" sweep -q >out1 2>err1 & pid=$!; } &&
-	wait_until 60 sh -c "kubectl get job cs-sweep-0 >/dev/null 2>&1" &&
+	# its pod, not only its Job: the Job controller creates the pod a moment after the Job (on a
+	# loaded machine, after dlk top below had looked), and dlk top must see one
+	wait_until 60 sh -c "kubectl get pods -l batch.kubernetes.io/job-name=cs-sweep-0 -o name 2>/dev/null | grep -q ." &&
 	kill -9 $pid && { wait $pid; true; } &&
 	kubectl get jobs &&
 	# the Jobs the dead driver left, as dlk top --cluster sees them (JSON, and piped lines)

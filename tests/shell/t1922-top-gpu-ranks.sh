@@ -32,7 +32,8 @@ DLK_CUDA_DRIVER_LIBRARY=$TEST_TMP/fake/libcuda.so DLK_NVML_LIBRARY=$TEST_TMP/fak
 TRAIN=$!
 # until rank 0 wrote a progress with both ranks' GPUs
 i=0
-until jq -e '.gpus | length == 2' "$P/.dlk/runs/blobs/progress" >/dev/null 2>&1 || [ $i -ge 300 ]; do
+until jq -e '.gpus | length == 2' "$P/.dlk/runs/blobs/progress" >/dev/null 2>&1; do
+	[ $i -lt 600 ] || { echo "# waited 60 s for a progress with both ranks' GPUs" >&2; break; }
 	sleep 0.1; i=$((i + 1))
 done
 

@@ -34,7 +34,7 @@ YAML
 cat >"$P/train.sh" <<'SH'
 echo "DLK-PROGRESS {\"step\": 5, \"steps\": 10, \"epoch\": 1, \"epochs\": 2, \"loss\": 0.5}"
 i=0
-while [ ! -e "$DLK_CHECKPOINT_DIR/../go" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+while [ ! -e "$DLK_CHECKPOINT_DIR/../go" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
 SH
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 DLK_CUDA_DRIVER_LIBRARY=$TEST_TMP/fake/libcuda.so DLK_NVML_LIBRARY=$TEST_TMP/fake/libnvml.so FAKE_NVML_UTIL=2,91 \
@@ -42,7 +42,8 @@ DLK_CUDA_DRIVER_LIBRARY=$TEST_TMP/fake/libcuda.so DLK_NVML_LIBRARY=$TEST_TMP/fak
 	"$DLK" -f "$P/dlk.yaml" train --local -v --metrics-port "$port" >"$TEST_TMP/train.log" 2>&1 &
 TRAIN=$!
 i=0
-until jq -e '(.gpus | length == 2) and .step == 5' "$P/.dlk/runs/gpuprog/progress" >/dev/null 2>&1 || [ $i -ge 100 ]; do
+until jq -e '(.gpus | length == 2) and .step == 5' "$P/.dlk/runs/gpuprog/progress" >/dev/null 2>&1; do
+	[ $i -lt 600 ] || { echo "# waited 60 s for a progress with step 5 and both GPUs" >&2; break; }
 	sleep 0.1; i=$((i + 1))
 done
 
@@ -101,7 +102,8 @@ qport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
 	CUDA_VISIBLE_DEVICES=1,0 "$DLK" -f dlk.yaml train --worker -v >"$TEST_TMP/pod.log" 2>&1) &
 POD=$!
 i=0
-until curl -sf "http://127.0.0.1:$qport/metrics" 2>/dev/null | grep -q "^dlk_gpu_utilization{rank=\"3\"" || [ $i -ge 100 ]; do
+until curl -sf "http://127.0.0.1:$qport/metrics" 2>/dev/null | grep -q "^dlk_gpu_utilization{rank=\"3\""; do
+	[ $i -lt 600 ] || { echo "# waited 60 s for the pod's metrics to have rank 3's GPU" >&2; break; }
 	sleep 0.1; i=$((i + 1))
 done
 test_expect_success 'in a pod: the supervisor serves the GPU series of the pod'"'"'s ranks (2 and 3 of 4)' '
