@@ -89,6 +89,24 @@ schema_ready() {
 	) 9>"$SCHEMA/node_modules.lock" || test_missing "tests/schema's modules (npm ci --prefix tests/schema)"
 }
 
+# idx_head SRC N OUT: the first N records of an IDX file (gzip-compressed, as Debian's
+# dataset-fashion-mnist ships them), written uncompressed: a subset of Fashion-MNIST.
+idx_head() {
+	python3 -c '
+import gzip, struct, sys
+src, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+d = gzip.open(src).read()
+magic = struct.unpack(">I", d[:4])[0]
+nd = magic & 0xff
+dims = list(struct.unpack(">" + "I" * nd, d[4:4 + 4 * nd]))
+per = 1
+for x in dims[1:]:
+    per *= x
+dims[0] = n
+open(out, "wb").write(struct.pack(">I", magic) + struct.pack(">" + "I" * nd, *dims) + d[4 + 4 * nd:4 + 4 * nd + n * per])
+' "$@"
+}
+
 # Helpers usable inside cases.
 test_must_fail() { "$@"; rc=$?; [ $rc -ne 0 ] && [ $rc -lt 128 ]; }
 test_exit_code() { want=$1; shift; "$@"; rc=$?; [ "$rc" = "$want" ] || { echo "exit $rc, wanted $want" >&2; return 1; }; }

@@ -13,23 +13,6 @@ if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
 	exit 0
 fi
 
-# the first N images and labels of an IDX file, uncompressed
-idx_head() {
-	python3 -c '
-import gzip, struct, sys
-src, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-d = gzip.open(src).read()
-magic = struct.unpack(">I", d[:4])[0]
-nd = magic & 0xff
-dims = list(struct.unpack(">" + "I" * nd, d[4:4 + 4 * nd]))
-per = 1
-for x in dims[1:]:
-    per *= x
-dims[0] = n
-open(out, "wb").write(struct.pack(">I", magic) + struct.pack(">" + "I" * nd, *dims) + d[4 + 4 * nd:4 + 4 * nd + n * per])
-' "$@"
-}
-
 P=$TEST_TMP/p
 dlk init -q --example sweep "$P" >/dev/null || { echo "Bail out! dlk init --example sweep failed"; exit 1; }
 idx_head "$FM/train-images-idx3-ubyte.gz" 12000 "$P/train-images" &&

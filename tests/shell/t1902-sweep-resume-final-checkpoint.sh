@@ -14,20 +14,11 @@ fi
 
 P=$TEST_TMP/p
 dlk init -q --example sweep "$P" >/dev/null || { echo "Bail out! dlk init --example sweep failed"; exit 1; }
-python3 -c '
-import gzip, struct, sys
-for src, n, out in [(sys.argv[1] + "/train-images-idx3-ubyte.gz", 2000, "train-images"),
-                    (sys.argv[1] + "/train-labels-idx1-ubyte.gz", 2000, "train-labels"),
-                    (sys.argv[1] + "/t10k-images-idx3-ubyte.gz", 500, "test-images"),
-                    (sys.argv[1] + "/t10k-labels-idx1-ubyte.gz", 500, "test-labels")]:
-    d = gzip.open(src).read()
-    nd = struct.unpack(">I", d[:4])[0] & 0xff
-    dims = list(struct.unpack(">" + "I" * nd, d[4:4 + 4 * nd]))
-    per = 1
-    for x in dims[1:]:
-        per *= x
-    open(sys.argv[2] + "/" + out, "wb").write(d[:4] + struct.pack(">" + "I" * nd, n, *dims[1:]) + d[4 + 4 * nd:4 + 4 * nd + n * per])
-' "$FM" "$P" || { echo "Bail out! cannot cut the Fashion-MNIST subset"; exit 1; }
+idx_head "$FM/train-images-idx3-ubyte.gz" 2000 "$P/train-images" &&
+idx_head "$FM/train-labels-idx1-ubyte.gz" 2000 "$P/train-labels" &&
+idx_head "$FM/t10k-images-idx3-ubyte.gz" 500 "$P/test-images" &&
+idx_head "$FM/t10k-labels-idx1-ubyte.gz" 500 "$P/test-labels" ||
+	{ echo "Bail out! cannot cut the Fashion-MNIST subset"; exit 1; }
 sed -i "s|file://$FM/train-images-idx3-ubyte.gz|train-images|; s|file://$FM/train-labels-idx1-ubyte.gz|train-labels|;
 	s|file://$FM/t10k-images-idx3-ubyte.gz|test-images|; s|file://$FM/t10k-labels-idx1-ubyte.gz|test-labels|;
 	s|epochs: 6|epochs: 1|; s|parallel: 2 |parallel: 1 |" "$P/dlk.yaml"
