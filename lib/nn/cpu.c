@@ -277,6 +277,13 @@ CLONES static void axpy_seq(size_t n, float a, const float *restrict x, float *r
 		y[i] += a * x[i];
 }
 
+/* y may be a or b: each element reads both before it writes */
+CLONES static void add_seq(size_t n, const float *a, const float *b, float *y)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = a[i] + b[i];
+}
+
 /* the element-wise kernels' arguments, each part taking its range [lo, hi) of the n elements */
 struct ew_job {
 	int op, act, flag;
@@ -286,7 +293,7 @@ struct ew_job {
 	const float *x, *y2;
 	float *y, *m, *v;
 };
-enum { EW_FILL, EW_SCALE, EW_AXPY, EW_ACT_FWD, EW_ACT_BWD, EW_DROP, EW_SGD, EW_ADAM };
+enum { EW_FILL, EW_SCALE, EW_AXPY, EW_ADD, EW_ACT_FWD, EW_ACT_BWD, EW_DROP, EW_SGD, EW_ADAM };
 
 static void act_forward_seq(int act, const float *x, float *y, size_t n);
 static void act_backward_seq(int act, const float *y, const float *dy, float *dx, size_t n);
@@ -308,6 +315,7 @@ static void ew_part(void *ctx, int part, int nparts)
 	case EW_FILL: fill_seq(j->y + lo, n, j->a); break;
 	case EW_SCALE: scale_seq(j->y + lo, n, j->a); break;
 	case EW_AXPY: axpy_seq(n, j->a, j->x + lo, j->y + lo); break;
+	case EW_ADD: add_seq(n, j->x + lo, j->y2 + lo, j->y + lo); break;
 	case EW_ACT_FWD: act_forward_seq(j->act, j->x + lo, j->y + lo, n); break;
 	case EW_ACT_BWD: act_backward_seq(j->act, j->y2 + lo, j->x + lo, j->y + lo, n); break;
 	case EW_DROP: dropout_seq(j->x + lo, j->y + lo, n, j->a, j->seed, j->offset + lo); break;
@@ -340,6 +348,12 @@ static void cpu_scale(float *x, size_t n, float a)
 static void cpu_axpy(size_t n, float a, const float *x, float *y)
 {
 	struct ew_job j = { .op = EW_AXPY, .n = n, .a = a, .x = x, .y = y };
+	ew_run(&j);
+}
+
+static void cpu_add(const float *a, const float *b, float *y, size_t n)
+{
+	struct ew_job j = { .op = EW_ADD, .n = n, .x = a, .y2 = b, .y = y };
 	ew_run(&j);
 }
 
@@ -740,6 +754,7 @@ static struct dlk_backend cpu_backend = {
 	.batchnorm_backward = dlk_cpu_batchnorm_backward,
 	.seqpool_forward = dlk_cpu_seqpool_forward,
 	.seqpool_backward = dlk_cpu_seqpool_backward,
+	.add = cpu_add,
 };
 
 const struct dlk_backend *dlk_backend_cpu(void)
