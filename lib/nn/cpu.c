@@ -383,8 +383,10 @@ CLONES static float ce_row(const float *restrict z, int k, int y, float inv, flo
 		m = mx[l] > m ? mx[l] : m;
 	for (j = n16; j < k; j++)
 		m = z[j] > m ? z[j] : m;
-	for (j = 0; j < k; j++)
-		e[j] = dlk_k_exp(z[j] - m);
+	for (j = 0; j < k; j++) { /* a NaN logit stays NaN (dlk_k_exp wants a number) */
+		float d = z[j] - m;
+		e[j] = d == d ? dlk_k_exp(d) : d;
+	}
 	for (j = 0; j < n16; j += CE_LANES)
 		for (int l = 0; l < CE_LANES; l++)
 			acc[l] += e[j + l];
