@@ -7,7 +7,7 @@
 #   sh bench/gpt/run.sh          (from the source tree, after `make` and .ci/deps: dict-gcide, frameworks)
 #   STEPS=20 PAIRS=3 THREADS=2 COMPILE=0 sh bench/gpt/run.sh
 # The peer's configuration is chosen in the warm-up: eager under the default OpenMP wait policy
-# and under OMP_WAIT_POLICY=PASSIVE, the faster kept (COMPILE=1 adds torch.compile, slower here:
+# and under OMP_WAIT_POLICY=PASSIVE, the faster kept (COMPILE=1 adds torch.compile under each:
 # see bench/README.md). dlk's tokens/s counts every step of its run (its -o json tokensPerSecond);
 # the peer's leaves out its first 3 steps.
 set -eu
@@ -52,11 +52,13 @@ run_torch() { # $1: seed, $2: wait policy (default or PASSIVE), $3: extra flags
 
 grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /'
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $steps steps of 32 x 128 tokens, $threads threads"
-echo "warm-up (discarded): dlk, PyTorch eager with the default and the PASSIVE OpenMP wait policy${COMPILE:+, torch.compile}"
+cmsg=
+if [ "${COMPILE:-0}" = 1 ]; then cmsg=", and torch.compile under each"; fi
+echo "warm-up (discarded): dlk, PyTorch eager with the default and the PASSIVE OpenMP wait policy$cmsg"
 run_dlk 0
 run_torch 0 default
 run_torch 0 PASSIVE
-[ "${COMPILE:-0}" = 1 ] && run_torch 0 default --compile
+if [ "${COMPILE:-0}" = 1 ]; then run_torch 0 default --compile; run_torch 0 PASSIVE --compile; fi
 best=$("$py" -c 'import json,sys
 rs=[json.loads(l) for l in open(sys.argv[1]) if "\"torch\"" in l]
 for r in rs: print("  peer candidate: wait %s compile %s: %.0f tokens/s" % (r["wait"], r["compile"], r["tokensPerSecond"]), file=sys.stderr)

@@ -15,7 +15,7 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 10
+#define DLK_BACKEND_ABI 11
 
 struct dlk_device_comm;
 
@@ -228,6 +228,10 @@ struct dlk_backend {
 	/* dx [batch, T, D] (overwritten) = dy [batch, D] / the sample's count at kept positions, 0 at
 	 * the others */
 	void (*seqpool_backward)(const float *dy, const float *ids, float pad, int batch, int T, int D, float *dx);
+	/* ---- ABI 11 ----
+	 * y = a + b, element by element, in one pass (the same bits as copy then axpy with 1); y may
+	 * be a or b. NULL: the graph's add copies, then adds. */
+	void (*add)(const float *a, const float *b, float *y, size_t n);
 };
 
 /* Collectives over device memory, as a backend offers them (NCCL in the CUDA backend). lib/comm

@@ -277,6 +277,13 @@ CLONES static void axpy_seq(size_t n, float a, const float *restrict x, float *r
 		y[i] += a * x[i];
 }
 
+/* y may be a or b: each element reads both before it writes */
+CLONES static void add_seq(size_t n, const float *a, const float *b, float *y)
+{
+	for (size_t i = 0; i < n; i++)
+		y[i] = a[i] + b[i];
+}
+
 /* the element-wise kernels' arguments, each part taking its range [lo, hi) of the n elements */
 struct ew_job {
 	int op, act, flag;
@@ -286,7 +293,7 @@ struct ew_job {
 	const float *x, *y2;
 	float *y, *m, *v;
 };
-enum { EW_FILL, EW_SCALE, EW_AXPY, EW_ACT_FWD, EW_ACT_BWD, EW_DROP, EW_SGD, EW_ADAM };
+enum { EW_FILL, EW_SCALE, EW_AXPY, EW_ADD, EW_ACT_FWD, EW_ACT_BWD, EW_DROP, EW_SGD, EW_ADAM };
 
 static void act_forward_seq(int act, const float *x, float *y, size_t n);
 static void act_backward_seq(int act, const float *y, const float *dy, float *dx, size_t n);
@@ -308,6 +315,7 @@ static void ew_part(void *ctx, int part, int nparts)
 	case EW_FILL: fill_seq(j->y + lo, n, j->a); break;
 	case EW_SCALE: scale_seq(j->y + lo, n, j->a); break;
 	case EW_AXPY: axpy_seq(n, j->a, j->x + lo, j->y + lo); break;
+	case EW_ADD: add_seq(n, j->x + lo, j->y2 + lo, j->y + lo); break;
 	case EW_ACT_FWD: act_forward_seq(j->act, j->x + lo, j->y + lo, n); break;
 	case EW_ACT_BWD: act_backward_seq(j->act, j->y2 + lo, j->x + lo, j->y + lo, n); break;
 	case EW_DROP: dropout_seq(j->x + lo, j->y + lo, n, j->a, j->seed, j->offset + lo); break;
@@ -341,6 +349,105 @@ static void cpu_axpy(size_t n, float a, const float *x, float *y)
 {
 	struct ew_job j = { .op = EW_AXPY, .n = n, .a = a, .x = x, .y = y };
 	ew_run(&j);
+}
+
+static void cpu_add(const float *a, const float *b, float *y, size_t n)
+{
+	struct ew_job j = { .op = EW_ADD, .n = n, .x = a, .y2 = b, .y = y };
+	ew_run(&j);
+}
+
+/* The next-token cross-entropy (loss.c's token_ce_ref, the same mean and gradient): rows cut
+ * over the pool, each row's exponentials taken once with dlk_k_exp in a loop that vectorises
+ * (kept in dout, then turned into the gradient), its sums in 16 interleaved partial sums; the
+ * row losses are added in row order in double, as the reference does. */
+#define CE_LANES 16
+struct ce_job {
+	const float *out, *targets;
+	int rows, k;
+	float inv;
+	float *dout, *row_loss;
+};
+
+CLONES static float ce_row(const float *restrict z, int k, int y, float inv, float *restrict e)
+{
+	float mx[CE_LANES], acc[CE_LANES] = { 0 };
+	int j, n16 = k / CE_LANES * CE_LANES;
+	for (j = 0; j < CE_LANES; j++)
+		mx[j] = z[0];
+	for (j = 0; j < n16; j += CE_LANES)
+		for (int l = 0; l < CE_LANES; l++)
+			mx[l] = z[j + l] > mx[l] ? z[j + l] : mx[l];
+	float m = z[0];
+	for (int l = 0; l < CE_LANES; l++)
+		m = mx[l] > m ? mx[l] : m;
+	for (j = n16; j < k; j++)
+		m = z[j] > m ? z[j] : m;
+	for (j = 0; j < k; j++) { /* a NaN logit stays NaN (dlk_k_exp wants a number) */
+		float d = z[j] - m;
+		e[j] = d == d ? dlk_k_exp(d) : d;
+	}
+	for (j = 0; j < n16; j += CE_LANES)
+		for (int l = 0; l < CE_LANES; l++)
+			acc[l] += e[j + l];
+	for (j = n16; j < k; j++)
+		acc[j - n16] += e[j];
+	float sum = 0;
+	for (int l = 0; l < CE_LANES; l++)
+		sum += acc[l];
+	float loss = dlk_k_ce_smooth_loss(z[y], m, sum, 0, k, 0);
+	for (j = 0; j < k; j++)
+		e[j] = e[j] / sum;
+	e[y] -= 1.0f;
+	for (j = 0; j < k; j++)
+		e[j] *= inv;
+	return loss;
+}
+
+static void ce_part(void *ctx, int part, int nparts)
+{
+	const struct ce_job *j = ctx;
+	size_t lo, hi;
+	float *tmp = j->dout ? NULL : malloc(sizeof(float) * (size_t)j->k);
+	dlk_parallel_range((size_t)j->rows, part, nparts, 1, &lo, &hi);
+	for (size_t r = lo; r < hi; r++) {
+		int y = dlk_k_token_id(j->targets[r]);
+		float *e = j->dout ? j->dout + r * (size_t)j->k : tmp;
+		if (y < 0 || y >= j->k) {
+			if (j->dout)
+				memset(e, 0, sizeof(float) * (size_t)j->k);
+			j->row_loss[r] = 0.0f; /* not in the sum */
+			continue;
+		}
+		if (!e) { /* no memory for the eval's scratch row: the reference's loop, one row */
+			j->row_loss[r] = dlk_loss_ref(DLK_LOSS_TOKEN_CE, j->out + r * (size_t)j->k, NULL, &j->targets[r], 1,
+			                              j->k, 0, NULL);
+			continue;
+		}
+		j->row_loss[r] = ce_row(j->out + r * (size_t)j->k, j->k, y, j->inv, e);
+	}
+	free(tmp);
+}
+
+static float cpu_loss(int kind, const float *out, const int32_t *labels, const float *targets, int batch, int k,
+                      float param, float *dout)
+{
+	if (kind != DLK_LOSS_TOKEN_CE || batch <= 0 || k <= 0)
+		return dlk_loss_ref(kind, out, labels, targets, batch, k, param, dout);
+	float *row_loss = malloc(sizeof(float) * (size_t)batch);
+	if (!row_loss)
+		return dlk_loss_ref(kind, out, labels, targets, batch, k, param, dout);
+	int counted = 0;
+	for (int b = 0; b < batch; b++)
+		counted += dlk_k_token_id(targets[b]) >= 0;
+	struct ce_job j = { .out = out, .targets = targets, .rows = batch, .k = k, .dout = dout, .row_loss = row_loss };
+	j.inv = counted ? 1.0f / (float)counted : 0.0f;
+	dlk_parallel_for(ew_parts((size_t)batch * (size_t)k), ce_part, &j);
+	double total = 0;
+	for (int b = 0; b < batch; b++)
+		total += row_loss[b];
+	free(row_loss);
+	return counted ? (float)(total / counted) : 0.0f;
 }
 
 static double cpu_sum_squares(const float *restrict x, size_t n)
@@ -722,7 +829,7 @@ static struct dlk_backend cpu_backend = {
 	.adam_update = cpu_adam_update,
 	.conv_forward = dlk_cpu_conv_forward,
 	.conv_backward = dlk_cpu_conv_backward,
-	.loss = dlk_loss_ref,
+	.loss = cpu_loss,
 	.layernorm_forward = dlk_cpu_layernorm_forward,
 	.layernorm_backward = dlk_cpu_layernorm_backward,
 	.gelu_forward = dlk_cpu_gelu_forward,
@@ -740,6 +847,7 @@ static struct dlk_backend cpu_backend = {
 	.batchnorm_backward = dlk_cpu_batchnorm_backward,
 	.seqpool_forward = dlk_cpu_seqpool_forward,
 	.seqpool_backward = dlk_cpu_seqpool_backward,
+	.add = cpu_add,
 };
 
 const struct dlk_backend *dlk_backend_cpu(void)

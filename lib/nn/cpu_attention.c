@@ -63,6 +63,41 @@ DLK_CPU_CLONES static void exp_shifted(float *restrict row, int n, float m)
 		row[c] = dlk_k_exp(row[c] - m);
 }
 
+/* A row's max and sum in ATT_LANES interleaved lanes (element c in lane c % ATT_LANES), the
+ * lanes then combined in order: a fixed order (the same bits at every vector width) in loops that
+ * vectorise, where one running max or sum is a chain of dependent scalar operations. */
+#define ATT_LANES 16
+
+DLK_CPU_CLONES static float row_max(const float *restrict row, int n, float m)
+{
+	float a[ATT_LANES];
+	int c = 0;
+	for (int l = 0; l < ATT_LANES; l++)
+		a[l] = m;
+	for (; c + ATT_LANES <= n; c += ATT_LANES)
+		for (int l = 0; l < ATT_LANES; l++)
+			a[l] = row[c + l] > a[l] ? row[c + l] : a[l];
+	for (; c < n; c++)
+		m = row[c] > m ? row[c] : m;
+	for (int l = 0; l < ATT_LANES; l++)
+		m = a[l] > m ? a[l] : m;
+	return m;
+}
+
+DLK_CPU_CLONES static float row_sum(const float *restrict row, int n)
+{
+	float a[ATT_LANES] = { 0 }, t = 0;
+	int c = 0;
+	for (; c + ATT_LANES <= n; c += ATT_LANES)
+		for (int l = 0; l < ATT_LANES; l++)
+			a[l] += row[c + l];
+	for (int l = 0; c + l < n; l++)
+		a[l] += row[c + l];
+	for (int l = 0; l < ATT_LANES; l++)
+		t += a[l];
+	return t;
+}
+
 /* the key blocks query block [i0, i0 + nq) sees */
 static int key_blocks(const struct att_job *j, int i0, int nq)
 {
@@ -89,9 +124,7 @@ static void fwd_unit(void *ctx, int unit, int nunits)
 		int j0 = kb * ATT_BK, nk = s->T - j0 < ATT_BK ? s->T - j0 : ATT_BK;
 		logits(j, b, h, i0, nq, j0, nk, S);
 		for (int r = 0; r < nq; r++) {
-			float *row = S + r * ATT_BK, mx = m[r];
-			for (int c = 0; c < nk; c++)
-				mx = row[c] > mx ? row[c] : mx;
+			float *row = S + r * ATT_BK, mx = row_max(row, nk, m[r]);
 			if (mx == -INFINITY) { /* every key so far masked: nothing to add */
 				for (int c = 0; c < nk; c++)
 					row[c] = 0.0f;
@@ -99,8 +132,7 @@ static void fwd_unit(void *ctx, int unit, int nunits)
 			}
 			float alpha = expf(m[r] - mx), sum = 0.0f; /* m = -inf: alpha 0 */
 			exp_shifted(row, nk, mx);
-			for (int c = 0; c < nk; c++)
-				sum += row[c];
+			sum = row_sum(row, nk);
 			l[r] = l[r] * alpha + sum;
 			m[r] = mx;
 			for (int d = 0; d < hd; d++)
@@ -131,6 +163,13 @@ void dlk_cpu_attention_forward(const struct dlk_attn_shape *s, const float *qkv,
 	dlk_parallel_for(s->batch * s->heads * j.nqb, fwd_unit, &j);
 }
 
+/* dS = P * (dP - Dr) along a row, in a loop that vectorises */
+DLK_CPU_CLONES static void ds_row(const float *restrict P, float *restrict dS, int n, float dr)
+{
+	for (int c = 0; c < n; c++)
+		dS[c] = P[c] * (dS[c] - dr);
+}
+
 /* For queries [i0, i0 + nq) against keys [j0, j0 + nk) of (b, h): P (the weights, undropped,
  * into S) and dS = P * (dP - Dr) into dS, where dP = (dout v^T) * the dropout mask and Dr the
  * rows' sum of dout * out. */
@@ -150,13 +189,13 @@ static void grads_block(const struct att_job *j, int b, int h, int i0, int nq, i
 	const float *dout = j->dout + ((size_t)b * s->T + i0) * D + h * hd;
 	const float *v = j->qkv + ((size_t)b * s->T + j0) * ld + 2 * D + h * hd;
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, hd, 1.0f, dout, D, v, ld, 0.0f, dS, ATT_BK);
+	if (s->dropout > 0.0f)
+		for (int r = 0; r < nq; r++)
+			for (int c = 0; c < nk; c++)
+				dS[r * ATT_BK + c] *= dlk_k_attn_drop(s->seed, s->offset, b, h, i0 + r, j0 + c, s->heads, s->T,
+				                                      s->dropout);
 	for (int r = 0; r < nq; r++)
-		for (int c = 0; c < nk; c++) {
-			float dp = dS[r * ATT_BK + c];
-			if (s->dropout > 0.0f)
-				dp *= dlk_k_attn_drop(s->seed, s->offset, b, h, i0 + r, j0 + c, s->heads, s->T, s->dropout);
-			dS[r * ATT_BK + c] = S[r * ATT_BK + c] * (dp - Dr[r]);
-		}
+		ds_row(S + r * ATT_BK, dS + r * ATT_BK, nk, Dr[r]);
 }
 
 /* Dr[r] = sum over d of dout * out for queries [i0, i0 + nq) of (b, h) */

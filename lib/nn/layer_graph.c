@@ -28,6 +28,10 @@ static const float *add_forward(struct dlk_net *net, int i, const float *x, int 
 	size_t n = (size_t)batch * L->out_size;
 	(void)training;
 
+	if (net->be->add) {
+		net->be->add(x, second_input(net, L, net->x_in), L->y, n);
+		return L->y;
+	}
 	net->be->copy(L->y, x, sizeof(float) * n);
 	net->be->axpy(n, 1.0f, second_input(net, L, net->x_in), L->y);
 	return L->y;

@@ -113,9 +113,8 @@ static const float *gelu_forward(struct dlk_net *net, int i, const float *x, int
 static float *gelu_backward(struct dlk_net *net, int i, float *g, float *gout, int batch)
 {
 	struct dlk_layer *L = &net->layers[i];
-	(void)gout;
-	net->be->gelu_backward(L->spec.approximate, L->x_used, g, g, (size_t)batch * L->out_size);
-	return g;
+	net->be->gelu_backward(L->spec.approximate, L->x_used, g, gout, (size_t)batch * L->out_size);
+	return gout;
 }
 
 const struct dlk_layer_ops dlk_layer_ops_gelu = {

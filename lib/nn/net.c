@@ -632,6 +632,47 @@ static void give_grad(struct dlk_net *net, int i, int e, const float *g, int bat
 	S->g_set = 1;
 }
 
+/* An add passes its gradient (its own gy) to its inputs as it is: the last input to get it, when
+ * nothing was added to its gradient yet, takes the buffer itself (the two layers swap their gy,
+ * both batch_cap x out_size, each freed once) instead of a copy. Not while recomputed blocks
+ * share buffers (a sharer keeps the pointer it copied). Returns 1 when it did. */
+static int hand_over(struct dlk_net *net, int i, int e, float *r)
+{
+	struct dlk_layer *L = &net->layers[i];
+	int src = L->spec.n_inputs ? L->spec.inputs[e] : i - 1;
+	if (L->spec.kind != DLK_LAYER_ADD || src < 0 || r != L->gy || L->share)
+		return 0;
+	struct dlk_layer *S = &net->layers[src];
+	if (S->g_set || !S->gy || S->share || S->out_size != L->out_size)
+		return 0;
+	for (int k = 0; k < net->n_layers; k++)
+		if (net->layers[k].share)
+			return 0;
+	L->gy = S->gy;
+	S->gy = r;
+	S->g_set = 1;
+	return 1;
+}
+
+/* Where layer i's backward may write its input gradient directly: the gradient buffer of the
+ * layer it reads when it has one input and is that layer's first reader (nothing there to add
+ * to), for the kinds whose backward writes dx only into gout as its last step (so gout is never
+ * scratch while it reads its own gradient); NULL otherwise (gbuf[0], then give_grad's copy). */
+static float *direct_dx(struct dlk_net *net, int i)
+{
+	const struct dlk_layer *L = &net->layers[i];
+	int src = L->spec.n_inputs ? (L->spec.n_inputs == 1 ? L->spec.inputs[0] : -1) : i - 1;
+	if (src < 0 || net->layers[src].g_set || !net->layers[src].gy)
+		return NULL;
+	switch (L->spec.kind) {
+	case DLK_LAYER_DENSE:
+	case DLK_LAYER_LAYERNORM:
+	case DLK_LAYER_ATTENTION:
+	case DLK_LAYER_GELU: return net->layers[src].gy;
+	default: return NULL;
+	}
+}
+
 /* Backward through a graph: each layer's output gradient is the sum over the layers that read
  * it, gathered in its gy before its own backward runs (the layers are in an order where every
  * reader comes after what it reads). */
@@ -666,12 +707,20 @@ static void graph_backward(struct dlk_net *net, int batch)
 			}
 			continue;
 		}
-		float *r = ops->backward ? ops->backward(net, i, L->gy, net->gbuf[0], batch) : L->gy;
+		float *direct = direct_dx(net, i);
+		float *r = ops->backward ? ops->backward(net, i, L->gy, direct ? direct : net->gbuf[0], batch) : L->gy;
 		if (!L->need_dx)
 			continue;
+		if (direct && r == direct) { /* written where it goes: no copy */
+			net->layers[L->spec.n_inputs ? L->spec.inputs[0] : i - 1].g_set = 1;
+			continue;
+		}
 		int n_in = L->spec.n_inputs ? L->spec.n_inputs : 1;
-		for (int e = 0; e < n_in; e++)
+		for (int e = 0; e < n_in; e++) {
+			if (e == n_in - 1 && hand_over(net, i, e, r))
+				break;
 			give_grad(net, i, e, r, batch);
+		}
 	}
 }
 
