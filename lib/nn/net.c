@@ -666,10 +666,19 @@ static void graph_backward(struct dlk_net *net, int batch)
 			}
 			continue;
 		}
-		float *r = ops->backward ? ops->backward(net, i, L->gy, net->gbuf[0], batch) : L->gy;
+		/* a layer of one input that is the first to hand its source a gradient writes it there
+		 * itself, where its backward writes to gout (most do): no copy of a batch's gradient */
+		int n_in = L->spec.n_inputs ? L->spec.n_inputs : 1, src = read_of(net, i, 0);
+		float *gout = net->gbuf[0];
+		if (L->need_dx && n_in == 1 && src >= 0 && !net->layers[src].g_set && net->layers[src].gy != L->gy)
+			gout = net->layers[src].gy;
+		float *r = ops->backward ? ops->backward(net, i, L->gy, gout, batch) : L->gy;
 		if (!L->need_dx)
 			continue;
-		int n_in = L->spec.n_inputs ? L->spec.n_inputs : 1;
+		if (r == gout && gout != net->gbuf[0]) {
+			net->layers[src].g_set = 1;
+			continue;
+		}
 		for (int e = 0; e < n_in; e++)
 			give_grad(net, i, e, r, batch);
 	}
