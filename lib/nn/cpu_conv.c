@@ -574,6 +574,9 @@ CLONES static void epilogue(const float *restrict out, size_t n, size_t ldq, con
 			if (act == DLK_ACT_RELU) {
 				for (int ox = 0; ox < ow; ox++)
 					yr[ox] = dlk_k_relu(o[ox] + bb);
+			} else if (act == DLK_ACT_NONE) { /* a conv before a batch norm: a vector loop */
+				for (int ox = 0; ox < ow; ox++)
+					yr[ox] = o[ox] + bb;
 			} else {
 				for (int ox = 0; ox < ow; ox++)
 					yr[ox] = dlk_k_act(act, o[ox] + bb);
