@@ -176,14 +176,36 @@ static int check_output(struct dlk_net *net, const struct dlk_model *model, cons
 	return 0;
 }
 
+/* The layer i reads as its input e (-1: the model input) */
+static int read_of(const struct dlk_net *net, int i, int e)
+{
+	const struct dlk_layer_spec *s = &net->layers[i].spec;
+	return s->n_inputs ? s->inputs[e] : i - 1;
+}
+
+/* whether layer r reads layer i's output and no other layer does (r reads nothing else) */
+static int sole_reader(const struct dlk_net *net, int i, int r)
+{
+	for (int m = i + 1; m < net->n_layers; m++) {
+		int n_in = net->layers[m].spec.n_inputs ? net->layers[m].spec.n_inputs : 1;
+		for (int e = 0; e < n_in; e++)
+			if ((read_of(net, m, e) == i) != (m == r))
+				return 0;
+	}
+	return 1;
+}
+
 /* How the layers run: an activation fused into the dense/conv layer before it (one pass over the
- * output saved), and an input gradient only where some earlier layer has parameters. */
+ * output saved; in a graph where the activation alone reads the layer's output), and an input
+ * gradient only where some earlier layer has parameters. */
 static void plan_passes(struct dlk_net *net)
 {
 	int seen = 0;
 
-	for (int i = 0; !net->graph && i + 1 < net->n_layers; i++) {
+	for (int i = 0; i + 1 < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i], *N = &net->layers[i + 1];
+		if (net->graph && !sole_reader(net, i, i + 1))
+			continue;
 		if ((L->spec.kind == DLK_LAYER_DENSE || (L->spec.kind == DLK_LAYER_CONV2D && L->spec.groups <= 1)) && !L->spec.tie &&
 		    dlk_layer_act(N->spec.kind) != DLK_ACT_NONE) {
 			L->act = dlk_layer_act(N->spec.kind);
@@ -518,13 +540,6 @@ static void recompute(struct dlk_net *net, int k, int batch)
 	net->dropout_counter = S->drop_counter;
 	forward_range(net, S->first, S->last, x, batch, net->fwd_training);
 	net->dropout_counter = counter;
-}
-
-/* The layer i reads as its input e (-1: the model input) */
-static int read_of(const struct dlk_net *net, int i, int e)
-{
-	const struct dlk_layer_spec *s = &net->layers[i].spec;
-	return s->n_inputs ? s->inputs[e] : i - 1;
 }
 
 int dlk_net_set_recompute(struct dlk_net *net, int on)
