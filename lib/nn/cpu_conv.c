@@ -389,7 +389,7 @@ static void valid_range(int out, int in, int stride, int off, int *lo, int *hi)
 }
 
 /* x: one image [c, h, w] -> col [c*k*k][ld] (columns oh*ow .. ld zero) */
-static void im2col1(const float *x, const struct dlk_conv_shape *s, float *col, size_t ld)
+CLONES static void im2col1(const float *x, const struct dlk_conv_shape *s, float *col, size_t ld)
 {
 	int k = s->k, st = s->stride, pad = s->pad, oh = s->oh, ow = s->ow;
 	size_t P = (size_t)oh * ow;
@@ -410,8 +410,14 @@ static void im2col1(const float *x, const struct dlk_conv_shape *s, float *col, 
 					const float *restrict src = img + (size_t)(oy * st + ki - pad) * s->w + (kj - pad);
 					for (int ox = 0; ox < xlo; ox++)
 						o[ox] = 0;
-					for (int ox = xlo; ox < xhi; ox++)
-						o[ox] = src[ox * st];
+					if (st == 1)
+						memcpy(o + xlo, src + xlo, sizeof(float) * (size_t)(xhi - xlo));
+					else if (st == 2) /* a constant stride: a vector loop of permutes */
+						for (int ox = xlo; ox < xhi; ox++)
+							o[ox] = src[2 * ox];
+					else
+						for (int ox = xlo; ox < xhi; ox++)
+							o[ox] = src[ox * st];
 					for (int ox = xhi; ox < ow; ox++)
 						o[ox] = 0;
 				}
@@ -421,7 +427,7 @@ static void im2col1(const float *x, const struct dlk_conv_shape *s, float *col, 
 }
 
 /* the adjoint: dx (one image, overwritten) = the sum of col's contributions */
-static void col2im1(const float *col, size_t ld, const struct dlk_conv_shape *s, float *dx)
+CLONES static void col2im1(const float *col, size_t ld, const struct dlk_conv_shape *s, float *dx)
 {
 	int k = s->k, st = s->stride, pad = s->pad, oh = s->oh, ow = s->ow;
 	memset(dx, 0, sizeof(float) * (size_t)s->c * s->h * s->w);
