@@ -1,11 +1,11 @@
 /* Batch normalisation (torch.nn.BatchNorm1d/2d), the CPU reference: x is [batch, c, hw] and each
  * channel is normalised over batch and hw. One channel per iteration, channels spread over the
- * thread pool. A channel's sums are in double, in BN_LANES running sums that each take every
- * BN_LANES-th element (the lanes go on from one sample's row to the next), added up in lane order
- * at the end: a fixed order, so a result is the same bits at any thread count and in every clone
- * (AVX-512, AVX2, the baseline: the lanes are the source's, not the vectoriser's), and the loops
- * vectorise (a single running sum, the order C prescribes, cannot: it was a quarter of a ResNet's
- * training step). */
+ * thread pool. A channel's sums run in BN_LANES lanes, lane l taking the elements k = l mod
+ * BN_LANES of each sample's row: in float within a row (PyTorch sums in float throughout), each
+ * row's lanes then added to double ones, which are added in lane order at the end. A fixed order,
+ * so a result is the same bits at any thread count and in every clone (AVX-512, AVX2, the
+ * baseline: the lanes are the source's, not the vectoriser's), and the loops vectorise (a single
+ * double running sum, the order C prescribes, cannot: it was a quarter of a ResNet's step). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
 #endif
@@ -16,6 +16,7 @@
 #include "lib/util/parallel.h"
 
 #define BN_LANES 16
+#define BN_ROW 4096 /* a longer row goes to the double lanes in pieces of this many values */
 
 struct bn_job {
 	const float *x, *w, *b, *mean, *rstd, *dy;
@@ -34,30 +35,31 @@ static double lanes_total(const double *acc)
 	return t;
 }
 
-/* acc[(at + k) % BN_LANES] += x[k] - m for k < n; returns (at + n) % BN_LANES. sq: the squares. */
-DLK_CPU_CLONES static int lanes_add(const float *restrict x, int n, double m, int sq, double *restrict acc, int at)
+/* acc[l] += the sum of x[k] - m (sq: of its square) over the k = l mod BN_LANES of one row (at
+ * most BN_ROW values), in float lanes, then added to the double ones */
+DLK_CPU_CLONES static void lanes_add(const float *restrict x, int n, float m, int sq, double *restrict acc)
 {
+	float f[BN_LANES] = { 0 };
 	int k = 0;
-	for (; at && k < n; k++, at = (at + 1) % BN_LANES) {
-		double d = (double)x[k] - m;
-		acc[at] += sq ? d * d : d;
-	}
 	if (sq) {
 		for (; k + BN_LANES <= n; k += BN_LANES)
 			for (int l = 0; l < BN_LANES; l++) {
-				double d = (double)x[k + l] - m;
-				acc[l] += d * d;
+				float d = x[k + l] - m;
+				f[l] += d * d;
 			}
+		for (int l = 0; k < n; k++, l++) {
+			float d = x[k] - m;
+			f[l] += d * d;
+		}
 	} else {
 		for (; k + BN_LANES <= n; k += BN_LANES)
 			for (int l = 0; l < BN_LANES; l++)
-				acc[l] += (double)x[k + l];
+				f[l] += x[k + l];
+		for (int l = 0; k < n; k++, l++)
+			f[l] += x[k];
 	}
-	for (; k < n; k++, at = (at + 1) % BN_LANES) {
-		double d = (double)x[k] - m;
-		acc[at] += sq ? d * d : d;
-	}
-	return at;
+	for (int l = 0; l < BN_LANES; l++)
+		acc[l] += f[l];
 }
 
 /* y = (x - m) * r * g + b over one row */
@@ -68,25 +70,25 @@ DLK_CPU_CLONES static void bn_row(const float *restrict x, float *restrict y, in
 		y[k] = (x[k] - m) * r * g + b;
 }
 
-/* the lanes of sum dy and of sum dy * xhat (xhat = (x - m) * r in float) over one row */
-DLK_CPU_CLONES static int bn_bwd_sums(const float *restrict x, const float *restrict dy, int n, float m, float r,
-                                      double *restrict sdy, double *restrict sdyx, int at)
+/* the lanes of sum dy and of sum dy * xhat (xhat = (x - m) * r) over one row, as lanes_add */
+DLK_CPU_CLONES static void bn_bwd_sums(const float *restrict x, const float *restrict dy, int n, float m, float r,
+                                       double *restrict sdy, double *restrict sdyx)
 {
+	float a[BN_LANES] = { 0 }, b[BN_LANES] = { 0 };
 	int k = 0;
-	for (; at && k < n; k++, at = (at + 1) % BN_LANES) {
-		sdy[at] += dy[k];
-		sdyx[at] += (double)dy[k] * (double)((x[k] - m) * r);
-	}
 	for (; k + BN_LANES <= n; k += BN_LANES)
 		for (int l = 0; l < BN_LANES; l++) {
-			sdy[l] += dy[k + l];
-			sdyx[l] += (double)dy[k + l] * (double)((x[k + l] - m) * r);
+			a[l] += dy[k + l];
+			b[l] += dy[k + l] * ((x[k + l] - m) * r);
 		}
-	for (; k < n; k++, at = (at + 1) % BN_LANES) {
-		sdy[at] += dy[k];
-		sdyx[at] += (double)dy[k] * (double)((x[k] - m) * r);
+	for (int l = 0; k < n; k++, l++) {
+		a[l] += dy[k];
+		b[l] += dy[k] * ((x[k] - m) * r);
 	}
-	return at;
+	for (int l = 0; l < BN_LANES; l++) {
+		sdy[l] += a[l];
+		sdyx[l] += b[l];
+	}
 }
 
 /* dx = s * (dy - a - (x - m) * r * bq) over one row */
@@ -108,16 +110,19 @@ static void bn_fwd_part(void *ctx, int part, int nparts)
 		double mean, var;
 		if (j->training) {
 			double acc[BN_LANES] = { 0 }, v;
-			int at = 0;
 			for (int b = 0; b < j->batch; b++)
-				at = lanes_add(j->x + AT(j, b, ch), j->hw, 0.0, 0, acc, at);
+				for (int k = 0; k < j->hw; k += BN_ROW)
+					lanes_add(j->x + AT(j, b, ch) + k, j->hw - k < BN_ROW ? j->hw - k : BN_ROW, 0.0f, 0, acc);
 			mean = lanes_total(acc) / n;
+			/* the squares about the float mean, less n (mean - fm)^2: about the mean */
+			float fm0 = (float)mean;
 			for (int l = 0; l < BN_LANES; l++)
 				acc[l] = 0;
-			at = 0;
 			for (int b = 0; b < j->batch; b++)
-				at = lanes_add(j->x + AT(j, b, ch), j->hw, mean, 1, acc, at);
-			v = lanes_total(acc);
+				for (int k = 0; k < j->hw; k += BN_ROW)
+					lanes_add(j->x + AT(j, b, ch) + k, j->hw - k < BN_ROW ? j->hw - k : BN_ROW, fm0, 1, acc);
+			v = lanes_total(acc) - n * (mean - fm0) * (mean - fm0);
+			v = v > 0 ? v : 0;
 			var = v / n;
 			/* PyTorch's update: the unbiased variance goes into the running one */
 			j->rmean[ch] = (float)((1.0 - j->momentum) * j->rmean[ch] + j->momentum * mean);
@@ -163,9 +168,10 @@ static void bn_bwd_part(void *ctx, int part, int nparts)
 	for (size_t ch = lo; ch < hi; ch++) {
 		float fm = j->mean[ch], fr = j->rstd[ch], g = j->w ? j->w[ch] : 1.0f;
 		double ady[BN_LANES] = { 0 }, adyx[BN_LANES] = { 0 };
-		int at = 0;
 		for (int b = 0; b < j->batch; b++)
-			at = bn_bwd_sums(j->x + AT(j, b, ch), j->dy + AT(j, b, ch), j->hw, fm, fr, ady, adyx, at);
+			for (int k = 0; k < j->hw; k += BN_ROW)
+				bn_bwd_sums(j->x + AT(j, b, ch) + k, j->dy + AT(j, b, ch) + k,
+				            j->hw - k < BN_ROW ? j->hw - k : BN_ROW, fm, fr, ady, adyx);
 		double sdy = lanes_total(ady), sdyx = lanes_total(adyx);
 		if (j->db)
 			j->db[ch] = (float)sdy;
