@@ -85,6 +85,10 @@ typedef void gemm_fn(int M, int n, int J, const float *const *arow, size_t saj, 
  * scalar loop made it 2% faster than the separate passes; the pass waits on memory, not on
  * instructions. */
 typedef void pool2_fn(const float *img, int w, int oh, int ow, int32_t base, float *out, int32_t *am);
+/* dyT[oy * ldq + ox][f] = dy[f][oy * ow + ox] (transpose_dy) */
+typedef void transpose_fn(const float *restrict dy, size_t F, size_t oh, size_t ow, size_t P, size_t ldq, size_t Fp,
+                          float *restrict dyT);
+static transpose_fn transpose_dy;
 
 /* Whether a pooled layer's backward needs only the pooled output: then the forward pass does not
  * write the batch's activation y at all (each image's goes through a scratch buffer that stays in
@@ -194,10 +198,30 @@ AVX512_ATTR static void pool2_avx512(const float *img, int w, int oh, int ow, in
 	}
 }
 
+/* transpose_dy with 16 filters at a time: one gather of a column of dy, one store of a row of
+ * dyT (the scalar loop stored one float at a time) */
+AVX512_ATTR static void transpose_dy_avx512(const float *restrict dy, size_t F, size_t oh, size_t ow, size_t P,
+                                            size_t ldq, size_t Fp, float *restrict dyT)
+{
+	const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+	                                       _mm512_set1_epi32((int)P));
+	for (size_t oy = 0; oy < oh; oy++)
+		for (size_t ox = 0; ox < ow; ox++) {
+			const float *src = dy + oy * ow + ox;
+			float *d = dyT + (oy * ldq + ox) * Fp;
+			for (size_t f = 0; f < F; f += 16) {
+				__mmask16 m = F - f >= 16 ? 0xffff : n_mask((int)(F - f));
+				__m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, src + f * P, 4);
+				_mm512_mask_storeu_ps(d + f, m, v);
+			}
+		}
+}
+
 #endif
 
 static gemm_fn *gemm_k = kgemm_base;
 static pool2_fn *pool2_k = pool2_base;
+static transpose_fn *transpose_k = transpose_dy;
 static const char *gemm_isa = "baseline";
 static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
 
@@ -221,10 +245,12 @@ static void set_isa(const char *isa)
 	if (!strcmp(isa, "avx512")) {
 		gemm_k = kgemm_avx512;
 		pool2_k = pool2_avx512;
+		transpose_k = transpose_dy_avx512;
 		gemm_isa = "avx512";
 		return;
 	}
 	pool2_k = pool2_base;
+	transpose_k = transpose_dy;
 	if (!strcmp(isa, "avx2")) {
 		gemm_k = kgemm_avx2;
 		gemm_isa = "avx2";
@@ -234,6 +260,7 @@ static void set_isa(const char *isa)
 	(void)isa;
 	gemm_k = kgemm_base;
 	pool2_k = pool2_base;
+	transpose_k = transpose_dy;
 	gemm_isa = "baseline";
 }
 
@@ -389,7 +416,7 @@ static void valid_range(int out, int in, int stride, int off, int *lo, int *hi)
 }
 
 /* x: one image [c, h, w] -> col [c*k*k][ld] (columns oh*ow .. ld zero) */
-static void im2col1(const float *x, const struct dlk_conv_shape *s, float *col, size_t ld)
+CLONES static void im2col1(const float *x, const struct dlk_conv_shape *s, float *col, size_t ld)
 {
 	int k = s->k, st = s->stride, pad = s->pad, oh = s->oh, ow = s->ow;
 	size_t P = (size_t)oh * ow;
@@ -410,8 +437,14 @@ static void im2col1(const float *x, const struct dlk_conv_shape *s, float *col, 
 					const float *restrict src = img + (size_t)(oy * st + ki - pad) * s->w + (kj - pad);
 					for (int ox = 0; ox < xlo; ox++)
 						o[ox] = 0;
-					for (int ox = xlo; ox < xhi; ox++)
-						o[ox] = src[ox * st];
+					if (st == 1)
+						memcpy(o + xlo, src + xlo, sizeof(float) * (size_t)(xhi - xlo));
+					else if (st == 2) /* a constant stride: a vector loop of permutes */
+						for (int ox = xlo; ox < xhi; ox++)
+							o[ox] = src[2 * ox];
+					else
+						for (int ox = xlo; ox < xhi; ox++)
+							o[ox] = src[ox * st];
 					for (int ox = xhi; ox < ow; ox++)
 						o[ox] = 0;
 				}
@@ -421,7 +454,7 @@ static void im2col1(const float *x, const struct dlk_conv_shape *s, float *col, 
 }
 
 /* the adjoint: dx (one image, overwritten) = the sum of col's contributions */
-static void col2im1(const float *col, size_t ld, const struct dlk_conv_shape *s, float *dx)
+CLONES static void col2im1(const float *col, size_t ld, const struct dlk_conv_shape *s, float *dx)
 {
 	int k = s->k, st = s->stride, pad = s->pad, oh = s->oh, ow = s->ow;
 	memset(dx, 0, sizeof(float) * (size_t)s->c * s->h * s->w);
@@ -574,6 +607,9 @@ CLONES static void epilogue(const float *restrict out, size_t n, size_t ldq, con
 			if (act == DLK_ACT_RELU) {
 				for (int ox = 0; ox < ow; ox++)
 					yr[ox] = dlk_k_relu(o[ox] + bb);
+			} else if (act == DLK_ACT_NONE) { /* a conv before a batch norm: a vector loop */
+				for (int ox = 0; ox < ow; ox++)
+					yr[ox] = o[ox] + bb;
 			} else {
 				for (int ox = 0; ox < ow; ox++)
 					yr[ox] = dlk_k_act(act, o[ox] + bb);
@@ -737,7 +773,7 @@ static void backward_part(void *ctx, int t)
 				pad_image(x, s->c, s->h, s->w, s->pad, in);
 			else
 				im2col1(x, s, in, Pp);
-			transpose_dy(dy, F, (size_t)s->oh, ow, P, ldq, Fp, dyT);
+			transpose_k(dy, F, (size_t)s->oh, ow, P, ldq, Fp, dyT);
 			/* partT[k][f] (+)= sum over the outputs p of col[k][p] dy[f][p] */
 			gemm_k((int)K + 1, (int)Fp, (int)J, arow, 1, dyT, j->lin_fp, part, Fp, b > b0);
 			if (!j->dx)

@@ -101,11 +101,10 @@ static const float *act_forward(struct dlk_net *net, int i, const float *x, int 
 static float *act_backward(struct dlk_net *net, int i, float *g, float *gout, int batch)
 {
 	struct dlk_layer *L = &net->layers[i];
-	(void)gout;
-
-	if (!L->folded_bw && !L->pooled)
-		net->be->act_backward(dlk_layer_act(L->spec.kind), L->y_used, g, g, (size_t)batch * L->out_size);
-	return g;
+	if (L->folded_bw || L->pooled)
+		return g;
+	net->be->act_backward(dlk_layer_act(L->spec.kind), L->y_used, g, gout, (size_t)batch * L->out_size);
+	return gout;
 }
 
 const struct dlk_layer_ops dlk_layer_ops_act = {

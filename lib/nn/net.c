@@ -176,14 +176,36 @@ static int check_output(struct dlk_net *net, const struct dlk_model *model, cons
 	return 0;
 }
 
+/* The layer i reads as its input e (-1: the model input) */
+static int read_of(const struct dlk_net *net, int i, int e)
+{
+	const struct dlk_layer_spec *s = &net->layers[i].spec;
+	return s->n_inputs ? s->inputs[e] : i - 1;
+}
+
+/* whether layer r reads layer i's output and no other layer does (r reads nothing else) */
+static int sole_reader(const struct dlk_net *net, int i, int r)
+{
+	for (int m = i + 1; m < net->n_layers; m++) {
+		int n_in = net->layers[m].spec.n_inputs ? net->layers[m].spec.n_inputs : 1;
+		for (int e = 0; e < n_in; e++)
+			if ((read_of(net, m, e) == i) != (m == r))
+				return 0;
+	}
+	return 1;
+}
+
 /* How the layers run: an activation fused into the dense/conv layer before it (one pass over the
- * output saved), and an input gradient only where some earlier layer has parameters. */
+ * output saved; in a graph where the activation alone reads the layer's output), and an input
+ * gradient only where some earlier layer has parameters. */
 static void plan_passes(struct dlk_net *net)
 {
 	int seen = 0;
 
-	for (int i = 0; !net->graph && i + 1 < net->n_layers; i++) {
+	for (int i = 0; i + 1 < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i], *N = &net->layers[i + 1];
+		if (net->graph && !sole_reader(net, i, i + 1))
+			continue;
 		if ((L->spec.kind == DLK_LAYER_DENSE || (L->spec.kind == DLK_LAYER_CONV2D && L->spec.groups <= 1)) && !L->spec.tie &&
 		    dlk_layer_act(N->spec.kind) != DLK_ACT_NONE) {
 			L->act = dlk_layer_act(N->spec.kind);
@@ -520,13 +542,6 @@ static void recompute(struct dlk_net *net, int k, int batch)
 	net->dropout_counter = counter;
 }
 
-/* The layer i reads as its input e (-1: the model input) */
-static int read_of(const struct dlk_net *net, int i, int e)
-{
-	const struct dlk_layer_spec *s = &net->layers[i].spec;
-	return s->n_inputs ? s->inputs[e] : i - 1;
-}
-
 int dlk_net_set_recompute(struct dlk_net *net, int on)
 {
 	int n = 0;
@@ -654,25 +669,6 @@ static int hand_over(struct dlk_net *net, int i, int e, float *r)
 	return 1;
 }
 
-/* Where layer i's backward may write its input gradient directly: the gradient buffer of the
- * layer it reads when it has one input and is that layer's first reader (nothing there to add
- * to), for the kinds whose backward writes dx only into gout as its last step (so gout is never
- * scratch while it reads its own gradient); NULL otherwise (gbuf[0], then give_grad's copy). */
-static float *direct_dx(struct dlk_net *net, int i)
-{
-	const struct dlk_layer *L = &net->layers[i];
-	int src = L->spec.n_inputs ? (L->spec.n_inputs == 1 ? L->spec.inputs[0] : -1) : i - 1;
-	if (src < 0 || net->layers[src].g_set || !net->layers[src].gy)
-		return NULL;
-	switch (L->spec.kind) {
-	case DLK_LAYER_DENSE:
-	case DLK_LAYER_LAYERNORM:
-	case DLK_LAYER_ATTENTION:
-	case DLK_LAYER_GELU: return net->layers[src].gy;
-	default: return NULL;
-	}
-}
-
 /* Backward through a graph: each layer's output gradient is the sum over the layers that read
  * it, gathered in its gy before its own backward runs (the layers are in an order where every
  * reader comes after what it reads). */
@@ -707,16 +703,22 @@ static void graph_backward(struct dlk_net *net, int batch)
 			}
 			continue;
 		}
-		float *direct = direct_dx(net, i);
-		float *r = ops->backward ? ops->backward(net, i, L->gy, direct ? direct : net->gbuf[0], batch) : L->gy;
+		/* a layer of one input that is the first to hand its source a gradient writes it there
+		 * itself, where its backward writes to gout (most do): no copy of a batch's gradient */
+		int n_in = L->spec.n_inputs ? L->spec.n_inputs : 1, src = read_of(net, i, 0);
+		float *gout = net->gbuf[0];
+		if (L->need_dx && n_in == 1 && src >= 0 && !net->layers[src].g_set && net->layers[src].gy &&
+		    net->layers[src].gy != L->gy)
+			gout = net->layers[src].gy;
+		float *r = ops->backward ? ops->backward(net, i, L->gy, gout, batch) : L->gy;
 		if (!L->need_dx)
 			continue;
-		if (direct && r == direct) { /* written where it goes: no copy */
-			net->layers[L->spec.n_inputs ? L->spec.inputs[0] : i - 1].g_set = 1;
+		if (r == gout && gout != net->gbuf[0]) {
+			net->layers[src].g_set = 1;
 			continue;
 		}
-		int n_in = L->spec.n_inputs ? L->spec.n_inputs : 1;
 		for (int e = 0; e < n_in; e++) {
+			/* an add's gradient is its inputs': the last one takes the buffer itself */
 			if (e == n_in - 1 && hand_over(net, i, e, r))
 				break;
 			give_grad(net, i, e, r, batch);

@@ -69,7 +69,7 @@ struct dlk_net {
 	size_t n_params;
 	float *params;            /* device, n_params */
 	float *grads;             /* device, n_params */
-	int graph;                /* some layer names its inputs: per-layer gradients, nothing fused */
+	int graph;                /* some layer names its inputs: per-layer gradients, fused only where one reader */
 	const float *x_in;        /* the last forward's input */
 	int batch_cap;            /* activations are allocated for this many samples */
 	float *gbuf[2];           /* gradient ping-pong; also conv's [f, batch*hw] staging */

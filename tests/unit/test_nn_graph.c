@@ -182,6 +182,29 @@ static void test_grads(void)
 	check_grads("unused branch", 1, 1, 5, u, 3, 2);
 }
 
+/* an activation is fused into the conv before it only where it alone reads the conv's output */
+static void test_fused_in_graph(void)
+{
+	const struct dlk_backend *be = dlk_backend_cpu();
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_net net;
+
+	/* conv 0 read by its relu alone: fused; conv 2 read by its relu and by the add: not */
+	struct dlk_layer_spec l[] = { L(DLK_LAYER_CONV2D, 3), L(DLK_LAYER_RELU, 0), L(DLK_LAYER_CONV2D, 3),
+		                      L(DLK_LAYER_RELU, 0), IN(L(DLK_LAYER_ADD, 0), 2, 3), L(DLK_LAYER_GLOBALAVGPOOL, 0),
+		                      L(DLK_LAYER_DENSE, 3) };
+	l[0].padding = l[2].padding = 1;
+	struct dlk_model m = M(2, 5, 5, l, 7);
+	int ok = dlk_net_build(&net, &m, NULL, 0, be, &err) == 0;
+	CHECK_MSG(ok, "a graph builds (%s)", err.msg);
+	if (!ok)
+		return;
+	CHECK_MSG(net.layers[0].act == DLK_ACT_RELU && net.layers[1].fused, "the relu its conv's only reader is fused");
+	CHECK_MSG(net.layers[2].act == DLK_ACT_NONE && !net.layers[3].fused, "a conv read by its relu and an add is not");
+	dlk_net_release(&net);
+	check_grads("conv read by its relu and an add", 2, 5, 5, l, 7, 3);
+}
+
 /* two nets from the same seed, trained the same steps, end with the same bits */
 static void test_same_bits(void)
 {
@@ -251,6 +274,7 @@ int main(void)
 {
 	test_forward_by_hand();
 	test_grads();
+	test_fused_in_graph();
 	test_same_bits();
 	test_errors();
 	return CHECK_DONE();
