@@ -192,8 +192,13 @@ $(BUILD)/bench/data/%: bench/data/%.c $(BUILD)/libdlk.a
 	@echo "  LD      $@"
 	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
 
-# bench/models' programs (the text classifier's token ids, made by dlk's tokenizer, for the PyTorch peer)
-BENCH_MODELS_BIN := $(BUILD)/bench/models/dlk_text_ids
+# bench/models' programs (the text classifier's token ids, made by dlk's tokenizer, for the PyTorch
+# peer) and bench/train's (dlk's side of the MLP and CNN benchmark)
+BENCH_MODELS_BIN := $(BUILD)/bench/models/dlk_text_ids $(BUILD)/bench/train/dlk_bench
+$(BUILD)/bench/train/%: bench/train/%.c bench/train/fmnist.h $(BUILD)/libdlk.a
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@"
+	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libdlk.a $(LDLIBS)
 $(BUILD)/bench/models/%: bench/models/%.c $(BUILD)/libdlk.a
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@"

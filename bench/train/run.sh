@@ -37,9 +37,9 @@ fi
 
 mkdir -p "$out"
 rm -f "$out/runs.jsonl"
-pkgs="openblas libarchive libcrypto libcurl libcjson"
-${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -I. $(pkg-config --cflags $pkgs) -o "$out/dlk_bench" \
-	bench/train/dlk_bench.c "$build/libdlk.a" $(pkg-config --libs $pkgs) -ldl -lpthread -lm
+# built by the Makefile with the flags and libraries of every other dlk program
+make --no-print-directory -s "$build/bench/train/dlk_bench" >&2
+cp "$build/bench/train/dlk_bench" "$out/dlk_bench"
 
 grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /'
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores"
