@@ -44,18 +44,7 @@ static int on_progress(void *vctx, const char *what, unsigned long long done, un
 
 static int print_structured(const struct dlk_ctx *ctx, cJSON *v, struct dlk_err *err)
 {
-	if (ctx->output == DLK_OUTPUT_JSON) {
-		char *s = dlk_json_print(v);
-		printf("%s\n", s);
-		free(s);
-		return 0;
-	}
-	char *y = yamljson_emit(v, err);
-	if (!y)
-		return -1;
-	fputs(y, stdout);
-	free(y);
-	return 0;
+	return dlk_doc_print(stdout, v, ctx->output == DLK_OUTPUT_JSON, err);
 }
 
 static int structured(const struct dlk_ctx *ctx)

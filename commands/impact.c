@@ -210,19 +210,6 @@ static int table_row(const cJSON *rec, int wide, struct dlk_table_row *r)
 }
 
 /* doc as -o json or yaml, on stdout */
-static int print_doc(const struct dlk_ctx *ctx, const cJSON *doc, struct dlk_err *err)
-{
-	char *s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(doc) : yamljson_emit(doc, err);
-
-	if (!s)
-		return -1;
-	fputs(s, stdout);
-	if (ctx->output == DLK_OUTPUT_JSON)
-		putchar('\n');
-	free(s);
-	return 0;
-}
-
 /* The models served from the downstream datasets' models (their weights' digests), read from
  * the cluster when one is configured: NULL with why empty when none is (or no model is
  * downstream), NULL with why when it cannot be read (said, not fatal: the datasets are the
@@ -280,7 +267,7 @@ static int downstream(struct dlk_ctx *ctx, const char *ref)
 			served = NULL;
 		} else if (served_why[0])
 			cJSON_AddStringToObject(doc, "served_error", served_why);
-		if (print_doc(ctx, doc, &err))
+		if (dlk_doc_print(stdout, doc, ctx->output == DLK_OUTPUT_JSON, &err))
 			goto fail;
 		goto out;
 	}
@@ -385,7 +372,7 @@ static int run_impact(struct dlk_ctx *ctx, struct dlk_args *args)
 		arr = cJSON_AddArrayToObject(doc, "runs");
 		cJSON_ArrayForEach(rec, recs)
 			cJSON_AddItemToArray(arr, run_json(rec));
-		if (print_doc(ctx, doc, &err))
+		if (dlk_doc_print(stdout, doc, ctx->output == DLK_OUTPUT_JSON, &err))
 			goto fail;
 		goto out;
 	}

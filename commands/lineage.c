@@ -108,13 +108,11 @@ static int dataset_lineage(struct dlk_ctx *ctx, const char *ref)
 		cJSON_AddStringToObject(out, "store", dlk_store_url(ds.store));
 		cJSON_AddItemToObject(out, "datasets", chain);
 		chain = NULL;
-		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(out) : yamljson_emit(out, &err);
+		s = dlk_doc_text(out, ctx->output == DLK_OUTPUT_JSON, &err);
 		cJSON_Delete(out);
 		if (!s)
 			goto fail;
 		fputs(s, stdout);
-		if (ctx->output == DLK_OUTPUT_JSON)
-			fputc('\n', stdout);
 		free(s);
 		goto out;
 	}
@@ -204,14 +202,12 @@ static int run_lineage(struct dlk_ctx *ctx, struct dlk_args *args)
 		cJSON_AddStringToObject(out, "bundle", args->pos[0]);
 		cJSON_AddStringToObject(out, "weightsSha256", b.weights_sha256);
 		cJSON_AddItemToObject(out, "provenance", cJSON_Duplicate(prov, 1));
-		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(out) : yamljson_emit(out, &err);
+		s = dlk_doc_text(out, ctx->output == DLK_OUTPUT_JSON, &err);
 		if (!s) {
 			rc = dlk_report(ctx, &err);
 			goto out;
 		}
 		fputs(s, stdout);
-		if (ctx->output == DLK_OUTPUT_JSON)
-			fputc('\n', stdout);
 		free(s);
 		goto out;
 	}

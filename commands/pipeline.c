@@ -367,14 +367,7 @@ static int show_status(const struct dlk_ctx *ctx, const struct dlk_pipeline *p, 
 	const cJSON *s;
 
 	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
-		char *text = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(st) : yamljson_emit(st, err);
-		if (!text)
-			return -1;
-		fputs(text, stdout);
-		if (ctx->output == DLK_OUTPUT_JSON)
-			fputc('\n', stdout);
-		free(text);
-		return 0;
+		return dlk_doc_print(stdout, st, ctx->output == DLK_OUTPUT_JSON, err);
 	}
 	printf("pipeline %s (%s)\n", dlk_visible(p->name), dlk_visible(jstr(st, "finished_at") ? jstr(st, "finished_at")
 	                                                                                    : "running or stopped"));

@@ -434,13 +434,11 @@ static int run_predict(struct dlk_ctx *ctx, struct dlk_args *args)
 			cJSON_AddNumberToObject(sec, "score", t_score - t_read);
 			cJSON_AddNumberToObject(sec, "write", t_end - t_score);
 		}
-		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(o) : yamljson_emit(o, &err);
+		s = dlk_doc_text(o, ctx->output == DLK_OUTPUT_JSON, &err);
 		cJSON_Delete(o);
 		if (!s)
 			goto fail;
 		fputs(s, stdout);
-		if (ctx->output == DLK_OUTPUT_JSON)
-			fputc('\n', stdout);
 		free(s);
 	} else {
 		printf("sha256:%s\n", out_id);

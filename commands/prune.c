@@ -6,6 +6,7 @@
 #include "lib/runs/prune.h"
 #include "lib/runs/runs.h"
 #include "lib/trainer/trainer.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/mem.h"
 #include "lib/util/yamljson.h"
 
@@ -74,12 +75,10 @@ static int run_prune(struct dlk_ctx *ctx, struct dlk_args *args)
 			cJSON_AddNumberToObject(it, "bytes", (double)p.items[i].bytes);
 			cJSON_AddItemToArray(arr, it);
 		}
-		s = ctx->output == DLK_OUTPUT_JSON ? cJSON_Print(doc) : yamljson_emit(doc, &err);
+		s = dlk_doc_text(doc, ctx->output == DLK_OUTPUT_JSON, &err);
 		cJSON_Delete(doc);
 		if (s) {
 			fputs(s, stdout);
-			if (ctx->output == DLK_OUTPUT_JSON)
-				putchar('\n');
 			free(s);
 		}
 	} else {

@@ -231,14 +231,11 @@ static int report_sweep(struct dlk_ctx *ctx, const char *name, int json, int yam
 	if (!doc)
 		return dlk_report(ctx, &err);
 	if (json || yaml) {
-		text = json ? dlk_json_print(doc) : yamljson_emit(doc, &err);
-		if (!text) {
+		text = dlk_doc_text(doc, json, &err);
+		if (!text)
 			rc = dlk_report(ctx, &err);
-		} else {
+		else
 			fputs(text, stdout);
-			if (json)
-				fputc('\n', stdout);
-		}
 	} else if (out_opt && !strcmp(out_opt, "-")) {
 		if (report_sweep_html(doc, &b, &err))
 			rc = dlk_report(ctx, &err);
@@ -297,12 +294,10 @@ static int run_report(struct dlk_ctx *ctx, struct dlk_args *args)
 		doc = report_document(run, other, &err);
 		if (!doc)
 			goto fail;
-		text = json ? dlk_json_print(doc) : yamljson_emit(doc, &err);
+		text = dlk_doc_text(doc, json, &err);
 		if (!text)
 			goto fail;
 		fputs(text, stdout);
-		if (json)
-			fputc('\n', stdout);
 		goto done;
 	}
 	if (out_opt && !strcmp(out_opt, "-")) {

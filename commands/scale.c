@@ -137,12 +137,9 @@ static void print_result(const struct dlk_ctx *ctx, const char *name, const char
 			cJSON_AddStringToObject(o, "how", restarted >= 0 ? "restarted" : "resized");
 		if (waited && step >= 0)
 			cJSON_AddNumberToObject(o, "step", (double)step);
-		s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(o) : yamljson_emit(o, &err);
-		if (s) {
+		s = dlk_doc_text(o, ctx->output == DLK_OUTPUT_JSON, &err);
+		if (s)
 			fputs(s, stdout);
-			if (ctx->output == DLK_OUTPUT_JSON)
-				putchar('\n');
-		}
 		free(s);
 		cJSON_Delete(o);
 		return;

@@ -101,17 +101,12 @@ static void header_row(int all_ns, int wide, struct dlk_table_row *r)
 
 static int emit_structured(const struct dlk_ctx *ctx, cJSON *v, struct dlk_buf *b, struct dlk_err *err)
 {
-	if (ctx->output == DLK_OUTPUT_JSON) {
-		char *s = dlk_json_print(v);
-		dlk_buf_addf(b, "%s\n", s);
-		free(s);
-		return 0;
-	}
-	char *y = yamljson_emit(v, err);
-	if (!y)
+	char *s = dlk_doc_text(v, ctx->output == DLK_OUTPUT_JSON, err);
+
+	if (!s)
 		return -1;
-	dlk_buf_adds(b, y);
-	free(y);
+	dlk_buf_adds(b, s);
+	free(s);
 	return 0;
 }
 

@@ -183,19 +183,6 @@ static void history_row(const cJSON *rec, int wide, const struct dlk_prices *pr,
 	}
 }
 
-static int emit(const struct dlk_ctx *ctx, const cJSON *v, struct dlk_err *err)
-{
-	char *s = ctx->output == DLK_OUTPUT_JSON ? dlk_json_print(v) : yamljson_emit(v, err);
-
-	if (!s)
-		return -1;
-	fputs(s, stdout);
-	if (ctx->output == DLK_OUTPUT_JSON)
-		putchar('\n');
-	free(s);
-	return 0;
-}
-
 /* the usage of the runs recs summed per dataset: JSON/YAML, or a table with a total note */
 static int show_usage_by(struct dlk_ctx *ctx, const char *name, const char *by, struct dlk_run_store *s,
                          const cJSON *recs, const struct dlk_prices *pr, struct dlk_err *err)
@@ -212,7 +199,7 @@ static int show_usage_by(struct dlk_ctx *ctx, const char *name, const char *by, 
 		cJSON_AddStringToObject(doc, "by", by);
 		cJSON_AddItemToObject(doc, "usage", dlk_usage_sum(recs, pr));
 		cJSON_AddItemToObject(doc, "groups", groups);
-		rc = emit(ctx, doc, err);
+		rc = dlk_doc_print(stdout, doc, ctx->output == DLK_OUTPUT_JSON, err);
 		cJSON_Delete(doc);
 		return rc;
 	}
@@ -287,7 +274,7 @@ int dlk_show_run_history(struct dlk_ctx *ctx, const char *name, int local, const
 		cJSON_AddItemToObject(doc, "usage", dlk_usage_sum(recs, &pr));
 		cJSON_AddItemToObject(doc, "runs", recs);
 		recs = NULL;
-		if (emit(ctx, doc, &err))
+		if (dlk_doc_print(stdout, doc, ctx->output == DLK_OUTPUT_JSON, &err))
 			rc = dlk_report(ctx, &err);
 		cJSON_Delete(doc);
 		goto out;
@@ -525,7 +512,7 @@ int dlk_show_run(struct dlk_ctx *ctx, const char *name, const char *id, int loca
 		goto out;
 	}
 	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
-		if (emit(ctx, rec, &err))
+		if (dlk_doc_print(stdout, rec, ctx->output == DLK_OUTPUT_JSON, &err))
 			rc = dlk_report(ctx, &err);
 		goto out;
 	}
@@ -636,7 +623,7 @@ int dlk_compare_runs(struct dlk_ctx *ctx, const char *name, const char *id_a, co
 		for (int i = 0; fact_names[i]; i++)
 			if (strcmp(fa.v[i], fb.v[i]) && i != 1 && i != 2)
 				cJSON_AddItemToArray(diff, cJSON_CreateString(fact_names[i]));
-		if (emit(ctx, doc, &err))
+		if (dlk_doc_print(stdout, doc, ctx->output == DLK_OUTPUT_JSON, &err))
 			rc = dlk_report(ctx, &err);
 		cJSON_Delete(doc);
 		goto out;

@@ -6,6 +6,7 @@
 #include "lib/sweep/sweep.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
+#include "lib/util/jsonprint.h"
 #include "lib/util/mem.h"
 #include "lib/util/utf8.h"
 #include "lib/util/yamljson.h"
@@ -71,12 +72,9 @@ int dlk_show_sweep(struct dlk_ctx *ctx, const char *id)
 	if (!doc)
 		return dlk_report(ctx, &err);
 	if (ctx->output == DLK_OUTPUT_JSON || ctx->output == DLK_OUTPUT_YAML) {
-		char *s = ctx->output == DLK_OUTPUT_JSON ? cJSON_Print(doc) : yamljson_emit(doc, &err);
-		if (s)
-			printf("%s%s", s, ctx->output == DLK_OUTPUT_JSON ? "\n" : "");
-		free(s);
+		int rc = dlk_doc_print(stdout, doc, ctx->output == DLK_OUTPUT_JSON, &err) ? dlk_report(ctx, &err) : 0;
 		cJSON_Delete(doc);
-		return 0;
+		return rc;
 	}
 	trials = cJSON_GetObjectItemCaseSensitive(doc, "trials");
 	n = cJSON_GetArraySize(trials);

@@ -1,5 +1,7 @@
 #include "lib/util/jsonprint.h"
 #include "lib/util/buf.h"
+#include "lib/util/err.h"
+#include "lib/util/yamljson.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,4 +55,37 @@ char *dlk_json_print(const cJSON *v)
 		return NULL;
 	}
 	return dlk_buf_detach(&b, NULL);
+}
+
+char *dlk_doc_text(const cJSON *doc, int json, struct dlk_err *err)
+{
+	char *s;
+	size_t n;
+
+	if (!json)
+		return yamljson_emit(doc, err);
+	s = dlk_json_print(doc);
+	n = s ? strlen(s) : 0;
+	if (s) {
+		char *t = realloc(s, n + 2);
+		if (t) {
+			t[n] = '\n';
+			t[n + 1] = '\0';
+			return t;
+		}
+		free(s);
+	}
+	dlk_errf(err, DLK_EXIT_FAIL, "out of memory writing the JSON document");
+	return NULL;
+}
+
+int dlk_doc_print(FILE *f, const cJSON *doc, int json, struct dlk_err *err)
+{
+	char *s = dlk_doc_text(doc, json, err);
+
+	if (!s)
+		return -1;
+	fputs(s, f);
+	free(s);
+	return 0;
 }

@@ -55,6 +55,21 @@ int main(void)
 		CHECK_STR(s, "{\n  \"a\": 1,\n  \"b\": [],\n  \"c\": {},\n  \"d\": [\n    {\n      \"e\": \"x\\ty\"\n    },\n"
 		             "    [\n      true,\n      null\n    ]\n  ],\n  \"f\": 1.5\n}");
 		free(s);
+		/* a command's document: -o json ends with a newline, -o yaml is yamljson's, and both print */
+		struct dlk_err de = DLK_ERR_INIT;
+		char *j = dlk_doc_text(o, 1, &de), *y = dlk_doc_text(o, 0, &de);
+		CHECK(j && strlen(j) > 2 && j[strlen(j) - 1] == '\n' && j[strlen(j) - 2] == '}');
+		s = dlk_json_print(o);
+		CHECK(j && s && !strncmp(j, s, strlen(s)) && strlen(j) == strlen(s) + 1);
+		CHECK(y && !strncmp(y, "a: 1\n", 5));
+		FILE *f = tmpfile();
+		CHECK(f && dlk_doc_print(f, o, 0, &de) == 0);
+		CHECK(f && ftell(f) == (long)strlen(y));
+		if (f)
+			fclose(f);
+		free(s);
+		free(j);
+		free(y);
 		cJSON_Delete(o);
 	}
 
