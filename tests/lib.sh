@@ -107,6 +107,21 @@ open(out, "wb").write(struct.pack(">I", magic) + struct.pack(">" + "I" * nd, *di
 ' "$@"
 }
 
+# sweep_project DIR NTRAIN NTEST: `dlk init --example sweep DIR`, its data cut to the first NTRAIN
+# training and NTEST test images of Fashion-MNIST (files beside dlk.yaml, which names them).
+# Bails out when that cannot be done (a test's set-up, not a case).
+sweep_project() {
+	fm=/usr/share/datasets/fashion-mnist
+	dlk init -q --example sweep "$1" >/dev/null || { echo "Bail out! dlk init --example sweep failed"; exit 1; }
+	idx_head "$fm/train-images-idx3-ubyte.gz" "$2" "$1/train-images" &&
+	idx_head "$fm/train-labels-idx1-ubyte.gz" "$2" "$1/train-labels" &&
+	idx_head "$fm/t10k-images-idx3-ubyte.gz" "$3" "$1/test-images" &&
+	idx_head "$fm/t10k-labels-idx1-ubyte.gz" "$3" "$1/test-labels" &&
+	sed -i "s|file://$fm/train-images-idx3-ubyte.gz|train-images|; s|file://$fm/train-labels-idx1-ubyte.gz|train-labels|;
+		s|file://$fm/t10k-images-idx3-ubyte.gz|test-images|; s|file://$fm/t10k-labels-idx1-ubyte.gz|test-labels|" \
+		"$1/dlk.yaml" || { echo "Bail out! cannot cut the Fashion-MNIST subset"; exit 1; }
+}
+
 # Helpers usable inside cases.
 test_must_fail() { "$@"; rc=$?; [ $rc -ne 0 ] && [ $rc -lt 128 ]; }
 test_exit_code() { want=$1; shift; "$@"; rc=$?; [ "$rc" = "$want" ] || { echo "exit $rc, wanted $want" >&2; return 1; }; }

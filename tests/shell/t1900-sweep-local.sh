@@ -14,16 +14,7 @@ if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
 fi
 
 P=$TEST_TMP/p
-dlk init -q --example sweep "$P" >/dev/null || { echo "Bail out! dlk init --example sweep failed"; exit 1; }
-idx_head "$FM/train-images-idx3-ubyte.gz" 12000 "$P/train-images" &&
-idx_head "$FM/train-labels-idx1-ubyte.gz" 12000 "$P/train-labels" &&
-idx_head "$FM/t10k-images-idx3-ubyte.gz" 2000 "$P/test-images" &&
-idx_head "$FM/t10k-labels-idx1-ubyte.gz" 2000 "$P/test-labels" ||
-	{ echo "Bail out! cannot cut the Fashion-MNIST subset"; exit 1; }
-sed -i "s|file:///usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz|train-images|;
-	s|file:///usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz|train-labels|;
-	s|file:///usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz|test-images|;
-	s|file:///usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz|test-labels|" "$P/dlk.yaml"
+sweep_project "$P" 12000 2000
 SWEEP=p-sweep
 
 # the records of the sweep's trials that ended (succeeded or stopped), one "TRIAL RUN-ID" line each

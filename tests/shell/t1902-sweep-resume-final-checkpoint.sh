@@ -13,15 +13,8 @@ if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
 fi
 
 P=$TEST_TMP/p
-dlk init -q --example sweep "$P" >/dev/null || { echo "Bail out! dlk init --example sweep failed"; exit 1; }
-idx_head "$FM/train-images-idx3-ubyte.gz" 2000 "$P/train-images" &&
-idx_head "$FM/train-labels-idx1-ubyte.gz" 2000 "$P/train-labels" &&
-idx_head "$FM/t10k-images-idx3-ubyte.gz" 500 "$P/test-images" &&
-idx_head "$FM/t10k-labels-idx1-ubyte.gz" 500 "$P/test-labels" ||
-	{ echo "Bail out! cannot cut the Fashion-MNIST subset"; exit 1; }
-sed -i "s|file://$FM/train-images-idx3-ubyte.gz|train-images|; s|file://$FM/train-labels-idx1-ubyte.gz|train-labels|;
-	s|file://$FM/t10k-images-idx3-ubyte.gz|test-images|; s|file://$FM/t10k-labels-idx1-ubyte.gz|test-labels|;
-	s|epochs: 6|epochs: 1|; s|parallel: 2 |parallel: 1 |" "$P/dlk.yaml"
+sweep_project "$P" 2000 500
+sed -i "s|epochs: 6|epochs: 1|; s|parallel: 2 |parallel: 1 |" "$P/dlk.yaml"
 
 test_expect_success 'killed during the last checkpoint, run again: the trial is done, trained once' '
 	# each checkpoint file takes a second: the driver dies while the final one (after the one
