@@ -2367,35 +2367,75 @@ static void layers_free(const struct field *f, void *base)
 }
 static const struct custom c_layers = { layers_parse, layers_dump, layers_free, NULL };
 
-/* resources.tolerations: a list of {key, operator, value, effect} */
-static void tolerations_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+/* A list of mappings read into an array of structs (resources.tolerations, serving.gate). */
+struct map_list {
+	const char *list;          /* what the list is, for its type problem: "a list of tolerations" */
+	const char *items;         /* the items' plural, for the limit: "tolerations" */
+	const char *item;          /* what an item is: "a mapping {key, operator, value, effect}" */
+	int max;                   /* the most items */
+	const struct field *fields;
+	size_t size;               /* one item's struct */
+	/* the checks of one item after its fields were read: elem is its struct, p its path */
+	void (*check)(struct ctx *c, const struct ynode *item, void *elem, const char *p);
+};
+
+/* val read by ml: *arr gets n + 1 zeroed items (the last a terminator) and *n their number; an
+ * item that is not a mapping is a problem and stays zeroed. */
+static void map_list_parse(struct ctx *c, const struct map_list *ml, const struct ynode *val, const char *path,
+                           void **arr, int *n)
 {
-	struct dlk_resources *r = base;
 	char p[512];
-	(void)f;
 
 	if (val->kind != YN_SEQ)
-		return type_problem(c, val, path, "a list of tolerations");
-	if (val->n > SPEC_MAX_TOLERATIONS) {
-		problem(c, val, path, "has %d tolerations, more than the limit of %d", val->n, SPEC_MAX_TOLERATIONS);
+		return type_problem(c, val, path, ml->list);
+	if (val->n > ml->max) {
+		problem(c, val, path, "has %d %s, more than the limit of %d", val->n, ml->items, ml->max);
 		return;
 	}
-	r->tolerations = xcalloc((size_t)val->n + 1, sizeof(*r->tolerations));
-	r->n_tolerations = val->n;
+	*arr = xcalloc((size_t)val->n + 1, ml->size);
+	*n = val->n;
 	for (int i = 0; i < val->n; i++) {
-		struct dlk_toleration *t = &r->tolerations[i];
+		void *elem = (char *)*arr + (size_t)i * ml->size;
 		const struct ynode *item = val->vals[i];
 		snprintf(p, sizeof(p), "%s[%d]", path, i);
 		if (item->kind != YN_MAP) {
-			type_problem(c, item, p, "a mapping {key, operator, value, effect}");
+			type_problem(c, item, p, ml->item);
 			continue;
 		}
-		parse_fields(c, toleration_fields, item, t, p);
-		if (t->op && !strcmp(t->op, "Exists") && t->value && *t->value)
-			problem(c, item, p, "operator Exists takes no value");
-		if (!t->key && !(t->op && !strcmp(t->op, "Exists")))
-			problem(c, item, p, "a toleration without a key needs operator Exists");
+		parse_fields(c, ml->fields, item, elem, p);
+		if (ml->check)
+			ml->check(c, item, elem, p);
 	}
+}
+
+static void map_list_free(const struct map_list *ml, void **arr, int *n)
+{
+	for (int i = 0; *arr && i < *n; i++)
+		free_fields(ml->fields, (char *)*arr + (size_t)i * ml->size);
+	free(*arr);
+	*arr = NULL;
+	*n = 0;
+}
+
+/* resources.tolerations: a list of {key, operator, value, effect} */
+static void toleration_check(struct ctx *c, const struct ynode *item, void *elem, const char *p)
+{
+	const struct dlk_toleration *t = elem;
+	if (t->op && !strcmp(t->op, "Exists") && t->value && *t->value)
+		problem(c, item, p, "operator Exists takes no value");
+	if (!t->key && !(t->op && !strcmp(t->op, "Exists")))
+		problem(c, item, p, "a toleration without a key needs operator Exists");
+}
+static const struct map_list toleration_list = { "a list of tolerations", "tolerations",
+	"a mapping {key, operator, value, effect}", SPEC_MAX_TOLERATIONS, toleration_fields,
+	sizeof(struct dlk_toleration), toleration_check };
+static void tolerations_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
+{
+	struct dlk_resources *r = base;
+	void *arr = NULL;
+	(void)f;
+	map_list_parse(c, &toleration_list, val, path, &arr, &r->n_tolerations);
+	r->tolerations = arr;
 }
 static void tolerations_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
 {
@@ -2415,12 +2455,10 @@ static void tolerations_dump(struct dlk_buf *b, const struct field *f, const voi
 static void tolerations_free(const struct field *f, void *base)
 {
 	struct dlk_resources *r = base;
+	void *arr = r->tolerations;
 	(void)f;
-	for (int i = 0; i < r->n_tolerations; i++)
-		free_fields(toleration_fields, &r->tolerations[i]);
-	free(r->tolerations);
+	map_list_free(&toleration_list, &arr, &r->n_tolerations);
 	r->tolerations = NULL;
-	r->n_tolerations = 0;
 }
 static const char *const toleration_subkeys[] = { "[].key", "[].operator", "[].value", "[].effect", NULL };
 static const struct custom c_tolerations = { tolerations_parse, tolerations_dump, tolerations_free, toleration_subkeys };
@@ -2437,38 +2475,27 @@ static const struct field gate_fields[] = {
 };
 #define SPEC_MAX_GATE 32
 
+static void gate_check(struct ctx *c, const struct ynode *item, void *elem, const char *p)
+{
+	struct dlk_gate_rule *g = elem;
+	for (int k = 0; k < item->n; k++) {
+		g->has_min |= !strcmp(item->keys[k]->text, "min") && !ynode_is_null(item->vals[k]);
+		g->has_max |= !strcmp(item->keys[k]->text, "max") && !ynode_is_null(item->vals[k]);
+	}
+	if (!g->has_min && !g->has_max)
+		problem(c, item, p, "a rule needs min, max or both");
+	else if (g->has_min && g->has_max && g->min > g->max)
+		problem(c, item, p, "min %g is above max %g: no model passes", g->min, g->max);
+}
+static const struct map_list gate_list = { "a list of rules {metric, min, max}", "rules",
+	"a mapping {metric, min, max}", SPEC_MAX_GATE, gate_fields, sizeof(struct dlk_gate_rule), gate_check };
 static void gate_parse(struct ctx *c, const struct field *f, const struct ynode *val, void *base, const char *path)
 {
 	struct dlk_serving *sv = base;
-	char p[512];
+	void *arr = NULL;
 	(void)f;
-
-	if (val->kind != YN_SEQ)
-		return type_problem(c, val, path, "a list of rules {metric, min, max}");
-	if (val->n > SPEC_MAX_GATE) {
-		problem(c, val, path, "has %d rules, more than the limit of %d", val->n, SPEC_MAX_GATE);
-		return;
-	}
-	sv->gate = xcalloc((size_t)val->n + 1, sizeof(*sv->gate));
-	sv->n_gate = val->n;
-	for (int i = 0; i < val->n; i++) {
-		struct dlk_gate_rule *g = &sv->gate[i];
-		const struct ynode *item = val->vals[i];
-		snprintf(p, sizeof(p), "%s[%d]", path, i);
-		if (item->kind != YN_MAP) {
-			type_problem(c, item, p, "a mapping {metric, min, max}");
-			continue;
-		}
-		parse_fields(c, gate_fields, item, g, p);
-		for (int k = 0; k < item->n; k++) {
-			g->has_min |= !strcmp(item->keys[k]->text, "min") && !ynode_is_null(item->vals[k]);
-			g->has_max |= !strcmp(item->keys[k]->text, "max") && !ynode_is_null(item->vals[k]);
-		}
-		if (!g->has_min && !g->has_max)
-			problem(c, item, p, "a rule needs min, max or both");
-		else if (g->has_min && g->has_max && g->min > g->max)
-			problem(c, item, p, "min %g is above max %g: no model passes", g->min, g->max);
-	}
+	map_list_parse(c, &gate_list, val, path, &arr, &sv->n_gate);
+	sv->gate = arr;
 }
 static void gate_dump(struct dlk_buf *b, const struct field *f, const void *base, int indent)
 {
@@ -2492,12 +2519,10 @@ static void gate_dump(struct dlk_buf *b, const struct field *f, const void *base
 static void gate_free(const struct field *f, void *base)
 {
 	struct dlk_serving *sv = base;
+	void *arr = sv->gate;
 	(void)f;
-	for (int i = 0; i < sv->n_gate; i++)
-		free_fields(gate_fields, &sv->gate[i]);
-	free(sv->gate);
+	map_list_free(&gate_list, &arr, &sv->n_gate);
 	sv->gate = NULL;
-	sv->n_gate = 0;
 }
 static const char *const gate_subkeys[] = { "[].metric", "[].min", "[].max", NULL };
 static const struct custom c_gate = { gate_parse, gate_dump, gate_free, gate_subkeys };
