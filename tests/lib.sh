@@ -107,6 +107,24 @@ open(out, "wb").write(struct.pack(">I", magic) + struct.pack(">" + "I" * nd, *di
 ' "$@"
 }
 
+# blobs_csv N SEED OUT: N rows of 16 features and a class 0-3 (four Gaussian blobs a small dense
+# model separates in a second), drawn from SEED, written as CSV to OUT.
+blobs_csv() {
+	awk -v n="$1" -v seed="$2" 'BEGIN {
+	srand(seed)
+	for (i = 0; i < n; i++) {
+		c = int(rand() * 4); line = ""
+		for (j = 0; j < 16; j++) {
+			# Box-Muller: a unit normal around a class- and feature-dependent centre
+			u = rand(); v = rand(); if (u < 1e-9) u = 1e-9
+			x = sqrt(-2 * log(u)) * cos(6.283185307 * v) + ((c * 7 + j) % 5) * 0.5
+			line = line sprintf("%.4f,", x)
+		}
+		print line c
+	}
+}' >"$3"
+}
+
 # sweep_project DIR NTRAIN NTEST: `dlk init --example sweep DIR`, its data cut to the first NTRAIN
 # training and NTEST test images of Fashion-MNIST (files beside dlk.yaml, which names them).
 # Bails out when that cannot be done (a test's set-up, not a case).

@@ -7,8 +7,8 @@
 # 2048 training and 512 test rows of 16 features in 4 classes (gaussian-ish blobs).
 make_project() {
 	mkdir -p "$1" &&
-	awk -v n=2048 -v seed=1 -f "$TEST_TMP/gen.awk" >"$1/train.csv" &&
-	awk -v n=512 -v seed=2 -f "$TEST_TMP/gen.awk" >"$1/test.csv" &&
+	blobs_csv 2048 1 "$1/train.csv" &&
+	blobs_csv 512 2 "$1/test.csv" &&
 	cat >"$1/dlk.yaml" <<EOT
 name: blobs
 data:
@@ -30,21 +30,6 @@ training:
   checkpoint: {every: 5, keep: 3}
 EOT
 }
-cat >"$TEST_TMP/gen.awk" <<'EOT'
-BEGIN {
-	srand(seed)
-	for (i = 0; i < n; i++) {
-		c = int(rand() * 4); line = ""
-		for (j = 0; j < 16; j++) {
-			# Box-Muller: a unit normal around a class- and feature-dependent centre
-			u = rand(); v = rand(); if (u < 1e-9) u = 1e-9
-			x = sqrt(-2 * log(u)) * cos(6.283185307 * v) + ((c * 7 + j) % 5) * 0.5
-			line = line sprintf("%.4f,", x)
-		}
-		print line c
-	}
-}
-EOT
 
 # the sha256 of the weights recorded in a bundle's model.json
 weights_sha() { tar -xOf "$1" model.json | tr -d ' \t\n' | sed 's/.*"weights":{[^}]*"sha256":"\([0-9a-f]*\)".*/\1/'; }

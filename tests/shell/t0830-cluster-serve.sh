@@ -10,23 +10,9 @@
 
 cluster_up
 
-cat >"$TEST_TMP/gen.awk" <<'EOT'
-BEGIN {
-	srand(seed)
-	for (i = 0; i < n; i++) {
-		c = int(rand() * 4); line = ""
-		for (j = 0; j < 16; j++) {
-			u = rand(); v = rand(); if (u < 1e-9) u = 1e-9
-			x = sqrt(-2 * log(u)) * cos(6.283185307 * v) + ((c * 7 + j) % 5) * 0.5
-			line = line sprintf("%.4f,", x)
-		}
-		print line c
-	}
-}
-EOT
 mkdir -p "$TEST_TMP/data" "$TEST_TMP/proj"
-awk -v n=1024 -v seed=1 -f "$TEST_TMP/gen.awk" >"$TEST_TMP/data/train.csv"
-awk -v n=256 -v seed=2 -f "$TEST_TMP/gen.awk" >"$TEST_TMP/data/test.csv"
+blobs_csv 1024 1 "$TEST_TMP/data/train.csv"
+blobs_csv 256 2 "$TEST_TMP/data/test.csv"
 hostpath_pv blobs-data "$TEST_TMP/data" blobs-data
 PV=$TEST_TMP/pv
 hostpath_pv blobs "$PV" blobs-checkpoints

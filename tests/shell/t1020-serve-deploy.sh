@@ -12,24 +12,10 @@ write_kubeconfig "$KUBECONFIG"
 
 # a small CSV model (16 features, 4 classes) trained here in a second: its bundle gives the run
 # document a training job publishes, and the bundle a URL serves
-cat >"$TEST_TMP/gen.awk" <<'EOT'
-BEGIN {
-	srand(seed)
-	for (i = 0; i < n; i++) {
-		c = int(rand() * 4); line = ""
-		for (j = 0; j < 16; j++) {
-			u = rand(); v = rand(); if (u < 1e-9) u = 1e-9
-			x = sqrt(-2 * log(u)) * cos(6.283185307 * v) + ((c * 7 + j) % 5) * 0.5
-			line = line sprintf("%.4f,", x)
-		}
-		print line c
-	}
-}
-EOT
 P=$TEST_TMP/proj
 mkdir -p "$P"
-awk -v n=1024 -v seed=1 -f "$TEST_TMP/gen.awk" >"$P/train.csv"
-awk -v n=256 -v seed=2 -f "$TEST_TMP/gen.awk" >"$P/test.csv"
+blobs_csv 1024 1 "$P/train.csv"
+blobs_csv 256 2 "$P/test.csv"
 cat >"$P/dlk.yaml" <<EOT
 name: blobs
 data:

@@ -16,24 +16,10 @@ if [ "$USABLE" != true ]; then
 fi
 
 # 4096 training and 1024 test rows of 16 features in 4 classes
-cat >"$TEST_TMP/gen.awk" <<'EOT'
-BEGIN {
-	srand(seed)
-	for (i = 0; i < n; i++) {
-		c = int(rand() * 4); line = ""
-		for (j = 0; j < 16; j++) {
-			u = rand(); v = rand(); if (u < 1e-9) u = 1e-9
-			x = sqrt(-2 * log(u)) * cos(6.283185307 * v) + ((c * 7 + j) % 5) * 0.5
-			line = line sprintf("%.4f,", x)
-		}
-		print line c
-	}
-}
-EOT
 make_project() {
 	mkdir -p "$1" &&
-	awk -v n=4096 -v seed=1 -f "$TEST_TMP/gen.awk" >"$1/train.csv" &&
-	awk -v n=1024 -v seed=2 -f "$TEST_TMP/gen.awk" >"$1/test.csv" &&
+	blobs_csv 4096 1 "$1/train.csv" &&
+	blobs_csv 1024 2 "$1/test.csv" &&
 	cat >"$1/dlk.yaml" <<EOT
 name: blobs
 data:
