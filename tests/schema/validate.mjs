@@ -241,6 +241,8 @@ function checkIndexedJob(obj, path, spec, all) {
     report(obj, `${path}/parallelism`, `completions (${spec.completions}) and parallelism (${spec.parallelism}) must be equal: all workers run at once`);
   if (spec.backoffLimitPerIndex !== undefined && pod.restartPolicy !== "Never")
     report(obj, `${path}/backoffLimitPerIndex`, "requires template.spec.restartPolicy Never");
+  if (spec.maxFailedIndexes !== undefined && spec.backoffLimitPerIndex === undefined)
+    report(obj, `${path}/maxFailedIndexes`, "requires backoffLimitPerIndex");
   if (spec.podFailurePolicy !== undefined && pod.restartPolicy !== "Never")
     report(obj, `${path}/podFailurePolicy`, "requires template.spec.restartPolicy Never");
   if (spec.successPolicy !== undefined && spec.completionMode !== "Indexed")

@@ -4,7 +4,9 @@
 # (termination message, the Job's annotation) names the program's class ("fatal"), not dlk's
 # own name of that number ("config"); the run's record in the cluster ends "failed" with the
 # rank and the program's last line (rank 0, stopped by the Job's podFailurePolicy, reads the
-# cause from the Job); the archived log lines carry their rank once.
+# cause from the Job); the archived log lines carry their rank once. A rank that runs out of
+# retries with an exit code that is not fatal fails the Job at once (maxFailedIndexes: 0), and
+# the rank still running stops with it rather than waiting for a peer that never comes.
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/cluster/lib.sh"
 
@@ -52,6 +54,30 @@ test_expect_success 'archived log lines carry their rank once' '
 	grep -q "^\[rank 1\] ValueError: rank 1 cannot go on$" logs.out &&
 	grep -q "^\[rank 1\] hello from node 1$" logs.out &&
 	! grep -q "\[rank [0-9]*\] \[rank" logs.out
+'
+
+mkdir -p "$TEST_TMP/lost"
+cat >"$TEST_TMP/lost/dlk.yaml" <<'YAML'
+name: lost
+data:
+  format: idx
+  train:
+    images: file:///usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+    labels: file:///usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz
+program:
+  command: [sh, -c, 'if [ "$DLK_NODE_RANK" = 1 ]; then echo "rank 1 gives up" >&2; exit 42; fi; echo "rank 0 waits"; exec sleep 600']
+resources: {workers: 2, cpu: "1", memory: 1Gi, backoff_limit_per_index: 0}
+YAML
+
+test_expect_success 'a rank out of retries fails the job at once; rank 0, still running, stops with it' '
+	dlk train -f "$TEST_TMP/lost/dlk.yaml" --timeout 120s >lost.out 2>lost.err; rc=$?
+	cat lost.out lost.err; echo "exit $rc"; test $rc = 1 &&
+	# the controller marks the job to fail at once, stops rank 0, then marks it failed
+	failed() { kubectl get job lost -o json >lost.json &&
+		jq -e ".status.conditions[] | select(.type == \"Failed\" and .status == \"True\") | .reason == \"MaxFailedIndexesExceeded\"" lost.json; } &&
+	wait_until 60 failed || { jq -c .status lost.json; kubectl get pods -l dlk.dev/job=lost; false; } &&
+	jq -e ".status.failedIndexes == \"1\" and (.status.succeeded // 0) == 0" lost.json &&
+	! kubectl get pods -l dlk.dev/job=lost --field-selector=status.phase=Running -o name | grep -q .
 '
 
 test_done

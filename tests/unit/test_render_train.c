@@ -234,6 +234,7 @@ static void test_cpu_one_worker(void)
 	CHECK_STR(jstr(js, "completionMode"), "Indexed");
 	CHECK(jnum(js, "completions") == 1 && jnum(js, "parallelism") == 1);
 	CHECK(jnum(js, "backoffLimitPerIndex") == 3);
+	CHECK(jnum(js, "maxFailedIndexes") == 0); /* a rank out of retries fails the gang at once */
 	CHECK_JSON(js, "podFailurePolicy.rules",
 	           "[{\"action\":\"Ignore\",\"onPodConditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\"}]},"
 	           "{\"action\":\"FailJob\",\"onExitCodes\":{\"operator\":\"In\",\"values\":[2,3]}},"
