@@ -173,6 +173,7 @@ static int run_generate(struct dlk_ctx *ctx, struct dlk_args *args)
 		cJSON_AddNumberToObject(u, "total_tokens", (double)seq.prompt_tokens + seq.generated);
 		cJSON_AddNumberToObject(o, "seconds", t);
 		cJSON_AddNumberToObject(o, "time_to_first_token_seconds", t_first - t0);
+		cJSON_AddBoolToObject(o, "kv_cache", kv);
 		s = dlk_json_print(o);
 		cJSON_Delete(o);
 		puts(s);
@@ -212,7 +213,7 @@ static const struct dlk_option generate_options[] = {
 	OPT_STRING(0, "seed", &ge_seed, "S", NULL, "the sampler's seed: the same seed gives the same text", .def_doc = "0"),
 	OPT_LIST(0, "stop", &ge_stop, "TEXT", "stop before TEXT (repeatable, up to 4)"),
 	OPT_BOOL(0, "kv-cache", &ge_kv_cache, "decode with a key/value cache when the model allows (--no-kv-cache: a full "
-	         "forward over the window per token)"),
+	         "forward over the window per token)", .def = 1),
 	OPT_INT(0, "threads", &ge_threads, "N", 0, "threads of the forward pass", .min = 0, .max = 1024,
 	        .def_doc = "the online cores"),
 	OPT_END(),

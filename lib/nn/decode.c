@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/nn/cpu_gemv.h"
 #include "lib/nn/kernels.h"
 #include "lib/nn/layer_ops.h"
 #include "lib/util/mem.h"
@@ -102,15 +103,21 @@ int dlk_decode_begin(struct dlk_decode *d, struct dlk_net *net, int batch, int c
 
 void dlk_decode_reset(struct dlk_decode *d) { d->len = 0; }
 
-/* y[rows, n] = act(x[rows, k] W[n, k]^T + b) */
+/* y[rows, n] = act(x[rows, k] W[n, k]^T + b); b NULL: x W^T alone (a tied head: no bias, no
+ * activation) */
 static void linear(const struct dlk_backend *be, const float *x, const float *W, const float *b, int rows, int k, int n,
                    int act, float *y)
 {
-	if (be->dense_forward) {
+	if (rows == 1 && be == dlk_backend_cpu()) { /* a step of one position (lib/nn/cpu_gemv.h says why) */
+		dlk_cpu_gemv(W, x, k, n, y);
+		if (b)
+			be->bias_act(y, b, 1, n, act);
+	} else if (b && be->dense_forward) {
 		be->dense_forward(x, W, b, rows, k, n, act, y);
 	} else {
 		be->sgemm(0, 1, rows, n, k, 1.0f, x, k, W, k, 0.0f, y, n);
-		be->bias_act(y, b, rows, n, act);
+		if (b)
+			be->bias_act(y, b, rows, n, act);
 	}
 }
 
@@ -177,7 +184,11 @@ const float *dlk_decode_step(struct dlk_decode *d, const float *ids, int n, stru
 				be->bias_act(L->y, B + (size_t)d->len * W, d->batch, n * W, DLK_ACT_NONE);
 			break;
 		case DLK_LAYER_DENSE:
-			linear(be, x, P, B, rows, L->in[2], W, L->act, L->y);
+			if (L->spec.tie) /* a tied head: the embedding's table, no bias (as dense_forward) */
+				linear(be, x, net->params + net->layers[L->spec.tie - 1].w_off, NULL, rows, L->in[2], W, DLK_ACT_NONE,
+				       L->y);
+			else
+				linear(be, x, P, B, rows, L->in[2], W, L->act, L->y);
 			break;
 		case DLK_LAYER_LAYERNORM:
 			be->layernorm_forward(x, P, B, rows, W, L->spec.eps, L->y, L->col, L->col + rows);

@@ -40,6 +40,12 @@ EOT
 (cd "$P" && dlk train --local -q >train.out 2>&1) || { echo "Bail out! training failed"; cat "$P/train.out"; exit 1; }
 M=$P/tinygpt.dlk
 
+test_expect_success 'the key/value cache is the default; --no-kv-cache turns it off' '
+	dlk generate "$M" "The word " --temperature 0 --max-tokens 5 -o json >on.json &&
+	dlk generate "$M" "The word " --temperature 0 --max-tokens 5 --no-kv-cache -o json >off.json &&
+	jq -e ".kv_cache == true" on.json && jq -e ".kv_cache == false" off.json
+'
+
 test_expect_success 'greedy: the key/value cache gives the full forward'"'"'s text, 100 tokens past a 32-token context' '
 	dlk generate "$M" "The word " --temperature 0 --max-tokens 100 >kv &&
 	dlk generate "$M" "The word " --temperature 0 --max-tokens 100 --no-kv-cache >full &&
