@@ -475,24 +475,54 @@ CLONES static void col2im1(const float *col, size_t ld, const struct dlk_conv_sh
 			}
 }
 
+/* copies rows of n floats: inline vector loops (the rows are short, 7 to 28 floats in the
+ * example CNNs, and a memcpy call each cost more than the copy; GCC would make the loop one) */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NO_MEMCPY_CALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define NO_MEMCPY_CALLS
+#endif
+CLONES NO_MEMCPY_CALLS static void copy_rows(const float *restrict src, size_t lds, float *restrict dst, size_t ldd, size_t rows,
+                             size_t n)
+{
+	for (size_t r = 0; r < rows; r++)
+		for (size_t i = 0; i < n; i++)
+			dst[r * ldd + i] = src[r * lds + i];
+}
+
 /* copies one [c][h][w] image into the interior of a zero-bordered [c][h + 2p][w + 2p] one */
 static void pad_image(const float *x, int c, int h, int w, int p, float *xp)
 {
 	size_t wp = (size_t)w + 2 * (size_t)p, hp = (size_t)h + 2 * (size_t)p;
 	for (int ch = 0; ch < c; ch++)
-		for (int iy = 0; iy < h; iy++)
-			memcpy(xp + ((size_t)ch * hp + (size_t)iy + (size_t)p) * wp + (size_t)p,
-			       x + ((size_t)ch * h + (size_t)iy) * w, sizeof(float) * (size_t)w);
+		copy_rows(x + (size_t)ch * h * w, (size_t)w, xp + ((size_t)ch * hp + (size_t)p) * wp + (size_t)p, wp,
+		          (size_t)h, (size_t)w);
 }
 
 /* copies one [c][h][w] image into the phases of its zero-padded [c][h + 2p][w + 2p] version: phase
  * (a, b) of channel ch is [hp][wp] at ((ch S + a) S + b) hp wp; a stride of 1 has one phase, the
  * padded image itself (its borders, and what no phase position holds, stay as they were: zero) */
-static void load_image(const float *x, const struct dlk_conv_shape *s, size_t hp, size_t wp, float *xp)
+CLONES static void load_image(const float *x, const struct dlk_conv_shape *s, size_t hp, size_t wp, float *xp)
 {
 	size_t S = (size_t)s->stride, p = (size_t)s->pad, w = (size_t)s->w;
 	if (S == 1) {
 		pad_image(x, s->c, s->h, s->w, s->pad, xp);
+		return;
+	}
+	if (S == 2) { /* a constant stride: vector loops of permutes */
+		for (size_t ch = 0; ch < (size_t)s->c; ch++)
+			for (size_t iy = 0; iy < (size_t)s->h; iy++) {
+				size_t r = iy + p;
+				float *row = xp + ((ch * 2 + r % 2) * 2 * hp + r / 2) * wp;
+				const float *restrict src = x + (ch * (size_t)s->h + iy) * w;
+				for (size_t b = 0; b < 2; b++) {
+					size_t ix0 = (b + 2 - p % 2) % 2, n = (w - ix0 + 1) / 2;
+					const float *restrict sb = src + ix0;
+					float *restrict d = row + b * hp * wp + (ix0 + p) / 2;
+					for (size_t t = 0; t < n; t++)
+						d[t] = sb[2 * t];
+				}
+			}
 		return;
 	}
 	for (size_t ch = 0; ch < (size_t)s->c; ch++)
@@ -818,9 +848,8 @@ static void backward_part(void *ctx, int t)
 				gemm_k(s->c, (int)j->Qxp, (int)(F * s->k * s->k), j->w2row, 1, dyp, j->boff_dy, dxq,
 				       j->Qxp, 0);
 				for (int ch = 0; ch < s->c; ch++)
-					for (int iy = 0; iy < s->h; iy++)
-						memcpy(dx + ((size_t)ch * s->h + iy) * s->w, dxq + ch * j->Qxp + iy * j->wq,
-						       sizeof(float) * (size_t)s->w);
+					copy_rows(dxq + ch * j->Qxp, j->wq, dx + (size_t)ch * s->h * s->w, (size_t)s->w,
+					          (size_t)s->h, (size_t)s->w);
 			} else {
 				for (size_t f = 0; f < F; f++) {
 					memcpy(dyp + f * Pp, dy + f * P, sizeof(float) * P);
