@@ -89,6 +89,10 @@ typedef void pool2_fn(const float *img, int w, int oh, int ow, int32_t base, flo
 typedef void transpose_fn(const float *restrict dy, size_t F, size_t oh, size_t ow, size_t P, size_t ldq, size_t Fp,
                           float *restrict dyT);
 static transpose_fn transpose_dy;
+/* y[f][oy][ox] = act(out[f][oy * ldq + ox] + bias[f]) for one image (epilogue) */
+typedef void epilogue_fn(const float *restrict out, size_t n, size_t ldq, const float *restrict bias, int act, size_t F,
+                         int oh, int ow, float *restrict y);
+static epilogue_fn epilogue;
 
 /* Whether a pooled layer's backward needs only the pooled output: then the forward pass does not
  * write the batch's activation y at all (each image's goes through a scratch buffer that stays in
@@ -217,8 +221,36 @@ AVX512_ATTR static void transpose_dy_avx512(const float *restrict dy, size_t F, 
 		}
 }
 
+/* epilogue for ReLU and no activation with masked vectors (the vectoriser left a scalar tail of
+ * up to 15 of each row's 28 or 14 outputs); max(v, 0) is dlk_k_relu's v > 0 ? v : 0, NaN and -0
+ * included (vmaxps returns its second operand unless the first is greater) */
+AVX512_ATTR static void epilogue_avx512(const float *restrict out, size_t n, size_t ldq, const float *restrict bias,
+                                        int act, size_t F, int oh, int ow, float *restrict y)
+{
+	if (act != DLK_ACT_RELU && act != DLK_ACT_NONE) {
+		epilogue(out, n, ldq, bias, act, F, oh, ow, y);
+		return;
+	}
+	const __m512 zero = _mm512_setzero_ps();
+	for (size_t f = 0; f < F; f++) {
+		__m512 bb = _mm512_set1_ps(bias[f]);
+		for (int oy = 0; oy < oh; oy++) {
+			const float *o = out + f * n + (size_t)oy * ldq;
+			float *yr = y + (f * (size_t)oh + (size_t)oy) * (size_t)ow;
+			for (int ox = 0; ox < ow; ox += 16) {
+				__mmask16 m = ow - ox >= 16 ? 0xffff : n_mask(ow - ox);
+				__m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, o + ox), bb);
+				if (act == DLK_ACT_RELU)
+					v = _mm512_max_ps(v, zero);
+				_mm512_mask_storeu_ps(yr + ox, m, v);
+			}
+		}
+	}
+}
+
 #endif
 
+static epilogue_fn *epilogue_k = epilogue;
 static gemm_fn *gemm_k = kgemm_base;
 static pool2_fn *pool2_k = pool2_base;
 static transpose_fn *transpose_k = transpose_dy;
@@ -246,11 +278,13 @@ static void set_isa(const char *isa)
 		gemm_k = kgemm_avx512;
 		pool2_k = pool2_avx512;
 		transpose_k = transpose_dy_avx512;
+		epilogue_k = epilogue_avx512;
 		gemm_isa = "avx512";
 		return;
 	}
 	pool2_k = pool2_base;
 	transpose_k = transpose_dy;
+	epilogue_k = epilogue;
 	if (!strcmp(isa, "avx2")) {
 		gemm_k = kgemm_avx2;
 		gemm_isa = "avx2";
@@ -261,6 +295,7 @@ static void set_isa(const char *isa)
 	gemm_k = kgemm_base;
 	pool2_k = pool2_base;
 	transpose_k = transpose_dy;
+	epilogue_k = epilogue;
 	gemm_isa = "baseline";
 }
 
@@ -702,7 +737,7 @@ static void forward_part(void *ctx, int t)
 		if (j->yfree) {
 			/* the argmax indexes are into the batch's y, as if it had been written */
 			size_t pp = (size_t)s->ph * s->pw;
-			epilogue(out, n, ldq, j->bias, j->act, F, s->oh, s->ow, yimg);
+			epilogue_k(out, n, ldq, j->bias, j->act, F, s->oh, s->ow, yimg);
 			for (size_t f = 0; f < F; f++) {
 				size_t plane = (size_t)b * F + f;
 				pool2_k(yimg + f * j->P, s->ow, s->ph, s->pw, (int32_t)(plane * j->P), j->py + plane * pp,
@@ -710,7 +745,7 @@ static void forward_part(void *ctx, int t)
 			}
 			continue;
 		}
-		epilogue(out, n, ldq, j->bias, j->act, F, s->oh, s->ow, j->y + (size_t)b * F * j->P);
+		epilogue_k(out, n, ldq, j->bias, j->act, F, s->oh, s->ow, j->y + (size_t)b * F * j->P);
 		/* the image's output is still in this core's cache */
 		if (s->pool)
 			pool_planes(j->y, s->oh, s->ow, s->pool, s->pool_stride, s->ph, s->pw, (size_t)b * F,
