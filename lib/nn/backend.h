@@ -15,7 +15,7 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 11
+#define DLK_BACKEND_ABI 12
 
 struct dlk_device_comm;
 
@@ -232,6 +232,18 @@ struct dlk_backend {
 	 * y = a + b, element by element, in one pass (the same bits as copy then axpy with 1); y may
 	 * be a or b. NULL: the graph's add copies, then adds. */
 	void (*add)(const float *a, const float *b, float *y, size_t n);
+	/* ---- ABI 12 ----
+	 * batch normalisation with a ReLU after it, one pass each way (NULL: the two layers run
+	 * apart). Forward: batchnorm_forward's, y = relu(its y), the same bits. Backward:
+	 * batchnorm_backward's with dy the gradient of the ReLU's output and y the forward's: the
+	 * gradient of the normalised values is relu'(y) dy (dy where y > 0, else 0), the same bits as
+	 * the ReLU's backward and then batchnorm_backward. */
+	void (*batchnorm_relu_forward)(const float *x, const float *w, const float *b, int batch, int c, int hw,
+	                               float eps, float momentum, int training, float *running_mean,
+	                               float *running_var, float *num_batches, float *y, float *mean, float *rstd);
+	void (*batchnorm_relu_backward)(const float *x, const float *w, const float *mean, const float *rstd,
+	                                const float *y, const float *dy, int batch, int c, int hw, float *dx, float *dw,
+	                                float *db);
 };
 
 /* Collectives over device memory, as a backend offers them (NCCL in the CUDA backend). lib/comm

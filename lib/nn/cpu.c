@@ -848,6 +848,8 @@ static struct dlk_backend cpu_backend = {
 	.seqpool_forward = dlk_cpu_seqpool_forward,
 	.seqpool_backward = dlk_cpu_seqpool_backward,
 	.add = cpu_add,
+	.batchnorm_relu_forward = dlk_cpu_batchnorm_relu_forward,
+	.batchnorm_relu_backward = dlk_cpu_batchnorm_relu_backward,
 };
 
 const struct dlk_backend *dlk_backend_cpu(void)

@@ -89,6 +89,10 @@ typedef void pool2_fn(const float *img, int w, int oh, int ow, int32_t base, flo
 typedef void transpose_fn(const float *restrict dy, size_t F, size_t oh, size_t ow, size_t P, size_t ldq, size_t Fp,
                           float *restrict dyT);
 static transpose_fn transpose_dy;
+/* y[f][oy][ox] = act(out[f][oy * ldq + ox] + bias[f]) for one image (epilogue) */
+typedef void epilogue_fn(const float *restrict out, size_t n, size_t ldq, const float *restrict bias, int act, size_t F,
+                         int oh, int ow, float *restrict y);
+static epilogue_fn epilogue;
 
 /* Whether a pooled layer's backward needs only the pooled output: then the forward pass does not
  * write the batch's activation y at all (each image's goes through a scratch buffer that stays in
@@ -217,8 +221,36 @@ AVX512_ATTR static void transpose_dy_avx512(const float *restrict dy, size_t F, 
 		}
 }
 
+/* epilogue for ReLU and no activation with masked vectors (the vectoriser left a scalar tail of
+ * up to 15 of each row's 28 or 14 outputs); max(v, 0) is dlk_k_relu's v > 0 ? v : 0, NaN and -0
+ * included (vmaxps returns its second operand unless the first is greater) */
+AVX512_ATTR static void epilogue_avx512(const float *restrict out, size_t n, size_t ldq, const float *restrict bias,
+                                        int act, size_t F, int oh, int ow, float *restrict y)
+{
+	if (act != DLK_ACT_RELU && act != DLK_ACT_NONE) {
+		epilogue(out, n, ldq, bias, act, F, oh, ow, y);
+		return;
+	}
+	const __m512 zero = _mm512_setzero_ps();
+	for (size_t f = 0; f < F; f++) {
+		__m512 bb = _mm512_set1_ps(bias[f]);
+		for (int oy = 0; oy < oh; oy++) {
+			const float *o = out + f * n + (size_t)oy * ldq;
+			float *yr = y + (f * (size_t)oh + (size_t)oy) * (size_t)ow;
+			for (int ox = 0; ox < ow; ox += 16) {
+				__mmask16 m = ow - ox >= 16 ? 0xffff : n_mask(ow - ox);
+				__m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, o + ox), bb);
+				if (act == DLK_ACT_RELU)
+					v = _mm512_max_ps(v, zero);
+				_mm512_mask_storeu_ps(yr + ox, m, v);
+			}
+		}
+	}
+}
+
 #endif
 
+static epilogue_fn *epilogue_k = epilogue;
 static gemm_fn *gemm_k = kgemm_base;
 static pool2_fn *pool2_k = pool2_base;
 static transpose_fn *transpose_k = transpose_dy;
@@ -246,11 +278,13 @@ static void set_isa(const char *isa)
 		gemm_k = kgemm_avx512;
 		pool2_k = pool2_avx512;
 		transpose_k = transpose_dy_avx512;
+		epilogue_k = epilogue_avx512;
 		gemm_isa = "avx512";
 		return;
 	}
 	pool2_k = pool2_base;
 	transpose_k = transpose_dy;
+	epilogue_k = epilogue;
 	if (!strcmp(isa, "avx2")) {
 		gemm_k = kgemm_avx2;
 		gemm_isa = "avx2";
@@ -261,6 +295,7 @@ static void set_isa(const char *isa)
 	gemm_k = kgemm_base;
 	pool2_k = pool2_base;
 	transpose_k = transpose_dy;
+	epilogue_k = epilogue;
 	gemm_isa = "baseline";
 }
 
@@ -475,21 +510,80 @@ CLONES static void col2im1(const float *col, size_t ld, const struct dlk_conv_sh
 			}
 }
 
+/* copies rows of n floats: inline vector loops (the rows are short, 7 to 28 floats in the
+ * example CNNs, and a memcpy call each cost more than the copy; GCC would make the loop one) */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NO_MEMCPY_CALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define NO_MEMCPY_CALLS
+#endif
+CLONES NO_MEMCPY_CALLS static void copy_rows(const float *restrict src, size_t lds, float *restrict dst, size_t ldd, size_t rows,
+                             size_t n)
+{
+	for (size_t r = 0; r < rows; r++)
+		for (size_t i = 0; i < n; i++)
+			dst[r * ldd + i] = src[r * lds + i];
+}
+
 /* copies one [c][h][w] image into the interior of a zero-bordered [c][h + 2p][w + 2p] one */
 static void pad_image(const float *x, int c, int h, int w, int p, float *xp)
 {
 	size_t wp = (size_t)w + 2 * (size_t)p, hp = (size_t)h + 2 * (size_t)p;
 	for (int ch = 0; ch < c; ch++)
-		for (int iy = 0; iy < h; iy++)
-			memcpy(xp + ((size_t)ch * hp + (size_t)iy + (size_t)p) * wp + (size_t)p,
-			       x + ((size_t)ch * h + (size_t)iy) * w, sizeof(float) * (size_t)w);
+		copy_rows(x + (size_t)ch * h * w, (size_t)w, xp + ((size_t)ch * hp + (size_t)p) * wp + (size_t)p, wp,
+		          (size_t)h, (size_t)w);
 }
 
-/* A layer is either "direct" (stride 1, padding below the kernel size: every im2col row is a
- * shifted window of the zero-padded image, so the kernel reads the padded image through a table
- * of offsets and computes outputs over q = oy * wp + ox, where the columns ox >= ow are junk
- * that is dropped; dx is the convolution of the padded dy with the flipped kernels) or goes
- * through an im2col copy of each image. */
+/* copies one [c][h][w] image into the phases of its zero-padded [c][h + 2p][w + 2p] version: phase
+ * (a, b) of channel ch is [hp][wp] at ((ch S + a) S + b) hp wp; a stride of 1 has one phase, the
+ * padded image itself (its borders, and what no phase position holds, stay as they were: zero) */
+CLONES static void load_image(const float *x, const struct dlk_conv_shape *s, size_t hp, size_t wp, float *xp)
+{
+	size_t S = (size_t)s->stride, p = (size_t)s->pad, w = (size_t)s->w;
+	if (S == 1) {
+		pad_image(x, s->c, s->h, s->w, s->pad, xp);
+		return;
+	}
+	if (S == 2) { /* a constant stride: vector loops of permutes */
+		for (size_t ch = 0; ch < (size_t)s->c; ch++)
+			for (size_t iy = 0; iy < (size_t)s->h; iy++) {
+				size_t r = iy + p;
+				float *row = xp + ((ch * 2 + r % 2) * 2 * hp + r / 2) * wp;
+				const float *restrict src = x + (ch * (size_t)s->h + iy) * w;
+				for (size_t b = 0; b < 2; b++) {
+					size_t ix0 = (b + 2 - p % 2) % 2, n = (w - ix0 + 1) / 2;
+					const float *restrict sb = src + ix0;
+					float *restrict d = row + b * hp * wp + (ix0 + p) / 2;
+					for (size_t t = 0; t < n; t++)
+						d[t] = sb[2 * t];
+				}
+			}
+		return;
+	}
+	for (size_t ch = 0; ch < (size_t)s->c; ch++)
+		for (size_t iy = 0; iy < (size_t)s->h; iy++) {
+			size_t r = iy + p;
+			float *row = xp + ((ch * S + r % S) * S * hp + r / S) * wp;
+			const float *restrict src = x + (ch * (size_t)s->h + iy) * w;
+			for (size_t b = 0; b < S; b++) {
+				size_t ix0 = (b + S - p % S) % S; /* the first column with (ix + p) % S == b */
+				float *restrict d = row + b * hp * wp + (ix0 + p) / S;
+				for (size_t ix = ix0, t = 0; ix < w; ix += S, t++)
+					d[t] = src[ix];
+			}
+		}
+}
+
+/* A layer is either "direct" (padding below the kernel size: every im2col row is a shifted window
+ * of the zero-padded image, so the kernel reads the padded image through a table of offsets and
+ * computes outputs over q = oy * wp + ox, where the columns ox >= ow are junk that is dropped) or
+ * goes through an im2col copy of each image. With a stride S > 1 the padded image is first split
+ * into its S x S phases (phase (a, b) holds the padded pixels (S i + a, S j + b) at (i, j), hp x wp
+ * each), and the window of kernel tap (ki, kj) is the phase (ki % S, kj % S) shifted by
+ * (ki / S, kj / S): the same sums, in the same order of taps, as over an im2col copy, without one.
+ * dx is the convolution of the padded dy with the flipped kernels at stride 1 (direct_dx), and the
+ * im2col adjoint (dcol = w^T dy, then col2im) otherwise. */
+
 struct conv_job {
 	const struct dlk_conv_shape *s;
 	const float *x, *w, *bias, *dy, *yact;  /* yact: the activation's output (pooled backward) */
@@ -498,9 +592,9 @@ struct conv_job {
 	const int32_t *argmax;
 	float *y, *py, *dx, *partials;
 	int32_t *pargmax;
-	int act, direct, items;
+	int act, direct, direct_dx, items;
 	size_t K, F, Fp, P, Pp;    /* c*k*k, filters, f padded, oh*ow, P padded (im2col) */
-	size_t hp, wp, Q, Qp, xpad_n;       /* direct: padded input, outputs over q */
+	size_t hp, wp, Q, Qp, xpad_n;       /* direct: padded input (a phase of it), outputs over q */
 	size_t pq, hq, wq, Qx, Qxp, dypad_n; /* direct dx: dy padded by k-1-pad, dx over q */
 	const float **wrow;        /* F: the rows of w */
 	const float **wcol;        /* K: w + k, read with stride K (dcol of the im2col path) */
@@ -518,7 +612,7 @@ struct conv_job {
 
 static void job_init(struct conv_job *j, const struct dlk_conv_shape *s, const float *w, int backward)
 {
-	size_t k = (size_t)s->k, C = (size_t)s->c;
+	size_t k = (size_t)s->k, C = (size_t)s->c, S = (size_t)s->stride;
 	j->s = s;
 	j->w = w;
 	j->K = C * k * k;
@@ -526,12 +620,15 @@ static void job_init(struct conv_job *j, const struct dlk_conv_shape *s, const f
 	j->Fp = pad16(j->F);
 	j->P = (size_t)s->oh * s->ow;
 	j->Pp = pad16(j->P);
-	j->direct = s->stride == 1 && s->pad < s->k;
-	j->hp = (size_t)s->h + 2 * (size_t)s->pad;
-	j->wp = (size_t)s->w + 2 * (size_t)s->pad;
+	j->direct = s->pad < s->k;
+	j->direct_dx = j->direct && S == 1;
+	j->hp = ((size_t)s->h + 2 * (size_t)s->pad + S - 1) / S;
+	j->wp = ((size_t)s->w + 2 * (size_t)s->pad + S - 1) / S;
 	j->Q = (size_t)s->oh * j->wp;
 	j->Qp = pad16(j->Q);
-	j->xpad_n = (C - 1) * j->hp * j->wp + (k - 1) * j->wp + k + j->Qp + 16;
+	/* the last window starts below C S S hp wp and the kernel reads Qp floats of it */
+	j->xpad_n = S == 1 ? (C - 1) * j->hp * j->wp + (k - 1) * j->wp + k + j->Qp + 16
+	                   : C * S * S * j->hp * j->wp + j->Qp + 16;
 	j->pq = k - 1 - (size_t)(s->pad < s->k ? s->pad : 0);
 	j->hq = (size_t)s->oh + 2 * j->pq;
 	j->wq = (size_t)s->ow + 2 * j->pq;
@@ -542,7 +639,7 @@ static void job_init(struct conv_job *j, const struct dlk_conv_shape *s, const f
 
 	size_t nlin = j->P > j->Q ? j->P : j->Q;
 	size_t bytes = sizeof(float *) * (j->F + j->K + C) + sizeof(size_t) * (j->K + j->F * k * k + nlin + j->F) +
-	               (backward && j->direct ? sizeof(float) * C * j->F * k * k : 0);
+	               (backward && j->direct_dx ? sizeof(float) * C * j->F * k * k : 0);
 	char *m = xmalloc(bytes);
 	j->tables = m;
 	j->wrow = (const float **)m;
@@ -560,7 +657,7 @@ static void job_init(struct conv_job *j, const struct dlk_conv_shape *s, const f
 	for (size_t i = 0; i < j->K; i++) {
 		size_t ch = i / (k * k), ki = i / k % k, kj = i % k;
 		j->wcol[i] = w + i;
-		j->boff_x[i] = j->direct ? (ch * j->hp + ki) * j->wp + kj : i * j->Pp;
+		j->boff_x[i] = j->direct ? ((ch * S * S + ki % S * S + kj % S) * j->hp + ki / S) * j->wp + kj / S : i * j->Pp;
 	}
 	for (size_t i = 0; i < nlin; i++)
 		j->lin_fp[i] = i * j->Fp;
@@ -568,7 +665,7 @@ static void job_init(struct conv_job *j, const struct dlk_conv_shape *s, const f
 		size_t f = i / (k * k), a = i / k % k, b = i % k;
 		j->boff_dy[i] = (f * j->hq + a) * j->wq + b;
 	}
-	if (backward && j->direct) {
+	if (backward && j->direct_dx) {
 		/* w2[c][f][a][b] = w[f][c][k-1-a][k-1-b] */
 		for (size_t ch = 0; ch < C; ch++) {
 			j->w2row[ch] = j->w2 + ch * j->F * k * k;
@@ -633,14 +730,14 @@ static void forward_part(void *ctx, int t)
 		memset(in, 0, sizeof(float) * j->xpad_n);
 	for (int b; (b = atomic_fetch_add(&j->next, 1)) < j->items;) {
 		if (j->direct)
-			pad_image(j->x + (size_t)b * in_size, s->c, s->h, s->w, s->pad, in);
+			load_image(j->x + (size_t)b * in_size, s, j->hp, j->wp, in);
 		else
 			im2col1(j->x + (size_t)b * in_size, s, in, j->Pp);
 		gemm_k((int)F, (int)n, (int)j->K, j->wrow, 1, in, j->boff_x, out, n, 0);
 		if (j->yfree) {
 			/* the argmax indexes are into the batch's y, as if it had been written */
 			size_t pp = (size_t)s->ph * s->pw;
-			epilogue(out, n, ldq, j->bias, j->act, F, s->oh, s->ow, yimg);
+			epilogue_k(out, n, ldq, j->bias, j->act, F, s->oh, s->ow, yimg);
 			for (size_t f = 0; f < F; f++) {
 				size_t plane = (size_t)b * F + f;
 				pool2_k(yimg + f * j->P, s->ow, s->ph, s->pw, (int32_t)(plane * j->P), j->py + plane * pp,
@@ -648,7 +745,7 @@ static void forward_part(void *ctx, int t)
 			}
 			continue;
 		}
-		epilogue(out, n, ldq, j->bias, j->act, F, s->oh, s->ow, j->y + (size_t)b * F * j->P);
+		epilogue_k(out, n, ldq, j->bias, j->act, F, s->oh, s->ow, j->y + (size_t)b * F * j->P);
 		/* the image's output is still in this core's cache */
 		if (s->pool)
 			pool_planes(j->y, s->oh, s->ow, s->pool, s->pool_stride, s->ph, s->pw, (size_t)b * F,
@@ -678,9 +775,10 @@ void dlk_cpu_conv_forward(const float *x, const float *w, const float *bias, con
 static size_t backward_per(const struct conv_job *j, int dx)
 {
 	size_t dz = j->s->pool ? j->F * j->P : 0;
+	size_t dxn = !dx ? 0 : j->direct_dx ? j->dypad_n + (size_t)j->s->c * j->Qxp : (j->F + j->K) * j->Pp;
 	if (j->direct)
-		return pad16(dz + j->xpad_n + j->Qp + j->Q * j->Fp + (dx ? j->dypad_n + (size_t)j->s->c * j->Qxp : 0));
-	return pad16(dz + (j->K + 1) * j->Pp + j->P * j->Fp + (dx ? (j->F + j->K) * j->Pp : 0));
+		return pad16(dz + j->xpad_n + j->Qp + j->Q * j->Fp + dxn);
+	return pad16(dz + (j->K + 1) * j->Pp + j->P * j->Fp + dxn);
 }
 
 /* one image's gradient of the pre-activation, from that of the pooled output: the scatter of
@@ -732,13 +830,13 @@ static void backward_part(void *ctx, int t)
 		ones = in + j->xpad_n;
 		dyT = ones + j->Qp;
 		dyp = dyT + j->Q * Fp;
-		dxq = dyp + j->dypad_n;
+		dxq = dyp + (j->direct_dx ? j->dypad_n : F * Pp);
 		J = j->Q;
 		memset(in, 0, sizeof(float) * j->xpad_n);
 		for (size_t q = 0; q < j->Qp; q++)
 			ones[q] = 1.0f;
 		memset(dyT, 0, sizeof(float) * j->Q * Fp);
-		if (j->dx)
+		if (j->dx && j->direct_dx)
 			memset(dyp, 0, sizeof(float) * j->dypad_n);
 		for (size_t m = 0; m < K; m++)
 			arow[m] = in + j->boff_x[m];
@@ -770,7 +868,7 @@ static void backward_part(void *ctx, int t)
 				dy = dz;
 			}
 			if (j->direct)
-				pad_image(x, s->c, s->h, s->w, s->pad, in);
+				load_image(x, s, j->hp, j->wp, in);
 			else
 				im2col1(x, s, in, Pp);
 			transpose_k(dy, F, (size_t)s->oh, ow, P, ldq, Fp, dyT);
@@ -779,15 +877,14 @@ static void backward_part(void *ctx, int t)
 			if (!j->dx)
 				continue;
 			float *dx = j->dx + (size_t)b * in_size;
-			if (j->direct) {
+			if (j->direct_dx) {
 				/* dx = the padded dy convolved with the flipped kernels */
 				pad_image(dy, s->f, s->oh, s->ow, (int)j->pq, dyp);
 				gemm_k(s->c, (int)j->Qxp, (int)(F * s->k * s->k), j->w2row, 1, dyp, j->boff_dy, dxq,
 				       j->Qxp, 0);
 				for (int ch = 0; ch < s->c; ch++)
-					for (int iy = 0; iy < s->h; iy++)
-						memcpy(dx + ((size_t)ch * s->h + iy) * s->w, dxq + ch * j->Qxp + iy * j->wq,
-						       sizeof(float) * (size_t)s->w);
+					copy_rows(dxq + ch * j->Qxp, j->wq, dx + (size_t)ch * s->h * s->w, (size_t)s->w,
+					          (size_t)s->h, (size_t)s->w);
 			} else {
 				for (size_t f = 0; f < F; f++) {
 					memcpy(dyp + f * Pp, dy + f * P, sizeof(float) * P);

@@ -32,6 +32,12 @@ void dlk_cpu_rotary(float *qkv, int batch, int T, int heads, int hd, int pos0, i
 void dlk_cpu_batchnorm_forward(const float *x, const float *w, const float *b, int batch, int c, int hw, float eps,
                                float momentum, int training, float *running_mean, float *running_var,
                                float *num_batches, float *y, float *mean, float *rstd);
+void dlk_cpu_batchnorm_relu_forward(const float *x, const float *w, const float *b, int batch, int c, int hw,
+                                    float eps, float momentum, int training, float *running_mean, float *running_var,
+                                    float *num_batches, float *y, float *mean, float *rstd);
+void dlk_cpu_batchnorm_relu_backward(const float *x, const float *w, const float *mean, const float *rstd,
+                                     const float *y, const float *dy, int batch, int c, int hw, float *dx, float *dw,
+                                     float *db);
 void dlk_cpu_batchnorm_backward(const float *x, const float *w, const float *mean, const float *rstd,
                                 const float *dy, int batch, int c, int hw, float *dx, float *dw, float *db);
 

@@ -72,9 +72,9 @@ static const float *batchnorm_forward(struct dlk_net *net, int i, const float *x
 	struct dlk_layer *L = &net->layers[i];
 	float *s = net->params + L->s_off;
 	size_t c = L->n_w;
-	net->be->batchnorm_forward(x, net->params + L->w_off, net->params + L->b_off, batch, (int)c, bn_hw(L),
-	                           L->spec.eps, L->spec.momentum, training, s, s + c, s + 2 * c, L->y,
-	                           training ? L->col : NULL, training ? L->col + c : NULL);
+	(L->bn_relu ? net->be->batchnorm_relu_forward : net->be->batchnorm_forward)(
+		x, net->params + L->w_off, net->params + L->b_off, batch, (int)c, bn_hw(L), L->spec.eps, L->spec.momentum,
+		training, s, s + c, s + 2 * c, L->y, training ? L->col : NULL, training ? L->col + c : NULL);
 	return L->y;
 }
 
@@ -82,8 +82,12 @@ static float *batchnorm_backward(struct dlk_net *net, int i, float *g, float *go
 {
 	struct dlk_layer *L = &net->layers[i];
 	size_t c = L->n_w;
-	net->be->batchnorm_backward(L->x_used, net->params + L->w_off, L->col, L->col + c, g, batch, (int)c, bn_hw(L),
-	                            gout, net->grads + L->w_off, net->grads + L->b_off);
+	if (L->bn_relu) /* g is the gradient of the ReLU's output, L->y_used */
+		net->be->batchnorm_relu_backward(L->x_used, net->params + L->w_off, L->col, L->col + c, L->y_used, g, batch,
+		                                 (int)c, bn_hw(L), gout, net->grads + L->w_off, net->grads + L->b_off);
+	else
+		net->be->batchnorm_backward(L->x_used, net->params + L->w_off, L->col, L->col + c, g, batch, (int)c,
+		                            bn_hw(L), gout, net->grads + L->w_off, net->grads + L->b_off);
 	net->be->fill(net->grads + L->s_off, L->n_s, 0.0f); /* the state is not trained */
 	dlk_layer_grads_ready(net, L);
 	return gout;

@@ -73,8 +73,9 @@ const struct dlk_layer_ops dlk_layer_ops_flatten = {
 	.forward = flatten_forward,
 };
 
-/* relu, tanh, sigmoid: in place of nothing when the dense/conv before it applies it (L->fused);
- * backward through y, skipped where that layer's backward did it (L->folded_bw, L->pooled) */
+/* relu, tanh, sigmoid: in place of nothing when the dense/conv/batchnorm before it applies it
+ * (L->fused); backward through y, skipped where another layer's backward does it (L->folded_bw,
+ * L->pooled; the batch norm before it, bn_relu) */
 static int act_reserve(struct dlk_net *net, struct dlk_layer *L, int i, size_t B, struct dlk_err *err)
 {
 	(void)i, (void)err;
@@ -101,7 +102,7 @@ static const float *act_forward(struct dlk_net *net, int i, const float *x, int 
 static float *act_backward(struct dlk_net *net, int i, float *g, float *gout, int batch)
 {
 	struct dlk_layer *L = &net->layers[i];
-	if (L->folded_bw || L->pooled)
+	if (L->folded_bw || L->pooled || (L->fused && i > 0 && net->layers[i - 1].bn_relu))
 		return g;
 	net->be->act_backward(dlk_layer_act(L->spec.kind), L->y_used, g, gout, (size_t)batch * L->out_size);
 	return gout;

@@ -196,8 +196,9 @@ static int sole_reader(const struct dlk_net *net, int i, int r)
 }
 
 /* How the layers run: an activation fused into the dense/conv layer before it (one pass over the
- * output saved; in a graph where the activation alone reads the layer's output), and an input
- * gradient only where some earlier layer has parameters. */
+ * output saved; in a graph where the activation alone reads the layer's output), a ReLU into the
+ * batch norm before it both ways (where the backend can), and an input gradient only where some
+ * earlier layer has parameters. */
 static void plan_passes(struct dlk_net *net)
 {
 	int seen = 0;
@@ -209,6 +210,11 @@ static void plan_passes(struct dlk_net *net)
 		if ((L->spec.kind == DLK_LAYER_DENSE || (L->spec.kind == DLK_LAYER_CONV2D && L->spec.groups <= 1)) && !L->spec.tie &&
 		    dlk_layer_act(N->spec.kind) != DLK_ACT_NONE) {
 			L->act = dlk_layer_act(N->spec.kind);
+			N->fused = 1;
+		}
+		if (L->spec.kind == DLK_LAYER_BATCHNORM && N->spec.kind == DLK_LAYER_RELU && net->be->batchnorm_relu_forward &&
+		    net->be->batchnorm_relu_backward) {
+			L->bn_relu = 1;
 			N->fused = 1;
 		}
 	}
@@ -647,7 +653,7 @@ static void give_grad(struct dlk_net *net, int i, int e, const float *g, int bat
 	S->g_set = 1;
 }
 
-/* An add passes its gradient (its own gy) to its inputs as it is: the last input to get it, when
+/* An add (or a ReLU that the batch norm before it does) passes its gradient (its own gy) to its inputs as it is: the last input to get it, when
  * nothing was added to its gradient yet, takes the buffer itself (the two layers swap their gy,
  * both batch_cap x out_size, each freed once) instead of a copy. Not while recomputed blocks
  * share buffers (a sharer keeps the pointer it copied). Returns 1 when it did. */
@@ -655,7 +661,8 @@ static int hand_over(struct dlk_net *net, int i, int e, float *r)
 {
 	struct dlk_layer *L = &net->layers[i];
 	int src = L->spec.n_inputs ? L->spec.inputs[e] : i - 1;
-	if (L->spec.kind != DLK_LAYER_ADD || src < 0 || r != L->gy || L->share)
+	int passes = L->spec.kind == DLK_LAYER_ADD || (L->spec.kind == DLK_LAYER_RELU && L->fused && net->layers[i - 1].bn_relu);
+	if (!passes || src < 0 || r != L->gy || L->share)
 		return 0;
 	struct dlk_layer *S = &net->layers[src];
 	if (S->g_set || !S->gy || S->share || S->out_size != L->out_size)

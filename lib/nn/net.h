@@ -32,6 +32,8 @@ struct dlk_layer {
 	int pool_layer;           /* conv: the max-pool layer whose forward and backward it performs, or 0 */
 	int pooled;               /* activation or max-pool layer that a conv before it performs */
 	int folded_bw;            /* activation layer whose backward the dense layer after it did this step */
+	int bn_relu;              /* batchnorm: applies the ReLU after it (fused) and takes its derivative in
+	                             its backward; that ReLU layer's backward passes the gradient on */
 	int tied_by;              /* embedding: 1 + the index of the dense layer whose weight is its table
 	                             (spec.tie); that layer's backward runs first and writes the table's
 	                             gradient, this one's adds to it, and only then is it ready */

@@ -2,7 +2,9 @@
  * against central finite differences (in double, of a float forward: within 2e-3 relative), the
  * running statistics' update by hand (PyTorch's rule), evaluation with the running ones, the same
  * bits at 1 and 3 threads, and a net with a batchnorm layer: its state after the bias, a gradient
- * of 0 there, and a training forward that moves it where an evaluation one does not. */
+ * of 0 there, and a training forward that moves it where an evaluation one does not. A ReLU after
+ * a batch norm runs inside it (batchnorm_relu_forward/backward): the same bits as the two passes,
+ * kernel by kernel and in a net, sequential and a graph, against a backend without the fused ops. */
 #include "tests/unit/check.h"
 
 #include <math.h>
@@ -159,8 +161,91 @@ static void test_net(void)
 	dlk_net_release(&net);
 }
 
+/* the fused kernels against batchnorm then act_forward, act_backward then batchnorm_backward */
+static void test_relu_kernels(int B, int C, int HW, int threads)
+{
+	const struct dlk_backend *be = dlk_backend_cpu();
+	size_t n = (size_t)B * C * HW;
+	float *x = malloc(n * 4), *dy = malloc(n * 4), *y1 = malloc(n * 4), *y2 = malloc(n * 4), *t = malloc(n * 4);
+	float *dx1 = malloc(n * 4), *dx2 = malloc(n * 4), *w = malloc((size_t)C * 4), *b = malloc((size_t)C * 4);
+	float *st = calloc(4 * (size_t)C + 2, 4), *dw1 = malloc((size_t)C * 4), *db1 = malloc((size_t)C * 4);
+	float *dw2 = malloc((size_t)C * 4), *db2 = malloc((size_t)C * 4), *m = malloc((size_t)C * 4), *r = malloc((size_t)C * 4);
+	rnd(x, n, 11, 2.0f, 0.5f);
+	rnd(dy, n, 12, 1.0f, 0.0f);
+	rnd(w, (size_t)C, 13, 1.0f, 0.2f);
+	rnd(b, (size_t)C, 14, 0.5f, 0.0f);
+	dlk_parallel_set_threads(threads);
+	float *rm = st, *rv = st + C, *rm2 = st + 2 * C, *rv2 = st + 3 * C, *nb = st + 4 * C;
+	be->batchnorm_forward(x, w, b, B, C, HW, 1e-5f, 0.1f, 1, rm, rv, nb, t, m, r);
+	be->act_forward(DLK_ACT_RELU, t, y1, n);
+	be->batchnorm_relu_forward(x, w, b, B, C, HW, 1e-5f, 0.1f, 1, rm2, rv2, nb + 1, y2, m, r);
+	int zeros = 0;
+	for (size_t i = 0; i < n; i++)
+		zeros += y2[i] == 0.0f;
+	CHECK_MSG(!memcmp(y1, y2, n * 4) && !memcmp(rm, rm2, (size_t)C * 4) && !memcmp(rv, rv2, (size_t)C * 4) &&
+	                  zeros > 0 && zeros < (int)n,
+	          "[%d, %d, %d], %d threads: batch norm + ReLU in one pass, the same bits as two (%d zeros)", B, C, HW,
+	          threads, zeros);
+	be->act_backward(DLK_ACT_RELU, y1, dy, t, n);
+	be->batchnorm_backward(x, w, m, r, t, B, C, HW, dx1, dw1, db1);
+	be->batchnorm_relu_backward(x, w, m, r, y2, dy, B, C, HW, dx2, dw2, db2);
+	CHECK_MSG(!memcmp(dx1, dx2, n * 4) && !memcmp(dw1, dw2, (size_t)C * 4) && !memcmp(db1, db2, (size_t)C * 4),
+	          "[%d, %d, %d], %d threads: its backward, the same bits as the ReLU's then the batch norm's", B, C, HW,
+	          threads);
+	dlk_parallel_set_threads(1);
+	free(x), free(dy), free(y1), free(y2), free(t), free(dx1), free(dx2), free(w), free(b), free(st);
+	free(dw1), free(db1), free(dw2), free(db2), free(m), free(r);
+}
+
+/* conv 4 -> batchnorm -> relu (-> add of the conv's input, a graph) -> flatten -> dense 3, on the
+ * CPU backend and on a copy without the fused ops: the ReLU runs inside the batch norm on the
+ * first only, and the loss, output and every gradient are the same bits */
+static void test_net_relu(int graph)
+{
+	struct dlk_layer_spec layers[6] = {
+		{ .kind = DLK_LAYER_CONV2D, .filters = 2, .kernel = 3, .stride = 1, .padding = 1 },
+		{ .kind = DLK_LAYER_BATCHNORM, .eps = 1e-5f, .momentum = 0.1f },
+		{ .kind = DLK_LAYER_RELU },
+		{ .kind = DLK_LAYER_ADD, .n_inputs = 2, .inputs = { -1, 2 } },
+		{ .kind = DLK_LAYER_FLATTEN },
+		{ .kind = DLK_LAYER_DENSE, .units = 3 },
+	};
+	if (!graph) /* no add */
+		memmove(&layers[3], &layers[4], 2 * sizeof(layers[0]));
+	struct dlk_model model = { .input = { 2, 5, 4 }, .input_rank = 3, .layers = layers, .n_layers = graph ? 6 : 5 };
+	struct dlk_backend apart = *dlk_backend_cpu();
+	apart.batchnorm_relu_forward = NULL;
+	apart.batchnorm_relu_backward = NULL;
+	struct dlk_net a = DLK_NET_INIT, f = DLK_NET_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	CHECK_MSG(!dlk_net_build(&f, &model, "dlk.yaml", 3, dlk_backend_cpu(), &err), "builds (%s)", err.msg);
+	CHECK_MSG(!dlk_net_build(&a, &model, "dlk.yaml", 3, &apart, &err), "builds (%s)", err.msg);
+	CHECK(!dlk_net_init_params(&f, "torch", 3, &err) && !dlk_net_init_params(&a, "torch", 3, &err));
+	CHECK(!dlk_net_reserve(&f, 6, &err) && !dlk_net_reserve(&a, 6, &err));
+	CHECK_MSG(f.layers[1].bn_relu && f.layers[2].fused && !a.layers[1].bn_relu && !a.layers[2].fused && f.graph == graph,
+	          "%s: the ReLU runs inside the batch norm where the backend has the fused ops", graph ? "graph" : "sequential");
+	float x[6 * 40];
+	int32_t labels[6] = { 0, 1, 2, 0, 1, 2 };
+	rnd(x, 240, 21, 1.0f, 0.3f);
+	int same = 1;
+	for (int step = 0; step < 2; step++) {
+		float lf = (dlk_net_forward(&f, x, 6, 1), dlk_net_backward(&f, labels, 6));
+		float la = (dlk_net_forward(&a, x, 6, 1), dlk_net_backward(&a, labels, 6));
+		same &= !memcmp(&lf, &la, 4) && !memcmp(f.grads, a.grads, 4 * f.n_params) &&
+		        !memcmp(f.params, a.params, 4 * f.n_params) && !memcmp(dlk_net_output(&f), dlk_net_output(&a), 4 * 18);
+	}
+	CHECK_MSG(same, "%s: loss, output and gradients the same bits fused and apart", graph ? "graph" : "sequential");
+	dlk_net_release(&f);
+	dlk_net_release(&a);
+}
+
 int main(void)
 {
+	test_relu_kernels(4, 3, 37, 1);   /* rows with a tail after the lanes */
+	test_relu_kernels(16, 8, 300, 3);
+	test_relu_kernels(6, 5, 1, 2);    /* flat */
+	test_net_relu(0);
+	test_net_relu(1);
 	test_gradients(4, 3, 5);  /* [C, H, W] activations: per channel */
 	test_gradients(6, 5, 1);  /* flat: per feature */
 	test_gradients(2, 1, 1);  /* the smallest batch */

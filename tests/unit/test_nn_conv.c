@@ -1,5 +1,6 @@
 /* The CPU backend's convolution (lib/nn/cpu_conv.c) against a plain reference in double, on both
- * of its paths (shifted windows of the padded image for stride 1, an im2col copy otherwise), and
+ * of its paths (shifted windows of the padded image or of its phases where the padding is below
+ * the kernel size, an im2col copy otherwise), and
  * its promises: the same bits for any number of threads, with or without dx, and on AVX-512 and
  * AVX2 (both fuse the multiply-add). Max-pooling against a plain reference too. */
 #include "tests/unit/check.h"
@@ -123,7 +124,7 @@ static void check_shape(struct dlk_conv_shape s, int act, const char *isa2)
 
 	char what[160];
 	snprintf(what, sizeof(what), "batch %d c %d %dx%d f %d k %d stride %d pad %d act %d (%s path)", s.batch, s.c, s.h,
-	         s.w, s.f, s.k, s.stride, s.pad, act, s.stride == 1 && s.pad < s.k ? "direct" : "im2col");
+	         s.w, s.f, s.k, s.stride, s.pad, act, s.pad < s.k ? "direct" : "im2col");
 	struct out o1, o2, o3;
 	out_alloc(&o1, ny, nw, nb, nx);
 	out_alloc(&o2, ny, nw, nb, nx);
@@ -284,6 +285,13 @@ int main(void)
 		{ .batch = 2, .c = 2, .h = 9, .w = 7, .f = 4, .k = 3, .stride = 2, .pad = 1 },
 		{ .batch = 3, .c = 1, .h = 5, .w = 5, .f = 2, .k = 2, .stride = 1, .pad = 2 }, /* pad >= k: im2col */
 		{ .batch = 9, .c = 32, .h = 14, .w = 14, .f = 64, .k = 3, .stride = 1, .pad = 1 }, /* the bench's 2nd */
+		/* strides above 1 read the phases of the padded image (dx through col2im) */
+		{ .batch = 9, .c = 16, .h = 28, .w = 28, .f = 32, .k = 3, .stride = 2, .pad = 1 }, /* the ResNet's down */
+		{ .batch = 9, .c = 16, .h = 28, .w = 28, .f = 32, .k = 1, .stride = 2, .pad = 0 }, /* its skip */
+		{ .batch = 2, .c = 3, .h = 8, .w = 10, .f = 5, .k = 3, .stride = 2, .pad = 0 },
+		{ .batch = 2, .c = 2, .h = 11, .w = 10, .f = 3, .k = 4, .stride = 3, .pad = 2 },
+		{ .batch = 2, .c = 2, .h = 9, .w = 8, .f = 3, .k = 2, .stride = 2, .pad = 1 },
+		{ .batch = 2, .c = 1, .h = 7, .w = 7, .f = 2, .k = 2, .stride = 2, .pad = 3 }, /* pad >= k: im2col */
 	};
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
 		check_shape(shapes[i], i % 3 == 0 ? DLK_ACT_RELU : i % 3 == 1 ? DLK_ACT_NONE : DLK_ACT_TANH, other);
