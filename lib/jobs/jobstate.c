@@ -190,6 +190,75 @@ static int waiting_matters(const char *reason)
 	return reason[0] && strcmp(reason, "ContainerCreating") && strcmp(reason, "PodInitializing");
 }
 
+/* Whether the first podFailurePolicy rule matches a failed pod: its exit code (onExitCodes, with
+ * Kubernetes' In/NotIn, NotIn never matching 0) or one of its conditions (onPodConditions). */
+static int rule_matches(const cJSON *rule, const cJSON *pod, int exit_code)
+{
+	const cJSON *on = jget(rule, "onExitCodes", NULL), *c, *pc;
+
+	if (on) {
+		const char *op = jstr_or(jget(on, "operator", NULL), "");
+		const char *cn = jstr_of(jget(on, "containerName", NULL));
+		const char *name = jstr_of(jget(cJSON_GetArrayItem(jget(pod, "status", "containerStatuses", NULL), 0), "name", NULL));
+		int in = 0;
+		if (cn && (!name || strcmp(cn, name)))
+			return 0;
+		cJSON_ArrayForEach(c, jget(on, "values", NULL))
+			in |= cJSON_IsNumber(c) && c->valuedouble == exit_code;
+		return !strcmp(op, "In") ? in : !strcmp(op, "NotIn") ? !in && exit_code != 0 : 0;
+	}
+	cJSON_ArrayForEach(c, jget(rule, "onPodConditions", NULL)) {
+		const char *t = jstr_of(jget(c, "type", NULL)), *st = jstr_or(jget(c, "status", NULL), "True");
+		cJSON_ArrayForEach(pc, jget(pod, "status", "conditions", NULL)) {
+			const char *pt = jstr_of(jget(pc, "type", NULL)), *ps = jstr_of(jget(pc, "status", NULL));
+			if (t && pt && ps && !strcmp(t, pt) && !strcmp(st, ps))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* What the Job controller does with a rank's failed pod, as the Job's spec says it will: the
+ * first podFailurePolicy rule that matches decides, then the index's retries
+ * (backoffLimitPerIndex against the failures its pods' annotation counts). Writes the words that
+ * follow "rank N exited with code C". */
+static void retry_words(const cJSON *job, const struct dlk_rank *r, char *out, size_t n)
+{
+	const cJSON *rule, *lim = jget(job, "spec", "backoffLimitPerIndex", NULL);
+	const char *fc = jstr_of(jget(r->pod, "metadata", "annotations", "batch.kubernetes.io/job-index-failure-count", NULL));
+
+	cJSON_ArrayForEach(rule, jget(job, "spec", "podFailurePolicy", "rules", NULL)) {
+		if (!rule_matches(rule, r->pod, r->exit_code))
+			continue;
+		const char *a = jstr_or(jget(rule, "action", NULL), "");
+		if (!strcmp(a, "FailJob")) {
+			snprintf(out, n, "its exit code fails the Job (podFailurePolicy)");
+			return;
+		}
+		if (!strcmp(a, "FailIndex")) {
+			snprintf(out, n, "its exit code fails its index (podFailurePolicy)");
+			return;
+		}
+		if (!strcmp(a, "Ignore")) {
+			snprintf(out, n, "not counted (podFailurePolicy); waiting for its retry");
+			return;
+		}
+		break; /* Count: as any failure */
+	}
+	if (cJSON_IsNumber(lim) && fc) {
+		char *end;
+		long used = strtol(fc, &end, 10) + 1, max = (long)lim->valuedouble;
+		if (end != fc && !*end && used >= 1 && max >= 0) {
+			if (used > max)
+				snprintf(out, n, "out of retries (backoffLimitPerIndex %ld): its index has failed", max);
+			else
+				snprintf(out, n, "waiting for its retry (%ld of %ld)", used, max);
+			return;
+		}
+	}
+	snprintf(out, n, "waiting for its retry");
+}
+
 static void pending_reason(const cJSON *job, const cJSON *events, struct dlk_job_summary *s)
 {
 	char msg[400];
@@ -244,8 +313,10 @@ static void pending_reason(const cJSON *job, const cJSON *events, struct dlk_job
 		const struct dlk_rank *r = &s->ranks[i];
 		missing += !r->pod;
 		if (r->pod && r->terminated && r->exit_code) {
-			snprintf(s->reason, sizeof(s->reason), "rank %d exited with code %d%s%s%s; waiting for its retry", i,
-				 r->exit_code, r->reason[0] ? " (" : "", r->reason, r->reason[0] ? ")" : "");
+			char what[96];
+			retry_words(job, r, what, sizeof(what));
+			snprintf(s->reason, sizeof(s->reason), "rank %d exited with code %d%s%s%s; %s", i, r->exit_code,
+				 r->reason[0] ? " (" : "", r->reason, r->reason[0] ? ")" : "", what);
 			return;
 		}
 	}

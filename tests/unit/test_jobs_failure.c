@@ -109,10 +109,66 @@ static void test_jobstate(void)
 	cJSON_Delete(pods);
 }
 
+/* A failed rank the Job has not replaced yet: what the Job's spec says comes next. */
+static void pending_retry(const char *spec, const char *count, int code, const char *want)
+{
+	char job_json[1024], pods_json[1024];
+	struct dlk_job_summary s;
+
+	snprintf(job_json, sizeof(job_json), "{\"metadata\":{\"name\":\"m\"},\"spec\":{\"completions\":2%s},\"status\":{}}", spec);
+	snprintf(pods_json, sizeof(pods_json),
+		 "[{\"metadata\":{\"name\":\"m-0\",\"labels\":{\"dlk.dev/job\":\"m\",\"batch.kubernetes.io/job-completion-index\":\"0\"}},"
+		 "\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"worker\",\"ready\":true,\"state\":{\"running\":{}}}]}},"
+		 "{\"metadata\":{\"name\":\"m-1\",\"labels\":{\"dlk.dev/job\":\"m\",\"batch.kubernetes.io/job-completion-index\":\"1\"}%s%s%s},"
+		 "\"status\":{\"phase\":\"Failed\",\"containerStatuses\":[{\"name\":\"worker\",\"state\":{\"terminated\":{\"exitCode\":%d,"
+		 "\"reason\":\"Error\"}}}]}}]",
+		 count ? ",\"annotations\":{\"batch.kubernetes.io/job-index-failure-count\":\"" : "", count ? count : "",
+		 count ? "\"}" : "", code);
+	cJSON *job = parse(job_json), *pods = parse(pods_json);
+	dlk_job_summarize(job, pods, NULL, &s);
+	CHECK(s.state == JOB_PENDING);
+	CHECK_STR(s.reason, want);
+	dlk_job_summary_release(&s);
+	cJSON_Delete(job);
+	cJSON_Delete(pods);
+}
+
+static void test_pending_retry(void)
+{
+	const char *policy = ",\"backoffLimitPerIndex\":2,\"podFailurePolicy\":{\"rules\":["
+		"{\"action\":\"Ignore\",\"onPodConditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\"}]},"
+		"{\"action\":\"FailJob\",\"onExitCodes\":{\"operator\":\"In\",\"values\":[2,3]}},"
+		"{\"action\":\"Ignore\",\"onExitCodes\":{\"operator\":\"In\",\"values\":[76]}},"
+		"{\"action\":\"FailIndex\",\"onExitCodes\":{\"containerName\":\"other\",\"operator\":\"In\",\"values\":[42]}},"
+		"{\"action\":\"Count\",\"onExitCodes\":{\"operator\":\"In\",\"values\":[75]}},"
+		"{\"action\":\"FailIndex\",\"onExitCodes\":{\"operator\":\"NotIn\",\"values\":[1,75]}}]}";
+
+	/* no policy, no per-index limit: the Job's backoffLimit, which the pods do not count */
+	pending_retry("", NULL, 42, "rank 1 exited with code 42 (Error); waiting for its retry");
+	/* a retry per index: the annotation counts the failures before this pod */
+	pending_retry(",\"backoffLimitPerIndex\":2", "0", 42, "rank 1 exited with code 42 (Error); waiting for its retry (1 of 2)");
+	pending_retry(",\"backoffLimitPerIndex\":2", "1", 42, "rank 1 exited with code 42 (Error); waiting for its retry (2 of 2)");
+	pending_retry(",\"backoffLimitPerIndex\":2", "2", 42,
+		      "rank 1 exited with code 42 (Error); out of retries (backoffLimitPerIndex 2): its index has failed");
+	pending_retry(",\"backoffLimitPerIndex\":0", "0", 42,
+		      "rank 1 exited with code 42 (Error); out of retries (backoffLimitPerIndex 0): its index has failed");
+	pending_retry(",\"backoffLimitPerIndex\":0", "x", 42, "rank 1 exited with code 42 (Error); waiting for its retry");
+	/* the first rule that matches decides */
+	pending_retry(policy, "0", 3, "rank 1 exited with code 3 (Error); its exit code fails the Job (podFailurePolicy)");
+	pending_retry(policy, "2", 76, "rank 1 exited with code 76 (Error); not counted (podFailurePolicy); waiting for its retry");
+	pending_retry(policy, "0", 75, "rank 1 exited with code 75 (Error); waiting for its retry (1 of 2)");
+	pending_retry(policy, "2", 75,
+		      "rank 1 exited with code 75 (Error); out of retries (backoffLimitPerIndex 2): its index has failed");
+	/* 42 is not the rule for container "other"; NotIn [1, 75] takes it */
+	pending_retry(policy, "0", 42, "rank 1 exited with code 42 (Error); its exit code fails its index (podFailurePolicy)");
+	pending_retry(policy, "0", 1, "rank 1 exited with code 1 (Error); waiting for its retry (1 of 2)");
+}
+
 int main(void)
 {
 	test_roundtrip();
 	test_bounded();
 	test_jobstate();
+	test_pending_retry();
 	return CHECK_DONE();
 }
