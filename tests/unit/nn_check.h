@@ -120,5 +120,56 @@ NN_CHECK_FN void check_grads(const char *what, int c, int h, int w, struct dlk_l
 	dlk_net_release(&net);
 }
 
+/* A net of these layers on a backend: PyTorch's initial values (seed 7) and room for batch. */
+NN_CHECK_FN int nn_build(struct dlk_net *net, const struct dlk_backend *be, int c, int h, int w,
+                         struct dlk_layer_spec *ls, int n, int batch, const char *what)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_model m = M(c, h, w, ls, n);
+	int ok = dlk_net_build(net, &m, "dlk.yaml", 0, be, &err) == 0 && dlk_net_init_params(net, "torch", 7, &err) == 0 &&
+	         dlk_net_reserve(net, batch, &err) == 0;
+	CHECK_MSG(ok, "%s builds (%s)", what, err.msg);
+	return ok;
+}
+
+NN_CHECK_FN void fill_uniform(float *p, size_t n, uint64_t seed, float lo, float hi)
+{
+	struct dlk_rng r;
+	dlk_rng_seed(&r, seed);
+	for (size_t i = 0; i < n; i++)
+		p[i] = lo + (hi - lo) * dlk_rng_uniform(&r);
+}
+
+/* For nets with no kinks: every parameter's analytic gradient within 2e-3 + 2e-2 |numeric| of
+ * one central difference (h = 1e-3), none skipped; dropout draws the same masks in every
+ * forward. Checks it and returns how many disagree. */
+NN_CHECK_FN int grad_check_smooth(struct dlk_net *net, const float *x, const int32_t *y, int batch, const char *what)
+{
+	net->dropout_counter = 0;
+	dlk_net_forward(net, x, batch, 1);
+	dlk_net_backward(net, y, batch);
+	float *g = malloc(sizeof(float) * net->n_params);
+	memcpy(g, net->grads, sizeof(float) * net->n_params);
+	size_t bad = 0, worst_i = 0;
+	double worst = 0;
+	for (size_t i = 0; i < net->n_params; i++) {
+		float keep = net->params[i];
+		const float h = 1e-3f;
+		net->params[i] = keep + h;
+		double lp = loss_at(net, x, y, batch, 0);
+		net->params[i] = keep - h;
+		double lm = loss_at(net, x, y, batch, 0);
+		net->params[i] = keep;
+		double num = (lp - lm) / (2.0 * h), d = fabs(num - g[i]);
+		if (d > 2e-3 + 2e-2 * fabs(num))
+			bad++;
+		if (d > worst)
+			worst = d, worst_i = i;
+	}
+	CHECK_MSG(bad == 0, "%s: %zu parameter gradients match finite differences (worst [%zu] off by %g)", what,
+	          net->n_params, worst_i, worst);
+	free(g);
+	return (int)bad;
+}
 
 #endif

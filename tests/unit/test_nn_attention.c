@@ -8,60 +8,9 @@
 
 #include "lib/nn/net.h"
 #include "lib/util/rng.h"
+#include "tests/unit/nn_check.h"
 
 static const struct dlk_backend *be;
-
-static double loss_at(struct dlk_net *net, const float *x, const int32_t *y, int batch)
-{
-	const float *z = dlk_net_forward(net, x, batch, 1);
-	return net->be->softmax_ce(z, y, batch, net->n_classes, NULL);
-}
-
-/* every parameter: the analytic gradient within 2e-3 + 2e-2 |numeric| of the central difference */
-static void grad_check(struct dlk_net *net, const float *x, const int32_t *y, int batch, const char *what)
-{
-	dlk_net_forward(net, x, batch, 1);
-	dlk_net_backward(net, y, batch);
-	float *g = malloc(sizeof(float) * net->n_params);
-	memcpy(g, net->grads, sizeof(float) * net->n_params);
-	size_t bad = 0, worst_i = 0;
-	double worst = 0;
-	for (size_t i = 0; i < net->n_params; i++) {
-		float keep = net->params[i];
-		const float h = 1e-3f;
-		net->params[i] = keep + h;
-		double lp = loss_at(net, x, y, batch);
-		net->params[i] = keep - h;
-		double lm = loss_at(net, x, y, batch);
-		net->params[i] = keep;
-		double num = (lp - lm) / (2.0 * h), d = fabs(num - g[i]);
-		if (d > 2e-3 + 2e-2 * fabs(num))
-			bad++;
-		if (d > worst)
-			worst = d, worst_i = i;
-	}
-	CHECK_MSG(bad == 0, "%s: %zu parameter gradients match finite differences (worst [%zu] off by %g)", what,
-	          net->n_params, worst_i, worst);
-	free(g);
-}
-
-static int build(struct dlk_net *net, int c, int h, int w, struct dlk_layer_spec *ls, int n, int batch, const char *what)
-{
-	struct dlk_err err = DLK_ERR_INIT;
-	struct dlk_model m = { .input = { c, h, w }, .input_rank = 3, .layers = ls, .n_layers = n, .init = "torch" };
-	int ok = dlk_net_build(net, &m, "dlk.yaml", 0, be, &err) == 0 && dlk_net_init_params(net, "torch", 7, &err) == 0 &&
-	         dlk_net_reserve(net, batch, &err) == 0;
-	CHECK_MSG(ok, "%s builds (%s)", what, err.msg);
-	return ok;
-}
-
-static void fill_uniform(float *p, size_t n, uint64_t seed, float lo, float hi)
-{
-	struct dlk_rng r;
-	dlk_rng_seed(&r, seed);
-	for (size_t i = 0; i < n; i++)
-		p[i] = lo + (hi - lo) * dlk_rng_uniform(&r);
-}
 
 /* dense over the last axis: [1, T, D] -> [1, T, units], each position x_t W^T + b */
 static void test_dense_sequence(void)
@@ -76,7 +25,7 @@ static void test_dense_sequence(void)
 	};
 	struct dlk_net net = DLK_NET_INIT;
 	int batch = 2, T = 3, D = 6;
-	if (!build(&net, 1, T, D, ls, 6, batch, "layernorm, dense over positions"))
+	if (!nn_build(&net, be, 1, T, D, ls, 6, batch, "layernorm, dense over positions"))
 		return;
 	const struct dlk_layer *A = &net.layers[1], *B = &net.layers[3];
 	CHECK_MSG(A->out[0] == 1 && A->out[1] == T && A->out[2] == 5 && A->n_w == 30 && A->n_b == 5,
@@ -100,7 +49,7 @@ static void test_dense_sequence(void)
 			worst = fmax(worst, fabs(s - A->y[r * 5 + u]));
 		}
 	CHECK_MSG(worst < 1e-5, "dense over positions = x_t W^T + b at each of batch*T rows (off by %g)", worst);
-	grad_check(&net, x, y, batch, "dense over positions");
+	grad_check_smooth(&net, x, y, batch, "dense over positions");
 	dlk_net_release(&net);
 
 	/* more than one channel is not a sequence: refused with the way out */
@@ -173,41 +122,6 @@ static void attention_ref(const float *x, const float *W, const float *bias, int
 
 #define ATT(h, c, r, pad, drop) { .kind = DLK_LAYER_ATTENTION, .heads = h, .causal = c, .rotary = r, .pad_id = pad, .rate = drop }
 
-/* the gradient check with dropout: every forward draws the same masks */
-static double loss_fixed(struct dlk_net *net, const float *x, const int32_t *y, int batch)
-{
-	net->dropout_counter = 0;
-	return loss_at(net, x, y, batch);
-}
-
-static void grad_check_fixed(struct dlk_net *net, const float *x, const int32_t *y, int batch, const char *what)
-{
-	net->dropout_counter = 0;
-	dlk_net_forward(net, x, batch, 1);
-	dlk_net_backward(net, y, batch);
-	float *g = malloc(sizeof(float) * net->n_params);
-	memcpy(g, net->grads, sizeof(float) * net->n_params);
-	size_t bad = 0, worst_i = 0;
-	double worst = 0;
-	for (size_t i = 0; i < net->n_params; i++) {
-		float keep = net->params[i];
-		const float h = 1e-3f;
-		net->params[i] = keep + h;
-		double lp = loss_fixed(net, x, y, batch);
-		net->params[i] = keep - h;
-		double lm = loss_fixed(net, x, y, batch);
-		net->params[i] = keep;
-		double num = (lp - lm) / (2.0 * h), d = fabs(num - g[i]);
-		if (d > 2e-3 + 2e-2 * fabs(num))
-			bad++;
-		if (d > worst)
-			worst = d, worst_i = i;
-	}
-	CHECK_MSG(bad == 0, "%s: %zu parameter gradients match finite differences (worst [%zu] off by %g)", what,
-	          net->n_params, worst_i, worst);
-	free(g);
-}
-
 /* ids -> embedding (with positions) -> attention -> flatten -> dense: the attention's output
  * against attention_ref, then every gradient (the embedding's take the attention's input
  * gradient) against finite differences */
@@ -221,7 +135,7 @@ static void check_attention(int T, int D, int heads, int causal, int rotary, int
 	};
 	struct dlk_net net = DLK_NET_INIT;
 	int batch = 2;
-	if (!build(&net, 1, 1, T, ls, 4, batch, what))
+	if (!nn_build(&net, be, 1, 1, T, ls, 4, batch, what))
 		return;
 	float *x = malloc(sizeof(float) * (size_t)batch * T);
 	int32_t y[2] = { 0, 2 };
@@ -244,7 +158,7 @@ static void check_attention(int T, int D, int heads, int causal, int rotary, int
 		          worst);
 		free(ref);
 	}
-	grad_check_fixed(&net, x, y, batch, what);
+	grad_check_smooth(&net, x, y, batch, what);
 	free(x);
 	dlk_net_release(&net);
 }
@@ -268,7 +182,7 @@ static void check_threads(void)
 		struct dlk_net net = DLK_NET_INIT;
 		be->set_threads(run ? 3 : 1);
 		out[run] = grads[run] = NULL;
-		if (!build(&net, 1, 1, T, ls, 4, batch, "threads"))
+		if (!nn_build(&net, be, 1, 1, T, ls, 4, batch, "threads"))
 			continue;
 		net.dropout_counter = 0;
 		dlk_net_forward(&net, x, batch, 1);

@@ -9,61 +9,9 @@
 
 #include "lib/nn/net.h"
 #include "lib/util/rng.h"
+#include "tests/unit/nn_check.h"
 
 static const struct dlk_backend *be;
-
-static int build(struct dlk_net *net, int c, int h, int w, struct dlk_layer_spec *ls, int n, int batch, const char *what)
-{
-	struct dlk_err err = DLK_ERR_INIT;
-	struct dlk_model m = { .input = { c, h, w }, .input_rank = 3, .layers = ls, .n_layers = n, .init = "torch" };
-	int ok = dlk_net_build(net, &m, "dlk.yaml", 0, be, &err) == 0 && dlk_net_init_params(net, "torch", 7, &err) == 0 &&
-	         dlk_net_reserve(net, batch, &err) == 0;
-	CHECK_MSG(ok, "%s builds (%s)", what, err.msg);
-	return ok;
-}
-
-static void fill_uniform(float *p, size_t n, uint64_t seed, float lo, float hi)
-{
-	struct dlk_rng r;
-	dlk_rng_seed(&r, seed);
-	for (size_t i = 0; i < n; i++)
-		p[i] = lo + (hi - lo) * dlk_rng_uniform(&r);
-}
-
-static double loss_at(struct dlk_net *net, const float *x, const int32_t *y, int batch)
-{
-	const float *z = dlk_net_forward(net, x, batch, 1);
-	return net->be->softmax_ce(z, y, batch, net->n_classes, NULL);
-}
-
-/* every parameter's gradient against a central difference; returns how many disagree */
-static int grad_check(struct dlk_net *net, const float *x, const int32_t *y, int batch, const char *what)
-{
-	dlk_net_forward(net, x, batch, 1);
-	dlk_net_backward(net, y, batch);
-	float *g = malloc(sizeof(float) * net->n_params);
-	memcpy(g, net->grads, sizeof(float) * net->n_params);
-	size_t bad = 0, worst_i = 0;
-	double worst = 0;
-	for (size_t i = 0; i < net->n_params; i++) {
-		float keep = net->params[i];
-		const float h = 1e-3f;
-		net->params[i] = keep + h;
-		double lp = loss_at(net, x, y, batch);
-		net->params[i] = keep - h;
-		double lm = loss_at(net, x, y, batch);
-		net->params[i] = keep;
-		double num = (lp - lm) / (2.0 * h), d = fabs(num - g[i]);
-		if (d > 2e-3 + 2e-2 * fabs(num))
-			bad++;
-		if (d > worst)
-			worst = d, worst_i = i;
-	}
-	CHECK_MSG(bad == 0, "%s: %zu parameter gradients match finite differences (worst [%zu] off by %g)", what,
-	          net->n_params, worst_i, worst);
-	free(g);
-	return (int)bad;
-}
 
 #define MEANPOOL(pad) { .kind = DLK_LAYER_MEANPOOL, .pad_id = pad }
 
@@ -76,7 +24,7 @@ static void test_forward(void)
 	struct dlk_layer_spec ls[] = { { .kind = DLK_LAYER_EMBEDDING, .vocab = 6, .dim = 4 }, MEANPOOL(0),
 		                       { .kind = DLK_LAYER_DENSE, .units = 3 } };
 	struct dlk_net net = DLK_NET_INIT;
-	if (!build(&net, 1, 1, 5, ls, 3, 3, "embedding, meanpool(pad 0), dense"))
+	if (!nn_build(&net, be, 1, 1, 5, ls, 3, 3, "embedding, meanpool(pad 0), dense"))
 		return;
 	CHECK(net.layers[1].out[0] == 1 && net.layers[1].out[1] == 1 && net.layers[1].out[2] == 4);
 	fill_uniform(net.params, net.n_params, 3, -1, 1);
@@ -95,7 +43,7 @@ static void test_forward(void)
 	/* without pad_id every position counts: the mean of all five */
 	struct dlk_layer_spec all[] = { { .kind = DLK_LAYER_EMBEDDING, .vocab = 6, .dim = 4 }, MEANPOOL(-1),
 		                        { .kind = DLK_LAYER_DENSE, .units = 3 } };
-	if (!build(&net, 1, 1, 5, all, 3, 3, "embedding, meanpool, dense"))
+	if (!nn_build(&net, be, 1, 1, 5, all, 3, 3, "embedding, meanpool, dense"))
 		return;
 	fill_uniform(net.params, net.n_params, 3, -1, 1);
 	dlk_net_forward(&net, ids, 3, 0);
@@ -113,9 +61,9 @@ static void test_gradients(void)
 	struct dlk_layer_spec ls[] = { { .kind = DLK_LAYER_EMBEDDING, .vocab = 6, .dim = 4 }, MEANPOOL(0),
 		                       { .kind = DLK_LAYER_DENSE, .units = 3 } };
 	struct dlk_net net = DLK_NET_INIT;
-	if (build(&net, 1, 1, 5, ls, 3, 3, "meanpool(pad 0) gradients")) {
+	if (nn_build(&net, be, 1, 1, 5, ls, 3, 3, "meanpool(pad 0) gradients")) {
 		fill_uniform(net.params, net.n_params, 5, -0.8f, 0.8f);
-		grad_check(&net, ids, y, 3, "embedding, meanpool(pad 0), dense");
+		grad_check_smooth(&net, ids, y, 3, "embedding, meanpool(pad 0), dense");
 		/* the pad id's row of the table took no gradient: every position holding it is left out */
 		const float *gt = net.grads + net.layers[0].w_off;
 		CHECK(gt[0] == 0 && gt[1] == 0 && gt[2] == 0 && gt[3] == 0 && gt[4] != 0);
@@ -125,11 +73,11 @@ static void test_gradients(void)
 	 * reaches the first dense's weights) */
 	struct dlk_layer_spec seq[] = { { .kind = DLK_LAYER_DENSE, .units = 7 }, { .kind = DLK_LAYER_GELU }, MEANPOOL(-1),
 		                        { .kind = DLK_LAYER_DENSE, .units = 3 } };
-	if (build(&net, 1, 6, 5, seq, 4, 3, "meanpool gradients over a float sequence")) {
+	if (nn_build(&net, be, 1, 6, 5, seq, 4, 3, "meanpool gradients over a float sequence")) {
 		float x[90];
 		fill_uniform(x, 90, 8, -1, 1);
 		fill_uniform(net.params, net.n_params, 9, -0.8f, 0.8f);
-		grad_check(&net, x, y, 3, "dense per position, gelu, meanpool, dense");
+		grad_check_smooth(&net, x, y, 3, "dense per position, gelu, meanpool, dense");
 		dlk_net_release(&net);
 	}
 }

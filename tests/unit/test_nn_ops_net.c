@@ -7,52 +7,9 @@
 
 #include "lib/nn/net.h"
 #include "lib/util/rng.h"
+#include "tests/unit/nn_check.h"
 
 static const struct dlk_backend *be;
-
-static double loss_at(struct dlk_net *net, const float *x, const int32_t *y, int batch)
-{
-	const float *z = dlk_net_forward(net, x, batch, 1);
-	return net->be->softmax_ce(z, y, batch, net->n_classes, NULL);
-}
-
-/* every parameter: the analytic gradient within 2e-3 + 2e-2 |numeric| of the central difference */
-static void grad_check(struct dlk_net *net, const float *x, const int32_t *y, int batch, const char *what)
-{
-	dlk_net_forward(net, x, batch, 1);
-	dlk_net_backward(net, y, batch);
-	float *g = malloc(sizeof(float) * net->n_params);
-	memcpy(g, net->grads, sizeof(float) * net->n_params);
-	size_t bad = 0, worst_i = 0;
-	double worst = 0;
-	for (size_t i = 0; i < net->n_params; i++) {
-		float keep = net->params[i];
-		const float h = 1e-3f;
-		net->params[i] = keep + h;
-		double lp = loss_at(net, x, y, batch);
-		net->params[i] = keep - h;
-		double lm = loss_at(net, x, y, batch);
-		net->params[i] = keep;
-		double num = (lp - lm) / (2.0 * h), d = fabs(num - g[i]);
-		if (d > 2e-3 + 2e-2 * fabs(num))
-			bad++;
-		if (d > worst)
-			worst = d, worst_i = i;
-	}
-	CHECK_MSG(bad == 0, "%s: %zu parameter gradients match finite differences (worst [%zu] off by %g)", what,
-	          net->n_params, worst_i, worst);
-	free(g);
-}
-
-static int build(struct dlk_net *net, int c, int h, int w, struct dlk_layer_spec *ls, int n, int batch, const char *what)
-{
-	struct dlk_err err = DLK_ERR_INIT;
-	struct dlk_model m = { .input = { c, h, w }, .input_rank = 3, .layers = ls, .n_layers = n, .init = "torch" };
-	int ok = dlk_net_build(net, &m, "dlk.yaml", 0, be, &err) == 0 && dlk_net_init_params(net, "torch", 7, &err) == 0 &&
-	         dlk_net_reserve(net, batch, &err) == 0;
-	CHECK_MSG(ok, "%s builds (%s)", what, err.msg);
-	return ok;
-}
 
 static void perturb(float *p, size_t n, uint64_t seed, float amount)
 {
@@ -72,7 +29,7 @@ static void test_norm_gelu(void)
 	};
 	struct dlk_net net = DLK_NET_INIT;
 	int batch = 3;
-	if (!build(&net, 1, 4, 6, ls, 4, batch, "layernorm, gelu, dense"))
+	if (!nn_build(&net, be, 1, 4, 6, ls, 4, batch, "layernorm, gelu, dense"))
 		return;
 	const struct dlk_layer *L = &net.layers[0];
 	CHECK_MSG(L->n_w == 6 && L->n_b == 6 && net.params[L->w_off] == 1.0f && net.params[L->w_off + 5] == 1.0f &&
@@ -83,7 +40,7 @@ static void test_norm_gelu(void)
 	int32_t y[3] = { 0, 4, 2 };
 	for (int i = 0; i < 72; i++)
 		x[i] = (float)((i * 37) % 11) - 5.0f;
-	grad_check(&net, x, y, batch, "layernorm -> gelu(tanh) -> flatten -> dense");
+	grad_check_smooth(&net, x, y, batch, "layernorm -> gelu(tanh) -> flatten -> dense");
 	dlk_net_release(&net);
 }
 
@@ -99,7 +56,7 @@ static void test_embedding_softmax(void)
 	};
 	struct dlk_net net = DLK_NET_INIT;
 	int batch = 2;
-	if (!build(&net, 1, 1, 5, ls, 6, batch, "embedding, layernorm, gelu, softmax, dense"))
+	if (!nn_build(&net, be, 1, 1, 5, ls, 6, batch, "embedding, layernorm, gelu, softmax, dense"))
 		return;
 	const struct dlk_layer *E = &net.layers[0];
 	CHECK_MSG(E->out[0] == 1 && E->out[1] == 5 && E->out[2] == 4 && E->n_w == 28 && E->n_b == 0,
@@ -113,7 +70,7 @@ static void test_embedding_softmax(void)
 	perturb(net.params + net.layers[1].w_off, 8, 5, 0.3f);
 	float x[10] = { 3, 1, 3, 6, 0, 2, 2, 5, 1, 4 }; /* id 3 repeats */
 	int32_t y[2] = { 1, 2 };
-	grad_check(&net, x, y, batch, "embedding -> layernorm -> gelu -> softmax -> flatten -> dense");
+	grad_check_smooth(&net, x, y, batch, "embedding -> layernorm -> gelu -> softmax -> flatten -> dense");
 	dlk_net_forward(&net, x, batch, 1);
 	dlk_net_backward(&net, y, batch);
 	/* a batch of ids 1 and 2 only: the other rows' gradient is zero, not last step's */
@@ -141,7 +98,7 @@ static void test_upsample(void)
 		struct dlk_net net = DLK_NET_INIT;
 		int batch = 2;
 		const char *what = mode ? "conv2d -> upsample bilinear x2 -> tanh -> dense" : "conv2d -> upsample nearest x2 -> tanh -> dense";
-		if (!build(&net, 1, 3, 4, ls, 5, batch, what))
+		if (!nn_build(&net, be, 1, 3, 4, ls, 5, batch, what))
 			continue;
 		CHECK_MSG(net.layers[1].out[0] == 2 && net.layers[1].out[1] == 6 && net.layers[1].out[2] == 8,
 		          "upsample x2: 2x3x4 becomes 2x6x8");
@@ -149,7 +106,7 @@ static void test_upsample(void)
 		int32_t y[2] = { 0, 2 };
 		for (int i = 0; i < 24; i++)
 			x[i] = (float)((i * 7) % 5) - 2.0f;
-		grad_check(&net, x, y, batch, what);
+		grad_check_smooth(&net, x, y, batch, what);
 		dlk_net_release(&net);
 	}
 }
