@@ -41,30 +41,42 @@ NN_CHECK_FN double loss_at(struct dlk_net *net, const float *x, const int32_t *y
 	return net->be->softmax_ce(z, y, batch, net->n_classes, NULL);
 }
 
+/* (L(p + h) - L(p - h)) / 2h for parameter i, dropout replaying the masks from counter */
+NN_CHECK_FN double central_difference(struct dlk_net *net, const float *x, const int32_t *y, int batch, size_t i,
+                                      float h, uint64_t counter)
+{
+	float keep = net->params[i];
+	net->params[i] = keep + h;
+	double lp = loss_at(net, x, y, batch, counter);
+	net->params[i] = keep - h;
+	double lm = loss_at(net, x, y, batch, counter);
+	net->params[i] = keep;
+	return (lp - lm) / (2.0 * h);
+}
+
+/* a copy of the analytic parameter gradients (to free), dropout drawing from counter */
+NN_CHECK_FN float *analytic_grads(struct dlk_net *net, const float *x, const int32_t *y, int batch, uint64_t counter)
+{
+	net->dropout_counter = counter;
+	dlk_net_forward(net, x, batch, 1);
+	dlk_net_backward(net, y, batch);
+	float *g = malloc(sizeof(float) * net->n_params);
+	memcpy(g, net->grads, sizeof(float) * net->n_params);
+	return g;
+}
+
 /* Compares every analytic parameter gradient with a central difference. Returns the number of
  * mismatches; prints the worst. */
 NN_CHECK_FN int grad_check(struct dlk_net *net, const float *x, const int32_t *y, int batch, const char *what)
 {
 	uint64_t counter = 12345;
-	net->dropout_counter = counter;
-	dlk_net_forward(net, x, batch, 1);
-	dlk_net_backward(net, y, batch);
-	float *analytic = malloc(sizeof(float) * net->n_params);
-	memcpy(analytic, net->grads, sizeof(float) * net->n_params);
+	float *analytic = analytic_grads(net, x, y, batch, counter);
 	int bad = 0, kinks = 0;
 	double worst = 0;
 	for (size_t i = 0; i < net->n_params; i++) {
-		float keep = net->params[i];
 		double num[2];
-		for (int k = 0; k < 2; k++) {
-			const float h = k ? 1e-3f : 3e-3f;
-			net->params[i] = keep + h;
-			double lp = loss_at(net, x, y, batch, counter);
-			net->params[i] = keep - h;
-			double lm = loss_at(net, x, y, batch, counter);
-			net->params[i] = keep;
-			num[k] = (lp - lm) / (2.0 * h);
-		}
+		for (int k = 0; k < 2; k++)
+			num[k] = central_difference(net, x, y, batch, i, k ? 1e-3f : 3e-3f, counter);
 		double tol = 2e-3 + 2e-2 * fabs(num[1]);
 		/* a ReLU or a max switching inside +-h makes the difference quotient depend on h:
 		 * such points are not differentiable there and are counted, not compared */
@@ -145,22 +157,11 @@ NN_CHECK_FN void fill_uniform(float *p, size_t n, uint64_t seed, float lo, float
  * forward. Checks it and returns how many disagree. */
 NN_CHECK_FN int grad_check_smooth(struct dlk_net *net, const float *x, const int32_t *y, int batch, const char *what)
 {
-	net->dropout_counter = 0;
-	dlk_net_forward(net, x, batch, 1);
-	dlk_net_backward(net, y, batch);
-	float *g = malloc(sizeof(float) * net->n_params);
-	memcpy(g, net->grads, sizeof(float) * net->n_params);
+	float *g = analytic_grads(net, x, y, batch, 0);
 	size_t bad = 0, worst_i = 0;
 	double worst = 0;
 	for (size_t i = 0; i < net->n_params; i++) {
-		float keep = net->params[i];
-		const float h = 1e-3f;
-		net->params[i] = keep + h;
-		double lp = loss_at(net, x, y, batch, 0);
-		net->params[i] = keep - h;
-		double lm = loss_at(net, x, y, batch, 0);
-		net->params[i] = keep;
-		double num = (lp - lm) / (2.0 * h), d = fabs(num - g[i]);
+		double num = central_difference(net, x, y, batch, i, 1e-3f, 0), d = fabs(num - g[i]);
 		if (d > 2e-3 + 2e-2 * fabs(num))
 			bad++;
 		if (d > worst)
