@@ -19,26 +19,14 @@
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
-dlk=$top/${BUILD:-build}/dlk
-py=$top/.deps/frameworks/bin/python
-gcide=/usr/share/dictd/gcide.dict.dz
 n=${N:-100}
 pairs=${PAIRS:-3}
 reps=${REPS:-5}
 threads=${THREADS:-2}
 steps=${STEPS:-30}
 prompt="The meaning of a"
-[ -x "$dlk" ] || { echo "bench/gpt: build $dlk first (make)" >&2; exit 2; }
-[ -x "$py" ] || { echo "bench/gpt: no $py (run .ci/deps)" >&2; exit 2; }
-[ -f "$gcide" ] || { echo "bench/gpt: no $gcide (apt install dict-gcide)" >&2; exit 2; }
 [ $(( ${#prompt} + n )) -le 128 ] || { echo "bench/gpt: prompt + N must fit the context of 128" >&2; exit 2; }
-out=${OUT:-bench/out/gpt}
-mkdir -p "$out"
-w=$(mktemp -d)
-trap 'rm -rf "$w"' EXIT
-bytes=$(( (steps * 4096 + 64) * 10 / 9 + 1 ))
-{ gzip -dc "$gcide" | head -c 3000000 | tail -c "$bytes" >"$w/slice.txt"; } || true
-cp examples/gpt/dlk.yaml "$w/"
+. bench/gpt/lib.sh
 (cd "$w" && "$dlk" train --local -q --set data.train.source=slice.txt --set data.validation=0.1 \
 	--set training.threads="$threads" --set training.checkpoint.every=0 >train.out 2>&1 &&
 	"$dlk" export gpt.dlk --hf hf >/dev/null) || { cat "$w/train.out" >&2; exit 1; }

@@ -13,23 +13,10 @@
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
-dlk=$top/${BUILD:-build}/dlk
-py=$top/.deps/frameworks/bin/python
-gcide=/usr/share/dictd/gcide.dict.dz
 steps=${STEPS:-20}
 pairs=${PAIRS:-3}
 threads=${THREADS:-2}
-[ -x "$dlk" ] || { echo "bench/gpt: build $dlk first (make)" >&2; exit 2; }
-[ -x "$py" ] || { echo "bench/gpt: no $py (run .ci/deps)" >&2; exit 2; }
-[ -f "$gcide" ] || { echo "bench/gpt: no $gcide (apt install dict-gcide)" >&2; exit 2; }
-out=${OUT:-bench/out/gpt}
-mkdir -p "$out"
-w=$(mktemp -d)
-trap 'rm -rf "$w"' EXIT
-# a slice whose training split (90%) packs into exactly STEPS batches of 32 sequences of 128
-bytes=$(( (steps * 4096 + 64) * 10 / 9 + 1 ))
-{ gzip -dc "$gcide" | head -c 3000000 | tail -c "$bytes" >"$w/slice.txt"; } || true
-cp examples/gpt/dlk.yaml "$w/"
+. bench/gpt/lib.sh
 rm -f "$out/runs.jsonl"
 
 run_dlk() { # $1: seed
