@@ -883,7 +883,8 @@ static const char *source_name(const struct dlk_data *spec, const struct dlk_spl
 	return spec->format == DLK_DATA_IDX ? sp->images.url : sp->source.url;
 }
 
-/* format images: per-channel normalisation and the training augmentation */
+/* 8-bit images (format images, idx, tar; the project file refuses data.images elsewhere):
+ * per-channel normalisation and the training augmentation */
 static int set_images(const struct dlk_data *spec, const struct dlk_samples *s, struct dlk_dataset *ds,
                       const char *name, struct dlk_err *err)
 {
@@ -1007,7 +1008,7 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 			ds.lut[i] = ((float)i * scale - mean) / std;
 		ds.storage = DLK_STORE_U8;
 		ds.x8 = s.x8;
-		if (spec->format == DLK_DATA_IMAGES && set_images(spec, &s, &ds, name, err) < 0) {
+		if (set_images(spec, &s, &ds, name, err) < 0) {
 			s.x8 = NULL; /* ds owns it now */
 			goto fail;
 		}

@@ -2888,6 +2888,27 @@ static void check_paired(struct ctx *c, struct dlk_project *s, const struct ynod
 		        "random crops would move an input but not its target image: leave it out with task image");
 }
 
+/* data.images (per-channel normalisation, flip, random crops) acts on 8-bit images [C, H, W]:
+ * image folders, IDX files and tar shards of raw bytes, not CSV rows or text. */
+static void check_image_options(struct ctx *c, struct dlk_project *s, const struct ynode *root)
+{
+	const struct dlk_data *d = &s->data;
+	const struct dlk_images_spec *im = &d->images;
+	int images = d->format == DLK_DATA_IMAGES || d->format == DLK_DATA_IDX || d->format == DLK_DATA_TAR;
+
+	if (!images && (im->flip || im->crop_padding || im->mean.n || im->std.n))
+		problem(c, pos_or(c, im, GIVEN_MAP, root), "data.images",
+		        "normalisation per channel and augmentation are for images (format images, idx or tar), not "
+		        "format %s: leave data.images out (data.mean and data.std scale every value)",
+		        project_format_name(d->format));
+	else if (images && (im->flip || im->crop_padding) && s->model.input_rank != 3)
+		problem(c, pos_or(c, im->flip ? (const void *)&im->flip : &im->crop_padding, GIVEN_VALUE, root),
+		        im->flip ? "data.images.flip" : "data.images.crop_padding",
+		        "augmentation moves the pixels of images [channels, height, width], but model.input has %d "
+		        "axis%s: give model.input as [C, H, W] or leave it out", s->model.input_rank,
+		        s->model.input_rank == 1 ? "" : "es");
+}
+
 /* The loss, the targets and the options of a task belong to it. */
 static void check_task(struct ctx *c, struct dlk_project *s, const struct ynode *root)
 {
@@ -2928,6 +2949,7 @@ static void check_task(struct ctx *c, struct dlk_project *s, const struct ynode 
 		problem(c, pos_or(c, &s->serving.max_val_loss, GIVEN_VALUE, root), "serving.max_val_loss",
 		        "a maximum validation loss is for task lm, not %s (serving.gate takes {metric: loss, max: X})", task);
 	check_paired(c, s, root);
+	check_image_options(c, s, root);
 }
 
 /* Which task has each gate metric: the rules of serving.gate name metrics the model's evaluation

@@ -1,7 +1,9 @@
 #!/bin/sh
 # `dlk init --example resnet` trains as written: one epoch of its residual network (batch norm,
 # blocks) on a subset of Fashion-MNIST (3000 training and 1000 test images, batches of 32, no
-# warm-up in so few steps) learns well past chance (10%); with the seed fixed it reaches 66%.
+# warm-up in so few steps) learns well past chance (10%); with the seed fixed it reaches 66%. The
+# IDX files take data.images' flip and random crop (the same bits at 1 and 2 threads, other
+# weights than without them); data.images on CSV data is refused with its line.
 . "$(dirname "$0")/../lib.sh"
 
 FM=/usr/share/datasets/fashion-mnist
@@ -35,6 +37,32 @@ test_expect_success 'the resnet example trains one epoch on a subset past 50% te
 		--set data.test.images="$D/test-images" --set data.test.labels="$D/test-labels" >out.json &&
 	acc=$(sed -n "s/.*\"testAccuracy\":[ \t]*\([0-9.]*\).*/\1/p" out.json) && echo "test accuracy $acc" &&
 	awk -v a="$acc" "BEGIN { exit !(a > 0.5) }"
+'
+
+# IDX data takes data.images' augmentation: a flip and a random crop (drawn from the seed, the
+# epoch and the sample) change what trains, and the same seed gives the same bits at 1 and 2 threads
+test_expect_success 'IDX data with data.images flip and crop_padding: the same bits at 1 and 2 threads' '
+	dlk init -q --example resnet r && cd r &&
+	set -- --set training.epochs=1 --set training.batch_size=32 --set training.lr_schedule.warmup_steps=0 \
+		--set data.train.images="$D/train-images" --set data.train.labels="$D/train-labels" \
+		--set data.test.images="$D/test-images" --set data.test.labels="$D/test-labels" &&
+	dlk train --local -q -o json --fresh "$@" --set training.threads=1 --set data.images.flip=true \
+		--set data.images.crop_padding=2 --bundle a.dlk >a.json &&
+	tar -xOf a.dlk weights.safetensors >a.w &&
+	dlk train --local -q -o json --fresh "$@" --set training.threads=2 --set data.images.flip=true \
+		--set data.images.crop_padding=2 --bundle b.dlk >b.json &&
+	tar -xOf b.dlk weights.safetensors | cmp - a.w &&
+	acc=$(sed -n "s/.*\"testAccuracy\":[ \t]*\([0-9.]*\).*/\1/p" b.json) && echo "test accuracy $acc" &&
+	awk -v a="$acc" "BEGIN { exit !(a > 0.4) }" &&
+	dlk train --local -q -o json --fresh "$@" --set training.threads=2 --bundle c.dlk >c.json &&
+	! tar -xOf c.dlk weights.safetensors | cmp -s - a.w
+'
+
+test_expect_success 'data.images on CSV data, or flips of an input that is not [C, H, W], are refused with the line' '
+	dlk init -q --example resnet r && cd r &&
+	sed "s/^  format: idx .*/  format: csv/; s/^  classes:/  images: {flip: true}\n  classes:/" dlk.yaml >csv.yaml &&
+	test_exit_code 3 dlk train --local -f csv.yaml 2>err &&
+	grep_q "csv.yaml:[0-9]*:[0-9]*: data.images: normalisation per channel and augmentation are for images" err
 '
 
 test_done

@@ -175,6 +175,25 @@ int main(void)
 	m = load_msg("name: demo\ndata: {format: images, train: {source: /a}, images: {mean: [1, 2, 3, 4, 5]}}\n"
 	             "model: {input: [4], layers: [relu]}\n");
 	CHECK_STR(m, "dlk.yaml:2:60: data.images.mean: expected 1 to 4 numbers (one per channel), got 5");
+	/* data.images is for 8-bit images (images, idx, tar), and flips and crops for [C, H, W] inputs */
+	m = load_msg("name: demo\ndata: {format: csv, train: {source: /a}, images: {flip: true}}\n"
+	             "model: {input: [4], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:50: data.images: normalisation per channel and augmentation are for images (format "
+	          "images, idx or tar), not format csv: leave data.images out (data.mean and data.std scale every value)");
+	m = load_msg("name: demo\ndata: {format: text, train: {source: /a}, images: {mean: [0.5]}}\n"
+	             "model: {input: [4], layers: [relu]}\n");
+	CHECK_CONTAINS(m, "data.images: normalisation per channel and augmentation are for images");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}, images: {crop_padding: 2}}\n"
+	             "model: {input: [784], layers: [relu]}\n");
+	CHECK_STR(m, "dlk.yaml:2:64: data.images.crop_padding: augmentation moves the pixels of images [channels, "
+	          "height, width], but model.input has 1 axis: give model.input as [C, H, W] or leave it out");
+	m = load_msg("name: demo\ndata: {format: tar, train: {source: /a.tar}, images: {flip: true}}\n"
+	             "model: {input: [1, 28, 28], layers: [flatten]}\n");
+	CHECK_MSG(m == NULL || !strstr(m, "data.images"), "format tar takes data.images.flip (%s)", m ? m : "no problem");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}, images: {flip: true, crop_padding: 2}}\n"
+	             "model: {input: [1, 28, 28], layers: [flatten]}\n");
+	CHECK_MSG(m == NULL || !strstr(m, "data.images"), "format idx takes data.images.flip and crop_padding (%s)",
+	          m ? m : "no problem");
 	/* "format:" with no value is the default, idx, and the splits are checked against it */
 	m = load_msg("name: demo\ndata: {format: , train: {source: /a}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK_CONTAINS(m, "dlk.yaml:2:34: data.train.source: 'source' is for formats csv and tar; format idx uses images and labels");
