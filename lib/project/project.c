@@ -611,6 +611,11 @@ const char *project_format_name(enum dlk_data_format f)
 	return (int)f >= 0 && (int)f < n_names(format_names) ? format_names[f] : "?";
 }
 
+int project_format_has_images(enum dlk_data_format f)
+{
+	return f == DLK_DATA_IMAGES || f == DLK_DATA_IDX || f == DLK_DATA_TAR;
+}
+
 /* ---- problems ---- */
 
 struct set_arg {
@@ -2894,7 +2899,7 @@ static void check_image_options(struct ctx *c, struct dlk_project *s, const stru
 {
 	const struct dlk_data *d = &s->data;
 	const struct dlk_images_spec *im = &d->images;
-	int images = d->format == DLK_DATA_IMAGES || d->format == DLK_DATA_IDX || d->format == DLK_DATA_TAR;
+	int images = project_format_has_images(d->format);
 
 	if (!images && (im->flip || im->crop_padding || im->mean.n || im->std.n))
 		problem(c, pos_or(c, im, GIVEN_MAP, root), "data.images",

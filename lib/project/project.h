@@ -391,6 +391,9 @@ void project_serving_release(struct dlk_serving *s);
 const char *project_optimizer_name(enum dlk_optim o);
 const char *project_schedule_name(enum dlk_lr_schedule s);
 const char *project_format_name(enum dlk_data_format f);
+/* Whether a format's samples are 8-bit images [C, H, W] that data.images (per-channel values,
+ * flip, random crops) applies to: images, idx and tar. */
+int project_format_has_images(enum dlk_data_format f);
 const char *project_cache_volume_name(enum dlk_cache_volume v);
 
 /* Every key path the loader accepts ("training.epochs", "model.layers[].dense.units", ...),

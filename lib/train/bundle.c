@@ -247,9 +247,9 @@ cJSON *dlk_bundle_meta_json(const struct dlk_bundle_info *in)
 		cJSON_AddNumberToObject(sc, "scale", (double)in->data->scale);
 		cJSON_AddNumberToObject(sc, "mean", (double)in->data->mean);
 		cJSON_AddNumberToObject(sc, "std", (double)in->data->std);
-		/* format images with per-channel values: channel c's mean and std (one value: all) */
+		/* images with per-channel values: channel c's mean and std (one value: all) */
 		const struct dlk_channel_values *cv[2] = { &in->data->images.mean, &in->data->images.std };
-		for (int k = 0; k < 2 && in->data->format == DLK_DATA_IMAGES; k++) {
+		for (int k = 0; k < 2 && project_format_has_images(in->data->format); k++) {
 			if (!cv[k]->n)
 				continue;
 			cJSON *arr = cJSON_AddArrayToObject(sc, k ? "channel_std" : "channel_mean");

@@ -2,8 +2,9 @@
 # `dlk init --example resnet` trains as written: one epoch of its residual network (batch norm,
 # blocks) on a subset of Fashion-MNIST (3000 training and 1000 test images, batches of 32, no
 # warm-up in so few steps) learns well past chance (10%); with the seed fixed it reaches 66%. The
-# IDX files take data.images' flip and random crop (the same bits at 1 and 2 threads, other
-# weights than without them); data.images on CSV data is refused with its line.
+# IDX files take data.images: per-channel values (recorded in the bundle for serving) and its flip
+# and random crop (the same bits at 1 and 2 threads, other weights than without them);
+# data.images on CSV data is refused with its line.
 . "$(dirname "$0")/../lib.sh"
 
 FM=/usr/share/datasets/fashion-mnist
@@ -45,10 +46,12 @@ test_expect_success 'IDX data with data.images flip and crop_padding: the same b
 	dlk init -q --example resnet r && cd r &&
 	set -- --set training.epochs=1 --set training.batch_size=32 --set training.lr_schedule.warmup_steps=0 \
 		--set data.train.images="$D/train-images" --set data.train.labels="$D/train-labels" \
-		--set data.test.images="$D/test-images" --set data.test.labels="$D/test-labels" &&
+		--set data.test.images="$D/test-images" --set data.test.labels="$D/test-labels" \
+		--set "data.images.mean=[0.286]" --set "data.images.std=[0.353]" &&
 	dlk train --local -q -o json --fresh "$@" --set training.threads=1 --set data.images.flip=true \
 		--set data.images.crop_padding=2 --bundle a.dlk >a.json &&
 	tar -xOf a.dlk weights.safetensors >a.w &&
+	tar -xOf a.dlk model.json | jq -e ".input_scaling | (.channel_mean | length) == 1 and (.channel_mean[0] - 0.286 | fabs) < 1e-6 and (.channel_std[0] - 0.353 | fabs) < 1e-6" &&
 	dlk train --local -q -o json --fresh "$@" --set training.threads=2 --set data.images.flip=true \
 		--set data.images.crop_padding=2 --bundle b.dlk >b.json &&
 	tar -xOf b.dlk weights.safetensors | cmp - a.w &&
