@@ -72,6 +72,25 @@ test_missing() {
 	exit 1
 }
 
+# long_only WHAT: the script belongs to `make test-long`; without DLK_TEST_LONG=1 it is one skip
+# saying what it would do ("set DLK_TEST_LONG=1 (make test-long) to WHAT").
+long_only() {
+	if [ "${DLK_TEST_LONG:-}" != 1 ]; then
+		test_skip "set DLK_TEST_LONG=1 (make test-long) to $1"
+		test_done
+		exit 0
+	fi
+}
+
+# fmnist_ready: Fashion-MNIST's four IDX files are in $FM (Debian's dataset-fashion-mnist, which
+# .ci/deps installs); else an install failure. Not a case: call it at the top of a script.
+FM=/usr/share/datasets/fashion-mnist
+fmnist_ready() {
+	for f in train-images-idx3 train-labels-idx1 t10k-images-idx3 t10k-labels-idx1; do
+		[ -f "$FM/$f-ubyte.gz" ] || test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
+	done
+}
+
 # schema_ready: tests/schema's validator can run (`node "$SCHEMA/validate.mjs" FILE`): node and
 # its modules, which the first test to need them installs with npm ci. Tests run two at a time
 # and npm ci empties node_modules first, so the install and the check are made under one lock.

@@ -4,12 +4,9 @@
 # the bound here is 1 point; t0720-dtrain-fmnist-long compares 1, 2 and 4 workers within 0.5.
 . "$(dirname "$0")/../lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
 accuracy() { sed -n 's/.*"testAccuracy":[ \t]*\([0-9.]*\).*/\1/p' "$1"; }
 
-if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
-	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
-fi
+fmnist_ready
 
 test_expect_success '2 workers x batch 64 reach the accuracy of 1 worker x batch 128 within 1 point' '
 	mkdir a b && cp "$TEST_ROOT/examples/mlp/dlk.yaml" a/ && cp a/dlk.yaml b/ &&

@@ -5,20 +5,13 @@
 # the uninterrupted run's weights.
 . "$(dirname "$0")/../lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
 accuracy() { sed -n 's/.*"testAccuracy":[ \t]*\([0-9.]*\).*/\1/p' "$1"; }
 weights_sha() { tar -xOf "$1" model.json | tr -d ' \t\n' | sed 's/.*"weights":{[^}]*"sha256":"\([0-9a-f]*\)".*/\1/'; }
 wait_for() { i=0; while [ ! -e "$1" ] && [ $i -lt 6000 ]; do sleep 0.05; i=$((i + 1)); done; [ -e "$1" ]; }
 close() { awk -v a="$1" -v b="$2" "BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0.8 && d <= 0.005) }"; }
 
-if [ "${DLK_TEST_LONG:-}" != 1 ]; then
-	test_skip "set DLK_TEST_LONG=1 (make test-long) to compare workers on Fashion-MNIST"
-	test_done
-	exit 0
-fi
-if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
-	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
-fi
+long_only "compare workers on Fashion-MNIST"
+fmnist_ready
 
 R=$TEST_TMP/runs
 mkdir -p "$R/w1" "$R/w2" "$R/w4"

@@ -4,7 +4,6 @@
 # points of the test accuracy of an uninterrupted 4-worker run.
 . "$(dirname "$0")/../lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
 accuracy() { sed -n 's/.*"testAccuracy":[ \t]*\([0-9.]*\).*/\1/p' "$1"; }
 close() { awk -v a="$1" -v b="$2" "BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0.8 && d <= 0.005) }"; }
 last_step() {
@@ -17,14 +16,8 @@ interrupt() {
 	kill -TERM $pid; wait $pid; rc=$?; grep -v " step " "$2/err.$1" >&2; test $rc = 75
 }
 
-if [ "${DLK_TEST_LONG:-}" != 1 ]; then
-	test_skip "set DLK_TEST_LONG=1 (make test-long) to resize a Fashion-MNIST run"
-	test_done
-	exit 0
-fi
-if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
-	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
-fi
+long_only "resize a Fashion-MNIST run"
+fmnist_ready
 
 ARGS="--set training.epochs=3 --set training.batch_size=48 --set training.checkpoint.every=50"
 F=$TEST_TMP/fixed E=$TEST_TMP/elastic

@@ -9,7 +9,6 @@
 # letter. The broker is started once for the whole file and stopped by its pid.
 . "$(dirname "$0")/../lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
 K=$TEST_TMP/kafka
 W=$TEST_TMP/work
 FIXTURE=$TEST_ROOT/${BUILD:-build}/tests/tools/fmnist_records

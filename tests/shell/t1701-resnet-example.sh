@@ -7,10 +7,7 @@
 # data.images on CSV data is refused with its line.
 . "$(dirname "$0")/../lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
-if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
-	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
-fi
+fmnist_ready
 
 # subset SRC N HEADER ITEM OUT: the first N items of an IDX file, its count rewritten
 subset() {

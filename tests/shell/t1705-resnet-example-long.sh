@@ -7,15 +7,8 @@
 # 13 minutes on a 2-core machine. Not part of make test nor CI.
 . "$(dirname "$0")/../lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
-if [ "${DLK_TEST_LONG:-}" != 1 ]; then
-	test_skip "set DLK_TEST_LONG=1 (make test-long) to train the ResNet to 93%"
-	test_done
-	exit 0
-fi
-if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
-	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
-fi
+long_only "train the ResNet to 93%"
+fmnist_ready
 
 cd "$TEST_TMP" && dlk init -q --example resnet r && cd r || exit 1
 awk '{ print } /^    - \{block: down, filters: 32\}/ {

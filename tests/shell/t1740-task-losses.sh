@@ -6,10 +6,7 @@
 # data.csv.targets, and its metrics reach the result, the run history and the report page.
 . "$(dirname "$0")/../lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
-if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
-	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
-fi
+fmnist_ready
 
 # tables.py KIND N OFFSET: N images from OFFSET of the training set as CSV rows on stdout
 cat >"$TEST_TMP/tables.py" <<'PY'

@@ -4,10 +4,9 @@
 # same way; augmentation is reproducible; damaged or misplaced files are named.
 . "$(dirname "$0")/../lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
 PY=$TEST_ROOT/.deps/frameworks/bin/python
 accuracy() { sed -n 's/.*"testAccuracy":[ \t]*\([0-9.]*\).*/\1/p' "$1"; }
-[ -f "$FM/train-images-idx3-ubyte.gz" ] || test_missing "Fashion-MNIST in $FM (Debian's dataset-fashion-mnist)"
+fmnist_ready
 [ -x "$PY" ] || test_missing "the frameworks venv with Pillow ($PY, .ci/deps.d/frameworks)"
 
 IMG=$TEST_TMP/fm

@@ -5,9 +5,8 @@
 # shape; a missing pair and misplaced options are named.
 . "$(dirname "$0")/../lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
 PY=$TEST_ROOT/.deps/frameworks/bin/python
-[ -f "$FM/train-images-idx3-ubyte.gz" ] || test_missing "Fashion-MNIST in $FM (Debian's dataset-fashion-mnist)"
+fmnist_ready
 [ -x "$PY" ] || test_missing "the frameworks venv with Pillow ($PY, .ci/deps.d/frameworks)"
 
 IMG=$TEST_TMP/pairs

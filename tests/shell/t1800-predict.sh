@@ -5,10 +5,7 @@
 # when scored again. Every case works in $TEST_TMP, where the first leaves the model and store.
 . "$(dirname "$0")/../lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
-if [ ! -f "$FM/t10k-images-idx3-ubyte.gz" ]; then
-	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
-fi
+fmnist_ready
 STORE=$TEST_TMP/store
 
 test_expect_success 'setup: a model (1 epoch of the example MLP) and the test split in a store' '

@@ -6,10 +6,7 @@
 # lineage and impact follow the stages. Every case works in $TEST_TMP/p, left by the one before.
 . "$(dirname "$0")/../lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
-if [ ! -f "$FM/t10k-images-idx3-ubyte.gz" ]; then
-	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
-fi
+fmnist_ready
 command -v python3 >/dev/null 2>&1 || test_missing "python3 is installed"
 command -v jq >/dev/null 2>&1 || test_missing "jq is installed"
 command -v flock >/dev/null 2>&1 || test_missing "flock (util-linux) is installed"

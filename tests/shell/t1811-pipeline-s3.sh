@@ -6,10 +6,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/s3/lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
-if [ ! -f "$FM/t10k-images-idx3-ubyte.gz" ]; then
-	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
-fi
+fmnist_ready
 command -v python3 >/dev/null 2>&1 || test_missing "python3 is installed"
 start_s3 || { echo "Bail out! cannot start the S3 server"; exit 1; }
 S3=s3://data/team/pipe

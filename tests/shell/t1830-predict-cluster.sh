@@ -9,10 +9,7 @@
 . "$TEST_ROOT/tests/cluster/lib.sh"
 schema_ready
 
-FM=/usr/share/datasets/fashion-mnist
-if [ ! -f "$FM/t10k-images-idx3-ubyte.gz" ]; then
-	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
-fi
+fmnist_ready
 start_s3 || { echo "Bail out! cannot start the S3 server"; exit 1; }
 cluster_up
 trap 'stop_s3; cluster_down; test_cleanup' EXIT

@@ -5,12 +5,7 @@
 # trained a second time (it once was: the record the driver had read first said "running").
 . "$(dirname "$0")/../lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
-if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
-	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
-	test_done
-	exit 0
-fi
+fmnist_ready
 
 P=$TEST_TMP/p
 sweep_project "$P" 2000 500

@@ -8,12 +8,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/cluster/lib.sh"
 
-FM=/usr/share/datasets/fashion-mnist
-if [ ! -f "$FM/train-images-idx3-ubyte.gz" ]; then
-	test_missing "Fashion-MNIST is installed in $FM (Debian's dataset-fashion-mnist)"
-	test_done
-	exit 0
-fi
+fmnist_ready
 
 cluster_up
 

@@ -8,11 +8,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 GCIDE=/usr/share/dictd/gcide.dict.dz
-if [ "${DLK_TEST_LONG:-}" != 1 ]; then
-	test_skip "set DLK_TEST_LONG=1 (make test-long) to train the example GPT for its stated loss"
-	test_done
-	exit 0
-fi
+long_only "train the example GPT for its stated loss"
 if [ ! -f "$GCIDE" ]; then
 	test_missing "dict-gcide is installed ($GCIDE, Debian's dict-gcide, .ci/deps.d/corpus)"
 fi
