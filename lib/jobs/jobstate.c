@@ -175,9 +175,14 @@ static const cJSON *last_event(const cJSON *events, const char *kind, const char
 	return found;
 }
 
+/* s on one line (its line breaks as spaces), cut to n bytes at a character's boundary */
 static const char *first_line(const char *s, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s", s ? s : "");
+	size_t len = s ? strnlen(s, n - 1) : 0;
+
+	memcpy(buf, s ? s : "", len);
+	buf[len] = '\0';
+	dlk_utf8_drop_cut(buf);
 	for (char *p = buf; *p; p++)
 		if (*p == '\n' || *p == '\r')
 			*p = ' ';
@@ -259,6 +264,8 @@ static void retry_words(const cJSON *job, const struct dlk_rank *r, char *out, s
 	snprintf(out, n, "waiting for its retry");
 }
 
+static int rank_failure(const struct dlk_rank *r, struct dlk_failure *f);
+
 static void pending_reason(const cJSON *job, const cJSON *events, struct dlk_job_summary *s)
 {
 	char msg[400];
@@ -313,10 +320,15 @@ static void pending_reason(const cJSON *job, const cJSON *events, struct dlk_job
 		const struct dlk_rank *r = &s->ranks[i];
 		missing += !r->pod;
 		if (r->pod && r->terminated && r->exit_code) {
-			char what[96];
+			/* why, when its worker published it (its termination message): the retry to
+			 * come may fail another way, and this attempt's cause is then gone */
+			char what[96], cause[240] = "";
+			struct dlk_failure f;
 			retry_words(job, r, what, sizeof(what));
-			snprintf(s->reason, sizeof(s->reason), "rank %d exited with code %d%s%s%s; %s", i, r->exit_code,
-				 r->reason[0] ? " (" : "", r->reason, r->reason[0] ? ")" : "", what);
+			if (!rank_failure(r, &f) && f.message[0])
+				snprintf(cause, sizeof(cause), ": %s", first_line(f.message, msg, sizeof(msg)));
+			snprintf(s->reason, sizeof(s->reason), "rank %d exited with code %d%s%s%s%s; %s", i, r->exit_code,
+				 r->reason[0] ? " (" : "", r->reason, r->reason[0] ? ")" : "", cause, what);
 			return;
 		}
 	}
@@ -470,11 +482,14 @@ static void decide_state(const cJSON *job, struct dlk_job_summary *s, int pendin
 		s->state = JOB_RUNNING;
 }
 
-/* How many indexes a completedIndexes string ("0-3,5") names, at most max. */
-static int count_indexes(const char *s, int max)
+/* How many indexes a completedIndexes string ("0-3,5") names, at most max; *has (when given)
+ * set when index `self` is one of them. */
+static int count_indexes(const char *s, int max, int self, int *has)
 {
 	long n = 0;
 
+	if (has)
+		*has = 0;
 	while (s && *s && n < max) {
 		char *end;
 		long a = strtol(s, &end, 10), b = a;
@@ -486,6 +501,8 @@ static int count_indexes(const char *s, int max)
 			if (end == s || b < a)
 				break;
 		}
+		if (has && self >= a && self <= b)
+			*has = 1;
 		if (b - a >= max - n)
 			return max; /* also keeps a huge range from overflowing n */
 		n += b - a + 1;
@@ -494,6 +511,17 @@ static int count_indexes(const char *s, int max)
 			break;
 	}
 	return n > max ? max : (int)n;
+}
+
+int dlk_job_peers_done(const cJSON *job, int self)
+{
+	const char *done = jstr_of(jget(job, "status", "completedIndexes", NULL));
+	int total = jint_of(jget(job, "spec", "completions", NULL), 0), has, n;
+
+	if (!done || total <= 0)
+		return 0;
+	n = count_indexes(done, total, self, &has);
+	return n - (has && n > 0);
 }
 
 static int count_of(const cJSON *job, const char *field, int max)
@@ -508,7 +536,7 @@ void dlk_job_summarize_job(const cJSON *job, struct dlk_job_summary *s)
 
 	summary_head(job, s);
 	s->ready = count_of(job, "ready", s->total);
-	s->succeeded = done ? count_indexes(done, s->total) : count_of(job, "succeeded", s->total);
+	s->succeeded = done ? count_indexes(done, s->total, -1, NULL) : count_of(job, "succeeded", s->total);
 	s->failed = count_of(job, "failed", s->total);
 	/* a rank with a ready pod runs: dlk's pods have no readiness probe */
 	int running = s->ready, pending = s->total - running - s->succeeded;

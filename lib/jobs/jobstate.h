@@ -67,6 +67,9 @@ void dlk_job_summarize(const cJSON *job, const cJSON *pods, const cJSON *events,
  * is its condition's. Release with dlk_job_summary_release. */
 void dlk_job_summarize_job(const cJSON *job, struct dlk_job_summary *s);
 void dlk_job_summary_release(struct dlk_job_summary *s);
+/* How many of an Indexed Job's indexes other than `self` have completed (its
+ * status.completedIndexes, bounded by spec.completions): a gang that needs them cannot form again. */
+int dlk_job_peers_done(const cJSON *job, int self);
 /* The events that explain a job: its own and those of (at most 8) pending ranks' pods, as a new
  * array the caller owns (empty when they cannot be read: they help, they are not needed). */
 cJSON *dlk_job_events(struct kube_client *c, const char *ns, const char *name, const struct dlk_job_summary *pre);

@@ -1,6 +1,7 @@
 #include "lib/trainer/progress.h"
 #include "lib/trainer/trainer.h"
 #include "lib/jobs/failure.h"
+#include "lib/jobs/jobstate.h"
 #include "lib/jobs/podclient.h"
 #include "lib/jobs/podenv.h"
 #include "lib/train/progress.h"
@@ -273,6 +274,29 @@ void dlk_train_publish_failure_class(const struct dlk_trainer_sink *sink, int ex
 		dlk_job_progress_free(p);
 	}
 	free(json);
+}
+
+int dlk_train_job_peers_done(const struct dlk_trainer_sink *sink, int rank, char *indexes, size_t n)
+{
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_job_progress *p = dlk_job_progress_new(sink);
+	cJSON *job = NULL;
+	int done = 0;
+
+	if (n)
+		indexes[0] = '\0';
+	if (!p)
+		return 0;
+	if (!kube_get(p->kc, "Job", p->ns, p->job, &job, &err)) {
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(job, "status");
+		const cJSON *ci = cJSON_GetObjectItemCaseSensitive(st, "completedIndexes");
+		done = dlk_job_peers_done(job, rank);
+		if (done && n && cJSON_IsString(ci))
+			snprintf(indexes, n, "%s", ci->valuestring);
+	}
+	cJSON_Delete(job);
+	dlk_job_progress_free(p);
+	return done;
 }
 
 int dlk_train_job_failure(const struct dlk_trainer_sink *sink, struct dlk_failure *f)

@@ -2,7 +2,8 @@
  * objects. The input is up to three JSON documents separated by NUL bytes: a Job, a list of its
  * pods (an array, or a PodList's object whose items are taken) and a list of events. They go
  * through dlk_job_summarize (and the Job alone through dlk_job_summarize_job, which parses its
- * status counts and completedIndexes), the progress text and the -o json summary. The first
+ * status counts and completedIndexes), the progress text and the -o json summary; its
+ * completedIndexes also through dlk_job_peers_done for each rank. The first
  * document is also read as a CronJob and the second as a list of Jobs, its runs picked from them
  * by ownerReference (lib/jobs/cronjob.h). Bytes after the third document are parsed as a
  * duration (--timeout). Corpus:
@@ -50,6 +51,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	out = cJSON_PrintUnformatted(o);
 	free(out);
 	cJSON_Delete(o);
+	/* the other ranks done, as a retried rank counts them: never more than the others */
+	for (int rank = -1; rank < 4; rank++) {
+		int done = dlk_job_peers_done(doc[0], rank);
+		if (done < 0 || (s.total > 0 && done > s.total))
+			abort();
+	}
 	dlk_job_summary_release(&s);
 
 	/* a scheduled project: the CronJob and its runs among the jobs */

@@ -91,6 +91,37 @@ test_expect_success 'an exit code declared fatal fails the job at once, naming t
 	grep -q "^failure: *rank 1 " st.out
 '
 
+# a program whose rank 0 fails after rank 1 has completed: its retry cannot meet rank 1 again
+# (its pod is done and its name no longer published), and says so at once instead of waiting
+# for the name; with one retry allowed, the Job fails within seconds and the record says why
+PV4=$TEST_TMP/pv4
+hostpath_pv late "$PV4" late-checkpoints
+mkdir -p "$TEST_TMP/late"
+cat >"$TEST_TMP/late/dlk.yaml" <<'YAML'
+name: late
+data:
+  format: idx
+  train:
+    images: file:///usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+    labels: file:///usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz
+program:
+  command: [sh, -c, 'd=$DLK_CHECKPOINT_DIR; if [ "$DLK_NODE_RANK" = 1 ]; then until [ -e $d/started ]; do sleep 0.2; done; touch $d/done1; exit 0; fi; touch $d/started; until [ -e $d/done1 ]; do sleep 0.2; done; sleep 3; echo "RuntimeError: rank 0 failed at the end" >&2; exit 1']
+resources: {workers: 2, cpu: "1", memory: 1Gi, backoff_limit_per_index: 1}
+storage: {size: 1Gi}
+YAML
+
+test_expect_success 'a rank that fails after its peers completed: its retry says the gang cannot form again' '
+	start=$(date +%s)
+	dlk train -f "$TEST_TMP/late/dlk.yaml" --wait >train.out 2>train.err; rc=$?
+	cat train.out train.err; echo "exit $rc after $(($(date +%s) - start)) s"; test $rc != 0 &&
+	grep -q "rank 0 exited with code 1 (Error): RuntimeError: rank 0 failed at the end; waiting for its retry (1 of 1)" train.err &&
+	grep -q "job .late. failed: rank 0 (pod late-0-[a-z0-9]*) failed: restartable (exit 75): 1 of the other 1 ranks have already completed (the Job.s completedIndexes: 1), so the gang cannot form again and rank 0 cannot resume$" train.err &&
+	test $(($(date +%s) - start)) -lt 240 &&
+	dlk status late --history -o json >h.json && jq -c ".runs[0].run" h.json &&
+	jq -e ".runs[0].run.outcome == \"failed\"" h.json &&
+	jq -r ".runs[0].run.failure.message // .runs[0].run.error // empty" h.json | grep -q "cannot form again"
+'
+
 # a longer run of the same program, so that a worker can be stopped after its first checkpoint
 PV2=$TEST_TMP/pv2
 hostpath_pv again "$PV2" again-checkpoints

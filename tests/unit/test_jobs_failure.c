@@ -164,11 +164,77 @@ static void test_pending_retry(void)
 	pending_retry(policy, "0", 1, "rank 1 exited with code 1 (Error); waiting for its retry (1 of 2)");
 }
 
+/* The cause its worker published (the termination message) is told while the retry is awaited:
+ * the retry may fail another way, and this attempt's cause would be gone. Line breaks become
+ * spaces; a long cause leaves room for what comes next. */
+static void test_pending_cause(void)
+{
+	const char *job_json = "{\"metadata\":{\"name\":\"m\"},\"spec\":{\"completions\":2,\"backoffLimitPerIndex\":3},\"status\":{}}";
+	char pods_json[4096], longmsg[1500];
+	struct dlk_job_summary s;
+
+	memset(longmsg, 'x', sizeof(longmsg) - 1);
+	longmsg[sizeof(longmsg) - 1] = '\0';
+	for (int k = 0; k < 3; k++) {
+		const char *msg = k == 0 ? "killed by SIGABRT\\\\nits last line: terminate called" : k == 1 ? longmsg : NULL;
+		char term[1800] = "";
+		if (msg)
+			snprintf(term, sizeof(term), ",\"message\":\"{\\\"rank\\\":1,\\\"class\\\":\\\"restartable\\\",\\\"exitCode\\\":75,"
+			         "\\\"message\\\":\\\"%s\\\"}\"", msg);
+		snprintf(pods_json, sizeof(pods_json),
+			 "[{\"metadata\":{\"name\":\"m-1\",\"labels\":{\"dlk.dev/job\":\"m\",\"batch.kubernetes.io/job-completion-index\":\"1\"},"
+			 "\"annotations\":{\"batch.kubernetes.io/job-index-failure-count\":\"0\"}},"
+			 "\"status\":{\"phase\":\"Failed\",\"containerStatuses\":[{\"name\":\"worker\",\"state\":{\"terminated\":{\"exitCode\":75,"
+			 "\"reason\":\"Error\"%s}}}]}}]", term);
+		cJSON *job = parse(job_json), *pods = parse(pods_json);
+		dlk_job_summarize(job, pods, NULL, &s);
+		CHECK(s.state == JOB_PENDING);
+		if (k == 0)
+			CHECK_STR(s.reason, "rank 1 exited with code 75 (Error): killed by SIGABRT its last line: terminate called; "
+			                    "waiting for its retry (1 of 3)");
+		else if (k == 1)
+			CHECK(strstr(s.reason, "rank 1 exited with code 75 (Error): xxx") == s.reason &&
+			      strstr(s.reason, "x; waiting for its retry (1 of 3)") != NULL);
+		else
+			CHECK_STR(s.reason, "rank 1 exited with code 75 (Error); waiting for its retry (1 of 3)");
+		dlk_job_summary_release(&s);
+		cJSON_Delete(job);
+		cJSON_Delete(pods);
+	}
+}
+
+/* How many of the other indexes are done: what a retried rank checks before waiting for them. */
+static void peers_done(const char *status, int completions, int self, int want)
+{
+	char json[512];
+	snprintf(json, sizeof(json), "{\"spec\":{\"completions\":%d},\"status\":{%s}}", completions, status);
+	cJSON *job = parse(json);
+	int got = dlk_job_peers_done(job, self);
+	CHECK_MSG(got == want, "%s, completions %d, rank %d: %d done, not %d", status, completions, self, got, want);
+	cJSON_Delete(job);
+}
+
+static void test_peers_done(void)
+{
+	peers_done("", 2, 0, 0);
+	peers_done("\"completedIndexes\":\"\"", 2, 0, 0);
+	peers_done("\"completedIndexes\":\"1\"", 2, 0, 1);
+	peers_done("\"completedIndexes\":\"0\"", 2, 0, 0);
+	peers_done("\"completedIndexes\":\"0-2,4\"", 5, 1, 3);
+	peers_done("\"completedIndexes\":\"0-2,4\"", 5, 3, 4);
+	peers_done("\"completedIndexes\":\"0-99999999999\"", 4, 0, 3);
+	peers_done("\"completedIndexes\":\"x,1\"", 2, 0, 0);
+	peers_done("\"completedIndexes\":7", 2, 0, 0);
+	peers_done("\"completedIndexes\":\"1\"", 0, 0, 0);
+}
+
 int main(void)
 {
 	test_roundtrip();
 	test_bounded();
 	test_jobstate();
 	test_pending_retry();
+	test_pending_cause();
+	test_peers_done();
 	return CHECK_DONE();
 }
