@@ -118,6 +118,9 @@ def main():
         report(event="done", loss=train_loss, model=path,
                metrics={"test_loss": tloss.item() / conf.sum().item()}, confusion=conf.tolist())
         print("final loss %.6f" % train_loss, flush=True)
+    # every rank leaves together: a rank that exits while rank 0 still writes its model closes
+    # the group's connections under it
+    dist.barrier()
     dist.destroy_process_group()
 
 
