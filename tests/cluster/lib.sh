@@ -78,3 +78,16 @@ spec:
   hostPath: {path: $2}
 YAML
 }
+
+# program_project NAME: $TEST_TMP/NAME/dlk.yaml begun with the name and Fashion-MNIST's training
+# files (a program's project needs data); the caller appends program: and the rest (cat >>)
+program_project() {
+	mkdir -p "$TEST_TMP/$1" && cat >"$TEST_TMP/$1/dlk.yaml" <<YAML
+name: $1
+data:
+  format: idx
+  train:
+    images: file:///usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+    labels: file:///usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz
+YAML
+}

@@ -67,14 +67,8 @@ test_expect_success 'dlk logs --run reads both ranks after the pods are gone' '
 '
 
 # a program whose rank 1 exits with a code its project declares fatal
-mkdir -p "$TEST_TMP/bad"
-cat >"$TEST_TMP/bad/dlk.yaml" <<'YAML'
-name: bad
-data:
-  format: idx
-  train:
-    images: file:///usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
-    labels: file:///usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz
+program_project bad
+cat >>"$TEST_TMP/bad/dlk.yaml" <<'YAML'
 program:
   command: [sh, -c, 'if [ "$DLK_NODE_RANK" = 1 ]; then echo "ValueError: rank 1 cannot go on" >&2; exit 3; fi; exec sleep 60']
   exit_codes: {fail: [3]}
@@ -96,14 +90,8 @@ test_expect_success 'an exit code declared fatal fails the job at once, naming t
 # for the name; with one retry allowed, the Job fails within seconds and the record says why
 PV4=$TEST_TMP/pv4
 hostpath_pv late "$PV4" late-checkpoints
-mkdir -p "$TEST_TMP/late"
-cat >"$TEST_TMP/late/dlk.yaml" <<'YAML'
-name: late
-data:
-  format: idx
-  train:
-    images: file:///usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
-    labels: file:///usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz
+program_project late
+cat >>"$TEST_TMP/late/dlk.yaml" <<'YAML'
 program:
   command: [sh, -c, 'd=$DLK_CHECKPOINT_DIR; if [ "$DLK_NODE_RANK" = 1 ]; then until [ -e $d/started ]; do sleep 0.2; done; touch $d/done1; exit 0; fi; touch $d/started; until [ -e $d/done1 ]; do sleep 0.2; done; sleep 3; echo "RuntimeError: rank 0 failed at the end" >&2; exit 1']
 resources: {workers: 2, cpu: "1", memory: 1Gi, backoff_limit_per_index: 1}

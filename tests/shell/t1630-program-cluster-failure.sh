@@ -14,14 +14,8 @@ cluster_up
 
 PV=$TEST_TMP/pv
 hostpath_pv bad "$PV" bad-checkpoints
-mkdir -p "$TEST_TMP/bad"
-cat >"$TEST_TMP/bad/dlk.yaml" <<'YAML'
-name: bad
-data:
-  format: idx
-  train:
-    images: file:///usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
-    labels: file:///usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz
+program_project bad
+cat >>"$TEST_TMP/bad/dlk.yaml" <<'YAML'
 program:
   command: [sh, -c, 'echo "hello from node $DLK_NODE_RANK"; if [ "$DLK_NODE_RANK" = 1 ]; then echo "ValueError: rank 1 cannot go on" >&2; exit 3; fi; exec sleep 60']
   exit_codes: {fail: [3]}
@@ -56,14 +50,8 @@ test_expect_success 'archived log lines carry their rank once' '
 	! grep -q "\[rank [0-9]*\] \[rank" logs.out
 '
 
-mkdir -p "$TEST_TMP/lost"
-cat >"$TEST_TMP/lost/dlk.yaml" <<'YAML'
-name: lost
-data:
-  format: idx
-  train:
-    images: file:///usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
-    labels: file:///usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz
+program_project lost
+cat >>"$TEST_TMP/lost/dlk.yaml" <<'YAML'
 program:
   command: [sh, -c, 'if [ "$DLK_NODE_RANK" = 1 ]; then echo "rank 1 gives up" >&2; exit 42; fi; echo "rank 0 waits"; exec sleep 600']
 resources: {workers: 2, cpu: "1", memory: 1Gi, backoff_limit_per_index: 0}

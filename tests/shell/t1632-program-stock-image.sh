@@ -15,13 +15,7 @@ mkdir -p "$CTL"
 cluster_up --mount "$CTL:/ctl"
 
 project() { # NAME MODE
-	mkdir -p "$TEST_TMP/$1" && cat >"$TEST_TMP/$1/dlk.yaml" <<YAML
-name: $1
-data:
-  format: idx
-  train:
-    images: file:///usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
-    labels: file:///usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz
+	program_project "$1" && cat >>"$TEST_TMP/$1/dlk.yaml" <<YAML
 program:
   image: stock/python:3
   command: [sh, -c, 'if command -v dlk >/dev/null; then echo "dlk on PATH"; exit 4; fi; echo "no dlk on PATH \$PATH"; echo "DLK-PROGRESS {\"step\": 5, \"steps\": 10, \"epoch\": 1, \"epochs\": 2, \"loss\": 0.5}"; i=0; while [ "\$MODE" = ok ] && [ ! -e /ctl/go ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done; if [ "\$MODE" = fail ]; then echo "RuntimeError: out of patience" >&2; exit 3; fi; echo "DLK-PROGRESS {\"event\": \"done\", \"loss\": 0.125}"']
