@@ -5,7 +5,8 @@
 # two ranks meet through the headless Service's names and train with DDP (gloo) on a subset of
 # Fashion-MNIST; progress shows in `dlk status`, rank 0 records the run with the code's digest,
 # and `dlk logs --run` reads the ranks' output after the pods are gone; a fatal exit code fails
-# the Job naming the rank; a worker stopped mid-run is restarted and the gang resumes; `dlk scale`
+# the Job naming the rank; a rank retried after its peer completed says at once that the gang
+# cannot form again; a worker stopped mid-run is restarted and the gang resumes; `dlk scale`
 # from 2 to 3 restarts the program at 3 workers, which resumes from its checkpoint; the JAX example's
 # 2 processes all-reduce through jax.distributed. The pod runner runs the
 # host's file system as the image, so the frameworks' Python stands in for the PyTorch image's.
