@@ -760,30 +760,18 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 	/* a retry of this rank whose peers have completed would wait for names no longer
 	 * published, then fail the same way at every retry: it says so at once, and rank 0 ends
 	 * the run's record with it */
-	if (env.world > 1) {
-		char done_at[128];
-		int done = dlk_train_job_peers_done(sink, env.rank, done_at, sizeof(done_at));
-		if (done > 0) {
-			const char *job = getenv(DLK_ENV_JOB_NAME);
-			dlk_errf(err, DLK_EXIT_RESTARTABLE,
-			         "%d of the other %d ranks have already completed (the Job's completedIndexes: %s), so the "
-			         "gang cannot form again and rank %d cannot resume",
-			         done, env.world - 1, dlk_visible(done_at), env.rank);
-			dlk_err_hint(err, "an earlier attempt of rank %d failed after its peers had finished: see what it printed "
-			                  "('dlk logs --rank %d %s'), then train again to run the whole gang from its checkpoint",
-			             env.rank, env.rank, job ? dlk_visible(job) : "JOB");
-			if (env.rank == 0) {
-				project_digest(spec, digest);
-				dlk_train_run_open_cluster(&run, sink, spec, digest, env.world);
-				if (run.rec)
-					dlk_train_run_finish(&run, DLK_RUN_FAILED, env.rank, err->code, err->msg);
-				dlk_train_run_release(&run);
-			}
-			for (int i = 0; s.peers && i < s.nodes; i++)
-				free(s.peers[i]);
-			free(s.peers);
-			return err->code;
+	if (env.world > 1 && dlk_train_gang_gone(sink, env.rank, err)) {
+		if (env.rank == 0) {
+			project_digest(spec, digest);
+			dlk_train_run_open_cluster(&run, sink, spec, digest, env.world);
+			if (run.rec)
+				dlk_train_run_finish(&run, DLK_RUN_FAILED, env.rank, err->code, err->msg);
+			dlk_train_run_release(&run);
 		}
+		for (int i = 0; s.peers && i < s.nodes; i++)
+			free(s.peers[i]);
+		free(s.peers);
+		return err->code;
 	}
 	/* the program's rendezvous looks rank 0 up once and fails for good when its name is not
 	 * published yet: every peer's name (else rank 0's) resolves first */

@@ -967,6 +967,9 @@ static int join_gang(struct here *r, const struct dist_env *env, int dev_shared,
 
 	if (bad)
 		return -1;
+	/* a pod of one rank retried after the others completed: no rendezvous would ever form */
+	if (!getenv(DLK_ENV_LOCAL_RANK) && dlk_train_gang_gone(r->sink, env->rank, err))
+		return -1;
 	if (uid && *uid)
 		run_id = xasprintf("%s/%s", job && *job ? job : "dlk", uid);
 	else

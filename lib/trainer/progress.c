@@ -9,6 +9,7 @@
 #include "lib/kube/client.h"
 #include "lib/util/clock.h"
 #include "lib/util/mem.h"
+#include "lib/util/utf8.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -276,27 +277,39 @@ void dlk_train_publish_failure_class(const struct dlk_trainer_sink *sink, int ex
 	free(json);
 }
 
-int dlk_train_job_peers_done(const struct dlk_trainer_sink *sink, int rank, char *indexes, size_t n)
+int dlk_train_gang_gone(const struct dlk_trainer_sink *sink, int rank, struct dlk_err *err)
 {
-	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_err e = DLK_ERR_INIT;
 	struct dlk_job_progress *p = dlk_job_progress_new(sink);
 	cJSON *job = NULL;
 	int done = 0;
 
-	if (n)
-		indexes[0] = '\0';
 	if (!p)
 		return 0;
-	if (!kube_get(p->kc, "Job", p->ns, p->job, &job, &err)) {
+	if (!kube_get(p->kc, "Job", p->ns, p->job, &job, &e) && (done = dlk_job_peers_done(job, rank)) > 0) {
+		const cJSON *spec = cJSON_GetObjectItemCaseSensitive(job, "spec");
 		const cJSON *st = cJSON_GetObjectItemCaseSensitive(job, "status");
 		const cJSON *ci = cJSON_GetObjectItemCaseSensitive(st, "completedIndexes");
-		done = dlk_job_peers_done(job, rank);
-		if (done && n && cJSON_IsString(ci))
-			snprintf(indexes, n, "%s", ci->valuestring);
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(spec, "completions");
+		const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(job, "metadata"), "annotations"),
+			DLK_FAILURE_ANNOTATION);
+		struct dlk_failure f;
+		/* what the earlier attempt published, when it was this rank's: the cause to fix */
+		int said = cJSON_IsString(a) && !dlk_failure_parse(a->valuestring, &f) && f.rank == rank && f.message[0];
+		dlk_errf(err, DLK_EXIT_RESTARTABLE,
+		         "%d of the other %d ranks have already completed (the Job's completedIndexes: %s), so the gang "
+		         "cannot form again and rank %d cannot resume%s%.600s",
+		         done, cJSON_IsNumber(n) ? (int)n->valuedouble - 1 : done,
+		         dlk_visible(cJSON_IsString(ci) ? ci->valuestring : ""), rank,
+		         said ? "; its earlier attempt failed: " : "", said ? f.message : "");
+		dlk_err_hint(err, "an earlier attempt of rank %d failed after its peers had finished: see what it printed "
+		                  "('dlk logs --rank %d %s'), then train again to run the whole gang from its checkpoint",
+		             rank, rank, dlk_visible(p->job));
 	}
 	cJSON_Delete(job);
 	dlk_job_progress_free(p);
-	return done;
+	return done > 0 ? -1 : 0;
 }
 
 int dlk_train_job_failure(const struct dlk_trainer_sink *sink, struct dlk_failure *f)

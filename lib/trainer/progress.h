@@ -56,10 +56,12 @@ void dlk_train_publish_failure(const struct dlk_trainer_sink *sink, int exit_cod
  * annotation): 0 and *f, -1 when there is none or the Job cannot be read (not in a cluster). */
 struct dlk_failure;
 int dlk_train_job_failure(const struct dlk_trainer_sink *sink, struct dlk_failure *f);
-/* How many ranks of this pod's Job other than `rank` have completed (the Job's
- * completedIndexes, copied to `indexes`): a restarted rank whose peers are done can never meet
- * them. 0 when none did or the Job cannot be read (not in a cluster). */
-int dlk_train_job_peers_done(const struct dlk_trainer_sink *sink, int rank, char *indexes, size_t n);
+/* Before a pod's rank (the Job's index `rank`, one rank a pod) waits for its gang: -1 with err
+ * (restartable, saying which completed and what to do) when ranks of its Job other than it have
+ * already completed (the Job's completedIndexes), so that the gang can never form again (a retry
+ * of a rank that failed after the others finished); 0 when none did, or the Job cannot be read
+ * (not in a cluster). */
+int dlk_train_gang_gone(const struct dlk_trainer_sink *sink, int rank, struct dlk_err *err);
 void dlk_train_publish_failure_class(const struct dlk_trainer_sink *sink, int exit_code, const char *cls,
                                      const char *message);
 

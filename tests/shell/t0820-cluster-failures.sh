@@ -1,7 +1,8 @@
 #!/bin/sh
 # What goes wrong, against the real control plane: a job the real scheduler cannot place (and
 # places once a node fits), a worker stopped mid-run that the real podFailurePolicy restarts and
-# that resumes from its checkpoint, a configuration error that fails the job at once, and the
+# that resumes from its checkpoint, a configuration error that fails the job at once, a rank
+# retried after its peer completed (which says at once that the gang cannot form again), and the
 # states of all of them as kubectl and dlk see them.
 . "$(dirname "$0")/../lib.sh"
 . "$TEST_ROOT/tests/cluster/lib.sh"
@@ -73,6 +74,24 @@ test_expect_success 'a worker exiting 2 fails the job at once, and --wait names 
 	kubectl wait --for=condition=Failed job/broken --timeout=60s &&
 	kubectl get job broken -o jsonpath="{.status.conditions[?(@.type==\"Failed\")].reason} {.status.conditions[?(@.type==\"Failed\")].message}" >reason &&
 	cat reason && grep -q "^PodFailurePolicy Container worker for pod default/broken-1-[a-z0-9]* failed with exit code 2 matching FailJob rule at index 1$" reason
+'
+
+# rank 0 fails after the training, writing its bundle (a directory stands where the file goes),
+# when rank 1 has completed: its retry cannot form the gang again and says so at once (with the
+# first attempt's cause) instead of waiting out the rendezvous; the run's record says it too
+PV2=$TEST_TMP/pv2
+hostpath_pv late "$PV2" late-checkpoints
+mkdir -p "$PV2/late.dlk"
+
+test_expect_success 'a rank retried after its peer completed fails at once: the gang cannot form again' '
+	start=$(date +%s)
+	test_exit_code 1 dlk train $ARGS --set name=late --set resources.workers=2 \
+		--set resources.backoff_limit_per_index=1 --set storage.size=1Gi --wait >out 2>err &&
+	cat out err && took=$(($(date +%s) - start)) && echo "$took s" && test $took -lt 240 &&
+	grep -q "rank 0 exited with code 1 (Error): cannot rename .*late.dlk.: Is a directory; waiting for its retry (1 of 1)" err &&
+	grep -q "job .late. failed: rank 0 (pod late-0-[a-z0-9]*) failed: restartable (exit 75): 1 of the other 1 ranks have already completed (the Job.s completedIndexes: 1), so the gang cannot form again and rank 0 cannot resume; its earlier attempt failed: cannot rename .*: Is a directory$" err &&
+	dlk status late --history -o json >h.json && jq -c ".runs[0].run.failure" h.json &&
+	jq -e ".runs[0].run.outcome == \"failed\" and (.runs[0].run.failure.message | test(\"cannot form again.*Is a directory\"))" h.json
 '
 
 test_expect_success 'kubectl and dlk status -o json agree on every job'"'"'s state' '

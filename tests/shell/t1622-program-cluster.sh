@@ -104,7 +104,7 @@ test_expect_success 'a rank that fails after its peers completed: its retry says
 	dlk train -f "$TEST_TMP/late/dlk.yaml" --wait >train.out 2>train.err; rc=$?
 	cat train.out train.err; echo "exit $rc after $(($(date +%s) - start)) s"; test $rc != 0 &&
 	grep -q "rank 0 exited with code 1 (Error): RuntimeError: rank 0 failed at the end; waiting for its retry (1 of 1)" train.err &&
-	grep -q "job .late. failed: rank 0 (pod late-0-[a-z0-9]*) failed: restartable (exit 75): 1 of the other 1 ranks have already completed (the Job.s completedIndexes: 1), so the gang cannot form again and rank 0 cannot resume$" train.err &&
+	grep -q "job .late. failed: rank 0 (pod late-0-[a-z0-9]*) failed: restartable (exit 75): 1 of the other 1 ranks have already completed (the Job.s completedIndexes: 1), so the gang cannot form again and rank 0 cannot resume; its earlier attempt failed: RuntimeError: rank 0 failed at the end$" train.err &&
 	test $(($(date +%s) - start)) -lt 240 &&
 	dlk status late --history -o json >h.json && jq -c ".runs[0].run" h.json &&
 	jq -e ".runs[0].run.outcome == \"failed\"" h.json &&
