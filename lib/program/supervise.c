@@ -548,6 +548,8 @@ static void on_tick(void *ud, int ended)
 {
 	struct sup *s = ud;
 
+	/* scrapes are answered here, on the gang's loop */
+	dlk_train_metrics_poll(s->metrics);
 	/* a new generation runs: the gang was started again */
 	if (!ended)
 		dlk_train_metrics_restarts(s->metrics, s->gens);
@@ -626,7 +628,9 @@ static int metrics_start(struct sup *s, int port, int first_rank, int world, int
 {
 	if (port <= 0)
 		return 0;
-	s->metrics = dlk_train_metrics_start(port, first_rank, world, getenv(DLK_ENV_JOB_NAME), restarts, err);
+	/* no thread of its own: the processes are forked from this one, and set up before they
+	 * exec (a second thread could hold a lock at the fork that a child would wait on forever) */
+	s->metrics = dlk_train_metrics_start_polled(port, first_rank, world, getenv(DLK_ENV_JOB_NAME), restarts, err);
 	if (!s->metrics && s->in_pod) {
 		dlk_trainer_warn(s->sink, "no metrics (the program runs without them): %s", err->msg);
 		dlk_err_clear(err);

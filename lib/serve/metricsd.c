@@ -76,11 +76,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 	return answer(conn, MHD_HTTP_OK, DLK_METRICS_CONTENT_TYPE, body, len, NULL);
 }
 
-struct dlk_metricsd *dlk_metricsd_start(const char *host, int port, dlk_metrics_write_fn fn, void *ctx,
-                                        struct dlk_err *err)
+static struct dlk_metricsd *start(const char *host, int port, dlk_metrics_write_fn fn, void *ctx, unsigned flags,
+                                  struct dlk_err *err)
 {
 	struct sockaddr_storage ss;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
 	struct dlk_metricsd *d;
 
 	if (port < 0 || port > 65535)
@@ -121,6 +120,24 @@ struct dlk_metricsd *dlk_metricsd_start(const char *host, int port, dlk_metrics_
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	d->port = di && di->port ? di->port : port;
 	return d;
+}
+
+struct dlk_metricsd *dlk_metricsd_start(const char *host, int port, dlk_metrics_write_fn fn, void *ctx,
+                                        struct dlk_err *err)
+{
+	return start(host, port, fn, ctx, MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC, err);
+}
+
+struct dlk_metricsd *dlk_metricsd_start_polled(const char *host, int port, dlk_metrics_write_fn fn, void *ctx,
+                                               struct dlk_err *err)
+{
+	return start(host, port, fn, ctx, 0, err);
+}
+
+void dlk_metricsd_poll(struct dlk_metricsd *d)
+{
+	if (d)
+		MHD_run(d->daemon);
 }
 
 int dlk_metricsd_port(const struct dlk_metricsd *d)

@@ -136,8 +136,8 @@ void dlk_train_metrics_rank_gpu(struct dlk_train_metrics *m, const struct dlk_ra
 	pthread_mutex_unlock(&m->mu);
 }
 
-struct dlk_train_metrics *dlk_train_metrics_start(int port, int rank, int world, const char *job, int restarts,
-                                                  struct dlk_err *err)
+static struct dlk_train_metrics *metrics_start(int port, int rank, int world, const char *job, int restarts, int polled,
+                                               struct dlk_err *err)
 {
 	struct dlk_train_metrics *m = xcalloc(1, sizeof(*m));
 
@@ -147,12 +147,31 @@ struct dlk_train_metrics *dlk_train_metrics_start(int port, int rank, int world,
 	m->restarts = restarts;
 	m->up = 1;
 	m->job = job ? xstrdup(job) : NULL;
-	m->http = dlk_metricsd_start(NULL, port, write_metrics, m, err);
+	m->http = polled ? dlk_metricsd_start_polled(NULL, port, write_metrics, m, err)
+	                 : dlk_metricsd_start(NULL, port, write_metrics, m, err);
 	if (!m->http) {
 		dlk_train_metrics_stop(m);
 		return NULL;
 	}
 	return m;
+}
+
+struct dlk_train_metrics *dlk_train_metrics_start(int port, int rank, int world, const char *job, int restarts,
+                                                  struct dlk_err *err)
+{
+	return metrics_start(port, rank, world, job, restarts, 0, err);
+}
+
+struct dlk_train_metrics *dlk_train_metrics_start_polled(int port, int rank, int world, const char *job,
+                                                         int restarts, struct dlk_err *err)
+{
+	return metrics_start(port, rank, world, job, restarts, 1, err);
+}
+
+void dlk_train_metrics_poll(struct dlk_train_metrics *m)
+{
+	if (m)
+		dlk_metricsd_poll(m->http);
 }
 
 int dlk_train_metrics_port(const struct dlk_train_metrics *m)

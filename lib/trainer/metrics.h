@@ -39,6 +39,12 @@ struct dlk_train_metrics;
  * cannot be bound. job may be NULL (a run here). */
 struct dlk_train_metrics *dlk_train_metrics_start(int port, int rank, int world, const char *job, int restarts,
                                                   struct dlk_err *err);
+/* The same with no thread of its own (lib/serve/metricsd.h): for a supervisor that forks its
+ * processes; scrapes are answered in dlk_train_metrics_poll, which it calls every few tens of
+ * milliseconds. */
+struct dlk_train_metrics *dlk_train_metrics_start_polled(int port, int rank, int world, const char *job,
+                                                         int restarts, struct dlk_err *err);
+void dlk_train_metrics_poll(struct dlk_train_metrics *m);
 int dlk_train_metrics_port(const struct dlk_train_metrics *m);
 /* Updates from a step, epoch or end event (loss and samples/s as the gang sees them). */
 void dlk_train_metrics_event(struct dlk_train_metrics *m, const struct dlk_train_event *ev);
