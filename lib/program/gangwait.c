@@ -27,15 +27,21 @@ static int resolves(const char *name, int *gai)
 	return *gai == 0;
 }
 
-static void pause_ms(long long ms)
+static void pause_ms(long long ms, const volatile sig_atomic_t *stop)
 {
 	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
 
-	while (nanosleep(&ts, &ts) != 0)
+	while (nanosleep(&ts, &ts) != 0 && !(stop && *stop))
 		;
 }
 
 int dlk_gang_wait_names(const char *const *names, int n, long long timeout_ms, struct dlk_err *err)
+{
+	return dlk_gang_wait_names_until(names, n, timeout_ms, NULL, err);
+}
+
+int dlk_gang_wait_names_until(const char *const *names, int n, long long timeout_ms, const volatile sig_atomic_t *stop,
+                              struct dlk_err *err)
 {
 	long long start = dlk_now_ms(), deadline = start + (timeout_ms > 0 ? timeout_ms : 0), pause = 100;
 	char *done;
@@ -58,10 +64,15 @@ int dlk_gang_wait_names(const char *const *names, int n, long long timeout_ms, s
 			}
 		if (!left)
 			goto out;
+		if (stop && *stop) {
+			rc = dlk_errf(err, DLK_EXIT_RESTARTABLE, "stopped by signal %d while waiting for %d of %d peer names",
+			              (int)*stop, left, n);
+			goto out;
+		}
 		long long now = dlk_now_ms();
 		if (now >= deadline)
 			break;
-		pause_ms(pause < deadline - now ? pause : deadline - now);
+		pause_ms(pause < deadline - now ? pause : deadline - now, stop);
 		if (pause < 2000)
 			pause *= 2;
 	}

@@ -7,6 +7,8 @@
 
 #include "lib/util/err.h"
 
+#include <signal.h>
+
 /* How long a worker waits for its peers' names before it gives up: as long as a gang waits for
  * its last pod to be scheduled and started is more than a name takes to appear. */
 #define DLK_GANG_WAIT_MS (300 * 1000LL)
@@ -17,5 +19,9 @@
  * restarted gang may find them) naming, in one line, how many never resolved and which (rank and
  * name, control characters made visible) and the last resolver error. n == 0 is 0 at once. */
 int dlk_gang_wait_names(const char *const *names, int n, long long timeout_ms, struct dlk_err *err);
+/* The same, given up as soon as *stop is non-zero (a signal handler's flag: the pod is being
+ * stopped): -1 with err (DLK_EXIT_RESTARTABLE) saying so. */
+int dlk_gang_wait_names_until(const char *const *names, int n, long long timeout_ms, const volatile sig_atomic_t *stop,
+                              struct dlk_err *err);
 
 #endif

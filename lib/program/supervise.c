@@ -741,6 +741,14 @@ static char **pod_peers(const char *master, int n)
 	return NULL;
 }
 
+/* a signal while the pod waits for its peers' names */
+static volatile sig_atomic_t wait_sig;
+
+static void on_wait_signal(int sig)
+{
+	wait_sig = sig;
+}
+
 int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const struct dlk_program_view *view,
                     const struct dlk_trainer_sink *sink, struct dlk_err *err)
 {
@@ -751,7 +759,7 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 	struct dlk_train_run run = DLK_TRAIN_RUN_INIT;
 	struct dist_env env;
 	char digest[65];
-	int rc;
+	int rc, gone = 0;
 
 	s.last_eval = (struct program_report)PROGRAM_REPORT_INIT;
 	if (dist_env_read(&env, err))
@@ -761,34 +769,6 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 	snprintf(s.master, sizeof(s.master), "%s", env.master_addr[0] ? env.master_addr : "127.0.0.1");
 	s.port = p->port;
 	s.peers = env.world > 1 ? pod_peers(s.master, env.world) : NULL;
-	/* a retry of this rank whose peers have completed would wait for names no longer
-	 * published, then fail the same way at every retry: it says so at once, and rank 0 ends
-	 * the run's record with it */
-	if (env.world > 1 && dlk_train_gang_gone(sink, env.rank, err)) {
-		if (env.rank == 0) {
-			project_digest(spec, digest);
-			dlk_train_run_open_cluster(&run, sink, spec, digest, env.world);
-			if (run.rec)
-				dlk_train_run_finish(&run, DLK_RUN_FAILED, env.rank, err->code, err->msg);
-			dlk_train_run_release(&run);
-		}
-		for (int i = 0; s.peers && i < s.nodes; i++)
-			free(s.peers[i]);
-		free(s.peers);
-		return err->code;
-	}
-	/* the program's rendezvous looks rank 0 up once and fails for good when its name is not
-	 * published yet: every peer's name (else rank 0's) resolves first */
-	if (env.world > 1) {
-		const char *m = s.master;
-		if (dlk_gang_wait_names(s.peers ? (const char *const *)s.peers : &m, s.peers ? s.nodes : 1,
-		                        DLK_GANG_WAIT_MS, err)) {
-			for (int i = 0; s.peers && i < s.nodes; i++)
-				free(s.peers[i]);
-			free(s.peers);
-			return err->code;
-		}
-	}
 	s.ppn = p->procs_per_worker > 0 ? p->procs_per_worker : (spec->resources.gpus > 0 ? spec->resources.gpus : 1);
 	s.started = program_procs_started(p, s.ppn);
 	s.code_dir = p->workdir ? xstrdup(p->workdir) : NULL;
@@ -800,7 +780,9 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 		s.out_base = xasprintf("%s/outputs", o);
 		free(o);
 	}
-	/* rank 0's pod keeps the record, as dlk's own rank 0 does */
+	/* rank 0's pod keeps the record, as dlk's own rank 0 does: from the start, so that a pod
+	 * stopped while it waits for its peers (another rank's fatal code failed the Job) still
+	 * ends it with the cause */
 	project_digest(spec, digest);
 	if (env.rank == 0)
 		dlk_train_run_open_cluster(&run, sink, spec, digest, env.world);
@@ -813,6 +795,34 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 	if (run.rec && view->data_id) {
 		dlk_run_set_item(run.rec, "data", dataset_data(&s));
 		dlk_train_run_save(&run);
+	}
+	/* a retry of this rank whose peers have completed would wait for names no longer
+	 * published, then fail the same way at every retry: it says so at once */
+	if (env.world > 1 && dlk_train_gang_gone(sink, env.rank, err)) {
+		rc = err->code;
+		gone = 1;
+		goto end;
+	}
+	/* the program's rendezvous looks rank 0 up once and fails for good when its name is not
+	 * published yet: every peer's name (else rank 0's) resolves first; a SIGTERM (the pod
+	 * stopped) or SIGINT ends the wait */
+	if (env.world > 1) {
+		const char *m = s.master;
+		struct sigaction sa = { 0 }, old_term, old_int;
+		int w;
+		sa.sa_handler = on_wait_signal;
+		sigemptyset(&sa.sa_mask);
+		wait_sig = 0;
+		sigaction(SIGTERM, &sa, &old_term);
+		sigaction(SIGINT, &sa, &old_int);
+		w = dlk_gang_wait_names_until(s.peers ? (const char *const *)s.peers : &m, s.peers ? s.nodes : 1,
+		                              DLK_GANG_WAIT_MS, &wait_sig, err);
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGINT, &old_int, NULL);
+		if (w) {
+			rc = err->code;
+			goto end;
+		}
 	}
 	{
 		/* the pod's port (resources.metrics_port, which the Job passes); the restarts so far */
@@ -843,8 +853,11 @@ int dlk_program_pod(const struct dlk_project *spec, const char *spec_file, const
 	s.jp = NULL;
 	progress_close(&s);
 	metrics_stop(&s);
+end:
 	if (env.rank == 0 && run.rec) {
-		if (!rc) {
+		if (gone) {
+			dlk_train_run_finish(&run, DLK_RUN_FAILED, env.rank, rc, err->msg);
+		} else if (!rc) {
 			cJSON *doc = on_run_doc(&s);
 			if (doc)
 				dlk_train_run_set_result(&run, doc, NULL);

@@ -116,7 +116,7 @@ PV2=$TEST_TMP/pv2
 hostpath_pv again "$PV2" again-checkpoints
 
 test_expect_success 'a worker stopped mid-run is restarted and the gang resumes from the program'"'"'s checkpoint' '
-	dlk train $ARGS --set name=again --set program.args=[--epochs,8,--train-samples,6000,--test-samples,500] \
+	dlk train $ARGS --set name=again --set program.args=[--epochs,8,--train-samples,6000,--test-samples,500] --timeout 420s \
 		--wait >out 2>err &
 	t=$!
 	wait_until 150 sh -c "find \"$PV2\" -name checkpoint.pt | grep -q ." || { kill $t; exit 1; }
@@ -138,7 +138,7 @@ PV3=$TEST_TMP/pv3
 hostpath_pv grow "$PV3" grow-checkpoints
 
 test_expect_success 'dlk scale 2 -> 3 restarts the program at 3 workers, resuming from its checkpoint' '
-	dlk train $ARGS --set name=grow --set program.args=[--epochs,10,--train-samples,3000,--test-samples,300] \
+	dlk train $ARGS --set name=grow --set program.args=[--epochs,10,--train-samples,3000,--test-samples,300] --timeout 420s \
 		--wait >out 2>err &
 	t=$!
 	wait_until 150 sh -c "find \"$PV3\" -name checkpoint.pt | grep -q ." || { kill $t; exit 1; }

@@ -37,5 +37,18 @@ int main(void)
 	CHECK(dlk_gang_wait_names(good, 1, 0, &err) == 0);
 	CHECK(dlk_gang_wait_names(mixed + 1, 1, 0, &err) == -1);
 	CHECK_CONTAINS(err.msg, "1 of 1 peer names never resolved");
+
+	/* a pod being stopped (its signal handler's flag) ends a long wait at once */
+	{
+		volatile sig_atomic_t stop = 15;
+		long long t0 = dlk_now_ms();
+		dlk_err_clear(&err);
+		CHECK(dlk_gang_wait_names_until(mixed + 1, 1, 60000, &stop, &err) == -1);
+		CHECK(err.code == DLK_EXIT_RESTARTABLE && dlk_now_ms() - t0 < 5000);
+		CHECK_CONTAINS(err.msg, "stopped by signal 15 while waiting for 1 of 1 peer names");
+		stop = 0;
+		dlk_err_clear(&err);
+		CHECK(dlk_gang_wait_names_until(good, 1, 1000, &stop, &err) == 0);
+	}
 	return CHECK_DONE();
 }
