@@ -46,6 +46,7 @@ def main():
                     help="a static key/value cache and torch.compile of the forward (transformers' guide)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    torch.set_flush_denormal(True)  # subnormals as zero, as dlk's CPU engine computes them
     m = GPT2LMHeadModel.from_pretrained(a.hf).eval()
     kw = {}
     if a.static_compile:

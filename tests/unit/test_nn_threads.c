@@ -184,6 +184,31 @@ int main(void)
 	CHECK_MSG(db1[0] == col0, "sum_rows sums a column top to bottom");
 	free(g), free(p1), free(p4), free(m1), free(m4), free(v1), free(v4), free(d1), free(d4);
 
+	/* subnormals are computed as zero on every thread: Adam's first moment of a weight whose
+	 * gradient is zero decays by beta1 a step, and once below FLT_MIN (1.18e-38) it is 0, not a
+	 * subnormal (the ranges of the 4 threads each hold some); a subnormal input counts as zero */
+	{
+		be->set_threads(4);
+		size_t nz = 65536;
+		float *pz = calloc(nz, 4), *gz = calloc(nz, 4), *mz = malloc(4 * nz), *vz = calloc(nz, 4);
+		for (size_t i = 0; i < nz; i++)
+			mz[i] = 1.5e-38f;
+		for (int s = 0; s < 3; s++) /* 1.5e-38 * 0.9^3 = 1.09e-38, a subnormal in IEEE arithmetic */
+			be->adam_update(pz, gz, mz, vz, nz, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 0, 1.0f, 1.0f);
+		size_t left = 0;
+		for (size_t i = 0; i < nz; i++)
+			left += mz[i] != 0.0f || pz[i] != 0.0f;
+		CHECK_MSG(left == 0, "Adam's decaying moments flush to zero below FLT_MIN on 4 threads (%zu left)", left);
+		for (size_t i = 0; i < nz; i++)
+			mz[i] = 1e-39f; /* a subnormal: 0 once read (DAZ) */
+		be->scale(mz, nz, 1.0f);
+		left = 0;
+		for (size_t i = 0; i < nz; i++)
+			left += mz[i] != 0.0f;
+		CHECK_MSG(left == 0, "a subnormal input reads as zero on 4 threads (%zu left)", left);
+		free(pz), free(gz), free(mz), free(vz);
+	}
+
 	/* training steps: the same bits run to run on 2 threads (and with 1, and on 3) */
 	for (int t = 1; t <= 3; t++) {
 		float *a = train_mlp(be, t, 5), *b = train_mlp(be, t, 5);
