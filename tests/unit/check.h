@@ -51,6 +51,10 @@ static int check_n, check_failed;
 		CHECK_MSG(ok2_, "%s ~= %s (%g vs %g)", #a, #b, a_, b_);               \
 	} while (0)
 
+/* A component the test needs is missing. `.ci/deps test` (which `make test` runs first) installs
+ * it, so this is an install failure, never a skip (as test_missing in tests/lib.sh). */
+#define CHECK_MISSING(what) CHECK_MSG(0, "%s is missing (run .ci/deps test, which installs it)", what)
+
 #define CHECK_DONE() (printf("1..%d\n", check_n), check_failed ? 1 : 0)
 
 #endif

@@ -466,7 +466,7 @@ static void fashion_mnist(void)
 	char hex[65];
 
 	if (access(FMNIST "train-images-idx3-ubyte.gz", R_OK) != 0) {
-		printf("ok %d # skip Fashion-MNIST not installed (dataset-fashion-mnist)\n", ++check_n);
+		CHECK_MISSING("Fashion-MNIST (dataset-fashion-mnist)");
 		return;
 	}
 	spec.test.images.url = FMNIST "t10k-images-idx3-ubyte.gz";

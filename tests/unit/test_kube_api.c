@@ -202,7 +202,7 @@ int main(void)
 	}
 
 	if (!kt_have("node") || !kt_have("openssl")) {
-		printf("ok %d # skip node or openssl missing\n", ++check_n);
+		CHECK_MISSING("node or openssl");
 		return CHECK_DONE();
 	}
 	kt_certs();
