@@ -172,6 +172,13 @@ int dlk_st_parse(const unsigned char *buf, size_t len, const char *who, struct d
 			goto bad;
 		}
 		snprintf(t->name, sizeof(t->name), "%s", e->string);
+		/* tensors are found by name: two of one name (JSON allows the repeat, and a name holding
+		 * a \u0000 ends there) would make one of them unreachable */
+		for (int k = 0; k < f->n; k++)
+			if (!strcmp(f->t[k].name, t->name)) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "%s: tensor name '%s' appears twice in the header", who, vis);
+				goto bad;
+			}
 		if (!cJSON_IsString(dt)) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "%s: tensor '%s' has no dtype", who, vis);
 			goto bad;
