@@ -293,6 +293,31 @@ static void follow(struct driver *d, struct trial *t)
 	fclose(f);
 }
 
+/* The whole curve a local trial wrote to its metrics file, as it stands (no ASHA decisions: for a
+ * trial that ended while no driver looked). */
+static void curve_of_metrics(const struct driver *d, struct trial *t)
+{
+	char buf[8192];
+	FILE *f = fopen(t->metrics, "r");
+
+	if (!f)
+		return;
+	t->off = 0;
+	while (fgets(buf, sizeof(buf), f)) {
+		size_t len = strlen(buf);
+		cJSON *o;
+		double at, v;
+		if (!len || buf[len - 1] != '\n')
+			break;
+		t->off += (long)len;
+		o = cJSON_Parse(buf);
+		if (o && !line_point(d, o, &at, &v))
+			curve_add(t->curve, at, v);
+		cJSON_Delete(o);
+	}
+	fclose(f);
+}
+
 /* run.sweep of the trial, as $DLK_RUN_SWEEP hands it to the run. Caller frees. */
 static char *sweep_env(const struct driver *d, const struct trial *t)
 {
@@ -558,35 +583,14 @@ static int launch(struct driver *d, struct trial *t, struct dlk_err *err)
 	return 0;
 }
 
-/* The trial ended: its record completed with its curve, value and, when ASHA stopped it, the
- * outcome "stopped" (a stop is no failure, and not a run to resume). */
-static void finish(struct driver *d, struct trial *t, const char *how)
+/* The trial's record completed with its curve, value and, when ASHA stopped it, the outcome
+ * "stopped" (a stop is no failure, and not a run to resume); written back to its store. */
+static void complete_record(struct driver *d, struct trial *t, cJSON *rec, struct dlk_run_store *s)
 {
-	struct dlk_run_store *s = NULL;
 	struct dlk_err err = DLK_ERR_INIT;
-	cJSON *rec, *sw;
+	cJSON *sw;
 	double v;
 
-	/* reaped: its pid may be another process's now, which a late stop must not signal */
-	t->pid = 0;
-	if (!d->cluster)
-		follow(d, t);
-	t->state = T_DONE;
-	rec = trial_record(d, t, &s);
-	{
-		/* what the run recorded it held (devices x workers x wall, lib/runs/usage.h), else the
-		 * time the driver saw it run, at the project's GPUs per worker */
-		double g = rec ? record_gpu_seconds(rec) : -1;
-		d->gpu_seconds += g >= 0 ? g : (now_s() - t->started) * (d->project->resources.gpus > 0 ? d->project->resources.gpus : 0);
-	}
-	if (!rec) {
-		note(d, 1, "trial %d ended (%s) before it recorded a run: see %s", t->n, how, d->cluster ? "dlk logs" : d->dir);
-		dlk_runs_close(s);
-		return;
-	}
-	/* the epochs the Job published last may have come after the last look */
-	if (d->cluster)
-		follow_history(d, t, rec);
 	sw = cJSON_GetObjectItemCaseSensitive(dlk_run_info(rec), "sweep");
 	if (!sw) {
 		sw = cJSON_CreateObject();
@@ -617,6 +621,35 @@ static void finish(struct driver *d, struct trial *t, const char *how)
 		note(d, 1, "trial %d: cannot complete its record: %s", t->n, err.msg);
 	else if (!t->stopping)
 		note(d, 0, "trial %d %s: %s %.4g", t->n, dlk_run_outcome_name(dlk_run_outcome(rec)), d->spec.metric, v);
+}
+
+/* The trial ended: its record completed (complete_record). */
+static void finish(struct driver *d, struct trial *t, const char *how)
+{
+	struct dlk_run_store *s = NULL;
+	cJSON *rec;
+
+	/* reaped: its pid may be another process's now, which a late stop must not signal */
+	t->pid = 0;
+	if (!d->cluster)
+		follow(d, t);
+	t->state = T_DONE;
+	rec = trial_record(d, t, &s);
+	{
+		/* what the run recorded it held (devices x workers x wall, lib/runs/usage.h), else the
+		 * time the driver saw it run, at the project's GPUs per worker */
+		double g = rec ? record_gpu_seconds(rec) : -1;
+		d->gpu_seconds += g >= 0 ? g : (now_s() - t->started) * (d->project->resources.gpus > 0 ? d->project->resources.gpus : 0);
+	}
+	if (!rec) {
+		note(d, 1, "trial %d ended (%s) before it recorded a run: see %s", t->n, how, d->cluster ? "dlk logs" : d->dir);
+		dlk_runs_close(s);
+		return;
+	}
+	/* the epochs the Job published last may have come after the last look */
+	if (d->cluster)
+		follow_history(d, t, rec);
+	complete_record(d, t, rec, s);
 	cJSON_Delete(rec);
 	dlk_runs_close(s);
 }
@@ -707,18 +740,22 @@ static void load_history(struct driver *d)
 {
 	for (int i = 0; i < d->n_t; i++) {
 		struct trial *t = &d->t[i];
+		struct dlk_run_store *s = NULL;
 		cJSON *rec;
 		const cJSON *sw, *params, *curve, *stopped;
 		int o;
 		if (!d->cluster)
 			wait_unlocked(d, t);
-		rec = trial_record(d, t, NULL);
+		rec = trial_record(d, t, &s);
 		if (d->cluster && adopt_job(d, t, rec)) {
 			cJSON_Delete(rec);
+			dlk_runs_close(s);
 			continue;
 		}
-		if (!rec)
+		if (!rec) {
+			dlk_runs_close(s);
 			continue;
+		}
 		sw = cJSON_GetObjectItemCaseSensitive(dlk_run_info(rec), "sweep");
 		params = cJSON_GetObjectItemCaseSensitive(sw, "params");
 		curve = cJSON_GetObjectItemCaseSensitive(sw, "curve");
@@ -727,6 +764,7 @@ static void load_history(struct driver *d)
 			note(d, 1, "trial %d: its recorded parameters are not in this sweep's space (the sweep: section "
 			     "changed?); it runs again", t->n);
 			cJSON_Delete(rec);
+			dlk_runs_close(s);
 			continue;
 		}
 		o = dlk_run_outcome(rec);
@@ -749,14 +787,20 @@ static void load_history(struct driver *d)
 				cJSON_Delete(t->curve);
 				t->curve = cJSON_Duplicate(curve, 1);
 			} else {
-				/* ended while no driver looked: its record's epochs are its curve */
+				/* ended while no driver looked (it got the driver's SIGTERM while writing its
+				 * last checkpoint, and so succeeded; or its Job ended and is gone): its curve is
+				 * the metrics it wrote (a local trial) or its record's epochs, and its record is
+				 * completed now, so that status, report and TPE see its value */
+				if (!d->cluster)
+					curve_of_metrics(d, t);
 				for (const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
 				             cJSON_GetObjectItemCaseSensitive(rec, "history"), "epochs"), 0);
-				     e && !d->spec.asha_steps; e = e->next) {
+				     e && !d->spec.asha_steps && !cJSON_GetArraySize(t->curve); e = e->next) {
 					double at, v;
 					if (!epoch_point(d, e, &at, &v))
 						curve_add(t->curve, at, v);
 				}
+				complete_record(d, t, rec, s);
 			}
 			if (o == DLK_RUN_STOPPED) {
 				t->stopping = 1;
@@ -764,6 +808,7 @@ static void load_history(struct driver *d)
 			}
 		}
 		cJSON_Delete(rec);
+		dlk_runs_close(s);
 	}
 	/* ASHA's rungs as the finished trials left them, in trial order */
 	for (int i = 0; i < d->n_t; i++) {

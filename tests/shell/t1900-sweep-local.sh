@@ -45,6 +45,22 @@ test_expect_success 'run again, the sweep resumes: finished trials are not run a
 		{ echo "finished before:"; cat "$TEST_TMP/before"; echo "finished now:"; finished; exit 1; }; }
 '
 
+# the driver killed just as a trial wrote its last checkpoint: the trial got SIGTERM then, still
+# succeeded, and its record has no curve or value from the driver; made here on purpose
+test_expect_success 'a trial that ended while no driver looked: the next run completes its record' '
+	dlk -f "$P/dlk.yaml" status $SWEEP -o json >s.json &&
+	t=$(jq -r "[.trials[] | select(.outcome == \"succeeded\")][0].trial" s.json) &&
+	jq -c "[.trials[] | select(.trial == $t)][0] | [.value, .curve]" s.json >want &&
+	f=$(ls "$P"/.dlk/runs/$SWEEP-$t/*.json) &&
+	jq "del(.run.sweep.curve, .run.sweep.value)" "$f" >rec && cp rec "$f" &&
+	dlk -f "$P/dlk.yaml" status $SWEEP -o json | jq -e "[.trials[] | select(.trial == $t)][0].value == null" &&
+	dlk -f "$P/dlk.yaml" sweep --local >out 2>err && cat err &&
+	grep -q "^trial $t succeeded: accuracy" err && ! grep -q "^trial [0-9]* starts" err &&
+	dlk -f "$P/dlk.yaml" status $SWEEP -o json >s.json &&
+	jq -c "[.trials[] | select(.trial == $t)][0] | [.value, .curve]" s.json >got &&
+	cat want got && cmp want got
+'
+
 test_expect_success 'ASHA stopped some trials, recorded as stopped (not failed), each with its rung' '
 	dlk -f "$P/dlk.yaml" status $SWEEP -o json >s.json &&
 	test "$(jq "[.trials[] | select(.outcome == \"stopped\")] | length" s.json)" -ge 3 &&
