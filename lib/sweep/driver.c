@@ -266,8 +266,9 @@ static void follow_history(struct driver *d, struct trial *t, const cJSON *doc)
 }
 
 /* Reads what the trial appended to its metrics file since the last look; ASHA decides at each
- * rung the curve passes. */
-static void follow(struct driver *d, struct trial *t)
+ * rung the curve passes (decide), or the points are only added to the curve (a trial that ended
+ * while no driver looked, read whole). */
+static void read_metrics(struct driver *d, struct trial *t, int decide)
 {
 	char buf[8192];
 	FILE *f = fopen(t->metrics, "r");
@@ -286,37 +287,18 @@ static void follow(struct driver *d, struct trial *t)
 			break; /* a line still being written: read it whole next time */
 		t->off += (long)len;
 		o = cJSON_Parse(buf);
-		if (o && !line_point(d, o, &at, &v))
-			reach(d, t, at, v);
+		if (o && !line_point(d, o, &at, &v)) {
+			if (decide)
+				reach(d, t, at, v);
+			else
+				curve_add(t->curve, at, v);
+		}
 		cJSON_Delete(o);
 	}
 	fclose(f);
 }
 
-/* The whole curve a local trial wrote to its metrics file, as it stands (no ASHA decisions: for a
- * trial that ended while no driver looked). */
-static void curve_of_metrics(const struct driver *d, struct trial *t)
-{
-	char buf[8192];
-	FILE *f = fopen(t->metrics, "r");
-
-	if (!f)
-		return;
-	t->off = 0;
-	while (fgets(buf, sizeof(buf), f)) {
-		size_t len = strlen(buf);
-		cJSON *o;
-		double at, v;
-		if (!len || buf[len - 1] != '\n')
-			break;
-		t->off += (long)len;
-		o = cJSON_Parse(buf);
-		if (o && !line_point(d, o, &at, &v))
-			curve_add(t->curve, at, v);
-		cJSON_Delete(o);
-	}
-	fclose(f);
-}
+static void follow(struct driver *d, struct trial *t) { read_metrics(d, t, 1); }
 
 /* run.sweep of the trial, as $DLK_RUN_SWEEP hands it to the run. Caller frees. */
 static char *sweep_env(const struct driver *d, const struct trial *t)
@@ -792,7 +774,7 @@ static void load_history(struct driver *d)
 				 * the metrics it wrote (a local trial) or its record's epochs, and its record is
 				 * completed now, so that status, report and TPE see its value */
 				if (!d->cluster)
-					curve_of_metrics(d, t);
+					read_metrics(d, t, 0);
 				for (const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
 				             cJSON_GetObjectItemCaseSensitive(rec, "history"), "epochs"), 0);
 				     e && !d->spec.asha_steps && !cJSON_GetArraySize(t->curve); e = e->next) {
