@@ -2,6 +2,7 @@
 # make bench: every benchmark, each against its peer measured in the same run.
 #   bench/train/run.sh      dlk vs PyTorch (CPU, OpenBLAS) on Fashion-MNIST: samples/s, accuracy, memory
 #   bench/models/run.sh     dlk vs PyTorch on the ResNet, text and denoiser examples: samples/s, CPU, quality, memory
+#   bench/blas/run.sh       the GPT step's products through OpenBLAS (dlk's) and MKL (PyTorch's): ms, GFLOP/s
 #   bench/allreduce/run.sh  dlk's TCP ring all-reduce vs Gloo's on loopback: bus bandwidth
 #   bench/rendezvous/run.sh 256 local ranks: time to the first all-reduce, dlk vs Gloo
 #   bench/cluster/run.sh    1,000 jobs x 8 workers on 200 kwok nodes: dlk status -A vs kubectl get jobs -A
@@ -18,6 +19,9 @@ sh bench/train/run.sh
 echo
 echo "== the model kinds (ResNet, text classifier, denoiser): dlk vs PyTorch"
 sh bench/models/run.sh
+echo
+echo "== the GPT step's products: OpenBLAS (dlk's) vs MKL (PyTorch's)"
+sh bench/blas/run.sh
 echo
 echo "== all-reduce: dlk vs Gloo"
 sh bench/allreduce/run.sh
