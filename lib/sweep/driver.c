@@ -775,9 +775,10 @@ static void load_history(struct driver *d)
 				 * completed now, so that status, report and TPE see its value */
 				if (!d->cluster)
 					read_metrics(d, t, 0);
-				for (const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-				             cJSON_GetObjectItemCaseSensitive(rec, "history"), "epochs"), 0);
-				     e && !d->spec.asha_steps && !cJSON_GetArraySize(t->curve); e = e->next) {
+				for (const cJSON *e = cJSON_GetArraySize(t->curve) ? NULL : cJSON_GetArrayItem(
+				             cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rec, "history"),
+				                                              "epochs"), 0);
+				     e && !d->spec.asha_steps; e = e->next) {
 					double at, v;
 					if (!epoch_point(d, e, &at, &v))
 						curve_add(t->curve, at, v);

@@ -58,7 +58,15 @@ test_expect_success 'a trial that ended while no driver looked: the next run com
 	grep -q "^trial $t succeeded: accuracy" err && ! grep -q "^trial [0-9]* starts" err &&
 	dlk -f "$P/dlk.yaml" status $SWEEP -o json >s.json &&
 	jq -c "[.trials[] | select(.trial == $t)][0] | [.value, .curve]" s.json >got &&
-	cat want got && cmp want got
+	cat want got && cmp want got &&
+	# the same with its metrics file gone: the epochs in the record are its curve
+	jq "del(.run.sweep.curve, .run.sweep.value)" "$f" >rec && cp rec "$f" &&
+	rm "$P/.dlk/sweeps/$SWEEP/trial-$t.jsonl" &&
+	dlk -f "$P/dlk.yaml" sweep --local >out 2>err && cat err &&
+	grep -q "^trial $t succeeded: accuracy" err && ! grep -q "^trial [0-9]* starts" err &&
+	dlk -f "$P/dlk.yaml" status $SWEEP -o json >s.json &&
+	jq -c "[.trials[] | select(.trial == $t)][0] | [.value, .curve]" s.json >got &&
+	cat got && cmp want got
 '
 
 test_expect_success 'ASHA stopped some trials, recorded as stopped (not failed), each with its rung' '
