@@ -118,6 +118,13 @@ static void cu_copy(void *dst, const void *src, size_t bytes)
 		            cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, dlk_cu_stream));
 }
 
+static void cu_copy_rows(void *dst, size_t ldd, const void *src, size_t lds, size_t rows, size_t row_bytes)
+{
+	if (rows && row_bytes)
+		dlk_cu_note("cudaMemcpy2DAsync on device", cudaMemcpy2DAsync(dst, ldd, src, lds, row_bytes, rows,
+		                                                               cudaMemcpyDeviceToDevice, dlk_cu_stream));
+}
+
 static int cu_check(char *msg, size_t len)
 {
 	dlk_cu_note("cudaStreamSynchronize", cudaStreamSynchronize(dlk_cu_stream));
@@ -271,6 +278,7 @@ extern "C" __attribute__((visibility("default"))) const struct dlk_backend *dlk_
 	b->to_device = cu_to_device;
 	b->to_host = cu_to_host;
 	b->copy = cu_copy;
+	b->copy_rows = cu_copy_rows;
 	b->check = cu_check;
 	b->mem_stats = cu_mem_stats;
 	dlk_cu_install_kernels(b);

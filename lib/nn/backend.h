@@ -15,7 +15,7 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 12
+#define DLK_BACKEND_ABI 13
 
 struct dlk_device_comm;
 
@@ -244,7 +244,23 @@ struct dlk_backend {
 	void (*batchnorm_relu_backward)(const float *x, const float *w, const float *mean, const float *rstd,
 	                                const float *y, const float *dy, int batch, int c, int hw, float *dx, float *dw,
 	                                float *db);
+	/* ---- ABI 13 ----
+	 * rows of row_bytes from src (a row every lds bytes) to dst (every ldd bytes), in one call:
+	 * a concat's per-sample slices (NULL: one copy a row) */
+	void (*copy_rows)(void *dst, size_t ldd, const void *src, size_t lds, size_t rows, size_t row_bytes);
 };
+
+/* be->copy_rows where the backend has it, else one copy a row */
+static inline void dlk_be_copy_rows(const struct dlk_backend *be, void *dst, size_t ldd, const void *src, size_t lds,
+                                    size_t rows, size_t row_bytes)
+{
+	if (be->copy_rows) {
+		be->copy_rows(dst, ldd, src, lds, rows, row_bytes);
+		return;
+	}
+	for (size_t r = 0; r < rows; r++)
+		be->copy((char *)dst + r * ldd, (const char *)src + r * lds, row_bytes);
+}
 
 /* Collectives over device memory, as a backend offers them (NCCL in the CUDA backend). lib/comm
  * wraps them into a struct dlk_comm (comm_device_new), adds the watchdog and the gradient

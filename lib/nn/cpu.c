@@ -19,6 +19,7 @@
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
 #endif
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -595,9 +596,9 @@ static void cpu_sum_rows(const float *dy, int rows, int cols, float *db)
 	dlk_parallel_for(nparts < blocks ? nparts : blocks, sum_rows_part, &j);
 }
 
-CLONES static void cpu_sum_cols(const float *restrict dy, int rows, int cols, float *restrict db)
+CLONES static void sum_cols_seq(const float *restrict dy, int r0, int r1, int cols, float *restrict db)
 {
-	for (int r = 0; r < rows; r++) {
+	for (int r = r0; r < r1; r++) {
 		const float *restrict row = dy + (size_t)r * cols;
 		float s = 0;
 		for (int c = 0; c < cols; c++)
@@ -641,8 +642,11 @@ static void valid_range(int out, int in, int stride, int off, int *lo, int *hi)
 	*hi = b;
 }
 
-CLONES static void cpu_im2col(const float *x, int batch, int c, int h, int w, int k, int stride, int pad,
-                       int oh, int ow, float *col)
+/* im2col, col2im, conv_out and conv_grad_in work on the images [b0, b1) of the batch, so that the
+ * pool can share a batch out by images: each output element is computed by one part, from the
+ * same values in the same order as by the whole loop (the same bits for any split) */
+CLONES static void im2col_seq(const float *x, int b0, int b1, int batch, int c, int h, int w, int k, int stride,
+                              int pad, int oh, int ow, float *col)
 {
 	size_t ohw = (size_t)oh * ow, ncol = (size_t)batch * ohw;
 	for (int ch = 0; ch < c; ch++)
@@ -652,7 +656,7 @@ CLONES static void cpu_im2col(const float *x, int batch, int c, int h, int w, in
 				int xlo, xhi, ylo, yhi;
 				valid_range(ow, w, stride, kj - pad, &xlo, &xhi);
 				valid_range(oh, h, stride, ki - pad, &ylo, &yhi);
-				for (int b = 0; b < batch; b++) {
+				for (int b = b0; b < b1; b++) {
 					const float *restrict img = x + ((size_t)b * c + ch) * h * w;
 					float *restrict out = row + (size_t)b * ohw;
 					for (int oy = 0; oy < oh; oy++) {
@@ -678,11 +682,11 @@ CLONES static void cpu_im2col(const float *x, int batch, int c, int h, int w, in
 			}
 }
 
-CLONES static void cpu_col2im(const float *col, int batch, int c, int h, int w, int k, int stride, int pad,
-                       int oh, int ow, float *dx)
+CLONES static void col2im_seq(const float *col, int b0, int b1, int batch, int c, int h, int w, int k, int stride,
+                              int pad, int oh, int ow, float *dx)
 {
 	size_t ohw = (size_t)oh * ow, ncol = (size_t)batch * ohw;
-	memset(dx, 0, sizeof(float) * (size_t)batch * c * h * w);
+	memset(dx + (size_t)b0 * c * h * w, 0, sizeof(float) * (size_t)(b1 - b0) * c * h * w);
 	for (int ch = 0; ch < c; ch++)
 		for (int ki = 0; ki < k; ki++)
 			for (int kj = 0; kj < k; kj++) {
@@ -690,7 +694,7 @@ CLONES static void cpu_col2im(const float *col, int batch, int c, int h, int w, 
 				int xlo, xhi, ylo, yhi;
 				valid_range(ow, w, stride, kj - pad, &xlo, &xhi);
 				valid_range(oh, h, stride, ki - pad, &ylo, &yhi);
-				for (int b = 0; b < batch; b++) {
+				for (int b = b0; b < b1; b++) {
 					float *restrict img = dx + ((size_t)b * c + ch) * h * w;
 					const float *restrict in = row + (size_t)b * ohw;
 					for (int oy = ylo; oy < yhi; oy++) {
@@ -708,10 +712,11 @@ CLONES static void cpu_col2im(const float *col, int batch, int c, int h, int w, 
 			}
 }
 
-CLONES static void cpu_conv_out(const float *t, const float *bias, int batch, int f, int hw, int act, float *y)
+CLONES static void conv_out_seq(const float *t, const float *bias, int b0, int b1, int batch, int f, int hw, int act,
+                                float *y)
 {
 	size_t ncol = (size_t)batch * hw;
-	for (int b = 0; b < batch; b++)
+	for (int b = b0; b < b1; b++)
 		for (int ch = 0; ch < f; ch++) {
 			const float *restrict src = t + (size_t)ch * ncol + (size_t)b * hw;
 			float *restrict dst = y + ((size_t)b * f + ch) * hw;
@@ -726,13 +731,102 @@ CLONES static void cpu_conv_out(const float *t, const float *bias, int batch, in
 		}
 }
 
-static void cpu_conv_grad_in(const float *dy, int batch, int f, int hw, float *dt)
+static void conv_grad_in_seq(const float *dy, int b0, int b1, int batch, int f, int hw, float *dt)
 {
 	size_t ncol = (size_t)batch * hw;
-	for (int b = 0; b < batch; b++)
+	for (int b = b0; b < b1; b++)
 		for (int ch = 0; ch < f; ch++)
 			memcpy(dt + (size_t)ch * ncol + (size_t)b * hw, dy + ((size_t)b * f + ch) * hw,
 			       sizeof(float) * (size_t)hw);
+}
+
+/* the layout passes above, and sum_cols and the copy of rows, shared out by the pool */
+struct layout_job {
+	int op, batch, c, h, w, k, stride, pad, oh, ow, act;
+	const float *src, *bias;
+	float *dst;
+	size_t lds, ldd, row_bytes;
+};
+enum { LAYOUT_IM2COL, LAYOUT_COL2IM, LAYOUT_CONV_OUT, LAYOUT_GRAD_IN, LAYOUT_SUM_COLS, LAYOUT_COPY_ROWS };
+
+static void layout_part(void *ctx, int part, int nparts)
+{
+	const struct layout_job *j = ctx;
+	size_t lo, hi;
+	dlk_parallel_range((size_t)j->batch, part, nparts, 1, &lo, &hi);
+	int b0 = (int)lo, b1 = (int)hi;
+	if (b1 <= b0)
+		return;
+	switch (j->op) {
+	case LAYOUT_IM2COL:
+		im2col_seq(j->src, b0, b1, j->batch, j->c, j->h, j->w, j->k, j->stride, j->pad, j->oh, j->ow, j->dst);
+		break;
+	case LAYOUT_COL2IM:
+		col2im_seq(j->src, b0, b1, j->batch, j->c, j->h, j->w, j->k, j->stride, j->pad, j->oh, j->ow, j->dst);
+		break;
+	case LAYOUT_CONV_OUT: conv_out_seq(j->src, j->bias, b0, b1, j->batch, j->c, j->h, j->act, j->dst); break;
+	case LAYOUT_GRAD_IN: conv_grad_in_seq(j->src, b0, b1, j->batch, j->c, j->h, j->dst); break;
+	case LAYOUT_SUM_COLS: sum_cols_seq(j->src, b0, b1, j->c, j->dst); break;
+	case LAYOUT_COPY_ROWS:
+		for (int r = b0; r < b1; r++)
+			memcpy((char *)j->dst + (size_t)r * j->ldd, (const char *)j->src + (size_t)r * j->lds, j->row_bytes);
+		break;
+	}
+}
+
+/* parts: one per thread when the pass moves enough values, never more than the images (rows) */
+static void layout_run(struct layout_job *j, size_t values)
+{
+	int nparts = ew_parts(values);
+	dlk_parallel_for(nparts < j->batch ? nparts : j->batch, layout_part, j);
+}
+
+static void cpu_im2col(const float *x, int batch, int c, int h, int w, int k, int stride, int pad, int oh, int ow,
+                       float *col)
+{
+	struct layout_job j = { .op = LAYOUT_IM2COL, .batch = batch, .c = c, .h = h, .w = w, .k = k,
+		                .stride = stride, .pad = pad, .oh = oh, .ow = ow, .src = x, .dst = col };
+	layout_run(&j, (size_t)batch * c * k * k * oh * ow);
+}
+
+static void cpu_col2im(const float *col, int batch, int c, int h, int w, int k, int stride, int pad, int oh,
+                       int ow, float *dx)
+{
+	struct layout_job j = { .op = LAYOUT_COL2IM, .batch = batch, .c = c, .h = h, .w = w, .k = k,
+		                .stride = stride, .pad = pad, .oh = oh, .ow = ow, .src = col, .dst = dx };
+	layout_run(&j, (size_t)batch * c * k * k * oh * ow);
+}
+
+static void cpu_conv_out(const float *t, const float *bias, int batch, int f, int hw, int act, float *y)
+{
+	struct layout_job j = { .op = LAYOUT_CONV_OUT, .batch = batch, .c = f, .h = hw, .act = act, .src = t,
+		                .bias = bias, .dst = y };
+	layout_run(&j, (size_t)batch * f * hw);
+}
+
+static void cpu_conv_grad_in(const float *dy, int batch, int f, int hw, float *dt)
+{
+	struct layout_job j = { .op = LAYOUT_GRAD_IN, .batch = batch, .c = f, .h = hw, .src = dy, .dst = dt };
+	layout_run(&j, (size_t)batch * f * hw);
+}
+
+/* each row summed by one part, left to right: the same bits for any split */
+static void cpu_sum_cols(const float *dy, int rows, int cols, float *db)
+{
+	struct layout_job j = { .op = LAYOUT_SUM_COLS, .batch = rows, .c = cols, .src = dy, .dst = db };
+	layout_run(&j, (size_t)rows * cols);
+}
+
+static void cpu_copy_rows(void *dst, size_t ldd, const void *src, size_t lds, size_t rows, size_t row_bytes)
+{
+	struct layout_job j = { .op = LAYOUT_COPY_ROWS, .batch = (int)rows, .src = src, .dst = dst, .lds = lds,
+		                .ldd = ldd, .row_bytes = row_bytes };
+	if (rows > INT_MAX) {
+		for (size_t r = 0; r < rows; r++)
+			memcpy((char *)dst + r * ldd, (const char *)src + r * lds, row_bytes);
+		return;
+	}
+	layout_run(&j, rows * row_bytes / sizeof(float));
 }
 
 static void cpu_maxpool_backward(const float *dy, const int32_t *argmax, size_t n_out, size_t n_in, float *dx)
@@ -822,6 +916,7 @@ static struct dlk_backend cpu_backend = {
 	.to_device = cpu_copy,
 	.to_host = cpu_copy,
 	.copy = cpu_copy,
+	.copy_rows = cpu_copy_rows,
 	.check = cpu_check,
 	.sgemm = cpu_sgemm,
 	.dense_forward = cpu_dense_forward,

@@ -59,10 +59,9 @@ static const float *concat_forward(struct dlk_net *net, int i, const float *x, i
 	size_t na = L->in_size, nb = L->out_size - L->in_size;
 	(void)training;
 
-	for (int s = 0; s < batch; s++) {
-		net->be->copy(L->y + (size_t)s * L->out_size, x + (size_t)s * na, sizeof(float) * na);
-		net->be->copy(L->y + (size_t)s * L->out_size + na, x2 + (size_t)s * nb, sizeof(float) * nb);
-	}
+	size_t ld = sizeof(float) * L->out_size;
+	dlk_be_copy_rows(net->be, L->y, ld, x, sizeof(float) * na, (size_t)batch, sizeof(float) * na);
+	dlk_be_copy_rows(net->be, L->y + na, ld, x2, sizeof(float) * nb, (size_t)batch, sizeof(float) * nb);
 	return L->y;
 }
 

@@ -638,13 +638,12 @@ static void give_grad(struct dlk_net *net, int i, int e, const float *g, int bat
 	size_t n = (size_t)batch * S->out_size;
 	if (L->spec.kind == DLK_LAYER_CONCAT) {
 		size_t na = L->in_size, nb = L->out_size - na, off = e ? na : 0, ns = e ? nb : na;
-		for (int s = 0; s < batch; s++) {
-			const float *from = g + (size_t)s * L->out_size + off;
-			if (S->g_set)
-				be->axpy(ns, 1.0f, from, S->gy + (size_t)s * ns);
-			else
-				be->copy(S->gy + (size_t)s * ns, from, sizeof(float) * ns);
-		}
+		if (!S->g_set)
+			dlk_be_copy_rows(be, S->gy, sizeof(float) * ns, g + off, sizeof(float) * L->out_size, (size_t)batch,
+			                 sizeof(float) * ns);
+		else
+			for (int s = 0; s < batch; s++)
+				be->axpy(ns, 1.0f, g + (size_t)s * L->out_size + off, S->gy + (size_t)s * ns);
 	} else if (S->g_set) {
 		be->axpy(n, 1.0f, g, S->gy);
 	} else {

@@ -258,6 +258,14 @@ static void test_conv_ops(void)
 	cpu->conv_grad_in(t, B, f, hw, dt);
 	gpu->conv_grad_in(td, B, f, hw, dtd);
 	agree("conv_grad_in", dt, dtd, n, EXACT);
+	/* a concat's slices: rows of 3 x 49 floats out of rows of f x 49, into rows of 5 x 49 (the
+	 * rest of each stays as it was) */
+	cpu->fill(y, n, 0.0f);
+	gpu->fill(yd, n, 0.0f);
+	cpu->copy_rows(y, 5 * 49 * sizeof(float), t + 49, (size_t)f * 49 * sizeof(float), (size_t)B, 3 * 49 * sizeof(float));
+	gpu->copy_rows(yd, 5 * 49 * sizeof(float), td + 49, (size_t)f * 49 * sizeof(float), (size_t)B,
+	               3 * 49 * sizeof(float));
+	agree("copy_rows", y, yd, n, EXACT);
 	gpu->free(td), gpu->free(bd), gpu->free(yd), gpu->free(dtd);
 	free(t), free(bias), free(y), free(dt);
 }

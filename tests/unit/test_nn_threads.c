@@ -1,7 +1,8 @@
 /* The CPU backend on several threads: GEMMs cut into blocks of C (by rows and by columns, every
  * transpose, beta != 0, leading dimensions wider than the matrix) give the right values and the
  * same bits on every run with a given thread count; the fused dense forward equals GEMM + bias +
- * activation; element-wise kernels give the same bits on any number of threads; a few training
+ * activation; element-wise kernels and the convolutions' layout passes give the same bits on any
+ * number of threads; a few training
  * steps of an MLP are bit-identical run to run on 2 threads. */
 #include "tests/unit/check.h"
 
@@ -183,6 +184,76 @@ int main(void)
 		col0 += d1[(size_t)r * 1000];
 	CHECK_MSG(db1[0] == col0, "sum_rows sums a column top to bottom");
 	free(g), free(p1), free(p4), free(m1), free(m4), free(v1), free(v4), free(d1), free(d4);
+
+	/* the layout passes of the composed convolutions (im2col, col2im, conv_out, conv_grad_in),
+	 * sum_cols and copy_rows, shared out by images (rows): right, and the same bits on 1 and 4
+	 * threads (a ragged batch of 37, a strided padded window) */
+	{
+		int B = 37, C = 5, H = 9, W = 11, K = 3, S = 2, P = 1, OH = (H + 2 * P - K) / S + 1, OW = (W + 2 * P - K) / S + 1;
+		size_t nx = (size_t)B * C * H * W, ncol = (size_t)C * K * K * B * OH * OW, hw = (size_t)OH * OW;
+		float *x = randv(nx, 21), *col = randv(ncol, 22), *bias = randv((size_t)C, 23);
+		float *out[2][6];
+		size_t sizes[6] = { ncol, nx, (size_t)B * C * hw, (size_t)B * C * hw, (size_t)C * K * K, (size_t)B * 40 };
+		for (int r = 0; r < 2; r++) {
+			be->set_threads(r ? 4 : 1);
+			for (int i = 0; i < 6; i++)
+				out[r][i] = calloc(sizes[i], sizeof(float));
+			be->im2col(x, B, C, H, W, K, S, P, OH, OW, out[r][0]);
+			be->col2im(col, B, C, H, W, K, S, P, OH, OW, out[r][1]);
+			be->conv_out(col, bias, B, C, (int)hw, DLK_ACT_TANH, out[r][2]);
+			be->conv_grad_in(out[r][2], B, C, (int)hw, out[r][3]);
+			be->sum_cols(col, C * K * K, B * (int)hw, out[r][4]);
+			/* 25 floats of every 30 of x into rows of 40: the 15 between stay zero */
+			be->copy_rows(out[r][5], 40 * sizeof(float), x, 30 * sizeof(float), (size_t)B, 25 * sizeof(float));
+		}
+		for (int i = 0; i < 6; i++)
+			CHECK_MSG(!memcmp(out[0][i], out[1][i], sizeof(float) * sizes[i]),
+			          "layout pass %d: the same bits on 1 and 4 threads", i);
+		int ok_im2col = 1, ok_col2im = 1, ok_out = 1, ok_in = 1, ok_sum = 1, ok_rows = 1;
+		double *dx = calloc(nx, sizeof(double));
+		for (int ch = 0; ch < C; ch++)
+			for (int ki = 0; ki < K; ki++)
+				for (int kj = 0; kj < K; kj++)
+					for (int b = 0; b < B; b++)
+						for (int oy = 0; oy < OH; oy++)
+							for (int ox = 0; ox < OW; ox++) {
+								int iy = oy * S + ki - P, ix = ox * S + kj - P;
+								size_t c = ((size_t)(ch * K + ki) * K + kj) * B * hw + b * hw + (size_t)oy * OW + ox;
+								int in = iy >= 0 && iy < H && ix >= 0 && ix < W;
+								size_t xi = (((size_t)b * C + ch) * H + (in ? iy : 0)) * W + (in ? ix : 0);
+								ok_im2col &= out[0][0][c] == (in ? x[xi] : 0.0f);
+								if (in)
+									dx[xi] += col[c];
+							}
+		for (size_t i = 0; i < nx; i++)
+			ok_col2im &= fabs(out[0][1][i] - dx[i]) <= 1e-5;
+		for (int b = 0; b < B; b++)
+			for (int f = 0; f < C; f++)
+				for (size_t i = 0; i < hw; i++) {
+					float t = col[(size_t)f * B * hw + b * hw + i];
+					size_t yi = ((size_t)b * C + f) * hw + i;
+					ok_out &= out[0][2][yi] == dlk_k_act(DLK_ACT_TANH, t + bias[f]);
+					ok_in &= out[0][3][(size_t)f * B * hw + b * hw + i] == out[0][2][yi];
+				}
+		for (int r = 0; r < C * K * K; r++) {
+			float sum = 0;
+			for (size_t c = 0; c < (size_t)B * hw; c++)
+				sum += col[(size_t)r * B * hw + c];
+			ok_sum &= out[0][4][r] == sum;
+		}
+		for (int r = 0; r < B; r++)
+			for (int i = 0; i < 40; i++)
+				ok_rows &= out[0][5][r * 40 + i] == (i < 25 ? x[r * 30 + i] : 0.0f);
+		CHECK_MSG(ok_im2col, "im2col: each column holds its window, zero outside the image");
+		CHECK_MSG(ok_col2im, "col2im: the sum of the columns' contributions (the adjoint of im2col)");
+		CHECK_MSG(ok_out && ok_in, "conv_out: act(t + bias) in [B, F, hw]; conv_grad_in: back to [F, B*hw]");
+		CHECK_MSG(ok_sum, "sum_cols: each row summed left to right");
+		CHECK_MSG(ok_rows, "copy_rows: each row's bytes, nothing between the rows written");
+		for (int r = 0; r < 2; r++)
+			for (int i = 0; i < 6; i++)
+				free(out[r][i]);
+		free(x), free(col), free(bias), free(dx);
+	}
 
 	/* subnormals are computed as zero on every thread: Adam's first moment of a weight whose
 	 * gradient is zero decays by beta1 a step, and once below FLT_MIN (1.18e-38) it is 0, not a
