@@ -93,6 +93,10 @@ static transpose_fn transpose_dy;
 typedef void epilogue_fn(const float *restrict out, size_t n, size_t ldq, const float *restrict bias, int act, size_t F,
                          int oh, int ow, float *restrict y);
 static epilogue_fn epilogue;
+/* dst[r * ldd + i] = src[r * lds + i] for rows r and i < n (copy_rows) */
+typedef void copy_rows_fn(const float *restrict src, size_t lds, float *restrict dst, size_t ldd, size_t rows,
+                          size_t n);
+static copy_rows_fn copy_rows;
 
 /* Whether a pooled layer's backward needs only the pooled output: then the forward pass does not
  * write the batch's activation y at all (each image's goes through a scratch buffer that stays in
@@ -248,8 +252,38 @@ AVX512_ATTR static void epilogue_avx512(const float *restrict out, size_t n, siz
 	}
 }
 
+/* copy_rows with masked vectors: each row is ceil(n / 16) loads and stores, the masks computed
+ * once (the vectorised loop spent its time entering and leaving each row of 7 to 28 floats) */
+AVX512_ATTR static void copy_rows_avx512(const float *restrict src, size_t lds, float *restrict dst, size_t ldd,
+                                         size_t rows, size_t n)
+{
+	if (n <= 32) {
+		__mmask16 m0 = n >= 16 ? 0xffff : n_mask((int)n), m1 = n <= 16 ? 0 : n_mask((int)n - 16);
+		for (size_t r = 0; r < rows; r++) {
+			const float *s = src + r * lds;
+			float *d = dst + r * ldd;
+			_mm512_mask_storeu_ps(d, m0, _mm512_maskz_loadu_ps(m0, s));
+			if (m1)
+				_mm512_mask_storeu_ps(d + 16, m1, _mm512_maskz_loadu_ps(m1, s + 16));
+		}
+		return;
+	}
+	for (size_t r = 0; r < rows; r++) {
+		const float *s = src + r * lds;
+		float *d = dst + r * ldd;
+		size_t i = 0;
+		for (; i + 16 <= n; i += 16)
+			_mm512_storeu_ps(d + i, _mm512_loadu_ps(s + i));
+		if (i < n) {
+			__mmask16 m = n_mask((int)(n - i));
+			_mm512_mask_storeu_ps(d + i, m, _mm512_maskz_loadu_ps(m, s + i));
+		}
+	}
+}
+
 #endif
 
+static copy_rows_fn *copy_rows_k = copy_rows;
 static epilogue_fn *epilogue_k = epilogue;
 static gemm_fn *gemm_k = kgemm_base;
 static pool2_fn *pool2_k = pool2_base;
@@ -279,12 +313,14 @@ static void set_isa(const char *isa)
 		pool2_k = pool2_avx512;
 		transpose_k = transpose_dy_avx512;
 		epilogue_k = epilogue_avx512;
+		copy_rows_k = copy_rows_avx512;
 		gemm_isa = "avx512";
 		return;
 	}
 	pool2_k = pool2_base;
 	transpose_k = transpose_dy;
 	epilogue_k = epilogue;
+	copy_rows_k = copy_rows;
 	if (!strcmp(isa, "avx2")) {
 		gemm_k = kgemm_avx2;
 		gemm_isa = "avx2";
@@ -296,6 +332,7 @@ static void set_isa(const char *isa)
 	pool2_k = pool2_base;
 	transpose_k = transpose_dy;
 	epilogue_k = epilogue;
+	copy_rows_k = copy_rows;
 	gemm_isa = "baseline";
 }
 
@@ -530,8 +567,8 @@ static void pad_image(const float *x, int c, int h, int w, int p, float *xp)
 {
 	size_t wp = (size_t)w + 2 * (size_t)p, hp = (size_t)h + 2 * (size_t)p;
 	for (int ch = 0; ch < c; ch++)
-		copy_rows(x + (size_t)ch * h * w, (size_t)w, xp + ((size_t)ch * hp + (size_t)p) * wp + (size_t)p, wp,
-		          (size_t)h, (size_t)w);
+		copy_rows_k(x + (size_t)ch * h * w, (size_t)w, xp + ((size_t)ch * hp + (size_t)p) * wp + (size_t)p, wp,
+		            (size_t)h, (size_t)w);
 }
 
 /* copies one [c][h][w] image into the phases of its zero-padded [c][h + 2p][w + 2p] version: phase
@@ -883,8 +920,8 @@ static void backward_part(void *ctx, int t)
 				gemm_k(s->c, (int)j->Qxp, (int)(F * s->k * s->k), j->w2row, 1, dyp, j->boff_dy, dxq,
 				       j->Qxp, 0);
 				for (int ch = 0; ch < s->c; ch++)
-					copy_rows(dxq + ch * j->Qxp, j->wq, dx + (size_t)ch * s->h * s->w, (size_t)s->w,
-					          (size_t)s->h, (size_t)s->w);
+					copy_rows_k(dxq + ch * j->Qxp, j->wq, dx + (size_t)ch * s->h * s->w, (size_t)s->w,
+					            (size_t)s->h, (size_t)s->w);
 			} else {
 				for (size_t f = 0; f < F; f++) {
 					memcpy(dyp + f * Pp, dy + f * P, sizeof(float) * P);
@@ -897,6 +934,48 @@ static void backward_part(void *ctx, int t)
 		}
 	}
 	free(arow);
+}
+
+/* the groups' sums, in group order (partT is [K+1][Fp], dw is [F][K]): each part takes rows k of
+ * partT, and each element is summed over the groups in their order, whatever the split */
+struct sum_job {
+	const float *partials;
+	size_t K, F, Fp;
+	int chunks;
+	float *dw, *db;
+};
+
+CLONES static void sum_rows_k(const struct sum_job *j, size_t k0, size_t k1, float *restrict acc)
+{
+	size_t K = j->K, F = j->F, Fp = j->Fp;
+	for (size_t k = k0; k < k1; k++) {
+		const float *restrict p = j->partials + k * Fp;
+		for (size_t f = 0; f < F; f++)
+			acc[f] = p[f];
+		for (int c = 1; c < j->chunks; c++) {
+			p = j->partials + ((size_t)c * (K + 1) + k) * Fp;
+			for (size_t f = 0; f < F; f++)
+				acc[f] += p[f];
+		}
+		if (k < K)
+			for (size_t f = 0; f < F; f++)
+				j->dw[f * K + k] = acc[f];
+		else
+			for (size_t f = 0; f < F; f++)
+				j->db[f] = acc[f];
+	}
+}
+
+static void sum_part(void *ctx, int part, int nparts)
+{
+	const struct sum_job *j = ctx;
+	size_t lo, hi;
+	dlk_parallel_range(j->K + 1, part, nparts, 1, &lo, &hi);
+	if (hi <= lo)
+		return;
+	float *acc = xmalloc(sizeof(float) * j->Fp);
+	sum_rows_k(j, lo, hi, acc);
+	free(acc);
 }
 
 void dlk_cpu_conv_backward(const float *x, const float *w, const float *y, const float *py, const float *dy,
@@ -917,18 +996,10 @@ void dlk_cpu_conv_backward(const float *x, const float *w, const float *y, const
 	j.scratch = mem;
 	j.partials = mem + j.per * (size_t)nt;
 	parallel(backward_part, &j, nt);
-	/* the groups' sums, in group order; partT is [K+1][Fp], dw is [F][K] */
-	for (size_t f = 0; f < F; f++) {
-		for (size_t k = 0; k <= K; k++) {
-			float sum = j.partials[k * Fp + f];
-			for (int c = 1; c < chunks; c++)
-				sum += j.partials[((size_t)c * (K + 1) + k) * Fp + f];
-			if (k < K)
-				dw[f * K + k] = sum;
-			else
-				db[f] = sum;
-		}
-	}
+	struct sum_job sj = { .partials = j.partials, .K = K, .F = F, .Fp = Fp, .chunks = chunks, .dw = dw, .db = db };
+	size_t values = (size_t)chunks * (K + 1) * Fp;
+	int nparts = values >= 16384 ? dlk_parallel_threads() : 1;
+	dlk_parallel_for(nparts < (int)K + 1 ? nparts : (int)K + 1, sum_part, &sj);
 	pthread_mutex_unlock(&pool.run);
 	free(j.tables);
 }
