@@ -127,10 +127,34 @@ static void cpu_free(void *p)
 	memcpy(&raw, (char *)p - sizeof(raw), sizeof(raw));
 	free(raw);
 }
+struct copy_job {
+	char *dst;
+	const char *src;
+	size_t bytes;
+};
+
+static void copy_part(void *ctx, int part, int nparts)
+{
+	const struct copy_job *j = ctx;
+	size_t lo, hi;
+	dlk_parallel_range(j->bytes, part, nparts, 64, &lo, &hi);
+	if (hi > lo)
+		memcpy(j->dst + lo, j->src + lo, hi - lo);
+}
+
+/* A large copy between buffers that do not overlap (a gradient handed to a layer's input, a
+ * batch's activations) is cut into parts for the pool; one that overlaps stays one memmove. */
 static void cpu_copy(void *dst, const void *src, size_t bytes)
 {
-	if (bytes && dst != src)
-		memmove(dst, src, bytes);
+	if (!bytes || dst == src)
+		return;
+	const char *d = dst, *s = src;
+	if (bytes >= 4 * sizeof(float) * EW_MIN && (d + bytes <= s || s + bytes <= d)) {
+		struct copy_job j = { dst, src, bytes };
+		dlk_parallel_for(ew_parts(bytes / sizeof(float)), copy_part, &j);
+		return;
+	}
+	memmove(dst, src, bytes);
 }
 static int cpu_check(char *msg, size_t len)
 {

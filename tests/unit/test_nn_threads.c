@@ -249,6 +249,18 @@ int main(void)
 		CHECK_MSG(ok_out && ok_in, "conv_out: act(t + bias) in [B, F, hw]; conv_grad_in: back to [F, B*hw]");
 		CHECK_MSG(ok_sum, "sum_cols: each row summed left to right");
 		CHECK_MSG(ok_rows, "copy_rows: each row's bytes, nothing between the rows written");
+		/* a copy large enough to be cut into parts, and one within a buffer (they overlap:
+		 * memmove's result) */
+		be->set_threads(4);
+		size_t nc = 3 * 65536 + 5;
+		float *a = randv(nc + 7, 24), *c = calloc(nc + 7, sizeof(float)), *m = malloc(sizeof(float) * (nc + 7));
+		be->copy(c, a, sizeof(float) * nc);
+		CHECK_MSG(!memcmp(c, a, sizeof(float) * nc) && c[nc] == 0.0f, "copy of %zu floats on 4 threads", nc);
+		memcpy(m, a, sizeof(float) * (nc + 7));
+		memmove(m + 7, m, sizeof(float) * nc);
+		be->copy(a + 7, a, sizeof(float) * nc);
+		CHECK_MSG(!memcmp(m, a, sizeof(float) * (nc + 7)), "an overlapping copy moves as memmove does");
+		free(a), free(c), free(m);
 		for (int r = 0; r < 2; r++)
 			for (int i = 0; i < 6; i++)
 				free(out[r][i]);
