@@ -573,7 +573,62 @@ static void ensure_arch(struct here *r, const struct dlk_net *net)
 
 /* Every training.checkpoint_every steps, at epoch ends and when stopping: rank 0 writes. A
  * checkpoint that cannot be written is a warning, not the end of the run. */
-static int zero_coll(struct here *r, int ag, float *buf, size_t n, struct dlk_err *err);
+/* What moves between ranks over the host ring outside the steps (ZeRO-1's whole optimizer state
+ * between rank 0 and the shards, a resumed state from rank 0) goes in broadcasts of at most this
+ * many floats (4 MiB): a rank holds one piece in transit, not a copy of the whole. */
+#define RING_PIECE ((size_t)1 << 20)
+
+static int host_memory(const struct here *r);
+
+/* Moves shard q (rank q's [off, off + len) of m or v) between rank q's `shard` and rank 0's
+ * `whole` (NULL on the other ranks, and on rank 0 when it could not allocate it), from the root
+ * (to_root: q, sending to rank 0; else 0, sending to q), in pieces of RING_PIECE floats. The
+ * broadcast is the host ring's one collective that reaches any rank from any root; the ranks in
+ * between receive each piece into their scratch and drop it. With the backend's memory in the
+ * host, the two ends send and receive in place. */
+static int zero_move(struct here *r, int q, int to_root, float *shard, float *whole, size_t off, size_t len,
+                     float *scratch, struct dlk_err *err)
+{
+	const struct dlk_backend *be = r->be;
+	int root = to_root ? q : 0, host = host_memory(r);
+
+	for (size_t at = 0; at < len; at += RING_PIECE) {
+		size_t k = len - at < RING_PIECE ? len - at : RING_PIECE;
+		float *end = r->rank == q ? shard + at : r->rank == 0 && whole ? whole + off + at : NULL;
+		float *buf = end && host ? end : scratch;
+		if (r->rank == root && buf == scratch && end)
+			be->to_host(scratch, end, sizeof(float) * k);
+		if (comm_broadcast(r->comm, buf, sizeof(float) * k, root, err))
+			return -1;
+		if (r->rank != root && buf == scratch && end)
+			be->to_device(end, scratch, sizeof(float) * k);
+	}
+	return 0;
+}
+
+/* ZeRO-1's checkpoint (to_root) or resume: every rank's shard of m and v to rank 0's whole state
+ * `full` (see zero_move for NULL), or from it to every rank. Rank 0's own shard is a copy. */
+static int zero_move_state(struct here *r, struct dlk_optimizer *own, struct dlk_optimizer *full, int to_root,
+                           struct dlk_err *err)
+{
+	float *scratch = xmalloc(sizeof(float) * RING_PIECE);
+	int rc = 0;
+
+	if (r->rank == 0 && full && full->n)
+		dlk_optimizer_copy_shard(own, full, to_root);
+	for (int which = 0; which < 2 && !rc; which++) {
+		float *mine = which ? own->v : own->m, *whole = full ? (which ? full->v : full->m) : NULL;
+		if (!mine)
+			continue;
+		for (int q = 1; q < r->world && !rc; q++) {
+			size_t off, len;
+			comm_shard(own->n, r->world, q, &off, &len);
+			rc = zero_move(r, q, to_root, mine, whole, off, len, scratch, err);
+		}
+	}
+	free(scratch);
+	return rc;
+}
 
 static int on_checkpoint(void *vctx, const struct dlk_train_state *st0, struct dlk_err *err)
 {
@@ -584,16 +639,19 @@ static int on_checkpoint(void *vctx, const struct dlk_train_state *st0, struct d
 	int sharded = st0->opt->sharded, skip = 0;
 
 	if (sharded) {
-		/* ZeRO-1: the checkpoint holds the whole state, gathered from every rank's shard, so
-		 * that it resumes at any worker count, sharded or not */
+		/* ZeRO-1: the checkpoint holds the whole state, so that it resumes at any worker count,
+		 * sharded or not; rank 0 alone gathers it from the shards (the others never hold it) */
 		struct dlk_err e = DLK_ERR_INIT;
-		if (r->comm_failed || dlk_optimizer_full(st0->opt, &full, &e)) {
+		int have = 0;
+		if (r->comm_failed) {
 			skip = 1;
 		} else {
-			dlk_optimizer_copy_shard(st0->opt, &full, 1);
-			if ((full.m && zero_coll(r, 1, full.m, full.n, &e)) || (full.v && zero_coll(r, 1, full.v, full.n, &e))) {
+			have = r->rank == 0 && !dlk_optimizer_full(st0->opt, &full, &e);
+			if (zero_move_state(r, st0->opt, have ? &full : NULL, 1, &e)) {
 				r->comm_failed = 1;
 				r->comm_err = e;
+				skip = 1;
+			} else if (r->rank == 0 && !have) {
 				skip = 1;
 			}
 			stw.opt = &full;
@@ -631,15 +689,24 @@ static int on_checkpoint(void *vctx, const struct dlk_train_state *st0, struct d
 /* What rank 0 tells the others about the checkpoint it resumed from. */
 enum { RESUME_NONE = 0, RESUME_LOADED = 1, RESUME_FAILED = 2 };
 
+/* Rank 0's n floats of the backend's memory to every rank: in place when that memory is the
+ * host's, else through a host buffer of one piece (RING_PIECE floats) at a time. */
 static int bcast_floats(struct dlk_comm *c, float *dev, size_t n, const struct dlk_backend *be, struct dlk_err *err)
 {
-	float *h = xmalloc(n ? sizeof(float) * n : 1);
-	int rc;
+	float *h;
+	int rc = 0;
 
-	be->to_host(h, dev, sizeof(float) * n);
-	rc = comm_broadcast(c, h, sizeof(float) * n, 0, err);
-	if (!rc)
-		be->to_device(dev, h, sizeof(float) * n);
+	if (be == dlk_backend_cpu())
+		return comm_broadcast(c, dev, sizeof(float) * n, 0, err);
+	h = xmalloc(sizeof(float) * (n < RING_PIECE ? (n ? n : 1) : RING_PIECE));
+	for (size_t at = 0; at < n && !rc; at += RING_PIECE) {
+		size_t k = n - at < RING_PIECE ? n - at : RING_PIECE;
+		if (comm_rank(c) == 0)
+			be->to_host(h, dev + at, sizeof(float) * k);
+		rc = comm_broadcast(c, h, sizeof(float) * k, 0, err);
+		if (!rc && comm_rank(c) != 0)
+			be->to_device(dev + at, h, sizeof(float) * k);
+	}
 	free(h);
 	return rc;
 }
@@ -700,34 +767,43 @@ static int prepare_resume(struct here *r, struct dlk_training *tr, struct dlk_er
 	return 0;
 }
 
-static int on_resume_whole(struct here *r, struct dlk_train_state *st, struct dlk_err *err);
+static int on_resume_whole(struct here *r, struct dlk_train_state *st, const struct dlk_err *fail0, int state_too,
+                           struct dlk_err *err);
 
-/* ZeRO-1: a checkpoint holds the whole optimizer state (see on_checkpoint): every rank restores
- * it whole, as without sharding, and keeps its shard. */
+/* ZeRO-1: a checkpoint holds the whole optimizer state (see on_checkpoint): rank 0 restores it
+ * whole, as without sharding, and hands every rank its shard (zero_scatter_state); the others
+ * never hold the whole state. */
 static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err)
 {
 	struct here *r = vctx;
 	struct dlk_optimizer *own = st->opt, full = DLK_OPTIMIZER_INIT;
-	int rc;
+	struct dlk_err e0 = DLK_ERR_INIT;
+	int rc, failed = 0;
 
 	if (!own->sharded)
-		return on_resume_whole(r, st, err);
-	if (dlk_optimizer_full(own, &full, err))
-		return -1;
-	st->opt = &full;
-	rc = on_resume_whole(r, st, err);
+		return on_resume_whole(r, st, NULL, 1, err);
+	if (r->rank == 0 && r->ckpt.path) {
+		failed = dlk_optimizer_full(own, &full, &e0) != 0;
+		if (!failed)
+			st->opt = &full;
+	}
+	rc = on_resume_whole(r, st, failed ? &e0 : NULL, 0, err);
 	st->opt = own;
 	if (rc == 1) {
-		dlk_optimizer_copy_shard(own, &full, 0);
-		own->t = full.t;
+		if (zero_move_state(r, own, r->rank == 0 ? &full : NULL, 0, err))
+			rc = -1;
+		else if (r->rank == 0)
+			own->t = full.t;
 	}
 	dlk_optimizer_release(&full);
 	return rc;
 }
 
-/* Rank 0 restores the checkpoint prepare_resume loaded and broadcasts it, so that ranks never
- * disagree on where they resume. */
-static int on_resume_whole(struct here *r, struct dlk_train_state *st, struct dlk_err *err)
+/* Rank 0 restores the checkpoint prepare_resume loaded and broadcasts it (the optimizer's state
+ * too with state_too), so that ranks never disagree on where they resume. fail0: why rank 0
+ * cannot restore it (it then tells the others it failed). */
+static int on_resume_whole(struct here *r, struct dlk_train_state *st, const struct dlk_err *fail0, int state_too,
+                           struct dlk_err *err)
 {
 	long long hdr[8] = { RESUME_NONE, 0, 0, 0, 0, 0, 0, 0 };
 	unsigned long long dc = 0;
@@ -736,7 +812,10 @@ static int on_resume_whole(struct here *r, struct dlk_train_state *st, struct dl
 	ensure_arch(r, st->net);
 	if (r->rank == 0 && r->ckpt.path) {
 		struct ckpt *c = &r->ckpt;
-		if (dlk_state_restore(c, st, &r->meta, err)) {
+		if (fail0) {
+			*err = *fail0;
+			hdr[0] = RESUME_FAILED;
+		} else if (dlk_state_restore(c, st, &r->meta, err)) {
 			hdr[0] = RESUME_FAILED;
 		} else {
 			hdr[0] = RESUME_LOADED;
@@ -773,8 +852,8 @@ static int on_resume_whole(struct here *r, struct dlk_train_state *st, struct dl
 		if (hdr[0] == RESUME_LOADED) {
 			const struct dlk_backend *be = st->net->be;
 			if (bcast_floats(r->comm, st->net->params, st->net->n_params, be, &e) ||
-			    (st->opt->m && bcast_floats(r->comm, st->opt->m, st->opt->n, be, &e)) ||
-			    (st->opt->v && bcast_floats(r->comm, st->opt->v, st->opt->n, be, &e))) {
+			    (state_too && st->opt->m && bcast_floats(r->comm, st->opt->m, st->opt->n, be, &e)) ||
+			    (state_too && st->opt->v && bcast_floats(r->comm, st->opt->v, st->opt->n, be, &e))) {
 				*err = e;
 				return -1;
 			}
