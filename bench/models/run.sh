@@ -75,7 +75,18 @@ PY
 		echo "text: $(wc -l <"$w/text/brown/train.jsonl") training passages, ${TEXT_EPOCHS:-2} epoch(s), batch 32; $(wc -l <"$w/text/brown/test.jsonl") test passages"
 		;;
 	denoise)
-		(cd "$w/denoise" && "$py" noisy-pairs.py "$fm" "${DENOISE_TRAIN:-4000}" "${DENOISE_TEST:-1000}" pairs 1 | sed 's/^/denoise: /')
+		# both programs read the same noisy files: the example's data block becomes paired folders
+		(cd "$w/denoise" && "$py" "$top/bench/models/noisy-pairs.py" "$fm" "${DENOISE_TRAIN:-4000}" "${DENOISE_TEST:-1000}" pairs 1 | sed 's/^/denoise: /')
+		"$py" - "$w/denoise/dlk.yaml" <<'PY'
+import re, sys
+p = sys.argv[1]
+s = open(p).read()
+data = ("data:\n  format: images\n  train: {source: pairs/train/noisy, targets: pairs/train/clean}\n"
+        "  test: {source: pairs/test/noisy, targets: pairs/test/clean}\n\n")
+s, n = re.subn(r"(?ms)^data:\n.*?(?=^model:)", data, s)
+assert n == 1, "no data: block before model: in " + p
+open(p, "w").write(s)
+PY
 		# dlk's short run: the first quarter of the training pairs
 		mkdir -p "$w/denoise/short/noisy" "$w/denoise/short/clean"
 		n=$(( ${DENOISE_TRAIN:-4000} / 4 ))

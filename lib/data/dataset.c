@@ -1,6 +1,7 @@
 /* struct dlk_dataset: release and gathering scaled samples out of either storage kind. */
 #include "lib/data/dataset.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -53,14 +54,51 @@ static const float *lut_of(const struct dlk_dataset *ds, int c)
 	return ds->per_channel ? ds->lut_c[c] : ds->lut;
 }
 
-/* A U8 sample shifted by (dy, dx) (out(y, x) = in(y + dy, x + dx), raw 0 outside: padding then
- * cropping) and mirrored when flip. */
-static void gather_aug(const struct dlk_dataset *ds, size_t i, unsigned long long seed, int epoch, float *out)
+/* A raw pixel with the sample's next noise value: round(v + noise * N(0, 1)) within 0..255 */
+static int noisy(int v, float noise, struct dlk_rng *r)
 {
-	int C = ds->shape[0], H = ds->shape[1], W = ds->shape[2], dy, dx, flip;
-	const uint8_t *src = ds->x8 + i * ds->sample_size;
+	float n = rintf((float)v + noise * dlk_rng_normal(r));
+	return n < 0.0f ? 0 : n > 255.0f ? 255 : (int)n;
+}
 
-	dlk_augment_draw(&ds->aug, seed, epoch, ds->base + i, &dy, &dx, &flip);
+/* sample i's noise: (seed, epoch)'s in training, else DLK_NOISE_EVAL_SEED's */
+static void noise_seed(struct dlk_rng *r, const struct dlk_dataset *ds, size_t i, int train, unsigned long long seed,
+                       int epoch)
+{
+	unsigned long long s = train ? seed : DLK_NOISE_EVAL_SEED;
+	int e = train ? epoch : -1;
+	dlk_rng_seed(r, (s ^ 0xA0761D6478BD642Full) ^ (0x9E3779B97F4A7C15ull * (unsigned long long)(e + 1)) ^
+	                    (0xC2B2AE3D27D4EB4Full * (unsigned long long)(ds->base + i + 1)));
+}
+
+void dlk_dataset_noisy_pixels(const struct dlk_dataset *ds, size_t start, size_t n, float *out)
+{
+	size_t m = ds->sample_size;
+
+	for (size_t i = start; i < start + n; i++) {
+		const uint8_t *src = ds->x8 + i * m;
+		struct dlk_rng r;
+		noise_seed(&r, ds, i, 0, 0, 0);
+		for (size_t k = 0; k < m; k++)
+			*out++ = (float)noisy(src[k], ds->aug.noise, &r) / 255.0f;
+	}
+}
+
+/* A U8 sample shifted by (dy, dx) (out(y, x) = in(y + dy, x + dx), raw 0 outside: padding then
+ * cropping) and mirrored when flip (train: the epoch's draws; else none), then noise when the
+ * dataset has it (train: the epoch's; else DLK_NOISE_EVAL_SEED's, the same every time). */
+static void gather_aug(const struct dlk_dataset *ds, size_t i, unsigned long long seed, int epoch, int train,
+                       float *out)
+{
+	int C = ds->shape[0], H = ds->shape[1], W = ds->shape[2], dy = 0, dx = 0, flip = 0;
+	const uint8_t *src = ds->x8 + i * ds->sample_size;
+	float noise = ds->aug.noise;
+	struct dlk_rng nr;
+
+	if (train)
+		dlk_augment_draw(&ds->aug, seed, epoch, ds->base + i, &dy, &dx, &flip);
+	if (noise > 0)
+		noise_seed(&nr, ds, i, train, seed, epoch);
 	for (int c = 0; c < C; c++) {
 		const float *lut = lut_of(ds, c);
 		const uint8_t *plane = src + (size_t)c * (size_t)H * (size_t)W;
@@ -69,7 +107,8 @@ static void gather_aug(const struct dlk_dataset *ds, size_t i, unsigned long lon
 			float *row = out + ((size_t)c * (size_t)H + (size_t)y) * (size_t)W;
 			for (int x = 0; x < W; x++) {
 				int sx = (flip ? W - 1 - x : x) + dx;
-				row[x] = sy < 0 || sy >= H || sx < 0 || sx >= W ? lut[0] : lut[plane[(size_t)sy * (size_t)W + (size_t)sx]];
+				int v = sy < 0 || sy >= H || sx < 0 || sx >= W ? 0 : plane[(size_t)sy * (size_t)W + (size_t)sx];
+				row[x] = lut[noise > 0 ? noisy(v, noise, &nr) : v];
 			}
 		}
 	}
@@ -100,7 +139,7 @@ struct gather_job {
 	const size_t *idx;
 	size_t start, n;
 	float *out;
-	int augment, epoch;
+	int augment, epoch; /* augment: 1 training's draws, 2 noise alone (DLK_NOISE_EVAL_SEED's) */
 	unsigned long long seed;
 };
 
@@ -112,7 +151,7 @@ static void gather_part(void *ctx, int part, int nparts)
 	for (size_t b = lo; b < hi; b++) {
 		size_t i = j->idx ? j->idx[b] : j->start + b;
 		if (j->augment)
-			gather_aug(j->ds, i, j->seed, j->epoch, j->out + b * j->ds->sample_size);
+			gather_aug(j->ds, i, j->seed, j->epoch, j->augment == 1, j->out + b * j->ds->sample_size);
 		else
 			gather_one(j->ds, i, j->out + b * j->ds->sample_size);
 	}
@@ -130,19 +169,25 @@ static void gather(const struct dlk_dataset *ds, const size_t *idx, size_t start
 	                 &j);
 }
 
+/* 2: the noise of inputs outside training, when the dataset has noise (see struct dlk_augment) */
+static int eval_noise(const struct dlk_dataset *ds)
+{
+	return ds->aug.noise > 0 && ds->storage == DLK_STORE_U8 ? 2 : 0;
+}
+
 void dlk_dataset_gather(const struct dlk_dataset *ds, const size_t *idx, size_t n, float *out)
 {
-	gather(ds, idx, 0, n, 0, 0, 0, out);
+	gather(ds, idx, 0, n, eval_noise(ds), 0, 0, out);
 }
 
 void dlk_dataset_gather_train(const struct dlk_dataset *ds, const size_t *idx, size_t n, unsigned long long seed,
                               int epoch, float *out)
 {
-	int augment = (ds->aug.flip || ds->aug.pad) && ds->storage == DLK_STORE_U8;
+	int augment = (ds->aug.flip || ds->aug.pad || ds->aug.noise > 0) && ds->storage == DLK_STORE_U8;
 	gather(ds, idx, 0, n, augment, seed, epoch, out);
 }
 
 void dlk_dataset_gather_range(const struct dlk_dataset *ds, size_t start, size_t n, float *out)
 {
-	gather(ds, NULL, start, n, 0, 0, 0, out);
+	gather(ds, NULL, start, n, eval_noise(ds), 0, 0, out);
 }

@@ -26,11 +26,17 @@ struct dlk_data_source {
 };
 
 /* Random crop after zero padding and horizontal flips, drawn per (seed, epoch, sample): the same
- * sample in the same epoch gets the same transform on any machine, with any number of threads. */
+ * sample in the same epoch gets the same transform on any machine, with any number of threads.
+ * Noise (data.images.noise, the inputs of a denoiser): every raw pixel v becomes
+ * round(v + noise * N(0, 1)) clipped to 0..255, drawn per (seed, epoch, sample) in training (new
+ * noise every epoch) and per sample from DLK_NOISE_EVAL_SEED everywhere else (the test split's
+ * inputs are the same in every evaluation and every run). */
 struct dlk_augment {
 	int flip;                 /* a horizontal flip with p = 0.5 */
 	int pad;                  /* pad each side by pad raw-0 pixels, crop H x W at a random offset */
+	float noise;              /* Gaussian noise's standard deviation in raw pixel units; 0: none */
 };
+#define DLK_NOISE_EVAL_SEED 0x6E6F697365ull /* "noise" */
 
 struct dlk_tokenizer;
 
@@ -138,7 +144,8 @@ void dlk_dataset_release(struct dlk_dataset *ds);
 
 /* Writes samples idx[0], ..., idx[n - 1] of ds, scaled, one after another into out (n *
  * ds->sample_size floats, caller's). Every idx[i] must be below ds->n. The floats are the same,
- * bit for bit, whichever storage ds uses. */
+ * bit for bit, whichever storage ds uses. With ds->aug.noise the inputs carry the noise drawn
+ * from DLK_NOISE_EVAL_SEED (the same for a sample every time); flips and crops are training's. */
 void dlk_dataset_gather(const struct dlk_dataset *ds, const size_t *idx, size_t n, float *out);
 /* dlk_dataset_gather() with ds->aug applied (none set: the same floats): the sample at idx[i]
  * (global index ds->base + idx[i]) is transformed by the draw of (seed, epoch, global index).
@@ -150,6 +157,10 @@ void dlk_augment_draw(const struct dlk_augment *a, unsigned long long seed, int 
                       int *dx, int *flip);
 /* The same for the contiguous samples [start, start + n); start + n must not pass ds->n. */
 void dlk_dataset_gather_range(const struct dlk_dataset *ds, size_t start, size_t n, float *out);
+/* With ds->aug.noise (U8 data): the noisy inputs of samples [start, start + n) as pixel / 255 in
+ * [0, 1], the targets' scale, unnormalised: what a denoiser is given, to compare with what it
+ * gives back (the same noise as dlk_dataset_gather's). */
+void dlk_dataset_noisy_pixels(const struct dlk_dataset *ds, size_t start, size_t n, float *out);
 
 /* A deterministic per-epoch permutation of [0, n) from (seed, epoch), identical on every rank and
  * every machine: the order in which the whole split is trained, whichever ranks hold which

@@ -917,7 +917,25 @@ static int set_images(const struct dlk_data *spec, const struct dlk_samples *s, 
 	}
 	ds->aug.flip = im->flip;
 	ds->aug.pad = im->crop_padding;
+	ds->aug.noise = im->noise;
 	return 0;
+}
+
+/* data.images.noise: the targets are the clean images, pixel / 255 as paired folders' targets,
+ * the model's output shape [C, H, W]; the inputs get their noise as they are gathered. The
+ * labels are not the task's: all 0, as with paired folders. */
+static void noise_targets(struct dlk_samples *s)
+{
+	size_t n = s->n * s->sample_size;
+
+	free(s->t);
+	s->t = xmalloc((n ? n : 1) * sizeof(float));
+	for (size_t i = 0; i < n; i++)
+		s->t[i] = (float)s->x8[i] / 255.0f;
+	s->target_size = s->sample_size;
+	for (size_t i = 0; i < s->n; i++)
+		s->y[i] = 0;
+	s->max_label = s->n ? 0 : -1;
 }
 
 int dlk_data_load(const struct dlk_data *spec, const char *split, const struct dlk_data_opts *opts,
@@ -983,6 +1001,13 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 			goto fail;
 		}
 		memcpy(s.shape, opts->shape, sizeof(s.shape));
+	}
+	if (spec->images.noise > 0) {
+		if (!s.x8) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': data.images.noise is for 8-bit images, and these samples are not", name);
+			goto fail;
+		}
+		noise_targets(&s);
 	}
 	if (spec->n_classes > 0) {
 		if (s.max_label >= spec->n_classes) {

@@ -268,6 +268,7 @@ static const struct field images_fields[] = {
 	FIELD("std", struct dlk_images_spec, F_CUSTOM, std, .custom = &c_channel_values),
 	FIELD("flip", struct dlk_images_spec, F_BOOL, flip, .def = "false"),
 	FIELD("crop_padding", struct dlk_images_spec, F_INT, crop_padding, .min = 0, .max = 1024, .def = "0"),
+	FIELD("noise", struct dlk_images_spec, F_FLOAT, noise, .min = 0, .max = 255, .def = "0"),
 	END
 };
 
@@ -2865,12 +2866,17 @@ static void check_paired(struct ctx *c, struct dlk_project *s, const struct ynod
 	const struct dlk_data *d = &s->data;
 	const struct dlk_split *sp[2] = { &d->train, &d->test };
 	const char *names[2] = { "train", "test" };
-	int paired = d->format == DLK_DATA_IMAGES && s->model.task == DLK_TASK_IMAGE;
+	int image = s->model.task == DLK_TASK_IMAGE, noise = d->images.noise > 0;
+	int paired = d->format == DLK_DATA_IMAGES && image && !noise;
 	char p[64];
 
 	for (int i = 0; i < 2; i++) {
 		snprintf(p, sizeof(p), "data.%s.targets", names[i]);
-		if (sp[i]->targets.url && !paired)
+		if (sp[i]->targets.url && noise && image)
+			problem(c, pos_or(c, &sp[i]->targets, GIVEN_CUSTOM, root), p,
+			        "with data.images.noise the targets are the images themselves (the inputs get the noise): "
+			        "leave 'targets' out (paired folders are without data.images.noise)");
+		else if (sp[i]->targets.url && !paired)
 			problem(c, pos_or(c, &sp[i]->targets, GIVEN_CUSTOM, root), p,
 			        "a folder of target images is for format images with model.task image, not format %s "
 			        "with task %s", project_format_name(d->format), task_names[s->model.task]);
@@ -2885,10 +2891,14 @@ static void check_paired(struct ctx *c, struct dlk_project *s, const struct ynod
 	if (d->format == DLK_DATA_TEXT && s->model.task == DLK_TASK_IMAGE)
 		problem(c, pos_or(c, &s->model.task, GIVEN_VALUE, root), "model.task",
 		        "format text reads labels (classification, multilabel) or numbers (regression), not images");
-	if (paired && d->images.flip)
+	if (noise && !image)
+		problem(c, pos_or(c, &d->images.noise, GIVEN_VALUE, root), "data.images.noise",
+		        "noise makes a denoiser's data (model.task image: noisy inputs, the images themselves as "
+		        "targets), not task %s's: leave it out, or set model.task: image", task_names[s->model.task]);
+	if (image && d->images.flip)
 		problem(c, pos_or(c, &d->images.flip, GIVEN_VALUE, root), "data.images.flip",
 		        "flipping would move an input but not its target image: leave it out with task image");
-	if (paired && d->images.crop_padding)
+	if (image && d->images.crop_padding)
 		problem(c, pos_or(c, &d->images.crop_padding, GIVEN_VALUE, root), "data.images.crop_padding",
 		        "random crops would move an input but not its target image: leave it out with task image");
 }
@@ -2901,7 +2911,7 @@ static void check_image_options(struct ctx *c, struct dlk_project *s, const stru
 	const struct dlk_images_spec *im = &d->images;
 	int images = project_format_has_images(d->format);
 
-	if (!images && (im->flip || im->crop_padding || im->mean.n || im->std.n))
+	if (!images && (im->flip || im->crop_padding || im->noise > 0 || im->mean.n || im->std.n))
 		problem(c, pos_or(c, im, GIVEN_MAP, root), "data.images",
 		        "normalisation per channel and augmentation are for images (format images, idx or tar), not "
 		        "format %s: leave data.images out (data.mean and data.std scale every value)",

@@ -31,6 +31,9 @@ struct dlk_images_spec {
 	int flip;                /* training: a random horizontal flip, p = 0.5; default false */
 	int crop_padding;        /* training: pad by this many zero pixels each side, then crop the
 	                            input size at a random place; default 0 = no random crop */
+	float noise;             /* model.task image: the inputs are the images with Gaussian noise of
+	                            this standard deviation (raw pixel units, 0..255), the targets the
+	                            images themselves (a denoiser); default 0 = none */
 };
 
 enum dlk_tokenizer_kind { DLK_TOKENIZER_BYTE, DLK_TOKENIZER_BPE };

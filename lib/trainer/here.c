@@ -4,6 +4,7 @@
  * only rank 0 evaluates, shows (through the sink), publishes progress (progress.c) and writes
  * checkpoints and the bundle. */
 #include "lib/trainer/here.h"
+#include "lib/train/metrics.h"
 #include "lib/trainer/metrics.h"
 #include "lib/trainer/progress.h"
 #include "lib/trainer/run.h"
@@ -1114,6 +1115,23 @@ static int choose_device(struct here *r, const struct dlk_project *spec, int wor
 	return 0;
 }
 
+/* data.images.noise: the PSNR of the noisy inputs against their targets, the test metric's
+ * (lib/train/metrics.h), a denoiser that returned its input unchanged */
+static double noisy_psnr(const struct dlk_dataset *ds)
+{
+	size_t k = ds->sample_size, chunk = 1024, n;
+	float *x = xmalloc(sizeof(float) * chunk * (k ? k : 1));
+	double sum = 0;
+
+	for (size_t at = 0; at < ds->n; at += n) {
+		n = ds->n - at < chunk ? ds->n - at : chunk;
+		dlk_dataset_noisy_pixels(ds, at, n, x);
+		sum += dlk_metrics_psnr(x, ds->t + at * k, n, k, 1.0) * (double)n;
+	}
+	free(x);
+	return sum / (double)ds->n;
+}
+
 /* The training data, and on rank 0 the test data (only rank 0 evaluates), with progress. A
  * signal stops the download: that is an error that says so. */
 static int load_data(struct here *r, const struct dlk_project *spec, const char *dir, int worker,
@@ -1172,6 +1190,9 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 			dlk_trainer_info(r->sink, "rank %d loaded its shard: samples [%zu, %zu) of %zu", r->rank, train->base,
 			         train->base + train->n, train->total);
 	}
+	if (r->rank == 0 && test->n && test->t && test->aug.noise > 0)
+		dlk_trainer_info(r->sink, "test inputs with noise of sigma %g: PSNR %.2f dB against their targets (the model's to beat)",
+		                 (double)test->aug.noise, noisy_psnr(test));
 	rc = 0;
 out:
 	if (tdata && r->o->data.close)

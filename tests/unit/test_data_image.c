@@ -2,6 +2,7 @@
  * tests/data/images/make.py), resizing, image folders, and the seeded augmentation. */
 #include "tests/unit/check.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include "lib/data/image.h"
 #include "lib/util/buf.h"
 #include "lib/util/mem.h"
+#include "lib/util/parallel.h"
 #include "tests/unit/tmpdir.h"
 
 static struct dlk_err err = DLK_ERR_INIT;
@@ -251,6 +253,69 @@ static void test_augment(void)
 	dlk_dataset_release(&ds);
 }
 
+/* data.images.noise: training draws new noise every epoch from (seed, epoch, sample), the same at
+ * any thread count; evaluation draws the same noise every time, whatever the seed, the noise that
+ * dlk_dataset_noisy_pixels gives as pixel / 255; the values stay pixels rounded within 0..255 */
+static void test_noise(void)
+{
+	enum { N = 64, C = 1, H = 16, W = 16, S = C * H * W };
+	struct dlk_dataset ds = DLK_DATASET_INIT;
+	size_t idx[N];
+	float *a = xmalloc(sizeof(float) * N * S), *b = xmalloc(sizeof(float) * N * S);
+	float *p = xmalloc(sizeof(float) * N * S);
+	double sum = 0, sq = 0;
+	int ok = 1, n_mid = 0;
+
+	ds.n = N;
+	ds.shape[0] = C, ds.shape[1] = H, ds.shape[2] = W;
+	ds.sample_size = S;
+	ds.storage = DLK_STORE_U8;
+	ds.x8 = xmalloc(N * S);
+	for (int i = 0; i < N * S; i++)
+		ds.x8[i] = (uint8_t)(i % 7 == 0 ? 0 : i % 7 == 1 ? 255 : 128);
+	for (int v = 0; v < 256; v++)
+		ds.lut[v] = (float)v;
+	ds.aug.noise = 20.0f;
+	ds.total = N;
+	for (size_t i = 0; i < N; i++)
+		idx[i] = i;
+
+	dlk_parallel_set_threads(4);
+	dlk_dataset_gather_train(&ds, idx, N, 42, 0, a);
+	dlk_parallel_set_threads(1);
+	dlk_dataset_gather_train(&ds, idx, N, 42, 0, b);
+	CHECK_MSG(!memcmp(a, b, sizeof(float) * N * S), "training noise: the same bits on 1 thread and on the pool");
+	dlk_dataset_gather_train(&ds, idx, N, 42, 1, b);
+	CHECK_MSG(memcmp(a, b, sizeof(float) * N * S), "another epoch draws other noise");
+	for (size_t k = 0; k < (size_t)N * S; k++) {
+		ok = ok && a[k] >= 0 && a[k] <= 255 && a[k] == rintf(a[k]);
+		if (ds.x8[k] == 128) {
+			double d = a[k] - 128.0;
+			sum += d, sq += d * d, n_mid++;
+		}
+	}
+	CHECK_MSG(ok, "noisy values are whole pixel values within 0..255");
+	sum /= n_mid, sq = sqrt(sq / n_mid - sum * sum);
+	CHECK_MSG(fabs(sum) < 1.0 && fabs(sq - 20.0) < 1.0, "mid-grey pixels: mean shift %.3f, spread %.3f (want 0, 20)",
+	          sum, sq);
+	/* outside training: one noise per sample, the same every time and for every seed */
+	dlk_dataset_gather(&ds, idx, N, a);
+	dlk_dataset_gather_range(&ds, 0, N, b);
+	CHECK_MSG(!memcmp(a, b, sizeof(float) * N * S), "evaluation noise: the same by index and by range");
+	dlk_dataset_gather_train(&ds, idx, N, 42, 0, b);
+	CHECK_MSG(memcmp(a, b, sizeof(float) * N * S), "evaluation noise is not training's");
+	dlk_dataset_noisy_pixels(&ds, 0, N, p);
+	ok = 1;
+	for (size_t k = 0; k < (size_t)N * S; k++)
+		ok = ok && p[k] == a[k] / 255.0f;
+	CHECK_MSG(ok, "dlk_dataset_noisy_pixels gives the evaluation inputs / 255");
+	ds.aug.noise = 0;
+	dlk_dataset_gather(&ds, idx, N, b);
+	CHECK_MSG(b[0] == 0 && b[1] == 255 && b[2] == 128, "without noise the pixels as they are");
+	free(a), free(b), free(p);
+	dlk_dataset_release(&ds);
+}
+
 /* paired folders: inputs and targets matched by name, each decoded to its own shape */
 static void test_pairs(void)
 {
@@ -302,5 +367,6 @@ int main(void)
 	test_resize();
 	test_folder();
 	test_augment();
+	test_noise();
 	return CHECK_DONE();
 }

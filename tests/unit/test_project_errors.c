@@ -194,6 +194,29 @@ int main(void)
 	             "model: {input: [1, 28, 28], layers: [flatten]}\n");
 	CHECK_MSG(m == NULL || !strstr(m, "data.images"), "format idx takes data.images.flip and crop_padding (%s)",
 	          m ? m : "no problem");
+	/* data.images.noise: a denoiser's data (task image), the targets the images themselves */
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}, images: {noise: 51}}\n"
+	             "model: {input: [1, 28, 28], task: image, loss: mse, layers: [relu]}\n");
+	CHECK_MSG(!m[0], "format idx with task image takes data.images.noise (%s)", m);
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}, images: {noise: 51}}\n"
+	             "model: {input: [1, 28, 28], layers: [flatten]}\n");
+	CHECK_STR(m, "dlk.yaml:2:57: data.images.noise: noise makes a denoiser's data (model.task image: noisy inputs, the "
+	          "images themselves as targets), not task classification's: leave it out, or set model.task: image");
+	m = load_msg("name: demo\ndata: {format: images, train: {source: /a, targets: /b}, images: {noise: 51}}\n"
+	             "model: {input: [1, 28, 28], task: image, loss: mse, layers: [relu]}\n");
+	CHECK_CONTAINS(m, "data.train.targets: with data.images.noise the targets are the images themselves");
+	m = load_msg("name: demo\ndata: {format: images, train: {source: /a}, images: {noise: 51}}\n"
+	             "model: {input: [1, 28, 28], task: image, loss: mse, layers: [relu]}\n");
+	CHECK_MSG(!m[0], "an image folder with task image and noise needs no targets (%s)", m);
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}, images: {noise: 51, flip: true}}\n"
+	             "model: {input: [1, 28, 28], task: image, loss: mse, layers: [relu]}\n");
+	CHECK_CONTAINS(m, "data.images.flip: flipping would move an input but not its target image");
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}, images: {noise: 300}}\n"
+	             "model: {input: [1, 28, 28], task: image, loss: mse, layers: [relu]}\n");
+	CHECK_CONTAINS(m, "data.images.noise");
+	m = load_msg("name: demo\ndata: {format: csv, train: {source: /a}, images: {noise: 5}}\n"
+	             "model: {input: [4], task: image, loss: mse, layers: [relu]}\n");
+	CHECK_CONTAINS(m, "data.images: normalisation per channel and augmentation are for images");
 	/* "format:" with no value is the default, idx, and the splits are checked against it */
 	m = load_msg("name: demo\ndata: {format: , train: {source: /a}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK_CONTAINS(m, "dlk.yaml:2:34: data.train.source: 'source' is for formats csv and tar; format idx uses images and labels");

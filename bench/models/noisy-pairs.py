@@ -1,5 +1,7 @@
 # Writes Fashion-MNIST (Debian's dataset-fashion-mnist, or the four idx files from
-# github.com/zalandoresearch/fashion-mnist) as paired folders for `dlk init --example denoise`:
+# github.com/zalandoresearch/fashion-mnist) as paired folders for bench/models/run.sh, so that dlk
+# and PyTorch train the denoiser of `dlk init --example denoise` on the same noisy files (the
+# example itself has dlk draw its noise, data.images.noise):
 # pairs/SPLIT/noisy/KEY.png, the image with Gaussian noise (sigma 51 of 255, clipped to 0..255,
 # drawn from SEED), and pairs/SPLIT/clean/KEY.png, the image itself. Needs Pillow.
 # Prints, per split, the PSNR of the noisy inputs against the clean images (dB, range 1, the mean
