@@ -423,7 +423,7 @@ static int run_predict(struct dlk_ctx *ctx, struct dlk_args *args)
 		snprintf(id, sizeof(id), "sha256:%s", bundle_sha);
 		cJSON_AddStringToObject(o, "model", id);
 		cJSON_AddNumberToObject(o, "samples", (double)pred.n);
-		if (data.y && !data.t && pred.n)
+		if (data.y && !dlk_dataset_has_targets(&data) && pred.n)
 			cJSON_AddNumberToObject(o, "accuracy", (double)pred.correct / (double)pred.n);
 		{
 			/* where the time went: loading the model and the data, the forward passes, the

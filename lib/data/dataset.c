@@ -19,6 +19,7 @@ void dlk_dataset_release(struct dlk_dataset *ds)
 	free(ds->x8);
 	free(ds->y);
 	free(ds->t);
+	free(ds->t8);
 	for (i = 0; i < ds->n_sources; i++)
 		free(ds->sources[i].url);
 	free(ds->sources);
@@ -69,6 +70,28 @@ static void noise_seed(struct dlk_rng *r, const struct dlk_dataset *ds, size_t i
 	int e = train ? epoch : -1;
 	dlk_rng_seed(r, (s ^ 0xA0761D6478BD642Full) ^ (0x9E3779B97F4A7C15ull * (unsigned long long)(e + 1)) ^
 	                    (0xC2B2AE3D27D4EB4Full * (unsigned long long)(ds->base + i + 1)));
+}
+
+int dlk_dataset_has_targets(const struct dlk_dataset *ds)
+{
+	return ds->t || ds->t8 || (ds->t_from_x8 && ds->x8);
+}
+
+void dlk_dataset_targets(const struct dlk_dataset *ds, const size_t *idx, size_t start, size_t n, float *out)
+{
+	size_t k = ds->target_size;
+
+	for (size_t b = 0; b < n; b++) {
+		size_t i = idx ? idx[b] : start + b;
+		float *o = out + b * k;
+		if (ds->t) {
+			memcpy(o, ds->t + i * k, sizeof(float) * k);
+		} else {
+			const uint8_t *src = (ds->t_from_x8 ? ds->x8 : ds->t8) + i * k;
+			for (size_t j = 0; j < k; j++)
+				o[j] = (float)src[j] / 255.0f;
+		}
+	}
 }
 
 void dlk_dataset_noisy_pixels(const struct dlk_dataset *ds, size_t start, size_t n, float *out)

@@ -66,6 +66,11 @@ struct dlk_dataset {
 	 * all 0s, n_classes 0. An image target is [C, H, W] flattened, the model's output shape. */
 	float *t;
 	size_t target_size;
+	/* Instead of t, image targets as bytes, the target byte / 255: t8 (paired folders', owned),
+	 * or with t_from_x8 the inputs' own bytes x8 (data.images.noise: the clean image is the
+	 * target). Read them through dlk_dataset_targets(). */
+	uint8_t *t8;
+	int t_from_x8;
 	/* DLK_STORE_U8 with per_channel set (format images with per-channel mean/std): channel c's
 	 * bytes are looked up in lut_c[c] instead of lut */
 	int per_channel;
@@ -157,6 +162,10 @@ void dlk_augment_draw(const struct dlk_augment *a, unsigned long long seed, int 
                       int *dx, int *flip);
 /* The same for the contiguous samples [start, start + n); start + n must not pass ds->n. */
 void dlk_dataset_gather_range(const struct dlk_dataset *ds, size_t start, size_t n, float *out);
+/* Whether the samples have float targets (t, t8 or t_from_x8), and samples idx[0..n) (idx NULL:
+ * start, start + 1, ...) 's targets, target_size floats each, into out. */
+int dlk_dataset_has_targets(const struct dlk_dataset *ds);
+void dlk_dataset_targets(const struct dlk_dataset *ds, const size_t *idx, size_t start, size_t n, float *out);
 /* With ds->aug.noise (U8 data): the noisy inputs of samples [start, start + n) as pixel / 255 in
  * [0, 1], the targets' scale, unnormalised: what a denoiser is given, to compare with what it
  * gives back (the same noise as dlk_dataset_gather's). */

@@ -91,8 +91,10 @@ struct dlk_samples {
 	                         (total 0: not a shard, all of them) */
 	float *t;             /* float targets, n * target_size, owned (y then all 0); NULL: labels */
 	size_t target_size;
+	uint8_t *t8;          /* instead of t, image targets as bytes (the target is byte / 255): paired
+	                         folders' n * target_size, owned */
 };
-#define DLK_SAMPLES_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, -1, NULL, 0, 0, NULL, 0 }
+#define DLK_SAMPLES_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, -1, NULL, 0, 0, NULL, 0, NULL }
 void dlk_samples_release(struct dlk_samples *s);
 
 /* Joins an images IDX file (N x F, N x H x W or N x C x H x W) and a labels IDX file (N) into

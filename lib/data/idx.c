@@ -286,6 +286,7 @@ void dlk_samples_release(struct dlk_samples *s)
 	free(s->x8);
 	free(s->y);
 	free(s->t);
+	free(s->t8);
 	memset(s, 0, sizeof(*s));
 	s->max_label = -1;
 }

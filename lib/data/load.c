@@ -404,6 +404,10 @@ static void samples_cut(struct dlk_samples *s, size_t from, size_t to)
 		memmove(s->t, s->t + from * s->target_size, n * s->target_size * sizeof(float));
 		s->t = xrealloc(s->t, (n ? n : 1) * s->target_size * sizeof(float));
 	}
+	if (s->t8) {
+		memmove(s->t8, s->t8 + from * s->target_size, n * s->target_size);
+		s->t8 = xrealloc(s->t8, (n ? n : 1) * s->target_size);
+	}
 	s->n = n;
 }
 
@@ -520,9 +524,8 @@ static int load_pairs(const struct dlk_split *sp, const struct dlk_data_opts *op
 	if (dlk_image_pairs_load(path[0], sp->source.url, path[1], sp->targets.url, opts->shape, tshape, 0, s, &t8, err) < 0)
 		goto out;
 	s->target_size = (size_t)tshape[0] * (size_t)tshape[1] * (size_t)tshape[2];
-	s->t = xmalloc((s->n ? s->n : 1) * s->target_size * sizeof(float));
-	for (size_t i = 0; i < s->n * s->target_size; i++)
-		s->t[i] = (float)t8[i] / 255.0f;
+	s->t8 = t8; /* the targets stay bytes: byte / 255 as batches are gathered */
+	t8 = NULL;
 	if (shard_world(opts) > 1) {
 		size_t b, e, total = s->n;
 		dlk_part_range(total, opts->shard_rank, shard_world(opts), &b, &e);
@@ -921,18 +924,11 @@ static int set_images(const struct dlk_data *spec, const struct dlk_samples *s, 
 	return 0;
 }
 
-/* data.images.noise: the targets are the clean images, pixel / 255 as paired folders' targets,
- * the model's output shape [C, H, W]; the inputs get their noise as they are gathered. The
- * labels are not the task's: all 0, as with paired folders. */
-static void noise_targets(struct dlk_samples *s)
+/* data.images.noise: the targets are the clean images, the inputs' own bytes read as byte / 255
+ * (dataset.h: t_from_x8), the model's output shape [C, H, W]; the inputs get their noise as they
+ * are gathered. The labels are not the task's: all 0, as with paired folders. */
+static void noise_labels(struct dlk_samples *s)
 {
-	size_t n = s->n * s->sample_size;
-
-	free(s->t);
-	s->t = xmalloc((n ? n : 1) * sizeof(float));
-	for (size_t i = 0; i < n; i++)
-		s->t[i] = (float)s->x8[i] / 255.0f;
-	s->target_size = s->sample_size;
 	for (size_t i = 0; i < s->n; i++)
 		s->y[i] = 0;
 	s->max_label = s->n ? 0 : -1;
@@ -1007,7 +1003,7 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': data.images.noise is for 8-bit images, and these samples are not", name);
 			goto fail;
 		}
-		noise_targets(&s);
+		noise_labels(&s);
 	}
 	if (spec->n_classes > 0) {
 		if (s.max_label >= spec->n_classes) {
@@ -1052,7 +1048,12 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 	ds.sample_size = s.sample_size;
 	ds.y = s.y;
 	ds.t = s.t;
+	ds.t8 = s.t8;
 	ds.target_size = s.target_size;
+	if (spec->images.noise > 0) {
+		ds.t_from_x8 = 1;
+		ds.target_size = ds.sample_size;
+	}
 	if (shard_world(opts) > 1) {
 		ds.sharded = 1;
 		/* whole files: where they sit in the split only the ranks together know */

@@ -170,7 +170,8 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 	const struct dlk_backend *be = net->be;
 	struct dlk_loss_spec ls = dlk_loss_of(model, training);
 	int k = net->n_classes, ret = -1;
-	float *xdev = NULL, *xhost = NULL, *pred = NULL;
+	float *xdev = NULL, *xhost = NULL, *pred = NULL, *tbuf = NULL;
+	const float *tg;
 	double loss = 0;
 
 	if (model->task == DLK_TASK_CLASSIFICATION) {
@@ -184,9 +185,9 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 	if (ds->sample_size != net->input_size)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "evaluation data has %zu values per sample but the model takes %zu",
 		                ds->sample_size, net->input_size);
-	if (!ds->t || ds->target_size != (size_t)k)
+	if (!dlk_dataset_has_targets(ds) || ds->target_size != (size_t)k)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "evaluation data has %zu target values per sample but the model "
-		                "gives %d", ds->t ? ds->target_size : 0, k);
+		                "gives %d", dlk_dataset_has_targets(ds) ? ds->target_size : 0, k);
 	if (batch <= 0)
 		batch = net->batch_cap > 0 ? net->batch_cap : 256;
 	if (dlk_net_reserve(net, batch, err))
@@ -194,6 +195,15 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 	out->task = model->task;
 	out->n_classes = k;
 	pred = xmalloc(sizeof(float) * (ds->n ? ds->n : 1) * (size_t)k);
+	/* the split's targets as floats: its own, or (image targets kept as bytes) a copy for the
+	 * evaluation's metrics, the size of its predictions */
+	if (ds->t) {
+		tg = ds->t;
+	} else {
+		tbuf = xmalloc(sizeof(float) * (ds->n ? ds->n : 1) * (size_t)k);
+		dlk_dataset_targets(ds, NULL, 0, ds->n, tbuf);
+		tg = tbuf;
+	}
 	if (!(xdev = be->alloc(sizeof(float) * (size_t)batch * ds->sample_size))) {
 		dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for an evaluation batch", be->name);
 		goto out;
@@ -206,7 +216,7 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 		be->to_device(xdev, xhost, sizeof(float) * (size_t)nb * ds->sample_size);
 		be->to_host(p, dlk_net_forward(net, xdev, nb, 0), sizeof(float) * (size_t)nb * k);
 		/* the batch's mean loss, weighted back to a sum */
-		loss += (double)dlk_loss_ref((int)ls.kind, p, NULL, ds->t + start * (size_t)k, nb, k, ls.param, NULL) * nb;
+		loss += (double)dlk_loss_ref((int)ls.kind, p, NULL, tg + start * (size_t)k, nb, k, ls.param, NULL) * nb;
 	}
 	{
 		char msg[256];
@@ -220,7 +230,7 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 	if (model->task == DLK_TASK_MULTILABEL) {
 		double micro, macro, subset;
 		out->f1 = xcalloc((size_t)k, sizeof(double));
-		dlk_metrics_multilabel(pred, ds->t, ds->n, k, model->threshold, out->f1, &micro, &macro, &subset);
+		dlk_metrics_multilabel(pred, tg, ds->n, k, model->threshold, out->f1, &micro, &macro, &subset);
 		add_metric(out, "f1_micro", micro, 1);
 		add_metric(out, "f1_macro", macro, 1);
 		add_metric(out, "subset_accuracy", subset, 1);
@@ -229,13 +239,13 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 		/* an image's R^2 is over every value as one column: a pixel that is the same in every
 		 * image (a border) would otherwise weigh as much as the picture */
 		if (model->task == DLK_TASK_IMAGE)
-			dlk_metrics_regression(pred, ds->t, ds->n * (size_t)k, 1, &mae, &rmse, &r2);
+			dlk_metrics_regression(pred, tg, ds->n * (size_t)k, 1, &mae, &rmse, &r2);
 		else
-			dlk_metrics_regression(pred, ds->t, ds->n, k, &mae, &rmse, &r2);
+			dlk_metrics_regression(pred, tg, ds->n, k, &mae, &rmse, &r2);
 		if (model->task == DLK_TASK_IMAGE) {
 			const struct dlk_layer *L = &net->layers[net->n_layers - 1];
-			add_metric(out, "psnr", dlk_metrics_psnr(pred, ds->t, ds->n, (size_t)k, 1.0), 1);
-			add_metric(out, "ssim", dlk_metrics_ssim(pred, ds->t, ds->n, L->out[0], L->out[1], L->out[2], 1.0), 1);
+			add_metric(out, "psnr", dlk_metrics_psnr(pred, tg, ds->n, (size_t)k, 1.0), 1);
+			add_metric(out, "ssim", dlk_metrics_ssim(pred, tg, ds->n, L->out[0], L->out[1], L->out[2], 1.0), 1);
 			/* a few images for the report page's grid of inputs, outputs and targets */
 			if (k <= 4096) {
 				size_t ns = ds->n < DLK_EVAL_SAMPLES ? ds->n : DLK_EVAL_SAMPLES, kk = (size_t)k;
@@ -244,7 +254,7 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 				out->sample_out = xmalloc(sizeof(float) * ns * kk + 1);
 				out->sample_target = xmalloc(sizeof(float) * ns * kk + 1);
 				memcpy(out->sample_out, pred, sizeof(float) * ns * kk);
-				memcpy(out->sample_target, ds->t, sizeof(float) * ns * kk);
+				memcpy(out->sample_target, tg, sizeof(float) * ns * kk);
 				if (ds->sample_size == kk) {
 					out->sample_in = xmalloc(sizeof(float) * ns * kk + 1);
 					dlk_dataset_gather_range(ds, 0, ns, out->sample_in);
@@ -261,6 +271,7 @@ out:
 		free(xhost);
 	be->free(xdev);
 	free(pred);
+	free(tbuf);
 	if (ret)
 		dlk_eval_release(out);
 	return ret;

@@ -39,7 +39,7 @@ static int check_data(const struct dlk_train_opts *o, const struct dlk_dataset *
 		return 0;
 	}
 	if (o->model->task != DLK_TASK_CLASSIFICATION) {
-		if (!ds->t)
+		if (!dlk_dataset_has_targets(ds))
 			return dlk_errf(err, DLK_EXIT_CONFIG, "model.task: the %s data has class labels, not the float "
 			                "targets task %s needs", which,
 			                o->model->task == DLK_TASK_MULTILABEL ? "multilabel" :
@@ -294,7 +294,7 @@ static int setup_buffers(struct run *r, struct dlk_err *err)
 	 * buffer onto itself copies nothing) */
 	r->xhost = be == dlk_backend_cpu() ? r->xdev : xmalloc(sizeof(float) * b * r->ds->sample_size);
 	r->res->loss_curve = xmalloc(sizeof(float) * (size_t)(r->total > 0 ? r->total : 1));
-	if (r->ds->t) {
+	if (dlk_dataset_has_targets(r->ds)) {
 		size_t tn = b * r->ds->target_size;
 		r->tdev = be->alloc(sizeof(float) * tn);
 		r->thost = be == dlk_backend_cpu() ? r->tdev : xmalloc(sizeof(float) * tn);
@@ -345,8 +345,7 @@ static int load_batch(struct run *r, int epoch, long s)
 	r->be->to_device(r->ydev, r->yhost, sizeof(int32_t) * (size_t)nb);
 	if (r->tdev) {
 		size_t k = ds->target_size;
-		for (int b = 0; b < nb; b++)
-			memcpy(r->thost + (size_t)b * k, ds->t + r->perm[lo + (size_t)b] * k, sizeof(float) * k);
+		dlk_dataset_targets(ds, r->perm + lo, 0, (size_t)nb, r->thost);
 		r->be->to_device(r->tdev, r->thost, sizeof(float) * (size_t)nb * k);
 	}
 	return nb;

@@ -1120,15 +1120,17 @@ static int choose_device(struct here *r, const struct dlk_project *spec, int wor
 static double noisy_psnr(const struct dlk_dataset *ds)
 {
 	size_t k = ds->sample_size, chunk = 1024, n;
-	float *x = xmalloc(sizeof(float) * chunk * (k ? k : 1));
+	float *x = xmalloc(sizeof(float) * chunk * (k ? k : 1)), *t = xmalloc(sizeof(float) * chunk * (k ? k : 1));
 	double sum = 0;
 
 	for (size_t at = 0; at < ds->n; at += n) {
 		n = ds->n - at < chunk ? ds->n - at : chunk;
 		dlk_dataset_noisy_pixels(ds, at, n, x);
-		sum += dlk_metrics_psnr(x, ds->t + at * k, n, k, 1.0) * (double)n;
+		dlk_dataset_targets(ds, NULL, at, n, t);
+		sum += dlk_metrics_psnr(x, t, n, k, 1.0) * (double)n;
 	}
 	free(x);
+	free(t);
 	return sum / (double)ds->n;
 }
 
@@ -1190,7 +1192,7 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 			dlk_trainer_info(r->sink, "rank %d loaded its shard: samples [%zu, %zu) of %zu", r->rank, train->base,
 			         train->base + train->n, train->total);
 	}
-	if (r->rank == 0 && test->n && test->t && test->aug.noise > 0)
+	if (r->rank == 0 && test->n && test->t_from_x8 && test->aug.noise > 0)
 		dlk_trainer_info(r->sink, "test inputs with noise of sigma %g: PSNR %.2f dB against their targets (the model's to beat)",
 		                 (double)test->aug.noise, noisy_psnr(test));
 	rc = 0;

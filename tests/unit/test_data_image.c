@@ -309,6 +309,16 @@ static void test_noise(void)
 	for (size_t k = 0; k < (size_t)N * S; k++)
 		ok = ok && p[k] == a[k] / 255.0f;
 	CHECK_MSG(ok, "dlk_dataset_noisy_pixels gives the evaluation inputs / 255");
+	/* the targets are the clean images, read from the inputs' own bytes */
+	CHECK(!dlk_dataset_has_targets(&ds));
+	ds.t_from_x8 = 1;
+	ds.target_size = S;
+	CHECK(dlk_dataset_has_targets(&ds));
+	dlk_dataset_targets(&ds, NULL, 0, N, p);
+	ok = 1;
+	for (size_t k = 0; k < (size_t)N * S; k++)
+		ok = ok && p[k] == (float)ds.x8[k] / 255.0f;
+	CHECK_MSG(ok, "the targets are the clean pixels / 255");
 	ds.aug.noise = 0;
 	dlk_dataset_gather(&ds, idx, N, b);
 	CHECK_MSG(b[0] == 0 && b[1] == 255 && b[2] == 128, "without noise the pixels as they are");

@@ -67,6 +67,7 @@ int main(void)
 	struct dlk_data_opts opts;
 	struct dlk_dataset ds = DLK_DATASET_INIT;
 	static float want[2][3 * 28 * 28];
+	static float tt[2 * 3 * 28 * 28];
 	int in_shape[3] = { 1, 28, 28 }, half[3] = { 3, 14, 14 };
 	char *in, *tg;
 
@@ -89,15 +90,21 @@ int main(void)
 
 	/* no target shape: the input's */
 	CHECK_MSG(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0, "pairs load: %s", err.msg);
-	CHECK(ds.n == 2 && ds.target_size == 784 && ds.t && ds.storage == DLK_STORE_U8);
-	if (ds.n == 2 && ds.t) {
+	/* the targets stay bytes (4 times less memory than floats), read as byte / 255 */
+	CHECK(ds.n == 2 && ds.target_size == 784 && ds.t8 && !ds.t && ds.storage == DLK_STORE_U8 &&
+	      dlk_dataset_has_targets(&ds));
+	if (ds.n == 2 && ds.t8) {
 		char *a = xasprintf("%s/a.jpg", tg), *b = xasprintf("%s/b.png", tg);
+		dlk_dataset_targets(&ds, NULL, 0, 2, tt);
 		CHECK(want_target(a, in_shape, want[0]) == 0 && want_target(b, in_shape, want[1]) == 0);
-		CHECK_MSG(!memcmp(ds.t, want[0], 784 * sizeof(float)) && !memcmp(ds.t + 784, want[1], 784 * sizeof(float)),
+		CHECK_MSG(!memcmp(tt, want[0], 784 * sizeof(float)) && !memcmp(tt + 784, want[1], 784 * sizeof(float)),
 		          "targets are the target images / 255, in name order");
+		size_t rev[2] = { 1, 0 };
+		dlk_dataset_targets(&ds, rev, 0, 2, tt);
+		CHECK_MSG(!memcmp(tt, want[1], 784 * sizeof(float)), "targets by index");
 		float mx = 0;
 		for (size_t i = 0; i < 2 * 784; i++)
-			mx = ds.t[i] > mx ? ds.t[i] : mx;
+			mx = tt[i] > mx ? tt[i] : mx;
 		CHECK(mx > 0.5f && mx <= 1.0f);
 		free(a), free(b);
 	}
@@ -107,9 +114,10 @@ int main(void)
 	memcpy(opts.target_shape, half, sizeof(opts.target_shape));
 	CHECK_MSG(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0, "pairs load: %s", err.msg);
 	CHECK(ds.n == 2 && ds.target_size == 3 * 14 * 14 && ds.sample_size == 784);
-	if (ds.n == 2 && ds.t) {
+	if (ds.n == 2 && ds.t8) {
 		char *b = xasprintf("%s/b.png", tg);
-		CHECK(want_target(b, half, want[1]) == 0 && !memcmp(ds.t + 588, want[1], 588 * sizeof(float)));
+		dlk_dataset_targets(&ds, NULL, 0, 2, tt);
+		CHECK(want_target(b, half, want[1]) == 0 && !memcmp(tt + 588, want[1], 588 * sizeof(float)));
 		free(b);
 	}
 	dlk_dataset_release(&ds);
@@ -117,8 +125,11 @@ int main(void)
 	/* sharded: rank 1 of 2 gets the second pair, its target with it */
 	opts.shard_rank = 1, opts.shard_world = 2;
 	CHECK_MSG(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0, "sharded load: %s", err.msg);
-	CHECK(ds.n == 1 && ds.base == 1 && ds.total == 2 && ds.target_size == 588 && ds.t &&
-	      !memcmp(ds.t, want[1], 588 * sizeof(float)));
+	CHECK(ds.n == 1 && ds.base == 1 && ds.total == 2 && ds.target_size == 588 && ds.t8);
+	if (ds.n == 1 && ds.t8) {
+		dlk_dataset_targets(&ds, NULL, 0, 1, tt);
+		CHECK(!memcmp(tt, want[1], 588 * sizeof(float)));
+	}
 	dlk_dataset_release(&ds);
 	opts.shard_rank = opts.shard_world = 0;
 
