@@ -35,6 +35,17 @@ void dlk_net_arch_digest(const struct dlk_net *net, char hex[65])
 	dlk_sha256_end(&h, hex);
 }
 
+/* n floats of the backend's memory as host memory for a blob: the array itself on the CPU
+ * backend (the write is done before the step goes on), else a copy in *copy (the caller frees) */
+static const float *host_floats(const struct dlk_backend *be, const float *dev, size_t bytes, float **copy)
+{
+	if (be == dlk_backend_cpu())
+		return dev;
+	*copy = xmalloc(bytes ? bytes : 1);
+	be->to_host(*copy, dev, bytes);
+	return *copy;
+}
+
 static void add_u64(cJSON *o, const char *key, unsigned long long v)
 {
 	char s[32];
@@ -51,7 +62,7 @@ int dlk_state_save(const char *dir, int keep, const struct dlk_train_state *st, 
 	struct ckpt_write_opts o = wo ? *wo : (struct ckpt_write_opts)CKPT_WRITE_OPTS_INIT;
 	struct ckpt_blob blobs[5];
 	size_t nb = 0, bytes = sizeof(float) * net->n_params;
-	float *p = xmalloc(bytes ? bytes : 1), *m = NULL, *v = NULL;
+	float *p = NULL, *m = NULL, *v = NULL;
 	cJSON *j = cJSON_CreateObject();
 	char *json, *hist = NULL;
 	int rc = -1;
@@ -81,19 +92,14 @@ int dlk_state_save(const char *dir, int keep, const struct dlk_train_state *st, 
 	json = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 
-	be->to_host(p, net->params, bytes);
+	/* the parameters and the optimizer's moments are written from where they are on the CPU
+	 * backend: a copy of each would double what the checkpoint's moment holds */
 	blobs[nb++] = (struct ckpt_blob){ "state.json", json, strlen(json) };
-	blobs[nb++] = (struct ckpt_blob){ "params.f32", p, bytes };
-	if (opt->m) {
-		m = xmalloc(bytes ? bytes : 1);
-		be->to_host(m, opt->m, bytes);
-		blobs[nb++] = (struct ckpt_blob){ "optim_m.f32", m, bytes };
-	}
-	if (opt->v) {
-		v = xmalloc(bytes ? bytes : 1);
-		be->to_host(v, opt->v, bytes);
-		blobs[nb++] = (struct ckpt_blob){ "optim_v.f32", v, bytes };
-	}
+	blobs[nb++] = (struct ckpt_blob){ "params.f32", host_floats(be, net->params, bytes, &p), bytes };
+	if (opt->m)
+		blobs[nb++] = (struct ckpt_blob){ "optim_m.f32", host_floats(be, opt->m, bytes, &m), bytes };
+	if (opt->v)
+		blobs[nb++] = (struct ckpt_blob){ "optim_v.f32", host_floats(be, opt->v, bytes, &v), bytes };
 	if (st->history) {
 		cJSON *hj = dlk_history_json(st->history, 1);
 		hist = cJSON_PrintUnformatted(hj);
