@@ -103,32 +103,59 @@ static int is_space_error(int e)
 }
 
 /* Writes one file completely and fsyncs it; on failure errno says why. */
-static int write_file(const char *path, const void *data, size_t len, const struct ckpt_write_opts *o)
+#define FILL_PIECE ((size_t)4 << 20) /* bytes a blob's fill gives at a time */
+
+/* Writes blob bi's bytes (b->data, or o->fill's pieces) into a new file, fsynced, and their
+ * sha256 into hex. -1 with errno; a fill that failed: -1 with *filled set and err. */
+static int write_file(const char *path, const struct ckpt_blob *b, size_t bi, const struct ckpt_write_opts *o,
+                      char hex[DLK_SHA256_HEX_LEN + 1], int *filled, struct dlk_err *err)
 {
-	const char *p = data;
+	const char *p = b->data;
+	size_t len = b->len;
+	char *piece = b->data ? NULL : xmalloc(FILL_PIECE);
+	struct dlk_sha256 h = DLK_SHA256_INIT;
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), e;
 
-	if (fd < 0)
+	if (fd < 0) {
+		free(piece);
 		return -1;
+	}
+	dlk_sha256_begin(&h);
 	while (len) {
 		size_t chunk = len > (64u << 20) ? (64u << 20) : len;
-		ssize_t w = o->write_fn ? o->write_fn(fd, p, chunk, o->write_ctx) : write(fd, p, chunk);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = ENOSPC; /* no progress on a regular file: treat as full */
-			goto fail;
+		if (piece) {
+			chunk = len < FILL_PIECE ? len : FILL_PIECE;
+			if (o->fill(o->fill_ctx, bi, piece, chunk, err)) {
+				*filled = 1;
+				goto fail;
+			}
+			p = piece;
 		}
-		p += w;
-		len -= (size_t)w;
+		dlk_sha256_update(&h, p, chunk);
+		for (size_t left = chunk; left;) {
+			ssize_t w = o->write_fn ? o->write_fn(fd, p, left, o->write_ctx) : write(fd, p, left);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				if (w == 0)
+					errno = ENOSPC; /* no progress on a regular file: treat as full */
+				goto fail;
+			}
+			p += w;
+			left -= (size_t)w;
+		}
+		len -= chunk;
 	}
+	free(piece);
+	dlk_sha256_end(&h, hex);
 	if (fsync(fd))
-		goto fail;
+		goto fail_closed;
 	if (close(fd))
 		return -1;
 	return 0;
 fail:
+	free(piece);
+fail_closed:
 	e = errno;
 	close(fd);
 	errno = e;
@@ -188,7 +215,9 @@ static void clean_tmp(const char *dir)
 	closedir(d);
 }
 
-static char *manifest_json(unsigned long long step, const struct ckpt_blob *blobs, size_t n)
+/* hex[i]: blob i's sha256, computed as it was written */
+static char *manifest_json(unsigned long long step, const struct ckpt_blob *blobs, size_t n,
+                           char (*hex)[DLK_SHA256_HEX_LEN + 1])
 {
 	cJSON *root = cJSON_CreateObject(), *arr;
 	char *s, *out;
@@ -199,12 +228,10 @@ static char *manifest_json(unsigned long long step, const struct ckpt_blob *blob
 	arr = cJSON_AddArrayToObject(root, "blobs");
 	for (size_t i = 0; i < n; i++) {
 		cJSON *b = cJSON_CreateObject();
-		char hex[DLK_SHA256_HEX_LEN + 1];
 
-		dlk_sha256_hex(blobs[i].data, blobs[i].len, hex);
 		cJSON_AddStringToObject(b, "name", blobs[i].name);
 		cJSON_AddNumberToObject(b, "size", (double)blobs[i].len);
-		cJSON_AddStringToObject(b, "sha256", hex);
+		cJSON_AddStringToObject(b, "sha256", hex[i]);
 		cJSON_AddItemToArray(arr, b);
 	}
 	s = dlk_json_print(root);
@@ -221,6 +248,9 @@ int ckpt_write_atomic(const char *dir, unsigned long long step, const struct ckp
 {
 	struct ckpt_write_opts o = CKPT_WRITE_OPTS_INIT;
 	char *tmp = NULL, *final = NULL, *old = NULL, *file = NULL, *manifest = NULL;
+	char (*hex)[DLK_SHA256_HEX_LEN + 1] = NULL;
+	struct ckpt_blob mblob;
+	int mfilled = 0;
 	unsigned long long *steps = NULL;
 	size_t nsteps = 0;
 	const char *doing = NULL;
@@ -240,7 +270,7 @@ int ckpt_write_atomic(const char *dir, unsigned long long step, const struct ckp
 			return dlk_errf(err, DLK_EXIT_CONFIG,
 					"checkpoint: invalid blob name '%.80s' (1-64 of A-Z a-z 0-9 . _ -, not starting with '.')",
 					blobs[i].name ? blobs[i].name : "(null)");
-		if (!blobs[i].data && blobs[i].len)
+		if (!blobs[i].data && !o.fill && blobs[i].len)
 			return dlk_errf(err, DLK_EXIT_CONFIG, "checkpoint: blob '%s' has no data", blobs[i].name);
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(blobs[i].name, blobs[j].name))
@@ -267,18 +297,25 @@ int ckpt_write_atomic(const char *dir, unsigned long long step, const struct ckp
 		file = xstrdup(tmp);
 		goto io_fail;
 	}
+	hex = xcalloc(n + 1, sizeof(*hex));
 	for (size_t i = 0; i < n; i++) {
+		int filled = 0;
 		free(file);
 		file = xasprintf("%s/%s", tmp, blobs[i].name);
-		if (write_file(file, blobs[i].data, blobs[i].len, &o)) {
+		if (write_file(file, &blobs[i], i, &o, hex[i], &filled, err)) {
+			if (filled) {
+				rm_tree(tmp, 0);
+				goto out;
+			}
 			doing = "writing";
 			goto io_fail;
 		}
 	}
-	manifest = manifest_json(step, blobs, n);
+	manifest = manifest_json(step, blobs, n, hex);
 	free(file);
 	file = xasprintf("%s/%s", tmp, MANIFEST);
-	if (write_file(file, manifest, strlen(manifest), &o)) {
+	mblob = (struct ckpt_blob){ MANIFEST, manifest, strlen(manifest) };
+	if (write_file(file, &mblob, n, &o, hex[n], &mfilled, err)) {
 		doing = "writing";
 		goto io_fail;
 	}
@@ -351,6 +388,7 @@ out:
 	free(old);
 	free(file);
 	free(manifest);
+	free(hex);
 	free(steps);
 	return ret;
 }

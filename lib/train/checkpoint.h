@@ -23,7 +23,7 @@
 #define CKPT_STEP_MAX 999999999999ULL
 
 /* One named blob to write; borrowed. Names: 1..64 of [A-Za-z0-9._-], not starting with '.',
- * not "manifest.json". */
+ * not "manifest.json". data NULL with len > 0: the write options' fill gives its bytes. */
 struct ckpt_blob {
 	const char *name;
 	const void *data;
@@ -36,8 +36,13 @@ struct ckpt_write_opts {
 	 * disk); NULL: write(2). Same contract as write(2): bytes written or -1 with errno. */
 	ssize_t (*write_fn)(int fd, const void *buf, size_t len, void *ctx);
 	void *write_ctx;
+	/* The bytes of blob i whose data is NULL, piece after piece in order as they are written (at
+	 * most 4 MiB a call; 0, or -1 with err): a blob that is never whole in memory. A fill that
+	 * fails fails the write with its error, the previous checkpoints intact. */
+	int (*fill)(void *ctx, size_t i, void *buf, size_t len, struct dlk_err *err);
+	void *fill_ctx;
 };
-#define CKPT_WRITE_OPTS_INIT { 3, NULL, NULL }
+#define CKPT_WRITE_OPTS_INIT { 3, NULL, NULL, NULL, NULL }
 
 /* Writes <dir>/step-NNNNNNNN (creating dir when missing), replacing a checkpoint of the same
  * step, then removes all but the newest opts->keep checkpoints and any leftover temporary

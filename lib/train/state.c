@@ -53,8 +53,23 @@ static void add_u64(cJSON *o, const char *key, unsigned long long v)
 	cJSON_AddStringToObject(o, key, s);
 }
 
+/* the checkpoint's fill of blobs m_at and v_at: the moments' */
+struct moments_fill {
+	const struct dlk_state_moments *mv;
+	size_t m_at, v_at;
+};
+
+static int fill_moment(void *ctx, size_t i, void *buf, size_t len, struct dlk_err *err)
+{
+	const struct moments_fill *f = ctx;
+
+	if (i != f->m_at && i != f->v_at)
+		return dlk_errf(err, DLK_EXIT_FAIL, "checkpoint: blob %zu has no data", i);
+	return f->mv->fill(f->mv->ctx, i == f->v_at, buf, len, err);
+}
+
 int dlk_state_save(const char *dir, int keep, const struct dlk_train_state *st, const struct dlk_state_meta *meta,
-                   const struct ckpt_write_opts *wo, struct dlk_err *err)
+                   const struct ckpt_write_opts *wo, const struct dlk_state_moments *mv, struct dlk_err *err)
 {
 	const struct dlk_net *net = st->net;
 	const struct dlk_optimizer *opt = st->opt;
@@ -63,6 +78,7 @@ int dlk_state_save(const char *dir, int keep, const struct dlk_train_state *st, 
 	struct ckpt_blob blobs[5];
 	size_t nb = 0, bytes = sizeof(float) * net->n_params;
 	float *p = NULL, *m = NULL, *v = NULL;
+	struct moments_fill mf = { mv, (size_t)-1, (size_t)-1 };
 	cJSON *j = cJSON_CreateObject();
 	char *json, *hist = NULL;
 	int rc = -1;
@@ -96,10 +112,18 @@ int dlk_state_save(const char *dir, int keep, const struct dlk_train_state *st, 
 	 * backend: a copy of each would double what the checkpoint's moment holds */
 	blobs[nb++] = (struct ckpt_blob){ "state.json", json, strlen(json) };
 	blobs[nb++] = (struct ckpt_blob){ "params.f32", host_floats(be, net->params, bytes, &p), bytes };
-	if (opt->m)
-		blobs[nb++] = (struct ckpt_blob){ "optim_m.f32", host_floats(be, opt->m, bytes, &m), bytes };
-	if (opt->v)
-		blobs[nb++] = (struct ckpt_blob){ "optim_v.f32", host_floats(be, opt->v, bytes, &v), bytes };
+	if (opt->m) {
+		mf.m_at = nb;
+		blobs[nb++] = (struct ckpt_blob){ "optim_m.f32", mv ? NULL : host_floats(be, opt->m, bytes, &m), bytes };
+	}
+	if (opt->v) {
+		mf.v_at = nb;
+		blobs[nb++] = (struct ckpt_blob){ "optim_v.f32", mv ? NULL : host_floats(be, opt->v, bytes, &v), bytes };
+	}
+	if (mv) {
+		o.fill = fill_moment;
+		o.fill_ctx = &mf;
+	}
 	if (st->history) {
 		cJSON *hj = dlk_history_json(st->history, 1);
 		hist = cJSON_PrintUnformatted(hj);
@@ -144,18 +168,19 @@ static int get_int(const cJSON *j, const char *key, int max, int *out, const cha
 	return 0;
 }
 
+/* floats [off, off + cnt) of blob `name`, which must hold n, into dst */
 static int copy_blob(const struct ckpt *c, const char *name, float *dst, const struct dlk_backend *be, size_t n,
-                     struct dlk_err *err)
+                     size_t off, size_t cnt, struct dlk_err *err)
 {
 	size_t len;
-	const void *b = ckpt_get(c, name, &len);
+	const float *b = ckpt_get(c, name, &len);
 
 	if (!b)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "checkpoint '%s' has no %s", c->path, name);
 	if (len != sizeof(float) * n)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "checkpoint '%s': %s has %zu bytes, not the %zu of %zu floats", c->path,
 		                name, len, sizeof(float) * n, n);
-	be->to_device(dst, b, len);
+	be->to_device(dst, b + off, sizeof(float) * cnt);
 	return 0;
 }
 
@@ -272,11 +297,12 @@ int dlk_state_restore(const struct ckpt *c, struct dlk_train_state *st, const st
 		         c->path, gs);
 		goto out;
 	}
-	if (copy_blob(c, "params.f32", net->params, net->be, net->n_params, err))
+	if (copy_blob(c, "params.f32", net->params, net->be, net->n_params, 0, net->n_params, err))
 		goto out;
-	if (opt->m && copy_blob(c, "optim_m.f32", opt->m, net->be, opt->n, err))
+	/* a sharded optimizer (ZeRO-1) takes its range of the whole moments */
+	if (opt->m && copy_blob(c, "optim_m.f32", opt->m, net->be, opt->n, opt->state_off, opt->state_n, err))
 		goto out;
-	if (opt->v && copy_blob(c, "optim_v.f32", opt->v, net->be, opt->n, err))
+	if (opt->v && copy_blob(c, "optim_v.f32", opt->v, net->be, opt->n, opt->state_off, opt->state_n, err))
 		goto out;
 	if ((!opt->m && ckpt_get(c, "optim_m.f32", NULL)) || (!opt->v && ckpt_get(c, "optim_v.f32", NULL))) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "checkpoint '%s' was written with another optimizer", c->path);

@@ -32,10 +32,19 @@ struct dlk_state_meta {
  * counts. Two specs with the same digest have interchangeable flat parameter arrays. */
 void dlk_net_arch_digest(const struct dlk_net *net, char hex[65]);
 
+/* The optimizer's moments from elsewhere than st->opt's arrays (ZeRO-1: gathered from the ranks'
+ * shards as they are written): fill(ctx, which (0: m, 1: v), buf, len, err) gives the next len
+ * bytes of the whole moment, in order; 0, or -1 with err. st->opt says which moments there are
+ * and their count (opt->n). */
+struct dlk_state_moments {
+	int (*fill)(void *ctx, int which, void *buf, size_t len, struct dlk_err *err);
+	void *ctx;
+};
+
 /* Writes st (copied from the device) as checkpoint step st->global_step in dir, keeping the
- * newest `keep`. wo may be NULL. Returns 0 or -1 with err (see ckpt_write_atomic). */
+ * newest `keep`. wo and mv may be NULL. Returns 0 or -1 with err (see ckpt_write_atomic). */
 int dlk_state_save(const char *dir, int keep, const struct dlk_train_state *st, const struct dlk_state_meta *meta,
-                   const struct ckpt_write_opts *wo, struct dlk_err *err);
+                   const struct ckpt_write_opts *wo, const struct dlk_state_moments *mv, struct dlk_err *err);
 
 /* Checks c (a loaded checkpoint) against meta and the sizes of st's net and optimizer, then
  * copies its params and optimizer state into them and sets st's position, the counters and

@@ -572,8 +572,6 @@ static void ensure_arch(struct here *r, const struct dlk_net *net)
 	}
 }
 
-/* Every training.checkpoint_every steps, at epoch ends and when stopping: rank 0 writes. A
- * checkpoint that cannot be written is a warning, not the end of the run. */
 /* What moves between ranks over the host ring outside the steps (ZeRO-1's whole optimizer state
  * between rank 0 and the shards, a resumed state from rank 0) goes in broadcasts of at most this
  * many floats (4 MiB): a rank holds one piece in transit, not a copy of the whole. */
@@ -581,87 +579,174 @@ static void ensure_arch(struct here *r, const struct dlk_net *net)
 
 static int host_memory(const struct here *r);
 
-/* Moves shard q (rank q's [off, off + len) of m or v) between rank q's `shard` and rank 0's
- * `whole` (NULL on the other ranks, and on rank 0 when it could not allocate it), from the root
- * (to_root: q, sending to rank 0; else 0, sending to q), in pieces of RING_PIECE floats. The
- * broadcast is the host ring's one collective that reaches any rank from any root; the ranks in
- * between receive each piece into their scratch and drop it. With the backend's memory in the
- * host, the two ends send and receive in place. */
-static int zero_move(struct here *r, int q, int to_root, float *shard, float *whole, size_t off, size_t len,
-                     float *scratch, struct dlk_err *err)
-{
-	const struct dlk_backend *be = r->be;
-	int root = to_root ? q : 0, host = host_memory(r);
-
-	for (size_t at = 0; at < len; at += RING_PIECE) {
-		size_t k = len - at < RING_PIECE ? len - at : RING_PIECE;
-		float *end = r->rank == q ? shard + at : r->rank == 0 && whole ? whole + off + at : NULL;
-		float *buf = end && host ? end : scratch;
-		if (r->rank == root && buf == scratch && end)
-			be->to_host(scratch, end, sizeof(float) * k);
-		if (comm_broadcast(r->comm, buf, sizeof(float) * k, root, err))
-			return -1;
-		if (r->rank != root && buf == scratch && end)
-			be->to_device(end, scratch, sizeof(float) * k);
-	}
-	return 0;
-}
-
-/* ZeRO-1's checkpoint (to_root) or resume: every rank's shard of m and v to rank 0's whole state
- * `full` (see zero_move for NULL), or from it to every rank. Rank 0's own shard is a copy. */
-static int zero_move_state(struct here *r, struct dlk_optimizer *own, struct dlk_optimizer *full, int to_root,
-                           struct dlk_err *err)
+/* ZeRO-1's moments between the ranks, in a fixed order of pieces: m then v; the shards of ranks
+ * 1..world-1 in turn; RING_PIECE floats at a time. to_root (a checkpoint): each piece broadcast
+ * from its rank towards rank 0, which takes them through struct zero_fill, not here. Else (a
+ * resume): from rank 0, whose `whole` moments (the checkpoint it loaded, host memory) give them.
+ * A rank sends and receives its own pieces in place when its memory is the host's and lets the
+ * others' pass through its scratch piece. */
+static int zero_pieces(struct here *r, struct dlk_optimizer *own, int to_root, const float *const whole[2],
+                       struct dlk_err *err)
 {
 	float *scratch = xmalloc(sizeof(float) * RING_PIECE);
-	int rc = 0;
+	int rc = 0, host = host_memory(r);
 
-	if (r->rank == 0 && full && full->n)
-		dlk_optimizer_copy_shard(own, full, to_root);
 	for (int which = 0; which < 2 && !rc; which++) {
-		float *mine = which ? own->v : own->m, *whole = full ? (which ? full->v : full->m) : NULL;
+		float *mine = which ? own->v : own->m;
 		if (!mine)
 			continue;
 		for (int q = 1; q < r->world && !rc; q++) {
 			size_t off, len;
 			comm_shard(own->n, r->world, q, &off, &len);
-			rc = zero_move(r, q, to_root, mine, whole, off, len, scratch, err);
+			for (size_t at = 0; at < len && !rc; at += RING_PIECE) {
+				size_t k = len - at < RING_PIECE ? len - at : RING_PIECE;
+				int root = to_root ? q : 0;
+				float *buf = r->rank == q && host ? mine + at : scratch;
+				if (r->rank == root && buf == scratch) {
+					if (to_root)
+						r->be->to_host(scratch, mine + at, sizeof(float) * k);
+					else
+						memcpy(scratch, whole[which] + off + at, sizeof(float) * k);
+				}
+				rc = comm_broadcast(r->comm, buf, sizeof(float) * k, root, err);
+				if (!rc && !to_root && r->rank == q && buf == scratch)
+					r->be->to_device(mine + at, scratch, sizeof(float) * k);
+			}
 		}
 	}
 	free(scratch);
 	return rc;
 }
 
-static int on_checkpoint(void *vctx, const struct dlk_train_state *st0, struct dlk_err *err)
+/* ZeRO-1's checkpoint on rank 0: the whole moments are written as they arrive, never whole in
+ * memory. The pieces come in zero_pieces' order (m then v; ranks 1..world-1; RING_PIECE
+ * floats at a time), which the other ranks follow; rank 0's own shard, the moments' first
+ * floats, is read where it is. */
+struct zero_fill {
+	struct here *r;
+	struct dlk_optimizer *own;
+	int which, q, done; /* the next piece: of moment `which` (0 m, 1 v), in rank q's shard... */
+	size_t at;          /* ... from its float `at`; done: none left */
+	float *piece;       /* the piece received last: floats [p_lo, p_hi) of moment p_which */
+	int p_which;
+	size_t p_lo, p_hi, pos[2]; /* pos: the floats of each moment given to the writer so far */
+	int failed;         /* a broadcast failed (err): the ring is broken */
+	struct dlk_err err;
+};
+
+/* moves the cursor past moments this optimizer has not and shards that are empty */
+static void zf_settle(struct zero_fill *z)
+{
+	while (!z->done) {
+		size_t off, len;
+		if (z->which > 1) {
+			z->done = 1;
+			return;
+		}
+		if (!(z->which ? z->own->v : z->own->m) || z->q >= z->r->world) {
+			z->which++, z->q = 1, z->at = 0;
+			continue;
+		}
+		comm_shard(z->own->n, z->r->world, z->q, &off, &len);
+		if (z->at < len)
+			return;
+		z->q++, z->at = 0;
+	}
+}
+
+static void zf_init(struct zero_fill *z, struct here *r, struct dlk_optimizer *own)
+{
+	memset(z, 0, sizeof(*z));
+	z->r = r;
+	z->own = own;
+	z->q = 1;
+	z->p_which = -1;
+	z->piece = xmalloc(sizeof(float) * RING_PIECE);
+	zf_settle(z);
+}
+
+/* receives the next piece of the sequence from its rank */
+static int zf_next(struct zero_fill *z)
+{
+	size_t off, len, k;
+
+	comm_shard(z->own->n, z->r->world, z->q, &off, &len);
+	k = len - z->at < RING_PIECE ? len - z->at : RING_PIECE;
+	if (comm_broadcast(z->r->comm, z->piece, sizeof(float) * k, z->q, &z->err)) {
+		z->failed = 1;
+		return -1;
+	}
+	z->p_which = z->which;
+	z->p_lo = off + z->at;
+	z->p_hi = z->p_lo + k;
+	z->at += k;
+	zf_settle(z);
+	return 0;
+}
+
+/* the checkpoint writer's next len bytes of moment `which` */
+static int zf_fill(void *ctx, int which, void *buf, size_t len, struct dlk_err *err)
+{
+	struct zero_fill *z = ctx;
+	float *out = buf;
+	const float *mine = which ? z->own->v : z->own->m;
+	size_t p = z->pos[which], nf = len / sizeof(float), off0, len0;
+
+	comm_shard(z->own->n, z->r->world, 0, &off0, &len0);
+	while (nf) {
+		size_t k;
+		if (p < len0) {
+			k = nf < len0 - p ? nf : len0 - p;
+			z->r->be->to_host(out, mine + p, sizeof(float) * k);
+		} else {
+			if (!(z->p_which == which && p >= z->p_lo && p < z->p_hi)) {
+				if (z->failed || z->done || zf_next(z)) {
+					if (!z->failed)
+						return dlk_errf(err, DLK_EXIT_FAIL, "ZeRO-1: no piece left for float %zu of the optimizer's state", p);
+					*err = z->err;
+					return -1;
+				}
+				if (!(z->p_which == which && p >= z->p_lo && p < z->p_hi))
+					return dlk_errf(err, DLK_EXIT_FAIL, "ZeRO-1: the shards' pieces came out of order (float %zu)", p);
+			}
+			k = nf < z->p_hi - p ? nf : z->p_hi - p;
+			memcpy(out, z->piece + (p - z->p_lo), sizeof(float) * k);
+		}
+		out += k, p += k, nf -= k;
+	}
+	z->pos[which] = p;
+	return 0;
+}
+
+/* Every training.checkpoint_every steps, at epoch ends and when stopping: rank 0 writes. A
+ * checkpoint that cannot be written is a warning, not the end of the run; with ZeRO-1 the
+ * collectives that bring rank 0 the shards run to their end whatever the write did, and a
+ * broken ring ends the run. */
+static int on_checkpoint(void *vctx, const struct dlk_train_state *st, struct dlk_err *err)
 {
 	struct here *r = vctx;
-	struct dlk_train_state stw = *st0;
-	const struct dlk_train_state *st = &stw;
-	struct dlk_optimizer full = DLK_OPTIMIZER_INIT;
-	int sharded = st0->opt->sharded, skip = 0;
+	int sharded = st->opt->sharded;
+	struct zero_fill zf;
+	struct dlk_state_moments mv = { zf_fill, &zf };
 
-	if (sharded) {
-		/* ZeRO-1: the checkpoint holds the whole state, so that it resumes at any worker count,
-		 * sharded or not; rank 0 alone gathers it from the shards (the others never hold it) */
+	if (sharded && r->rank != 0) {
+		/* this rank's shard to rank 0, piece by piece */
 		struct dlk_err e = DLK_ERR_INIT;
-		int have = 0;
-		if (r->comm_failed) {
-			skip = 1;
-		} else {
-			have = r->rank == 0 && !dlk_optimizer_full(st0->opt, &full, &e);
-			if (zero_move_state(r, st0->opt, have ? &full : NULL, 1, &e)) {
-				r->comm_failed = 1;
-				r->comm_err = e;
-				skip = 1;
-			} else if (r->rank == 0 && !have) {
-				skip = 1;
-			}
-			stw.opt = &full;
+		if (!r->comm_failed && zero_pieces(r, st->opt, 1, NULL, &e)) {
+			r->comm_failed = 1;
+			r->comm_err = e;
 		}
-		if (skip && r->rank == 0 && r->ckpt_dir && !r->ckpt_warned++)
-			dlk_trainer_warn(r->sink, "checkpoint at step %ld not written: the optimizer's shards cannot be gathered%s%s",
-			                 st0->global_step, e.msg[0] ? ": " : "", e.msg);
+		goto out;
 	}
-	if (r->rank == 0 && r->ckpt_dir && !skip) {
+	if (sharded && r->comm_failed) {
+		if (r->ckpt_dir && !r->ckpt_warned++)
+			dlk_trainer_warn(r->sink, "checkpoint at step %ld not written: the optimizer's shards cannot be gathered: %s",
+			                 st->global_step, r->comm_err.msg);
+		goto out;
+	}
+	if (sharded)
+		zf_init(&zf, r, st->opt);
+	if (r->rank == 0 && r->ckpt_dir) {
 		struct dlk_err e = DLK_ERR_INIT;
 		struct ckpt_write_opts wo = CKPT_WRITE_OPTS_INIT;
 		if (r->ckpt_delay_ms > 0) {
@@ -669,17 +754,29 @@ static int on_checkpoint(void *vctx, const struct dlk_train_state *st0, struct d
 			wo.write_ctx = r;
 		}
 		ensure_arch(r, st->net);
-		if (dlk_state_save(r->ckpt_dir, r->ckpt_keep, st, &r->meta, &wo, &e)) {
+		if (dlk_state_save(r->ckpt_dir, r->ckpt_keep, st, &r->meta, &wo, sharded ? &mv : NULL, &e)) {
 			if (!r->ckpt_warned++)
-				dlk_trainer_warn(r->sink, "checkpoint at step %ld not written (training goes on): %s%s%s", st->global_step,
-				         e.msg, e.hint[0] ? "; " : "", e.hint);
+				dlk_trainer_warn(r->sink, "checkpoint at step %ld not written%s: %s%s%s", st->global_step,
+				                 sharded && zf.failed ? ": the optimizer's shards cannot be gathered" :
+				                                        " (training goes on)",
+				                 e.msg, e.hint[0] ? "; " : "", e.hint);
 		} else {
 			r->ckpt_step = st->global_step;
 			if (r->o->verbose)
 				dlk_trainer_info(r->sink, "checkpoint: step %ld in '%s'", st->global_step, r->ckpt_dir);
 		}
 	}
-	dlk_optimizer_release(&full);
+	if (sharded) {
+		/* the pieces the writer did not take (it failed, or there is no directory) */
+		while (!zf.failed && !zf.done)
+			zf_next(&zf);
+		if (zf.failed) {
+			r->comm_failed = 1;
+			r->comm_err = zf.err;
+		}
+		free(zf.piece);
+	}
+out:
 	if (r->comm_failed) {
 		*err = r->comm_err;
 		return -1;
@@ -768,43 +865,44 @@ static int prepare_resume(struct here *r, struct dlk_training *tr, struct dlk_er
 	return 0;
 }
 
-static int on_resume_whole(struct here *r, struct dlk_train_state *st, const struct dlk_err *fail0, int state_too,
-                           struct dlk_err *err);
+static int on_resume_whole(struct here *r, struct dlk_train_state *st, int sharded, struct dlk_err *err);
 
-/* ZeRO-1: a checkpoint holds the whole optimizer state (see on_checkpoint): rank 0 restores it
- * whole, as without sharding, and hands every rank its shard (zero_scatter_state); the others
- * never hold the whole state. */
+/* ZeRO-1 resumed: rank 0, whose own shard the restore filled from the checkpoint it loaded (still
+ * held), hands every other rank its shard of the whole moments there (zero_pieces). */
+static int zero_scatter_loaded(struct here *r, struct dlk_optimizer *own, struct dlk_err *err)
+{
+	const float *whole[2] = { NULL, NULL };
+
+	if (r->rank == 0) {
+		whole[0] = ckpt_get(&r->ckpt, "optim_m.f32", NULL);
+		whole[1] = ckpt_get(&r->ckpt, "optim_v.f32", NULL);
+		/* the restore checked both against the optimizer: never missing here */
+		if ((own->m && !whole[0]) || (own->v && !whole[1]))
+			return dlk_errf(err, DLK_EXIT_FAIL, "checkpoint '%s': the optimizer's moments are gone", r->ckpt.path);
+	}
+	return zero_pieces(r, own, 0, whole, err);
+}
+
+/* A checkpoint holds the whole optimizer state (see on_checkpoint). Unsharded, rank 0 restores
+ * it and broadcasts it whole. ZeRO-1: rank 0 restores its own shard and scatters the others from
+ * the checkpoint it loaded; no rank holds the whole state beyond that loaded copy. */
 static int on_resume(void *vctx, struct dlk_train_state *st, struct dlk_err *err)
 {
 	struct here *r = vctx;
-	struct dlk_optimizer *own = st->opt, full = DLK_OPTIMIZER_INIT;
-	struct dlk_err e0 = DLK_ERR_INIT;
-	int rc, failed = 0;
+	int sharded = st->opt->sharded, rc;
 
-	if (!own->sharded)
-		return on_resume_whole(r, st, NULL, 1, err);
-	if (r->rank == 0 && r->ckpt.path) {
-		failed = dlk_optimizer_full(own, &full, &e0) != 0;
-		if (!failed)
-			st->opt = &full;
-	}
-	rc = on_resume_whole(r, st, failed ? &e0 : NULL, 0, err);
-	st->opt = own;
-	if (rc == 1) {
-		if (zero_move_state(r, own, r->rank == 0 ? &full : NULL, 0, err))
-			rc = -1;
-		else if (r->rank == 0)
-			own->t = full.t;
-	}
-	dlk_optimizer_release(&full);
+	rc = on_resume_whole(r, st, sharded, err);
+	if (rc == 1 && sharded && zero_scatter_loaded(r, st->opt, err))
+		rc = -1;
+	if (sharded)
+		ckpt_release(&r->ckpt);
 	return rc;
 }
 
 /* Rank 0 restores the checkpoint prepare_resume loaded and broadcasts it (the optimizer's state
- * too with state_too), so that ranks never disagree on where they resume. fail0: why rank 0
- * cannot restore it (it then tells the others it failed). */
-static int on_resume_whole(struct here *r, struct dlk_train_state *st, const struct dlk_err *fail0, int state_too,
-                           struct dlk_err *err)
+ * too, unless sharded: then each rank's shard goes to it after this, from the loaded checkpoint,
+ * which rank 0 keeps for that), so that ranks never disagree on where they resume. */
+static int on_resume_whole(struct here *r, struct dlk_train_state *st, int sharded, struct dlk_err *err)
 {
 	long long hdr[8] = { RESUME_NONE, 0, 0, 0, 0, 0, 0, 0 };
 	unsigned long long dc = 0;
@@ -813,10 +911,7 @@ static int on_resume_whole(struct here *r, struct dlk_train_state *st, const str
 	ensure_arch(r, st->net);
 	if (r->rank == 0 && r->ckpt.path) {
 		struct ckpt *c = &r->ckpt;
-		if (fail0) {
-			*err = *fail0;
-			hdr[0] = RESUME_FAILED;
-		} else if (dlk_state_restore(c, st, &r->meta, err)) {
+		if (dlk_state_restore(c, st, &r->meta, err)) {
 			hdr[0] = RESUME_FAILED;
 		} else {
 			hdr[0] = RESUME_LOADED;
@@ -836,8 +931,10 @@ static int on_resume_whole(struct here *r, struct dlk_train_state *st, const str
 				dlk_trainer_info(r->sink, "resuming%s from checkpoint '%s' (epoch %d, step %ld of the epoch, %ld steps done)",
 				         who, c->path, st->epoch + 1, st->step_in_epoch, st->global_step);
 		}
-		/* the params are on the device now: the loaded copy is not kept through the run */
-		ckpt_release(c);
+		/* the params are on the device now: the loaded copy is not kept through the run (ZeRO-1:
+		 * until the shards are handed out) */
+		if (!sharded || hdr[0] != RESUME_LOADED)
+			ckpt_release(c);
 		hdr[1] = st->epoch;
 		hdr[2] = st->step_in_epoch;
 		hdr[3] = st->global_step;
@@ -853,8 +950,8 @@ static int on_resume_whole(struct here *r, struct dlk_train_state *st, const str
 		if (hdr[0] == RESUME_LOADED) {
 			const struct dlk_backend *be = st->net->be;
 			if (bcast_floats(r->comm, st->net->params, st->net->n_params, be, &e) ||
-			    (state_too && st->opt->m && bcast_floats(r->comm, st->opt->m, st->opt->n, be, &e)) ||
-			    (state_too && st->opt->v && bcast_floats(r->comm, st->opt->v, st->opt->n, be, &e))) {
+			    (!sharded && st->opt->m && bcast_floats(r->comm, st->opt->m, st->opt->n, be, &e)) ||
+			    (!sharded && st->opt->v && bcast_floats(r->comm, st->opt->v, st->opt->n, be, &e))) {
 				*err = e;
 				return -1;
 			}

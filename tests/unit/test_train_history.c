@@ -157,7 +157,7 @@ static int on_ckpt(void *ctx, const struct dlk_train_state *st, struct dlk_err *
 {
 	struct store *s = ctx;
 	dlk_net_arch_digest(st->net, s->meta.arch);
-	return dlk_state_save(s->dir, 2, st, &s->meta, NULL, err);
+	return dlk_state_save(s->dir, 2, st, &s->meta, NULL, NULL, err);
 }
 
 static int on_resume(void *ctx, struct dlk_train_state *st, struct dlk_err *err)

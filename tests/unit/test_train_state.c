@@ -29,7 +29,7 @@ static int on_ckpt(void *ctx, const struct dlk_train_state *st, struct dlk_err *
 {
 	struct store *s = ctx;
 	dlk_net_arch_digest(st->net, s->meta.arch);
-	if (dlk_state_save(s->dir, 2, st, &s->meta, NULL, err))
+	if (dlk_state_save(s->dir, 2, st, &s->meta, NULL, NULL, err))
 		return -1;
 	s->saved++;
 	return 0;
