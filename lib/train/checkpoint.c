@@ -149,13 +149,16 @@ static int write_file(const char *path, const struct ckpt_blob *b, size_t bi, co
 	free(piece);
 	dlk_sha256_end(&h, hex);
 	if (fsync(fd))
-		goto fail_closed;
+		goto fail_hashed;
 	if (close(fd))
 		return -1;
 	return 0;
 fail:
+	e = errno;
 	free(piece);
-fail_closed:
+	dlk_sha256_end(&h, hex); /* releases the digest's context; the value is not used */
+	errno = e;
+fail_hashed:
 	e = errno;
 	close(fd);
 	errno = e;
