@@ -177,36 +177,6 @@ void dlk_optimizer_clip_shard(const struct dlk_optimizer *o, float *grads, doubl
 		o->be->scale(grads + o->state_off, o->state_n, (float)(o->grad_clip / (norm + 1e-6)));
 }
 
-int dlk_optimizer_full(const struct dlk_optimizer *o, struct dlk_optimizer *full, struct dlk_err *err)
-{
-	size_t bytes = sizeof(float) * (o->n ? o->n : 1);
-
-	*full = *o;
-	full->no_decay = NULL;
-	full->n_no_decay = 0;
-	full->m = full->v = NULL;
-	full->state_off = 0;
-	full->state_n = o->n;
-	full->sharded = 0;
-	if ((o->m && !(full->m = o->be->alloc(bytes))) || (o->v && !(full->v = o->be->alloc(bytes)))) {
-		dlk_optimizer_release(full);
-		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for the whole optimizer state", o->be->name);
-	}
-	return 0;
-}
-
-void dlk_optimizer_copy_shard(struct dlk_optimizer *o, struct dlk_optimizer *full, int to_full)
-{
-	size_t bytes = sizeof(float) * o->state_n;
-
-	if (!bytes)
-		return;
-	if (o->m && full->m)
-		o->be->copy(to_full ? full->m + o->state_off : o->m, to_full ? o->m : full->m + o->state_off, bytes);
-	if (o->v && full->v)
-		o->be->copy(to_full ? full->v + o->state_off : o->v, to_full ? o->v : full->v + o->state_off, bytes);
-}
-
 void dlk_optimizer_release(struct dlk_optimizer *o)
 {
 	if (o->be) {

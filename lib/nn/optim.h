@@ -68,11 +68,6 @@ size_t dlk_optimizer_state_bytes(const struct dlk_optimizer *o);
 /* Scales the shard of grads by grad_clip / norm when norm (the global L2 norm of every rank's
  * gradients) is over grad_clip, as dlk_optimizer_clip does with the norm it computes. */
 void dlk_optimizer_clip_shard(const struct dlk_optimizer *o, float *grads, double norm);
-/* An unsharded copy of o for saving or restoring a checkpoint: the same settings and t, state of
- * all n parameters (zeroed), no weight-decay ranges; release it with dlk_optimizer_release(). */
-int dlk_optimizer_full(const struct dlk_optimizer *o, struct dlk_optimizer *full, struct dlk_err *err);
-/* Copies o's shard of state into full (to_full) or full's into o's shard (!to_full). */
-void dlk_optimizer_copy_shard(struct dlk_optimizer *o, struct dlk_optimizer *full, int to_full);
 void dlk_optimizer_release(struct dlk_optimizer *o);
 
 #endif
