@@ -61,5 +61,6 @@
 #define DLK_ENV_RUN_SWEEP "DLK_RUN_SWEEP"                   /* a sweep's trial: its run.sweep (JSON), lib/sweep */
 #define DLK_ENV_PVC_ROOT "DLK_PVC_ROOT"                     /* where a pvc:// store's claim is mounted (/mnt/pvc) */
 #define DLK_ENV_TEST_CHECKPOINT_DELAY_MS "DLK_TEST_CHECKPOINT_DELAY_MS" /* tests: slow every checkpoint write */
+#define DLK_ENV_TEST_CHECKPOINT_SPACE "DLK_TEST_CHECKPOINT_SPACE" /* tests: bytes a checkpoint may write before ENOSPC */
 
 #endif

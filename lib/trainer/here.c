@@ -139,6 +139,7 @@ struct here {
 	int epochs;
 	long ckpt_step;               /* the newest checkpoint written or resumed, -1: none */
 	long ckpt_delay_ms;           /* test hook: slow every checkpoint write down */
+	long ckpt_space, ckpt_written; /* test hook: a checkpoint's volume holds ckpt_space bytes */
 	struct dlk_job_progress *jp;
 	/* elastic (rank 0 in a cluster): the Job's size, read every poll_sec; resize_to is the new
 	 * number of workers once `dlk scale` changed it, and every rank stops to re-form */
@@ -555,13 +556,28 @@ static int data_progress(void *vctx, const char *what, unsigned long long done, 
 
 /* ---- checkpoints ---- */
 
-static ssize_t slow_write(int fd, const void *buf, size_t len, void *vctx)
+/* the test hooks' write: slowed by ckpt_delay_ms, and a full volume once a checkpoint wrote
+ * ckpt_space bytes (both > 0 when set) */
+static ssize_t test_write(int fd, const void *buf, size_t len, void *vctx)
 {
-	const struct here *r = vctx;
-	struct timespec ts = { r->ckpt_delay_ms / 1000, (r->ckpt_delay_ms % 1000) * 1000000L };
+	struct here *r = vctx;
 
-	nanosleep(&ts, NULL);
-	return write(fd, buf, len);
+	if (r->ckpt_delay_ms > 0) {
+		struct timespec ts = { r->ckpt_delay_ms / 1000, (r->ckpt_delay_ms % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	if (r->ckpt_space > 0) {
+		if (r->ckpt_written >= r->ckpt_space) {
+			errno = ENOSPC;
+			return -1;
+		}
+		if (len > (size_t)(r->ckpt_space - r->ckpt_written))
+			len = (size_t)(r->ckpt_space - r->ckpt_written);
+	}
+	ssize_t w = write(fd, buf, len);
+	if (w > 0)
+		r->ckpt_written += w;
+	return w;
 }
 
 static void ensure_arch(struct here *r, const struct dlk_net *net)
@@ -749,9 +765,10 @@ static int on_checkpoint(void *vctx, const struct dlk_train_state *st, struct dl
 	if (r->rank == 0 && r->ckpt_dir) {
 		struct dlk_err e = DLK_ERR_INIT;
 		struct ckpt_write_opts wo = CKPT_WRITE_OPTS_INIT;
-		if (r->ckpt_delay_ms > 0) {
-			wo.write_fn = slow_write;
+		if (r->ckpt_delay_ms > 0 || r->ckpt_space > 0) {
+			wo.write_fn = test_write;
 			wo.write_ctx = r;
+			r->ckpt_written = 0;
 		}
 		ensure_arch(r, st->net);
 		if (dlk_state_save(r->ckpt_dir, r->ckpt_keep, st, &r->meta, &wo, sharded ? &mv : NULL, &e)) {
@@ -1473,6 +1490,7 @@ int dlk_trainer_here(const struct dlk_trainer_here_opts *o, const struct dlk_pro
 	run.world = 1;
 	grace = (unsigned)env_long(DLK_ENV_TERM_GRACE, 20, 1, 3600, &err, &bad);
 	run.ckpt_delay_ms = env_long(DLK_ENV_TEST_CHECKPOINT_DELAY_MS, 0, 0, 60000, &err, &bad);
+	run.ckpt_space = env_long(DLK_ENV_TEST_CHECKPOINT_SPACE, 0, 0, 1L << 40, &err, &bad);
 	run.poll_sec = env_long(DLK_ENV_RESIZE_POLL, 10, 1, 3600, &err, &bad);
 	run.local_world = 1;
 	if (bad)
