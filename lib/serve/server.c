@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/util/machine.h"
 #include "lib/util/mem.h"
 
 static void event(struct dlk_server *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -27,47 +27,9 @@ static void event(struct dlk_server *srv, const char *fmt, ...)
 	srv->event(srv->event_ctx, msg);
 }
 
-/* ceil(quota / period) of a cgroup CPU limit, or 0 when there is none */
-static int cgroup_cpus(void)
-{
-	char buf[128];
-	FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r"); /* cgroup v2: "max 100000" or "150000 100000" */
-	long long quota = -1, period = 0;
-
-	if (f) {
-		if (fgets(buf, sizeof(buf), f) && strncmp(buf, "max", 3))
-			sscanf(buf, "%lld %lld", &quota, &period);
-		fclose(f);
-	} else if ((f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "r"))) { /* cgroup v1 */
-		if (fscanf(f, "%lld", &quota) != 1)
-			quota = -1;
-		fclose(f);
-		if ((f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "r"))) {
-			if (fscanf(f, "%lld", &period) != 1)
-				period = 0;
-			fclose(f);
-		}
-	}
-	if (quota <= 0 || period <= 0)
-		return 0;
-	return (int)((quota + period - 1) / period);
-}
-
 int dlk_serve_cores(void)
 {
-	cpu_set_t set;
-	int n = 0;
-
-	if (!sched_getaffinity(0, sizeof(set), &set))
-		n = CPU_COUNT(&set);
-	if (n <= 0) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-		n = c > 0 ? (int)c : 1;
-	}
-	int q = cgroup_cpus();
-	if (q > 0 && q < n)
-		n = q;
-	return n < 1 ? 1 : n;
+	return dlk_machine_cores();
 }
 
 struct dlk_server *dlk_server_new(const struct dlk_server_opts *o, struct dlk_err *err)
