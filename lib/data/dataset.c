@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "lib/data/bpe.h"
+#include "lib/data/image.h"
+#include "lib/util/buf.h"
 #include "lib/util/mem.h"
 #include "lib/util/parallel.h"
 #include "lib/util/rng.h"
@@ -27,6 +29,7 @@ void dlk_dataset_release(struct dlk_dataset *ds)
 		free(ds->class_names[i]);
 	free(ds->class_names);
 	dlk_tokenizer_free(ds->tokenizer);
+	dlk_image_files_free(ds->files);
 	memset(ds, 0, sizeof(*ds));
 }
 
@@ -72,49 +75,123 @@ static void noise_seed(struct dlk_rng *r, const struct dlk_dataset *ds, size_t i
 	                    (0xC2B2AE3D27D4EB4Full * (unsigned long long)(ds->base + i + 1)));
 }
 
-int dlk_dataset_has_targets(const struct dlk_dataset *ds)
+/* raw bytes (kept, or read from files as gathered): what flips, crops and noise act on */
+static int byte_storage(const struct dlk_dataset *ds)
 {
-	return ds->t || ds->t8 || (ds->t_from_x8 && ds->x8);
+	return ds->storage == DLK_STORE_U8 || ds->storage == DLK_STORE_FILES;
 }
 
-void dlk_dataset_targets(const struct dlk_dataset *ds, const size_t *idx, size_t start, size_t n, float *out)
+int dlk_dataset_streams(const struct dlk_dataset *ds)
+{
+	return ds->storage == DLK_STORE_FILES && ds->files;
+}
+
+int dlk_dataset_failed(const struct dlk_dataset *ds, struct dlk_err *err)
+{
+	return dlk_dataset_streams(ds) ? dlk_image_files_failed(ds->files, err) : 0;
+}
+
+/* Scratch of one thread reading samples: a file's bytes and a decoded sample (DLK_STORE_FILES). */
+struct reader {
+	struct dlk_buf file;
+	uint8_t *px;
+};
+
+static void reader_release(struct reader *rd)
+{
+	dlk_buf_release(&rd->file);
+	free(rd->px);
+	rd->px = NULL;
+}
+
+/* sample i's raw bytes: where they are kept, or read from its file into rd (target: its target
+ * image's, paired folders; the input's own otherwise) */
+static const uint8_t *sample_bytes(const struct dlk_dataset *ds, size_t i, int target, struct reader *rd)
+{
+	if (ds->storage != DLK_STORE_FILES)
+		return target ? (ds->t_from_x8 ? ds->x8 : ds->t8) + i * ds->target_size : ds->x8 + i * ds->sample_size;
+	target = target && ds->files->tpaths;
+	if (!rd->px) {
+		size_t m = ds->files->sample_size > ds->files->tsample_size ? ds->files->sample_size : ds->files->tsample_size;
+		rd->px = xmalloc(m ? m : 1);
+	}
+	dlk_image_files_sample(ds->files, i, target, rd->px, &rd->file);
+	return rd->px;
+}
+
+int dlk_dataset_has_targets(const struct dlk_dataset *ds)
+{
+	return ds->t || ds->t8 || (ds->files && ds->files->tpaths) || (ds->t_from_x8 && (ds->x8 || ds->files));
+}
+
+static void targets_rows(const struct dlk_dataset *ds, const size_t *idx, size_t start, size_t lo, size_t hi,
+                         float *out, struct reader *rd)
 {
 	size_t k = ds->target_size;
 
-	for (size_t b = 0; b < n; b++) {
+	for (size_t b = lo; b < hi; b++) {
 		size_t i = idx ? idx[b] : start + b;
 		float *o = out + b * k;
 		if (ds->t) {
 			memcpy(o, ds->t + i * k, sizeof(float) * k);
 		} else {
-			const uint8_t *src = (ds->t_from_x8 ? ds->x8 : ds->t8) + i * k;
+			const uint8_t *src = sample_bytes(ds, i, 1, rd);
 			for (size_t j = 0; j < k; j++)
 				o[j] = (float)src[j] / 255.0f;
 		}
 	}
 }
 
+struct targets_job {
+	const struct dlk_dataset *ds;
+	const size_t *idx;
+	size_t start, n;
+	float *out;
+};
+
+static void targets_part(void *ctx, int part, int nparts)
+{
+	const struct targets_job *j = ctx;
+	struct reader rd = { DLK_BUF_INIT, NULL };
+	size_t lo, hi;
+
+	dlk_parallel_range(j->n, part, nparts, 1, &lo, &hi);
+	targets_rows(j->ds, j->idx, j->start, lo, hi, j->out, &rd);
+	reader_release(&rd);
+}
+
+void dlk_dataset_targets(const struct dlk_dataset *ds, const size_t *idx, size_t start, size_t n, float *out)
+{
+	struct targets_job j = { ds, idx, start, n, out };
+	int t = dlk_parallel_threads();
+
+	/* files are decoded on the compute pool; targets kept in memory are a copy */
+	dlk_parallel_for(dlk_dataset_streams(ds) && t > 1 && n > 1 ? (n < (size_t)t ? (int)n : t) : 1, targets_part, &j);
+}
+
 void dlk_dataset_noisy_pixels(const struct dlk_dataset *ds, size_t start, size_t n, float *out)
 {
 	size_t m = ds->sample_size;
+	struct reader rd = { DLK_BUF_INIT, NULL };
 
 	for (size_t i = start; i < start + n; i++) {
-		const uint8_t *src = ds->x8 + i * m;
+		const uint8_t *src = sample_bytes(ds, i, 0, &rd);
 		struct dlk_rng r;
 		noise_seed(&r, ds, i, 0, 0, 0);
 		for (size_t k = 0; k < m; k++)
 			*out++ = (float)noisy(src[k], ds->aug.noise, &r) / 255.0f;
 	}
+	reader_release(&rd);
 }
 
-/* A U8 sample shifted by (dy, dx) (out(y, x) = in(y + dy, x + dx), raw 0 outside: padding then
- * cropping) and mirrored when flip (train: the epoch's draws; else none), then noise when the
- * dataset has it (train: the epoch's; else DLK_NOISE_EVAL_SEED's, the same every time). */
-static void gather_aug(const struct dlk_dataset *ds, size_t i, unsigned long long seed, int epoch, int train,
-                       float *out)
+/* A U8 sample src (sample i's raw bytes) shifted by (dy, dx) (out(y, x) = in(y + dy, x + dx), raw
+ * 0 outside: padding then cropping) and mirrored when flip (train: the epoch's draws; else none),
+ * then noise when the dataset has it (train: the epoch's; else DLK_NOISE_EVAL_SEED's, the same
+ * every time). */
+static void gather_aug(const struct dlk_dataset *ds, const uint8_t *src, size_t i, unsigned long long seed, int epoch,
+                       int train, float *out)
 {
 	int C = ds->shape[0], H = ds->shape[1], W = ds->shape[2], dy = 0, dx = 0, flip = 0;
-	const uint8_t *src = ds->x8 + i * ds->sample_size;
 	float noise = ds->aug.noise;
 	struct dlk_rng nr;
 
@@ -137,22 +214,20 @@ static void gather_aug(const struct dlk_dataset *ds, size_t i, unsigned long lon
 	}
 }
 
-/* One sample's values: a copy of the scaled floats, or the bytes looked up in the table. */
-static void gather_one(const struct dlk_dataset *ds, size_t i, float *out)
+/* One sample's values: a copy of the scaled floats, or its raw bytes src looked up in the table. */
+static void gather_one(const struct dlk_dataset *ds, const uint8_t *src, size_t i, float *out)
 {
 	size_t k, m = ds->sample_size;
 
-	if (ds->storage == DLK_STORE_U8 && ds->per_channel) {
+	if (!src) {
+		memcpy(out, ds->x + i * m, sizeof(float) * m);
+	} else if (ds->per_channel) {
 		size_t plane = (size_t)ds->shape[1] * (size_t)ds->shape[2];
-		const uint8_t *src = ds->x8 + i * m;
 		for (k = 0; k < m; k++)
 			out[k] = ds->lut_c[k / plane][src[k]];
-	} else if (ds->storage == DLK_STORE_U8) {
-		const uint8_t *src = ds->x8 + i * m;
+	} else {
 		for (k = 0; k < m; k++)
 			out[k] = ds->lut[src[k]];
-	} else {
-		memcpy(out, ds->x + i * m, sizeof(float) * m);
 	}
 }
 
@@ -166,36 +241,62 @@ struct gather_job {
 	unsigned long long seed;
 };
 
-static void gather_part(void *ctx, int part, int nparts)
+/* rows lo..hi of j, and their targets into tout's when not NULL (a target that is the input's own
+ * bytes, data.images.noise, is taken from the bytes just read) */
+static void gather_rows(const struct gather_job *j, size_t lo, size_t hi, float *tout, struct reader *rd)
 {
-	const struct gather_job *j = ctx;
-	size_t lo, hi;
-	dlk_parallel_range(j->n, part, nparts, 1, &lo, &hi);
+	const struct dlk_dataset *ds = j->ds;
+	size_t k = ds->target_size;
+
 	for (size_t b = lo; b < hi; b++) {
 		size_t i = j->idx ? j->idx[b] : j->start + b;
+		const uint8_t *src = byte_storage(ds) ? sample_bytes(ds, i, 0, rd) : NULL;
 		if (j->augment)
-			gather_aug(j->ds, i, j->seed, j->epoch, j->augment == 1, j->out + b * j->ds->sample_size);
+			gather_aug(ds, src, i, j->seed, j->epoch, j->augment == 1, j->out + b * ds->sample_size);
 		else
-			gather_one(j->ds, i, j->out + b * j->ds->sample_size);
+			gather_one(ds, src, i, j->out + b * ds->sample_size);
+		if (!tout)
+			continue;
+		if (ds->t_from_x8 && src)
+			for (size_t q = 0; q < k; q++)
+				tout[b * k + q] = (float)src[q] / 255.0f;
+		else
+			targets_rows(ds, j->idx, j->start, b, b + 1, tout, rd);
 	}
 }
 
-/* on the compute pool when a batch is large enough to share (each sample is one part's: the
- * same values whoever copies them) */
+static void gather_part(void *ctx, int part, int nparts)
+{
+	const struct gather_job *j = ctx;
+	struct reader rd = { DLK_BUF_INIT, NULL };
+	size_t lo, hi;
+
+	dlk_parallel_range(j->n, part, nparts, 1, &lo, &hi);
+	gather_rows(j, lo, hi, NULL, &rd);
+	reader_release(&rd);
+}
+
+/* on the compute pool when a batch is large enough to share, or read from files (each sample is
+ * one part's: the same values whoever copies them) */
 static void gather(const struct dlk_dataset *ds, const size_t *idx, size_t start, size_t n, int augment,
                    unsigned long long seed, int epoch, float *out)
 {
 	struct gather_job j = { .ds = ds, .idx = idx, .start = start, .n = n, .out = out, .augment = augment,
 		                .epoch = epoch, .seed = seed };
-	int t = dlk_parallel_threads();
-	dlk_parallel_for(t > 1 && n > 1 && n * ds->sample_size >= 16384 ? (n < (size_t)t ? (int)n : t) : 1, gather_part,
-	                 &j);
+	int t = dlk_parallel_threads(), share = n * ds->sample_size >= 16384 || dlk_dataset_streams(ds);
+	dlk_parallel_for(t > 1 && n > 1 && share ? (n < (size_t)t ? (int)n : t) : 1, gather_part, &j);
 }
 
 /* 2: the noise of inputs outside training, when the dataset has noise (see struct dlk_augment) */
 static int eval_noise(const struct dlk_dataset *ds)
 {
-	return ds->aug.noise > 0 && ds->storage == DLK_STORE_U8 ? 2 : 0;
+	return ds->aug.noise > 0 && byte_storage(ds) ? 2 : 0;
+}
+
+/* 1: training's augmentation, when the dataset has any */
+static int train_augment(const struct dlk_dataset *ds)
+{
+	return (ds->aug.flip || ds->aug.pad || ds->aug.noise > 0) && byte_storage(ds);
 }
 
 void dlk_dataset_gather(const struct dlk_dataset *ds, const size_t *idx, size_t n, float *out)
@@ -206,8 +307,20 @@ void dlk_dataset_gather(const struct dlk_dataset *ds, const size_t *idx, size_t 
 void dlk_dataset_gather_train(const struct dlk_dataset *ds, const size_t *idx, size_t n, unsigned long long seed,
                               int epoch, float *out)
 {
-	int augment = (ds->aug.flip || ds->aug.pad || ds->aug.noise > 0) && ds->storage == DLK_STORE_U8;
-	gather(ds, idx, 0, n, augment, seed, epoch, out);
+	gather(ds, idx, 0, n, train_augment(ds), seed, epoch, out);
+}
+
+void dlk_dataset_gather_train_part(const struct dlk_dataset *ds, const size_t *idx, size_t n, unsigned long long seed,
+                                   int epoch, float *out, float *tout, int part, int nparts)
+{
+	struct gather_job j = { .ds = ds, .idx = idx, .n = n, .out = out, .augment = train_augment(ds),
+		                .epoch = epoch, .seed = seed };
+	struct reader rd = { DLK_BUF_INIT, NULL };
+	size_t lo, hi;
+
+	dlk_parallel_range(n, part, nparts, 1, &lo, &hi);
+	gather_rows(&j, lo, hi, tout && dlk_dataset_has_targets(ds) ? tout : NULL, &rd);
+	reader_release(&rd);
 }
 
 void dlk_dataset_gather_range(const struct dlk_dataset *ds, size_t start, size_t n, float *out)

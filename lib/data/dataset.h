@@ -17,6 +17,8 @@
 enum dlk_dataset_storage {
 	DLK_STORE_F32 = 0,    /* x: scaled float32 (a zeroed dataset is this kind) */
 	DLK_STORE_U8,         /* x8: raw bytes, scaled through lut[] when gathered */
+	DLK_STORE_FILES,      /* files: image files read and decoded to raw bytes each time a sample
+	                         is gathered (data.images.decode), then as DLK_STORE_U8 */
 };
 
 /* Where a split's data came from: a fetched file, its URL and the sha256 of its bytes as fetched. */
@@ -84,6 +86,10 @@ struct dlk_dataset {
 	/* format text: the tokenizer the samples were encoded with (lib/data/bpe.h), owned; NULL
 	 * otherwise. Samples are then token ids (as floats), pad id 0 after the text's end */
 	struct dlk_tokenizer *tokenizer;
+	/* DLK_STORE_FILES: the files, sample i's at i (paired folders' targets too), owned. A file
+	 * that cannot be read or decoded when gathered gives zeros and fails the dataset: see
+	 * dlk_dataset_failed() */
+	struct dlk_image_files *files;
 };
 #define DLK_DATASET_INIT { .n = 0, .storage = DLK_STORE_F32 }
 
@@ -138,6 +144,9 @@ struct dlk_data_opts {
 	/* model.task: format text reads float targets for tasks multilabel and regression (its
 	 * labels split by data.text.separator); zero is classification */
 	enum dlk_task task;
+	/* the bytes of memory data.images.decode: auto weighs a decoded split against (a quarter of
+	 * it); 0 = what the process may use (lib/util/machine.h) */
+	unsigned long long memory;
 };
 
 /* Fetches (with the sha256 pin checked before use), unpacks and decodes one split ("train" or
@@ -170,6 +179,19 @@ void dlk_dataset_targets(const struct dlk_dataset *ds, const size_t *idx, size_t
  * [0, 1], the targets' scale, unnormalised: what a denoiser is given, to compare with what it
  * gives back (the same noise as dlk_dataset_gather's). */
 void dlk_dataset_noisy_pixels(const struct dlk_dataset *ds, size_t start, size_t n, float *out);
+
+/* dlk_dataset_gather_train() of part's share of the n samples (dlk_parallel_range(n, part, nparts,
+ * 1)) into out's rows, and their targets into tout's (when the samples have them), in the calling
+ * thread: for loader threads of the caller's own (lib/train/loader.h), which call it for every
+ * part. The same floats as dlk_dataset_gather_train() and dlk_dataset_targets(). */
+void dlk_dataset_gather_train_part(const struct dlk_dataset *ds, const size_t *idx, size_t n, unsigned long long seed,
+                                   int epoch, float *out, float *tout, int part, int nparts);
+/* Whether the samples are read from files as they are gathered (DLK_STORE_FILES). */
+int dlk_dataset_streams(const struct dlk_dataset *ds);
+/* 0, or -1 with the first failure in *err once a file could not be read or decoded while
+ * gathering (DLK_STORE_FILES: the file changed or went away after the data loaded); what was
+ * gathered since is not to be used. */
+int dlk_dataset_failed(const struct dlk_dataset *ds, struct dlk_err *err);
 
 /* A deterministic per-epoch permutation of [0, n) from (seed, epoch), identical on every rank and
  * every machine: the order in which the whole split is trained, whichever ranks hold which

@@ -78,6 +78,8 @@ void dlk_idx_range_release(struct dlk_idx_range *r);
 
 /* ---- decoded samples, common to every format ---- */
 
+struct dlk_image_files;
+
 struct dlk_samples {
 	size_t n;
 	int shape[3];         /* C, H, W; flat features are [1, 1, F] */
@@ -93,8 +95,10 @@ struct dlk_samples {
 	size_t target_size;
 	uint8_t *t8;          /* instead of t, image targets as bytes (the target is byte / 255): paired
 	                         folders' n * target_size, owned */
+	struct dlk_image_files *files; /* instead of x8 (and t8): image files decoded each time a sample
+	                         is read (data.images.decode: stream; lib/data/image.h), owned */
 };
-#define DLK_SAMPLES_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, -1, NULL, 0, 0, NULL, 0, NULL }
+#define DLK_SAMPLES_INIT { 0, { 0, 0, 0 }, 0, NULL, NULL, -1, NULL, 0, 0, NULL, 0, NULL, NULL }
 void dlk_samples_release(struct dlk_samples *s);
 
 /* Joins an images IDX file (N x F, N x H x W or N x C x H x W) and a labels IDX file (N) into

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/data/dataset.h"
+#include "lib/data/image.h"
 #include "lib/util/mem.h"
 
 const char *dlk_idx_type_name(int type)
@@ -287,6 +288,7 @@ void dlk_samples_release(struct dlk_samples *s)
 	free(s->y);
 	free(s->t);
 	free(s->t8);
+	dlk_image_files_free(s->files);
 	memset(s, 0, sizeof(*s));
 	s->max_label = -1;
 }

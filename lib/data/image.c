@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lib/util/buf.h"
+#include "lib/util/machine.h"
 #include "lib/util/mem.h"
 
 void dlk_image_release(struct dlk_image *im)
@@ -320,18 +321,111 @@ static void free_list(char **v)
 	free(v);
 }
 
+static char **dup_list(char **v, size_t n)
+{
+	char **d = xcalloc(n ? n : 1, sizeof(*d));
+	for (size_t i = 0; i < n; i++)
+		d[i] = xstrdup(v[i]);
+	return d;
+}
+
+static struct dlk_image_files *files_new(const int shape[3], const int tshape[3])
+{
+	struct dlk_image_files *f = xcalloc(1, sizeof(*f));
+
+	memcpy(f->shape, shape, sizeof(f->shape));
+	f->sample_size = (size_t)shape[0] * (size_t)shape[1] * (size_t)shape[2];
+	if (tshape) {
+		memcpy(f->tshape, tshape, sizeof(f->tshape));
+		f->tsample_size = (size_t)tshape[0] * (size_t)tshape[1] * (size_t)tshape[2];
+	}
+	pthread_mutex_init(&f->mu, NULL);
+	return f;
+}
+
+static void free_strs(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void dlk_image_files_free(struct dlk_image_files *f)
+{
+	if (!f)
+		return;
+	free_strs(f->paths, f->n);
+	free_strs(f->names, f->n);
+	free_strs(f->tpaths, f->n);
+	free_strs(f->tnames, f->n);
+	pthread_mutex_destroy(&f->mu);
+	free(f);
+}
+
+/* keeps v[from, to) of n, freeing the others */
+static void cut_strs(char **v, size_t n, size_t from, size_t to)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (i < from || i >= to)
+			free(v[i]);
+	memmove(v, v + from, (to - from) * sizeof(*v));
+}
+
+void dlk_image_files_cut(struct dlk_image_files *f, size_t from, size_t to)
+{
+	cut_strs(f->paths, f->n, from, to);
+	cut_strs(f->names, f->n, from, to);
+	cut_strs(f->tpaths, f->n, from, to);
+	cut_strs(f->tnames, f->n, from, to);
+	f->n = to - from;
+}
+
+int dlk_image_files_read(const struct dlk_image_files *f, size_t i, int target, uint8_t *out, struct dlk_buf *b,
+                         struct dlk_err *err)
+{
+	const char *path = target ? f->tpaths[i] : f->paths[i], *name = target ? f->tnames[i] : f->names[i];
+	char msg[256];
+
+	dlk_buf_reset(b);
+	if (dlk_buf_read_file(b, path, 256u << 20, msg, sizeof(msg)) < 0)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "cannot read '%s': %s", name, msg);
+	return dlk_image_sample(b->data, b->len, name, target ? f->tshape : f->shape, out, err);
+}
+
+void dlk_image_files_sample(struct dlk_image_files *f, size_t i, int target, uint8_t *out, struct dlk_buf *b)
+{
+	struct dlk_err e = DLK_ERR_INIT;
+
+	if (!dlk_image_files_read(f, i, target, out, b, &e))
+		return;
+	memset(out, 0, target ? f->tsample_size : f->sample_size);
+	pthread_mutex_lock(&f->mu);
+	/* the first failing sample in sample order, whichever thread met it first */
+	if (!f->failed || i < f->failed_at) {
+		f->failed = 1;
+		f->failed_at = i;
+		f->err = e;
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
+int dlk_image_files_failed(struct dlk_image_files *f, struct dlk_err *err)
+{
+	int failed;
+
+	pthread_mutex_lock(&f->mu);
+	failed = f->failed;
+	if (failed && err)
+		*err = f->err;
+	pthread_mutex_unlock(&f->mu);
+	return failed ? -1 : 0;
+}
+
 struct folder_job {
-	char **paths;         /* the files, in sample order */
-	char **names;         /* how messages name them */
-	size_t n;
-	int shape[3];
-	size_t sample_size;
-	uint8_t *x8;
-	/* paired folders: files [n, 2n) are the targets, decoded to shape2 into t8 */
-	int paired;
-	int shape2[3];
-	size_t sample_size2;
-	uint8_t *t8;
+	const struct dlk_image_files *f;
+	uint8_t *x8, *t8;     /* t8 when the files are paired */
 	struct dlk_err *errs; /* one per part */
 	size_t *bad;          /* per part: the first failing file, or n */
 };
@@ -355,23 +449,16 @@ static void *folder_worker(void *arg)
 
 static void folder_part(struct folder_job *j, int part, int nparts)
 {
-	size_t lo = j->n * (size_t)part / (size_t)nparts, hi = j->n * (size_t)(part + 1) / (size_t)nparts;
+	const struct dlk_image_files *f = j->f;
+	size_t lo = f->n * (size_t)part / (size_t)nparts, hi = f->n * (size_t)(part + 1) / (size_t)nparts;
 	struct dlk_buf b = DLK_BUF_INIT;
-	char msg[256];
 
-	j->bad[part] = j->n;
+	j->bad[part] = f->n;
 	for (size_t k = lo; k < hi; k++) {
-		/* paired: each part decodes its inputs' targets too (files n + i) */
-		for (int side = 0; side <= j->paired; side++) {
-			size_t i = k + (size_t)side * j->n;
-			uint8_t *dst = side ? j->t8 + k * j->sample_size2 : j->x8 + k * j->sample_size;
-			dlk_buf_reset(&b);
-			if (dlk_buf_read_file(&b, j->paths[i], 256u << 20, msg, sizeof(msg)) < 0) {
-				dlk_errf(&j->errs[part], DLK_EXIT_FAIL, "cannot read '%s': %s", j->names[i], msg);
-				j->bad[part] = k;
-				goto done;
-			}
-			if (dlk_image_sample(b.data, b.len, j->names[i], side ? j->shape2 : j->shape, dst, &j->errs[part]) < 0) {
+		/* paired: each part decodes its inputs' targets too */
+		for (int side = 0; side <= (f->tpaths != NULL); side++) {
+			uint8_t *dst = side ? j->t8 + k * f->tsample_size : j->x8 + k * f->sample_size;
+			if (dlk_image_files_read(f, k, side, dst, &b, &j->errs[part]) < 0) {
 				j->bad[part] = k;
 				goto done;
 			}
@@ -386,13 +473,12 @@ done:
  * wants every core now. The first failing file's error (in file order) is returned. */
 static int run_job(struct folder_job *j, int threads, struct dlk_err *err)
 {
+	size_t n = j->f->n;
 	int nparts, ret = 0;
 
-	if (threads <= 0) {
-		long online = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = online < 1 ? 1 : online > 32 ? 32 : (int)online;
-	}
-	nparts = (size_t)threads * 4 < j->n ? threads * 4 : (int)j->n;
+	if (threads <= 0)
+		threads = dlk_machine_cores() > 32 ? 32 : dlk_machine_cores();
+	nparts = (size_t)threads * 4 < n ? threads * 4 : (int)n;
 	if (threads > nparts)
 		threads = nparts;
 	if (nparts < 1)
@@ -414,7 +500,7 @@ static int run_job(struct folder_job *j, int threads, struct dlk_err *err)
 		pthread_join(w[t].tid, NULL);
 	free(w);
 	for (int p = 0; p < nparts && !ret; p++)
-		if (j->bad[p] < j->n) {
+		if (j->bad[p] < n) {
 			*err = j->errs[p];
 			ret = -1;
 		}
@@ -425,17 +511,41 @@ static int run_job(struct folder_job *j, int threads, struct dlk_err *err)
 	return ret;
 }
 
-int dlk_image_folder_load(const char *dir, const char *name, const int shape[3], const char *const *classes,
-                          int n_classes, int threads, struct dlk_samples *out, char ***found, int *n_found,
-                          struct dlk_err *err)
+int dlk_image_files_decode(const struct dlk_image_files *f, int threads, uint8_t **x8, uint8_t **t8,
+                           struct dlk_err *err)
 {
-	struct folder_job j;
-	char **dirs = NULL;
-	size_t nd = 0, cap = 0;
+	struct folder_job j = { .f = f };
+
+	*x8 = NULL;
+	if (t8)
+		*t8 = NULL;
+	j.x8 = xmalloc(f->n ? f->n * f->sample_size : 1);
+	if (f->tpaths)
+		j.t8 = xmalloc(f->n ? f->n * f->tsample_size : 1);
+	if (run_job(&j, threads, err) < 0) {
+		free(j.x8);
+		free(j.t8);
+		return -1;
+	}
+	*x8 = j.x8;
+	if (t8)
+		*t8 = j.t8;
+	else
+		free(j.t8);
+	return 0;
+}
+
+int dlk_image_folder_list(const char *dir, const char *name, const int shape[3], const char *const *classes,
+                          int n_classes, struct dlk_image_files **files, int32_t **labels_out, char ***found,
+                          int *n_found, struct dlk_err *err)
+{
+	char **dirs = NULL, **paths = NULL, **names = NULL;
+	size_t nd = 0, cap = 0, n = 0;
 	int32_t *labels = NULL;
 	int ret = -1;
 
-	memset(&j, 0, sizeof(j));
+	*files = NULL;
+	*labels_out = NULL;
 	if (shape[0] != 1 && shape[0] != 3)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': images feed a model input of 1 or 3 channels, not %d", name,
 		                shape[0]);
@@ -452,7 +562,7 @@ int dlk_image_folder_load(const char *dir, const char *name, const int shape[3],
 		int label = (int)d;
 		size_t nf;
 		char *sub = xasprintf("%s/%s", dir, dirs[d]);
-		char **files;
+		char **fl;
 		if (classes) {
 			for (label = 0; label < n_classes && strcmp(classes[label], dirs[d]); label++)
 				;
@@ -468,84 +578,103 @@ int dlk_image_folder_load(const char *dir, const char *name, const int shape[3],
 			free(sub);
 			goto out;
 		}
-		files = list_dir(sub, name, 0, &nf, err);
-		if (!files) {
+		fl = list_dir(sub, name, 0, &nf, err);
+		if (!fl) {
 			free(sub);
 			goto out;
 		}
 		if (!nf) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s/%s': a class folder without .png, .jpg or .jpeg files", name,
 			         dirs[d]);
-			free_list(files);
+			free_list(fl);
 			free(sub);
 			goto out;
 		}
-		for (size_t f = 0; f < nf; f++) {
-			if (j.n + 1 >= cap) {
+		for (size_t k = 0; k < nf; k++) {
+			if (n + 1 >= cap) {
 				cap = cap ? cap * 2 : 1024;
-				j.paths = xrealloc(j.paths, cap * sizeof(*j.paths));
-				j.names = xrealloc(j.names, cap * sizeof(*j.names));
+				paths = xrealloc(paths, cap * sizeof(*paths));
+				names = xrealloc(names, cap * sizeof(*names));
 				labels = xrealloc(labels, cap * sizeof(*labels));
 			}
-			j.paths[j.n] = xasprintf("%s/%s", sub, files[f]);
-			j.names[j.n] = xasprintf("%s/%s/%s", name, dirs[d], files[f]);
-			labels[j.n] = label;
-			j.n++;
+			paths[n] = xasprintf("%s/%s", sub, fl[k]);
+			names[n] = xasprintf("%s/%s/%s", name, dirs[d], fl[k]);
+			labels[n] = label;
+			n++;
 		}
-		free_list(files);
+		free_list(fl);
 		free(sub);
 	}
 	/* with data.classes, samples go in label order whatever the folders' names sort to */
 	if (classes) {
-		size_t *order = xmalloc(j.n * sizeof(*order)), k = 0;
-		char **p2 = xmalloc(j.n * sizeof(*p2)), **n2 = xmalloc(j.n * sizeof(*n2));
-		int32_t *l2 = xmalloc(j.n * sizeof(*l2));
+		size_t *order = xmalloc(n * sizeof(*order)), k = 0;
+		char **p2 = xmalloc(n * sizeof(*p2)), **n2 = xmalloc(n * sizeof(*n2));
+		int32_t *l2 = xmalloc(n * sizeof(*l2));
 		for (int c = 0; c < n_classes; c++)
-			for (size_t i = 0; i < j.n; i++)
+			for (size_t i = 0; i < n; i++)
 				if (labels[i] == c)
 					order[k++] = i;
-		for (size_t i = 0; i < j.n; i++) {
-			p2[i] = j.paths[order[i]];
-			n2[i] = j.names[order[i]];
+		for (size_t i = 0; i < n; i++) {
+			p2[i] = paths[order[i]];
+			n2[i] = names[order[i]];
 			l2[i] = labels[order[i]];
 		}
-		free(j.paths), free(j.names), free(labels), free(order);
-		j.paths = p2, j.names = n2, labels = l2;
+		free(paths), free(names), free(labels), free(order);
+		paths = p2, names = n2, labels = l2;
 	}
-	memcpy(j.shape, shape, sizeof(j.shape));
-	j.sample_size = (size_t)shape[0] * (size_t)shape[1] * (size_t)shape[2];
-	j.x8 = xmalloc(j.n * j.sample_size);
-	if (run_job(&j, threads, err) < 0)
-		goto out;
-	out->n = j.n;
-	memcpy(out->shape, shape, sizeof(out->shape));
-	out->sample_size = j.sample_size;
-	out->x8 = j.x8;
-	j.x8 = NULL;
-	out->y = labels;
+	*files = files_new(shape, NULL);
+	(*files)->n = n;
+	(*files)->paths = paths;
+	(*files)->names = names;
+	paths = names = NULL;
+	*labels_out = labels;
 	labels = NULL;
+	if (found) {
+		*found = dup_list(dirs, nd);
+		*n_found = (int)nd;
+	}
+	ret = 0;
+out:
+	free_strs(paths, n);
+	free_strs(names, n);
+	free(labels);
+	free_list(dirs);
+	return ret;
+}
+
+int dlk_image_folder_load(const char *dir, const char *name, const int shape[3], const char *const *classes,
+                          int n_classes, int threads, struct dlk_samples *out, char ***found, int *n_found,
+                          struct dlk_err *err)
+{
+	struct dlk_image_files *f;
+	int32_t *labels;
+	uint8_t *x8;
+	char **fd = NULL;
+	int nfd = 0;
+
+	if (dlk_image_folder_list(dir, name, shape, classes, n_classes, &f, &labels, found ? &fd : NULL, &nfd, err) < 0)
+		return -1;
+	if (dlk_image_files_decode(f, threads, &x8, NULL, err) < 0) {
+		dlk_image_files_free(f);
+		free(labels);
+		free_strs(fd, (size_t)nfd);
+		return -1;
+	}
+	out->n = f->n;
+	memcpy(out->shape, shape, sizeof(out->shape));
+	out->sample_size = f->sample_size;
+	out->x8 = x8;
+	out->y = labels;
 	out->max_label = -1;
 	for (size_t i = 0; i < out->n; i++)
 		if (out->y[i] > out->max_label)
 			out->max_label = out->y[i];
 	if (found) {
-		*found = xcalloc(nd, sizeof(**found));
-		for (size_t d = 0; d < nd; d++)
-			(*found)[d] = xstrdup(dirs[d]);
-		*n_found = (int)nd;
+		*found = fd;
+		*n_found = nfd;
 	}
-	ret = 0;
-out:
-	for (size_t i = 0; i < j.n; i++) {
-		free(j.paths[i]);
-		free(j.names[i]);
-	}
-	free(j.paths);
-	free(j.names);
-	free(j.x8);
-	free(labels);
-	free_list(dirs);
-	return ret;
+	dlk_image_files_free(f);
+	return 0;
 }
 
 /* the stem of a file name: up to its last dot */
@@ -561,17 +690,16 @@ static int same_stem(const char *a, const char *b)
 	return la == lb && !memcmp(a, b, la);
 }
 
-int dlk_image_pairs_load(const char *input_dir, const char *input_name, const char *target_dir,
-                         const char *target_name, const int in_shape[3], const int target_shape[3], int threads,
-                         struct dlk_samples *out, uint8_t **targets, struct dlk_err *err)
+int dlk_image_pairs_list(const char *input_dir, const char *input_name, const char *target_dir,
+                         const char *target_name, const int in_shape[3], const int target_shape[3],
+                         struct dlk_image_files **files, struct dlk_err *err)
 {
-	struct folder_job j;
+	struct dlk_image_files *f = NULL;
 	char **in = NULL, **tg = NULL;
 	size_t ni = 0, nt = 0, a = 0, b = 0;
 	int ret = -1;
 
-	memset(&j, 0, sizeof(j));
-	*targets = NULL;
+	*files = NULL;
 	for (int k = 0; k < 2; k++) {
 		const int *sh = k ? target_shape : in_shape;
 		if ((sh[0] != 1 && sh[0] != 3) || sh[1] < 1 || sh[2] < 1)
@@ -584,8 +712,11 @@ int dlk_image_pairs_load(const char *input_dir, const char *input_name, const ch
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': no .png, .jpg or .jpeg files", input_name);
 		goto out;
 	}
-	j.paths = xcalloc(2 * ni, sizeof(*j.paths));
-	j.names = xcalloc(2 * ni, sizeof(*j.names));
+	f = files_new(in_shape, target_shape);
+	f->paths = xcalloc(ni, sizeof(*f->paths));
+	f->names = xcalloc(ni, sizeof(*f->names));
+	f->tpaths = xcalloc(ni, sizeof(*f->tpaths));
+	f->tnames = xcalloc(ni, sizeof(*f->tnames));
 	/* both lists are sorted by name, so by stem within a stem's files: walk them together */
 	while (a < ni || b < nt) {
 		int c = a == ni ? 1 : b == nt ? -1 : 0;
@@ -606,42 +737,45 @@ int dlk_image_pairs_load(const char *input_dir, const char *input_name, const ch
 			dlk_err_hint(err, "paired folders hold the same names: inputs/0001.png goes with targets/0001.png");
 			goto out;
 		}
-		j.paths[j.n] = xasprintf("%s/%s", input_dir, in[a]);
-		j.names[j.n] = xasprintf("%s/%s", input_name, in[a]);
-		j.paths[ni + j.n] = xasprintf("%s/%s", target_dir, tg[b]);
-		j.names[ni + j.n] = xasprintf("%s/%s", target_name, tg[b]);
-		j.n++;
+		f->paths[f->n] = xasprintf("%s/%s", input_dir, in[a]);
+		f->names[f->n] = xasprintf("%s/%s", input_name, in[a]);
+		f->tpaths[f->n] = xasprintf("%s/%s", target_dir, tg[b]);
+		f->tnames[f->n] = xasprintf("%s/%s", target_name, tg[b]);
+		f->n++;
 		a++;
 		b++;
 	}
-	j.paired = 1;
-	memcpy(j.shape, in_shape, sizeof(j.shape));
-	memcpy(j.shape2, target_shape, sizeof(j.shape2));
-	j.sample_size = (size_t)in_shape[0] * (size_t)in_shape[1] * (size_t)in_shape[2];
-	j.sample_size2 = (size_t)target_shape[0] * (size_t)target_shape[1] * (size_t)target_shape[2];
-	j.x8 = xmalloc(j.n * j.sample_size);
-	j.t8 = xmalloc(j.n * j.sample_size2);
-	if (run_job(&j, threads, err) < 0)
-		goto out;
-	out->n = j.n;
-	memcpy(out->shape, in_shape, sizeof(out->shape));
-	out->sample_size = j.sample_size;
-	out->x8 = j.x8;
-	out->y = xcalloc(j.n, sizeof(*out->y));
-	out->max_label = 0;
-	*targets = j.t8;
-	j.x8 = j.t8 = NULL;
+	*files = f;
+	f = NULL;
 	ret = 0;
 out:
-	for (size_t i = 0; j.paths && i < 2 * ni; i++) {
-		free(j.paths[i]);
-		free(j.names[i]);
-	}
-	free(j.paths);
-	free(j.names);
-	free(j.x8);
-	free(j.t8);
+	dlk_image_files_free(f);
 	free_list(in);
 	free_list(tg);
 	return ret;
+}
+
+int dlk_image_pairs_load(const char *input_dir, const char *input_name, const char *target_dir,
+                         const char *target_name, const int in_shape[3], const int target_shape[3], int threads,
+                         struct dlk_samples *out, uint8_t **targets, struct dlk_err *err)
+{
+	struct dlk_image_files *f;
+	uint8_t *x8, *t8;
+
+	*targets = NULL;
+	if (dlk_image_pairs_list(input_dir, input_name, target_dir, target_name, in_shape, target_shape, &f, err) < 0)
+		return -1;
+	if (dlk_image_files_decode(f, threads, &x8, &t8, err) < 0) {
+		dlk_image_files_free(f);
+		return -1;
+	}
+	out->n = f->n;
+	memcpy(out->shape, in_shape, sizeof(out->shape));
+	out->sample_size = f->sample_size;
+	out->x8 = x8;
+	out->y = xcalloc(f->n ? f->n : 1, sizeof(*out->y));
+	out->max_label = 0;
+	*targets = t8;
+	dlk_image_files_free(f);
+	return 0;
 }

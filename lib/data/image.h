@@ -5,10 +5,12 @@
 #ifndef DLK_DATA_IMAGE_H
 #define DLK_DATA_IMAGE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "lib/data/decode.h"
+#include "lib/util/buf.h"
 #include "lib/util/err.h"
 
 /* Images larger than this many pixels are refused before anything is allocated. */
@@ -44,24 +46,69 @@ int dlk_image_sample(const void *buf, size_t len, const char *name, const int sh
 /* True when name ends in .png, .jpg or .jpeg (any case): the files an image folder holds. */
 int dlk_image_is_image_name(const char *name);
 
-/* Reads an image folder: dir holds one sub-folder per class, each holding .png/.jpg/.jpeg files
+/* An image folder's or paired folders' files, listed and not yet decoded: what
+ * dlk_image_files_decode() decodes once, or what data.images.decode: stream reads and decodes
+ * each time a sample is used (dlk_image_files_sample(), safe from several threads at once). */
+struct dlk_image_files {
+	size_t n;
+	char **paths, **names;      /* n each, owned: where each file is read, how messages name it */
+	char **tpaths, **tnames;    /* paired folders: the targets, n each; NULL otherwise */
+	int shape[3], tshape[3];    /* what inputs and targets are decoded to (C x H x W) */
+	size_t sample_size, tsample_size;
+	/* the first failure of dlk_image_files_sample() in sample order, under mu */
+	pthread_mutex_t mu;
+	int failed;
+	size_t failed_at;
+	struct dlk_err err;
+};
+void dlk_image_files_free(struct dlk_image_files *f);
+/* Keeps files [from, to) (a rank's part of a sharded split). */
+void dlk_image_files_cut(struct dlk_image_files *f, size_t from, size_t to);
+/* Reads and decodes file i (target: paired folders' target) into out, a sample of shape (or
+ * tshape) planar bytes; b is scratch. Errors name the file as the user wrote it. */
+int dlk_image_files_read(const struct dlk_image_files *f, size_t i, int target, uint8_t *out, struct dlk_buf *b,
+                         struct dlk_err *err);
+/* The same, for readers that cannot stop: a failure leaves out zeros and is kept (the first in
+ * sample order) for dlk_image_files_failed(). */
+void dlk_image_files_sample(struct dlk_image_files *f, size_t i, int target, uint8_t *out, struct dlk_buf *b);
+/* -1 with the kept failure in *err (when err is not NULL) once a dlk_image_files_sample() failed. */
+int dlk_image_files_failed(struct dlk_image_files *f, struct dlk_err *err);
+/* Decodes every file once on `threads` threads (0: one per core): *x8 gets n samples, *t8 (when
+ * not NULL; paired folders) n targets; the caller frees both. The first failing file in sample
+ * order is the error. */
+int dlk_image_files_decode(const struct dlk_image_files *f, int threads, uint8_t **x8, uint8_t **t8,
+                           struct dlk_err *err);
+
+/* Lists an image folder: dir holds one sub-folder per class, each holding .png/.jpg/.jpeg files
  * (other files and hidden entries are skipped). Classes are the sub-folders' names in byte order,
  * unless `classes` (n_classes names, borrowed) lists them: then every sub-folder must be one of
  * them, and its label is that index. Files are taken in byte order of their names within a class,
- * classes in label order, so the same folder always gives the same samples. Every image is decoded
- * and resized to shape (C x H x W) on `threads` threads (0: one per core). On success out holds
- * x8 samples and *found (when not NULL) the class names in label order (the caller frees each and
- * the array; *n_found of them). `name` is the folder as the user wrote it, for messages. */
+ * classes in label order, so the same folder always gives the same samples. On success *files
+ * holds the files to decode to shape (C x H x W), *labels their labels (caller frees both), and
+ * *found (when not NULL) the class names in label order (the caller frees each and the array;
+ * *n_found of them). `name` is the folder as the user wrote it, for messages. */
+int dlk_image_folder_list(const char *dir, const char *name, const int shape[3], const char *const *classes,
+                          int n_classes, struct dlk_image_files **files, int32_t **labels, char ***found,
+                          int *n_found, struct dlk_err *err);
+
+/* dlk_image_folder_list() and every image decoded on `threads` threads (0: one per core) into
+ * out's x8 samples. */
 int dlk_image_folder_load(const char *dir, const char *name, const int shape[3], const char *const *classes,
                           int n_classes, int threads, struct dlk_samples *out, char ***found, int *n_found,
                           struct dlk_err *err);
 
 /* Paired folders for image-to-image (pix2pix's layout): input_dir and target_dir hold images of
- * the same names up to the extension (inputs/0001.png and targets/0001.jpg are a pair). Inputs
- * are decoded and resized to in_shape, targets to target_shape, on `threads` threads (0: one per
- * core), in byte order of the names: out gets the inputs as x8 samples (labels all 0) and
- * *targets (caller frees) the targets, target_shape's C*H*W bytes a pair. An input without its
- * target, or a target without its input, is an error naming it; so are two files of one stem. */
+ * the same names up to the extension (inputs/0001.png and targets/0001.jpg are a pair), taken in
+ * byte order of the names; inputs are decoded to in_shape, targets to target_shape. An input
+ * without its target, or a target without its input, is an error naming it; so are two files of
+ * one stem. */
+int dlk_image_pairs_list(const char *input_dir, const char *input_name, const char *target_dir,
+                         const char *target_name, const int in_shape[3], const int target_shape[3],
+                         struct dlk_image_files **files, struct dlk_err *err);
+
+/* dlk_image_pairs_list() and every pair decoded on `threads` threads (0: one per core): out gets
+ * the inputs as x8 samples (labels all 0) and *targets (caller frees) the targets, target_shape's
+ * C*H*W bytes a pair. */
 int dlk_image_pairs_load(const char *input_dir, const char *input_name, const char *target_dir,
                          const char *target_name, const int in_shape[3], const int target_shape[3], int threads,
                          struct dlk_samples *out, uint8_t **targets, struct dlk_err *err);

@@ -17,6 +17,7 @@
 #include "lib/data/unpack.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
+#include "lib/util/machine.h"
 #include "lib/util/mem.h"
 
 static unsigned long long limit_of(const struct dlk_data *spec)
@@ -484,15 +485,64 @@ static void take_train_classes(const struct dlk_data *spec, const struct dlk_dat
 	}
 }
 
+/* data.images.decode: whether files listed for n samples are decoded as the samples are read */
+static int stream_files(const struct dlk_data *spec, const struct dlk_data_opts *opts, const struct dlk_image_files *f)
+{
+	unsigned long long mem, bytes = (unsigned long long)f->n * (f->sample_size + f->tsample_size);
+
+	if (spec->images.decode != DLK_DECODE_AUTO)
+		return spec->images.decode == DLK_DECODE_STREAM;
+	mem = opts->memory ? opts->memory : dlk_machine_memory();
+	return mem && bytes > mem / 4;
+}
+
+/* An image folder's (or paired folders') listed files into s, with their labels (taken; NULL:
+ * all 0): this rank's part of them when the split is sharded, decoded now or kept to be decoded as
+ * the samples are read (data.images.decode). f is taken too, freed or kept in s->files. */
+static int take_files(const struct dlk_data *spec, const struct dlk_data_opts *opts, struct dlk_image_files *f,
+                      int32_t *labels, struct dlk_samples *s, struct dlk_err *err)
+{
+	size_t total = f->n;
+
+	if (!labels)
+		labels = xcalloc(total ? total : 1, sizeof(*labels));
+	if (shard_world(opts) > 1) {
+		size_t b, e;
+		dlk_part_range(total, opts->shard_rank, shard_world(opts), &b, &e);
+		dlk_image_files_cut(f, b, e);
+		memmove(labels, labels + b, (e - b) * sizeof(*labels));
+		s->base = b;
+		s->total = total;
+	}
+	s->n = f->n;
+	memcpy(s->shape, f->shape, sizeof(s->shape));
+	s->sample_size = f->sample_size;
+	s->y = labels;
+	s->max_label = -1;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->y[i] > s->max_label)
+			s->max_label = s->y[i];
+	if (f->tpaths)
+		s->target_size = f->tsample_size;
+	if (stream_files(spec, opts, f)) {
+		s->files = f;
+		return 0;
+	}
+	/* the targets stay bytes: byte / 255 as batches are gathered */
+	int r = dlk_image_files_decode(f, 0, &s->x8, f->tpaths ? &s->t8 : NULL, err);
+	dlk_image_files_free(f);
+	return r;
+}
+
 /* format images with targets: two local folders of images paired by name, the targets as
  * floats pixel / 255 (0 to 1, the range PSNR and SSIM take) in the model's output shape */
-static int load_pairs(const struct dlk_split *sp, const struct dlk_data_opts *opts, struct dlk_samples *s,
-                      struct dlk_err *err)
+static int load_pairs(const struct dlk_split *sp, const struct dlk_data *spec, const struct dlk_data_opts *opts,
+                      struct dlk_samples *s, struct dlk_err *err)
 {
 	const struct dlk_source *src[2] = { &sp->source, &sp->targets };
 	const int *tshape = opts->target_shape[0] > 0 ? opts->target_shape : opts->shape;
 	char *path[2] = { NULL, NULL };
-	uint8_t *t8 = NULL;
+	struct dlk_image_files *files;
 	int ret = -1;
 
 	if (opts->resolve)
@@ -521,21 +571,11 @@ static int load_pairs(const struct dlk_split *sp, const struct dlk_data_opts *op
 			goto out;
 		}
 	}
-	if (dlk_image_pairs_load(path[0], sp->source.url, path[1], sp->targets.url, opts->shape, tshape, 0, s, &t8, err) < 0)
+	if (dlk_image_pairs_list(path[0], sp->source.url, path[1], sp->targets.url, opts->shape, tshape, &files, err) < 0 ||
+	    take_files(spec, opts, files, NULL, s, err) < 0)
 		goto out;
-	s->target_size = (size_t)tshape[0] * (size_t)tshape[1] * (size_t)tshape[2];
-	s->t8 = t8; /* the targets stay bytes: byte / 255 as batches are gathered */
-	t8 = NULL;
-	if (shard_world(opts) > 1) {
-		size_t b, e, total = s->n;
-		dlk_part_range(total, opts->shard_rank, shard_world(opts), &b, &e);
-		samples_cut(s, b, e);
-		s->base = b;
-		s->total = total;
-	}
 	ret = 0;
 out:
-	free(t8);
 	free(path[0]);
 	free(path[1]);
 	return ret;
@@ -546,13 +586,15 @@ static int load_images(const struct dlk_split *sp, const struct dlk_data *spec, 
                        struct dlk_dataset *ds, struct dlk_samples *s, struct dlk_err *err)
 {
 	const char *const *classes;
+	struct dlk_image_files *files;
+	int32_t *labels;
 	int n_classes;
 	struct stat st;
 	char *path;
 	int r;
 
 	if (sp->targets.url) {
-		if (load_pairs(sp, opts, s, err) < 0)
+		if (load_pairs(sp, spec, opts, s, err) < 0)
 			return -1;
 		dlk_dataset_add_source(ds, sp->source.url, "");
 		dlk_dataset_add_source(ds, sp->targets.url, "");
@@ -574,8 +616,8 @@ static int load_images(const struct dlk_split *sp, const struct dlk_data *spec, 
 		return dlk_err_hint(err, "pin a tar shard of it instead, or push it as a dataset (dlk data push)");
 	}
 	take_train_classes(spec, opts, &classes, &n_classes);
-	r = dlk_image_folder_load(path, sp->source.url, opts->shape, classes, n_classes, 0, s, classes ? NULL : &ds->class_names,
-	                          &n_classes, err);
+	r = dlk_image_folder_list(path, sp->source.url, opts->shape, classes, n_classes, &files, &labels,
+	                          classes ? NULL : &ds->class_names, &n_classes, err);
 	free(path);
 	if (r < 0)
 		return -1;
@@ -583,14 +625,7 @@ static int load_images(const struct dlk_split *sp, const struct dlk_data *spec, 
 		ds->n_class_names = ds->n_classes = n_classes;
 	/* a folder has no single digest: its provenance is its path */
 	dlk_dataset_add_source(ds, sp->source.url, "");
-	if (shard_world(opts) > 1) {
-		size_t b, e, total = s->n;
-		dlk_part_range(total, opts->shard_rank, shard_world(opts), &b, &e);
-		samples_cut(s, b, e);
-		s->base = b;
-		s->total = total;
-	}
-	return 0;
+	return take_files(spec, opts, files, labels, s, err);
 }
 
 /* the name without a compression suffix, to tell JSON Lines from CSV */
@@ -998,8 +1033,15 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 		}
 		memcpy(s.shape, opts->shape, sizeof(s.shape));
 	}
+	if (spec->images.decode == DLK_DECODE_STREAM && !s.files) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': data.images.decode: stream reads image folders, and these are %s", name,
+		         spec->format == DLK_DATA_IMAGES ? "tar shards, decoded as they are read" : "not image folders");
+		dlk_err_hint(err, "leave data.images.decode out, or point data.%s.source at a local folder of class folders",
+		             split);
+		goto fail;
+	}
 	if (spec->images.noise > 0) {
-		if (!s.x8) {
+		if (!s.x8 && !s.files) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': data.images.noise is for 8-bit images, and these samples are not", name);
 			goto fail;
 		}
@@ -1024,15 +1066,16 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 
 	/* (raw * scale - mean) / std in float32: once per byte value for 8-bit data (gathering
 	 * looks the bytes up), once per value for float data; the same floats either way */
-	if (s.x8) {
+	if (s.x8 || s.files) {
 		for (i = 0; i < 256; i++)
 			ds.lut[i] = ((float)i * scale - mean) / std;
-		ds.storage = DLK_STORE_U8;
+		ds.storage = s.files ? DLK_STORE_FILES : DLK_STORE_U8;
 		ds.x8 = s.x8;
-		if (set_images(spec, &s, &ds, name, err) < 0) {
-			s.x8 = NULL; /* ds owns it now */
+		ds.files = s.files;
+		s.x8 = NULL; /* ds owns them now */
+		s.files = NULL;
+		if (set_images(spec, &s, &ds, name, err) < 0)
 			goto fail;
-		}
 	} else if (spec->format == DLK_DATA_TEXT) {
 		ds.storage = DLK_STORE_F32; /* token ids, never scaled */
 		ds.x = s.x;

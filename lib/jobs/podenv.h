@@ -62,5 +62,6 @@
 #define DLK_ENV_PVC_ROOT "DLK_PVC_ROOT"                     /* where a pvc:// store's claim is mounted (/mnt/pvc) */
 #define DLK_ENV_TEST_CHECKPOINT_DELAY_MS "DLK_TEST_CHECKPOINT_DELAY_MS" /* tests: slow every checkpoint write */
 #define DLK_ENV_TEST_CHECKPOINT_SPACE "DLK_TEST_CHECKPOINT_SPACE" /* tests: bytes a checkpoint may write before ENOSPC */
+#define DLK_ENV_TEST_MEMORY "DLK_TEST_MEMORY"             /* tests: the bytes of memory data.images.decode: auto weighs */
 
 #endif

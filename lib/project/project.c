@@ -220,6 +220,7 @@ static int check_label_value_nonempty(const char *s, char *why, size_t len)
 
 static const char *const format_names[] = { "idx", "csv", "tar", "images", "text", NULL };
 static const char *const tokenizer_names[] = { "byte", "bpe", NULL };
+static const char *const decode_names[] = { "auto", "once", "stream", NULL };
 static const char *const cache_volume_names[] = { "emptyDir", "hostPath", "checkpoint", NULL };
 static const char *const trigger_names[] = { "always", "data-changed", NULL };
 static const char *const loss_names[] = { "softmax_cross_entropy", "binary_cross_entropy", "mse", "l1", "huber",
@@ -269,6 +270,7 @@ static const struct field images_fields[] = {
 	FIELD("flip", struct dlk_images_spec, F_BOOL, flip, .def = "false"),
 	FIELD("crop_padding", struct dlk_images_spec, F_INT, crop_padding, .min = 0, .max = 1024, .def = "0"),
 	FIELD("noise", struct dlk_images_spec, F_FLOAT, noise, .min = 0, .max = 255, .def = "0"),
+	FIELD("decode", struct dlk_images_spec, F_ENUM, decode, .names = decode_names, .def = "auto"),
 	END
 };
 
@@ -2911,7 +2913,7 @@ static void check_image_options(struct ctx *c, struct dlk_project *s, const stru
 	const struct dlk_images_spec *im = &d->images;
 	int images = project_format_has_images(d->format);
 
-	if (!images && (im->flip || im->crop_padding || im->noise > 0 || im->mean.n || im->std.n))
+	if (!images && (im->flip || im->crop_padding || im->noise > 0 || im->mean.n || im->std.n || im->decode != DLK_DECODE_AUTO))
 		problem(c, pos_or(c, im, GIVEN_MAP, root), "data.images",
 		        "normalisation per channel and augmentation are for images (format images, idx or tar), not "
 		        "format %s: leave data.images out (data.mean and data.std scale every value)",
@@ -2922,6 +2924,11 @@ static void check_image_options(struct ctx *c, struct dlk_project *s, const stru
 		        "augmentation moves the pixels of images [channels, height, width], but model.input has %d "
 		        "axis%s: give model.input as [C, H, W] or leave it out", s->model.input_rank,
 		        s->model.input_rank == 1 ? "" : "es");
+	/* idx files and tar shards hold their samples whole: decoded once as they are read */
+	if (images && im->decode != DLK_DECODE_AUTO && d->format != DLK_DATA_IMAGES)
+		problem(c, pos_or(c, &im->decode, GIVEN_VALUE, root), "data.images.decode",
+		        "decode chooses when image folders' files are decoded (format images); format %s is decoded as "
+		        "it is read: leave data.images.decode out", project_format_name(d->format));
 }
 
 /* The loss, the targets and the options of a task belong to it. */

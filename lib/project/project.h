@@ -23,6 +23,14 @@ struct dlk_channel_values {
 	float v[DLK_MAX_CHANNELS];
 };
 
+/* data.images.decode: when image files are decoded. auto: once, unless the decoded split would
+ * take more than a quarter of the memory the process may use; then as stream. */
+enum dlk_image_decode {
+	DLK_DECODE_AUTO,
+	DLK_DECODE_ONCE,   /* when the data loads, kept in memory as bytes */
+	DLK_DECODE_STREAM, /* read and decoded each time a sample is used, on the loader threads */
+};
+
 /* data.images (format images): image folders, torchvision ImageFolder's way. */
 struct dlk_images_spec {
 	/* per-channel normalisation after scale: x = (raw * scale - mean[c]) / std[c]; one value
@@ -34,6 +42,7 @@ struct dlk_images_spec {
 	float noise;             /* model.task image: the inputs are the images with Gaussian noise of
 	                            this standard deviation (raw pixel units, 0..255), the targets the
 	                            images themselves (a denoiser); default 0 = none */
+	enum dlk_image_decode decode; /* image folders; default auto */
 };
 
 enum dlk_tokenizer_kind { DLK_TOKENIZER_BYTE, DLK_TOKENIZER_BPE };

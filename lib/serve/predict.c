@@ -77,6 +77,10 @@ int dlk_predict_run_range(struct dlk_serve_model *m, const struct dlk_dataset *d
 		long bad;
 
 		dlk_dataset_gather_range(ds, lo + start, rows, x);
+		if (dlk_dataset_failed(ds, err)) {
+			rc = -1;
+			break;
+		}
 		if (e.run(rep, x, (int)rows, logits, err)) {
 			rc = -1;
 			break;

@@ -38,6 +38,8 @@ int dlk_evaluate(struct dlk_net *net, const struct dlk_dataset *ds, int batch, s
 	for (size_t start = 0; start < ds->n; start += (size_t)batch) {
 		int nb = ds->n - start < (size_t)batch ? (int)(ds->n - start) : batch;
 		dlk_dataset_gather_range(ds, start, (size_t)nb, xhost);
+		if (dlk_dataset_failed(ds, err))
+			goto out;
 		be->to_device(xdev, xhost, sizeof(float) * (size_t)nb * ds->sample_size);
 		const float *z = dlk_net_forward(net, xdev, nb, 0);
 		be->to_host(logits, z, sizeof(float) * (size_t)nb * k);
@@ -203,6 +205,8 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 		tbuf = xmalloc(sizeof(float) * (ds->n ? ds->n : 1) * (size_t)k);
 		dlk_dataset_targets(ds, NULL, 0, ds->n, tbuf);
 		tg = tbuf;
+		if (dlk_dataset_failed(ds, err))
+			goto out;
 	}
 	if (!(xdev = be->alloc(sizeof(float) * (size_t)batch * ds->sample_size))) {
 		dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for an evaluation batch", be->name);
@@ -213,6 +217,8 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 		int nb = ds->n - start < (size_t)batch ? (int)(ds->n - start) : batch;
 		float *p = pred + start * (size_t)k;
 		dlk_dataset_gather_range(ds, start, (size_t)nb, xhost);
+		if (dlk_dataset_failed(ds, err))
+			goto out;
 		be->to_device(xdev, xhost, sizeof(float) * (size_t)nb * ds->sample_size);
 		be->to_host(p, dlk_net_forward(net, xdev, nb, 0), sizeof(float) * (size_t)nb * k);
 		/* the batch's mean loss, weighted back to a sum */
@@ -258,6 +264,8 @@ int dlk_evaluate_task(struct dlk_net *net, const struct dlk_dataset *ds, int bat
 				if (ds->sample_size == kk) {
 					out->sample_in = xmalloc(sizeof(float) * ns * kk + 1);
 					dlk_dataset_gather_range(ds, 0, ns, out->sample_in);
+					if (dlk_dataset_failed(ds, err))
+						goto out;
 				}
 			}
 		}

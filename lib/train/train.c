@@ -5,6 +5,7 @@
 #include "lib/data/bpe.h"
 #include "lib/export/hf.h"
 #include "lib/nn/loss.h"
+#include "lib/train/loader.h"
 #include "lib/train/train.h"
 #include "lib/util/clock.h"
 #include "lib/util/mem.h"
@@ -89,6 +90,10 @@ struct run {
 	double ar_sec;                      /* the last step's all-reduce wait */
 	double data_sec;                    /* the last step's wait for its batches (every micro-batch's) */
 	int zero;                           /* ZeRO-1: the optimizer holds this rank's shard alone */
+	struct dlk_loader *loader;          /* samples read from files: the next micro-batch gathered
+	                                       while this one computes */
+	int posted_epoch;                   /* the micro-batch the loader has in flight, when it has */
+	long posted_ms;
 };
 
 const char *dlk_step_phase_name(int phase)
@@ -304,6 +309,11 @@ static int setup_buffers(struct run *r, struct dlk_err *err)
 	}
 	if (!r->xdev || !r->ydev)
 		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for a batch of %d", be->name, r->batch);
+	/* files are decoded on loader threads, a micro-batch ahead */
+	if (dlk_dataset_streams(r->ds)) {
+		r->loader = dlk_loader_start(r->ds, r->batch, r->o->loader_threads);
+		r->posted_ms = -1;
+	}
 	if (r->accum > 1 && !(r->acc = be->alloc(sizeof(float) * (r->net->n_params ? r->net->n_params : 1))))
 		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for the accumulated gradients (%zu parameters)",
 		                be->name, r->net->n_params);
@@ -322,20 +332,80 @@ static int setup_buffers(struct run *r, struct dlk_err *err)
  * `batch` samples of every rank's part, so it depends on the world size (1 x 256 and 2 x 128 no
  * longer see the same batches; each epoch still sees each sample once, less at most the
  * difference between the largest and the smallest part). */
-static int load_batch(struct run *r, int epoch, long s)
+/* where micro-batch s of the epoch starts in r->perm, and how many samples it takes */
+static int batch_at(const struct run *r, long s, size_t *lo)
 {
-	const struct dlk_dataset *ds = r->ds;
-	size_t world = (size_t)r->world, lo;
+	size_t world = (size_t)r->world;
 	int nb;
 
 	if (r->sharded) {
-		lo = (size_t)s * (size_t)r->batch;
-		nb = r->shard - lo < (size_t)r->batch ? (int)(r->shard - lo) : r->batch;
+		*lo = (size_t)s * (size_t)r->batch;
+		nb = r->shard - *lo < (size_t)r->batch ? (int)(r->shard - *lo) : r->batch;
 	} else {
 		size_t g0 = (size_t)s * (size_t)r->batch * world, left = r->shard * world - g0;
 		nb = left / world < (size_t)r->batch ? (int)(left / world) : r->batch;
-		lo = g0 + (size_t)r->rank * (size_t)nb;
+		*lo = g0 + (size_t)r->rank * (size_t)nb;
 	}
+	return nb;
+}
+
+/* Samples read from files (lib/train/loader.h): micro-batch s from the loader, which gathered it
+ * while the one before computed unless it is the epoch's first (or the run's first after a
+ * resume); then the next one of the epoch is posted. Within an epoch only: the permutation is
+ * the epoch's. */
+static int load_batch_files(struct run *r, int epoch, long s, struct dlk_err *err)
+{
+	const struct dlk_dataset *ds = r->ds;
+	const float *x, *t;
+	const int32_t *y;
+	size_t lo;
+	int nb = batch_at(r, s, &lo);
+
+	if (r->posted_epoch != epoch || r->posted_ms != s) {
+		if (r->posted_ms >= 0)
+			dlk_loader_wait(r->loader, &x, &y, &t); /* not the one wanted: dropped */
+		dlk_loader_post(r->loader, r->perm + lo, (size_t)nb, r->tr->seed, epoch);
+	}
+	dlk_loader_wait(r->loader, &x, &y, &t);
+	r->posted_ms = -1;
+	if (dlk_dataset_failed(ds, err))
+		return -1;
+	r->be->to_device(r->xdev, x, sizeof(float) * (size_t)nb * ds->sample_size);
+	r->be->to_device(r->ydev, y, sizeof(int32_t) * (size_t)nb);
+	if (r->tdev)
+		r->be->to_device(r->tdev, t, sizeof(float) * (size_t)nb * ds->target_size);
+	if (s + 1 < r->mspe) {
+		size_t lo2;
+		int nb2 = batch_at(r, s + 1, &lo2);
+		dlk_loader_post(r->loader, r->perm + lo2, (size_t)nb2, r->tr->seed, epoch);
+		r->posted_epoch = epoch;
+		r->posted_ms = s + 1;
+	}
+	return nb;
+}
+
+/* Puts this rank's part of global micro-batch s of the epoch on the device (with
+ * training.accumulate K, optimizer step s takes micro-batches sK .. sK + K - 1, so a step covers
+ * the positions of a K-times-larger batch); returns how many samples, or -1 with err when a
+ * sample's file could not be read.
+ * Whole data on every rank: global step s covers positions [s*batch*world, ...) of the epoch's
+ * permutation and rank r takes the r-th equal slice of it, so the global batch of a step does not
+ * depend on how many ranks share it: 1 x 256 and 2 x 128 train on the same samples.
+ * Sharded data: the permutation is still the split's, one per epoch, the same on every rank; each
+ * rank walks it restricted to the samples it holds (dlk_shard_walk) and step s takes positions
+ * [s*batch, ...) of that walk, up to the smallest rank's count. Each global batch then holds
+ * `batch` samples of every rank's part, so it depends on the world size (1 x 256 and 2 x 128 no
+ * longer see the same batches; each epoch still sees each sample once, less at most the
+ * difference between the largest and the smallest part). */
+static int load_batch(struct run *r, int epoch, long s, struct dlk_err *err)
+{
+	const struct dlk_dataset *ds = r->ds;
+	size_t lo;
+	int nb;
+
+	if (r->loader)
+		return load_batch_files(r, epoch, s, err);
+	nb = batch_at(r, s, &lo);
 	/* the augmentation (format images) is drawn per (seed, epoch, sample): resumable, and the
 	 * same whatever the world size */
 	dlk_dataset_gather_train(ds, r->perm + lo, (size_t)nb, r->tr->seed, epoch, r->xhost);
@@ -400,8 +470,10 @@ static int train_step(struct run *r, int epoch, long s, int *n_samples, float *l
 		net->grad_ready = NULL;
 	for (long ms = m0; ms < m1; ms++) {
 		double td = dlk_now();
-		int nb = load_batch(r, epoch, ms);
+		int nb = load_batch(r, epoch, ms, err);
 		r->data_sec += dlk_now() - td;
+		if (nb < 0)
+			return -1;
 		dlk_net_forward(net, r->xdev, nb, 1);
 		float l = dlk_loss_backward(net, &r->loss, r->ydev, r->tdev, nb);
 		if (be->check(msg, sizeof(msg)))
@@ -653,6 +725,7 @@ int dlk_train_run(const struct dlk_train_opts *o, struct dlk_train_result *res, 
 	ret = res->cancelled ? 1 : 0;
 out:
 	r.net->grad_ready = NULL; /* its context belongs to the caller's run */
+	dlk_loader_stop(r.loader); /* before the permutation it may still be reading */
 	free(r.perm);
 	if (r.xhost != r.xdev)
 		free(r.xhost);

@@ -112,6 +112,8 @@ struct dlk_train_opts {
 	const char *spec_file;            /* for messages, e.g. "dlk.yaml" */
 	const struct dlk_dataset *train;  /* required */
 	const struct dlk_dataset *test;   /* optional */
+	int loader_threads;               /* training samples read from files (lib/train/loader.h): the
+	                                     threads decoding the next micro-batch; 0 = one per core */
 	const struct dlk_backend *backend; /* NULL = the CPU backend */
 	int rank, world;                  /* 0/1 when 0/0 */
 	dlk_grad_allreduce_fn allreduce;  /* NULL with world 1 */

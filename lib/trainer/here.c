@@ -27,6 +27,7 @@
 #include "lib/util/git.h"
 #include "lib/util/hash.h"
 #include "lib/util/fsutil.h"
+#include "lib/util/machine.h"
 #include "lib/util/mem.h"
 #include "lib/util/parallel.h"
 
@@ -140,6 +141,7 @@ struct here {
 	long ckpt_step;               /* the newest checkpoint written or resumed, -1: none */
 	long ckpt_delay_ms;           /* test hook: slow every checkpoint write down */
 	long ckpt_space, ckpt_written; /* test hook: a checkpoint's volume holds ckpt_space bytes */
+	long test_memory;              /* test hook: the memory data.images.decode: auto weighs */
 	struct dlk_job_progress *jp;
 	/* elastic (rank 0 in a cluster): the Job's size, read every poll_sec; resize_to is the new
 	 * number of workers once `dlk scale` changed it, and every rank stops to re-form */
@@ -1268,6 +1270,7 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 		dlk_net_release(&net);
 	}
 	dopts.task = spec->model.task;
+	dopts.memory = (unsigned long long)r->test_memory;
 	dopts.base_dir = dir;
 	dopts.progress = data_progress;
 	dopts.progress_ctx = r;
@@ -1305,6 +1308,24 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 		else
 			dlk_trainer_info(r->sink, "rank %d loaded its shard: samples [%zu, %zu) of %zu", r->rank, train->base,
 			         train->base + train->n, train->total);
+	}
+	for (int k = 0; k < 2; k++) {
+		const struct dlk_dataset *d = k ? test : train;
+		char dec[32], mem[32];
+		if (!dlk_dataset_streams(d) || (k && r->rank))
+			continue;
+		/* what decoding once would have kept: inputs and paired targets, bytes */
+		format_bytes((double)d->n * (double)(d->sample_size + (dlk_dataset_has_targets(d) && !d->t_from_x8 ? d->target_size : 0)),
+		             dec, sizeof(dec));
+		format_bytes((double)(r->test_memory > 0 ? (unsigned long long)r->test_memory : dlk_machine_memory()), mem,
+		             sizeof(mem));
+		if (spec->data.images.decode == DLK_DECODE_STREAM)
+			dlk_trainer_info(r->sink, "%s split: %zu images read from their files each time they are used "
+			                 "(data.images.decode: stream; decoded they would take %s)", k ? "test" : "training", d->n, dec);
+		else
+			dlk_trainer_info(r->sink, "%s split: %zu images read from their files each time they are used: decoded "
+			                 "they would take %s, more than a quarter of the %s this process may use "
+			                 "(data.images.decode: auto; 'once' keeps them)", k ? "test" : "training", d->n, dec, mem);
 	}
 	if (r->rank == 0 && test->n && test->t_from_x8 && test->aug.noise > 0)
 		dlk_trainer_info(r->sink, "test inputs with noise of sigma %g: PSNR %.2f dB against their targets (the model's to beat)",
@@ -1491,6 +1512,7 @@ int dlk_trainer_here(const struct dlk_trainer_here_opts *o, const struct dlk_pro
 	grace = (unsigned)env_long(DLK_ENV_TERM_GRACE, 20, 1, 3600, &err, &bad);
 	run.ckpt_delay_ms = env_long(DLK_ENV_TEST_CHECKPOINT_DELAY_MS, 0, 0, 60000, &err, &bad);
 	run.ckpt_space = env_long(DLK_ENV_TEST_CHECKPOINT_SPACE, 0, 0, 1L << 40, &err, &bad);
+	run.test_memory = env_long(DLK_ENV_TEST_MEMORY, 0, 0, LONG_MAX, &err, &bad);
 	run.poll_sec = env_long(DLK_ENV_RESIZE_POLL, 10, 1, 3600, &err, &bad);
 	run.local_world = 1;
 	if (bad)

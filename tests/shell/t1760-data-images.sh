@@ -60,6 +60,37 @@ test_expect_success 'per-channel normalisation, flip and random crop train, and 
 	! tar -xOf q/fm-images.dlk weights.safetensors | cmp -s - w
 '
 
+test_expect_success 'data.images.decode: stream reads the files as batches are drawn, and gives the same bits' '
+	project o "$IMG/train" "mean: [0.286], std: [0.353], flip: true, crop_padding: 2" &&
+	dlk train --local -q -o json -f o/dlk.yaml >o.json &&
+	project s "$IMG/train" "mean: [0.286], std: [0.353], flip: true, crop_padding: 2, decode: stream" &&
+	dlk train --local -o json -f s/dlk.yaml >s.json 2>log &&
+	grep_q "training split: 6000 images read from their files each time they are used (data.images.decode: stream" log &&
+	tar -xOf o/fm-images.dlk weights.safetensors >w &&
+	tar -xOf s/fm-images.dlk weights.safetensors | cmp - w &&
+	jq -e ".testAccuracy == $(accuracy o.json)" s.json
+'
+
+test_expect_success 'auto streams a split that decoded would pass a quarter of the memory, and keeps it otherwise' '
+	project o "$IMG/train" "flip: true" &&
+	dlk train --local -q -f o/dlk.yaml && tar -xOf o/fm-images.dlk weights.safetensors >w &&
+	project s "$IMG/train" "flip: true" &&
+	DLK_TEST_MEMORY=$((4 * 784 * 6000 - 1)) dlk train --local -f s/dlk.yaml --fresh >/dev/null 2>log &&
+	grep_q "training split: 6000 images read from their files each time they are used: decoded they would take 4.5 MiB, more than a quarter of the 17.9 MiB this process may use (data.images.decode: auto" log &&
+	! grep_q "test split: .* read from their files" log &&
+	tar -xOf s/fm-images.dlk weights.safetensors | cmp - w &&
+	DLK_TEST_MEMORY=$((4 * 784 * 6000)) dlk train --local -f s/dlk.yaml --fresh >/dev/null 2>log &&
+	! grep_q "read from their files" log
+'
+
+test_expect_success 'streamed, a damaged file stops the run where it is read, named, exit 3' '
+	cp -r "$IMG/train" late && printf "\211PNG\r\n\032\nbroken" >late/3-dress/zz.png &&
+	project p "$PWD/late" "decode: stream" &&
+	test_exit_code 3 dlk train --local -f p/dlk.yaml >log 2>&1 &&
+	grep_q "late/3-dress/zz.png.: not a readable PNG" log &&
+	grep_q "training .fm-images. on 6001 samples" log
+'
+
 test_expect_success 'WebDataset shards of KEY.png + KEY.cls train like the folder' '
 	project p "$IMG/train.tar" &&
 	dlk train --local -q -o json -f p/dlk.yaml >out.json &&

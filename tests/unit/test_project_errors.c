@@ -217,6 +217,20 @@ int main(void)
 	m = load_msg("name: demo\ndata: {format: csv, train: {source: /a}, images: {noise: 5}}\n"
 	             "model: {input: [4], task: image, loss: mse, layers: [relu]}\n");
 	CHECK_CONTAINS(m, "data.images: normalisation per channel and augmentation are for images");
+	/* data.images.decode chooses when image folders are decoded */
+	m = load_msg("name: demo\ndata: {format: images, train: {source: /a}, images: {decode: stream}}\n"
+	             "model: {input: [1, 28, 28], layers: [flatten, {dense: {units: 10}}]}\n");
+	CHECK_MSG(!m[0], "image folders take data.images.decode (%s)", m);
+	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}, images: {decode: once}}\n"
+	             "model: {input: [1, 28, 28], layers: [flatten, {dense: {units: 10}}]}\n");
+	CHECK_CONTAINS(m, "dlk.yaml:2:58: data.images.decode: decode chooses when image folders' files are decoded (format "
+	                  "images); format idx is decoded as it is read");
+	m = load_msg("name: demo\ndata: {format: images, train: {source: /a}, images: {decode: lazily}}\n"
+	             "model: {input: [1, 28, 28], layers: [flatten, {dense: {units: 10}}]}\n");
+	CHECK_CONTAINS(m, "data.images.decode: unknown value 'lazily' (expected auto, once or stream)");
+	m = load_msg("name: demo\ndata: {format: csv, train: {source: /a}, images: {decode: stream}}\n"
+	             "model: {input: [4], layers: [relu]}\n");
+	CHECK_CONTAINS(m, "data.images: normalisation per channel and augmentation are for images");
 	/* "format:" with no value is the default, idx, and the splits are checked against it */
 	m = load_msg("name: demo\ndata: {format: , train: {source: /a}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK_CONTAINS(m, "dlk.yaml:2:34: data.train.source: 'source' is for formats csv and tar; format idx uses images and labels");
