@@ -90,8 +90,8 @@ struct run {
 	double ar_sec;                      /* the last step's all-reduce wait */
 	double data_sec;                    /* the last step's wait for its batches (every micro-batch's) */
 	int zero;                           /* ZeRO-1: the optimizer holds this rank's shard alone */
-	struct dlk_loader *loader;          /* samples read from files: the next micro-batch gathered
-	                                       while this one computes */
+	struct dlk_loader *loader;          /* the next micro-batch gathered while this one computes
+	                                       (samples read from files, a device's backend) */
 	int posted_epoch;                   /* the micro-batch the loader has in flight, when it has */
 	long posted_ms;
 };
@@ -309,8 +309,9 @@ static int setup_buffers(struct run *r, struct dlk_err *err)
 	}
 	if (!r->xdev || !r->ydev)
 		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for a batch of %d", be->name, r->batch);
-	/* files are decoded on loader threads, a micro-batch ahead */
-	if (dlk_dataset_streams(r->ds)) {
+	/* files are decoded on loader threads, a micro-batch ahead; so is a device's batch (the CPU
+	 * backend gathers in place, between steps that keep every core busy) */
+	if (dlk_dataset_streams(r->ds) || be != dlk_backend_cpu() || r->o->prefetch == 1) {
 		r->loader = dlk_loader_start(r->ds, r->batch, r->o->loader_threads);
 		r->posted_ms = -1;
 	}
@@ -349,7 +350,7 @@ static int batch_at(const struct run *r, long s, size_t *lo)
 	return nb;
 }
 
-/* Samples read from files (lib/train/loader.h): micro-batch s from the loader, which gathered it
+/* Batches gathered ahead (lib/train/loader.h): micro-batch s from the loader, which gathered it
  * while the one before computed unless it is the epoch's first (or the run's first after a
  * resume); then the next one of the epoch is posted. Within an epoch only: the permutation is
  * the epoch's. */

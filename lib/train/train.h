@@ -112,8 +112,11 @@ struct dlk_train_opts {
 	const char *spec_file;            /* for messages, e.g. "dlk.yaml" */
 	const struct dlk_dataset *train;  /* required */
 	const struct dlk_dataset *test;   /* optional */
-	int loader_threads;               /* training samples read from files (lib/train/loader.h): the
-	                                     threads decoding the next micro-batch; 0 = one per core */
+	int loader_threads;               /* batches gathered ahead (lib/train/loader.h): the threads
+	                                     gathering the next micro-batch; 0 = one per core */
+	int prefetch;                     /* 1: gather every batch ahead on the loader threads; 0:
+	                                     when the samples are read from files (DLK_STORE_FILES) or
+	                                     the backend is a device's (its host would wait otherwise) */
 	const struct dlk_backend *backend; /* NULL = the CPU backend */
 	int rank, world;                  /* 0/1 when 0/0 */
 	dlk_grad_allreduce_fn allreduce;  /* NULL with world 1 */

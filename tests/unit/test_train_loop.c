@@ -275,6 +275,51 @@ int main(void)
 		free(sv.v);
 	}
 
+	/* batches gathered ahead on loader threads (what streamed image folders and device backends
+	 * do): the same weights, uninterrupted, accumulated, or stopped mid-epoch and resumed */
+	for (int accum = 1; accum <= 3; accum += 2) {
+		struct dlk_train_opts o3 = o;
+		struct saved sv = { 0 };
+		struct dlk_train_result plain, ahead, part, rest;
+		volatile sig_atomic_t stop = 0;
+		o3.on_event = NULL;
+		o3.allreduce = NULL;
+		o3.checkpoint = NULL;
+		tr.accumulate = accum;
+		CHECK(dlk_train_run(&o3, &plain, &err) == 0);
+		o3.prefetch = 1;
+		o3.loader_threads = 3;
+		CHECK(dlk_train_run(&o3, &ahead, &err) == 0);
+		CHECK_MSG(ahead.steps == plain.steps && !memcmp(plain.net.params, ahead.net.params, 4 * plain.net.n_params) &&
+		              !memcmp(plain.loss_curve, ahead.loss_curve, sizeof(float) * plain.n_loss),
+		          "accumulate %d: batches gathered ahead train the same weights", accum);
+		memset(&ev, 0, sizeof(ev));
+		ev.cancel_at_step_flag = &stop;
+		ev.cancel_at = 13;
+		o3.on_event = on_event;
+		o3.event_ctx = &ev;
+		o3.cancel = &stop;
+		o3.checkpoint = save_state;
+		o3.ckpt_ctx = &sv;
+		o3.loader_threads = 1;
+		CHECK(dlk_train_run(&o3, &part, &err) == 1 && sv.global_step == 13);
+		o3.cancel = NULL;
+		o3.on_event = NULL;
+		o3.checkpoint = NULL;
+		o3.resume = restore_state;
+		CHECK(dlk_train_run(&o3, &rest, &err) == 0);
+		CHECK_MSG(!memcmp(plain.net.params, rest.net.params, 4 * plain.net.n_params),
+		          "accumulate %d: stopped with a batch in flight and resumed, the same weights", accum);
+		dlk_train_result_release(&plain);
+		dlk_train_result_release(&ahead);
+		dlk_train_result_release(&part);
+		dlk_train_result_release(&rest);
+		free(sv.params);
+		free(sv.m);
+		free(sv.v);
+	}
+	tr.accumulate = 0;
+
 	/* SGD with momentum, a cosine schedule with warm-up and clipping also learn */
 	tr.optimizer = DLK_OPT_SGD;
 	tr.lr = 0.1;
