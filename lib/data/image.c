@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdio.h>
 /* jpeglib.h needs stdio.h's FILE first */
@@ -358,8 +359,46 @@ void dlk_image_files_free(struct dlk_image_files *f)
 	free_strs(f->names, f->n);
 	free_strs(f->tpaths, f->n);
 	free_strs(f->tnames, f->n);
+	free_strs(f->shards, (size_t)f->n_shards);
+	free(f->shard);
+	free(f->offset);
+	free(f->length);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
+}
+
+struct dlk_image_files *dlk_image_files_members(const int shape[3])
+{
+	return files_new(shape, NULL);
+}
+
+void dlk_image_files_add_member(struct dlk_image_files *f, const char *shard, unsigned long long offset,
+                                unsigned long long length, const char *name)
+{
+	if (!f->n_shards || strcmp(f->shards[f->n_shards - 1], shard)) {
+		f->shards = xrealloc(f->shards, (size_t)(f->n_shards + 1) * sizeof(*f->shards));
+		f->shards[f->n_shards++] = xstrdup(shard);
+	}
+	/* grown by doubling: n a power of two means full */
+	if (!(f->n & (f->n - 1))) {
+		size_t cap = f->n ? 2 * f->n : 1;
+		f->names = xrealloc(f->names, cap * sizeof(*f->names));
+		f->shard = xrealloc(f->shard, cap * sizeof(*f->shard));
+		f->offset = xrealloc(f->offset, cap * sizeof(*f->offset));
+		f->length = xrealloc(f->length, cap * sizeof(*f->length));
+	}
+	f->names[f->n] = xstrdup(name);
+	f->shard[f->n] = f->n_shards - 1;
+	f->offset[f->n] = offset;
+	f->length[f->n] = length;
+	f->n++;
+}
+
+void dlk_image_files_join(struct dlk_image_files *a, struct dlk_image_files *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		dlk_image_files_add_member(a, b->shards[b->shard[i]], b->offset[i], b->length[i], b->names[i]);
+	dlk_image_files_free(b);
 }
 
 /* keeps v[from, to) of n, freeing the others */
@@ -375,6 +414,11 @@ static void cut_strs(char **v, size_t n, size_t from, size_t to)
 
 void dlk_image_files_cut(struct dlk_image_files *f, size_t from, size_t to)
 {
+	if (f->offset) {
+		memmove(f->shard, f->shard + from, (to - from) * sizeof(*f->shard));
+		memmove(f->offset, f->offset + from, (to - from) * sizeof(*f->offset));
+		memmove(f->length, f->length + from, (to - from) * sizeof(*f->length));
+	}
 	cut_strs(f->paths, f->n, from, to);
 	cut_strs(f->names, f->n, from, to);
 	cut_strs(f->tpaths, f->n, from, to);
@@ -382,15 +426,55 @@ void dlk_image_files_cut(struct dlk_image_files *f, size_t from, size_t to)
 	f->n = to - from;
 }
 
+/* length bytes at offset of the file at path into b */
+static int read_member(const char *path, unsigned long long offset, unsigned long long length, struct dlk_buf *b,
+                       char *msg, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t got = 0;
+
+	if (fd < 0) {
+		snprintf(msg, len, "%s", strerror(errno));
+		return -1;
+	}
+	if (length > (256u << 20)) {
+		snprintf(msg, len, "a member of %llu bytes, more than 256 MiB", length);
+		close(fd);
+		return -1;
+	}
+	dlk_buf_grow(b, (size_t)length);
+	while (got < length) {
+		ssize_t r = pread(fd, b->data + got, (size_t)length - got, (off_t)(offset + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			snprintf(msg, len, r < 0 ? "%s" : "the archive ends before the member does (changed since the run started?)",
+			         strerror(errno));
+			close(fd);
+			return -1;
+		}
+		got += (size_t)r;
+	}
+	b->len = got;
+	b->data[got] = '\0';
+	close(fd);
+	return 0;
+}
+
 int dlk_image_files_read(const struct dlk_image_files *f, size_t i, int target, uint8_t *out, struct dlk_buf *b,
                          struct dlk_err *err)
 {
-	const char *path = target ? f->tpaths[i] : f->paths[i], *name = target ? f->tnames[i] : f->names[i];
+	const char *path = target ? f->tpaths[i] : f->paths ? f->paths[i] : NULL,
+	           *name = target ? f->tnames[i] : f->names[i];
 	char msg[256];
 
 	dlk_buf_reset(b);
-	if (dlk_buf_read_file(b, path, 256u << 20, msg, sizeof(msg)) < 0)
+	if (f->offset && !target) {
+		if (read_member(f->shards[f->shard[i]], f->offset[i], f->length[i], b, msg, sizeof(msg)) < 0)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "cannot read '%s': %s", name, msg);
+	} else if (dlk_buf_read_file(b, path, 256u << 20, msg, sizeof(msg)) < 0) {
 		return dlk_errf(err, DLK_EXIT_CONFIG, "cannot read '%s': %s", name, msg);
+	}
 	return dlk_image_sample(b->data, b->len, name, target ? f->tshape : f->shape, out, err);
 }
 

@@ -53,6 +53,12 @@ struct dlk_image_files {
 	size_t n;
 	char **paths, **names;      /* n each, owned: where each file is read, how messages name it */
 	char **tpaths, **tnames;    /* paired folders: the targets, n each; NULL otherwise */
+	/* instead of paths: tar shards' members, sample i the bytes [offset[i], offset[i] + length[i])
+	 * of the uncompressed archive shards[shard[i]] (n_shards of them, owned) */
+	char **shards;
+	int n_shards;
+	int *shard;
+	unsigned long long *offset, *length;
 	int shape[3], tshape[3];    /* what inputs and targets are decoded to (C x H x W) */
 	size_t sample_size, tsample_size;
 	/* the first failure of dlk_image_files_sample() in sample order, under mu */
@@ -62,6 +68,14 @@ struct dlk_image_files {
 	struct dlk_err err;
 };
 void dlk_image_files_free(struct dlk_image_files *f);
+/* An empty list of tar members to decode to shape (sample_size C*H*W). */
+struct dlk_image_files *dlk_image_files_members(const int shape[3]);
+/* Appends member [offset, offset + length) of the archive at `shard` (its local path; the last
+ * shard appended unless another), named `name` in messages. */
+void dlk_image_files_add_member(struct dlk_image_files *f, const char *shard, unsigned long long offset,
+                                unsigned long long length, const char *name);
+/* Moves b's members to the end of a (both lists of members, of one shape); frees b. */
+void dlk_image_files_join(struct dlk_image_files *a, struct dlk_image_files *b);
 /* Keeps files [from, to) (a rank's part of a sharded split). */
 void dlk_image_files_cut(struct dlk_image_files *f, size_t from, size_t to);
 /* Reads and decodes file i (target: paired folders' target) into out, a sample of shape (or

@@ -368,25 +368,6 @@ static int samples_append(struct dlk_samples *a, struct dlk_samples *b, const ch
 	return 0;
 }
 
-static int load_one_tar(const struct dlk_source *src, const struct dlk_data *spec, const struct dlk_data_opts *opts,
-                        struct dlk_dataset *ds, struct dlk_samples *s, struct dlk_err *err)
-{
-	struct dlk_fetched f = DLK_FETCHED_INIT;
-	struct archive *a = NULL;
-	int ret = -1;
-
-	if (fetch_source(src, "tar", spec, opts, ds, &f, err) < 0)
-		goto out;
-	a = dlk_archive_open_file(f.path, src->url, err);
-	if (!a)
-		goto out;
-	ret = dlk_tar_decode_archive(a, src->url, opts->shape, limit_of(spec), s, err);
-out:
-	dlk_archive_close(a);
-	dlk_fetched_release(&f);
-	return ret;
-}
-
 /* Keeps samples [from, to) of s. */
 static void samples_cut(struct dlk_samples *s, size_t from, size_t to)
 {
@@ -394,7 +375,9 @@ static void samples_cut(struct dlk_samples *s, size_t from, size_t to)
 
 	memmove(s->y, s->y + from, n * sizeof(int32_t));
 	s->y = xrealloc(s->y, (n ? n : 1) * sizeof(int32_t));
-	if (s->x8) {
+	if (s->files) {
+		dlk_image_files_cut(s->files, from, to);
+	} else if (s->x8) {
 		memmove(s->x8, s->x8 + from * m, n * m);
 		s->x8 = xrealloc(s->x8, (n ? n : 1) * m);
 	} else {
@@ -410,6 +393,94 @@ static void samples_cut(struct dlk_samples *s, size_t from, size_t to)
 		s->t8 = xrealloc(s->t8, (n ? n : 1) * s->target_size);
 	}
 	s->n = n;
+}
+
+/* data.images.decode: whether files listed for n samples are decoded as the samples are read */
+static int stream_files(const struct dlk_data *spec, const struct dlk_data_opts *opts, const struct dlk_image_files *f)
+{
+	unsigned long long mem, bytes = (unsigned long long)f->n * (f->sample_size + f->tsample_size);
+
+	if (spec->images.decode != DLK_DECODE_AUTO)
+		return spec->images.decode == DLK_DECODE_STREAM;
+	mem = opts->memory ? opts->memory : dlk_machine_memory();
+	return mem && bytes > mem / 4;
+}
+
+/* Appends the labels of an indexed shard b (its members in b_index) to a's (a->files), freeing b. */
+static void members_append(struct dlk_samples *a, struct dlk_samples *b, struct dlk_image_files *b_index)
+{
+	if (!a->files) {
+		int32_t keep = a->max_label > b->max_label ? a->max_label : b->max_label;
+		dlk_samples_release(a);
+		*a = *b;
+		a->files = b_index;
+		a->max_label = keep;
+		memset(b, 0, sizeof(*b));
+		return;
+	}
+	a->y = xrealloc(a->y, (a->n + b->n) * sizeof(int32_t));
+	memcpy(a->y + a->n, b->y, b->n * sizeof(int32_t));
+	a->n += b->n;
+	if (b->max_label > a->max_label)
+		a->max_label = b->max_label;
+	dlk_image_files_join(a->files, b_index);
+	dlk_samples_release(b);
+}
+
+/* The tar shards files[0, n) into s: every one fetched once; with format images and
+ * data.images.decode other than once, indexed member by member when every shard allows it and
+ * streamed when the decision says so (stream_files); else decoded. */
+static int load_tars(const struct dlk_source *files, int n, const struct dlk_data *spec,
+                     const struct dlk_data_opts *opts, struct dlk_dataset *ds, struct dlk_samples *s,
+                     struct dlk_err *err)
+{
+	struct dlk_fetched *fs = xcalloc((size_t)(n ? n : 1), sizeof(*fs));
+	int by_member = spec->format == DLK_DATA_IMAGES && spec->images.decode != DLK_DECODE_ONCE, ret = -1;
+
+	for (int i = 0; i < n; i++)
+		if (fetch_source(&files[i], "tar", spec, opts, ds, &fs[i], err) < 0)
+			goto out;
+	for (int i = 0; i < n && by_member; i++) {
+		struct dlk_samples one = DLK_SAMPLES_INIT;
+		struct dlk_image_files *idx = NULL;
+		struct archive *a = dlk_archive_open_file(fs[i].path, files[i].url, err);
+		int r = a ? dlk_tar_index_archive(a, files[i].url, fs[i].path, opts->shape, &one, &idx, err) : -1;
+		dlk_archive_close(a);
+		if (r < 0)
+			goto out;
+		if (r == 0 && one.sample_size != (s->files ? s->sample_size : one.sample_size)) {
+			dlk_samples_release(&one);
+			dlk_image_files_free(idx);
+			r = 1;
+		}
+		if (r == 1) {
+			/* not every shard can be read by member: all are decoded */
+			by_member = 0;
+			dlk_samples_release(s);
+			break;
+		}
+		members_append(s, &one, idx);
+	}
+	if (by_member && s->files && !stream_files(spec, opts, s->files)) {
+		by_member = 0;
+		dlk_samples_release(s);
+	}
+	for (int i = 0; i < n && !by_member; i++) {
+		struct dlk_samples one = DLK_SAMPLES_INIT;
+		struct archive *a = dlk_archive_open_file(fs[i].path, files[i].url, err);
+		int r = a ? dlk_tar_decode_archive(a, files[i].url, opts->shape, limit_of(spec), &one, err) : -1;
+		dlk_archive_close(a);
+		if (r < 0 || samples_append(s, &one, files[i].url, err) < 0) {
+			dlk_samples_release(&one);
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	for (int i = 0; i < n; i++)
+		dlk_fetched_release(&fs[i]);
+	free(fs);
+	return ret;
 }
 
 static int load_tar(const struct dlk_split *sp, const struct dlk_data *spec,
@@ -430,13 +501,8 @@ static int load_tar(const struct dlk_split *sp, const struct dlk_data *spec,
 		ds->files_first = f0;
 		ds->files_count = f1 - f0;
 	}
-	for (int i = f0; i < f1; i++) {
-		struct dlk_samples one = DLK_SAMPLES_INIT;
-		if (load_one_tar(&files[i], spec, opts, ds, &one, err) < 0 || samples_append(s, &one, files[i].url, err) < 0) {
-			dlk_samples_release(&one);
-			return -1;
-		}
-	}
+	if (load_tars(files + f0, f1 - f0, spec, opts, ds, s, err) < 0)
+		return -1;
 	if (world > 1 && !by_file) {
 		/* fewer files than workers: every worker reads them all and keeps its range */
 		size_t b, e, total = s->n;
@@ -483,17 +549,6 @@ static void take_train_classes(const struct dlk_data *spec, const struct dlk_dat
 		*classes = (const char *const *)opts->train->class_names;
 		*n = opts->train->n_class_names;
 	}
-}
-
-/* data.images.decode: whether files listed for n samples are decoded as the samples are read */
-static int stream_files(const struct dlk_data *spec, const struct dlk_data_opts *opts, const struct dlk_image_files *f)
-{
-	unsigned long long mem, bytes = (unsigned long long)f->n * (f->sample_size + f->tsample_size);
-
-	if (spec->images.decode != DLK_DECODE_AUTO)
-		return spec->images.decode == DLK_DECODE_STREAM;
-	mem = opts->memory ? opts->memory : dlk_machine_memory();
-	return mem && bytes > mem / 4;
 }
 
 /* An image folder's (or paired folders') listed files into s, with their labels (taken; NULL:
@@ -1034,10 +1089,10 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 		memcpy(s.shape, opts->shape, sizeof(s.shape));
 	}
 	if (spec->images.decode == DLK_DECODE_STREAM && !s.files) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': data.images.decode: stream reads image folders, and these are %s", name,
-		         spec->format == DLK_DATA_IMAGES ? "tar shards, decoded as they are read" : "not image folders");
-		dlk_err_hint(err, "leave data.images.decode out, or point data.%s.source at a local folder of class folders",
-		             split);
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': data.images.decode: stream reads image folders and uncompressed tar "
+		         "shards of .png or .jpg members, and this is neither", name);
+		dlk_err_hint(err, "leave data.images.decode out (images are then decoded once), or write the shards "
+		             "uncompressed (tar -cf, not tar -czf)");
 		goto fail;
 	}
 	if (spec->images.noise > 0) {

@@ -29,6 +29,10 @@ struct shard {
 	char *pay_member;
 	struct dlk_buf data;
 	int shape[3];
+	/* indexing (dlk_tar_index_archive): the members to decode later, and the payload's place */
+	const char *local;
+	struct dlk_image_files *index;
+	unsigned long long pay_off, pay_len;
 };
 
 static int pgm_space(int c)
@@ -218,6 +222,27 @@ static int take_payload(struct shard *sh, struct dlk_err *err)
 	return 0;
 }
 
+/* Indexing: the sample's image member appended to the index, decoded later. */
+static int index_payload(struct shard *sh, struct dlk_err *err)
+{
+	if (!sh->want || sh->want[0] < 1 || sh->want[1] < 1 || sh->want[2] < 1)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s': images need a model input [C, H, W]", sh->name,
+		                sh->pay_member);
+	if (!sh->index) {
+		sh->index = dlk_image_files_members(sh->want);
+		memcpy(sh->s.shape, sh->want, sizeof(sh->s.shape));
+		sh->s.sample_size = sh->index->sample_size;
+	}
+	if (sh->s.n == sh->cap) {
+		sh->cap = sh->cap ? 2 * sh->cap : 256;
+		sh->s.y = xrealloc(sh->s.y, sh->cap * sizeof(int32_t));
+	}
+	char *what = xasprintf("%s: %s", sh->name, sh->pay_member);
+	dlk_image_files_add_member(sh->index, sh->local, sh->pay_off, sh->pay_len, what);
+	free(what);
+	return 0;
+}
+
 /* Completes the sample under assembly (if any). */
 static int finish_sample(struct shard *sh, struct dlk_err *err)
 {
@@ -232,7 +257,7 @@ static int finish_sample(struct shard *sh, struct dlk_err *err)
 		ret = dlk_errf(err, DLK_EXIT_CONFIG,
 		               "'%s': sample '%s' has no data: expected a member '%s.u8', '%s.f32', '%s.pgm', '%s.png' or '%s.jpg'",
 		               sh->name, sh->key, sh->key, sh->key, sh->key, sh->key, sh->key);
-	else if (take_payload(sh, err) < 0)
+	else if ((sh->local ? index_payload(sh, err) : take_payload(sh, err)) < 0)
 		ret = -1;
 	if (ret == 0) {
 		sh->s.y[sh->s.n++] = sh->label;
@@ -279,8 +304,11 @@ bad:
 	                sh->name, member, DLK_MAX_CLASSES, text);
 }
 
-int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[3],
-                           unsigned long long max_bytes, struct dlk_samples *out, struct dlk_err *err)
+/* dlk_tar_decode_archive(), or with `local` (the archive's local path) its index: *index gets
+ * the image members, out the labels (and the shape), nothing decoded; 1 (nothing set) when the
+ * archive cannot be read by member (compressed, not a tar, a payload that is not an image). */
+static int tar_walk(struct archive *a, const char *name, const int shape[3], unsigned long long max_bytes,
+                    const char *local, struct dlk_samples *out, struct dlk_image_files **index, struct dlk_err *err)
 {
 	struct shard sh = { .data = DLK_BUF_INIT };
 	struct archive_entry *e;
@@ -291,6 +319,7 @@ int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[
 	sh.name = name;
 	sh.want = shape;
 	sh.s.max_label = -1;
+	sh.local = local;
 	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
 		const char *path = archive_entry_pathname(e), *base, *dot;
 		enum payload pay;
@@ -298,6 +327,12 @@ int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[
 
 		if (first && archive_format(a) == ARCHIVE_FORMAT_RAW) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': not a tar archive", name);
+			goto out;
+		}
+		/* by member: the archive's own bytes, a tar's members at their offsets */
+		if (first && local &&
+		    (archive_filter_count(a) != 1 || (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) != ARCHIVE_FORMAT_TAR)) {
+			ret = 1;
 			goto out;
 		}
 		first = 0;
@@ -361,6 +396,16 @@ int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[
 		sh.pay = pay;
 		sh.pay_member = xstrdup(path);
 		dlk_buf_reset(&sh.data);
+		if (local) {
+			/* the member's bytes are where the archive's reader stands now */
+			if (pay != PAY_IMG || !archive_entry_size_is_set(e) || archive_entry_sparse_count(e) > 0) {
+				ret = 1;
+				goto out;
+			}
+			sh.pay_off = (unsigned long long)archive_filter_bytes(a, 0);
+			sh.pay_len = (unsigned long long)archive_entry_size(e);
+			continue;
+		}
 		if (dlk_archive_read_entry(a, name, path, max_bytes, &total, NULL, NULL, &sh.data, err) < 0)
 			goto out;
 	}
@@ -377,8 +422,13 @@ int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[
 	}
 	*out = sh.s;
 	memset(&sh.s, 0, sizeof(sh.s));
+	if (index) {
+		*index = sh.index;
+		sh.index = NULL;
+	}
 	ret = 0;
 out:
+	dlk_image_files_free(sh.index);
 	dlk_samples_release(&sh.s);
 	dlk_buf_release(&sh.data);
 	dlk_buf_release(&member_data);
@@ -386,6 +436,19 @@ out:
 	free(sh.pay_member);
 	free(sh.first_key);
 	return ret;
+}
+
+int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[3],
+                           unsigned long long max_bytes, struct dlk_samples *out, struct dlk_err *err)
+{
+	return tar_walk(a, name, shape, max_bytes, NULL, out, NULL, err);
+}
+
+int dlk_tar_index_archive(struct archive *a, const char *name, const char *local, const int shape[3],
+                          struct dlk_samples *labels, struct dlk_image_files **index, struct dlk_err *err)
+{
+	*index = NULL;
+	return tar_walk(a, name, shape, 0, local, labels, index, err);
 }
 
 int dlk_tar_decode(const void *buf, size_t len, const char *name, const int shape[3],

@@ -1320,10 +1320,10 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 		format_bytes((double)(r->test_memory > 0 ? (unsigned long long)r->test_memory : dlk_machine_memory()), mem,
 		             sizeof(mem));
 		if (spec->data.images.decode == DLK_DECODE_STREAM)
-			dlk_trainer_info(r->sink, "%s split: %zu images read from their files each time they are used "
+			dlk_trainer_info(r->sink, "%s split: %zu images read from disk and decoded each time they are used "
 			                 "(data.images.decode: stream; decoded they would take %s)", k ? "test" : "training", d->n, dec);
 		else
-			dlk_trainer_info(r->sink, "%s split: %zu images read from their files each time they are used: decoded "
+			dlk_trainer_info(r->sink, "%s split: %zu images read from disk and decoded each time they are used: decoded "
 			                 "they would take %s, more than a quarter of the %s this process may use "
 			                 "(data.images.decode: auto; 'once' keeps them)", k ? "test" : "training", d->n, dec, mem);
 	}

@@ -4,6 +4,8 @@
  * replay, so every seed reaches every decoder). */
 #include "lib/data/decode.h"
 #include "lib/data/fetch.h"
+#include "lib/data/image.h"
+#include "lib/data/unpack.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -77,6 +79,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* with a model input, as format images reads shards: .png/.jpg members are decoded to it */
 	static const int shape[3] = { 1, 8, 8 };
 	dlk_tar_decode(data, size, "fuzz.tar", shape, 64u << 20, &s, &err);
+	dlk_samples_release(&s);
+	/* indexed member by member (data.images.decode: stream): every member inside the bytes */
+	struct archive *ar = size ? dlk_archive_open_mem(data, size, "fuzz.tar", &err) : NULL;
+	struct dlk_image_files *idx = NULL;
+	if (ar && dlk_tar_index_archive(ar, "fuzz.tar", "fuzz.tar", shape, &s, &idx, &err) == 0) {
+		if (!idx || idx->n != s.n)
+			abort();
+		for (size_t i = 0; i < idx->n; i++)
+			if (idx->offset[i] > size || idx->length[i] > size - idx->offset[i])
+				abort();
+	}
+	dlk_archive_close(ar);
+	dlk_image_files_free(idx);
 	dlk_samples_release(&s);
 	return 0;
 }

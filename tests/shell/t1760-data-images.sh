@@ -65,7 +65,7 @@ test_expect_success 'data.images.decode: stream reads the files as batches are d
 	dlk train --local -q -o json -f o/dlk.yaml >o.json &&
 	project s "$IMG/train" "mean: [0.286], std: [0.353], flip: true, crop_padding: 2, decode: stream" &&
 	dlk train --local -o json -f s/dlk.yaml >s.json 2>log &&
-	grep_q "training split: 6000 images read from their files each time they are used (data.images.decode: stream" log &&
+	grep_q "training split: 6000 images read from disk and decoded each time they are used (data.images.decode: stream" log &&
 	tar -xOf o/fm-images.dlk weights.safetensors >w &&
 	tar -xOf s/fm-images.dlk weights.safetensors | cmp - w &&
 	jq -e ".testAccuracy == $(accuracy o.json)" s.json
@@ -76,11 +76,11 @@ test_expect_success 'auto streams a split that decoded would pass a quarter of t
 	dlk train --local -q -f o/dlk.yaml && tar -xOf o/fm-images.dlk weights.safetensors >w &&
 	project s "$IMG/train" "flip: true" &&
 	DLK_TEST_MEMORY=$((4 * 784 * 6000 - 1)) dlk train --local -f s/dlk.yaml --fresh >/dev/null 2>log &&
-	grep_q "training split: 6000 images read from their files each time they are used: decoded they would take 4.5 MiB, more than a quarter of the 17.9 MiB this process may use (data.images.decode: auto" log &&
-	! grep_q "test split: .* read from their files" log &&
+	grep_q "training split: 6000 images read from disk and decoded each time they are used: decoded they would take 4.5 MiB, more than a quarter of the 17.9 MiB this process may use (data.images.decode: auto" log &&
+	! grep_q "test split: .* read from disk" log &&
 	tar -xOf s/fm-images.dlk weights.safetensors | cmp - w &&
 	DLK_TEST_MEMORY=$((4 * 784 * 6000)) dlk train --local -f s/dlk.yaml --fresh >/dev/null 2>log &&
-	! grep_q "read from their files" log
+	! grep_q "read from disk" log
 '
 
 test_expect_success 'streamed, a damaged file stops the run where it is read, named, exit 3' '
@@ -96,6 +96,19 @@ test_expect_success 'WebDataset shards of KEY.png + KEY.cls train like the folde
 	dlk train --local -q -o json -f p/dlk.yaml >out.json &&
 	acc=$(accuracy out.json) && echo "accuracy $acc" &&
 	awk -v a="$acc" "BEGIN { exit !(a > 0.70) }"
+'
+
+test_expect_success 'a WebDataset shard is read member by member with decode: stream, the same bits as once' '
+	project o "$IMG/train.tar" "flip: true, decode: once" &&
+	dlk train --local -q -f o/dlk.yaml && tar -xOf o/fm-images.dlk weights.safetensors >w &&
+	project s "$IMG/train.tar" "flip: true, decode: stream" &&
+	dlk train --local -f s/dlk.yaml >log 2>&1 &&
+	grep_q "training split: 6000 images read from disk and decoded each time they are used" log &&
+	tar -xOf s/fm-images.dlk weights.safetensors | cmp - w &&
+	gzip -c "$IMG/train.tar" >train.tar.gz &&
+	project z "$PWD/train.tar.gz" "flip: true, decode: stream" &&
+	test_exit_code 3 dlk train --local -q -f z/dlk.yaml 2>err &&
+	grep_q "uncompressed tar shards of .png or .jpg members, and this is neither" err
 '
 
 test_expect_success 'a damaged image is named with its folder, and the run fails as a config error' '

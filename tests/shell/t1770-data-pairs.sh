@@ -52,8 +52,8 @@ test_expect_success 'read from their files as batches are drawn (data.images.dec
 	project s && sed -i "/^model:/i\\  images: {decode: stream}" s/dlk.yaml && sed -i "s/epochs: 3/epochs: 1/" s/dlk.yaml &&
 	project o && sed -i "s/epochs: 3/epochs: 1/" o/dlk.yaml &&
 	dlk train --local -f s/dlk.yaml >log 2>&1 &&
-	grep_q "training split: 3000 images read from their files each time they are used (data.images.decode: stream; decoded they would take 4.5 MiB)" log &&
-	grep_q "test split: 500 images read from their files" log &&
+	grep_q "training split: 3000 images read from disk and decoded each time they are used (data.images.decode: stream; decoded they would take 4.5 MiB)" log &&
+	grep_q "test split: 500 images read from disk" log &&
 	dlk train --local -q -f o/dlk.yaml &&
 	tar -xOf s/fm-pairs.dlk weights.safetensors >ws && tar -xOf o/fm-pairs.dlk weights.safetensors | cmp - ws
 '

@@ -251,20 +251,74 @@ int main(void)
 	}
 	dlk_dataset_release(&ds);
 
-	/* stream reads folders: tar shards are decoded as they are read */
+	/* WebDataset shards: uncompressed ones are read member by member (pax headers, long names,
+	 * metadata members between), compressed ones and raw payloads are decoded once */
 	spec.train.targets.url = NULL;
-	char *cmd = xasprintf("cd '%s' && cp a.png k.png && printf 1 >k.cls && tar -cf shard.tar k.png k.cls", in);
+	char *cmd = xasprintf("cd '%s' && mkdir -p w && cd w && cp ../folder/a-bag/1.png k1.png && cp ../folder/a-bag/2.jpg "
+	                      "k2.jpg && cp ../folder/b-shirt/1.jpg %0120d.jpg && cp ../folder/b-shirt/2.png k4.png && "
+	                      "cp ../folder/b-shirt/3.png k5.png && for k in k1 k2 k4; do printf 0 >$k.cls; done && "
+	                      "printf 1 >%0120d.cls && printf 1 >k5.cls && echo '{}' >k2.json && "
+	                      "tar --format=pax -cf ../s1.tar k1.png k1.cls k2.jpg k2.json k2.cls %0120d.jpg %0120d.cls && "
+	                      "tar --format=gnu -cf ../s2.tar k4.png k4.cls k5.cls k5.png && gzip -c ../s2.tar >../s2.tar.gz && "
+	                      "head -c 784 /dev/zero >k6.u8 && printf 0 >k6.cls && tar -cf ../s3.tar k6.u8 k6.cls",
+	                      dir, 7, 7, 7, 7);
 	CHECK(system(cmd) == 0);
 	free(cmd);
-	char *shard = xasprintf("%s/shard.tar", in);
-	spec.train.source.url = shard;
-	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0 && err.code == DLK_EXIT_CONFIG);
-	CHECK_CONTAINS(err.msg, "data.images.decode: stream reads image folders, and these are tar shards");
-	spec.images.decode = DLK_DECODE_AUTO;
-	CHECK_MSG(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0 && ds.n == 1 && ds.storage == DLK_STORE_U8,
-	          "the shard loads with auto: %s", err.msg);
+	struct dlk_source shards[2] = { { 0 }, { 0 } };
+	shards[0].url = xasprintf("%s/s1.tar", dir);
+	shards[1].url = xasprintf("%s/s2.tar", dir);
+	spec.train.shards = shards;
+	spec.train.n_shards = 2;
+	spec.train.source.url = NULL;
+	memcpy(opts.shape, rgb, sizeof(opts.shape));
+	spec.images.flip = 1;
+	once_and_stream("two tar shards", &spec, &opts);
+	opts.shard_rank = 1, opts.shard_world = 2;
+	once_and_stream("two tar shards, rank 1 of 2 (a file each)", &spec, &opts);
+	opts.shard_rank = 1, opts.shard_world = 3;
+	once_and_stream("two tar shards, rank 1 of 3 (samples of both)", &spec, &opts);
+	opts.shard_rank = opts.shard_world = 0;
+	spec.images.decode = DLK_DECODE_STREAM;
+	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0 && ds.n == 5 && ds.storage == DLK_STORE_FILES);
+	if (ds.n == 5) {
+		CHECK(ds.y[0] == 0 && ds.y[2] == 1 && ds.y[4] == 1);
+		CHECK_CONTAINS(ds.files->names[3], "/s2.tar: k4.png");
+	}
 	dlk_dataset_release(&ds);
-	free(shard);
+	/* compressed: decoded once (auto), refused (stream) */
+	free((char *)shards[1].url);
+	shards[1].url = xasprintf("%s/s2.tar.gz", dir);
+	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0 && err.code == DLK_EXIT_CONFIG);
+	CHECK_CONTAINS(err.msg, "data.images.decode: stream reads image folders and uncompressed tar shards of .png or "
+	                        ".jpg members, and this is neither");
+	spec.images.decode = DLK_DECODE_AUTO;
+	opts.memory = 1;
+	CHECK_MSG(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0 && ds.n == 5 && ds.storage == DLK_STORE_U8,
+	          "a compressed shard among them: all decoded once (%s)", err.msg);
+	dlk_dataset_release(&ds);
+	/* raw bytes are not images to stream */
+	free((char *)shards[1].url);
+	shards[1].url = xasprintf("%s/s3.tar", dir);
+	memcpy(opts.shape, gray, sizeof(opts.shape));
+	CHECK_MSG(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0 && ds.n == 4 && ds.storage == DLK_STORE_U8,
+	          "a shard of .u8 payloads among them: all decoded once (%s)", err.msg);
+	dlk_dataset_release(&ds);
+	/* a streamed shard truncated after the run started: the member named */
+	spec.images.decode = DLK_DECODE_STREAM;
+	spec.train.n_shards = 1;
+	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0 && ds.n == 3);
+	if (ds.n == 3) {
+		float x[3 * 784];
+		char *p = xasprintf("%s/s1.tar", dir);
+		CHECK(truncate(p, 1024) == 0);
+		free(p);
+		dlk_dataset_gather_range(&ds, 0, 3, x);
+		CHECK(dlk_dataset_failed(&ds, &err) < 0);
+		CHECK_CONTAINS(err.msg, "/s1.tar: k1.png': ");
+	}
+	dlk_dataset_release(&ds);
+	free((char *)shards[0].url);
+	free((char *)shards[1].url);
 
 	dlk_parallel_shutdown();
 	free(folder), free(in), free(tg);
