@@ -589,6 +589,16 @@ static int take_files(const struct dlk_data *spec, const struct dlk_data_opts *o
 	return r;
 }
 
+/* A folder's local path: a plain path or file:// URL (against the project's folder), or
+ * pvc://CLAIM/PATH on the claim the pod mounts; NULL with err for anything else (an https:// URL
+ * is then no folder: the caller reads it as a tar shard). */
+static char *folder_path(const char *url, const struct dlk_data_opts *opts, struct dlk_err *err)
+{
+	if (!strncmp(url, "pvc://", 6))
+		return dlk_pvc_resolve(url, opts->pvc_root, err);
+	return dlk_local_path(url, opts->base_dir, err);
+}
+
 /* format images with targets: two local folders of images paired by name, the targets as
  * floats pixel / 255 (0 to 1, the range PSNR and SSIM take) in the model's output shape */
 static int load_pairs(const struct dlk_split *sp, const struct dlk_data *spec, const struct dlk_data_opts *opts,
@@ -609,16 +619,16 @@ static int load_pairs(const struct dlk_split *sp, const struct dlk_data *spec, c
 			dlk_errf(err, DLK_EXIT_CONFIG, "paired images need both 'source' and 'targets' folders");
 			goto out;
 		}
-		if (strstr(src[k]->url, "://") && strncmp(src[k]->url, "file://", 7)) {
-			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': paired images are read from a local folder, not a URL", src[k]->url);
-			dlk_err_hint(err, "put both folders on a volume the pod mounts (pvc://CLAIM/PATH is not read yet)");
+		if (strstr(src[k]->url, "://") && strncmp(src[k]->url, "file://", 7) && strncmp(src[k]->url, "pvc://", 6)) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': paired images are read from folders, not a URL", src[k]->url);
+			dlk_err_hint(err, "put both folders on a claim the pod mounts (pvc://CLAIM/PATH) or in its image");
 			goto out;
 		}
 		if (src[k]->sha256) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': a folder has no sha256 to pin", src[k]->url);
 			goto out;
 		}
-		if (!(path[k] = dlk_local_path(src[k]->url, opts->base_dir, err)))
+		if (!(path[k] = folder_path(src[k]->url, opts, err)))
 			goto out;
 		if (stat(path[k], &st) || !S_ISDIR(st.st_mode)) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': not a folder", src[k]->url);
@@ -657,9 +667,9 @@ static int load_images(const struct dlk_split *sp, const struct dlk_data *spec, 
 	}
 	if (sp->shards || opts->resolve || !sp->source.url)
 		return load_tar(sp, spec, opts, ds, s, err);
-	if (strstr(sp->source.url, "://") && strncmp(sp->source.url, "file://", 7))
+	if (strstr(sp->source.url, "://") && strncmp(sp->source.url, "file://", 7) && strncmp(sp->source.url, "pvc://", 6))
 		return load_tar(sp, spec, opts, ds, s, err);
-	if (!(path = dlk_local_path(sp->source.url, opts->base_dir, err)))
+	if (!(path = folder_path(sp->source.url, opts, err)))
 		return -1;
 	if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
 		free(path);

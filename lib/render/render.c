@@ -286,13 +286,23 @@ static int need(const char *value, const char *field, struct dlk_err *err)
  * is left to the worker, which says what is wrong with it. */
 static cJSON *data_claims(const struct dlk_data *d)
 {
-	const char *urls[] = { d->train.images.url, d->train.labels.url, d->train.source.url,
-	                       d->test.images.url,  d->test.labels.url,  d->test.source.url,
-	                       d->dataset.id || d->dataset.tag ? d->store : NULL };
+	const struct dlk_split *sp[2] = { &d->train, &d->test };
+	size_t nu = 0, cap = 9 + (size_t)(d->train.n_shards > 0 ? d->train.n_shards : 0) +
+	                     (size_t)(d->test.n_shards > 0 ? d->test.n_shards : 0);
+	const char **urls = xcalloc(cap, sizeof(*urls));
 	cJSON *arr = cJSON_CreateArray();
 	int n = 0;
 
-	for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
+	for (int k = 0; k < 2; k++) {
+		urls[nu++] = sp[k]->images.url;
+		urls[nu++] = sp[k]->labels.url;
+		urls[nu++] = sp[k]->source.url;
+		urls[nu++] = sp[k]->targets.url; /* paired image folders */
+		for (int i = 0; sp[k]->shards && i < sp[k]->n_shards; i++)
+			urls[nu++] = sp[k]->shards[i].url;
+	}
+	urls[nu++] = d->dataset.id || d->dataset.tag ? d->store : NULL; /* last */
+	for (size_t i = 0; i < nu; i++) {
 		const char *u = urls[i], *claim, *slash;
 		const cJSON *e;
 		size_t len;
@@ -301,7 +311,7 @@ static cJSON *data_claims(const struct dlk_data *d)
 			continue;
 		claim = u + 6;
 		slash = strchr(claim, '/');
-		if (!slash && i == 6) /* a store may be a whole claim */
+		if (!slash && i == nu - 1) /* a store may be a whole claim */
 			slash = claim + strlen(claim);
 		if (!slash || slash == claim)
 			continue;
@@ -325,6 +335,7 @@ static cJSON *data_claims(const struct dlk_data *d)
 		free(s);
 		cJSON_AddItemToArray(arr, o);
 	}
+	free(urls);
 	return arr;
 }
 

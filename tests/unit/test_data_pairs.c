@@ -139,7 +139,7 @@ int main(void)
 	CHECK_CONTAINS(err.msg, "/in/c.png': no target of the same name in '");
 	spec.train.targets.url = "https://example.org/targets";
 	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0);
-	CHECK_STR(err.msg, "'https://example.org/targets': paired images are read from a local folder, not a URL");
+	CHECK_STR(err.msg, "'https://example.org/targets': paired images are read from folders, not a URL");
 	char *none = xasprintf("%s/none", dir);
 	spec.train.targets.url = none;
 	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0);

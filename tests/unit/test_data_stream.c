@@ -194,6 +194,23 @@ int main(void)
 	memset(&spec.images, 0, sizeof(spec.images));
 	memcpy(opts.shape, gray, sizeof(opts.shape));
 
+	/* a folder on a claim the pod mounts (pvc://CLAIM/PATH under opts.pvc_root) */
+	{
+		char *root = xasprintf("%s/pvc", dir), *mount = xasprintf("%s/claim-a", root);
+		mkdir(root, 0755);
+		CHECK(symlink(dir, mount) == 0);
+		opts.pvc_root = root;
+		spec.train.source.url = "pvc://claim-a/folder";
+		once_and_stream("a folder on a claim", &spec, &opts);
+		spec.images.decode = DLK_DECODE_AUTO;
+		spec.train.source.url = "pvc://claim-a/none";
+		CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0);
+		CHECK_CONTAINS(err.msg, "pvc://claim-a/none");
+		spec.train.source.url = folder;
+		opts.pvc_root = NULL;
+		free(root), free(mount);
+	}
+
 	/* a denoiser's folder: noise on the inputs, the clean images as targets */
 	spec.images.noise = 30;
 	opts.task = DLK_TASK_IMAGE;
@@ -208,6 +225,14 @@ int main(void)
 	opts.shard_rank = 0, opts.shard_world = 2;
 	once_and_stream("paired folders, rank 0 of 2", &spec, &opts);
 	opts.shard_rank = opts.shard_world = 0;
+	opts.pvc_root = xasprintf("%s/pvc", dir);
+	spec.train.source.url = "pvc://claim-a/in";
+	spec.train.targets.url = "pvc://claim-a/tg";
+	once_and_stream("paired folders on a claim", &spec, &opts);
+	free((char *)opts.pvc_root);
+	opts.pvc_root = NULL;
+	spec.train.source.url = in;
+	spec.train.targets.url = tg;
 
 	/* auto: decoded once, unless the decoded split passes a quarter of the memory. The pairs
 	 * decode to 3 x (784 + 1200) bytes = 5952 */

@@ -405,6 +405,25 @@ static void test_data_claims(void)
 	CHECK_JSON(pod, "containers.0.volumeMounts.3", "{\"name\":\"data-1\",\"mountPath\":\"/mnt/pvc/holdout.v2\",\"readOnly\":true}");
 	cJSON_Delete(objs);
 
+	/* image folders, paired folders and shards on claims are mounted too */
+	spec_defaults(&s, "folders");
+	s.data.format = DLK_DATA_IMAGES;
+	s.data.train.source.url = "pvc://images/train/noisy";
+	s.data.train.targets.url = "pvc://targets/train/clean";
+	struct dlk_source shards[2] = { { 0 }, { 0 } };
+	shards[0].url = "pvc://images/test/0.tar";
+	shards[1].url = "pvc://shards-b/test/1.tar";
+	s.data.test.shards = shards;
+	s.data.test.n_shards = 2;
+	objs = render_train(&s, spec_text, NULL, &err);
+	CHECK_MSG(objs != NULL, "folder claims render: %s", err.msg);
+	pod = jget(by_kind(objs, "Job"), "spec.template.spec");
+	CHECK_JSON(pod, "containers.0.volumeMounts.1", "{\"name\":\"data-0\",\"mountPath\":\"/mnt/pvc/images\",\"readOnly\":true}");
+	CHECK_JSON(pod, "containers.0.volumeMounts.2", "{\"name\":\"data-1\",\"mountPath\":\"/mnt/pvc/targets\",\"readOnly\":true}");
+	CHECK_JSON(pod, "containers.0.volumeMounts.3", "{\"name\":\"data-2\",\"mountPath\":\"/mnt/pvc/shards-b\",\"readOnly\":true}");
+	CHECK(jget(pod, "containers.0.volumeMounts.4") == NULL);
+	cJSON_Delete(objs);
+
 	/* no pvc:// source, no data volume */
 	spec_defaults(&s, "plain");
 	s.data.train.source.url = "https://example.com/train.csv";
