@@ -1271,6 +1271,8 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 	}
 	dopts.task = spec->model.task;
 	dopts.memory = (unsigned long long)r->test_memory;
+	/* pvc://CLAIM/PATH sources: where the pod mounts the claims (DLK_PVC_ROOT, else /mnt/pvc) */
+	dopts.pvc_root = getenv(DLK_ENV_PVC_ROOT) && *getenv(DLK_ENV_PVC_ROOT) ? getenv(DLK_ENV_PVC_ROOT) : NULL;
 	dopts.base_dir = dir;
 	dopts.progress = data_progress;
 	dopts.progress_ctx = r;

@@ -83,6 +83,18 @@ test_expect_success 'auto streams a split that decoded would pass a quarter of t
 	! grep_q "read from disk" log
 '
 
+test_expect_success 'a folder on a claim (pvc://CLAIM/PATH, where DLK_PVC_ROOT mounts it) streams in place' '
+	project o "$IMG/train" "decode: once" &&
+	dlk train --local -q -f o/dlk.yaml && tar -xOf o/fm-images.dlk weights.safetensors >w &&
+	mkdir -p mnt/fmnist && ln -s "$IMG/train" mnt/fmnist/train &&
+	project s "pvc://fmnist/train" "decode: stream" &&
+	DLK_PVC_ROOT=$PWD/mnt dlk train --local -f s/dlk.yaml >log 2>&1 &&
+	grep_q "training split: 6000 images read from disk" log &&
+	tar -xOf s/fm-images.dlk weights.safetensors | cmp - w &&
+	dlk train --dry-run -o json -f s/dlk.yaml >objs.json 2>/dev/null &&
+	grep_q "/mnt/pvc/fmnist" objs.json
+'
+
 test_expect_success 'streamed, a damaged file stops the run where it is read, named, exit 3' '
 	cp -r "$IMG/train" late && printf "\211PNG\r\n\032\nbroken" >late/3-dress/zz.png &&
 	project p "$PWD/late" "decode: stream" &&
