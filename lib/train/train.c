@@ -291,27 +291,29 @@ static int setup_buffers(struct run *r, struct dlk_err *err)
 {
 	const struct dlk_backend *be = r->be;
 	size_t b = (size_t)r->batch;
+	int cpu = be == dlk_backend_cpu();
+	/* files are decoded on loader threads, a micro-batch ahead; so is a device's batch (the CPU
+	 * backend gathers in place, between steps that keep every core busy) */
+	int ahead = dlk_dataset_streams(r->ds) || !cpu || r->o->prefetch == 1;
 
 	r->yhost = xmalloc(sizeof(int32_t) * b);
 	r->xdev = be->alloc(sizeof(float) * b * r->ds->sample_size);
 	r->ydev = be->alloc(sizeof(int32_t) * b);
 	/* the CPU backend's memory is the host's: the batch is gathered in place (to_device of a
-	 * buffer onto itself copies nothing) */
-	r->xhost = be == dlk_backend_cpu() ? r->xdev : xmalloc(sizeof(float) * b * r->ds->sample_size);
+	 * buffer onto itself copies nothing); gathered ahead, the loader's buffers are the host's */
+	r->xhost = cpu ? r->xdev : ahead ? NULL : xmalloc(sizeof(float) * b * r->ds->sample_size);
 	r->res->loss_curve = xmalloc(sizeof(float) * (size_t)(r->total > 0 ? r->total : 1));
 	if (dlk_dataset_has_targets(r->ds)) {
 		size_t tn = b * r->ds->target_size;
 		r->tdev = be->alloc(sizeof(float) * tn);
-		r->thost = be == dlk_backend_cpu() ? r->tdev : xmalloc(sizeof(float) * tn);
+		r->thost = cpu ? r->tdev : ahead ? NULL : xmalloc(sizeof(float) * tn);
 		if (!r->tdev)
 			return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for the targets of a batch of %d", be->name,
 			                r->batch);
 	}
 	if (!r->xdev || !r->ydev)
 		return dlk_errf(err, DLK_EXIT_FAIL, "%s: out of memory for a batch of %d", be->name, r->batch);
-	/* files are decoded on loader threads, a micro-batch ahead; so is a device's batch (the CPU
-	 * backend gathers in place, between steps that keep every core busy) */
-	if (dlk_dataset_streams(r->ds) || be != dlk_backend_cpu() || r->o->prefetch == 1) {
+	if (ahead) {
 		r->loader = dlk_loader_start(r->ds, r->batch, r->o->loader_threads);
 		r->posted_ms = -1;
 	}
@@ -321,18 +323,6 @@ static int setup_buffers(struct run *r, struct dlk_err *err)
 	return 0;
 }
 
-/* Puts this rank's part of global micro-batch s of the epoch on the device (with
- * training.accumulate K, optimizer step s takes micro-batches sK .. sK + K - 1, so a step covers
- * the positions of a K-times-larger batch); returns how many samples.
- * Whole data on every rank: global step s covers positions [s*batch*world, ...) of the epoch's
- * permutation and rank r takes the r-th equal slice of it, so the global batch of a step does not
- * depend on how many ranks share it: 1 x 256 and 2 x 128 train on the same samples.
- * Sharded data: the permutation is still the split's, one per epoch, the same on every rank; each
- * rank walks it restricted to the samples it holds (dlk_shard_walk) and step s takes positions
- * [s*batch, ...) of that walk, up to the smallest rank's count. Each global batch then holds
- * `batch` samples of every rank's part, so it depends on the world size (1 x 256 and 2 x 128 no
- * longer see the same batches; each epoch still sees each sample once, less at most the
- * difference between the largest and the smallest part). */
 /* where micro-batch s of the epoch starts in r->perm, and how many samples it takes */
 static int batch_at(const struct run *r, long s, size_t *lo)
 {
@@ -354,7 +344,7 @@ static int batch_at(const struct run *r, long s, size_t *lo)
  * while the one before computed unless it is the epoch's first (or the run's first after a
  * resume); then the next one of the epoch is posted. Within an epoch only: the permutation is
  * the epoch's. */
-static int load_batch_files(struct run *r, int epoch, long s, struct dlk_err *err)
+static int load_batch_ahead(struct run *r, int epoch, long s, struct dlk_err *err)
 {
 	const struct dlk_dataset *ds = r->ds;
 	const float *x, *t;
@@ -405,7 +395,7 @@ static int load_batch(struct run *r, int epoch, long s, struct dlk_err *err)
 	int nb;
 
 	if (r->loader)
-		return load_batch_files(r, epoch, s, err);
+		return load_batch_ahead(r, epoch, s, err);
 	nb = batch_at(r, s, &lo);
 	/* the augmentation (format images) is drawn per (seed, epoch, sample): resumable, and the
 	 * same whatever the world size */
