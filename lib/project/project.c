@@ -309,6 +309,7 @@ static const struct field data_fields[] = {
 	FIELD("cache_dir", struct dlk_data, F_STR, cache_dir, .check = check_nonempty, .def = ".dlk/cache"),
 	FIELD("max_bytes", struct dlk_data, F_BYTES, max_bytes, .def = "8Gi"),
 	FIELD("shard", struct dlk_data, F_BOOL, shard, .def = "false"),
+	FIELD("loader_threads", struct dlk_data, F_INT, loader_threads, .min = 0, .max = 256, .def = "0"),
 	FIELD("netrc_secret", struct dlk_data, F_STR, netrc_secret, .check = check_dns_subdomain),
 	FIELD("images", struct dlk_data, F_MAP, images, .sub = images_fields),
 	FIELD("text", struct dlk_data, F_MAP, text, .sub = text_fields),

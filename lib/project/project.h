@@ -116,6 +116,8 @@ struct dlk_data {
 	char *netrc_secret;      /* a Secret whose key "netrc" holds credentials for http(s) sources */
 	int shard;               /* each rank of a gang loads only its part of the training split
 	                            (lib/data/load.c, lib/train/train.c); default false */
+	int loader_threads;      /* threads gathering (and, streamed, decoding) batches ahead
+	                            (lib/train/loader.h); default 0 = one per core the process may use */
 	struct dlk_images_spec images;
 	struct dlk_text_spec text;
 	double validation;       /* task lm: the fraction of the training corpus's tokens (its end) held

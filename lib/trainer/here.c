@@ -1350,6 +1350,7 @@ static int run_loop(struct here *r, const struct dlk_project *spec, const struct
 
 	topts.model = &spec->model;
 	topts.training = tr;
+	topts.loader_threads = spec->data.loader_threads;
 	topts.spec_file = spec_file;
 	topts.train = train;
 	topts.test = test->n ? test : NULL;

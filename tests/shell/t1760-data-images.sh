@@ -64,6 +64,7 @@ test_expect_success 'data.images.decode: stream reads the files as batches are d
 	project o "$IMG/train" "mean: [0.286], std: [0.353], flip: true, crop_padding: 2" &&
 	dlk train --local -q -o json -f o/dlk.yaml >o.json &&
 	project s "$IMG/train" "mean: [0.286], std: [0.353], flip: true, crop_padding: 2, decode: stream" &&
+	sed -i "s/^  format: images/  format: images\n  loader_threads: 3/" s/dlk.yaml && grep_q "loader_threads: 3" s/dlk.yaml &&
 	dlk train --local -o json -f s/dlk.yaml >s.json 2>log &&
 	grep_q "training split: 6000 images read from disk and decoded each time they are used (data.images.decode: stream" log &&
 	tar -xOf o/fm-images.dlk weights.safetensors >w &&
