@@ -309,6 +309,8 @@ static cJSON *result_json(const struct dlk_project *spec, const struct dlk_train
 	cJSON_AddNumberToObject(o, "activationBytes", res->activation_bytes);
 	cJSON_AddNumberToObject(o, "activationBytesWhole", res->activation_bytes_whole);
 	cJSON_AddNumberToObject(o, "recomputedBlocks", res->recomputed_blocks);
+	/* training.precision: what the dense layers' products multiplied */
+	cJSON_AddStringToObject(o, "precision", spec->training.precision == DLK_PRECISION_BF16 ? "bf16" : "fp32");
 	if (spec->model.task == DLK_TASK_LM)
 		cJSON_AddNumberToObject(o, "tokensPerSecond", res->train_samples_per_sec * lm_context(spec));
 	if (ev->n) {

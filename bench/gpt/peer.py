@@ -10,11 +10,12 @@ norm, the head tied to wte; AdamW (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight de
 matrices and tables, not on biases and norms), dlk's schedule (cosine to 1e-4 over the run times
 the warm-up factor min(1, (step + 1) / 100)), gradient clipping at 1.
 
-  python peer.py TEXT [--compile] [--threads 2] [--warmup-steps 3] [--seed 1]
+  python peer.py TEXT [--compile] [--bf16] [--threads 2] [--warmup-steps 3] [--seed 1]
 
 prints one JSON line: steps, tokens/s over the steps after the first --warmup-steps (where
 torch.compile compiles), the validation loss after the run, the configuration."""
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -87,6 +88,7 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--bf16", action="store_true", help="autocast the model to bfloat16 (PyTorch's CPU mixed precision)")
     ap.add_argument("--warmup-steps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
@@ -111,8 +113,13 @@ def main():
                             lr=1e-3, betas=(0.9, 0.999), eps=1e-8, foreach=True)
     lr, min_lr, warm = 1e-3, 1e-4, 100
 
+    # training.precision: bf16's counterpart: torch.autocast runs the linear layers (and attention)
+    # in bfloat16 on the CPU, with fp32 parameters, gradients and AdamW state
+    cast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if a.bf16 else contextlib.nullcontext
+
     def step_fn(x, y):
-        loss = model(x, y)
+        with cast():
+            loss = model(x, y)
         loss.backward()
         return loss
 
@@ -133,13 +140,13 @@ def main():
         if t0 is not None:
             timed_tokens += len(sel) * T
     dt = time.perf_counter() - t0
-    with torch.inference_mode():
+    with torch.inference_mode(), cast():
         tot = 0.0
         for i in range(0, len(xva), a.batch):
             tot += model(xva[i:i + a.batch], yva[i:i + a.batch]).item() * len(xva[i:i + a.batch])
         val = tot / len(xva)
     print(json.dumps({"steps": steps, "timed_steps": steps - a.warmup_steps, "tokensPerSecond": timed_tokens / dt,
-                      "valLoss": val, "compile": a.compile, "threads": torch.get_num_threads(),
+                      "valLoss": val, "compile": a.compile, "bf16": a.bf16, "threads": torch.get_num_threads(),
                       "torch": torch.__version__, "train_seqs": len(xtr), "val_seqs": len(xva),
                       "preload": os.environ.get("LD_PRELOAD", "")}))
 

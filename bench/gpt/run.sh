@@ -5,7 +5,9 @@
 # STEPS optimizer steps), alternating dlk and PyTorch, and prints training tokens/s, the validation
 # loss after the run and the peak RSS of each (medians with min-max), and the ratios.
 #   sh bench/gpt/run.sh          (from the source tree, after `make` and .ci/deps: dict-gcide, frameworks)
-#   STEPS=20 PAIRS=3 THREADS=2 COMPILE=0 sh bench/gpt/run.sh
+#   STEPS=20 PAIRS=3 THREADS=2 COMPILE=0 PRECISION=fp32 sh bench/gpt/run.sh
+# PRECISION=bf16 trains dlk with training.precision: bf16 and adds PyTorch's CPU mixed precision
+# (torch.autocast to bfloat16) to the peer's candidates: the faster of fp32 and bf16 is kept.
 # The peer's configuration is chosen in the warm-up: eager under the default OpenMP wait policy
 # and under OMP_WAIT_POLICY=PASSIVE, the faster kept (COMPILE=1 adds torch.compile under each:
 # see bench/README.md). dlk's tokens/s counts every step of its run (its -o json tokensPerSecond);
@@ -16,13 +18,15 @@ cd "$top"
 steps=${STEPS:-20}
 pairs=${PAIRS:-3}
 threads=${THREADS:-2}
+precision=${PRECISION:-fp32}
 . bench/gpt/lib.sh
 rm -f "$out/runs.jsonl"
 
 run_dlk() { # $1: seed
 	(cd "$w" && rm -rf .dlk gpt.dlk && /usr/bin/time -v -o time.txt "$dlk" train --local -q -o json \
 		--set data.train.source=slice.txt --set data.validation=0.1 --set training.threads="$threads" \
-		--set training.checkpoint.every=0 --set training.seed="$1" >dlk.json 2>dlk.err) ||
+		--set training.checkpoint.every=0 --set training.seed="$1" --set training.precision="$precision" \
+		>dlk.json 2>dlk.err) ||
 		{ cat "$w/dlk.err" >&2; exit 1; }
 	rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$w/time.txt")
 	"$py" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps({"prog":"dlk","seed":int(sys.argv[3]),"steps":r["steps"],"tokensPerSecond":r["tokensPerSecond"],"valLoss":r["testLoss"],"rssKB":int(sys.argv[2])}))' \
@@ -46,13 +50,21 @@ run_dlk 0
 run_torch 0 default
 run_torch 0 PASSIVE
 if [ "${COMPILE:-0}" = 1 ]; then run_torch 0 default --compile; run_torch 0 PASSIVE --compile; fi
+if [ "$precision" = bf16 ]; then
+	run_torch 0 default --bf16
+	run_torch 0 PASSIVE --bf16
+	if [ "${COMPILE:-0}" = 1 ]; then run_torch 0 default "--compile --bf16"; run_torch 0 PASSIVE "--compile --bf16"; fi
+fi
 best=$("$py" -c 'import json,sys
 rs=[json.loads(l) for l in open(sys.argv[1]) if "\"torch\"" in l]
-for r in rs: print("  peer candidate: wait %s compile %s: %.0f tokens/s" % (r["wait"], r["compile"], r["tokensPerSecond"]), file=sys.stderr)
-b=max(rs,key=lambda r:r["tokensPerSecond"]); print(b["wait"], "--compile" if b["compile"] else "")' "$out/runs.jsonl")
+for r in rs: print("  peer candidate: wait %s compile %s autocast bf16 %s: %.0f tokens/s val %.3f" % (r["wait"], r["compile"], r.get("bf16", False), r["tokensPerSecond"], r["valLoss"]), file=sys.stderr)
+b=max(rs,key=lambda r:r["tokensPerSecond"]); print(b["wait"], ("--compile " if b["compile"] else "") + ("--bf16" if b.get("bf16") else ""))' "$out/runs.jsonl")
 set -- $best
-wait_policy=$1 flag=${2:-}
-echo "peer: PyTorch eager${flag:+ + torch.compile}, OMP_WAIT_POLICY=$wait_policy, $threads threads"
+wait_policy=$1
+shift
+flag="$*"
+echo "dlk: training.precision: $precision"
+echo "peer: PyTorch eager$(case "$flag" in *--compile*) echo " + torch.compile";; esac)$(case "$flag" in *--bf16*) echo " + autocast bf16";; esac), OMP_WAIT_POLICY=$wait_policy, $threads threads"
 mv "$out/runs.jsonl" "$out/warmup.jsonl"
 i=1
 while [ "$i" -le "$pairs" ]; do

@@ -63,5 +63,6 @@
 #define DLK_ENV_TEST_CHECKPOINT_DELAY_MS "DLK_TEST_CHECKPOINT_DELAY_MS" /* tests: slow every checkpoint write */
 #define DLK_ENV_TEST_CHECKPOINT_SPACE "DLK_TEST_CHECKPOINT_SPACE" /* tests: bytes a checkpoint may write before ENOSPC */
 #define DLK_ENV_TEST_MEMORY "DLK_TEST_MEMORY"             /* tests: the bytes of memory data.images.decode: auto weighs */
+#define DLK_ENV_TEST_BF16_EMULATE "DLK_TEST_BF16_EMULATE" /* tests: 1 emulates bf16 products where the CPU has AVX512_BF16 */
 
 #endif

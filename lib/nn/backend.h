@@ -15,7 +15,7 @@
 #include "lib/nn/kernels.h"
 
 /* Bumped whenever the struct changes, so a stale libdlk-cuda.so is refused, not misused. */
-#define DLK_BACKEND_ABI 13
+#define DLK_BACKEND_ABI 14
 
 struct dlk_device_comm;
 
@@ -248,6 +248,11 @@ struct dlk_backend {
 	 * rows of row_bytes from src (a row every lds bytes) to dst (every ldd bytes), in one call:
 	 * a concat's per-sample slices (NULL: one copy a row) */
 	void (*copy_rows)(void *dst, size_t ldd, const void *src, size_t lds, size_t rows, size_t row_bytes);
+	/* ---- ABI 14 ----
+	 * training.precision: with bf16 non-zero, sgemm and the dense layers' products round their
+	 * operands to bfloat16 and sum in fp32 (lib/nn/cpu_bgemm.h); 0 restores fp32. Everything
+	 * else stays fp32. NULL: the backend multiplies in fp32 only. */
+	void (*set_precision)(int bf16);
 };
 
 /* be->copy_rows where the backend has it, else one copy a row */

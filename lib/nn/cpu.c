@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "lib/nn/backend.h"
+#include "lib/nn/cpu_bgemm.h"
 #include "lib/nn/cpu_conv.h"
 #include "lib/nn/cpu_layers.h"
 #include "lib/nn/kernels.h"
@@ -167,6 +168,14 @@ static void bias_act_ld(float *y, int ldy, const float *bias, int rows, int cols
 static void act_backward_ld(int act, const float *y, float *dx, int ld, int rows, int cols);
 static void sum_rows_seq(const float *dy, int rows, int cols, int ld, float *db);
 
+/* training.precision: bf16 (set_precision): the GEMMs below multiply in bfloat16 */
+static int cpu_bf16;
+
+static void cpu_set_precision(int bf16)
+{
+	cpu_bf16 = bf16 != 0;
+}
+
 /* A GEMM (and a dense layer's epilogue) cut into blocks of C. */
 struct gemm_job {
 	int ta, tb, m, n, k, lda, ldb, ldc, by_rows, nparts, act;
@@ -220,8 +229,11 @@ static void gemm_part(void *ctx, int part, int nparts)
 		act_y = act_y ? act_y + lo : NULL;
 		n = len;
 	}
-	cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, m, n, j->k,
-	            j->alpha, a, j->lda, b, j->ldb, j->beta, c, j->ldc);
+	if (cpu_bf16)
+		dlk_bgemm(j->ta, j->tb, m, n, j->k, j->alpha, a, j->lda, b, j->ldb, j->beta, c, j->ldc);
+	else
+		cblas_sgemm(CblasRowMajor, j->ta ? CblasTrans : CblasNoTrans, j->tb ? CblasTrans : CblasNoTrans, m, n,
+		            j->k, j->alpha, a, j->lda, b, j->ldb, j->beta, c, j->ldc);
 	if (bias)
 		bias_act_ld(c, j->ldc, bias, m, n, j->act);
 	if (act_y)
@@ -935,6 +947,7 @@ static struct dlk_backend cpu_backend = {
 	.name = "cpu",
 	.device = "cpu (OpenBLAS)",
 	.set_threads = cpu_set_threads,
+	.set_precision = cpu_set_precision,
 	.alloc = cpu_alloc,
 	.free = cpu_free,
 	.to_device = cpu_copy,

@@ -229,6 +229,7 @@ static const char *const task_names[] = { "classification", "multilabel", "regre
 static const char *const init_names[] = { "torch", "xavier", "gpt2", NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const sched_names[] = { "constant", "step", "cosine", NULL };
+static const char *const precision_names[] = { "fp32", "bf16", NULL }; /* enum dlk_precision */
 static const char *const toleration_ops[] = { "Exists", "Equal", NULL };
 static const char *const toleration_effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute", NULL };
 
@@ -374,6 +375,7 @@ static const struct field training_fields[] = {
 	FIELD("label_smoothing", struct dlk_training, F_DOUBLE, label_smoothing, .flags = MAX_EXCL, .min = 0, .max = 1, .def = "0"),
 	FIELD("decay_norms_and_biases", struct dlk_training, F_BOOL, decay_norms_and_biases, .def = "false"),
 	FIELD("recompute", struct dlk_training, F_BOOL, recompute, .def = "false"),
+	FIELD("precision", struct dlk_training, F_ENUM, precision, .names = precision_names, .def = "fp32"),
 	END
 };
 
@@ -3033,6 +3035,12 @@ static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode 
 			problem(c, at, "data.dataset", "a dataset needs data.store, the store it was pushed to");
 		check_dataset_sources(c, &s->data, root);
 	}
+	/* the CUDA backend has no bf16 products yet (lib/nn/backend.h's set_precision) */
+	if (s->training.precision == DLK_PRECISION_BF16 && s->resources.gpus > 0)
+		problem(c, pos_or(c, &s->training.precision, GIVEN_VALUE, root), "training.precision",
+		        "bf16 is written for the CPU backend only so far, and resources.gpus asks for %d GPU%s a worker: "
+		        "set training.precision: fp32 (or leave it out) for GPU workers", s->resources.gpus,
+		        s->resources.gpus == 1 ? "" : "s");
 	if (s->data.node_cache.volume == DLK_CACHE_CHECKPOINT && !s->storage.claim && !s->storage.size)
 		problem(c, pos_or(c, &s->data.node_cache.volume, GIVEN_VALUE, root), "data.node_cache.volume",
 		        "the checkpoint volume holds the cache only when there is one: set storage.claim or storage.size");

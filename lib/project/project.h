@@ -224,6 +224,9 @@ struct dlk_model {
 enum dlk_optim { DLK_OPT_SGD, DLK_OPT_ADAM, DLK_OPT_ADAMW };
 enum dlk_lr_schedule { DLK_LR_CONSTANT, DLK_LR_STEP, DLK_LR_COSINE };
 
+/* training.precision: what the matrix products of dense layers multiply (lib/nn/cpu_bgemm.h) */
+enum dlk_precision { DLK_PRECISION_FP32, DLK_PRECISION_BF16 };
+
 struct dlk_training {
 	int epochs;               /* default 5 */
 	int batch_size;           /* per worker; default 128 */
@@ -251,6 +254,7 @@ struct dlk_training {
 	int decay_norms_and_biases; /* weight decay on biases (and norms) too; default 0, as most recipes */
 	int recompute;            /* activation recomputation of each model.blocks repetition
 	                             (dlk_net_set_recompute); default 0 */
+	enum dlk_precision precision; /* default fp32 */
 };
 
 /* ---- cluster resources ---- */

@@ -125,6 +125,12 @@ static int setup_model(struct run *r, struct dlk_err *err)
 	int n_classes = r->ds->n_classes;
 
 	r->be->set_threads(r->tr->threads);
+	if (r->tr->precision == DLK_PRECISION_BF16 && !r->be->set_precision)
+		return dlk_errf(err, DLK_EXIT_CONFIG,
+		                "training.precision: bf16 is not written for the %s backend yet (the CPU backend has it); "
+		                "set training.precision: fp32", r->be->name);
+	if (r->be->set_precision)
+		r->be->set_precision(r->tr->precision == DLK_PRECISION_BF16);
 	if (o->test && o->test->n_classes > n_classes)
 		n_classes = o->test->n_classes;
 	/* the model may have more outputs than the data shows classes (a class can be absent from a

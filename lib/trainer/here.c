@@ -14,6 +14,7 @@
 #include "lib/comm/rendezvous.h"
 #include "lib/jobs/podenv.h"
 #include "lib/nn/backend.h"
+#include "lib/nn/cpu_bgemm.h"
 #include "lib/nn/device.h"
 #include "lib/nn/net.h"
 #include "lib/report/report.h"
@@ -1228,6 +1229,17 @@ static int choose_device(struct here *r, const struct dlk_project *spec, int wor
 		dlk_trainer_warn(r->sink, "training on the CPU: %s", dev->why);
 	else if (r->o->verbose && r->rank == 0)
 		dlk_trainer_info(r->sink, "computing on %s", dev->be->device);
+	{
+		const char *emulate = getenv(DLK_ENV_TEST_BF16_EMULATE);
+		dlk_bgemm_force_emulation(emulate && !strcmp(emulate, "1"));
+	}
+	if (spec->training.precision == DLK_PRECISION_BF16 && dev->be == dlk_backend_cpu() && r->rank == 0) {
+		if (!dlk_bgemm_native())
+			dlk_trainer_warn(r->sink, "training.precision: bf16: this CPU has no AVX512_BF16 instructions, so the "
+			                 "products are emulated, with the same rounding, slower than fp32");
+		else if (r->o->verbose)
+			dlk_trainer_info(r->sink, "dense layers' products in bf16 on AVX512_BF16, summed in fp32");
+	}
 	return 0;
 }
 

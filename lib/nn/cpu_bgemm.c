@@ -1,0 +1,300 @@
+/* Matrix products in bfloat16 on the CPU (lib/nn/cpu_bgemm.h says what they compute).
+ *
+ * Blocked as OpenBLAS and BLIS block theirs: a KC-deep slice of op(B), NC columns wide, is rounded
+ * to bf16 and packed into panels of NR columns; an MC-row slice of op(A) the same into panels of MR
+ * rows; a micro-kernel multiplies one A panel by one B panel into an MR x NR block of C held in
+ * registers. The k dimension is packed in pairs, as VDPBF16PS reads it: a B panel holds, for each
+ * pair (k, k+1), the NR columns' two values side by side (64 bf16 = two zmm registers), and an A
+ * panel each row's two values as one 32-bit word, broadcast to a register. A B panel (16 KiB) stays
+ * in L1 while it meets every A panel of the slice (48 KiB, in L2). Rounding happens in the packing,
+ * which reads each operand once per slice, as any GEMM's packing does. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define BGEMM_X86 1
+#endif
+
+#include "lib/nn/cpu_bgemm.h"
+#include "lib/nn/kernels.h"
+#include "lib/util/mem.h"
+
+#define MR 12
+#define NR 32
+#define KC 256 /* even: k is packed in pairs */
+#define MC (8 * MR)
+#define NC 512
+
+static int force_emulation;
+
+void dlk_bgemm_force_emulation(int on)
+{
+	force_emulation = on != 0;
+}
+
+static int cpu_has_bf16(void)
+{
+#ifdef BGEMM_X86
+	static int known = -1;
+	if (known < 0) {
+		unsigned a = 0, b = 0, c = 0, d = 0;
+		__builtin_cpu_init();
+		/* CPUID.(EAX=7,ECX=1):EAX bit 5 is AVX512_BF16; AVX-512 itself also needs the OS's
+		 * consent, which __builtin_cpu_supports checks through XGETBV */
+		int bf16 = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+		known = bf16 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+		        __builtin_cpu_supports("avx512vl");
+	}
+	return known;
+#else
+	return 0;
+#endif
+}
+
+int dlk_bgemm_native(void)
+{
+	return !force_emulation && cpu_has_bf16();
+}
+
+/* Rounding, in loops that vectorise (the NaN test a select, not a branch); the same values as
+ * dlk_bf16_round */
+static inline uint32_t round_bits(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, sizeof(u));
+	uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;
+	return (u & 0x7fffffffu) > 0x7f800000u ? q : r;
+}
+
+/* y[j] = x[j] rounded, for n values; then zeros up to an even count */
+DLK_CPU_CLONES static void round_row(const float *restrict x, int n, uint16_t *restrict y)
+{
+	for (int j = 0; j < n; j++)
+		y[j] = (uint16_t)round_bits(x[j]);
+	if (n & 1)
+		y[n] = 0;
+}
+
+/* y[j] = x0[j] rounded in the low half, x1[j] (or 0 where x1 is NULL) in the high half */
+DLK_CPU_CLONES static void pair_rows(const float *restrict x0, const float *restrict x1, int n, uint32_t *restrict y)
+{
+	if (x1)
+		for (int j = 0; j < n; j++)
+			y[j] = round_bits(x0[j]) | round_bits(x1[j]) << 16;
+	else
+		for (int j = 0; j < n; j++)
+			y[j] = round_bits(x0[j]);
+}
+
+/* op(A)'s rows i0..i0+mc, depth k0..k0+kc, into MR-row panels of 32-bit pairs (for each pair of
+ * depths, the panel's rows' two values as one word); rows past mc and an odd depth's last half are
+ * zero. tmp: room for kc + 1 halves. */
+static void pack_a(int ta, const float *a, int lda, int i0, int mc, int k0, int kc, uint32_t *ap, uint16_t *tmp)
+{
+	int kp = (kc + 1) / 2;
+	for (int ip = 0; ip < mc; ip += MR) {
+		int mr = mc - ip < MR ? mc - ip : MR;
+		uint32_t *panel = ap + (size_t)(ip / MR) * kp * MR;
+		if (!ta) {
+			/* a row's depths are contiguous: rounded in a row, its pairs are words, set in place */
+			for (int r = 0; r < mr; r++) {
+				round_row(a + (size_t)(i0 + ip + r) * lda + k0, kc, tmp);
+				const uint16_t *t = tmp;
+				for (int p = 0; p < kp; p++)
+					panel[(size_t)p * MR + r] = (uint32_t)t[2 * p] | (uint32_t)t[2 * p + 1] << 16;
+			}
+		} else {
+			/* a depth's rows are contiguous: two depths make one pair of rows */
+			for (int p = 0; p < kp; p++) {
+				const float *r0 = a + (size_t)(k0 + 2 * p) * lda + i0 + ip;
+				pair_rows(r0, kc - 2 * p > 1 ? r0 + lda : NULL, mr, panel + (size_t)p * MR);
+			}
+		}
+		for (int r = mr; r < MR; r++)
+			for (int p = 0; p < kp; p++)
+				panel[(size_t)p * MR + r] = 0;
+	}
+}
+
+/* op(B)'s depth k0..k0+kc, columns j0..j0+nc, into NR-column panels: for each pair of depths, the
+ * panel's columns' two values side by side (one word a column); columns past nc are zero */
+static void pack_b(int tb, const float *b, int ldb, int k0, int kc, int j0, int nc, uint32_t *bp, uint16_t *tmp)
+{
+	int kp = (kc + 1) / 2;
+	for (int jp = 0; jp < nc; jp += NR) {
+		int nr = nc - jp < NR ? nc - jp : NR;
+		uint32_t *panel = bp + (size_t)(jp / NR) * kp * NR;
+		if (!tb) {
+			for (int p = 0; p < kp; p++) {
+				const float *r0 = b + (size_t)(k0 + 2 * p) * ldb + j0 + jp;
+				pair_rows(r0, kc - 2 * p > 1 ? r0 + ldb : NULL, nr, panel + (size_t)p * NR);
+			}
+		} else {
+			for (int j = 0; j < nr; j++) {
+				round_row(b + (size_t)(j0 + jp + j) * ldb + k0, kc, tmp);
+				const uint16_t *t = tmp;
+				for (int p = 0; p < kp; p++)
+					panel[(size_t)p * NR + j] = (uint32_t)t[2 * p] | (uint32_t)t[2 * p + 1] << 16;
+			}
+		}
+		for (int j = nr; j < NR; j++)
+			for (int p = 0; p < kp; p++)
+				panel[(size_t)p * NR + j] = 0;
+	}
+}
+
+/* C's mr x nr block = alpha * acc + beta * C (C not read when beta is 0) */
+static void store(const float *acc, float *c, int ldc, int mr, int nr, float alpha, float beta)
+{
+	for (int r = 0; r < mr; r++) {
+		float *row = c + (size_t)r * ldc;
+		const float *x = acc + r * NR;
+		if (beta == 0.0f)
+			for (int j = 0; j < nr; j++)
+				row[j] = alpha * x[j];
+		else
+			for (int j = 0; j < nr; j++)
+				row[j] = alpha * x[j] + beta * row[j];
+	}
+}
+
+/* The emulation: each pair as VDPBF16PS adds it (the odd depth's product first, then the even
+ * one's; each product of two bf16 values is exact in fp32, so only the sums round). */
+DLK_CPU_CLONES static void kernel_emulated(int kp, const uint32_t *ap, const uint32_t *bp, float *c, int ldc, int mr,
+                                           int nr, float alpha, float beta)
+{
+	float acc[MR * NR];
+	memset(acc, 0, sizeof(acc));
+	for (int p = 0; p < kp; p++) {
+		float b0[NR], b1[NR];
+		const uint32_t *bq = bp + (size_t)p * NR;
+		for (int j = 0; j < NR; j++) {
+			b0[j] = dlk_bf16_float((uint16_t)bq[j]);
+			b1[j] = dlk_bf16_float((uint16_t)(bq[j] >> 16));
+		}
+		for (int r = 0; r < MR; r++) {
+			uint32_t w = ap[(size_t)p * MR + r];
+			float a0 = dlk_bf16_float((uint16_t)w), a1 = dlk_bf16_float((uint16_t)(w >> 16));
+			float *x = acc + r * NR;
+			for (int j = 0; j < NR; j++) {
+				float t = x[j] + a1 * b1[j];
+				x[j] = t + a0 * b0[j];
+			}
+		}
+	}
+	store(acc, c, ldc, mr, nr, alpha, beta);
+}
+
+#ifdef BGEMM_X86
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+BF16_TARGET static void kernel_native(int kp, const uint32_t *ap, const uint32_t *bp, float *c, int ldc, int mr,
+                                      int nr, float alpha, float beta)
+{
+	__m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+	       c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00, c80 = c00,
+	       c81 = c00, c90 = c00, c91 = c00, ca0 = c00, ca1 = c00, cb0 = c00, cb1 = c00;
+	for (int p = 0; p < kp; p++) {
+		__m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)(bp + (size_t)p * NR));
+		__m512bh b1 = (__m512bh)_mm512_loadu_si512((const void *)(bp + (size_t)p * NR + 16));
+		const uint32_t *aq = ap + (size_t)p * MR;
+#define ROW(r, x0, x1)                                                          \
+	do {                                                                    \
+		__m512bh av = (__m512bh)_mm512_set1_epi32((int)aq[r]);           \
+		x0 = _mm512_dpbf16_ps(x0, av, b0);                              \
+		x1 = _mm512_dpbf16_ps(x1, av, b1);                              \
+	} while (0)
+		ROW(0, c00, c01);
+		ROW(1, c10, c11);
+		ROW(2, c20, c21);
+		ROW(3, c30, c31);
+		ROW(4, c40, c41);
+		ROW(5, c50, c51);
+		ROW(6, c60, c61);
+		ROW(7, c70, c71);
+		ROW(8, c80, c81);
+		ROW(9, c90, c91);
+		ROW(10, ca0, ca1);
+		ROW(11, cb0, cb1);
+#undef ROW
+	}
+	__m512 acc[2 * MR] = { c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51,
+	                       c60, c61, c70, c71, c80, c81, c90, c91, ca0, ca1, cb0, cb1 };
+	__m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+	__mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
+	__mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+	for (int r = 0; r < mr; r++) {
+		float *row = c + (size_t)r * ldc;
+		__m512 x0 = _mm512_mul_ps(va, acc[2 * r]), x1 = _mm512_mul_ps(va, acc[2 * r + 1]);
+		if (beta != 0.0f) {
+			x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), x0);
+			x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), x1);
+		}
+		_mm512_mask_storeu_ps(row, m0, x0);
+		_mm512_mask_storeu_ps(row + 16, m1, x1);
+	}
+}
+#endif
+
+void dlk_bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,
+               float beta, float *c, int ldc)
+{
+	if (m <= 0 || n <= 0)
+		return;
+	if (k <= 0 || alpha == 0.0f) {
+		for (int i = 0; i < m; i++)
+			for (int j = 0; j < n; j++)
+				c[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[(size_t)i * ldc + j];
+		return;
+	}
+	int native = dlk_bgemm_native();
+	int nc_max = n < NC ? n : NC, kc_max = k < KC ? k : KC, mc_max = m < MC ? m : MC;
+	int slices = (k + KC - 1) / KC;
+	size_t kp_max = (size_t)(kc_max + 1) / 2;
+	size_t a_words = (size_t)((mc_max + MR - 1) / MR) * MR * kp_max;
+	size_t b_slice = (size_t)((nc_max + NR - 1) / NR) * NR * kp_max; /* words of one packed slice of B */
+	uint32_t *ap = xmalloc(a_words * sizeof(uint32_t));
+	uint32_t *bp = xmalloc(b_slice * slices * sizeof(uint32_t));
+	uint16_t *tmp = xmalloc(sizeof(uint16_t) * (size_t)(kc_max + 2));
+	for (int jc = 0; jc < n; jc += NC) {
+		int nc = n - jc < NC ? n - jc : NC;
+		/* all of B's depth for these columns, packed once: each block of C's rows then goes
+		 * through every slice while it stays in L2 */
+		for (int pc = 0; pc < k; pc += KC)
+			pack_b(tb, b, ldb, pc, k - pc < KC ? k - pc : KC, jc, nc, bp + b_slice * (size_t)(pc / KC), tmp);
+		for (int ic = 0; ic < m; ic += MC) {
+			int mc = m - ic < MC ? m - ic : MC;
+			for (int pc = 0; pc < k; pc += KC) {
+				int kc = k - pc < KC ? k - pc : KC, kp = (kc + 1) / 2;
+				float bt = pc == 0 ? beta : 1.0f;
+				const uint32_t *bs = bp + b_slice * (size_t)(pc / KC);
+				pack_a(ta, a, lda, ic, mc, pc, kc, ap, tmp);
+				for (int jr = 0; jr < nc; jr += NR) {
+					int nr = nc - jr < NR ? nc - jr : NR;
+					const uint32_t *bpanel = bs + (size_t)(jr / NR) * kp * NR;
+					for (int ir = 0; ir < mc; ir += MR) {
+						int mr = mc - ir < MR ? mc - ir : MR;
+						const uint32_t *apanel = ap + (size_t)(ir / MR) * kp * MR;
+						float *cb = c + (size_t)(ic + ir) * ldc + jc + jr;
+#ifdef BGEMM_X86
+						if (native) {
+							kernel_native(kp, apanel, bpanel, cb, ldc, mr, nr, alpha, bt);
+							continue;
+						}
+#endif
+						kernel_emulated(kp, apanel, bpanel, cb, ldc, mr, nr, alpha, bt);
+					}
+				}
+			}
+		}
+	}
+	(void)native;
+	free(ap);
+	free(bp);
+	free(tmp);
+}

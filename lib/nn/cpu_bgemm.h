@@ -1,0 +1,48 @@
+/* Matrix products in bfloat16 on the CPU (training.precision: bf16).
+ *
+ * C = alpha * op(A) op(B) + beta * C, as cblas_sgemm (row-major), with every element of A and B
+ * rounded to bfloat16 (to nearest, ties to even) and the products summed in fp32: PyTorch's
+ * autocast to bf16 and cuBLAS' bf16 GEMMs with fp32 accumulation compute the same products. C and
+ * everything around the product stay fp32. On a CPU with AVX512_BF16 (Intel Cooper Lake and
+ * Sapphire Rapids, AMD Zen 4 and later) the products run on VDPBF16PS, twice the multiply-adds of
+ * fp32 a cycle; elsewhere the same rounded operands are multiplied with fp32 FMAs (the same
+ * results to fp32 rounding, and slower than plain fp32). One thread: the caller cuts the product
+ * into blocks (lib/nn/cpu.c). The results depend only on the shapes and on which of the two paths
+ * runs, so they are the same bits run to run. */
+#ifndef DLK_NN_CPU_BGEMM_H
+#define DLK_NN_CPU_BGEMM_H
+
+#include <stdint.h>
+
+void dlk_bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,
+               float beta, float *c, int ldc);
+
+/* 1 when the products run on AVX512_BF16 instructions, 0 when they are emulated */
+int dlk_bgemm_native(void);
+
+/* tests: 1 makes dlk_bgemm emulate the products even where the CPU has AVX512_BF16, 0 restores
+ * the default */
+void dlk_bgemm_force_emulation(int on);
+
+/* x rounded to bfloat16, to nearest with ties to even (a NaN stays a quiet NaN) */
+static inline uint16_t dlk_bf16_round(float x)
+{
+	union {
+		float f;
+		uint32_t u;
+	} v = { .f = x };
+	if ((v.u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((v.u >> 16) | 0x40u);
+	return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);
+}
+
+static inline float dlk_bf16_float(uint16_t h)
+{
+	union {
+		uint32_t u;
+		float f;
+	} v = { .u = (uint32_t)h << 16 };
+	return v.f;
+}
+
+#endif
