@@ -4,8 +4,14 @@
  * Everything is row-major to the caller and column-major to cuBLAS: a row-major [m, n] matrix is
  * the column-major [n, m] matrix with the same bytes, so C = op(A) op(B) is computed as
  * C^T = op(B)^T op(A)^T with the operands swapped. FP32 in, FP32 out, FP32 accumulation
- * (CUBLAS_COMPUTE_32F: no TF32), so results stay within float rounding of the CPU backend. */
+ * (CUBLAS_COMPUTE_32F: no TF32), so results stay within float rounding of the CPU backend.
+ *
+ * training.precision: bf16 (set_precision): the operands are rounded to bfloat16 (to nearest
+ * even, the CPU backend's rounding, lib/nn/cpu_bgemm.h) into scratch buffers, and cublasGemmEx
+ * multiplies them with FP32 accumulation into the FP32 C. A dense layer's forward then takes the
+ * plain path (the GEMM, then bias and activation). */
 #include <cublasLt.h>
+#include <cuda_bf16.h>
 #include <cublas_v2.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,11 +31,66 @@ static void note_blas(const char *what, cublasStatus_t s)
 		dlk_cu_notef("%s: %s (cuBLAS status %d)", what, cublasGetStatusString(s), (int)s);
 }
 
+/* ---- bf16 products ---- */
+
+static int g_bf16;
+static __nv_bfloat16 *g_half[2]; /* the rounded operands, grown as needed */
+static size_t g_half_n[2];
+
+static void cu_set_precision(int bf16)
+{
+	g_bf16 = bf16 != 0;
+}
+
+__global__ void k_round_bf16(const float *x, int rows, int cols, int ld, __nv_bfloat16 *y)
+{
+	size_t n = (size_t)rows * cols;
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+		y[i] = __float2bfloat16_rn(x[(i / cols) * (size_t)ld + i % cols]);
+}
+
+/* rows x cols of x (row stride ld) rounded into scratch buffer `which`, packed (stride cols);
+ * NULL when out of device memory */
+static const __nv_bfloat16 *rounded(int which, const float *x, int rows, int cols, int ld)
+{
+	size_t n = (size_t)rows * cols;
+	if (g_half_n[which] < n) {
+		dlk_cu_free(g_half[which]);
+		g_half[which] = (__nv_bfloat16 *)dlk_cu_alloc(n * sizeof(__nv_bfloat16));
+		g_half_n[which] = g_half[which] ? n : 0;
+		if (!g_half[which]) {
+			dlk_cu_notef("training.precision: bf16: no device memory for a %d x %d operand", rows, cols);
+			return NULL;
+		}
+	}
+	int blocks = (int)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
+	k_round_bf16<<<blocks, 256, 0, dlk_cu_stream>>>(x, rows, cols, ld, g_half[which]);
+	return g_half[which];
+}
+
+static void bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,
+                  float beta, float *c, int ldc)
+{
+	/* op(A) is [m, k]: stored [m, k] or, transposed, [k, m]; likewise op(B) [k, n] */
+	int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+	const __nv_bfloat16 *ah = rounded(0, a, ar, ac, lda), *bh = rounded(1, b, br, bc, ldb);
+	if (!ah || !bh)
+		return;
+	note_blas("cublasGemmEx (bf16)",
+	          cublasGemmEx(g_blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, bh,
+	                       CUDA_R_16BF, bc, ah, CUDA_R_16BF, ac, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+	                       CUBLAS_GEMM_DEFAULT));
+}
+
 static void cu_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
                      int ldb, float beta, float *c, int ldc)
 {
 	if (m <= 0 || n <= 0)
 		return;
+	if (g_bf16 && k > 0) {
+		bgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+		return;
+	}
 	note_blas("cublasSgemm", cublasSgemm(g_blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n,
 	                                     m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
 }
@@ -136,7 +197,10 @@ static void cu_dense_forward(const float *x, const float *w, const float *bias, 
 		return;
 	/* the epilogues that fit: bias alone, or bias then ReLU; cuBLASLt wants the bias 16-byte
 	 * aligned (layers' biases sit wherever the flat parameter array puts them) */
-	int epi = act == DLK_ACT_NONE ? CUBLASLT_EPILOGUE_BIAS : act == DLK_ACT_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS : 0;
+	int epi = g_bf16                ? 0 /* the plain path rounds the operands */
+	          : act == DLK_ACT_NONE ? CUBLASLT_EPILOGUE_BIAS
+	          : act == DLK_ACT_RELU ? CUBLASLT_EPILOGUE_RELU_BIAS
+	                                : 0;
 	int align[4] = { align_of(w), align_of(x), align_of(y), align_of(bias) };
 	if (epi && g_lt && align[3] == 16) {
 		struct plan *p = plan_for(batch, in, out, epi, align, bias);
@@ -183,6 +247,7 @@ int dlk_cu_blas_init(struct dlk_backend *b, char *msg, size_t len)
 	g_bias_act = b->bias_act; /* installed by dlk_cu_install_kernels() before this */
 	b->sgemm = cu_sgemm;
 	b->dense_forward = cu_dense_forward;
+	b->set_precision = cu_set_precision;
 	return 0;
 }
 

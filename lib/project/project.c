@@ -3035,12 +3035,6 @@ static void check_spec(struct ctx *c, struct dlk_project *s, const struct ynode 
 			problem(c, at, "data.dataset", "a dataset needs data.store, the store it was pushed to");
 		check_dataset_sources(c, &s->data, root);
 	}
-	/* the CUDA backend has no bf16 products yet (lib/nn/backend.h's set_precision) */
-	if (s->training.precision == DLK_PRECISION_BF16 && s->resources.gpus > 0)
-		problem(c, pos_or(c, &s->training.precision, GIVEN_VALUE, root), "training.precision",
-		        "bf16 is written for the CPU backend only so far, and resources.gpus asks for %d GPU%s a worker: "
-		        "set training.precision: fp32 (or leave it out) for GPU workers", s->resources.gpus,
-		        s->resources.gpus == 1 ? "" : "s");
 	if (s->data.node_cache.volume == DLK_CACHE_CHECKPOINT && !s->storage.claim && !s->storage.size)
 		problem(c, pos_or(c, &s->data.node_cache.volume, GIVEN_VALUE, root), "data.node_cache.volume",
 		        "the checkpoint volume holds the cache only when there is one: set storage.claim or storage.size");

@@ -1,9 +1,10 @@
 #!/bin/sh
 # training.precision: bf16: the example GPT trained on a slice of dict-gcide with its dense layers'
 # products in bfloat16 (fp32 sums, fp32 master weights and AdamW state) ends within 1% of the
-# fp32 run's validation loss (measured here: 4.29620 against 4.29632 after 41 steps of 8 sequences), with other
-# weights (the products did change) that are the same bits run to run; the emulated products
-# (a CPU without AVX512_BF16) give the same curve to the same tolerance and say they are slower.
+# fp32 run's validation loss (measured here: 4.64823 against 4.64843 after 25 steps of 8
+# sequences; a uniform guess is ln 257 = 5.55), with other weights (the products did change)
+# that are the same bits run to run; the emulated products (a CPU without AVX512_BF16) give the
+# same curve to the same tolerance and say they are slower.
 . "$(dirname "$0")/../lib.sh"
 
 GCIDE=/usr/share/dictd/gcide.dict.dz
@@ -27,13 +28,13 @@ near() {
 
 test_expect_success 'bf16 against fp32: the validation loss within 1%, other weights' '
 	cd "$TEST_TMP" && dlk init -q --example gpt g && cd g &&
-	{ gzip -dc "$GCIDE" | head -c 3000000 | tail -c 46000 >slice.txt; true; } &&
+	{ gzip -dc "$GCIDE" | head -c 3000000 | tail -c 28000 >slice.txt; true; } &&
 	train fp32 fp32 && train bf16 bf16 &&
-	jq -e ".steps == 41 and .precision == \"bf16\"" out-bf16.json &&
+	jq -e ".steps == 25 and .precision == \"bf16\"" out-bf16.json &&
 	jq -e ".precision == \"fp32\"" out-fp32.json &&
 	near bf16 fp32 &&
 	! cmp -s w-fp32 w-bf16 &&
-	jq -e ".trainLoss < 5.0" out-bf16.json
+	jq -e ".trainLoss < 5.2" out-bf16.json
 '
 
 test_expect_success 'bf16 twice: the same weights bit for bit' '
@@ -47,14 +48,15 @@ test_expect_success 'the emulated products: the same curve to 1%, and a warning 
 	grep "training.precision: bf16: this CPU has no AVX512_BF16 instructions, so the products are emulated" err-emulated
 '
 
-test_expect_success 'GPU workers: bf16 refused before anything runs, naming the line' '
+test_expect_success 'a value that is not a precision: refused naming the line, nothing trained' '
 	cd "$TEST_TMP/g" &&
-	sed "s/^training:$/training:\n  precision: bf16/" dlk.yaml >gpu.yaml &&
-	printf "resources: {gpus: 1}\n" >>gpu.yaml &&
-	line=$(grep -n "^  precision: bf16" gpu.yaml | cut -d: -f1) &&
-	test_exit_code 3 dlk train --local -f gpu.yaml 2>gpu.err &&
-	cat gpu.err &&
-	grep "gpu.yaml:$line:[0-9]*: training.precision: bf16 is written for the CPU backend only so far" gpu.err
+	sed "s/^training:$/training:\n  precision: fp16/" dlk.yaml >bad.yaml &&
+	line=$(grep -n "^  precision: fp16" bad.yaml | cut -d: -f1) &&
+	rm -f g.dlk &&
+	test_exit_code 3 dlk train --local -f bad.yaml 2>bad.err &&
+	cat bad.err &&
+	grep "bad.yaml:$line:[0-9]*: training.precision: unknown value .fp16. (expected fp32 or bf16)" bad.err &&
+	! test -e g.dlk
 '
 
 test_done

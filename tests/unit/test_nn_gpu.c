@@ -111,6 +111,46 @@ static void test_gemm(void)
 			}
 }
 
+/* training.precision: bf16: both backends round the operands to nearest-even bfloat16 and sum in
+ * fp32, so they agree to fp32's rounding of the sums (the order of the sums differs); the dense
+ * forward too (the GPU's plain path) */
+static void test_gemm_bf16(void)
+{
+	int shapes[][3] = { { 1, 1, 1 }, { 7, 5, 3 }, { 64, 33, 129 }, { 128, 256, 784 } };
+	CHECK_MSG(gpu->set_precision != NULL, "the CUDA backend multiplies in bf16 too");
+	if (!gpu->set_precision)
+		return;
+	cpu->set_precision(1);
+	gpu->set_precision(1);
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+		for (int t = 0; t < 4; t++) {
+			int ta = t & 1, tb = t >> 1, m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+			int lda = ta ? m : k, ldb = tb ? k : n;
+			float *a = rnd((size_t)m * k, 11), *b = rnd((size_t)k * n, 12), *c = rnd((size_t)m * n, 13);
+			float *da = up(a, sizeof(float) * m * k), *db = up(b, sizeof(float) * k * n);
+			float *dc = up(c, sizeof(float) * m * n);
+			cpu->sgemm(ta, tb, m, n, k, 0.5f, a, lda, b, ldb, 0.25f, c, n);
+			gpu->sgemm(ta, tb, m, n, k, 0.5f, da, lda, db, ldb, 0.25f, dc, n);
+			char what[96];
+			snprintf(what, sizeof(what), "bf16 sgemm %c%c %dx%dx%d", ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k);
+			agree(what, c, dc, (size_t)m * n, SUMS);
+			gpu->free(da), gpu->free(db), gpu->free(dc);
+			free(a), free(b), free(c);
+		}
+	int B = 37, in = 96, out = 48;
+	float *x = rnd((size_t)B * in, 14), *w = rnd((size_t)in * out + 4, 15), *y = malloc(sizeof(float) * B * out);
+	cpu->dense_forward(x, w, w + (size_t)in * out, B, in, out, DLK_ACT_RELU, y);
+	float *dx = up(x, sizeof(float) * B * in), *dw = up(w, sizeof(float) * ((size_t)in * out + 4));
+	float *dy = gpu->alloc(sizeof(float) * B * out);
+	gpu->dense_forward(dx, dw, dw + (size_t)in * out, B, in, out, DLK_ACT_RELU, dy);
+	agree("bf16 dense_forward with ReLU", y, dy, (size_t)B * out, SUMS);
+	gpu->free(dx), gpu->free(dw), gpu->free(dy);
+	free(x), free(w), free(y);
+	cpu->set_precision(0);
+	gpu->set_precision(0);
+	CHECK_MSG(device_clean(), "bf16 products: no device error");
+}
+
 /* the fused dense forward, with the bias aligned to 16 bytes (cuBLASLt's epilogue) and not */
 static void test_dense_forward(void)
 {
@@ -920,6 +960,7 @@ int main(int argc, char **argv)
 	CHECK_STR(gpu->name, "cuda");
 	if (wanted(argc, argv, "ops")) {
 		test_gemm();
+		test_gemm_bf16();
 		test_dense_forward();
 		test_elementwise();
 		test_sums();

@@ -231,17 +231,13 @@ int main(void)
 	m = load_msg("name: demo\ndata: {format: csv, train: {source: /a}, images: {decode: stream}}\n"
 	             "model: {input: [4], layers: [relu]}\n");
 	CHECK_CONTAINS(m, "data.images: normalisation per channel and augmentation are for images");
-	/* training.precision: fp32 or bf16, and bf16 on the CPU backend only */
+	/* training.precision: fp32 or bf16 */
 	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n"
-	             "training: {precision: bf16}\n");
-	CHECK_MSG(!m[0], "bf16 for CPU workers (%s)", m);
+	             "training: {precision: bf16}\nresources: {gpus: 2}\n");
+	CHECK_MSG(!m[0], "bf16, here and on GPU workers (%s)", m);
 	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n"
 	             "training: {precision: fp16}\n");
 	CHECK_CONTAINS(m, "dlk.yaml:4:23: training.precision: unknown value 'fp16' (expected fp32 or bf16)");
-	m = load_msg("name: demo\ndata: {train: {images: /a, labels: /b}}\nmodel: {input: [4], layers: [relu]}\n"
-	             "training: {precision: bf16}\nresources: {gpus: 2}\n");
-	CHECK_CONTAINS(m, "dlk.yaml:4:23: training.precision: bf16 is written for the CPU backend only so far, and "
-	                  "resources.gpus asks for 2 GPUs a worker");
 	/* "format:" with no value is the default, idx, and the splits are checked against it */
 	m = load_msg("name: demo\ndata: {format: , train: {source: /a}}\nmodel: {input: [4], layers: [relu]}\n");
 	CHECK_CONTAINS(m, "dlk.yaml:2:34: data.train.source: 'source' is for formats csv and tar; format idx uses images and labels");
