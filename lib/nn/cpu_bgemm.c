@@ -91,50 +91,73 @@ DLK_CPU_CLONES static void pair_rows(const float *restrict x0, const float *rest
 			y[j] = round_bits(x0[j]);
 }
 
+/* Two depths of rows (x0 and x1, or x1 NULL: zeros) rounded into pairs, then cut into panels of
+ * `width` words: panel q's words for this pair of depths sit at dst + q * stride. The pairs are
+ * made over the whole row at once (one vectorised pass) and copied out a panel at a time. */
+static void pair_rows_to_panels(const float *x0, const float *x1, int n, int width, size_t stride, uint32_t *dst,
+                                uint32_t *row)
+{
+	pair_rows(x0, x1, n, row);
+	for (int q = 0; q * width < n; q++) {
+		int w = n - q * width < width ? n - q * width : width;
+		memcpy(dst + (size_t)q * stride, row + (size_t)q * width, sizeof(uint32_t) * (size_t)w);
+	}
+}
+
 /* op(A)'s rows i0..i0+mc, depth k0..k0+kc, into MR-row panels of 32-bit pairs (for each pair of
  * depths, the panel's rows' two values as one word); rows past mc and an odd depth's last half are
- * zero. tmp: room for kc + 1 halves. */
-static void pack_a(int ta, const float *a, int lda, int i0, int mc, int k0, int kc, uint32_t *ap, uint16_t *tmp)
+ * zero. tmp: room for kc + 1 halves; row: for mc words. */
+static void pack_a(int ta, const float *a, int lda, int i0, int mc, int k0, int kc, uint32_t *ap, uint16_t *tmp,
+                   uint32_t *row)
 {
 	int kp = (kc + 1) / 2;
-	for (int ip = 0; ip < mc; ip += MR) {
-		int mr = mc - ip < MR ? mc - ip : MR;
-		uint32_t *panel = ap + (size_t)(ip / MR) * kp * MR;
-		if (!ta) {
-			/* a row's depths are contiguous: rounded in a row, its pairs are words, set in place */
+	if (ta) {
+		/* a depth's rows are contiguous: two depths make one pair of rows, read once for every
+		 * panel (reading a panel's width of many rows at a power-of-two stride would meet the
+		 * same few cache sets) */
+		for (int p = 0; p < kp; p++) {
+			const float *r0 = a + (size_t)(k0 + 2 * p) * lda + i0;
+			pair_rows_to_panels(r0, kc - 2 * p > 1 ? r0 + lda : NULL, mc, MR, (size_t)kp * MR, ap + (size_t)p * MR,
+			                    row);
+		}
+	} else {
+		/* a row's depths are contiguous: rounded in a row, its pairs are words, set in place */
+		for (int ip = 0; ip < mc; ip += MR) {
+			int mr = mc - ip < MR ? mc - ip : MR;
+			uint32_t *panel = ap + (size_t)(ip / MR) * kp * MR;
 			for (int r = 0; r < mr; r++) {
 				round_row(a + (size_t)(i0 + ip + r) * lda + k0, kc, tmp);
 				const uint16_t *t = tmp;
 				for (int p = 0; p < kp; p++)
 					panel[(size_t)p * MR + r] = (uint32_t)t[2 * p] | (uint32_t)t[2 * p + 1] << 16;
 			}
-		} else {
-			/* a depth's rows are contiguous: two depths make one pair of rows */
-			for (int p = 0; p < kp; p++) {
-				const float *r0 = a + (size_t)(k0 + 2 * p) * lda + i0 + ip;
-				pair_rows(r0, kc - 2 * p > 1 ? r0 + lda : NULL, mr, panel + (size_t)p * MR);
-			}
 		}
-		for (int r = mr; r < MR; r++)
-			for (int p = 0; p < kp; p++)
+	}
+	if (mc % MR) {
+		uint32_t *panel = ap + (size_t)(mc / MR) * kp * MR;
+		for (int p = 0; p < kp; p++)
+			for (int r = mc % MR; r < MR; r++)
 				panel[(size_t)p * MR + r] = 0;
 	}
 }
 
 /* op(B)'s depth k0..k0+kc, columns j0..j0+nc, into NR-column panels: for each pair of depths, the
- * panel's columns' two values side by side (one word a column); columns past nc are zero */
-static void pack_b(int tb, const float *b, int ldb, int k0, int kc, int j0, int nc, uint32_t *bp, uint16_t *tmp)
+ * panel's columns' two values side by side (one word a column); columns past nc are zero.
+ * row: for nc words. */
+static void pack_b(int tb, const float *b, int ldb, int k0, int kc, int j0, int nc, uint32_t *bp, uint16_t *tmp,
+                   uint32_t *row)
 {
 	int kp = (kc + 1) / 2;
-	for (int jp = 0; jp < nc; jp += NR) {
-		int nr = nc - jp < NR ? nc - jp : NR;
-		uint32_t *panel = bp + (size_t)(jp / NR) * kp * NR;
-		if (!tb) {
-			for (int p = 0; p < kp; p++) {
-				const float *r0 = b + (size_t)(k0 + 2 * p) * ldb + j0 + jp;
-				pair_rows(r0, kc - 2 * p > 1 ? r0 + ldb : NULL, nr, panel + (size_t)p * NR);
-			}
-		} else {
+	if (!tb) {
+		for (int p = 0; p < kp; p++) {
+			const float *r0 = b + (size_t)(k0 + 2 * p) * ldb + j0;
+			pair_rows_to_panels(r0, kc - 2 * p > 1 ? r0 + ldb : NULL, nc, NR, (size_t)kp * NR, bp + (size_t)p * NR,
+			                    row);
+		}
+	} else {
+		for (int jp = 0; jp < nc; jp += NR) {
+			int nr = nc - jp < NR ? nc - jp : NR;
+			uint32_t *panel = bp + (size_t)(jp / NR) * kp * NR;
 			for (int j = 0; j < nr; j++) {
 				round_row(b + (size_t)(j0 + jp + j) * ldb + k0, kc, tmp);
 				const uint16_t *t = tmp;
@@ -142,8 +165,11 @@ static void pack_b(int tb, const float *b, int ldb, int k0, int kc, int j0, int 
 					panel[(size_t)p * NR + j] = (uint32_t)t[2 * p] | (uint32_t)t[2 * p + 1] << 16;
 			}
 		}
-		for (int j = nr; j < NR; j++)
-			for (int p = 0; p < kp; p++)
+	}
+	if (nc % NR) {
+		uint32_t *panel = bp + (size_t)(nc / NR) * kp * NR;
+		for (int p = 0; p < kp; p++)
+			for (int j = nc % NR; j < NR; j++)
 				panel[(size_t)p * NR + j] = 0;
 	}
 }
@@ -261,19 +287,20 @@ void dlk_bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a,
 	uint32_t *ap = xmalloc(a_words * sizeof(uint32_t));
 	uint32_t *bp = xmalloc(b_slice * slices * sizeof(uint32_t));
 	uint16_t *tmp = xmalloc(sizeof(uint16_t) * (size_t)(kc_max + 2));
+	uint32_t *row = xmalloc(sizeof(uint32_t) * (size_t)(nc_max > mc_max ? nc_max : mc_max));
 	for (int jc = 0; jc < n; jc += NC) {
 		int nc = n - jc < NC ? n - jc : NC;
 		/* all of B's depth for these columns, packed once: each block of C's rows then goes
 		 * through every slice while it stays in L2 */
 		for (int pc = 0; pc < k; pc += KC)
-			pack_b(tb, b, ldb, pc, k - pc < KC ? k - pc : KC, jc, nc, bp + b_slice * (size_t)(pc / KC), tmp);
+			pack_b(tb, b, ldb, pc, k - pc < KC ? k - pc : KC, jc, nc, bp + b_slice * (size_t)(pc / KC), tmp, row);
 		for (int ic = 0; ic < m; ic += MC) {
 			int mc = m - ic < MC ? m - ic : MC;
 			for (int pc = 0; pc < k; pc += KC) {
 				int kc = k - pc < KC ? k - pc : KC, kp = (kc + 1) / 2;
 				float bt = pc == 0 ? beta : 1.0f;
 				const uint32_t *bs = bp + b_slice * (size_t)(pc / KC);
-				pack_a(ta, a, lda, ic, mc, pc, kc, ap, tmp);
+				pack_a(ta, a, lda, ic, mc, pc, kc, ap, tmp, row);
 				for (int jr = 0; jr < nc; jr += NR) {
 					int nr = nc - jr < NR ? nc - jr : NR;
 					const uint32_t *bpanel = bs + (size_t)(jr / NR) * kp * NR;
@@ -297,4 +324,5 @@ void dlk_bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a,
 	free(ap);
 	free(bp);
 	free(tmp);
+	free(row);
 }
