@@ -403,6 +403,80 @@ int dlk_net_no_decay_ranges(const struct dlk_net *net, int all_params, size_t *r
 	return n;
 }
 
+/* whether layer i's backward hands its output gradient unchanged to its inputs (an add; a ReLU
+ * that the batch norm before it computes) */
+static int passes_grad(const struct dlk_net *net, int i)
+{
+	const struct dlk_layer *L = &net->layers[i];
+	return L->spec.kind == DLK_LAYER_ADD ||
+	       (L->spec.kind == DLK_LAYER_RELU && L->fused && i > 0 && net->layers[i - 1].bn_relu);
+}
+
+/* A graph's output gradients in as few buffers as backward needs. Layer s's gradient is alive
+ * from the backward step of its last reader (the first to write it; the loss's, before every
+ * step, for the output layer) to its own step, where it is read. Walking backward's steps, each
+ * gradient that comes alive takes a free buffer (the smallest that fits, else the largest free one
+ * grown, else a new one) and each that dies frees its own; a layer that hands its gradient on
+ * unchanged (passes_grad) to an input whose gradient it is the first to write gives that input its
+ * buffer instead (give_grad then copies nothing). Layers no one reads get none. buf: for each layer
+ * its buffer, or -1; floats: for each buffer its floats per sample. Returns the number of buffers,
+ * or -1 where layers share buffers for recomputation (each layer keeps a buffer of its own). */
+static int gy_plan(const struct dlk_net *net, int *buf, size_t *floats)
+{
+	int n = net->n_layers, nb = 0;
+	for (int i = 0; i < n; i++)
+		if (net->layers[i].share)
+			return -1;
+	int *start = xmalloc(sizeof(int) * (size_t)n);
+	char *busy = xcalloc((size_t)n + 1, 1);
+	for (int i = 0; i < n; i++)
+		start[i] = buf[i] = -1;
+	for (int j = 0; j < n; j++) {
+		int n_in = net->layers[j].spec.n_inputs ? net->layers[j].spec.n_inputs : 1;
+		for (int e = 0; e < n_in; e++) {
+			int src = read_of(net, j, e);
+			if (src >= 0 && j > start[src])
+				start[src] = j;
+		}
+	}
+	start[n - 1] = n;
+	for (int t = n; t >= 0; t--) {
+		int give = -1;
+		if (t < n && buf[t] >= 0 && passes_grad(net, t)) {
+			int n_in = net->layers[t].spec.n_inputs ? net->layers[t].spec.n_inputs : 1, s = read_of(net, t, n_in - 1);
+			if (s >= 0 && start[s] == t && net->layers[s].out_size == net->layers[t].out_size)
+				give = s;
+		}
+		for (int s = 0; s < n; s++) {
+			if (start[s] != t || s == give)
+				continue;
+			size_t need = net->layers[s].out_size;
+			int fit = -1, big = -1;
+			for (int b = 0; b < nb; b++) {
+				if (busy[b])
+					continue;
+				if (floats[b] >= need && (fit < 0 || floats[b] < floats[fit]))
+					fit = b;
+				if (big < 0 || floats[b] > floats[big])
+					big = b;
+			}
+			if (fit < 0 && big >= 0)
+				floats[fit = big] = need;
+			if (fit < 0)
+				floats[fit = nb++] = need;
+			busy[fit] = 1;
+			buf[s] = fit;
+		}
+		if (give >= 0)
+			buf[give] = buf[t];
+		else if (t < n && buf[t] >= 0)
+			busy[buf[t]] = 0;
+	}
+	free(start);
+	free(busy);
+	return nb;
+}
+
 static void free_batch_buffers(struct dlk_net *net)
 {
 	const struct dlk_backend *be = net->be;
@@ -412,11 +486,17 @@ static void free_batch_buffers(struct dlk_net *net)
 			be->free(L->y);
 			be->free(L->col);
 			be->free(L->argmax);
-			be->free(L->gy);
+			if (!net->gpool)
+				be->free(L->gy);
 		}
 		L->y = L->col = L->gy = NULL;
 		L->argmax = NULL;
 	}
+	for (int b = 0; b < net->n_gpool; b++)
+		be->free(net->gpool[b]);
+	free(net->gpool);
+	net->gpool = NULL;
+	net->n_gpool = 0;
 	be->free(net->gbuf[0]);
 	be->free(net->gbuf[1]);
 	net->gbuf[0] = net->gbuf[1] = NULL;
@@ -433,7 +513,23 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 	free_batch_buffers(net);
 	size_t B = (size_t)batch, gmax = net->input_size;
 	int ok = 1;
-	for (int i = 0; i < net->n_layers; i++) {
+	int *gbufs = NULL;
+	if (net->graph) {
+		size_t *floats = xmalloc(sizeof(size_t) * ((size_t)net->n_layers + 1));
+		gbufs = xmalloc(sizeof(int) * (size_t)net->n_layers);
+		int nb = gy_plan(net, gbufs, floats);
+		if (nb >= 0) {
+			net->gpool = xcalloc((size_t)nb + 1, sizeof(float *));
+			net->n_gpool = nb;
+			for (int b = 0; b < nb && ok; b++)
+				ok = (net->gpool[b] = be->alloc(sizeof(float) * B * floats[b])) != NULL;
+		} else {
+			free(gbufs);
+			gbufs = NULL;
+		}
+		free(floats);
+	}
+	for (int i = 0; ok && i < net->n_layers; i++) {
 		struct dlk_layer *L = &net->layers[i];
 		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
 		if (B * L->out_size > (size_t)INT32_MAX || B * L->in_size > (size_t)INT32_MAX)
@@ -453,13 +549,16 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 		int r = ops->reserve ? ops->reserve(net, L, i, B, err) : 0;
 		if (r < 0)
 			return -1;
-		if (!r && net->graph && !(L->gy = be->alloc(sizeof(float) * B * L->out_size)))
+		if (!r && gbufs)
+			L->gy = gbufs[i] >= 0 ? net->gpool[gbufs[i]] : NULL;
+		else if (!r && net->graph && !(L->gy = be->alloc(sizeof(float) * B * L->out_size)))
 			r = 1;
 		if (r > 0) {
 			ok = 0;
 			break;
 		}
 	}
+	free(gbufs);
 	if (ok) {
 		ok = (net->gbuf[0] = be->alloc(sizeof(float) * B * gmax)) && (net->gbuf[1] = be->alloc(sizeof(float) * B * gmax));
 	}
@@ -475,7 +574,18 @@ int dlk_net_reserve(struct dlk_net *net, int batch, struct dlk_err *err)
 double dlk_net_batch_bytes(const struct dlk_net *net, int batch)
 {
 	double B = batch, bytes = 0, gmax = (double)net->input_size;
+	int nb = -1;
 
+	if (net->graph) {
+		/* the output gradients' buffers, as dlk_net_reserve allocates them */
+		size_t *floats = xmalloc(sizeof(size_t) * ((size_t)net->n_layers + 1));
+		int *gbufs = xmalloc(sizeof(int) * (size_t)net->n_layers);
+		nb = gy_plan(net, gbufs, floats);
+		for (int b = 0; b < nb; b++)
+			bytes += 4 * B * (double)floats[b];
+		free(floats);
+		free(gbufs);
+	}
 	for (int i = 0; i < net->n_layers; i++) {
 		const struct dlk_layer *L = &net->layers[i];
 		const struct dlk_layer_ops *ops = dlk_layer_ops[L->spec.kind];
@@ -484,7 +594,7 @@ double dlk_net_batch_bytes(const struct dlk_net *net, int batch)
 			continue;
 		if (ops->batch_bytes)
 			bytes += ops->batch_bytes(net, L, B);
-		if (net->graph)
+		if (net->graph && nb < 0)
 			bytes += 4 * B * (double)L->out_size;
 	}
 	return bytes + 2 * 4 * B * gmax;
@@ -646,7 +756,7 @@ static void give_grad(struct dlk_net *net, int i, int e, const float *g, int bat
 				be->axpy(ns, 1.0f, g + (size_t)s * L->out_size + off, S->gy + (size_t)s * ns);
 	} else if (S->g_set) {
 		be->axpy(n, 1.0f, g, S->gy);
-	} else {
+	} else if (S->gy != g) { /* the same buffer: gy_plan gave it the gradient it passes on */
 		be->copy(S->gy, g, sizeof(float) * n);
 	}
 	S->g_set = 1;
@@ -660,8 +770,7 @@ static int hand_over(struct dlk_net *net, int i, int e, float *r)
 {
 	struct dlk_layer *L = &net->layers[i];
 	int src = L->spec.n_inputs ? L->spec.inputs[e] : i - 1;
-	int passes = L->spec.kind == DLK_LAYER_ADD || (L->spec.kind == DLK_LAYER_RELU && L->fused && net->layers[i - 1].bn_relu);
-	if (!passes || src < 0 || r != L->gy || L->share)
+	if (!passes_grad(net, i) || src < 0 || r != L->gy || L->share || net->gpool)
 		return 0;
 	struct dlk_layer *S = &net->layers[src];
 	if (S->g_set || !S->gy || S->share || S->out_size != L->out_size)

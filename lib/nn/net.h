@@ -85,6 +85,11 @@ struct dlk_net {
 	struct dlk_segment *segs; /* activation recomputation's segments (owned), n_segs of them */
 	int n_segs;
 	int fwd_training;         /* the last forward's training flag, for a recomputation */
+	/* a graph's output gradients (layers' gy), when no buffers are shared for recomputation:
+	 * buffers that layers whose gradients are never alive at once take in turn (gy_plan in
+	 * net.c), n_gpool of them (owned) */
+	float **gpool;
+	int n_gpool;
 };
 #define DLK_NET_INIT { 0 }
 

@@ -2,7 +2,9 @@
 # training.recompute: the example GPT trained on a slice of dict-gcide with each block's inside
 # recomputed in backward ends with the weights of the run that keeps every activation, bit for bit
 # (the same seed and threads), and its activations take less memory (-o json activationBytes, the
-# log's line). Measured here at batch 8: 29.0 MiB against 80.1 MiB.
+# log's line). Measured here at batch 8: 29.0 MiB against 54.6 MiB (the output gradients of a
+# graph share buffers without recomputation; with it each block's layers share their first
+# repetition's).
 . "$(dirname "$0")/../lib.sh"
 
 GCIDE=/usr/share/dictd/gcide.dict.dz
@@ -25,11 +27,11 @@ test_expect_success 'the example trained with and without recompute: the same we
 	jq -e ".steps == 6" out-true.json
 '
 
-test_expect_success 'recomputing: the 4 blocks, less than half the activations, said in the log' '
+test_expect_success 'recomputing: the 4 blocks, 60% of the activations or less, said in the log' '
 	cd "$TEST_TMP/g" &&
 	jq -c "{activationBytes, activationBytesWhole, recomputedBlocks}" out-false.json out-true.json &&
 	jq -e ".recomputedBlocks == 0 and .activationBytes == .activationBytesWhole" out-false.json &&
-	jq -e ".recomputedBlocks == 4 and .activationBytes < 0.5 * .activationBytesWhole" out-true.json &&
+	jq -e ".recomputedBlocks == 4 and .activationBytes < 0.6 * .activationBytesWhole" out-true.json &&
 	grep -q "^activations: [0-9.]* MiB per batch, the insides of 4 blocks recomputed in backward ([0-9.]* MiB kept whole)" err-true &&
 	! grep -q "^activations" err-false
 '
