@@ -32,9 +32,9 @@
 
 static int force_emulation;
 
-void dlk_bgemm_force_emulation(int on)
+void dlk_bgemm_force_emulation(int how)
 {
-	force_emulation = on != 0;
+	force_emulation = how;
 }
 
 static int cpu_has_bf16(void)
@@ -265,6 +265,54 @@ BF16_TARGET static void kernel_native(int kp, const uint32_t *ap, const uint32_t
 		_mm512_mask_storeu_ps(row + 16, m1, x1);
 	}
 }
+
+/* The emulation on AVX-512F without BF16 (Skylake-X, Cascade Lake): the same sums as
+ * kernel_emulated, in the same order (a bf16 value is the high half of a float: its even-depth
+ * value shifted up, its odd-depth one masked), 24 accumulators in registers, four FMAs a row and
+ * pair: fp32's rate. */
+#define F512_TARGET __attribute__((target("avx512f")))
+
+F512_TARGET static void kernel_f32(int kp, const uint32_t *ap, const uint32_t *bp, float *c, int ldc, int mr, int nr,
+                                  float alpha, float beta)
+{
+	__m512 acc[2 * MR];
+	for (int i = 0; i < 2 * MR; i++)
+		acc[i] = _mm512_setzero_ps();
+	const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
+	for (int p = 0; p < kp; p++) {
+		__m512i w0 = _mm512_loadu_si512((const void *)(bp + (size_t)p * NR));
+		__m512i w1 = _mm512_loadu_si512((const void *)(bp + (size_t)p * NR + 16));
+		__m512 e0 = _mm512_castsi512_ps(_mm512_slli_epi32(w0, 16)), o0 = _mm512_castsi512_ps(_mm512_and_si512(w0, hi_mask));
+		__m512 e1 = _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16)), o1 = _mm512_castsi512_ps(_mm512_and_si512(w1, hi_mask));
+		const uint32_t *aq = ap + (size_t)p * MR;
+#pragma GCC unroll 12
+		for (int r = 0; r < MR; r++) {
+			__m512 ae = _mm512_set1_ps(dlk_bf16_float((uint16_t)aq[r]));
+			__m512 ao = _mm512_set1_ps(dlk_bf16_float((uint16_t)(aq[r] >> 16)));
+			acc[2 * r] = _mm512_fmadd_ps(ae, e0, _mm512_fmadd_ps(ao, o0, acc[2 * r]));
+			acc[2 * r + 1] = _mm512_fmadd_ps(ae, e1, _mm512_fmadd_ps(ao, o1, acc[2 * r + 1]));
+		}
+	}
+	__m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+	__mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
+	__mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+	for (int r = 0; r < mr; r++) {
+		float *row = c + (size_t)r * ldc;
+		__m512 x0 = _mm512_mul_ps(va, acc[2 * r]), x1 = _mm512_mul_ps(va, acc[2 * r + 1]);
+		if (beta != 0.0f) {
+			x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), x0);
+			x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), x1);
+		}
+		_mm512_mask_storeu_ps(row, m0, x0);
+		_mm512_mask_storeu_ps(row + 16, m1, x1);
+	}
+}
+
+static int cpu_has_avx512f(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f");
+}
 #endif
 
 void dlk_bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,
@@ -278,7 +326,10 @@ void dlk_bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a,
 				c[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[(size_t)i * ldc + j];
 		return;
 	}
-	int native = dlk_bgemm_native();
+	int native = dlk_bgemm_native(), f512 = 0;
+#ifdef BGEMM_X86
+	f512 = !native && force_emulation != 2 && cpu_has_avx512f();
+#endif
 	int nc_max = n < NC ? n : NC, kc_max = k < KC ? k : KC, mc_max = m < MC ? m : MC;
 	int slices = (k + KC - 1) / KC;
 	size_t kp_max = (size_t)(kc_max + 1) / 2;
@@ -313,6 +364,10 @@ void dlk_bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a,
 							kernel_native(kp, apanel, bpanel, cb, ldc, mr, nr, alpha, bt);
 							continue;
 						}
+						if (f512) {
+							kernel_f32(kp, apanel, bpanel, cb, ldc, mr, nr, alpha, bt);
+							continue;
+						}
 #endif
 						kernel_emulated(kp, apanel, bpanel, cb, ldc, mr, nr, alpha, bt);
 					}
@@ -321,6 +376,7 @@ void dlk_bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a,
 		}
 	}
 	(void)native;
+	(void)f512;
 	free(ap);
 	free(bp);
 	free(tmp);

@@ -6,7 +6,7 @@
  * everything around the product stay fp32. On a CPU with AVX512_BF16 (Intel Cooper Lake and
  * Sapphire Rapids, AMD Zen 4 and later) the products run on VDPBF16PS, twice the multiply-adds of
  * fp32 a cycle; elsewhere the same rounded operands are multiplied with fp32 FMAs (the same
- * results to fp32 rounding, and slower than plain fp32). One thread: the caller cuts the product
+ * results to fp32 rounding; with AVX-512F at about fp32's rate, without it slower). One thread: the caller cuts the product
  * into blocks (lib/nn/cpu.c). The results depend only on the shapes and on which of the two paths
  * runs, so they are the same bits run to run. */
 #ifndef DLK_NN_CPU_BGEMM_H
@@ -20,9 +20,10 @@ void dlk_bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a,
 /* 1 when the products run on AVX512_BF16 instructions, 0 when they are emulated */
 int dlk_bgemm_native(void);
 
-/* tests: 1 makes dlk_bgemm emulate the products even where the CPU has AVX512_BF16, 0 restores
- * the default */
-void dlk_bgemm_force_emulation(int on);
+/* tests: 1 makes dlk_bgemm emulate the products even where the CPU has AVX512_BF16 (with
+ * AVX-512F where it has that), 2 with the plain C emulation, 0 restores the default. The
+ * emulations give the same bits. */
+void dlk_bgemm_force_emulation(int how);
 
 /* x rounded to bfloat16, to nearest with ties to even (a NaN stays a quiet NaN) */
 static inline uint16_t dlk_bf16_round(float x)

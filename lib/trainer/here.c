@@ -1236,7 +1236,7 @@ static int choose_device(struct here *r, const struct dlk_project *spec, int wor
 	if (spec->training.precision == DLK_PRECISION_BF16 && dev->be == dlk_backend_cpu() && r->rank == 0) {
 		if (!dlk_bgemm_native())
 			dlk_trainer_warn(r->sink, "training.precision: bf16: this CPU has no AVX512_BF16 instructions, so the "
-			                 "products are emulated, with the same rounding, slower than fp32");
+			                 "products are emulated, with the same rounding, no faster than fp32");
 		else if (r->o->verbose)
 			dlk_trainer_info(r->sink, "dense layers' products in bf16 on AVX512_BF16, summed in fp32");
 	}

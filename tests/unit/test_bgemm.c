@@ -2,8 +2,9 @@
  * the products summed in fp32, checked against the exact sum (in double) of the rounded
  * operands, within fp32's rounding of k sums; every transpose, ragged edges of the register
  * blocks, depths beyond one packed slice, odd depths, leading dimensions wider than the matrix,
- * alpha and beta. The emulated path is checked on every CPU, the AVX512_BF16 one where the CPU
- * has it, and the two against each other. */
+ * alpha and beta. The emulations (plain C, and AVX-512F where the CPU has it) are checked on every
+ * CPU and against each other (the same bits), the AVX512_BF16 path where the CPU has it, and
+ * the native and emulated paths against each other. */
 #include "tests/unit/check.h"
 
 #include <stdint.h>
@@ -168,15 +169,40 @@ static void test_paths_agree(void)
 	free(c2);
 }
 
+/* the two emulations (AVX-512F and plain C) on the same operands: the same bits */
+static void test_emulations_agree(void)
+{
+	int m = 37, n = 70, k = 301;
+	float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n);
+	float *c1 = malloc(sizeof(float) * m * n), *c2 = malloc(sizeof(float) * m * n);
+	for (int i = 0; i < m * k; i++)
+		a[i] = uniform();
+	for (int i = 0; i < k * n; i++)
+		b[i] = uniform();
+	dlk_bgemm_force_emulation(1);
+	dlk_bgemm(1, 0, m, n, k, 1.0f, a, m, b, n, 0.0f, c1, n);
+	dlk_bgemm_force_emulation(2);
+	dlk_bgemm(1, 0, m, n, k, 1.0f, a, m, b, n, 0.0f, c2, n);
+	CHECK_MSG(!memcmp(c1, c2, sizeof(float) * m * n), "the AVX-512F emulation and the plain C one give the same bits");
+	free(a);
+	free(b);
+	free(c1);
+	free(c2);
+}
+
 int main(void)
 {
 	test_round();
 	int native = dlk_bgemm_native();
 	printf("# this CPU %s AVX512_BF16\n", native ? "has" : "does not have");
-	dlk_bgemm_force_emulation(1);
+	dlk_bgemm_force_emulation(2);
 	CHECK_MSG(!dlk_bgemm_native(), "the emulation can be forced");
-	sweep("emulated");
-	test_exact("emulated");
+	sweep("plain C emulation");
+	test_exact("plain C emulation");
+	dlk_bgemm_force_emulation(1);
+	sweep("emulated (AVX-512F where the CPU has it)");
+	test_exact("emulated (AVX-512F where the CPU has it)");
+	test_emulations_agree();
 	dlk_bgemm_force_emulation(0);
 	if (native) {
 		sweep("AVX512_BF16");
