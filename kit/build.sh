@@ -32,7 +32,7 @@ fmnist=${DLK_FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 machine_lib='^(libcuda|libcublas|libcublasLt|libnccl|libnvidia-[a-z-]*)\.so'
 
 die() { echo "error: gpu kit: $*" >&2; exit 1; }
-for f in dlk tests/unit/test_nn_gpu tests/unit/test_train_fmnist_gpu bench/gpu/dlk_gpu_bench \
+for f in dlk tests/unit/test_nn_gpu tests/unit/test_train_fmnist_gpu tests/unit/test_gpt_gpu bench/gpu/dlk_gpu_bench \
 	bench/gpu/dlk_allreduce_bench; do
 	[ -x "$build/$f" ] || die "'$build/$f' is not built (make all test-unit)"
 done
@@ -47,7 +47,7 @@ loader=$(readlink -f /lib64/ld-linux-x86-64.so.2) || die "no dynamic loader /lib
 
 rm -rf "$out.tmp"
 mkdir -p "$out.tmp/bin" "$out.tmp/lib" "$out.tmp/bench" "$out.tmp/data/fashion-mnist"
-cp "$build/dlk" "$build/tests/unit/test_nn_gpu" "$build/tests/unit/test_train_fmnist_gpu" \
+cp "$build/dlk" "$build/tests/unit/test_nn_gpu" "$build/tests/unit/test_train_fmnist_gpu" "$build/tests/unit/test_gpt_gpu" \
 	"$build/bench/gpu/dlk_gpu_bench" "$build/bench/gpu/dlk_allreduce_bench" "$jq" "$xz" "$out.tmp/bin/"
 cp "$build/kit-cuda/libdlk-cuda.so" "$out.tmp/lib/"
 # debug information is most of each program's size; the kit reports results, not stacks

@@ -63,16 +63,16 @@ else
 		(cd "$TEST_TMP/home" && kit_run --out res >"$TEST_TMP/run.out" 2>&1); rc=$?
 		cat "$TEST_TMP/run.out" && test $rc = 3 &&
 		R=$TEST_TMP/home/res &&
-		jq -e "[.checks[].name] == [\"kit\", \"facts\", \"ops\", \"grads\", \"pool\", \"train-mlp\", \"train-cnn\", \"bench\", \"nccl\"]" $R/results.json &&
+		jq -e "[.checks[].name] == [\"kit\", \"facts\", \"ops\", \"grads\", \"pool\", \"train-mlp\", \"train-cnn\", \"gpt\", \"bench\", \"nccl\"]" $R/results.json &&
 		jq -e ".checks[0].status == \"pass\" and ([.checks[1:][] | select(.status != \"skip\")] == [])" $R/results.json &&
 		jq -e "[.checks[1:][] | select(.reason | startswith(\"no NVIDIA driver: libcuda.so.1 is not on this machine\") | not)] == []" \
 			$R/results.json &&
 		jq -e ".gpu_checks_ran == false and .quick == false and .budget_s == 480 and .libraries.driver == null
-			and .counts == {pass: 1, skip: 8}" $R/results.json &&
+			and .counts == {pass: 1, skip: 9}" $R/results.json &&
 		grep_q "^no GPU check ran: no NVIDIA driver: libcuda.so.1 is not on this machine" $R/summary.txt &&
 		grep_q "^train-cnn  skip .*no NVIDIA driver" $R/summary.txt &&
-		grep_q "^1 pass, 8 skip$" $R/summary.txt &&
-		for c in kit facts ops grads pool train-mlp train-cnn bench nccl; do test -f $R/logs/$c.log || exit 1; done &&
+		grep_q "^1 pass, 9 skip$" $R/summary.txt &&
+		for c in kit facts ops grads pool train-mlp train-cnn gpt bench nccl; do test -f $R/logs/$c.log || exit 1; done &&
 		grep_q "^ok [0-9]* # skip " $R/logs/ops.log
 	'
 
@@ -91,7 +91,7 @@ test_expect_success 'a kit that lost a library fails its first check, names the 
 	cat "$TEST_TMP/broken.out" && test $rc = 1 &&
 	jq -e ".checks[0] | .name == \"kit\" and .status == \"fail\" and (.reason | contains(\"libyaml-0.so.2\"))" \
 		"$TEST_TMP/home/broken/results.json" &&
-	jq -e "[.checks[].name] | length == 9" "$TEST_TMP/home/broken/results.json" &&
+	jq -e "[.checks[].name] | length == 10" "$TEST_TMP/home/broken/results.json" &&
 	grep_q "^kit        fail" "$TEST_TMP/home/broken/summary.txt"
 '
 

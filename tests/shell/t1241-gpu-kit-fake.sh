@@ -87,7 +87,7 @@ test_expect_success 'no cuBLAS and no NCCL anywhere: one line each says so, and 
 	jq -e ".libraries.cublas.found == false and .libraries.nccl.found == false" res/results.json &&
 	jq -e "(.checks[] | select(.name == \"facts\")) as \$f | \$f.status == \"skip\" and (\$f.reason | test(\"libcublas.so.13\"))" \
 		res/results.json &&
-	jq -e "[.checks[].name] | length == 9" res/results.json
+	jq -e "[.checks[].name] | length == 10" res/results.json
 '
 
 test_done
