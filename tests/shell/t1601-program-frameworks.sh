@@ -19,10 +19,17 @@ final() { sed -n "s/.*final loss \([0-9.]*\).*/\1/p" "$1"; }
 dlk init -q --example pytorch "$TEST_TMP/pt" && dlk init -q --example jax "$TEST_TMP/jx" ||
 	{ echo "Bail out! dlk init --example failed"; exit 1; }
 
+# a port no one listens on now, for torchrun's rendezvous by hand (its default, 29500, is
+# resources.master_port's too: a cluster test's pod, a process on this machine, may hold it)
+free_port() { "$VENV/python3" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
 test_expect_success 'the PyTorch example under dlk ends with the loss torchrun gives by hand' '
-	dlk train --local --workers 2 -f "$TEST_TMP/pt/dlk.yaml" --set "program.args=$ARGS" >out 2>dlkerr &&
-	( cd "$TEST_TMP/pt" && torchrun --nproc-per-node 2 train.py --epochs 2 --train-samples 4000 \
-		--test-samples 1000 ) >"$TEST_TMP/byhand" 2>&1 &&
+	{ dlk train --local --workers 2 -f "$TEST_TMP/pt/dlk.yaml" --set "program.args=$ARGS" >out 2>dlkerr ||
+		{ echo "dlk train failed:"; tail -n 30 dlkerr; false; }; } &&
+	port=$(free_port) &&
+	{ ( cd "$TEST_TMP/pt" && torchrun --nproc-per-node 2 --master-port "$port" train.py --epochs 2 \
+		--train-samples 4000 --test-samples 1000 ) >"$TEST_TMP/byhand" 2>&1 ||
+		{ echo "torchrun by hand failed:"; tail -n 30 "$TEST_TMP/byhand"; false; }; } &&
 	test -n "$(final dlkerr)" && echo "dlk $(final dlkerr), torchrun $(final "$TEST_TMP/byhand")" &&
 	test "$(final dlkerr)" = "$(final "$TEST_TMP/byhand")"
 '
