@@ -104,73 +104,39 @@ static void pair_rows_to_panels(const float *x0, const float *x1, int n, int wid
 	}
 }
 
-/* op(A)'s rows i0..i0+mc, depth k0..k0+kc, into MR-row panels of 32-bit pairs (for each pair of
- * depths, the panel's rows' two values as one word); rows past mc and an odd depth's last half are
- * zero. tmp: room for kc + 1 halves; row: for mc words. */
-static void pack_a(int ta, const float *a, int lda, int i0, int mc, int k0, int kc, uint32_t *ap, uint16_t *tmp,
-                   uint32_t *row)
+/* One operand's slice into panels of `width` (MR rows of op(A), or NR columns of op(B)): for each
+ * pair of depths k0 + 2p, k0 + 2p + 1, each panel's `width` lines (rows of op(A), columns of op(B))
+ * hold their two values rounded as one word (the even depth's in the low half); lines past n and
+ * an odd depth's last half are zero. Line o0 + l at depth k is x[k * ld + o0 + l] when by_depth
+ * (op(A) transposed, op(B) not), else x[(o0 + l) * ld + k]. tmp: room for kc + 1 halves; row: for
+ * n words. */
+static void pack(int by_depth, const float *x, int ld, int o0, int n, int k0, int kc, int width, uint32_t *dst,
+                 uint16_t *tmp, uint32_t *row)
 {
 	int kp = (kc + 1) / 2;
-	if (ta) {
-		/* a depth's rows are contiguous: two depths make one pair of rows, read once for every
+	size_t stride = (size_t)kp * width; /* words of one panel */
+	if (by_depth) {
+		/* a depth's lines are contiguous: two depths make one pair of rows, read once for every
 		 * panel (reading a panel's width of many rows at a power-of-two stride would meet the
 		 * same few cache sets) */
 		for (int p = 0; p < kp; p++) {
-			const float *r0 = a + (size_t)(k0 + 2 * p) * lda + i0;
-			pair_rows_to_panels(r0, kc - 2 * p > 1 ? r0 + lda : NULL, mc, MR, (size_t)kp * MR, ap + (size_t)p * MR,
-			                    row);
+			const float *r0 = x + (size_t)(k0 + 2 * p) * ld + o0;
+			pair_rows_to_panels(r0, kc - 2 * p > 1 ? r0 + ld : NULL, n, width, stride, dst + (size_t)p * width, row);
 		}
 	} else {
-		/* a row's depths are contiguous: rounded in a row, its pairs are words, set in place */
-		for (int ip = 0; ip < mc; ip += MR) {
-			int mr = mc - ip < MR ? mc - ip : MR;
-			uint32_t *panel = ap + (size_t)(ip / MR) * kp * MR;
-			for (int r = 0; r < mr; r++) {
-				round_row(a + (size_t)(i0 + ip + r) * lda + k0, kc, tmp);
-				const uint16_t *t = tmp;
-				for (int p = 0; p < kp; p++)
-					panel[(size_t)p * MR + r] = (uint32_t)t[2 * p] | (uint32_t)t[2 * p + 1] << 16;
-			}
+		/* a line's depths are contiguous: rounded in a row, its pairs are words, set in place */
+		for (int l = 0; l < n; l++) {
+			uint32_t *panel = dst + (size_t)(l / width) * stride + l % width;
+			round_row(x + (size_t)(o0 + l) * ld + k0, kc, tmp);
+			for (int p = 0; p < kp; p++)
+				panel[(size_t)p * width] = (uint32_t)tmp[2 * p] | (uint32_t)tmp[2 * p + 1] << 16;
 		}
 	}
-	if (mc % MR) {
-		uint32_t *panel = ap + (size_t)(mc / MR) * kp * MR;
+	if (n % width) {
+		uint32_t *panel = dst + (size_t)(n / width) * stride;
 		for (int p = 0; p < kp; p++)
-			for (int r = mc % MR; r < MR; r++)
-				panel[(size_t)p * MR + r] = 0;
-	}
-}
-
-/* op(B)'s depth k0..k0+kc, columns j0..j0+nc, into NR-column panels: for each pair of depths, the
- * panel's columns' two values side by side (one word a column); columns past nc are zero.
- * row: for nc words. */
-static void pack_b(int tb, const float *b, int ldb, int k0, int kc, int j0, int nc, uint32_t *bp, uint16_t *tmp,
-                   uint32_t *row)
-{
-	int kp = (kc + 1) / 2;
-	if (!tb) {
-		for (int p = 0; p < kp; p++) {
-			const float *r0 = b + (size_t)(k0 + 2 * p) * ldb + j0;
-			pair_rows_to_panels(r0, kc - 2 * p > 1 ? r0 + ldb : NULL, nc, NR, (size_t)kp * NR, bp + (size_t)p * NR,
-			                    row);
-		}
-	} else {
-		for (int jp = 0; jp < nc; jp += NR) {
-			int nr = nc - jp < NR ? nc - jp : NR;
-			uint32_t *panel = bp + (size_t)(jp / NR) * kp * NR;
-			for (int j = 0; j < nr; j++) {
-				round_row(b + (size_t)(j0 + jp + j) * ldb + k0, kc, tmp);
-				const uint16_t *t = tmp;
-				for (int p = 0; p < kp; p++)
-					panel[(size_t)p * NR + j] = (uint32_t)t[2 * p] | (uint32_t)t[2 * p + 1] << 16;
-			}
-		}
-	}
-	if (nc % NR) {
-		uint32_t *panel = bp + (size_t)(nc / NR) * kp * NR;
-		for (int p = 0; p < kp; p++)
-			for (int j = nc % NR; j < NR; j++)
-				panel[(size_t)p * NR + j] = 0;
+			for (int l = n % width; l < width; l++)
+				panel[(size_t)p * width + l] = 0;
 	}
 }
 
@@ -344,14 +310,14 @@ void dlk_bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a,
 		/* all of B's depth for these columns, packed once: each block of C's rows then goes
 		 * through every slice while it stays in L2 */
 		for (int pc = 0; pc < k; pc += KC)
-			pack_b(tb, b, ldb, pc, k - pc < KC ? k - pc : KC, jc, nc, bp + b_slice * (size_t)(pc / KC), tmp, row);
+			pack(!tb, b, ldb, jc, nc, pc, k - pc < KC ? k - pc : KC, NR, bp + b_slice * (size_t)(pc / KC), tmp, row);
 		for (int ic = 0; ic < m; ic += MC) {
 			int mc = m - ic < MC ? m - ic : MC;
 			for (int pc = 0; pc < k; pc += KC) {
 				int kc = k - pc < KC ? k - pc : KC, kp = (kc + 1) / 2;
 				float bt = pc == 0 ? beta : 1.0f;
 				const uint32_t *bs = bp + b_slice * (size_t)(pc / KC);
-				pack_a(ta, a, lda, ic, mc, pc, kc, ap, tmp, row);
+				pack(ta, a, lda, ic, mc, pc, kc, MR, ap, tmp, row);
 				for (int jr = 0; jr < nc; jr += NR) {
 					int nr = nc - jr < NR ? nc - jr : NR;
 					const uint32_t *bpanel = bs + (size_t)(jr / NR) * kp * NR;
