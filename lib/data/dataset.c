@@ -110,7 +110,7 @@ static const uint8_t *sample_bytes(const struct dlk_dataset *ds, size_t i, int t
 {
 	if (ds->storage != DLK_STORE_FILES)
 		return target ? (ds->t_from_x8 ? ds->x8 : ds->t8) + i * ds->target_size : ds->x8 + i * ds->sample_size;
-	target = target && ds->files->tpaths;
+	target = target && ds->files->tnames;
 	if (!rd->px) {
 		size_t m = ds->files->sample_size > ds->files->tsample_size ? ds->files->sample_size : ds->files->tsample_size;
 		rd->px = xmalloc(m ? m : 1);
@@ -121,7 +121,7 @@ static const uint8_t *sample_bytes(const struct dlk_dataset *ds, size_t i, int t
 
 int dlk_dataset_has_targets(const struct dlk_dataset *ds)
 {
-	return ds->t || ds->t8 || (ds->files && ds->files->tpaths) || (ds->t_from_x8 && (ds->x8 || ds->files));
+	return ds->t || ds->t8 || (ds->files && ds->files->tnames) || (ds->t_from_x8 && (ds->x8 || ds->files));
 }
 
 static void targets_rows(const struct dlk_dataset *ds, const size_t *idx, size_t start, size_t lo, size_t hi,

@@ -363,18 +363,22 @@ void dlk_image_files_free(struct dlk_image_files *f)
 	free(f->shard);
 	free(f->offset);
 	free(f->length);
+	free(f->toffset);
+	free(f->tlength);
 	pthread_mutex_destroy(&f->mu);
 	free(f);
 }
 
-struct dlk_image_files *dlk_image_files_members(const int shape[3])
+struct dlk_image_files *dlk_image_files_members(const int shape[3], const int tshape[3])
 {
-	return files_new(shape, NULL);
+	return files_new(shape, tshape);
 }
 
-void dlk_image_files_add_member(struct dlk_image_files *f, const char *shard, unsigned long long offset,
-                                unsigned long long length, const char *name)
+void dlk_image_files_add_member(struct dlk_image_files *f, const char *shard, const struct dlk_member *in,
+                                const struct dlk_member *target)
 {
+	int paired = f->tsample_size > 0;
+
 	if (!f->n_shards || strcmp(f->shards[f->n_shards - 1], shard)) {
 		f->shards = xrealloc(f->shards, (size_t)(f->n_shards + 1) * sizeof(*f->shards));
 		f->shards[f->n_shards++] = xstrdup(shard);
@@ -386,18 +390,32 @@ void dlk_image_files_add_member(struct dlk_image_files *f, const char *shard, un
 		f->shard = xrealloc(f->shard, cap * sizeof(*f->shard));
 		f->offset = xrealloc(f->offset, cap * sizeof(*f->offset));
 		f->length = xrealloc(f->length, cap * sizeof(*f->length));
+		if (paired) {
+			f->tnames = xrealloc(f->tnames, cap * sizeof(*f->tnames));
+			f->toffset = xrealloc(f->toffset, cap * sizeof(*f->toffset));
+			f->tlength = xrealloc(f->tlength, cap * sizeof(*f->tlength));
+		}
 	}
-	f->names[f->n] = xstrdup(name);
+	f->names[f->n] = xstrdup(in->name);
 	f->shard[f->n] = f->n_shards - 1;
-	f->offset[f->n] = offset;
-	f->length[f->n] = length;
+	f->offset[f->n] = in->offset;
+	f->length[f->n] = in->length;
+	if (paired) {
+		f->tnames[f->n] = xstrdup(target->name);
+		f->toffset[f->n] = target->offset;
+		f->tlength[f->n] = target->length;
+	}
 	f->n++;
 }
 
 void dlk_image_files_join(struct dlk_image_files *a, struct dlk_image_files *b)
 {
-	for (size_t i = 0; i < b->n; i++)
-		dlk_image_files_add_member(a, b->shards[b->shard[i]], b->offset[i], b->length[i], b->names[i]);
+	for (size_t i = 0; i < b->n; i++) {
+		struct dlk_member in = { b->offset[i], b->length[i], b->names[i] }, t = { 0, 0, NULL };
+		if (b->tnames)
+			t = (struct dlk_member){ b->toffset[i], b->tlength[i], b->tnames[i] };
+		dlk_image_files_add_member(a, b->shards[b->shard[i]], &in, b->tnames ? &t : NULL);
+	}
 	dlk_image_files_free(b);
 }
 
@@ -418,6 +436,10 @@ void dlk_image_files_cut(struct dlk_image_files *f, size_t from, size_t to)
 		memmove(f->shard, f->shard + from, (to - from) * sizeof(*f->shard));
 		memmove(f->offset, f->offset + from, (to - from) * sizeof(*f->offset));
 		memmove(f->length, f->length + from, (to - from) * sizeof(*f->length));
+	}
+	if (f->toffset) {
+		memmove(f->toffset, f->toffset + from, (to - from) * sizeof(*f->toffset));
+		memmove(f->tlength, f->tlength + from, (to - from) * sizeof(*f->tlength));
 	}
 	cut_strs(f->paths, f->n, from, to);
 	cut_strs(f->names, f->n, from, to);
@@ -464,15 +486,15 @@ static int read_member(const char *path, unsigned long long offset, unsigned lon
 int dlk_image_files_read(const struct dlk_image_files *f, size_t i, int target, uint8_t *out, struct dlk_buf *b,
                          struct dlk_err *err)
 {
-	const char *path = target ? f->tpaths[i] : f->paths ? f->paths[i] : NULL,
-	           *name = target ? f->tnames[i] : f->names[i];
+	const char *name = target ? f->tnames[i] : f->names[i];
 	char msg[256];
 
 	dlk_buf_reset(b);
-	if (f->offset && !target) {
-		if (read_member(f->shards[f->shard[i]], f->offset[i], f->length[i], b, msg, sizeof(msg)) < 0)
+	if (f->offset) {
+		if (read_member(f->shards[f->shard[i]], target ? f->toffset[i] : f->offset[i],
+		                target ? f->tlength[i] : f->length[i], b, msg, sizeof(msg)) < 0)
 			return dlk_errf(err, DLK_EXIT_CONFIG, "cannot read '%s': %s", name, msg);
-	} else if (dlk_buf_read_file(b, path, 256u << 20, msg, sizeof(msg)) < 0) {
+	} else if (dlk_buf_read_file(b, target ? f->tpaths[i] : f->paths[i], 256u << 20, msg, sizeof(msg)) < 0) {
 		return dlk_errf(err, DLK_EXIT_CONFIG, "cannot read '%s': %s", name, msg);
 	}
 	return dlk_image_sample(b->data, b->len, name, target ? f->tshape : f->shape, out, err);
@@ -540,7 +562,7 @@ static void folder_part(struct folder_job *j, int part, int nparts)
 	j->bad[part] = f->n;
 	for (size_t k = lo; k < hi; k++) {
 		/* paired: each part decodes its inputs' targets too */
-		for (int side = 0; side <= (f->tpaths != NULL); side++) {
+		for (int side = 0; side <= (f->tnames != NULL); side++) {
 			uint8_t *dst = side ? j->t8 + k * f->tsample_size : j->x8 + k * f->sample_size;
 			if (dlk_image_files_read(f, k, side, dst, &b, &j->errs[part]) < 0) {
 				j->bad[part] = k;
@@ -604,7 +626,7 @@ int dlk_image_files_decode(const struct dlk_image_files *f, int threads, uint8_t
 	if (t8)
 		*t8 = NULL;
 	j.x8 = xmalloc(f->n ? f->n * f->sample_size : 1);
-	if (f->tpaths)
+	if (f->tnames)
 		j.t8 = xmalloc(f->n ? f->n * f->tsample_size : 1);
 	if (run_job(&j, threads, err) < 0) {
 		free(j.x8);

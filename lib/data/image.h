@@ -52,13 +52,16 @@ int dlk_image_is_image_name(const char *name);
 struct dlk_image_files {
 	size_t n;
 	char **paths, **names;      /* n each, owned: where each file is read, how messages name it */
-	char **tpaths, **tnames;    /* paired folders: the targets, n each; NULL otherwise */
+	/* paired images: the targets' names, n (NULL otherwise: tnames says whether f is paired), and
+	 * for paired folders their paths */
+	char **tpaths, **tnames;
 	/* instead of paths: tar shards' members, sample i the bytes [offset[i], offset[i] + length[i])
-	 * of the uncompressed archive shards[shard[i]] (n_shards of them, owned) */
+	 * of the uncompressed archive shards[shard[i]] (n_shards of them, owned), and its target
+	 * image (paired shards) [toffset[i], toffset[i] + tlength[i]) of the same archive */
 	char **shards;
 	int n_shards;
 	int *shard;
-	unsigned long long *offset, *length;
+	unsigned long long *offset, *length, *toffset, *tlength;
 	int shape[3], tshape[3];    /* what inputs and targets are decoded to (C x H x W) */
 	size_t sample_size, tsample_size;
 	/* the first failure of dlk_image_files_sample() in sample order, under mu */
@@ -68,17 +71,23 @@ struct dlk_image_files {
 	struct dlk_err err;
 };
 void dlk_image_files_free(struct dlk_image_files *f);
-/* An empty list of tar members to decode to shape (sample_size C*H*W). */
-struct dlk_image_files *dlk_image_files_members(const int shape[3]);
-/* Appends member [offset, offset + length) of the archive at `shard` (its local path; the last
- * shard appended unless another), named `name` in messages. */
-void dlk_image_files_add_member(struct dlk_image_files *f, const char *shard, unsigned long long offset,
-                                unsigned long long length, const char *name);
+/* An empty list of tar members to decode to shape (sample_size C*H*W), and with tshape (not NULL)
+ * paired ones, whose targets are decoded to tshape. */
+struct dlk_image_files *dlk_image_files_members(const int shape[3], const int tshape[3]);
+/* A tar member: where it lies in the uncompressed archive, how messages name it. */
+struct dlk_member {
+	unsigned long long offset, length;
+	const char *name;
+};
+/* Appends a sample: member `in` of the archive at `shard` (its local path; the last shard
+ * appended unless another) and, for a paired list, its target member `target` (else NULL). */
+void dlk_image_files_add_member(struct dlk_image_files *f, const char *shard, const struct dlk_member *in,
+                                const struct dlk_member *target);
 /* Moves b's members to the end of a (both lists of members, of one shape); frees b. */
 void dlk_image_files_join(struct dlk_image_files *a, struct dlk_image_files *b);
 /* Keeps files [from, to) (a rank's part of a sharded split). */
 void dlk_image_files_cut(struct dlk_image_files *f, size_t from, size_t to);
-/* Reads and decodes file i (target: paired folders' target) into out, a sample of shape (or
+/* Reads and decodes file i (target: paired images' target) into out, a sample of shape (or
  * tshape) planar bytes; b is scratch. Errors name the file as the user wrote it. */
 int dlk_image_files_read(const struct dlk_image_files *f, size_t i, int target, uint8_t *out, struct dlk_buf *b,
                          struct dlk_err *err);
@@ -88,7 +97,7 @@ void dlk_image_files_sample(struct dlk_image_files *f, size_t i, int target, uin
 /* -1 with the kept failure in *err (when err is not NULL) once a dlk_image_files_sample() failed. */
 int dlk_image_files_failed(struct dlk_image_files *f, struct dlk_err *err);
 /* Decodes every file once on `threads` threads (0: one per core): *x8 gets n samples, *t8 (when
- * not NULL; paired folders) n targets; the caller frees both. The first failing file in sample
+ * not NULL; paired images) n targets; the caller frees both. The first failing file in sample
  * order is the error. */
 int dlk_image_files_decode(const struct dlk_image_files *f, int threads, uint8_t **x8, uint8_t **t8,
                            struct dlk_err *err);

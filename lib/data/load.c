@@ -350,6 +350,10 @@ static int samples_append(struct dlk_samples *a, struct dlk_samples *b, const ch
 	}
 	a->y = xrealloc(a->y, (a->n + b->n) * sizeof(int32_t));
 	memcpy(a->y + a->n, b->y, b->n * sizeof(int32_t));
+	if (a->t8) { /* paired shards: targets of one shape, the model's output */
+		a->t8 = xrealloc(a->t8, (a->n + b->n) * a->target_size);
+		memcpy(a->t8 + a->n * a->target_size, b->t8, b->n * a->target_size);
+	}
 	if (a->x8) {
 		a->x8 = xrealloc(a->x8, (a->n + b->n) * m);
 		memcpy(a->x8 + a->n * m, b->x8, b->n * m);
@@ -427,7 +431,19 @@ static void members_append(struct dlk_samples *a, struct dlk_samples *b, struct 
 	dlk_samples_release(b);
 }
 
-/* The tar shards files[0, n) into s: every one fetched once; with format images and
+/* format images with task image and no data.images.noise: inputs with target images (paired) */
+static int paired_images(const struct dlk_data *spec, const struct dlk_data_opts *opts)
+{
+	return spec->format == DLK_DATA_IMAGES && opts->task == DLK_TASK_IMAGE && !(spec->images.noise > 0);
+}
+
+/* the shape paired images' targets are decoded to: the model's output, else its input's */
+static const int *target_shape(const struct dlk_data_opts *opts)
+{
+	return opts->target_shape[0] > 0 ? opts->target_shape : opts->shape;
+}
+
+/* The tar shards files[0, n) into s (with paired_images(), their targets too): every one fetched once; with format images and
  * data.images.decode other than once, indexed member by member when every shard allows it and
  * streamed when the decision says so (stream_files); else decoded. */
 static int load_tars(const struct dlk_source *files, int n, const struct dlk_data *spec,
@@ -436,6 +452,7 @@ static int load_tars(const struct dlk_source *files, int n, const struct dlk_dat
 {
 	struct dlk_fetched *fs = xcalloc((size_t)(n ? n : 1), sizeof(*fs));
 	int by_member = spec->format == DLK_DATA_IMAGES && spec->images.decode != DLK_DECODE_ONCE, ret = -1;
+	const int *tshape = paired_images(spec, opts) ? target_shape(opts) : NULL;
 
 	for (int i = 0; i < n; i++)
 		if (fetch_source(&files[i], "tar", spec, opts, ds, &fs[i], err) < 0)
@@ -444,7 +461,7 @@ static int load_tars(const struct dlk_source *files, int n, const struct dlk_dat
 		struct dlk_samples one = DLK_SAMPLES_INIT;
 		struct dlk_image_files *idx = NULL;
 		struct archive *a = dlk_archive_open_file(fs[i].path, files[i].url, err);
-		int r = a ? dlk_tar_index_archive(a, files[i].url, fs[i].path, opts->shape, &one, &idx, err) : -1;
+		int r = a ? dlk_tar_index_archive(a, files[i].url, fs[i].path, opts->shape, tshape, &one, &idx, err) : -1;
 		dlk_archive_close(a);
 		if (r < 0)
 			goto out;
@@ -465,10 +482,12 @@ static int load_tars(const struct dlk_source *files, int n, const struct dlk_dat
 		by_member = 0;
 		dlk_samples_release(s);
 	}
+	if (by_member && s->files && s->files->tnames)
+		s->target_size = s->files->tsample_size;
 	for (int i = 0; i < n && !by_member; i++) {
 		struct dlk_samples one = DLK_SAMPLES_INIT;
 		struct archive *a = dlk_archive_open_file(fs[i].path, files[i].url, err);
-		int r = a ? dlk_tar_decode_archive(a, files[i].url, opts->shape, limit_of(spec), &one, err) : -1;
+		int r = a ? dlk_tar_decode_archive(a, files[i].url, opts->shape, tshape, limit_of(spec), &one, err) : -1;
 		dlk_archive_close(a);
 		if (r < 0 || samples_append(s, &one, files[i].url, err) < 0) {
 			dlk_samples_release(&one);
@@ -577,14 +596,14 @@ static int take_files(const struct dlk_data *spec, const struct dlk_data_opts *o
 	for (size_t i = 0; i < s->n; i++)
 		if (s->y[i] > s->max_label)
 			s->max_label = s->y[i];
-	if (f->tpaths)
+	if (f->tnames)
 		s->target_size = f->tsample_size;
 	if (stream_files(spec, opts, f)) {
 		s->files = f;
 		return 0;
 	}
 	/* the targets stay bytes: byte / 255 as batches are gathered */
-	int r = dlk_image_files_decode(f, 0, &s->x8, f->tpaths ? &s->t8 : NULL, err);
+	int r = dlk_image_files_decode(f, 0, &s->x8, f->tnames ? &s->t8 : NULL, err);
 	dlk_image_files_free(f);
 	return r;
 }
@@ -605,7 +624,7 @@ static int load_pairs(const struct dlk_split *sp, const struct dlk_data *spec, c
                       struct dlk_samples *s, struct dlk_err *err)
 {
 	const struct dlk_source *src[2] = { &sp->source, &sp->targets };
-	const int *tshape = opts->target_shape[0] > 0 ? opts->target_shape : opts->shape;
+	const int *tshape = target_shape(opts);
 	char *path[2] = { NULL, NULL };
 	struct dlk_image_files *files;
 	int ret = -1;
@@ -674,6 +693,13 @@ static int load_images(const struct dlk_split *sp, const struct dlk_data *spec, 
 	if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
 		free(path);
 		return load_tar(sp, spec, opts, ds, s, err);
+	}
+	if (paired_images(spec, opts)) {
+		free(path);
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.task image reads paired images, and this folder has no 'targets' beside it",
+		         sp->source.url);
+		return dlk_err_hint(err, "give 'targets', the folder of target images whose names match the inputs', or "
+		                    "tar shards of KEY.png and KEY.target.png members as 'source'");
 	}
 	if (sp->source.sha256) {
 		free(path);

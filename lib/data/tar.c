@@ -1,4 +1,6 @@
-/* Tar shards in the WebDataset convention: members grouped by key, one sample per key. */
+/* Tar shards in the WebDataset convention: members grouped by key, one sample per key: KEY.cls
+ * (the label) with one payload (KEY.u8, .f32, .pgm, .png or .jpg), or, for paired images
+ * (image-to-image), KEY.png or KEY.jpg (the input) with KEY.target.png or KEY.target.jpg. */
 #include "lib/data/decode.h"
 #include "lib/data/image.h"
 
@@ -18,6 +20,7 @@ enum payload { PAY_NONE, PAY_U8, PAY_F32, PAY_PGM, PAY_IMG };
 struct shard {
 	const char *name;
 	const int *want;               /* the model's shape, or NULL */
+	const int *twant;              /* paired images: the targets' shape; NULL: labels */
 	struct dlk_samples s;           /* in s.x8 while every payload so far was 8-bit, else s.x */
 	size_t cap;
 	char *first_key;               /* the sample that fixed the shape, for messages */
@@ -29,10 +32,14 @@ struct shard {
 	char *pay_member;
 	struct dlk_buf data;
 	int shape[3];
-	/* indexing (dlk_tar_index_archive): the members to decode later, and the payload's place */
+	/* paired: the target member being assembled, and the targets so far (s.t8, tcap of them) */
+	char *tgt_member;
+	struct dlk_buf tdata;
+	size_t tcap;
+	/* indexing (dlk_tar_index_archive): the members to decode later, and the payloads' places */
 	const char *local;
 	struct dlk_image_files *index;
-	unsigned long long pay_off, pay_len;
+	unsigned long long pay_off, pay_len, tgt_off, tgt_len;
 };
 
 static int pgm_space(int c)
@@ -229,7 +236,7 @@ static int index_payload(struct shard *sh, struct dlk_err *err)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s': images need a model input [C, H, W]", sh->name,
 		                sh->pay_member);
 	if (!sh->index) {
-		sh->index = dlk_image_files_members(sh->want);
+		sh->index = dlk_image_files_members(sh->want, sh->twant);
 		memcpy(sh->s.shape, sh->want, sizeof(sh->s.shape));
 		sh->s.sample_size = sh->index->sample_size;
 	}
@@ -237,10 +244,30 @@ static int index_payload(struct shard *sh, struct dlk_err *err)
 		sh->cap = sh->cap ? 2 * sh->cap : 256;
 		sh->s.y = xrealloc(sh->s.y, sh->cap * sizeof(int32_t));
 	}
-	char *what = xasprintf("%s: %s", sh->name, sh->pay_member);
-	dlk_image_files_add_member(sh->index, sh->local, sh->pay_off, sh->pay_len, what);
+	char *what = xasprintf("%s: %s", sh->name, sh->pay_member), *twhat = NULL;
+	struct dlk_member in = { sh->pay_off, sh->pay_len, what }, t = { sh->tgt_off, sh->tgt_len, NULL };
+	if (sh->twant)
+		t.name = twhat = xasprintf("%s: %s", sh->name, sh->tgt_member);
+	dlk_image_files_add_member(sh->index, sh->local, &in, sh->twant ? &t : NULL);
 	free(what);
+	free(twhat);
 	return 0;
+}
+
+/* Paired: the sample's target image decoded to the targets' shape, appended to s.t8 (at the
+ * sample's index: take_payload() has taken its input). */
+static int take_target(struct shard *sh, struct dlk_err *err)
+{
+	size_t m = (size_t)sh->twant[0] * (size_t)sh->twant[1] * (size_t)sh->twant[2];
+	if (sh->s.n >= sh->tcap) {
+		sh->tcap = sh->cap > sh->s.n ? sh->cap : sh->s.n + 1;
+		sh->s.t8 = xrealloc(sh->s.t8, sh->tcap * m);
+	}
+	sh->s.target_size = m;
+	char *what = xasprintf("%s: %s", sh->name, sh->tgt_member);
+	int r = dlk_image_sample(sh->tdata.data, sh->tdata.len, what, sh->twant, sh->s.t8 + sh->s.n * m, err);
+	free(what);
+	return r;
 }
 
 /* Completes the sample under assembly (if any). */
@@ -250,7 +277,14 @@ static int finish_sample(struct shard *sh, struct dlk_err *err)
 
 	if (!sh->key)
 		return 0;
-	if (!sh->have_label)
+	if (sh->twant && sh->pay == PAY_NONE)
+		ret = dlk_errf(err, DLK_EXIT_CONFIG, "'%s': sample '%s' has no input image: member '%s.png' or '%s.jpg' is missing",
+		               sh->name, sh->key, sh->key, sh->key);
+	else if (sh->twant && !sh->tgt_member)
+		ret = dlk_errf(err, DLK_EXIT_CONFIG,
+		               "'%s': sample '%s' has no target image: member '%s.target.png' or '%s.target.jpg' is missing",
+		               sh->name, sh->key, sh->key, sh->key);
+	else if (!sh->twant && !sh->have_label)
 		ret = dlk_errf(err, DLK_EXIT_CONFIG, "'%s': sample '%s' has no label: member '%s.cls' is missing",
 		               sh->name, sh->key, sh->key);
 	else if (sh->pay == PAY_NONE)
@@ -259,6 +293,8 @@ static int finish_sample(struct shard *sh, struct dlk_err *err)
 		               sh->name, sh->key, sh->key, sh->key, sh->key, sh->key, sh->key);
 	else if ((sh->local ? index_payload(sh, err) : take_payload(sh, err)) < 0)
 		ret = -1;
+	else if (sh->twant && !sh->local && take_target(sh, err) < 0)
+		ret = -1;
 	if (ret == 0) {
 		sh->s.y[sh->s.n++] = sh->label;
 		if (sh->label > sh->s.max_label)
@@ -266,8 +302,10 @@ static int finish_sample(struct shard *sh, struct dlk_err *err)
 	}
 	free(sh->key);
 	free(sh->pay_member);
-	sh->key = sh->pay_member = NULL;
+	free(sh->tgt_member);
+	sh->key = sh->pay_member = sh->tgt_member = NULL;
 	sh->have_label = 0;
+	sh->label = 0;
 	sh->pay = PAY_NONE;
 	return ret;
 }
@@ -304,13 +342,38 @@ bad:
 	                sh->name, member, DLK_MAX_CLASSES, text);
 }
 
+/* A sample's payload or target member e (path): with `local`, where its bytes lie in the archive
+ * (*off, *len; 1 when it cannot be read by member: not an image, no size, sparse), else its bytes
+ * into b (total counts what the archive unpacked to, against max_bytes). */
+static int take_member(struct archive *a, struct archive_entry *e, const char *name, const char *path,
+                       unsigned long long max_bytes, unsigned long long *total, const char *local, int image,
+                       unsigned long long *off, unsigned long long *len, struct dlk_buf *b, struct dlk_err *err)
+{
+	if (max_bytes && archive_entry_size_is_set(e) && (unsigned long long)archive_entry_size(e) > max_bytes - *total) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': unpacks to more than the limit of %llu bytes (stopped in member '%s')",
+		         name, max_bytes, path);
+		return dlk_err_hint(err, "raise data.max_bytes if the data really is this large");
+	}
+	dlk_buf_reset(b);
+	if (local) {
+		/* the member's bytes are where the archive's reader stands now */
+		if (!image || !archive_entry_size_is_set(e) || archive_entry_sparse_count(e) > 0)
+			return 1;
+		*off = (unsigned long long)archive_filter_bytes(a, 0);
+		*len = (unsigned long long)archive_entry_size(e);
+		return 0;
+	}
+	return dlk_archive_read_entry(a, name, path, max_bytes, total, NULL, NULL, b, err) < 0 ? -1 : 0;
+}
+
 /* dlk_tar_decode_archive(), or with `local` (the archive's local path) its index: *index gets
  * the image members, out the labels (and the shape), nothing decoded; 1 (nothing set) when the
  * archive cannot be read by member (compressed, not a tar, a payload that is not an image). */
-static int tar_walk(struct archive *a, const char *name, const int shape[3], unsigned long long max_bytes,
-                    const char *local, struct dlk_samples *out, struct dlk_image_files **index, struct dlk_err *err)
+static int tar_walk(struct archive *a, const char *name, const int shape[3], const int tshape[3],
+                    unsigned long long max_bytes, const char *local, struct dlk_samples *out,
+                    struct dlk_image_files **index, struct dlk_err *err)
 {
-	struct shard sh = { .data = DLK_BUF_INIT };
+	struct shard sh = { .data = DLK_BUF_INIT, .tdata = DLK_BUF_INIT };
 	struct archive_entry *e;
 	struct dlk_buf member_data = DLK_BUF_INIT;
 	unsigned long long total = 0;
@@ -318,12 +381,14 @@ static int tar_walk(struct archive *a, const char *name, const int shape[3], uns
 
 	sh.name = name;
 	sh.want = shape;
+	sh.twant = tshape;
 	sh.s.max_label = -1;
 	sh.local = local;
 	while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
 		const char *path = archive_entry_pathname(e), *base, *dot;
 		enum payload pay;
 		size_t keylen;
+		int target = 0, m;
 
 		if (first && archive_format(a) == ARCHIVE_FORMAT_RAW) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': not a tar archive", name);
@@ -345,7 +410,12 @@ static int tar_walk(struct archive *a, const char *name, const int shape[3], uns
 		 * sample; other extensions (.json, .txt metadata) are allowed and ignored. */
 		if (base[0] == '.' || !dot)
 			continue;
-		if (!strcmp(dot, ".cls"))
+		if (tshape && !strncmp(dot, ".target.", 8) && dlk_image_is_image_name(dot + 7)) {
+			pay = PAY_IMG;
+			target = 1;
+		} else if (tshape && !strcmp(dot, ".cls"))
+			continue; /* a label means nothing to an image-to-image sample */
+		else if (!strcmp(dot, ".cls"))
 			pay = PAY_NONE;
 		else if (!strcmp(dot, ".u8"))
 			pay = PAY_U8;
@@ -364,6 +434,26 @@ static int tar_walk(struct archive *a, const char *name, const int shape[3], uns
 			sh.key = xstrndup(path, keylen);
 		}
 		dlk_buf_reset(&member_data);
+		if (tshape && pay != PAY_IMG) {
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s': paired images are PNG or JPEG files", name, path);
+			dlk_err_hint(err, "a sample of paired shards is KEY.png (or .jpg), its input, and KEY.target.png (or "
+			             ".jpg), its target");
+			goto out;
+		}
+		if (target) {
+			if (sh.tgt_member) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "'%s': sample '%s' has two targets: '%s' and '%s'", name, sh.key,
+				         sh.tgt_member, path);
+				goto out;
+			}
+			sh.tgt_member = xstrdup(path);
+			if ((m = take_member(a, e, name, path, max_bytes, &total, local, 1, &sh.tgt_off, &sh.tgt_len,
+			                     &sh.tdata, err))) {
+				ret = m > 0 ? 1 : -1;
+				goto out;
+			}
+			continue;
+		}
 		if (pay == PAY_NONE) {
 			if (sh.have_label) {
 				dlk_errf(err, DLK_EXIT_CONFIG, "'%s': sample '%s' has two '%s' members", name, sh.key, path);
@@ -382,32 +472,19 @@ static int tar_walk(struct archive *a, const char *name, const int shape[3], uns
 		if (sh.pay != PAY_NONE) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': sample '%s' has two payloads: '%s' and '%s'", name,
 			         sh.key, sh.pay_member, path);
-			dlk_err_hint(err, "a sample holds exactly one of .u8, .f32, .pgm, .png or .jpg");
-			goto out;
-		}
-		if (max_bytes && archive_entry_size_is_set(e) &&
-		    (unsigned long long)archive_entry_size(e) > max_bytes - total) {
-			dlk_errf(err, DLK_EXIT_CONFIG,
-			         "'%s': unpacks to more than the limit of %llu bytes (stopped in member '%s')", name,
-			         max_bytes, path);
-			dlk_err_hint(err, "raise data.max_bytes if the data really is this large");
+			if (strstr(path, ".target.") || strstr(sh.pay_member, ".target."))
+				dlk_err_hint(err, "KEY.target.png is the target of paired images, for model.task: image");
+			else
+				dlk_err_hint(err, "a sample holds exactly one of .u8, .f32, .pgm, .png or .jpg");
 			goto out;
 		}
 		sh.pay = pay;
 		sh.pay_member = xstrdup(path);
-		dlk_buf_reset(&sh.data);
-		if (local) {
-			/* the member's bytes are where the archive's reader stands now */
-			if (pay != PAY_IMG || !archive_entry_size_is_set(e) || archive_entry_sparse_count(e) > 0) {
-				ret = 1;
-				goto out;
-			}
-			sh.pay_off = (unsigned long long)archive_filter_bytes(a, 0);
-			sh.pay_len = (unsigned long long)archive_entry_size(e);
-			continue;
-		}
-		if (dlk_archive_read_entry(a, name, path, max_bytes, &total, NULL, NULL, &sh.data, err) < 0)
+		if ((m = take_member(a, e, name, path, max_bytes, &total, local, pay == PAY_IMG, &sh.pay_off, &sh.pay_len,
+		                     &sh.data, err))) {
+			ret = m > 0 ? 1 : -1;
 			goto out;
+		}
 	}
 	if (r != ARCHIVE_EOF) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s", name, archive_error_string(a));
@@ -416,8 +493,13 @@ static int tar_walk(struct archive *a, const char *name, const int shape[3], uns
 	if (finish_sample(&sh, err) < 0)
 		goto out;
 	if (sh.s.n == 0) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the shard holds no samples (KEY.cls with KEY.u8, KEY.f32 or KEY.pgm)",
-		         name);
+		if (tshape)
+			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the shard holds no samples (KEY.png with KEY.target.png, or .jpg)",
+			         name);
+		else
+			dlk_errf(err, DLK_EXIT_CONFIG,
+			         "'%s': the shard holds no samples (KEY.cls with KEY.u8, KEY.f32, KEY.pgm, KEY.png or KEY.jpg)",
+			         name);
 		goto out;
 	}
 	*out = sh.s;
@@ -431,24 +513,27 @@ out:
 	dlk_image_files_free(sh.index);
 	dlk_samples_release(&sh.s);
 	dlk_buf_release(&sh.data);
+	dlk_buf_release(&sh.tdata);
 	dlk_buf_release(&member_data);
 	free(sh.key);
 	free(sh.pay_member);
+	free(sh.tgt_member);
 	free(sh.first_key);
 	return ret;
 }
 
-int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[3],
+int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[3], const int tshape[3],
                            unsigned long long max_bytes, struct dlk_samples *out, struct dlk_err *err)
 {
-	return tar_walk(a, name, shape, max_bytes, NULL, out, NULL, err);
+	return tar_walk(a, name, shape, tshape, max_bytes, NULL, out, NULL, err);
 }
 
 int dlk_tar_index_archive(struct archive *a, const char *name, const char *local, const int shape[3],
-                          struct dlk_samples *labels, struct dlk_image_files **index, struct dlk_err *err)
+                          const int tshape[3], struct dlk_samples *labels, struct dlk_image_files **index,
+                          struct dlk_err *err)
 {
 	*index = NULL;
-	return tar_walk(a, name, shape, 0, local, labels, index, err);
+	return tar_walk(a, name, shape, tshape, 0, local, labels, index, err);
 }
 
 int dlk_tar_decode(const void *buf, size_t len, const char *name, const int shape[3],
@@ -462,7 +547,7 @@ int dlk_tar_decode(const void *buf, size_t len, const char *name, const int shap
 	a = dlk_archive_open_mem(buf, len, name, err);
 	if (!a)
 		return -1;
-	ret = dlk_tar_decode_archive(a, name, shape, max_bytes, out, err);
+	ret = dlk_tar_decode_archive(a, name, shape, NULL, max_bytes, out, err);
 	dlk_archive_close(a);
 	return ret;
 }

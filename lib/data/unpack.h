@@ -44,18 +44,23 @@ int dlk_unpack_single(const char *path, const char *name, unsigned long long max
                       struct dlk_err *err);
 
 /* dlk_tar_decode() over an archive already opened with dlk_archive_open_*() (lib/data/tar.c):
- * lets dlk_data_load() stream a shard from disk rather than read it into memory first. */
+ * lets dlk_data_load() stream a shard from disk rather than read it into memory first. With
+ * tshape (not NULL) the shard holds paired images: KEY.png or KEY.jpg, the input, decoded to
+ * shape, and KEY.target.png or KEY.target.jpg, its target, decoded to tshape into out->t8
+ * (out->target_size bytes a sample); KEY.cls members are then ignored and the labels are 0. */
 struct dlk_samples;
-int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[3],
+int dlk_tar_decode_archive(struct archive *a, const char *name, const int shape[3], const int tshape[3],
                            unsigned long long max_bytes, struct dlk_samples *out, struct dlk_err *err);
-/* The index of an uncompressed tar shard of KEY.png / KEY.jpg + KEY.cls samples at the local path
- * `local` (its name for messages), to decode member by member later (data.images.decode: stream):
- * labels gets the labels and the shape (no pixels), *index the members (lib/data/image.h). The
- * shard is checked as dlk_tar_decode_archive() checks it, but for the images' contents. Returns 1,
- * with nothing set, when the shard cannot be read by member: compressed, not a tar, or a sample
- * whose payload is not a PNG or JPEG file. */
+/* The index of an uncompressed tar shard of KEY.png / KEY.jpg + KEY.cls samples (with tshape:
+ * KEY.png / KEY.jpg + KEY.target.png / KEY.target.jpg pairs) at the local path `local` (its name
+ * for messages), to decode member by member later (data.images.decode: stream): labels gets the
+ * labels and the shape (no pixels), *index the members (lib/data/image.h). The shard is checked
+ * as dlk_tar_decode_archive() checks it, but for the images' contents. Returns 1, with nothing
+ * set, when the shard cannot be read by member: compressed, not a tar, or a sample whose payload
+ * is not a PNG or JPEG file. */
 struct dlk_image_files;
 int dlk_tar_index_archive(struct archive *a, const char *name, const char *local, const int shape[3],
-                          struct dlk_samples *labels, struct dlk_image_files **index, struct dlk_err *err);
+                          const int tshape[3], struct dlk_samples *labels, struct dlk_image_files **index,
+                          struct dlk_err *err);
 
 #endif

@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <strings.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -2863,9 +2864,23 @@ static void check_dataset_sources(struct ctx *c, const struct dlk_data *d, const
 	}
 }
 
-/* Paired folders (format images, task image): each split's 'targets' folder beside its 'source'
- * folder, and no augmentation, which would move an input away from its target. Text has no
- * image targets. */
+/* whether a source's name is a tar archive's (query and fragment left out) */
+static int tar_name(const char *url)
+{
+	static const char *const ext[] = { ".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2", ".tar.zst" };
+	size_t n = strcspn(url, "?#");
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		size_t e = strlen(ext[i]);
+		if (n > e && !strncasecmp(url + n - e, ext[i], e))
+			return 1;
+	}
+	return 0;
+}
+
+/* Paired images (format images, task image): each split's 'targets' folder beside its 'source'
+ * folder, or tar shards holding both (KEY.png + KEY.target.png: a 'shards' list, a 'source' named
+ * .tar, or a dataset's shards), and no augmentation, which would move an input away from its
+ * target. Text has no image targets. */
 static void check_paired(struct ctx *c, struct dlk_project *s, const struct ynode *root)
 {
 	const struct dlk_data *d = &s->data;
@@ -2885,13 +2900,15 @@ static void check_paired(struct ctx *c, struct dlk_project *s, const struct ynod
 			problem(c, pos_or(c, &sp[i]->targets, GIVEN_CUSTOM, root), p,
 			        "a folder of target images is for format images with model.task image, not format %s "
 			        "with task %s", project_format_name(d->format), task_names[s->model.task]);
-		else if (paired && (sp[i]->source.url || sp[i]->shards) && !sp[i]->targets.url)
+		else if (paired && sp[i]->source.url && !sp[i]->targets.url && !tar_name(sp[i]->source.url))
 			problem(c, pos_or(c, sp[i], GIVEN_MAP, root), p,
-			        "task image reads paired folders: give 'targets', the folder of target images whose "
-			        "names match the inputs' in 'source'");
-		else if (paired && sp[i]->shards)
-			problem(c, pos_or(c, &sp[i]->shards, GIVEN_CUSTOM, root), p,
-			        "paired images are read from two folders ('source' and 'targets'), not from tar shards");
+			        "task image reads paired images: give 'targets', the folder of target images whose names "
+			        "match the inputs' in 'source', or give tar shards of KEY.png and KEY.target.png members "
+			        "('shards', or a 'source' named .tar)");
+		else if (paired && sp[i]->shards && sp[i]->targets.url)
+			problem(c, pos_or(c, &sp[i]->targets, GIVEN_CUSTOM, root), p,
+			        "tar shards hold their targets (KEY.target.png beside KEY.png): leave 'targets' out, or "
+			        "give 'source' and 'targets' as two folders");
 	}
 	if (d->format == DLK_DATA_TEXT && s->model.task == DLK_TASK_IMAGE)
 		problem(c, pos_or(c, &s->model.task, GIVEN_VALUE, root), "model.task",

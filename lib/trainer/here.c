@@ -1272,8 +1272,8 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 	int rc = -1;
 
 	memcpy(dopts.shape, spec->model.input, sizeof(dopts.shape));
-	if (spec->model.task == DLK_TASK_IMAGE && (spec->data.train.targets.url || spec->data.test.targets.url)) {
-		/* paired images: the targets are decoded to the model's output shape, which the engine
+	if (spec->model.task == DLK_TASK_IMAGE && spec->data.format == DLK_DATA_IMAGES && !(spec->data.images.noise > 0)) {
+		/* paired images (folders or shards): the targets are decoded to the model's output shape, which the engine
 		 * infers (a throwaway build on the host: shapes only, the parameters zeroed) */
 		struct dlk_net net;
 		if (dlk_net_build(&net, &spec->model, r->o->run.spec_file, 0, dlk_backend_cpu(), err))

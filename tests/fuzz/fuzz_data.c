@@ -80,18 +80,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const int shape[3] = { 1, 8, 8 };
 	dlk_tar_decode(data, size, "fuzz.tar", shape, 64u << 20, &s, &err);
 	dlk_samples_release(&s);
-	/* indexed member by member (data.images.decode: stream): every member inside the bytes */
+	/* paired images (KEY.png + KEY.target.png, model.task image): as many targets as inputs */
+	static const int tshape[3] = { 3, 4, 4 };
 	struct archive *ar = size ? dlk_archive_open_mem(data, size, "fuzz.tar", &err) : NULL;
-	struct dlk_image_files *idx = NULL;
-	if (ar && dlk_tar_index_archive(ar, "fuzz.tar", "fuzz.tar", shape, &s, &idx, &err) == 0) {
-		if (!idx || idx->n != s.n)
-			abort();
-		for (size_t i = 0; i < idx->n; i++)
-			if (idx->offset[i] > size || idx->length[i] > size - idx->offset[i])
-				abort();
-	}
+	if (ar && dlk_tar_decode_archive(ar, "fuzz.tar", shape, tshape, 64u << 20, &s, &err) == 0 &&
+	    (!s.t8 || s.target_size != 48 || !s.n))
+		abort();
 	dlk_archive_close(ar);
-	dlk_image_files_free(idx);
 	dlk_samples_release(&s);
+	/* indexed member by member (data.images.decode: stream), without and with targets: every
+	 * member inside the bytes */
+	for (int paired = 0; paired < 2; paired++) {
+		struct dlk_image_files *idx = NULL;
+		ar = size ? dlk_archive_open_mem(data, size, "fuzz.tar", &err) : NULL;
+		if (ar && dlk_tar_index_archive(ar, "fuzz.tar", "fuzz.tar", shape, paired ? tshape : NULL, &s, &idx, &err) == 0) {
+			if (!idx || idx->n != s.n || (paired && !idx->tnames) || (!paired && idx->tnames))
+				abort();
+			for (size_t i = 0; i < idx->n; i++)
+				if (idx->offset[i] > size || idx->length[i] > size - idx->offset[i] ||
+				    (paired && (idx->toffset[i] > size || idx->tlength[i] > size - idx->toffset[i])))
+					abort();
+		}
+		dlk_archive_close(ar);
+		dlk_image_files_free(idx);
+		dlk_samples_release(&s);
+	}
 	return 0;
 }

@@ -234,6 +234,84 @@ int main(void)
 	spec.train.source.url = in;
 	spec.train.targets.url = tg;
 
+	/* paired WebDataset shards (KEY.png + KEY.target.png): the same pairs as the folders, the
+	 * same bits read member by member or decoded once; a label or metadata member between is
+	 * ignored */
+	{
+		char *mk = xasprintf("cd '%s' && mkdir -p pw && cd pw && cp ../in/a.png a.png && cp ../tg/a.jpg a.target.jpg && "
+		                     "cp ../in/b.jpg b.jpg && printf 3 >b.cls && cp ../tg/b.png b.target.png && "
+		                     "cp ../in/c.png c.png && echo '{}' >c.json && cp ../tg/c.jpg c.target.jpg && "
+		                     "tar -cf ../p1.tar a.png a.target.jpg b.jpg b.cls b.target.png && "
+		                     "tar --format=pax -cf ../p2.tar c.png c.json c.target.jpg && gzip -c ../p2.tar >../p2.tar.gz && "
+		                     "tar -cf ../p-notarget.tar a.png a.target.jpg b.jpg && "
+		                     "tar -cf ../p-noinput.tar a.target.jpg && "
+		                     "tar -cf ../p-two.tar a.png a.target.jpg b.target.png && "
+		                     "head -c 784 /dev/zero >d.u8 && tar -cf ../p-raw.tar a.png a.target.jpg d.u8",
+		                     dir);
+		CHECK(system(mk) == 0);
+		free(mk);
+		struct dlk_source ps[2] = { { 0 }, { 0 } };
+		struct dlk_dataset fa = DLK_DATASET_INIT, sa = DLK_DATASET_INIT;
+		ps[0].url = xasprintf("%s/p1.tar", dir);
+		ps[1].url = xasprintf("%s/p2.tar", dir);
+		spec.images.decode = DLK_DECODE_ONCE;
+		CHECK(dlk_data_load(&spec, "train", &opts, &fa, &err) == 0);
+		spec.train.source.url = spec.train.targets.url = NULL;
+		spec.train.shards = ps;
+		spec.train.n_shards = 2;
+		for (int d = 0; d < 2; d++) {
+			spec.images.decode = d ? DLK_DECODE_STREAM : DLK_DECODE_ONCE;
+			CHECK_MSG(dlk_data_load(&spec, "train", &opts, &sa, &err) == 0 && sa.n == 3 && sa.target_size == 1200 &&
+			              dlk_dataset_has_targets(&sa) && sa.y[1] == 0,
+			          "paired shards load (%s): %s", d ? "stream" : "once", err.msg);
+			if (sa.n == 3)
+				compare(d ? "paired shards streamed and paired folders" : "paired shards and paired folders", &fa, &sa);
+			dlk_dataset_release(&sa);
+		}
+		dlk_dataset_release(&fa);
+		once_and_stream("paired shards", &spec, &opts);
+		opts.shard_rank = 1, opts.shard_world = 2;
+		once_and_stream("paired shards, rank 1 of 2 (a file each)", &spec, &opts);
+		opts.shard_rank = 1, opts.shard_world = 3;
+		once_and_stream("paired shards, rank 1 of 3 (samples of both)", &spec, &opts);
+		opts.shard_rank = opts.shard_world = 0;
+		/* compressed: decoded once, the targets too */
+		free((char *)ps[1].url);
+		ps[1].url = xasprintf("%s/p2.tar.gz", dir);
+		spec.images.decode = DLK_DECODE_AUTO;
+		CHECK_MSG(dlk_data_load(&spec, "train", &opts, &sa, &err) == 0 && sa.n == 3 && sa.storage == DLK_STORE_U8 &&
+		              sa.t8 && sa.target_size == 1200,
+		          "a compressed paired shard: decoded once (%s)", err.msg);
+		dlk_dataset_release(&sa);
+		/* what a paired shard must hold, named */
+		static const char *const bad[][2] = {
+			{ "p-notarget.tar", "sample 'b' has no target image: member 'b.target.png' or 'b.target.jpg' is missing" },
+			{ "p-noinput.tar", "sample 'a' has no input image: member 'a.png' or 'a.jpg' is missing" },
+			{ "p-two.tar", "sample 'b' has no input image" },
+			{ "p-raw.tar", "member 'd.u8': paired images are PNG or JPEG files" },
+		};
+		spec.train.n_shards = 1;
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			for (int d = 0; d < 2; d++) {
+				free((char *)ps[0].url);
+				ps[0].url = xasprintf("%s/%s", dir, bad[i][0]);
+				spec.images.decode = d ? DLK_DECODE_STREAM : DLK_DECODE_ONCE;
+				CHECK_MSG(dlk_data_load(&spec, "train", &opts, &sa, &err) < 0 && err.code == DLK_EXIT_CONFIG,
+				          "%s refused (%d)", bad[i][0], d);
+				CHECK_CONTAINS(err.msg, bad[i][1]);
+				dlk_dataset_release(&sa);
+			}
+		/* a folder of inputs with no targets */
+		spec.train.shards = NULL;
+		spec.train.n_shards = 0;
+		spec.train.source.url = in;
+		CHECK(dlk_data_load(&spec, "train", &opts, &sa, &err) < 0 && err.code == DLK_EXIT_CONFIG);
+		CHECK_CONTAINS(err.msg, "model.task image reads paired images, and this folder has no 'targets' beside it");
+		dlk_dataset_release(&sa);
+		free((char *)ps[0].url), free((char *)ps[1].url);
+		spec.train.targets.url = tg;
+	}
+
 	/* auto: decoded once, unless the decoded split passes a quarter of the memory. The pairs
 	 * decode to 3 x (784 + 1200) bytes = 5952 */
 	spec.images.decode = DLK_DECODE_AUTO;
@@ -279,6 +357,7 @@ int main(void)
 	/* WebDataset shards: uncompressed ones are read member by member (pax headers, long names,
 	 * metadata members between), compressed ones and raw payloads are decoded once */
 	spec.train.targets.url = NULL;
+	opts.task = DLK_TASK_CLASSIFICATION;
 	char *cmd = xasprintf("cd '%s' && mkdir -p w && cd w && cp ../folder/a-bag/1.png k1.png && cp ../folder/a-bag/2.jpg "
 	                      "k2.jpg && cp ../folder/b-shirt/1.jpg %0120d.jpg && cp ../folder/b-shirt/2.png k4.png && "
 	                      "cp ../folder/b-shirt/3.png k5.png && for k in k1 k2 k4; do printf 0 >$k.cls; done && "
