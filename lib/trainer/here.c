@@ -1239,6 +1239,13 @@ static int choose_device(struct here *r, const struct dlk_project *spec, int wor
 			                 "products are emulated, with the same rounding, no faster than fp32");
 		else if (r->o->verbose)
 			dlk_trainer_info(r->sink, "dense layers' products in bf16 on AVX512_BF16, summed in fp32");
+		int convs = 0;
+		for (int i = 0; i < spec->model.n_layers; i++)
+			convs += spec->model.layers[i].kind == DLK_LAYER_CONV2D && spec->model.layers[i].groups <= 1;
+		if (convs)
+			dlk_trainer_warn(r->sink, "training.precision: bf16: the CPU computes conv2d layers in fp32 (%d of this "
+			                 "model's), not faster; bf16 covers dense layers, attention's projections, grouped and "
+			                 "transposed convolutions and average pooling", convs);
 	}
 	return 0;
 }

@@ -48,6 +48,24 @@ test_expect_success 'the emulated products: the same curve to 1%, and a warning 
 	grep "training.precision: bf16: this CPU has no AVX512_BF16 instructions, so the products are emulated" err-emulated
 '
 
+test_expect_success 'a model of convolutions in bf16: a warning that the CPU computes them in fp32, and none for the GPT' '
+	cd "$TEST_TMP/g" && ! grep -q "conv2d layers in fp32" err-bf16 &&
+	mkdir c && cd c && cat >dlk.yaml <<EOT &&
+name: c
+data:
+  format: csv
+  train: {source: t.csv}
+  test: {source: t.csv}
+model:
+  input: [1, 4, 4]
+  layers: [{conv2d: {filters: 2, padding: 1}}, relu, {conv2d: {filters: 4, groups: 2}}, flatten, {dense: {units: 2}}]
+training: {epochs: 1, batch_size: 4, precision: bf16, threads: 1, checkpoint: {every: 0}}
+EOT
+	awk "BEGIN { for (i = 0; i < 8; i++) { l = \"\"; for (j = 0; j < 16; j++) l = l (i * j % 7) \",\"; print l (i % 2) } }" >t.csv &&
+	dlk train --local -q 2>err &&
+	grep "training.precision: bf16: the CPU computes conv2d layers in fp32 (1 of this model.s), not faster" err
+'
+
 test_expect_success 'a value that is not a precision: refused naming the line, nothing trained' '
 	cd "$TEST_TMP/g" &&
 	sed "s/^training:$/training:\n  precision: fp16/" dlk.yaml >bad.yaml &&
