@@ -49,10 +49,18 @@ static struct dlk_layer_spec cnn[] = {
 };
 
 /* the six GEMMs of one MLP step (forward 3, backward 5 less the unneeded first dx) */
+/* $BENCH_PRECISION=bf16 (bench/train/run.sh's PRECISION): training.precision: bf16 */
+static int bench_bf16(void)
+{
+	const char *p = getenv("BENCH_PRECISION");
+	return p && !strcmp(p, "bf16");
+}
+
 static double gemm_only(int steps, int threads)
 {
 	const struct dlk_backend *be = dlk_backend_cpu();
 	be->set_threads(threads);
+	be->set_precision(bench_bf16());
 	int B = 128, dims[4] = { 784, 256, 128, 10 };
 	float *a[4], *w[3], *g[4], *dw[3];
 	for (int i = 0; i < 4; i++) {
@@ -96,6 +104,7 @@ static int steps_only(const char *name, const struct dlk_model *model, int steps
 	struct dlk_err err = DLK_ERR_INIT;
 	int B = 128;
 	be->set_threads(threads);
+	be->set_precision(bench_bf16());
 	if (dlk_net_build(&net, model, "bench", 10, be, &err) || dlk_net_init_params(&net, "torch", 1, &err) ||
 	    dlk_net_reserve(&net, B, &err) || dlk_optimizer_init(&opt, &tr, net.n_params, steps, steps, be, &err)) {
 		fprintf(stderr, "dlk_bench: %s\n", err.msg);
@@ -168,6 +177,7 @@ int main(int argc, char **argv)
 	                           .seed = 42, .threads = threads, .eval_every_epoch = 0 };
 	if (getenv("BENCH_SEED")) /* the same variable seeds torch_bench.py */
 		tr.seed = strtoull(getenv("BENCH_SEED"), NULL, 10);
+	tr.precision = bench_bf16() ? DLK_PRECISION_BF16 : DLK_PRECISION_FP32;
 	struct dlk_train_opts o = DLK_TRAIN_OPTS_INIT;
 	o.model = &model;
 	o.training = &tr;

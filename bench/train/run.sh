@@ -10,6 +10,8 @@
 #   WAITS=PASSIVE limits the peers' tuning to that OpenMP wait policy (default PASSIVE,default: on
 #   a machine whose load changes, the spinning default can win the tuning and then lose 10x)
 #   KEEP_BLAS_ENV=1 passes OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE on to the programs (default: dropped)
+#   PRECISION=bf16 trains dlk with training.precision: bf16 and adds PyTorch's CPU mixed precision
+#   (torch.autocast to bfloat16) to the peers' candidates (default fp32: both in fp32)
 #   VARIANTS=0 leaves out the allocators and Intel's OpenMP runtime from the peers' tuning
 #   LIMIT=N trains on the first N samples only (a smoke run); TUNE=0 skips the peers' tuning
 #   (then $TORCH_BENCH_CONFIG, JSON, is their configuration, under OMP_WAIT_POLICY=$TORCH_BENCH_WAIT,
@@ -34,6 +36,11 @@ if [ "${KEEP_BLAS_ENV:-0}" != 1 ] && [ -n "${OPENBLAS_CORETYPE:-}${OPENBLAS_L2_S
 	echo "not passed on: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-} (KEEP_BLAS_ENV=1 passes them)"
 	unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 fi
+
+BENCH_PRECISION=${PRECISION:-fp32}
+case $BENCH_PRECISION in fp32 | bf16) ;; *) echo "bench/train: PRECISION is fp32 or bf16, not '$BENCH_PRECISION'" >&2; exit 2 ;; esac
+export BENCH_PRECISION
+echo "precision: $BENCH_PRECISION (dlk's training.precision; with bf16 the peers may choose torch.autocast to bfloat16)"
 
 mkdir -p "$out"
 rm -f "$out/runs.jsonl"

@@ -15,8 +15,10 @@ the CPU. Runs under any PyTorch from 1.13 on (Debian's, or the registry's 2.x in
                                            model (without the safetensors package) and prints its
                                            test accuracy
 
-A configuration: {"adam": "for-loop"|"foreach"|"fused", "compile": bool, "channels_last": bool}.
-None of them changes what is trained: the same model, loss, optimizer and data order. Every one
+A configuration: {"adam": "for-loop"|"foreach"|"fused", "compile": bool, "channels_last": bool,
+"bf16": bool}. None of them changes what is trained: the same model, loss, optimizer and data
+order ("bf16", PyTorch's CPU mixed precision, torch.autocast to bfloat16, changes the arithmetic:
+the products' operands and the activations between the layers it covers are rounded to bf16). Every one
 computes subnormal floats as zero (torch.set_flush_denormal(True)), as dlk's CPU engine does, so
 the two do the same arithmetic and neither pays the subnormal penalty that Adam's decaying
 moments bring on Intel CPUs.
@@ -108,6 +110,9 @@ def candidates(kind):
         out.append({"adam": best_adam, "compile": True, "channels_last": False})
         if kind == "cnn":
             out.append({"adam": best_adam, "compile": True, "channels_last": True})
+    if os.environ.get("BENCH_PRECISION") == "bf16":
+        # bench/train/run.sh's PRECISION=bf16: the same again under CPU mixed precision
+        out += [dict(c, bf16=True) for c in out if c["adam"] == best_adam]
     return out
 
 
@@ -125,8 +130,11 @@ class Trainer:
         lossf = nn.CrossEntropyLoss()
         m = self.m
 
+        bf16 = bool(cfg.get("bf16"))
+
         def fwd_bwd(xb, yb):
-            loss = lossf(m(xb), yb)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = lossf(m(xb).float(), yb)
             loss.backward()
             return loss
         self.fwd_bwd = torch.compile(fwd_bwd) if cfg.get("compile") else fwd_bwd
