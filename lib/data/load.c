@@ -629,9 +629,12 @@ static int load_pairs(const struct dlk_split *sp, const struct dlk_data *spec, c
 	struct dlk_image_files *files;
 	int ret = -1;
 
-	if (opts->resolve)
-		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': paired folders are not read from a dataset (data.dataset) yet",
-		                sp->source.url ? sp->source.url : "data.targets");
+	if (opts->resolve) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': paired folders are not read from a dataset (data.dataset) yet",
+		         sp->source.url ? sp->source.url : "data.targets");
+		return dlk_err_hint(err, "push the pairs as tar shards of KEY.png + KEY.target.png members and name them "
+		                    "in 'shards' (or 'source'), without 'targets'");
+	}
 	for (int k = 0; k < 2; k++) {
 		struct stat st;
 		if (!src[k]->url) {
@@ -640,7 +643,9 @@ static int load_pairs(const struct dlk_split *sp, const struct dlk_data *spec, c
 		}
 		if (strstr(src[k]->url, "://") && strncmp(src[k]->url, "file://", 7) && strncmp(src[k]->url, "pvc://", 6)) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': paired images are read from folders, not a URL", src[k]->url);
-			dlk_err_hint(err, "put both folders on a claim the pod mounts (pvc://CLAIM/PATH) or in its image");
+			dlk_err_hint(err, "put both folders on a claim the pod mounts (pvc://CLAIM/PATH) or in its image, or "
+			             "write the pairs as tar shards of KEY.png + KEY.target.png members, which a URL can name "
+			             "(without 'targets')");
 			goto out;
 		}
 		if (src[k]->sha256) {

@@ -140,6 +140,7 @@ int main(void)
 	spec.train.targets.url = "https://example.org/targets";
 	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0);
 	CHECK_STR(err.msg, "'https://example.org/targets': paired images are read from folders, not a URL");
+	CHECK_CONTAINS(err.hint, "tar shards of KEY.png + KEY.target.png members, which a URL can name");
 	char *none = xasprintf("%s/none", dir);
 	spec.train.targets.url = none;
 	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0);
@@ -148,6 +149,7 @@ int main(void)
 	opts.resolve = fake_resolve;
 	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0);
 	CHECK_CONTAINS(err.msg, "paired folders are not read from a dataset (data.dataset) yet");
+	CHECK_CONTAINS(err.hint, "push the pairs as tar shards of KEY.png + KEY.target.png members");
 
 	free(none);
 	free(in);
