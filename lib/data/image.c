@@ -187,20 +187,31 @@ static int decode_jpeg(const void *buf, size_t len, const char *name, int channe
 	return 0;
 }
 
-int dlk_image_decode(const void *buf, size_t len, const char *name, int channels, struct dlk_image *out,
-                     struct dlk_err *err)
+int dlk_image_signature(const void *buf, size_t len)
 {
 	static const unsigned char png_sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
 	const unsigned char *p = buf;
 
+	if (len >= 8 && !memcmp(p, png_sig, 8))
+		return DLK_IMAGE_PNG;
+	if (len >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF)
+		return DLK_IMAGE_JPEG;
+	return 0;
+}
+
+int dlk_image_decode(const void *buf, size_t len, const char *name, int channels, struct dlk_image *out,
+                     struct dlk_err *err)
+{
 	out->px = NULL;
 	out->w = out->h = out->c = 0;
 	if (channels != 1 && channels != 3)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': images are decoded to 1 or 3 channels, not %d", name, channels);
-	if (len >= 8 && !memcmp(p, png_sig, 8))
+	switch (dlk_image_signature(buf, len)) {
+	case DLK_IMAGE_PNG:
 		return decode_png(buf, len, name, channels, out, err);
-	if (len >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF)
+	case DLK_IMAGE_JPEG:
 		return decode_jpeg(buf, len, name, channels, out, err);
+	}
 	return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': neither a PNG nor a JPEG (by its first bytes)", name);
 }
 

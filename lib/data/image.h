@@ -43,6 +43,10 @@ void dlk_image_to_planar(const struct dlk_image *im, uint8_t *out);
 int dlk_image_sample(const void *buf, size_t len, const char *name, const int shape[3], uint8_t *out,
                      struct dlk_err *err);
 
+/* What len bytes start with: DLK_IMAGE_PNG or DLK_IMAGE_JPEG by their signature, else 0. */
+enum { DLK_IMAGE_PNG = 1, DLK_IMAGE_JPEG = 2 };
+int dlk_image_signature(const void *buf, size_t len);
+
 /* True when name ends in .png, .jpg or .jpeg (any case): the files an image folder holds. */
 int dlk_image_is_image_name(const char *name);
 

@@ -361,6 +361,14 @@ static int take_member(struct archive *a, struct archive_entry *e, const char *n
 			return 1;
 		*off = (unsigned long long)archive_filter_bytes(a, 0);
 		*len = (unsigned long long)archive_entry_size(e);
+		/* its first bytes, checked now rather than when a batch takes it: a member that is no
+		 * PNG or JPEG stops the run before its first step, as decoding once would */
+		unsigned char head[8];
+		la_ssize_t got = archive_read_data(a, head, sizeof(head));
+		if (got < 0)
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': member '%s': %s", name, path, archive_error_string(a));
+		if (!dlk_image_signature(head, (size_t)got))
+			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s: %s': neither a PNG nor a JPEG (by its first bytes)", name, path);
 		return 0;
 	}
 	return dlk_archive_read_entry(a, name, path, max_bytes, total, NULL, NULL, b, err) < 0 ? -1 : 0;

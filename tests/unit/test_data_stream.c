@@ -407,6 +407,26 @@ int main(void)
 	CHECK_MSG(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0 && ds.n == 4 && ds.storage == DLK_STORE_U8,
 	          "a shard of .u8 payloads among them: all decoded once (%s)", err.msg);
 	dlk_dataset_release(&ds);
+	/* a member that is no image: named when the shard is indexed, before any batch, as decoding
+	 * once names it */
+	{
+		char *mk = xasprintf("cd '%s/w' && printf 'not an image' >bad.png && printf 0 >bad.cls && "
+		                     "tar -cf ../s-bad.tar k1.png k1.cls bad.png bad.cls", dir);
+		CHECK(system(mk) == 0);
+		free(mk);
+		char *keep = (char *)shards[0].url;
+		shards[0].url = xasprintf("%s/s-bad.tar", dir);
+		for (int d = 0; d < 2; d++) {
+			spec.images.decode = d ? DLK_DECODE_STREAM : DLK_DECODE_ONCE;
+			CHECK_MSG(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0 && err.code == DLK_EXIT_CONFIG,
+			          "a shard with a member that is no image is refused when it loads (%s)", d ? "stream" : "once");
+			CHECK_CONTAINS(err.msg, "/s-bad.tar: bad.png': neither a PNG nor a JPEG (by its first bytes)");
+			dlk_dataset_release(&ds);
+		}
+		free((char *)shards[0].url);
+		shards[0].url = keep;
+		spec.images.decode = DLK_DECODE_STREAM;
+	}
 	/* a streamed shard truncated after the run started: the member named */
 	spec.images.decode = DLK_DECODE_STREAM;
 	spec.train.n_shards = 1;
