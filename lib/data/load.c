@@ -431,12 +431,6 @@ static void members_append(struct dlk_samples *a, struct dlk_samples *b, struct 
 	dlk_samples_release(b);
 }
 
-/* format images with task image and no data.images.noise: inputs with target images (paired) */
-static int paired_images(const struct dlk_data *spec, const struct dlk_data_opts *opts)
-{
-	return spec->format == DLK_DATA_IMAGES && opts->task == DLK_TASK_IMAGE && !(spec->images.noise > 0);
-}
-
 /* the shape paired images' targets are decoded to: the model's output, else its input's */
 static const int *target_shape(const struct dlk_data_opts *opts)
 {
@@ -452,7 +446,7 @@ static int load_tars(const struct dlk_source *files, int n, const struct dlk_dat
 {
 	struct dlk_fetched *fs = xcalloc((size_t)(n ? n : 1), sizeof(*fs));
 	int by_member = spec->format == DLK_DATA_IMAGES && spec->images.decode != DLK_DECODE_ONCE, ret = -1;
-	const int *tshape = paired_images(spec, opts) ? target_shape(opts) : NULL;
+	const int *tshape = project_paired_images(spec, opts->task) ? target_shape(opts) : NULL;
 
 	for (int i = 0; i < n; i++)
 		if (fetch_source(&files[i], "tar", spec, opts, ds, &fs[i], err) < 0)
@@ -699,7 +693,7 @@ static int load_images(const struct dlk_split *sp, const struct dlk_data *spec, 
 		free(path);
 		return load_tar(sp, spec, opts, ds, s, err);
 	}
-	if (paired_images(spec, opts)) {
+	if (project_paired_images(spec, opts->task)) {
 		free(path);
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.task image reads paired images, and this folder has no 'targets' beside it",
 		         sp->source.url);

@@ -623,6 +623,11 @@ int project_format_has_images(enum dlk_data_format f)
 	return f == DLK_DATA_IMAGES || f == DLK_DATA_IDX || f == DLK_DATA_TAR;
 }
 
+int project_paired_images(const struct dlk_data *d, enum dlk_task task)
+{
+	return d->format == DLK_DATA_IMAGES && task == DLK_TASK_IMAGE && !(d->images.noise > 0);
+}
+
 /* ---- problems ---- */
 
 struct set_arg {
@@ -2887,7 +2892,7 @@ static void check_paired(struct ctx *c, struct dlk_project *s, const struct ynod
 	const struct dlk_split *sp[2] = { &d->train, &d->test };
 	const char *names[2] = { "train", "test" };
 	int image = s->model.task == DLK_TASK_IMAGE, noise = d->images.noise > 0;
-	int paired = d->format == DLK_DATA_IMAGES && image && !noise;
+	int paired = project_paired_images(d, s->model.task);
 	char p[64];
 
 	for (int i = 0; i < 2; i++) {

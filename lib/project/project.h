@@ -412,6 +412,10 @@ const char *project_format_name(enum dlk_data_format f);
 /* Whether a format's samples are 8-bit images [C, H, W] that data.images (per-channel values,
  * flip, random crops) applies to: images, idx and tar. */
 int project_format_has_images(enum dlk_data_format f);
+/* Whether a task's data are paired images, inputs with target images (two folders, or tar shards
+ * of KEY.png + KEY.target.png): format images with task image, without data.images.noise (which
+ * makes the targets of the images themselves). */
+int project_paired_images(const struct dlk_data *d, enum dlk_task task);
 const char *project_cache_volume_name(enum dlk_cache_volume v);
 
 /* Every key path the loader accepts ("training.epochs", "model.layers[].dense.units", ...),

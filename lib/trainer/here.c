@@ -1279,7 +1279,7 @@ static int load_data(struct here *r, const struct dlk_project *spec, const char 
 	int rc = -1;
 
 	memcpy(dopts.shape, spec->model.input, sizeof(dopts.shape));
-	if (spec->model.task == DLK_TASK_IMAGE && spec->data.format == DLK_DATA_IMAGES && !(spec->data.images.noise > 0)) {
+	if (project_paired_images(&spec->data, spec->model.task)) {
 		/* paired images (folders or shards): the targets are decoded to the model's output shape, which the engine
 		 * infers (a throwaway build on the host: shapes only, the parameters zeroed) */
 		struct dlk_net net;

@@ -136,6 +136,21 @@ static void once_and_stream(const char *what, struct dlk_data *spec, const struc
 	dlk_dataset_release(&b);
 }
 
+/* once_and_stream() of two shards by one process, and sharded: rank 1 of 2 takes a file, rank 1
+ * of 3 samples of both */
+static void shards_by_rank(const char *what, struct dlk_data *spec, struct dlk_data_opts *opts)
+{
+	char *w;
+	once_and_stream(what, spec, opts);
+	opts->shard_rank = 1, opts->shard_world = 2;
+	once_and_stream(w = xasprintf("%s, rank 1 of 2 (a file each)", what), spec, opts);
+	free(w);
+	opts->shard_rank = 1, opts->shard_world = 3;
+	once_and_stream(w = xasprintf("%s, rank 1 of 3 (samples of both)", what), spec, opts);
+	free(w);
+	opts->shard_rank = opts->shard_world = 0;
+}
+
 int main(void)
 {
 	char *dir = test_tmpdir("stream");
@@ -269,12 +284,7 @@ int main(void)
 			dlk_dataset_release(&sa);
 		}
 		dlk_dataset_release(&fa);
-		once_and_stream("paired shards", &spec, &opts);
-		opts.shard_rank = 1, opts.shard_world = 2;
-		once_and_stream("paired shards, rank 1 of 2 (a file each)", &spec, &opts);
-		opts.shard_rank = 1, opts.shard_world = 3;
-		once_and_stream("paired shards, rank 1 of 3 (samples of both)", &spec, &opts);
-		opts.shard_rank = opts.shard_world = 0;
+		shards_by_rank("paired shards", &spec, &opts);
 		/* compressed: decoded once, the targets too */
 		free((char *)ps[1].url);
 		ps[1].url = xasprintf("%s/p2.tar.gz", dir);
@@ -376,12 +386,7 @@ int main(void)
 	spec.train.source.url = NULL;
 	memcpy(opts.shape, rgb, sizeof(opts.shape));
 	spec.images.flip = 1;
-	once_and_stream("two tar shards", &spec, &opts);
-	opts.shard_rank = 1, opts.shard_world = 2;
-	once_and_stream("two tar shards, rank 1 of 2 (a file each)", &spec, &opts);
-	opts.shard_rank = 1, opts.shard_world = 3;
-	once_and_stream("two tar shards, rank 1 of 3 (samples of both)", &spec, &opts);
-	opts.shard_rank = opts.shard_world = 0;
+	shards_by_rank("two tar shards", &spec, &opts);
 	spec.images.decode = DLK_DECODE_STREAM;
 	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0 && ds.n == 5 && ds.storage == DLK_STORE_FILES);
 	if (ds.n == 5) {
