@@ -174,6 +174,7 @@ static int cpu_bf16;
 static void cpu_set_precision(int bf16)
 {
 	cpu_bf16 = bf16 != 0;
+	dlk_cpu_conv_set_precision(bf16);
 }
 
 /* A GEMM (and a dense layer's epilogue) cut into blocks of C. */

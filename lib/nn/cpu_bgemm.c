@@ -80,14 +80,20 @@ DLK_CPU_CLONES static void round_row(const float *restrict x, int n, uint16_t *r
 		y[n] = 0;
 }
 
-/* y[j] = x0[j] rounded in the low half, x1[j] (or 0 where x1 is NULL) in the high half */
-DLK_CPU_CLONES static void pair_rows(const float *restrict x0, const float *restrict x1, int n, uint32_t *restrict y)
+DLK_CPU_CLONES void dlk_bf16_round_rows(const float *restrict x, size_t n, uint16_t *restrict y)
+{
+	for (size_t j = 0; j < n; j++)
+		y[j] = (uint16_t)round_bits(x[j]);
+}
+
+DLK_CPU_CLONES void dlk_bf16_pair_rows(const float *restrict x0, const float *restrict x1, size_t n,
+                                       uint32_t *restrict y)
 {
 	if (x1)
-		for (int j = 0; j < n; j++)
+		for (size_t j = 0; j < n; j++)
 			y[j] = round_bits(x0[j]) | round_bits(x1[j]) << 16;
 	else
-		for (int j = 0; j < n; j++)
+		for (size_t j = 0; j < n; j++)
 			y[j] = round_bits(x0[j]);
 }
 
@@ -97,7 +103,7 @@ DLK_CPU_CLONES static void pair_rows(const float *restrict x0, const float *rest
 static void pair_rows_to_panels(const float *x0, const float *x1, int n, int width, size_t stride, uint32_t *dst,
                                 uint32_t *row)
 {
-	pair_rows(x0, x1, n, row);
+	dlk_bf16_pair_rows(x0, x1, (size_t)n, row);
 	for (int q = 0; q * width < n; q++) {
 		int w = n - q * width < width ? n - q * width : width;
 		memcpy(dst + (size_t)q * stride, row + (size_t)q * width, sizeof(uint32_t) * (size_t)w);
@@ -274,6 +280,64 @@ F512_TARGET static void kernel_f32(int kp, const uint32_t *ap, const uint32_t *b
 	}
 }
 
+/* dlk_bgemm_rows' tile: mr rows of C by nv vectors of 16 columns, in registers (mr x nv <= 16:
+ * 4 x 4, 8 x 2, 8 x 1, or a last row), B's vectors loaded once a pair for every row */
+BF16_TARGET static inline __attribute__((always_inline)) void rows_tile(const int mr, const int nv, int kp,
+                                                                        const uint16_t *const *arow,
+                                                                        const uint16_t *restrict b,
+                                                                        const size_t *restrict boff,
+                                                                        float *restrict c, size_t ldc, int acc)
+{
+	__m512 x[8][4];
+	const uint16_t *a[8];
+	_Pragma("GCC unroll 8") for (int r = 0; r < mr; r++)
+		a[r] = arow[r];
+	_Pragma("GCC unroll 8") for (int r = 0; r < mr; r++)
+		_Pragma("GCC unroll 4") for (int v = 0; v < nv; v++)
+			x[r][v] = acc ? _mm512_loadu_ps(c + r * ldc + 16 * v) : _mm512_setzero_ps();
+	for (int p = 0; p < kp; p++) {
+		const uint16_t *bp = b + boff[p];
+		__m512bh bv[4];
+		_Pragma("GCC unroll 4") for (int v = 0; v < nv; v++)
+			bv[v] = (__m512bh)_mm512_loadu_si512((const void *)(bp + 32 * v));
+		_Pragma("GCC unroll 8") for (int r = 0; r < mr; r++) {
+			uint32_t w;
+			memcpy(&w, a[r] + 2 * (size_t)p, sizeof(w));
+			__m512bh av = (__m512bh)_mm512_set1_epi32((int)w);
+			_Pragma("GCC unroll 4") for (int v = 0; v < nv; v++)
+				x[r][v] = _mm512_dpbf16_ps(x[r][v], av, bv[v]);
+		}
+	}
+	_Pragma("GCC unroll 8") for (int r = 0; r < mr; r++)
+		_Pragma("GCC unroll 4") for (int v = 0; v < nv; v++)
+			_mm512_storeu_ps(c + r * ldc + 16 * v, x[r][v]);
+}
+
+BF16_TARGET static void rows_native(int m, int n, int kp, const uint16_t *const *arow, const uint16_t *b,
+                                    const size_t *boff, float *c, size_t ldc, int acc)
+{
+#define TILE(MR)                                                                                              \
+	switch (nv) {                                                                                         \
+	case 1: rows_tile(MR, 1, kp, arow + r, b + 2 * (size_t)n0, boff, c + r * ldc + n0, ldc, acc); break; \
+	case 2: rows_tile(MR, 2, kp, arow + r, b + 2 * (size_t)n0, boff, c + r * ldc + n0, ldc, acc); break; \
+	case 3: rows_tile(MR, 3, kp, arow + r, b + 2 * (size_t)n0, boff, c + r * ldc + n0, ldc, acc); break; \
+	default: rows_tile(MR, 4, kp, arow + r, b + 2 * (size_t)n0, boff, c + r * ldc + n0, ldc, acc); break; \
+	}
+	for (int n0 = 0; n0 < n; n0 += 64) {
+		int nv = (n - n0) / 16;
+		nv = nv > 4 ? 4 : nv;
+		size_t r = 0;
+		if (nv <= 2)
+			for (; r + 8 <= (size_t)m; r += 8)
+				TILE(8)
+		for (; r + 4 <= (size_t)m; r += 4)
+			TILE(4)
+		for (; r < (size_t)m; r++)
+			TILE(1)
+	}
+#undef TILE
+}
+
 static int cpu_has_avx512f(void)
 {
 	__builtin_cpu_init();
@@ -347,4 +411,34 @@ void dlk_bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a,
 	free(bp);
 	free(tmp);
 	free(row);
+}
+
+/* dlk_bgemm_rows without AVX512_BF16: the same sums as VDPBF16PS adds them (kernel_emulated's) */
+static void rows_emulated(int m, int n, int kp, const uint16_t *const *arow, const uint16_t *b, const size_t *boff,
+                          float *c, size_t ldc, int acc)
+{
+	for (int r = 0; r < m; r++) {
+		float *row = c + (size_t)r * ldc;
+		for (int j = 0; j < n; j++) {
+			float x = acc ? row[j] : 0.0f;
+			for (int p = 0; p < kp; p++) {
+				const uint16_t *a = arow[r] + 2 * (size_t)p, *bq = b + boff[p] + 2 * (size_t)j;
+				float t = x + dlk_bf16_float(a[1]) * dlk_bf16_float(bq[1]);
+				x = t + dlk_bf16_float(a[0]) * dlk_bf16_float(bq[0]);
+			}
+			row[j] = x;
+		}
+	}
+}
+
+void dlk_bgemm_rows(int m, int n, int kp, const uint16_t *const *arow, const uint16_t *b, const size_t *boff,
+                    float *c, size_t ldc, int acc)
+{
+#ifdef BGEMM_X86
+	if (dlk_bgemm_native()) {
+		rows_native(m, n, kp, arow, b, boff, c, ldc, acc);
+		return;
+	}
+#endif
+	rows_emulated(m, n, kp, arow, b, boff, c, ldc, acc);
 }

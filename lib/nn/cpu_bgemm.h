@@ -12,6 +12,7 @@
 #ifndef DLK_NN_CPU_BGEMM_H
 #define DLK_NN_CPU_BGEMM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 void dlk_bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,
@@ -24,6 +25,26 @@ int dlk_bgemm_native(void);
  * AVX-512F where it has that), 2 with the plain C emulation, 0 restores the default. The
  * emulations give the same bits. */
 void dlk_bgemm_force_emulation(int how);
+
+/* The products of the convolutions (lib/nn/cpu_conv.c), on operands already rounded and paired:
+ *
+ *   C[m][0..n) = (acc ? C[m][0..n) : 0) + sum over p = 0 .. kp-1 of A(m, p) . B(p)[0..n)
+ *
+ * where A(m, p) is the pair of bf16 values at arow[m] + 2 p and B(p) the n pairs at B + boff[p]
+ * (offsets in bf16 halves: a convolution's shifted windows are read in place), each pair's dot
+ * product added as VDPBF16PS adds it (the high half's product first, then the low one's; each
+ * exact in fp32). n is a multiple of 16. On AVX512_BF16 it runs on VDPBF16PS; elsewhere, and when
+ * the emulation is forced, in plain C with the same sums (the convolutions call it only where
+ * dlk_bgemm_native() is 1: the emulation is for the tests). */
+void dlk_bgemm_rows(int m, int n, int kp, const uint16_t *const *arow, const uint16_t *b, const size_t *boff,
+                    float *c, size_t ldc, int acc);
+
+/* y[i] = x0[i] rounded in the low half, x1[i] rounded (0 where x1 is NULL) in the high, for n
+ * values: two rows made one row of pairs */
+void dlk_bf16_pair_rows(const float *x0, const float *x1, size_t n, uint32_t *y);
+
+/* y[i] = x[i] rounded, for n values */
+void dlk_bf16_round_rows(const float *x, size_t n, uint16_t *y);
 
 /* x rounded to bfloat16, to nearest with ties to even (a NaN stays a quiet NaN) */
 static inline uint16_t dlk_bf16_round(float x)

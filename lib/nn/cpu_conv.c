@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/nn/cpu_bgemm.h"
 #include "lib/nn/cpu_conv.h"
 #include "lib/nn/kernels.h"
 #include "lib/util/mem.h"
@@ -645,6 +646,16 @@ struct conv_job {
 	atomic_int next;
 	float *scratch;
 	void *tables;
+	/* bf16 (bf16_init): the products on dlk_bgemm_rows */
+	int bf16;
+	size_t plane;              /* floats of one channel of the padded image, all its phases */
+	size_t kp_x, x2_n;         /* forward: pairs of the sum (channel pairs x taps), words of the paired image */
+	size_t kp_q;               /* weight gradient: pairs of outputs */
+	size_t kp_dy, dy2_n;       /* dx: pairs of the sum (filter pairs x taps), words of the paired dy */
+	const uint16_t **w2x_row;  /* F: the forward's paired weights */
+	const uint16_t **w2d_row;  /* C: dx's paired flipped kernels */
+	size_t *boff2_x, *boff2_dy, *lin2_fp; /* offsets in bf16 halves */
+	void *tables2;
 };
 
 static void job_init(struct conv_job *j, const struct dlk_conv_shape *s, const float *w, int backward)
@@ -715,6 +726,104 @@ static void job_init(struct conv_job *j, const struct dlk_conv_shape *s, const f
 	}
 }
 
+/* training.precision: bf16 (dlk_cpu_conv_set_precision) */
+static int conv_bf16;
+
+void dlk_cpu_conv_set_precision(int bf16)
+{
+	conv_bf16 = bf16 != 0;
+}
+
+int dlk_cpu_conv_bf16(void)
+{
+	return conv_bf16 && dlk_bgemm_native();
+}
+
+/* bf16 products (training.precision: bf16 on a CPU with AVX512_BF16). A direct layer's three
+ * products run on dlk_bgemm_rows, the operands rounded once an image and paired as VDPBF16PS
+ * reads them, so that every window is still read in place:
+ *   forward: the padded image's channels in pairs (at each position channel 2i's value in the low
+ *     half, 2i + 1's in the high), a tap's window of pairs, times the weights paired the same way
+ *     (once a call); the sum runs over channel pairs and taps;
+ *   weight gradient: pairs of outputs q: the rounded padded image (two adjacent values of a window
+ *     are one pair) times dy transposed, its rows paired (the bias' gradient stays fp32, from dy);
+ *   dx (stride 1): the padded dy's filters in pairs times the flipped kernels paired the same way.
+ * The sums are fp32. Layers through im2col (padding at least the kernel size) and the strided
+ * layers' dx stay fp32; so does everything on a CPU without AVX512_BF16 (an emulation would be
+ * slower than fp32: the run says so). */
+/* w [rows][n][kk] rounded and paired along n: dst row r, pair i * kk + t = (w[r][2i][t], w[r][2i+1][t])
+ * (a last odd one with 0), its address in rowp[r] */
+static void pair_kernels(const float *w, size_t rows, size_t n, size_t kk, uint32_t *dst, const uint16_t **rowp)
+{
+	size_t kp = (n + 1) / 2 * kk;
+	for (size_t r = 0; r < rows; r++) {
+		uint32_t *row = dst + r * kp;
+		rowp[r] = (const uint16_t *)row;
+		for (size_t p = 0; p < kp; p++) {
+			size_t i0 = 2 * (p / kk), t = p % kk;
+			row[p] = dlk_bf16_round(w[(r * n + i0) * kk + t]) |
+			         (i0 + 1 < n ? (uint32_t)dlk_bf16_round(w[(r * n + i0 + 1) * kk + t]) << 16 : 0);
+		}
+	}
+}
+
+static void bf16_init(struct conv_job *j, int backward)
+{
+	const struct dlk_conv_shape *s = j->s;
+	size_t k = (size_t)s->k, kk = k * k, C = (size_t)s->c, S = (size_t)s->stride, F = j->F;
+	j->bf16 = j->direct && dlk_cpu_conv_bf16();
+	if (!j->bf16)
+		return;
+	size_t cp = (C + 1) / 2, fp = (F + 1) / 2, plane_d = j->hq * j->wq;
+	int dx = backward && j->direct_dx;
+	j->plane = S * S * j->hp * j->wp;
+	j->kp_x = cp * kk;
+	j->x2_n = cp * j->plane + j->Qp + 16;
+	j->kp_q = (j->Q + 1) / 2;
+	j->kp_dy = fp * kk;
+	j->dy2_n = fp * plane_d + j->Qxp + 16;
+	size_t words = F * j->kp_x + (dx ? C * j->kp_dy : 0);
+	char *m = xmalloc(sizeof(uint16_t *) * (F + C) + sizeof(size_t) * (j->kp_x + j->kp_dy + j->kp_q) +
+	                  sizeof(uint32_t) * words);
+	j->tables2 = m;
+	j->w2x_row = (const uint16_t **)m;
+	j->w2d_row = j->w2x_row + F;
+	j->boff2_x = (size_t *)(j->w2d_row + C);
+	j->boff2_dy = j->boff2_x + j->kp_x;
+	j->lin2_fp = j->boff2_dy + j->kp_dy;
+	uint32_t *wx = (uint32_t *)(j->lin2_fp + j->kp_q), *wd = wx + F * j->kp_x;
+	for (size_t p = 0; p < j->kp_x; p++) {
+		size_t chp = p / kk, ki = p % kk / k, kj = p % k;
+		j->boff2_x[p] = 2 * (chp * j->plane + ((ki % S * S + kj % S) * j->hp + ki / S) * j->wp + kj / S);
+	}
+	pair_kernels(j->w, F, C, kk, wx, j->w2x_row);
+	for (size_t q = 0; q < j->kp_q; q++)
+		j->lin2_fp[q] = 2 * q * j->Fp;
+	if (!dx)
+		return;
+	for (size_t p = 0; p < j->kp_dy; p++) {
+		size_t fq = p / kk, a = p % kk / k, b = p % k;
+		j->boff2_dy[p] = 2 * ((fq * j->hq + a) * j->wq + b);
+	}
+	pair_kernels(j->w2, C, F, kk, wd, j->w2d_row);
+}
+
+/* dst row i (n words) = rows 2i and 2i + 1 of src (n floats each, rows of 2 pairs + 1 present) paired */
+static void pair_rows_of(const float *src, size_t pairs, size_t n, uint32_t *dst)
+{
+	for (size_t i = 0; i < pairs; i++)
+		dlk_bf16_pair_rows(src + 2 * i * n, src + (2 * i + 1) * n, n, dst + i * n);
+}
+
+/* rows [0, pairs) of dst: pair i of planes 2i and 2i + 1 of src (each `plane` floats; a last odd
+ * plane paired with zeros) */
+static void pair_planes(const float *src, size_t planes, size_t plane, uint32_t *dst)
+{
+	for (size_t i = 0; 2 * i < planes; i++)
+		dlk_bf16_pair_rows(src + 2 * i * plane, 2 * i + 1 < planes ? src + (2 * i + 1) * plane : NULL, plane,
+		                   dst + i * plane);
+}
+
 /* dyT[oy * ldq + ox][f] = dy[f][oy * ow + ox]: rows written whole (strided stores would each
  * touch another cache line) */
 CLONES static void transpose_dy(const float *restrict dy, size_t F, size_t oh, size_t ow, size_t P, size_t ldq,
@@ -763,14 +872,23 @@ static void forward_part(void *ctx, int t)
 	float *in = j->scratch + (size_t)t * j->per;
 	float *out = in + (j->direct ? j->xpad_n : j->K * j->Pp);
 	float *yimg = out + F * n; /* yfree: this image's activation */
+	uint32_t *in2 = (uint32_t *)(yimg + (j->yfree ? F * j->P : 0)); /* bf16: the paired image */
 	if (j->direct)
 		memset(in, 0, sizeof(float) * j->xpad_n);
+	if (j->bf16)
+		memset(in2, 0, sizeof(uint32_t) * j->x2_n);
 	for (int b; (b = atomic_fetch_add(&j->next, 1)) < j->items;) {
 		if (j->direct)
 			load_image(j->x + (size_t)b * in_size, s, j->hp, j->wp, in);
 		else
 			im2col1(j->x + (size_t)b * in_size, s, in, j->Pp);
-		gemm_k((int)F, (int)n, (int)j->K, j->wrow, 1, in, j->boff_x, out, n, 0);
+		if (j->bf16) {
+			pair_planes(in, (size_t)s->c, j->plane, in2);
+			dlk_bgemm_rows((int)F, (int)n, (int)j->kp_x, j->w2x_row, (const uint16_t *)in2, j->boff2_x, out, n,
+			               0);
+		} else {
+			gemm_k((int)F, (int)n, (int)j->K, j->wrow, 1, in, j->boff_x, out, n, 0);
+		}
 		if (j->yfree) {
 			/* the argmax indexes are into the batch's y, as if it had been written */
 			size_t pp = (size_t)s->ph * s->pw;
@@ -797,24 +915,36 @@ void dlk_cpu_conv_forward(const float *x, const float *w, const float *bias, con
 		              .items = s->batch };
 	pthread_once(&gemm_once, pick_isa);
 	job_init(&j, s, w, 0);
+	bf16_init(&j, 0);
 	j.yfree = py && pooled_y_free(s, act);
-	j.per = pad16((j.direct ? j.xpad_n + j.F * j.Qp : (j.K + j.F) * j.Pp) + (j.yfree ? j.F * j.P : 0));
+	j.per = pad16((j.direct ? j.xpad_n + j.F * j.Qp : (j.K + j.F) * j.Pp) + (j.yfree ? j.F * j.P : 0) +
+	              (j.bf16 ? j.x2_n : 0));
 	int nt = pool_threads(s->batch);
 	pthread_mutex_lock(&pool.run);
 	j.scratch = pool_scratch(j.per, nt);
 	parallel(forward_part, &j, nt);
 	pthread_mutex_unlock(&pool.run);
 	free(j.tables);
+	free(j.tables2);
 }
 
 /* ---- backward ---- */
 
+/* scratch floats of dx's products: the padded dy and dx over q, or dy and dcol */
+static size_t dx_floats(const struct conv_job *j, int dx)
+{
+	return !dx ? 0 : j->direct_dx ? j->dypad_n + (size_t)j->s->c * j->Qxp : (j->F + j->K) * j->Pp;
+}
+
 static size_t backward_per(const struct conv_job *j, int dx)
 {
 	size_t dz = j->s->pool ? j->F * j->P : 0;
-	size_t dxn = !dx ? 0 : j->direct_dx ? j->dypad_n + (size_t)j->s->c * j->Qxp : (j->F + j->K) * j->Pp;
-	if (j->direct)
-		return pad16(dz + j->xpad_n + j->Qp + j->Q * j->Fp + dxn);
+	size_t dxn = dx_floats(j, dx);
+	if (j->direct) {
+		size_t bf = !j->bf16 ? 0
+		                     : (j->xpad_n + 1) / 2 + j->kp_q * j->Fp + (dx && j->direct_dx ? j->dy2_n : 0);
+		return pad16(dz + j->xpad_n + j->Qp + (j->Q + 1) * j->Fp + dxn + bf);
+	}
 	return pad16(dz + (j->K + 1) * j->Pp + j->P * j->Fp + dxn);
 }
 
@@ -860,23 +990,37 @@ static void backward_part(void *ctx, int t)
 	}
 	/* the A rows of the weight gradient: K image rows, then a row of ones for the bias */
 	const float **arow = xmalloc(sizeof(*arow) * (K + 1));
+	const uint16_t **arow2 = NULL; /* bf16: the rounded image's rows */
 	float *in, *ones, *dyT, *dyp = NULL, *dxq = NULL;
+	uint16_t *xb = NULL;            /* bf16: the padded image rounded */
+	uint32_t *dyT2 = NULL, *dyp2 = NULL; /* bf16: dyT's rows paired; the padded dy's filters paired */
 	size_t J;  /* the sum's length: outputs per image, junk columns included where direct */
 	if (j->direct) {
 		in = mem;
 		ones = in + j->xpad_n;
 		dyT = ones + j->Qp;
-		dyp = dyT + j->Q * Fp;
+		dyp = dyT + (j->Q + 1) * Fp; /* a row of zeros past the last: dyT2's last pair, Q odd */
 		dxq = dyp + (j->direct_dx ? j->dypad_n : F * Pp);
 		J = j->Q;
 		memset(in, 0, sizeof(float) * j->xpad_n);
 		for (size_t q = 0; q < j->Qp; q++)
 			ones[q] = 1.0f;
-		memset(dyT, 0, sizeof(float) * j->Q * Fp);
+		memset(dyT, 0, sizeof(float) * (j->Q + 1) * Fp);
 		if (j->dx && j->direct_dx)
 			memset(dyp, 0, sizeof(float) * j->dypad_n);
 		for (size_t m = 0; m < K; m++)
 			arow[m] = in + j->boff_x[m];
+		if (j->bf16) {
+			float *b2 = dyp + dx_floats(j, j->dx != NULL);
+			xb = (uint16_t *)b2;
+			dyT2 = (uint32_t *)(b2 + (j->xpad_n + 1) / 2);
+			dyp2 = dyT2 + j->kp_q * Fp;
+			if (j->dx && j->direct_dx)
+				memset(dyp2, 0, sizeof(uint32_t) * j->dy2_n);
+			arow2 = xmalloc(sizeof(*arow2) * K);
+			for (size_t m = 0; m < K; m++)
+				arow2[m] = xb + j->boff_x[m];
+		}
 	} else {
 		/* col: [K+1][Pp], row K ones; dyT: [P][Fp]; dyp: [F][Pp]; dcol: [K][Pp] */
 		in = mem;
@@ -910,15 +1054,30 @@ static void backward_part(void *ctx, int t)
 				im2col1(x, s, in, Pp);
 			transpose_k(dy, F, (size_t)s->oh, ow, P, ldq, Fp, dyT);
 			/* partT[k][f] (+)= sum over the outputs p of col[k][p] dy[f][p] */
-			gemm_k((int)K + 1, (int)Fp, (int)J, arow, 1, dyT, j->lin_fp, part, Fp, b > b0);
+			if (j->bf16) {
+				dlk_bf16_round_rows(in, j->xpad_n, xb);
+				pair_rows_of(dyT, j->kp_q, Fp, dyT2);
+				dlk_bgemm_rows((int)K, (int)Fp, (int)j->kp_q, arow2, (const uint16_t *)dyT2, j->lin2_fp, part,
+				               Fp, b > b0);
+				/* the bias' gradient from dy itself, in fp32 */
+				gemm_k(1, (int)Fp, (int)J, arow + K, 1, dyT, j->lin_fp, part + K * Fp, Fp, b > b0);
+			} else {
+				gemm_k((int)K + 1, (int)Fp, (int)J, arow, 1, dyT, j->lin_fp, part, Fp, b > b0);
+			}
 			if (!j->dx)
 				continue;
 			float *dx = j->dx + (size_t)b * in_size;
 			if (j->direct_dx) {
 				/* dx = the padded dy convolved with the flipped kernels */
 				pad_image(dy, s->f, s->oh, s->ow, (int)j->pq, dyp);
-				gemm_k(s->c, (int)j->Qxp, (int)(F * s->k * s->k), j->w2row, 1, dyp, j->boff_dy, dxq,
-				       j->Qxp, 0);
+				if (j->bf16) {
+					pair_planes(dyp, F, j->hq * j->wq, dyp2);
+					dlk_bgemm_rows(s->c, (int)j->Qxp, (int)j->kp_dy, j->w2d_row, (const uint16_t *)dyp2,
+					               j->boff2_dy, dxq, j->Qxp, 0);
+				} else {
+					gemm_k(s->c, (int)j->Qxp, (int)(F * s->k * s->k), j->w2row, 1, dyp, j->boff_dy, dxq,
+					       j->Qxp, 0);
+				}
 				for (int ch = 0; ch < s->c; ch++)
 					copy_rows_k(dxq + ch * j->Qxp, j->wq, dx + (size_t)ch * s->h * s->w, (size_t)s->w,
 					            (size_t)s->h, (size_t)s->w);
@@ -934,6 +1093,7 @@ static void backward_part(void *ctx, int t)
 		}
 	}
 	free(arow);
+	free(arow2);
 }
 
 /* the groups' sums, in group order (partT is [K+1][Fp], dw is [F][K]): each part takes rows k of
@@ -985,6 +1145,7 @@ void dlk_cpu_conv_backward(const float *x, const float *w, const float *y, const
 	struct conv_job j = { .x = x, .dy = dy, .yact = y, .pooled = py, .argmax = argmax, .act = act, .dx = dx };
 	pthread_once(&gemm_once, pick_isa);
 	job_init(&j, s, w, dx != NULL);
+	bf16_init(&j, dx != NULL);
 	int chunks = (s->batch + CONV_CHUNK - 1) / CONV_CHUNK;
 	size_t K = j.K, F = j.F, Fp = j.Fp;
 	j.items = chunks;
@@ -1002,5 +1163,6 @@ void dlk_cpu_conv_backward(const float *x, const float *w, const float *y, const
 	dlk_parallel_for(nparts < (int)K + 1 ? nparts : (int)K + 1, sum_part, &sj);
 	pthread_mutex_unlock(&pool.run);
 	free(j.tables);
+	free(j.tables2);
 }
 

@@ -17,6 +17,11 @@ void dlk_cpu_conv_backward(const float *x, const float *w, const float *y, const
 void dlk_cpu_maxpool_forward(const float *x, int batch, int c, int h, int w, int size, int stride, int oh, int ow,
                              float *y, int32_t *argmax);
 
+/* training.precision: bf16 non-zero makes the convolutions' products bf16 where they can run on
+ * AVX512_BF16 (cpu_conv.c says which); dlk_cpu_conv_bf16() says whether they do on this CPU */
+void dlk_cpu_conv_set_precision(int bf16);
+int dlk_cpu_conv_bf16(void);
+
 /* which kernel the CPU runs: "avx512", "avx2" or "baseline" (for tests and `dlk version`) */
 const char *dlk_cpu_conv_isa(void);
 /* tests only: force a kernel ("avx512", "avx2", "baseline"); returns -1 when the CPU lacks it */

@@ -1234,18 +1234,17 @@ static int choose_device(struct here *r, const struct dlk_project *spec, int wor
 		dlk_bgemm_force_emulation(emulate && !strcmp(emulate, "1"));
 	}
 	if (spec->training.precision == DLK_PRECISION_BF16 && dev->be == dlk_backend_cpu() && r->rank == 0) {
+		int convs = 0;
+		for (int i = 0; i < spec->model.n_layers; i++)
+			convs += spec->model.layers[i].kind == DLK_LAYER_CONV2D && spec->model.layers[i].groups <= 1;
 		if (!dlk_bgemm_native())
 			dlk_trainer_warn(r->sink, "training.precision: bf16: this CPU has no AVX512_BF16 instructions, so the "
 			                 "products are emulated, with the same rounding, no faster than fp32");
 		else if (r->o->verbose)
-			dlk_trainer_info(r->sink, "dense layers' products in bf16 on AVX512_BF16, summed in fp32");
-		int convs = 0;
-		for (int i = 0; i < spec->model.n_layers; i++)
-			convs += spec->model.layers[i].kind == DLK_LAYER_CONV2D && spec->model.layers[i].groups <= 1;
-		if (convs)
-			dlk_trainer_warn(r->sink, "training.precision: bf16: the CPU computes conv2d layers in fp32 (%d of this "
-			                 "model's), not faster; bf16 covers dense layers, attention's projections, grouped and "
-			                 "transposed convolutions and average pooling", convs);
+			dlk_trainer_info(r->sink, "products in bf16 on AVX512_BF16, summed in fp32");
+		if (convs && !dlk_bgemm_native()) /* cpu_conv.c's bf16 runs on AVX512_BF16 only */
+			dlk_trainer_warn(r->sink, "training.precision: bf16: without AVX512_BF16 the CPU computes conv2d "
+			                 "layers in fp32 (%d of this model's), not faster", convs);
 	}
 	return 0;
 }

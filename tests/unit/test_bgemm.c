@@ -190,6 +190,59 @@ static void test_emulations_agree(void)
 	free(c2);
 }
 
+/* dlk_bgemm_rows (the convolutions' products): rows of A at odd and even offsets (a window of a
+ * rounded image starts anywhere), windows of B that overlap, every tile shape (m 13: tiles of 8, 4
+ * and single rows; n 80: 4 vectors then 1; n 32: 2), with and without accumulating into C; within
+ * fp32's bound of the exact sums, and the same bits twice */
+static void test_rows(const char *path)
+{
+	enum { M = 13, KP = 37, NA = 4096, NB = 8192 };
+	static uint16_t ha[NA], hb[NB];
+	const uint16_t *arow[M];
+	size_t boff[KP];
+	for (int i = 0; i < NA; i++)
+		ha[i] = dlk_bf16_round(uniform());
+	for (int i = 0; i < NB; i++)
+		hb[i] = dlk_bf16_round(uniform() * 2.0f);
+	for (int r = 0; r < M; r++)
+		arow[r] = ha + 7 * r + 3 * (r % 2); /* odd and even halves */
+	for (int p = 0; p < KP; p++)
+		boff[p] = 2 * (size_t)(p * 37 % 61 + p); /* pairs start on a word */
+	for (int nn = 0; nn < 2; nn++)
+		for (int acc = 0; acc <= 1; acc++) {
+			int n = nn ? 32 : 80, ldc = n + 3;
+			float c0[M * 83], c[M * 83], c2[M * 83];
+			for (int i = 0; i < M * ldc; i++)
+				c0[i] = uniform();
+			memcpy(c, c0, sizeof(c0));
+			memcpy(c2, c0, sizeof(c0));
+			dlk_bgemm_rows(M, n, KP, arow, hb, boff, c, (size_t)ldc, acc);
+			dlk_bgemm_rows(M, n, KP, arow, hb, boff, c2, (size_t)ldc, acc);
+			double w = 0;
+			for (int r = 0; r < M; r++)
+				for (int j = 0; j < n; j++) {
+					double sum = acc ? c0[r * ldc + j] : 0, mag = fabs(sum);
+					for (int p = 0; p < KP; p++)
+						for (int h = 0; h < 2; h++) {
+							double x = (double)dlk_bf16_float(arow[r][2 * p + h]) *
+							           dlk_bf16_float(hb[boff[p] + 2 * (size_t)j + h]);
+							sum += x;
+							mag += fabs(x);
+						}
+					double e = fabs(c[r * ldc + j] - sum) / ((2 * KP + 3) * 0x1p-24 * mag + 1e-30);
+					w = e > w ? e : w;
+				}
+			int kept = 1;
+			for (int r = 0; r < M; r++)
+				for (int j = n; j < ldc; j++)
+					kept &= bits(c[r * ldc + j]) == bits(c0[r * ldc + j]);
+			CHECK_MSG(w <= 1.0 && !memcmp(c, c2, sizeof(c)) && kept,
+			          "%s: row-table products %dx%dx%d pairs%s: within fp32's rounding of the exact sums (worst "
+			          "%.3f of the bound), the same bits twice, C past n untouched",
+			          path, M, n, KP, acc ? ", added to C" : "", w);
+		}
+}
+
 int main(void)
 {
 	test_round();
@@ -203,8 +256,10 @@ int main(void)
 	sweep("emulated (AVX-512F where the CPU has it)");
 	test_exact("emulated (AVX-512F where the CPU has it)");
 	test_emulations_agree();
+	test_rows("emulated");
 	dlk_bgemm_force_emulation(0);
 	if (native) {
+		test_rows("AVX512_BF16");
 		sweep("AVX512_BF16");
 		test_exact("AVX512_BF16");
 		test_paths_agree();

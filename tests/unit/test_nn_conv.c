@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "lib/nn/backend.h"
+#include "lib/nn/cpu_bgemm.h"
 #include "lib/nn/cpu_conv.h"
 #include "lib/util/parallel.h"
 
@@ -103,6 +104,25 @@ static void out_free(struct out *o)
 	free(o->dx);
 }
 
+/* o1 (run on 1 thread) again on 2 and 3 threads, and without dx: the same bits (o2 is scratch) */
+static void repeatable(const struct dlk_conv_shape *s, const float *x, const float *w, const float *bias,
+                       const float *dy, int act, const struct out *o1, struct out *o2, const char *what)
+{
+	size_t nx = (size_t)s->batch * s->c * s->h * s->w, nw = (size_t)s->f * s->c * s->k * s->k, nb = (size_t)s->f;
+	size_t ny = (size_t)s->batch * s->f * s->oh * s->ow;
+	int ok = 1;
+	for (int t = 2; t <= 3; t++) {
+		dlk_parallel_set_threads(t);
+		run(s, x, w, bias, dy, act, 1, o2);
+		ok &= same(o1, o2, ny, nw, nb, nx, 1);
+	}
+	CHECK_MSG(ok, "%s: the same bits on 1, 2 and 3 threads", what);
+	dlk_parallel_set_threads(1);
+	memset(o2->dw, 0xff, nw * 4);
+	run(s, x, w, bias, dy, act, 0, o2);
+	CHECK_MSG(same(o1, o2, ny, nw, nb, nx, 0), "%s: the same dw and db without dx", what);
+}
+
 static void check_shape(struct dlk_conv_shape s, int act, const char *isa2)
 {
 	unsigned seed = 7u * (unsigned)(s.batch + 3 * s.c + 5 * s.f + 11 * s.k + 13 * s.stride + 17 * s.pad);
@@ -135,16 +155,7 @@ static void check_shape(struct dlk_conv_shape s, int act, const char *isa2)
 	       ex = worst_rel(o1.dx, dx_r, nx);
 	CHECK_MSG(ey < 1e-5 && ew < 1e-5 && eb < 1e-5 && ex < 1e-5,
 	          "%s: y, dw, db, dx match the reference (worst relative %.2g %.2g %.2g %.2g)", what, ey, ew, eb, ex);
-	int ok = 1;
-	for (int t = 2; t <= 3; t++) {
-		dlk_parallel_set_threads(t);
-		run(&s, x, w, bias, dy, act, 1, &o2);
-		ok &= same(&o1, &o2, ny, nw, nb, nx, 1);
-	}
-	CHECK_MSG(ok, "%s: the same bits on 1, 2 and 3 threads", what);
-	memset(o3.dw, 0xff, nw * 4);
-	run(&s, x, w, bias, dy, act, 0, &o3);
-	CHECK_MSG(same(&o1, &o3, ny, nw, nb, nx, 0), "%s: the same dw and db without dx", what);
+	repeatable(&s, x, w, bias, dy, act, &o1, &o2, what);
 	const char *was = dlk_cpu_conv_isa();
 	if (isa2) {
 		dlk_cpu_conv_force_isa(isa2);
@@ -170,6 +181,84 @@ static void check_shape(struct dlk_conv_shape s, int act, const char *isa2)
 	free(dw_r);
 	free(db_r);
 	free(dx_r);
+}
+
+static float bf(float x)
+{
+	return dlk_bf16_float(dlk_bf16_round(x));
+}
+
+/* training.precision: bf16. On a CPU with AVX512_BF16 a direct layer's products take operands
+ * rounded to bf16 and sum them in fp32: y against the reference of the rounded x and w, dw of the
+ * rounded dy and x, dx (stride 1) of the rounded dy and w, within fp32's rounding; db and the
+ * strided layers' dx stay fp32. The same bits on 1, 2 and 3 threads and without dx, and not the
+ * bits of fp32 (the products did change). Elsewhere, and through im2col, fp32's bits. */
+static void check_bf16(struct dlk_conv_shape s, int act)
+{
+	unsigned seed = 11u * (unsigned)(s.batch + 3 * s.c + 5 * s.f + 11 * s.k + 13 * s.stride + 17 * s.pad);
+	s.oh = (s.h + 2 * s.pad - s.k) / s.stride + 1;
+	s.ow = (s.w + 2 * s.pad - s.k) / s.stride + 1;
+	size_t nx = (size_t)s.batch * s.c * s.h * s.w, nw = (size_t)s.f * s.c * s.k * s.k, nb = (size_t)s.f;
+	size_t ny = (size_t)s.batch * s.f * s.oh * s.ow;
+	float *x = malloc(nx * 4), *w = malloc(nw * 4), *bias = malloc(nb * 4), *dy = malloc(ny * 4);
+	float *xr = malloc(nx * 4), *wr = malloc(nw * 4), *dyr = malloc(ny * 4);
+	double *y_r = malloc(ny * 8), *dw_r = malloc(nw * 8), *db_r = malloc(nb * 8), *dx_r = malloc(nx * 8);
+	double *y_f = malloc(ny * 8), *dw_f = malloc(nw * 8), *db_f = malloc(nb * 8), *dx_f = malloc(nx * 8);
+	for (size_t i = 0; i < nx; i++)
+		xr[i] = bf(x[i] = frand(&seed));
+	for (size_t i = 0; i < nw; i++)
+		wr[i] = bf(w[i] = frand(&seed));
+	for (size_t i = 0; i < nb; i++)
+		bias[i] = frand(&seed);
+	for (size_t i = 0; i < ny; i++)
+		dyr[i] = bf(dy[i] = frand(&seed));
+	conv_ref(&s, xr, wr, bias, dyr, act, y_r, dw_r, db_r, dx_r);
+	conv_ref(&s, x, w, bias, dy, act, y_f, dw_f, db_f, dx_f);
+	char what[160];
+	snprintf(what, sizeof(what), "bf16: batch %d c %d %dx%d f %d k %d stride %d pad %d act %d", s.batch, s.c, s.h,
+	         s.w, s.f, s.k, s.stride, s.pad, act);
+	struct out o1, o2, o3;
+	out_alloc(&o1, ny, nw, nb, nx);
+	out_alloc(&o2, ny, nw, nb, nx);
+	out_alloc(&o3, ny, nw, nb, nx);
+	dlk_parallel_set_threads(1);
+	run(&s, x, w, bias, dy, act, 1, &o3); /* fp32 */
+	dlk_cpu_conv_set_precision(1);
+	run(&s, x, w, bias, dy, act, 1, &o1);
+	if (!dlk_cpu_conv_bf16() || s.pad >= s.k) {
+		CHECK_MSG(same(&o1, &o3, ny, nw, nb, nx, 1), "%s: the same bits as fp32 (%s)", what,
+		          s.pad >= s.k ? "a layer through im2col" : "no AVX512_BF16");
+	} else {
+		double ey = worst_rel(o1.y, y_r, ny), ew = worst_rel(o1.dw, dw_r, nw), eb = worst_rel(o1.db, db_f, nb),
+		       ex = worst_rel(o1.dx, s.stride == 1 ? dx_r : dx_f, nx);
+		CHECK_MSG(ey < 1e-5 && ew < 1e-5 && eb < 1e-5 && ex < 1e-5,
+		          "%s: y, dw, dx match the reference of the rounded operands, db that of fp32 (worst relative "
+		          "%.2g %.2g %.2g %.2g)",
+		          what, ey, ew, eb, ex);
+		CHECK_MSG(memcmp(o1.y, o3.y, ny * 4) && memcmp(o1.dw, o3.dw, nw * 4) &&
+		          (s.stride > 1 || memcmp(o1.dx, o3.dx, nx * 4)),
+		          "%s: y, dw%s are not fp32's bits", what, s.stride > 1 ? "" : " and dx");
+		repeatable(&s, x, w, bias, dy, act, &o1, &o2, what);
+	}
+	dlk_cpu_conv_set_precision(0);
+	out_free(&o1);
+	out_free(&o2);
+	out_free(&o3);
+	free(x);
+	free(w);
+	free(bias);
+	free(dy);
+	free(xr);
+	free(wr);
+	free(dyr);
+	free(y_r);
+	free(dw_r);
+	free(db_r);
+	free(dx_r);
+	free(y_f);
+	free(dw_f);
+	free(db_f);
+	free(dx_f);
 }
 
 /* conv + activation + max-pool in one call each way against the three separate passes: the same bits */
@@ -295,6 +384,18 @@ int main(void)
 	};
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
 		check_shape(shapes[i], i % 3 == 0 ? DLK_ACT_RELU : i % 3 == 1 ? DLK_ACT_NONE : DLK_ACT_TANH, other);
+	const struct dlk_conv_shape bf16_shapes[] = {
+		{ .batch = 9, .c = 1, .h = 28, .w = 28, .f = 32, .k = 3, .stride = 1, .pad = 1 }, /* one channel */
+		{ .batch = 9, .c = 32, .h = 14, .w = 14, .f = 64, .k = 3, .stride = 1, .pad = 1 },
+		{ .batch = 3, .c = 3, .h = 5, .w = 5, .f = 17, .k = 3, .stride = 1, .pad = 1 }, /* odd c, f and q */
+		{ .batch = 2, .c = 2, .h = 5, .w = 5, .f = 3, .k = 2, .stride = 1, .pad = 0 },
+		{ .batch = 9, .c = 16, .h = 28, .w = 28, .f = 32, .k = 3, .stride = 2, .pad = 1 },
+		{ .batch = 9, .c = 16, .h = 28, .w = 28, .f = 32, .k = 1, .stride = 2, .pad = 0 },
+		{ .batch = 2, .c = 3, .h = 11, .w = 10, .f = 5, .k = 4, .stride = 3, .pad = 2 },
+		{ .batch = 3, .c = 1, .h = 5, .w = 5, .f = 2, .k = 2, .stride = 1, .pad = 2 }, /* im2col: fp32 */
+	};
+	for (size_t i = 0; i < sizeof(bf16_shapes) / sizeof(bf16_shapes[0]); i++)
+		check_bf16(bf16_shapes[i], i % 2 ? DLK_ACT_NONE : DLK_ACT_RELU);
 	/* the 2x2 pool of stride 2 has a kernel per instruction set: each against the separate passes and
 	 * the reference, with odd sizes (an uncovered last row and column), rows of more than one vector
 	 * of outputs, and NaNs */
