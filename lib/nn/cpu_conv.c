@@ -808,11 +808,91 @@ static void bf16_init(struct conv_job *j, int backward)
 	pair_kernels(j->w2, C, F, kk, wd, j->w2d_row);
 }
 
-/* dst row i (n words) = rows 2i and 2i + 1 of src (n floats each, rows of 2 pairs + 1 present) paired */
-static void pair_rows_of(const float *src, size_t pairs, size_t n, uint32_t *dst)
+/* Rounding and pairing of the rows a convolution reads: short (7 to 28 floats in the example
+ * CNNs), so with masked vectors on the CPUs that run the bf16 products (AVX512_BF16's own
+ * conversion, which rounds to nearest-even as dlk_bf16_round does and, as VDPBF16PS reads its
+ * operands, takes subnormals for zero); elsewhere (never called there) the library's loops. */
+#ifdef HAVE_X86
+#define BF16_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+BF16_ATTR static void round_row16(const float *x, size_t n, uint16_t *y)
 {
-	for (size_t i = 0; i < pairs; i++)
-		dlk_bf16_pair_rows(src + 2 * i * n, src + (2 * i + 1) * n, n, dst + i * n);
+	for (size_t i = 0; i < n; i += 16) {
+		__mmask16 m = n - i >= 16 ? 0xffff : n_mask((int)(n - i));
+		__m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
+		_mm256_mask_storeu_epi16(y + i, m, (__m256i)v);
+	}
+}
+
+BF16_ATTR static void pair_row16(const float *x0, const float *x1, size_t n, uint32_t *y)
+{
+	for (size_t i = 0; i < n; i += 16) {
+		__mmask16 m = n - i >= 16 ? 0xffff : n_mask((int)(n - i));
+		__m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x0 + i)));
+		__m512i hi = x1 ? _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x1 + i)))
+		                : _mm512_setzero_si512();
+		_mm512_mask_storeu_epi32(y + i, m, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+	}
+}
+#else
+static void round_row16(const float *x, size_t n, uint16_t *y)
+{
+	dlk_bf16_round_rows(x, n, y);
+}
+
+static void pair_row16(const float *x0, const float *x1, size_t n, uint32_t *y)
+{
+	dlk_bf16_pair_rows(x0, x1, n, y);
+}
+#endif
+
+/* x [c][h][w] rounded into the interior of a zero-bordered [c][plane] one, its rows wp wide,
+ * offset by p rows and columns (stride 1: the padded image of load_image, rounded); dst's borders
+ * are left as they are (zero) */
+static void pad_round(const float *x, size_t c, size_t h, size_t w, size_t p, size_t wp, size_t plane, uint16_t *dst)
+{
+	for (size_t ch = 0; ch < c; ch++)
+		for (size_t y = 0; y < h; y++)
+			round_row16(x + (ch * h + y) * w, w, dst + ch * plane + (y + p) * wp + p);
+}
+
+/* the same with the channels in pairs: plane i of dst holds channels 2i and 2i + 1 (a last odd one
+ * with zeros), a word a position */
+static void pad_pairs(const float *x, size_t c, size_t h, size_t w, size_t p, size_t wp, size_t plane, uint32_t *dst)
+{
+	for (size_t i = 0; 2 * i < c; i++)
+		for (size_t y = 0; y < h; y++)
+			pair_row16(x + (2 * i * h + y) * w, 2 * i + 1 < c ? x + ((2 * i + 1) * h + y) * w : NULL, w,
+			           dst + i * plane + (y + p) * wp + p);
+}
+
+/* dyT2[i][f] = word i of dyq's row f (rows of kp words: pairs of outputs), for f < F */
+DLK_CPU_CLONES static void transpose_words(const uint32_t *restrict dyq, size_t F, size_t kp, size_t Fp,
+                                           uint32_t *restrict dyT2)
+{
+	for (size_t i = 0; i < kp; i++)
+		for (size_t f = 0; f < F; f++)
+			dyT2[i * Fp + f] = dyq[f * kp + i];
+}
+
+/* out[f] = (acc ? out[f] : 0) + the sum of dy[f][0 .. P), for f < F, in fp32: 16 partial sums
+ * (element p in lane p % 16), then the lanes in a fixed order */
+DLK_CPU_CLONES static void bias_sums(const float *restrict dy, size_t F, size_t P, float *restrict out, int acc)
+{
+	for (size_t f = 0; f < F; f++) {
+		const float *restrict r = dy + f * P;
+		float lane[16] = { 0 };
+		size_t p = 0;
+		for (; p + 16 <= P; p += 16)
+			for (int i = 0; i < 16; i++)
+				lane[i] += r[p + i];
+		for (int i = 0; p < P; p++, i++)
+			lane[i] += r[p];
+		float x = acc ? out[f] : 0.0f;
+		for (int i = 0; i < 16; i++)
+			x += lane[i];
+		out[f] = x;
+	}
 }
 
 /* rows [0, pairs) of dst: pair i of planes 2i and 2i + 1 of src (each `plane` floats; a last odd
@@ -820,8 +900,8 @@ static void pair_rows_of(const float *src, size_t pairs, size_t n, uint32_t *dst
 static void pair_planes(const float *src, size_t planes, size_t plane, uint32_t *dst)
 {
 	for (size_t i = 0; 2 * i < planes; i++)
-		dlk_bf16_pair_rows(src + 2 * i * plane, 2 * i + 1 < planes ? src + (2 * i + 1) * plane : NULL, plane,
-		                   dst + i * plane);
+		pair_row16(src + 2 * i * plane, 2 * i + 1 < planes ? src + (2 * i + 1) * plane : NULL, plane,
+		           dst + i * plane);
 }
 
 /* dyT[oy * ldq + ox][f] = dy[f][oy * ow + ox]: rows written whole (strided stores would each
@@ -878,12 +958,16 @@ static void forward_part(void *ctx, int t)
 	if (j->bf16)
 		memset(in2, 0, sizeof(uint32_t) * j->x2_n);
 	for (int b; (b = atomic_fetch_add(&j->next, 1)) < j->items;) {
-		if (j->direct)
-			load_image(j->x + (size_t)b * in_size, s, j->hp, j->wp, in);
+		const float *x = j->x + (size_t)b * in_size;
+		if (j->bf16 && s->stride == 1)
+			pad_pairs(x, (size_t)s->c, (size_t)s->h, (size_t)s->w, (size_t)s->pad, j->wp, j->plane, in2);
+		else if (j->direct)
+			load_image(x, s, j->hp, j->wp, in);
 		else
-			im2col1(j->x + (size_t)b * in_size, s, in, j->Pp);
+			im2col1(x, s, in, j->Pp);
 		if (j->bf16) {
-			pair_planes(in, (size_t)s->c, j->plane, in2);
+			if (s->stride > 1)
+				pair_planes(in, (size_t)s->c, j->plane, in2);
 			dlk_bgemm_rows((int)F, (int)n, (int)j->kp_x, j->w2x_row, (const uint16_t *)in2, j->boff2_x, out, n,
 			               0);
 		} else {
@@ -942,7 +1026,7 @@ static size_t backward_per(const struct conv_job *j, int dx)
 	size_t dxn = dx_floats(j, dx);
 	if (j->direct) {
 		size_t bf = !j->bf16 ? 0
-		                     : (j->xpad_n + 1) / 2 + j->kp_q * j->Fp + (dx && j->direct_dx ? j->dy2_n : 0);
+		                     : (j->xpad_n + 1) / 2 + j->kp_q * (j->Fp + j->F) + (dx && j->direct_dx ? j->dy2_n : 0);
 		return pad16(dz + j->xpad_n + j->Qp + (j->Q + 1) * j->Fp + dxn + bf);
 	}
 	return pad16(dz + (j->K + 1) * j->Pp + j->P * j->Fp + dxn);
@@ -993,7 +1077,8 @@ static void backward_part(void *ctx, int t)
 	const uint16_t **arow2 = NULL; /* bf16: the rounded image's rows */
 	float *in, *ones, *dyT, *dyp = NULL, *dxq = NULL;
 	uint16_t *xb = NULL;            /* bf16: the padded image rounded */
-	uint32_t *dyT2 = NULL, *dyp2 = NULL; /* bf16: dyT's rows paired; the padded dy's filters paired */
+	uint32_t *dyT2 = NULL, *dyp2 = NULL; /* bf16: dy's pairs of outputs transposed; the padded dy's filters paired */
+	uint32_t *dyq = NULL;           /* bf16: dy rounded, over q, [F][kp_q] words */
 	size_t J;  /* the sum's length: outputs per image, junk columns included where direct */
 	if (j->direct) {
 		in = mem;
@@ -1014,7 +1099,11 @@ static void backward_part(void *ctx, int t)
 			float *b2 = dyp + dx_floats(j, j->dx != NULL);
 			xb = (uint16_t *)b2;
 			dyT2 = (uint32_t *)(b2 + (j->xpad_n + 1) / 2);
-			dyp2 = dyT2 + j->kp_q * Fp;
+			dyq = dyT2 + j->kp_q * Fp;
+			dyp2 = dyq + j->kp_q * F;
+			/* what no image writes stays zero: the borders, junk columns, padded filters */
+			memset(xb, 0, sizeof(uint16_t) * j->xpad_n);
+			memset(dyT2, 0, sizeof(uint32_t) * j->kp_q * (Fp + F));
 			if (j->dx && j->direct_dx)
 				memset(dyp2, 0, sizeof(uint32_t) * j->dy2_n);
 			arow2 = xmalloc(sizeof(*arow2) * K);
@@ -1048,20 +1137,28 @@ static void backward_part(void *ctx, int t)
 				unpool1(j, b, dz);
 				dy = dz;
 			}
-			if (j->direct)
-				load_image(x, s, j->hp, j->wp, in);
-			else
-				im2col1(x, s, in, Pp);
-			transpose_k(dy, F, (size_t)s->oh, ow, P, ldq, Fp, dyT);
 			/* partT[k][f] (+)= sum over the outputs p of col[k][p] dy[f][p] */
 			if (j->bf16) {
-				dlk_bf16_round_rows(in, j->xpad_n, xb);
-				pair_rows_of(dyT, j->kp_q, Fp, dyT2);
+				if (s->stride == 1) {
+					pad_round(x, (size_t)s->c, (size_t)s->h, (size_t)s->w, (size_t)s->pad, j->wp, j->plane,
+					          xb);
+				} else {
+					load_image(x, s, j->hp, j->wp, in);
+					round_row16(in, j->xpad_n, xb);
+				}
+				/* dy rounded over q (junk columns zero), its pairs of outputs transposed */
+				pad_round(dy, F, (size_t)s->oh, ow, 0, j->wp, 2 * j->kp_q, (uint16_t *)dyq);
+				transpose_words(dyq, F, j->kp_q, Fp, dyT2);
 				dlk_bgemm_rows((int)K, (int)Fp, (int)j->kp_q, arow2, (const uint16_t *)dyT2, j->lin2_fp, part,
 				               Fp, b > b0);
 				/* the bias' gradient from dy itself, in fp32 */
-				gemm_k(1, (int)Fp, (int)J, arow + K, 1, dyT, j->lin_fp, part + K * Fp, Fp, b > b0);
+				bias_sums(dy, F, P, part + K * Fp, b > b0);
 			} else {
+				if (j->direct)
+					load_image(x, s, j->hp, j->wp, in);
+				else
+					im2col1(x, s, in, Pp);
+				transpose_k(dy, F, (size_t)s->oh, ow, P, ldq, Fp, dyT);
 				gemm_k((int)K + 1, (int)Fp, (int)J, arow, 1, dyT, j->lin_fp, part, Fp, b > b0);
 			}
 			if (!j->dx)
@@ -1069,12 +1166,12 @@ static void backward_part(void *ctx, int t)
 			float *dx = j->dx + (size_t)b * in_size;
 			if (j->direct_dx) {
 				/* dx = the padded dy convolved with the flipped kernels */
-				pad_image(dy, s->f, s->oh, s->ow, (int)j->pq, dyp);
 				if (j->bf16) {
-					pair_planes(dyp, F, j->hq * j->wq, dyp2);
+					pad_pairs(dy, F, (size_t)s->oh, ow, j->pq, j->wq, j->hq * j->wq, dyp2);
 					dlk_bgemm_rows(s->c, (int)j->Qxp, (int)j->kp_dy, j->w2d_row, (const uint16_t *)dyp2,
 					               j->boff2_dy, dxq, j->Qxp, 0);
 				} else {
+					pad_image(dy, s->f, s->oh, s->ow, (int)j->pq, dyp);
 					gemm_k(s->c, (int)j->Qxp, (int)(F * s->k * s->k), j->w2row, 1, dyp, j->boff_dy, dxq,
 					       j->Qxp, 0);
 				}
