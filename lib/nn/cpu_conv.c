@@ -747,10 +747,11 @@ int dlk_cpu_conv_bf16(void)
  *     (once a call); the sum runs over channel pairs and taps;
  *   weight gradient: pairs of outputs q: the rounded padded image (two adjacent values of a window
  *     are one pair) times dy transposed, its rows paired (the bias' gradient stays fp32, from dy);
- *   dx (stride 1): the padded dy's filters in pairs times the flipped kernels paired the same way.
- * The sums are fp32. Layers through im2col (padding at least the kernel size) and the strided
- * layers' dx stay fp32; so does everything on a CPU without AVX512_BF16 (an emulation would be
- * slower than fp32: the run says so). */
+ *   dx: of stride 1, the padded dy's filters in pairs times the flipped kernels paired the same
+ *     way; strided, im2col's adjoint: dy's filters in pairs times the kernels' columns paired so.
+ * The sums are fp32. Layers through im2col (padding at least the kernel size) stay fp32; so does
+ * everything on a CPU without AVX512_BF16 (an emulation would be slower than fp32: the run says
+ * so). */
 /* w [rows][n][kk] rounded and paired along n: dst row r, pair i * kk + t = (w[r][2i][t], w[r][2i+1][t])
  * (a last odd one with 0), its address in rowp[r] */
 static void pair_kernels(const float *w, size_t rows, size_t n, size_t kk, uint32_t *dst, const uint16_t **rowp)
@@ -774,21 +775,22 @@ static void bf16_init(struct conv_job *j, int backward)
 	j->bf16 = j->direct && dlk_cpu_conv_bf16();
 	if (!j->bf16)
 		return;
-	size_t cp = (C + 1) / 2, fp = (F + 1) / 2, plane_d = j->hq * j->wq;
-	int dx = backward && j->direct_dx;
+	size_t cp = (C + 1) / 2, fp = (F + 1) / 2, plane_d = j->hq * j->wq, K = j->K;
 	j->plane = S * S * j->hp * j->wp;
 	j->kp_x = cp * kk;
 	j->x2_n = cp * j->plane + j->Qp + 16;
 	j->kp_q = (j->Q + 1) / 2;
-	j->kp_dy = fp * kk;
-	j->dy2_n = fp * plane_d + j->Qxp + 16;
-	size_t words = F * j->kp_x + (dx ? C * j->kp_dy : 0);
-	char *m = xmalloc(sizeof(uint16_t *) * (F + C) + sizeof(size_t) * (j->kp_x + j->kp_dy + j->kp_q) +
+	/* dx: of stride 1, C rows over filter pairs and taps; strided, dcol's K rows over filter pairs */
+	size_t dx_rows = !backward ? 0 : j->direct_dx ? C : K;
+	j->kp_dy = j->direct_dx ? fp * kk : fp;
+	j->dy2_n = j->direct_dx ? fp * plane_d + j->Qxp + 16 : fp * j->Pp;
+	size_t words = F * j->kp_x + dx_rows * j->kp_dy;
+	char *m = xmalloc(sizeof(uint16_t *) * (F + dx_rows) + sizeof(size_t) * (j->kp_x + j->kp_dy + j->kp_q) +
 	                  sizeof(uint32_t) * words);
 	j->tables2 = m;
 	j->w2x_row = (const uint16_t **)m;
 	j->w2d_row = j->w2x_row + F;
-	j->boff2_x = (size_t *)(j->w2d_row + C);
+	j->boff2_x = (size_t *)(j->w2d_row + dx_rows);
 	j->boff2_dy = j->boff2_x + j->kp_x;
 	j->lin2_fp = j->boff2_dy + j->kp_dy;
 	uint32_t *wx = (uint32_t *)(j->lin2_fp + j->kp_q), *wd = wx + F * j->kp_x;
@@ -799,13 +801,27 @@ static void bf16_init(struct conv_job *j, int backward)
 	pair_kernels(j->w, F, C, kk, wx, j->w2x_row);
 	for (size_t q = 0; q < j->kp_q; q++)
 		j->lin2_fp[q] = 2 * q * j->Fp;
-	if (!dx)
+	if (!dx_rows)
 		return;
-	for (size_t p = 0; p < j->kp_dy; p++) {
-		size_t fq = p / kk, a = p % kk / k, b = p % k;
-		j->boff2_dy[p] = 2 * ((fq * j->hq + a) * j->wq + b);
+	if (j->direct_dx) {
+		for (size_t p = 0; p < j->kp_dy; p++) {
+			size_t fq = p / kk, a = p % kk / k, b = p % k;
+			j->boff2_dy[p] = 2 * ((fq * j->hq + a) * j->wq + b);
+		}
+		pair_kernels(j->w2, C, F, kk, wd, j->w2d_row);
+		return;
 	}
-	pair_kernels(j->w2, C, F, kk, wd, j->w2d_row);
+	/* dcol[k][p] = sum over f of w[f][k] dy[f][p]: row k pairs w[2i][k], w[2i + 1][k]; pair i of
+	 * dy is the row of dy's filters 2i and 2i + 1 */
+	for (size_t i = 0; i < fp; i++)
+		j->boff2_dy[i] = 2 * i * j->Pp;
+	for (size_t kr = 0; kr < K; kr++) {
+		uint32_t *row = wd + kr * fp;
+		j->w2d_row[kr] = (const uint16_t *)row;
+		for (size_t i = 0; i < fp; i++)
+			row[i] = dlk_bf16_round(j->w[2 * i * K + kr]) |
+			         (2 * i + 1 < F ? (uint32_t)dlk_bf16_round(j->w[(2 * i + 1) * K + kr]) << 16 : 0);
+	}
 }
 
 /* Rounding and pairing of the rows a convolution reads: short (7 to 28 floats in the example
@@ -1026,7 +1042,7 @@ static size_t backward_per(const struct conv_job *j, int dx)
 	size_t dxn = dx_floats(j, dx);
 	if (j->direct) {
 		size_t bf = !j->bf16 ? 0
-		                     : (j->xpad_n + 1) / 2 + j->kp_q * (j->Fp + j->F) + (dx && j->direct_dx ? j->dy2_n : 0);
+		                     : (j->xpad_n + 1) / 2 + j->kp_q * (j->Fp + j->F) + (dx ? j->dy2_n : 0);
 		return pad16(dz + j->xpad_n + j->Qp + (j->Q + 1) * j->Fp + dxn + bf);
 	}
 	return pad16(dz + (j->K + 1) * j->Pp + j->P * j->Fp + dxn);
@@ -1104,7 +1120,7 @@ static void backward_part(void *ctx, int t)
 			/* what no image writes stays zero: the borders, junk columns, padded filters */
 			memset(xb, 0, sizeof(uint16_t) * j->xpad_n);
 			memset(dyT2, 0, sizeof(uint32_t) * j->kp_q * (Fp + F));
-			if (j->dx && j->direct_dx)
+			if (j->dx)
 				memset(dyp2, 0, sizeof(uint32_t) * j->dy2_n);
 			arow2 = xmalloc(sizeof(*arow2) * K);
 			for (size_t m = 0; m < K; m++)
@@ -1178,6 +1194,13 @@ static void backward_part(void *ctx, int t)
 				for (int ch = 0; ch < s->c; ch++)
 					copy_rows_k(dxq + ch * j->Qxp, j->wq, dx + (size_t)ch * s->h * s->w, (size_t)s->w,
 					            (size_t)s->h, (size_t)s->w);
+			} else if (j->bf16) {
+				/* dcol from dy's filters in pairs (its columns past P stay zero) */
+				for (size_t i = 0; 2 * i < F; i++)
+					pair_row16(dy + 2 * i * P, 2 * i + 1 < F ? dy + (2 * i + 1) * P : NULL, P, dyp2 + i * Pp);
+				dlk_bgemm_rows((int)K, (int)Pp, (int)j->kp_dy, j->w2d_row, (const uint16_t *)dyp2, j->boff2_dy,
+				               dxq, Pp, 0);
+				col2im1(dxq, Pp, s, dx);
 			} else {
 				for (size_t f = 0; f < F; f++) {
 					memcpy(dyp + f * Pp, dy + f * P, sizeof(float) * P);
