@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "lib/nn/conv_more.h"
+#include "lib/nn/cpu_conv.h"
 #include "lib/nn/gpu.h"
 #include "lib/nn/net.h"
 #include "lib/nn/optim.h"
@@ -737,6 +738,22 @@ static void test_layers(void)
 	graph[5].n_inputs = 1, graph[5].inputs[0] = -1;
 	graph[6].n_inputs = 2, graph[6].inputs[0] = 4, graph[6].inputs[1] = 5;
 	compare_net("a graph: add, concat, globalavgpool", 3, 8, 8, graph, 11, &adamw, 3);
+	/* training.precision: bf16: the CPU's own bf16 convolution (on AVX512_BF16) and the GPU's
+	 * im2col + cublasGemmEx round the same operands and sum in fp32, so the two agree as in fp32
+	 * (where a CPU computes conv2d in fp32 under bf16 there is nothing to compare with) */
+	cpu->set_precision(1);
+	if (gpu->set_precision && dlk_cpu_conv_bf16()) {
+		gpu->set_precision(1);
+		compare_net("bf16: conv2d 3x3/1 pad 1", 3, 8, 8, conv, 4, &adamw, 3);
+		compare_net("bf16: conv2d 5x5/2 pad 2", 3, 9, 7, conv_s2, 4, &adamw, 3);
+		compare_net("bf16: a CNN of every kind", 3, 12, 12, cnn, 10, &adamw, 3);
+		gpu->set_precision(0);
+	} else {
+		printf("# bf16 convolutions not compared: %s\n",
+		       gpu->set_precision ? "this CPU computes conv2d in fp32 under bf16 (no AVX512_BF16)"
+		                          : "the backend has no bf16");
+	}
+	cpu->set_precision(0);
 	/* a sequence [1, 6, 8]: a dense over positions, causal attention with rotary and dropout */
 	struct dlk_layer_spec att[] = { D(8), { .kind = DLK_LAYER_ATTENTION, .heads = 2, .causal = 1, .rotary = 1,
 		                                .pad_id = -1, .rate = 0.1f },
