@@ -825,9 +825,9 @@ static void bf16_init(struct conv_job *j, int backward)
 }
 
 /* Rounding and pairing of the rows a convolution reads: short (7 to 28 floats in the example
- * CNNs), so with masked vectors on the CPUs that run the bf16 products (AVX512_BF16's own
- * conversion, which rounds to nearest-even as dlk_bf16_round does and, as VDPBF16PS reads its
- * operands, takes subnormals for zero); elsewhere (never called there) the library's loops. */
+ * CNNs), so with masked vectors on the CPUs that run the bf16 products: AVX512_BF16's own
+ * conversion, which rounds to nearest-even as dlk_bf16_round does (subnormals aside, which
+ * VDPBF16PS takes for zero anyway). Elsewhere (never called there) the library's loops. */
 #ifdef HAVE_X86
 #define BF16_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
@@ -1043,7 +1043,7 @@ static size_t backward_per(const struct conv_job *j, int dx)
 	if (j->direct) {
 		size_t bf = !j->bf16 ? 0
 		                     : (j->xpad_n + 1) / 2 + j->kp_q * (j->Fp + j->F) + (dx ? j->dy2_n : 0);
-		return pad16(dz + j->xpad_n + j->Qp + (j->Q + 1) * j->Fp + dxn + bf);
+		return pad16(dz + j->xpad_n + j->Qp + j->Q * j->Fp + dxn + bf);
 	}
 	return pad16(dz + (j->K + 1) * j->Pp + j->P * j->Fp + dxn);
 }
@@ -1100,13 +1100,13 @@ static void backward_part(void *ctx, int t)
 		in = mem;
 		ones = in + j->xpad_n;
 		dyT = ones + j->Qp;
-		dyp = dyT + (j->Q + 1) * Fp; /* a row of zeros past the last: dyT2's last pair, Q odd */
+		dyp = dyT + j->Q * Fp;
 		dxq = dyp + (j->direct_dx ? j->dypad_n : F * Pp);
 		J = j->Q;
 		memset(in, 0, sizeof(float) * j->xpad_n);
 		for (size_t q = 0; q < j->Qp; q++)
 			ones[q] = 1.0f;
-		memset(dyT, 0, sizeof(float) * (j->Q + 1) * Fp);
+		memset(dyT, 0, sizeof(float) * j->Q * Fp);
 		if (j->dx && j->direct_dx)
 			memset(dyp, 0, sizeof(float) * j->dypad_n);
 		for (size_t m = 0; m < K; m++)
