@@ -10,7 +10,7 @@
 # (medians with min-max, quality the mean over the seeds) and the ratios.
 #   sh bench/models/run.sh       (after `make` and .ci/deps: dataset-fashion-mnist, corpus, frameworks)
 #   MODELS="resnet text denoise" PAIRS=3 THREADS=2 COMPILE=0 sh bench/models/run.sh
-# PRECISION=bf16 trains dlk with training.precision: bf16 (its dense layers' products on bf16
+# PRECISION=bf16 trains dlk with training.precision: bf16 (its dense and convolutional products on bf16
 # operands) and adds PyTorch's CPU mixed precision (torch.autocast to bfloat16: its convolutions,
 # and the batch norms and activations between them, in bf16) to the peer's candidates: the
 # fastest of fp32 and bf16 is kept.
