@@ -190,6 +190,39 @@ static void test_emulations_agree(void)
 	free(c2);
 }
 
+/* the row conversions (masked vectors where the CPU has AVX-512F): dlk_bf16_round's values for
+ * every length up to past two vectors, ties both ways, subnormals, infinities and NaNs, and nothing
+ * written past n */
+static void test_row_rounding(void)
+{
+	float x0[40], x1[40];
+	static const uint32_t special[] = { 0x3f808000u, 0x3f818000u, 0x00000001u, 0x807fffffu, 0x7f800000u,
+		                            0xff800000u, 0x7f800001u, 0xffc00000u, 0x7f7fffffu, 0x00008000u };
+	for (int i = 0; i < 40; i++) {
+		x0[i] = i < 10 ? from_bits(special[i]) : uniform() * 100.0f;
+		x1[i] = i >= 30 ? from_bits(special[i - 30]) : uniform();
+	}
+	int ok = 1;
+	for (size_t n = 0; n <= 35; n++) {
+		uint16_t h[40];
+		uint32_t w[40], w1[40];
+		memset(h, 0xab, sizeof(h));
+		memset(w, 0xab, sizeof(w));
+		memset(w1, 0xab, sizeof(w1));
+		dlk_bf16_round_rows(x0, n, h);
+		dlk_bf16_pair_rows(x0, x1, n, w);
+		dlk_bf16_pair_rows(x1, NULL, n, w1);
+		for (size_t i = 0; i < n; i++)
+			ok &= h[i] == dlk_bf16_round(x0[i]) &&
+			      w[i] == ((uint32_t)dlk_bf16_round(x0[i]) | (uint32_t)dlk_bf16_round(x1[i]) << 16) &&
+			      w1[i] == dlk_bf16_round(x1[i]);
+		for (size_t i = n; i < 40; i++)
+			ok &= h[i] == 0xabab && w[i] == 0xababababu && w1[i] == 0xababababu;
+	}
+	CHECK_MSG(ok, "rows rounded and paired: dlk_bf16_round's values at every length 0-35 (ties, subnormals, "
+	              "infinities, NaNs), nothing written past the row");
+}
+
 /* dlk_bgemm_rows (the convolutions' products): rows of A at odd and even offsets (a window of a
  * rounded image starts anywhere), windows of B that overlap, every tile shape (m 13: tiles of 8, 4
  * and single rows; n 80: 4 vectors then 1; n 32: 2), with and without accumulating into C; within
@@ -246,6 +279,7 @@ static void test_rows(const char *path)
 int main(void)
 {
 	test_round();
+	test_row_rounding();
 	int native = dlk_bgemm_native();
 	printf("# this CPU %s AVX512_BF16\n", native ? "has" : "does not have");
 	dlk_bgemm_force_emulation(2);
