@@ -71,14 +71,23 @@ static inline uint32_t round_bits(float x)
 	return (u & 0x7fffffffu) > 0x7f800000u ? q : r;
 }
 
-DLK_CPU_CLONES static void round_generic(const float *restrict x, size_t n, uint16_t *restrict y)
+/* y[j] = x[j] rounded, for n values; then zeros up to an even count */
+DLK_CPU_CLONES static void round_row(const float *restrict x, int n, uint16_t *restrict y)
+{
+	for (int j = 0; j < n; j++)
+		y[j] = (uint16_t)round_bits(x[j]);
+	if (n & 1)
+		y[n] = 0;
+}
+
+DLK_CPU_CLONES void dlk_bf16_round_rows(const float *restrict x, size_t n, uint16_t *restrict y)
 {
 	for (size_t j = 0; j < n; j++)
 		y[j] = (uint16_t)round_bits(x[j]);
 }
 
-DLK_CPU_CLONES static void pair_generic(const float *restrict x0, const float *restrict x1, size_t n,
-                                        uint32_t *restrict y)
+DLK_CPU_CLONES void dlk_bf16_pair_rows(const float *restrict x0, const float *restrict x1, size_t n,
+                                       uint32_t *restrict y)
 {
 	if (x1)
 		for (size_t j = 0; j < n; j++)
@@ -88,93 +97,13 @@ DLK_CPU_CLONES static void pair_generic(const float *restrict x0, const float *r
 			y[j] = round_bits(x0[j]);
 }
 
-#ifdef BGEMM_X86
-#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-
-/* The same with AVX-512F intrinsics, 16 values a vector and a masked last one, for the
- * convolutions' rows of 7 to 28 values (the vectorised loops above finish them one by one). The
- * same bits as round_bits: integer operations, not AVX512_BF16's conversion, which flushes
- * subnormals (and on an AMD Zen 4 ran the GPT's packing a third slower). */
-#define F512_TARGET __attribute__((target("avx512f")))
-
-F512_TARGET static inline __m512i round16(__m512i u)
-{
-	const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
-	__m512i r = _mm512_srli_epi32(
-		_mm512_add_epi32(_mm512_add_epi32(u, bias), _mm512_and_si512(_mm512_srli_epi32(u, 16), one)), 16);
-	__m512i q = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-	__mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-	                                        _mm512_set1_epi32(0x7f800000));
-	return _mm512_mask_mov_epi32(r, nan, q);
-}
-
-F512_TARGET static void round_avx512(const float *x, size_t n, uint16_t *y)
-{
-	for (size_t i = 0; i < n; i += 16) {
-		__mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
-		_mm512_mask_cvtepi32_storeu_epi16(y + i, m, round16(_mm512_maskz_loadu_epi32(m, x + i)));
-	}
-}
-
-F512_TARGET static void pair_avx512(const float *x0, const float *x1, size_t n, uint32_t *y)
-{
-	for (size_t i = 0; i < n; i += 16) {
-		__mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
-		__m512i lo = round16(_mm512_maskz_loadu_epi32(m, x0 + i));
-		__m512i hi = x1 ? _mm512_slli_epi32(round16(_mm512_maskz_loadu_epi32(m, x1 + i)), 16) : _mm512_setzero_si512();
-		_mm512_mask_storeu_epi32(y + i, m, _mm512_or_si512(lo, hi));
-	}
-}
-
-static int cpu_has_avx512f(void)
-{
-	static int known = -1;
-	if (known < 0) {
-		__builtin_cpu_init();
-		known = __builtin_cpu_supports("avx512f") != 0;
-	}
-	return known;
-}
-#endif
-
-void dlk_bf16_round_rows(const float *x, size_t n, uint16_t *y)
-{
-#ifdef BGEMM_X86
-	if (cpu_has_avx512f()) {
-		round_avx512(x, n, y);
-		return;
-	}
-#endif
-	round_generic(x, n, y);
-}
-
-void dlk_bf16_pair_rows(const float *x0, const float *x1, size_t n, uint32_t *y)
-{
-#ifdef BGEMM_X86
-	if (cpu_has_avx512f()) {
-		pair_avx512(x0, x1, n, y);
-		return;
-	}
-#endif
-	pair_generic(x0, x1, n, y);
-}
-
-/* y[j] = x[j] rounded, for n values; then zeros up to an even count (the packing's rows are long:
- * the vectorised loop, which ran the GPT's packing faster than round_avx512 on an AMD Zen 4) */
-static void round_row(const float *x, int n, uint16_t *y)
-{
-	round_generic(x, (size_t)n, y);
-	if (n & 1)
-		y[n] = 0;
-}
-
 /* Two depths of rows (x0 and x1, or x1 NULL: zeros) rounded into pairs, then cut into panels of
  * `width` words: panel q's words for this pair of depths sit at dst + q * stride. The pairs are
  * made over the whole row at once (one vectorised pass) and copied out a panel at a time. */
 static void pair_rows_to_panels(const float *x0, const float *x1, int n, int width, size_t stride, uint32_t *dst,
                                 uint32_t *row)
 {
-	pair_generic(x0, x1, (size_t)n, row);
+	dlk_bf16_pair_rows(x0, x1, (size_t)n, row);
 	for (int q = 0; q * width < n; q++) {
 		int w = n - q * width < width ? n - q * width : width;
 		memcpy(dst + (size_t)q * stride, row + (size_t)q * width, sizeof(uint32_t) * (size_t)w);
@@ -260,6 +189,8 @@ DLK_CPU_CLONES static void kernel_emulated(int kp, const uint32_t *ap, const uin
 }
 
 #ifdef BGEMM_X86
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
 BF16_TARGET static void kernel_native(int kp, const uint32_t *ap, const uint32_t *bp, float *c, int ldc, int mr,
                                       int nr, float alpha, float beta)
 {
@@ -311,6 +242,8 @@ BF16_TARGET static void kernel_native(int kp, const uint32_t *ap, const uint32_t
  * kernel_emulated, in the same order (a bf16 value is the high half of a float: its even-depth
  * value shifted up, its odd-depth one masked), 24 accumulators in registers, four FMAs a row and
  * pair: fp32's rate. */
+#define F512_TARGET __attribute__((target("avx512f")))
+
 F512_TARGET static void kernel_f32(int kp, const uint32_t *ap, const uint32_t *bp, float *c, int ldc, int mr, int nr,
                                   float alpha, float beta)
 {
@@ -405,6 +338,11 @@ BF16_TARGET static void rows_native(int m, int n, int kp, const uint16_t *const 
 #undef TILE
 }
 
+static int cpu_has_avx512f(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f");
+}
 #endif
 
 void dlk_bgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,

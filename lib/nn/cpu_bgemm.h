@@ -40,11 +40,10 @@ void dlk_bgemm_rows(int m, int n, int kp, const uint16_t *const *arow, const uin
                     float *c, size_t ldc, int acc);
 
 /* y[i] = x0[i] rounded in the low half, x1[i] rounded (0 where x1 is NULL) in the high, for n
- * values: two rows made one row of pairs (dlk_bf16_round's values; with masked AVX-512F vectors
- * where the CPU has them, for short rows) */
+ * values: two rows made one row of pairs */
 void dlk_bf16_pair_rows(const float *x0, const float *x1, size_t n, uint32_t *y);
 
-/* y[i] = x[i] rounded, for n values (as dlk_bf16_pair_rows rounds) */
+/* y[i] = x[i] rounded, for n values */
 void dlk_bf16_round_rows(const float *x, size_t n, uint16_t *y);
 
 /* x rounded to bfloat16, to nearest with ties to even (a NaN stays a quiet NaN) */

@@ -824,6 +824,44 @@ static void bf16_init(struct conv_job *j, int backward)
 	}
 }
 
+/* Rounding and pairing of the rows a convolution reads: short (7 to 28 floats in the example
+ * CNNs), so with masked vectors on the CPUs that run the bf16 products: AVX512_BF16's own
+ * conversion, which rounds to nearest-even as dlk_bf16_round does (subnormals aside, which
+ * VDPBF16PS takes for zero anyway). Elsewhere (never called there) the library's loops. */
+#ifdef HAVE_X86
+#define BF16_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+BF16_ATTR static void round_row16(const float *x, size_t n, uint16_t *y)
+{
+	for (size_t i = 0; i < n; i += 16) {
+		__mmask16 m = n - i >= 16 ? 0xffff : n_mask((int)(n - i));
+		__m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
+		_mm256_mask_storeu_epi16(y + i, m, (__m256i)v);
+	}
+}
+
+BF16_ATTR static void pair_row16(const float *x0, const float *x1, size_t n, uint32_t *y)
+{
+	for (size_t i = 0; i < n; i += 16) {
+		__mmask16 m = n - i >= 16 ? 0xffff : n_mask((int)(n - i));
+		__m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x0 + i)));
+		__m512i hi = x1 ? _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x1 + i)))
+		                : _mm512_setzero_si512();
+		_mm512_mask_storeu_epi32(y + i, m, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+	}
+}
+#else
+static void round_row16(const float *x, size_t n, uint16_t *y)
+{
+	dlk_bf16_round_rows(x, n, y);
+}
+
+static void pair_row16(const float *x0, const float *x1, size_t n, uint32_t *y)
+{
+	dlk_bf16_pair_rows(x0, x1, n, y);
+}
+#endif
+
 /* x [c][h][w] rounded into the interior of a zero-bordered [c][plane] one, its rows wp wide,
  * offset by p rows and columns (stride 1: the padded image of load_image, rounded); dst's borders
  * are left as they are (zero) */
@@ -831,7 +869,7 @@ static void pad_round(const float *x, size_t c, size_t h, size_t w, size_t p, si
 {
 	for (size_t ch = 0; ch < c; ch++)
 		for (size_t y = 0; y < h; y++)
-			dlk_bf16_round_rows(x + (ch * h + y) * w, w, dst + ch * plane + (y + p) * wp + p);
+			round_row16(x + (ch * h + y) * w, w, dst + ch * plane + (y + p) * wp + p);
 }
 
 /* the same with the channels in pairs: plane i of dst holds channels 2i and 2i + 1 (a last odd one
@@ -840,7 +878,7 @@ static void pad_pairs(const float *x, size_t c, size_t h, size_t w, size_t p, si
 {
 	for (size_t i = 0; 2 * i < c; i++)
 		for (size_t y = 0; y < h; y++)
-			dlk_bf16_pair_rows(x + (2 * i * h + y) * w, 2 * i + 1 < c ? x + ((2 * i + 1) * h + y) * w : NULL, w,
+			pair_row16(x + (2 * i * h + y) * w, 2 * i + 1 < c ? x + ((2 * i + 1) * h + y) * w : NULL, w,
 			           dst + i * plane + (y + p) * wp + p);
 }
 
@@ -878,7 +916,7 @@ DLK_CPU_CLONES static void bias_sums(const float *restrict dy, size_t F, size_t 
 static void pair_planes(const float *src, size_t planes, size_t plane, uint32_t *dst)
 {
 	for (size_t i = 0; 2 * i < planes; i++)
-		dlk_bf16_pair_rows(src + 2 * i * plane, 2 * i + 1 < planes ? src + (2 * i + 1) * plane : NULL, plane,
+		pair_row16(src + 2 * i * plane, 2 * i + 1 < planes ? src + (2 * i + 1) * plane : NULL, plane,
 		           dst + i * plane);
 }
 
@@ -1122,7 +1160,7 @@ static void backward_part(void *ctx, int t)
 					          xb);
 				} else {
 					load_image(x, s, j->hp, j->wp, in);
-					dlk_bf16_round_rows(in, j->xpad_n, xb);
+					round_row16(in, j->xpad_n, xb);
 				}
 				/* dy rounded over q (junk columns zero), its pairs of outputs transposed */
 				pad_round(dy, F, (size_t)s->oh, ow, 0, j->wp, 2 * j->kp_q, (uint16_t *)dyq);
@@ -1159,7 +1197,7 @@ static void backward_part(void *ctx, int t)
 			} else if (j->bf16) {
 				/* dcol from dy's filters in pairs (its columns past P stay zero) */
 				for (size_t i = 0; 2 * i < F; i++)
-					dlk_bf16_pair_rows(dy + 2 * i * P, 2 * i + 1 < F ? dy + (2 * i + 1) * P : NULL, P, dyp2 + i * Pp);
+					pair_row16(dy + 2 * i * P, 2 * i + 1 < F ? dy + (2 * i + 1) * P : NULL, P, dyp2 + i * Pp);
 				dlk_bgemm_rows((int)K, (int)Pp, (int)j->kp_dy, j->w2d_row, (const uint16_t *)dyp2, j->boff2_dy,
 				               dxq, Pp, 0);
 				col2im1(dxq, Pp, s, dx);

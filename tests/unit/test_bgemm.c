@@ -190,9 +190,8 @@ static void test_emulations_agree(void)
 	free(c2);
 }
 
-/* the row conversions (masked vectors where the CPU has AVX-512F): dlk_bf16_round's values for
- * every length up to past two vectors, ties both ways, subnormals, infinities and NaNs, and nothing
- * written past n */
+/* the row conversions: dlk_bf16_round's values for every length up to past two vectors, ties both
+ * ways, subnormals, infinities and NaNs, and nothing written past n */
 static void test_row_rounding(void)
 {
 	float x0[40], x1[40];
