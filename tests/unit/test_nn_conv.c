@@ -379,6 +379,9 @@ int main(void)
 		{ .batch = 2, .c = 2, .h = 11, .w = 10, .f = 3, .k = 4, .stride = 3, .pad = 2 },
 		{ .batch = 2, .c = 2, .h = 9, .w = 8, .f = 3, .k = 2, .stride = 2, .pad = 1 },
 		{ .batch = 2, .c = 1, .h = 7, .w = 7, .f = 2, .k = 2, .stride = 2, .pad = 3 }, /* pad >= k: im2col */
+		/* rows split in pieces of 32 columns (an odd width), a 1 x 1 kernel's unread phases */
+		{ .batch = 2, .c = 2, .h = 9, .w = 37, .f = 3, .k = 3, .stride = 2, .pad = 1 },
+		{ .batch = 2, .c = 3, .h = 8, .w = 33, .f = 4, .k = 1, .stride = 2, .pad = 0 },
 	};
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
 		check_shape(shapes[i], i % 3 == 0 ? DLK_ACT_RELU : i % 3 == 1 ? DLK_ACT_NONE : DLK_ACT_TANH, other);
@@ -390,6 +393,10 @@ int main(void)
 		{ .batch = 9, .c = 16, .h = 28, .w = 28, .f = 32, .k = 3, .stride = 2, .pad = 1 },
 		{ .batch = 9, .c = 16, .h = 28, .w = 28, .f = 32, .k = 1, .stride = 2, .pad = 0 },
 		{ .batch = 2, .c = 3, .h = 11, .w = 10, .f = 5, .k = 4, .stride = 3, .pad = 2 },
+		/* stride 2 of odd channels, rows of more than 32 columns, padding 0 and 1, unread phases */
+		{ .batch = 2, .c = 3, .h = 9, .w = 37, .f = 5, .k = 3, .stride = 2, .pad = 0 },
+		{ .batch = 2, .c = 5, .h = 7, .w = 33, .f = 4, .k = 1, .stride = 2, .pad = 0 },
+		{ .batch = 2, .c = 2, .h = 9, .w = 8, .f = 3, .k = 2, .stride = 2, .pad = 1 },
 		{ .batch = 3, .c = 1, .h = 5, .w = 5, .f = 2, .k = 2, .stride = 1, .pad = 2 }, /* im2col: fp32 */
 	};
 	for (size_t i = 0; i < sizeof(bf16_shapes) / sizeof(bf16_shapes[0]); i++)
