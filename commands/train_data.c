@@ -123,6 +123,7 @@ int dlk_train_data_open(const struct dlk_ctx *ctx, const struct dlk_project *spe
 	td->r.progress_ctx = dopts->progress_ctx;
 	dopts->resolve = dlk_dataset_reader_resolve;
 	dopts->digest = dlk_dataset_reader_digest;
+	dopts->list = dlk_dataset_reader_list;
 	dopts->resolve_ctx = &td->r;
 	*out = td;
 	return 0;

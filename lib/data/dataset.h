@@ -133,6 +133,10 @@ struct dlk_data_opts {
 	/* with resolve, optional: the sha256 the manifest lists for path, nothing fetched (what rank 0
 	 * of a sharded load records for the tar shards other ranks load) */
 	int (*digest)(void *ctx, const char *path, char sha256[65], struct dlk_err *err);
+	/* with resolve, optional: the paths of the files below folder dir of the dataset ("." the
+	 * whole dataset), in byte order (*paths and each path the caller frees; *n 0 when dir is no
+	 * folder of it). Format images reads a folder inside a dataset through it. */
+	int (*list)(void *ctx, const char *dir, char ***paths, size_t *n, struct dlk_err *err);
 	void *resolve_ctx;
 	/* format text and images, loading the test split: the training split as loaded, whose
 	 * tokenizer and class names the test split takes (else the test split would train its own

@@ -326,6 +326,66 @@ static char **list_dir(const char *dir, const char *name, int want_dirs, size_t 
 	return v;
 }
 
+/* the part of path p below folder dir ("." the top, "./" in front of a folder below it), or NULL */
+static const char *below(const char *p, const char *dir)
+{
+	size_t dl;
+	while (dir[0] == '.' && dir[1] == '/')
+		dir += 2;
+	if (!strcmp(dir, "."))
+		return p;
+	dl = strlen(dir);
+	return dl && !strncmp(p, dir, dl) && p[dl] == '/' ? p + dl + 1 : NULL;
+}
+
+static char **paths_list(void *ctx, const char *dir, const char *name, int want_dirs, size_t *n, struct dlk_err *err)
+{
+	const struct dlk_image_paths *t = ctx;
+	char **v = xcalloc(t->n + 1, sizeof(*v));
+
+	(void)name;
+	(void)err;
+	*n = 0;
+	/* in byte order, the paths below one sub-folder are next to each other */
+	for (size_t i = 0; i < t->n; i++) {
+		const char *rest = below(t->paths[i], dir), *slash;
+		if (!rest || rest[0] == '.') /* hidden entries are skipped, as in a folder */
+			continue;
+		slash = strchr(rest, '/');
+		if (want_dirs != (slash != NULL))
+			continue;
+		if (slash) {
+			size_t len = (size_t)(slash - rest);
+			if (*n && strlen(v[*n - 1]) == len && !memcmp(v[*n - 1], rest, len))
+				continue;
+			v[(*n)++] = xstrndup(rest, len);
+		} else if (dlk_image_is_image_name(rest)) {
+			v[(*n)++] = xstrdup(rest);
+		}
+	}
+	qsort(v, *n, sizeof(*v), cmp_str);
+	return v;
+}
+
+struct dlk_image_tree dlk_image_paths_tree(const struct dlk_image_paths *p)
+{
+	return (struct dlk_image_tree){ paths_list, (void *)p };
+}
+
+int dlk_image_paths_has_dir(const struct dlk_image_paths *p, const char *dir)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (below(p->paths[i], dir))
+			return 1;
+	return 0;
+}
+
+static char **list_in(const struct dlk_image_tree *tree, const char *dir, const char *name, int want_dirs, size_t *n,
+                      struct dlk_err *err)
+{
+	return tree ? tree->list(tree->ctx, dir, name, want_dirs, n, err) : list_dir(dir, name, want_dirs, n, err);
+}
+
 static void free_list(char **v)
 {
 	for (size_t i = 0; v && v[i]; i++)
@@ -652,9 +712,9 @@ int dlk_image_files_decode(const struct dlk_image_files *f, int threads, uint8_t
 	return 0;
 }
 
-int dlk_image_folder_list(const char *dir, const char *name, const int shape[3], const char *const *classes,
-                          int n_classes, struct dlk_image_files **files, int32_t **labels_out, char ***found,
-                          int *n_found, struct dlk_err *err)
+int dlk_image_folder_list(const struct dlk_image_tree *tree, const char *dir, const char *name, const int shape[3],
+                          const char *const *classes, int n_classes, struct dlk_image_files **files,
+                          int32_t **labels_out, char ***found, int *n_found, struct dlk_err *err)
 {
 	char **dirs = NULL, **paths = NULL, **names = NULL;
 	size_t nd = 0, cap = 0, n = 0;
@@ -668,7 +728,7 @@ int dlk_image_folder_list(const char *dir, const char *name, const int shape[3],
 		                shape[0]);
 	if (shape[1] < 1 || shape[2] < 1)
 		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': images need a model input [C, H, W]", name);
-	if (!(dirs = list_dir(dir, name, 1, &nd, err)))
+	if (!(dirs = list_in(tree, dir, name, 1, &nd, err)))
 		return -1;
 	if (!nd) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': no class folders in it", name);
@@ -695,7 +755,7 @@ int dlk_image_folder_list(const char *dir, const char *name, const int shape[3],
 			free(sub);
 			goto out;
 		}
-		fl = list_dir(sub, name, 0, &nf, err);
+		fl = list_in(tree, sub, name, 0, &nf, err);
 		if (!fl) {
 			free(sub);
 			goto out;
@@ -769,7 +829,8 @@ int dlk_image_folder_load(const char *dir, const char *name, const int shape[3],
 	char **fd = NULL;
 	int nfd = 0;
 
-	if (dlk_image_folder_list(dir, name, shape, classes, n_classes, &f, &labels, found ? &fd : NULL, &nfd, err) < 0)
+	if (dlk_image_folder_list(NULL, dir, name, shape, classes, n_classes, &f, &labels, found ? &fd : NULL, &nfd, err) <
+	    0)
 		return -1;
 	if (dlk_image_files_decode(f, threads, &x8, NULL, err) < 0) {
 		dlk_image_files_free(f);
@@ -807,9 +868,9 @@ static int same_stem(const char *a, const char *b)
 	return la == lb && !memcmp(a, b, la);
 }
 
-int dlk_image_pairs_list(const char *input_dir, const char *input_name, const char *target_dir,
-                         const char *target_name, const int in_shape[3], const int target_shape[3],
-                         struct dlk_image_files **files, struct dlk_err *err)
+int dlk_image_pairs_list(const struct dlk_image_tree *tree, const char *input_dir, const char *input_name,
+                         const char *target_dir, const char *target_name, const int in_shape[3],
+                         const int target_shape[3], struct dlk_image_files **files, struct dlk_err *err)
 {
 	struct dlk_image_files *f = NULL;
 	char **in = NULL, **tg = NULL;
@@ -823,7 +884,8 @@ int dlk_image_pairs_list(const char *input_dir, const char *input_name, const ch
 			return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': images are decoded to [C, H, W] with C 1 or 3, not %dx%dx%d",
 			                k ? target_name : input_name, sh[0], sh[1], sh[2]);
 	}
-	if (!(in = list_dir(input_dir, input_name, 0, &ni, err)) || !(tg = list_dir(target_dir, target_name, 0, &nt, err)))
+	if (!(in = list_in(tree, input_dir, input_name, 0, &ni, err)) ||
+	    !(tg = list_in(tree, target_dir, target_name, 0, &nt, err)))
 		goto out;
 	if (!ni) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': no .png, .jpg or .jpeg files", input_name);
@@ -880,7 +942,7 @@ int dlk_image_pairs_load(const char *input_dir, const char *input_name, const ch
 	uint8_t *x8, *t8;
 
 	*targets = NULL;
-	if (dlk_image_pairs_list(input_dir, input_name, target_dir, target_name, in_shape, target_shape, &f, err) < 0)
+	if (dlk_image_pairs_list(NULL, input_dir, input_name, target_dir, target_name, in_shape, target_shape, &f, err) < 0)
 		return -1;
 	if (dlk_image_files_decode(f, threads, &x8, &t8, err) < 0) {
 		dlk_image_files_free(f);

@@ -106,6 +106,28 @@ int dlk_image_files_failed(struct dlk_image_files *f, struct dlk_err *err);
 int dlk_image_files_decode(const struct dlk_image_files *f, int threads, uint8_t **x8, uint8_t **t8,
                            struct dlk_err *err);
 
+/* Where the folders below are listed: the file system (a NULL tree) or another tree, such as the
+ * paths of a dataset's manifest (lib/data/load.c). list gives the names of dir's entries as the
+ * file system's listing does: sorted in byte order, NULL-terminated (*n of them, the caller frees
+ * each and the array), hidden ones left out, only sub-folders (want_dirs) or only image files;
+ * NULL with err when dir cannot be read (name is dir as the user wrote it). A tree's files keep
+ * their paths in the tree (dir/class/file): the caller makes them local files. */
+struct dlk_image_tree {
+	char **(*list)(void *ctx, const char *dir, const char *name, int want_dirs, size_t *n, struct dlk_err *err);
+	void *ctx;
+};
+
+/* A tree of '/'-separated paths (a dataset manifest's: relative, no empty, "." or ".." segment,
+ * sorted in byte order, borrowed) as a struct dlk_image_tree: "." is its top (the paths listed
+ * below it then begin with "./"); the entries of a folder are what lies below "dir/". */
+struct dlk_image_paths {
+	char *const *paths;
+	size_t n;
+};
+struct dlk_image_tree dlk_image_paths_tree(const struct dlk_image_paths *p);
+/* 1 when some path lies below folder dir ("." any path), else 0 */
+int dlk_image_paths_has_dir(const struct dlk_image_paths *p, const char *dir);
+
 /* Lists an image folder: dir holds one sub-folder per class, each holding .png/.jpg/.jpeg files
  * (other files and hidden entries are skipped). Classes are the sub-folders' names in byte order,
  * unless `classes` (n_classes names, borrowed) lists them: then every sub-folder must be one of
@@ -114,9 +136,9 @@ int dlk_image_files_decode(const struct dlk_image_files *f, int threads, uint8_t
  * holds the files to decode to shape (C x H x W), *labels their labels (caller frees both), and
  * *found (when not NULL) the class names in label order (the caller frees each and the array;
  * *n_found of them). `name` is the folder as the user wrote it, for messages. */
-int dlk_image_folder_list(const char *dir, const char *name, const int shape[3], const char *const *classes,
-                          int n_classes, struct dlk_image_files **files, int32_t **labels, char ***found,
-                          int *n_found, struct dlk_err *err);
+int dlk_image_folder_list(const struct dlk_image_tree *tree, const char *dir, const char *name, const int shape[3],
+                          const char *const *classes, int n_classes, struct dlk_image_files **files,
+                          int32_t **labels, char ***found, int *n_found, struct dlk_err *err);
 
 /* dlk_image_folder_list() and every image decoded on `threads` threads (0: one per core) into
  * out's x8 samples. */
@@ -129,9 +151,9 @@ int dlk_image_folder_load(const char *dir, const char *name, const int shape[3],
  * byte order of the names; inputs are decoded to in_shape, targets to target_shape. An input
  * without its target, or a target without its input, is an error naming it; so are two files of
  * one stem. */
-int dlk_image_pairs_list(const char *input_dir, const char *input_name, const char *target_dir,
-                         const char *target_name, const int in_shape[3], const int target_shape[3],
-                         struct dlk_image_files **files, struct dlk_err *err);
+int dlk_image_pairs_list(const struct dlk_image_tree *tree, const char *input_dir, const char *input_name,
+                         const char *target_dir, const char *target_name, const int in_shape[3],
+                         const int target_shape[3], struct dlk_image_files **files, struct dlk_err *err);
 
 /* dlk_image_pairs_list() and every pair decoded on `threads` threads (0: one per core): out gets
  * the inputs as x8 samples (labels all 0) and *targets (caller frees) the targets, target_shape's

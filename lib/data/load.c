@@ -567,8 +567,89 @@ static void take_train_classes(const struct dlk_data *spec, const struct dlk_dat
 /* An image folder's (or paired folders') listed files into s, with their labels (taken; NULL:
  * all 0): this rank's part of them when the split is sharded, decoded now or kept to be decoded as
  * the samples are read (data.images.decode). f is taken too, freed or kept in s->files. */
+/* ---- a folder inside a dataset (data.dataset) ---- */
+
+/* a path as the dataset's manifest names it: without "./" in front (the image folder lists join
+ * the top folder "." to what is below it) */
+static const char *in_dataset(const char *p)
+{
+	while (p[0] == '.' && p[1] == '/')
+		p += 2;
+	return p;
+}
+
+/* a folder of the dataset as its manifest's paths begin: without "./" in front and '/' behind
+ * ("." the whole dataset; caller frees) */
+static char *dataset_dir(const char *url)
+{
+	const char *d = in_dataset(url);
+	size_t n = strlen(d);
+	while (n > 1 && d[n - 1] == '/')
+		n--;
+	return n ? xstrndup(d, n) : xstrdup(".");
+}
+
+/* The dataset's files (every path of its manifest), listed once, and the folder lists' view
+ * of them */
+struct ds_tree {
+	char **paths;
+	size_t n;
+	struct dlk_image_paths view;
+};
+
+static void ds_tree_free(struct ds_tree *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->paths[i]);
+	free(t->paths);
+	t->paths = NULL;
+	t->n = 0;
+}
+
+/* Whether source url is a folder of the dataset (1: t holds the dataset's paths and *tree their
+ * view), or not (0: a file of it, or nothing it has, which the caller reads as a tar shard and
+ * names); -1 on error. */
+static int dataset_folder(const struct dlk_data_opts *opts, const char *url, struct ds_tree *t,
+                          struct dlk_image_tree *tree, struct dlk_err *err)
+{
+	if (!opts->list)
+		return 0;
+	if (!t->paths && opts->list(opts->resolve_ctx, ".", &t->paths, &t->n, err) < 0)
+		return -1;
+	t->view.paths = t->paths;
+	t->view.n = t->n;
+	*tree = dlk_image_paths_tree(&t->view);
+	char *d = dataset_dir(url);
+	int r = dlk_image_paths_has_dir(&t->view, d);
+	free(d);
+	return r;
+}
+
+/* A dataset folder's files made local files, each fetched (or read in place) and checked
+ * against the digest its manifest lists, as dlk_fetch() checks a dataset's file. After a sharded
+ * split's cut: a worker fetches its own part only. */
+static int fetch_files(const struct dlk_data *spec, const struct dlk_data_opts *opts, struct dlk_image_files *f,
+                       struct dlk_err *err)
+{
+	for (size_t i = 0; i < f->n; i++)
+		for (int k = 0; k < (f->tpaths ? 2 : 1); k++) {
+			char **p = k ? &f->tpaths[i] : &f->paths[i];
+			struct dlk_source src = { .url = (char *)in_dataset(*p) };
+			struct dlk_fetched got = DLK_FETCHED_INIT;
+			if (dlk_fetch(&src, spec, opts, &got, err) < 0)
+				return -1;
+			free(*p);
+			*p = got.path;
+			got.path = NULL;
+			dlk_fetched_release(&got);
+		}
+	return 0;
+}
+
+/* f's samples (a folder's, or a dataset folder's with in_dataset: its files fetched first) into
+ * s: a worker's part of them, read as batches take them or decoded now */
 static int take_files(const struct dlk_data *spec, const struct dlk_data_opts *opts, struct dlk_image_files *f,
-                      int32_t *labels, struct dlk_samples *s, struct dlk_err *err)
+                      int32_t *labels, int in_dataset, struct dlk_samples *s, struct dlk_err *err)
 {
 	size_t total = f->n;
 
@@ -592,6 +673,10 @@ static int take_files(const struct dlk_data *spec, const struct dlk_data_opts *o
 			s->max_label = s->y[i];
 	if (f->tnames)
 		s->target_size = f->tsample_size;
+	if (in_dataset && fetch_files(spec, opts, f, err) < 0) {
+		dlk_image_files_free(f);
+		return -1;
+	}
 	if (stream_files(spec, opts, f)) {
 		s->files = f;
 		return 0;
@@ -612,8 +697,9 @@ static char *folder_path(const char *url, const struct dlk_data_opts *opts, stru
 	return dlk_local_path(url, opts->base_dir, err);
 }
 
-/* format images with targets: two local folders of images paired by name, the targets as
- * floats pixel / 255 (0 to 1, the range PSNR and SSIM take) in the model's output shape */
+/* format images with targets: two folders of images paired by name (local ones, or folders of
+ * the dataset), the targets as floats pixel / 255 (0 to 1, the range PSNR and SSIM take) in the
+ * model's output shape */
 static int load_pairs(const struct dlk_split *sp, const struct dlk_data *spec, const struct dlk_data_opts *opts,
                       struct dlk_samples *s, struct dlk_err *err)
 {
@@ -621,19 +707,28 @@ static int load_pairs(const struct dlk_split *sp, const struct dlk_data *spec, c
 	const int *tshape = target_shape(opts);
 	char *path[2] = { NULL, NULL };
 	struct dlk_image_files *files;
+	struct ds_tree t = { 0 };
+	struct dlk_image_tree tree;
 	int ret = -1;
 
-	if (opts->resolve) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': paired folders are not read from a dataset (data.dataset) yet",
-		         sp->source.url ? sp->source.url : "data.targets");
-		return dlk_err_hint(err, "push the pairs as tar shards of KEY.png + KEY.target.png members and name them "
-		                    "in 'shards' (or 'source'), without 'targets'");
-	}
 	for (int k = 0; k < 2; k++) {
 		struct stat st;
 		if (!src[k]->url) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "paired images need both 'source' and 'targets' folders");
 			goto out;
+		}
+		if (opts->resolve) {
+			int r = dataset_folder(opts, src[k]->url, &t, &tree, err);
+			if (r < 0)
+				goto out;
+			if (!r) {
+				dlk_errf(err, DLK_EXIT_CONFIG, "'%s': the dataset has no folder of that name", src[k]->url);
+				dlk_err_hint(err, "with data.dataset, 'source' and 'targets' are folders inside it (train/noisy, "
+				             "train/clean); 'dlk data show' lists its files");
+				goto out;
+			}
+			path[k] = dataset_dir(src[k]->url);
+			continue;
 		}
 		if (strstr(src[k]->url, "://") && strncmp(src[k]->url, "file://", 7) && strncmp(src[k]->url, "pvc://", 6)) {
 			dlk_errf(err, DLK_EXIT_CONFIG, "'%s': paired images are read from folders, not a URL", src[k]->url);
@@ -654,22 +749,27 @@ static int load_pairs(const struct dlk_split *sp, const struct dlk_data *spec, c
 			goto out;
 		}
 	}
-	if (dlk_image_pairs_list(path[0], sp->source.url, path[1], sp->targets.url, opts->shape, tshape, &files, err) < 0 ||
-	    take_files(spec, opts, files, NULL, s, err) < 0)
+	if (dlk_image_pairs_list(opts->resolve ? &tree : NULL, path[0], sp->source.url, path[1], sp->targets.url,
+	                         opts->shape, tshape, &files, err) < 0 ||
+	    take_files(spec, opts, files, NULL, opts->resolve != NULL, s, err) < 0)
 		goto out;
 	ret = 0;
 out:
+	ds_tree_free(&t);
 	free(path[0]);
 	free(path[1]);
 	return ret;
 }
 
-/* format images: a local folder of class folders, or tar shards of KEY.png/KEY.jpg + KEY.cls */
+/* format images: a folder of class folders (a local one, or a folder of the dataset), or tar
+ * shards of KEY.png/KEY.jpg + KEY.cls */
 static int load_images(const struct dlk_split *sp, const struct dlk_data *spec, const struct dlk_data_opts *opts,
                        struct dlk_dataset *ds, struct dlk_samples *s, struct dlk_err *err)
 {
 	const char *const *classes;
 	struct dlk_image_files *files;
+	struct ds_tree t = { 0 };
+	struct dlk_image_tree tree;
 	int32_t *labels;
 	int n_classes;
 	struct stat st;
@@ -683,18 +783,29 @@ static int load_images(const struct dlk_split *sp, const struct dlk_data *spec, 
 		dlk_dataset_add_source(ds, sp->targets.url, "");
 		return 0;
 	}
-	if (sp->shards || opts->resolve || !sp->source.url)
+	if (sp->shards || !sp->source.url)
 		return load_tar(sp, spec, opts, ds, s, err);
-	if (strstr(sp->source.url, "://") && strncmp(sp->source.url, "file://", 7) && strncmp(sp->source.url, "pvc://", 6))
-		return load_tar(sp, spec, opts, ds, s, err);
-	if (!(path = folder_path(sp->source.url, opts, err)))
-		return -1;
-	if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
-		free(path);
-		return load_tar(sp, spec, opts, ds, s, err);
+	if (opts->resolve) {
+		/* a path inside the dataset: a folder of it, else a shard */
+		if ((r = dataset_folder(opts, sp->source.url, &t, &tree, err)) <= 0) {
+			ds_tree_free(&t);
+			return r < 0 ? -1 : load_tar(sp, spec, opts, ds, s, err);
+		}
+		path = dataset_dir(sp->source.url);
+	} else {
+		if (strstr(sp->source.url, "://") && strncmp(sp->source.url, "file://", 7) &&
+		    strncmp(sp->source.url, "pvc://", 6))
+			return load_tar(sp, spec, opts, ds, s, err);
+		if (!(path = folder_path(sp->source.url, opts, err)))
+			return -1;
+		if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+			free(path);
+			return load_tar(sp, spec, opts, ds, s, err);
+		}
 	}
 	if (project_paired_images(spec, opts->task)) {
 		free(path);
+		ds_tree_free(&t);
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': model.task image reads paired images, and this folder has no 'targets' beside it",
 		         sp->source.url);
 		return dlk_err_hint(err, "give 'targets', the folder of target images whose names match the inputs', or "
@@ -702,20 +813,23 @@ static int load_images(const struct dlk_split *sp, const struct dlk_data *spec, 
 	}
 	if (sp->source.sha256) {
 		free(path);
+		ds_tree_free(&t);
 		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': a folder has no sha256 to pin", sp->source.url);
 		return dlk_err_hint(err, "pin a tar shard of it instead, or push it as a dataset (dlk data push)");
 	}
 	take_train_classes(spec, opts, &classes, &n_classes);
-	r = dlk_image_folder_list(path, sp->source.url, opts->shape, classes, n_classes, &files, &labels,
-	                          classes ? NULL : &ds->class_names, &n_classes, err);
+	r = dlk_image_folder_list(opts->resolve ? &tree : NULL, path, sp->source.url, opts->shape, classes, n_classes,
+	                          &files, &labels, classes ? NULL : &ds->class_names, &n_classes, err);
 	free(path);
+	ds_tree_free(&t);
 	if (r < 0)
 		return -1;
 	if (ds->class_names)
 		ds->n_class_names = ds->n_classes = n_classes;
-	/* a folder has no single digest: its provenance is its path */
+	/* a folder has no single digest: its provenance is its path (in a dataset, the dataset's id
+	 * pins its files) */
 	dlk_dataset_add_source(ds, sp->source.url, "");
-	return take_files(spec, opts, files, labels, s, err);
+	return take_files(spec, opts, files, labels, opts->resolve != NULL, s, err);
 }
 
 /* the name without a compression suffix, to tell JSON Lines from CSV */

@@ -2860,6 +2860,10 @@ static void check_dataset_sources(struct ctx *c, const struct dlk_data *d, const
 		const struct ynode *at = pos_or(c, &src->url, GIVEN_VALUE, root);
 		if (!src->url)
 			continue;
+		/* an image folder may be the whole dataset (its class folders at the top) */
+		if (d->format == DLK_DATA_IMAGES && (src == &d->train.source || src == &d->test.source) &&
+		    !strcmp(src->url, "."))
+			continue;
 		if (dlk_manifest_check_path(src->url, strlen(src->url), why, sizeof(why)))
 			problem(c, at, srcs[i].path,
 			        "with data.dataset a source is a path inside the dataset, and '%s' has %s", src->url, why);

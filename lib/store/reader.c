@@ -56,6 +56,22 @@ int dlk_dataset_reader_digest(void *ctx, const char *path, char sha256[65], stru
 	return 0;
 }
 
+int dlk_dataset_reader_list(void *ctx, const char *dir, char ***paths, size_t *n, struct dlk_err *err)
+{
+	const struct dlk_dataset_reader *r = ctx;
+	size_t dl = strcmp(dir, ".") ? strlen(dir) : 0, k = 0;
+
+	(void)err;
+	*paths = xcalloc(r->m.n + 1, sizeof(**paths));
+	for (size_t i = 0; i < r->m.n; i++) {
+		const char *p = r->m.e[i].path;
+		if (!dl || (!strncmp(p, dir, dl) && p[dl] == '/'))
+			(*paths)[k++] = xstrdup(p);
+	}
+	*n = k;
+	return 0;
+}
+
 int dlk_dataset_reader_resolve(void *ctx, const char *path, char **local, char sha256[65], struct dlk_err *err)
 {
 	struct dlk_dataset_reader *r = ctx;

@@ -34,5 +34,8 @@ int dlk_dataset_reader_resolve(void *ctx, const char *path, char **local, char s
 /* The struct dlk_data_opts digest hook: the sha256 the (verified) manifest lists for path, without
  * fetching the file. Errors as dlk_dataset_reader_resolve(). */
 int dlk_dataset_reader_digest(void *ctx, const char *path, char sha256[65], struct dlk_err *err);
+/* The struct dlk_data_opts list hook: the manifest's paths below folder dir ("." for all of
+ * them), nothing fetched. */
+int dlk_dataset_reader_list(void *ctx, const char *dir, char ***paths, size_t *n, struct dlk_err *err);
 
 #endif

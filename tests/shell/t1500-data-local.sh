@@ -163,6 +163,8 @@ test_expect_success 'the project file checks a dataset and its sources' '
 	project p blobs@v1 &&
 	test_exit_code 3 dlk train --dry-run -f p/dlk.yaml --set data.train.source=/etc/passwd 2>err &&
 	grep -q "data.train.source=/etc/passwd: with data.dataset a source is a path inside the dataset" err &&
+	test_exit_code 3 dlk train --dry-run -f p/dlk.yaml --set data.train.source=. 2>err &&
+	grep -q "data.train.source=.: with data.dataset a source is a path inside the dataset, and .\.. has a .\.. or .\.\.. segment" err &&
 	test_exit_code 3 dlk train --dry-run -f p/dlk.yaml --set data.dataset=a@b@c 2>err && grep -q "names no dataset" err &&
 	sed -i "/store:/d" p/dlk.yaml &&
 	test_exit_code 3 dlk train --dry-run -f p/dlk.yaml 2>err && grep -q "a dataset needs data.store" err &&

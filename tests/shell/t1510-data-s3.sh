@@ -173,6 +173,37 @@ test_expect_success 'a worker killed and restarted in its pod reads the dataset 
 	test $(( $(grep -c " s3_GetObject [^ ]*/sha256/" "$S3_LOG") - objs )) = 2
 '
 
+test_expect_success 'an image folder inside a dataset (the whole of it): each file fetched once into the node cache' '
+	mkdir -p imgs/a imgs/b && i=0 &&
+	for f in "$TEST_ROOT"/tests/data/images/*.png "$TEST_ROOT"/tests/data/images/*.jpg; do
+		i=$((i + 1)) && cp "$f" imgs/$([ $((i % 2)) = 0 ] && echo a || echo b)/ || exit 1
+	done &&
+	n=$(find imgs -type f | wc -l) && test "$n" -ge 8 &&
+	dlk data push -q imgs --to $S3 --tag imgs@v1 >/dev/null &&
+	mkdir -p q && cat >q/dlk.yaml <<EOT &&
+name: imgs
+data:
+  format: images
+  dataset: imgs@v1
+  store: $S3
+  cache_dir: $TEST_TMP/imgcache
+  train: {source: .}
+  test: {source: .}
+model:
+  input: [1, 8, 8]
+  layers: [flatten, {dense: {units: 2}}]
+training: {epochs: 1, batch_size: 4, threads: 1}
+EOT
+	objs=$(grep -c " s3_GetObject [^ ]*/sha256/" "$S3_LOG") &&
+	dlk train --local -f q/dlk.yaml >out 2>err &&
+	grep -q "^dataset sha256:[0-9a-f]*: $((2 * n)) files, .* fetched from $S3" err &&
+	test $(( $(grep -c " s3_GetObject [^ ]*/sha256/" "$S3_LOG") - objs )) = "$n" &&
+	tar -xOf q/imgs.dlk model.json | jq -e ".classes == [\"a\", \"b\"]" >/dev/null &&
+	rm -rf q/.dlk && dlk train --local -f q/dlk.yaml >out 2>err &&
+	grep -q "$((2 * n)) files, \(.*\): \1 from the node cache, 0 B fetched" err &&
+	test $(( $(grep -c " s3_GetObject [^ ]*/sha256/" "$S3_LOG") - objs )) = "$n"
+'
+
 test_expect_success 'a cached copy that went bad is fetched again' '
 	h=$(sha256sum <"$TEST_TMP/blobs/train.csv" | cut -c1-64) &&
 	printf Z | dd of="$TEST_TMP/cache/sha256/$h" bs=1 seek=1 conv=notrunc 2>/dev/null &&

@@ -96,6 +96,40 @@ test_expect_success 'a folder on a claim (pvc://CLAIM/PATH, where DLK_PVC_ROOT m
 	grep_q "/mnt/pvc/fmnist" objs.json
 '
 
+# from_dataset DIR: project DIR reads its folders (train, test) from the dataset fm-folders@v1
+from_dataset() {
+	sed -i "s|test: {source: .*}|test: {source: test}|; s|^  format: images|  format: images\n  dataset: fm-folders@v1\n  store: $TEST_TMP/store|" "$1/dlk.yaml"
+}
+
+test_expect_success 'the folders pushed as a dataset train the same weights from data.dataset, streamed too' '
+	mkdir ds && cp -r "$IMG/train" ds/train && cp -r "$IMG/test" ds/test && echo notes >ds/train/README &&
+	dlk data push -q ds --to "$TEST_TMP/store" --tag fm-folders@v1 >id &&
+	project o "$IMG/train" "flip: true" && dlk train --local -q -o json -f o/dlk.yaml >o.json &&
+	tar -xOf o/fm-images.dlk weights.safetensors >w &&
+	for decode in once stream; do
+		project d$decode train "flip: true, decode: $decode" && from_dataset d$decode &&
+		dlk train --local -o json -f d$decode/dlk.yaml >d.json 2>log &&
+		grep_q "^dataset sha256:$(cut -c8-19 id): 7000 files, .* read in place" log &&
+		tar -xOf d$decode/fm-images.dlk weights.safetensors | cmp - w &&
+		jq -e ".testAccuracy == $(accuracy o.json)" d.json >/dev/null &&
+		tar -xOf d$decode/fm-images.dlk model.json |
+			jq -e ".provenance.dataset.id == \"$(cat id)\" and (.classes | length) == 10" >/dev/null || exit 1
+	done &&
+	grep_q "training split: 6000 images read from disk" log &&
+	project x trainx && from_dataset x &&
+	test_exit_code 3 dlk train --local -q -f x/dlk.yaml 2>err &&
+	grep_q "has no file .trainx." err
+'
+
+test_expect_success 'a file of a dataset folder that changed in the store is named, and nothing trains' '
+	f=$(ls "$TEST_TMP/store/sha256" | head -n 1) && chmod u+w "$TEST_TMP/store/sha256/$f" &&
+	printf X >>"$TEST_TMP/store/sha256/$f" &&
+	project p train && from_dataset p &&
+	test_exit_code 3 dlk train --local -q -f p/dlk.yaml 2>err &&
+	grep_q "its bytes hash to .*, not to the $f its dataset.s manifest lists" err &&
+	test ! -e p/fm-images.dlk
+'
+
 test_expect_success 'streamed, a damaged file stops the run where it is read, named, exit 3' '
 	cp -r "$IMG/train" late && printf "\211PNG\r\n\032\nbroken" >late/3-dress/zz.png &&
 	project p "$PWD/late" "decode: stream" &&

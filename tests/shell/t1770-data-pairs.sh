@@ -102,6 +102,23 @@ test_expect_success 'the paired shards pushed as a dataset train the same weight
 	tar -xOf d/fm-pairs.dlk weights.safetensors | cmp - "$SH/wf"
 '
 
+test_expect_success 'the paired folders pushed as a dataset train the same weights from data.dataset, streamed too' '
+	mkdir ds && cp -r "$IMG/train" "$IMG/test" ds/ &&
+	dlk data push -q ds --to "$PWD/store" --tag pair-folders@v1 >id &&
+	for decode in once stream; do
+		project d$decode && sed -i "s/epochs: 3/epochs: 1/; /^model:/i\\  images: {decode: $decode}" d$decode/dlk.yaml &&
+		sed -i "s|train: {source: .*}|train: {source: train/noisy, targets: train/clean}|; s|test: {source: .*}|test: {source: test/noisy, targets: test/clean}|; s|^  format: images|  format: images\n  dataset: pair-folders@v1\n  store: $PWD/store|" d$decode/dlk.yaml &&
+		dlk train --local -o json -f d$decode/dlk.yaml >d.json 2>log &&
+		grep_q "^dataset sha256:$(cut -c8-19 id): 7000 files, .* read in place" log &&
+		tar -xOf d$decode/fm-pairs.dlk model.json | jq -e ".provenance.dataset.id == \"$(cat id)\"" >/dev/null &&
+		tar -xOf d$decode/fm-pairs.dlk weights.safetensors | cmp - "$SH/wf" || exit 1
+	done &&
+	grep_q "training split: 3000 images read from disk" log &&
+	sed -i "s|targets: test/clean|targets: test/cleaner|" donce/dlk.yaml &&
+	test_exit_code 3 dlk train --local -q -f donce/dlk.yaml 2>err &&
+	grep_q "test/cleaner.: the dataset has no folder of that name" err
+'
+
 test_expect_success 'a shard sample without its target, and targets beside shards, are named' '
 	"$PY" -c "
 import tarfile

@@ -11,6 +11,7 @@
 #include "lib/data/image.h"
 #include "lib/project/project.h"
 #include "lib/util/buf.h"
+#include "lib/util/hash.h"
 #include "lib/util/mem.h"
 #include "tests/unit/tmpdir.h"
 
@@ -54,10 +55,37 @@ static int want_target(const char *file, const int shape[3], float *out)
 	return r;
 }
 
+/* A dataset of the pairs (data.dataset), its manifest's paths below: set/train/in/..., the
+ * files in the test's folders; a path that names another file gets a wrong digest */
+static const char *ds_root;
+static const char *const ds_paths[] = { "set/.hidden/x.png", "set/README", "set/train/in/a.png", "set/train/in/b.jpg",
+	                                "set/train/tg/a.jpg", "set/train/tg/b.png" };
+static int ds_resolved;
+
+static int fake_list(void *ctx, const char *d, char ***paths, size_t *n, struct dlk_err *e)
+{
+	size_t k = sizeof(ds_paths) / sizeof(ds_paths[0]);
+	(void)ctx, (void)e;
+	CHECK_STR(d, ".");
+	*paths = xcalloc(k + 1, sizeof(**paths));
+	for (size_t i = 0; i < k; i++)
+		(*paths)[i] = xstrdup(ds_paths[i]);
+	*n = k;
+	return 0;
+}
+
 static int fake_resolve(void *ctx, const char *path, char **local, char sha256[65], struct dlk_err *e)
 {
-	(void)ctx, (void)path, (void)local, (void)sha256, (void)e;
-	return -1;
+	const char *corrupt = ctx;
+	if (strncmp(path, "set/train/", 10))
+		return dlk_errf(e, DLK_EXIT_CONFIG, "dataset has no file '%s'", path);
+	*local = xasprintf("%s/%s%s", ds_root, !strncmp(path + 10, "in/", 3) ? "in/" : "tg/", path + 13);
+	ds_resolved++;
+	if (dlk_sha256_file(*local, sha256) < 0)
+		return dlk_errf(e, DLK_EXIT_FAIL, "cannot hash '%s'", *local);
+	if (corrupt && !strcmp(path, corrupt))
+		sha256[0] = sha256[0] == '0' ? '1' : '0';
+	return 0;
 }
 
 int main(void)
@@ -146,10 +174,52 @@ int main(void)
 	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0);
 	CHECK_CONTAINS(err.msg, "/none': not a folder");
 	spec.train.targets.url = tg;
+
+	/* folders inside a dataset: listed from its manifest, each file resolved and checked against
+	 * the digest it lists, the same samples as the folders on disk; a sharded worker resolves its
+	 * part only */
+	ds_root = dir;
 	opts.resolve = fake_resolve;
+	opts.list = fake_list;
+	spec.train.source.url = "set/train/in";
+	spec.train.targets.url = "set/train/tg";
+	CHECK_MSG(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0, "pairs from a dataset: %s", err.msg);
+	CHECK_MSG(ds.n == 2 && ds.target_size == 588 && ds.t8 && ds_resolved == 4, "n %zu target %zu resolved %d", ds.n,
+	          ds.target_size, ds_resolved);
+	if (ds.n == 2 && ds.t8) {
+		char *a = xasprintf("%s/a.jpg", tg), *b = xasprintf("%s/b.png", tg);
+		dlk_dataset_targets(&ds, NULL, 0, 2, tt);
+		CHECK(want_target(a, half, want[0]) == 0 && want_target(b, half, want[1]) == 0);
+		CHECK_MSG(!memcmp(tt, want[0], 588 * sizeof(float)) && !memcmp(tt + 588, want[1], 588 * sizeof(float)),
+		          "the dataset's pairs are the folders' pairs");
+		free(a), free(b);
+	}
+	dlk_dataset_release(&ds);
+	ds_resolved = 0;
+	opts.shard_rank = 1, opts.shard_world = 2;
+	CHECK_MSG(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0, "sharded pairs from a dataset: %s", err.msg);
+	CHECK(ds.n == 1 && ds.base == 1 && ds.total == 2 && ds_resolved == 2);
+	dlk_dataset_release(&ds);
+	opts.shard_rank = opts.shard_world = 0;
+	opts.resolve_ctx = (void *)"set/train/tg/b.png";
+	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0 && err.code == DLK_EXIT_CONFIG);
+	CHECK_CONTAINS(err.msg, "'set/train/tg/b.png' (");
+	CHECK_CONTAINS(err.msg, "not to the ");
+	opts.resolve_ctx = NULL;
+	spec.train.targets.url = "set/train/clean";
+	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0 && err.code == DLK_EXIT_CONFIG);
+	CHECK_STR(err.msg, "'set/train/clean': the dataset has no folder of that name");
+	CHECK_CONTAINS(err.hint, "'source' and 'targets' are folders inside it");
+	/* without targets, a class folder of the dataset: its sub-folders are the classes */
+	spec.train.targets.url = NULL;
+	spec.train.source.url = "set/train";
+	CHECK_MSG(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0, "class folders from a dataset: %s", err.msg);
+	CHECK(ds.n == 4 && ds.n_class_names == 2 && ds.class_names && !strcmp(ds.class_names[0], "in") &&
+	      !strcmp(ds.class_names[1], "tg"));
+	dlk_dataset_release(&ds);
+	spec.train.source.url = ".";
 	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0);
-	CHECK_CONTAINS(err.msg, "paired folders are not read from a dataset (data.dataset) yet");
-	CHECK_CONTAINS(err.hint, "push the pairs as tar shards of KEY.png + KEY.target.png members");
+	CHECK_CONTAINS(err.msg, "'./set': a class folder without .png, .jpg or .jpeg files");
 
 	free(none);
 	free(in);
