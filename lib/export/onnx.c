@@ -26,7 +26,8 @@ enum {
 	NODE_INPUT = 1, NODE_OUTPUT = 2, NODE_NAME = 3, NODE_OP = 4, NODE_ATTR = 5,
 	ATTR_NAME = 1, ATTR_F = 2, ATTR_I = 3, ATTR_S = 4, ATTR_INTS = 8, ATTR_TYPE = 20,
 	ATTR_TYPE_FLOAT = 1, ATTR_TYPE_INT = 2, ATTR_TYPE_STRING = 3, ATTR_TYPE_INTS = 7,
-	TENSOR_DIMS = 1, TENSOR_TYPE = 2, TENSOR_NAME = 8, TENSOR_RAW = 9,
+	TENSOR_DIMS = 1, TENSOR_TYPE = 2, TENSOR_NAME = 8, TENSOR_RAW = 9, TENSOR_EXTERNAL = 13,
+	TENSOR_DATA_LOCATION = 14, LOCATION_EXTERNAL = 1,
 	DT_FLOAT = 1, DT_INT64 = 7,
 	VI_NAME = 1, VI_TYPE = 2, VI_DOC = 3,
 	TYPE_TENSOR = 1, TT_ELEM = 1, TT_SHAPE = 2,
@@ -47,6 +48,7 @@ struct graph {
 	char (*name)[NAME_MAX_LEN];        /* slot 0 the model's input, slot i + 1 layer i's output */
 	int *rank;
 	char cur[NAME_MAX_LEN];            /* the input scaling's running tensor */
+	struct dlk_onnx_external *ext;     /* the large initializers' file, or NULL: all in the model */
 };
 
 struct attr {
@@ -100,7 +102,24 @@ static void add_init(struct graph *g, const char *name, int dtype, const int64_t
 		dlk_pb_int(&t, TENSOR_DIMS, dims[i]);
 	dlk_pb_int(&t, TENSOR_TYPE, dtype);
 	dlk_pb_str(&t, TENSOR_NAME, name);
-	if (dtype == DT_FLOAT) {
+	if (dtype == DT_FLOAT && g->ext && 4 * n >= DLK_ONNX_EXTERNAL_MIN) {
+		/* ONNX's external data: the floats in the file beside the model, at an aligned offset */
+		struct dlk_buf *d = g->ext->data, kv = DLK_BUF_INIT;
+		static const char zeros[DLK_ONNX_EXTERNAL_ALIGN];
+		char num[32];
+		size_t off = (d->len + DLK_ONNX_EXTERNAL_ALIGN - 1) / DLK_ONNX_EXTERNAL_ALIGN * DLK_ONNX_EXTERNAL_ALIGN;
+		dlk_buf_add(d, zeros, off - d->len);
+		dlk_pb_raw_floats(d, data, n);
+		for (int k = 0; k < 3; k++) {
+			snprintf(num, sizeof(num), "%zu", k == 1 ? off : 4 * n);
+			dlk_buf_reset(&kv);
+			dlk_pb_str(&kv, KV_KEY, k == 0 ? "location" : k == 1 ? "offset" : "length");
+			dlk_pb_str(&kv, KV_VALUE, k == 0 ? g->ext->location : num);
+			dlk_pb_msg(&t, TENSOR_EXTERNAL, &kv);
+		}
+		dlk_pb_int(&t, TENSOR_DATA_LOCATION, LOCATION_EXTERNAL);
+		dlk_buf_release(&kv);
+	} else if (dtype == DT_FLOAT) {
 		/* raw_data: the key and length, then the floats little-endian */
 		dlk_pb_varint(&t, (TENSOR_RAW << 3) | 2);
 		dlk_pb_varint(&t, 4 * n);
@@ -970,7 +989,8 @@ void dlk_onnx_io_of(const struct dlk_bundle *b, struct dlk_onnx_io *io)
 	                    ? "probabilities" : NULL;
 }
 
-int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_input_form form, struct dlk_buf *out, struct dlk_err *err)
+int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_input_form form, struct dlk_onnx_external *ext,
+                    struct dlk_buf *out, struct dlk_err *err)
 {
 	struct dlk_net net = DLK_NET_INIT;
 	struct graph g = { 0 };
@@ -983,11 +1003,18 @@ int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_input_form form, struct
 	/* the shapes and the parameters' layout, as serving builds them (weights counted against them) */
 	if (dlk_bundle_net(b, dlk_backend_cpu(), &net, err))
 		return -1;
-	if (graph_bytes(b, &net) > (double)(DLK_ONNX_MAX_BYTES - (64u << 20))) {
+	/* what does not fit one protobuf (less room for the graph) goes to the external data file */
+	size_t limit = ext && ext->max_inline ? ext->max_inline : DLK_ONNX_MAX_BYTES;
+	int big = graph_bytes(b, &net) > (double)limit - (limit > (128u << 20) ? (double)(64u << 20) : 0.0);
+	if (big && !ext) {
 		dlk_errf(err, DLK_EXIT_CONFIG, "the model's %.0f MiB of weights and constants do not fit one ONNX protobuf "
-		         "(2 GiB)", graph_bytes(b, &net) / (1 << 20));
-		dlk_err_hint(err, "ONNX's external data files are not written yet");
+		         "(%.0f MiB)", graph_bytes(b, &net) / (1 << 20), (double)limit / (1 << 20));
+		dlk_err_hint(err, "write its weights as ONNX external data, a file beside the model (dlk export --external-data)");
 		goto out;
+	}
+	if (ext) {
+		ext->used = ext->always || big;
+		g.ext = ext->used ? ext : NULL;
 	}
 	g.b = b;
 	g.net = &net;
@@ -1082,6 +1109,11 @@ int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_input_form form, struct
 	dlk_pb_int(&op, OPSET_VERSION, DLK_ONNX_OPSET);
 	dlk_pb_msg(&m, MODEL_OPSET, &op);
 	add_metadata(&m, b, form);
+	if (m.len > DLK_ONNX_MAX_BYTES) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "the model's graph takes %zu MiB, more than one ONNX protobuf holds (2 GiB)",
+		         m.len >> 20);
+		goto out;
+	}
 	dlk_buf_add(out, m.data, m.len);
 	rc = 0;
 out:

@@ -32,8 +32,25 @@
 
 #define DLK_ONNX_OPSET 17
 #define DLK_ONNX_IR_VERSION 8
-/* protobuf's own limit on a message: larger models need ONNX's external data (not written) */
+/* protobuf's own limit on a message: larger models need ONNX's external data */
 #define DLK_ONNX_MAX_BYTES ((size_t)2 << 30)
+
+/* ONNX's external data: the model's large initializers in a file beside it. With it, every float
+ * initializer of DLK_ONNX_EXTERNAL_MIN bytes or more goes to *data, little-endian, at an offset
+ * that is a multiple of DLK_ONNX_EXTERNAL_ALIGN (the page: ONNX Runtime maps it), and the model
+ * names `location` (the file's name relative to the model's folder), the offset and the length
+ * (data_location EXTERNAL), as onnx.save_model(save_as_external_data=True) writes it. It is used
+ * when `always` is set or when the model would otherwise pass max_inline bytes (0:
+ * DLK_ONNX_MAX_BYTES); `used` says whether it was. */
+#define DLK_ONNX_EXTERNAL_MIN 1024
+#define DLK_ONNX_EXTERNAL_ALIGN 4096
+struct dlk_onnx_external {
+	const char *location;
+	struct dlk_buf *data;
+	int always;
+	size_t max_inline;
+	int used;
+};
 
 /* What the graph of bundle b takes and gives: ids = 1 when its input is int64 token ids (a model
  * with a tokenizer or an embedding reading its input: never scaled), else float; output the name
@@ -45,10 +62,11 @@ struct dlk_onnx_io {
 };
 void dlk_onnx_io_of(const struct dlk_bundle *b, struct dlk_onnx_io *io);
 
-/* Appends the ONNX model of the read bundle b to out. -1 with err (DLK_EXIT_CONFIG) when the
- * bundle's model cannot be expressed: a layer kind without a mapping (naming model.layers[i]),
- * weights that do not match the architecture, a model past DLK_ONNX_MAX_BYTES. */
-int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_input_form form, struct dlk_buf *out,
-                    struct dlk_err *err);
+/* Appends the ONNX model of the read bundle b to out (and with ext, what it decides to keep out
+ * of the model to ext->data). -1 with err (DLK_EXIT_CONFIG) when the bundle's model cannot be
+ * expressed: a layer kind without a mapping (naming model.layers[i]), weights that do not match
+ * the architecture, a model past DLK_ONNX_MAX_BYTES without ext. */
+int dlk_onnx_export(const struct dlk_bundle *b, enum dlk_input_form form, struct dlk_onnx_external *ext,
+                    struct dlk_buf *out, struct dlk_err *err);
 
 #endif

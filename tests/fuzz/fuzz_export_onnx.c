@@ -67,12 +67,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		if (!dlk_bundle_read(path, &b, &err))
 			for (int form = DLK_INPUT_RAW; form <= DLK_INPUT_PREPROCESSED; form++) {
-				struct dlk_buf out = DLK_BUF_INIT;
-				if (!dlk_onnx_export(&b, (enum dlk_input_form)form, &out, &err))
+				struct dlk_buf out = DLK_BUF_INIT, ext_out = DLK_BUF_INIT, ext_data = DLK_BUF_INIT;
+				/* and with the weights as external data: the same verdict, a well-formed model */
+				struct dlk_onnx_external ext = { .location = "m.onnx.data", .data = &ext_data, .always = form };
+				int ok = !dlk_onnx_export(&b, (enum dlk_input_form)form, NULL, &out, &err);
+				if (ok)
 					walk((const unsigned char *)out.data, (const unsigned char *)out.data + out.len);
 				else if (!err.msg[0])
 					abort(); /* a failure must say why */
+				if (ok != !dlk_onnx_export(&b, (enum dlk_input_form)form, &ext, &ext_out, &err))
+					abort();
+				if (ok)
+					walk((const unsigned char *)ext_out.data, (const unsigned char *)ext_out.data + ext_out.len);
+				if (ok && ext.used && ext_out.len + ext_data.len < out.len)
+					abort(); /* weights went missing */
 				dlk_buf_release(&out);
+				dlk_buf_release(&ext_out);
+				dlk_buf_release(&ext_data);
 			}
 		dlk_bundle_release(&b);
 	}

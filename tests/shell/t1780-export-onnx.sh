@@ -102,6 +102,24 @@ assert abs(float(p[\"dlk.input.scale\"]) - 1 / 255) < 1e-9, p
 assert [i.name for i in m.graph.initializer][3:5] == [\"layers.1.weight\", \"layers.1.bias\"], m.graph.initializer
 "
 '
+test_expect_success 'the CNN with its weights as ONNX external data (FILE.data beside FILE): the same answers' '
+	P=$TEST_TMP/cnn && B=$(ls "$P"/*.dlk) && mkdir ext &&
+	SHA=$("$DLK" lineage "$B" -o json | jq -r .weightsSha256) &&
+	CORRECT=$(tar -xOf "$B" model.json | jq -r "(.metrics.test_accuracy * .metrics.test_samples + 0.5) | floor") &&
+	"$DLK" export "$B" --onnx ext/cnn.onnx --external-data -o json >out.json &&
+	jq -e ".externalData == \"ext/cnn.onnx.data\" and .bytes < 20000 and .externalDataBytes > 800000" out.json &&
+	"$PY" "$CHECK" ext/cnn.onnx --images "$D/t10k-images-idx3-ubyte.gz" --labels "$D/t10k-labels-idx1-ubyte.gz" \
+		--n 10000 --logits "$P/logits.f32" --form raw --weights-sha256 "$SHA" >check.out &&
+	grep_q "^agree 10000/10000 .* correct $CORRECT\$" check.out &&
+	"$PY" -c "
+import onnx
+m = onnx.load(\"ext/cnn.onnx\", load_external_data=False)
+ext = [t.name for t in m.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+assert ext == [\"layers.0.weight\", \"layers.3.weight\", \"layers.7.weight\", \"layers.9.weight\"] and all(not t.raw_data for t in m.graph.initializer if t.name in ext), ext
+" &&
+	"$DLK" export "$B" --onnx ext/cnn2.onnx >out &&
+	grep_q "^wrote ext/cnn2.onnx: ONNX opset 17, [0-9]* bytes, input" out && test ! -e ext/cnn2.onnx.data
+'
 test_expect_failure_code 'no format named: a usage error with the command to run' 2 '
 	"$DLK" export "$TEST_TMP/mlp/mlp.dlk" 2>err; rc=$?; grep_q "dlk export .* --onnx MODEL.onnx" err; exit $rc
 '

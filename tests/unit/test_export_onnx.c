@@ -185,7 +185,7 @@ static void test_every_kind(void)
 	struct field f, g, t, d;
 
 	make_bundle(&b, input, 3, L, 9, 20 + 76 + 15);
-	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == 0, "every kind exports (%s)", err.msg);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_RAW, NULL, &out, &err) == 0, "every kind exports (%s)", err.msg);
 	ops_of(&out, ops, sizeof(ops));
 	CHECK_STR(ops, "Mul Sub Div Conv Relu MaxPool Tanh Flatten Gemm Sigmoid Gemm Identity Softmax");
 	CHECK(find((const unsigned char *)out.data, out.len, 1, 0, &f) && f.v == DLK_ONNX_IR_VERSION);
@@ -206,7 +206,7 @@ static void test_every_kind(void)
 		CHECK_MSG(find(t.p, t.len, 9, 0, &f) && f.len == 18 * 4, "its raw data holds 18 floats");
 	}
 	dlk_buf_reset(&out);
-	CHECK(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0);
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, NULL, &out, &err) == 0);
 	ops_of(&out, ops, sizeof(ops));
 	CHECK_STR(ops, "Conv Relu MaxPool Tanh Flatten Gemm Sigmoid Gemm Identity Softmax");
 	dlk_buf_release(&out);
@@ -223,13 +223,13 @@ static void test_flat_input_and_mismatch(void)
 	char ops[256];
 
 	make_bundle(&b, input, 1, L, 1, 21);
-	CHECK(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0);
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, NULL, &out, &err) == 0);
 	ops_of(&out, ops, sizeof(ops));
 	CHECK_STR(ops, "Gemm Identity Softmax");
 	dlk_buf_reset(&out);
 	/* weights that do not match the architecture are refused, never written */
 	b.n_weights = 20;
-	CHECK(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == -1 && out.len == 0);
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_RAW, NULL, &out, &err) == -1 && out.len == 0);
 	CHECK_CONTAINS(err.msg, "20 weights for a model of 21 parameters");
 	dlk_buf_release(&out);
 	dlk_bundle_release(&b);
@@ -237,7 +237,7 @@ static void test_flat_input_and_mismatch(void)
 	/* a name that is not UTF-8 (model.json is not checked for it) cannot go into a protobuf string */
 	make_bundle(&b, input, 1, L, 1, 21);
 	cJSON_ReplaceItemInObject(b.meta, "name", cJSON_CreateString("bad\xff"));
-	CHECK(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == 0);
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_RAW, NULL, &out, &err) == 0);
 	{
 		struct field g, n;
 		char name[32] = "";
@@ -253,7 +253,7 @@ static void test_flat_input_and_mismatch(void)
 	struct dlk_layer_spec C[] = { { .kind = DLK_LAYER_CONV2D, .filters = 3, .kernel = 1, .stride = 1 },
 		                      { .kind = DLK_LAYER_FLATTEN }, { .kind = DLK_LAYER_DENSE, .units = 3 } };
 	make_bundle(&b, input, 1, C, 3, 6 + 54 + 3);
-	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0, "conv on a flat input (%s)", err.msg);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, NULL, &out, &err) == 0, "conv on a flat input (%s)", err.msg);
 	ops_of(&out, ops, sizeof(ops));
 	CHECK_STR(ops, "Reshape Conv Flatten Gemm Identity Softmax");
 	dlk_buf_release(&out);
@@ -265,7 +265,7 @@ static void test_flat_input_and_mismatch(void)
 	struct dlk_layer_spec S[] = { { .kind = DLK_LAYER_DENSE, .units = 2 }, { .kind = DLK_LAYER_FLATTEN },
 		                      { .kind = DLK_LAYER_DENSE, .units = 3 } };
 	make_bundle(&b, seq, 3, S, 3, 4 * 2 + 2 + 6 * 3 + 3);
-	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0, "dense over positions (%s)", err.msg);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, NULL, &out, &err) == 0, "dense over positions (%s)", err.msg);
 	ops_of(&out, ops, sizeof(ops));
 	CHECK_STR(ops, "Transpose MatMul Add Flatten Gemm Identity Softmax");
 	dlk_buf_release(&out);
@@ -314,7 +314,7 @@ static void test_graph_kinds(void)
 	char ops[512], name[64];
 
 	make_bundle(&b, input, 3, L, 9, 38 + 9 + 17 + 6);
-	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0, "a graph exports (%s)", err.msg);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, NULL, &out, &err) == 0, "a graph exports (%s)", err.msg);
 	ops_of(&out, ops, sizeof(ops));
 	CHECK_STR(ops, "Conv BatchNormalization Add AveragePool Resize Concat ConvTranspose GlobalAveragePool Flatten "
 	               "Gemm Identity Softmax");
@@ -350,7 +350,7 @@ static void test_text_kinds(void)
 	b.model.task = DLK_TASK_LM;
 	dlk_onnx_io_of(&b, &io);
 	CHECK(io.ids && !strcmp(io.output, "logits") && io.probabilities);
-	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == 0, "a text model exports (%s)", err.msg);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_RAW, NULL, &out, &err) == 0, "a text model exports (%s)", err.msg);
 	ops_of(&out, ops, sizeof(ops));
 	/* no scaling of ids; gelu's erf form; the tied head reads layers.0.weight */
 	CHECK_STR(ops, "Gather Slice Add LayerNormalization Mul Erf Add Mul Mul Softmax Transpose MatMul Identity Softmax");
@@ -372,7 +372,7 @@ static void test_text_kinds(void)
 		                      { .kind = DLK_LAYER_ATTENTION, .heads = 1, .causal = 1, .pad_id = -1 } };
 	make_bundle(&b, longseq, 1, A, 2, 4 + 16 + 8);
 	b.model.task = DLK_TASK_LM;
-	CHECK(dlk_onnx_export(&b, DLK_INPUT_RAW, &out, &err) == -1 && out.len == 0);
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_RAW, NULL, &out, &err) == -1 && out.len == 0);
 	CHECK_CONTAINS(err.msg, "weights and constants do not fit one ONNX protobuf");
 	dlk_buf_reset(&out);
 	dlk_bundle_release(&b);
@@ -385,10 +385,68 @@ static void test_text_kinds(void)
 	b.model.task = DLK_TASK_IMAGE;
 	dlk_onnx_io_of(&b, &io);
 	CHECK(!io.ids && !strcmp(io.output, "output") && !io.probabilities);
-	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &out, &err) == 0, "an image model exports (%s)", err.msg);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, NULL, &out, &err) == 0, "an image model exports (%s)", err.msg);
 	ops_of(&out, ops, sizeof(ops));
 	CHECK_STR(ops, "Resize Reshape Reshape Identity");
 	dlk_buf_release(&out);
+	dlk_bundle_release(&b);
+}
+
+/* ONNX's external data: the first weight of 8 KiB goes to the data file at offset 0, named by its
+ * location, offset and length with data_location EXTERNAL; its bias of 128 bytes and the second
+ * layer's 384 bytes stay raw data in the model. Without `always`, only a model past max_inline is split, and an unsplit one is the
+ * same bytes as an export without ext. */
+static void test_external_data(void)
+{
+	const int input[3] = { 1, 1, 64 };
+	struct dlk_layer_spec L[] = { { .kind = DLK_LAYER_DENSE, .units = 32 }, { .kind = DLK_LAYER_DENSE, .units = 3 } };
+	struct dlk_bundle b;
+	struct dlk_buf out = DLK_BUF_INIT, plain = DLK_BUF_INIT, data = DLK_BUF_INIT;
+	struct dlk_err err = DLK_ERR_INIT;
+	struct dlk_onnx_external ext = { .location = "m.onnx.data", .data = &data, .always = 1 };
+	struct field g, t, f, kv, k, v;
+	char name[64], key[16], val[32];
+
+	make_bundle(&b, input, 1, L, 2, 64 * 32 + 32 + 32 * 3 + 3);
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, NULL, &plain, &err) == 0);
+	CHECK_MSG(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &ext, &out, &err) == 0, "external data (%s)", err.msg);
+	CHECK(ext.used && data.len == 64 * 32 * 4 && out.len < plain.len - 8000);
+	CHECK(!memcmp(data.data, b.weights, 64 * 32 * 4)); /* little-endian floats, as the bundle's */
+	CHECK(find((const unsigned char *)out.data, out.len, 7, 0, &g));
+	for (int i = 0; find(g.p, g.len, 5, i, &t); i++) {
+		find(t.p, t.len, 8, 0, &f);
+		str_of(&f, name, sizeof(name));
+		if (!strcmp(name, "layers.0.bias")) {
+			CHECK_MSG(find(t.p, t.len, 9, 0, &f) && f.len == 128 && !find(t.p, t.len, 14, 0, &f),
+			          "the bias stays in the model");
+			continue;
+		}
+		if (strcmp(name, "layers.0.weight"))
+			continue;
+		CHECK_MSG(!find(t.p, t.len, 9, 0, &f) && find(t.p, t.len, 14, 0, &f) && f.v == 1,
+		          "the weight is external (data_location 1), no raw data");
+		const char *want[3][2] = { { "location", "m.onnx.data" }, { "offset", "0" }, { "length", "8192" } };
+		for (int e = 0; e < 3; e++) {
+			CHECK(find(t.p, t.len, 13, e, &kv) && find(kv.p, kv.len, 1, 0, &k) && find(kv.p, kv.len, 2, 0, &v));
+			str_of(&k, key, sizeof(key));
+			str_of(&v, val, sizeof(val));
+			CHECK_STR(key, want[e][0]);
+			CHECK_STR(val, want[e][1]);
+		}
+	}
+	/* not asked for: only past max_inline */
+	dlk_buf_reset(&out);
+	dlk_buf_reset(&data);
+	ext.always = 0;
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &ext, &out, &err) == 0);
+	CHECK(!ext.used && data.len == 0 && out.len == plain.len && !memcmp(out.data, plain.data, out.len));
+	dlk_buf_reset(&out);
+	ext.max_inline = 4096;
+	CHECK(dlk_onnx_export(&b, DLK_INPUT_PREPROCESSED, &ext, &out, &err) == 0);
+	CHECK(ext.used && data.len == 64 * 32 * 4);
+	dlk_buf_release(&out);
+	dlk_buf_release(&plain);
+	dlk_buf_release(&data);
 	dlk_bundle_release(&b);
 }
 
@@ -399,6 +457,7 @@ int main(void)
 	test_flat_input_and_mismatch();
 	test_graph_kinds();
 	test_text_kinds();
+	test_external_data();
 	CHECK_STR(dlk_input_form_name(DLK_INPUT_PREPROCESSED), "preprocessed");
 	CHECK(dlk_input_form_parse("raw", 3) == DLK_INPUT_RAW && dlk_input_form_parse("pixels", 6) == -1);
 	return CHECK_DONE();
