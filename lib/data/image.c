@@ -602,7 +602,7 @@ int dlk_image_files_failed(struct dlk_image_files *f, struct dlk_err *err)
 
 struct folder_job {
 	const struct dlk_image_files *f;
-	uint8_t *x8, *t8;     /* t8 when the files are paired */
+	uint8_t *x8, *t8;     /* t8 when the files are paired; x8 NULL: only their first bytes checked */
 	struct dlk_err *errs; /* one per part */
 	size_t *bad;          /* per part: the first failing file, or n */
 };
@@ -624,6 +624,27 @@ static void *folder_worker(void *arg)
 	return NULL;
 }
 
+/* file i (or its target) is a PNG or a JPEG by its first bytes */
+static int check_head(const struct dlk_image_files *f, size_t i, int target, struct dlk_err *err)
+{
+	const char *name = target ? f->tnames[i] : f->names[i];
+	unsigned char head[8];
+	ssize_t got;
+	int fd = open(target ? f->tpaths[i] : f->paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "cannot read '%s': %s", name, strerror(errno));
+	do
+		got = read(fd, head, sizeof(head));
+	while (got < 0 && errno == EINTR);
+	close(fd);
+	if (got < 0)
+		return dlk_errf(err, DLK_EXIT_CONFIG, "cannot read '%s': %s", name, strerror(errno));
+	if (!dlk_image_signature(head, (size_t)got))
+		return dlk_errf(err, DLK_EXIT_CONFIG, "'%s': neither a PNG nor a JPEG (by its first bytes)", name);
+	return 0;
+}
+
 static void folder_part(struct folder_job *j, int part, int nparts)
 {
 	const struct dlk_image_files *f = j->f;
@@ -634,6 +655,13 @@ static void folder_part(struct folder_job *j, int part, int nparts)
 	for (size_t k = lo; k < hi; k++) {
 		/* paired: each part decodes its inputs' targets too */
 		for (int side = 0; side <= (f->tnames != NULL); side++) {
+			if (!j->x8) {
+				if (check_head(f, k, side, &j->errs[part]) < 0) {
+					j->bad[part] = k;
+					goto done;
+				}
+				continue;
+			}
 			uint8_t *dst = side ? j->t8 + k * f->tsample_size : j->x8 + k * f->sample_size;
 			if (dlk_image_files_read(f, k, side, dst, &b, &j->errs[part]) < 0) {
 				j->bad[part] = k;
@@ -686,6 +714,15 @@ static int run_job(struct folder_job *j, int threads, struct dlk_err *err)
 	j->errs = NULL;
 	j->bad = NULL;
 	return ret;
+}
+
+int dlk_image_files_check(const struct dlk_image_files *f, int threads, struct dlk_err *err)
+{
+	struct folder_job j = { .f = f };
+
+	if (f->offset) /* tar members: checked as their shards were indexed */
+		return 0;
+	return run_job(&j, threads, err);
 }
 
 int dlk_image_files_decode(const struct dlk_image_files *f, int threads, uint8_t **x8, uint8_t **t8,

@@ -100,6 +100,11 @@ int dlk_image_files_read(const struct dlk_image_files *f, size_t i, int target, 
 void dlk_image_files_sample(struct dlk_image_files *f, size_t i, int target, uint8_t *out, struct dlk_buf *b);
 /* -1 with the kept failure in *err (when err is not NULL) once a dlk_image_files_sample() failed. */
 int dlk_image_files_failed(struct dlk_image_files *f, struct dlk_err *err);
+/* Reads the first bytes of every file (inputs, and targets when paired) on `threads` threads (0:
+ * one per core): -1 with the first file in order that is no PNG or JPEG by them, or that cannot
+ * be read; what a streamed folder checks before its first step. Tar members were checked when
+ * their shards were indexed. */
+int dlk_image_files_check(const struct dlk_image_files *f, int threads, struct dlk_err *err);
 /* Decodes every file once on `threads` threads (0: one per core): *x8 gets n samples, *t8 (when
  * not NULL; paired images) n targets; the caller frees both. The first failing file in sample
  * order is the error. */

@@ -678,6 +678,11 @@ static int take_files(const struct dlk_data *spec, const struct dlk_data_opts *o
 		return -1;
 	}
 	if (stream_files(spec, opts, f)) {
+		/* a file that is no image by its first bytes stops the run now, not when a batch takes it */
+		if (dlk_image_files_check(f, 0, err) < 0) {
+			dlk_image_files_free(f);
+			return -1;
+		}
 		s->files = f;
 		return 0;
 	}

@@ -130,6 +130,14 @@ test_expect_success 'a file of a dataset folder that changed in the store is nam
 	test ! -e p/fm-images.dlk
 '
 
+test_expect_success 'streamed, a file that is no image by its first bytes is refused before the first step' '
+	cp -r "$IMG/train" odd && printf "hello" >odd/3-dress/zz.png &&
+	project p "$PWD/odd" "decode: stream" &&
+	test_exit_code 3 dlk train --local -f p/dlk.yaml >log 2>&1 &&
+	grep_q "odd/3-dress/zz.png.: neither a PNG nor a JPEG (by its first bytes)" log &&
+	! grep_q "^training " log && test ! -e p/fm-images.dlk
+'
+
 test_expect_success 'streamed, a damaged file stops the run where it is read, named, exit 3' '
 	cp -r "$IMG/train" late && printf "\211PNG\r\n\032\nbroken" >late/3-dress/zz.png &&
 	project p "$PWD/late" "decode: stream" &&
