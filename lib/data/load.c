@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/data/corpus.h"
 #include "lib/data/decode.h"
@@ -17,12 +18,20 @@
 #include "lib/data/unpack.h"
 #include "lib/util/buf.h"
 #include "lib/util/fsutil.h"
+#include "lib/util/hash.h"
 #include "lib/util/machine.h"
 #include "lib/util/mem.h"
 
 static unsigned long long limit_of(const struct dlk_data *spec)
 {
 	return spec->max_bytes > 0 ? (unsigned long long)spec->max_bytes : 0;
+}
+
+/* where fetched and derived files are kept: the caller's, the project's data.cache_dir, or
+ * .dlk/cache */
+static const char *cache_dir_of(const struct dlk_data *spec, const struct dlk_data_opts *opts)
+{
+	return opts->cache_dir ? opts->cache_dir : spec->cache_dir ? spec->cache_dir : ".dlk/cache";
 }
 
 /* Fetches src and records its provenance in ds->sources[ds->n_sources]. */
@@ -148,8 +157,7 @@ static int ranged_http(const struct dlk_source *src, const struct dlk_data *spec
 	if (shard_world(opts) < 2 || opts->shard_rank == 0 || opts->resolve || !src->url ||
 	    (strncasecmp(src->url, "http://", 7) && strncasecmp(src->url, "https://", 8)))
 		return 0;
-	cached = dlk_cache_path(opts->cache_dir ? opts->cache_dir : spec->cache_dir ? spec->cache_dir : ".dlk/cache",
-	                        src->url);
+	cached = dlk_cache_path(cache_dir_of(spec, opts), src->url);
 	fresh = stat(cached, &st) < 0;
 	free(cached);
 	return fresh;
@@ -410,6 +418,69 @@ static int stream_files(const struct dlk_data *spec, const struct dlk_data_opts 
 	return mem && bytes > mem / 4;
 }
 
+/* A compressed shard's tar, unpacked once into the cache (named by the compressed bytes' digest)
+ * so that its members can be read at their offsets (data.images.decode: stream). A copy already
+ * there is used while its bytes hash to what was recorded as it was written; else it is
+ * unpacked again. The caller frees the path. */
+struct tar_sink {
+	FILE *f;
+	struct dlk_sha256 h;
+};
+
+static int tar_sink_write(void *ctx, const void *data, size_t len, struct dlk_err *err)
+{
+	struct tar_sink *t = ctx;
+	dlk_sha256_update(&t->h, data, len);
+	if (fwrite(data, 1, len, t->f) != len)
+		return dlk_errf(err, DLK_EXIT_FAIL, "cannot write the unpacked shard: %s", strerror(errno));
+	return 0;
+}
+
+static char *unpacked_shard(const struct dlk_data *spec, const struct dlk_data_opts *opts, const struct dlk_fetched *fs,
+                            const char *name, struct dlk_err *err)
+{
+	const char *dir = cache_dir_of(spec, opts);
+	char *path = xasprintf("%s/unpacked-%.64s.tar", dir, fs->sha256), *sum = xasprintf("%s.sha256", path);
+	char *part = xasprintf("%s.part-%ld", path, (long)getpid()), hex[65], msg[256];
+	struct dlk_buf b = DLK_BUF_INIT;
+	struct tar_sink t = { NULL, { 0 } };
+	int ok = 0;
+
+	if (!dlk_buf_read_file(&b, sum, 128, msg, sizeof(msg)) && b.len == 64 && !dlk_sha256_file(path, hex) &&
+	    !memcmp(b.data, hex, 64)) {
+		ok = 1;
+		goto out;
+	}
+	if (dlk_mkdir_p(dir, err) < 0)
+		goto out;
+	if (!(t.f = fopen(part, "wbx"))) {
+		dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", part, strerror(errno));
+		goto out;
+	}
+	dlk_sha256_begin(&t.h);
+	int r = dlk_decompress_to(fs->path, name, limit_of(spec), opts->progress, opts->progress_ctx, tar_sink_write, &t,
+	                          err);
+	if (fclose(t.f) != 0 && r == 0)
+		r = dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", part, strerror(errno));
+	dlk_sha256_end(&t.h, hex);
+	if (r < 0 || rename(part, path) < 0) {
+		if (r == 0)
+			dlk_errf(err, DLK_EXIT_FAIL, "cannot write '%s': %s", path, strerror(errno));
+		unlink(part);
+		goto out;
+	}
+	ok = dlk_write_file_atomic(sum, hex, 64, 0644, err) == 0;
+out:
+	dlk_buf_release(&b);
+	free(sum);
+	free(part);
+	if (!ok) {
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
 /* Appends the labels of an indexed shard b (its members in b_index) to a's (a->files), freeing b. */
 static void members_append(struct dlk_samples *a, struct dlk_samples *b, struct dlk_image_files *b_index)
 {
@@ -457,6 +528,16 @@ static int load_tars(const struct dlk_source *files, int n, const struct dlk_dat
 		struct archive *a = dlk_archive_open_file(fs[i].path, files[i].url, err);
 		int r = a ? dlk_tar_index_archive(a, files[i].url, fs[i].path, opts->shape, tshape, &one, &idx, err) : -1;
 		dlk_archive_close(a);
+		if (r == 1 && spec->images.decode == DLK_DECODE_STREAM) {
+			/* compressed: streamed from its tar, unpacked once into the cache */
+			char *plain = unpacked_shard(spec, opts, &fs[i], files[i].url, err);
+			if (!plain)
+				goto out;
+			a = dlk_archive_open_file(plain, files[i].url, err);
+			r = a ? dlk_tar_index_archive(a, files[i].url, plain, opts->shape, tshape, &one, &idx, err) : -1;
+			dlk_archive_close(a);
+			free(plain);
+		}
 		if (r < 0)
 			goto out;
 		if (r == 0 && one.sample_size != (s->files ? s->sample_size : one.sample_size)) {
@@ -917,7 +998,7 @@ static int corpus_tokens(const struct dlk_data *spec, const struct dlk_data_opts
                          const char *recipe, struct dlk_tokenizer **tok, int32_t **ids, size_t *n,
                          struct dlk_err *err)
 {
-	const char *dir = opts->cache_dir ? opts->cache_dir : spec->cache_dir ? spec->cache_dir : ".dlk/cache";
+	const char *dir = cache_dir_of(spec, opts);
 	char key[65], msg[256];
 	struct dlk_buf b = DLK_BUF_INIT;
 	struct dlk_err e = DLK_ERR_INIT;
@@ -1243,10 +1324,9 @@ int dlk_data_load(const struct dlk_data *spec, const char *split, const struct d
 		memcpy(s.shape, opts->shape, sizeof(s.shape));
 	}
 	if (spec->images.decode == DLK_DECODE_STREAM && !s.files) {
-		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': data.images.decode: stream reads image folders and uncompressed tar "
-		         "shards of .png or .jpg members, and this is neither", name);
-		dlk_err_hint(err, "leave data.images.decode out (images are then decoded once), or write the shards "
-		             "uncompressed (tar -cf, not tar -czf)");
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': data.images.decode: stream reads image folders and tar shards of "
+		         ".png or .jpg members, and this is neither", name);
+		dlk_err_hint(err, "leave data.images.decode out (images are then decoded once)");
 		goto fail;
 	}
 	if (spec->images.noise > 0) {

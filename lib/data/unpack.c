@@ -144,6 +144,45 @@ static int read_entry_to(struct archive *a, const char *name, const char *member
 	}
 }
 
+int dlk_decompress_to(const char *path, const char *name, unsigned long long max_bytes,
+                      dlk_data_progress_fn progress, void *progress_ctx, dlk_unpack_sink_fn sink, void *sink_ctx,
+                      struct dlk_err *err)
+{
+	struct archive *a = archive_read_new();
+	struct archive_entry *e;
+	unsigned long long total = 0;
+	char msg[512];
+	int fd, ret = -1;
+
+	if (!a)
+		return dlk_errf(err, DLK_EXIT_FAIL, "'%s': cannot start libarchive", name);
+	/* the filters only, and the raw format: the bytes under the compression, whatever they hold */
+	add_filter(a, archive_read_support_filter_gzip);
+	add_filter(a, archive_read_support_filter_bzip2);
+	add_filter(a, archive_read_support_filter_xz);
+	add_filter(a, archive_read_support_filter_zstd);
+	archive_read_support_format_raw(a);
+	/* a FIFO or a device is refused before libarchive blocks on it (dlk_archive_open_file's way) */
+	if ((fd = dlk_open_regular_msg(path, msg, sizeof(msg))) < 0) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s", name, msg);
+		goto out;
+	}
+	close(fd);
+	if (archive_read_open_filename(a, path, 65536) != ARCHIVE_OK || archive_read_next_header(a, &e) != ARCHIVE_OK) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': %s", name, archive_error_string(a));
+		goto out;
+	}
+	if (archive_filter_count(a) < 2) {
+		dlk_errf(err, DLK_EXIT_CONFIG, "'%s': not compressed (gzip, bzip2, xz or zstd)", name);
+		goto out;
+	}
+	ret = read_entry_to(a, name, "(its compressed bytes)", max_bytes, &total, progress, progress_ctx, sink, sink_ctx,
+	                    err);
+out:
+	archive_read_free(a);
+	return ret;
+}
+
 int dlk_unpack_single(const char *path, const char *name, unsigned long long max_bytes,
                       dlk_data_progress_fn progress, void *progress_ctx, struct dlk_buf *out,
                       struct dlk_err *err)

@@ -35,6 +35,13 @@ int dlk_unpack_single_to(const char *path, const char *name, unsigned long long 
                          dlk_data_progress_fn progress, void *progress_ctx, dlk_unpack_sink_fn sink, void *sink_ctx,
                          struct dlk_err *err);
 
+/* The bytes a compressed file (gzip, bzip2, xz or zstd) holds, decompressed, handed to sink as
+ * they come, whatever they are (a compressed tar stays a tar); bounded by max_bytes (0 = no
+ * limit). A file that is not compressed is an error; messages name `name`. */
+int dlk_decompress_to(const char *path, const char *name, unsigned long long max_bytes,
+                      dlk_data_progress_fn progress, void *progress_ctx, dlk_unpack_sink_fn sink, void *sink_ctx,
+                      struct dlk_err *err);
+
 /* The contents of `path`: the file itself when plain, decompressed when it is a lone compressed
  * file, or the one regular file an archive holds (an archive with several files is an error that
  * lists them). The unpacked size is bounded by max_bytes (0 = no limit). `name` is used in

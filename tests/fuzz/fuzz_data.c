@@ -1,5 +1,6 @@
 /* libFuzzer target: the data decoders (IDX, CSV, tar shards), and the per-rank range readers of
  * data.shard (IDX fed in chunks, CSV rows, the Content-Range header of a ranged http read).
+ * A compressed shard is decompressed as data.images.decode: stream unpacks one.
  * Corpus: tests/fuzz/data/ (idx/, csv/, tar/ seeds are prefixed by the harness's selector on
  * replay, so every seed reaches every decoder). */
 #include "lib/data/decode.h"
@@ -8,7 +9,10 @@
 #include "lib/data/unpack.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* The IDX range reader (a shard of a file, data.shard) fed the input in chunks: whatever the
  * whole-file decoder accepts, every rank's range of it must be accepted too, with its part of
@@ -37,6 +41,13 @@ static void idx_range(const uint8_t *data, size_t size, int whole_ok, size_t who
 		dlk_idx_release(&out);
 		dlk_idx_range_release(&r);
 	}
+}
+
+static int count_sink(void *ctx, const void *data, size_t len, struct dlk_err *err)
+{
+	(void)data, (void)err;
+	*(unsigned long long *)ctx += len;
+	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -104,6 +115,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dlk_archive_close(ar);
 		dlk_image_files_free(idx);
 		dlk_samples_release(&s);
+	}
+	/* a compressed shard decompressed (data.images.decode: stream unpacks it into the cache),
+	 * bounded: never more than the limit handed on */
+	int fd = memfd_create("shard", 0);
+	if (fd >= 0) {
+		char path[64];
+		unsigned long long out = 0;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (write(fd, data, size) == (ssize_t)size &&
+		    !dlk_decompress_to(path, "fuzz.tar.gz", 1u << 20, NULL, NULL, count_sink, &out, &err) && out > (1u << 20))
+			abort();
+		close(fd);
 	}
 	return 0;
 }

@@ -153,7 +153,7 @@ test_expect_success 'WebDataset shards of KEY.png + KEY.cls train like the folde
 	awk -v a="$acc" "BEGIN { exit !(a > 0.70) }"
 '
 
-test_expect_success 'a WebDataset shard is read member by member with decode: stream, the same bits as once' '
+test_expect_success 'a WebDataset shard is read member by member with decode: stream, the same bits as once (gzipped: its tar unpacked once into the cache)' '
 	project o "$IMG/train.tar" "flip: true, decode: once" &&
 	dlk train --local -q -f o/dlk.yaml && tar -xOf o/fm-images.dlk weights.safetensors >w &&
 	project s "$IMG/train.tar" "flip: true, decode: stream" &&
@@ -162,8 +162,21 @@ test_expect_success 'a WebDataset shard is read member by member with decode: st
 	tar -xOf s/fm-images.dlk weights.safetensors | cmp - w &&
 	gzip -c "$IMG/train.tar" >train.tar.gz &&
 	project z "$PWD/train.tar.gz" "flip: true, decode: stream" &&
+	dlk train --local -f z/dlk.yaml >log 2>&1 &&
+	grep_q "training split: 6000 images read from disk and decoded each time they are used" log &&
+	tar -xOf z/fm-images.dlk weights.safetensors | cmp - w &&
+	u=$(ls .dlk/cache/unpacked-*.tar) && cmp "$u" "$IMG/train.tar" &&
+	test "$(cut -c1-64 "$u.sha256")" = "$(sha256sum <"$IMG/train.tar" | cut -c1-64)" &&
+	printf X | dd of="$u" bs=1 seek=600 conv=notrunc 2>/dev/null &&
+	dlk train --local -q -f z/dlk.yaml --fresh &&
+	cmp "$u" "$IMG/train.tar" && tar -xOf z/fm-images.dlk weights.safetensors | cmp - w
+'
+
+test_expect_success 'streamed, a shard that holds no tar of images is refused, named' '
+	gzip -c "$IMG/test/0-tshirt/$(ls "$IMG/test/0-tshirt" | head -n 1)" >notar.gz &&
+	project z "$PWD/notar.gz" "decode: stream" &&
 	test_exit_code 3 dlk train --local -q -f z/dlk.yaml 2>err &&
-	grep_q "uncompressed tar shards of .png or .jpg members, and this is neither" err
+	grep_q "notar.gz" err
 '
 
 test_expect_success 'a damaged image is named with its folder, and the run fails as a config error' '

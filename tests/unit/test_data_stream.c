@@ -394,12 +394,34 @@ int main(void)
 		CHECK_CONTAINS(ds.files->names[3], "/s2.tar: k4.png");
 	}
 	dlk_dataset_release(&ds);
-	/* compressed: decoded once (auto), refused (stream) */
+	/* compressed: streamed from its tar, unpacked once into the cache (stream), the same samples;
+	 * decoded once (auto) */
 	free((char *)shards[1].url);
 	shards[1].url = xasprintf("%s/s2.tar.gz", dir);
-	CHECK(dlk_data_load(&spec, "train", &opts, &ds, &err) < 0 && err.code == DLK_EXIT_CONFIG);
-	CHECK_CONTAINS(err.msg, "data.images.decode: stream reads image folders and uncompressed tar shards of .png or "
-	                        ".jpg members, and this is neither");
+	char *cache = xasprintf("%s/cache", dir), *unpacked = NULL;
+	opts.cache_dir = cache;
+	CHECK_MSG(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0 && ds.n == 5 && ds.storage == DLK_STORE_FILES,
+	          "a compressed shard streamed (%s)", err.msg);
+	if (ds.n == 5) {
+		CHECK(ds.y[0] == 0 && ds.y[2] == 1 && ds.y[4] == 1);
+		CHECK_CONTAINS(ds.files->names[3], "/s2.tar.gz: k4.png");
+		unpacked = xstrdup(ds.files->shards[ds.files->shard[3]]);
+		CHECK_CONTAINS(unpacked, "/cache/unpacked-");
+	}
+	dlk_dataset_release(&ds);
+	if (unpacked) {
+		struct dlk_buf a = DLK_BUF_INIT, b = DLK_BUF_INIT;
+		char *plain = xasprintf("%s/s2.tar", dir), msg[128];
+		CHECK(!dlk_buf_read_file(&a, unpacked, 1 << 24, msg, sizeof(msg)) &&
+		      !dlk_buf_read_file(&b, plain, 1 << 24, msg, sizeof(msg)) && a.len == b.len &&
+		      !memcmp(a.data, b.data, a.len));
+		dlk_buf_release(&a);
+		dlk_buf_release(&b);
+		free(plain);
+		free(unpacked);
+	}
+	opts.cache_dir = NULL;
+	free(cache);
 	spec.images.decode = DLK_DECODE_AUTO;
 	opts.memory = 1;
 	CHECK_MSG(dlk_data_load(&spec, "train", &opts, &ds, &err) == 0 && ds.n == 5 && ds.storage == DLK_STORE_U8,
