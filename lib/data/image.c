@@ -326,30 +326,52 @@ static char **list_dir(const char *dir, const char *name, int want_dirs, size_t 
 	return v;
 }
 
-/* the part of path p below folder dir ("." the top, "./" in front of a folder below it), or NULL */
-static const char *below(const char *p, const char *dir)
+/* The paths below folder dir ("." all of them; "./" in front of a folder below it): the range
+ * [*lo, *hi) of the sorted paths (those that begin with "dir/" are next to each other, found by
+ * a binary search: a tree of a million files and a thousand class folders is listed in
+ * milliseconds), and how many bytes of each path are dir's (*skip) */
+static void range_below(const struct dlk_image_paths *t, const char *dir, size_t *lo, size_t *hi, size_t *skip)
 {
-	size_t dl;
 	while (dir[0] == '.' && dir[1] == '/')
 		dir += 2;
-	if (!strcmp(dir, "."))
-		return p;
-	dl = strlen(dir);
-	return dl && !strncmp(p, dir, dl) && p[dl] == '/' ? p + dl + 1 : NULL;
+	if (!strcmp(dir, ".")) {
+		*lo = *skip = 0;
+		*hi = t->n;
+		return;
+	}
+	size_t dl = strlen(dir), a = 0, b = t->n;
+	char *pre = xmalloc(dl + 2);
+	memcpy(pre, dir, dl);
+	memcpy(pre + dl, "/", 2);
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+		if (strcmp(t->paths[m], pre) < 0)
+			a = m + 1;
+		else
+			b = m;
+	}
+	*lo = a;
+	while (a < t->n && !strncmp(t->paths[a], pre, dl + 1))
+		a++;
+	*hi = a;
+	*skip = dl + 1;
+	free(pre);
 }
 
 static char **paths_list(void *ctx, const char *dir, const char *name, int want_dirs, size_t *n, struct dlk_err *err)
 {
 	const struct dlk_image_paths *t = ctx;
-	char **v = xcalloc(t->n + 1, sizeof(*v));
+	size_t lo, hi, skip;
 
 	(void)name;
 	(void)err;
+	range_below(t, dir, &lo, &hi, &skip);
+	char **v = xcalloc(hi - lo + 1, sizeof(*v));
 	*n = 0;
 	/* in byte order, the paths below one sub-folder are next to each other */
-	for (size_t i = 0; i < t->n; i++) {
-		const char *rest = below(t->paths[i], dir), *slash;
-		if (!rest || rest[0] == '.') /* hidden entries are skipped, as in a folder */
+	for (size_t i = lo; i < hi; i++) {
+		const char *rest = t->paths[i] + skip, *slash;
+		if (rest[0] == '.') /* hidden entries are skipped, as in a folder */
 			continue;
 		slash = strchr(rest, '/');
 		if (want_dirs != (slash != NULL))
@@ -374,10 +396,9 @@ struct dlk_image_tree dlk_image_paths_tree(const struct dlk_image_paths *p)
 
 int dlk_image_paths_has_dir(const struct dlk_image_paths *p, const char *dir)
 {
-	for (size_t i = 0; i < p->n; i++)
-		if (below(p->paths[i], dir))
-			return 1;
-	return 0;
+	size_t lo, hi, skip;
+	range_below(p, dir, &lo, &hi, &skip);
+	return hi > lo;
 }
 
 static char **list_in(const struct dlk_image_tree *tree, const char *dir, const char *name, int want_dirs, size_t *n,
