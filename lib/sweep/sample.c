@@ -293,9 +293,10 @@ int dlk_sweep_params_point(const struct dlk_sweep_spec *s, const cJSON *params, 
 				return -1;
 			x[i] = found;
 		} else {
-			/* a recorded number went through "%.6g": inside the range up to that rounding */
-			if (!cJSON_IsNumber(v) || !(v->valuedouble >= p->lo * (1 - 1e-5) - 1e-12) ||
-			    !(v->valuedouble <= p->hi * (1 + 1e-5) + 1e-12))
+			/* a recorded number went through "%.6g": inside the range up to that rounding, a
+			 * margin by the bound's magnitude (a negative LO's too) */
+			if (!cJSON_IsNumber(v) || !(v->valuedouble >= p->lo - fabs(p->lo) * 1e-5 - 1e-12) ||
+			    !(v->valuedouble <= p->hi + fabs(p->hi) * 1e-5 + 1e-12))
 				return -1;
 			x[i] = v->valuedouble;
 		}

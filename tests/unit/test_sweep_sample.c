@@ -62,6 +62,21 @@ static void test_random(void)
 		cJSON_Delete(j);
 	}
 	dlk_sweep_spec_release(&s);
+
+	/* a negative LO reads back at the bound itself (its margin was once taken the wrong way);
+	 * past it, it does not */
+	spec_of("sweep:\n  parameters:\n    a.n: {int: [-1099511627776, 10]}\n    a.x: {uniform: [-2.5, -1]}\n", &s);
+	{
+		double p[2] = { -1099511627776.0, -2.5 }, q[2];
+		cJSON *j = dlk_sweep_params_json(&s, p);
+		CHECK(dlk_sweep_params_point(&s, j, q) == 0 && q[0] == p[0] && q[1] == p[1]);
+		cJSON_ReplaceItemInObject(j, "a.x", cJSON_CreateNumber(-2.6));
+		CHECK(dlk_sweep_params_point(&s, j, q) == -1);
+		cJSON_ReplaceItemInObject(j, "a.x", cJSON_CreateNumber(-0.9));
+		CHECK(dlk_sweep_params_point(&s, j, q) == -1);
+		cJSON_Delete(j);
+	}
+	dlk_sweep_spec_release(&s);
 }
 
 static void test_grid(void)
