@@ -286,19 +286,29 @@ AVX512_ATTR static void copy_rows_avx512(const float *restrict src, size_t lds, 
 	}
 }
 
-/* split2 on a row's 32 values at a time: two masked loads, the even and odd lanes permuted out
- * (the vectorised loop did not vectorise a row of 28: it was 6% of a ResNet's step) */
+/* the r (1 to 32) values at x as two masked loads, their even and odd lanes permuted out; x NULL:
+ * zeros. What split2 and its bf16 forms do with a row, 32 values at a time. */
+AVX512_ATTR static inline __attribute__((always_inline)) void split32(const float *x, int r, __m512 *ev, __m512 *od)
+{
+	__mmask16 m0 = r >= 16 ? 0xffff : n_mask(r), m1 = r <= 16 ? 0 : n_mask(r - 16);
+	__m512 a = x ? _mm512_maskz_loadu_ps(m0, x) : _mm512_setzero_ps();
+	__m512 b = x ? _mm512_maskz_loadu_ps(m1, x + 16) : _mm512_setzero_ps();
+	*ev = _mm512_permutex2var_ps(a, EVEN_IDX, b);
+	*od = _mm512_permutex2var_ps(a, ODD_IDX, b);
+}
+
+/* split2 on a row's 32 values at a time (the vectorised loop did not vectorise a row of 28: it
+ * was 6% of a ResNet's step) */
 AVX512_ATTR static void split2_avx512(const float *restrict x, size_t n, float *restrict ev, float *restrict od)
 {
-	const __m512i ei = EVEN_IDX, oi = ODD_IDX;
 	for (size_t i = 0; i < n; i += 32) {
 		int r = n - i >= 32 ? 32 : (int)(n - i);
-		__mmask16 m0 = r >= 16 ? 0xffff : n_mask(r), m1 = r <= 16 ? 0 : n_mask(r - 16);
-		__m512 a = _mm512_maskz_loadu_ps(m0, x + i), b = _mm512_maskz_loadu_ps(m1, x + i + 16);
+		__m512 e, o;
+		split32(x + i, r, &e, &o);
 		if (ev)
-			_mm512_mask_storeu_ps(ev + i / 2, n_mask((r + 1) / 2), _mm512_permutex2var_ps(a, ei, b));
-		if (od && r > 1)
-			_mm512_mask_storeu_ps(od + i / 2, n_mask(r / 2), _mm512_permutex2var_ps(a, oi, b));
+			_mm512_mask_storeu_ps(ev + i / 2, n_mask((r + 1) / 2), e);
+		if (od)
+			_mm512_mask_storeu_ps(od + i / 2, n_mask(r / 2), o);
 	}
 }
 
@@ -895,17 +905,14 @@ BF16_ATTR static void pair_row16(const float *x0, const float *x1, size_t n, uin
 /* a row split into its even and odd columns (split2), rounded: round_row16 of each */
 BF16_ATTR static void round2_row16(const float *x, size_t n, uint16_t *ev, uint16_t *od)
 {
-	const __m512i ei = EVEN_IDX, oi = ODD_IDX;
 	for (size_t i = 0; i < n; i += 32) {
 		int r = n - i >= 32 ? 32 : (int)(n - i);
-		__mmask16 m0 = r >= 16 ? 0xffff : n_mask(r), m1 = r <= 16 ? 0 : n_mask(r - 16);
-		__m512 a = _mm512_maskz_loadu_ps(m0, x + i), b = _mm512_maskz_loadu_ps(m1, x + i + 16);
+		__m512 e, o;
+		split32(x + i, r, &e, &o);
 		if (ev)
-			_mm256_mask_storeu_epi16(ev + i / 2, n_mask((r + 1) / 2),
-			                         (__m256i)_mm512_cvtneps_pbh(_mm512_permutex2var_ps(a, ei, b)));
+			_mm256_mask_storeu_epi16(ev + i / 2, n_mask((r + 1) / 2), (__m256i)_mm512_cvtneps_pbh(e));
 		if (od)
-			_mm256_mask_storeu_epi16(od + i / 2, n_mask(r / 2),
-			                         (__m256i)_mm512_cvtneps_pbh(_mm512_permutex2var_ps(a, oi, b)));
+			_mm256_mask_storeu_epi16(od + i / 2, n_mask(r / 2), (__m256i)_mm512_cvtneps_pbh(o));
 	}
 }
 
@@ -913,20 +920,17 @@ BF16_ATTR static void round2_row16(const float *x, size_t n, uint16_t *ev, uint1
  * each (x1 NULL: zeros in the high halves) */
 BF16_ATTR static void pair2_row16(const float *x0, const float *x1, size_t n, uint32_t *ev, uint32_t *od)
 {
-	const __m512i ei = EVEN_IDX, oi = ODD_IDX;
 	for (size_t i = 0; i < n; i += 32) {
 		int r = n - i >= 32 ? 32 : (int)(n - i);
-		__mmask16 m0 = r >= 16 ? 0xffff : n_mask(r), m1 = r <= 16 ? 0 : n_mask(r - 16);
-		__m512 a0 = _mm512_maskz_loadu_ps(m0, x0 + i), b0 = _mm512_maskz_loadu_ps(m1, x0 + i + 16);
-		__m512 a1 = x1 ? _mm512_maskz_loadu_ps(m0, x1 + i) : _mm512_setzero_ps();
-		__m512 b1 = x1 ? _mm512_maskz_loadu_ps(m1, x1 + i + 16) : _mm512_setzero_ps();
+		__m512 v[2][2]; /* [row][even, odd] */
+		split32(x0 + i, r, &v[0][0], &v[0][1]);
+		split32(x1 ? x1 + i : NULL, r, &v[1][0], &v[1][1]);
 		for (int half = 0; half < 2; half++) {
 			uint32_t *d = half ? od : ev;
 			if (!d)
 				continue;
-			__m512i idx = half ? oi : ei;
-			__m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_permutex2var_ps(a0, idx, b0)));
-			__m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_permutex2var_ps(a1, idx, b1)));
+			__m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v[0][half]));
+			__m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v[1][half]));
 			_mm512_mask_storeu_epi32(d + i / 2, n_mask(half ? r / 2 : (r + 1) / 2),
 			                         _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
 		}
